@@ -1,0 +1,180 @@
+//! A small HTTP server for a component's operational endpoints (`/healthz`, `/livez`,
+//! `/readyz`, `/metrics`), with graceful shutdown.
+//!
+//! Roles that have an HTTP server of their own (the apiserver) mount [`OpsHandler::handle`] in
+//! their router instead; roles that do not (the controller-manager) run [`serve`] with it.
+
+use std::convert::Infallible;
+use std::future::Future;
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use http_body_util::Full;
+use hyper::body::{Bytes, Incoming};
+use hyper::header::{ACCEPT, CONTENT_TYPE, HeaderValue};
+use hyper::{Method, Request, Response, StatusCode};
+use hyper_util::rt::{TokioExecutor, TokioIo};
+use hyper_util::server::conn::auto;
+use hyper_util::server::graceful::GracefulShutdown;
+use tokio::net::TcpListener;
+
+use crate::health::Health;
+use crate::metrics;
+use crate::shutdown::{self, Shutdown};
+
+/// A response with a body held in memory.
+pub type FullResponse = Response<Full<Bytes>>;
+
+/// Errors of the ops server.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// Binding the listening socket failed.
+    #[error("listening on {addr}")]
+    Bind {
+        /// The address asked for.
+        addr: SocketAddr,
+        /// The cause.
+        #[source]
+        source: std::io::Error,
+    },
+    /// Connections did not finish within the shutdown deadline.
+    #[error("closing connections")]
+    Drain(#[source] shutdown::Error),
+}
+
+/// Answers the operational endpoints of a component.
+#[derive(Clone, Debug)]
+pub struct OpsHandler {
+    health: Health,
+    metrics: metrics::Registry,
+}
+
+impl OpsHandler {
+    /// A handler over the given health checks and metrics.
+    pub fn new(health: Health, metrics: metrics::Registry) -> Self {
+        Self { health, metrics }
+    }
+
+    /// Answers `req` if it is for an ops endpoint, or returns `None` for any other path.
+    pub async fn handle<B>(&self, req: &Request<B>) -> Option<FullResponse> {
+        let path = req.uri().path();
+        let is_metrics = path == "/metrics";
+        let health = if is_metrics {
+            None
+        } else {
+            Some(self.health.answer(path, req.uri().query()).await?)
+        };
+        if req.method() != Method::GET && req.method() != Method::HEAD {
+            return Some(text(
+                StatusCode::METHOD_NOT_ALLOWED,
+                "only GET and HEAD are allowed\n".into(),
+            ));
+        }
+        Some(match health {
+            Some(answer) => {
+                let status = StatusCode::from_u16(answer.status)
+                    .unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+                text(status, answer.body)
+            }
+            None => {
+                let accept = req.headers().get(ACCEPT).and_then(|v| v.to_str().ok());
+                let encoded = self.metrics.encode(accept);
+                let mut response = Response::new(Full::new(Bytes::from(encoded.body)));
+                response
+                    .headers_mut()
+                    .insert(CONTENT_TYPE, HeaderValue::from_static(encoded.content_type));
+                response
+            }
+        })
+    }
+}
+
+/// A plain-text response.
+pub fn text(status: StatusCode, body: String) -> FullResponse {
+    let mut response = Response::new(Full::new(Bytes::from(body)));
+    *response.status_mut() = status;
+    let headers = response.headers_mut();
+    headers.insert(
+        CONTENT_TYPE,
+        HeaderValue::from_static("text/plain; charset=utf-8"),
+    );
+    headers.insert(
+        "x-content-type-options",
+        HeaderValue::from_static("nosniff"),
+    );
+    response
+}
+
+/// Binds `addr`; a port of 0 picks a free one (see [`TcpListener::local_addr`]).
+pub async fn bind(addr: SocketAddr) -> Result<TcpListener, Error> {
+    TcpListener::bind(addr)
+        .await
+        .map_err(|source| Error::Bind { addr, source })
+}
+
+/// Serves HTTP/1.1 and HTTP/2 (cleartext) on `listener` with `handler` until `shutdown` is
+/// triggered; then stops accepting and gives open connections `drain_deadline` to finish.
+pub async fn serve<H, F>(
+    listener: TcpListener,
+    handler: H,
+    shutdown: Shutdown,
+    drain_deadline: Duration,
+) -> Result<(), Error>
+where
+    H: Fn(Request<Incoming>) -> F + Clone + Send + Sync + 'static,
+    F: Future<Output = FullResponse> + Send + 'static,
+{
+    let builder = auto::Builder::new(TokioExecutor::new());
+    let graceful = GracefulShutdown::new();
+    loop {
+        let (stream, peer) = tokio::select! {
+            accepted = listener.accept() => match accepted {
+                Ok(conn) => conn,
+                Err(error) => {
+                    // Running out of file descriptors and the like is transient: keep serving.
+                    tracing::warn!(%error, "accepting a connection failed");
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                    continue;
+                }
+            },
+            () = shutdown.triggered() => break,
+        };
+        let handler = handler.clone();
+        let service = hyper::service::service_fn(move |req| {
+            let handler = handler.clone();
+            async move { Ok::<_, Infallible>(handler(req).await) }
+        });
+        let conn = builder.serve_connection_with_upgrades(TokioIo::new(stream), service);
+        let conn = graceful.watch(conn.into_owned());
+        tokio::spawn(async move {
+            if let Err(error) = conn.await {
+                tracing::debug!(%peer, %error, "connection ended with an error");
+            }
+        });
+    }
+    drop(listener);
+    shutdown
+        .drain(drain_deadline, graceful.shutdown())
+        .await
+        .map_err(Error::Drain)
+}
+
+/// Serves only the ops endpoints of `ops`, answering 404 elsewhere.
+pub async fn serve_ops(
+    listener: TcpListener,
+    ops: OpsHandler,
+    shutdown: Shutdown,
+    drain_deadline: Duration,
+) -> Result<(), Error> {
+    let handler = move |req: Request<Incoming>| {
+        let ops = ops.clone();
+        async move {
+            match ops.handle(&req).await {
+                Some(response) => response,
+                None => text(StatusCode::NOT_FOUND, "404 page not found\n".into()),
+            }
+        }
+    };
+    serve(listener, handler, shutdown, drain_deadline).await
+}

@@ -1,0 +1,35 @@
+//! What every genplane role shares.
+//!
+//! Each role of the `genplane` multi-call binary (apiserver, controller-manager, feature-controller,
+//! ...) is assembled from the same base, so that they all behave the same way to an operator:
+//!
+//! - [`config`]: layered configuration. Built-in defaults < a config file (`--config`, TOML or YAML)
+//!   < `GENPLANE_*` environment variables < command-line flags, with `--print-default-config` and
+//!   `--config-check`, and every validation error reported at once.
+//! - [`logging`]: `--log-format=text|json`, `-v N` and `RUST_LOG`-style filter directives.
+//! - [`metrics`]: a registry served on `/metrics` in the Prometheus text format.
+//! - [`health`]: `/healthz`, `/livez` and `/readyz` with named checks, `?verbose`, `?exclude=` and
+//!   `/readyz/<check>`, as kube-apiserver serves them.
+//! - [`shutdown`]: SIGTERM/SIGINT start a graceful shutdown that has a deadline.
+//! - [`featuregate`]: Kubernetes-style feature gates with versioned specs, `--feature-gates`,
+//!   `--emulated-version`, the `kubernetes_feature_enabled` gauge, and a use log (KEP-3920's client
+//!   flow) that records every check so that a later component can report it to the API.
+//! - [`http`]: a small HTTP server for the endpoints above, with graceful shutdown.
+//! - [`version`]: genplane's version, git commit, and the Kubernetes version it emulates.
+//! - [`process`]: the process context (arguments, environment) handed to a role, so that
+//!   libraries never read process-global state themselves.
+//!
+//! Nothing in this crate installs process-global state on its own: the binary decides when to
+//! install a tracing subscriber or a signal handler, and passes the environment in.
+
+#![warn(missing_docs)]
+
+pub mod config;
+pub mod featuregate;
+pub mod health;
+pub mod http;
+pub mod logging;
+pub mod metrics;
+pub mod process;
+pub mod shutdown;
+pub mod version;

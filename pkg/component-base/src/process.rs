@@ -1,0 +1,50 @@
+//! The process context handed to each role.
+//!
+//! The binary reads argv and the environment once, at start, and passes them down in a
+//! [`Process`]. Libraries read only what they are given, which keeps them free of process-global
+//! state and lets tests run a role with an environment of their own.
+
+use std::collections::BTreeMap;
+use std::ffi::OsString;
+use std::path::PathBuf;
+
+use crate::version::BuildInfo;
+
+/// What a role may know about the process it runs in.
+#[derive(Clone, Debug, Default)]
+pub struct Process {
+    /// The command-line arguments, the program name first.
+    pub args: Vec<OsString>,
+    /// The environment variables whose names and values are valid UTF-8.
+    pub env: BTreeMap<String, String>,
+    /// The path of the running executable, when it is known.
+    pub current_exe: Option<PathBuf>,
+    /// Version and build information of the binary.
+    pub build: BuildInfo,
+}
+
+impl Process {
+    /// A process context with the given arguments and nothing else; for tests and embedding.
+    pub fn with_args<I, S>(args: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<OsString>,
+    {
+        Self {
+            args: args.into_iter().map(Into::into).collect(),
+            ..Self::default()
+        }
+    }
+
+    /// Sets one environment variable of this context; for tests and embedding.
+    #[must_use]
+    pub fn with_env(mut self, name: impl Into<String>, value: impl Into<String>) -> Self {
+        self.env.insert(name.into(), value.into());
+        self
+    }
+
+    /// Looks up an environment variable of this context.
+    pub fn var(&self, name: &str) -> Option<&str> {
+        self.env.get(name).map(String::as_str)
+    }
+}
