@@ -3,6 +3,7 @@
 //! Each role of the `genplane` multi-call binary (apiserver, controller-manager, feature-controller,
 //! ...) is assembled from the same base, so that they all behave the same way to an operator:
 //!
+//! - [`component`]: the start-up sequence every role shares (defaults, check, validation).
 //! - [`config`]: layered configuration. Built-in defaults < a config file (`--config`, TOML or YAML)
 //!   < `GENPLANE_*` environment variables < command-line flags, with `--print-default-config` and
 //!   `--config-check`, and every validation error reported at once.
@@ -24,6 +25,7 @@
 
 #![warn(missing_docs)]
 
+pub mod component;
 pub mod config;
 pub mod featuregate;
 pub mod health;

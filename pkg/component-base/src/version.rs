@@ -1,9 +1,22 @@
 //! Version information: genplane's own version, the commit it was built from, and the
 //! Kubernetes version whose API it emulates.
 
+use clap::{Arg, ArgMatches, Command};
 use serde::Serialize;
 
 use crate::featuregate::Version;
+
+/// Errors of rendering version information.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// An output format other than `text`, `json` or `yaml`.
+    #[error("unsupported output format {0:?}: must be text, json or yaml")]
+    Format(String),
+    /// Encoding failed.
+    #[error("encoding version information: {0}")]
+    Encode(String),
+}
 
 /// The Kubernetes version whose API genplane serves and whose behaviour it follows.
 pub const KUBERNETES_VERSION: Version = Version::new(1, 33);
@@ -48,6 +61,39 @@ impl Default for BuildInfo {
     }
 }
 
+/// The command line of `genplane version`.
+pub fn command() -> Command {
+    Command::new("version")
+        .about("Print genplane's version, git commit, and the Kubernetes API version it emulates")
+        .arg(
+            Arg::new("output")
+                .short('o')
+                .long("output")
+                .value_name("FORMAT")
+                .value_parser(["text", "json", "yaml"])
+                .default_value("text")
+                .help("Output format"),
+        )
+}
+
+/// Renders `info` in the format `matches` of [`command`] ask for.
+pub fn render(info: &BuildInfo, matches: &ArgMatches) -> Result<String, Error> {
+    let format = matches
+        .get_one::<String>("output")
+        .map_or("text", String::as_str);
+    match format {
+        "text" => Ok(format!(
+            "genplane version: {}\ngit commit: {}\nkubernetes API version: {}\nplatform: {}\n",
+            info.genplane_version, info.git_commit, info.kubernetes_version, info.platform
+        )),
+        "json" => serde_json::to_string_pretty(info)
+            .map(|s| s + "\n")
+            .map_err(|e| Error::Encode(e.to_string())),
+        "yaml" => serde_saphyr::to_string(info).map_err(|e| Error::Encode(e.to_string())),
+        other => Err(Error::Format(other.to_owned())),
+    }
+}
+
 /// The platform in Go's `GOOS/GOARCH` spelling, which is what Kubernetes clients expect to see.
 fn platform() -> String {
     let arch = match std::env::consts::ARCH {
@@ -72,5 +118,31 @@ mod tests {
         assert_eq!(info.kubernetes_version, "v1.33");
         assert!(info.platform.starts_with(std::env::consts::OS));
         assert_eq!(BuildInfo::new("1", Some("  ")).git_commit, "unknown");
+    }
+
+    #[test]
+    fn renders_text_json_and_yaml() {
+        let info = BuildInfo::new("1.2.3", Some("abc123"));
+        let render_as =
+            |args: &[&str]| render(&info, &command().try_get_matches_from(args).unwrap()).unwrap();
+        let text = render_as(&["version"]);
+        assert!(
+            text.contains(
+                "genplane version: 1.2.3\ngit commit: abc123\nkubernetes API version: v1.33\n"
+            ),
+            "{text}"
+        );
+        let json: serde_json::Value =
+            serde_json::from_str(&render_as(&["version", "-o", "json"])).unwrap();
+        assert_eq!(json["kubernetesVersion"], "v1.33");
+        assert_eq!(json["gitCommit"], "abc123");
+        let yaml: serde_json::Value =
+            serde_saphyr::from_str(&render_as(&["version", "--output=yaml"])).unwrap();
+        assert_eq!(yaml["genplaneVersion"], "1.2.3");
+        assert!(
+            command()
+                .try_get_matches_from(["version", "-o", "xml"])
+                .is_err()
+        );
     }
 }

@@ -1,0 +1,21 @@
+//! The applet table: every role the binary can run. One line per applet.
+
+use clap::{ArgMatches, Command};
+use genplane_component_base::process::Process;
+use genplane_component_base::version;
+
+use crate::Applet;
+
+/// Every applet, in the order `genplane --list` shows them.
+pub static APPLETS: &[Applet] = &[Applet {
+    name: "version",
+    aliases: &[],
+    command: version::command,
+    run: run_version,
+}];
+
+fn run_version(matches: &ArgMatches, process: &Process) -> anyhow::Result<()> {
+    let text = version::render(&process.build, matches)?;
+    print!("{text}");
+    Ok(())
+}

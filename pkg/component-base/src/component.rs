@@ -1,0 +1,94 @@
+//! The start-up sequence every role shares, before it does anything of its own:
+//!
+//! 1. `--print-default-config`: print the defaults as TOML and stop;
+//! 2. load the options from every layer ([`config::load`]);
+//! 3. validate them into the role's typed configuration, collecting every error;
+//! 4. `--config-check`: report that the configuration is valid and stop;
+//! 5. otherwise hand the configuration to the role.
+//!
+//! A role's command line flattens [`ConfigFlags`] and its own options struct:
+//!
+//! ```
+//! use clap::{CommandFactory, Parser};
+//! use genplane_component_base::component::{self, Startup};
+//! use genplane_component_base::config::{CommonOptions, ConfigFlags};
+//! use genplane_component_base::process::Process;
+//!
+//! #[derive(Parser, Debug, Default, serde::Serialize, serde::Deserialize)]
+//! #[serde(rename_all = "kebab-case", default)]
+//! struct Options {
+//!     #[command(flatten)]
+//!     #[serde(flatten)]
+//!     common: CommonOptions,
+//! }
+//!
+//! #[derive(Parser)]
+//! struct Cli {
+//!     #[command(flatten)]
+//!     config: ConfigFlags,
+//!     #[command(flatten)]
+//!     options: Options,
+//! }
+//!
+//! let matches = Cli::command().get_matches_from(["role", "--config-check", "--log-format=json"]);
+//! let mut out = Vec::new();
+//! let startup = component::configure::<Options, _>(&matches, &Process::default(), &mut out, |o, _| {
+//!     Some(o.common.log_format.clone())
+//! })
+//! .unwrap();
+//! assert!(matches!(startup, Startup::Done));
+//! assert_eq!(String::from_utf8(out).unwrap(), "configuration is valid\n");
+//! ```
+
+use std::io::Write;
+
+use clap::{ArgMatches, Args, FromArgMatches};
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+
+use crate::config::{self, ConfigFlags, Invalid};
+use crate::process::Process;
+
+/// What to do after [`configure`].
+#[derive(Debug)]
+pub enum Startup<C> {
+    /// Run the role with this configuration.
+    Run(C),
+    /// Nothing more to do (`--print-default-config` or `--config-check` answered).
+    Done,
+}
+
+/// Runs the shared start-up sequence for options `O`, validated into `C` by `validate`.
+///
+/// `out` receives what `--print-default-config` and `--config-check` print. Errors are always
+/// [`config::Error`]s: an invalid configuration.
+pub fn configure<O, C>(
+    matches: &ArgMatches,
+    process: &Process,
+    out: &mut dyn Write,
+    validate: impl FnOnce(&O, &mut Invalid) -> Option<C>,
+) -> Result<Startup<C>, config::Error>
+where
+    O: Args + FromArgMatches + Serialize + DeserializeOwned + Default,
+{
+    let flags = ConfigFlags::from_arg_matches(matches).unwrap_or_default();
+    let write_error = |source| config::Error::Read {
+        path: "<standard output>".into(),
+        source,
+    };
+    if flags.print_default_config {
+        let text = config::default_config_toml::<O>()?;
+        out.write_all(text.as_bytes()).map_err(write_error)?;
+        return Ok(Startup::Done);
+    }
+    let options: O = config::load(matches, flags.config.as_deref(), &process.env)?;
+    let mut invalid = Invalid::new();
+    let validated = validate(&options, &mut invalid);
+    let config = invalid.finish(validated)?;
+    if flags.config_check {
+        out.write_all(b"configuration is valid\n")
+            .map_err(write_error)?;
+        return Ok(Startup::Done);
+    }
+    Ok(Startup::Run(config))
+}
