@@ -1,6 +1,6 @@
 //! The applet table: every role the binary can run. One line per applet.
 
-use clap::{ArgMatches, Command};
+use clap::ArgMatches;
 use genplane_component_base::process::Process;
 use genplane_component_base::version;
 

@@ -81,7 +81,7 @@ pub fn check_table(applets: &[Applet]) -> Result<(), Vec<String>> {
     }
 }
 
-/// Finds the applet that a program name (argv[0]) asks for: `genplane-<name or alias>`.
+/// Finds the applet that a program name (`argv[0]`) asks for: `genplane-<name or alias>`.
 pub fn applet_for_program(program: &Path) -> Option<&'static Applet> {
     let base = program.file_name()?.to_str()?;
     let wanted = base.strip_prefix(LINK_PREFIX)?;

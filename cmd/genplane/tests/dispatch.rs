@@ -1,6 +1,8 @@
 //! The built binary: applet listing, dispatch by subcommand and by program name (argv[0]),
 //! symlink creation, and exit codes.
 
+#![allow(clippy::unwrap_used)] // test helpers may unwrap, like the tests themselves
+
 use std::path::Path;
 use std::process::{Command, Output};
 

@@ -1,6 +1,8 @@
 //! The configuration layers of a role, end to end through the shared start-up sequence:
 //! defaults < config file < GENPLANE_* environment < flags, and `--config-check`.
 
+#![allow(clippy::unwrap_used)] // test helpers may unwrap, like the tests themselves
+
 use clap::{CommandFactory, Parser};
 use genplane_component_base::component::{self, Startup};
 use genplane_component_base::config::{CommonConfig, CommonOptions, ConfigFlags, Error, Invalid};

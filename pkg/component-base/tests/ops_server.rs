@@ -1,6 +1,8 @@
 //! The ops server over real HTTP on loopback: health endpoints, the feature-gate gauge on
 //! /metrics, and graceful shutdown.
 
+#![allow(clippy::unwrap_used)] // test helpers may unwrap, like the tests themselves
+
 use std::net::SocketAddr;
 use std::time::Duration;
 

@@ -1,0 +1,30 @@
+# shellcheck shell=bash
+# Helpers that install what the project's scripts need when it is missing. Sourced, not run.
+
+# ensure_apt_packages PKG...: installs the Debian packages that are not installed yet.
+ensure_apt_packages() {
+  local missing=() pkg
+  for pkg in "$@"; do
+    dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q 'install ok installed' || missing+=("$pkg")
+  done
+  [ ${#missing[@]} -eq 0 ] && return 0
+  local sudo=()
+  if [ "$(id -u)" -ne 0 ]; then
+    command -v sudo >/dev/null || { echo "need root (or sudo) to install: ${missing[*]}" >&2; return 1; }
+    sudo=(sudo)
+  fi
+  echo "--- installing Debian packages: ${missing[*]}"
+  "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get update -qq
+  "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+}
+
+# ensure_nextest: installs cargo-nextest when cargo does not have it.
+ensure_nextest() {
+  cargo nextest --version >/dev/null 2>&1 && return 0
+  echo "--- installing cargo-nextest"
+  cargo install --locked cargo-nextest
+}
+
+# The Debian packages the build and the tests need: etcd for the etcd backend's tests, protoc
+# for etcd-client's generated code.
+GENPLANE_APT_PACKAGES=(etcd-server protobuf-compiler)
