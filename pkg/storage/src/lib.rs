@@ -1,0 +1,407 @@
+//! The storage contract of genplane, with etcd v3 semantics.
+//!
+//! Everything the apiserver promises (resourceVersion, optimistic concurrency, watch, pagination,
+//! consistent reads) rests on this contract, and every backend honours it exactly: the embedded
+//! SQLite store, the etcd store, and the watch cache that decorates either. One conformance suite
+//! (`genplane-storage-testing`) proves it for each.
+//!
+//! # The contract
+//!
+//! - **Keys** are UTF-8 paths that start with `/` (see [`validate_key`]), e.g.
+//!   `/registry/configmaps/default/settings`. **Values** are opaque bytes.
+//! - **Revisions**: the store has one global revision that every successful write increases by
+//!   exactly one. A fresh store is at revision 1, so the first write gets revision 2. A key's
+//!   [`KeyValue::mod_revision`] is the revision of the write that last changed it (Kubernetes'
+//!   `resourceVersion`), [`KeyValue::create_revision`] the revision that created it.
+//! - **Reads** happen at a revision: the current one, or an older one still in history. A read
+//!   at a revision older than the last compaction fails with [`Error::Compacted`]; a read at a
+//!   revision newer than the current one fails with [`Error::FutureRevision`].
+//! - **Lists** range over a prefix in key order, from an optional start key, with an optional
+//!   limit; [`ListResponse::more`] tells whether keys remain. Paging at the revision of the first
+//!   page (see [`continue_token`]) sees exactly the state at that revision, however many writes
+//!   happen meanwhile.
+//! - **Writes** are atomic, each one transaction: [`Storage::create`] fails if the key exists;
+//!   [`Storage::update`] and [`Storage::delete`] compare the key's current `mod_revision` with an
+//!   expected one and fail with [`Error::Conflict`] (carrying the current value) when they differ.
+//!   A write is acknowledged only once it is durable.
+//! - **Watches** deliver, in revision order and without gaps, every change under a prefix after a
+//!   given revision, each with the previous value ([`Event::prev`]). Asked for
+//!   ([`Watch::request_progress`]), a watch reports the revision up to which it has delivered
+//!   everything ([`WatchEvent::Progress`]), which is how a cache knows it is up to date even when
+//!   its prefix is quiet. A watch that would need events removed by compaction fails with
+//!   [`Error::Compacted`], at start or later.
+//! - **Compaction** to revision `C` discards history: every event with revision `<= C` and every
+//!   value that was superseded by `C`. Reads at revisions `>= C` keep working.
+
+#![warn(missing_docs)]
+
+pub mod continue_token;
+
+use std::fmt;
+use std::future::Future;
+use std::sync::Arc;
+
+pub use bytes::Bytes;
+use tokio::sync::mpsc;
+
+/// A store revision. Revisions are positive and strictly increasing; 0 means "none".
+pub type Revision = i64;
+
+/// The errors of the storage contract.
+///
+/// This is the one error type every backend returns; backend-specific failures are wrapped in
+/// [`Error::Backend`] so that their types do not leak through the contract. It is cloneable
+/// because a watch may hand the same error to several readers.
+#[derive(Clone, Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// The key does not exist (at the revision read).
+    #[error("key {key:?} not found")]
+    NotFound {
+        /// The key.
+        key: String,
+    },
+    /// A create found the key already present.
+    #[error("key {key:?} already exists")]
+    AlreadyExists {
+        /// The key.
+        key: String,
+    },
+    /// A compare-and-swap found a different `mod_revision` than expected.
+    #[error("key {key:?} has been modified: expected revision {expected}, found {}", current.mod_revision)]
+    Conflict {
+        /// The key.
+        key: String,
+        /// The revision the caller expected.
+        expected: Revision,
+        /// The key's current value, so that the caller can retry without reading again.
+        current: Box<KeyValue>,
+    },
+    /// The revision asked for has been compacted away.
+    #[error(
+        "revision {requested} has been compacted; the oldest available revision is {compacted}"
+    )]
+    Compacted {
+        /// The revision asked for.
+        requested: Revision,
+        /// The revision of the last compaction.
+        compacted: Revision,
+    },
+    /// The revision asked for is newer than the store's current revision.
+    #[error("revision {requested} is newer than the current revision {current}")]
+    FutureRevision {
+        /// The revision asked for.
+        requested: Revision,
+        /// The store's current revision.
+        current: Revision,
+    },
+    /// The key is not a valid storage key.
+    #[error("invalid key {key:?}: {reason}")]
+    InvalidKey {
+        /// The key.
+        key: String,
+        /// What is wrong with it.
+        reason: &'static str,
+    },
+    /// The store cannot be reached or is closed; retrying later may succeed.
+    #[error("storage unavailable: {0}")]
+    Unavailable(String),
+    /// The operation did not finish in time; it may or may not have taken effect.
+    #[error("storage operation timed out")]
+    Timeout,
+    /// Any other failure of the backend.
+    #[error("storage backend error: {0}")]
+    Backend(#[source] Arc<dyn std::error::Error + Send + Sync>),
+}
+
+impl Error {
+    /// Whether retrying the same operation later may succeed.
+    pub fn is_retryable(&self) -> bool {
+        matches!(self, Error::Unavailable(_) | Error::Timeout)
+    }
+
+    /// Wraps a backend-specific error.
+    pub fn backend(error: impl std::error::Error + Send + Sync + 'static) -> Self {
+        Error::Backend(Arc::new(error))
+    }
+}
+
+/// The result type of storage operations.
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// A key with its value and revisions.
+#[derive(Clone, PartialEq, Eq)]
+pub struct KeyValue {
+    /// The key.
+    pub key: String,
+    /// The value.
+    pub value: Bytes,
+    /// The revision of the write that created the key.
+    pub create_revision: Revision,
+    /// The revision of the write that last changed the key.
+    pub mod_revision: Revision,
+}
+
+impl fmt::Debug for KeyValue {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("KeyValue")
+            .field("key", &self.key)
+            .field("value", &format_args!("{} bytes", self.value.len()))
+            .field("create_revision", &self.create_revision)
+            .field("mod_revision", &self.mod_revision)
+            .finish()
+    }
+}
+
+/// What a change did to its key.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum EventKind {
+    /// The key was created.
+    Create,
+    /// The key's value was replaced.
+    Update,
+    /// The key was deleted.
+    Delete,
+}
+
+/// One change, as a watch delivers it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Event {
+    /// What happened.
+    pub kind: EventKind,
+    /// The key after the change. For a delete, the value is empty and `mod_revision` is the
+    /// revision of the delete.
+    pub kv: KeyValue,
+    /// The key before the change; `None` for a create.
+    pub prev: Option<KeyValue>,
+}
+
+impl Event {
+    /// The revision of the change.
+    pub fn revision(&self) -> Revision {
+        self.kv.mod_revision
+    }
+}
+
+/// What a watch delivers.
+#[derive(Clone, Debug)]
+pub enum WatchEvent {
+    /// A change. Shared: the same event is handed to every watcher without copying.
+    Event(Arc<Event>),
+    /// Every change under the watched prefix up to this revision has been delivered.
+    Progress(Revision),
+    /// The watch failed and ends after this (e.g. [`Error::Compacted`] when it fell behind).
+    Error(Error),
+}
+
+/// A running watch. Dropping it stops the watch.
+#[derive(Debug)]
+pub struct Watch {
+    events: mpsc::Receiver<WatchEvent>,
+    progress: mpsc::Sender<()>,
+}
+
+/// The backend side of a [`Watch`]: where a backend sends events and hears progress requests.
+#[derive(Debug)]
+pub struct WatchSender {
+    /// Where events go. Sending fails once the watch was dropped.
+    pub events: mpsc::Sender<WatchEvent>,
+    /// Progress requests from the watcher.
+    pub progress_requests: mpsc::Receiver<()>,
+}
+
+/// How many events a watch buffers before its backend waits for the reader.
+pub const WATCH_BUFFER: usize = 1024;
+
+impl Watch {
+    /// A connected pair: the watch for the reader, the sender for the backend.
+    pub fn channel() -> (Watch, WatchSender) {
+        let (events_tx, events_rx) = mpsc::channel(WATCH_BUFFER);
+        let (progress_tx, progress_rx) = mpsc::channel(1);
+        (
+            Watch {
+                events: events_rx,
+                progress: progress_tx,
+            },
+            WatchSender {
+                events: events_tx,
+                progress_requests: progress_rx,
+            },
+        )
+    }
+
+    /// The next event, or `None` when the watch has ended.
+    pub async fn next(&mut self) -> Option<WatchEvent> {
+        self.events.recv().await
+    }
+
+    /// Asks for a [`WatchEvent::Progress`] report. Requests made while one is pending are
+    /// answered together.
+    pub fn request_progress(&self) {
+        // A full channel means a request is already pending, which will answer this one too.
+        let _ = self.progress.try_send(());
+    }
+}
+
+/// A list request: a range of keys at a revision.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ListRequest {
+    /// Only keys starting with this prefix. Usually ends with `/`.
+    pub prefix: String,
+    /// Start at this key (inclusive) instead of at the prefix; must be within the prefix.
+    pub start: Option<String>,
+    /// Read at this revision; `None` reads at the current revision.
+    pub revision: Option<Revision>,
+    /// Return at most this many keys; `None` or 0 returns all.
+    pub limit: Option<usize>,
+    /// Also count the keys in the range (from `start` on), which can be expensive.
+    pub count: bool,
+}
+
+/// The answer to a [`ListRequest`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ListResponse {
+    /// The keys, in key order.
+    pub items: Vec<KeyValue>,
+    /// The revision the list was read at.
+    pub revision: Revision,
+    /// Whether more keys follow the last one returned.
+    pub more: bool,
+    /// The number of keys in the range from `start` on, when asked for.
+    pub count: Option<i64>,
+}
+
+/// The answer to a delete.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Deleted {
+    /// The revision of the delete.
+    pub revision: Revision,
+    /// The key as it was before the delete.
+    pub prev: KeyValue,
+}
+
+/// A store with etcd v3 semantics; see the crate documentation for the full contract.
+pub trait Storage: Send + Sync + 'static {
+    /// Reads one key at `revision` (`None`: the current revision). Returns `None` if the key
+    /// does not exist at that revision.
+    fn get(
+        &self,
+        key: &str,
+        revision: Option<Revision>,
+    ) -> impl Future<Output = Result<Option<KeyValue>>> + Send;
+
+    /// Lists a range of keys at a revision.
+    fn list(&self, request: ListRequest) -> impl Future<Output = Result<ListResponse>> + Send;
+
+    /// Creates a key; fails with [`Error::AlreadyExists`] if it exists.
+    fn create(&self, key: &str, value: Bytes) -> impl Future<Output = Result<KeyValue>> + Send;
+
+    /// Replaces a key's value if its `mod_revision` is `expected`. Fails with
+    /// [`Error::NotFound`] if the key does not exist and [`Error::Conflict`] if it was modified.
+    fn update(
+        &self,
+        key: &str,
+        value: Bytes,
+        expected: Revision,
+    ) -> impl Future<Output = Result<KeyValue>> + Send;
+
+    /// Deletes a key, if `expected` is given only when its `mod_revision` is that. Fails with
+    /// [`Error::NotFound`] if the key does not exist and [`Error::Conflict`] if it was modified.
+    fn delete(
+        &self,
+        key: &str,
+        expected: Option<Revision>,
+    ) -> impl Future<Output = Result<Deleted>> + Send;
+
+    /// Watches every change to keys under `prefix` with a revision greater than `after`.
+    fn watch(&self, prefix: &str, after: Revision) -> impl Future<Output = Result<Watch>> + Send;
+
+    /// The store's current revision, read consistently (a quorum read on etcd).
+    fn current_revision(&self) -> impl Future<Output = Result<Revision>> + Send;
+
+    /// Discards history up to and including `revision`.
+    fn compact(&self, revision: Revision) -> impl Future<Output = Result<()>> + Send;
+}
+
+/// The longest key accepted, in bytes.
+pub const MAX_KEY_LEN: usize = 4096;
+
+/// Checks that `key` is a valid storage key: it starts with `/`, is at most [`MAX_KEY_LEN`]
+/// bytes, and contains no NUL or other control characters.
+pub fn validate_key(key: &str) -> Result<()> {
+    let invalid = |reason| Error::InvalidKey {
+        key: key.to_owned(),
+        reason,
+    };
+    if !key.starts_with('/') {
+        return Err(invalid("must start with '/'"));
+    }
+    if key.len() > MAX_KEY_LEN {
+        return Err(invalid("longer than 4096 bytes"));
+    }
+    if key.chars().any(char::is_control) {
+        return Err(invalid("contains control characters"));
+    }
+    Ok(())
+}
+
+/// Checks a list request: a valid prefix, and a start key within it.
+pub fn validate_list(request: &ListRequest) -> Result<()> {
+    validate_key(&request.prefix)?;
+    if let Some(start) = &request.start
+        && !start.starts_with(&request.prefix)
+    {
+        return Err(Error::InvalidKey {
+            key: start.clone(),
+            reason: "the start key is not within the listed prefix",
+        });
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn keys_are_validated() {
+        assert!(validate_key("/registry/configmaps/default/a").is_ok());
+        for bad in ["", "registry/x", "/a\0b", "/a\nb"] {
+            assert!(
+                matches!(validate_key(bad), Err(Error::InvalidKey { .. })),
+                "{bad:?}"
+            );
+        }
+        assert!(validate_key(&format!("/{}", "a".repeat(MAX_KEY_LEN))).is_err());
+        let outside = ListRequest {
+            prefix: "/a/".into(),
+            start: Some("/b/x".into()),
+            ..Default::default()
+        };
+        assert!(validate_list(&outside).is_err());
+    }
+
+    #[test]
+    fn only_transient_errors_are_retryable() {
+        assert!(Error::Timeout.is_retryable());
+        assert!(Error::Unavailable("down".into()).is_retryable());
+        assert!(!Error::NotFound { key: "/a".into() }.is_retryable());
+    }
+
+    #[tokio::test]
+    async fn progress_requests_coalesce() {
+        let (watch, mut sender) = Watch::channel();
+        watch.request_progress();
+        watch.request_progress();
+        assert!(sender.progress_requests.recv().await.is_some());
+        assert!(
+            sender.progress_requests.try_recv().is_err(),
+            "two requests, one pending answer"
+        );
+        drop(watch);
+        assert!(
+            sender.events.send(WatchEvent::Progress(1)).await.is_err(),
+            "a dropped watch stops its sender"
+        );
+    }
+}
