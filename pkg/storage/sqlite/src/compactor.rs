@@ -1,0 +1,67 @@
+//! The background compactor: keeps about [`crate::SqliteConfig::history`] of history.
+//!
+//! Like kube-apiserver's compactor for etcd, it notes the current revision periodically and
+//! compacts to the revision it noted one history window earlier.
+
+use std::collections::VecDeque;
+use std::time::Duration;
+
+use tokio::sync::oneshot;
+use tokio::time::Instant;
+
+use crate::SqliteStore;
+use crate::writer::{Op, WriteRequest};
+
+/// Starts the compactor of `store` on `runtime`; it ends when the store is dropped.
+pub(crate) fn spawn(runtime: &tokio::runtime::Handle, store: &SqliteStore, history: Duration) {
+    let (shared, requests) = store.weak_parts();
+    let period = (history / 5).max(Duration::from_secs(1));
+    runtime.spawn(async move {
+        let mut seen: VecDeque<(Instant, i64)> = VecDeque::new();
+        let mut ticker = tokio::time::interval(period);
+        loop {
+            ticker.tick().await;
+            let Some(shared) = shared.upgrade() else {
+                return;
+            };
+            let state = *shared.committed.borrow();
+            drop(shared);
+            if state.closed {
+                return;
+            }
+            let now = Instant::now();
+            seen.push_back((now, state.revision));
+            let mut target = None;
+            while let Some(&(at, revision)) = seen.front() {
+                if now.duration_since(at) < history {
+                    break;
+                }
+                target = Some(revision);
+                seen.pop_front();
+            }
+            let Some(revision) = target.filter(|r| *r > state.compacted) else {
+                continue;
+            };
+            let Some(requests) = requests.upgrade() else {
+                return;
+            };
+            let (reply, answer) = oneshot::channel();
+            if requests
+                .send(WriteRequest {
+                    op: Op::Compact { revision },
+                    reply,
+                })
+                .await
+                .is_err()
+            {
+                return;
+            }
+            drop(requests);
+            match answer.await {
+                Ok(Ok(_)) => tracing::debug!(revision, "compacted history"),
+                Ok(Err(error)) => tracing::warn!(revision, %error, "compaction failed"),
+                Err(_) => return,
+            }
+        }
+    });
+}

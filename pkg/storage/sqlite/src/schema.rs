@@ -1,0 +1,119 @@
+//! The database schema and connection settings.
+
+use std::path::Path;
+use std::time::Duration;
+
+use genplane_storage::Revision;
+use rusqlite::{Connection, OpenFlags, OptionalExtension};
+
+use crate::OpenError;
+
+/// The schema version this build writes.
+pub(crate) const SCHEMA_VERSION: i64 = 1;
+
+const SCHEMA: &str = "
+CREATE TABLE IF NOT EXISTS kv (
+    revision      INTEGER PRIMARY KEY,  -- the revision of this change
+    key           BLOB    NOT NULL,     -- the key, UTF-8
+    created       INTEGER NOT NULL,     -- the revision that created the key
+    deleted       INTEGER NOT NULL,     -- 1 for a delete (a tombstone), else 0
+    value         BLOB    NOT NULL,     -- the new value; empty for a delete
+    prev_revision INTEGER NOT NULL      -- the key's previous row; 0 for a create
+);
+CREATE INDEX IF NOT EXISTS kv_key_revision ON kv (key, revision);
+CREATE TABLE IF NOT EXISTS meta (
+    name  TEXT PRIMARY KEY,
+    value INTEGER NOT NULL
+) WITHOUT ROWID;
+";
+
+/// What the writer needs to know when it starts.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct State {
+    /// The current revision.
+    pub(crate) revision: Revision,
+    /// The compacted revision.
+    pub(crate) compacted: Revision,
+}
+
+fn sqlite_error(path: &Path) -> impl Fn(rusqlite::Error) -> OpenError + '_ {
+    move |source| OpenError::Sqlite {
+        path: path.to_owned(),
+        source,
+    }
+}
+
+fn configure(conn: &Connection) -> rusqlite::Result<()> {
+    conn.busy_timeout(Duration::from_secs(30))?;
+    conn.pragma_update(None, "journal_mode", "WAL")?;
+    // Every commit is durable: the WAL is fsynced before a write is acknowledged.
+    conn.pragma_update(None, "synchronous", "FULL")?;
+    conn.pragma_update(None, "foreign_keys", "OFF")?;
+    Ok(())
+}
+
+/// Opens the writer's connection, creating the schema when needed.
+pub(crate) fn open_writer(path: &Path) -> Result<Connection, OpenError> {
+    let err = sqlite_error(path);
+    let conn = Connection::open(path).map_err(&err)?;
+    configure(&conn).map_err(&err)?;
+    let found: Option<i64> = conn
+        .query_row("SELECT value FROM meta WHERE name = 'schema'", [], |row| {
+            row.get(0)
+        })
+        .optional()
+        .or_else(|e| match e {
+            // A new database has no meta table yet.
+            rusqlite::Error::SqliteFailure(_, Some(ref m)) if m.contains("no such table") => {
+                Ok(None)
+            }
+            other => Err(other),
+        })
+        .map_err(&err)?;
+    if let Some(found) = found
+        && found > SCHEMA_VERSION
+    {
+        return Err(OpenError::Schema {
+            path: path.to_owned(),
+            found,
+            supported: SCHEMA_VERSION,
+        });
+    }
+    conn.execute_batch(SCHEMA).map_err(&err)?;
+    conn.execute(
+        "INSERT OR IGNORE INTO meta (name, value) VALUES ('schema', ?1), ('revision', 1), ('compacted', 0)",
+        [SCHEMA_VERSION],
+    )
+    .map_err(&err)?;
+    Ok(conn)
+}
+
+/// Opens a connection for reads.
+pub(crate) fn open_reader(path: &Path) -> Result<Connection, OpenError> {
+    let err = sqlite_error(path);
+    // Read-write at the file level (WAL readers update the shared-memory index), but this
+    // connection refuses writes: only the writer writes.
+    let flags = OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+    let conn = Connection::open_with_flags(path, flags).map_err(&err)?;
+    conn.busy_timeout(Duration::from_secs(30)).map_err(&err)?;
+    conn.pragma_update(None, "query_only", "ON").map_err(&err)?;
+    Ok(conn)
+}
+
+/// Reads the current and compacted revisions.
+pub(crate) fn load_state(conn: &Connection) -> rusqlite::Result<State> {
+    let meta = |name: &str| -> rusqlite::Result<i64> {
+        conn.query_row("SELECT value FROM meta WHERE name = ?1", [name], |row| {
+            row.get(0)
+        })
+    };
+    let stored = meta("revision")?;
+    // The meta row is written in the same transaction as the rows, so it cannot be behind them;
+    // the max is a belt-and-braces check.
+    let newest: Option<i64> =
+        conn.query_row("SELECT max(revision) FROM kv", [], |row| row.get(0))?;
+    Ok(State {
+        revision: stored.max(newest.unwrap_or(0)),
+        compacted: meta("compacted")?,
+    })
+}

@@ -1,0 +1,370 @@
+//! The writer thread: one connection, group commit, and compaction in small chunks.
+
+use std::fs::File;
+use std::sync::Arc;
+use std::thread::JoinHandle;
+
+use genplane_storage::{Bytes, Deleted, Error, Event, EventKind, KeyValue, Result, Revision};
+use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params};
+use tokio::sync::mpsc::error::TryRecvError;
+use tokio::sync::{mpsc, oneshot};
+
+use crate::Shared;
+use crate::schema::State;
+
+/// How many revisions one compaction step examines; small enough that a step takes a few
+/// milliseconds, so writes queued meanwhile wait little.
+const COMPACTION_CHUNK: Revision = 2048;
+
+/// A write asked of the writer.
+#[derive(Debug)]
+pub(crate) enum Op {
+    Write(KeyWrite),
+    Compact { revision: Revision },
+}
+
+/// A write of one key.
+#[derive(Debug)]
+pub(crate) enum KeyWrite {
+    Create {
+        key: String,
+        value: Bytes,
+    },
+    Update {
+        key: String,
+        value: Bytes,
+        expected: Revision,
+    },
+    Delete {
+        key: String,
+        expected: Option<Revision>,
+    },
+}
+
+/// What a successful write produced.
+#[derive(Debug)]
+pub(crate) enum Outcome {
+    Written(KeyValue),
+    Deleted(Deleted),
+    Compacted,
+}
+
+/// A write with the channel its answer goes to.
+#[derive(Debug)]
+pub(crate) struct WriteRequest {
+    pub(crate) op: Op,
+    pub(crate) reply: oneshot::Sender<Result<Outcome>>,
+}
+
+/// Starts the writer thread. It holds the lock file until it ends.
+pub(crate) fn spawn(
+    conn: Connection,
+    lock: File,
+    queue: mpsc::Receiver<WriteRequest>,
+    shared: Arc<Shared>,
+    state: State,
+    max_batch: usize,
+) -> std::io::Result<JoinHandle<()>> {
+    let writer = Writer {
+        conn,
+        shared,
+        revision: state.revision,
+        compacted: state.compacted,
+        max_batch,
+        compaction: None,
+    };
+    std::thread::Builder::new()
+        .name("genplane-sqlite-writer".into())
+        .spawn(move || {
+            writer.run(queue);
+            drop(lock);
+        })
+}
+
+/// A compaction whose physical part is under way.
+#[derive(Debug, Clone, Copy)]
+struct Compaction {
+    /// Remove what this revision superseded.
+    target: Revision,
+    /// Rows at or below this revision have been examined.
+    done: Revision,
+}
+
+/// The row that holds a key's latest state.
+struct Latest {
+    revision: Revision,
+    created: Revision,
+    deleted: bool,
+    value: Vec<u8>,
+}
+
+struct Writer {
+    conn: Connection,
+    shared: Arc<Shared>,
+    revision: Revision,
+    compacted: Revision,
+    max_batch: usize,
+    compaction: Option<Compaction>,
+}
+
+/// One write of a batch, with what it produced so far.
+struct Pending {
+    reply: oneshot::Sender<Result<Outcome>>,
+    result: Result<Outcome>,
+}
+
+impl Writer {
+    fn run(mut self, mut queue: mpsc::Receiver<WriteRequest>) {
+        loop {
+            let first = if self.compaction.is_some() {
+                match queue.try_recv() {
+                    Ok(request) => request,
+                    Err(TryRecvError::Empty) => {
+                        self.compact_step();
+                        continue;
+                    }
+                    Err(TryRecvError::Disconnected) => break,
+                }
+            } else {
+                match queue.blocking_recv() {
+                    Some(request) => request,
+                    None => break,
+                }
+            };
+            let mut batch = vec![first];
+            while batch.len() < self.max_batch {
+                match queue.try_recv() {
+                    Ok(request) => batch.push(request),
+                    Err(_) => break,
+                }
+            }
+            self.commit(batch);
+        }
+    }
+
+    /// Applies a batch in one transaction, then publishes and acknowledges it.
+    fn commit(&mut self, batch: Vec<WriteRequest>) {
+        let mut events = Vec::new();
+        let mut pending = Vec::with_capacity(batch.len());
+        let mut revision = self.revision;
+        let mut compacted = self.compacted;
+        let applied = (|| -> rusqlite::Result<()> {
+            let tx = self
+                .conn
+                .transaction_with_behavior(TransactionBehavior::Immediate)?;
+            for WriteRequest { op, reply } in batch.into_iter() {
+                let result = match op {
+                    Op::Compact { revision: target } => {
+                        if target > compacted {
+                            tx.prepare_cached(
+                                "UPDATE meta SET value = ?1 WHERE name = 'compacted'",
+                            )?
+                            .execute([target])?;
+                            compacted = target;
+                        }
+                        Ok(Outcome::Compacted)
+                    }
+                    Op::Write(write) => apply(&tx, write, &mut revision, &mut events)?,
+                };
+                pending.push(Pending { reply, result });
+            }
+            tx.prepare_cached("UPDATE meta SET value = ?1 WHERE name = 'revision'")?
+                .execute([revision])?;
+            tx.commit()
+        })();
+        if let Err(e) = applied {
+            tracing::error!(error = %e, "committing a batch of writes failed; none of them took effect");
+            let error = Error::backend(e);
+            for p in pending {
+                let _ = p.reply.send(Err(error.clone()));
+            }
+            return;
+        }
+        self.revision = revision;
+        if compacted > self.compacted {
+            self.compacted = compacted;
+            self.compaction = Some(Compaction {
+                target: compacted,
+                done: 0,
+            });
+        }
+        // Publish before acknowledging: a client that hears its write succeeded and then
+        // watches from its revision must find the event.
+        self.shared.log.push(events);
+        self.shared.committed.send_modify(|c| {
+            c.revision = revision;
+            c.compacted = compacted;
+        });
+        for p in pending {
+            let _ = p.reply.send(p.result);
+        }
+    }
+
+    /// Removes one chunk of rows superseded by the compaction target.
+    fn compact_step(&mut self) {
+        let Some(mut compaction) = self.compaction else {
+            return;
+        };
+        let upto = (compaction.done + COMPACTION_CHUNK).min(compaction.target);
+        let removed = self.conn.prepare_cached(
+            "DELETE FROM kv WHERE revision > ?1 AND revision <= ?2 AND (deleted = 1 OR EXISTS (
+                SELECT 1 FROM kv AS newer
+                WHERE newer.key = kv.key AND newer.revision > kv.revision AND newer.revision <= ?3))",
+        )
+        .and_then(|mut statement| statement.execute(params![compaction.done, upto, compaction.target]));
+        match removed {
+            Ok(_) => {
+                compaction.done = upto;
+                self.compaction = (upto < compaction.target).then_some(compaction);
+                if self.compaction.is_none() {
+                    tracing::debug!(revision = compaction.target, "compaction finished");
+                }
+            }
+            Err(error) => {
+                // The logical compaction stands; the rows stay until the next compaction.
+                tracing::warn!(%error, "removing compacted rows failed; will retry at the next compaction");
+                self.compaction = None;
+            }
+        }
+    }
+}
+
+fn latest(tx: &Connection, key: &str) -> rusqlite::Result<Option<Latest>> {
+    tx.prepare_cached(
+        "SELECT revision, created, deleted, value FROM kv WHERE key = ?1 ORDER BY revision DESC LIMIT 1",
+    )?
+    .query_row([key.as_bytes()], |row| {
+        Ok(Latest {
+            revision: row.get(0)?,
+            created: row.get(1)?,
+            deleted: row.get::<_, i64>(2)? != 0,
+            value: row.get(3)?,
+        })
+    })
+    .optional()
+}
+
+fn insert(
+    tx: &Connection,
+    revision: Revision,
+    key: &str,
+    created: Revision,
+    deleted: bool,
+    value: &[u8],
+    prev: Revision,
+) -> rusqlite::Result<()> {
+    tx.prepare_cached(
+        "INSERT INTO kv (revision, key, created, deleted, value, prev_revision) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+    )?
+    .execute(params![revision, key.as_bytes(), created, i64::from(deleted), value, prev])?;
+    Ok(())
+}
+
+/// Applies one key write inside the batch's transaction. The outer error aborts the batch;
+/// the inner one is this write's own answer (its precondition failed).
+fn apply(
+    tx: &Connection,
+    write: KeyWrite,
+    revision: &mut Revision,
+    events: &mut Vec<Arc<Event>>,
+) -> rusqlite::Result<Result<Outcome>> {
+    let key = match &write {
+        KeyWrite::Create { key, .. }
+        | KeyWrite::Update { key, .. }
+        | KeyWrite::Delete { key, .. } => key.clone(),
+    };
+    let current = latest(tx, &key)?.filter(|l| !l.deleted);
+    let current_kv = |l: &Latest| KeyValue {
+        key: key.clone(),
+        value: Bytes::from(l.value.clone()),
+        create_revision: l.created,
+        mod_revision: l.revision,
+    };
+    let next = *revision + 1;
+    let outcome = match write {
+        KeyWrite::Create { value, .. } => {
+            if current.is_some() {
+                return Ok(Err(Error::AlreadyExists { key }));
+            }
+            insert(tx, next, &key, next, false, &value, 0)?;
+            let kv = KeyValue {
+                key: key.clone(),
+                value,
+                create_revision: next,
+                mod_revision: next,
+            };
+            events.push(Arc::new(Event {
+                kind: EventKind::Create,
+                kv: kv.clone(),
+                prev: None,
+            }));
+            Outcome::Written(kv)
+        }
+        KeyWrite::Update {
+            value, expected, ..
+        } => {
+            let Some(current) = current else {
+                return Ok(Err(Error::NotFound { key }));
+            };
+            let prev = current_kv(&current);
+            if current.revision != expected {
+                return Ok(Err(Error::Conflict {
+                    key,
+                    expected,
+                    current: Box::new(prev),
+                }));
+            }
+            insert(
+                tx,
+                next,
+                &key,
+                current.created,
+                false,
+                &value,
+                current.revision,
+            )?;
+            let kv = KeyValue {
+                key: key.clone(),
+                value,
+                create_revision: current.created,
+                mod_revision: next,
+            };
+            events.push(Arc::new(Event {
+                kind: EventKind::Update,
+                kv: kv.clone(),
+                prev: Some(prev),
+            }));
+            Outcome::Written(kv)
+        }
+        KeyWrite::Delete { expected, .. } => {
+            let Some(current) = current else {
+                return Ok(Err(Error::NotFound { key }));
+            };
+            let prev = current_kv(&current);
+            if expected.is_some_and(|e| e != current.revision) {
+                return Ok(Err(Error::Conflict {
+                    key,
+                    expected: expected.unwrap_or_default(),
+                    current: Box::new(prev),
+                }));
+            }
+            insert(tx, next, &key, current.created, true, &[], current.revision)?;
+            events.push(Arc::new(Event {
+                kind: EventKind::Delete,
+                kv: KeyValue {
+                    key: key.clone(),
+                    value: Bytes::new(),
+                    create_revision: current.created,
+                    mod_revision: next,
+                },
+                prev: Some(prev.clone()),
+            }));
+            Outcome::Deleted(Deleted {
+                revision: next,
+                prev,
+            })
+        }
+    };
+    *revision = next;
+    Ok(Ok(outcome))
+}

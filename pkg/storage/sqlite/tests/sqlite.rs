@@ -1,0 +1,178 @@
+//! Behaviour of the SQLite backend beyond the shared contract.
+
+#![allow(clippy::unwrap_used)]
+
+use std::time::Duration;
+
+use genplane_storage::{Bytes, EventKind, ListRequest, Storage, WatchEvent};
+use genplane_storage_sqlite::{OpenError, SqliteConfig, SqliteStore};
+
+fn config(dir: &tempfile::TempDir) -> SqliteConfig {
+    let mut config = SqliteConfig::new(dir.path().join("data/genplane.db"));
+    config.history = None;
+    config
+}
+
+#[tokio::test]
+async fn a_second_store_on_the_same_file_is_refused_until_the_first_closes() {
+    let dir = tempfile::tempdir().unwrap();
+    let first = SqliteStore::open(&config(&dir)).unwrap();
+    match SqliteStore::open(&config(&dir)) {
+        Err(OpenError::Locked { path, .. }) => {
+            assert_eq!(path, dir.path().join("data/genplane.db"))
+        }
+        other => panic!("expected Locked, got {other:?}"),
+    }
+    let message = SqliteStore::open(&config(&dir)).unwrap_err().to_string();
+    assert!(message.contains("in use by another process"), "{message}");
+    drop(first);
+    SqliteStore::open(&config(&dir)).unwrap();
+}
+
+#[tokio::test]
+async fn a_watch_far_behind_catches_up_from_history_then_follows_live_writes() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut config = config(&dir);
+    // A tiny ring forces the watch to read most events from the table.
+    config.event_log_events = 8;
+    let store = SqliteStore::open(&config).unwrap();
+    let start = store.current_revision().await.unwrap();
+    for i in 0..3000 {
+        store
+            .create(&format!("/w/{i:05}"), Bytes::from(format!("{i}")))
+            .await
+            .unwrap();
+        store
+            .create(&format!("/other/{i:05}"), Bytes::from_static(b"x"))
+            .await
+            .unwrap();
+    }
+    let mut watch = store.watch("/w/", start).await.unwrap();
+    for i in 0..3000 {
+        let Some(WatchEvent::Event(event)) = watch.next().await else {
+            panic!("watch ended at {i}")
+        };
+        assert_eq!(event.kv.key, format!("/w/{i:05}"));
+        assert_eq!(event.kind, EventKind::Create);
+    }
+    store
+        .update("/w/00000", Bytes::from_static(b"live"), start + 1)
+        .await
+        .unwrap();
+    let Some(WatchEvent::Event(event)) = watch.next().await else {
+        panic!("no live event")
+    };
+    assert_eq!(&event.kv.value[..], b"live");
+    assert_eq!(&event.prev.as_ref().unwrap().value[..], b"0");
+}
+
+#[tokio::test]
+async fn dropping_the_store_ends_its_watches() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = SqliteStore::open(&config(&dir)).unwrap();
+    let mut watch = store.watch("/w/", 1).await.unwrap();
+    drop(store);
+    let ended = tokio::time::timeout(Duration::from_secs(5), async {
+        loop {
+            match watch.next().await {
+                None | Some(WatchEvent::Error(_)) => return,
+                Some(_) => {}
+            }
+        }
+    });
+    ended.await.unwrap();
+}
+
+#[tokio::test]
+async fn compaction_removes_superseded_rows_from_the_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = SqliteStore::open(&config(&dir)).unwrap();
+    let mut kv = store
+        .create("/c/a", Bytes::from(vec![1u8; 10_000]))
+        .await
+        .unwrap();
+    for _ in 0..200 {
+        kv = store
+            .update("/c/a", Bytes::from(vec![2u8; 10_000]), kv.mod_revision)
+            .await
+            .unwrap();
+    }
+    store
+        .create("/c/gone", Bytes::from_static(b"x"))
+        .await
+        .unwrap();
+    store.delete("/c/gone", None).await.unwrap();
+    let revision = store.current_revision().await.unwrap();
+    store.compact(revision).await.unwrap();
+    // Physical removal runs between writes; give it a moment, then count the rows.
+    let path = store.path().to_owned();
+    let rows = || count_rows(&path);
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while rows() != 1 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "{} rows remain",
+            rows()
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let listed = store
+        .list(ListRequest {
+            prefix: "/c/".into(),
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    assert_eq!(listed.items, vec![kv]);
+}
+
+/// Counts the rows of the history table through a separate connection.
+fn count_rows(path: &std::path::Path) -> i64 {
+    let output = std::process::Command::new("python3")
+        .args(["-c", "import sqlite3,sys; print(sqlite3.connect(sys.argv[1]).execute('select count(*) from kv').fetchone()[0])"])
+        .arg(path)
+        .output()
+        .unwrap();
+    String::from_utf8(output.stdout)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap()
+}
+
+#[tokio::test]
+async fn the_background_compactor_keeps_the_history_window() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut config = config(&dir);
+    config.history = Some(Duration::from_secs(2));
+    let store = SqliteStore::open(&config).unwrap();
+    let first = store
+        .create("/h/a", Bytes::from_static(b"1"))
+        .await
+        .unwrap();
+    store
+        .update("/h/a", Bytes::from_static(b"2"), first.mod_revision)
+        .await
+        .unwrap();
+    // Within the window the old revision is readable; some time after it, it is compacted.
+    assert!(store.get("/h/a", Some(first.mod_revision)).await.is_ok());
+    let deadline = std::time::Instant::now() + Duration::from_secs(15);
+    loop {
+        store
+            .create(
+                &format!("/h/tick-{}", std::time::Instant::now().elapsed().as_nanos()),
+                Bytes::new(),
+            )
+            .await
+            .ok();
+        match store.get("/h/a", Some(first.mod_revision)).await {
+            Err(genplane_storage::Error::Compacted { .. }) => break,
+            Ok(_) => assert!(
+                std::time::Instant::now() < deadline,
+                "history was never compacted"
+            ),
+            Err(other) => panic!("{other}"),
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
