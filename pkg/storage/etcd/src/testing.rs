@@ -1,0 +1,1 @@
+//! A launcher of real etcd processes for tests.
