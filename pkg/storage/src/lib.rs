@@ -36,6 +36,7 @@
 #![warn(missing_docs)]
 
 pub mod continue_token;
+pub mod ring;
 
 use std::fmt;
 use std::future::Future;

@@ -47,6 +47,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
+use genplane_storage::ring::EventRing;
 use genplane_storage::{
     Bytes, Deleted, Error, KeyValue, ListRequest, ListResponse, Result, Revision, Storage, Watch,
     validate_key, validate_list,
@@ -54,7 +55,6 @@ use genplane_storage::{
 use tokio::sync::{mpsc, oneshot, watch};
 
 use crate::reader::ReadPool;
-use crate::watcher::EventLog;
 use crate::writer::{KeyWrite, Op, Outcome, WriteRequest};
 
 /// Errors of opening a store.
@@ -143,7 +143,7 @@ impl SqliteConfig {
 #[derive(Debug)]
 pub(crate) struct Shared {
     pub(crate) readers: ReadPool,
-    pub(crate) log: EventLog,
+    pub(crate) log: EventRing,
     /// The last committed revision whose events are in the log, and whether the store closed.
     pub(crate) committed: watch::Sender<Committed>,
 }
@@ -195,7 +195,7 @@ impl SqliteStore {
         });
         let shared = Arc::new(Shared {
             readers,
-            log: EventLog::new(
+            log: EventRing::new(
                 state.revision,
                 config.event_log_events,
                 config.event_log_bytes,

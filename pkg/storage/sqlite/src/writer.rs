@@ -190,7 +190,7 @@ impl Writer {
         }
         // Publish before acknowledging: a client that hears its write succeeded and then
         // watches from its revision must find the event.
-        self.shared.log.push(events);
+        self.shared.log.push(events, revision);
         self.shared.committed.send_modify(|c| {
             c.revision = revision;
             c.compacted = compacted;

@@ -1,0 +1,169 @@
+//! A bounded window of recent events, shared by every watcher that reads it.
+//!
+//! The window holds *every* event with a revision in `(floor, head]` for whatever it covers (a
+//! whole store, or one resource prefix in a cache), in revision order. Revisions need not be
+//! contiguous: a cache of one prefix sees only that prefix's events, and its head also moves on
+//! progress reports. When the window is full, the oldest events leave and the floor rises; a
+//! reader whose position is below the floor must get the missing events elsewhere.
+
+use std::collections::VecDeque;
+use std::sync::{Arc, PoisonError, RwLock};
+
+use crate::{Event, Revision};
+
+/// A bounded, shared window of recent events.
+#[derive(Debug)]
+pub struct EventRing {
+    inner: RwLock<Window>,
+    max_events: usize,
+    max_bytes: usize,
+}
+
+#[derive(Debug)]
+struct Window {
+    floor: Revision,
+    head: Revision,
+    events: VecDeque<Arc<Event>>,
+    bytes: usize,
+}
+
+/// The memory an event holds on to: key, value and previous value.
+fn size(event: &Event) -> usize {
+    event.kv.key.len() + event.kv.value.len() + event.prev.as_ref().map_or(0, |p| p.value.len())
+}
+
+impl EventRing {
+    /// An empty window at `revision`, keeping at most `max_events` events and, beyond the
+    /// newest one, at most `max_bytes` bytes of values.
+    pub fn new(revision: Revision, max_events: usize, max_bytes: usize) -> Self {
+        Self {
+            inner: RwLock::new(Window {
+                floor: revision,
+                head: revision,
+                events: VecDeque::new(),
+                bytes: 0,
+            }),
+            max_events: max_events.max(1),
+            max_bytes,
+        }
+    }
+
+    /// Appends `events` (newer than the head, in order) and moves the head to `head`.
+    pub fn push(&self, events: impl IntoIterator<Item = Arc<Event>>, head: Revision) {
+        let mut w = self.inner.write().unwrap_or_else(PoisonError::into_inner);
+        for event in events {
+            w.bytes += size(&event);
+            w.events.push_back(event);
+        }
+        w.head = w.head.max(head);
+        while w.events.len() > self.max_events || (w.bytes > self.max_bytes && w.events.len() > 1) {
+            if let Some(old) = w.events.pop_front() {
+                w.bytes -= size(&old);
+                w.floor = old.revision();
+            }
+        }
+    }
+
+    /// Empties the window and restarts it at `revision`.
+    pub fn reset(&self, revision: Revision) {
+        let mut w = self.inner.write().unwrap_or_else(PoisonError::into_inner);
+        w.events.clear();
+        w.bytes = 0;
+        w.floor = revision;
+        w.head = revision;
+    }
+
+    /// The revision up to which the window is complete.
+    pub fn head(&self) -> Revision {
+        self.inner
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .head
+    }
+
+    /// The revision after which the window holds every event.
+    pub fn floor(&self) -> Revision {
+        self.inner
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .floor
+    }
+
+    /// The events under `prefix` with revisions in `(after, head]`, and the head; `None` when
+    /// the window no longer holds every event after `after`.
+    pub fn read(&self, prefix: &str, after: Revision) -> Option<(Vec<Arc<Event>>, Revision)> {
+        let w = self.inner.read().unwrap_or_else(PoisonError::into_inner);
+        if after < w.floor {
+            return None;
+        }
+        let start = w.events.partition_point(|e| e.revision() <= after);
+        let events = w
+            .events
+            .range(start..)
+            .filter(|e| e.kv.key.starts_with(prefix))
+            .cloned()
+            .collect();
+        Some((events, w.head.max(after)))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{Bytes, EventKind, KeyValue};
+
+    fn event(revision: Revision, key: &str, bytes: usize) -> Arc<Event> {
+        Arc::new(Event {
+            kind: EventKind::Create,
+            kv: KeyValue {
+                key: key.into(),
+                value: Bytes::from(vec![0; bytes]),
+                create_revision: revision,
+                mod_revision: revision,
+            },
+            prev: None,
+        })
+    }
+
+    fn revisions(events: &[Arc<Event>]) -> Vec<Revision> {
+        events.iter().map(|e| e.revision()).collect()
+    }
+
+    #[test]
+    fn serves_what_it_covers_and_forgets_the_oldest() {
+        let ring = EventRing::new(10, 3, usize::MAX);
+        ring.push([event(11, "/a/1", 1), event(12, "/b/1", 1)], 12);
+        let (got, head) = ring.read("/a/", 10).unwrap();
+        assert_eq!((revisions(&got), head), (vec![11], 12));
+        assert_eq!(revisions(&ring.read("/", 11).unwrap().0), vec![12]);
+        ring.push([event(13, "/a/2", 1), event(14, "/a/3", 1)], 14);
+        assert!(ring.read("/", 10).is_none(), "revision 11 left the window");
+        assert_eq!(ring.floor(), 11);
+        assert_eq!(revisions(&ring.read("/a/", 11).unwrap().0), vec![13, 14]);
+    }
+
+    #[test]
+    fn revisions_may_have_gaps_and_the_head_may_move_alone() {
+        let ring = EventRing::new(100, 10, usize::MAX);
+        ring.push([event(105, "/a", 1), event(230, "/a", 1)], 231);
+        assert_eq!(revisions(&ring.read("/", 150).unwrap().0), vec![230]);
+        ring.push([], 300);
+        assert_eq!(ring.read("/", 231).unwrap(), (vec![], 300));
+        ring.reset(500);
+        assert!(ring.read("/", 300).is_none());
+        assert_eq!(ring.read("/", 500).unwrap().1, 500);
+    }
+
+    #[test]
+    fn is_bounded_by_bytes_but_keeps_the_newest_event() {
+        let ring = EventRing::new(0, 100, 10);
+        ring.push([event(1, "/a", 4), event(2, "/a", 4)], 2);
+        assert_eq!(ring.floor(), 1);
+        ring.push([event(3, "/a", 50)], 3);
+        assert_eq!(
+            ring.floor(),
+            2,
+            "a single event larger than the bound is still kept"
+        );
+    }
+}
