@@ -28,8 +28,9 @@
 //!   given revision, each with the previous value ([`Event::prev`]). Asked for
 //!   ([`Watch::request_progress`]), a watch reports the revision up to which it has delivered
 //!   everything ([`WatchEvent::Progress`]), which is how a cache knows it is up to date even when
-//!   its prefix is quiet. A watch that would need events removed by compaction fails with
-//!   [`Error::Compacted`], at start or later.
+//!   its prefix is quiet. A watch that would need events the store no longer has fails with
+//!   [`Error::Compacted`], at start or later. (A cache may still hold events its backend has
+//!   compacted and serve them, as kube-apiserver's watch cache does.)
 //! - **Compaction** to revision `C` discards history: every event with revision `<= C` and every
 //!   value that was superseded by `C`. Reads at revisions `>= C` keep working.
 

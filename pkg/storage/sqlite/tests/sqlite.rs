@@ -176,3 +176,27 @@ async fn the_background_compactor_keeps_the_history_window() {
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
 }
+
+#[tokio::test]
+async fn a_watch_from_before_the_compacted_revision_fails_at_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = SqliteStore::open(&config(&dir)).unwrap();
+    let start = store.current_revision().await.unwrap();
+    let kv = store
+        .create("/w/a", Bytes::from_static(b"1"))
+        .await
+        .unwrap();
+    store
+        .update("/w/a", Bytes::from_static(b"2"), kv.mod_revision)
+        .await
+        .unwrap();
+    let compacted = store.current_revision().await.unwrap();
+    store.compact(compacted).await.unwrap();
+    match store.watch("/w/", start).await {
+        Err(genplane_storage::Error::Compacted {
+            requested,
+            compacted: at,
+        }) => assert_eq!((requested, at), (start, compacted)),
+        other => panic!("expected Compacted, got {other:?}"),
+    }
+}

@@ -1,0 +1,142 @@
+//! The reflector: lists the prefix, then follows one watch of the store, applying every event
+//! to the cached keys and the window. When the watch fails it lists again.
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, PoisonError, Weak};
+use std::time::Duration;
+
+use genplane_storage::{
+    Error, Event, EventKind, ListRequest, Result, Revision, Storage, WatchEvent,
+};
+
+use crate::{Entry, Shared, Snapshot};
+
+/// Keeps the cache in sync with `store` until the store is gone.
+pub(crate) async fn run<S: Storage>(store: Weak<S>, shared: Arc<Shared>, page: usize) {
+    let mut backoff = Duration::from_millis(50);
+    loop {
+        match sync(&store, &shared, page).await {
+            Ok(()) => return,
+            Err(error) => {
+                tracing::warn!(prefix = %shared.prefix, %error, ?backoff, "the watch cache lost its watch; listing again");
+                tokio::time::sleep(backoff).await;
+                backoff = (backoff * 2).min(Duration::from_secs(5));
+            }
+        }
+    }
+}
+
+/// One list followed by one watch. Returns `Ok` when the store is gone, and the error that
+/// ended the watch otherwise.
+async fn sync<S: Storage>(store: &Weak<S>, shared: &Shared, page: usize) -> Result<()> {
+    let (objects, revision) = {
+        let Some(store) = store.upgrade() else {
+            return Ok(());
+        };
+        list(&*store, &shared.prefix, page).await?
+    };
+    *shared
+        .snapshot
+        .write()
+        .unwrap_or_else(PoisonError::into_inner) = Snapshot { objects, revision };
+    // Watchers behind this point continue on the store.
+    shared.ring.reset(revision);
+    shared.head.send_modify(|h| {
+        h.revision = revision;
+        h.ready = true;
+    });
+    let mut watch = {
+        let Some(store) = store.upgrade() else {
+            return Ok(());
+        };
+        store.watch(&shared.prefix, revision).await?
+    };
+    loop {
+        tokio::select! {
+            message = watch.next() => match message {
+                Some(WatchEvent::Event(event)) => apply(shared, event),
+                Some(WatchEvent::Progress(revision)) => advance(shared, revision),
+                Some(WatchEvent::Error(error)) => return Err(error),
+                None => return Err(Error::Unavailable("the store ended the cache's watch".into())),
+            },
+            () = shared.progress_wanted.notified() => watch.request_progress(),
+        }
+    }
+}
+
+async fn list<S: Storage>(
+    store: &S,
+    prefix: &str,
+    page: usize,
+) -> Result<(BTreeMap<String, Entry>, Revision)> {
+    let revision = store.current_revision().await?;
+    let mut objects = BTreeMap::new();
+    let mut start = None;
+    loop {
+        let request = ListRequest {
+            prefix: prefix.to_owned(),
+            start: start.take(),
+            revision: Some(revision),
+            limit: Some(page),
+            count: false,
+        };
+        let response = store.list(request).await?;
+        let next = response.items.last().map(|kv| format!("{}\0", kv.key));
+        for kv in response.items {
+            let entry = Entry {
+                value: kv.value,
+                create_revision: kv.create_revision,
+                mod_revision: kv.mod_revision,
+            };
+            objects.insert(kv.key, entry);
+        }
+        match next {
+            Some(next) if response.more => start = Some(next),
+            _ => return Ok((objects, revision)),
+        }
+    }
+}
+
+fn apply(shared: &Shared, event: Arc<Event>) {
+    let revision = event.revision();
+    {
+        let mut snapshot = shared
+            .snapshot
+            .write()
+            .unwrap_or_else(PoisonError::into_inner);
+        if revision <= snapshot.revision {
+            return;
+        }
+        match event.kind {
+            EventKind::Create | EventKind::Update => {
+                let entry = Entry {
+                    value: event.kv.value.clone(),
+                    create_revision: event.kv.create_revision,
+                    mod_revision: revision,
+                };
+                snapshot.objects.insert(event.kv.key.clone(), entry);
+            }
+            EventKind::Delete => {
+                snapshot.objects.remove(&event.kv.key);
+            }
+        }
+        snapshot.revision = revision;
+    }
+    shared.ring.push([event], revision);
+    shared.head.send_modify(|h| h.revision = revision);
+}
+
+fn advance(shared: &Shared, revision: Revision) {
+    {
+        let mut snapshot = shared
+            .snapshot
+            .write()
+            .unwrap_or_else(PoisonError::into_inner);
+        if revision <= snapshot.revision {
+            return;
+        }
+        snapshot.revision = revision;
+    }
+    shared.ring.push([], revision);
+    shared.head.send_modify(|h| h.revision = revision);
+}

@@ -1,0 +1,179 @@
+//! Behaviour of the watch cache beyond the shared contract.
+
+#![allow(clippy::unwrap_used)]
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use genplane_storage::{Bytes, Event, ListRequest, Storage, Watch, WatchEvent};
+use genplane_storage_cacher::{Cacher, CacherConfig};
+use genplane_storage_sqlite::{SqliteConfig, SqliteStore};
+
+fn store(dir: &tempfile::TempDir) -> SqliteStore {
+    let mut config = SqliteConfig::new(dir.path().join("genplane.db"));
+    config.history = None;
+    SqliteStore::open(&config).unwrap()
+}
+
+async fn next_event(watch: &mut Watch) -> Arc<Event> {
+    loop {
+        match tokio::time::timeout(Duration::from_secs(10), watch.next())
+            .await
+            .unwrap()
+        {
+            Some(WatchEvent::Event(event)) => return event,
+            Some(WatchEvent::Progress(_)) => {}
+            other => panic!("unexpected {other:?}"),
+        }
+    }
+}
+
+fn list(prefix: &str) -> ListRequest {
+    ListRequest {
+        prefix: prefix.into(),
+        ..Default::default()
+    }
+}
+
+#[tokio::test]
+async fn every_watcher_gets_the_same_shared_event() {
+    let dir = tempfile::tempdir().unwrap();
+    let cache = Cacher::new(
+        store(&dir),
+        "/registry/configmaps/",
+        CacherConfig::default(),
+    )
+    .unwrap();
+    let now = cache.current_revision().await.unwrap();
+    let mut watchers = Vec::new();
+    for _ in 0..5 {
+        watchers.push(cache.watch("/registry/configmaps/", now).await.unwrap());
+    }
+    cache
+        .create(
+            "/registry/configmaps/default/a",
+            Bytes::from(vec![1u8; 4096]),
+        )
+        .await
+        .unwrap();
+    let first = next_event(&mut watchers[0]).await;
+    for watch in &mut watchers[1..] {
+        let event = next_event(watch).await;
+        assert!(
+            Arc::ptr_eq(&first, &event),
+            "one event object, shared, not copied per watcher"
+        );
+    }
+}
+
+#[tokio::test]
+async fn consistent_reads_see_writes_made_behind_the_caches_back() {
+    let dir = tempfile::tempdir().unwrap();
+    let cache = Cacher::new(store(&dir), "/a/", CacherConfig::default()).unwrap();
+    for i in 0..50 {
+        // Straight to the store: the cache learns of it only through its watch.
+        let written = cache
+            .store()
+            .create(&format!("/a/{i:02}"), Bytes::from_static(b"x"))
+            .await
+            .unwrap();
+        let listed = cache.list(list("/a/")).await.unwrap();
+        assert_eq!(
+            listed.items.len(),
+            i + 1,
+            "a consistent list includes the write just acknowledged"
+        );
+        assert!(listed.revision >= written.mod_revision);
+    }
+    // A resourceVersion="0" style read answers from memory without waiting.
+    assert!(cache.list_cached(list("/a/")).await.unwrap().items.len() <= 50);
+}
+
+#[tokio::test]
+async fn a_quiet_prefix_still_answers_consistent_reads_promptly() {
+    let dir = tempfile::tempdir().unwrap();
+    let cache = Cacher::new(store(&dir), "/quiet/", CacherConfig::default()).unwrap();
+    cache
+        .create("/quiet/a", Bytes::from_static(b"x"))
+        .await
+        .unwrap();
+    for i in 0..20 {
+        cache
+            .create(&format!("/busy/{i}"), Bytes::from_static(b"x"))
+            .await
+            .unwrap();
+    }
+    let current = cache.current_revision().await.unwrap();
+    let started = std::time::Instant::now();
+    let listed = cache.list(list("/quiet/")).await.unwrap();
+    assert!(
+        started.elapsed() < Duration::from_secs(2),
+        "took {:?}",
+        started.elapsed()
+    );
+    assert_eq!(listed.items.len(), 1);
+    assert!(
+        listed.revision >= current,
+        "the cache caught up through progress, not events"
+    );
+    // The next page of a list at the cache's revision comes from memory; an older revision from
+    // the store, exactly.
+    let older = cache
+        .list(ListRequest {
+            revision: Some(current - 20),
+            ..list("/quiet/")
+        })
+        .await
+        .unwrap();
+    assert_eq!(older.revision, current - 20);
+    assert_eq!(older.items.len(), 1);
+}
+
+#[tokio::test]
+async fn a_watcher_that_falls_behind_the_window_continues_without_a_gap() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = CacherConfig {
+        window_events: 16,
+        ..CacherConfig::default()
+    };
+    let cache = Cacher::new(store(&dir), "/w/", config).unwrap();
+    let start = cache.current_revision().await.unwrap();
+    let mut slow = cache.watch("/w/", start).await.unwrap();
+    // Far more events than the watch buffers and the window holds, while nobody reads.
+    for i in 0..3000 {
+        cache
+            .create(&format!("/w/{i:05}"), Bytes::from_static(b"x"))
+            .await
+            .unwrap();
+    }
+    for i in 0..3000 {
+        assert_eq!(next_event(&mut slow).await.kv.key, format!("/w/{i:05}"));
+    }
+    // A new watch from before the window is served by the store, also without a gap.
+    let mut old = cache.watch("/w/", start).await.unwrap();
+    assert_eq!(next_event(&mut old).await.kv.key, "/w/00000");
+}
+
+#[tokio::test]
+async fn keys_outside_the_prefix_pass_through() {
+    let dir = tempfile::tempdir().unwrap();
+    let cache = Cacher::new(store(&dir), "/cached/", CacherConfig::default()).unwrap();
+    let kv = cache
+        .create("/other/x", Bytes::from_static(b"x"))
+        .await
+        .unwrap();
+    assert_eq!(
+        cache.list(list("/other/")).await.unwrap().items,
+        vec![kv.clone()]
+    );
+    let mut watch = cache.watch("/other/", kv.mod_revision - 1).await.unwrap();
+    assert_eq!(next_event(&mut watch).await.kv, kv);
+    assert!(
+        Cacher::new(
+            store(&tempfile::tempdir().unwrap()),
+            "/no-slash",
+            CacherConfig::default()
+        )
+        .is_err()
+    );
+}

@@ -1,0 +1,33 @@
+//! The storage contract, proven for the watch cache over the SQLite backend.
+
+#![allow(clippy::unwrap_used)]
+
+use genplane_storage_cacher::{Cacher, CacherConfig};
+use genplane_storage_sqlite::{SqliteConfig, SqliteStore};
+use genplane_storage_testing::Backend;
+
+/// A cache of everything (`/`) over a SQLite store in a temporary directory.
+struct CachedSqlite {
+    dir: tempfile::TempDir,
+}
+
+impl Backend for CachedSqlite {
+    type Store = Cacher<SqliteStore>;
+
+    async fn open(&mut self) -> Cacher<SqliteStore> {
+        let mut config = SqliteConfig::new(self.dir.path().join("genplane.db"));
+        config.history = None;
+        Cacher::new(
+            SqliteStore::open(&config).unwrap(),
+            "/",
+            CacherConfig::default(),
+        )
+        .unwrap()
+    }
+}
+
+genplane_storage_testing::conformance_suite!(async {
+    CachedSqlite {
+        dir: tempfile::tempdir().unwrap(),
+    }
+});
