@@ -1,0 +1,130 @@
+//! How etcd's failures become the storage contract's errors.
+
+use std::path::PathBuf;
+
+use genplane_storage::Error;
+use tonic::{Code, Status};
+
+/// What is wrong with an [`crate::EtcdConfig`]. Returned inside [`Error::Backend`] by
+/// [`crate::EtcdStore::connect`].
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ConfigError {
+    /// No endpoint was given.
+    #[error("no etcd endpoints given")]
+    NoEndpoints,
+    /// A client certificate was given without its key, or a key without its certificate.
+    #[error("a client certificate and its key must be given together")]
+    IncompleteIdentity,
+    /// A TLS file could not be read.
+    #[error("reading {path}")]
+    ReadFile {
+        /// The file.
+        path: PathBuf,
+        /// The cause.
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+/// etcd ended a watch for a reason other than compaction.
+#[derive(Debug, thiserror::Error)]
+#[error("etcd canceled the watch: {reason}")]
+pub struct WatchCanceled {
+    /// etcd's reason.
+    pub reason: String,
+}
+
+/// A failed etcd call, classified. Compaction and future-revision failures carry no numbers in
+/// etcd's answer, so the caller, who knows the revision it asked for, completes them.
+#[derive(Debug)]
+pub(crate) enum Failure {
+    /// "required revision has been compacted".
+    Compacted,
+    /// "required revision is a future revision".
+    FutureRevision,
+    /// Anything else, already mapped.
+    Other(Error),
+}
+
+impl From<Error> for Failure {
+    fn from(error: Error) -> Self {
+        Failure::Other(error)
+    }
+}
+
+/// Classifies an etcd client error.
+pub(crate) fn classify(error: etcd_client::Error) -> Failure {
+    match error {
+        etcd_client::Error::GRpcStatus(status) => classify_status(status),
+        etcd_client::Error::TransportError(e) => Failure::Other(Error::Unavailable(e.to_string())),
+        etcd_client::Error::IoError(e) => Failure::Other(Error::Unavailable(e.to_string())),
+        other => Failure::Other(Error::backend(other)),
+    }
+}
+
+fn classify_status(status: Status) -> Failure {
+    let message = status.message();
+    if message.contains("required revision has been compacted") {
+        return Failure::Compacted;
+    }
+    if message.contains("required revision is a future revision") {
+        return Failure::FutureRevision;
+    }
+    match status.code() {
+        Code::Unavailable => Failure::Other(Error::Unavailable(describe(&status))),
+        Code::DeadlineExceeded => Failure::Other(Error::Timeout),
+        _ => Failure::Other(Error::backend(etcd_client::Error::GRpcStatus(status))),
+    }
+}
+
+fn describe(status: &Status) -> String {
+    if status.message().is_empty() {
+        format!("etcd: {}", status.code())
+    } else {
+        format!("etcd: {}", status.message())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn status(code: Code, message: &str) -> etcd_client::Error {
+        etcd_client::Error::GRpcStatus(Status::new(code, message))
+    }
+
+    #[test]
+    fn grpc_errors_map_to_the_contract() {
+        assert!(matches!(
+            classify(status(
+                Code::OutOfRange,
+                "etcdserver: mvcc: required revision has been compacted"
+            )),
+            Failure::Compacted
+        ));
+        assert!(matches!(
+            classify(status(
+                Code::OutOfRange,
+                "etcdserver: mvcc: required revision is a future revision"
+            )),
+            Failure::FutureRevision
+        ));
+        assert!(matches!(
+            classify(status(Code::Unavailable, "etcdserver: leader changed")),
+            Failure::Other(Error::Unavailable(m)) if m.contains("leader changed")
+        ));
+        assert!(matches!(
+            classify(status(Code::DeadlineExceeded, "context deadline exceeded")),
+            Failure::Other(Error::Timeout)
+        ));
+        let other = classify(status(
+            Code::InvalidArgument,
+            "etcdserver: request is too large",
+        ));
+        assert!(
+            matches!(other, Failure::Other(Error::Backend(_))),
+            "{other:?}"
+        );
+    }
+}
