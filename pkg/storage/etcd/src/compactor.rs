@@ -17,7 +17,7 @@ use etcd_client::{Compare, CompareOp, GetOptions, Txn, TxnOp, TxnOpResponse};
 use genplane_storage::{Error, Result, Revision, Storage};
 use tokio::task::JoinHandle;
 
-use crate::{EtcdStore, failure_to_error};
+use crate::EtcdStore;
 
 /// The compaction key, under the store's prefix. With an empty prefix it is kube-apiserver's.
 pub const COMPACT_REV_KEY: &str = "compact_rev_key";
@@ -75,8 +75,7 @@ impl EtcdStore {
             .when([Compare::version(key.clone(), CompareOp::Equal, seen)])
             .and_then([TxnOp::put(key.clone(), revision.to_string(), None)])
             .or_else([TxnOp::get(key, Some(GetOptions::new().with_keys_only()))]);
-        let mut kv = self.inner.kv.clone();
-        let response = self.rpc(kv.txn(txn)).await.map_err(failure_to_error)?;
+        let response = self.write(txn).await?;
         let now = Self::header_revision(response.header())?;
         if !response.succeeded() {
             let version = match response.op_responses().into_iter().next() {

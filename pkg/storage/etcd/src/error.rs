@@ -43,15 +43,26 @@ pub(crate) enum Failure {
     Compacted,
     /// "required revision is a future revision".
     FutureRevision,
+    /// The request never reached etcd (no connection could be made): safe to send again.
+    Unsent(Error),
     /// Anything else, already mapped.
     Other(Error),
 }
 
-impl From<Error> for Failure {
-    fn from(error: Error) -> Self {
-        Failure::Other(error)
+impl Failure {
+    /// The contract error, for requests that asked for no particular revision.
+    pub(crate) fn into_error(self) -> Error {
+        match self {
+            Failure::Unsent(e) | Failure::Other(e) => e,
+            Failure::Compacted | Failure::FutureRevision => Error::backend(UnexpectedRevisionError),
+        }
     }
 }
+
+/// etcd failed a request that asked for no particular revision with a revision error.
+#[derive(Debug, thiserror::Error)]
+#[error("etcd answered with a revision error where no revision was asked for")]
+struct UnexpectedRevisionError;
 
 /// Classifies an etcd client error.
 pub(crate) fn classify(error: etcd_client::Error) -> Failure {
@@ -72,10 +83,25 @@ fn classify_status(status: Status) -> Failure {
         return Failure::FutureRevision;
     }
     match status.code() {
+        Code::Unavailable if never_connected(&status) => {
+            Failure::Unsent(Error::Unavailable(describe(&status)))
+        }
         Code::Unavailable => Failure::Other(Error::Unavailable(describe(&status))),
         Code::DeadlineExceeded => Failure::Other(Error::Timeout),
         _ => Failure::Other(Error::backend(etcd_client::Error::GRpcStatus(status))),
     }
+}
+
+/// Whether the status stands for a failure to connect, so the request was never sent.
+fn never_connected(status: &Status) -> bool {
+    let mut source = std::error::Error::source(status);
+    while let Some(error) = source {
+        if error.is::<tonic::ConnectError>() {
+            return true;
+        }
+        source = error.source();
+    }
+    false
 }
 
 fn describe(status: &Status) -> String {

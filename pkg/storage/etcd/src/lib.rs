@@ -64,6 +64,7 @@
 
 mod compactor;
 mod error;
+mod members;
 #[cfg(feature = "test-util")]
 pub mod testing;
 mod watch;
@@ -74,8 +75,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use etcd_client::{
-    Certificate, Client, CompactionOptions, Compare, CompareOp, ConnectOptions, DeleteOptions,
-    GetOptions, Identity, KvClient, TlsOptions, Txn, TxnOp, TxnOpResponse, WatchClient,
+    Certificate, CompactionOptions, Compare, CompareOp, ConnectOptions, DeleteOptions, GetOptions,
+    Identity, TlsOptions, Txn, TxnOp, TxnOpResponse, TxnResponse,
 };
 use genplane_storage::{
     Bytes, Deleted, Error, KeyValue, ListRequest, ListResponse, Result, Revision, Storage, Watch,
@@ -85,11 +86,8 @@ use genplane_storage::{
 pub use compactor::{COMPACT_REV_KEY, Compactor, DEFAULT_COMPACTION_INTERVAL};
 pub use error::{ConfigError, WatchCanceled};
 
-use error::{Failure, classify};
-
-/// The largest gRPC message the client accepts: lists of large values exceed tonic's 4 MiB
-/// default. Like etcd's Go client, accept anything up to `i32::MAX`.
-const MAX_MESSAGE_SIZE: usize = i32::MAX as usize;
+use error::Failure;
+use members::{Members, Retry};
 
 /// HTTP/2 keep-alive, as kube-apiserver configures its etcd client: a dead connection (and so a
 /// watch on it) is noticed within about 40 seconds.
@@ -177,10 +175,8 @@ pub struct EtcdStore {
 }
 
 struct Inner {
-    kv: KvClient,
-    watch: WatchClient,
+    members: Members,
     prefix: Vec<u8>,
-    request_timeout: Duration,
     server_version: String,
     trusts_progress_requests: bool,
 }
@@ -210,30 +206,17 @@ impl EtcdStore {
         if let Some(tls) = &config.tls {
             options = options.with_tls(tls.options().map_err(Error::backend)?);
         }
-        let client = Client::connect(&config.endpoints, Some(options))
-            .await
-            .map_err(|e| failure_to_error(classify(e)))?;
-        let mut maintenance = client.maintenance_client();
-        let status = match tokio::time::timeout(config.dial_timeout, maintenance.status()).await {
-            Err(_) => {
-                return Err(Error::Unavailable(format!(
-                    "no etcd member of {:?} answered within {:?}",
-                    config.endpoints, config.dial_timeout
-                )));
-            }
-            Ok(status) => status.map_err(|e| failure_to_error(classify(e)))?,
-        };
-        let server_version = status.version().to_owned();
+        let (members, server_version) = Members::connect(
+            &config.endpoints,
+            &options,
+            config.dial_timeout,
+            config.request_timeout,
+        )
+        .await?;
         Ok(EtcdStore {
             inner: Arc::new(Inner {
-                kv: client
-                    .kv_client()
-                    .max_decoding_message_size(MAX_MESSAGE_SIZE),
-                watch: client
-                    .watch_client()
-                    .max_decoding_message_size(MAX_MESSAGE_SIZE),
+                members,
                 prefix: config.prefix.as_bytes().to_vec(),
-                request_timeout: config.request_timeout,
                 trusts_progress_requests: progress_requests_are_ordered(&server_version),
                 server_version,
             }),
@@ -273,22 +256,11 @@ impl EtcdStore {
         String::from_utf8(rest.to_vec()).map_err(|e| Error::backend(UnexpectedKey(e.into_bytes())))
     }
 
-    /// Runs one etcd request within the request timeout.
-    async fn rpc<T>(
-        &self,
-        request: impl Future<Output = Result<T, etcd_client::Error>>,
-    ) -> Result<T, Failure> {
-        match tokio::time::timeout(self.inner.request_timeout, request).await {
-            Err(_) => Err(Failure::Other(Error::Timeout)),
-            Ok(result) => result.map_err(classify),
-        }
-    }
-
     /// The contract error of a failed read at `requested`, with the compacted or current
     /// revision that etcd's answer leaves out.
     async fn explain(&self, failure: Failure, requested: Revision) -> Error {
         match failure {
-            Failure::Other(e) => e,
+            Failure::Unsent(e) | Failure::Other(e) => e,
             Failure::Compacted => Error::Compacted {
                 requested,
                 compacted: self
@@ -308,10 +280,11 @@ impl EtcdStore {
     /// second (when nothing is compacted it never does).
     async fn compacted_revision(&self) -> Option<Revision> {
         let probe = async {
-            let mut client = self.inner.watch.clone();
             let options = etcd_client::WatchOptions::new().with_start_revision(1);
-            let mut stream = client
-                .watch(self.etcd_key(COMPACT_PROBE_KEY), Some(options))
+            let mut stream = self
+                .inner
+                .members
+                .watch(&self.etcd_key(COMPACT_PROBE_KEY), &options)
                 .await
                 .ok()?;
             while let Some(response) = stream.message().await.ok()? {
@@ -336,8 +309,15 @@ impl EtcdStore {
         let options = GetOptions::new()
             .with_revision(after.max(1))
             .with_count_only();
-        let mut kv = self.inner.kv.clone();
-        match self.rpc(kv.get(key, Some(options))).await {
+        let answer = self
+            .inner
+            .members
+            .kv(Retry::Idempotent, |mut kv| {
+                let options = options.clone();
+                async move { kv.get(key, Some(options)).await }
+            })
+            .await;
+        match answer {
             Ok(_) | Err(Failure::FutureRevision) => Ok(()),
             Err(failure) => Err(self.explain(failure, after).await),
         }
@@ -386,15 +366,6 @@ fn prefix_end(prefix: &[u8]) -> Vec<u8> {
     vec![0]
 }
 
-fn failure_to_error(failure: Failure) -> Error {
-    match failure {
-        Failure::Other(e) => e,
-        Failure::Compacted | Failure::FutureRevision => Error::backend(UnexpectedAnswer(
-            "a revision error where none was asked for",
-        )),
-    }
-}
-
 /// etcd returned a key outside the store's prefix or not UTF-8.
 #[derive(Debug, thiserror::Error)]
 #[error("etcd returned an unexpected key {}", String::from_utf8_lossy(.0))]
@@ -417,8 +388,16 @@ impl Storage for EtcdStore {
         if let Some(revision) = revision {
             options = options.with_revision(revision);
         }
-        let mut kv = self.inner.kv.clone();
-        let mut response = match self.rpc(kv.get(self.etcd_key(key), Some(options))).await {
+        let etcd_key = self.etcd_key(key);
+        let answer = self
+            .inner
+            .members
+            .kv(Retry::Idempotent, |mut kv| {
+                let (key, options) = (etcd_key.clone(), options.clone());
+                async move { kv.get(key, Some(options)).await }
+            })
+            .await;
+        let mut response = match answer {
             Ok(response) => response,
             Err(failure) => return Err(self.explain(failure, revision.unwrap_or(0)).await),
         };
@@ -441,8 +420,15 @@ impl Storage for EtcdStore {
         if let Some(revision) = revision {
             options = options.with_revision(revision);
         }
-        let mut kv = self.inner.kv.clone();
-        let mut response = match self.rpc(kv.get(start, Some(options))).await {
+        let answer = self
+            .inner
+            .members
+            .kv(Retry::Idempotent, |mut kv| {
+                let (start, options) = (start.clone(), options.clone());
+                async move { kv.get(start, Some(options)).await }
+            })
+            .await;
+        let mut response = match answer {
             Ok(response) => response,
             Err(failure) => return Err(self.explain(failure, revision.unwrap_or(0)).await),
         };
@@ -469,8 +455,7 @@ impl Storage for EtcdStore {
         let txn = Txn::new()
             .when([Compare::mod_revision(etcd_key.clone(), CompareOp::Equal, 0)])
             .and_then([TxnOp::put(etcd_key, value.to_vec(), None)]);
-        let mut kv = self.inner.kv.clone();
-        let response = self.rpc(kv.txn(txn)).await.map_err(failure_to_error)?;
+        let response = self.write(txn).await?;
         if !response.succeeded() {
             return Err(Error::AlreadyExists {
                 key: key.to_owned(),
@@ -508,8 +493,7 @@ impl Storage for EtcdStore {
                 TxnOp::get(etcd_key.clone(), Some(GetOptions::new().with_keys_only())),
             ])
             .or_else([TxnOp::get(etcd_key, None)]);
-        let mut kv = self.inner.kv.clone();
-        let response = self.rpc(kv.txn(txn)).await.map_err(failure_to_error)?;
+        let response = self.write(txn).await?;
         let revision = Self::header_revision(response.header())?;
         let mut ops = response.op_responses().into_iter();
         if !response.succeeded() {
@@ -553,8 +537,7 @@ impl Storage for EtcdStore {
                 Some(DeleteOptions::new().with_prev_key()),
             )])
             .or_else([TxnOp::get(etcd_key, None)]);
-        let mut kv = self.inner.kv.clone();
-        let response = self.rpc(kv.txn(txn)).await.map_err(failure_to_error)?;
+        let response = self.write(txn).await?;
         let revision = Self::header_revision(response.header())?;
         let mut ops = response.op_responses().into_iter();
         if !response.succeeded() {
@@ -577,12 +560,16 @@ impl Storage for EtcdStore {
     }
 
     async fn current_revision(&self) -> Result<Revision> {
-        let mut kv = self.inner.kv.clone();
-        let options = GetOptions::new().with_count_only();
+        let key = self.etcd_key("/");
         let response = self
-            .rpc(kv.get(self.etcd_key("/"), Some(options)))
+            .inner
+            .members
+            .kv(Retry::Idempotent, |mut kv| {
+                let key = key.clone();
+                async move { kv.get(key, Some(GetOptions::new().with_count_only())).await }
+            })
             .await
-            .map_err(failure_to_error)?;
+            .map_err(Failure::into_error)?;
         Self::header_revision(response.header())
     }
 
@@ -590,9 +577,15 @@ impl Storage for EtcdStore {
         if revision < 1 {
             return Ok(());
         }
-        let mut kv = self.inner.kv.clone();
-        let options = CompactionOptions::new().with_physical();
-        match self.rpc(kv.compact(revision, Some(options))).await {
+        let answer = self
+            .inner
+            .members
+            .kv(Retry::Idempotent, |mut kv| async move {
+                let options = CompactionOptions::new().with_physical();
+                kv.compact(revision, Some(options)).await
+            })
+            .await;
+        match answer {
             // Compacting to a revision at or before the last compaction changes nothing.
             Ok(_) | Err(Failure::Compacted) => Ok(()),
             Err(failure) => Err(self.explain(failure, revision).await),
@@ -601,6 +594,18 @@ impl Storage for EtcdStore {
 }
 
 impl EtcdStore {
+    /// Runs a write transaction.
+    async fn write(&self, txn: Txn) -> Result<TxnResponse> {
+        self.inner
+            .members
+            .kv(Retry::Unsent, |mut kv| {
+                let txn = txn.clone();
+                async move { kv.txn(txn).await }
+            })
+            .await
+            .map_err(Failure::into_error)
+    }
+
     /// The error of a failed compare-and-swap, from the `Get` of its `Else` branch.
     fn conflict_or_not_found(
         &self,

@@ -12,8 +12,9 @@ use genplane_storage::{
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
 
+use crate::error::Failure;
 use crate::error::WatchCanceled;
-use crate::{EtcdStore, UnexpectedAnswer, failure_to_error, prefix_end};
+use crate::{EtcdStore, UnexpectedAnswer, prefix_end};
 
 /// How often an unanswered progress request is repeated on servers whose answers are trusted.
 const PROGRESS_REQUEST_INTERVAL: Duration = Duration::from_millis(250);
@@ -62,15 +63,15 @@ async fn open(
         .with_start_revision(after.saturating_add(1).max(1))
         .with_prev_key()
         .with_progress_notify();
-    let mut client = store.inner.watch.clone();
-    let mut stream = store
-        .rpc(client.watch(key.to_vec(), Some(options)))
+    let members = &store.inner.members;
+    let mut stream = members
+        .watch(key, &options)
         .await
-        .map_err(failure_to_error)?;
-    let created = store
-        .rpc(stream.message())
+        .map_err(Failure::into_error)?;
+    let created = members
+        .within_timeout(stream.message())
         .await
-        .map_err(failure_to_error)?
+        .map_err(Failure::into_error)?
         .ok_or_else(|| Error::Unavailable("the etcd watch stream closed at once".into()))?;
     if !created.created() {
         return Err(Error::backend(UnexpectedAnswer(

@@ -1,0 +1,219 @@
+//! What the etcd backend adds to the contract: TLS, several endpoints, key prefixes, watches
+//! that outlive an etcd restart, and the coordinated compactor.
+
+#![allow(clippy::unwrap_used)]
+
+use std::net::TcpListener;
+use std::time::Duration;
+
+use genplane_storage::{Bytes, Error, EventKind, Revision, Storage, Watch, WatchEvent};
+use genplane_storage_etcd::testing::EtcdServer;
+use genplane_storage_etcd::{COMPACT_REV_KEY, EtcdConfig, EtcdStore, EtcdTls};
+
+const WAIT: Duration = Duration::from_secs(20);
+
+fn bytes(value: &str) -> Bytes {
+    Bytes::copy_from_slice(value.as_bytes())
+}
+
+/// The next change on `watch`, skipping progress reports.
+async fn next_event(watch: &mut Watch) -> std::sync::Arc<genplane_storage::Event> {
+    loop {
+        match tokio::time::timeout(WAIT, watch.next()).await {
+            Err(_) => panic!("no event within {WAIT:?}"),
+            Ok(None) => panic!("the watch ended"),
+            Ok(Some(WatchEvent::Progress(_))) => continue,
+            Ok(Some(WatchEvent::Error(e))) => panic!("the watch failed: {e}"),
+            Ok(Some(WatchEvent::Event(event))) => return event,
+        }
+    }
+}
+
+/// A raw etcd client, to look at what the store wrote.
+async fn raw_client(server: &EtcdServer) -> etcd_client::Client {
+    etcd_client::Client::connect([server.endpoint()], None)
+        .await
+        .unwrap()
+}
+
+#[tokio::test]
+async fn mutual_tls_is_required_and_works() {
+    let server = EtcdServer::start_tls().await.unwrap();
+    assert!(server.endpoint().starts_with("https://"));
+    let store = EtcdStore::connect(&server.config()).await.unwrap();
+    let start = store.current_revision().await.unwrap();
+    let mut watch = store.watch("/t/", start).await.unwrap();
+    let kv = store.create("/t/a", bytes("over tls")).await.unwrap();
+    assert_eq!(store.get("/t/a", None).await.unwrap(), Some(kv.clone()));
+    assert_eq!(next_event(&mut watch).await.kv, kv);
+
+    let files = server.tls_files().unwrap();
+    let mut without_cert = server.config();
+    without_cert.dial_timeout = Duration::from_secs(2);
+    without_cert.tls = Some(EtcdTls {
+        ca_file: Some(files.ca.clone()),
+        cert_file: None,
+        key_file: None,
+    });
+    let refused = EtcdStore::connect(&without_cert).await;
+    assert!(
+        refused.is_err(),
+        "a client without a certificate is refused"
+    );
+
+    let mut plain = server.config();
+    plain.dial_timeout = Duration::from_secs(2);
+    plain.tls = None;
+    plain.endpoints = vec![server.endpoint().replace("https://", "http://")];
+    assert!(
+        EtcdStore::connect(&plain).await.is_err(),
+        "plain HTTP to a TLS member fails"
+    );
+}
+
+#[tokio::test]
+async fn a_dead_endpoint_next_to_a_live_one_is_tolerated() {
+    let server = EtcdServer::start().await.unwrap();
+    let dead = {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        format!("http://{}", listener.local_addr().unwrap())
+    };
+    let mut config = server.config();
+    config.endpoints.insert(0, dead);
+    let store = EtcdStore::connect(&config).await.unwrap();
+    for i in 0..20 {
+        let kv = store.create(&format!("/t/{i}"), bytes("x")).await.unwrap();
+        assert_eq!(store.get(&kv.key, None).await.unwrap(), Some(kv));
+    }
+    let listed = store
+        .list(genplane_storage::ListRequest {
+            prefix: "/t/".into(),
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    assert_eq!(listed.items.len(), 20);
+}
+
+#[tokio::test]
+async fn no_endpoint_answering_is_unavailable() {
+    let dead = {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        format!("http://{}", listener.local_addr().unwrap())
+    };
+    let mut config = EtcdConfig::new([dead]);
+    config.dial_timeout = Duration::from_millis(500);
+    let err = EtcdStore::connect(&config).await.unwrap_err();
+    assert!(matches!(err, Error::Unavailable(_)), "{err:?}");
+    assert!(err.is_retryable());
+}
+
+#[tokio::test]
+async fn prefixes_keep_clusters_apart() {
+    let server = EtcdServer::start().await.unwrap();
+    let open = |prefix: &str| {
+        let mut config = server.config();
+        config.prefix = prefix.to_owned();
+        async move { EtcdStore::connect(&config).await.unwrap() }
+    };
+    let a = open("/cluster-a").await;
+    let b = open("/cluster-b").await;
+    let mut watch_b = b
+        .watch("/t/", b.current_revision().await.unwrap())
+        .await
+        .unwrap();
+    let in_a = a.create("/t/x", bytes("a")).await.unwrap();
+    assert_eq!(b.get("/t/x", None).await.unwrap(), None);
+    let in_b = b.create("/t/x", bytes("b")).await.unwrap();
+    assert_eq!(a.get("/t/x", None).await.unwrap(), Some(in_a));
+    assert_eq!(
+        next_event(&mut watch_b).await.kv,
+        in_b,
+        "b's watch skips a's write"
+    );
+
+    let mut raw = raw_client(&server).await;
+    let stored = raw.get("/cluster-a/t/x", None).await.unwrap();
+    assert_eq!(stored.kvs()[0].value(), b"a");
+}
+
+#[tokio::test]
+async fn a_watch_survives_an_etcd_restart() {
+    let mut server = EtcdServer::start().await.unwrap();
+    let store = EtcdStore::connect(&server.config()).await.unwrap();
+    let start = store.current_revision().await.unwrap();
+    let mut watch = store.watch("/t/", start).await.unwrap();
+    let before = store.create("/t/before", bytes("1")).await.unwrap();
+    assert_eq!(next_event(&mut watch).await.kv, before);
+
+    server.kill();
+    server.restart().await.unwrap();
+
+    // The client reconnects by itself; writes may fail until it has.
+    let deadline = tokio::time::Instant::now() + WAIT;
+    let after = loop {
+        match store.create("/t/after", bytes("2")).await {
+            Ok(kv) => break kv,
+            Err(e) if e.is_retryable() && tokio::time::Instant::now() < deadline => {
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+            Err(e) => panic!("writing after the restart: {e}"),
+        }
+    };
+    assert_eq!(after.mod_revision, before.mod_revision + 1);
+    let event = next_event(&mut watch).await;
+    assert_eq!(
+        (event.kind, &event.kv),
+        (EventKind::Create, &after),
+        "the watch goes on after the restart, without a gap or a duplicate"
+    );
+}
+
+#[tokio::test]
+async fn coordinated_compactors_compact_once_per_interval() {
+    const INTERVAL: Duration = Duration::from_millis(400);
+    const ROUNDS: u32 = 6;
+    let server = EtcdServer::start().await.unwrap();
+    let a = EtcdStore::connect(&server.config()).await.unwrap();
+    let b = EtcdStore::connect(&server.config()).await.unwrap();
+    let first = a.create("/t/k", bytes("0")).await.unwrap();
+    let mut latest = first.clone();
+
+    let compactors = [a.start_compactor(INTERVAL), b.start_compactor(INTERVAL)];
+    let started = tokio::time::Instant::now();
+    while started.elapsed() < INTERVAL * ROUNDS + INTERVAL / 2 {
+        latest = a
+            .update("/t/k", bytes("more"), latest.mod_revision)
+            .await
+            .unwrap();
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let compactions: u64 = compactors.iter().map(|c| c.compactions()).sum();
+    drop(compactors);
+
+    let mut raw = raw_client(&server).await;
+    let key = raw.get(COMPACT_REV_KEY, None).await.unwrap();
+    let claims = key.kvs()[0].version();
+    assert!(
+        (1..=i64::from(ROUNDS)).contains(&claims),
+        "two compactors over {ROUNDS} intervals claimed {claims} compactions"
+    );
+    assert!(
+        (1..=u64::from(ROUNDS) - 1).contains(&compactions),
+        "{compactions} compactions in {ROUNDS} intervals, the first of which only looks"
+    );
+
+    let compacted_to: Revision = key.kvs()[0].value_str().unwrap().parse().unwrap();
+    assert!(compacted_to > first.mod_revision);
+    match a.get("/t/k", Some(first.mod_revision)).await {
+        Err(Error::Compacted {
+            requested,
+            compacted,
+        }) => {
+            assert_eq!(requested, first.mod_revision);
+            assert!(compacted > first.mod_revision, "compacted to {compacted}");
+        }
+        other => panic!("history before the compaction is gone, but got {other:?}"),
+    }
+    assert_eq!(a.get("/t/k", None).await.unwrap(), Some(latest));
+}
