@@ -10,6 +10,8 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use genplane_storage::{ListRequest, Revision, Storage};
+use genplane_storage_etcd::EtcdStore;
+use genplane_storage_etcd::testing::EtcdServer;
 use genplane_storage_sqlite::{SqliteConfig, SqliteStore};
 
 const KILLS: usize = 24;
@@ -47,7 +49,7 @@ fn collect_acks(
     })
 }
 
-async fn verify(store: &SqliteStore, acks: &BTreeMap<String, Revision>) -> usize {
+async fn verify<S: Storage>(store: &S, acks: &BTreeMap<String, Revision>) -> usize {
     let listed = store
         .list(ListRequest {
             prefix: "/crash/".into(),
@@ -86,6 +88,16 @@ async fn verify(store: &SqliteStore, acks: &BTreeMap<String, Revision>) -> usize
     listed.items.len()
 }
 
+fn seeded_rng() -> Rng {
+    let seed = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_nanos() as u64
+        | 1;
+    println!("seed {seed}");
+    Rng(seed)
+}
+
 #[tokio::test]
 async fn sqlite_keeps_every_acknowledged_write_across_kill_9() {
     let dir = tempfile::tempdir().unwrap();
@@ -120,6 +132,50 @@ async fn sqlite_keeps_every_acknowledged_write_across_kill_9() {
 
         let store = SqliteStore::open(&SqliteConfig::new(&db))
             .unwrap_or_else(|e| panic!("round {round}: the store did not open cleanly: {e}"));
+        let acks = acks.lock().unwrap().clone();
+        let present = verify(&store, &acks).await;
+        println!(
+            "round {round}: {} acknowledged, {present} present",
+            acks.len()
+        );
+    }
+    let total = acks.lock().unwrap().len();
+    assert!(
+        total > 1000,
+        "the writer made too little progress to prove anything: {total} writes"
+    );
+}
+
+/// On etcd the store is the etcd process: each round kills etcd with SIGKILL in the middle of
+/// the writes, then the writer, restarts etcd on the same data and checks every acknowledged
+/// write.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn etcd_keeps_every_acknowledged_write_across_kill_9() {
+    let mut etcd = EtcdServer::start().await.unwrap();
+    let mut rng = seeded_rng();
+    let acks = Arc::new(Mutex::new(BTreeMap::new()));
+    let mut next = 0u64;
+    for round in 0..KILLS {
+        let mut writer = Command::new(env!("CARGO_BIN_EXE_genplane-storage-writer"))
+            .args(["--etcd", &etcd.endpoint(), "--start", &next.to_string()])
+            .stdout(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let reader = collect_acks(writer.stdout.take().unwrap(), acks.clone());
+        tokio::time::sleep(Duration::from_millis(100 + rng.below(400))).await;
+        etcd.kill();
+        // Writes in flight when etcd died are never acknowledged; give the writer a moment to
+        // see them fail, then kill it too.
+        tokio::time::sleep(Duration::from_millis(rng.below(50))).await;
+        writer.kill().unwrap();
+        writer.wait().unwrap();
+        reader.join().unwrap();
+        next += 1_000_000;
+
+        etcd.restart()
+            .await
+            .unwrap_or_else(|e| panic!("round {round}: etcd did not restart cleanly: {e}"));
+        let store = EtcdStore::connect(&etcd.config()).await.unwrap();
         let acks = acks.lock().unwrap().clone();
         let present = verify(&store, &acks).await;
         println!(
