@@ -87,16 +87,24 @@ fn classify_status(status: Status) -> Failure {
             Failure::Unsent(Error::Unavailable(describe(&status)))
         }
         Code::Unavailable => Failure::Other(Error::Unavailable(describe(&status))),
+        Code::Cancelled if never_connected(&status) => {
+            Failure::Unsent(Error::Unavailable(describe(&status)))
+        }
         Code::DeadlineExceeded => Failure::Other(Error::Timeout),
         _ => Failure::Other(Error::backend(etcd_client::Error::GRpcStatus(status))),
     }
 }
 
-/// Whether the status stands for a failure to connect, so the request was never sent.
+/// Whether the status stands for a request that was never sent: the connection could not be
+/// made, or it closed before the request went out (hyper cancels the requests still queued).
 fn never_connected(status: &Status) -> bool {
     let mut source = std::error::Error::source(status);
     while let Some(error) = source {
-        if error.is::<tonic::ConnectError>() {
+        if error.is::<tonic::ConnectError>()
+            || error
+                .downcast_ref::<hyper::Error>()
+                .is_some_and(hyper::Error::is_canceled)
+        {
             return true;
         }
         source = error.source();

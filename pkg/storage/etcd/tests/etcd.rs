@@ -95,6 +95,87 @@ async fn a_dead_endpoint_next_to_a_live_one_is_tolerated() {
     assert_eq!(listed.items.len(), 20);
 }
 
+/// A TCP proxy to etcd that can be cut (closing every connection and refusing new ones) and
+/// restored on the same port: a member that becomes unreachable.
+struct Proxy {
+    address: std::net::SocketAddr,
+    upstream: std::net::SocketAddr,
+    task: Option<tokio::task::JoinHandle<()>>,
+}
+
+impl Proxy {
+    async fn start(upstream: &str) -> Proxy {
+        let upstream = upstream.trim_start_matches("http://").parse().unwrap();
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let address = listener.local_addr().unwrap();
+        let mut proxy = Proxy {
+            address,
+            upstream,
+            task: None,
+        };
+        proxy.serve(listener);
+        proxy
+    }
+
+    fn endpoint(&self) -> String {
+        format!("http://{}", self.address)
+    }
+
+    fn serve(&mut self, listener: tokio::net::TcpListener) {
+        let upstream = self.upstream;
+        self.task = Some(tokio::spawn(async move {
+            // Dropping the set (when the task is aborted) closes every proxied connection.
+            let mut connections = tokio::task::JoinSet::new();
+            loop {
+                let (mut client, _) = listener.accept().await.unwrap();
+                connections.spawn(async move {
+                    if let Ok(mut server) = tokio::net::TcpStream::connect(upstream).await {
+                        let _ = tokio::io::copy_bidirectional(&mut client, &mut server).await;
+                    }
+                });
+            }
+        }));
+    }
+
+    async fn cut(&mut self) {
+        let task = self.task.take().unwrap();
+        task.abort();
+        let _ = task.await;
+    }
+
+    async fn restore(&mut self) {
+        let listener = tokio::net::TcpListener::bind(self.address).await.unwrap();
+        self.serve(listener);
+    }
+}
+
+#[tokio::test]
+async fn requests_and_watches_fail_over_to_a_reachable_member() {
+    let server = EtcdServer::start().await.unwrap();
+    let mut proxies = [
+        Proxy::start(&server.endpoint()).await,
+        Proxy::start(&server.endpoint()).await,
+    ];
+    let mut config = server.config();
+    config.endpoints = proxies.iter().map(Proxy::endpoint).collect();
+    let store = EtcdStore::connect(&config).await.unwrap();
+    let mut watch = store
+        .watch("/t/", store.current_revision().await.unwrap())
+        .await
+        .unwrap();
+    // One of the two is the member in use; cutting each in turn cuts that one once.
+    for (round, cut) in [0, 1].into_iter().enumerate() {
+        proxies[cut].cut().await;
+        for i in 0..5 {
+            let key = format!("/t/{round}-{i}");
+            let kv = store.create(&key, bytes("x")).await.unwrap();
+            assert_eq!(store.get(&key, None).await.unwrap(), Some(kv.clone()));
+            assert_eq!(next_event(&mut watch).await.kv, kv, "the watch goes on");
+        }
+        proxies[cut].restore().await;
+    }
+}
+
 #[tokio::test]
 async fn no_endpoint_answering_is_unavailable() {
     let dead = {
