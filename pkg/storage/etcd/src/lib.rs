@@ -18,6 +18,15 @@
 //! | `compact` | physical `Compact` |
 //!
 //! Every key is stored under [`EtcdConfig::prefix`], so several clusters can share one etcd.
+//!
+//! # Members
+//!
+//! The store keeps one connection per endpoint and sends requests to one preferred member.
+//! When a request cannot reach it, the request goes to the next member, which becomes the
+//! preferred one: a request that never left the client fails over whatever it is, a read or
+//! the opening of a watch after any transient failure, a write that may have reached etcd
+//! never (it fails with [`Error::Unavailable`] and the caller decides). tonic's balanced
+//! channel is not used because it keeps routing requests to a member it cannot reach.
 //! gRPC failures map to the contract's errors: `Unavailable` to [`Error::Unavailable`],
 //! `DeadlineExceeded` (and [`EtcdConfig::request_timeout`]) to [`Error::Timeout`], etcd's
 //! "required revision has been compacted" to [`Error::Compacted`] and "required revision is a
@@ -98,8 +107,9 @@ const KEEP_ALIVE_TIMEOUT: Duration = Duration::from_secs(10);
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct EtcdConfig {
     /// Client URLs of the etcd members, e.g. `http://10.0.0.1:2379` or `https://10.0.0.1:2379`.
-    /// With [`EtcdConfig::tls`] set, use `https://` URLs (or bare `host:port`). Requests are
-    /// balanced over the members, and connections are re-established by the client.
+    /// With [`EtcdConfig::tls`] set, use `https://` URLs (or bare `host:port`). Requests go to
+    /// one member and fail over to the next when it cannot be reached (see the crate
+    /// documentation); connections are re-established by themselves.
     pub endpoints: Vec<String>,
     /// Prepended to every key, so that several clusters can share one etcd (e.g. `/cluster-a`).
     /// Empty by default.
@@ -263,6 +273,7 @@ impl EtcdStore {
             Failure::Unsent(e) | Failure::Other(e) => e,
             Failure::Compacted => Error::Compacted {
                 requested,
+                // If etcd does not tell, the oldest revision that may still be readable.
                 compacted: self
                     .compacted_revision()
                     .await

@@ -251,6 +251,35 @@ async fn a_watch_survives_an_etcd_restart() {
 }
 
 #[tokio::test]
+async fn a_watch_needing_the_compacted_revision_fails_although_etcd_still_has_it() {
+    let server = EtcdServer::start().await.unwrap();
+    let store = EtcdStore::connect(&server.config()).await.unwrap();
+    let mut kv = store.create("/t/a", bytes("0")).await.unwrap();
+    for i in 1..4 {
+        kv = store
+            .update("/t/a", bytes(&i.to_string()), kv.mod_revision)
+            .await
+            .unwrap();
+    }
+    let compacted = kv.mod_revision;
+    store.compact(compacted).await.unwrap();
+    // etcd would replay the event at the compacted revision; the contract discards it.
+    match store.watch("/t/", compacted - 1).await {
+        Err(Error::Compacted {
+            requested,
+            compacted: reported,
+        }) => assert_eq!((requested, reported), (compacted - 1, compacted)),
+        other => panic!("expected Compacted, got {other:?}"),
+    }
+    let mut watch = store.watch("/t/", compacted).await.unwrap();
+    let next = store
+        .update("/t/a", bytes("4"), kv.mod_revision)
+        .await
+        .unwrap();
+    assert_eq!(next_event(&mut watch).await.kv, next);
+}
+
+#[tokio::test]
 async fn coordinated_compactors_compact_once_per_interval() {
     const INTERVAL: Duration = Duration::from_millis(400);
     const ROUNDS: u32 = 6;
