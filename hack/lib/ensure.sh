@@ -26,5 +26,5 @@ ensure_nextest() {
 }
 
 # The Debian packages the build and the tests need: etcd for the etcd backend's tests, protoc
-# for etcd-client's generated code.
-GENPLANE_APT_PACKAGES=(etcd-server protobuf-compiler)
+# and its standard .proto files (libprotobuf-dev) for etcd-client's generated code.
+GENPLANE_APT_PACKAGES=(etcd-server protobuf-compiler libprotobuf-dev)

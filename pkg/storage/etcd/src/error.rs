@@ -91,6 +91,11 @@ fn classify_status(status: Status) -> Failure {
             Failure::Unsent(Error::Unavailable(describe(&status)))
         }
         Code::DeadlineExceeded => Failure::Other(Error::Timeout),
+        // The connection broke while the request was out (etcd killed, reset, broken pipe):
+        // the request may or may not have taken effect, and trying again later may succeed.
+        Code::Cancelled | Code::Unknown if transport_failure(&status) => {
+            Failure::Other(Error::Unavailable(describe(&status)))
+        }
         _ => Failure::Other(Error::backend(etcd_client::Error::GRpcStatus(status))),
     }
 }
@@ -104,6 +109,21 @@ fn never_connected(status: &Status) -> bool {
             || error
                 .downcast_ref::<hyper::Error>()
                 .is_some_and(hyper::Error::is_canceled)
+        {
+            return true;
+        }
+        source = error.source();
+    }
+    false
+}
+
+/// Whether the status stands for a failed connection rather than an answer from etcd.
+fn transport_failure(status: &Status) -> bool {
+    let mut source = std::error::Error::source(status);
+    while let Some(error) = source {
+        if error.is::<tonic::transport::Error>()
+            || error.is::<hyper::Error>()
+            || error.is::<std::io::Error>()
         {
             return true;
         }
@@ -152,6 +172,23 @@ mod tests {
             classify(status(Code::DeadlineExceeded, "context deadline exceeded")),
             Failure::Other(Error::Timeout)
         ));
+        // A connection that broke under a request: its outcome is unknown, retrying may work.
+        let mut broken = Status::new(Code::Unknown, "transport error");
+        broken.set_source(std::sync::Arc::new(std::io::Error::from(
+            std::io::ErrorKind::BrokenPipe,
+        )));
+        let broken = classify(etcd_client::Error::GRpcStatus(broken));
+        assert!(
+            matches!(&broken, Failure::Other(e) if e.is_retryable()),
+            "{broken:?}"
+        );
+        assert!(
+            matches!(
+                classify(status(Code::Unknown, "an answer from etcd")),
+                Failure::Other(Error::Backend(_))
+            ),
+            "an Unknown status without a transport cause is not a connection failure"
+        );
         let other = classify(status(
             Code::InvalidArgument,
             "etcdserver: request is too large",

@@ -15,7 +15,7 @@
 //! | `delete` | `Txn(If mod_revision(k) == expected (or create_revision(k) > 0), Then Delete(prev_kv), Else Get)` |
 //! | `watch` | `Watch` on the prefix range from `after + 1`, with `prev_kv` and `progress_notify` |
 //! | `current_revision` | the header revision of a linearizable `Range` |
-//! | `compact` | physical `Compact` |
+//! | `compact` | `Compact` (not physical) |
 //!
 //! Every key is stored under [`EtcdConfig::prefix`], so several clusters can share one etcd.
 //!
@@ -64,8 +64,9 @@
 //!
 //! # Compaction
 //!
-//! [`Storage::compact`] compacts etcd (physically, so history is gone when it returns); a
-//! revision that is already compacted is a no-op. For several apiservers sharing one etcd,
+//! [`Storage::compact`] compacts etcd as kube-apiserver does, not physically: reads before the
+//! revision fail as soon as it returns, and etcd frees the space in the background. A revision
+//! that is already compacted is a no-op. For several apiservers sharing one etcd,
 //! [`EtcdStore::start_compactor`] runs kube-apiserver's coordinated compactor: it is off unless
 //! started, because its writes move the revision.
 
@@ -592,8 +593,10 @@ impl Storage for EtcdStore {
             .inner
             .members
             .kv(Retry::Idempotent, |mut kv| async move {
-                let options = CompactionOptions::new().with_physical();
-                kv.compact(revision, Some(options)).await
+                // Not physical, as kube-apiserver compacts: etcd records the compaction at once
+                // (older reads fail from then on) and removes the history in the background,
+                // instead of holding the request until a large database is rewritten.
+                kv.compact(revision, None::<CompactionOptions>).await
             })
             .await;
         match answer {
