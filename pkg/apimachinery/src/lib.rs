@@ -1,0 +1,17 @@
+//! Kubernetes API machinery for genplane: the pure parts every layer above storage shares.
+//!
+//! - [`errors`]: the `Status` object every failed request answers with, and constructors with the
+//!   exact upstream `reason`s and codes (clients branch on `reason`, not on the code).
+//! - [`validation`]: name, label, annotation and key validation, and [`validation::field`]'s
+//!   field-error lists, which collect every problem of an object at once.
+//! - [`labels`] and [`fields`]: label selectors (the full syntax) and field selectors.
+//! - [`meta`]: object metadata, its validation on create and update.
+//! - [`schema`]: group, version, kind and resource names.
+//! - [`resource_version`]: how `resourceVersion`, `resourceVersionMatch`, `limit` and `continue`
+//!   select what a read returns.
+//!
+//! No I/O and no async here (checked by `hack/verify-crate-deps.sh`).
+
+#![warn(missing_docs)]
+
+pub mod validation;
