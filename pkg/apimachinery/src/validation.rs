@@ -82,9 +82,10 @@ pub fn is_qualified_name(value: &str) -> Vec<String> {
         (Some(name), None, _) => (None, name),
         (Some(prefix), Some(name), None) => (Some(prefix), name),
         _ => {
-            errors.push(format!(
+            errors.push(
                 "a qualified name must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]') with an optional DNS subdomain prefix and '/' (e.g. 'example.com/MyName')"
-            ));
+                    .to_owned(),
+            );
             return errors;
         }
     };
