@@ -14,4 +14,7 @@
 
 #![warn(missing_docs)]
 
+pub mod errors;
+pub mod resource_version;
+pub mod schema;
 pub mod validation;
