@@ -176,6 +176,40 @@ impl fmt::Display for Status {
 
 impl std::error::Error for Status {}
 
+/// A failed API request: a [`Status`], boxed so that `Result`s stay small. It dereferences to
+/// the Status.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ApiError(pub Box<Status>);
+
+impl ApiError {
+    /// The Status to answer with.
+    pub fn into_status(self) -> Status {
+        *self.0
+    }
+}
+
+impl From<Status> for ApiError {
+    fn from(status: Status) -> Self {
+        ApiError(Box::new(status))
+    }
+}
+
+impl std::ops::Deref for ApiError {
+    type Target = Status;
+
+    fn deref(&self) -> &Status {
+        &self.0
+    }
+}
+
+impl fmt::Display for ApiError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0.message)
+    }
+}
+
+impl std::error::Error for ApiError {}
+
 fn quoted_name(resource: &GroupResource, name: &str) -> String {
     if name.is_empty() {
         resource.to_string()

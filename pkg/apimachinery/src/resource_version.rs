@@ -11,7 +11,7 @@
 //!
 //! Invalid combinations are `Invalid` errors on the `ListOptions`, as upstream reports them.
 
-use crate::errors::Status;
+use crate::errors::{ApiError, Status};
 use crate::schema::GroupKind;
 use crate::validation::field::{Error, ErrorList, Path};
 
@@ -60,13 +60,13 @@ pub enum Semantics {
 
 /// Parses a resourceVersion: a non-negative integer. Upstream answers anything else with
 /// 400 `invalid resource version`.
-pub fn parse(resource_version: &str) -> Result<i64, Status> {
+pub fn parse(resource_version: &str) -> Result<i64, ApiError> {
     resource_version
         .parse::<i64>()
         .ok()
         .filter(|rv| *rv >= 0)
         .ok_or_else(|| {
-            Status::bad_request(format!("invalid resource version: {resource_version:?}"))
+            Status::bad_request(format!("invalid resource version: {resource_version:?}")).into()
         })
 }
 
@@ -79,7 +79,7 @@ fn list_options_invalid(errors: &ErrorList) -> Status {
 /// For a watch, the result is where the stream starts: [`Semantics::Consistent`] and
 /// [`Semantics::Any`] first send the current state as ADDED events (unless
 /// `sendInitialEvents=false`), [`Semantics::NotOlderThan`] starts right after the revision.
-pub fn read_semantics(options: &ReadOptions) -> Result<Semantics, Status> {
+pub fn read_semantics(options: &ReadOptions) -> Result<Semantics, ApiError> {
     let mut errors = ErrorList::new();
     let rv = options
         .resource_version
@@ -162,13 +162,14 @@ pub fn read_semantics(options: &ReadOptions) -> Result<Semantics, Status> {
         }
     }
     if !errors.is_empty() {
-        return Err(list_options_invalid(&errors));
+        return Err(list_options_invalid(&errors).into());
     }
     if let Some(token) = token {
         if rv.is_some() {
             return Err(Status::bad_request(
                 "specifying resource version is not allowed when using continue",
-            ));
+            )
+            .into());
         }
         return Ok(Semantics::Continue(token.to_owned()));
     }
@@ -188,7 +189,7 @@ pub fn read_semantics(options: &ReadOptions) -> Result<Semantics, Status> {
 }
 
 /// What a get with `resourceVersion` reads: unset is consistent, `0` any, `N` not older than N.
-pub fn get_semantics(resource_version: Option<&str>) -> Result<Semantics, Status> {
+pub fn get_semantics(resource_version: Option<&str>) -> Result<Semantics, ApiError> {
     match resource_version.filter(|rv| !rv.is_empty()) {
         None => Ok(Semantics::Consistent),
         Some(rv) => Ok(match parse(rv)? {
