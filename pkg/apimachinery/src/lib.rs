@@ -15,6 +15,7 @@
 #![warn(missing_docs)]
 
 pub mod errors;
+pub mod meta;
 pub mod resource_version;
 pub mod schema;
 pub mod validation;
