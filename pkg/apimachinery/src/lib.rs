@@ -15,6 +15,8 @@
 #![warn(missing_docs)]
 
 pub mod errors;
+pub mod fields;
+pub mod labels;
 pub mod meta;
 pub mod resource_version;
 pub mod schema;
