@@ -295,6 +295,16 @@ pub trait Storage: Send + Sync + 'static {
     /// Lists a range of keys at a revision.
     fn list(&self, request: ListRequest) -> impl Future<Output = Result<ListResponse>> + Send;
 
+    /// Lists a range of keys at whatever revision is at hand, possibly older than the current
+    /// one (kube's `resourceVersion="0"`); `request.revision` is ignored. A store reads its
+    /// current revision; a cache answers from memory without waiting.
+    fn list_any(&self, request: ListRequest) -> impl Future<Output = Result<ListResponse>> + Send {
+        self.list(ListRequest {
+            revision: None,
+            ..request
+        })
+    }
+
     /// Creates a key; fails with [`Error::AlreadyExists`] if it exists.
     fn create(&self, key: &str, value: Bytes) -> impl Future<Output = Result<KeyValue>> + Send;
 
@@ -405,5 +415,57 @@ mod tests {
             sender.events.send(WatchEvent::Progress(1)).await.is_err(),
             "a dropped watch stops its sender"
         );
+    }
+}
+
+/// A shared store is a store: one backend serves every resource's cache and registry.
+impl<S: Storage> Storage for Arc<S> {
+    fn get(
+        &self,
+        key: &str,
+        revision: Option<Revision>,
+    ) -> impl Future<Output = Result<Option<KeyValue>>> + Send {
+        (**self).get(key, revision)
+    }
+
+    fn list(&self, request: ListRequest) -> impl Future<Output = Result<ListResponse>> + Send {
+        (**self).list(request)
+    }
+
+    fn list_any(&self, request: ListRequest) -> impl Future<Output = Result<ListResponse>> + Send {
+        (**self).list_any(request)
+    }
+
+    fn create(&self, key: &str, value: Bytes) -> impl Future<Output = Result<KeyValue>> + Send {
+        (**self).create(key, value)
+    }
+
+    fn update(
+        &self,
+        key: &str,
+        value: Bytes,
+        expected: Revision,
+    ) -> impl Future<Output = Result<KeyValue>> + Send {
+        (**self).update(key, value, expected)
+    }
+
+    fn delete(
+        &self,
+        key: &str,
+        expected: Option<Revision>,
+    ) -> impl Future<Output = Result<Deleted>> + Send {
+        (**self).delete(key, expected)
+    }
+
+    fn watch(&self, prefix: &str, after: Revision) -> impl Future<Output = Result<Watch>> + Send {
+        (**self).watch(prefix, after)
+    }
+
+    fn current_revision(&self) -> impl Future<Output = Result<Revision>> + Send {
+        (**self).current_revision()
+    }
+
+    fn compact(&self, revision: Revision) -> impl Future<Output = Result<()>> + Send {
+        (**self).compact(revision)
     }
 }

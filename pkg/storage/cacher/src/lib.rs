@@ -330,6 +330,10 @@ impl<S: Storage> Storage for Cacher<S> {
         ))
     }
 
+    async fn list_any(&self, request: ListRequest) -> Result<ListResponse> {
+        self.list_cached(request).await
+    }
+
     async fn current_revision(&self) -> Result<Revision> {
         self.store.current_revision().await
     }

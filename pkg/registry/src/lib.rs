@@ -1,0 +1,23 @@
+//! The registry: how Kubernetes objects live, over the storage contract.
+//!
+//! A resource is a [`Strategy`] (its rules) plus the generic [`Store`] (the lifecycle every
+//! resource shares): create with `generateName`, `uid` and `creationTimestamp`; reads with
+//! `resourceVersion` semantics, selectors and pagination; updates with `resourceVersion`
+//! preconditions; deletion with finalizers and propagation policies; watches with selector
+//! transitions and bookmarks. Objects are raw JSON ([`serde_json::Value`]); storage errors
+//! become API errors in exactly one place ([`Store`]).
+
+#![warn(missing_docs)]
+
+pub mod object;
+mod selection;
+pub mod store;
+pub mod strategy;
+pub mod watch;
+
+pub use selection::check_fields;
+pub use store::{
+    DeleteOptions, Deletion, ListOptions, ListResult, Propagation, Store, WriteOptions, Written,
+};
+pub use strategy::Strategy;
+pub use watch::{EventType, WatchItem, WatchStream};

@@ -1,0 +1,785 @@
+//! The generic store: the Kubernetes object lifecycle for any resource, over any storage.
+//!
+//! It owns what every resource shares: `generateName` (with retries on a taken name), `uid`,
+//! `creationTimestamp`, `resourceVersion` preconditions (409), the no-op update short-cut,
+//! graceful deletion with finalizers (`deletionTimestamp` set, the object kept until the last
+//! finalizer is gone), propagation policies as the `orphan` and `foregroundDeletion`
+//! finalizers, `dryRun`, list pagination with continue tokens, label and field selectors, and
+//! the mapping of storage errors to API errors (the only place where that happens).
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use genplane_apimachinery::errors::{ApiError, Status, StatusDetails};
+use genplane_apimachinery::labels;
+use genplane_apimachinery::meta::{FINALIZER_FOREGROUND_DELETION, FINALIZER_ORPHAN, rfc3339};
+use genplane_apimachinery::resource_version::{self, ReadOptions, Semantics};
+use genplane_apimachinery::schema::GroupKind;
+use genplane_apimachinery::validation::{self, field};
+use genplane_storage::{
+    Error as StorageError, KeyValue, ListRequest, Revision, Storage, continue_token,
+};
+use serde_json::Value;
+
+use crate::object::{self, meta_str, set_meta_str};
+use genplane_apimachinery::fields;
+
+use crate::selection::{Selection, check_fields};
+use crate::strategy::Strategy;
+
+/// The largest object the store keeps, in bytes: etcd's default request limit, applied to
+/// every backend so that they all accept the same objects.
+pub const MAX_OBJECT_BYTES: usize = 1_572_864;
+
+/// How many names `generateName` tries before giving up (upstream tries 8 in all).
+const GENERATE_NAME_ATTEMPTS: usize = 8;
+
+/// What a write asks for besides the object.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct WriteOptions {
+    /// `dryRun=All`: validate and answer, but do not store.
+    pub dry_run: bool,
+}
+
+/// How dependents are handled when their owner is deleted.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Propagation {
+    /// Dependents are left alone (the `orphan` finalizer).
+    Orphan,
+    /// The owner goes at once; the garbage collector deletes dependents afterwards.
+    Background,
+    /// Dependents are deleted first (the `foregroundDeletion` finalizer).
+    Foreground,
+}
+
+/// What a delete asks for.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct DeleteOptions {
+    /// Delete only if the object still has this uid.
+    pub uid: Option<String>,
+    /// Delete only if the object is still at this resourceVersion.
+    pub resource_version: Option<String>,
+    /// What happens to dependents.
+    pub propagation: Option<Propagation>,
+    /// The grace period asked for (resources here have no graceful termination, so only 0 or
+    /// unset are meaningful; the value is recorded as upstream records it).
+    pub grace_period_seconds: Option<i64>,
+    /// `dryRun=All`.
+    pub dry_run: bool,
+}
+
+/// What a list or watch selects.
+#[derive(Clone, Debug, Default)]
+pub struct ListOptions {
+    /// The label selector.
+    pub labels: labels::Selector,
+    /// The field selector.
+    pub fields: fields::Selector,
+    /// `resourceVersion`, `resourceVersionMatch`, `limit`, `continue` and the watch options.
+    pub read: ReadOptions,
+}
+
+/// The answer to a list.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ListResult {
+    /// The objects, in key order.
+    pub items: Vec<Value>,
+    /// The revision the list was read at.
+    pub resource_version: String,
+    /// The token for the next page, when there is one.
+    pub continue_token: Option<String>,
+    /// How many objects follow this page, when known (no selectors).
+    pub remaining_item_count: Option<i64>,
+}
+
+/// The answer to a create or update.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Written {
+    /// The object as stored (or as it would be, on a dry run).
+    pub object: Value,
+    /// Whether the write created the object.
+    pub created: bool,
+    /// Warnings for the client.
+    pub warnings: Vec<String>,
+}
+
+/// The answer to a delete.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Deletion {
+    /// The object is gone; its last state.
+    Gone(Value),
+    /// The object is marked for deletion and waits for its finalizers.
+    Pending(Value),
+}
+
+/// The generic store of one resource.
+pub struct Store<S: Storage> {
+    storage: Arc<S>,
+    strategy: Arc<dyn Strategy>,
+}
+
+impl<S: Storage> std::fmt::Debug for Store<S> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Store")
+            .field("resource", &self.strategy.group_resource())
+            .finish_non_exhaustive()
+    }
+}
+
+impl<S: Storage> Clone for Store<S> {
+    fn clone(&self) -> Self {
+        Self {
+            storage: self.storage.clone(),
+            strategy: self.strategy.clone(),
+        }
+    }
+}
+
+fn now() -> String {
+    let seconds = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_secs()).unwrap_or(i64::MAX));
+    rfc3339(seconds)
+}
+
+/// Five characters from upstream's alphabet for generated names (no vowels, no look-alikes).
+fn random_suffix() -> String {
+    const ALPHABET: &[u8] = b"bcdfghjklmnpqrstvwxz2456789";
+    uuid::Uuid::new_v4()
+        .as_bytes()
+        .iter()
+        .take(5)
+        .map(|b| char::from(ALPHABET[usize::from(*b) % ALPHABET.len()]))
+        .collect()
+}
+
+impl<S: Storage> Store<S> {
+    /// A store of the resource `strategy` describes, over `storage`.
+    pub fn new(storage: Arc<S>, strategy: Arc<dyn Strategy>) -> Self {
+        Self { storage, strategy }
+    }
+
+    /// The resource's strategy.
+    pub fn strategy(&self) -> &dyn Strategy {
+        &*self.strategy
+    }
+
+    /// The storage under the store.
+    pub fn storage(&self) -> &S {
+        &self.storage
+    }
+
+    fn key(&self, namespace: &str, name: &str) -> String {
+        if self.strategy.namespaced() {
+            format!("{}/{namespace}/{name}", self.strategy.key_prefix())
+        } else {
+            format!("{}/{name}", self.strategy.key_prefix())
+        }
+    }
+
+    pub(crate) fn list_prefix(&self, namespace: &str) -> String {
+        if self.strategy.namespaced() && !namespace.is_empty() {
+            format!("{}/{namespace}/", self.strategy.key_prefix())
+        } else {
+            format!("{}/", self.strategy.key_prefix())
+        }
+    }
+
+    /// Maps a storage error to the API error for `name`: the one place where that happens.
+    pub(crate) fn storage_error(&self, error: StorageError, name: &str) -> ApiError {
+        let resource = self.strategy.group_resource();
+        match error {
+            StorageError::NotFound { .. } => Status::not_found(&resource, name),
+            StorageError::AlreadyExists { .. } => Status::already_exists(&resource, name),
+            StorageError::Conflict { .. } => Status::modified(&resource, name),
+            StorageError::Compacted {
+                requested,
+                compacted,
+            } => Status::too_old_resource_version(requested, compacted),
+            StorageError::FutureRevision { requested, current } => {
+                Status::too_large_resource_version(requested, current)
+            }
+            StorageError::InvalidKey { key, reason } => {
+                Status::bad_request(format!("invalid name {key:?}: {reason}"))
+            }
+            StorageError::Timeout => Status::server_timeout(&resource, "storage", 1),
+            StorageError::Unavailable(message) => {
+                Status::service_unavailable(format!("storage is unavailable: {message}"))
+            }
+            other => Status::internal_error(other),
+        }
+        .into()
+    }
+
+    fn invalid(&self, name: &str, errors: &field::ErrorList) -> ApiError {
+        let kind = self.strategy.kind();
+        Status::invalid(&GroupKind::new(&kind.group, &kind.kind), name, errors).into()
+    }
+
+    /// Names must be usable as one segment of a storage key and a URL, whatever the resource's
+    /// own rules say.
+    fn check_path_segments(&self, name: &str, namespace: &str) -> Result<(), ApiError> {
+        let mut errors = field::ErrorList::new();
+        let metadata = field::Path::new("metadata");
+        for (field, value) in [("name", name), ("namespace", namespace)] {
+            for message in validation::is_valid_path_segment_name(value) {
+                errors.push(field::Error::invalid(
+                    &metadata.child(field),
+                    value,
+                    message,
+                ));
+            }
+        }
+        if errors.is_empty() {
+            Ok(())
+        } else {
+            Err(self.invalid(name, &errors))
+        }
+    }
+
+    fn served(&self, kv: &KeyValue) -> Result<Value, ApiError> {
+        object::decode(&kv.value, kv.mod_revision)
+    }
+
+    /// The namespace the object must be in: the request's. A different one in the body is a
+    /// 400, as upstream answers it.
+    fn settle_namespace(&self, object: &mut Value, namespace: &str) -> Result<(), ApiError> {
+        if !object.is_object() {
+            return Err(Status::bad_request("the body must be a JSON object").into());
+        }
+        if self.strategy.namespaced() {
+            let given = meta_str(object, "namespace").to_owned();
+            if given.is_empty() {
+                set_meta_str(object, "namespace", namespace);
+            } else if given != namespace {
+                return Err(Status::bad_request(
+                    "the namespace of the provided object does not match the namespace sent on the request",
+                )
+                .into());
+            }
+        } else {
+            set_meta_str(object, "namespace", "");
+        }
+        Ok(())
+    }
+
+    /// Creates `object` in `namespace`.
+    pub async fn create(
+        &self,
+        namespace: &str,
+        mut object: Value,
+        options: &WriteOptions,
+    ) -> Result<Written, ApiError> {
+        self.settle_namespace(&mut object, namespace)?;
+        let metadata = object::metadata_mut(&mut object);
+        for server_set in [
+            "uid",
+            "resourceVersion",
+            "creationTimestamp",
+            "deletionTimestamp",
+            "deletionGracePeriodSeconds",
+            "selfLink",
+        ] {
+            metadata.remove(server_set);
+        }
+        set_meta_str(&mut object, "uid", &uuid::Uuid::new_v4().to_string());
+        set_meta_str(&mut object, "creationTimestamp", &now());
+        self.strategy.default(&mut object);
+        self.strategy.prepare_for_create(&mut object);
+        let generate =
+            meta_str(&object, "name").is_empty() && !meta_str(&object, "generateName").is_empty();
+        let attempts = if generate { GENERATE_NAME_ATTEMPTS } else { 1 };
+        for attempt in 1..=attempts {
+            if generate {
+                let name = format!("{}{}", meta_str(&object, "generateName"), random_suffix());
+                set_meta_str(&mut object, "name", &name);
+            }
+            let name = meta_str(&object, "name").to_owned();
+            let errors = self.strategy.validate(&object);
+            if !errors.is_empty() {
+                return Err(self.invalid(&name, &errors));
+            }
+            self.check_path_segments(&name, meta_str(&object, "namespace"))?;
+            self.strategy.canonicalize(&mut object);
+            let warnings = self.strategy.warnings(&object, None);
+            let bytes = object::encode(&object)?;
+            if bytes.len() > MAX_OBJECT_BYTES {
+                return Err(Status::request_entity_too_large(MAX_OBJECT_BYTES).into());
+            }
+            let key = self.key(meta_str(&object, "namespace"), &name);
+            if options.dry_run {
+                return match self.storage.get(&key, None).await {
+                    Ok(Some(_)) => {
+                        Err(Status::already_exists(&self.strategy.group_resource(), &name).into())
+                    }
+                    Ok(None) => Ok(Written {
+                        object,
+                        created: true,
+                        warnings,
+                    }),
+                    Err(e) => Err(self.storage_error(e, &name)),
+                };
+            }
+            match self.storage.create(&key, bytes).await {
+                Ok(kv) => {
+                    set_meta_str(&mut object, "resourceVersion", &kv.mod_revision.to_string());
+                    return Ok(Written {
+                        object,
+                        created: true,
+                        warnings,
+                    });
+                }
+                Err(StorageError::AlreadyExists { .. }) if generate && attempt < attempts => {
+                    continue;
+                }
+                Err(e) => return Err(self.storage_error(e, &name)),
+            }
+        }
+        Err(
+            Status::already_exists(&self.strategy.group_resource(), meta_str(&object, "name"))
+                .into(),
+        )
+    }
+
+    /// Reads one object. `resource_version` follows the get semantics (unset: current; "0": any;
+    /// N: not older than N).
+    pub async fn get(
+        &self,
+        namespace: &str,
+        name: &str,
+        resource_version: Option<&str>,
+    ) -> Result<Value, ApiError> {
+        let semantics = resource_version::get_semantics(resource_version)?;
+        if let Semantics::NotOlderThan(wanted) = semantics {
+            self.require_revision(wanted).await?;
+        }
+        match self.storage.get(&self.key(namespace, name), None).await {
+            Ok(Some(kv)) => self.served(&kv),
+            Ok(None) => Err(Status::not_found(&self.strategy.group_resource(), name).into()),
+            Err(e) => Err(self.storage_error(e, name)),
+        }
+    }
+
+    /// Fails with upstream's "too large resource version" when the store has not reached
+    /// `wanted`.
+    async fn require_revision(&self, wanted: Revision) -> Result<(), ApiError> {
+        let current = self
+            .storage
+            .current_revision()
+            .await
+            .map_err(|e| self.storage_error(e, ""))?;
+        if current < wanted {
+            return Err(Status::too_large_resource_version(wanted, current).into());
+        }
+        Ok(())
+    }
+
+    /// The selectable fields of an object.
+    fn fields_of(&self, object: &Value) -> BTreeMap<String, String> {
+        let mut fields = self.strategy.field_values(object);
+        fields.insert("metadata.name".into(), meta_str(object, "name").to_owned());
+        fields.insert(
+            "metadata.namespace".into(),
+            meta_str(object, "namespace").to_owned(),
+        );
+        fields
+    }
+
+    /// The selection of a list or watch, with its field names checked against the resource.
+    pub(crate) fn selection<'a>(
+        &self,
+        options: &'a ListOptions,
+    ) -> Result<Selection<'a>, ApiError> {
+        let mut supported = vec!["metadata.name", "metadata.namespace"];
+        supported.extend_from_slice(self.strategy.selectable_fields());
+        check_fields(&options.fields, &supported)?;
+        Ok(Selection {
+            labels: &options.labels,
+            fields: &options.fields,
+        })
+    }
+
+    /// Whether `object` is selected.
+    pub(crate) fn selects(&self, selection: &Selection<'_>, object: &Value) -> bool {
+        selection.matches(object, || self.fields_of(object))
+    }
+
+    /// Lists objects of `namespace` (all namespaces when empty or for cluster-scoped resources).
+    pub async fn list(
+        &self,
+        namespace: &str,
+        options: &ListOptions,
+    ) -> Result<ListResult, ApiError> {
+        let selection = self.selection(options)?;
+        let semantics = resource_version::read_semantics(&ReadOptions {
+            watch: false,
+            ..options.read.clone()
+        })?;
+        let prefix = self.list_prefix(namespace);
+        let limit = options
+            .read
+            .limit
+            .filter(|l| *l > 0)
+            .map(|l| usize::try_from(l).unwrap_or(usize::MAX));
+        let (mut start, mut revision, mut any) = (None, None, false);
+        match semantics {
+            Semantics::Consistent => {}
+            Semantics::Any => any = true,
+            Semantics::NotOlderThan(wanted) => self.require_revision(wanted).await?,
+            Semantics::Exact(at) => revision = Some(at),
+            Semantics::Continue(token) => {
+                let position = continue_token::decode(&token, &prefix)
+                    .map_err(|e| ApiError::from(Status::bad_request(e.to_string())))?;
+                start = Some(position.start);
+                revision = Some(position.revision);
+            }
+        }
+        let filtering = !selection.is_everything();
+        let mut items = Vec::new();
+        loop {
+            let wanted = limit.map(|l| l - items.len());
+            let request = ListRequest {
+                prefix: prefix.clone(),
+                start: start.take(),
+                revision,
+                limit: wanted,
+                count: !filtering && limit.is_some(),
+            };
+            let page = if any {
+                self.storage.list_any(request).await
+            } else {
+                self.storage.list(request).await
+            };
+            let page = page.map_err(|e| match e {
+                StorageError::Compacted { .. } => ApiError::from(Status::expired(
+                    "The provided continue parameter is too old to display a consistent list result. You can start a new list without the continue parameter.",
+                )),
+                other => self.storage_error(other, ""),
+            })?;
+            any = false;
+            revision = Some(page.revision);
+            let mut last_key = None;
+            for kv in &page.items {
+                last_key = Some(kv.key.clone());
+                let object = self.served(kv)?;
+                if self.selects(&selection, &object) {
+                    items.push(object);
+                }
+            }
+            let full = limit.is_some_and(|l| items.len() >= l);
+            match (page.more, last_key) {
+                (true, Some(last)) if full => {
+                    let at = page.revision;
+                    let remaining = page
+                        .count
+                        .map(|count| count - i64::try_from(page.items.len()).unwrap_or(i64::MAX));
+                    return Ok(ListResult {
+                        items,
+                        resource_version: at.to_string(),
+                        continue_token: Some(continue_token::encode_after(&last, &prefix, at)),
+                        remaining_item_count: remaining.filter(|_| !filtering),
+                    });
+                }
+                (true, Some(last)) => start = Some(format!("{last}\0")),
+                _ => {
+                    return Ok(ListResult {
+                        items,
+                        resource_version: page.revision.to_string(),
+                        continue_token: None,
+                        remaining_item_count: None,
+                    });
+                }
+            }
+        }
+    }
+
+    /// Replaces an object. A `metadata.resourceVersion` in `object` is a precondition (409 on a
+    /// mismatch); without one the update is unconditional and retried until it applies.
+    pub async fn update(
+        &self,
+        namespace: &str,
+        name: &str,
+        mut object: Value,
+        options: &WriteOptions,
+    ) -> Result<Written, ApiError> {
+        self.settle_namespace(&mut object, namespace)?;
+        match meta_str(&object, "name") {
+            "" => set_meta_str(&mut object, "name", name),
+            given if given != name => {
+                return Err(Status::bad_request(format!(
+                    "the name of the object ({given}) does not match the name on the URL ({name})"
+                ))
+                .into());
+            }
+            _ => {}
+        }
+        let expected = match meta_str(&object, "resourceVersion") {
+            "" => None,
+            rv => Some(resource_version::parse(rv)?),
+        };
+        let key = self.key(namespace, name);
+        loop {
+            let current = self
+                .storage
+                .get(&key, None)
+                .await
+                .map_err(|e| self.storage_error(e, name))?;
+            let Some(current) = current else {
+                if self.strategy.allow_create_on_update() {
+                    let mut fresh = object.clone();
+                    set_meta_str(&mut fresh, "resourceVersion", "");
+                    return self.create(namespace, fresh, options).await;
+                }
+                return Err(Status::not_found(&self.strategy.group_resource(), name).into());
+            };
+            if expected.is_some_and(|e| e != current.mod_revision) {
+                return Err(Status::modified(&self.strategy.group_resource(), name).into());
+            }
+            let old = self.served(&current)?;
+            let uid = meta_str(&object, "uid").to_owned();
+            if !uid.is_empty() && uid != meta_str(&old, "uid") {
+                return Err(Status::conflict(
+                    &self.strategy.group_resource(),
+                    name,
+                    &format!(
+                        "Precondition failed: UID in precondition: {}, UID in object meta: {uid}",
+                        meta_str(&old, "uid")
+                    ),
+                )
+                .into());
+            }
+            let mut new = object.clone();
+            // What only the server sets stays as stored.
+            for preserved in [
+                "uid",
+                "creationTimestamp",
+                "deletionTimestamp",
+                "deletionGracePeriodSeconds",
+            ] {
+                let metadata = object::metadata_mut(&mut new);
+                match old.pointer(&format!("/metadata/{preserved}")) {
+                    Some(value) => metadata.insert(preserved.to_owned(), value.clone()),
+                    None => metadata.remove(preserved),
+                };
+            }
+            set_meta_str(
+                &mut new,
+                "resourceVersion",
+                &current.mod_revision.to_string(),
+            );
+            self.strategy.default(&mut new);
+            self.strategy.prepare_for_update(&mut new, &old);
+            let errors = self.strategy.validate_update(&new, &old);
+            if !errors.is_empty() {
+                return Err(self.invalid(name, &errors));
+            }
+            self.strategy.canonicalize(&mut new);
+            let warnings = self.strategy.warnings(&new, Some(&old));
+            if new == old {
+                // Nothing changed: no write, the same resourceVersion, as upstream.
+                return Ok(Written {
+                    object: old,
+                    created: false,
+                    warnings,
+                });
+            }
+            if self.is_finished(&new) {
+                // The last finalizer of a deleting object was removed: the object goes.
+                if options.dry_run {
+                    return Ok(Written {
+                        object: new,
+                        created: false,
+                        warnings,
+                    });
+                }
+                return match self.storage.delete(&key, Some(current.mod_revision)).await {
+                    Ok(_) => Ok(Written {
+                        object: new,
+                        created: false,
+                        warnings,
+                    }),
+                    Err(StorageError::Conflict { .. }) if expected.is_none() => continue,
+                    Err(e) => Err(self.storage_error(e, name)),
+                };
+            }
+            let bytes = object::encode(&new)?;
+            if bytes.len() > MAX_OBJECT_BYTES {
+                return Err(Status::request_entity_too_large(MAX_OBJECT_BYTES).into());
+            }
+            if options.dry_run {
+                return Ok(Written {
+                    object: new,
+                    created: false,
+                    warnings,
+                });
+            }
+            match self.storage.update(&key, bytes, current.mod_revision).await {
+                Ok(kv) => {
+                    set_meta_str(&mut new, "resourceVersion", &kv.mod_revision.to_string());
+                    return Ok(Written {
+                        object: new,
+                        created: false,
+                        warnings,
+                    });
+                }
+                // Someone wrote in between: an unconditional update tries again.
+                Err(StorageError::Conflict { .. } | StorageError::NotFound { .. })
+                    if expected.is_none() =>
+                {
+                    continue;
+                }
+                Err(e) => return Err(self.storage_error(e, name)),
+            }
+        }
+    }
+
+    /// Whether a deleting object has nothing left that holds it back.
+    fn is_finished(&self, object: &Value) -> bool {
+        !meta_str(object, "deletionTimestamp").is_empty()
+            && object::finalizers(object).is_empty()
+            && !self.strategy.pending_finalization(object)
+    }
+
+    /// Deletes an object, or marks it for deletion when finalizers hold it back.
+    pub async fn delete(
+        &self,
+        namespace: &str,
+        name: &str,
+        options: &DeleteOptions,
+    ) -> Result<Deletion, ApiError> {
+        let key = self.key(namespace, name);
+        loop {
+            let current = self
+                .storage
+                .get(&key, None)
+                .await
+                .map_err(|e| self.storage_error(e, name))?;
+            let Some(current) = current else {
+                return Err(Status::not_found(&self.strategy.group_resource(), name).into());
+            };
+            let old = self.served(&current)?;
+            let resource = self.strategy.group_resource();
+            if let Some(uid) = options
+                .uid
+                .as_deref()
+                .filter(|u| *u != meta_str(&old, "uid"))
+            {
+                return Err(Status::conflict(
+                    &resource,
+                    name,
+                    &format!(
+                        "Precondition failed: UID in precondition: {uid}, UID in object meta: {}",
+                        meta_str(&old, "uid")
+                    ),
+                )
+                .into());
+            }
+            if let Some(rv) = options
+                .resource_version
+                .as_deref()
+                .filter(|rv| *rv != meta_str(&old, "resourceVersion"))
+            {
+                return Err(Status::conflict(
+                    &resource,
+                    name,
+                    &format!(
+                        "Precondition failed: ResourceVersion in precondition: {rv}, ResourceVersion in object meta: {}",
+                        meta_str(&old, "resourceVersion")
+                    ),
+                )
+                .into());
+            }
+            let mut finalizers = object::finalizers(&old);
+            let wanted = match options.propagation {
+                Some(Propagation::Orphan) => Some(FINALIZER_ORPHAN),
+                Some(Propagation::Foreground) => Some(FINALIZER_FOREGROUND_DELETION),
+                Some(Propagation::Background) | None => None,
+            };
+            if let Some(finalizer) = wanted {
+                // One policy at a time: the newest request's.
+                finalizers.retain(|f| f != FINALIZER_ORPHAN && f != FINALIZER_FOREGROUND_DELETION);
+                finalizers.push(finalizer.to_owned());
+            } else if options.propagation == Some(Propagation::Background) {
+                finalizers.retain(|f| f != FINALIZER_ORPHAN && f != FINALIZER_FOREGROUND_DELETION);
+            }
+            let mut marked = old.clone();
+            object::set_finalizers(&mut marked, &finalizers);
+            let keeps = !finalizers.is_empty() || self.strategy.pending_finalization(&marked);
+            if !keeps {
+                if options.dry_run {
+                    return Ok(Deletion::Gone(old));
+                }
+                return match self.storage.delete(&key, Some(current.mod_revision)).await {
+                    Ok(deleted) => {
+                        let mut gone = old;
+                        set_meta_str(&mut gone, "resourceVersion", &deleted.revision.to_string());
+                        Ok(Deletion::Gone(gone))
+                    }
+                    Err(StorageError::Conflict { .. } | StorageError::NotFound { .. })
+                        if options.resource_version.is_none() =>
+                    {
+                        continue;
+                    }
+                    Err(e) => Err(self.storage_error(e, name)),
+                };
+            }
+            if meta_str(&marked, "deletionTimestamp").is_empty() {
+                set_meta_str(&mut marked, "deletionTimestamp", &now());
+                object::metadata_mut(&mut marked)
+                    .insert("deletionGracePeriodSeconds".into(), Value::from(0));
+            }
+            self.strategy.mark_deleting(&mut marked);
+            if marked == old || options.dry_run {
+                return Ok(Deletion::Pending(marked));
+            }
+            match self
+                .storage
+                .update(&key, object::encode(&marked)?, current.mod_revision)
+                .await
+            {
+                Ok(kv) => {
+                    set_meta_str(&mut marked, "resourceVersion", &kv.mod_revision.to_string());
+                    return Ok(Deletion::Pending(marked));
+                }
+                Err(StorageError::Conflict { .. }) if options.resource_version.is_none() => {
+                    continue;
+                }
+                Err(e) => return Err(self.storage_error(e, name)),
+            }
+        }
+    }
+
+    /// Deletes every selected object of `namespace`; returns what was deleted or marked.
+    pub async fn delete_collection(
+        &self,
+        namespace: &str,
+        list: &ListOptions,
+        options: &DeleteOptions,
+    ) -> Result<Vec<Value>, ApiError> {
+        let selected = self.list(namespace, list).await?;
+        let mut done = Vec::with_capacity(selected.items.len());
+        for object in selected.items {
+            let name = meta_str(&object, "name").to_owned();
+            let namespace = meta_str(&object, "namespace").to_owned();
+            match self.delete(&namespace, &name, options).await {
+                Ok(Deletion::Gone(object) | Deletion::Pending(object)) => done.push(object),
+                // Someone else deleted it meanwhile: that is what was asked.
+                Err(e) if e.code == 404 => {}
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(done)
+    }
+
+    /// The details of a delete answered with a Status, as upstream fills them.
+    pub fn deleted_details(&self, object: &Value) -> StatusDetails {
+        let resource = self.strategy.group_resource();
+        StatusDetails {
+            name: meta_str(object, "name").to_owned(),
+            group: resource.group,
+            kind: resource.resource,
+            uid: meta_str(object, "uid").to_owned(),
+            ..StatusDetails::default()
+        }
+    }
+}

@@ -1,0 +1,79 @@
+//! How one resource behaves: the hooks the generic store calls, in a fixed order.
+//!
+//! Create: default → prepare_for_create → validate → canonicalize → store.
+//! Update: prepare_for_update → validate_update → canonicalize → store (compare-and-swap).
+//! Delete: finalizers and `pending_finalization` decide whether the object goes at once or is
+//! marked for deletion (`mark_deleting`) and kept until they are done.
+
+use std::collections::BTreeMap;
+
+use genplane_apimachinery::schema::{GroupResource, GroupVersionKind};
+use genplane_apimachinery::validation::field::ErrorList;
+use serde_json::Value;
+
+/// The behaviour of one resource. Objects are raw JSON; see [`crate::object`] for helpers.
+pub trait Strategy: Send + Sync + 'static {
+    /// The resource, as errors name it (`configmaps`, `leases.coordination.k8s.io`).
+    fn group_resource(&self) -> GroupResource;
+
+    /// The kind objects are stored and served as.
+    fn kind(&self) -> GroupVersionKind;
+
+    /// Whether objects live in namespaces.
+    fn namespaced(&self) -> bool;
+
+    /// The storage key prefix, e.g. `/registry/configmaps`; keys are
+    /// `<prefix>/<namespace>/<name>` or `<prefix>/<name>`.
+    fn key_prefix(&self) -> String;
+
+    /// Fills in defaults of a new or replaced object (e.g. a Secret's `type`).
+    fn default(&self, _object: &mut Value) {}
+
+    /// Adjusts a new object before validation (e.g. clears a status set on create, sets the
+    /// first generation).
+    fn prepare_for_create(&self, _object: &mut Value) {}
+
+    /// Adjusts an updated object before validation, given the stored one (e.g. keeps the status
+    /// on a spec update, bumps the generation when the spec changed).
+    fn prepare_for_update(&self, _new: &mut Value, _old: &Value) {}
+
+    /// Every problem of a new object, metadata included.
+    fn validate(&self, object: &Value) -> ErrorList;
+
+    /// Every problem of an update, metadata included.
+    fn validate_update(&self, new: &Value, old: &Value) -> ErrorList;
+
+    /// Warnings to return with a successful create or update (the `Warning` header).
+    fn warnings(&self, _object: &Value, _old: Option<&Value>) -> Vec<String> {
+        Vec::new()
+    }
+
+    /// Normalizes an object just before it is stored.
+    fn canonicalize(&self, _object: &mut Value) {}
+
+    /// Whether an update of a missing object creates it.
+    fn allow_create_on_update(&self) -> bool {
+        false
+    }
+
+    /// The field names field selectors may use, besides `metadata.name` and
+    /// `metadata.namespace`.
+    fn selectable_fields(&self) -> &[&str] {
+        &[]
+    }
+
+    /// The values of the selectable fields of `object`, besides `metadata.name` and
+    /// `metadata.namespace`.
+    fn field_values(&self, _object: &Value) -> BTreeMap<String, String> {
+        BTreeMap::new()
+    }
+
+    /// Whether something other than `metadata.finalizers` still holds back the deletion of a
+    /// deleting object (a Namespace's `spec.finalizers`).
+    fn pending_finalization(&self, _object: &Value) -> bool {
+        false
+    }
+
+    /// Marks an object whose deletion must wait (a Namespace becomes `Terminating`).
+    fn mark_deleting(&self, _object: &mut Value) {}
+}
