@@ -123,10 +123,11 @@ pub fn parse(method: &str, path: &str, query: Option<&str>) -> RequestInfo {
     if info.name.is_empty() && info.verb == "get" {
         info.verb = if query_watch(query) { "watch" } else { "list" }.to_owned();
     }
-    if info.name.is_empty() && matches!(info.verb.as_str(), "list" | "watch") {
-        if let Some(name) = field_selector_name(query) {
-            info.name = name;
-        }
+    if info.name.is_empty()
+        && matches!(info.verb.as_str(), "list" | "watch")
+        && let Some(name) = field_selector_name(query)
+    {
+        info.name = name;
     }
     if info.name.is_empty() && info.verb == "delete" {
         info.verb = "deletecollection".to_owned();
