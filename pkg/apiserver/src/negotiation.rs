@@ -1,0 +1,398 @@
+//! Content negotiation: which form a response takes (from `Accept`) and how a body is read
+//! (from `Content-Type`), with the rules real clients depend on:
+//!
+//! - kubectl asks for `application/json;as=Table;v=v1;g=meta.k8s.io` and falls back to JSON;
+//! - kube-rs asks for `...;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1` for metadata-only
+//!   reads;
+//! - discovery clients ask for `application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList`
+//!   and need that exact content type back;
+//! - the Python client sends bodies without a `Content-Type`, which means JSON;
+//! - clauses are tried by `q` value, then in the order given; one the server cannot produce is
+//!   skipped, and when none is left the answer is 406.
+
+use genplane_apimachinery::errors::{ApiError, Status};
+
+/// The serialization of a response.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Format {
+    /// `application/json`.
+    Json,
+    /// `application/yaml`.
+    Yaml,
+}
+
+impl Format {
+    /// The content type of the serialization.
+    pub fn content_type(self) -> &'static str {
+        match self {
+            Format::Json => "application/json",
+            Format::Yaml => "application/yaml",
+        }
+    }
+}
+
+/// What a response holds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Target {
+    /// The object or list itself.
+    Object,
+    /// A `meta.k8s.io` Table of the given version (`v1` or `v1beta1`).
+    Table(&'static str),
+    /// `PartialObjectMetadata` (for a single object).
+    PartialObjectMetadata(&'static str),
+    /// `PartialObjectMetadataList` (for a list).
+    PartialObjectMetadataList(&'static str),
+    /// An aggregated discovery document of the given version (`v2` or `v2beta1`).
+    GroupDiscoveryList(&'static str),
+}
+
+/// The negotiated form of a response.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Negotiated {
+    /// The serialization.
+    pub format: Format,
+    /// What it holds.
+    pub target: Target,
+}
+
+impl Negotiated {
+    /// The `Content-Type` to answer with.
+    pub fn content_type(&self) -> String {
+        match self.target {
+            Target::Object => self.format.content_type().to_owned(),
+            Target::Table(v) => format!(
+                "{};as=Table;v={v};g=meta.k8s.io",
+                self.format.content_type()
+            ),
+            Target::PartialObjectMetadata(v) => format!(
+                "{};as=PartialObjectMetadata;v={v};g=meta.k8s.io",
+                self.format.content_type()
+            ),
+            Target::PartialObjectMetadataList(v) => {
+                format!(
+                    "{};as=PartialObjectMetadataList;v={v};g=meta.k8s.io",
+                    self.format.content_type()
+                )
+            }
+            Target::GroupDiscoveryList(v) => format!(
+                "{};g=apidiscovery.k8s.io;v={v};as=APIGroupDiscoveryList",
+                self.format.content_type()
+            ),
+        }
+    }
+}
+
+/// What an endpoint can produce besides plain objects.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Capabilities {
+    /// Tables and partial object metadata (resource endpoints).
+    pub transforms: bool,
+    /// Whether the endpoint answers with a list (lists and watches).
+    pub list: bool,
+    /// Aggregated discovery (`/api`, `/apis`).
+    pub aggregated_discovery: bool,
+}
+
+/// One `Accept` clause.
+struct Clause<'a> {
+    media: &'a str,
+    params: Vec<(&'a str, &'a str)>,
+    q: f32,
+}
+
+fn clauses(accept: &str) -> Vec<Clause<'_>> {
+    let mut clauses: Vec<Clause<'_>> = accept
+        .split(',')
+        .filter_map(|clause| {
+            let mut pieces = clause.split(';').map(str::trim);
+            let media = pieces.next().filter(|m| !m.is_empty())?;
+            let mut params = Vec::new();
+            let mut q = 1.0;
+            for piece in pieces {
+                let (k, v) = piece.split_once('=').unwrap_or((piece, ""));
+                let (k, v) = (k.trim(), v.trim().trim_matches('"'));
+                if k == "q" {
+                    q = v.parse().unwrap_or(0.0);
+                } else {
+                    params.push((k, v));
+                }
+            }
+            Some(Clause { media, params, q })
+        })
+        .collect();
+    // Highest q first; a stable sort keeps the client's order among equals.
+    clauses.sort_by(|a, b| b.q.partial_cmp(&a.q).unwrap_or(std::cmp::Ordering::Equal));
+    clauses
+}
+
+fn version(v: &str, known: &[&'static str]) -> Option<&'static str> {
+    known.iter().copied().find(|k| *k == v)
+}
+
+fn resolve(clause: &Clause<'_>, capabilities: Capabilities) -> Option<Negotiated> {
+    if clause.q <= 0.0 {
+        return None;
+    }
+    let format = match clause.media {
+        "application/json" | "application/*" | "*/*" => Format::Json,
+        "application/yaml" => Format::Yaml,
+        _ => return None,
+    };
+    let param = |name: &str| {
+        clause
+            .params
+            .iter()
+            .find(|(k, _)| *k == name)
+            .map(|(_, v)| *v)
+    };
+    let target = match (param("as"), param("g"), param("v")) {
+        (None, _, _) => Target::Object,
+        (Some("Table"), Some("meta.k8s.io"), Some(v)) if capabilities.transforms => {
+            Target::Table(version(v, &["v1", "v1beta1"])?)
+        }
+        (Some("PartialObjectMetadata"), Some("meta.k8s.io"), Some(v))
+            if capabilities.transforms && !capabilities.list =>
+        {
+            Target::PartialObjectMetadata(version(v, &["v1", "v1beta1"])?)
+        }
+        (Some("PartialObjectMetadataList"), Some("meta.k8s.io"), Some(v))
+            if capabilities.transforms && capabilities.list =>
+        {
+            Target::PartialObjectMetadataList(version(v, &["v1", "v1beta1"])?)
+        }
+        (Some("APIGroupDiscoveryList"), Some("apidiscovery.k8s.io"), Some(v))
+            if capabilities.aggregated_discovery =>
+        {
+            Target::GroupDiscoveryList(version(v, &["v2", "v2beta1"])?)
+        }
+        _ => return None,
+    };
+    Some(Negotiated { format, target })
+}
+
+/// The form of a response for the `Accept` header; a missing or empty header means JSON.
+pub fn negotiate(accept: Option<&str>, capabilities: Capabilities) -> Result<Negotiated, ApiError> {
+    let accept = accept.map(str::trim).filter(|a| !a.is_empty());
+    let Some(accept) = accept else {
+        return Ok(Negotiated {
+            format: Format::Json,
+            target: Target::Object,
+        });
+    };
+    clauses(accept)
+        .iter()
+        .find_map(|clause| resolve(clause, capabilities))
+        .ok_or_else(|| Status::not_acceptable(&["application/json", "application/yaml"]).into())
+}
+
+/// How a request body is written.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BodyFormat {
+    /// JSON (also when no `Content-Type` is given).
+    Json,
+    /// YAML.
+    Yaml,
+    /// Kubernetes protobuf (`application/vnd.kubernetes.protobuf`, the `k8s\0` envelope).
+    Protobuf,
+}
+
+/// The body types a write accepts, for 415 messages.
+pub const BODY_TYPES: &[&str] = &[
+    "application/json",
+    "application/yaml",
+    "application/vnd.kubernetes.protobuf",
+];
+
+/// How a create or update body is written, from its `Content-Type`.
+pub fn body_format(content_type: Option<&str>) -> Result<BodyFormat, ApiError> {
+    let media = content_type
+        .and_then(|c| c.split(';').next())
+        .map(str::trim)
+        .unwrap_or("");
+    match media {
+        "" | "application/json" => Ok(BodyFormat::Json),
+        "application/yaml" => Ok(BodyFormat::Yaml),
+        "application/vnd.kubernetes.protobuf" => Ok(BodyFormat::Protobuf),
+        other => Err(Status::unsupported_media_type(other, BODY_TYPES).into()),
+    }
+}
+
+/// A patch type, from the `Content-Type` of a PATCH.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PatchType {
+    /// `application/json-patch+json` (RFC 6902).
+    Json,
+    /// `application/merge-patch+json` (RFC 7386).
+    Merge,
+    /// `application/strategic-merge-patch+json`.
+    StrategicMerge,
+    /// `application/apply-patch+yaml` (server-side apply).
+    Apply,
+}
+
+/// The patch types, for 415 messages.
+pub const PATCH_TYPES: &[&str] = &[
+    "application/json-patch+json",
+    "application/merge-patch+json",
+    "application/strategic-merge-patch+json",
+    "application/apply-patch+yaml",
+];
+
+/// The patch type of a PATCH, from its `Content-Type`.
+pub fn patch_type(content_type: Option<&str>) -> Result<PatchType, ApiError> {
+    let media = content_type
+        .and_then(|c| c.split(';').next())
+        .map(str::trim)
+        .unwrap_or("");
+    match media {
+        "application/json-patch+json" => Ok(PatchType::Json),
+        "application/merge-patch+json" => Ok(PatchType::Merge),
+        "application/strategic-merge-patch+json" => Ok(PatchType::StrategicMerge),
+        "application/apply-patch+yaml" => Ok(PatchType::Apply),
+        other => Err(Status::unsupported_media_type(other, PATCH_TYPES).into()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const RESOURCE: Capabilities = Capabilities {
+        transforms: true,
+        list: false,
+        aggregated_discovery: false,
+    };
+    const LIST: Capabilities = Capabilities {
+        transforms: true,
+        list: true,
+        aggregated_discovery: false,
+    };
+    const DISCOVERY: Capabilities = Capabilities {
+        transforms: false,
+        list: false,
+        aggregated_discovery: true,
+    };
+
+    #[test]
+    fn what_real_clients_send() {
+        let kubectl_table = "application/json;as=Table;v=v1;g=meta.k8s.io,application/json;as=Table;v=v1beta1;g=meta.k8s.io,application/json";
+        let n = negotiate(Some(kubectl_table), LIST).unwrap();
+        assert_eq!(n.target, Target::Table("v1"));
+        assert_eq!(
+            n.content_type(),
+            "application/json;as=Table;v=v1;g=meta.k8s.io"
+        );
+        let kube_rs_metadata = "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1";
+        assert_eq!(
+            negotiate(Some(kube_rs_metadata), LIST).unwrap().target,
+            Target::PartialObjectMetadataList("v1")
+        );
+        let single = "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1";
+        assert_eq!(
+            negotiate(Some(single), RESOURCE).unwrap().target,
+            Target::PartialObjectMetadata("v1")
+        );
+        let discovery = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList,application/json;g=apidiscovery.k8s.io;v=v2beta1;as=APIGroupDiscoveryList,application/json";
+        let n = negotiate(Some(discovery), DISCOVERY).unwrap();
+        assert_eq!(
+            n.content_type(),
+            "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList"
+        );
+        // A legacy discovery endpoint falls back to plain JSON.
+        assert_eq!(
+            negotiate(Some(discovery), Capabilities::default())
+                .unwrap()
+                .target,
+            Target::Object
+        );
+        // kubectl's protobuf preference falls back to JSON.
+        let proto_first = "application/vnd.kubernetes.protobuf,application/json";
+        assert_eq!(
+            negotiate(Some(proto_first), RESOURCE).unwrap(),
+            Negotiated {
+                format: Format::Json,
+                target: Target::Object
+            }
+        );
+        assert_eq!(
+            negotiate(Some("application/json, */*"), RESOURCE)
+                .unwrap()
+                .target,
+            Target::Object
+        );
+        assert_eq!(negotiate(None, RESOURCE).unwrap().format, Format::Json);
+        assert_eq!(
+            negotiate(Some("application/yaml"), RESOURCE)
+                .unwrap()
+                .format,
+            Format::Yaml
+        );
+    }
+
+    #[test]
+    fn q_values_and_unproducible_clauses() {
+        assert_eq!(
+            negotiate(Some("application/json;q=0.5, application/yaml"), RESOURCE)
+                .unwrap()
+                .format,
+            Format::Yaml
+        );
+        assert_eq!(
+            negotiate(
+                Some("application/json;as=Table;g=meta.k8s.io;v=v2,application/json"),
+                LIST
+            )
+            .unwrap()
+            .target,
+            Target::Object,
+            "unknown Table version skipped"
+        );
+        let status = negotiate(Some("application/vnd.kubernetes.protobuf"), RESOURCE).unwrap_err();
+        assert_eq!(
+            (status.code, status.reason.as_str()),
+            (406, "NotAcceptable")
+        );
+        assert!(negotiate(Some("text/html"), RESOURCE).is_err());
+        assert!(negotiate(Some("application/json;q=0"), RESOURCE).is_err());
+    }
+
+    #[test]
+    fn bodies_and_patches() {
+        assert_eq!(
+            body_format(None).unwrap(),
+            BodyFormat::Json,
+            "the Python client sends no Content-Type"
+        );
+        assert_eq!(
+            body_format(Some("application/json; charset=utf-8")).unwrap(),
+            BodyFormat::Json
+        );
+        assert_eq!(
+            body_format(Some("application/vnd.kubernetes.protobuf")).unwrap(),
+            BodyFormat::Protobuf
+        );
+        let status = body_format(Some("text/plain")).unwrap_err();
+        assert_eq!(
+            (status.code, status.reason.as_str()),
+            (415, "UnsupportedMediaType")
+        );
+        assert_eq!(
+            patch_type(Some("application/merge-patch+json")).unwrap(),
+            PatchType::Merge
+        );
+        assert_eq!(
+            patch_type(Some("application/json-patch+json")).unwrap(),
+            PatchType::Json
+        );
+        assert_eq!(
+            patch_type(Some("application/strategic-merge-patch+json")).unwrap(),
+            PatchType::StrategicMerge
+        );
+        assert_eq!(
+            patch_type(Some("application/apply-patch+yaml")).unwrap(),
+            PatchType::Apply
+        );
+        assert_eq!(patch_type(Some("application/json")).unwrap_err().code, 415);
+        assert_eq!(patch_type(None).unwrap_err().code, 415);
+    }
+}
