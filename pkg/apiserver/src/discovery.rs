@@ -1,0 +1,351 @@
+//! Discovery: the documents that tell clients which groups, versions and resources exist.
+//!
+//! Both forms are served, because clients use both: the aggregated form
+//! (`apidiscovery.k8s.io/v2`, one request for `/api` and one for `/apis`; kubectl uses it when
+//! offered) and the legacy per-group-version form (`/api/v1`, `/apis/<group>/<version>`; kubectl
+//! `auth can-i`, kube-rs `Discovery::run`, the Python dynamic client). Built once from the
+//! served resources; [`Discovery`] is rebuilt when they change.
+
+use serde_json::{Value, json};
+
+/// A served subresource.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SubresourceDescription {
+    /// The subresource, e.g. `status`.
+    pub name: String,
+    /// The kind it answers with.
+    pub kind: String,
+    /// Its verbs.
+    pub verbs: Vec<String>,
+}
+
+/// A served resource in one group version.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ResourceDescription {
+    /// The group ("" for core).
+    pub group: String,
+    /// The version.
+    pub version: String,
+    /// The kind.
+    pub kind: String,
+    /// The plural resource name.
+    pub resource: String,
+    /// The singular name.
+    pub singular: String,
+    /// Short names, e.g. `cm`.
+    pub short_names: Vec<String>,
+    /// Whether it is namespaced.
+    pub namespaced: bool,
+    /// Its verbs.
+    pub verbs: Vec<String>,
+    /// Categories, e.g. `all`.
+    pub categories: Vec<String>,
+    /// Its subresources.
+    pub subresources: Vec<SubresourceDescription>,
+}
+
+/// The discovery documents of a set of resources.
+#[derive(Clone, Debug, Default)]
+pub struct Discovery {
+    resources: Vec<ResourceDescription>,
+}
+
+fn group_version(group: &str, version: &str) -> String {
+    if group.is_empty() {
+        version.to_owned()
+    } else {
+        format!("{group}/{version}")
+    }
+}
+
+impl Discovery {
+    /// Discovery of `resources`; their order is the order clients see.
+    pub fn new(resources: Vec<ResourceDescription>) -> Self {
+        Self { resources }
+    }
+
+    /// The groups, in order of first appearance, each with its versions in order (the first is
+    /// the preferred one).
+    fn groups(&self, core: bool) -> Vec<(String, Vec<String>)> {
+        let mut groups: Vec<(String, Vec<String>)> = Vec::new();
+        for r in self.resources.iter().filter(|r| r.group.is_empty() == core) {
+            match groups.iter_mut().find(|(g, _)| *g == r.group) {
+                Some((_, versions)) if !versions.contains(&r.version) => {
+                    versions.push(r.version.clone())
+                }
+                Some(_) => {}
+                None => groups.push((r.group.clone(), vec![r.version.clone()])),
+            }
+        }
+        groups
+    }
+
+    fn resources_of<'a>(
+        &'a self,
+        group: &'a str,
+        version: &'a str,
+    ) -> impl Iterator<Item = &'a ResourceDescription> + 'a {
+        self.resources
+            .iter()
+            .filter(move |r| r.group == group && r.version == version)
+    }
+
+    /// `/api`: the core group's versions (`APIVersions`).
+    pub fn api_versions(&self, server_address: &str) -> Value {
+        let versions: Vec<String> = self.groups(true).into_iter().flat_map(|(_, v)| v).collect();
+        json!({
+            "kind": "APIVersions",
+            "versions": versions,
+            "serverAddressByClientCIDRs": [{"clientCIDR": "0.0.0.0/0", "serverAddress": server_address}],
+        })
+    }
+
+    fn group_document(name: &str, versions: &[String]) -> Value {
+        let entries: Vec<Value> = versions
+            .iter()
+            .map(|v| json!({"groupVersion": group_version(name, v), "version": v}))
+            .collect();
+        json!({"name": name, "versions": entries, "preferredVersion": entries.first().cloned().unwrap_or(Value::Null)})
+    }
+
+    /// `/apis`: every named group (`APIGroupList`).
+    pub fn api_group_list(&self) -> Value {
+        let groups: Vec<Value> = self
+            .groups(false)
+            .iter()
+            .map(|(name, versions)| Self::group_document(name, versions))
+            .collect();
+        json!({"kind": "APIGroupList", "apiVersion": "v1", "groups": groups})
+    }
+
+    /// `/apis/<group>` (`APIGroup`), or `None` for an unknown group.
+    pub fn api_group(&self, group: &str) -> Option<Value> {
+        let (name, versions) = self.groups(false).into_iter().find(|(g, _)| g == group)?;
+        let mut document = Self::group_document(&name, &versions);
+        let object = document.as_object_mut()?;
+        object.insert("kind".into(), json!("APIGroup"));
+        object.insert("apiVersion".into(), json!("v1"));
+        Some(document)
+    }
+
+    /// `/api/<version>` or `/apis/<group>/<version>` (`APIResourceList`), or `None` when the
+    /// group version is not served.
+    pub fn api_resource_list(&self, group: &str, version: &str) -> Option<Value> {
+        let mut resources = Vec::new();
+        for r in self.resources_of(group, version) {
+            let mut entry = json!({
+                "name": r.resource, "singularName": r.singular, "namespaced": r.namespaced,
+                "kind": r.kind, "verbs": r.verbs,
+            });
+            if !r.short_names.is_empty() {
+                entry["shortNames"] = json!(r.short_names);
+            }
+            if !r.categories.is_empty() {
+                entry["categories"] = json!(r.categories);
+            }
+            resources.push(entry);
+            for sub in &r.subresources {
+                resources.push(json!({
+                    "name": format!("{}/{}", r.resource, sub.name), "singularName": "",
+                    "namespaced": r.namespaced, "kind": sub.kind, "verbs": sub.verbs,
+                }));
+            }
+        }
+        if resources.is_empty() {
+            return None;
+        }
+        Some(
+            json!({"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": group_version(group, version), "resources": resources}),
+        )
+    }
+
+    /// The aggregated document for `/api` (`core`) or `/apis`, in `apidiscovery.k8s.io/<version>`.
+    pub fn aggregated(&self, core: bool, version: &str) -> Value {
+        let items: Vec<Value> = self
+            .groups(core)
+            .iter()
+            .map(|(group, versions)| {
+                let versions: Vec<Value> = versions
+                    .iter()
+                    .map(|v| {
+                        let resources: Vec<Value> = self
+                            .resources_of(group, v)
+                            .map(|r| {
+                                let response_kind = json!({"group": r.group, "version": r.version, "kind": r.kind});
+                                let mut entry = json!({
+                                    "resource": r.resource, "responseKind": response_kind,
+                                    "scope": if r.namespaced { "Namespaced" } else { "Cluster" },
+                                    "singularResource": r.singular, "verbs": r.verbs,
+                                });
+                                if !r.short_names.is_empty() {
+                                    entry["shortNames"] = json!(r.short_names);
+                                }
+                                if !r.categories.is_empty() {
+                                    entry["categories"] = json!(r.categories);
+                                }
+                                if !r.subresources.is_empty() {
+                                    let subresources: Vec<Value> = r
+                                        .subresources
+                                        .iter()
+                                        .map(|s| {
+                                            json!({
+                                                "subresource": s.name,
+                                                "responseKind": {"group": r.group, "version": r.version, "kind": s.kind},
+                                                "verbs": s.verbs,
+                                            })
+                                        })
+                                        .collect();
+                                    entry["subresources"] = json!(subresources);
+                                }
+                                entry
+                            })
+                            .collect();
+                        json!({"version": v, "resources": resources, "freshness": "Current"})
+                    })
+                    .collect();
+                json!({"metadata": {"name": group}, "versions": versions})
+            })
+            .collect();
+        json!({"kind": "APIGroupDiscoveryList", "apiVersion": format!("apidiscovery.k8s.io/{version}"), "metadata": {}, "items": items})
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn verbs(v: &[&str]) -> Vec<String> {
+        v.iter().map(|s| (*s).to_owned()).collect()
+    }
+
+    fn catalog() -> Discovery {
+        let all = verbs(&[
+            "create",
+            "delete",
+            "deletecollection",
+            "get",
+            "list",
+            "patch",
+            "update",
+            "watch",
+        ]);
+        Discovery::new(vec![
+            ResourceDescription {
+                group: String::new(),
+                version: "v1".into(),
+                kind: "Namespace".into(),
+                resource: "namespaces".into(),
+                singular: "namespace".into(),
+                short_names: verbs(&["ns"]),
+                namespaced: false,
+                verbs: verbs(&[
+                    "create", "delete", "get", "list", "patch", "update", "watch",
+                ]),
+                categories: vec![],
+                subresources: vec![
+                    SubresourceDescription {
+                        name: "status".into(),
+                        kind: "Namespace".into(),
+                        verbs: verbs(&["get", "patch", "update"]),
+                    },
+                    SubresourceDescription {
+                        name: "finalize".into(),
+                        kind: "Namespace".into(),
+                        verbs: verbs(&["update"]),
+                    },
+                ],
+            },
+            ResourceDescription {
+                group: String::new(),
+                version: "v1".into(),
+                kind: "ConfigMap".into(),
+                resource: "configmaps".into(),
+                singular: "configmap".into(),
+                short_names: verbs(&["cm"]),
+                namespaced: true,
+                verbs: all.clone(),
+                categories: vec![],
+                subresources: vec![],
+            },
+            ResourceDescription {
+                group: "coordination.k8s.io".into(),
+                version: "v1".into(),
+                kind: "Lease".into(),
+                resource: "leases".into(),
+                singular: "lease".into(),
+                short_names: vec![],
+                namespaced: true,
+                verbs: all,
+                categories: vec![],
+                subresources: vec![],
+            },
+        ])
+    }
+
+    #[test]
+    fn legacy_documents() {
+        let d = catalog();
+        assert_eq!(
+            d.api_versions("10.0.0.1:6443"),
+            json!({"kind": "APIVersions", "versions": ["v1"], "serverAddressByClientCIDRs": [{"clientCIDR": "0.0.0.0/0", "serverAddress": "10.0.0.1:6443"}]})
+        );
+        let groups = d.api_group_list();
+        assert_eq!(groups["groups"][0]["name"], "coordination.k8s.io");
+        assert_eq!(
+            groups["groups"][0]["preferredVersion"],
+            json!({"groupVersion": "coordination.k8s.io/v1", "version": "v1"})
+        );
+        assert_eq!(
+            groups["groups"].as_array().unwrap().len(),
+            1,
+            "the core group is not in /apis"
+        );
+        assert_eq!(
+            d.api_group("coordination.k8s.io").unwrap()["kind"],
+            "APIGroup"
+        );
+        assert!(d.api_group("apps").is_none());
+        let core = d.api_resource_list("", "v1").unwrap();
+        let names: Vec<&str> = core["resources"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| r["name"].as_str().unwrap())
+            .collect();
+        assert_eq!(
+            names,
+            [
+                "namespaces",
+                "namespaces/status",
+                "namespaces/finalize",
+                "configmaps"
+            ]
+        );
+        assert_eq!(core["resources"][3]["shortNames"], json!(["cm"]));
+        assert_eq!(core["groupVersion"], "v1");
+        assert!(d.api_resource_list("", "v2").is_none());
+    }
+
+    #[test]
+    fn aggregated_documents_match_what_kubectl_reads() {
+        let d = catalog();
+        let core = d.aggregated(true, "v2");
+        assert_eq!(core["apiVersion"], "apidiscovery.k8s.io/v2");
+        assert_eq!(core["items"][0]["metadata"]["name"], "");
+        let namespaces = &core["items"][0]["versions"][0]["resources"][0];
+        assert_eq!(namespaces["scope"], "Cluster");
+        assert_eq!(
+            namespaces["responseKind"],
+            json!({"group": "", "version": "v1", "kind": "Namespace"})
+        );
+        assert_eq!(namespaces["subresources"][0]["subresource"], "status");
+        assert_eq!(core["items"][0]["versions"][0]["freshness"], "Current");
+        let apis = d.aggregated(false, "v2beta1");
+        assert_eq!(apis["items"].as_array().unwrap().len(), 1);
+        assert_eq!(
+            apis["items"][0]["versions"][0]["resources"][0]["scope"],
+            "Namespaced"
+        );
+        assert_eq!(apis["apiVersion"], "apidiscovery.k8s.io/v2beta1");
+    }
+}
