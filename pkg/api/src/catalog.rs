@@ -1,0 +1,512 @@
+//! The resource catalog: every built-in resource with what discovery, routing and storage need
+//! to know about it, and the pure hooks the generic registry runs for it.
+
+use std::collections::BTreeMap;
+
+use genplane_apimachinery::errors::ApiError;
+use genplane_apimachinery::schema::{GroupResource, GroupVersionKind, GroupVersionResource};
+use genplane_apimachinery::validation::field::ErrorList;
+use serde_json::Value;
+
+use crate::decode::Decoded;
+use crate::table::ColumnDefinition;
+use crate::{coordination, core, events};
+
+/// The verbs of a resource that can be listed, watched and deleted in bulk.
+pub const ALL_VERBS: &[&str] = &[
+    "create",
+    "delete",
+    "deletecollection",
+    "get",
+    "list",
+    "patch",
+    "update",
+    "watch",
+];
+
+/// A subresource, as discovery lists it (`namespaces/status`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Subresource {
+    /// The name after the slash: `status`, `finalize`, `token`.
+    pub name: &'static str,
+    /// The kind the subresource reads and writes.
+    pub kind: &'static str,
+    /// Its verbs.
+    pub verbs: &'static [&'static str],
+}
+
+/// The pure per-resource behaviour the generic registry runs, in this order on a write:
+/// `decode` -> `default` -> `prepare_for_create`/`prepare_for_update` -> `validate`/
+/// `validate_update` -> `to_storage`; on a read `from_storage`.
+#[derive(Clone, Copy, Debug)]
+pub struct Hooks {
+    /// Type-checks and normalizes a request body (400 BadRequest on a wrong type).
+    pub decode: fn(&Value) -> Result<Decoded, ApiError>,
+    /// Upstream's defaulting (`SetDefaults_*` and conversion-time normalizing).
+    pub default: fn(&mut Value),
+    /// The strategy's changes on create (e.g. status reset).
+    pub prepare_for_create: fn(&mut Value),
+    /// The strategy's changes on update, given the old object.
+    pub prepare_for_update: fn(&mut Value, &Value),
+    /// Validation on create.
+    pub validate: fn(&Value) -> Result<ErrorList, ApiError>,
+    /// Validation on update (new, old).
+    pub validate_update: fn(&Value, &Value) -> Result<ErrorList, ApiError>,
+    /// Converts a served object to the stored form (identity except events.k8s.io).
+    pub to_storage: fn(Value) -> Value,
+    /// Converts a stored object to the served form.
+    pub from_storage: fn(Value) -> Value,
+    /// The field-selector labels the resource accepts.
+    pub field_selectors: &'static [&'static str],
+    /// The field-selector values of a served object.
+    pub field_values: fn(&Value) -> BTreeMap<&'static str, String>,
+    /// The table columns.
+    pub columns: &'static [ColumnDefinition],
+    /// The table cells of a served object at `now` (Unix seconds).
+    pub row: fn(&Value, i64) -> Vec<Value>,
+}
+
+/// A built-in resource.
+#[derive(Clone, Copy, Debug)]
+pub struct ResourceInfo {
+    /// The API group (`""` for core).
+    pub group: &'static str,
+    /// The served version.
+    pub version: &'static str,
+    /// The kind, e.g. `ConfigMap`.
+    pub kind: &'static str,
+    /// The list kind, e.g. `ConfigMapList`.
+    pub list_kind: &'static str,
+    /// The plural resource name in URLs, e.g. `configmaps`.
+    pub resource: &'static str,
+    /// The singular name, e.g. `configmap`.
+    pub singular: &'static str,
+    /// Short names kubectl accepts, e.g. `cm`.
+    pub short_names: &'static [&'static str],
+    /// Whether objects live in namespaces.
+    pub namespaced: bool,
+    /// The verbs on the resource.
+    pub verbs: &'static [&'static str],
+    /// The subresources.
+    pub subresources: &'static [Subresource],
+    /// Discovery categories (none of these resources is in `all`).
+    pub categories: &'static [&'static str],
+    /// The storage key prefix below `/registry/`: keys are
+    /// `/registry/<prefix>/<namespace>/<name>` (cluster-scoped: `/registry/<prefix>/<name>`).
+    pub storage_prefix: &'static str,
+    /// The apiVersion objects are stored in.
+    pub storage_api_version: &'static str,
+    /// The behaviour.
+    pub hooks: Hooks,
+}
+
+impl ResourceInfo {
+    /// The served group, version and kind.
+    pub fn gvk(&self) -> GroupVersionKind {
+        GroupVersionKind::new(self.group, self.version, self.kind)
+    }
+
+    /// The served group, version and resource.
+    pub fn gvr(&self) -> GroupVersionResource {
+        GroupVersionResource::new(self.group, self.version, self.resource)
+    }
+
+    /// The group and resource, as errors name it.
+    pub fn group_resource(&self) -> GroupResource {
+        GroupResource::new(self.group, self.resource)
+    }
+
+    /// The served `apiVersion`: `v1` or `group/version`.
+    pub fn api_version(&self) -> String {
+        self.gvk().group_version().api_version()
+    }
+
+    /// The storage key of an object (`namespace` is ignored for cluster-scoped resources).
+    pub fn storage_key(&self, namespace: &str, name: &str) -> String {
+        if self.namespaced {
+            format!("/registry/{}/{namespace}/{name}", self.storage_prefix)
+        } else {
+            format!("/registry/{}/{name}", self.storage_prefix)
+        }
+    }
+}
+
+fn identity(object: Value) -> Value {
+    object
+}
+
+fn no_default(_: &mut Value) {}
+
+fn no_prepare_update(_: &mut Value, _: &Value) {}
+
+const STATUS_VERBS: &[&str] = &["get", "patch", "update"];
+
+static RESOURCES: &[ResourceInfo] = &[
+    ResourceInfo {
+        group: "",
+        version: "v1",
+        kind: "Namespace",
+        list_kind: "NamespaceList",
+        resource: "namespaces",
+        singular: "namespace",
+        short_names: &["ns"],
+        namespaced: false,
+        verbs: &[
+            "create", "delete", "get", "list", "patch", "update", "watch",
+        ],
+        subresources: &[
+            Subresource {
+                name: "status",
+                kind: "Namespace",
+                verbs: STATUS_VERBS,
+            },
+            Subresource {
+                name: "finalize",
+                kind: "Namespace",
+                verbs: &["update"],
+            },
+        ],
+        categories: &[],
+        storage_prefix: "namespaces",
+        storage_api_version: "v1",
+        hooks: Hooks {
+            decode: core::namespace::decode,
+            default: core::namespace::default,
+            prepare_for_create: core::namespace::prepare_for_create,
+            prepare_for_update: core::namespace::prepare_for_update,
+            validate: core::namespace::validate,
+            validate_update: core::namespace::validate_update,
+            to_storage: identity,
+            from_storage: identity,
+            field_selectors: core::namespace::FIELD_SELECTORS,
+            field_values: core::namespace::field_values,
+            columns: core::namespace::COLUMNS,
+            row: core::namespace::row,
+        },
+    },
+    ResourceInfo {
+        group: "",
+        version: "v1",
+        kind: "ConfigMap",
+        list_kind: "ConfigMapList",
+        resource: "configmaps",
+        singular: "configmap",
+        short_names: &["cm"],
+        namespaced: true,
+        verbs: ALL_VERBS,
+        subresources: &[],
+        categories: &[],
+        storage_prefix: "configmaps",
+        storage_api_version: "v1",
+        hooks: Hooks {
+            decode: core::configmap::decode,
+            default: no_default,
+            prepare_for_create: no_default,
+            prepare_for_update: no_prepare_update,
+            validate: core::configmap::validate,
+            validate_update: core::configmap::validate_update,
+            to_storage: identity,
+            from_storage: identity,
+            field_selectors: core::configmap::FIELD_SELECTORS,
+            field_values: core::configmap::field_values,
+            columns: core::configmap::COLUMNS,
+            row: core::configmap::row,
+        },
+    },
+    ResourceInfo {
+        group: "",
+        version: "v1",
+        kind: "Secret",
+        list_kind: "SecretList",
+        resource: "secrets",
+        singular: "secret",
+        short_names: &[],
+        namespaced: true,
+        verbs: ALL_VERBS,
+        subresources: &[],
+        categories: &[],
+        storage_prefix: "secrets",
+        storage_api_version: "v1",
+        hooks: Hooks {
+            decode: core::secret::decode,
+            default: core::secret::default,
+            prepare_for_create: no_default,
+            prepare_for_update: no_prepare_update,
+            validate: core::secret::validate,
+            validate_update: core::secret::validate_update,
+            to_storage: identity,
+            from_storage: identity,
+            field_selectors: core::secret::FIELD_SELECTORS,
+            field_values: core::secret::field_values,
+            columns: core::secret::COLUMNS,
+            row: core::secret::row,
+        },
+    },
+    ResourceInfo {
+        group: "",
+        version: "v1",
+        kind: "ServiceAccount",
+        list_kind: "ServiceAccountList",
+        resource: "serviceaccounts",
+        singular: "serviceaccount",
+        short_names: &["sa"],
+        namespaced: true,
+        verbs: ALL_VERBS,
+        subresources: &[Subresource {
+            name: "token",
+            kind: "TokenRequest",
+            verbs: &["create"],
+        }],
+        categories: &[],
+        storage_prefix: "serviceaccounts",
+        storage_api_version: "v1",
+        hooks: Hooks {
+            decode: core::serviceaccount::decode,
+            default: no_default,
+            prepare_for_create: no_default,
+            prepare_for_update: no_prepare_update,
+            validate: core::serviceaccount::validate,
+            validate_update: core::serviceaccount::validate_update,
+            to_storage: identity,
+            from_storage: identity,
+            field_selectors: core::serviceaccount::FIELD_SELECTORS,
+            field_values: core::serviceaccount::field_values,
+            columns: core::serviceaccount::COLUMNS,
+            row: core::serviceaccount::row,
+        },
+    },
+    ResourceInfo {
+        group: "",
+        version: "v1",
+        kind: "Event",
+        list_kind: "EventList",
+        resource: "events",
+        singular: "event",
+        short_names: &["ev"],
+        namespaced: true,
+        verbs: ALL_VERBS,
+        subresources: &[],
+        categories: &[],
+        storage_prefix: "events",
+        storage_api_version: "v1",
+        hooks: Hooks {
+            decode: core::event::decode,
+            default: no_default,
+            prepare_for_create: no_default,
+            prepare_for_update: no_prepare_update,
+            validate: core::event::validate,
+            validate_update: core::event::validate_update,
+            to_storage: identity,
+            from_storage: identity,
+            field_selectors: core::event::FIELD_SELECTORS,
+            field_values: core::event::field_values,
+            columns: core::event::COLUMNS,
+            row: core::event::row,
+        },
+    },
+    ResourceInfo {
+        group: "",
+        version: "v1",
+        kind: "ResourceQuota",
+        list_kind: "ResourceQuotaList",
+        resource: "resourcequotas",
+        singular: "resourcequota",
+        short_names: &["quota"],
+        namespaced: true,
+        verbs: ALL_VERBS,
+        subresources: &[Subresource {
+            name: "status",
+            kind: "ResourceQuota",
+            verbs: STATUS_VERBS,
+        }],
+        categories: &[],
+        storage_prefix: "resourcequotas",
+        storage_api_version: "v1",
+        hooks: Hooks {
+            decode: core::resourcequota::decode,
+            default: no_default,
+            prepare_for_create: core::resourcequota::prepare_for_create,
+            prepare_for_update: core::resourcequota::prepare_for_update,
+            validate: core::resourcequota::validate,
+            validate_update: core::resourcequota::validate_update,
+            to_storage: identity,
+            from_storage: identity,
+            field_selectors: core::resourcequota::FIELD_SELECTORS,
+            field_values: core::resourcequota::field_values,
+            columns: core::resourcequota::COLUMNS,
+            row: core::resourcequota::row,
+        },
+    },
+    ResourceInfo {
+        group: "events.k8s.io",
+        version: "v1",
+        kind: "Event",
+        list_kind: "EventList",
+        resource: "events",
+        singular: "event",
+        short_names: &["ev"],
+        namespaced: true,
+        verbs: ALL_VERBS,
+        subresources: &[],
+        categories: &[],
+        storage_prefix: "events",
+        storage_api_version: "v1",
+        hooks: Hooks {
+            decode: events::decode,
+            default: no_default,
+            prepare_for_create: no_default,
+            prepare_for_update: no_prepare_update,
+            validate: events::validate,
+            validate_update: events::validate_update,
+            to_storage: events::to_core,
+            from_storage: events::from_core,
+            field_selectors: events::FIELD_SELECTORS,
+            field_values: events::field_values,
+            columns: core::event::COLUMNS,
+            row: events::row,
+        },
+    },
+    ResourceInfo {
+        group: "coordination.k8s.io",
+        version: "v1",
+        kind: "Lease",
+        list_kind: "LeaseList",
+        resource: "leases",
+        singular: "lease",
+        short_names: &[],
+        namespaced: true,
+        verbs: ALL_VERBS,
+        subresources: &[],
+        categories: &[],
+        storage_prefix: "leases",
+        storage_api_version: "coordination.k8s.io/v1",
+        hooks: Hooks {
+            decode: coordination::lease::decode,
+            default: no_default,
+            prepare_for_create: coordination::lease::prepare_for_create,
+            prepare_for_update: coordination::lease::prepare_for_update,
+            validate: coordination::lease::validate,
+            validate_update: coordination::lease::validate_update,
+            to_storage: identity,
+            from_storage: identity,
+            field_selectors: coordination::lease::FIELD_SELECTORS,
+            field_values: coordination::lease::field_values,
+            columns: coordination::lease::COLUMNS,
+            row: coordination::lease::row,
+        },
+    },
+];
+
+/// Every built-in resource of this crate.
+pub fn all() -> &'static [ResourceInfo] {
+    RESOURCES
+}
+
+/// The resource `resource` served at `group`/`version`.
+pub fn find(group: &str, version: &str, resource: &str) -> Option<&'static ResourceInfo> {
+    RESOURCES
+        .iter()
+        .find(|r| r.group == group && r.version == version && r.resource == resource)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_and_scopes_match_discovery() {
+        let rows: Vec<(String, &str, &str, bool, Vec<&str>)> = all()
+            .iter()
+            .map(|r| {
+                (
+                    r.api_version(),
+                    r.resource,
+                    r.kind,
+                    r.namespaced,
+                    r.short_names.to_vec(),
+                )
+            })
+            .collect();
+        assert_eq!(
+            rows,
+            vec![
+                ("v1".into(), "namespaces", "Namespace", false, vec!["ns"]),
+                ("v1".into(), "configmaps", "ConfigMap", true, vec!["cm"]),
+                ("v1".into(), "secrets", "Secret", true, vec![]),
+                (
+                    "v1".into(),
+                    "serviceaccounts",
+                    "ServiceAccount",
+                    true,
+                    vec!["sa"]
+                ),
+                ("v1".into(), "events", "Event", true, vec!["ev"]),
+                (
+                    "v1".into(),
+                    "resourcequotas",
+                    "ResourceQuota",
+                    true,
+                    vec!["quota"]
+                ),
+                (
+                    "events.k8s.io/v1".into(),
+                    "events",
+                    "Event",
+                    true,
+                    vec!["ev"]
+                ),
+                (
+                    "coordination.k8s.io/v1".into(),
+                    "leases",
+                    "Lease",
+                    true,
+                    vec![]
+                ),
+            ]
+        );
+        for r in all() {
+            assert_eq!(r.list_kind, format!("{}List", r.kind));
+            assert_eq!(format!("{}s", r.singular), r.resource);
+            assert!(r.categories.is_empty());
+        }
+    }
+
+    #[test]
+    fn storage_keys_follow_kube_apiserver() {
+        let ev = find("events.k8s.io", "v1", "events").unwrap();
+        let core_ev = find("", "v1", "events").unwrap();
+        assert_eq!(
+            ev.storage_key("default", "e1"),
+            "/registry/events/default/e1"
+        );
+        assert_eq!(
+            ev.storage_key("default", "e1"),
+            core_ev.storage_key("default", "e1")
+        );
+        assert_eq!(ev.storage_api_version, "v1");
+        let ns = find("", "v1", "namespaces").unwrap();
+        assert_eq!(
+            ns.storage_key("ignored", "kube-system"),
+            "/registry/namespaces/kube-system"
+        );
+        let lease = find("coordination.k8s.io", "v1", "leases").unwrap();
+        assert_eq!(
+            lease.storage_key("kube-system", "l"),
+            "/registry/leases/kube-system/l"
+        );
+        assert!(find("", "v1", "leases").is_none());
+    }
+
+    #[test]
+    fn subresources_and_verbs() {
+        let ns = find("", "v1", "namespaces").unwrap();
+        let subs: Vec<&str> = ns.subresources.iter().map(|s| s.name).collect();
+        assert_eq!(subs, ["status", "finalize"]);
+        assert!(!ns.verbs.contains(&"deletecollection"));
+        let quota = find("", "v1", "resourcequotas").unwrap();
+        assert_eq!(quota.subresources[0].verbs, ["get", "patch", "update"]);
+        let cm = find("", "v1", "configmaps").unwrap();
+        assert!(cm.subresources.is_empty());
+        assert_eq!(cm.verbs, ALL_VERBS);
+    }
+}

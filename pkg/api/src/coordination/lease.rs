@@ -1,0 +1,197 @@
+//! Leases (`coordination.k8s.io/v1`, namespaced).
+//!
+//! Upstream rules (`ValidateLease`, `ValidateLeaseUpdate`, Kubernetes 1.33): the name is a
+//! DNS-1123 subdomain; `spec.leaseDurationSeconds`, when set, is greater than 0;
+//! `spec.leaseTransitions`, when set, is not negative; `spec.strategy`, when set, is
+//! `OldestEmulationVersion` or (with a `/`) a qualified name; `spec.preferredHolder` may only
+//! be set with a strategy. `holderIdentity` is free-form (upstream sets no length limit).
+//! `spec.strategy` and `spec.preferredHolder` belong to the CoordinatedLeaderElection feature,
+//! off by default in 1.33: [`drop_disabled_fields`] removes them as upstream's strategy does.
+
+use std::collections::BTreeMap;
+
+use genplane_apimachinery::errors::ApiError;
+use genplane_apimachinery::meta::{validate_object_meta, validate_object_meta_update};
+use genplane_apimachinery::validation::field::{Error, ErrorList, Path};
+use genplane_apimachinery::validation::{is_qualified_name, name_is_dns_subdomain};
+use serde::Deserialize;
+use serde_json::Value;
+
+use crate::decode::{self, Decoded, OBJECT_META, Struct, Type};
+use crate::table::{self, ColumnDefinition};
+use crate::util;
+
+/// The kind.
+pub const KIND: &str = "Lease";
+/// The API version.
+pub const API_VERSION: &str = "coordination.k8s.io/v1";
+/// The strategies Kubernetes defines.
+pub const SUPPORTED_STRATEGIES: &[&str] = &["OldestEmulationVersion"];
+
+static LEASE_SPEC: Struct = Struct {
+    name: "LeaseSpec",
+    fields: &[
+        ("holderIdentity", Type::String),
+        ("leaseDurationSeconds", Type::Int32),
+        ("acquireTime", Type::MicroTime),
+        ("renewTime", Type::MicroTime),
+        ("leaseTransitions", Type::Int32),
+        ("strategy", Type::String),
+        ("preferredHolder", Type::String),
+    ],
+};
+
+/// The shape of a coordination.k8s.io/v1 Lease.
+pub static SCHEMA: Struct = Struct {
+    name: "Lease",
+    fields: &[
+        ("apiVersion", Type::String),
+        ("kind", Type::String),
+        ("metadata", Type::Struct(&OBJECT_META)),
+        ("spec", Type::Struct(&LEASE_SPEC)),
+    ],
+};
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+struct Spec {
+    lease_duration_seconds: Option<i32>,
+    lease_transitions: Option<i32>,
+    strategy: Option<String>,
+    preferred_holder: Option<String>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+struct Lease {
+    spec: Spec,
+}
+
+/// Type-checks and normalizes a Lease.
+pub fn decode(object: &Value) -> Result<Decoded, ApiError> {
+    decode::decode(object, &SCHEMA).map_err(|e| e.to_api_error(KIND, API_VERSION))
+}
+
+/// Removes `spec.strategy` and `spec.preferredHolder` unless the CoordinatedLeaderElection
+/// feature is `enabled` or (on update) the `old` object already used them.
+pub fn drop_disabled_fields(new: &mut Value, old: Option<&Value>, enabled: bool) {
+    if enabled {
+        return;
+    }
+    let in_use = |field: &str| {
+        old.and_then(|o| o.get("spec"))
+            .and_then(|s| s.get(field))
+            .is_some_and(|v| !v.is_null())
+    };
+    let keep_strategy = in_use("strategy");
+    let keep_holder = in_use("preferredHolder");
+    if let Some(spec) = new.get_mut("spec").and_then(Value::as_object_mut) {
+        if !keep_strategy {
+            spec.remove("strategy");
+        }
+        if !keep_holder {
+            spec.remove("preferredHolder");
+        }
+    }
+}
+
+/// The strategy on create with the 1.33 default feature set (CoordinatedLeaderElection off).
+pub fn prepare_for_create(object: &mut Value) {
+    drop_disabled_fields(object, None, false);
+}
+
+/// The strategy on update with the 1.33 default feature set.
+pub fn prepare_for_update(new: &mut Value, old: &Value) {
+    drop_disabled_fields(new, Some(old), false);
+}
+
+fn validate_spec(spec: &Spec) -> ErrorList {
+    let path = Path::new("spec");
+    let mut errors = ErrorList::new();
+    if let Some(d) = spec.lease_duration_seconds.filter(|d| *d <= 0) {
+        errors.push(Error::invalid(
+            &path.child("leaseDurationSeconds"),
+            d,
+            "must be greater than 0",
+        ));
+    }
+    if let Some(t) = spec.lease_transitions.filter(|t| *t < 0) {
+        errors.push(Error::invalid(
+            &path.child("leaseTransitions"),
+            t,
+            "must be greater than or equal to 0",
+        ));
+    }
+    if let Some(strategy) = &spec.strategy {
+        let at = path.child("strategy");
+        if strategy.contains('/') {
+            for message in is_qualified_name(strategy) {
+                errors.push(Error::invalid(&at, strategy.as_str(), message));
+            }
+        } else if !SUPPORTED_STRATEGIES.contains(&strategy.as_str()) {
+            errors.push(Error::not_supported(
+                &at,
+                strategy.as_str(),
+                SUPPORTED_STRATEGIES,
+            ));
+        }
+    }
+    let has_holder = spec
+        .preferred_holder
+        .as_ref()
+        .is_some_and(|h| !h.is_empty());
+    let has_strategy = spec.strategy.as_ref().is_some_and(|s| !s.is_empty());
+    if has_holder && !has_strategy {
+        errors.push(Error::forbidden(
+            &path.child("preferredHolder"),
+            "may only be specified if `strategy` is defined",
+        ));
+    }
+    errors
+}
+
+/// Validates a new Lease.
+pub fn validate(object: &Value) -> Result<ErrorList, ApiError> {
+    let (meta, lease) = util::decode_typed::<Lease>(object, &SCHEMA, KIND, API_VERSION)?;
+    let mut errors =
+        validate_object_meta(&meta, true, name_is_dns_subdomain, &Path::new("metadata"));
+    errors.extend(validate_spec(&lease.spec));
+    Ok(errors)
+}
+
+/// Validates an update of a Lease.
+pub fn validate_update(new: &Value, old: &Value) -> Result<ErrorList, ApiError> {
+    let (new_meta, lease) = util::decode_typed::<Lease>(new, &SCHEMA, KIND, API_VERSION)?;
+    let (old_meta, _) = util::decode_typed::<Lease>(old, &SCHEMA, KIND, API_VERSION)?;
+    let mut errors = validate_object_meta_update(&new_meta, &old_meta, &Path::new("metadata"));
+    errors.extend(validate_spec(&lease.spec));
+    Ok(errors)
+}
+
+/// Field-selector labels: only the metadata ones.
+pub const FIELD_SELECTORS: &[&str] = &["metadata.name", "metadata.namespace"];
+
+/// Field-selector values.
+pub fn field_values(object: &Value) -> BTreeMap<&'static str, String> {
+    util::meta_fields(object, true)
+}
+
+/// `NAME HOLDER AGE`.
+pub const COLUMNS: &[ColumnDefinition] = &[
+    table::NAME,
+    table::column(
+        "Holder",
+        "holderIdentity contains the identity of the holder of a current lease.",
+        0,
+    ),
+    table::AGE,
+];
+
+/// The cells: name, `spec.holderIdentity`, age.
+pub fn row(object: &Value, now: i64) -> Vec<Value> {
+    vec![
+        util::name(object),
+        Value::from(util::str_at(object, &["spec", "holderIdentity"])),
+        util::age(object, now),
+    ]
+}

@@ -1,0 +1,3 @@
+//! coordination.k8s.io/v1 resources.
+
+pub mod lease;

@@ -1,0 +1,299 @@
+//! Namespaces (`core/v1`, cluster-scoped; subresources `status` and `finalize`).
+//!
+//! Upstream behaviour reproduced here:
+//! - defaulting (`SetDefaults_Namespace`, `SetDefaults_NamespaceStatus`): the label
+//!   `kubernetes.io/metadata.name` is set to the name, and an empty `status.phase` to `Active`;
+//! - the strategy on create: `status` becomes `{phase: Active}` and the `kubernetes`
+//!   finalizer is added to `spec.finalizers`; on update `spec.finalizers` and `status` keep
+//!   their old values (they change only through `finalize` and `status`);
+//! - validation: the name is a DNS-1123 label, each `spec.finalizers` entry is a qualified name
+//!   and, without a `/`, one of the standard names (`kubernetes`, `orphan`,
+//!   `foregroundDeletion`); a status update may set `status.phase` only to `Active` while the
+//!   namespace is not being deleted and only to `Terminating` once it is.
+
+use std::collections::BTreeMap;
+
+use genplane_apimachinery::errors::ApiError;
+use genplane_apimachinery::meta::{validate_object_meta, validate_object_meta_update};
+use genplane_apimachinery::validation::field::{Error, ErrorList, Path};
+use genplane_apimachinery::validation::{is_qualified_name, name_is_dns_label};
+use serde::Deserialize;
+use serde_json::{Map, Value, json};
+
+use crate::decode::{self, Decoded, OBJECT_META, Struct, Type};
+use crate::table::{self, ColumnDefinition};
+use crate::util;
+
+/// The kind.
+pub const KIND: &str = "Namespace";
+/// The label holding a namespace's own name.
+pub const LABEL_METADATA_NAME: &str = "kubernetes.io/metadata.name";
+/// The finalizer the namespace controller removes once the namespace is empty.
+pub const FINALIZER_KUBERNETES: &str = "kubernetes";
+/// The phase of a namespace in use.
+pub const PHASE_ACTIVE: &str = "Active";
+/// The phase of a namespace being deleted.
+pub const PHASE_TERMINATING: &str = "Terminating";
+
+const STANDARD_FINALIZERS: &[&str] = &[FINALIZER_KUBERNETES, "orphan", "foregroundDeletion"];
+
+static NAMESPACE_SPEC: Struct = Struct {
+    name: "NamespaceSpec",
+    fields: &[("finalizers", Type::List(&Type::String))],
+};
+
+static NAMESPACE_CONDITION: Struct = Struct {
+    name: "NamespaceCondition",
+    fields: &[
+        ("type", Type::String),
+        ("status", Type::String),
+        ("lastTransitionTime", Type::Time),
+        ("reason", Type::String),
+        ("message", Type::String),
+    ],
+};
+
+static NAMESPACE_STATUS: Struct = Struct {
+    name: "NamespaceStatus",
+    fields: &[
+        ("phase", Type::String),
+        (
+            "conditions",
+            Type::List(&Type::Struct(&NAMESPACE_CONDITION)),
+        ),
+    ],
+};
+
+/// The shape of a v1 Namespace.
+pub static SCHEMA: Struct = Struct {
+    name: "Namespace",
+    fields: &[
+        ("apiVersion", Type::String),
+        ("kind", Type::String),
+        ("metadata", Type::Struct(&OBJECT_META)),
+        ("spec", Type::Struct(&NAMESPACE_SPEC)),
+        ("status", Type::Struct(&NAMESPACE_STATUS)),
+    ],
+};
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+struct Spec {
+    finalizers: Vec<String>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+struct Status {
+    phase: String,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+struct Namespace {
+    spec: Spec,
+    status: Status,
+}
+
+/// Type-checks and normalizes a Namespace.
+pub fn decode(object: &Value) -> Result<Decoded, ApiError> {
+    decode::decode(object, &SCHEMA).map_err(|e| e.to_api_error(KIND, "v1"))
+}
+
+fn object_mut<'a>(object: &'a mut Value, key: &str) -> Option<&'a mut Map<String, Value>> {
+    let fields = object.as_object_mut()?;
+    let entry = fields
+        .entry(key)
+        .or_insert_with(|| Value::Object(Map::new()));
+    if !entry.is_object() {
+        *entry = Value::Object(Map::new());
+    }
+    entry.as_object_mut()
+}
+
+/// Upstream defaulting: the `kubernetes.io/metadata.name` label (when the name is known) and
+/// `status.phase: Active` when the phase is empty.
+pub fn default(object: &mut Value) {
+    let name = util::str_at(object, &["metadata", "name"]).to_owned();
+    if !name.is_empty()
+        && let Some(labels) = object_mut(object, "metadata").and_then(|m| {
+            let labels = m
+                .entry("labels")
+                .or_insert_with(|| Value::Object(Map::new()));
+            if !labels.is_object() {
+                *labels = Value::Object(Map::new());
+            }
+            labels.as_object_mut()
+        })
+    {
+        labels.insert(LABEL_METADATA_NAME.to_owned(), Value::from(name));
+    }
+    if util::str_at(object, &["status", "phase"]).is_empty()
+        && let Some(status) = object_mut(object, "status")
+    {
+        status.insert("phase".to_owned(), Value::from(PHASE_ACTIVE));
+    }
+}
+
+/// The strategy on create: `status` is `{phase: Active}`, and `spec.finalizers` gets
+/// `kubernetes` if it does not have it.
+pub fn prepare_for_create(object: &mut Value) {
+    if let Some(fields) = object.as_object_mut() {
+        fields.insert("status".to_owned(), json!({"phase": PHASE_ACTIVE}));
+    }
+    if let Some(spec) = object_mut(object, "spec") {
+        let finalizers = spec
+            .entry("finalizers")
+            .or_insert_with(|| Value::Array(Vec::new()));
+        if !finalizers.is_array() {
+            *finalizers = Value::Array(Vec::new());
+        }
+        if let Value::Array(list) = finalizers
+            && !list.iter().any(|f| f == FINALIZER_KUBERNETES)
+        {
+            list.push(Value::from(FINALIZER_KUBERNETES));
+        }
+    }
+}
+
+fn copy_field(new: &mut Value, old: &Value, key: &str) {
+    if let Some(fields) = new.as_object_mut() {
+        match old.get(key) {
+            Some(value) => {
+                fields.insert(key.to_owned(), value.clone());
+            }
+            None => {
+                fields.remove(key);
+            }
+        }
+    }
+}
+
+/// The strategy on update: `spec.finalizers` and `status` keep their old values.
+pub fn prepare_for_update(new: &mut Value, old: &Value) {
+    match old.get("spec").and_then(|s| s.get("finalizers")) {
+        Some(finalizers) => {
+            if let Some(spec) = object_mut(new, "spec") {
+                spec.insert("finalizers".to_owned(), finalizers.clone());
+            }
+        }
+        None => {
+            if let Some(spec) = new.get_mut("spec").and_then(Value::as_object_mut) {
+                spec.remove("finalizers");
+            }
+        }
+    }
+    copy_field(new, old, "status");
+}
+
+/// The strategy of the `status` subresource: `spec` keeps its old value.
+pub fn prepare_for_status_update(new: &mut Value, old: &Value) {
+    copy_field(new, old, "spec");
+}
+
+/// The strategy of the `finalize` subresource: `status` keeps its old value.
+pub fn prepare_for_finalize_update(new: &mut Value, old: &Value) {
+    copy_field(new, old, "status");
+}
+
+fn validate_finalizers(finalizers: &[String]) -> ErrorList {
+    let path = Path::new("spec").child("finalizers");
+    let mut errors = ErrorList::new();
+    for finalizer in finalizers {
+        for message in is_qualified_name(finalizer) {
+            errors.push(Error::invalid(&path, finalizer.as_str(), message));
+        }
+        if !finalizer.contains('/') && !STANDARD_FINALIZERS.contains(&finalizer.as_str()) {
+            errors.push(Error::invalid(
+                &path,
+                finalizer.as_str(),
+                "name is neither a standard finalizer name nor is it fully qualified",
+            ));
+        }
+    }
+    errors
+}
+
+/// Validates a new Namespace.
+pub fn validate(object: &Value) -> Result<ErrorList, ApiError> {
+    let (meta, ns) = util::decode_typed::<Namespace>(object, &SCHEMA, KIND, "v1")?;
+    let mut errors = validate_object_meta(&meta, false, name_is_dns_label, &Path::new("metadata"));
+    errors.extend(validate_finalizers(&ns.spec.finalizers));
+    Ok(errors)
+}
+
+/// Validates an update of a Namespace (after [`prepare_for_update`]): only metadata rules.
+pub fn validate_update(new: &Value, old: &Value) -> Result<ErrorList, ApiError> {
+    let (new_meta, _) = util::decode_typed::<Namespace>(new, &SCHEMA, KIND, "v1")?;
+    let (old_meta, _) = util::decode_typed::<Namespace>(old, &SCHEMA, KIND, "v1")?;
+    Ok(validate_object_meta_update(
+        &new_meta,
+        &old_meta,
+        &Path::new("metadata"),
+    ))
+}
+
+/// Validates an update through the `status` subresource.
+pub fn validate_status_update(new: &Value, old: &Value) -> Result<ErrorList, ApiError> {
+    let (new_meta, new_ns) = util::decode_typed::<Namespace>(new, &SCHEMA, KIND, "v1")?;
+    let (old_meta, _) = util::decode_typed::<Namespace>(old, &SCHEMA, KIND, "v1")?;
+    let mut errors = validate_object_meta_update(&new_meta, &old_meta, &Path::new("metadata"));
+    let phase_path = Path::new("status").child("Phase");
+    let phase = new_ns.status.phase.as_str();
+    if new_meta.deletion_timestamp.is_none() {
+        if phase != PHASE_ACTIVE {
+            errors.push(Error::invalid(
+                &phase_path,
+                phase,
+                "may only be 'Active' if `deletionTimestamp` is empty",
+            ));
+        }
+    } else if phase != PHASE_TERMINATING {
+        errors.push(Error::invalid(
+            &phase_path,
+            phase,
+            "may only be 'Terminating' if `deletionTimestamp` is not empty",
+        ));
+    }
+    Ok(errors)
+}
+
+/// Validates an update through the `finalize` subresource.
+pub fn validate_finalize_update(new: &Value, old: &Value) -> Result<ErrorList, ApiError> {
+    let (new_meta, new_ns) = util::decode_typed::<Namespace>(new, &SCHEMA, KIND, "v1")?;
+    let (old_meta, _) = util::decode_typed::<Namespace>(old, &SCHEMA, KIND, "v1")?;
+    let mut errors = validate_object_meta_update(&new_meta, &old_meta, &Path::new("metadata"));
+    errors.extend(validate_finalizers(&new_ns.spec.finalizers));
+    Ok(errors)
+}
+
+/// Field-selector labels (upstream's conversion accepts `metadata.namespace`, which is always
+/// empty for a namespace).
+pub const FIELD_SELECTORS: &[&str] = &["metadata.name", "metadata.namespace", "status.phase"];
+
+/// Field-selector values.
+pub fn field_values(object: &Value) -> BTreeMap<&'static str, String> {
+    let mut fields = util::meta_fields(object, false);
+    fields.insert("metadata.namespace", String::new());
+    fields.insert(
+        "status.phase",
+        util::str_at(object, &["status", "phase"]).to_owned(),
+    );
+    fields
+}
+
+/// `NAME STATUS AGE`.
+pub const COLUMNS: &[ColumnDefinition] = &[
+    table::NAME,
+    table::column("Status", "The status of the namespace", 0),
+    table::AGE,
+];
+
+/// The cells: name, phase, age.
+pub fn row(object: &Value, now: i64) -> Vec<Value> {
+    vec![
+        util::name(object),
+        Value::from(util::str_at(object, &["status", "phase"])),
+        util::age(object, now),
+    ]
+}

@@ -1,0 +1,543 @@
+//! ResourceQuotas (`core/v1`, namespaced; subresource `status`).
+//!
+//! Upstream rules (`ValidateResourceQuota`, `...Update`, `...StatusUpdate`):
+//! - `spec.hard`, `status.hard`, `status.used`: each resource name is a qualified name, and
+//!   without a `/` a standard resource name and a standard quota resource name (`cpu`,
+//!   `requests.memory`, `pods`, `hugepages-2Mi`, ...); each quantity is not negative, and an
+//!   integer for countable resources (`pods`, `secrets`, `services.nodeports`, extended
+//!   resources like `example.com/gpu`, ...);
+//! - `spec.scopes`: standard scopes, each valid for every standard resource in `spec.hard`, and
+//!   not both of `BestEffort`/`NotBestEffort` or `Terminating`/`NotTerminating`;
+//! - `spec.scopeSelector.matchExpressions`: the same scope rules; the operator `In`/`NotIn`
+//!   needs values, `Exists`/`DoesNotExist` none, and the pod-phase-like scopes need `Exists`;
+//! - on update `spec.scopes` may not change (as a set); a status update needs a resourceVersion.
+//!
+//! The strategy clears `status` on create and keeps it on spec updates.
+//!
+//! Quantities come in as strings or numbers and are written back in canonical form by
+//! [`decode`]; a malformed quantity is a 400 BadRequest, as upstream's JSON decoding makes it.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use genplane_apimachinery::errors::ApiError;
+use genplane_apimachinery::meta::{validate_object_meta, validate_object_meta_update};
+use genplane_apimachinery::validation::field::{Error, ErrorList, Path};
+use genplane_apimachinery::validation::{is_qualified_name, name_is_dns_subdomain};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use super::FIELD_IMMUTABLE;
+use crate::decode::{self, Decoded, OBJECT_META, Struct, Type};
+use crate::quantity::Quantity;
+use crate::table::{self, ColumnDefinition};
+use crate::util;
+
+/// The kind.
+pub const KIND: &str = "ResourceQuota";
+
+/// Resource names a quota may limit without a domain prefix (besides `hugepages-*`).
+pub const STANDARD_QUOTA_RESOURCES: &[&str] = &[
+    "cpu",
+    "memory",
+    "ephemeral-storage",
+    "requests.cpu",
+    "requests.memory",
+    "requests.storage",
+    "requests.ephemeral-storage",
+    "limits.cpu",
+    "limits.memory",
+    "limits.ephemeral-storage",
+    "pods",
+    "resourcequotas",
+    "services",
+    "replicationcontrollers",
+    "secrets",
+    "persistentvolumeclaims",
+    "configmaps",
+    "services.nodeports",
+    "services.loadbalancers",
+];
+
+/// Standard resource names (upstream's `standardResources`, which adds `storage`).
+const STANDARD_RESOURCES: &[&str] = &[
+    "cpu",
+    "memory",
+    "ephemeral-storage",
+    "requests.cpu",
+    "requests.memory",
+    "requests.ephemeral-storage",
+    "limits.cpu",
+    "limits.memory",
+    "limits.ephemeral-storage",
+    "pods",
+    "resourcequotas",
+    "services",
+    "replicationcontrollers",
+    "secrets",
+    "configmaps",
+    "persistentvolumeclaims",
+    "storage",
+    "requests.storage",
+    "services.nodeports",
+    "services.loadbalancers",
+];
+
+/// Resources counted in whole units.
+const INTEGER_RESOURCES: &[&str] = &[
+    "pods",
+    "resourcequotas",
+    "services",
+    "replicationcontrollers",
+    "secrets",
+    "configmaps",
+    "persistentvolumeclaims",
+    "services.nodeports",
+    "services.loadbalancers",
+];
+
+/// The scopes a quota may have.
+pub const STANDARD_SCOPES: &[&str] = &[
+    "Terminating",
+    "NotTerminating",
+    "BestEffort",
+    "NotBestEffort",
+    "PriorityClass",
+    "CrossNamespacePodAffinity",
+    "VolumeAttributesClass",
+];
+
+const POD_COMPUTE_RESOURCES: &[&str] = &[
+    "cpu",
+    "limits.cpu",
+    "limits.memory",
+    "memory",
+    "requests.cpu",
+    "requests.memory",
+];
+
+static SCOPED_RESOURCE_SELECTOR_REQUIREMENT: Struct = Struct {
+    name: "ScopedResourceSelectorRequirement",
+    fields: &[
+        ("scopeName", Type::String),
+        ("operator", Type::String),
+        ("values", Type::List(&Type::String)),
+    ],
+};
+
+static SCOPE_SELECTOR: Struct = Struct {
+    name: "ScopeSelector",
+    fields: &[(
+        "matchExpressions",
+        Type::List(&Type::Struct(&SCOPED_RESOURCE_SELECTOR_REQUIREMENT)),
+    )],
+};
+
+static RESOURCE_QUOTA_SPEC: Struct = Struct {
+    name: "ResourceQuotaSpec",
+    fields: &[
+        ("hard", Type::Map(&Type::Quantity)),
+        ("scopes", Type::List(&Type::String)),
+        ("scopeSelector", Type::Struct(&SCOPE_SELECTOR)),
+    ],
+};
+
+static RESOURCE_QUOTA_STATUS: Struct = Struct {
+    name: "ResourceQuotaStatus",
+    fields: &[
+        ("hard", Type::Map(&Type::Quantity)),
+        ("used", Type::Map(&Type::Quantity)),
+    ],
+};
+
+/// The shape of a v1 ResourceQuota.
+pub static SCHEMA: Struct = Struct {
+    name: "ResourceQuota",
+    fields: &[
+        ("apiVersion", Type::String),
+        ("kind", Type::String),
+        ("metadata", Type::Struct(&OBJECT_META)),
+        ("spec", Type::Struct(&RESOURCE_QUOTA_SPEC)),
+        ("status", Type::Struct(&RESOURCE_QUOTA_STATUS)),
+    ],
+};
+
+#[derive(Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+struct Requirement {
+    scope_name: String,
+    operator: String,
+    values: Vec<String>,
+}
+
+#[derive(Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+struct ScopeSelector {
+    match_expressions: Vec<Requirement>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+struct Spec {
+    hard: BTreeMap<String, String>,
+    scopes: Vec<String>,
+    scope_selector: Option<ScopeSelector>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+struct Status {
+    hard: BTreeMap<String, String>,
+    used: BTreeMap<String, String>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+struct ResourceQuota {
+    spec: Spec,
+    status: Status,
+}
+
+/// Type-checks and normalizes a ResourceQuota (quantities become canonical).
+pub fn decode(object: &Value) -> Result<Decoded, ApiError> {
+    decode::decode(object, &SCHEMA).map_err(|e| e.to_api_error(KIND, "v1"))
+}
+
+/// The strategy on create: `status` is cleared.
+pub fn prepare_for_create(object: &mut Value) {
+    if let Some(fields) = object.as_object_mut() {
+        fields.remove("status");
+    }
+}
+
+fn copy_field(new: &mut Value, old: &Value, key: &str) {
+    if let Some(fields) = new.as_object_mut() {
+        match old.get(key) {
+            Some(value) => fields.insert(key.to_owned(), value.clone()),
+            None => fields.remove(key),
+        };
+    }
+}
+
+/// The strategy on update: `status` keeps its old value.
+pub fn prepare_for_update(new: &mut Value, old: &Value) {
+    copy_field(new, old, "status");
+}
+
+/// The strategy of the `status` subresource: `spec` keeps its old value.
+pub fn prepare_for_status_update(new: &mut Value, old: &Value) {
+    copy_field(new, old, "spec");
+}
+
+fn is_huge_pages(name: &str) -> bool {
+    name.starts_with("hugepages-") || name.starts_with("requests.hugepages-")
+}
+
+fn is_standard_quota_resource(name: &str) -> bool {
+    STANDARD_QUOTA_RESOURCES.contains(&name) || is_huge_pages(name)
+}
+
+/// Upstream's `IsExtendedResourceName`: domain-prefixed, not `kubernetes.io/`, not `requests.`.
+fn is_extended_resource(name: &str) -> bool {
+    let native = !name.contains('/') || name.contains("kubernetes.io/");
+    !native
+        && !name.starts_with("requests.")
+        && is_qualified_name(&format!("requests.{name}")).is_empty()
+}
+
+fn is_integer_resource(name: &str) -> bool {
+    INTEGER_RESOURCES.contains(&name) || is_extended_resource(name)
+}
+
+fn validate_resource_name(name: &str, path: &Path) -> ErrorList {
+    let mut errors: ErrorList = is_qualified_name(name)
+        .into_iter()
+        .map(|m| Error::invalid(path, name, m))
+        .collect();
+    if !errors.is_empty() {
+        return errors;
+    }
+    if !name.contains('/') {
+        if !(STANDARD_RESOURCES.contains(&name) || is_huge_pages(name)) {
+            errors.push(Error::invalid(
+                path,
+                name,
+                "must be a standard resource type or fully qualified",
+            ));
+            return errors;
+        }
+        if !is_standard_quota_resource(name) {
+            errors.push(Error::invalid(
+                path,
+                name,
+                "must be a standard resource for quota",
+            ));
+        }
+    }
+    errors
+}
+
+fn validate_resources(resources: &BTreeMap<String, String>, path: &Path) -> ErrorList {
+    let mut errors = ErrorList::new();
+    for (name, quantity) in resources {
+        let at = path.key(name);
+        errors.extend(validate_resource_name(name, &at));
+        match Quantity::parse(quantity) {
+            Ok(q) => {
+                if q.is_negative() {
+                    errors.push(Error::invalid(
+                        &at,
+                        q.to_string(),
+                        "must be greater than or equal to 0",
+                    ));
+                }
+                if is_integer_resource(name) && !q.is_integer() {
+                    errors.push(Error::invalid(&at, q.to_string(), "must be an integer"));
+                }
+            }
+            Err(e) => errors.push(Error::invalid(&at, quantity.as_str(), e.to_string())),
+        }
+    }
+    errors
+}
+
+fn scope_valid_for(scope: &str, resource: &str) -> bool {
+    match scope {
+        "Terminating"
+        | "NotTerminating"
+        | "NotBestEffort"
+        | "PriorityClass"
+        | "CrossNamespacePodAffinity" => {
+            resource == "pods" || POD_COMPUTE_RESOURCES.contains(&resource)
+        }
+        "BestEffort" => resource == "pods",
+        "VolumeAttributesClass" => {
+            resource == "persistentvolumeclaims" || resource == "requests.storage"
+        }
+        _ => true,
+    }
+}
+
+fn conflicting(scopes: &BTreeSet<&str>) -> usize {
+    [
+        ("BestEffort", "NotBestEffort"),
+        ("Terminating", "NotTerminating"),
+    ]
+    .iter()
+    .filter(|(a, b)| scopes.contains(a) && scopes.contains(b))
+    .count()
+}
+
+fn validate_spec(spec: &Spec) -> ErrorList {
+    let spec_path = Path::new("spec");
+    let mut errors = validate_resources(&spec.hard, &spec_path.child("hard"));
+    let standard_hard: Vec<&str> = spec
+        .hard
+        .keys()
+        .map(String::as_str)
+        .filter(|k| is_standard_quota_resource(k))
+        .collect();
+    if !spec.scopes.is_empty() {
+        let path = spec_path.child("scopes");
+        let value = || Value::from(spec.scopes.clone());
+        let mut seen = BTreeSet::new();
+        for scope in &spec.scopes {
+            if !STANDARD_SCOPES.contains(&scope.as_str()) {
+                errors.push(Error::invalid(&path, value(), "unsupported scope"));
+            }
+            for resource in &standard_hard {
+                if !scope_valid_for(scope, resource) {
+                    errors.push(Error::invalid(
+                        &path,
+                        value(),
+                        "unsupported scope applied to resource",
+                    ));
+                }
+            }
+            seen.insert(scope.as_str());
+        }
+        for _ in 0..conflicting(&seen) {
+            errors.push(Error::invalid(&path, value(), "conflicting scopes"));
+        }
+    }
+    if let Some(selector) = &spec.scope_selector {
+        let path = spec_path.child("scopeSelector").child("matchExpressions");
+        let value = || serde_json::to_value(selector).unwrap_or_default();
+        let mut seen = BTreeSet::new();
+        for req in &selector.match_expressions {
+            let scope = req.scope_name.as_str();
+            if !STANDARD_SCOPES.contains(&scope) {
+                errors.push(Error::invalid(
+                    &path.child("scopeName"),
+                    scope,
+                    "unsupported scope",
+                ));
+            }
+            for resource in &standard_hard {
+                if !scope_valid_for(scope, resource) {
+                    errors.push(Error::invalid(
+                        &path,
+                        value(),
+                        "unsupported scope applied to resource",
+                    ));
+                }
+            }
+            if matches!(
+                scope,
+                "BestEffort"
+                    | "NotBestEffort"
+                    | "Terminating"
+                    | "NotTerminating"
+                    | "CrossNamespacePodAffinity"
+            ) && req.operator != "Exists"
+            {
+                errors.push(Error::invalid(
+                    &path.child("operator"),
+                    req.operator.as_str(),
+                    "must be 'Exist' when scope is any of ResourceQuotaScopeTerminating, ResourceQuotaScopeNotTerminating, ResourceQuotaScopeBestEffort, ResourceQuotaScopeNotBestEffort or ResourceQuotaScopeCrossNamespacePodAffinity",
+                ));
+            }
+            match req.operator.as_str() {
+                "In" | "NotIn" => {
+                    if req.values.is_empty() {
+                        errors.push(Error::required(
+                            &path.child("values"),
+                            "must be at least one value when `operator` is 'In' or 'NotIn' for scope selector",
+                        ));
+                    }
+                }
+                "Exists" | "DoesNotExist" => {
+                    if !req.values.is_empty() {
+                        errors.push(Error::invalid(
+                            &path.child("values"),
+                            Value::from(req.values.clone()),
+                            "must be no value when `operator` is 'Exist' or 'DoesNotExist' for scope selector",
+                        ));
+                    }
+                }
+                other => errors.push(Error::invalid(
+                    &path.child("operator"),
+                    other,
+                    "not a valid selector operator",
+                )),
+            }
+            seen.insert(scope);
+        }
+        for _ in 0..conflicting(&seen) {
+            errors.push(Error::invalid(&path, value(), "conflicting scopes"));
+        }
+    }
+    errors
+}
+
+fn validate_status(status: &Status) -> ErrorList {
+    let path = Path::new("status");
+    let mut errors = validate_resources(&status.hard, &path.child("hard"));
+    errors.extend(validate_resources(&status.used, &path.child("used")));
+    errors
+}
+
+/// Validates a new ResourceQuota.
+pub fn validate(object: &Value) -> Result<ErrorList, ApiError> {
+    let (meta, quota) = util::decode_typed::<ResourceQuota>(object, &SCHEMA, KIND, "v1")?;
+    let mut errors =
+        validate_object_meta(&meta, true, name_is_dns_subdomain, &Path::new("metadata"));
+    errors.extend(validate_spec(&quota.spec));
+    errors.extend(validate_status(&quota.status));
+    Ok(errors)
+}
+
+/// Validates an update of a ResourceQuota's spec: the spec rules, and `spec.scopes` unchanged.
+pub fn validate_update(new: &Value, old: &Value) -> Result<ErrorList, ApiError> {
+    let (new_meta, new_quota) = util::decode_typed::<ResourceQuota>(new, &SCHEMA, KIND, "v1")?;
+    let (old_meta, old_quota) = util::decode_typed::<ResourceQuota>(old, &SCHEMA, KIND, "v1")?;
+    let mut errors = validate_object_meta_update(&new_meta, &old_meta, &Path::new("metadata"));
+    errors.extend(validate_spec(&new_quota.spec));
+    let new_scopes: BTreeSet<&String> = new_quota.spec.scopes.iter().collect();
+    let old_scopes: BTreeSet<&String> = old_quota.spec.scopes.iter().collect();
+    if new_scopes != old_scopes {
+        errors.push(Error::invalid(
+            &Path::new("spec").child("scopes"),
+            Value::from(new_quota.spec.scopes.clone()),
+            FIELD_IMMUTABLE,
+        ));
+    }
+    Ok(errors)
+}
+
+/// Validates an update through the `status` subresource.
+pub fn validate_status_update(new: &Value, old: &Value) -> Result<ErrorList, ApiError> {
+    let (new_meta, new_quota) = util::decode_typed::<ResourceQuota>(new, &SCHEMA, KIND, "v1")?;
+    let (old_meta, _) = util::decode_typed::<ResourceQuota>(old, &SCHEMA, KIND, "v1")?;
+    let mut errors = validate_object_meta_update(&new_meta, &old_meta, &Path::new("metadata"));
+    if new_meta.resource_version.is_empty() {
+        errors.push(Error::required(&Path::new("resourceVersion"), ""));
+    }
+    errors.extend(validate_status(&new_quota.status));
+    Ok(errors)
+}
+
+/// Field-selector labels: only the metadata ones.
+pub const FIELD_SELECTORS: &[&str] = &["metadata.name", "metadata.namespace"];
+
+/// Field-selector values.
+pub fn field_values(object: &Value) -> BTreeMap<&'static str, String> {
+    util::meta_fields(object, true)
+}
+
+/// `NAME AGE REQUEST LIMIT`.
+pub const COLUMNS: &[ColumnDefinition] = &[
+    table::NAME,
+    table::AGE,
+    table::column(
+        "Request",
+        "Request represents a minimum amount of cpu/memory that a container may consume.",
+        0,
+    ),
+    table::column(
+        "Limit",
+        "Limits control the maximum amount of cpu/memory that a container may use independent of contention on the node.",
+        0,
+    ),
+];
+
+/// The cells: name, age, then `resource: used/hard` for each resource in `status.hard` (sorted),
+/// `limits.*` resources in the Limit cell and all others in the Request cell.
+pub fn row(object: &Value, now: i64) -> Vec<Value> {
+    let hard = object
+        .get("status")
+        .and_then(|s| s.get("hard"))
+        .and_then(Value::as_object);
+    let used = object.get("status").and_then(|s| s.get("used"));
+    let show = |v: Option<&Value>| -> String {
+        let text = match v {
+            Some(Value::String(s)) => s.clone(),
+            Some(Value::Number(n)) => n.to_string(),
+            _ => "0".to_owned(),
+        };
+        Quantity::parse(text.trim()).map_or(text, |q| q.to_string())
+    };
+    let mut request = Vec::new();
+    let mut limit = Vec::new();
+    let mut names: Vec<&String> = hard.map(|h| h.keys().collect()).unwrap_or_default();
+    names.sort();
+    for name in names {
+        let cell = format!(
+            "{name}: {}/{}",
+            show(used.and_then(|u| u.get(name))),
+            show(hard.and_then(|h| h.get(name)))
+        );
+        let mut pieces = name.split('.');
+        let is_limit = pieces.next() == Some("limits") && pieces.next().is_some();
+        if is_limit {
+            limit.push(cell);
+        } else {
+            request.push(cell);
+        }
+    }
+    vec![
+        util::name(object),
+        util::age(object, now),
+        Value::from(request.join(", ")),
+        Value::from(limit.join(", ")),
+    ]
+}

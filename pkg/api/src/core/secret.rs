@@ -1,0 +1,256 @@
+//! Secrets (`core/v1`, namespaced).
+//!
+//! Defaulting ([`default`]) does what upstream's decoding does: `stringData` entries are merged
+//! into `data` (base64, overwriting) and `stringData` is dropped; an empty `type` becomes
+//! `Opaque`. Validation (`ValidateSecret`, `ValidateSecretUpdate`): the name is a DNS-1123
+//! subdomain; `data` keys are valid config keys; the values hold at most 1 MiB; each built-in
+//! type requires its keys (see [`validate`]); `type` is immutable; an `immutable: true` Secret's
+//! `data` may not change and `immutable` may not be unset.
+
+use std::collections::BTreeMap;
+
+use base64::Engine as _;
+use genplane_apimachinery::errors::ApiError;
+use genplane_apimachinery::meta::{ObjectMeta, validate_object_meta, validate_object_meta_update};
+use genplane_apimachinery::validation::field::{Error, ErrorList, Path};
+use genplane_apimachinery::validation::{is_config_map_key, name_is_dns_subdomain};
+use serde::Deserialize;
+use serde_json::{Map, Value};
+
+use super::configmap::IMMUTABLE_SET;
+use super::{FIELD_IMMUTABLE, MAX_DATA_SIZE};
+use crate::decode::{self, Decoded, OBJECT_META, Struct, Type};
+use crate::table::{self, ColumnDefinition};
+use crate::util;
+
+/// The kind.
+pub const KIND: &str = "Secret";
+/// The default type.
+pub const TYPE_OPAQUE: &str = "Opaque";
+/// A service account token; needs the [`SERVICE_ACCOUNT_NAME_KEY`] annotation.
+pub const TYPE_SERVICE_ACCOUNT_TOKEN: &str = "kubernetes.io/service-account-token";
+/// The annotation naming the service account of a token Secret.
+pub const SERVICE_ACCOUNT_NAME_KEY: &str = "kubernetes.io/service-account.name";
+/// A legacy `~/.dockercfg`; needs `.dockercfg` holding JSON.
+pub const TYPE_DOCKERCFG: &str = "kubernetes.io/dockercfg";
+/// A `~/.docker/config.json`; needs `.dockerconfigjson` holding JSON.
+pub const TYPE_DOCKER_CONFIG_JSON: &str = "kubernetes.io/dockerconfigjson";
+/// Basic authentication; needs `username` or `password`.
+pub const TYPE_BASIC_AUTH: &str = "kubernetes.io/basic-auth";
+/// SSH authentication; needs a non-empty `ssh-privatekey`.
+pub const TYPE_SSH_AUTH: &str = "kubernetes.io/ssh-auth";
+/// TLS; needs `tls.crt` and `tls.key`.
+pub const TYPE_TLS: &str = "kubernetes.io/tls";
+
+/// The shape of a v1 Secret.
+pub static SCHEMA: Struct = Struct {
+    name: "Secret",
+    fields: &[
+        ("apiVersion", Type::String),
+        ("kind", Type::String),
+        ("metadata", Type::Struct(&OBJECT_META)),
+        ("data", Type::Map(&Type::Bytes)),
+        ("stringData", Type::Map(&Type::String)),
+        ("type", Type::String),
+        ("immutable", Type::Bool),
+    ],
+};
+
+#[derive(Debug, Default, PartialEq, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+struct Secret {
+    /// Base64 values, already checked by decoding.
+    data: BTreeMap<String, String>,
+    #[serde(rename = "type")]
+    type_: String,
+    immutable: Option<bool>,
+}
+
+/// Type-checks and normalizes a Secret.
+pub fn decode(object: &Value) -> Result<Decoded, ApiError> {
+    decode::decode(object, &SCHEMA).map_err(|e| e.to_api_error(KIND, "v1"))
+}
+
+/// Merges `stringData` into `data` (base64-encoding each value, overwriting a key already in
+/// `data`), drops `stringData`, and defaults an empty or missing `type` to `Opaque`.
+pub fn default(object: &mut Value) {
+    let Some(fields) = object.as_object_mut() else {
+        return;
+    };
+    if let Some(Value::Object(strings)) = fields.remove("stringData")
+        && !strings.is_empty()
+    {
+        {
+            let data = fields
+                .entry("data")
+                .or_insert_with(|| Value::Object(Map::new()));
+            if !data.is_object() {
+                *data = Value::Object(Map::new());
+            }
+            if let Value::Object(data) = data {
+                for (key, value) in strings {
+                    let text = value.as_str().unwrap_or_default();
+                    let encoded = base64::engine::general_purpose::STANDARD.encode(text);
+                    data.insert(key, Value::from(encoded));
+                }
+            }
+        }
+    }
+    let typed = fields
+        .get("type")
+        .and_then(Value::as_str)
+        .unwrap_or_default();
+    if typed.is_empty() {
+        fields.insert("type".to_owned(), Value::from(TYPE_OPAQUE));
+    }
+}
+
+fn decode_b64(value: &str) -> Vec<u8> {
+    base64::engine::general_purpose::STANDARD
+        .decode(value)
+        .unwrap_or_default()
+}
+
+/// Validates a new Secret. The type rules:
+/// - `kubernetes.io/service-account-token`: the `kubernetes.io/service-account.name`
+///   annotation is required;
+/// - `kubernetes.io/dockercfg`: `data[.dockercfg]` is required and holds a JSON object;
+/// - `kubernetes.io/dockerconfigjson`: `data[.dockerconfigjson]` likewise;
+/// - `kubernetes.io/basic-auth`: `data[username]` or `data[password]` is required (both are
+///   reported missing when neither is there);
+/// - `kubernetes.io/ssh-auth`: a non-empty `data[ssh-privatekey]` is required;
+/// - `kubernetes.io/tls`: `data[tls.crt]` and `data[tls.key]` are required;
+/// - `Opaque`, empty, and any other type: no rule.
+pub fn validate(object: &Value) -> Result<ErrorList, ApiError> {
+    let (meta, secret) = util::decode_typed::<Secret>(object, &SCHEMA, KIND, "v1")?;
+    let mut errors =
+        validate_object_meta(&meta, true, name_is_dns_subdomain, &Path::new("metadata"));
+    errors.extend(validate_body(&meta, &secret));
+    Ok(errors)
+}
+
+/// The rules below the metadata, shared by create and update.
+fn validate_body(meta: &ObjectMeta, secret: &Secret) -> ErrorList {
+    let mut errors = ErrorList::new();
+    let data_path = Path::new("data");
+    let mut total = 0usize;
+    for (key, value) in &secret.data {
+        for message in is_config_map_key(key) {
+            errors.push(Error::invalid(&data_path.key(key), key.as_str(), message));
+        }
+        total += super::configmap::decoded_len(value);
+    }
+    if total > MAX_DATA_SIZE {
+        errors.push(Error::too_long(&data_path, "", MAX_DATA_SIZE));
+    }
+    let require_json = |errors: &mut ErrorList, key: &str| match secret.data.get(key) {
+        None => errors.push(Error::required(&data_path.key(key), "")),
+        Some(value) => {
+            if let Err(e) = serde_json::from_slice::<Map<String, Value>>(&decode_b64(value)) {
+                errors.push(Error::invalid(
+                    &data_path.key(key),
+                    "<secret contents redacted>",
+                    e.to_string(),
+                ));
+            }
+        }
+    };
+    match secret.type_.as_str() {
+        TYPE_SERVICE_ACCOUNT_TOKEN => {
+            let name = meta.annotations.get(SERVICE_ACCOUNT_NAME_KEY);
+            if name.is_none_or(String::is_empty) {
+                errors.push(Error::required(
+                    &Path::new("metadata")
+                        .child("annotations")
+                        .key(SERVICE_ACCOUNT_NAME_KEY),
+                    "",
+                ));
+            }
+        }
+        TYPE_DOCKERCFG => require_json(&mut errors, ".dockercfg"),
+        TYPE_DOCKER_CONFIG_JSON => require_json(&mut errors, ".dockerconfigjson"),
+        TYPE_BASIC_AUTH
+            if !secret.data.contains_key("username") && !secret.data.contains_key("password") =>
+        {
+            errors.push(Error::required(&data_path.key("username"), ""));
+            errors.push(Error::required(&data_path.key("password"), ""));
+        }
+        TYPE_SSH_AUTH
+            if secret
+                .data
+                .get("ssh-privatekey")
+                .is_none_or(|v| v.is_empty()) =>
+        {
+            errors.push(Error::required(&data_path.key("ssh-privatekey"), ""));
+        }
+        TYPE_TLS => {
+            for key in ["tls.crt", "tls.key"] {
+                if !secret.data.contains_key(key) {
+                    errors.push(Error::required(&data_path.key(key), ""));
+                }
+            }
+        }
+        _ => {}
+    }
+    errors
+}
+
+/// Validates an update of a Secret.
+pub fn validate_update(new: &Value, old: &Value) -> Result<ErrorList, ApiError> {
+    let (new_meta, new_secret) = util::decode_typed::<Secret>(new, &SCHEMA, KIND, "v1")?;
+    let (old_meta, old_secret) = util::decode_typed::<Secret>(old, &SCHEMA, KIND, "v1")?;
+    let mut errors = validate_object_meta_update(&new_meta, &old_meta, &Path::new("metadata"));
+    if new_secret.type_ != old_secret.type_ {
+        errors.push(Error::invalid(
+            &Path::new("type"),
+            new_secret.type_.as_str(),
+            FIELD_IMMUTABLE,
+        ));
+    }
+    if old_secret.immutable == Some(true) {
+        if new_secret.immutable != Some(true) {
+            errors.push(Error::forbidden(&Path::new("immutable"), IMMUTABLE_SET));
+        }
+        if new_secret.data != old_secret.data {
+            errors.push(Error::forbidden(&Path::new("data"), IMMUTABLE_SET));
+        }
+    }
+    errors.extend(validate_body(&new_meta, &new_secret));
+    Ok(errors)
+}
+
+/// Field-selector labels: the metadata ones and `type`.
+pub const FIELD_SELECTORS: &[&str] = &["metadata.name", "metadata.namespace", "type"];
+
+/// Field-selector values.
+pub fn field_values(object: &Value) -> BTreeMap<&'static str, String> {
+    let mut fields = util::meta_fields(object, true);
+    fields.insert("type", util::str_at(object, &["type"]).to_owned());
+    fields
+}
+
+/// `NAME TYPE DATA AGE`.
+pub const COLUMNS: &[ColumnDefinition] = &[
+    table::NAME,
+    table::column(
+        "Type",
+        "Used to facilitate programmatic handling of secret data.",
+        0,
+    ),
+    table::column(
+        "Data",
+        "Data contains the secret data. Each key must consist of alphanumeric characters, '-', '_' or '.'.",
+        0,
+    ),
+    table::AGE,
+];
+
+/// The cells: name, type, number of `data` entries, age.
+pub fn row(object: &Value, now: i64) -> Vec<Value> {
+    vec![
+        util::name(object),
+        Value::from(util::str_at(object, &["type"])),
+        Value::from(util::len_at(object, "data")),
+        util::age(object, now),
+    ]
+}

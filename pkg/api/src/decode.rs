@@ -1,0 +1,493 @@
+//! Decoding a raw JSON object against the shape of its type, as Go's JSON decoder does.
+//!
+//! Objects are `serde_json::Value`s everywhere in genplane. Before validation, each is checked
+//! against a [`Struct`] schema: every field has the JSON type its Go field has, or the request
+//! fails with a 400 BadRequest naming the field (upstream answers
+//! `json: cannot unmarshal number into Go struct field ConfigMap.data of type string`).
+//! Decoding also produces what upstream would store after a round trip through its Go types:
+//! - a `null` struct field is dropped (Go leaves the field unset); a `null` map or list item
+//!   becomes the item type's zero value;
+//! - fields the type does not have are dropped, and reported in [`Decoded::unknown_fields`]
+//!   (for `fieldValidation=Strict|Warn`);
+//! - times are rewritten as Go writes them (`metav1.Time` in whole seconds UTC,
+//!   `metav1.MicroTime` with six digits), quantities in their canonical form, bytes re-encoded
+//!   in standard base64.
+
+use base64::Engine as _;
+use genplane_apimachinery::errors::{ApiError, Status};
+use genplane_apimachinery::meta::rfc3339;
+use genplane_apimachinery::validation::field::Path;
+use serde::de::DeserializeOwned;
+use serde_json::{Map, Value};
+
+use crate::quantity::Quantity;
+use crate::time::{parse_micro_time, parse_time};
+
+/// The JSON shape of a field.
+#[derive(Clone, Copy, Debug)]
+pub enum Type {
+    /// A string.
+    String,
+    /// `true` or `false`.
+    Bool,
+    /// An integer that fits in 32 bits.
+    Int32,
+    /// An integer that fits in 64 bits.
+    Int64,
+    /// Bytes, as a standard base64 string.
+    Bytes,
+    /// A `metav1.Time`: an RFC 3339 string.
+    Time,
+    /// A `metav1.MicroTime`: an RFC 3339 string with six fractional digits.
+    MicroTime,
+    /// A `resource.Quantity`: a string or a number.
+    Quantity,
+    /// Anything (kept as it is).
+    Any,
+    /// An object with known fields.
+    Struct(&'static Struct),
+    /// An object with arbitrary keys, every value of one type.
+    Map(&'static Type),
+    /// A list of items of one type.
+    List(&'static Type),
+}
+
+impl Type {
+    fn name(self) -> String {
+        match self {
+            Type::String => "string".to_owned(),
+            Type::Bool => "bool".to_owned(),
+            Type::Int32 => "int32".to_owned(),
+            Type::Int64 => "int64".to_owned(),
+            Type::Bytes => "[]byte (base64 string)".to_owned(),
+            Type::Time => "Time (RFC 3339 string)".to_owned(),
+            Type::MicroTime => "MicroTime (RFC 3339 string with microseconds)".to_owned(),
+            Type::Quantity => "Quantity".to_owned(),
+            Type::Any => "any".to_owned(),
+            Type::Struct(s) => s.name.to_owned(),
+            Type::Map(t) => format!("map[string]{}", t.name()),
+            Type::List(t) => format!("[]{}", t.name()),
+        }
+    }
+
+    /// The value a `null` map or list item decodes to.
+    fn zero(self) -> Value {
+        match self {
+            Type::String | Type::Bytes => Value::from(""),
+            Type::Bool => Value::Bool(false),
+            Type::Int32 | Type::Int64 => Value::from(0),
+            Type::Quantity => Value::from("0"),
+            Type::Struct(_) => Value::Object(Map::new()),
+            Type::Time | Type::MicroTime | Type::Any | Type::Map(_) | Type::List(_) => Value::Null,
+        }
+    }
+}
+
+/// An object type: its Go name (for messages) and its fields.
+#[derive(Debug)]
+pub struct Struct {
+    /// The type's name, e.g. `ConfigMap`.
+    pub name: &'static str,
+    /// The fields, by JSON name.
+    pub fields: &'static [(&'static str, Type)],
+}
+
+/// Why a raw object does not decode into its type. The API answers 400 BadRequest.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum DecodeError {
+    /// A field has the wrong JSON type.
+    #[error("json: cannot unmarshal {found} into field {field} of type {expected}")]
+    WrongType {
+        /// The field, e.g. `ConfigMap.data[key]`.
+        field: String,
+        /// The JSON type found: `number`, `string`, `bool`, `array`, `object`.
+        found: &'static str,
+        /// The type the field has.
+        expected: String,
+    },
+    /// A field has the right JSON type but an unreadable value (a bad time, quantity, base64).
+    #[error("field {field}: {message}")]
+    BadValue {
+        /// The field.
+        field: String,
+        /// What is wrong.
+        message: String,
+    },
+}
+
+impl DecodeError {
+    /// The 400 BadRequest answer, in upstream's words:
+    /// `ConfigMap in version "v1" cannot be handled as a ConfigMap: <why>`.
+    pub fn to_api_error(&self, kind: &str, version: &str) -> ApiError {
+        Status::bad_request(format!(
+            "{kind} in version {version:?} cannot be handled as a {kind}: {self}"
+        ))
+        .into()
+    }
+}
+
+/// A decoded object: the normalized JSON and the fields its type does not have.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Decoded {
+    /// The object as upstream would store it (see the module docs).
+    pub object: Value,
+    /// Paths of fields the type does not have, e.g. `spec.foo` (upstream's strict decoding
+    /// reports `unknown field "spec.foo"`).
+    pub unknown_fields: Vec<String>,
+}
+
+fn json_type(value: &Value) -> &'static str {
+    match value {
+        Value::Null => "null",
+        Value::Bool(_) => "bool",
+        Value::Number(_) => "number",
+        Value::String(_) => "string",
+        Value::Array(_) => "array",
+        Value::Object(_) => "object",
+    }
+}
+
+struct Walker {
+    root: &'static str,
+    unknown: Vec<String>,
+}
+
+impl Walker {
+    fn field(&self, path: &Path) -> String {
+        if path.as_str().is_empty() {
+            self.root.to_owned()
+        } else {
+            format!("{}.{}", self.root, path)
+        }
+    }
+
+    fn wrong(&self, path: &Path, value: &Value, ty: Type) -> DecodeError {
+        DecodeError::WrongType {
+            field: self.field(path),
+            found: json_type(value),
+            expected: ty.name(),
+        }
+    }
+
+    fn bad(&self, path: &Path, message: impl Into<String>) -> DecodeError {
+        DecodeError::BadValue {
+            field: self.field(path),
+            message: message.into(),
+        }
+    }
+
+    fn walk(&mut self, value: &Value, ty: Type, path: &Path) -> Result<Value, DecodeError> {
+        match (ty, value) {
+            (Type::Any, v) => Ok(v.clone()),
+            (Type::String, Value::String(_)) | (Type::Bool, Value::Bool(_)) => Ok(value.clone()),
+            (Type::Int32, Value::Number(n)) => match n.as_i64() {
+                Some(i) if i32::try_from(i).is_ok() => Ok(value.clone()),
+                _ => Err(self.wrong(path, value, ty)),
+            },
+            (Type::Int64, Value::Number(n)) => match n.as_i64() {
+                Some(_) => Ok(value.clone()),
+                None => Err(self.wrong(path, value, ty)),
+            },
+            (Type::Bytes, Value::String(s)) => {
+                let compact: String = s.chars().filter(|c| !matches!(c, '\r' | '\n')).collect();
+                match base64::engine::general_purpose::STANDARD.decode(compact) {
+                    Ok(bytes) => Ok(Value::from(
+                        base64::engine::general_purpose::STANDARD.encode(bytes),
+                    )),
+                    Err(e) => Err(self.bad(path, base64_message(&e))),
+                }
+            }
+            (Type::Time, Value::String(s)) => match parse_time(s) {
+                Some(t) => Ok(Value::from(rfc3339(t.seconds))),
+                None => Err(self.bad(
+                    path,
+                    format!("cannot parse {s:?} as an RFC 3339 time (2006-01-02T15:04:05Z07:00)"),
+                )),
+            },
+            (Type::MicroTime, Value::String(s)) => match parse_micro_time(s) {
+                Some(t) => Ok(Value::from(micro_time(t.seconds, t.nanos))),
+                None => Err(self.bad(
+                    path,
+                    format!(
+                        "cannot parse {s:?} as a time with microseconds (2006-01-02T15:04:05.000000Z07:00)"
+                    ),
+                )),
+            },
+            (Type::Quantity, Value::String(_) | Value::Number(_)) => {
+                let text = match value {
+                    Value::String(s) => s.trim().to_owned(),
+                    other => other.to_string(),
+                };
+                match Quantity::parse(&text) {
+                    Ok(q) => Ok(Value::from(q.to_string())),
+                    Err(e) => Err(self.bad(path, e.to_string())),
+                }
+            }
+            (Type::Struct(schema), Value::Object(fields)) => {
+                let mut out = Map::new();
+                for (name, item) in fields {
+                    let child = path.child(name);
+                    match schema.fields.iter().find(|(n, _)| n == name) {
+                        Some(_) if item.is_null() => {}
+                        Some((_, field_ty)) => {
+                            let decoded = self.walk(item, *field_ty, &child)?;
+                            out.insert(name.clone(), decoded);
+                        }
+                        None => self.unknown.push(child.to_string()),
+                    }
+                }
+                Ok(Value::Object(out))
+            }
+            (Type::Map(item_ty), Value::Object(entries)) => {
+                let mut out = Map::new();
+                for (key, item) in entries {
+                    let decoded = if item.is_null() {
+                        item_ty.zero()
+                    } else {
+                        self.walk(item, *item_ty, &path.key(key))?
+                    };
+                    out.insert(key.clone(), decoded);
+                }
+                Ok(Value::Object(out))
+            }
+            (Type::List(item_ty), Value::Array(items)) => {
+                let mut out = Vec::with_capacity(items.len());
+                for (i, item) in items.iter().enumerate() {
+                    out.push(if item.is_null() {
+                        item_ty.zero()
+                    } else {
+                        self.walk(item, *item_ty, &path.index(i))?
+                    });
+                }
+                Ok(Value::Array(out))
+            }
+            _ => Err(self.wrong(path, value, ty)),
+        }
+    }
+}
+
+/// Go's wording for bad base64: the offset of the first bad byte.
+fn base64_message(error: &base64::DecodeError) -> String {
+    let at = match error {
+        base64::DecodeError::InvalidByte(at, _) | base64::DecodeError::InvalidLastSymbol(at, _) => {
+            *at
+        }
+        base64::DecodeError::InvalidLength(len) => *len,
+        base64::DecodeError::InvalidPadding => 0,
+    };
+    format!("illegal base64 data at input byte {at}")
+}
+
+/// A MicroTime as Go writes it: UTC, six fractional digits.
+pub fn micro_time(seconds: i64, nanos: u32) -> String {
+    let whole = rfc3339(seconds);
+    let stem = whole.trim_end_matches('Z');
+    format!("{stem}.{:06}Z", nanos / 1000)
+}
+
+/// Decodes `object` as a `schema`: checks every known field's type and normalizes the object
+/// (see the module docs).
+pub fn decode(object: &Value, schema: &'static Struct) -> Result<Decoded, DecodeError> {
+    let mut walker = Walker {
+        root: schema.name,
+        unknown: Vec::new(),
+    };
+    let decoded = walker.walk(object, Type::Struct(schema), &Path::default())?;
+    Ok(Decoded {
+        object: decoded,
+        unknown_fields: walker.unknown,
+    })
+}
+
+/// Reads an already decoded value into a typed struct (used only for validation).
+pub(crate) fn typed<T: DeserializeOwned>(decoded: &Value, root: &str) -> Result<T, DecodeError> {
+    serde_json::from_value(decoded.clone()).map_err(|e| DecodeError::BadValue {
+        field: root.to_owned(),
+        message: e.to_string(),
+    })
+}
+
+/// `metav1.ObjectMeta`.
+pub static OBJECT_META: Struct = Struct {
+    name: "ObjectMeta",
+    fields: &[
+        ("name", Type::String),
+        ("generateName", Type::String),
+        ("namespace", Type::String),
+        ("selfLink", Type::String),
+        ("uid", Type::String),
+        ("resourceVersion", Type::String),
+        ("generation", Type::Int64),
+        ("creationTimestamp", Type::Time),
+        ("deletionTimestamp", Type::Time),
+        ("deletionGracePeriodSeconds", Type::Int64),
+        ("labels", Type::Map(&Type::String)),
+        ("annotations", Type::Map(&Type::String)),
+        (
+            "ownerReferences",
+            Type::List(&Type::Struct(&OWNER_REFERENCE)),
+        ),
+        ("finalizers", Type::List(&Type::String)),
+        (
+            "managedFields",
+            Type::List(&Type::Struct(&MANAGED_FIELDS_ENTRY)),
+        ),
+    ],
+};
+
+/// `metav1.OwnerReference`.
+pub static OWNER_REFERENCE: Struct = Struct {
+    name: "OwnerReference",
+    fields: &[
+        ("apiVersion", Type::String),
+        ("kind", Type::String),
+        ("name", Type::String),
+        ("uid", Type::String),
+        ("controller", Type::Bool),
+        ("blockOwnerDeletion", Type::Bool),
+    ],
+};
+
+/// `metav1.ManagedFieldsEntry`.
+pub static MANAGED_FIELDS_ENTRY: Struct = Struct {
+    name: "ManagedFieldsEntry",
+    fields: &[
+        ("manager", Type::String),
+        ("operation", Type::String),
+        ("apiVersion", Type::String),
+        ("time", Type::Time),
+        ("fieldsType", Type::String),
+        ("fieldsV1", Type::Any),
+        ("subresource", Type::String),
+    ],
+};
+
+/// `core/v1.ObjectReference`.
+pub static OBJECT_REFERENCE: Struct = Struct {
+    name: "ObjectReference",
+    fields: &[
+        ("kind", Type::String),
+        ("namespace", Type::String),
+        ("name", Type::String),
+        ("uid", Type::String),
+        ("apiVersion", Type::String),
+        ("resourceVersion", Type::String),
+        ("fieldPath", Type::String),
+    ],
+};
+
+/// `core/v1.LocalObjectReference`.
+pub static LOCAL_OBJECT_REFERENCE: Struct = Struct {
+    name: "LocalObjectReference",
+    fields: &[("name", Type::String)],
+};
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    static THING: Struct = Struct {
+        name: "Thing",
+        fields: &[
+            ("apiVersion", Type::String),
+            ("kind", Type::String),
+            ("metadata", Type::Struct(&OBJECT_META)),
+            ("data", Type::Map(&Type::String)),
+            ("bytes", Type::Map(&Type::Bytes)),
+            ("count", Type::Int32),
+            ("flag", Type::Bool),
+            ("when", Type::Time),
+            ("at", Type::MicroTime),
+            ("size", Type::Quantity),
+            ("items", Type::List(&Type::Struct(&LOCAL_OBJECT_REFERENCE))),
+        ],
+    };
+
+    #[test]
+    fn wrong_types_name_the_field() {
+        let cases = [
+            (
+                json!({"data": {"k": 5}}),
+                "json: cannot unmarshal number into field Thing.data[k] of type string",
+            ),
+            (
+                json!({"data": "x"}),
+                "json: cannot unmarshal string into field Thing.data of type map[string]string",
+            ),
+            (
+                json!({"count": 1.5}),
+                "json: cannot unmarshal number into field Thing.count of type int32",
+            ),
+            (
+                json!({"count": 4_294_967_296u64}),
+                "json: cannot unmarshal number into field Thing.count of type int32",
+            ),
+            (
+                json!({"flag": "true"}),
+                "json: cannot unmarshal string into field Thing.flag of type bool",
+            ),
+            (
+                json!({"metadata": {"labels": {"a": true}}}),
+                "json: cannot unmarshal bool into field Thing.metadata.labels[a] of type string",
+            ),
+            (
+                json!({"items": [{"name": 1}]}),
+                "json: cannot unmarshal number into field Thing.items[0].name of type string",
+            ),
+            (
+                json!([1]),
+                "json: cannot unmarshal array into field Thing of type Thing",
+            ),
+            (
+                json!({"bytes": {"k": "not base64!"}}),
+                "field Thing.bytes[k]: illegal base64 data at input byte 3",
+            ),
+            (
+                json!({"when": "yesterday"}),
+                "field Thing.when: cannot parse \"yesterday\" as an RFC 3339 time (2006-01-02T15:04:05Z07:00)",
+            ),
+            (
+                json!({"size": "1x"}),
+                "field Thing.size: quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'",
+            ),
+        ];
+        for (input, want) in cases {
+            let err = decode(&input, &THING).unwrap_err();
+            assert_eq!(err.to_string(), want, "{input}");
+        }
+        let status = DecodeError::WrongType {
+            field: "ConfigMap.data[k]".into(),
+            found: "number",
+            expected: "string".into(),
+        }
+        .to_api_error("ConfigMap", "v1");
+        assert_eq!(status.code, 400);
+        assert_eq!(status.reason, "BadRequest");
+        assert_eq!(
+            status.message,
+            "ConfigMap in version \"v1\" cannot be handled as a ConfigMap: json: cannot unmarshal number into field ConfigMap.data[k] of type string"
+        );
+    }
+
+    #[test]
+    fn normalizes_like_a_go_round_trip() {
+        let input = json!({
+            "kind": "Thing", "metadata": {"name": "a", "labels": null, "creationTimestamp": "2026-11-22T04:40:00.5+01:00"},
+            "data": {"k": null, "v": "x"}, "flag": null, "count": 3,
+            "at": "2026-11-22T03:40:00.123456+00:00", "size": 1.5, "bytes": {"k": "aGk=\n"},
+            "items": [null, {"name": "s"}], "extra": 1, "spec": {"x": 1}
+        });
+        let decoded = decode(&input, &THING).unwrap();
+        assert_eq!(
+            decoded.object,
+            json!({
+                "kind": "Thing", "metadata": {"name": "a", "creationTimestamp": "2026-11-22T03:40:00Z"},
+                "data": {"k": "", "v": "x"}, "count": 3,
+                "at": "2026-11-22T03:40:00.123456Z", "size": "1500m", "bytes": {"k": "aGk="},
+                "items": [{}, {"name": "s"}]
+            })
+        );
+        assert_eq!(decoded.unknown_fields, ["extra", "spec"]);
+    }
+}

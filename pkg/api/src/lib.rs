@@ -1,0 +1,45 @@
+//! The built-in types of the genplane generic control plane, and everything about them that is
+//! pure: decoding, defaulting, validation, field selectors and table columns.
+//!
+//! Resources (each module documents its upstream rules):
+//! - core/v1 ([`core`]): [`core::namespace`], [`core::configmap`], [`core::secret`],
+//!   [`core::serviceaccount`], [`core::event`], [`core::resourcequota`];
+//! - events.k8s.io/v1 ([`events`]): events, stored as core/v1 events and converted both ways;
+//! - coordination.k8s.io/v1 ([`coordination`]): leases.
+//!
+//! [`catalog`] lists them all with what discovery, the router and storage need to know, and
+//! the hooks the generic registry runs ([`catalog::Hooks`]).
+//!
+//! ## Raw JSON, typed checks
+//!
+//! Objects are `serde_json::Value`s everywhere in genplane. This crate checks a Value against a
+//! schema of its type ([`decode`]) so that a field of the wrong JSON type becomes a 400
+//! BadRequest naming the field, then reads it into small serde structs of its own for the
+//! validation rules. It does not use k8s-openapi for that: its structs check `apiVersion` and
+//! `kind` on deserialization, report no field path on a type error, and cost a long compile for
+//! the seven types needed here; the schemas here also give unknown-field detection and the
+//! normalized form upstream stores.
+//!
+//! ## Calling convention
+//!
+//! `validate(obj)` and `validate_update(new, old)` return `Err(ApiError)` (400 BadRequest) when
+//! the object does not decode, else `Ok(ErrorList)`: every field problem, empty when valid. Turn
+//! a non-empty list into the 422 answer with
+//! [`genplane_apimachinery::errors::Status::invalid`]. Validation expects defaulting
+//! (`default`, e.g. a Secret's `stringData` merge) to have run first, as upstream decodes and
+//! defaults before it validates. Tables take `now` (Unix seconds): no clock is read here.
+//!
+//! No I/O and no async here (checked by `hack/verify-crate-deps.sh`).
+
+#![warn(missing_docs)]
+
+pub mod catalog;
+pub mod coordination;
+pub mod core;
+pub mod decode;
+pub mod events;
+pub mod quantity;
+pub mod table;
+pub mod time;
+
+mod util;
