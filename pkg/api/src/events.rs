@@ -170,3 +170,246 @@ pub fn field_values(object: &Value) -> BTreeMap<&'static str, String> {
 pub fn row(object: &Value, now: i64) -> Vec<Value> {
     event::row(&to_core(object.clone()), now)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn summary(errors: &ErrorList) -> Vec<String> {
+        errors.iter().map(ToString::to_string).collect()
+    }
+
+    fn event(extra: Value) -> Value {
+        let mut base = json!({
+            "apiVersion": "events.k8s.io/v1", "kind": "Event",
+            "metadata": {"name": "web.17a3c", "namespace": "default"},
+            "eventTime": "2026-01-01T00:00:00.000000Z",
+            "reportingController": "example.com/ctrl", "reportingInstance": "ctrl-1",
+            "action": "Scale", "reason": "Scaled", "type": "Normal",
+            "regarding": {"kind": "Deployment", "name": "web", "namespace": "default", "apiVersion": "apps/v1"},
+            "note": "scaled up"
+        });
+        if let (Some(b), Value::Object(e)) = (base.as_object_mut(), extra) {
+            b.extend(e);
+        }
+        base
+    }
+
+    #[test]
+    fn conversion_renames_fields_both_ways() {
+        let v1 = json!({
+            "apiVersion": "events.k8s.io/v1", "kind": "Event",
+            "metadata": {"name": "e", "namespace": "default"},
+            "eventTime": "2026-01-01T00:00:00.000000Z",
+            "series": {"count": 2, "lastObservedTime": "2026-01-01T00:00:05.000000Z"},
+            "reportingController": "c", "reportingInstance": "i", "action": "A", "reason": "R",
+            "regarding": {"kind": "Pod", "name": "p"}, "related": {"kind": "Node", "name": "n"},
+            "note": "N", "type": "Warning", "deprecatedSource": {"component": "kubelet", "host": "h"},
+            "deprecatedFirstTimestamp": "2026-01-01T00:00:00Z", "deprecatedLastTimestamp": "2026-01-01T00:00:09Z",
+            "deprecatedCount": 7
+        });
+        let core = json!({
+            "apiVersion": "v1", "kind": "Event",
+            "metadata": {"name": "e", "namespace": "default"},
+            "eventTime": "2026-01-01T00:00:00.000000Z",
+            "series": {"count": 2, "lastObservedTime": "2026-01-01T00:00:05.000000Z"},
+            "reportingComponent": "c", "reportingInstance": "i", "action": "A", "reason": "R",
+            "involvedObject": {"kind": "Pod", "name": "p"}, "related": {"kind": "Node", "name": "n"},
+            "message": "N", "type": "Warning", "source": {"component": "kubelet", "host": "h"},
+            "firstTimestamp": "2026-01-01T00:00:00Z", "lastTimestamp": "2026-01-01T00:00:09Z",
+            "count": 7
+        });
+        assert_eq!(to_core(v1.clone()), core);
+        assert_eq!(from_core(core.clone()), v1);
+        assert_eq!(from_core(to_core(v1.clone())), v1);
+        assert_eq!(to_core(from_core(core.clone())), core);
+        let sparse = json!({"metadata": {"name": "x"}, "message": "m", "extra": true});
+        assert_eq!(
+            from_core(sparse),
+            json!({"apiVersion": "events.k8s.io/v1", "kind": "Event", "metadata": {"name": "x"}, "note": "m"}),
+            "absent fields stay absent; unknown ones are dropped"
+        );
+    }
+
+    #[test]
+    fn strict_create_rules() {
+        let cases: Vec<(&str, Value, Vec<&str>)> = vec![
+            ("valid", event(json!({})), vec![]),
+            ("warning", event(json!({"type": "Warning"})), vec![]),
+            (
+                "bad type",
+                event(json!({"type": "Info"})),
+                vec!["type: Invalid value: \"\": has invalid value: Info"],
+            ),
+            (
+                "no eventTime",
+                event(json!({"eventTime": null})),
+                vec![
+                    "reportingController: Invalid value: \"example.com/ctrl\": name part must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')",
+                ],
+            ),
+            (
+                "missing controller",
+                event(json!({"reportingController": ""})),
+                vec![
+                    "reportingController: Required value",
+                    "reportingController: Invalid value: \"\": name part must be non-empty",
+                ],
+            ),
+            (
+                "deprecated fields set",
+                event(
+                    json!({"deprecatedCount": 2, "deprecatedSource": {"component": "x"}, "deprecatedFirstTimestamp": "2026-01-01T00:00:00Z", "deprecatedLastTimestamp": "2026-01-01T00:00:00Z"}),
+                ),
+                vec![
+                    "deprecatedFirstTimestamp: Invalid value: \"\": needs to be unset",
+                    "deprecatedLastTimestamp: Invalid value: \"\": needs to be unset",
+                    "deprecatedCount: Invalid value: \"\": needs to be unset",
+                    "deprecatedSource: Invalid value: \"\": needs to be unset",
+                ],
+            ),
+            (
+                "series too small",
+                event(json!({"series": {"count": 1}})),
+                vec![
+                    "series.count: Invalid value: \"\": should be at least 2",
+                    "series.lastObservedTime: Required value",
+                ],
+            ),
+            (
+                "series ok",
+                event(
+                    json!({"series": {"count": 2, "lastObservedTime": "2026-01-01T00:00:01.000000Z"}}),
+                ),
+                vec![],
+            ),
+            (
+                "names are subdomains",
+                event(json!({"metadata": {"name": "Web_1", "namespace": "default"}})),
+                vec![
+                    "metadata.name: Invalid value: \"Web_1\": a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')",
+                ],
+            ),
+            (
+                "note limit",
+                event(json!({"note": "n".repeat(1025)})),
+                vec!["message: Invalid value: \"\": can have at most 1024 characters"],
+            ),
+            (
+                "regarding elsewhere",
+                event(json!({"regarding": {"kind": "Pod", "name": "p", "namespace": "other"}})),
+                vec![],
+            ),
+            (
+                "cluster object outside default",
+                event(
+                    json!({"metadata": {"name": "e", "namespace": "team"}, "regarding": {"kind": "Node", "name": "n"}}),
+                ),
+                vec![
+                    "involvedObject.namespace: Invalid value: \"\": does not match event.namespace",
+                ],
+            ),
+        ];
+        for (name, object, want) in cases {
+            let errors = validate(&object).unwrap();
+            if name == "no eventTime" {
+                // Without eventTime the event is "old style": the namespace rule applies, then
+                // the strict rules want an eventTime and no old fields.
+                assert_eq!(summary(&errors), ["eventTime: Required value"], "{name}");
+                continue;
+            }
+            assert_eq!(summary(&errors), want, "{name}");
+        }
+        let err = validate(&event(json!({"note": 5}))).unwrap_err();
+        assert_eq!(err.code, 400);
+        assert_eq!(
+            err.message,
+            "Event in version \"events.k8s.io/v1\" cannot be handled as a Event: json: cannot unmarshal number into field Event.note of type string"
+        );
+    }
+
+    #[test]
+    fn strict_update_rules() {
+        let old = event(
+            json!({"series": {"count": 2, "lastObservedTime": "2026-01-01T00:00:01.000000Z"}}),
+        );
+        let series = event(
+            json!({"series": {"count": 3, "lastObservedTime": "2026-01-01T00:00:09.000000Z"}}),
+        );
+        assert!(
+            validate_update(&series, &old).unwrap().is_empty(),
+            "the series may move on"
+        );
+        let bad_series = event(
+            json!({"series": {"count": 1, "lastObservedTime": "2026-01-01T00:00:09.000000Z"}}),
+        );
+        assert_eq!(
+            summary(&validate_update(&bad_series, &old).unwrap()),
+            ["series.count: Invalid value: \"\": should be at least 2"]
+        );
+        let changed = event(json!({
+            "series": {"count": 2, "lastObservedTime": "2026-01-01T00:00:01.000000Z"},
+            "note": "other", "reason": "Other", "action": "B", "reportingController": "example.com/other",
+            "eventTime": "2026-01-01T00:00:01.000000Z", "regarding": {"kind": "Deployment", "name": "api", "namespace": "default"}
+        }));
+        let fields: Vec<String> = validate_update(&changed, &old)
+            .unwrap()
+            .iter()
+            .map(|e| e.field.to_string())
+            .collect();
+        assert_eq!(
+            fields,
+            [
+                "involvedObject",
+                "reason",
+                "message",
+                "reason",
+                "eventTime",
+                "action",
+                "reportingController"
+            ]
+        );
+        assert!(
+            validate_update(&changed, &old)
+                .unwrap()
+                .to_string()
+                .contains("message: Invalid value: \"other\": field is immutable")
+        );
+        let renamed = event(
+            json!({"metadata": {"name": "other", "namespace": "default"}, "series": {"count": 2, "lastObservedTime": "2026-01-01T00:00:01.000000Z"}}),
+        );
+        assert_eq!(
+            summary(&validate_update(&renamed, &old).unwrap()),
+            ["metadata.name: Invalid value: \"other\": field is immutable"]
+        );
+    }
+
+    #[test]
+    fn fields_and_table() {
+        let object = event(json!({"metadata": {"name": "e", "namespace": "default"}}));
+        let fields = field_values(&object);
+        assert_eq!(fields.keys().count(), FIELD_SELECTORS.len());
+        assert_eq!(fields["regarding.kind"], "Deployment");
+        assert_eq!(fields["regarding.apiVersion"], "apps/v1");
+        assert_eq!(fields["reportingController"], "example.com/ctrl");
+        assert_eq!(fields["source"], "example.com/ctrl");
+        assert_eq!(fields["metadata.namespace"], "default");
+        let now = 1_767_225_600 + 90; // 2026-01-01T00:01:30Z
+        assert_eq!(
+            row(&object, now),
+            vec![
+                json!("90s"),
+                json!("Normal"),
+                json!("Scaled"),
+                json!("deployment/web"),
+                json!(""),
+                json!("example.com/ctrl, ctrl-1"),
+                json!("scaled up"),
+                json!("90s"),
+                json!(1),
+                json!("e")
+            ]
+        );
+    }
+}

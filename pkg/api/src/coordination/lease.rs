@@ -195,3 +195,151 @@ pub fn row(object: &Value, now: i64) -> Vec<Value> {
         util::age(object, now),
     ]
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn summary(errors: &ErrorList) -> Vec<String> {
+        errors.iter().map(ToString::to_string).collect()
+    }
+
+    fn lease(spec: Value) -> Value {
+        json!({"apiVersion": API_VERSION, "kind": "Lease", "metadata": {"name": "kube-controller-manager", "namespace": "kube-system"}, "spec": spec})
+    }
+
+    #[test]
+    fn create_rules() {
+        let cases: Vec<(&str, Value, Vec<&str>)> = vec![
+            (
+                "valid",
+                lease(
+                    json!({"holderIdentity": "node-1_abc", "leaseDurationSeconds": 15, "acquireTime": "2026-01-01T00:00:00.000000Z", "renewTime": "2026-01-01T00:00:10.000000Z", "leaseTransitions": 0}),
+                ),
+                vec![],
+            ),
+            ("empty spec", lease(json!({})), vec![]),
+            (
+                "zero duration",
+                lease(json!({"leaseDurationSeconds": 0})),
+                vec!["spec.leaseDurationSeconds: Invalid value: 0: must be greater than 0"],
+            ),
+            (
+                "negative duration",
+                lease(json!({"leaseDurationSeconds": -5})),
+                vec!["spec.leaseDurationSeconds: Invalid value: -5: must be greater than 0"],
+            ),
+            (
+                "negative transitions",
+                lease(json!({"leaseTransitions": -1})),
+                vec![
+                    "spec.leaseTransitions: Invalid value: -1: must be greater than or equal to 0",
+                ],
+            ),
+            (
+                "long holder is fine",
+                lease(json!({"holderIdentity": "h".repeat(1000)})),
+                vec![],
+            ),
+            (
+                "known strategy",
+                lease(json!({"strategy": "OldestEmulationVersion", "preferredHolder": "a"})),
+                vec![],
+            ),
+            (
+                "unknown strategy",
+                lease(json!({"strategy": "Newest"})),
+                vec![
+                    "spec.strategy: Unsupported value: \"Newest\": supported values: \"OldestEmulationVersion\"",
+                ],
+            ),
+            (
+                "custom strategy",
+                lease(json!({"strategy": "example.com/mine"})),
+                vec![],
+            ),
+            (
+                "bad custom strategy",
+                lease(json!({"strategy": "example.com/"})),
+                vec!["spec.strategy: Invalid value: \"example.com/\": name part must be non-empty"],
+            ),
+            (
+                "holder without strategy",
+                lease(json!({"preferredHolder": "a"})),
+                vec![
+                    "spec.preferredHolder: Forbidden: may only be specified if `strategy` is defined",
+                ],
+            ),
+            (
+                "bad name",
+                json!({"metadata": {"name": "Lease", "namespace": "kube-system"}}),
+                vec![
+                    "metadata.name: Invalid value: \"Lease\": a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')",
+                ],
+            ),
+        ];
+        for (name, object, want) in cases {
+            assert_eq!(summary(&validate(&object).unwrap()), want, "{name}");
+        }
+        let err = validate(&lease(json!({"leaseDurationSeconds": "15"}))).unwrap_err();
+        assert_eq!(
+            err.message,
+            "Lease in version \"coordination.k8s.io/v1\" cannot be handled as a Lease: json: cannot unmarshal string into field Lease.spec.leaseDurationSeconds of type int32"
+        );
+        let err = validate(&lease(json!({"renewTime": "2026-01-01T00:00:10Z"}))).unwrap_err();
+        assert!(
+            err.message
+                .contains("field Lease.spec.renewTime: cannot parse"),
+            "{}",
+            err.message
+        );
+    }
+
+    #[test]
+    fn update_rules_and_feature_gate() {
+        let old = lease(json!({"holderIdentity": "a", "leaseDurationSeconds": 15}));
+        let renewed = lease(
+            json!({"holderIdentity": "b", "leaseDurationSeconds": 15, "leaseTransitions": 1}),
+        );
+        assert!(validate_update(&renewed, &old).unwrap().is_empty());
+        let broken = lease(json!({"leaseDurationSeconds": 0}));
+        assert_eq!(validate_update(&broken, &old).unwrap().0.len(), 1);
+        let mut new = lease(
+            json!({"holderIdentity": "a", "strategy": "OldestEmulationVersion", "preferredHolder": "b"}),
+        );
+        prepare_for_create(&mut new);
+        assert_eq!(new["spec"], json!({"holderIdentity": "a"}));
+        let in_use = lease(json!({"strategy": "OldestEmulationVersion"}));
+        let mut update =
+            lease(json!({"strategy": "OldestEmulationVersion", "preferredHolder": "b"}));
+        prepare_for_update(&mut update, &in_use);
+        assert_eq!(
+            update["spec"],
+            json!({"strategy": "OldestEmulationVersion"})
+        );
+        let mut enabled =
+            lease(json!({"strategy": "OldestEmulationVersion", "preferredHolder": "b"}));
+        drop_disabled_fields(&mut enabled, None, true);
+        assert_eq!(enabled["spec"]["preferredHolder"], "b");
+    }
+
+    #[test]
+    fn fields_and_table() {
+        let object = json!({"metadata": {"name": "l", "namespace": "kube-system", "creationTimestamp": "1970-01-01T00:00:00Z"}, "spec": {"holderIdentity": "node-1"}});
+        assert_eq!(
+            row(&object, 3 * 3600),
+            vec![json!("l"), json!("node-1"), json!("3h")]
+        );
+        assert_eq!(
+            row(&json!({"metadata": {"name": "l"}}), 0),
+            vec![json!("l"), json!(""), json!("<unknown>")]
+        );
+        let names: Vec<&str> = COLUMNS.iter().map(|c| c.name).collect();
+        assert_eq!(names, ["Name", "Holder", "Age"]);
+        assert_eq!(
+            field_values(&object).keys().copied().collect::<Vec<_>>(),
+            FIELD_SELECTORS
+        );
+    }
+}

@@ -553,3 +553,257 @@ pub fn row(object: &Value, now: i64) -> Vec<Value> {
         util::name(object),
     ]
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn summary(errors: &ErrorList) -> Vec<String> {
+        errors.iter().map(ToString::to_string).collect()
+    }
+
+    fn old_style(extra: Value) -> Value {
+        let mut base = json!({
+            "apiVersion": "v1", "kind": "Event",
+            "metadata": {"name": "web.17a3b", "namespace": "default"},
+            "involvedObject": {"kind": "Pod", "name": "web", "namespace": "default", "uid": "u1"},
+            "reason": "Started", "message": "Started container", "type": "Normal",
+            "source": {"component": "kubelet", "host": "node-1"},
+            "firstTimestamp": "1970-01-01T00:00:00Z", "lastTimestamp": "1970-01-01T00:01:00Z", "count": 3
+        });
+        if let (Some(b), Value::Object(e)) = (base.as_object_mut(), extra) {
+            b.extend(e);
+        }
+        base
+    }
+
+    fn new_style(extra: Value) -> Value {
+        let mut base = json!({
+            "metadata": {"name": "web.17a3c", "namespace": "default"},
+            "involvedObject": {"kind": "Pod", "name": "web", "namespace": "default"},
+            "eventTime": "1970-01-01T00:00:00.000000Z", "reportingComponent": "example.com/ctrl",
+            "reportingInstance": "ctrl-1", "action": "Scale", "reason": "Scaled", "type": "Normal"
+        });
+        if let (Some(b), Value::Object(e)) = (base.as_object_mut(), extra) {
+            b.extend(e);
+        }
+        base
+    }
+
+    #[test]
+    fn core_create_rules() {
+        let long = "x".repeat(129);
+        let cases: Vec<(&str, Value, Vec<&str>)> = vec![
+            ("old style", old_style(json!({})), vec![]),
+            (
+                "old style, object in another namespace",
+                old_style(
+                    json!({"involvedObject": {"kind": "Pod", "name": "web", "namespace": "other"}}),
+                ),
+                vec![
+                    "involvedObject.namespace: Invalid value: \"other\": does not match event.namespace",
+                ],
+            ),
+            (
+                "old style, cluster object in default",
+                old_style(json!({"involvedObject": {"kind": "Node", "name": "n1"}})),
+                vec![],
+            ),
+            (
+                "old style, cluster object elsewhere",
+                old_style(
+                    json!({"metadata": {"name": "e", "namespace": "team"}, "involvedObject": {"kind": "Node", "name": "n1"}}),
+                ),
+                vec![
+                    "involvedObject.namespace: Invalid value: \"\": does not match event.namespace",
+                ],
+            ),
+            (
+                "core names are path segments",
+                old_style(json!({"metadata": {"name": "Web_Event:1", "namespace": "default"}})),
+                vec![],
+            ),
+            (
+                "but not slashes",
+                old_style(json!({"metadata": {"name": "a/b", "namespace": "default"}})),
+                vec!["metadata.name: Invalid value: \"a/b\": may not contain '/'"],
+            ),
+            (
+                "any type in core",
+                old_style(json!({"type": "Fancy"})),
+                vec![],
+            ),
+            ("new style", new_style(json!({})), vec![]),
+            (
+                "new style, cluster object in kube-system",
+                new_style(
+                    json!({"metadata": {"name": "e", "namespace": "kube-system"}, "involvedObject": {"kind": "Node", "name": "n1"}}),
+                ),
+                vec![],
+            ),
+            (
+                "new style, cluster object elsewhere",
+                new_style(
+                    json!({"metadata": {"name": "e", "namespace": "team"}, "involvedObject": {"kind": "Node", "name": "n1"}}),
+                ),
+                vec![
+                    "involvedObject.namespace: Invalid value: \"\": does not match event.namespace",
+                ],
+            ),
+            (
+                "new style needs reporting fields",
+                new_style(
+                    json!({"reportingComponent": "", "reportingInstance": "", "action": "", "reason": ""}),
+                ),
+                vec![
+                    "reportingComponent: Required value",
+                    "reportingComponent: Invalid value: \"\": name part must be non-empty",
+                    "reportingInstance: Required value",
+                    "action: Required value",
+                    "reason: Required value",
+                ],
+            ),
+            (
+                "new style limits",
+                new_style(
+                    json!({"reportingInstance": long, "action": long, "reason": long, "message": "m".repeat(1025)}),
+                ),
+                vec![
+                    "reportingInstance: Invalid value: \"\": can have at most 128 characters",
+                    "action: Invalid value: \"\": can have at most 128 characters",
+                    "reason: Invalid value: \"\": can have at most 128 characters",
+                    "message: Invalid value: \"\": can have at most 1024 characters",
+                ],
+            ),
+            (
+                "bad controller name",
+                new_style(json!({"reportingComponent": "bad name"})),
+                vec![
+                    "reportingComponent: Invalid value: \"bad name\": name part must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')",
+                ],
+            ),
+        ];
+        for (name, object, want) in cases {
+            assert_eq!(summary(&validate(&object).unwrap()), want, "{name}");
+        }
+        let err = validate(&old_style(json!({"count": "3"}))).unwrap_err();
+        assert_eq!(
+            err.message,
+            "Event in version \"v1\" cannot be handled as a Event: json: cannot unmarshal string into field Event.count of type int32"
+        );
+        let err = validate(&new_style(json!({"eventTime": "1970-01-01T00:00:00Z"}))).unwrap_err();
+        assert!(
+            err.message.contains("field Event.eventTime: cannot parse"),
+            "{}",
+            err.message
+        );
+    }
+
+    #[test]
+    fn core_updates_check_only_metadata_and_legacy_rules() {
+        let old = old_style(json!({}));
+        let new = old_style(
+            json!({"count": 4, "lastTimestamp": "1970-01-01T00:02:00Z", "message": "again"}),
+        );
+        assert!(validate_update(&new, &old).unwrap().is_empty());
+        let moved =
+            old_style(json!({"involvedObject": {"kind": "Pod", "name": "web", "namespace": "x"}}));
+        assert_eq!(
+            summary(&validate_update(&moved, &old).unwrap()),
+            ["involvedObject.namespace: Invalid value: \"x\": does not match event.namespace"]
+        );
+    }
+
+    #[test]
+    fn field_values_follow_upstream() {
+        let fields = field_values(&old_style(json!({})));
+        assert_eq!(fields.len(), FIELD_SELECTORS.len());
+        for label in FIELD_SELECTORS {
+            assert!(fields.contains_key(label), "{label}");
+        }
+        assert_eq!(fields["involvedObject.kind"], "Pod");
+        assert_eq!(fields["involvedObject.uid"], "u1");
+        assert_eq!(fields["source"], "kubelet");
+        assert_eq!(fields["reportingComponent"], "");
+        assert_eq!(fields["type"], "Normal");
+        let fields = field_values(&new_style(json!({})));
+        assert_eq!(
+            fields["source"], "example.com/ctrl",
+            "source falls back to reportingComponent"
+        );
+        assert_eq!(fields["reportingComponent"], "example.com/ctrl");
+    }
+
+    #[test]
+    fn table_rows() {
+        let names: Vec<(&str, i32)> = COLUMNS.iter().map(|c| (c.name, c.priority)).collect();
+        assert_eq!(
+            names,
+            [
+                ("Last Seen", 0),
+                ("Type", 0),
+                ("Reason", 0),
+                ("Object", 0),
+                ("Subobject", 1),
+                ("Source", 1),
+                ("Message", 0),
+                ("First Seen", 1),
+                ("Count", 1),
+                ("Name", 1)
+            ]
+        );
+        assert_eq!(
+            row(
+                &old_style(
+                    json!({"message": " Started container \n", "involvedObject": {"kind": "Pod", "name": "web", "namespace": "default", "fieldPath": "spec.containers{app}"}})
+                ),
+                600
+            ),
+            vec![
+                json!("9m"),
+                json!("Normal"),
+                json!("Started"),
+                json!("pod/web"),
+                json!("spec.containers{app}"),
+                json!("kubelet, node-1"),
+                json!("Started container"),
+                json!("10m"),
+                json!(3),
+                json!("web.17a3b")
+            ]
+        );
+        assert_eq!(
+            row(&new_style(json!({})), 30),
+            vec![
+                json!("30s"),
+                json!("Normal"),
+                json!("Scaled"),
+                json!("pod/web"),
+                json!(""),
+                json!("example.com/ctrl, ctrl-1"),
+                json!(""),
+                json!("30s"),
+                json!(1),
+                json!("web.17a3c")
+            ]
+        );
+        let series = new_style(
+            json!({"series": {"count": 5, "lastObservedTime": "1970-01-01T00:00:20.000000Z"}, "involvedObject": {"kind": "Node"}}),
+        );
+        assert_eq!(
+            row(&series, 30)[..4],
+            [
+                json!("10s"),
+                json!("Normal"),
+                json!("Scaled"),
+                json!("node")
+            ]
+        );
+        assert_eq!(row(&series, 30)[8], json!(5));
+        let bare = json!({"metadata": {"name": "e"}, "involvedObject": {}});
+        assert_eq!(row(&bare, 30)[0], json!("<unknown>"));
+        assert_eq!(row(&bare, 30)[7], json!("<unknown>"));
+        assert_eq!(row(&bare, 30)[8], json!(1));
+    }
+}

@@ -297,3 +297,235 @@ pub fn row(object: &Value, now: i64) -> Vec<Value> {
         util::age(object, now),
     ]
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn summary(errors: &ErrorList) -> Vec<String> {
+        errors.iter().map(ToString::to_string).collect()
+    }
+
+    #[test]
+    fn defaulting_and_create_strategy() {
+        let mut object = json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "team-a", "labels": {"x": "y"}}});
+        default(&mut object);
+        prepare_for_create(&mut object);
+        assert_eq!(
+            object,
+            json!({"apiVersion": "v1", "kind": "Namespace",
+                "metadata": {"name": "team-a", "labels": {"x": "y", "kubernetes.io/metadata.name": "team-a"}},
+                "status": {"phase": "Active"}, "spec": {"finalizers": ["kubernetes"]}})
+        );
+        let mut own = json!({"metadata": {"name": "b"}, "spec": {"finalizers": ["example.com/x"]}, "status": {"phase": "Terminating"}});
+        prepare_for_create(&mut own);
+        assert_eq!(
+            own["spec"]["finalizers"],
+            json!(["example.com/x", "kubernetes"])
+        );
+        assert_eq!(own["status"], json!({"phase": "Active"}));
+        let mut generated = json!({"metadata": {"generateName": "ns-"}});
+        default(&mut generated);
+        assert_eq!(
+            generated,
+            json!({"metadata": {"generateName": "ns-"}, "status": {"phase": "Active"}}),
+            "no label without a name"
+        );
+        let mut kept = json!({"metadata": {"name": "c"}, "status": {"phase": "Terminating"}});
+        default(&mut kept);
+        assert_eq!(kept["status"]["phase"], "Terminating");
+    }
+
+    #[test]
+    fn update_strategies_keep_spec_and_status() {
+        let old = json!({"metadata": {"name": "a"}, "spec": {"finalizers": ["kubernetes"]}, "status": {"phase": "Active"}});
+        let mut new = json!({"metadata": {"name": "a"}, "spec": {"finalizers": []}, "status": {"phase": "Terminating"}});
+        prepare_for_update(&mut new, &old);
+        assert_eq!(new, old);
+        let mut status =
+            json!({"metadata": {"name": "a"}, "spec": {}, "status": {"phase": "Terminating"}});
+        prepare_for_status_update(&mut status, &old);
+        assert_eq!(status["spec"], old["spec"]);
+        assert_eq!(status["status"]["phase"], "Terminating");
+        let mut finalize = json!({"metadata": {"name": "a"}, "spec": {"finalizers": []}, "status": {"phase": "Terminating"}});
+        prepare_for_finalize_update(&mut finalize, &old);
+        assert_eq!(finalize["spec"]["finalizers"], json!([]));
+        assert_eq!(finalize["status"], old["status"]);
+    }
+
+    #[test]
+    fn create_rules() {
+        let ns = |meta: Value, spec: Value| json!({"metadata": meta, "spec": spec});
+        let label_msg = "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')";
+        let dotted = format!("metadata.name: Invalid value: \"a.b\": {label_msg}");
+        let upper = format!("metadata.name: Invalid value: \"Team\": {label_msg}");
+        let cases: Vec<(&str, Value, Vec<&str>)> = vec![
+            ("plain", ns(json!({"name": "team-a"}), json!({})), vec![]),
+            (
+                "standard finalizers",
+                ns(
+                    json!({"name": "a"}),
+                    json!({"finalizers": ["kubernetes", "orphan", "foregroundDeletion"]}),
+                ),
+                vec![],
+            ),
+            (
+                "qualified finalizer",
+                ns(
+                    json!({"name": "a"}),
+                    json!({"finalizers": ["example.com/cleanup"]}),
+                ),
+                vec![],
+            ),
+            (
+                "dots are not labels",
+                ns(json!({"name": "a.b"}), json!({})),
+                vec![&dotted],
+            ),
+            (
+                "upper case",
+                ns(json!({"name": "Team"}), json!({})),
+                vec![&upper],
+            ),
+            (
+                "too long",
+                ns(json!({"name": "a".repeat(64)}), json!({})),
+                vec![],
+            ),
+            (
+                "namespace set",
+                ns(json!({"name": "a", "namespace": "default"}), json!({})),
+                vec!["metadata.namespace: Forbidden: not allowed on this type"],
+            ),
+            (
+                "unqualified finalizer",
+                ns(json!({"name": "a"}), json!({"finalizers": ["cleanup"]})),
+                vec![
+                    "spec.finalizers: Invalid value: \"cleanup\": name is neither a standard finalizer name nor is it fully qualified",
+                ],
+            ),
+            (
+                "malformed finalizer",
+                ns(
+                    json!({"name": "a"}),
+                    json!({"finalizers": ["example.com/"]}),
+                ),
+                vec![
+                    "spec.finalizers: Invalid value: \"example.com/\": name part must be non-empty",
+                ],
+            ),
+            (
+                "no name",
+                ns(json!({}), json!({})),
+                vec!["metadata.name: Required value: name or generateName is required"],
+            ),
+            (
+                "generateName",
+                ns(json!({"generateName": "tmp-"}), json!({})),
+                vec![],
+            ),
+        ];
+        for (name, object, want) in cases {
+            let errors = validate(&object).unwrap();
+            if name == "too long" {
+                assert_eq!(
+                    summary(&errors),
+                    [format!(
+                        "metadata.name: Invalid value: \"{}\": must be no more than 63 characters",
+                        "a".repeat(64)
+                    )],
+                    "{name}"
+                );
+                continue;
+            }
+            assert_eq!(summary(&errors), want, "{name}");
+        }
+        let err =
+            validate(&json!({"metadata": {"name": "a"}, "spec": {"finalizers": "kubernetes"}}))
+                .unwrap_err();
+        assert!(
+            err.message
+                .contains("Namespace.spec.finalizers of type []string"),
+            "{}",
+            err.message
+        );
+    }
+
+    #[test]
+    fn subresource_rules() {
+        let old = json!({"metadata": {"name": "a", "uid": "u"}, "spec": {"finalizers": ["kubernetes"]}, "status": {"phase": "Active"}});
+        let deleting = json!({"metadata": {"name": "a", "uid": "u", "deletionTimestamp": "2026-01-01T00:00:00Z"}, "spec": {"finalizers": ["kubernetes"]}, "status": {"phase": "Active"}});
+        let with = |base: &Value, phase: &str| {
+            let mut v = base.clone();
+            v["status"]["phase"] = json!(phase);
+            v
+        };
+        assert!(
+            validate_status_update(&with(&old, "Active"), &old)
+                .unwrap()
+                .is_empty()
+        );
+        assert_eq!(
+            summary(&validate_status_update(&with(&old, "Terminating"), &old).unwrap()),
+            [
+                "status.Phase: Invalid value: \"Terminating\": may only be 'Active' if `deletionTimestamp` is empty"
+            ]
+        );
+        assert!(
+            validate_status_update(&with(&deleting, "Terminating"), &deleting)
+                .unwrap()
+                .is_empty()
+        );
+        assert_eq!(
+            summary(&validate_status_update(&with(&deleting, "Active"), &deleting).unwrap()),
+            [
+                "status.Phase: Invalid value: \"Active\": may only be 'Terminating' if `deletionTimestamp` is not empty"
+            ]
+        );
+        let mut finalized = deleting.clone();
+        finalized["spec"]["finalizers"] = json!([]);
+        assert!(
+            validate_finalize_update(&finalized, &deleting)
+                .unwrap()
+                .is_empty()
+        );
+        finalized["spec"]["finalizers"] = json!(["bad"]);
+        assert_eq!(
+            validate_finalize_update(&finalized, &deleting)
+                .unwrap()
+                .0
+                .len(),
+            1
+        );
+        let mut renamed = old.clone();
+        renamed["metadata"]["name"] = json!("b");
+        assert_eq!(
+            summary(&validate_update(&renamed, &old).unwrap()),
+            ["metadata.name: Invalid value: \"b\": field is immutable"]
+        );
+    }
+
+    #[test]
+    fn fields_and_table() {
+        let object = json!({"metadata": {"name": "kube-system", "creationTimestamp": "1970-01-01T00:00:00Z"}, "status": {"phase": "Active"}});
+        let fields = field_values(&object);
+        assert_eq!(
+            fields.get("status.phase").map(String::as_str),
+            Some("Active")
+        );
+        assert_eq!(
+            fields.get("metadata.name").map(String::as_str),
+            Some("kube-system")
+        );
+        assert_eq!(
+            fields.get("metadata.namespace").map(String::as_str),
+            Some("")
+        );
+        assert_eq!(
+            row(&object, 400 * 86_400),
+            vec![json!("kube-system"), json!("Active"), json!("400d")]
+        );
+        let names: Vec<&str> = COLUMNS.iter().map(|c| c.name).collect();
+        assert_eq!(names, ["Name", "Status", "Age"]);
+    }
+}

@@ -541,3 +541,227 @@ pub fn row(object: &Value, now: i64) -> Vec<Value> {
         Value::from(limit.join(", ")),
     ]
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn summary(errors: &ErrorList) -> Vec<String> {
+        errors.iter().map(ToString::to_string).collect()
+    }
+
+    fn quota(spec: Value) -> Value {
+        json!({"metadata": {"name": "compute", "namespace": "team"}, "spec": spec})
+    }
+
+    #[test]
+    fn create_rules() {
+        let cases: Vec<(&str, Value, Vec<&str>)> = vec![
+            (
+                "valid",
+                quota(
+                    json!({"hard": {"pods": "10", "requests.cpu": "500m", "limits.memory": "1Gi", "count/deployments.apps": "5", "example.com/gpu": 2}}),
+                ),
+                vec![],
+            ),
+            (
+                "negative",
+                quota(json!({"hard": {"cpu": "-1"}})),
+                vec!["spec.hard[cpu]: Invalid value: \"-1\": must be greater than or equal to 0"],
+            ),
+            (
+                "fractional pods",
+                quota(json!({"hard": {"pods": "1.5"}})),
+                vec!["spec.hard[pods]: Invalid value: \"1500m\": must be an integer"],
+            ),
+            (
+                "fractional extended",
+                quota(json!({"hard": {"example.com/gpu": "500m"}})),
+                vec!["spec.hard[example.com/gpu]: Invalid value: \"500m\": must be an integer"],
+            ),
+            (
+                "unknown resource",
+                quota(json!({"hard": {"widgets": "1"}})),
+                vec![
+                    "spec.hard[widgets]: Invalid value: \"widgets\": must be a standard resource type or fully qualified",
+                ],
+            ),
+            (
+                "standard but not for quota",
+                quota(json!({"hard": {"storage": "1Gi"}})),
+                vec![
+                    "spec.hard[storage]: Invalid value: \"storage\": must be a standard resource for quota",
+                ],
+            ),
+            (
+                "hugepages",
+                quota(json!({"hard": {"requests.hugepages-2Mi": "4Mi"}})),
+                vec![],
+            ),
+            (
+                "bad qualified name",
+                quota(json!({"hard": {"Example.com/x": "1"}})),
+                vec![
+                    "spec.hard[Example.com/x]: Invalid value: \"Example.com/x\": prefix part a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')",
+                ],
+            ),
+            (
+                "scopes",
+                quota(
+                    json!({"hard": {"pods": "5", "cpu": "1"}, "scopes": ["NotTerminating", "NotBestEffort"]}),
+                ),
+                vec![],
+            ),
+            (
+                "unknown scope",
+                quota(json!({"hard": {"pods": "5"}, "scopes": ["Sometimes"]})),
+                vec!["spec.scopes: Invalid value: [\"Sometimes\"]: unsupported scope"],
+            ),
+            (
+                "scope not for resource",
+                quota(json!({"hard": {"configmaps": "5"}, "scopes": ["BestEffort"]})),
+                vec![
+                    "spec.scopes: Invalid value: [\"BestEffort\"]: unsupported scope applied to resource",
+                ],
+            ),
+            (
+                "best effort with cpu",
+                quota(json!({"hard": {"cpu": "1"}, "scopes": ["BestEffort"]})),
+                vec![
+                    "spec.scopes: Invalid value: [\"BestEffort\"]: unsupported scope applied to resource",
+                ],
+            ),
+            (
+                "conflicting scopes",
+                quota(json!({"hard": {"pods": "5"}, "scopes": ["Terminating", "NotTerminating"]})),
+                vec![
+                    "spec.scopes: Invalid value: [\"Terminating\",\"NotTerminating\"]: conflicting scopes",
+                ],
+            ),
+            (
+                "selector",
+                quota(
+                    json!({"hard": {"pods": "5"}, "scopeSelector": {"matchExpressions": [{"scopeName": "PriorityClass", "operator": "In", "values": ["high"]}]}}),
+                ),
+                vec![],
+            ),
+            (
+                "selector without values",
+                quota(
+                    json!({"hard": {"pods": "5"}, "scopeSelector": {"matchExpressions": [{"scopeName": "PriorityClass", "operator": "In"}]}}),
+                ),
+                vec![
+                    "spec.scopeSelector.matchExpressions.values: Required value: must be at least one value when `operator` is 'In' or 'NotIn' for scope selector",
+                ],
+            ),
+            (
+                "selector operator",
+                quota(
+                    json!({"hard": {"pods": "5"}, "scopeSelector": {"matchExpressions": [{"scopeName": "Terminating", "operator": "In", "values": ["x"]}]}}),
+                ),
+                vec![
+                    "spec.scopeSelector.matchExpressions.operator: Invalid value: \"In\": must be 'Exist' when scope is any of ResourceQuotaScopeTerminating, ResourceQuotaScopeNotTerminating, ResourceQuotaScopeBestEffort, ResourceQuotaScopeNotBestEffort or ResourceQuotaScopeCrossNamespacePodAffinity",
+                ],
+            ),
+            (
+                "selector bad operator",
+                quota(
+                    json!({"scopeSelector": {"matchExpressions": [{"scopeName": "PriorityClass", "operator": "Maybe"}]}}),
+                ),
+                vec![
+                    "spec.scopeSelector.matchExpressions.operator: Invalid value: \"Maybe\": not a valid selector operator",
+                ],
+            ),
+            (
+                "selector exists with values",
+                quota(
+                    json!({"scopeSelector": {"matchExpressions": [{"scopeName": "BestEffort", "operator": "Exists", "values": ["x"]}]}}),
+                ),
+                vec![
+                    "spec.scopeSelector.matchExpressions.values: Invalid value: [\"x\"]: must be no value when `operator` is 'Exist' or 'DoesNotExist' for scope selector",
+                ],
+            ),
+            (
+                "status checked too",
+                json!({"metadata": {"name": "q", "namespace": "team"}, "status": {"used": {"pods": "-1"}}}),
+                vec![
+                    "status.used[pods]: Invalid value: \"-1\": must be greater than or equal to 0",
+                ],
+            ),
+        ];
+        for (name, object, want) in cases {
+            assert_eq!(summary(&validate(&object).unwrap()), want, "{name}");
+        }
+        let err = validate(&quota(json!({"hard": {"cpu": "lots"}}))).unwrap_err();
+        assert_eq!(err.code, 400);
+        assert_eq!(
+            err.message,
+            "ResourceQuota in version \"v1\" cannot be handled as a ResourceQuota: field ResourceQuota.spec.hard[cpu]: quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'"
+        );
+    }
+
+    #[test]
+    fn decoding_canonicalizes_quantities() {
+        let decoded = decode(&quota(
+            json!({"hard": {"pods": 10, "memory": "1024Mi", "cpu": "1.5", "configmaps": "1000"}}),
+        ))
+        .unwrap();
+        assert_eq!(
+            decoded.object["spec"]["hard"],
+            json!({"pods": "10", "memory": "1Gi", "cpu": "1500m", "configmaps": "1k"})
+        );
+    }
+
+    #[test]
+    fn update_and_status_rules() {
+        let old = quota(json!({"hard": {"pods": "5"}, "scopes": ["NotTerminating"]}));
+        let more = quota(json!({"hard": {"pods": "10"}, "scopes": ["NotTerminating"]}));
+        assert!(validate_update(&more, &old).unwrap().is_empty());
+        let rescoped = quota(json!({"hard": {"pods": "10"}, "scopes": ["Terminating"]}));
+        assert_eq!(
+            summary(&validate_update(&rescoped, &old).unwrap()),
+            ["spec.scopes: Invalid value: [\"Terminating\"]: field is immutable"]
+        );
+        let mut status = json!({"metadata": {"name": "compute", "namespace": "team", "resourceVersion": "7"}, "status": {"hard": {"pods": "5"}, "used": {"pods": "2"}}});
+        assert!(validate_status_update(&status, &old).unwrap().is_empty());
+        status["metadata"]["resourceVersion"] = json!(null);
+        assert!(
+            summary(&validate_status_update(&status, &old).unwrap())
+                .contains(&"resourceVersion: Required value".to_owned())
+        );
+        let mut created = quota(json!({"hard": {"pods": "5"}}));
+        created["status"] = json!({"used": {"pods": "9"}});
+        prepare_for_create(&mut created);
+        assert!(created.get("status").is_none());
+        let mut spec_write = more.clone();
+        let stored = json!({"metadata": {}, "spec": {}, "status": {"used": {"pods": "1"}}});
+        prepare_for_update(&mut spec_write, &stored);
+        assert_eq!(spec_write["status"], stored["status"]);
+        let mut status_write = json!({"spec": {"hard": {"pods": "99"}}, "status": {}});
+        prepare_for_status_update(&mut status_write, &old);
+        assert_eq!(status_write["spec"], old["spec"]);
+    }
+
+    #[test]
+    fn table_rows() {
+        let object = json!({"metadata": {"name": "compute", "namespace": "team", "creationTimestamp": "1970-01-01T00:00:00Z"},
+            "status": {"hard": {"pods": "10", "requests.cpu": "1", "limits.memory": "2Gi", "limits.cpu": "2000m"}, "used": {"pods": "3", "limits.cpu": "500m"}}});
+        assert_eq!(
+            row(&object, 7200),
+            vec![
+                json!("compute"),
+                json!("120m"),
+                json!("pods: 3/10, requests.cpu: 0/1"),
+                json!("limits.cpu: 500m/2, limits.memory: 0/2Gi")
+            ]
+        );
+        let names: Vec<&str> = COLUMNS.iter().map(|c| c.name).collect();
+        assert_eq!(names, ["Name", "Age", "Request", "Limit"]);
+        assert_eq!(
+            row(&json!({"metadata": {"name": "q"}}), 0)[2..],
+            [json!(""), json!("")]
+        );
+        assert_eq!(field_values(&object).len(), 2);
+    }
+}

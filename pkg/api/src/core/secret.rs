@@ -254,3 +254,227 @@ pub fn row(object: &Value, now: i64) -> Vec<Value> {
         util::age(object, now),
     ]
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn secret(extra: Value) -> Value {
+        let mut base = json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "creds", "namespace": "default"}, "type": "Opaque"});
+        if let (Some(b), Value::Object(e)) = (base.as_object_mut(), extra) {
+            b.extend(e);
+        }
+        base
+    }
+
+    fn summary(errors: &ErrorList) -> Vec<String> {
+        errors.iter().map(ToString::to_string).collect()
+    }
+
+    #[test]
+    fn defaulting_merges_string_data_and_sets_the_type() {
+        let mut object = json!({"metadata": {"name": "s"}, "data": {"a": "eA==", "b": "eA=="}, "stringData": {"b": "hello", "c": ""}});
+        default(&mut object);
+        assert_eq!(
+            object,
+            json!({"metadata": {"name": "s"}, "data": {"a": "eA==", "b": "aGVsbG8=", "c": ""}, "type": "Opaque"})
+        );
+        let mut typed =
+            json!({"type": "kubernetes.io/tls", "stringData": {"tls.crt": "c", "tls.key": "k"}});
+        default(&mut typed);
+        assert_eq!(
+            typed,
+            json!({"type": "kubernetes.io/tls", "data": {"tls.crt": "Yw==", "tls.key": "aw=="}})
+        );
+        let mut empty_type = json!({"type": ""});
+        default(&mut empty_type);
+        assert_eq!(empty_type, json!({"type": "Opaque"}));
+        let mut after = secret(json!({"stringData": {"k": "v"}}));
+        default(&mut after);
+        assert!(validate(&after).unwrap().is_empty());
+    }
+
+    #[test]
+    fn create_rules() {
+        let big = "A".repeat(MAX_DATA_SIZE / 3 * 4 + 4);
+        let cases: Vec<(&str, Value, Vec<&str>)> = vec![
+            (
+                "opaque",
+                secret(json!({"data": {"password": "aGVsbG8="}})),
+                vec![],
+            ),
+            (
+                "bad key",
+                secret(json!({"data": {"a/b": "eA=="}})),
+                vec![
+                    "data[a/b]: Invalid value: \"a/b\": a valid config key must consist of alphanumeric characters, '-', '_' or '.' (e.g. 'key.name',  or 'KEY_NAME',  or 'key-name', regex used for validation is '[-._a-zA-Z0-9]+')",
+                ],
+            ),
+            (
+                "over 1 MiB",
+                secret(json!({"data": {"big": big}})),
+                vec!["data: Too long: may not be more than 1048576 bytes"],
+            ),
+            (
+                "token without account",
+                secret(json!({"type": TYPE_SERVICE_ACCOUNT_TOKEN})),
+                vec!["metadata.annotations[kubernetes.io/service-account.name]: Required value"],
+            ),
+            (
+                "token with account",
+                secret(
+                    json!({"type": TYPE_SERVICE_ACCOUNT_TOKEN, "metadata": {"name": "t", "namespace": "default", "annotations": {SERVICE_ACCOUNT_NAME_KEY: "default"}}}),
+                ),
+                vec![],
+            ),
+            (
+                "dockercfg missing",
+                secret(json!({"type": TYPE_DOCKERCFG})),
+                vec!["data[.dockercfg]: Required value"],
+            ),
+            (
+                "dockercfg valid",
+                secret(json!({"type": TYPE_DOCKERCFG, "data": {".dockercfg": "e30="}})),
+                vec![],
+            ),
+            (
+                "dockerconfigjson missing",
+                secret(json!({"type": TYPE_DOCKER_CONFIG_JSON, "data": {".dockercfg": "e30="}})),
+                vec!["data[.dockerconfigjson]: Required value"],
+            ),
+            (
+                "basic-auth empty",
+                secret(json!({"type": TYPE_BASIC_AUTH})),
+                vec![
+                    "data[username]: Required value",
+                    "data[password]: Required value",
+                ],
+            ),
+            (
+                "basic-auth username only",
+                secret(json!({"type": TYPE_BASIC_AUTH, "data": {"username": ""}})),
+                vec![],
+            ),
+            (
+                "ssh-auth empty key",
+                secret(json!({"type": TYPE_SSH_AUTH, "data": {"ssh-privatekey": ""}})),
+                vec!["data[ssh-privatekey]: Required value"],
+            ),
+            (
+                "ssh-auth",
+                secret(json!({"type": TYPE_SSH_AUTH, "data": {"ssh-privatekey": "eA=="}})),
+                vec![],
+            ),
+            (
+                "tls without key",
+                secret(json!({"type": TYPE_TLS, "data": {"tls.crt": "eA=="}})),
+                vec!["data[tls.key]: Required value"],
+            ),
+            (
+                "tls without both",
+                secret(json!({"type": TYPE_TLS})),
+                vec![
+                    "data[tls.crt]: Required value",
+                    "data[tls.key]: Required value",
+                ],
+            ),
+            (
+                "custom type",
+                secret(json!({"type": "example.com/thing"})),
+                vec![],
+            ),
+            (
+                "bad name",
+                secret(json!({"metadata": {"name": "a_b", "namespace": "default"}})),
+                vec![
+                    "metadata.name: Invalid value: \"a_b\": a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')",
+                ],
+            ),
+        ];
+        for (name, object, want) in cases {
+            let errors = validate(&object).unwrap();
+            assert_eq!(summary(&errors), want, "{name}");
+        }
+        let bad_json = secret(
+            json!({"type": TYPE_DOCKER_CONFIG_JSON, "data": {".dockerconfigjson": "bm90IGpzb24="}}),
+        );
+        let errors = validate(&bad_json).unwrap();
+        assert_eq!(errors.0.len(), 1);
+        assert!(
+            errors.to_string().starts_with(
+                "data[.dockerconfigjson]: Invalid value: \"<secret contents redacted>\": "
+            ),
+            "{errors}"
+        );
+        let err = validate(&secret(json!({"data": {"k": "not base64"}}))).unwrap_err();
+        assert_eq!(err.code, 400);
+        assert_eq!(
+            err.message,
+            "Secret in version \"v1\" cannot be handled as a Secret: field Secret.data[k]: illegal base64 data at input byte 3"
+        );
+    }
+
+    #[test]
+    fn update_rules() {
+        let old = secret(json!({"data": {"k": "eA=="}, "immutable": true}));
+        let cases: Vec<(&str, Value, Vec<&str>)> = vec![
+            ("unchanged", old.clone(), vec![]),
+            (
+                "type is immutable",
+                secret(json!({"type": "example.com/x", "data": {"k": "eA=="}, "immutable": true})),
+                vec!["type: Invalid value: \"example.com/x\": field is immutable"],
+            ),
+            (
+                "data frozen",
+                secret(json!({"data": {"k": "eQ=="}, "immutable": true})),
+                vec!["data: Forbidden: field is immutable when `immutable` is set"],
+            ),
+            (
+                "cannot unset immutable",
+                secret(json!({"data": {"k": "eA=="}})),
+                vec!["immutable: Forbidden: field is immutable when `immutable` is set"],
+            ),
+        ];
+        for (name, new, want) in cases {
+            assert_eq!(
+                summary(&validate_update(&new, &old).unwrap()),
+                want,
+                "{name}"
+            );
+        }
+        let mutable = secret(json!({"data": {"k": "eA=="}}));
+        assert!(
+            validate_update(&secret(json!({"data": {"k": "eQ=="}})), &mutable)
+                .unwrap()
+                .is_empty()
+        );
+        let tls_old =
+            secret(json!({"type": TYPE_TLS, "data": {"tls.crt": "eA==", "tls.key": "eA=="}}));
+        let tls_new = secret(json!({"type": TYPE_TLS, "data": {"tls.crt": "eA=="}}));
+        assert_eq!(
+            summary(&validate_update(&tls_new, &tls_old).unwrap()),
+            ["data[tls.key]: Required value"]
+        );
+    }
+
+    #[test]
+    fn fields_and_table() {
+        let object = secret(
+            json!({"type": TYPE_TLS, "data": {"tls.crt": "eA==", "tls.key": "eA=="}, "metadata": {"name": "cert", "namespace": "web", "creationTimestamp": "1970-01-01T00:00:00Z"}}),
+        );
+        let fields = field_values(&object);
+        assert_eq!(fields.get("type").map(String::as_str), Some(TYPE_TLS));
+        assert_eq!(
+            fields.get("metadata.name").map(String::as_str),
+            Some("cert")
+        );
+        assert_eq!(fields.keys().copied().collect::<Vec<_>>(), FIELD_SELECTORS);
+        assert_eq!(
+            row(&object, 5 * 3600 + 600),
+            vec![json!("cert"), json!(TYPE_TLS), json!(2), json!("5h10m")]
+        );
+        let names: Vec<&str> = COLUMNS.iter().map(|c| c.name).collect();
+        assert_eq!(names, ["Name", "Type", "Data", "Age"]);
+    }
+}
