@@ -15,7 +15,7 @@
 //! The strategy clears `status` on create and keeps it on spec updates.
 //!
 //! Quantities come in as strings or numbers and are written back in canonical form by
-//! [`decode`]; a malformed quantity is a 400 BadRequest, as upstream's JSON decoding makes it.
+//! [`decode()`]; a malformed quantity is a 400 BadRequest, as upstream's JSON decoding makes it.
 
 use std::collections::{BTreeMap, BTreeSet};
 
