@@ -13,7 +13,8 @@
 //!   exactly one. A fresh store is at revision 1, so the first write gets revision 2. A key's
 //!   [`KeyValue::mod_revision`] is the revision of the write that last changed it (Kubernetes'
 //!   `resourceVersion`), [`KeyValue::create_revision`] the revision that created it.
-//! - **Reads** happen at a revision: the current one, or an older one still in history. A read
+//! - **Reads** happen at a revision: the current one (`None`, or a revision at or below zero,
+//!   as etcd reads them), or an older one still in history. A read
 //!   at a revision older than the last compaction fails with [`Error::Compacted`]; a read at a
 //!   revision newer than the current one fails with [`Error::FutureRevision`].
 //! - **Lists** range over a prefix in key order, from an optional start key, with an optional
@@ -237,6 +238,11 @@ impl Watch {
         self.events.recv().await
     }
 
+    /// The next event if one is already waiting, without waiting.
+    pub fn try_next(&mut self) -> Option<WatchEvent> {
+        self.events.try_recv().ok()
+    }
+
     /// Asks for a [`WatchEvent::Progress`] report. Requests made while one is pending are
     /// answered together.
     pub fn request_progress(&self) {
@@ -371,53 +377,6 @@ pub fn validate_list(request: &ListRequest) -> Result<()> {
     Ok(())
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn keys_are_validated() {
-        assert!(validate_key("/registry/configmaps/default/a").is_ok());
-        for bad in ["", "registry/x", "/a\0b", "/a\nb"] {
-            assert!(
-                matches!(validate_key(bad), Err(Error::InvalidKey { .. })),
-                "{bad:?}"
-            );
-        }
-        assert!(validate_key(&format!("/{}", "a".repeat(MAX_KEY_LEN))).is_err());
-        let outside = ListRequest {
-            prefix: "/a/".into(),
-            start: Some("/b/x".into()),
-            ..Default::default()
-        };
-        assert!(validate_list(&outside).is_err());
-    }
-
-    #[test]
-    fn only_transient_errors_are_retryable() {
-        assert!(Error::Timeout.is_retryable());
-        assert!(Error::Unavailable("down".into()).is_retryable());
-        assert!(!Error::NotFound { key: "/a".into() }.is_retryable());
-    }
-
-    #[tokio::test]
-    async fn progress_requests_coalesce() {
-        let (watch, mut sender) = Watch::channel();
-        watch.request_progress();
-        watch.request_progress();
-        assert!(sender.progress_requests.recv().await.is_some());
-        assert!(
-            sender.progress_requests.try_recv().is_err(),
-            "two requests, one pending answer"
-        );
-        drop(watch);
-        assert!(
-            sender.events.send(WatchEvent::Progress(1)).await.is_err(),
-            "a dropped watch stops its sender"
-        );
-    }
-}
-
 /// A shared store is a store: one backend serves every resource's cache and registry.
 impl<S: Storage> Storage for Arc<S> {
     fn get(
@@ -467,5 +426,52 @@ impl<S: Storage> Storage for Arc<S> {
 
     fn compact(&self, revision: Revision) -> impl Future<Output = Result<()>> + Send {
         (**self).compact(revision)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn keys_are_validated() {
+        assert!(validate_key("/registry/configmaps/default/a").is_ok());
+        for bad in ["", "registry/x", "/a\0b", "/a\nb"] {
+            assert!(
+                matches!(validate_key(bad), Err(Error::InvalidKey { .. })),
+                "{bad:?}"
+            );
+        }
+        assert!(validate_key(&format!("/{}", "a".repeat(MAX_KEY_LEN))).is_err());
+        let outside = ListRequest {
+            prefix: "/a/".into(),
+            start: Some("/b/x".into()),
+            ..Default::default()
+        };
+        assert!(validate_list(&outside).is_err());
+    }
+
+    #[test]
+    fn only_transient_errors_are_retryable() {
+        assert!(Error::Timeout.is_retryable());
+        assert!(Error::Unavailable("down".into()).is_retryable());
+        assert!(!Error::NotFound { key: "/a".into() }.is_retryable());
+    }
+
+    #[tokio::test]
+    async fn progress_requests_coalesce() {
+        let (watch, mut sender) = Watch::channel();
+        watch.request_progress();
+        watch.request_progress();
+        assert!(sender.progress_requests.recv().await.is_some());
+        assert!(
+            sender.progress_requests.try_recv().is_err(),
+            "two requests, one pending answer"
+        );
+        drop(watch);
+        assert!(
+            sender.events.send(WatchEvent::Progress(1)).await.is_err(),
+            "a dropped watch stops its sender"
+        );
     }
 }

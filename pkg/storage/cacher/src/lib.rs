@@ -14,7 +14,8 @@
 //! - **Consistent lists** (no revision): the cache reads the store's current revision, waits
 //!   (up to [`CacherConfig::consistency_timeout`]) until it has caught up to it, asking the
 //!   reflector's watch for progress so that a quiet prefix catches up too, and answers from
-//!   memory. This is KEP-2340's consistent read from cache.
+//!   memory (KEP-2340's consistent read from cache). When it cannot confirm it caught up in
+//!   time, the store answers instead.
 //! - **Lists at the cache's revision** are answered from memory; lists at other revisions (such
 //!   as later pages of a paginated list) and gets read the store, which answers them exactly.
 //! - [`Cacher::list_cached`] answers from memory without waiting (kube's `resourceVersion="0"`).
@@ -216,6 +217,12 @@ impl<S: Storage> Cacher<S> {
             .snapshot
             .read()
             .unwrap_or_else(PoisonError::into_inner);
+        Self::list_from(&snapshot, request)
+    }
+
+    /// Answers `request` from `snapshot`, which the caller holds locked, so that the answer is
+    /// exactly at `snapshot.revision`.
+    fn list_from(snapshot: &Snapshot, request: &ListRequest) -> ListResponse {
         let start = request.start.as_deref().unwrap_or(&request.prefix);
         let in_range = snapshot
             .objects
@@ -279,22 +286,27 @@ impl<S: Storage> Storage for Cacher<S> {
         match request.revision {
             None => {
                 let current = self.store.current_revision().await?;
-                self.wait_for(Some(current)).await?;
-                Ok(self.list_snapshot(&request))
+                match self.wait_for(Some(current)).await {
+                    Ok(()) => Ok(self.list_snapshot(&request)),
+                    // The cache could not confirm it caught up (a quiet prefix on an etcd whose
+                    // progress reports are not trusted, or a lagging watch): the store answers
+                    // the consistent read itself, as kube-apiserver falls back to etcd.
+                    Err(Error::Timeout) => self.store.list(request).await,
+                    Err(other) => Err(other),
+                }
             }
             Some(r) => {
-                let at_head = {
+                let answered = {
                     let snapshot = self
                         .shared
                         .snapshot
                         .read()
                         .unwrap_or_else(PoisonError::into_inner);
-                    snapshot.revision == r && r > 0
+                    (snapshot.revision == r && r > 0).then(|| Self::list_from(&snapshot, &request))
                 };
-                if at_head {
-                    Ok(self.list_snapshot(&request))
-                } else {
-                    self.store.list(request).await
+                match answered {
+                    Some(response) => Ok(response),
+                    None => self.store.list(request).await,
                 }
             }
         }

@@ -53,12 +53,35 @@ async fn sync<S: Storage>(store: &Weak<S>, shared: &Shared, page: usize) -> Resu
     };
     loop {
         tokio::select! {
-            message = watch.next() => match message {
-                Some(WatchEvent::Event(event)) => apply(shared, event),
-                Some(WatchEvent::Progress(revision)) => advance(shared, revision),
-                Some(WatchEvent::Error(error)) => return Err(error),
-                None => return Err(Error::Unavailable("the store ended the cache's watch".into())),
-            },
+            message = watch.next() => {
+                let Some(first) = message else {
+                    return Err(Error::Unavailable("the store ended the cache's watch".into()));
+                };
+                // Apply a burst of waiting events as one batch: one lock, one push, one wakeup
+                // of the watchers.
+                let mut batch = Vec::new();
+                let mut pending = Some(first);
+                while let Some(message) = pending.take() {
+                    match message {
+                        WatchEvent::Event(event) => {
+                            batch.push(event);
+                            if batch.len() >= MAX_BATCH {
+                                apply(shared, std::mem::take(&mut batch));
+                            }
+                        }
+                        WatchEvent::Progress(revision) => {
+                            apply(shared, std::mem::take(&mut batch));
+                            advance(shared, revision);
+                        }
+                        WatchEvent::Error(error) => {
+                            apply(shared, batch);
+                            return Err(error);
+                        }
+                    }
+                    pending = watch.try_next();
+                }
+                apply(shared, batch);
+            }
             () = shared.progress_wanted.notified() => watch.request_progress(),
         }
     }
@@ -97,32 +120,45 @@ async fn list<S: Storage>(
     }
 }
 
-fn apply(shared: &Shared, event: Arc<Event>) {
-    let revision = event.revision();
-    {
+/// The most events applied at once.
+const MAX_BATCH: usize = 1024;
+
+/// Applies events (in revision order) to the cached keys and the window.
+fn apply(shared: &Shared, events: Vec<Arc<Event>>) {
+    let revision = {
         let mut snapshot = shared
             .snapshot
             .write()
             .unwrap_or_else(PoisonError::into_inner);
-        if revision <= snapshot.revision {
+        let mut applied = Vec::with_capacity(events.len());
+        for event in events {
+            let revision = event.revision();
+            if revision <= snapshot.revision {
+                continue;
+            }
+            match event.kind {
+                EventKind::Create | EventKind::Update => {
+                    let entry = Entry {
+                        value: event.kv.value.clone(),
+                        create_revision: event.kv.create_revision,
+                        mod_revision: revision,
+                    };
+                    snapshot.objects.insert(event.kv.key.clone(), entry);
+                }
+                EventKind::Delete => {
+                    snapshot.objects.remove(&event.kv.key);
+                }
+            }
+            snapshot.revision = revision;
+            applied.push(event);
+        }
+        if applied.is_empty() {
             return;
         }
-        match event.kind {
-            EventKind::Create | EventKind::Update => {
-                let entry = Entry {
-                    value: event.kv.value.clone(),
-                    create_revision: event.kv.create_revision,
-                    mod_revision: revision,
-                };
-                snapshot.objects.insert(event.kv.key.clone(), entry);
-            }
-            EventKind::Delete => {
-                snapshot.objects.remove(&event.kv.key);
-            }
-        }
-        snapshot.revision = revision;
-    }
-    shared.ring.push([event], revision);
+        let revision = snapshot.revision;
+        shared.ring.push(applied, revision);
+        revision
+    };
     shared.head.send_modify(|h| h.revision = revision);
 }
 

@@ -177,3 +177,48 @@ async fn keys_outside_the_prefix_pass_through() {
         .is_err()
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_list_at_the_caches_revision_is_exactly_that_revision() {
+    let dir = tempfile::tempdir().unwrap();
+    let cache = Arc::new(Cacher::new(store(&dir), "/race/", CacherConfig::default()).unwrap());
+    let start = cache.current_revision().await.unwrap();
+    let writers: Vec<_> = (0..4)
+        .map(|w| {
+            let cache = cache.clone();
+            tokio::spawn(async move {
+                for i in 0..300 {
+                    cache
+                        .create(&format!("/race/{w}-{i:04}"), Bytes::from_static(b"x"))
+                        .await
+                        .unwrap();
+                }
+            })
+        })
+        .collect();
+    let mut checked = 0;
+    while writers.iter().any(|w| !w.is_finished()) {
+        let at = cache.revision();
+        if at <= start {
+            tokio::task::yield_now().await;
+            continue;
+        }
+        let listed = cache
+            .list(ListRequest {
+                revision: Some(at),
+                ..list("/race/")
+            })
+            .await
+            .unwrap();
+        assert_eq!(listed.revision, at);
+        // Every write here is a create, one revision each: the state at `at` has this many keys.
+        assert_eq!(
+            listed.items.len() as i64,
+            at - start,
+            "a list at {at} answered with another revision's state"
+        );
+        assert!(listed.items.iter().all(|kv| kv.mod_revision <= at));
+        checked += 1;
+    }
+    assert!(checked > 10, "only {checked} lists raced the writers");
+}

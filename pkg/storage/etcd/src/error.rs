@@ -91,6 +91,9 @@ fn classify_status(status: Status) -> Failure {
             Failure::Unsent(Error::Unavailable(describe(&status)))
         }
         Code::DeadlineExceeded => Failure::Other(Error::Timeout),
+        // "too many requests", "database space exceeded": etcd refused the request; it may
+        // accept it later.
+        Code::ResourceExhausted => Failure::Other(Error::Unavailable(describe(&status))),
         // The connection broke while the request was out (etcd killed, reset, broken pipe):
         // the request may or may not have taken effect, and trying again later may succeed.
         Code::Cancelled | Code::Unknown if transport_failure(&status) => {

@@ -42,21 +42,28 @@ pub(crate) fn spawn(runtime: &tokio::runtime::Handle, store: &SqliteStore, histo
             let Some(revision) = target.filter(|r| *r > state.compacted) else {
                 continue;
             };
-            let Some(requests) = requests.upgrade() else {
-                return;
-            };
             let (reply, answer) = oneshot::channel();
-            if requests
-                .send(WriteRequest {
-                    op: Op::Compact { revision },
-                    reply,
-                })
-                .await
-                .is_err()
-            {
-                return;
+            let request = WriteRequest {
+                op: Op::Compact { revision },
+                reply,
+            };
+            // Never wait for room in the queue while holding a sender: the store's drop waits
+            // for every sender to go. A full queue skips this round.
+            let sent = match requests.upgrade() {
+                Some(requests) => requests.try_send(request),
+                None => return,
+            };
+            match sent {
+                Ok(()) => {}
+                Err(tokio::sync::mpsc::error::TrySendError::Full(_)) => {
+                    tracing::debug!(
+                        revision,
+                        "the write queue is full; compaction waits for the next round"
+                    );
+                    continue;
+                }
+                Err(tokio::sync::mpsc::error::TrySendError::Closed(_)) => return,
             }
-            drop(requests);
             match answer.await {
                 Ok(Ok(_)) => tracing::debug!(revision, "compacted history"),
                 Ok(Err(error)) => tracing::warn!(revision, %error, "compaction failed"),

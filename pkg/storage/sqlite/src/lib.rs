@@ -258,7 +258,9 @@ impl SqliteStore {
     fn read_revision(&self, requested: Option<Revision>) -> Result<Revision> {
         let committed = self.committed();
         match requested {
+            // As etcd: no revision, or one at or below zero, reads the current revision.
             None => Ok(committed.revision),
+            Some(r) if r <= 0 => Ok(committed.revision),
             Some(r) if r > committed.revision => Err(Error::FutureRevision {
                 requested: r,
                 current: committed.revision,

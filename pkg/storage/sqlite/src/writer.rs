@@ -229,19 +229,23 @@ impl Writer {
     }
 }
 
-fn latest(tx: &Connection, key: &str) -> rusqlite::Result<Option<Latest>> {
-    tx.prepare_cached(
-        "SELECT revision, created, deleted, value FROM kv WHERE key = ?1 ORDER BY revision DESC LIMIT 1",
-    )?
-    .query_row([key.as_bytes()], |row| {
-        Ok(Latest {
-            revision: row.get(0)?,
-            created: row.get(1)?,
-            deleted: row.get::<_, i64>(2)? != 0,
-            value: row.get(3)?,
+fn latest(tx: &Connection, key: &str, with_value: bool) -> rusqlite::Result<Option<Latest>> {
+    // A create only needs to know whether the key is live; it does not read the old value.
+    let sql = if with_value {
+        "SELECT revision, created, deleted, value FROM kv WHERE key = ?1 ORDER BY revision DESC LIMIT 1"
+    } else {
+        "SELECT revision, created, deleted, x'' FROM kv WHERE key = ?1 ORDER BY revision DESC LIMIT 1"
+    };
+    tx.prepare_cached(sql)?
+        .query_row([key.as_bytes()], |row| {
+            Ok(Latest {
+                revision: row.get(0)?,
+                created: row.get(1)?,
+                deleted: row.get::<_, i64>(2)? != 0,
+                value: row.get(3)?,
+            })
         })
-    })
-    .optional()
+        .optional()
 }
 
 fn insert(
@@ -273,12 +277,19 @@ fn apply(
         | KeyWrite::Update { key, .. }
         | KeyWrite::Delete { key, .. } => key.clone(),
     };
-    let current = latest(tx, &key)?.filter(|l| !l.deleted);
-    let current_kv = |l: &Latest| KeyValue {
-        key: key.clone(),
-        value: Bytes::from(l.value.clone()),
-        create_revision: l.created,
-        mod_revision: l.revision,
+    let with_value = !matches!(write, KeyWrite::Create { .. });
+    let current = latest(tx, &key, with_value)?.filter(|l| !l.deleted);
+    let current_kv = |l: Latest| {
+        (
+            l.revision,
+            l.created,
+            KeyValue {
+                key: key.clone(),
+                value: Bytes::from(l.value),
+                create_revision: l.created,
+                mod_revision: l.revision,
+            },
+        )
     };
     let next = *revision + 1;
     let outcome = match write {
@@ -306,27 +317,19 @@ fn apply(
             let Some(current) = current else {
                 return Ok(Err(Error::NotFound { key }));
             };
-            let prev = current_kv(&current);
-            if current.revision != expected {
+            let (current_revision, created, prev) = current_kv(current);
+            if current_revision != expected {
                 return Ok(Err(Error::Conflict {
                     key,
                     expected,
                     current: Box::new(prev),
                 }));
             }
-            insert(
-                tx,
-                next,
-                &key,
-                current.created,
-                false,
-                &value,
-                current.revision,
-            )?;
+            insert(tx, next, &key, created, false, &value, current_revision)?;
             let kv = KeyValue {
                 key: key.clone(),
                 value,
-                create_revision: current.created,
+                create_revision: created,
                 mod_revision: next,
             };
             events.push(Arc::new(Event {
@@ -340,21 +343,21 @@ fn apply(
             let Some(current) = current else {
                 return Ok(Err(Error::NotFound { key }));
             };
-            let prev = current_kv(&current);
-            if expected.is_some_and(|e| e != current.revision) {
+            let (current_revision, created, prev) = current_kv(current);
+            if expected.is_some_and(|e| e != current_revision) {
                 return Ok(Err(Error::Conflict {
                     key,
                     expected: expected.unwrap_or_default(),
                     current: Box::new(prev),
                 }));
             }
-            insert(tx, next, &key, current.created, true, &[], current.revision)?;
+            insert(tx, next, &key, created, true, &[], current_revision)?;
             events.push(Arc::new(Event {
                 kind: EventKind::Delete,
                 kv: KeyValue {
                     key: key.clone(),
                     value: Bytes::new(),
-                    create_revision: current.created,
+                    create_revision: created,
                     mod_revision: next,
                 },
                 prev: Some(prev.clone()),

@@ -200,3 +200,30 @@ async fn a_watch_from_before_the_compacted_revision_fails_at_once() {
         other => panic!("expected Compacted, got {other:?}"),
     }
 }
+
+#[tokio::test]
+async fn a_list_at_a_compacted_revision_fails() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = SqliteStore::open(&config(&dir)).unwrap();
+    let kv = store
+        .create("/l/a", Bytes::from_static(b"1"))
+        .await
+        .unwrap();
+    store
+        .update("/l/a", Bytes::from_static(b"2"), kv.mod_revision)
+        .await
+        .unwrap();
+    store
+        .compact(store.current_revision().await.unwrap())
+        .await
+        .unwrap();
+    let request = ListRequest {
+        prefix: "/l/".into(),
+        revision: Some(kv.mod_revision),
+        ..Default::default()
+    };
+    assert!(matches!(
+        store.list(request).await,
+        Err(genplane_storage::Error::Compacted { .. })
+    ));
+}
