@@ -64,6 +64,11 @@ pub struct Hooks {
     pub columns: &'static [ColumnDefinition],
     /// The table cells of a served object at `now` (Unix seconds).
     pub row: fn(&Value, i64) -> Vec<Value>,
+    /// Whether something besides `metadata.finalizers` holds back the deletion of a deleting
+    /// object (a Namespace's `spec.finalizers`).
+    pub pending_finalization: fn(&Value) -> bool,
+    /// Marks an object whose deletion must wait (a Namespace becomes `Terminating`).
+    pub mark_deleting: fn(&mut Value),
 }
 
 /// A built-in resource.
@@ -139,6 +144,10 @@ fn no_default(_: &mut Value) {}
 
 fn no_prepare_update(_: &mut Value, _: &Value) {}
 
+fn nothing_pending(_: &Value) -> bool {
+    false
+}
+
 const STATUS_VERBS: &[&str] = &["get", "patch", "update"];
 
 static RESOURCES: &[ResourceInfo] = &[
@@ -182,6 +191,8 @@ static RESOURCES: &[ResourceInfo] = &[
             field_values: core::namespace::field_values,
             columns: core::namespace::COLUMNS,
             row: core::namespace::row,
+            pending_finalization: core::namespace::pending_finalization,
+            mark_deleting: core::namespace::mark_deleting,
         },
     },
     ResourceInfo {
@@ -211,6 +222,8 @@ static RESOURCES: &[ResourceInfo] = &[
             field_values: core::configmap::field_values,
             columns: core::configmap::COLUMNS,
             row: core::configmap::row,
+            pending_finalization: nothing_pending,
+            mark_deleting: no_default,
         },
     },
     ResourceInfo {
@@ -240,6 +253,8 @@ static RESOURCES: &[ResourceInfo] = &[
             field_values: core::secret::field_values,
             columns: core::secret::COLUMNS,
             row: core::secret::row,
+            pending_finalization: nothing_pending,
+            mark_deleting: no_default,
         },
     },
     ResourceInfo {
@@ -273,6 +288,8 @@ static RESOURCES: &[ResourceInfo] = &[
             field_values: core::serviceaccount::field_values,
             columns: core::serviceaccount::COLUMNS,
             row: core::serviceaccount::row,
+            pending_finalization: nothing_pending,
+            mark_deleting: no_default,
         },
     },
     ResourceInfo {
@@ -302,6 +319,8 @@ static RESOURCES: &[ResourceInfo] = &[
             field_values: core::event::field_values,
             columns: core::event::COLUMNS,
             row: core::event::row,
+            pending_finalization: nothing_pending,
+            mark_deleting: no_default,
         },
     },
     ResourceInfo {
@@ -335,6 +354,8 @@ static RESOURCES: &[ResourceInfo] = &[
             field_values: core::resourcequota::field_values,
             columns: core::resourcequota::COLUMNS,
             row: core::resourcequota::row,
+            pending_finalization: nothing_pending,
+            mark_deleting: no_default,
         },
     },
     ResourceInfo {
@@ -364,6 +385,8 @@ static RESOURCES: &[ResourceInfo] = &[
             field_values: events::field_values,
             columns: core::event::COLUMNS,
             row: events::row,
+            pending_finalization: nothing_pending,
+            mark_deleting: no_default,
         },
     },
     ResourceInfo {
@@ -393,6 +416,8 @@ static RESOURCES: &[ResourceInfo] = &[
             field_values: coordination::lease::field_values,
             columns: coordination::lease::COLUMNS,
             row: coordination::lease::row,
+            pending_finalization: nothing_pending,
+            mark_deleting: no_default,
         },
     },
 ];

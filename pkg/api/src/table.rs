@@ -23,10 +23,11 @@ pub struct ColumnDefinition {
 }
 
 /// What the `Name` column describes.
-pub const NAME_DESCRIPTION: &str = "Name must be unique within a namespace. Is required when creating resources, although some resources may allow a client to request the generation of an appropriate name automatically. Name is primarily intended for creation idempotence and configuration definition. Cannot be updated. More info: https://kubernetes.io/docs/concepts/overview/working-with-objects/names#names";
+pub const NAME_DESCRIPTION: &str = "The object's name: unique among objects of its kind in its namespace (or in the cluster, for cluster-scoped kinds), chosen at creation and never changed.";
 
 /// What the `Age` column describes.
-pub const AGE_DESCRIPTION: &str = "CreationTimestamp is a timestamp representing the server time when this object was created. It is not guaranteed to be set in happens-before order across separate operations. Clients may not set this value. It is represented in RFC3339 form and is in UTC.\n\nPopulated by the system. Read-only. Null for lists. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#metadata";
+pub const AGE_DESCRIPTION: &str =
+    "How long ago the server created the object, from its creationTimestamp.";
 
 /// The `Name` column.
 pub const NAME: ColumnDefinition = ColumnDefinition {

@@ -9,12 +9,14 @@
 
 #![warn(missing_docs)]
 
+pub mod builtin;
 pub mod object;
 mod selection;
 pub mod store;
 pub mod strategy;
 pub mod watch;
 
+pub use builtin::CatalogStrategy;
 pub use selection::check_fields;
 pub use store::{
     DeleteOptions, Deletion, ListOptions, ListResult, Propagation, Store, WriteOptions, Written,

@@ -237,8 +237,19 @@ impl<S: Storage> Store<S> {
         }
     }
 
-    fn served(&self, kv: &KeyValue) -> Result<Value, ApiError> {
-        object::decode(&kv.value, kv.mod_revision)
+    pub(crate) fn served(&self, kv: &KeyValue) -> Result<Value, ApiError> {
+        self.served_bytes(&kv.value, kv.mod_revision)
+    }
+
+    /// The served form of stored bytes at `revision`.
+    pub(crate) fn served_bytes(&self, value: &[u8], revision: Revision) -> Result<Value, ApiError> {
+        let stored = object::decode(value, revision)?;
+        Ok(self.strategy.from_storage(stored))
+    }
+
+    /// The stored bytes of a served object.
+    fn stored(&self, object: &Value) -> Result<bytes::Bytes, ApiError> {
+        object::encode(&self.strategy.to_storage(object.clone()))
     }
 
     /// The namespace the object must be in: the request's. A different one in the body is a
@@ -295,14 +306,14 @@ impl<S: Storage> Store<S> {
                 set_meta_str(&mut object, "name", &name);
             }
             let name = meta_str(&object, "name").to_owned();
-            let errors = self.strategy.validate(&object);
+            let errors = self.strategy.validate(&object)?;
             if !errors.is_empty() {
                 return Err(self.invalid(&name, &errors));
             }
             self.check_path_segments(&name, meta_str(&object, "namespace"))?;
             self.strategy.canonicalize(&mut object);
             let warnings = self.strategy.warnings(&object, None);
-            let bytes = object::encode(&object)?;
+            let bytes = self.stored(&object)?;
             if bytes.len() > MAX_OBJECT_BYTES {
                 return Err(Status::request_entity_too_large(MAX_OBJECT_BYTES).into());
             }
@@ -569,7 +580,7 @@ impl<S: Storage> Store<S> {
             );
             self.strategy.default(&mut new);
             self.strategy.prepare_for_update(&mut new, &old);
-            let errors = self.strategy.validate_update(&new, &old);
+            let errors = self.strategy.validate_update(&new, &old)?;
             if !errors.is_empty() {
                 return Err(self.invalid(name, &errors));
             }
@@ -602,7 +613,7 @@ impl<S: Storage> Store<S> {
                     Err(e) => Err(self.storage_error(e, name)),
                 };
             }
-            let bytes = object::encode(&new)?;
+            let bytes = self.stored(&new)?;
             if bytes.len() > MAX_OBJECT_BYTES {
                 return Err(Status::request_entity_too_large(MAX_OBJECT_BYTES).into());
             }

@@ -1,12 +1,14 @@
 //! How one resource behaves: the hooks the generic store calls, in a fixed order.
 //!
-//! Create: default → prepare_for_create → validate → canonicalize → store.
-//! Update: prepare_for_update → validate_update → canonicalize → store (compare-and-swap).
+//! Create: decode → default → prepare_for_create → validate → canonicalize → to_storage → store.
+//! Update: decode → default → prepare_for_update → validate_update → canonicalize → to_storage
+//! → store (compare-and-swap). Reads: from_storage.
 //! Delete: finalizers and `pending_finalization` decide whether the object goes at once or is
 //! marked for deletion (`mark_deleting`) and kept until they are done.
 
 use std::collections::BTreeMap;
 
+use genplane_apimachinery::errors::ApiError;
 use genplane_apimachinery::schema::{GroupResource, GroupVersionKind};
 use genplane_apimachinery::validation::field::ErrorList;
 use serde_json::Value;
@@ -26,6 +28,22 @@ pub trait Strategy: Send + Sync + 'static {
     /// `<prefix>/<namespace>/<name>` or `<prefix>/<name>`.
     fn key_prefix(&self) -> String;
 
+    /// Type-checks a written object and returns it normalized (400 BadRequest on a field of the
+    /// wrong type).
+    fn decode(&self, object: Value) -> Result<Value, ApiError> {
+        Ok(object)
+    }
+
+    /// The stored form of a served object (e.g. events.k8s.io Events are stored as core Events).
+    fn to_storage(&self, object: Value) -> Value {
+        object
+    }
+
+    /// The served form of a stored object.
+    fn from_storage(&self, object: Value) -> Value {
+        object
+    }
+
     /// Fills in defaults of a new or replaced object (e.g. a Secret's `type`).
     fn default(&self, _object: &mut Value) {}
 
@@ -37,11 +55,11 @@ pub trait Strategy: Send + Sync + 'static {
     /// on a spec update, bumps the generation when the spec changed).
     fn prepare_for_update(&self, _new: &mut Value, _old: &Value) {}
 
-    /// Every problem of a new object, metadata included.
-    fn validate(&self, object: &Value) -> ErrorList;
+    /// Every problem of a new object, metadata included (or a 400 for a malformed one).
+    fn validate(&self, object: &Value) -> Result<ErrorList, ApiError>;
 
-    /// Every problem of an update, metadata included.
-    fn validate_update(&self, new: &Value, old: &Value) -> ErrorList;
+    /// Every problem of an update, metadata included (or a 400 for a malformed one).
+    fn validate_update(&self, new: &Value, old: &Value) -> Result<ErrorList, ApiError>;
 
     /// Warnings to return with a successful create or update (the `Warning` header).
     fn warnings(&self, _object: &Value, _old: Option<&Value>) -> Vec<String> {

@@ -253,7 +253,7 @@ impl<S: Storage> Store<S> {
                 _ => None,
             },
             EventKind::Create | EventKind::Update => {
-                let new = object::decode(&event.kv.value, revision)?;
+                let new = self.served_bytes(&event.kv.value, revision)?;
                 let new_selected = self.selects(selection, &new);
                 match (
                     old_selected.unwrap_or(new_selected && event.kind == EventKind::Update),

@@ -6,6 +6,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
+use genplane_apimachinery::errors::ApiError;
 use genplane_apimachinery::meta::validate_object_meta;
 use genplane_apimachinery::resource_version::ReadOptions;
 use genplane_apimachinery::schema::{GroupResource, GroupVersionKind};
@@ -38,7 +39,10 @@ impl Strategy for Things {
     fn key_prefix(&self) -> String {
         "/registry/configmaps".into()
     }
-    fn validate(&self, object: &Value) -> ErrorList {
+    fn validate(
+        &self,
+        object: &Value,
+    ) -> Result<ErrorList, genplane_apimachinery::errors::ApiError> {
         let mut errors = match object_meta(object) {
             Ok(meta) => {
                 validate_object_meta(&meta, true, name_is_dns_subdomain, &Path::new("metadata"))
@@ -62,16 +66,16 @@ impl Strategy for Things {
                 }
             }
         }
-        errors
+        Ok(errors)
     }
-    fn validate_update(&self, new: &Value, old: &Value) -> ErrorList {
-        let mut errors = self.validate(new);
+    fn validate_update(&self, new: &Value, old: &Value) -> Result<ErrorList, ApiError> {
+        let mut errors = self.validate(new)?;
         errors.extend(genplane_apimachinery::meta::validate_object_meta_update(
             &object_meta(new).unwrap(),
             &object_meta(old).unwrap(),
             &Path::new("metadata"),
         ));
-        errors
+        Ok(errors)
     }
     fn selectable_fields(&self) -> &[&str] {
         &["flavor"]
@@ -114,20 +118,20 @@ impl Strategy for Spaces {
             object["status"] = json!({"phase": "Active"});
         }
     }
-    fn validate(&self, object: &Value) -> ErrorList {
-        validate_object_meta(
+    fn validate(&self, object: &Value) -> Result<ErrorList, ApiError> {
+        Ok(validate_object_meta(
             &object_meta(object).unwrap(),
             false,
             name_is_dns_label,
             &Path::new("metadata"),
-        )
+        ))
     }
-    fn validate_update(&self, new: &Value, old: &Value) -> ErrorList {
-        genplane_apimachinery::meta::validate_object_meta_update(
+    fn validate_update(&self, new: &Value, old: &Value) -> Result<ErrorList, ApiError> {
+        Ok(genplane_apimachinery::meta::validate_object_meta_update(
             &object_meta(new).unwrap(),
             &object_meta(old).unwrap(),
             &Path::new("metadata"),
-        )
+        ))
     }
     fn pending_finalization(&self, object: &Value) -> bool {
         object

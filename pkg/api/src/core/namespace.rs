@@ -298,6 +298,26 @@ pub fn row(object: &Value, now: i64) -> Vec<Value> {
     ]
 }
 
+/// Whether a namespace's `spec.finalizers` still hold back its deletion.
+pub fn pending_finalization(object: &Value) -> bool {
+    object
+        .pointer("/spec/finalizers")
+        .and_then(Value::as_array)
+        .is_some_and(|finalizers| !finalizers.is_empty())
+}
+
+/// Marks a namespace whose deletion waits: it is `Terminating` until its finalizers are done.
+pub fn mark_deleting(object: &mut Value) {
+    if let Some(map) = object.as_object_mut() {
+        let status = map
+            .entry("status")
+            .or_insert_with(|| Value::Object(serde_json::Map::new()));
+        if let Some(status) = status.as_object_mut() {
+            status.insert("phase".into(), Value::from("Terminating"));
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -1,0 +1,113 @@
+//! The built-in resources: one strategy for every entry of `genplane-api`'s catalog, running
+//! the entry's pure hooks in the store's fixed order.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use genplane_api::catalog::{self, ResourceInfo};
+use genplane_apimachinery::errors::ApiError;
+use genplane_apimachinery::schema::{GroupResource, GroupVersionKind};
+use genplane_apimachinery::validation::field::ErrorList;
+use serde_json::Value;
+
+use crate::strategy::Strategy;
+
+/// The strategy of a built-in resource.
+#[derive(Clone, Copy, Debug)]
+pub struct CatalogStrategy {
+    info: &'static ResourceInfo,
+}
+
+impl CatalogStrategy {
+    /// The strategy of `info`.
+    pub fn new(info: &'static ResourceInfo) -> Self {
+        Self { info }
+    }
+
+    /// The strategy of the built-in resource `group`/`version`/`resource`, if there is one.
+    pub fn find(group: &str, version: &str, resource: &str) -> Option<Self> {
+        catalog::find(group, version, resource).map(Self::new)
+    }
+
+    /// Strategies for every built-in resource.
+    pub fn all() -> Vec<Arc<dyn Strategy>> {
+        catalog::all()
+            .iter()
+            .map(|info| Arc::new(Self::new(info)) as Arc<dyn Strategy>)
+            .collect()
+    }
+
+    /// The catalog entry.
+    pub fn info(&self) -> &'static ResourceInfo {
+        self.info
+    }
+}
+
+impl Strategy for CatalogStrategy {
+    fn group_resource(&self) -> GroupResource {
+        self.info.group_resource()
+    }
+
+    fn kind(&self) -> GroupVersionKind {
+        self.info.gvk()
+    }
+
+    fn namespaced(&self) -> bool {
+        self.info.namespaced
+    }
+
+    fn key_prefix(&self) -> String {
+        format!("/registry/{}", self.info.storage_prefix)
+    }
+
+    fn decode(&self, object: Value) -> Result<Value, ApiError> {
+        (self.info.hooks.decode)(&object).map(|decoded| decoded.object)
+    }
+
+    fn to_storage(&self, object: Value) -> Value {
+        (self.info.hooks.to_storage)(object)
+    }
+
+    fn from_storage(&self, object: Value) -> Value {
+        (self.info.hooks.from_storage)(object)
+    }
+
+    fn default(&self, object: &mut Value) {
+        (self.info.hooks.default)(object);
+    }
+
+    fn prepare_for_create(&self, object: &mut Value) {
+        (self.info.hooks.prepare_for_create)(object);
+    }
+
+    fn prepare_for_update(&self, new: &mut Value, old: &Value) {
+        (self.info.hooks.prepare_for_update)(new, old);
+    }
+
+    fn validate(&self, object: &Value) -> Result<ErrorList, ApiError> {
+        (self.info.hooks.validate)(object)
+    }
+
+    fn validate_update(&self, new: &Value, old: &Value) -> Result<ErrorList, ApiError> {
+        (self.info.hooks.validate_update)(new, old)
+    }
+
+    fn selectable_fields(&self) -> &[&str] {
+        self.info.hooks.field_selectors
+    }
+
+    fn field_values(&self, object: &Value) -> BTreeMap<String, String> {
+        (self.info.hooks.field_values)(object)
+            .into_iter()
+            .map(|(k, v)| (k.to_owned(), v))
+            .collect()
+    }
+
+    fn pending_finalization(&self, object: &Value) -> bool {
+        (self.info.hooks.pending_finalization)(object)
+    }
+
+    fn mark_deleting(&self, object: &mut Value) {
+        (self.info.hooks.mark_deleting)(object);
+    }
+}
