@@ -64,11 +64,11 @@ impl Strategy for CatalogStrategy {
         (self.info.hooks.decode)(&object).map(|decoded| decoded.object)
     }
 
-    fn to_storage(&self, object: Value) -> Value {
+    fn stored_form(&self, object: Value) -> Value {
         (self.info.hooks.to_storage)(object)
     }
 
-    fn from_storage(&self, object: Value) -> Value {
+    fn served_form(&self, object: Value) -> Value {
         (self.info.hooks.from_storage)(object)
     }
 

@@ -244,12 +244,12 @@ impl<S: Storage> Store<S> {
     /// The served form of stored bytes at `revision`.
     pub(crate) fn served_bytes(&self, value: &[u8], revision: Revision) -> Result<Value, ApiError> {
         let stored = object::decode(value, revision)?;
-        Ok(self.strategy.from_storage(stored))
+        Ok(self.strategy.served_form(stored))
     }
 
     /// The stored bytes of a served object.
     fn stored(&self, object: &Value) -> Result<bytes::Bytes, ApiError> {
-        object::encode(&self.strategy.to_storage(object.clone()))
+        object::encode(&self.strategy.stored_form(object.clone()))
     }
 
     /// The namespace the object must be in: the request's. A different one in the body is a

@@ -1,8 +1,8 @@
 //! How one resource behaves: the hooks the generic store calls, in a fixed order.
 //!
-//! Create: decode → default → prepare_for_create → validate → canonicalize → to_storage → store.
-//! Update: decode → default → prepare_for_update → validate_update → canonicalize → to_storage
-//! → store (compare-and-swap). Reads: from_storage.
+//! Create: decode → default → prepare_for_create → validate → canonicalize → stored_form → store.
+//! Update: decode → default → prepare_for_update → validate_update → canonicalize → stored_form
+//! → store (compare-and-swap). Reads: served_form.
 //! Delete: finalizers and `pending_finalization` decide whether the object goes at once or is
 //! marked for deletion (`mark_deleting`) and kept until they are done.
 
@@ -35,12 +35,12 @@ pub trait Strategy: Send + Sync + 'static {
     }
 
     /// The stored form of a served object (e.g. events.k8s.io Events are stored as core Events).
-    fn to_storage(&self, object: Value) -> Value {
+    fn stored_form(&self, object: Value) -> Value {
         object
     }
 
     /// The served form of a stored object.
-    fn from_storage(&self, object: Value) -> Value {
+    fn served_form(&self, object: Value) -> Value {
         object
     }
 

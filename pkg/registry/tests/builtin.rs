@@ -65,8 +65,10 @@ async fn configmaps_and_secrets_follow_their_rules() {
         .unwrap_err();
     assert_eq!(missing.code, 422);
     assert!(missing.message.contains("tls.crt"), "{}", missing.message);
-    let mut options = ListOptions::default();
-    options.fields = genplane_apimachinery::fields::Selector::parse("type=Opaque").unwrap();
+    let options = ListOptions {
+        fields: genplane_apimachinery::fields::Selector::parse("type=Opaque").unwrap(),
+        ..ListOptions::default()
+    };
     assert_eq!(
         secrets.list("default", &options).await.unwrap().items.len(),
         1
