@@ -2,11 +2,22 @@
 //!
 //! - [`discovery`]: the legacy and aggregated discovery documents.
 //! - [`negotiation`]: which form a response takes, how a body is read.
+//! - [`server`]: [`ApiServer`] answers requests: the ops endpoints, `/version`, discovery and
+//!   every verb on every served resource (handlers, one file per verb).
+//! - [`encode`]: the shapes of answers (lists, Tables, metadata-only objects, watch events).
+//! - [`body`]: whole and streamed response bodies.
 //! - [`request_info`]: what a request asks for (verb, group, version, namespace, resource,
 //!   subresource, name), parsed from its method, path and query as kube-apiserver parses them.
 
 #![warn(missing_docs)]
 
+pub mod body;
 pub mod discovery;
+pub mod encode;
+mod handlers;
 pub mod negotiation;
 pub mod request_info;
+pub mod server;
+
+pub use handlers::{MAX_BODY_BYTES, error_response};
+pub use server::{ApiServer, Resource};

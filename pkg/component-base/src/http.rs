@@ -115,7 +115,8 @@ pub async fn bind(addr: SocketAddr) -> Result<TcpListener, Error> {
 
 /// Serves HTTP/1.1 and HTTP/2 (cleartext) on `listener` with `handler` until `shutdown` is
 /// triggered; then stops accepting and gives open connections `drain_deadline` to finish.
-pub async fn serve<H, F>(
+/// Responses may have any body, streamed ones included.
+pub async fn serve<H, F, B>(
     listener: TcpListener,
     handler: H,
     shutdown: Shutdown,
@@ -123,7 +124,10 @@ pub async fn serve<H, F>(
 ) -> Result<(), Error>
 where
     H: Fn(Request<Incoming>) -> F + Clone + Send + Sync + 'static,
-    F: Future<Output = FullResponse> + Send + 'static,
+    F: Future<Output = Response<B>> + Send + 'static,
+    B: hyper::body::Body + Send + 'static,
+    B::Data: Send,
+    B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
 {
     let builder = auto::Builder::new(TokioExecutor::new());
     let graceful = GracefulShutdown::new();

@@ -1,0 +1,59 @@
+//! Response bodies: whole, or streamed from a channel (watches).
+
+use std::pin::Pin;
+use std::task::{Context, Poll};
+
+use bytes::Bytes;
+use hyper::body::{Body, Frame, SizeHint};
+use tokio::sync::mpsc;
+
+/// The body of a response: bytes held in memory, or chunks sent through a channel.
+#[derive(Debug)]
+pub enum ResponseBody {
+    /// The whole body.
+    Full(Option<Bytes>),
+    /// Chunks as they are sent; the body ends when the sender is dropped.
+    Stream(mpsc::Receiver<Bytes>),
+}
+
+impl ResponseBody {
+    /// A body of `bytes`.
+    pub fn full(bytes: impl Into<Bytes>) -> Self {
+        ResponseBody::Full(Some(bytes.into()))
+    }
+
+    /// A streamed body and the sender that feeds it.
+    pub fn channel(buffer: usize) -> (mpsc::Sender<Bytes>, Self) {
+        let (tx, rx) = mpsc::channel(buffer);
+        (tx, ResponseBody::Stream(rx))
+    }
+}
+
+impl Body for ResponseBody {
+    type Data = Bytes;
+    type Error = std::convert::Infallible;
+
+    fn poll_frame(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, Self::Error>>> {
+        match self.get_mut() {
+            ResponseBody::Full(bytes) => Poll::Ready(bytes.take().map(|b| Ok(Frame::data(b)))),
+            ResponseBody::Stream(rx) => rx
+                .poll_recv(cx)
+                .map(|chunk| chunk.map(|b| Ok(Frame::data(b)))),
+        }
+    }
+
+    fn is_end_stream(&self) -> bool {
+        matches!(self, ResponseBody::Full(None))
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        match self {
+            ResponseBody::Full(Some(bytes)) => SizeHint::with_exact(bytes.len() as u64),
+            ResponseBody::Full(None) => SizeHint::with_exact(0),
+            ResponseBody::Stream(_) => SizeHint::default(),
+        }
+    }
+}

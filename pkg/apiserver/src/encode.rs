@@ -1,0 +1,132 @@
+//! The shapes of answers: lists, Tables, partial object metadata, watch events and Status
+//! objects, and their serialization.
+
+use genplane_api::catalog::ResourceInfo;
+use genplane_apimachinery::errors::Status;
+use genplane_registry::{EventType, ListResult};
+use serde_json::{Map, Value, json};
+
+use crate::negotiation::{Format, Negotiated};
+
+/// Serializes `value` in `format`, with a trailing newline for JSON (as kube-apiserver ends
+/// its bodies).
+pub fn serialize(value: &Value, format: Format) -> Vec<u8> {
+    match format {
+        Format::Json => {
+            let mut bytes = serde_json::to_vec(value).unwrap_or_default();
+            bytes.push(b'\n');
+            bytes
+        }
+        Format::Yaml => serde_saphyr::to_string(value)
+            .unwrap_or_default()
+            .into_bytes(),
+    }
+}
+
+/// The `metadata` of a list.
+fn list_meta(list: &ListResult) -> Value {
+    let mut meta = Map::new();
+    meta.insert("resourceVersion".into(), json!(list.resource_version));
+    if let Some(token) = &list.continue_token {
+        meta.insert("continue".into(), json!(token));
+    }
+    if let Some(remaining) = list.remaining_item_count {
+        meta.insert("remainingItemCount".into(), json!(remaining));
+    }
+    Value::Object(meta)
+}
+
+/// A list of objects: `{"kind": "ConfigMapList", "apiVersion": "v1", "metadata": ..., "items": [...]}`.
+pub fn list(info: &ResourceInfo, list: ListResult) -> Value {
+    let meta = list_meta(&list);
+    json!({"kind": info.list_kind, "apiVersion": info.api_version(), "metadata": meta, "items": list.items})
+}
+
+/// `PartialObjectMetadata` of an object.
+pub fn partial_metadata(object: &Value, version: &str) -> Value {
+    json!({
+        "kind": "PartialObjectMetadata",
+        "apiVersion": format!("meta.k8s.io/{version}"),
+        "metadata": object.get("metadata").cloned().unwrap_or_else(|| json!({})),
+    })
+}
+
+/// `PartialObjectMetadataList` of a list.
+pub fn partial_metadata_list(list: &ListResult, version: &str) -> Value {
+    let items: Vec<Value> = list
+        .items
+        .iter()
+        .map(|o| partial_metadata(o, version))
+        .collect();
+    json!({"kind": "PartialObjectMetadataList", "apiVersion": format!("meta.k8s.io/{version}"), "metadata": list_meta(list), "items": items})
+}
+
+/// A `meta.k8s.io` Table of `objects`, each row carrying the object's metadata (so that kubectl
+/// can show namespaces and labels). Without `headers` the column definitions are left out, as
+/// for every watch event after the first.
+pub fn table(
+    info: &ResourceInfo,
+    objects: &[Value],
+    list: Option<&ListResult>,
+    version: &str,
+    headers: bool,
+    now: i64,
+) -> Value {
+    let rows: Vec<Value> = objects
+        .iter()
+        .map(|object| json!({"cells": (info.hooks.row)(object, now), "object": partial_metadata(object, "v1")}))
+        .collect();
+    let columns = if headers {
+        serde_json::to_value(info.hooks.columns).unwrap_or_default()
+    } else {
+        json!([])
+    };
+    let metadata = list.map_or_else(|| json!({}), list_meta);
+    json!({"kind": "Table", "apiVersion": format!("meta.k8s.io/{version}"), "metadata": metadata, "columnDefinitions": columns, "rows": rows})
+}
+
+/// One object in the negotiated form.
+pub fn object(info: &ResourceInfo, object: Value, negotiated: &Negotiated, now: i64) -> Value {
+    use crate::negotiation::Target;
+    match negotiated.target {
+        Target::Table(version) => table(
+            info,
+            std::slice::from_ref(&object),
+            None,
+            version,
+            true,
+            now,
+        ),
+        Target::PartialObjectMetadata(version) | Target::PartialObjectMetadataList(version) => {
+            partial_metadata(&object, version)
+        }
+        Target::Object | Target::GroupDiscoveryList(_) => object,
+    }
+}
+
+/// A watch event line: `{"type":"ADDED","object":{...}}` and a newline.
+pub fn watch_event(kind: &str, object: Value) -> Vec<u8> {
+    let mut line = serde_json::to_vec(&json!({"type": kind, "object": object})).unwrap_or_default();
+    line.push(b'\n');
+    line
+}
+
+/// The type name of a watch event.
+pub fn event_type(kind: EventType) -> &'static str {
+    kind.as_str()
+}
+
+/// A bookmark's object: only kind, apiVersion and the revision reached (kube-rs requires the
+/// kind and apiVersion), with the end-of-initial-events annotation when it ends them.
+pub fn bookmark(info: &ResourceInfo, resource_version: &str, initial_events_end: bool) -> Value {
+    let mut metadata = json!({"resourceVersion": resource_version});
+    if initial_events_end {
+        metadata["annotations"] = json!({"k8s.io/initial-events-end": "true"});
+    }
+    json!({"kind": info.kind, "apiVersion": info.api_version(), "metadata": metadata})
+}
+
+/// A Status as a JSON value.
+pub fn status(status: &Status) -> Value {
+    serde_json::to_value(status).unwrap_or_default()
+}

@@ -1,0 +1,30 @@
+//! POST to a collection.
+
+use genplane_apimachinery::errors::ApiError;
+use genplane_registry::WriteOptions;
+use genplane_storage::Storage;
+use hyper::body::Incoming;
+use hyper::{Response, StatusCode};
+
+use super::{Ctx, respond};
+use crate::body::ResponseBody;
+use crate::encode;
+
+/// Answers a create: 201 with the created object.
+pub(crate) async fn create<S: Storage>(
+    ctx: &Ctx<'_, S>,
+    body: Incoming,
+) -> Result<Response<ResponseBody>, ApiError> {
+    let negotiated = ctx.negotiate(false)?;
+    let (object, mut warnings) = ctx.object_body(body).await?;
+    let options = WriteOptions {
+        dry_run: ctx.query.dry_run()?,
+    };
+    let written = ctx
+        .store
+        .create(&ctx.request.namespace, object, &options)
+        .await?;
+    warnings.extend(written.warnings);
+    let body = encode::object(ctx.info, written.object, &negotiated, ctx.now);
+    Ok(respond(StatusCode::CREATED, &body, &negotiated, &warnings))
+}

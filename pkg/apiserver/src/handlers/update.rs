@@ -1,0 +1,35 @@
+//! PUT of one object.
+
+use genplane_apimachinery::errors::ApiError;
+use genplane_registry::WriteOptions;
+use genplane_storage::Storage;
+use hyper::body::Incoming;
+use hyper::{Response, StatusCode};
+
+use super::{Ctx, respond};
+use crate::body::ResponseBody;
+use crate::encode;
+
+/// Answers a replace: 200 with the stored object (201 when it was created).
+pub(crate) async fn update<S: Storage>(
+    ctx: &Ctx<'_, S>,
+    body: Incoming,
+) -> Result<Response<ResponseBody>, ApiError> {
+    let negotiated = ctx.negotiate(false)?;
+    let (object, mut warnings) = ctx.object_body(body).await?;
+    let options = WriteOptions {
+        dry_run: ctx.query.dry_run()?,
+    };
+    let written = ctx
+        .store
+        .update(&ctx.request.namespace, &ctx.request.name, object, &options)
+        .await?;
+    warnings.extend(written.warnings);
+    let code = if written.created {
+        StatusCode::CREATED
+    } else {
+        StatusCode::OK
+    };
+    let body = encode::object(ctx.info, written.object, &negotiated, ctx.now);
+    Ok(respond(code, &body, &negotiated, &warnings))
+}

@@ -1,0 +1,106 @@
+//! GET with `watch=true`: a chunked stream of newline-delimited JSON events.
+//!
+//! Every event ends with a newline (kube-rs and the Python client split on it). Bookmarks, when
+//! asked for, come every minute and carry the kind and apiVersion (kube-rs requires them).
+//! A failure — such as a start before the compacted revision — is an ERROR event with its Status
+//! inside the 200 stream, which is what clients re-list on. The stream ends after
+//! `timeoutSeconds` (30 minutes when unset).
+
+use std::time::Duration;
+
+use genplane_apimachinery::errors::ApiError;
+use genplane_registry::WatchItem;
+use genplane_storage::Storage;
+use hyper::header::{CONTENT_TYPE, HeaderValue};
+use hyper::{Response, StatusCode};
+
+use super::Ctx;
+use crate::body::ResponseBody;
+use crate::encode;
+use crate::negotiation::Target;
+
+/// How long a watch lasts when the client does not say.
+const DEFAULT_TIMEOUT: Duration = Duration::from_secs(1800);
+/// How often bookmarks come, when asked for.
+const BOOKMARK_PERIOD: Duration = Duration::from_secs(60);
+
+/// Starts a watch and answers with its stream.
+pub(crate) async fn watch<S: Storage>(
+    ctx: &Ctx<'_, S>,
+) -> Result<Response<ResponseBody>, ApiError> {
+    let negotiated = ctx.negotiate(true)?;
+    let options = ctx.query.list_options(true)?;
+    let bookmarks = options.read.allow_watch_bookmarks;
+    let timeout = match ctx
+        .query
+        .get("timeoutSeconds")
+        .and_then(|t| t.parse::<u64>().ok())
+    {
+        Some(seconds) if seconds > 0 => Duration::from_secs(seconds),
+        _ => DEFAULT_TIMEOUT,
+    };
+    let mut stream = ctx.store.watch(&ctx.request.namespace, &options).await?;
+    let (tx, body) = ResponseBody::channel(64);
+    let info = ctx.info;
+    let now = ctx.now;
+    let table = match negotiated.target {
+        Target::Table(version) => Some(version),
+        _ => None,
+    };
+    tokio::spawn(async move {
+        let deadline = tokio::time::sleep(timeout);
+        tokio::pin!(deadline);
+        let mut tick = tokio::time::interval(BOOKMARK_PERIOD);
+        tick.tick().await;
+        let mut headers = true;
+        loop {
+            let line = tokio::select! {
+                item = stream.next() => match item {
+                    Some(WatchItem::Event(kind, object)) => {
+                        let object = match table {
+                            Some(version) => {
+                                let t = encode::table(info, std::slice::from_ref(&object), None, version, headers, now);
+                                headers = false;
+                                t
+                            }
+                            None => object,
+                        };
+                        encode::watch_event(encode::event_type(kind), object)
+                    }
+                    Some(WatchItem::Bookmark { resource_version, initial_events_end }) => {
+                        if !bookmarks {
+                            continue;
+                        }
+                        encode::watch_event("BOOKMARK", encode::bookmark(info, &resource_version, initial_events_end))
+                    }
+                    Some(WatchItem::Error(error)) => {
+                        let line = encode::watch_event("ERROR", encode::status(&error));
+                        let _ = tx.send(line.into()).await;
+                        return;
+                    }
+                    None => return,
+                },
+                () = &mut deadline => return,
+                _ = tick.tick(), if bookmarks => {
+                    stream.request_bookmark();
+                    continue;
+                }
+                () = tx.closed() => return,
+            };
+            if tx.send(line.into()).await.is_err() {
+                return;
+            }
+        }
+    });
+    let mut response = Response::new(body);
+    *response.status_mut() = StatusCode::OK;
+    let content_type = if table.is_some() {
+        negotiated.content_type()
+    } else {
+        "application/json".to_owned()
+    };
+    if let Ok(value) = HeaderValue::from_str(&content_type) {
+        response.headers_mut().insert(CONTENT_TYPE, value);
+    }
+    Ok(response)
+}

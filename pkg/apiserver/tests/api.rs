@@ -1,0 +1,742 @@
+//! The API over real HTTP on loopback, against the real handlers and a SQLite store: what
+//! kubectl, kube-rs and the Python client send, and what they need back.
+
+#![allow(clippy::unwrap_used)]
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::Bytes;
+use genplane_apiserver::{ApiServer, Resource};
+use genplane_component_base::shutdown::Shutdown;
+use genplane_component_base::version::BuildInfo;
+use genplane_storage::Storage;
+use genplane_storage_sqlite::{SqliteConfig, SqliteStore};
+use http_body_util::{BodyExt, Full};
+use hyper::{Method, Request};
+use hyper_util::client::legacy::Client;
+use hyper_util::rt::TokioExecutor;
+use serde_json::{Value, json};
+
+struct Server {
+    addr: SocketAddr,
+    storage: Arc<SqliteStore>,
+    _dir: tempfile::TempDir,
+    shutdown: Shutdown,
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        self.shutdown.trigger();
+    }
+}
+
+async fn start() -> Server {
+    let dir = tempfile::tempdir().unwrap();
+    let mut config = SqliteConfig::new(dir.path().join("db"));
+    config.history = None;
+    let storage = Arc::new(SqliteStore::open(&config).unwrap());
+    let resources = genplane_api::catalog::all()
+        .iter()
+        .map(|info| Resource::builtin(info, storage.clone()))
+        .collect();
+    let listener = genplane_component_base::http::bind("127.0.0.1:0".parse().unwrap())
+        .await
+        .unwrap();
+    let addr = listener.local_addr().unwrap();
+    let server = Arc::new(ApiServer::new(
+        resources,
+        &BuildInfo::new("0.1.0", Some("abc")),
+        &addr.to_string(),
+        None,
+    ));
+    let shutdown = Shutdown::new();
+    let handler = move |request| {
+        let server = server.clone();
+        async move { server.handle(request).await }
+    };
+    tokio::spawn(genplane_component_base::http::serve(
+        listener,
+        handler,
+        shutdown.clone(),
+        Duration::from_secs(1),
+    ));
+    Server {
+        addr,
+        storage,
+        _dir: dir,
+        shutdown,
+    }
+}
+
+struct Answer {
+    status: u16,
+    headers: hyper::HeaderMap,
+    body: Vec<u8>,
+}
+
+impl Answer {
+    fn json(&self) -> Value {
+        serde_json::from_slice(&self.body)
+            .unwrap_or_else(|e| panic!("not JSON ({e}): {}", String::from_utf8_lossy(&self.body)))
+    }
+    fn header(&self, name: &str) -> &str {
+        self.headers.get(name).map_or("", |v| v.to_str().unwrap())
+    }
+}
+
+async fn call(
+    server: &Server,
+    method: Method,
+    path: &str,
+    headers: &[(&str, &str)],
+    body: Option<Vec<u8>>,
+) -> Answer {
+    let client = Client::builder(TokioExecutor::new()).build_http::<Full<Bytes>>();
+    let mut request = Request::builder()
+        .method(method)
+        .uri(format!("http://{}{path}", server.addr));
+    for (k, v) in headers {
+        request = request.header(*k, *v);
+    }
+    let request = request
+        .body(Full::new(Bytes::from(body.unwrap_or_default())))
+        .unwrap();
+    let response = client.request(request).await.unwrap();
+    let status = response.status().as_u16();
+    let headers = response.headers().clone();
+    let body = response
+        .into_body()
+        .collect()
+        .await
+        .unwrap()
+        .to_bytes()
+        .to_vec();
+    Answer {
+        status,
+        headers,
+        body,
+    }
+}
+
+async fn get(server: &Server, path: &str, accept: &str) -> Answer {
+    call(server, Method::GET, path, &[("accept", accept)], None).await
+}
+
+async fn post(server: &Server, path: &str, body: Value) -> Answer {
+    call(
+        server,
+        Method::POST,
+        path,
+        &[("content-type", "application/json")],
+        Some(serde_json::to_vec(&body).unwrap()),
+    )
+    .await
+}
+
+fn configmap(name: &str, labels: Value) -> Value {
+    json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name, "labels": labels}, "data": {"k": "v"}})
+}
+
+#[tokio::test]
+async fn version_and_discovery() {
+    let server = start().await;
+    let version = get(&server, "/version?timeout=5s", "application/json, */*")
+        .await
+        .json();
+    assert_eq!(
+        (version["major"].as_str(), version["minor"].as_str()),
+        (Some("1"), Some("33"))
+    );
+
+    let aggregated = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList,application/json;g=apidiscovery.k8s.io;v=v2beta1;as=APIGroupDiscoveryList,application/json";
+    let api = get(&server, "/api?timeout=32s", aggregated).await;
+    assert_eq!(
+        api.header("content-type"),
+        "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList"
+    );
+    let resources = api.json()["items"][0]["versions"][0]["resources"].clone();
+    let names: Vec<&str> = resources
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["resource"].as_str().unwrap())
+        .collect();
+    for expected in [
+        "namespaces",
+        "configmaps",
+        "secrets",
+        "serviceaccounts",
+        "events",
+        "resourcequotas",
+    ] {
+        assert!(
+            names.contains(&expected),
+            "{expected} missing from {names:?}"
+        );
+    }
+    let apis = get(&server, "/apis", aggregated).await.json();
+    let groups: Vec<&str> = apis["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|g| g["metadata"]["name"].as_str().unwrap())
+        .collect();
+    assert!(
+        groups.contains(&"coordination.k8s.io") && groups.contains(&"events.k8s.io"),
+        "{groups:?}"
+    );
+
+    assert_eq!(
+        get(&server, "/api", "application/json").await.json()["kind"],
+        "APIVersions"
+    );
+    assert_eq!(
+        get(&server, "/apis", "application/json").await.json()["kind"],
+        "APIGroupList"
+    );
+    let v1 = get(&server, "/api/v1", "application/json, */*")
+        .await
+        .json();
+    let cm = v1["resources"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["name"] == "configmaps")
+        .unwrap()
+        .clone();
+    assert_eq!(cm["shortNames"], json!(["cm"]));
+    assert_eq!(
+        get(&server, "/apis/coordination.k8s.io/v1", "application/json")
+            .await
+            .json()["groupVersion"],
+        "coordination.k8s.io/v1"
+    );
+    let missing = get(&server, "/apis/apps/v1", "application/json").await;
+    assert_eq!(
+        (missing.status, missing.json()["reason"].as_str()),
+        (404, Some("NotFound"))
+    );
+}
+
+#[tokio::test]
+async fn crud_with_status_errors() {
+    let server = start().await;
+    assert_eq!(
+        post(
+            &server,
+            "/api/v1/namespaces",
+            json!({"metadata": {"name": "team"}})
+        )
+        .await
+        .status,
+        201
+    );
+    let created = post(
+        &server,
+        "/api/v1/namespaces/team/configmaps",
+        configmap("cm", json!({"app": "web"})),
+    )
+    .await;
+    assert_eq!(created.status, 201);
+    let object = created.json();
+    assert_eq!(object["metadata"]["namespace"], "team");
+    let fetched = get(
+        &server,
+        "/api/v1/namespaces/team/configmaps/cm",
+        "application/json",
+    )
+    .await;
+    assert_eq!((fetched.status, fetched.json()), (200, object.clone()));
+    let again = post(
+        &server,
+        "/api/v1/namespaces/team/configmaps",
+        configmap("cm", json!({})),
+    )
+    .await;
+    assert_eq!(
+        (again.status, again.json()["reason"].as_str()),
+        (409, Some("AlreadyExists"))
+    );
+    let missing = get(
+        &server,
+        "/api/v1/namespaces/team/configmaps/nope",
+        "application/json",
+    )
+    .await;
+    assert_eq!(missing.header("content-type"), "application/json");
+    assert_eq!(missing.json()["message"], "configmaps \"nope\" not found");
+
+    // Replace with a stale resourceVersion, then a merge patch, a JSON patch with test ops.
+    let mut stale = object.clone();
+    stale["metadata"]["resourceVersion"] = json!("1");
+    let conflict = call(
+        &server,
+        Method::PUT,
+        "/api/v1/namespaces/team/configmaps/cm",
+        &[("content-type", "application/json")],
+        Some(serde_json::to_vec(&stale).unwrap()),
+    )
+    .await;
+    assert_eq!(
+        (conflict.status, conflict.json()["reason"].as_str()),
+        (409, Some("Conflict"))
+    );
+    let merge = call(
+        &server,
+        Method::PATCH,
+        "/api/v1/namespaces/team/configmaps/cm",
+        &[("content-type", "application/merge-patch+json")],
+        Some(br#"{"data":{"k":"patched"}}"#.to_vec()),
+    )
+    .await;
+    assert_eq!(
+        (merge.status, merge.json()["data"]["k"].as_str()),
+        (200, Some("patched"))
+    );
+    let test_fails = br#"[{"op":"test","path":"/data/k","value":"other"},{"op":"replace","path":"/data/k","value":"x"}]"#;
+    let refused = call(
+        &server,
+        Method::PATCH,
+        "/api/v1/namespaces/team/configmaps/cm",
+        &[("content-type", "application/json-patch+json")],
+        Some(test_fails.to_vec()),
+    )
+    .await;
+    assert_eq!(refused.status, 422);
+    let test_passes = br#"[{"op":"test","path":"/data/k","value":"patched"},{"op":"add","path":"/metadata/finalizers","value":["example.com/f"]}]"#;
+    let applied = call(
+        &server,
+        Method::PATCH,
+        "/api/v1/namespaces/team/configmaps/cm",
+        &[("content-type", "application/json-patch+json")],
+        Some(test_passes.to_vec()),
+    )
+    .await;
+    assert_eq!(
+        (
+            applied.status,
+            applied.json()["metadata"]["finalizers"].clone()
+        ),
+        (200, json!(["example.com/f"]))
+    );
+    let strategic = call(
+        &server,
+        Method::PATCH,
+        "/api/v1/namespaces/team/configmaps/cm",
+        &[("content-type", "application/strategic-merge-patch+json")],
+        Some(b"{}".to_vec()),
+    )
+    .await;
+    assert_eq!(strategic.status, 415);
+
+    // Deletion waits for the finalizer, then goes when it is removed.
+    let pending = call(
+        &server,
+        Method::DELETE,
+        "/api/v1/namespaces/team/configmaps/cm",
+        &[],
+        Some(br#"{"propagationPolicy":"Background"}"#.to_vec()),
+    )
+    .await;
+    assert_eq!(pending.status, 200);
+    assert!(pending.json()["metadata"]["deletionTimestamp"].is_string());
+    let release = br#"[{"op":"remove","path":"/metadata/finalizers"}]"#;
+    call(
+        &server,
+        Method::PATCH,
+        "/api/v1/namespaces/team/configmaps/cm",
+        &[("content-type", "application/json-patch+json")],
+        Some(release.to_vec()),
+    )
+    .await;
+    assert_eq!(
+        get(
+            &server,
+            "/api/v1/namespaces/team/configmaps/cm",
+            "application/json"
+        )
+        .await
+        .status,
+        404
+    );
+
+    post(
+        &server,
+        "/api/v1/namespaces/team/configmaps",
+        configmap("plain", json!({})),
+    )
+    .await;
+    let deleted = call(
+        &server,
+        Method::DELETE,
+        "/api/v1/namespaces/team/configmaps/plain",
+        &[],
+        None,
+    )
+    .await;
+    assert_eq!(
+        (deleted.status, deleted.json()["status"].as_str()),
+        (200, Some("Success"))
+    );
+    assert_eq!(deleted.json()["details"]["name"], "plain");
+}
+
+#[tokio::test]
+async fn lists_tables_and_metadata() {
+    let server = start().await;
+    for (name, app) in [("a", "web"), ("b", "db"), ("c", "web")] {
+        assert_eq!(
+            post(
+                &server,
+                "/api/v1/namespaces/default/configmaps",
+                configmap(name, json!({"app": app}))
+            )
+            .await
+            .status,
+            201
+        );
+    }
+    let list = get(
+        &server,
+        "/api/v1/namespaces/default/configmaps?&limit=500",
+        "application/json",
+    )
+    .await
+    .json();
+    assert_eq!(list["kind"], "ConfigMapList");
+    assert_eq!(list["items"].as_array().unwrap().len(), 3);
+    assert!(list["metadata"]["resourceVersion"].is_string());
+    let selected = get(
+        &server,
+        "/api/v1/configmaps?labelSelector=app%3Dweb",
+        "application/json",
+    )
+    .await
+    .json();
+    assert_eq!(selected["items"].as_array().unwrap().len(), 2);
+    let by_name = get(
+        &server,
+        "/api/v1/configmaps?fieldSelector=metadata.name%3Db",
+        "application/json",
+    )
+    .await
+    .json();
+    assert_eq!(by_name["items"][0]["metadata"]["name"], "b");
+    let bad_field = get(
+        &server,
+        "/api/v1/configmaps?fieldSelector=spec.x%3D1",
+        "application/json",
+    )
+    .await;
+    assert_eq!(
+        (bad_field.status, bad_field.json()["message"].as_str()),
+        (400, Some("field label not supported: spec.x"))
+    );
+
+    let table_accept = "application/json;as=Table;v=v1;g=meta.k8s.io,application/json;as=Table;v=v1beta1;g=meta.k8s.io,application/json";
+    let table = get(
+        &server,
+        "/api/v1/namespaces/default/configmaps?limit=500",
+        table_accept,
+    )
+    .await;
+    assert_eq!(
+        table.header("content-type"),
+        "application/json;as=Table;v=v1;g=meta.k8s.io"
+    );
+    let table = table.json();
+    assert_eq!(table["kind"], "Table");
+    let columns: Vec<&str> = table["columnDefinitions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(columns, ["Name", "Data", "Age"]);
+    assert_eq!(table["rows"][0]["cells"][0], "a");
+    assert_eq!(table["rows"][0]["cells"][1], 1);
+    assert_eq!(table["rows"][0]["object"]["kind"], "PartialObjectMetadata");
+    assert_eq!(
+        table["rows"][0]["object"]["metadata"]["labels"]["app"], "web",
+        "for --show-labels"
+    );
+
+    let metadata = get(
+        &server,
+        "/api/v1/namespaces/default/configmaps",
+        "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1",
+    )
+    .await
+    .json();
+    assert_eq!(metadata["kind"], "PartialObjectMetadataList");
+    assert!(metadata["items"][0].get("data").is_none());
+    let yaml = get(
+        &server,
+        "/api/v1/namespaces/default/configmaps/a",
+        "application/yaml",
+    )
+    .await;
+    assert_eq!(yaml.header("content-type"), "application/yaml");
+    assert!(String::from_utf8(yaml.body).unwrap().contains("name: a"));
+    assert_eq!(
+        get(
+            &server,
+            "/api/v1/namespaces/default/configmaps",
+            "application/vnd.kubernetes.protobuf"
+        )
+        .await
+        .status,
+        406
+    );
+}
+
+#[tokio::test]
+async fn bad_input_gets_a_precise_status() {
+    let server = start().await;
+    let path = "/api/v1/namespaces/default/configmaps";
+    // (what, content type, body, code, reason)
+    type Case<'a> = (&'a str, Option<&'a str>, Vec<u8>, u16, &'a str);
+    let cases: Vec<Case<'_>> = vec![
+        (
+            "malformed JSON",
+            Some("application/json"),
+            b"{not json".to_vec(),
+            400,
+            "BadRequest",
+        ),
+        (
+            "kind mismatch",
+            Some("application/json"),
+            br#"{"kind":"Secret","metadata":{"name":"x"}}"#.to_vec(),
+            400,
+            "BadRequest",
+        ),
+        (
+            "apiVersion mismatch",
+            Some("application/json"),
+            br#"{"apiVersion":"v2","metadata":{"name":"x"}}"#.to_vec(),
+            400,
+            "BadRequest",
+        ),
+        (
+            "invalid name",
+            Some("application/json"),
+            br#"{"metadata":{"name":"Not_Valid"}}"#.to_vec(),
+            422,
+            "Invalid",
+        ),
+        (
+            "unknown content type",
+            Some("text/plain"),
+            b"hello".to_vec(),
+            415,
+            "UnsupportedMediaType",
+        ),
+        (
+            "too large",
+            Some("application/json"),
+            vec![b' '; 3 * 1024 * 1024 + 1],
+            413,
+            "RequestEntityTooLarge",
+        ),
+        (
+            "not an object",
+            Some("application/json"),
+            b"[1,2]".to_vec(),
+            400,
+            "BadRequest",
+        ),
+        (
+            "wrong type",
+            Some("application/json"),
+            br#"{"metadata":{"name":"x"},"data":{"k":1}}"#.to_vec(),
+            400,
+            "BadRequest",
+        ),
+    ];
+    for (what, content_type, body, code, reason) in cases {
+        let headers: Vec<(&str, &str)> = content_type
+            .map(|c| vec![("content-type", c)])
+            .unwrap_or_default();
+        let answer = call(&server, Method::POST, path, &headers, Some(body)).await;
+        assert_eq!(
+            (answer.status, answer.json()["reason"].as_str()),
+            (code, Some(reason)),
+            "{what}: {}",
+            String::from_utf8_lossy(&answer.body)
+        );
+    }
+    // No Content-Type at all means JSON (the Python client sends none).
+    let untyped = call(
+        &server,
+        Method::POST,
+        path,
+        &[],
+        Some(serde_json::to_vec(&configmap("untyped", json!({}))).unwrap()),
+    )
+    .await;
+    assert_eq!(untyped.status, 201);
+    // Unknown fields: Strict refuses, Warn (the default) warns.
+    let unknown = br#"{"metadata":{"name":"strict"},"spec":{"x":1}}"#.to_vec();
+    let strict = call(
+        &server,
+        Method::POST,
+        &format!("{path}?fieldValidation=Strict"),
+        &[("content-type", "application/json")],
+        Some(unknown.clone()),
+    )
+    .await;
+    assert_eq!(strict.status, 400);
+    assert!(
+        strict.json()["message"]
+            .as_str()
+            .unwrap()
+            .contains("unknown field \"spec\""),
+        "{}",
+        strict.json()
+    );
+    let warned = call(
+        &server,
+        Method::POST,
+        path,
+        &[("content-type", "application/json")],
+        Some(unknown),
+    )
+    .await;
+    assert_eq!(warned.status, 201);
+    assert!(
+        warned.header("warning").contains("unknown field"),
+        "{:?}",
+        warned.headers
+    );
+    let verb = call(&server, Method::DELETE, "/api/v1/namespaces", &[], None).await;
+    assert_eq!(
+        (verb.status, verb.json()["reason"].as_str()),
+        (405, Some("MethodNotAllowed"))
+    );
+}
+
+/// Reads watch lines from a streaming response until `count` lines arrived.
+async fn watch_lines(
+    server: &Server,
+    path: &str,
+    count: usize,
+    during: impl std::future::Future<Output = ()>,
+) -> Vec<Value> {
+    let client = Client::builder(TokioExecutor::new()).build_http::<Full<Bytes>>();
+    let request = Request::get(format!("http://{}{path}", server.addr))
+        .body(Full::new(Bytes::new()))
+        .unwrap();
+    let response = client.request(request).await.unwrap();
+    assert_eq!(response.status(), 200);
+    let mut body = response.into_body();
+    during.await;
+    let mut buffer = Vec::new();
+    let mut lines = Vec::new();
+    while lines.len() < count {
+        let frame = tokio::time::timeout(Duration::from_secs(10), body.frame())
+            .await
+            .expect("a watch line in time")
+            .unwrap()
+            .unwrap();
+        buffer.extend_from_slice(frame.data_ref().unwrap());
+        while let Some(end) = buffer.iter().position(|b| *b == b'\n') {
+            let line: Vec<u8> = buffer.drain(..=end).collect();
+            lines.push(serde_json::from_slice(&line).unwrap());
+        }
+    }
+    lines
+}
+
+#[tokio::test]
+async fn watches_stream_events_bookmarks_and_expiry() {
+    let server = start().await;
+    post(
+        &server,
+        "/api/v1/namespaces/default/configmaps",
+        configmap("first", json!({})),
+    )
+    .await;
+    let rv = get(
+        &server,
+        "/api/v1/namespaces/default/configmaps",
+        "application/json",
+    )
+    .await
+    .json()["metadata"]["resourceVersion"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let lines = watch_lines(
+        &server,
+        &format!("/api/v1/namespaces/default/configmaps?watch=1&resourceVersion={rv}"),
+        2,
+        async {
+            post(
+                &server,
+                "/api/v1/namespaces/default/configmaps",
+                configmap("second", json!({})),
+            )
+            .await;
+            call(
+                &server,
+                Method::DELETE,
+                "/api/v1/namespaces/default/configmaps/first",
+                &[],
+                None,
+            )
+            .await;
+        },
+    )
+    .await;
+    assert_eq!(
+        (
+            lines[0]["type"].as_str(),
+            lines[0]["object"]["metadata"]["name"].as_str()
+        ),
+        (Some("ADDED"), Some("second"))
+    );
+    assert_eq!(
+        (
+            lines[1]["type"].as_str(),
+            lines[1]["object"]["metadata"]["name"].as_str()
+        ),
+        (Some("DELETED"), Some("first"))
+    );
+
+    // kube-rs's streaming list: initial events, then the bookmark that ends them.
+    let streaming = "/api/v1/namespaces/default/configmaps?watch=true&sendInitialEvents=true&resourceVersionMatch=NotOlderThan&allowWatchBookmarks=true&resourceVersion=0";
+    let lines = watch_lines(&server, streaming, 2, async {}).await;
+    assert_eq!(lines[0]["type"], "ADDED");
+    assert_eq!(lines[1]["type"], "BOOKMARK");
+    assert_eq!(lines[1]["object"]["kind"], "ConfigMap");
+    assert_eq!(lines[1]["object"]["apiVersion"], "v1");
+    assert_eq!(
+        lines[1]["object"]["metadata"]["annotations"]["k8s.io/initial-events-end"],
+        "true"
+    );
+
+    // A watch from a compacted revision: 200, then an ERROR event with a 410 Expired Status.
+    server
+        .storage
+        .compact(server.storage.current_revision().await.unwrap())
+        .await
+        .unwrap();
+    let lines = watch_lines(
+        &server,
+        "/api/v1/namespaces/default/configmaps?watch=true&resourceVersion=2",
+        1,
+        async {},
+    )
+    .await;
+    assert_eq!(lines[0]["type"], "ERROR");
+    assert_eq!(
+        (
+            lines[0]["object"]["code"].as_i64(),
+            lines[0]["object"]["reason"].as_str()
+        ),
+        (Some(410), Some("Expired"))
+    );
+}
