@@ -113,6 +113,15 @@ pub async fn bind(addr: SocketAddr) -> Result<TcpListener, Error> {
         .map_err(|source| Error::Bind { addr, source })
 }
 
+/// The client certificates a TLS peer presented (DER, leaf first); every request of a TLS
+/// connection carries them in its extensions (empty when the client sent none).
+#[derive(Clone, Debug, Default)]
+pub struct PeerCertificates(pub Vec<Vec<u8>>);
+
+/// The most concurrent HTTP/2 streams per connection: client-go multiplexes every watch of a
+/// process on one connection, so the default of 200 is far too low.
+const MAX_CONCURRENT_STREAMS: u32 = 1000;
+
 /// Serves HTTP/1.1 and HTTP/2 (cleartext) on `listener` with `handler` until `shutdown` is
 /// triggered; then stops accepting and gives open connections `drain_deadline` to finish.
 /// Responses may have any body, streamed ones included.
@@ -129,7 +138,46 @@ where
     B::Data: Send,
     B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
 {
-    let builder = auto::Builder::new(TokioExecutor::new());
+    serve_with(listener, None, handler, shutdown, drain_deadline).await
+}
+
+/// Like [`serve`], over TLS: HTTP/2 is negotiated by ALPN when `tls` offers it, and each
+/// request carries the client's [`PeerCertificates`].
+pub async fn serve_tls<H, F, B>(
+    listener: TcpListener,
+    tls: tokio_rustls::TlsAcceptor,
+    handler: H,
+    shutdown: Shutdown,
+    drain_deadline: Duration,
+) -> Result<(), Error>
+where
+    H: Fn(Request<Incoming>) -> F + Clone + Send + Sync + 'static,
+    F: Future<Output = Response<B>> + Send + 'static,
+    B: hyper::body::Body + Send + 'static,
+    B::Data: Send,
+    B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+{
+    serve_with(listener, Some(tls), handler, shutdown, drain_deadline).await
+}
+
+async fn serve_with<H, F, B>(
+    listener: TcpListener,
+    tls: Option<tokio_rustls::TlsAcceptor>,
+    handler: H,
+    shutdown: Shutdown,
+    drain_deadline: Duration,
+) -> Result<(), Error>
+where
+    H: Fn(Request<Incoming>) -> F + Clone + Send + Sync + 'static,
+    F: Future<Output = Response<B>> + Send + 'static,
+    B: hyper::body::Body + Send + 'static,
+    B::Data: Send,
+    B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+{
+    let mut builder = auto::Builder::new(TokioExecutor::new());
+    builder
+        .http2()
+        .max_concurrent_streams(MAX_CONCURRENT_STREAMS);
     let graceful = GracefulShutdown::new();
     loop {
         let (stream, peer) = tokio::select! {
@@ -144,15 +192,45 @@ where
             },
             () = shutdown.triggered() => break,
         };
-        let handler = handler.clone();
-        let service = hyper::service::service_fn(move |req| {
-            let handler = handler.clone();
-            async move { Ok::<_, Infallible>(handler(req).await) }
-        });
-        let conn = builder.serve_connection_with_upgrades(TokioIo::new(stream), service);
-        let conn = graceful.watch(conn.into_owned());
+        let (handler, builder, watcher, tls) = (
+            handler.clone(),
+            builder.clone(),
+            graceful.watcher(),
+            tls.clone(),
+        );
+        // The TLS handshake runs in the connection's own task, so that a slow client never holds
+        // up accepting others.
         tokio::spawn(async move {
-            if let Err(error) = conn.await {
+            let result = match tls {
+                None => {
+                    let service = service(handler, None);
+                    let conn = builder
+                        .serve_connection_with_upgrades(TokioIo::new(stream), service)
+                        .into_owned();
+                    watcher.watch(conn).await
+                }
+                Some(tls) => {
+                    let stream = match tls.accept(stream).await {
+                        Ok(stream) => stream,
+                        Err(error) => {
+                            tracing::debug!(%peer, %error, "TLS handshake failed");
+                            return;
+                        }
+                    };
+                    let certificates = stream
+                        .get_ref()
+                        .1
+                        .peer_certificates()
+                        .map(|certs| certs.iter().map(|c| c.as_ref().to_vec()).collect())
+                        .unwrap_or_default();
+                    let service = service(handler, Some(PeerCertificates(certificates)));
+                    let conn = builder
+                        .serve_connection_with_upgrades(TokioIo::new(stream), service)
+                        .into_owned();
+                    watcher.watch(conn).await
+                }
+            };
+            if let Err(error) = result {
                 tracing::debug!(%peer, %error, "connection ended with an error");
             }
         });
@@ -162,6 +240,30 @@ where
         .drain(drain_deadline, graceful.shutdown())
         .await
         .map_err(Error::Drain)
+}
+
+/// The per-connection service: the handler, with the peer's certificates in each request.
+fn service<H, F, B>(
+    handler: H,
+    peer: Option<PeerCertificates>,
+) -> impl hyper::service::Service<
+    Request<Incoming>,
+    Response = Response<B>,
+    Error = Infallible,
+    Future = impl Future<Output = Result<Response<B>, Infallible>> + Send,
+> + Clone
+where
+    H: Fn(Request<Incoming>) -> F + Clone + Send + Sync + 'static,
+    F: Future<Output = Response<B>> + Send + 'static,
+    B: hyper::body::Body + Send + 'static,
+{
+    hyper::service::service_fn(move |mut req: Request<Incoming>| {
+        let handler = handler.clone();
+        if let Some(peer) = &peer {
+            req.extensions_mut().insert(peer.clone());
+        }
+        async move { Ok::<_, Infallible>(handler(req).await) }
+    })
 }
 
 /// Serves only the ops endpoints of `ops`, answering 404 elsewhere.
