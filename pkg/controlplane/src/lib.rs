@@ -1,0 +1,214 @@
+//! Assembling a control plane: the one place that chooses the storage backend, puts a watch
+//! cache in front of every resource, and creates what must exist at start-up.
+//!
+//! ```no_run
+//! # async fn example() -> Result<(), genplane_controlplane::Error> {
+//! use genplane_controlplane::{StorageConfig, open_storage, resources};
+//! let storage = open_storage(&StorageConfig::Sqlite { path: "/var/lib/genplane/genplane.db".into() }).await?;
+//! let resources = resources(storage)?;
+//! # Ok(()) }
+//! ```
+
+#![warn(missing_docs)]
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use genplane_apimachinery::errors::ApiError;
+use genplane_apiserver::Resource;
+use genplane_registry::{CatalogStrategy, Store, WriteOptions};
+use genplane_storage::{
+    Bytes, Deleted, KeyValue, ListRequest, ListResponse, Result as StorageResult, Revision,
+    Storage, Watch,
+};
+use genplane_storage_cacher::{Cacher, CacherConfig};
+use genplane_storage_etcd::{EtcdConfig, EtcdStore};
+use genplane_storage_sqlite::{SqliteConfig, SqliteStore};
+use serde_json::json;
+
+/// Errors of assembling a control plane.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// The SQLite store could not be opened.
+    #[error("opening the SQLite store")]
+    Sqlite(#[from] genplane_storage_sqlite::OpenError),
+    /// The storage layer failed (e.g. etcd could not be reached).
+    #[error("storage")]
+    Storage(#[from] genplane_storage::Error),
+    /// A start-up object could not be created.
+    #[error("creating {what}: {error}")]
+    Bootstrap {
+        /// What was being created.
+        what: String,
+        /// Why it failed.
+        error: ApiError,
+    },
+}
+
+/// Which backend stores the data.
+#[derive(Clone, Debug)]
+pub enum StorageConfig {
+    /// The embedded SQLite store in a file.
+    Sqlite {
+        /// The database file.
+        path: PathBuf,
+    },
+    /// An etcd cluster.
+    Etcd(EtcdConfig),
+}
+
+/// The chosen backend. Every layer above sees only the [`Storage`] contract.
+#[derive(Debug)]
+pub enum Backend {
+    /// Embedded SQLite.
+    Sqlite(SqliteStore),
+    /// etcd.
+    Etcd(EtcdStore),
+}
+
+/// Opens the backend `config` describes (within a Tokio runtime).
+pub async fn open_storage(config: &StorageConfig) -> Result<Arc<Backend>, Error> {
+    Ok(Arc::new(match config {
+        StorageConfig::Sqlite { path } => {
+            Backend::Sqlite(SqliteStore::open(&SqliteConfig::new(path))?)
+        }
+        StorageConfig::Etcd(etcd) => Backend::Etcd(EtcdStore::connect(etcd).await?),
+    }))
+}
+
+macro_rules! delegate {
+    ($self:ident, $store:ident => $call:expr) => {
+        match $self {
+            Backend::Sqlite($store) => $call.await,
+            Backend::Etcd($store) => $call.await,
+        }
+    };
+}
+
+impl Storage for Backend {
+    async fn get(&self, key: &str, revision: Option<Revision>) -> StorageResult<Option<KeyValue>> {
+        delegate!(self, s => s.get(key, revision))
+    }
+
+    async fn list(&self, request: ListRequest) -> StorageResult<ListResponse> {
+        delegate!(self, s => s.list(request))
+    }
+
+    async fn create(&self, key: &str, value: Bytes) -> StorageResult<KeyValue> {
+        delegate!(self, s => s.create(key, value))
+    }
+
+    async fn update(&self, key: &str, value: Bytes, expected: Revision) -> StorageResult<KeyValue> {
+        delegate!(self, s => s.update(key, value, expected))
+    }
+
+    async fn delete(&self, key: &str, expected: Option<Revision>) -> StorageResult<Deleted> {
+        delegate!(self, s => s.delete(key, expected))
+    }
+
+    async fn watch(&self, prefix: &str, after: Revision) -> StorageResult<Watch> {
+        delegate!(self, s => s.watch(prefix, after))
+    }
+
+    async fn current_revision(&self) -> StorageResult<Revision> {
+        delegate!(self, s => s.current_revision())
+    }
+
+    async fn compact(&self, revision: Revision) -> StorageResult<()> {
+        delegate!(self, s => s.compact(revision))
+    }
+}
+
+/// The storage of a served resource: its own watch cache over the shared backend.
+pub type ResourceStorage = Cacher<Arc<Backend>>;
+
+/// Every built-in resource, each behind its own watch cache of its key prefix. Resources that
+/// share stored objects (core and events.k8s.io Events) share one cache.
+pub fn resources(backend: Arc<Backend>) -> Result<Vec<Resource<ResourceStorage>>, Error> {
+    let mut caches: Vec<(String, Arc<ResourceStorage>)> = Vec::new();
+    let mut served = Vec::new();
+    for info in genplane_api::catalog::all() {
+        let prefix = format!("/registry/{}/", info.storage_prefix);
+        let cache = match caches.iter().find(|(p, _)| *p == prefix) {
+            Some((_, cache)) => cache.clone(),
+            None => {
+                let cache = Arc::new(Cacher::new(
+                    backend.clone(),
+                    &prefix,
+                    CacherConfig::default(),
+                )?);
+                caches.push((prefix, cache.clone()));
+                cache
+            }
+        };
+        served.push(Resource {
+            info,
+            store: Store::new(cache, Arc::new(CatalogStrategy::new(info))),
+        });
+    }
+    Ok(served)
+}
+
+/// The namespaces every cluster has.
+pub const SYSTEM_NAMESPACES: &[&str] =
+    &["default", "kube-system", "kube-public", "kube-node-lease"];
+
+/// Creates what must exist at start-up (the system namespaces) when it is missing.
+pub async fn bootstrap<S: Storage>(resources: &[Resource<S>]) -> Result<(), Error> {
+    let Some(namespaces) = resources
+        .iter()
+        .find(|r| r.info.group.is_empty() && r.info.resource == "namespaces")
+    else {
+        return Ok(());
+    };
+    for name in SYSTEM_NAMESPACES {
+        let object = json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}});
+        match namespaces
+            .store
+            .create("", object, &WriteOptions::default())
+            .await
+        {
+            Ok(_) => tracing::info!(namespace = name, "created system namespace"),
+            Err(e) if e.code == 409 => {}
+            Err(error) => {
+                return Err(Error::Bootstrap {
+                    what: format!("namespace {name}"),
+                    error,
+                });
+            }
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn system_namespaces_exist_after_bootstrap_and_bootstrap_is_idempotent() {
+        let dir = tempfile::tempdir().unwrap();
+        let backend = open_storage(&StorageConfig::Sqlite {
+            path: dir.path().join("db"),
+        })
+        .await
+        .unwrap();
+        let served = resources(backend).unwrap();
+        bootstrap(&served).await.unwrap();
+        bootstrap(&served).await.unwrap();
+        let namespaces = served
+            .iter()
+            .find(|r| r.info.resource == "namespaces")
+            .unwrap();
+        for name in SYSTEM_NAMESPACES {
+            let ns = namespaces.store.get("", name, None).await.unwrap();
+            assert_eq!(ns["status"]["phase"], "Active");
+        }
+        let events: Vec<_> = served
+            .iter()
+            .filter(|r| r.info.resource == "events")
+            .collect();
+        assert_eq!(events.len(), 2, "core and events.k8s.io Events");
+    }
+}
