@@ -1,7 +1,7 @@
 """Crate layering rules of DESIGN.md section 1, checked on `cargo metadata --no-deps` output.
 
 Rules (normal and build dependencies; dev-dependencies are free):
-  1. A crate is named after its folder: cmd/genplane is `genplane`, cmd/<x> is `genplane-<x>`,
+  1. A crate is named after its folder: cmd/genplane is `genplane`, cmd/<x> is `genplane-cmd-<x>`,
      pkg/a/b is `genplane-a-b`, test/<x> is `genplane-test-<x>`.
   2. pkg/* never depends on cmd/* or test/* crates, nor on anyhow.
   3. genplane-storage depends on no storage backend.
@@ -21,7 +21,7 @@ ASYNC_OR_IO = {"tokio", "hyper", "hyper-util", "futures", "async-trait", "reqwes
                "etcd-client", "tower", "tokio-rustls", "kube", "kube-runtime"}
 BACKENDS = {"genplane-storage-sqlite", "genplane-storage-etcd"}
 BACKEND_CHOOSERS = {"genplane-controlplane"}
-APPLET_USERS = {"genplane", "genplane-all-in-one"}
+APPLET_USERS = {"genplane", "genplane-cmd-all-in-one"}
 
 
 def expected_name(rel):
@@ -29,7 +29,7 @@ def expected_name(rel):
     if parts == ["cmd", "genplane"]:
         return "genplane"
     if parts[0] == "cmd":
-        return "genplane-" + "-".join(parts[1:])
+        return "genplane-cmd-" + "-".join(parts[1:])
     if parts[0] == "pkg":
         return "genplane-" + "-".join(parts[1:])
     if parts[0] == "test":
@@ -82,26 +82,26 @@ def fake(root, crates):
 def self_test():
     root = "/ws"
     clean = fake(root, [
-        ("cmd/genplane", "genplane", ["genplane-apiserver", "anyhow"]),
-        ("cmd/apiserver", "genplane-apiserver", ["genplane-controlplane", "anyhow"]),
+        ("cmd/genplane", "genplane", ["genplane-cmd-apiserver", "anyhow"]),
+        ("cmd/apiserver", "genplane-cmd-apiserver", ["genplane-controlplane", "anyhow"]),
         ("pkg/controlplane", "genplane-controlplane", ["genplane-storage-sqlite"]),
         ("pkg/storage/sqlite", "genplane-storage-sqlite", ["genplane-storage"]),
         ("pkg/storage", "genplane-storage", []),
     ])
     assert check(clean) == [], check(clean)
     cases = [
-        (("pkg/registry", "genplane-registry", ["genplane-apiserver"]), "must not depend on cmd"),
+        (("pkg/registry", "genplane-registry", ["genplane-cmd-apiserver"]), "must not depend on cmd"),
         (("pkg/registry", "genplane-registry", ["anyhow"]), "not anyhow"),
         (("pkg/storage", "genplane-storage", ["genplane-storage-sqlite"]), "must not depend on backend"),
         (("pkg/apimachinery", "genplane-apimachinery", ["tokio"]), "no async or I/O"),
         (("pkg/registry", "genplane-registry", ["genplane-storage-etcd"]), "choose a storage backend"),
-        (("cmd/controller-manager", "genplane-controller-manager", ["genplane-apiserver"]), "depend on applet crate"),
+        (("cmd/controller-manager", "genplane-cmd-controller-manager", ["genplane-cmd-apiserver"]), "depend on applet crate"),
         (("pkg/storage/etcd", "genplane-etcd", []), "expected genplane-storage-etcd"),
     ]
     for crate, expected in cases:
         broken = fake(root, [c for c in [
-            ("cmd/genplane", "genplane", ["genplane-apiserver"]),
-            ("cmd/apiserver", "genplane-apiserver", []),
+            ("cmd/genplane", "genplane", ["genplane-cmd-apiserver"]),
+            ("cmd/apiserver", "genplane-cmd-apiserver", []),
             ("pkg/storage/sqlite", "genplane-storage-sqlite", []),
             ("pkg/storage/etcd", "genplane-storage-etcd", []),
             ("pkg/storage", "genplane-storage", []),

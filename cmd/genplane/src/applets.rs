@@ -7,12 +7,20 @@ use genplane_component_base::version;
 use crate::Applet;
 
 /// Every applet, in the order `genplane --list` shows them.
-pub static APPLETS: &[Applet] = &[Applet {
-    name: "version",
-    aliases: &[],
-    command: version::command,
-    run: run_version,
-}];
+pub static APPLETS: &[Applet] = &[
+    Applet {
+        name: "apiserver",
+        aliases: &[],
+        command: genplane_cmd_apiserver::command,
+        run: genplane_cmd_apiserver::run,
+    },
+    Applet {
+        name: "version",
+        aliases: &[],
+        command: version::command,
+        run: run_version,
+    },
+];
 
 fn run_version(matches: &ArgMatches, process: &Process) -> anyhow::Result<()> {
     let text = version::render(&process.build, matches)?;

@@ -22,7 +22,8 @@ use genplane_storage::{
     Storage, Watch,
 };
 use genplane_storage_cacher::{Cacher, CacherConfig};
-use genplane_storage_etcd::{EtcdConfig, EtcdStore};
+use genplane_storage_etcd::EtcdStore;
+pub use genplane_storage_etcd::{EtcdConfig, EtcdTls};
 use genplane_storage_sqlite::{SqliteConfig, SqliteStore};
 use serde_json::json;
 

@@ -1,0 +1,236 @@
+//! `genplane apiserver`: the Kubernetes API for the generic resources, over HTTPS.
+//!
+//! Options → validated config → storage (SQLite by default, or etcd) with a watch cache per
+//! resource → system namespaces → HTTPS with x509 client-certificate authentication. With no
+//! certificates given, a CA, a serving certificate and an admin client certificate are made in
+//! the data directory, and `admin.kubeconfig` is written next to them.
+
+#![warn(missing_docs)]
+
+pub mod options;
+pub mod pki;
+
+use std::net::SocketAddr;
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::Context as _;
+use clap::{ArgMatches, CommandFactory, Parser};
+use genplane_apiserver::{ApiServer, authn, error_response};
+use genplane_component_base::component::{self, Startup};
+use genplane_component_base::config::ConfigFlags;
+use genplane_component_base::featuregate::UseIdentity;
+use genplane_component_base::health::{Health, Kind};
+use genplane_component_base::http::{self, OpsHandler, PeerCertificates};
+use genplane_component_base::metrics;
+use genplane_component_base::process::Process;
+use genplane_component_base::shutdown::{Shutdown, Signals};
+use genplane_controlplane::{
+    EtcdConfig, EtcdTls, StorageConfig, bootstrap, open_storage, resources,
+};
+use genplane_storage::Storage;
+use rustls::pki_types::pem::PemObject;
+use rustls::pki_types::{CertificateDer, PrivateKeyDer};
+
+use crate::options::{ApiserverConfig, ApiserverOptions, Backend};
+
+/// How long open requests may finish after a shutdown signal.
+const DRAIN: Duration = Duration::from_secs(10);
+
+#[derive(Parser)]
+#[command(
+    name = "apiserver",
+    about = "Serve the Kubernetes API for the generic resources (namespaces, configmaps, secrets, ...)"
+)]
+struct Cli {
+    #[command(flatten)]
+    config: ConfigFlags,
+    #[command(flatten)]
+    options: ApiserverOptions,
+}
+
+/// The command line of `genplane apiserver`.
+pub fn command() -> clap::Command {
+    Cli::command()
+}
+
+/// Runs `genplane apiserver` until SIGTERM or SIGINT.
+pub fn run(matches: &ArgMatches, process: &Process) -> anyhow::Result<()> {
+    let instance = process.var("HOSTNAME").unwrap_or("localhost").to_owned();
+    let rust_log = process.var("RUST_LOG").map(str::to_owned);
+    let startup = component::configure::<ApiserverOptions, _>(
+        matches,
+        process,
+        &mut std::io::stdout(),
+        |options, invalid| {
+            options.validate(
+                UseIdentity::new("apiserver", instance.clone()),
+                rust_log.as_deref(),
+                invalid,
+            )
+        },
+    )?;
+    let Startup::Run(config) = startup else {
+        return Ok(());
+    };
+    // The binary's one subscriber; a second role in the same process keeps the first.
+    let _ = tracing::subscriber::set_global_default(config.common.logging.subscriber());
+    for warning in config.common.feature_gate.warnings() {
+        tracing::warn!("{warning}");
+    }
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .context("starting the runtime")?;
+    runtime.block_on(async {
+        let shutdown = Shutdown::new();
+        tokio::spawn(shutdown.clone().trigger_on(Signals::install()?));
+        serve(config, process, shutdown).await
+    })
+}
+
+/// The TLS configuration: the serving certificate, and client certificates verified against
+/// `client_ca` but not required (anonymous requests may reach the health endpoints).
+fn server_tls(cert: &Path, key: &Path, client_ca: &Path) -> anyhow::Result<rustls::ServerConfig> {
+    let provider = Arc::new(rustls::crypto::aws_lc_rs::default_provider());
+    let chain = CertificateDer::pem_file_iter(cert)
+        .with_context(|| format!("reading {}", cert.display()))?
+        .collect::<Result<Vec<_>, _>>()
+        .with_context(|| format!("parsing {}", cert.display()))?;
+    let key =
+        PrivateKeyDer::from_pem_file(key).with_context(|| format!("reading {}", key.display()))?;
+    let mut roots = rustls::RootCertStore::empty();
+    for ca in CertificateDer::pem_file_iter(client_ca)
+        .with_context(|| format!("reading {}", client_ca.display()))?
+    {
+        roots.add(ca.with_context(|| format!("parsing {}", client_ca.display()))?)?;
+    }
+    let verifier = rustls::server::WebPkiClientVerifier::builder_with_provider(
+        Arc::new(roots),
+        provider.clone(),
+    )
+    .allow_unauthenticated()
+    .build()
+    .context("building the client certificate verifier")?;
+    let mut config = rustls::ServerConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()?
+        .with_client_cert_verifier(verifier)
+        .with_single_cert(chain, key)
+        .context("loading the serving certificate")?;
+    config.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
+    Ok(config)
+}
+
+fn storage_config(config: &ApiserverConfig) -> StorageConfig {
+    let options = &config.options;
+    match config.backend {
+        Backend::Sqlite => StorageConfig::Sqlite {
+            path: options.data_dir.join("genplane.db"),
+        },
+        Backend::Etcd => {
+            let mut etcd = EtcdConfig::new(options.etcd_servers.clone());
+            etcd.prefix = options.etcd_prefix.clone();
+            if options.etcd_cafile.is_some() || options.etcd_certfile.is_some() {
+                etcd.tls = Some(EtcdTls {
+                    ca_file: options.etcd_cafile.clone(),
+                    cert_file: options.etcd_certfile.clone(),
+                    key_file: options.etcd_keyfile.clone(),
+                });
+            }
+            StorageConfig::Etcd(etcd)
+        }
+    }
+}
+
+/// Serves until `shutdown` is triggered.
+pub async fn serve(
+    config: ApiserverConfig,
+    process: &Process,
+    shutdown: Shutdown,
+) -> anyhow::Result<()> {
+    let options = &config.options;
+    std::fs::create_dir_all(&options.data_dir)
+        .with_context(|| format!("creating {}", options.data_dir.display()))?;
+    let extra_hosts: Vec<String> = Some(config.bind_address)
+        .filter(|a| !a.is_unspecified())
+        .map(|a| a.to_string())
+        .into_iter()
+        .collect();
+    let pki = pki::ensure(&options.data_dir.join("pki"), &extra_hosts)
+        .context("preparing certificates")?;
+    let (cert, key) = match (&options.tls_cert_file, &options.tls_private_key_file) {
+        (Some(cert), Some(key)) => (cert.clone(), key.clone()),
+        _ => (pki.serving_cert.clone(), pki.serving_key.clone()),
+    };
+    let client_ca = options
+        .client_ca_file
+        .clone()
+        .unwrap_or_else(|| pki.ca.clone());
+    let tls = tokio_rustls::TlsAcceptor::from(Arc::new(server_tls(&cert, &key, &client_ca)?));
+
+    let backend = open_storage(&storage_config(&config))
+        .await
+        .context("opening storage")?;
+    let served = resources(backend.clone()).context("setting up the watch caches")?;
+    bootstrap(&served)
+        .await
+        .context("creating the system namespaces")?;
+
+    let listener = http::bind(SocketAddr::new(config.bind_address, options.secure_port)).await?;
+    let address = listener.local_addr()?;
+    let host = if config.bind_address.is_unspecified() {
+        SocketAddr::new([127, 0, 0, 1].into(), address.port())
+    } else {
+        address
+    };
+    let server_url = format!("https://{host}");
+    let kubeconfig = options.data_dir.join("admin.kubeconfig");
+    pki::write_kubeconfig(
+        &kubeconfig,
+        &server_url,
+        &pki.ca,
+        &pki.admin_cert,
+        &pki.admin_key,
+        pki::ADMIN_USER,
+    )?;
+
+    let registry = metrics::Registry::new();
+    config.common.feature_gate.register_metrics(&registry);
+    let mut health = Health::new(&shutdown);
+    let probe = backend.clone();
+    health.add("storage", Kind::Readiness, move || {
+        let probe = probe.clone();
+        async move {
+            probe
+                .current_revision()
+                .await
+                .map(drop)
+                .map_err(|e| e.to_string())
+        }
+    });
+    let api = Arc::new(ApiServer::new(
+        served,
+        &process.build,
+        &address.to_string(),
+        Some(OpsHandler::new(health, registry)),
+    ));
+    let handler = move |request: hyper::Request<hyper::body::Incoming>| {
+        let api = api.clone();
+        async move {
+            let user = authn::from_certificates(request.extensions().get::<PeerCertificates>())
+                .unwrap_or_else(authn::anonymous);
+            if let Err(error) = authn::require_authenticated(&user, request.uri().path()) {
+                return error_response(&error);
+            }
+            api.handle(request).await
+        }
+    };
+    let kubeconfig = std::fs::canonicalize(&kubeconfig).unwrap_or(kubeconfig);
+    tracing::info!(%server_url, kubeconfig = %kubeconfig.display(), "serving");
+    println!("genplane apiserver serving on {server_url}");
+    println!("export KUBECONFIG={}", kubeconfig.display());
+    http::serve_tls(listener, tls, handler, shutdown, DRAIN).await?;
+    tracing::info!("stopped");
+    Ok(())
+}

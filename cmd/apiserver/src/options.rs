@@ -1,0 +1,159 @@
+//! `genplane apiserver` options: flags, config file keys and `GENPLANE_*` variables.
+
+use std::net::IpAddr;
+use std::path::PathBuf;
+
+use clap::Args;
+use genplane_component_base::config::{CommonConfig, CommonOptions, Invalid};
+use genplane_component_base::featuregate::{Registry, UseIdentity};
+use serde::{Deserialize, Serialize};
+
+/// The raw options.
+#[derive(Args, Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case", default)]
+pub struct ApiserverOptions {
+    /// The port to serve HTTPS on.
+    #[arg(long, default_value_t = 6443)]
+    pub secure_port: u16,
+    /// The address to listen on.
+    #[arg(long, default_value = "0.0.0.0")]
+    pub bind_address: String,
+    /// Where the database (SQLite), generated certificates and kubeconfigs are kept.
+    #[arg(long, default_value = ".genplane")]
+    pub data_dir: PathBuf,
+    /// The storage backend: sqlite (embedded, the default) or etcd.
+    #[arg(long, default_value = "sqlite")]
+    pub storage_backend: String,
+    /// The etcd endpoints, comma-separated (with --storage-backend=etcd).
+    #[arg(long, value_delimiter = ',')]
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub etcd_servers: Vec<String>,
+    /// A prefix for every etcd key, so that several control planes can share one etcd.
+    #[arg(long, default_value = "")]
+    pub etcd_prefix: String,
+    /// The CA that signed etcd's serving certificate.
+    #[arg(long)]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub etcd_cafile: Option<PathBuf>,
+    /// The client certificate for etcd (mutual TLS).
+    #[arg(long)]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub etcd_certfile: Option<PathBuf>,
+    /// The client certificate's key for etcd.
+    #[arg(long)]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub etcd_keyfile: Option<PathBuf>,
+    /// The serving certificate (PEM); generated in the data directory when unset.
+    #[arg(long)]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tls_cert_file: Option<PathBuf>,
+    /// The serving certificate's key (PEM).
+    #[arg(long)]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tls_private_key_file: Option<PathBuf>,
+    /// The CA that signs client certificates (PEM); the generated CA when unset.
+    #[arg(long)]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub client_ca_file: Option<PathBuf>,
+    /// Logging and feature gates.
+    #[command(flatten)]
+    #[serde(flatten)]
+    pub common: CommonOptions,
+}
+
+impl Default for ApiserverOptions {
+    fn default() -> Self {
+        Self {
+            secure_port: 6443,
+            bind_address: "0.0.0.0".into(),
+            data_dir: PathBuf::from(".genplane"),
+            storage_backend: "sqlite".into(),
+            etcd_servers: Vec::new(),
+            etcd_prefix: String::new(),
+            etcd_cafile: None,
+            etcd_certfile: None,
+            etcd_keyfile: None,
+            tls_cert_file: None,
+            tls_private_key_file: None,
+            client_ca_file: None,
+            common: CommonOptions::default(),
+        }
+    }
+}
+
+/// Where the data lives.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Backend {
+    /// Embedded SQLite in the data directory.
+    Sqlite,
+    /// etcd.
+    Etcd,
+}
+
+/// The validated options.
+#[derive(Clone, Debug)]
+pub struct ApiserverConfig {
+    /// The options as given.
+    pub options: ApiserverOptions,
+    /// The listening address.
+    pub bind_address: IpAddr,
+    /// The backend.
+    pub backend: Backend,
+    /// Logging and feature gates.
+    pub common: CommonConfig,
+}
+
+impl ApiserverOptions {
+    /// Validates every option, recording every problem in `invalid`.
+    pub fn validate(
+        &self,
+        identity: UseIdentity,
+        rust_log: Option<&str>,
+        invalid: &mut Invalid,
+    ) -> Option<ApiserverConfig> {
+        let bind_address = invalid.check(
+            "bind-address",
+            self.bind_address
+                .parse::<IpAddr>()
+                .map_err(|e| format!("{:?} is not an IP address: {e}", self.bind_address)),
+        );
+        let backend = match self.storage_backend.as_str() {
+            "sqlite" => Some(Backend::Sqlite),
+            "etcd" => Some(Backend::Etcd),
+            other => {
+                invalid.push(
+                    "storage-backend",
+                    format!("unsupported storage backend {other:?}: must be sqlite or etcd"),
+                );
+                None
+            }
+        };
+        if backend == Some(Backend::Etcd) && self.etcd_servers.is_empty() {
+            invalid.push(
+                "etcd-servers",
+                "at least one etcd server is required with --storage-backend=etcd",
+            );
+        }
+        if self.etcd_certfile.is_some() != self.etcd_keyfile.is_some() {
+            invalid.push(
+                "etcd-certfile",
+                "--etcd-certfile and --etcd-keyfile go together",
+            );
+        }
+        if self.tls_cert_file.is_some() != self.tls_private_key_file.is_some() {
+            invalid.push(
+                "tls-cert-file",
+                "--tls-cert-file and --tls-private-key-file go together",
+            );
+        }
+        let common = self
+            .common
+            .validate(&Registry::new(), identity, rust_log, invalid);
+        Some(ApiserverConfig {
+            options: self.clone(),
+            bind_address: bind_address?,
+            backend: backend?,
+            common: common?,
+        })
+    }
+}
