@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
-# The main job: builds genplane (release) and runs it. Until the apiserver lands this prints
-# the version; arguments are passed to genplane instead when given.
+# The main job: builds genplane (release) and runs the API server on embedded storage in
+# ./.genplane, printing the `export KUBECONFIG=...` line to use with kubectl. (The all-in-one
+# role, with the controllers, replaces it when the controller-manager lands.) Arguments, when
+# given, go to genplane instead, e.g. `hack/run.sh version`.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 . hack/lib/ensure.sh
@@ -8,6 +10,6 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 ensure_apt_packages "${GENPLANE_APT_PACKAGES[@]}"
 cargo build --locked --release --bin genplane
 if [ $# -eq 0 ]; then
-  set -- version
+  set -- apiserver --bind-address=127.0.0.1 --data-dir=.genplane
 fi
 exec target/release/genplane "$@"
