@@ -2,6 +2,7 @@
 //!
 //! - [`discovery`]: the legacy and aggregated discovery documents.
 //! - [`negotiation`]: which form a response takes, how a body is read.
+//! - [`admission`]: checks before writes (NamespaceLifecycle).
 //! - [`authn`]: who made a request (x509 client certificates; anonymous otherwise).
 //! - [`server`]: [`ApiServer`] answers requests: the ops endpoints, `/version`, discovery and
 //!   every verb on every served resource (handlers, one file per verb).
@@ -12,6 +13,7 @@
 
 #![warn(missing_docs)]
 
+pub mod admission;
 pub mod authn;
 pub mod body;
 pub mod discovery;

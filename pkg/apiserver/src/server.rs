@@ -210,6 +210,37 @@ impl<S: Storage> ApiServer<S> {
         ))
     }
 
+    /// Admission before a write: NamespaceLifecycle.
+    async fn admit(
+        &self,
+        resource: &Resource<S>,
+        request: &RequestInfo,
+        verb: &str,
+    ) -> Result<(), ApiError> {
+        let namespaces = self
+            .resources
+            .iter()
+            .find(|r| r.info.group.is_empty() && r.info.resource == "namespaces");
+        match (verb, namespaces) {
+            ("create", Some(namespaces)) if resource.info.namespaced => {
+                // The name is in the body; the check names the resource only.
+                crate::admission::namespace_accepts_creates(
+                    &namespaces.store,
+                    &request.namespace,
+                    &resource.info.group_resource(),
+                    "",
+                )
+                .await
+            }
+            ("delete", _)
+                if resource.info.group.is_empty() && resource.info.resource == "namespaces" =>
+            {
+                crate::admission::namespace_may_be_deleted(&request.name)
+            }
+            _ => Ok(()),
+        }
+    }
+
     async fn resource(
         &self,
         info: &RequestInfo,
@@ -254,6 +285,7 @@ impl<S: Storage> ApiServer<S> {
         if !resource.info.verbs.contains(&verb) {
             return Err(Status::method_not_supported(&resource.info.group_resource(), verb).into());
         }
+        self.admit(resource, &request, verb).await?;
         let ctx = Ctx {
             info: resource.info,
             store: &resource.store,

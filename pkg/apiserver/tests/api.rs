@@ -37,10 +37,23 @@ async fn start() -> Server {
     let mut config = SqliteConfig::new(dir.path().join("db"));
     config.history = None;
     let storage = Arc::new(SqliteStore::open(&config).unwrap());
-    let resources = genplane_api::catalog::all()
+    let resources: Vec<Resource<SqliteStore>> = genplane_api::catalog::all()
         .iter()
         .map(|info| Resource::builtin(info, storage.clone()))
         .collect();
+    let namespaces = resources
+        .iter()
+        .find(|r: &&Resource<SqliteStore>| r.info.resource == "namespaces")
+        .unwrap();
+    for name in ["default", "kube-system"] {
+        let namespace =
+            json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}});
+        namespaces
+            .store
+            .create("", namespace, &genplane_registry::WriteOptions::default())
+            .await
+            .unwrap();
+    }
     let listener = genplane_component_base::http::bind("127.0.0.1:0".parse().unwrap())
         .await
         .unwrap();
@@ -738,5 +751,81 @@ async fn watches_stream_events_bookmarks_and_expiry() {
             lines[0]["object"]["reason"].as_str()
         ),
         (Some(410), Some("Expired"))
+    );
+}
+
+#[tokio::test]
+async fn namespace_lifecycle() {
+    let server = start().await;
+    let missing = post(
+        &server,
+        "/api/v1/namespaces/nowhere/configmaps",
+        configmap("a", json!({})),
+    )
+    .await;
+    assert_eq!(
+        (missing.status, missing.json()["message"].as_str()),
+        (404, Some("namespaces \"nowhere\" not found"))
+    );
+    assert_eq!(
+        post(
+            &server,
+            "/api/v1/namespaces",
+            json!({"metadata": {"name": "leaving"}})
+        )
+        .await
+        .status,
+        201
+    );
+    assert_eq!(
+        post(
+            &server,
+            "/api/v1/namespaces/leaving/configmaps",
+            configmap("a", json!({}))
+        )
+        .await
+        .status,
+        201
+    );
+    let deleting = call(
+        &server,
+        Method::DELETE,
+        "/api/v1/namespaces/leaving",
+        &[],
+        None,
+    )
+    .await;
+    assert_eq!(
+        (deleting.status, deleting.json()["status"]["phase"].as_str()),
+        (200, Some("Terminating"))
+    );
+    let refused = post(
+        &server,
+        "/api/v1/namespaces/leaving/configmaps",
+        configmap("b", json!({})),
+    )
+    .await;
+    assert_eq!(
+        (refused.status, refused.json()["reason"].as_str()),
+        (403, Some("Forbidden"))
+    );
+    assert_eq!(
+        refused.json()["details"]["causes"][0]["reason"],
+        "NamespaceTerminating"
+    );
+    let immortal = call(
+        &server,
+        Method::DELETE,
+        "/api/v1/namespaces/default",
+        &[],
+        None,
+    )
+    .await;
+    assert_eq!(
+        (immortal.status, immortal.json()["message"].as_str()),
+        (
+            403,
+            Some("namespaces \"default\" is forbidden: this namespace may not be deleted")
+        )
     );
 }
