@@ -20,12 +20,14 @@ use crate::handlers::{self, Ctx, Query, error_response};
 use crate::negotiation::{self, Capabilities, Format, Negotiated, Target};
 use crate::request_info::{self, RequestInfo};
 
-/// A served resource: its catalog entry and its store.
+/// A served resource: its catalog entry, its store, and the stores of its subresources.
 pub struct Resource<S: Storage> {
     /// The catalog entry.
     pub info: &'static ResourceInfo,
     /// The store.
     pub store: Store<S>,
+    /// The stores of subresources with rules of their own (`status`, `finalize`), by name.
+    pub subresources: Vec<(&'static str, Store<S>)>,
 }
 
 impl<S: Storage> std::fmt::Debug for Resource<S> {
@@ -37,11 +39,21 @@ impl<S: Storage> std::fmt::Debug for Resource<S> {
 }
 
 impl<S: Storage> Resource<S> {
-    /// The built-in resource `info`, stored in `storage`.
+    /// The built-in resource `info`, stored in `storage`, with its subresources.
     pub fn builtin(info: &'static ResourceInfo, storage: Arc<S>) -> Self {
+        let strategy = CatalogStrategy::new(info);
+        let subresources = info
+            .subresources
+            .iter()
+            .filter_map(|sub| {
+                let strategy = strategy.subresource(sub.name)?;
+                Some((sub.name, Store::new(storage.clone(), Arc::new(strategy))))
+            })
+            .collect();
         Self {
             info,
-            store: Store::new(storage, Arc::new(CatalogStrategy::new(info))),
+            store: Store::new(storage, Arc::new(strategy)),
+            subresources,
         }
     }
 }
@@ -256,9 +268,28 @@ impl<S: Storage> ApiServer<S> {
                     && r.info.resource == info.resource
             })
             .ok_or_else(not_found)?;
-        // Subresources (status, finalize, token) are served by later work; until then they are
-        // not found, as any unknown subresource is.
-        if !info.subresource.is_empty() || info.parts.len() > 2 {
+        // Subresources with rules of their own are served by their own store; others
+        // (serviceaccounts/token) are not served yet, and are not found as any unknown one.
+        let (store, verbs) = if info.subresource.is_empty() {
+            (&resource.store, resource.info.verbs)
+        } else {
+            let store = resource
+                .subresources
+                .iter()
+                .find(|(name, _)| *name == info.subresource)
+                .map(|(_, store)| store);
+            let verbs = resource
+                .info
+                .subresources
+                .iter()
+                .find(|s| s.name == info.subresource)
+                .map(|s| s.verbs);
+            match (store, verbs) {
+                (Some(store), Some(verbs)) if info.parts.len() == 3 => (store, verbs),
+                _ => return Err(not_found()),
+            }
+        };
+        if info.parts.len() > 3 {
             return Err(not_found());
         }
         // A namespaced object needs a namespace in its path; a cluster-scoped one has none.
@@ -282,13 +313,13 @@ impl<S: Storage> ApiServer<S> {
             ..info.clone()
         };
         let verb = request.verb.as_str();
-        if !resource.info.verbs.contains(&verb) {
+        if !verbs.contains(&verb) {
             return Err(Status::method_not_supported(&resource.info.group_resource(), verb).into());
         }
         self.admit(resource, &request, verb).await?;
         let ctx = Ctx {
             info: resource.info,
-            store: &resource.store,
+            store,
             request: &request,
             query: Query::parse(parts.uri.query()),
             headers: &parts.headers,

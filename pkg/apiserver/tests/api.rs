@@ -829,3 +829,92 @@ async fn namespace_lifecycle() {
         )
     );
 }
+
+#[tokio::test]
+async fn status_and_finalize_subresources() {
+    let server = start().await;
+    let created = post(
+        &server,
+        "/api/v1/namespaces",
+        json!({"metadata": {"name": "team"}}),
+    )
+    .await
+    .json();
+    let status = get(
+        &server,
+        "/api/v1/namespaces/team/status",
+        "application/json",
+    )
+    .await;
+    assert_eq!(
+        (status.status, status.json()["metadata"]["name"].as_str()),
+        (200, Some("team"))
+    );
+
+    // A status write keeps the stored spec.
+    let mut body = created.clone();
+    body["spec"]["finalizers"] = json!(["example.com/changed"]);
+    let written = call(
+        &server,
+        Method::PUT,
+        "/api/v1/namespaces/team/status",
+        &[("content-type", "application/json")],
+        Some(serde_json::to_vec(&body).unwrap()),
+    )
+    .await;
+    assert_eq!(
+        written.status,
+        200,
+        "{}",
+        String::from_utf8_lossy(&written.body)
+    );
+    assert_eq!(written.json()["spec"]["finalizers"], json!(["kubernetes"]));
+    assert_eq!(
+        call(
+            &server,
+            Method::DELETE,
+            "/api/v1/namespaces/team/status",
+            &[],
+            None
+        )
+        .await
+        .status,
+        405
+    );
+    assert_eq!(
+        get(&server, "/api/v1/namespaces/team/bogus", "application/json")
+            .await
+            .status,
+        404
+    );
+
+    // Deleting leaves it Terminating until /finalize empties spec.finalizers; then it is gone.
+    let terminating = call(
+        &server,
+        Method::DELETE,
+        "/api/v1/namespaces/team",
+        &[],
+        None,
+    )
+    .await
+    .json();
+    assert_eq!(terminating["status"]["phase"], "Terminating");
+    let mut finalized = terminating.clone();
+    finalized["spec"]["finalizers"] = json!([]);
+    finalized["status"]["phase"] = json!("Active");
+    let done = call(
+        &server,
+        Method::PUT,
+        "/api/v1/namespaces/team/finalize",
+        &[("content-type", "application/json")],
+        Some(serde_json::to_vec(&finalized).unwrap()),
+    )
+    .await;
+    assert_eq!(done.status, 200, "{}", String::from_utf8_lossy(&done.body));
+    assert_eq!(
+        get(&server, "/api/v1/namespaces/team", "application/json")
+            .await
+            .status,
+        404
+    );
+}

@@ -16,7 +16,7 @@ use std::sync::Arc;
 
 use genplane_apimachinery::errors::ApiError;
 use genplane_apiserver::Resource;
-use genplane_registry::{CatalogStrategy, Store, WriteOptions};
+use genplane_registry::WriteOptions;
 use genplane_storage::{
     Bytes, Deleted, KeyValue, ListRequest, ListResponse, Result as StorageResult, Revision,
     Storage, Watch,
@@ -143,10 +143,7 @@ pub fn resources(backend: Arc<Backend>) -> Result<Vec<Resource<ResourceStorage>>
                 cache
             }
         };
-        served.push(Resource {
-            info,
-            store: Store::new(cache, Arc::new(CatalogStrategy::new(info))),
-        });
+        served.push(Resource::builtin(info, cache));
     }
     Ok(served)
 }

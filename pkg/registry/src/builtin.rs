@@ -41,6 +41,103 @@ impl CatalogStrategy {
     pub fn info(&self) -> &'static ResourceInfo {
         self.info
     }
+
+    /// The strategy of the subresource `name` (`status`, `finalize`), when writes through it
+    /// have rules of their own.
+    pub fn subresource(&self, name: &str) -> Option<SubresourceStrategy> {
+        use genplane_api::core::{namespace, resourcequota};
+        type Rules = (
+            fn(&mut Value, &Value),
+            fn(&Value, &Value) -> Result<ErrorList, ApiError>,
+        );
+        let rules: Rules = match (self.info.group, self.info.resource, name) {
+            ("", "namespaces", "status") => (
+                namespace::prepare_for_status_update,
+                namespace::validate_status_update,
+            ),
+            ("", "namespaces", "finalize") => (
+                namespace::prepare_for_finalize_update,
+                namespace::validate_finalize_update,
+            ),
+            ("", "resourcequotas", "status") => (
+                resourcequota::prepare_for_status_update,
+                resourcequota::validate_status_update,
+            ),
+            _ => return None,
+        };
+        Some(SubresourceStrategy {
+            base: *self,
+            prepare_for_update: rules.0,
+            validate_update: rules.1,
+        })
+    }
+}
+
+/// The strategy of a subresource: the resource's, with the subresource's own update rules
+/// (a `status` write keeps the stored `spec`; a `finalize` write changes only the finalizers).
+#[derive(Clone, Copy, Debug)]
+pub struct SubresourceStrategy {
+    base: CatalogStrategy,
+    prepare_for_update: fn(&mut Value, &Value),
+    validate_update: fn(&Value, &Value) -> Result<ErrorList, ApiError>,
+}
+
+impl Strategy for SubresourceStrategy {
+    fn group_resource(&self) -> GroupResource {
+        self.base.group_resource()
+    }
+
+    fn kind(&self) -> GroupVersionKind {
+        self.base.kind()
+    }
+
+    fn namespaced(&self) -> bool {
+        self.base.namespaced()
+    }
+
+    fn key_prefix(&self) -> String {
+        self.base.key_prefix()
+    }
+
+    fn decode(&self, object: Value) -> Result<Value, ApiError> {
+        self.base.decode(object)
+    }
+
+    fn stored_form(&self, object: Value) -> Value {
+        self.base.stored_form(object)
+    }
+
+    fn served_form(&self, object: Value) -> Value {
+        self.base.served_form(object)
+    }
+
+    fn prepare_for_update(&self, new: &mut Value, old: &Value) {
+        (self.prepare_for_update)(new, old);
+    }
+
+    fn validate(&self, object: &Value) -> Result<ErrorList, ApiError> {
+        self.base.validate(object)
+    }
+
+    fn validate_update(&self, new: &Value, old: &Value) -> Result<ErrorList, ApiError> {
+        (self.validate_update)(new, old)
+    }
+
+    fn selectable_fields(&self) -> &[&str] {
+        self.base.selectable_fields()
+    }
+
+    fn field_values(&self, object: &Value) -> BTreeMap<String, String> {
+        self.base.field_values(object)
+    }
+
+    fn pending_finalization(&self, object: &Value) -> bool {
+        self.base.pending_finalization(object)
+    }
+
+    fn mark_deleting(&self, object: &mut Value) {
+        self.base.mark_deleting(object);
+    }
 }
 
 impl Strategy for CatalogStrategy {

@@ -16,7 +16,7 @@ pub mod store;
 pub mod strategy;
 pub mod watch;
 
-pub use builtin::CatalogStrategy;
+pub use builtin::{CatalogStrategy, SubresourceStrategy};
 pub use selection::check_fields;
 pub use store::{
     DeleteOptions, Deletion, ListOptions, ListResult, Propagation, Store, WriteOptions, Written,
