@@ -1,0 +1,166 @@
+//! kube-rs 5 against the API server: typed CRUD, `get_opt`, conflicts, patches, and a
+//! watcher-fed reflector that must equal a fresh list after 1,000 writes, in both list-watch
+//! and streaming-list modes.
+
+#![allow(clippy::unwrap_used)]
+
+mod support;
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use futures::StreamExt;
+use k8s_openapi::api::core::v1::ConfigMap;
+use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
+use kube::runtime::{WatchStreamExt, reflector, watcher};
+use serde_json::json;
+
+fn client(server: &support::Server) -> kube::Client {
+    let config = kube::Config::new(format!("http://{}", server.addr).parse().unwrap());
+    kube::Client::try_from(config).unwrap()
+}
+
+fn configmap(name: &str, value: &str) -> ConfigMap {
+    serde_json::from_value(
+        json!({"metadata": {"name": name, "labels": {"app": "web"}}, "data": {"k": value}}),
+    )
+    .unwrap()
+}
+
+#[tokio::test]
+async fn typed_crud() {
+    let server = support::start().await;
+    let api: Api<ConfigMap> = Api::namespaced(client(&server), "default");
+    let created = api
+        .create(&PostParams::default(), &configmap("a", "1"))
+        .await
+        .unwrap();
+    assert!(created.metadata.uid.is_some());
+    assert_eq!(api.get("a").await.unwrap().data.unwrap()["k"], "1");
+    assert!(
+        api.get_opt("missing").await.unwrap().is_none(),
+        "a 404 with reason NotFound is None"
+    );
+
+    let mut stale = created.clone();
+    stale.data = Some(BTreeMap::from([("k".to_owned(), "2".to_owned())]));
+    api.replace("a", &PostParams::default(), &stale)
+        .await
+        .unwrap();
+    let kube::Error::Api(conflict) = api
+        .replace("a", &PostParams::default(), &stale)
+        .await
+        .unwrap_err()
+    else {
+        panic!()
+    };
+    assert_eq!((conflict.code, conflict.reason.as_str()), (409, "Conflict"));
+
+    let patched = api
+        .patch(
+            "a",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"data": {"k": "3"}})),
+        )
+        .await
+        .unwrap();
+    assert_eq!(patched.data.unwrap()["k"], "3");
+    let listed = api
+        .list(&ListParams::default().labels("app=web"))
+        .await
+        .unwrap();
+    assert_eq!(listed.items.len(), 1);
+    api.delete("a", &DeleteParams::default()).await.unwrap();
+    assert!(api.get_opt("a").await.unwrap().is_none());
+    let kube::Error::Api(already) = api
+        .create(&PostParams::default(), &configmap("b", "1"))
+        .await
+        .and(
+            api.create(&PostParams::default(), &configmap("b", "1"))
+                .await,
+        )
+        .unwrap_err()
+    else {
+        panic!()
+    };
+    assert_eq!(already.reason, "AlreadyExists");
+}
+
+/// Runs a reflector with `config` while 1,000 writes happen, then checks it equals a list.
+async fn reflector_follows_writes(config: watcher::Config) {
+    let server = support::start().await;
+    let api: Api<ConfigMap> = Api::namespaced(client(&server), "default");
+    let (reader, writer) = reflector::store::<ConfigMap>();
+    let stream = reflector::reflector(writer, watcher(api.clone(), config)).applied_objects();
+    let driver = tokio::spawn(async move {
+        let mut stream = std::pin::pin!(stream);
+        while let Some(item) = stream.next().await {
+            item.unwrap();
+        }
+    });
+    reader.wait_until_ready().await.unwrap();
+    for i in 0..1000u32 {
+        let name = format!("cm-{:03}", i % 100);
+        match i % 4 {
+            0 | 1 => {
+                let _ = api
+                    .create(&PostParams::default(), &configmap(&name, &i.to_string()))
+                    .await;
+            }
+            2 => {
+                let _ = api
+                    .patch(
+                        &name,
+                        &PatchParams::default(),
+                        &Patch::Merge(json!({"data": {"k": i.to_string()}})),
+                    )
+                    .await;
+            }
+            _ => {
+                let _ = api.delete(&name, &DeleteParams::default()).await;
+            }
+        }
+    }
+    let truth: BTreeMap<String, Option<String>> = api
+        .list(&ListParams::default())
+        .await
+        .unwrap()
+        .items
+        .into_iter()
+        .map(|cm| (cm.metadata.name.unwrap(), cm.metadata.resource_version))
+        .collect();
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+    loop {
+        let cached: BTreeMap<String, Option<String>> = reader
+            .state()
+            .iter()
+            .map(|cm| {
+                (
+                    cm.metadata.name.clone().unwrap(),
+                    cm.metadata.resource_version.clone(),
+                )
+            })
+            .collect();
+        if cached == truth {
+            break;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the reflector differs from a fresh list:\ncached {} objects, listed {}",
+            cached.len(),
+            truth.len()
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    driver.abort();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reflector_stays_equal_to_a_fresh_list() {
+    reflector_follows_writes(watcher::Config::default()).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_streaming_list_reflector_stays_equal_to_a_fresh_list() {
+    reflector_follows_writes(watcher::Config::default().streaming_lists()).await;
+}
