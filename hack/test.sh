@@ -8,6 +8,7 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
 ensure_apt_packages "${GENPLANE_APT_PACKAGES[@]}"
 ensure_nextest
+ensure_python_module kubernetes "$GENPLANE_PYTHON_KUBERNETES"
 
 echo "--- doc tests"
 cargo test --workspace --locked --doc

@@ -25,6 +25,17 @@ ensure_nextest() {
   cargo install --locked cargo-nextest
 }
 
+# ensure_python_module MODULE PACKAGE: installs a Python package with pip when the module is
+# missing (the client tests use the `kubernetes` Python client).
+ensure_python_module() {
+  python3 -c "import $1" >/dev/null 2>&1 && return 0
+  echo "--- installing Python package $2"
+  python3 -m pip install --quiet --disable-pip-version-check "$2"
+}
+
+# The Python client version the tests run against.
+GENPLANE_PYTHON_KUBERNETES="kubernetes==37.0.2"
+
 # The Debian packages the build and the tests need: etcd for the etcd backend's tests, protoc
 # and its standard .proto files (libprotobuf-dev) for etcd-client's generated code.
 GENPLANE_APT_PACKAGES=(etcd-server protobuf-compiler libprotobuf-dev)
