@@ -269,7 +269,11 @@ fn requests_without_a_client_certificate_are_unauthorized() {
 fn the_python_client_works() {
     let server = start();
     let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/python_client.py");
-    let output = Command::new("python3").arg(script).arg(server.kubeconfig()).output().unwrap();
+    let output = Command::new("python3")
+        .arg(script)
+        .arg(server.kubeconfig())
+        .output()
+        .unwrap();
     assert!(output.status.success(), "{}", text(&output));
     assert!(String::from_utf8_lossy(&output.stdout).contains("python client ok"));
 }
