@@ -12,4 +12,4 @@ cargo build --locked --release --bin genplane
 if [ $# -eq 0 ]; then
   set -- apiserver --bind-address=127.0.0.1 --data-dir=.genplane
 fi
-exec target/release/genplane "$@"
+exec "${CARGO_TARGET_DIR:-target}/release/genplane" "$@"
