@@ -303,6 +303,13 @@ impl<S: Storage> ApiServer<S> {
         {
             return Err(not_found());
         }
+        // Across all namespaces, a namespaced resource can only be listed and watched.
+        if resource.info.namespaced
+            && info.namespace.is_empty()
+            && !matches!(info.verb.as_str(), "list" | "watch")
+        {
+            return Err(not_found());
+        }
         let namespace = if resource.info.namespaced {
             info.namespace.clone()
         } else {

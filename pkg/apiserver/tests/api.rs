@@ -558,6 +558,17 @@ async fn bad_input_gets_a_precise_status() {
         "{:?}",
         warned.headers
     );
+    let across = post(
+        &server,
+        "/api/v1/configmaps",
+        configmap("nowhere", json!({})),
+    )
+    .await;
+    assert_eq!(
+        (across.status, across.json()["reason"].as_str()),
+        (404, Some("NotFound")),
+        "no create across namespaces"
+    );
     let verb = call(&server, Method::DELETE, "/api/v1/namespaces", &[], None).await;
     assert_eq!(
         (verb.status, verb.json()["reason"].as_str()),
