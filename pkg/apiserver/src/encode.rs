@@ -3,7 +3,7 @@
 
 use genplane_api::catalog::ResourceInfo;
 use genplane_apimachinery::errors::Status;
-use genplane_registry::{EventType, ListResult};
+use genplane_registry::ListResult;
 use serde_json::{Map, Value, json};
 
 use crate::negotiation::{Format, Negotiated};
@@ -109,11 +109,6 @@ pub fn watch_event(kind: &str, object: Value) -> Vec<u8> {
     let mut line = serde_json::to_vec(&json!({"type": kind, "object": object})).unwrap_or_default();
     line.push(b'\n');
     line
-}
-
-/// The type name of a watch event.
-pub fn event_type(kind: EventType) -> &'static str {
-    kind.as_str()
 }
 
 /// A bookmark's object: only kind, apiVersion and the revision reached (kube-rs requires the

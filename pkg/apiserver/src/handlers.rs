@@ -289,15 +289,6 @@ pub(crate) fn respond(
     response
 }
 
-/// A non-resource answer (discovery, version).
-pub(crate) fn respond_public(
-    code: StatusCode,
-    value: &Value,
-    negotiated: &Negotiated,
-) -> Response<ResponseBody> {
-    respond(code, value, negotiated, &[])
-}
-
 /// An error answer: its Status as JSON, with the Status's code.
 pub fn error_response(error: &ApiError) -> Response<ResponseBody> {
     let negotiated = Negotiated {

@@ -215,10 +215,11 @@ impl<S: Storage> ApiServer<S> {
             ),
             _ => return Err(not_found()),
         };
-        Ok(handlers::respond_public(
+        Ok(handlers::respond(
             StatusCode::OK,
             &document,
             &negotiated,
+            &[],
         ))
     }
 

@@ -16,7 +16,7 @@ use genplane_storage::{Event, EventKind, Revision, Storage, WatchEvent};
 use serde_json::Value;
 use tokio::sync::mpsc;
 
-use crate::object::{self, meta_str};
+use crate::object;
 use crate::store::{ListOptions, Store};
 
 /// The type of a watch event.
@@ -267,9 +267,4 @@ impl<S: Storage> Store<S> {
             }
         })
     }
-}
-
-/// The name of a watched object, for logs.
-pub fn object_name(object: &Value) -> &str {
-    meta_str(object, "name")
 }

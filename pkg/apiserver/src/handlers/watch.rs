@@ -65,7 +65,7 @@ pub(crate) async fn watch<S: Storage>(
                             }
                             None => object,
                         };
-                        encode::watch_event(encode::event_type(kind), object)
+                        encode::watch_event(kind.as_str(), object)
                     }
                     Some(WatchItem::Bookmark { resource_version, initial_events_end }) => {
                         if !bookmarks {
