@@ -17,6 +17,7 @@ use std::time::Duration;
 
 use anyhow::Context as _;
 use clap::{ArgMatches, CommandFactory, Parser};
+use genplane_apiserver::metrics::ApiMetrics;
 use genplane_apiserver::{ApiServer, authn, error_response};
 use genplane_component_base::component::{self, Startup};
 use genplane_component_base::config::ConfigFlags;
@@ -26,8 +27,10 @@ use genplane_component_base::http::{self, OpsHandler, PeerCertificates};
 use genplane_component_base::metrics;
 use genplane_component_base::process::Process;
 use genplane_component_base::shutdown::{Shutdown, Signals};
+use genplane_controlplane::identity::{IdentityLease, Timing};
 use genplane_controlplane::{
-    EtcdConfig, EtcdTls, StorageConfig, bootstrap, open_storage, resources,
+    EtcdConfig, EtcdTls, ResourceStorage, StorageConfig, bootstrap, features, open_storage,
+    resources,
 };
 use genplane_storage::Storage;
 use rustls::pki_types::pem::PemObject;
@@ -122,6 +125,16 @@ fn server_tls(cert: &Path, key: &Path, client_ca: &Path) -> anyhow::Result<rustl
     Ok(config)
 }
 
+/// The host name, as the operating system reports it (upstream's identity Lease is named
+/// after it).
+fn hostname() -> String {
+    hostname::get()
+        .ok()
+        .and_then(|h| h.into_string().ok())
+        .filter(|h| !h.is_empty())
+        .unwrap_or_else(|| "localhost".to_owned())
+}
+
 fn storage_config(config: &ApiserverConfig) -> StorageConfig {
     let options = &config.options;
     match config.backend {
@@ -209,12 +222,34 @@ pub async fn serve(
                 .map_err(|e| e.to_string())
         }
     });
-    let api = Arc::new(ApiServer::new(
-        served,
-        &process.build,
-        &address.to_string(),
-        Some(OpsHandler::new(health, registry)),
-    ));
+    let identity = config
+        .common
+        .feature_gate
+        .enabled(features::API_SERVER_IDENTITY)
+        .then(|| IdentityLease::among(&served, &hostname(), Timing::default()))
+        .flatten();
+    let api_metrics = ApiMetrics::new(&registry);
+    let api = Arc::new(
+        ApiServer::new(
+            served,
+            &process.build,
+            &address.to_string(),
+            Some(OpsHandler::new(health, registry)),
+        )
+        .with_limits(config.limits)
+        .with_metrics(api_metrics, |cache: &Arc<ResourceStorage>| {
+            cache.object_count()
+        }),
+    );
+    if let Some(identity) = identity {
+        tracing::info!(
+            lease = identity.name(),
+            holder = identity.holder(),
+            "apiserver identity"
+        );
+        let stop = shutdown.clone();
+        tokio::spawn(async move { identity.run(stop.triggered()).await });
+    }
     let handler = move |request: hyper::Request<hyper::body::Incoming>| {
         let api = api.clone();
         async move {

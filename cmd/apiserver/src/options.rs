@@ -4,8 +4,11 @@ use std::net::IpAddr;
 use std::path::PathBuf;
 
 use clap::Args;
+use genplane_apimachinery::duration;
+use genplane_apiserver::Limits;
 use genplane_component_base::config::{CommonConfig, CommonOptions, Invalid};
-use genplane_component_base::featuregate::{Registry, UseIdentity};
+use genplane_component_base::featuregate::UseIdentity;
+use genplane_controlplane::features;
 use serde::{Deserialize, Serialize};
 
 /// The raw options.
@@ -55,6 +58,18 @@ pub struct ApiserverOptions {
     #[arg(long)]
     #[serde(skip_serializing_if = "Option::is_none")]
     pub client_ca_file: Option<PathBuf>,
+    /// The most read-only requests answered at once; more are refused with 429 until others
+    /// finish. Watches do not count. 0: no limit.
+    #[arg(long, default_value_t = 400)]
+    pub max_requests_inflight: usize,
+    /// The most mutating requests (create, update, patch, delete) answered at once; more are
+    /// refused with 429. 0: no limit.
+    #[arg(long, default_value_t = 200)]
+    pub max_mutating_requests_inflight: usize,
+    /// How long a request may take before the server answers 504 (a Go duration such as
+    /// `1m0s` or `30s`). Watches are not cut by it; a client's shorter `timeout` parameter wins.
+    #[arg(long, default_value = "1m0s")]
+    pub request_timeout: String,
     /// Logging and feature gates.
     #[command(flatten)]
     #[serde(flatten)]
@@ -76,6 +91,9 @@ impl Default for ApiserverOptions {
             tls_cert_file: None,
             tls_private_key_file: None,
             client_ca_file: None,
+            max_requests_inflight: 400,
+            max_mutating_requests_inflight: 200,
+            request_timeout: "1m0s".into(),
             common: CommonOptions::default(),
         }
     }
@@ -99,6 +117,8 @@ pub struct ApiserverConfig {
     pub bind_address: IpAddr,
     /// The backend.
     pub backend: Backend,
+    /// In-flight limits and the request timeout.
+    pub limits: Limits,
     /// Logging and feature gates.
     pub common: CommonConfig,
 }
@@ -146,13 +166,30 @@ impl ApiserverOptions {
                 "--tls-cert-file and --tls-private-key-file go together",
             );
         }
+        let request_timeout = invalid.check(
+            "request-timeout",
+            duration::parse(&self.request_timeout)
+                .map_err(|e| e.to_string())
+                .and_then(|d| {
+                    if d.is_zero() {
+                        Err("must be greater than 0".to_owned())
+                    } else {
+                        Ok(d)
+                    }
+                }),
+        );
         let common = self
             .common
-            .validate(&Registry::new(), identity, rust_log, invalid);
+            .validate(&features::registry(), identity, rust_log, invalid);
         Some(ApiserverConfig {
             options: self.clone(),
             bind_address: bind_address?,
             backend: backend?,
+            limits: Limits {
+                max_read_only: self.max_requests_inflight,
+                max_mutating: self.max_mutating_requests_inflight,
+                request_timeout: request_timeout?,
+            },
             common: common?,
         })
     }

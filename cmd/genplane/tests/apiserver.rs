@@ -277,3 +277,96 @@ fn the_python_client_works() {
     assert!(output.status.success(), "{}", text(&output));
     assert!(String::from_utf8_lossy(&output.stdout).contains("python client ok"));
 }
+
+/// Polls `kubectl get --raw /metrics` until every line in `wanted` is in it.
+fn metrics_until(server: &Apiserver, wanted: &[&str]) -> String {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let metrics = ok(server.kubectl("kubectl", &["get", "--raw", "/metrics"]));
+        if wanted.iter().all(|line| metrics.contains(line)) {
+            return metrics;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "missing some of {wanted:?} in:\n{metrics}"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
+#[test]
+fn the_identity_lease_and_request_metrics_are_published() {
+    let server = start();
+    let hostname = std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .unwrap()
+        .trim()
+        .to_owned();
+    let deadline = Instant::now() + Duration::from_secs(15);
+    let lease = loop {
+        let listed: serde_json::Value = serde_json::from_str(&ok(server.kubectl(
+            "kubectl",
+            &[
+                "get",
+                "leases",
+                "-n",
+                "kube-system",
+                "-l",
+                "apiserver.kubernetes.io/identity=kube-apiserver",
+                "-o",
+                "json",
+            ],
+        )))
+        .unwrap();
+        if let Some(lease) = listed["items"].get(0) {
+            assert_eq!(listed["items"].as_array().unwrap().len(), 1, "{listed}");
+            break lease.clone();
+        }
+        assert!(Instant::now() < deadline, "no identity lease: {listed}");
+        std::thread::sleep(Duration::from_millis(200));
+    };
+    let name = lease["metadata"]["name"].as_str().unwrap();
+    assert!(
+        name.starts_with("apiserver-") && name.len() == 36,
+        "{lease}"
+    );
+    assert_eq!(
+        lease["metadata"]["labels"]["kubernetes.io/hostname"],
+        hostname
+    );
+    assert!(
+        lease["spec"]["holderIdentity"]
+            .as_str()
+            .unwrap()
+            .starts_with(&format!("{name}_")),
+        "{lease}"
+    );
+    assert_eq!(lease["spec"]["leaseDurationSeconds"], 3600);
+
+    let manifest = server.dir.path().join("configmaps.yaml");
+    std::fs::write(
+        &manifest,
+        "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: m1}\n---\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: m2}\n",
+    )
+    .unwrap();
+    ok(server.kubectl(
+        "kubectl",
+        &[
+            "create",
+            "--validate=false",
+            "-f",
+            manifest.to_str().unwrap(),
+        ],
+    ));
+    ok(server.kubectl("kubectl", &["get", "configmaps", "-A"]));
+    metrics_until(
+        &server,
+        &[
+            "apiserver_storage_objects{resource=\"configmaps\"} 2",
+            "apiserver_storage_objects{resource=\"namespaces\"} 4",
+            "apiserver_storage_objects{resource=\"leases.coordination.k8s.io\"} 1",
+            "apiserver_request_total{code=\"200\",component=\"apiserver\",dry_run=\"\",group=\"\",resource=\"configmaps\",scope=\"cluster\",subresource=\"\",verb=\"LIST\",version=\"v1\"} 1",
+            "# TYPE apiserver_request_total counter",
+            "# TYPE apiserver_request_duration_seconds histogram",
+        ],
+    );
+}

@@ -14,6 +14,7 @@
 
 #![warn(missing_docs)]
 
+pub mod duration;
 pub mod errors;
 pub mod fields;
 pub mod labels;

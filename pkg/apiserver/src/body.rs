@@ -14,6 +14,9 @@ pub enum ResponseBody {
     Full(Option<Bytes>),
     /// Chunks as they are sent; the body ends when the sender is dropped.
     Stream(mpsc::Receiver<Bytes>),
+    /// Another body, with something that lives as long as the body is being sent (a metric
+    /// guard, say): it is dropped when the response ends or the client goes away.
+    Guarded(Box<ResponseBody>, Box<dyn std::any::Any + Send + Sync>),
 }
 
 impl ResponseBody {
@@ -26,6 +29,11 @@ impl ResponseBody {
     pub fn channel(buffer: usize) -> (mpsc::Sender<Bytes>, Self) {
         let (tx, rx) = mpsc::channel(buffer);
         (tx, ResponseBody::Stream(rx))
+    }
+
+    /// This body, keeping `guard` alive until it is dropped.
+    pub fn guarded(self, guard: impl std::any::Any + Send + Sync) -> Self {
+        ResponseBody::Guarded(Box::new(self), Box::new(guard))
     }
 }
 
@@ -42,11 +50,16 @@ impl Body for ResponseBody {
             ResponseBody::Stream(rx) => rx
                 .poll_recv(cx)
                 .map(|chunk| chunk.map(|b| Ok(Frame::data(b)))),
+            ResponseBody::Guarded(inner, _) => std::pin::Pin::new(inner.as_mut()).poll_frame(cx),
         }
     }
 
     fn is_end_stream(&self) -> bool {
-        matches!(self, ResponseBody::Full(None))
+        match self {
+            ResponseBody::Full(bytes) => bytes.is_none(),
+            ResponseBody::Stream(_) => false,
+            ResponseBody::Guarded(inner, _) => inner.is_end_stream(),
+        }
     }
 
     fn size_hint(&self) -> SizeHint {
@@ -54,6 +67,7 @@ impl Body for ResponseBody {
             ResponseBody::Full(Some(bytes)) => SizeHint::with_exact(bytes.len() as u64),
             ResponseBody::Full(None) => SizeHint::with_exact(0),
             ResponseBody::Stream(_) => SizeHint::default(),
+            ResponseBody::Guarded(inner, _) => inner.size_hint(),
         }
     }
 }

@@ -19,9 +19,10 @@ pub mod body;
 pub mod discovery;
 pub mod encode;
 mod handlers;
+pub mod metrics;
 pub mod negotiation;
 pub mod request_info;
 pub mod server;
 
 pub use handlers::{MAX_BODY_BYTES, error_response};
-pub use server::{ApiServer, Resource};
+pub use server::{ApiServer, Limits, Resource};

@@ -2,21 +2,24 @@
 //! resource handlers for every served resource.
 
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use genplane_api::catalog::ResourceInfo;
-use genplane_apimachinery::errors::{ApiError, Status};
+use genplane_apimachinery::errors::{ApiError, Status, StatusReason};
 use genplane_component_base::http::OpsHandler;
 use genplane_component_base::version::{BuildInfo, KUBERNETES_VERSION};
 use genplane_registry::{CatalogStrategy, Store};
 use genplane_storage::Storage;
 use hyper::body::Incoming;
-use hyper::header::ACCEPT;
+use hyper::header::{ACCEPT, CONTENT_TYPE, RETRY_AFTER};
 use hyper::{Request, Response, StatusCode};
 use serde_json::{Value, json};
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 use crate::body::ResponseBody;
 use crate::discovery::{Discovery, ResourceDescription, SubresourceDescription};
 use crate::handlers::{self, Ctx, Query, error_response};
+use crate::metrics::{ApiMetrics, GaugeGuard, RequestKind};
 use crate::negotiation::{self, Capabilities, Format, Negotiated, Target};
 use crate::request_info::{self, RequestInfo};
 
@@ -58,6 +61,62 @@ impl<S: Storage> Resource<S> {
     }
 }
 
+/// Self-protection limits: `--max-requests-inflight`, `--max-mutating-requests-inflight` and
+/// `--request-timeout`. Watches count against neither the in-flight limits nor the timeout.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Limits {
+    /// Read-only requests answered at once; more get 429. 0: no limit.
+    pub max_read_only: usize,
+    /// Mutating requests answered at once; more get 429. 0: no limit.
+    pub max_mutating: usize,
+    /// How long a request may take before it is answered 504 (a client's shorter `timeout`
+    /// query parameter wins).
+    pub request_timeout: Duration,
+}
+
+impl Default for Limits {
+    /// Upstream's defaults: 400 read-only, 200 mutating, one minute.
+    fn default() -> Self {
+        Self {
+            max_read_only: 400,
+            max_mutating: 200,
+            request_timeout: Duration::from_secs(60),
+        }
+    }
+}
+
+/// The semaphores enforcing [`Limits`].
+#[derive(Debug)]
+struct Admission {
+    limits: Limits,
+    read_only: Option<Arc<Semaphore>>,
+    mutating: Option<Arc<Semaphore>>,
+}
+
+impl Admission {
+    fn new(limits: Limits) -> Self {
+        let semaphore = |n: usize| (n > 0).then(|| Arc::new(Semaphore::new(n)));
+        Self {
+            read_only: semaphore(limits.max_read_only),
+            mutating: semaphore(limits.max_mutating),
+            limits,
+        }
+    }
+
+    /// A permit for one request, or `Err` when the limit of its kind is reached.
+    fn try_acquire(&self, mutating: bool) -> Result<Option<OwnedSemaphorePermit>, ()> {
+        let semaphore = if mutating {
+            &self.mutating
+        } else {
+            &self.read_only
+        };
+        match semaphore {
+            None => Ok(None),
+            Some(s) => s.clone().try_acquire_owned().map(Some).map_err(drop),
+        }
+    }
+}
+
 /// Answers API requests.
 #[derive(Debug)]
 pub struct ApiServer<S: Storage> {
@@ -66,6 +125,33 @@ pub struct ApiServer<S: Storage> {
     version: Value,
     server_address: String,
     ops: Option<OpsHandler>,
+    admission: Admission,
+    metrics: Option<ApiMetrics>,
+}
+
+/// Whether a request-info verb writes.
+fn is_mutating(verb: &str) -> bool {
+    matches!(
+        verb,
+        "create" | "update" | "patch" | "delete" | "deletecollection"
+    )
+}
+
+/// The deadline a request asks for with its `timeout` query parameter, if any.
+fn requested_timeout(query: Option<&str>) -> Result<Option<Duration>, ApiError> {
+    let Some(value) = query.and_then(|q| {
+        form_urlencoded::parse(q.as_bytes())
+            .find(|(k, _)| k == "timeout")
+            .map(|(_, v)| v.into_owned())
+    }) else {
+        return Ok(None);
+    };
+    if value.is_empty() {
+        return Ok(None);
+    }
+    genplane_apimachinery::duration::parse(&value)
+        .map(Some)
+        .map_err(|_| Status::bad_request("invalid timeout specified in the request URL").into())
 }
 
 fn describe(info: &ResourceInfo) -> ResourceDescription {
@@ -92,6 +178,66 @@ fn describe(info: &ResourceInfo) -> ResourceDescription {
     }
 }
 
+/// Observes a watch's duration when its stream ends and holds its watcher registration.
+struct WatchGuard {
+    metrics: ApiMetrics,
+    kind: RequestKind,
+    started: Instant,
+    _watcher: Option<GaugeGuard>,
+}
+
+impl Drop for WatchGuard {
+    fn drop(&mut self) {
+        self.metrics.observe(&self.kind, 200, self.started);
+    }
+}
+
+/// The metric labels of a resource request.
+fn request_kind(info: &RequestInfo, parts: &hyper::http::request::Parts) -> RequestKind {
+    let apply = parts
+        .headers
+        .get(CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|c| c.starts_with("application/apply-patch"));
+    let dry_run = parts.uri.query().is_some_and(|q| {
+        form_urlencoded::parse(q.as_bytes()).any(|(k, v)| k == "dryRun" && v == "All")
+    });
+    RequestKind::new(
+        &info.verb,
+        parts.method.as_str(),
+        apply,
+        dry_run,
+        &info.api_group,
+        &info.api_version,
+        &info.resource,
+        &info.subresource,
+        &info.namespace,
+        &info.name,
+    )
+}
+
+/// The answer over the in-flight limit, as upstream gives it.
+fn too_many_requests() -> Response<ResponseBody> {
+    let mut response = error_response(
+        &Status::too_many_requests("Too many requests, please try again later.", 1).into(),
+    );
+    response
+        .headers_mut()
+        .insert(RETRY_AFTER, hyper::header::HeaderValue::from_static("1"));
+    response
+}
+
+/// The answer past the request timeout. The request may still complete.
+fn timed_out() -> Response<ResponseBody> {
+    error_response(
+        &Status::failure(
+            StatusReason::Timeout,
+            "Timeout: request did not complete within requested timeout - context deadline exceeded",
+        )
+        .into(),
+    )
+}
+
 /// `/version`, as kube-apiserver answers it; `minor` tells kubectl's dispatcher which kubectl to
 /// run.
 fn version_info(build: &BuildInfo) -> Value {
@@ -110,7 +256,7 @@ fn version_info(build: &BuildInfo) -> Value {
 
 fn not_found() -> ApiError {
     Status::failure(
-        genplane_apimachinery::errors::StatusReason::NotFound,
+        StatusReason::NotFound,
         "the server could not find the requested resource",
     )
     .into()
@@ -138,7 +284,42 @@ impl<S: Storage> ApiServer<S> {
             version: version_info(build),
             server_address: server_address.to_owned(),
             ops,
+            admission: Admission::new(Limits::default()),
+            metrics: None,
         }
+    }
+
+    /// The same server, enforcing `limits` instead of the defaults.
+    pub fn with_limits(mut self, limits: Limits) -> Self {
+        self.admission = Admission::new(limits);
+        self
+    }
+
+    /// The same server, recording request metrics in `metrics` and reporting the number of
+    /// stored objects of each resource from `count` (given the resource's storage).
+    pub fn with_metrics(
+        mut self,
+        metrics: ApiMetrics,
+        count: impl Fn(&Arc<S>) -> Option<usize> + Clone + Send + Sync + 'static,
+    ) -> Self {
+        let mut seen = Vec::new();
+        for resource in &self.resources {
+            let name = resource.info.group_resource().to_string();
+            if seen.contains(&name) {
+                continue;
+            }
+            let storage = resource.store.shared_storage();
+            let count = count.clone();
+            metrics.count_objects(name.clone(), move || count(&storage));
+            seen.push(name);
+        }
+        self.metrics = Some(metrics);
+        self
+    }
+
+    /// The served resources.
+    pub fn resources(&self) -> &[Resource<S>] {
+        &self.resources
     }
 
     /// Answers one request.
@@ -155,12 +336,74 @@ impl<S: Storage> ApiServer<S> {
         }
         let (parts, body) = request.into_parts();
         let info = request_info::parse(parts.method.as_str(), parts.uri.path(), parts.uri.query());
-        let result = if info.is_resource_request {
-            self.resource(&info, &parts, body).await
+        if !info.is_resource_request {
+            return self
+                .non_resource(&info, &parts)
+                .unwrap_or_else(|e| error_response(&e));
+        }
+        let started = Instant::now();
+        let kind = self.metrics.as_ref().map(|_| request_kind(&info, &parts));
+        let long_running = info.verb == "watch";
+        let mutating = is_mutating(&info.verb);
+        let mut terminated = false;
+        let response = if long_running {
+            self.resource(&info, &parts, body)
+                .await
+                .unwrap_or_else(|e| error_response(&e))
         } else {
-            self.non_resource(&info, &parts)
+            match self.admission.try_acquire(mutating) {
+                Err(()) => {
+                    terminated = true;
+                    too_many_requests()
+                }
+                Ok(_permit) => {
+                    let _in_flight = self.metrics.as_ref().map(|m| m.in_flight(mutating));
+                    match requested_timeout(parts.uri.query()) {
+                        Err(e) => error_response(&e),
+                        Ok(requested) => {
+                            let limit = self.admission.limits.request_timeout;
+                            let deadline = requested.map_or(limit, |r| r.min(limit));
+                            match tokio::time::timeout(deadline, self.resource(&info, &parts, body))
+                                .await
+                            {
+                                Ok(result) => result.unwrap_or_else(|e| error_response(&e)),
+                                Err(_) => {
+                                    terminated = true;
+                                    timed_out()
+                                }
+                            }
+                        }
+                    }
+                }
+            }
         };
-        result.unwrap_or_else(|e| error_response(&e))
+        let (Some(metrics), Some(kind)) = (&self.metrics, kind) else {
+            return response;
+        };
+        let code = response.status().as_u16();
+        if terminated {
+            metrics.terminated(&kind, code);
+        }
+        if long_running && response.status() == StatusCode::OK {
+            // A watch is timed and counted as registered until its stream ends.
+            let resource = self.resources.iter().find(|r| {
+                r.info.group == info.api_group
+                    && r.info.version == info.api_version
+                    && r.info.resource == info.resource
+            });
+            let watcher =
+                resource.map(|r| metrics.watcher(r.info.group, r.info.version, r.info.kind));
+            let guard = WatchGuard {
+                metrics: metrics.clone(),
+                kind,
+                started,
+                _watcher: watcher,
+            };
+            let (parts, body) = response.into_parts();
+            return Response::from_parts(parts, body.guarded(guard));
+        }
+        metrics.observe(&kind, code, started);
+        response
     }
 
     fn non_resource(

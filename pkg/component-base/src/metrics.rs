@@ -43,6 +43,15 @@ impl Registry {
             .register(name, help, metric);
     }
 
+    /// Registers a collector, asked for its samples on every scrape (for values computed
+    /// when read, such as object counts).
+    pub fn register_collector(&self, collector: Box<dyn prometheus_client::collector::Collector>) {
+        self.inner
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .register_collector(collector);
+    }
+
     /// Encodes every metric in the format the `Accept` header asks for.
     pub fn encode(&self, accept: Option<&str>) -> Encoded {
         let openmetrics = accept.is_some_and(|a| a.contains("application/openmetrics-text"));
@@ -59,16 +68,42 @@ impl Registry {
                 body,
             }
         } else {
-            // The 0.0.4 format has no end marker.
-            if let Some(stripped) = body.strip_suffix("# EOF\n") {
-                body.truncate(stripped.len());
-            }
             Encoded {
                 content_type: PROMETHEUS_TEXT,
-                body,
+                body: to_prometheus_text(&body),
             }
         }
     }
+}
+
+/// Rewrites OpenMetrics text as the Prometheus text format 0.0.4: no end marker, no `# UNIT`
+/// lines, and counter families named after their samples (`x_total`), as Kubernetes
+/// components write them.
+fn to_prometheus_text(openmetrics: &str) -> String {
+    let counters: Vec<&str> = openmetrics
+        .lines()
+        .filter_map(|line| line.strip_prefix("# TYPE ")?.strip_suffix(" counter"))
+        .filter(|name| !name.ends_with("_total"))
+        .collect();
+    let mut out = String::with_capacity(openmetrics.len());
+    for line in openmetrics.lines() {
+        if line == "# EOF" || line.starts_with("# UNIT ") {
+            continue;
+        }
+        let renamed = ["# HELP ", "# TYPE "].iter().find_map(|prefix| {
+            let rest = line.strip_prefix(prefix)?;
+            let (name, tail) = rest.split_once(' ')?;
+            counters
+                .contains(&name)
+                .then(|| format!("{prefix}{name}_total {tail}"))
+        });
+        match renamed {
+            Some(line) => out.push_str(&line),
+            None => out.push_str(line),
+        }
+        out.push('\n');
+    }
+    out
 }
 
 #[cfg(test)]
@@ -90,6 +125,13 @@ mod tests {
             text.body
         );
         assert!(!text.body.contains("# EOF"));
+        assert!(
+            text.body.contains(
+                "# HELP genplane_things_total Things seen.\n# TYPE genplane_things_total counter\n"
+            ),
+            "{}",
+            text.body
+        );
         let om = registry.encode(Some("application/openmetrics-text;version=1.0.0"));
         assert_eq!(om.content_type, OPENMETRICS_TEXT);
         assert!(om.body.ends_with("# EOF\n"));

@@ -11,6 +11,9 @@
 
 #![warn(missing_docs)]
 
+pub mod features;
+pub mod identity;
+
 use std::path::PathBuf;
 use std::sync::Arc;
 

@@ -164,6 +164,11 @@ impl<S: Storage> Store<S> {
         &*self.strategy
     }
 
+    /// A shared handle on the storage under the store.
+    pub fn shared_storage(&self) -> Arc<S> {
+        self.storage.clone()
+    }
+
     /// The storage under the store.
     pub fn storage(&self) -> &S {
         &self.storage

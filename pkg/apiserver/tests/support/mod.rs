@@ -27,6 +27,13 @@ impl Drop for Server {
 
 /// Starts a server with the `default` and `kube-system` namespaces.
 pub async fn start() -> Server {
+    start_configured(|server| server).await
+}
+
+/// Starts a server as [`start`] does, with `configure` applied to it (limits, metrics).
+pub async fn start_configured(
+    configure: impl FnOnce(ApiServer<SqliteStore>) -> ApiServer<SqliteStore>,
+) -> Server {
     let dir = tempfile::tempdir().unwrap();
     let mut config = SqliteConfig::new(dir.path().join("db"));
     config.history = None;
@@ -52,12 +59,12 @@ pub async fn start() -> Server {
         .await
         .unwrap();
     let addr = listener.local_addr().unwrap();
-    let server = Arc::new(ApiServer::new(
+    let server = Arc::new(configure(ApiServer::new(
         resources,
         &BuildInfo::new("0.1.0", Some("abc")),
         &addr.to_string(),
         None,
-    ));
+    )));
     let shutdown = Shutdown::new();
     let handler = move |request| {
         let server = server.clone();

@@ -165,6 +165,19 @@ impl<S: Storage> Cacher<S> {
         self.shared.head.borrow().revision
     }
 
+    /// How many objects the cache holds, or `None` before its first list completed.
+    pub fn object_count(&self) -> Option<usize> {
+        if !self.shared.head.borrow().ready {
+            return None;
+        }
+        let snapshot = self
+            .shared
+            .snapshot
+            .read()
+            .unwrap_or_else(PoisonError::into_inner);
+        Some(snapshot.objects.len())
+    }
+
     fn covers(&self, key: &str) -> bool {
         key.starts_with(&self.shared.prefix)
     }

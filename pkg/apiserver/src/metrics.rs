@@ -1,0 +1,431 @@
+//! The API server's metrics, with upstream's names, label names and buckets:
+//! `apiserver_request_total`, `apiserver_request_duration_seconds`,
+//! `apiserver_request_terminations_total`, `apiserver_current_inflight_requests`,
+//! `apiserver_registered_watchers` and `apiserver_storage_objects`.
+//!
+//! Verbs are reported as upstream reports them: the HTTP method for single-object requests
+//! (`GET`, `POST`, `PUT`, `PATCH`, `DELETE`), `LIST` and `WATCH` for collections, `APPLY` for
+//! server-side apply. The scope is `resource` (one named object), `namespace` or `cluster`.
+//! A watch's duration is observed when its stream ends.
+
+use std::fmt;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Instant;
+
+use genplane_component_base::metrics::Registry;
+use prometheus_client::collector::Collector;
+use prometheus_client::encoding::{DescriptorEncoder, EncodeLabelSet, EncodeMetric};
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::{ConstGauge, Gauge};
+use prometheus_client::metrics::histogram::Histogram;
+
+/// The component label of every request metric.
+const COMPONENT: &str = "apiserver";
+
+/// Upstream's buckets of `apiserver_request_duration_seconds`.
+const DURATION_BUCKETS: [f64; 23] = [
+    0.005, 0.025, 0.05, 0.1, 0.2, 0.4, 0.6, 0.8, 1.0, 1.25, 1.5, 2.0, 3.0, 4.0, 5.0, 6.0, 8.0,
+    10.0, 15.0, 20.0, 30.0, 45.0, 60.0,
+];
+
+/// What a request was, as its metrics label it.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
+pub struct RequestKind {
+    /// The reported verb (`GET`, `LIST`, `WATCH`, `POST`, `PUT`, `PATCH`, `APPLY`, `DELETE`).
+    pub verb: String,
+    /// `All` for `dryRun=All`, empty otherwise.
+    pub dry_run: String,
+    /// The API group (empty for the core group).
+    pub group: String,
+    /// The API version.
+    pub version: String,
+    /// The resource.
+    pub resource: String,
+    /// The subresource, if any.
+    pub subresource: String,
+    /// `resource`, `namespace` or `cluster`.
+    pub scope: String,
+}
+
+impl RequestKind {
+    /// The labels of a request: `verb` is the request-info verb (`get`, `list`, `watch`,
+    /// `create`, `update`, `patch`, `delete`, `deletecollection`), `method` the HTTP method.
+    #[allow(clippy::too_many_arguments)]
+    pub fn new(
+        verb: &str,
+        method: &str,
+        apply: bool,
+        dry_run: bool,
+        group: &str,
+        version: &str,
+        resource: &str,
+        subresource: &str,
+        namespace: &str,
+        name: &str,
+    ) -> Self {
+        let verb = match verb {
+            "list" => "LIST".to_owned(),
+            "watch" => "WATCH".to_owned(),
+            "patch" if apply => "APPLY".to_owned(),
+            _ => method.to_ascii_uppercase(),
+        };
+        let scope = if !name.is_empty() {
+            "resource"
+        } else if !namespace.is_empty() {
+            "namespace"
+        } else {
+            "cluster"
+        };
+        Self {
+            verb,
+            dry_run: if dry_run { "All".into() } else { String::new() },
+            group: group.to_owned(),
+            version: version.to_owned(),
+            resource: resource.to_owned(),
+            subresource: subresource.to_owned(),
+            scope: scope.to_owned(),
+        }
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Hash, EncodeLabelSet)]
+struct CountLabels {
+    code: String,
+    component: &'static str,
+    dry_run: String,
+    group: String,
+    resource: String,
+    scope: String,
+    subresource: String,
+    verb: String,
+    version: String,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Hash, EncodeLabelSet)]
+struct DurationLabels {
+    component: &'static str,
+    dry_run: String,
+    group: String,
+    resource: String,
+    scope: String,
+    subresource: String,
+    verb: String,
+    version: String,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Hash, EncodeLabelSet)]
+struct TerminationLabels {
+    code: String,
+    component: &'static str,
+    group: String,
+    resource: String,
+    scope: String,
+    subresource: String,
+    verb: String,
+    version: String,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Hash, EncodeLabelSet)]
+struct WatcherLabels {
+    group: String,
+    kind: String,
+    version: String,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Hash, EncodeLabelSet)]
+struct InflightLabels {
+    request_kind: &'static str,
+}
+
+type ObjectCount = Box<dyn Fn() -> Option<usize> + Send + Sync>;
+
+/// The `apiserver_storage_objects` gauge, read from the watch caches on every scrape.
+#[derive(Default)]
+struct StorageObjects {
+    counts: Mutex<Vec<(String, ObjectCount)>>,
+}
+
+impl fmt::Debug for StorageObjects {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("StorageObjects").finish_non_exhaustive()
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Hash, EncodeLabelSet)]
+struct ObjectLabels {
+    resource: String,
+}
+
+impl Collector for StorageObjects {
+    fn encode(&self, mut encoder: DescriptorEncoder<'_>) -> Result<(), fmt::Error> {
+        let counts = self.counts.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut family = encoder.encode_descriptor(
+            "apiserver_storage_objects",
+            "Objects stored per resource, read from the watch cache at scrape time; -1 when unknown",
+            None,
+            prometheus_client::metrics::MetricType::Gauge,
+        )?;
+        for (resource, count) in counts.iter() {
+            let value = count().and_then(|n| i64::try_from(n).ok()).unwrap_or(-1);
+            let labels = ObjectLabels {
+                resource: resource.clone(),
+            };
+            ConstGauge::new(value).encode(family.encode_family(&labels)?)?;
+        }
+        Ok(())
+    }
+}
+
+/// The API server's metrics. Cheap to clone; clones share the metrics.
+#[derive(Clone, Debug)]
+pub struct ApiMetrics {
+    requests: Family<CountLabels, Counter>,
+    durations: Family<DurationLabels, Histogram, fn() -> Histogram>,
+    terminations: Family<TerminationLabels, Counter>,
+    inflight: Family<InflightLabels, Gauge>,
+    watchers: Family<WatcherLabels, Gauge>,
+    objects: Arc<StorageObjects>,
+}
+
+fn duration_histogram() -> Histogram {
+    Histogram::new(DURATION_BUCKETS)
+}
+
+impl ApiMetrics {
+    /// The metrics, registered in `registry`.
+    pub fn new(registry: &Registry) -> Self {
+        let metrics = Self {
+            requests: Family::default(),
+            durations: Family::new_with_constructor(duration_histogram),
+            terminations: Family::default(),
+            inflight: Family::default(),
+            watchers: Family::default(),
+            objects: Arc::default(),
+        };
+        registry.register(
+            "apiserver_request",
+            "API requests answered, by verb, dry run, group, version, resource, subresource, scope, component and HTTP status code",
+            metrics.requests.clone(),
+        );
+        registry.register(
+            "apiserver_request_duration_seconds",
+            "Time to answer API requests in seconds (for watches, how long the stream lasted), by verb, dry run, group, version, resource, subresource, scope and component",
+            metrics.durations.clone(),
+        );
+        registry.register(
+            "apiserver_request_terminations",
+            "API requests refused (429, over the in-flight limit) or cut short (504, over the request timeout)",
+            metrics.terminations.clone(),
+        );
+        registry.register(
+            "apiserver_current_inflight_requests",
+            "API requests being answered now, read-only or mutating (watches excluded)",
+            metrics.inflight.clone(),
+        );
+        registry.register(
+            "apiserver_registered_watchers",
+            "Open watches, by group, version and kind",
+            metrics.watchers.clone(),
+        );
+        registry.register_collector(Box::new(metrics.objects.clone()));
+        metrics
+    }
+
+    /// Reports `count()` as the number of stored `resource` objects (`configmaps`,
+    /// `leases.coordination.k8s.io`); `None` is reported as -1.
+    pub fn count_objects(
+        &self,
+        resource: impl Into<String>,
+        count: impl Fn() -> Option<usize> + Send + Sync + 'static,
+    ) {
+        self.objects
+            .counts
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .push((resource.into(), Box::new(count)));
+    }
+
+    /// Counts a finished request and observes how long it took.
+    pub fn observe(&self, kind: &RequestKind, code: u16, started: Instant) {
+        self.requests
+            .get_or_create(&CountLabels {
+                code: code.to_string(),
+                component: COMPONENT,
+                dry_run: kind.dry_run.clone(),
+                group: kind.group.clone(),
+                resource: kind.resource.clone(),
+                scope: kind.scope.clone(),
+                subresource: kind.subresource.clone(),
+                verb: kind.verb.clone(),
+                version: kind.version.clone(),
+            })
+            .inc();
+        self.durations
+            .get_or_create(&DurationLabels {
+                component: COMPONENT,
+                dry_run: kind.dry_run.clone(),
+                group: kind.group.clone(),
+                resource: kind.resource.clone(),
+                scope: kind.scope.clone(),
+                subresource: kind.subresource.clone(),
+                verb: kind.verb.clone(),
+                version: kind.version.clone(),
+            })
+            .observe(started.elapsed().as_secs_f64());
+    }
+
+    /// Counts a request the server refused or cut short to protect itself (429, 504).
+    pub fn terminated(&self, kind: &RequestKind, code: u16) {
+        self.terminations
+            .get_or_create(&TerminationLabels {
+                code: code.to_string(),
+                component: COMPONENT,
+                group: kind.group.clone(),
+                resource: kind.resource.clone(),
+                scope: kind.scope.clone(),
+                subresource: kind.subresource.clone(),
+                verb: kind.verb.clone(),
+                version: kind.version.clone(),
+            })
+            .inc();
+    }
+
+    /// Marks a request in flight until the returned guard is dropped.
+    pub fn in_flight(&self, mutating: bool) -> GaugeGuard {
+        let gauge = self
+            .inflight
+            .get_or_create(&InflightLabels {
+                request_kind: if mutating { "mutating" } else { "readOnly" },
+            })
+            .clone();
+        GaugeGuard::new(gauge)
+    }
+
+    /// Registers a watcher of `group/version` `kind` until the returned guard is dropped.
+    pub fn watcher(&self, group: &str, version: &str, kind: &str) -> GaugeGuard {
+        let gauge = self
+            .watchers
+            .get_or_create(&WatcherLabels {
+                group: group.to_owned(),
+                kind: kind.to_owned(),
+                version: version.to_owned(),
+            })
+            .clone();
+        GaugeGuard::new(gauge)
+    }
+}
+
+/// Holds a gauge one higher while it lives.
+#[derive(Debug)]
+pub struct GaugeGuard(Gauge);
+
+impl GaugeGuard {
+    fn new(gauge: Gauge) -> Self {
+        gauge.inc();
+        Self(gauge)
+    }
+}
+
+impl Drop for GaugeGuard {
+    fn drop(&mut self) {
+        self.0.dec();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn scrape(registry: &Registry) -> String {
+        registry.encode(None).body
+    }
+
+    #[test]
+    fn requests_are_counted_and_timed_with_upstream_labels() {
+        let registry = Registry::new();
+        let metrics = ApiMetrics::new(&registry);
+        let kind = RequestKind::new(
+            "list",
+            "GET",
+            false,
+            false,
+            "",
+            "v1",
+            "configmaps",
+            "",
+            "default",
+            "",
+        );
+        metrics.observe(&kind, 200, Instant::now());
+        metrics.observe(&kind, 200, Instant::now());
+        let text = scrape(&registry);
+        assert!(
+            text.contains(
+                "apiserver_request_total{code=\"200\",component=\"apiserver\",dry_run=\"\",group=\"\",resource=\"configmaps\",scope=\"namespace\",subresource=\"\",verb=\"LIST\",version=\"v1\"} 2"
+            ),
+            "{text}"
+        );
+        assert!(
+            text.contains("apiserver_request_duration_seconds_bucket{le=\"0.005\",component=\"apiserver\",dry_run=\"\",group=\"\",resource=\"configmaps\",scope=\"namespace\",subresource=\"\",verb=\"LIST\",version=\"v1\"} 2"),
+            "{text}"
+        );
+        assert!(text.contains("le=\"60.0\""), "{text}");
+    }
+
+    #[test]
+    fn verbs_and_scopes_are_reported_as_upstream() {
+        let kind = |verb, method, apply, ns, name| {
+            let k = RequestKind::new(verb, method, apply, false, "", "v1", "r", "", ns, name);
+            (k.verb, k.scope)
+        };
+        assert_eq!(
+            kind("get", "GET", false, "a", "b"),
+            ("GET".into(), "resource".into())
+        );
+        assert_eq!(
+            kind("create", "POST", false, "a", ""),
+            ("POST".into(), "namespace".into())
+        );
+        assert_eq!(
+            kind("patch", "PATCH", true, "a", "b"),
+            ("APPLY".into(), "resource".into())
+        );
+        assert_eq!(
+            kind("watch", "GET", false, "", ""),
+            ("WATCH".into(), "cluster".into())
+        );
+        assert_eq!(
+            kind("deletecollection", "DELETE", false, "a", ""),
+            ("DELETE".into(), "namespace".into())
+        );
+    }
+
+    #[test]
+    fn guards_and_object_counts_show_in_a_scrape() {
+        let registry = Registry::new();
+        let metrics = ApiMetrics::new(&registry);
+        let watcher = metrics.watcher("coordination.k8s.io", "v1", "Lease");
+        metrics.count_objects("configmaps", || Some(7));
+        metrics.count_objects("secrets", || None);
+        let text = scrape(&registry);
+        assert!(
+            text.contains("apiserver_registered_watchers{group=\"coordination.k8s.io\",kind=\"Lease\",version=\"v1\"} 1"),
+            "{text}"
+        );
+        assert!(
+            text.contains("apiserver_storage_objects{resource=\"configmaps\"} 7"),
+            "{text}"
+        );
+        assert!(
+            text.contains("apiserver_storage_objects{resource=\"secrets\"} -1"),
+            "{text}"
+        );
+        drop(watcher);
+        let text = scrape(&registry);
+        assert!(
+            text.contains("apiserver_registered_watchers{group=\"coordination.k8s.io\",kind=\"Lease\",version=\"v1\"} 0"),
+            "{text}"
+        );
+    }
+}
