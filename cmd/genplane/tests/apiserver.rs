@@ -3,106 +3,13 @@
 
 #![allow(clippy::unwrap_used)]
 
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
+use std::path::Path;
+use std::process::Command;
 use std::time::{Duration, Instant};
 
-const BIN: &str = env!("CARGO_BIN_EXE_genplane");
+mod common;
 
-struct Apiserver {
-    child: Child,
-    dir: tempfile::TempDir,
-    port: u16,
-}
-
-impl Drop for Apiserver {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-impl Apiserver {
-    fn kubeconfig(&self) -> PathBuf {
-        self.dir.path().join("data/admin.kubeconfig")
-    }
-
-    fn kubectl(&self, kubectl: &str, args: &[&str]) -> Output {
-        Command::new(kubectl)
-            .arg("--kubeconfig")
-            .arg(self.kubeconfig())
-            .args(args)
-            .output()
-            .unwrap()
-    }
-}
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
-fn start() -> Apiserver {
-    let dir = tempfile::tempdir().unwrap();
-    let port = free_port();
-    let child = Command::new(BIN)
-        .args([
-            "apiserver",
-            "--bind-address=127.0.0.1",
-            &format!("--secure-port={port}"),
-        ])
-        .arg(format!("--data-dir={}", dir.path().join("data").display()))
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let server = Apiserver { child, dir, port };
-    let deadline = Instant::now() + Duration::from_secs(30);
-    loop {
-        if server.kubeconfig().exists()
-            && server
-                .kubectl("kubectl", &["get", "--raw", "/readyz"])
-                .status
-                .success()
-        {
-            return server;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "the apiserver did not become ready"
-        );
-        std::thread::sleep(Duration::from_millis(100));
-    }
-}
-
-fn text(output: &Output) -> String {
-    format!(
-        "{}{}",
-        String::from_utf8_lossy(&output.stdout),
-        String::from_utf8_lossy(&output.stderr)
-    )
-}
-
-fn ok(output: Output) -> String {
-    assert!(output.status.success(), "{}", text(&output));
-    String::from_utf8(output.stdout).unwrap()
-}
-
-fn kubectl_binaries() -> Vec<&'static str> {
-    ["kubectl", "kubectl.1.33", "kubectl.1.27"]
-        .into_iter()
-        .filter(|k| {
-            Command::new(k)
-                .arg("version")
-                .arg("--client")
-                .output()
-                .is_ok_and(|o| o.status.success())
-        })
-        .collect()
-}
+use common::{Apiserver, kubectl_binaries, ok, start, text};
 
 #[test]
 fn kubectl_reads_and_writes_through_the_generated_kubeconfig() {
@@ -111,7 +18,7 @@ fn kubectl_reads_and_writes_through_the_generated_kubeconfig() {
     assert!(!kubectls.is_empty(), "no kubectl on this machine");
     let manifest = server.dir.path().join("cm.yaml");
     std::fs::write(&manifest, "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: settings\n  labels:\n    app: web\ndata:\n  color: blue\n").unwrap();
-    for kubectl in kubectls {
+    for kubectl in &kubectls {
         let namespaces = ok(server.kubectl(kubectl, &["get", "namespaces", "-o", "name"]));
         for ns in ["default", "kube-system", "kube-public", "kube-node-lease"] {
             assert!(

@@ -1,0 +1,116 @@
+//! What the tests of the real binary share: a `genplane apiserver` on loopback with its own
+//! data directory, and the kubectl versions the tracker requires.
+
+#![allow(clippy::unwrap_used, dead_code, unreachable_pub)]
+
+use std::path::PathBuf;
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+const BIN: &str = env!("CARGO_BIN_EXE_genplane");
+
+pub struct Apiserver {
+    pub child: Child,
+    pub dir: tempfile::TempDir,
+    pub port: u16,
+}
+
+impl Drop for Apiserver {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Apiserver {
+    pub fn kubeconfig(&self) -> PathBuf {
+        self.dir.path().join("data/admin.kubeconfig")
+    }
+
+    pub fn kubectl(&self, kubectl: impl AsRef<std::ffi::OsStr>, args: &[&str]) -> Output {
+        Command::new(kubectl)
+            .arg("--kubeconfig")
+            .arg(self.kubeconfig())
+            .args(args)
+            .output()
+            .unwrap()
+    }
+}
+
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+pub fn start() -> Apiserver {
+    let dir = tempfile::tempdir().unwrap();
+    let port = free_port();
+    let child = Command::new(BIN)
+        .args([
+            "apiserver",
+            "--bind-address=127.0.0.1",
+            &format!("--secure-port={port}"),
+        ])
+        .arg(format!("--data-dir={}", dir.path().join("data").display()))
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let server = Apiserver { child, dir, port };
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        if server.kubeconfig().exists()
+            && server
+                .kubectl("kubectl", &["get", "--raw", "/readyz"])
+                .status
+                .success()
+        {
+            return server;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the apiserver did not become ready"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+pub fn text(output: &Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    )
+}
+
+pub fn ok(output: Output) -> String {
+    assert!(output.status.success(), "{}", text(&output));
+    String::from_utf8(output.stdout).unwrap()
+}
+
+/// The kubectl named `name` (`kubectl`, `kubectl.1.33`, ...). The versioned ones live beside
+/// the real `kubectl`, which may be a symbolic link from a directory on `PATH`. A missing one
+/// fails the test: a test that skips what it cannot find proves nothing.
+pub fn kubectl_path(name: &str) -> PathBuf {
+    let output = Command::new("sh")
+        .args(["-c", "command -v kubectl"])
+        .output()
+        .unwrap();
+    let found = String::from_utf8(output.stdout).unwrap();
+    assert!(!found.trim().is_empty(), "no kubectl on PATH");
+    let real = std::fs::canonicalize(found.trim()).unwrap();
+    let path = real.parent().unwrap().join(name);
+    assert!(path.exists(), "{} is missing", path.display());
+    path
+}
+
+/// kubectl (whatever version is installed), 1.33 and 1.27.
+pub fn kubectl_binaries() -> Vec<String> {
+    ["kubectl", "kubectl.1.33", "kubectl.1.27"]
+        .into_iter()
+        .map(|name| kubectl_path(name).display().to_string())
+        .collect()
+}
