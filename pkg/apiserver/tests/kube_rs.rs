@@ -10,6 +10,7 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use futures::StreamExt;
+use genplane_storage::Storage;
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
 use kube::runtime::{WatchStreamExt, reflector, watcher};
@@ -86,20 +87,44 @@ async fn typed_crud() {
     assert_eq!(already.reason, "AlreadyExists");
 }
 
-/// Runs a reflector with `config` while 1,000 writes happen, then checks it equals a list.
+/// Runs a reflector with `config` while 1,000 writes happen, with a forced compaction and a
+/// server restart half-way (so the watch resumes from a revision that is gone: 410 and a
+/// re-list), then checks it equals a fresh list.
 async fn reflector_follows_writes(config: watcher::Config) {
-    let server = support::start().await;
+    let mut server = support::start().await;
     let api: Api<ConfigMap> = Api::namespaced(client(&server), "default");
     let (reader, writer) = reflector::store::<ConfigMap>();
-    let stream = reflector::reflector(writer, watcher(api.clone(), config)).applied_objects();
+    let stream = reflector::reflector(writer, watcher(api.clone(), config).default_backoff())
+        .applied_objects();
+    let (gone_tx, mut gone_rx) = tokio::sync::watch::channel(false);
     let driver = tokio::spawn(async move {
         let mut stream = std::pin::pin!(stream);
         while let Some(item) = stream.next().await {
-            item.unwrap();
+            // Errors while the server restarts are expected; the watcher retries them.
+            if let Err(watcher::Error::WatchError(status)) = &item
+                && status.code == 410
+            {
+                let _ = gone_tx.send(true);
+            }
         }
     });
     reader.wait_until_ready().await.unwrap();
     for i in 0..1000u32 {
+        if i == 500 {
+            // While the server is down, other writes move the revision on and the history is
+            // compacted: the watch resumes from a revision that is gone.
+            let stopped = server.stop().await;
+            for n in 0..3 {
+                stopped
+                    .storage
+                    .create(&format!("/registry/elsewhere/{n}"), "{}".into())
+                    .await
+                    .unwrap();
+            }
+            let revision = stopped.storage.current_revision().await.unwrap();
+            stopped.storage.compact(revision).await.unwrap();
+            server = stopped.start().await;
+        }
         let name = format!("cm-{:03}", i % 100);
         match i % 4 {
             0 | 1 => {
@@ -121,6 +146,10 @@ async fn reflector_follows_writes(config: watcher::Config) {
             }
         }
     }
+    tokio::time::timeout(Duration::from_secs(20), gone_rx.wait_for(|gone| *gone))
+        .await
+        .expect("the watcher never saw a 410 after the compaction")
+        .unwrap();
     let truth: BTreeMap<String, Option<String>> = api
         .list(&ListParams::default())
         .await

@@ -179,7 +179,11 @@ where
         .http2()
         .max_concurrent_streams(MAX_CONCURRENT_STREAMS);
     let graceful = GracefulShutdown::new();
+    // Connections that outlive the drain deadline (open watches) are aborted when this set is
+    // dropped, so that nothing keeps serving after `serve` returns.
+    let mut connections = tokio::task::JoinSet::new();
     loop {
+        while connections.try_join_next().is_some() {}
         let (stream, peer) = tokio::select! {
             accepted = listener.accept() => match accepted {
                 Ok(conn) => conn,
@@ -200,7 +204,7 @@ where
         );
         // The TLS handshake runs in the connection's own task, so that a slow client never holds
         // up accepting others.
-        tokio::spawn(async move {
+        connections.spawn(async move {
             let result = match tls {
                 None => {
                     let service = service(handler, None);

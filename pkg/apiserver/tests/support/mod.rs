@@ -1,4 +1,6 @@
-//! An API server in-process on loopback (plain HTTP) over a SQLite store, for the tests.
+//! An API server in-process on loopback (plain HTTP), assembled as `genplane apiserver`
+//! assembles it: every resource behind its watch cache, over SQLite or over a real etcd
+//! process, with the system namespaces created.
 
 #![allow(clippy::unwrap_used, dead_code, unreachable_pub)]
 
@@ -6,17 +8,92 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
-use genplane_apiserver::{ApiServer, Resource};
+use genplane_apiserver::ApiServer;
 use genplane_component_base::shutdown::Shutdown;
 use genplane_component_base::version::BuildInfo;
-use genplane_storage_sqlite::{SqliteConfig, SqliteStore};
-use serde_json::json;
+use genplane_controlplane::{Backend, ResourceStorage, StorageConfig, bootstrap, open_storage};
+use genplane_storage_etcd::testing::EtcdServer;
+
+/// Which storage the server runs on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Flavour {
+    /// Embedded SQLite in a temporary directory.
+    Sqlite,
+    /// A real etcd process on a free loopback port.
+    Etcd,
+}
 
 pub struct Server {
     pub addr: SocketAddr,
-    pub storage: Arc<SqliteStore>,
-    _dir: tempfile::TempDir,
+    pub storage: Arc<Backend>,
+    config: StorageConfig,
+    etcd: Option<EtcdServer>,
+    dir: Option<tempfile::TempDir>,
     shutdown: Shutdown,
+}
+
+impl Server {
+    /// Stops serving (the watch caches go too) and opens the storage again, for writes made
+    /// while no server runs.
+    pub async fn stop(mut self) -> Stopped {
+        self.shutdown.trigger();
+        let (config, etcd, dir) = (self.config.clone(), self.etcd.take(), self.dir.take());
+        let addr = self.addr;
+        drop(self);
+        Stopped {
+            storage: open(&config).await,
+            config,
+            etcd,
+            dir: dir.unwrap(),
+            addr,
+        }
+    }
+
+    /// The same data served by a new server (new watch caches) on the same address, as after
+    /// a restart.
+    pub async fn restarted(self) -> Server {
+        self.stop().await.start().await
+    }
+}
+
+/// A server's data while no server runs.
+pub struct Stopped {
+    pub storage: Arc<Backend>,
+    config: StorageConfig,
+    etcd: Option<EtcdServer>,
+    dir: tempfile::TempDir,
+    addr: SocketAddr,
+}
+
+impl Stopped {
+    /// Serves the data again on the same address.
+    pub async fn start(self) -> Server {
+        serve(
+            self.storage,
+            self.config,
+            self.etcd,
+            self.dir,
+            Some(self.addr),
+            |s| s,
+        )
+        .await
+    }
+}
+
+/// Opens the storage; after a stop the previous server may hold the SQLite lock until its
+/// tasks end.
+async fn open(config: &StorageConfig) -> Arc<Backend> {
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    loop {
+        match open_storage(config).await {
+            Ok(storage) => return storage,
+            Err(e) if std::time::Instant::now() < deadline => {
+                let _ = e;
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+            Err(e) => panic!("opening storage: {e:?}"),
+        }
+    }
 }
 
 impl Drop for Server {
@@ -25,39 +102,62 @@ impl Drop for Server {
     }
 }
 
-/// Starts a server with the `default` and `kube-system` namespaces.
+/// Starts a server on SQLite.
 pub async fn start() -> Server {
-    start_configured(|server| server).await
+    start_on(Flavour::Sqlite, |server| server).await
 }
 
-/// Starts a server as [`start`] does, with `configure` applied to it (limits, metrics).
+/// Starts a server on SQLite with `configure` applied to it (limits, metrics).
 pub async fn start_configured(
-    configure: impl FnOnce(ApiServer<SqliteStore>) -> ApiServer<SqliteStore>,
+    configure: impl FnOnce(ApiServer<ResourceStorage>) -> ApiServer<ResourceStorage>,
+) -> Server {
+    start_on(Flavour::Sqlite, configure).await
+}
+
+/// Starts a server on `flavour` with `configure` applied to it.
+pub async fn start_on(
+    flavour: Flavour,
+    configure: impl FnOnce(ApiServer<ResourceStorage>) -> ApiServer<ResourceStorage>,
 ) -> Server {
     let dir = tempfile::tempdir().unwrap();
-    let mut config = SqliteConfig::new(dir.path().join("db"));
-    config.history = None;
-    let storage = Arc::new(SqliteStore::open(&config).unwrap());
-    let resources: Vec<Resource<SqliteStore>> = genplane_api::catalog::all()
-        .iter()
-        .map(|info| Resource::builtin(info, storage.clone()))
-        .collect();
-    let namespaces = resources
-        .iter()
-        .find(|r: &&Resource<SqliteStore>| r.info.resource == "namespaces")
-        .unwrap();
-    for name in ["default", "kube-system"] {
-        let namespace =
-            json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}});
-        namespaces
-            .store
-            .create("", namespace, &genplane_registry::WriteOptions::default())
-            .await
-            .unwrap();
-    }
-    let listener = genplane_component_base::http::bind("127.0.0.1:0".parse().unwrap())
-        .await
-        .unwrap();
+    let (config, etcd) = match flavour {
+        Flavour::Sqlite => (
+            StorageConfig::Sqlite {
+                path: dir.path().join("db"),
+            },
+            None,
+        ),
+        Flavour::Etcd => {
+            let etcd = EtcdServer::start().await.unwrap();
+            (StorageConfig::Etcd(etcd.config()), Some(etcd))
+        }
+    };
+    serve(open(&config).await, config, etcd, dir, None, configure).await
+}
+
+async fn serve(
+    storage: Arc<Backend>,
+    config: StorageConfig,
+    etcd: Option<EtcdServer>,
+    dir: tempfile::TempDir,
+    addr: Option<SocketAddr>,
+    configure: impl FnOnce(ApiServer<ResourceStorage>) -> ApiServer<ResourceStorage>,
+) -> Server {
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    let resources = genplane_controlplane::resources(storage.clone()).unwrap();
+    bootstrap(&resources).await.unwrap();
+    // The previous server's listener may take a moment to close after a restart.
+    let wanted = addr.unwrap_or_else(|| "127.0.0.1:0".parse().unwrap());
+    let listener = loop {
+        match genplane_component_base::http::bind(wanted).await {
+            Ok(listener) => break listener,
+            Err(e) if std::time::Instant::now() < deadline => {
+                let _ = e;
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+            Err(e) => panic!("binding {wanted}: {e:?}"),
+        }
+    };
     let addr = listener.local_addr().unwrap();
     let server = Arc::new(configure(ApiServer::new(
         resources,
@@ -79,7 +179,38 @@ pub async fn start_configured(
     Server {
         addr,
         storage,
-        _dir: dir,
+        config,
+        etcd,
+        dir: Some(dir),
         shutdown,
     }
+}
+
+/// Runs each named `async fn(Server)` test twice: `sqlite::<name>` and `etcd::<name>`.
+#[macro_export]
+macro_rules! on_both_backends {
+    ($($name:ident),* $(,)?) => {
+        mod sqlite {
+            $(
+                #[tokio::test]
+                async fn $name() {
+                    super::$name(
+                        super::support::start_on(super::support::Flavour::Sqlite, |s| s).await,
+                    )
+                    .await;
+                }
+            )*
+        }
+        mod etcd {
+            $(
+                #[tokio::test]
+                async fn $name() {
+                    super::$name(
+                        super::support::start_on(super::support::Flavour::Etcd, |s| s).await,
+                    )
+                    .await;
+                }
+            )*
+        }
+    };
 }
