@@ -38,6 +38,7 @@ pub mod coordination;
 pub mod core;
 pub mod decode;
 pub mod events;
+pub mod protobuf;
 pub mod quantity;
 pub mod table;
 pub mod time;
