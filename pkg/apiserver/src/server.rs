@@ -155,12 +155,15 @@ impl<S: Storage> ApiServer<S> {
         }
         let (parts, body) = request.into_parts();
         let info = request_info::parse(parts.method.as_str(), parts.uri.path(), parts.uri.query());
-        let result = if info.is_resource_request {
-            self.resource(&info, &parts, body).await
+        if info.is_resource_request {
+            let accept = parts.headers.get(ACCEPT).and_then(|v| v.to_str().ok());
+            self.resource(&info, &parts, body)
+                .await
+                .unwrap_or_else(|e| handlers::error_response_for(&e, accept))
         } else {
             self.non_resource(&info, &parts)
-        };
-        result.unwrap_or_else(|e| error_response(&e))
+                .unwrap_or_else(|e| error_response(&e))
+        }
     }
 
     fn non_resource(
@@ -219,6 +222,7 @@ impl<S: Storage> ApiServer<S> {
             StatusCode::OK,
             &document,
             &negotiated,
+            None,
             &[],
         ))
     }

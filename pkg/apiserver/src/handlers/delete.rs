@@ -111,12 +111,19 @@ pub(crate) async fn delete<S: Storage>(
                 StatusCode::OK,
                 &encode::status(&status),
                 &negotiated,
+                Some(ctx.info),
                 &[],
             ))
         }
         Deletion::Pending(object) => {
             let body = encode::object(ctx.info, object, &negotiated, ctx.now);
-            Ok(respond(StatusCode::OK, &body, &negotiated, &[]))
+            Ok(respond(
+                StatusCode::OK,
+                &body,
+                &negotiated,
+                Some(ctx.info),
+                &[],
+            ))
         }
     }
 }
@@ -134,5 +141,11 @@ pub(crate) async fn delete_collection<S: Storage>(
         .delete_collection(&ctx.request.namespace, &list_options, &options)
         .await?;
     let body = json!({"kind": ctx.info.list_kind, "apiVersion": ctx.info.api_version(), "metadata": {}, "items": deleted});
-    Ok(respond(StatusCode::OK, &body, &negotiated, &[]))
+    Ok(respond(
+        StatusCode::OK,
+        &body,
+        &negotiated,
+        Some(ctx.info),
+        &[],
+    ))
 }
