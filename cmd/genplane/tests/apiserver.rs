@@ -280,6 +280,7 @@ fn the_python_client_works() {
 
 /// A kubectl of `version`, on the PATH as `kubectl.<version>` or next to the `kubectl` on the
 /// PATH (where the Google Cloud SDK keeps its versioned kubectls).
+#[allow(clippy::disallowed_methods)] // a test looks for a tool on the PATH, as a shell would
 fn versioned_kubectl(version: &str) -> Option<PathBuf> {
     let name = format!("kubectl.{version}");
     let path = std::env::var_os("PATH")?;
