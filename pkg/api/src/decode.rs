@@ -498,6 +498,29 @@ pub static STATUS_CAUSE: Struct = Struct {
     ],
 };
 
+/// `metav1.DeleteOptions`, the optional body of a DELETE.
+pub static DELETE_OPTIONS: Struct = Struct {
+    name: "DeleteOptions",
+    fields: &[
+        Field::type_meta("apiVersion"),
+        Field::type_meta("kind"),
+        Field::pointer("gracePeriodSeconds", 1, Type::Int64),
+        Field::pointer("preconditions", 2, Type::Struct(&PRECONDITIONS)),
+        Field::pointer("orphanDependents", 3, Type::Bool),
+        Field::pointer("propagationPolicy", 4, Type::String),
+        Field::new("dryRun", 5, Type::List(&Type::String)),
+    ],
+};
+
+/// `metav1.Preconditions`.
+pub static PRECONDITIONS: Struct = Struct {
+    name: "Preconditions",
+    fields: &[
+        Field::pointer("uid", 1, Type::String),
+        Field::pointer("resourceVersion", 2, Type::String),
+    ],
+};
+
 #[cfg(test)]
 mod tests {
     use super::*;

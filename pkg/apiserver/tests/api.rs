@@ -1085,3 +1085,43 @@ async fn protobuf_watch_frames() {
     assert_eq!(events[1].0, "DELETED");
     assert_eq!(events[1].1["metadata"]["name"], "w");
 }
+
+#[tokio::test]
+async fn protobuf_delete_options() {
+    let server = start().await;
+    let path = "/api/v1/namespaces/default/configmaps/d";
+    let created = post(
+        &server,
+        "/api/v1/namespaces/default/configmaps",
+        configmap("d", json!({})),
+    )
+    .await;
+    let uid = created.json()["metadata"]["uid"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let options = |uid: &str| {
+        protobuf::encode(
+            &json!({"apiVersion": "v1", "kind": "DeleteOptions", "preconditions": {"uid": uid}, "propagationPolicy": "Background"}),
+            &genplane_api::decode::DELETE_OPTIONS,
+        )
+        .unwrap()
+    };
+    let (code, status) =
+        proto_status(&send_protobuf(&server, Method::DELETE, path, options("other")).await);
+    assert_eq!((code, &status["reason"]), (409, &json!("Conflict")));
+    let wrong_kind = protobuf::envelope("v1", "ConfigMap", b"");
+    let (code, status) =
+        proto_status(&send_protobuf(&server, Method::DELETE, path, wrong_kind).await);
+    assert_eq!(
+        (code, status["message"].as_str().unwrap()),
+        (
+            400,
+            "the kind in the data (ConfigMap) does not match the expected kind (DeleteOptions)"
+        )
+    );
+    let deleted = send_protobuf(&server, Method::DELETE, path, options(&uid)).await;
+    let (code, status) = proto_status(&deleted);
+    assert_eq!((code, &status["status"]), (200, &json!("Success")));
+    assert_eq!(status["details"]["name"], "d");
+}
