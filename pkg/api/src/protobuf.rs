@@ -1121,6 +1121,14 @@ mod tests {
             decode(&encode(&status, &STATUS).unwrap(), &STATUS).unwrap(),
             status
         );
+        let options = &decode::DELETE_OPTIONS;
+        let mut object = full(Type::Struct(options), "DeleteOptions");
+        object["apiVersion"] = json!("v1");
+        object["kind"] = json!("DeleteOptions");
+        assert_eq!(
+            decode(&encode(&object, options).unwrap(), options).unwrap(),
+            object
+        );
     }
 
     #[test]
