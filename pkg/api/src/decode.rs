@@ -12,6 +12,9 @@
 //! - times are rewritten as Go writes them (`metav1.Time` in whole seconds UTC,
 //!   `metav1.MicroTime` with six digits), quantities in their canonical form, bytes re-encoded
 //!   in standard base64.
+//!
+//! The same schemas carry each field's protobuf number ([`Field`]), so that [`crate::protobuf`]
+//! reads and writes Kubernetes protobuf with them and produces exactly this JSON.
 
 use base64::Engine as _;
 use genplane_apimachinery::errors::{ApiError, Status};
@@ -97,13 +100,6 @@ impl Struct {
     /// The field of JSON name `name`.
     pub fn field(&self, name: &str) -> Option<&Field> {
         self.fields.iter().find(|f| f.name == name)
-    }
-
-    /// The field of protobuf number `number` (never a `apiVersion`/`kind` field).
-    pub fn field_number(&self, number: u32) -> Option<&Field> {
-        self.fields
-            .iter()
-            .find(|f| f.number == number && f.number != 0)
     }
 }
 
