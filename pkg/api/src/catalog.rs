@@ -8,7 +8,7 @@ use genplane_apimachinery::schema::{GroupResource, GroupVersionKind, GroupVersio
 use genplane_apimachinery::validation::field::ErrorList;
 use serde_json::Value;
 
-use crate::decode::Decoded;
+use crate::decode::{Decoded, Struct};
 use crate::table::ColumnDefinition;
 use crate::{coordination, core, events};
 
@@ -101,6 +101,8 @@ pub struct ResourceInfo {
     pub storage_prefix: &'static str,
     /// The apiVersion objects are stored in.
     pub storage_api_version: &'static str,
+    /// The shape of a served object: its JSON fields and their protobuf numbers.
+    pub schema: &'static Struct,
     /// The behaviour.
     pub hooks: Hooks,
 }
@@ -178,6 +180,7 @@ static RESOURCES: &[ResourceInfo] = &[
         categories: &[],
         storage_prefix: "namespaces",
         storage_api_version: "v1",
+        schema: &core::namespace::SCHEMA,
         hooks: Hooks {
             decode: core::namespace::decode,
             default: core::namespace::default,
@@ -209,6 +212,7 @@ static RESOURCES: &[ResourceInfo] = &[
         categories: &[],
         storage_prefix: "configmaps",
         storage_api_version: "v1",
+        schema: &core::configmap::SCHEMA,
         hooks: Hooks {
             decode: core::configmap::decode,
             default: no_default,
@@ -240,6 +244,7 @@ static RESOURCES: &[ResourceInfo] = &[
         categories: &[],
         storage_prefix: "secrets",
         storage_api_version: "v1",
+        schema: &core::secret::SCHEMA,
         hooks: Hooks {
             decode: core::secret::decode,
             default: core::secret::default,
@@ -275,6 +280,7 @@ static RESOURCES: &[ResourceInfo] = &[
         categories: &[],
         storage_prefix: "serviceaccounts",
         storage_api_version: "v1",
+        schema: &core::serviceaccount::SCHEMA,
         hooks: Hooks {
             decode: core::serviceaccount::decode,
             default: no_default,
@@ -306,6 +312,7 @@ static RESOURCES: &[ResourceInfo] = &[
         categories: &[],
         storage_prefix: "events",
         storage_api_version: "v1",
+        schema: &core::event::SCHEMA,
         hooks: Hooks {
             decode: core::event::decode,
             default: no_default,
@@ -341,6 +348,7 @@ static RESOURCES: &[ResourceInfo] = &[
         categories: &[],
         storage_prefix: "resourcequotas",
         storage_api_version: "v1",
+        schema: &core::resourcequota::SCHEMA,
         hooks: Hooks {
             decode: core::resourcequota::decode,
             default: no_default,
@@ -372,6 +380,7 @@ static RESOURCES: &[ResourceInfo] = &[
         categories: &[],
         storage_prefix: "events",
         storage_api_version: "v1",
+        schema: &events::SCHEMA,
         hooks: Hooks {
             decode: events::decode,
             default: no_default,
@@ -403,6 +412,7 @@ static RESOURCES: &[ResourceInfo] = &[
         categories: &[],
         storage_prefix: "leases",
         storage_api_version: "coordination.k8s.io/v1",
+        schema: &coordination::lease::SCHEMA,
         hooks: Hooks {
             decode: coordination::lease::decode,
             default: no_default,

@@ -12,6 +12,9 @@
 //! - times are rewritten as Go writes them (`metav1.Time` in whole seconds UTC,
 //!   `metav1.MicroTime` with six digits), quantities in their canonical form, bytes re-encoded
 //!   in standard base64.
+//!
+//! The same schemas carry each field's protobuf number ([`Field`]), so that [`crate::protobuf`]
+//! reads and writes Kubernetes protobuf with them and produces exactly this JSON.
 
 use base64::Engine as _;
 use genplane_apimachinery::errors::{ApiError, Status};
@@ -53,7 +56,8 @@ pub enum Type {
 }
 
 impl Type {
-    fn name(self) -> String {
+    /// The type's name in messages, e.g. `map[string]string`.
+    pub fn name(self) -> String {
         match self {
             Type::String => "string".to_owned(),
             Type::Bool => "bool".to_owned(),
@@ -71,7 +75,7 @@ impl Type {
     }
 
     /// The value a `null` map or list item decodes to.
-    fn zero(self) -> Value {
+    pub fn zero(self) -> Value {
         match self {
             Type::String | Type::Bytes => Value::from(""),
             Type::Bool => Value::Bool(false),
@@ -88,8 +92,65 @@ impl Type {
 pub struct Struct {
     /// The type's name, e.g. `ConfigMap`.
     pub name: &'static str,
-    /// The fields, by JSON name.
-    pub fields: &'static [(&'static str, Type)],
+    /// The fields.
+    pub fields: &'static [Field],
+}
+
+impl Struct {
+    /// The field of JSON name `name`.
+    pub fn field(&self, name: &str) -> Option<&Field> {
+        self.fields.iter().find(|f| f.name == name)
+    }
+}
+
+/// One field of a [`Struct`]: its JSON name, its protobuf field number (from upstream's
+/// `generated.proto`) and its shape, which drive JSON decoding and the protobuf transcoder
+/// ([`crate::protobuf`]) alike.
+#[derive(Clone, Copy, Debug)]
+pub struct Field {
+    /// The JSON name, e.g. `binaryData`.
+    pub name: &'static str,
+    /// The protobuf field number; 0 for `apiVersion` and `kind`, which protobuf carries in the
+    /// envelope's `typeMeta` rather than in the message.
+    pub number: u32,
+    /// The shape.
+    pub ty: Type,
+    /// Whether the Go field is a pointer (`*bool`, `*int64`, `*string`): a zero value sent on
+    /// the wire is then kept in JSON (`immutable: false`), where for a plain Go field it is
+    /// left out, as `omitempty` leaves it out.
+    pub pointer: bool,
+}
+
+impl Field {
+    /// A plain field: zero values read from protobuf are left out of the JSON.
+    pub const fn new(name: &'static str, number: u32, ty: Type) -> Self {
+        Field {
+            name,
+            number,
+            ty,
+            pointer: false,
+        }
+    }
+
+    /// A Go pointer field: any value read from protobuf, zero or not, is kept.
+    pub const fn pointer(name: &'static str, number: u32, ty: Type) -> Self {
+        Field {
+            name,
+            number,
+            ty,
+            pointer: true,
+        }
+    }
+
+    /// `apiVersion` or `kind`: a JSON string that protobuf carries in the envelope.
+    pub const fn type_meta(name: &'static str) -> Self {
+        Field {
+            name,
+            number: 0,
+            ty: Type::String,
+            pointer: false,
+        }
+    }
 }
 
 /// Why a raw object does not decode into its type. The API answers 400 BadRequest.
@@ -227,10 +288,10 @@ impl Walker {
                 let mut out = Map::new();
                 for (name, item) in fields {
                     let child = path.child(name);
-                    match schema.fields.iter().find(|(n, _)| n == name) {
+                    match schema.field(name) {
                         Some(_) if item.is_null() => {}
-                        Some((_, field_ty)) => {
-                            let decoded = self.walk(item, *field_ty, &child)?;
+                        Some(field) => {
+                            let decoded = self.walk(item, field.ty, &child)?;
                             out.insert(name.clone(), decoded);
                         }
                         None => self.unknown.push(child.to_string()),
@@ -311,25 +372,27 @@ pub(crate) fn typed<T: DeserializeOwned>(decoded: &Value, root: &str) -> Result<
 pub static OBJECT_META: Struct = Struct {
     name: "ObjectMeta",
     fields: &[
-        ("name", Type::String),
-        ("generateName", Type::String),
-        ("namespace", Type::String),
-        ("selfLink", Type::String),
-        ("uid", Type::String),
-        ("resourceVersion", Type::String),
-        ("generation", Type::Int64),
-        ("creationTimestamp", Type::Time),
-        ("deletionTimestamp", Type::Time),
-        ("deletionGracePeriodSeconds", Type::Int64),
-        ("labels", Type::Map(&Type::String)),
-        ("annotations", Type::Map(&Type::String)),
-        (
+        Field::new("name", 1, Type::String),
+        Field::new("generateName", 2, Type::String),
+        Field::new("namespace", 3, Type::String),
+        Field::new("selfLink", 4, Type::String),
+        Field::new("uid", 5, Type::String),
+        Field::new("resourceVersion", 6, Type::String),
+        Field::new("generation", 7, Type::Int64),
+        Field::new("creationTimestamp", 8, Type::Time),
+        Field::new("deletionTimestamp", 9, Type::Time),
+        Field::pointer("deletionGracePeriodSeconds", 10, Type::Int64),
+        Field::new("labels", 11, Type::Map(&Type::String)),
+        Field::new("annotations", 12, Type::Map(&Type::String)),
+        Field::new(
             "ownerReferences",
+            13,
             Type::List(&Type::Struct(&OWNER_REFERENCE)),
         ),
-        ("finalizers", Type::List(&Type::String)),
-        (
+        Field::new("finalizers", 14, Type::List(&Type::String)),
+        Field::new(
             "managedFields",
+            17,
             Type::List(&Type::Struct(&MANAGED_FIELDS_ENTRY)),
         ),
     ],
@@ -339,12 +402,12 @@ pub static OBJECT_META: Struct = Struct {
 pub static OWNER_REFERENCE: Struct = Struct {
     name: "OwnerReference",
     fields: &[
-        ("apiVersion", Type::String),
-        ("kind", Type::String),
-        ("name", Type::String),
-        ("uid", Type::String),
-        ("controller", Type::Bool),
-        ("blockOwnerDeletion", Type::Bool),
+        Field::new("apiVersion", 5, Type::String),
+        Field::new("kind", 1, Type::String),
+        Field::new("name", 3, Type::String),
+        Field::new("uid", 4, Type::String),
+        Field::pointer("controller", 6, Type::Bool),
+        Field::pointer("blockOwnerDeletion", 7, Type::Bool),
     ],
 };
 
@@ -352,13 +415,13 @@ pub static OWNER_REFERENCE: Struct = Struct {
 pub static MANAGED_FIELDS_ENTRY: Struct = Struct {
     name: "ManagedFieldsEntry",
     fields: &[
-        ("manager", Type::String),
-        ("operation", Type::String),
-        ("apiVersion", Type::String),
-        ("time", Type::Time),
-        ("fieldsType", Type::String),
-        ("fieldsV1", Type::Any),
-        ("subresource", Type::String),
+        Field::new("manager", 1, Type::String),
+        Field::new("operation", 2, Type::String),
+        Field::new("apiVersion", 3, Type::String),
+        Field::new("time", 4, Type::Time),
+        Field::new("fieldsType", 6, Type::String),
+        Field::new("fieldsV1", 7, Type::Any),
+        Field::new("subresource", 8, Type::String),
     ],
 };
 
@@ -366,20 +429,92 @@ pub static MANAGED_FIELDS_ENTRY: Struct = Struct {
 pub static OBJECT_REFERENCE: Struct = Struct {
     name: "ObjectReference",
     fields: &[
-        ("kind", Type::String),
-        ("namespace", Type::String),
-        ("name", Type::String),
-        ("uid", Type::String),
-        ("apiVersion", Type::String),
-        ("resourceVersion", Type::String),
-        ("fieldPath", Type::String),
+        Field::new("kind", 1, Type::String),
+        Field::new("namespace", 2, Type::String),
+        Field::new("name", 3, Type::String),
+        Field::new("uid", 4, Type::String),
+        Field::new("apiVersion", 5, Type::String),
+        Field::new("resourceVersion", 6, Type::String),
+        Field::new("fieldPath", 7, Type::String),
     ],
 };
 
 /// `core/v1.LocalObjectReference`.
 pub static LOCAL_OBJECT_REFERENCE: Struct = Struct {
     name: "LocalObjectReference",
-    fields: &[("name", Type::String)],
+    fields: &[Field::new("name", 1, Type::String)],
+};
+
+/// `metav1.ListMeta`, the `metadata` of lists and of a Status.
+pub static LIST_META: Struct = Struct {
+    name: "ListMeta",
+    fields: &[
+        Field::new("selfLink", 1, Type::String),
+        Field::new("resourceVersion", 2, Type::String),
+        Field::new("continue", 3, Type::String),
+        Field::pointer("remainingItemCount", 4, Type::Int64),
+    ],
+};
+
+/// `metav1.Status`, the body of every error answer.
+pub static STATUS: Struct = Struct {
+    name: "Status",
+    fields: &[
+        Field::type_meta("apiVersion"),
+        Field::type_meta("kind"),
+        Field::new("metadata", 1, Type::Struct(&LIST_META)),
+        Field::new("status", 2, Type::String),
+        Field::new("message", 3, Type::String),
+        Field::new("reason", 4, Type::String),
+        Field::pointer("details", 5, Type::Struct(&STATUS_DETAILS)),
+        Field::new("code", 6, Type::Int32),
+    ],
+};
+
+/// `metav1.StatusDetails`.
+pub static STATUS_DETAILS: Struct = Struct {
+    name: "StatusDetails",
+    fields: &[
+        Field::new("name", 1, Type::String),
+        Field::new("group", 2, Type::String),
+        Field::new("kind", 3, Type::String),
+        Field::new("uid", 6, Type::String),
+        Field::new("causes", 4, Type::List(&Type::Struct(&STATUS_CAUSE))),
+        Field::new("retryAfterSeconds", 5, Type::Int32),
+    ],
+};
+
+/// `metav1.StatusCause` (its Go field `Type` is `reason` in JSON and protobuf).
+pub static STATUS_CAUSE: Struct = Struct {
+    name: "StatusCause",
+    fields: &[
+        Field::new("reason", 1, Type::String),
+        Field::new("message", 2, Type::String),
+        Field::new("field", 3, Type::String),
+    ],
+};
+
+/// `metav1.DeleteOptions`, the optional body of a DELETE.
+pub static DELETE_OPTIONS: Struct = Struct {
+    name: "DeleteOptions",
+    fields: &[
+        Field::type_meta("apiVersion"),
+        Field::type_meta("kind"),
+        Field::pointer("gracePeriodSeconds", 1, Type::Int64),
+        Field::pointer("preconditions", 2, Type::Struct(&PRECONDITIONS)),
+        Field::pointer("orphanDependents", 3, Type::Bool),
+        Field::pointer("propagationPolicy", 4, Type::String),
+        Field::new("dryRun", 5, Type::List(&Type::String)),
+    ],
+};
+
+/// `metav1.Preconditions`.
+pub static PRECONDITIONS: Struct = Struct {
+    name: "Preconditions",
+    fields: &[
+        Field::pointer("uid", 1, Type::String),
+        Field::pointer("resourceVersion", 2, Type::String),
+    ],
 };
 
 #[cfg(test)]
@@ -390,17 +525,21 @@ mod tests {
     static THING: Struct = Struct {
         name: "Thing",
         fields: &[
-            ("apiVersion", Type::String),
-            ("kind", Type::String),
-            ("metadata", Type::Struct(&OBJECT_META)),
-            ("data", Type::Map(&Type::String)),
-            ("bytes", Type::Map(&Type::Bytes)),
-            ("count", Type::Int32),
-            ("flag", Type::Bool),
-            ("when", Type::Time),
-            ("at", Type::MicroTime),
-            ("size", Type::Quantity),
-            ("items", Type::List(&Type::Struct(&LOCAL_OBJECT_REFERENCE))),
+            Field::type_meta("apiVersion"),
+            Field::type_meta("kind"),
+            Field::new("metadata", 1, Type::Struct(&OBJECT_META)),
+            Field::new("data", 2, Type::Map(&Type::String)),
+            Field::new("bytes", 3, Type::Map(&Type::Bytes)),
+            Field::new("count", 4, Type::Int32),
+            Field::new("flag", 5, Type::Bool),
+            Field::new("when", 6, Type::Time),
+            Field::new("at", 7, Type::MicroTime),
+            Field::new("size", 8, Type::Quantity),
+            Field::new(
+                "items",
+                9,
+                Type::List(&Type::Struct(&LOCAL_OBJECT_REFERENCE)),
+            ),
         ],
     };
 

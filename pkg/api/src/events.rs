@@ -22,7 +22,7 @@ use genplane_apimachinery::validation::field::ErrorList;
 use serde_json::{Map, Value};
 
 use crate::core::event::{self, EVENT_SERIES, EVENT_SOURCE, RequestVersion};
-use crate::decode::{self, Decoded, OBJECT_META, OBJECT_REFERENCE, Struct, Type};
+use crate::decode::{self, Decoded, Field, OBJECT_META, OBJECT_REFERENCE, Struct, Type};
 use crate::util;
 
 /// The group.
@@ -34,23 +34,23 @@ pub const API_VERSION: &str = "events.k8s.io/v1";
 pub static SCHEMA: Struct = Struct {
     name: "Event",
     fields: &[
-        ("apiVersion", Type::String),
-        ("kind", Type::String),
-        ("metadata", Type::Struct(&OBJECT_META)),
-        ("eventTime", Type::MicroTime),
-        ("series", Type::Struct(&EVENT_SERIES)),
-        ("reportingController", Type::String),
-        ("reportingInstance", Type::String),
-        ("action", Type::String),
-        ("reason", Type::String),
-        ("regarding", Type::Struct(&OBJECT_REFERENCE)),
-        ("related", Type::Struct(&OBJECT_REFERENCE)),
-        ("note", Type::String),
-        ("type", Type::String),
-        ("deprecatedSource", Type::Struct(&EVENT_SOURCE)),
-        ("deprecatedFirstTimestamp", Type::Time),
-        ("deprecatedLastTimestamp", Type::Time),
-        ("deprecatedCount", Type::Int32),
+        Field::type_meta("apiVersion"),
+        Field::type_meta("kind"),
+        Field::new("metadata", 1, Type::Struct(&OBJECT_META)),
+        Field::new("eventTime", 2, Type::MicroTime),
+        Field::new("series", 3, Type::Struct(&EVENT_SERIES)),
+        Field::new("reportingController", 4, Type::String),
+        Field::new("reportingInstance", 5, Type::String),
+        Field::new("action", 6, Type::String),
+        Field::new("reason", 7, Type::String),
+        Field::new("regarding", 8, Type::Struct(&OBJECT_REFERENCE)),
+        Field::new("related", 9, Type::Struct(&OBJECT_REFERENCE)),
+        Field::new("note", 10, Type::String),
+        Field::new("type", 11, Type::String),
+        Field::new("deprecatedSource", 12, Type::Struct(&EVENT_SOURCE)),
+        Field::new("deprecatedFirstTimestamp", 13, Type::Time),
+        Field::new("deprecatedLastTimestamp", 14, Type::Time),
+        Field::new("deprecatedCount", 15, Type::Int32),
     ],
 };
 

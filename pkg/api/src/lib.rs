@@ -20,6 +20,12 @@
 //! the seven types needed here; the schemas here also give unknown-field detection and the
 //! normalized form upstream stores.
 //!
+//! ## Protobuf
+//!
+//! The schemas also hold each field's protobuf number, from upstream's `generated.proto`:
+//! [`protobuf`] transcodes Kubernetes protobuf bodies (the `k8s\0` envelope, lists, watch
+//! frames) to and from the same JSON, so there is one model of every type and no generated code.
+//!
 //! ## Calling convention
 //!
 //! `validate(obj)` and `validate_update(new, old)` return `Err(ApiError)` (400 BadRequest) when
@@ -38,6 +44,7 @@ pub mod coordination;
 pub mod core;
 pub mod decode;
 pub mod events;
+pub mod protobuf;
 pub mod quantity;
 pub mod table;
 pub mod time;

@@ -2,24 +2,46 @@
 //! objects, and their serialization.
 
 use genplane_api::catalog::ResourceInfo;
-use genplane_apimachinery::errors::Status;
+use genplane_api::decode::STATUS;
+use genplane_api::protobuf;
+use genplane_apimachinery::errors::{ApiError, Status};
 use genplane_registry::ListResult;
 use serde_json::{Map, Value, json};
 
 use crate::negotiation::{Format, Negotiated};
 
 /// Serializes `value` in `format`, with a trailing newline for JSON (as kube-apiserver ends
-/// its bodies).
-pub fn serialize(value: &Value, format: Format) -> Vec<u8> {
+/// its bodies). Protobuf needs the schema: a `Status` has its own, a list of `info`'s list kind
+/// is a list of `info`'s objects, anything else is one of `info`'s objects.
+pub fn serialize(
+    value: &Value,
+    format: Format,
+    info: Option<&ResourceInfo>,
+) -> Result<Vec<u8>, ApiError> {
     match format {
         Format::Json => {
             let mut bytes = serde_json::to_vec(value).unwrap_or_default();
             bytes.push(b'\n');
-            bytes
+            Ok(bytes)
         }
-        Format::Yaml => serde_saphyr::to_string(value)
+        Format::Yaml => Ok(serde_saphyr::to_string(value)
             .unwrap_or_default()
-            .into_bytes(),
+            .into_bytes()),
+        Format::Protobuf => {
+            let kind = value.get("kind").and_then(Value::as_str).unwrap_or("");
+            let encoded = match info {
+                _ if kind == "Status" => protobuf::encode(value, &STATUS),
+                Some(info) if kind == info.list_kind => protobuf::encode_list(value, info.schema),
+                Some(info) => protobuf::encode(value, info.schema),
+                None => {
+                    return Err(Status::internal_error(format!(
+                        "no protobuf form for a {kind:?} answer"
+                    ))
+                    .into());
+                }
+            };
+            encoded.map_err(|e| Status::internal_error(e).into())
+        }
     }
 }
 
@@ -104,8 +126,19 @@ pub fn object(info: &ResourceInfo, object: Value, negotiated: &Negotiated, now: 
     }
 }
 
-/// A watch event line: `{"type":"ADDED","object":{...}}` and a newline.
-pub fn watch_event(kind: &str, object: Value) -> Vec<u8> {
+/// One watch event in `format`: a JSON line `{"type":"ADDED","object":{...}}` and a newline,
+/// or a protobuf frame (a 4-byte length, then a `WatchEvent` holding the object's whole body).
+/// An object that does not encode becomes an ERROR event with the Status.
+pub fn watch_event(kind: &str, object: Value, format: Format, info: &ResourceInfo) -> Vec<u8> {
+    if format == Format::Protobuf {
+        return match serialize(&object, format, Some(info)) {
+            Ok(body) => protobuf::watch_frame(kind, &body),
+            Err(error) => {
+                let body = serialize(&status(&error), format, None).unwrap_or_default();
+                protobuf::watch_frame("ERROR", &body)
+            }
+        };
+    }
     let mut line = serde_json::to_vec(&json!({"type": kind, "object": object})).unwrap_or_default();
     line.push(b'\n');
     line

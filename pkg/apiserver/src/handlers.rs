@@ -11,6 +11,7 @@ mod watch;
 
 use bytes::Bytes;
 use genplane_api::catalog::ResourceInfo;
+use genplane_api::protobuf;
 use genplane_apimachinery::errors::{ApiError, Status};
 use genplane_apimachinery::resource_version::ReadOptions;
 use genplane_apimachinery::{fields, labels};
@@ -20,7 +21,7 @@ use http_body_util::BodyExt;
 use hyper::body::Incoming;
 use hyper::header::{CONTENT_TYPE, HeaderMap, HeaderValue};
 use hyper::{Response, StatusCode};
-use serde_json::Value;
+use serde_json::{Map, Value};
 
 use crate::body::ResponseBody;
 use crate::encode;
@@ -145,20 +146,56 @@ impl<S: Storage> Ctx<'_, S> {
                 transforms: true,
                 list,
                 aggregated_discovery: false,
+                protobuf: true,
             },
         )
     }
 
     /// The request body as a JSON object, checked against the resource's kind and apiVersion,
-    /// which are filled in when missing; plus the warnings of `fieldValidation=Warn`.
+    /// which are filled in when missing; plus the warnings of `fieldValidation=Warn`. A
+    /// protobuf body's `typeMeta` gets the same check before its message is read with the
+    /// resource's schema.
     pub(crate) async fn object_body(
         &self,
         body: Incoming,
     ) -> Result<(Value, Vec<String>), ApiError> {
-        let mut object = read_body(self.headers, body).await?;
+        let content_type = self.headers.get(CONTENT_TYPE).and_then(|v| v.to_str().ok());
+        let format = negotiation::body_format(content_type)?;
+        let bytes = read_bytes(body).await?;
+        let mut object = match format {
+            BodyFormat::Protobuf => self.protobuf_body(&bytes)?,
+            other => decode_body(&bytes, other)?,
+        };
         let map = object
             .as_object_mut()
             .ok_or_else(|| ApiError::from(Status::bad_request("the body must be a JSON object")))?;
+        self.check_type_meta(map)?;
+        let warnings = self.field_validation(&object)?;
+        Ok((object, warnings))
+    }
+
+    /// Reads a protobuf body: the envelope, its `typeMeta` (checked as a JSON body's
+    /// `apiVersion` and `kind` are), then the object's message.
+    fn protobuf_body(&self, bytes: &[u8]) -> Result<Value, ApiError> {
+        let kind = self.info.kind;
+        let envelope = protobuf::read_envelope(bytes).map_err(|e| e.to_unrecognized_error(kind))?;
+        let mut type_meta = Map::new();
+        for (name, value) in [
+            ("apiVersion", &envelope.api_version),
+            ("kind", &envelope.kind),
+        ] {
+            if !value.is_empty() {
+                type_meta.insert(name.into(), Value::from(value.as_str()));
+            }
+        }
+        self.check_type_meta(&mut type_meta)?;
+        protobuf::decode_object(&envelope, self.info.schema)
+            .map_err(|e| e.to_api_error(kind, self.info.version))
+    }
+
+    /// Checks a body's `apiVersion` and `kind` against the URL's (400 on a mismatch) and fills
+    /// in the missing ones.
+    fn check_type_meta(&self, map: &mut Map<String, Value>) -> Result<(), ApiError> {
         let expected_version = self.info.api_version();
         match map.get("apiVersion").and_then(Value::as_str) {
             None | Some("") => {
@@ -185,8 +222,7 @@ impl<S: Storage> Ctx<'_, S> {
             }
             Some(_) => {}
         }
-        let warnings = self.field_validation(&object)?;
-        Ok((object, warnings))
+        Ok(())
     }
 
     /// Applies `fieldValidation`: Strict refuses unknown fields (400), Warn (the default)
@@ -220,15 +256,6 @@ impl<S: Storage> Ctx<'_, S> {
     }
 }
 
-/// Reads a request body (at most [`MAX_BODY_BYTES`], else 413) in the format its
-/// `Content-Type` names.
-pub(crate) async fn read_body(headers: &HeaderMap, body: Incoming) -> Result<Value, ApiError> {
-    let content_type = headers.get(CONTENT_TYPE).and_then(|v| v.to_str().ok());
-    let format = negotiation::body_format(content_type)?;
-    let bytes = read_bytes(body).await?;
-    decode_body(&bytes, format)
-}
-
 /// Reads at most [`MAX_BODY_BYTES`] of a body.
 pub(crate) async fn read_bytes(body: Incoming) -> Result<Bytes, ApiError> {
     let limited = http_body_util::Limited::new(body, MAX_BODY_BYTES);
@@ -241,7 +268,8 @@ pub(crate) async fn read_bytes(body: Incoming) -> Result<Bytes, ApiError> {
     }
 }
 
-/// Decodes a body in `format`.
+/// Decodes a JSON or YAML body (protobuf needs the resource's schema: see
+/// [`Ctx::object_body`]).
 pub(crate) fn decode_body(bytes: &[u8], format: BodyFormat) -> Result<Value, ApiError> {
     match format {
         BodyFormat::Json => serde_json::from_slice(bytes).map_err(|e| {
@@ -258,26 +286,35 @@ pub(crate) fn decode_body(bytes: &[u8], format: BodyFormat) -> Result<Value, Api
             })
         }
         BodyFormat::Protobuf => Err(Status::unsupported_media_type(
-            "application/vnd.kubernetes.protobuf",
+            protobuf::CONTENT_TYPE,
             &["application/json", "application/yaml"],
         )
         .into()),
     }
 }
 
-/// An answer with `value` in the negotiated form, with `Warning` headers.
+/// An answer with `value` in the negotiated form, with `Warning` headers; `info` gives the
+/// schema of a protobuf answer.
 pub(crate) fn respond(
     code: StatusCode,
     value: &Value,
     negotiated: &Negotiated,
+    info: Option<&ResourceInfo>,
     warnings: &[String],
 ) -> Response<ResponseBody> {
-    let mut response = Response::new(ResponseBody::full(encode::serialize(
-        value,
-        negotiated.format,
-    )));
+    let (code, bytes, content_type) = match encode::serialize(value, negotiated.format, info) {
+        Ok(bytes) => (code, bytes, negotiated.content_type()),
+        Err(error) => {
+            let status = encode::status(&error);
+            let code =
+                StatusCode::from_u16(error.code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+            let bytes = encode::serialize(&status, Format::Json, None).unwrap_or_default();
+            (code, bytes, Format::Json.content_type().to_owned())
+        }
+    };
+    let mut response = Response::new(ResponseBody::full(bytes));
     *response.status_mut() = code;
-    if let Ok(content_type) = HeaderValue::from_str(&negotiated.content_type()) {
+    if let Ok(content_type) = HeaderValue::from_str(&content_type) {
         response.headers_mut().insert(CONTENT_TYPE, content_type);
     }
     for warning in warnings {
@@ -291,10 +328,24 @@ pub(crate) fn respond(
 
 /// An error answer: its Status as JSON, with the Status's code.
 pub fn error_response(error: &ApiError) -> Response<ResponseBody> {
+    error_response_for(error, None)
+}
+
+/// An error answer to a resource request: its Status in protobuf when the `Accept` header
+/// prefers it (as kube-apiserver answers errors in the negotiated form), else JSON.
+pub(crate) fn error_response_for(error: &ApiError, accept: Option<&str>) -> Response<ResponseBody> {
+    let capabilities = Capabilities {
+        protobuf: true,
+        ..Capabilities::default()
+    };
+    let format = match accept.map(|a| negotiation::negotiate(Some(a), capabilities)) {
+        Some(Ok(n)) if n.format == Format::Protobuf => Format::Protobuf,
+        _ => Format::Json,
+    };
     let negotiated = Negotiated {
-        format: Format::Json,
+        format,
         target: negotiation::Target::Object,
     };
     let code = StatusCode::from_u16(error.code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
-    respond(code, &encode::status(error), &negotiated, &[])
+    respond(code, &encode::status(error), &negotiated, None, &[])
 }

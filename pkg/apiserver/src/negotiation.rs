@@ -7,6 +7,10 @@
 //! - discovery clients ask for `application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList`
 //!   and need that exact content type back;
 //! - the Python client sends bodies without a `Content-Type`, which means JSON;
+//! - kubectl (client-go ≥ 1.31) asks for `application/vnd.kubernetes.protobuf,application/json`
+//!   on typed commands (`kubectl create configmap`): resource endpoints answer protobuf then, for
+//!   objects, lists, watches and errors; Tables and partial object metadata are JSON or YAML
+//!   only, so a protobuf clause asking for them is skipped;
 //! - clauses are tried by `q` value, then in the order given; one the server cannot produce is
 //!   skipped, and when none is left the answer is 406.
 
@@ -19,6 +23,8 @@ pub enum Format {
     Json,
     /// `application/yaml`.
     Yaml,
+    /// `application/vnd.kubernetes.protobuf` (plain objects only).
+    Protobuf,
 }
 
 impl Format {
@@ -27,6 +33,7 @@ impl Format {
         match self {
             Format::Json => "application/json",
             Format::Yaml => "application/yaml",
+            Format::Protobuf => genplane_api::protobuf::CONTENT_TYPE,
         }
     }
 }
@@ -91,6 +98,8 @@ pub struct Capabilities {
     pub list: bool,
     /// Aggregated discovery (`/api`, `/apis`).
     pub aggregated_discovery: bool,
+    /// Kubernetes protobuf (resource endpoints, whose objects have a protobuf schema).
+    pub protobuf: bool,
 }
 
 /// One `Accept` clause.
@@ -136,6 +145,7 @@ fn resolve(clause: &Clause<'_>, capabilities: Capabilities) -> Option<Negotiated
     let format = match clause.media {
         "application/json" | "application/*" | "*/*" => Format::Json,
         "application/yaml" => Format::Yaml,
+        "application/vnd.kubernetes.protobuf" if capabilities.protobuf => Format::Protobuf,
         _ => return None,
     };
     let param = |name: &str| {
@@ -167,6 +177,9 @@ fn resolve(clause: &Clause<'_>, capabilities: Capabilities) -> Option<Negotiated
         }
         _ => return None,
     };
+    if format == Format::Protobuf && target != Target::Object {
+        return None;
+    }
     Some(Negotiated { format, target })
 }
 
@@ -182,7 +195,13 @@ pub fn negotiate(accept: Option<&str>, capabilities: Capabilities) -> Result<Neg
     clauses(accept)
         .iter()
         .find_map(|clause| resolve(clause, capabilities))
-        .ok_or_else(|| Status::not_acceptable(&["application/json", "application/yaml"]).into())
+        .ok_or_else(|| {
+            let mut accepted = vec!["application/json", "application/yaml"];
+            if capabilities.protobuf {
+                accepted.push(genplane_api::protobuf::CONTENT_TYPE);
+            }
+            Status::not_acceptable(&accepted).into()
+        })
 }
 
 /// How a request body is written.
@@ -261,16 +280,19 @@ mod tests {
         transforms: true,
         list: false,
         aggregated_discovery: false,
+        protobuf: true,
     };
     const LIST: Capabilities = Capabilities {
         transforms: true,
         list: true,
         aggregated_discovery: false,
+        protobuf: true,
     };
     const DISCOVERY: Capabilities = Capabilities {
         transforms: false,
         list: false,
         aggregated_discovery: true,
+        protobuf: false,
     };
 
     #[test]
@@ -305,10 +327,39 @@ mod tests {
                 .target,
             Target::Object
         );
-        // kubectl's protobuf preference falls back to JSON.
+        // kubectl's protobuf preference gets protobuf from resource endpoints, JSON elsewhere.
         let proto_first = "application/vnd.kubernetes.protobuf,application/json";
+        let n = negotiate(Some(proto_first), RESOURCE).unwrap();
         assert_eq!(
-            negotiate(Some(proto_first), RESOURCE).unwrap(),
+            n,
+            Negotiated {
+                format: Format::Protobuf,
+                target: Target::Object
+            }
+        );
+        assert_eq!(n.content_type(), "application/vnd.kubernetes.protobuf");
+        assert_eq!(
+            negotiate(Some(proto_first), DISCOVERY).unwrap().format,
+            Format::Json
+        );
+        // A watch asks with stream=watch.
+        let watch = "application/vnd.kubernetes.protobuf;stream=watch";
+        assert_eq!(
+            negotiate(Some(watch), LIST).unwrap().format,
+            Format::Protobuf
+        );
+        // Tables and metadata are not served in protobuf: the clause is skipped.
+        let proto_table = "application/vnd.kubernetes.protobuf;as=Table;v=v1;g=meta.k8s.io,application/json;as=Table;v=v1;g=meta.k8s.io,application/json";
+        assert_eq!(
+            negotiate(Some(proto_table), LIST).unwrap(),
+            Negotiated {
+                format: Format::Json,
+                target: Target::Table("v1")
+            }
+        );
+        let proto_meta = "application/vnd.kubernetes.protobuf;as=PartialObjectMetadata;g=meta.k8s.io;v=v1,application/json";
+        assert_eq!(
+            negotiate(Some(proto_meta), RESOURCE).unwrap(),
             Negotiated {
                 format: Format::Json,
                 target: Target::Object
@@ -347,10 +398,15 @@ mod tests {
             Target::Object,
             "unknown Table version skipped"
         );
-        let status = negotiate(Some("application/vnd.kubernetes.protobuf"), RESOURCE).unwrap_err();
+        let status = negotiate(Some("application/vnd.kubernetes.protobuf"), DISCOVERY).unwrap_err();
         assert_eq!(
             (status.code, status.reason.as_str()),
             (406, "NotAcceptable")
+        );
+        let status = negotiate(Some("text/html"), RESOURCE).unwrap_err();
+        assert_eq!(
+            status.message,
+            "only the following media types are accepted: application/json, application/yaml, application/vnd.kubernetes.protobuf"
         );
         assert!(negotiate(Some("text/html"), RESOURCE).is_err());
         assert!(negotiate(Some("application/json;q=0"), RESOURCE).is_err());

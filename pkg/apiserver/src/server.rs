@@ -341,6 +341,7 @@ impl<S: Storage> ApiServer<S> {
                 .non_resource(&info, &parts)
                 .unwrap_or_else(|e| error_response(&e));
         }
+        let accept = parts.headers.get(ACCEPT).and_then(|v| v.to_str().ok());
         let started = Instant::now();
         let kind = self.metrics.as_ref().map(|_| request_kind(&info, &parts));
         let long_running = info.verb == "watch";
@@ -349,7 +350,7 @@ impl<S: Storage> ApiServer<S> {
         let response = if long_running {
             self.resource(&info, &parts, body)
                 .await
-                .unwrap_or_else(|e| error_response(&e))
+                .unwrap_or_else(|e| handlers::error_response_for(&e, accept))
         } else {
             match self.admission.try_acquire(mutating) {
                 Err(()) => {
@@ -359,14 +360,15 @@ impl<S: Storage> ApiServer<S> {
                 Ok(_permit) => {
                     let _in_flight = self.metrics.as_ref().map(|m| m.in_flight(mutating));
                     match requested_timeout(parts.uri.query()) {
-                        Err(e) => error_response(&e),
+                        Err(e) => handlers::error_response_for(&e, accept),
                         Ok(requested) => {
                             let limit = self.admission.limits.request_timeout;
                             let deadline = requested.map_or(limit, |r| r.min(limit));
                             match tokio::time::timeout(deadline, self.resource(&info, &parts, body))
                                 .await
                             {
-                                Ok(result) => result.unwrap_or_else(|e| error_response(&e)),
+                                Ok(result) => result
+                                    .unwrap_or_else(|e| handlers::error_response_for(&e, accept)),
                                 Err(_) => {
                                     terminated = true;
                                     timed_out()
@@ -462,6 +464,7 @@ impl<S: Storage> ApiServer<S> {
             StatusCode::OK,
             &document,
             &negotiated,
+            None,
             &[],
         ))
     }

@@ -13,6 +13,9 @@ on_both_backends!(
     watches_stream_events_bookmarks_and_expiry,
     namespace_lifecycle,
     status_and_finalize_subresources,
+    protobuf_bodies_and_answers,
+    protobuf_watch_frames,
+    protobuf_delete_options,
 );
 
 use support::Server;
@@ -20,6 +23,9 @@ use support::Server;
 use std::time::Duration;
 
 use bytes::Bytes;
+use genplane_api::core::configmap;
+use genplane_api::decode::STATUS;
+use genplane_api::protobuf;
 use genplane_storage::Storage;
 use http_body_util::{BodyExt, Full};
 use hyper::{Method, Request};
@@ -431,16 +437,21 @@ async fn lists_tables_and_metadata(server: Server) {
     .await;
     assert_eq!(yaml.header("content-type"), "application/yaml");
     assert!(String::from_utf8(yaml.body).unwrap().contains("name: a"));
+    let proto = get(
+        &server,
+        "/api/v1/namespaces/default/configmaps",
+        "application/vnd.kubernetes.protobuf",
+    )
+    .await;
+    assert_eq!(proto.status, 200);
     assert_eq!(
-        get(
-            &server,
-            "/api/v1/namespaces/default/configmaps",
-            "application/vnd.kubernetes.protobuf"
-        )
-        .await
-        .status,
-        406
+        proto.header("content-type"),
+        "application/vnd.kubernetes.protobuf"
     );
+    let list = protobuf::decode_list(&proto.body, &configmap::SCHEMA).unwrap();
+    assert_eq!(list["kind"], "ConfigMapList");
+    assert_eq!(list["items"][0]["metadata"]["name"], "a");
+    assert_eq!(list["items"][0]["data"], json!({"k": "v"}));
 }
 
 async fn bad_input_gets_a_precise_status(server: Server) {
@@ -860,4 +871,252 @@ async fn status_and_finalize_subresources(server: Server) {
             .status,
         404
     );
+}
+
+const PROTOBUF: &str = "application/vnd.kubernetes.protobuf";
+/// What kubectl (client-go ≥ 1.31) sends on typed commands.
+const PROTOBUF_FIRST: &str = "application/vnd.kubernetes.protobuf,application/json";
+
+async fn send_protobuf(server: &Server, method: Method, path: &str, body: Vec<u8>) -> Answer {
+    call(
+        server,
+        method,
+        path,
+        &[("content-type", PROTOBUF), ("accept", PROTOBUF_FIRST)],
+        Some(body),
+    )
+    .await
+}
+
+/// The Status of a protobuf error answer.
+fn proto_status(answer: &Answer) -> (u16, Value) {
+    assert_eq!(answer.header("content-type"), PROTOBUF);
+    (
+        answer.status,
+        protobuf::decode(&answer.body, &STATUS).unwrap(),
+    )
+}
+
+async fn protobuf_bodies_and_answers(server: Server) {
+    let collection = "/api/v1/namespaces/default/configmaps";
+    let object = json!({
+        "apiVersion": "v1", "kind": "ConfigMap",
+        "metadata": {"name": "p", "labels": {"app": "web"}},
+        "data": {"a": "b"}, "binaryData": {"bin": "AP8B"}, "immutable": false,
+    });
+    let created = send_protobuf(
+        &server,
+        Method::POST,
+        &format!("{collection}?fieldManager=kubectl-create&fieldValidation=Strict"),
+        protobuf::encode(&object, &configmap::SCHEMA).unwrap(),
+    )
+    .await;
+    assert_eq!(created.status, 201);
+    assert_eq!(created.header("content-type"), PROTOBUF);
+    let answer = protobuf::decode(&created.body, &configmap::SCHEMA).unwrap();
+    assert_eq!(answer["metadata"]["namespace"], "default");
+    assert_eq!(answer["immutable"], false);
+    // Stored as a JSON create of the same object would store it.
+    let mut twin = object.clone();
+    twin["metadata"]["name"] = json!("j");
+    assert_eq!(post(&server, collection, twin).await.status, 201);
+    let strip = |mut v: Value| {
+        for field in ["name", "uid", "resourceVersion", "creationTimestamp"] {
+            v["metadata"].as_object_mut().unwrap().remove(field);
+        }
+        v
+    };
+    let stored = get(&server, &format!("{collection}/p"), "application/json")
+        .await
+        .json();
+    let json_stored = get(&server, &format!("{collection}/j"), "application/json")
+        .await
+        .json();
+    assert_eq!(strip(stored.clone()), strip(json_stored));
+    assert_eq!(strip(answer), strip(stored.clone()));
+
+    // Replace in protobuf.
+    let mut changed = stored.clone();
+    changed["data"] = json!({"a": "c"});
+    let replaced = send_protobuf(
+        &server,
+        Method::PUT,
+        &format!("{collection}/p"),
+        protobuf::encode(&changed, &configmap::SCHEMA).unwrap(),
+    )
+    .await;
+    assert_eq!(replaced.status, 200);
+    let replaced = protobuf::decode(&replaced.body, &configmap::SCHEMA).unwrap();
+    assert_eq!(replaced["data"], json!({"a": "c"}));
+
+    // Errors come back as a protobuf Status when protobuf is preferred.
+    let again = send_protobuf(
+        &server,
+        Method::POST,
+        collection,
+        protobuf::encode(&object, &configmap::SCHEMA).unwrap(),
+    )
+    .await;
+    let (code, status) = proto_status(&again);
+    assert_eq!((code, &status["reason"]), (409, &json!("AlreadyExists")));
+    assert_eq!(status["message"], "configmaps \"p\" already exists");
+    assert_eq!(status["details"]["name"], "p");
+
+    // The typeMeta is checked as a JSON body's kind and apiVersion are.
+    let secret = protobuf::envelope("v1", "Secret", b"");
+    let (code, status) =
+        proto_status(&send_protobuf(&server, Method::POST, collection, secret).await);
+    assert_eq!(
+        (code, status["message"].as_str().unwrap()),
+        (
+            400,
+            "the kind in the data (Secret) does not match the expected kind (ConfigMap)"
+        )
+    );
+    let other_version = protobuf::envelope("v2", "ConfigMap", b"");
+    let (code, status) =
+        proto_status(&send_protobuf(&server, Method::POST, collection, other_version).await);
+    assert_eq!(
+        (code, status["message"].as_str().unwrap()),
+        (
+            400,
+            "the API version in the data (v2) does not match the expected API version (v1)"
+        )
+    );
+    let (code, status) = proto_status(
+        &send_protobuf(
+            &server,
+            Method::POST,
+            collection,
+            b"{\"kind\":\"ConfigMap\"}".to_vec(),
+        )
+        .await,
+    );
+    assert_eq!(
+        (code, status["message"].as_str().unwrap()),
+        (
+            400,
+            "the object provided is unrecognized (must be of type ConfigMap): provided data does not appear to be a protobuf message, expected prefix [107 56 115 0]"
+        )
+    );
+    let truncated = protobuf::envelope("v1", "ConfigMap", &[0x12, 0x09, 0x0a]);
+    let (code, status) =
+        proto_status(&send_protobuf(&server, Method::POST, collection, truncated).await);
+    assert_eq!(
+        (code, status["message"].as_str().unwrap()),
+        (
+            400,
+            "ConfigMap in version \"v1\" cannot be handled as a ConfigMap: proto: ConfigMap.data: 9 bytes announced but only 1 left"
+        )
+    );
+    // Missing typeMeta is filled in from the URL, as for JSON.
+    let bare = protobuf::envelope("", "", &[0x0a, 0x03, 0x0a, 0x01, b'q']);
+    let created = send_protobuf(&server, Method::POST, collection, bare).await;
+    assert_eq!(created.status, 201);
+    assert_eq!(
+        protobuf::decode(&created.body, &configmap::SCHEMA).unwrap()["kind"],
+        "ConfigMap"
+    );
+    // A JSON client still gets JSON errors.
+    let missing = get(&server, &format!("{collection}/nope"), "application/json").await;
+    assert_eq!(missing.header("content-type"), "application/json");
+    // Tables stay JSON even when protobuf comes first.
+    let table = get(
+        &server,
+        collection,
+        "application/vnd.kubernetes.protobuf;as=Table;v=v1;g=meta.k8s.io,application/json;as=Table;v=v1;g=meta.k8s.io,application/json",
+    )
+    .await;
+    assert_eq!(table.json()["kind"], "Table");
+}
+
+async fn protobuf_watch_frames(server: Server) {
+    let client = Client::builder(TokioExecutor::new()).build_http::<Full<Bytes>>();
+    let request = Request::get(format!(
+        "http://{}/api/v1/namespaces/default/configmaps?watch=true&timeoutSeconds=30",
+        server.addr
+    ))
+    .header("accept", "application/vnd.kubernetes.protobuf;stream=watch")
+    .body(Full::new(Bytes::new()))
+    .unwrap();
+    let response = client.request(request).await.unwrap();
+    assert_eq!(response.status(), 200);
+    assert_eq!(
+        response.headers()["content-type"],
+        "application/vnd.kubernetes.protobuf;stream=watch"
+    );
+    let mut body = response.into_body();
+    post(
+        &server,
+        "/api/v1/namespaces/default/configmaps",
+        configmap("w", json!({"x": "1"})),
+    )
+    .await;
+    call(
+        &server,
+        Method::DELETE,
+        "/api/v1/namespaces/default/configmaps/w",
+        &[],
+        None,
+    )
+    .await;
+    let mut buffer = Vec::new();
+    let mut events = Vec::new();
+    while events.len() < 2 {
+        let frame = tokio::time::timeout(Duration::from_secs(10), body.frame())
+            .await
+            .expect("a watch frame in time")
+            .unwrap()
+            .unwrap();
+        buffer.extend_from_slice(frame.data_ref().unwrap());
+        while let Some(frame) = protobuf::read_watch_frame(&buffer).unwrap() {
+            let object = protobuf::decode(frame.object, &configmap::SCHEMA).unwrap();
+            events.push((frame.event_type.clone(), object));
+            let consumed = buffer.len() - frame.rest.len();
+            buffer.drain(..consumed);
+        }
+    }
+    assert_eq!(events[0].0, "ADDED");
+    assert_eq!(events[0].1["kind"], "ConfigMap");
+    assert_eq!(events[0].1["metadata"]["labels"], json!({"x": "1"}));
+    assert_eq!(events[1].0, "DELETED");
+    assert_eq!(events[1].1["metadata"]["name"], "w");
+}
+
+async fn protobuf_delete_options(server: Server) {
+    let path = "/api/v1/namespaces/default/configmaps/d";
+    let created = post(
+        &server,
+        "/api/v1/namespaces/default/configmaps",
+        configmap("d", json!({})),
+    )
+    .await;
+    let uid = created.json()["metadata"]["uid"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let options = |uid: &str| {
+        protobuf::encode(
+            &json!({"apiVersion": "v1", "kind": "DeleteOptions", "preconditions": {"uid": uid}, "propagationPolicy": "Background"}),
+            &genplane_api::decode::DELETE_OPTIONS,
+        )
+        .unwrap()
+    };
+    let (code, status) =
+        proto_status(&send_protobuf(&server, Method::DELETE, path, options("other")).await);
+    assert_eq!((code, &status["reason"]), (409, &json!("Conflict")));
+    let wrong_kind = protobuf::envelope("v1", "ConfigMap", b"");
+    let (code, status) =
+        proto_status(&send_protobuf(&server, Method::DELETE, path, wrong_kind).await);
+    assert_eq!(
+        (code, status["message"].as_str().unwrap()),
+        (
+            400,
+            "the kind in the data (ConfigMap) does not match the expected kind (DeleteOptions)"
+        )
+    );
+    let deleted = send_protobuf(&server, Method::DELETE, path, options(&uid)).await;
+    let (code, status) = proto_status(&deleted);
+    assert_eq!((code, &status["status"]), (200, &json!("Success")));
+    assert_eq!(status["details"]["name"], "d");
 }

@@ -17,7 +17,7 @@ use genplane_apimachinery::validation::{is_qualified_name, name_is_dns_subdomain
 use serde::Deserialize;
 use serde_json::Value;
 
-use crate::decode::{self, Decoded, OBJECT_META, Struct, Type};
+use crate::decode::{self, Decoded, Field, OBJECT_META, Struct, Type};
 use crate::table::{self, ColumnDefinition};
 use crate::util;
 
@@ -31,13 +31,13 @@ pub const SUPPORTED_STRATEGIES: &[&str] = &["OldestEmulationVersion"];
 static LEASE_SPEC: Struct = Struct {
     name: "LeaseSpec",
     fields: &[
-        ("holderIdentity", Type::String),
-        ("leaseDurationSeconds", Type::Int32),
-        ("acquireTime", Type::MicroTime),
-        ("renewTime", Type::MicroTime),
-        ("leaseTransitions", Type::Int32),
-        ("strategy", Type::String),
-        ("preferredHolder", Type::String),
+        Field::pointer("holderIdentity", 1, Type::String),
+        Field::pointer("leaseDurationSeconds", 2, Type::Int32),
+        Field::new("acquireTime", 3, Type::MicroTime),
+        Field::new("renewTime", 4, Type::MicroTime),
+        Field::pointer("leaseTransitions", 5, Type::Int32),
+        Field::pointer("strategy", 6, Type::String),
+        Field::pointer("preferredHolder", 7, Type::String),
     ],
 };
 
@@ -45,10 +45,10 @@ static LEASE_SPEC: Struct = Struct {
 pub static SCHEMA: Struct = Struct {
     name: "Lease",
     fields: &[
-        ("apiVersion", Type::String),
-        ("kind", Type::String),
-        ("metadata", Type::Struct(&OBJECT_META)),
-        ("spec", Type::Struct(&LEASE_SPEC)),
+        Field::type_meta("apiVersion"),
+        Field::type_meta("kind"),
+        Field::new("metadata", 1, Type::Struct(&OBJECT_META)),
+        Field::new("spec", 2, Type::Struct(&LEASE_SPEC)),
     ],
 };
 

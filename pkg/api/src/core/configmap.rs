@@ -15,7 +15,7 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use super::MAX_DATA_SIZE;
-use crate::decode::{self, Decoded, OBJECT_META, Struct, Type};
+use crate::decode::{self, Decoded, Field, OBJECT_META, Struct, Type};
 use crate::table::{self, ColumnDefinition};
 use crate::util;
 
@@ -28,12 +28,12 @@ pub const IMMUTABLE_SET: &str = "field is immutable when `immutable` is set";
 pub static SCHEMA: Struct = Struct {
     name: "ConfigMap",
     fields: &[
-        ("apiVersion", Type::String),
-        ("kind", Type::String),
-        ("metadata", Type::Struct(&OBJECT_META)),
-        ("data", Type::Map(&Type::String)),
-        ("binaryData", Type::Map(&Type::Bytes)),
-        ("immutable", Type::Bool),
+        Field::type_meta("apiVersion"),
+        Field::type_meta("kind"),
+        Field::new("metadata", 1, Type::Struct(&OBJECT_META)),
+        Field::new("data", 2, Type::Map(&Type::String)),
+        Field::new("binaryData", 3, Type::Map(&Type::Bytes)),
+        Field::pointer("immutable", 4, Type::Bool),
     ],
 };
 

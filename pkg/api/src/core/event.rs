@@ -32,7 +32,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::FIELD_IMMUTABLE;
-use crate::decode::{self, Decoded, OBJECT_META, OBJECT_REFERENCE, Struct, Type};
+use crate::decode::{self, Decoded, Field, OBJECT_META, OBJECT_REFERENCE, Struct, Type};
 use crate::table::{self, ColumnDefinition};
 use crate::time::{human_duration, parse_time};
 use crate::util;
@@ -64,15 +64,18 @@ pub enum RequestVersion {
 /// `core/v1.EventSource`.
 pub static EVENT_SOURCE: Struct = Struct {
     name: "EventSource",
-    fields: &[("component", Type::String), ("host", Type::String)],
+    fields: &[
+        Field::new("component", 1, Type::String),
+        Field::new("host", 2, Type::String),
+    ],
 };
 
 /// `core/v1.EventSeries` (events.k8s.io's has the same fields).
 pub static EVENT_SERIES: Struct = Struct {
     name: "EventSeries",
     fields: &[
-        ("count", Type::Int32),
-        ("lastObservedTime", Type::MicroTime),
+        Field::new("count", 1, Type::Int32),
+        Field::new("lastObservedTime", 2, Type::MicroTime),
     ],
 };
 
@@ -80,23 +83,23 @@ pub static EVENT_SERIES: Struct = Struct {
 pub static SCHEMA: Struct = Struct {
     name: "Event",
     fields: &[
-        ("apiVersion", Type::String),
-        ("kind", Type::String),
-        ("metadata", Type::Struct(&OBJECT_META)),
-        ("involvedObject", Type::Struct(&OBJECT_REFERENCE)),
-        ("reason", Type::String),
-        ("message", Type::String),
-        ("source", Type::Struct(&EVENT_SOURCE)),
-        ("firstTimestamp", Type::Time),
-        ("lastTimestamp", Type::Time),
-        ("count", Type::Int32),
-        ("type", Type::String),
-        ("eventTime", Type::MicroTime),
-        ("series", Type::Struct(&EVENT_SERIES)),
-        ("action", Type::String),
-        ("related", Type::Struct(&OBJECT_REFERENCE)),
-        ("reportingComponent", Type::String),
-        ("reportingInstance", Type::String),
+        Field::type_meta("apiVersion"),
+        Field::type_meta("kind"),
+        Field::new("metadata", 1, Type::Struct(&OBJECT_META)),
+        Field::new("involvedObject", 2, Type::Struct(&OBJECT_REFERENCE)),
+        Field::new("reason", 3, Type::String),
+        Field::new("message", 4, Type::String),
+        Field::new("source", 5, Type::Struct(&EVENT_SOURCE)),
+        Field::new("firstTimestamp", 6, Type::Time),
+        Field::new("lastTimestamp", 7, Type::Time),
+        Field::new("count", 8, Type::Int32),
+        Field::new("type", 9, Type::String),
+        Field::new("eventTime", 10, Type::MicroTime),
+        Field::new("series", 11, Type::Struct(&EVENT_SERIES)),
+        Field::new("action", 12, Type::String),
+        Field::new("related", 13, Type::Struct(&OBJECT_REFERENCE)),
+        Field::new("reportingComponent", 14, Type::String),
+        Field::new("reportingInstance", 15, Type::String),
     ],
 };
 

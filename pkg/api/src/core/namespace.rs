@@ -20,7 +20,7 @@ use genplane_apimachinery::validation::{is_qualified_name, name_is_dns_label};
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
-use crate::decode::{self, Decoded, OBJECT_META, Struct, Type};
+use crate::decode::{self, Decoded, Field, OBJECT_META, Struct, Type};
 use crate::table::{self, ColumnDefinition};
 use crate::util;
 
@@ -39,26 +39,27 @@ const STANDARD_FINALIZERS: &[&str] = &[FINALIZER_KUBERNETES, "orphan", "foregrou
 
 static NAMESPACE_SPEC: Struct = Struct {
     name: "NamespaceSpec",
-    fields: &[("finalizers", Type::List(&Type::String))],
+    fields: &[Field::new("finalizers", 1, Type::List(&Type::String))],
 };
 
 static NAMESPACE_CONDITION: Struct = Struct {
     name: "NamespaceCondition",
     fields: &[
-        ("type", Type::String),
-        ("status", Type::String),
-        ("lastTransitionTime", Type::Time),
-        ("reason", Type::String),
-        ("message", Type::String),
+        Field::new("type", 1, Type::String),
+        Field::new("status", 2, Type::String),
+        Field::new("lastTransitionTime", 4, Type::Time),
+        Field::new("reason", 5, Type::String),
+        Field::new("message", 6, Type::String),
     ],
 };
 
 static NAMESPACE_STATUS: Struct = Struct {
     name: "NamespaceStatus",
     fields: &[
-        ("phase", Type::String),
-        (
+        Field::new("phase", 1, Type::String),
+        Field::new(
             "conditions",
+            2,
             Type::List(&Type::Struct(&NAMESPACE_CONDITION)),
         ),
     ],
@@ -68,11 +69,11 @@ static NAMESPACE_STATUS: Struct = Struct {
 pub static SCHEMA: Struct = Struct {
     name: "Namespace",
     fields: &[
-        ("apiVersion", Type::String),
-        ("kind", Type::String),
-        ("metadata", Type::Struct(&OBJECT_META)),
-        ("spec", Type::Struct(&NAMESPACE_SPEC)),
-        ("status", Type::Struct(&NAMESPACE_STATUS)),
+        Field::type_meta("apiVersion"),
+        Field::type_meta("kind"),
+        Field::new("metadata", 1, Type::Struct(&OBJECT_META)),
+        Field::new("spec", 2, Type::Struct(&NAMESPACE_SPEC)),
+        Field::new("status", 3, Type::Struct(&NAMESPACE_STATUS)),
     ],
 };
 

@@ -27,7 +27,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::FIELD_IMMUTABLE;
-use crate::decode::{self, Decoded, OBJECT_META, Struct, Type};
+use crate::decode::{self, Decoded, Field, OBJECT_META, Struct, Type};
 use crate::quantity::Quantity;
 use crate::table::{self, ColumnDefinition};
 use crate::util;
@@ -118,16 +118,17 @@ const POD_COMPUTE_RESOURCES: &[&str] = &[
 static SCOPED_RESOURCE_SELECTOR_REQUIREMENT: Struct = Struct {
     name: "ScopedResourceSelectorRequirement",
     fields: &[
-        ("scopeName", Type::String),
-        ("operator", Type::String),
-        ("values", Type::List(&Type::String)),
+        Field::new("scopeName", 1, Type::String),
+        Field::new("operator", 2, Type::String),
+        Field::new("values", 3, Type::List(&Type::String)),
     ],
 };
 
 static SCOPE_SELECTOR: Struct = Struct {
     name: "ScopeSelector",
-    fields: &[(
+    fields: &[Field::new(
         "matchExpressions",
+        1,
         Type::List(&Type::Struct(&SCOPED_RESOURCE_SELECTOR_REQUIREMENT)),
     )],
 };
@@ -135,17 +136,17 @@ static SCOPE_SELECTOR: Struct = Struct {
 static RESOURCE_QUOTA_SPEC: Struct = Struct {
     name: "ResourceQuotaSpec",
     fields: &[
-        ("hard", Type::Map(&Type::Quantity)),
-        ("scopes", Type::List(&Type::String)),
-        ("scopeSelector", Type::Struct(&SCOPE_SELECTOR)),
+        Field::new("hard", 1, Type::Map(&Type::Quantity)),
+        Field::new("scopes", 2, Type::List(&Type::String)),
+        Field::new("scopeSelector", 3, Type::Struct(&SCOPE_SELECTOR)),
     ],
 };
 
 static RESOURCE_QUOTA_STATUS: Struct = Struct {
     name: "ResourceQuotaStatus",
     fields: &[
-        ("hard", Type::Map(&Type::Quantity)),
-        ("used", Type::Map(&Type::Quantity)),
+        Field::new("hard", 1, Type::Map(&Type::Quantity)),
+        Field::new("used", 2, Type::Map(&Type::Quantity)),
     ],
 };
 
@@ -153,11 +154,11 @@ static RESOURCE_QUOTA_STATUS: Struct = Struct {
 pub static SCHEMA: Struct = Struct {
     name: "ResourceQuota",
     fields: &[
-        ("apiVersion", Type::String),
-        ("kind", Type::String),
-        ("metadata", Type::Struct(&OBJECT_META)),
-        ("spec", Type::Struct(&RESOURCE_QUOTA_SPEC)),
-        ("status", Type::Struct(&RESOURCE_QUOTA_STATUS)),
+        Field::type_meta("apiVersion"),
+        Field::type_meta("kind"),
+        Field::new("metadata", 1, Type::Struct(&OBJECT_META)),
+        Field::new("spec", 2, Type::Struct(&RESOURCE_QUOTA_SPEC)),
+        Field::new("status", 3, Type::Struct(&RESOURCE_QUOTA_STATUS)),
     ],
 };
 

@@ -19,7 +19,7 @@ use serde_json::{Map, Value};
 
 use super::configmap::IMMUTABLE_SET;
 use super::{FIELD_IMMUTABLE, MAX_DATA_SIZE};
-use crate::decode::{self, Decoded, OBJECT_META, Struct, Type};
+use crate::decode::{self, Decoded, Field, OBJECT_META, Struct, Type};
 use crate::table::{self, ColumnDefinition};
 use crate::util;
 
@@ -46,13 +46,13 @@ pub const TYPE_TLS: &str = "kubernetes.io/tls";
 pub static SCHEMA: Struct = Struct {
     name: "Secret",
     fields: &[
-        ("apiVersion", Type::String),
-        ("kind", Type::String),
-        ("metadata", Type::Struct(&OBJECT_META)),
-        ("data", Type::Map(&Type::Bytes)),
-        ("stringData", Type::Map(&Type::String)),
-        ("type", Type::String),
-        ("immutable", Type::Bool),
+        Field::type_meta("apiVersion"),
+        Field::type_meta("kind"),
+        Field::new("metadata", 1, Type::Struct(&OBJECT_META)),
+        Field::new("data", 2, Type::Map(&Type::Bytes)),
+        Field::new("stringData", 4, Type::Map(&Type::String)),
+        Field::new("type", 3, Type::String),
+        Field::pointer("immutable", 5, Type::Bool),
     ],
 };
 

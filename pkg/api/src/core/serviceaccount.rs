@@ -14,7 +14,7 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use crate::decode::{
-    self, Decoded, LOCAL_OBJECT_REFERENCE, OBJECT_META, OBJECT_REFERENCE, Struct, Type,
+    self, Decoded, Field, LOCAL_OBJECT_REFERENCE, OBJECT_META, OBJECT_REFERENCE, Struct, Type,
 };
 use crate::table::{self, ColumnDefinition};
 use crate::util;
@@ -26,15 +26,16 @@ pub const KIND: &str = "ServiceAccount";
 pub static SCHEMA: Struct = Struct {
     name: "ServiceAccount",
     fields: &[
-        ("apiVersion", Type::String),
-        ("kind", Type::String),
-        ("metadata", Type::Struct(&OBJECT_META)),
-        ("secrets", Type::List(&Type::Struct(&OBJECT_REFERENCE))),
-        (
+        Field::type_meta("apiVersion"),
+        Field::type_meta("kind"),
+        Field::new("metadata", 1, Type::Struct(&OBJECT_META)),
+        Field::new("secrets", 2, Type::List(&Type::Struct(&OBJECT_REFERENCE))),
+        Field::new(
             "imagePullSecrets",
+            3,
             Type::List(&Type::Struct(&LOCAL_OBJECT_REFERENCE)),
         ),
-        ("automountServiceAccountToken", Type::Bool),
+        Field::pointer("automountServiceAccountToken", 4, Type::Bool),
     ],
 };
 

@@ -26,5 +26,11 @@ pub(crate) async fn create<S: Storage>(
         .await?;
     warnings.extend(written.warnings);
     let body = encode::object(ctx.info, written.object, &negotiated, ctx.now);
-    Ok(respond(StatusCode::CREATED, &body, &negotiated, &warnings))
+    Ok(respond(
+        StatusCode::CREATED,
+        &body,
+        &negotiated,
+        Some(ctx.info),
+        &warnings,
+    ))
 }

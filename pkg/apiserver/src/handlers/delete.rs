@@ -1,26 +1,48 @@
 //! DELETE of one object or of a collection.
 
+use genplane_api::decode::DELETE_OPTIONS;
+use genplane_api::protobuf;
 use genplane_apimachinery::errors::{ApiError, Status};
 use genplane_apimachinery::schema::GroupKind;
 use genplane_apimachinery::validation::field::{Error, ErrorList, Path};
 use genplane_registry::{DeleteOptions, Deletion, Propagation};
 use genplane_storage::Storage;
 use hyper::body::Incoming;
+use hyper::header::CONTENT_TYPE;
 use hyper::{Response, StatusCode};
 use serde_json::{Value, json};
 
 use super::{Ctx, read_bytes, respond};
 use crate::body::ResponseBody;
 use crate::encode;
+use crate::negotiation::{self, BodyFormat};
+
+/// Reads a protobuf DeleteOptions body (typed clients send their options in the format they
+/// send objects in); its kind, when set, must be DeleteOptions.
+fn protobuf_delete_options(bytes: &[u8]) -> Result<Value, ApiError> {
+    const KIND: &str = "DeleteOptions";
+    let envelope = protobuf::read_envelope(bytes).map_err(|e| e.to_unrecognized_error(KIND))?;
+    if !envelope.kind.is_empty() && envelope.kind != KIND {
+        return Err(Status::bad_request(format!(
+            "the kind in the data ({}) does not match the expected kind ({KIND})",
+            envelope.kind
+        ))
+        .into());
+    }
+    protobuf::decode_object(&envelope, &DELETE_OPTIONS).map_err(|e| e.to_api_error(KIND, "v1"))
+}
 
 /// Reads DeleteOptions from the body (optional, kind and apiVersion optional) and the query.
 async fn delete_options<S: Storage>(
     ctx: &Ctx<'_, S>,
     body: Incoming,
 ) -> Result<DeleteOptions, ApiError> {
+    let content_type = ctx.headers.get(CONTENT_TYPE).and_then(|v| v.to_str().ok());
     let bytes = read_bytes(body).await?;
     let body: Value = if bytes.iter().all(u8::is_ascii_whitespace) {
         json!({})
+    } else if negotiation::body_format(content_type).ok() == Some(BodyFormat::Protobuf) {
+        protobuf_delete_options(&bytes)?
     } else {
         serde_json::from_slice(&bytes).map_err(|e| {
             ApiError::from(Status::bad_request(format!(
@@ -111,12 +133,19 @@ pub(crate) async fn delete<S: Storage>(
                 StatusCode::OK,
                 &encode::status(&status),
                 &negotiated,
+                Some(ctx.info),
                 &[],
             ))
         }
         Deletion::Pending(object) => {
             let body = encode::object(ctx.info, object, &negotiated, ctx.now);
-            Ok(respond(StatusCode::OK, &body, &negotiated, &[]))
+            Ok(respond(
+                StatusCode::OK,
+                &body,
+                &negotiated,
+                Some(ctx.info),
+                &[],
+            ))
         }
     }
 }
@@ -134,5 +163,11 @@ pub(crate) async fn delete_collection<S: Storage>(
         .delete_collection(&ctx.request.namespace, &list_options, &options)
         .await?;
     let body = json!({"kind": ctx.info.list_kind, "apiVersion": ctx.info.api_version(), "metadata": {}, "items": deleted});
-    Ok(respond(StatusCode::OK, &body, &negotiated, &[]))
+    Ok(respond(
+        StatusCode::OK,
+        &body,
+        &negotiated,
+        Some(ctx.info),
+        &[],
+    ))
 }

@@ -20,5 +20,11 @@ pub(crate) async fn get<S: Storage>(ctx: &Ctx<'_, S>) -> Result<Response<Respons
         )
         .await?;
     let body = encode::object(ctx.info, object, &negotiated, ctx.now);
-    Ok(respond(StatusCode::OK, &body, &negotiated, &[]))
+    Ok(respond(
+        StatusCode::OK,
+        &body,
+        &negotiated,
+        Some(ctx.info),
+        &[],
+    ))
 }

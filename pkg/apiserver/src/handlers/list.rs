@@ -28,5 +28,11 @@ pub(crate) async fn list<S: Storage>(ctx: &Ctx<'_, S>) -> Result<Response<Respon
         }
         Target::Object | Target::GroupDiscoveryList(_) => encode::list(ctx.info, listed),
     };
-    Ok(respond(StatusCode::OK, &body, &negotiated, &[]))
+    Ok(respond(
+        StatusCode::OK,
+        &body,
+        &negotiated,
+        Some(ctx.info),
+        &[],
+    ))
 }

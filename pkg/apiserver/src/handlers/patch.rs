@@ -88,6 +88,7 @@ pub(crate) async fn patch<S: Storage>(
                     StatusCode::OK,
                     &body,
                     &negotiated,
+                    Some(ctx.info),
                     &[warnings, written.warnings].concat(),
                 ));
             }

@@ -31,5 +31,5 @@ pub(crate) async fn update<S: Storage>(
         StatusCode::OK
     };
     let body = encode::object(ctx.info, written.object, &negotiated, ctx.now);
-    Ok(respond(code, &body, &negotiated, &warnings))
+    Ok(respond(code, &body, &negotiated, Some(ctx.info), &warnings))
 }

@@ -1,4 +1,6 @@
-//! GET with `watch=true`: a chunked stream of newline-delimited JSON events.
+//! GET with `watch=true`: a chunked stream of newline-delimited JSON events, or of
+//! length-prefixed protobuf frames when the client prefers protobuf
+//! (`application/vnd.kubernetes.protobuf;stream=watch`).
 //!
 //! Every event ends with a newline (kube-rs and the Python client split on it). Bookmarks, when
 //! asked for, come every minute and carry the kind and apiVersion (kube-rs requires them).
@@ -17,7 +19,7 @@ use hyper::{Response, StatusCode};
 use super::Ctx;
 use crate::body::ResponseBody;
 use crate::encode;
-use crate::negotiation::Target;
+use crate::negotiation::{Format, Target};
 
 /// How long a watch lasts when the client does not say.
 const DEFAULT_TIMEOUT: Duration = Duration::from_secs(1800);
@@ -43,6 +45,7 @@ pub(crate) async fn watch<S: Storage>(
     let (tx, body) = ResponseBody::channel(64);
     let info = ctx.info;
     let now = ctx.now;
+    let format = negotiated.format;
     let table = match negotiated.target {
         Target::Table(version) => Some(version),
         _ => None,
@@ -65,16 +68,16 @@ pub(crate) async fn watch<S: Storage>(
                             }
                             None => object,
                         };
-                        encode::watch_event(kind.as_str(), object)
+                        encode::watch_event(kind.as_str(), object, format, info)
                     }
                     Some(WatchItem::Bookmark { resource_version, initial_events_end }) => {
                         if !bookmarks {
                             continue;
                         }
-                        encode::watch_event("BOOKMARK", encode::bookmark(info, &resource_version, initial_events_end))
+                        encode::watch_event("BOOKMARK", encode::bookmark(info, &resource_version, initial_events_end), format, info)
                     }
                     Some(WatchItem::Error(error)) => {
-                        let line = encode::watch_event("ERROR", encode::status(&error));
+                        let line = encode::watch_event("ERROR", encode::status(&error), format, info);
                         let _ = tx.send(line.into()).await;
                         return;
                     }
@@ -96,6 +99,8 @@ pub(crate) async fn watch<S: Storage>(
     *response.status_mut() = StatusCode::OK;
     let content_type = if table.is_some() {
         negotiated.content_type()
+    } else if format == Format::Protobuf {
+        genplane_api::protobuf::WATCH_CONTENT_TYPE.to_owned()
     } else {
         "application/json".to_owned()
     };
