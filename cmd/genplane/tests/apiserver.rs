@@ -282,6 +282,10 @@ fn the_python_client_works() {
 
 /// A versioned kubectl (`kubectl.1.33`): on the PATH, or beside the dispatcher `kubectl` the PATH
 /// leads to (Google Cloud SDK installs them side by side).
+#[allow(
+    clippy::disallowed_methods,
+    reason = "the test looks for kubectl binaries on the PATH"
+)]
 fn versioned_kubectl(name: &str) -> Option<PathBuf> {
     let runs = |path: &Path| {
         Command::new(path)
