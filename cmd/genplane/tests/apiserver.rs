@@ -363,9 +363,10 @@ fn kubectl_validates_applies_replaces_and_explains_through_openapi_v3() {
         assert!(!stored_has_typo(&server, kubectl, "typo"), "{kubectl}");
         ok(server.kubectl(kubectl, &["delete", "cm", "typo"]));
 
-        // kubectl 1.27 reads /openapi/v2 (protobuf only) before validating or explaining,
-        // which genplane does not serve; it works with validation off. (1.33 needs v3 only.)
-        if minor <= 27 {
+        // kubectl before 1.29 reads /openapi/v2 (protobuf only) before validating or
+        // explaining, which genplane does not serve; it works with validation off. From 1.29
+        // on, OpenAPI v3 is enough.
+        if minor < 29 {
             ok(server.kubectl(kubectl, &["create", "-f", applied, "--validate=false"]));
             ok(server.kubectl(kubectl, &["replace", "-f", replaced, "--validate=false"]));
             ok(server.kubectl(kubectl, &["delete", "cm", "applied"]));

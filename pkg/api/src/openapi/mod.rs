@@ -16,7 +16,7 @@
 //!   k8s-openapi has one generic list type. Each kind and list gets its
 //!   `x-kubernetes-group-version-kind`; list, map and patch semantics come from
 //!   [`extensions::TABLE`].
-//! - Paths and operations ([`paths`](self)): written here from the catalog entries, with
+//! - Paths and operations: written here from the catalog entries, with
 //!   upstream's operation ids, actions and query parameters.
 //!
 //! Documents are plain [`serde_json::Value`]s so that custom resources can add their own
