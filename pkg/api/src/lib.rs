@@ -8,7 +8,9 @@
 //! - coordination.k8s.io/v1 ([`coordination`]): leases.
 //!
 //! [`catalog`] lists them all with what discovery, the router and storage need to know, and
-//! the hooks the generic registry runs ([`catalog::Hooks`]).
+//! the hooks the generic registry runs ([`catalog::Hooks`]). [`openapi`] builds the OpenAPI v3
+//! documents of served resources from k8s-openapi's schemas (the only use of k8s-openapi here)
+//! and one table of list, map and patch semantics ([`openapi::extensions`]).
 //!
 //! ## Raw JSON, typed checks
 //!
@@ -44,6 +46,7 @@ pub mod coordination;
 pub mod core;
 pub mod decode;
 pub mod events;
+pub mod openapi;
 pub mod protobuf;
 pub mod quantity;
 pub mod table;

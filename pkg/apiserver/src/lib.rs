@@ -1,6 +1,7 @@
 //! HTTP serving of the Kubernetes API.
 //!
 //! - [`discovery`]: the legacy and aggregated discovery documents.
+//! - [`openapi`]: the OpenAPI v3 documents below `/openapi/v3`, built and hashed once.
 //! - [`negotiation`]: which form a response takes, how a body is read.
 //! - [`admission`]: checks before writes (NamespaceLifecycle).
 //! - [`authn`]: who made a request (x509 client certificates; anonymous otherwise).
@@ -21,6 +22,7 @@ pub mod encode;
 mod handlers;
 pub mod metrics;
 pub mod negotiation;
+pub mod openapi;
 pub mod request_info;
 pub mod server;
 

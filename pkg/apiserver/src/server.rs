@@ -5,6 +5,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use genplane_api::catalog::ResourceInfo;
+use genplane_api::openapi::ServedResource;
 use genplane_apimachinery::errors::{ApiError, Status, StatusReason};
 use genplane_component_base::http::OpsHandler;
 use genplane_component_base::version::{BuildInfo, KUBERNETES_VERSION};
@@ -21,6 +22,7 @@ use crate::discovery::{Discovery, ResourceDescription, SubresourceDescription};
 use crate::handlers::{self, Ctx, Query, error_response};
 use crate::metrics::{ApiMetrics, GaugeGuard, RequestKind};
 use crate::negotiation::{self, Capabilities, Format, Negotiated, Target};
+use crate::openapi::OpenApiV3;
 use crate::request_info::{self, RequestInfo};
 
 /// A served resource: its catalog entry, its store, and the stores of its subresources.
@@ -122,6 +124,7 @@ impl Admission {
 pub struct ApiServer<S: Storage> {
     resources: Vec<Resource<S>>,
     discovery: Discovery,
+    openapi: OpenApiV3,
     version: Value,
     server_address: String,
     ops: Option<OpsHandler>,
@@ -238,6 +241,24 @@ fn timed_out() -> Response<ResponseBody> {
     )
 }
 
+/// What the OpenAPI documents describe of a resource: it and its served subresources.
+fn served<S: Storage>(resource: &Resource<S>) -> ServedResource {
+    ServedResource {
+        info: resource.info,
+        subresources: resource
+            .info
+            .subresources
+            .iter()
+            .filter(|s| {
+                resource
+                    .subresources
+                    .iter()
+                    .any(|(name, _)| *name == s.name)
+            })
+            .collect(),
+    }
+}
+
 /// `/version`, as kube-apiserver answers it; `minor` tells kubectl's dispatcher which kubectl to
 /// run.
 fn version_info(build: &BuildInfo) -> Value {
@@ -278,9 +299,11 @@ impl<S: Storage> ApiServer<S> {
         ops: Option<OpsHandler>,
     ) -> Self {
         let discovery = Discovery::new(resources.iter().map(|r| describe(r.info)).collect());
+        let openapi = OpenApiV3::new(&resources.iter().map(served).collect::<Vec<_>>());
         Self {
             resources,
             discovery,
+            openapi,
             version: version_info(build),
             server_address: server_address.to_owned(),
             ops,
@@ -428,6 +451,14 @@ impl<S: Storage> ApiServer<S> {
             .filter(|s| !s.is_empty())
             .collect();
         let (document, negotiated) = match segments.as_slice() {
+            ["openapi", "v3", rest @ ..] => {
+                return self.openapi.handle(
+                    &rest.join("/"),
+                    parts.uri.query(),
+                    &parts.headers,
+                    info.verb == "head",
+                );
+            }
             ["version"] => (self.version.clone(), json),
             [root @ ("api" | "apis")] => {
                 let negotiated = negotiation::negotiate(

@@ -283,9 +283,12 @@ impl<S: Storage> Store<S> {
     pub async fn create(
         &self,
         namespace: &str,
-        mut object: Value,
+        object: Value,
         options: &WriteOptions,
     ) -> Result<Written, ApiError> {
+        // Type-check and normalize first: unknown fields are dropped, as upstream's decoding
+        // drops them, whatever fieldValidation said about them.
+        let mut object = self.strategy.decode(object)?;
         self.settle_namespace(&mut object, namespace)?;
         let metadata = object::metadata_mut(&mut object);
         for server_set in [
@@ -515,9 +518,10 @@ impl<S: Storage> Store<S> {
         &self,
         namespace: &str,
         name: &str,
-        mut object: Value,
+        object: Value,
         options: &WriteOptions,
     ) -> Result<Written, ApiError> {
+        let mut object = self.strategy.decode(object)?;
         self.settle_namespace(&mut object, namespace)?;
         match meta_str(&object, "name") {
             "" => set_meta_str(&mut object, "name", name),

@@ -1,0 +1,356 @@
+//! OpenAPI v3 documents of the served resources, as kube-apiserver publishes them below
+//! `/openapi/v3/`: one document per group version (`api/v1`, `apis/<group>/<version>`) with the
+//! operations on every resource and the component schemas they use, plus small documents for
+//! the discovery endpoints (`api`, `apis`, `apis/<group>`).
+//!
+//! kubectl needs them: `apply`, `create -f` and `replace -f` look for a `fieldValidation`
+//! parameter on the PATCH operation of the object's kind before they ask the server to
+//! validate fields, and `explain` renders the component schemas.
+//!
+//! ## Where the parts come from
+//!
+//! - Component schemas: k8s-openapi's `schemars` implementations (upstream names such as
+//!   `io.k8s.api.core.v1.ConfigMap`, upstream descriptions), generated with schemars' OpenAPI 3
+//!   settings so references read `#/components/schemas/<name>` and a reference with a
+//!   description becomes `allOf: [{$ref}]`. List kinds (`ConfigMapList`) are written here, as
+//!   k8s-openapi has one generic list type. Each kind and list gets its
+//!   `x-kubernetes-group-version-kind`; list, map and patch semantics come from
+//!   [`extensions::TABLE`].
+//! - Paths and operations: written here from the catalog entries, with
+//!   upstream's operation ids, actions and query parameters.
+//!
+//! Documents are plain [`serde_json::Value`]s so that custom resources can add their own
+//! schemas and paths later. Nothing here hashes or serves them: that is the API server's job.
+
+pub mod extensions;
+mod paths;
+
+use schemars::JsonSchema;
+use schemars::generate::{SchemaGenerator, SchemaSettings};
+use serde_json::{Map, Value, json};
+
+use crate::catalog::{ResourceInfo, Subresource};
+use k8s_openapi::api::{coordination, core as core_api, events as events_api};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1 as meta;
+
+/// A served resource and those of its subresources that are served.
+#[derive(Clone, Debug)]
+pub struct ServedResource {
+    /// The catalog entry.
+    pub info: &'static ResourceInfo,
+    /// The served subresources (a subset of `info.subresources`).
+    pub subresources: Vec<&'static Subresource>,
+}
+
+/// One document, with the path it is published under below `/openapi/v3/` (`api/v1`,
+/// `apis/coordination.k8s.io/v1`, `apis`, ...).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Document {
+    /// The path below `/openapi/v3/`, without slashes at either end.
+    pub path: String,
+    /// The OpenAPI 3.0 document.
+    pub document: Value,
+}
+
+/// The group-version path of a group and version: `api/v1` for core, else `apis/<g>/<v>`.
+pub fn group_version_path(group: &str, version: &str) -> String {
+    if group.is_empty() {
+        format!("api/{version}")
+    } else {
+        format!("apis/{group}/{version}")
+    }
+}
+
+/// Every document for `resources`, in a stable order: `api`, `api/v1`, `apis`, then each group
+/// (`apis/<group>`, then its versions) in the order the resources list them.
+pub fn documents(resources: &[ServedResource]) -> Vec<Document> {
+    let mut group_versions: Vec<(&'static str, &'static str)> = Vec::new();
+    for r in resources {
+        let gv = (r.info.group, r.info.version);
+        if !group_versions.contains(&gv) {
+            group_versions.push(gv);
+        }
+    }
+    let mut out = Vec::new();
+    let has_core = group_versions.iter().any(|(g, _)| g.is_empty());
+    if has_core {
+        out.push(discovery_document(
+            "api",
+            "/api/",
+            "getCoreAPIVersions",
+            "core",
+            "get available API versions",
+            Discovered::Versions,
+        ));
+    }
+    for &(group, version) in group_versions.iter().filter(|(g, _)| g.is_empty()) {
+        out.push(group_version_document(
+            group,
+            version,
+            resources,
+            &group_versions,
+        ));
+    }
+    out.push(discovery_document(
+        "apis",
+        "/apis/",
+        "getAPIVersions",
+        "apis",
+        "get available API versions",
+        Discovered::Groups,
+    ));
+    let mut groups: Vec<&str> = Vec::new();
+    for &(group, _) in &group_versions {
+        if !group.is_empty() && !groups.contains(&group) {
+            groups.push(group);
+        }
+    }
+    for group in groups {
+        let prefix = paths::operation_group(group);
+        out.push(discovery_document(
+            &format!("apis/{group}"),
+            &format!("/apis/{group}/"),
+            &format!("get{prefix}APIGroup"),
+            &paths::lower_first(&prefix),
+            "get information of a group",
+            Discovered::Group,
+        ));
+        for &(g, version) in group_versions.iter().filter(|(g, _)| *g == group) {
+            out.push(group_version_document(
+                g,
+                version,
+                resources,
+                &group_versions,
+            ));
+        }
+    }
+    out
+}
+
+fn generator() -> SchemaGenerator {
+    SchemaSettings::openapi3()
+        .with(|s| s.meta_schema = None)
+        .into_generator()
+}
+
+fn add<T: JsonSchema>(generator: &mut SchemaGenerator) -> String {
+    generator.subschema_for::<T>();
+    T::schema_name().into_owned()
+}
+
+/// Adds the schema of a built-in kind and returns its name; `None` for a kind this crate has
+/// no schema for.
+fn add_kind(
+    generator: &mut SchemaGenerator,
+    group: &str,
+    version: &str,
+    kind: &str,
+) -> Option<String> {
+    Some(match (group, version, kind) {
+        ("", "v1", "Namespace") => add::<core_api::v1::Namespace>(generator),
+        ("", "v1", "ConfigMap") => add::<core_api::v1::ConfigMap>(generator),
+        ("", "v1", "Secret") => add::<core_api::v1::Secret>(generator),
+        ("", "v1", "ServiceAccount") => add::<core_api::v1::ServiceAccount>(generator),
+        ("", "v1", "Event") => add::<core_api::v1::Event>(generator),
+        ("", "v1", "ResourceQuota") => add::<core_api::v1::ResourceQuota>(generator),
+        ("events.k8s.io", "v1", "Event") => add::<events_api::v1::Event>(generator),
+        ("coordination.k8s.io", "v1", "Lease") => add::<coordination::v1::Lease>(generator),
+        _ => return None,
+    })
+}
+
+fn gvk(group: &str, version: &str, kind: &str) -> Value {
+    json!({"group": group, "version": version, "kind": kind})
+}
+
+/// Sets `x-kubernetes-group-version-kind` of a component schema.
+fn set_gvks(schemas: &mut Map<String, Value>, name: &str, gvks: Vec<Value>) {
+    if let Some(schema) = schemas.get_mut(name).and_then(Value::as_object_mut) {
+        schema.insert("x-kubernetes-group-version-kind".into(), Value::Array(gvks));
+    }
+}
+
+/// The list schema of a kind, in upstream's shape (`items` required).
+fn list_schema(kind: &str, kind_schema: &str, item: &Value) -> Value {
+    let property = |name: &str| {
+        item.pointer(&format!("/properties/{name}"))
+            .cloned()
+            .unwrap_or_else(|| json!({"type": "string"}))
+    };
+    json!({
+        "description": format!("A list of {kind} objects."),
+        "type": "object",
+        "properties": {
+            "apiVersion": property("apiVersion"),
+            "kind": property("kind"),
+            "metadata": {
+                "allOf": [{"$ref": format!("#/components/schemas/{}", extensions::meta("ListMeta"))}],
+                "description": "The list's metadata: its resourceVersion and continue token.",
+            },
+            "items": {
+                "description": format!("The {kind} objects."),
+                "type": "array",
+                "items": {"$ref": format!("#/components/schemas/{kind_schema}")},
+            },
+        },
+        "required": ["items"],
+    })
+}
+
+/// The kinds a group version document describes: (kind, kind schema, list schema) by kind.
+struct Kinds {
+    names: Vec<(String, String, String)>,
+}
+
+impl Kinds {
+    fn schema_of(&self, kind: &str) -> Option<(&str, &str)> {
+        self.names
+            .iter()
+            .find(|(k, _, _)| k == kind)
+            .map(|(_, s, l)| (s.as_str(), l.as_str()))
+    }
+}
+
+fn group_version_document(
+    group: &str,
+    version: &str,
+    resources: &[ServedResource],
+    all_group_versions: &[(&str, &str)],
+) -> Document {
+    let mut generator = generator();
+    let mut kinds = Kinds { names: Vec::new() };
+    let served: Vec<&ServedResource> = resources
+        .iter()
+        .filter(|r| r.info.group == group && r.info.version == version)
+        .collect();
+    for r in &served {
+        let mut wanted = vec![r.info.kind];
+        wanted.extend(r.subresources.iter().map(|s| s.kind));
+        for kind in wanted {
+            if kinds.schema_of(kind).is_some() {
+                continue;
+            }
+            if let Some(name) = add_kind(&mut generator, group, version, kind) {
+                let list = format!("{name}List");
+                kinds.names.push((kind.to_owned(), name, list));
+            }
+        }
+    }
+    let names = Shared {
+        status: add::<meta::Status>(&mut generator),
+        delete_options: add::<meta::DeleteOptions>(&mut generator),
+        patch: add::<meta::Patch>(&mut generator),
+        watch_event: add::<meta::WatchEvent<core_api::v1::ConfigMap>>(&mut generator),
+        resource_list: add::<meta::APIResourceList>(&mut generator),
+    };
+    let mut schemas = generator.take_definitions(true);
+    for (kind, name, list) in &kinds.names {
+        if let Some(schema) = schemas.get_mut(name).and_then(Value::as_object_mut) {
+            // k8s-openapi requires `metadata` (its field is not optional); upstream does not.
+            if let Some(Value::Array(required)) = schema.get_mut("required") {
+                required.retain(|r| r != "metadata");
+                if required.is_empty() {
+                    schema.remove("required");
+                }
+            }
+        }
+        let item = schemas.get(name).cloned().unwrap_or(Value::Null);
+        schemas.insert(list.clone(), list_schema(kind, name, &item));
+        set_gvks(&mut schemas, name, vec![gvk(group, version, kind)]);
+        set_gvks(
+            &mut schemas,
+            list,
+            vec![gvk(group, version, &format!("{kind}List"))],
+        );
+    }
+    for (name, kind) in [
+        (&names.delete_options, "DeleteOptions"),
+        (&names.watch_event, "WatchEvent"),
+    ] {
+        let gvks = all_group_versions
+            .iter()
+            .map(|(g, v)| gvk(g, v, kind))
+            .collect();
+        set_gvks(&mut schemas, name, gvks);
+    }
+    set_gvks(&mut schemas, &names.status, vec![gvk("", "v1", "Status")]);
+    set_gvks(
+        &mut schemas,
+        &names.resource_list,
+        vec![gvk("", "v1", "APIResourceList")],
+    );
+    extensions::apply(&mut schemas);
+    let path = group_version_path(group, version);
+    let paths = paths::group_version_paths(group, version, &served, &kinds, &names);
+    Document {
+        document: openapi(paths, schemas),
+        path,
+    }
+}
+
+/// The names of the schemas every group version document shares.
+struct Shared {
+    status: String,
+    delete_options: String,
+    patch: String,
+    watch_event: String,
+    resource_list: String,
+}
+
+fn openapi(paths: Map<String, Value>, schemas: Map<String, Value>) -> Value {
+    json!({
+        "openapi": "3.0.0",
+        "info": {"title": "Kubernetes", "version": "unversioned"},
+        "paths": paths,
+        "components": {"schemas": schemas},
+    })
+}
+
+/// What a discovery document describes.
+#[derive(Clone, Copy)]
+enum Discovered {
+    /// `/api/`: APIVersions.
+    Versions,
+    /// `/apis/`: APIGroupList.
+    Groups,
+    /// `/apis/<group>/`: APIGroup.
+    Group,
+}
+
+fn discovery_document(
+    path: &str,
+    url: &str,
+    operation_id: &str,
+    tag: &str,
+    description: &str,
+    discovered: Discovered,
+) -> Document {
+    let mut generator = generator();
+    let (name, kind) = match discovered {
+        Discovered::Versions => (add::<meta::APIVersions>(&mut generator), "APIVersions"),
+        Discovered::Groups => (add::<meta::APIGroupList>(&mut generator), "APIGroupList"),
+        Discovered::Group => (add::<meta::APIGroup>(&mut generator), "APIGroup"),
+    };
+    let mut schemas = generator.take_definitions(true);
+    set_gvks(&mut schemas, &name, vec![gvk("", "v1", kind)]);
+    let mut paths = Map::new();
+    paths.insert(
+        url.to_owned(),
+        json!({"get": {
+            "description": description,
+            "operationId": operation_id,
+            "tags": [tag],
+            "responses": {
+                "200": {"description": "OK", "content": paths::content(&name, paths::RESPONSE_TYPES)},
+                "401": {"description": "Unauthorized"},
+            },
+        }}),
+    );
+    Document {
+        path: path.to_owned(),
+        document: openapi(paths, schemas),
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,255 @@
+//! `/openapi/v3` over real HTTP on loopback: what kubectl reads before `apply`, `create -f`,
+//! `replace -f` (server-side field validation) and `explain`.
+
+#![allow(clippy::unwrap_used)]
+
+mod support;
+
+use support::{Server, start};
+
+use bytes::Bytes;
+use http_body_util::{BodyExt, Full};
+use hyper::{Method, Request};
+use hyper_util::client::legacy::Client;
+use hyper_util::rt::TokioExecutor;
+use serde_json::{Value, json};
+
+struct Answer {
+    status: u16,
+    headers: hyper::HeaderMap,
+    body: Vec<u8>,
+}
+
+impl Answer {
+    fn json(&self) -> Value {
+        serde_json::from_slice(&self.body)
+            .unwrap_or_else(|e| panic!("not JSON ({e}): {}", String::from_utf8_lossy(&self.body)))
+    }
+    fn header(&self, name: &str) -> &str {
+        self.headers.get(name).map_or("", |v| v.to_str().unwrap())
+    }
+}
+
+async fn get(server: &Server, path: &str, headers: &[(&str, &str)]) -> Answer {
+    let client = Client::builder(TokioExecutor::new()).build_http::<Full<Bytes>>();
+    let mut request = Request::builder()
+        .method(Method::GET)
+        .uri(format!("http://{}{path}", server.addr));
+    for (k, v) in headers {
+        request = request.header(*k, *v);
+    }
+    let response = client
+        .request(request.body(Full::new(Bytes::new())).unwrap())
+        .await
+        .unwrap();
+    let status = response.status().as_u16();
+    let headers = response.headers().clone();
+    let body = response
+        .into_body()
+        .collect()
+        .await
+        .unwrap()
+        .to_bytes()
+        .to_vec();
+    Answer {
+        status,
+        headers,
+        body,
+    }
+}
+
+/// The served group versions, from legacy discovery.
+async fn served_group_versions(server: &Server) -> Vec<String> {
+    let mut gvs: Vec<String> = get(server, "/api", &[("accept", "application/json")])
+        .await
+        .json()["versions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| format!("api/{}", v.as_str().unwrap()))
+        .collect();
+    let groups = get(server, "/apis", &[("accept", "application/json")])
+        .await
+        .json();
+    for group in groups["groups"].as_array().unwrap() {
+        for version in group["versions"].as_array().unwrap() {
+            gvs.push(format!(
+                "apis/{}",
+                version["groupVersion"].as_str().unwrap()
+            ));
+        }
+    }
+    gvs
+}
+
+/// The index, and the server-relative URL of each document.
+async fn index(server: &Server) -> Value {
+    let answer = get(
+        server,
+        "/openapi/v3?timeout=32s",
+        &[("accept", "application/json, */*")],
+    )
+    .await;
+    assert_eq!(answer.status, 200);
+    assert_eq!(answer.header("content-type"), "application/json");
+    assert!(answer.header("etag").starts_with('"'));
+    answer.json()["paths"].clone()
+}
+
+#[tokio::test]
+async fn the_index_lists_every_served_group_version() {
+    let server = start().await;
+    let gvs = served_group_versions(&server).await;
+    assert!(gvs.len() >= 3, "{gvs:?}");
+    let paths = index(&server).await;
+    for gv in &gvs {
+        let url = paths[gv]["serverRelativeURL"]
+            .as_str()
+            .unwrap_or_else(|| panic!("{gv} missing from {paths}"));
+        let hash = url.split_once("?hash=").unwrap().1;
+        assert_eq!(url, format!("/openapi/v3/{gv}?hash={hash}"));
+        assert_eq!(hash.len(), 128);
+        assert!(
+            hash.chars()
+                .all(|c| c.is_ascii_digit() || c.is_ascii_uppercase())
+        );
+    }
+    // The discovery documents upstream lists too.
+    for extra in [
+        "api",
+        "apis",
+        "apis/coordination.k8s.io",
+        "apis/events.k8s.io",
+    ] {
+        assert!(paths.get(extra).is_some(), "{extra} missing from {paths}");
+    }
+}
+
+#[tokio::test]
+async fn every_resource_can_be_validated_and_explained() {
+    let server = start().await;
+    let paths = index(&server).await;
+    for gv in served_group_versions(&server).await {
+        let (group, version) = match gv.split('/').collect::<Vec<_>>().as_slice() {
+            ["api", v] => (String::new(), (*v).to_owned()),
+            ["apis", g, v] => ((*g).to_owned(), (*v).to_owned()),
+            _ => unreachable!(),
+        };
+        let resources = get(
+            &server,
+            &format!("/{gv}"),
+            &[("accept", "application/json")],
+        )
+        .await
+        .json();
+        let url = format!(
+            "{}&timeout=32s",
+            paths[&gv]["serverRelativeURL"].as_str().unwrap()
+        );
+        let document = get(&server, &url, &[("accept", "application/json")]).await;
+        assert_eq!(document.status, 200, "{url}");
+        let document = document.json();
+        assert_eq!(document["openapi"], "3.0.0");
+        for resource in resources["resources"].as_array().unwrap() {
+            let name = resource["name"].as_str().unwrap();
+            let kind = resource["kind"].as_str().unwrap();
+            let verbs = resource["verbs"].as_array().unwrap();
+            if name.contains('/') || !verbs.contains(&json!("patch")) {
+                continue;
+            }
+            let gvk = json!({"group": group, "version": version, "kind": kind});
+            // kubectl's check: a PATCH operation of the kind with a fieldValidation query
+            // parameter.
+            let patch = document["paths"]
+                .as_object()
+                .unwrap()
+                .values()
+                .filter_map(|item| item.get("patch"))
+                .find(|op| op["x-kubernetes-group-version-kind"] == gvk)
+                .unwrap_or_else(|| panic!("{gv}: no PATCH of {kind}"));
+            assert!(
+                patch["parameters"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .any(|p| p["name"] == "fieldValidation" && p["in"] == "query"),
+                "{gv} {kind}: {patch}"
+            );
+            // kubectl explain's lookup: a component schema listing the kind.
+            let schema = document["components"]["schemas"]
+                .as_object()
+                .unwrap()
+                .values()
+                .find(|s| {
+                    s["x-kubernetes-group-version-kind"]
+                        .as_array()
+                        .is_some_and(|l| l.contains(&gvk))
+                })
+                .unwrap_or_else(|| panic!("{gv}: no schema of {kind}"));
+            assert!(schema["properties"]["metadata"].is_object(), "{kind}");
+            assert!(schema["description"].is_string(), "{kind}");
+        }
+    }
+}
+
+#[tokio::test]
+async fn documents_are_cached_by_hash() {
+    let server = start().await;
+    let paths = index(&server).await;
+    let url = paths["api/v1"]["serverRelativeURL"].as_str().unwrap();
+    let hash = url.split_once("?hash=").unwrap().1;
+    let etag = format!("\"{hash}\"");
+
+    let hashed = get(&server, url, &[("accept", "application/json")]).await;
+    assert_eq!(hashed.status, 200);
+    assert_eq!(hashed.header("etag"), etag);
+    assert_eq!(hashed.header("cache-control"), "public, immutable");
+    assert!(hashed.header("expires").ends_with(" GMT"));
+    assert_eq!(hashed.header("content-type"), "application/json");
+
+    let unhashed = get(&server, "/openapi/v3/api/v1", &[]).await;
+    assert_eq!(unhashed.status, 200);
+    assert_eq!(unhashed.header("etag"), etag);
+    assert_eq!(unhashed.header("cache-control"), "no-cache, private");
+    assert_eq!(unhashed.body, hashed.body);
+
+    let cached = get(
+        &server,
+        url,
+        &[("accept", "application/json"), ("if-none-match", &etag)],
+    )
+    .await;
+    assert_eq!(cached.status, 304);
+    assert!(cached.body.is_empty());
+    assert_eq!(cached.header("etag"), etag);
+
+    let changed = get(
+        &server,
+        url,
+        &[("accept", "application/json"), ("if-none-match", "\"x\"")],
+    )
+    .await;
+    assert_eq!(changed.status, 200);
+    assert_eq!(changed.body, hashed.body);
+
+    let stale = get(&server, "/openapi/v3/api/v1?hash=ABC", &[]).await;
+    assert_eq!(stale.status, 301);
+    assert_eq!(stale.header("location"), url);
+
+    let unknown = get(&server, "/openapi/v3/apis/apps/v1", &[]).await;
+    assert_eq!(unknown.status, 404);
+    assert_eq!(unknown.json()["reason"], "NotFound");
+
+    let protobuf = get(
+        &server,
+        url,
+        &[(
+            "accept",
+            "application/com.github.proto-openapi.spec.v3@v1.0+protobuf",
+        )],
+    )
+    .await;
+    assert_eq!(protobuf.status, 406);
+
+    assert_eq!(get(&server, "/openapi/v2", &[]).await.status, 404);
+}
