@@ -17,6 +17,7 @@
 pub mod duration;
 pub mod errors;
 pub mod fields;
+pub mod json;
 pub mod labels;
 pub mod meta;
 pub mod resource_version;

@@ -166,11 +166,16 @@ impl<S: Storage> Ctx<'_, S> {
             BodyFormat::Protobuf => self.protobuf_body(&bytes)?,
             other => decode_body(&bytes, other)?,
         };
+        // YAML with a repeated key is refused by the parser; protobuf cannot repeat one.
+        let duplicates = match format {
+            BodyFormat::Json => genplane_apimachinery::json::duplicate_fields(&bytes),
+            BodyFormat::Yaml | BodyFormat::Protobuf => Vec::new(),
+        };
         let map = object
             .as_object_mut()
             .ok_or_else(|| ApiError::from(Status::bad_request("the body must be a JSON object")))?;
         self.check_type_meta(map)?;
-        let warnings = self.field_validation(&object)?;
+        let warnings = self.field_validation(&object, &duplicates)?;
         Ok((object, warnings))
     }
 
@@ -225,9 +230,14 @@ impl<S: Storage> Ctx<'_, S> {
         Ok(())
     }
 
-    /// Applies `fieldValidation`: Strict refuses unknown fields (400), Warn (the default)
-    /// returns them as warnings, Ignore ignores them.
-    pub(crate) fn field_validation(&self, object: &Value) -> Result<Vec<String>, ApiError> {
+    /// Applies `fieldValidation` to the unknown fields of `object` and the repeated keys of
+    /// its text (`duplicates`): Strict refuses them (400), Warn (the default) returns them as
+    /// warnings, Ignore ignores them.
+    pub(crate) fn field_validation(
+        &self,
+        object: &Value,
+        duplicates: &[String],
+    ) -> Result<Vec<String>, ApiError> {
         let mode = self.query.get("fieldValidation").unwrap_or("");
         let strict = match mode {
             "Strict" => true,
@@ -241,9 +251,10 @@ impl<S: Storage> Ctx<'_, S> {
             }
         };
         let unknown = (self.info.hooks.decode)(object)?.unknown_fields;
-        let messages: Vec<String> = unknown
+        let messages: Vec<String> = duplicates
             .iter()
-            .map(|f| format!("unknown field {f:?}"))
+            .map(|f| format!("duplicate field {f:?}"))
+            .chain(unknown.iter().map(|f| format!("unknown field {f:?}")))
             .collect();
         if strict && !messages.is_empty() {
             return Err(Status::bad_request(format!(

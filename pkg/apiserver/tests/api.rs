@@ -571,6 +571,76 @@ async fn bad_input_gets_a_precise_status(server: Server) {
         "{:?}",
         warned.headers
     );
+    // Repeated keys: Strict refuses them with the unknown fields, Warn warns, Ignore keeps the
+    // last value silently; a merge patch is read the same way.
+    let repeated =
+        br#"{"metadata":{"name":"dup","name":"dup"},"data":{"k":"1","k":"2"},"extra":1}"#.to_vec();
+    let strict = call(
+        &server,
+        Method::POST,
+        &format!("{path}?fieldValidation=Strict"),
+        &[("content-type", "application/json")],
+        Some(repeated.clone()),
+    )
+    .await;
+    assert_eq!(strict.status, 400);
+    assert!(
+        strict.json()["message"].as_str().unwrap().ends_with(
+            r#"strict decoding error: duplicate field "metadata.name", duplicate field "data.k", unknown field "extra""#
+        ),
+        "{}",
+        strict.json()
+    );
+    let warned = call(
+        &server,
+        Method::POST,
+        &format!("{path}?fieldValidation=Warn"),
+        &[("content-type", "application/json")],
+        Some(repeated.clone()),
+    )
+    .await;
+    assert_eq!(warned.status, 201);
+    let warnings: Vec<_> = warned
+        .headers
+        .get_all("warning")
+        .iter()
+        .map(|v| v.to_str().unwrap().to_owned())
+        .collect();
+    assert!(
+        warnings
+            .iter()
+            .any(|w| w.contains(r#"duplicate field \"data.k\""#)),
+        "{warnings:?}"
+    );
+    assert_eq!(warned.json()["data"]["k"], "2");
+    let patched = call(
+        &server,
+        Method::PATCH,
+        &format!("{path}/dup?fieldValidation=Strict"),
+        &[("content-type", "application/merge-patch+json")],
+        Some(br#"{"data":{"k":"3","k":"4"}}"#.to_vec()),
+    )
+    .await;
+    assert_eq!(patched.status, 400, "{}", patched.json());
+    assert!(
+        patched.json()["message"]
+            .as_str()
+            .unwrap()
+            .contains(r#"duplicate field "data.k""#),
+        "{}",
+        patched.json()
+    );
+    let ignored = call(
+        &server,
+        Method::PATCH,
+        &format!("{path}/dup?fieldValidation=Ignore"),
+        &[("content-type", "application/merge-patch+json")],
+        Some(br#"{"data":{"k":"3","k":"4"}}"#.to_vec()),
+    )
+    .await;
+    assert_eq!(ignored.status, 200);
+    assert!(ignored.headers.get("warning").is_none());
+    assert_eq!(ignored.json()["data"]["k"], "4");
     let across = post(
         &server,
         "/api/v1/configmaps",

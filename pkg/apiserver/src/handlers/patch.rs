@@ -54,6 +54,12 @@ pub(crate) async fn patch<S: Storage>(
         })?),
         _ => None,
     };
+    // A key repeated in a merge patch is reported as in a body (a JSON patch's repeats are
+    // within its operations, which upstream reads leniently).
+    let duplicates = match patch_type {
+        PatchType::Merge => genplane_apimachinery::json::duplicate_fields(&bytes),
+        _ => Vec::new(),
+    };
     let options = WriteOptions {
         dry_run: ctx.query.dry_run()?,
     };
@@ -80,7 +86,7 @@ pub(crate) async fn patch<S: Storage>(
                 meta_str(&current, "resourceVersion"),
             );
         }
-        let warnings = ctx.field_validation(&patched)?;
+        let warnings = ctx.field_validation(&patched, &duplicates)?;
         match ctx.store.update(namespace, name, patched, &options).await {
             Ok(written) => {
                 let body = encode::object(ctx.info, written.object, &negotiated, ctx.now);
