@@ -237,6 +237,7 @@ pub async fn serve(
             Some(OpsHandler::new(health, registry)),
         )
         .with_limits(config.limits)
+        .with_shutdown(shutdown.clone())
         .with_metrics(api_metrics, |cache: &Arc<ResourceStorage>| {
             cache.object_count()
         }),

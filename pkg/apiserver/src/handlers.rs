@@ -131,6 +131,8 @@ pub(crate) struct Ctx<'a, S: Storage> {
     pub(crate) query: Query,
     pub(crate) headers: &'a HeaderMap,
     pub(crate) now: i64,
+    /// The server's shutdown, which ends watches.
+    pub(crate) shutdown: Option<&'a genplane_component_base::shutdown::Shutdown>,
 }
 
 impl<S: Storage> Ctx<'_, S> {

@@ -8,6 +8,7 @@ use genplane_api::catalog::ResourceInfo;
 use genplane_api::openapi::ServedResource;
 use genplane_apimachinery::errors::{ApiError, Status, StatusReason};
 use genplane_component_base::http::OpsHandler;
+use genplane_component_base::shutdown::Shutdown;
 use genplane_component_base::version::{BuildInfo, KUBERNETES_VERSION};
 use genplane_registry::{CatalogStrategy, Store};
 use genplane_storage::Storage;
@@ -130,6 +131,7 @@ pub struct ApiServer<S: Storage> {
     ops: Option<OpsHandler>,
     admission: Admission,
     metrics: Option<ApiMetrics>,
+    shutdown: Option<Shutdown>,
 }
 
 /// Whether a request-info verb writes.
@@ -309,7 +311,15 @@ impl<S: Storage> ApiServer<S> {
             ops,
             admission: Admission::new(Limits::default()),
             metrics: None,
+            shutdown: None,
         }
+    }
+
+    /// The same server, ending its watch streams when `shutdown` is triggered (clients then
+    /// resume elsewhere), so that a graceful shutdown does not wait for them.
+    pub fn with_shutdown(mut self, shutdown: Shutdown) -> Self {
+        self.shutdown = Some(shutdown);
+        self
     }
 
     /// The same server, enforcing `limits` instead of the defaults.
@@ -609,6 +619,7 @@ impl<S: Storage> ApiServer<S> {
             query: Query::parse(parts.uri.query()),
             headers: &parts.headers,
             now: now(),
+            shutdown: self.shutdown.as_ref(),
         };
         match verb {
             "get" => handlers::get(&ctx).await,

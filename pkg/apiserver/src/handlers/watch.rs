@@ -50,7 +50,15 @@ pub(crate) async fn watch<S: Storage>(
         Target::Table(version) => Some(version),
         _ => None,
     };
+    let shutdown = ctx.shutdown.cloned();
     tokio::spawn(async move {
+        let closing = async {
+            match &shutdown {
+                Some(shutdown) => shutdown.triggered().await,
+                None => std::future::pending().await,
+            }
+        };
+        tokio::pin!(closing);
         let deadline = tokio::time::sleep(timeout);
         tokio::pin!(deadline);
         let mut tick = tokio::time::interval(BOOKMARK_PERIOD);
@@ -84,6 +92,7 @@ pub(crate) async fn watch<S: Storage>(
                     None => return,
                 },
                 () = &mut deadline => return,
+                () = &mut closing => return,
                 _ = tick.tick(), if bookmarks => {
                     stream.request_bookmark();
                     continue;
