@@ -1,6 +1,6 @@
 //! kube-rs 5 against the API server: typed CRUD, `get_opt`, conflicts, patches, and a
 //! watcher-fed reflector that must equal a fresh list after 1,000 writes, in both list-watch
-//! and streaming-list modes.
+//! and streaming-list modes (across a restart over compacted history), and the event recorder.
 
 #![allow(clippy::unwrap_used)]
 
@@ -192,4 +192,66 @@ async fn a_reflector_stays_equal_to_a_fresh_list() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_streaming_list_reflector_stays_equal_to_a_fresh_list() {
     reflector_follows_writes(watcher::Config::default().streaming_lists()).await;
+}
+
+/// kube-runtime's event recorder: the first event is created in events.k8s.io/v1, a repeat
+/// is merged into it as a series, and core/v1 shows the same Event with its count.
+#[tokio::test]
+async fn the_event_recorder_publishes_and_counts_repeats() {
+    use k8s_openapi::api::core::v1::{Event as CoreEvent, ObjectReference};
+    use k8s_openapi::api::events::v1::Event;
+    use kube::runtime::events::{Event as Record, EventType, Recorder, Reporter};
+
+    let server = support::start().await;
+    let client = client(&server);
+    let configmaps: Api<ConfigMap> = Api::namespaced(client.clone(), "default");
+    let owner = configmaps
+        .create(&PostParams::default(), &configmap("owner", "1"))
+        .await
+        .unwrap();
+    let reference = ObjectReference {
+        api_version: Some("v1".into()),
+        kind: Some("ConfigMap".into()),
+        name: owner.metadata.name.clone(),
+        namespace: owner.metadata.namespace.clone(),
+        uid: owner.metadata.uid.clone(),
+        resource_version: owner.metadata.resource_version.clone(),
+        ..ObjectReference::default()
+    };
+    let recorder = Recorder::new(
+        client.clone(),
+        Reporter {
+            controller: "genplane-test".into(),
+            instance: Some("test-0".into()),
+        },
+    );
+    let record = Record {
+        type_: EventType::Warning,
+        reason: "Misconfigured".into(),
+        note: Some("the key k is odd".into()),
+        action: "Checking".into(),
+        secondary: None,
+    };
+    recorder.publish(&record, &reference).await.unwrap();
+    recorder.publish(&record, &reference).await.unwrap();
+    recorder.publish(&record, &reference).await.unwrap();
+
+    let events: Api<Event> = Api::namespaced(client.clone(), "default");
+    let listed = events.list(&ListParams::default()).await.unwrap().items;
+    assert_eq!(listed.len(), 1, "{listed:?}");
+    let event = &listed[0];
+    assert_eq!(event.reason.as_deref(), Some("Misconfigured"));
+    assert_eq!(event.type_.as_deref(), Some("Warning"));
+    assert_eq!(event.reporting_controller.as_deref(), Some("genplane-test"));
+    assert_eq!(event.regarding.as_ref().unwrap().uid, owner.metadata.uid);
+    assert_eq!(event.series.as_ref().map(|s| s.count), Some(3));
+
+    let core: Api<CoreEvent> = Api::namespaced(client, "default");
+    let same = core
+        .get(event.metadata.name.as_deref().unwrap())
+        .await
+        .unwrap();
+    assert_eq!(same.message.as_deref(), Some("the key k is odd"));
+    assert_eq!(same.involved_object.name.as_deref(), Some("owner"));
+    assert_eq!(same.series.as_ref().and_then(|s| s.count), Some(3));
 }
