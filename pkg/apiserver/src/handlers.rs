@@ -21,7 +21,7 @@ use http_body_util::BodyExt;
 use hyper::body::Incoming;
 use hyper::header::{CONTENT_TYPE, HeaderMap, HeaderValue};
 use hyper::{Response, StatusCode};
-use serde_json::{Map, Value};
+use serde_json::Value;
 
 use crate::body::ResponseBody;
 use crate::encode;
@@ -153,119 +153,35 @@ impl<S: Storage> Ctx<'_, S> {
         )
     }
 
-    /// The request body as a JSON object, checked against the resource's kind and apiVersion,
-    /// which are filled in when missing; plus the warnings of `fieldValidation=Warn`. A
-    /// protobuf body's `typeMeta` gets the same check before its message is read with the
-    /// resource's schema.
+    /// The request body as a JSON object: see [`crate::request_body::decode_object`].
     pub(crate) async fn object_body(
         &self,
         body: Incoming,
     ) -> Result<(Value, Vec<String>), ApiError> {
         let content_type = self.headers.get(CONTENT_TYPE).and_then(|v| v.to_str().ok());
-        let format = negotiation::body_format(content_type)?;
+        // The media type is checked before the body is read.
+        negotiation::body_format(content_type)?;
         let bytes = read_bytes(body).await?;
-        let mut object = match format {
-            BodyFormat::Protobuf => self.protobuf_body(&bytes)?,
-            other => decode_body(&bytes, other)?,
-        };
-        // YAML with a repeated key is refused by the parser; protobuf cannot repeat one.
-        let duplicates = match format {
-            BodyFormat::Json => genplane_apimachinery::json::duplicate_fields(&bytes),
-            BodyFormat::Yaml | BodyFormat::Protobuf => Vec::new(),
-        };
-        let map = object
-            .as_object_mut()
-            .ok_or_else(|| ApiError::from(Status::bad_request("the body must be a JSON object")))?;
-        self.check_type_meta(map)?;
-        let warnings = self.field_validation(&object, &duplicates)?;
-        Ok((object, warnings))
+        crate::request_body::decode_object(
+            self.info,
+            content_type,
+            self.query.get("fieldValidation"),
+            &bytes,
+        )
     }
 
-    /// Reads a protobuf body: the envelope, its `typeMeta` (checked as a JSON body's
-    /// `apiVersion` and `kind` are), then the object's message.
-    fn protobuf_body(&self, bytes: &[u8]) -> Result<Value, ApiError> {
-        let kind = self.info.kind;
-        let envelope = protobuf::read_envelope(bytes).map_err(|e| e.to_unrecognized_error(kind))?;
-        let mut type_meta = Map::new();
-        for (name, value) in [
-            ("apiVersion", &envelope.api_version),
-            ("kind", &envelope.kind),
-        ] {
-            if !value.is_empty() {
-                type_meta.insert(name.into(), Value::from(value.as_str()));
-            }
-        }
-        self.check_type_meta(&mut type_meta)?;
-        protobuf::decode_object(&envelope, self.info.schema)
-            .map_err(|e| e.to_api_error(kind, self.info.version))
-    }
-
-    /// Checks a body's `apiVersion` and `kind` against the URL's (400 on a mismatch) and fills
-    /// in the missing ones.
-    fn check_type_meta(&self, map: &mut Map<String, Value>) -> Result<(), ApiError> {
-        let expected_version = self.info.api_version();
-        match map.get("apiVersion").and_then(Value::as_str) {
-            None | Some("") => {
-                map.insert("apiVersion".into(), Value::from(expected_version));
-            }
-            Some(v) if v != expected_version => {
-                return Err(Status::bad_request(format!(
-                    "the API version in the data ({v}) does not match the expected API version ({expected_version})"
-                ))
-                .into());
-            }
-            Some(_) => {}
-        }
-        match map.get("kind").and_then(Value::as_str) {
-            None | Some("") => {
-                map.insert("kind".into(), Value::from(self.info.kind));
-            }
-            Some(k) if k != self.info.kind => {
-                return Err(Status::bad_request(format!(
-                    "the kind in the data ({k}) does not match the expected kind ({})",
-                    self.info.kind
-                ))
-                .into());
-            }
-            Some(_) => {}
-        }
-        Ok(())
-    }
-
-    /// Applies `fieldValidation` to the unknown fields of `object` and the repeated keys of
-    /// its text (`duplicates`): Strict refuses them (400), Warn (the default) returns them as
-    /// warnings, Ignore ignores them.
+    /// Applies `fieldValidation`: see [`crate::request_body::field_validation`].
     pub(crate) fn field_validation(
         &self,
         object: &Value,
         duplicates: &[String],
     ) -> Result<Vec<String>, ApiError> {
-        let mode = self.query.get("fieldValidation").unwrap_or("");
-        let strict = match mode {
-            "Strict" => true,
-            "" | "Warn" => false,
-            "Ignore" => return Ok(Vec::new()),
-            other => {
-                return Err(Status::bad_request(format!(
-                    "fieldValidation parameter unsupported: {other:?} (supported: Strict, Warn, Ignore)"
-                ))
-                .into());
-            }
-        };
-        let unknown = (self.info.hooks.decode)(object)?.unknown_fields;
-        let messages: Vec<String> = duplicates
-            .iter()
-            .map(|f| format!("duplicate field {f:?}"))
-            .chain(unknown.iter().map(|f| format!("unknown field {f:?}")))
-            .collect();
-        if strict && !messages.is_empty() {
-            return Err(Status::bad_request(format!(
-                "strict decoding error: {}",
-                messages.join(", ")
-            ))
-            .into());
-        }
-        Ok(messages)
+        crate::request_body::field_validation(
+            self.info,
+            self.query.get("fieldValidation"),
+            object,
+            duplicates,
+        )
     }
 }
 

@@ -23,6 +23,7 @@ mod handlers;
 pub mod metrics;
 pub mod negotiation;
 pub mod openapi;
+pub mod request_body;
 pub mod request_info;
 pub mod server;
 

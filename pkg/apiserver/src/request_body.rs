@@ -1,0 +1,198 @@
+//! Request bodies as the API reads them, without storage: the media type, JSON, YAML or
+//! Kubernetes protobuf, the object's `apiVersion` and `kind` against the URL's, and
+//! `fieldValidation` (unknown and repeated fields). Everything a client can send passes through
+//! here before the registry sees it, which makes it the target of the decoding fuzzer.
+
+use genplane_api::catalog::ResourceInfo;
+use genplane_api::protobuf;
+use genplane_apimachinery::errors::{ApiError, Status};
+use serde_json::{Map, Value};
+
+use crate::handlers::decode_body;
+use crate::negotiation::{self, BodyFormat};
+
+/// The body of a create or update of `info`'s resource, sent with `content_type`, read as a
+/// JSON object whose `apiVersion` and `kind` match the URL's (filled in when missing), plus the
+/// warnings of `fieldValidation` (`field_validation`, the query parameter, Warn when unset).
+/// A protobuf body's `typeMeta` gets the same check before its message is read with the
+/// resource's schema.
+pub fn decode_object(
+    info: &'static ResourceInfo,
+    content_type: Option<&str>,
+    field_validation_mode: Option<&str>,
+    bytes: &[u8],
+) -> Result<(Value, Vec<String>), ApiError> {
+    let format = negotiation::body_format(content_type)?;
+    let mut object = match format {
+        BodyFormat::Protobuf => protobuf_body(info, bytes)?,
+        other => decode_body(bytes, other)?,
+    };
+    // YAML with a repeated key is refused by the parser; protobuf cannot repeat one.
+    let duplicates = match format {
+        BodyFormat::Json => genplane_apimachinery::json::duplicate_fields(bytes),
+        BodyFormat::Yaml | BodyFormat::Protobuf => Vec::new(),
+    };
+    let map = object
+        .as_object_mut()
+        .ok_or_else(|| ApiError::from(Status::bad_request("the body must be a JSON object")))?;
+    check_type_meta(info, map)?;
+    let warnings = field_validation(info, field_validation_mode, &object, &duplicates)?;
+    Ok((object, warnings))
+}
+
+/// Reads a protobuf body: the envelope, its `typeMeta` (checked as a JSON body's
+/// `apiVersion` and `kind` are), then the object's message.
+fn protobuf_body(info: &'static ResourceInfo, bytes: &[u8]) -> Result<Value, ApiError> {
+    let kind = info.kind;
+    let envelope = protobuf::read_envelope(bytes).map_err(|e| e.to_unrecognized_error(kind))?;
+    let mut type_meta = Map::new();
+    for (name, value) in [
+        ("apiVersion", &envelope.api_version),
+        ("kind", &envelope.kind),
+    ] {
+        if !value.is_empty() {
+            type_meta.insert(name.into(), Value::from(value.as_str()));
+        }
+    }
+    check_type_meta(info, &mut type_meta)?;
+    protobuf::decode_object(&envelope, info.schema).map_err(|e| e.to_api_error(kind, info.version))
+}
+
+/// Checks a body's `apiVersion` and `kind` against the URL's (400 on a mismatch) and fills
+/// in the missing ones.
+fn check_type_meta(info: &ResourceInfo, map: &mut Map<String, Value>) -> Result<(), ApiError> {
+    let expected_version = info.api_version();
+    match map.get("apiVersion").and_then(Value::as_str) {
+        None | Some("") => {
+            map.insert("apiVersion".into(), Value::from(expected_version));
+        }
+        Some(v) if v != expected_version => {
+            return Err(Status::bad_request(format!(
+                "the API version in the data ({v}) does not match the expected API version ({expected_version})"
+            ))
+            .into());
+        }
+        Some(_) => {}
+    }
+    match map.get("kind").and_then(Value::as_str) {
+        None | Some("") => {
+            map.insert("kind".into(), Value::from(info.kind));
+        }
+        Some(k) if k != info.kind => {
+            return Err(Status::bad_request(format!(
+                "the kind in the data ({k}) does not match the expected kind ({})",
+                info.kind
+            ))
+            .into());
+        }
+        Some(_) => {}
+    }
+    Ok(())
+}
+
+/// Applies `fieldValidation` to the unknown fields of `object` and the repeated keys of
+/// its text (`duplicates`): Strict refuses them (400), Warn (the default) returns them as
+/// warnings, Ignore ignores them.
+pub fn field_validation(
+    info: &ResourceInfo,
+    mode: Option<&str>,
+    object: &Value,
+    duplicates: &[String],
+) -> Result<Vec<String>, ApiError> {
+    let mode = mode.unwrap_or("");
+    let strict = match mode {
+        "Strict" => true,
+        "" | "Warn" => false,
+        "Ignore" => return Ok(Vec::new()),
+        other => {
+            return Err(Status::bad_request(format!(
+                "fieldValidation parameter unsupported: {other:?} (supported: Strict, Warn, Ignore)"
+            ))
+            .into());
+        }
+    };
+    let unknown = (info.hooks.decode)(object)?.unknown_fields;
+    let messages: Vec<String> = duplicates
+        .iter()
+        .map(|f| format!("duplicate field {f:?}"))
+        .chain(unknown.iter().map(|f| format!("unknown field {f:?}")))
+        .collect();
+    if strict && !messages.is_empty() {
+        return Err(
+            Status::bad_request(format!("strict decoding error: {}", messages.join(", "))).into(),
+        );
+    }
+    Ok(messages)
+}
+
+/// The media types a body may be sent in, for [`exercise`].
+const MEDIA_TYPES: [&str; 3] = [
+    "application/json",
+    "application/yaml",
+    "application/vnd.kubernetes.protobuf",
+];
+
+/// The `fieldValidation` values, for [`exercise`].
+const MODES: [Option<&str>; 4] = [None, Some("Strict"), Some("Warn"), Some("Ignore")];
+
+/// Runs one arbitrary input through everything a create, update or merge patch does before
+/// storage: the first byte picks the resource, the second the media type and `fieldValidation`
+/// mode, the rest is the body. Every outcome must be an object or a client error (4xx); a
+/// panic or a server error is a bug, which is what the fuzz target (`fuzz/`) and the test
+/// driving this with mutated bodies look for.
+///
+/// # Panics
+///
+/// When the input makes the decoding answer a server error: that is the bug being hunted.
+pub fn exercise(data: &[u8]) {
+    use genplane_registry::{CatalogStrategy, Strategy};
+
+    let [which, how, body @ ..] = data else {
+        return;
+    };
+    let catalog = genplane_api::catalog::all();
+    let info = &catalog[usize::from(*which) % catalog.len()];
+    let media = MEDIA_TYPES[usize::from(how & 3) % MEDIA_TYPES.len()];
+    let mode = MODES[usize::from(how >> 2) % MODES.len()];
+    let client_error = |e: &ApiError| {
+        assert!(
+            (400..500).contains(&e.code),
+            "{} body for {}: answered {}: {e}",
+            media,
+            info.resource,
+            e.code
+        );
+    };
+    let object = match decode_object(info, Some(media), mode, body) {
+        Ok((object, _)) => object,
+        Err(e) => return client_error(&e),
+    };
+    let strategy = CatalogStrategy::new(info);
+    let mut object = match strategy.decode(object) {
+        Ok(object) => object,
+        Err(e) => return client_error(&e),
+    };
+    strategy.default(&mut object);
+    strategy.prepare_for_create(&mut object);
+    match strategy.validate(&object) {
+        Ok(_) => {}
+        Err(e) => return client_error(&e),
+    }
+    // The same body as a merge patch onto what would have been stored, then an update.
+    if let Ok(patch) = serde_json::from_slice::<Value>(body) {
+        let mut patched = object.clone();
+        json_patch::merge(&mut patched, &patch);
+        if let Err(e) = field_validation(info, mode, &patched, &[]) {
+            return client_error(&e);
+        }
+        match strategy.decode(patched) {
+            Ok(mut patched) => {
+                strategy.prepare_for_update(&mut patched, &object);
+                if let Err(e) = strategy.validate_update(&patched, &object) {
+                    client_error(&e);
+                }
+            }
+            Err(e) => client_error(&e),
+        }
+    }
+}
