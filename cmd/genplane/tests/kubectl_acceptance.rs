@@ -6,9 +6,11 @@
 use std::path::Path;
 use std::process::Command;
 
+use genplane_storage_etcd::testing::EtcdServer;
+
 mod common;
 
-use common::{kubectl_path, start};
+use common::{kubectl_path, start_with};
 
 /// A self-signed certificate and its key, PEM, for `kubectl create secret tls`.
 fn tls_pair(dir: &Path) -> (std::path::PathBuf, std::path::PathBuf) {
@@ -23,10 +25,10 @@ fn tls_pair(dir: &Path) -> (std::path::PathBuf, std::path::PathBuf) {
     (cert_path, key_path)
 }
 
-fn accept(name: &str) {
+fn accept(name: &str, flags: &[&str]) {
     let kubectl = kubectl_path(name);
     let kubectl = kubectl.display();
-    let server = start();
+    let server = start_with(flags);
     let work = server.dir.path().join("work");
     std::fs::create_dir_all(&work).unwrap();
     let (cert, key) = tls_pair(&work);
@@ -57,5 +59,21 @@ fn accept(name: &str) {
 
 #[test]
 fn kubectl_1_33_acceptance() {
-    accept("kubectl.1.33");
+    accept("kubectl.1.33", &[]);
+}
+
+#[test]
+fn kubectl_1_33_acceptance_on_etcd() {
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let etcd = runtime.block_on(EtcdServer::start()).unwrap();
+    let servers = format!("--etcd-servers={}", etcd.endpoint());
+    accept(
+        "kubectl.1.33",
+        &[
+            "--storage-backend=etcd",
+            &servers,
+            "--etcd-prefix=/acceptance",
+        ],
+    );
+    drop(etcd);
 }

@@ -46,6 +46,11 @@ pub fn free_port() -> u16 {
 }
 
 pub fn start() -> Apiserver {
+    start_with(&[])
+}
+
+/// Starts `genplane apiserver` with `extra` flags (a storage backend, say).
+pub fn start_with(extra: &[&str]) -> Apiserver {
     let dir = tempfile::tempdir().unwrap();
     let port = free_port();
     let child = Command::new(BIN)
@@ -55,6 +60,7 @@ pub fn start() -> Apiserver {
             &format!("--secure-port={port}"),
         ])
         .arg(format!("--data-dir={}", dir.path().join("data").display()))
+        .args(extra)
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
         .spawn()
