@@ -23,7 +23,9 @@
 //! schemas and paths later. Nothing here hashes or serves them: that is the API server's job.
 
 pub mod extensions;
+pub mod gnostic;
 mod paths;
+pub mod v2;
 
 use schemars::JsonSchema;
 use schemars::generate::{SchemaGenerator, SchemaSettings};
