@@ -476,7 +476,7 @@ fn stored_has_typo(server: &Apiserver, kubectl: &str, name: &str) -> bool {
 }
 
 #[test]
-fn kubectl_validates_applies_replaces_and_explains_through_openapi_v3() {
+fn kubectl_validates_applies_replaces_and_explains_through_openapi_v2_and_v3() {
     let server = start();
     let files = tempfile::tempdir().unwrap();
     let typo = files.path().join("typo.yaml");
@@ -489,7 +489,13 @@ fn kubectl_validates_applies_replaces_and_explains_through_openapi_v3() {
     std::fs::write(&replaced, CONFIGMAP.replace("k: v", "k: w")).unwrap();
     let replaced = replaced.to_str().unwrap();
 
-    let kubectls = [kubectl_path("kubectl.1.33"), kubectl_path("kubectl.1.27")];
+    // kubectl 1.29 and later read OpenAPI v3; 1.27 and 1.28 read /openapi/v2 (protobuf only)
+    // before validating or explaining, and find the fieldValidation parameter there.
+    let kubectls = [
+        kubectl_path("kubectl.1.33"),
+        kubectl_path("kubectl.1.28"),
+        kubectl_path("kubectl.1.27"),
+    ];
     for kubectl in &kubectls {
         let kubectl = kubectl.to_str().unwrap();
         let version = ok(server.kubectl(kubectl, &["version", "--client", "-o", "json"]));
@@ -500,21 +506,24 @@ fn kubectl_validates_applies_replaces_and_explains_through_openapi_v3() {
                 .trim_end_matches('+')
                 .parse()
                 .unwrap();
+        if minor < 29 {
+            // Before it validates, this kubectl downloads (and parses) the v2 document.
+            let logged = server.kubectl(
+                kubectl,
+                &["create", "-f", applied, "--dry-run=server", "-v=6"],
+            );
+            assert!(logged.status.success(), "{kubectl}: {}", text(&logged));
+            assert!(
+                text(&logged).contains("/openapi/v2?timeout=32s 200 OK"),
+                "{kubectl}: {}",
+                text(&logged)
+            );
+        }
 
         // Without validation, the unknown field is dropped by the server.
         ok(server.kubectl(kubectl, &["create", "-f", typo, "--validate=false"]));
         assert!(!stored_has_typo(&server, kubectl, "typo"), "{kubectl}");
         ok(server.kubectl(kubectl, &["delete", "cm", "typo"]));
-
-        // kubectl before 1.29 reads /openapi/v2 (protobuf only) before validating or
-        // explaining, which genplane does not serve; it works with validation off. From 1.29
-        // on, OpenAPI v3 is enough.
-        if minor < 29 {
-            ok(server.kubectl(kubectl, &["create", "-f", applied, "--validate=false"]));
-            ok(server.kubectl(kubectl, &["replace", "-f", replaced, "--validate=false"]));
-            ok(server.kubectl(kubectl, &["delete", "cm", "applied"]));
-            continue;
-        }
 
         // Default validation is strict and done by the server, which names the field.
         let refused = server.kubectl(kubectl, &["create", "-f", typo]);
@@ -577,6 +586,39 @@ fn kubectl_validates_applies_replaces_and_explains_through_openapi_v3() {
             "{kubectl}: {spec}"
         );
         for field in ["holderIdentity", "leaseDurationSeconds", "renewTime"] {
+            assert!(spec.contains(field), "{kubectl}: {spec}");
+        }
+
+        // The v2 document, read as protobuf and rendered by kubectl's v2 explain.
+        let data = ok(server.kubectl(
+            kubectl,
+            &["explain", "configmap.data", "--output=plaintext-openapiv2"],
+        ));
+        assert!(
+            data.contains("FIELD:    data <map[string]string>"),
+            "{kubectl}: {data}"
+        );
+        assert!(
+            data.contains("Data contains the configuration data"),
+            "{kubectl}: {data}"
+        );
+        let spec = ok(server.kubectl(
+            kubectl,
+            &["explain", "lease.spec", "--output=plaintext-openapiv2"],
+        ));
+        assert!(
+            spec.contains("VERSION:  coordination.k8s.io/v1"),
+            "{kubectl}: {spec}"
+        );
+        assert!(
+            spec.contains("LeaseSpec is a specification of a Lease."),
+            "{kubectl}: {spec}"
+        );
+        for field in [
+            "holderIdentity\t<string>",
+            "leaseDurationSeconds\t<integer>",
+            "renewTime\t<string>",
+        ] {
             assert!(spec.contains(field), "{kubectl}: {spec}");
         }
     }

@@ -9,8 +9,9 @@
 //!
 //! [`catalog`] lists them all with what discovery, the router and storage need to know, and
 //! the hooks the generic registry runs ([`catalog::Hooks`]). [`openapi`] builds the OpenAPI v3
-//! documents of served resources from k8s-openapi's schemas (the only use of k8s-openapi here)
-//! and one table of list, map and patch semantics ([`openapi::extensions`]).
+//! documents of served resources (and from them the v2 document, as JSON and protobuf) from
+//! k8s-openapi's schemas (the only use of k8s-openapi here) and one table of list, map and
+//! patch semantics ([`openapi::extensions`]).
 //!
 //! ## Raw JSON, typed checks
 //!

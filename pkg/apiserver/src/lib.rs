@@ -1,7 +1,8 @@
 //! HTTP serving of the Kubernetes API.
 //!
 //! - [`discovery`]: the legacy and aggregated discovery documents.
-//! - [`openapi`]: the OpenAPI v3 documents below `/openapi/v3`, built and hashed once.
+//! - [`openapi`]: the OpenAPI v3 documents below `/openapi/v3` and the v2 document at
+//!   `/openapi/v2` (JSON or protobuf), built and hashed once.
 //! - [`negotiation`]: which form a response takes, how a body is read.
 //! - [`admission`]: checks before writes (NamespaceLifecycle).
 //! - [`authn`]: who made a request (x509 client certificates; anonymous otherwise).

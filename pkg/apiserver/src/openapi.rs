@@ -1,4 +1,6 @@
-//! Serving the OpenAPI v3 documents below `/openapi/v3`, as kube-apiserver serves them.
+//! Serving the OpenAPI documents, as kube-apiserver serves them.
+//!
+//! OpenAPI v3, below `/openapi/v3`:
 //!
 //! - `GET /openapi/v3`: the index, `{"paths": {"api/v1": {"serverRelativeURL":
 //!   "/openapi/v3/api/v1?hash=<H>"}, ...}}`, one entry per document.
@@ -9,18 +11,23 @@
 //! may be cached for good (`Cache-Control: public, immutable`); one with a stale hash is
 //! redirected (301) to the current URL; other answers are `no-cache, private`, like every
 //! other API answer upstream. `If-None-Match` with the current `ETag` gets a 304. Only JSON is
-//! served: an `Accept` that admits only the protobuf form gets 406. `/openapi/v2` is not served
-//! (kubectl asks for it only as protobuf, and only when v3 is missing).
+//! served: an `Accept` that admits only the protobuf form gets 406.
+//!
+//! OpenAPI v2, at `/openapi/v2` ([`OpenApiV2`]): one Swagger 2.0 document of every served group
+//! version, derived from the v3 documents ([`genplane_api::openapi::v2`]), as JSON or as
+//! gnostic's protobuf `Document` ([`genplane_api::openapi::gnostic`]), which is the only form
+//! kubectl before 1.29 asks for. Both are built at start; their `ETag` is the SHA-512 of the
+//! JSON, as upstream's, and there is no hash query.
 
 use std::fmt::Write as _;
 use std::time::Instant;
 
 use bytes::Bytes;
-use genplane_api::openapi::{self, ServedResource};
+use genplane_api::openapi::{self, Document, ServedResource};
 use genplane_apimachinery::errors::{ApiError, Status, StatusReason};
 use hyper::header::{
     ACCEPT, CACHE_CONTROL, CONTENT_TYPE, ETAG, EXPIRES, HeaderMap, HeaderValue, IF_NONE_MATCH,
-    LOCATION, VARY,
+    LAST_MODIFIED, LOCATION, VARY,
 };
 use hyper::{Response, StatusCode};
 use serde_json::{Map, json};
@@ -106,8 +113,13 @@ fn header(value: &str) -> HeaderValue {
 impl OpenApiV3 {
     /// Builds, serializes and hashes the documents of `resources`.
     pub fn new(resources: &[ServedResource]) -> Self {
+        Self::from_documents(openapi::documents(resources))
+    }
+
+    /// Serializes and hashes `documents` (as [`openapi::documents`] builds them).
+    pub fn from_documents(documents: Vec<Document>) -> Self {
         let started = Instant::now();
-        let documents: Vec<Served> = openapi::documents(resources)
+        let documents: Vec<Served> = documents
             .into_iter()
             .map(|d| {
                 let bytes = serde_json::to_vec(&d.document)
@@ -208,6 +220,138 @@ impl OpenApiV3 {
     }
 }
 
+/// The media type kubectl asks `/openapi/v2` for (gnostic's protobuf `Document`).
+pub const PROTOBUF_V2: &str = "application/com.github.proto-openapi.spec.v2@v1.0+protobuf";
+
+/// The media type upstream answers the protobuf form with, whichever of the two protobuf
+/// names was asked for.
+pub const PROTOBUF_V2_ANSWER: &str = "application/com.github.proto-openapi.spec.v2.v1.0+protobuf";
+
+/// How an `Accept` header on `/openapi/v2` is answered.
+#[derive(Debug, PartialEq, Eq)]
+enum AcceptedV2 {
+    Json,
+    Protobuf,
+    NotAcceptable,
+}
+
+/// The first clause of `accept` (highest quality first, then the most specific) that names
+/// JSON, one of the two protobuf media types, or a wildcard; a missing `Accept` is `*/*`.
+/// Wildcards choose JSON, as upstream's handler lists JSON first.
+fn accepted_v2(accept: Option<&str>) -> AcceptedV2 {
+    let accept = accept
+        .map(str::trim)
+        .filter(|a| !a.is_empty())
+        .unwrap_or("*/*");
+    let mut clauses: Vec<(&str, f32, usize)> = Vec::new();
+    for clause in accept.split(',') {
+        let mut parts = clause.split(';');
+        let media = parts.next().unwrap_or("").trim();
+        let mut quality = 1.0;
+        for parameter in parts {
+            if let Some((key, value)) = parameter.split_once('=')
+                && key.trim() == "q"
+            {
+                quality = value.trim().parse().unwrap_or(0.0);
+            }
+        }
+        let specificity = match media {
+            "*/*" => 0,
+            m if m.ends_with("/*") => 1,
+            _ => 2,
+        };
+        if quality > 0.0 && !media.is_empty() {
+            clauses.push((media, quality, specificity));
+        }
+    }
+    clauses.sort_by(|a, b| b.1.total_cmp(&a.1).then(b.2.cmp(&a.2)));
+    for (media, _, _) in clauses {
+        match media {
+            "*/*" | "application/*" | "application/json" => return AcceptedV2::Json,
+            m if m == PROTOBUF_V2 || m == PROTOBUF_V2_ANSWER => return AcceptedV2::Protobuf,
+            _ => {}
+        }
+    }
+    AcceptedV2::NotAcceptable
+}
+
+/// The OpenAPI v2 document of a server, as JSON and as protobuf.
+#[derive(Debug)]
+pub struct OpenApiV2 {
+    json: Bytes,
+    protobuf: Bytes,
+    /// Upper-case hex SHA-512 of the JSON.
+    hash: String,
+    /// When the document was built, as an HTTP date.
+    built: String,
+}
+
+impl OpenApiV2 {
+    /// Builds the document of `documents` (the server's v3 documents) for a server of
+    /// `version`, and both of its encodings.
+    pub fn new(documents: &[Document], version: &str) -> Self {
+        let started = Instant::now();
+        let swagger = openapi::v2::swagger(documents, version);
+        let json =
+            serde_json::to_vec(&swagger).expect("invariant: a serde_json::Value always serializes");
+        let protobuf = openapi::gnostic::encode(&swagger);
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs());
+        tracing::debug!(
+            json_bytes = json.len(),
+            protobuf_bytes = protobuf.len(),
+            elapsed_ms = started.elapsed().as_millis() as u64,
+            "built the OpenAPI v2 document"
+        );
+        Self {
+            hash: hash(&json),
+            json: Bytes::from(json),
+            protobuf: Bytes::from(protobuf),
+            built: http_date(now),
+        }
+    }
+
+    /// The sizes in bytes of the JSON and protobuf forms.
+    pub fn sizes(&self) -> (usize, usize) {
+        (self.json.len(), self.protobuf.len())
+    }
+
+    /// Answers `GET /openapi/v2` (or `HEAD` when `head`).
+    pub fn handle(
+        &self,
+        headers: &HeaderMap,
+        head: bool,
+    ) -> Result<Response<ResponseBody>, ApiError> {
+        let accept = headers.get(ACCEPT).and_then(|v| v.to_str().ok());
+        let (content_type, bytes) = match accepted_v2(accept) {
+            AcceptedV2::Json => ("application/json", &self.json),
+            AcceptedV2::Protobuf => (PROTOBUF_V2_ANSWER, &self.protobuf),
+            AcceptedV2::NotAcceptable => {
+                return Err(
+                    Status::not_acceptable(&["application/json", PROTOBUF_V2_ANSWER]).into(),
+                );
+            }
+        };
+        let etag = format!("\"{}\"", self.hash);
+        let mut response = Response::new(ResponseBody::full(Bytes::new()));
+        let h = response.headers_mut();
+        h.insert(CONTENT_TYPE, HeaderValue::from_static(content_type));
+        h.insert(ETAG, header(&etag));
+        h.insert(VARY, HeaderValue::from_static("Accept"));
+        h.insert(LAST_MODIFIED, header(&self.built));
+        h.insert(CACHE_CONTROL, HeaderValue::from_static("no-cache, private"));
+        if not_modified(headers, &etag) {
+            *response.status_mut() = StatusCode::NOT_MODIFIED;
+            return Ok(response);
+        }
+        if !head {
+            *response.body_mut() = ResponseBody::full(bytes.clone());
+        }
+        Ok(response)
+    }
+}
+
 /// An HTTP date a year from now (`Expires` of an immutable document).
 fn expires_in_a_year() -> String {
     let now = std::time::SystemTime::now()
@@ -270,6 +414,30 @@ mod tests {
                 "application/com.github.proto-openapi.spec.v3@v1.0+protobuf"
             )),
             Accepted::NotAcceptable
+        );
+    }
+
+    #[test]
+    fn v2_accept_headers() {
+        assert_eq!(accepted_v2(None), AcceptedV2::Json);
+        assert_eq!(accepted_v2(Some("application/json")), AcceptedV2::Json);
+        assert_eq!(accepted_v2(Some(PROTOBUF_V2)), AcceptedV2::Protobuf);
+        assert_eq!(accepted_v2(Some(PROTOBUF_V2_ANSWER)), AcceptedV2::Protobuf);
+        assert_eq!(
+            accepted_v2(Some(&format!("application/json;q=0.5, {PROTOBUF_V2}"))),
+            AcceptedV2::Protobuf
+        );
+        assert_eq!(
+            accepted_v2(Some(&format!("*/*, {PROTOBUF_V2}"))),
+            AcceptedV2::Protobuf
+        );
+        assert_eq!(
+            accepted_v2(Some(&format!("{PROTOBUF_V2};q=0, application/*"))),
+            AcceptedV2::Json
+        );
+        assert_eq!(
+            accepted_v2(Some("application/yaml")),
+            AcceptedV2::NotAcceptable
         );
     }
 }

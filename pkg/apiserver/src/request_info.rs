@@ -371,6 +371,7 @@ mod tests {
             ("GET", "/healthz"),
             ("POST", "/"),
             ("GET", "/openapi/v3"),
+            ("GET", "/openapi/v2"),
         ] {
             let info = parse(method, path, None);
             assert!(!info.is_resource_request, "{path}");

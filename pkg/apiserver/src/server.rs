@@ -23,7 +23,7 @@ use crate::discovery::{Discovery, ResourceDescription, SubresourceDescription};
 use crate::handlers::{self, Ctx, Query, error_response};
 use crate::metrics::{ApiMetrics, GaugeGuard, RequestKind};
 use crate::negotiation::{self, Capabilities, Format, Negotiated, Target};
-use crate::openapi::OpenApiV3;
+use crate::openapi::{OpenApiV2, OpenApiV3};
 use crate::request_info::{self, RequestInfo};
 
 /// A served resource: its catalog entry, its store, and the stores of its subresources.
@@ -126,6 +126,7 @@ pub struct ApiServer<S: Storage> {
     resources: Vec<Resource<S>>,
     discovery: Discovery,
     openapi: OpenApiV3,
+    openapi_v2: OpenApiV2,
     version: Value,
     server_address: String,
     ops: Option<OpsHandler>,
@@ -301,12 +302,20 @@ impl<S: Storage> ApiServer<S> {
         ops: Option<OpsHandler>,
     ) -> Self {
         let discovery = Discovery::new(resources.iter().map(|r| describe(r.info)).collect());
-        let openapi = OpenApiV3::new(&resources.iter().map(served).collect::<Vec<_>>());
+        let documents =
+            genplane_api::openapi::documents(&resources.iter().map(served).collect::<Vec<_>>());
+        let version = version_info(build);
+        let openapi_v2 = OpenApiV2::new(
+            &documents,
+            version["gitVersion"].as_str().unwrap_or_default(),
+        );
+        let openapi = OpenApiV3::from_documents(documents);
         Self {
             resources,
             discovery,
             openapi,
-            version: version_info(build),
+            openapi_v2,
+            version,
             server_address: server_address.to_owned(),
             ops,
             admission: Admission::new(Limits::default()),
@@ -468,6 +477,9 @@ impl<S: Storage> ApiServer<S> {
                     &parts.headers,
                     info.verb == "head",
                 );
+            }
+            ["openapi", "v2"] => {
+                return self.openapi_v2.handle(&parts.headers, info.verb == "head");
             }
             ["version"] => (self.version.clone(), json),
             [root @ ("api" | "apis")] => {

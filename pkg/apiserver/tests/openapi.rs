@@ -1,5 +1,5 @@
-//! `/openapi/v3` over real HTTP on loopback: what kubectl reads before `apply`, `create -f`,
-//! `replace -f` (server-side field validation) and `explain`.
+//! `/openapi/v3` and `/openapi/v2` over real HTTP on loopback: what kubectl reads before
+//! `apply`, `create -f`, `replace -f` (server-side field validation) and `explain`.
 
 #![allow(clippy::unwrap_used)]
 
@@ -250,6 +250,106 @@ async fn documents_are_cached_by_hash() {
     )
     .await;
     assert_eq!(protobuf.status, 406);
+}
 
-    assert_eq!(get(&server, "/openapi/v2", &[]).await.status, 404);
+const PROTOBUF_V2: &str = "application/com.github.proto-openapi.spec.v2@v1.0+protobuf";
+
+#[tokio::test]
+async fn the_v2_document_is_served_as_json_and_protobuf() {
+    let server = start().await;
+    let json = get(&server, "/openapi/v2", &[]).await;
+    assert_eq!(json.status, 200);
+    assert_eq!(json.header("content-type"), "application/json");
+    assert_eq!(json.header("vary"), "Accept");
+    let etag = json.header("etag").to_owned();
+    assert_eq!(etag.len(), 130, "{etag}");
+    let document = json.json();
+    assert_eq!(document["swagger"], "2.0");
+    assert_eq!(document["info"]["title"], "Kubernetes");
+    let version = get(&server, "/version", &[]).await.json();
+    assert_eq!(document["info"]["version"], version["gitVersion"]);
+
+    // Every served kind that can be patched: kubectl's check and explain's lookup.
+    for gv in served_group_versions(&server).await {
+        let (group, version) = match gv.split('/').collect::<Vec<_>>().as_slice() {
+            ["api", v] => (String::new(), (*v).to_owned()),
+            ["apis", g, v] => ((*g).to_owned(), (*v).to_owned()),
+            _ => unreachable!(),
+        };
+        let resources = get(
+            &server,
+            &format!("/{gv}"),
+            &[("accept", "application/json")],
+        )
+        .await
+        .json();
+        for resource in resources["resources"].as_array().unwrap() {
+            let name = resource["name"].as_str().unwrap();
+            let kind = resource["kind"].as_str().unwrap();
+            if name.contains('/')
+                || !resource["verbs"]
+                    .as_array()
+                    .unwrap()
+                    .contains(&json!("patch"))
+            {
+                continue;
+            }
+            let gvk = json!({"group": group, "version": version, "kind": kind});
+            let patch = document["paths"]
+                .as_object()
+                .unwrap()
+                .values()
+                .filter_map(|item| item.get("patch"))
+                .find(|op| op["x-kubernetes-group-version-kind"] == gvk)
+                .unwrap_or_else(|| panic!("{gv}: no PATCH of {kind}"));
+            assert!(
+                patch["parameters"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .any(|p| p["name"] == "fieldValidation" && p["in"] == "query"),
+                "{gv} {kind}: {patch}"
+            );
+            assert!(
+                document["definitions"]
+                    .as_object()
+                    .unwrap()
+                    .values()
+                    .any(|s| s["x-kubernetes-group-version-kind"]
+                        .as_array()
+                        .is_some_and(|l| l.contains(&gvk))),
+                "{gv}: no definition of {kind}"
+            );
+        }
+    }
+
+    // kubectl's request: protobuf only, answered in upstream's media type, same ETag.
+    let protobuf = get(
+        &server,
+        "/openapi/v2?timeout=32s",
+        &[("accept", PROTOBUF_V2)],
+    )
+    .await;
+    assert_eq!(protobuf.status, 200);
+    assert_eq!(
+        protobuf.header("content-type"),
+        "application/com.github.proto-openapi.spec.v2.v1.0+protobuf"
+    );
+    assert_eq!(protobuf.header("etag"), etag);
+    // Document.swagger (field 1) = "2.0" comes first.
+    assert_eq!(&protobuf.body[..5], b"\x0a\x032.0");
+    assert!(protobuf.body.len() < json.body.len());
+
+    let cached = get(
+        &server,
+        "/openapi/v2",
+        &[("accept", PROTOBUF_V2), ("if-none-match", &etag)],
+    )
+    .await;
+    assert_eq!(cached.status, 304);
+    assert!(cached.body.is_empty());
+    assert_eq!(cached.header("etag"), etag);
+
+    let yaml = get(&server, "/openapi/v2", &[("accept", "application/yaml")]).await;
+    assert_eq!(yaml.status, 406);
 }

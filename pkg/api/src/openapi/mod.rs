@@ -21,9 +21,17 @@
 //!
 //! Documents are plain [`serde_json::Value`]s so that custom resources can add their own
 //! schemas and paths later. Nothing here hashes or serves them: that is the API server's job.
+//!
+//! ## OpenAPI v2
+//!
+//! [`v2::swagger`] derives the one Swagger 2.0 document upstream serves at `/openapi/v2` from
+//! these v3 documents, so both versions have one source; [`gnostic::encode`] writes it as the
+//! protobuf message kubectl 1.27 and 1.28 ask for.
 
 pub mod extensions;
+pub mod gnostic;
 mod paths;
+pub mod v2;
 
 use schemars::JsonSchema;
 use schemars::generate::{SchemaGenerator, SchemaSettings};

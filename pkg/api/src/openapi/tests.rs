@@ -3,7 +3,7 @@ use serde_json::{Value, json};
 use super::*;
 use crate::catalog;
 
-fn served() -> Vec<ServedResource> {
+pub(super) fn served() -> Vec<ServedResource> {
     catalog::all()
         .iter()
         .map(|info| ServedResource {
@@ -259,4 +259,200 @@ fn operations_are_named_as_upstream_names_them() {
         group["paths"]["/apis/coordination.k8s.io/"]["get"]["operationId"],
         "getCoordinationAPIGroup"
     );
+}
+
+fn swagger() -> Value {
+    v2::swagger(&documents(&served()), "v1.33.0")
+}
+
+#[test]
+fn the_v2_document_holds_every_group_version() {
+    let doc = swagger();
+    assert_eq!(doc["swagger"], "2.0");
+    assert_eq!(
+        doc["info"],
+        json!({"title": "Kubernetes", "version": "v1.33.0"})
+    );
+    for (name, gvk) in [
+        (
+            "io.k8s.api.core.v1.ConfigMap",
+            json!([{"group": "", "version": "v1", "kind": "ConfigMap"}]),
+        ),
+        (
+            "io.k8s.api.core.v1.ConfigMapList",
+            json!([{"group": "", "version": "v1", "kind": "ConfigMapList"}]),
+        ),
+        (
+            "io.k8s.api.coordination.v1.Lease",
+            json!([{"group": "coordination.k8s.io", "version": "v1", "kind": "Lease"}]),
+        ),
+        (
+            "io.k8s.api.events.v1.Event",
+            json!([{"group": "events.k8s.io", "version": "v1", "kind": "Event"}]),
+        ),
+    ] {
+        assert_eq!(
+            doc["definitions"][name]["x-kubernetes-group-version-kind"], gvk,
+            "{name}"
+        );
+    }
+    let delete_options = &doc["definitions"]["io.k8s.apimachinery.pkg.apis.meta.v1.DeleteOptions"];
+    assert_eq!(
+        delete_options["x-kubernetes-group-version-kind"]
+            .as_array()
+            .unwrap()
+            .len(),
+        3
+    );
+    assert_eq!(
+        doc["definitions"]["io.k8s.apimachinery.pkg.apis.meta.v1.APIGroup"]["x-kubernetes-group-version-kind"],
+        json!([{"group": "", "version": "v1", "kind": "APIGroup"}])
+    );
+    assert_eq!(
+        doc["definitions"]["io.k8s.apimachinery.pkg.apis.meta.v1.APIGroup"]["x-kubernetes-group-version-kind"],
+        json!([{"group": "", "version": "v1", "kind": "APIGroup"}])
+    );
+    for path in [
+        "/api/",
+        "/api/v1/",
+        "/apis/",
+        "/apis/coordination.k8s.io/v1/namespaces/{namespace}/leases/{name}",
+    ] {
+        assert!(doc["paths"].get(path).is_some(), "{path}");
+    }
+}
+
+#[test]
+fn every_v2_write_declares_field_validation_and_its_kind() {
+    let doc = swagger();
+    let mut patches = 0;
+    for (path, item) in doc["paths"].as_object().unwrap() {
+        for method in ["post", "put", "patch"] {
+            let Some(op) = item.get(method) else { continue };
+            patches += usize::from(method == "patch");
+            let parameters = op["parameters"].as_array().unwrap();
+            let field_validation = parameters
+                .iter()
+                .find(|p| p["name"] == "fieldValidation")
+                .unwrap_or_else(|| panic!("{method} {path}"));
+            assert_eq!(field_validation["in"], "query");
+            assert_eq!(field_validation["type"], "string");
+            assert!(field_validation.get("schema").is_none());
+            let body = parameters.iter().find(|p| p["in"] == "body").unwrap();
+            assert_eq!(body["name"], "body");
+            assert!(
+                body["schema"]["$ref"]
+                    .as_str()
+                    .unwrap()
+                    .starts_with("#/definitions/")
+            );
+            assert!(
+                op["x-kubernetes-group-version-kind"]["kind"].is_string(),
+                "{path}"
+            );
+            assert!(op.get("requestBody").is_none());
+            assert!(!op["consumes"].as_array().unwrap().is_empty());
+            assert!(
+                op["produces"]
+                    .as_array()
+                    .unwrap()
+                    .contains(&json!("application/json"))
+            );
+            assert!(
+                op["responses"]["200"]["schema"]["$ref"].is_string(),
+                "{path}"
+            );
+        }
+    }
+    assert!(patches >= 8, "{patches}");
+    let patch = &doc["paths"]["/api/v1/namespaces/{namespace}/configmaps/{name}"]["patch"];
+    assert_eq!(
+        patch["x-kubernetes-group-version-kind"],
+        json!({"group": "", "version": "v1", "kind": "ConfigMap"})
+    );
+    assert_eq!(
+        patch["consumes"],
+        json!([
+            "application/json-patch+json",
+            "application/merge-patch+json"
+        ])
+    );
+}
+
+/// What kubectl's OpenAPI v2 parser refuses: a reference that is not to a definition, a
+/// reference with a type or properties beside it, an array without exactly one item schema, a
+/// schema of several types, and anything left from v3.
+fn check_v2_schema(schema: &Value, at: &str, definitions: &serde_json::Map<String, Value>) {
+    let s = schema.as_object().unwrap_or_else(|| panic!("{at}"));
+    for key in ["allOf", "anyOf", "oneOf", "nullable"] {
+        assert!(!s.contains_key(key), "{at}: {key}");
+    }
+    if let Some(reference) = s.get("$ref") {
+        let name = reference.as_str().unwrap().strip_prefix("#/definitions/");
+        assert!(
+            definitions.contains_key(name.unwrap_or("")),
+            "{at}: {reference}"
+        );
+        assert!(
+            !s.contains_key("type") && !s.contains_key("properties"),
+            "{at}"
+        );
+        return;
+    }
+    if let Some(kind) = s.get("type") {
+        assert!(kind.is_string(), "{at}");
+        if kind == "array" {
+            check_v2_schema(&s["items"], &format!("{at}[]"), definitions);
+        }
+    }
+    for (name, property) in s
+        .get("properties")
+        .and_then(Value::as_object)
+        .into_iter()
+        .flatten()
+    {
+        check_v2_schema(property, &format!("{at}.{name}"), definitions);
+    }
+    if let Some(values @ Value::Object(_)) = s.get("additionalProperties") {
+        check_v2_schema(values, &format!("{at}{{}}"), definitions);
+    }
+}
+
+#[test]
+fn v2_schemas_keep_to_what_kubectl_parses() {
+    let doc = swagger();
+    let definitions = doc["definitions"].as_object().unwrap();
+    for (name, schema) in definitions {
+        check_v2_schema(schema, name, definitions);
+    }
+    let mut refs = Vec::new();
+    collect_refs(&doc["paths"], &mut refs);
+    for reference in refs {
+        let name = reference.strip_prefix("#/definitions/").unwrap();
+        assert!(definitions.contains_key(name), "{reference}");
+    }
+    // A described reference keeps its description beside the reference.
+    let spec = &definitions["io.k8s.api.coordination.v1.Lease"]["properties"]["spec"];
+    assert_eq!(
+        spec["$ref"],
+        "#/definitions/io.k8s.api.coordination.v1.LeaseSpec"
+    );
+    assert!(spec["description"].is_string());
+}
+
+#[test]
+fn schemas_shared_by_documents_differ_at_most_in_their_kinds() {
+    let mut seen: std::collections::BTreeMap<String, Value> = Default::default();
+    for d in documents(&served()) {
+        for (name, schema) in d.document["components"]["schemas"].as_object().unwrap() {
+            let mut schema = schema.clone();
+            schema
+                .as_object_mut()
+                .unwrap()
+                .remove("x-kubernetes-group-version-kind");
+            if let Some(earlier) = seen.insert(name.clone(), schema.clone()) {
+                assert_eq!(earlier, schema, "{name} differs in {}", d.path);
+            }
+        }
+    }
 }
