@@ -1,5 +1,5 @@
 //! The kubectl acceptance script (`kubectl-acceptance.sh`) against the real binary, once per
-//! kubectl version the tracker requires.
+//! kubectl version the tracker requires (1.33 and 1.27), and once on etcd.
 
 #![allow(clippy::unwrap_used)]
 
@@ -60,6 +60,11 @@ fn accept(name: &str, flags: &[&str]) {
 #[test]
 fn kubectl_1_33_acceptance() {
     accept("kubectl.1.33", &[]);
+}
+
+#[test]
+fn kubectl_1_27_acceptance() {
+    accept("kubectl.1.27", &[]);
 }
 
 #[test]
