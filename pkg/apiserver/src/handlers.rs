@@ -133,6 +133,12 @@ pub(crate) struct Ctx<'a, S: Storage> {
     pub(crate) now: i64,
     /// The server's shutdown, which ends watches.
     pub(crate) shutdown: Option<&'a genplane_component_base::shutdown::Shutdown>,
+    /// The type model of the served kinds (see [`genplane_structured::Schema`]).
+    #[allow(
+        dead_code,
+        reason = "read by strategic merge patch and server-side apply"
+    )]
+    pub(crate) types: &'a genplane_structured::Schema,
 }
 
 impl<S: Storage> Ctx<'_, S> {

@@ -125,6 +125,9 @@ impl Admission {
 pub struct ApiServer<S: Storage> {
     resources: Vec<Resource<S>>,
     discovery: Discovery,
+    /// The type model of the served kinds (list/map semantics, patch strategies), read from
+    /// the OpenAPI documents, for strategic merge patch and server-side apply.
+    types: Arc<genplane_structured::Schema>,
     openapi: OpenApiV3,
     openapi_v2: OpenApiV2,
     version: Value,
@@ -309,10 +312,21 @@ impl<S: Storage> ApiServer<S> {
             &documents,
             version["gitVersion"].as_str().unwrap_or_default(),
         );
+        let mut types = genplane_structured::Schema::default();
+        for document in &documents {
+            // Documents without components (discovery) add nothing; the others were built
+            // from the same tables, so their extensions always read.
+            if let Err(error) = types.add_openapi_v3(&document.document)
+                && !matches!(error, genplane_structured::SchemaError::NoComponents)
+            {
+                tracing::error!(%error, path = %document.path, "reading the type model");
+            }
+        }
         let openapi = OpenApiV3::from_documents(documents);
         Self {
             resources,
             discovery,
+            types: Arc::new(types),
             openapi,
             openapi_v2,
             version,
@@ -632,6 +646,7 @@ impl<S: Storage> ApiServer<S> {
             headers: &parts.headers,
             now: now(),
             shutdown: self.shutdown.as_ref(),
+            types: &self.types,
         };
         match verb {
             "get" => handlers::get(&ctx).await,
