@@ -102,15 +102,14 @@ pub(crate) async fn serve(file: &Path) -> anyhow::Result<()> {
                 let answers = answers.clone();
                 async move {
                     let path = request.uri().path_and_query().map_or("/", |p| p.as_str());
-                    let response = match answers.get(path) {
+                    match answers.get(path) {
                         Some((content_type, body)) => Response::builder()
                             .header(CONTENT_TYPE, content_type.clone())
                             .body(Full::new(body.clone())),
                         None => Response::builder()
                             .status(StatusCode::NOT_FOUND)
                             .body(Full::new(Bytes::new())),
-                    };
-                    response
+                    }
                 }
             });
             let _ = hyper::server::conn::http2::Builder::new(TokioExecutor::new())

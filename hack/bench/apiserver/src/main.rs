@@ -39,10 +39,10 @@ use crate::process::{Server, memory};
 
 #[derive(Parser, Debug)]
 struct Args {
-    /// The `genplane` executable under test (default: `$CARGO_TARGET_DIR/release/genplane`, or
-    /// `target/release/genplane`).
-    #[arg(long)]
-    genplane: Option<PathBuf>,
+    /// The `genplane` executable under test (`hack/bench/apiserver.sh` builds it and passes
+    /// the path).
+    #[arg(long, default_value = "target/release/genplane")]
+    genplane: PathBuf,
     /// The etcd executable.
     #[arg(long, default_value = "etcd")]
     etcd: PathBuf,
@@ -117,11 +117,7 @@ impl Args {
     }
 
     fn genplane(&self) -> PathBuf {
-        self.genplane.clone().unwrap_or_else(|| {
-            std::env::var_os("CARGO_TARGET_DIR")
-                .map_or_else(|| PathBuf::from("target"), PathBuf::from)
-                .join("release/genplane")
-        })
+        self.genplane.clone()
     }
 }
 
