@@ -104,6 +104,11 @@ enum Part {
 }
 
 impl Args {
+    /// How long to let things settle before reading memory or between phases.
+    fn settle(&self, full: Duration) -> Duration {
+        if self.quick { full / 4 } else { full }
+    }
+
     fn apply_quick(&mut self) {
         if self.quick {
             self.rounds = 1;
@@ -600,7 +605,7 @@ async fn watch(args: &Args, backend: &str, server: &Server) -> anyhow::Result<(u
         }
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
-    tokio::time::sleep(Duration::from_millis(500)).await;
+    tokio::time::sleep(args.settle(Duration::from_millis(500))).await;
 
     // Paced writes: delivery latency at a steady rate.
     let gap = Duration::from_secs_f64(1.0 / args.event_rate.max(1) as f64);
@@ -622,7 +627,7 @@ async fn watch(args: &Args, backend: &str, server: &Server) -> anyhow::Result<(u
         tokio::time::sleep_until(next.into()).await;
     }
     // Let the paced phase drain before the burst.
-    tokio::time::sleep(Duration::from_secs(1)).await;
+    tokio::time::sleep(args.settle(Duration::from_secs(1))).await;
 
     // A burst: as many writes as the concurrency allows.
     let burst_start = base.elapsed().as_nanos() as u64;
@@ -766,7 +771,7 @@ async fn run(args: &Args) -> anyhow::Result<()> {
         return Ok(());
     }
     let mut servers = Servers::start(args, &dir).await?;
-    tokio::time::sleep(Duration::from_secs(2)).await;
+    tokio::time::sleep(args.settle(Duration::from_secs(2))).await;
     let mut idle = Vec::new();
     for (_, server) in servers.apiservers() {
         idle.push(memory(server.pid()?)?);
@@ -783,7 +788,7 @@ async fn run(args: &Args) -> anyhow::Result<()> {
         watching.push(watch(args, "etcd", &servers.etcd).await?);
     }
     // Let the watchers' streams close and the servers settle.
-    tokio::time::sleep(Duration::from_secs(3)).await;
+    tokio::time::sleep(args.settle(Duration::from_secs(3))).await;
     println!("\napiserver memory (VmRSS; target: idle < 30 MiB)");
     for (i, (backend, server)) in servers.apiservers().into_iter().enumerate() {
         server.check_alive()?;
