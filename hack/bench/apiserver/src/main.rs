@@ -746,6 +746,21 @@ async fn watch(args: &Args, backend: &str, server: &Server) -> anyhow::Result<(u
     Ok(with_watchers)
 }
 
+/// The server's `apiserver_registered_watchers` gauge for `kind`, from `/metrics`.
+async fn registered_watchers(client: &Client, kind: &str) -> anyhow::Result<String> {
+    let metrics = client
+        .expect(Method::GET, "/metrics", None, StatusCode::OK)
+        .await?;
+    let text = String::from_utf8_lossy(&metrics);
+    let wanted = format!("kind=\"{kind}\"");
+    Ok(text
+        .lines()
+        .find(|l| l.starts_with("apiserver_registered_watchers{") && l.contains(&wanted))
+        .and_then(|l| l.rsplit(' ').next())
+        .unwrap_or("0")
+        .to_owned())
+}
+
 async fn run(args: &Args) -> anyhow::Result<()> {
     let temp;
     let dir = match &args.dir {
@@ -797,10 +812,12 @@ async fn run(args: &Args) -> anyhow::Result<()> {
             format!(", with {} watchers {:.1} MiB", args.watchers, mib(m.0))
         });
         println!(
-            "  {backend:<7} idle after start-up {:.1} MiB{open}, idle after the load {:.1} MiB, peak {:.1} MiB",
+            "  {backend:<7} idle after start-up {:.1} MiB{open}, idle after the load {:.1} MiB, peak {:.1} MiB; \
+             ConfigMap watchers still registered: {}",
             mib(idle[i].0),
             mib(after),
-            mib(peak)
+            mib(peak),
+            registered_watchers(&server.client, "ConfigMap").await?
         );
     }
     let Servers { sqlite, etcd, .. } = servers;
