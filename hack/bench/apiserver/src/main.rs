@@ -159,24 +159,39 @@ async fn run_slice(
     Ok((done, started.elapsed()))
 }
 
+/// What [`interleaved`] measured for one op.
+#[derive(Clone, Copy, Debug)]
+struct Rate {
+    /// Operations per second.
+    ops: f64,
+    /// CPU time the op's server processes spent per operation, in microseconds.
+    cpu_us: f64,
+}
+
 /// Operations per second of each of `ops`, interleaved: every round runs each op for one
-/// slice, after one warm-up round that is not counted.
-async fn interleaved(ops: &[Op], args: &Args) -> anyhow::Result<Vec<f64>> {
+/// slice, after one warm-up round that is not counted. Each op comes with the processes that
+/// serve it, whose CPU time per operation is measured over its slices.
+async fn interleaved(ops: &[(Op, Vec<u32>)], args: &Args) -> anyhow::Result<Vec<Rate>> {
     let slice = Duration::from_secs_f64(args.slice);
     let counters: Vec<Arc<AtomicU64>> = ops.iter().map(|_| Arc::new(AtomicU64::new(0))).collect();
-    let mut totals = vec![(0u64, Duration::ZERO); ops.len()];
+    let mut totals = vec![(0u64, Duration::ZERO, 0u64); ops.len()];
     for round in 0..=args.rounds {
-        for (i, op) in ops.iter().enumerate() {
+        for (i, (op, pids)) in ops.iter().enumerate() {
+            let cpu = process::cpu_ticks(pids)?;
             let (done, took) = run_slice(op, &counters[i], args.concurrency, slice).await?;
             if round > 0 {
                 totals[i].0 += done;
                 totals[i].1 += took;
+                totals[i].2 += process::cpu_ticks(pids)? - cpu;
             }
         }
     }
     Ok(totals
         .iter()
-        .map(|(done, took)| *done as f64 / took.as_secs_f64())
+        .map(|(done, took, ticks)| Rate {
+            ops: *done as f64 / took.as_secs_f64(),
+            cpu_us: *ticks as f64 * 1e6 / process::TICKS_PER_SECOND as f64 / (*done).max(1) as f64,
+        })
         .collect())
 }
 
@@ -380,10 +395,14 @@ async fn creates(args: &Args, servers: &mut Servers) -> anyhow::Result<()> {
             })
         })
     };
+    let etcd_pid = process::child_named("etcd")?;
     let ops = [
-        raw_op,
-        api_op(&servers.etcd.client),
-        api_op(&servers.sqlite.client),
+        (raw_op, vec![etcd_pid]),
+        (
+            api_op(&servers.etcd.client),
+            vec![servers.etcd.pid()?, etcd_pid],
+        ),
+        (api_op(&servers.sqlite.client), vec![servers.sqlite.pid()?]),
     ];
     let rates = interleaved(&ops, args).await?;
     println!(
@@ -394,20 +413,26 @@ async fn creates(args: &Args, servers: &mut Servers) -> anyhow::Result<()> {
         args.slice
     );
     println!(
-        "  {:<40} {:>10.0} ops/s",
-        "raw etcd create transactions", rates[0]
+        "  {:<36} {:>8} {:>14} {:>22}",
+        "", "ops/s", "vs raw etcd", "server CPU us/op"
     );
     println!(
-        "  {:<40} {:>10.0} ops/s  {:>6.0}% of raw etcd   (target >= 90%)",
-        "apiserver on etcd (HTTPS, HTTP/2)",
-        rates[1],
-        100.0 * rates[1] / rates[0]
+        "  {:<36} {:>8.0} {:>14} {:>22.0}",
+        "raw etcd create transactions", rates[0].ops, "", rates[0].cpu_us
     );
     println!(
-        "  {:<40} {:>10.0} ops/s  {:>6.2}x raw etcd      (target >= 3x)",
-        "apiserver on SQLite (HTTPS, HTTP/2)",
-        rates[2],
-        rates[2] / rates[0]
+        "  {:<36} {:>8.0} {:>13.0}% {:>22}",
+        "apiserver on etcd (target >= 90%)",
+        rates[1].ops,
+        100.0 * rates[1].ops / rates[0].ops,
+        format!("{:.0} (apiserver+etcd)", rates[1].cpu_us)
+    );
+    println!(
+        "  {:<36} {:>8.0} {:>13.2}x {:>22.0}",
+        "apiserver on SQLite (target >= 3x)",
+        rates[2].ops,
+        rates[2].ops / rates[0].ops,
+        rates[2].cpu_us
     );
     for (_, server) in servers.apiservers() {
         server.check_alive()?;
@@ -468,6 +493,7 @@ async fn reads(args: &Args, servers: &mut Servers, dir: &Path) -> anyhow::Result
                 path.clone(),
                 body.len(),
                 server.client.clone(),
+                server.pid()?,
             ));
             routes.answers.push((path, content_type, body));
         }
@@ -482,10 +508,11 @@ async fn reads(args: &Args, servers: &mut Servers, dir: &Path) -> anyhow::Result
         args.concurrency, args.objects, args.value_size
     );
     println!(
-        "  {:<8} {:<24} {:>9} {:>12} {:>12} {:>8}",
-        "backend", "request", "bytes", "genplane/s", "bare/s", "ratio"
+        "  {:<8} {:<24} {:>9} {:>12} {:>12} {:>8} {:>19}",
+        "backend", "request", "bytes", "genplane/s", "bare/s", "ratio", "CPU us/op: gp, bare"
     );
-    for (backend, label, path, size, client) in cases {
+    let bare_pid = bare.pid()?;
+    for (backend, label, path, size, client, pid) in cases {
         let op = |client: &Client| -> Op {
             let (client, path) = (client.clone(), path.clone());
             Arc::new(move |_| {
@@ -498,15 +525,24 @@ async fn reads(args: &Args, servers: &mut Servers, dir: &Path) -> anyhow::Result
                 })
             })
         };
-        let rates = interleaved(&[op(&client), op(&bare.client)], args).await?;
+        let rates = interleaved(
+            &[(op(&client), vec![pid]), (op(&bare.client), vec![bare_pid])],
+            args,
+        )
+        .await?;
         println!(
-            "  {backend:<8} {label:<24} {size:>9} {:>12.0} {:>12.0} {:>7.0}%",
-            rates[0],
-            rates[1],
-            100.0 * rates[0] / rates[1]
+            "  {backend:<8} {label:<24} {size:>9} {:>12.0} {:>12.0} {:>7.0}% {:>9.0} {:>9.0}",
+            rates[0].ops,
+            rates[1].ops,
+            100.0 * rates[0].ops / rates[1].ops,
+            rates[0].cpu_us,
+            rates[1].cpu_us,
         );
     }
-    println!("  (target: GET and LIST from the watch cache >= 50% of bare)");
+    println!(
+        "  (target: GET and LIST from the watch cache >= 50% of bare; CPU: user+system time of \
+         the apiserver process, etcd's not included, and of the bare server process)"
+    );
     bare.stop().await?;
     for (_, server) in servers.apiservers() {
         server.check_alive()?;

@@ -241,3 +241,52 @@ pub(crate) async fn time_to_ready(
     terminate(&mut child).await?;
     Ok((took, memory))
 }
+
+/// Clock ticks per second of `/proc/<pid>/stat` (`USER_HZ`, 100 on Linux).
+pub(crate) const TICKS_PER_SECOND: u64 = 100;
+
+/// The user and system CPU time of `pids` so far, all threads, in clock ticks.
+pub(crate) fn cpu_ticks(pids: &[u32]) -> anyhow::Result<u64> {
+    let mut ticks = 0;
+    for pid in pids {
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat"))?;
+        // The fields after the command name, which is in parentheses and may hold spaces.
+        let fields: Vec<&str> = stat
+            .rsplit_once(')')
+            .context("malformed stat")?
+            .1
+            .split_whitespace()
+            .collect();
+        // utime and stime are fields 14 and 15 of stat, 12 and 13 after the name.
+        ticks += fields[11].parse::<u64>()? + fields[12].parse::<u64>()?;
+    }
+    Ok(ticks)
+}
+
+/// The process id of this process's child named `name` (its `comm`).
+pub(crate) fn child_named(name: &str) -> anyhow::Result<u32> {
+    let me = std::process::id();
+    for entry in std::fs::read_dir("/proc")? {
+        let Some(pid) = entry?
+            .file_name()
+            .to_str()
+            .and_then(|n| n.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+            continue;
+        };
+        let Some((head, rest)) = stat.rsplit_once(')') else {
+            continue;
+        };
+        let parent = rest
+            .split_whitespace()
+            .nth(1)
+            .and_then(|p| p.parse::<u32>().ok());
+        if parent == Some(me) && head.ends_with(&format!("({name}")) {
+            return Ok(pid);
+        }
+    }
+    anyhow::bail!("no child process named {name}")
+}
