@@ -1,0 +1,106 @@
+//! The one HTTP/2 client every measurement uses: TLS over loopback, requests multiplexed on
+//! shared connections (as client-go multiplexes everything on one connection per server).
+
+use std::sync::Arc;
+
+use anyhow::Context as _;
+use bytes::Bytes;
+use http_body_util::{BodyExt as _, Full};
+use hyper::client::conn::http2::SendRequest;
+use hyper::{Method, Request, Response, StatusCode};
+use hyper_util::rt::{TokioExecutor, TokioIo};
+
+/// A connection to one server; clones share the connection.
+#[derive(Clone, Debug)]
+pub(crate) struct Client {
+    base: String,
+    send: SendRequest<Full<Bytes>>,
+}
+
+impl Client {
+    /// Connects to `base` (`https://127.0.0.1:PORT`) with `tls` and negotiates HTTP/2.
+    pub(crate) async fn connect(
+        base: &str,
+        tls: Arc<rustls::ClientConfig>,
+    ) -> anyhow::Result<Self> {
+        let authority = base
+            .strip_prefix("https://")
+            .with_context(|| format!("{base} is not an https URL"))?;
+        let tcp = tokio::net::TcpStream::connect(authority).await?;
+        tcp.set_nodelay(true)?;
+        Self::handshake(base, tls, tcp).await
+    }
+
+    /// Speaks TLS and HTTP/2 over `tcp`, a connection to `base`.
+    pub(crate) async fn handshake(
+        base: &str,
+        tls: Arc<rustls::ClientConfig>,
+        tcp: tokio::net::TcpStream,
+    ) -> anyhow::Result<Self> {
+        let name = rustls::pki_types::ServerName::try_from("127.0.0.1")?;
+        let stream = tokio_rustls::TlsConnector::from(tls)
+            .connect(name, tcp)
+            .await
+            .context("TLS handshake")?;
+        let (send, connection) = hyper::client::conn::http2::Builder::new(TokioExecutor::new())
+            .handshake(TokioIo::new(stream))
+            .await
+            .context("HTTP/2 handshake")?;
+        tokio::spawn(connection);
+        Ok(Self {
+            base: base.to_owned(),
+            send,
+        })
+    }
+
+    /// Sends a request for `path` (with its query) and returns the answer's head, with the
+    /// body still streaming.
+    pub(crate) async fn start(
+        &self,
+        method: Method,
+        path: &str,
+        body: Option<Bytes>,
+    ) -> anyhow::Result<Response<hyper::body::Incoming>> {
+        let mut request = Request::builder()
+            .method(method)
+            .uri(format!("{}{path}", self.base))
+            .header("accept", "application/json");
+        if body.is_some() {
+            request = request.header("content-type", "application/json");
+        }
+        let request = request.body(Full::new(body.unwrap_or_default()))?;
+        let mut send = self.send.clone();
+        send.ready().await?;
+        Ok(send.send_request(request).await?)
+    }
+
+    /// Sends a request and reads the whole answer.
+    pub(crate) async fn call(
+        &self,
+        method: Method,
+        path: &str,
+        body: Option<Bytes>,
+    ) -> anyhow::Result<(StatusCode, Bytes)> {
+        let response = self.start(method, path, body).await?;
+        let status = response.status();
+        let body = response.into_body().collect().await?.to_bytes();
+        Ok((status, body))
+    }
+
+    /// Sends a request and fails unless the answer has status `want`.
+    pub(crate) async fn expect(
+        &self,
+        method: Method,
+        path: &str,
+        body: Option<Bytes>,
+        want: StatusCode,
+    ) -> anyhow::Result<Bytes> {
+        let (status, body) = self.call(method.clone(), path, body).await?;
+        anyhow::ensure!(
+            status == want,
+            "{method} {path}: {status}, wanted {want}: {}",
+            String::from_utf8_lossy(&body[..body.len().min(500)])
+        );
+        Ok(body)
+    }
+}

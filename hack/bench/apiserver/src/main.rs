@@ -1,0 +1,878 @@
+//! API server benchmarks against the real `genplane apiserver` executable, measured side by
+//! side in one run (these machines are noisy, so only ratios from the same run mean much):
+//!
+//! 1. time from spawn to `/readyz` answering 200 on an empty SQLite store, median of several
+//!    starts, both on a fresh data directory (certificates generated) and on an existing one;
+//! 2. ConfigMap create throughput over HTTPS/HTTP/2 with the admin client certificate, on the
+//!    SQLite backend and the etcd backend, interleaved with raw etcd create transactions of the
+//!    stored bytes at the same concurrency;
+//! 3. GET and LIST throughput (consistent, and `resourceVersion=0`) against a bare hyper server
+//!    answering the bytes captured from the apiserver, interleaved, same client and concurrency;
+//! 4. watch fan-out: many watchers of one namespace over HTTP/2, then paced writes (delivery
+//!    latency) and a burst of writes (delivered events per second);
+//! 5. the apiserver's resident memory after start-up, with the watchers open, and after the load.
+//!
+//! Beside each throughput, the CPU time (user + system) the serving processes spent per
+//! operation: on a shared machine it moves less than the rates do.
+//!
+//! Run it with `hack/bench/apiserver.sh` (release build); `--help` lists the knobs.
+
+mod bare;
+mod client;
+mod process;
+mod tls;
+
+use std::future::Future;
+use std::path::{Path, PathBuf};
+use std::pin::Pin;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+use anyhow::Context as _;
+use bytes::Bytes;
+use clap::Parser;
+use etcd_client::{Compare, CompareOp, GetOptions, Txn, TxnOp};
+use genplane_storage_etcd::testing::{EtcdServer, EtcdServerOptions};
+use http_body_util::BodyExt as _;
+use hyper::{Method, StatusCode};
+
+use crate::client::Client;
+use crate::process::{Server, memory};
+
+#[derive(Parser, Debug)]
+struct Args {
+    /// The `genplane` executable under test (`hack/bench/apiserver.sh` builds it and passes
+    /// the path).
+    #[arg(long, default_value = "target/release/genplane")]
+    genplane: PathBuf,
+    /// The etcd executable.
+    #[arg(long, default_value = "etcd")]
+    etcd: PathBuf,
+    /// A smoke run of a few seconds: small counts and short slices, whatever else is given.
+    #[arg(long)]
+    quick: bool,
+    /// Requests in flight at once in the throughput measurements (one HTTP/2 connection).
+    #[arg(long, default_value_t = 16)]
+    concurrency: usize,
+    /// Measured rounds: each round runs every compared implementation for one slice, after one
+    /// warm-up round, so that they are measured over the same stretch of time.
+    #[arg(long, default_value_t = 6)]
+    rounds: u32,
+    /// Seconds each implementation runs per round.
+    #[arg(long, default_value_t = 1.0)]
+    slice: f64,
+    /// Size of each ConfigMap's data value in bytes.
+    #[arg(long, default_value_t = 1024)]
+    value_size: usize,
+    /// ConfigMaps in the namespace that GET and LIST read.
+    #[arg(long, default_value_t = 100)]
+    objects: usize,
+    /// Watchers in the fan-out measurement.
+    #[arg(long, default_value_t = 1000)]
+    watchers: usize,
+    /// Watch streams per HTTP/2 connection (the server allows 1,000).
+    #[arg(long, default_value_t = 500)]
+    streams_per_connection: usize,
+    /// Writes in each phase of the fan-out measurement (paced, then a burst).
+    #[arg(long, default_value_t = 100)]
+    events: usize,
+    /// Writes per second in the paced phase.
+    #[arg(long, default_value_t = 20)]
+    event_rate: u64,
+    /// Starts of the start-up measurement, per kind (fresh data directory, existing one).
+    #[arg(long, default_value_t = 7)]
+    starts: usize,
+    /// Where data directories go (default: a temporary directory under /var/tmp, on disk).
+    #[arg(long)]
+    dir: Option<PathBuf>,
+    /// The parts to run.
+    #[arg(
+        long,
+        value_delimiter = ',',
+        default_value = "startup,creates,reads,watch"
+    )]
+    only: Vec<Part>,
+    /// Internal: serve the bare server's routes from this file.
+    #[arg(long, hide = true)]
+    serve_bare: Option<PathBuf>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+enum Part {
+    Startup,
+    Creates,
+    Reads,
+    Watch,
+}
+
+impl Args {
+    /// How long to let things settle before reading memory or between phases.
+    fn settle(&self, full: Duration) -> Duration {
+        if self.quick { full / 4 } else { full }
+    }
+
+    fn apply_quick(&mut self) {
+        if self.quick {
+            self.rounds = 1;
+            self.slice = 0.25;
+            self.objects = self.objects.min(20);
+            self.watchers = self.watchers.min(50);
+            self.events = self.events.min(20);
+            self.event_rate = self.event_rate.max(50);
+            self.starts = self.starts.min(3);
+        }
+    }
+
+    fn genplane(&self) -> PathBuf {
+        self.genplane.clone()
+    }
+}
+
+/// One implementation's operation, boxed so that compared implementations share one loop.
+type Op =
+    Arc<dyn Fn(u64) -> Pin<Box<dyn Future<Output = anyhow::Result<()>> + Send>> + Send + Sync>;
+
+/// Runs `op` from `concurrency` tasks for `duration`; returns the operations completed and the
+/// time they took.
+async fn run_slice(
+    op: &Op,
+    counter: &Arc<AtomicU64>,
+    concurrency: usize,
+    duration: Duration,
+) -> anyhow::Result<(u64, Duration)> {
+    let started = Instant::now();
+    let deadline = started + duration;
+    let mut tasks = tokio::task::JoinSet::new();
+    for _ in 0..concurrency {
+        let (op, counter) = (op.clone(), counter.clone());
+        tasks.spawn(async move {
+            let mut done = 0u64;
+            while Instant::now() < deadline {
+                op(counter.fetch_add(1, Ordering::Relaxed)).await?;
+                done += 1;
+            }
+            anyhow::Ok(done)
+        });
+    }
+    let mut done = 0;
+    for result in tasks.join_all().await {
+        done += result?;
+    }
+    Ok((done, started.elapsed()))
+}
+
+/// What [`interleaved`] measured for one op.
+#[derive(Clone, Copy, Debug)]
+struct Rate {
+    /// Operations per second.
+    ops: f64,
+    /// CPU time the op's server processes spent per operation, in microseconds.
+    cpu_us: f64,
+}
+
+/// Operations per second of each of `ops`, interleaved: every round runs each op for one
+/// slice, after one warm-up round that is not counted. Each op comes with the processes that
+/// serve it, whose CPU time per operation is measured over its slices.
+async fn interleaved(ops: &[(Op, Vec<u32>)], args: &Args) -> anyhow::Result<Vec<Rate>> {
+    let slice = Duration::from_secs_f64(args.slice);
+    let counters: Vec<Arc<AtomicU64>> = ops.iter().map(|_| Arc::new(AtomicU64::new(0))).collect();
+    let mut totals = vec![(0u64, Duration::ZERO, 0u64); ops.len()];
+    for round in 0..=args.rounds {
+        for (i, (op, pids)) in ops.iter().enumerate() {
+            let cpu = process::cpu_ticks(pids)?;
+            let (done, took) = run_slice(op, &counters[i], args.concurrency, slice).await?;
+            if round > 0 {
+                totals[i].0 += done;
+                totals[i].1 += took;
+                totals[i].2 += process::cpu_ticks(pids)? - cpu;
+            }
+        }
+    }
+    Ok(totals
+        .iter()
+        .map(|(done, took, ticks)| Rate {
+            ops: *done as f64 / took.as_secs_f64(),
+            cpu_us: *ticks as f64 * 1e6 / process::TICKS_PER_SECOND as f64 / (*done).max(1) as f64,
+        })
+        .collect())
+}
+
+/// The value at quantile `q` of sorted `values`.
+fn quantile(sorted: &[u64], q: f64) -> u64 {
+    sorted[((sorted.len() - 1) as f64 * q).round() as usize]
+}
+
+fn ms(d: Duration) -> f64 {
+    d.as_secs_f64() * 1e3
+}
+
+fn mib(kib: u64) -> f64 {
+    kib as f64 / 1024.0
+}
+
+/// A ConfigMap named `name` whose `payload` value is `value_size` bytes, and an optional
+/// `sent` value.
+fn configmap(name: &str, value_size: usize, sent: Option<&str>) -> Bytes {
+    let mut data = serde_json::json!({ "payload": "x".repeat(value_size) });
+    if let Some(sent) = sent {
+        data["sent"] = sent.into();
+    }
+    Bytes::from(
+        serde_json::json!({
+            "apiVersion": "v1",
+            "kind": "ConfigMap",
+            "metadata": { "name": name },
+            "data": data,
+        })
+        .to_string(),
+    )
+}
+
+async fn create_namespace(client: &Client, name: &str) -> anyhow::Result<()> {
+    let body = serde_json::json!({
+        "apiVersion": "v1",
+        "kind": "Namespace",
+        "metadata": { "name": name },
+    });
+    client
+        .expect(
+            Method::POST,
+            "/api/v1/namespaces",
+            Some(Bytes::from(body.to_string())),
+            StatusCode::CREATED,
+        )
+        .await?;
+    Ok(())
+}
+
+fn configmaps(namespace: &str) -> String {
+    format!("/api/v1/namespaces/{namespace}/configmaps")
+}
+
+/// The running servers every part after start-up shares.
+struct Servers {
+    _etcd: EtcdServer,
+    raw: etcd_client::KvClient,
+    sqlite: Server,
+    etcd: Server,
+}
+
+impl Servers {
+    async fn start(args: &Args, dir: &Path) -> anyhow::Result<Self> {
+        let etcd = EtcdServer::start_with(EtcdServerOptions {
+            binary: args.etcd.clone(),
+            ..EtcdServerOptions::default()
+        })
+        .await
+        .context("starting etcd")?;
+        let raw = etcd_client::Client::connect([etcd.endpoint()], None)
+            .await?
+            .kv_client();
+        let bin = args.genplane();
+        let sqlite = Server::apiserver(&bin, &dir.join("sqlite"), &[])
+            .await
+            .context("starting the apiserver on SQLite")?;
+        let on_etcd = Server::apiserver(
+            &bin,
+            &dir.join("etcd"),
+            &[
+                "--storage-backend=etcd".to_owned(),
+                format!("--etcd-servers={}", etcd.endpoint()),
+            ],
+        )
+        .await
+        .context("starting the apiserver on etcd")?;
+        Ok(Servers {
+            _etcd: etcd,
+            raw,
+            sqlite,
+            etcd: on_etcd,
+        })
+    }
+
+    fn apiservers(&mut self) -> [(&'static str, &mut Server); 2] {
+        [("sqlite", &mut self.sqlite), ("etcd", &mut self.etcd)]
+    }
+}
+
+async fn startup(args: &Args, dir: &Path) -> anyhow::Result<()> {
+    let bin = args.genplane();
+    println!(
+        "start-up: spawn until /readyz answers 200 on an empty SQLite store, {} starts each",
+        args.starts
+    );
+    let mut fresh = Vec::new();
+    let mut fresh_rss = Vec::new();
+    for i in 0..args.starts {
+        let (took, (rss, _)) =
+            process::time_to_ready(&bin, &dir.join(format!("start-{i}"))).await?;
+        fresh.push(took);
+        fresh_rss.push(rss);
+    }
+    // Existing data directory: certificates and the database are there from the first start.
+    let mut again = Vec::new();
+    for _ in 0..args.starts {
+        again.push(process::time_to_ready(&bin, &dir.join("start-0")).await?.0);
+    }
+    for (label, times) in [
+        ("fresh data directory (generates certificates)", &mut fresh),
+        ("existing data directory", &mut again),
+    ] {
+        times.sort();
+        println!(
+            "  {label:<48} median {:>6.1} ms  (min {:.1}, max {:.1})",
+            ms(times[times.len() / 2]),
+            ms(times[0]),
+            ms(times[times.len() - 1]),
+        );
+    }
+    fresh_rss.sort_unstable();
+    println!(
+        "  VmRSS at readiness: median {:.1} MiB",
+        mib(fresh_rss[fresh_rss.len() / 2])
+    );
+    Ok(())
+}
+
+async fn creates(args: &Args, servers: &mut Servers) -> anyhow::Result<()> {
+    let namespace = "bench-create";
+    for (_, server) in servers.apiservers() {
+        create_namespace(&server.client, namespace).await?;
+    }
+    // The bytes genplane stores for such a ConfigMap, read back from etcd, for the raw puts.
+    let sample = "cm-sample";
+    servers
+        .etcd
+        .client
+        .expect(
+            Method::POST,
+            &configmaps(namespace),
+            Some(configmap(sample, args.value_size, None)),
+            StatusCode::CREATED,
+        )
+        .await?;
+    let stored = servers
+        .raw
+        .get("/registry/", Some(GetOptions::new().with_prefix()))
+        .await?
+        .kvs()
+        .iter()
+        .find(|kv| {
+            kv.key()
+                .ends_with(format!("/{namespace}/{sample}").as_bytes())
+        })
+        .map(|kv| Bytes::copy_from_slice(kv.value()))
+        .context("the sample ConfigMap is not in etcd under /registry/")?;
+
+    let raw_op: Op = {
+        let (raw, value) = (servers.raw.clone(), stored.clone());
+        Arc::new(move |n| {
+            let (mut raw, value) = (raw.clone(), value.clone());
+            Box::pin(async move {
+                let key = format!("/bench-raw/configmaps/{namespace}/cm-{n:09}");
+                let txn = Txn::new()
+                    .when([Compare::mod_revision(key.clone(), CompareOp::Equal, 0)])
+                    .and_then([TxnOp::put(key, value.to_vec(), None)]);
+                anyhow::ensure!(raw.txn(txn).await?.succeeded(), "raw create found the key");
+                Ok(())
+            })
+        })
+    };
+    let api_op = |client: &Client| -> Op {
+        let client = client.clone();
+        let value_size = args.value_size;
+        Arc::new(move |n| {
+            let client = client.clone();
+            Box::pin(async move {
+                let body = configmap(&format!("cm-{n:09}"), value_size, None);
+                client
+                    .expect(
+                        Method::POST,
+                        &configmaps(namespace),
+                        Some(body),
+                        StatusCode::CREATED,
+                    )
+                    .await?;
+                Ok(())
+            })
+        })
+    };
+    let etcd_pid = process::child_named("etcd")?;
+    let ops = [
+        (raw_op, vec![etcd_pid]),
+        (
+            api_op(&servers.etcd.client),
+            vec![servers.etcd.pid()?, etcd_pid],
+        ),
+        (api_op(&servers.sqlite.client), vec![servers.sqlite.pid()?]),
+    ];
+    let rates = interleaved(&ops, args).await?;
+    println!(
+        "\nConfigMap creates, {} B stored values, concurrency {}, {} rounds of {:.2} s each, interleaved",
+        stored.len(),
+        args.concurrency,
+        args.rounds,
+        args.slice
+    );
+    println!(
+        "  {:<36} {:>8} {:>14} {:>22}",
+        "", "ops/s", "vs raw etcd", "server CPU us/op"
+    );
+    println!(
+        "  {:<36} {:>8.0} {:>14} {:>22.0}",
+        "raw etcd create transactions", rates[0].ops, "", rates[0].cpu_us
+    );
+    println!(
+        "  {:<36} {:>8.0} {:>13.0}% {:>22}",
+        "apiserver on etcd (target >= 90%)",
+        rates[1].ops,
+        100.0 * rates[1].ops / rates[0].ops,
+        format!("{:.0} (apiserver+etcd)", rates[1].cpu_us)
+    );
+    println!(
+        "  {:<36} {:>8.0} {:>13.2}x {:>22.0}",
+        "apiserver on SQLite (target >= 3x)",
+        rates[2].ops,
+        rates[2].ops / rates[0].ops,
+        rates[2].cpu_us
+    );
+    for (_, server) in servers.apiservers() {
+        server.check_alive()?;
+    }
+    Ok(())
+}
+
+async fn reads(args: &Args, servers: &mut Servers, dir: &Path) -> anyhow::Result<()> {
+    // Fill one namespace per backend and capture each answer once.
+    let mut routes = bare::Routes {
+        cert: dir.join("sqlite/pki/apiserver.crt"),
+        key: dir.join("sqlite/pki/apiserver.key"),
+        client_ca: dir.join("sqlite/pki/ca.crt"),
+        answers: Vec::new(),
+    };
+    let mut cases = Vec::new();
+    for (backend, server) in servers.apiservers() {
+        let namespace = format!("bench-read-{backend}");
+        create_namespace(&server.client, &namespace).await?;
+        for i in 0..args.objects {
+            server
+                .client
+                .expect(
+                    Method::POST,
+                    &configmaps(&namespace),
+                    Some(configmap(&format!("cm-{i:06}"), args.value_size, None)),
+                    StatusCode::CREATED,
+                )
+                .await?;
+        }
+        let one = format!("{}/cm-{:06}", configmaps(&namespace), args.objects / 2);
+        let all = configmaps(&namespace);
+        for (label, path) in [
+            ("GET", one.clone()),
+            ("GET ?resourceVersion=0", format!("{one}?resourceVersion=0")),
+            ("LIST", all.clone()),
+            (
+                "LIST ?resourceVersion=0",
+                format!("{all}?resourceVersion=0"),
+            ),
+        ] {
+            let response = server.client.start(Method::GET, &path, None).await?;
+            anyhow::ensure!(
+                response.status() == StatusCode::OK,
+                "GET {path}: {}",
+                response.status()
+            );
+            let content_type = response
+                .headers()
+                .get("content-type")
+                .and_then(|v| v.to_str().ok())
+                .unwrap_or("application/json")
+                .to_owned();
+            let body = response.into_body().collect().await?.to_bytes();
+            cases.push((
+                backend,
+                label,
+                path.clone(),
+                body.len(),
+                server.client.clone(),
+                server.pid()?,
+            ));
+            routes.answers.push((path, content_type, body));
+        }
+    }
+    let routes_file = dir.join("bare-routes.json");
+    routes.write(&routes_file)?;
+    let bare = Server::bare(&routes_file, servers.sqlite.tls.clone()).await?;
+
+    println!(
+        "\nGET and LIST, concurrency {}, {} objects of {} B data in the namespace, against a bare \
+         hyper server answering the same bytes, interleaved",
+        args.concurrency, args.objects, args.value_size
+    );
+    println!(
+        "  {:<8} {:<24} {:>9} {:>12} {:>12} {:>8} {:>19}",
+        "backend", "request", "bytes", "genplane/s", "bare/s", "ratio", "CPU us/op: gp, bare"
+    );
+    let bare_pid = bare.pid()?;
+    for (backend, label, path, size, client, pid) in cases {
+        let op = |client: &Client| -> Op {
+            let (client, path) = (client.clone(), path.clone());
+            Arc::new(move |_| {
+                let (client, path) = (client.clone(), path.clone());
+                Box::pin(async move {
+                    client
+                        .expect(Method::GET, &path, None, StatusCode::OK)
+                        .await?;
+                    Ok(())
+                })
+            })
+        };
+        let rates = interleaved(
+            &[(op(&client), vec![pid]), (op(&bare.client), vec![bare_pid])],
+            args,
+        )
+        .await?;
+        println!(
+            "  {backend:<8} {label:<24} {size:>9} {:>12.0} {:>12.0} {:>7.0}% {:>9.0} {:>9.0}",
+            rates[0].ops,
+            rates[1].ops,
+            100.0 * rates[0].ops / rates[1].ops,
+            rates[0].cpu_us,
+            rates[1].cpu_us,
+        );
+    }
+    println!(
+        "  (target: GET and LIST from the watch cache >= 50% of bare; CPU: user+system time of \
+         the apiserver process, etcd's not included, and of the bare server process)"
+    );
+    bare.stop().await?;
+    for (_, server) in servers.apiservers() {
+        server.check_alive()?;
+    }
+    Ok(())
+}
+
+/// One delivery: the phase's marker, the latency from write start, and when it arrived.
+struct Delivery {
+    burst: bool,
+    latency: u64,
+    at: u64,
+}
+
+/// Reads a watch stream until `expected` marked events arrived or the stream ends.
+async fn read_watch(
+    body: hyper::body::Incoming,
+    base: Instant,
+    expected: usize,
+) -> anyhow::Result<Vec<Delivery>> {
+    const MARKER: &[u8] = b"\"sent\":\"";
+    let mut body = body;
+    let mut deliveries = Vec::with_capacity(expected);
+    let mut pending: Vec<u8> = Vec::new();
+    while deliveries.len() < expected {
+        let Some(frame) = body.frame().await else {
+            break;
+        };
+        let Ok(data) = frame?.into_data() else {
+            continue;
+        };
+        let now = base.elapsed().as_nanos() as u64;
+        pending.extend_from_slice(&data);
+        while let Some(end) = pending.iter().position(|&b| b == b'\n') {
+            let line: Vec<u8> = pending.drain(..=end).collect();
+            let Some(at) = line.windows(MARKER.len()).position(|w| w == MARKER) else {
+                continue;
+            };
+            let value = &line[at + MARKER.len()..];
+            let digits = value[1..].iter().take_while(|b| b.is_ascii_digit()).count();
+            let sent: u64 = std::str::from_utf8(&value[1..1 + digits])?.parse()?;
+            deliveries.push(Delivery {
+                burst: value[0] == b'b',
+                latency: now.saturating_sub(sent),
+                at: now,
+            });
+        }
+    }
+    Ok(deliveries)
+}
+
+/// Watch fan-out on `server`; returns its memory with the watchers open.
+async fn watch(args: &Args, backend: &str, server: &Server) -> anyhow::Result<(u64, u64)> {
+    let namespace = "bench-watch";
+    create_namespace(&server.client, namespace).await?;
+    let list = server
+        .client
+        .expect(Method::GET, &configmaps(namespace), None, StatusCode::OK)
+        .await?;
+    let list: serde_json::Value = serde_json::from_slice(&list)?;
+    let rv = list["metadata"]["resourceVersion"]
+        .as_str()
+        .context("no resourceVersion")?
+        .to_owned();
+    let path = format!("{}?watch=1&resourceVersion={rv}", configmaps(namespace));
+    let connections = args.watchers.div_ceil(args.streams_per_connection.max(1));
+    let mut clients = Vec::new();
+    for _ in 0..connections {
+        clients.push(Client::connect(&server.base, server.tls.clone()).await?);
+    }
+    let expected = 2 * args.events;
+    let base = Instant::now();
+    let open = Arc::new(AtomicUsize::new(0));
+    let mut watchers = tokio::task::JoinSet::new();
+    for i in 0..args.watchers {
+        let (client, path, open) = (clients[i % connections].clone(), path.clone(), open.clone());
+        watchers.spawn(async move {
+            let response = client.start(Method::GET, &path, None).await?;
+            anyhow::ensure!(
+                response.status() == StatusCode::OK,
+                "watch: {}",
+                response.status()
+            );
+            open.fetch_add(1, Ordering::Relaxed);
+            read_watch(response.into_body(), base, expected).await
+        });
+    }
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while open.load(Ordering::Relaxed) < args.watchers {
+        if Instant::now() > deadline || watchers.try_join_next().is_some() {
+            anyhow::bail!(
+                "only {} of {} watches opened",
+                open.load(Ordering::Relaxed),
+                args.watchers
+            );
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    tokio::time::sleep(args.settle(Duration::from_millis(500))).await;
+
+    // Paced writes: delivery latency at a steady rate.
+    let gap = Duration::from_secs_f64(1.0 / args.event_rate.max(1) as f64);
+    let paced_start = base.elapsed().as_nanos() as u64;
+    let mut next = Instant::now();
+    for i in 0..args.events {
+        let sent = format!("p{}", base.elapsed().as_nanos());
+        let body = configmap(&format!("p-{i:06}"), 64, Some(&sent));
+        server
+            .client
+            .expect(
+                Method::POST,
+                &configmaps(namespace),
+                Some(body),
+                StatusCode::CREATED,
+            )
+            .await?;
+        next += gap;
+        tokio::time::sleep_until(next.into()).await;
+    }
+    // Let the paced phase drain before the burst.
+    tokio::time::sleep(args.settle(Duration::from_secs(1))).await;
+
+    // A burst: as many writes as the concurrency allows.
+    let burst_start = base.elapsed().as_nanos() as u64;
+    let counter = Arc::new(AtomicU64::new(0));
+    let mut writers = tokio::task::JoinSet::new();
+    for _ in 0..args.concurrency {
+        let (client, counter, events) =
+            (server.client.clone(), counter.clone(), args.events as u64);
+        writers.spawn(async move {
+            loop {
+                let i = counter.fetch_add(1, Ordering::Relaxed);
+                if i >= events {
+                    return anyhow::Ok(());
+                }
+                let sent = format!("b{}", base.elapsed().as_nanos());
+                let body = configmap(&format!("b-{i:06}"), 64, Some(&sent));
+                client
+                    .expect(
+                        Method::POST,
+                        &configmaps(namespace),
+                        Some(body),
+                        StatusCode::CREATED,
+                    )
+                    .await?;
+            }
+        });
+    }
+    for result in writers.join_all().await {
+        result?;
+    }
+    let burst_written = Duration::from_nanos(base.elapsed().as_nanos() as u64 - burst_start);
+    let with_watchers = memory(server.pid()?)?;
+
+    let mut paced = Vec::new();
+    let mut burst = Vec::new();
+    let mut failures = 0;
+    let collect = async {
+        while let Some(result) = watchers.join_next().await {
+            match result? {
+                Ok(deliveries) => {
+                    for d in deliveries {
+                        if d.burst { &mut burst } else { &mut paced }.push((d.latency, d.at));
+                    }
+                }
+                Err(e) => {
+                    if failures == 0 {
+                        eprintln!("a watcher failed: {e:#}");
+                    }
+                    failures += 1;
+                }
+            }
+        }
+        anyhow::Ok(())
+    };
+    if tokio::time::timeout(Duration::from_secs(60), collect)
+        .await
+        .is_err()
+    {
+        eprintln!("watchers still waiting after 60 s; counting what arrived");
+    }
+    watchers.abort_all();
+
+    println!(
+        "\nwatch fan-out on {backend}: {} watchers of one namespace on {connections} HTTP/2 \
+         connection(s); {failures} watcher(s) failed",
+        args.watchers
+    );
+    for (label, start, deliveries, written) in [
+        (
+            format!("paced, {} writes at {}/s", args.events, args.event_rate),
+            paced_start,
+            &mut paced,
+            None,
+        ),
+        (
+            format!(
+                "burst, {} writes at concurrency {}",
+                args.events, args.concurrency
+            ),
+            burst_start,
+            &mut burst,
+            Some(burst_written),
+        ),
+    ] {
+        let want = args.watchers * args.events;
+        if deliveries.is_empty() {
+            println!("  {label}: nothing delivered of {want}");
+            continue;
+        }
+        let last = deliveries.iter().map(|d| d.1).max().unwrap_or(start);
+        let span = Duration::from_nanos(last.saturating_sub(start));
+        let mut latencies: Vec<u64> = deliveries.iter().map(|d| d.0).collect();
+        latencies.sort_unstable();
+        let at = |q| ms(Duration::from_nanos(quantile(&latencies, q)));
+        println!("  {label}:");
+        println!(
+            "    delivered {} of {want}; latency from write start p50 {:.1} ms, p99 {:.1} ms, max {:.1} ms",
+            latencies.len(),
+            at(0.5),
+            at(0.99),
+            at(1.0)
+        );
+        let written = written.map_or(String::new(), |w: Duration| {
+            format!(
+                " (writes took {:.0} ms, {:.0} writes/s)",
+                ms(w),
+                args.events as f64 / w.as_secs_f64()
+            )
+        });
+        println!(
+            "    {:.0} events/s delivered over {:.0} ms from the first write to the last delivery{written}",
+            latencies.len() as f64 / span.as_secs_f64(),
+            ms(span)
+        );
+    }
+    Ok(with_watchers)
+}
+
+/// The server's `apiserver_registered_watchers` gauge for `kind`, from `/metrics`.
+async fn registered_watchers(client: &Client, kind: &str) -> anyhow::Result<String> {
+    let metrics = client
+        .expect(Method::GET, "/metrics", None, StatusCode::OK)
+        .await?;
+    let text = String::from_utf8_lossy(&metrics);
+    let wanted = format!("kind=\"{kind}\"");
+    Ok(text
+        .lines()
+        .find(|l| l.starts_with("apiserver_registered_watchers{") && l.contains(&wanted))
+        .and_then(|l| l.rsplit(' ').next())
+        .unwrap_or("0")
+        .to_owned())
+}
+
+async fn run(args: &Args) -> anyhow::Result<()> {
+    let temp;
+    let dir = match &args.dir {
+        Some(dir) => dir.clone(),
+        None => {
+            temp = tempfile::Builder::new()
+                .prefix("genplane-bench-apiserver-")
+                .tempdir_in("/var/tmp")?;
+            temp.path().to_owned()
+        }
+    };
+    let bin = args.genplane();
+    anyhow::ensure!(
+        bin.exists(),
+        "{} does not exist: build it with `cargo build --release -p genplane`",
+        bin.display()
+    );
+    println!("genplane: {}\n", bin.display());
+    if args.only.contains(&Part::Startup) {
+        startup(args, &dir).await?;
+    }
+    if !args.only.iter().any(|p| *p != Part::Startup) {
+        return Ok(());
+    }
+    let mut servers = Servers::start(args, &dir).await?;
+    tokio::time::sleep(args.settle(Duration::from_secs(2))).await;
+    let mut idle = Vec::new();
+    for (_, server) in servers.apiservers() {
+        idle.push(memory(server.pid()?)?);
+    }
+    if args.only.contains(&Part::Creates) {
+        creates(args, &mut servers).await?;
+    }
+    if args.only.contains(&Part::Reads) {
+        reads(args, &mut servers, &dir).await?;
+    }
+    let mut watching = Vec::new();
+    if args.only.contains(&Part::Watch) {
+        watching.push(watch(args, "sqlite", &servers.sqlite).await?);
+        watching.push(watch(args, "etcd", &servers.etcd).await?);
+    }
+    // Let the watchers' streams close and the servers settle.
+    tokio::time::sleep(args.settle(Duration::from_secs(3))).await;
+    println!("\napiserver memory (VmRSS; target: idle < 30 MiB)");
+    for (i, (backend, server)) in servers.apiservers().into_iter().enumerate() {
+        server.check_alive()?;
+        let (after, peak) = memory(server.pid()?)?;
+        let open = watching.get(i).map_or(String::new(), |m| {
+            format!(", with {} watchers {:.1} MiB", args.watchers, mib(m.0))
+        });
+        println!(
+            "  {backend:<7} idle after start-up {:.1} MiB{open}, idle after the load {:.1} MiB, peak {:.1} MiB; \
+             ConfigMap watchers still registered: {}",
+            mib(idle[i].0),
+            mib(after),
+            mib(peak),
+            registered_watchers(&server.client, "ConfigMap").await?
+        );
+    }
+    let Servers { sqlite, etcd, .. } = servers;
+    sqlite.stop().await?;
+    etcd.stop().await?;
+    Ok(())
+}
+
+fn main() -> anyhow::Result<()> {
+    let mut args = Args::parse();
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?;
+    if let Some(routes) = &args.serve_bare {
+        return runtime.block_on(bare::serve(routes));
+    }
+    args.apply_quick();
+    runtime.block_on(run(&args))
+}
