@@ -1,11 +1,15 @@
-//! PATCH of one object: JSON merge patch and JSON patch (RFC 6902, `test` included).
+//! PATCH of one object: JSON merge patch, JSON patch (RFC 6902, `test` included) and strategic
+//! merge patch (for kinds the type model knows: see [`genplane_structured::strategic`]).
 //!
-//! Strategic merge patch and server-side apply come with their own work and answer 415 until
-//! then. A patch that sets `metadata.resourceVersion` is a precondition (409 on a mismatch);
-//! otherwise the patch is applied to the current object and retried if someone else wrote in
-//! between, as kube-apiserver does.
+//! Server-side apply comes with its own work and answers 415 until then. A patch that sets
+//! `metadata.resourceVersion` is a precondition (409 on a mismatch); otherwise the patch is
+//! applied to the current object and retried if someone else wrote in between, as kube-apiserver
+//! does. A patched object whose name or namespace differs from the URL's is a 400, one whose uid
+//! changed a 422 (the uid is immutable), as upstream answers.
 
 use genplane_apimachinery::errors::{ApiError, Status, StatusReason};
+use genplane_apimachinery::schema::GroupKind;
+use genplane_apimachinery::validation::field;
 use genplane_registry::WriteOptions;
 use genplane_registry::object::meta_str;
 use genplane_storage::Storage;
@@ -30,15 +34,29 @@ pub(crate) async fn patch<S: Storage>(
     let negotiated = ctx.negotiate(false)?;
     let content_type = ctx.headers.get(CONTENT_TYPE).and_then(|v| v.to_str().ok());
     let patch_type = negotiation::patch_type(content_type)?;
-    if matches!(patch_type, PatchType::StrategicMerge | PatchType::Apply) {
-        return Err(Status::unsupported_media_type(
-            content_type.unwrap_or(""),
-            &[
-                "application/json-patch+json",
-                "application/merge-patch+json",
-            ],
-        )
-        .into());
+    // Strategic merge patch needs the kind's type model (custom resources will not have one).
+    let strategic = match patch_type {
+        PatchType::StrategicMerge => {
+            ctx.types
+                .kind(ctx.info.group, ctx.info.version, ctx.info.kind)
+        }
+        _ => None,
+    };
+    if patch_type == PatchType::Apply
+        || (patch_type == PatchType::StrategicMerge && strategic.is_none())
+    {
+        let mut accepted = vec![
+            "application/json-patch+json",
+            "application/merge-patch+json",
+        ];
+        if ctx
+            .types
+            .kind(ctx.info.group, ctx.info.version, ctx.info.kind)
+            .is_some()
+        {
+            accepted.push("application/strategic-merge-patch+json");
+        }
+        return Err(Status::unsupported_media_type(content_type.unwrap_or(""), &accepted).into());
     }
     let bytes = read_bytes(body).await?;
     let patch: Value = serde_json::from_slice(&bytes).map_err(|e| {
@@ -54,10 +72,19 @@ pub(crate) async fn patch<S: Storage>(
         })?),
         _ => None,
     };
+    if strategic.is_some() && !patch.is_object() {
+        return Err(Status::bad_request(format!(
+            "a strategic merge patch must be a JSON object, not {}",
+            json_type(&patch)
+        ))
+        .into());
+    }
     // A key repeated in a merge patch is reported as in a body (a JSON patch's repeats are
     // within its operations, which upstream reads leniently).
     let duplicates = match patch_type {
-        PatchType::Merge => genplane_apimachinery::json::duplicate_fields(&bytes),
+        PatchType::Merge | PatchType::StrategicMerge => {
+            genplane_apimachinery::json::duplicate_fields(&bytes)
+        }
         _ => Vec::new(),
     };
     let options = WriteOptions {
@@ -68,15 +95,20 @@ pub(crate) async fn patch<S: Storage>(
     for _ in 0..ATTEMPTS {
         let current = ctx.store.get(namespace, name, None).await?;
         let mut patched = current.clone();
-        match &operations {
-            Some(operations) => json_patch::patch(&mut patched, operations).map_err(|e| {
+        match (&operations, &strategic) {
+            (Some(operations), _) => json_patch::patch(&mut patched, operations).map_err(|e| {
                 ApiError::from(Status::failure(
                     StatusReason::Invalid,
                     format!("the JSON patch could not be applied: {e}"),
                 ))
             })?,
-            None => json_patch::merge(&mut patched, &patch),
+            (None, Some(ty)) => {
+                patched = genplane_structured::strategic::apply(&current, &patch, ctx.types, ty)
+                    .map_err(strategic_error)?;
+            }
+            (None, None) => json_patch::merge(&mut patched, &patch),
         }
+        check_identity(ctx, &current, &patched)?;
         // A patch that set a resourceVersion asked for exactly that version.
         let pinned = meta_str(&patched, "resourceVersion") != meta_str(&current, "resourceVersion");
         if meta_str(&patched, "resourceVersion").is_empty() {
@@ -103,4 +135,67 @@ pub(crate) async fn patch<S: Storage>(
         }
     }
     Err(last.unwrap_or_else(|| Status::modified(&ctx.info.group_resource(), name).into()))
+}
+
+/// The Status of a strategic merge patch that cannot be applied: 400, or 422 where upstream
+/// answers so.
+fn strategic_error(e: genplane_structured::strategic::StrategicError) -> ApiError {
+    if e.is_unprocessable() {
+        Status::failure(StatusReason::Invalid, e.to_string()).into()
+    } else {
+        Status::bad_request(e.to_string()).into()
+    }
+}
+
+/// The name and namespace must stay those of the URL (400, as upstream's check of the patched
+/// object), the uid that of the stored object (422: the field is immutable).
+fn check_identity<S: Storage>(
+    ctx: &Ctx<'_, S>,
+    current: &Value,
+    patched: &Value,
+) -> Result<(), ApiError> {
+    let (url_namespace, url_name) = (&ctx.request.namespace, &ctx.request.name);
+    let name = meta_str(patched, "name");
+    if name != url_name.as_str() {
+        return Err(Status::bad_request(format!(
+            "the name of the object ({name}) does not match the name on the URL ({url_name})"
+        ))
+        .into());
+    }
+    let namespace = meta_str(patched, "namespace");
+    if !url_namespace.is_empty() && !namespace.is_empty() && namespace != url_namespace.as_str() {
+        return Err(Status::bad_request(format!(
+            "the namespace of the object ({namespace}) does not match the namespace on the URL \
+             ({url_namespace})"
+        ))
+        .into());
+    }
+    let uid = meta_str(patched, "uid");
+    if uid != meta_str(current, "uid") {
+        let path = field::Path::new("metadata").child("uid");
+        let errors = field::ErrorList(vec![field::Error::invalid(
+            &path,
+            uid,
+            "field is immutable",
+        )]);
+        return Err(Status::invalid(
+            &GroupKind::new(ctx.info.group, ctx.info.kind),
+            url_name,
+            &errors,
+        )
+        .into());
+    }
+    Ok(())
+}
+
+/// The JSON type of a value, for messages.
+fn json_type(value: &Value) -> &'static str {
+    match value {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "a list",
+        Value::Object(_) => "an object",
+    }
 }
