@@ -144,6 +144,17 @@ pub fn watch_event(kind: &str, object: Value, format: Format, info: &ResourceInf
     line
 }
 
+/// A JSON watch event line from the object's JSON: `{"type":...,"object":...}` and a newline.
+pub fn watch_line(kind: &str, object_json: &[u8]) -> Vec<u8> {
+    let mut line = Vec::with_capacity(object_json.len() + kind.len() + 24);
+    line.extend_from_slice(b"{\"type\":\"");
+    line.extend_from_slice(kind.as_bytes());
+    line.extend_from_slice(b"\",\"object\":");
+    line.extend_from_slice(object_json);
+    line.extend_from_slice(b"}\n");
+    line
+}
+
 /// A bookmark's object: only kind, apiVersion and the revision reached (kube-rs requires the
 /// kind and apiVersion), with the end-of-initial-events annotation when it ends them.
 pub fn bookmark(info: &ResourceInfo, resource_version: &str, initial_events_end: bool) -> Value {

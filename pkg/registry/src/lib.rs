@@ -22,4 +22,4 @@ pub use store::{
     DeleteOptions, Deletion, ListOptions, ListResult, Propagation, Store, WriteOptions, Written,
 };
 pub use strategy::Strategy;
-pub use watch::{EventType, WatchItem, WatchStream};
+pub use watch::{EventType, WatchItem, WatchObject, WatchStream};

@@ -164,6 +164,11 @@ impl<S: Storage> Store<S> {
         &*self.strategy
     }
 
+    /// The strategy, shared.
+    pub(crate) fn strategy_arc(&self) -> &Arc<dyn Strategy> {
+        &self.strategy
+    }
+
     /// A shared handle on the storage under the store.
     pub fn shared_storage(&self) -> Arc<S> {
         self.storage.clone()
@@ -372,7 +377,13 @@ impl<S: Storage> Store<S> {
         if let Semantics::NotOlderThan(wanted) = semantics {
             self.require_revision(wanted).await?;
         }
-        match self.storage.get(&self.key(namespace, name), None).await {
+        let key = self.key(namespace, name);
+        let read = match semantics {
+            // resourceVersion=0: any state will do, so the watch cache answers from memory.
+            Semantics::Any => self.storage.get_any(&key).await,
+            _ => self.storage.get(&key, None).await,
+        };
+        match read {
             Ok(Some(kv)) => self.served(&kv),
             Ok(None) => Err(Status::not_found(&self.strategy.group_resource(), name).into()),
             Err(e) => Err(self.storage_error(e, name)),

@@ -12,6 +12,8 @@
 
 use genplane_apimachinery::errors::{ApiError, Status};
 use genplane_apimachinery::resource_version::{self, ReadOptions, Semantics};
+use std::sync::{Arc, OnceLock};
+
 use genplane_storage::{Event, EventKind, Revision, Storage, WatchEvent};
 use serde_json::Value;
 use tokio::sync::mpsc;
@@ -41,11 +43,54 @@ impl EventType {
     }
 }
 
+/// An object a watch delivers, shared by every watcher of the resource that receives the same
+/// change: it is decoded once, and its JSON encoding is made once ([`WatchObject::json`]).
+#[derive(Debug)]
+pub struct WatchObject {
+    value: Value,
+    json: OnceLock<bytes::Bytes>,
+}
+
+impl WatchObject {
+    /// An object to deliver.
+    pub fn new(value: Value) -> Self {
+        Self {
+            value,
+            json: OnceLock::new(),
+        }
+    }
+
+    /// The object.
+    pub fn value(&self) -> &Value {
+        &self.value
+    }
+
+    /// The object as JSON, encoded by the first watcher that asks.
+    pub fn json(&self) -> &[u8] {
+        self.json
+            .get_or_init(|| serde_json::to_vec(&self.value).unwrap_or_default().into())
+    }
+}
+
+impl std::ops::Deref for WatchObject {
+    type Target = Value;
+
+    fn deref(&self) -> &Value {
+        &self.value
+    }
+}
+
+impl PartialEq for WatchObject {
+    fn eq(&self, other: &Self) -> bool {
+        self.value == other.value
+    }
+}
+
 /// What a watch delivers.
 #[derive(Clone, Debug, PartialEq)]
 pub enum WatchItem {
     /// An object event.
-    Event(EventType, Value),
+    Event(EventType, Arc<WatchObject>),
     /// Everything up to `resource_version` has been delivered.
     Bookmark {
         /// The revision reached.
@@ -129,7 +174,9 @@ impl<S: Storage> Store<S> {
                 .into());
             }
         };
-        let (items_tx, items) = mpsc::channel(256);
+        // Few items are buffered per watcher: each holds a decoded object, and the storage
+        // watch below buffers the cheap shared events.
+        let (items_tx, items) = mpsc::channel(16);
         let (bookmarks, bookmark_requests) = mpsc::channel(1);
         let store = self.clone();
         let prefix = self.list_prefix(namespace);
@@ -167,7 +214,10 @@ impl<S: Storage> Store<S> {
         };
         for object in initial {
             if items
-                .send(WatchItem::Event(EventType::Added, object))
+                .send(WatchItem::Event(
+                    EventType::Added,
+                    Arc::new(WatchObject::new(object)),
+                ))
                 .await
                 .is_err()
             {
@@ -233,19 +283,26 @@ impl<S: Storage> Store<S> {
         }
     }
 
-    /// The watch event a storage event becomes for this selection, if any.
+    /// The watch event a storage event becomes for this selection, if any. The objects are
+    /// decoded once per event and resource (in the event's memo) and shared by every watcher.
     fn translate(
         &self,
         selection: &crate::selection::Selection<'_>,
         event: &Event,
     ) -> Result<Option<WatchItem>, ApiError> {
         let revision = event.revision();
-        // The previous state, at the event's resourceVersion (as upstream sends it).
-        let old = event
-            .prev
-            .as_ref()
-            .map(|prev| object::decode(&prev.value, revision))
-            .transpose()?;
+        let owner = Arc::as_ptr(self.strategy_arc()).cast::<()>() as usize;
+        let decoded = event.memo.get_or_insert_with(owner, || Decoded {
+            // The previous state, at the event's resourceVersion (as upstream sends it).
+            old: event.prev.as_ref().map(|prev| {
+                object::decode(&prev.value, revision).map(|o| Arc::new(WatchObject::new(o)))
+            }),
+            new: (event.kind != EventKind::Delete).then(|| {
+                self.served_bytes(&event.kv.value, revision)
+                    .map(|o| Arc::new(WatchObject::new(o)))
+            }),
+        });
+        let old = decoded.old.clone().transpose()?;
         let old_selected = old.as_ref().map(|o| self.selects(selection, o));
         Ok(match event.kind {
             EventKind::Delete => match (old, old_selected) {
@@ -253,7 +310,9 @@ impl<S: Storage> Store<S> {
                 _ => None,
             },
             EventKind::Create | EventKind::Update => {
-                let new = self.served_bytes(&event.kv.value, revision)?;
+                let Some(new) = decoded.new.clone().transpose()? else {
+                    return Ok(None);
+                };
                 let new_selected = self.selects(selection, &new);
                 match (
                     old_selected.unwrap_or(new_selected && event.kind == EventKind::Update),
@@ -267,4 +326,10 @@ impl<S: Storage> Store<S> {
             }
         })
     }
+}
+
+/// The objects of one storage event, decoded for one resource.
+struct Decoded {
+    old: Option<Result<Arc<WatchObject>, ApiError>>,
+    new: Option<Result<Arc<WatchObject>, ApiError>>,
 }

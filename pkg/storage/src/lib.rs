@@ -177,6 +177,65 @@ pub struct Event {
     pub kv: KeyValue,
     /// The key before the change; `None` for a create.
     pub prev: Option<KeyValue>,
+    /// What the layers above derived from this event (decoded objects, their encodings), kept
+    /// with it so that every watcher handed the same shared event reuses the work.
+    pub memo: Memo,
+}
+
+/// Work derived from an [`Event`], computed by the first watcher that needs it and shared with
+/// the others. Each entry belongs to an owner (an address identifying the layer, e.g. one
+/// resource's strategy), since two resources over the same keys may derive different things.
+/// A memo is not part of an event's value: clones start empty and every memo equals every
+/// other.
+#[derive(Default)]
+pub struct Memo {
+    entries: std::sync::Mutex<Vec<(usize, Arc<dyn std::any::Any + Send + Sync>)>>,
+}
+
+impl Memo {
+    /// The value `owner` derived from the event, computed by `init` the first time. Other
+    /// watchers asking meanwhile wait for it rather than compute it again.
+    pub fn get_or_insert_with<T: std::any::Any + Send + Sync>(
+        &self,
+        owner: usize,
+        init: impl FnOnce() -> T,
+    ) -> Arc<T> {
+        let mut entries = self
+            .entries
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let found = entries
+            .iter()
+            .find(|(o, _)| *o == owner)
+            .and_then(|(_, value)| value.clone().downcast::<T>().ok());
+        if let Some(value) = found {
+            return value;
+        }
+        let value = Arc::new(init());
+        entries.retain(|(o, _)| *o != owner);
+        entries.push((owner, value.clone()));
+        value
+    }
+}
+
+impl Clone for Memo {
+    fn clone(&self) -> Self {
+        Self::default()
+    }
+}
+
+impl PartialEq for Memo {
+    fn eq(&self, _: &Self) -> bool {
+        true
+    }
+}
+
+impl Eq for Memo {}
+
+impl fmt::Debug for Memo {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("Memo")
+    }
 }
 
 impl Event {
@@ -298,6 +357,13 @@ pub trait Storage: Send + Sync + 'static {
         revision: Option<Revision>,
     ) -> impl Future<Output = Result<Option<KeyValue>>> + Send;
 
+    /// Reads a key at whatever revision is at hand, possibly older than the current one
+    /// (kube's `resourceVersion="0"`). A store reads its current revision; a cache answers
+    /// from memory without waiting.
+    fn get_any(&self, key: &str) -> impl Future<Output = Result<Option<KeyValue>>> + Send {
+        self.get(key, None)
+    }
+
     /// Lists a range of keys at a revision.
     fn list(&self, request: ListRequest) -> impl Future<Output = Result<ListResponse>> + Send;
 
@@ -393,6 +459,10 @@ impl<S: Storage> Storage for Arc<S> {
 
     fn list_any(&self, request: ListRequest) -> impl Future<Output = Result<ListResponse>> + Send {
         (**self).list_any(request)
+    }
+
+    fn get_any(&self, key: &str) -> impl Future<Output = Result<Option<KeyValue>>> + Send {
+        (**self).get_any(key)
     }
 
     fn create(&self, key: &str, value: Bytes) -> impl Future<Output = Result<KeyValue>> + Send {

@@ -110,7 +110,7 @@ impl EventRing {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::{Bytes, EventKind, KeyValue};
+    use crate::{Bytes, EventKind, KeyValue, Memo};
 
     fn event(revision: Revision, key: &str, bytes: usize) -> Arc<Event> {
         Arc::new(Event {
@@ -122,6 +122,7 @@ mod tests {
                 mod_revision: revision,
             },
             prev: None,
+            memo: Memo::default(),
         })
     }
 

@@ -42,7 +42,7 @@ pub(crate) async fn watch<S: Storage>(
         _ => DEFAULT_TIMEOUT,
     };
     let mut stream = ctx.store.watch(&ctx.request.namespace, &options).await?;
-    let (tx, body) = ResponseBody::channel(64);
+    let (tx, body) = ResponseBody::channel(16);
     let info = ctx.info;
     let now = ctx.now;
     let format = negotiated.format;
@@ -67,17 +67,16 @@ pub(crate) async fn watch<S: Storage>(
         loop {
             let line = tokio::select! {
                 item = stream.next() => match item {
-                    Some(WatchItem::Event(kind, object)) => {
-                        let object = match table {
-                            Some(version) => {
-                                let t = encode::table(info, std::slice::from_ref(&object), None, version, headers, now);
-                                headers = false;
-                                t
-                            }
-                            None => object,
-                        };
-                        encode::watch_event(kind.as_str(), object, format, info)
-                    }
+                    Some(WatchItem::Event(kind, object)) => match table {
+                        Some(version) => {
+                            let t = encode::table(info, std::slice::from_ref(object.value()), None, version, headers, now);
+                            headers = false;
+                            encode::watch_event(kind.as_str(), t, format, info)
+                        }
+                        // JSON: the object's encoding is shared by every watcher.
+                        None if format != Format::Protobuf => encode::watch_line(kind.as_str(), object.json()),
+                        None => encode::watch_event(kind.as_str(), object.value().clone(), format, info),
+                    },
                     Some(WatchItem::Bookmark { resource_version, initial_events_end }) => {
                         if !bookmarks {
                             continue;

@@ -359,6 +359,21 @@ impl<S: Storage> Storage for Cacher<S> {
         self.list_cached(request).await
     }
 
+    async fn get_any(&self, key: &str) -> Result<Option<KeyValue>> {
+        validate_key(key)?;
+        if !self.covers(key) {
+            return self.store.get_any(key).await;
+        }
+        // Only the first complete list is waited for, as for cached lists.
+        self.wait_for(None).await?;
+        let snapshot = self
+            .shared
+            .snapshot
+            .read()
+            .unwrap_or_else(PoisonError::into_inner);
+        Ok(snapshot.objects.get(key).map(|e| e.key_value(key)))
+    }
+
     async fn current_revision(&self) -> Result<Revision> {
         self.store.current_revision().await
     }

@@ -222,3 +222,60 @@ async fn a_list_at_the_caches_revision_is_exactly_that_revision() {
     }
     assert!(checked > 10, "only {checked} lists raced the writers");
 }
+
+#[tokio::test]
+async fn work_derived_from_an_event_is_done_once_for_all_watchers() {
+    let dir = tempfile::tempdir().unwrap();
+    let cache = Cacher::new(store(&dir), "/registry/leases/", CacherConfig::default()).unwrap();
+    let now = cache.current_revision().await.unwrap();
+    let mut watchers = Vec::new();
+    for _ in 0..3 {
+        watchers.push(cache.watch("/registry/leases/", now).await.unwrap());
+    }
+    cache
+        .create("/registry/leases/default/a", Bytes::from_static(b"{}"))
+        .await
+        .unwrap();
+    let calls = std::sync::atomic::AtomicUsize::new(0);
+    let mut derived = Vec::new();
+    for watch in &mut watchers {
+        let event = next_event(watch).await;
+        derived.push(event.memo.get_or_insert_with(1, || {
+            calls.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            event.kv.value.len()
+        }));
+        // Another owner derives its own.
+        assert_eq!(*event.memo.get_or_insert_with(2, || "other"), "other");
+    }
+    assert_eq!(calls.into_inner(), 1);
+    assert!(derived.iter().all(|d| Arc::ptr_eq(d, &derived[0])));
+}
+
+#[tokio::test]
+async fn a_read_of_any_revision_is_answered_from_memory() {
+    let dir = tempfile::tempdir().unwrap();
+    let cache = Cacher::new(store(&dir), "/registry/leases/", CacherConfig::default()).unwrap();
+    let written = cache
+        .create(
+            "/registry/leases/default/a",
+            Bytes::from_static(b"{\"a\":1}"),
+        )
+        .await
+        .unwrap();
+    // Once the cache has seen the write, get_any returns it; a key it does not cover is read
+    // from the store.
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
+    loop {
+        if let Some(kv) = cache.get_any("/registry/leases/default/a").await.unwrap() {
+            assert_eq!(kv, written);
+            break;
+        }
+        assert!(tokio::time::Instant::now() < deadline);
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    assert_eq!(
+        cache.get_any("/registry/leases/default/b").await.unwrap(),
+        None
+    );
+    assert_eq!(cache.get_any("/registry/other/x").await.unwrap(), None);
+}

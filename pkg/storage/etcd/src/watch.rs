@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use etcd_client::{EventType, WatchOptions, WatchResponse, WatchStream};
 use genplane_storage::{
-    Bytes, Error, Event, EventKind, KeyValue, Result, Revision, Storage, Watch, WatchEvent,
+    Bytes, Error, Event, EventKind, KeyValue, Memo, Result, Revision, Storage, Watch, WatchEvent,
     WatchSender,
 };
 use tokio::task::JoinHandle;
@@ -342,6 +342,7 @@ impl Forwarder {
                 },
                 kv: self.copy_key_value(kv)?,
                 prev,
+                memo: Memo::default(),
             },
             EventType::Delete => Event {
                 kind: EventKind::Delete,
@@ -352,6 +353,7 @@ impl Forwarder {
                     mod_revision: kv.mod_revision(),
                 },
                 prev,
+                memo: Memo::default(),
             },
         })
     }

@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use genplane_storage::{
-    Bytes, Error, Event, EventKind, KeyValue, ListRequest, ListResponse, Result, Revision,
+    Bytes, Error, Event, EventKind, KeyValue, ListRequest, ListResponse, Memo, Result, Revision,
 };
 use rusqlite::{Connection, OptionalExtension, Row, params};
 use tokio::sync::Semaphore;
@@ -236,7 +236,12 @@ impl ReadPool {
                         } else {
                             EventKind::Update
                         };
-                        Ok(Arc::new(Event { kind, kv, prev }))
+                        Ok(Arc::new(Event {
+                            kind,
+                            kv,
+                            prev,
+                            memo: Memo::default(),
+                        }))
                     })?
                     .collect::<rusqlite::Result<Vec<_>>>()
                 })

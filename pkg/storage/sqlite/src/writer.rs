@@ -4,7 +4,7 @@ use std::fs::File;
 use std::sync::Arc;
 use std::thread::JoinHandle;
 
-use genplane_storage::{Bytes, Deleted, Error, Event, EventKind, KeyValue, Result, Revision};
+use genplane_storage::{Bytes, Deleted, Error, Event, EventKind, KeyValue, Memo, Result, Revision};
 use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params};
 use tokio::sync::mpsc::error::TryRecvError;
 use tokio::sync::{mpsc, oneshot};
@@ -308,6 +308,7 @@ fn apply(
                 kind: EventKind::Create,
                 kv: kv.clone(),
                 prev: None,
+                memo: Memo::default(),
             }));
             Outcome::Written(kv)
         }
@@ -336,6 +337,7 @@ fn apply(
                 kind: EventKind::Update,
                 kv: kv.clone(),
                 prev: Some(prev),
+                memo: Memo::default(),
             }));
             Outcome::Written(kv)
         }
@@ -361,6 +363,7 @@ fn apply(
                     mod_revision: next,
                 },
                 prev: Some(prev.clone()),
+                memo: Memo::default(),
             }));
             Outcome::Deleted(Deleted {
                 revision: next,
