@@ -6,7 +6,6 @@
 //! between, as kube-apiserver does.
 
 use genplane_apimachinery::errors::{ApiError, Status, StatusReason};
-use genplane_registry::WriteOptions;
 use genplane_registry::object::meta_str;
 use genplane_storage::Storage;
 use hyper::body::Incoming;
@@ -60,9 +59,7 @@ pub(crate) async fn patch<S: Storage>(
         PatchType::Merge => genplane_apimachinery::json::duplicate_fields(&bytes),
         _ => Vec::new(),
     };
-    let options = WriteOptions {
-        dry_run: ctx.query.dry_run()?,
-    };
+    let options = ctx.write_options("PatchOptions")?;
     let (namespace, name) = (&ctx.request.namespace, &ctx.request.name);
     let mut last = None;
     for _ in 0..ATTEMPTS {

@@ -1,0 +1,340 @@
+//! Field ownership over HTTP: the `metadata.managedFields` clients see after creates, updates
+//! and patches (operation `Update`), and server-side apply (`application/apply-patch+yaml`).
+
+#![allow(clippy::unwrap_used)]
+
+mod support;
+
+use bytes::Bytes;
+use http_body_util::{BodyExt, Full};
+use hyper::{Method, Request};
+use hyper_util::client::legacy::Client;
+use hyper_util::rt::TokioExecutor;
+use serde_json::{Value, json};
+use support::{Flavour, Server};
+
+struct Answer {
+    status: u16,
+    body: Vec<u8>,
+}
+
+impl Answer {
+    fn json(&self) -> Value {
+        serde_json::from_slice(&self.body)
+            .unwrap_or_else(|e| panic!("not JSON ({e}): {}", String::from_utf8_lossy(&self.body)))
+    }
+}
+
+async fn call(
+    server: &Server,
+    method: Method,
+    path: &str,
+    headers: &[(&str, &str)],
+    body: Option<Vec<u8>>,
+) -> Answer {
+    let client = Client::builder(TokioExecutor::new()).build_http::<Full<Bytes>>();
+    let mut request = Request::builder()
+        .method(method)
+        .uri(format!("http://{}{path}", server.addr));
+    for (k, v) in headers {
+        request = request.header(*k, *v);
+    }
+    let request = request
+        .body(Full::new(Bytes::from(body.unwrap_or_default())))
+        .unwrap();
+    let response = client.request(request).await.unwrap();
+    let status = response.status().as_u16();
+    let body = response
+        .into_body()
+        .collect()
+        .await
+        .unwrap()
+        .to_bytes()
+        .to_vec();
+    Answer { status, body }
+}
+
+async fn send(
+    server: &Server,
+    method: Method,
+    path: &str,
+    content_type: &str,
+    body: &Value,
+) -> Answer {
+    let body = match body {
+        Value::String(text) => text.clone().into_bytes(),
+        other => serde_json::to_vec(other).unwrap(),
+    };
+    call(
+        server,
+        method,
+        path,
+        &[("content-type", content_type)],
+        Some(body),
+    )
+    .await
+}
+
+/// The managers of an object as (manager, operation, subresource, fieldsV1).
+fn managers(object: &Value) -> Vec<(String, String, String, Value)> {
+    object["metadata"]["managedFields"]
+        .as_array()
+        .map(|entries| {
+            entries
+                .iter()
+                .map(|e| {
+                    let text = |k: &str| e[k].as_str().unwrap_or("").to_owned();
+                    assert_eq!(text("fieldsType"), "FieldsV1", "{e}");
+                    assert!(!text("time").is_empty(), "{e}");
+                    (
+                        text("manager"),
+                        text("operation"),
+                        text("subresource"),
+                        e["fieldsV1"].clone(),
+                    )
+                })
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+fn entry(manager: &str, operation: &str, fields: Value) -> (String, String, String, Value) {
+    (
+        manager.to_owned(),
+        operation.to_owned(),
+        String::new(),
+        fields,
+    )
+}
+
+const CM: &str = "/api/v1/namespaces/default/configmaps";
+
+#[tokio::test]
+async fn updates_record_ownership() {
+    let server = support::start_on(Flavour::Sqlite, |s| s).await;
+    let created = send(
+        &server,
+        Method::POST,
+        &format!("{CM}?fieldManager=creator"),
+        "application/json",
+        &json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "cm", "labels": {"a": "1"}}, "data": {"k": "v", "j": "w"}}),
+    )
+    .await;
+    assert_eq!(
+        created.status,
+        201,
+        "{}",
+        String::from_utf8_lossy(&created.body)
+    );
+    let created = created.json();
+    assert_eq!(
+        managers(&created),
+        [entry(
+            "creator",
+            "Update",
+            json!({"f:data": {".": {}, "f:j": {}, "f:k": {}}, "f:metadata": {"f:labels": {".": {}, "f:a": {}}}})
+        )]
+    );
+    assert_eq!(created["metadata"]["managedFields"][0]["apiVersion"], "v1");
+
+    // A merge patch by another manager, named by its User-Agent, takes the key it changed.
+    let patched = call(
+        &server,
+        Method::PATCH,
+        &format!("{CM}/cm"),
+        &[
+            ("content-type", "application/merge-patch+json"),
+            ("user-agent", "kubectl/v1.33.0 (linux/amd64) kubernetes/x"),
+        ],
+        Some(br#"{"data":{"k":"changed"}}"#.to_vec()),
+    )
+    .await
+    .json();
+    assert_eq!(
+        managers(&patched),
+        [
+            entry(
+                "creator",
+                "Update",
+                json!({"f:data": {".": {}, "f:j": {}}, "f:metadata": {"f:labels": {".": {}, "f:a": {}}}})
+            ),
+            entry("kubectl", "Update", json!({"f:data": {"f:k": {}}})),
+        ]
+    );
+
+    // A PUT without managedFields keeps them; a removed key leaves every set.
+    let mut replaced = patched.clone();
+    replaced["metadata"]
+        .as_object_mut()
+        .unwrap()
+        .remove("managedFields");
+    replaced["data"].as_object_mut().unwrap().remove("j");
+    let replaced = send(
+        &server,
+        Method::PUT,
+        &format!("{CM}/cm?fieldManager=editor"),
+        "application/json",
+        &replaced,
+    )
+    .await
+    .json();
+    assert_eq!(
+        managers(&replaced),
+        [
+            entry(
+                "creator",
+                "Update",
+                json!({"f:data": {}, "f:metadata": {"f:labels": {".": {}, "f:a": {}}}})
+            ),
+            entry("kubectl", "Update", json!({"f:data": {"f:k": {}}})),
+        ]
+    );
+
+    // A write that changes nothing changes nothing, managedFields and resourceVersion included.
+    let same = send(
+        &server,
+        Method::PUT,
+        &format!("{CM}/cm?fieldManager=other"),
+        "application/json",
+        &replaced,
+    )
+    .await
+    .json();
+    assert_eq!(
+        same["metadata"]["resourceVersion"],
+        replaced["metadata"]["resourceVersion"]
+    );
+    assert_eq!(
+        same["metadata"]["managedFields"],
+        replaced["metadata"]["managedFields"]
+    );
+
+    // An empty list keeps them (so clients unaware of the field cannot strip it) ...
+    let kept = send(
+        &server,
+        Method::PATCH,
+        &format!("{CM}/cm?fieldManager=m"),
+        "application/merge-patch+json",
+        &json!({"metadata": {"managedFields": []}}),
+    )
+    .await
+    .json();
+    assert_eq!(
+        kept["metadata"]["managedFields"],
+        replaced["metadata"]["managedFields"]
+    );
+    // ... unreadable entries are ignored in favour of the stored ones ...
+    let ignored = send(
+        &server,
+        Method::PATCH,
+        &format!("{CM}/cm?fieldManager=m"),
+        "application/merge-patch+json",
+        &json!({"metadata": {"managedFields": [{"manager": "x", "operation": "Bogus", "fieldsType": "FieldsV1"}]}, "data": {"n": "1"}}),
+    )
+    .await;
+    assert_eq!(
+        ignored.status,
+        200,
+        "{}",
+        String::from_utf8_lossy(&ignored.body)
+    );
+    let names: Vec<String> = managers(&ignored.json()).into_iter().map(|e| e.0).collect();
+    assert_eq!(names, ["creator", "kubectl", "m"]);
+    // ... and a list of one empty entry clears them.
+    let cleared = send(
+        &server,
+        Method::PATCH,
+        &format!("{CM}/cm?fieldManager=m"),
+        "application/json-patch+json",
+        &json!([{"op": "replace", "path": "/metadata/managedFields", "value": [{}]}]),
+    )
+    .await
+    .json();
+    assert_eq!(cleared["metadata"].get("managedFields"), None);
+
+    // Editing managedFields directly is allowed.
+    let edited = send(
+        &server,
+        Method::PATCH,
+        &format!("{CM}/cm?fieldManager=m"),
+        "application/merge-patch+json",
+        &json!({"metadata": {"managedFields": [{"manager": "hand", "operation": "Update", "apiVersion": "v1", "time": "2026-01-01T00:00:00Z", "fieldsType": "FieldsV1", "fieldsV1": {"f:data": {"f:k": {}}}}]}}),
+    )
+    .await
+    .json();
+    assert_eq!(
+        managers(&edited),
+        [entry("hand", "Update", json!({"f:data": {"f:k": {}}}))]
+    );
+
+    // A dry run answers the would-be ownership and stores nothing.
+    let dry = send(
+        &server,
+        Method::PATCH,
+        &format!("{CM}/cm?fieldManager=dry&dryRun=All"),
+        "application/merge-patch+json",
+        &json!({"data": {"k": "dry"}}),
+    )
+    .await
+    .json();
+    assert_eq!(
+        managers(&dry),
+        [entry("dry", "Update", json!({"f:data": {"f:k": {}}}))]
+    );
+    let stored = call(&server, Method::GET, &format!("{CM}/cm"), &[], None)
+        .await
+        .json();
+    assert_eq!(
+        managers(&stored),
+        [entry("hand", "Update", json!({"f:data": {"f:k": {}}}))]
+    );
+
+    // A field manager name longer than 128 bytes is refused.
+    let long = send(
+        &server,
+        Method::POST,
+        &format!("{CM}?fieldManager={}", "x".repeat(129)),
+        "application/json",
+        &json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "long"}}),
+    )
+    .await;
+    assert_eq!(long.status, 422);
+    assert_eq!(long.json()["details"]["causes"][0]["field"], "fieldManager");
+}
+
+#[tokio::test]
+async fn status_writes_record_their_subresource() {
+    let server = support::start_on(Flavour::Sqlite, |s| s).await;
+    let created = send(
+        &server,
+        Method::POST,
+        "/api/v1/namespaces?fieldManager=creator",
+        "application/json",
+        &json!({"metadata": {"name": "team"}}),
+    )
+    .await;
+    assert_eq!(created.status, 201);
+    let written = send(
+        &server,
+        Method::PATCH,
+        "/api/v1/namespaces/team/status?fieldManager=reporter",
+        "application/merge-patch+json",
+        &json!({"status": {"conditions": [{"type": "Example", "status": "True"}]}}),
+    )
+    .await;
+    assert_eq!(
+        written.status,
+        200,
+        "{}",
+        String::from_utf8_lossy(&written.body)
+    );
+    let status_entry = managers(&written.json())
+        .into_iter()
+        .find(|e| e.0 == "reporter")
+        .unwrap();
+    assert_eq!(status_entry.2, "status");
+    assert_eq!(
+        status_entry.3,
+        json!({"f:status": {"f:conditions": {".": {}, "k:{\"type\":\"Example\"}": {".": {}, "f:status": {}, "f:type": {}}}}})
+    );
+}
