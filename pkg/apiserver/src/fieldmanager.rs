@@ -74,15 +74,6 @@ pub(crate) fn object_type(types: &Schema, info: &ResourceInfo) -> TypeRef {
         .unwrap_or_else(|| TypeRef::Inline(Box::new(Type::Untyped)))
 }
 
-/// The API version of a resource's objects (`v1`, `rbac.authorization.k8s.io/v1`).
-pub(crate) fn api_version(info: &ResourceInfo) -> String {
-    if info.group.is_empty() {
-        info.version.to_owned()
-    } else {
-        format!("{}/{}", info.group, info.version)
-    }
-}
-
 /// Records `Update` operations of one manager.
 struct Tracker {
     types: Arc<Schema>,
@@ -123,7 +114,7 @@ pub(crate) fn tracker(
         types: Arc::clone(types),
         ty: object_type(types, info),
         manager,
-        api_version: api_version(info),
+        api_version: info.api_version(),
         subresource: subresource.to_owned(),
         time: genplane_apimachinery::meta::rfc3339(now),
     }))

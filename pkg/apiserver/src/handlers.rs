@@ -1,6 +1,7 @@
 //! The resource handlers, one file per verb, and what they share: the request context, body
 //! decoding, answers and errors.
 
+mod apply;
 mod create;
 mod delete;
 mod get;
@@ -61,7 +62,7 @@ impl Query {
             .map(|(_, v)| v.as_str())
     }
 
-    fn flag(&self, name: &str) -> bool {
+    pub(crate) fn flag(&self, name: &str) -> bool {
         matches!(
             self.get(name),
             Some("1" | "t" | "T" | "true" | "TRUE" | "True")

@@ -338,3 +338,356 @@ async fn status_writes_record_their_subresource() {
         json!({"f:status": {"f:conditions": {".": {}, "k:{\"type\":\"Example\"}": {".": {}, "f:status": {}, "f:type": {}}}}})
     );
 }
+
+const APPLY: &str = "application/apply-patch+yaml";
+
+fn cm(data: Value) -> Value {
+    json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "demo"}, "data": data})
+}
+
+#[tokio::test]
+async fn server_side_apply() {
+    let server = support::start_on(Flavour::Sqlite, |s| s).await;
+    let url = |query: &str| format!("{CM}/demo?{query}");
+
+    // A manager is required.
+    let anonymous = send(
+        &server,
+        Method::PATCH,
+        &url(""),
+        APPLY,
+        &cm(json!({"k": "1"})),
+    )
+    .await;
+    assert_eq!(anonymous.status, 422);
+    let anonymous = anonymous.json();
+    assert_eq!(anonymous["reason"], "Invalid");
+    assert_eq!(
+        anonymous["message"],
+        "PatchOptions.meta.k8s.io \"\" is invalid: fieldManager: Required value: is required for apply patch"
+    );
+
+    // A dry run creates nothing.
+    let dry = send(
+        &server,
+        Method::PATCH,
+        &url("fieldManager=a&dryRun=All"),
+        APPLY,
+        &cm(json!({"k": "1"})),
+    )
+    .await;
+    assert_eq!(dry.status, 201, "{}", String::from_utf8_lossy(&dry.body));
+    assert_eq!(
+        call(&server, Method::GET, &url(""), &[], None).await.status,
+        404
+    );
+
+    // Apply creates the object (the body may be YAML), named by the URL.
+    let yaml = Value::String(
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  labels:\n    x: \"1\"\ndata:\n  k: \"1\"\n  only-a: a\n".to_owned(),
+    );
+    let created = send(
+        &server,
+        Method::PATCH,
+        &url("fieldManager=a&force=false"),
+        APPLY,
+        &yaml,
+    )
+    .await;
+    assert_eq!(
+        created.status,
+        201,
+        "{}",
+        String::from_utf8_lossy(&created.body)
+    );
+    let created = created.json();
+    assert_eq!(created["metadata"]["name"], "demo");
+    assert_eq!(created["metadata"]["namespace"], "default");
+    assert_eq!(
+        managers(&created),
+        [entry(
+            "a",
+            "Apply",
+            json!({"f:data": {"f:k": {}, "f:only-a": {}}, "f:metadata": {"f:labels": {"f:x": {}}}})
+        )]
+    );
+
+    // Re-applying the same configuration is a no-op.
+    let again = send(&server, Method::PATCH, &url("fieldManager=a"), APPLY, &yaml)
+        .await
+        .json();
+    assert_eq!(
+        again["metadata"]["resourceVersion"],
+        created["metadata"]["resourceVersion"]
+    );
+
+    // Another manager with another value conflicts, one cause per field.
+    let conflict = send(
+        &server,
+        Method::PATCH,
+        &url("fieldManager=b"),
+        APPLY,
+        &cm(json!({"k": "2", "only-a": "b"})),
+    )
+    .await;
+    assert_eq!(conflict.status, 409);
+    let conflict = conflict.json();
+    assert_eq!(conflict["reason"], "Conflict");
+    assert_eq!(
+        conflict["message"],
+        "Apply failed with 2 conflicts: conflicts with \"a\":\n- .data.k\n- .data.only-a"
+    );
+    assert_eq!(
+        conflict["details"]["causes"],
+        json!([
+            {"reason": "FieldManagerConflict", "message": "conflict with \"a\"", "field": ".data.k"},
+            {"reason": "FieldManagerConflict", "message": "conflict with \"a\"", "field": ".data.only-a"},
+        ])
+    );
+
+    // The same value is shared; force takes a field over.
+    let shared = send(
+        &server,
+        Method::PATCH,
+        &url("fieldManager=b"),
+        APPLY,
+        &cm(json!({"k": "1"})),
+    )
+    .await;
+    assert_eq!(shared.status, 200);
+    let forced = send(
+        &server,
+        Method::PATCH,
+        &url("fieldManager=c&force=true"),
+        APPLY,
+        &cm(json!({"only-a": "c"})),
+    )
+    .await;
+    assert_eq!(
+        forced.status,
+        200,
+        "{}",
+        String::from_utf8_lossy(&forced.body)
+    );
+    let forced = forced.json();
+    assert_eq!(forced["data"], json!({"k": "1", "only-a": "c"}));
+    assert_eq!(
+        managers(&forced),
+        [
+            entry(
+                "a",
+                "Apply",
+                json!({"f:data": {"f:k": {}}, "f:metadata": {"f:labels": {"f:x": {}}}})
+            ),
+            entry("b", "Apply", json!({"f:data": {"f:k": {}}})),
+            entry("c", "Apply", json!({"f:data": {"f:only-a": {}}})),
+        ]
+    );
+
+    // A smaller configuration removes what only this manager owned.
+    let smaller = send(
+        &server,
+        Method::PATCH,
+        &url("fieldManager=a"),
+        APPLY,
+        &json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "demo"}}),
+    )
+    .await
+    .json();
+    assert_eq!(
+        smaller["data"],
+        json!({"k": "1", "only-a": "c"}),
+        "k is b's too, only-a is c's"
+    );
+    assert_eq!(
+        smaller["metadata"].get("labels"),
+        None,
+        "the label was a's alone"
+    );
+    assert!(managers(&smaller).iter().all(|e| e.0 != "a"));
+
+    // A dry run answers without storing.
+    let dry = send(
+        &server,
+        Method::PATCH,
+        &url("fieldManager=c&dryRun=All"),
+        APPLY,
+        &cm(json!({"only-a": "dry"})),
+    )
+    .await
+    .json();
+    assert_eq!(dry["data"]["only-a"], "dry");
+    let stored = call(&server, Method::GET, &url(""), &[], None).await.json();
+    assert_eq!(stored["data"]["only-a"], "c");
+
+    // Bad configurations.
+    let mut wrong_version = cm(json!({}));
+    wrong_version["apiVersion"] = json!("v2");
+    let answer = send(
+        &server,
+        Method::PATCH,
+        &url("fieldManager=a"),
+        APPLY,
+        &wrong_version,
+    )
+    .await;
+    assert_eq!(answer.status, 400);
+    assert_eq!(
+        answer.json()["message"],
+        "Incorrect version specified in apply patch. Specified patch version: v2, expected: v1"
+    );
+    let mut with_managed = cm(json!({}));
+    with_managed["metadata"]["managedFields"] = json!([{"manager": "x"}]);
+    let answer = send(
+        &server,
+        Method::PATCH,
+        &url("fieldManager=a"),
+        APPLY,
+        &with_managed,
+    )
+    .await;
+    assert_eq!(
+        (answer.status, answer.json()["message"].clone()),
+        (400, json!("metadata.managedFields must be nil"))
+    );
+    let mut renamed = cm(json!({}));
+    renamed["metadata"]["name"] = json!("other");
+    assert_eq!(
+        send(
+            &server,
+            Method::PATCH,
+            &url("fieldManager=a"),
+            APPLY,
+            &renamed
+        )
+        .await
+        .status,
+        400
+    );
+    let garbage = send(
+        &server,
+        Method::PATCH,
+        &url("fieldManager=a"),
+        APPLY,
+        &Value::String("[1, 2".to_owned()),
+    )
+    .await;
+    assert_eq!(garbage.status, 400);
+    let strict = send(
+        &server,
+        Method::PATCH,
+        &url("fieldManager=a&fieldValidation=Strict"),
+        APPLY,
+        &json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "demo"}, "bogus": 1}),
+    )
+    .await;
+    assert_eq!(
+        strict.status,
+        400,
+        "{}",
+        String::from_utf8_lossy(&strict.body)
+    );
+}
+
+#[tokio::test]
+async fn apply_to_the_status_subresource() {
+    let server = support::start_on(Flavour::Sqlite, |s| s).await;
+    let missing = send(
+        &server,
+        Method::PATCH,
+        "/api/v1/namespaces/ghost/status?fieldManager=s",
+        APPLY,
+        &json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "ghost"}}),
+    )
+    .await;
+    assert_eq!(missing.status, 404);
+    assert_eq!(
+        send(
+            &server,
+            Method::POST,
+            "/api/v1/namespaces",
+            "application/json",
+            &json!({"metadata": {"name": "team"}})
+        )
+        .await
+        .status,
+        201
+    );
+    let applied = send(
+        &server,
+        Method::PATCH,
+        "/api/v1/namespaces/team/status?fieldManager=s",
+        APPLY,
+        &json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "team"},
+                "status": {"conditions": [{"type": "Example", "status": "True"}]}}),
+    )
+    .await;
+    assert_eq!(
+        applied.status,
+        200,
+        "{}",
+        String::from_utf8_lossy(&applied.body)
+    );
+    let applied = applied.json();
+    assert_eq!(applied["status"]["conditions"][0]["type"], "Example");
+    let entry = managers(&applied).into_iter().find(|e| e.0 == "s").unwrap();
+    assert_eq!((entry.1.as_str(), entry.2.as_str()), ("Apply", "status"));
+}
+
+#[tokio::test]
+async fn kube_rs_patch_apply() {
+    use k8s_openapi::api::core::v1::ConfigMap;
+    use kube::api::{Api, Patch, PatchParams};
+
+    let server = support::start_on(Flavour::Sqlite, |s| s).await;
+    let config = kube::Config::new(format!("http://{}", server.addr).parse().unwrap());
+    let api: Api<ConfigMap> = Api::namespaced(kube::Client::try_from(config).unwrap(), "default");
+    let desired = |value: &str| json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "lease"}, "data": {"holder": value}});
+    let created = api
+        .patch(
+            "lease",
+            &PatchParams::apply("one"),
+            &Patch::Apply(desired("one")),
+        )
+        .await
+        .unwrap();
+    assert_eq!(created.data.unwrap()["holder"], "one");
+    let fields = created.metadata.managed_fields.unwrap();
+    assert_eq!(fields[0].manager.as_deref(), Some("one"));
+    assert_eq!(fields[0].operation.as_deref(), Some("Apply"));
+
+    let kube::Error::Api(conflict) = api
+        .patch(
+            "lease",
+            &PatchParams::apply("two"),
+            &Patch::Apply(desired("two")),
+        )
+        .await
+        .unwrap_err()
+    else {
+        panic!("not an API error")
+    };
+    assert_eq!((conflict.code, conflict.reason.as_str()), (409, "Conflict"));
+    assert_eq!(
+        conflict.message,
+        "Apply failed with 1 conflict: conflict with \"one\": .data.holder"
+    );
+
+    let forced = api
+        .patch(
+            "lease",
+            &PatchParams::apply("two").force(),
+            &Patch::Apply(desired("two")),
+        )
+        .await
+        .unwrap();
+    assert_eq!(forced.data.unwrap()["holder"], "two");
+    let managers: Vec<String> = forced
+        .metadata
+        .managed_fields
+        .unwrap()
+        .into_iter()
+        .filter_map(|e| e.manager)
+        .collect();
+    assert_eq!(managers, ["two"]);
+}

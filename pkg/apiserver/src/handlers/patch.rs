@@ -29,6 +29,9 @@ pub(crate) async fn patch<S: Storage>(
     let negotiated = ctx.negotiate(false)?;
     let content_type = ctx.headers.get(CONTENT_TYPE).and_then(|v| v.to_str().ok());
     let patch_type = negotiation::patch_type(content_type)?;
+    if patch_type == PatchType::Apply {
+        return super::apply::apply(ctx, &negotiated, body).await;
+    }
     if matches!(patch_type, PatchType::StrategicMerge | PatchType::Apply) {
         return Err(Status::unsupported_media_type(
             content_type.unwrap_or(""),
