@@ -67,6 +67,20 @@ pub(crate) fn validate(
     Err(Status::invalid(&kind, "", &errors).into())
 }
 
+/// `force` on a patch that is not an apply (422, as upstream validates `PatchOptions`).
+pub(crate) fn force_forbidden() -> ApiError {
+    let mut errors = field::ErrorList::default();
+    errors.push(field::Error::forbidden(
+        &field::Path::new("force"),
+        "may not be specified for non-apply patch",
+    ));
+    let kind = GroupKind {
+        group: "meta.k8s.io".to_owned(),
+        kind: "PatchOptions".to_owned(),
+    };
+    Status::invalid(&kind, "", &errors).into()
+}
+
 /// The type of the objects of a resource in the type model (untyped when it is not there).
 pub(crate) fn object_type(types: &Schema, info: &ResourceInfo) -> TypeRef {
     types

@@ -188,6 +188,9 @@ impl<S: Storage> Ctx<'_, S> {
     /// field ownership for this request's manager.
     pub(crate) fn write_options(&self, options_kind: &str) -> Result<WriteOptions, ApiError> {
         crate::fieldmanager::validate(options_kind, self.query.get("fieldManager"), false)?;
+        if options_kind == "PatchOptions" && self.query.get("force").is_some() {
+            return Err(crate::fieldmanager::force_forbidden());
+        }
         Ok(WriteOptions {
             dry_run: self.query.dry_run()?,
             fields: Some(crate::fieldmanager::tracker(

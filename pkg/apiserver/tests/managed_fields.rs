@@ -289,6 +289,21 @@ async fn updates_record_ownership() {
         [entry("hand", "Update", json!({"f:data": {"f:k": {}}}))]
     );
 
+    // `force` belongs to apply patches only.
+    let forced = send(
+        &server,
+        Method::PATCH,
+        &format!("{CM}/cm?fieldManager=m&force=true"),
+        "application/merge-patch+json",
+        &json!({"data": {"k": "f"}}),
+    )
+    .await;
+    assert_eq!(forced.status, 422);
+    assert_eq!(
+        forced.json()["message"],
+        "PatchOptions.meta.k8s.io \"\" is invalid: force: Forbidden: may not be specified for non-apply patch"
+    );
+
     // A field manager name longer than 128 bytes is refused.
     let long = send(
         &server,

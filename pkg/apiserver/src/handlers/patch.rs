@@ -1,7 +1,7 @@
 //! PATCH of one object: JSON merge patch and JSON patch (RFC 6902, `test` included).
 //!
-//! Strategic merge patch and server-side apply come with their own work and answer 415 until
-//! then. A patch that sets `metadata.resourceVersion` is a precondition (409 on a mismatch);
+//! Server-side apply is answered by `apply.rs`; strategic merge patch comes with its own work
+//! and answers 415 until then. A patch that sets `metadata.resourceVersion` is a precondition (409 on a mismatch);
 //! otherwise the patch is applied to the current object and retried if someone else wrote in
 //! between, as kube-apiserver does.
 
