@@ -244,6 +244,10 @@ fn unowned() -> Set {
     set
 }
 
+/// The manager that owns the fields of an object without managed fields when it is first
+/// applied to, as upstream names it.
+pub const BEFORE_FIRST_APPLY: &str = "before-first-apply";
+
 /// Who writes, and how objects of the written kind are typed.
 #[derive(Clone, Debug)]
 pub struct Writer<'a> {
@@ -409,6 +413,20 @@ pub fn apply(
         }
     };
     let live_clean = live.map_or_else(|| json!({}), without_managed);
+    if let (Some(_), true) = (live, entries.is_empty()) {
+        // An object no one is known to manage (written before ownership was tracked, or
+        // cleared) is owned as a whole by a stand-in updater, so that a first apply that
+        // changes its values conflicts rather than silently overwrites them.
+        let fields = field_set(schema, ty, &live_clean)?.difference(&unowned());
+        entries.push(Entry {
+            manager: BEFORE_FIRST_APPLY.to_owned(),
+            operation: Operation::Update,
+            api_version: writer.api_version.clone(),
+            time: None,
+            subresource: String::new(),
+            fields,
+        });
+    }
     let merged = crate::apply::merge(schema, ty, &live_clean, config)?;
     let index = entries
         .iter()

@@ -87,6 +87,8 @@ enum Op {
     Apply,
     Force,
     Update,
+    /// The object as stored, without managed fields.
+    Unmanaged,
 }
 
 struct Step {
@@ -1144,6 +1146,45 @@ fn cases() -> Vec<Case> {
                 ],
             ),
         ),
+        // --- objects without managed fields
+        Case {
+            name: "a first apply to an unmanaged object conflicts with its values",
+            builtin: false,
+            steps: vec![
+                Step {
+                    manager: "",
+                    op: Op::Unmanaged,
+                    object: w(json!({"replicas": 1, "tags": ["t"]})),
+                },
+                apply("a", w(json!({"replicas": 2}))),
+            ],
+            expect: Expect::Conflicts(vec![
+                "conflict with \"before-first-apply\" using example.com/v1: .spec.replicas",
+            ]),
+        },
+        Case {
+            name: "a forced first apply leaves the rest to before-first-apply",
+            builtin: false,
+            steps: vec![
+                Step {
+                    manager: "",
+                    op: Op::Unmanaged,
+                    object: w(json!({"replicas": 1, "tags": ["t"]})),
+                },
+                force("a", w(json!({"replicas": 2}))),
+            ],
+            expect: ok(
+                w(json!({"replicas": 2, "tags": ["t"]})),
+                vec![
+                    ("a", "Apply", spec(json!({"f:replicas": {}}))),
+                    (
+                        "before-first-apply",
+                        "Update",
+                        spec(json!({"f:tags": {"v:\"t\"": {}}})),
+                    ),
+                ],
+            ),
+        },
         // --- refusals
         case(
             "an applied configuration may not carry managedFields",
@@ -1297,6 +1338,7 @@ fn run(case: &Case, test: &Schema, builtin: &Schema) -> Result<Value, ApplyError
                 )?
                 .0
             }
+            Op::Unmanaged => step.object.clone(),
             Op::Update => {
                 let mut new = step.object.clone();
                 managed::update(&writer, live.as_ref(), &mut new).unwrap();
