@@ -11,6 +11,7 @@ use genplane_apimachinery::errors::{ApiError, Status};
 use genplane_apimachinery::schema::GroupKind;
 use genplane_apimachinery::validation::field;
 use genplane_registry::{FieldTracker, TrackFields};
+use genplane_structured::fieldpath::{Path, Set};
 use genplane_structured::managed::{self, Writer};
 use genplane_structured::{Schema, Type, TypeRef};
 use serde_json::Value;
@@ -88,6 +89,18 @@ pub(crate) fn object_type(types: &Schema, info: &ResourceInfo) -> TypeRef {
         .unwrap_or_else(|| TypeRef::Inline(Box::new(Type::Untyped)))
 }
 
+/// The fields a write through `subresource` cannot change, because the strategy resets them:
+/// `status` through the main resource of a resource with a status subresource, `spec` through
+/// `status`.
+pub(crate) fn ignored(info: &ResourceInfo, subresource: &str) -> Set {
+    let path = match subresource {
+        "" if info.subresources.iter().any(|s| s.name == "status") => "status",
+        "status" => "spec",
+        _ => return Set::new(),
+    };
+    Set::from_paths(&[Path::fields(&[path])])
+}
+
 /// Records `Update` operations of one manager.
 struct Tracker {
     types: Arc<Schema>,
@@ -96,6 +109,7 @@ struct Tracker {
     api_version: String,
     subresource: String,
     time: String,
+    ignored: Set,
 }
 
 impl TrackFields for Tracker {
@@ -107,6 +121,7 @@ impl TrackFields for Tracker {
             api_version: self.api_version.clone(),
             subresource: self.subresource.clone(),
             time: self.time.clone(),
+            ignored: self.ignored.clone(),
         };
         // An object that does not fit the type model is still written (validation has the
         // last word), without ownership information rather than with a wrong one.
@@ -131,6 +146,7 @@ pub(crate) fn tracker(
         api_version: info.api_version(),
         subresource: subresource.to_owned(),
         time: genplane_apimachinery::meta::rfc3339(now),
+        ignored: ignored(info, subresource),
     }))
 }
 

@@ -645,8 +645,52 @@ async fn apply_to_the_status_subresource() {
     );
     let applied = applied.json();
     assert_eq!(applied["status"]["conditions"][0]["type"], "Example");
-    let entry = managers(&applied).into_iter().find(|e| e.0 == "s").unwrap();
-    assert_eq!((entry.1.as_str(), entry.2.as_str()), ("Apply", "status"));
+    let status_entry = managers(&applied).into_iter().find(|e| e.0 == "s").unwrap();
+    assert_eq!(
+        (status_entry.1.as_str(), status_entry.2.as_str()),
+        ("Apply", "status")
+    );
+    assert_eq!(
+        status_entry.3,
+        json!({"f:status": {"f:conditions": {"k:{\"type\":\"Example\"}": {".": {}, "f:status": {}, "f:type": {}}}}})
+    );
+
+    // Through the main resource, status is the server's: applying it changes and owns nothing
+    // there; through status, spec is not the writer's.
+    let main = send(
+        &server,
+        Method::PATCH,
+        "/api/v1/namespaces/other?fieldManager=m",
+        APPLY,
+        &json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "other", "labels": {"a": "b"}},
+                "status": {"phase": "Terminating"}}),
+    )
+    .await;
+    assert_eq!(main.status, 201, "{}", String::from_utf8_lossy(&main.body));
+    let main = main.json();
+    assert_eq!(main["status"]["phase"], "Active");
+    assert_eq!(
+        managers(&main),
+        [entry(
+            "m",
+            "Apply",
+            json!({"f:metadata": {"f:labels": {"f:a": {}}}})
+        )]
+    );
+    let status = send(
+        &server,
+        Method::PATCH,
+        "/api/v1/namespaces/other/status?fieldManager=s",
+        APPLY,
+        &json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "other"},
+                "spec": {"finalizers": ["example.com/x"]},
+                "status": {"conditions": [{"type": "Example", "status": "True"}]}}),
+    )
+    .await
+    .json();
+    assert_eq!(status["spec"]["finalizers"], json!(["kubernetes"]));
+    let status_entry = managers(&status).into_iter().find(|e| e.0 == "s").unwrap();
+    assert_eq!(status_entry.3.get("f:spec"), None, "{:?}", status_entry.3);
 }
 
 #[tokio::test]

@@ -263,6 +263,10 @@ pub struct Writer<'a> {
     pub subresource: String,
     /// The time of the write (RFC 3339, seconds).
     pub time: String,
+    /// Fields this write cannot change, because the strategy resets them (`status` through the
+    /// main resource, `spec` through `status`): the writer does not own them, and differences
+    /// in them are not conflicts.
+    pub ignored: Set,
 }
 
 fn without_managed(object: &Value) -> Value {
@@ -294,7 +298,8 @@ pub fn update(writer: &Writer<'_>, old: Option<&Value>, new: &mut Value) -> Resu
     };
     let old_clean = old.map_or_else(|| json!({}), without_managed);
     let new_clean = without_managed(new);
-    let comparison = compare(writer.schema, &writer.ty, &old_clean, &new_clean)?;
+    let mut comparison = compare(writer.schema, &writer.ty, &old_clean, &new_clean)?;
+    comparison.exclude(&writer.ignored);
     let taken = comparison.modified.union(&comparison.added);
     for entry in &mut entries {
         if !entry.belongs_to(writer, Operation::Update) {
@@ -432,7 +437,7 @@ pub fn apply(
         .iter()
         .position(|e| e.belongs_to(writer, Operation::Apply));
     let last = index.map(|i| entries[i].fields.clone()).unwrap_or_default();
-    let applied = field_set(schema, ty, config)?;
+    let applied = field_set(schema, ty, config)?.recursive_difference(&writer.ignored);
 
     // Prune what this manager applied last time, no longer applies, and no one else owns.
     let mut result = merged.clone();
@@ -463,7 +468,8 @@ pub fn apply(
         );
     }
 
-    let comparison = compare(schema, ty, &live_clean, &result)?;
+    let mut comparison = compare(schema, ty, &live_clean, &result)?;
+    comparison.exclude(&writer.ignored);
     let taken = comparison.modified.union(&comparison.added);
     let mut conflicts = Vec::new();
     for (i, entry) in entries.iter().enumerate() {

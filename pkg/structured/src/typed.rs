@@ -217,6 +217,13 @@ pub struct Comparison {
 }
 
 impl Comparison {
+    /// Leaves out the paths in or below the members of `ignored`.
+    pub fn exclude(&mut self, ignored: &Set) {
+        self.added = self.added.recursive_difference(ignored);
+        self.modified = self.modified.recursive_difference(ignored);
+        self.removed = self.removed.recursive_difference(ignored);
+    }
+
     /// Whether the versions are the same.
     pub fn is_same(&self) -> bool {
         self.added.is_empty() && self.modified.is_empty() && self.removed.is_empty()

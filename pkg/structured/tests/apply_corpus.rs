@@ -1327,6 +1327,7 @@ fn run(case: &Case, test: &Schema, builtin: &Schema) -> Result<Value, ApplyError
             api_version: api_version.clone(),
             subresource: String::new(),
             time: TIME.to_owned(),
+            ignored: genplane_structured::fieldpath::Set::new(),
         };
         live = Some(match step.op {
             Op::Apply | Op::Force => {
@@ -1453,6 +1454,7 @@ fn reset_and_fallback() {
         api_version: "example.com/v1".into(),
         subresource: String::new(),
         time: TIME.into(),
+        ignored: genplane_structured::fieldpath::Set::new(),
     };
     let mut first = w(json!({"replicas": 1}));
     managed::update(&writer, None, &mut first).unwrap();

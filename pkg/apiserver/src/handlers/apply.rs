@@ -111,6 +111,7 @@ pub(crate) async fn apply<S: Storage>(
         api_version: expected.clone(),
         subresource: ctx.request.subresource.clone(),
         time: genplane_apimachinery::meta::rfc3339(ctx.now),
+        ignored: crate::fieldmanager::ignored(info, &ctx.request.subresource),
     };
     let options = WriteOptions {
         dry_run,
