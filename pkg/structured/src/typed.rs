@@ -320,8 +320,11 @@ fn walk_compare(
             let item_ty = schema.resolve(items);
             let a = index_items(keys, a, path)?;
             let b = index_items(keys, b, path)?;
+            let in_a: std::collections::BTreeSet<&PathElement> = a.iter().map(|(e, _)| e).collect();
+            let in_b: std::collections::BTreeMap<&PathElement, &Value> =
+                b.iter().map(|(e, v)| (e, *v)).collect();
             for (element, item) in &a {
-                let other = b.iter().find(|(e, _)| e == element).map(|(_, v)| *v);
+                let other = in_b.get(element).copied();
                 walk_compare(
                     schema,
                     item_ty,
@@ -333,7 +336,7 @@ fn walk_compare(
                 )?;
             }
             for (element, item) in &b {
-                if !a.iter().any(|(e, _)| e == element) {
+                if !in_a.contains(element) {
                     walk_compare(
                         schema,
                         item_ty,

@@ -55,6 +55,7 @@ fn test_schema() -> Schema {
         }},
         "test.Container": {"type": "object", "properties": {
             "name": {"type": "string"}, "image": {"type": "string"},
+            "command": {"type": "array", "items": {"type": "string"}},
             "env": {"type": "array", "items": {"$ref": "#/components/schemas/test.Env"},
                 "x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["name"]}
         }},
@@ -947,6 +948,237 @@ fn cases() -> Vec<Case> {
             Expect::Conflicts(vec![
                 "conflict with \"u\" using example.com/v1: .spec.containers[name=\"c1\"].image",
             ]),
+        ),
+        case(
+            "an item's field only the remover owned goes, another owner's fields stay",
+            vec![
+                apply("a", w(json!({"containers": [{"name": "c", "image": "i"}]}))),
+                apply(
+                    "b",
+                    w(json!({"containers": [{"name": "c", "command": ["run"]}]})),
+                ),
+                apply("a", w(json!({"tags": ["t"]}))),
+            ],
+            ok(
+                w(json!({"containers": [{"name": "c", "command": ["run"]}], "tags": ["t"]})),
+                vec![
+                    ("a", "Apply", spec(json!({"f:tags": {"v:\"t\"": {}}}))),
+                    (
+                        "b",
+                        "Apply",
+                        spec(
+                            json!({"f:containers": {"k:{\"name\":\"c\"}": {".": {}, "f:command": {}, "f:name": {}}}}),
+                        ),
+                    ),
+                ],
+            ),
+        ),
+        case(
+            "an atomic list inside an item conflicts as one value",
+            vec![
+                apply(
+                    "a",
+                    w(json!({"containers": [{"name": "c", "command": ["a"]}]})),
+                ),
+                apply(
+                    "b",
+                    w(json!({"containers": [{"name": "c", "command": ["b"]}]})),
+                ),
+            ],
+            Expect::Conflicts(vec![
+                "conflict with \"a\": .spec.containers[name=\"c\"].command",
+            ]),
+        ),
+        case(
+            "forcing one field of an item leaves the other fields to their owner",
+            vec![
+                apply(
+                    "a",
+                    w(json!({"containers": [{"name": "c", "image": "i", "command": ["a"]}]})),
+                ),
+                force("b", w(json!({"containers": [{"name": "c", "image": "j"}]}))),
+            ],
+            ok(
+                w(json!({"containers": [{"name": "c", "image": "j", "command": ["a"]}]})),
+                vec![
+                    (
+                        "a",
+                        "Apply",
+                        spec(
+                            json!({"f:containers": {"k:{\"name\":\"c\"}": {".": {}, "f:command": {}, "f:name": {}}}}),
+                        ),
+                    ),
+                    (
+                        "b",
+                        "Apply",
+                        spec(
+                            json!({"f:containers": {"k:{\"name\":\"c\"}": {".": {}, "f:image": {}, "f:name": {}}}}),
+                        ),
+                    ),
+                ],
+            ),
+        ),
+        case(
+            "an updater changing one field of an item takes only that field",
+            vec![
+                apply(
+                    "a",
+                    w(json!({"containers": [{"name": "c", "image": "i", "command": ["a"]}]})),
+                ),
+                update(
+                    "u",
+                    w(json!({"containers": [{"name": "c", "image": "j", "command": ["a"]}]})),
+                ),
+            ],
+            ok(
+                w(json!({"containers": [{"name": "c", "image": "j", "command": ["a"]}]})),
+                vec![
+                    (
+                        "a",
+                        "Apply",
+                        spec(
+                            json!({"f:containers": {"k:{\"name\":\"c\"}": {".": {}, "f:command": {}, "f:name": {}}}}),
+                        ),
+                    ),
+                    (
+                        "u",
+                        "Update",
+                        spec(json!({"f:containers": {"k:{\"name\":\"c\"}": {"f:image": {}}}})),
+                    ),
+                ],
+            ),
+        ),
+        case(
+            "an updater removing an applier's item removes it from the applier's set",
+            vec![
+                apply(
+                    "a",
+                    w(json!({"containers": [{"name": "c1"}, {"name": "c2"}]})),
+                ),
+                update("u", w(json!({"containers": [{"name": "c1"}]}))),
+            ],
+            ok(
+                w(json!({"containers": [{"name": "c1"}]})),
+                vec![(
+                    "a",
+                    "Apply",
+                    spec(json!({"f:containers": {"k:{\"name\":\"c1\"}": {".": {}, "f:name": {}}}})),
+                )],
+            ),
+        ),
+        case(
+            "an equal item applied by two managers is shared and survives one of them",
+            vec![
+                apply("a", w(json!({"containers": [{"name": "c", "image": "i"}]}))),
+                apply("b", w(json!({"containers": [{"name": "c", "image": "i"}]}))),
+                apply("a", w(json!({"replicas": 1}))),
+            ],
+            ok(
+                w(json!({"containers": [{"name": "c", "image": "i"}], "replicas": 1})),
+                vec![
+                    ("a", "Apply", spec(json!({"f:replicas": {}}))),
+                    (
+                        "b",
+                        "Apply",
+                        spec(
+                            json!({"f:containers": {"k:{\"name\":\"c\"}": {".": {}, "f:image": {}, "f:name": {}}}}),
+                        ),
+                    ),
+                ],
+            ),
+        ),
+        case(
+            "a new item comes where the configuration puts it among shared ones",
+            vec![
+                apply(
+                    "a",
+                    w(json!({"containers": [{"name": "c1"}, {"name": "c3"}]})),
+                ),
+                apply(
+                    "b",
+                    w(json!({"containers": [{"name": "c1"}, {"name": "c2"}, {"name": "c3"}]})),
+                ),
+            ],
+            ok(
+                w(json!({"containers": [{"name": "c1"}, {"name": "c2"}, {"name": "c3"}]})),
+                vec![
+                    (
+                        "a",
+                        "Apply",
+                        spec(
+                            json!({"f:containers": {"k:{\"name\":\"c1\"}": {".": {}, "f:name": {}}, "k:{\"name\":\"c3\"}": {".": {}, "f:name": {}}}}),
+                        ),
+                    ),
+                    (
+                        "b",
+                        "Apply",
+                        spec(
+                            json!({"f:containers": {"k:{\"name\":\"c1\"}": {".": {}, "f:name": {}}, "k:{\"name\":\"c2\"}": {".": {}, "f:name": {}}, "k:{\"name\":\"c3\"}": {".": {}, "f:name": {}}}}),
+                        ),
+                    ),
+                ],
+            ),
+        ),
+        case(
+            "conflicts over several managers and shapes are all listed",
+            vec![
+                apply(
+                    "a",
+                    w(json!({"labels": {"k": "1"}, "selector": {"s": "1"}})),
+                ),
+                apply("b", w(json!({"containers": [{"name": "c", "image": "i"}]}))),
+                apply(
+                    "z",
+                    w(
+                        json!({"labels": {"k": "2"}, "selector": {"s": "2"}, "containers": [{"name": "c", "image": "j"}]}),
+                    ),
+                ),
+            ],
+            Expect::Conflicts(vec![
+                "conflict with \"a\": .spec.labels.k",
+                "conflict with \"a\": .spec.selector",
+                "conflict with \"b\": .spec.containers[name=\"c\"].image",
+            ]),
+        ),
+        case(
+            "a nested map key no longer applied goes, the other applier's stays",
+            vec![
+                apply("a", w(json!({"labels": {"a": "1", "shared": "s"}}))),
+                apply("b", w(json!({"labels": {"shared": "s"}}))),
+                apply("a", w(json!({"labels": {"a": "1"}}))),
+            ],
+            ok(
+                w(json!({"labels": {"a": "1", "shared": "s"}})),
+                vec![
+                    ("a", "Apply", spec(json!({"f:labels": {"f:a": {}}}))),
+                    ("b", "Apply", spec(json!({"f:labels": {"f:shared": {}}}))),
+                ],
+            ),
+        ),
+        case(
+            "an updater adding a map key owns only the key",
+            vec![
+                apply("a", w(json!({"labels": {"a": "1"}}))),
+                update("u", w(json!({"labels": {"a": "1", "u": "2"}}))),
+            ],
+            ok(
+                w(json!({"labels": {"a": "1", "u": "2"}})),
+                vec![
+                    ("a", "Apply", spec(json!({"f:labels": {"f:a": {}}}))),
+                    ("u", "Update", spec(json!({"f:labels": {"f:u": {}}}))),
+                ],
+            ),
+        ),
+        case(
+            "a forced atomic struct is replaced whole",
+            vec![
+                apply("a", w(json!({"atomicStruct": {"x": "1"}}))),
+                force("b", w(json!({"atomicStruct": {"y": "2"}}))),
+            ],
+            ok(
+                w(json!({"atomicStruct": {"y": "2"}})),
+                vec![("b", "Apply", spec(json!({"f:atomicStruct": {}})))],
+            ),
         ),
         // --- maps and structs
         case(
