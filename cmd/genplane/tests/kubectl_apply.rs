@@ -103,6 +103,62 @@ fn server_side_apply(name: &str) {
     assert_eq!(differs.status.code(), Some(1), "{}", text(&differs));
 }
 
+/// An object created by client-side `kubectl apply` moves to server-side apply: kubectl
+/// re-applies, then hands the client-side manager's fields over by editing managedFields (a
+/// JSON patch with a resourceVersion precondition), and a later removal works.
+fn client_side_to_server_side(name: &str) {
+    let kubectl = kubectl_path(name);
+    let server = start();
+    let work = server.dir.path().join("work");
+    std::fs::create_dir_all(&work).unwrap();
+    let manifest = |file: &str, data: &str| {
+        let path = work.join(file);
+        std::fs::write(
+            &path,
+            format!("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: moved\n  namespace: default\ndata:\n{data}"),
+        )
+        .unwrap();
+        path.display().to_string()
+    };
+    let both = manifest("both.yaml", "  a: \"1\"\n  b: \"2\"\n");
+    ok(server.kubectl(&kubectl, &["apply", "-f", &both]));
+    ok(server.kubectl(&kubectl, &["apply", "--server-side", "-f", &both]));
+    let out = ok(server.kubectl(
+        &kubectl,
+        &[
+            "get",
+            "configmap",
+            "moved",
+            "-o",
+            "json",
+            "--show-managed-fields",
+        ],
+    ));
+    let object: Value = serde_json::from_str(&out).unwrap();
+    let managers: Vec<&str> = object["metadata"]["managedFields"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|e| e["manager"].as_str())
+        .collect();
+    assert!(!managers.contains(&"kubectl-client-side-apply"), "{object}");
+    let only_a = manifest("only-a.yaml", "  a: \"1\"\n");
+    ok(server.kubectl(&kubectl, &["apply", "--server-side", "-f", &only_a]));
+    let out = ok(server.kubectl(&kubectl, &["get", "configmap", "moved", "-o", "json"]));
+    let object: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(object["data"], serde_json::json!({"a": "1"}), "{object}");
+}
+
+#[test]
+fn kubectl_1_33_client_side_to_server_side() {
+    client_side_to_server_side("kubectl.1.33");
+}
+
+#[test]
+fn kubectl_1_27_client_side_to_server_side() {
+    client_side_to_server_side("kubectl.1.27");
+}
+
 #[test]
 fn kubectl_1_33_server_side_apply() {
     server_side_apply("kubectl.1.33");
