@@ -579,6 +579,30 @@ async fn server_side_apply() {
         .status,
         400
     );
+    let untyped = send(
+        &server,
+        Method::PATCH,
+        "/api/v1/namespaces/default/serviceaccounts/sa?fieldManager=a",
+        APPLY,
+        &json!({"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "sa",
+                "ownerReferences": [{"apiVersion": "v1", "kind": "ConfigMap", "name": "x"}]}}),
+    )
+    .await;
+    assert_eq!(
+        untyped.status,
+        500,
+        "{}",
+        String::from_utf8_lossy(&untyped.body)
+    );
+    let untyped = untyped.json();
+    assert_eq!(untyped["reason"], Value::Null);
+    assert!(
+        untyped["message"]
+            .as_str()
+            .unwrap()
+            .starts_with("failed to create typed patch object (default/sa; v1, Kind=ServiceAccount): .metadata.ownerReferences: "),
+        "{untyped}"
+    );
     let garbage = send(
         &server,
         Method::PATCH,

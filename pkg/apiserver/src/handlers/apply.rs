@@ -128,11 +128,19 @@ pub(crate) async fn apply<S: Storage>(
             managed::apply(&writer, current.as_ref(), &config, force).map_err(|e| match e {
                 ApplyError::Conflicts(conflicts) => ApiError::from(conflict_status(&conflicts)),
                 ApplyError::BadRequest(message) => Status::bad_request(message).into(),
-                ApplyError::Type(e) => Status::internal_error(format!(
-                    "failed to create typed patch object ({}; {expected}, Kind={}): {e}",
-                    name, info.kind
-                ))
-                .into(),
+                ApplyError::Type(e) => {
+                    // Upstream answers a configuration that does not fit the schema with a
+                    // plain error: 500 without a reason.
+                    let mut status = Status::failure(
+                        StatusReason::InternalError,
+                        format!(
+                            "failed to create typed patch object ({namespace}/{name}; {expected}, Kind={}): {e}",
+                            info.kind
+                        ),
+                    );
+                    status.reason = String::new();
+                    ApiError::from(status)
+                }
             })?;
         let result = match &current {
             None => {
