@@ -1586,7 +1586,11 @@ fn run(case: &Case, test: &Schema, builtin: &Schema) -> Result<Value, ApplyError
 fn corpus() {
     let (test, builtin) = (test_schema(), builtin_schema());
     let cases = cases();
-    assert_eq!(cases.len(), 81, "the corpus size changed: update this count");
+    assert_eq!(
+        cases.len(),
+        81,
+        "the corpus size changed: update this count"
+    );
     let mut failures = Vec::new();
     for case in &cases {
         let result = run(case, &test, &builtin);
