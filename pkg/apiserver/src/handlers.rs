@@ -1,6 +1,7 @@
 //! The resource handlers, one file per verb, and what they share: the request context, body
 //! decoding, answers and errors.
 
+mod apply;
 mod create;
 mod delete;
 mod get;
@@ -15,7 +16,7 @@ use genplane_api::protobuf;
 use genplane_apimachinery::errors::{ApiError, Status};
 use genplane_apimachinery::resource_version::ReadOptions;
 use genplane_apimachinery::{fields, labels};
-use genplane_registry::{ListOptions, Store};
+use genplane_registry::{ListOptions, Store, WriteOptions};
 use genplane_storage::Storage;
 use http_body_util::BodyExt;
 use hyper::body::Incoming;
@@ -61,7 +62,7 @@ impl Query {
             .map(|(_, v)| v.as_str())
     }
 
-    fn flag(&self, name: &str) -> bool {
+    pub(crate) fn flag(&self, name: &str) -> bool {
         matches!(
             self.get(name),
             Some("1" | "t" | "T" | "true" | "TRUE" | "True")
@@ -134,11 +135,7 @@ pub(crate) struct Ctx<'a, S: Storage> {
     /// The server's shutdown, which ends watches.
     pub(crate) shutdown: Option<&'a genplane_component_base::shutdown::Shutdown>,
     /// The type model of the served kinds (see [`genplane_structured::Schema`]).
-    #[allow(
-        dead_code,
-        reason = "read by strategic merge patch and server-side apply"
-    )]
-    pub(crate) types: &'a genplane_structured::Schema,
+    pub(crate) types: &'a std::sync::Arc<genplane_structured::Schema>,
 }
 
 impl<S: Storage> Ctx<'_, S> {
@@ -174,6 +171,36 @@ impl<S: Storage> Ctx<'_, S> {
             self.query.get("fieldValidation"),
             &bytes,
         )
+    }
+
+    /// The field manager of this request: `fieldManager`, else from the User-Agent.
+    pub(crate) fn field_manager(&self) -> String {
+        crate::fieldmanager::manager_name(
+            self.query.get("fieldManager"),
+            self.headers
+                .get(hyper::header::USER_AGENT)
+                .and_then(|v| v.to_str().ok()),
+        )
+    }
+
+    /// The options of a create, update or non-apply patch (`options_kind` names them in
+    /// errors: `CreateOptions`, `UpdateOptions`, `PatchOptions`): `dryRun`, and the tracking of
+    /// field ownership for this request's manager.
+    pub(crate) fn write_options(&self, options_kind: &str) -> Result<WriteOptions, ApiError> {
+        crate::fieldmanager::validate(options_kind, self.query.get("fieldManager"), false)?;
+        if options_kind == "PatchOptions" && self.query.get("force").is_some() {
+            return Err(crate::fieldmanager::force_forbidden());
+        }
+        Ok(WriteOptions {
+            dry_run: self.query.dry_run()?,
+            fields: Some(crate::fieldmanager::tracker(
+                self.types,
+                self.info,
+                self.field_manager(),
+                &self.request.subresource,
+                self.now,
+            )),
+        })
     }
 
     /// Applies `fieldValidation`: see [`crate::request_body::field_validation`].

@@ -20,6 +20,7 @@ pub mod authn;
 pub mod body;
 pub mod discovery;
 pub mod encode;
+mod fieldmanager;
 mod handlers;
 pub mod metrics;
 pub mod negotiation;

@@ -994,7 +994,13 @@ async fn protobuf_bodies_and_answers(server: Server) {
     twin["metadata"]["name"] = json!("j");
     assert_eq!(post(&server, collection, twin).await.status, 201);
     let strip = |mut v: Value| {
-        for field in ["name", "uid", "resourceVersion", "creationTimestamp"] {
+        for field in [
+            "name",
+            "uid",
+            "resourceVersion",
+            "creationTimestamp",
+            "managedFields",
+        ] {
             v["metadata"].as_object_mut().unwrap().remove(field);
         }
         v

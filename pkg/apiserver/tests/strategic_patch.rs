@@ -299,7 +299,8 @@ async fn bad_patches_get_precise_statuses() {
         "Invalid",
         "metadata.uid: Invalid value: \"forged\": field is immutable",
     );
-    // Server-side apply is not served yet.
+    // Server-side apply is another patch type, with rules of its own: a fieldManager is
+    // required.
     let (status, _, _) = call(
         &server,
         Method::PATCH,
@@ -308,5 +309,5 @@ async fn bad_patches_get_precise_statuses() {
         b"{}",
     )
     .await;
-    assert_eq!(status, 415);
+    assert_eq!(status, 422);
 }

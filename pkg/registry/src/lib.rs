@@ -19,7 +19,8 @@ pub mod watch;
 pub use builtin::{CatalogStrategy, SubresourceStrategy};
 pub use selection::check_fields;
 pub use store::{
-    DeleteOptions, Deletion, ListOptions, ListResult, Propagation, Store, WriteOptions, Written,
+    DeleteOptions, Deletion, FieldTracker, ListOptions, ListResult, Propagation, Store,
+    TrackFields, WriteOptions, Written,
 };
 pub use strategy::Strategy;
 pub use watch::{EventType, WatchItem, WatchObject, WatchStream};

@@ -39,7 +39,35 @@ const GENERATE_NAME_ATTEMPTS: usize = 8;
 pub struct WriteOptions {
     /// `dryRun=All`: validate and answer, but do not store.
     pub dry_run: bool,
+    /// Records who changed which fields (`metadata.managedFields`), if anyone does.
+    pub fields: Option<FieldTracker>,
 }
+
+/// What records field ownership on a write: called with the stored object (`None` on a
+/// create) and the object about to be written, after defaulting and the strategy's
+/// preparation, before validation; it updates the new object's `metadata.managedFields`.
+pub trait TrackFields: Send + Sync {
+    /// Updates `new`'s managed fields for a write that replaces `old`.
+    fn track(&self, old: Option<&Value>, new: &mut Value);
+}
+
+/// A shared [`TrackFields`] (compared by identity).
+#[derive(Clone)]
+pub struct FieldTracker(pub Arc<dyn TrackFields>);
+
+impl std::fmt::Debug for FieldTracker {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("FieldTracker")
+    }
+}
+
+impl PartialEq for FieldTracker {
+    fn eq(&self, other: &Self) -> bool {
+        Arc::ptr_eq(&self.0, &other.0)
+    }
+}
+
+impl Eq for FieldTracker {}
 
 /// How dependents are handled when their owner is deleted.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -310,6 +338,9 @@ impl<S: Storage> Store<S> {
         set_meta_str(&mut object, "creationTimestamp", &now());
         self.strategy.default(&mut object);
         self.strategy.prepare_for_create(&mut object);
+        if let Some(tracker) = &options.fields {
+            tracker.0.track(None, &mut object);
+        }
         let generate =
             meta_str(&object, "name").is_empty() && !meta_str(&object, "generateName").is_empty();
         let attempts = if generate { GENERATE_NAME_ATTEMPTS } else { 1 };
@@ -600,6 +631,9 @@ impl<S: Storage> Store<S> {
             );
             self.strategy.default(&mut new);
             self.strategy.prepare_for_update(&mut new, &old);
+            if let Some(tracker) = &options.fields {
+                tracker.0.track(Some(&old), &mut new);
+            }
             let errors = self.strategy.validate_update(&new, &old)?;
             if !errors.is_empty() {
                 return Err(self.invalid(name, &errors));

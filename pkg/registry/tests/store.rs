@@ -515,7 +515,10 @@ async fn delete_preconditions_and_propagation() {
 async fn dry_run_changes_nothing() {
     let dir = tempfile::tempdir().unwrap();
     let store = Store::new(sqlite(&dir), Arc::new(Things));
-    let dry = WriteOptions { dry_run: true };
+    let dry = WriteOptions {
+        dry_run: true,
+        ..WriteOptions::default()
+    };
     let would = store
         .create("default", cm("a", json!({}), json!({})), &dry)
         .await

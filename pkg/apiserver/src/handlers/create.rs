@@ -1,7 +1,6 @@
 //! POST to a collection.
 
 use genplane_apimachinery::errors::ApiError;
-use genplane_registry::WriteOptions;
 use genplane_storage::Storage;
 use hyper::body::Incoming;
 use hyper::{Response, StatusCode};
@@ -17,9 +16,7 @@ pub(crate) async fn create<S: Storage>(
 ) -> Result<Response<ResponseBody>, ApiError> {
     let negotiated = ctx.negotiate(false)?;
     let (object, mut warnings) = ctx.object_body(body).await?;
-    let options = WriteOptions {
-        dry_run: ctx.query.dry_run()?,
-    };
+    let options = ctx.write_options("CreateOptions")?;
     let written = ctx
         .store
         .create(&ctx.request.namespace, object, &options)

@@ -1,16 +1,15 @@
 //! PATCH of one object: JSON merge patch, JSON patch (RFC 6902, `test` included) and strategic
 //! merge patch (for kinds the type model knows: see [`genplane_structured::strategic`]).
 //!
-//! Server-side apply comes with its own work and answers 415 until then. A patch that sets
-//! `metadata.resourceVersion` is a precondition (409 on a mismatch); otherwise the patch is
-//! applied to the current object and retried if someone else wrote in between, as kube-apiserver
-//! does. A patched object whose name or namespace differs from the URL's is a 400, one whose uid
-//! changed a 422 (the uid is immutable), as upstream answers.
+//! Server-side apply is answered by `apply.rs`. A patch that sets `metadata.resourceVersion` is
+//! a precondition (409 on a mismatch); otherwise the patch is applied to the current object and
+//! retried if someone else wrote in between, as kube-apiserver does. A patched object whose name
+//! or namespace differs from the URL's is a 400, one whose uid changed a 422 (the uid is
+//! immutable), as upstream answers.
 
 use genplane_apimachinery::errors::{ApiError, Status, StatusReason};
 use genplane_apimachinery::schema::GroupKind;
 use genplane_apimachinery::validation::field;
-use genplane_registry::WriteOptions;
 use genplane_registry::object::meta_str;
 use genplane_storage::Storage;
 use hyper::body::Incoming;
@@ -34,6 +33,9 @@ pub(crate) async fn patch<S: Storage>(
     let negotiated = ctx.negotiate(false)?;
     let content_type = ctx.headers.get(CONTENT_TYPE).and_then(|v| v.to_str().ok());
     let patch_type = negotiation::patch_type(content_type)?;
+    if patch_type == PatchType::Apply {
+        return super::apply::apply(ctx, &negotiated, body).await;
+    }
     // Strategic merge patch needs the kind's type model (custom resources will not have one).
     let strategic = match patch_type {
         PatchType::StrategicMerge => {
@@ -42,21 +44,16 @@ pub(crate) async fn patch<S: Storage>(
         }
         _ => None,
     };
-    if patch_type == PatchType::Apply
-        || (patch_type == PatchType::StrategicMerge && strategic.is_none())
-    {
-        let mut accepted = vec![
-            "application/json-patch+json",
-            "application/merge-patch+json",
-        ];
-        if ctx
-            .types
-            .kind(ctx.info.group, ctx.info.version, ctx.info.kind)
-            .is_some()
-        {
-            accepted.push("application/strategic-merge-patch+json");
-        }
-        return Err(Status::unsupported_media_type(content_type.unwrap_or(""), &accepted).into());
+    if patch_type == PatchType::StrategicMerge && strategic.is_none() {
+        return Err(Status::unsupported_media_type(
+            content_type.unwrap_or(""),
+            &[
+                "application/json-patch+json",
+                "application/merge-patch+json",
+                "application/apply-patch+yaml",
+            ],
+        )
+        .into());
     }
     let bytes = read_bytes(body).await?;
     let patch: Value = serde_json::from_slice(&bytes).map_err(|e| {
@@ -87,9 +84,7 @@ pub(crate) async fn patch<S: Storage>(
         }
         _ => Vec::new(),
     };
-    let options = WriteOptions {
-        dry_run: ctx.query.dry_run()?,
-    };
+    let options = ctx.write_options("PatchOptions")?;
     let (namespace, name) = (&ctx.request.namespace, &ctx.request.name);
     let mut last = None;
     for _ in 0..ATTEMPTS {

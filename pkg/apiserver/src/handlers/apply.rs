@@ -1,0 +1,185 @@
+//! Server-side apply: a PATCH with `application/apply-patch+yaml`.
+//!
+//! The body is an applied configuration (YAML, or JSON, which is YAML too) of the URL's kind
+//! and API version. It is merged into the live object by the type model and recorded in
+//! `metadata.managedFields` under the `fieldManager` (required) with operation `Apply`
+//! ([`genplane_structured::managed::apply`]). Fields other managers own with other values are
+//! conflicts (409 `Conflict`, one `FieldManagerConflict` cause per field) unless `force=true`,
+//! which takes them over. A missing object is created from the configuration (201), with the
+//! name and namespace of the URL.
+
+use genplane_apimachinery::errors::{ApiError, Status, StatusCause, StatusDetails, StatusReason};
+use genplane_registry::WriteOptions;
+use genplane_registry::object::{meta_str, set_meta_str};
+use genplane_storage::Storage;
+use genplane_structured::managed::{self, ApplyError, Writer};
+use hyper::body::Incoming;
+use hyper::{Response, StatusCode};
+use serde_json::Value;
+
+use super::{Ctx, decode_body, read_bytes, respond};
+use crate::body::ResponseBody;
+use crate::encode;
+use crate::negotiation::{BodyFormat, Negotiated};
+
+/// How often an apply is computed again after losing a race with another write.
+const ATTEMPTS: usize = 5;
+
+/// The Status of apply conflicts, as upstream words it.
+fn conflict_status(conflicts: &[managed::Conflict]) -> Status {
+    let causes = conflicts
+        .iter()
+        .map(|c| StatusCause {
+            reason: "FieldManagerConflict".to_owned(),
+            message: format!("conflict with {}", c.manager),
+            field: c.path.to_string(),
+        })
+        .collect();
+    Status::failure(
+        StatusReason::Conflict,
+        managed::conflicts_message(conflicts),
+    )
+    .with_details(StatusDetails {
+        causes,
+        ..StatusDetails::default()
+    })
+}
+
+/// Reads the applied configuration: JSON when it parses as JSON (its repeated keys are
+/// reported to `fieldValidation`), else YAML.
+fn read_config(bytes: &[u8]) -> Result<(Value, Vec<String>), ApiError> {
+    let (config, duplicates) = match serde_json::from_slice::<Value>(bytes) {
+        Ok(value) => (value, genplane_apimachinery::json::duplicate_fields(bytes)),
+        Err(_) => (decode_body(bytes, BodyFormat::Yaml)?, Vec::new()),
+    };
+    if !config.is_object() {
+        return Err(Status::bad_request("the applied configuration must be an object").into());
+    }
+    Ok((config, duplicates))
+}
+
+/// Answers an apply patch: 200 with the object, 201 when it was created.
+pub(crate) async fn apply<S: Storage>(
+    ctx: &Ctx<'_, S>,
+    negotiated: &Negotiated,
+    body: Incoming,
+) -> Result<Response<ResponseBody>, ApiError> {
+    let field_manager = ctx.query.get("fieldManager");
+    crate::fieldmanager::validate("PatchOptions", field_manager, true)?;
+    let force = ctx.query.flag("force");
+    let dry_run = ctx.query.dry_run()?;
+    let bytes = read_bytes(body).await?;
+    let (mut config, duplicates) = read_config(&bytes)?;
+
+    let info = ctx.info;
+    let expected = info.api_version();
+    let given = config
+        .get("apiVersion")
+        .and_then(Value::as_str)
+        .unwrap_or("");
+    if given != expected {
+        return Err(Status::bad_request(format!(
+            "Incorrect version specified in apply patch. Specified patch version: {given}, expected: {expected}"
+        ))
+        .into());
+    }
+    let kind = config.get("kind").and_then(Value::as_str).unwrap_or("");
+    if kind != info.kind {
+        return Err(Status::bad_request(format!(
+            "the kind in the apply patch ({kind}) does not match the expected kind ({})",
+            info.kind
+        ))
+        .into());
+    }
+    let (namespace, name) = (&ctx.request.namespace, &ctx.request.name);
+    match meta_str(&config, "name") {
+        "" => set_meta_str(&mut config, "name", name),
+        given if given != name => {
+            return Err(Status::bad_request(format!(
+                "the name of the object ({given}) does not match the name on the URL ({name})"
+            ))
+            .into());
+        }
+        _ => {}
+    }
+    let warnings = ctx.field_validation(&config, &duplicates)?;
+
+    let writer = Writer {
+        schema: ctx.types,
+        ty: crate::fieldmanager::object_type(ctx.types, info),
+        manager: field_manager.unwrap_or_default().to_owned(),
+        api_version: expected.clone(),
+        subresource: ctx.request.subresource.clone(),
+        time: genplane_apimachinery::meta::rfc3339(ctx.now),
+        ignored: crate::fieldmanager::ignored(info, &ctx.request.subresource),
+    };
+    let options = WriteOptions {
+        dry_run,
+        fields: None,
+    };
+    let mut last = None;
+    for _ in 0..ATTEMPTS {
+        let current = match ctx.store.get(namespace, name, None).await {
+            Ok(object) => Some(object),
+            Err(e) if e.is(StatusReason::NotFound) => None,
+            Err(e) => return Err(e),
+        };
+        let (mut applied, _) =
+            managed::apply(&writer, current.as_ref(), &config, force).map_err(|e| match e {
+                ApplyError::Conflicts(conflicts) => ApiError::from(conflict_status(&conflicts)),
+                ApplyError::BadRequest(message) => Status::bad_request(message).into(),
+                ApplyError::Type(e) => {
+                    // Upstream answers a configuration that does not fit the schema with a
+                    // plain error: 500 without a reason.
+                    let mut status = Status::failure(
+                        StatusReason::InternalError,
+                        format!(
+                            "failed to create typed patch object ({namespace}/{name}; {expected}, Kind={}): {e}",
+                            info.kind
+                        ),
+                    );
+                    status.reason = String::new();
+                    ApiError::from(status)
+                }
+            })?;
+        let result = match &current {
+            None => {
+                if !ctx.request.subresource.is_empty() {
+                    return Err(Status::not_found(&info.group_resource(), name).into());
+                }
+                ctx.store.create(namespace, applied, &options).await
+            }
+            Some(current) => {
+                // The apply was computed from this version: write exactly over it.
+                set_meta_str(
+                    &mut applied,
+                    "resourceVersion",
+                    meta_str(current, "resourceVersion"),
+                );
+                ctx.store.update(namespace, name, applied, &options).await
+            }
+        };
+        match result {
+            Ok(written) => {
+                let code = if written.created {
+                    StatusCode::CREATED
+                } else {
+                    StatusCode::OK
+                };
+                let body = encode::object(info, written.object, negotiated, ctx.now);
+                return Ok(respond(
+                    code,
+                    &body,
+                    negotiated,
+                    Some(info),
+                    &[warnings, written.warnings].concat(),
+                ));
+            }
+            Err(e) if e.is(StatusReason::Conflict) || e.is(StatusReason::AlreadyExists) => {
+                last = Some(e);
+            }
+            Err(e) => return Err(e),
+        }
+    }
+    Err(last.unwrap_or_else(|| Status::modified(&info.group_resource(), name).into()))
+}

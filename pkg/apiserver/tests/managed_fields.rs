@@ -1,0 +1,776 @@
+//! Field ownership over HTTP: the `metadata.managedFields` clients see after creates, updates
+//! and patches (operation `Update`), and server-side apply (`application/apply-patch+yaml`).
+
+#![allow(clippy::unwrap_used)]
+
+mod support;
+
+use bytes::Bytes;
+use http_body_util::{BodyExt, Full};
+use hyper::{Method, Request};
+use hyper_util::client::legacy::Client;
+use hyper_util::rt::TokioExecutor;
+use serde_json::{Value, json};
+use support::{Flavour, Server};
+
+struct Answer {
+    status: u16,
+    body: Vec<u8>,
+}
+
+impl Answer {
+    fn json(&self) -> Value {
+        serde_json::from_slice(&self.body)
+            .unwrap_or_else(|e| panic!("not JSON ({e}): {}", String::from_utf8_lossy(&self.body)))
+    }
+}
+
+async fn call(
+    server: &Server,
+    method: Method,
+    path: &str,
+    headers: &[(&str, &str)],
+    body: Option<Vec<u8>>,
+) -> Answer {
+    let client = Client::builder(TokioExecutor::new()).build_http::<Full<Bytes>>();
+    let mut request = Request::builder()
+        .method(method)
+        .uri(format!("http://{}{path}", server.addr));
+    for (k, v) in headers {
+        request = request.header(*k, *v);
+    }
+    let request = request
+        .body(Full::new(Bytes::from(body.unwrap_or_default())))
+        .unwrap();
+    let response = client.request(request).await.unwrap();
+    let status = response.status().as_u16();
+    let body = response
+        .into_body()
+        .collect()
+        .await
+        .unwrap()
+        .to_bytes()
+        .to_vec();
+    Answer { status, body }
+}
+
+async fn send(
+    server: &Server,
+    method: Method,
+    path: &str,
+    content_type: &str,
+    body: &Value,
+) -> Answer {
+    let body = match body {
+        Value::String(text) => text.clone().into_bytes(),
+        other => serde_json::to_vec(other).unwrap(),
+    };
+    call(
+        server,
+        method,
+        path,
+        &[("content-type", content_type)],
+        Some(body),
+    )
+    .await
+}
+
+/// The managers of an object as (manager, operation, subresource, fieldsV1).
+fn managers(object: &Value) -> Vec<(String, String, String, Value)> {
+    object["metadata"]["managedFields"]
+        .as_array()
+        .map(|entries| {
+            entries
+                .iter()
+                .map(|e| {
+                    let text = |k: &str| e[k].as_str().unwrap_or("").to_owned();
+                    assert_eq!(text("fieldsType"), "FieldsV1", "{e}");
+                    assert!(!text("time").is_empty(), "{e}");
+                    (
+                        text("manager"),
+                        text("operation"),
+                        text("subresource"),
+                        e["fieldsV1"].clone(),
+                    )
+                })
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+fn entry(manager: &str, operation: &str, fields: Value) -> (String, String, String, Value) {
+    (
+        manager.to_owned(),
+        operation.to_owned(),
+        String::new(),
+        fields,
+    )
+}
+
+const CM: &str = "/api/v1/namespaces/default/configmaps";
+
+#[tokio::test]
+async fn updates_record_ownership() {
+    let server = support::start_on(Flavour::Sqlite, |s| s).await;
+    let created = send(
+        &server,
+        Method::POST,
+        &format!("{CM}?fieldManager=creator"),
+        "application/json",
+        &json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "cm", "labels": {"a": "1"}}, "data": {"k": "v", "j": "w"}}),
+    )
+    .await;
+    assert_eq!(
+        created.status,
+        201,
+        "{}",
+        String::from_utf8_lossy(&created.body)
+    );
+    let created = created.json();
+    assert_eq!(
+        managers(&created),
+        [entry(
+            "creator",
+            "Update",
+            json!({"f:data": {".": {}, "f:j": {}, "f:k": {}}, "f:metadata": {"f:labels": {".": {}, "f:a": {}}}})
+        )]
+    );
+    assert_eq!(created["metadata"]["managedFields"][0]["apiVersion"], "v1");
+
+    // A merge patch by another manager, named by its User-Agent, takes the key it changed.
+    let patched = call(
+        &server,
+        Method::PATCH,
+        &format!("{CM}/cm"),
+        &[
+            ("content-type", "application/merge-patch+json"),
+            ("user-agent", "kubectl/v1.33.0 (linux/amd64) kubernetes/x"),
+        ],
+        Some(br#"{"data":{"k":"changed"}}"#.to_vec()),
+    )
+    .await
+    .json();
+    assert_eq!(
+        managers(&patched),
+        [
+            entry(
+                "creator",
+                "Update",
+                json!({"f:data": {".": {}, "f:j": {}}, "f:metadata": {"f:labels": {".": {}, "f:a": {}}}})
+            ),
+            entry("kubectl", "Update", json!({"f:data": {"f:k": {}}})),
+        ]
+    );
+
+    // A PUT without managedFields keeps them; a removed key leaves every set.
+    let mut replaced = patched.clone();
+    replaced["metadata"]
+        .as_object_mut()
+        .unwrap()
+        .remove("managedFields");
+    replaced["data"].as_object_mut().unwrap().remove("j");
+    let replaced = send(
+        &server,
+        Method::PUT,
+        &format!("{CM}/cm?fieldManager=editor"),
+        "application/json",
+        &replaced,
+    )
+    .await
+    .json();
+    assert_eq!(
+        managers(&replaced),
+        [
+            entry(
+                "creator",
+                "Update",
+                json!({"f:data": {}, "f:metadata": {"f:labels": {".": {}, "f:a": {}}}})
+            ),
+            entry("kubectl", "Update", json!({"f:data": {"f:k": {}}})),
+        ]
+    );
+
+    // A write that changes nothing changes nothing, managedFields and resourceVersion included.
+    let same = send(
+        &server,
+        Method::PUT,
+        &format!("{CM}/cm?fieldManager=other"),
+        "application/json",
+        &replaced,
+    )
+    .await
+    .json();
+    assert_eq!(
+        same["metadata"]["resourceVersion"],
+        replaced["metadata"]["resourceVersion"]
+    );
+    assert_eq!(
+        same["metadata"]["managedFields"],
+        replaced["metadata"]["managedFields"]
+    );
+
+    // An empty list keeps them (so clients unaware of the field cannot strip it) ...
+    let kept = send(
+        &server,
+        Method::PATCH,
+        &format!("{CM}/cm?fieldManager=m"),
+        "application/merge-patch+json",
+        &json!({"metadata": {"managedFields": []}}),
+    )
+    .await
+    .json();
+    assert_eq!(
+        kept["metadata"]["managedFields"],
+        replaced["metadata"]["managedFields"]
+    );
+    // ... unreadable entries are ignored in favour of the stored ones ...
+    let ignored = send(
+        &server,
+        Method::PATCH,
+        &format!("{CM}/cm?fieldManager=m"),
+        "application/merge-patch+json",
+        &json!({"metadata": {"managedFields": [{"manager": "x", "operation": "Bogus", "fieldsType": "FieldsV1"}]}, "data": {"n": "1"}}),
+    )
+    .await;
+    assert_eq!(
+        ignored.status,
+        200,
+        "{}",
+        String::from_utf8_lossy(&ignored.body)
+    );
+    let names: Vec<String> = managers(&ignored.json()).into_iter().map(|e| e.0).collect();
+    assert_eq!(names, ["creator", "kubectl", "m"]);
+    // ... and a list of one empty entry clears them.
+    let cleared = send(
+        &server,
+        Method::PATCH,
+        &format!("{CM}/cm?fieldManager=m"),
+        "application/json-patch+json",
+        &json!([{"op": "replace", "path": "/metadata/managedFields", "value": [{}]}]),
+    )
+    .await
+    .json();
+    assert_eq!(cleared["metadata"].get("managedFields"), None);
+
+    // Editing managedFields directly is allowed.
+    let edited = send(
+        &server,
+        Method::PATCH,
+        &format!("{CM}/cm?fieldManager=m"),
+        "application/merge-patch+json",
+        &json!({"metadata": {"managedFields": [{"manager": "hand", "operation": "Update", "apiVersion": "v1", "time": "2026-01-01T00:00:00Z", "fieldsType": "FieldsV1", "fieldsV1": {"f:data": {"f:k": {}}}}]}}),
+    )
+    .await
+    .json();
+    assert_eq!(
+        managers(&edited),
+        [entry("hand", "Update", json!({"f:data": {"f:k": {}}}))]
+    );
+
+    // A dry run answers the would-be ownership and stores nothing.
+    let dry = send(
+        &server,
+        Method::PATCH,
+        &format!("{CM}/cm?fieldManager=dry&dryRun=All"),
+        "application/merge-patch+json",
+        &json!({"data": {"k": "dry"}}),
+    )
+    .await
+    .json();
+    assert_eq!(
+        managers(&dry),
+        [entry("dry", "Update", json!({"f:data": {"f:k": {}}}))]
+    );
+    let stored = call(&server, Method::GET, &format!("{CM}/cm"), &[], None)
+        .await
+        .json();
+    assert_eq!(
+        managers(&stored),
+        [entry("hand", "Update", json!({"f:data": {"f:k": {}}}))]
+    );
+
+    // `force` belongs to apply patches only.
+    let forced = send(
+        &server,
+        Method::PATCH,
+        &format!("{CM}/cm?fieldManager=m&force=true"),
+        "application/merge-patch+json",
+        &json!({"data": {"k": "f"}}),
+    )
+    .await;
+    assert_eq!(forced.status, 422);
+    assert_eq!(
+        forced.json()["message"],
+        "PatchOptions.meta.k8s.io \"\" is invalid: force: Forbidden: may not be specified for non-apply patch"
+    );
+
+    // A field manager name longer than 128 bytes is refused.
+    let long = send(
+        &server,
+        Method::POST,
+        &format!("{CM}?fieldManager={}", "x".repeat(129)),
+        "application/json",
+        &json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "long"}}),
+    )
+    .await;
+    assert_eq!(long.status, 422);
+    assert_eq!(long.json()["details"]["causes"][0]["field"], "fieldManager");
+}
+
+#[tokio::test]
+async fn status_writes_record_their_subresource() {
+    let server = support::start_on(Flavour::Sqlite, |s| s).await;
+    let created = send(
+        &server,
+        Method::POST,
+        "/api/v1/namespaces?fieldManager=creator",
+        "application/json",
+        &json!({"metadata": {"name": "team"}}),
+    )
+    .await;
+    assert_eq!(created.status, 201);
+    let written = send(
+        &server,
+        Method::PATCH,
+        "/api/v1/namespaces/team/status?fieldManager=reporter",
+        "application/merge-patch+json",
+        &json!({"status": {"conditions": [{"type": "Example", "status": "True"}]}}),
+    )
+    .await;
+    assert_eq!(
+        written.status,
+        200,
+        "{}",
+        String::from_utf8_lossy(&written.body)
+    );
+    let status_entry = managers(&written.json())
+        .into_iter()
+        .find(|e| e.0 == "reporter")
+        .unwrap();
+    assert_eq!(status_entry.2, "status");
+    assert_eq!(
+        status_entry.3,
+        json!({"f:status": {"f:conditions": {".": {}, "k:{\"type\":\"Example\"}": {".": {}, "f:status": {}, "f:type": {}}}}})
+    );
+}
+
+const APPLY: &str = "application/apply-patch+yaml";
+
+fn cm(data: Value) -> Value {
+    json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "demo"}, "data": data})
+}
+
+#[tokio::test]
+async fn server_side_apply() {
+    let server = support::start_on(Flavour::Sqlite, |s| s).await;
+    let url = |query: &str| format!("{CM}/demo?{query}");
+
+    // A manager is required.
+    let anonymous = send(
+        &server,
+        Method::PATCH,
+        &url(""),
+        APPLY,
+        &cm(json!({"k": "1"})),
+    )
+    .await;
+    assert_eq!(anonymous.status, 422);
+    let anonymous = anonymous.json();
+    assert_eq!(anonymous["reason"], "Invalid");
+    assert_eq!(
+        anonymous["message"],
+        "PatchOptions.meta.k8s.io \"\" is invalid: fieldManager: Required value: is required for apply patch"
+    );
+
+    // A dry run creates nothing.
+    let dry = send(
+        &server,
+        Method::PATCH,
+        &url("fieldManager=a&dryRun=All"),
+        APPLY,
+        &cm(json!({"k": "1"})),
+    )
+    .await;
+    assert_eq!(dry.status, 201, "{}", String::from_utf8_lossy(&dry.body));
+    assert_eq!(
+        call(&server, Method::GET, &url(""), &[], None).await.status,
+        404
+    );
+
+    // Apply creates the object (the body may be YAML), named by the URL.
+    let yaml = Value::String(
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  labels:\n    x: \"1\"\ndata:\n  k: \"1\"\n  only-a: a\n".to_owned(),
+    );
+    let created = send(
+        &server,
+        Method::PATCH,
+        &url("fieldManager=a&force=false"),
+        APPLY,
+        &yaml,
+    )
+    .await;
+    assert_eq!(
+        created.status,
+        201,
+        "{}",
+        String::from_utf8_lossy(&created.body)
+    );
+    let created = created.json();
+    assert_eq!(created["metadata"]["name"], "demo");
+    assert_eq!(created["metadata"]["namespace"], "default");
+    assert_eq!(
+        managers(&created),
+        [entry(
+            "a",
+            "Apply",
+            json!({"f:data": {"f:k": {}, "f:only-a": {}}, "f:metadata": {"f:labels": {"f:x": {}}}})
+        )]
+    );
+
+    // Re-applying the same configuration is a no-op.
+    let again = send(&server, Method::PATCH, &url("fieldManager=a"), APPLY, &yaml)
+        .await
+        .json();
+    assert_eq!(
+        again["metadata"]["resourceVersion"],
+        created["metadata"]["resourceVersion"]
+    );
+
+    // Another manager with another value conflicts, one cause per field.
+    let conflict = send(
+        &server,
+        Method::PATCH,
+        &url("fieldManager=b"),
+        APPLY,
+        &cm(json!({"k": "2", "only-a": "b"})),
+    )
+    .await;
+    assert_eq!(conflict.status, 409);
+    let conflict = conflict.json();
+    assert_eq!(conflict["reason"], "Conflict");
+    assert_eq!(
+        conflict["message"],
+        "Apply failed with 2 conflicts: conflicts with \"a\":\n- .data.k\n- .data.only-a"
+    );
+    assert_eq!(
+        conflict["details"]["causes"],
+        json!([
+            {"reason": "FieldManagerConflict", "message": "conflict with \"a\"", "field": ".data.k"},
+            {"reason": "FieldManagerConflict", "message": "conflict with \"a\"", "field": ".data.only-a"},
+        ])
+    );
+
+    // The same value is shared; force takes a field over.
+    let shared = send(
+        &server,
+        Method::PATCH,
+        &url("fieldManager=b"),
+        APPLY,
+        &cm(json!({"k": "1"})),
+    )
+    .await;
+    assert_eq!(shared.status, 200);
+    let forced = send(
+        &server,
+        Method::PATCH,
+        &url("fieldManager=c&force=true"),
+        APPLY,
+        &cm(json!({"only-a": "c"})),
+    )
+    .await;
+    assert_eq!(
+        forced.status,
+        200,
+        "{}",
+        String::from_utf8_lossy(&forced.body)
+    );
+    let forced = forced.json();
+    assert_eq!(forced["data"], json!({"k": "1", "only-a": "c"}));
+    assert_eq!(
+        managers(&forced),
+        [
+            entry(
+                "a",
+                "Apply",
+                json!({"f:data": {"f:k": {}}, "f:metadata": {"f:labels": {"f:x": {}}}})
+            ),
+            entry("b", "Apply", json!({"f:data": {"f:k": {}}})),
+            entry("c", "Apply", json!({"f:data": {"f:only-a": {}}})),
+        ]
+    );
+
+    // A smaller configuration removes what only this manager owned.
+    let smaller = send(
+        &server,
+        Method::PATCH,
+        &url("fieldManager=a"),
+        APPLY,
+        &json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "demo"}}),
+    )
+    .await
+    .json();
+    assert_eq!(
+        smaller["data"],
+        json!({"k": "1", "only-a": "c"}),
+        "k is b's too, only-a is c's"
+    );
+    assert_eq!(
+        smaller["metadata"].get("labels"),
+        None,
+        "the label was a's alone"
+    );
+    assert!(managers(&smaller).iter().all(|e| e.0 != "a"));
+
+    // A dry run answers without storing.
+    let dry = send(
+        &server,
+        Method::PATCH,
+        &url("fieldManager=c&dryRun=All"),
+        APPLY,
+        &cm(json!({"only-a": "dry"})),
+    )
+    .await
+    .json();
+    assert_eq!(dry["data"]["only-a"], "dry");
+    let stored = call(&server, Method::GET, &url(""), &[], None).await.json();
+    assert_eq!(stored["data"]["only-a"], "c");
+
+    // Bad configurations.
+    let mut wrong_version = cm(json!({}));
+    wrong_version["apiVersion"] = json!("v2");
+    let answer = send(
+        &server,
+        Method::PATCH,
+        &url("fieldManager=a"),
+        APPLY,
+        &wrong_version,
+    )
+    .await;
+    assert_eq!(answer.status, 400);
+    assert_eq!(
+        answer.json()["message"],
+        "Incorrect version specified in apply patch. Specified patch version: v2, expected: v1"
+    );
+    let mut with_managed = cm(json!({}));
+    with_managed["metadata"]["managedFields"] = json!([{"manager": "x"}]);
+    let answer = send(
+        &server,
+        Method::PATCH,
+        &url("fieldManager=a"),
+        APPLY,
+        &with_managed,
+    )
+    .await;
+    assert_eq!(
+        (answer.status, answer.json()["message"].clone()),
+        (400, json!("metadata.managedFields must be nil"))
+    );
+    let mut renamed = cm(json!({}));
+    renamed["metadata"]["name"] = json!("other");
+    assert_eq!(
+        send(
+            &server,
+            Method::PATCH,
+            &url("fieldManager=a"),
+            APPLY,
+            &renamed
+        )
+        .await
+        .status,
+        400
+    );
+    let untyped = send(
+        &server,
+        Method::PATCH,
+        "/api/v1/namespaces/default/serviceaccounts/sa?fieldManager=a",
+        APPLY,
+        &json!({"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "sa",
+                "ownerReferences": [{"apiVersion": "v1", "kind": "ConfigMap", "name": "x"}]}}),
+    )
+    .await;
+    assert_eq!(
+        untyped.status,
+        500,
+        "{}",
+        String::from_utf8_lossy(&untyped.body)
+    );
+    let untyped = untyped.json();
+    assert_eq!(untyped["reason"], Value::Null);
+    assert!(
+        untyped["message"]
+            .as_str()
+            .unwrap()
+            .starts_with("failed to create typed patch object (default/sa; v1, Kind=ServiceAccount): .metadata.ownerReferences: "),
+        "{untyped}"
+    );
+    let garbage = send(
+        &server,
+        Method::PATCH,
+        &url("fieldManager=a"),
+        APPLY,
+        &Value::String("[1, 2".to_owned()),
+    )
+    .await;
+    assert_eq!(garbage.status, 400);
+    let strict = send(
+        &server,
+        Method::PATCH,
+        &url("fieldManager=a&fieldValidation=Strict"),
+        APPLY,
+        &json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "demo"}, "bogus": 1}),
+    )
+    .await;
+    assert_eq!(
+        strict.status,
+        400,
+        "{}",
+        String::from_utf8_lossy(&strict.body)
+    );
+}
+
+#[tokio::test]
+async fn apply_to_the_status_subresource() {
+    let server = support::start_on(Flavour::Sqlite, |s| s).await;
+    let missing = send(
+        &server,
+        Method::PATCH,
+        "/api/v1/namespaces/ghost/status?fieldManager=s",
+        APPLY,
+        &json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "ghost"}}),
+    )
+    .await;
+    assert_eq!(missing.status, 404);
+    assert_eq!(
+        send(
+            &server,
+            Method::POST,
+            "/api/v1/namespaces",
+            "application/json",
+            &json!({"metadata": {"name": "team"}})
+        )
+        .await
+        .status,
+        201
+    );
+    let applied = send(
+        &server,
+        Method::PATCH,
+        "/api/v1/namespaces/team/status?fieldManager=s",
+        APPLY,
+        &json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "team"},
+                "status": {"conditions": [{"type": "Example", "status": "True"}]}}),
+    )
+    .await;
+    assert_eq!(
+        applied.status,
+        200,
+        "{}",
+        String::from_utf8_lossy(&applied.body)
+    );
+    let applied = applied.json();
+    assert_eq!(applied["status"]["conditions"][0]["type"], "Example");
+    let status_entry = managers(&applied).into_iter().find(|e| e.0 == "s").unwrap();
+    assert_eq!(
+        (status_entry.1.as_str(), status_entry.2.as_str()),
+        ("Apply", "status")
+    );
+    assert_eq!(
+        status_entry.3,
+        json!({"f:status": {"f:conditions": {"k:{\"type\":\"Example\"}": {".": {}, "f:status": {}, "f:type": {}}}}})
+    );
+
+    // Through the main resource, status is the server's: applying it changes and owns nothing
+    // there; through status, spec is not the writer's.
+    let main = send(
+        &server,
+        Method::PATCH,
+        "/api/v1/namespaces/other?fieldManager=m",
+        APPLY,
+        &json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "other", "labels": {"a": "b"}},
+                "status": {"phase": "Terminating"}}),
+    )
+    .await;
+    assert_eq!(main.status, 201, "{}", String::from_utf8_lossy(&main.body));
+    let main = main.json();
+    assert_eq!(main["status"]["phase"], "Active");
+    assert_eq!(
+        managers(&main),
+        [entry(
+            "m",
+            "Apply",
+            json!({"f:metadata": {"f:labels": {"f:a": {}}}})
+        )]
+    );
+    let status = send(
+        &server,
+        Method::PATCH,
+        "/api/v1/namespaces/other/status?fieldManager=s",
+        APPLY,
+        &json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "other"},
+                "spec": {"finalizers": ["example.com/x"]},
+                "status": {"conditions": [{"type": "Example", "status": "True"}]}}),
+    )
+    .await
+    .json();
+    assert_eq!(status["spec"]["finalizers"], json!(["kubernetes"]));
+    let status_entry = managers(&status).into_iter().find(|e| e.0 == "s").unwrap();
+    assert_eq!(status_entry.3.get("f:spec"), None, "{:?}", status_entry.3);
+}
+
+#[tokio::test]
+async fn kube_rs_patch_apply() {
+    use k8s_openapi::api::core::v1::ConfigMap;
+    use kube::api::{Api, Patch, PatchParams};
+
+    let server = support::start_on(Flavour::Sqlite, |s| s).await;
+    let config = kube::Config::new(format!("http://{}", server.addr).parse().unwrap());
+    let api: Api<ConfigMap> = Api::namespaced(kube::Client::try_from(config).unwrap(), "default");
+    let desired = |value: &str| json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "lease"}, "data": {"holder": value}});
+    let created = api
+        .patch(
+            "lease",
+            &PatchParams::apply("one"),
+            &Patch::Apply(desired("one")),
+        )
+        .await
+        .unwrap();
+    assert_eq!(created.data.unwrap()["holder"], "one");
+    let fields = created.metadata.managed_fields.unwrap();
+    assert_eq!(fields[0].manager.as_deref(), Some("one"));
+    assert_eq!(fields[0].operation.as_deref(), Some("Apply"));
+
+    let kube::Error::Api(conflict) = api
+        .patch(
+            "lease",
+            &PatchParams::apply("two"),
+            &Patch::Apply(desired("two")),
+        )
+        .await
+        .unwrap_err()
+    else {
+        panic!("not an API error")
+    };
+    assert_eq!((conflict.code, conflict.reason.as_str()), (409, "Conflict"));
+    assert_eq!(
+        conflict.message,
+        "Apply failed with 1 conflict: conflict with \"one\": .data.holder"
+    );
+
+    let forced = api
+        .patch(
+            "lease",
+            &PatchParams::apply("two").force(),
+            &Patch::Apply(desired("two")),
+        )
+        .await
+        .unwrap();
+    assert_eq!(forced.data.unwrap()["holder"], "two");
+    let managers: Vec<String> = forced
+        .metadata
+        .managed_fields
+        .unwrap()
+        .into_iter()
+        .filter_map(|e| e.manager)
+        .collect();
+    assert_eq!(managers, ["two"]);
+}

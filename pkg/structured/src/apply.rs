@@ -1,0 +1,191 @@
+//! The value side of server-side apply: merging an applied configuration into a live object by
+//! the type model, and removing the fields a set names.
+//!
+//! Merging keeps what the live object has and sets what the configuration sets: leaves
+//! (scalars, atomic lists, atomic maps and structs) are replaced, granular maps and structs are
+//! merged key by key, set lists by value and map lists by their key fields. The items of a
+//! merged list keep the live order unless the configuration orders shared items differently;
+//! items only the configuration has come where it puts them.
+
+use serde_json::{Map, Value};
+
+use crate::fieldpath::{Path, PathElement, Set};
+use crate::schema::{Schema, Type, TypeRef};
+use crate::typed::{Shape, TypeError, index_items, key_type, shape};
+
+/// Merges `config` into `live` (both of type `ty`).
+pub fn merge(
+    schema: &Schema,
+    ty: &TypeRef,
+    live: &Value,
+    config: &Value,
+) -> Result<Value, TypeError> {
+    merge_value(schema, schema.resolve(ty), live, config, &Path::default())
+}
+
+fn merge_value(
+    schema: &Schema,
+    ty: &Type,
+    live: &Value,
+    config: &Value,
+    path: &Path,
+) -> Result<Value, TypeError> {
+    match (shape(ty, Some(config)), live, config) {
+        (Shape::Granular { fields, others }, Value::Object(l), Value::Object(c)) => {
+            let mut out = l.clone();
+            for (key, value) in c {
+                let merged = match l.get(key) {
+                    Some(existing) => {
+                        let (child_ty, _) = key_type(schema, fields, others, key);
+                        merge_value(
+                            schema,
+                            child_ty,
+                            existing,
+                            value,
+                            &path.child(PathElement::Field(key.clone())),
+                        )?
+                    }
+                    None => value.clone(),
+                };
+                out.insert(key.clone(), merged);
+            }
+            Ok(Value::Object(out))
+        }
+        (Shape::Items { items, keys }, Value::Array(l), Value::Array(c)) => {
+            let item_ty = schema.resolve(items);
+            let lhs = index_items(keys, l, path)?;
+            let rhs = index_items(keys, c, path)?;
+            let find = |list: &[(PathElement, &Value)], e: &PathElement| {
+                list.iter().find(|(x, _)| x == e).map(|(_, v)| (*v).clone())
+            };
+            let mut shared: std::collections::VecDeque<&PathElement> = rhs
+                .iter()
+                .map(|(e, _)| e)
+                .filter(|e| lhs.iter().any(|(x, _)| x == *e))
+                .collect();
+            let mut out = Vec::with_capacity(lhs.len().max(rhs.len()));
+            let merge_item = |e: &PathElement, l: Option<Value>, c: &Value| match l {
+                Some(l) => merge_value(schema, item_ty, &l, c, &path.child(e.clone())),
+                None => Ok(c.clone()),
+            };
+            let (mut li, mut ri) = (0, 0);
+            while li < lhs.len() || ri < rhs.len() {
+                if li < lhs.len() && ri < rhs.len() {
+                    let (le, _) = &lhs[li];
+                    if *le == rhs[ri].0 {
+                        out.push(merge_item(le, find(&lhs, le), rhs[ri].1)?);
+                        li += 1;
+                        ri += 1;
+                        shared.pop_front();
+                        continue;
+                    }
+                    let in_rhs = rhs.iter().any(|(x, _)| x == le);
+                    if in_rhs && shared.front().is_some_and(|s| *s != le) {
+                        li += 1;
+                        continue;
+                    }
+                }
+                if li < lhs.len() {
+                    let (le, lv) = &lhs[li];
+                    if !rhs.iter().any(|(x, _)| x == le) {
+                        out.push((*lv).clone());
+                        li += 1;
+                        continue;
+                    }
+                }
+                if ri < rhs.len() {
+                    let (re, rv) = &rhs[ri];
+                    out.push(merge_item(re, find(&lhs, re), rv)?);
+                    ri += 1;
+                    if shared.front().is_some_and(|s| *s == re) {
+                        shared.pop_front();
+                    }
+                }
+            }
+            Ok(Value::Array(out))
+        }
+        _ => Ok(config.clone()),
+    }
+}
+
+/// Removes from `value` (of type `ty`) every field, map key and list item whose path is a
+/// member of `set`, and descends where `set` has members further down.
+pub fn remove_items(schema: &Schema, ty: &TypeRef, value: &Value, set: &Set) -> Value {
+    remove_value(schema, schema.resolve(ty), value, set)
+}
+
+fn remove_value(schema: &Schema, ty: &Type, value: &Value, set: &Set) -> Value {
+    if set.is_empty() {
+        return value.clone();
+    }
+    match (shape(ty, Some(value)), value) {
+        (Shape::Granular { fields, others }, Value::Object(object)) => {
+            let mut out = Map::new();
+            for (key, child) in object {
+                let element = Path(vec![PathElement::Field(key.clone())]);
+                if set.has(&element) {
+                    continue;
+                }
+                let below = set.below(&element);
+                let (child_ty, _) = key_type(schema, fields, others, key);
+                out.insert(key.clone(), remove_value(schema, child_ty, child, &below));
+            }
+            Value::Object(out)
+        }
+        (Shape::Items { items, keys }, Value::Array(list)) => {
+            let item_ty = schema.resolve(items);
+            let mut out = Vec::with_capacity(list.len());
+            for item in list {
+                let Ok(element) = crate::typed::item_element(keys, item, &Path::default()) else {
+                    out.push(item.clone());
+                    continue;
+                };
+                let element = Path(vec![element]);
+                if set.has(&element) {
+                    continue;
+                }
+                out.push(remove_value(schema, item_ty, item, &set.below(&element)));
+            }
+            Value::Array(out)
+        }
+        _ => value.clone(),
+    }
+}
+
+/// Adds to `set` every declared struct field that has members below it, so that removing the
+/// set's items also removes such fields (upstream's "named fields are members").
+pub fn named_fields_as_members(schema: &Schema, ty: &TypeRef, set: &Set) -> Set {
+    let mut out = set.clone();
+    walk_named(schema, schema.resolve(ty), set, &Path::default(), &mut out);
+    out
+}
+
+fn walk_named(schema: &Schema, ty: &Type, set: &Set, at: &Path, out: &mut Set) {
+    match ty {
+        Type::Struct(s) => {
+            for (name, field) in &s.fields {
+                let element = Path(vec![PathElement::Field(name.clone())]);
+                let below = set.below(&element);
+                if below.is_empty() {
+                    continue;
+                }
+                let child = at.child(PathElement::Field(name.clone()));
+                out.insert(&child);
+                walk_named(schema, schema.resolve(&field.ty), &below, &child, out);
+            }
+        }
+        Type::Map(m) => {
+            for (element, below) in set.children() {
+                let child = at.child(element.clone());
+                walk_named(schema, schema.resolve(&m.values), below, &child, out);
+            }
+        }
+        Type::List(l) => {
+            for (element, below) in set.children() {
+                let child = at.child(element.clone());
+                walk_named(schema, schema.resolve(&l.items), below, &child, out);
+            }
+        }
+        Type::Scalar | Type::Untyped => {}
+    }
+}

@@ -1,0 +1,629 @@
+//! Field paths and sets of them, with the FieldsV1 encoding of `metadata.managedFields`.
+//!
+//! A [`Path`] names one node of an object: a struct field or map key ([`PathElement::Field`]),
+//! an item of a keyed list by its key values ([`PathElement::Key`]), an item of a set list by
+//! its value ([`PathElement::Value`]), or a list position ([`PathElement::Index`]). A [`Set`] is
+//! a trie of such paths; a node can be in the set itself (a *member*) and have members below
+//! it at the same time.
+//!
+//! FieldsV1 is the JSON form of a set: an object whose keys are encoded path elements (`f:name`,
+//! `k:{"key":"value"}`, `v:<json>`, `i:<index>`) mapping to the set below that element, with
+//! `"."` standing for "this node itself". Keys are written in the order of [`PathElement`]'s
+//! ordering (fields, then keys, then values, then indices), `"."` first, as upstream writes
+//! them, so equal sets encode to identical bytes.
+
+use std::cmp::Ordering;
+use std::collections::{BTreeMap, BTreeSet};
+use std::fmt;
+
+use serde_json::{Map, Value};
+
+/// One step of a [`Path`].
+#[derive(Clone, Debug)]
+pub enum PathElement {
+    /// A struct field or a map key (`f:<name>`).
+    Field(String),
+    /// An item of a list keyed by some of its fields (`k:{...}`), the key fields sorted by name.
+    Key(Vec<(String, Value)>),
+    /// An item of a set list, by its value (`v:<json>`).
+    Value(Value),
+    /// A list position (`i:<index>`).
+    Index(usize),
+}
+
+impl PathElement {
+    /// A key element from key fields in any order (they are sorted by name).
+    pub fn key(mut fields: Vec<(String, Value)>) -> Self {
+        fields.sort_by(|a, b| a.0.cmp(&b.0));
+        PathElement::Key(fields)
+    }
+
+    fn rank(&self) -> u8 {
+        match self {
+            PathElement::Field(_) => 0,
+            PathElement::Key(_) => 1,
+            PathElement::Value(_) => 2,
+            PathElement::Index(_) => 3,
+        }
+    }
+
+    /// The FieldsV1 form of this element, e.g. `f:data` or `k:{"name":"a"}`.
+    pub fn encode(&self) -> String {
+        match self {
+            PathElement::Field(name) => format!("f:{name}"),
+            PathElement::Key(fields) => {
+                let object: Map<String, Value> = fields.iter().cloned().collect();
+                format!("k:{}", Value::Object(object))
+            }
+            PathElement::Value(value) => format!("v:{value}"),
+            PathElement::Index(index) => format!("i:{index}"),
+        }
+    }
+
+    /// Reads the FieldsV1 form of an element.
+    pub fn decode(text: &str) -> Result<Self, FieldsError> {
+        let bad = |why: &str| FieldsError(format!("invalid path element {text:?}: {why}"));
+        let (prefix, rest) = text.split_once(':').ok_or_else(|| bad("no type prefix"))?;
+        match prefix {
+            "f" => Ok(PathElement::Field(rest.to_owned())),
+            "v" => serde_json::from_str(rest)
+                .map(PathElement::Value)
+                .map_err(|e| bad(&e.to_string())),
+            "k" => match serde_json::from_str(rest) {
+                Ok(Value::Object(fields)) if !fields.is_empty() => {
+                    Ok(PathElement::key(fields.into_iter().collect()))
+                }
+                Ok(_) => Err(bad("a key must be a non-empty JSON object")),
+                Err(e) => Err(bad(&e.to_string())),
+            },
+            "i" => rest
+                .parse::<usize>()
+                .map(PathElement::Index)
+                .map_err(|e| bad(&e.to_string())),
+            _ => Err(bad("unknown type prefix")),
+        }
+    }
+}
+
+impl PartialEq for PathElement {
+    fn eq(&self, other: &Self) -> bool {
+        self.cmp(other) == Ordering::Equal
+    }
+}
+
+impl Eq for PathElement {}
+
+impl PartialOrd for PathElement {
+    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for PathElement {
+    fn cmp(&self, other: &Self) -> Ordering {
+        match (self, other) {
+            (PathElement::Field(a), PathElement::Field(b)) => a.cmp(b),
+            (PathElement::Key(a), PathElement::Key(b)) => {
+                for ((an, av), (bn, bv)) in a.iter().zip(b) {
+                    let c = an.cmp(bn).then_with(|| compare_values(av, bv));
+                    if c != Ordering::Equal {
+                        return c;
+                    }
+                }
+                a.len().cmp(&b.len())
+            }
+            (PathElement::Value(a), PathElement::Value(b)) => compare_values(a, b),
+            (PathElement::Index(a), PathElement::Index(b)) => a.cmp(b),
+            _ => self.rank().cmp(&other.rank()),
+        }
+    }
+}
+
+impl fmt::Display for PathElement {
+    /// The element as field paths are shown in conflict messages: `.name`, `[k="v",n=1]`,
+    /// `[=value]`, `[0]`.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            PathElement::Field(name) => write!(f, ".{name}"),
+            PathElement::Key(fields) => {
+                f.write_str("[")?;
+                for (i, (name, value)) in fields.iter().enumerate() {
+                    if i > 0 {
+                        f.write_str(",")?;
+                    }
+                    write!(f, "{name}={value}")?;
+                }
+                f.write_str("]")
+            }
+            PathElement::Value(value) => write!(f, "[={value}]"),
+            PathElement::Index(index) => write!(f, "[{index}]"),
+        }
+    }
+}
+
+/// The order of JSON values in path elements: numbers, then strings, booleans, lists, maps,
+/// and null last; numbers by value, strings by bytes, lists and maps item by item.
+pub fn compare_values(a: &Value, b: &Value) -> Ordering {
+    fn rank(v: &Value) -> u8 {
+        match v {
+            Value::Number(_) => 0,
+            Value::String(_) => 1,
+            Value::Bool(_) => 2,
+            Value::Array(_) => 3,
+            Value::Object(_) => 4,
+            Value::Null => 5,
+        }
+    }
+    match (a, b) {
+        (Value::Number(x), Value::Number(y)) => match (x.as_i64(), y.as_i64()) {
+            (Some(x), Some(y)) => x.cmp(&y),
+            _ => {
+                let (x, y) = (x.as_f64().unwrap_or(0.0), y.as_f64().unwrap_or(0.0));
+                x.partial_cmp(&y).unwrap_or(Ordering::Equal)
+            }
+        },
+        (Value::String(x), Value::String(y)) => x.cmp(y),
+        (Value::Bool(x), Value::Bool(y)) => x.cmp(y),
+        (Value::Array(x), Value::Array(y)) => {
+            for (p, q) in x.iter().zip(y) {
+                let c = compare_values(p, q);
+                if c != Ordering::Equal {
+                    return c;
+                }
+            }
+            x.len().cmp(&y.len())
+        }
+        (Value::Object(x), Value::Object(y)) => {
+            for ((pk, pv), (qk, qv)) in x.iter().zip(y) {
+                let c = pk.cmp(qk).then_with(|| compare_values(pv, qv));
+                if c != Ordering::Equal {
+                    return c;
+                }
+            }
+            x.len().cmp(&y.len())
+        }
+        _ => rank(a).cmp(&rank(b)),
+    }
+}
+
+/// A path from the root of an object to one of its nodes.
+#[derive(Clone, Debug, Default, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Path(pub Vec<PathElement>);
+
+impl Path {
+    /// The path one element further down.
+    pub fn child(&self, element: PathElement) -> Path {
+        let mut elements = self.0.clone();
+        elements.push(element);
+        Path(elements)
+    }
+
+    /// A path of field names, e.g. `Path::fields(&["metadata", "labels"])`.
+    pub fn fields(names: &[&str]) -> Path {
+        Path(
+            names
+                .iter()
+                .map(|n| PathElement::Field((*n).to_owned()))
+                .collect(),
+        )
+    }
+}
+
+impl fmt::Display for Path {
+    /// The path as upstream shows it, e.g. `.spec.containers[name="a"].image`.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for element in &self.0 {
+            write!(f, "{element}")?;
+        }
+        Ok(())
+    }
+}
+
+/// Why a FieldsV1 value does not make a [`Set`].
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct FieldsError(pub String);
+
+/// A set of paths, as a trie.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Set {
+    /// The elements below this node that are in the set themselves.
+    members: BTreeSet<PathElement>,
+    /// The non-empty sets below the elements that have members further down.
+    children: BTreeMap<PathElement, Set>,
+}
+
+impl Set {
+    /// The empty set.
+    pub fn new() -> Self {
+        Set::default()
+    }
+
+    /// A set of these paths.
+    pub fn from_paths<'a>(paths: impl IntoIterator<Item = &'a Path>) -> Self {
+        let mut set = Set::new();
+        for path in paths {
+            set.insert(path);
+        }
+        set
+    }
+
+    /// Whether the set has no paths.
+    pub fn is_empty(&self) -> bool {
+        self.members.is_empty() && self.children.is_empty()
+    }
+
+    /// Adds a path (the empty path, the root, is never a member).
+    pub fn insert(&mut self, path: &Path) {
+        self.insert_elements(&path.0);
+    }
+
+    fn insert_elements(&mut self, elements: &[PathElement]) {
+        match elements {
+            [] => {}
+            [last] => {
+                self.members.insert(last.clone());
+            }
+            [first, rest @ ..] => self
+                .children
+                .entry(first.clone())
+                .or_default()
+                .insert_elements(rest),
+        }
+    }
+
+    /// Whether a path is a member.
+    pub fn has(&self, path: &Path) -> bool {
+        let mut node = self;
+        let Some((last, parents)) = path.0.split_last() else {
+            return false;
+        };
+        for element in parents {
+            match node.children.get(element) {
+                Some(child) => node = child,
+                None => return false,
+            }
+        }
+        node.members.contains(last)
+    }
+
+    /// Whether a path is a member or has members below it.
+    pub fn has_prefix(&self, path: &Path) -> bool {
+        let mut node = self;
+        let Some((last, parents)) = path.0.split_last() else {
+            return !self.is_empty();
+        };
+        for element in parents {
+            match node.children.get(element) {
+                Some(child) => node = child,
+                None => return false,
+            }
+        }
+        node.members.contains(last) || node.children.contains_key(last)
+    }
+
+    /// The set below a path (its members relative to the path), empty if there is none.
+    pub fn below(&self, path: &Path) -> Set {
+        let mut node = self;
+        for element in &path.0 {
+            match node.children.get(element) {
+                Some(child) => node = child,
+                None => return Set::new(),
+            }
+        }
+        node.clone()
+    }
+
+    /// The elements that have members below them, with the sets below them.
+    pub fn children(&self) -> impl Iterator<Item = (&PathElement, &Set)> {
+        self.children.iter()
+    }
+
+    /// The paths in either set.
+    pub fn union(&self, other: &Set) -> Set {
+        let mut out = self.clone();
+        out.members.extend(other.members.iter().cloned());
+        for (element, child) in &other.children {
+            let merged = match out.children.get(element) {
+                Some(mine) => mine.union(child),
+                None => child.clone(),
+            };
+            out.children.insert(element.clone(), merged);
+        }
+        out
+    }
+
+    /// The paths in both sets.
+    pub fn intersection(&self, other: &Set) -> Set {
+        let members = self.members.intersection(&other.members).cloned().collect();
+        let children = self
+            .children
+            .iter()
+            .filter_map(|(element, child)| {
+                let both = child.intersection(other.children.get(element)?);
+                (!both.is_empty()).then(|| (element.clone(), both))
+            })
+            .collect();
+        Set { members, children }
+    }
+
+    /// The paths of this set that are not in `other`.
+    pub fn difference(&self, other: &Set) -> Set {
+        let members = self.members.difference(&other.members).cloned().collect();
+        let children = self
+            .children
+            .iter()
+            .filter_map(|(element, child)| {
+                let rest = match other.children.get(element) {
+                    Some(theirs) => child.difference(theirs),
+                    None => child.clone(),
+                };
+                (!rest.is_empty()).then(|| (element.clone(), rest))
+            })
+            .collect();
+        Set { members, children }
+    }
+
+    /// The paths of this set that are neither in `other` nor below one of its members.
+    pub fn recursive_difference(&self, other: &Set) -> Set {
+        let members = self.members.difference(&other.members).cloned().collect();
+        let children = self
+            .children
+            .iter()
+            .filter(|(element, _)| !other.members.contains(element))
+            .filter_map(|(element, child)| {
+                let rest = match other.children.get(element) {
+                    Some(theirs) => child.recursive_difference(theirs),
+                    None => child.clone(),
+                };
+                (!rest.is_empty()).then(|| (element.clone(), rest))
+            })
+            .collect();
+        Set { members, children }
+    }
+
+    /// Every member path, in order.
+    pub fn paths(&self) -> Vec<Path> {
+        let mut out = Vec::new();
+        self.collect(&mut Vec::new(), &mut out);
+        out
+    }
+
+    fn collect(&self, prefix: &mut Vec<PathElement>, out: &mut Vec<Path>) {
+        let mut members = self.members.iter().peekable();
+        let mut children = self.children.iter().peekable();
+        loop {
+            let take_member = match (members.peek(), children.peek()) {
+                (None, None) => return,
+                (Some(_), None) => true,
+                (None, Some(_)) => false,
+                (Some(m), Some((c, _))) => *m <= *c,
+            };
+            if take_member {
+                let Some(member) = members.next() else { return };
+                prefix.push(member.clone());
+                out.push(Path(prefix.clone()));
+                prefix.pop();
+            } else {
+                let Some((element, child)) = children.next() else {
+                    return;
+                };
+                prefix.push(element.clone());
+                child.collect(prefix, out);
+                prefix.pop();
+            }
+        }
+    }
+
+    /// The members that are leaves: member paths with no members below them.
+    pub fn leaves(&self) -> Vec<Path> {
+        self.paths()
+            .into_iter()
+            .filter(|p| self.below(p).is_empty())
+            .collect()
+    }
+
+    /// The FieldsV1 form of the set.
+    pub fn to_fields_v1(&self) -> Value {
+        Value::Object(self.encode_contents(false))
+    }
+
+    fn encode_contents(&self, member: bool) -> Map<String, Value> {
+        // serde_json's map keeps its keys sorted, which is not the upstream order; the order
+        // is restored when the document is written (see `write_fields_v1`).
+        let mut out = Map::new();
+        if member {
+            out.insert(".".to_owned(), Value::Object(Map::new()));
+        }
+        for element in &self.members {
+            if !self.children.contains_key(element) {
+                out.insert(element.encode(), Value::Object(Map::new()));
+            }
+        }
+        for (element, child) in &self.children {
+            let contents = child.encode_contents(self.members.contains(element));
+            out.insert(element.encode(), Value::Object(contents));
+        }
+        out
+    }
+
+    /// The FieldsV1 form as JSON text, keys in upstream's order (`.` first, then the path
+    /// elements in their order), byte for byte what upstream writes for the same set.
+    pub fn write_fields_v1(&self) -> String {
+        let mut out = String::new();
+        self.write_contents(false, &mut out);
+        out
+    }
+
+    fn write_contents(&self, member: bool, out: &mut String) {
+        out.push('{');
+        let mut first = true;
+        let mut separator = |out: &mut String| {
+            if !first {
+                out.push(',');
+            }
+            first = false;
+        };
+        if member {
+            separator(out);
+            out.push_str("\".\":{}");
+        }
+        let mut elements: Vec<&PathElement> = self.members.iter().collect();
+        elements.extend(self.children.keys().filter(|e| !self.members.contains(*e)));
+        elements.sort();
+        for element in elements {
+            separator(out);
+            out.push_str(&Value::String(element.encode()).to_string());
+            out.push(':');
+            match self.children.get(element) {
+                Some(child) => child.write_contents(self.members.contains(element), out),
+                None => out.push_str("{}"),
+            }
+        }
+        out.push('}');
+    }
+
+    /// Reads a FieldsV1 value.
+    pub fn from_fields_v1(value: &Value) -> Result<Set, FieldsError> {
+        let object = value
+            .as_object()
+            .ok_or_else(|| FieldsError("FieldsV1 must be a JSON object".to_owned()))?;
+        Ok(Set::decode_contents(object)?.0)
+    }
+
+    /// Reads the contents of one node: the set below it and whether it is a member itself.
+    fn decode_contents(object: &Map<String, Value>) -> Result<(Set, bool), FieldsError> {
+        let mut set = Set::new();
+        let mut member = false;
+        for (key, value) in object {
+            let contents = value.as_object().ok_or_else(|| {
+                FieldsError(format!("the value of {key:?} must be a JSON object"))
+            })?;
+            if key == "." {
+                member = true;
+                continue;
+            }
+            let element = PathElement::decode(key)?;
+            let (child, child_member) = Set::decode_contents(contents)?;
+            if child.is_empty() || child_member {
+                set.members.insert(element.clone());
+            }
+            if !child.is_empty() {
+                set.children.insert(element, child);
+            }
+        }
+        Ok((set, member))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    fn path(elements: &[PathElement]) -> Path {
+        Path(elements.to_vec())
+    }
+
+    fn f(name: &str) -> PathElement {
+        PathElement::Field(name.to_owned())
+    }
+
+    #[test]
+    fn round_trip_with_member_markers() {
+        let text = r#"{"f:metadata":{"f:labels":{".":{},"f:app":{}}},"f:spec":{"f:containers":{"k:{\"name\":\"a\"}":{".":{},"f:image":{},"f:name":{}}}}}"#;
+        let value: Value = serde_json::from_str(text).unwrap();
+        let set = Set::from_fields_v1(&value).unwrap();
+        assert!(set.has(&Path::fields(&["metadata", "labels"])));
+        assert!(set.has(&Path::fields(&["metadata", "labels", "app"])));
+        assert!(!set.has(&Path::fields(&["metadata"])));
+        assert_eq!(set.write_fields_v1(), text);
+        assert_eq!(set.to_fields_v1(), value);
+    }
+
+    #[test]
+    fn element_order_is_fields_keys_values_indices() {
+        let mut set = Set::new();
+        set.insert(&path(&[PathElement::Index(0)]));
+        set.insert(&path(&[PathElement::Value(json!("x"))]));
+        set.insert(&path(&[PathElement::key(vec![("k".into(), json!(1))])]));
+        set.insert(&path(&[f("z")]));
+        set.insert(&path(&[PathElement::Value(json!(10))]));
+        set.insert(&path(&[PathElement::Value(json!(9))]));
+        assert_eq!(
+            set.write_fields_v1(),
+            r#"{"f:z":{},"k:{\"k\":1}":{},"v:9":{},"v:10":{},"v:\"x\"":{},"i:0":{}}"#
+        );
+    }
+
+    #[test]
+    fn set_operations() {
+        let a = Set::from_paths(&[
+            Path::fields(&["data", "a"]),
+            Path::fields(&["data", "b"]),
+            Path::fields(&["spec"]),
+        ]);
+        let b = Set::from_paths(&[Path::fields(&["data", "b"]), Path::fields(&["data", "c"])]);
+        assert_eq!(
+            a.union(&b).paths(),
+            vec![
+                Path::fields(&["data", "a"]),
+                Path::fields(&["data", "b"]),
+                Path::fields(&["data", "c"]),
+                Path::fields(&["spec"]),
+            ]
+        );
+        assert_eq!(
+            a.intersection(&b).paths(),
+            vec![Path::fields(&["data", "b"])]
+        );
+        assert_eq!(
+            a.difference(&b).paths(),
+            vec![Path::fields(&["data", "a"]), Path::fields(&["spec"])]
+        );
+        let whole_data = Set::from_paths(&[Path::fields(&["data"])]);
+        assert_eq!(a.difference(&whole_data), a);
+        assert_eq!(
+            a.recursive_difference(&whole_data).paths(),
+            vec![Path::fields(&["spec"])]
+        );
+        assert!(a.difference(&a).is_empty());
+    }
+
+    #[test]
+    fn display_as_upstream() {
+        let p = path(&[
+            f("spec"),
+            f("ports"),
+            PathElement::key(vec![
+                ("protocol".into(), json!("TCP")),
+                ("port".into(), json!(80)),
+            ]),
+            f("name"),
+        ]);
+        assert_eq!(p.to_string(), r#".spec.ports[port=80,protocol="TCP"].name"#);
+        let q = path(&[
+            f("metadata"),
+            f("finalizers"),
+            PathElement::Value(json!("a")),
+        ]);
+        assert_eq!(q.to_string(), r#".metadata.finalizers[="a"]"#);
+        assert_eq!(path(&[f("x"), PathElement::Index(2)]).to_string(), ".x[2]");
+    }
+
+    #[test]
+    fn bad_fields_v1() {
+        for bad in [
+            json!([]),
+            json!({"x:a": {}}),
+            json!({"f:a": 1}),
+            json!({"k:[1]": {}}),
+            json!({"v:{": {}}),
+            json!({"i:-1": {}}),
+            json!({"nocolon": {}}),
+        ] {
+            assert!(Set::from_fields_v1(&bad).is_err(), "{bad}");
+        }
+    }
+}

@@ -1,0 +1,521 @@
+//! `metadata.managedFields`: who owns which fields of an object, and how writes change it.
+//!
+//! An object's managers are entries of (manager name, operation, subresource, and for `Update`
+//! the API version), each with the [`Set`] of fields it owns. [`update`] records a create,
+//! update or non-apply patch: the writer takes every field it added or changed, others keep what
+//! it did not touch, and removed fields leave every set. [`apply`] merges an applied
+//! configuration: the applier owns exactly the fields of its configuration, fields it applied
+//! before and no longer applies are removed unless someone else owns them, and changing a value
+//! another manager owns is a conflict unless forced.
+//!
+//! Entries with no fields are dropped; entries are kept sorted as upstream sorts them
+//! (operation, time, manager, API version, subresource). Fields every object has
+//! (`apiVersion`, `kind`, and the server-set metadata such as `name` and `uid`) are owned by
+//! no one.
+
+use std::fmt;
+
+use serde_json::{Map, Value, json};
+
+use crate::fieldpath::{Path, Set};
+use crate::schema::{Schema, TypeRef};
+use crate::typed::{TypeError, compare, field_set};
+
+/// How a manager wrote its fields.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Operation {
+    /// Server-side apply.
+    Apply,
+    /// Create, update or a non-apply patch.
+    Update,
+}
+
+impl Operation {
+    /// The wire name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Operation::Apply => "Apply",
+            Operation::Update => "Update",
+        }
+    }
+}
+
+/// One entry of `metadata.managedFields`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Entry {
+    /// The manager's name.
+    pub manager: String,
+    /// How it wrote.
+    pub operation: Operation,
+    /// The API version of the object it wrote.
+    pub api_version: String,
+    /// When it last changed the object (RFC 3339, seconds).
+    pub time: Option<String>,
+    /// The subresource it wrote through (`status`), or empty.
+    pub subresource: String,
+    /// The fields it owns.
+    pub fields: Set,
+}
+
+impl Entry {
+    /// Whether this entry is the one `writer` writes to.
+    fn belongs_to(&self, writer: &Writer<'_>, operation: Operation) -> bool {
+        self.manager == writer.manager
+            && self.operation == operation
+            && self.subresource == writer.subresource
+            && (operation == Operation::Apply || self.api_version == writer.api_version)
+    }
+
+    /// The manager as conflict messages name it: `"name"`, with the subresource and, for
+    /// updaters, the API version.
+    pub fn describe(&self) -> String {
+        let mut out = format!("{:?}", self.manager);
+        if !self.subresource.is_empty() {
+            out.push_str(&format!(" with subresource {:?}", self.subresource));
+        }
+        if self.operation == Operation::Update {
+            out.push_str(&format!(" using {}", self.api_version));
+        }
+        out
+    }
+
+    fn to_json(&self) -> Value {
+        let mut out = Map::new();
+        if !self.manager.is_empty() {
+            out.insert("manager".into(), json!(self.manager));
+        }
+        out.insert("operation".into(), json!(self.operation.as_str()));
+        out.insert("apiVersion".into(), json!(self.api_version));
+        if let Some(time) = &self.time {
+            out.insert("time".into(), json!(time));
+        }
+        out.insert("fieldsType".into(), json!("FieldsV1"));
+        out.insert("fieldsV1".into(), self.fields.to_fields_v1());
+        if !self.subresource.is_empty() {
+            out.insert("subresource".into(), json!(self.subresource));
+        }
+        Value::Object(out)
+    }
+
+    fn from_json(value: &Value, index: usize) -> Result<Entry, ManagedError> {
+        let at = |field: &str| format!("metadata.managedFields[{index}].{field}");
+        let object = value.as_object().ok_or_else(|| {
+            ManagedError::new(
+                format!("metadata.managedFields[{index}]"),
+                "must be an object",
+            )
+        })?;
+        let string = |field: &str| -> Result<String, ManagedError> {
+            match object.get(field) {
+                None | Some(Value::Null) => Ok(String::new()),
+                Some(Value::String(s)) => Ok(s.clone()),
+                Some(_) => Err(ManagedError::new(at(field), "must be a string")),
+            }
+        };
+        let operation = match string("operation")?.as_str() {
+            "Apply" => Operation::Apply,
+            "Update" => Operation::Update,
+            other => {
+                return Err(ManagedError::new(
+                    at("operation"),
+                    format!(
+                        "Unsupported value: {other:?}: supported values: \"Apply\", \"Update\""
+                    ),
+                ));
+            }
+        };
+        let fields_type = string("fieldsType")?;
+        if fields_type != "FieldsV1" {
+            return Err(ManagedError::new(
+                at("fieldsType"),
+                format!("Invalid value: {fields_type:?}: must be `FieldsV1`"),
+            ));
+        }
+        let fields = match object.get("fieldsV1") {
+            None | Some(Value::Null) => Set::new(),
+            Some(v) => Set::from_fields_v1(v)
+                .map_err(|e| ManagedError::new(at("fieldsV1"), e.to_string()))?,
+        };
+        let time = Some(string("time")?).filter(|t| !t.is_empty());
+        Ok(Entry {
+            manager: string("manager")?,
+            operation,
+            api_version: string("apiVersion")?,
+            time,
+            subresource: string("subresource")?,
+            fields,
+        })
+    }
+}
+
+/// Why `metadata.managedFields` cannot be read.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{field}: {message}")]
+pub struct ManagedError {
+    /// The field path, e.g. `metadata.managedFields[0].operation`.
+    pub field: String,
+    /// What is wrong.
+    pub message: String,
+}
+
+impl ManagedError {
+    fn new(field: impl Into<String>, message: impl Into<String>) -> Self {
+        ManagedError {
+            field: field.into(),
+            message: message.into(),
+        }
+    }
+}
+
+/// The entries of an object's `metadata.managedFields` (`None` when it has none).
+pub fn decode(object: &Value) -> Result<Option<Vec<Entry>>, ManagedError> {
+    match object.pointer("/metadata/managedFields") {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::Array(items)) => items
+            .iter()
+            .enumerate()
+            .map(|(i, v)| Entry::from_json(v, i))
+            .collect::<Result<Vec<_>, _>>()
+            .map(Some),
+        Some(_) => Err(ManagedError::new(
+            "metadata.managedFields",
+            "must be a list",
+        )),
+    }
+}
+
+/// Whether a write asks to clear the managed fields: a list holding one empty entry.
+pub fn is_reset(object: &Value) -> bool {
+    matches!(object.pointer("/metadata/managedFields"),
+        Some(Value::Array(items)) if items.len() == 1 && items[0].as_object().is_some_and(Map::is_empty))
+}
+
+/// Writes `entries` (sorted, empty ones dropped) into `object`'s metadata.
+pub fn encode(object: &mut Value, mut entries: Vec<Entry>) {
+    entries.retain(|e| !e.fields.is_empty());
+    entries.sort_by(|a, b| {
+        a.operation
+            .cmp(&b.operation)
+            .then_with(|| a.time.cmp(&b.time))
+            .then_with(|| a.manager.cmp(&b.manager))
+            .then_with(|| a.api_version.cmp(&b.api_version))
+            .then_with(|| a.subresource.cmp(&b.subresource))
+    });
+    let Some(metadata) = object.get_mut("metadata").and_then(Value::as_object_mut) else {
+        return;
+    };
+    if entries.is_empty() {
+        metadata.remove("managedFields");
+    } else {
+        metadata.insert(
+            "managedFields".into(),
+            Value::Array(entries.iter().map(Entry::to_json).collect()),
+        );
+    }
+}
+
+/// Removes `metadata.managedFields`.
+pub fn remove(object: &mut Value) {
+    if let Some(metadata) = object.get_mut("metadata").and_then(Value::as_object_mut) {
+        metadata.remove("managedFields");
+    }
+}
+
+/// The fields no one owns.
+fn unowned() -> Set {
+    let mut set = Set::from_paths(&[
+        Path::fields(&["apiVersion"]),
+        Path::fields(&["kind"]),
+        Path::fields(&["metadata"]),
+    ]);
+    for field in [
+        "name",
+        "namespace",
+        "creationTimestamp",
+        "selfLink",
+        "uid",
+        "clusterName",
+        "generation",
+        "managedFields",
+        "resourceVersion",
+    ] {
+        set.insert(&Path::fields(&["metadata", field]));
+    }
+    set
+}
+
+/// The manager that owns the fields of an object without managed fields when it is first
+/// applied to, as upstream names it.
+pub const BEFORE_FIRST_APPLY: &str = "before-first-apply";
+
+/// Who writes, and how objects of the written kind are typed.
+#[derive(Clone, Debug)]
+pub struct Writer<'a> {
+    /// The type model.
+    pub schema: &'a Schema,
+    /// The type of the object.
+    pub ty: TypeRef,
+    /// The manager's name.
+    pub manager: String,
+    /// The API version written (`v1`, `rbac.authorization.k8s.io/v1`).
+    pub api_version: String,
+    /// The subresource written through, or empty.
+    pub subresource: String,
+    /// The time of the write (RFC 3339, seconds).
+    pub time: String,
+    /// Fields this write cannot change, because the strategy resets them (`status` through the
+    /// main resource, `spec` through `status`): the writer does not own them, and differences
+    /// in them are not conflicts.
+    pub ignored: Set,
+}
+
+fn without_managed(object: &Value) -> Value {
+    let mut out = object.clone();
+    remove(&mut out);
+    out
+}
+
+/// Records a create (`old` is `None`), update or non-apply patch in `new`'s managed fields.
+///
+/// The managed fields of `new` are used when it has any (a client may edit them), else those of
+/// `old`. A list holding one empty entry clears them. Managed fields that cannot be read are
+/// dropped, as upstream drops them, rather than failing the write.
+pub fn update(writer: &Writer<'_>, old: Option<&Value>, new: &mut Value) -> Result<(), TypeError> {
+    if is_reset(new) {
+        remove(new);
+        return Ok(());
+    }
+    let given = decode(new).ok().flatten().filter(|e| !e.is_empty());
+    let mut entries = match given {
+        Some(entries) => entries,
+        None => match old.map(decode).transpose() {
+            Ok(entries) => entries.flatten().unwrap_or_default(),
+            Err(_) => {
+                remove(new);
+                return Ok(());
+            }
+        },
+    };
+    let old_clean = old.map_or_else(|| json!({}), without_managed);
+    let new_clean = without_managed(new);
+    let mut comparison = compare(writer.schema, &writer.ty, &old_clean, &new_clean)?;
+    comparison.exclude(&writer.ignored);
+    let taken = comparison.modified.union(&comparison.added);
+    for entry in &mut entries {
+        if !entry.belongs_to(writer, Operation::Update) {
+            entry.fields = entry
+                .fields
+                .difference(&taken)
+                .difference(&comparison.removed);
+        }
+    }
+    let mine = taken.difference(&unowned());
+    let index = entries
+        .iter()
+        .position(|e| e.belongs_to(writer, Operation::Update));
+    match index {
+        Some(i) => {
+            let entry = &mut entries[i];
+            entry.fields = entry
+                .fields
+                .difference(&comparison.removed)
+                .union(&mine)
+                .difference(&unowned());
+            if !mine.is_empty() {
+                entry.time = Some(writer.time.clone());
+            }
+        }
+        None if !mine.is_empty() => entries.push(Entry {
+            manager: writer.manager.clone(),
+            operation: Operation::Update,
+            api_version: writer.api_version.clone(),
+            time: Some(writer.time.clone()),
+            subresource: writer.subresource.clone(),
+            fields: mine,
+        }),
+        None => {}
+    }
+    encode(new, entries);
+    Ok(())
+}
+
+/// A field another manager owns with another value than the applied one.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Conflict {
+    /// The owner, as [`Entry::describe`] names it.
+    pub manager: String,
+    /// The field.
+    pub path: Path,
+}
+
+impl fmt::Display for Conflict {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "conflict with {}: {}", self.manager, self.path)
+    }
+}
+
+/// The message of a conflict answer, as upstream words it.
+pub fn conflicts_message(conflicts: &[Conflict]) -> String {
+    if let [only] = conflicts {
+        return format!("Apply failed with 1 conflict: {only}");
+    }
+    let mut managers: Vec<&str> = conflicts.iter().map(|c| c.manager.as_str()).collect();
+    managers.sort_unstable();
+    managers.dedup();
+    let mut lines = Vec::new();
+    for manager in managers {
+        lines.push(format!("conflicts with {manager}:"));
+        for conflict in conflicts.iter().filter(|c| c.manager == manager) {
+            lines.push(format!("- {}", conflict.path));
+        }
+    }
+    format!(
+        "Apply failed with {} conflicts: {}",
+        conflicts.len(),
+        lines.join("\n")
+    )
+}
+
+/// Why an apply fails.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum ApplyError {
+    /// A value does not fit the type model.
+    #[error(transparent)]
+    Type(#[from] TypeError),
+    /// Other managers own fields the configuration changes (and the apply was not forced).
+    #[error("{}", conflicts_message(.0))]
+    Conflicts(Vec<Conflict>),
+    /// The configuration itself is not acceptable (a 400).
+    #[error("{0}")]
+    BadRequest(String),
+}
+
+/// Applies `config` to `live` (`None`: the object does not exist; the result is created from
+/// the configuration). Returns the new object with its managed fields, and whether it differs
+/// from the live one.
+pub fn apply(
+    writer: &Writer<'_>,
+    live: Option<&Value>,
+    config: &Value,
+    force: bool,
+) -> Result<(Value, bool), ApplyError> {
+    if config
+        .pointer("/metadata/managedFields")
+        .is_some_and(|v| !v.is_null())
+    {
+        return Err(ApplyError::BadRequest(
+            "metadata.managedFields must be nil".to_owned(),
+        ));
+    }
+    let schema = writer.schema;
+    let ty = &writer.ty;
+    let mut entries = match live.map(decode).transpose() {
+        Ok(entries) => entries.flatten().unwrap_or_default(),
+        Err(e) => {
+            return Err(ApplyError::BadRequest(format!(
+                "failed to decode managed fields: {e}"
+            )));
+        }
+    };
+    let live_clean = live.map_or_else(|| json!({}), without_managed);
+    if let (Some(_), true) = (live, entries.is_empty()) {
+        // An object no one is known to manage (written before ownership was tracked, or
+        // cleared) is owned as a whole by a stand-in updater, so that a first apply that
+        // changes its values conflicts rather than silently overwrites them.
+        let fields = field_set(schema, ty, &live_clean)?.difference(&unowned());
+        entries.push(Entry {
+            manager: BEFORE_FIRST_APPLY.to_owned(),
+            operation: Operation::Update,
+            api_version: writer.api_version.clone(),
+            time: None,
+            subresource: String::new(),
+            fields,
+        });
+    }
+    let merged = crate::apply::merge(schema, ty, &live_clean, config)?;
+    let index = entries
+        .iter()
+        .position(|e| e.belongs_to(writer, Operation::Apply));
+    let last = index.map(|i| entries[i].fields.clone()).unwrap_or_default();
+    let applied = field_set(schema, ty, config)?.recursive_difference(&writer.ignored);
+
+    // Prune what this manager applied last time, no longer applies, and no one else owns.
+    let mut result = merged.clone();
+    if !last.is_empty() {
+        use crate::apply::{named_fields_as_members, remove_items};
+        let named = |s: &Set| named_fields_as_members(schema, ty, s);
+        let pruned = remove_items(schema, ty, &merged, &named(&last));
+        let mut owned = applied.clone();
+        for (i, entry) in entries.iter().enumerate() {
+            if Some(i) != index {
+                owned = owned.union(&entry.fields);
+            }
+        }
+        let merged_set = named(&field_set(schema, ty, &merged)?);
+        let pruned_set = named(&field_set(schema, ty, &pruned)?);
+        let added_back = remove_items(
+            schema,
+            ty,
+            &merged,
+            &merged_set.difference(&pruned_set.union(&named(&owned))),
+        );
+        let kept_set = named(&field_set(schema, ty, &added_back)?);
+        result = remove_items(
+            schema,
+            ty,
+            &merged,
+            &merged_set.difference(&kept_set).intersection(&named(&last)),
+        );
+    }
+
+    let mut comparison = compare(schema, ty, &live_clean, &result)?;
+    comparison.exclude(&writer.ignored);
+    let taken = comparison.modified.union(&comparison.added);
+    let mut conflicts = Vec::new();
+    for (i, entry) in entries.iter().enumerate() {
+        if Some(i) == index {
+            continue;
+        }
+        for path in entry.fields.intersection(&taken).paths() {
+            conflicts.push(Conflict {
+                manager: entry.describe(),
+                path,
+            });
+        }
+    }
+    if !force && !conflicts.is_empty() {
+        conflicts.sort_by(|a, b| a.manager.cmp(&b.manager).then_with(|| a.path.cmp(&b.path)));
+        return Err(ApplyError::Conflicts(conflicts));
+    }
+    for (i, entry) in entries.iter_mut().enumerate() {
+        if Some(i) != index {
+            entry.fields = entry
+                .fields
+                .difference(&taken)
+                .difference(&comparison.removed);
+        }
+    }
+    let changed = !comparison.is_same();
+    let mine = applied.difference(&unowned());
+    match index {
+        Some(i) => {
+            let entry = &mut entries[i];
+            entry.fields = mine;
+            entry.api_version = writer.api_version.clone();
+            if changed {
+                entry.time = Some(writer.time.clone());
+            }
+        }
+        None => entries.push(Entry {
+            manager: writer.manager.clone(),
+            operation: Operation::Apply,
+            api_version: writer.api_version.clone(),
+            time: Some(writer.time.clone()),
+            subresource: writer.subresource.clone(),
+            fields: mine,
+        }),
+    }
+    let mut out = result;
+    encode(&mut out, entries);
+    Ok((out, changed))
+}
