@@ -588,14 +588,15 @@ async fn server_side_apply() {
                 "ownerReferences": [{"apiVersion": "v1", "kind": "ConfigMap", "name": "x"}]}}),
     )
     .await;
+    // Upstream answers 500; bad input is never a server error here.
     assert_eq!(
         untyped.status,
-        500,
+        400,
         "{}",
         String::from_utf8_lossy(&untyped.body)
     );
     let untyped = untyped.json();
-    assert_eq!(untyped["reason"], Value::Null);
+    assert_eq!(untyped["reason"], "BadRequest");
     assert!(
         untyped["message"]
             .as_str()

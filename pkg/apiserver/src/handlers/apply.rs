@@ -130,16 +130,13 @@ pub(crate) async fn apply<S: Storage>(
                 ApplyError::BadRequest(message) => Status::bad_request(message).into(),
                 ApplyError::Type(e) => {
                     // Upstream answers a configuration that does not fit the schema with a
-                    // plain error: 500 without a reason.
-                    let mut status = Status::failure(
-                        StatusReason::InternalError,
-                        format!(
-                            "failed to create typed patch object ({namespace}/{name}; {expected}, Kind={}): {e}",
-                            info.kind
-                        ),
-                    );
-                    status.reason = String::new();
-                    ApiError::from(status)
+                    // 500; it is the client's mistake, so genplane answers 400 with the same
+                    // words.
+                    Status::bad_request(format!(
+                        "failed to create typed patch object ({namespace}/{name}; {expected}, Kind={}): {e}",
+                        info.kind
+                    ))
+                    .into()
                 }
             })?;
         let result = match &current {
