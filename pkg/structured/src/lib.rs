@@ -11,12 +11,15 @@
 //! - [`managed`]: `metadata.managedFields`, updated by writes and by server-side apply (with
 //!   conflicts).
 //!
+//! - [`fuzzing`]: the entry point the fuzzers of both patch engines share.
+//!
 //! Pure: no I/O, no async.
 
 #![warn(missing_docs)]
 
 pub mod apply;
 pub mod fieldpath;
+pub mod fuzzing;
 pub mod managed;
 pub mod schema;
 pub mod strategic;

@@ -1,0 +1,41 @@
+//! Both patch engines: arbitrary bytes as a live object, a strategic merge patch and an
+//! applied configuration of a built-in kind. See `genplane_structured::fuzzing::exercise`.
+
+#![no_main]
+
+use std::sync::OnceLock;
+
+use genplane_api::openapi::{ServedResource, documents};
+use genplane_structured::{Schema, TypeRef};
+
+fn builtin() -> &'static (Schema, Vec<TypeRef>) {
+    static BUILTIN: OnceLock<(Schema, Vec<TypeRef>)> = OnceLock::new();
+    BUILTIN.get_or_init(|| {
+        let catalog = genplane_api::catalog::all();
+        let served: Vec<ServedResource> = catalog
+            .iter()
+            .map(|info| ServedResource {
+                info,
+                subresources: info.subresources.iter().collect(),
+            })
+            .collect();
+        let mut schema = Schema::default();
+        for document in documents(&served) {
+            let _ = schema.add_openapi_v3(&document.document);
+        }
+        let kinds = catalog
+            .iter()
+            .filter_map(|info| schema.kind(info.group, info.version, info.kind))
+            .collect();
+        (schema, kinds)
+    })
+}
+
+libfuzzer_sys::fuzz_target!(|data: &[u8]| {
+    let (schema, kinds) = builtin();
+    let Some((&which, rest)) = data.split_first() else {
+        return;
+    };
+    let ty = &kinds[usize::from(which) % kinds.len()];
+    genplane_structured::fuzzing::exercise(schema, ty, rest);
+});
