@@ -255,3 +255,62 @@ async fn the_event_recorder_publishes_and_counts_repeats() {
     assert_eq!(same.involved_object.name.as_deref(), Some("owner"));
     assert_eq!(same.series.as_ref().and_then(|s| s.count), Some(3));
 }
+
+/// kube-runtime's finalizer helper: it adds its finalizer with a JSON patch guarded by `test`
+/// operations, runs the cleanup once the object is being deleted, then removes the finalizer
+/// the same way, and the object goes.
+#[tokio::test]
+async fn the_finalizer_helper_adds_cleans_up_and_removes() {
+    use kube::runtime::controller::Action;
+    use kube::runtime::finalizer::{Event as Finalized, finalizer};
+    use std::sync::Arc;
+
+    const NAME: &str = "genplane.test/cleanup";
+    let server = support::start().await;
+    let api: Api<ConfigMap> = Api::namespaced(client(&server), "default");
+    api.create(&PostParams::default(), &configmap("guarded", "1"))
+        .await
+        .unwrap();
+
+    // First pass: no finalizer yet, so the helper adds it (and does not reconcile).
+    let current = Arc::new(api.get("guarded").await.unwrap());
+    finalizer(&api, NAME, current, |_| async {
+        Ok::<_, kube::Error>(Action::await_change())
+    })
+    .await
+    .unwrap();
+    let guarded = api.get("guarded").await.unwrap();
+    assert_eq!(guarded.metadata.finalizers, Some(vec![NAME.to_owned()]));
+
+    // Second pass: the finalizer is there and nothing is deleting: Apply.
+    let applied = std::sync::atomic::AtomicBool::new(false);
+    finalizer(&api, NAME, Arc::new(guarded), |event| {
+        applied.store(
+            matches!(event, Finalized::Apply(_)),
+            std::sync::atomic::Ordering::SeqCst,
+        );
+        async { Ok::<_, kube::Error>(Action::await_change()) }
+    })
+    .await
+    .unwrap();
+    assert!(applied.into_inner());
+
+    // A delete waits for the finalizer; the helper's cleanup pass removes it and the object goes.
+    api.delete("guarded", &DeleteParams::default())
+        .await
+        .unwrap();
+    let deleting = api.get("guarded").await.unwrap();
+    assert!(deleting.metadata.deletion_timestamp.is_some());
+    let cleaned = std::sync::atomic::AtomicBool::new(false);
+    finalizer(&api, NAME, Arc::new(deleting), |event| {
+        cleaned.store(
+            matches!(event, Finalized::Cleanup(_)),
+            std::sync::atomic::Ordering::SeqCst,
+        );
+        async { Ok::<_, kube::Error>(Action::await_change()) }
+    })
+    .await
+    .unwrap();
+    assert!(cleaned.into_inner());
+    assert!(api.get_opt("guarded").await.unwrap().is_none());
+}

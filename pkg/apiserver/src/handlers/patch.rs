@@ -22,6 +22,38 @@ use crate::body::ResponseBody;
 use crate::encode;
 use crate::negotiation::{self, PatchType};
 
+/// Applies a JSON patch as upstream's library does: operations in order, all or nothing, and a
+/// `test` that a path holds `null` also passes when the path is absent (the object's JSON omits
+/// empty fields; kube-runtime's finalizer helper tests `/metadata/finalizers` against `null`
+/// before adding the first finalizer).
+fn apply_json_patch(
+    object: &mut Value,
+    operations: &[json_patch::PatchOperation],
+) -> Result<(), ApiError> {
+    let mut patched = object.clone();
+    for (index, operation) in operations.iter().enumerate() {
+        if let json_patch::PatchOperation::Test(test) = operation
+            && test.value.is_null()
+            && patched
+                .pointer(test.path.as_str())
+                .is_none_or(Value::is_null)
+        {
+            continue;
+        }
+        json_patch::patch(&mut patched, std::slice::from_ref(operation)).map_err(|e| {
+            ApiError::from(Status::failure(
+                StatusReason::Invalid,
+                format!(
+                    "the JSON patch could not be applied: operation '/{index}' failed at path '{}': {}",
+                    e.path, e.kind
+                ),
+            ))
+        })?;
+    }
+    *object = patched;
+    Ok(())
+}
+
 /// How often a patch is re-applied after losing a race.
 const ATTEMPTS: usize = 5;
 
@@ -91,12 +123,7 @@ pub(crate) async fn patch<S: Storage>(
         let current = ctx.store.get(namespace, name, None).await?;
         let mut patched = current.clone();
         match (&operations, &strategic) {
-            (Some(operations), _) => json_patch::patch(&mut patched, operations).map_err(|e| {
-                ApiError::from(Status::failure(
-                    StatusReason::Invalid,
-                    format!("the JSON patch could not be applied: {e}"),
-                ))
-            })?,
+            (Some(operations), _) => apply_json_patch(&mut patched, operations)?,
             (None, Some(ty)) => {
                 patched = genplane_structured::strategic::apply(&current, &patch, ctx.types, ty)
                     .map_err(strategic_error)?;
