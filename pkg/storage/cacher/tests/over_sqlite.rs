@@ -17,12 +17,21 @@ impl Backend for CachedSqlite {
     async fn open(&mut self) -> Cacher<SqliteStore> {
         let mut config = SqliteConfig::new(self.dir.path().join("genplane.db"));
         config.history = None;
-        Cacher::new(
-            SqliteStore::open(&config).unwrap(),
-            "/",
-            CacherConfig::default(),
-        )
-        .unwrap()
+        // A dropped cache's tasks end asynchronously: the one that held the store at that moment
+        // may keep the file locked a little longer, as a restarting process would find it.
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        let store = loop {
+            match SqliteStore::open(&config) {
+                Ok(store) => break store,
+                Err(genplane_storage_sqlite::OpenError::Locked { .. })
+                    if std::time::Instant::now() < deadline =>
+                {
+                    tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+                }
+                Err(e) => panic!("opening the store: {e}"),
+            }
+        };
+        Cacher::new(store, "/", CacherConfig::default()).unwrap()
     }
 }
 
