@@ -61,12 +61,24 @@ impl Client {
         path: &str,
         body: Option<Bytes>,
     ) -> anyhow::Result<Response<hyper::body::Incoming>> {
+        self.start_typed(method, path, "application/json", body)
+            .await
+    }
+
+    /// Like [`Client::start`], with the body's `content_type`.
+    pub(crate) async fn start_typed(
+        &self,
+        method: Method,
+        path: &str,
+        content_type: &str,
+        body: Option<Bytes>,
+    ) -> anyhow::Result<Response<hyper::body::Incoming>> {
         let mut request = Request::builder()
             .method(method)
             .uri(format!("{}{path}", self.base))
             .header("accept", "application/json");
         if body.is_some() {
-            request = request.header("content-type", "application/json");
+            request = request.header("content-type", content_type);
         }
         let request = request.body(Full::new(body.unwrap_or_default()))?;
         let mut send = self.send.clone();
@@ -85,6 +97,29 @@ impl Client {
         let status = response.status();
         let body = response.into_body().collect().await?.to_bytes();
         Ok((status, body))
+    }
+
+    /// Sends a request with a body of `content_type` and fails unless the answer has status
+    /// `want`.
+    pub(crate) async fn expect_typed(
+        &self,
+        method: Method,
+        path: &str,
+        content_type: &str,
+        body: Bytes,
+        want: StatusCode,
+    ) -> anyhow::Result<()> {
+        let response = self
+            .start_typed(method.clone(), path, content_type, Some(body))
+            .await?;
+        let status = response.status();
+        let body = response.into_body().collect().await?.to_bytes();
+        anyhow::ensure!(
+            status == want,
+            "{method} {path}: {status}, wanted {want}: {}",
+            String::from_utf8_lossy(&body[..body.len().min(500)])
+        );
+        Ok(())
     }
 
     /// Sends a request and fails unless the answer has status `want`.
