@@ -18,7 +18,7 @@ on_both_backends!(
     protobuf_delete_options,
 );
 
-use support::Server;
+use support::{Answer, Server, call};
 
 use std::time::Duration;
 
@@ -32,56 +32,6 @@ use hyper::{Method, Request};
 use hyper_util::client::legacy::Client;
 use hyper_util::rt::TokioExecutor;
 use serde_json::{Value, json};
-
-struct Answer {
-    status: u16,
-    headers: hyper::HeaderMap,
-    body: Vec<u8>,
-}
-
-impl Answer {
-    fn json(&self) -> Value {
-        serde_json::from_slice(&self.body)
-            .unwrap_or_else(|e| panic!("not JSON ({e}): {}", String::from_utf8_lossy(&self.body)))
-    }
-    fn header(&self, name: &str) -> &str {
-        self.headers.get(name).map_or("", |v| v.to_str().unwrap())
-    }
-}
-
-async fn call(
-    server: &Server,
-    method: Method,
-    path: &str,
-    headers: &[(&str, &str)],
-    body: Option<Vec<u8>>,
-) -> Answer {
-    let client = Client::builder(TokioExecutor::new()).build_http::<Full<Bytes>>();
-    let mut request = Request::builder()
-        .method(method)
-        .uri(format!("http://{}{path}", server.addr));
-    for (k, v) in headers {
-        request = request.header(*k, *v);
-    }
-    let request = request
-        .body(Full::new(Bytes::from(body.unwrap_or_default())))
-        .unwrap();
-    let response = client.request(request).await.unwrap();
-    let status = response.status().as_u16();
-    let headers = response.headers().clone();
-    let body = response
-        .into_body()
-        .collect()
-        .await
-        .unwrap()
-        .to_bytes()
-        .to_vec();
-    Answer {
-        status,
-        headers,
-        body,
-    }
-}
 
 async fn get(server: &Server, path: &str, accept: &str) -> Answer {
     call(server, Method::GET, path, &[("accept", accept)], None).await

@@ -5,54 +5,9 @@
 
 mod support;
 
-use bytes::Bytes;
-use http_body_util::{BodyExt, Full};
-use hyper::{Method, Request};
-use hyper_util::client::legacy::Client;
-use hyper_util::rt::TokioExecutor;
+use hyper::Method;
 use serde_json::{Value, json};
-use support::{Flavour, Server};
-
-struct Answer {
-    status: u16,
-    body: Vec<u8>,
-}
-
-impl Answer {
-    fn json(&self) -> Value {
-        serde_json::from_slice(&self.body)
-            .unwrap_or_else(|e| panic!("not JSON ({e}): {}", String::from_utf8_lossy(&self.body)))
-    }
-}
-
-async fn call(
-    server: &Server,
-    method: Method,
-    path: &str,
-    headers: &[(&str, &str)],
-    body: Option<Vec<u8>>,
-) -> Answer {
-    let client = Client::builder(TokioExecutor::new()).build_http::<Full<Bytes>>();
-    let mut request = Request::builder()
-        .method(method)
-        .uri(format!("http://{}{path}", server.addr));
-    for (k, v) in headers {
-        request = request.header(*k, *v);
-    }
-    let request = request
-        .body(Full::new(Bytes::from(body.unwrap_or_default())))
-        .unwrap();
-    let response = client.request(request).await.unwrap();
-    let status = response.status().as_u16();
-    let body = response
-        .into_body()
-        .collect()
-        .await
-        .unwrap()
-        .to_bytes()
-        .to_vec();
-    Answer { status, body }
-}
+use support::{Answer, Flavour, Server, call};
 
 async fn send(
     server: &Server,

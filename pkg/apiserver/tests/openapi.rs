@@ -5,57 +5,13 @@
 
 mod support;
 
-use support::{Server, start};
+use support::{Answer, Server, call, start};
 
-use bytes::Bytes;
-use http_body_util::{BodyExt, Full};
-use hyper::{Method, Request};
-use hyper_util::client::legacy::Client;
-use hyper_util::rt::TokioExecutor;
+use hyper::Method;
 use serde_json::{Value, json};
 
-struct Answer {
-    status: u16,
-    headers: hyper::HeaderMap,
-    body: Vec<u8>,
-}
-
-impl Answer {
-    fn json(&self) -> Value {
-        serde_json::from_slice(&self.body)
-            .unwrap_or_else(|e| panic!("not JSON ({e}): {}", String::from_utf8_lossy(&self.body)))
-    }
-    fn header(&self, name: &str) -> &str {
-        self.headers.get(name).map_or("", |v| v.to_str().unwrap())
-    }
-}
-
 async fn get(server: &Server, path: &str, headers: &[(&str, &str)]) -> Answer {
-    let client = Client::builder(TokioExecutor::new()).build_http::<Full<Bytes>>();
-    let mut request = Request::builder()
-        .method(Method::GET)
-        .uri(format!("http://{}{path}", server.addr));
-    for (k, v) in headers {
-        request = request.header(*k, *v);
-    }
-    let response = client
-        .request(request.body(Full::new(Bytes::new())).unwrap())
-        .await
-        .unwrap();
-    let status = response.status().as_u16();
-    let headers = response.headers().clone();
-    let body = response
-        .into_body()
-        .collect()
-        .await
-        .unwrap()
-        .to_bytes()
-        .to_vec();
-    Answer {
-        status,
-        headers,
-        body,
-    }
+    call(server, Method::GET, path, headers, None).await
 }
 
 /// The served group versions, from legacy discovery.

@@ -6,11 +6,7 @@
 
 mod support;
 
-use bytes::Bytes;
-use http_body_util::{BodyExt, Full};
-use hyper::{Method, Request};
-use hyper_util::client::legacy::Client;
-use hyper_util::rt::TokioExecutor;
+use hyper::Method;
 use serde_json::{Value, json};
 use support::Server;
 
@@ -23,25 +19,15 @@ async fn call(
     content_type: &str,
     body: &[u8],
 ) -> (u16, Value, Vec<String>) {
-    let client = Client::builder(TokioExecutor::new()).build_http::<Full<Bytes>>();
-    let request = Request::builder()
-        .method(method)
-        .uri(format!("http://{}{path}", server.addr))
-        .header("content-type", content_type)
-        .body(Full::new(Bytes::from(body.to_vec())))
-        .unwrap();
-    let response = client.request(request).await.unwrap();
-    let status = response.status().as_u16();
-    let warnings = response
-        .headers()
-        .get_all("warning")
-        .iter()
-        .map(|v| v.to_str().unwrap().to_owned())
-        .collect();
-    let body = response.into_body().collect().await.unwrap().to_bytes();
-    let value = serde_json::from_slice(&body)
-        .unwrap_or_else(|e| panic!("not JSON ({e}): {}", String::from_utf8_lossy(&body)));
-    (status, value, warnings)
+    let answer = support::call(
+        server,
+        method,
+        path,
+        &[("content-type", content_type)],
+        Some(body.to_vec()),
+    )
+    .await;
+    (answer.status, answer.json(), answer.warnings())
 }
 
 async fn create(server: &Server, path: &str, object: Value) -> Value {

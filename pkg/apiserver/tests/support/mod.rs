@@ -8,11 +8,18 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
+use bytes::Bytes;
+
 use genplane_apiserver::ApiServer;
 use genplane_component_base::shutdown::Shutdown;
 use genplane_component_base::version::BuildInfo;
 use genplane_controlplane::{Backend, ResourceStorage, StorageConfig, bootstrap, open_storage};
 use genplane_storage_etcd::testing::EtcdServer;
+use http_body_util::{BodyExt, Full};
+use hyper::{Method, Request};
+use hyper_util::client::legacy::Client;
+use hyper_util::rt::TokioExecutor;
+use serde_json::Value;
 
 /// Which storage the server runs on.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -213,4 +220,68 @@ macro_rules! on_both_backends {
             )*
         }
     };
+}
+
+/// A whole answer: status, headers, body.
+pub struct Answer {
+    pub status: u16,
+    pub headers: hyper::HeaderMap,
+    pub body: Vec<u8>,
+}
+
+impl Answer {
+    /// The body as JSON (the test fails when it is not).
+    pub fn json(&self) -> Value {
+        serde_json::from_slice(&self.body)
+            .unwrap_or_else(|e| panic!("not JSON ({e}): {}", String::from_utf8_lossy(&self.body)))
+    }
+
+    /// A header's value, empty when absent.
+    pub fn header(&self, name: &str) -> &str {
+        self.headers.get(name).map_or("", |v| v.to_str().unwrap())
+    }
+
+    /// Every `Warning` header.
+    pub fn warnings(&self) -> Vec<String> {
+        self.headers
+            .get_all("warning")
+            .iter()
+            .map(|v| v.to_str().unwrap().to_owned())
+            .collect()
+    }
+}
+
+/// Sends one request over plain HTTP and reads the whole answer.
+pub async fn call(
+    server: &Server,
+    method: Method,
+    path: &str,
+    headers: &[(&str, &str)],
+    body: Option<Vec<u8>>,
+) -> Answer {
+    let client = Client::builder(TokioExecutor::new()).build_http::<Full<Bytes>>();
+    let mut request = Request::builder()
+        .method(method)
+        .uri(format!("http://{}{path}", server.addr));
+    for (k, v) in headers {
+        request = request.header(*k, *v);
+    }
+    let request = request
+        .body(Full::new(Bytes::from(body.unwrap_or_default())))
+        .unwrap();
+    let response = client.request(request).await.unwrap();
+    let status = response.status().as_u16();
+    let headers = response.headers().clone();
+    let body = response
+        .into_body()
+        .collect()
+        .await
+        .unwrap()
+        .to_bytes()
+        .to_vec();
+    Answer {
+        status,
+        headers,
+        body,
+    }
 }
