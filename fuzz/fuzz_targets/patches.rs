@@ -5,24 +5,14 @@
 
 use std::sync::OnceLock;
 
-use genplane_api::openapi::{ServedResource, documents};
+use genplane_api::openapi::{all_served, documents, type_model};
 use genplane_structured::{Schema, TypeRef};
 
 fn builtin() -> &'static (Schema, Vec<TypeRef>) {
     static BUILTIN: OnceLock<(Schema, Vec<TypeRef>)> = OnceLock::new();
     BUILTIN.get_or_init(|| {
         let catalog = genplane_api::catalog::all();
-        let served: Vec<ServedResource> = catalog
-            .iter()
-            .map(|info| ServedResource {
-                info,
-                subresources: info.subresources.iter().collect(),
-            })
-            .collect();
-        let mut schema = Schema::default();
-        for document in documents(&served) {
-            let _ = schema.add_openapi_v3(&document.document);
-        }
+        let schema = type_model(&documents(&all_served())).unwrap_or_default();
         let kinds = catalog
             .iter()
             .filter_map(|info| schema.kind(info.group, info.version, info.kind))

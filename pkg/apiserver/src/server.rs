@@ -312,16 +312,12 @@ impl<S: Storage> ApiServer<S> {
             &documents,
             version["gitVersion"].as_str().unwrap_or_default(),
         );
-        let mut types = genplane_structured::Schema::default();
-        for document in &documents {
-            // Documents without components (discovery) add nothing; the others were built
-            // from the same tables, so their extensions always read.
-            if let Err(error) = types.add_openapi_v3(&document.document)
-                && !matches!(error, genplane_structured::SchemaError::NoComponents)
-            {
-                tracing::error!(%error, path = %document.path, "reading the type model");
-            }
-        }
+        // The documents are built from the same tables as the model, so their extensions
+        // always read; should one not, patches of that kind degrade to untyped merging.
+        let types = genplane_api::openapi::type_model(&documents).unwrap_or_else(|error| {
+            tracing::error!(%error, "reading the type model");
+            genplane_structured::Schema::default()
+        });
         let openapi = OpenApiV3::from_documents(documents);
         Self {
             resources,

@@ -8,6 +8,7 @@
 
 #![allow(clippy::unwrap_used, clippy::too_many_lines)]
 
+use genplane_api::openapi::{all_served, documents, type_model};
 use genplane_structured::managed::{self, ApplyError, Writer};
 use genplane_structured::{Schema, TypeRef};
 use serde_json::{Value, json};
@@ -65,20 +66,7 @@ fn test_schema() -> Schema {
 }
 
 fn builtin_schema() -> Schema {
-    let served: Vec<genplane_api::openapi::ServedResource> = genplane_api::catalog::all()
-        .iter()
-        .map(|info| genplane_api::openapi::ServedResource {
-            info,
-            subresources: info.subresources.iter().collect(),
-        })
-        .collect();
-    let mut schema = Schema::default();
-    for document in genplane_api::openapi::documents(&served) {
-        if document.document.pointer("/components/schemas").is_some() {
-            schema.add_openapi_v3(&document.document).unwrap();
-        }
-    }
-    schema
+    type_model(&documents(&all_served())).unwrap()
 }
 
 const TIME: &str = "2026-01-01T00:00:00Z";

@@ -2,24 +2,11 @@
 
 #![allow(clippy::unwrap_used)]
 
-use genplane_api::openapi::{ServedResource, documents};
+use genplane_api::openapi::{all_served, documents, type_model};
 use genplane_structured::{ListType, MapType, Schema, Type, TypeRef};
 
 fn builtin() -> Schema {
-    let served: Vec<ServedResource> = genplane_api::catalog::all()
-        .iter()
-        .map(|info| ServedResource {
-            info,
-            subresources: info.subresources.iter().collect(),
-        })
-        .collect();
-    let mut schema = Schema::default();
-    for document in documents(&served) {
-        if document.document.pointer("/components/schemas").is_some() {
-            schema.add_openapi_v3(&document.document).unwrap();
-        }
-    }
-    schema
+    type_model(&documents(&all_served())).unwrap()
 }
 
 fn field<'a>(schema: &'a Schema, ty: &str, name: &str) -> &'a genplane_structured::Field {

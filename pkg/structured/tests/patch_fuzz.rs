@@ -5,7 +5,7 @@
 
 #![allow(clippy::unwrap_used)]
 
-use genplane_api::openapi::{ServedResource, documents};
+use genplane_api::openapi::{all_served, documents, type_model};
 use genplane_structured::Schema;
 use serde_json::{Map, Value, json};
 
@@ -130,19 +130,7 @@ fn live(rng: &mut Rng) -> Value {
 }
 
 fn builtin() -> (Schema, Vec<genplane_structured::TypeRef>) {
-    let served: Vec<ServedResource> = genplane_api::catalog::all()
-        .iter()
-        .map(|info| ServedResource {
-            info,
-            subresources: info.subresources.iter().collect(),
-        })
-        .collect();
-    let mut schema = Schema::default();
-    for document in documents(&served) {
-        if document.document.pointer("/components/schemas").is_some() {
-            schema.add_openapi_v3(&document.document).unwrap();
-        }
-    }
+    let schema = type_model(&documents(&all_served())).unwrap();
     let kinds = genplane_api::catalog::all()
         .iter()
         .map(|info| schema.kind(info.group, info.version, info.kind).unwrap())

@@ -7,26 +7,13 @@
 
 use std::collections::BTreeMap;
 
-use genplane_api::openapi::{ServedResource, documents};
+use genplane_api::openapi::{all_served, documents, type_model};
 use genplane_structured::strategic::{StrategicError, apply};
 use genplane_structured::{Field, ListOf, ListType, MapOf, MapType, Schema, Struct, Type, TypeRef};
 use serde_json::{Value, json};
 
 fn builtin() -> Schema {
-    let served: Vec<ServedResource> = genplane_api::catalog::all()
-        .iter()
-        .map(|info| ServedResource {
-            info,
-            subresources: info.subresources.iter().collect(),
-        })
-        .collect();
-    let mut schema = Schema::default();
-    for document in documents(&served) {
-        if document.document.pointer("/components/schemas").is_some() {
-            schema.add_openapi_v3(&document.document).unwrap();
-        }
-    }
-    schema
+    type_model(&documents(&all_served())).unwrap()
 }
 
 fn named(name: &str) -> TypeRef {

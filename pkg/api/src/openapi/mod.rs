@@ -60,6 +60,32 @@ pub struct Document {
     pub document: Value,
 }
 
+/// Every catalog resource with all of its subresources: what the API server serves by default.
+pub fn all_served() -> Vec<ServedResource> {
+    crate::catalog::all()
+        .iter()
+        .map(|info| ServedResource {
+            info,
+            subresources: info.subresources.iter().collect(),
+        })
+        .collect()
+}
+
+/// The type model (list and map semantics, patch strategies) of the component schemas in
+/// `documents`, for strategic merge patch and server-side apply. Documents without components
+/// (the discovery ones) add nothing.
+pub fn type_model(
+    documents: &[Document],
+) -> Result<genplane_structured::Schema, genplane_structured::SchemaError> {
+    let mut schema = genplane_structured::Schema::default();
+    for document in documents {
+        if document.document.pointer("/components/schemas").is_some() {
+            schema.add_openapi_v3(&document.document)?;
+        }
+    }
+    Ok(schema)
+}
+
 /// The group-version path of a group and version: `api/v1` for core, else `apis/<g>/<v>`.
 pub fn group_version_path(group: &str, version: &str) -> String {
     if group.is_empty() {
