@@ -255,7 +255,7 @@ pub async fn serve(
         let api = api.clone();
         async move {
             let user = authn::from_certificates(request.extensions().get::<PeerCertificates>())
-                .unwrap_or_else(authn::anonymous);
+                .unwrap_or_else(genplane_authentication::UserInfo::anonymous);
             if let Err(error) = authn::require_authenticated(&user, request.uri().path()) {
                 return error_response(&error);
             }

@@ -1,0 +1,104 @@
+//! Authentication: who made a request.
+//!
+//! The result of authenticating a request is a [`UserInfo`], as upstream's `user.Info`: a name,
+//! a uid, groups and extra attributes. Every authenticated user is in
+//! [`SYSTEM_AUTHENTICATED`]; the anonymous user is [`ANONYMOUS_USER`] in
+//! [`SYSTEM_UNAUTHENTICATED`].
+//!
+//! - [`x509`]: users named by verified client certificates (CN user, O groups).
+
+#![warn(missing_docs)]
+
+pub mod x509;
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+/// The group of every authenticated user.
+pub const SYSTEM_AUTHENTICATED: &str = "system:authenticated";
+/// The group of the anonymous user.
+pub const SYSTEM_UNAUTHENTICATED: &str = "system:unauthenticated";
+/// The name of the anonymous user.
+pub const ANONYMOUS_USER: &str = "system:anonymous";
+/// The group whose members may do anything (RBAC's bootstrap binding of `cluster-admin`).
+pub const SYSTEM_MASTERS: &str = "system:masters";
+
+/// Who made a request, as upstream's `user.Info` (and `authentication.k8s.io/v1` `UserInfo`).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct UserInfo {
+    /// The user name.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub username: String,
+    /// A unique, stable identifier of the user, when the authenticator knows one.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub uid: String,
+    /// The groups, including [`SYSTEM_AUTHENTICATED`] (or [`SYSTEM_UNAUTHENTICATED`]).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub groups: Vec<String>,
+    /// Extra attributes the authenticator provides (e.g. the pod a service-account token is
+    /// bound to), by key.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub extra: BTreeMap<String, Vec<String>>,
+}
+
+impl UserInfo {
+    /// An authenticated user named `username` in `groups` (to which
+    /// [`SYSTEM_AUTHENTICATED`] is added when missing).
+    pub fn authenticated(username: impl Into<String>, groups: Vec<String>) -> Self {
+        let mut groups = groups;
+        if !groups.iter().any(|g| g == SYSTEM_AUTHENTICATED) {
+            groups.push(SYSTEM_AUTHENTICATED.to_owned());
+        }
+        Self {
+            username: username.into(),
+            groups,
+            ..Self::default()
+        }
+    }
+
+    /// The anonymous user.
+    pub fn anonymous() -> Self {
+        Self {
+            username: ANONYMOUS_USER.to_owned(),
+            groups: vec![SYSTEM_UNAUTHENTICATED.to_owned()],
+            ..Self::default()
+        }
+    }
+
+    /// Whether this is the anonymous user.
+    pub fn is_anonymous(&self) -> bool {
+        self.username == ANONYMOUS_USER
+    }
+
+    /// Whether the user is in `group`.
+    pub fn in_group(&self, group: &str) -> bool {
+        self.groups.iter().any(|g| g == group)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn authenticated_users_are_in_system_authenticated_once() {
+        let user = UserInfo::authenticated("alice", vec!["dev".into()]);
+        assert_eq!(user.groups, ["dev", SYSTEM_AUTHENTICATED]);
+        let user = UserInfo::authenticated("bob", vec![SYSTEM_AUTHENTICATED.into()]);
+        assert_eq!(user.groups, [SYSTEM_AUTHENTICATED]);
+        assert!(!user.is_anonymous());
+        assert!(UserInfo::anonymous().is_anonymous());
+        assert!(UserInfo::anonymous().in_group(SYSTEM_UNAUTHENTICATED));
+    }
+
+    #[test]
+    fn serializes_as_the_review_apis_user_info() {
+        let user = UserInfo::authenticated("alice", vec![]);
+        assert_eq!(
+            serde_json::to_value(&user).unwrap(),
+            serde_json::json!({"username": "alice", "groups": ["system:authenticated"]})
+        );
+    }
+}
