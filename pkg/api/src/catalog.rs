@@ -10,7 +10,7 @@ use serde_json::Value;
 
 use crate::decode::{Decoded, Struct};
 use crate::table::ColumnDefinition;
-use crate::{coordination, core, events};
+use crate::{authentication, authorization, coordination, core, events};
 
 /// The verbs of a resource that can be listed, watched and deleted in bulk.
 pub const ALL_VERBS: &[&str] = &[
@@ -431,6 +431,174 @@ static RESOURCES: &[ResourceInfo] = &[
         },
     },
 ];
+
+fn no_update(_: &Value, _: &Value) -> Result<ErrorList, ApiError> {
+    Ok(ErrorList::new())
+}
+
+fn no_field_values(_: &Value) -> BTreeMap<&'static str, String> {
+    BTreeMap::new()
+}
+
+fn no_row(_: &Value, _: i64) -> Vec<Value> {
+    Vec::new()
+}
+
+/// The hooks of a kind that is only created, never stored (a review): decoding and
+/// validation on create, nothing else.
+const fn create_only(
+    decode: fn(&Value) -> Result<Decoded, ApiError>,
+    validate: fn(&Value) -> Result<ErrorList, ApiError>,
+) -> Hooks {
+    Hooks {
+        decode,
+        default: no_default,
+        prepare_for_create: no_default,
+        prepare_for_update: no_prepare_update,
+        validate,
+        validate_update: no_update,
+        to_storage: identity,
+        from_storage: identity,
+        field_selectors: &[],
+        field_values: no_field_values,
+        columns: &[],
+        row: no_row,
+        pending_finalization: nothing_pending,
+        mark_deleting: no_default,
+    }
+}
+
+/// A review kind: created, answered, never stored.
+const fn review(
+    group: &'static str,
+    kind: &'static str,
+    list_kind: &'static str,
+    resource: &'static str,
+    singular: &'static str,
+    schema: &'static Struct,
+    hooks: Hooks,
+) -> ResourceInfo {
+    ResourceInfo {
+        group,
+        version: "v1",
+        kind,
+        list_kind,
+        resource,
+        singular,
+        short_names: &[],
+        namespaced: false,
+        verbs: &["create"],
+        subresources: &[],
+        categories: &[],
+        storage_prefix: "",
+        storage_api_version: "",
+        schema,
+        hooks,
+    }
+}
+
+static REVIEWS: &[ResourceInfo] = &[
+    review(
+        "authentication.k8s.io",
+        "SelfSubjectReview",
+        "SelfSubjectReviewList",
+        "selfsubjectreviews",
+        "selfsubjectreview",
+        &authentication::SELF_SUBJECT_REVIEW,
+        create_only(
+            authentication::decode_self_subject_review,
+            authentication::validate_self_subject_review,
+        ),
+    ),
+    review(
+        "authentication.k8s.io",
+        "TokenReview",
+        "TokenReviewList",
+        "tokenreviews",
+        "tokenreview",
+        &authentication::TOKEN_REVIEW,
+        create_only(
+            authentication::decode_token_review,
+            authentication::validate_token_review,
+        ),
+    ),
+    ResourceInfo {
+        namespaced: true,
+        ..review(
+            "authorization.k8s.io",
+            "LocalSubjectAccessReview",
+            "LocalSubjectAccessReviewList",
+            "localsubjectaccessreviews",
+            "localsubjectaccessreview",
+            &authorization::LOCAL_SUBJECT_ACCESS_REVIEW,
+            // The namespace comes from the URL: the server validates with it.
+            create_only(
+                authorization::decode_local_subject_access_review,
+                no_validation,
+            ),
+        )
+    },
+    review(
+        "authorization.k8s.io",
+        "SelfSubjectAccessReview",
+        "SelfSubjectAccessReviewList",
+        "selfsubjectaccessreviews",
+        "selfsubjectaccessreview",
+        &authorization::SELF_SUBJECT_ACCESS_REVIEW,
+        create_only(
+            authorization::decode_self_subject_access_review,
+            authorization::validate_self_subject_access_review,
+        ),
+    ),
+    review(
+        "authorization.k8s.io",
+        "SelfSubjectRulesReview",
+        "SelfSubjectRulesReviewList",
+        "selfsubjectrulesreviews",
+        "selfsubjectrulesreview",
+        &authorization::SELF_SUBJECT_RULES_REVIEW,
+        create_only(
+            authorization::decode_self_subject_rules_review,
+            authorization::validate_self_subject_rules_review,
+        ),
+    ),
+    review(
+        "authorization.k8s.io",
+        "SubjectAccessReview",
+        "SubjectAccessReviewList",
+        "subjectaccessreviews",
+        "subjectaccessreview",
+        &authorization::SUBJECT_ACCESS_REVIEW,
+        create_only(
+            authorization::decode_subject_access_review,
+            authorization::validate_subject_access_review,
+        ),
+    ),
+];
+
+/// The body of `serviceaccounts/<name>/token`: an authentication.k8s.io/v1 TokenRequest.
+pub static TOKEN_REQUEST: ResourceInfo = ResourceInfo {
+    namespaced: true,
+    ..review(
+        "authentication.k8s.io",
+        "TokenRequest",
+        "TokenRequestList",
+        "tokenrequests",
+        "tokenrequest",
+        &authentication::TOKEN_REQUEST,
+        create_only(authentication::decode_token_request, no_validation),
+    )
+};
+
+fn no_validation(_: &Value) -> Result<ErrorList, ApiError> {
+    Ok(ErrorList::new())
+}
+
+/// The review kinds (authentication.k8s.io and authorization.k8s.io): served for `create`
+/// only, answered by the server, never stored.
+pub fn reviews() -> &'static [ResourceInfo] {
+    REVIEWS
+}
 
 /// Every built-in resource of this crate.
 pub fn all() -> &'static [ResourceInfo] {

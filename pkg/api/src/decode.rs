@@ -53,6 +53,9 @@ pub enum Type {
     Map(&'static Type),
     /// A list of items of one type.
     List(&'static Type),
+    /// A list that protobuf wraps in a message of its own, `repeated T items = 1` (Go's named
+    /// slice types such as `ExtraValue`); in JSON a plain list.
+    Items(&'static Type),
 }
 
 impl Type {
@@ -70,7 +73,7 @@ impl Type {
             Type::Any => "any".to_owned(),
             Type::Struct(s) => s.name.to_owned(),
             Type::Map(t) => format!("map[string]{}", t.name()),
-            Type::List(t) => format!("[]{}", t.name()),
+            Type::List(t) | Type::Items(t) => format!("[]{}", t.name()),
         }
     }
 
@@ -82,7 +85,12 @@ impl Type {
             Type::Int32 | Type::Int64 => Value::from(0),
             Type::Quantity => Value::from("0"),
             Type::Struct(_) => Value::Object(Map::new()),
-            Type::Time | Type::MicroTime | Type::Any | Type::Map(_) | Type::List(_) => Value::Null,
+            Type::Time
+            | Type::MicroTime
+            | Type::Any
+            | Type::Map(_)
+            | Type::List(_)
+            | Type::Items(_) => Value::Null,
         }
     }
 }
@@ -311,7 +319,7 @@ impl Walker {
                 }
                 Ok(Value::Object(out))
             }
-            (Type::List(item_ty), Value::Array(items)) => {
+            (Type::List(item_ty) | Type::Items(item_ty), Value::Array(items)) => {
                 let mut out = Vec::with_capacity(items.len());
                 for (i, item) in items.iter().enumerate() {
                     out.push(if item.is_null() {

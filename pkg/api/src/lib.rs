@@ -5,7 +5,11 @@
 //! - core/v1 ([`core`]): [`core::namespace`], [`core::configmap`], [`core::secret`],
 //!   [`core::serviceaccount`], [`core::event`], [`core::resourcequota`];
 //! - events.k8s.io/v1 ([`events`]): events, stored as core/v1 events and converted both ways;
-//! - coordination.k8s.io/v1 ([`coordination`]): leases.
+//! - coordination.k8s.io/v1 ([`coordination`]): leases;
+//! - the review kinds, created but never stored: authentication.k8s.io/v1
+//!   ([`authentication`]: TokenReview, SelfSubjectReview, and TokenRequest for
+//!   `serviceaccounts/<name>/token`) and authorization.k8s.io/v1 ([`authorization`]: the access
+//!   reviews).
 //!
 //! [`catalog`] lists them all with what discovery, the router and storage need to know, and
 //! the hooks the generic registry runs ([`catalog::Hooks`]). [`openapi`] builds the OpenAPI v3
@@ -42,6 +46,8 @@
 
 #![warn(missing_docs)]
 
+pub mod authentication;
+pub mod authorization;
 pub mod catalog;
 pub mod coordination;
 pub mod core;

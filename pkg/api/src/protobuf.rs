@@ -683,6 +683,29 @@ fn one_value(ty: Type, raw: Raw<'_>, path: &str, depth: usize) -> Result<Value, 
             let b = bytes(raw);
             read_message(&b, schema, path, depth + 1).map(Value::Object)
         }
+        Type::Items(item) => {
+            let b = bytes(raw);
+            let mut reader = Reader::new(&b);
+            let mut items = Vec::new();
+            while !reader.done() {
+                let (number, wire) = reader.tag(path)?;
+                let value = reader.value(number, wire, path, depth)?;
+                let (1, Some(raw)) = (number, value) else {
+                    continue;
+                };
+                if wire != wire_type(*item) {
+                    return Err(ProtobufError::WireType {
+                        field: format!("{path}.items"),
+                        found: wire,
+                        expected: wire_type(*item),
+                        ty: item.name(),
+                    });
+                }
+                let at = format!("{path}.items[{}]", items.len());
+                items.push(one_value(*item, raw, &at, depth + 1)?);
+            }
+            Ok(Value::Array(items))
+        }
         Type::Map(_) | Type::List(_) => Err(ProtobufError::BadValue {
             field: path.to_owned(),
             message: format!("{} has no protobuf form", ty.name()),
@@ -860,6 +883,13 @@ fn write_value(
             put_tag(buf, number, VARINT);
             // Negative numbers are ten-byte two's complement varints, as in Go.
             put_varint(buf, i as u64);
+        }
+        (Type::Items(item), Value::Array(items)) => {
+            let mut message = Vec::new();
+            for (i, v) in items.iter().enumerate() {
+                write_value(&mut message, 1, *item, v, &format!("{path}.items[{i}]"))?;
+            }
+            put_bytes(buf, number, &message);
         }
         (Type::Bytes, Value::String(s)) => {
             let compact: String = s.chars().filter(|c| !matches!(c, '\r' | '\n')).collect();
@@ -1075,7 +1105,7 @@ mod tests {
                     .collect(),
             ),
             Type::Map(item) => json!({"k1": full(*item, name), "k2": full(*item, name)}),
-            Type::List(item) => json!([full(*item, name), full(*item, name)]),
+            Type::List(item) | Type::Items(item) => json!([full(*item, name), full(*item, name)]),
         }
     }
 

@@ -1,52 +1,182 @@
-//! Authentication at the HTTP boundary: the user a request's verified client certificate names,
-//! anonymous otherwise.
+//! Authentication at the HTTP boundary, as kube-apiserver's chain runs it: a verified client
+//! certificate names the user; else a bearer token must be recognized by one of the token
+//! authenticators (a token nobody recognizes is refused, 401, even when anonymous requests are
+//! allowed); a request with no credentials at all is `system:anonymous` when `--anonymous-auth`
+//! is on, and refused otherwise.
+
+use std::fmt::Debug;
+use std::sync::Arc;
 
 use genplane_apimachinery::errors::{ApiError, Status};
 use genplane_authentication::UserInfo;
 use genplane_component_base::http::PeerCertificates;
+use hyper::header::{AUTHORIZATION, HeaderMap};
+
+/// A bearer-token authenticator (static token file, service-account tokens).
+pub trait TokenAuthenticator: Send + Sync + Debug {
+    /// The user `token` names and the audiences it is good for, `Ok(None)` when the token is
+    /// not of this authenticator's kind, `Err(reason)` when it is but must be refused.
+    /// `audiences` are the audiences the token must be meant for (`None`: the API server's).
+    fn authenticate(
+        &self,
+        token: &str,
+        audiences: Option<&[String]>,
+    ) -> Result<Option<(UserInfo, Vec<String>)>, String>;
+}
+
+/// The authentication chain of a server.
+#[derive(Clone, Debug, Default)]
+pub struct Authentication {
+    /// The bearer-token authenticators, asked in order.
+    pub tokens: Vec<Arc<dyn TokenAuthenticator>>,
+    /// Whether requests without credentials proceed as `system:anonymous` (`--anonymous-auth`).
+    pub anonymous: bool,
+}
+
+/// The answer to a request whose credentials are refused.
+pub fn unauthorized() -> ApiError {
+    Status::unauthorized("Unauthorized").into()
+}
+
+/// The bearer token of an `Authorization` header, as upstream reads it: the scheme
+/// `Bearer` (any case), then the token; an empty token is no token.
+pub fn bearer_token(headers: &HeaderMap) -> Option<&str> {
+    let value = headers.get(AUTHORIZATION)?.to_str().ok()?.trim();
+    let (scheme, token) = value.split_once(' ')?;
+    let token = token.trim();
+    (scheme.eq_ignore_ascii_case("bearer") && !token.is_empty()).then_some(token)
+}
+
+impl Authentication {
+    /// The user `token` names (for TokenReview), with the audiences it is good for.
+    pub fn authenticate_token(
+        &self,
+        token: &str,
+        audiences: Option<&[String]>,
+    ) -> Result<(UserInfo, Vec<String>), String> {
+        let mut errors = Vec::new();
+        for authenticator in &self.tokens {
+            match authenticator.authenticate(token, audiences) {
+                Ok(Some(found)) => return Ok(found),
+                Ok(None) => {}
+                Err(e) => errors.push(e),
+            }
+        }
+        if errors.is_empty() {
+            Err("invalid bearer token".to_owned())
+        } else {
+            Err(errors.join(", "))
+        }
+    }
+
+    /// Who made a request with `headers` over a connection that presented `peer`.
+    pub fn authenticate(
+        &self,
+        headers: &HeaderMap,
+        peer: Option<&PeerCertificates>,
+    ) -> Result<UserInfo, ApiError> {
+        if let Some(user) = from_certificates(peer) {
+            return Ok(user);
+        }
+        if let Some(token) = bearer_token(headers) {
+            return match self.authenticate_token(token, None) {
+                Ok((user, _)) => Ok(user),
+                Err(reason) => {
+                    tracing::debug!(%reason, "bearer token refused");
+                    Err(unauthorized())
+                }
+            };
+        }
+        if self.anonymous {
+            Ok(UserInfo::anonymous())
+        } else {
+            Err(unauthorized())
+        }
+    }
+}
 
 /// The user a verified client certificate names, or `None` when there is none.
 pub fn from_certificates(peer: Option<&PeerCertificates>) -> Option<UserInfo> {
     genplane_authentication::x509::user_of_chain(&peer?.0)
 }
 
-/// Paths anonymous requests may reach (upstream grants them through system:public-info-viewer).
-pub fn is_public(path: &str) -> bool {
-    ["/healthz", "/livez", "/readyz", "/version"]
-        .iter()
-        .any(|p| {
-            path == *p
-                || path
-                    .strip_prefix(p)
-                    .is_some_and(|rest| rest.starts_with('/'))
-        })
-}
-
-/// Refuses anonymous requests outside the public paths with 401.
-pub fn require_authenticated(user: &UserInfo, path: &str) -> Result<(), ApiError> {
-    if user.is_anonymous() && !is_public(path) {
-        return Err(Status::unauthorized("Unauthorized").into());
-    }
-    Ok(())
-}
-
 #[cfg(test)]
 mod tests {
+    use hyper::header::HeaderValue;
+
     use super::*;
 
+    #[derive(Debug)]
+    struct Fixed;
+
+    impl TokenAuthenticator for Fixed {
+        fn authenticate(
+            &self,
+            token: &str,
+            _: Option<&[String]>,
+        ) -> Result<Option<(UserInfo, Vec<String>)>, String> {
+            match token {
+                "good" => Ok(Some((UserInfo::authenticated("alice", vec![]), vec![]))),
+                "expired" => Err("token has expired".into()),
+                _ => Ok(None),
+            }
+        }
+    }
+
+    fn headers(authorization: &str) -> HeaderMap {
+        let mut headers = HeaderMap::new();
+        headers.insert(AUTHORIZATION, HeaderValue::from_str(authorization).unwrap());
+        headers
+    }
+
     #[test]
-    fn public_paths() {
-        for path in ["/healthz", "/livez", "/readyz", "/readyz/ping", "/version"] {
-            assert!(is_public(path), "{path}");
-        }
-        for path in ["/api", "/healthzz", "/versions", "/api/v1/namespaces"] {
-            assert!(!is_public(path), "{path}");
-        }
-        let anonymous = UserInfo::anonymous();
+    fn tokens_authenticate_and_unknown_tokens_are_refused_even_with_anonymous_on() {
+        let chain = Authentication {
+            tokens: vec![Arc::new(Fixed)],
+            anonymous: true,
+        };
+        let user = chain.authenticate(&headers("Bearer good"), None).unwrap();
+        assert_eq!(user.username, "alice");
         assert_eq!(
-            require_authenticated(&anonymous, "/api").unwrap_err().code,
+            chain.authenticate(&headers("bearer good"), None).unwrap(),
+            user
+        );
+        for refused in ["Bearer expired", "Bearer other"] {
+            assert_eq!(
+                chain
+                    .authenticate(&headers(refused), None)
+                    .unwrap_err()
+                    .code,
+                401
+            );
+        }
+        let anonymous = chain.authenticate(&HeaderMap::new(), None).unwrap();
+        assert!(anonymous.is_anonymous());
+        // A header that is not a bearer token is no credential.
+        assert!(
+            chain
+                .authenticate(&headers("Basic abc"), None)
+                .unwrap()
+                .is_anonymous()
+        );
+        let closed = Authentication {
+            anonymous: false,
+            ..chain
+        };
+        assert_eq!(
+            closed
+                .authenticate(&HeaderMap::new(), None)
+                .unwrap_err()
+                .code,
             401
         );
-        assert!(require_authenticated(&anonymous, "/readyz").is_ok());
+    }
+
+    #[test]
+    fn bearer_tokens_are_read_as_upstream_reads_them() {
+        assert_eq!(bearer_token(&headers("Bearer  abc ")), Some("abc"));
+        assert_eq!(bearer_token(&headers("Bearer ")), None);
+        assert_eq!(bearer_token(&headers("Bearerabc")), None);
+        assert_eq!(bearer_token(&HeaderMap::new()), None);
     }
 }

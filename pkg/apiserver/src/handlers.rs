@@ -136,6 +136,8 @@ pub(crate) struct Ctx<'a, S: Storage> {
     pub(crate) shutdown: Option<&'a genplane_component_base::shutdown::Shutdown>,
     /// The type model of the served kinds (see [`genplane_structured::Schema`]).
     pub(crate) types: &'a std::sync::Arc<genplane_structured::Schema>,
+    /// The check of this request's writes against its user (escalation prevention), if any.
+    pub(crate) admit: Option<genplane_registry::Admit>,
 }
 
 impl<S: Storage> Ctx<'_, S> {
@@ -192,6 +194,7 @@ impl<S: Storage> Ctx<'_, S> {
             return Err(crate::fieldmanager::force_forbidden());
         }
         Ok(WriteOptions {
+            admit: self.admit.clone(),
             dry_run: self.query.dry_run()?,
             fields: Some(crate::fieldmanager::tracker(
                 self.types,

@@ -5,7 +5,8 @@
 //!   `/openapi/v2` (JSON or protobuf), built and hashed once.
 //! - [`negotiation`]: which form a response takes, how a body is read.
 //! - [`admission`]: checks before writes (NamespaceLifecycle).
-//! - [`authn`]: who made a request (x509 client certificates; anonymous otherwise).
+//! - [`authn`]: who made a request (client certificates, bearer tokens, anonymous);
+//!   [`impersonation`]: acting as someone else; [`authz`]: may they ([`Security`] holds both).
 //! - [`server`]: [`ApiServer`] answers requests: the ops endpoints, `/version`, discovery and
 //!   every verb on every served resource (handlers, one file per verb).
 //! - [`encode`]: the shapes of answers (lists, Tables, metadata-only objects, watch events).
@@ -17,17 +18,21 @@
 
 pub mod admission;
 pub mod authn;
+pub mod authz;
 pub mod body;
 pub mod discovery;
 pub mod encode;
 mod fieldmanager;
 mod handlers;
+pub mod impersonation;
 pub mod metrics;
 pub mod negotiation;
 pub mod openapi;
 pub mod request_body;
 pub mod request_info;
+mod reviews;
 pub mod server;
 
+pub use authz::Security;
 pub use handlers::{MAX_BODY_BYTES, error_response};
 pub use server::{ApiServer, Limits, Resource};

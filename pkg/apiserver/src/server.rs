@@ -7,7 +7,8 @@ use std::time::{Duration, Instant};
 use genplane_api::catalog::ResourceInfo;
 use genplane_api::openapi::ServedResource;
 use genplane_apimachinery::errors::{ApiError, Status, StatusReason};
-use genplane_component_base::http::OpsHandler;
+use genplane_authentication::UserInfo;
+use genplane_component_base::http::{OpsHandler, PeerCertificates};
 use genplane_component_base::shutdown::Shutdown;
 use genplane_component_base::version::{BuildInfo, KUBERNETES_VERSION};
 use genplane_registry::{CatalogStrategy, Store};
@@ -18,6 +19,7 @@ use hyper::{Request, Response, StatusCode};
 use serde_json::{Value, json};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
+use crate::authz::{self, Security};
 use crate::body::ResponseBody;
 use crate::discovery::{Discovery, ResourceDescription, SubresourceDescription};
 use crate::handlers::{self, Ctx, Query, error_response};
@@ -136,6 +138,7 @@ pub struct ApiServer<S: Storage> {
     admission: Admission,
     metrics: Option<ApiMetrics>,
     shutdown: Option<Shutdown>,
+    security: Option<Security>,
 }
 
 /// Whether a request-info verb writes.
@@ -304,9 +307,28 @@ impl<S: Storage> ApiServer<S> {
         server_address: &str,
         ops: Option<OpsHandler>,
     ) -> Self {
-        let discovery = Discovery::new(resources.iter().map(|r| describe(r.info)).collect());
-        let documents =
-            genplane_api::openapi::documents(&resources.iter().map(served).collect::<Vec<_>>());
+        let discovery = Discovery::new(
+            resources
+                .iter()
+                .map(|r| r.info)
+                .chain(genplane_api::catalog::reviews())
+                .map(describe)
+                .collect(),
+        );
+        let documents = genplane_api::openapi::documents(
+            &resources
+                .iter()
+                .map(served)
+                .chain(
+                    genplane_api::catalog::reviews()
+                        .iter()
+                        .map(|info| ServedResource {
+                            info,
+                            subresources: Vec::new(),
+                        }),
+                )
+                .collect::<Vec<_>>(),
+        );
         let version = version_info(build);
         let openapi_v2 = OpenApiV2::new(
             &documents,
@@ -331,6 +353,7 @@ impl<S: Storage> ApiServer<S> {
             admission: Admission::new(Limits::default()),
             metrics: None,
             shutdown: None,
+            security: None,
         }
     }
 
@@ -338,6 +361,13 @@ impl<S: Storage> ApiServer<S> {
     /// resume elsewhere), so that a graceful shutdown does not wait for them.
     pub fn with_shutdown(mut self, shutdown: Shutdown) -> Self {
         self.shutdown = Some(shutdown);
+        self
+    }
+
+    /// The same server, authenticating and authorizing every request with `security`
+    /// (without it, every request is allowed: for tests and embedding behind another guard).
+    pub fn with_security(mut self, security: Security) -> Self {
+        self.security = Some(security);
         self
     }
 
@@ -374,8 +404,48 @@ impl<S: Storage> ApiServer<S> {
         &self.resources
     }
 
+    /// Who makes a request, after authentication, impersonation and authorization of what
+    /// it asks (`info`); an error is the answer.
+    fn admit_request(
+        &self,
+        security: &Security,
+        info: &RequestInfo,
+        request: &Request<Incoming>,
+    ) -> Result<UserInfo, ApiError> {
+        let authenticated = security.authentication.authenticate(
+            request.headers(),
+            request.extensions().get::<PeerCertificates>(),
+        )?;
+        let user = crate::impersonation::impersonate(
+            request.headers(),
+            &authenticated,
+            security.authorizer.as_ref(),
+        )?
+        .unwrap_or(authenticated);
+        authz::authorize(
+            security.authorizer.as_ref(),
+            &authz::attributes(info, &user),
+        )?;
+        Ok(user)
+    }
+
     /// Answers one request.
     pub async fn handle(&self, request: Request<Incoming>) -> Response<ResponseBody> {
+        let info = request_info::parse(
+            request.method().as_str(),
+            request.uri().path(),
+            request.uri().query(),
+        );
+        let user = match &self.security {
+            None => UserInfo::default(),
+            Some(security) => match self.admit_request(security, &info, &request) {
+                Ok(user) => user,
+                Err(error) => {
+                    let accept = request.headers().get(ACCEPT).and_then(|v| v.to_str().ok());
+                    return handlers::error_response_for(&error, accept);
+                }
+            },
+        };
         if let Some(ops) = &self.ops
             && let Some(answer) = ops.handle(&request).await
         {
@@ -387,7 +457,6 @@ impl<S: Storage> ApiServer<S> {
             return Response::from_parts(parts, ResponseBody::full(bytes));
         }
         let (parts, body) = request.into_parts();
-        let info = request_info::parse(parts.method.as_str(), parts.uri.path(), parts.uri.query());
         if !info.is_resource_request {
             return self
                 .non_resource(&info, &parts)
@@ -400,7 +469,7 @@ impl<S: Storage> ApiServer<S> {
         let mutating = is_mutating(&info.verb);
         let mut terminated = false;
         let response = if long_running {
-            self.resource(&info, &parts, body)
+            self.resource(&info, &parts, body, &user)
                 .await
                 .unwrap_or_else(|e| handlers::error_response_for(&e, accept))
         } else {
@@ -416,8 +485,11 @@ impl<S: Storage> ApiServer<S> {
                         Ok(requested) => {
                             let limit = self.admission.limits.request_timeout;
                             let deadline = requested.map_or(limit, |r| r.min(limit));
-                            match tokio::time::timeout(deadline, self.resource(&info, &parts, body))
-                                .await
+                            match tokio::time::timeout(
+                                deadline,
+                                self.resource(&info, &parts, body, &user),
+                            )
+                            .await
                             {
                                 Ok(result) => result
                                     .unwrap_or_else(|e| handlers::error_response_for(&e, accept)),
@@ -563,21 +635,59 @@ impl<S: Storage> ApiServer<S> {
         }
     }
 
+    /// Answers a review (created, answered, never stored).
+    async fn review(
+        &self,
+        review: &'static ResourceInfo,
+        info: &RequestInfo,
+        parts: &hyper::http::request::Parts,
+        body: Incoming,
+        user: &UserInfo,
+    ) -> Result<Response<ResponseBody>, ApiError> {
+        if info.parts.len() != 1 || (!review.namespaced && !info.namespace.is_empty()) {
+            return Err(not_found());
+        }
+        if info.verb != "create" {
+            return Err(Status::method_not_supported(&review.group_resource(), &info.verb).into());
+        }
+        let Some(security) = &self.security else {
+            return Err(Status::failure(
+                StatusReason::MethodNotAllowed,
+                "this server authorizes no requests: reviews are not available",
+            )
+            .into());
+        };
+        let negotiated = crate::reviews::negotiate(parts)?;
+        let bytes = handlers::read_bytes(body).await?;
+        let object = crate::reviews::read(review, parts, &bytes)?;
+        let answered = crate::reviews::answer(review, security, user, &info.namespace, object)?;
+        Ok(handlers::respond(
+            StatusCode::CREATED,
+            &answered,
+            &negotiated,
+            Some(review),
+            &[],
+        ))
+    }
+
     async fn resource(
         &self,
         info: &RequestInfo,
         parts: &hyper::http::request::Parts,
         body: Incoming,
+        user: &UserInfo,
     ) -> Result<Response<ResponseBody>, ApiError> {
-        let resource = self
-            .resources
-            .iter()
-            .find(|r| {
-                r.info.group == info.api_group
-                    && r.info.version == info.api_version
-                    && r.info.resource == info.resource
-            })
-            .ok_or_else(not_found)?;
+        let found = |r: &ResourceInfo| {
+            r.group == info.api_group
+                && r.version == info.api_version
+                && r.resource == info.resource
+        };
+        let Some(resource) = self.resources.iter().find(|r| found(r.info)) else {
+            return match genplane_api::catalog::reviews().iter().find(|r| found(r)) {
+                Some(review) => self.review(review, info, parts, body, user).await,
+                None => Err(not_found()),
+            };
+        };
         // Subresources with rules of their own are served by their own store; others
         // (serviceaccounts/token) are not served yet, and are not found as any unknown one.
         let (store, verbs) = if info.subresource.is_empty() {
@@ -643,6 +753,7 @@ impl<S: Storage> ApiServer<S> {
             now: now(),
             shutdown: self.shutdown.as_ref(),
             types: &self.types,
+            admit: None,
         };
         match verb {
             "get" => handlers::get(&ctx).await,

@@ -19,8 +19,8 @@ pub mod watch;
 pub use builtin::{CatalogStrategy, SubresourceStrategy};
 pub use selection::check_fields;
 pub use store::{
-    DeleteOptions, Deletion, FieldTracker, ListOptions, ListResult, Propagation, Store,
-    TrackFields, WriteOptions, Written,
+    Admit, AdmitWrite, DeleteOptions, Deletion, FieldTracker, ListOptions, ListResult, Propagation,
+    Store, TrackFields, WriteOptions, Written,
 };
 pub use strategy::Strategy;
 pub use watch::{EventType, WatchItem, WatchObject, WatchStream};

@@ -41,7 +41,36 @@ pub struct WriteOptions {
     pub dry_run: bool,
     /// Records who changed which fields (`metadata.managedFields`), if anyone does.
     pub fields: Option<FieldTracker>,
+    /// Checks the request's right to write this object, after validation and before
+    /// storage (RBAC's escalation prevention), if anything does.
+    pub admit: Option<Admit>,
 }
+
+/// A check of a write's final object against who asks for it: called with the stored object
+/// (`None` on a create) and the validated object about to be stored; an error refuses the
+/// write. Not called when an update changes nothing.
+pub trait AdmitWrite: Send + Sync {
+    /// Refuses or lets through the write of `new` over `old`.
+    fn admit(&self, old: Option<&Value>, new: &Value) -> Result<(), ApiError>;
+}
+
+/// A shared [`AdmitWrite`] (compared by identity).
+#[derive(Clone)]
+pub struct Admit(pub Arc<dyn AdmitWrite>);
+
+impl std::fmt::Debug for Admit {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Admit")
+    }
+}
+
+impl PartialEq for Admit {
+    fn eq(&self, other: &Self) -> bool {
+        Arc::ptr_eq(&self.0, &other.0)
+    }
+}
+
+impl Eq for Admit {}
 
 /// What records field ownership on a write: called with the stored object (`None` on a
 /// create) and the object about to be written, after defaulting and the strategy's
@@ -354,6 +383,9 @@ impl<S: Storage> Store<S> {
             if !errors.is_empty() {
                 return Err(self.invalid(&name, &errors));
             }
+            if let Some(admit) = &options.admit {
+                admit.0.admit(None, &object)?;
+            }
             self.check_path_segments(&name, meta_str(&object, "namespace"))?;
             self.strategy.canonicalize(&mut object);
             let warnings = self.strategy.warnings(&object, None);
@@ -647,6 +679,9 @@ impl<S: Storage> Store<S> {
                     created: false,
                     warnings,
                 });
+            }
+            if let Some(admit) = &options.admit {
+                admit.0.admit(Some(&old), &new)?;
             }
             if self.is_finished(&new) {
                 // The last finalizer of a deleting object was removed: the object goes.

@@ -116,6 +116,7 @@ pub(crate) async fn apply<S: Storage>(
     let options = WriteOptions {
         dry_run,
         fields: None,
+        admit: ctx.admit.clone(),
     };
     let mut last = None;
     for _ in 0..ATTEMPTS {

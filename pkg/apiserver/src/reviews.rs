@@ -1,0 +1,290 @@
+//! The review APIs: created, answered, never stored. SelfSubjectReview (`kubectl auth
+//! whoami`) and TokenReview in authentication.k8s.io; SubjectAccessReview,
+//! LocalSubjectAccessReview and SelfSubjectAccessReview (`kubectl auth can-i`) in
+//! authorization.k8s.io. Each answer is the request with its `status` filled in, 201 Created,
+//! as upstream.
+
+use std::collections::BTreeMap;
+
+use genplane_api::catalog::ResourceInfo;
+use genplane_apimachinery::errors::{ApiError, Status};
+use genplane_apimachinery::schema::GroupKind;
+use genplane_apimachinery::validation::field::ErrorList;
+use genplane_authentication::UserInfo;
+use genplane_authorization::{Attributes, Decision};
+use hyper::header::{ACCEPT, CONTENT_TYPE};
+use hyper::http::request::Parts;
+use serde_json::{Value, json};
+
+use crate::authz::{self, Security};
+use crate::negotiation::{self, Capabilities, Negotiated};
+
+/// The negotiated answer form of a review.
+pub(crate) fn negotiate(parts: &Parts) -> Result<Negotiated, ApiError> {
+    let accept = parts.headers.get(ACCEPT).and_then(|v| v.to_str().ok());
+    negotiation::negotiate(
+        accept,
+        Capabilities {
+            protobuf: true,
+            ..Capabilities::default()
+        },
+    )
+}
+
+/// The review in `bytes` (any body format), decoded and validated.
+pub(crate) fn read(
+    info: &'static ResourceInfo,
+    parts: &Parts,
+    bytes: &[u8],
+) -> Result<Value, ApiError> {
+    let content_type = parts
+        .headers
+        .get(CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok());
+    let query = crate::handlers::Query::parse(parts.uri.query());
+    let (object, _) = crate::request_body::decode_object(
+        info,
+        content_type,
+        query.get("fieldValidation"),
+        bytes,
+    )?;
+    let decoded = (info.hooks.decode)(&object)?;
+    Ok(decoded.object)
+}
+
+fn invalid(info: &ResourceInfo, errors: &ErrorList) -> ApiError {
+    Status::invalid(&GroupKind::new(info.group, info.kind), "", errors).into()
+}
+
+fn string_list(value: Option<&Value>) -> Vec<String> {
+    value
+        .and_then(Value::as_array)
+        .map(|items| {
+            items
+                .iter()
+                .filter_map(|i| i.as_str().map(str::to_owned))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// The attributes an access review's spec asks about, for `user`.
+fn review_attributes(spec: &Value, user: UserInfo) -> Attributes {
+    let text = |pointer: &str| {
+        spec.pointer(pointer)
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_owned()
+    };
+    if spec.get("resourceAttributes").is_some_and(|v| !v.is_null()) {
+        Attributes {
+            user,
+            verb: text("/resourceAttributes/verb"),
+            namespace: text("/resourceAttributes/namespace"),
+            api_group: text("/resourceAttributes/group"),
+            api_version: text("/resourceAttributes/version"),
+            resource: text("/resourceAttributes/resource"),
+            subresource: text("/resourceAttributes/subresource"),
+            name: text("/resourceAttributes/name"),
+            path: String::new(),
+            resource_request: true,
+        }
+    } else {
+        Attributes {
+            user,
+            verb: text("/nonResourceAttributes/verb"),
+            path: text("/nonResourceAttributes/path"),
+            resource_request: false,
+            ..Attributes::default()
+        }
+    }
+}
+
+/// The user a SubjectAccessReview's spec names.
+fn spec_user(spec: &Value) -> UserInfo {
+    let extra: BTreeMap<String, Vec<String>> = spec
+        .get("extra")
+        .and_then(Value::as_object)
+        .map(|m| {
+            m.iter()
+                .map(|(k, v)| (k.clone(), string_list(Some(v))))
+                .collect()
+        })
+        .unwrap_or_default();
+    UserInfo {
+        username: spec
+            .get("user")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_owned(),
+        uid: spec
+            .get("uid")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_owned(),
+        groups: string_list(spec.get("groups")),
+        extra,
+    }
+}
+
+/// The `status` of an access review: the authorizer's decision on `attributes`.
+fn access_status(security: &Security, attributes: &Attributes) -> Value {
+    let (decision, reason) = authz::decide(security.authorizer.as_ref(), attributes);
+    let mut status = json!({"allowed": decision == Decision::Allow});
+    if decision == Decision::Deny {
+        status["denied"] = Value::Bool(true);
+    }
+    if !reason.is_empty() {
+        status["reason"] = Value::from(reason);
+    }
+    status
+}
+
+/// The JSON of a user, as the review APIs write it.
+pub(crate) fn user_json(user: &UserInfo) -> Value {
+    serde_json::to_value(user).unwrap_or(Value::Null)
+}
+
+/// Answers the review `object` of kind `info` made by `user` in `namespace` (the URL's, for
+/// a LocalSubjectAccessReview).
+pub(crate) fn answer(
+    info: &'static ResourceInfo,
+    security: &Security,
+    user: &UserInfo,
+    namespace: &str,
+    mut object: Value,
+) -> Result<Value, ApiError> {
+    use genplane_api::authorization as authz_api;
+    let errors = match info.kind {
+        "LocalSubjectAccessReview" => {
+            if namespace.is_empty() {
+                return Err(Status::bad_request("namespace is required on this type: ").into());
+            }
+            authz_api::validate_local_subject_access_review(&object, namespace)?
+        }
+        _ => (info.hooks.validate)(&object)?,
+    };
+    if !errors.is_empty() {
+        return Err(invalid(info, &errors));
+    }
+    let spec = object.get("spec").cloned().unwrap_or(Value::Null);
+    let status = match info.kind {
+        "SelfSubjectReview" => json!({"userInfo": user_json(user)}),
+        "TokenReview" => {
+            let token = spec.get("token").and_then(Value::as_str).unwrap_or("");
+            let audiences = string_list(spec.get("audiences"));
+            let asked = (!audiences.is_empty()).then_some(audiences.as_slice());
+            match security.authentication.authenticate_token(token, asked) {
+                Ok((user, audiences)) => {
+                    let mut status = json!({"authenticated": true, "user": user_json(&user)});
+                    if !audiences.is_empty() {
+                        status["audiences"] = json!(audiences);
+                    }
+                    status
+                }
+                Err(error) => json!({"user": {}, "error": error}),
+            }
+        }
+        "SelfSubjectAccessReview" => {
+            access_status(security, &review_attributes(&spec, user.clone()))
+        }
+        "SubjectAccessReview" | "LocalSubjectAccessReview" => {
+            access_status(security, &review_attributes(&spec, spec_user(&spec)))
+        }
+        other => {
+            return Err(Status::method_not_supported(
+                &genplane_apimachinery::schema::GroupResource::new(info.group, info.resource),
+                other,
+            )
+            .into());
+        }
+    };
+    object["status"] = status;
+    Ok(object)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use genplane_authorization::Authorizer;
+
+    use super::*;
+    use crate::authn::Authentication;
+
+    #[derive(Debug)]
+    struct OnlyConfigMaps;
+
+    impl Authorizer for OnlyConfigMaps {
+        fn authorize(&self, a: &Attributes) -> (Decision, String) {
+            if a.resource == "configmaps" && a.user.username == "alice" {
+                (Decision::Allow, "bound".into())
+            } else {
+                (Decision::NoOpinion, String::new())
+            }
+        }
+    }
+
+    fn kind(name: &str) -> &'static ResourceInfo {
+        genplane_api::catalog::reviews()
+            .iter()
+            .find(|r| r.kind == name)
+            .unwrap()
+    }
+
+    fn security() -> Security {
+        Security {
+            authentication: Authentication::default(),
+            authorizer: Arc::new(OnlyConfigMaps),
+        }
+    }
+
+    #[test]
+    fn access_reviews_ask_the_authorizer() {
+        let alice = UserInfo::authenticated("alice", vec![]);
+        let ssar =
+            json!({"spec": {"resourceAttributes": {"verb": "list", "resource": "configmaps"}}});
+        let answered = answer(
+            kind("SelfSubjectAccessReview"),
+            &security(),
+            &alice,
+            "",
+            ssar,
+        )
+        .unwrap();
+        assert_eq!(
+            answered["status"],
+            json!({"allowed": true, "reason": "bound"})
+        );
+        let sar = json!({"spec": {"user": "bob", "resourceAttributes": {"verb": "list", "resource": "configmaps"}}});
+        let answered = answer(kind("SubjectAccessReview"), &security(), &alice, "", sar).unwrap();
+        assert_eq!(answered["status"], json!({"allowed": false}));
+        let lsar = json!({"spec": {"user": "alice", "resourceAttributes": {"namespace": "other", "resource": "configmaps"}}});
+        let error = answer(
+            kind("LocalSubjectAccessReview"),
+            &security(),
+            &alice,
+            "ns",
+            lsar,
+        )
+        .unwrap_err();
+        assert_eq!(error.code, 422);
+    }
+
+    #[test]
+    fn self_subject_reviews_tell_who_asks() {
+        let alice = UserInfo::authenticated("alice", vec!["devs".into()]);
+        let answered = answer(
+            kind("SelfSubjectReview"),
+            &security(),
+            &alice,
+            "",
+            json!({}),
+        )
+        .unwrap();
+        assert_eq!(
+            answered["status"],
+            json!({"userInfo": {"username": "alice", "groups": ["devs", "system:authenticated"]}})
+        );
+    }
+}
