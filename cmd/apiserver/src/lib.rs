@@ -17,13 +17,15 @@ use std::time::Duration;
 
 use anyhow::Context as _;
 use clap::{ArgMatches, CommandFactory, Parser};
+use genplane_apiserver::authn::Authentication;
 use genplane_apiserver::metrics::ApiMetrics;
-use genplane_apiserver::{ApiServer, authn, error_response};
+use genplane_apiserver::{ApiServer, Security};
+use genplane_authorization::{Attributes, Authorizer, Decision};
 use genplane_component_base::component::{self, Startup};
 use genplane_component_base::config::ConfigFlags;
 use genplane_component_base::featuregate::UseIdentity;
 use genplane_component_base::health::{Health, Kind};
-use genplane_component_base::http::{self, OpsHandler, PeerCertificates};
+use genplane_component_base::http::{self, OpsHandler};
 use genplane_component_base::metrics;
 use genplane_component_base::process::Process;
 use genplane_component_base::shutdown::{Shutdown, Signals};
@@ -198,15 +200,18 @@ pub async fn serve(
         address
     };
     let server_url = format!("https://{host}");
+    // A kubeconfig per identity: the admin's, and one per other role with its own user.
+    for client in &pki.clients {
+        pki::write_kubeconfig(
+            &options.data_dir.join(format!("{}.kubeconfig", client.stem)),
+            &server_url,
+            &pki.ca,
+            &client.cert,
+            &client.key,
+            client.user,
+        )?;
+    }
     let kubeconfig = options.data_dir.join("admin.kubeconfig");
-    pki::write_kubeconfig(
-        &kubeconfig,
-        &server_url,
-        &pki.ca,
-        &pki.admin_cert,
-        &pki.admin_key,
-        pki::ADMIN_USER,
-    )?;
 
     let registry = metrics::Registry::new();
     config.common.feature_gate.register_metrics(&registry);
@@ -236,6 +241,13 @@ pub async fn serve(
             &address.to_string(),
             Some(OpsHandler::new(health, registry)),
         )
+        .with_security(Security {
+            authentication: Authentication {
+                tokens: Vec::new(),
+                anonymous: true,
+            },
+            authorizer: Arc::new(AuthenticatedOnly),
+        })
         .with_limits(config.limits)
         .with_shutdown(shutdown.clone())
         .with_metrics(api_metrics, |cache: &Arc<ResourceStorage>| {
@@ -253,14 +265,7 @@ pub async fn serve(
     }
     let handler = move |request: hyper::Request<hyper::body::Incoming>| {
         let api = api.clone();
-        async move {
-            let user = authn::from_certificates(request.extensions().get::<PeerCertificates>())
-                .unwrap_or_else(genplane_authentication::UserInfo::anonymous);
-            if let Err(error) = authn::require_authenticated(&user, request.uri().path()) {
-                return error_response(&error);
-            }
-            api.handle(request).await
-        }
+        async move { api.handle(request).await }
     };
     let kubeconfig = std::fs::canonicalize(&kubeconfig).unwrap_or(kubeconfig);
     tracing::info!(%server_url, kubeconfig = %kubeconfig.display(), "serving");
@@ -269,4 +274,28 @@ pub async fn serve(
     http::serve_tls(listener, tls, handler, shutdown, DRAIN).await?;
     tracing::info!("stopped");
     Ok(())
+}
+
+/// Until RBAC is served: authenticated users may do anything, anonymous ones only read the
+/// health and version endpoints.
+#[derive(Debug)]
+struct AuthenticatedOnly;
+
+impl Authorizer for AuthenticatedOnly {
+    fn authorize(&self, attributes: &Attributes) -> (Decision, String) {
+        let public = ["/healthz", "/livez", "/readyz", "/version"]
+            .iter()
+            .any(|p| {
+                attributes.path == *p
+                    || attributes
+                        .path
+                        .strip_prefix(p)
+                        .is_some_and(|rest| rest.starts_with('/'))
+            });
+        if !attributes.user.is_anonymous() || (public && !attributes.resource_request) {
+            (Decision::Allow, String::new())
+        } else {
+            (Decision::NoOpinion, String::new())
+        }
+    }
 }

@@ -12,6 +12,19 @@ use rcgen::{
 };
 use serde_json::json;
 
+/// A client identity: a certificate, its key, and the user it names.
+#[derive(Clone, Debug)]
+pub struct Client {
+    /// The user (the certificate's Common Name).
+    pub user: &'static str,
+    /// The file names' stem (`admin` gives `admin.crt`, `admin.key`, `admin.kubeconfig`).
+    pub stem: &'static str,
+    /// The certificate.
+    pub cert: PathBuf,
+    /// Its key.
+    pub key: PathBuf,
+}
+
 /// The PEM files a server runs with.
 #[derive(Clone, Debug)]
 pub struct Pki {
@@ -21,14 +34,32 @@ pub struct Pki {
     pub serving_cert: PathBuf,
     /// Its key.
     pub serving_key: PathBuf,
-    /// The admin client certificate.
+    /// The admin client certificate (group `system:masters`).
     pub admin_cert: PathBuf,
     /// Its key.
     pub admin_key: PathBuf,
+    /// Every client identity: the admin's and one per other role, each with its own user.
+    pub clients: Vec<Client>,
 }
 
 /// The admin user's name in generated certificates.
 pub const ADMIN_USER: &str = "genplane-admin";
+
+/// The client identities made for a local control plane: (file stem, user, groups). The
+/// roles' users are bound to least-privilege roles by the bootstrap RBAC policy.
+const CLIENTS: &[(&str, &str, &[&str])] = &[
+    ("admin", ADMIN_USER, &["system:masters"]),
+    (
+        "controller-manager",
+        "system:genplane:controller-manager",
+        &[],
+    ),
+    (
+        "feature-controller",
+        "system:genplane:feature-controller",
+        &[],
+    ),
+];
 
 fn write(path: &Path, contents: &str, private: bool) -> anyhow::Result<()> {
     std::fs::write(path, contents).with_context(|| format!("writing {}", path.display()))?;
@@ -40,28 +71,9 @@ fn write(path: &Path, contents: &str, private: bool) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// The certificates in `dir`, made when missing. The serving certificate is valid for
-/// localhost, the loopback addresses and `extra_hosts`.
-pub fn ensure(dir: &Path, extra_hosts: &[String]) -> anyhow::Result<Pki> {
-    let pki = Pki {
-        ca: dir.join("ca.crt"),
-        serving_cert: dir.join("apiserver.crt"),
-        serving_key: dir.join("apiserver.key"),
-        admin_cert: dir.join("admin.crt"),
-        admin_key: dir.join("admin.key"),
-    };
-    let all = [
-        &pki.ca,
-        &pki.serving_cert,
-        &pki.serving_key,
-        &pki.admin_cert,
-        &pki.admin_key,
-    ];
-    if all.iter().all(|p| p.exists()) {
-        return Ok(pki);
-    }
-    std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
-    let ca_key = KeyPair::generate()?;
+/// The CA's parameters: the same each time, so that a saved CA key signs as the saved CA
+/// certificate's subject.
+fn ca_params() -> anyhow::Result<CertificateParams> {
     let mut ca = CertificateParams::new(Vec::<String>::new())?;
     ca.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
     ca.distinguished_name
@@ -72,55 +84,103 @@ pub fn ensure(dir: &Path, extra_hosts: &[String]) -> anyhow::Result<Pki> {
         KeyUsagePurpose::DigitalSignature,
     ];
     ca.not_after = rcgen::date_time_ymd(2036, 1, 1);
-    let ca_cert = ca.self_signed(&ca_key)?;
-    let issuer = Issuer::new(ca, ca_key);
+    Ok(ca)
+}
 
-    let serving_key = KeyPair::generate()?;
-    let mut names: Vec<String> = vec![
-        "localhost".into(),
-        "kubernetes".into(),
-        "kubernetes.default".into(),
-    ];
-    names.extend(
-        extra_hosts
-            .iter()
-            .filter(|h| h.parse::<std::net::IpAddr>().is_err())
-            .cloned(),
-    );
-    let mut serving = CertificateParams::new(names)?;
-    for ip in ["127.0.0.1", "::1"]
+/// The certificates in `dir`, made when missing (a certificate whose file is present is
+/// kept). The serving certificate is valid for localhost, the loopback addresses and
+/// `extra_hosts`.
+pub fn ensure(dir: &Path, extra_hosts: &[String]) -> anyhow::Result<Pki> {
+    let clients: Vec<Client> = CLIENTS
         .iter()
-        .map(|s| (*s).to_owned())
-        .chain(extra_hosts.iter().cloned())
-    {
-        if let Ok(ip) = ip.parse() {
-            serving.subject_alt_names.push(SanType::IpAddress(ip));
+        .map(|(stem, user, _)| Client {
+            user,
+            stem,
+            cert: dir.join(format!("{stem}.crt")),
+            key: dir.join(format!("{stem}.key")),
+        })
+        .collect();
+    let pki = Pki {
+        ca: dir.join("ca.crt"),
+        serving_cert: dir.join("apiserver.crt"),
+        serving_key: dir.join("apiserver.key"),
+        admin_cert: clients[0].cert.clone(),
+        admin_key: clients[0].key.clone(),
+        clients,
+    };
+    let ca_key_path = dir.join("ca.key");
+    std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    let ca_key = if pki.ca.exists() && ca_key_path.exists() {
+        let pem = std::fs::read_to_string(&ca_key_path)
+            .with_context(|| format!("reading {}", ca_key_path.display()))?;
+        KeyPair::from_pem(&pem).with_context(|| format!("parsing {}", ca_key_path.display()))?
+    } else {
+        // A new CA: every certificate it signs is made again.
+        for stale in [&pki.serving_cert, &pki.serving_key]
+            .into_iter()
+            .chain(pki.clients.iter().flat_map(|c| [&c.cert, &c.key]))
+        {
+            let _ = std::fs::remove_file(stale);
         }
+        let key = KeyPair::generate()?;
+        let cert = ca_params()?.self_signed(&key)?;
+        write(&pki.ca, &cert.pem(), false)?;
+        write(&ca_key_path, &key.serialize_pem(), true)?;
+        key
+    };
+    let issuer = Issuer::new(ca_params()?, ca_key);
+
+    if !(pki.serving_cert.exists() && pki.serving_key.exists()) {
+        let serving_key = KeyPair::generate()?;
+        let mut names: Vec<String> = vec![
+            "localhost".into(),
+            "kubernetes".into(),
+            "kubernetes.default".into(),
+        ];
+        names.extend(
+            extra_hosts
+                .iter()
+                .filter(|h| h.parse::<std::net::IpAddr>().is_err())
+                .cloned(),
+        );
+        let mut serving = CertificateParams::new(names)?;
+        for ip in ["127.0.0.1", "::1"]
+            .iter()
+            .map(|s| (*s).to_owned())
+            .chain(extra_hosts.iter().cloned())
+        {
+            if let Ok(ip) = ip.parse() {
+                serving.subject_alt_names.push(SanType::IpAddress(ip));
+            }
+        }
+        serving
+            .distinguished_name
+            .push(DnType::CommonName, "genplane-apiserver");
+        serving.extended_key_usages = vec![ExtendedKeyUsagePurpose::ServerAuth];
+        serving.not_after = rcgen::date_time_ymd(2036, 1, 1);
+        let serving_cert = serving.signed_by(&serving_key, &issuer)?;
+        write(&pki.serving_cert, &serving_cert.pem(), false)?;
+        write(&pki.serving_key, &serving_key.serialize_pem(), true)?;
     }
-    serving
-        .distinguished_name
-        .push(DnType::CommonName, "genplane-apiserver");
-    serving.extended_key_usages = vec![ExtendedKeyUsagePurpose::ServerAuth];
-    serving.not_after = rcgen::date_time_ymd(2036, 1, 1);
-    let serving_cert = serving.signed_by(&serving_key, &issuer)?;
 
-    let admin_key = KeyPair::generate()?;
-    let mut admin = CertificateParams::new(Vec::<String>::new())?;
-    admin
-        .distinguished_name
-        .push(DnType::CommonName, ADMIN_USER);
-    admin
-        .distinguished_name
-        .push(DnType::OrganizationName, "system:masters");
-    admin.extended_key_usages = vec![ExtendedKeyUsagePurpose::ClientAuth];
-    admin.not_after = rcgen::date_time_ymd(2036, 1, 1);
-    let admin_cert = admin.signed_by(&admin_key, &issuer)?;
-
-    write(&pki.ca, &ca_cert.pem(), false)?;
-    write(&pki.serving_cert, &serving_cert.pem(), false)?;
-    write(&pki.serving_key, &serving_key.serialize_pem(), true)?;
-    write(&pki.admin_cert, &admin_cert.pem(), false)?;
-    write(&pki.admin_key, &admin_key.serialize_pem(), true)?;
+    for (client, (_, user, groups)) in pki.clients.iter().zip(CLIENTS) {
+        if client.cert.exists() && client.key.exists() {
+            continue;
+        }
+        let key = KeyPair::generate()?;
+        let mut params = CertificateParams::new(Vec::<String>::new())?;
+        params.distinguished_name.push(DnType::CommonName, *user);
+        for group in *groups {
+            params
+                .distinguished_name
+                .push(DnType::OrganizationName, *group);
+        }
+        params.extended_key_usages = vec![ExtendedKeyUsagePurpose::ClientAuth];
+        params.not_after = rcgen::date_time_ymd(2036, 1, 1);
+        let cert = params.signed_by(&key, &issuer)?;
+        write(&client.cert, &cert.pem(), false)?;
+        write(&client.key, &key.serialize_pem(), true)?;
+    }
     Ok(pki)
 }
 
@@ -190,5 +250,41 @@ mod tests {
                 & 0o777,
             0o600
         );
+    }
+
+    #[test]
+    fn every_role_gets_its_own_identity_signed_by_the_kept_ca() {
+        let dir = tempfile::tempdir().unwrap();
+        let first = ensure(dir.path(), &[]).unwrap();
+        let cm = first
+            .clients
+            .iter()
+            .find(|c| c.stem == "controller-manager")
+            .unwrap()
+            .clone();
+        // A certificate removed later is made again by the same CA.
+        std::fs::remove_file(&cm.cert).unwrap();
+        let again = ensure(dir.path(), &[]).unwrap();
+        assert_eq!(
+            std::fs::read(&again.ca).unwrap(),
+            std::fs::read(&first.ca).unwrap()
+        );
+        let pem = |p: &Path| {
+            let text = std::fs::read_to_string(p).unwrap();
+            rustls::pki_types::CertificateDer::from_pem_slice(text.as_bytes()).unwrap()
+        };
+        use rustls::pki_types::pem::PemObject as _;
+        let ca_der = pem(&again.ca);
+        let (_, ca) = x509_parser::parse_x509_certificate(&ca_der).unwrap();
+        let role_der = pem(&cm.cert);
+        let (_, role) = x509_parser::parse_x509_certificate(&role_der).unwrap();
+        role.verify_signature(Some(ca.public_key())).unwrap();
+        let user = genplane_authentication::x509::user_of_chain(&[role_der.to_vec()]).unwrap();
+        assert_eq!(user.username, "system:genplane:controller-manager");
+        assert_eq!(user.groups, ["system:authenticated"]);
+        let admin =
+            genplane_authentication::x509::user_of_chain(&[pem(&again.admin_cert).to_vec()])
+                .unwrap();
+        assert_eq!(admin.groups, ["system:masters", "system:authenticated"]);
     }
 }

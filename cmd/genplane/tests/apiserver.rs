@@ -160,12 +160,18 @@ fn anonymous_get(port: u16, ca: &Path, path: &str) -> (u16, String) {
 }
 
 #[test]
-fn requests_without_a_client_certificate_are_unauthorized() {
+fn anonymous_requests_reach_only_the_public_endpoints() {
     let server = start();
     let ca = server.dir.path().join("data/pki/ca.crt");
+    // Anonymous requests are authenticated as system:anonymous, then refused (403) by
+    // authorization, as kube-apiserver answers them with --anonymous-auth on.
     let (code, body) = anonymous_get(server.port, &ca, "/api/v1/namespaces");
-    assert_eq!(code, 401, "{body}");
-    assert!(body.contains("\"reason\":\"Unauthorized\""), "{body}");
+    assert_eq!(code, 403, "{body}");
+    assert!(body.contains("\"reason\":\"Forbidden\""), "{body}");
+    assert!(
+        body.contains("User \\\"system:anonymous\\\" cannot list resource \\\"namespaces\\\""),
+        "{body}"
+    );
     for public in ["/version", "/readyz", "/livez?verbose", "/healthz"] {
         let (code, body) = anonymous_get(server.port, &ca, public);
         assert_eq!(code, 200, "{public}: {body}");
