@@ -32,7 +32,7 @@ use genplane_component_base::shutdown::{Shutdown, Signals};
 use genplane_controlplane::identity::{IdentityLease, Timing};
 use genplane_controlplane::{
     EtcdConfig, EtcdTls, ResourceStorage, StorageConfig, bootstrap, features, open_storage,
-    resources,
+    resources_with_encryption,
 };
 use genplane_storage::Storage;
 use rustls::pki_types::pem::PemObject;
@@ -187,7 +187,8 @@ pub async fn serve(
     let backend = open_storage(&storage_config(&config))
         .await
         .context("opening storage")?;
-    let served = resources(backend.clone()).context("setting up the watch caches")?;
+    let served = resources_with_encryption(backend.clone(), &config.encryption)
+        .context("setting up the watch caches")?;
     bootstrap(&served)
         .await
         .context("creating the system namespaces")?;

@@ -8,7 +8,7 @@ use genplane_apimachinery::duration;
 use genplane_apiserver::Limits;
 use genplane_component_base::config::{CommonConfig, CommonOptions, Invalid};
 use genplane_component_base::featuregate::UseIdentity;
-use genplane_controlplane::features;
+use genplane_controlplane::{EncryptionConfig, features};
 use serde::{Deserialize, Serialize};
 
 /// The raw options.
@@ -70,6 +70,11 @@ pub struct ApiserverOptions {
     /// `1m0s` or `30s`). Watches are not cut by it; a client's shorter `timeout` parameter wins.
     #[arg(long, default_value = "1m0s")]
     pub request_timeout: String,
+    /// The file that says which resources are encrypted at rest and with which keys:
+    /// kube-apiserver's EncryptionConfiguration (apiserver.config.k8s.io/v1), YAML or JSON.
+    #[arg(long)]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub encryption_provider_config: Option<PathBuf>,
     /// Logging and feature gates.
     #[command(flatten)]
     #[serde(flatten)]
@@ -94,6 +99,7 @@ impl Default for ApiserverOptions {
             max_requests_inflight: 400,
             max_mutating_requests_inflight: 200,
             request_timeout: "1m0s".into(),
+            encryption_provider_config: None,
             common: CommonOptions::default(),
         }
     }
@@ -119,6 +125,8 @@ pub struct ApiserverConfig {
     pub backend: Backend,
     /// In-flight limits and the request timeout.
     pub limits: Limits,
+    /// Which resources are encrypted at rest (none without `--encryption-provider-config`).
+    pub encryption: EncryptionConfig,
     /// Logging and feature gates.
     pub common: CommonConfig,
 }
@@ -178,6 +186,13 @@ impl ApiserverOptions {
                     }
                 }),
         );
+        let encryption = match &self.encryption_provider_config {
+            None => Some(EncryptionConfig::default()),
+            Some(path) => invalid.check(
+                "encryption-provider-config",
+                EncryptionConfig::load(path).map_err(|e| format!("error while parsing file: {e}")),
+            ),
+        };
         let common = self
             .common
             .validate(&features::registry(), identity, rust_log, invalid);
@@ -190,6 +205,7 @@ impl ApiserverOptions {
                 max_mutating: self.max_mutating_requests_inflight,
                 request_timeout: request_timeout?,
             },
+            encryption: encryption?,
             common: common?,
         })
     }
