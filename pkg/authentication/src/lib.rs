@@ -6,9 +6,11 @@
 //! [`SYSTEM_UNAUTHENTICATED`].
 //!
 //! - [`x509`]: users named by verified client certificates (CN user, O groups).
+//! - [`keys`]: service-account signing and verification keys, key ids, JWKs.
 
 #![warn(missing_docs)]
 
+pub mod keys;
 pub mod x509;
 
 use std::collections::BTreeMap;
