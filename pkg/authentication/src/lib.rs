@@ -6,11 +6,15 @@
 //! [`SYSTEM_UNAUTHENTICATED`].
 //!
 //! - [`x509`]: users named by verified client certificates (CN user, O groups).
+//! - [`bearer`]: where a request carries a bearer token (`Authorization`, WebSocket subprotocol).
+//! - [`token_file`]: static tokens from `--token-auth-file`.
 //! - [`keys`]: service-account signing and verification keys, key ids, JWKs.
 
 #![warn(missing_docs)]
 
+pub mod bearer;
 pub mod keys;
+pub mod token_file;
 pub mod x509;
 
 use std::collections::BTreeMap;
