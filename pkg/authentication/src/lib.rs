@@ -9,11 +9,13 @@
 //! - [`bearer`]: where a request carries a bearer token (`Authorization`, WebSocket subprotocol).
 //! - [`token_file`]: static tokens from `--token-auth-file`.
 //! - [`keys`]: service-account signing and verification keys, key ids, JWKs.
+//! - [`serviceaccount`]: service-account tokens (JWTs): issuing and verifying.
 
 #![warn(missing_docs)]
 
 pub mod bearer;
 pub mod keys;
+pub mod serviceaccount;
 pub mod token_file;
 pub mod x509;
 
