@@ -10,13 +10,17 @@
 //! - [`token_file`]: static tokens from `--token-auth-file`.
 //! - [`keys`]: service-account signing and verification keys, key ids, JWKs.
 //! - [`serviceaccount`]: service-account tokens (JWTs): issuing and verifying.
+//! - [`token_request`]: the TokenRequest API (`serviceaccounts/<name>/token`).
+//! - [`oidc`]: the OIDC discovery documents of the service-account issuer.
 
 #![warn(missing_docs)]
 
 pub mod bearer;
 pub mod keys;
+pub mod oidc;
 pub mod serviceaccount;
 pub mod token_file;
+pub mod token_request;
 pub mod x509;
 
 use std::collections::BTreeMap;
