@@ -552,6 +552,7 @@ impl<'a> Jws<'a> {
     fn parse(token: &'a str) -> Option<Self> {
         #[derive(Deserialize)]
         struct Header {
+            #[serde(default)]
             alg: String,
             #[serde(default)]
             kid: String,
@@ -965,6 +966,16 @@ mod tests {
         let err = refusal(&authenticator, &forged, None, &objects, NOW);
         assert!(matches!(err, Error::NoKeys), "{err}");
         assert_eq!(err.to_string(), "invalid signature, no keys found");
+
+        // A header without an algorithm never verifies.
+        let no_alg = format!(
+            "{}.{}",
+            URL_SAFE_NO_PAD
+                .encode(serde_json::json!({"kid": issuer.signing_key().key_id()}).to_string()),
+            token.split_once('.').unwrap().1
+        );
+        let err = refusal(&authenticator, &no_alg, None, &objects, NOW);
+        assert!(matches!(err, Error::InvalidSignature), "{err}");
 
         // Algorithm "none" never verifies.
         let none = format!(
