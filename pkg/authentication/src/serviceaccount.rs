@@ -445,8 +445,8 @@ impl TokenAuthenticator {
     }
 
     /// Authenticates `token` at `now` (seconds since the Unix epoch) for
-    /// `requested_audiences` (`None`: the API audiences; TokenReview passes its
-    /// `spec.audiences` when not empty). `Ok(None)`: not a service-account token of an
+    /// `requested_audiences` (`None` or empty: the API audiences; TokenReview passes its
+    /// `spec.audiences`). `Ok(None)`: not a service-account token of an
     /// accepted issuer, so another authenticator may take it.
     pub fn authenticate(
         &self,
@@ -487,7 +487,9 @@ impl TokenAuthenticator {
         } else {
             claims.aud.clone()
         };
-        let target = requested_audiences.unwrap_or(&self.api_audiences);
+        let target = requested_audiences
+            .filter(|a| !a.is_empty())
+            .unwrap_or(&self.api_audiences);
         let audiences: Vec<String> = token_audiences
             .iter()
             .filter(|a| target.contains(a))
@@ -937,6 +939,9 @@ mod tests {
             .unwrap()
             .unwrap();
         assert_eq!(found.audiences, ["vault"]);
+        // A review naming no audience is for the API audiences.
+        let err = refusal(&authenticator, &vault, Some(&[]), &objects, NOW);
+        assert!(matches!(err, Error::InvalidAudience { .. }), "{err}");
 
         // Tampered payload: same signature, other claims.
         let mut parts: Vec<String> = token.split('.').map(str::to_owned).collect();
@@ -1132,6 +1137,34 @@ mod tests {
             Err(Error::InvalidIssuer(iss)) => assert_eq!(iss, "https://evil"),
             Err(Error::MalformedClaims(_)) => {}
             other => panic!("accepted a token of another issuer: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn mangled_tokens_are_refused_without_panicking() {
+        let issuer = issuer();
+        let authenticator = authenticator(&issuer);
+        let token = issuer.issue(&spec(), NOW).unwrap().token;
+        let objects = objects();
+        for cut in 0..token.len() {
+            let truncated = &token[..cut];
+            assert!(
+                !matches!(
+                    authenticator.authenticate(truncated, None, &objects, NOW),
+                    Ok(Some(_))
+                ),
+                "{truncated}"
+            );
+            let mut bytes = token.clone().into_bytes();
+            bytes[cut] = if bytes[cut] == b'A' { b'B' } else { b'A' };
+            let flipped = String::from_utf8(bytes).unwrap();
+            assert!(
+                !matches!(
+                    authenticator.authenticate(&flipped, None, &objects, NOW),
+                    Ok(Some(_))
+                ),
+                "{flipped}"
+            );
         }
     }
 
