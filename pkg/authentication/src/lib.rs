@@ -6,9 +6,36 @@
 //! [`SYSTEM_UNAUTHENTICATED`].
 //!
 //! - [`x509`]: users named by verified client certificates (CN user, O groups).
+//! - [`bearer`]: where a request carries a bearer token (`Authorization`, WebSocket subprotocol).
+//! - [`token_file`]: static tokens from `--token-auth-file`.
+//! - [`keys`]: service-account signing and verification keys, key ids, JWKs.
+//! - [`serviceaccount`]: service-account tokens (JWTs): issuing and verifying.
+//! - [`token_request`]: the TokenRequest API (`serviceaccounts/<name>/token`).
+//! - [`oidc`]: the OIDC discovery documents of the service-account issuer.
+//!
+//! # Flags
+//!
+//! How kube-apiserver's flags map onto these pieces (all pure: files are read once at
+//! start-up, lookups go through [`serviceaccount::ServiceAccountLookup`]):
+//!
+//! | flag | use |
+//! |---|---|
+//! | `--token-auth-file F` | [`token_file::TokenFile::load`]`(F)`; log its `warnings()` |
+//! | `--service-account-signing-key-file F` | [`keys::SigningKey::from_file`]`(F)`; without it [`keys::SigningKey::load_or_generate`]`(<data dir>/`[`keys::GENERATED_KEY_FILE`]`, Default::default())` |
+//! | `--service-account-key-file F` (repeatable) | [`keys::public_keys_from_file`]`(F)` for each, then [`keys::verification_keys`]`(all, Some(&signing_key))` |
+//! | `--service-account-issuer I` (repeatable) | [`serviceaccount::TokenIssuer::new`]`(I[0], signing_key)`; [`serviceaccount::TokenAuthenticator::new`]`(I, keys, api_audiences)`; [`oidc::Discovery::new`]`(I[0], ..)` |
+//! | `--api-audiences A` | [`serviceaccount::default_api_audiences`]`(A, I)`, given to the authenticator and to [`token_request::TokenRequestOptions::new`] |
+//! | `--service-account-max-token-expiration D` | [`token_request::TokenRequestOptions::new`]`(api_audiences, Some(D in seconds))` |
+//! | `--service-account-jwks-uri U`, `--external-hostname` and the secure port | [`oidc::Discovery::new`]`(I[0], Some(U), Some("host:port"), &keys)` |
 
 #![warn(missing_docs)]
 
+pub mod bearer;
+pub mod keys;
+pub mod oidc;
+pub mod serviceaccount;
+pub mod token_file;
+pub mod token_request;
 pub mod x509;
 
 use std::collections::BTreeMap;
