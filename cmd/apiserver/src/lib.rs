@@ -17,7 +17,7 @@ use std::time::Duration;
 
 use anyhow::Context as _;
 use clap::{ArgMatches, CommandFactory, Parser};
-use genplane_apiserver::authn::Authentication;
+use genplane_apiserver::authn::{Authentication, OidcDocuments, TokenAuthenticator};
 use genplane_apiserver::metrics::ApiMetrics;
 use genplane_apiserver::{ApiServer, Security};
 use genplane_authorization::{Attributes, Authorizer, Decision};
@@ -158,6 +158,92 @@ fn storage_config(config: &ApiserverConfig) -> StorageConfig {
     }
 }
 
+/// Who may make requests, and what they may do: the authentication chain (client
+/// certificates, static tokens, service-account tokens, anonymous), the service-account
+/// token issuer and its discovery documents, and the authorizer.
+fn security(
+    config: &ApiserverConfig,
+    served: &[genplane_apiserver::Resource<ResourceStorage>],
+    external_address: &str,
+) -> anyhow::Result<Security> {
+    use genplane_authentication::{keys, oidc, serviceaccount};
+    use genplane_controlplane::auth::{
+        CacheLookup, ServiceAccountTokens, StaticTokens, TokenRequestIssuer,
+    };
+    let options = &config.options;
+    let lookup = CacheLookup::among(served).context("finding the service-account caches")?;
+    let signing_key = match &options.service_account_signing_key_file {
+        Some(path) => keys::SigningKey::from_file(path)
+            .context("failed to parse service-account-issuer-key-file")?,
+        None => {
+            let path = options.data_dir.join("pki").join(keys::GENERATED_KEY_FILE);
+            let (key, generated) = keys::SigningKey::load_or_generate(&path, Default::default())
+                .with_context(|| format!("preparing {}", path.display()))?;
+            if generated {
+                tracing::info!(path = %path.display(), "generated a service-account signing key");
+            }
+            key
+        }
+    };
+    let mut public = Vec::new();
+    for file in &options.service_account_key_file {
+        public.extend(
+            keys::public_keys_from_file(file)
+                .with_context(|| format!("reading {}", file.display()))?,
+        );
+    }
+    let keys = keys::verification_keys(public, Some(&signing_key));
+    let issuers: Vec<String> = options
+        .service_account_issuer
+        .iter()
+        .filter(|i| !i.is_empty())
+        .cloned()
+        .collect();
+    let audiences = serviceaccount::default_api_audiences(&options.api_audiences, &issuers);
+    let oidc = match oidc::Discovery::new(
+        &issuers[0],
+        options.service_account_jwks_uri.as_deref(),
+        Some(external_address),
+        &keys,
+    ) {
+        Ok(discovery) => Some(OidcDocuments {
+            configuration: discovery.config_json().to_vec().into(),
+            keys: discovery.keyset_json().to_vec().into(),
+        }),
+        Err(error) => {
+            tracing::warn!(%error, "not serving the service-account issuer discovery documents");
+            None
+        }
+    };
+    let mut tokens: Vec<Arc<dyn TokenAuthenticator>> = Vec::new();
+    if let Some(file) = &config.token_file {
+        tokens.push(Arc::new(StaticTokens(file.clone())));
+    }
+    tokens.push(Arc::new(ServiceAccountTokens {
+        verifier: serviceaccount::TokenAuthenticator::new(issuers.clone(), keys, audiences.clone()),
+        lookup: lookup.clone(),
+    }));
+    let token_requests = TokenRequestIssuer {
+        issuer: serviceaccount::TokenIssuer::new(issuers[0].clone(), signing_key),
+        options: genplane_authentication::token_request::TokenRequestOptions::new(
+            audiences,
+            config.max_token_expiration,
+        )
+        .map_err(|e| anyhow::anyhow!("{e}"))?,
+        lookup,
+    };
+    let mut security = Security::new(
+        Authentication {
+            tokens,
+            anonymous: options.anonymous_auth,
+        },
+        Arc::new(AuthenticatedOnly),
+    );
+    security.token_requests = Some(Arc::new(token_requests));
+    security.oidc = oidc;
+    Ok(security)
+}
+
 /// Serves until `shutdown` is triggered.
 pub async fn serve(
     config: ApiserverConfig,
@@ -234,6 +320,7 @@ pub async fn serve(
         .enabled(features::API_SERVER_IDENTITY)
         .then(|| IdentityLease::among(&served, &hostname(), Timing::default()))
         .flatten();
+    let security = security(&config, &served, &host.to_string())?;
     let api_metrics = ApiMetrics::new(&registry);
     let api = Arc::new(
         ApiServer::new(
@@ -242,13 +329,7 @@ pub async fn serve(
             &address.to_string(),
             Some(OpsHandler::new(health, registry)),
         )
-        .with_security(Security {
-            authentication: Authentication {
-                tokens: Vec::new(),
-                anonymous: true,
-            },
-            authorizer: Arc::new(AuthenticatedOnly),
-        })
+        .with_security(security)
         .with_limits(config.limits)
         .with_shutdown(shutdown.clone())
         .with_metrics(api_metrics, |cache: &Arc<ResourceStorage>| {

@@ -6,6 +6,7 @@ use std::path::PathBuf;
 use clap::Args;
 use genplane_apimachinery::duration;
 use genplane_apiserver::Limits;
+use genplane_authentication::token_file::TokenFile;
 use genplane_component_base::config::{CommonConfig, CommonOptions, Invalid};
 use genplane_component_base::featuregate::UseIdentity;
 use genplane_controlplane::{EncryptionConfig, features};
@@ -75,11 +76,51 @@ pub struct ApiserverOptions {
     #[arg(long)]
     #[serde(skip_serializing_if = "Option::is_none")]
     pub encryption_provider_config: Option<PathBuf>,
+    /// Whether requests without credentials proceed as `system:anonymous` (group
+    /// `system:unauthenticated`); RBAC then grants them only the public endpoints.
+    #[arg(long, default_value_t = true, action = clap::ArgAction::Set, num_args = 0..=1, default_missing_value = "true")]
+    pub anonymous_auth: bool,
+    /// A CSV file of static bearer tokens: `token,user,uid[,"group1,group2"]` per line.
+    #[arg(long)]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub token_auth_file: Option<PathBuf>,
+    /// The private key (PEM) that signs service-account tokens; generated in the data
+    /// directory (ECDSA P-256) when unset.
+    #[arg(long)]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub service_account_signing_key_file: Option<PathBuf>,
+    /// More public keys (PEM files) that service-account tokens may be signed with
+    /// (repeatable); the signing key's is always one.
+    #[arg(long)]
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub service_account_key_file: Vec<PathBuf>,
+    /// The issuer (`iss`) of service-account tokens; repeatable: the first issues, all are
+    /// accepted.
+    #[arg(long, default_value = DEFAULT_ISSUER)]
+    pub service_account_issuer: Vec<String>,
+    /// The audiences the API server accepts tokens for, comma-separated (the issuers when
+    /// unset).
+    #[arg(long, value_delimiter = ',')]
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub api_audiences: Vec<String>,
+    /// The longest validity a TokenRequest may ask for (a Go duration; unlimited when unset).
+    #[arg(long)]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub service_account_max_token_expiration: Option<String>,
+    /// The key set's URL in the OpenID discovery document (`https://<server>/openid/v1/jwks`
+    /// when unset).
+    #[arg(long)]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub service_account_jwks_uri: Option<String>,
     /// Logging and feature gates.
     #[command(flatten)]
     #[serde(flatten)]
     pub common: CommonOptions,
 }
+
+/// The service-account issuer when none is given (upstream requires the flag; this is the
+/// value kubeadm sets).
+pub const DEFAULT_ISSUER: &str = "https://kubernetes.default.svc.cluster.local";
 
 impl Default for ApiserverOptions {
     fn default() -> Self {
@@ -100,6 +141,14 @@ impl Default for ApiserverOptions {
             max_mutating_requests_inflight: 200,
             request_timeout: "1m0s".into(),
             encryption_provider_config: None,
+            anonymous_auth: true,
+            token_auth_file: None,
+            service_account_signing_key_file: None,
+            service_account_key_file: Vec::new(),
+            service_account_issuer: vec![DEFAULT_ISSUER.to_owned()],
+            api_audiences: Vec::new(),
+            service_account_max_token_expiration: None,
+            service_account_jwks_uri: None,
             common: CommonOptions::default(),
         }
     }
@@ -127,6 +176,10 @@ pub struct ApiserverConfig {
     pub limits: Limits,
     /// Which resources are encrypted at rest (none without `--encryption-provider-config`).
     pub encryption: EncryptionConfig,
+    /// The static tokens of `--token-auth-file`.
+    pub token_file: Option<TokenFile>,
+    /// `--service-account-max-token-expiration` in seconds.
+    pub max_token_expiration: Option<i64>,
     /// Logging and feature gates.
     pub common: CommonConfig,
 }
@@ -196,7 +249,42 @@ impl ApiserverOptions {
         let common = self
             .common
             .validate(&features::registry(), identity, rust_log, invalid);
+        let token_file = match &self.token_auth_file {
+            None => Some(None),
+            Some(path) => invalid
+                .check(
+                    "token-auth-file",
+                    TokenFile::load(path).map_err(|e| e.to_string()),
+                )
+                .map(Some),
+        };
+        let max_token_expiration = match &self.service_account_max_token_expiration {
+            None => Some(None),
+            Some(text) => invalid
+                .check(
+                    "service-account-max-token-expiration",
+                    duration::parse(text)
+                        .map_err(|e| e.to_string())
+                        .and_then(|d| {
+                            let seconds = i64::try_from(d.as_secs()).unwrap_or(i64::MAX);
+                            if (3600..=1 << 32).contains(&seconds) {
+                                Ok(seconds)
+                            } else {
+                                Err("must be between 1h and 2^32 seconds".to_owned())
+                            }
+                        }),
+                )
+                .map(Some),
+        };
+        if self.service_account_issuer.iter().all(|i| i.is_empty()) {
+            invalid.push(
+                "service-account-issuer",
+                "at least one non-empty issuer is required",
+            );
+        }
         Some(ApiserverConfig {
+            token_file: token_file?,
+            max_token_expiration: max_token_expiration?,
             options: self.clone(),
             bind_address: bind_address?,
             backend: backend?,

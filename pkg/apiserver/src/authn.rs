@@ -24,6 +24,29 @@ pub trait TokenAuthenticator: Send + Sync + Debug {
     ) -> Result<Option<(UserInfo, Vec<String>)>, String>;
 }
 
+/// Issues service-account tokens: the `serviceaccounts/<name>/token` subresource.
+pub trait TokenRequests: Send + Sync + Debug {
+    /// Answers the TokenRequest `body` for the service account `namespace`/`name` at `now`
+    /// (Unix seconds): the request with its `status` (token, expiration), and warnings.
+    fn create(
+        &self,
+        namespace: &str,
+        name: &str,
+        body: &serde_json::Value,
+        now: i64,
+    ) -> Result<(serde_json::Value, Vec<String>), ApiError>;
+}
+
+/// The service-account issuer's OpenID discovery documents, served at
+/// `/.well-known/openid-configuration` and `/openid/v1/jwks`.
+#[derive(Clone, Debug)]
+pub struct OidcDocuments {
+    /// The configuration document (JSON).
+    pub configuration: bytes::Bytes,
+    /// The key set (JWK set JSON).
+    pub keys: bytes::Bytes,
+}
+
 /// The authentication chain of a server.
 #[derive(Clone, Debug, Default)]
 pub struct Authentication {

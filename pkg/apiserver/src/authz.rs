@@ -9,7 +9,7 @@ use genplane_apimachinery::schema::GroupResource;
 use genplane_authentication::{SYSTEM_MASTERS, UserInfo};
 use genplane_authorization::{Attributes, Authorizer, Decision};
 
-use crate::authn::Authentication;
+use crate::authn::{Authentication, OidcDocuments, TokenRequests};
 use crate::request_info::RequestInfo;
 
 /// Who may make requests, and what they may do.
@@ -19,6 +19,22 @@ pub struct Security {
     pub authentication: Authentication,
     /// The authorizer (RBAC, or AlwaysAllow).
     pub authorizer: Arc<dyn Authorizer>,
+    /// The issuer of service-account tokens, when the server issues them.
+    pub token_requests: Option<Arc<dyn TokenRequests>>,
+    /// The issuer's discovery documents, when served.
+    pub oidc: Option<OidcDocuments>,
+}
+
+impl Security {
+    /// Security with `authentication` and `authorizer`, issuing no tokens.
+    pub fn new(authentication: Authentication, authorizer: Arc<dyn Authorizer>) -> Self {
+        Self {
+            authentication,
+            authorizer,
+            token_requests: None,
+            oidc: None,
+        }
+    }
 }
 
 /// The authorization attributes of `request` made by `user`.

@@ -233,10 +233,7 @@ mod tests {
     }
 
     fn security() -> Security {
-        Security {
-            authentication: Authentication::default(),
-            authorizer: Arc::new(OnlyConfigMaps),
-        }
+        Security::new(Authentication::default(), Arc::new(OnlyConfigMaps))
     }
 
     #[test]

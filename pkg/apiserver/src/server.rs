@@ -7,6 +7,7 @@ use std::time::{Duration, Instant};
 use genplane_api::catalog::ResourceInfo;
 use genplane_api::openapi::ServedResource;
 use genplane_apimachinery::errors::{ApiError, Status, StatusReason};
+use genplane_apimachinery::schema::GroupResource;
 use genplane_authentication::UserInfo;
 use genplane_component_base::http::{OpsHandler, PeerCertificates};
 use genplane_component_base::shutdown::Shutdown;
@@ -563,6 +564,28 @@ impl<S: Storage> ApiServer<S> {
             ["openapi", "v2"] => {
                 return self.openapi_v2.handle(&parts.headers, info.verb == "head");
             }
+            [".well-known", "openid-configuration"] | ["openid", "v1", "jwks"] => {
+                let oidc = self
+                    .security
+                    .as_ref()
+                    .and_then(|s| s.oidc.as_ref())
+                    .ok_or_else(not_found)?;
+                let (bytes, content_type) = if segments[0] == "openid" {
+                    (oidc.keys.clone(), "application/jwk-set+json")
+                } else {
+                    (oidc.configuration.clone(), "application/json")
+                };
+                let mut response = Response::new(ResponseBody::full(bytes));
+                response.headers_mut().insert(
+                    CONTENT_TYPE,
+                    hyper::header::HeaderValue::from_static(content_type),
+                );
+                response.headers_mut().insert(
+                    hyper::header::CACHE_CONTROL,
+                    hyper::header::HeaderValue::from_static("public, max-age=3600"),
+                );
+                return Ok(response);
+            }
             ["version"] => (self.version.clone(), json),
             [root @ ("api" | "apis")] => {
                 let negotiated = negotiation::negotiate(
@@ -670,6 +693,41 @@ impl<S: Storage> ApiServer<S> {
         ))
     }
 
+    /// Answers `serviceaccounts/<name>/token`: a TokenRequest for the account.
+    async fn token_request(
+        &self,
+        info: &RequestInfo,
+        parts: &hyper::http::request::Parts,
+        body: Incoming,
+    ) -> Result<Response<ResponseBody>, ApiError> {
+        let token_request = &genplane_api::catalog::TOKEN_REQUEST;
+        if info.verb != "create" {
+            return Err(Status::method_not_supported(
+                &GroupResource::new("", "serviceaccounts/token"),
+                &info.verb,
+            )
+            .into());
+        }
+        let Some(issuer) = self
+            .security
+            .as_ref()
+            .and_then(|s| s.token_requests.clone())
+        else {
+            return Err(not_found());
+        };
+        let negotiated = crate::reviews::negotiate(parts)?;
+        let bytes = handlers::read_bytes(body).await?;
+        let object = crate::reviews::read(token_request, parts, &bytes)?;
+        let (answer, warnings) = issuer.create(&info.namespace, &info.name, &object, now())?;
+        Ok(handlers::respond(
+            StatusCode::CREATED,
+            &answer,
+            &negotiated,
+            Some(token_request),
+            &warnings,
+        ))
+    }
+
     async fn resource(
         &self,
         info: &RequestInfo,
@@ -688,8 +746,15 @@ impl<S: Storage> ApiServer<S> {
                 None => Err(not_found()),
             };
         };
-        // Subresources with rules of their own are served by their own store; others
-        // (serviceaccounts/token) are not served yet, and are not found as any unknown one.
+        if resource.info.group.is_empty()
+            && resource.info.resource == "serviceaccounts"
+            && info.subresource == "token"
+            && info.parts.len() == 3
+        {
+            return self.token_request(info, parts, body).await;
+        }
+        // Subresources with rules of their own are served by their own store; others are
+        // not found as any unknown one.
         let (store, verbs) = if info.subresource.is_empty() {
             (&resource.store, resource.info.verbs)
         } else {

@@ -11,6 +11,7 @@
 
 #![warn(missing_docs)]
 
+pub mod auth;
 pub mod features;
 pub mod identity;
 

@@ -178,6 +178,22 @@ impl<S: Storage> Cacher<S> {
         Some(snapshot.objects.len())
     }
 
+    /// The cached value of `key` right now, without waiting: `None` when the key is absent,
+    /// outside the prefix, or the cache has not completed its first list. For synchronous
+    /// lookups that may be a moment behind the store (e.g. whether a service account still
+    /// exists when its token is checked).
+    pub fn peek(&self, key: &str) -> Option<KeyValue> {
+        if !self.covers(key) || !self.shared.head.borrow().ready {
+            return None;
+        }
+        let snapshot = self
+            .shared
+            .snapshot
+            .read()
+            .unwrap_or_else(PoisonError::into_inner);
+        snapshot.objects.get(key).map(|e| e.key_value(key))
+    }
+
     fn covers(&self, key: &str) -> bool {
         key.starts_with(&self.shared.prefix)
     }

@@ -1,0 +1,151 @@
+//! The authentication pieces that read the served resources: service-account tokens checked
+//! against the live ServiceAccounts and Secrets in the watch caches, the static token file,
+//! and the TokenRequest issuer (`serviceaccounts/<name>/token`).
+
+use std::sync::Arc;
+
+use genplane_apimachinery::errors::ApiError;
+use genplane_apiserver::authn::{TokenAuthenticator, TokenRequests};
+use genplane_authentication::UserInfo;
+use genplane_authentication::serviceaccount::{
+    self, LiveObject, ServiceAccountLookup, TokenIssuer,
+};
+use genplane_authentication::token_file::TokenFile;
+use genplane_authentication::token_request::{self, TokenRequestOptions};
+use serde_json::Value;
+
+use crate::ResourceStorage;
+
+fn now() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_secs()).unwrap_or(i64::MAX))
+}
+
+/// Finds ServiceAccounts and Secrets in their watch caches (a moment behind the store at
+/// most, as upstream's informer-backed lookup).
+#[derive(Clone, Debug)]
+pub struct CacheLookup {
+    service_accounts: Arc<ResourceStorage>,
+    secrets: Arc<ResourceStorage>,
+}
+
+impl CacheLookup {
+    /// A lookup in the caches of the served `resources`, or `None` when they do not serve
+    /// both ServiceAccounts and Secrets.
+    pub fn among(resources: &[genplane_apiserver::Resource<ResourceStorage>]) -> Option<Self> {
+        let cache = |name: &str| {
+            resources
+                .iter()
+                .find(|r| r.info.group.is_empty() && r.info.resource == name)
+                .map(|r| r.store.shared_storage())
+        };
+        Some(Self {
+            service_accounts: cache("serviceaccounts")?,
+            secrets: cache("secrets")?,
+        })
+    }
+
+    fn live(cache: &ResourceStorage, key: &str) -> Option<LiveObject> {
+        let found = cache.peek(key)?;
+        let object: Value = serde_json::from_slice(&found.value).ok()?;
+        let uid = object.pointer("/metadata/uid")?.as_str()?.to_owned();
+        let deletion_timestamp = object
+            .pointer("/metadata/deletionTimestamp")
+            .and_then(Value::as_str)
+            .and_then(genplane_api::time::parse_time)
+            .map(|t| t.seconds);
+        Some(LiveObject {
+            uid,
+            deletion_timestamp,
+        })
+    }
+}
+
+impl ServiceAccountLookup for CacheLookup {
+    fn service_account(&self, namespace: &str, name: &str) -> Option<LiveObject> {
+        Self::live(
+            &self.service_accounts,
+            &format!("/registry/serviceaccounts/{namespace}/{name}"),
+        )
+    }
+
+    fn secret(&self, namespace: &str, name: &str) -> Option<LiveObject> {
+        Self::live(
+            &self.secrets,
+            &format!("/registry/secrets/{namespace}/{name}"),
+        )
+    }
+}
+
+/// Service-account tokens as bearer tokens.
+#[derive(Debug)]
+pub struct ServiceAccountTokens {
+    /// The verifier.
+    pub verifier: serviceaccount::TokenAuthenticator,
+    /// Where the accounts are looked up.
+    pub lookup: CacheLookup,
+}
+
+impl TokenAuthenticator for ServiceAccountTokens {
+    fn authenticate(
+        &self,
+        token: &str,
+        audiences: Option<&[String]>,
+    ) -> Result<Option<(UserInfo, Vec<String>)>, String> {
+        match self
+            .verifier
+            .authenticate(token, audiences, &self.lookup, now())
+        {
+            Ok(found) => Ok(found.map(|a| (a.user, a.audiences))),
+            Err(error) => Err(error.to_string()),
+        }
+    }
+}
+
+/// The static tokens of `--token-auth-file`.
+#[derive(Debug)]
+pub struct StaticTokens(pub TokenFile);
+
+impl TokenAuthenticator for StaticTokens {
+    fn authenticate(
+        &self,
+        token: &str,
+        _: Option<&[String]>,
+    ) -> Result<Option<(UserInfo, Vec<String>)>, String> {
+        Ok(self.0.authenticate(token).map(|user| (user, Vec::new())))
+    }
+}
+
+/// Issues tokens for `serviceaccounts/<name>/token`.
+#[derive(Debug)]
+pub struct TokenRequestIssuer {
+    /// The signer.
+    pub issuer: TokenIssuer,
+    /// Audiences and expiry limits.
+    pub options: TokenRequestOptions,
+    /// Where the accounts are looked up.
+    pub lookup: CacheLookup,
+}
+
+impl TokenRequests for TokenRequestIssuer {
+    fn create(
+        &self,
+        namespace: &str,
+        name: &str,
+        body: &Value,
+        now: i64,
+    ) -> Result<(Value, Vec<String>), ApiError> {
+        token_request::create(
+            body,
+            namespace,
+            name,
+            &self.options,
+            &self.issuer,
+            &self.lookup,
+            now,
+        )
+        .map(|created| (created.response, created.warnings))
+        .map_err(|e| e.to_status().into())
+    }
+}
