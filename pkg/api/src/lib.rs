@@ -5,7 +5,9 @@
 //! - core/v1 ([`core`]): [`core::namespace`], [`core::configmap`], [`core::secret`],
 //!   [`core::serviceaccount`], [`core::event`], [`core::resourcequota`];
 //! - events.k8s.io/v1 ([`events`]): events, stored as core/v1 events and converted both ways;
-//! - coordination.k8s.io/v1 ([`coordination`]): leases.
+//! - coordination.k8s.io/v1 ([`coordination`]): leases;
+//! - rbac.authorization.k8s.io/v1 ([`rbac`]): [`rbac::role`], [`rbac::clusterrole`],
+//!   [`rbac::rolebinding`], [`rbac::clusterrolebinding`].
 //!
 //! [`catalog`] lists them all with what discovery, the router and storage need to know, and
 //! the hooks the generic registry runs ([`catalog::Hooks`]). [`openapi`] builds the OpenAPI v3
@@ -50,6 +52,7 @@ pub mod events;
 pub mod openapi;
 pub mod protobuf;
 pub mod quantity;
+pub mod rbac;
 pub mod table;
 pub mod time;
 
