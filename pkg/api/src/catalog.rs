@@ -10,7 +10,7 @@ use serde_json::Value;
 
 use crate::decode::{Decoded, Struct};
 use crate::table::ColumnDefinition;
-use crate::{authentication, authorization, coordination, core, events};
+use crate::{authentication, authorization, coordination, core, events, rbac};
 
 /// The verbs of a resource that can be listed, watched and deleted in bulk.
 pub const ALL_VERBS: &[&str] = &[
@@ -399,6 +399,134 @@ static RESOURCES: &[ResourceInfo] = &[
         },
     },
     ResourceInfo {
+        group: "rbac.authorization.k8s.io",
+        version: "v1",
+        kind: "ClusterRoleBinding",
+        list_kind: "ClusterRoleBindingList",
+        resource: "clusterrolebindings",
+        singular: "clusterrolebinding",
+        short_names: &[],
+        namespaced: false,
+        verbs: ALL_VERBS,
+        subresources: &[],
+        categories: &[],
+        storage_prefix: "clusterrolebindings",
+        storage_api_version: "rbac.authorization.k8s.io/v1",
+        schema: &rbac::clusterrolebinding::SCHEMA,
+        hooks: Hooks {
+            decode: rbac::clusterrolebinding::decode,
+            default: rbac::clusterrolebinding::default,
+            prepare_for_create: no_default,
+            prepare_for_update: no_prepare_update,
+            validate: rbac::clusterrolebinding::validate,
+            validate_update: rbac::clusterrolebinding::validate_update,
+            to_storage: identity,
+            from_storage: identity,
+            field_selectors: rbac::clusterrolebinding::FIELD_SELECTORS,
+            field_values: rbac::clusterrolebinding::field_values,
+            columns: rbac::clusterrolebinding::COLUMNS,
+            row: rbac::clusterrolebinding::row,
+            pending_finalization: nothing_pending,
+            mark_deleting: no_default,
+        },
+    },
+    ResourceInfo {
+        group: "rbac.authorization.k8s.io",
+        version: "v1",
+        kind: "ClusterRole",
+        list_kind: "ClusterRoleList",
+        resource: "clusterroles",
+        singular: "clusterrole",
+        short_names: &[],
+        namespaced: false,
+        verbs: ALL_VERBS,
+        subresources: &[],
+        categories: &[],
+        storage_prefix: "clusterroles",
+        storage_api_version: "rbac.authorization.k8s.io/v1",
+        schema: &rbac::clusterrole::SCHEMA,
+        hooks: Hooks {
+            decode: rbac::clusterrole::decode,
+            default: no_default,
+            prepare_for_create: no_default,
+            prepare_for_update: no_prepare_update,
+            validate: rbac::clusterrole::validate,
+            validate_update: rbac::clusterrole::validate_update,
+            to_storage: identity,
+            from_storage: identity,
+            field_selectors: rbac::clusterrole::FIELD_SELECTORS,
+            field_values: rbac::clusterrole::field_values,
+            columns: rbac::clusterrole::COLUMNS,
+            row: rbac::clusterrole::row,
+            pending_finalization: nothing_pending,
+            mark_deleting: no_default,
+        },
+    },
+    ResourceInfo {
+        group: "rbac.authorization.k8s.io",
+        version: "v1",
+        kind: "RoleBinding",
+        list_kind: "RoleBindingList",
+        resource: "rolebindings",
+        singular: "rolebinding",
+        short_names: &[],
+        namespaced: true,
+        verbs: ALL_VERBS,
+        subresources: &[],
+        categories: &[],
+        storage_prefix: "rolebindings",
+        storage_api_version: "rbac.authorization.k8s.io/v1",
+        schema: &rbac::rolebinding::SCHEMA,
+        hooks: Hooks {
+            decode: rbac::rolebinding::decode,
+            default: rbac::rolebinding::default,
+            prepare_for_create: no_default,
+            prepare_for_update: no_prepare_update,
+            validate: rbac::rolebinding::validate,
+            validate_update: rbac::rolebinding::validate_update,
+            to_storage: identity,
+            from_storage: identity,
+            field_selectors: rbac::rolebinding::FIELD_SELECTORS,
+            field_values: rbac::rolebinding::field_values,
+            columns: rbac::rolebinding::COLUMNS,
+            row: rbac::rolebinding::row,
+            pending_finalization: nothing_pending,
+            mark_deleting: no_default,
+        },
+    },
+    ResourceInfo {
+        group: "rbac.authorization.k8s.io",
+        version: "v1",
+        kind: "Role",
+        list_kind: "RoleList",
+        resource: "roles",
+        singular: "role",
+        short_names: &[],
+        namespaced: true,
+        verbs: ALL_VERBS,
+        subresources: &[],
+        categories: &[],
+        storage_prefix: "roles",
+        storage_api_version: "rbac.authorization.k8s.io/v1",
+        schema: &rbac::role::SCHEMA,
+        hooks: Hooks {
+            decode: rbac::role::decode,
+            default: no_default,
+            prepare_for_create: no_default,
+            prepare_for_update: no_prepare_update,
+            validate: rbac::role::validate,
+            validate_update: rbac::role::validate_update,
+            to_storage: identity,
+            from_storage: identity,
+            field_selectors: rbac::role::FIELD_SELECTORS,
+            field_values: rbac::role::field_values,
+            columns: rbac::role::COLUMNS,
+            row: rbac::role::row,
+            pending_finalization: nothing_pending,
+            mark_deleting: no_default,
+        },
+    },
+    ResourceInfo {
         group: "coordination.k8s.io",
         version: "v1",
         kind: "Lease",
@@ -659,6 +787,34 @@ mod tests {
                     vec!["ev"]
                 ),
                 (
+                    "rbac.authorization.k8s.io/v1".into(),
+                    "clusterrolebindings",
+                    "ClusterRoleBinding",
+                    false,
+                    vec![]
+                ),
+                (
+                    "rbac.authorization.k8s.io/v1".into(),
+                    "clusterroles",
+                    "ClusterRole",
+                    false,
+                    vec![]
+                ),
+                (
+                    "rbac.authorization.k8s.io/v1".into(),
+                    "rolebindings",
+                    "RoleBinding",
+                    true,
+                    vec![]
+                ),
+                (
+                    "rbac.authorization.k8s.io/v1".into(),
+                    "roles",
+                    "Role",
+                    true,
+                    vec![]
+                ),
+                (
                     "coordination.k8s.io/v1".into(),
                     "leases",
                     "Lease",
@@ -698,6 +854,28 @@ mod tests {
             "/registry/leases/kube-system/l"
         );
         assert!(find("", "v1", "leases").is_none());
+        let rbac = "rbac.authorization.k8s.io";
+        let role = find(rbac, "v1", "roles").unwrap();
+        assert_eq!(role.storage_key("ns", "r"), "/registry/roles/ns/r");
+        let cluster_role = find(rbac, "v1", "clusterroles").unwrap();
+        assert_eq!(
+            cluster_role.storage_key("ignored", "view"),
+            "/registry/clusterroles/view"
+        );
+        let binding = find(rbac, "v1", "rolebindings").unwrap();
+        assert_eq!(
+            binding.storage_key("ns", "b"),
+            "/registry/rolebindings/ns/b"
+        );
+        let cluster_binding = find(rbac, "v1", "clusterrolebindings").unwrap();
+        assert_eq!(
+            cluster_binding.storage_key("ignored", "admin"),
+            "/registry/clusterrolebindings/admin"
+        );
+        for r in [role, cluster_role, binding, cluster_binding] {
+            assert_eq!(r.verbs, ALL_VERBS);
+            assert_eq!(r.storage_api_version, "rbac.authorization.k8s.io/v1");
+        }
     }
 
     #[test]

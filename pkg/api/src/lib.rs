@@ -6,6 +6,8 @@
 //!   [`core::serviceaccount`], [`core::event`], [`core::resourcequota`];
 //! - events.k8s.io/v1 ([`events`]): events, stored as core/v1 events and converted both ways;
 //! - coordination.k8s.io/v1 ([`coordination`]): leases;
+//! - rbac.authorization.k8s.io/v1 ([`rbac`]): [`rbac::role`], [`rbac::clusterrole`],
+//!   [`rbac::rolebinding`], [`rbac::clusterrolebinding`];
 //! - the review kinds, created but never stored: authentication.k8s.io/v1
 //!   ([`authentication`]: TokenReview, SelfSubjectReview, and TokenRequest for
 //!   `serviceaccounts/<name>/token`) and authorization.k8s.io/v1 ([`authorization`]: the access
@@ -56,6 +58,7 @@ pub mod events;
 pub mod openapi;
 pub mod protobuf;
 pub mod quantity;
+pub mod rbac;
 pub mod table;
 pub mod time;
 

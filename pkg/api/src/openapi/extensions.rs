@@ -158,6 +158,15 @@ pub static TABLE: &[Extensions] = &[
         "io.k8s.apimachinery.pkg.apis.meta.v1.StatusDetails",
         "causes",
     ),
+    atomic_struct("io.k8s.apimachinery.pkg.apis.meta.v1.LabelSelector"),
+    atomic_list(
+        "io.k8s.apimachinery.pkg.apis.meta.v1.LabelSelector",
+        "matchExpressions",
+    ),
+    atomic_list(
+        "io.k8s.apimachinery.pkg.apis.meta.v1.LabelSelectorRequirement",
+        "values",
+    ),
     // core/v1
     atomic_list("io.k8s.api.core.v1.NamespaceSpec", "finalizers"),
     keyed_list(
@@ -182,6 +191,19 @@ pub static TABLE: &[Extensions] = &[
         "io.k8s.api.core.v1.ScopedResourceSelectorRequirement",
         "values",
     ),
+    // rbac.authorization.k8s.io/v1: every list atomic, references atomic.
+    atomic_list("io.k8s.api.rbac.v1.PolicyRule", "verbs"),
+    atomic_list("io.k8s.api.rbac.v1.PolicyRule", "apiGroups"),
+    atomic_list("io.k8s.api.rbac.v1.PolicyRule", "resources"),
+    atomic_list("io.k8s.api.rbac.v1.PolicyRule", "resourceNames"),
+    atomic_list("io.k8s.api.rbac.v1.PolicyRule", "nonResourceURLs"),
+    atomic_list("io.k8s.api.rbac.v1.Role", "rules"),
+    atomic_list("io.k8s.api.rbac.v1.ClusterRole", "rules"),
+    atomic_list("io.k8s.api.rbac.v1.AggregationRule", "clusterRoleSelectors"),
+    atomic_list("io.k8s.api.rbac.v1.RoleBinding", "subjects"),
+    atomic_list("io.k8s.api.rbac.v1.ClusterRoleBinding", "subjects"),
+    atomic_struct("io.k8s.api.rbac.v1.RoleRef"),
+    atomic_struct("io.k8s.api.rbac.v1.Subject"),
 ];
 
 /// The extensions of `property` of `schema` (`""` for the schema itself), if any.

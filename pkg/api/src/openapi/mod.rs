@@ -38,7 +38,7 @@ use schemars::generate::{SchemaGenerator, SchemaSettings};
 use serde_json::{Map, Value, json};
 
 use crate::catalog::{ResourceInfo, Subresource};
-use k8s_openapi::api::{coordination, core as core_api, events as events_api};
+use k8s_openapi::api::{coordination, core as core_api, events as events_api, rbac as rbac_api};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1 as meta;
 
 /// A served resource and those of its subresources that are served.
@@ -189,6 +189,16 @@ fn add_kind(
         ("", "v1", "ResourceQuota") => add::<core_api::v1::ResourceQuota>(generator),
         ("events.k8s.io", "v1", "Event") => add::<events_api::v1::Event>(generator),
         ("coordination.k8s.io", "v1", "Lease") => add::<coordination::v1::Lease>(generator),
+        ("rbac.authorization.k8s.io", "v1", "Role") => add::<rbac_api::v1::Role>(generator),
+        ("rbac.authorization.k8s.io", "v1", "ClusterRole") => {
+            add::<rbac_api::v1::ClusterRole>(generator)
+        }
+        ("rbac.authorization.k8s.io", "v1", "RoleBinding") => {
+            add::<rbac_api::v1::RoleBinding>(generator)
+        }
+        ("rbac.authorization.k8s.io", "v1", "ClusterRoleBinding") => {
+            add::<rbac_api::v1::ClusterRoleBinding>(generator)
+        }
         _ => return None,
     })
 }

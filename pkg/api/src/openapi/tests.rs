@@ -53,9 +53,67 @@ fn documents_are_listed_as_upstream_lists_them() {
             "apis",
             "apis/events.k8s.io",
             "apis/events.k8s.io/v1",
+            "apis/rbac.authorization.k8s.io",
+            "apis/rbac.authorization.k8s.io/v1",
             "apis/coordination.k8s.io",
             "apis/coordination.k8s.io/v1",
         ]
+    );
+}
+
+#[test]
+fn rbac_schemas_declare_upstream_list_semantics() {
+    let rbac = document("apis/rbac.authorization.k8s.io/v1");
+    let schemas = &rbac["components"]["schemas"];
+    for kind in ["Role", "ClusterRole", "RoleBinding", "ClusterRoleBinding"] {
+        assert_eq!(
+            schemas[format!("io.k8s.api.rbac.v1.{kind}")]["x-kubernetes-group-version-kind"],
+            json!([{"group": "rbac.authorization.k8s.io", "version": "v1", "kind": kind}]),
+        );
+        assert_eq!(
+            schemas[format!("io.k8s.api.rbac.v1.{kind}List")]["x-kubernetes-group-version-kind"],
+            json!([{"group": "rbac.authorization.k8s.io", "version": "v1", "kind": format!("{kind}List")}]),
+        );
+    }
+    for (schema, property) in [
+        ("Role", "rules"),
+        ("ClusterRole", "rules"),
+        ("RoleBinding", "subjects"),
+        ("ClusterRoleBinding", "subjects"),
+        ("PolicyRule", "verbs"),
+        ("PolicyRule", "nonResourceURLs"),
+        ("AggregationRule", "clusterRoleSelectors"),
+    ] {
+        let at = &schemas[format!("io.k8s.api.rbac.v1.{schema}")]["properties"][property];
+        assert_eq!(
+            at["x-kubernetes-list-type"], "atomic",
+            "{schema}.{property}"
+        );
+        assert!(at.get("x-kubernetes-patch-strategy").is_none());
+    }
+    for schema in [
+        "io.k8s.api.rbac.v1.RoleRef",
+        "io.k8s.api.rbac.v1.Subject",
+        "io.k8s.apimachinery.pkg.apis.meta.v1.LabelSelector",
+    ] {
+        assert_eq!(
+            schemas[schema]["x-kubernetes-map-type"], "atomic",
+            "{schema}"
+        );
+    }
+    let paths = &rbac["paths"];
+    let list =
+        &paths["/apis/rbac.authorization.k8s.io/v1/namespaces/{namespace}/rolebindings"]["get"];
+    assert_eq!(
+        list["operationId"],
+        "listRbacAuthorizationV1NamespacedRoleBinding"
+    );
+    assert_eq!(list["tags"], json!(["rbacAuthorization_v1"]));
+    assert!(paths["/apis/rbac.authorization.k8s.io/v1/clusterroles/{name}"]["patch"].is_object());
+    let group = document("apis/rbac.authorization.k8s.io");
+    assert_eq!(
+        group["paths"]["/apis/rbac.authorization.k8s.io/"]["get"]["operationId"],
+        "getRbacAuthorizationAPIGroup"
     );
 }
 
@@ -165,6 +223,7 @@ fn every_patch_declares_its_kind_and_field_validation() {
     for path in [
         "api/v1",
         "apis/events.k8s.io/v1",
+        "apis/rbac.authorization.k8s.io/v1",
         "apis/coordination.k8s.io/v1",
     ] {
         let doc = document(path);
@@ -302,7 +361,7 @@ fn the_v2_document_holds_every_group_version() {
             .as_array()
             .unwrap()
             .len(),
-        3
+        4
     );
     assert_eq!(
         doc["definitions"]["io.k8s.apimachinery.pkg.apis.meta.v1.APIGroup"]["x-kubernetes-group-version-kind"],

@@ -1,0 +1,94 @@
+//! RoleBindings (`rbac.authorization.k8s.io/v1`, namespaced).
+//!
+//! Upstream rules (`ValidateRoleBinding`, `ValidateRoleBindingUpdate`, Kubernetes 1.33): the
+//! name is a valid path segment; `roleRef` names a `Role` or a `ClusterRole` of group
+//! `rbac.authorization.k8s.io` and never changes; subjects are valid (a ServiceAccount subject
+//! without a namespace is in the binding's namespace). Defaulting fills the API groups
+//! ([`super::default_binding`]). See [`super`] for why update errors come twice.
+
+use std::collections::BTreeMap;
+
+use genplane_apimachinery::errors::ApiError;
+use genplane_apimachinery::meta::{ObjectMeta, validate_object_meta, validate_object_meta_update};
+use genplane_apimachinery::validation::field::{ErrorList, Path};
+use serde_json::Value;
+
+use super::{
+    API_VERSION, Binding, ROLE_REF, SUBJECT, validate_binding, validate_rbac_name,
+    validate_role_ref_unchanged,
+};
+use crate::decode::{self, Decoded, Field, OBJECT_META, Struct, Type};
+use crate::table::ColumnDefinition;
+use crate::util;
+
+/// The kind.
+pub const KIND: &str = "RoleBinding";
+/// The kinds `roleRef` may name.
+pub const ROLE_REF_KINDS: &[&str] = &["Role", "ClusterRole"];
+
+/// The shape of an rbac/v1 RoleBinding.
+pub static SCHEMA: Struct = Struct {
+    name: "RoleBinding",
+    fields: &[
+        Field::type_meta("apiVersion"),
+        Field::type_meta("kind"),
+        Field::new("metadata", 1, Type::Struct(&OBJECT_META)),
+        Field::new("subjects", 2, Type::List(&Type::Struct(&SUBJECT))),
+        Field::new("roleRef", 3, Type::Struct(&ROLE_REF)),
+    ],
+};
+
+/// Type-checks and normalizes a RoleBinding.
+pub fn decode(object: &Value) -> Result<Decoded, ApiError> {
+    decode::decode(object, &SCHEMA).map_err(|e| e.to_api_error(KIND, API_VERSION))
+}
+
+/// Upstream's defaulting: see [`super::default_binding`].
+pub fn default(object: &mut Value) {
+    super::default_binding(object);
+}
+
+fn validate_decoded(meta: &ObjectMeta, binding: &Binding) -> ErrorList {
+    let mut errors = validate_object_meta(meta, true, validate_rbac_name, &Path::new("metadata"));
+    errors.extend(validate_binding(binding, ROLE_REF_KINDS, true));
+    errors
+}
+
+/// Validates a new RoleBinding.
+pub fn validate(object: &Value) -> Result<ErrorList, ApiError> {
+    let (meta, binding) = util::decode_typed::<Binding>(object, &SCHEMA, KIND, API_VERSION)?;
+    Ok(validate_decoded(&meta, &binding))
+}
+
+/// Validates an update of a RoleBinding: the create rules (twice, as upstream's strategy runs
+/// them before `ValidateRoleBindingUpdate`, which runs them again), the metadata update rules
+/// and `cannot change roleRef`.
+pub fn validate_update(new: &Value, old: &Value) -> Result<ErrorList, ApiError> {
+    let (new_meta, binding) = util::decode_typed::<Binding>(new, &SCHEMA, KIND, API_VERSION)?;
+    let (old_meta, old_binding) = util::decode_typed::<Binding>(old, &SCHEMA, KIND, API_VERSION)?;
+    let mut errors = validate_decoded(&new_meta, &binding);
+    errors.extend(validate_decoded(&new_meta, &binding));
+    errors.extend(validate_object_meta_update(
+        &new_meta,
+        &old_meta,
+        &Path::new("metadata"),
+    ));
+    errors.extend(validate_role_ref_unchanged(&binding, &old_binding));
+    Ok(errors)
+}
+
+/// Field-selector labels: only the metadata ones.
+pub const FIELD_SELECTORS: &[&str] = super::FIELD_SELECTORS;
+
+/// Field-selector values.
+pub fn field_values(object: &Value) -> BTreeMap<&'static str, String> {
+    super::namespaced_field_values(object)
+}
+
+/// `NAME ROLE AGE USERS GROUPS SERVICEACCOUNTS` (the last three with `-o wide`).
+pub const COLUMNS: &[ColumnDefinition] = super::BINDING_COLUMNS;
+
+/// The cells: see [`super::binding_row`].
+pub fn row(object: &Value, now: i64) -> Vec<Value> {
+    super::binding_row(object, now)
+}
