@@ -49,6 +49,12 @@ pub const AUDIT_ID_HEADER: &str = "Audit-ID";
 const MAX_USER_AGENT: usize = 1024;
 const USER_AGENT_TRUNCATED: &str = "...TRUNCATED";
 
+/// A fresh audit ID (a random UUID), for requests without an `Audit-ID` header. Upstream
+/// answers every request with an `Audit-ID` header, audited or not.
+pub fn new_audit_id() -> String {
+    uuid::Uuid::new_v4().to_string()
+}
+
 /// Where events go. Implementations must not block for long: the caller is on the request
 /// path.
 pub trait Sink: Send + Sync + fmt::Debug {
@@ -121,9 +127,7 @@ impl Auditor {
         if config.level == Level::None {
             return None;
         }
-        let audit_id = attrs
-            .audit_id
-            .map_or_else(|| uuid::Uuid::new_v4().to_string(), str::to_owned);
+        let audit_id = attrs.audit_id.map_or_else(new_audit_id, str::to_owned);
         let mut event = Event::new(config.level, audit_id, attrs.verb, attrs.request_uri);
         event.user = attrs.user.clone();
         event.source_ips = attrs
@@ -911,6 +915,13 @@ mod tests {
             lines(&sink)[3]["requestObject"],
             json!({"data": {"k": "v"}})
         );
+    }
+
+    #[test]
+    fn records_can_live_in_request_extensions() {
+        fn extension<T: Clone + Send + Sync + 'static>() {}
+        extension::<AuditRecord>();
+        extension::<Auditor>();
     }
 
     #[test]

@@ -42,7 +42,7 @@ pub mod rotate;
 pub use attributes::{RequestAttributes, ResourceAttributes, SourceIps};
 pub use auditor::{
     AUDIT_ID_HEADER, AuditRecord, Auditor, DECISION_ALLOW, DECISION_ANNOTATION, DECISION_FORBID,
-    MemorySink, REASON_ANNOTATION, Sink,
+    MemorySink, REASON_ANNOTATION, Sink, new_audit_id,
 };
 pub use event::{Event, ObjectReference, ResponseStatus};
 pub use log::{LogBackend, LogConfig, LogError, LogMode, LogStats};

@@ -370,6 +370,68 @@ mod tests {
     }
 
     #[test]
+    fn the_log_holds_secret_data_only_at_request_level() {
+        use crate::attributes::ResourceAttributes;
+        use crate::policy::{GroupResources, PolicyRule, StageSet};
+
+        let dir = tempfile::tempdir().expect("temp dir");
+        let path = dir.path().join("audit.log");
+        let backend = Arc::new(LogBackend::start(LogConfig::new(&path)).expect("start"));
+        // Secrets at Metadata, configmaps with bodies.
+        let rule = |level, resource: &str| PolicyRule {
+            resources: vec![GroupResources {
+                resources: vec![resource.to_owned()],
+                ..GroupResources::default()
+            }],
+            ..PolicyRule::at(level)
+        };
+        let policy = Policy {
+            rules: vec![
+                rule(Level::Metadata, "secrets"),
+                rule(Level::Request, "configmaps"),
+            ],
+            omit_stages: StageSet::EMPTY,
+            omit_managed_fields: false,
+        };
+        let auditor = Auditor::new(policy, backend.clone());
+        let user = UserInfo::authenticated("alice", vec![]);
+        for (resource, kind, field) in [
+            ("secrets", "Secret", "data"),
+            ("configmaps", "ConfigMap", "data"),
+        ] {
+            let attrs = RequestAttributes {
+                resource: Some(ResourceAttributes {
+                    api_version: "v1",
+                    resource,
+                    namespace: "default",
+                    ..ResourceAttributes::default()
+                }),
+                ..RequestAttributes::new(&user, "create", "/api/v1/namespaces/default/x")
+            };
+            let record = auditor.begin(&attrs).expect("audited");
+            record.set_request_object(&serde_json::json!({
+                "apiVersion": "v1", "kind": kind, "metadata": {"name": "n"},
+                field: {"password": "c2VjcmV0LXZhbHVl"}
+            }));
+            record.response_started(201);
+            record.finish();
+        }
+        backend.flush().expect("flush");
+        let events: Vec<Event> = std::fs::read_to_string(&path)
+            .expect("read")
+            .lines()
+            .map(|l| serde_json::from_str(l).expect("event"))
+            .collect();
+        assert_eq!(events.len(), 4);
+        let secret = serde_json::to_string(&events[1]).expect("json");
+        assert_eq!(events[1].level, Level::Metadata);
+        assert!(!secret.contains("c2VjcmV0LXZhbHVl"), "{secret}");
+        assert_eq!(events[3].level, Level::Request);
+        let configmap = events[3].request_object.as_ref().expect("body").get();
+        assert!(configmap.contains("c2VjcmV0LXZhbHVl"), "{configmap}");
+    }
+
+    #[test]
     fn shutdown_drains_the_queue_and_later_events_are_dropped() {
         let dir = tempfile::tempdir().expect("temp dir");
         let path = dir.path().join("audit.log");

@@ -893,6 +893,10 @@ rules:
         assert!(policy.omit_managed_fields);
         assert_eq!(policy.rules[0].omit_managed_fields, Some(false));
         assert_eq!(policy.rules[0].verbs, ["get"]);
+        let tabs = "{\n\t\"apiVersion\": \"audit.k8s.io/v1\",\n\t\"kind\": \"Policy\",\n\t\"rules\": \
+                    [\n\t\t{\"level\": \"None\"}\n\t]\n}\n";
+        let policy = Policy::parse_strict(tabs.as_bytes()).expect("tab-indented JSON");
+        assert_eq!(policy.rules[0].level, Level::None);
     }
 
     #[test]
