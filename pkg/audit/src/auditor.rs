@@ -127,28 +127,8 @@ impl Auditor {
         if config.level == Level::None {
             return None;
         }
-        let audit_id = attrs.audit_id.map_or_else(new_audit_id, str::to_owned);
-        let mut event = Event::new(config.level, audit_id, attrs.verb, attrs.request_uri);
-        event.user = attrs.user.clone();
-        event.source_ips = attrs
-            .source_ips
-            .resolve()
-            .iter()
-            .map(ToString::to_string)
-            .collect();
-        event.user_agent = truncate_user_agent(attrs.user_agent);
-        event.object_ref = attrs.resource.map(|r| ObjectReference {
-            resource: r.resource.to_owned(),
-            namespace: r.namespace.to_owned(),
-            name: r.name.to_owned(),
-            api_group: r.api_group.to_owned(),
-            api_version: r.api_version.to_owned(),
-            subresource: r.subresource.to_owned(),
-            ..ObjectReference::default()
-        });
-        event.request_received_timestamp = format_micro_time(attrs.received_at);
         let mut state = State {
-            event,
+            event: new_event(attrs, config.level),
             config,
             sink: Arc::clone(&self.sink),
             long_running: attrs.long_running,
@@ -163,6 +143,72 @@ impl Auditor {
             }),
         })
     }
+
+    /// Audits a request whose authentication failed, as upstream's
+    /// `WithFailedAuthenticationAudit`: when the policy audits it (the user is unknown, so give
+    /// an empty [`UserInfo`]), one `ResponseStarted` event with the response `code` (401) and
+    /// the message of [`failed_authentication_message`]. Returns whether an event was written.
+    pub fn failed_authentication(
+        &self,
+        attrs: &RequestAttributes<'_>,
+        attempted: &[&str],
+        code: u16,
+    ) -> bool {
+        let config = self.policy.evaluate(attrs);
+        if config.level == Level::None {
+            return false;
+        }
+        let mut event = new_event(attrs, config.level);
+        event.response_status = Some(ResponseStatus {
+            message: failed_authentication_message(attempted),
+            code: i32::from(code),
+            ..ResponseStatus::default()
+        });
+        let mut state = State {
+            event,
+            config,
+            sink: Arc::clone(&self.sink),
+            long_running: false,
+            code_seen: true,
+            done: true,
+        };
+        state.emit(Stage::ResponseStarted) && !config.omit_stages.contains(Stage::ResponseStarted)
+    }
+}
+
+/// The `responseStatus.message` of a failed authentication: the methods the client tried
+/// (`basic`, `bearer`, `access_token`, `x509`, in that order), as upstream words it.
+pub fn failed_authentication_message(attempted: &[&str]) -> String {
+    if attempted.is_empty() {
+        "Authentication failed, no credentials provided".to_owned()
+    } else {
+        format!("Authentication failed, attempted: {}", attempted.join(", "))
+    }
+}
+
+/// The event of a request as it arrives.
+fn new_event(attrs: &RequestAttributes<'_>, level: Level) -> Event {
+    let audit_id = attrs.audit_id.map_or_else(new_audit_id, str::to_owned);
+    let mut event = Event::new(level, audit_id, attrs.verb, attrs.request_uri);
+    event.user = attrs.user.clone();
+    event.source_ips = attrs
+        .source_ips
+        .resolve()
+        .iter()
+        .map(ToString::to_string)
+        .collect();
+    event.user_agent = truncate_user_agent(attrs.user_agent);
+    event.object_ref = attrs.resource.map(|r| ObjectReference {
+        resource: r.resource.to_owned(),
+        namespace: r.namespace.to_owned(),
+        name: r.name.to_owned(),
+        api_group: r.api_group.to_owned(),
+        api_version: r.api_version.to_owned(),
+        subresource: r.subresource.to_owned(),
+        ..ObjectReference::default()
+    });
+    event.request_received_timestamp = format_micro_time(attrs.received_at);
+    event
 }
 
 fn truncate_user_agent(agent: &str) -> String {
@@ -478,9 +524,9 @@ impl AuditRecord {
     /// [`set_response_object`](Self::set_response_object) for a body already encoded as JSON
     /// (the bytes are recorded as they are unless managed fields must go).
     pub fn set_response_object_json(&self, json: &[u8]) {
-        let needs_value = self.shared.level < Level::RequestResponse
-            || json.windows(8).any(|w| w == b"\"Status\"");
-        let value = if needs_value {
+        // Only a body mentioning "Status" can be one: others are not parsed at all.
+        let maybe_status = json.windows(8).any(|w| w == b"\"Status\"");
+        let value = if maybe_status {
             serde_json::from_slice::<Value>(json).ok()
         } else {
             None
@@ -811,6 +857,32 @@ mod tests {
     }
 
     #[test]
+    fn status_bodies_given_as_json_set_the_response_status() {
+        let (auditor, sink) = auditor(Level::Metadata, &[], false);
+        let user = alice();
+        let record = auditor
+            .begin(&RequestAttributes::new(
+                &user,
+                "delete",
+                "/api/v1/namespaces/a",
+            ))
+            .expect("audited");
+        record.response_started(403);
+        record.set_response_object_json(
+            br#"{"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
+                "message": "forbidden", "reason": "Forbidden", "code": 403}"#,
+        );
+        record.finish();
+        let v = lines(&sink).pop().expect("event");
+        assert_eq!(
+            v["responseStatus"],
+            json!({"metadata": {}, "status": "Failure", "message": "forbidden",
+                   "reason": "Forbidden", "code": 403})
+        );
+        assert!(v.get("responseObject").is_none());
+    }
+
+    #[test]
     fn dropped_records_complete_as_connection_closed_early() {
         let (auditor, sink) = auditor(Level::Metadata, &[], false);
         let user = alice();
@@ -915,6 +987,32 @@ mod tests {
             lines(&sink)[3]["requestObject"],
             json!({"data": {"k": "v"}})
         );
+    }
+
+    #[test]
+    fn failed_authentication_writes_one_response_started_event() {
+        let (audit, sink) = auditor(Level::Metadata, &[], false);
+        let nobody = UserInfo::default();
+        let attrs = RequestAttributes::new(&nobody, "get", "/api/v1/namespaces");
+        assert!(audit.failed_authentication(&attrs, &["bearer"], 401));
+        assert!(audit.failed_authentication(&attrs, &[], 401));
+        let events = lines(&sink);
+        assert_eq!(events.len(), 2);
+        assert_eq!(events[0]["stage"], "ResponseStarted");
+        assert_eq!(events[0]["user"], json!({}));
+        assert_eq!(
+            events[0]["responseStatus"],
+            json!({"metadata": {}, "message": "Authentication failed, attempted: bearer",
+                   "code": 401})
+        );
+        assert_eq!(
+            events[1]["responseStatus"]["message"],
+            "Authentication failed, no credentials provided"
+        );
+
+        let (quiet, sink) = auditor(Level::Metadata, &[Stage::ResponseStarted], false);
+        assert!(!quiet.failed_authentication(&attrs, &["x509"], 401));
+        assert!(sink.events().is_empty());
     }
 
     #[test]

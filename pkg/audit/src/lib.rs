@@ -17,6 +17,7 @@
 //!
 //! The audit filter sits after authentication and before impersonation and authorization:
 //!
+//! 0. Authentication failed (401): [`Auditor::failed_authentication`], and that is all.
 //! 1. Build [`RequestAttributes`] from the request info and the authenticated user and call
 //!    [`Auditor::begin`]. `None`: nothing more to do. `Some(record)`: put a clone in the
 //!    request's extensions and answer with the [`AUDIT_ID_HEADER`] header.
@@ -28,6 +29,41 @@
 //! 4. When the response head goes out: [`AuditRecord::response_started`] with the code. When
 //!    the body is done: [`AuditRecord::finish`], or simply drop the last handle (move one into
 //!    the body of a watch). A panic caught in the filter: [`AuditRecord::finish_panicked`].
+//!
+//! ```
+//! use std::sync::Arc;
+//! use genplane_audit::{
+//!     Auditor, DECISION_ALLOW, DECISION_ANNOTATION, Level, MemorySink, Policy,
+//!     REASON_ANNOTATION, RequestAttributes, ResourceAttributes, Stage,
+//! };
+//! use genplane_authentication::UserInfo;
+//!
+//! let sink = Arc::new(MemorySink::new());
+//! let auditor = Auditor::new(Policy::everything_at(Level::Request), sink.clone());
+//! let user = UserInfo::authenticated("alice", vec![]);
+//! let attrs = RequestAttributes {
+//!     resource: Some(ResourceAttributes {
+//!         api_version: "v1",
+//!         resource: "configmaps",
+//!         namespace: "default",
+//!         ..ResourceAttributes::default()
+//!     }),
+//!     ..RequestAttributes::new(&user, "create", "/api/v1/namespaces/default/configmaps")
+//! };
+//! if let Some(record) = auditor.begin(&attrs) {
+//!     record.annotate(DECISION_ANNOTATION, DECISION_ALLOW);
+//!     record.annotate(REASON_ANNOTATION, "");
+//!     record.set_request_object(&serde_json::json!({
+//!         "apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "settings"}
+//!     }));
+//!     record.response_started(201);
+//!     record.finish();
+//! }
+//! let events = sink.events();
+//! assert_eq!(events.len(), 2);
+//! assert_eq!(events[1].stage, Stage::ResponseComplete);
+//! assert_eq!(events[1].object_ref.as_ref().map(|r| r.name.as_str()), Some("settings"));
+//! ```
 
 #![warn(missing_docs)]
 
@@ -42,7 +78,7 @@ pub mod rotate;
 pub use attributes::{RequestAttributes, ResourceAttributes, SourceIps};
 pub use auditor::{
     AUDIT_ID_HEADER, AuditRecord, Auditor, DECISION_ALLOW, DECISION_ANNOTATION, DECISION_FORBID,
-    MemorySink, REASON_ANNOTATION, Sink, new_audit_id,
+    MemorySink, REASON_ANNOTATION, Sink, failed_authentication_message, new_audit_id,
 };
 pub use event::{Event, ObjectReference, ResponseStatus};
 pub use log::{LogBackend, LogConfig, LogError, LogMode, LogStats};
