@@ -309,8 +309,11 @@ impl Policy {
                 value
             }
         };
-        let mut unknown = Vec::new();
-        let policy = decode_policy(&value, &mut unknown)?;
+        let Decoded {
+            policy,
+            unknown,
+            problems,
+        } = decode_policy(&value)?;
         if !unknown.is_empty() {
             let list: Vec<String> = unknown
                 .iter()
@@ -321,7 +324,9 @@ impl Policy {
                 list.join(", ")
             )));
         }
-        policy.validate().map_err(PolicyError::Invalid)?;
+        policy
+            .validate_with(problems)
+            .map_err(PolicyError::Invalid)?;
         if policy.rules.is_empty() {
             return Err(PolicyError::NoRules);
         }
@@ -340,10 +345,17 @@ impl Policy {
 
     /// Checks the policy as upstream's `ValidatePolicy` does.
     pub fn validate(&self) -> Result<(), ErrorList> {
-        let mut errors = ErrorList::new();
+        self.validate_with(Problems::default())
+    }
+
+    /// Validation, with the level and stage problems found while decoding put where upstream
+    /// reports them.
+    fn validate_with(&self, mut problems: Problems) -> Result<(), ErrorList> {
+        let mut errors = std::mem::take(&mut problems.omit_stages);
         let rules = field::Path::new("rules");
         for (i, rule) in self.rules.iter().enumerate() {
-            rule.validate(&rules.index(i), &mut errors);
+            let found = problems.rules.get_mut(i).map(std::mem::take);
+            rule.validate(&rules.index(i), found.unwrap_or_default(), &mut errors);
         }
         errors.into_result()
     }
@@ -451,8 +463,11 @@ impl PolicyRule {
             })
     }
 
-    fn validate(&self, path: &field::Path, errors: &mut ErrorList) {
-        // The level is checked while decoding (an unknown name cannot be represented).
+    fn validate(&self, path: &field::Path, problems: RuleProblems, errors: &mut ErrorList) {
+        // Levels and stages are checked while decoding (bad names cannot be represented).
+        if let Some(level) = problems.level {
+            errors.push(level);
+        }
         let urls = path.child("nonResourceURLs");
         for (i, url) in self.non_resource_urls.iter().enumerate() {
             if url == "*" {
@@ -496,6 +511,7 @@ impl PolicyRule {
                 ));
             }
         }
+        errors.extend(problems.omit_stages);
         if !self.non_resource_urls.is_empty()
             && (!self.resources.is_empty() || !self.namespaces.is_empty())
         {
@@ -554,8 +570,29 @@ fn parse_document(
     serde_saphyr::from_slice_with_options::<Value>(bytes, options).map_err(|e| e.to_string())
 }
 
-/// Reads the policy out of a parsed document, collecting unknown fields (as dotted paths).
-fn decode_policy(value: &Value, unknown: &mut Vec<String>) -> Result<Policy, PolicyError> {
+/// A decoded policy, with what decoding found wrong but could go on with.
+struct Decoded {
+    policy: Policy,
+    /// Unknown fields, as dotted paths.
+    unknown: Vec<String>,
+    problems: Problems,
+}
+
+/// Bad level and stage names, reported with the validation errors.
+#[derive(Debug, Default)]
+struct Problems {
+    omit_stages: ErrorList,
+    rules: Vec<RuleProblems>,
+}
+
+#[derive(Debug, Default)]
+struct RuleProblems {
+    level: Option<field::Error>,
+    omit_stages: ErrorList,
+}
+
+/// Reads the policy out of a parsed document.
+fn decode_policy(value: &Value) -> Result<Decoded, PolicyError> {
     let Some(object) = value.as_object() else {
         return Err(PolicyError::Decode(format!(
             "the policy must be an object, not {}",
@@ -588,6 +625,8 @@ fn decode_policy(value: &Value, unknown: &mut Vec<String>) -> Result<Policy, Pol
         omit_stages: StageSet::EMPTY,
         omit_managed_fields: false,
     };
+    let mut unknown = Vec::new();
+    let mut problems = Problems::default();
     for (key, field_value) in object {
         match key.as_str() {
             "apiVersion" | "kind" => {}
@@ -598,12 +637,14 @@ fn decode_policy(value: &Value, unknown: &mut Vec<String>) -> Result<Policy, Pol
             }
             "rules" => {
                 for (i, rule) in list(field_value, "rules")?.iter().enumerate() {
-                    policy
-                        .rules
-                        .push(decode_rule(rule, &format!("rules[{i}]"), unknown)?);
+                    let (rule, found) = decode_rule(rule, &format!("rules[{i}]"), &mut unknown)?;
+                    policy.rules.push(rule);
+                    problems.rules.push(found);
                 }
             }
-            "omitStages" => policy.omit_stages = stages(field_value, "omitStages")?,
+            "omitStages" => {
+                (policy.omit_stages, problems.omit_stages) = stages(field_value, "omitStages")?;
+            }
             "omitManagedFields" => {
                 policy.omit_managed_fields =
                     boolean(field_value, "omitManagedFields")?.unwrap_or(false);
@@ -611,16 +652,21 @@ fn decode_policy(value: &Value, unknown: &mut Vec<String>) -> Result<Policy, Pol
             other => unknown.push(other.to_owned()),
         }
     }
-    Ok(policy)
+    Ok(Decoded {
+        policy,
+        unknown,
+        problems,
+    })
 }
 
 fn decode_rule(
     value: &Value,
     path: &str,
     unknown: &mut Vec<String>,
-) -> Result<PolicyRule, PolicyError> {
+) -> Result<(PolicyRule, RuleProblems), PolicyError> {
     let object = object(value, path)?;
     let mut rule = PolicyRule::at(Level::None);
+    let mut problems = RuleProblems::default();
     let mut level = None;
     for (key, v) in object {
         let at = format!("{path}.{key}");
@@ -631,7 +677,7 @@ fn decode_rule(
             "verbs" => rule.verbs = strings(v, &at)?,
             "namespaces" => rule.namespaces = strings(v, &at)?,
             "nonResourceURLs" => rule.non_resource_urls = strings(v, &at)?,
-            "omitStages" => rule.omit_stages = stages(v, &at)?,
+            "omitStages" => (rule.omit_stages, problems.omit_stages) = stages(v, &at)?,
             "omitManagedFields" => rule.omit_managed_fields = boolean(v, &at)?,
             "resources" => {
                 for (i, gr) in list(v, &at)?.iter().enumerate() {
@@ -646,22 +692,17 @@ fn decode_rule(
         }
     }
     let level_path = field::Path::new(&format!("{path}.level"));
-    rule.level = match level.as_deref() {
-        None | Some("") => {
-            return Err(PolicyError::Invalid(ErrorList(vec![
-                field::Error::required(&level_path, ""),
-            ])));
-        }
-        Some(name) => Level::from_name(name).ok_or_else(|| {
-            let names: Vec<&str> = Level::ALL.iter().map(|l| l.as_str()).collect();
-            PolicyError::Invalid(ErrorList(vec![field::Error::not_supported(
-                &level_path,
-                name,
-                &names,
-            )]))
-        })?,
-    };
-    Ok(rule)
+    match level.as_deref() {
+        None | Some("") => problems.level = Some(field::Error::required(&level_path, "")),
+        Some(name) => match Level::from_name(name) {
+            Some(level) => rule.level = level,
+            None => {
+                let names: Vec<&str> = Level::ALL.iter().map(|l| l.as_str()).collect();
+                problems.level = Some(field::Error::not_supported(&level_path, name, &names));
+            }
+        },
+    }
+    Ok((rule, problems))
 }
 
 fn decode_group_resources(
@@ -740,7 +781,8 @@ fn boolean(value: &Value, path: &str) -> Result<Option<bool>, PolicyError> {
     }
 }
 
-fn stages(value: &Value, path: &str) -> Result<StageSet, PolicyError> {
+/// The stages named, and the names that are not stages.
+fn stages(value: &Value, path: &str) -> Result<(StageSet, ErrorList), PolicyError> {
     let mut set = StageSet::EMPTY;
     let mut errors = ErrorList::new();
     let names = strings(value, path)?;
@@ -758,11 +800,7 @@ fn stages(value: &Value, path: &str) -> Result<StageSet, PolicyError> {
             }
         }
     }
-    if errors.is_empty() {
-        Ok(set)
-    } else {
-        Err(PolicyError::Invalid(errors))
-    }
+    Ok((set, errors))
 }
 
 #[cfg(test)]
@@ -1150,6 +1188,18 @@ rules:
         assert_eq!(
             error_of(&format!("{head}rules: []\n")),
             "loaded illegal policy with 0 rules"
+        );
+        // Every problem at once, in upstream's order.
+        assert_eq!(
+            error_of(&format!(
+                "{head}omitStages: [Later]\nrules:\n- level: None\n- omitStages: [Never]\n  \
+                 nonResourceURLs: [x]\n"
+            )),
+            "[omitStages[0]: Invalid value: \"Later\": allowed stages are \
+             RequestReceived,ResponseStarted,ResponseComplete,Panic, rules[1].level: Required \
+             value, rules[1].nonResourceURLs[0]: Invalid value: \"x\": non-resource URL rules \
+             must begin with a '/' character, rules[1].omitStages[0]: Invalid value: \"Never\": \
+             allowed stages are RequestReceived,ResponseStarted,ResponseComplete,Panic]"
         );
     }
 
