@@ -13,6 +13,11 @@
 //! | `ResponseComplete` | [`AuditRecord::finish`], or when the last handle is dropped |
 //! | `Panic` | [`AuditRecord::finish_panicked`], or a drop while the thread unwinds |
 //!
+//! A future that panicked is dropped by tokio *after* the panic was caught, so its record does
+//! not see the unwinding: the audit layer should catch panics of the inner service itself
+//! (`catch_unwind` on the future), call [`AuditRecord::finish_panicked`] with
+//! [`panic_message`] of the payload, and resume unwinding.
+//!
 //! A record dropped without `finish` (a client that went away) completes as upstream's does
 //! when no response was written: `ResponseComplete` with status 200 `Connection closed early`
 //! (preceded by a `ResponseStarted` for long-running requests).
@@ -53,6 +58,18 @@ const USER_AGENT_TRUNCATED: &str = "...TRUNCATED";
 /// answers every request with an `Audit-ID` header, audited or not.
 pub fn new_audit_id() -> String {
     uuid::Uuid::new_v4().to_string()
+}
+
+/// The text of a panic payload (`panic!("...")` gives a `&str` or a `String`), for
+/// [`AuditRecord::finish_panicked`].
+pub fn panic_message(payload: &(dyn std::any::Any + Send)) -> &str {
+    if let Some(text) = payload.downcast_ref::<&str>() {
+        text
+    } else if let Some(text) = payload.downcast_ref::<String>() {
+        text
+    } else {
+        "unknown panic"
+    }
 }
 
 /// Where events go. Implementations must not block for long: the caller is on the request
@@ -929,12 +946,21 @@ mod tests {
         let unwinding = auditor
             .begin(&RequestAttributes::new(&user, "get", "/boom"))
             .expect("audited");
+        let caught = auditor
+            .begin(&RequestAttributes::new(&user, "get", "/boom"))
+            .expect("audited");
         let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(move || {
             let _held = unwinding;
-            panic!("handler bug");
+            panic!("handler bug {}", 7);
         }));
-        assert!(result.is_err());
+        let payload = result.expect_err("it panicked");
         assert_eq!(sink.events().last().map(|e| e.stage), Some(Stage::Panic));
+        caught.finish_panicked(panic_message(payload.as_ref()));
+        let last = sink.events().pop().expect("event");
+        assert_eq!(
+            last.response_status.map(|s| s.message),
+            Some("APIServer panic'd: handler bug 7".to_owned())
+        );
     }
 
     #[test]

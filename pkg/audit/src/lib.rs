@@ -28,7 +28,8 @@
 //!    the answer (every error `Status` too).
 //! 4. When the response head goes out: [`AuditRecord::response_started`] with the code. When
 //!    the body is done: [`AuditRecord::finish`], or simply drop the last handle (move one into
-//!    the body of a watch). A panic caught in the filter: [`AuditRecord::finish_panicked`].
+//!    the body of a watch). A panic of the inner service, caught in the audit layer:
+//!    [`AuditRecord::finish_panicked`] with [`panic_message`] of the payload, then resume.
 //!
 //! ```
 //! use std::sync::Arc;
@@ -79,6 +80,7 @@ pub use attributes::{RequestAttributes, ResourceAttributes, SourceIps};
 pub use auditor::{
     AUDIT_ID_HEADER, AuditRecord, Auditor, DECISION_ALLOW, DECISION_ANNOTATION, DECISION_FORBID,
     MemorySink, REASON_ANNOTATION, Sink, failed_authentication_message, new_audit_id,
+    panic_message,
 };
 pub use event::{Event, ObjectReference, ResponseStatus};
 pub use log::{LogBackend, LogConfig, LogError, LogMode, LogStats};
