@@ -321,21 +321,24 @@ pub async fn serve(
         .then(|| IdentityLease::among(&served, &hostname(), Timing::default()))
         .flatten();
     let security = security(&config, &served, &host.to_string())?;
+    let audit = config.audit.build().context("starting the audit log")?;
     let api_metrics = ApiMetrics::new(&registry);
-    let api = Arc::new(
-        ApiServer::new(
-            served,
-            &process.build,
-            &address.to_string(),
-            Some(OpsHandler::new(health, registry)),
-        )
-        .with_security(security)
-        .with_limits(config.limits)
-        .with_shutdown(shutdown.clone())
-        .with_metrics(api_metrics, |cache: &Arc<ResourceStorage>| {
-            cache.object_count()
-        }),
-    );
+    let mut api = ApiServer::new(
+        served,
+        &process.build,
+        &address.to_string(),
+        Some(OpsHandler::new(health, registry)),
+    )
+    .with_security(security)
+    .with_limits(config.limits)
+    .with_shutdown(shutdown.clone())
+    .with_metrics(api_metrics, |cache: &Arc<ResourceStorage>| {
+        cache.object_count()
+    });
+    if let Some(audit) = &audit {
+        api = api.with_audit(audit.auditor.clone());
+    }
+    let api = Arc::new(api);
     if let Some(identity) = identity {
         tracing::info!(
             lease = identity.name(),
@@ -354,6 +357,9 @@ pub async fn serve(
     println!("genplane apiserver serving on {server_url}");
     println!("export KUBECONFIG={}", kubeconfig.display());
     http::serve_tls(listener, tls, handler, shutdown, DRAIN).await?;
+    if let Some(audit) = audit {
+        audit.backend.shutdown();
+    }
     tracing::info!("stopped");
     Ok(())
 }

@@ -6,6 +6,7 @@ use std::path::PathBuf;
 use clap::Args;
 use genplane_apimachinery::duration;
 use genplane_apiserver::Limits;
+use genplane_audit::AuditOptions;
 use genplane_authentication::token_file::TokenFile;
 use genplane_component_base::config::{CommonConfig, CommonOptions, Invalid};
 use genplane_component_base::featuregate::UseIdentity;
@@ -112,6 +113,28 @@ pub struct ApiserverOptions {
     #[arg(long)]
     #[serde(skip_serializing_if = "Option::is_none")]
     pub service_account_jwks_uri: Option<String>,
+    /// The audit policy (audit.k8s.io/v1 Policy, YAML or JSON): which requests are logged at
+    /// which level. No auditing without it.
+    #[arg(long)]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub audit_policy_file: Option<PathBuf>,
+    /// The audit log file (JSON lines of audit.k8s.io/v1 Events), `-` for standard output.
+    #[arg(long)]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub audit_log_path: Option<PathBuf>,
+    /// Days to keep rotated audit log files (0: no limit).
+    #[arg(long, default_value_t = 0)]
+    pub audit_log_maxage: u32,
+    /// Rotated audit log files to keep (0: no limit).
+    #[arg(long, default_value_t = 0)]
+    pub audit_log_maxbackup: u32,
+    /// Megabytes an audit log file may reach before it is rotated (0: 100).
+    #[arg(long, default_value_t = 0)]
+    pub audit_log_maxsize: u32,
+    /// `blocking` (a request waits while the log's queue is full) or `batch` (events are
+    /// dropped then).
+    #[arg(long, default_value = "blocking")]
+    pub audit_log_mode: String,
     /// Logging and feature gates.
     #[command(flatten)]
     #[serde(flatten)]
@@ -149,6 +172,12 @@ impl Default for ApiserverOptions {
             api_audiences: Vec::new(),
             service_account_max_token_expiration: None,
             service_account_jwks_uri: None,
+            audit_policy_file: None,
+            audit_log_path: None,
+            audit_log_maxage: 0,
+            audit_log_maxbackup: 0,
+            audit_log_maxsize: 0,
+            audit_log_mode: "blocking".into(),
             common: CommonOptions::default(),
         }
     }
@@ -180,6 +209,8 @@ pub struct ApiserverConfig {
     pub token_file: Option<TokenFile>,
     /// `--service-account-max-token-expiration` in seconds.
     pub max_token_expiration: Option<i64>,
+    /// The audit log's options (the policy has been read and found valid).
+    pub audit: AuditOptions,
     /// Logging and feature gates.
     pub common: CommonConfig,
 }
@@ -282,7 +313,24 @@ impl ApiserverOptions {
                 "at least one non-empty issuer is required",
             );
         }
+        let log_mode = invalid.check(
+            "audit-log-mode",
+            genplane_audit::options::parse_mode(&self.audit_log_mode).map_err(|e| e.to_string()),
+        );
+        if let Some(path) = &self.audit_policy_file
+            && let Err(error) = genplane_audit::Policy::load(path)
+        {
+            invalid.push("audit-policy-file", error.to_string());
+        }
         Some(ApiserverConfig {
+            audit: AuditOptions {
+                policy_file: self.audit_policy_file.clone(),
+                log_path: self.audit_log_path.clone(),
+                log_maxage: self.audit_log_maxage,
+                log_maxbackup: self.audit_log_maxbackup,
+                log_maxsize: self.audit_log_maxsize,
+                log_mode: log_mode?,
+            },
             token_file: token_file?,
             max_token_expiration: max_token_expiration?,
             options: self.clone(),

@@ -1,4 +1,5 @@
-//! Response bodies: whole, or streamed from a channel (watches).
+//! Request bodies (as received, or already read for the audit log) and response bodies: whole,
+//! or streamed from a channel (watches).
 
 use std::pin::Pin;
 use std::task::{Context, Poll};
@@ -6,6 +7,16 @@ use std::task::{Context, Poll};
 use bytes::Bytes;
 use hyper::body::{Body, Frame, SizeHint};
 use tokio::sync::mpsc;
+
+/// The body of a request: still to be read from the connection, or already read (when the
+/// audit log records it).
+#[derive(Debug)]
+pub enum RequestBody {
+    /// As received.
+    Incoming(hyper::body::Incoming),
+    /// Read already.
+    Read(Bytes),
+}
 
 /// The body of a response: bytes held in memory, or chunks sent through a channel.
 #[derive(Debug)]
@@ -29,6 +40,15 @@ impl ResponseBody {
     pub fn channel(buffer: usize) -> (mpsc::Sender<Bytes>, Self) {
         let (tx, rx) = mpsc::channel(buffer);
         (tx, ResponseBody::Stream(rx))
+    }
+
+    /// The whole body, when it is held in memory.
+    pub fn bytes(&self) -> Option<&Bytes> {
+        match self {
+            ResponseBody::Full(bytes) => bytes.as_ref(),
+            ResponseBody::Stream(_) => None,
+            ResponseBody::Guarded(inner, _) => inner.bytes(),
+        }
     }
 
     /// This body, keeping `guard` alive until it is dropped.

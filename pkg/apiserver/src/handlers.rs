@@ -10,6 +10,7 @@ mod patch;
 mod update;
 mod watch;
 
+use crate::body::RequestBody;
 use bytes::Bytes;
 use genplane_api::catalog::ResourceInfo;
 use genplane_api::protobuf;
@@ -19,7 +20,6 @@ use genplane_apimachinery::{fields, labels};
 use genplane_registry::{ListOptions, Store, WriteOptions};
 use genplane_storage::Storage;
 use http_body_util::BodyExt;
-use hyper::body::Incoming;
 use hyper::header::{CONTENT_TYPE, HeaderMap, HeaderValue};
 use hyper::{Response, StatusCode};
 use serde_json::Value;
@@ -161,7 +161,7 @@ impl<S: Storage> Ctx<'_, S> {
     /// The request body as a JSON object: see [`crate::request_body::decode_object`].
     pub(crate) async fn object_body(
         &self,
-        body: Incoming,
+        body: RequestBody,
     ) -> Result<(Value, Vec<String>), ApiError> {
         let content_type = self.headers.get(CONTENT_TYPE).and_then(|v| v.to_str().ok());
         // The media type is checked before the body is read.
@@ -222,7 +222,11 @@ impl<S: Storage> Ctx<'_, S> {
 }
 
 /// Reads at most [`MAX_BODY_BYTES`] of a body.
-pub(crate) async fn read_bytes(body: Incoming) -> Result<Bytes, ApiError> {
+pub(crate) async fn read_bytes(body: RequestBody) -> Result<Bytes, ApiError> {
+    let body = match body {
+        RequestBody::Read(bytes) => return Ok(bytes),
+        RequestBody::Incoming(body) => body,
+    };
     let limited = http_body_util::Limited::new(body, MAX_BODY_BYTES);
     match limited.collect().await {
         Ok(collected) => Ok(collected.to_bytes()),

@@ -2,14 +2,18 @@
 //! resource handlers for every served resource.
 
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime};
 
 use genplane_api::catalog::ResourceInfo;
 use genplane_api::openapi::ServedResource;
 use genplane_apimachinery::errors::{ApiError, Status, StatusReason};
 use genplane_apimachinery::schema::GroupResource;
+use genplane_audit::{
+    AuditRecord, Auditor, RequestAttributes as AuditAttributes,
+    ResourceAttributes as AuditResource, SourceIps,
+};
 use genplane_authentication::UserInfo;
-use genplane_component_base::http::{OpsHandler, PeerCertificates};
+use genplane_component_base::http::{OpsHandler, PeerCertificates, RemoteAddr};
 use genplane_component_base::shutdown::Shutdown;
 use genplane_component_base::version::{BuildInfo, KUBERNETES_VERSION};
 use genplane_registry::{CatalogStrategy, Store};
@@ -21,7 +25,7 @@ use serde_json::{Value, json};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 use crate::authz::{self, Security};
-use crate::body::ResponseBody;
+use crate::body::{RequestBody, ResponseBody};
 use crate::discovery::{Discovery, ResourceDescription, SubresourceDescription};
 use crate::handlers::{self, Ctx, Query, error_response};
 use crate::metrics::{ApiMetrics, GaugeGuard, RequestKind};
@@ -140,6 +144,7 @@ pub struct ApiServer<S: Storage> {
     metrics: Option<ApiMetrics>,
     shutdown: Option<Shutdown>,
     security: Option<Security>,
+    audit: Option<Auditor>,
 }
 
 /// Whether a request-info verb writes.
@@ -251,6 +256,86 @@ fn timed_out() -> Response<ResponseBody> {
     )
 }
 
+/// The audit ID header, on requests (a caller's own ID) and on every answer.
+const AUDIT_ID: &str = "audit-id";
+
+/// Records a request's body in its audit record: the object (JSON, YAML or protobuf as the
+/// URL's kind), or the patch.
+fn record_request_body(
+    record: &AuditRecord,
+    info: &RequestInfo,
+    parts: &hyper::http::request::Parts,
+    bytes: &[u8],
+) {
+    let content_type = parts
+        .headers
+        .get(CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("application/json");
+    if info.verb == "patch" {
+        record.set_request_patch(bytes);
+        return;
+    }
+    if content_type.starts_with("application/json") {
+        record.set_request_object_json(bytes);
+        return;
+    }
+    let kind = genplane_api::catalog::all()
+        .iter()
+        .chain(genplane_api::catalog::reviews())
+        .find(|r| {
+            r.group == info.api_group
+                && r.version == info.api_version
+                && r.resource == info.resource
+        });
+    let kind = match (kind, info.subresource.as_str()) {
+        (_, "token") => Some(&genplane_api::catalog::TOKEN_REQUEST),
+        (found, _) => found,
+    };
+    if let Some(kind) = kind
+        && let Ok((object, _)) =
+            crate::request_body::decode_object(kind, Some(content_type), Some("Ignore"), bytes)
+    {
+        record.set_request_object(&object);
+    }
+}
+
+/// Completes a request's audit record with its answer: the status, the answer's object
+/// when the level records it, and the end of the request (for a watch, when its stream
+/// ends).
+fn finish_audit(
+    record: Option<AuditRecord>,
+    response: Response<ResponseBody>,
+) -> Response<ResponseBody> {
+    let Some(record) = record else {
+        return response;
+    };
+    record.response_started(response.status().as_u16());
+    if let ResponseBody::Full(_) | ResponseBody::Guarded(..) = response.body()
+        && let Some(bytes) = response.body().bytes()
+    {
+        let json = response
+            .headers()
+            .get(CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|c| c.starts_with("application/json"));
+        if record.records_response_body() && json {
+            record.set_response_object_json(bytes);
+        }
+        record.finish();
+        return response;
+    }
+    // A streamed answer: the record completes when the stream ends.
+    struct FinishOnDrop(AuditRecord);
+    impl Drop for FinishOnDrop {
+        fn drop(&mut self) {
+            self.0.finish();
+        }
+    }
+    let (parts, body) = response.into_parts();
+    Response::from_parts(parts, body.guarded(FinishOnDrop(record)))
+}
+
 /// What the OpenAPI documents describe of a resource: it and its served subresources.
 fn served<S: Storage>(resource: &Resource<S>) -> ServedResource {
     ServedResource {
@@ -355,6 +440,7 @@ impl<S: Storage> ApiServer<S> {
             metrics: None,
             shutdown: None,
             security: None,
+            audit: None,
         }
     }
 
@@ -369,6 +455,12 @@ impl<S: Storage> ApiServer<S> {
     /// (without it, every request is allowed: for tests and embedding behind another guard).
     pub fn with_security(mut self, security: Security) -> Self {
         self.security = Some(security);
+        self
+    }
+
+    /// The same server, writing an audit log with `auditor` (its policy decides what).
+    pub fn with_audit(mut self, auditor: Auditor) -> Self {
+        self.audit = Some(auditor);
         self
     }
 
@@ -405,72 +497,245 @@ impl<S: Storage> ApiServer<S> {
         &self.resources
     }
 
-    /// Who makes a request, after authentication, impersonation and authorization of what
-    /// it asks (`info`); an error is the answer.
+    /// The audit attributes of a request.
+    fn audit_attributes<'a>(
+        info: &'a RequestInfo,
+        request: &'a Request<Incoming>,
+        user: &'a UserInfo,
+        audit_id: &'a str,
+        received_at: SystemTime,
+    ) -> AuditAttributes<'a> {
+        let header = |name: &str| request.headers().get(name).and_then(|v| v.to_str().ok());
+        let uri = request
+            .uri()
+            .path_and_query()
+            .map_or(request.uri().path(), |p| p.as_str());
+        AuditAttributes {
+            resource: info.is_resource_request.then_some(AuditResource {
+                api_group: &info.api_group,
+                api_version: &info.api_version,
+                resource: &info.resource,
+                subresource: &info.subresource,
+                namespace: &info.namespace,
+                name: &info.name,
+            }),
+            source_ips: SourceIps {
+                forwarded_for: header("x-forwarded-for"),
+                real_ip: header("x-real-ip"),
+                remote: request.extensions().get::<RemoteAddr>().map(|r| r.0.ip()),
+            },
+            user_agent: header("user-agent").unwrap_or(""),
+            long_running: info.verb == "watch",
+            audit_id: Some(audit_id),
+            received_at,
+            ..AuditAttributes::new(user, &info.verb, uri)
+        }
+    }
+
+    /// Authentication, then the audit record, impersonation and authorization: who makes the
+    /// request and its audit record, or the answer that refuses it.
     fn admit_request(
         &self,
         security: &Security,
         info: &RequestInfo,
         request: &Request<Incoming>,
-    ) -> Result<UserInfo, ApiError> {
-        let authenticated = security.authentication.authenticate(
-            request.headers(),
-            request.extensions().get::<PeerCertificates>(),
-        )?;
-        let user = crate::impersonation::impersonate(
+        audit_id: &str,
+        received_at: SystemTime,
+    ) -> Result<(UserInfo, Option<AuditRecord>), (ApiError, Option<AuditRecord>)> {
+        let peer = request.extensions().get::<PeerCertificates>();
+        let authenticated = match security
+            .authentication
+            .authenticate(request.headers(), peer)
+        {
+            Ok(user) => user,
+            Err(error) => {
+                if let Some(audit) = &self.audit {
+                    let nobody = UserInfo::default();
+                    let mut attempted = Vec::new();
+                    if crate::authn::bearer_token(request.headers()).is_some() {
+                        attempted.push("bearer");
+                    }
+                    if peer.is_some_and(|p| !p.0.is_empty()) {
+                        attempted.push("x509");
+                    }
+                    audit.failed_authentication(
+                        &Self::audit_attributes(info, request, &nobody, audit_id, received_at),
+                        &attempted,
+                        error.code,
+                    );
+                }
+                return Err((error, None));
+            }
+        };
+        let record = self.audit.as_ref().and_then(|audit| {
+            audit.begin(&Self::audit_attributes(
+                info,
+                request,
+                &authenticated,
+                audit_id,
+                received_at,
+            ))
+        });
+        let user = match crate::impersonation::impersonate(
             request.headers(),
             &authenticated,
             security.authorizer.as_ref(),
-        )?
-        .unwrap_or(authenticated);
-        authz::authorize(
-            security.authorizer.as_ref(),
-            &authz::attributes(info, &user),
-        )?;
-        Ok(user)
+        ) {
+            Ok(Some(impersonated)) => {
+                if let Some(record) = &record {
+                    record.set_impersonated_user(&impersonated);
+                }
+                impersonated
+            }
+            Ok(None) => authenticated,
+            Err(error) => return Err((error, record)),
+        };
+        let attributes = authz::attributes(info, &user);
+        let (decision, reason) = authz::decide(security.authorizer.as_ref(), &attributes);
+        let allowed = decision == genplane_authorization::Decision::Allow;
+        if let Some(record) = &record {
+            record.annotate(
+                genplane_audit::DECISION_ANNOTATION,
+                if allowed {
+                    genplane_audit::DECISION_ALLOW
+                } else {
+                    genplane_audit::DECISION_FORBID
+                },
+            );
+            if !reason.is_empty() {
+                record.annotate(genplane_audit::REASON_ANNOTATION, &reason);
+            }
+        }
+        if !allowed {
+            return Err((authz::forbidden(&attributes, &reason), record));
+        }
+        Ok((user, record))
     }
 
-    /// Answers one request.
+    /// Answers one request, with its `Audit-ID` header.
     pub async fn handle(&self, request: Request<Incoming>) -> Response<ResponseBody> {
+        let received_at = SystemTime::now();
+        let audit_id = request
+            .headers()
+            .get(AUDIT_ID)
+            .and_then(|v| v.to_str().ok())
+            .filter(|v| !v.is_empty())
+            .map_or_else(genplane_audit::new_audit_id, str::to_owned);
+        let mut response = self.handle_audited(request, &audit_id, received_at).await;
+        if let Ok(value) = hyper::header::HeaderValue::from_str(&audit_id) {
+            response.headers_mut().insert(AUDIT_ID, value);
+        }
+        response
+    }
+
+    async fn handle_audited(
+        &self,
+        request: Request<Incoming>,
+        audit_id: &str,
+        received_at: SystemTime,
+    ) -> Response<ResponseBody> {
         let info = request_info::parse(
             request.method().as_str(),
             request.uri().path(),
             request.uri().query(),
         );
-        let user = match &self.security {
-            None => UserInfo::default(),
-            Some(security) => match self.admit_request(security, &info, &request) {
-                Ok(user) => user,
-                Err(error) => {
-                    let accept = request.headers().get(ACCEPT).and_then(|v| v.to_str().ok());
-                    return handlers::error_response_for(&error, accept);
-                }
-            },
+        let admitted = match &self.security {
+            Some(security) => self.admit_request(security, &info, &request, audit_id, received_at),
+            None => {
+                let nobody = UserInfo::default();
+                let record = self.audit.as_ref().and_then(|audit| {
+                    audit.begin(&Self::audit_attributes(
+                        &info,
+                        &request,
+                        &nobody,
+                        audit_id,
+                        received_at,
+                    ))
+                });
+                Ok((nobody, record))
+            }
         };
-        if let Some(ops) = &self.ops
-            && let Some(answer) = ops.handle(&request).await
-        {
-            let (parts, body) = answer.into_parts();
-            let bytes = http_body_util::BodyExt::collect(body)
-                .await
-                .map(|c| c.to_bytes())
-                .unwrap_or_default();
-            return Response::from_parts(parts, ResponseBody::full(bytes));
-        }
+        let (user, record) = match admitted {
+            Ok(admitted) => admitted,
+            Err((error, record)) => {
+                let accept = request.headers().get(ACCEPT).and_then(|v| v.to_str().ok());
+                let response = handlers::error_response_for(&error, accept);
+                return finish_audit(record, response);
+            }
+        };
+        let Some(record) = record else {
+            let (parts, body) = request.into_parts();
+            return self
+                .serve(&info, parts, RequestBody::Incoming(body), &user)
+                .await;
+        };
         let (parts, body) = request.into_parts();
+        let body = if matches!(info.verb.as_str(), "create" | "update" | "patch") {
+            match handlers::read_bytes(RequestBody::Incoming(body)).await {
+                Ok(bytes) => {
+                    record_request_body(&record, &info, &parts, &bytes);
+                    RequestBody::Read(bytes)
+                }
+                Err(error) => {
+                    let accept = parts.headers.get(ACCEPT).and_then(|v| v.to_str().ok());
+                    return finish_audit(
+                        Some(record),
+                        handlers::error_response_for(&error, accept),
+                    );
+                }
+            }
+        } else {
+            RequestBody::Incoming(body)
+        };
+        let response = self.serve(&info, parts, body, &user).await;
+        finish_audit(Some(record), response)
+    }
+
+    /// Answers an admitted request made by `user`.
+    async fn serve(
+        &self,
+        info: &RequestInfo,
+        parts: hyper::http::request::Parts,
+        body: RequestBody,
+        user: &UserInfo,
+    ) -> Response<ResponseBody> {
+        if let Some(ops) = &self.ops {
+            let probe = Request::from_parts(parts, ());
+            if let Some(answer) = ops.handle(&probe).await {
+                let (parts, body) = answer.into_parts();
+                let bytes = http_body_util::BodyExt::collect(body)
+                    .await
+                    .map(|c| c.to_bytes())
+                    .unwrap_or_default();
+                return Response::from_parts(parts, ResponseBody::full(bytes));
+            }
+            let (parts, ()) = probe.into_parts();
+            return self.serve_api(info, parts, body, user).await;
+        }
+        self.serve_api(info, parts, body, user).await
+    }
+
+    /// Answers an admitted request that is not for the ops endpoints.
+    async fn serve_api(
+        &self,
+        info: &RequestInfo,
+        parts: hyper::http::request::Parts,
+        body: RequestBody,
+        user: &UserInfo,
+    ) -> Response<ResponseBody> {
         if !info.is_resource_request {
             return self
-                .non_resource(&info, &parts)
+                .non_resource(info, &parts)
                 .unwrap_or_else(|e| error_response(&e));
         }
         let accept = parts.headers.get(ACCEPT).and_then(|v| v.to_str().ok());
         let started = Instant::now();
-        let kind = self.metrics.as_ref().map(|_| request_kind(&info, &parts));
+        let kind = self.metrics.as_ref().map(|_| request_kind(info, &parts));
         let long_running = info.verb == "watch";
         let mutating = is_mutating(&info.verb);
         let mut terminated = false;
         let response = if long_running {
-            self.resource(&info, &parts, body, &user)
+            self.resource(info, &parts, body, user)
                 .await
                 .unwrap_or_else(|e| handlers::error_response_for(&e, accept))
         } else {
@@ -488,7 +753,7 @@ impl<S: Storage> ApiServer<S> {
                             let deadline = requested.map_or(limit, |r| r.min(limit));
                             match tokio::time::timeout(
                                 deadline,
-                                self.resource(&info, &parts, body, &user),
+                                self.resource(info, &parts, body, user),
                             )
                             .await
                             {
@@ -664,7 +929,7 @@ impl<S: Storage> ApiServer<S> {
         review: &'static ResourceInfo,
         info: &RequestInfo,
         parts: &hyper::http::request::Parts,
-        body: Incoming,
+        body: RequestBody,
         user: &UserInfo,
     ) -> Result<Response<ResponseBody>, ApiError> {
         if info.parts.len() != 1 || (!review.namespaced && !info.namespace.is_empty()) {
@@ -698,7 +963,7 @@ impl<S: Storage> ApiServer<S> {
         &self,
         info: &RequestInfo,
         parts: &hyper::http::request::Parts,
-        body: Incoming,
+        body: RequestBody,
     ) -> Result<Response<ResponseBody>, ApiError> {
         let token_request = &genplane_api::catalog::TOKEN_REQUEST;
         if info.verb != "create" {
@@ -732,7 +997,7 @@ impl<S: Storage> ApiServer<S> {
         &self,
         info: &RequestInfo,
         parts: &hyper::http::request::Parts,
-        body: Incoming,
+        body: RequestBody,
         user: &UserInfo,
     ) -> Result<Response<ResponseBody>, ApiError> {
         let found = |r: &ResourceInfo| {

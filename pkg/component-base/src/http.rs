@@ -118,6 +118,10 @@ pub async fn bind(addr: SocketAddr) -> Result<TcpListener, Error> {
 #[derive(Clone, Debug, Default)]
 pub struct PeerCertificates(pub Vec<Vec<u8>>);
 
+/// The address a request's connection came from, in each request's extensions.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RemoteAddr(pub std::net::SocketAddr);
+
 /// The most concurrent HTTP/2 streams per connection: client-go multiplexes every watch of a
 /// process on one connection, so the default of 200 is far too low.
 const MAX_CONCURRENT_STREAMS: u32 = 1000;
@@ -207,7 +211,7 @@ where
         connections.spawn(async move {
             let result = match tls {
                 None => {
-                    let service = service(handler, None);
+                    let service = service(handler, None, peer);
                     let conn = builder
                         .serve_connection_with_upgrades(TokioIo::new(stream), service)
                         .into_owned();
@@ -227,7 +231,7 @@ where
                         .peer_certificates()
                         .map(|certs| certs.iter().map(|c| c.as_ref().to_vec()).collect())
                         .unwrap_or_default();
-                    let service = service(handler, Some(PeerCertificates(certificates)));
+                    let service = service(handler, Some(PeerCertificates(certificates)), peer);
                     let conn = builder
                         .serve_connection_with_upgrades(TokioIo::new(stream), service)
                         .into_owned();
@@ -246,10 +250,12 @@ where
         .map_err(Error::Drain)
 }
 
-/// The per-connection service: the handler, with the peer's certificates in each request.
+/// The per-connection service: the handler, with the peer's certificates and address in each
+/// request.
 fn service<H, F, B>(
     handler: H,
     peer: Option<PeerCertificates>,
+    remote: std::net::SocketAddr,
 ) -> impl hyper::service::Service<
     Request<Incoming>,
     Response = Response<B>,
@@ -266,6 +272,7 @@ where
         if let Some(peer) = &peer {
             req.extensions_mut().insert(peer.clone());
         }
+        req.extensions_mut().insert(RemoteAddr(remote));
         async move { Ok::<_, Infallible>(handler(req).await) }
     })
 }

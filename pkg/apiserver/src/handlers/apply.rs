@@ -8,12 +8,12 @@
 //! which takes them over. A missing object is created from the configuration (201), with the
 //! name and namespace of the URL.
 
+use crate::body::RequestBody;
 use genplane_apimachinery::errors::{ApiError, Status, StatusCause, StatusDetails, StatusReason};
 use genplane_registry::WriteOptions;
 use genplane_registry::object::{meta_str, set_meta_str};
 use genplane_storage::Storage;
 use genplane_structured::managed::{self, ApplyError, Writer};
-use hyper::body::Incoming;
 use hyper::{Response, StatusCode};
 use serde_json::Value;
 
@@ -62,7 +62,7 @@ fn read_config(bytes: &[u8]) -> Result<(Value, Vec<String>), ApiError> {
 pub(crate) async fn apply<S: Storage>(
     ctx: &Ctx<'_, S>,
     negotiated: &Negotiated,
-    body: Incoming,
+    body: RequestBody,
 ) -> Result<Response<ResponseBody>, ApiError> {
     let field_manager = ctx.query.get("fieldManager");
     crate::fieldmanager::validate("PatchOptions", field_manager, true)?;

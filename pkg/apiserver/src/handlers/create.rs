@@ -1,8 +1,8 @@
 //! POST to a collection.
 
+use crate::body::RequestBody;
 use genplane_apimachinery::errors::ApiError;
 use genplane_storage::Storage;
-use hyper::body::Incoming;
 use hyper::{Response, StatusCode};
 
 use super::{Ctx, respond};
@@ -12,7 +12,7 @@ use crate::encode;
 /// Answers a create: 201 with the created object.
 pub(crate) async fn create<S: Storage>(
     ctx: &Ctx<'_, S>,
-    body: Incoming,
+    body: RequestBody,
 ) -> Result<Response<ResponseBody>, ApiError> {
     let negotiated = ctx.negotiate(false)?;
     let (object, mut warnings) = ctx.object_body(body).await?;

@@ -1,5 +1,6 @@
 //! DELETE of one object or of a collection.
 
+use crate::body::RequestBody;
 use genplane_api::decode::DELETE_OPTIONS;
 use genplane_api::protobuf;
 use genplane_apimachinery::errors::{ApiError, Status};
@@ -7,7 +8,6 @@ use genplane_apimachinery::schema::GroupKind;
 use genplane_apimachinery::validation::field::{Error, ErrorList, Path};
 use genplane_registry::{DeleteOptions, Deletion, Propagation};
 use genplane_storage::Storage;
-use hyper::body::Incoming;
 use hyper::header::CONTENT_TYPE;
 use hyper::{Response, StatusCode};
 use serde_json::{Value, json};
@@ -35,7 +35,7 @@ fn protobuf_delete_options(bytes: &[u8]) -> Result<Value, ApiError> {
 /// Reads DeleteOptions from the body (optional, kind and apiVersion optional) and the query.
 async fn delete_options<S: Storage>(
     ctx: &Ctx<'_, S>,
-    body: Incoming,
+    body: RequestBody,
 ) -> Result<DeleteOptions, ApiError> {
     let content_type = ctx.headers.get(CONTENT_TYPE).and_then(|v| v.to_str().ok());
     let bytes = read_bytes(body).await?;
@@ -118,7 +118,7 @@ async fn delete_options<S: Storage>(
 /// its finalizers.
 pub(crate) async fn delete<S: Storage>(
     ctx: &Ctx<'_, S>,
-    body: Incoming,
+    body: RequestBody,
 ) -> Result<Response<ResponseBody>, ApiError> {
     let negotiated = ctx.negotiate(false)?;
     let options = delete_options(ctx, body).await?;
@@ -153,7 +153,7 @@ pub(crate) async fn delete<S: Storage>(
 /// Answers a delete of a collection: the list of what was deleted or marked for deletion.
 pub(crate) async fn delete_collection<S: Storage>(
     ctx: &Ctx<'_, S>,
-    body: Incoming,
+    body: RequestBody,
 ) -> Result<Response<ResponseBody>, ApiError> {
     let negotiated = ctx.negotiate(true)?;
     let list_options = ctx.query.list_options(false)?;

@@ -7,12 +7,12 @@
 //! or namespace differs from the URL's is a 400, one whose uid changed a 422 (the uid is
 //! immutable), as upstream answers.
 
+use crate::body::RequestBody;
 use genplane_apimachinery::errors::{ApiError, Status, StatusReason};
 use genplane_apimachinery::schema::GroupKind;
 use genplane_apimachinery::validation::field;
 use genplane_registry::object::meta_str;
 use genplane_storage::Storage;
-use hyper::body::Incoming;
 use hyper::header::CONTENT_TYPE;
 use hyper::{Response, StatusCode};
 use serde_json::Value;
@@ -60,7 +60,7 @@ const ATTEMPTS: usize = 5;
 /// Answers a patch: 200 with the patched object.
 pub(crate) async fn patch<S: Storage>(
     ctx: &Ctx<'_, S>,
-    body: Incoming,
+    body: RequestBody,
 ) -> Result<Response<ResponseBody>, ApiError> {
     let negotiated = ctx.negotiate(false)?;
     let content_type = ctx.headers.get(CONTENT_TYPE).and_then(|v| v.to_str().ok());

@@ -1,8 +1,8 @@
 //! PUT of one object.
 
+use crate::body::RequestBody;
 use genplane_apimachinery::errors::ApiError;
 use genplane_storage::Storage;
-use hyper::body::Incoming;
 use hyper::{Response, StatusCode};
 
 use super::{Ctx, respond};
@@ -12,7 +12,7 @@ use crate::encode;
 /// Answers a replace: 200 with the stored object (201 when it was created).
 pub(crate) async fn update<S: Storage>(
     ctx: &Ctx<'_, S>,
-    body: Incoming,
+    body: RequestBody,
 ) -> Result<Response<ResponseBody>, ApiError> {
     let negotiated = ctx.negotiate(false)?;
     let (object, mut warnings) = ctx.object_body(body).await?;
