@@ -290,9 +290,24 @@ fn full_authority() -> [PolicyRule; 2] {
     ]
 }
 
+/// Whether a ClusterRole has an aggregation rule with at least one selector (upstream's
+/// `hasAggregationRule`).
+pub fn has_aggregation_rule(cluster_role: &Value) -> bool {
+    cluster_role
+        .pointer("/aggregationRule/clusterRoleSelectors")
+        .and_then(Value::as_array)
+        .is_some_and(|s| !s.is_empty())
+}
+
 /// Whether `user` may write the Role or ClusterRole `object` (`kind` says which) in
-/// `namespace` (empty for a ClusterRole): the create check of upstream's RBAC registry, and
-/// the update check when more than garbage-collection fields change.
+/// `namespace` (empty for a ClusterRole), as upstream's RBAC registry checks a create (`old`
+/// is `None`) or an update from `old`:
+///
+/// - members of `system:masters` and holders of `escalate` on the resource may write anything
+///   (`escalate` is checked against the request's object name: none on a create, as upstream);
+/// - an update that changes only garbage-collection fields passes;
+/// - otherwise the writer must hold every rule the role grants, and setting, changing or
+///   removing a ClusterRole's `aggregationRule` needs every right there is.
 pub fn check_role_write(
     authorizer: &dyn Authorizer,
     resolver: &dyn RuleResolver,
@@ -300,15 +315,24 @@ pub fn check_role_write(
     kind: Kind,
     namespace: &str,
     object: &Value,
+    old: Option<&Value>,
 ) -> Result<(), EscalationError> {
     let role = crate::policy::decode_role(kind, object).map_err(|e| EscalationError {
         resource: kind.resource(),
         name: String::new(),
         reason: e.to_string(),
     })?;
+    let request_name = if old.is_some() {
+        role.name.as_str()
+    } else {
+        ""
+    };
     if escalation_allowed(user)
-        || role_escalation_authorized(authorizer, user, kind, namespace, &role.name)
+        || role_escalation_authorized(authorizer, user, kind, namespace, request_name)
     {
+        return Ok(());
+    }
+    if old.is_some_and(|old| is_only_mutating_gc_fields(old, object)) {
         return Ok(());
     }
     let forbidden = |reason: String| EscalationError {
@@ -317,8 +341,8 @@ pub fn check_role_write(
         reason,
     };
     confirm_no_escalation(resolver, user, namespace, &role.rules).map_err(forbidden)?;
-    let aggregated =
-        kind == Kind::ClusterRole && object.get("aggregationRule").is_some_and(|a| !a.is_null());
+    let aggregated = kind == Kind::ClusterRole
+        && (has_aggregation_rule(object) || old.is_some_and(has_aggregation_rule));
     if aggregated && confirm_no_escalation(resolver, user, namespace, &full_authority()).is_err() {
         return Err(forbidden(
             "must have cluster-admin privileges to use the aggregationRule".to_owned(),
@@ -328,8 +352,10 @@ pub fn check_role_write(
 }
 
 /// Whether `user` may write the RoleBinding or ClusterRoleBinding `object` (`kind` says which)
-/// in `namespace` (empty for a ClusterRoleBinding): allowed to `system:masters`, to holders of
-/// `bind` on the referenced role, and to users who already hold all the role's rules.
+/// in `namespace` (empty for a ClusterRoleBinding), as upstream's RBAC registry checks a create
+/// (`old` is `None`) or an update from `old`: allowed to `system:masters`, to updates changing
+/// only garbage-collection fields, to holders of `bind` on the referenced role, and to users
+/// who already hold all the role's rules.
 pub fn check_binding_write(
     authorizer: &dyn Authorizer,
     resolver: &dyn RuleResolver,
@@ -337,6 +363,7 @@ pub fn check_binding_write(
     kind: Kind,
     namespace: &str,
     object: &Value,
+    old: Option<&Value>,
 ) -> Result<(), EscalationError> {
     let binding = crate::policy::decode_binding(kind, object).map_err(|e| EscalationError {
         resource: kind.resource(),
@@ -344,6 +371,7 @@ pub fn check_binding_write(
         reason: e.to_string(),
     })?;
     if escalation_allowed(user)
+        || old.is_some_and(|old| is_only_mutating_gc_fields(old, object))
         || binding_authorized(authorizer, user, &binding.role_ref, namespace)
     {
         return Ok(());
@@ -528,12 +556,12 @@ mod tests {
         let bob = UserInfo::authenticated("bob", vec![]);
         let within =
             role_with(json!([{"verbs": ["get"], "apiGroups": [""], "resources": ["configmaps"]}]));
-        assert!(check_role_write(&p, &p, &bob, Kind::Role, "a", &within).is_ok());
+        assert!(check_role_write(&p, &p, &bob, Kind::Role, "a", &within, None).is_ok());
         // Not in another namespace, where bob holds nothing.
-        assert!(check_role_write(&p, &p, &bob, Kind::Role, "b", &within).is_err());
+        assert!(check_role_write(&p, &p, &bob, Kind::Role, "b", &within, None).is_err());
         let beyond = role_with(json!([
             {"verbs": ["get", "list", "watch"], "apiGroups": [""], "resources": ["configmaps", "secrets"]}]));
-        let err = check_role_write(&p, &p, &bob, Kind::Role, "a", &beyond).unwrap_err();
+        let err = check_role_write(&p, &p, &bob, Kind::Role, "a", &beyond, None).unwrap_err();
         assert_eq!(
             err.to_string(),
             "roles.rbac.authorization.k8s.io \"r\" is forbidden: user \"bob\" (groups=[\"system:authenticated\"]) is attempting to grant RBAC permissions not currently held:\n\
@@ -542,10 +570,10 @@ mod tests {
         );
         // escalate on roles, or system:masters, lifts the check.
         let dave = UserInfo::authenticated("dave", vec![]);
-        assert!(check_role_write(&p, &p, &dave, Kind::Role, "a", &beyond).is_ok());
-        assert!(check_role_write(&p, &p, &dave, Kind::Role, "b", &beyond).is_err());
+        assert!(check_role_write(&p, &p, &dave, Kind::Role, "a", &beyond, None).is_ok());
+        assert!(check_role_write(&p, &p, &dave, Kind::Role, "b", &beyond, None).is_err());
         let root = UserInfo::authenticated("root", vec![SYSTEM_MASTERS.into()]);
-        assert!(check_role_write(&p, &p, &root, Kind::Role, "b", &beyond).is_ok());
+        assert!(check_role_write(&p, &p, &root, Kind::Role, "b", &beyond, None).is_ok());
     }
 
     #[test]
@@ -554,7 +582,8 @@ mod tests {
         let bob = UserInfo::authenticated("bob", vec![]);
         let aggregated = json!({"metadata": {"name": "agg"}, "rules": [],
             "aggregationRule": {"clusterRoleSelectors": [{"matchLabels": {"x": "true"}}]}});
-        let err = check_role_write(&p, &p, &bob, Kind::ClusterRole, "", &aggregated).unwrap_err();
+        let err =
+            check_role_write(&p, &p, &bob, Kind::ClusterRole, "", &aggregated, None).unwrap_err();
         assert_eq!(
             err.to_string(),
             "clusterroles.rbac.authorization.k8s.io \"agg\" is forbidden: must have cluster-admin privileges to use the aggregationRule"
@@ -569,59 +598,66 @@ mod tests {
                 "roleRef": {"apiGroup": GROUP, "kind": "ClusterRole", "name": role},
                 "subjects": [{"kind": "User", "apiGroup": GROUP, "name": "eve"}]})
         };
-        let bob = UserInfo::authenticated("bob", vec![]);
+        let check = |user: &str, ns: &str, role: &str| {
+            let user = UserInfo::authenticated(user, vec![]);
+            check_binding_write(&p, &p, &user, Kind::RoleBinding, ns, &binding(role), None)
+        };
         // bob holds reader's rules in a.
-        assert!(
-            check_binding_write(&p, &p, &bob, Kind::RoleBinding, "a", &binding("reader")).is_ok()
-        );
-        let err = check_binding_write(
-            &p,
-            &p,
-            &bob,
-            Kind::RoleBinding,
-            "a",
-            &binding("secret-reader"),
-        )
-        .unwrap_err();
+        assert!(check("bob", "a", "reader").is_ok());
+        let err = check("bob", "a", "secret-reader").unwrap_err();
         assert_eq!(
             err.to_string(),
             "rolebindings.rbac.authorization.k8s.io \"give\" is forbidden: user \"bob\" (groups=[\"system:authenticated\"]) is attempting to grant RBAC permissions not currently held:\n\
              {APIGroups:[\"\"], Resources:[\"secrets\"], Verbs:[\"get\"]}"
         );
         // carol may bind secret-reader (only) in a.
-        let carol = UserInfo::authenticated("carol", vec![]);
-        assert!(
-            check_binding_write(
-                &p,
-                &p,
-                &carol,
-                Kind::RoleBinding,
-                "a",
-                &binding("secret-reader")
-            )
-            .is_ok()
-        );
-        assert!(
-            check_binding_write(&p, &p, &carol, Kind::RoleBinding, "a", &binding("reader"))
-                .is_err()
-        );
-        assert!(
-            check_binding_write(
-                &p,
-                &p,
-                &carol,
-                Kind::RoleBinding,
-                "b",
-                &binding("secret-reader")
-            )
-            .is_err()
-        );
+        assert!(check("carol", "a", "secret-reader").is_ok());
+        assert!(check("carol", "a", "reader").is_err());
+        assert!(check("carol", "b", "secret-reader").is_err());
         // A missing role is forbidden with the lookup error.
-        let err = check_binding_write(&p, &p, &bob, Kind::RoleBinding, "a", &binding("nope"))
-            .unwrap_err();
+        let err = check("bob", "a", "nope").unwrap_err();
         assert_eq!(
             err.reason,
             "clusterrole.rbac.authorization.k8s.io \"nope\" not found"
+        );
+        // An update touching only finalizers passes; one changing the subjects does not.
+        let eve = UserInfo::authenticated("eve", vec![]);
+        let old = binding("secret-reader");
+        let mut gc_only = old.clone();
+        gc_only["metadata"]["finalizers"] = json!(["x"]);
+        assert!(
+            check_binding_write(&p, &p, &eve, Kind::RoleBinding, "a", &gc_only, Some(&old)).is_ok()
+        );
+        let mut more = old.clone();
+        more["subjects"][0]["name"] = json!("mallory");
+        assert!(
+            check_binding_write(&p, &p, &eve, Kind::RoleBinding, "a", &more, Some(&old)).is_err()
+        );
+    }
+
+    #[test]
+    fn role_updates_are_checked_against_old_and_new() {
+        let p = policy();
+        let bob = UserInfo::authenticated("bob", vec![]);
+        // Dropping the aggregation rule of a role needs full authority too.
+        let old = json!({"metadata": {"name": "agg"}, "rules": [],
+            "aggregationRule": {"clusterRoleSelectors": [{"matchLabels": {"x": "true"}}]}});
+        let new = json!({"metadata": {"name": "agg"}, "rules": []});
+        let err =
+            check_role_write(&p, &p, &bob, Kind::ClusterRole, "", &new, Some(&old)).unwrap_err();
+        assert_eq!(
+            err.reason,
+            "must have cluster-admin privileges to use the aggregationRule"
+        );
+        // An empty selector list is no aggregation rule.
+        let empty = json!({"metadata": {"name": "agg"}, "rules": [],
+            "aggregationRule": {"clusterRoleSelectors": []}});
+        assert!(check_role_write(&p, &p, &bob, Kind::ClusterRole, "", &empty, None).is_ok());
+        // Only finalizers change: no check.
+        let mut gc_only = old.clone();
+        gc_only["metadata"]["finalizers"] = json!(["x"]);
+        assert!(
+            check_role_write(&p, &p, &bob, Kind::ClusterRole, "", &gc_only, Some(&old)).is_ok()
         );
     }
 

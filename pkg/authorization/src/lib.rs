@@ -11,11 +11,33 @@
 //! - [`policy`]: the rbac.authorization.k8s.io/v1 rule, subject and role-reference types and
 //!   upstream's rule matching.
 //! - [`escalation`]: escalation prevention (`escalate`, `bind`) and the "covers" algorithm.
-//! - [`aggregation`]: the rules of aggregated ClusterRoles, as the aggregation controller computes them.
+//! - [`aggregation`]: the rules of aggregated ClusterRoles, as the aggregation controller
+//!   computes them.
 //! - [`bootstrap`]: the bootstrap roles and bindings of the generic control plane.
 //! - [`reconcile`]: upstream's reconciliation of a stored bootstrap object with the wanted one.
 //!
-//! Nothing here does I/O or is async; the apiserver feeds the RBAC snapshot and calls in.
+//! Nothing here does I/O or is async; the apiserver feeds the RBAC snapshot and calls in:
+//!
+//! ```
+//! use std::sync::Arc;
+//! use genplane_authorization::rbac::RbacAuthorizer;
+//! use genplane_authorization::{Attributes, Authorizer, Decision, PrivilegedGroups, Union, UserInfo};
+//!
+//! let rbac = Arc::new(RbacAuthorizer::new());
+//! // At start: the stored RBAC objects (here the bootstrap policy); then each watch event
+//! // with `rbac.apply(kind, &object)` or `rbac.remove(kind, namespace, name)`.
+//! let bootstrap = genplane_authorization::bootstrap::objects();
+//! rbac.replace_all(bootstrap.iter().map(|(kind, object)| (*kind, object))).unwrap();
+//! let chain = Union::new(vec![
+//!     Arc::new(PrivilegedGroups::new(["system:masters"])),
+//!     rbac.clone(),
+//! ]);
+//! let anonymous = Attributes::non_resource(UserInfo::anonymous(), "get", "/version");
+//! assert_eq!(chain.authorize(&anonymous).0, Decision::Allow);
+//! let alice = UserInfo::authenticated("alice", vec![]);
+//! let list = Attributes::resource(alice, "list", "", "configmaps", "default", "");
+//! assert_eq!(chain.authorize(&list), (Decision::NoOpinion, String::new()));
+//! ```
 
 #![warn(missing_docs)]
 

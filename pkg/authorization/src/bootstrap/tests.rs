@@ -421,16 +421,16 @@ fn admins_cannot_escalate_beyond_admin() {
     let ada = who("ada");
     let within = json!({"metadata": {"name": "cm-reader", "namespace": "a"}, "rules": [
         {"verbs": ["get", "list"], "apiGroups": [""], "resources": ["configmaps"]}]});
-    assert!(check_role_write(&p, &p, &ada, Kind::Role, "a", &within).is_ok());
+    assert!(check_role_write(&p, &p, &ada, Kind::Role, "a", &within, None).is_ok());
     let beyond = json!({"metadata": {"name": "quota-writer", "namespace": "a"}, "rules": [
         {"verbs": ["update"], "apiGroups": [""], "resources": ["resourcequotas"]}]});
-    let err = check_role_write(&p, &p, &ada, Kind::Role, "a", &beyond).unwrap_err();
+    let err = check_role_write(&p, &p, &ada, Kind::Role, "a", &beyond, None).unwrap_err();
     assert_eq!(
         err.reason,
         "user \"ada\" (groups=[\"system:authenticated\"]) is attempting to grant RBAC permissions not currently held:\n{APIGroups:[\"\"], Resources:[\"resourcequotas\"], Verbs:[\"update\"]}"
     );
     // cluster-admin holders may write anything.
-    assert!(check_role_write(&p, &p, &who("root"), Kind::Role, "a", &beyond).is_ok());
+    assert!(check_role_write(&p, &p, &who("root"), Kind::Role, "a", &beyond, None).is_ok());
 }
 
 #[test]
