@@ -239,7 +239,9 @@ impl Authorizer for AlwaysAllow {
     }
 }
 
-/// Denies everything (`--authorization-mode=AlwaysDeny`), with upstream's reason.
+/// Denies everything (`--authorization-mode=AlwaysDeny`): as upstream, it answers
+/// [`Decision::NoOpinion`] (which the end of a chain turns into a denial) with the reason
+/// [`ALWAYS_DENY_REASON`], so a later authorizer in a [`Union`] may still allow.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct AlwaysDeny;
 
@@ -248,7 +250,7 @@ pub const ALWAYS_DENY_REASON: &str = "Everything is forbidden.";
 
 impl Authorizer for AlwaysDeny {
     fn authorize(&self, _attributes: &Attributes) -> (Decision, String) {
-        (Decision::Deny, ALWAYS_DENY_REASON.to_owned())
+        (Decision::NoOpinion, ALWAYS_DENY_REASON.to_owned())
     }
 
     fn rules_for(&self, _user: &UserInfo, _namespace: &str) -> RulesInfo {
@@ -400,7 +402,7 @@ mod tests {
         assert_eq!(AlwaysAllow.authorize(&attrs).0, Decision::Allow);
         assert_eq!(
             AlwaysDeny.authorize(&attrs),
-            (Decision::Deny, "Everything is forbidden.".to_owned())
+            (Decision::NoOpinion, "Everything is forbidden.".to_owned())
         );
         let rules = AlwaysAllow.rules_for(&alice(), "a");
         assert_eq!(rules.resource_rules[0].resources, ["*"]);
