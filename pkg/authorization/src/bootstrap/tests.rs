@@ -30,6 +30,18 @@ fn policy() -> RbacAuthorizer {
     );
     objects.extend(super::roles().into_iter().map(|r| (Kind::Role, r)));
     objects.extend(role_bindings().into_iter().map(|b| (Kind::RoleBinding, b)));
+    // A role with a subresource wildcard, bound cluster-wide to stan.
+    objects.push((
+        Kind::ClusterRole,
+        json!({"metadata": {"name": "status-reader"}, "rules": [
+            {"verbs": ["get"], "apiGroups": ["*"], "resources": ["*/status"]}]}),
+    ));
+    objects.push((
+        Kind::ClusterRoleBinding,
+        json!({"metadata": {"name": "stan-reads-status"},
+               "roleRef": {"apiGroup": GROUP, "kind": "ClusterRole", "name": "status-reader"},
+               "subjects": [{"kind": "User", "apiGroup": GROUP, "name": "stan"}]}),
+    ));
     for (name, role, subject) in [
         (
             "vera-views",
@@ -232,6 +244,43 @@ fn the_matrix_of_users_verbs_and_resources() {
         ("bot", "get /.well-known/openid-configuration", true),
         ("bot", "get /openid/v1/jwks", true),
         ("otherbot", "list configmaps a", false),
+        // resourceNames: the scheduler reads one configmap in kube-system, by name only.
+        (
+            "system:kube-scheduler",
+            "get configmaps kube-system extension-apiserver-authentication",
+            true,
+        ),
+        (
+            "system:kube-scheduler",
+            "watch configmaps kube-system extension-apiserver-authentication",
+            true,
+        ),
+        (
+            "system:kube-scheduler",
+            "get configmaps kube-system other",
+            false,
+        ),
+        (
+            "system:kube-scheduler",
+            "list configmaps kube-system",
+            false,
+        ),
+        (
+            "system:kube-scheduler",
+            "get configmaps a extension-apiserver-authentication",
+            false,
+        ),
+        // Subresource wildcards: `*/status` of any resource in any group, nothing else.
+        ("stan", "get namespaces/status - a", true),
+        ("stan", "get resourcequotas/status a q", true),
+        (
+            "stan",
+            "get featuregates.genplane.io:features/status kube-system f",
+            true,
+        ),
+        ("stan", "get namespaces - a", false),
+        ("stan", "update namespaces/status - a", false),
+        ("stan", "get namespaces/finalize - a", false),
         // Monitoring.
         ("prometheus", "get /metrics", true),
         ("prometheus", "get /readyz/etcd", true),
