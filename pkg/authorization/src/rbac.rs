@@ -856,6 +856,47 @@ mod tests {
     }
 
     #[test]
+    fn readers_see_whole_updates_while_a_writer_applies_events() {
+        let a = Arc::new(RbacAuthorizer::new());
+        a.apply(Kind::ClusterRole, &cluster_role("reader", reader()))
+            .unwrap();
+        let writer = {
+            let a = Arc::clone(&a);
+            std::thread::spawn(move || {
+                for i in 0..200 {
+                    let b = binding(
+                        &format!("ns{}", i % 4),
+                        &format!("b{i}"),
+                        "ClusterRole",
+                        "reader",
+                        json!([{"kind": "User", "apiGroup": GROUP, "name": format!("u{i}")}]),
+                    );
+                    a.apply(Kind::RoleBinding, &b).unwrap();
+                }
+            })
+        };
+        // Meanwhile a reader keeps deciding; once u199 may read, so may every earlier user.
+        loop {
+            let done = can(&a, &user("u199", &[]), "get", "configmaps", "ns3");
+            if done {
+                break;
+            }
+            std::thread::yield_now();
+        }
+        writer.join().unwrap();
+        for i in 0..200 {
+            assert!(can(
+                &a,
+                &user(&format!("u{i}"), &[]),
+                "get",
+                "configmaps",
+                &format!("ns{}", i % 4)
+            ));
+        }
+        assert_eq!(a.counts(), [0, 1, 200, 0]);
+    }
+
+    #[test]
     fn rules_for_splits_resource_and_non_resource_rules() {
         let a = RbacAuthorizer::new();
         a.apply(
