@@ -339,6 +339,52 @@ impl Authorizer for Union {
     }
 }
 
+/// The explanation of a 403 for a request the chain did not allow, as upstream's
+/// `responsewriters.Forbidden` writes it: `User "alice" cannot list resource "configmaps" in API
+/// group "" in the namespace "a"` (or `at the cluster scope`, or `cannot get path "/metrics"`),
+/// then `: <reason>` when the authorizer gave one; `&`, `<` and `>` are HTML-escaped as
+/// upstream does. The Status message is `<resource>[.<group>] ["<name>"] is forbidden: ` and
+/// this (`forbidden: ` and this for a non-resource request, which names no resource).
+pub fn forbidden_reason(attributes: &Attributes, reason: &str) -> String {
+    use gofmt::Quoted;
+    let user = Quoted(&[&attributes.user.username]);
+    let what = if !attributes.resource_request {
+        format!(
+            "User {user} cannot {} path {}",
+            attributes.verb,
+            Quoted(&[&attributes.path])
+        )
+    } else {
+        let resource = if attributes.subresource.is_empty() {
+            Quoted(&[&attributes.resource])
+        } else {
+            Quoted(&[&attributes.resource, "/", &attributes.subresource])
+        };
+        let group = Quoted(&[&attributes.api_group]);
+        if attributes.namespace.is_empty() {
+            format!(
+                "User {user} cannot {} resource {resource} in API group {group} at the cluster scope",
+                attributes.verb
+            )
+        } else {
+            format!(
+                "User {user} cannot {} resource {resource} in API group {group} in the namespace {}",
+                attributes.verb,
+                Quoted(&[&attributes.namespace])
+            )
+        }
+    };
+    let what = what
+        .replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;");
+    if reason.is_empty() {
+        what
+    } else {
+        format!("{what}: {reason}")
+    }
+}
+
 /// Upstream's aggregate error text: nothing for none, the message for one, `[a, b]` for more
 /// (duplicates dropped).
 pub(crate) fn aggregate(errors: &[String]) -> String {
@@ -452,6 +498,28 @@ mod tests {
         assert!(rules.incomplete);
         assert_eq!(rules.evaluation_error(), "[e1, e2]");
         assert_eq!(rules.resource_rules.len(), 1);
+    }
+
+    #[test]
+    fn forbidden_reasons_read_as_upstream() {
+        let list = Attributes::resource(alice(), "list", "", "configmaps", "a", "");
+        assert_eq!(
+            forbidden_reason(&list, ""),
+            r#"User "alice" cannot list resource "configmaps" in API group "" in the namespace "a""#
+        );
+        let token = Attributes::resource(alice(), "create", "", "serviceaccounts/token", "", "x");
+        assert_eq!(
+            forbidden_reason(
+                &token,
+                "RBAC: role.rbac.authorization.k8s.io \"r\" not found"
+            ),
+            "User \"alice\" cannot create resource \"serviceaccounts/token\" in API group \"\" at the cluster scope: RBAC: role.rbac.authorization.k8s.io \"r\" not found"
+        );
+        let path = Attributes::non_resource(UserInfo::anonymous(), "get", "/<metrics>&");
+        assert_eq!(
+            forbidden_reason(&path, ""),
+            r#"User "system:anonymous" cannot get path "/&lt;metrics&gt;&amp;""#
+        );
     }
 
     #[test]
