@@ -15,6 +15,8 @@
 //!   computes them.
 //! - [`bootstrap`]: the bootstrap roles and bindings of the generic control plane.
 //! - [`reconcile`]: upstream's reconciliation of a stored bootstrap object with the wanted one.
+//! - [`review`]: the attributes and statuses of the access and rules review APIs.
+//! - [`forbidden_reason`]: the explanation of a 403, as upstream writes it.
 //!
 //! Nothing here does I/O or is async; the apiserver feeds the RBAC snapshot and calls in:
 //!
@@ -47,6 +49,7 @@ pub mod escalation;
 pub mod policy;
 pub mod rbac;
 pub mod reconcile;
+pub mod review;
 
 mod gofmt;
 
