@@ -523,7 +523,7 @@ mod tests {
 
     #[test]
     fn resource_names_restrict_to_named_requests() {
-        let rule = PolicyRule::new(&["get", "list", "watch", "update"])
+        let rule = PolicyRule::new(&["get", "list", "watch", "update", "create"])
             .groups(&[""])
             .resources(&["configmaps"])
             .names(&["one", "two"]);
@@ -532,6 +532,8 @@ mod tests {
         assert!(!rule.allows(&res("get", "", "configmaps", "three")));
         assert!(!rule.allows(&res("list", "", "configmaps", "")));
         assert!(!rule.allows(&res("watch", "", "configmaps", "")));
+        // A create names no object in its URL, so a named rule never allows it.
+        assert!(!rule.allows(&res("create", "", "configmaps", "")));
         // A watch of one object (fieldSelector metadata.name) carries its name.
         assert!(rule.allows(&res("watch", "", "configmaps", "one")));
     }
