@@ -5,8 +5,8 @@
 //! [`RbacAuthorizer::remove`], [`RbacAuthorizer::replace_all`] after a relist). Bindings are
 //! indexed by subject (user name, service-account user name, group), so a request only looks at
 //! the bindings naming its user or one of its groups. Readers take a read lock just long
-//! enough to clone an `Arc` of the snapshot; writers change it in place when no reader holds it
-//! and copy it otherwise.
+//! enough to clone an `Arc` of the snapshot; a writer builds the next snapshot outside the lock
+//! and swaps it in; snapshots share their unchanged parts, so an event copies little.
 //!
 //! Decisions are upstream's: the ClusterRoleBindings apply in every namespace, the RoleBindings
 //! of the request's namespace only in it; a RoleBinding may grant a Role of its namespace or a
@@ -18,7 +18,7 @@
 
 use std::collections::HashMap;
 use std::fmt;
-use std::sync::{Arc, PoisonError, RwLock};
+use std::sync::{Arc, Mutex, PoisonError, RwLock};
 
 use serde_json::Value;
 
@@ -179,6 +179,15 @@ impl SubjectIndex {
         self.by_user.is_empty() && self.by_group.is_empty()
     }
 
+    /// Whether an entry's binding refers to a role of `kind` named `name`.
+    fn refers_to(&self, kind: &str, name: &str) -> bool {
+        self.by_user
+            .values()
+            .chain(self.by_group.values())
+            .flatten()
+            .any(|e| e.binding.role_ref.kind == kind && e.binding.role_ref.name == name)
+    }
+
     /// Re-resolves the entries whose binding refers to a role of `kind` named `name`.
     fn refresh(&mut self, kind: &str, name: &str, rules: &Resolved) {
         for entry in self
@@ -230,15 +239,20 @@ impl SubjectIndex {
     }
 }
 
-/// The policy: every role and binding, and the subject indexes.
+/// Role rules by role name.
+type RulesByName = HashMap<String, Arc<[PolicyRule]>>;
+
+/// The policy: every role and binding, and the subject indexes. The parts are shared between
+/// snapshots: a copy of the policy copies only the per-namespace maps of pointers, and a change
+/// copies only the parts it touches.
 #[derive(Clone, Debug, Default)]
 struct Policy {
-    roles: HashMap<String, HashMap<String, Arc<[PolicyRule]>>>,
-    cluster_roles: HashMap<String, Arc<[PolicyRule]>>,
-    role_bindings: HashMap<String, HashMap<String, Arc<Binding>>>,
-    cluster_role_bindings: HashMap<String, Arc<Binding>>,
-    cluster_index: SubjectIndex,
-    namespace_index: HashMap<String, SubjectIndex>,
+    roles: HashMap<String, Arc<RulesByName>>,
+    cluster_roles: Arc<RulesByName>,
+    role_bindings: HashMap<String, Arc<HashMap<String, Arc<Binding>>>>,
+    cluster_role_bindings: Arc<HashMap<String, Arc<Binding>>>,
+    cluster_index: Arc<SubjectIndex>,
+    namespace_index: HashMap<String, Arc<SubjectIndex>>,
 }
 
 enum Visit<'a> {
@@ -254,12 +268,10 @@ impl Policy {
                 let rules: Arc<[PolicyRule]> = role.rules.into();
                 self.refresh(kind, &role.namespace, &role.name, &Ok(Arc::clone(&rules)));
                 if kind == Kind::Role {
-                    self.roles
-                        .entry(role.namespace)
-                        .or_default()
+                    Arc::make_mut(self.roles.entry(role.namespace).or_default())
                         .insert(role.name, rules);
                 } else {
-                    self.cluster_roles.insert(role.name, rules);
+                    Arc::make_mut(&mut self.cluster_roles).insert(role.name, rules);
                 }
             }
             Kind::RoleBinding | Kind::ClusterRoleBinding => {
@@ -274,17 +286,14 @@ impl Policy {
                     .map(Arc::clone)
                     .map_err(Arc::from);
                 if kind == Kind::ClusterRoleBinding {
-                    self.cluster_index.insert(&binding, &rules);
-                    self.cluster_role_bindings
+                    Arc::make_mut(&mut self.cluster_index).insert(&binding, &rules);
+                    Arc::make_mut(&mut self.cluster_role_bindings)
                         .insert(binding.name.clone(), binding);
                 } else {
-                    self.namespace_index
-                        .entry(binding.namespace.clone())
-                        .or_default()
+                    let ns = binding.namespace.clone();
+                    Arc::make_mut(self.namespace_index.entry(ns.clone()).or_default())
                         .insert(&binding, &rules);
-                    self.role_bindings
-                        .entry(binding.namespace.clone())
-                        .or_default()
+                    Arc::make_mut(self.role_bindings.entry(ns).or_default())
                         .insert(binding.name.clone(), binding);
                 }
             }
@@ -294,14 +303,19 @@ impl Policy {
 
     /// Points the bindings of the role `kind` `namespace/name` at its new `rules`.
     fn refresh(&mut self, kind: Kind, namespace: &str, name: &str, rules: &Resolved) {
+        fn one(index: &mut Arc<SubjectIndex>, kind: &str, name: &str, rules: &Resolved) {
+            if index.refers_to(kind, name) {
+                Arc::make_mut(index).refresh(kind, name, rules);
+            }
+        }
         if kind == Kind::Role {
             if let Some(index) = self.namespace_index.get_mut(namespace) {
-                index.refresh("Role", name, rules);
+                one(index, "Role", name, rules);
             }
         } else {
-            self.cluster_index.refresh("ClusterRole", name, rules);
+            one(&mut self.cluster_index, "ClusterRole", name, rules);
             for index in self.namespace_index.values_mut() {
-                index.refresh("ClusterRole", name, rules);
+                one(index, "ClusterRole", name, rules);
             }
         }
     }
@@ -312,42 +326,49 @@ impl Policy {
                 let Some(roles) = self.roles.get_mut(namespace) else {
                     return false;
                 };
-                let found = roles.remove(name).is_some();
+                if !roles.contains_key(name) {
+                    return false;
+                }
+                Arc::make_mut(roles).remove(name);
                 if roles.is_empty() {
                     self.roles.remove(namespace);
                 }
-                if found {
-                    self.refresh(kind, namespace, name, &Err(not_found("role", name).into()));
-                }
-                found
+                self.refresh(kind, namespace, name, &Err(not_found("role", name).into()));
+                true
             }
             Kind::ClusterRole => {
-                let found = self.cluster_roles.remove(name).is_some();
-                if found {
-                    let missing = Err(not_found("clusterrole", name).into());
-                    self.refresh(kind, "", name, &missing);
+                if !self.cluster_roles.contains_key(name) {
+                    return false;
                 }
-                found
+                Arc::make_mut(&mut self.cluster_roles).remove(name);
+                let missing = Err(not_found("clusterrole", name).into());
+                self.refresh(kind, "", name, &missing);
+                true
             }
-            Kind::ClusterRoleBinding => match self.cluster_role_bindings.remove(name) {
-                Some(old) => {
-                    self.cluster_index.remove(&old);
-                    true
+            Kind::ClusterRoleBinding => {
+                if !self.cluster_role_bindings.contains_key(name) {
+                    return false;
                 }
-                None => false,
-            },
+                if let Some(old) = Arc::make_mut(&mut self.cluster_role_bindings).remove(name) {
+                    Arc::make_mut(&mut self.cluster_index).remove(&old);
+                }
+                true
+            }
             Kind::RoleBinding => {
                 let Some(bindings) = self.role_bindings.get_mut(namespace) else {
                     return false;
                 };
-                let Some(old) = bindings.remove(name) else {
+                if !bindings.contains_key(name) {
+                    return false;
+                }
+                let Some(old) = Arc::make_mut(bindings).remove(name) else {
                     return false;
                 };
                 if bindings.is_empty() {
                     self.role_bindings.remove(namespace);
                 }
                 if let Some(index) = self.namespace_index.get_mut(namespace) {
-                    index.remove(&old);
+                    Arc::make_mut(index).remove(&old);
                     if index.is_empty() {
                         self.namespace_index.remove(namespace);
                     }
@@ -455,9 +476,14 @@ fn not_found(resource: &str, name: &str) -> String {
 }
 
 /// The RBAC authorizer over an incrementally updated policy snapshot.
+///
+/// Readers hold the read lock only to clone an `Arc`; a writer builds the next snapshot
+/// outside the lock (sharing the parts it does not change with the current one) and swaps it
+/// in, so readers never wait for more than the swap. Writers are serialized.
 #[derive(Debug, Default)]
 pub struct RbacAuthorizer {
     snapshot: RwLock<Arc<Policy>>,
+    writer: Mutex<()>,
 }
 
 impl RbacAuthorizer {
@@ -480,11 +506,24 @@ impl RbacAuthorizer {
     }
 
     fn update<T>(&self, change: impl FnOnce(&mut Policy) -> T) -> T {
-        let mut guard = self
-            .snapshot
-            .write()
-            .unwrap_or_else(PoisonError::into_inner);
-        change(Arc::make_mut(&mut guard))
+        let _writer = self.writer.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut next = Policy::clone(&self.current());
+        let result = change(&mut next);
+        self.swap(next);
+        result
+    }
+
+    fn swap(&self, next: Policy) {
+        let next = Arc::new(next);
+        let old = std::mem::replace(
+            &mut *self
+                .snapshot
+                .write()
+                .unwrap_or_else(PoisonError::into_inner),
+            next,
+        );
+        // The old snapshot is freed (when no reader holds it) outside the lock.
+        drop(old);
     }
 
     /// Records an added or modified object of `kind` (a watch ADDED or MODIFIED event). A
@@ -506,14 +545,12 @@ impl RbacAuthorizer {
         &self,
         objects: impl IntoIterator<Item = (Kind, &'a Value)>,
     ) -> Result<(), PolicyError> {
+        let _writer = self.writer.lock().unwrap_or_else(PoisonError::into_inner);
         let mut policy = Policy::default();
         for (kind, object) in objects {
             policy.apply(kind, object)?;
         }
-        *self
-            .snapshot
-            .write()
-            .unwrap_or_else(PoisonError::into_inner) = Arc::new(policy);
+        self.swap(policy);
         Ok(())
     }
 
@@ -521,9 +558,9 @@ impl RbacAuthorizer {
     pub fn counts(&self) -> [usize; 4] {
         let p = self.current();
         [
-            p.roles.values().map(HashMap::len).sum(),
+            p.roles.values().map(|r| r.len()).sum(),
             p.cluster_roles.len(),
-            p.role_bindings.values().map(HashMap::len).sum(),
+            p.role_bindings.values().map(|b| b.len()).sum(),
             p.cluster_role_bindings.len(),
         ]
     }
@@ -978,6 +1015,21 @@ mod tests {
             }
             start.elapsed().as_nanos() as f64 / f64::from(n)
         };
+        let event = binding(
+            "ns1",
+            "extra",
+            "ClusterRole",
+            "reader",
+            json!([{"kind": "User", "apiGroup": GROUP, "name": "late"}]),
+        );
+        let start = Instant::now();
+        for _ in 0..100 {
+            rbac.apply(Kind::RoleBinding, &event).unwrap();
+        }
+        println!(
+            "apply of one RoleBinding event: {} µs/op (1,000 bindings)",
+            start.elapsed().as_micros() / 100
+        );
         for round in 0..3 {
             let allow = time(&AlwaysAllow, &attrs);
             let rbac_allow = time(&rbac, &attrs);
