@@ -972,9 +972,11 @@ mod tests {
         );
     }
 
-    /// 1,000 RoleBindings (one per user) plus the bootstrap policy; times authorize() of a GET
-    /// by one of the users against AlwaysAllow. Run with
-    /// `cargo nextest run -p genplane-authorization --run-ignored only bench_ --no-capture`.
+    /// 1,000 RoleBindings (each naming a user and one of 50 groups) plus the bootstrap policy;
+    /// times one watch event, and authorize() of a GET by one of the users (allowed) and of a
+    /// delete (no opinion, after every binding of the user's group) against AlwaysAllow. Run
+    /// optimized with `cargo nextest run -p genplane-authorization --run-ignored only bench_
+    /// --no-capture --config 'profile.dev.package.genplane-authorization.opt-level=3'`.
     #[test]
     #[ignore = "a micro benchmark: prints ns/op"]
     fn bench_authorize_with_1000_bindings() {
