@@ -25,8 +25,11 @@ pub const SYSTEM_MASTERS: &str = genplane_authentication::SYSTEM_MASTERS;
 
 /// A write that would grant rights its author does not hold: upstream's Forbidden error of
 /// the RBAC registry.
+///
+/// Its text is the Status message: `<resource>.rbac.authorization.k8s.io "<name>" is forbidden:
+/// <reason>` (without the name when the object has none yet).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{resource}.{group} {name} is forbidden: {reason}", group = GROUP, name = quote(.name))]
+#[error("{}", self.message())]
 pub struct EscalationError {
     /// The resource written (`roles`, `clusterroles`, `rolebindings`, `clusterrolebindings`).
     pub resource: &'static str,
@@ -35,6 +38,21 @@ pub struct EscalationError {
     /// Why: upstream's text (e.g. `user "bob" (groups=["system:authenticated"]) is attempting to
     /// grant RBAC permissions not currently held:\n{APIGroups:[""], ...}`).
     pub reason: String,
+}
+
+impl EscalationError {
+    fn message(&self) -> String {
+        if self.name.is_empty() {
+            format!("{}.{GROUP} is forbidden: {}", self.resource, self.reason)
+        } else {
+            format!(
+                "{}.{GROUP} {} is forbidden: {}",
+                self.resource,
+                quote(&self.name),
+                self.reason
+            )
+        }
+    }
 }
 
 /// Breaks a rule down into rules of one verb, group, resource and name each (or one verb and
@@ -317,7 +335,7 @@ pub fn check_role_write(
     object: &Value,
     old: Option<&Value>,
 ) -> Result<(), EscalationError> {
-    let role = crate::policy::decode_role(kind, object).map_err(|e| EscalationError {
+    let role = crate::policy::decode_role_unnamed(kind, object).map_err(|e| EscalationError {
         resource: kind.resource(),
         name: String::new(),
         reason: e.to_string(),
@@ -365,11 +383,12 @@ pub fn check_binding_write(
     object: &Value,
     old: Option<&Value>,
 ) -> Result<(), EscalationError> {
-    let binding = crate::policy::decode_binding(kind, object).map_err(|e| EscalationError {
-        resource: kind.resource(),
-        name: String::new(),
-        reason: e.to_string(),
-    })?;
+    let binding =
+        crate::policy::decode_binding_unnamed(kind, object).map_err(|e| EscalationError {
+            resource: kind.resource(),
+            name: String::new(),
+            reason: e.to_string(),
+        })?;
     if escalation_allowed(user)
         || old.is_some_and(|old| is_only_mutating_gc_fields(old, object))
         || binding_authorized(authorizer, user, &binding.role_ref, namespace)
@@ -648,6 +667,17 @@ mod tests {
         assert_eq!(
             err.reason,
             "must have cluster-admin privileges to use the aggregationRule"
+        );
+        // A create with generateName has no name yet: checked all the same.
+        let unnamed = json!({"metadata": {"generateName": "r-"}, "rules": [
+            {"verbs": ["get"], "apiGroups": [""], "resources": ["secrets"]}]});
+        let err =
+            check_role_write(&p, &p, &bob, Kind::ClusterRole, "", &unnamed, None).unwrap_err();
+        assert_eq!(err.name, "");
+        assert!(
+            err.to_string()
+                .starts_with("clusterroles.rbac.authorization.k8s.io is forbidden: user \"bob\""),
+            "{err}"
         );
         // An empty selector list is no aggregation rule.
         let empty = json!({"metadata": {"name": "agg"}, "rules": [],

@@ -433,11 +433,17 @@ pub struct BindingParts {
 
 /// Reads a Role or ClusterRole (`kind` says which, for messages).
 pub fn decode_role(kind: Kind, object: &Value) -> Result<RoleParts, PolicyError> {
-    let o =
-        RoleObject::deserialize(object).map_err(|source| PolicyError::Decode { kind, source })?;
-    if o.metadata.name.is_empty() {
+    let role = decode_role_unnamed(kind, object)?;
+    if role.name.is_empty() {
         return Err(PolicyError::MissingName { kind });
     }
+    Ok(role)
+}
+
+/// Reads a Role or ClusterRole that may have no name yet (a create with `generateName`).
+pub(crate) fn decode_role_unnamed(kind: Kind, object: &Value) -> Result<RoleParts, PolicyError> {
+    let o =
+        RoleObject::deserialize(object).map_err(|source| PolicyError::Decode { kind, source })?;
     Ok(RoleParts {
         namespace: o.metadata.namespace,
         name: o.metadata.name,
@@ -447,11 +453,20 @@ pub fn decode_role(kind: Kind, object: &Value) -> Result<RoleParts, PolicyError>
 
 /// Reads a RoleBinding or ClusterRoleBinding (`kind` says which, for messages).
 pub fn decode_binding(kind: Kind, object: &Value) -> Result<BindingParts, PolicyError> {
-    let o = BindingObject::deserialize(object)
-        .map_err(|source| PolicyError::Decode { kind, source })?;
-    if o.metadata.name.is_empty() {
+    let binding = decode_binding_unnamed(kind, object)?;
+    if binding.name.is_empty() {
         return Err(PolicyError::MissingName { kind });
     }
+    Ok(binding)
+}
+
+/// Reads a binding that may have no name yet (a create with `generateName`).
+pub(crate) fn decode_binding_unnamed(
+    kind: Kind,
+    object: &Value,
+) -> Result<BindingParts, PolicyError> {
+    let o = BindingObject::deserialize(object)
+        .map_err(|source| PolicyError::Decode { kind, source })?;
     Ok(BindingParts {
         namespace: o.metadata.namespace,
         name: o.metadata.name,
