@@ -20,7 +20,8 @@ use clap::{ArgMatches, CommandFactory, Parser};
 use genplane_apiserver::authn::{Authentication, OidcDocuments, TokenAuthenticator};
 use genplane_apiserver::metrics::ApiMetrics;
 use genplane_apiserver::{ApiServer, Security};
-use genplane_authorization::{Attributes, Authorizer, Decision};
+use genplane_authorization::rbac::RbacAuthorizer;
+use genplane_authorization::{AlwaysAllow, AlwaysDeny, Authorizer, PrivilegedGroups, Union};
 use genplane_component_base::component::{self, Startup};
 use genplane_component_base::config::ConfigFlags;
 use genplane_component_base::featuregate::UseIdentity;
@@ -30,6 +31,7 @@ use genplane_component_base::metrics;
 use genplane_component_base::process::Process;
 use genplane_component_base::shutdown::{Shutdown, Signals};
 use genplane_controlplane::identity::{IdentityLease, Timing};
+use genplane_controlplane::rbac::EscalationCheck;
 use genplane_controlplane::{
     EtcdConfig, EtcdTls, ResourceStorage, StorageConfig, bootstrap, features, open_storage,
     resources_with_encryption,
@@ -38,7 +40,7 @@ use genplane_storage::Storage;
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer};
 
-use crate::options::{ApiserverConfig, ApiserverOptions, Backend};
+use crate::options::{ApiserverConfig, ApiserverOptions, AuthorizationMode, Backend};
 
 /// How long open requests may finish after a shutdown signal.
 const DRAIN: Duration = Duration::from_secs(10);
@@ -165,6 +167,7 @@ fn security(
     config: &ApiserverConfig,
     served: &[genplane_apiserver::Resource<ResourceStorage>],
     external_address: &str,
+    rbac: &Arc<RbacAuthorizer>,
 ) -> anyhow::Result<Security> {
     use genplane_authentication::{keys, oidc, serviceaccount};
     use genplane_controlplane::auth::{
@@ -232,13 +235,33 @@ fn security(
         .map_err(|e| anyhow::anyhow!("{e}"))?,
         lookup,
     };
+    let mut chain: Vec<Arc<dyn Authorizer>> = vec![Arc::new(PrivilegedGroups::new([
+        genplane_authentication::SYSTEM_MASTERS,
+    ]))];
+    for mode in &config.authorization_modes {
+        chain.push(match mode {
+            AuthorizationMode::Rbac => rbac.clone(),
+            AuthorizationMode::AlwaysAllow => Arc::new(AlwaysAllow),
+            AuthorizationMode::AlwaysDeny => Arc::new(AlwaysDeny),
+        });
+    }
+    let authorizer: Arc<dyn Authorizer> = Arc::new(Union::new(chain));
     let mut security = Security::new(
         Authentication {
             tokens,
             anonymous: options.anonymous_auth,
         },
-        Arc::new(AuthenticatedOnly),
+        authorizer.clone(),
     );
+    if config
+        .authorization_modes
+        .contains(&AuthorizationMode::Rbac)
+    {
+        security.writes = Some(Arc::new(EscalationCheck {
+            authorizer,
+            resolver: rbac.clone(),
+        }));
+    }
     security.token_requests = Some(Arc::new(token_requests));
     security.oidc = oidc;
     Ok(security)
@@ -320,7 +343,22 @@ pub async fn serve(
         .enabled(features::API_SERVER_IDENTITY)
         .then(|| IdentityLease::among(&served, &hostname(), Timing::default()))
         .flatten();
-    let security = security(&config, &served, &host.to_string())?;
+    let rbac = Arc::new(RbacAuthorizer::new());
+    if config
+        .authorization_modes
+        .contains(&AuthorizationMode::Rbac)
+    {
+        genplane_controlplane::rbac::bootstrap_policy(&served)
+            .await
+            .context("writing the bootstrap RBAC policy")?;
+        let stop = shutdown.clone();
+        genplane_controlplane::rbac::feed_policy(&served, rbac.clone(), async move {
+            stop.triggered().await;
+        })
+        .await
+        .context("reading the RBAC policy")?;
+    }
+    let security = security(&config, &served, &host.to_string(), &rbac)?;
     let audit = config.audit.build().context("starting the audit log")?;
     let api_metrics = ApiMetrics::new(&registry);
     let mut api = ApiServer::new(
@@ -362,28 +400,4 @@ pub async fn serve(
     }
     tracing::info!("stopped");
     Ok(())
-}
-
-/// Until RBAC is served: authenticated users may do anything, anonymous ones only read the
-/// health and version endpoints.
-#[derive(Debug)]
-struct AuthenticatedOnly;
-
-impl Authorizer for AuthenticatedOnly {
-    fn authorize(&self, attributes: &Attributes) -> (Decision, String) {
-        let public = ["/healthz", "/livez", "/readyz", "/version"]
-            .iter()
-            .any(|p| {
-                attributes.path == *p
-                    || attributes
-                        .path
-                        .strip_prefix(p)
-                        .is_some_and(|rest| rest.starts_with('/'))
-            });
-        if !attributes.user.is_anonymous() || (public && !attributes.resource_request) {
-            (Decision::Allow, String::new())
-        } else {
-            (Decision::NoOpinion, String::new())
-        }
-    }
 }

@@ -81,6 +81,9 @@ pub struct ApiserverOptions {
     /// `system:unauthenticated`); RBAC then grants them only the public endpoints.
     #[arg(long, default_value_t = true, action = clap::ArgAction::Set, num_args = 0..=1, default_missing_value = "true")]
     pub anonymous_auth: bool,
+    /// The authorizers, comma-separated, asked in order: RBAC, AlwaysAllow, AlwaysDeny.
+    #[arg(long, value_delimiter = ',', default_value = "RBAC")]
+    pub authorization_mode: Vec<String>,
     /// A CSV file of static bearer tokens: `token,user,uid[,"group1,group2"]` per line.
     #[arg(long)]
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -141,6 +144,17 @@ pub struct ApiserverOptions {
     pub common: CommonOptions,
 }
 
+/// An authorizer of `--authorization-mode`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AuthorizationMode {
+    /// Role-based access control over the rbac.authorization.k8s.io objects.
+    Rbac,
+    /// Every request is allowed.
+    AlwaysAllow,
+    /// No request is allowed (by this authorizer).
+    AlwaysDeny,
+}
+
 /// The service-account issuer when none is given (upstream requires the flag; this is the
 /// value kubeadm sets).
 pub const DEFAULT_ISSUER: &str = "https://kubernetes.default.svc.cluster.local";
@@ -165,6 +179,7 @@ impl Default for ApiserverOptions {
             request_timeout: "1m0s".into(),
             encryption_provider_config: None,
             anonymous_auth: true,
+            authorization_mode: vec!["RBAC".into()],
             token_auth_file: None,
             service_account_signing_key_file: None,
             service_account_key_file: Vec::new(),
@@ -211,6 +226,8 @@ pub struct ApiserverConfig {
     pub max_token_expiration: Option<i64>,
     /// The audit log's options (the policy has been read and found valid).
     pub audit: AuditOptions,
+    /// The authorizers, in order.
+    pub authorization_modes: Vec<AuthorizationMode>,
     /// Logging and feature gates.
     pub common: CommonConfig,
 }
@@ -322,7 +339,38 @@ impl ApiserverOptions {
         {
             invalid.push("audit-policy-file", error.to_string());
         }
+        let mut authorization_modes = Vec::new();
+        for mode in &self.authorization_mode {
+            let parsed = match mode.as_str() {
+                "RBAC" => AuthorizationMode::Rbac,
+                "AlwaysAllow" => AuthorizationMode::AlwaysAllow,
+                "AlwaysDeny" => AuthorizationMode::AlwaysDeny,
+                other => {
+                    invalid.push(
+                        "authorization-mode",
+                        format!(
+                            "authorization-mode {other:?} is not a valid mode: must be one of RBAC, AlwaysAllow, AlwaysDeny"
+                        ),
+                    );
+                    continue;
+                }
+            };
+            if authorization_modes.contains(&parsed) {
+                invalid.push(
+                    "authorization-mode",
+                    format!("authorization-mode {mode:?} has mode specified more than once"),
+                );
+            }
+            authorization_modes.push(parsed);
+        }
+        if authorization_modes.is_empty() && self.authorization_mode.is_empty() {
+            invalid.push(
+                "authorization-mode",
+                "at least one authorization-mode must be passed",
+            );
+        }
         Some(ApiserverConfig {
+            authorization_modes,
             audit: AuditOptions {
                 policy_file: self.audit_policy_file.clone(),
                 log_path: self.audit_log_path.clone(),

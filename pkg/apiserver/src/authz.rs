@@ -1,12 +1,11 @@
-//! Authorization at the HTTP boundary: the attributes of a request, the chain's decision
-//! (members of `system:masters` may do anything, as upstream's privileged-group authorizer in
-//! front of RBAC; then the configured authorizer), and upstream's `Forbidden` answer.
+//! Authorization at the HTTP boundary: the attributes of a request, the authorizer's
+//! decision, and upstream's `Forbidden` answer.
 
 use std::sync::Arc;
 
 use genplane_apimachinery::errors::{ApiError, Status, StatusReason};
 use genplane_apimachinery::schema::GroupResource;
-use genplane_authentication::{SYSTEM_MASTERS, UserInfo};
+use genplane_authentication::UserInfo;
 use genplane_authorization::{Attributes, Authorizer, Decision};
 
 use crate::authn::{Authentication, OidcDocuments, TokenRequests};
@@ -23,6 +22,21 @@ pub struct Security {
     pub token_requests: Option<Arc<dyn TokenRequests>>,
     /// The issuer's discovery documents, when served.
     pub oidc: Option<OidcDocuments>,
+    /// Checks of writes against who makes them (RBAC's escalation prevention), if any.
+    pub writes: Option<Arc<dyn WriteAdmission>>,
+}
+
+/// Checks of writes that depend on who writes (RBAC's escalation prevention): the check for
+/// a write to `group`/`resource` in `namespace` by `user`, when the resource has one.
+pub trait WriteAdmission: Send + Sync + std::fmt::Debug {
+    /// The check the store runs on the final object of this write, if any.
+    fn admit_write(
+        &self,
+        group: &str,
+        resource: &str,
+        namespace: &str,
+        user: &UserInfo,
+    ) -> Option<genplane_registry::Admit>;
 }
 
 impl Security {
@@ -33,6 +47,7 @@ impl Security {
             authorizer,
             token_requests: None,
             oidc: None,
+            writes: None,
         }
     }
 }
@@ -53,11 +68,8 @@ pub fn attributes(request: &RequestInfo, user: &UserInfo) -> Attributes {
     }
 }
 
-/// The decision of the chain on `attributes`, with its reason.
+/// The decision of the authorizer on `attributes`, with its reason.
 pub fn decide(authorizer: &dyn Authorizer, attributes: &Attributes) -> (Decision, String) {
-    if attributes.user.in_group(SYSTEM_MASTERS) {
-        return (Decision::Allow, String::new());
-    }
     authorizer.authorize(attributes)
 }
 
@@ -69,36 +81,9 @@ pub fn authorize(authorizer: &dyn Authorizer, attributes: &Attributes) -> Result
     }
 }
 
-/// Upstream's message for a refused request: who cannot do what, where.
-pub fn forbidden_message(attributes: &Attributes) -> String {
-    let user = &attributes.user.username;
-    let verb = &attributes.verb;
-    if !attributes.resource_request {
-        return format!("User {user:?} cannot {verb} path {:?}", attributes.path);
-    }
-    let mut resource = attributes.resource.clone();
-    if !attributes.subresource.is_empty() {
-        resource = format!("{resource}/{}", attributes.subresource);
-    }
-    let group = &attributes.api_group;
-    if attributes.namespace.is_empty() {
-        format!(
-            "User {user:?} cannot {verb} resource {resource:?} in API group {group:?} at the cluster scope"
-        )
-    } else {
-        format!(
-            "User {user:?} cannot {verb} resource {resource:?} in API group {group:?} in the namespace {:?}",
-            attributes.namespace
-        )
-    }
-}
-
 /// The 403 answer to a refused request (`reason`, when the authorizer gave one, is appended).
 pub fn forbidden(attributes: &Attributes, reason: &str) -> ApiError {
-    let mut why = forbidden_message(attributes);
-    if !reason.is_empty() {
-        why = format!("{why}: {reason}");
-    }
+    let why = genplane_authorization::forbidden_reason(attributes, reason);
     if !attributes.resource_request {
         return Status::failure(StatusReason::Forbidden, format!("forbidden: {why}")).into();
     }
@@ -108,6 +93,7 @@ pub fn forbidden(attributes: &Attributes, reason: &str) -> ApiError {
 
 #[cfg(test)]
 mod tests {
+    use genplane_authentication::SYSTEM_MASTERS;
     use genplane_authorization::AlwaysAllow;
 
     use super::*;
@@ -116,6 +102,10 @@ mod tests {
     struct Nobody;
 
     impl Authorizer for Nobody {
+        fn rules_for(&self, _: &UserInfo, _: &str) -> genplane_authorization::RulesInfo {
+            genplane_authorization::RulesInfo::default()
+        }
+
         fn authorize(&self, _: &Attributes) -> (Decision, String) {
             (Decision::NoOpinion, String::new())
         }
@@ -158,11 +148,18 @@ mod tests {
     }
 
     #[test]
-    fn masters_may_do_anything() {
-        let admin = UserInfo::authenticated("admin", vec![SYSTEM_MASTERS.into()]);
-        let info = request("DELETE", "/api/v1/namespaces/default");
-        assert!(authorize(&Nobody, &attributes(&info, &admin)).is_ok());
+    fn allowed_requests_pass() {
         let bob = UserInfo::authenticated("bob", vec![]);
+        let info = request("DELETE", "/api/v1/namespaces/default");
         assert!(authorize(&AlwaysAllow, &attributes(&info, &bob)).is_ok());
+        let masters = genplane_authorization::PrivilegedGroups::new([SYSTEM_MASTERS]);
+        let admin = UserInfo::authenticated("admin", vec![SYSTEM_MASTERS.into()]);
+        assert!(authorize(&masters, &attributes(&info, &admin)).is_ok());
+        assert_eq!(
+            authorize(&masters, &attributes(&info, &bob))
+                .unwrap_err()
+                .code,
+            403
+        );
     }
 }

@@ -183,6 +183,10 @@ mod tests {
     struct May(Vec<&'static str>);
 
     impl Authorizer for May {
+        fn rules_for(&self, _: &UserInfo, _: &str) -> genplane_authorization::RulesInfo {
+            genplane_authorization::RulesInfo::default()
+        }
+
         fn authorize(&self, a: &Attributes) -> (Decision, String) {
             let key = format!(
                 "{}/{}/{}/{}",

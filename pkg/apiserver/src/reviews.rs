@@ -1,7 +1,7 @@
 //! The review APIs: created, answered, never stored. SelfSubjectReview (`kubectl auth
 //! whoami`) and TokenReview in authentication.k8s.io; SubjectAccessReview,
 //! LocalSubjectAccessReview and SelfSubjectAccessReview (`kubectl auth can-i`) in
-//! authorization.k8s.io. Each answer is the request with its `status` filled in, 201 Created,
+//! authorization.k8s.io, and SelfSubjectRulesReview (`kubectl auth can-i --list`). Each answer is the request with its `status` filled in, 201 Created,
 //! as upstream.
 
 use std::collections::BTreeMap;
@@ -11,7 +11,7 @@ use genplane_apimachinery::errors::{ApiError, Status};
 use genplane_apimachinery::schema::GroupKind;
 use genplane_apimachinery::validation::field::ErrorList;
 use genplane_authentication::UserInfo;
-use genplane_authorization::{Attributes, Decision};
+use genplane_authorization::Attributes;
 use hyper::header::{ACCEPT, CONTENT_TYPE};
 use hyper::http::request::Parts;
 use serde_json::{Value, json};
@@ -130,14 +130,7 @@ fn spec_user(spec: &Value) -> UserInfo {
 /// The `status` of an access review: the authorizer's decision on `attributes`.
 fn access_status(security: &Security, attributes: &Attributes) -> Value {
     let (decision, reason) = authz::decide(security.authorizer.as_ref(), attributes);
-    let mut status = json!({"allowed": decision == Decision::Allow});
-    if decision == Decision::Deny {
-        status["denied"] = Value::Bool(true);
-    }
-    if !reason.is_empty() {
-        status["reason"] = Value::from(reason);
-    }
-    status
+    genplane_authorization::review::access_review_status(decision, &reason)
 }
 
 /// The JSON of a user, as the review APIs write it.
@@ -188,6 +181,11 @@ pub(crate) fn answer(
         "SelfSubjectAccessReview" => {
             access_status(security, &review_attributes(&spec, user.clone()))
         }
+        "SelfSubjectRulesReview" => {
+            let namespace = spec.get("namespace").and_then(Value::as_str).unwrap_or("");
+            let rules = security.authorizer.rules_for(user, namespace);
+            genplane_authorization::review::rules_review_status(&rules)
+        }
         "SubjectAccessReview" | "LocalSubjectAccessReview" => {
             access_status(security, &review_attributes(&spec, spec_user(&spec)))
         }
@@ -207,7 +205,7 @@ pub(crate) fn answer(
 mod tests {
     use std::sync::Arc;
 
-    use genplane_authorization::Authorizer;
+    use genplane_authorization::{Authorizer, Decision};
 
     use super::*;
     use crate::authn::Authentication;
@@ -216,6 +214,10 @@ mod tests {
     struct OnlyConfigMaps;
 
     impl Authorizer for OnlyConfigMaps {
+        fn rules_for(&self, _: &UserInfo, _: &str) -> genplane_authorization::RulesInfo {
+            genplane_authorization::RulesInfo::default()
+        }
+
         fn authorize(&self, a: &Attributes) -> (Decision, String) {
             if a.resource == "configmaps" && a.user.username == "alice" {
                 (Decision::Allow, "bound".into())

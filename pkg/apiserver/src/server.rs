@@ -1083,7 +1083,19 @@ impl<S: Storage> ApiServer<S> {
             now: now(),
             shutdown: self.shutdown.as_ref(),
             types: &self.types,
-            admit: None,
+            admit: self
+                .security
+                .as_ref()
+                .and_then(|s| s.writes.as_ref())
+                .filter(|_| request.subresource.is_empty())
+                .and_then(|w| {
+                    w.admit_write(
+                        resource.info.group,
+                        resource.info.resource,
+                        &request.namespace,
+                        user,
+                    )
+                }),
         };
         match verb {
             "get" => handlers::get(&ctx).await,

@@ -14,6 +14,7 @@
 pub mod auth;
 pub mod features;
 pub mod identity;
+pub mod rbac;
 
 use std::path::PathBuf;
 use std::sync::Arc;

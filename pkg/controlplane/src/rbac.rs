@@ -1,0 +1,373 @@
+//! RBAC wiring: the bootstrap policy written at start-up (upstream's `rbac/bootstrap-roles`
+//! post-start hook), the authorizer kept current from the watch caches of the four RBAC
+//! resources, and escalation prevention on writes of roles and bindings.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use genplane_apimachinery::errors::{ApiError, Status};
+use genplane_apimachinery::schema::GroupResource;
+use genplane_apiserver::Resource;
+use genplane_authentication::UserInfo;
+use genplane_authorization::Authorizer;
+use genplane_authorization::policy::Kind;
+use genplane_authorization::rbac::RbacAuthorizer;
+use genplane_authorization::reconcile::{Reconciled, reconcile};
+use genplane_authorization::{aggregation, bootstrap, escalation};
+use genplane_registry::{Admit, AdmitWrite, DeleteOptions, ListOptions, WriteOptions};
+use genplane_storage::{EventKind, ListRequest, Storage, WatchEvent};
+use serde_json::Value;
+
+use crate::Error;
+
+/// The API group of RBAC.
+pub const GROUP: &str = "rbac.authorization.k8s.io";
+
+const KINDS: [Kind; 4] = [
+    Kind::Role,
+    Kind::ClusterRole,
+    Kind::RoleBinding,
+    Kind::ClusterRoleBinding,
+];
+
+fn served<S: Storage>(resources: &[Resource<S>], kind: Kind) -> Option<&Resource<S>> {
+    resources
+        .iter()
+        .find(|r| r.info.group == GROUP && r.info.resource == kind.resource())
+}
+
+fn meta<'a>(object: &'a Value, field: &str) -> &'a str {
+    object
+        .pointer(&format!("/metadata/{field}"))
+        .and_then(Value::as_str)
+        .unwrap_or("")
+}
+
+fn bootstrap_error(what: String) -> impl FnOnce(ApiError) -> Error {
+    move |error| Error::Bootstrap { what, error }
+}
+
+/// Writes upstream's bootstrap policy (and genplane's own roles) where it is missing or
+/// incomplete, leaving objects annotated `rbac.authorization.kubernetes.io/autoupdate: "false"`
+/// alone, then fills in the aggregated cluster roles (admin, edit, view) from the roles that
+/// aggregate into them.
+pub async fn bootstrap_policy<S: Storage>(resources: &[Resource<S>]) -> Result<(), Error> {
+    let options = WriteOptions::default();
+    for (kind, expected) in bootstrap::objects() {
+        let Some(resource) = served(resources, kind) else {
+            continue;
+        };
+        let store = &resource.store;
+        let (namespace, name) = (meta(&expected, "namespace"), meta(&expected, "name"));
+        let what = format!("{} {name}", kind.as_str());
+        let existing = match store.get(namespace, name, None).await {
+            Ok(object) => Some(object),
+            Err(e) if e.code == 404 => None,
+            Err(error) => return Err(Error::Bootstrap { what, error }),
+        };
+        let reconciled =
+            reconcile(kind, existing.as_ref(), &expected).map_err(|e| Error::Bootstrap {
+                what: what.clone(),
+                error: Status::internal_error(e).into(),
+            })?;
+        match reconciled {
+            Reconciled::Create(object) => {
+                store
+                    .create(namespace, object, &options)
+                    .await
+                    .map_err(bootstrap_error(what))?;
+            }
+            Reconciled::Update(object) => {
+                store
+                    .update(namespace, name, object, &options)
+                    .await
+                    .map_err(bootstrap_error(what))?;
+            }
+            Reconciled::Recreate(object) => {
+                store
+                    .delete(namespace, name, &DeleteOptions::default())
+                    .await
+                    .map_err(bootstrap_error(what.clone()))?;
+                store
+                    .create(namespace, object, &options)
+                    .await
+                    .map_err(bootstrap_error(what))?;
+            }
+            Reconciled::Unchanged | Reconciled::Protected => {}
+        }
+    }
+    aggregate(resources).await
+}
+
+/// Fills in the rules of aggregated cluster roles from the cluster roles their selectors
+/// pick (what the clusterrole-aggregation controller keeps doing).
+async fn aggregate<S: Storage>(resources: &[Resource<S>]) -> Result<(), Error> {
+    let Some(cluster_roles) = served(resources, Kind::ClusterRole) else {
+        return Ok(());
+    };
+    let store = &cluster_roles.store;
+    let mut all = store
+        .list("", &ListOptions::default())
+        .await
+        .map_err(bootstrap_error("the cluster roles".into()))?
+        .items;
+    for name in aggregation::aggregate_cluster_roles(&mut all) {
+        let Some(object) = all.iter().find(|r| meta(r, "name") == name) else {
+            continue;
+        };
+        store
+            .update("", &name, object.clone(), &WriteOptions::default())
+            .await
+            .map_err(bootstrap_error(format!("ClusterRole {name}")))?;
+    }
+    Ok(())
+}
+
+/// Reads every stored RBAC object into `authorizer`: the revision of each kind's list.
+async fn load<S: Storage>(
+    resources: &[Resource<S>],
+    authorizer: &RbacAuthorizer,
+) -> Result<Vec<(Kind, Arc<S>, i64)>, genplane_storage::Error> {
+    let mut objects: Vec<(Kind, Value)> = Vec::new();
+    let mut sources = Vec::new();
+    for kind in KINDS {
+        let Some(resource) = served(resources, kind) else {
+            continue;
+        };
+        let storage = resource.store.shared_storage();
+        let listed = storage
+            .list(ListRequest {
+                prefix: format!("/registry/{}/", resource.info.storage_prefix),
+                ..ListRequest::default()
+            })
+            .await?;
+        for item in &listed.items {
+            match serde_json::from_slice::<Value>(&item.value) {
+                Ok(object) => objects.push((kind, object)),
+                Err(error) => tracing::warn!(key = item.key, %error, "unreadable RBAC object"),
+            }
+        }
+        sources.push((kind, storage, listed.revision));
+    }
+    if let Err(error) = authorizer.replace_all(objects.iter().map(|(k, o)| (*k, o))) {
+        // One bad object must not cost the others: take them one by one.
+        tracing::warn!(%error, "RBAC policy with an unreadable object");
+        let _ = authorizer.replace_all(std::iter::empty());
+        for (kind, object) in &objects {
+            if let Err(error) = authorizer.apply(*kind, object) {
+                tracing::warn!(%error, name = meta(object, "name"), "ignoring RBAC object");
+            }
+        }
+    }
+    Ok(sources)
+}
+
+/// Applies one watch event of `kind` to `authorizer`.
+fn apply_event(authorizer: &RbacAuthorizer, kind: Kind, event: &genplane_storage::Event) {
+    match event.kind {
+        EventKind::Delete => {
+            if let Some(prev) = &event.prev
+                && let Ok(object) = serde_json::from_slice::<Value>(&prev.value)
+            {
+                authorizer.remove(kind, meta(&object, "namespace"), meta(&object, "name"));
+            }
+        }
+        EventKind::Create | EventKind::Update => {
+            match serde_json::from_slice::<Value>(&event.kv.value) {
+                Ok(object) => {
+                    if let Err(error) = authorizer.apply(kind, &object) {
+                        tracing::warn!(%error, key = event.kv.key, "ignoring RBAC object");
+                    }
+                }
+                Err(error) => tracing::warn!(%error, key = event.kv.key, "unreadable RBAC object"),
+            }
+        }
+    }
+}
+
+/// Loads the stored policy into `authorizer`, then keeps it current from the watch caches
+/// until `stop` completes (re-reading everything when a watch fails). Returns once the first
+/// load is done, so that no request is decided on an empty policy.
+pub async fn feed_policy<S: Storage + 'static>(
+    resources: &[Resource<S>],
+    authorizer: Arc<RbacAuthorizer>,
+    stop: impl std::future::Future<Output = ()> + Send + 'static,
+) -> Result<(), genplane_storage::Error> {
+    let sources = load(resources, &authorizer).await?;
+    let prefixes: Vec<(Kind, String)> = KINDS
+        .iter()
+        .filter_map(|kind| {
+            served(resources, *kind)
+                .map(|r| (*kind, format!("/registry/{}/", r.info.storage_prefix)))
+        })
+        .collect();
+    tokio::spawn(async move {
+        let mut stop = Box::pin(stop);
+        let mut sources = sources;
+        loop {
+            let (tx, mut rx) = tokio::sync::mpsc::channel(64);
+            let mut watchers = Vec::new();
+            for (kind, storage, revision) in &sources {
+                let Some((_, prefix)) = prefixes.iter().find(|(k, _)| k == kind) else {
+                    continue;
+                };
+                let (kind, storage, prefix, revision, tx) = (
+                    *kind,
+                    storage.clone(),
+                    prefix.clone(),
+                    *revision,
+                    tx.clone(),
+                );
+                watchers.push(tokio::spawn(async move {
+                    let mut watch = match storage.watch(&prefix, revision).await {
+                        Ok(watch) => watch,
+                        Err(error) => {
+                            let _ = tx.send(Err(error)).await;
+                            return;
+                        }
+                    };
+                    while let Some(event) = watch.next().await {
+                        let item = match event {
+                            WatchEvent::Event(event) => Ok((kind, event)),
+                            WatchEvent::Progress(_) => continue,
+                            WatchEvent::Error(error) => Err(error),
+                        };
+                        let failed = item.is_err();
+                        if tx.send(item).await.is_err() || failed {
+                            return;
+                        }
+                    }
+                }));
+            }
+            drop(tx);
+            let failed = loop {
+                tokio::select! {
+                    () = &mut stop => {
+                        for watcher in &watchers {
+                            watcher.abort();
+                        }
+                        return;
+                    }
+                    item = rx.recv() => match item {
+                        Some(Ok((kind, event))) => apply_event(&authorizer, kind, &event),
+                        Some(Err(error)) => break Some(error),
+                        None => break None,
+                    }
+                }
+            };
+            for watcher in &watchers {
+                watcher.abort();
+            }
+            tracing::warn!(error = ?failed, "RBAC policy watch ended; reloading");
+            tokio::time::sleep(Duration::from_secs(1)).await;
+            // Reload from the caches (the storages are shared, so the same resources serve).
+            let mut reloaded = Vec::new();
+            let mut objects: Vec<(Kind, Value)> = Vec::new();
+            let mut ok = true;
+            for (kind, storage, _) in &sources {
+                let Some((_, prefix)) = prefixes.iter().find(|(k, _)| k == kind) else {
+                    continue;
+                };
+                match storage
+                    .list(ListRequest {
+                        prefix: prefix.clone(),
+                        ..ListRequest::default()
+                    })
+                    .await
+                {
+                    Ok(listed) => {
+                        for item in &listed.items {
+                            if let Ok(object) = serde_json::from_slice::<Value>(&item.value) {
+                                objects.push((*kind, object));
+                            }
+                        }
+                        reloaded.push((*kind, storage.clone(), listed.revision));
+                    }
+                    Err(error) => {
+                        tracing::warn!(%error, "reloading the RBAC policy");
+                        ok = false;
+                        break;
+                    }
+                }
+            }
+            if ok {
+                let _ = authorizer.replace_all(std::iter::empty());
+                for (kind, object) in &objects {
+                    let _ = authorizer.apply(*kind, object);
+                }
+                sources = reloaded;
+            }
+        }
+    });
+    Ok(())
+}
+
+/// Escalation prevention for one write of a role or binding by `user`.
+#[derive(Debug)]
+struct Escalation {
+    authorizer: Arc<dyn Authorizer>,
+    resolver: Arc<RbacAuthorizer>,
+    user: UserInfo,
+    kind: Kind,
+    namespace: String,
+}
+
+impl AdmitWrite for Escalation {
+    fn admit(&self, old: Option<&Value>, new: &Value) -> Result<(), ApiError> {
+        let checked = match self.kind {
+            Kind::Role | Kind::ClusterRole => escalation::check_role_write(
+                self.authorizer.as_ref(),
+                self.resolver.as_ref(),
+                &self.user,
+                self.kind,
+                &self.namespace,
+                new,
+                old,
+            ),
+            Kind::RoleBinding | Kind::ClusterRoleBinding => escalation::check_binding_write(
+                self.authorizer.as_ref(),
+                self.resolver.as_ref(),
+                &self.user,
+                self.kind,
+                &self.namespace,
+                new,
+                old,
+            ),
+        };
+        checked.map_err(|e| {
+            Status::forbidden(&GroupResource::new(GROUP, e.resource), &e.name, &e.reason).into()
+        })
+    }
+}
+
+/// The check of writes to RBAC resources under RBAC: a user may only grant what it holds
+/// (or has the `escalate` / `bind` verbs for).
+#[derive(Debug)]
+pub struct EscalationCheck {
+    /// The whole authorization chain (for the `escalate` and `bind` verbs).
+    pub authorizer: Arc<dyn Authorizer>,
+    /// The RBAC policy (for the rules a user holds).
+    pub resolver: Arc<RbacAuthorizer>,
+}
+
+impl genplane_apiserver::authz::WriteAdmission for EscalationCheck {
+    fn admit_write(
+        &self,
+        group: &str,
+        resource: &str,
+        namespace: &str,
+        user: &UserInfo,
+    ) -> Option<Admit> {
+        if group != GROUP {
+            return None;
+        }
+        let kind = KINDS.into_iter().find(|k| k.resource() == resource)?;
+        Some(Admit(Arc::new(Escalation {
+            authorizer: self.authorizer.clone(),
+            resolver: self.resolver.clone(),
+            user: user.clone(),
+            kind,
+            namespace: namespace.to_owned(),
+        })))
+    }
+}
