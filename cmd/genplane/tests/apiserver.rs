@@ -128,35 +128,7 @@ fn kubectl_reads_and_writes_through_the_generated_kubeconfig() {
 
 /// A GET over TLS without a client certificate, trusting `ca`: the status code and body.
 fn anonymous_get(port: u16, ca: &Path, path: &str) -> (u16, String) {
-    use rustls::pki_types::pem::PemObject;
-    use std::io::{Read, Write};
-    let mut roots = rustls::RootCertStore::empty();
-    for cert in rustls::pki_types::CertificateDer::pem_file_iter(ca).unwrap() {
-        roots.add(cert.unwrap()).unwrap();
-    }
-    let provider = std::sync::Arc::new(rustls::crypto::aws_lc_rs::default_provider());
-    let config = rustls::ClientConfig::builder_with_provider(provider)
-        .with_safe_default_protocol_versions()
-        .unwrap()
-        .with_root_certificates(roots)
-        .with_no_client_auth();
-    let name = rustls::pki_types::ServerName::try_from("localhost").unwrap();
-    let mut connection = rustls::ClientConnection::new(std::sync::Arc::new(config), name).unwrap();
-    let mut socket = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
-    let mut tls = rustls::Stream::new(&mut connection, &mut socket);
-    write!(
-        tls,
-        "GET {path} HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n"
-    )
-    .unwrap();
-    let mut raw = Vec::new();
-    let _ = tls.read_to_end(&mut raw);
-    let raw = String::from_utf8_lossy(&raw).into_owned();
-    let (head, body) = raw.split_once("\r\n\r\n").unwrap();
-    (
-        head.split(' ').nth(1).unwrap().parse().unwrap(),
-        body.to_owned(),
-    )
+    common::https(port, ca, "GET", path, &[], None)
 }
 
 #[test]

@@ -280,23 +280,58 @@ fn record_request_body(
         record.set_request_object_json(bytes);
         return;
     }
-    let kind = genplane_api::catalog::all()
+    if let Some(kind) = body_kind(info)
+        && let Ok((object, _)) =
+            crate::request_body::decode_object(kind, Some(content_type), Some("Ignore"), bytes)
+    {
+        record.set_request_object(&object);
+    }
+}
+
+/// The kind of a request's (and its answer's) body.
+fn body_kind(info: &RequestInfo) -> Option<&'static ResourceInfo> {
+    if info.subresource == "token" {
+        return Some(&genplane_api::catalog::TOKEN_REQUEST);
+    }
+    genplane_api::catalog::all()
         .iter()
         .chain(genplane_api::catalog::reviews())
         .find(|r| {
             r.group == info.api_group
                 && r.version == info.api_version
                 && r.resource == info.resource
-        });
-    let kind = match (kind, info.subresource.as_str()) {
-        (_, "token") => Some(&genplane_api::catalog::TOKEN_REQUEST),
-        (found, _) => found,
+        })
+}
+
+/// Records an answer's body in its audit record: JSON as it is, protobuf decoded with the
+/// schema of its kind (a Status, or the request's kind: an object, or a list for a list
+/// request).
+fn record_response_body(
+    record: &AuditRecord,
+    info: &RequestInfo,
+    content_type: &str,
+    bytes: &[u8],
+) {
+    use genplane_api::protobuf;
+    if content_type.starts_with("application/json") {
+        record.set_response_object_json(bytes);
+        return;
+    }
+    if !content_type.starts_with(protobuf::CONTENT_TYPE) {
+        return;
+    }
+    let Ok(envelope) = protobuf::read_envelope(bytes) else {
+        return;
     };
-    if let Some(kind) = kind
-        && let Ok((object, _)) =
-            crate::request_body::decode_object(kind, Some(content_type), Some("Ignore"), bytes)
-    {
-        record.set_request_object(&object);
+    let decoded = if envelope.kind == "Status" {
+        protobuf::decode_object(&envelope, &genplane_api::decode::STATUS).ok()
+    } else if info.verb == "list" {
+        body_kind(info).and_then(|kind| protobuf::decode_list(bytes, kind.schema).ok())
+    } else {
+        body_kind(info).and_then(|kind| protobuf::decode_object(&envelope, kind.schema).ok())
+    };
+    if let Some(object) = decoded {
+        record.set_response_object(&object);
     }
 }
 
@@ -305,6 +340,7 @@ fn record_request_body(
 /// ends).
 fn finish_audit(
     record: Option<AuditRecord>,
+    info: &RequestInfo,
     response: Response<ResponseBody>,
 ) -> Response<ResponseBody> {
     let Some(record) = record else {
@@ -314,13 +350,13 @@ fn finish_audit(
     if let ResponseBody::Full(_) | ResponseBody::Guarded(..) = response.body()
         && let Some(bytes) = response.body().bytes()
     {
-        let json = response
-            .headers()
-            .get(CONTENT_TYPE)
-            .and_then(|v| v.to_str().ok())
-            .is_some_and(|c| c.starts_with("application/json"));
-        if record.records_response_body() && json {
-            record.set_response_object_json(bytes);
+        if record.records_response_body() {
+            let content_type = response
+                .headers()
+                .get(CONTENT_TYPE)
+                .and_then(|v| v.to_str().ok())
+                .unwrap_or("");
+            record_response_body(&record, info, content_type, bytes);
         }
         record.finish();
         return response;
@@ -660,7 +696,7 @@ impl<S: Storage> ApiServer<S> {
             Err((error, record)) => {
                 let accept = request.headers().get(ACCEPT).and_then(|v| v.to_str().ok());
                 let response = handlers::error_response_for(&error, accept);
-                return finish_audit(record, response);
+                return finish_audit(record, &info, response);
             }
         };
         let Some(record) = record else {
@@ -680,6 +716,7 @@ impl<S: Storage> ApiServer<S> {
                     let accept = parts.headers.get(ACCEPT).and_then(|v| v.to_str().ok());
                     return finish_audit(
                         Some(record),
+                        &info,
                         handlers::error_response_for(&error, accept),
                     );
                 }
@@ -688,7 +725,7 @@ impl<S: Storage> ApiServer<S> {
             RequestBody::Incoming(body)
         };
         let response = self.serve(&info, parts, body, &user).await;
-        finish_audit(Some(record), response)
+        finish_audit(Some(record), &info, response)
     }
 
     /// Answers an admitted request made by `user`.

@@ -120,3 +120,73 @@ pub fn kubectl_binaries() -> Vec<String> {
         .map(|name| kubectl_path(name).display().to_string())
         .collect()
 }
+
+/// One HTTPS request to the server on `port`, trusting `ca`, without a client certificate:
+/// the status code and body. `headers` are added as given (an `Authorization` header, say).
+pub fn https(
+    port: u16,
+    ca: &std::path::Path,
+    method: &str,
+    path: &str,
+    headers: &[(&str, &str)],
+    body: Option<&str>,
+) -> (u16, String) {
+    use rustls::pki_types::pem::PemObject;
+    use std::io::{Read, Write};
+    let mut roots = rustls::RootCertStore::empty();
+    for cert in rustls::pki_types::CertificateDer::pem_file_iter(ca).unwrap() {
+        roots.add(cert.unwrap()).unwrap();
+    }
+    let provider = std::sync::Arc::new(rustls::crypto::aws_lc_rs::default_provider());
+    let config = rustls::ClientConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .unwrap()
+        .with_root_certificates(roots)
+        .with_no_client_auth();
+    let name = rustls::pki_types::ServerName::try_from("localhost").unwrap();
+    let mut connection = rustls::ClientConnection::new(std::sync::Arc::new(config), name).unwrap();
+    let mut socket = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+    socket
+        .set_read_timeout(Some(Duration::from_secs(20)))
+        .unwrap();
+    let mut tls = rustls::Stream::new(&mut connection, &mut socket);
+    let mut request =
+        format!("{method} {path} HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n");
+    for (name, value) in headers {
+        request.push_str(&format!("{name}: {value}\r\n"));
+    }
+    if let Some(body) = body {
+        request.push_str(&format!(
+            "Content-Type: application/json\r\nContent-Length: {}\r\n",
+            body.len()
+        ));
+    }
+    request.push_str("\r\n");
+    request.push_str(body.unwrap_or(""));
+    tls.write_all(request.as_bytes()).unwrap();
+    let mut raw = Vec::new();
+    let _ = tls.read_to_end(&mut raw);
+    let raw = String::from_utf8_lossy(&raw).into_owned();
+    let (head, body) = raw.split_once("\r\n\r\n").unwrap();
+    let body = if head
+        .to_ascii_lowercase()
+        .contains("transfer-encoding: chunked")
+    {
+        let mut out = String::new();
+        let mut rest = body;
+        while let Some((size, after)) = rest.split_once("\r\n") {
+            let Ok(size) = usize::from_str_radix(size.trim(), 16) else {
+                break;
+            };
+            if size == 0 || after.len() < size {
+                break;
+            }
+            out.push_str(&after[..size]);
+            rest = after[size..].trim_start_matches("\r\n");
+        }
+        out
+    } else {
+        body.to_owned()
+    };
+    (head.split(' ').nth(1).unwrap().parse().unwrap(), body)
+}

@@ -1,0 +1,683 @@
+//! Authentication and authorization of the real binary: an RBAC matrix of identities (static
+//! tokens, the per-role client certificates, `kubectl --as`) against verbs and resources, checked
+//! both with `kubectl auth can-i` and with the requests themselves; escalation prevention;
+//! `can-i --list`; service-account tokens from TokenRequest used by a kube-rs client; every
+//! route refused to anonymous and no-rights users without reaching storage.
+
+#![allow(clippy::unwrap_used)]
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use common::{Apiserver, https, ok, start_with, text};
+use serde_json::Value;
+
+/// The static tokens: alice, bob, carol (group `ops`), dave and erin.
+const TOKENS: &str = "tok-alice,alice,u-alice\n\
+                      tok-bob,bob,u-bob\n\
+                      tok-carol,carol,u-carol,\"ops\"\n\
+                      tok-dave,dave,u-dave\n\
+                      tok-erin,erin,u-erin\n";
+
+struct Cluster {
+    server: Apiserver,
+    _tokens: tempfile::TempDir,
+}
+
+impl Cluster {
+    /// An apiserver with the static tokens, `extra` flags, and the test's bindings: alice
+    /// views namespace `a`, bob edits it, dave administers it, group `ops` views everything.
+    fn start(extra: &[&str]) -> Self {
+        let tokens = tempfile::tempdir().unwrap();
+        let file = tokens.path().join("tokens.csv");
+        std::fs::write(&file, TOKENS).unwrap();
+        let mut flags = vec![format!("--token-auth-file={}", file.display())];
+        flags.extend(extra.iter().map(|s| (*s).to_owned()));
+        let flags: Vec<&str> = flags.iter().map(String::as_str).collect();
+        let cluster = Cluster {
+            server: start_with(&flags),
+            _tokens: tokens,
+        };
+        for args in [
+            &["create", "namespace", "a"][..],
+            &["create", "namespace", "b"],
+            &["create", "configmap", "c1", "-n", "a", "--from-literal=k=v"],
+            &["create", "configmap", "c1", "-n", "b", "--from-literal=k=v"],
+            &[
+                "create",
+                "secret",
+                "generic",
+                "s1",
+                "-n",
+                "a",
+                "--from-literal=k=v",
+            ],
+            &[
+                "create",
+                "rolebinding",
+                "alice-view",
+                "--clusterrole=view",
+                "--user=alice",
+                "-n",
+                "a",
+            ],
+            &[
+                "create",
+                "rolebinding",
+                "bob-edit",
+                "--clusterrole=edit",
+                "--user=bob",
+                "-n",
+                "a",
+            ],
+            &[
+                "create",
+                "rolebinding",
+                "dave-admin",
+                "--clusterrole=admin",
+                "--user=dave",
+                "-n",
+                "a",
+            ],
+            &[
+                "create",
+                "clusterrolebinding",
+                "ops-view",
+                "--clusterrole=view",
+                "--group=ops",
+            ],
+        ] {
+            ok(cluster.admin(args));
+        }
+        cluster
+    }
+
+    fn ca(&self) -> PathBuf {
+        self.server.dir.path().join("data/pki/ca.crt")
+    }
+
+    fn admin(&self, args: &[&str]) -> Output {
+        self.server.kubectl("kubectl", args)
+    }
+
+    /// kubectl as `who`.
+    fn kubectl(&self, who: &Who, args: &[&str]) -> Output {
+        let mut command = Command::new("kubectl");
+        match who {
+            Who::Token(token) => {
+                command
+                    .arg("--kubeconfig=/dev/null")
+                    .arg(format!("--server=https://127.0.0.1:{}", self.server.port))
+                    .arg(format!("--certificate-authority={}", self.ca().display()))
+                    .arg(format!("--token={token}"));
+            }
+            Who::Role(stem) => {
+                command.arg(format!(
+                    "--kubeconfig={}",
+                    self.server
+                        .dir
+                        .path()
+                        .join(format!("data/{stem}.kubeconfig"))
+                        .display()
+                ));
+            }
+            Who::As(user) => {
+                command
+                    .arg(format!(
+                        "--kubeconfig={}",
+                        self.server.kubeconfig().display()
+                    ))
+                    .arg(format!("--as={user}"));
+            }
+        }
+        command.args(args).output().unwrap()
+    }
+}
+
+#[derive(Debug)]
+enum Who {
+    /// A static bearer token.
+    Token(&'static str),
+    /// A role's own kubeconfig (client certificate) in the data directory.
+    Role(&'static str),
+    /// The admin impersonating a user.
+    As(&'static str),
+}
+
+/// The operations of the matrix: (verb, resource, namespace).
+const OPERATIONS: [(&str, &str, &str); 7] = [
+    ("list", "configmaps", "a"),
+    ("list", "configmaps", "b"),
+    ("get", "secrets", "a"),
+    ("create", "configmaps", "a"),
+    ("delete", "rolebindings", "a"),
+    ("list", "namespaces", ""),
+    ("create", "clusterroles", ""),
+];
+
+/// Whether `who` may do `operation`, by making the request itself: a refused request answers
+/// Forbidden; an allowed one succeeds, or fails for another reason (NotFound for a name that
+/// does not exist). Writes are dry runs.
+fn allowed(cluster: &Cluster, who: &Who, (verb, resource, namespace): (&str, &str, &str)) -> bool {
+    let mut args: Vec<&str> = match (verb, resource) {
+        ("list", _) => vec!["get", resource],
+        ("get" | "delete", _) => vec![verb, resource, "no-such-object"],
+        ("create", "configmaps") => vec!["create", "configmap", "probe", "--dry-run=server"],
+        ("create", "clusterroles") => vec![
+            "create",
+            "clusterrole",
+            "probe",
+            "--verb=get",
+            "--resource=configmaps",
+            "--dry-run=server",
+        ],
+        other => panic!("no probe for {other:?}"),
+    };
+    if !namespace.is_empty() {
+        args.extend(["-n", namespace]);
+    }
+    let output = cluster.kubectl(who, &args);
+    let said = text(&output);
+    if said.contains("Forbidden") || said.contains("forbidden") {
+        return false;
+    }
+    assert!(
+        output.status.success() || said.contains("NotFound") || said.contains("not found"),
+        "{who:?} {args:?}: {said}"
+    );
+    true
+}
+
+/// What `kubectl auth can-i` answers.
+fn can_i(cluster: &Cluster, who: &Who, (verb, resource, namespace): (&str, &str, &str)) -> bool {
+    let mut args = vec!["auth", "can-i", verb, resource];
+    if !namespace.is_empty() {
+        args.extend(["-n", namespace]);
+    }
+    let output = cluster.kubectl(who, &args);
+    let answer = String::from_utf8_lossy(&output.stdout).trim().to_owned();
+    assert!(
+        answer == "yes" || answer == "no",
+        "{who:?} {args:?}: {}",
+        text(&output)
+    );
+    answer == "yes"
+}
+
+#[test]
+fn the_rbac_matrix_holds_for_tokens_certificates_and_impersonation() {
+    let cluster = Cluster::start(&[]);
+    let y = true;
+    let n = false;
+    let expected: Vec<(Who, [bool; 7])> = vec![
+        (Who::Token("tok-alice"), [y, n, n, n, n, n, n]),
+        (Who::Token("tok-bob"), [y, n, y, y, n, n, n]),
+        (Who::Token("tok-carol"), [y, y, n, n, n, y, n]),
+        (Who::Token("tok-dave"), [y, n, y, y, y, n, n]),
+        (Who::Token("tok-erin"), [n, n, n, n, n, n, n]),
+        (Who::As("alice"), [y, n, n, n, n, n, n]),
+        (Who::As("bob"), [y, n, y, y, n, n, n]),
+        (Who::Role("admin"), [y, y, y, y, y, y, y]),
+        (Who::Role("controller-manager"), [y, y, y, y, y, y, n]),
+        (Who::Role("feature-controller"), [n, n, n, n, n, n, n]),
+    ];
+    let mut wrong = Vec::new();
+    for (who, row) in &expected {
+        for (operation, want) in OPERATIONS.iter().zip(row) {
+            let did = allowed(&cluster, who, *operation);
+            let said = can_i(&cluster, who, *operation);
+            if did != *want || said != *want {
+                wrong.push(format!(
+                    "{who:?} {operation:?}: expected {want}, request {did}, can-i {said}"
+                ));
+            }
+        }
+    }
+    assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+
+    // Impersonation needs the impersonate verb: erin has none.
+    let out = cluster.kubectl(
+        &Who::Token("tok-erin"),
+        &["get", "configmaps", "-n", "a", "--as=alice"],
+    );
+    assert!(
+        text(&out).contains(
+            "users \"alice\" is forbidden: User \"erin\" cannot impersonate resource \"users\""
+        ),
+        "{}",
+        text(&out)
+    );
+    // A token nobody issued is refused outright.
+    let out = cluster.kubectl(&Who::Token("tok-nobody"), &["get", "namespaces"]);
+    assert!(text(&out).contains("Unauthorized"), "{}", text(&out));
+    // whoami reports the token's user and groups.
+    let out = ok(cluster.kubectl(&Who::Token("tok-carol"), &["auth", "whoami", "-o", "json"]));
+    let review: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(review["status"]["userInfo"]["username"], "carol");
+    assert_eq!(
+        review["status"]["userInfo"]["groups"],
+        serde_json::json!(["ops", "system:authenticated"])
+    );
+}
+
+#[test]
+fn can_i_list_shows_the_rules_held_in_a_namespace() {
+    let cluster = Cluster::start(&[]);
+    let out = ok(cluster.kubectl(
+        &Who::Token("tok-alice"),
+        &["auth", "can-i", "--list", "-n", "a"],
+    ));
+    let configmaps = out
+        .lines()
+        .find(|l| l.starts_with("configmaps "))
+        .unwrap_or_else(|| panic!("{out}"));
+    assert!(configmaps.contains("[get list watch]"), "{out}");
+    assert!(!out.lines().any(|l| l.starts_with("secrets ")), "{out}");
+    assert!(
+        out.contains("selfsubjectaccessreviews.authorization.k8s.io"),
+        "{out}"
+    );
+    // In a namespace where she holds nothing, only what every user may do.
+    let out = ok(cluster.kubectl(
+        &Who::Token("tok-alice"),
+        &["auth", "can-i", "--list", "-n", "b"],
+    ));
+    assert!(!out.lines().any(|l| l.starts_with("configmaps ")), "{out}");
+}
+
+#[test]
+fn roles_and_bindings_cannot_grant_more_than_their_author_holds() {
+    let cluster = Cluster::start(&[]);
+    let dave = Who::Token("tok-dave");
+    // dave administers `a`: he may grant what he holds there.
+    ok(cluster.kubectl(
+        &dave,
+        &[
+            "create",
+            "role",
+            "reader",
+            "--verb=get",
+            "--resource=secrets",
+            "-n",
+            "a",
+        ],
+    ));
+    ok(cluster.kubectl(
+        &dave,
+        &[
+            "create",
+            "rolebinding",
+            "erin-view",
+            "--clusterrole=view",
+            "--user=erin",
+            "-n",
+            "a",
+        ],
+    ));
+    // ...but not what he does not hold.
+    let out = cluster.kubectl(
+        &dave,
+        &[
+            "create",
+            "role",
+            "too-much",
+            "--verb=get",
+            "--resource=clusterroles",
+            "-n",
+            "a",
+        ],
+    );
+    let said = text(&out);
+    assert!(!out.status.success(), "{said}");
+    assert!(
+        said.contains("roles.rbac.authorization.k8s.io \"too-much\" is forbidden: user \"dave\"")
+            && said.contains("is attempting to grant RBAC permissions not currently held")
+            && said.contains("{APIGroups:[\"rbac.authorization.k8s.io\"], Resources:[\"clusterroles\"], Verbs:[\"get\"]}"),
+        "{said}"
+    );
+    let out = cluster.kubectl(
+        &dave,
+        &[
+            "create",
+            "rolebinding",
+            "dave-root",
+            "--clusterrole=cluster-admin",
+            "--user=dave",
+            "-n",
+            "a",
+        ],
+    );
+    assert!(
+        text(&out).contains("is attempting to grant RBAC permissions not currently held"),
+        "{}",
+        text(&out)
+    );
+    // Nothing was stored for the refused writes.
+    let out = text(&cluster.admin(&["get", "role,rolebinding", "-n", "a", "-o", "name"]));
+    assert!(
+        out.contains("role.rbac.authorization.k8s.io/reader"),
+        "{out}"
+    );
+    assert!(
+        !out.contains("too-much") && !out.contains("dave-root"),
+        "{out}"
+    );
+    // erin got view in `a` through dave's binding.
+    let erin = Who::Token("tok-erin");
+    assert!(can_i(&cluster, &erin, ("list", "configmaps", "a")));
+}
+
+/// The server's signing key, issuer and uid of `namespace/name`, to mint a token the way the
+/// server does but at another time.
+fn mint(cluster: &Cluster, namespace: &str, name: &str, issued_at: i64, lifetime: i64) -> String {
+    use genplane_authentication::keys::SigningKey;
+    use genplane_authentication::serviceaccount::{ObjectRef, TokenIssuer, TokenSpec};
+    let key = SigningKey::from_file(&cluster.server.dir.path().join("data/pki/sa.key")).unwrap();
+    let out = ok(cluster.admin(&["get", "serviceaccount", name, "-n", namespace, "-o", "json"]));
+    let uid = serde_json::from_str::<Value>(&out).unwrap()["metadata"]["uid"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    TokenIssuer::new("https://kubernetes.default.svc.cluster.local", key)
+        .issue(
+            &TokenSpec {
+                namespace: namespace.into(),
+                service_account: ObjectRef {
+                    name: name.into(),
+                    uid,
+                },
+                secret: None,
+                audiences: vec!["https://kubernetes.default.svc.cluster.local".into()],
+                expiration_seconds: lifetime,
+            },
+            issued_at,
+        )
+        .unwrap()
+        .token
+}
+
+/// A kube-rs client authenticating with `token`.
+async fn client_with_token(cluster: &Cluster, dir: &Path, token: &str) -> kube::Client {
+    let kubeconfig = dir.join(format!("token-{}.kubeconfig", &token[token.len() - 8..]));
+    std::fs::write(
+        &kubeconfig,
+        format!(
+            "apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster:\n    server: https://127.0.0.1:{}\n    certificate-authority: {}\nusers:\n- name: u\n  user:\n    token: {token}\ncontexts:\n- name: c\n  context: {{cluster: c, user: u}}\ncurrent-context: c\n",
+            cluster.server.port,
+            cluster.ca().display()
+        ),
+    )
+    .unwrap();
+    let config = kube::Config::from_custom_kubeconfig(
+        kube::config::Kubeconfig::read_from(&kubeconfig).unwrap(),
+        &kube::config::KubeConfigOptions::default(),
+    )
+    .await
+    .unwrap();
+    kube::Client::try_from(config).unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn service_account_tokens_carry_exactly_the_accounts_rights_until_they_expire() {
+    use k8s_openapi::api::authentication::v1::{TokenRequest, TokenRequestSpec};
+    use k8s_openapi::api::core::v1::{ConfigMap, ServiceAccount};
+    use kube::api::{Api, ListParams, PostParams};
+
+    let cluster = tokio::task::spawn_blocking(|| Cluster::start(&[]))
+        .await
+        .unwrap();
+    let dir = cluster.server.dir.path().to_owned();
+    ok(cluster.admin(&["create", "serviceaccount", "bot", "-n", "a"]));
+    ok(cluster.admin(&[
+        "create",
+        "rolebinding",
+        "bot-view",
+        "--clusterrole=view",
+        "--serviceaccount=a:bot",
+        "-n",
+        "a",
+    ]));
+
+    // The admin asks for a token through the TokenRequest API.
+    let admin = kube::Client::try_from(
+        kube::Config::from_custom_kubeconfig(
+            kube::config::Kubeconfig::read_from(cluster.server.kubeconfig()).unwrap(),
+            &kube::config::KubeConfigOptions::default(),
+        )
+        .await
+        .unwrap(),
+    )
+    .unwrap();
+    let accounts: Api<ServiceAccount> = Api::namespaced(admin, "a");
+    let request = TokenRequest {
+        spec: TokenRequestSpec {
+            expiration_seconds: Some(3600),
+            ..TokenRequestSpec::default()
+        },
+        ..TokenRequest::default()
+    };
+    let issued = accounts
+        .create_token_request("bot", &PostParams::default(), &request)
+        .await
+        .unwrap();
+    let status = issued.status.unwrap();
+    let token = status.token;
+
+    // With it, a kube-rs client has exactly the account's rights.
+    let bot = client_with_token(&cluster, &dir, &token).await;
+    let in_a: Api<ConfigMap> = Api::namespaced(bot.clone(), "a");
+    let names: Vec<String> = in_a
+        .list(&ListParams::default())
+        .await
+        .unwrap()
+        .items
+        .into_iter()
+        .filter_map(|c| c.metadata.name)
+        .collect();
+    assert!(names.contains(&"c1".to_owned()), "{names:?}");
+    let in_b: Api<ConfigMap> = Api::namespaced(bot.clone(), "b");
+    match in_b.list(&ListParams::default()).await {
+        Err(kube::Error::Api(status)) => assert_eq!(status.code, 403, "{status:?}"),
+        other => panic!("listing in b: {other:?}"),
+    }
+    let create = in_a
+        .create(
+            &PostParams::default(),
+            &serde_json::from_value(serde_json::json!({"metadata": {"name": "by-bot"}})).unwrap(),
+        )
+        .await;
+    assert!(
+        matches!(create, Err(kube::Error::Api(ref s)) if s.code == 403),
+        "{create:?}"
+    );
+
+    // A token of the same account that expired (issued two hours ago for ten minutes) is
+    // refused, as is any token once its account is gone.
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs() as i64;
+    let expired = mint(&cluster, "a", "bot", now - 7200, 600);
+    let late = client_with_token(&cluster, &dir, &expired).await;
+    let refused = Api::<ConfigMap>::namespaced(late, "a")
+        .list(&ListParams::default())
+        .await;
+    assert!(
+        matches!(refused, Err(kube::Error::Api(ref s)) if s.code == 401),
+        "{refused:?}"
+    );
+    let fresh = mint(&cluster, "a", "bot", now, 600);
+    let minted = client_with_token(&cluster, &dir, &fresh).await;
+    Api::<ConfigMap>::namespaced(minted.clone(), "a")
+        .list(&ListParams::default())
+        .await
+        .unwrap();
+    ok(cluster.admin(&["delete", "serviceaccount", "bot", "-n", "a"]));
+    let mut gone = None;
+    for _ in 0..50 {
+        let result = Api::<ConfigMap>::namespaced(bot.clone(), "a")
+            .list(&ListParams::default())
+            .await;
+        if matches!(result, Err(kube::Error::Api(ref s)) if s.code == 401) {
+            gone = Some(());
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    assert!(gone.is_some(), "the token of a deleted account still works");
+}
+
+#[test]
+fn no_route_reaches_storage_for_anonymous_or_unprivileged_users() {
+    let cluster = Cluster::start(&[]);
+    let ca = cluster.ca();
+    let port = cluster.server.port;
+    // Every served resource, from the legacy discovery documents.
+    let mut resources: Vec<(String, String, bool, Vec<String>)> = Vec::new();
+    let mut group_versions = vec!["api/v1".to_owned()];
+    let groups: Value =
+        serde_json::from_str(&ok(cluster.admin(&["get", "--raw", "/apis"]))).unwrap();
+    for group in groups["groups"].as_array().unwrap() {
+        group_versions.push(format!(
+            "apis/{}",
+            group["preferredVersion"]["groupVersion"].as_str().unwrap()
+        ));
+    }
+    for gv in &group_versions {
+        let list: Value =
+            serde_json::from_str(&ok(cluster.admin(&["get", "--raw", &format!("/{gv}")]))).unwrap();
+        for r in list["resources"].as_array().unwrap() {
+            let verbs = r["verbs"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|v| v.as_str().unwrap().to_owned())
+                .collect();
+            resources.push((
+                gv.clone(),
+                r["name"].as_str().unwrap().to_owned(),
+                r["namespaced"].as_bool().unwrap(),
+                verbs,
+            ));
+        }
+    }
+    assert!(resources.len() > 15, "{resources:?}");
+    let before = ok(cluster.admin(&[
+        "get",
+        "configmaps,secrets,serviceaccounts,leases,roles,rolebindings",
+        "-A",
+        "-o",
+        "name",
+    ]));
+    let before_cluster = ok(cluster.admin(&[
+        "get",
+        "namespaces,clusterroles,clusterrolebindings",
+        "-o",
+        "name",
+    ]));
+
+    let every_user_may = [
+        "selfsubjectreviews",
+        "selfsubjectaccessreviews",
+        "selfsubjectrulesreviews",
+    ];
+    let mut unexpected = Vec::new();
+    for (label, headers) in [
+        ("anonymous", vec![]),
+        ("erin", vec![("Authorization", "Bearer tok-erin")]),
+    ] {
+        for (gv, name, namespaced, verbs) in &resources {
+            let (resource, subresource) = name
+                .split_once('/')
+                .map_or((name.as_str(), None), |(r, s)| (r, Some(s)));
+            let base = if *namespaced {
+                format!("/{gv}/namespaces/a/{resource}")
+            } else {
+                format!("/{gv}/{resource}")
+            };
+            let one = match subresource {
+                Some(sub) => format!("{base}/x/{sub}"),
+                None => format!("{base}/x"),
+            };
+            for verb in verbs {
+                let (method, path, body) = match (verb.as_str(), subresource) {
+                    ("get", _) => ("GET", one.clone(), None),
+                    ("list", None) => ("GET", base.clone(), None),
+                    ("watch", None) => ("GET", format!("{base}?watch=true&timeoutSeconds=1"), None),
+                    ("create", Some(_)) => ("POST", one.clone(), Some("{}")),
+                    ("create", None) => (
+                        "POST",
+                        base.clone(),
+                        Some("{\"metadata\":{\"name\":\"x\"}}"),
+                    ),
+                    ("update", _) => ("PUT", one.clone(), Some("{\"metadata\":{\"name\":\"x\"}}")),
+                    ("patch", _) => ("PATCH", one.clone(), Some("{}")),
+                    ("delete", _) => ("DELETE", one.clone(), None),
+                    ("deletecollection", None) => ("DELETE", base.clone(), None),
+                    _ => continue,
+                };
+                let mut headers = headers.clone();
+                if method == "PATCH" {
+                    headers.push(("Content-Type", "application/merge-patch+json"));
+                }
+                let body = if method == "PATCH" {
+                    body.map(|_| "{}")
+                } else {
+                    body
+                };
+                let (code, answer) = https(port, &ca, method, &path, &headers, body);
+                // What every authenticated user may do is answered (201, or 422 for the
+                // empty review); everything else is refused before it is looked at.
+                let may = label == "erin" && every_user_may.contains(&resource) && verb == "create";
+                let fine = if may {
+                    matches!(code, 201 | 422)
+                } else {
+                    code == 403
+                };
+                if !fine {
+                    unexpected.push(format!("{label} {method} {path}: {code} {answer}"));
+                }
+            }
+        }
+        for (path, erin_may) in [
+            ("/api", true),
+            ("/apis", true),
+            ("/openapi/v2", true),
+            ("/openapi/v3", true),
+            ("/version", true),
+            ("/healthz", true),
+            ("/metrics", false),
+            ("/.well-known/openid-configuration", false),
+            ("/openid/v1/jwks", false),
+        ] {
+            let (code, answer) = https(port, &ca, "GET", path, &headers, None);
+            let public = matches!(path, "/version" | "/healthz");
+            let expected = if public || (label == "erin" && erin_may) {
+                200
+            } else {
+                403
+            };
+            if code != expected {
+                unexpected.push(format!("{label} GET {path}: {code} {answer}"));
+            }
+        }
+    }
+    assert!(unexpected.is_empty(), "{}", unexpected.join("\n"));
+    let after = ok(cluster.admin(&[
+        "get",
+        "configmaps,secrets,serviceaccounts,leases,roles,rolebindings",
+        "-A",
+        "-o",
+        "name",
+    ]));
+    let after_cluster = ok(cluster.admin(&[
+        "get",
+        "namespaces,clusterroles,clusterrolebindings",
+        "-o",
+        "name",
+    ]));
+    assert_eq!(before, after);
+    assert_eq!(before_cluster, after_cluster);
+}
