@@ -493,6 +493,94 @@ async fn service_account_tokens_carry_exactly_the_accounts_rights_until_they_exp
         "{create:?}"
     );
 
+    // TokenReview (as the admin) says whose token it is.
+    let review = format!(
+        "{{\"apiVersion\":\"authentication.k8s.io/v1\",\"kind\":\"TokenReview\",\"spec\":{{\"token\":\"{token}\"}}}}"
+    );
+    let file = dir.join("review.json");
+    std::fs::write(&file, review).unwrap();
+    let reviewed: Value = serde_json::from_str(&ok(cluster.admin(&[
+        "create",
+        // kubectl looks for CRDs when a kind has no PATCH operation: none are served yet.
+        "--validate=false",
+        "-f",
+        file.to_str().unwrap(),
+        "-o",
+        "json",
+    ])))
+    .unwrap();
+    assert_eq!(reviewed["status"]["authenticated"], true, "{reviewed}");
+    assert_eq!(
+        reviewed["status"]["user"]["username"],
+        "system:serviceaccount:a:bot"
+    );
+    assert_eq!(
+        reviewed["status"]["audiences"],
+        serde_json::json!(["https://kubernetes.default.svc.cluster.local"])
+    );
+    std::fs::write(
+        &file,
+        "{\"apiVersion\":\"authentication.k8s.io/v1\",\"kind\":\"TokenReview\",\"spec\":{\"token\":\"not-a-token\"}}",
+    )
+    .unwrap();
+    let refused: Value = serde_json::from_str(&ok(cluster.admin(&[
+        "create",
+        // kubectl looks for CRDs when a kind has no PATCH operation: none are served yet.
+        "--validate=false",
+        "-f",
+        file.to_str().unwrap(),
+        "-o",
+        "json",
+    ])))
+    .unwrap();
+    assert!(refused["status"]["authenticated"] != true, "{refused}");
+    assert!(refused["status"]["error"].is_string(), "{refused}");
+
+    // Service accounts may read the issuer's discovery documents, whose key set holds the
+    // key that signed the token.
+    let (code, configuration) = https(
+        cluster.server.port,
+        &cluster.ca(),
+        "GET",
+        "/.well-known/openid-configuration",
+        &[("Authorization", &format!("Bearer {token}"))],
+        None,
+    );
+    assert_eq!(code, 200, "{configuration}");
+    let configuration: Value = serde_json::from_str(&configuration).unwrap();
+    assert_eq!(
+        configuration["issuer"],
+        "https://kubernetes.default.svc.cluster.local"
+    );
+    let (code, keys) = https(
+        cluster.server.port,
+        &cluster.ca(),
+        "GET",
+        "/openid/v1/jwks",
+        &[("Authorization", &format!("Bearer {token}"))],
+        None,
+    );
+    assert_eq!(code, 200, "{keys}");
+    let keys: Value = serde_json::from_str(&keys).unwrap();
+    let header: Value = {
+        use base64::Engine as _;
+        let part = token.split('.').next().unwrap();
+        serde_json::from_slice(
+            &base64::engine::general_purpose::URL_SAFE_NO_PAD
+                .decode(part)
+                .unwrap(),
+        )
+        .unwrap()
+    };
+    assert!(
+        keys["keys"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|k| k["kid"] == header["kid"]),
+        "{keys} {header}"
+    );
+
     // A token of the same account that expired (issued two hours ago for ten minutes) is
     // refused, as is any token once its account is gone.
     let now = std::time::SystemTime::now()

@@ -38,7 +38,10 @@ use schemars::generate::{SchemaGenerator, SchemaSettings};
 use serde_json::{Map, Value, json};
 
 use crate::catalog::{ResourceInfo, Subresource};
-use k8s_openapi::api::{coordination, core as core_api, events as events_api, rbac as rbac_api};
+use k8s_openapi::api::{
+    authentication as authentication_api, authorization as authorization_api, coordination,
+    core as core_api, events as events_api, rbac as rbac_api,
+};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1 as meta;
 
 /// A served resource and those of its subresources that are served.
@@ -199,6 +202,24 @@ fn add_kind(
         ("rbac.authorization.k8s.io", "v1", "ClusterRoleBinding") => {
             add::<rbac_api::v1::ClusterRoleBinding>(generator)
         }
+        ("authentication.k8s.io", "v1", "TokenReview") => {
+            add::<authentication_api::v1::TokenReview>(generator)
+        }
+        ("authentication.k8s.io", "v1", "SelfSubjectReview") => {
+            add::<authentication_api::v1::SelfSubjectReview>(generator)
+        }
+        ("authorization.k8s.io", "v1", "SubjectAccessReview") => {
+            add::<authorization_api::v1::SubjectAccessReview>(generator)
+        }
+        ("authorization.k8s.io", "v1", "LocalSubjectAccessReview") => {
+            add::<authorization_api::v1::LocalSubjectAccessReview>(generator)
+        }
+        ("authorization.k8s.io", "v1", "SelfSubjectAccessReview") => {
+            add::<authorization_api::v1::SelfSubjectAccessReview>(generator)
+        }
+        ("authorization.k8s.io", "v1", "SelfSubjectRulesReview") => {
+            add::<authorization_api::v1::SelfSubjectRulesReview>(generator)
+        }
         _ => return None,
     })
 }
@@ -298,14 +319,20 @@ fn group_version_document(
                 }
             }
         }
-        let item = schemas.get(name).cloned().unwrap_or(Value::Null);
-        schemas.insert(list.clone(), list_schema(kind, name, &item));
         set_gvks(&mut schemas, name, vec![gvk(group, version, kind)]);
-        set_gvks(
-            &mut schemas,
-            list,
-            vec![gvk(group, version, &format!("{kind}List"))],
-        );
+        // Only kinds that can be listed have a list kind (the reviews have none).
+        let listable = served
+            .iter()
+            .any(|r| r.info.kind == kind && r.info.verbs.contains(&"list"));
+        if listable {
+            let item = schemas.get(name).cloned().unwrap_or(Value::Null);
+            schemas.insert(list.clone(), list_schema(kind, name, &item));
+            set_gvks(
+                &mut schemas,
+                list,
+                vec![gvk(group, version, &format!("{kind}List"))],
+            );
+        }
     }
     for (name, kind) in [
         (&names.delete_options, "DeleteOptions"),
