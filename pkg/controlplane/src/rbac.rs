@@ -123,31 +123,36 @@ async fn aggregate<S: Storage>(resources: &[Resource<S>]) -> Result<(), Error> {
     Ok(())
 }
 
-/// Reads every stored RBAC object into `authorizer`: the revision of each kind's list.
+/// Where the objects of one RBAC kind are: its watch cache and key prefix.
+struct Source<S> {
+    kind: Kind,
+    storage: Arc<S>,
+    prefix: String,
+}
+
+/// Reads every stored RBAC object into `authorizer` (replacing what it held): the revision
+/// of each source's list.
 async fn load<S: Storage>(
-    resources: &[Resource<S>],
+    sources: &[Source<S>],
     authorizer: &RbacAuthorizer,
-) -> Result<Vec<(Kind, Arc<S>, i64)>, genplane_storage::Error> {
+) -> Result<Vec<i64>, genplane_storage::Error> {
     let mut objects: Vec<(Kind, Value)> = Vec::new();
-    let mut sources = Vec::new();
-    for kind in KINDS {
-        let Some(resource) = served(resources, kind) else {
-            continue;
-        };
-        let storage = resource.store.shared_storage();
-        let listed = storage
+    let mut revisions = Vec::new();
+    for source in sources {
+        let listed = source
+            .storage
             .list(ListRequest {
-                prefix: format!("/registry/{}/", resource.info.storage_prefix),
+                prefix: source.prefix.clone(),
                 ..ListRequest::default()
             })
             .await?;
         for item in &listed.items {
             match serde_json::from_slice::<Value>(&item.value) {
-                Ok(object) => objects.push((kind, object)),
+                Ok(object) => objects.push((source.kind, object)),
                 Err(error) => tracing::warn!(key = item.key, %error, "unreadable RBAC object"),
             }
         }
-        sources.push((kind, storage, listed.revision));
+        revisions.push(listed.revision);
     }
     if let Err(error) = authorizer.replace_all(objects.iter().map(|(k, o)| (*k, o))) {
         // One bad object must not cost the others: take them one by one.
@@ -159,7 +164,7 @@ async fn load<S: Storage>(
             }
         }
     }
-    Ok(sources)
+    Ok(revisions)
 }
 
 /// Applies one watch event of `kind` to `authorizer`.
@@ -185,6 +190,59 @@ fn apply_event(authorizer: &RbacAuthorizer, kind: Kind, event: &genplane_storage
     }
 }
 
+/// Applies the events of every source's watch (from `revisions`) to `authorizer` until a
+/// watch fails (`Some(error)`, or `None` when they all ended) or `stop` completes (`Err`).
+async fn follow<S: Storage + 'static>(
+    sources: &[Source<S>],
+    revisions: &[i64],
+    authorizer: &RbacAuthorizer,
+    stop: &mut std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send>>,
+) -> Result<Option<genplane_storage::Error>, ()> {
+    let (tx, mut rx) = tokio::sync::mpsc::channel(64);
+    let mut watchers = tokio::task::JoinSet::new();
+    for (source, revision) in sources.iter().zip(revisions) {
+        let (kind, storage, prefix, revision, tx) = (
+            source.kind,
+            source.storage.clone(),
+            source.prefix.clone(),
+            *revision,
+            tx.clone(),
+        );
+        watchers.spawn(async move {
+            let mut watch = match storage.watch(&prefix, revision).await {
+                Ok(watch) => watch,
+                Err(error) => {
+                    let _ = tx.send(Err(error)).await;
+                    return;
+                }
+            };
+            while let Some(event) = watch.next().await {
+                let item = match event {
+                    WatchEvent::Event(event) => Ok((kind, event)),
+                    WatchEvent::Progress(_) => continue,
+                    WatchEvent::Error(error) => Err(error),
+                };
+                let failed = item.is_err();
+                if tx.send(item).await.is_err() || failed {
+                    return;
+                }
+            }
+        });
+    }
+    drop(tx);
+    // Dropping the JoinSet on return aborts the watchers.
+    loop {
+        tokio::select! {
+            () = stop.as_mut() => return Err(()),
+            item = rx.recv() => match item {
+                Some(Ok((kind, event))) => apply_event(authorizer, kind, &event),
+                Some(Err(error)) => return Ok(Some(error)),
+                None => return Ok(None),
+            }
+        }
+    }
+}
+
 /// Loads the stored policy into `authorizer`, then keeps it current from the watch caches
 /// until `stop` completes (re-reading everything when a watch fails). Returns once the first
 /// load is done, so that no request is decided on an empty policy.
@@ -193,109 +251,36 @@ pub async fn feed_policy<S: Storage + 'static>(
     authorizer: Arc<RbacAuthorizer>,
     stop: impl std::future::Future<Output = ()> + Send + 'static,
 ) -> Result<(), genplane_storage::Error> {
-    let sources = load(resources, &authorizer).await?;
-    let prefixes: Vec<(Kind, String)> = KINDS
+    let sources: Vec<Source<S>> = KINDS
         .iter()
         .filter_map(|kind| {
-            served(resources, *kind)
-                .map(|r| (*kind, format!("/registry/{}/", r.info.storage_prefix)))
+            served(resources, *kind).map(|r| Source {
+                kind: *kind,
+                storage: r.store.shared_storage(),
+                prefix: format!("/registry/{}/", r.info.storage_prefix),
+            })
         })
         .collect();
+    let mut revisions = load(&sources, &authorizer).await?;
+    let mut stop: std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send>> = Box::pin(stop);
     tokio::spawn(async move {
-        let mut stop = Box::pin(stop);
-        let mut sources = sources;
         loop {
-            let (tx, mut rx) = tokio::sync::mpsc::channel(64);
-            let mut watchers = Vec::new();
-            for (kind, storage, revision) in &sources {
-                let Some((_, prefix)) = prefixes.iter().find(|(k, _)| k == kind) else {
-                    continue;
-                };
-                let (kind, storage, prefix, revision, tx) = (
-                    *kind,
-                    storage.clone(),
-                    prefix.clone(),
-                    *revision,
-                    tx.clone(),
-                );
-                watchers.push(tokio::spawn(async move {
-                    let mut watch = match storage.watch(&prefix, revision).await {
-                        Ok(watch) => watch,
-                        Err(error) => {
-                            let _ = tx.send(Err(error)).await;
-                            return;
-                        }
-                    };
-                    while let Some(event) = watch.next().await {
-                        let item = match event {
-                            WatchEvent::Event(event) => Ok((kind, event)),
-                            WatchEvent::Progress(_) => continue,
-                            WatchEvent::Error(error) => Err(error),
-                        };
-                        let failed = item.is_err();
-                        if tx.send(item).await.is_err() || failed {
-                            return;
-                        }
-                    }
-                }));
-            }
-            drop(tx);
-            let failed = loop {
-                tokio::select! {
-                    () = &mut stop => {
-                        for watcher in &watchers {
-                            watcher.abort();
-                        }
-                        return;
-                    }
-                    item = rx.recv() => match item {
-                        Some(Ok((kind, event))) => apply_event(&authorizer, kind, &event),
-                        Some(Err(error)) => break Some(error),
-                        None => break None,
-                    }
-                }
+            let Ok(failed) = follow(&sources, &revisions, &authorizer, &mut stop).await else {
+                return;
             };
-            for watcher in &watchers {
-                watcher.abort();
-            }
             tracing::warn!(error = ?failed, "RBAC policy watch ended; reloading");
-            tokio::time::sleep(Duration::from_secs(1)).await;
-            // Reload from the caches (the storages are shared, so the same resources serve).
-            let mut reloaded = Vec::new();
-            let mut objects: Vec<(Kind, Value)> = Vec::new();
-            let mut ok = true;
-            for (kind, storage, _) in &sources {
-                let Some((_, prefix)) = prefixes.iter().find(|(k, _)| k == kind) else {
-                    continue;
-                };
-                match storage
-                    .list(ListRequest {
-                        prefix: prefix.clone(),
-                        ..ListRequest::default()
-                    })
-                    .await
-                {
-                    Ok(listed) => {
-                        for item in &listed.items {
-                            if let Ok(object) = serde_json::from_slice::<Value>(&item.value) {
-                                objects.push((*kind, object));
-                            }
-                        }
-                        reloaded.push((*kind, storage.clone(), listed.revision));
-                    }
-                    Err(error) => {
-                        tracing::warn!(%error, "reloading the RBAC policy");
-                        ok = false;
+            loop {
+                tokio::select! {
+                    () = stop.as_mut() => return,
+                    () = tokio::time::sleep(Duration::from_secs(1)) => {}
+                }
+                match load(&sources, &authorizer).await {
+                    Ok(reloaded) => {
+                        revisions = reloaded;
                         break;
                     }
+                    Err(error) => tracing::warn!(%error, "reloading the RBAC policy"),
                 }
-            }
-            if ok {
-                let _ = authorizer.replace_all(std::iter::empty());
-                for (kind, object) in &objects {
-                    let _ = authorizer.apply(*kind, object);
-                }
-                sources = reloaded;
             }
         }
     });
@@ -369,5 +354,102 @@ impl genplane_apiserver::authz::WriteAdmission for EscalationCheck {
             kind,
             namespace: namespace.to_owned(),
         })))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use genplane_authorization::{Attributes, Authorizer, Decision};
+    use serde_json::json;
+
+    use super::*;
+    use crate::{StorageConfig, open_storage, resources};
+
+    fn can(authorizer: &RbacAuthorizer, user: &str, verb: &str, resource: &str, ns: &str) -> bool {
+        let user = UserInfo::authenticated(user, vec![]);
+        let attributes = Attributes::resource(user, verb, "", resource, ns, "");
+        authorizer.authorize(&attributes).0 == Decision::Allow
+    }
+
+    async fn eventually(what: &str, check: impl Fn() -> bool) {
+        for _ in 0..200 {
+            if check() {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        panic!("{what} did not happen");
+    }
+
+    #[tokio::test]
+    async fn the_policy_follows_the_stored_objects_after_the_bootstrap() {
+        let dir = tempfile::tempdir().unwrap();
+        let backend = open_storage(&StorageConfig::Sqlite {
+            path: dir.path().join("db"),
+        })
+        .await
+        .unwrap();
+        let served = resources(backend).unwrap();
+        crate::bootstrap(&served).await.unwrap();
+        bootstrap_policy(&served).await.unwrap();
+        // A second start changes nothing.
+        bootstrap_policy(&served).await.unwrap();
+        let authorizer = Arc::new(RbacAuthorizer::new());
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        feed_policy(&served, authorizer.clone(), async move {
+            let _ = stopped.await;
+        })
+        .await
+        .unwrap();
+        // The bootstrap policy is in force at once, with the aggregated view filled in.
+        let views = served
+            .iter()
+            .find(|r| r.info.resource == "clusterroles")
+            .unwrap()
+            .store
+            .get("", "view", None)
+            .await
+            .unwrap();
+        assert!(
+            views["rules"].as_array().is_some_and(|r| !r.is_empty()),
+            "{views}"
+        );
+        assert!(!can(&authorizer, "alice", "list", "configmaps", "default"));
+
+        let bindings = &served
+            .iter()
+            .find(|r| r.info.resource == "rolebindings")
+            .unwrap()
+            .store;
+        let binding = json!({
+            "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
+            "metadata": {"name": "alice-view", "namespace": "default"},
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "view"},
+            "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": "alice"}],
+        });
+        bindings
+            .create("default", binding, &WriteOptions::default())
+            .await
+            .unwrap();
+        eventually("the binding taking effect", || {
+            can(&authorizer, "alice", "list", "configmaps", "default")
+        })
+        .await;
+        assert!(!can(
+            &authorizer,
+            "alice",
+            "list",
+            "configmaps",
+            "kube-system"
+        ));
+        bindings
+            .delete("default", "alice-view", &DeleteOptions::default())
+            .await
+            .unwrap();
+        eventually("the binding's removal taking effect", || {
+            !can(&authorizer, "alice", "list", "configmaps", "default")
+        })
+        .await;
+        drop(stop);
     }
 }
