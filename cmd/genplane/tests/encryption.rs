@@ -8,15 +8,12 @@
 mod common;
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::process::Command;
 
-use common::{Apiserver, free_port, ok, text};
+use common::{Apiserver, BIN, free_port, ok, start_in, stop, text};
 use genplane_storage::Storage as _;
 use genplane_storage_etcd::EtcdStore;
 use genplane_storage_etcd::testing::EtcdServer;
-
-const BIN: &str = env!("CARGO_BIN_EXE_genplane");
 
 /// Two AES-256 keys, base64.
 const KEY1: &str = "MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY=";
@@ -124,63 +121,20 @@ fn write_config(dir: &Path, file: &str, keys: &[(&str, &str)]) -> PathBuf {
     path
 }
 
-/// Starts `genplane apiserver` over the data directory in `dir` (kept across restarts) with
-/// `extra` flags, and waits until it is ready.
-fn start_in(dir: tempfile::TempDir, extra: &[String]) -> Apiserver {
-    let port = free_port();
-    let child = Command::new(BIN)
-        .args([
-            "apiserver",
-            "--bind-address=127.0.0.1",
-            &format!("--secure-port={port}"),
-        ])
-        .arg(format!("--data-dir={}", dir.path().join("data").display()))
-        .args(extra)
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut server = Apiserver { child, dir, port };
-    let deadline = Instant::now() + Duration::from_secs(30);
-    loop {
-        if let Some(status) = server.child.try_wait().unwrap() {
-            panic!("the apiserver exited: {status}");
-        }
-        if server.kubeconfig().exists()
-            && server
-                .kubectl("kubectl", &["get", "--raw", "/readyz"])
-                .status
-                .success()
-        {
-            return server;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "the apiserver did not become ready"
-        );
-        std::thread::sleep(Duration::from_millis(100));
-    }
-}
-
-/// Stops the server and hands back its directory for the next start.
-fn stop(mut server: Apiserver) -> tempfile::TempDir {
-    server.child.kill().unwrap();
-    server.child.wait().unwrap();
-    let dir = tempfile::tempdir().unwrap();
-    // Swap the kept directory out of the server before it is dropped.
-    std::mem::replace(&mut server.dir, dir)
-}
-
 fn kubectl(server: &Apiserver, args: &[&str]) -> String {
     ok(server.kubectl("kubectl", args))
 }
 
 /// The whole life of encrypted data on one backend: write, rotate, drop the old key.
 fn encryption_lifecycle(dir: tempfile::TempDir, backend: &[String], raw: &Raw<'_>) {
-    let with = |config: &Path| {
+    let with = |config: &Path| -> Vec<String> {
         let mut flags = backend.to_vec();
         flags.push(format!("--encryption-provider-config={}", config.display()));
         flags
+    };
+    let start_in = |dir, flags: Vec<String>| {
+        let flags: Vec<&str> = flags.iter().map(String::as_str).collect();
+        start_in(dir, &flags)
     };
     let first = write_config(dir.path(), "key1.yaml", &[("key1", KEY1)]);
     let rotated = write_config(
@@ -191,7 +145,7 @@ fn encryption_lifecycle(dir: tempfile::TempDir, backend: &[String], raw: &Raw<'_
     let only_new = write_config(dir.path(), "key2.yaml", &[("key2", KEY2)]);
 
     // 1. Written with key1: the store holds ciphertext only.
-    let server = start_in(dir, &with(&first));
+    let server = start_in(dir, with(&first));
     kubectl(
         &server,
         &[
@@ -232,7 +186,7 @@ fn encryption_lifecycle(dir: tempfile::TempDir, backend: &[String], raw: &Raw<'_
     );
 
     // 2. Rotation: key2 first, key1 still listed. Everything reads; a rewrite uses key2.
-    let server = start_in(stop(server), &with(&rotated));
+    let server = start_in(stop(server), with(&rotated));
     assert_eq!(
         kubectl(
             &server,
@@ -261,7 +215,7 @@ fn encryption_lifecycle(dir: tempfile::TempDir, backend: &[String], raw: &Raw<'_
     assert_eq!(secret["metadata"]["labels"]["rotated"], "yes");
 
     // 3. key1 removed: what key2 sealed reads, what only key1 sealed fails with a clear 500.
-    let server = start_in(stop(server), &with(&only_new));
+    let server = start_in(stop(server), with(&only_new));
     assert_eq!(
         kubectl(
             &server,

@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-const BIN: &str = env!("CARGO_BIN_EXE_genplane");
+pub const BIN: &str = env!("CARGO_BIN_EXE_genplane");
 
 pub struct Apiserver {
     pub child: Child,
@@ -51,7 +51,12 @@ pub fn start() -> Apiserver {
 
 /// Starts `genplane apiserver` with `extra` flags (a storage backend, say).
 pub fn start_with(extra: &[&str]) -> Apiserver {
-    let dir = tempfile::tempdir().unwrap();
+    start_in(tempfile::tempdir().unwrap(), extra)
+}
+
+/// Starts `genplane apiserver` over the data directory in `dir` (which may hold an earlier
+/// run's data) with `extra` flags, and waits until it is ready; fails if it exits first.
+pub fn start_in(dir: tempfile::TempDir, extra: &[&str]) -> Apiserver {
     let port = free_port();
     let child = Command::new(BIN)
         .args([
@@ -61,13 +66,16 @@ pub fn start_with(extra: &[&str]) -> Apiserver {
         ])
         .arg(format!("--data-dir={}", dir.path().join("data").display()))
         .args(extra)
-        .stdout(Stdio::piped())
+        .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
-    let server = Apiserver { child, dir, port };
+    let mut server = Apiserver { child, dir, port };
     let deadline = Instant::now() + Duration::from_secs(30);
     loop {
+        if let Some(status) = server.child.try_wait().unwrap() {
+            panic!("the apiserver exited: {status}");
+        }
         if server.kubeconfig().exists()
             && server
                 .kubectl("kubectl", &["get", "--raw", "/readyz"])
@@ -82,6 +90,14 @@ pub fn start_with(extra: &[&str]) -> Apiserver {
         );
         std::thread::sleep(Duration::from_millis(100));
     }
+}
+
+/// Stops the server and hands back its directory for the next start.
+pub fn stop(mut server: Apiserver) -> tempfile::TempDir {
+    server.child.kill().unwrap();
+    server.child.wait().unwrap();
+    // Swap the kept directory out of the server before it is dropped.
+    std::mem::replace(&mut server.dir, tempfile::tempdir().unwrap())
 }
 
 pub fn text(output: &Output) -> String {
