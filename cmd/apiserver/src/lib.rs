@@ -220,7 +220,10 @@ fn security(
     };
     let mut tokens: Vec<Arc<dyn TokenAuthenticator>> = Vec::new();
     if let Some(file) = &config.token_file {
-        tokens.push(Arc::new(StaticTokens(file.clone())));
+        tokens.push(Arc::new(StaticTokens {
+            file: file.clone(),
+            api_audiences: audiences.clone(),
+        }));
     }
     tokens.push(Arc::new(ServiceAccountTokens {
         verifier: serviceaccount::TokenAuthenticator::new(issuers.clone(), keys, audiences.clone()),
@@ -233,7 +236,6 @@ fn security(
             config.max_token_expiration,
         )
         .map_err(|e| anyhow::anyhow!("{e}"))?,
-        lookup,
     };
     let mut chain: Vec<Arc<dyn Authorizer>> = vec![Arc::new(PrivilegedGroups::new([
         genplane_authentication::SYSTEM_MASTERS,
@@ -246,13 +248,19 @@ fn security(
         });
     }
     let authorizer: Arc<dyn Authorizer> = Arc::new(Union::new(chain));
-    let mut security = Security::new(
-        Authentication {
-            tokens,
-            anonymous: options.anonymous_auth,
-        },
-        authorizer.clone(),
-    );
+    let mut anonymous = options.anonymous_auth;
+    if anonymous
+        && config
+            .authorization_modes
+            .contains(&AuthorizationMode::AlwaysAllow)
+    {
+        // As upstream: with AlwaysAllow, anonymous requests would be allowed everything.
+        tracing::warn!(
+            "AnonymousAuth is not allowed with the AlwaysAllow authorizer. Resetting AnonymousAuth to false. You should use a different authorizer"
+        );
+        anonymous = false;
+    }
+    let mut security = Security::new(Authentication { tokens, anonymous }, authorizer.clone());
     if config
         .authorization_modes
         .contains(&AuthorizationMode::Rbac)

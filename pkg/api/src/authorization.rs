@@ -326,7 +326,7 @@ pub fn validate_local_subject_access_review(
                 .child("resourceAttributes")
                 .child("namespace"),
             attributes_namespace,
-            format!("must match namespace: {namespace}"),
+            "must match metadata.namespace",
         ));
     }
     Ok(errors)
@@ -389,7 +389,9 @@ mod tests {
         let review = json!({"metadata": {"namespace": "a"}, "spec": {"user": "u", "resourceAttributes": {"namespace": "b"}}});
         assert_eq!(
             messages(&validate_local_subject_access_review(&review, "a").unwrap()),
-            ["spec.resourceAttributes.namespace: Invalid value: \"b\": must match namespace: a"]
+            [
+                "spec.resourceAttributes.namespace: Invalid value: \"b\": must match metadata.namespace"
+            ]
         );
         let review = json!({"spec": {"user": "u", "nonResourceAttributes": {"path": "/x"}}});
         assert_eq!(

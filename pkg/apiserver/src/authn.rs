@@ -9,6 +9,7 @@ use std::sync::Arc;
 
 use genplane_apimachinery::errors::{ApiError, Status};
 use genplane_authentication::UserInfo;
+use genplane_authentication::serviceaccount::{LiveObject, ServiceAccountLookup};
 use genplane_component_base::http::PeerCertificates;
 use hyper::header::{AUTHORIZATION, HeaderMap};
 
@@ -27,14 +28,54 @@ pub trait TokenAuthenticator: Send + Sync + Debug {
 /// Issues service-account tokens: the `serviceaccounts/<name>/token` subresource.
 pub trait TokenRequests: Send + Sync + Debug {
     /// Answers the TokenRequest `body` for the service account `namespace`/`name` at `now`
-    /// (Unix seconds): the request with its `status` (token, expiration), and warnings.
+    /// (Unix seconds), finding the account and a bound Secret with `lookup`: the request with
+    /// its `status` (token, expiration), and warnings.
     fn create(
         &self,
         namespace: &str,
         name: &str,
         body: &serde_json::Value,
         now: i64,
+        lookup: &dyn ServiceAccountLookup,
     ) -> Result<(serde_json::Value, Vec<String>), ApiError>;
+}
+
+/// The objects a TokenRequest refers to, read from the store when the request came (so an
+/// account created just before is found, whatever the watch caches have seen).
+#[derive(Debug, Default)]
+pub struct ReadObjects {
+    /// The service account, when it exists.
+    pub service_account: Option<serde_json::Value>,
+    /// The Secret the token is to be bound to, when asked for and it exists.
+    pub secret: Option<serde_json::Value>,
+}
+
+fn live(object: Option<&serde_json::Value>, namespace: &str, name: &str) -> Option<LiveObject> {
+    let object = object?;
+    let meta = |field: &str| {
+        object
+            .pointer(&format!("/metadata/{field}"))
+            .and_then(serde_json::Value::as_str)
+    };
+    if meta("namespace") != Some(namespace) || meta("name") != Some(name) {
+        return None;
+    }
+    Some(LiveObject {
+        uid: meta("uid")?.to_owned(),
+        deletion_timestamp: meta("deletionTimestamp")
+            .and_then(genplane_api::time::parse_time)
+            .map(|t| t.seconds),
+    })
+}
+
+impl ServiceAccountLookup for ReadObjects {
+    fn service_account(&self, namespace: &str, name: &str) -> Option<LiveObject> {
+        live(self.service_account.as_ref(), namespace, name)
+    }
+
+    fn secret(&self, namespace: &str, name: &str) -> Option<LiveObject> {
+        live(self.secret.as_ref(), namespace, name)
+    }
 }
 
 /// The service-account issuer's OpenID discovery documents, served at
@@ -61,13 +102,17 @@ pub fn unauthorized() -> ApiError {
     Status::unauthorized("Unauthorized").into()
 }
 
-/// The bearer token of an `Authorization` header, as upstream reads it: the scheme
-/// `Bearer` (any case), then the token; an empty token is no token.
-pub fn bearer_token(headers: &HeaderMap) -> Option<&str> {
-    let value = headers.get(AUTHORIZATION)?.to_str().ok()?.trim();
-    let (scheme, token) = value.split_once(' ')?;
-    let token = token.trim();
-    (scheme.eq_ignore_ascii_case("bearer") && !token.is_empty()).then_some(token)
+/// The bearer token of an `Authorization` header, as upstream reads it
+/// ([`genplane_authentication::bearer::token_from_authorization`]); `Err` for a header that
+/// is not text (refused, 401, as upstream refuses it).
+pub fn bearer_token(headers: &HeaderMap) -> Result<Option<&str>, ApiError> {
+    let Some(value) = headers.get(AUTHORIZATION) else {
+        return Ok(None);
+    };
+    let value = value.to_str().map_err(|_| unauthorized())?;
+    Ok(genplane_authentication::bearer::token_from_authorization(
+        value,
+    ))
 }
 
 impl Authentication {
@@ -101,7 +146,7 @@ impl Authentication {
         if let Some(user) = from_certificates(peer) {
             return Ok(user);
         }
-        if let Some(token) = bearer_token(headers) {
+        if let Some(token) = bearer_token(headers)? {
             return match self.authenticate_token(token, None) {
                 Ok((user, _)) => Ok(user),
                 Err(reason) => {
@@ -197,9 +242,22 @@ mod tests {
 
     #[test]
     fn bearer_tokens_are_read_as_upstream_reads_them() {
-        assert_eq!(bearer_token(&headers("Bearer  abc ")), Some("abc"));
-        assert_eq!(bearer_token(&headers("Bearer ")), None);
-        assert_eq!(bearer_token(&headers("Bearerabc")), None);
-        assert_eq!(bearer_token(&HeaderMap::new()), None);
+        assert_eq!(bearer_token(&headers("Bearer abc")).unwrap(), Some("abc"));
+        assert_eq!(bearer_token(&headers("Bearer a b")).unwrap(), Some("a"));
+        assert_eq!(bearer_token(&headers("Bearer  abc")).unwrap(), None);
+        assert_eq!(bearer_token(&headers("Bearer ")).unwrap(), None);
+        assert_eq!(bearer_token(&headers("Bearerabc")).unwrap(), None);
+        assert_eq!(bearer_token(&HeaderMap::new()).unwrap(), None);
+        let mut binary = HeaderMap::new();
+        binary.insert(
+            AUTHORIZATION,
+            HeaderValue::from_bytes(b"Bearer \xff").unwrap(),
+        );
+        assert_eq!(bearer_token(&binary).unwrap_err().code, 401);
+        let chain = Authentication {
+            tokens: Vec::new(),
+            anonymous: true,
+        };
+        assert_eq!(chain.authenticate(&binary, None).unwrap_err().code, 401);
     }
 }

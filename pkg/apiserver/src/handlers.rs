@@ -54,10 +54,11 @@ impl Query {
         )
     }
 
+    /// The first value of `name`, as Go's parameter decoding takes it (request-info, and so
+    /// authorization, read the same one).
     pub(crate) fn get(&self, name: &str) -> Option<&str> {
         self.0
             .iter()
-            .rev()
             .find(|(k, _)| k == name)
             .map(|(_, v)| v.as_str())
     }
@@ -156,6 +157,29 @@ impl<S: Storage> Ctx<'_, S> {
                 protobuf: true,
             },
         )
+    }
+
+    /// The list options of a list or watch. A request that names an object (the deprecated
+    /// `watch/.../<name>` path, or a `metadata.name` field selector, which authorization
+    /// checked as that name) sees that object only, as upstream: an empty selector becomes
+    /// `metadata.name=<name>`, one that does not pin the same name is refused.
+    pub(crate) fn list_options(&self, watch: bool) -> Result<ListOptions, ApiError> {
+        let mut options = self.query.list_options(watch)?;
+        let name = &self.request.name;
+        if !name.is_empty() {
+            if options.fields.is_empty() {
+                options.fields = fields::Selector::parse(&format!("metadata.name={name}"))
+                    .map_err(|e| {
+                        ApiError::from(Status::bad_request(format!("invalid field selector: {e}")))
+                    })?;
+            } else if options.fields.requires_exact_match("metadata.name") != Some(name) {
+                return Err(Status::bad_request(
+                    "fieldSelector metadata.name doesn't match requested name",
+                )
+                .into());
+            }
+        }
+        Ok(options)
     }
 
     /// The request body as a JSON object: see [`crate::request_body::decode_object`].

@@ -6,8 +6,10 @@
 //! impersonated user; a service account gets its groups, any non-anonymous user
 //! `system:authenticated`.
 //!
-//! One difference from upstream: groups, a uid or extras without a user are a 400 BadRequest
-//! here, where kube-apiserver answers 500.
+//! As upstream, the first of repeated user or uid headers counts, other `Impersonate-*`
+//! headers are ignored, and a service account gets its groups only when no group is asked for.
+//! One difference: groups, a uid or extras without a user are a 400 BadRequest here, where
+//! kube-apiserver answers 500.
 
 use std::collections::BTreeMap;
 
@@ -29,11 +31,14 @@ pub const EXTRA_PREFIX: &str = "impersonate-extra-";
 
 const SERVICE_ACCOUNT_PREFIX: &str = "system:serviceaccount:";
 
-/// Whether `headers` ask for impersonation.
+/// Whether `headers` ask for impersonation (an empty user header does not).
 pub fn requested(headers: &HeaderMap) -> bool {
-    headers
-        .keys()
-        .any(|k| k.as_str().starts_with("impersonate-"))
+    headers.keys().any(|k| {
+        let k = k.as_str();
+        k == GROUP_HEADER || k == UID_HEADER || k.starts_with(EXTRA_PREFIX)
+    }) || headers
+        .get(USER_HEADER)
+        .is_some_and(|v| !v.as_bytes().is_empty())
 }
 
 fn values<'a>(headers: &'a HeaderMap, name: &str) -> Result<Vec<&'a str>, ApiError> {
@@ -48,21 +53,20 @@ fn values<'a>(headers: &'a HeaderMap, name: &str) -> Result<Vec<&'a str>, ApiErr
         .collect()
 }
 
-/// Percent-decodes an extra key, as Go's `url.PathUnescape`.
-fn unescape(key: &str) -> Result<String, ApiError> {
+/// Percent-decodes an extra key, as Go's `url.PathUnescape`; a key that does not decode is
+/// kept as it is, as upstream keeps it.
+fn unescape(key: &str) -> String {
     let bytes = key.as_bytes();
     let mut out = Vec::with_capacity(bytes.len());
     let mut i = 0;
     while i < bytes.len() {
         if bytes[i] == b'%' {
-            let hex = key
+            let Some(hex) = key
                 .get(i + 1..i + 3)
                 .and_then(|h| u8::from_str_radix(h, 16).ok())
-                .ok_or_else(|| {
-                    ApiError::from(Status::bad_request(format!(
-                        "invalid escape in impersonation extra key {key:?}"
-                    )))
-                })?;
+            else {
+                return key.to_owned();
+            };
             out.push(hex);
             i += 3;
         } else {
@@ -70,9 +74,16 @@ fn unescape(key: &str) -> Result<String, ApiError> {
             i += 1;
         }
     }
-    String::from_utf8(out).map_err(|_| {
-        Status::bad_request(format!("impersonation extra key {key:?} is not UTF-8")).into()
-    })
+    String::from_utf8(out).unwrap_or_else(|_| key.to_owned())
+}
+
+/// The namespace and name of a service account's user name
+/// (`system:serviceaccount:<namespace>:<name>`, both non-empty, no further colon), as
+/// upstream's `SplitUsername`.
+fn service_account(username: &str) -> Option<(&str, &str)> {
+    let rest = username.strip_prefix(SERVICE_ACCOUNT_PREFIX)?;
+    let (namespace, name) = rest.split_once(':')?;
+    (!namespace.is_empty() && !name.is_empty() && !name.contains(':')).then_some((namespace, name))
 }
 
 /// The user `requester` acts as, after checking its right to each impersonated attribute,
@@ -87,7 +98,8 @@ pub fn impersonate(
     }
     let users = values(headers, USER_HEADER)?;
     let groups = values(headers, GROUP_HEADER)?;
-    let uids = values(headers, UID_HEADER)?;
+    // As Go's Header.Get: the first user and uid count.
+    let uid = values(headers, UID_HEADER)?.first().copied();
     let mut extra: BTreeMap<String, Vec<String>> = BTreeMap::new();
     for (name, value) in headers {
         if let Some(key) = name.as_str().strip_prefix(EXTRA_PREFIX) {
@@ -97,22 +109,17 @@ pub fn impersonate(
                 )))
             })?;
             extra
-                .entry(unescape(key)?)
+                .entry(unescape(key))
                 .or_default()
                 .push(value.to_owned());
         }
     }
-    let Some(&username) = users.first() else {
+    let Some(&username) = users.first().filter(|u| !u.is_empty()) else {
         return Err(Status::bad_request(
             "impersonation of groups, a uid or extra attributes requires impersonating a user",
         )
         .into());
     };
-    if users.len() > 1 || uids.len() > 1 {
-        return Err(
-            Status::bad_request("only one user and one uid may be impersonated at a time").into(),
-        );
-    }
     let check = |group: &str, resource: &str, subresource: &str, namespace: &str, name: &str| {
         let attributes = Attributes {
             user: requester.clone(),
@@ -128,21 +135,21 @@ pub fn impersonate(
         authz::authorize(authorizer, &attributes)
     };
     let mut impersonated_groups: Vec<String> = Vec::new();
-    match username
-        .strip_prefix(SERVICE_ACCOUNT_PREFIX)
-        .and_then(|rest| rest.split_once(':'))
-    {
+    match service_account(username) {
         Some((namespace, name)) => {
             check("", "serviceaccounts", "", namespace, name)?;
-            impersonated_groups.push("system:serviceaccounts".into());
-            impersonated_groups.push(format!("system:serviceaccounts:{namespace}"));
+            // A service account's groups, unless the request names the groups itself.
+            if groups.is_empty() {
+                impersonated_groups.push("system:serviceaccounts".into());
+                impersonated_groups.push(format!("system:serviceaccounts:{namespace}"));
+            }
         }
         None => check("", "users", "", "", username)?,
     }
     for group in &groups {
         check("", "groups", "", "", group)?;
     }
-    for uid in &uids {
+    if let Some(uid) = uid {
         check("authentication.k8s.io", "uids", "", "", uid)?;
     }
     for (key, values) in &extra {
@@ -155,17 +162,19 @@ pub fn impersonate(
             impersonated_groups.push(group.to_owned());
         }
     }
-    let everyone = if username == genplane_authentication::ANONYMOUS_USER {
-        SYSTEM_UNAUTHENTICATED
-    } else {
-        SYSTEM_AUTHENTICATED
-    };
-    if !impersonated_groups.iter().any(|g| g == everyone) {
+    // Everyone is authenticated or not: added unless one of the two is asked for already.
+    let has = |g: &str| impersonated_groups.iter().any(|x| x == g);
+    if !has(SYSTEM_AUTHENTICATED) && !has(SYSTEM_UNAUTHENTICATED) {
+        let everyone = if username == genplane_authentication::ANONYMOUS_USER {
+            SYSTEM_UNAUTHENTICATED
+        } else {
+            SYSTEM_AUTHENTICATED
+        };
         impersonated_groups.push(everyone.to_owned());
     }
     Ok(Some(UserInfo {
         username: username.to_owned(),
-        uid: uids.first().map(|u| (*u).to_owned()).unwrap_or_default(),
+        uid: uid.unwrap_or_default().to_owned(),
         groups: impersonated_groups,
         extra,
     }))
@@ -261,5 +270,39 @@ mod tests {
         );
         let other = headers(&[("impersonate-user", "system:serviceaccount:ns2:builder")]);
         assert_eq!(impersonate(&other, &bob, &may).unwrap_err().code, 403);
+        // Asked-for groups replace the account's groups (and need their own right).
+        let may = May(vec!["serviceaccounts//ns1/builder", "groups///devs"]);
+        let asked = headers(&[
+            ("impersonate-user", "system:serviceaccount:ns1:builder"),
+            ("impersonate-group", "devs"),
+        ]);
+        let sa = impersonate(&asked, &bob, &may).unwrap().unwrap();
+        assert_eq!(sa.groups, ["devs", "system:authenticated"]);
+        // A name with more parts is a user, not a service account.
+        let may = May(vec!["users///system:serviceaccount:ns1:a:b"]);
+        let asked = headers(&[("impersonate-user", "system:serviceaccount:ns1:a:b")]);
+        assert!(impersonate(&asked, &bob, &may).unwrap().is_some());
+    }
+
+    #[test]
+    fn headers_are_read_as_upstream_reads_them() {
+        let bob = UserInfo::authenticated("bob", vec![]);
+        let may = May(vec!["users///alice", "groups///system:unauthenticated"]);
+        // Unknown impersonate-* headers and an empty user header are no impersonation.
+        let none = headers(&[("impersonate-other", "x"), ("impersonate-user", "")]);
+        assert!(impersonate(&none, &bob, &may).unwrap().is_none());
+        // The first user counts; system:unauthenticated asked for is not joined by
+        // system:authenticated.
+        let asked = headers(&[
+            ("impersonate-user", "alice"),
+            ("impersonate-user", "mallory"),
+            ("impersonate-group", "system:unauthenticated"),
+        ]);
+        let alice = impersonate(&asked, &bob, &may).unwrap().unwrap();
+        assert_eq!(alice.username, "alice");
+        assert_eq!(alice.groups, ["system:unauthenticated"]);
+        // A key that does not unescape is kept as it is.
+        assert_eq!(unescape("a%zz"), "a%zz");
+        assert_eq!(unescape("a%2fb"), "a/b");
     }
 }

@@ -153,6 +153,20 @@ pub(crate) fn answer(
             if namespace.is_empty() {
                 return Err(Status::bad_request("namespace is required on this type: ").into());
             }
+            // The object's namespace is the URL's (filled in when missing), as upstream's
+            // create handler has it.
+            let given = object
+                .pointer("/metadata/namespace")
+                .and_then(Value::as_str)
+                .unwrap_or("");
+            if given.is_empty() {
+                object["metadata"]["namespace"] = Value::from(namespace);
+            } else if given != namespace {
+                return Err(Status::bad_request(
+                    "the namespace of the provided object does not match the namespace sent on the request",
+                )
+                .into());
+            }
             authz_api::validate_local_subject_access_review(&object, namespace)?
         }
         _ => (info.hooks.validate)(&object)?,
@@ -183,6 +197,9 @@ pub(crate) fn answer(
         }
         "SelfSubjectRulesReview" => {
             let namespace = spec.get("namespace").and_then(Value::as_str).unwrap_or("");
+            if namespace.is_empty() {
+                return Err(Status::bad_request("no namespace on request").into());
+            }
             let rules = security.authorizer.rules_for(user, namespace);
             genplane_authorization::review::rules_review_status(&rules)
         }

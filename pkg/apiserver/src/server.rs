@@ -588,7 +588,7 @@ impl<S: Storage> ApiServer<S> {
                 if let Some(audit) = &self.audit {
                     let nobody = UserInfo::default();
                     let mut attempted = Vec::new();
-                    if crate::authn::bearer_token(request.headers()).is_some() {
+                    if request.headers().contains_key(hyper::header::AUTHORIZATION) {
                         attempted.push("bearer");
                     }
                     if peer.is_some_and(|p| !p.0.is_empty()) {
@@ -1020,7 +1020,31 @@ impl<S: Storage> ApiServer<S> {
         let negotiated = crate::reviews::negotiate(parts)?;
         let bytes = handlers::read_bytes(body).await?;
         let object = crate::reviews::read(token_request, parts, &bytes)?;
-        let (answer, warnings) = issuer.create(&info.namespace, &info.name, &object, now())?;
+        // The account (and a bound Secret) are read from the store, not the watch caches, so
+        // that an account created just before is found; a missing one is the store's 404.
+        let account = self
+            .resources
+            .iter()
+            .find(|r| r.info.group.is_empty() && r.info.resource == "serviceaccounts");
+        let mut read = crate::authn::ReadObjects::default();
+        if let Some(account) = account {
+            read.service_account =
+                Some(account.store.get(&info.namespace, &info.name, None).await?);
+        }
+        let secret = object
+            .pointer("/spec/boundObjectRef")
+            .filter(|r| r.get("kind").and_then(Value::as_str) == Some("Secret"))
+            .and_then(|r| r.get("name").and_then(Value::as_str));
+        let secrets = self
+            .resources
+            .iter()
+            .find(|r| r.info.group.is_empty() && r.info.resource == "secrets");
+        if let (Some(name), Some(secrets)) = (secret, secrets) {
+            // A missing Secret is the issuer's to report, in upstream's words.
+            read.secret = secrets.store.get(&info.namespace, name, None).await.ok();
+        }
+        let (answer, warnings) =
+            issuer.create(&info.namespace, &info.name, &object, now(), &read)?;
         Ok(handlers::respond(
             StatusCode::CREATED,
             &answer,
@@ -1107,6 +1131,12 @@ impl<S: Storage> ApiServer<S> {
             ..info.clone()
         };
         let verb = request.verb.as_str();
+        // A POST names its object in the body: only collections (and subresources) take it.
+        if verb == "create" && !request.name.is_empty() && request.subresource.is_empty() {
+            return Err(
+                Status::method_not_supported(&resource.info.group_resource(), "create").into(),
+            );
+        }
         if !verbs.contains(&verb) {
             return Err(Status::method_not_supported(&resource.info.group_resource(), verb).into());
         }

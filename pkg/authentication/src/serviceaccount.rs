@@ -425,7 +425,7 @@ pub struct TokenAuthenticator {
 impl TokenAuthenticator {
     /// Accepts tokens of any of `issuers` (every `--service-account-issuer`) signed by one of
     /// `keys` ([`crate::keys::verification_keys`]) for `api_audiences` (`--api-audiences`, or
-    /// the issuers when that flag is empty — see [`default_api_audiences`]).
+    /// the first issuer when that flag is empty — see [`default_api_audiences`]).
     pub fn new(issuers: Vec<String>, keys: Vec<PublicKey>, api_audiences: Vec<String>) -> Self {
         Self {
             issuers,
@@ -530,11 +530,12 @@ impl TokenAuthenticator {
     }
 }
 
-/// The API audiences when `--api-audiences` is empty: the service-account issuers, as
+/// The API audiences when `--api-audiences` is empty: the first service-account issuer, as
 /// kube-apiserver defaults them.
 pub fn default_api_audiences(api_audiences: &[String], issuers: &[String]) -> Vec<String> {
     if api_audiences.is_empty() {
-        issuers.to_vec()
+        // Upstream takes the first issuer only.
+        issuers.iter().take(1).cloned().collect()
     } else {
         api_audiences.to_vec()
     }
@@ -1171,7 +1172,7 @@ mod tests {
     #[test]
     fn api_audiences_default_to_the_issuers() {
         let issuers = vec!["https://a".to_owned(), "https://b".to_owned()];
-        assert_eq!(default_api_audiences(&[], &issuers), issuers);
+        assert_eq!(default_api_audiences(&[], &issuers), issuers[..1]);
         assert_eq!(
             default_api_audiences(&["api".to_owned()], &issuers),
             ["api"]

@@ -103,17 +103,37 @@ impl TokenAuthenticator for ServiceAccountTokens {
     }
 }
 
-/// The static tokens of `--token-auth-file`.
+/// The static tokens of `--token-auth-file`. They carry no audience: as upstream's
+/// audience-agnostic wrapper, they are good for the API server's audiences only.
 #[derive(Debug)]
-pub struct StaticTokens(pub TokenFile);
+pub struct StaticTokens {
+    /// The tokens.
+    pub file: TokenFile,
+    /// The API server's audiences (`--api-audiences`, or the first issuer).
+    pub api_audiences: Vec<String>,
+}
 
 impl TokenAuthenticator for StaticTokens {
     fn authenticate(
         &self,
         token: &str,
-        _: Option<&[String]>,
+        audiences: Option<&[String]>,
     ) -> Result<Option<(UserInfo, Vec<String>)>, String> {
-        Ok(self.0.authenticate(token).map(|user| (user, Vec::new())))
+        let Some(user) = self.file.authenticate(token) else {
+            return Ok(None);
+        };
+        let good_for: Vec<String> = match audiences {
+            None => self.api_audiences.clone(),
+            Some(asked) => asked
+                .iter()
+                .filter(|a| self.api_audiences.contains(a))
+                .cloned()
+                .collect(),
+        };
+        if audiences.is_some() && good_for.is_empty() {
+            return Ok(None);
+        }
+        Ok(Some((user, good_for)))
     }
 }
 
@@ -124,8 +144,6 @@ pub struct TokenRequestIssuer {
     pub issuer: TokenIssuer,
     /// Audiences and expiry limits.
     pub options: TokenRequestOptions,
-    /// Where the accounts are looked up.
-    pub lookup: CacheLookup,
 }
 
 impl TokenRequests for TokenRequestIssuer {
@@ -135,6 +153,7 @@ impl TokenRequests for TokenRequestIssuer {
         name: &str,
         body: &Value,
         now: i64,
+        lookup: &dyn ServiceAccountLookup,
     ) -> Result<(Value, Vec<String>), ApiError> {
         token_request::create(
             body,
@@ -142,7 +161,7 @@ impl TokenRequests for TokenRequestIssuer {
             name,
             &self.options,
             &self.issuer,
-            &self.lookup,
+            lookup,
             now,
         )
         .map(|created| (created.response, created.warnings))

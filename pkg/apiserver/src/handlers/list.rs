@@ -12,7 +12,7 @@ use crate::negotiation::Target;
 /// Answers a list: the list, a Table, or a PartialObjectMetadataList.
 pub(crate) async fn list<S: Storage>(ctx: &Ctx<'_, S>) -> Result<Response<ResponseBody>, ApiError> {
     let negotiated = ctx.negotiate(true)?;
-    let options = ctx.query.list_options(false)?;
+    let options = ctx.list_options(false)?;
     let listed = ctx.store.list(&ctx.request.namespace, &options).await?;
     let body = match negotiated.target {
         Target::Table(version) => encode::table(

@@ -31,7 +31,7 @@ pub(crate) async fn watch<S: Storage>(
     ctx: &Ctx<'_, S>,
 ) -> Result<Response<ResponseBody>, ApiError> {
     let negotiated = ctx.negotiate(true)?;
-    let options = ctx.query.list_options(true)?;
+    let options = ctx.list_options(true)?;
     let bookmarks = options.read.allow_watch_bookmarks;
     let timeout = match ctx
         .query
