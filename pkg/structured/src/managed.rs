@@ -184,10 +184,12 @@ pub fn decode(object: &Value) -> Result<Option<Vec<Entry>>, ManagedError> {
     }
 }
 
-/// Whether a write asks to clear the managed fields: a list holding one empty entry.
+/// Whether a write asks to clear the managed fields: an empty list, or a list holding one empty
+/// entry (upstream resets on both; a client unaware of the field omits it instead).
 pub fn is_reset(object: &Value) -> bool {
     matches!(object.pointer("/metadata/managedFields"),
-        Some(Value::Array(items)) if items.len() == 1 && items[0].as_object().is_some_and(Map::is_empty))
+        Some(Value::Array(items)) if items.is_empty()
+            || (items.len() == 1 && items[0].as_object().is_some_and(Map::is_empty)))
 }
 
 /// Writes `entries` (sorted, empty ones dropped) into `object`'s metadata.
@@ -211,6 +213,85 @@ pub fn encode(object: &mut Value, mut entries: Vec<Entry>) {
             "managedFields".into(),
             Value::Array(entries.iter().map(Entry::to_json).collect()),
         );
+    }
+}
+
+/// An object that serializes (with any serde serializer, e.g. `serde_json::to_vec`) as the
+/// object itself, except that the keys of every `metadata.managedFields[].fieldsV1` are written
+/// in upstream's order (`.` first, then fields, keys, values and indices, each in upstream's
+/// order) rather than alphabetically, so that the FieldsV1 bytes clients see are the ones
+/// upstream serves.
+#[derive(Debug)]
+pub struct UpstreamFieldsOrder<'a>(pub &'a Value);
+
+impl serde::Serialize for UpstreamFieldsOrder<'_> {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        Ordered(self.0, Place::Root).serialize(serializer)
+    }
+}
+
+/// Where a value is within an object.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Place {
+    Root,
+    Metadata,
+    ManagedFields,
+    Entry,
+    Fields,
+    Other,
+}
+
+struct Ordered<'a>(&'a Value, Place);
+
+impl serde::Serialize for Ordered<'_> {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::{SerializeMap, SerializeSeq};
+        let Ordered(value, place) = *self;
+        match value {
+            Value::Object(map) if place == Place::Fields => {
+                let mut keys: Vec<(Option<crate::fieldpath::PathElement>, &String)> = map
+                    .keys()
+                    .map(|k| (crate::fieldpath::PathElement::decode(k).ok(), k))
+                    .collect();
+                // `.` first, then elements in their order, anything unreadable last.
+                keys.sort_by(|(a, ka), (b, kb)| {
+                    (ka.as_str() != ".")
+                        .cmp(&(kb.as_str() != "."))
+                        .then_with(|| match (a, b) {
+                            (Some(a), Some(b)) => a.cmp(b),
+                            (Some(_), None) => std::cmp::Ordering::Less,
+                            (None, Some(_)) => std::cmp::Ordering::Greater,
+                            (None, None) => ka.cmp(kb),
+                        })
+                });
+                let mut out = serializer.serialize_map(Some(map.len()))?;
+                for (_, key) in keys {
+                    out.serialize_entry(key, &Ordered(&map[key], Place::Fields))?;
+                }
+                out.end()
+            }
+            Value::Object(map) if place != Place::Other => {
+                let mut out = serializer.serialize_map(Some(map.len()))?;
+                for (key, child) in map {
+                    let inner = match (place, key.as_str()) {
+                        (Place::Root, "metadata") => Place::Metadata,
+                        (Place::Metadata, "managedFields") => Place::ManagedFields,
+                        (Place::Entry, "fieldsV1") => Place::Fields,
+                        _ => Place::Other,
+                    };
+                    out.serialize_entry(key, &Ordered(child, inner))?;
+                }
+                out.end()
+            }
+            Value::Array(items) if place == Place::ManagedFields => {
+                let mut out = serializer.serialize_seq(Some(items.len()))?;
+                for item in items {
+                    out.serialize_element(&Ordered(item, Place::Entry))?;
+                }
+                out.end()
+            }
+            other => other.serialize(serializer),
+        }
     }
 }
 
@@ -278,14 +359,23 @@ fn without_managed(object: &Value) -> Value {
 /// Records a create (`old` is `None`), update or non-apply patch in `new`'s managed fields.
 ///
 /// The managed fields of `new` are used when it has any (a client may edit them), else those of
-/// `old`. A list holding one empty entry clears them. Managed fields that cannot be read are
-/// dropped, as upstream drops them, rather than failing the write.
+/// `old`; writes through a subresource always keep those of `old`. An empty list, or a list
+/// holding one empty entry, clears them. An update of an object without managed fields does
+/// not start tracking them (only a create or an apply does). Managed fields that cannot be read are dropped, as
+/// upstream drops them, rather than failing the write. When more than
+/// [`MAX_UPDATE_MANAGERS`] `Update` entries result, the oldest are merged
+/// ([`cap_update_managers`]).
 pub fn update(writer: &Writer<'_>, old: Option<&Value>, new: &mut Value) -> Result<(), TypeError> {
-    if is_reset(new) {
+    let from_request = writer.subresource.is_empty();
+    if from_request && is_reset(new) {
         remove(new);
         return Ok(());
     }
-    let given = decode(new).ok().flatten().filter(|e| !e.is_empty());
+    let given = if from_request {
+        decode(new).ok().flatten().filter(|e| !e.is_empty())
+    } else {
+        None
+    };
     let mut entries = match given {
         Some(entries) => entries,
         None => match old.map(decode).transpose() {
@@ -296,6 +386,13 @@ pub fn update(writer: &Writer<'_>, old: Option<&Value>, new: &mut Value) -> Resu
             }
         },
     };
+    if old.is_some() && entries.is_empty() {
+        // Ownership of an existing object is tracked from its creation or its first apply:
+        // an update of an object no one is known to manage leaves it so, as upstream's
+        // `skipNonAppliedManager` does.
+        remove(new);
+        return Ok(());
+    }
     let old_clean = old.map_or_else(|| json!({}), without_managed);
     let new_clean = without_managed(new);
     let mut comparison = compare(writer.schema, &writer.ty, &old_clean, &new_clean)?;
@@ -335,8 +432,107 @@ pub fn update(writer: &Writer<'_>, old: Option<&Value>, new: &mut Value) -> Resu
         }),
         None => {}
     }
+    entries.retain(|e| !e.fields.is_empty());
+    cap_update_managers(&mut entries, MAX_UPDATE_MANAGERS);
     encode(new, entries);
     Ok(())
+}
+
+/// How many `Update` entries an object keeps before the oldest are merged (upstream's
+/// `DefaultMaxUpdateManagers`).
+pub const MAX_UPDATE_MANAGERS: usize = 10;
+
+/// The manager that `Update` entries merged by [`cap_update_managers`] are recorded under.
+pub const ANCIENT_CHANGES: &str = "ancient-changes";
+
+/// The identity of an entry as upstream keys its managers: the JSON of the entry's manager,
+/// operation, API version (updates only) and subresource, written as Go writes it.
+fn identifier(entry: &Entry) -> String {
+    let mut out = String::from("{");
+    if !entry.manager.is_empty() {
+        out.push_str("\"manager\":");
+        crate::fieldpath::write_go_string(&entry.manager, &mut out);
+        out.push(',');
+    }
+    out.push_str("\"operation\":\"");
+    out.push_str(entry.operation.as_str());
+    out.push('"');
+    if entry.operation == Operation::Update && !entry.api_version.is_empty() {
+        out.push_str(",\"apiVersion\":");
+        crate::fieldpath::write_go_string(&entry.api_version, &mut out);
+    }
+    if !entry.subresource.is_empty() {
+        out.push_str(",\"subresource\":");
+        crate::fieldpath::write_go_string(&entry.subresource, &mut out);
+    }
+    out.push('}');
+    out
+}
+
+/// Keeps at most `max` `Update` entries, as upstream's `capManagersManager` does after every
+/// update: the `Update` entries are taken oldest first (by time, an entry without one being the
+/// oldest; then by identity), and the second and later entries of each API version are merged
+/// into one entry per version named [`ANCIENT_CHANGES`] (without subresource), which the first
+/// entry of that version becomes, until `max` remain. The merged entry takes the time of the
+/// newest entry merged into it. An existing `ancient-changes` entry is one of the `Update`
+/// entries like any other: it takes in later entries of its version when it is the oldest of
+/// them. (As upstream, when an older entry of its version comes first, merging
+/// `ancient-changes` into itself drops it.)
+pub fn cap_update_managers(entries: &mut Vec<Entry>, max: usize) {
+    let mut updaters: Vec<(Option<String>, String)> = entries
+        .iter()
+        .filter(|e| e.operation == Operation::Update)
+        .map(|e| (e.time.clone(), identifier(e)))
+        .collect();
+    if updaters.len() <= max {
+        return;
+    }
+    updaters.sort();
+    let find = |entries: &[Entry], id: &str| entries.iter().position(|e| identifier(e) == id);
+    let mut first_of_version: std::collections::BTreeMap<String, String> =
+        std::collections::BTreeMap::new();
+    let mut length = updaters.len();
+    for (time, id) in updaters {
+        if length <= max {
+            break;
+        }
+        let Some(at) = find(entries, &id) else {
+            continue;
+        };
+        let version = entries[at].api_version.clone();
+        let bucket = Entry {
+            manager: ANCIENT_CHANGES.to_owned(),
+            operation: Operation::Update,
+            api_version: version.clone(),
+            time: None,
+            subresource: String::new(),
+            fields: Set::new(),
+        };
+        let bucket_id = identifier(&bucket);
+        let Some(first) = first_of_version.get(&version) else {
+            first_of_version.insert(version, id);
+            continue;
+        };
+        if find(entries, &bucket_id).is_none()
+            && let Some(first_at) = find(entries, first)
+        {
+            let moved = entries.remove(first_at);
+            entries.push(Entry {
+                fields: moved.fields,
+                ..bucket
+            });
+        }
+        let (Some(at), Some(bucket_at)) = (find(entries, &id), find(entries, &bucket_id)) else {
+            continue;
+        };
+        let merged = entries[at].fields.union(&entries[bucket_at].fields);
+        entries[bucket_at].fields = merged;
+        entries.remove(at);
+        length -= 1;
+        if let Some(bucket_at) = find(entries, &bucket_id) {
+            entries[bucket_at].time = time;
+        }
+    }
 }
 
 /// A field another manager owns with another value than the applied one.
@@ -427,7 +623,7 @@ pub fn apply(
             manager: BEFORE_FIRST_APPLY.to_owned(),
             operation: Operation::Update,
             api_version: writer.api_version.clone(),
-            time: None,
+            time: Some(writer.time.clone()),
             subresource: String::new(),
             fields,
         });
@@ -518,4 +714,203 @@ pub fn apply(
     let mut out = result;
     encode(&mut out, entries);
     Ok((out, changed))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn set(names: &[&str]) -> Set {
+        Set::from_paths(&names.iter().map(|n| Path::fields(&[n])).collect::<Vec<_>>())
+    }
+
+    fn entry(manager: &str, version: &str, minute: u32, fields: &[&str]) -> Entry {
+        Entry {
+            manager: manager.to_owned(),
+            operation: Operation::Update,
+            api_version: version.to_owned(),
+            time: Some(format!("2026-03-01T10:{minute:02}:00Z")),
+            subresource: String::new(),
+            fields: set(fields),
+        }
+    }
+
+    fn capped(
+        mut entries: Vec<Entry>,
+        max: usize,
+    ) -> Vec<(String, String, Option<String>, Vec<Path>)> {
+        cap_update_managers(&mut entries, max);
+        let mut object = json!({"metadata": {}});
+        encode(&mut object, entries);
+        decode(&object)
+            .unwrap()
+            .unwrap_or_default()
+            .into_iter()
+            .map(|e| (e.manager, e.api_version, e.time, e.fields.paths()))
+            .collect()
+    }
+
+    fn expect(
+        manager: &str,
+        version: &str,
+        minute: u32,
+        fields: &[&str],
+    ) -> (String, String, Option<String>, Vec<Path>) {
+        let e = entry(manager, version, minute, fields);
+        (e.manager, e.api_version, e.time, e.fields.paths())
+    }
+
+    #[test]
+    fn cap_merges_the_oldest_updaters_per_version() {
+        // Under the cap: nothing happens.
+        let few = vec![entry("u1", "v1", 1, &["a"]), entry("u2", "v1", 2, &["b"])];
+        assert_eq!(
+            capped(few, 3),
+            [expect("u1", "v1", 1, &["a"]), expect("u2", "v1", 2, &["b"])]
+        );
+        // Four of one version, at most three: the two oldest become ancient-changes, with the
+        // time of the newer of them.
+        let four = vec![
+            entry("u4", "v1", 4, &["d"]),
+            entry("u1", "v1", 1, &["a"]),
+            entry("u3", "v1", 3, &["c"]),
+            entry("u2", "v1", 2, &["b"]),
+        ];
+        assert_eq!(
+            capped(four, 3),
+            [
+                expect(ANCIENT_CHANGES, "v1", 2, &["a", "b"]),
+                expect("u3", "v1", 3, &["c"]),
+                expect("u4", "v1", 4, &["d"]),
+            ]
+        );
+        // An existing ancient-changes that is the oldest takes in the next one.
+        let again = vec![
+            entry(ANCIENT_CHANGES, "v1", 2, &["a", "b"]),
+            entry("u3", "v1", 3, &["c"]),
+            entry("u4", "v1", 4, &["d"]),
+            entry("u5", "v1", 5, &["e"]),
+        ];
+        assert_eq!(
+            capped(again, 3),
+            [
+                expect(ANCIENT_CHANGES, "v1", 3, &["a", "b", "c"]),
+                expect("u4", "v1", 4, &["d"]),
+                expect("u5", "v1", 5, &["e"]),
+            ]
+        );
+        // Versions are merged separately; a version seen once is left alone.
+        let versions = vec![
+            entry("u1", "v1", 1, &["a"]),
+            entry("u2", "v2", 2, &["b"]),
+            entry("u3", "v1", 3, &["c"]),
+            entry("u4", "v1", 4, &["d"]),
+            entry("u5", "v1", 5, &["e"]),
+        ];
+        assert_eq!(
+            capped(versions, 3),
+            [
+                expect("u2", "v2", 2, &["b"]),
+                expect(ANCIENT_CHANGES, "v1", 4, &["a", "c", "d"]),
+                expect("u5", "v1", 5, &["e"]),
+            ]
+        );
+        // Each version once: nothing can be merged, the cap is exceeded.
+        let distinct = vec![
+            entry(ANCIENT_CHANGES, "v1", 5, &["a"]),
+            entry("u6", "v3", 6, &["f"]),
+            entry(ANCIENT_CHANGES, "v2", 7, &["b"]),
+            entry("u8", "v4", 8, &["h"]),
+        ];
+        assert_eq!(capped(distinct, 3).len(), 4);
+        // A bucket per version.
+        let buckets = vec![
+            entry(ANCIENT_CHANGES, "v1", 5, &["a"]),
+            entry("u6", "v3", 6, &["f"]),
+            entry(ANCIENT_CHANGES, "v2", 7, &["b"]),
+            entry("u8", "v3", 8, &["h"]),
+        ];
+        assert_eq!(
+            capped(buckets, 3),
+            [
+                expect(ANCIENT_CHANGES, "v1", 5, &["a"]),
+                expect(ANCIENT_CHANGES, "v2", 7, &["b"]),
+                expect(ANCIENT_CHANGES, "v3", 8, &["f", "h"]),
+            ]
+        );
+    }
+
+    #[test]
+    fn cap_counts_updaters_only_and_orders_ties_by_identity() {
+        let mut applier = entry("applier", "v1", 0, &["z"]);
+        applier.operation = Operation::Apply;
+        let mut no_time = entry("late", "v1", 0, &["n"]);
+        no_time.time = None;
+        let entries = vec![
+            applier,
+            entry("b", "v1", 1, &["b"]),
+            entry("a", "v1", 1, &["a"]),
+            no_time,
+        ];
+        // Three updaters at most two: the one without a time is the oldest, then "a" before
+        // "b" at the same time.
+        let out = capped(entries, 2);
+        let names: Vec<&str> = out.iter().map(|e| e.0.as_str()).collect();
+        assert_eq!(names, ["applier", ANCIENT_CHANGES, "b"]);
+        assert_eq!(out[1].3, set(&["a", "n"]).paths());
+        assert_eq!(out[1].2.as_deref(), Some("2026-03-01T10:01:00Z"));
+    }
+
+    #[test]
+    fn cap_drops_ancient_changes_merged_into_itself_as_upstream_does() {
+        // "aa" is as old as the bucket and sorts before it, so it is the first of v1; the
+        // bucket then comes second and is merged into itself, which removes it.
+        let entries = vec![
+            entry("aa", "v1", 1, &["x"]),
+            entry(ANCIENT_CHANGES, "v1", 1, &["a"]),
+            entry("u2", "v1", 2, &["b"]),
+            entry("u3", "v1", 3, &["c"]),
+        ];
+        let names: Vec<String> = capped(entries, 3).into_iter().map(|e| e.0).collect();
+        assert_eq!(names, ["aa", "u2", "u3"]);
+    }
+
+    #[test]
+    fn identifiers_are_go_json() {
+        let mut e = entry("a<b", "v1", 1, &[]);
+        e.subresource = "status".into();
+        assert_eq!(
+            identifier(&e),
+            r#"{"manager":"a\u003cb","operation":"Update","apiVersion":"v1","subresource":"status"}"#
+        );
+        e.operation = Operation::Apply;
+        e.manager.clear();
+        e.subresource.clear();
+        assert_eq!(identifier(&e), r#"{"operation":"Apply"}"#);
+    }
+
+    #[test]
+    fn served_fields_v1_keys_are_in_upstream_order() {
+        let object = json!({
+            "apiVersion": "v1",
+            "metadata": {"name": "x", "managedFields": [{
+                "manager": "m",
+                "fieldsV1": {"f:s": {"v:10": {}, "i:0": {}, "v:9": {}, "k:{\"a\":1}": {"f:b": {}, ".": {}}, "f:z": {}}}
+            }]},
+            "data": {"v:10": {}, "v:9": {}}
+        });
+        let text = serde_json::to_string(&UpstreamFieldsOrder(&object)).unwrap();
+        assert_eq!(
+            text,
+            r#"{"apiVersion":"v1","data":{"v:10":{},"v:9":{}},"metadata":{"managedFields":[{"fieldsV1":{"f:s":{"f:z":{},"k:{\"a\":1}":{".":{},"f:b":{}},"v:9":{},"v:10":{},"i:0":{}}},"manager":"m"}],"name":"x"}}"#
+        );
+    }
+
+    #[test]
+    fn empty_list_resets() {
+        assert!(is_reset(&json!({"metadata": {"managedFields": []}})));
+        assert!(is_reset(&json!({"metadata": {"managedFields": [{}]}})));
+        assert!(!is_reset(&json!({"metadata": {}})));
+        assert!(!is_reset(&json!({"metadata": {"managedFields": [{}, {}]}})));
+    }
 }

@@ -1682,27 +1682,44 @@ fn reset_and_fallback() {
     };
     let mut first = w(json!({"replicas": 1}));
     managed::update(&writer, None, &mut first).unwrap();
-    // A list with one empty entry clears the managed fields.
-    let mut reset = wm(json!({"managedFields": [{}]}), json!({"replicas": 2}));
-    managed::update(&writer, Some(&first), &mut reset).unwrap();
-    assert_eq!(reset.pointer("/metadata/managedFields"), None);
-    // An empty list, or unreadable entries, fall back to the live object's.
-    for given in [json!([]), json!([{"operation": "Bogus"}])] {
-        let mut next = wm(
-            json!({"managedFields": given}),
-            json!({"replicas": 1, "tags": ["t"]}),
-        );
-        let writer = Writer {
-            manager: "v".into(),
-            ..writer.clone()
-        };
-        managed::update(&writer, Some(&first), &mut next).unwrap();
-        let managers: Vec<String> = managed::decode(&next)
-            .unwrap()
-            .unwrap()
-            .into_iter()
-            .map(|e| e.manager)
-            .collect();
-        assert_eq!(managers, ["u", "v"]);
+    // A list with one empty entry, or an empty list, clears the managed fields (upstream's
+    // `isResetManagedFields`).
+    for given in [json!([{}]), json!([])] {
+        let mut reset = wm(json!({"managedFields": given}), json!({"replicas": 2}));
+        managed::update(&writer, Some(&first), &mut reset).unwrap();
+        assert_eq!(reset.pointer("/metadata/managedFields"), None);
+        // Later updates of the object no one is known to manage do not start tracking it.
+        let mut later = w(json!({"replicas": 3}));
+        managed::update(&writer, Some(&reset), &mut later).unwrap();
+        assert_eq!(later.pointer("/metadata/managedFields"), None);
     }
+    // Unreadable entries fall back to the live object's.
+    let mut next = wm(
+        json!({"managedFields": [{"operation": "Bogus"}]}),
+        json!({"replicas": 1, "tags": ["t"]}),
+    );
+    let other = Writer {
+        manager: "v".into(),
+        ..writer.clone()
+    };
+    managed::update(&other, Some(&first), &mut next).unwrap();
+    let managers: Vec<String> = managed::decode(&next)
+        .unwrap()
+        .unwrap()
+        .into_iter()
+        .map(|e| e.manager)
+        .collect();
+    assert_eq!(managers, ["u", "v"]);
+    // A write through a subresource cannot edit the managed fields: the live ones are kept.
+    let status = Writer {
+        manager: "s".into(),
+        subresource: "status".into(),
+        ..writer.clone()
+    };
+    let mut through_status = wm(json!({"managedFields": [{}]}), json!({"replicas": 1}));
+    managed::update(&status, Some(&first), &mut through_status).unwrap();
+    assert_eq!(
+        through_status.pointer("/metadata/managedFields"),
+        first.pointer("/metadata/managedFields")
+    );
 }
