@@ -427,6 +427,16 @@ impl Set {
         node.clone()
     }
 
+    /// The elements directly below the root that are members.
+    pub fn members(&self) -> impl Iterator<Item = &PathElement> {
+        self.members.iter()
+    }
+
+    /// The set below one element directly below the root, if it has members.
+    pub fn child(&self, element: &PathElement) -> Option<&Set> {
+        self.children.get(element)
+    }
+
     /// The elements that have members below them, with the sets below them.
     pub fn children(&self) -> impl Iterator<Item = (&PathElement, &Set)> {
         self.children.iter()

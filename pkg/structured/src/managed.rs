@@ -295,6 +295,28 @@ impl serde::Serialize for Ordered<'_> {
     }
 }
 
+/// Brings the managed fields of `object` in line with its type `ty` after a schema change
+/// ([`crate::reconcile::reconcile_fields`] for every entry, against the object itself).
+/// Returns whether they changed. Managed fields that cannot be read are left alone.
+pub fn reconcile(schema: &Schema, ty: &TypeRef, object: &mut Value) -> Result<bool, TypeError> {
+    let Ok(Some(mut entries)) = decode(object) else {
+        return Ok(false);
+    };
+    let live = without_managed(object);
+    let mut changed = false;
+    for entry in &mut entries {
+        if let Some(fields) = crate::reconcile::reconcile_fields(schema, ty, &entry.fields, &live)?
+        {
+            entry.fields = fields;
+            changed = true;
+        }
+    }
+    if changed {
+        encode(object, entries);
+    }
+    Ok(changed)
+}
+
 /// Removes `metadata.managedFields`.
 pub fn remove(object: &mut Value) {
     if let Some(metadata) = object.get_mut("metadata").and_then(Value::as_object_mut) {
@@ -903,6 +925,48 @@ mod tests {
         assert_eq!(
             text,
             r#"{"apiVersion":"v1","data":{"v:10":{},"v:9":{}},"metadata":{"managedFields":[{"fieldsV1":{"f:s":{"f:z":{},"k:{\"a\":1}":{".":{},"f:b":{}},"v:9":{},"v:10":{},"i:0":{}}},"manager":"m"}],"name":"x"}}"#
+        );
+    }
+
+    #[test]
+    fn reconcile_rewrites_changed_entries() {
+        use crate::schema::{ListOf, ListType, Struct, Type};
+        let mut schema = Schema::default();
+        let tags = |list_type| {
+            let mut fields = std::collections::BTreeMap::new();
+            fields.insert(
+                "tags".to_owned(),
+                crate::schema::Field {
+                    ty: TypeRef::Inline(Box::new(Type::List(ListOf {
+                        items: TypeRef::Inline(Box::new(Type::Scalar)),
+                        list_type,
+                    }))),
+                    patch_strategy: Vec::new(),
+                    patch_merge_key: None,
+                },
+            );
+            Type::Struct(Struct {
+                fields,
+                ..Struct::default()
+            })
+        };
+        schema.insert("T", tags(ListType::Atomic));
+        let ty = TypeRef::Named("T".into());
+        let mut object = json!({"metadata": {"managedFields": [{
+            "manager": "m", "operation": "Apply", "apiVersion": "v1", "time": "2026-01-01T00:00:00Z",
+            "fieldsType": "FieldsV1", "fieldsV1": {"f:tags": {"v:\"a\"": {}}}
+        }]}, "tags": ["a"]});
+        assert!(reconcile(&schema, &ty, &mut object).unwrap());
+        assert_eq!(
+            object["metadata"]["managedFields"][0]["fieldsV1"],
+            json!({"f:tags": {}})
+        );
+        assert!(!reconcile(&schema, &ty, &mut object).unwrap());
+        schema.insert("T", tags(ListType::Set));
+        assert!(reconcile(&schema, &ty, &mut object).unwrap());
+        assert_eq!(
+            object["metadata"]["managedFields"][0]["fieldsV1"],
+            json!({"f:tags": {".": {}, "v:\"a\"": {}}})
         );
     }
 
