@@ -371,17 +371,27 @@ impl Set {
         self.insert_elements(&path.0);
     }
 
+    /// Adds the path of these elements (cloning only the elements not in the set yet).
+    pub fn insert_slice(&mut self, elements: &[PathElement]) {
+        self.insert_elements(elements);
+    }
+
     fn insert_elements(&mut self, elements: &[PathElement]) {
         match elements {
             [] => {}
             [last] => {
-                self.members.insert(last.clone());
+                if !self.members.contains(last) {
+                    self.members.insert(last.clone());
+                }
             }
-            [first, rest @ ..] => self
-                .children
-                .entry(first.clone())
-                .or_default()
-                .insert_elements(rest),
+            [first, rest @ ..] => match self.children.get_mut(first) {
+                Some(child) => child.insert_elements(rest),
+                None => {
+                    let mut child = Set::new();
+                    child.insert_elements(rest);
+                    self.children.insert(first.clone(), child);
+                }
+            },
         }
     }
 

@@ -19,7 +19,7 @@ use serde_json::{Map, Value, json};
 
 use crate::fieldpath::{Path, Set};
 use crate::schema::{Schema, TypeRef};
-use crate::typed::{TypeError, compare, field_set};
+use crate::typed::{TypeError, compare_without_managed, field_set};
 
 /// How a manager wrote its fields.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -415,9 +415,9 @@ pub fn update(writer: &Writer<'_>, old: Option<&Value>, new: &mut Value) -> Resu
         remove(new);
         return Ok(());
     }
-    let old_clean = old.map_or_else(|| json!({}), without_managed);
-    let new_clean = without_managed(new);
-    let mut comparison = compare(writer.schema, &writer.ty, &old_clean, &new_clean)?;
+    let nothing = json!({});
+    let mut comparison =
+        compare_without_managed(writer.schema, &writer.ty, old.unwrap_or(&nothing), new)?;
     comparison.exclude(&writer.ignored);
     let taken = comparison.modified.union(&comparison.added);
     for entry in &mut entries {
@@ -428,7 +428,8 @@ pub fn update(writer: &Writer<'_>, old: Option<&Value>, new: &mut Value) -> Resu
                 .difference(&comparison.removed);
         }
     }
-    let mine = taken.difference(&unowned());
+    let unowned = unowned();
+    let mine = taken.difference(&unowned);
     let index = entries
         .iter()
         .position(|e| e.belongs_to(writer, Operation::Update));
@@ -439,7 +440,7 @@ pub fn update(writer: &Writer<'_>, old: Option<&Value>, new: &mut Value) -> Resu
                 .fields
                 .difference(&comparison.removed)
                 .union(&mine)
-                .difference(&unowned());
+                .difference(&unowned);
             if !mine.is_empty() {
                 entry.time = Some(writer.time.clone());
             }
@@ -635,12 +636,13 @@ pub fn apply(
             )));
         }
     };
-    let live_clean = live.map_or_else(|| json!({}), without_managed);
+    let nothing = json!({});
+    let live_value = live.unwrap_or(&nothing);
     if let (Some(_), true) = (live, entries.is_empty()) {
         // An object no one is known to manage (written before ownership was tracked, or
         // cleared) is owned as a whole by a stand-in updater, so that a first apply that
         // changes its values conflicts rather than silently overwrites them.
-        let fields = field_set(schema, ty, &live_clean)?.difference(&unowned());
+        let fields = field_set(schema, ty, &without_managed(live_value))?.difference(&unowned());
         entries.push(Entry {
             manager: BEFORE_FIRST_APPLY.to_owned(),
             operation: Operation::Update,
@@ -650,7 +652,8 @@ pub fn apply(
             fields,
         });
     }
-    let merged = crate::apply::merge(schema, ty, &live_clean, config)?;
+    let mut merged = crate::apply::merge_into(schema, ty, live_value.clone(), config)?;
+    remove(&mut merged);
     let index = entries
         .iter()
         .position(|e| e.belongs_to(writer, Operation::Apply));
@@ -658,8 +661,11 @@ pub fn apply(
     let applied = field_set(schema, ty, config)?.recursive_difference(&writer.ignored);
 
     // Prune what this manager applied last time, no longer applies, and no one else owns.
-    let mut result = merged.clone();
-    if !last.is_empty() {
+    // When it applies everything it applied last time, nothing can go (everything pruned would
+    // be added back as owned by it), and the work is skipped.
+    let result = if last.difference(&applied).is_empty() {
+        merged
+    } else {
         use crate::apply::{named_fields_as_members, remove_items};
         let named = |s: &Set| named_fields_as_members(schema, ty, s);
         let pruned = remove_items(schema, ty, &merged, &named(&last));
@@ -678,15 +684,15 @@ pub fn apply(
             &merged_set.difference(&pruned_set.union(&named(&owned))),
         );
         let kept_set = named(&field_set(schema, ty, &added_back)?);
-        result = remove_items(
+        remove_items(
             schema,
             ty,
             &merged,
             &merged_set.difference(&kept_set).intersection(&named(&last)),
-        );
-    }
+        )
+    };
 
-    let mut comparison = compare(schema, ty, &live_clean, &result)?;
+    let mut comparison = compare_without_managed(schema, ty, live_value, &result)?;
     comparison.exclude(&writer.ignored);
     let taken = comparison.modified.union(&comparison.added);
     let mut conflicts = Vec::new();
