@@ -40,6 +40,21 @@ fn merge_value(
     config: &Value,
     path: &Path,
 ) -> Result<Value, TypeError> {
+    // A null configuration merged into a granular map or struct, or into a list merged by
+    // item, merges nothing into it: the live value stays (upstream merges null as an empty
+    // map or list; only where both are empty, or the type is atomic, does null replace).
+    let keeps_live = match (&live, config) {
+        (Value::Object(l), Value::Null) => {
+            !l.is_empty() && matches!(shape(ty, Some(&live)), Shape::Granular { .. })
+        }
+        (Value::Array(l), Value::Null) => {
+            !l.is_empty() && matches!(shape(ty, Some(&live)), Shape::Items { .. })
+        }
+        _ => false,
+    };
+    if keeps_live {
+        return Ok(live);
+    }
     match (shape(ty, Some(config)), live, config) {
         (Shape::Granular { fields, others }, Value::Object(mut l), Value::Object(c)) => {
             for (key, value) in c {

@@ -1405,6 +1405,235 @@ fn cases() -> Vec<Case> {
                 ],
             ),
         },
+        // --- scenarios of upstream's structured-merge-diff merge tables (leaf, set,
+        // multiple appliers, nested, deduced), in our own data
+        case(
+            "applying an empty configuration removes what only the applier owned, and its entry",
+            vec![
+                apply("one", w(json!({"replicas": 1}))),
+                apply(
+                    "one",
+                    json!({"apiVersion": "example.com/v1", "kind": "Widget", "metadata": {"name": "w"}}),
+                ),
+            ],
+            ok(
+                json!({"apiVersion": "example.com/v1", "kind": "Widget", "metadata": {"name": "w"}}),
+                vec![],
+            ),
+        ),
+        case(
+            "after an updater took the applier's only field, an empty apply keeps the updater's value",
+            vec![
+                apply("one", w(json!({"replicas": 2}))),
+                update("controller", w(json!({"replicas": 1}))),
+                apply(
+                    "one",
+                    json!({"apiVersion": "example.com/v1", "kind": "Widget", "metadata": {"name": "w"}}),
+                ),
+            ],
+            ok(
+                w(json!({"replicas": 1})),
+                vec![("controller", "Update", spec(json!({"f:replicas": {}})))],
+            ),
+        ),
+        case(
+            "set items an updater added stay beside the applier's new ones",
+            vec![
+                apply("one", w(json!({"tags": ["a", "c"]}))),
+                update("controller", w(json!({"tags": ["a", "b", "c", "d"]}))),
+                apply("one", w(json!({"tags": ["a", "a2", "c", "c2"]}))),
+            ],
+            ok(
+                w(json!({"tags": ["a", "b", "a2", "c", "d", "c2"]})),
+                vec![
+                    (
+                        "one",
+                        "Apply",
+                        spec(
+                            json!({"f:tags": {"v:\"a\"": {}, "v:\"a2\"": {}, "v:\"c\"": {}, "v:\"c2\"": {}}}),
+                        ),
+                    ),
+                    (
+                        "controller",
+                        "Update",
+                        spec(json!({"f:tags": {"v:\"b\"": {}, "v:\"d\"": {}}})),
+                    ),
+                ],
+            ),
+        ),
+        case(
+            "an applier applying an updater's set item shares it",
+            vec![
+                apply("one", w(json!({"tags": ["a", "c"]}))),
+                update("controller", w(json!({"tags": ["a", "b", "c", "d"]}))),
+                apply("one", w(json!({"tags": ["a", "b", "c"]}))),
+            ],
+            ok(
+                w(json!({"tags": ["a", "b", "c", "d"]})),
+                vec![
+                    (
+                        "one",
+                        "Apply",
+                        spec(json!({"f:tags": {"v:\"a\"": {}, "v:\"b\"": {}, "v:\"c\"": {}}})),
+                    ),
+                    (
+                        "controller",
+                        "Update",
+                        spec(json!({"f:tags": {"v:\"b\"": {}, "v:\"d\"": {}}})),
+                    ),
+                ],
+            ),
+        ),
+        case(
+            "an updater reordering a set takes nothing, and the applier's order comes back",
+            vec![
+                apply("one", w(json!({"tags": ["a", "b", "c", "d"]}))),
+                update("controller", w(json!({"tags": ["a", "d", "c", "b"]}))),
+                apply("one", w(json!({"tags": ["a", "b", "c", "d"]}))),
+            ],
+            ok(
+                w(json!({"tags": ["a", "b", "c", "d"]})),
+                vec![(
+                    "one",
+                    "Apply",
+                    spec(
+                        json!({"f:tags": {"v:\"a\"": {}, "v:\"b\"": {}, "v:\"c\"": {}, "v:\"d\"": {}}}),
+                    ),
+                )],
+            ),
+        ),
+        case(
+            "a dropped item stays for its other applier, without the sub-items only the dropper owned",
+            vec![
+                apply(
+                    "one",
+                    w(
+                        json!({"containers": [{"name": "a"}, {"name": "b", "env": [{"name": "c"}]}]}),
+                    ),
+                ),
+                apply(
+                    "two",
+                    w(json!({"containers": [{"name": "b", "env": [{"name": "d"}]}]})),
+                ),
+                update(
+                    "controller",
+                    w(
+                        json!({"containers": [{"name": "a"}, {"name": "b", "env": [{"name": "c"}, {"name": "d"}, {"name": "e"}]}]}),
+                    ),
+                ),
+                apply("one", w(json!({"containers": [{"name": "a"}]}))),
+            ],
+            ok(
+                w(
+                    json!({"containers": [{"name": "a"}, {"name": "b", "env": [{"name": "d"}, {"name": "e"}]}]}),
+                ),
+                vec![
+                    (
+                        "one",
+                        "Apply",
+                        spec(
+                            json!({"f:containers": {"k:{\"name\":\"a\"}": {".": {}, "f:name": {}}}}),
+                        ),
+                    ),
+                    (
+                        "two",
+                        "Apply",
+                        spec(
+                            json!({"f:containers": {"k:{\"name\":\"b\"}": {".": {}, "f:name": {}, "f:env": {"k:{\"name\":\"d\"}": {".": {}, "f:name": {}}}}}}),
+                        ),
+                    ),
+                    (
+                        "controller",
+                        "Update",
+                        spec(
+                            json!({"f:containers": {"k:{\"name\":\"b\"}": {"f:env": {"k:{\"name\":\"e\"}": {".": {}, "f:name": {}}}}}}),
+                        ),
+                    ),
+                ],
+            ),
+        ),
+        case(
+            "a dropped item only its applier held goes, with an updater's sub-item in it",
+            vec![
+                apply(
+                    "one",
+                    w(
+                        json!({"containers": [{"name": "a"}, {"name": "b", "env": [{"name": "c"}]}]}),
+                    ),
+                ),
+                apply(
+                    "two",
+                    w(json!({"containers": [{"name": "a", "env": [{"name": "b"}]}]})),
+                ),
+                update(
+                    "controller",
+                    w(
+                        json!({"containers": [{"name": "a", "env": [{"name": "b"}]}, {"name": "b", "env": [{"name": "c"}, {"name": "d"}]}]}),
+                    ),
+                ),
+                apply("one", w(json!({"containers": [{"name": "a"}]}))),
+            ],
+            ok(
+                w(json!({"containers": [{"name": "a", "env": [{"name": "b"}]}]})),
+                vec![
+                    (
+                        "one",
+                        "Apply",
+                        spec(
+                            json!({"f:containers": {"k:{\"name\":\"a\"}": {".": {}, "f:name": {}}}}),
+                        ),
+                    ),
+                    (
+                        "two",
+                        "Apply",
+                        spec(
+                            json!({"f:containers": {"k:{\"name\":\"a\"}": {".": {}, "f:name": {}, "f:env": {"k:{\"name\":\"b\"}": {".": {}, "f:name": {}}}}}}),
+                        ),
+                    ),
+                ],
+            ),
+        ),
+        case(
+            "a nested field another applier holds stays when the first drops its parent",
+            vec![
+                apply("one", w(json!({"nested": {"a": "x", "b": {"c": "y"}}}))),
+                apply("two", w(json!({"nested": {"b": {"c": "y"}}}))),
+                apply("one", w(json!({"nested": {"a": "x"}}))),
+            ],
+            ok(
+                w(json!({"nested": {"a": "x", "b": {"c": "y"}}})),
+                vec![
+                    ("one", "Apply", spec(json!({"f:nested": {"f:a": {}}}))),
+                    (
+                        "two",
+                        "Apply",
+                        spec(json!({"f:nested": {"f:b": {"f:c": {}}}})),
+                    ),
+                ],
+            ),
+        ),
+        case(
+            "a null applied over a granular map merges nothing into it, without conflict",
+            vec![
+                apply("one", wm(json!({"labels": {"x": "1"}}), json!({}))),
+                apply("two", wm(json!({"labels": null}), json!({}))),
+            ],
+            ok(
+                wm(json!({"labels": {"x": "1"}}), json!({})),
+                vec![
+                    (
+                        "one",
+                        "Apply",
+                        json!({"f:metadata": {"f:labels": {"f:x": {}}}, "f:spec": {}}),
+                    ),
+                    (
+                        "two",
+                        "Apply",
+                        json!({"f:metadata": {"f:labels": {}}, "f:spec": {}}),
+                    ),
+                ],
+            ),
+        ),
         // --- refusals
         case(
             "an applied configuration may not carry managedFields",
@@ -1576,7 +1805,7 @@ fn corpus() {
     let cases = cases();
     assert_eq!(
         cases.len(),
-        81,
+        90,
         "the corpus size changed: update this count"
     );
     let mut failures = Vec::new();
