@@ -1634,6 +1634,50 @@ fn cases() -> Vec<Case> {
                 ],
             ),
         ),
+        case(
+            "an applier emptying a struct keeps what an updater added to it",
+            vec![
+                apply("one", w(json!({"nested": {"a": "x"}}))),
+                update(
+                    "controller",
+                    w(json!({"nested": {"a": "x", "b": {"c": "z"}}})),
+                ),
+                apply("one", w(json!({"nested": {}}))),
+            ],
+            ok(
+                w(json!({"nested": {"b": {"c": "z"}}})),
+                vec![
+                    ("one", "Apply", spec(json!({"f:nested": {}}))),
+                    (
+                        "controller",
+                        "Update",
+                        spec(json!({"f:nested": {"f:b": {"f:c": {}}}})),
+                    ),
+                ],
+            ),
+        ),
+        case(
+            "an applier nulling a struct an updater took over changes nothing",
+            vec![
+                apply("one", w(json!({"nested": {"a": "x"}}))),
+                update(
+                    "controller",
+                    w(json!({"nested": {"a": "y", "b": {"c": "z"}}})),
+                ),
+                apply("one", w(json!({"nested": null}))),
+            ],
+            ok(
+                w(json!({"nested": {"a": "y", "b": {"c": "z"}}})),
+                vec![
+                    ("one", "Apply", spec(json!({"f:nested": {}}))),
+                    (
+                        "controller",
+                        "Update",
+                        spec(json!({"f:nested": {"f:a": {}, "f:b": {"f:c": {}}}})),
+                    ),
+                ],
+            ),
+        ),
         // --- refusals
         case(
             "an applied configuration may not carry managedFields",
@@ -1805,7 +1849,7 @@ fn corpus() {
     let cases = cases();
     assert_eq!(
         cases.len(),
-        90,
+        92,
         "the corpus size changed: update this count"
     );
     let mut failures = Vec::new();
