@@ -383,8 +383,8 @@ fn without_managed(object: &Value) -> Value {
 /// The managed fields of `new` are used when it has any (a client may edit them), else those of
 /// `old`; writes through a subresource always keep those of `old`. An empty list, or a list
 /// holding one empty entry, clears them. An update of an object without managed fields does
-/// not start tracking them (only a create or an apply does). Managed fields that cannot be read are dropped, as
-/// upstream drops them, rather than failing the write. When more than
+/// not start tracking them (only a create or an apply does). Managed fields that cannot be
+/// read are dropped, as upstream drops them, rather than failing the write. When more than
 /// [`MAX_UPDATE_MANAGERS`] `Update` entries result, the oldest are merged
 /// ([`cap_update_managers`]).
 pub fn update(writer: &Writer<'_>, old: Option<&Value>, new: &mut Value) -> Result<(), TypeError> {
