@@ -9,7 +9,10 @@
 //! another manager owns is a conflict unless forced.
 //!
 //! Entries with no fields are dropped; entries are kept sorted as upstream sorts them
-//! (operation, time, manager, API version, subresource). Fields every object has
+//! (operation, time, manager, API version, subresource). At most [`MAX_UPDATE_MANAGERS`]
+//! `Update` entries are kept, older ones merged into `ancient-changes`
+//! ([`cap_update_managers`]). [`reconcile`] brings the entries in line with a changed schema,
+//! and [`UpstreamFieldsOrder`] serializes an object with its FieldsV1 keys in upstream's order. Fields every object has
 //! (`apiVersion`, `kind`, and the server-set metadata such as `name` and `uid`) are owned by
 //! no one.
 
