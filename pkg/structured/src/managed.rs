@@ -743,8 +743,48 @@ pub fn apply(
         }),
     }
     let mut out = result;
+    if writer.manager == KUBECTL {
+        sync_last_applied(&mut out, config);
+    }
     encode(&mut out, entries);
     Ok((out, changed))
+}
+
+/// The manager name `kubectl apply --server-side` uses by default.
+const KUBECTL: &str = "kubectl";
+
+/// The annotation client-side `kubectl apply` keeps its last configuration in.
+pub const LAST_APPLIED: &str = "kubectl.kubernetes.io/last-applied-configuration";
+
+/// Keeps client-side apply's annotation in step with a server-side apply by `kubectl`, as
+/// upstream's `lastAppliedUpdater` does: when the result carries a non-empty annotation, it
+/// becomes the applied configuration (without the annotation itself) as Go's JSON encoder
+/// writes it (keys sorted, a newline at the end). Other managers opt out.
+fn sync_last_applied(object: &mut Value, config: &Value) {
+    let present = object
+        .pointer("/metadata/annotations")
+        .and_then(|a| a.get(LAST_APPLIED))
+        .and_then(Value::as_str)
+        .is_some_and(|v| !v.is_empty());
+    if !present {
+        return;
+    }
+    let mut applied = config.clone();
+    if let Some(annotations) = applied
+        .pointer_mut("/metadata/annotations")
+        .and_then(Value::as_object_mut)
+    {
+        annotations.remove(LAST_APPLIED);
+    }
+    let mut text = String::new();
+    crate::fieldpath::write_go_value(&applied, &mut text);
+    text.push('\n');
+    if let Some(annotations) = object
+        .pointer_mut("/metadata/annotations")
+        .and_then(Value::as_object_mut)
+    {
+        annotations.insert(LAST_APPLIED.to_owned(), Value::String(text));
+    }
 }
 
 #[cfg(test)]
@@ -977,6 +1017,38 @@ mod tests {
             object["metadata"]["managedFields"][0]["fieldsV1"],
             json!({"f:tags": {".": {}, "v:\"a\"": {}}})
         );
+    }
+
+    #[test]
+    fn kubectl_server_side_apply_keeps_the_last_applied_annotation_in_step() {
+        use crate::schema::Type;
+        let schema = Schema::default();
+        let writer = |manager: &str| Writer {
+            schema: &schema,
+            ty: TypeRef::Inline(Box::new(Type::Untyped)),
+            manager: manager.to_owned(),
+            api_version: "v1".into(),
+            subresource: String::new(),
+            time: "2026-01-01T00:00:00Z".into(),
+            ignored: Set::new(),
+        };
+        let live = json!({"apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": "c", "annotations": {LAST_APPLIED: "{\"old\":1}\n"}},
+            "data": {"a": "1"}});
+        let config = json!({"apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": "c", "annotations": {LAST_APPLIED: "stale", "x": "<&>"}},
+            "data": {"b": "2"}});
+        let (out, _) = apply(&writer("kubectl"), Some(&live), &config, true).unwrap();
+        assert_eq!(
+            out["metadata"]["annotations"][LAST_APPLIED],
+            "{\"apiVersion\":\"v1\",\"data\":{\"b\":\"2\"},\"kind\":\"ConfigMap\",\"metadata\":{\"annotations\":{\"x\":\"\\u003c\\u0026\\u003e\"},\"name\":\"c\"}}\n"
+        );
+        // Another manager leaves it as the merge made it; without the annotation none is added.
+        let (other, _) = apply(&writer("other"), Some(&live), &config, true).unwrap();
+        assert_eq!(other["metadata"]["annotations"][LAST_APPLIED], "stale");
+        let bare = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c"}});
+        let (out, _) = apply(&writer("kubectl"), Some(&bare), &bare, true).unwrap();
+        assert!(out["metadata"].get("annotations").is_none());
     }
 
     #[test]
