@@ -615,7 +615,62 @@ pub enum ApplyError {
 /// Applies `config` to `live` (`None`: the object does not exist; the result is created from
 /// the configuration). Returns the new object with its managed fields, and whether it differs
 /// from the live one.
+///
+/// A server-side apply by `kubectl` over fields client-side `kubectl apply` set is not a
+/// conflict where the live values are still those of the last-applied-configuration
+/// annotation (upstream's `lastAppliedManager`): such conflicts are taken over as if forced.
 pub fn apply(
+    writer: &Writer<'_>,
+    live: Option<&Value>,
+    config: &Value,
+    force: bool,
+) -> Result<(Value, bool), ApplyError> {
+    let first = apply_once(writer, live, config, force);
+    let (Err(ApplyError::Conflicts(conflicts)), Some(live)) = (&first, live) else {
+        return first;
+    };
+    if writer.manager != KUBECTL {
+        return first;
+    }
+    let Some(allowed) = allowed_by_last_applied(writer, live) else {
+        return first;
+    };
+    let remaining: Vec<Conflict> = conflicts
+        .iter()
+        .filter(|c| !allowed.has(&c.path))
+        .cloned()
+        .collect();
+    if remaining.is_empty() {
+        apply_once(writer, Some(live), config, true)
+    } else {
+        Err(ApplyError::Conflicts(remaining))
+    }
+}
+
+/// The fields of the live object's last-applied-configuration annotation whose values are
+/// still the live ones: what client-side apply set and nobody changed since. `None` when
+/// there is no usable annotation (absent, unreadable, another API version, not of the type).
+fn allowed_by_last_applied(writer: &Writer<'_>, live: &Value) -> Option<Set> {
+    let text = live
+        .pointer("/metadata/annotations")?
+        .get(LAST_APPLIED)?
+        .as_str()
+        .filter(|t| !t.is_empty())?;
+    let last: Value = serde_json::from_str(text).ok()?;
+    if last.get("apiVersion").and_then(Value::as_str) != Some(writer.api_version.as_str()) {
+        return None;
+    }
+    let fields = field_set(writer.schema, &writer.ty, &last).ok()?;
+    let comparison = compare_without_managed(writer.schema, &writer.ty, &last, live).ok()?;
+    Some(
+        fields
+            .difference(&comparison.modified)
+            .difference(&comparison.added)
+            .difference(&comparison.removed),
+    )
+}
+
+fn apply_once(
     writer: &Writer<'_>,
     live: Option<&Value>,
     config: &Value,

@@ -71,6 +71,9 @@ fn builtin_schema() -> Schema {
 
 const TIME: &str = "2026-01-01T00:00:00Z";
 
+/// The last-applied-configuration client-side `kubectl apply` of `data: {key: a}` leaves.
+const LAST_A: &str = "{\"apiVersion\":\"v1\",\"data\":{\"key\":\"a\"},\"kind\":\"ConfigMap\",\"metadata\":{\"annotations\":{},\"name\":\"c\",\"namespace\":\"default\"}}\n";
+
 #[derive(Clone, Copy)]
 enum Op {
     Apply,
@@ -1763,6 +1766,73 @@ fn cases() -> Vec<Case> {
             ]),
         },
         Case {
+            name: "kubectl takes over client-side apply's unchanged fields without conflict",
+            builtin: true,
+            steps: vec![
+                update(
+                    "kubectl-client-side-apply",
+                    cm(
+                        json!({"annotations": {"kubectl.kubernetes.io/last-applied-configuration": LAST_A}}),
+                        json!({"key": "a"}),
+                    ),
+                ),
+                apply("kubectl", cm(json!({}), json!({"key": "b"}))),
+            ],
+            expect: ok(
+                cm(
+                    json!({"annotations": {"kubectl.kubernetes.io/last-applied-configuration": "{\"apiVersion\":\"v1\",\"data\":{\"key\":\"b\"},\"kind\":\"ConfigMap\",\"metadata\":{\"name\":\"c\",\"namespace\":\"default\"}}\n"}}),
+                    json!({"key": "b"}),
+                ),
+                vec![
+                    ("kubectl", "Apply", json!({"f:data": {"f:key": {}}})),
+                    (
+                        "kubectl-client-side-apply",
+                        "Update",
+                        json!({"f:data": {}, "f:metadata": {"f:annotations": {".": {}, "f:kubectl.kubernetes.io/last-applied-configuration": {}}}}),
+                    ),
+                ],
+            ),
+        },
+        Case {
+            name: "a field changed since client-side apply still conflicts for kubectl",
+            builtin: true,
+            steps: vec![
+                update(
+                    "kubectl-client-side-apply",
+                    cm(
+                        json!({"annotations": {"kubectl.kubernetes.io/last-applied-configuration": LAST_A}}),
+                        json!({"key": "a"}),
+                    ),
+                ),
+                update(
+                    "editor",
+                    cm(
+                        json!({"annotations": {"kubectl.kubernetes.io/last-applied-configuration": LAST_A}}),
+                        json!({"key": "c"}),
+                    ),
+                ),
+                apply("kubectl", cm(json!({}), json!({"key": "b"}))),
+            ],
+            expect: Expect::Conflicts(vec!["conflict with \"editor\" using v1: .data.key"]),
+        },
+        Case {
+            name: "only kubectl takes over client-side apply's fields",
+            builtin: true,
+            steps: vec![
+                update(
+                    "kubectl-client-side-apply",
+                    cm(
+                        json!({"annotations": {"kubectl.kubernetes.io/last-applied-configuration": LAST_A}}),
+                        json!({"key": "a"}),
+                    ),
+                ),
+                apply("other", cm(json!({}), json!({"key": "b"}))),
+            ],
+            expect: Expect::Conflicts(vec![
+                "conflict with \"kubectl-client-side-apply\" using v1: .data.key",
+            ]),
+        },
+        Case {
             name: "owner references (atomic items) merge by uid",
             builtin: true,
             steps: vec![
@@ -1849,7 +1919,7 @@ fn corpus() {
     let cases = cases();
     assert_eq!(
         cases.len(),
-        92,
+        95,
         "the corpus size changed: update this count"
     );
     let mut failures = Vec::new();
