@@ -243,7 +243,10 @@ impl Comparison {
 /// Leaves are added, removed or modified. A container (granular map or struct, list owned by
 /// item) that exists on one side only is added or removed itself, besides its contents; a
 /// struct-typed field of a struct is the exception when added, since such a field is always
-/// present (possibly empty) in the versioned objects upstream compares.
+/// present (possibly empty) in the versioned objects upstream compares (not so for
+/// unstructured objects: [`Schema::set_unstructured`]). Upstream's typed objects omit
+/// pointer-typed structs when nil, which the type model does not tell apart: such a field
+/// (e.g. a Deployment's `spec.strategy.rollingUpdate`) is not marked added either.
 pub fn compare(
     schema: &Schema,
     ty: &TypeRef,
@@ -349,7 +352,9 @@ impl Compare<'_> {
                         child_ty,
                         x,
                         y,
-                        declared && matches!(child_ty, Type::Struct(_)),
+                        declared
+                            && !schema.is_unstructured()
+                            && matches!(child_ty, Type::Struct(_)),
                     );
                     self.path.pop();
                     walked?;
@@ -394,5 +399,54 @@ impl Compare<'_> {
             _ => {}
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+    use crate::fieldpath::Path;
+    use crate::schema::{Field, Struct};
+
+    #[test]
+    fn appearing_structs_are_added_only_in_unstructured_objects() {
+        let inner = Type::Struct(Struct {
+            fields: [(
+                "x".to_owned(),
+                Field {
+                    ty: TypeRef::Inline(Box::new(Type::Scalar)),
+                    patch_strategy: Vec::new(),
+                    patch_merge_key: None,
+                },
+            )]
+            .into(),
+            ..Struct::default()
+        });
+        let root = Type::Struct(Struct {
+            fields: [(
+                "spec".to_owned(),
+                Field {
+                    ty: TypeRef::Inline(Box::new(inner)),
+                    patch_strategy: Vec::new(),
+                    patch_merge_key: None,
+                },
+            )]
+            .into(),
+            ..Struct::default()
+        });
+        let mut schema = Schema::default();
+        schema.insert("R", root);
+        let ty = TypeRef::Named("R".into());
+        let (old, new) = (json!({}), json!({"spec": {"x": 1}}));
+        let typed = compare(&schema, &ty, &old, &new).unwrap();
+        assert_eq!(typed.added.paths(), vec![Path::fields(&["spec", "x"])]);
+        schema.set_unstructured(true);
+        let unstructured = compare(&schema, &ty, &old, &new).unwrap();
+        assert_eq!(
+            unstructured.added.paths(),
+            vec![Path::fields(&["spec"]), Path::fields(&["spec", "x"])]
+        );
     }
 }
