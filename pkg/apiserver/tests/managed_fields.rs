@@ -164,21 +164,7 @@ async fn updates_record_ownership() {
         replaced["metadata"]["managedFields"]
     );
 
-    // An empty list keeps them (so clients unaware of the field cannot strip it) ...
-    let kept = send(
-        &server,
-        Method::PATCH,
-        &format!("{CM}/cm?fieldManager=m"),
-        "application/merge-patch+json",
-        &json!({"metadata": {"managedFields": []}}),
-    )
-    .await
-    .json();
-    assert_eq!(
-        kept["metadata"]["managedFields"],
-        replaced["metadata"]["managedFields"]
-    );
-    // ... unreadable entries are ignored in favour of the stored ones ...
+    // Unreadable entries are ignored in favour of the stored ones ...
     let ignored = send(
         &server,
         Method::PATCH,
@@ -195,7 +181,40 @@ async fn updates_record_ownership() {
     );
     let names: Vec<String> = managers(&ignored.json()).into_iter().map(|e| e.0).collect();
     assert_eq!(names, ["creator", "kubectl", "m"]);
-    // ... and a list of one empty entry clears them.
+    // ... an empty list clears them (as upstream's isResetManagedFields) ...
+    let emptied = send(
+        &server,
+        Method::PATCH,
+        &format!("{CM}/cm?fieldManager=m"),
+        "application/merge-patch+json",
+        &json!({"metadata": {"managedFields": []}}),
+    )
+    .await
+    .json();
+    assert_eq!(emptied["metadata"].get("managedFields"), None);
+    // ... and updates of an object no one is known to manage do not start tracking it.
+    let untracked = send(
+        &server,
+        Method::PATCH,
+        &format!("{CM}/cm?fieldManager=late"),
+        "application/merge-patch+json",
+        &json!({"data": {"late": "1"}}),
+    )
+    .await
+    .json();
+    assert_eq!(untracked["data"]["late"], "1");
+    assert_eq!(untracked["metadata"].get("managedFields"), None);
+    // A list of one empty entry clears them too.
+    let restored = send(
+        &server,
+        Method::PATCH,
+        &format!("{CM}/cm?fieldManager=m"),
+        "application/merge-patch+json",
+        &json!({"metadata": {"managedFields": [{"manager": "hand", "operation": "Update", "apiVersion": "v1", "time": "2026-01-01T00:00:00Z", "fieldsType": "FieldsV1", "fieldsV1": {"f:data": {"f:late": {}}}}]}}),
+    )
+    .await
+    .json();
+    assert_eq!(managers(&restored).len(), 1);
     let cleared = send(
         &server,
         Method::PATCH,
@@ -729,4 +748,78 @@ async fn kube_rs_patch_apply() {
         .filter_map(|e| e.manager)
         .collect();
     assert_eq!(managers, ["two"]);
+}
+
+/// Upstream keeps at most 10 `Update` entries: past that, the oldest entries of an API version
+/// are merged into one named `ancient-changes`, with the time of the newest entry merged.
+/// `Apply` entries are not counted.
+#[tokio::test]
+async fn update_managers_are_capped_at_ten() {
+    let server = support::start_on(Flavour::Sqlite, |s| s).await;
+    let created = send(
+        &server,
+        Method::POST,
+        &format!("{CM}?fieldManager=m00"),
+        "application/json",
+        &json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "many"}, "data": {"k00": "v"}}),
+    )
+    .await;
+    assert_eq!(created.status, 201);
+    let mut last = created.json();
+    for n in 1..=11 {
+        if n == 5 {
+            let applied = send(
+                &server,
+                Method::PATCH,
+                &format!("{CM}/many?fieldManager=applier"),
+                APPLY,
+                &json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "many"}, "data": {"applied": "v"}}),
+            )
+            .await;
+            assert_eq!(applied.status, 200);
+        }
+        let patched = send(
+            &server,
+            Method::PATCH,
+            &format!("{CM}/many?fieldManager=m{n:02}"),
+            "application/merge-patch+json",
+            &json!({"data": {format!("k{n:02}"): "v"}}),
+        )
+        .await;
+        assert_eq!(patched.status, 200);
+        last = patched.json();
+        let updaters = managers(&last).iter().filter(|e| e.1 == "Update").count();
+        // m00..m10 are 11 updaters after the tenth patch: capped at once.
+        assert_eq!(updaters, (n + 1).min(10), "after m{n:02}: {last}");
+    }
+    let mut entries = managers(&last);
+    entries.sort_by(|a, b| a.0.cmp(&b.0));
+    let mut expected = vec![
+        entry(
+            "ancient-changes",
+            "Update",
+            json!({"f:data": {".": {}, "f:k00": {}, "f:k01": {}, "f:k02": {}}}),
+        ),
+        entry("applier", "Apply", json!({"f:data": {"f:applied": {}}})),
+    ];
+    for n in 3..=11 {
+        let key = format!("f:k{n:02}");
+        expected.push(entry(
+            &format!("m{n:02}"),
+            "Update",
+            json!({"f:data": {key: {}}}),
+        ));
+    }
+    assert_eq!(entries, expected);
+    // The merged entry carries the time of the newest entry merged into it (m02's) and the
+    // API version of its entries.
+    let raw = last["metadata"]["managedFields"].as_array().unwrap();
+    let ancient = raw
+        .iter()
+        .find(|e| e["manager"] == "ancient-changes")
+        .unwrap();
+    assert_eq!(ancient["apiVersion"], "v1");
+    assert!(ancient.get("subresource").is_none());
+    let m03 = raw.iter().find(|e| e["manager"] == "m03").unwrap();
+    assert!(ancient["time"].as_str().unwrap() <= m03["time"].as_str().unwrap());
 }

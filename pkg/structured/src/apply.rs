@@ -20,41 +20,68 @@ pub fn merge(
     live: &Value,
     config: &Value,
 ) -> Result<Value, TypeError> {
+    merge_into(schema, ty, live.clone(), config)
+}
+
+/// [`merge`], taking the live object by value (no copy of it is made).
+pub fn merge_into(
+    schema: &Schema,
+    ty: &TypeRef,
+    live: Value,
+    config: &Value,
+) -> Result<Value, TypeError> {
     merge_value(schema, schema.resolve(ty), live, config, &Path::default())
 }
 
 fn merge_value(
     schema: &Schema,
     ty: &Type,
-    live: &Value,
+    live: Value,
     config: &Value,
     path: &Path,
 ) -> Result<Value, TypeError> {
+    // A null configuration merged into a granular map or struct, or into a list merged by
+    // item, merges nothing into it: the live value stays (upstream merges null as an empty
+    // map or list; only where both are empty, or the type is atomic, does null replace).
+    let keeps_live = match (&live, config) {
+        (Value::Object(l), Value::Null) => {
+            !l.is_empty() && matches!(shape(ty, Some(&live)), Shape::Granular { .. })
+        }
+        (Value::Array(l), Value::Null) => {
+            !l.is_empty() && matches!(shape(ty, Some(&live)), Shape::Items { .. })
+        }
+        _ => false,
+    };
+    if keeps_live {
+        return Ok(live);
+    }
     match (shape(ty, Some(config)), live, config) {
-        (Shape::Granular { fields, others }, Value::Object(l), Value::Object(c)) => {
-            let mut out = l.clone();
+        (Shape::Granular { fields, others }, Value::Object(mut l), Value::Object(c)) => {
             for (key, value) in c {
-                let merged = match l.get(key) {
-                    Some(existing) => {
+                match l.get_mut(key) {
+                    Some(slot) => {
+                        let existing = std::mem::take(slot);
                         let (child_ty, _) = key_type(schema, fields, others, key);
-                        merge_value(
+                        *slot = merge_value(
                             schema,
                             child_ty,
                             existing,
                             value,
                             &path.child(PathElement::Field(key.clone())),
-                        )?
+                        )?;
                     }
-                    None => value.clone(),
-                };
-                out.insert(key.clone(), merged);
+                    None => {
+                        l.insert(key.clone(), value.clone());
+                    }
+                }
             }
-            Ok(Value::Object(out))
+            Ok(Value::Object(l))
         }
         (Shape::Items { items, keys }, Value::Array(l), Value::Array(c)) => {
+            let l = &l;
             let item_ty = schema.resolve(items);
-            let lhs = index_items(keys, l, path)?;
-            let rhs = index_items(keys, c, path)?;
+            let lhs = index_items(keys, l, &path.0)?;
+            let rhs = index_items(keys, c, &path.0)?;
             let find = |list: &[(PathElement, &Value)], e: &PathElement| {
                 list.iter().find(|(x, _)| x == e).map(|(_, v)| (*v).clone())
             };
@@ -65,7 +92,7 @@ fn merge_value(
                 .collect();
             let mut out = Vec::with_capacity(lhs.len().max(rhs.len()));
             let merge_item = |e: &PathElement, l: Option<Value>, c: &Value| match l {
-                Some(l) => merge_value(schema, item_ty, &l, c, &path.child(e.clone())),
+                Some(l) => merge_value(schema, item_ty, l, c, &path.child(e.clone())),
                 None => Ok(c.clone()),
             };
             let (mut li, mut ri) = (0, 0);
@@ -136,7 +163,7 @@ fn remove_value(schema: &Schema, ty: &Type, value: &Value, set: &Set) -> Value {
             let item_ty = schema.resolve(items);
             let mut out = Vec::with_capacity(list.len());
             for item in list {
-                let Ok(element) = crate::typed::item_element(keys, item, &Path::default()) else {
+                let Ok(element) = crate::typed::item_element(keys, item, &[]) else {
                     out.push(item.clone());
                     continue;
                 };

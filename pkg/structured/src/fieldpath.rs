@@ -47,17 +47,49 @@ impl PathElement {
         }
     }
 
-    /// The FieldsV1 form of this element, e.g. `f:data` or `k:{"name":"a"}`.
+    /// The FieldsV1 form of this element, e.g. `f:data` or `k:{"name":"a"}`, with the JSON
+    /// inside keys and values written as upstream writes it (Go's encoding: `<`, `>`, `&`,
+    /// U+2028 and U+2029 escaped; floats in Go's notation).
     pub fn encode(&self) -> String {
         match self {
             PathElement::Field(name) => format!("f:{name}"),
             PathElement::Key(fields) => {
-                let object: Map<String, Value> = fields.iter().cloned().collect();
-                format!("k:{}", Value::Object(object))
+                let mut out = String::from("k:{");
+                for (i, (name, value)) in fields.iter().enumerate() {
+                    if i > 0 {
+                        out.push(',');
+                    }
+                    write_go_string(name, &mut out);
+                    out.push(':');
+                    write_go_value(value, &mut out);
+                }
+                out.push('}');
+                out
             }
-            PathElement::Value(value) => format!("v:{value}"),
+            PathElement::Value(value) => {
+                let mut out = String::from("v:");
+                write_go_value(value, &mut out);
+                out
+            }
             PathElement::Index(index) => format!("i:{index}"),
         }
+    }
+
+    /// Reads the FieldsV1 form of an element. An element of an unknown type (`x:...`) is
+    /// `Ok(None)`: upstream drops such elements, as a later version may define them.
+    pub fn decode_known(text: &str) -> Result<Option<Self>, FieldsError> {
+        let bad = |why: &str| FieldsError(format!("invalid path element {text:?}: {why}"));
+        let bytes = text.as_bytes();
+        if bytes.len() < 2 {
+            return Err(bad("too short"));
+        }
+        if bytes[1] != b':' {
+            return Err(bad("missing colon"));
+        }
+        if !matches!(bytes[0], b'f' | b'v' | b'k' | b'i') {
+            return Ok(None);
+        }
+        PathElement::decode(text).map(Some)
     }
 
     /// Reads the FieldsV1 form of an element.
@@ -186,6 +218,87 @@ pub fn compare_values(a: &Value, b: &Value) -> Ordering {
     }
 }
 
+/// Writes `text` as a JSON string the way upstream's JSON writers do (Go's, with HTML
+/// escaping): `"` and `\` escaped, `\n`, `\r`, `\t`, other control characters as `\u00xx`,
+/// and `<`, `>`, `&`, U+2028, U+2029 as `\u` escapes.
+pub(crate) fn write_go_string(text: &str, out: &mut String) {
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    out.push('"');
+    for c in text.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            '<' | '>' | '&' | '\u{2028}' | '\u{2029}' | '\u{0}'..='\u{1f}' => {
+                let code = c as u32;
+                out.push_str("\\u");
+                for shift in [12, 8, 4, 0] {
+                    out.push(char::from(HEX[((code >> shift) & 0xf) as usize]));
+                }
+            }
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+}
+
+/// Writes a JSON value as Go writes it: strings by [`write_go_string`], object keys sorted,
+/// floats in Go's notation (`1e+21`, `1e-7`, integral floats without a fraction).
+pub(crate) fn write_go_value(value: &Value, out: &mut String) {
+    match value {
+        Value::Null => out.push_str("null"),
+        Value::Bool(b) => out.push_str(if *b { "true" } else { "false" }),
+        Value::Number(n) => {
+            if n.is_f64() {
+                let f = n.as_f64().unwrap_or(0.0);
+                let abs = f.abs();
+                if abs != 0.0 && !(1e-6..1e21).contains(&abs) {
+                    let text = format!("{f:e}");
+                    match text.split_once('e') {
+                        Some((mantissa, exponent)) if !exponent.starts_with('-') => {
+                            out.push_str(mantissa);
+                            out.push_str("e+");
+                            out.push_str(exponent);
+                        }
+                        _ => out.push_str(&text),
+                    }
+                } else {
+                    out.push_str(&format!("{f}"));
+                }
+            } else {
+                out.push_str(&n.to_string());
+            }
+        }
+        Value::String(s) => write_go_string(s, out),
+        Value::Array(items) => {
+            out.push('[');
+            for (i, item) in items.iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                write_go_value(item, out);
+            }
+            out.push(']');
+        }
+        Value::Object(map) => {
+            let mut keys: Vec<&String> = map.keys().collect();
+            keys.sort();
+            out.push('{');
+            for (i, key) in keys.into_iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                write_go_string(key, out);
+                out.push(':');
+                write_go_value(&map[key], out);
+            }
+            out.push('}');
+        }
+    }
+}
+
 /// A path from the root of an object to one of its nodes.
 #[derive(Clone, Debug, Default, PartialEq, Eq, PartialOrd, Ord)]
 pub struct Path(pub Vec<PathElement>);
@@ -258,17 +371,27 @@ impl Set {
         self.insert_elements(&path.0);
     }
 
+    /// Adds the path of these elements (cloning only the elements not in the set yet).
+    pub fn insert_slice(&mut self, elements: &[PathElement]) {
+        self.insert_elements(elements);
+    }
+
     fn insert_elements(&mut self, elements: &[PathElement]) {
         match elements {
             [] => {}
             [last] => {
-                self.members.insert(last.clone());
+                if !self.members.contains(last) {
+                    self.members.insert(last.clone());
+                }
             }
-            [first, rest @ ..] => self
-                .children
-                .entry(first.clone())
-                .or_default()
-                .insert_elements(rest),
+            [first, rest @ ..] => match self.children.get_mut(first) {
+                Some(child) => child.insert_elements(rest),
+                None => {
+                    let mut child = Set::new();
+                    child.insert_elements(rest);
+                    self.children.insert(first.clone(), child);
+                }
+            },
         }
     }
 
@@ -312,6 +435,16 @@ impl Set {
             }
         }
         node.clone()
+    }
+
+    /// The elements directly below the root that are members.
+    pub fn members(&self) -> impl Iterator<Item = &PathElement> {
+        self.members.iter()
+    }
+
+    /// The set below one element directly below the root, if it has members.
+    pub fn child(&self, element: &PathElement) -> Option<&Set> {
+        self.children.get(element)
     }
 
     /// The elements that have members below them, with the sets below them.
@@ -473,7 +606,7 @@ impl Set {
         elements.sort();
         for element in elements {
             separator(out);
-            out.push_str(&Value::String(element.encode()).to_string());
+            write_go_string(&element.encode(), out);
             out.push(':');
             match self.children.get(element) {
                 Some(child) => child.write_contents(self.members.contains(element), out),
@@ -503,7 +636,9 @@ impl Set {
                 member = true;
                 continue;
             }
-            let element = PathElement::decode(key)?;
+            let Some(element) = PathElement::decode_known(key)? else {
+                continue;
+            };
             let (child, child_member) = Set::decode_contents(contents)?;
             if child.is_empty() || child_member {
                 set.members.insert(element.clone());
@@ -612,11 +747,141 @@ mod tests {
         assert_eq!(path(&[f("x"), PathElement::Index(2)]).to_string(), ".x[2]");
     }
 
+    fn k(fields: &[(&str, Value)]) -> PathElement {
+        PathElement::key(
+            fields
+                .iter()
+                .map(|(n, v)| ((*n).to_owned(), v.clone()))
+                .collect(),
+        )
+    }
+
+    /// The FieldsV1 of `kubectl create deployment web --image=nginx` as kube-apiserver 1.33
+    /// stores and serves it (manager `kubectl-create`), written out by hand from upstream's
+    /// serialization rules: `.` first, then fields by name, keys, values and indices; key
+    /// objects with sorted field names; JSON inside keys escaped once more.
+    #[test]
+    fn deployment_fields_byte_for_byte() {
+        let labels = [f("metadata"), f("labels")];
+        let template = [f("spec"), f("template")];
+        let container = [
+            f("spec"),
+            f("template"),
+            f("spec"),
+            f("containers"),
+            k(&[("name", json!("nginx"))]),
+        ];
+        let mut paths: Vec<Vec<PathElement>> =
+            vec![labels.to_vec(), [&labels[..], &[f("app")]].concat()];
+        for name in [
+            "progressDeadlineSeconds",
+            "replicas",
+            "revisionHistoryLimit",
+            "selector",
+        ] {
+            paths.push(vec![f("spec"), f(name)]);
+        }
+        paths.push(vec![f("spec"), f("strategy"), f("rollingUpdate")]);
+        for name in ["maxSurge", "maxUnavailable"] {
+            paths.push(vec![f("spec"), f("strategy"), f("rollingUpdate"), f(name)]);
+        }
+        paths.push(vec![f("spec"), f("strategy"), f("type")]);
+        paths.push([&template[..], &[f("metadata"), f("labels")]].concat());
+        paths.push([&template[..], &[f("metadata"), f("labels"), f("app")]].concat());
+        paths.push(container.to_vec());
+        for name in [
+            "terminationMessagePolicy",
+            "image",
+            "imagePullPolicy",
+            "name",
+            "resources",
+            "terminationMessagePath",
+        ] {
+            paths.push([&container[..], &[f(name)]].concat());
+        }
+        for name in [
+            "dnsPolicy",
+            "restartPolicy",
+            "schedulerName",
+            "securityContext",
+            "terminationGracePeriodSeconds",
+        ] {
+            paths.push([&template[..], &[f("spec"), f(name)]].concat());
+        }
+        let set = Set::from_paths(&paths.into_iter().map(Path).collect::<Vec<_>>());
+        let expected = concat!(
+            r#"{"f:metadata":{"f:labels":{".":{},"f:app":{}}},"#,
+            r#""f:spec":{"f:progressDeadlineSeconds":{},"f:replicas":{},"f:revisionHistoryLimit":{},"#,
+            r#""f:selector":{},"f:strategy":{"f:rollingUpdate":{".":{},"f:maxSurge":{},"f:maxUnavailable":{}},"#,
+            r#""f:type":{}},"f:template":{"f:metadata":{"f:labels":{".":{},"f:app":{}}},"#,
+            r#""f:spec":{"f:containers":{"k:{\"name\":\"nginx\"}":{".":{},"f:image":{},"#,
+            r#""f:imagePullPolicy":{},"f:name":{},"f:resources":{},"f:terminationMessagePath":{},"#,
+            r#""f:terminationMessagePolicy":{}}},"f:dnsPolicy":{},"f:restartPolicy":{},"#,
+            r#""f:schedulerName":{},"f:securityContext":{},"f:terminationGracePeriodSeconds":{}}}}}"#,
+        );
+        assert_eq!(set.write_fields_v1(), expected);
+        // Reading those bytes back gives the same set.
+        let read = Set::from_fields_v1(&serde_json::from_str(expected).unwrap()).unwrap();
+        assert_eq!(read, set);
+    }
+
+    /// A Service: list-map keys with a number and a string (sorted by name), `.` before the
+    /// fields of a member that has fields below it, set values of each JSON type in upstream's
+    /// value order (numbers by value, then strings, then booleans), and characters Go escapes.
+    #[test]
+    fn keys_values_and_escaping_byte_for_byte() {
+        let ports = [f("spec"), f("ports")];
+        let port = |n: i64, p: &str| k(&[("protocol", json!(p)), ("port", json!(n))]);
+        let paths = vec![
+            vec![f("metadata"), f("annotations"), f("a&b<c>")],
+            vec![
+                f("metadata"),
+                f("finalizers"),
+                PathElement::Value(json!("x/y")),
+            ],
+            vec![
+                f("metadata"),
+                f("finalizers"),
+                PathElement::Value(json!("a")),
+            ],
+            [&ports[..], &[port(8080, "TCP")]].concat(),
+            [&ports[..], &[port(8080, "TCP"), f("targetPort")]].concat(),
+            [&ports[..], &[port(443, "UDP")]].concat(),
+            [&ports[..], &[port(443, "TCP")]].concat(),
+            vec![f("s"), PathElement::Value(json!(true))],
+            vec![f("s"), PathElement::Value(json!("10"))],
+            vec![f("s"), PathElement::Value(json!(10))],
+            vec![f("s"), PathElement::Value(json!(9))],
+            vec![f("s"), PathElement::Value(json!(2.5))],
+            vec![f("s"), PathElement::Value(json!(1e21))],
+            vec![f("t"), PathElement::Index(10)],
+            vec![f("t"), PathElement::Index(9)],
+        ];
+        let set = Set::from_paths(&paths.into_iter().map(Path).collect::<Vec<_>>());
+        let expected = concat!(
+            r#"{"f:metadata":{"f:annotations":{"f:a\u0026b\u003cc\u003e":{}},"#,
+            r#""f:finalizers":{"v:\"a\"":{},"v:\"x/y\"":{}}},"#,
+            r#""f:s":{"v:2.5":{},"v:9":{},"v:10":{},"v:1e+21":{},"v:\"10\"":{},"v:true":{}},"#,
+            r#""f:spec":{"f:ports":{"k:{\"port\":443,\"protocol\":\"TCP\"}":{},"#,
+            r#""k:{\"port\":443,\"protocol\":\"UDP\"}":{},"#,
+            r#""k:{\"port\":8080,\"protocol\":\"TCP\"}":{".":{},"f:targetPort":{}}}},"#,
+            r#""f:t":{"i:9":{},"i:10":{}}}"#,
+        );
+        assert_eq!(set.write_fields_v1(), expected);
+    }
+
+    #[test]
+    fn unknown_element_types_are_dropped() {
+        let set = Set::from_fields_v1(&json!({"f:a": {}, "r:b": {"f:c": {}}})).unwrap();
+        assert_eq!(set.write_fields_v1(), r#"{"f:a":{}}"#);
+    }
+
     #[test]
     fn bad_fields_v1() {
         for bad in [
             json!([]),
-            json!({"x:a": {}}),
+            json!({"xx:a": {}}),
+            json!({"x": {}}),
             json!({"f:a": 1}),
             json!({"k:[1]": {}}),
             json!({"v:{": {}}),

@@ -11,6 +11,8 @@
 //! - [`managed`]: `metadata.managedFields`, updated by writes and by server-side apply (with
 //!   conflicts).
 //!
+//! - [`reconcile`]: owned fields brought in line with a changed schema (a list or map made
+//!   atomic, or granular again).
 //! - [`fuzzing`]: the entry point the fuzzers of both patch engines share.
 //!
 //! Pure: no I/O, no async.
@@ -21,6 +23,7 @@ pub mod apply;
 pub mod fieldpath;
 pub mod fuzzing;
 pub mod managed;
+pub mod reconcile;
 pub mod schema;
 pub mod strategic;
 pub mod typed;

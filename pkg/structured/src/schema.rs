@@ -153,6 +153,8 @@ pub struct ListOf {
 pub struct Schema {
     types: BTreeMap<String, Type>,
     kinds: BTreeMap<(String, String, String), String>,
+    /// Whether objects of these types are unstructured (custom resources).
+    unstructured: bool,
 }
 
 static SCALAR: Type = Type::Scalar;
@@ -218,6 +220,19 @@ impl Schema {
     /// The named type `name`, if known.
     pub fn get(&self, name: &str) -> Option<&Type> {
         self.types.get(name)
+    }
+
+    /// Marks the objects of these types as unstructured (custom resources, which upstream
+    /// compares as plain JSON): a struct-typed field that appears in a write is then added like
+    /// any other value, and owned by the writer. Built-in objects are typed: their struct-typed
+    /// fields always exist (possibly empty), so appearing is no addition.
+    pub fn set_unstructured(&mut self, unstructured: bool) {
+        self.unstructured = unstructured;
+    }
+
+    /// Whether the objects of these types are unstructured ([`Schema::set_unstructured`]).
+    pub fn is_unstructured(&self) -> bool {
+        self.unstructured
     }
 
     /// A scalar, for callers that need a `&Type` of one.

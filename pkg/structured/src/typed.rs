@@ -9,7 +9,7 @@
 
 use serde_json::{Map, Value};
 
-use crate::fieldpath::{Path, PathElement, Set};
+use crate::fieldpath::{PathElement, Set};
 use crate::schema::{ListType, MapType, Schema, Type, TypeRef};
 
 /// Why an object does not fit its type.
@@ -92,13 +92,13 @@ pub(crate) fn key_type<'a>(
 pub(crate) fn item_element(
     keys: Option<&[String]>,
     item: &Value,
-    at: &Path,
+    at: &[PathElement],
 ) -> Result<PathElement, TypeError> {
     match keys {
         None => Ok(PathElement::Value(item.clone())),
         Some(keys) => {
             let object = item.as_object().ok_or_else(|| TypeError {
-                path: at.to_string(),
+                path: show(at),
                 message: "an item of an associative list must be an object".to_owned(),
             })?;
             let fields: Vec<(String, Value)> = keys
@@ -107,7 +107,7 @@ pub(crate) fn item_element(
                 .collect();
             if fields.is_empty() {
                 return Err(TypeError {
-                    path: at.to_string(),
+                    path: show(at),
                     message: format!(
                         "associative list with keys has an element that omits key field {:?}",
                         keys[0]
@@ -123,7 +123,7 @@ pub(crate) fn item_element(
 pub(crate) fn index_items<'v>(
     keys: Option<&[String]>,
     list: &'v [Value],
-    at: &Path,
+    at: &[PathElement],
 ) -> Result<Vec<(PathElement, &'v Value)>, TypeError> {
     let mut out: Vec<(PathElement, &Value)> = Vec::with_capacity(list.len());
     let mut seen = std::collections::BTreeSet::new();
@@ -134,6 +134,11 @@ pub(crate) fn index_items<'v>(
         }
     }
     Ok(out)
+}
+
+/// A path given as its elements, as upstream shows it.
+fn show(at: &[PathElement]) -> String {
+    at.iter().map(ToString::to_string).collect()
 }
 
 fn empty_container(value: &Value) -> bool {
@@ -152,53 +157,56 @@ fn empty_container(value: &Value) -> bool {
 /// is only present through its members.
 pub fn field_set(schema: &Schema, ty: &TypeRef, value: &Value) -> Result<Set, TypeError> {
     let mut set = Set::new();
-    walk_set(
-        schema,
-        schema.resolve(ty),
-        value,
-        &Path::default(),
-        &mut set,
-    )?;
+    walk_set(schema, schema.resolve(ty), value, &mut Vec::new(), &mut set)?;
     Ok(set)
 }
 
+/// `path` is the path of `value`, as a stack the walk pushes to and pops from.
 fn walk_set(
     schema: &Schema,
     ty: &Type,
     value: &Value,
-    path: &Path,
+    path: &mut Vec<PathElement>,
     set: &mut Set,
 ) -> Result<(), TypeError> {
     match shape(ty, Some(value)) {
-        Shape::Leaf => set.insert(path),
+        Shape::Leaf => set.insert_slice(path),
         Shape::Granular { fields, others } => {
             let Some(object) = value.as_object() else {
                 if !value.is_null() {
-                    set.insert(path);
+                    set.insert_slice(path);
                 }
                 return Ok(());
             };
             for (key, child) in object {
                 let (child_ty, declared) = key_type(schema, fields, others, key);
-                let child_path = path.child(PathElement::Field(key.clone()));
-                walk_set(schema, child_ty, child, &child_path, set)?;
-                if child.is_null() || child.as_object().is_some_and(Map::is_empty) || !declared {
-                    set.insert(&child_path);
+                path.push(PathElement::Field(key.clone()));
+                let walked = walk_set(schema, child_ty, child, path, set);
+                if walked.is_ok()
+                    && (child.is_null()
+                        || child.as_object().is_some_and(Map::is_empty)
+                        || !declared)
+                {
+                    set.insert_slice(path);
                 }
+                path.pop();
+                walked?;
             }
         }
         Shape::Items { items, keys } => {
             let Some(list) = value.as_array() else {
                 if !value.is_null() {
-                    set.insert(path);
+                    set.insert_slice(path);
                 }
                 return Ok(());
             };
             let item_ty = schema.resolve(items);
             for (element, item) in index_items(keys, list, path)? {
-                let item_path = path.child(element);
-                walk_set(schema, item_ty, item, &item_path, set)?;
-                set.insert(&item_path);
+                path.push(element);
+                let walked = walk_set(schema, item_ty, item, path, set);
+                set.insert_slice(path);
+                path.pop();
+                walked?;
             }
         }
     }
@@ -235,125 +243,210 @@ impl Comparison {
 /// Leaves are added, removed or modified. A container (granular map or struct, list owned by
 /// item) that exists on one side only is added or removed itself, besides its contents; a
 /// struct-typed field of a struct is the exception when added, since such a field is always
-/// present (possibly empty) in the versioned objects upstream compares.
+/// present (possibly empty) in the versioned objects upstream compares (not so for
+/// unstructured objects: [`Schema::set_unstructured`]). Upstream's typed objects omit
+/// pointer-typed structs when nil, which the type model does not tell apart: such a field
+/// (e.g. a Deployment's `spec.strategy.rollingUpdate`) is not marked added either.
 pub fn compare(
     schema: &Schema,
     ty: &TypeRef,
     old: &Value,
     new: &Value,
 ) -> Result<Comparison, TypeError> {
+    compare_walk(schema, ty, old, new, false)
+}
+
+/// [`compare`], leaving `metadata.managedFields` out on both sides.
+pub(crate) fn compare_without_managed(
+    schema: &Schema,
+    ty: &TypeRef,
+    old: &Value,
+    new: &Value,
+) -> Result<Comparison, TypeError> {
+    compare_walk(schema, ty, old, new, true)
+}
+
+fn compare_walk(
+    schema: &Schema,
+    ty: &TypeRef,
+    old: &Value,
+    new: &Value,
+    skip_managed: bool,
+) -> Result<Comparison, TypeError> {
     let mut out = Comparison::default();
-    walk_compare(
+    let mut walk = Compare {
         schema,
-        schema.resolve(ty),
-        Some(old),
-        Some(new),
-        &Path::default(),
-        false,
-        &mut out,
-    )?;
+        skip_managed,
+        path: Vec::new(),
+        out: &mut out,
+    };
+    walk.walk(schema.resolve(ty), Some(old), Some(new), false)?;
     Ok(out)
 }
 
-fn walk_compare(
-    schema: &Schema,
-    ty: &Type,
-    old: Option<&Value>,
-    new: Option<&Value>,
-    path: &Path,
-    struct_field: bool,
-    out: &mut Comparison,
-) -> Result<(), TypeError> {
-    let leaf = |out: &mut Comparison| match (old, new) {
-        (None, Some(_)) => out.added.insert(path),
-        (Some(_), None) => out.removed.insert(path),
-        (Some(a), Some(b)) if a != b => out.modified.insert(path),
-        _ => {}
-    };
-    let both_empty = old.is_none_or(empty_container) && new.is_none_or(empty_container);
-    let shape_value = new.or(old);
-    // A value whose type changed between the versions (only possible for untyped values) is
-    // compared as one leaf.
-    let kinds_differ = matches!((old, new), (Some(a), Some(b))
-        if a.is_object() != b.is_object() || a.is_array() != b.is_array());
-    match shape(ty, shape_value) {
-        Shape::Leaf => {
-            leaf(out);
-            return Ok(());
+struct Compare<'a> {
+    schema: &'a Schema,
+    /// Whether `metadata.managedFields` is left out.
+    skip_managed: bool,
+    /// The path of the values compared.
+    path: Vec<PathElement>,
+    out: &'a mut Comparison,
+}
+
+impl Compare<'_> {
+    fn leaf(&mut self, old: Option<&Value>, new: Option<&Value>) {
+        match (old, new) {
+            (None, Some(_)) => self.out.added.insert_slice(&self.path),
+            (Some(_), None) => self.out.removed.insert_slice(&self.path),
+            (Some(a), Some(b)) if a != b => self.out.modified.insert_slice(&self.path),
+            _ => {}
         }
-        _ if both_empty || kinds_differ => {
-            leaf(out);
-            return Ok(());
-        }
-        Shape::Granular { fields, others } => {
-            let empty = Map::new();
-            let (Some(a), Some(b)) = (
-                old.map_or(Some(&empty), Value::as_object),
-                new.map_or(Some(&empty), Value::as_object),
-            ) else {
-                leaf(out);
+    }
+
+    fn walk(
+        &mut self,
+        ty: &Type,
+        old: Option<&Value>,
+        new: Option<&Value>,
+        struct_field: bool,
+    ) -> Result<(), TypeError> {
+        let schema = self.schema;
+        let both_empty = old.is_none_or(empty_container) && new.is_none_or(empty_container);
+        let shape_value = new.or(old);
+        // A value whose type changed between the versions (only possible for untyped values)
+        // is compared as one leaf.
+        let kinds_differ = matches!((old, new), (Some(a), Some(b))
+            if a.is_object() != b.is_object() || a.is_array() != b.is_array());
+        match shape(ty, shape_value) {
+            Shape::Leaf => {
+                self.leaf(old, new);
                 return Ok(());
-            };
-            let keys: std::collections::BTreeSet<&String> = a.keys().chain(b.keys()).collect();
-            for key in keys {
-                let (child_ty, declared) = key_type(schema, fields, others, key);
-                walk_compare(
-                    schema,
-                    child_ty,
-                    a.get(key),
-                    b.get(key),
-                    &path.child(PathElement::Field(key.clone())),
-                    declared && matches!(child_ty, Type::Struct(_)),
-                    out,
-                )?;
             }
-        }
-        Shape::Items { items, keys } => {
-            let empty = Vec::new();
-            let (Some(a), Some(b)) = (
-                old.map_or(Some(&empty), Value::as_array),
-                new.map_or(Some(&empty), Value::as_array),
-            ) else {
-                leaf(out);
+            _ if both_empty || kinds_differ => {
+                self.leaf(old, new);
                 return Ok(());
-            };
-            let item_ty = schema.resolve(items);
-            let a = index_items(keys, a, path)?;
-            let b = index_items(keys, b, path)?;
-            let in_a: std::collections::BTreeSet<&PathElement> = a.iter().map(|(e, _)| e).collect();
-            let in_b: std::collections::BTreeMap<&PathElement, &Value> =
-                b.iter().map(|(e, v)| (e, *v)).collect();
-            for (element, item) in &a {
-                let other = in_b.get(element).copied();
-                walk_compare(
-                    schema,
-                    item_ty,
-                    Some(item),
-                    other,
-                    &path.child(element.clone()),
-                    false,
-                    out,
-                )?;
             }
-            for (element, item) in &b {
-                if !in_a.contains(element) {
-                    walk_compare(
-                        schema,
-                        item_ty,
-                        None,
-                        Some(item),
-                        &path.child(element.clone()),
-                        false,
-                        out,
-                    )?;
+            Shape::Granular { fields, others } => {
+                let empty = Map::new();
+                let (Some(a), Some(b)) = (
+                    old.map_or(Some(&empty), Value::as_object),
+                    new.map_or(Some(&empty), Value::as_object),
+                ) else {
+                    self.leaf(old, new);
+                    return Ok(());
+                };
+                let in_metadata = self.skip_managed
+                    && matches!(self.path.as_slice(), [PathElement::Field(f)] if f == "metadata");
+                let only_b = b.iter().filter(|(k, _)| !a.contains_key(*k));
+                let pairs = a
+                    .iter()
+                    .map(|(k, x)| (k, Some(x), b.get(k)))
+                    .chain(only_b.map(|(k, y)| (k, None, Some(y))));
+                for (key, x, y) in pairs {
+                    if in_metadata && key == "managedFields" {
+                        continue;
+                    }
+                    let (child_ty, declared) = key_type(schema, fields, others, key);
+                    self.path.push(PathElement::Field(key.clone()));
+                    let walked = self.walk(
+                        child_ty,
+                        x,
+                        y,
+                        declared
+                            && !schema.is_unstructured()
+                            && matches!(child_ty, Type::Struct(_)),
+                    );
+                    self.path.pop();
+                    walked?;
+                }
+            }
+            Shape::Items { items, keys } => {
+                let empty = Vec::new();
+                let (Some(a), Some(b)) = (
+                    old.map_or(Some(&empty), Value::as_array),
+                    new.map_or(Some(&empty), Value::as_array),
+                ) else {
+                    self.leaf(old, new);
+                    return Ok(());
+                };
+                let item_ty = schema.resolve(items);
+                let a = index_items(keys, a, &self.path)?;
+                let b = index_items(keys, b, &self.path)?;
+                let in_a: std::collections::BTreeSet<&PathElement> =
+                    a.iter().map(|(e, _)| e).collect();
+                let in_b: std::collections::BTreeMap<&PathElement, &Value> =
+                    b.iter().map(|(e, v)| (e, *v)).collect();
+                for (element, item) in &a {
+                    let other = in_b.get(element).copied();
+                    self.path.push(element.clone());
+                    let walked = self.walk(item_ty, Some(item), other, false);
+                    self.path.pop();
+                    walked?;
+                }
+                for (element, item) in &b {
+                    if !in_a.contains(element) {
+                        self.path.push(element.clone());
+                        let walked = self.walk(item_ty, None, Some(item), false);
+                        self.path.pop();
+                        walked?;
+                    }
                 }
             }
         }
+        match (old, new) {
+            (None, Some(_)) if !struct_field => self.out.added.insert_slice(&self.path),
+            (Some(_), None) => self.out.removed.insert_slice(&self.path),
+            _ => {}
+        }
+        Ok(())
     }
-    match (old, new) {
-        (None, Some(_)) if !struct_field => out.added.insert(path),
-        (Some(_), None) => out.removed.insert(path),
-        _ => {}
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+    use crate::fieldpath::Path;
+    use crate::schema::{Field, Struct};
+
+    #[test]
+    fn appearing_structs_are_added_only_in_unstructured_objects() {
+        let inner = Type::Struct(Struct {
+            fields: [(
+                "x".to_owned(),
+                Field {
+                    ty: TypeRef::Inline(Box::new(Type::Scalar)),
+                    patch_strategy: Vec::new(),
+                    patch_merge_key: None,
+                },
+            )]
+            .into(),
+            ..Struct::default()
+        });
+        let root = Type::Struct(Struct {
+            fields: [(
+                "spec".to_owned(),
+                Field {
+                    ty: TypeRef::Inline(Box::new(inner)),
+                    patch_strategy: Vec::new(),
+                    patch_merge_key: None,
+                },
+            )]
+            .into(),
+            ..Struct::default()
+        });
+        let mut schema = Schema::default();
+        schema.insert("R", root);
+        let ty = TypeRef::Named("R".into());
+        let (old, new) = (json!({}), json!({"spec": {"x": 1}}));
+        let typed = compare(&schema, &ty, &old, &new).unwrap();
+        assert_eq!(typed.added.paths(), vec![Path::fields(&["spec", "x"])]);
+        schema.set_unstructured(true);
+        let unstructured = compare(&schema, &ty, &old, &new).unwrap();
+        assert_eq!(
+            unstructured.added.paths(),
+            vec![Path::fields(&["spec"]), Path::fields(&["spec", "x"])]
+        );
     }
-    Ok(())
 }

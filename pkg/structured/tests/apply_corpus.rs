@@ -71,6 +71,9 @@ fn builtin_schema() -> Schema {
 
 const TIME: &str = "2026-01-01T00:00:00Z";
 
+/// The last-applied-configuration client-side `kubectl apply` of `data: {key: a}` leaves.
+const LAST_A: &str = "{\"apiVersion\":\"v1\",\"data\":{\"key\":\"a\"},\"kind\":\"ConfigMap\",\"metadata\":{\"annotations\":{},\"name\":\"c\",\"namespace\":\"default\"}}\n";
+
 #[derive(Clone, Copy)]
 enum Op {
     Apply,
@@ -1405,6 +1408,279 @@ fn cases() -> Vec<Case> {
                 ],
             ),
         },
+        // --- scenarios of upstream's structured-merge-diff merge tables (leaf, set,
+        // multiple appliers, nested, deduced), in our own data
+        case(
+            "applying an empty configuration removes what only the applier owned, and its entry",
+            vec![
+                apply("one", w(json!({"replicas": 1}))),
+                apply(
+                    "one",
+                    json!({"apiVersion": "example.com/v1", "kind": "Widget", "metadata": {"name": "w"}}),
+                ),
+            ],
+            ok(
+                json!({"apiVersion": "example.com/v1", "kind": "Widget", "metadata": {"name": "w"}}),
+                vec![],
+            ),
+        ),
+        case(
+            "after an updater took the applier's only field, an empty apply keeps the updater's value",
+            vec![
+                apply("one", w(json!({"replicas": 2}))),
+                update("controller", w(json!({"replicas": 1}))),
+                apply(
+                    "one",
+                    json!({"apiVersion": "example.com/v1", "kind": "Widget", "metadata": {"name": "w"}}),
+                ),
+            ],
+            ok(
+                w(json!({"replicas": 1})),
+                vec![("controller", "Update", spec(json!({"f:replicas": {}})))],
+            ),
+        ),
+        case(
+            "set items an updater added stay beside the applier's new ones",
+            vec![
+                apply("one", w(json!({"tags": ["a", "c"]}))),
+                update("controller", w(json!({"tags": ["a", "b", "c", "d"]}))),
+                apply("one", w(json!({"tags": ["a", "a2", "c", "c2"]}))),
+            ],
+            ok(
+                w(json!({"tags": ["a", "b", "a2", "c", "d", "c2"]})),
+                vec![
+                    (
+                        "one",
+                        "Apply",
+                        spec(
+                            json!({"f:tags": {"v:\"a\"": {}, "v:\"a2\"": {}, "v:\"c\"": {}, "v:\"c2\"": {}}}),
+                        ),
+                    ),
+                    (
+                        "controller",
+                        "Update",
+                        spec(json!({"f:tags": {"v:\"b\"": {}, "v:\"d\"": {}}})),
+                    ),
+                ],
+            ),
+        ),
+        case(
+            "an applier applying an updater's set item shares it",
+            vec![
+                apply("one", w(json!({"tags": ["a", "c"]}))),
+                update("controller", w(json!({"tags": ["a", "b", "c", "d"]}))),
+                apply("one", w(json!({"tags": ["a", "b", "c"]}))),
+            ],
+            ok(
+                w(json!({"tags": ["a", "b", "c", "d"]})),
+                vec![
+                    (
+                        "one",
+                        "Apply",
+                        spec(json!({"f:tags": {"v:\"a\"": {}, "v:\"b\"": {}, "v:\"c\"": {}}})),
+                    ),
+                    (
+                        "controller",
+                        "Update",
+                        spec(json!({"f:tags": {"v:\"b\"": {}, "v:\"d\"": {}}})),
+                    ),
+                ],
+            ),
+        ),
+        case(
+            "an updater reordering a set takes nothing, and the applier's order comes back",
+            vec![
+                apply("one", w(json!({"tags": ["a", "b", "c", "d"]}))),
+                update("controller", w(json!({"tags": ["a", "d", "c", "b"]}))),
+                apply("one", w(json!({"tags": ["a", "b", "c", "d"]}))),
+            ],
+            ok(
+                w(json!({"tags": ["a", "b", "c", "d"]})),
+                vec![(
+                    "one",
+                    "Apply",
+                    spec(
+                        json!({"f:tags": {"v:\"a\"": {}, "v:\"b\"": {}, "v:\"c\"": {}, "v:\"d\"": {}}}),
+                    ),
+                )],
+            ),
+        ),
+        case(
+            "a dropped item stays for its other applier, without the sub-items only the dropper owned",
+            vec![
+                apply(
+                    "one",
+                    w(
+                        json!({"containers": [{"name": "a"}, {"name": "b", "env": [{"name": "c"}]}]}),
+                    ),
+                ),
+                apply(
+                    "two",
+                    w(json!({"containers": [{"name": "b", "env": [{"name": "d"}]}]})),
+                ),
+                update(
+                    "controller",
+                    w(
+                        json!({"containers": [{"name": "a"}, {"name": "b", "env": [{"name": "c"}, {"name": "d"}, {"name": "e"}]}]}),
+                    ),
+                ),
+                apply("one", w(json!({"containers": [{"name": "a"}]}))),
+            ],
+            ok(
+                w(
+                    json!({"containers": [{"name": "a"}, {"name": "b", "env": [{"name": "d"}, {"name": "e"}]}]}),
+                ),
+                vec![
+                    (
+                        "one",
+                        "Apply",
+                        spec(
+                            json!({"f:containers": {"k:{\"name\":\"a\"}": {".": {}, "f:name": {}}}}),
+                        ),
+                    ),
+                    (
+                        "two",
+                        "Apply",
+                        spec(
+                            json!({"f:containers": {"k:{\"name\":\"b\"}": {".": {}, "f:name": {}, "f:env": {"k:{\"name\":\"d\"}": {".": {}, "f:name": {}}}}}}),
+                        ),
+                    ),
+                    (
+                        "controller",
+                        "Update",
+                        spec(
+                            json!({"f:containers": {"k:{\"name\":\"b\"}": {"f:env": {"k:{\"name\":\"e\"}": {".": {}, "f:name": {}}}}}}),
+                        ),
+                    ),
+                ],
+            ),
+        ),
+        case(
+            "a dropped item only its applier held goes, with an updater's sub-item in it",
+            vec![
+                apply(
+                    "one",
+                    w(
+                        json!({"containers": [{"name": "a"}, {"name": "b", "env": [{"name": "c"}]}]}),
+                    ),
+                ),
+                apply(
+                    "two",
+                    w(json!({"containers": [{"name": "a", "env": [{"name": "b"}]}]})),
+                ),
+                update(
+                    "controller",
+                    w(
+                        json!({"containers": [{"name": "a", "env": [{"name": "b"}]}, {"name": "b", "env": [{"name": "c"}, {"name": "d"}]}]}),
+                    ),
+                ),
+                apply("one", w(json!({"containers": [{"name": "a"}]}))),
+            ],
+            ok(
+                w(json!({"containers": [{"name": "a", "env": [{"name": "b"}]}]})),
+                vec![
+                    (
+                        "one",
+                        "Apply",
+                        spec(
+                            json!({"f:containers": {"k:{\"name\":\"a\"}": {".": {}, "f:name": {}}}}),
+                        ),
+                    ),
+                    (
+                        "two",
+                        "Apply",
+                        spec(
+                            json!({"f:containers": {"k:{\"name\":\"a\"}": {".": {}, "f:name": {}, "f:env": {"k:{\"name\":\"b\"}": {".": {}, "f:name": {}}}}}}),
+                        ),
+                    ),
+                ],
+            ),
+        ),
+        case(
+            "a nested field another applier holds stays when the first drops its parent",
+            vec![
+                apply("one", w(json!({"nested": {"a": "x", "b": {"c": "y"}}}))),
+                apply("two", w(json!({"nested": {"b": {"c": "y"}}}))),
+                apply("one", w(json!({"nested": {"a": "x"}}))),
+            ],
+            ok(
+                w(json!({"nested": {"a": "x", "b": {"c": "y"}}})),
+                vec![
+                    ("one", "Apply", spec(json!({"f:nested": {"f:a": {}}}))),
+                    (
+                        "two",
+                        "Apply",
+                        spec(json!({"f:nested": {"f:b": {"f:c": {}}}})),
+                    ),
+                ],
+            ),
+        ),
+        case(
+            "a null applied over a granular map merges nothing into it, without conflict",
+            vec![
+                apply("one", wm(json!({"labels": {"x": "1"}}), json!({}))),
+                apply("two", wm(json!({"labels": null}), json!({}))),
+            ],
+            ok(
+                wm(json!({"labels": {"x": "1"}}), json!({})),
+                vec![
+                    (
+                        "one",
+                        "Apply",
+                        json!({"f:metadata": {"f:labels": {"f:x": {}}}, "f:spec": {}}),
+                    ),
+                    (
+                        "two",
+                        "Apply",
+                        json!({"f:metadata": {"f:labels": {}}, "f:spec": {}}),
+                    ),
+                ],
+            ),
+        ),
+        case(
+            "an applier emptying a struct keeps what an updater added to it",
+            vec![
+                apply("one", w(json!({"nested": {"a": "x"}}))),
+                update(
+                    "controller",
+                    w(json!({"nested": {"a": "x", "b": {"c": "z"}}})),
+                ),
+                apply("one", w(json!({"nested": {}}))),
+            ],
+            ok(
+                w(json!({"nested": {"b": {"c": "z"}}})),
+                vec![
+                    ("one", "Apply", spec(json!({"f:nested": {}}))),
+                    (
+                        "controller",
+                        "Update",
+                        spec(json!({"f:nested": {"f:b": {"f:c": {}}}})),
+                    ),
+                ],
+            ),
+        ),
+        case(
+            "an applier nulling a struct an updater took over changes nothing",
+            vec![
+                apply("one", w(json!({"nested": {"a": "x"}}))),
+                update(
+                    "controller",
+                    w(json!({"nested": {"a": "y", "b": {"c": "z"}}})),
+                ),
+                apply("one", w(json!({"nested": null}))),
+            ],
+            ok(
+                w(json!({"nested": {"a": "y", "b": {"c": "z"}}})),
+                vec![
+                    ("one", "Apply", spec(json!({"f:nested": {}}))),
+                    (
+                        "controller",
+                        "Update",
+                        spec(json!({"f:nested": {"f:a": {}, "f:b": {"f:c": {}}}})),
+                    ),
+                ],
+            ),
+        ),
         // --- refusals
         case(
             "an applied configuration may not carry managedFields",
@@ -1484,6 +1760,73 @@ fn cases() -> Vec<Case> {
                     cm(json!({}), json!({"key": "a"})),
                 ),
                 apply("kubectl", cm(json!({}), json!({"key": "b"}))),
+            ],
+            expect: Expect::Conflicts(vec![
+                "conflict with \"kubectl-client-side-apply\" using v1: .data.key",
+            ]),
+        },
+        Case {
+            name: "kubectl takes over client-side apply's unchanged fields without conflict",
+            builtin: true,
+            steps: vec![
+                update(
+                    "kubectl-client-side-apply",
+                    cm(
+                        json!({"annotations": {"kubectl.kubernetes.io/last-applied-configuration": LAST_A}}),
+                        json!({"key": "a"}),
+                    ),
+                ),
+                apply("kubectl", cm(json!({}), json!({"key": "b"}))),
+            ],
+            expect: ok(
+                cm(
+                    json!({"annotations": {"kubectl.kubernetes.io/last-applied-configuration": "{\"apiVersion\":\"v1\",\"data\":{\"key\":\"b\"},\"kind\":\"ConfigMap\",\"metadata\":{\"name\":\"c\",\"namespace\":\"default\"}}\n"}}),
+                    json!({"key": "b"}),
+                ),
+                vec![
+                    ("kubectl", "Apply", json!({"f:data": {"f:key": {}}})),
+                    (
+                        "kubectl-client-side-apply",
+                        "Update",
+                        json!({"f:data": {}, "f:metadata": {"f:annotations": {".": {}, "f:kubectl.kubernetes.io/last-applied-configuration": {}}}}),
+                    ),
+                ],
+            ),
+        },
+        Case {
+            name: "a field changed since client-side apply still conflicts for kubectl",
+            builtin: true,
+            steps: vec![
+                update(
+                    "kubectl-client-side-apply",
+                    cm(
+                        json!({"annotations": {"kubectl.kubernetes.io/last-applied-configuration": LAST_A}}),
+                        json!({"key": "a"}),
+                    ),
+                ),
+                update(
+                    "editor",
+                    cm(
+                        json!({"annotations": {"kubectl.kubernetes.io/last-applied-configuration": LAST_A}}),
+                        json!({"key": "c"}),
+                    ),
+                ),
+                apply("kubectl", cm(json!({}), json!({"key": "b"}))),
+            ],
+            expect: Expect::Conflicts(vec!["conflict with \"editor\" using v1: .data.key"]),
+        },
+        Case {
+            name: "only kubectl takes over client-side apply's fields",
+            builtin: true,
+            steps: vec![
+                update(
+                    "kubectl-client-side-apply",
+                    cm(
+                        json!({"annotations": {"kubectl.kubernetes.io/last-applied-configuration": LAST_A}}),
+                        json!({"key": "a"}),
+                    ),
+                ),
+                apply("other", cm(json!({}), json!({"key": "b"}))),
             ],
             expect: Expect::Conflicts(vec![
                 "conflict with \"kubectl-client-side-apply\" using v1: .data.key",
@@ -1576,7 +1919,7 @@ fn corpus() {
     let cases = cases();
     assert_eq!(
         cases.len(),
-        81,
+        95,
         "the corpus size changed: update this count"
     );
     let mut failures = Vec::new();
@@ -1682,27 +2025,44 @@ fn reset_and_fallback() {
     };
     let mut first = w(json!({"replicas": 1}));
     managed::update(&writer, None, &mut first).unwrap();
-    // A list with one empty entry clears the managed fields.
-    let mut reset = wm(json!({"managedFields": [{}]}), json!({"replicas": 2}));
-    managed::update(&writer, Some(&first), &mut reset).unwrap();
-    assert_eq!(reset.pointer("/metadata/managedFields"), None);
-    // An empty list, or unreadable entries, fall back to the live object's.
-    for given in [json!([]), json!([{"operation": "Bogus"}])] {
-        let mut next = wm(
-            json!({"managedFields": given}),
-            json!({"replicas": 1, "tags": ["t"]}),
-        );
-        let writer = Writer {
-            manager: "v".into(),
-            ..writer.clone()
-        };
-        managed::update(&writer, Some(&first), &mut next).unwrap();
-        let managers: Vec<String> = managed::decode(&next)
-            .unwrap()
-            .unwrap()
-            .into_iter()
-            .map(|e| e.manager)
-            .collect();
-        assert_eq!(managers, ["u", "v"]);
+    // A list with one empty entry, or an empty list, clears the managed fields (upstream's
+    // `isResetManagedFields`).
+    for given in [json!([{}]), json!([])] {
+        let mut reset = wm(json!({"managedFields": given}), json!({"replicas": 2}));
+        managed::update(&writer, Some(&first), &mut reset).unwrap();
+        assert_eq!(reset.pointer("/metadata/managedFields"), None);
+        // Later updates of the object no one is known to manage do not start tracking it.
+        let mut later = w(json!({"replicas": 3}));
+        managed::update(&writer, Some(&reset), &mut later).unwrap();
+        assert_eq!(later.pointer("/metadata/managedFields"), None);
     }
+    // Unreadable entries fall back to the live object's.
+    let mut next = wm(
+        json!({"managedFields": [{"operation": "Bogus"}]}),
+        json!({"replicas": 1, "tags": ["t"]}),
+    );
+    let other = Writer {
+        manager: "v".into(),
+        ..writer.clone()
+    };
+    managed::update(&other, Some(&first), &mut next).unwrap();
+    let managers: Vec<String> = managed::decode(&next)
+        .unwrap()
+        .unwrap()
+        .into_iter()
+        .map(|e| e.manager)
+        .collect();
+    assert_eq!(managers, ["u", "v"]);
+    // A write through a subresource cannot edit the managed fields: the live ones are kept.
+    let status = Writer {
+        manager: "s".into(),
+        subresource: "status".into(),
+        ..writer.clone()
+    };
+    let mut through_status = wm(json!({"managedFields": [{}]}), json!({"replicas": 1}));
+    managed::update(&status, Some(&first), &mut through_status).unwrap();
+    assert_eq!(
+        through_status.pointer("/metadata/managedFields"),
+        first.pointer("/metadata/managedFields")
+    );
 }

@@ -488,6 +488,20 @@ fn synthetic_cases() -> Vec<Case> {
             Merged(json!({"items": [{"name": "b"}]})),
         ),
         case(
+            "$patch delete removes every item with the key, repeated ones too",
+            W,
+            json!({"items": [{"name": "a", "v": "1"}, {"name": "b"}, {"name": "a", "v": "2"}]}),
+            json!({"items": [{"name": "a", "$patch": "delete"}]}),
+            Merged(json!({"items": [{"name": "b"}]})),
+        ),
+        case(
+            "$deleteFromPrimitiveList removes repeated values",
+            W,
+            json!({"scalars": ["a", "b", "a"]}),
+            json!({"$deleteFromPrimitiveList/scalars": ["a"]}),
+            Merged(json!({"scalars": ["b"]})),
+        ),
+        case(
             "$patch delete of an absent item",
             W,
             json!({"items": [{"name": "a"}]}),

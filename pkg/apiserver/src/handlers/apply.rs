@@ -119,14 +119,24 @@ pub(crate) async fn apply<S: Storage>(
         admit: ctx.admit.clone(),
     };
     let mut last = None;
-    for _ in 0..ATTEMPTS {
-        let current = match ctx.store.get(namespace, name, None).await {
+    for attempt in 0..ATTEMPTS {
+        // The first attempt starts from the watch cache's copy (no storage read): the write
+        // below is conditional on its resourceVersion, so a stale copy only costs a retry, and
+        // any failure computed from it is computed again from a fresh read before it is
+        // answered.
+        let cached = attempt == 0;
+        let current = match ctx.store.get(namespace, name, cached.then_some("0")).await {
             Ok(object) => Some(object),
             Err(e) if e.is(StatusReason::NotFound) => None,
+            Err(_) if cached => continue,
             Err(e) => return Err(e),
         };
-        let (mut applied, _) =
-            managed::apply(&writer, current.as_ref(), &config, force).map_err(|e| match e {
+        let computed = managed::apply(&writer, current.as_ref(), &config, force);
+        if cached && (computed.is_err() || current.is_none()) {
+            // Conflicts, refusals and creations are decided on a fresh read only.
+            continue;
+        }
+        let (mut applied, _) = computed.map_err(|e| match e {
                 ApplyError::Conflicts(conflicts) => ApiError::from(conflict_status(&conflicts)),
                 ApplyError::BadRequest(message) => Status::bad_request(message).into(),
                 ApplyError::Type(e) => {
@@ -173,7 +183,9 @@ pub(crate) async fn apply<S: Storage>(
                     &[warnings, written.warnings].concat(),
                 ));
             }
-            Err(e) if e.is(StatusReason::Conflict) || e.is(StatusReason::AlreadyExists) => {
+            Err(e)
+                if cached || e.is(StatusReason::Conflict) || e.is(StatusReason::AlreadyExists) =>
+            {
                 last = Some(e);
             }
             Err(e) => return Err(e),
