@@ -307,7 +307,9 @@ impl ApiserverOptions {
                 .map(Some),
         };
         let max_token_expiration = match &self.service_account_max_token_expiration {
+            // Zero is unset, as upstream reads it.
             None => Some(None),
+            Some(text) if duration::parse(text).is_ok_and(|d| d.is_zero()) => Some(None),
             Some(text) => invalid
                 .check(
                     "service-account-max-token-expiration",

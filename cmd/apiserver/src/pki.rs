@@ -61,14 +61,24 @@ const CLIENTS: &[(&str, &str, &[&str])] = &[
     ),
 ];
 
+/// Writes `contents` to `path`; a `private` file (a key, a kubeconfig holding one) is
+/// created readable by its owner only, never readable by others even for a moment.
 fn write(path: &Path, contents: &str, private: bool) -> anyhow::Result<()> {
-    std::fs::write(path, contents).with_context(|| format!("writing {}", path.display()))?;
-    if private {
-        use std::os::unix::fs::PermissionsExt;
-        std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600))
-            .with_context(|| format!("protecting {}", path.display()))?;
-    }
-    Ok(())
+    use std::io::Write as _;
+    use std::os::unix::fs::{OpenOptionsExt as _, PermissionsExt as _};
+    let mode = if private { 0o600 } else { 0o644 };
+    let mut file = std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .mode(mode)
+        .open(path)
+        .with_context(|| format!("writing {}", path.display()))?;
+    // An existing file keeps its mode on open: set it.
+    file.set_permissions(std::fs::Permissions::from_mode(mode))
+        .with_context(|| format!("protecting {}", path.display()))?;
+    file.write_all(contents.as_bytes())
+        .with_context(|| format!("writing {}", path.display()))
 }
 
 /// The CA's parameters: the same each time, so that a saved CA key signs as the saved CA

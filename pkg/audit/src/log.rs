@@ -4,7 +4,8 @@
 //! bounded queue, so a request never waits on the disk unless the writer has fallen a whole
 //! queue behind. What happens then is the [`LogMode`]:
 //!
-//! - [`LogMode::Blocking`] (upstream's default for the log backend): the caller waits for room.
+//! - [`LogMode::Blocking`] (upstream's default for the log backend): the caller waits for room (on a
+//!   Tokio worker thread through `block_in_place`, so the thread's other tasks move on).
 //!   Nothing is lost; a slow disk slows requests down. Write errors are logged and counted,
 //!   never returned to the request (upstream's `blocking`, not `blocking-strict`).
 //! - [`LogMode::Batch`]: the caller never waits; when the queue is full the event is dropped
@@ -268,7 +269,25 @@ impl Sink for LogBackend {
         };
         line.push(b'\n');
         let sent = match self.mode {
-            LogMode::Blocking => self.queue.send(Message::Line(line)).is_ok(),
+            LogMode::Blocking => match self.queue.try_send(Message::Line(line)) {
+                Ok(()) => true,
+                Err(TrySendError::Disconnected(_)) => false,
+                // A full queue makes the request wait for the writer. On a runtime's worker
+                // thread the wait must not hold up the other tasks of that thread: tell the
+                // runtime, so that it moves them elsewhere while this one blocks.
+                Err(TrySendError::Full(message)) => {
+                    let send = || self.queue.send(message).is_ok();
+                    match tokio::runtime::Handle::try_current() {
+                        Ok(handle)
+                            if handle.runtime_flavor()
+                                == tokio::runtime::RuntimeFlavor::MultiThread =>
+                        {
+                            tokio::task::block_in_place(send)
+                        }
+                        _ => send(),
+                    }
+                }
+            },
             LogMode::Batch => match self.queue.try_send(Message::Line(line)) {
                 Ok(()) => true,
                 Err(TrySendError::Full(_)) => {

@@ -43,82 +43,96 @@ fn meta<'a>(object: &'a Value, field: &str) -> &'a str {
         .unwrap_or("")
 }
 
-fn bootstrap_error(what: String) -> impl FnOnce(ApiError) -> Error {
-    move |error| Error::Bootstrap { what, error }
-}
+/// How often a bootstrap write that lost a race with another apiserver is tried again.
+const BOOTSTRAP_ATTEMPTS: usize = 5;
 
 /// Writes upstream's bootstrap policy (and genplane's own roles) where it is missing or
 /// incomplete, leaving objects annotated `rbac.authorization.kubernetes.io/autoupdate: "false"`
 /// alone, then fills in the aggregated cluster roles (admin, edit, view) from the roles that
-/// aggregate into them.
+/// aggregate into them. Several apiservers may start at once: a write that meets another's
+/// (409) is reconciled again from what is stored.
 pub async fn bootstrap_policy<S: Storage>(resources: &[Resource<S>]) -> Result<(), Error> {
-    let options = WriteOptions::default();
     for (kind, expected) in bootstrap::objects() {
         let Some(resource) = served(resources, kind) else {
             continue;
         };
-        let store = &resource.store;
-        let (namespace, name) = (meta(&expected, "namespace"), meta(&expected, "name"));
-        let what = format!("{} {name}", kind.as_str());
-        let existing = match store.get(namespace, name, None).await {
-            Ok(object) => Some(object),
-            Err(e) if e.code == 404 => None,
-            Err(error) => return Err(Error::Bootstrap { what, error }),
-        };
-        let reconciled =
-            reconcile(kind, existing.as_ref(), &expected).map_err(|e| Error::Bootstrap {
-                what: what.clone(),
-                error: Status::internal_error(e).into(),
-            })?;
-        match reconciled {
-            Reconciled::Create(object) => {
-                store
-                    .create(namespace, object, &options)
-                    .await
-                    .map_err(bootstrap_error(what))?;
+        let what = format!("{} {}", kind.as_str(), meta(&expected, "name"));
+        let mut attempt = 1;
+        loop {
+            match reconcile_one(resource, kind, &expected).await {
+                Ok(()) => break,
+                Err(error) if error.code == 409 && attempt < BOOTSTRAP_ATTEMPTS => attempt += 1,
+                Err(error) => return Err(Error::Bootstrap { what, error }),
             }
-            Reconciled::Update(object) => {
-                store
-                    .update(namespace, name, object, &options)
-                    .await
-                    .map_err(bootstrap_error(what))?;
-            }
-            Reconciled::Recreate(object) => {
-                store
-                    .delete(namespace, name, &DeleteOptions::default())
-                    .await
-                    .map_err(bootstrap_error(what.clone()))?;
-                store
-                    .create(namespace, object, &options)
-                    .await
-                    .map_err(bootstrap_error(what))?;
-            }
-            Reconciled::Unchanged | Reconciled::Protected => {}
         }
     }
-    aggregate(resources).await
+    let mut attempt = 1;
+    loop {
+        match aggregate(resources).await {
+            Ok(()) => return Ok(()),
+            Err(error) if error.code == 409 && attempt < BOOTSTRAP_ATTEMPTS => attempt += 1,
+            Err(error) => {
+                return Err(Error::Bootstrap {
+                    what: "the aggregated cluster roles".into(),
+                    error,
+                });
+            }
+        }
+    }
+}
+
+/// Brings one stored object in line with its bootstrap form.
+async fn reconcile_one<S: Storage>(
+    resource: &Resource<S>,
+    kind: Kind,
+    expected: &Value,
+) -> Result<(), ApiError> {
+    let options = WriteOptions::default();
+    let store = &resource.store;
+    let (namespace, name) = (meta(expected, "namespace"), meta(expected, "name"));
+    let existing = match store.get(namespace, name, None).await {
+        Ok(object) => Some(object),
+        Err(e) if e.code == 404 => None,
+        Err(error) => return Err(error),
+    };
+    let reconciled = reconcile(kind, existing.as_ref(), expected)
+        .map_err(|e| ApiError::from(Status::internal_error(e)))?;
+    match reconciled {
+        Reconciled::Create(object) => store.create(namespace, object, &options).await.map(drop),
+        Reconciled::Update(object) => store
+            .update(namespace, name, object, &options)
+            .await
+            .map(drop),
+        Reconciled::Recreate(object) => {
+            match store
+                .delete(namespace, name, &DeleteOptions::default())
+                .await
+            {
+                Ok(_) => {}
+                Err(e) if e.code == 404 => {}
+                Err(error) => return Err(error),
+            }
+            store.create(namespace, object, &options).await.map(drop)
+        }
+        Reconciled::Unchanged | Reconciled::Protected => Ok(()),
+    }
 }
 
 /// Fills in the rules of aggregated cluster roles from the cluster roles their selectors
 /// pick (what the clusterrole-aggregation controller keeps doing).
-async fn aggregate<S: Storage>(resources: &[Resource<S>]) -> Result<(), Error> {
+async fn aggregate<S: Storage>(resources: &[Resource<S>]) -> Result<(), ApiError> {
     let Some(cluster_roles) = served(resources, Kind::ClusterRole) else {
         return Ok(());
     };
     let store = &cluster_roles.store;
-    let mut all = store
-        .list("", &ListOptions::default())
-        .await
-        .map_err(bootstrap_error("the cluster roles".into()))?
-        .items;
+    let mut all = store.list("", &ListOptions::default()).await?.items;
     for name in aggregation::aggregate_cluster_roles(&mut all) {
         let Some(object) = all.iter().find(|r| meta(r, "name") == name) else {
             continue;
         };
         store
             .update("", &name, object.clone(), &WriteOptions::default())
-            .await
-            .map_err(bootstrap_error(format!("ClusterRole {name}")))?;
+            .await?;
     }
     Ok(())
 }
@@ -155,14 +169,18 @@ async fn load<S: Storage>(
         revisions.push(listed.revision);
     }
     if let Err(error) = authorizer.replace_all(objects.iter().map(|(k, o)| (*k, o))) {
-        // One bad object must not cost the others: take them one by one.
+        // One bad object must not cost the others: leave out those that do not read, then
+        // replace the policy at once (never empty in between).
         tracing::warn!(%error, "RBAC policy with an unreadable object");
-        let _ = authorizer.replace_all(std::iter::empty());
-        for (kind, object) in &objects {
-            if let Err(error) = authorizer.apply(*kind, object) {
+        let scratch = RbacAuthorizer::new();
+        objects.retain(|(kind, object)| match scratch.apply(*kind, object) {
+            Ok(()) => true,
+            Err(error) => {
                 tracing::warn!(%error, name = meta(object, "name"), "ignoring RBAC object");
+                false
             }
-        }
+        });
+        let _ = authorizer.replace_all(objects.iter().map(|(k, o)| (*k, o)));
     }
     Ok(revisions)
 }
