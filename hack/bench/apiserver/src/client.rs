@@ -7,6 +7,7 @@ use anyhow::Context as _;
 use bytes::Bytes;
 use http_body_util::{BodyExt as _, Full};
 use hyper::client::conn::http2::SendRequest;
+use hyper::header::HeaderValue;
 use hyper::{Method, Request, Response, StatusCode};
 use hyper_util::rt::{TokioExecutor, TokioIo};
 
@@ -15,6 +16,8 @@ use hyper_util::rt::{TokioExecutor, TokioIo};
 pub(crate) struct Client {
     base: String,
     send: SendRequest<Full<Bytes>>,
+    /// The `Authorization` header every request carries, if any (`Bearer <token>`).
+    authorization: Option<HeaderValue>,
 }
 
 impl Client {
@@ -50,6 +53,19 @@ impl Client {
         Ok(Self {
             base: base.to_owned(),
             send,
+            authorization: None,
+        })
+    }
+
+    /// This connection, with every request sent through the returned client carrying
+    /// `Authorization: Bearer <token>` (connect with a TLS configuration without a client
+    /// certificate, so that the token is what authenticates).
+    pub(crate) fn with_bearer(&self, token: &str) -> anyhow::Result<Self> {
+        let mut value = HeaderValue::try_from(format!("Bearer {token}"))?;
+        value.set_sensitive(true);
+        Ok(Self {
+            authorization: Some(value),
+            ..self.clone()
         })
     }
 
@@ -79,6 +95,9 @@ impl Client {
             .header("accept", "application/json");
         if body.is_some() {
             request = request.header("content-type", content_type);
+        }
+        if let Some(authorization) = &self.authorization {
+            request = request.header("authorization", authorization.clone());
         }
         let request = request.body(Full::new(body.unwrap_or_default()))?;
         let mut send = self.send.clone();

@@ -23,6 +23,9 @@ pub(crate) struct Kubeconfig {
     pub(crate) server: String,
     /// Trusts the kubeconfig's CA, authenticates with its client certificate, offers h2 only.
     pub(crate) tls: Arc<rustls::ClientConfig>,
+    /// Trusts the kubeconfig's CA, offers no client certificate, h2 only: for clients that
+    /// authenticate with a bearer token.
+    pub(crate) tls_without_certificate: Arc<rustls::ClientConfig>,
 }
 
 /// Reads a kubeconfig with embedded certificate data, as `genplane apiserver` writes it.
@@ -50,14 +53,21 @@ pub(crate) fn kubeconfig(path: &Path) -> anyhow::Result<Kubeconfig> {
     let chain = CertificateDer::pem_slice_iter(&field(user, "client-certificate-data")?)
         .collect::<Result<Vec<_>, _>>()?;
     let key = PrivateKeyDer::from_pem_slice(&field(user, "client-key-data")?)?;
+    let roots = Arc::new(roots);
     let mut tls = rustls::ClientConfig::builder_with_provider(provider())
         .with_safe_default_protocol_versions()?
-        .with_root_certificates(roots)
+        .with_root_certificates(roots.clone())
         .with_client_auth_cert(chain, key)?;
     tls.alpn_protocols = vec![b"h2".to_vec()];
+    let mut without = rustls::ClientConfig::builder_with_provider(provider())
+        .with_safe_default_protocol_versions()?
+        .with_root_certificates(roots)
+        .with_no_client_auth();
+    without.alpn_protocols = vec![b"h2".to_vec()];
     Ok(Kubeconfig {
         server,
         tls: Arc::new(tls),
+        tls_without_certificate: Arc::new(without),
     })
 }
 
