@@ -184,14 +184,20 @@ struct Rate {
 }
 
 /// Operations per second of each of `ops`, interleaved: every round runs each op for one
-/// slice, after one warm-up round that is not counted. Each op comes with the processes that
-/// serve it, whose CPU time per operation is measured over its slices.
+/// slice, after one warm-up round that is not counted; odd rounds run them in reverse order,
+/// so that none always runs first (or right after another's load). Each op comes with the
+/// processes that serve it, whose CPU time per operation is measured over its slices.
 async fn interleaved(ops: &[(Op, Vec<u32>)], args: &Args) -> anyhow::Result<Vec<Rate>> {
     let slice = Duration::from_secs_f64(args.slice);
     let counters: Vec<Arc<AtomicU64>> = ops.iter().map(|_| Arc::new(AtomicU64::new(0))).collect();
     let mut totals = vec![(0u64, Duration::ZERO, 0u64); ops.len()];
     for round in 0..=args.rounds {
-        for (i, (op, pids)) in ops.iter().enumerate() {
+        let mut order: Vec<usize> = (0..ops.len()).collect();
+        if round % 2 == 1 {
+            order.reverse();
+        }
+        for i in order {
+            let (op, pids) = &ops[i];
             let cpu = process::cpu_ticks(pids)?;
             let (done, took) = run_slice(op, &counters[i], args.concurrency, slice).await?;
             if round > 0 {
