@@ -8,14 +8,28 @@ use bytes::Bytes;
 use hyper::body::{Body, Frame, SizeHint};
 use tokio::sync::mpsc;
 
-/// The body of a request: still to be read from the connection, or already read (when the
-/// audit log records it).
-#[derive(Debug)]
+/// What is done with a request body once it is read (the audit log records it).
+pub type OnRead = Box<dyn FnOnce(&[u8]) + Send>;
+
+/// The body of a request: still to be read from the connection (by the handler, within the
+/// request's limits and timeout), possibly with something to do once it is, or already read.
 pub enum RequestBody {
     /// As received.
     Incoming(hyper::body::Incoming),
+    /// As received; the function sees the bytes once the handler has read them.
+    Recorded(hyper::body::Incoming, OnRead),
     /// Read already.
     Read(Bytes),
+}
+
+impl std::fmt::Debug for RequestBody {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            RequestBody::Incoming(_) => "RequestBody::Incoming",
+            RequestBody::Recorded(..) => "RequestBody::Recorded",
+            RequestBody::Read(_) => "RequestBody::Read",
+        })
+    }
 }
 
 /// The body of a response: bytes held in memory, or chunks sent through a channel.

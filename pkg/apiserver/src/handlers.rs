@@ -247,13 +247,20 @@ impl<S: Storage> Ctx<'_, S> {
 
 /// Reads at most [`MAX_BODY_BYTES`] of a body.
 pub(crate) async fn read_bytes(body: RequestBody) -> Result<Bytes, ApiError> {
-    let body = match body {
+    let (body, on_read) = match body {
         RequestBody::Read(bytes) => return Ok(bytes),
-        RequestBody::Incoming(body) => body,
+        RequestBody::Incoming(body) => (body, None),
+        RequestBody::Recorded(body, on_read) => (body, Some(on_read)),
     };
     let limited = http_body_util::Limited::new(body, MAX_BODY_BYTES);
     match limited.collect().await {
-        Ok(collected) => Ok(collected.to_bytes()),
+        Ok(collected) => {
+            let bytes = collected.to_bytes();
+            if let Some(on_read) = on_read {
+                on_read(&bytes);
+            }
+            Ok(bytes)
+        }
         Err(e) if e.is::<http_body_util::LengthLimitError>() => {
             Err(Status::request_entity_too_large(MAX_BODY_BYTES).into())
         }

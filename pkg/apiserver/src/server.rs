@@ -261,17 +261,7 @@ const AUDIT_ID: &str = "audit-id";
 
 /// Records a request's body in its audit record: the object (JSON, YAML or protobuf as the
 /// URL's kind), or the patch.
-fn record_request_body(
-    record: &AuditRecord,
-    info: &RequestInfo,
-    parts: &hyper::http::request::Parts,
-    bytes: &[u8],
-) {
-    let content_type = parts
-        .headers
-        .get(CONTENT_TYPE)
-        .and_then(|v| v.to_str().ok())
-        .unwrap_or("application/json");
+fn record_request_body(record: &AuditRecord, info: &RequestInfo, content_type: &str, bytes: &[u8]) {
     if info.verb == "patch" {
         record.set_request_patch(bytes);
         return;
@@ -706,21 +696,22 @@ impl<S: Storage> ApiServer<S> {
                 .await;
         };
         let (parts, body) = request.into_parts();
+        // A write's body is recorded when the handler reads it, within the request's limits
+        // and timeout.
         let body = if matches!(info.verb.as_str(), "create" | "update" | "patch") {
-            match handlers::read_bytes(RequestBody::Incoming(body)).await {
-                Ok(bytes) => {
-                    record_request_body(&record, &info, &parts, &bytes);
-                    RequestBody::Read(bytes)
-                }
-                Err(error) => {
-                    let accept = parts.headers.get(ACCEPT).and_then(|v| v.to_str().ok());
-                    return finish_audit(
-                        Some(record),
-                        &info,
-                        handlers::error_response_for(&error, accept),
-                    );
-                }
-            }
+            let content_type = parts
+                .headers
+                .get(CONTENT_TYPE)
+                .and_then(|v| v.to_str().ok())
+                .unwrap_or("application/json")
+                .to_owned();
+            let (record, info) = (record.clone(), info.clone());
+            RequestBody::Recorded(
+                body,
+                Box::new(move |bytes: &[u8]| {
+                    record_request_body(&record, &info, &content_type, bytes);
+                }),
+            )
         } else {
             RequestBody::Incoming(body)
         };
