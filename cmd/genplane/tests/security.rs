@@ -354,6 +354,24 @@ fn roles_and_bindings_cannot_grant_more_than_their_author_holds() {
         "{}",
         text(&out)
     );
+    // A binding to a role that does not exist is that role's 404, as upstream answers it.
+    let out = cluster.kubectl(
+        &dave,
+        &[
+            "create",
+            "rolebinding",
+            "to-nothing",
+            "--clusterrole=no-such-role",
+            "--user=dave",
+            "-n",
+            "a",
+        ],
+    );
+    assert!(
+        text(&out).contains("clusterroles.rbac.authorization.k8s.io \"no-such-role\" not found"),
+        "{}",
+        text(&out)
+    );
     // Nothing was stored for the refused writes.
     let out = text(&cluster.admin(&["get", "role,rolebinding", "-n", "a", "-o", "name"]));
     assert!(

@@ -338,9 +338,37 @@ impl AdmitWrite for Escalation {
             ),
         };
         checked.map_err(|e| {
+            // A binding to a role that does not exist is that role's 404, as upstream
+            // answers it (its resolver's error comes through unchanged).
+            if let Some((resource, role_ref)) =
+                missing_role(self.resolver.as_ref(), new, &self.namespace)
+            {
+                return Status::not_found(&GroupResource::new(GROUP, resource), &role_ref).into();
+            }
             Status::forbidden(&GroupResource::new(GROUP, e.resource), &e.name, &e.reason).into()
         })
     }
+}
+
+/// The role a binding refers to, as (`roles` or `clusterroles`, name), when it does not exist.
+fn missing_role(
+    resolver: &RbacAuthorizer,
+    binding: &Value,
+    namespace: &str,
+) -> Option<(&'static str, String)> {
+    use genplane_authorization::policy::RoleRef;
+    use genplane_authorization::rbac::RuleResolver as _;
+    let kind = binding.pointer("/roleRef/kind").and_then(Value::as_str)?;
+    let name = binding.pointer("/roleRef/name").and_then(Value::as_str)?;
+    let (resource, role_ref) = match kind {
+        "ClusterRole" => ("clusterroles", RoleRef::cluster_role(name)),
+        "Role" => ("roles", RoleRef::role(name)),
+        _ => return None,
+    };
+    resolver
+        .role_reference_rules(&role_ref, namespace)
+        .is_err()
+        .then(|| (resource, name.to_owned()))
 }
 
 /// The check of writes to RBAC resources under RBAC: a user may only grant what it holds
