@@ -114,13 +114,18 @@ impl ReadPool {
             }
         };
         let (conn, result) = tokio::task::spawn_blocking(move || {
+            // Cached statements: the transaction's two statements are parsed once per
+            // connection, not on every read.
             let result = conn
-                .execute_batch("BEGIN DEFERRED")
+                .prepare_cached("BEGIN DEFERRED")
+                .and_then(|mut begin| begin.execute([]))
                 .map_err(Error::backend)
-                .and_then(|()| read(&conn));
+                .and_then(|_| read(&conn));
             // Ending a read transaction cannot lose anything; a failure would leave it open,
             // and the next BEGIN would report that.
-            let _ = conn.execute_batch("COMMIT");
+            let _ = conn
+                .prepare_cached("COMMIT")
+                .and_then(|mut commit| commit.execute([]));
             (conn, result)
         })
         .await

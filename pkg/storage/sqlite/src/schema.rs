@@ -97,6 +97,13 @@ pub(crate) fn open_reader(path: &Path) -> Result<Connection, OpenError> {
     let conn = Connection::open_with_flags(path, flags).map_err(&err)?;
     conn.busy_timeout(Duration::from_secs(30)).map_err(&err)?;
     conn.pragma_update(None, "query_only", "ON").map_err(&err)?;
+    // A stable query plan: without it, binding new values to a cached statement can make
+    // SQLite prepare it again on every read (seen in profiles as sqlite3Reprepare).
+    conn.set_db_config(
+        rusqlite::config::DbConfig::SQLITE_DBCONFIG_ENABLE_QPSG,
+        true,
+    )
+    .map_err(&err)?;
     Ok(conn)
 }
 
