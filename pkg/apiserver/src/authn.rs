@@ -165,7 +165,9 @@ impl Authentication {
 
 /// The user a verified client certificate names, or `None` when there is none.
 pub fn from_certificates(peer: Option<&PeerCertificates>) -> Option<UserInfo> {
-    genplane_authentication::x509::user_of_chain(&peer?.0)
+    // Parsed once per connection: every request of it presents the same chain.
+    let user = peer?.derived(genplane_authentication::x509::user_of_chain)?;
+    (*user).clone()
 }
 
 #[cfg(test)]

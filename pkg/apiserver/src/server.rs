@@ -581,7 +581,7 @@ impl<S: Storage> ApiServer<S> {
                     if request.headers().contains_key(hyper::header::AUTHORIZATION) {
                         attempted.push("bearer");
                     }
-                    if peer.is_some_and(|p| !p.0.is_empty()) {
+                    if peer.is_some_and(|p| !p.chain().is_empty()) {
                         attempted.push("x509");
                     }
                     audit.failed_authentication(

@@ -7,6 +7,7 @@
 use std::convert::Infallible;
 use std::future::Future;
 use std::net::SocketAddr;
+use std::sync::Arc;
 use std::time::Duration;
 
 use http_body_util::Full;
@@ -114,9 +115,51 @@ pub async fn bind(addr: SocketAddr) -> Result<TcpListener, Error> {
 }
 
 /// The client certificates a TLS peer presented (DER, leaf first); every request of a TLS
-/// connection carries them in its extensions (empty when the client sent none).
-#[derive(Clone, Debug, Default)]
-pub struct PeerCertificates(pub Vec<Vec<u8>>);
+/// connection carries them in its extensions (empty when the client sent none). Clones share
+/// the chain, and what a server derives from it ([`PeerCertificates::derived`]) is computed
+/// once per connection, not on every request.
+#[derive(Clone, Default)]
+pub struct PeerCertificates {
+    chain: Arc<Vec<Vec<u8>>>,
+    derived: Arc<std::sync::OnceLock<Arc<dyn std::any::Any + Send + Sync>>>,
+}
+
+impl std::fmt::Debug for PeerCertificates {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PeerCertificates")
+            .field("certificates", &self.chain.len())
+            .finish_non_exhaustive()
+    }
+}
+
+impl PeerCertificates {
+    /// The certificates of `chain` (DER, leaf first).
+    pub fn new(chain: Vec<Vec<u8>>) -> Self {
+        Self {
+            chain: Arc::new(chain),
+            derived: Arc::default(),
+        }
+    }
+
+    /// The chain (DER, leaf first).
+    pub fn chain(&self) -> &[Vec<u8>] {
+        &self.chain
+    }
+
+    /// What `derive` makes of the chain (the user it names, say), computed by the first
+    /// request of the connection and shared by the others. `None` if another type was derived
+    /// from this connection's chain before.
+    pub fn derived<T: Send + Sync + 'static>(
+        &self,
+        derive: impl FnOnce(&[Vec<u8>]) -> T,
+    ) -> Option<Arc<T>> {
+        let value = self
+            .derived
+            .get_or_init(|| Arc::new(derive(&self.chain)) as Arc<dyn std::any::Any + Send + Sync>)
+            .clone();
+        value.downcast::<T>().ok()
+    }
+}
 
 /// The address a request's connection came from, in each request's extensions.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -231,7 +274,7 @@ where
                         .peer_certificates()
                         .map(|certs| certs.iter().map(|c| c.as_ref().to_vec()).collect())
                         .unwrap_or_default();
-                    let service = service(handler, Some(PeerCertificates(certificates)), peer);
+                    let service = service(handler, Some(PeerCertificates::new(certificates)), peer);
                     let conn = builder
                         .serve_connection_with_upgrades(TokioIo::new(stream), service)
                         .into_owned();
@@ -294,4 +337,28 @@ pub async fn serve_ops(
         }
     };
     serve(listener, handler, shutdown, drain_deadline).await
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    use super::*;
+
+    #[test]
+    fn what_is_derived_from_a_chain_is_computed_once_per_connection() {
+        let peer = PeerCertificates::new(vec![b"leaf".to_vec()]);
+        let calls = AtomicUsize::new(0);
+        let derive = |chain: &[Vec<u8>]| {
+            calls.fetch_add(1, Ordering::Relaxed);
+            chain.len()
+        };
+        let request_copy = peer.clone();
+        assert_eq!(*peer.derived(derive).unwrap(), 1);
+        assert_eq!(*request_copy.derived(derive).unwrap(), 1);
+        assert_eq!(calls.load(Ordering::Relaxed), 1);
+        // Another type than the one derived first is not there.
+        assert!(peer.derived(|_| "other").is_none());
+        assert_eq!(peer.chain(), [b"leaf".to_vec()]);
+    }
 }
