@@ -50,6 +50,21 @@ pub struct ReadObjects {
     pub secret: Option<serde_json::Value>,
 }
 
+/// What token checks need of a stored object: its uid and deletion timestamp.
+pub fn live_object(object: &serde_json::Value) -> Option<LiveObject> {
+    let meta = |field: &str| {
+        object
+            .pointer(&format!("/metadata/{field}"))
+            .and_then(serde_json::Value::as_str)
+    };
+    Some(LiveObject {
+        uid: meta("uid")?.to_owned(),
+        deletion_timestamp: meta("deletionTimestamp")
+            .and_then(genplane_api::time::parse_time)
+            .map(|t| t.seconds),
+    })
+}
+
 fn live(object: Option<&serde_json::Value>, namespace: &str, name: &str) -> Option<LiveObject> {
     let object = object?;
     let meta = |field: &str| {
@@ -60,12 +75,7 @@ fn live(object: Option<&serde_json::Value>, namespace: &str, name: &str) -> Opti
     if meta("namespace") != Some(namespace) || meta("name") != Some(name) {
         return None;
     }
-    Some(LiveObject {
-        uid: meta("uid")?.to_owned(),
-        deletion_timestamp: meta("deletionTimestamp")
-            .and_then(genplane_api::time::parse_time)
-            .map(|t| t.seconds),
-    })
+    live_object(object)
 }
 
 impl ServiceAccountLookup for ReadObjects {

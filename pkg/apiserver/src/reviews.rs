@@ -4,8 +4,6 @@
 //! authorization.k8s.io, and SelfSubjectRulesReview (`kubectl auth can-i --list`). Each answer is the request with its `status` filled in, 201 Created,
 //! as upstream.
 
-use std::collections::BTreeMap;
-
 use genplane_api::catalog::ResourceInfo;
 use genplane_apimachinery::errors::{ApiError, Status};
 use genplane_apimachinery::schema::GroupKind;
@@ -69,62 +67,9 @@ fn string_list(value: Option<&Value>) -> Vec<String> {
 }
 
 /// The attributes an access review's spec asks about, for `user`.
-fn review_attributes(spec: &Value, user: UserInfo) -> Attributes {
-    let text = |pointer: &str| {
-        spec.pointer(pointer)
-            .and_then(Value::as_str)
-            .unwrap_or("")
-            .to_owned()
-    };
-    if spec.get("resourceAttributes").is_some_and(|v| !v.is_null()) {
-        Attributes {
-            user,
-            verb: text("/resourceAttributes/verb"),
-            namespace: text("/resourceAttributes/namespace"),
-            api_group: text("/resourceAttributes/group"),
-            api_version: text("/resourceAttributes/version"),
-            resource: text("/resourceAttributes/resource"),
-            subresource: text("/resourceAttributes/subresource"),
-            name: text("/resourceAttributes/name"),
-            path: String::new(),
-            resource_request: true,
-        }
-    } else {
-        Attributes {
-            user,
-            verb: text("/nonResourceAttributes/verb"),
-            path: text("/nonResourceAttributes/path"),
-            resource_request: false,
-            ..Attributes::default()
-        }
-    }
-}
-
-/// The user a SubjectAccessReview's spec names.
-fn spec_user(spec: &Value) -> UserInfo {
-    let extra: BTreeMap<String, Vec<String>> = spec
-        .get("extra")
-        .and_then(Value::as_object)
-        .map(|m| {
-            m.iter()
-                .map(|(k, v)| (k.clone(), string_list(Some(v))))
-                .collect()
-        })
-        .unwrap_or_default();
-    UserInfo {
-        username: spec
-            .get("user")
-            .and_then(Value::as_str)
-            .unwrap_or("")
-            .to_owned(),
-        uid: spec
-            .get("uid")
-            .and_then(Value::as_str)
-            .unwrap_or("")
-            .to_owned(),
-        groups: string_list(spec.get("groups")),
-        extra,
-    }
+fn review_attributes(spec: &Value, user: UserInfo) -> Result<Attributes, ApiError> {
+    genplane_authorization::review::access_review_attributes(spec, user)
+        .map_err(|e| Status::bad_request(e.to_string()).into())
 }
 
 /// The `status` of an access review: the authorizer's decision on `attributes`.
@@ -193,7 +138,7 @@ pub(crate) fn answer(
             }
         }
         "SelfSubjectAccessReview" => {
-            access_status(security, &review_attributes(&spec, user.clone()))
+            access_status(security, &review_attributes(&spec, user.clone())?)
         }
         "SelfSubjectRulesReview" => {
             let namespace = spec.get("namespace").and_then(Value::as_str).unwrap_or("");
@@ -204,7 +149,9 @@ pub(crate) fn answer(
             genplane_authorization::review::rules_review_status(&rules)
         }
         "SubjectAccessReview" | "LocalSubjectAccessReview" => {
-            access_status(security, &review_attributes(&spec, spec_user(&spec)))
+            let asker = genplane_authorization::review::access_review_user(&spec)
+                .map_err(|e| ApiError::from(Status::bad_request(e.to_string())))?;
+            access_status(security, &review_attributes(&spec, asker)?)
         }
         other => {
             return Err(Status::method_not_supported(

@@ -49,16 +49,7 @@ impl CacheLookup {
     fn live(cache: &ResourceStorage, key: &str) -> Option<LiveObject> {
         let found = cache.peek(key)?;
         let object: Value = serde_json::from_slice(&found.value).ok()?;
-        let uid = object.pointer("/metadata/uid")?.as_str()?.to_owned();
-        let deletion_timestamp = object
-            .pointer("/metadata/deletionTimestamp")
-            .and_then(Value::as_str)
-            .and_then(genplane_api::time::parse_time)
-            .map(|t| t.seconds);
-        Some(LiveObject {
-            uid,
-            deletion_timestamp,
-        })
+        genplane_apiserver::authn::live_object(&object)
     }
 }
 
