@@ -72,7 +72,7 @@ pub(crate) async fn patch<S: Storage>(
     let strategic = match patch_type {
         PatchType::StrategicMerge => {
             ctx.types
-                .kind(ctx.info.group, ctx.info.version, ctx.info.kind)
+                .kind(&ctx.info.group, &ctx.info.version, &ctx.info.kind)
         }
         _ => None,
     };
@@ -201,7 +201,7 @@ fn check_identity<S: Storage>(
             "field is immutable",
         )]);
         return Err(Status::invalid(
-            &GroupKind::new(ctx.info.group, ctx.info.kind),
+            &GroupKind::new(&ctx.info.group, &ctx.info.kind),
             url_name,
             &errors,
         )

@@ -19,6 +19,7 @@ use hyper::{Response, StatusCode};
 use super::Ctx;
 use crate::body::ResponseBody;
 use crate::encode;
+use crate::kind::ServedKind;
 use crate::negotiation::{Format, Target};
 
 /// How long a watch lasts when the client does not say.
@@ -43,7 +44,7 @@ pub(crate) async fn watch<S: Storage>(
     };
     let mut stream = ctx.store.watch(&ctx.request.namespace, &options).await?;
     let (tx, body) = ResponseBody::channel(16);
-    let info = ctx.info;
+    let kind_info = ctx.info.clone();
     let now = ctx.now;
     let format = negotiated.format;
     let table = match negotiated.target {
@@ -52,6 +53,7 @@ pub(crate) async fn watch<S: Storage>(
     };
     let shutdown = ctx.shutdown.cloned();
     tokio::spawn(async move {
+        let info: &ServedKind = &kind_info;
         let closing = async {
             match &shutdown {
                 Some(shutdown) => shutdown.triggered().await,
