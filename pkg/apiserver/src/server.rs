@@ -440,7 +440,7 @@ impl<S: Storage> ApiServer<S> {
                 .chain(
                     genplane_api::catalog::reviews()
                         .iter()
-                        .map(|info| ResourceInfo::describe(info))
+                        .map(ResourceInfo::describe)
                         .map(|mut d| {
                             d.subresources.clear();
                             d
