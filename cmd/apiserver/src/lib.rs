@@ -385,6 +385,15 @@ pub async fn serve(
         api = api.with_audit(audit.auditor.clone());
     }
     let api = Arc::new(api);
+    if let Some(crds) = genplane_controlplane::crd::CustomResources::new(
+        api.clone(),
+        genplane_controlplane::custom_storage(backend.clone(), config.encryption.clone()),
+    ) {
+        let stop = shutdown.clone();
+        crds.run(async move { stop.triggered().await })
+            .await
+            .context("serving the CustomResourceDefinitions")?;
+    }
     if let Some(identity) = identity {
         tracing::info!(
             lease = identity.name(),

@@ -348,6 +348,64 @@ fn group_version_document(
     }
 }
 
+/// A custom resource kind of one version, as its group-version document describes it.
+#[derive(Clone, Debug)]
+pub struct CustomKind {
+    /// The served resource and its served subresources.
+    pub description: ResourceDescription,
+    /// The component name of the kind's schema (`com.example.stable.v1.CronTab`).
+    pub component: String,
+    /// The kind's published schema (with `x-kubernetes-group-version-kind`).
+    pub schema: Value,
+    /// The list kind's published schema, if the kind is listed.
+    pub list_schema: Value,
+}
+
+/// The OpenAPI document of one group version of custom resources: their schemas, the shared
+/// meta schemas they refer to, and their paths with upstream's operations, so that kubectl's
+/// field validation and `explain` find them.
+pub fn custom_group_version_document(group: &str, version: &str, kinds: &[CustomKind]) -> Document {
+    let mut generator = generator();
+    let names = Shared {
+        status: add::<meta::Status>(&mut generator),
+        delete_options: add::<meta::DeleteOptions>(&mut generator),
+        patch: add::<meta::Patch>(&mut generator),
+        watch_event: add::<meta::WatchEvent<core_api::v1::ConfigMap>>(&mut generator),
+        resource_list: add::<meta::APIResourceList>(&mut generator),
+    };
+    add::<meta::ObjectMeta>(&mut generator);
+    add::<meta::ListMeta>(&mut generator);
+    let mut schemas = generator.take_definitions(true);
+    let mut known = Kinds { names: Vec::new() };
+    for kind in kinds {
+        let list = format!("{}List", kind.component);
+        schemas.insert(kind.component.clone(), kind.schema.clone());
+        schemas.insert(list.clone(), kind.list_schema.clone());
+        known
+            .names
+            .push((kind.description.kind.clone(), kind.component.clone(), list));
+    }
+    for (name, gvk_kind) in [
+        (&names.delete_options, "DeleteOptions"),
+        (&names.watch_event, "WatchEvent"),
+    ] {
+        set_gvks(&mut schemas, name, vec![gvk(group, version, gvk_kind)]);
+    }
+    set_gvks(&mut schemas, &names.status, vec![gvk("", "v1", "Status")]);
+    set_gvks(
+        &mut schemas,
+        &names.resource_list,
+        vec![gvk("", "v1", "APIResourceList")],
+    );
+    extensions::apply(&mut schemas);
+    let served: Vec<&ServedResource> = kinds.iter().map(|k| &k.description).collect();
+    let paths = paths::group_version_paths(group, version, &served, &known, &names);
+    Document {
+        document: openapi(paths, schemas),
+        path: group_version_path(group, version),
+    }
+}
+
 /// The names of the schemas every group version document shares.
 struct Shared {
     status: String,
