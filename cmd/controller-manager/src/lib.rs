@@ -33,6 +33,8 @@ use genplane_component_base::process::Process;
 use genplane_component_base::shutdown::{Shutdown, Signals};
 use genplane_controller::leaderelection::{LeaderElectionConfig, LeaderElector};
 use genplane_controller::registry::{CONTROLLERS, ControllerContext, run_controllers};
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer};
 
 use crate::options::{ControllerManagerConfig, ControllerManagerOptions, IN_CLUSTER_ENV};
@@ -245,11 +247,32 @@ pub async fn serve(
     let registry = metrics::Registry::new();
     config.common.feature_gate.register_metrics(&registry);
     let mut health = Health::new(&shutdown);
-    if let Some(elector) = &elector {
-        let election = elector.health();
+    if let (Some(elector), Some(election)) = (&elector, &config.leader_election) {
+        let check = elector.health();
         health.add("leaderElection", Kind::Readiness, move || {
-            let result = election.check();
+            let result = check.check();
             async move { result }
+        });
+        // Upstream's gauge: 1 while this instance leads, 0 otherwise.
+        let gauge = Family::<Vec<(String, String)>, Gauge>::default();
+        registry.register(
+            "leader_election_master_status",
+            "Gauge of if the reporting system is master of the relevant lease, 0 indicates backup, 1 indicates master. 'name' is the string used to identify the lease.",
+            gauge.clone(),
+        );
+        let labels = vec![("name".to_owned(), election.name.clone())];
+        let check = elector.health();
+        let stop = shutdown.clone();
+        tokio::spawn(async move {
+            loop {
+                gauge
+                    .get_or_create(&labels)
+                    .set(i64::from(check.is_leader()));
+                tokio::select! {
+                    () = stop.triggered() => return,
+                    () = tokio::time::sleep(Duration::from_secs(1)) => {}
+                }
+            }
         });
     }
     let ops = if config.options.secure_port == 0 {

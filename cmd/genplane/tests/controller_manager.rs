@@ -226,12 +226,20 @@ async fn new_namespaces_get_the_default_service_account_and_the_root_ca() {
     let (status, body) = cm.get("/readyz?verbose");
     assert_eq!(status, 200, "{body}");
     assert!(body.contains("[+]leaderElection ok"), "{body}");
-    let (status, body) = cm.get("/metrics");
-    assert_eq!(status, 200);
-    assert!(
-        body.contains("kubernetes_feature_enabled") || body.contains("# EOF"),
-        "{body}"
-    );
+    // The gauge follows the election within a second.
+    eventually(
+        "leader_election_master_status 1",
+        Duration::from_secs(5),
+        || async {
+            let (status, body) = cm.get("/metrics");
+            (status == 200
+                && body.contains(
+                    "leader_election_master_status{name=\"genplane-controller-manager\"} 1",
+                ))
+            .then_some(())
+        },
+    )
+    .await;
 }
 
 fn quota_used(quota: &ResourceQuota) -> BTreeMap<String, String> {
@@ -479,6 +487,11 @@ async fn a_killed_leader_is_replaced_within_the_lease_duration() {
     assert_eq!(lease.spec.as_ref().unwrap().lease_duration_seconds, Some(4));
     let (status, body) = second.get("/readyz?verbose");
     assert_eq!(status, 200, "a follower is ready: {body}");
+    let (_, body) = second.get("/metrics");
+    assert!(
+        body.contains("leader_election_master_status{name=\"genplane-controller-manager\"} 0"),
+        "{body}"
+    );
 
     // SIGKILL the leader: it cannot release the Lease.
     let mut last_renew_a = parse_time(&renewed.unwrap());
