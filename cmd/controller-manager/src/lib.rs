@@ -214,6 +214,12 @@ fn self_signed_tls() -> anyhow::Result<tokio_rustls::TlsAcceptor> {
 /// Runs the controller-manager with `config` until `shutdown` is triggered (then `Ok`), a
 /// controller fails, or leadership is lost (both errors). It installs no signal handler or
 /// subscriber, so it can run next to other roles in one process.
+///
+/// A caller that runs it next to the API server (all-in-one) validates
+/// [`ControllerManagerOptions`] itself, with `kubeconfig` set to the API server's
+/// `controller-manager.kubeconfig` (which must exist when `serve` starts: the API server writes
+/// it once its port is bound), and spawns `serve(config, process, shutdown.clone())` on the
+/// same runtime; until the API server answers, leader election and the watches retry.
 pub async fn serve(
     config: ControllerManagerConfig,
     _process: &Process,

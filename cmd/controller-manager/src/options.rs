@@ -43,6 +43,10 @@ pub struct ControllerManagerOptions {
     /// How long candidates wait between tries to acquire or renew.
     #[arg(long, default_value = "2s")]
     pub leader_elect_retry_period: String,
+    /// The kind of object leader election uses; only `leases` (upstream's default and, since
+    /// 1.24, its only choice besides the deprecated ones) is supported.
+    #[arg(long, default_value = "leases")]
+    pub leader_elect_resource_lock: String,
     /// The namespace of the leader-election Lease.
     #[arg(long, default_value = "kube-system")]
     pub leader_elect_resource_namespace: String,
@@ -78,6 +82,7 @@ impl Default for ControllerManagerOptions {
             leader_elect_lease_duration: "15s".to_owned(),
             leader_elect_renew_deadline: "10s".to_owned(),
             leader_elect_retry_period: "2s".to_owned(),
+            leader_elect_resource_lock: "leases".to_owned(),
             leader_elect_resource_namespace: "kube-system".to_owned(),
             leader_elect_resource_name: CONTROLLER_MANAGER_LEASE.to_owned(),
             root_ca_file: None,
@@ -193,6 +198,15 @@ impl ControllerManagerOptions {
             }
             _ => None,
         };
+        if self.leader_elect_resource_lock != "leases" {
+            invalid.push(
+                "leader-elect-resource-lock",
+                format!(
+                    "{:?} is not supported: only leases",
+                    self.leader_elect_resource_lock
+                ),
+            );
+        }
         let resource_quota_sync_period = invalid.check(
             "resource-quota-sync-period",
             positive(&self.resource_quota_sync_period),

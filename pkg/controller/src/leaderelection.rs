@@ -245,7 +245,13 @@ impl LeaderElector {
         tokio::pin!(stop);
         tracing::info!(lease = %self.lease_name(), identity = %self.config.identity, "attempting to acquire leader lease");
         loop {
-            if self.try_acquire_or_renew().await {
+            // A try never takes longer than the renew deadline, so that a hung request does
+            // not hold up the next one.
+            let acquired =
+                tokio::time::timeout(self.config.renew_deadline, self.try_acquire_or_renew())
+                    .await
+                    .unwrap_or(false);
+            if acquired {
                 break;
             }
             tokio::select! {
