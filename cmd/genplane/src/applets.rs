@@ -15,6 +15,12 @@ pub static APPLETS: &[Applet] = &[
         run: genplane_cmd_apiserver::run,
     },
     Applet {
+        name: "controller-manager",
+        aliases: &[],
+        command: genplane_cmd_controller_manager::command,
+        run: genplane_cmd_controller_manager::run,
+    },
+    Applet {
         name: "version",
         aliases: &[],
         command: version::command,
