@@ -188,6 +188,11 @@ fn publish(schema: &Value, structure: bool) -> Value {
             out.insert(key.to_owned(), v.clone());
         }
     }
+    if let Some(Value::Array(rules)) = out.get_mut("x-kubernetes-validations") {
+        for rule in rules {
+            normalize_rule(rule);
+        }
+    }
     if let Some(items) = raw.get("items").filter(|v| v.is_object()) {
         out.insert("items".into(), publish(items, structure));
     }
@@ -226,6 +231,28 @@ fn publish(schema: &Value, structure: bool) -> Value {
         unfold_int_or_string(&mut out);
     }
     Value::Object(out)
+}
+
+/// A validation rule as upstream serializes it: `rule` always, the other fields when set.
+fn normalize_rule(rule: &mut Value) {
+    let Some(map) = rule.as_object() else {
+        return;
+    };
+    let mut out = Map::new();
+    let text = map.get("rule").filter(|v| v.is_string()).cloned();
+    out.insert("rule".into(), text.unwrap_or_else(|| Value::from("")));
+    for key in ["message", "messageExpression", "reason", "fieldPath"] {
+        if let Some(v) = map
+            .get(key)
+            .filter(|v| v.as_str().is_some_and(|s| !s.is_empty()))
+        {
+            out.insert(key.to_owned(), v.clone());
+        }
+    }
+    if let Some(v) = map.get("optionalOldSelf").filter(|v| v.is_boolean()) {
+        out.insert("optionalOldSelf".into(), v.clone());
+    }
+    *rule = Value::Object(out);
 }
 
 fn int_or_string_any_of() -> Value {
@@ -323,7 +350,7 @@ mod tests {
             "description": "A CronTab.",
             "example": {"spec": {}},
             "externalDocs": {"url": "https://example.com"},
-            "x-kubernetes-validations": [{"rule": "has(self.spec)"}],
+            "x-kubernetes-validations": [{"rule": "has(self.spec)", "message": "", "reason": null, "extra": 1}],
             "properties": {
                 "apiVersion": {"type": "string", "description": "mine"},
                 "metadata": {"type": "object", "properties": {"name": {"type": "string", "maxLength": 10}}},

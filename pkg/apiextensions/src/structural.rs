@@ -90,7 +90,8 @@ impl Options {
             }) {
                 options.require_valid_property_type = false;
             }
-            if !structural_errors(&node, &Path::default()).is_empty() {
+            if convertible(&node).is_err() || !structural_errors(&node, &Path::default()).is_empty()
+            {
                 options.require_structural = false;
             }
             if node.any(&|n| has_non_atomic_set_items(n)) {
@@ -611,11 +612,11 @@ fn convertible(node: &Node<'_>) -> Result<(), String> {
         );
     }
     match &node.items {
-        Some(Items::Many(_)) => {
+        Some(Items::Many(list)) if !list.is_empty() => {
             return Err("OpenAPIV3Schema 'items' must be a schema, but is an array".to_owned());
         }
         Some(Items::One(item)) => convertible(item)?,
-        None => {}
+        _ => {}
     }
     for (_, property) in &node.properties {
         convertible(property)?;
@@ -646,11 +647,11 @@ fn convertible_nested(node: &Node<'_>) -> Result<(), String> {
         );
     }
     match &node.items {
-        Some(Items::Many(_)) => {
+        Some(Items::Many(list)) if !list.is_empty() => {
             return Err("OpenAPIV3Schema 'items' must be a schema, but is an array".to_owned());
         }
         Some(Items::One(item)) => convertible_nested(item)?,
-        None => {}
+        _ => {}
     }
     for (_, property) in &node.properties {
         convertible_nested(property)?;
@@ -713,7 +714,7 @@ fn is_int_or_string_any_of(any_of: &[Node<'_>]) -> bool {
 }
 
 fn invariants(s: &Node<'_>, level: Level, path: &Path, errors: &mut ErrorList) {
-    if s.ty() == "array" && s.items.is_none() {
+    if s.ty() == "array" && s.item_schema().is_none() {
         errors.push(Error::required(&path.child("items"), "must be specified"));
     }
     if let Some(item) = s.item_schema() {
@@ -1614,39 +1615,37 @@ fn rule_errors(s: &Node<'_>, path: &Path, errors: &mut ErrorList) {
     }
 }
 
-/// One step of a rule's `fieldPath`.
-enum Step<'p> {
-    Field(&'p str),
-    Index,
-}
-
-/// Splits a field path (`.spec.ports[0]`, `.metadata['name']`) into steps.
-fn field_path_steps(path: &str) -> Option<Vec<Step<'_>>> {
+/// Splits a rule's `fieldPath` into field names: `.name` and `['quoted name']` steps only
+/// (upstream's `ValidFieldPath` has no list indexes).
+fn field_path_steps(path: &str) -> Option<Vec<String>> {
     let mut steps = Vec::new();
     let mut rest = path;
     while !rest.is_empty() {
         if let Some(after) = rest.strip_prefix('.') {
-            let end = after.find(['.', '[']).unwrap_or(after.len());
-            let name = &after[..end];
-            if name.is_empty() {
+            let end = after.find(['.', '[', ']']).unwrap_or(after.len());
+            if end == 0 {
                 return None;
             }
-            steps.push(Step::Field(name));
+            steps.push(after[..end].to_owned());
             rest = &after[end..];
-        } else if let Some(after) = rest.strip_prefix('[') {
-            if let Some(quoted) = after.strip_prefix('\'') {
-                let end = quoted.find("']")?;
-                steps.push(Step::Field(&quoted[..end]));
-                rest = &quoted[end + 2..];
-            } else {
-                let end = after.find(']')?;
-                let index = &after[..end];
-                if index.is_empty() || !index.bytes().all(|b| b.is_ascii_digit()) {
-                    return None;
+        } else if let Some(after) = rest.strip_prefix("['") {
+            let mut name = String::new();
+            let mut chars = after.char_indices();
+            let close = loop {
+                match chars.next()? {
+                    (_, '\\') => match chars.next()? {
+                        (_, c @ ('\'' | '\\')) => name.push(c),
+                        (_, 'n') => name.push('\n'),
+                        (_, 't') => name.push('\t'),
+                        (_, 'r') => name.push('\r'),
+                        _ => return None,
+                    },
+                    (i, '\'') => break i,
+                    (_, c) => name.push(c),
                 }
-                steps.push(Step::Index);
-                rest = &after[end + 1..];
-            }
+            };
+            rest = after[close + 1..].strip_prefix(']')?;
+            steps.push(name);
         } else {
             return None;
         }
@@ -1655,8 +1654,8 @@ fn field_path_steps(path: &str) -> Option<Vec<Step<'_>>> {
 }
 
 /// Whether a rule's `fieldPath` names a field the schema specifies (upstream's
-/// `ValidFieldPath`). Upstream only checks when the schema is structural, so a schema that is
-/// not convertible accepts any path.
+/// `ValidFieldPath`): each step is a property where the schema has properties, else any key
+/// of a map. Upstream only checks when the schema converts to a structural one.
 fn field_path_valid(s: &Node<'_>, path: &str) -> bool {
     if convertible(s).is_err() {
         return true;
@@ -1665,15 +1664,14 @@ fn field_path_valid(s: &Node<'_>, path: &str) -> bool {
         return false;
     };
     let mut current = s;
-    for step in steps {
-        let next = match step {
-            Step::Field(name) => current
-                .property(name)
-                .or(match &current.additional_properties {
-                    Some(SchemaOrBool::Schema(values)) => Some(&**values),
-                    _ => None,
-                }),
-            Step::Index => current.item_schema(),
+    for step in &steps {
+        let next = if !current.properties.is_empty() {
+            current.property(step)
+        } else {
+            match &current.additional_properties {
+                Some(SchemaOrBool::Schema(values)) => Some(&**values),
+                _ => None,
+            }
         };
         match next {
             Some(n) => current = n,
@@ -1909,6 +1907,10 @@ mod tests {
             with_field("list", json!({"type": "array"})),
             &["$P.properties[list].items: Required value: must be specified"],
         );
+        expect(
+            with_field("list", json!({"type": "array", "items": []})),
+            &["$P.properties[list].items: Required value: must be specified"],
+        );
     }
 
     #[test]
@@ -2059,6 +2061,9 @@ mod tests {
         assert!(!options.require_atomic_set_type);
         assert_eq!(errors_with(old.clone(), &options), Vec::<String>::new());
         assert_eq!(errors(old).len(), 1);
+
+        let unreadable = with_field("a", json!({"type": "object", "$ref": "#/x"}));
+        assert!(!Options::for_update([&unreadable]).require_structural);
 
         let clean = Options::for_update([&json!({"type": "object"})]);
         assert_eq!(clean, Options::default());
@@ -2559,6 +2564,10 @@ mod tests {
                 {"rule": "true", "fieldPath": ".b"},
                 {"rule": "true", "fieldPath": ".a"},
                 {"rule": "true", "fieldPath": ".m['any-key']"},
+                {"rule": "true", "fieldPath": "['a']"},
+                {"rule": "true", "fieldPath": ".m.x"},
+                {"rule": "true", "fieldPath": ".a[0]"},
+                {"rule": "true", "fieldPath": "a"},
             ])),
             &[
                 "$P.properties[spec].x-kubernetes-validations[0].rule: Required value: rule is not specified",
@@ -2568,6 +2577,8 @@ mod tests {
                 "$P.properties[spec].x-kubernetes-validations[4].messageExpression: Required value: messageExpression must be non-empty if specified",
                 "$P.properties[spec].x-kubernetes-validations[5].reason: Unsupported value: \"FieldValueBad\": supported values: \"FieldValueDuplicate\", \"FieldValueForbidden\", \"FieldValueInvalid\", \"FieldValueRequired\"",
                 "$P.properties[spec].x-kubernetes-validations[6].fieldPath: Invalid value: \".b\": must be a valid path",
+                "$P.properties[spec].x-kubernetes-validations[11].fieldPath: Invalid value: \".a[0]\": must be a valid path",
+                "$P.properties[spec].x-kubernetes-validations[12].fieldPath: Invalid value: \"a\": must be a valid path",
             ],
         );
     }
