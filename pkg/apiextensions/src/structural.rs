@@ -887,6 +887,8 @@ fn metadata_invariants(
     if level == Level::Root {
         let names: BTreeSet<&str> = s.properties.iter().map(|(k, _)| *k).collect();
         let only_names = names.iter().all(|k| *k == "name" || *k == "generateName");
+        // Fields Go decodes to pointers, or keeps as empty but set lists, count when present at
+        // all; the others when they are not zero.
         let pointer_like = |k: &str| {
             matches!(
                 k,
@@ -905,6 +907,8 @@ fn metadata_invariants(
                     | "x-kubernetes-list-type"
                     | "x-kubernetes-map-type"
                     | "required"
+                    | "x-kubernetes-list-map-keys"
+                    | "x-kubernetes-validations"
             )
         };
         let other = METADATA_KEPT.iter().any(|k| {
