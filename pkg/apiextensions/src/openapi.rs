@@ -58,7 +58,7 @@ fn string_property(description: &str) -> Value {
 /// The published schema of `kind` in `group`/`version`, from the version's `openAPIV3Schema`
 /// (`Value::Null` when the version has none).
 pub fn kind_schema(schema: &Value, group: &str, version: &str, kind: &str) -> Value {
-    let mut out = if !schema.is_null() && structural::is_structural(schema) {
+    let mut out = if !schema.is_null() && structural::is_publishable(schema) {
         let mut published = publish(schema, true);
         if let Some(map) = published.as_object_mut() {
             let properties = map
@@ -460,6 +460,8 @@ mod tests {
             kind_schema(&not_structural, "example.com", "v1", "Foo"),
             bare
         );
+        let bad_type = json!({"type": "object", "properties": {"spec": {"type": "map"}}});
+        assert_eq!(kind_schema(&bad_type, "example.com", "v1", "Foo"), bare);
     }
 
     #[test]

@@ -107,6 +107,9 @@ impl Options {
 
 /// Checks a CRD version's `openAPIV3Schema` at `path` (e.g.
 /// `spec.versions[0].schema.openAPIV3Schema`) as a create does ([`Options::default`]).
+///
+/// Whether a version must have a schema at all (`schemas are required`) is the CRD's
+/// validation; this checks one that is there.
 pub fn validate_schema(schema: &Value, path: &Path) -> ErrorList {
     validate_schema_with(schema, path, &Options::default())
 }
@@ -155,6 +158,20 @@ pub fn is_structural(schema: &Value) -> bool {
     let mut errors = ErrorList::new();
     let node = parse(schema, &Path::default(), &mut errors);
     errors.is_empty()
+        && convertible(&node).is_ok()
+        && structural_errors(&node, &Path::default()).is_empty()
+}
+
+/// Whether upstream publishes `schema` in the OpenAPI documents (and builds the type model
+/// from it): it is structural and every type is an OpenAPI type.
+pub(crate) fn is_publishable(schema: &Value) -> bool {
+    let mut errors = ErrorList::new();
+    let node = parse(schema, &Path::default(), &mut errors);
+    errors.is_empty()
+        && !node.any(&|n| {
+            let ty = n.ty();
+            !ty.is_empty() && !OPENAPI_TYPES.contains(&ty)
+        })
         && convertible(&node).is_ok()
         && structural_errors(&node, &Path::default()).is_empty()
 }
