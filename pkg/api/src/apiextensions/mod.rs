@@ -703,12 +703,13 @@ pub fn validate_status_update(new: &Value, old: &Value) -> Result<ErrorList, Api
     validation::validate_status_update(new, old)
 }
 
-/// Field-selector labels: only the metadata ones.
-pub const FIELD_SELECTORS: &[&str] = &["metadata.name"];
+/// Field-selector labels: only the metadata ones (upstream includes `metadata.namespace`,
+/// always empty, for CRDs).
+pub const FIELD_SELECTORS: &[&str] = &["metadata.name", "metadata.namespace"];
 
 /// Field-selector values.
 pub fn field_values(object: &Value) -> BTreeMap<&'static str, String> {
-    util::meta_fields(object, false)
+    util::meta_fields(object, true)
 }
 
 /// `NAME CREATED AT`: upstream serves CRDs with the default table convertor.
@@ -738,7 +739,8 @@ pub fn pending_finalization(object: &Value) -> bool {
 }
 
 /// The first DELETE of a CRD: adds [`CLEANUP_FINALIZER`] and the `Terminating` condition
-/// (`InstanceDeletionPending`), whose transition time is the deletion timestamp.
+/// (`InstanceDeletionPending`), whose transition time is the deletion timestamp. A later
+/// DELETE leaves a `Terminating` condition alone (the finalizer controller owns it by then).
 pub fn mark_deleting(object: &mut Value) {
     let Some(meta) = object_at(object, "metadata") else {
         return;
@@ -759,5 +761,7 @@ pub fn mark_deleting(object: &mut Value) {
     {
         list.push(Value::from(CLEANUP_FINALIZER));
     }
-    status::set_condition(object, status::terminating_pending(), &now);
+    if status::find_condition(object, status::TERMINATING).is_none() {
+        status::set_condition(object, status::terminating_pending(), &now);
+    }
 }

@@ -322,6 +322,35 @@ pub fn terminating_completed() -> Value {
     )
 }
 
+/// The `KubernetesAPIApprovalPolicyConformant` condition upstream's API approval controller
+/// writes for a CRD of a protected group (`*.k8s.io`, `*.kubernetes.io`; `None` for others):
+/// `True`/`ApprovedAnnotation` with a URL in `api-approved.kubernetes.io`, else `False` with
+/// `MissingAnnotation`, `UnapprovedAnnotation` (a value starting with `unapproved`) or
+/// `InvalidAnnotation`.
+pub fn api_approval_condition(crd: &Value) -> Option<Value> {
+    if !super::validation::is_protected_community_group(text(&crd["spec"], "group")) {
+        return None;
+    }
+    let annotation = crd
+        .pointer("/metadata/annotations")
+        .and_then(|a| a.get(super::API_APPROVED_ANNOTATION))
+        .and_then(Value::as_str);
+    let (state, reason) = super::validation::approval_of(annotation);
+    use super::validation::Approval;
+    let (status, why) = match state {
+        Approval::Approved => ("True", "ApprovedAnnotation"),
+        Approval::Missing => ("False", "MissingAnnotation"),
+        Approval::Bypassed => ("False", "UnapprovedAnnotation"),
+        Approval::Invalid => ("False", "InvalidAnnotation"),
+    };
+    Some(condition(
+        API_APPROVAL_POLICY_CONFORMANT,
+        status,
+        why,
+        &reason,
+    ))
+}
+
 /// The condition of type `kind` in `crd.status.conditions`.
 pub fn find_condition<'a>(crd: &'a Value, kind: &str) -> Option<&'a Value> {
     crd.pointer("/status/conditions")?
@@ -382,8 +411,18 @@ pub fn set_condition(crd: &mut Value, condition: Value, now: &str) {
                 existing["status"] = field(&condition, "status");
                 existing["lastTransitionTime"] = Value::from(now);
             }
-            existing["reason"] = field(&condition, "reason");
-            existing["message"] = field(&condition, "message");
+            for key in ["reason", "message"] {
+                let value = field(&condition, key);
+                match existing.as_object_mut() {
+                    Some(map) if value == Value::from("") => {
+                        map.remove(key);
+                    }
+                    Some(map) => {
+                        map.insert(key.to_owned(), value);
+                    }
+                    None => {}
+                }
+            }
         }
     }
 }

@@ -1117,6 +1117,21 @@ fn deletion_waits_for_the_cleanup_finalizer() {
         &json!({"type": "Terminating", "status": "True", "reason": "InstanceDeletionPending", "message": "CustomResourceDefinition marked for deletion; CustomResource deletion will begin soon", "lastTransitionTime": "2026-02-01T00:00:00Z"})
     );
     assert!(!pending_finalization(&object));
+    // The finalizer controller's condition survives another DELETE.
+    status::set_condition(
+        &mut object,
+        status::terminating_in_progress(),
+        "2026-02-01T00:00:01Z",
+    );
+    mark_deleting(&mut object);
+    assert_eq!(
+        status::find_condition(&object, "Terminating").unwrap()["reason"],
+        "InstanceDeletionInProgress"
+    );
+    assert_eq!(
+        object["metadata"]["finalizers"].as_array().unwrap().len(),
+        1
+    );
     assert_eq!(status::terminating_completed()["status"], "False");
     assert_eq!(
         status::terminating_check_failed("2 remain")["message"],
@@ -1136,7 +1151,14 @@ fn table_and_field_selectors() {
     assert_eq!(names, [("Name", "string"), ("Created At", "date")]);
     assert_eq!(
         field_values(&object).into_iter().collect::<Vec<_>>(),
-        [("metadata.name", "widgets.example.com".to_owned())]
+        [
+            ("metadata.name", "widgets.example.com".to_owned()),
+            ("metadata.namespace", String::new())
+        ]
+    );
+    assert_eq!(
+        field_values(&object).keys().copied().collect::<Vec<_>>(),
+        FIELD_SELECTORS
     );
 }
 
@@ -1160,4 +1182,62 @@ fn protobuf_round_trip() {
         json!({"acceptedNames": {"plural": "", "kind": ""}, "storedVersions": ["v1"]})
     );
     assert_eq!(back["spec"], fresh["spec"]);
+}
+
+#[test]
+fn api_approval_conditions() {
+    let protected = |annotation: Option<&str>| {
+        let mut c = json!({"metadata": {"name": "widgets.widgets.k8s.io"}, "spec": {"group": "widgets.k8s.io"}});
+        if let Some(a) = annotation {
+            c["metadata"]["annotations"] = json!({API_APPROVED_ANNOTATION: a});
+        }
+        c
+    };
+    assert_eq!(status::api_approval_condition(&crd()), None);
+    assert_eq!(
+        status::api_approval_condition(&protected(Some(
+            "https://github.com/kubernetes/enhancements/pull/1111"
+        ))),
+        Some(
+            json!({"type": "KubernetesAPIApprovalPolicyConformant", "status": "True", "reason": "ApprovedAnnotation", "message": "approved in https://github.com/kubernetes/enhancements/pull/1111"})
+        )
+    );
+    assert_eq!(
+        status::api_approval_condition(&protected(Some("unapproved, experimental"))),
+        Some(
+            json!({"type": "KubernetesAPIApprovalPolicyConformant", "status": "False", "reason": "UnapprovedAnnotation", "message": "not approved: \"unapproved, experimental\""})
+        )
+    );
+    assert_eq!(
+        status::api_approval_condition(&protected(Some(""))).unwrap()["reason"],
+        "MissingAnnotation"
+    );
+    assert_eq!(
+        status::api_approval_condition(&protected(Some("maybe"))).unwrap()["reason"],
+        "InvalidAnnotation"
+    );
+}
+
+#[test]
+fn the_naming_controller_writes_only_changes() {
+    let mut object = crd();
+    let (names, accepted, established) = status::naming_update(&object, &[]).unwrap();
+    object["status"]["acceptedNames"] = names;
+    status::set_condition(&mut object, accepted, "2026-01-01T00:00:00Z");
+    status::set_condition(&mut object, established, "2026-01-01T00:00:00Z");
+    assert_eq!(
+        status::naming_update(&object, std::slice::from_ref(&object)),
+        None
+    );
+    assert!(status::should_establish(&object));
+    // A new short name another CRD of the group holds: the condition turns False.
+    object["spec"]["names"]["shortNames"] = json!(["wd", "g"]);
+    let gadgets = other(
+        "gadgets",
+        "example.com",
+        json!({"plural": "gadgets", "kind": "Gadget", "shortNames": ["g"]}),
+    );
+    let (names, accepted, _) = status::naming_update(&object, &[gadgets]).unwrap();
+    assert_eq!(names["shortNames"], json!(["wd"]));
+    assert_eq!(accepted["message"], "\"g\" is already in use");
 }

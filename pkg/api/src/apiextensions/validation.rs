@@ -1490,8 +1490,9 @@ pub fn is_protected_community_group(group: &str) -> bool {
         || group.ends_with(".kubernetes.io")
 }
 
+/// The state of a CRD's API approval annotation.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Approval {
+pub(crate) enum Approval {
     Missing,
     Invalid,
     Approved,
@@ -1499,7 +1500,16 @@ enum Approval {
 }
 
 fn approval_state(meta: &ObjectMeta) -> (Approval, String) {
-    let Some(value) = meta.annotations.get(API_APPROVED_ANNOTATION) else {
+    approval_of(
+        meta.annotations
+            .get(API_APPROVED_ANNOTATION)
+            .map(String::as_str),
+    )
+}
+
+/// The approval state of an annotation value, with upstream's reason.
+pub(crate) fn approval_of(value: Option<&str>) -> (Approval, String) {
+    let Some(value) = value.filter(|v| !v.is_empty()) else {
         return (
             Approval::Missing,
             format!(
