@@ -414,7 +414,7 @@ pub fn set_condition(crd: &mut Value, condition: Value, now: &str) {
             for key in ["reason", "message"] {
                 let value = field(&condition, key);
                 match existing.as_object_mut() {
-                    Some(map) if value == Value::from("") => {
+                    Some(map) if value == "" => {
                         map.remove(key);
                     }
                     Some(map) => {
