@@ -1241,3 +1241,38 @@ fn the_naming_controller_writes_only_changes() {
     assert_eq!(names["shortNames"], json!(["wd"]));
     assert_eq!(accepted["message"], "\"g\" is already in use");
 }
+
+#[test]
+fn selectable_fields_are_hoisted_on_their_own_as_upstream_does() {
+    // kubernetes/kubernetes#140689: identical selectableFields move to the internal top level
+    // even when the schemas differ (and stay per version), which upstream then refuses.
+    let mut two = with(
+        crd(),
+        "/spec/versions/0/selectableFields",
+        json!([{"jsonPath": ".spec.color"}]),
+    );
+    let mut v2 = two["spec"]["versions"][0].clone();
+    v2["name"] = json!("v2");
+    v2["storage"] = json!(false);
+    v2["schema"]["openAPIV3Schema"]["description"] = json!("the second");
+    two["spec"]["versions"].as_array_mut().unwrap().push(v2);
+    assert_eq!(
+        create_errors(&two),
+        [
+            r#"spec.selectableFields: Invalid value: "": may only be set when validations.schema is included"#
+        ]
+    );
+    // With one schema for both, they are checked at the top level.
+    two["spec"]["versions"][1]["schema"] = two["spec"]["versions"][0]["schema"].clone();
+    assert!(create_errors(&two).is_empty());
+    two["spec"]["versions"][1]["selectableFields"] = json!([{"jsonPath": ".spec.size"}]);
+    two["spec"]["versions"][0]["selectableFields"] =
+        json!([{"jsonPath": ".spec.size"}, {"jsonPath": ".spec.color"}]);
+    assert_eq!(
+        create_errors(&two),
+        [
+            "spec.versions[0].selectableFields: Invalid value: \"\": may only be set when `version.schema.openAPIV3Schema` is not included",
+            "spec.versions[1].selectableFields: Invalid value: \"\": may only be set when `version.schema.openAPIV3Schema` is not included",
+        ]
+    );
+}
