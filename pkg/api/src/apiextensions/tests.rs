@@ -493,7 +493,7 @@ fn selectable_fields() {
             "unknown field",
             fields(&[".spec.missing"]),
             vec![
-                r#"spec.selectableFields[0].jsonPath: Invalid value: ".spec.missing": is an invalid path: does not refer to a valid field: .spec.missing"#,
+                r#"spec.selectableFields[0].jsonPath: Invalid value: ".spec.missing": is an invalid path: does not refer to a valid field"#,
             ],
         ),
         (
@@ -506,9 +506,29 @@ fn selectable_fields() {
         ),
         (
             "array notation",
-            fields(&[".spec.items[0]"]),
+            fields(&[".spec[0]"]),
             vec![
-                r#"spec.selectableFields[0].jsonPath: Invalid value: ".spec.items[0]": is an invalid path: array notation is not allowed"#,
+                r#"spec.selectableFields[0].jsonPath: Invalid value: ".spec[0]": is an invalid path: array notation is not allowed"#,
+            ],
+        ),
+        (
+            "not a path",
+            fields(&["spec.color", ".spec[color]"]),
+            vec![
+                r#"spec.selectableFields[0].jsonPath: Invalid value: "spec.color": is an invalid path: expected [ or . but got: spec"#,
+                r#"spec.selectableFields[1].jsonPath: Invalid value: ".spec[color]": is an invalid path: expected single quoted string but got color"#,
+            ],
+        ),
+        (
+            "metadata",
+            {
+                let mut c = fields(&[".metadata.name"]);
+                c["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["metadata"] =
+                    json!({"type": "object", "properties": {"name": {"type": "string"}}});
+                c
+            },
+            vec![
+                r#"spec.selectableFields[0].jsonPath: Invalid value: ".metadata.name": must not point to fields in metadata"#,
             ],
         ),
         (

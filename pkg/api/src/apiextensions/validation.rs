@@ -1082,54 +1082,61 @@ fn validate_columns(columns: Option<&Value>, path: &Path) -> ErrorList {
 }
 
 /// Resolves a selectable field's path (`.spec.a.b`, `.spec['a-b']`, no array notation) in a
-/// schema: the field names and the schema of the field, or why it does not resolve.
+/// schema as upstream's `ValidFieldPath` does: the field names and the schema of the field, or
+/// upstream's reason why it does not resolve.
 fn resolve_field_path<'a>(
     path: &str,
     schema: &'a Value,
 ) -> Result<(Vec<String>, &'a Value), String> {
+    const INVALID: &str = "does not refer to a valid field";
     let mut segments = Vec::new();
+    let mut current = schema;
+    let mut step = |name: &str, current: &mut &'a Value| -> Result<(), String> {
+        if let Some(properties) = current.get("properties").filter(|p| p.is_object()) {
+            *current = properties.get(name).ok_or(INVALID)?;
+        } else if let Some(values) = current
+            .get("additionalProperties")
+            .filter(|a| a.is_object())
+        {
+            *current = values;
+        } else {
+            return Err(INVALID.to_owned());
+        }
+        segments.push(name.to_owned());
+        Ok(())
+    };
     let mut rest = path;
     while !rest.is_empty() {
         if let Some(after) = rest.strip_prefix('.') {
-            let end = after.find(['.', '[']).unwrap_or(after.len());
-            let name = &after[..end];
-            if name.is_empty() {
-                return Err(format!("unexpected end of JSON path {path:?}"));
+            let end = after.find(['.', '[', ']']).unwrap_or(after.len());
+            if end == 0 {
+                return Err("unexpected end of JSON path".to_owned());
             }
-            segments.push(name.to_owned());
+            step(&after[..end], &mut current)?;
             rest = &after[end..];
-        } else if let Some(after) = rest.strip_prefix("['") {
-            let Some(end) = after.find("']") else {
-                return Err(format!("unterminated map key in {path:?}"));
+        } else if let Some(after) = rest.strip_prefix('[') {
+            if after.is_empty() {
+                return Err("unexpected end of JSON path".to_owned());
+            }
+            let Some(quoted) = after.strip_prefix('\'') else {
+                let token = &after[..after.find(['.', '[', ']']).unwrap_or(after.len())];
+                if !token.is_empty() && token.bytes().all(|b| b.is_ascii_digit()) {
+                    return Err("array notation is not allowed".to_owned());
+                }
+                return Err(format!("expected single quoted string but got {token}"));
             };
-            segments.push(after[..end].to_owned());
-            rest = &after[end + 2..];
-        } else if rest.starts_with('[') {
-            return Err("array notation is not allowed".to_owned());
+            let Some(end) = quoted.find("']") else {
+                return Err("unexpected end of JSON path".to_owned());
+            };
+            step(&quoted[..end], &mut current)?;
+            rest = &quoted[end + 2..];
         } else {
-            return Err(format!("expected [ or . but got: {rest}"));
+            let token = &rest[..rest.find(['.', '[', ']']).unwrap_or(rest.len()).max(1)];
+            return Err(format!("expected [ or . but got: {token}"));
         }
     }
     if segments.is_empty() {
-        return Err(format!("unexpected end of JSON path {path:?}"));
-    }
-    let mut current = schema;
-    let mut walked = String::new();
-    for segment in &segments {
-        walked.push('.');
-        walked.push_str(segment);
-        let next = current
-            .get("properties")
-            .and_then(|p| p.get(segment))
-            .or_else(|| {
-                current
-                    .get("additionalProperties")
-                    .filter(|a| a.is_object())
-            });
-        match next {
-            Some(next) => current = next,
-            None => return Err(format!("does not refer to a valid field: {walked}")),
-        }
+        return Err("unexpected end of JSON path".to_owned());
     }
     Ok((segments, current))
 }
