@@ -45,6 +45,7 @@ impl CatalogStrategy {
     /// The strategy of the subresource `name` (`status`, `finalize`), when writes through it
     /// have rules of their own.
     pub fn subresource(&self, name: &str) -> Option<SubresourceStrategy> {
+        use genplane_api::apiextensions;
         use genplane_api::core::{namespace, resourcequota};
         type Rules = (
             fn(&mut Value, &Value),
@@ -62,6 +63,10 @@ impl CatalogStrategy {
             ("", "resourcequotas", "status") => (
                 resourcequota::prepare_for_status_update,
                 resourcequota::validate_status_update,
+            ),
+            ("apiextensions.k8s.io", "customresourcedefinitions", "status") => (
+                apiextensions::prepare_for_status_update,
+                apiextensions::validate_status_update,
             ),
             _ => return None,
         };
