@@ -644,7 +644,8 @@ fn describe_transport_error(url: &reqwest::Url, error: &reqwest::Error) -> Strin
         let mut source = std::error::Error::source(error);
         while let Some(inner) = source {
             let text = inner.to_string();
-            if causes.last() != Some(&text) {
+            // hyper-util's "client error (Connect)" only wraps the cause that follows.
+            if causes.last() != Some(&text) && !text.starts_with("client error (") {
                 causes.push(text);
             }
             source = inner.source();
