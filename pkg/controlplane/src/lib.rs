@@ -12,6 +12,7 @@
 #![warn(missing_docs)]
 
 pub mod auth;
+pub mod conversion;
 pub mod crd;
 pub mod features;
 pub mod identity;
