@@ -306,6 +306,9 @@ fn coerce_embedded(
     drop_invalid: bool,
     unknown: &mut Vec<String>,
 ) -> Result<(), Error> {
+    if !root && !node.subtree_embedded {
+        return Ok(());
+    }
     match x {
         Value::Object(map) => {
             if root || node.embedded_resource {
@@ -342,15 +345,21 @@ fn coerce_embedded(
                 }
             }
             for (k, v) in map.iter_mut() {
-                if let Some(p) = node.properties.get(k) {
-                    coerce_embedded(&path.child(k), v, p, false, drop_invalid, unknown)?;
-                } else if let Some(s) = node.additional_schema() {
-                    coerce_embedded(&path.key(k), v, s, false, drop_invalid, unknown)?;
+                match node.properties.get(k) {
+                    Some(p) if p.subtree_embedded => {
+                        coerce_embedded(&path.child(k), v, p, false, drop_invalid, unknown)?;
+                    }
+                    Some(_) => {}
+                    None => {
+                        if let Some(s) = node.additional_schema().filter(|s| s.subtree_embedded) {
+                            coerce_embedded(&path.key(k), v, s, false, drop_invalid, unknown)?;
+                        }
+                    }
                 }
             }
         }
         Value::Array(items) => {
-            if let Some(s) = &node.items {
+            if let Some(s) = node.items.as_deref().filter(|s| s.subtree_embedded) {
                 for (i, v) in items.iter_mut().enumerate() {
                     coerce_embedded(&path.index(i), v, s, false, drop_invalid, unknown)?;
                 }

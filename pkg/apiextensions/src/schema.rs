@@ -212,6 +212,12 @@ pub struct Node {
     pub list_type: Option<ListType>,
     /// `x-kubernetes-list-map-keys`.
     pub list_map_keys: Vec<String>,
+    /// Whether this node or one below it (through properties, additionalProperties, items) is
+    /// an embedded resource: where the embedded-resource checks need to look.
+    pub(crate) subtree_embedded: bool,
+    /// Whether this node or one below it is a `set` or `map` list: where the list-type checks
+    /// need to look.
+    pub(crate) subtree_lists: bool,
 }
 
 impl Node {
@@ -455,6 +461,18 @@ fn compile(schema: &Value, path: &Path) -> Result<Node, SchemaError> {
         }
     };
     node.list_map_keys = strings_keyword(obj, "x-kubernetes-list-map-keys", path)?;
+    let (embedded_below, lists_below) = node
+        .properties
+        .values()
+        .chain(node.additional_schema())
+        .chain(node.items.as_deref())
+        .fold((false, false), |(e, l), c| {
+            (e || c.subtree_embedded, l || c.subtree_lists)
+        });
+    node.subtree_embedded = embedded_below;
+    node.subtree_lists = lists_below;
+    node.subtree_embedded |= node.embedded_resource;
+    node.subtree_lists |= matches!(node.list_type, Some(ListType::Set | ListType::Map));
     Ok(node)
 }
 

@@ -1002,15 +1002,21 @@ fn embedded_walk(
                 check_embedded(errors, path, map);
             }
             for (k, v) in map {
-                if let Some(p) = node.properties.get(k) {
-                    embedded_walk(errors, &path.child(k), v, p, true);
-                } else if let Some(s) = node.additional_schema() {
-                    embedded_walk(errors, &path.key(k), v, s, true);
+                match node.properties.get(k) {
+                    Some(p) if p.subtree_embedded => {
+                        embedded_walk(errors, &path.child(k), v, p, true)
+                    }
+                    Some(_) => {}
+                    None => {
+                        if let Some(s) = node.additional_schema().filter(|s| s.subtree_embedded) {
+                            embedded_walk(errors, &path.key(k), v, s, true);
+                        }
+                    }
                 }
             }
         }
         Value::Array(items) => {
-            if let Some(s) = &node.items {
+            if let Some(s) = node.items.as_deref().filter(|s| s.subtree_embedded) {
                 for (i, v) in items.iter().enumerate() {
                     embedded_walk(errors, &path.index(i), v, s, true);
                 }
@@ -1114,26 +1120,31 @@ fn check_embedded(errors: &mut ErrorList, path: &Path, map: &Map<String, Value>)
 /// Checks that `set` lists have unique items and `map` lists unique keys.
 pub fn list_type_errors(root: &Node, object: &Value) -> ErrorList {
     let mut errors = ErrorList::new();
-    if let Value::Object(map) = object {
+    if let Value::Object(map) = object
+        && root.subtree_lists
+    {
         list_walk_object(&mut errors, &Path::default(), root, map);
     }
     errors
 }
 
 fn list_walk_object(errors: &mut ErrorList, path: &Path, node: &Node, map: &Map<String, Value>) {
-    if let Some(s) = node.additional_schema() {
+    if let Some(s) = node.additional_schema().filter(|s| s.subtree_lists) {
         for (k, v) in map {
             list_walk(errors, &path.key(k), s, v);
         }
     }
     for (k, v) in map {
-        if let Some(p) = node.properties.get(k) {
+        if let Some(p) = node.properties.get(k).filter(|p| p.subtree_lists) {
             list_walk(errors, &path.child(k), p, v);
         }
     }
 }
 
 fn list_walk(errors: &mut ErrorList, path: &Path, node: &Node, value: &Value) {
+    if !node.subtree_lists {
+        return;
+    }
     match value {
         Value::Object(map) => list_walk_object(errors, path, node, map),
         Value::Array(items) => {
@@ -1146,7 +1157,7 @@ fn list_walk(errors: &mut ErrorList, path: &Path, node: &Node, value: &Value) {
                 Some(ListType::Map) => check_list_map(errors, path, node, items),
                 _ => {}
             }
-            if let Some(s) = &node.items {
+            if let Some(s) = node.items.as_deref().filter(|s| s.subtree_lists) {
                 for (i, v) in items.iter().enumerate() {
                     list_walk(errors, &path.index(i), s, v);
                 }
