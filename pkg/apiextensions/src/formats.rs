@@ -6,9 +6,6 @@
 //! not in the list: they describe numbers and constrain nothing.
 
 use std::net::{Ipv4Addr, Ipv6Addr};
-use std::sync::OnceLock;
-
-use regex::Regex;
 
 /// A string format upstream validates.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -651,15 +648,13 @@ fn go_parse_duration(s: &str) -> bool {
     total <= 9.223_372_036_854_776e18
 }
 
+/// kube-openapi's lax durations: anywhere in the string, `[-[space]]digits[spaces]unit` where
+/// the unit is a known one (`3 days`, `1 hour 30 min`, `2wk`). A count too large for an
+/// int64 makes the whole string invalid, as upstream.
 fn lax_duration(s: &str) -> bool {
-    static RE: OnceLock<Regex> = OnceLock::new();
-    let re = RE.get_or_init(|| {
-        Regex::new(r"(?:-\s?)?([0-9]+)\s*([A-Za-zµ]+)")
-            .expect("invariant: the duration pattern compiles")
-    });
     const UNITS: [&[&str]; 8] = [
         &["ns", "nano"],
-        &["us", "µs", "micro"],
+        &["us", "\u{b5}s", "micro"],
         &["ms", "milli"],
         &["s", "sec"],
         &["m", "min"],
@@ -667,14 +662,58 @@ fn lax_duration(s: &str) -> bool {
         &["d", "day"],
         &["w", "wk", "week"],
     ];
-    re.captures_iter(s).any(|c| {
-        let unit = c.get(2).map_or("", |m| m.as_str()).to_lowercase();
-        UNITS.iter().any(|variants| {
-            variants.iter().enumerate().any(|(i, v)| {
-                (i == variants.len() - 1 && unit.starts_with(v)) || unit.eq_ignore_ascii_case(v)
+    let is_space = |c: char| matches!(c, ' ' | '\t' | '\n' | '\r' | '\x0c');
+    let is_unit = |c: char| c.is_ascii_alphabetic() || c == '\u{b5}';
+    let chars: Vec<char> = s.chars().collect();
+    let mut found = false;
+    let mut i = 0;
+    while i < chars.len() {
+        // Leftmost match at i: an optional `-` and one space, digits, spaces, unit letters.
+        let mut j = i;
+        if chars[j] == '-' {
+            j += 1;
+            if j < chars.len()
+                && is_space(chars[j])
+                && chars.get(j + 1).is_some_and(char::is_ascii_digit)
+            {
+                j += 1;
+            }
+        }
+        let digits_start = j;
+        while j < chars.len() && chars[j].is_ascii_digit() {
+            j += 1;
+        }
+        if j == digits_start {
+            i += 1;
+            continue;
+        }
+        let digits: String = chars[digits_start..j].iter().collect();
+        while j < chars.len() && is_space(chars[j]) {
+            j += 1;
+        }
+        let unit_start = j;
+        while j < chars.len() && is_unit(chars[j]) {
+            j += 1;
+        }
+        if j == unit_start {
+            i += 1;
+            continue;
+        }
+        if digits.parse::<i64>().is_err() {
+            return false;
+        }
+        let unit: String = chars[unit_start..j]
+            .iter()
+            .collect::<String>()
+            .to_lowercase();
+        found |= UNITS.iter().any(|variants| {
+            variants.iter().enumerate().any(|(k, v)| {
+                (k == variants.len() - 1 && unit.starts_with(v)) || unit.eq_ignore_ascii_case(v)
             })
-        })
-    })
+        });
+        i = j;
+    }
+    found
 }
 
 #[cfg(test)]
@@ -705,6 +744,11 @@ mod tests {
         assert!(ok("duration", "3 days"));
         assert!(ok("duration", "0"));
         assert!(!ok("duration", "soon"));
+        assert!(ok("duration", "1 hour 30 min"));
+        assert!(ok("duration", "-5 s"));
+        assert!(ok("duration", "2wk"));
+        assert!(!ok("duration", "5 parsecs"));
+        assert!(!ok("duration", "99999999999999999999 days"));
         assert!(ok("uuid", "123e4567-e89b-12d3-a456-426614174000"));
         assert!(ok("uuid", "123E4567E89B12D3A456426614174000"));
         assert!(!ok("uuid", "123e4567-e89b-12d3-a456-42661417400"));
