@@ -28,10 +28,13 @@
 //! `x-kubernetes-list-type: map` lists by their map keys, items of lists without a list type by
 //! index. Items of `set` and `atomic` lists are not correlated. A value counts as unchanged
 //! when it equals the correlated old value *and* every one of its old fields or items was
-//! correlated and unchanged (so a non-empty `set`/`atomic` list, a field the schema does not
-//! describe, or an object whose `minProperties`/`maxProperties` failed never counts as
-//! unchanged, as upstream). The errors found while validating an unchanged value (its own and
-//! those of everything below it) are dropped.
+//! correlated and unchanged (so a non-empty `set`/`atomic` list, or an object with a field the
+//! schema does not describe, never counts as unchanged, as upstream; the root, with its
+//! `apiVersion`, `kind` and `metadata` that schemas rarely describe, practically never does).
+//! The errors found while validating an unchanged value (its own and those of everything below
+//! it) are dropped. Ratcheted this way: type, format, enum, pattern, lengths, bounds,
+//! `multipleOf`, item and property counts, `required`, `additionalProperties: false`, and the
+//! `allOf`/`anyOf`/`oneOf`/`not` errors of the value.
 //!
 //! Not ratcheted, as upstream: the checks of embedded resources' `metadata`/`apiVersion`/`kind`;
 //! list-type uniqueness is checked on update only when the old object had no list-type error.
@@ -664,7 +667,6 @@ impl Engine {
                 Value::from(size),
                 format!("{path} in body should have at least {min} properties"),
             );
-            return 0;
         }
         if let Some(max) = n.max_properties
             && size > max
@@ -675,7 +677,6 @@ impl Engine {
                 Value::from(size),
                 format!("{path} in body should have at most {max} properties"),
             );
-            return 0;
         }
         let mut count = 0;
         match &n.additional_properties {
