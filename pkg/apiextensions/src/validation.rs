@@ -39,6 +39,7 @@
 //! Not ratcheted, as upstream: the checks of embedded resources' `metadata`/`apiVersion`/`kind`;
 //! list-type uniqueness is checked on update only when the old object had no list-type error.
 
+use std::collections::HashMap;
 use std::fmt::Write as _;
 
 use genplane_apimachinery::meta::validate_object_meta;
@@ -157,6 +158,8 @@ struct Ratchet<'a, 'c> {
     old: &'a Value,
     schema: &'a Node,
     children: &'c mut Children,
+    /// For a list-map: the old items by key, built on first use.
+    old_by_key: Option<HashMap<String, &'a Value>>,
 }
 
 struct Engine {
@@ -323,6 +326,7 @@ impl Engine {
                         old,
                         schema: node,
                         children: &mut children,
+                        old_by_key: None,
                     }),
                 );
                 let unchanged = children.unchanged(data, old);
@@ -570,7 +574,11 @@ impl Engine {
     }
 
     /// The items old ones correlate to (upstream's `correlateOldValueForChildAtNewIndex`).
-    fn correlate_item<'a>(r: &Ratchet<'a, '_>, items: &[Value], index: usize) -> Option<&'a Value> {
+    fn correlate_item<'a>(
+        r: &mut Ratchet<'a, '_>,
+        items: &[Value],
+        index: usize,
+    ) -> Option<&'a Value> {
         let Value::Array(old_items) = r.old else {
             return None;
         };
@@ -579,10 +587,20 @@ impl Engine {
                 let Value::Object(new_item) = items.get(index)? else {
                     return None;
                 };
-                let key = map_key(new_item, &r.schema.list_map_keys)?;
-                old_items.iter().rev().find(|o| {
-                    matches!(o, Value::Object(o) if map_key(o, &r.schema.list_map_keys).as_ref() == Some(&key))
-                })
+                let keys = &r.schema.list_map_keys;
+                let key = map_key(new_item, keys)?;
+                let by_key = r.old_by_key.get_or_insert_with(|| {
+                    old_items
+                        .iter()
+                        .filter_map(|o| match o {
+                            Value::Object(m) => {
+                                map_key(m, keys).map(|k| (Value::Array(k).to_string(), o))
+                            }
+                            _ => None,
+                        })
+                        .collect()
+                });
+                by_key.get(&Value::Array(key).to_string()).copied()
             }
             Some(ListType::Set) | Some(ListType::Atomic) => None,
             None => old_items.get(index),
@@ -600,7 +618,9 @@ impl Engine {
         let mut count = 0;
         if let Some(item_schema) = &n.items {
             for (i, item) in items.iter().enumerate() {
-                let old = r.as_deref().and_then(|r| Self::correlate_item(r, items, i));
+                let old = r
+                    .as_deref_mut()
+                    .and_then(|r| Self::correlate_item(r, items, i));
                 let len = path.len();
                 let _ = write!(path, "[{i}]");
                 let (c, unchanged) = self.child(item_schema, item, path, old);
@@ -1168,13 +1188,15 @@ fn list_walk(errors: &mut ErrorList, path: &Path, node: &Node, value: &Value) {
     }
 }
 
-/// The indices of the second occurrence of every value that occurs more than once.
+/// The indices of the second occurrence of every value that occurs more than once. Values are
+/// compared by their JSON text (so `1` and `1.0` differ, as Go's int64 and float64 do).
 fn first_repeats<'a>(values: impl Iterator<Item = &'a Value>) -> Vec<usize> {
-    let values: Vec<&Value> = values.collect();
+    let mut seen: HashMap<String, usize> = HashMap::new();
     let mut repeats = Vec::new();
-    for (i, v) in values.iter().enumerate() {
-        let earlier = values[..i].iter().filter(|w| *w == v).count();
-        if earlier == 1 {
+    for (i, v) in values.enumerate() {
+        let count = seen.entry(v.to_string()).or_insert(0);
+        *count += 1;
+        if *count == 2 {
             repeats.push(i);
         }
     }
