@@ -71,6 +71,72 @@ pub struct Hooks {
     pub mark_deleting: fn(&mut Value),
 }
 
+/// A served subresource, as discovery and OpenAPI describe it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SubresourceDescription {
+    /// The subresource, e.g. `status`.
+    pub name: String,
+    /// The kind it answers with (`Scale` for `scale`).
+    pub kind: String,
+    /// Its verbs.
+    pub verbs: Vec<String>,
+}
+
+/// A served resource in one group version, built-in or custom: what discovery, routing and the
+/// OpenAPI documents need to know about it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ResourceDescription {
+    /// The group ("" for core).
+    pub group: String,
+    /// The version.
+    pub version: String,
+    /// The kind.
+    pub kind: String,
+    /// The list kind.
+    pub list_kind: String,
+    /// The plural resource name.
+    pub resource: String,
+    /// The singular name.
+    pub singular: String,
+    /// Short names, e.g. `cm`.
+    pub short_names: Vec<String>,
+    /// Whether it is namespaced.
+    pub namespaced: bool,
+    /// Its verbs.
+    pub verbs: Vec<String>,
+    /// Categories, e.g. `all`.
+    pub categories: Vec<String>,
+    /// Its subresources.
+    pub subresources: Vec<SubresourceDescription>,
+}
+
+impl ResourceDescription {
+    /// The served group, version and kind.
+    pub fn gvk(&self) -> GroupVersionKind {
+        GroupVersionKind::new(&self.group, &self.version, &self.kind)
+    }
+
+    /// The group and resource, as errors name it.
+    pub fn group_resource(&self) -> GroupResource {
+        GroupResource::new(&self.group, &self.resource)
+    }
+
+    /// The served `apiVersion`: `v1` or `group/version`.
+    pub fn api_version(&self) -> String {
+        self.gvk().group_version().api_version()
+    }
+
+    /// Whether the resource has `verb`.
+    pub fn has_verb(&self, verb: &str) -> bool {
+        self.verbs.iter().any(|v| v == verb)
+    }
+
+    /// The subresource `name`, if the resource has it.
+    pub fn subresource(&self, name: &str) -> Option<&SubresourceDescription> {
+        self.subresources.iter().find(|s| s.name == name)
+    }
+}
+
 /// A built-in resource.
 #[derive(Clone, Copy, Debug)]
 pub struct ResourceInfo {
@@ -121,6 +187,32 @@ impl ResourceInfo {
     /// The group and resource, as errors name it.
     pub fn group_resource(&self) -> GroupResource {
         GroupResource::new(self.group, self.resource)
+    }
+
+    /// The description discovery, routing and OpenAPI use, with every subresource.
+    pub fn describe(&self) -> ResourceDescription {
+        let strings = |items: &[&str]| items.iter().map(|s| (*s).to_owned()).collect::<Vec<_>>();
+        ResourceDescription {
+            group: self.group.to_owned(),
+            version: self.version.to_owned(),
+            kind: self.kind.to_owned(),
+            list_kind: self.list_kind.to_owned(),
+            resource: self.resource.to_owned(),
+            singular: self.singular.to_owned(),
+            short_names: strings(self.short_names),
+            namespaced: self.namespaced,
+            verbs: strings(self.verbs),
+            categories: strings(self.categories),
+            subresources: self
+                .subresources
+                .iter()
+                .map(|s| SubresourceDescription {
+                    name: s.name.to_owned(),
+                    kind: s.kind.to_owned(),
+                    verbs: strings(s.verbs),
+                })
+                .collect(),
+        }
     }
 
     /// The served `apiVersion`: `v1` or `group/version`.

@@ -8,41 +8,7 @@
 
 use serde_json::{Value, json};
 
-/// A served subresource.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct SubresourceDescription {
-    /// The subresource, e.g. `status`.
-    pub name: String,
-    /// The kind it answers with.
-    pub kind: String,
-    /// Its verbs.
-    pub verbs: Vec<String>,
-}
-
-/// A served resource in one group version.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct ResourceDescription {
-    /// The group ("" for core).
-    pub group: String,
-    /// The version.
-    pub version: String,
-    /// The kind.
-    pub kind: String,
-    /// The plural resource name.
-    pub resource: String,
-    /// The singular name.
-    pub singular: String,
-    /// Short names, e.g. `cm`.
-    pub short_names: Vec<String>,
-    /// Whether it is namespaced.
-    pub namespaced: bool,
-    /// Its verbs.
-    pub verbs: Vec<String>,
-    /// Categories, e.g. `all`.
-    pub categories: Vec<String>,
-    /// Its subresources.
-    pub subresources: Vec<SubresourceDescription>,
-}
+pub use genplane_api::catalog::{ResourceDescription, SubresourceDescription};
 
 /// The discovery documents of a set of resources.
 #[derive(Clone, Debug, Default)]
@@ -234,6 +200,7 @@ mod tests {
                 group: String::new(),
                 version: "v1".into(),
                 kind: "Namespace".into(),
+                list_kind: format!("{}List", "Namespace"),
                 resource: "namespaces".into(),
                 singular: "namespace".into(),
                 short_names: verbs(&["ns"]),
@@ -259,6 +226,7 @@ mod tests {
                 group: String::new(),
                 version: "v1".into(),
                 kind: "ConfigMap".into(),
+                list_kind: format!("{}List", "ConfigMap"),
                 resource: "configmaps".into(),
                 singular: "configmap".into(),
                 short_names: verbs(&["cm"]),
@@ -271,6 +239,7 @@ mod tests {
                 group: "coordination.k8s.io".into(),
                 version: "v1".into(),
                 kind: "Lease".into(),
+                list_kind: format!("{}List", "Lease"),
                 resource: "leases".into(),
                 singular: "lease".into(),
                 short_names: vec![],

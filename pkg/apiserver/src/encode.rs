@@ -1,13 +1,13 @@
 //! The shapes of answers: lists, Tables, partial object metadata, watch events and Status
 //! objects, and their serialization.
 
-use genplane_api::catalog::ResourceInfo;
 use genplane_api::decode::STATUS;
 use genplane_api::protobuf;
 use genplane_apimachinery::errors::{ApiError, Status};
 use genplane_registry::ListResult;
 use serde_json::{Map, Value, json};
 
+use crate::kind::ServedKind;
 use crate::negotiation::{Format, Negotiated};
 
 /// Serializes `value` in `format`, with a trailing newline for JSON (as kube-apiserver ends
@@ -16,7 +16,7 @@ use crate::negotiation::{Format, Negotiated};
 pub fn serialize(
     value: &Value,
     format: Format,
-    info: Option<&ResourceInfo>,
+    info: Option<&ServedKind>,
 ) -> Result<Vec<u8>, ApiError> {
     match format {
         Format::Json => {
@@ -31,9 +31,15 @@ pub fn serialize(
             let kind = value.get("kind").and_then(Value::as_str).unwrap_or("");
             let encoded = match info {
                 _ if kind == "Status" => protobuf::encode(value, &STATUS),
-                Some(info) if kind == info.list_kind => protobuf::encode_list(value, info.schema),
-                Some(info) => protobuf::encode(value, info.schema),
-                None => {
+                Some(info) if info.protobuf().is_some() => {
+                    let schema = info.protobuf().expect("invariant: checked above");
+                    if kind == info.list_kind {
+                        protobuf::encode_list(value, schema)
+                    } else {
+                        protobuf::encode(value, schema)
+                    }
+                }
+                _ => {
                     return Err(Status::internal_error(format!(
                         "no protobuf form for a {kind:?} answer"
                     ))
@@ -59,7 +65,7 @@ fn list_meta(list: &ListResult) -> Value {
 }
 
 /// A list of objects: `{"kind": "ConfigMapList", "apiVersion": "v1", "metadata": ..., "items": [...]}`.
-pub fn list(info: &ResourceInfo, list: ListResult) -> Value {
+pub fn list(info: &ServedKind, list: ListResult) -> Value {
     let meta = list_meta(&list);
     json!({"kind": info.list_kind, "apiVersion": info.api_version(), "metadata": meta, "items": list.items})
 }
@@ -87,7 +93,7 @@ pub fn partial_metadata_list(list: &ListResult, version: &str) -> Value {
 /// can show namespaces and labels). Without `headers` the column definitions are left out, as
 /// for every watch event after the first.
 pub fn table(
-    info: &ResourceInfo,
+    info: &ServedKind,
     objects: &[Value],
     list: Option<&ListResult>,
     version: &str,
@@ -96,19 +102,15 @@ pub fn table(
 ) -> Value {
     let rows: Vec<Value> = objects
         .iter()
-        .map(|object| json!({"cells": (info.hooks.row)(object, now), "object": partial_metadata(object, "v1")}))
+        .map(|object| json!({"cells": info.row(object, now), "object": partial_metadata(object, "v1")}))
         .collect();
-    let columns = if headers {
-        serde_json::to_value(info.hooks.columns).unwrap_or_default()
-    } else {
-        json!([])
-    };
+    let columns = if headers { info.columns() } else { json!([]) };
     let metadata = list.map_or_else(|| json!({}), list_meta);
     json!({"kind": "Table", "apiVersion": format!("meta.k8s.io/{version}"), "metadata": metadata, "columnDefinitions": columns, "rows": rows})
 }
 
 /// One object in the negotiated form.
-pub fn object(info: &ResourceInfo, object: Value, negotiated: &Negotiated, now: i64) -> Value {
+pub fn object(info: &ServedKind, object: Value, negotiated: &Negotiated, now: i64) -> Value {
     use crate::negotiation::Target;
     match negotiated.target {
         Target::Table(version) => table(
@@ -129,7 +131,7 @@ pub fn object(info: &ResourceInfo, object: Value, negotiated: &Negotiated, now: 
 /// One watch event in `format`: a JSON line `{"type":"ADDED","object":{...}}` and a newline,
 /// or a protobuf frame (a 4-byte length, then a `WatchEvent` holding the object's whole body).
 /// An object that does not encode becomes an ERROR event with the Status.
-pub fn watch_event(kind: &str, object: Value, format: Format, info: &ResourceInfo) -> Vec<u8> {
+pub fn watch_event(kind: &str, object: Value, format: Format, info: &ServedKind) -> Vec<u8> {
     if format == Format::Protobuf {
         return match serialize(&object, format, Some(info)) {
             Ok(body) => protobuf::watch_frame(kind, &body),
@@ -157,7 +159,7 @@ pub fn watch_line(kind: &str, object_json: &[u8]) -> Vec<u8> {
 
 /// A bookmark's object: only kind, apiVersion and the revision reached (kube-rs requires the
 /// kind and apiVersion), with the end-of-initial-events annotation when it ends them.
-pub fn bookmark(info: &ResourceInfo, resource_version: &str, initial_events_end: bool) -> Value {
+pub fn bookmark(info: &ServedKind, resource_version: &str, initial_events_end: bool) -> Value {
     let mut metadata = json!({"resourceVersion": resource_version});
     if initial_events_end {
         metadata["annotations"] = json!({"k8s.io/initial-events-end": "true"});

@@ -6,7 +6,7 @@
 
 use std::sync::Arc;
 
-use genplane_api::catalog::ResourceInfo;
+use genplane_api::catalog::ResourceDescription;
 use genplane_apimachinery::errors::{ApiError, Status};
 use genplane_apimachinery::schema::GroupKind;
 use genplane_apimachinery::validation::field;
@@ -83,16 +83,16 @@ pub(crate) fn force_forbidden() -> ApiError {
 }
 
 /// The type of the objects of a resource in the type model (untyped when it is not there).
-pub(crate) fn object_type(types: &Schema, info: &ResourceInfo) -> TypeRef {
+pub(crate) fn object_type(types: &Schema, info: &ResourceDescription) -> TypeRef {
     types
-        .kind(info.group, info.version, info.kind)
+        .kind(&info.group, &info.version, &info.kind)
         .unwrap_or_else(|| TypeRef::Inline(Box::new(Type::Untyped)))
 }
 
 /// The fields a write through `subresource` cannot change, because the strategy resets them:
 /// `status` through the main resource of a resource with a status subresource, `spec` through
 /// `status`.
-pub(crate) fn ignored(info: &ResourceInfo, subresource: &str) -> Set {
+pub(crate) fn ignored(info: &ResourceDescription, subresource: &str) -> Set {
     let path = match subresource {
         "" if info.subresources.iter().any(|s| s.name == "status") => "status",
         "status" => "spec",
@@ -134,7 +134,7 @@ impl TrackFields for Tracker {
 /// The tracker of a write by `manager` through `subresource` at `now` (Unix seconds).
 pub(crate) fn tracker(
     types: &Arc<Schema>,
-    info: &ResourceInfo,
+    info: &ResourceDescription,
     manager: String,
     subresource: &str,
     now: i64,

@@ -12,7 +12,6 @@ mod watch;
 
 use crate::body::RequestBody;
 use bytes::Bytes;
-use genplane_api::catalog::ResourceInfo;
 use genplane_api::protobuf;
 use genplane_apimachinery::errors::{ApiError, Status};
 use genplane_apimachinery::resource_version::ReadOptions;
@@ -26,8 +25,10 @@ use serde_json::Value;
 
 use crate::body::ResponseBody;
 use crate::encode;
+use crate::kind::ServedKind;
 use crate::negotiation::{self, BodyFormat, Capabilities, Format, Negotiated};
 use crate::request_info::RequestInfo;
+use std::sync::Arc;
 
 pub(crate) use create::create;
 pub(crate) use delete::{delete, delete_collection};
@@ -127,7 +128,7 @@ impl Query {
 
 /// What every resource handler works with.
 pub(crate) struct Ctx<'a, S: Storage> {
-    pub(crate) info: &'static ResourceInfo,
+    pub(crate) info: &'a Arc<ServedKind>,
     pub(crate) store: &'a Store<S>,
     pub(crate) request: &'a RequestInfo,
     pub(crate) query: Query,
@@ -154,7 +155,7 @@ impl<S: Storage> Ctx<'_, S> {
                 transforms: true,
                 list,
                 aggregated_discovery: false,
-                protobuf: true,
+                protobuf: self.info.protobuf().is_some(),
             },
         )
     }
@@ -299,7 +300,7 @@ pub(crate) fn respond(
     code: StatusCode,
     value: &Value,
     negotiated: &Negotiated,
-    info: Option<&ResourceInfo>,
+    info: Option<&ServedKind>,
     warnings: &[String],
 ) -> Response<ResponseBody> {
     let (code, bytes, content_type) = match encode::serialize(value, negotiated.format, info) {

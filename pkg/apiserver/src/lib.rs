@@ -25,6 +25,7 @@ pub mod encode;
 mod fieldmanager;
 mod handlers;
 pub mod impersonation;
+pub mod kind;
 pub mod metrics;
 pub mod negotiation;
 pub mod openapi;

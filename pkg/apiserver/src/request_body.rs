@@ -3,12 +3,12 @@
 //! `fieldValidation` (unknown and repeated fields). Everything a client can send passes through
 //! here before the registry sees it, which makes it the target of the decoding fuzzer.
 
-use genplane_api::catalog::ResourceInfo;
 use genplane_api::protobuf;
 use genplane_apimachinery::errors::{ApiError, Status};
 use serde_json::{Map, Value};
 
 use crate::handlers::decode_body;
+use crate::kind::ServedKind;
 use crate::negotiation::{self, BodyFormat};
 
 /// The body of a create or update of `info`'s resource, sent with `content_type`, read as a
@@ -17,7 +17,7 @@ use crate::negotiation::{self, BodyFormat};
 /// A protobuf body's `typeMeta` gets the same check before its message is read with the
 /// resource's schema.
 pub fn decode_object(
-    info: &'static ResourceInfo,
+    info: &ServedKind,
     content_type: Option<&str>,
     field_validation_mode: Option<&str>,
     bytes: &[u8],
@@ -42,8 +42,15 @@ pub fn decode_object(
 
 /// Reads a protobuf body: the envelope, its `typeMeta` (checked as a JSON body's
 /// `apiVersion` and `kind` are), then the object's message.
-fn protobuf_body(info: &'static ResourceInfo, bytes: &[u8]) -> Result<Value, ApiError> {
-    let kind = info.kind;
+fn protobuf_body(info: &ServedKind, bytes: &[u8]) -> Result<Value, ApiError> {
+    let kind = info.kind.as_str();
+    let Some(schema) = info.protobuf() else {
+        return Err(Status::unsupported_media_type(
+            "application/vnd.kubernetes.protobuf",
+            &["application/json", "application/yaml"],
+        )
+        .into());
+    };
     let envelope = protobuf::read_envelope(bytes).map_err(|e| e.to_unrecognized_error(kind))?;
     let mut type_meta = Map::new();
     for (name, value) in [
@@ -55,12 +62,12 @@ fn protobuf_body(info: &'static ResourceInfo, bytes: &[u8]) -> Result<Value, Api
         }
     }
     check_type_meta(info, &mut type_meta)?;
-    protobuf::decode_object(&envelope, info.schema).map_err(|e| e.to_api_error(kind, info.version))
+    protobuf::decode_object(&envelope, schema).map_err(|e| e.to_api_error(kind, &info.version))
 }
 
 /// Checks a body's `apiVersion` and `kind` against the URL's (400 on a mismatch) and fills
 /// in the missing ones.
-fn check_type_meta(info: &ResourceInfo, map: &mut Map<String, Value>) -> Result<(), ApiError> {
+fn check_type_meta(info: &ServedKind, map: &mut Map<String, Value>) -> Result<(), ApiError> {
     let expected_version = info.api_version();
     match map.get("apiVersion").and_then(Value::as_str) {
         None | Some("") => {
@@ -76,7 +83,7 @@ fn check_type_meta(info: &ResourceInfo, map: &mut Map<String, Value>) -> Result<
     }
     match map.get("kind").and_then(Value::as_str) {
         None | Some("") => {
-            map.insert("kind".into(), Value::from(info.kind));
+            map.insert("kind".into(), Value::from(info.kind.as_str()));
         }
         Some(k) if k != info.kind => {
             return Err(Status::bad_request(format!(
@@ -94,7 +101,7 @@ fn check_type_meta(info: &ResourceInfo, map: &mut Map<String, Value>) -> Result<
 /// its text (`duplicates`): Strict refuses them (400), Warn (the default) returns them as
 /// warnings, Ignore ignores them.
 pub fn field_validation(
-    info: &ResourceInfo,
+    info: &ServedKind,
     mode: Option<&str>,
     object: &Value,
     duplicates: &[String],
@@ -111,7 +118,7 @@ pub fn field_validation(
             .into());
         }
     };
-    let unknown = (info.hooks.decode)(object)?.unknown_fields;
+    let unknown = info.unknown_fields(object)?;
     let messages: Vec<String> = duplicates
         .iter()
         .map(|f| format!("duplicate field {f:?}"))
@@ -152,6 +159,7 @@ pub fn exercise(data: &[u8]) {
     };
     let catalog = genplane_api::catalog::all();
     let info = &catalog[usize::from(*which) % catalog.len()];
+    let kind = ServedKind::builtin(info);
     let media = MEDIA_TYPES[usize::from(how & 3) % MEDIA_TYPES.len()];
     let mode = MODES[usize::from(how >> 2) % MODES.len()];
     let client_error = |e: &ApiError| {
@@ -163,7 +171,7 @@ pub fn exercise(data: &[u8]) {
             e.code
         );
     };
-    let object = match decode_object(info, Some(media), mode, body) {
+    let object = match decode_object(&kind, Some(media), mode, body) {
         Ok((object, _)) => object,
         Err(e) => return client_error(&e),
     };
@@ -182,7 +190,7 @@ pub fn exercise(data: &[u8]) {
     if let Ok(patch) = serde_json::from_slice::<Value>(body) {
         let mut patched = object.clone();
         json_patch::merge(&mut patched, &patch);
-        if let Err(e) = field_validation(info, mode, &patched, &[]) {
+        if let Err(e) = field_validation(&kind, mode, &patched, &[]) {
             return client_error(&e);
         }
         match strategy.decode(patched) {

@@ -41,7 +41,7 @@ pub(crate) fn read(
         .and_then(|v| v.to_str().ok());
     let query = crate::handlers::Query::parse(parts.uri.query());
     let (object, _) = crate::request_body::decode_object(
-        info,
+        &crate::kind::ServedKind::builtin(info),
         content_type,
         query.get("fieldValidation"),
         bytes,

@@ -26,21 +26,23 @@ use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 use crate::authz::{self, Security};
 use crate::body::{RequestBody, ResponseBody};
-use crate::discovery::{Discovery, ResourceDescription, SubresourceDescription};
+use crate::discovery::Discovery;
 use crate::handlers::{self, Ctx, Query, error_response};
+use crate::kind::ServedKind;
 use crate::metrics::{ApiMetrics, GaugeGuard, RequestKind};
 use crate::negotiation::{self, Capabilities, Format, Negotiated, Target};
 use crate::openapi::{OpenApiV2, OpenApiV3};
 use crate::request_info::{self, RequestInfo};
 
-/// A served resource: its catalog entry, its store, and the stores of its subresources.
+/// A served resource: its kind, its store, and the stores of its subresources.
 pub struct Resource<S: Storage> {
-    /// The catalog entry.
-    pub info: &'static ResourceInfo,
+    /// The kind: description and behaviour.
+    pub info: Arc<ServedKind>,
     /// The store.
     pub store: Store<S>,
-    /// The stores of subresources with rules of their own (`status`, `finalize`), by name.
-    pub subresources: Vec<(&'static str, Store<S>)>,
+    /// The stores of subresources with rules of their own (`status`, `finalize`, `scale`), by
+    /// name.
+    pub subresources: Vec<(String, Store<S>)>,
 }
 
 impl<S: Storage> std::fmt::Debug for Resource<S> {
@@ -60,14 +62,40 @@ impl<S: Storage> Resource<S> {
             .iter()
             .filter_map(|sub| {
                 let strategy = strategy.subresource(sub.name)?;
-                Some((sub.name, Store::new(storage.clone(), Arc::new(strategy))))
+                Some((
+                    sub.name.to_owned(),
+                    Store::new(storage.clone(), Arc::new(strategy)),
+                ))
             })
             .collect();
         Self {
-            info,
+            info: Arc::new(ServedKind::builtin(info)),
             store: Store::new(storage, Arc::new(strategy)),
             subresources,
         }
+    }
+
+    /// A custom resource of `kind`, served by `store`, with `subresources` served by theirs.
+    pub fn custom(
+        kind: ServedKind,
+        store: Store<S>,
+        subresources: Vec<(String, Store<S>)>,
+    ) -> Self {
+        Self {
+            info: Arc::new(kind),
+            store,
+            subresources,
+        }
+    }
+
+    /// The description the OpenAPI documents publish: the resource with the subresources it
+    /// serves.
+    pub fn served(&self) -> ServedResource {
+        let mut description = self.info.description().clone();
+        description
+            .subresources
+            .retain(|s| self.subresources.iter().any(|(name, _)| *name == s.name));
+        description
     }
 }
 
@@ -127,16 +155,39 @@ impl Admission {
     }
 }
 
-/// Answers API requests.
+/// What is served at one moment: the resources with their discovery, OpenAPI documents and type
+/// model. Replaced as a whole when custom resources come or go; a request works with the
+/// snapshot it started with.
 #[derive(Debug)]
-pub struct ApiServer<S: Storage> {
-    resources: Vec<Resource<S>>,
+struct Served<S: Storage> {
+    resources: Vec<Arc<Resource<S>>>,
     discovery: Discovery,
     /// The type model of the served kinds (list/map semantics, patch strategies), read from
     /// the OpenAPI documents, for strategic merge patch and server-side apply.
     types: Arc<genplane_structured::Schema>,
     openapi: OpenApiV3,
     openapi_v2: OpenApiV2,
+}
+
+impl<S: Storage> Served<S> {
+    /// The resource a request names.
+    fn find(&self, info: &RequestInfo) -> Option<&Arc<Resource<S>>> {
+        self.resources.iter().find(|r| {
+            r.info.group == info.api_group
+                && r.info.version == info.api_version
+                && r.info.resource == info.resource
+        })
+    }
+}
+
+/// Answers API requests.
+#[derive(Debug)]
+pub struct ApiServer<S: Storage> {
+    /// The built-in resources, always served first.
+    builtin: Vec<Arc<Resource<S>>>,
+    /// The OpenAPI documents of the built-in resources.
+    builtin_documents: Vec<genplane_api::openapi::Document>,
+    served: std::sync::RwLock<Arc<Served<S>>>,
     version: Value,
     server_address: String,
     ops: Option<OpsHandler>,
@@ -170,30 +221,6 @@ fn requested_timeout(query: Option<&str>) -> Result<Option<Duration>, ApiError> 
     genplane_apimachinery::duration::parse(&value)
         .map(Some)
         .map_err(|_| Status::bad_request("invalid timeout specified in the request URL").into())
-}
-
-fn describe(info: &ResourceInfo) -> ResourceDescription {
-    let strings = |items: &[&str]| items.iter().map(|s| (*s).to_owned()).collect::<Vec<_>>();
-    ResourceDescription {
-        group: info.group.to_owned(),
-        version: info.version.to_owned(),
-        kind: info.kind.to_owned(),
-        resource: info.resource.to_owned(),
-        singular: info.singular.to_owned(),
-        short_names: strings(info.short_names),
-        namespaced: info.namespaced,
-        verbs: strings(info.verbs),
-        categories: strings(info.categories),
-        subresources: info
-            .subresources
-            .iter()
-            .map(|s| SubresourceDescription {
-                name: s.name.to_owned(),
-                kind: s.kind.to_owned(),
-                verbs: strings(s.verbs),
-            })
-            .collect(),
-    }
 }
 
 /// Observes a watch's duration when its stream ends and holds its watcher registration.
@@ -271,8 +298,12 @@ fn record_request_body(record: &AuditRecord, info: &RequestInfo, content_type: &
         return;
     }
     if let Some(kind) = body_kind(info)
-        && let Ok((object, _)) =
-            crate::request_body::decode_object(kind, Some(content_type), Some("Ignore"), bytes)
+        && let Ok((object, _)) = crate::request_body::decode_object(
+            &ServedKind::builtin(kind),
+            Some(content_type),
+            Some("Ignore"),
+            bytes,
+        )
     {
         record.set_request_object(&object);
     }
@@ -362,24 +393,6 @@ fn finish_audit(
     Response::from_parts(parts, body.guarded(FinishOnDrop(record)))
 }
 
-/// What the OpenAPI documents describe of a resource: it and its served subresources.
-fn served<S: Storage>(resource: &Resource<S>) -> ServedResource {
-    ServedResource {
-        info: resource.info,
-        subresources: resource
-            .info
-            .subresources
-            .iter()
-            .filter(|s| {
-                resource
-                    .subresources
-                    .iter()
-                    .any(|(name, _)| *name == s.name)
-            })
-            .collect(),
-    }
-}
-
 /// `/version`, as kube-apiserver answers it; `minor` tells kubectl's dispatcher which kubectl to
 /// run.
 fn version_info(build: &BuildInfo) -> Value {
@@ -419,29 +432,70 @@ impl<S: Storage> ApiServer<S> {
         server_address: &str,
         ops: Option<OpsHandler>,
     ) -> Self {
-        let discovery = Discovery::new(
-            resources
+        let builtin: Vec<Arc<Resource<S>>> = resources.into_iter().map(Arc::new).collect();
+        let builtin_documents = genplane_api::openapi::documents(
+            &builtin
                 .iter()
-                .map(|r| r.info)
-                .chain(genplane_api::catalog::reviews())
-                .map(describe)
-                .collect(),
-        );
-        let documents = genplane_api::openapi::documents(
-            &resources
-                .iter()
-                .map(served)
+                .map(|r| r.served())
                 .chain(
                     genplane_api::catalog::reviews()
                         .iter()
-                        .map(|info| ServedResource {
-                            info,
-                            subresources: Vec::new(),
+                        .map(ResourceInfo::describe)
+                        .map(|mut d| {
+                            d.subresources.clear();
+                            d
                         }),
                 )
                 .collect::<Vec<_>>(),
         );
         let version = version_info(build);
+        let served = Self::snapshot(
+            &builtin,
+            &builtin_documents,
+            Vec::new(),
+            Vec::new(),
+            &version,
+        );
+        Self {
+            builtin,
+            builtin_documents,
+            served: std::sync::RwLock::new(Arc::new(served)),
+            version,
+            server_address: server_address.to_owned(),
+            ops,
+            admission: Admission::new(Limits::default()),
+            metrics: None,
+            shutdown: None,
+            security: None,
+            audit: None,
+        }
+    }
+
+    /// What is served: the built-in resources followed by `custom` ones, whose OpenAPI
+    /// documents are `custom_documents`.
+    fn snapshot(
+        builtin: &[Arc<Resource<S>>],
+        builtin_documents: &[genplane_api::openapi::Document],
+        custom: Vec<Arc<Resource<S>>>,
+        custom_documents: Vec<genplane_api::openapi::Document>,
+        version: &Value,
+    ) -> Served<S> {
+        let resources: Vec<Arc<Resource<S>>> = builtin.iter().cloned().chain(custom).collect();
+        let reviews = genplane_api::catalog::reviews()
+            .iter()
+            .map(|info| info.describe());
+        let discovery = Discovery::new(
+            resources
+                .iter()
+                .map(|r| r.info.description().clone())
+                .chain(reviews)
+                .collect(),
+        );
+        let documents: Vec<_> = builtin_documents
+            .iter()
+            .cloned()
+            .chain(custom_documents)
+            .collect();
         let openapi_v2 = OpenApiV2::new(
             &documents,
             version["gitVersion"].as_str().unwrap_or_default(),
@@ -453,21 +507,54 @@ impl<S: Storage> ApiServer<S> {
             genplane_structured::Schema::default()
         });
         let openapi = OpenApiV3::from_documents(documents);
-        Self {
+        Served {
             resources,
             discovery,
             types: Arc::new(types),
             openapi,
             openapi_v2,
-            version,
-            server_address: server_address.to_owned(),
-            ops,
-            admission: Admission::new(Limits::default()),
-            metrics: None,
-            shutdown: None,
-            security: None,
-            audit: None,
         }
+    }
+
+    /// The current snapshot of what is served.
+    fn served(&self) -> Arc<Served<S>> {
+        self.served
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone()
+    }
+
+    /// Serves `custom` resources (from now on, in place of the custom resources served
+    /// before) beside the built-in ones, with `documents` as their OpenAPI documents
+    /// (group-version documents below `/openapi/v3/`). A custom resource that names a built-in
+    /// one is ignored: built-in resources always win.
+    pub fn set_custom(
+        &self,
+        custom: Vec<Resource<S>>,
+        documents: Vec<genplane_api::openapi::Document>,
+    ) {
+        let custom = custom
+            .into_iter()
+            .filter(|c| {
+                !self.builtin.iter().any(|b| {
+                    b.info.group == c.info.group
+                        && b.info.version == c.info.version
+                        && b.info.resource == c.info.resource
+                })
+            })
+            .map(Arc::new)
+            .collect();
+        let served = Self::snapshot(
+            &self.builtin,
+            &self.builtin_documents,
+            custom,
+            documents,
+            &self.version,
+        );
+        *self
+            .served
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = Arc::new(served);
     }
 
     /// The same server, ending its watch streams when `shutdown` is triggered (clients then
@@ -504,7 +591,7 @@ impl<S: Storage> ApiServer<S> {
         count: impl Fn(&Arc<S>) -> Option<usize> + Clone + Send + Sync + 'static,
     ) -> Self {
         let mut seen = Vec::new();
-        for resource in &self.resources {
+        for resource in &self.builtin {
             let name = resource.info.group_resource().to_string();
             if seen.contains(&name) {
                 continue;
@@ -518,9 +605,9 @@ impl<S: Storage> ApiServer<S> {
         self
     }
 
-    /// The served resources.
-    pub fn resources(&self) -> &[Resource<S>] {
-        &self.resources
+    /// The served resources, built-in and custom, at this moment.
+    pub fn resources(&self) -> Vec<Arc<Resource<S>>> {
+        self.served().resources.clone()
     }
 
     /// The audit attributes of a request.
@@ -806,13 +893,10 @@ impl<S: Storage> ApiServer<S> {
         }
         if long_running && response.status() == StatusCode::OK {
             // A watch is timed and counted as registered until its stream ends.
-            let resource = self.resources.iter().find(|r| {
-                r.info.group == info.api_group
-                    && r.info.version == info.api_version
-                    && r.info.resource == info.resource
-            });
-            let watcher =
-                resource.map(|r| metrics.watcher(r.info.group, r.info.version, r.info.kind));
+            let served = self.served();
+            let watcher = served
+                .find(info)
+                .map(|r| metrics.watcher(&r.info.group, &r.info.version, &r.info.kind));
             let guard = WatchGuard {
                 metrics: metrics.clone(),
                 kind,
@@ -839,6 +923,7 @@ impl<S: Storage> ApiServer<S> {
             format: Format::Json,
             target: Target::Object,
         };
+        let served = self.served();
         let segments: Vec<&str> = info
             .path
             .trim_matches('/')
@@ -847,7 +932,7 @@ impl<S: Storage> ApiServer<S> {
             .collect();
         let (document, negotiated) = match segments.as_slice() {
             ["openapi", "v3", rest @ ..] => {
-                return self.openapi.handle(
+                return served.openapi.handle(
                     &rest.join("/"),
                     parts.uri.query(),
                     &parts.headers,
@@ -855,7 +940,9 @@ impl<S: Storage> ApiServer<S> {
                 );
             }
             ["openapi", "v2"] => {
-                return self.openapi_v2.handle(&parts.headers, info.verb == "head");
+                return served
+                    .openapi_v2
+                    .handle(&parts.headers, info.verb == "head");
             }
             [".well-known", "openid-configuration"] | ["openid", "v1", "jwks"] => {
                 let oidc = self
@@ -890,21 +977,28 @@ impl<S: Storage> ApiServer<S> {
                 )?;
                 let core = *root == "api";
                 let document = match negotiated.target {
-                    Target::GroupDiscoveryList(version) => self.discovery.aggregated(core, version),
-                    _ if core => self.discovery.api_versions(&self.server_address),
-                    _ => self.discovery.api_group_list(),
+                    Target::GroupDiscoveryList(version) => {
+                        served.discovery.aggregated(core, version)
+                    }
+                    _ if core => served.discovery.api_versions(&self.server_address),
+                    _ => served.discovery.api_group_list(),
                 };
                 (document, negotiated)
             }
             ["api", version] => (
-                self.discovery
+                served
+                    .discovery
                     .api_resource_list("", version)
                     .ok_or_else(not_found)?,
                 json,
             ),
-            ["apis", group] => (self.discovery.api_group(group).ok_or_else(not_found)?, json),
+            ["apis", group] => (
+                served.discovery.api_group(group).ok_or_else(not_found)?,
+                json,
+            ),
             ["apis", group, version] => (
-                self.discovery
+                served
+                    .discovery
                     .api_resource_list(group, version)
                     .ok_or_else(not_found)?,
                 json,
@@ -928,7 +1022,7 @@ impl<S: Storage> ApiServer<S> {
         verb: &str,
     ) -> Result<(), ApiError> {
         let namespaces = self
-            .resources
+            .builtin
             .iter()
             .find(|r| r.info.group.is_empty() && r.info.resource == "namespaces");
         match (verb, namespaces) {
@@ -981,7 +1075,7 @@ impl<S: Storage> ApiServer<S> {
             StatusCode::CREATED,
             &answered,
             &negotiated,
-            Some(review),
+            Some(&ServedKind::builtin(review)),
             &[],
         ))
     }
@@ -1014,7 +1108,7 @@ impl<S: Storage> ApiServer<S> {
         // The account (and a bound Secret) are read from the store, not the watch caches, so
         // that an account created just before is found; a missing one is the store's 404.
         let account = self
-            .resources
+            .builtin
             .iter()
             .find(|r| r.info.group.is_empty() && r.info.resource == "serviceaccounts");
         let mut read = crate::authn::ReadObjects::default();
@@ -1027,7 +1121,7 @@ impl<S: Storage> ApiServer<S> {
             .filter(|r| r.get("kind").and_then(Value::as_str) == Some("Secret"))
             .and_then(|r| r.get("name").and_then(Value::as_str));
         let secrets = self
-            .resources
+            .builtin
             .iter()
             .find(|r| r.info.group.is_empty() && r.info.resource == "secrets");
         if let (Some(name), Some(secrets)) = (secret, secrets) {
@@ -1040,7 +1134,7 @@ impl<S: Storage> ApiServer<S> {
             StatusCode::CREATED,
             &answer,
             &negotiated,
-            Some(token_request),
+            Some(&ServedKind::builtin(token_request)),
             &warnings,
         ))
     }
@@ -1057,7 +1151,8 @@ impl<S: Storage> ApiServer<S> {
                 && r.version == info.api_version
                 && r.resource == info.resource
         };
-        let Some(resource) = self.resources.iter().find(|r| found(r.info)) else {
+        let served = self.served();
+        let Some(resource) = served.find(info) else {
             return match genplane_api::catalog::reviews().iter().find(|r| found(r)) {
                 Some(review) => self.review(review, info, parts, body, user).await,
                 None => Err(not_found()),
@@ -1073,7 +1168,7 @@ impl<S: Storage> ApiServer<S> {
         // Subresources with rules of their own are served by their own store; others are
         // not found as any unknown one.
         let (store, verbs) = if info.subresource.is_empty() {
-            (&resource.store, resource.info.verbs)
+            (&resource.store, &resource.info.verbs)
         } else {
             let store = resource
                 .subresources
@@ -1085,7 +1180,7 @@ impl<S: Storage> ApiServer<S> {
                 .subresources
                 .iter()
                 .find(|s| s.name == info.subresource)
-                .map(|s| s.verbs);
+                .map(|s| &s.verbs);
             match (store, verbs) {
                 (Some(store), Some(verbs)) if info.parts.len() == 3 => (store, verbs),
                 _ => return Err(not_found()),
@@ -1128,19 +1223,19 @@ impl<S: Storage> ApiServer<S> {
                 Status::method_not_supported(&resource.info.group_resource(), "create").into(),
             );
         }
-        if !verbs.contains(&verb) {
+        if !verbs.iter().any(|v| v == verb) {
             return Err(Status::method_not_supported(&resource.info.group_resource(), verb).into());
         }
         self.admit(resource, &request, verb).await?;
         let ctx = Ctx {
-            info: resource.info,
+            info: &resource.info,
             store,
             request: &request,
             query: Query::parse(parts.uri.query()),
             headers: &parts.headers,
             now: now(),
             shutdown: self.shutdown.as_ref(),
-            types: &self.types,
+            types: &served.types,
             admit: self
                 .security
                 .as_ref()
@@ -1148,8 +1243,8 @@ impl<S: Storage> ApiServer<S> {
                 .filter(|_| request.subresource.is_empty())
                 .and_then(|w| {
                     w.admit_write(
-                        resource.info.group,
-                        resource.info.resource,
+                        &resource.info.group,
+                        &resource.info.resource,
                         &request.namespace,
                         user,
                     )

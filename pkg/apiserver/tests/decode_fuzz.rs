@@ -167,7 +167,7 @@ fn valid_bodies_decode_and_mutated_ones_are_client_errors_at_worst() {
             "application/vnd.kubernetes.protobuf",
         ][usize::from(seed[1] & 3)];
         genplane_apiserver::request_body::decode_object(
-            info,
+            &genplane_apiserver::kind::ServedKind::builtin(info),
             Some(media),
             Some("Strict"),
             &seed[2..],

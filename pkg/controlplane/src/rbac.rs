@@ -275,7 +275,7 @@ pub async fn feed_policy<S: Storage + 'static>(
             served(resources, *kind).map(|r| Source {
                 kind: *kind,
                 storage: r.store.shared_storage(),
-                prefix: format!("/registry/{}/", r.info.storage_prefix),
+                prefix: format!("{}/", r.store.strategy().key_prefix()),
             })
         })
         .collect();

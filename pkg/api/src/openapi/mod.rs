@@ -37,21 +37,15 @@ use schemars::JsonSchema;
 use schemars::generate::{SchemaGenerator, SchemaSettings};
 use serde_json::{Map, Value, json};
 
-use crate::catalog::{ResourceInfo, Subresource};
+use crate::catalog::ResourceDescription;
 use k8s_openapi::api::{
     authentication as authentication_api, authorization as authorization_api, coordination,
     core as core_api, events as events_api, rbac as rbac_api,
 };
 use k8s_openapi::apimachinery::pkg::apis::meta::v1 as meta;
 
-/// A served resource and those of its subresources that are served.
-#[derive(Clone, Debug)]
-pub struct ServedResource {
-    /// The catalog entry.
-    pub info: &'static ResourceInfo,
-    /// The served subresources (a subset of `info.subresources`).
-    pub subresources: Vec<&'static Subresource>,
-}
+/// A served resource with those of its subresources that are served.
+pub type ServedResource = ResourceDescription;
 
 /// One document, with the path it is published under below `/openapi/v3/` (`api/v1`,
 /// `apis/coordination.k8s.io/v1`, `apis`, ...).
@@ -67,10 +61,7 @@ pub struct Document {
 pub fn all_served() -> Vec<ServedResource> {
     crate::catalog::all()
         .iter()
-        .map(|info| ServedResource {
-            info,
-            subresources: info.subresources.iter().collect(),
-        })
+        .map(|info| info.describe())
         .collect()
 }
 
@@ -101,9 +92,9 @@ pub fn group_version_path(group: &str, version: &str) -> String {
 /// Every document for `resources`, in a stable order: `api`, `api/v1`, `apis`, then each group
 /// (`apis/<group>`, then its versions) in the order the resources list them.
 pub fn documents(resources: &[ServedResource]) -> Vec<Document> {
-    let mut group_versions: Vec<(&'static str, &'static str)> = Vec::new();
+    let mut group_versions: Vec<(&str, &str)> = Vec::new();
     for r in resources {
-        let gv = (r.info.group, r.info.version);
+        let gv = (r.group.as_str(), r.version.as_str());
         if !group_versions.contains(&gv) {
             group_versions.push(gv);
         }
@@ -286,11 +277,11 @@ fn group_version_document(
     let mut kinds = Kinds { names: Vec::new() };
     let served: Vec<&ServedResource> = resources
         .iter()
-        .filter(|r| r.info.group == group && r.info.version == version)
+        .filter(|r| r.group == group && r.version == version)
         .collect();
     for r in &served {
-        let mut wanted = vec![r.info.kind];
-        wanted.extend(r.subresources.iter().map(|s| s.kind));
+        let mut wanted = vec![r.kind.as_str()];
+        wanted.extend(r.subresources.iter().map(|s| s.kind.as_str()));
         for kind in wanted {
             if kinds.schema_of(kind).is_some() {
                 continue;
@@ -321,9 +312,7 @@ fn group_version_document(
         }
         set_gvks(&mut schemas, name, vec![gvk(group, version, kind)]);
         // Only kinds that can be listed have a list kind (the reviews have none).
-        let listable = served
-            .iter()
-            .any(|r| r.info.kind == kind && r.info.verbs.contains(&"list"));
+        let listable = served.iter().any(|r| r.kind == *kind && r.has_verb("list"));
         if listable {
             let item = schemas.get(name).cloned().unwrap_or(Value::Null);
             schemas.insert(list.clone(), list_schema(kind, name, &item));
@@ -356,6 +345,64 @@ fn group_version_document(
     Document {
         document: openapi(paths, schemas),
         path,
+    }
+}
+
+/// A custom resource kind of one version, as its group-version document describes it.
+#[derive(Clone, Debug)]
+pub struct CustomKind {
+    /// The served resource and its served subresources.
+    pub description: ResourceDescription,
+    /// The component name of the kind's schema (`com.example.stable.v1.CronTab`).
+    pub component: String,
+    /// The kind's published schema (with `x-kubernetes-group-version-kind`).
+    pub schema: Value,
+    /// The list kind's published schema, if the kind is listed.
+    pub list_schema: Value,
+}
+
+/// The OpenAPI document of one group version of custom resources: their schemas, the shared
+/// meta schemas they refer to, and their paths with upstream's operations, so that kubectl's
+/// field validation and `explain` find them.
+pub fn custom_group_version_document(group: &str, version: &str, kinds: &[CustomKind]) -> Document {
+    let mut generator = generator();
+    let names = Shared {
+        status: add::<meta::Status>(&mut generator),
+        delete_options: add::<meta::DeleteOptions>(&mut generator),
+        patch: add::<meta::Patch>(&mut generator),
+        watch_event: add::<meta::WatchEvent<core_api::v1::ConfigMap>>(&mut generator),
+        resource_list: add::<meta::APIResourceList>(&mut generator),
+    };
+    add::<meta::ObjectMeta>(&mut generator);
+    add::<meta::ListMeta>(&mut generator);
+    let mut schemas = generator.take_definitions(true);
+    let mut known = Kinds { names: Vec::new() };
+    for kind in kinds {
+        let list = format!("{}List", kind.component);
+        schemas.insert(kind.component.clone(), kind.schema.clone());
+        schemas.insert(list.clone(), kind.list_schema.clone());
+        known
+            .names
+            .push((kind.description.kind.clone(), kind.component.clone(), list));
+    }
+    for (name, gvk_kind) in [
+        (&names.delete_options, "DeleteOptions"),
+        (&names.watch_event, "WatchEvent"),
+    ] {
+        set_gvks(&mut schemas, name, vec![gvk(group, version, gvk_kind)]);
+    }
+    set_gvks(&mut schemas, &names.status, vec![gvk("", "v1", "Status")]);
+    set_gvks(
+        &mut schemas,
+        &names.resource_list,
+        vec![gvk("", "v1", "APIResourceList")],
+    );
+    extensions::apply(&mut schemas);
+    let served: Vec<&ServedResource> = kinds.iter().map(|k| &k.description).collect();
+    let paths = paths::group_version_paths(group, version, &served, &known, &names);
+    Document {
+        document: openapi(paths, schemas),
+        path: group_version_path(group, version),
     }
 }
 

@@ -291,13 +291,13 @@ pub(super) fn group_version_paths(
         }}),
     );
     for r in served {
-        let info = r.info;
-        let Some((schema, list_schema)) = kinds.schema_of(info.kind) else {
+        let info = *r;
+        let Some((schema, list_schema)) = kinds.schema_of(&info.kind) else {
             continue;
         };
-        let kind = info.kind;
+        let kind = info.kind.as_str();
         let gvk = json!({"group": group, "version": version, "kind": kind});
-        let has = |verb: &str| info.verbs.contains(&verb);
+        let has = |verb: &str| info.has_verb(verb);
         let (collection, item, scope) = if info.namespaced {
             (
                 format!("{prefix}/namespaces/{{namespace}}/{}", info.resource),
@@ -445,12 +445,12 @@ pub(super) fn group_version_paths(
 
         // Subresources.
         for sub in &r.subresources {
-            let Some((sub_schema, _)) = kinds.schema_of(sub.kind) else {
+            let Some((sub_schema, _)) = kinds.schema_of(&sub.kind) else {
                 continue;
             };
             let sub_gvk = json!({"group": group, "version": version, "kind": sub.kind});
-            let suffix = upper_first(sub.name);
-            let sub_has = |verb: &str| sub.verbs.contains(&verb);
+            let suffix = upper_first(&sub.name);
+            let sub_has = |verb: &str| sub.verbs.iter().any(|v| v == verb);
             let mut ops = Vec::new();
             if sub_has("get") {
                 ops.push((

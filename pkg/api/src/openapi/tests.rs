@@ -6,14 +6,11 @@ use crate::catalog;
 pub(super) fn served() -> Vec<ServedResource> {
     catalog::all()
         .iter()
-        .map(|info| ServedResource {
-            info,
+        .map(|info| {
+            let mut d = info.describe();
             // serviceaccounts/token is not served.
-            subresources: info
-                .subresources
-                .iter()
-                .filter(|s| s.name != "token")
-                .collect(),
+            d.subresources.retain(|s| s.name != "token");
+            d
         })
         .collect()
 }
