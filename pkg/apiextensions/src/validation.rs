@@ -68,6 +68,32 @@ pub fn validate_update(schema: &Structural, new: &Value, old: &Value) -> ErrorLi
     errors
 }
 
+/// Whether `errors` hold one that upstream lets block the CEL rules (`x-kubernetes-validations`):
+/// an unsupported value, a required field missing, a value too long, too many items or
+/// properties, or a wrong type. Upstream then does not evaluate the rules and reports
+/// [`cel_skipped`] instead.
+pub fn blocks_cel(errors: &ErrorList) -> bool {
+    errors.iter().any(|e| {
+        matches!(
+            e.kind,
+            ErrorType::NotSupported
+                | ErrorType::Required
+                | ErrorType::TooLong
+                | ErrorType::TooMany
+                | ErrorType::TypeInvalid
+        )
+    })
+}
+
+/// The error upstream reports when [`blocks_cel`] kept the CEL rules from running.
+pub fn cel_skipped() -> Error {
+    Error::invalid(
+        &Path::new("<nil>"),
+        "null",
+        "some validation rules were not checked because the object was invalid; correct the existing errors to complete validation",
+    )
+}
+
 /// Only the OpenAPI value validations (kube-openapi's part), ratcheted against `old` if given.
 pub fn schema_errors(schema: &Structural, object: &Value, old: Option<&Value>) -> ErrorList {
     let mut engine = Engine { errors: Vec::new() };
@@ -1348,6 +1374,20 @@ mod tests {
             vec!["spec.b: Too long: may not be more than 3 bytes"]
         );
         assert!(validate_update(&s, &old, &old).is_empty());
+    }
+
+    #[test]
+    fn type_errors_block_cel_rules() {
+        let s = spec_schema(json!({"type": "object", "properties": {
+            "n": {"type": "integer", "minimum": 5}}}));
+        let below = validate(&s, &json!({"spec": {"n": 1}}));
+        assert!(!below.is_empty() && !blocks_cel(&below));
+        let wrong = validate(&s, &json!({"spec": {"n": "x"}}));
+        assert!(blocks_cel(&wrong));
+        assert_eq!(
+            cel_skipped().to_string(),
+            "<nil>: Invalid value: \"null\": some validation rules were not checked because the object was invalid; correct the existing errors to complete validation"
+        );
     }
 
     #[test]
