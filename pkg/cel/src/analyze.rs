@@ -127,12 +127,16 @@ pub(crate) struct Analysis {
     pub(crate) cost: u64,
     pub(crate) issues: Vec<Issue>,
     pub(crate) not_bool: bool,
+    /// Ids of `==`/`!=` calls whose left side is a `list-type: set` or `map` list: equality
+    /// that ignores order, as upstream's typed lists compare.
+    pub(crate) unordered_eq: Vec<u64>,
 }
 
 struct Analyzer<'s, 'a> {
     source: &'s str,
     scopes: Vec<(String, Ty<'a>)>,
     issues: Vec<Issue>,
+    unordered_eq: Vec<u64>,
 }
 
 /// Names that may appear as identifiers: type names and function namespaces.
@@ -168,12 +172,14 @@ pub(crate) fn analyze<'a>(source: &str, expr: &IdedExpr, self_ty: Ty<'a>) -> Ana
             ("oldSelf".to_owned(), self_ty),
         ],
         issues: Vec::new(),
+        unordered_eq: Vec::new(),
     };
     let (cost, ty) = a.expr(expr);
     Analysis {
         cost,
         issues: a.issues,
         not_bool: ty.surely_not_bool(),
+        unordered_eq: a.unordered_eq,
     }
 }
 
@@ -195,6 +201,7 @@ pub(crate) fn runtime_cost<'a>(
             ),
         ],
         issues: Vec::new(),
+        unordered_eq: Vec::new(),
     };
     a.expr(expr).0
 }
@@ -309,7 +316,7 @@ impl<'a> Analyzer<'_, 'a> {
                     ty,
                 )
             }
-            Expr::Call(call) => self.call(call),
+            Expr::Call(call) => self.call(e.id, call),
         }
     }
 
@@ -360,7 +367,7 @@ impl<'a> Analyzer<'_, 'a> {
         }
     }
 
-    fn call(&mut self, call: &CallExpr) -> (u64, Ty<'a>) {
+    fn call(&mut self, id: u64, call: &CallExpr) -> (u64, Ty<'a>) {
         let (target_cost, target_ty) = match &call.target {
             Some(t) => {
                 let (c, ty) = self.expr(t);
@@ -394,6 +401,12 @@ impl<'a> Analyzer<'_, 'a> {
                 return (cost, arg_tys[1].clone());
             }
             "_==_" | "_!=_" | "_<_" | "_<=_" | "_>_" | "_>=_" => {
+                if matches!(name, "_==_" | "_!=_")
+                    && matches!(arg_tys.first(), Some(Ty::Schema(n, _))
+                        if n.ty == "array" && n.list_type != crate::schema::ListType::Atomic)
+                {
+                    self.unordered_eq.push(id);
+                }
                 let a = arg_tys.first().map_or(1, traverse);
                 let b = arg_tys.get(1).map_or(1, traverse);
                 (1 + mul_factor(a.min(b), STRING_TRAVERSAL), Ty::Bool)

@@ -99,11 +99,12 @@ impl Rules {
             ));
         }
         let root = root.has_rules.then_some(root);
-        let context = if root.is_some() {
-            Context::default().with_all()
-        } else {
-            Context::default()
-        };
+        let mut context = Context::default();
+        if root.is_some() {
+            context.register_all();
+            context.add_function(rule::UNORDERED_EQ, rule::unordered_eq);
+            context.add_function(rule::UNORDERED_NE, rule::unordered_ne);
+        }
         (Rules { root, context }, errs)
     }
 
@@ -307,8 +308,9 @@ impl Run<'_> {
                 None => anchor.is_some_and(|(n, o)| n == o),
             })
         };
-        let mut self_value: Option<Cel> = None;
-        let mut old_value: Option<Option<Cel>> = None;
+        // self (and oldSelf) are converted once per node, for all its rules
+        let ctx = self.ctx;
+        let mut base_scope: Option<Context<'_>> = None;
         for rule in &node.rules {
             if rule.uses_old_self && old.is_none() && !rule.optional_old_self {
                 continue;
@@ -316,7 +318,10 @@ impl Run<'_> {
             if !rule.uses_old_self && anchor.is_some() && is_unchanged() {
                 continue;
             }
-            let cost = analyze::runtime_cost(&rule.expr, node, new, old);
+            let cost = match rule.fixed_cost {
+                Some(c) => c,
+                None => analyze::runtime_cost(&rule.expr, node, new, old),
+            };
             if cost > PER_CALL_LIMIT {
                 self.invalid(
                     path,
@@ -340,27 +345,29 @@ impl Run<'_> {
             }
             self.budget -= cost as i64;
 
-            let this = self_value.get_or_insert_with(|| value::to_cel(new, Some(node)));
-            let mut scope = self.ctx.new_inner_scope();
-            scope.add_variable_from_value("self", this.clone());
-            if rule.uses_old_self {
-                let old_cel = old_value
-                    .get_or_insert_with(|| old.map(|o| value::to_cel(o, Some(node))))
-                    .clone();
-                let bound = if rule.optional_old_self {
-                    Cel::Opaque(Arc::new(match old_cel {
-                        Some(v) => OptionalValue::of(v),
-                        None => OptionalValue::none(),
-                    }))
-                } else {
-                    old_cel.unwrap_or(Cel::Null)
-                };
-                scope.add_variable_from_value("oldSelf", bound);
-            }
-            match Cel::resolve(&rule.expr, &scope) {
+            let base = base_scope.get_or_insert_with(|| {
+                let mut scope = ctx.new_inner_scope();
+                scope.add_variable_from_value("self", value::to_cel(new, Some(node)));
+                if let (true, Some(o)) = (node.uses_old_self, old) {
+                    scope.add_variable_from_value("oldSelf", value::to_cel(o, Some(node)));
+                }
+                scope
+            });
+            let optional_scope;
+            let scope: &Context<'_> = if rule.optional_old_self {
+                // oldSelf is an optional: none on create, of(old) on update
+                let bound = OptionalValue::of_or_none(old.map(|o| value::to_cel(o, Some(node))));
+                let mut scope = base.new_inner_scope();
+                scope.add_variable_from_value("oldSelf", Cel::Opaque(Arc::new(bound)));
+                optional_scope = scope;
+                &optional_scope
+            } else {
+                base
+            };
+            match Cel::resolve(&rule.expr, scope) {
                 Ok(Cel::Bool(true)) => {}
                 Ok(Cel::Bool(false)) => {
-                    if !self.fail(rule, node, new, old, path, &scope) {
+                    if !self.fail(rule, node, new, old, path, scope) {
                         return false;
                     }
                 }
@@ -446,6 +453,20 @@ impl Run<'_> {
     fn invalid(&mut self, path: &Path, node: &Node, detail: &str) {
         self.errs
             .push(Error::invalid(path, node.type_name(), detail.to_owned()));
+    }
+}
+
+/// `optional.of(v)` or `optional.none()`.
+trait OptionalExt {
+    fn of_or_none(v: Option<Cel>) -> OptionalValue;
+}
+
+impl OptionalExt for OptionalValue {
+    fn of_or_none(v: Option<Cel>) -> OptionalValue {
+        match v {
+            Some(v) => OptionalValue::of(v),
+            None => OptionalValue::none(),
+        }
     }
 }
 

@@ -7,6 +7,10 @@ use serde_json::Value;
 use crate::analyze::{self, Ty};
 use crate::schema::Node;
 
+/// Rules whose worst-case estimate is at most this are charged their estimate at run time
+/// instead of being re-estimated on the data (their cost cannot grow with the data).
+const FIXED_COST_MAX: u64 = 64;
+
 /// Upstream's limit on the estimated cost of one expression (times its cardinality).
 pub(crate) const STATIC_ESTIMATED_COST_LIMIT: u64 = 10_000_000;
 
@@ -33,6 +37,9 @@ pub(crate) struct CompiledRule {
     pub(crate) field_path: Option<String>,
     pub(crate) uses_old_self: bool,
     pub(crate) optional_old_self: bool,
+    /// The estimated cost of one evaluation when it does not depend on the data's size
+    /// (no comprehension, no size-dependent string or list operation): charged as is.
+    pub(crate) fixed_cost: Option<u64>,
 }
 
 impl CompiledRule {
@@ -153,7 +160,7 @@ pub(crate) fn compile(
     }
 
     // The CEL part: upstream only gets here when the schema itself is sound.
-    let expr = match cel::Program::compile(trimmed_rule) {
+    let mut expr = match cel::Program::compile(trimmed_rule) {
         Ok(p) => p.expression().clone(),
         Err(e) => {
             errs.push(Error::invalid(
@@ -165,6 +172,7 @@ pub(crate) fn compile(
         }
     };
     let analysis = analyze::analyze(trimmed_rule, &expr, Ty::Schema(node, None));
+    unordered_equality(&mut expr, &analysis.unordered_eq);
     let cost = analysis.cost.saturating_mul(cardinality);
     if cost > STATIC_ESTIMATED_COST_LIMIT {
         errs.push(Error::forbidden(
@@ -204,8 +212,9 @@ pub(crate) fn compile(
                 failed = true;
             }
             Ok(p) => {
-                let m = p.expression().clone();
+                let mut m = p.expression().clone();
                 let ma = analyze::analyze(trimmed_msg_expr, &m, Ty::Schema(node, None));
+                unordered_equality(&mut m, &ma.unordered_eq);
                 if !ma.issues.is_empty() {
                     let issues: Vec<String> = ma.issues.iter().map(|i| i.message.clone()).collect();
                     errs.push(Error::invalid(
@@ -268,7 +277,72 @@ pub(crate) fn compile(
         field_path: normalized_field_path,
         uses_old_self,
         optional_old_self: optional_old_self == Some(true),
+        fixed_cost: (analysis.cost <= FIXED_COST_MAX).then_some(analysis.cost),
     })
+}
+
+/// The function `==` becomes where its left side is a set or map list.
+pub(crate) const UNORDERED_EQ: &str = "@k8s_unordered_eq";
+/// The function `!=` becomes where its left side is a set or map list.
+pub(crate) const UNORDERED_NE: &str = "@k8s_unordered_ne";
+
+/// Rewrites the `==`/`!=` calls with the given ids to order-insensitive equality.
+fn unordered_equality(expr: &mut IdedExpr, ids: &[u64]) {
+    use cel::common::ast::{EntryExpr, Expr};
+    if ids.is_empty() {
+        return;
+    }
+    match &mut expr.expr {
+        Expr::Call(c) => {
+            if ids.contains(&expr.id) {
+                match c.func_name.as_str() {
+                    "_==_" => c.func_name = UNORDERED_EQ.to_owned(),
+                    "_!=_" => c.func_name = UNORDERED_NE.to_owned(),
+                    _ => {}
+                }
+            }
+            if let Some(t) = c.target.as_deref_mut() {
+                unordered_equality(t, ids);
+            }
+            for a in &mut c.args {
+                unordered_equality(a, ids);
+            }
+        }
+        Expr::Select(s) => unordered_equality(&mut s.operand, ids),
+        Expr::List(l) => l
+            .elements
+            .iter_mut()
+            .for_each(|e| unordered_equality(e, ids)),
+        Expr::Map(m) => m.entries.iter_mut().for_each(|e| {
+            if let EntryExpr::MapEntry(me) = &mut e.expr {
+                unordered_equality(&mut me.key, ids);
+                unordered_equality(&mut me.value, ids);
+            }
+        }),
+        Expr::Comprehension(c) => {
+            unordered_equality(&mut c.iter_range, ids);
+            unordered_equality(&mut c.accu_init, ids);
+            unordered_equality(&mut c.loop_cond, ids);
+            unordered_equality(&mut c.loop_step, ids);
+            unordered_equality(&mut c.result, ids);
+        }
+        Expr::Struct(_) | Expr::Ident(_) | Expr::Literal(_) | Expr::Unspecified => {}
+    }
+}
+
+/// Equality of two lists that ignores order (set and map lists), else plain equality.
+pub(crate) fn unordered_eq(a: cel::Value, b: cel::Value) -> bool {
+    match (&a, &b) {
+        (cel::Value::List(x), cel::Value::List(y)) => {
+            x.len() == y.len() && x.iter().all(|e| y.contains(e)) && y.iter().all(|e| x.contains(e))
+        }
+        _ => a == b,
+    }
+}
+
+/// Inequality of two lists that ignores order.
+pub(crate) fn unordered_ne(a: cel::Value, b: cel::Value) -> bool {
+    !unordered_eq(a, b)
 }
 
 /// Whether `expr` refers to the variable `name` (outside comprehensions that rebind it).

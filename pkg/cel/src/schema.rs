@@ -55,6 +55,9 @@ pub(crate) struct Node {
     pub(crate) max_items: Option<u64>,
     pub(crate) max_properties: Option<u64>,
     pub(crate) min_length: u64,
+    /// The key under which rules see this node as a property of its parent (escaped name),
+    /// `None` when the name cannot be written in CEL or the node is not a property.
+    pub(crate) cel_key: Option<std::sync::Arc<String>>,
     pub(crate) rules: Vec<CompiledRule>,
     /// Whether this node or any node below it has rules.
     pub(crate) has_rules: bool,
@@ -79,7 +82,11 @@ impl Node {
             .map(|props| {
                 props
                     .iter()
-                    .map(|(name, s)| (name.clone(), Node::read(s, embedded(s))))
+                    .map(|(name, s)| {
+                        let mut child = Node::read(s, embedded(s));
+                        child.cel_key = escape(name).map(std::sync::Arc::new);
+                        (name.clone(), child)
+                    })
                     .collect()
             })
             .unwrap_or_default();
@@ -115,6 +122,7 @@ impl Node {
             max_items: schema.get("maxItems").and_then(Value::as_u64),
             max_properties: schema.get("maxProperties").and_then(Value::as_u64),
             min_length: schema.get("minLength").and_then(Value::as_u64).unwrap_or(0),
+            cel_key: None,
             rules: Vec::new(),
             has_rules: false,
             uses_old_self: false,

@@ -353,6 +353,39 @@ fn transition_rule_immutability() {
 }
 
 #[test]
+fn set_and_map_lists_compare_without_order() {
+    let schema = crd(json!({
+        "type": "object",
+        "properties": {
+            "set": {"type": "array", "x-kubernetes-list-type": "set", "maxItems": 10,
+                "items": {"type": "string", "maxLength": 10},
+                "x-kubernetes-validations": [{"rule": "self == oldSelf", "message": "set is immutable"}]},
+            "atomic": {"type": "array", "maxItems": 10,
+                "items": {"type": "string", "maxLength": 10},
+                "x-kubernetes-validations": [{"rule": "self == oldSelf", "message": "list is immutable"}]},
+            "map": {"type": "array", "x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["k"], "maxItems": 10,
+                "items": {"type": "object", "properties": {"k": {"type": "string", "maxLength": 5}, "v": {"type": "integer"}}},
+                "x-kubernetes-validations": [{"rule": "!(self != oldSelf)", "message": "map is immutable"}]},
+        },
+    }));
+    let rules = compile_ok(schema);
+    let old = json!({"spec": {"set": ["a", "b"], "atomic": ["a", "b"], "map": [{"k": "x", "v": 1}, {"k": "y", "v": 2}]}});
+    let reordered = json!({"spec": {"set": ["b", "a"], "atomic": ["b", "a"], "map": [{"k": "y", "v": 2}, {"k": "x", "v": 1}]}});
+    assert_eq!(
+        check(&rules, reordered, Some(old.clone())),
+        vec![r#"spec.atomic: Invalid value: "array": list is immutable"#]
+    );
+    let changed = json!({"spec": {"set": ["a", "c"], "atomic": ["a", "b"], "map": [{"k": "x", "v": 1}, {"k": "y", "v": 3}]}});
+    assert_eq!(
+        check(&rules, changed, Some(old)),
+        vec![
+            r#"spec.map: Invalid value: "array": map is immutable"#,
+            r#"spec.set: Invalid value: "array": set is immutable"#
+        ]
+    );
+}
+
+#[test]
 fn transition_rule_on_map_list_items_correlates_by_key() {
     let schema = crd(json!({
         "type": "array", "x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["name"], "maxItems": 10,

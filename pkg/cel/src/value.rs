@@ -8,7 +8,7 @@ use chrono::{DateTime, FixedOffset, NaiveDate, TimeZone as _};
 use kube_cel::cel::objects::{Key, Map, Value as Cel};
 use serde_json::Value;
 
-use crate::schema::{Format, Node, escape};
+use crate::schema::{Format, Node};
 
 /// Converts `value` for rules on `node` (`None`: no schema, e.g. unknown fields).
 pub(crate) fn to_cel(value: &Value, node: Option<&Node>) -> Cel {
@@ -34,8 +34,8 @@ pub(crate) fn to_cel(value: &Value, node: Option<&Node>) -> Cel {
             match node {
                 Some(n) if !n.properties.is_empty() || n.resource_root => {
                     for (name, child) in &n.properties {
-                        if let (Some(v), Some(escaped)) = (fields.get(name), escape(name)) {
-                            map.insert(Key::String(Arc::new(escaped)), to_cel(v, Some(child)));
+                        if let (Some(v), Some(key)) = (fields.get(name), &child.cel_key) {
+                            map.insert(Key::String(key.clone()), to_cel(v, Some(child)));
                         }
                     }
                     if n.resource_root {
