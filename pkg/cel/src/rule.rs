@@ -160,8 +160,8 @@ pub(crate) fn compile(
     }
 
     // The CEL part: upstream only gets here when the schema itself is sound.
-    let mut expr = match cel::Program::compile(trimmed_rule) {
-        Ok(p) => p.expression().clone(),
+    let mut expr = match parse(trimmed_rule) {
+        Ok(e) => e,
         Err(e) => {
             errs.push(Error::invalid(
                 &at.child("rule"),
@@ -173,6 +173,7 @@ pub(crate) fn compile(
     };
     let analysis = analyze::analyze(trimmed_rule, &expr, Ty::Schema(node, None));
     unordered_equality(&mut expr, &analysis.unordered_eq);
+    optional_select(&mut expr);
     let cost = analysis.cost.saturating_mul(cardinality);
     if cost > STATIC_ESTIMATED_COST_LIMIT {
         errs.push(Error::forbidden(
@@ -202,7 +203,7 @@ pub(crate) fn compile(
     let mut compiled_message_expression = None;
     let trimmed_msg_expr = message_expression.trim();
     if !trimmed_msg_expr.is_empty() {
-        match cel::Program::compile(trimmed_msg_expr) {
+        match parse(trimmed_msg_expr) {
             Err(e) => {
                 errs.push(Error::invalid(
                     &at.child("messageExpression"),
@@ -211,10 +212,10 @@ pub(crate) fn compile(
                 ));
                 failed = true;
             }
-            Ok(p) => {
-                let mut m = p.expression().clone();
+            Ok(mut m) => {
                 let ma = analyze::analyze(trimmed_msg_expr, &m, Ty::Schema(node, None));
                 unordered_equality(&mut m, &ma.unordered_eq);
+                optional_select(&mut m);
                 if !ma.issues.is_empty() {
                     let issues: Vec<String> = ma.issues.iter().map(|i| i.message.clone()).collect();
                     errs.push(Error::invalid(
@@ -281,6 +282,14 @@ pub(crate) fn compile(
     })
 }
 
+/// Parses an expression with CEL's optional syntax (`self.?field`, `list[?0]`) enabled, as
+/// Kubernetes enables it.
+fn parse(source: &str) -> Result<IdedExpr, cel::ParseErrors> {
+    cel::parser::Parser::new()
+        .enable_optional_syntax(true)
+        .parse(source)
+}
+
 /// The function `==` becomes where its left side is a set or map list.
 pub(crate) const UNORDERED_EQ: &str = "@k8s_unordered_eq";
 /// The function `!=` becomes where its left side is a set or map list.
@@ -325,6 +334,74 @@ fn unordered_equality(expr: &mut IdedExpr, ids: &[u64]) {
             unordered_equality(&mut c.loop_cond, ids);
             unordered_equality(&mut c.loop_step, ids);
             unordered_equality(&mut c.result, ids);
+        }
+        Expr::Struct(_) | Expr::Ident(_) | Expr::Literal(_) | Expr::Unspecified => {}
+    }
+}
+
+/// Rewrites `x.?f` to `has(x.f) ? optional.of(x.f) : optional.none()`: the `cel` crate fails
+/// `x.?f` with "no such key" when `x` is a map or object without `f` (it only handles an
+/// optional `x`). Chained selections (`x.?a.?b`) are left to the crate.
+fn optional_select(expr: &mut IdedExpr) {
+    use cel::common::ast::{CallExpr, EntryExpr, Expr, SelectExpr};
+    match &mut expr.expr {
+        Expr::Call(c) => {
+            if let Some(t) = c.target.as_deref_mut() {
+                optional_select(t);
+            }
+            for a in &mut c.args {
+                optional_select(a);
+            }
+            let chained = matches!(&c.args.first().map(|a| &a.expr),
+                Some(Expr::Call(inner)) if inner.func_name == "_?._" || inner.func_name == "_[?_]");
+            if c.func_name != "_?._" || c.args.len() != 2 || chained {
+                return;
+            }
+            let field = match &c.args[1].expr {
+                Expr::Literal(cel::common::ast::LiteralValue::String(s)) => s.inner().to_string(),
+                _ => return,
+            };
+            let id = expr.id;
+            let operand = Box::new(c.args[0].clone());
+            let node = |e: Expr| IdedExpr { id, expr: e };
+            let select = |test: bool| {
+                node(Expr::Select(SelectExpr {
+                    operand: operand.clone(),
+                    field: field.clone(),
+                    test,
+                }))
+            };
+            let call = |name: &str, args: Vec<IdedExpr>| {
+                node(Expr::Call(CallExpr {
+                    func_name: name.to_owned(),
+                    target: None,
+                    args,
+                }))
+            };
+            let rewritten = call(
+                "_?_:_",
+                vec![
+                    select(true),
+                    call("optional.of", vec![select(false)]),
+                    call("optional.none", vec![]),
+                ],
+            );
+            *expr = rewritten;
+        }
+        Expr::Select(s) => optional_select(&mut s.operand),
+        Expr::List(l) => l.elements.iter_mut().for_each(optional_select),
+        Expr::Map(m) => m.entries.iter_mut().for_each(|e| {
+            if let EntryExpr::MapEntry(me) = &mut e.expr {
+                optional_select(&mut me.key);
+                optional_select(&mut me.value);
+            }
+        }),
+        Expr::Comprehension(c) => {
+            optional_select(&mut c.iter_range);
+            optional_select(&mut c.accu_init);
+            optional_select(&mut c.loop_cond);
+            optional_select(&mut c.loop_step);
+            optional_select(&mut c.result);
         }
         Expr::Struct(_) | Expr::Ident(_) | Expr::Literal(_) | Expr::Unspecified => {}
     }

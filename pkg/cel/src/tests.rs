@@ -103,6 +103,21 @@ fn has_checks_optional_fields() {
 }
 
 #[test]
+fn optional_field_syntax() {
+    let rules = compile_ok(obj_rule("self.?min.orValue(0) <= self.max"));
+    assert_eq!(
+        check(&rules, json!({"spec": {"max": 1}}), None),
+        Vec::<String>::new()
+    );
+    assert_eq!(check(&rules, json!({"spec": {"max": -1}}), None).len(), 1);
+    assert_eq!(
+        check(&rules, json!({"spec": {"min": 2, "max": 1}}), None).len(),
+        1
+    );
+    assert!(check(&rules, json!({"spec": {"min": 1, "max": 1}}), None).is_empty());
+}
+
+#[test]
 fn missing_field_is_a_runtime_error_like_upstream() {
     let rules = compile_ok(obj_rule("self.replicas > 0"));
     assert_eq!(
@@ -400,6 +415,48 @@ fn transition_rule_on_map_list_items_correlates_by_key() {
     assert_eq!(
         check(&rules, new, Some(old)),
         vec![r#"spec[1]: Invalid value: "object": may not decrease"#]
+    );
+}
+
+#[test]
+fn transition_rule_on_map_values_correlates_by_key() {
+    let schema = crd(json!({
+        "type": "object", "maxProperties": 10,
+        "additionalProperties": {"type": "integer",
+            "x-kubernetes-validations": [{"rule": "self >= oldSelf", "message": "may not decrease"}]},
+    }));
+    let rules = compile_ok(schema);
+    assert_eq!(
+        check(
+            &rules,
+            json!({"spec": {"a": 1, "b": 9, "c": 0}}),
+            Some(json!({"spec": {"a": 2, "b": 3}}))
+        ),
+        vec![r#"spec[a]: Invalid value: "integer": may not decrease"#]
+    );
+}
+
+#[test]
+fn embedded_resources_see_their_own_metadata() {
+    let schema = crd(json!({
+        "type": "object",
+        "properties": {"template": {
+            "type": "object", "x-kubernetes-embedded-resource": true,
+            "x-kubernetes-validations": [{"rule": "self.kind == 'Pod' && self.metadata.name != ''"}],
+            "properties": {"spec": {"type": "object"}},
+        }},
+    }));
+    let rules = compile_ok(schema);
+    assert!(check(&rules, json!({"spec": {"template": {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"}}}}), None).is_empty());
+    assert_eq!(
+        check(
+            &rules,
+            json!({"spec": {"template": {"apiVersion": "v1", "kind": "Job", "metadata": {"name": "p"}}}}),
+            None
+        ),
+        vec![
+            r#"spec.template: Invalid value: "object": failed rule: self.kind == 'Pod' && self.metadata.name != ''"#
+        ]
     );
 }
 
