@@ -407,11 +407,24 @@ impl<'a> Analyzer<'_, 'a> {
                 {
                     self.unordered_eq.push(id);
                 }
-                let a = arg_tys.first().map_or(1, traverse);
-                let b = arg_tys.get(1).map_or(1, traverse);
-                (1 + mul_factor(a.min(b), STRING_TRAVERSAL), Ty::Bool)
+                // as cel-go: a traversal of the shorter operand (1 for scalars)
+                let a = arg_tys.first().map_or(1, Ty::size);
+                let b = arg_tys.get(1).map_or(1, Ty::size);
+                (mul_factor(a.min(b), STRING_TRAVERSAL).max(1), Ty::Bool)
             }
-            "@in" => (1 + arg_tys.get(1).map_or(1, Ty::size), Ty::Bool),
+            "@in" => {
+                let container = arg_tys.get(1);
+                let is_list = matches!(container, Some(Ty::List(..)))
+                    || matches!(container, Some(Ty::Schema(n, _)) if n.ty == "array");
+                (
+                    if is_list {
+                        container.map_or(1, Ty::size)
+                    } else {
+                        1
+                    },
+                    Ty::Bool,
+                )
+            }
             "_[_]" => (1, subject.map_or(Ty::Dyn, Ty::element)),
             "_+_" => {
                 let total = arg_tys.iter().map(Ty::size).fold(0u64, u64::saturating_add);
@@ -422,29 +435,34 @@ impl<'a> Analyzer<'_, 'a> {
                     Some(Ty::Schema(n, _)) if n.ty == "array" => Ty::List(total, Box::new(Ty::Dyn)),
                     _ => Ty::Dyn,
                 };
-                (1 + mul_factor(total, STRING_TRAVERSAL), ty)
+                let own = if matches!(ty, Ty::List(..)) {
+                    1
+                } else {
+                    mul_factor(total, STRING_TRAVERSAL).max(1)
+                };
+                (own, ty)
             }
             "size" | "int" | "uint" | "double" | "bool" | "type" | "has" | "duration"
             | "timestamp" | "getSeconds" | "getMinutes" | "getHours" => (1, Ty::Dyn),
-            "string" => (1, Ty::Str(subject_size.max(20))),
-            "contains" => {
-                let t = subject_size;
-                let a = arg_size(0);
-                (
-                    1 + mul_factor(t.saturating_mul(a), STRING_TRAVERSAL),
-                    Ty::Bool,
-                )
-            }
-            "startsWith" | "endsWith" => (1 + mul_factor(arg_size(0), STRING_TRAVERSAL), Ty::Bool),
+            // cel-go has no size for a converted string: its estimate is unbounded, which is
+            // why upstream rejects e.g. `'x' + string(self.n)` as a messageExpression
+            "string" | "bytes" => (1, Ty::Str(u64::MAX)),
+            "contains" => (
+                mul_factor(subject_size, STRING_TRAVERSAL)
+                    .saturating_mul(mul_factor(arg_size(0), STRING_TRAVERSAL)),
+                Ty::Bool,
+            ),
+            "startsWith" | "endsWith" => (mul_factor(arg_size(0), STRING_TRAVERSAL), Ty::Bool),
             "matches" | "find" | "findAll" => {
-                let str_cost = mul_factor(subject_size, REGEX_FACTOR);
+                // one more than the length, so that an empty string still costs the regex
+                let str_cost = mul_factor(subject_size.saturating_add(1), STRING_TRAVERSAL);
                 let re_cost = mul_factor(arg_size(0), REGEX_FACTOR);
                 let ty = match name {
                     "matches" => Ty::Bool,
                     "find" => Ty::Str(subject_size),
                     _ => Ty::List(subject_size, Box::new(Ty::Str(subject_size))),
                 };
-                (1 + str_cost.saturating_mul(re_cost), ty)
+                (str_cost.saturating_mul(re_cost), ty)
             }
             "split" => (
                 1 + subject_size,

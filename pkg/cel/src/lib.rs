@@ -25,6 +25,7 @@
 mod analyze;
 mod rule;
 mod schema;
+mod types;
 mod value;
 
 use std::sync::Arc;
@@ -80,8 +81,12 @@ impl Rules {
             .map(|(_, c)| *c)
             .fold(0u64, u64::saturating_add);
         if total > STATIC_ESTIMATED_CRD_COST_LIMIT {
-            // upstream names the (at most four) dearest expressions, then the total
-            let mut dearest = costs.clone();
+            // upstream names the (at most four) dearest expressions that make at least 1% of
+            // the limit, then the total
+            let mut dearest: Vec<_> = costs
+                .iter()
+                .filter(|(_, c)| *c >= STATIC_ESTIMATED_CRD_COST_LIMIT / 100)
+                .collect();
             dearest.sort_by_key(|c| std::cmp::Reverse(c.1));
             for (p, _) in dearest.iter().take(4) {
                 errs.push(Error::forbidden(
@@ -104,6 +109,7 @@ impl Rules {
             context.register_all();
             context.add_function(rule::UNORDERED_EQ, rule::unordered_eq);
             context.add_function(rule::UNORDERED_NE, rule::unordered_ne);
+            types::register(&mut context);
         }
         (Rules { root, context }, errs)
     }

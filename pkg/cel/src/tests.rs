@@ -234,6 +234,22 @@ fn int_or_string_sees_either() {
 }
 
 #[test]
+fn type_of_int_or_string() {
+    let schema = crd(json!({
+        "x-kubernetes-int-or-string": true,
+        "x-kubernetes-validations": [{"rule": "type(self) == int ? self >= 0 : self.endsWith('%')"}],
+    }));
+    let rules = compile_ok(schema);
+    assert!(check(&rules, json!({"spec": 3}), None).is_empty());
+    assert!(check(&rules, json!({"spec": "50%"}), None).is_empty());
+    assert_eq!(check(&rules, json!({"spec": "50"}), None).len(), 1);
+    assert_eq!(check(&rules, json!({"spec": -1}), None).len(), 1);
+    let rules = compile_ok(crd(json!({"type": "string", "maxLength": 5,
+        "x-kubernetes-validations": [{"rule": "type(self) == string && type(self) != 'string' && dyn(self) == self"}]})));
+    assert!(check(&rules, json!({"spec": "x"}), None).is_empty());
+}
+
+#[test]
 fn list_rules_and_item_rules() {
     let schema = crd(json!({
         "type": "array", "maxItems": 10,
@@ -544,15 +560,43 @@ fn message_expression_builds_the_message() {
     let schema = crd(json!({
         "type": "object",
         "x-kubernetes-validations": [{
-            "rule": "self.replicas <= 5",
+            "rule": "self.name.size() <= 5",
             "message": "static",
-            "messageExpression": "'replicas ' + string(self.replicas) + ' is more than 5'"}],
-        "properties": {"replicas": {"type": "integer"}},
+            "messageExpression": "'name ' + self.name + ' is longer than 5'"}],
+        "properties": {"name": {"type": "string", "maxLength": 20}},
     }));
     let rules = compile_ok(schema);
     assert_eq!(
-        check(&rules, json!({"spec": {"replicas": 7}}), None),
-        vec![r#"spec: Invalid value: "object": replicas 7 is more than 5"#]
+        check(&rules, json!({"spec": {"name": "abcdefg"}}), None),
+        vec![r#"spec: Invalid value: "object": name abcdefg is longer than 5"#]
+    );
+}
+
+#[test]
+fn message_expression_with_converted_string_is_too_expensive_like_upstream() {
+    // upstream cannot size string(int) and rejects the concatenation
+    let schema = crd(json!({
+        "type": "object",
+        "x-kubernetes-validations": [{
+            "rule": "self.min <= self.max",
+            "messageExpression": "'min (' + string(self.min) + ') exceeds max'"}],
+        "properties": {"min": {"type": "integer"}, "max": {"type": "integer"}},
+    }));
+    let p = "spec.versions[0].schema.openAPIV3Schema";
+    let suffix = "(try simplifying the rule, or adding maxItems, maxProperties, and maxLength where arrays, maps, and strings are declared)";
+    assert_eq!(
+        compile_errs(schema),
+        vec![
+            format!(
+                "{p}.properties[spec].x-kubernetes-validations[0].messageExpression: Forbidden: estimated messageExpression cost exceeds budget by factor of more than 100x {suffix}"
+            ),
+            format!(
+                "{p}.properties[spec].x-kubernetes-validations[0].messageExpression: Forbidden: contributed to estimated rule cost total exceeding cost limit for entire OpenAPIv3 schema"
+            ),
+            format!(
+                "{p}: Forbidden: x-kubernetes-validations estimated rule cost total for entire OpenAPIv3 schema exceeds budget by factor of more than 100x {suffix}"
+            ),
+        ]
     );
 }
 
