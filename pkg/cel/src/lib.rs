@@ -190,13 +190,67 @@ fn attach(
                 rules.push(r);
             }
         }
-        node.uses_old_self = rules.iter().any(|r| r.uses_old_self);
         node.rules = rules;
     }
+    // Rules inside allOf apply to the same value, typed by this node. Upstream does not check
+    // them when the CRD is written (it only runs them), so their problems are not reported.
+    if let Some(branches) = schema.get("allOf").and_then(Value::as_array) {
+        for branch in branches {
+            overlay(branch, node, uncorrelatable, cardinality);
+        }
+    }
+    refresh(node);
+}
+
+/// Recomputes what a node's flags say about its rules and its children's.
+fn refresh(node: &mut Node) {
+    node.uses_old_self = node.rules.iter().any(|r| r.uses_old_self);
     node.has_rules = !node.rules.is_empty()
         || node.properties.iter().any(|(_, n)| n.has_rules)
         || node.additional.as_ref().is_some_and(|n| n.has_rules)
         || node.items.as_ref().is_some_and(|n| n.has_rules);
+}
+
+/// Adds the rules of an `allOf` branch (and of its properties, items and additionalProperties)
+/// to `node` and its children.
+fn overlay(branch: &Value, node: &mut Node, uncorrelatable: Option<&Path>, cardinality: u64) {
+    let mut ignored = ErrorList::new();
+    let mut costs = Vec::new();
+    if let Some(raw_rules) = branch
+        .get("x-kubernetes-validations")
+        .and_then(Value::as_array)
+    {
+        let path = Path::default();
+        for (i, raw) in raw_rules.iter().enumerate() {
+            let compiled = rule::compile(
+                raw,
+                i,
+                node,
+                &path,
+                uncorrelatable,
+                cardinality,
+                &mut ignored,
+                &mut costs,
+            );
+            node.rules.extend(compiled);
+        }
+    }
+    if let Some(props) = branch.get("properties").and_then(Value::as_object) {
+        for (name, child) in node.properties.iter_mut() {
+            if let Some(b) = props.get(name.as_str()) {
+                overlay(b, child, uncorrelatable, cardinality);
+                refresh(child);
+            }
+        }
+    }
+    if let (Some(b), Some(items)) = (branch.get("items"), node.items.as_mut()) {
+        overlay(b, items, uncorrelatable, cardinality);
+        refresh(items);
+    }
+    if let (Some(b), Some(add)) = (branch.get("additionalProperties"), node.additional.as_mut()) {
+        overlay(b, add, uncorrelatable, cardinality);
+        refresh(add);
+    }
 }
 
 /// One validation: where errors go and the cost budget left.

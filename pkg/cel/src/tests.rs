@@ -843,6 +843,28 @@ fn runtime_cost_limit_stops_expensive_evaluations() {
 }
 
 #[test]
+fn rules_inside_all_of_run_on_the_same_value() {
+    let schema = crd(json!({
+        "type": "object",
+        "properties": {"a": {"type": "integer"}},
+        "allOf": [
+            {"x-kubernetes-validations": [{"rule": "self.a > 0", "message": "positive"}]},
+            {"properties": {"a": {"x-kubernetes-validations": [{"rule": "self < 10", "message": "small"}]}}},
+        ],
+    }));
+    let rules = compile_ok(schema);
+    assert!(check(&rules, json!({"spec": {"a": 5}}), None).is_empty());
+    assert_eq!(
+        check(&rules, json!({"spec": {"a": 0}}), None),
+        vec![r#"spec: Invalid value: "object": positive"#]
+    );
+    assert_eq!(
+        check(&rules, json!({"spec": {"a": 11}}), None),
+        vec![r#"spec.a: Invalid value: "integer": small"#]
+    );
+}
+
+#[test]
 fn null_values_are_not_validated() {
     let schema = crd(json!({"type": "string", "nullable": true,
         "x-kubernetes-validations": [{"rule": "self.size() > 100"}]}));
