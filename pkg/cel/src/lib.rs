@@ -122,19 +122,36 @@ impl Rules {
     /// Runs every rule against `new` (and, on update, the `old` object), returning upstream's
     /// field errors (`spec: Invalid value: "object": <message>`), with paths from the object's
     /// root (`spec.replicas`).
+    ///
+    /// Ratcheting (on update): a rule without `oldSelf` that fails on a value equal to its old
+    /// value (or, where the value cannot be correlated, under an unchanged ancestor) is not an
+    /// error; [`Rules::validate_with_warnings`] returns such failures as warnings, as upstream
+    /// sends them. Evaluation errors (`no such key`) stay errors, as upstream.
     pub fn validate(&self, new: &Value, old: Option<&Value>) -> ErrorList {
+        self.validate_with_warnings(new, old).0
+    }
+
+    /// [`Rules::validate`], also returning the failures that ratcheting turned into warnings
+    /// (rendered like errors: `spec: Invalid value: "object": <message>`).
+    pub fn validate_with_warnings(
+        &self,
+        new: &Value,
+        old: Option<&Value>,
+    ) -> (ErrorList, Vec<String>) {
         let mut errs = ErrorList::new();
+        let mut warnings = Vec::new();
         let Some(root) = &self.root else {
-            return errs;
+            return (errs, warnings);
         };
         let mut run = Run {
             ctx: &self.context,
             errs: &mut errs,
+            warnings: &mut warnings,
             budget: RUNTIME_CEL_COST_BUDGET,
         };
         let anchor = old.map(|o| (new, o));
         run.walk(root, new, old, &Path::default(), anchor, true);
-        errs
+        (errs, warnings)
     }
 }
 
@@ -257,6 +274,8 @@ fn overlay(branch: &Value, node: &mut Node, uncorrelatable: Option<&Path>, cardi
 struct Run<'r> {
     ctx: &'r Context<'static>,
     errs: &'r mut ErrorList,
+    /// Failures that ratcheting turned into warnings.
+    warnings: &'r mut Vec<String>,
     budget: i64,
 }
 
@@ -360,7 +379,8 @@ impl Run<'_> {
             self.budget = -1;
             return false;
         }
-        // ratcheting: an unchanged value keeps passing rules that do not look at oldSelf
+        // ratcheting: on an unchanged value, failures of rules that do not look at oldSelf are
+        // warnings
         let mut unchanged: Option<bool> = None;
         let mut is_unchanged = || {
             *unchanged.get_or_insert_with(|| match old {
@@ -375,9 +395,7 @@ impl Run<'_> {
             if rule.uses_old_self && old.is_none() && !rule.optional_old_self {
                 continue;
             }
-            if !rule.uses_old_self && anchor.is_some() && is_unchanged() {
-                continue;
-            }
+            let ratcheted = !rule.uses_old_self && anchor.is_some() && is_unchanged();
             let cost = match rule.fixed_cost {
                 Some(c) => c,
                 None => analyze::runtime_cost(&rule.expr, node, new, old),
@@ -427,7 +445,7 @@ impl Run<'_> {
             match Cel::resolve(&rule.expr, scope) {
                 Ok(Cel::Bool(true)) => {}
                 Ok(Cel::Bool(false)) => {
-                    if !self.fail(rule, node, new, old, path, scope) {
+                    if !self.fail(rule, node, new, old, path, scope, ratcheted) {
                         return false;
                     }
                 }
@@ -462,7 +480,9 @@ impl Run<'_> {
         true
     }
 
-    /// Reports a failed rule. Returns false once the budget is spent.
+    /// Reports a failed rule (as a warning if `ratcheted`). Returns false once the budget is
+    /// spent.
+    #[allow(clippy::too_many_arguments)]
     fn fail(
         &mut self,
         rule: &CompiledRule,
@@ -471,6 +491,7 @@ impl Run<'_> {
         old: Option<&Value>,
         path: &Path,
         scope: &Context<'_>,
+        ratcheted: bool,
     ) -> bool {
         let at = match &rule.field_path {
             Some(fp) => path.child(fp),
@@ -480,11 +501,14 @@ impl Run<'_> {
         if let Some((_, expr)) = &rule.message_expression {
             let cost = analyze::runtime_cost(expr, node, new, old);
             if cost as i64 > self.budget || cost > PER_CALL_LIMIT {
-                self.errs.push(Error::invalid(
-                    &at,
-                    node.type_name(),
-                    "messageExpression evaluation failed due to running out of cost budget, no further validation rules will be run",
-                ));
+                self.report(
+                    Error::invalid(
+                        &at,
+                        node.type_name(),
+                        "messageExpression evaluation failed due to running out of cost budget, no further validation rules will be run",
+                    ),
+                    ratcheted,
+                );
                 self.budget = -1;
                 return false;
             }
@@ -506,8 +530,17 @@ impl Run<'_> {
             ErrorType::Duplicate => Error::duplicate(&at, node.type_name()),
             _ => Error::invalid(&at, node.type_name(), detail),
         };
-        self.errs.push(err);
+        self.report(err, ratcheted);
         true
+    }
+
+    /// An error, or a warning where ratcheting applies.
+    fn report(&mut self, err: Error, ratcheted: bool) {
+        if ratcheted {
+            self.warnings.push(err.to_string());
+        } else {
+            self.errs.push(err);
+        }
     }
 
     fn invalid(&mut self, path: &Path, node: &Node, detail: &str) {

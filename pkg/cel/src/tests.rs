@@ -891,3 +891,63 @@ fn validating_a_small_object_is_fast() {
     eprintln!("validate, no rules: {:?} per object", start.elapsed() / n);
     assert!(per < std::time::Duration::from_millis(5));
 }
+
+#[test]
+fn ratcheted_failures_are_warnings() {
+    let rules = compile_ok(obj_rule("self.min <= self.max"));
+    let bad = json!({"spec": {"min": 3, "max": 2}});
+    let (errs, warnings) = rules.validate_with_warnings(&bad, Some(&bad));
+    assert!(errs.is_empty());
+    assert_eq!(
+        warnings,
+        vec![r#"spec: Invalid value: "object": failed rule: self.min <= self.max"#]
+    );
+    // on create there is nothing to ratchet against
+    let (errs, warnings) = rules.validate_with_warnings(&bad, None);
+    assert_eq!(errs.0.len(), 1);
+    assert!(warnings.is_empty());
+}
+
+#[test]
+fn ratcheting_keeps_evaluation_errors() {
+    let rules = compile_ok(obj_rule("self.replicas > 0"));
+    let obj = json!({"spec": {"min": 1}});
+    assert_eq!(
+        check(&rules, obj.clone(), Some(obj)),
+        vec![
+            r#"spec: Invalid value: "object": no such key: replicas evaluating rule: self.replicas > 0"#
+        ]
+    );
+}
+
+#[test]
+fn ratcheting_items_of_an_unchanged_atomic_list() {
+    let schema = crd(json!({
+        "type": "object",
+        "properties": {
+            "list": {"type": "array", "maxItems": 5, "items": {"type": "integer",
+                "x-kubernetes-validations": [{"rule": "self < 10"}]}},
+            "other": {"type": "integer"},
+        },
+    }));
+    let rules = compile_ok(schema);
+    let old = json!({"spec": {"list": [1, 20], "other": 1}});
+    // the list did not change (only `other` did): its invalid item is tolerated
+    assert!(
+        check(
+            &rules,
+            json!({"spec": {"list": [1, 20], "other": 2}}),
+            Some(old.clone())
+        )
+        .is_empty()
+    );
+    // the list changed: its items are validated again
+    assert_eq!(
+        check(
+            &rules,
+            json!({"spec": {"list": [2, 20], "other": 1}}),
+            Some(old)
+        ),
+        vec![r#"spec.list[1]: Invalid value: "integer": failed rule: self < 10"#]
+    );
+}
