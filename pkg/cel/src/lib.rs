@@ -23,6 +23,7 @@
 #![warn(missing_docs)]
 
 mod analyze;
+mod projection;
 mod rule;
 mod schema;
 mod types;
@@ -222,6 +223,14 @@ fn attach(
 /// Recomputes what a node's flags say about its rules and its children's.
 fn refresh(node: &mut Node) {
     node.uses_old_self = node.rules.iter().any(|r| r.uses_old_self);
+    let mut projection = projection::Projection::none();
+    for rule in &node.rules {
+        projection.add_uses(&rule.expr);
+        if let Some((_, m)) = &rule.message_expression {
+            projection.add_uses(m);
+        }
+    }
+    node.projection = projection;
     node.has_rules = !node.rules.is_empty()
         || node.properties.iter().any(|(_, n)| n.has_rules)
         || node.additional.as_ref().is_some_and(|n| n.has_rules)
@@ -425,16 +434,24 @@ impl Run<'_> {
 
             let base = base_scope.get_or_insert_with(|| {
                 let mut scope = ctx.new_inner_scope();
-                scope.add_variable_from_value("self", value::to_cel(new, Some(node)));
+                scope.add_variable_from_value(
+                    "self",
+                    value::to_cel(new, Some(node), &node.projection),
+                );
                 if let (true, Some(o)) = (node.uses_old_self, old) {
-                    scope.add_variable_from_value("oldSelf", value::to_cel(o, Some(node)));
+                    scope.add_variable_from_value(
+                        "oldSelf",
+                        value::to_cel(o, Some(node), &node.projection),
+                    );
                 }
                 scope
             });
             let optional_scope;
             let scope: &Context<'_> = if rule.optional_old_self {
                 // oldSelf is an optional: none on create, of(old) on update
-                let bound = OptionalValue::of_or_none(old.map(|o| value::to_cel(o, Some(node))));
+                let bound = OptionalValue::of_or_none(
+                    old.map(|o| value::to_cel(o, Some(node), &node.projection)),
+                );
                 let mut scope = base.new_inner_scope();
                 scope.add_variable_from_value("oldSelf", Cel::Opaque(Arc::new(bound)));
                 optional_scope = scope;

@@ -59,6 +59,8 @@ pub(crate) struct Node {
     /// `None` when the name cannot be written in CEL or the node is not a property.
     pub(crate) cel_key: Option<std::sync::Arc<String>>,
     pub(crate) rules: Vec<CompiledRule>,
+    /// The parts of the value the rules can reach.
+    pub(crate) projection: crate::projection::Projection,
     /// Whether this node or any node below it has rules.
     pub(crate) has_rules: bool,
     /// Whether any rule of this node uses `oldSelf`.
@@ -124,6 +126,7 @@ impl Node {
             min_length: schema.get("minLength").and_then(Value::as_u64).unwrap_or(0),
             cel_key: None,
             rules: Vec::new(),
+            projection: crate::projection::Projection::none(),
             has_rules: false,
             uses_old_self: false,
         }

@@ -8,10 +8,12 @@ use chrono::{DateTime, FixedOffset, NaiveDate, TimeZone as _};
 use kube_cel::cel::objects::{Key, Map, Value as Cel};
 use serde_json::Value;
 
+use crate::projection::{ALL, Projection};
 use crate::schema::{Format, Node};
 
-/// Converts `value` for rules on `node` (`None`: no schema, e.g. unknown fields).
-pub(crate) fn to_cel(value: &Value, node: Option<&Node>) -> Cel {
+/// Converts `value` for rules on `node` (`None`: no schema, e.g. unknown fields), leaving out
+/// the fields that `proj` says no rule can reach.
+pub(crate) fn to_cel(value: &Value, node: Option<&Node>, proj: &Projection) -> Cel {
     match value {
         Value::Null => Cel::Null,
         Value::Bool(b) => Cel::Bool(*b),
@@ -26,7 +28,7 @@ pub(crate) fn to_cel(value: &Value, node: Option<&Node>) -> Cel {
         Value::Array(items) => {
             let item_node = node.and_then(|n| n.items.as_deref());
             Cel::List(Arc::new(
-                items.iter().map(|v| to_cel(v, item_node)).collect(),
+                items.iter().map(|v| to_cel(v, item_node, &ALL)).collect(),
             ))
         }
         Value::Object(fields) => {
@@ -34,14 +36,20 @@ pub(crate) fn to_cel(value: &Value, node: Option<&Node>) -> Cel {
             match node {
                 Some(n) if !n.properties.is_empty() || n.resource_root => {
                     for (name, child) in &n.properties {
-                        if let (Some(v), Some(key)) = (fields.get(name), &child.cel_key) {
-                            map.insert(Key::String(key.clone()), to_cel(v, Some(child)));
+                        let (Some(v), Some(key)) = (fields.get(name), &child.cel_key) else {
+                            continue;
+                        };
+                        if let Some(p) = proj.field(key) {
+                            map.insert(Key::String(key.clone()), to_cel(v, Some(child), p));
                         }
                     }
                     if n.resource_root {
                         for meta in ["apiVersion", "kind"] {
                             if let Some(v @ Value::String(_)) = fields.get(meta) {
-                                map.insert(Key::String(Arc::new(meta.to_owned())), to_cel(v, None));
+                                map.insert(
+                                    Key::String(Arc::new(meta.to_owned())),
+                                    to_cel(v, None, &ALL),
+                                );
                             }
                         }
                         if let Some(Value::Object(m)) = fields.get("metadata") {
@@ -51,7 +59,7 @@ pub(crate) fn to_cel(value: &Value, node: Option<&Node>) -> Cel {
                                 if let Some(v @ Value::String(_)) = m.get(f) {
                                     meta.insert(
                                         Key::String(Arc::new(f.to_owned())),
-                                        to_cel(v, None),
+                                        to_cel(v, None, &ALL),
                                     );
                                 }
                             }
@@ -65,12 +73,16 @@ pub(crate) fn to_cel(value: &Value, node: Option<&Node>) -> Cel {
                 Some(n) if n.additional.is_some() => {
                     let add = n.additional.as_deref();
                     for (k, v) in fields {
-                        map.insert(Key::String(Arc::new(k.clone())), to_cel(v, add));
+                        if let Some(p) = proj.field(k) {
+                            map.insert(Key::String(Arc::new(k.clone())), to_cel(v, add, p));
+                        }
                     }
                 }
                 _ => {
                     for (k, v) in fields {
-                        map.insert(Key::String(Arc::new(k.clone())), to_cel(v, None));
+                        if let Some(p) = proj.field(k) {
+                            map.insert(Key::String(Arc::new(k.clone())), to_cel(v, None, p));
+                        }
                     }
                 }
             }
