@@ -86,6 +86,20 @@ impl<'a> Ty<'a> {
         }
     }
 
+    /// Whether the value is known not to be a string.
+    fn surely_not_string(&self) -> bool {
+        match self {
+            Ty::Schema(node, _) => {
+                !node.ty.is_empty()
+                    && node.ty != "string"
+                    && !node.int_or_string
+                    && !node.preserve_unknown
+            }
+            Ty::Bool | Ty::List(..) => true,
+            Ty::Str(_) | Ty::Dyn => false,
+        }
+    }
+
     /// Whether the value is known not to be a boolean.
     fn surely_not_bool(&self) -> bool {
         match self {
@@ -127,6 +141,7 @@ pub(crate) struct Analysis {
     pub(crate) cost: u64,
     pub(crate) issues: Vec<Issue>,
     pub(crate) not_bool: bool,
+    pub(crate) not_string: bool,
     /// Ids of `==`/`!=` calls whose left side is a `list-type: set` or `map` list: equality
     /// that ignores order, as upstream's typed lists compare.
     pub(crate) unordered_eq: Vec<u64>,
@@ -179,6 +194,7 @@ pub(crate) fn analyze<'a>(source: &str, expr: &IdedExpr, self_ty: Ty<'a>) -> Ana
         cost,
         issues: a.issues,
         not_bool: ty.surely_not_bool(),
+        not_string: ty.surely_not_string(),
         unordered_eq: a.unordered_eq,
     }
 }

@@ -227,6 +227,13 @@ pub(crate) fn compile(
                         ),
                     ));
                     failed = true;
+                } else if ma.not_string {
+                    errs.push(Error::invalid(
+                        &at.child("messageExpression"),
+                        raw.clone(),
+                        "messageExpression must evaluate to a string",
+                    ));
+                    failed = true;
                 } else {
                     let mcost = ma.cost.saturating_mul(cardinality);
                     if mcost > STATIC_ESTIMATED_COST_LIMIT {

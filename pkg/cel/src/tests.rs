@@ -751,6 +751,19 @@ fn non_boolean_rule_is_a_compile_error() {
 }
 
 #[test]
+fn message_expression_must_be_a_string() {
+    let errs = compile_errs(crd(json!({"type": "object",
+        "properties": {"n": {"type": "integer"}},
+        "x-kubernetes-validations": [{"rule": "self.n > 0", "messageExpression": "self.n"}]})));
+    assert_eq!(errs.len(), 1);
+    assert!(
+        errs[0].ends_with(": must evaluate to a string"),
+        "{}",
+        errs[0]
+    );
+}
+
+#[test]
 fn empty_rule_and_bad_messages_are_rejected() {
     let schema = crd(json!({"type": "integer", "x-kubernetes-validations": [
         {"rule": "  "},
