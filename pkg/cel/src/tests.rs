@@ -757,7 +757,7 @@ fn message_expression_must_be_a_string() {
         "x-kubernetes-validations": [{"rule": "self.n > 0", "messageExpression": "self.n"}]})));
     assert_eq!(errs.len(), 1);
     assert!(
-        errs[0].ends_with(": must evaluate to a string"),
+        errs[0].ends_with(": messageExpression must evaluate to a string"),
         "{}",
         errs[0]
     );
