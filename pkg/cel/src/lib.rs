@@ -8,17 +8,28 @@
 //! ```
 //!
 //! Follows Kubernetes 1.33 (`apiextensions-apiserver` `schema/cel`): rules run at every node of
-//! the object they are declared on, `self` typed by the schema (integers, numbers, strings
-//! with `date`/`date-time`/`duration`/`byte` formats as timestamps, durations and bytes, maps
-//! vs objects with escaped property names, only `apiVersion`, `kind`, `metadata.name` and
-//! `metadata.generateName` at a resource root); transition rules (`oldSelf`) only where the old
-//! value correlates (same map key, same key of a `list-type: map` item); errors with upstream's
-//! paths and wording; `message`, `messageExpression`, `reason` and `fieldPath`; upstream's
-//! static cost limits at compile time and a runtime cost budget; and ratcheting: on update, a
-//! rule without `oldSelf` is not evaluated where the value did not change.
+//! the object they are declared on (and in `allOf` branches), `self` typed by the schema
+//! (integers, numbers, strings with `date`/`date-time`/`duration`/`byte` formats as timestamps,
+//! durations and bytes, maps vs objects with escaped property names, only `apiVersion`, `kind`,
+//! `metadata.name` and `metadata.generateName` at a resource root, set and map lists equal
+//! regardless of order); transition rules (`oldSelf`, `optionalOldSelf`) only where the old
+//! value correlates (same property, same map key, same key of a `list-type: map` item); errors
+//! with upstream's paths and wording; `message`, `messageExpression`, `reason` and `fieldPath`;
+//! upstream's static cost limits at compile time and a runtime cost budget; and ratcheting.
 //!
 //! The Kubernetes CEL libraries (strings, lists, sets, regex, urls, ip/cidr, quantity, semver,
 //! format, ...) come from the `kube-cel` crate, the CEL interpreter from its re-exported `cel`.
+//!
+//! Known differences from upstream:
+//! - No static type checker (the `cel` crate has none): only undeclared identifiers, undefined
+//!   fields of `self`, and results that surely are not booleans (rules) or strings
+//!   (messageExpressions) are compile errors; other type errors surface when the rule runs.
+//! - Costs follow cel-go's estimator in shape and factors, not to the unit; the runtime cost
+//!   is the same estimate computed on the actual sizes of the values, charged before the rule
+//!   runs (the interpreter cannot be interrupted).
+//! - The bad value of a compile error is the rule as JSON (upstream prints a Go struct).
+//! - Missing from the `cel` crate 0.13: `cel.bind`, `sortBy`, two-variable comprehensions,
+//!   chained optional selections beyond the first (`a.?b.?c`); such rules fail when they run.
 
 #![warn(missing_docs)]
 
