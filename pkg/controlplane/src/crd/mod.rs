@@ -33,10 +33,10 @@ use genplane_registry::{
 use genplane_storage::Storage;
 use serde_json::{Value, json};
 
+use genplane_api::apiextensions::status;
 use printer::Printer;
 
-/// The finalizer that holds a CRD until its objects are gone.
-pub const CLEANUP_FINALIZER: &str = "customresourcecleanup.apiextensions.k8s.io";
+use genplane_api::apiextensions::CLEANUP_FINALIZER;
 
 /// Makes the storage of a CRD's objects from its key prefix (`/registry/<group>/<plural>/`).
 pub type StorageFactory<S> =
@@ -75,15 +75,6 @@ fn strings(value: Option<&Value>) -> Vec<String> {
                 .collect()
         })
         .unwrap_or_default()
-}
-
-/// Whether the CRD's condition `kind` is `True`.
-pub fn condition_true(crd: &Value, kind: &str) -> bool {
-    crd.pointer("/status/conditions")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-        .any(|c| c["type"] == kind && c["status"] == "True")
 }
 
 /// Kubernetes' version priority: GA before beta before alpha, higher numbers first, versions
@@ -236,7 +227,7 @@ impl<S: Storage> CustomResources<S> {
         let mut documents: BTreeMap<(String, String), Vec<CustomKind>> = BTreeMap::new();
         let mut live = Vec::new();
         for crd in &crds {
-            if !condition_true(crd, "NamesAccepted") {
+            if !status::is_condition_true(crd, status::ESTABLISHED) {
                 continue;
             }
             let name = text(crd, "/metadata/name").to_owned();
