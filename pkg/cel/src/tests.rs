@@ -522,7 +522,7 @@ fn optional_old_self_without_old_self_is_rejected() {
 }
 
 #[test]
-fn ratcheting_skips_unchanged_values() {
+fn ratcheting_tolerates_unchanged_invalid_values() {
     let rules = compile_ok(obj_rule("self.min <= self.max"));
     let bad = json!({"spec": {"min": 3, "max": 2}});
     // already invalid and unchanged: allowed
