@@ -16,6 +16,7 @@ on_both_backends!(
     protobuf_bodies_and_answers,
     protobuf_watch_frames,
     protobuf_delete_options,
+    metadata_only_watches,
 );
 
 use support::{Answer, Server, call};
@@ -619,8 +620,20 @@ async fn watch_lines(
     count: usize,
     during: impl std::future::Future<Output = ()>,
 ) -> Vec<Value> {
+    watch_lines_accepting(server, path, "application/json", count, during).await
+}
+
+/// [`watch_lines`] with an `Accept` header.
+async fn watch_lines_accepting(
+    server: &Server,
+    path: &str,
+    accept: &str,
+    count: usize,
+    during: impl std::future::Future<Output = ()>,
+) -> Vec<Value> {
     let client = Client::builder(TokioExecutor::new()).build_http::<Full<Bytes>>();
     let request = Request::get(format!("http://{}{path}", server.addr))
+        .header("accept", accept)
         .body(Full::new(Bytes::new()))
         .unwrap();
     let response = client.request(request).await.unwrap();
@@ -1148,4 +1161,31 @@ async fn protobuf_delete_options(server: Server) {
     let (code, status) = proto_status(&deleted);
     assert_eq!((code, &status["status"]), (200, &json!("Success")));
     assert_eq!(status["details"]["name"], "d");
+}
+
+/// What kube-rs's metadata watcher and client-go's metadata informer send: a watch whose
+/// events carry `PartialObjectMetadata` (no `data`).
+async fn metadata_only_watches(server: Server) {
+    let lines = watch_lines_accepting(
+        &server,
+        "/api/v1/namespaces/default/configmaps?watch=true&resourceVersion=0",
+        "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1",
+        1,
+        async {
+            post(
+                &server,
+                "/api/v1/namespaces/default/configmaps",
+                configmap("meta", json!({"a": "b"})),
+            )
+            .await;
+        },
+    )
+    .await;
+    assert_eq!(lines[0]["type"], "ADDED");
+    let object = &lines[0]["object"];
+    assert_eq!(object["kind"], "PartialObjectMetadata");
+    assert_eq!(object["apiVersion"], "meta.k8s.io/v1");
+    assert_eq!(object["metadata"]["name"], "meta");
+    assert_eq!(object["metadata"]["labels"]["a"], "b");
+    assert!(object.get("data").is_none(), "{object}");
 }

@@ -30,7 +30,10 @@ const BOOKMARK_PERIOD: Duration = Duration::from_secs(60);
 pub(crate) async fn watch<S: Storage>(
     ctx: &Ctx<'_, S>,
 ) -> Result<Response<ResponseBody>, ApiError> {
-    let negotiated = ctx.negotiate(true)?;
+    // A watch's events hold single objects: metadata-only watchers (client-go's metadata
+    // informer, kube-rs) ask for `as=PartialObjectMetadata`, as upstream serves them; the
+    // list form is accepted too.
+    let negotiated = ctx.negotiate(true).or_else(|_| ctx.negotiate(false))?;
     let options = ctx.list_options(true)?;
     let bookmarks = options.read.allow_watch_bookmarks;
     let timeout = match ctx
@@ -50,6 +53,12 @@ pub(crate) async fn watch<S: Storage>(
         Target::Table(version) => Some(version),
         _ => None,
     };
+    let partial = match negotiated.target {
+        Target::PartialObjectMetadata(version) | Target::PartialObjectMetadataList(version) => {
+            Some(version)
+        }
+        _ => None,
+    };
     let shutdown = ctx.shutdown.cloned();
     tokio::spawn(async move {
         let closing = async {
@@ -67,15 +76,18 @@ pub(crate) async fn watch<S: Storage>(
         loop {
             let line = tokio::select! {
                 item = stream.next() => match item {
-                    Some(WatchItem::Event(kind, object)) => match table {
-                        Some(version) => {
+                    Some(WatchItem::Event(kind, object)) => match (table, partial) {
+                        (Some(version), _) => {
                             let t = encode::table(info, std::slice::from_ref(object.value()), None, version, headers, now);
                             headers = false;
                             encode::watch_event(kind.as_str(), t, format, info)
                         }
+                        (None, Some(version)) => {
+                            encode::watch_event(kind.as_str(), encode::partial_metadata(object.value(), version), format, info)
+                        }
                         // JSON: the object's encoding is shared by every watcher.
-                        None if format != Format::Protobuf => encode::watch_line(kind.as_str(), object.json()),
-                        None => encode::watch_event(kind.as_str(), object.value().clone(), format, info),
+                        (None, None) if format != Format::Protobuf => encode::watch_line(kind.as_str(), object.json()),
+                        (None, None) => encode::watch_event(kind.as_str(), object.value().clone(), format, info),
                     },
                     Some(WatchItem::Bookmark { resource_version, initial_events_end }) => {
                         if !bookmarks {

@@ -86,8 +86,8 @@ enum Change {
     /// A watch reported an object added or updated.
     Observed {
         identity: Identity,
-        new: ObjectMeta,
-        old: Option<ObjectMeta>,
+        new: Box<ObjectMeta>,
+        old: Option<Box<ObjectMeta>>,
     },
     /// A watch reported an object deleted.
     Deleted { uid: String },
@@ -183,7 +183,7 @@ pub async fn run(client: Client) -> Result<(), Error> {
                             .preferred
                             .iter()
                             .filter(|r| r.supports(&["list", "watch", "delete"]))
-                            .filter(|r| r.api.plural != "events" || (r.api.group != "" && r.api.group != "events.k8s.io"))
+                            .filter(|r| r.api.plural != "events" || (!r.api.group.is_empty() && r.api.group != "events.k8s.io"))
                             .map(|r| ((r.api.api_version.clone(), r.api.plural.clone()), r.clone()))
                             .collect();
                         *gc.discovered.write().unwrap_or_else(std::sync::PoisonError::into_inner) = Arc::new(found);
@@ -280,8 +280,8 @@ async fn monitor(
                 let old = known.insert(uid, o.metadata.clone());
                 changes.send(Change::Observed {
                     identity: identity(&o.metadata),
-                    new: o.metadata,
-                    old,
+                    new: Box::new(o.metadata),
+                    old: old.map(Box::new),
                 })
             }
             watcher::Event::Delete(o) => {
@@ -305,10 +305,10 @@ async fn monitor(
                     }
                 }
                 for (uid, new) in &listing {
-                    let old = known.get(uid).cloned();
+                    let old = known.get(uid).cloned().map(Box::new);
                     result = result.and(changes.send(Change::Observed {
                         identity: identity(new),
-                        new: new.clone(),
+                        new: Box::new(new.clone()),
                         old,
                     }));
                 }
@@ -371,7 +371,7 @@ impl Collector {
             let mut graph = self.graph();
             match change {
                 Change::Observed { identity, new, old } => {
-                    graph.observe(identity, &new, old.as_ref())
+                    graph.observe(identity, &new, old.as_deref())
                 }
                 Change::Deleted { uid } => graph.observe_deleted(&uid),
                 Change::VirtualDeleted(identity) => graph.virtual_deleted(&identity),
@@ -561,6 +561,12 @@ impl Collector {
         rv: Option<String>,
     ) -> Result<(), Error> {
         let (api, _) = self.api_for(&identity.api_version, &identity.kind, &identity.namespace)?;
+        // An empty list is removed (null), so the field disappears as it does upstream.
+        let owners = if owners.is_empty() {
+            serde_json::Value::Null
+        } else {
+            json!(owners)
+        };
         let patch = json!({"metadata": {"ownerReferences": owners, "resourceVersion": rv, "uid": identity.uid}});
         match api
             .patch_metadata(
@@ -613,6 +619,11 @@ impl Collector {
                 return Ok(());
             }
             let kept: Vec<&String> = finalizers.iter().filter(|f| *f != finalizer).collect();
+            let kept = if kept.is_empty() {
+                serde_json::Value::Null
+            } else {
+                json!(kept)
+            };
             let patch = json!({"metadata": {"finalizers": kept, "resourceVersion": live.metadata.resource_version}});
             match api
                 .patch_metadata(
