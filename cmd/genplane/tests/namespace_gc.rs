@@ -379,6 +379,64 @@ fn cascading_deletion_background_foreground_and_orphan() {
     );
     assert!(get(&server, "secret", "gc", "fg-blocking").is_none());
 
+    // Foreground down a chain: a dependent with dependents of its own is deleted in the
+    // foreground too, and each owner waits for its blocking dependent.
+    apply(&server, configmap("gc", "top", json!({})));
+    let top = uid(&server, "configmap", "gc", "top");
+    apply(
+        &server,
+        configmap("gc", "middle", owned_by("top", &top, true)),
+    );
+    let middle = uid(&server, "configmap", "gc", "middle");
+    let mut bottom = owned_by("middle", &middle, true);
+    bottom["finalizers"] = json!(["example.com/hold"]);
+    apply(&server, secret("gc", "bottom", bottom));
+    ok(kubectl(
+        &server,
+        &[
+            "delete",
+            "configmap",
+            "top",
+            "-n",
+            "gc",
+            "--cascade=foreground",
+            "--wait=false",
+        ],
+    ));
+    eventually(
+        Duration::from_secs(30),
+        "the chain waits on its bottom",
+        || {
+            get(&server, "secret", "gc", "bottom")
+                .is_some_and(|s| s["metadata"]["deletionTimestamp"].is_string())
+        },
+    );
+    for name in ["top", "middle"] {
+        let waiting = get(&server, "configmap", "gc", name).unwrap();
+        assert_eq!(
+            waiting["metadata"]["finalizers"],
+            json!(["foregroundDeletion"]),
+            "{name}"
+        );
+    }
+    ok(kubectl(
+        &server,
+        &[
+            "patch",
+            "secret",
+            "bottom",
+            "-n",
+            "gc",
+            "--type=merge",
+            "-p",
+            r#"{"metadata":{"finalizers":null}}"#,
+        ],
+    ));
+    eventually(Duration::from_secs(30), "the whole chain is gone", || {
+        get(&server, "configmap", "gc", "top").is_none()
+            && get(&server, "configmap", "gc", "middle").is_none()
+    });
+
     // Orphan: the dependents stay, without their reference to the owner.
     apply(&server, configmap("gc", "or", json!({})));
     let owner = uid(&server, "configmap", "gc", "or");
@@ -457,6 +515,51 @@ fn an_owner_in_another_namespace_counts_as_absent_and_is_reported() {
             })
         },
     );
+    // A dependent with one live owner stays, and loses its reference to an absent one.
+    apply(
+        &server,
+        configmap(
+            "home",
+            "two-owners",
+            json!({"ownerReferences": [
+                {"apiVersion": "v1", "kind": "ConfigMap", "name": "owner", "uid": owner},
+                {"apiVersion": "v1", "kind": "ConfigMap", "name": "never", "uid": "4b1d0000-0000-0000-0000-000000000000"}]}),
+        ),
+    );
+    eventually(
+        Duration::from_secs(30),
+        "the absent owner's reference is dropped",
+        || {
+            get(&server, "configmap", "home", "two-owners").unwrap()["metadata"]["ownerReferences"]
+                .as_array()
+                .is_some_and(|refs| refs.len() == 1 && refs[0]["uid"] == owner.as_str())
+        },
+    );
+
+    // A cluster-scoped dependent naming a namespaced kind is never collected, and reported.
+    apply(
+        &server,
+        json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
+            "metadata": {"name": "claims-a-configmap", "ownerReferences": [{"apiVersion": "v1",
+                "kind": "ConfigMap", "name": "owner", "uid": owner}]}, "rules": []}),
+    );
+    eventually(
+        Duration::from_secs(30),
+        "an event on the cluster-scoped dependent",
+        || {
+            let events: Value = serde_json::from_str(&ok(kubectl(
+                &server,
+                &["get", "events", "-n", "default", "-o", "json"],
+            )))
+            .unwrap();
+            events["items"].as_array().unwrap().iter().any(|e| {
+                e["reason"] == "OwnerRefInvalidNamespace"
+                    && e["involvedObject"]["kind"] == "ClusterRole"
+                    && e["involvedObject"]["name"] == "claims-a-configmap"
+            })
+        },
+    );
+    assert!(get(&server, "clusterrole", "", "claims-a-configmap").is_some());
     assert!(get(&server, "configmap", "away", "of-namespace").is_some());
     assert!(get(&server, "configmap", "home", "owner").is_some());
 }

@@ -412,7 +412,12 @@ impl Collector {
 
     /// The live object of `identity`, if one of that uid exists.
     async fn get_live(&self, identity: &Identity) -> Result<Option<Meta>, Error> {
-        let (api, _) = self.api_for(&identity.api_version, &identity.kind, &identity.namespace)?;
+        let (api, namespaced) =
+            self.api_for(&identity.api_version, &identity.kind, &identity.namespace)?;
+        if namespaced && identity.namespace.is_empty() {
+            // A namespaced kind named by a cluster-scoped object: there is no such object.
+            return Ok(None);
+        }
         match api.get_metadata_opt(&identity.name).await? {
             Some(o) if o.metadata.uid.as_deref() == Some(identity.uid.as_str()) => Ok(Some(o)),
             _ => Ok(None),
