@@ -276,11 +276,12 @@ async fn monitor(
         };
         let sent = match event {
             watcher::Event::Apply(o) => {
-                let uid = o.metadata.uid.clone().unwrap_or_default();
-                let old = known.insert(uid, o.metadata.clone());
+                let meta = slim(o.metadata);
+                let uid = meta.uid.clone().unwrap_or_default();
+                let old = known.insert(uid, meta.clone());
                 changes.send(Change::Observed {
-                    identity: identity(&o.metadata),
-                    new: Box::new(o.metadata),
+                    identity: identity(&meta),
+                    new: Box::new(meta),
                     old: old.map(Box::new),
                 })
             }
@@ -294,7 +295,7 @@ async fn monitor(
                 Ok(())
             }
             watcher::Event::InitApply(o) => {
-                listing.insert(o.metadata.uid.clone().unwrap_or_default(), o.metadata);
+                listing.insert(o.metadata.uid.clone().unwrap_or_default(), slim(o.metadata));
                 Ok(())
             }
             watcher::Event::InitDone => {
@@ -324,6 +325,21 @@ async fn monitor(
         }
     }
     Ok(())
+}
+
+/// The part of an object's metadata the graph needs (labels, annotations and managed fields
+/// would only cost memory).
+fn slim(meta: ObjectMeta) -> ObjectMeta {
+    ObjectMeta {
+        name: meta.name,
+        namespace: meta.namespace,
+        uid: meta.uid,
+        resource_version: meta.resource_version,
+        deletion_timestamp: meta.deletion_timestamp,
+        finalizers: meta.finalizers,
+        owner_references: meta.owner_references,
+        ..ObjectMeta::default()
+    }
 }
 
 /// Whether `meta` carries `finalizer`.
