@@ -197,7 +197,10 @@ impl<S: Storage> CustomResources<S> {
     async fn sync(self: &Arc<Self>) -> Result<String, ApiError> {
         let listed = self.crds.store.list("", &ListOptions::default()).await?;
         let mut crds = listed.items;
-        // Status first: names accepted and established, as upstream's controllers write them.
+        // The status upstream's controllers would write: names accepted and established.
+        // What it says is served before it is written, so that a client that sees
+        // `Established` finds the resource.
+        let mut writes = Vec::new();
         for index in 0..crds.len() {
             let others: Vec<Value> = crds
                 .iter()
@@ -205,22 +208,10 @@ impl<S: Storage> CustomResources<S> {
                 .filter(|(i, _)| *i != index)
                 .map(|(_, c)| c.clone())
                 .collect();
-            let crd = &crds[index];
-            let status = schema::status(crd, &others);
-            if crd.get("status") != Some(&status) {
-                let mut updated = crd.clone();
-                updated["status"] = status;
-                let name = text(crd, "/metadata/name").to_owned();
-                match self
-                    .crd_status
-                    .update("", &name, updated, &WriteOptions::default())
-                    .await
-                {
-                    Ok(written) => crds[index] = written.object,
-                    // A newer write comes back through the watch.
-                    Err(error) if error.code == 409 || error.code == 404 => {}
-                    Err(error) => return Err(error),
-                }
+            let status = schema::status(&crds[index], &others);
+            if crds[index].get("status") != Some(&status) {
+                crds[index]["status"] = status;
+                writes.push(index);
             }
         }
         let mut resources = Vec::new();
@@ -263,6 +254,19 @@ impl<S: Storage> CustomResources<S> {
             })
             .collect();
         self.api.set_custom(resources, documents);
+        for index in writes {
+            let name = text(&crds[index], "/metadata/name").to_owned();
+            match self
+                .crd_status
+                .update("", &name, crds[index].clone(), &WriteOptions::default())
+                .await
+            {
+                Ok(_) => {}
+                // A newer write comes back through the watch.
+                Err(error) if error.code == 409 || error.code == 404 => {}
+                Err(error) => return Err(error),
+            }
+        }
         Ok(listed.resource_version)
     }
 

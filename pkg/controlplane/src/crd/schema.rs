@@ -115,8 +115,7 @@ pub fn compile(crd: &Value, version: &Value) -> Compiled {
     };
     let name = text(version, "/name");
     let schema = version.pointer("/schema/openAPIV3Schema");
-    let mut published =
-        openapi::kind_schema(schema.unwrap_or(&Value::Null), group, name, kind);
+    let mut published = openapi::kind_schema(schema.unwrap_or(&Value::Null), group, name, kind);
     let selectable: Vec<&str> = version
         .get("selectableFields")
         .and_then(Value::as_array)
@@ -136,7 +135,10 @@ pub fn compile(crd: &Value, version: &Value) -> Compiled {
 /// The strategy of `crd`'s storage version (for deleting its objects).
 pub fn compile_storage(crd: &Value) -> CustomResourceStrategy {
     let spec = &crd["spec"];
-    let versions = spec["versions"].as_array().map(Vec::as_slice).unwrap_or_default();
+    let versions = spec["versions"]
+        .as_array()
+        .map(Vec::as_slice)
+        .unwrap_or_default();
     let storage = versions.iter().find(|v| v["storage"] == true);
     let name = storage.map(|v| text(v, "/name")).unwrap_or_default();
     CustomResourceStrategy::new(
@@ -380,10 +382,14 @@ mod tests {
         }));
         let errors = CrdStrategy::new().validate(&crd).unwrap().to_string();
         assert!(
-            errors.contains("spec.validation.openAPIV3Schema.properties[spec].type: Required value"),
+            errors
+                .contains("spec.validation.openAPIV3Schema.properties[spec].type: Required value"),
             "{errors}"
         );
-        assert!(errors.contains("x-kubernetes-validations[0].rule"), "{errors}");
+        assert!(
+            errors.contains("x-kubernetes-validations[0].rule"),
+            "{errors}"
+        );
         let fine = example(json!({
             "type": "object",
             "properties": {"spec": {"type": "object", "properties": {"size": {"type": "integer", "default": 3}}}},
@@ -402,7 +408,9 @@ mod tests {
         }));
         let errors = CrdStrategy::new().validate(&crd).unwrap().to_string();
         assert!(
-            errors.contains("spec.validation.openAPIV3Schema.properties[spec].properties[size].default"),
+            errors.contains(
+                "spec.validation.openAPIV3Schema.properties[spec].properties[size].default"
+            ),
             "{errors}"
         );
     }
@@ -416,12 +424,20 @@ mod tests {
             }, "x-kubernetes-validations": [{"rule": "self.size != 4", "message": "not four"}]}},
         })));
         let mut object = json!({"apiVersion": "example.com/v1", "kind": "Widget", "metadata": {"name": "a"}, "spec": {"colour": "red"}});
-        assert_eq!(schema.prune(&mut object).unwrap(), vec!["spec.colour".to_owned()]);
+        assert_eq!(
+            schema.prune(&mut object).unwrap(),
+            vec!["spec.colour".to_owned()]
+        );
         schema.default(&mut object);
         assert_eq!(object["spec"], json!({"size": 1}));
         assert!(schema.validate(&object, None).is_empty());
         object["spec"]["size"] = json!(4);
-        assert!(schema.validate(&object, None).to_string().contains("not four"));
+        assert!(
+            schema
+                .validate(&object, None)
+                .to_string()
+                .contains("not four")
+        );
         object["spec"]["size"] = json!(7);
         let errors = schema.validate(&object, None).to_string();
         assert!(errors.contains("spec.size: Invalid value: 7"), "{errors}");
