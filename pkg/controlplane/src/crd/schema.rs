@@ -351,10 +351,12 @@ impl Strategy for CrdStrategy {
     }
 }
 
-/// A CRD the tests and examples use: `json!` of a minimal valid CustomResourceDefinition.
+/// A CRD the tests use: a minimal CustomResourceDefinition with `schema`, defaulted and
+/// prepared as the store does before validating.
 #[cfg(test)]
 pub(crate) fn example(schema: Value) -> Value {
-    json!({
+    let strategy = CrdStrategy::new();
+    let mut crd = json!({
         "apiVersion": "apiextensions.k8s.io/v1",
         "kind": "CustomResourceDefinition",
         "metadata": {"name": "widgets.example.com"},
@@ -363,7 +365,10 @@ pub(crate) fn example(schema: Value) -> Value {
             "names": {"plural": "widgets", "singular": "widget", "kind": "Widget", "listKind": "WidgetList"},
             "versions": [{"name": "v1", "served": true, "storage": true, "schema": {"openAPIV3Schema": schema}}],
         },
-    })
+    });
+    strategy.default(&mut crd);
+    strategy.prepare_for_create(&mut crd);
+    crd
 }
 
 #[cfg(test)]
@@ -395,7 +400,8 @@ mod tests {
             "properties": {"spec": {"type": "object", "properties": {"size": {"type": "integer", "default": 3}}}},
             "x-kubernetes-validations": [{"rule": "!has(self.spec) || self.spec.size < 10"}],
         }));
-        assert!(CrdStrategy::new().validate(&fine).unwrap().is_empty());
+        let errors = CrdStrategy::new().validate(&fine).unwrap();
+        assert!(errors.is_empty(), "{errors}");
     }
 
     #[test]
