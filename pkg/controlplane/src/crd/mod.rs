@@ -22,19 +22,52 @@ use std::time::Duration;
 
 use genplane_api::catalog::{ResourceDescription, SubresourceDescription};
 use genplane_api::openapi::{CustomKind, Document};
-use genplane_apimachinery::errors::ApiError;
+use genplane_apimachinery::errors::{ApiError, Status};
 use genplane_apimachinery::resource_version::ReadOptions;
 use genplane_apiserver::kind::ServedKind;
 use genplane_apiserver::server::{ApiServer, Resource};
 use genplane_registry::{
-    CustomResourceStrategy, CustomStatusStrategy, DeleteOptions, ListOptions, Store, WatchItem,
-    WriteOptions,
+    Converter, CustomResourceStrategy, CustomStatusStrategy, DeleteOptions, ListOptions, Store,
+    WatchItem, WriteOptions,
 };
 use genplane_storage::Storage;
 use serde_json::{Value, json};
 
 use genplane_api::apiextensions::status;
 use printer::Printer;
+
+use crate::conversion::ConversionWebhook;
+
+/// Conversion by a CRD's webhook; a failure is the request's 500, as upstream answers it.
+#[derive(Debug)]
+struct WebhookConverter(ConversionWebhook);
+
+impl Converter for WebhookConverter {
+    fn convert(&self, object: Value, api_version: &str) -> Result<Value, ApiError> {
+        let mut converted = self
+            .0
+            .convert_blocking(vec![object], api_version)
+            .map_err(|error| ApiError::from(Status::internal_error(error.to_string())))?;
+        converted
+            .pop()
+            .ok_or_else(|| Status::internal_error("the conversion webhook returned nothing").into())
+    }
+}
+
+/// The converter of a CRD whose webhook configuration cannot be used (a service reference, a
+/// bad CA bundle): every conversion fails with why.
+#[derive(Debug)]
+struct Unconvertible(String);
+
+impl Converter for Unconvertible {
+    fn convert(&self, _object: Value, api_version: &str) -> Result<Value, ApiError> {
+        Err(Status::internal_error(format!(
+            "conversion webhook to {api_version} cannot be called: {}",
+            self.0
+        ))
+        .into())
+    }
+}
 
 use genplane_api::apiextensions::CLEANUP_FINALIZER;
 
@@ -52,6 +85,9 @@ pub struct CustomResources<S: Storage> {
     caches: Mutex<HashMap<String, (String, Arc<S>)>>,
     /// CRDs whose cleanup is running.
     cleaning: Mutex<Vec<String>>,
+    /// The conversion webhook of each CRD converting by webhook, by name, with the CRD
+    /// generation it was made for.
+    webhooks: Mutex<HashMap<String, (i64, Arc<dyn Converter>)>>,
 }
 
 impl<S: Storage> std::fmt::Debug for CustomResources<S> {
@@ -126,6 +162,7 @@ impl<S: Storage> CustomResources<S> {
             storage,
             caches: Mutex::new(HashMap::new()),
             cleaning: Mutex::new(Vec::new()),
+            webhooks: Mutex::new(HashMap::new()),
         }))
     }
 
@@ -247,6 +284,10 @@ impl<S: Storage> CustomResources<S> {
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
             .retain(|name, _| live.contains(name));
+        self.webhooks
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .retain(|name, _| live.contains(name));
         let documents: Vec<Document> = documents
             .into_iter()
             .map(|((group, version), kinds)| {
@@ -320,6 +361,7 @@ impl<S: Storage> CustomResources<S> {
             .find(|v| v["storage"] == true)
             .map(|v| text(v, "/name"))
             .unwrap_or_default();
+        let converter = self.converter(crd);
         let mut served: Vec<&Value> = versions
             .into_iter()
             .filter(|v| v["served"] == true)
@@ -348,6 +390,7 @@ impl<S: Storage> CustomResources<S> {
                 compiled.schema.clone(),
             )
             .with_status(status)
+            .with_converter(converter.clone())
             .terminating(terminating)
             .with_selectable_fields(&selectable);
             let mut subresources = Vec::new();
@@ -402,6 +445,38 @@ impl<S: Storage> CustomResources<S> {
             ));
         }
         out
+    }
+
+    /// The converter of a CRD whose conversion strategy is `Webhook` (made once per CRD
+    /// generation); `None` for conversion `None`.
+    fn converter(&self, crd: &Value) -> Option<Arc<dyn Converter>> {
+        let conversion = crd.pointer("/spec/conversion")?;
+        if conversion.get("strategy").and_then(Value::as_str) != Some("Webhook") {
+            return None;
+        }
+        let name = text(crd, "/metadata/name").to_owned();
+        let generation = crd
+            .pointer("/metadata/generation")
+            .and_then(Value::as_i64)
+            .unwrap_or(0);
+        let mut webhooks = self
+            .webhooks
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Some((made_for, converter)) = webhooks.get(&name)
+            && *made_for == generation
+        {
+            return Some(converter.clone());
+        }
+        let converter: Arc<dyn Converter> = match ConversionWebhook::new(conversion) {
+            Ok(webhook) => Arc::new(WebhookConverter(webhook)),
+            Err(error) => {
+                tracing::warn!(crd = name, %error, "the CRD's conversion webhook cannot be used");
+                Arc::new(Unconvertible(error.to_string()))
+            }
+        };
+        webhooks.insert(name, (generation, converter.clone()));
+        Some(converter)
     }
 
     /// Deletes every object of a CRD being deleted, then removes its cleanup finalizer (once;
