@@ -75,6 +75,9 @@ use genplane_api::apiextensions::CLEANUP_FINALIZER;
 pub type StorageFactory<S> =
     Arc<dyn Fn(&str, &str, &str) -> Result<Arc<S>, genplane_storage::Error> + Send + Sync>;
 
+/// A CRD's converter, with the CRD generation it was made for.
+type Webhook = (i64, Arc<dyn Converter>);
+
 /// The CRD machinery of one API server.
 pub struct CustomResources<S: Storage> {
     api: Arc<ApiServer<S>>,
@@ -87,7 +90,7 @@ pub struct CustomResources<S: Storage> {
     cleaning: Mutex<Vec<String>>,
     /// The conversion webhook of each CRD converting by webhook, by name, with the CRD
     /// generation it was made for.
-    webhooks: Mutex<HashMap<String, (i64, Arc<dyn Converter>)>>,
+    webhooks: Mutex<HashMap<String, Webhook>>,
 }
 
 impl<S: Storage> std::fmt::Debug for CustomResources<S> {
