@@ -563,3 +563,99 @@ fn an_owner_in_another_namespace_counts_as_absent_and_is_reported() {
     assert!(get(&server, "configmap", "away", "of-namespace").is_some());
     assert!(get(&server, "configmap", "home", "owner").is_some());
 }
+
+/// A namespaced CRD, `widgets.example.com`, Established before the controllers start (the
+/// garbage collector discovers resources at start and every 30 s).
+fn install_widgets(server: &Apiserver) {
+    apply(
+        server,
+        json!({
+            "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+            "metadata": {"name": "widgets.example.com"},
+            "spec": {
+                "group": "example.com", "scope": "Namespaced",
+                "names": {"plural": "widgets", "singular": "widget", "kind": "Widget"},
+                "versions": [{"name": "v1", "served": true, "storage": true, "schema": {"openAPIV3Schema": {
+                    "type": "object", "x-kubernetes-preserve-unknown-fields": true}}}],
+            },
+        }),
+    );
+    ok(kubectl(
+        server,
+        &[
+            "wait",
+            "--for=condition=Established",
+            "--timeout=20s",
+            "crd/widgets.example.com",
+        ],
+    ));
+}
+
+fn widget(namespace: &str, name: &str, extra: Value) -> Value {
+    let mut object = configmap(namespace, name, extra);
+    object["apiVersion"] = json!("example.com/v1");
+    object["kind"] = json!("Widget");
+    object["spec"] = object["data"].take();
+    object.as_object_mut().unwrap().remove("data");
+    object
+}
+
+#[test]
+fn custom_resources_go_with_their_namespace_and_their_owners() {
+    let server = common::start();
+    install_widgets(&server);
+    let _controllers = controllers(&server);
+
+    // A custom resource owning a ConfigMap and another custom resource: foreground deletion
+    // deletes both dependents, then the owner.
+    ok(kubectl(&server, &["create", "namespace", "crs"]));
+    apply(&server, widget("crs", "owner", json!({})));
+    let owner = uid(&server, "widget", "crs", "owner");
+    let by_widget = json!({"ownerReferences": [{"apiVersion": "example.com/v1", "kind": "Widget",
+        "name": "owner", "uid": owner, "blockOwnerDeletion": true}]});
+    apply(&server, configmap("crs", "owned-cm", by_widget.clone()));
+    apply(&server, widget("crs", "owned-widget", by_widget));
+    ok(kubectl(
+        &server,
+        &[
+            "delete",
+            "widget",
+            "owner",
+            "-n",
+            "crs",
+            "--cascade=foreground",
+            "--timeout=30s",
+        ],
+    ));
+    assert!(get(&server, "widget", "crs", "owner").is_none());
+    assert!(get(&server, "configmap", "crs", "owned-cm").is_none());
+    assert!(get(&server, "widget", "crs", "owned-widget").is_none());
+
+    // A custom resource owned by a ConfigMap goes in the background after its owner.
+    apply(&server, configmap("crs", "cm-owner", json!({})));
+    let cm_owner = uid(&server, "configmap", "crs", "cm-owner");
+    apply(
+        &server,
+        widget("crs", "dependent", owned_by("cm-owner", &cm_owner, false)),
+    );
+    ok(kubectl(
+        &server,
+        &["delete", "configmap", "cm-owner", "-n", "crs"],
+    ));
+    eventually(
+        Duration::from_secs(30),
+        "the widget follows its owner",
+        || get(&server, "widget", "crs", "dependent").is_none(),
+    );
+
+    // Deleting the namespace deletes its custom resources with everything else.
+    apply(&server, widget("crs", "left", json!({})));
+    apply(&server, configmap("crs", "left", json!({})));
+    ok(kubectl(
+        &server,
+        &["delete", "namespace", "crs", "--timeout=60s"],
+    ));
+    assert!(get(&server, "widget", "crs", "left").is_none());
+    let gone = kubectl(&server, &["get", "namespace", "crs"]);
+    assert!(text(&gone).contains("NotFound"), "{}", text(&gone));
+}
