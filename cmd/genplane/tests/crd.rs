@@ -150,6 +150,38 @@ fn kubectl_works_on_custom_resources() {
         "{resources}"
     );
 
+    // The legacy discovery documents too (the Python dynamic client and kube-rs read them).
+    let group: Value = serde_json::from_str(&kubectl(
+        &server,
+        &["get", "--raw", "/apis/stable.example.com"],
+    ))
+    .unwrap();
+    assert_eq!(
+        group["preferredVersion"]["groupVersion"], "stable.example.com/v1",
+        "{group}"
+    );
+    let list: Value = serde_json::from_str(&kubectl(
+        &server,
+        &["get", "--raw", "/apis/stable.example.com/v1"],
+    ))
+    .unwrap();
+    let crontabs = list["resources"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["name"] == "crontabs")
+        .unwrap();
+    assert_eq!(crontabs["shortNames"], serde_json::json!(["ct"]), "{list}");
+    assert_eq!(crontabs["categories"], serde_json::json!(["all"]), "{list}");
+    assert!(
+        list["resources"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|r| r["name"] == "crontabs/status"),
+        "{list}"
+    );
+
     let object = write(
         &server,
         "ct.yaml",
