@@ -33,6 +33,8 @@ spec:
     storage: true
     subresources:
       status: {}
+    selectableFields:
+    - jsonPath: .spec.image
     additionalPrinterColumns:
     - name: Spec
       type: string
@@ -205,6 +207,54 @@ fn kubectl_works_on_custom_resources() {
     let wide = kubectl(&server, &["get", "crontabs", "-n", "default", "-o", "wide"]);
     assert!(wide.lines().next().unwrap().contains("IMAGE"), "{wide}");
     assert!(wide.contains("my-awesome-cron-image"), "{wide}");
+    // selectableFields are field selectors.
+    let selected = kubectl(
+        &server,
+        &[
+            "get",
+            "ct",
+            "-n",
+            "default",
+            "-o",
+            "name",
+            "--field-selector",
+            "spec.image=my-awesome-cron-image",
+        ],
+    );
+    assert_eq!(
+        selected.trim(),
+        "crontab.stable.example.com/my-cron",
+        "{selected}"
+    );
+    let none = kubectl(
+        &server,
+        &[
+            "get",
+            "ct",
+            "-n",
+            "default",
+            "-o",
+            "name",
+            "--field-selector",
+            "spec.image=other",
+        ],
+    );
+    assert_eq!(none.trim(), "", "{none}");
+    let unsupported = refused(
+        &server,
+        &[
+            "get",
+            "ct",
+            "-n",
+            "default",
+            "--field-selector",
+            "spec.cronSpec=x",
+        ],
+    );
+    assert!(
+        unsupported.contains("field label not supported: spec.cronSpec"),
+        "{unsupported}"
+    );
     let all = kubectl(&server, &["get", "all", "-n", "default", "-o", "name"]);
     assert!(all.contains("crontab.stable.example.com/my-cron"), "{all}");
 
