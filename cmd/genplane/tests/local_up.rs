@@ -587,7 +587,7 @@ fn container_image_roles_ports_and_user_match_genplane() {
         }
     }
     let data_dir = data_dir.expect("GENPLANE_DATA_DIR is set");
-    assert_eq!(exec_form(instruction("VOLUME")[0]), [data_dir.clone()]);
+    assert_eq!(exec_form(instruction("VOLUME")[0]), [data_dir]);
 
     // Every role the README runs exists: `--entrypoint genplane-<applet>` and
     // `genplane <applet>` after the image name.
