@@ -91,8 +91,9 @@ impl CustomResourceStrategy {
         }
     }
 
-    /// With the scale subresource at `paths`: the replicas at its `specReplicasPath` must be
-    /// a non-negative int32, on every write.
+    /// With the scale subresource at `paths`: on every write (the status subresource's too),
+    /// the replicas at its `specReplicasPath` and `statusReplicasPath` must be non-negative
+    /// int32s and the value at its `labelSelectorPath` a string.
     pub fn with_scale(mut self, paths: Option<ScalePaths>) -> Self {
         self.scale = paths;
         self
@@ -171,7 +172,7 @@ impl CustomResourceStrategy {
     fn validate_scale(&self, object: &Value) -> ErrorList {
         self.scale
             .as_ref()
-            .map(|paths| crate::scale::validate_spec_replicas(object, paths))
+            .map(|paths| crate::scale::validate_scale_paths(object, paths))
             .unwrap_or_default()
     }
 

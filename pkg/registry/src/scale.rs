@@ -129,12 +129,10 @@ fn set_at(object: &mut Value, path: &str, value: Value) {
         .insert((*last).to_owned(), value);
 }
 
-/// Upstream's checks of the replicas of a custom resource with the scale subresource: the
-/// value at `specReplicasPath`, when present, is a non-negative int32.
-pub(crate) fn validate_spec_replicas(object: &Value, paths: &ScalePaths) -> ErrorList {
-    let mut errors = ErrorList::new();
-    let field = Path::new(&paths.spec_replicas);
-    match integer_at(object, &paths.spec_replicas) {
+/// The replicas at `path`, when present, are a non-negative int32.
+fn validate_replicas(object: &Value, path: &str, errors: &mut ErrorList) {
+    let field = Path::new(path);
+    match integer_at(object, path) {
         Err(message) => errors.push(Error::invalid(&field, 0, message)),
         Ok(Some(n)) if n < 0 => {
             errors.push(Error::invalid(
@@ -149,6 +147,30 @@ pub(crate) fn validate_spec_replicas(object: &Value, paths: &ScalePaths) -> Erro
             format!("should be less than or equal to {}", i32::MAX),
         )),
         Ok(_) => {}
+    }
+}
+
+/// Upstream's checks of a custom resource with the scale subresource, on every write: the
+/// values at `specReplicasPath` and `statusReplicasPath`, when present, are non-negative
+/// int32s, and the value at `labelSelectorPath`, when present, is a string.
+pub(crate) fn validate_scale_paths(object: &Value, paths: &ScalePaths) -> ErrorList {
+    let mut errors = ErrorList::new();
+    validate_replicas(object, &paths.spec_replicas, &mut errors);
+    validate_replicas(object, &paths.status_replicas, &mut errors);
+    if let Some(path) = &paths.label_selector {
+        let field = Path::new(path);
+        match lookup(object, path) {
+            Err(message) => errors.push(Error::invalid(&field, "", message)),
+            Ok(None | Some(Value::Null | Value::String(_))) => {}
+            Ok(Some(other)) => errors.push(Error::invalid(
+                &field,
+                "",
+                format!(
+                    "{path} accessor error: {other} is of the type {}, expected string",
+                    go_type(other)
+                ),
+            )),
+        }
     }
     errors
 }
@@ -379,11 +401,11 @@ mod tests {
 
     #[test]
     fn replicas_must_be_a_non_negative_int32() {
-        let p = paths(None);
-        assert!(validate_spec_replicas(&json!({"spec": {"replicas": 0}}), &p).is_empty());
-        assert!(validate_spec_replicas(&json!({"spec": {}}), &p).is_empty());
+        let p = paths(Some(".status.selector"));
+        assert!(validate_scale_paths(&json!({"spec": {"replicas": 0}}), &p).is_empty());
+        assert!(validate_scale_paths(&json!({"spec": {}}), &p).is_empty());
         let messages = |object: Value| -> Vec<String> {
-            validate_spec_replicas(&object, &p)
+            validate_scale_paths(&object, &p)
                 .iter()
                 .map(ToString::to_string)
                 .collect()
@@ -397,6 +419,17 @@ mod tests {
             [
                 ".spec.replicas: Invalid value: 2147483648: should be less than or equal to 2147483647"
             ]
+        );
+        assert_eq!(
+            messages(json!({"status": {"replicas": -3, "selector": 7}})),
+            [
+                ".status.replicas: Invalid value: -3: should be a non-negative integer",
+                ".status.selector: Invalid value: \"\": .status.selector accessor error: 7 is of the type int64, expected string",
+            ]
+        );
+        assert!(
+            validate_scale_paths(&json!({"status": {"replicas": 2, "selector": "app=x"}}), &p)
+                .is_empty()
         );
     }
 }

@@ -9,7 +9,8 @@ use genplane_apimachinery::errors::ApiError;
 use genplane_apimachinery::validation::field::ErrorList;
 use genplane_registry::object::meta_str;
 use genplane_registry::{
-    CustomResourceStrategy, CustomScaleStrategy, CustomSchema, ScalePaths, Store, WriteOptions,
+    CustomResourceStrategy, CustomScaleStrategy, CustomSchema, CustomStatusStrategy, ScalePaths,
+    Store, WriteOptions,
 };
 use genplane_storage::Storage;
 use genplane_storage_sqlite::{SqliteConfig, SqliteStore};
@@ -33,6 +34,7 @@ impl CustomSchema for Open {
 struct Fixture {
     _dir: tempfile::TempDir,
     objects: Store<SqliteStore>,
+    status: Store<SqliteStore>,
     scale: Store<SqliteStore>,
 }
 
@@ -60,6 +62,10 @@ fn fixture(spec_path: &str) -> Fixture {
     Fixture {
         _dir: dir,
         objects: Store::new(storage.clone(), Arc::new(base.clone())),
+        status: Store::new(
+            storage.clone(),
+            Arc::new(CustomStatusStrategy::new(base.clone())),
+        ),
         scale: Store::new(storage, Arc::new(CustomScaleStrategy::new(base, paths))),
     }
 }
@@ -292,4 +298,34 @@ async fn preconditions_missing_objects_and_bad_replicas_are_refused() {
     assert_eq!(refused.code, 422);
     let object = f.objects.get("default", "x", None).await.unwrap();
     assert_eq!(object["spec"]["replicas"], 2);
+}
+
+#[tokio::test]
+async fn status_writes_keep_the_scale_status_readable() {
+    let f = fixture(".spec.replicas");
+    create(&f, json!({"replicas": 1})).await;
+    let mut object = f.objects.get("default", "x", None).await.unwrap();
+    object["status"] = json!({"replicas": -1, "selector": ["app=x"]});
+    let refused = f
+        .status
+        .update("default", "x", object.clone(), &WriteOptions::default())
+        .await
+        .unwrap_err();
+    assert_eq!(refused.code, 422);
+    let causes: Vec<String> = refused
+        .details
+        .as_ref()
+        .unwrap()
+        .causes
+        .iter()
+        .map(|c| c.field.clone())
+        .collect();
+    assert_eq!(causes, [".status.replicas", ".status.selector"]);
+    object["status"] = json!({"replicas": 3, "selector": "app=x"});
+    f.status
+        .update("default", "x", object, &WriteOptions::default())
+        .await
+        .unwrap();
+    let scale = f.scale.get("default", "x", None).await.unwrap();
+    assert_eq!(scale["status"], json!({"replicas": 3, "selector": "app=x"}));
 }
