@@ -78,6 +78,12 @@ pub struct SubresourceDescription {
     pub name: String,
     /// The kind it answers with (`Scale` for `scale`).
     pub kind: String,
+    /// The group of that kind when it is not the resource's (`autoscaling` for a custom
+    /// resource's `scale`); `None`: the resource's.
+    pub group: Option<String>,
+    /// The version of that kind when it is not the resource's (`v1` for `autoscaling/v1`
+    /// Scale); `None`: the resource's.
+    pub version: Option<String>,
     /// Its verbs.
     pub verbs: Vec<String>,
 }
@@ -129,6 +135,15 @@ impl ResourceDescription {
     /// Whether the resource has `verb`.
     pub fn has_verb(&self, verb: &str) -> bool {
         self.verbs.iter().any(|v| v == verb)
+    }
+
+    /// The group, version and kind subresource `sub` of this resource reads and writes.
+    pub fn subresource_gvk(&self, sub: &SubresourceDescription) -> GroupVersionKind {
+        GroupVersionKind::new(
+            sub.group.as_deref().unwrap_or(&self.group),
+            sub.version.as_deref().unwrap_or(&self.version),
+            &sub.kind,
+        )
     }
 
     /// The subresource `name`, if the resource has it.
@@ -209,6 +224,8 @@ impl ResourceInfo {
                 .map(|s| SubresourceDescription {
                     name: s.name.to_owned(),
                     kind: s.kind.to_owned(),
+                    group: None,
+                    version: None,
                     verbs: strings(s.verbs),
                 })
                 .collect(),

@@ -53,6 +53,7 @@
 pub mod apiextensions;
 pub mod authentication;
 pub mod authorization;
+pub mod autoscaling;
 pub mod catalog;
 pub mod coordination;
 pub mod core;

@@ -111,10 +111,19 @@ impl Discovery {
             }
             resources.push(entry);
             for sub in &r.subresources {
-                resources.push(json!({
+                let mut entry = json!({
                     "name": format!("{}/{}", r.resource, sub.name), "singularName": "",
                     "namespaced": r.namespaced, "kind": sub.kind, "verbs": sub.verbs,
-                }));
+                });
+                // A kind of another group version is named, as upstream names it
+                // (`deployments/scale`: autoscaling/v1 Scale).
+                if let Some(group) = &sub.group {
+                    entry["group"] = json!(group);
+                }
+                if let Some(version) = &sub.version {
+                    entry["version"] = json!(version);
+                }
+                resources.push(entry);
             }
         }
         if resources.is_empty() {
@@ -154,9 +163,10 @@ impl Discovery {
                                         .subresources
                                         .iter()
                                         .map(|s| {
+                                            let kind = r.subresource_gvk(s);
                                             json!({
                                                 "subresource": s.name,
-                                                "responseKind": {"group": r.group, "version": r.version, "kind": s.kind},
+                                                "responseKind": {"group": kind.group, "version": kind.version, "kind": kind.kind},
                                                 "verbs": s.verbs,
                                             })
                                         })
@@ -213,11 +223,15 @@ mod tests {
                     SubresourceDescription {
                         name: "status".into(),
                         kind: "Namespace".into(),
+                        group: None,
+                        version: None,
                         verbs: verbs(&["get", "patch", "update"]),
                     },
                     SubresourceDescription {
                         name: "finalize".into(),
                         kind: "Namespace".into(),
+                        group: None,
+                        version: None,
                         verbs: verbs(&["update"]),
                     },
                 ],
@@ -234,6 +248,25 @@ mod tests {
                 verbs: all.clone(),
                 categories: vec![],
                 subresources: vec![],
+            },
+            ResourceDescription {
+                group: "example.com".into(),
+                version: "v1".into(),
+                kind: "Widget".into(),
+                list_kind: "WidgetList".into(),
+                resource: "widgets".into(),
+                singular: "widget".into(),
+                short_names: vec![],
+                namespaced: true,
+                verbs: all.clone(),
+                categories: vec![],
+                subresources: vec![SubresourceDescription {
+                    name: "scale".into(),
+                    kind: "Scale".into(),
+                    group: Some("autoscaling".into()),
+                    version: Some("v1".into()),
+                    verbs: verbs(&["get", "patch", "update"]),
+                }],
             },
             ResourceDescription {
                 group: "coordination.k8s.io".into(),
@@ -259,14 +292,14 @@ mod tests {
             json!({"kind": "APIVersions", "versions": ["v1"], "serverAddressByClientCIDRs": [{"clientCIDR": "0.0.0.0/0", "serverAddress": "10.0.0.1:6443"}]})
         );
         let groups = d.api_group_list();
-        assert_eq!(groups["groups"][0]["name"], "coordination.k8s.io");
+        assert_eq!(groups["groups"][1]["name"], "coordination.k8s.io");
         assert_eq!(
-            groups["groups"][0]["preferredVersion"],
+            groups["groups"][1]["preferredVersion"],
             json!({"groupVersion": "coordination.k8s.io/v1", "version": "v1"})
         );
         assert_eq!(
             groups["groups"].as_array().unwrap().len(),
-            1,
+            2,
             "the core group is not in /apis"
         );
         assert_eq!(
@@ -310,11 +343,40 @@ mod tests {
         assert_eq!(namespaces["subresources"][0]["subresource"], "status");
         assert_eq!(core["items"][0]["versions"][0]["freshness"], "Current");
         let apis = d.aggregated(false, "v2beta1");
-        assert_eq!(apis["items"].as_array().unwrap().len(), 1);
+        assert_eq!(apis["items"].as_array().unwrap().len(), 2);
         assert_eq!(
             apis["items"][0]["versions"][0]["resources"][0]["scope"],
             "Namespaced"
         );
         assert_eq!(apis["apiVersion"], "apidiscovery.k8s.io/v2beta1");
+    }
+
+    #[test]
+    fn a_subresource_of_another_group_names_its_kind_in_both_forms() {
+        let d = catalog();
+        let legacy = d.api_resource_list("example.com", "v1").unwrap();
+        assert_eq!(
+            legacy["resources"][1],
+            json!({
+                "name": "widgets/scale", "singularName": "", "namespaced": true,
+                "kind": "Scale", "group": "autoscaling", "version": "v1",
+                "verbs": ["get", "patch", "update"],
+            })
+        );
+        // A subresource of the resource's own kind names no group or version.
+        let core = d.api_resource_list("", "v1").unwrap();
+        assert!(core["resources"][1].get("group").is_none(), "{core}");
+        let apis = d.aggregated(false, "v2");
+        let widgets = &apis["items"][0]["versions"][0]["resources"][0];
+        assert_eq!(widgets["resource"], "widgets");
+        assert_eq!(
+            widgets["subresources"][0]["responseKind"],
+            json!({"group": "autoscaling", "version": "v1", "kind": "Scale"})
+        );
+        let core = d.aggregated(true, "v2");
+        assert_eq!(
+            core["items"][0]["versions"][0]["resources"][0]["subresources"][0]["responseKind"],
+            json!({"group": "", "version": "v1", "kind": "Namespace"})
+        );
     }
 }

@@ -129,6 +129,9 @@ impl Query {
 /// What every resource handler works with.
 pub(crate) struct Ctx<'a, S: Storage> {
     pub(crate) info: &'a Arc<ServedKind>,
+    /// The kind of request bodies and answers: the resource's, or its subresource's when that
+    /// is another kind (a custom resource's `scale` reads and writes autoscaling/v1 Scales).
+    pub(crate) body: &'a ServedKind,
     pub(crate) store: &'a Store<S>,
     pub(crate) request: &'a RequestInfo,
     pub(crate) query: Query,
@@ -155,7 +158,7 @@ impl<S: Storage> Ctx<'_, S> {
                 transforms: true,
                 list,
                 aggregated_discovery: false,
-                protobuf: self.info.protobuf().is_some(),
+                protobuf: self.body.protobuf().is_some(),
             },
         )
     }
@@ -193,7 +196,7 @@ impl<S: Storage> Ctx<'_, S> {
         negotiation::body_format(content_type)?;
         let bytes = read_bytes(body).await?;
         crate::request_body::decode_object(
-            self.info,
+            self.body,
             content_type,
             self.query.get("fieldValidation"),
             &bytes,
@@ -238,7 +241,7 @@ impl<S: Storage> Ctx<'_, S> {
         duplicates: &[String],
     ) -> Result<Vec<String>, ApiError> {
         crate::request_body::field_validation(
-            self.info,
+            self.body,
             self.query.get("fieldValidation"),
             object,
             duplicates,

@@ -27,6 +27,8 @@ pub enum Behaviour {
     Builtin(&'static ResourceInfo),
     /// A custom resource.
     Custom(Arc<dyn CustomBehaviour>),
+    /// `autoscaling/v1` Scale: the body of a custom resource's `scale` subresource.
+    Scale,
 }
 
 /// A served kind: its description and behaviour. Dereferences to the description.
@@ -61,6 +63,43 @@ impl ServedKind {
         }
     }
 
+    /// `autoscaling/v1` Scale, the kind a custom resource's `scale` subresource reads and
+    /// writes.
+    pub fn scale() -> Self {
+        use genplane_api::autoscaling::{GROUP, KIND, VERSION};
+        Self {
+            description: ResourceDescription {
+                group: GROUP.to_owned(),
+                version: VERSION.to_owned(),
+                kind: KIND.to_owned(),
+                list_kind: String::new(),
+                resource: "scale".to_owned(),
+                singular: String::new(),
+                short_names: Vec::new(),
+                namespaced: true,
+                verbs: Vec::new(),
+                categories: Vec::new(),
+                subresources: Vec::new(),
+            },
+            behaviour: Behaviour::Scale,
+        }
+    }
+
+    /// The kind the bodies of `subresource` of `resource` have, when it is not the
+    /// resource's own (a custom resource's `scale`: autoscaling/v1 Scale).
+    pub fn of_subresource(resource: &ResourceDescription, subresource: &str) -> Option<Self> {
+        use genplane_api::autoscaling::{GROUP, KIND, VERSION};
+        let sub = resource.subresource(subresource)?;
+        let gvk = resource.subresource_gvk(sub);
+        (gvk.group == GROUP && gvk.version == VERSION && gvk.kind == KIND).then(Self::scale)
+    }
+
+    /// Whether strategic merge patch applies to the kind: typed kinds (built-in ones and
+    /// Scale) have the patch strategies it needs; custom resources answer 415, as upstream.
+    pub fn takes_strategic_merge(&self) -> bool {
+        !matches!(self.behaviour, Behaviour::Custom(_))
+    }
+
     /// The description.
     pub fn description(&self) -> &ResourceDescription {
         &self.description
@@ -70,7 +109,7 @@ impl ServedKind {
     pub fn builtin_info(&self) -> Option<&'static ResourceInfo> {
         match &self.behaviour {
             Behaviour::Builtin(info) => Some(info),
-            Behaviour::Custom(_) => None,
+            Behaviour::Custom(_) | Behaviour::Scale => None,
         }
     }
 
@@ -87,6 +126,9 @@ impl ServedKind {
                 serde_json::to_value(info.hooks.columns).unwrap_or_default()
             }
             Behaviour::Custom(custom) => custom.columns(),
+            Behaviour::Scale => {
+                serde_json::to_value([genplane_api::table::NAME]).unwrap_or_default()
+            }
         }
     }
 
@@ -95,6 +137,12 @@ impl ServedKind {
         match &self.behaviour {
             Behaviour::Builtin(info) => (info.hooks.row)(object, now),
             Behaviour::Custom(custom) => custom.row(object, now),
+            Behaviour::Scale => vec![
+                object
+                    .pointer("/metadata/name")
+                    .cloned()
+                    .unwrap_or(Value::from("")),
+            ],
         }
     }
 
@@ -104,6 +152,68 @@ impl ServedKind {
         match &self.behaviour {
             Behaviour::Builtin(info) => Ok((info.hooks.decode)(object)?.unknown_fields),
             Behaviour::Custom(custom) => custom.unknown_fields(object),
+            Behaviour::Scale => Ok(genplane_api::autoscaling::decode(object)?.unknown_fields),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use genplane_api::catalog::SubresourceDescription;
+    use serde_json::json;
+
+    fn crontabs(scale_group: Option<&str>) -> ResourceDescription {
+        ResourceDescription {
+            group: "stable.example.com".into(),
+            version: "v1".into(),
+            kind: "CronTab".into(),
+            list_kind: "CronTabList".into(),
+            resource: "crontabs".into(),
+            singular: "crontab".into(),
+            short_names: vec![],
+            namespaced: true,
+            verbs: vec![],
+            categories: vec![],
+            subresources: vec![
+                SubresourceDescription {
+                    name: "status".into(),
+                    kind: "CronTab".into(),
+                    group: None,
+                    version: None,
+                    verbs: vec![],
+                },
+                SubresourceDescription {
+                    name: "scale".into(),
+                    kind: "Scale".into(),
+                    group: scale_group.map(str::to_owned),
+                    version: Some("v1".into()),
+                    verbs: vec![],
+                },
+            ],
+        }
+    }
+
+    #[test]
+    fn a_scale_subresource_reads_and_writes_scales() {
+        let resource = crontabs(Some("autoscaling"));
+        let scale = ServedKind::of_subresource(&resource, "scale").unwrap();
+        assert_eq!(scale.api_version(), "autoscaling/v1");
+        assert_eq!(scale.kind, "Scale");
+        assert!(scale.takes_strategic_merge());
+        assert_eq!(
+            scale
+                .unknown_fields(&json!({"spec": {"replicas": 1, "extra": true}}))
+                .unwrap(),
+            ["spec.extra"]
+        );
+        assert_eq!(
+            scale.row(&json!({"metadata": {"name": "x"}}), 0),
+            [json!("x")]
+        );
+        // The status subresource and unknown ones have the resource's kind.
+        assert!(ServedKind::of_subresource(&resource, "status").is_none());
+        assert!(ServedKind::of_subresource(&resource, "nothing").is_none());
+        assert!(ServedKind::of_subresource(&crontabs(None), "scale").is_none());
     }
 }

@@ -1239,8 +1239,10 @@ impl<S: Storage> ApiServer<S> {
             return Err(Status::method_not_supported(&resource.info.group_resource(), verb).into());
         }
         self.admit(resource, &request, verb).await?;
+        let subresource_kind = ServedKind::of_subresource(&resource.info, &request.subresource);
         let ctx = Ctx {
             info: &resource.info,
+            body: subresource_kind.as_ref().unwrap_or(&resource.info),
             store,
             request: &request,
             query: Query::parse(parts.uri.query()),

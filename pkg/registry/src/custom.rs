@@ -19,6 +19,7 @@ use genplane_apimachinery::validation::name_is_dns_subdomain;
 use serde_json::Value;
 
 use crate::object::{metadata_mut, object_meta};
+use crate::scale::ScalePaths;
 use crate::strategy::Strategy;
 
 /// What a CRD version's schema does to the objects of that version.
@@ -57,6 +58,8 @@ pub struct CustomResourceStrategy {
     converter: Option<Arc<dyn Converter>>,
     /// The selectable fields: (field selector name, e.g. `spec.color`, its path segments).
     selectable: Vec<(String, Vec<String>)>,
+    /// The scale subresource's paths, if the version has it.
+    scale: Option<ScalePaths>,
 }
 
 impl CustomResourceStrategy {
@@ -84,7 +87,16 @@ impl CustomResourceStrategy {
             schema,
             converter: None,
             selectable: Vec::new(),
+            scale: None,
         }
+    }
+
+    /// With the scale subresource at `paths`: on every write (the status subresource's too),
+    /// the replicas at its `specReplicasPath` and `statusReplicasPath` must be non-negative
+    /// int32s and the value at its `labelSelectorPath` a string.
+    pub fn with_scale(mut self, paths: Option<ScalePaths>) -> Self {
+        self.scale = paths;
+        self
     }
 
     /// With conversion by `converter` instead of conversion `None`.
@@ -154,6 +166,13 @@ impl CustomResourceStrategy {
                     .map(|(k, v)| (k.as_str(), v))
                     .collect()
             })
+            .unwrap_or_default()
+    }
+
+    fn validate_scale(&self, object: &Value) -> ErrorList {
+        self.scale
+            .as_ref()
+            .map(|paths| crate::scale::validate_scale_paths(object, paths))
             .unwrap_or_default()
     }
 
@@ -264,6 +283,7 @@ impl Strategy for CustomResourceStrategy {
         }
         let mut errors = self.validate_meta(object)?;
         errors.extend(self.schema.validate(object, None));
+        errors.extend(self.validate_scale(object));
         Ok(errors)
     }
 
@@ -274,6 +294,7 @@ impl Strategy for CustomResourceStrategy {
             &Path::new("metadata"),
         );
         errors.extend(self.schema.validate(new, Some(old)));
+        errors.extend(self.validate_scale(new));
         Ok(errors)
     }
 

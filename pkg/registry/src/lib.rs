@@ -12,6 +12,7 @@
 pub mod builtin;
 pub mod custom;
 pub mod object;
+pub mod scale;
 mod selection;
 pub mod store;
 pub mod strategy;
@@ -19,6 +20,7 @@ pub mod watch;
 
 pub use builtin::{CatalogStrategy, SubresourceStrategy};
 pub use custom::{Converter, CustomResourceStrategy, CustomSchema, CustomStatusStrategy};
+pub use scale::{CustomScaleStrategy, ScalePaths};
 pub use selection::check_fields;
 pub use store::{
     Admit, AdmitWrite, DeleteOptions, Deletion, FieldTracker, ListOptions, ListResult, Propagation,

@@ -447,7 +447,18 @@ impl<S: Storage> Store<S> {
             _ => self.storage.get(&key, None).await,
         };
         match read {
-            Ok(Some(kv)) => self.served(&kv),
+            Ok(Some(kv)) => self.strategy.view(self.served(&kv)?),
+            Ok(None) => Err(Status::not_found(&self.strategy.group_resource(), name).into()),
+            Err(e) => Err(self.storage_error(e, name)),
+        }
+    }
+
+    /// Reads the current state of one object in the form a patch applies to (see
+    /// [`Strategy::patch_view`]).
+    pub async fn get_for_patch(&self, namespace: &str, name: &str) -> Result<Value, ApiError> {
+        let key = self.key(namespace, name);
+        match self.storage.get(&key, None).await {
+            Ok(Some(kv)) => self.strategy.patch_view(self.served(&kv)?),
             Ok(None) => Err(Status::not_found(&self.strategy.group_resource(), name).into()),
             Err(e) => Err(self.storage_error(e, name)),
         }
@@ -675,7 +686,7 @@ impl<S: Storage> Store<S> {
             if new == old {
                 // Nothing changed: no write, the same resourceVersion, as upstream.
                 return Ok(Written {
-                    object: old,
+                    object: self.strategy.view(old)?,
                     created: false,
                     warnings,
                 });
@@ -687,14 +698,14 @@ impl<S: Storage> Store<S> {
                 // The last finalizer of a deleting object was removed: the object goes.
                 if options.dry_run {
                     return Ok(Written {
-                        object: new,
+                        object: self.strategy.view(new)?,
                         created: false,
                         warnings,
                     });
                 }
                 return match self.storage.delete(&key, Some(current.mod_revision)).await {
                     Ok(_) => Ok(Written {
-                        object: new,
+                        object: self.strategy.view(new)?,
                         created: false,
                         warnings,
                     }),
@@ -708,7 +719,7 @@ impl<S: Storage> Store<S> {
             }
             if options.dry_run {
                 return Ok(Written {
-                    object: new,
+                    object: self.strategy.view(new)?,
                     created: false,
                     warnings,
                 });
@@ -717,7 +728,7 @@ impl<S: Storage> Store<S> {
                 Ok(kv) => {
                     set_meta_str(&mut new, "resourceVersion", &kv.mod_revision.to_string());
                     return Ok(Written {
-                        object: new,
+                        object: self.strategy.view(new)?,
                         created: false,
                         warnings,
                     });

@@ -2,7 +2,8 @@
 //!
 //! Create: decode → default → prepare_for_create → validate → canonicalize → stored_form → store.
 //! Update: decode → default → prepare_for_update → validate_update → canonicalize → stored_form
-//! → store (compare-and-swap). Reads: served_form.
+//! → store (compare-and-swap). Reads: served_form, then view (the form clients read, the
+//! object itself but for a custom resource's `scale`); updates answer with the view too.
 //! Delete: finalizers and `pending_finalization` decide whether the object goes at once or is
 //! marked for deletion (`mark_deleting`) and kept until they are done.
 
@@ -43,6 +44,22 @@ pub trait Strategy: Send + Sync + 'static {
     /// The served form of a stored object; fails when a conversion does.
     fn served_form(&self, object: Value) -> Result<Value, ApiError> {
         Ok(object)
+    }
+
+    /// The form clients read and write of a served object, when it is another kind (a custom
+    /// resource's `scale` subresource reads and writes an `autoscaling/v1` Scale): gets answer
+    /// with it, and so do updates. An update's body is then in this form: `decode` reads it,
+    /// and `prepare_for_update` turns it into the object to store, given the served object as
+    /// `old`. Default: the object itself.
+    fn view(&self, object: Value) -> Result<Value, ApiError> {
+        Ok(object)
+    }
+
+    /// The form a patch is applied to: the view, except where a read refuses to answer but a
+    /// patch may still proceed (a Scale whose object has no replicas yet). Default:
+    /// [`Strategy::view`].
+    fn patch_view(&self, object: Value) -> Result<Value, ApiError> {
+        self.view(object)
     }
 
     /// Fills in defaults of a new or replaced object (e.g. a Secret's `type`).

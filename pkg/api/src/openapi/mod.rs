@@ -39,8 +39,9 @@ use serde_json::{Map, Value, json};
 
 use crate::catalog::ResourceDescription;
 use k8s_openapi::api::{
-    authentication as authentication_api, authorization as authorization_api, coordination,
-    core as core_api, events as events_api, rbac as rbac_api,
+    authentication as authentication_api, authorization as authorization_api,
+    autoscaling as autoscaling_api, coordination, core as core_api, events as events_api,
+    rbac as rbac_api,
 };
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1 as apiextensions_api;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1 as meta;
@@ -380,8 +381,46 @@ pub fn custom_group_version_document(group: &str, version: &str, kinds: &[Custom
     };
     add::<meta::ObjectMeta>(&mut generator);
     add::<meta::ListMeta>(&mut generator);
+    // The scale subresource reads and writes autoscaling/v1 Scales.
+    let scale = kinds
+        .iter()
+        .flat_map(|k| {
+            k.description
+                .subresources
+                .iter()
+                .map(|s| k.description.subresource_gvk(s))
+        })
+        .any(|gvk| {
+            gvk.group == crate::autoscaling::GROUP
+                && gvk.version == crate::autoscaling::VERSION
+                && gvk.kind == crate::autoscaling::KIND
+        })
+        .then(|| add::<autoscaling_api::v1::Scale>(&mut generator));
     let mut schemas = generator.take_definitions(true);
     let mut known = Kinds { names: Vec::new() };
+    if let Some(name) = scale {
+        // k8s-openapi requires `metadata` (its field is not optional); upstream does not.
+        if let Some(schema) = schemas.get_mut(&name).and_then(Value::as_object_mut)
+            && let Some(Value::Array(required)) = schema.get_mut("required")
+        {
+            required.retain(|r| r != "metadata");
+            if required.is_empty() {
+                schema.remove("required");
+            }
+        }
+        set_gvks(
+            &mut schemas,
+            &name,
+            vec![gvk(
+                crate::autoscaling::GROUP,
+                crate::autoscaling::VERSION,
+                crate::autoscaling::KIND,
+            )],
+        );
+        known
+            .names
+            .push((crate::autoscaling::KIND.to_owned(), name, String::new()));
+    }
     for kind in kinds {
         let list = format!("{}List", kind.component);
         schemas.insert(kind.component.clone(), kind.schema.clone());

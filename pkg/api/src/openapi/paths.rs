@@ -448,7 +448,8 @@ pub(super) fn group_version_paths(
             let Some((sub_schema, _)) = kinds.schema_of(&sub.kind) else {
                 continue;
             };
-            let sub_gvk = json!({"group": group, "version": version, "kind": sub.kind});
+            let sub_kind = r.subresource_gvk(sub);
+            let sub_gvk = json!({"group": sub_kind.group, "version": sub_kind.version, "kind": sub_kind.kind});
             let suffix = upper_first(&sub.name);
             let sub_has = |verb: &str| sub.verbs.iter().any(|v| v == verb);
             let mut ops = Vec::new();

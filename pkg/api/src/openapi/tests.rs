@@ -587,3 +587,79 @@ fn custom_resource_definitions_are_described_as_upstream_describes_them() {
             .is_some()
     );
 }
+
+#[test]
+fn a_custom_resource_with_scale_publishes_the_scale_paths() {
+    use crate::catalog::{ResourceDescription, SubresourceDescription};
+    let verbs = |v: &[&str]| v.iter().map(|s| (*s).to_owned()).collect::<Vec<_>>();
+    let description = ResourceDescription {
+        group: "stable.example.com".into(),
+        version: "v1".into(),
+        kind: "CronTab".into(),
+        list_kind: "CronTabList".into(),
+        resource: "crontabs".into(),
+        singular: "crontab".into(),
+        short_names: vec![],
+        namespaced: true,
+        verbs: verbs(catalog::ALL_VERBS),
+        categories: vec![],
+        subresources: vec![SubresourceDescription {
+            name: "scale".into(),
+            kind: "Scale".into(),
+            group: Some("autoscaling".into()),
+            version: Some("v1".into()),
+            verbs: verbs(&["get", "patch", "update"]),
+        }],
+    };
+    let component = "com.example.stable.v1.CronTab";
+    let kind = CustomKind {
+        description,
+        component: component.into(),
+        schema: json!({"type": "object", "x-kubernetes-group-version-kind": [
+            {"group": "stable.example.com", "version": "v1", "kind": "CronTab"}]}),
+        list_schema: json!({"type": "object"}),
+    };
+    let doc = custom_group_version_document("stable.example.com", "v1", &[kind]).document;
+    let scale = "io.k8s.api.autoscaling.v1.Scale";
+    let schemas = &doc["components"]["schemas"];
+    assert_eq!(
+        schemas[scale]["x-kubernetes-group-version-kind"],
+        json!([{"group": "autoscaling", "version": "v1", "kind": "Scale"}])
+    );
+    assert!(
+        schemas[scale].get("required").is_none(),
+        "{}",
+        schemas[scale]
+    );
+    assert!(schemas[scale]["properties"]["spec"].is_object());
+    let path =
+        &doc["paths"]["/apis/stable.example.com/v1/namespaces/{namespace}/crontabs/{name}/scale"];
+    let reference = json!(format!("#/components/schemas/{scale}"));
+    for (method, id) in [
+        ("get", "readStableExampleComV1NamespacedCronTabScale"),
+        ("put", "replaceStableExampleComV1NamespacedCronTabScale"),
+        ("patch", "patchStableExampleComV1NamespacedCronTabScale"),
+    ] {
+        let op = &path[method];
+        assert_eq!(op["operationId"], id, "{path}");
+        assert_eq!(
+            op["x-kubernetes-group-version-kind"],
+            json!({"group": "autoscaling", "version": "v1", "kind": "Scale"}),
+        );
+        assert_eq!(
+            op["responses"]["200"]["content"]["application/json"]["schema"]["$ref"],
+            reference
+        );
+    }
+    assert_eq!(
+        path["put"]["requestBody"]["content"]["*/*"]["schema"]["$ref"],
+        reference
+    );
+    // Every reference resolves within the document.
+    let mut refs = Vec::new();
+    collect_refs(&doc, &mut refs);
+    for r in refs {
+        let name = r.trim_start_matches("#/components/schemas/");
+        assert!(schemas.get(name).is_some(), "dangling {r}");
+    }
+}

@@ -19,12 +19,12 @@ pub(crate) async fn get<S: Storage>(ctx: &Ctx<'_, S>) -> Result<Response<Respons
             ctx.query.get("resourceVersion"),
         )
         .await?;
-    let body = encode::object(ctx.info, object, &negotiated, ctx.now);
+    let body = encode::object(ctx.body, object, &negotiated, ctx.now);
     Ok(respond(
         StatusCode::OK,
         &body,
         &negotiated,
-        Some(ctx.info),
+        Some(ctx.body),
         &[],
     ))
 }

@@ -66,14 +66,27 @@ pub(crate) async fn patch<S: Storage>(
     let content_type = ctx.headers.get(CONTENT_TYPE).and_then(|v| v.to_str().ok());
     let patch_type = negotiation::patch_type(content_type)?;
     if patch_type == PatchType::Apply {
+        // Server-side apply of a subresource of another kind (a custom resource's Scale) is
+        // not supported here: refused rather than applied to the wrong shape.
+        if ctx.body.gvk() != ctx.info.gvk() {
+            return Err(Status::unsupported_media_type(
+                content_type.unwrap_or(""),
+                &[
+                    "application/json-patch+json",
+                    "application/merge-patch+json",
+                    "application/strategic-merge-patch+json",
+                ],
+            )
+            .into());
+        }
         return super::apply::apply(ctx, &negotiated, body).await;
     }
     // Strategic merge patch needs a built-in kind's type model: custom resources answer 415,
     // as upstream's.
     let strategic = match patch_type {
-        PatchType::StrategicMerge if ctx.info.builtin_info().is_some() => {
+        PatchType::StrategicMerge if ctx.body.takes_strategic_merge() => {
             ctx.types
-                .kind(&ctx.info.group, &ctx.info.version, &ctx.info.kind)
+                .kind(&ctx.body.group, &ctx.body.version, &ctx.body.kind)
         }
         _ => None,
     };
@@ -121,7 +134,7 @@ pub(crate) async fn patch<S: Storage>(
     let (namespace, name) = (&ctx.request.namespace, &ctx.request.name);
     let mut last = None;
     for _ in 0..ATTEMPTS {
-        let current = ctx.store.get(namespace, name, None).await?;
+        let current = ctx.store.get_for_patch(namespace, name).await?;
         let mut patched = current.clone();
         match (&operations, &strategic) {
             (Some(operations), _) => apply_json_patch(&mut patched, operations)?,
@@ -144,12 +157,12 @@ pub(crate) async fn patch<S: Storage>(
         let warnings = ctx.field_validation(&patched, &duplicates)?;
         match ctx.store.update(namespace, name, patched, &options).await {
             Ok(written) => {
-                let body = encode::object(ctx.info, written.object, &negotiated, ctx.now);
+                let body = encode::object(ctx.body, written.object, &negotiated, ctx.now);
                 return Ok(respond(
                     StatusCode::OK,
                     &body,
                     &negotiated,
-                    Some(ctx.info),
+                    Some(ctx.body),
                     &[warnings, written.warnings].concat(),
                 ));
             }

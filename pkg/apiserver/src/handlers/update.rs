@@ -27,6 +27,6 @@ pub(crate) async fn update<S: Storage>(
     } else {
         StatusCode::OK
     };
-    let body = encode::object(ctx.info, written.object, &negotiated, ctx.now);
-    Ok(respond(code, &body, &negotiated, Some(ctx.info), &warnings))
+    let body = encode::object(ctx.body, written.object, &negotiated, ctx.now);
+    Ok(respond(code, &body, &negotiated, Some(ctx.body), &warnings))
 }

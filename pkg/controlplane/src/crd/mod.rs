@@ -27,8 +27,8 @@ use genplane_apimachinery::resource_version::ReadOptions;
 use genplane_apiserver::kind::ServedKind;
 use genplane_apiserver::server::{ApiServer, Resource};
 use genplane_registry::{
-    Converter, CustomResourceStrategy, CustomStatusStrategy, DeleteOptions, ListOptions, Store,
-    WatchItem, WriteOptions,
+    Converter, CustomResourceStrategy, CustomScaleStrategy, CustomStatusStrategy, DeleteOptions,
+    ListOptions, ScalePaths, Store, WatchItem, WriteOptions,
 };
 use genplane_storage::Storage;
 use serde_json::{Value, json};
@@ -375,6 +375,7 @@ impl<S: Storage> CustomResources<S> {
             let version_name = text(version, "/name");
             let compiled = schema::compile(crd, version);
             let status = version.pointer("/subresources/status").is_some();
+            let scale = ScalePaths::of_version(version);
             let selectable: Vec<String> = version
                 .get("selectableFields")
                 .and_then(Value::as_array)
@@ -394,6 +395,7 @@ impl<S: Storage> CustomResources<S> {
             )
             .with_status(status)
             .with_converter(converter.clone())
+            .with_scale(scale.clone())
             .terminating(terminating)
             .with_selectable_fields(&selectable);
             let mut subresources = Vec::new();
@@ -409,6 +411,25 @@ impl<S: Storage> CustomResources<S> {
                 described.push(SubresourceDescription {
                     name: "status".into(),
                     kind: kind.to_owned(),
+                    group: None,
+                    version: None,
+                    verbs: ["get", "patch", "update"].map(str::to_owned).to_vec(),
+                });
+            }
+            if let Some(paths) = scale {
+                // The scale subresource reads and writes autoscaling/v1 Scales.
+                subresources.push((
+                    "scale".to_owned(),
+                    Store::new(
+                        storage.clone(),
+                        Arc::new(CustomScaleStrategy::new(strategy.clone(), paths)),
+                    ),
+                ));
+                described.push(SubresourceDescription {
+                    name: "scale".into(),
+                    kind: genplane_api::autoscaling::KIND.to_owned(),
+                    group: Some(genplane_api::autoscaling::GROUP.to_owned()),
+                    version: Some(genplane_api::autoscaling::VERSION.to_owned()),
                     verbs: ["get", "patch", "update"].map(str::to_owned).to_vec(),
                 });
             }
