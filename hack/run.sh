@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# The main job: builds genplane (release) and runs the API server on embedded storage in
-# ./.genplane, printing the `export KUBECONFIG=...` line to use with kubectl. (The all-in-one
-# role, with the controllers, replaces it when the controller-manager lands.) Arguments, when
-# given, go to genplane instead, e.g. `hack/run.sh version`.
+# The main job: builds genplane (release) and runs `genplane all-in-one` (the API server and the
+# controllers in one process) on embedded storage in ./.genplane, printing the
+# `export KUBECONFIG=...` line to use with kubectl. Arguments, when given, go to genplane
+# instead, e.g. `hack/run.sh version`.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 . hack/lib/ensure.sh
@@ -10,6 +10,6 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 ensure_apt_packages "${GENPLANE_APT_PACKAGES[@]}"
 cargo build --locked --release --bin genplane
 if [ $# -eq 0 ]; then
-  set -- apiserver --bind-address=127.0.0.1 --data-dir=.genplane
+  set -- all-in-one --bind-address=127.0.0.1 --data-dir=.genplane
 fi
 exec "${CARGO_TARGET_DIR:-target}/release/genplane" "$@"

@@ -62,8 +62,13 @@ pub fn command() -> clap::Command {
     Cli::command()
 }
 
-/// Runs `genplane apiserver` until SIGTERM or SIGINT.
-pub fn run(matches: &ArgMatches, process: &Process) -> anyhow::Result<()> {
+/// Validates the options of `matches` as `genplane apiserver` does; `None` when the command
+/// only printed something (`--print-default-config`, `--config-check`). For a caller that
+/// starts the API server itself, such as all-in-one: see [`serve_until_ready`].
+pub fn configure(
+    matches: &ArgMatches,
+    process: &Process,
+) -> anyhow::Result<Option<ApiserverConfig>> {
     let instance = process.var("HOSTNAME").unwrap_or("localhost").to_owned();
     let rust_log = process.var("RUST_LOG").map(str::to_owned);
     let startup = component::configure::<ApiserverOptions, _>(
@@ -79,13 +84,21 @@ pub fn run(matches: &ArgMatches, process: &Process) -> anyhow::Result<()> {
         },
     )?;
     let Startup::Run(config) = startup else {
-        return Ok(());
+        return Ok(None);
     };
     // The binary's one subscriber; a second role in the same process keeps the first.
     let _ = tracing::subscriber::set_global_default(config.common.logging.subscriber());
     for warning in config.common.feature_gate.warnings() {
         tracing::warn!("{warning}");
     }
+    Ok(Some(config))
+}
+
+/// Runs `genplane apiserver` until SIGTERM or SIGINT.
+pub fn run(matches: &ArgMatches, process: &Process) -> anyhow::Result<()> {
+    let Some(config) = configure(matches, process)? else {
+        return Ok(());
+    };
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -281,6 +294,26 @@ pub async fn serve(
     process: &Process,
     shutdown: Shutdown,
 ) -> anyhow::Result<()> {
+    serve_until_ready(config, process, shutdown, None).await
+}
+
+/// What a started API server tells whoever embeds it, once it takes requests.
+#[derive(Clone, Debug)]
+pub struct Ready {
+    /// The URL clients use.
+    pub server_url: String,
+    /// The data directory, holding the kubeconfig of each role.
+    pub data_dir: std::path::PathBuf,
+}
+
+/// Serves until `shutdown` is triggered, sending [`Ready`] on `ready` once requests are
+/// taken (the kubeconfigs are written by then).
+pub async fn serve_until_ready(
+    config: ApiserverConfig,
+    process: &Process,
+    shutdown: Shutdown,
+    ready: Option<tokio::sync::oneshot::Sender<Ready>>,
+) -> anyhow::Result<()> {
     let options = &config.options;
     std::fs::create_dir_all(&options.data_dir)
         .with_context(|| format!("creating {}", options.data_dir.display()))?;
@@ -385,6 +418,15 @@ pub async fn serve(
         api = api.with_audit(audit.auditor.clone());
     }
     let api = Arc::new(api);
+    if let Some(crds) = genplane_controlplane::crd::CustomResources::new(
+        api.clone(),
+        genplane_controlplane::custom_storage(backend.clone(), config.encryption.clone()),
+    ) {
+        let stop = shutdown.clone();
+        crds.run(async move { stop.triggered().await })
+            .await
+            .context("serving the CustomResourceDefinitions")?;
+    }
     if let Some(identity) = identity {
         tracing::info!(
             lease = identity.name(),
@@ -402,6 +444,12 @@ pub async fn serve(
     tracing::info!(%server_url, kubeconfig = %kubeconfig.display(), "serving");
     println!("genplane apiserver serving on {server_url}");
     println!("export KUBECONFIG={}", kubeconfig.display());
+    if let Some(ready) = ready {
+        let _ = ready.send(Ready {
+            server_url: server_url.clone(),
+            data_dir: options.data_dir.clone(),
+        });
+    }
     http::serve_tls(listener, tls, handler, shutdown, DRAIN).await?;
     if let Some(audit) = audit {
         audit.backend.shutdown();

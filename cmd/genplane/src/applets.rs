@@ -9,10 +9,22 @@ use crate::Applet;
 /// Every applet, in the order `genplane --list` shows them.
 pub static APPLETS: &[Applet] = &[
     Applet {
+        name: "all-in-one",
+        aliases: &[],
+        command: genplane_cmd_all_in_one::command,
+        run: genplane_cmd_all_in_one::run,
+    },
+    Applet {
         name: "apiserver",
         aliases: &[],
         command: genplane_cmd_apiserver::command,
         run: genplane_cmd_apiserver::run,
+    },
+    Applet {
+        name: "controller-manager",
+        aliases: &[],
+        command: genplane_cmd_controller_manager::command,
+        run: genplane_cmd_controller_manager::run,
     },
     Applet {
         name: "version",

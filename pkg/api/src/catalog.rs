@@ -10,7 +10,7 @@ use serde_json::Value;
 
 use crate::decode::{Decoded, Struct};
 use crate::table::ColumnDefinition;
-use crate::{authentication, authorization, coordination, core, events, rbac};
+use crate::{apiextensions, authentication, authorization, coordination, core, events, rbac};
 
 /// The verbs of a resource that can be listed, watched and deleted in bulk.
 pub const ALL_VERBS: &[&str] = &[
@@ -650,6 +650,42 @@ static RESOURCES: &[ResourceInfo] = &[
             mark_deleting: no_default,
         },
     },
+    ResourceInfo {
+        group: "apiextensions.k8s.io",
+        version: "v1",
+        kind: "CustomResourceDefinition",
+        list_kind: "CustomResourceDefinitionList",
+        resource: "customresourcedefinitions",
+        singular: "customresourcedefinition",
+        short_names: &["crd", "crds"],
+        namespaced: false,
+        verbs: ALL_VERBS,
+        subresources: &[Subresource {
+            name: "status",
+            kind: "CustomResourceDefinition",
+            verbs: STATUS_VERBS,
+        }],
+        categories: &["api-extensions"],
+        storage_prefix: "apiextensions.k8s.io/customresourcedefinitions",
+        storage_api_version: "apiextensions.k8s.io/v1",
+        schema: &apiextensions::SCHEMA,
+        hooks: Hooks {
+            decode: apiextensions::decode,
+            default: apiextensions::default,
+            prepare_for_create: apiextensions::prepare_for_create,
+            prepare_for_update: apiextensions::prepare_for_update,
+            validate: apiextensions::validate,
+            validate_update: apiextensions::validate_update,
+            to_storage: identity,
+            from_storage: identity,
+            field_selectors: apiextensions::FIELD_SELECTORS,
+            field_values: apiextensions::field_values,
+            columns: apiextensions::COLUMNS,
+            row: apiextensions::row,
+            pending_finalization: apiextensions::pending_finalization,
+            mark_deleting: apiextensions::mark_deleting,
+        },
+    },
 ];
 
 fn no_update(_: &Value, _: &Value) -> Result<ErrorList, ApiError> {
@@ -913,12 +949,24 @@ mod tests {
                     true,
                     vec![]
                 ),
+                (
+                    "apiextensions.k8s.io/v1".into(),
+                    "customresourcedefinitions",
+                    "CustomResourceDefinition",
+                    false,
+                    vec!["crd", "crds"]
+                ),
             ]
         );
         for r in all() {
             assert_eq!(r.list_kind, format!("{}List", r.kind));
             assert_eq!(format!("{}s", r.singular), r.resource);
-            assert!(r.categories.is_empty());
+            let categories: &[&str] = if r.kind == "CustomResourceDefinition" {
+                &["api-extensions"]
+            } else {
+                &[]
+            };
+            assert_eq!(r.categories, categories);
         }
     }
 
@@ -968,6 +1016,23 @@ mod tests {
             assert_eq!(r.verbs, ALL_VERBS);
             assert_eq!(r.storage_api_version, "rbac.authorization.k8s.io/v1");
         }
+    }
+
+    #[test]
+    fn custom_resource_definitions() {
+        let crd = find("apiextensions.k8s.io", "v1", "customresourcedefinitions").unwrap();
+        assert_eq!(
+            crd.storage_key("ignored", "widgets.example.com"),
+            "/registry/apiextensions.k8s.io/customresourcedefinitions/widgets.example.com"
+        );
+        assert_eq!(crd.verbs, ALL_VERBS);
+        assert_eq!(crd.singular, "customresourcedefinition");
+        assert_eq!(crd.subresources.len(), 1);
+        assert_eq!(crd.subresources[0].name, "status");
+        assert_eq!(crd.subresources[0].verbs, STATUS_VERBS);
+        assert_eq!(crd.storage_api_version, "apiextensions.k8s.io/v1");
+        let columns: Vec<&str> = crd.hooks.columns.iter().map(|c| c.name).collect();
+        assert_eq!(columns, ["Name", "Created At"]);
     }
 
     #[test]

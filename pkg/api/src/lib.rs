@@ -8,6 +8,8 @@
 //! - coordination.k8s.io/v1 ([`coordination`]): leases;
 //! - rbac.authorization.k8s.io/v1 ([`rbac`]): [`rbac::role`], [`rbac::clusterrole`],
 //!   [`rbac::rolebinding`], [`rbac::clusterrolebinding`];
+//! - apiextensions.k8s.io/v1 ([`apiextensions`]): CustomResourceDefinitions, with the pure
+//!   helpers of their status ([`apiextensions::status`]);
 //! - the review kinds, created but never stored: authentication.k8s.io/v1
 //!   ([`authentication`]: TokenReview, SelfSubjectReview, and TokenRequest for
 //!   `serviceaccounts/<name>/token`) and authorization.k8s.io/v1 ([`authorization`]: the access
@@ -48,6 +50,7 @@
 
 #![warn(missing_docs)]
 
+pub mod apiextensions;
 pub mod authentication;
 pub mod authorization;
 pub mod catalog;

@@ -1084,8 +1084,22 @@ mod tests {
     use crate::decode::{self, STATUS};
     use serde_json::json;
 
-    /// A value for every field of `ty`, recursively.
+    /// Whether a field of `ty` holds messages (which recursive schemas nest without end).
+    fn nests(ty: Type) -> bool {
+        match ty {
+            Type::Struct(_) => true,
+            Type::Map(item) | Type::List(item) | Type::Items(item) => nests(*item),
+            _ => false,
+        }
+    }
+
+    /// A value for every field of `ty`, recursively; below `depth` 4 only the fields that
+    /// hold no messages (a recursive schema such as JSONSchemaProps would never end).
     fn full(ty: Type, name: &str) -> Value {
+        full_at(ty, name, 0)
+    }
+
+    fn full_at(ty: Type, name: &str, depth: usize) -> Value {
         match ty {
             Type::String => Value::from(format!("{name}-value")),
             Type::Bool => Value::Bool(true),
@@ -1100,12 +1114,16 @@ mod tests {
                 schema
                     .fields
                     .iter()
-                    .filter(|f| f.number != 0)
-                    .map(|f| (f.name.to_owned(), full(f.ty, f.name)))
+                    .filter(|f| f.number != 0 && (depth < 4 || !nests(f.ty)))
+                    .map(|f| (f.name.to_owned(), full_at(f.ty, f.name, depth + 1)))
                     .collect(),
             ),
-            Type::Map(item) => json!({"k1": full(*item, name), "k2": full(*item, name)}),
-            Type::List(item) | Type::Items(item) => json!([full(*item, name), full(*item, name)]),
+            Type::Map(item) => {
+                json!({"k1": full_at(*item, name, depth), "k2": full_at(*item, name, depth)})
+            }
+            Type::List(item) | Type::Items(item) => {
+                json!([full_at(*item, name, depth), full_at(*item, name, depth)])
+            }
         }
     }
 

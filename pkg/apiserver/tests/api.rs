@@ -11,6 +11,7 @@ on_both_backends!(
     lists_tables_and_metadata,
     bad_input_gets_a_precise_status,
     watches_stream_events_bookmarks_and_expiry,
+    metadata_only_watches,
     namespace_lifecycle,
     status_and_finalize_subresources,
     protobuf_bodies_and_answers,
@@ -619,8 +620,20 @@ async fn watch_lines(
     count: usize,
     during: impl std::future::Future<Output = ()>,
 ) -> Vec<Value> {
+    watch_lines_accepting(server, path, "application/json", count, during).await
+}
+
+/// [`watch_lines`] asking for `accept`.
+async fn watch_lines_accepting(
+    server: &Server,
+    path: &str,
+    accept: &str,
+    count: usize,
+    during: impl std::future::Future<Output = ()>,
+) -> Vec<Value> {
     let client = Client::builder(TokioExecutor::new()).build_http::<Full<Bytes>>();
     let request = Request::get(format!("http://{}{path}", server.addr))
+        .header("accept", accept)
         .body(Full::new(Bytes::new()))
         .unwrap();
     let response = client.request(request).await.unwrap();
@@ -733,6 +746,40 @@ async fn watches_stream_events_bookmarks_and_expiry(server: Server) {
         ),
         (Some(410), Some("Expired"))
     );
+}
+
+/// kube-rs' and client-go's metadata informers watch with `as=PartialObjectMetadata` (the
+/// single-object form: each event holds one object).
+async fn metadata_only_watches(server: Server) {
+    let rv = get(
+        &server,
+        "/api/v1/namespaces/default/configmaps",
+        "application/json",
+    )
+    .await
+    .json()["metadata"]["resourceVersion"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let lines = watch_lines_accepting(
+        &server,
+        &format!("/api/v1/namespaces/default/configmaps?watch=true&resourceVersion={rv}"),
+        "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1",
+        1,
+        async {
+            let mut cm = configmap("meta", json!({"app": "web"}));
+            cm["data"] = json!({"secret-ish": "value"});
+            post(&server, "/api/v1/namespaces/default/configmaps", cm).await;
+        },
+    )
+    .await;
+    assert_eq!(lines[0]["type"], "ADDED");
+    let object = &lines[0]["object"];
+    assert_eq!(object["kind"], "PartialObjectMetadata");
+    assert_eq!(object["apiVersion"], "meta.k8s.io/v1");
+    assert_eq!(object["metadata"]["name"], "meta");
+    assert_eq!(object["metadata"]["labels"]["app"], "web");
+    assert!(object.get("data").is_none(), "{object}");
 }
 
 async fn namespace_lifecycle(server: Server) {

@@ -1,7 +1,21 @@
 //! The generic controllers of `genplane controller-manager`, built on kube-runtime against the
 //! API server over HTTPS, as any third-party controller would be.
+//!
+//! - [`registry`]: the table of controllers by name ([`registry::CONTROLLERS`]), the
+//!   `--controllers` selection ([`registry::Selection`]) and [`registry::run_controllers`], which
+//!   runs the selected ones side by side;
+//! - [`leaderelection`]: leader election on a `coordination.k8s.io/v1` Lease, with client-go's
+//!   semantics, so that only one controller-manager runs the controllers at a time;
+//! - the controllers: [`serviceaccount`], [`rootcacertpublisher`], [`clusterroleaggregation`],
+//!   [`resourcequota`], [`namespace`] and [`garbagecollector`].
 
 #![warn(missing_docs)]
 
+pub mod clusterroleaggregation;
 pub mod garbagecollector;
+pub mod leaderelection;
 pub mod namespace;
+pub mod registry;
+pub mod resourcequota;
+pub mod rootcacertpublisher;
+pub mod serviceaccount;

@@ -12,6 +12,7 @@
 #![warn(missing_docs)]
 
 pub mod auth;
+pub mod crd;
 pub mod features;
 pub mod identity;
 pub mod rbac;
@@ -176,6 +177,22 @@ pub fn resources_with_encryption(
         served.push(Resource::builtin(info, cache));
     }
     Ok(served)
+}
+
+/// The storage of custom resources: for each CRD, a watch cache over its key prefix, with
+/// values encrypted at rest as `encryption` says for its group and resource.
+pub fn custom_storage(
+    backend: Arc<Backend>,
+    encryption: EncryptionConfig,
+) -> crd::StorageFactory<ResourceStorage> {
+    Arc::new(move |prefix: &str, group: &str, resource: &str| {
+        let transformer = encryption.transformer_for(group, resource);
+        Ok(Arc::new(Cacher::new(
+            Transformed::new(backend.clone(), transformer),
+            prefix,
+            CacherConfig::default(),
+        )?))
+    })
 }
 
 /// The namespaces every cluster has.

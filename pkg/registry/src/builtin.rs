@@ -45,6 +45,7 @@ impl CatalogStrategy {
     /// The strategy of the subresource `name` (`status`, `finalize`), when writes through it
     /// have rules of their own.
     pub fn subresource(&self, name: &str) -> Option<SubresourceStrategy> {
+        use genplane_api::apiextensions;
         use genplane_api::core::{namespace, resourcequota};
         type Rules = (
             fn(&mut Value, &Value),
@@ -62,6 +63,10 @@ impl CatalogStrategy {
             ("", "resourcequotas", "status") => (
                 resourcequota::prepare_for_status_update,
                 resourcequota::validate_status_update,
+            ),
+            ("apiextensions.k8s.io", "customresourcedefinitions", "status") => (
+                apiextensions::prepare_for_status_update,
+                apiextensions::validate_status_update,
             ),
             _ => return None,
         };
@@ -103,11 +108,11 @@ impl Strategy for SubresourceStrategy {
         self.base.decode(object)
     }
 
-    fn stored_form(&self, object: Value) -> Value {
+    fn stored_form(&self, object: Value) -> Result<Value, ApiError> {
         self.base.stored_form(object)
     }
 
-    fn served_form(&self, object: Value) -> Value {
+    fn served_form(&self, object: Value) -> Result<Value, ApiError> {
         self.base.served_form(object)
     }
 
@@ -123,7 +128,7 @@ impl Strategy for SubresourceStrategy {
         (self.validate_update)(new, old)
     }
 
-    fn selectable_fields(&self) -> &[&str] {
+    fn selectable_fields(&self) -> Vec<&str> {
         self.base.selectable_fields()
     }
 
@@ -161,12 +166,12 @@ impl Strategy for CatalogStrategy {
         (self.info.hooks.decode)(&object).map(|decoded| decoded.object)
     }
 
-    fn stored_form(&self, object: Value) -> Value {
-        (self.info.hooks.to_storage)(object)
+    fn stored_form(&self, object: Value) -> Result<Value, ApiError> {
+        Ok((self.info.hooks.to_storage)(object))
     }
 
-    fn served_form(&self, object: Value) -> Value {
-        (self.info.hooks.from_storage)(object)
+    fn served_form(&self, object: Value) -> Result<Value, ApiError> {
+        Ok((self.info.hooks.from_storage)(object))
     }
 
     fn default(&self, object: &mut Value) {
@@ -189,8 +194,8 @@ impl Strategy for CatalogStrategy {
         (self.info.hooks.validate_update)(new, old)
     }
 
-    fn selectable_fields(&self) -> &[&str] {
-        self.info.hooks.field_selectors
+    fn selectable_fields(&self) -> Vec<&str> {
+        self.info.hooks.field_selectors.to_vec()
     }
 
     fn field_values(&self, object: &Value) -> BTreeMap<String, String> {

@@ -10,6 +10,7 @@
 #![warn(missing_docs)]
 
 pub mod builtin;
+pub mod custom;
 pub mod object;
 mod selection;
 pub mod store;
@@ -17,6 +18,7 @@ pub mod strategy;
 pub mod watch;
 
 pub use builtin::{CatalogStrategy, SubresourceStrategy};
+pub use custom::{Converter, CustomResourceStrategy, CustomSchema, CustomStatusStrategy};
 pub use selection::check_fields;
 pub use store::{
     Admit, AdmitWrite, DeleteOptions, Deletion, FieldTracker, ListOptions, ListResult, Propagation,

@@ -311,12 +311,12 @@ impl<S: Storage> Store<S> {
     /// The served form of stored bytes at `revision`.
     pub(crate) fn served_bytes(&self, value: &[u8], revision: Revision) -> Result<Value, ApiError> {
         let stored = object::decode(value, revision)?;
-        Ok(self.strategy.served_form(stored))
+        self.strategy.served_form(stored)
     }
 
     /// The stored bytes of a served object.
     fn stored(&self, object: &Value) -> Result<bytes::Bytes, ApiError> {
-        object::encode(&self.strategy.stored_form(object.clone()))
+        object::encode(&self.strategy.stored_form(object.clone())?)
     }
 
     /// The namespace the object must be in: the request's. A different one in the body is a
@@ -484,7 +484,7 @@ impl<S: Storage> Store<S> {
         options: &'a ListOptions,
     ) -> Result<Selection<'a>, ApiError> {
         let mut supported = vec!["metadata.name", "metadata.namespace"];
-        supported.extend_from_slice(self.strategy.selectable_fields());
+        supported.extend(self.strategy.selectable_fields());
         check_fields(&options.fields, &supported)?;
         Ok(Selection {
             labels: &options.labels,

@@ -34,14 +34,15 @@ pub trait Strategy: Send + Sync + 'static {
         Ok(object)
     }
 
-    /// The stored form of a served object (e.g. events.k8s.io Events are stored as core Events).
-    fn stored_form(&self, object: Value) -> Value {
-        object
+    /// The stored form of a served object (e.g. events.k8s.io Events are stored as core Events,
+    /// custom resources in their storage version); fails when a conversion does.
+    fn stored_form(&self, object: Value) -> Result<Value, ApiError> {
+        Ok(object)
     }
 
-    /// The served form of a stored object.
-    fn served_form(&self, object: Value) -> Value {
-        object
+    /// The served form of a stored object; fails when a conversion does.
+    fn served_form(&self, object: Value) -> Result<Value, ApiError> {
+        Ok(object)
     }
 
     /// Fills in defaults of a new or replaced object (e.g. a Secret's `type`).
@@ -76,8 +77,8 @@ pub trait Strategy: Send + Sync + 'static {
 
     /// The field names field selectors may use, besides `metadata.name` and
     /// `metadata.namespace`.
-    fn selectable_fields(&self) -> &[&str] {
-        &[]
+    fn selectable_fields(&self) -> Vec<&str> {
+        Vec::new()
     }
 
     /// The values of the selectable fields of `object`, besides `metadata.name` and

@@ -77,8 +77,8 @@ impl Strategy for Things {
         ));
         Ok(errors)
     }
-    fn selectable_fields(&self) -> &[&str] {
-        &["flavor"]
+    fn selectable_fields(&self) -> Vec<&str> {
+        vec!["flavor"]
     }
     fn field_values(&self, object: &Value) -> BTreeMap<String, String> {
         [(

@@ -204,7 +204,39 @@ pub static TABLE: &[Extensions] = &[
     atomic_list("io.k8s.api.rbac.v1.ClusterRoleBinding", "subjects"),
     atomic_struct("io.k8s.api.rbac.v1.RoleRef"),
     atomic_struct("io.k8s.api.rbac.v1.Subject"),
+    // apiextensions.k8s.io/v1
+    atomic_list(APIEXTENSIONS_SPEC, "versions"),
+    atomic_list(APIEXTENSIONS_NAMES, "shortNames"),
+    atomic_list(APIEXTENSIONS_NAMES, "categories"),
+    atomic_list(APIEXTENSIONS_VERSION, "additionalPrinterColumns"),
+    atomic_list(APIEXTENSIONS_VERSION, "selectableFields"),
+    atomic_list(
+        "io.k8s.apiextensions-apiserver.pkg.apis.apiextensions.v1.WebhookConversion",
+        "conversionReviewVersions",
+    ),
+    atomic_list(APIEXTENSIONS_STATUS, "storedVersions"),
+    Extensions {
+        schema: APIEXTENSIONS_STATUS,
+        property: "conditions",
+        list_type: Some(ListType::Map),
+        list_map_keys: &["type"],
+        ..NONE
+    },
+    keyed_list(
+        "io.k8s.apiextensions-apiserver.pkg.apis.apiextensions.v1.JSONSchemaProps",
+        "x-kubernetes-validations",
+        &["rule"],
+    ),
 ];
+
+const APIEXTENSIONS_SPEC: &str =
+    "io.k8s.apiextensions-apiserver.pkg.apis.apiextensions.v1.CustomResourceDefinitionSpec";
+const APIEXTENSIONS_NAMES: &str =
+    "io.k8s.apiextensions-apiserver.pkg.apis.apiextensions.v1.CustomResourceDefinitionNames";
+const APIEXTENSIONS_VERSION: &str =
+    "io.k8s.apiextensions-apiserver.pkg.apis.apiextensions.v1.CustomResourceDefinitionVersion";
+const APIEXTENSIONS_STATUS: &str =
+    "io.k8s.apiextensions-apiserver.pkg.apis.apiextensions.v1.CustomResourceDefinitionStatus";
 
 /// The extensions of `property` of `schema` (`""` for the schema itself), if any.
 pub fn lookup(schema: &str, property: &str) -> Option<&'static Extensions> {

@@ -42,6 +42,7 @@ use k8s_openapi::api::{
     authentication as authentication_api, authorization as authorization_api, coordination,
     core as core_api, events as events_api, rbac as rbac_api,
 };
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1 as apiextensions_api;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1 as meta;
 
 /// A served resource with those of its subresources that are served.
@@ -183,6 +184,9 @@ fn add_kind(
         ("", "v1", "ResourceQuota") => add::<core_api::v1::ResourceQuota>(generator),
         ("events.k8s.io", "v1", "Event") => add::<events_api::v1::Event>(generator),
         ("coordination.k8s.io", "v1", "Lease") => add::<coordination::v1::Lease>(generator),
+        ("apiextensions.k8s.io", "v1", "CustomResourceDefinition") => {
+            add::<apiextensions_api::CustomResourceDefinition>(generator)
+        }
         ("rbac.authorization.k8s.io", "v1", "Role") => add::<rbac_api::v1::Role>(generator),
         ("rbac.authorization.k8s.io", "v1", "ClusterRole") => {
             add::<rbac_api::v1::ClusterRole>(generator)
@@ -300,6 +304,7 @@ fn group_version_document(
         resource_list: add::<meta::APIResourceList>(&mut generator),
     };
     let mut schemas = generator.take_definitions(true);
+    untyped_unions(&mut schemas);
     for (kind, name, list) in &kinds.names {
         if let Some(schema) = schemas.get_mut(name).and_then(Value::as_object_mut) {
             // k8s-openapi requires `metadata` (its field is not optional); upstream does not.
@@ -345,6 +350,84 @@ fn group_version_document(
     Document {
         document: openapi(paths, schemas),
         path,
+    }
+}
+
+/// A custom resource kind of one version, as its group-version document describes it.
+#[derive(Clone, Debug)]
+pub struct CustomKind {
+    /// The served resource and its served subresources.
+    pub description: ResourceDescription,
+    /// The component name of the kind's schema (`com.example.stable.v1.CronTab`).
+    pub component: String,
+    /// The kind's published schema (with `x-kubernetes-group-version-kind`).
+    pub schema: Value,
+    /// The list kind's published schema, if the kind is listed.
+    pub list_schema: Value,
+}
+
+/// The OpenAPI document of one group version of custom resources: their schemas, the shared
+/// meta schemas they refer to, and their paths with upstream's operations, so that kubectl's
+/// field validation and `explain` find them.
+pub fn custom_group_version_document(group: &str, version: &str, kinds: &[CustomKind]) -> Document {
+    let mut generator = generator();
+    let names = Shared {
+        status: add::<meta::Status>(&mut generator),
+        delete_options: add::<meta::DeleteOptions>(&mut generator),
+        patch: add::<meta::Patch>(&mut generator),
+        watch_event: add::<meta::WatchEvent<core_api::v1::ConfigMap>>(&mut generator),
+        resource_list: add::<meta::APIResourceList>(&mut generator),
+    };
+    add::<meta::ObjectMeta>(&mut generator);
+    add::<meta::ListMeta>(&mut generator);
+    let mut schemas = generator.take_definitions(true);
+    let mut known = Kinds { names: Vec::new() };
+    for kind in kinds {
+        let list = format!("{}List", kind.component);
+        schemas.insert(kind.component.clone(), kind.schema.clone());
+        schemas.insert(list.clone(), kind.list_schema.clone());
+        known
+            .names
+            .push((kind.description.kind.clone(), kind.component.clone(), list));
+    }
+    for (name, gvk_kind) in [
+        (&names.delete_options, "DeleteOptions"),
+        (&names.watch_event, "WatchEvent"),
+    ] {
+        set_gvks(&mut schemas, name, vec![gvk(group, version, gvk_kind)]);
+    }
+    set_gvks(&mut schemas, &names.status, vec![gvk("", "v1", "Status")]);
+    set_gvks(
+        &mut schemas,
+        &names.resource_list,
+        vec![gvk("", "v1", "APIResourceList")],
+    );
+    extensions::apply(&mut schemas);
+    let served: Vec<&ServedResource> = kinds.iter().map(|k| &k.description).collect();
+    let paths = paths::group_version_paths(group, version, &served, &known, &names);
+    Document {
+        document: openapi(paths, schemas),
+        path: group_version_path(group, version),
+    }
+}
+
+/// The apiextensions schemas upstream publishes without a type, with their description only:
+/// `JSON` (any value: `default`, `example`, `enum` items) and the JSONSchemaProps unions
+/// (`items` is a schema or a list of schemas, `additionalProperties` a schema or a bool, ...).
+/// k8s-openapi writes `JSON` as an object and the unions as `oneOf`s, which would make `default:
+/// 1` look wrong to a client that checks types.
+const UNTYPED_SCHEMAS: &[&str] = &[
+    "io.k8s.apiextensions-apiserver.pkg.apis.apiextensions.v1.JSON",
+    "io.k8s.apiextensions-apiserver.pkg.apis.apiextensions.v1.JSONSchemaPropsOrArray",
+    "io.k8s.apiextensions-apiserver.pkg.apis.apiextensions.v1.JSONSchemaPropsOrBool",
+    "io.k8s.apiextensions-apiserver.pkg.apis.apiextensions.v1.JSONSchemaPropsOrStringArray",
+];
+
+fn untyped_unions(schemas: &mut Map<String, Value>) {
+    for name in UNTYPED_SCHEMAS {
+        if let Some(schema) = schemas.get_mut(*name).and_then(Value::as_object_mut) {
+            schema.retain(|key, _| key == "description");
+        }
     }
 }
 

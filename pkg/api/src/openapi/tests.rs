@@ -27,8 +27,10 @@ fn collect_refs(value: &Value, out: &mut Vec<String>) {
     match value {
         Value::Object(map) => {
             for (k, v) in map {
-                if k == "$ref" {
-                    out.push(v.as_str().unwrap().to_owned());
+                // A property may be named `$ref` (JSONSchemaProps has one): only a string is a
+                // reference.
+                if let (true, Some(reference)) = (k == "$ref", v.as_str()) {
+                    out.push(reference.to_owned());
                 } else {
                     collect_refs(v, out);
                 }
@@ -54,6 +56,8 @@ fn documents_are_listed_as_upstream_lists_them() {
             "apis/rbac.authorization.k8s.io/v1",
             "apis/coordination.k8s.io",
             "apis/coordination.k8s.io/v1",
+            "apis/apiextensions.k8s.io",
+            "apis/apiextensions.k8s.io/v1",
         ]
     );
 }
@@ -358,7 +362,7 @@ fn the_v2_document_holds_every_group_version() {
             .as_array()
             .unwrap()
             .len(),
-        4
+        5
     );
     assert_eq!(
         doc["definitions"]["io.k8s.apimachinery.pkg.apis.meta.v1.APIGroup"]["x-kubernetes-group-version-kind"],
@@ -511,4 +515,75 @@ fn schemas_shared_by_documents_differ_at_most_in_their_kinds() {
             }
         }
     }
+}
+
+const APIEXTENSIONS: &str = "io.k8s.apiextensions-apiserver.pkg.apis.apiextensions.v1.";
+
+#[test]
+fn custom_resource_definitions_are_described_as_upstream_describes_them() {
+    let doc = document("apis/apiextensions.k8s.io/v1");
+    let schemas = &doc["components"]["schemas"];
+    let name = |n: &str| format!("{APIEXTENSIONS}{n}");
+    assert_eq!(
+        schemas[name("CustomResourceDefinition")]["x-kubernetes-group-version-kind"],
+        json!([{"group": "apiextensions.k8s.io", "version": "v1", "kind": "CustomResourceDefinition"}]),
+    );
+    assert_eq!(
+        schemas[name("CustomResourceDefinitionList")]["x-kubernetes-group-version-kind"],
+        json!([{"group": "apiextensions.k8s.io", "version": "v1", "kind": "CustomResourceDefinitionList"}]),
+    );
+    // `kubectl explain crd.spec.versions.schema.openAPIV3Schema` walks these references.
+    let version = &schemas[name("CustomResourceDefinitionVersion")]["properties"];
+    assert_eq!(
+        version["schema"]["allOf"][0]["$ref"],
+        format!("#/components/schemas/{}", name("CustomResourceValidation"))
+    );
+    let validation = &schemas[name("CustomResourceValidation")]["properties"];
+    assert_eq!(
+        validation["openAPIV3Schema"]["allOf"][0]["$ref"],
+        format!("#/components/schemas/{}", name("JSONSchemaProps"))
+    );
+    // JSONSchemaProps refers to itself: the recursion goes through references.
+    let props = &schemas[name("JSONSchemaProps")]["properties"];
+    assert_eq!(
+        props["properties"]["additionalProperties"]["$ref"],
+        format!("#/components/schemas/{}", name("JSONSchemaProps"))
+    );
+    assert_eq!(props["$ref"], json!({"type": "string"}));
+    // The unions and raw JSON values carry no type, as upstream publishes them.
+    for union in [
+        "JSON",
+        "JSONSchemaPropsOrArray",
+        "JSONSchemaPropsOrBool",
+        "JSONSchemaPropsOrStringArray",
+    ] {
+        let schema = schemas[name(union)].as_object().unwrap();
+        assert_eq!(
+            schema.keys().collect::<Vec<_>>(),
+            ["description"],
+            "{union}"
+        );
+    }
+    assert_eq!(
+        schemas[name("CustomResourceDefinitionStatus")]["properties"]["conditions"]["x-kubernetes-list-map-keys"],
+        json!(["type"])
+    );
+    assert_eq!(
+        schemas[name("CustomResourceDefinitionSpec")]["properties"]["versions"]["x-kubernetes-list-type"],
+        "atomic"
+    );
+    // The type model accepts the document (server-side apply of CRDs).
+    let model = type_model(&documents(&served())).unwrap();
+    drop(model);
+    // The v2 document keeps them too.
+    let v2 = swagger();
+    assert_eq!(
+        v2["definitions"][name("JSONSchemaProps")]["properties"]["not"]["$ref"],
+        format!("#/definitions/{}", name("JSONSchemaProps"))
+    );
+    assert!(
+        v2["paths"]
+            .get("/apis/apiextensions.k8s.io/v1/customresourcedefinitions/{name}/status")
+            .is_some()
+    );
 }

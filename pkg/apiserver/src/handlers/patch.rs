@@ -68,9 +68,10 @@ pub(crate) async fn patch<S: Storage>(
     if patch_type == PatchType::Apply {
         return super::apply::apply(ctx, &negotiated, body).await;
     }
-    // Strategic merge patch needs the kind's type model (custom resources will not have one).
+    // Strategic merge patch needs a built-in kind's type model: custom resources answer 415,
+    // as upstream's.
     let strategic = match patch_type {
-        PatchType::StrategicMerge => {
+        PatchType::StrategicMerge if ctx.info.builtin_info().is_some() => {
             ctx.types
                 .kind(&ctx.info.group, &ctx.info.version, &ctx.info.kind)
         }

@@ -7,6 +7,10 @@
 //! A failure — such as a start before the compacted revision — is an ERROR event with its Status
 //! inside the 200 stream, which is what clients re-list on. The stream ends after
 //! `timeoutSeconds` (30 minutes when unset).
+//!
+//! A metadata-only watch (`Accept: application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1`,
+//! what kube-rs' and client-go's metadata informers send) gets each object as a
+//! `meta.k8s.io` `PartialObjectMetadata`, as upstream answers it.
 
 use std::time::Duration;
 
@@ -31,7 +35,9 @@ const BOOKMARK_PERIOD: Duration = Duration::from_secs(60);
 pub(crate) async fn watch<S: Storage>(
     ctx: &Ctx<'_, S>,
 ) -> Result<Response<ResponseBody>, ApiError> {
-    let negotiated = ctx.negotiate(true)?;
+    // Each event holds one object: the single-object transforms apply (as upstream, a watch
+    // takes `as=PartialObjectMetadata`, not the list form).
+    let negotiated = ctx.negotiate(false)?;
     let options = ctx.list_options(true)?;
     let bookmarks = options.read.allow_watch_bookmarks;
     let timeout = match ctx
@@ -49,6 +55,10 @@ pub(crate) async fn watch<S: Storage>(
     let format = negotiated.format;
     let table = match negotiated.target {
         Target::Table(version) => Some(version),
+        _ => None,
+    };
+    let metadata_only = match negotiated.target {
+        Target::PartialObjectMetadata(version) => Some(version),
         _ => None,
     };
     let shutdown = ctx.shutdown.cloned();
@@ -69,15 +79,19 @@ pub(crate) async fn watch<S: Storage>(
         loop {
             let line = tokio::select! {
                 item = stream.next() => match item {
-                    Some(WatchItem::Event(kind, object)) => match table {
-                        Some(version) => {
+                    Some(WatchItem::Event(kind, object)) => match (table, metadata_only) {
+                        (Some(version), _) => {
                             let t = encode::table(info, std::slice::from_ref(object.value()), None, version, headers, now);
                             headers = false;
                             encode::watch_event(kind.as_str(), t, format, info)
                         }
+                        (None, Some(version)) => {
+                            let partial = encode::partial_metadata(object.value(), version);
+                            encode::watch_event(kind.as_str(), partial, format, info)
+                        }
                         // JSON: the object's encoding is shared by every watcher.
-                        None if format != Format::Protobuf => encode::watch_line(kind.as_str(), object.json()),
-                        None => encode::watch_event(kind.as_str(), object.value().clone(), format, info),
+                        (None, None) if format != Format::Protobuf => encode::watch_line(kind.as_str(), object.json()),
+                        (None, None) => encode::watch_event(kind.as_str(), object.value().clone(), format, info),
                     },
                     Some(WatchItem::Bookmark { resource_version, initial_events_end }) => {
                         if !bookmarks {
@@ -107,7 +121,7 @@ pub(crate) async fn watch<S: Storage>(
     });
     let mut response = Response::new(body);
     *response.status_mut() = StatusCode::OK;
-    let content_type = if table.is_some() {
+    let content_type = if table.is_some() || metadata_only.is_some() {
         negotiated.content_type()
     } else if format == Format::Protobuf {
         genplane_api::protobuf::WATCH_CONTENT_TYPE.to_owned()

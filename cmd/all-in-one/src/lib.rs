@@ -1,0 +1,89 @@
+//! `genplane all-in-one`: every long-running role in one process, for the local run. The API
+//! server (SQLite in `--data-dir` by default; every `genplane apiserver` flag is accepted) and,
+//! once it takes requests, the controller-manager, connected to it with the
+//! `controller-manager.kubeconfig` the API server wrote. One process needs no leader election
+//! and no second ops port: the API server's `/healthz`, `/readyz` and `/metrics` stand for both.
+//! SIGTERM stops both; a controller-manager that fails ends the process with its error.
+
+#![warn(missing_docs)]
+
+use anyhow::Context as _;
+use clap::{Arg, ArgMatches};
+use genplane_cmd_controller_manager::options::ControllerManagerOptions;
+use genplane_component_base::config::Invalid;
+use genplane_component_base::featuregate::UseIdentity;
+use genplane_component_base::process::Process;
+use genplane_component_base::shutdown::{Shutdown, Signals};
+
+/// The command line of `genplane all-in-one`: the API server's, plus `--controllers`.
+pub fn command() -> clap::Command {
+    genplane_cmd_apiserver::command()
+        .name("all-in-one")
+        .about("Run the API server and the controllers in one process on embedded storage")
+        .arg(
+            Arg::new("controllers")
+                .long("controllers")
+                .value_delimiter(',')
+                .default_value("*")
+                .help(
+                    "The controllers to run, as `genplane controller-manager --controllers` \
+                     reads them: `*` for every controller on by default, `foo` to enable \
+                     controller foo, `-foo` to disable it",
+                ),
+        )
+}
+
+/// Runs `genplane all-in-one` until SIGTERM or SIGINT.
+pub fn run(matches: &ArgMatches, process: &Process) -> anyhow::Result<()> {
+    let controllers: Vec<String> = matches
+        .get_many::<String>("controllers")
+        .map(|values| values.cloned().collect())
+        .unwrap_or_else(|| vec!["*".to_owned()]);
+    let Some(config) = genplane_cmd_apiserver::configure(matches, process)? else {
+        return Ok(());
+    };
+    let common = config.options.common.clone();
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .context("starting the runtime")?;
+    runtime.block_on(async {
+        let shutdown = Shutdown::new();
+        tokio::spawn(shutdown.clone().trigger_on(Signals::install()?));
+        let (ready_tx, ready_rx) = tokio::sync::oneshot::channel();
+        let apiserver = genplane_cmd_apiserver::serve_until_ready(
+            config,
+            process,
+            shutdown.clone(),
+            Some(ready_tx),
+        );
+        let controller_manager = async {
+            let Ok(ready) = ready_rx.await else {
+                // The API server stopped before it was ready; its error tells why.
+                return Ok(());
+            };
+            let options = ControllerManagerOptions {
+                kubeconfig: Some(ready.data_dir.join("controller-manager.kubeconfig")),
+                controllers,
+                leader_elect: false,
+                secure_port: 0,
+                common,
+                ..ControllerManagerOptions::default()
+            };
+            let mut invalid = Invalid::new();
+            let instance = process.var("HOSTNAME").unwrap_or("localhost").to_owned();
+            let validated = options.validate(
+                UseIdentity::new("controller-manager", instance),
+                None,
+                false,
+                &mut invalid,
+            );
+            let config = invalid
+                .finish(validated)
+                .context("configuring the controller-manager")?;
+            tracing::info!(server = ready.server_url, "starting the controllers");
+            genplane_cmd_controller_manager::serve(config, process, shutdown.clone()).await
+        };
+        tokio::try_join!(apiserver, controller_manager).map(drop)
+    })
+}

@@ -1,0 +1,347 @@
+//! `genplane controller-manager`: the generic controllers, run against an API server over
+//! HTTPS, with leader election so that several instances can run for availability.
+//!
+//! Options → validated config → a client from `--kubeconfig` (or the pod's service account)
+//! → the ops endpoints (`/healthz`, `/livez`, `/readyz` with the `leaderElection` check,
+//! `/metrics`) over HTTPS with a self-signed certificate → leader election on the
+//! `kube-system/genplane-controller-manager` Lease → the controllers of `--controllers`.
+//!
+//! A leader that cannot renew its Lease within the renew deadline stops every controller and
+//! [`serve`] fails (the process exits 1, as upstream's controller-manager does), before another
+//! instance can take over. On SIGTERM the controllers stop and the Lease is released, so that
+//! another instance takes over at once.
+
+#![warn(missing_docs)]
+
+pub mod options;
+
+use std::net::SocketAddr;
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::Context as _;
+use base64::Engine as _;
+use clap::{ArgMatches, CommandFactory, Parser};
+use genplane_component_base::component::{self, Startup};
+use genplane_component_base::config::ConfigFlags;
+use genplane_component_base::featuregate::UseIdentity;
+use genplane_component_base::health::{Health, Kind};
+use genplane_component_base::http::{self, OpsHandler};
+use genplane_component_base::metrics;
+use genplane_component_base::process::Process;
+use genplane_component_base::shutdown::{Shutdown, Signals};
+use genplane_controller::leaderelection::{LeaderElectionConfig, LeaderElector};
+use genplane_controller::registry::{CONTROLLERS, ControllerContext, run_controllers};
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer};
+
+use crate::options::{ControllerManagerConfig, ControllerManagerOptions, IN_CLUSTER_ENV};
+
+/// How long open requests to the ops endpoints may finish after a shutdown signal.
+const DRAIN: Duration = Duration::from_secs(5);
+
+/// Where a pod's service-account CA bundle is mounted.
+const IN_CLUSTER_CA: &str = "/var/run/secrets/kubernetes.io/serviceaccount/ca.crt";
+
+#[derive(Parser)]
+#[command(
+    name = "controller-manager",
+    about = "Run the generic controllers (service accounts, root CA, cluster-role aggregation, resource quota, ...) with leader election"
+)]
+struct Cli {
+    #[command(flatten)]
+    config: ConfigFlags,
+    #[command(flatten)]
+    options: ControllerManagerOptions,
+}
+
+/// The command line of `genplane controller-manager`.
+pub fn command() -> clap::Command {
+    Cli::command()
+}
+
+/// Validates the options of `matches` as `genplane controller-manager` does (for a caller
+/// that starts the controller-manager itself, such as all-in-one, see [`serve`]).
+pub fn configure(
+    matches: &ArgMatches,
+    process: &Process,
+) -> anyhow::Result<Option<ControllerManagerConfig>> {
+    let instance = process.var("HOSTNAME").unwrap_or("localhost").to_owned();
+    let rust_log = process.var("RUST_LOG").map(str::to_owned);
+    let in_cluster = IN_CLUSTER_ENV.iter().all(|v| process.var(v).is_some());
+    let startup = component::configure::<ControllerManagerOptions, _>(
+        matches,
+        process,
+        &mut std::io::stdout(),
+        |options, invalid| {
+            options.validate(
+                UseIdentity::new("controller-manager", instance.clone()),
+                rust_log.as_deref(),
+                in_cluster,
+                invalid,
+            )
+        },
+    )?;
+    Ok(match startup {
+        Startup::Run(config) => Some(config),
+        Startup::Done => None,
+    })
+}
+
+/// Runs `genplane controller-manager` until SIGTERM or SIGINT, or until it loses its Lease.
+pub fn run(matches: &ArgMatches, process: &Process) -> anyhow::Result<()> {
+    let Some(config) = configure(matches, process)? else {
+        return Ok(());
+    };
+    // The binary's one subscriber; a second role in the same process keeps the first.
+    let _ = tracing::subscriber::set_global_default(config.common.logging.subscriber());
+    for warning in config.common.feature_gate.warnings() {
+        tracing::warn!("{warning}");
+    }
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .context("starting the runtime")?;
+    runtime.block_on(async {
+        let shutdown = Shutdown::new();
+        tokio::spawn(shutdown.clone().trigger_on(Signals::install()?));
+        serve(config, process, shutdown).await
+    })
+}
+
+/// The host name, as the operating system reports it.
+fn hostname() -> String {
+    hostname::get()
+        .ok()
+        .and_then(|h| h.into_string().ok())
+        .filter(|h| !h.is_empty())
+        .unwrap_or_else(|| "localhost".to_owned())
+}
+
+/// The CA bundle (PEM) of the kubeconfig's current cluster, if it names one.
+fn kubeconfig_ca(
+    path: &Path,
+    kubeconfig: &kube::config::Kubeconfig,
+) -> anyhow::Result<Option<String>> {
+    let Some(current) = kubeconfig.current_context.as_deref() else {
+        return Ok(None);
+    };
+    let Some(cluster_name) = kubeconfig
+        .contexts
+        .iter()
+        .find(|c| c.name == current)
+        .and_then(|c| c.context.as_ref())
+        .map(|c| c.cluster.clone())
+    else {
+        return Ok(None);
+    };
+    let Some(cluster) = kubeconfig
+        .clusters
+        .iter()
+        .find(|c| c.name == cluster_name)
+        .and_then(|c| c.cluster.as_ref())
+    else {
+        return Ok(None);
+    };
+    if let Some(data) = &cluster.certificate_authority_data {
+        let bytes = base64::engine::general_purpose::STANDARD
+            .decode(data.trim())
+            .context("decoding certificate-authority-data")?;
+        return Ok(Some(
+            String::from_utf8(bytes).context("certificate-authority-data is not PEM")?,
+        ));
+    }
+    if let Some(file) = &cluster.certificate_authority {
+        let file = path.parent().unwrap_or(Path::new(".")).join(file);
+        return Ok(Some(
+            std::fs::read_to_string(&file)
+                .with_context(|| format!("reading {}", file.display()))?,
+        ));
+    }
+    Ok(None)
+}
+
+/// A client of the API server, and the CA bundle its configuration trusts (PEM).
+async fn connect(
+    config: &ControllerManagerConfig,
+) -> anyhow::Result<(kube::Client, Option<String>)> {
+    let (client_config, ca) = match &config.options.kubeconfig {
+        Some(path) => {
+            let kubeconfig = kube::config::Kubeconfig::read_from(path)
+                .with_context(|| format!("reading {}", path.display()))?;
+            let ca = kubeconfig_ca(path, &kubeconfig)?;
+            let client_config = kube::Config::from_custom_kubeconfig(
+                kubeconfig,
+                &kube::config::KubeConfigOptions::default(),
+            )
+            .await
+            .with_context(|| format!("loading {}", path.display()))?;
+            (client_config, ca)
+        }
+        None => (
+            kube::Config::incluster().context("loading the in-cluster configuration")?,
+            std::fs::read_to_string(IN_CLUSTER_CA).ok(),
+        ),
+    };
+    let client = kube::Client::try_from(client_config).context("building the API client")?;
+    Ok((client, ca))
+}
+
+/// TLS for the ops endpoints: a self-signed certificate made at start-up, as upstream makes
+/// one when no serving certificate is given.
+fn self_signed_tls() -> anyhow::Result<tokio_rustls::TlsAcceptor> {
+    let certified =
+        rcgen::generate_simple_self_signed(vec!["localhost".to_owned(), "127.0.0.1".to_owned()])
+            .context("making a self-signed serving certificate")?;
+    let provider = Arc::new(rustls::crypto::aws_lc_rs::default_provider());
+    let key = PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(
+        certified.signing_key.serialize_der(),
+    ));
+    let mut tls = rustls::ServerConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()?
+        .with_no_client_auth()
+        .with_single_cert(
+            vec![CertificateDer::from(certified.cert.der().to_vec())],
+            key,
+        )
+        .context("loading the serving certificate")?;
+    tls.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
+    Ok(tokio_rustls::TlsAcceptor::from(Arc::new(tls)))
+}
+
+/// Runs the controller-manager with `config` until `shutdown` is triggered (then `Ok`), a
+/// controller fails, or leadership is lost (both errors). It installs no signal handler or
+/// subscriber, so it can run next to other roles in one process.
+///
+/// A caller that runs it next to the API server (all-in-one) validates
+/// [`ControllerManagerOptions`] itself, with `kubeconfig` set to the API server's
+/// `controller-manager.kubeconfig` (which must exist when `serve` starts: the API server writes
+/// it once its port is bound), and spawns `serve(config, process, shutdown.clone())` on the
+/// same runtime; until the API server answers, leader election and the watches retry.
+pub async fn serve(
+    config: ControllerManagerConfig,
+    _process: &Process,
+    shutdown: Shutdown,
+) -> anyhow::Result<()> {
+    let (client, kubeconfig_ca) = connect(&config).await?;
+    let root_ca = match &config.options.root_ca_file {
+        Some(path) => std::fs::read_to_string(path)
+            .with_context(|| format!("error parsing root-ca-file at {}", path.display()))?,
+        None => kubeconfig_ca.unwrap_or_default(),
+    };
+    if root_ca.is_empty() {
+        tracing::warn!("no root CA: kube-root-ca.crt will hold an empty ca.crt");
+    }
+    let identity = format!("{}_{}", hostname(), uuid::Uuid::new_v4());
+    let elector = match &config.leader_election {
+        Some(election) => Some(LeaderElector::new(
+            client.clone(),
+            LeaderElectionConfig {
+                namespace: election.namespace.clone(),
+                name: election.name.clone(),
+                identity: identity.clone(),
+                lease_duration: election.lease_duration,
+                renew_deadline: election.renew_deadline,
+                retry_period: election.retry_period,
+            },
+        )?),
+        None => None,
+    };
+
+    let registry = metrics::Registry::new();
+    config.common.feature_gate.register_metrics(&registry);
+    let mut health = Health::new(&shutdown);
+    if let (Some(elector), Some(election)) = (&elector, &config.leader_election) {
+        let check = elector.health();
+        health.add("leaderElection", Kind::Readiness, move || {
+            let result = check.check();
+            async move { result }
+        });
+        // Upstream's gauge: 1 while this instance leads, 0 otherwise.
+        let gauge = Family::<Vec<(String, String)>, Gauge>::default();
+        registry.register(
+            "leader_election_master_status",
+            "Gauge of if the reporting system is master of the relevant lease, 0 indicates backup, 1 indicates master. 'name' is the string used to identify the lease.",
+            gauge.clone(),
+        );
+        let labels = vec![("name".to_owned(), election.name.clone())];
+        let check = elector.health();
+        let stop = shutdown.clone();
+        tokio::spawn(async move {
+            loop {
+                gauge
+                    .get_or_create(&labels)
+                    .set(i64::from(check.is_leader()));
+                tokio::select! {
+                    () = stop.triggered() => return,
+                    () = tokio::time::sleep(Duration::from_secs(1)) => {}
+                }
+            }
+        });
+    }
+    let ops = if config.options.secure_port == 0 {
+        None
+    } else {
+        let tls = self_signed_tls()?;
+        let listener = http::bind(SocketAddr::new(
+            config.bind_address,
+            config.options.secure_port,
+        ))
+        .await?;
+        tracing::info!(address = %listener.local_addr()?, "serving the ops endpoints over HTTPS");
+        let handler_ops = OpsHandler::new(health, registry);
+        let handler = move |request: hyper::Request<hyper::body::Incoming>| {
+            let ops = handler_ops.clone();
+            async move {
+                match ops.handle(&request).await {
+                    Some(response) => response,
+                    None => http::text(hyper::StatusCode::NOT_FOUND, "404 page not found\n".into()),
+                }
+            }
+        };
+        Some(tokio::spawn(http::serve_tls(
+            listener,
+            tls,
+            handler,
+            shutdown.clone(),
+            DRAIN,
+        )))
+    };
+
+    let enabled = config.controllers.enabled(CONTROLLERS);
+    let context = ControllerContext {
+        client,
+        root_ca,
+        resource_quota_sync_period: config.resource_quota_sync_period,
+    };
+    let stop = shutdown.clone();
+    let result = match &elector {
+        Some(elector) => {
+            tracing::info!(%identity, "starting leader election");
+            let work = run_controllers(&enabled, context, std::future::pending());
+            match elector.run(work, stop.triggered()).await {
+                Ok(Some(outcome)) => outcome.map_err(anyhow::Error::from),
+                Ok(None) => Ok(()),
+                Err(error) => Err(error.into()),
+            }
+        }
+        None => run_controllers(&enabled, context, stop.triggered())
+            .await
+            .map_err(anyhow::Error::from),
+    };
+    shutdown.trigger();
+    if let Some(ops) = ops {
+        match ops.await {
+            Ok(Err(error)) => tracing::warn!(%error, "closing the ops endpoints"),
+            Err(error) => tracing::warn!(%error, "the ops server task failed"),
+            Ok(Ok(())) => {}
+        }
+    }
+    match &result {
+        Ok(()) => tracing::info!("stopped"),
+        Err(error) => tracing::error!("{error:#}"),
+    }
+    result
+}

@@ -1,0 +1,310 @@
+//! `genplane controller-manager` options: flags, config file keys and `GENPLANE_*` variables.
+
+use std::net::IpAddr;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::Args;
+use genplane_apimachinery::duration;
+use genplane_authorization::bootstrap::CONTROLLER_MANAGER_LEASE;
+use genplane_component_base::config::{CommonConfig, CommonOptions, Invalid};
+use genplane_component_base::featuregate::{self, UseIdentity};
+use genplane_controller::registry::{CONTROLLERS, Selection};
+use serde::{Deserialize, Serialize};
+
+/// The environment variables that say the process runs in a pod (kube-rs and client-go read
+/// the same ones).
+pub const IN_CLUSTER_ENV: [&str; 2] = ["KUBERNETES_SERVICE_HOST", "KUBERNETES_SERVICE_PORT"];
+
+/// The raw options.
+#[derive(Args, Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case", default)]
+pub struct ControllerManagerOptions {
+    /// The kubeconfig to reach the API server with (required unless running in a pod).
+    #[arg(long)]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub kubeconfig: Option<PathBuf>,
+    /// The controllers to run, comma-separated: `*` for every controller on by default, `foo`
+    /// to enable controller foo, `-foo` to disable it; the first entry naming a controller
+    /// decides. Controllers: serviceaccount, root-ca-cert-publisher, clusterrole-aggregation,
+    /// resourcequota.
+    #[arg(long, value_delimiter = ',', default_value = "*")]
+    pub controllers: Vec<String>,
+    /// Whether to elect a leader on a Lease before running the controllers, so that several
+    /// controller-managers can run for availability.
+    #[arg(long, default_value_t = true, action = clap::ArgAction::Set, num_args = 0..=1, default_missing_value = "true")]
+    pub leader_elect: bool,
+    /// How long non-leaders wait after the last observed renewal before taking the Lease.
+    #[arg(long, default_value = "15s")]
+    pub leader_elect_lease_duration: String,
+    /// How long the leader keeps trying to renew before it stops leading.
+    #[arg(long, default_value = "10s")]
+    pub leader_elect_renew_deadline: String,
+    /// How long candidates wait between tries to acquire or renew.
+    #[arg(long, default_value = "2s")]
+    pub leader_elect_retry_period: String,
+    /// The kind of object leader election uses; only `leases` (upstream's default and, since
+    /// 1.24, its only choice besides the deprecated ones) is supported.
+    #[arg(long, default_value = "leases")]
+    pub leader_elect_resource_lock: String,
+    /// The namespace of the leader-election Lease.
+    #[arg(long, default_value = "kube-system")]
+    pub leader_elect_resource_namespace: String,
+    /// The name of the leader-election Lease.
+    #[arg(long, default_value = CONTROLLER_MANAGER_LEASE)]
+    pub leader_elect_resource_name: String,
+    /// The root CA bundle (PEM) published in every namespace as the `kube-root-ca.crt`
+    /// ConfigMap; the kubeconfig's CA when unset.
+    #[arg(long)]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub root_ca_file: Option<PathBuf>,
+    /// How often every resource quota is recalculated in full.
+    #[arg(long, default_value = "5m0s")]
+    pub resource_quota_sync_period: String,
+    /// The port serving /healthz, /livez, /readyz and /metrics over HTTPS; 0 serves nothing.
+    #[arg(long, default_value_t = 10257)]
+    pub secure_port: u16,
+    /// The address to listen on.
+    #[arg(long, default_value = "0.0.0.0")]
+    pub bind_address: String,
+    /// Logging and feature gates.
+    #[command(flatten)]
+    #[serde(flatten)]
+    pub common: CommonOptions,
+}
+
+impl Default for ControllerManagerOptions {
+    fn default() -> Self {
+        Self {
+            kubeconfig: None,
+            controllers: vec!["*".to_owned()],
+            leader_elect: true,
+            leader_elect_lease_duration: "15s".to_owned(),
+            leader_elect_renew_deadline: "10s".to_owned(),
+            leader_elect_retry_period: "2s".to_owned(),
+            leader_elect_resource_lock: "leases".to_owned(),
+            leader_elect_resource_namespace: "kube-system".to_owned(),
+            leader_elect_resource_name: CONTROLLER_MANAGER_LEASE.to_owned(),
+            root_ca_file: None,
+            resource_quota_sync_period: "5m0s".to_owned(),
+            secure_port: 10257,
+            bind_address: "0.0.0.0".to_owned(),
+            common: CommonOptions::default(),
+        }
+    }
+}
+
+/// Leader-election timings and Lease.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LeaderElection {
+    /// `--leader-elect-lease-duration`.
+    pub lease_duration: Duration,
+    /// `--leader-elect-renew-deadline`.
+    pub renew_deadline: Duration,
+    /// `--leader-elect-retry-period`.
+    pub retry_period: Duration,
+    /// `--leader-elect-resource-namespace`.
+    pub namespace: String,
+    /// `--leader-elect-resource-name`.
+    pub name: String,
+}
+
+/// The validated options.
+#[derive(Clone, Debug)]
+pub struct ControllerManagerConfig {
+    /// The options as given.
+    pub options: ControllerManagerOptions,
+    /// Which controllers run.
+    pub controllers: Selection,
+    /// Leader election, unless `--leader-elect=false`.
+    pub leader_election: Option<LeaderElection>,
+    /// `--resource-quota-sync-period`.
+    pub resource_quota_sync_period: Duration,
+    /// The listening address of the ops endpoints.
+    pub bind_address: IpAddr,
+    /// Logging and feature gates.
+    pub common: CommonConfig,
+}
+
+fn positive(text: &str) -> Result<Duration, String> {
+    let d = duration::parse(text).map_err(|e| e.to_string())?;
+    if d.is_zero() {
+        return Err("must be greater than zero".to_owned());
+    }
+    Ok(d)
+}
+
+impl ControllerManagerOptions {
+    /// Validates every option, recording every problem in `invalid`. `in_cluster` says
+    /// whether the in-cluster environment is there (then `--kubeconfig` may be left out).
+    pub fn validate(
+        &self,
+        identity: UseIdentity,
+        rust_log: Option<&str>,
+        in_cluster: bool,
+        invalid: &mut Invalid,
+    ) -> Option<ControllerManagerConfig> {
+        if self.kubeconfig.is_none() && !in_cluster {
+            invalid.push(
+                "kubeconfig",
+                "required unless running in a pod (KUBERNETES_SERVICE_HOST and KUBERNETES_SERVICE_PORT set)",
+            );
+        }
+        let controllers = invalid.check(
+            "controllers",
+            Selection::parse(&self.controllers, CONTROLLERS).map_err(|e| e.to_string()),
+        );
+        let lease_duration = invalid.check(
+            "leader-elect-lease-duration",
+            positive(&self.leader_elect_lease_duration),
+        );
+        let renew_deadline = invalid.check(
+            "leader-elect-renew-deadline",
+            positive(&self.leader_elect_renew_deadline),
+        );
+        let retry_period = invalid.check(
+            "leader-elect-retry-period",
+            positive(&self.leader_elect_retry_period),
+        );
+        let leader_election = match (lease_duration, renew_deadline, retry_period) {
+            (Some(lease_duration), Some(renew_deadline), Some(retry_period)) => {
+                let election = LeaderElection {
+                    lease_duration,
+                    renew_deadline,
+                    retry_period,
+                    namespace: self.leader_elect_resource_namespace.clone(),
+                    name: self.leader_elect_resource_name.clone(),
+                };
+                if self.leader_elect {
+                    let check = genplane_controller::leaderelection::LeaderElectionConfig {
+                        namespace: election.namespace.clone(),
+                        name: election.name.clone(),
+                        identity: "check".to_owned(),
+                        lease_duration,
+                        renew_deadline,
+                        retry_period,
+                    };
+                    if let Err(error) = check.validate() {
+                        invalid.push("leader-elect-renew-deadline", error);
+                    }
+                    if election.name.is_empty() || election.namespace.is_empty() {
+                        invalid.push(
+                            "leader-elect-resource-name",
+                            "the leader-election Lease needs a name and a namespace",
+                        );
+                    }
+                }
+                Some(Some(election).filter(|_| self.leader_elect))
+            }
+            _ => None,
+        };
+        if self.leader_elect_resource_lock != "leases" {
+            invalid.push(
+                "leader-elect-resource-lock",
+                format!(
+                    "{:?} is not supported: only leases",
+                    self.leader_elect_resource_lock
+                ),
+            );
+        }
+        let resource_quota_sync_period = invalid.check(
+            "resource-quota-sync-period",
+            positive(&self.resource_quota_sync_period),
+        );
+        let bind_address = invalid.check(
+            "bind-address",
+            self.bind_address
+                .parse::<IpAddr>()
+                .map_err(|e| format!("{:?} is not an IP address: {e}", self.bind_address)),
+        );
+        if let Some(path) = &self.root_ca_file
+            && let Err(error) = std::fs::read_to_string(path)
+        {
+            invalid.push("root-ca-file", format!("{}: {error}", path.display()));
+        }
+        let common =
+            self.common
+                .validate(&featuregate::Registry::new(), identity, rust_log, invalid);
+        Some(ControllerManagerConfig {
+            options: self.clone(),
+            controllers: controllers?,
+            leader_election: leader_election?,
+            resource_quota_sync_period: resource_quota_sync_period?,
+            bind_address: bind_address?,
+            common: common?,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn validate(
+        options: &ControllerManagerOptions,
+        in_cluster: bool,
+    ) -> Result<ControllerManagerConfig, String> {
+        let mut invalid = Invalid::new();
+        let config = options.validate(
+            UseIdentity::new("controller-manager", "test"),
+            None,
+            in_cluster,
+            &mut invalid,
+        );
+        invalid.finish(config).map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn defaults_are_upstreams() {
+        let options = ControllerManagerOptions {
+            kubeconfig: Some("k".into()),
+            ..ControllerManagerOptions::default()
+        };
+        let config = validate(&options, false).unwrap();
+        let election = config.leader_election.unwrap();
+        assert_eq!(election.lease_duration, Duration::from_secs(15));
+        assert_eq!(election.renew_deadline, Duration::from_secs(10));
+        assert_eq!(election.retry_period, Duration::from_secs(2));
+        assert_eq!(election.namespace, "kube-system");
+        assert_eq!(election.name, "genplane-controller-manager");
+        assert_eq!(config.resource_quota_sync_period, Duration::from_secs(300));
+        assert_eq!(
+            config.controllers.enabled(CONTROLLERS).len(),
+            CONTROLLERS.len()
+        );
+    }
+
+    #[test]
+    fn kubeconfig_is_required_outside_a_pod() {
+        let options = ControllerManagerOptions::default();
+        let error = validate(&options, false).unwrap_err();
+        assert!(error.contains("kubeconfig"), "{error}");
+        assert!(validate(&options, true).is_ok());
+    }
+
+    #[test]
+    fn bad_controllers_and_timings_are_reported() {
+        let options = ControllerManagerOptions {
+            kubeconfig: Some("k".into()),
+            controllers: vec!["*".into(), "-nope".into()],
+            leader_elect_renew_deadline: "20s".into(),
+            ..ControllerManagerOptions::default()
+        };
+        let error = validate(&options, false).unwrap_err();
+        assert!(
+            error.contains("\"nope\" is not in the list of known controllers"),
+            "{error}"
+        );
+        assert!(
+            error.contains("leaseDuration must be greater than renewDeadline"),
+            "{error}"
+        );
+        let options = ControllerManagerOptions {
+            kubeconfig: Some("k".into()),
+            leader_elect: false,
+            leader_elect_renew_deadline: "20s".into(),
+            ..ControllerManagerOptions::default()
+        };
+        assert!(validate(&options, false).unwrap().leader_election.is_none());
+    }
+}

@@ -1,0 +1,577 @@
+//! `genplane controller-manager` against a real `genplane apiserver`, both as processes: the
+//! controllers' effects as a user sees them through the API, and leader election between two
+//! controller-managers.
+
+#![allow(clippy::unwrap_used)]
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::future::Future;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use common::{Apiserver, BIN, free_port};
+use k8s_openapi::api::coordination::v1::Lease;
+use k8s_openapi::api::core::v1::{ConfigMap, Namespace, ResourceQuota, Secret, ServiceAccount};
+use k8s_openapi::api::rbac::v1::ClusterRole;
+use kube::api::{Api, DeleteParams, PostParams};
+use serde_json::json;
+
+const LEASE: &str = "genplane-controller-manager";
+
+struct ControllerManager {
+    child: Child,
+    port: u16,
+}
+
+impl Drop for ControllerManager {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl ControllerManager {
+    /// `GET path` on the ops port (self-signed certificate), as (status, body).
+    fn get(&self, path: &str) -> (u16, String) {
+        let out = Command::new("curl")
+            .args(["-sk", "-w", "\n%{http_code}"])
+            .arg(format!("https://127.0.0.1:{}{path}", self.port))
+            .output()
+            .unwrap();
+        let text = String::from_utf8(out.stdout).unwrap();
+        let (body, code) = text.rsplit_once('\n').unwrap();
+        (code.parse().unwrap_or(0), body.to_owned())
+    }
+
+    fn terminate(&self) {
+        let status = Command::new("kill")
+            .args(["-TERM", &self.child.id().to_string()])
+            .status()
+            .unwrap();
+        assert!(status.success());
+    }
+
+    fn wait_exit(&mut self, within: Duration) -> std::process::ExitStatus {
+        let deadline = Instant::now() + within;
+        loop {
+            if let Some(status) = self.child.try_wait().unwrap() {
+                return status;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "the controller-manager did not exit"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+}
+
+/// Starts a controller-manager with the controller-manager's own kubeconfig (its own user,
+/// bound by the bootstrap RBAC policy), logging to `<dir>/<log>`.
+fn start_cm(server: &Apiserver, log: &str, extra: &[&str]) -> ControllerManager {
+    let port = free_port();
+    let kubeconfig = server.dir.path().join("data/controller-manager.kubeconfig");
+    assert!(kubeconfig.exists());
+    let log = std::fs::File::create(server.dir.path().join(log)).unwrap();
+    let child = Command::new(BIN)
+        .arg("controller-manager")
+        .arg(format!("--kubeconfig={}", kubeconfig.display()))
+        .arg(format!("--secure-port={port}"))
+        .arg("--bind-address=127.0.0.1")
+        .arg("-v=2")
+        .args(extra)
+        .stdout(Stdio::null())
+        .stderr(Stdio::from(log))
+        .spawn()
+        .unwrap();
+    ControllerManager { child, port }
+}
+
+/// Fast leader election, so that the tests stay short.
+const FAST: &[&str] = &[
+    "--leader-elect-lease-duration=4s",
+    "--leader-elect-renew-deadline=3s",
+    "--leader-elect-retry-period=500ms",
+];
+
+async fn admin(server: &Apiserver) -> kube::Client {
+    let kubeconfig = kube::config::Kubeconfig::read_from(server.kubeconfig()).unwrap();
+    let config = kube::Config::from_custom_kubeconfig(kubeconfig, &Default::default())
+        .await
+        .unwrap();
+    kube::Client::try_from(config).unwrap()
+}
+
+/// Polls `check` until it returns `Some`, failing after `within`.
+async fn eventually<T, F, Fut>(what: &str, within: Duration, mut check: F) -> T
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = Option<T>>,
+{
+    let deadline = Instant::now() + within;
+    loop {
+        if let Some(value) = check().await {
+            return value;
+        }
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+async fn create_namespace(client: &kube::Client, name: &str) {
+    let ns: Namespace = serde_json::from_value(json!({"metadata": {"name": name}})).unwrap();
+    Api::<Namespace>::all(client.clone())
+        .create(&PostParams::default(), &ns)
+        .await
+        .unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn new_namespaces_get_the_default_service_account_and_the_root_ca() {
+    let server = common::start();
+    let client = admin(&server).await;
+    let cm = start_cm(&server, "cm.log", &[]);
+    let ca = std::fs::read_to_string(server.dir.path().join("data/pki/ca.crt")).unwrap();
+
+    create_namespace(&client, "team-a").await;
+    let accounts = Api::<ServiceAccount>::namespaced(client.clone(), "team-a");
+    let config_maps = Api::<ConfigMap>::namespaced(client.clone(), "team-a");
+    let first = eventually(
+        "the default service account",
+        Duration::from_secs(20),
+        || async { accounts.get_opt("default").await.unwrap() },
+    )
+    .await;
+    let published = eventually("kube-root-ca.crt", Duration::from_secs(20), || async {
+        config_maps.get_opt("kube-root-ca.crt").await.unwrap()
+    })
+    .await;
+    assert_eq!(published.data.as_ref().unwrap()["ca.crt"], ca);
+    assert!(
+        published.metadata.annotations.as_ref().unwrap()["kubernetes.io/description"]
+            .starts_with("Contains a CA bundle")
+    );
+    // The namespaces that existed before get them too.
+    for ns in ["default", "kube-system"] {
+        let cms = Api::<ConfigMap>::namespaced(client.clone(), ns);
+        eventually(
+            "kube-root-ca.crt in an existing namespace",
+            Duration::from_secs(20),
+            || async { cms.get_opt("kube-root-ca.crt").await.unwrap() },
+        )
+        .await;
+        let sas = Api::<ServiceAccount>::namespaced(client.clone(), ns);
+        eventually(
+            "default in an existing namespace",
+            Duration::from_secs(20),
+            || async { sas.get_opt("default").await.unwrap() },
+        )
+        .await;
+    }
+
+    // Deleted: made again.
+    accounts
+        .delete("default", &DeleteParams::default())
+        .await
+        .unwrap();
+    let again = eventually(
+        "the service account made again",
+        Duration::from_secs(20),
+        || async {
+            accounts
+                .get_opt("default")
+                .await
+                .unwrap()
+                .filter(|sa| sa.metadata.uid != first.metadata.uid)
+        },
+    )
+    .await;
+    assert!(again.metadata.uid.is_some());
+
+    // Changed: restored; deleted: made again.
+    let mut changed = published.clone();
+    changed.data = Some(BTreeMap::from([(
+        "ca.crt".to_owned(),
+        "tampered".to_owned(),
+    )]));
+    config_maps
+        .replace("kube-root-ca.crt", &PostParams::default(), &changed)
+        .await
+        .unwrap();
+    eventually("the CA restored", Duration::from_secs(20), || async {
+        let cm = config_maps.get_opt("kube-root-ca.crt").await.unwrap()?;
+        (cm.data?.get("ca.crt")? == &ca).then_some(())
+    })
+    .await;
+    config_maps
+        .delete("kube-root-ca.crt", &DeleteParams::default())
+        .await
+        .unwrap();
+    eventually(
+        "the CA ConfigMap made again",
+        Duration::from_secs(20),
+        || async {
+            let cm = config_maps.get_opt("kube-root-ca.crt").await.unwrap()?;
+            (cm.metadata.uid != published.metadata.uid && cm.data?.get("ca.crt")? == &ca)
+                .then_some(())
+        },
+    )
+    .await;
+
+    // The ops endpoints.
+    assert_eq!(cm.get("/healthz"), (200, "ok".to_owned()));
+    assert_eq!(cm.get("/livez"), (200, "ok".to_owned()));
+    let (status, body) = cm.get("/readyz?verbose");
+    assert_eq!(status, 200, "{body}");
+    assert!(body.contains("[+]leaderElection ok"), "{body}");
+    // The gauge follows the election within a second.
+    eventually(
+        "leader_election_master_status 1",
+        Duration::from_secs(5),
+        || async {
+            let (status, body) = cm.get("/metrics");
+            (status == 200
+                && body.contains(
+                    "leader_election_master_status{name=\"genplane-controller-manager\"} 1",
+                ))
+            .then_some(())
+        },
+    )
+    .await;
+}
+
+fn quota_used(quota: &ResourceQuota) -> BTreeMap<String, String> {
+    quota
+        .status
+        .as_ref()
+        .and_then(|s| s.used.clone())
+        .unwrap_or_default()
+        .into_iter()
+        .map(|(k, v)| (k, v.0))
+        .collect()
+}
+
+fn pairs(items: &[(&str, &str)]) -> BTreeMap<String, String> {
+    items
+        .iter()
+        .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn resource_quota_status_follows_creates_and_deletes() {
+    let server = common::start();
+    let client = admin(&server).await;
+    // Only the quota controller, so that no other controller adds objects to count.
+    let _cm = start_cm(
+        &server,
+        "cm.log",
+        &["--controllers=resourcequota", "--leader-elect=false"],
+    );
+    create_namespace(&client, "quota").await;
+    let quotas = Api::<ResourceQuota>::namespaced(client.clone(), "quota");
+    let quota: ResourceQuota = serde_json::from_value(json!({
+        "metadata": {"name": "objects"},
+        "spec": {"hard": {
+            "configmaps": "5",
+            "count/secrets": "3",
+            "count/leases.coordination.k8s.io": "2",
+            "cpu": "1",
+        }},
+    }))
+    .unwrap();
+    quotas.create(&PostParams::default(), &quota).await.unwrap();
+    let wait_used = |want: BTreeMap<String, String>| {
+        let quotas = quotas.clone();
+        async move {
+            let mut last = BTreeMap::new();
+            let deadline = Instant::now() + Duration::from_secs(20);
+            while Instant::now() < deadline {
+                let q = quotas.get("objects").await.unwrap();
+                last = quota_used(&q);
+                if last == want {
+                    return q;
+                }
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+            panic!("status.used is {last:?}, want {want:?}");
+        }
+    };
+    let q = wait_used(pairs(&[
+        ("configmaps", "0"),
+        ("count/secrets", "0"),
+        ("count/leases.coordination.k8s.io", "0"),
+    ]))
+    .await;
+    let status = q.status.unwrap();
+    assert_eq!(
+        status.hard,
+        q.spec.unwrap().hard,
+        "status.hard is spec.hard"
+    );
+
+    let config_maps = Api::<ConfigMap>::namespaced(client.clone(), "quota");
+    for i in 0..3 {
+        let cm: ConfigMap =
+            serde_json::from_value(json!({"metadata": {"name": format!("cm-{i}")}})).unwrap();
+        config_maps
+            .create(&PostParams::default(), &cm)
+            .await
+            .unwrap();
+    }
+    let secret: Secret =
+        serde_json::from_value(json!({"metadata": {"name": "s"}, "stringData": {"a": "b"}}))
+            .unwrap();
+    Api::<Secret>::namespaced(client.clone(), "quota")
+        .create(&PostParams::default(), &secret)
+        .await
+        .unwrap();
+    wait_used(pairs(&[
+        ("configmaps", "3"),
+        ("count/secrets", "1"),
+        ("count/leases.coordination.k8s.io", "0"),
+    ]))
+    .await;
+    config_maps
+        .delete("cm-1", &DeleteParams::default())
+        .await
+        .unwrap();
+    let lease: Lease = serde_json::from_value(json!({"metadata": {"name": "l"}})).unwrap();
+    Api::<Lease>::namespaced(client.clone(), "quota")
+        .create(&PostParams::default(), &lease)
+        .await
+        .unwrap();
+    wait_used(pairs(&[
+        ("configmaps", "2"),
+        ("count/secrets", "1"),
+        ("count/leases.coordination.k8s.io", "1"),
+    ]))
+    .await;
+    // Objects of other namespaces do not count.
+    let other: ConfigMap = serde_json::from_value(json!({"metadata": {"name": "x"}})).unwrap();
+    Api::<ConfigMap>::namespaced(client.clone(), "default")
+        .create(&PostParams::default(), &other)
+        .await
+        .unwrap();
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    assert_eq!(
+        quota_used(&quotas.get("objects").await.unwrap())["configmaps"],
+        "2"
+    );
+}
+
+fn rule_resources(role: &ClusterRole) -> Vec<String> {
+    let mut out: Vec<String> = role
+        .rules
+        .iter()
+        .flatten()
+        .flat_map(|r| r.resources.clone().unwrap_or_default())
+        .collect();
+    out.sort();
+    out
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_aggregated_cluster_role_picks_up_labelled_roles() {
+    let server = common::start();
+    let client = admin(&server).await;
+    let _cm = start_cm(
+        &server,
+        "cm.log",
+        &[
+            "--controllers=clusterrole-aggregation",
+            "--leader-elect=false",
+        ],
+    );
+    let roles = Api::<ClusterRole>::all(client.clone());
+    let create = |value: serde_json::Value| {
+        let roles = roles.clone();
+        async move {
+            let role: ClusterRole = serde_json::from_value(value).unwrap();
+            roles.create(&PostParams::default(), &role).await.unwrap();
+        }
+    };
+    create(json!({
+        "metadata": {"name": "monitoring"},
+        "aggregationRule": {"clusterRoleSelectors": [{"matchLabels": {"example.com/aggregate-to-monitoring": "true"}}]},
+    }))
+    .await;
+    create(json!({
+        "metadata": {"name": "monitoring-configmaps", "labels": {"example.com/aggregate-to-monitoring": "true"}},
+        "rules": [{"apiGroups": [""], "resources": ["configmaps"], "verbs": ["get"]}],
+    }))
+    .await;
+    let wait_resources = |want: &'static [&'static str]| {
+        let roles = roles.clone();
+        async move {
+            eventually("the aggregated rules", Duration::from_secs(20), || async {
+                let role = roles.get("monitoring").await.unwrap();
+                (rule_resources(&role) == want).then_some(role)
+            })
+            .await
+        }
+    };
+    wait_resources(&["configmaps"]).await;
+    // A new labelled role is picked up; an unlabelled one is not.
+    create(json!({
+        "metadata": {"name": "monitoring-secrets", "labels": {"example.com/aggregate-to-monitoring": "true"}},
+        "rules": [{"apiGroups": [""], "resources": ["secrets"], "verbs": ["list"]}],
+    }))
+    .await;
+    create(json!({
+        "metadata": {"name": "unrelated"},
+        "rules": [{"apiGroups": [""], "resources": ["leases"], "verbs": ["list"]}],
+    }))
+    .await;
+    wait_resources(&["configmaps", "secrets"]).await;
+    // A deleted one is dropped.
+    roles
+        .delete("monitoring-configmaps", &DeleteParams::default())
+        .await
+        .unwrap();
+    let role = wait_resources(&["secrets"]).await;
+    assert_eq!(role.rules.unwrap()[0].verbs, ["list"]);
+    // Rules written by hand are put back.
+    let mut edited = roles.get("monitoring").await.unwrap();
+    edited.rules = Some(Vec::new());
+    roles
+        .replace("monitoring", &PostParams::default(), &edited)
+        .await
+        .unwrap();
+    wait_resources(&["secrets"]).await;
+}
+
+/// The Lease's (holder, transitions, renewTime, acquireTime).
+fn record(lease: &Lease) -> (String, i32, Option<String>, Option<String>, i32) {
+    let spec = lease.spec.clone().unwrap_or_default();
+    (
+        spec.holder_identity.unwrap_or_default(),
+        spec.lease_transitions.unwrap_or_default(),
+        spec.renew_time.map(|t| t.0.to_string()),
+        spec.acquire_time.map(|t| t.0.to_string()),
+        spec.lease_duration_seconds.unwrap_or_default(),
+    )
+}
+
+fn parse_time(text: &str) -> k8s_openapi::jiff::Timestamp {
+    text.parse().unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_killed_leader_is_replaced_within_the_lease_duration() {
+    let server = common::start();
+    let client = admin(&server).await;
+    let leases = Api::<Lease>::namespaced(client.clone(), "kube-system");
+    let mut first = start_cm(&server, "cm-a.log", FAST);
+    let (holder_a, transitions_a, ..) =
+        eventually("the first leader", Duration::from_secs(20), || async {
+            let lease = leases.get_opt(LEASE).await.unwrap()?;
+            let r = record(&lease);
+            (!r.0.is_empty()).then_some(r)
+        })
+        .await;
+    assert!(
+        holder_a.contains('_'),
+        "identity is <hostname>_<uuid>: {holder_a}"
+    );
+    assert_eq!(transitions_a, 0, "a new Lease starts with no transitions");
+    let mut second = start_cm(&server, "cm-b.log", FAST);
+    // The second one waits: the first keeps the Lease and renews it.
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    let lease = leases.get(LEASE).await.unwrap();
+    let (holder, transitions, renewed, ..) = record(&lease);
+    assert_eq!(holder, holder_a);
+    assert_eq!(transitions, 0);
+    assert_eq!(lease.spec.as_ref().unwrap().lease_duration_seconds, Some(4));
+    let (status, body) = second.get("/readyz?verbose");
+    assert_eq!(status, 200, "a follower is ready: {body}");
+    let (_, body) = second.get("/metrics");
+    assert!(
+        body.contains("leader_election_master_status{name=\"genplane-controller-manager\"} 0"),
+        "{body}"
+    );
+
+    // SIGKILL the leader: it cannot release the Lease.
+    let mut last_renew_a = parse_time(&renewed.unwrap());
+    first.child.kill().unwrap();
+    first.child.wait().unwrap();
+    let killed = Instant::now();
+    let killed_at = k8s_openapi::jiff::Timestamp::now();
+    let mut takeover = None;
+    while killed.elapsed() < Duration::from_secs(15) {
+        let lease = leases.get(LEASE).await.unwrap();
+        let r = record(&lease);
+        if r.0 == holder_a {
+            last_renew_a = parse_time(r.2.as_deref().unwrap());
+        } else {
+            takeover = Some((killed.elapsed(), r));
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let (elapsed, (holder_b, transitions_b, _, acquired_b, _)) =
+        takeover.expect("the second controller-manager did not take the Lease");
+    assert_ne!(holder_b, holder_a);
+    assert!(!holder_b.is_empty());
+    assert_eq!(
+        transitions_b, 1,
+        "leaseTransitions counts the change of holder"
+    );
+    // Within the lease duration (4 s) of the last renewal, plus a retry period with jitter.
+    assert!(
+        elapsed < Duration::from_millis(4000 + 1100 + 1000),
+        "took {elapsed:?}"
+    );
+    // No overlap: the new leader acquired after the old one's Lease expired, and after it died.
+    let acquired_b = parse_time(&acquired_b.unwrap());
+    assert!(
+        acquired_b >= last_renew_a + Duration::from_secs(4),
+        "acquired at {acquired_b}, the old leader renewed at {last_renew_a}"
+    );
+    assert!(acquired_b >= killed_at);
+
+    // The new leader runs the controllers.
+    create_namespace(&client, "after-failover").await;
+    let sas = Api::<ServiceAccount>::namespaced(client.clone(), "after-failover");
+    eventually(
+        "the new leader's service account",
+        Duration::from_secs(20),
+        || async { sas.get_opt("default").await.unwrap() },
+    )
+    .await;
+
+    // SIGTERM: the leader stops and releases the Lease (no holder, a one-second duration).
+    second.terminate();
+    let status = second.wait_exit(Duration::from_secs(10));
+    assert!(status.success(), "{status}");
+    let (holder, transitions, _, _, duration) = record(&leases.get(LEASE).await.unwrap());
+    assert_eq!(holder, "");
+    assert_eq!(duration, 1);
+    assert_eq!(transitions, 1);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_leader_that_cannot_renew_stops() {
+    let server = common::start();
+    let client = admin(&server).await;
+    let leases = Api::<Lease>::namespaced(client.clone(), "kube-system");
+    let mut cm = start_cm(&server, "cm.log", FAST);
+    eventually("the leader", Duration::from_secs(20), || async {
+        let lease = leases.get_opt(LEASE).await.unwrap()?;
+        (!record(&lease).0.is_empty()).then_some(())
+    })
+    .await;
+    // The API server goes away: the leader cannot renew and exits before its Lease expires
+    // for the others (renew deadline 3 s < lease duration 4 s).
+    let stopped = Instant::now();
+    common::stop(server);
+    let status = cm.wait_exit(Duration::from_secs(10));
+    assert_eq!(status.code(), Some(1), "{status}");
+    let after = stopped.elapsed();
+    assert!(
+        after < Duration::from_millis(4000),
+        "stopped after {after:?}"
+    );
+}

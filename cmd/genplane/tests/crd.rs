@@ -1,0 +1,542 @@
+//! CustomResourceDefinitions against the real binary: kubectl's everyday flows on a custom
+//! resource (apply, get with printer columns, explain, server-side apply, edit, delete), a CRD
+//! made by kube-rs `#[derive(CustomResource)]` used through a typed `Api<T>`, clear errors for
+//! bad CRDs and bad objects, and the deletion of a CRD taking its objects with it.
+
+#![allow(clippy::unwrap_used)]
+
+mod common;
+
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use common::{Apiserver, ok, start, text};
+use serde_json::Value;
+
+const CRONTAB_CRD: &str = r#"
+apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata:
+  name: crontabs.stable.example.com
+spec:
+  group: stable.example.com
+  scope: Namespaced
+  names:
+    plural: crontabs
+    singular: crontab
+    kind: CronTab
+    shortNames: [ct]
+    categories: [all]
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    subresources:
+      status: {}
+    additionalPrinterColumns:
+    - name: Spec
+      type: string
+      description: The cron spec defining the interval a CronJob is run
+      jsonPath: .spec.cronSpec
+    - name: Replicas
+      type: integer
+      jsonPath: .spec.replicas
+    - name: Image
+      type: string
+      priority: 1
+      jsonPath: .spec.image
+    - name: Age
+      type: date
+      jsonPath: .metadata.creationTimestamp
+    schema:
+      openAPIV3Schema:
+        type: object
+        description: A CronTab runs an image on a schedule.
+        properties:
+          spec:
+            type: object
+            description: What to run and when.
+            properties:
+              cronSpec:
+                type: string
+                description: The schedule, in cron format.
+                pattern: '^(\d+|\*)(/\d+)?(\s+(\d+|\*)(/\d+)?){4}$'
+              image:
+                type: string
+              replicas:
+                type: integer
+                minimum: 1
+                maximum: 10
+                default: 1
+              tags:
+                type: array
+                x-kubernetes-list-type: set
+                items:
+                  type: string
+            x-kubernetes-validations:
+            - rule: "self.replicas <= 5 || self.image.startsWith('big/')"
+              message: more than 5 replicas need a big image
+              fieldPath: .replicas
+          status:
+            type: object
+            properties:
+              ready:
+                type: integer
+"#;
+
+fn write(server: &Apiserver, name: &str, content: &str) -> String {
+    let path = server.dir.path().join(name);
+    std::fs::write(&path, content).unwrap();
+    path.display().to_string()
+}
+
+fn kubectl(server: &Apiserver, args: &[&str]) -> String {
+    ok(server.kubectl("kubectl", args))
+}
+
+fn refused(server: &Apiserver, args: &[&str]) -> String {
+    let out = server.kubectl("kubectl", args);
+    assert!(!out.status.success(), "expected a failure: {}", text(&out));
+    text(&out)
+}
+
+/// Waits until `check` holds, for at most ten seconds.
+fn eventually(what: &str, mut check: impl FnMut() -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !check() {
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+fn install_crontabs(server: &Apiserver) {
+    let crd = write(server, "crd.yaml", CRONTAB_CRD);
+    let out = kubectl(server, &["apply", "-f", &crd]);
+    assert!(
+        out.contains(
+            "customresourcedefinition.apiextensions.k8s.io/crontabs.stable.example.com created"
+        ),
+        "{out}"
+    );
+    kubectl(
+        server,
+        &[
+            "wait",
+            "--for=condition=Established",
+            "--timeout=20s",
+            "crd/crontabs.stable.example.com",
+        ],
+    );
+}
+
+#[test]
+fn kubectl_works_on_custom_resources() {
+    let server = start();
+    install_crontabs(&server);
+
+    // Discovery knows the new resource at once, short name and category included.
+    let resources = kubectl(
+        &server,
+        &["api-resources", "--api-group=stable.example.com"],
+    );
+    let line = resources
+        .lines()
+        .find(|l| l.starts_with("crontabs"))
+        .unwrap_or_else(|| panic!("{resources}"));
+    let fields: Vec<&str> = line.split_whitespace().collect();
+    assert_eq!(
+        fields,
+        ["crontabs", "ct", "stable.example.com/v1", "true", "CronTab"],
+        "{resources}"
+    );
+
+    let object = write(
+        &server,
+        "ct.yaml",
+        "apiVersion: stable.example.com/v1\nkind: CronTab\nmetadata:\n  name: my-cron\n  namespace: default\nspec:\n  cronSpec: '* * * * */5'\n  image: my-awesome-cron-image\n",
+    );
+    let out = kubectl(&server, &["apply", "-f", &object]);
+    assert!(
+        out.contains("crontab.stable.example.com/my-cron created"),
+        "{out}"
+    );
+
+    // Printer columns; the default replicas was filled in.
+    let table = kubectl(&server, &["get", "ct", "-n", "default"]);
+    let mut lines = table.lines();
+    let header: Vec<&str> = lines.next().unwrap().split_whitespace().collect();
+    assert_eq!(header, ["NAME", "SPEC", "REPLICAS", "AGE"], "{table}");
+    let row = lines.next().unwrap();
+    assert!(row.starts_with("my-cron"), "{table}");
+    assert!(row.contains("* * * * */5"), "{table}");
+    assert_eq!(row.split_whitespace().nth(6), Some("1"), "{table}");
+    let wide = kubectl(&server, &["get", "crontabs", "-n", "default", "-o", "wide"]);
+    assert!(wide.lines().next().unwrap().contains("IMAGE"), "{wide}");
+    assert!(wide.contains("my-awesome-cron-image"), "{wide}");
+    let all = kubectl(&server, &["get", "all", "-n", "default"]);
+    assert!(all.contains("crontab.stable.example.com/my-cron"), "{all}");
+
+    // explain reads the published schema.
+    let explained = kubectl(&server, &["explain", "crontab.spec"]);
+    assert!(explained.contains("What to run and when."), "{explained}");
+    assert!(explained.contains("cronSpec"), "{explained}");
+
+    // Server-side apply takes over a field; client-side apply and edit change it again.
+    let applied = write(
+        &server,
+        "ssa.yaml",
+        "apiVersion: stable.example.com/v1\nkind: CronTab\nmetadata:\n  name: my-cron\n  namespace: default\nspec:\n  cronSpec: '* * * * */5'\n  replicas: 2\n",
+    );
+    let out = kubectl(
+        &server,
+        &[
+            "apply",
+            "--server-side",
+            "--force-conflicts",
+            "-f",
+            &applied,
+        ],
+    );
+    assert!(
+        out.contains("crontab.stable.example.com/my-cron serverside-applied"),
+        "{out}"
+    );
+    let replicas = || -> Value {
+        let out = kubectl(
+            &server,
+            &["get", "ct", "my-cron", "-n", "default", "-o", "json"],
+        );
+        serde_json::from_str::<Value>(&out).unwrap()["spec"]["replicas"].clone()
+    };
+    assert_eq!(replicas(), 2);
+    let edit = Command::new("kubectl")
+        .arg("--kubeconfig")
+        .arg(server.kubeconfig())
+        .args(["edit", "ct/my-cron", "-n", "default"])
+        .env("KUBE_EDITOR", "sed -i s/replicas:\\ 2/replicas:\\ 3/")
+        .output()
+        .unwrap();
+    assert!(
+        text(&edit).contains("crontab.stable.example.com/my-cron edited"),
+        "{}",
+        text(&edit)
+    );
+    assert_eq!(replicas(), 3);
+
+    // Strategic merge patch is not for custom resources.
+    let smp = refused(
+        &server,
+        &[
+            "patch",
+            "ct",
+            "my-cron",
+            "-n",
+            "default",
+            "-p",
+            r#"{"spec":{"replicas":4}}"#,
+        ],
+    );
+    assert!(
+        smp.contains("UnsupportedMediaType") || smp.contains("unknown format"),
+        "{smp}"
+    );
+
+    // Bad objects: the schema's bounds and pattern, and the CEL rule, with their fields.
+    let bad = write(
+        &server,
+        "bad.yaml",
+        "apiVersion: stable.example.com/v1\nkind: CronTab\nmetadata:\n  name: bad\n  namespace: default\nspec:\n  cronSpec: 'every minute'\n  replicas: 20\n",
+    );
+    let out = refused(&server, &["apply", "-f", &bad]);
+    assert!(out.contains("spec.replicas: Invalid value: 20: spec.replicas in body should be less than or equal to 10"), "{out}");
+    assert!(
+        out.contains("spec.cronSpec: Invalid value: \"every minute\""),
+        "{out}"
+    );
+    let cel = write(
+        &server,
+        "cel.yaml",
+        "apiVersion: stable.example.com/v1\nkind: CronTab\nmetadata:\n  name: cel\n  namespace: default\nspec:\n  cronSpec: '* * * * *'\n  image: small\n  replicas: 7\n",
+    );
+    let out = refused(&server, &["apply", "-f", &cel]);
+    assert!(
+        out.contains(
+            "spec.replicas: Invalid value: \"integer\": more than 5 replicas need a big image"
+        ),
+        "{out}"
+    );
+
+    // Unknown fields: kubectl's strict validation names them.
+    let unknown = write(
+        &server,
+        "unknown.yaml",
+        "apiVersion: stable.example.com/v1\nkind: CronTab\nmetadata:\n  name: unknown\n  namespace: default\nspec:\n  cronSpec: '* * * * *'\n  colour: blue\n",
+    );
+    let out = refused(&server, &["apply", "-f", &unknown]);
+    assert!(out.contains(r#"unknown field "spec.colour""#), "{out}");
+
+    let out = kubectl(&server, &["delete", "ct", "my-cron", "-n", "default"]);
+    assert!(
+        out.contains("crontab.stable.example.com \"my-cron\" deleted"),
+        "{out}"
+    );
+}
+
+#[test]
+fn deleting_a_crd_deletes_its_objects() {
+    let server = start();
+    install_crontabs(&server);
+    for (ns, name) in [("default", "a"), ("default", "b"), ("kube-system", "c")] {
+        let file = write(
+            &server,
+            &format!("{name}.yaml"),
+            &format!(
+                "apiVersion: stable.example.com/v1\nkind: CronTab\nmetadata:\n  name: {name}\n  namespace: {ns}\nspec:\n  cronSpec: '* * * * *'\n"
+            ),
+        );
+        kubectl(&server, &["create", "-f", &file]);
+    }
+    let listed = kubectl(&server, &["get", "ct", "-A", "-o", "name"]);
+    assert_eq!(listed.lines().count(), 3, "{listed}");
+
+    // kubectl waits until the CRD is gone: its objects went first.
+    let out = kubectl(
+        &server,
+        &[
+            "delete",
+            "crd",
+            "crontabs.stable.example.com",
+            "--timeout=30s",
+        ],
+    );
+    assert!(out.contains("deleted"), "{out}");
+    eventually("the resource to leave discovery", || {
+        !text(&server.kubectl(
+            "kubectl",
+            &["api-resources", "--api-group=stable.example.com"],
+        ))
+        .contains("crontabs")
+    });
+
+    // The same CRD again starts empty.
+    install_crontabs(&server);
+    let listed = kubectl(&server, &["get", "ct", "-A", "-o", "name"]);
+    assert_eq!(listed.trim(), "", "{listed}");
+}
+
+#[test]
+fn bad_crds_are_refused_with_their_fields() {
+    let server = start();
+    let crd = |name: &str, schema: &str| {
+        write(
+            &server,
+            &format!("{name}.yaml"),
+            &format!(
+                "apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata:\n  name: widgets.example.com\nspec:\n  group: example.com\n  scope: Cluster\n  names:\n    plural: widgets\n    kind: Widget\n  versions:\n  - name: v1\n    served: true\n    storage: true\n    schema:\n      openAPIV3Schema:\n{schema}"
+            ),
+        )
+    };
+    // Not structural: a property without a type.
+    let file = crd(
+        "untyped",
+        "        type: object\n        properties:\n          spec:\n            properties:\n              size:\n                type: integer\n",
+    );
+    let out = refused(&server, &["apply", "-f", &file]);
+    assert!(
+        out.contains("spec.versions[0].schema.openAPIV3Schema.properties[spec].type: Required value: must not be empty for specified object fields"),
+        "{out}"
+    );
+    // A CEL rule that does not compile.
+    let file = crd(
+        "cel",
+        "        type: object\n        x-kubernetes-validations:\n        - rule: \"self.size >\"\n        properties:\n          size:\n            type: integer\n",
+    );
+    let out = refused(&server, &["apply", "-f", &file]);
+    assert!(
+        out.contains("spec.versions[0].schema.openAPIV3Schema.x-kubernetes-validations[0].rule: Invalid value"),
+        "{out}"
+    );
+    assert!(out.contains("compilation failed"), "{out}");
+    // A name that is not <plural>.<group>.
+    let file = write(
+        &server,
+        "name.yaml",
+        "apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata:\n  name: gadgets.example.com\nspec:\n  group: example.com\n  scope: Cluster\n  names:\n    plural: widgets\n    kind: Widget\n  versions:\n  - name: v1\n    served: true\n    storage: true\n    schema:\n      openAPIV3Schema:\n        type: object\n",
+    );
+    let out = refused(&server, &["apply", "-f", &file]);
+    assert!(
+        out.contains("metadata.name: Invalid value: \"gadgets.example.com\": must be spec.names.plural+\".\"+spec.group"),
+        "{out}"
+    );
+    // Nothing was stored.
+    let listed = kubectl(&server, &["get", "crd", "-o", "name"]);
+    assert_eq!(listed.trim(), "", "{listed}");
+}
+
+mod typed {
+    //! A CRD made by kube-rs's derive, used through a typed `Api<T>`.
+
+    use super::*;
+    use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+    use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
+    use kube::runtime::wait::{await_condition, conditions};
+    use kube::{CustomResource, CustomResourceExt, ResourceExt};
+    use schemars::JsonSchema;
+    use serde::{Deserialize, Serialize};
+
+    /// A document with pages.
+    #[derive(CustomResource, Deserialize, Serialize, Clone, Debug, PartialEq, JsonSchema)]
+    #[kube(
+        group = "kube.rs.example",
+        version = "v1",
+        kind = "Document",
+        namespaced,
+        status = "DocumentStatus",
+        shortname = "doc",
+        printcolumn = r#"{"name":"Title","type":"string","jsonPath":".spec.title"}"#
+    )]
+    pub(crate) struct DocumentSpec {
+        /// The title.
+        pub(crate) title: String,
+        /// How many pages.
+        pub(crate) pages: u32,
+        /// Free-form tags.
+        #[serde(default)]
+        pub(crate) tags: Vec<String>,
+    }
+
+    /// What a reader saw.
+    #[derive(Deserialize, Serialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+    pub(crate) struct DocumentStatus {
+        /// Pages read.
+        pub(crate) read: u32,
+    }
+
+    async fn client(server: &Apiserver) -> kube::Client {
+        let config = kube::Config::from_custom_kubeconfig(
+            kube::config::Kubeconfig::read_from(server.kubeconfig()).unwrap(),
+            &kube::config::KubeConfigOptions::default(),
+        )
+        .await
+        .unwrap();
+        kube::Client::try_from(config).unwrap()
+    }
+
+    #[tokio::test(flavor = "multi_thread")]
+    async fn a_derived_crd_is_served_to_its_typed_api() {
+        let server = start();
+        let client = client(&server).await;
+        let crds: Api<CustomResourceDefinition> = Api::all(client.clone());
+        crds.patch(
+            "documents.kube.rs.example",
+            &PatchParams::apply("crd-test").force(),
+            &Patch::Apply(Document::crd()),
+        )
+        .await
+        .unwrap();
+        tokio::time::timeout(
+            Duration::from_secs(20),
+            await_condition(
+                crds.clone(),
+                "documents.kube.rs.example",
+                conditions::is_crd_established(),
+            ),
+        )
+        .await
+        .unwrap()
+        .unwrap();
+
+        let docs: Api<Document> = Api::namespaced(client.clone(), "default");
+        let created = docs
+            .create(
+                &PostParams::default(),
+                &Document::new(
+                    "guide",
+                    DocumentSpec {
+                        title: "A guide".into(),
+                        pages: 12,
+                        tags: vec!["howto".into()],
+                    },
+                ),
+            )
+            .await
+            .unwrap();
+        assert_eq!(created.spec.pages, 12);
+        assert_eq!(created.metadata.generation, Some(1));
+
+        // The status subresource: status changes, the generation does not.
+        let status = serde_json::json!({"status": {"read": 3}});
+        let patched = docs
+            .patch_status("guide", &PatchParams::default(), &Patch::Merge(&status))
+            .await
+            .unwrap();
+        assert_eq!(patched.status, Some(DocumentStatus { read: 3 }));
+        assert_eq!(patched.metadata.generation, Some(1));
+
+        // A spec change through server-side apply bumps the generation and keeps the status.
+        let apply = serde_json::json!({
+            "apiVersion": "kube.rs.example/v1", "kind": "Document",
+            "metadata": {"name": "guide"},
+            "spec": {"title": "A longer guide", "pages": 20},
+        });
+        let applied = docs
+            .patch(
+                "guide",
+                &PatchParams::apply("writer").force(),
+                &Patch::Apply(&apply),
+            )
+            .await
+            .unwrap();
+        assert_eq!(applied.spec.pages, 20);
+        assert_eq!(applied.metadata.generation, Some(2));
+        assert_eq!(applied.status, Some(DocumentStatus { read: 3 }));
+
+        let listed = docs.list(&ListParams::default()).await.unwrap();
+        assert_eq!(
+            listed
+                .items
+                .iter()
+                .map(ResourceExt::name_any)
+                .collect::<Vec<_>>(),
+            ["guide"]
+        );
+        // A wrong type is refused with the field's path.
+        let bad = serde_json::json!({
+            "apiVersion": "kube.rs.example/v1", "kind": "Document",
+            "metadata": {"name": "bad"}, "spec": {"title": "x", "pages": "many"},
+        });
+        let raw: Api<kube::api::DynamicObject> = Api::namespaced_with(
+            client.clone(),
+            "default",
+            &kube::api::ApiResource::erase::<Document>(&()),
+        );
+        let error = raw
+            .create(
+                &PostParams::default(),
+                &serde_json::from_value(bad).unwrap(),
+            )
+            .await
+            .unwrap_err();
+        let kube::Error::Api(status) = error else {
+            panic!("{error:?}")
+        };
+        assert_eq!(status.code, 422, "{status:?}");
+        assert!(
+            status.message.contains(
+                "spec.pages: Invalid value: \"string\": spec.pages in body must be of type integer"
+            ),
+            "{status:?}"
+        );
+
+        docs.delete("guide", &DeleteParams::default())
+            .await
+            .unwrap();
+        assert!(
+            docs.list(&ListParams::default())
+                .await
+                .unwrap()
+                .items
+                .is_empty()
+        );
+    }
+}
