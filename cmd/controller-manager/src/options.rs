@@ -26,8 +26,8 @@ pub struct ControllerManagerOptions {
     pub kubeconfig: Option<PathBuf>,
     /// The controllers to run, comma-separated: `*` for every controller on by default, `foo`
     /// to enable controller foo, `-foo` to disable it; the first entry naming a controller
-    /// decides. Controllers: serviceaccount, root-ca-cert-publisher, clusterrole-aggregation,
-    /// resourcequota.
+    /// decides. Controllers: namespace, garbage-collector, serviceaccount,
+    /// root-ca-cert-publisher, clusterrole-aggregation, resourcequota.
     #[arg(long, value_delimiter = ',', default_value = "*")]
     pub controllers: Vec<String>,
     /// Whether to elect a leader on a Lease before running the controllers, so that several

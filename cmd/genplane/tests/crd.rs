@@ -173,7 +173,7 @@ fn kubectl_works_on_custom_resources() {
     let wide = kubectl(&server, &["get", "crontabs", "-n", "default", "-o", "wide"]);
     assert!(wide.lines().next().unwrap().contains("IMAGE"), "{wide}");
     assert!(wide.contains("my-awesome-cron-image"), "{wide}");
-    let all = kubectl(&server, &["get", "all", "-n", "default"]);
+    let all = kubectl(&server, &["get", "all", "-n", "default", "-o", "name"]);
     assert!(all.contains("crontab.stable.example.com/my-cron"), "{all}");
 
     // explain reads the published schema.
@@ -261,7 +261,7 @@ fn kubectl_works_on_custom_resources() {
     let out = refused(&server, &["apply", "-f", &cel]);
     assert!(
         out.contains(
-            "spec.replicas: Invalid value: \"integer\": more than 5 replicas need a big image"
+            "spec.replicas: Invalid value: \"object\": more than 5 replicas need a big image"
         ),
         "{out}"
     );
@@ -343,7 +343,7 @@ fn bad_crds_are_refused_with_their_fields() {
     );
     let out = refused(&server, &["apply", "-f", &file]);
     assert!(
-        out.contains("spec.versions[0].schema.openAPIV3Schema.properties[spec].type: Required value: must not be empty for specified object fields"),
+        out.contains("spec.validation.openAPIV3Schema.properties[spec].type: Required value: must not be empty for specified object fields"),
         "{out}"
     );
     // A CEL rule that does not compile.
@@ -353,7 +353,9 @@ fn bad_crds_are_refused_with_their_fields() {
     );
     let out = refused(&server, &["apply", "-f", &file]);
     assert!(
-        out.contains("spec.versions[0].schema.openAPIV3Schema.x-kubernetes-validations[0].rule: Invalid value"),
+        out.contains(
+            "spec.validation.openAPIV3Schema.x-kubernetes-validations[0].rule: Invalid value"
+        ),
         "{out}"
     );
     assert!(out.contains("compilation failed"), "{out}");

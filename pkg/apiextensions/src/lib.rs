@@ -13,6 +13,8 @@
 #![warn(missing_docs)]
 
 pub mod defaulting;
+mod formats;
+mod objectmeta;
 pub mod openapi;
 pub mod pruning;
 pub mod schema;

@@ -1,1 +1,695 @@
-//! (being written)
+//! The compiled schema of one CRD version: built once from its `openAPIV3Schema` and walked by
+//! [`validation`](crate::validation), [`defaulting`](crate::defaulting) and
+//! [`pruning`](crate::pruning) for every custom resource read or written.
+//!
+//! [`Structural::new`] turns the JSON schema into a tree of [`Node`]s: types as a bit set,
+//! `format` resolved to the checker it names (or dropped, as upstream drops formats it does
+//! not support), `pattern` compiled to a regular expression, defaults pruned to what the schema
+//! knows (upstream's `PruneDefaults`), and `x-kubernetes-*` extensions read into fields. No
+//! request re-reads the schema JSON.
+//!
+//! Whether the schema is *structural* and within upstream's limits is checked when the CRD is
+//! written (module `structural`); this module only needs the JSON to have the right shapes, and
+//! reports a [`SchemaError`] when it does not.
+
+use std::collections::BTreeMap;
+use std::fmt;
+
+use genplane_apimachinery::validation::field::Path;
+use regex::Regex;
+use serde_json::{Map, Value};
+
+use crate::formats::Format;
+
+/// Why a schema could not be compiled.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum SchemaError {
+    /// A schema (or sub-schema) is not a JSON object.
+    #[error("{path}: must be an object")]
+    NotAnObject {
+        /// Where, e.g. `openAPIV3Schema.properties[spec]`.
+        path: String,
+    },
+    /// A keyword has a value of the wrong JSON type.
+    #[error("{path}: must be {expected}")]
+    WrongType {
+        /// The keyword's path.
+        path: String,
+        /// What the keyword must be, e.g. `a string`.
+        expected: &'static str,
+    },
+    /// `type` names no JSON schema type.
+    #[error("{path}: unknown type {value:?}")]
+    UnknownType {
+        /// The keyword's path.
+        path: String,
+        /// The type given.
+        value: String,
+    },
+    /// `pattern` is not a regular expression.
+    #[error("{path}: invalid pattern {pattern:?}: {message}")]
+    InvalidPattern {
+        /// The keyword's path.
+        path: String,
+        /// The pattern.
+        pattern: String,
+        /// What is wrong with it.
+        message: String,
+    },
+    /// A keyword structural schemas do not allow, in a form this crate cannot evaluate
+    /// (`items` as an array, `$ref`).
+    #[error("{path}: {keyword} is not supported")]
+    Unsupported {
+        /// The keyword's path.
+        path: String,
+        /// The keyword.
+        keyword: &'static str,
+    },
+}
+
+/// JSON schema types, as a bit set.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Types(u8);
+
+impl Types {
+    /// `object`.
+    pub const OBJECT: Types = Types(1);
+    /// `array`.
+    pub const ARRAY: Types = Types(2);
+    /// `string`.
+    pub const STRING: Types = Types(4);
+    /// `integer`.
+    pub const INTEGER: Types = Types(8);
+    /// `number`.
+    pub const NUMBER: Types = Types(16);
+    /// `boolean`.
+    pub const BOOLEAN: Types = Types(32);
+    /// `null`.
+    pub const NULL: Types = Types(64);
+
+    const NAMES: [(Types, &'static str); 7] = [
+        (Types::INTEGER, "integer"),
+        (Types::STRING, "string"),
+        (Types::OBJECT, "object"),
+        (Types::ARRAY, "array"),
+        (Types::NUMBER, "number"),
+        (Types::BOOLEAN, "boolean"),
+        (Types::NULL, "null"),
+    ];
+
+    /// Whether no type is set.
+    pub fn is_empty(self) -> bool {
+        self.0 == 0
+    }
+
+    /// Whether every type of `other` is in this set.
+    pub fn contains(self, other: Types) -> bool {
+        other.0 != 0 && self.0 & other.0 == other.0
+    }
+
+    fn from_name(name: &str) -> Option<Types> {
+        Self::NAMES
+            .iter()
+            .find(|(_, n)| *n == name)
+            .map(|(t, _)| *t)
+    }
+}
+
+impl std::ops::BitOr for Types {
+    type Output = Types;
+    fn bitor(self, rhs: Types) -> Types {
+        Types(self.0 | rhs.0)
+    }
+}
+
+/// `x-kubernetes-list-type`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ListType {
+    /// `atomic`: the list is one value.
+    Atomic,
+    /// `set`: scalar items, each at most once.
+    Set,
+    /// `map`: object items identified by `x-kubernetes-list-map-keys`.
+    Map,
+}
+
+/// `additionalProperties`.
+#[derive(Clone, Debug)]
+pub enum AdditionalProperties {
+    /// `true` or `false`.
+    Bool(bool),
+    /// A schema every other property's value must follow.
+    Schema(Box<Node>),
+}
+
+/// One node of a compiled schema: a schema object with its keywords read.
+///
+/// The same type serves the structural part (properties, items, additionalProperties) and the
+/// value validations nested under `allOf`, `anyOf`, `oneOf` and `not`.
+#[derive(Clone, Debug, Default)]
+pub struct Node {
+    /// `type` (both `integer` and `string` with `x-kubernetes-int-or-string`).
+    pub types: Types,
+    /// The types joined by `,` as upstream names them in messages (`integer,string`).
+    pub(crate) types_name: String,
+    /// `nullable`.
+    pub nullable: bool,
+    /// `format`, when it is one upstream validates.
+    pub(crate) format: Option<(String, Format)>,
+    /// `maximum`.
+    pub maximum: Option<f64>,
+    /// `exclusiveMaximum`.
+    pub exclusive_maximum: bool,
+    /// `minimum`.
+    pub minimum: Option<f64>,
+    /// `exclusiveMinimum`.
+    pub exclusive_minimum: bool,
+    /// `multipleOf`.
+    pub multiple_of: Option<f64>,
+    /// `maxLength`, in characters.
+    pub max_length: Option<i64>,
+    /// `minLength`, in characters.
+    pub min_length: Option<i64>,
+    /// `pattern`, as written and compiled.
+    pub(crate) pattern: Option<(String, Regex)>,
+    /// `maxItems`.
+    pub max_items: Option<i64>,
+    /// `minItems`.
+    pub min_items: Option<i64>,
+    /// `uniqueItems`.
+    pub unique_items: bool,
+    /// `maxProperties`.
+    pub max_properties: Option<i64>,
+    /// `minProperties`.
+    pub min_properties: Option<i64>,
+    /// `required`.
+    pub required: Vec<String>,
+    /// `enum` (empty when absent).
+    pub enum_values: Vec<Value>,
+    /// `allOf`.
+    pub all_of: Vec<Node>,
+    /// `anyOf`.
+    pub any_of: Vec<Node>,
+    /// `oneOf`.
+    pub one_of: Vec<Node>,
+    /// `not`.
+    pub not: Option<Box<Node>>,
+    /// `properties`.
+    pub properties: BTreeMap<String, Node>,
+    /// `additionalProperties`.
+    pub additional_properties: Option<AdditionalProperties>,
+    /// `items`.
+    pub items: Option<Box<Node>>,
+    /// `default`, pruned to the fields this node knows.
+    pub default: Option<Value>,
+    /// `x-kubernetes-preserve-unknown-fields: true`.
+    pub preserve_unknown_fields: bool,
+    /// `x-kubernetes-embedded-resource: true`.
+    pub embedded_resource: bool,
+    /// `x-kubernetes-int-or-string: true`.
+    pub int_or_string: bool,
+    /// `x-kubernetes-list-type`.
+    pub list_type: Option<ListType>,
+    /// `x-kubernetes-list-map-keys`.
+    pub list_map_keys: Vec<String>,
+    /// Whether this node or one below it (through properties, additionalProperties, items) is
+    /// an embedded resource: where the embedded-resource checks need to look.
+    pub(crate) subtree_embedded: bool,
+    /// Whether this node or one below it is a `set` or `map` list: where the list-type checks
+    /// need to look.
+    pub(crate) subtree_lists: bool,
+}
+
+impl Node {
+    /// The schema of `additionalProperties`, when it is a schema.
+    pub fn additional_schema(&self) -> Option<&Node> {
+        match &self.additional_properties {
+            Some(AdditionalProperties::Schema(s)) => Some(s),
+            _ => None,
+        }
+    }
+}
+
+/// The compiled schema of one version of a CRD.
+///
+/// Immutable and cheap to share (wrap it in an `Arc`): built once per CRD version by
+/// [`Structural::new`], then used for every object.
+#[derive(Clone, Debug)]
+pub struct Structural {
+    root: Node,
+}
+
+impl Structural {
+    /// Compiles `openAPIV3Schema` (the JSON of `spec.versions[].schema.openAPIV3Schema`).
+    pub fn new(schema: &Value) -> Result<Structural, SchemaError> {
+        let path = Path::new("openAPIV3Schema");
+        let mut root = compile(schema, &path)?;
+        prune_defaults(&mut root);
+        Ok(Structural { root })
+    }
+
+    /// The root node.
+    pub fn root(&self) -> &Node {
+        &self.root
+    }
+}
+
+/// Reads an integer keyword (`maxLength` and friends); JSON numbers like `3.0` count too.
+fn int_keyword(
+    obj: &Map<String, Value>,
+    key: &str,
+    path: &Path,
+) -> Result<Option<i64>, SchemaError> {
+    match obj.get(key) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::Number(n)) => n
+            .as_i64()
+            .or_else(|| n.as_f64().filter(|f| f.fract() == 0.0).map(|f| f as i64))
+            .map(Some)
+            .ok_or_else(|| wrong(path, key, "an integer")),
+        Some(_) => Err(wrong(path, key, "an integer")),
+    }
+}
+
+fn num_keyword(
+    obj: &Map<String, Value>,
+    key: &str,
+    path: &Path,
+) -> Result<Option<f64>, SchemaError> {
+    match obj.get(key) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::Number(n)) => Ok(n.as_f64()),
+        Some(_) => Err(wrong(path, key, "a number")),
+    }
+}
+
+fn bool_keyword(obj: &Map<String, Value>, key: &str, path: &Path) -> Result<bool, SchemaError> {
+    match obj.get(key) {
+        None | Some(Value::Null) => Ok(false),
+        Some(Value::Bool(b)) => Ok(*b),
+        Some(_) => Err(wrong(path, key, "a boolean")),
+    }
+}
+
+fn str_keyword<'a>(
+    obj: &'a Map<String, Value>,
+    key: &str,
+    path: &Path,
+) -> Result<Option<&'a str>, SchemaError> {
+    match obj.get(key) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(s)) => Ok(Some(s)),
+        Some(_) => Err(wrong(path, key, "a string")),
+    }
+}
+
+fn strings_keyword(
+    obj: &Map<String, Value>,
+    key: &str,
+    path: &Path,
+) -> Result<Vec<String>, SchemaError> {
+    match obj.get(key) {
+        None | Some(Value::Null) => Ok(Vec::new()),
+        Some(Value::Array(items)) => items
+            .iter()
+            .map(|v| {
+                v.as_str()
+                    .map(str::to_owned)
+                    .ok_or_else(|| wrong(path, key, "a list of strings"))
+            })
+            .collect(),
+        Some(_) => Err(wrong(path, key, "a list of strings")),
+    }
+}
+
+fn wrong(path: &Path, key: &str, expected: &'static str) -> SchemaError {
+    SchemaError::WrongType {
+        path: path.child(key).to_string(),
+        expected,
+    }
+}
+
+fn schema_list(obj: &Map<String, Value>, key: &str, path: &Path) -> Result<Vec<Node>, SchemaError> {
+    match obj.get(key) {
+        None | Some(Value::Null) => Ok(Vec::new()),
+        Some(Value::Array(items)) => items
+            .iter()
+            .enumerate()
+            .map(|(i, s)| compile(s, &path.child(key).index(i)))
+            .collect(),
+        Some(_) => Err(wrong(path, key, "a list of schemas")),
+    }
+}
+
+/// Compiles one schema object.
+fn compile(schema: &Value, path: &Path) -> Result<Node, SchemaError> {
+    let Value::Object(obj) = schema else {
+        return Err(SchemaError::NotAnObject {
+            path: path.to_string(),
+        });
+    };
+    if obj.contains_key("$ref") {
+        return Err(SchemaError::Unsupported {
+            path: path.to_string(),
+            keyword: "$ref",
+        });
+    }
+    let mut node = Node::default();
+    if let Some(t) = str_keyword(obj, "type", path)?
+        && !t.is_empty()
+    {
+        node.types = Types::from_name(t).ok_or_else(|| SchemaError::UnknownType {
+            path: path.child("type").to_string(),
+            value: t.to_owned(),
+        })?;
+    }
+    node.int_or_string = bool_keyword(obj, "x-kubernetes-int-or-string", path)?;
+    if node.int_or_string {
+        node.types = Types::INTEGER | Types::STRING;
+    }
+    node.types_name = Types::NAMES
+        .iter()
+        .filter(|(t, _)| node.types.contains(*t))
+        .map(|(_, n)| *n)
+        .collect::<Vec<_>>()
+        .join(",");
+    node.nullable = bool_keyword(obj, "nullable", path)?;
+    if let Some(f) = str_keyword(obj, "format", path)? {
+        node.format = Format::supported(f).map(|format| (f.to_owned(), format));
+    }
+    node.maximum = num_keyword(obj, "maximum", path)?;
+    node.exclusive_maximum = bool_keyword(obj, "exclusiveMaximum", path)?;
+    node.minimum = num_keyword(obj, "minimum", path)?;
+    node.exclusive_minimum = bool_keyword(obj, "exclusiveMinimum", path)?;
+    node.multiple_of = num_keyword(obj, "multipleOf", path)?;
+    node.max_length = int_keyword(obj, "maxLength", path)?;
+    node.min_length = int_keyword(obj, "minLength", path)?;
+    if let Some(p) = str_keyword(obj, "pattern", path)?
+        && !p.is_empty()
+    {
+        let re = compile_pattern(p).map_err(|message| SchemaError::InvalidPattern {
+            path: path.child("pattern").to_string(),
+            pattern: p.to_owned(),
+            message,
+        })?;
+        node.pattern = Some((p.to_owned(), re));
+    }
+    node.max_items = int_keyword(obj, "maxItems", path)?;
+    node.min_items = int_keyword(obj, "minItems", path)?;
+    node.unique_items = bool_keyword(obj, "uniqueItems", path)?;
+    node.max_properties = int_keyword(obj, "maxProperties", path)?;
+    node.min_properties = int_keyword(obj, "minProperties", path)?;
+    node.required = strings_keyword(obj, "required", path)?;
+    node.enum_values = match obj.get("enum") {
+        None | Some(Value::Null) => Vec::new(),
+        Some(Value::Array(values)) => values.clone(),
+        Some(_) => return Err(wrong(path, "enum", "a list")),
+    };
+    node.all_of = schema_list(obj, "allOf", path)?;
+    node.any_of = schema_list(obj, "anyOf", path)?;
+    node.one_of = schema_list(obj, "oneOf", path)?;
+    if let Some(not) = obj.get("not").filter(|v| !v.is_null()) {
+        node.not = Some(Box::new(compile(not, &path.child("not"))?));
+    }
+    match obj.get("properties") {
+        None | Some(Value::Null) => {}
+        Some(Value::Object(props)) => {
+            let base = path.child("properties");
+            for (name, s) in props {
+                node.properties
+                    .insert(name.clone(), compile(s, &base.key(name))?);
+            }
+        }
+        Some(_) => return Err(wrong(path, "properties", "an object")),
+    }
+    node.additional_properties = match obj.get("additionalProperties") {
+        None | Some(Value::Null) => None,
+        Some(Value::Bool(b)) => Some(AdditionalProperties::Bool(*b)),
+        Some(s @ Value::Object(_)) => Some(AdditionalProperties::Schema(Box::new(compile(
+            s,
+            &path.child("additionalProperties"),
+        )?))),
+        Some(_) => return Err(wrong(path, "additionalProperties", "a boolean or a schema")),
+    };
+    match obj.get("items") {
+        None | Some(Value::Null) => {}
+        Some(s @ Value::Object(_)) => {
+            node.items = Some(Box::new(compile(s, &path.child("items"))?));
+        }
+        Some(Value::Array(_)) => {
+            return Err(SchemaError::Unsupported {
+                path: path.child("items").to_string(),
+                keyword: "items as a list of schemas",
+            });
+        }
+        Some(_) => return Err(wrong(path, "items", "a schema")),
+    }
+    node.default = obj.get("default").filter(|v| !v.is_null()).cloned();
+    node.preserve_unknown_fields = bool_keyword(obj, "x-kubernetes-preserve-unknown-fields", path)?;
+    node.embedded_resource = bool_keyword(obj, "x-kubernetes-embedded-resource", path)?;
+    node.list_type = match str_keyword(obj, "x-kubernetes-list-type", path)? {
+        None => None,
+        Some("atomic") => Some(ListType::Atomic),
+        Some("set") => Some(ListType::Set),
+        Some("map") => Some(ListType::Map),
+        Some(_) => {
+            return Err(wrong(
+                path,
+                "x-kubernetes-list-type",
+                "one of atomic, set, map",
+            ));
+        }
+    };
+    node.list_map_keys = strings_keyword(obj, "x-kubernetes-list-map-keys", path)?;
+    let (embedded_below, lists_below) = node
+        .properties
+        .values()
+        .chain(node.additional_schema())
+        .chain(node.items.as_deref())
+        .fold((false, false), |(e, l), c| {
+            (e || c.subtree_embedded, l || c.subtree_lists)
+        });
+    node.subtree_embedded = embedded_below;
+    node.subtree_lists = lists_below;
+    node.subtree_embedded |= node.embedded_resource;
+    node.subtree_lists |= matches!(node.list_type, Some(ListType::Set | ListType::Map));
+    Ok(node)
+}
+
+/// Upstream's `PruneDefaults`: every default keeps only the fields its schema knows (an
+/// embedded resource keeps its `apiVersion`, `kind` and `metadata`).
+fn prune_defaults(node: &mut Node) {
+    if let Some(mut default) = node.default.take() {
+        crate::pruning::prune_value(&mut default, Some(node), node.embedded_resource, None);
+        node.default = Some(default);
+    }
+    for child in node.properties.values_mut() {
+        prune_defaults(child);
+    }
+    if let Some(AdditionalProperties::Schema(s)) = &mut node.additional_properties {
+        prune_defaults(s);
+    }
+    if let Some(items) = &mut node.items {
+        prune_defaults(items);
+    }
+}
+
+/// Compiles a `pattern` with Go's (RE2) meaning in the places where Rust's `regex` differs by
+/// default: `\d`, `\w`, `\s` and `\b` are ASCII-only in Go. Returns the error message when the
+/// pattern is not a regular expression. The CRD-time checks should use this too, so that
+/// every pattern a CRD was accepted with compiles here.
+pub fn compile_pattern(pattern: &str) -> Result<Regex, String> {
+    Regex::new(&ascii_perl_classes(pattern)).map_err(|e| e.to_string())
+}
+
+/// Rewrites the Perl classes `\d \D \w \W \s \S \b \B` to their ASCII forms.
+fn ascii_perl_classes(pattern: &str) -> String {
+    let mut out = String::with_capacity(pattern.len() + 8);
+    let mut chars = pattern.chars();
+    let mut class_depth = 0usize;
+    while let Some(c) = chars.next() {
+        match c {
+            '\\' => {
+                let Some(next) = chars.next() else {
+                    out.push('\\');
+                    break;
+                };
+                let inside = class_depth > 0;
+                match (next, inside) {
+                    ('d', true) => out.push_str("0-9"),
+                    ('w', true) => out.push_str("0-9A-Za-z_"),
+                    ('s', true) => out.push_str("\\t\\n\\x0C\\r "),
+                    ('d' | 'D' | 'w' | 'W' | 's' | 'S' | 'b' | 'B', false) => {
+                        out.push_str("(?-u:\\");
+                        out.push(next);
+                        out.push(')');
+                    }
+                    _ => {
+                        out.push('\\');
+                        out.push(next);
+                    }
+                }
+            }
+            '[' => {
+                class_depth += 1;
+                out.push(c);
+                // `[]...]` and `[^]...]`: a leading `]` is a literal.
+                let rest = chars.as_str();
+                let lead = if rest.starts_with('^') { 1 } else { 0 };
+                if rest[lead..].starts_with(']') {
+                    for _ in 0..=lead {
+                        if let Some(x) = chars.next() {
+                            out.push(x);
+                        }
+                    }
+                }
+            }
+            ']' if class_depth > 0 => {
+                class_depth -= 1;
+                out.push(c);
+            }
+            _ => out.push(c),
+        }
+    }
+    out
+}
+
+/// Formats a float as Go's `%v` does (`1e+06`, `0.5`, `100000`).
+pub(crate) fn go_float(f: f64) -> String {
+    if f.is_nan() {
+        return "NaN".to_owned();
+    }
+    if f.is_infinite() {
+        return if f > 0.0 { "+Inf" } else { "-Inf" }.to_owned();
+    }
+    if f == 0.0 {
+        return if f.is_sign_negative() { "-0" } else { "0" }.to_owned();
+    }
+    // Go's shortest `%g`: exponent form when the decimal exponent is below -4 or at least 6.
+    let sci = format!("{f:e}");
+    let (mantissa, e) = sci.split_once('e').unwrap_or((&sci, "0"));
+    let e: i32 = e.parse().unwrap_or(0);
+    if !(-4..6).contains(&e) {
+        let sign = if e < 0 { '-' } else { '+' };
+        format!("{mantissa}e{sign}{:02}", e.abs())
+    } else {
+        format!("{f}")
+    }
+}
+
+impl fmt::Display for Types {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let names: Vec<&str> = Types::NAMES
+            .iter()
+            .filter(|(t, _)| self.contains(*t))
+            .map(|(_, n)| *n)
+            .collect();
+        f.write_str(&names.join(","))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn compiles_keywords_once() {
+        let s = Structural::new(&json!({
+            "type": "object",
+            "properties": {
+                "spec": {
+                    "type": "object",
+                    "required": ["replicas"],
+                    "properties": {
+                        "replicas": {"type": "integer", "minimum": 0, "default": 1},
+                        "name": {"type": "string", "pattern": "^[a-z]+$", "format": "date-time"},
+                        "port": {"x-kubernetes-int-or-string": true},
+                        "tags": {"type": "array", "items": {"type": "string"},
+                                 "x-kubernetes-list-type": "set"}
+                    }
+                }
+            }
+        }))
+        .expect("compiles");
+        let spec = &s.root().properties["spec"];
+        assert_eq!(spec.required, vec!["replicas".to_owned()]);
+        assert_eq!(spec.properties["replicas"].minimum, Some(0.0));
+        assert_eq!(spec.properties["replicas"].default, Some(json!(1)));
+        assert!(spec.properties["name"].pattern.is_some());
+        assert_eq!(
+            spec.properties["name"]
+                .format
+                .as_ref()
+                .map(|f| f.0.as_str()),
+            Some("date-time")
+        );
+        assert_eq!(spec.properties["port"].types_name, "integer,string");
+        assert_eq!(spec.properties["tags"].list_type, Some(ListType::Set));
+    }
+
+    #[test]
+    fn unsupported_formats_are_dropped_as_upstream_does() {
+        let s = Structural::new(&json!({"type": "string", "format": "k8s-short-name"}))
+            .expect("compiles");
+        assert!(s.root().format.is_none());
+        let s = Structural::new(&json!({"type": "integer", "format": "int32"})).expect("compiles");
+        assert!(s.root().format.is_none());
+    }
+
+    #[test]
+    fn bad_schemas_are_errors() {
+        assert!(matches!(
+            Structural::new(&json!({"type": "strnig"})),
+            Err(SchemaError::UnknownType { .. })
+        ));
+        let err = Structural::new(&json!({"properties": {"a": {"pattern": "("}}}))
+            .expect_err("bad pattern");
+        assert!(matches!(err, SchemaError::InvalidPattern { .. }));
+        assert!(
+            err.to_string()
+                .starts_with("openAPIV3Schema.properties[a].pattern:")
+        );
+        assert!(matches!(
+            Structural::new(&json!({"maxLength": "3"})),
+            Err(SchemaError::WrongType { .. })
+        ));
+        assert!(matches!(
+            Structural::new(&json!({"items": [{}]})),
+            Err(SchemaError::Unsupported { .. })
+        ));
+    }
+
+    #[test]
+    fn defaults_are_pruned_to_the_schema() {
+        let s = Structural::new(&json!({
+            "type": "object",
+            "properties": {"a": {"type": "object", "properties": {"b": {"type": "string"}},
+                                  "default": {"b": "x", "c": "dropped"}}}
+        }))
+        .expect("compiles");
+        assert_eq!(s.root().properties["a"].default, Some(json!({"b": "x"})));
+    }
+
+    #[test]
+    fn patterns_have_go_meaning() {
+        let re = compile_pattern(r"^\d+$").expect("compiles");
+        assert!(re.is_match("123"));
+        assert!(!re.is_match("١٢٣"), "Go's \\d is ASCII only");
+        let re = compile_pattern(r"^[\w-]+$").expect("compiles");
+        assert!(re.is_match("a_b-c"));
+        assert!(!re.is_match("é"));
+        assert!(compile_pattern(r"[]a]").expect("compiles").is_match("]"));
+    }
+
+    #[test]
+    fn floats_render_like_go() {
+        assert_eq!(go_float(5.0), "5");
+        assert_eq!(go_float(0.5), "0.5");
+        assert_eq!(go_float(1e6), "1e+06");
+        assert_eq!(go_float(1.5e6), "1.5e+06");
+        assert_eq!(go_float(123456.0), "123456");
+        assert_eq!(go_float(0.0001), "0.0001");
+        assert_eq!(go_float(0.00001), "1e-05");
+    }
+}

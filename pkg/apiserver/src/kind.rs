@@ -16,8 +16,8 @@ pub trait CustomBehaviour: Send + Sync + std::fmt::Debug {
     /// The cells of `object`'s row at `now` (Unix seconds).
     fn row(&self, object: &Value, now: i64) -> Vec<Value>;
     /// The fields of a written object that its schema does not know, as `fieldValidation`
-    /// reports them (`spec.foo`).
-    fn unknown_fields(&self, object: &Value) -> Vec<String>;
+    /// reports them (`spec.foo`); a 400 for a malformed object.
+    fn unknown_fields(&self, object: &Value) -> Result<Vec<String>, ApiError>;
 }
 
 /// Where a kind's behaviour comes from.
@@ -103,7 +103,7 @@ impl ServedKind {
     pub fn unknown_fields(&self, object: &Value) -> Result<Vec<String>, ApiError> {
         match &self.behaviour {
             Behaviour::Builtin(info) => Ok((info.hooks.decode)(object)?.unknown_fields),
-            Behaviour::Custom(custom) => Ok(custom.unknown_fields(object)),
+            Behaviour::Custom(custom) => custom.unknown_fields(object),
         }
     }
 }

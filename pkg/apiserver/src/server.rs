@@ -75,6 +75,18 @@ impl<S: Storage> Resource<S> {
         }
     }
 
+    /// The built-in resource `info` with `strategy` in place of the catalog's for the resource
+    /// itself (its subresources keep theirs).
+    pub fn builtin_with(
+        info: &'static ResourceInfo,
+        storage: Arc<S>,
+        strategy: Arc<dyn genplane_registry::Strategy>,
+    ) -> Self {
+        let mut resource = Self::builtin(info, storage.clone());
+        resource.store = Store::new(storage, strategy);
+        resource
+    }
+
     /// A custom resource of `kind`, served by `store`, with `subresources` served by theirs.
     pub fn custom(
         kind: ServedKind,

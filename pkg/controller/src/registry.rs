@@ -78,6 +78,16 @@ pub struct ControllerDescriptor {
 /// Every controller genplane's controller-manager can run, by upstream name.
 pub static CONTROLLERS: &[ControllerDescriptor] = &[
     ControllerDescriptor {
+        name: "namespace",
+        disabled_by_default: false,
+        start: |ctx| Box::pin(async move { Ok(crate::namespace::run(ctx.client).await?) }),
+    },
+    ControllerDescriptor {
+        name: "garbage-collector",
+        disabled_by_default: false,
+        start: |ctx| Box::pin(async move { Ok(crate::garbagecollector::run(ctx.client).await?) }),
+    },
+    ControllerDescriptor {
         name: "serviceaccount",
         disabled_by_default: false,
         start: |ctx| Box::pin(async move { Ok(crate::serviceaccount::run(ctx.client).await?) }),

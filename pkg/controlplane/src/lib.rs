@@ -12,6 +12,7 @@
 #![warn(missing_docs)]
 
 pub mod auth;
+pub mod conversion;
 pub mod crd;
 pub mod features;
 pub mod identity;
@@ -174,7 +175,15 @@ pub fn resources_with_encryption(
                 cache
             }
         };
-        served.push(Resource::builtin(info, cache));
+        if info.group == "apiextensions.k8s.io" && info.resource == "customresourcedefinitions" {
+            served.push(Resource::builtin_with(
+                info,
+                cache,
+                Arc::new(crd::schema::CrdStrategy::new()),
+            ));
+        } else {
+            served.push(Resource::builtin(info, cache));
+        }
     }
     Ok(served)
 }

@@ -23,8 +23,12 @@ use crate::strategy::Strategy;
 
 /// What a CRD version's schema does to the objects of that version.
 pub trait CustomSchema: Send + Sync + std::fmt::Debug {
-    /// Drops the fields the schema does not know; returns their paths (`spec.foo`).
-    fn prune(&self, object: &mut Value) -> Vec<String>;
+    /// Normalizes a written object: drops the fields the schema does not know and returns
+    /// their paths (`spec.foo`); malformed metadata is a 400.
+    fn prune(&self, object: &mut Value) -> Result<Vec<String>, ApiError>;
+    /// Normalizes an object read from storage (unknown fields dropped, malformed metadata
+    /// fields too) and fills in the schema's defaults.
+    fn read(&self, object: &mut Value);
     /// Fills in the schema's defaults.
     fn default(&self, object: &mut Value);
     /// Every problem of `object` (an update when `old` is given): the schema's value
@@ -202,7 +206,7 @@ impl Strategy for CustomResourceStrategy {
             ))
             .into());
         }
-        self.schema.prune(&mut object);
+        self.schema.prune(&mut object)?;
         Ok(object)
     }
 
@@ -212,8 +216,8 @@ impl Strategy for CustomResourceStrategy {
 
     fn served_form(&self, object: Value) -> Result<Value, ApiError> {
         let mut object = self.convert(object, &self.version)?;
-        // Defaults added to the schema after an object was stored apply when it is read.
-        self.schema.default(&mut object);
+        // Fields the schema dropped since are pruned, defaults added since are filled in.
+        self.schema.read(&mut object);
         Ok(object)
     }
 

@@ -33,10 +33,10 @@ use genplane_registry::{
 use genplane_storage::Storage;
 use serde_json::{Value, json};
 
+use genplane_api::apiextensions::status;
 use printer::Printer;
 
-/// The finalizer that holds a CRD until its objects are gone.
-pub const CLEANUP_FINALIZER: &str = "customresourcecleanup.apiextensions.k8s.io";
+use genplane_api::apiextensions::CLEANUP_FINALIZER;
 
 /// Makes the storage of a CRD's objects from its key prefix (`/registry/<group>/<plural>/`).
 pub type StorageFactory<S> =
@@ -75,15 +75,6 @@ fn strings(value: Option<&Value>) -> Vec<String> {
                 .collect()
         })
         .unwrap_or_default()
-}
-
-/// Whether the CRD's condition `kind` is `True`.
-pub fn condition_true(crd: &Value, kind: &str) -> bool {
-    crd.pointer("/status/conditions")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-        .any(|c| c["type"] == kind && c["status"] == "True")
 }
 
 /// Kubernetes' version priority: GA before beta before alpha, higher numbers first, versions
@@ -206,7 +197,10 @@ impl<S: Storage> CustomResources<S> {
     async fn sync(self: &Arc<Self>) -> Result<String, ApiError> {
         let listed = self.crds.store.list("", &ListOptions::default()).await?;
         let mut crds = listed.items;
-        // Status first: names accepted and established, as upstream's controllers write them.
+        // The status upstream's controllers would write: names accepted and established.
+        // What it says is served before it is written, so that a client that sees
+        // `Established` finds the resource.
+        let mut writes = Vec::new();
         for index in 0..crds.len() {
             let others: Vec<Value> = crds
                 .iter()
@@ -214,29 +208,17 @@ impl<S: Storage> CustomResources<S> {
                 .filter(|(i, _)| *i != index)
                 .map(|(_, c)| c.clone())
                 .collect();
-            let crd = &crds[index];
-            let status = schema::status(crd, &others);
-            if crd.get("status") != Some(&status) {
-                let mut updated = crd.clone();
-                updated["status"] = status;
-                let name = text(crd, "/metadata/name").to_owned();
-                match self
-                    .crd_status
-                    .update("", &name, updated, &WriteOptions::default())
-                    .await
-                {
-                    Ok(written) => crds[index] = written.object,
-                    // A newer write comes back through the watch.
-                    Err(error) if error.code == 409 || error.code == 404 => {}
-                    Err(error) => return Err(error),
-                }
+            let status = schema::status(&crds[index], &others);
+            if crds[index].get("status") != Some(&status) {
+                crds[index]["status"] = status;
+                writes.push(index);
             }
         }
         let mut resources = Vec::new();
         let mut documents: BTreeMap<(String, String), Vec<CustomKind>> = BTreeMap::new();
         let mut live = Vec::new();
         for crd in &crds {
-            if !condition_true(crd, "NamesAccepted") {
+            if !status::is_condition_true(crd, status::ESTABLISHED) {
                 continue;
             }
             let name = text(crd, "/metadata/name").to_owned();
@@ -272,6 +254,19 @@ impl<S: Storage> CustomResources<S> {
             })
             .collect();
         self.api.set_custom(resources, documents);
+        for index in writes {
+            let name = text(&crds[index], "/metadata/name").to_owned();
+            match self
+                .crd_status
+                .update("", &name, crds[index].clone(), &WriteOptions::default())
+                .await
+            {
+                Ok(_) => {}
+                // A newer write comes back through the watch.
+                Err(error) if error.code == 409 || error.code == 404 => {}
+                Err(error) => return Err(error),
+            }
+        }
         Ok(listed.resource_version)
     }
 

@@ -5,6 +5,7 @@
 
 use genplane_api::table::{AGE_DESCRIPTION, NAME_DESCRIPTION};
 use genplane_api::time::{age, human_duration, parse_time};
+use genplane_apimachinery::errors::ApiError;
 use genplane_apiserver::kind::CustomBehaviour;
 use genplane_registry::CustomSchema;
 use serde_json::{Value, json};
@@ -172,7 +173,7 @@ impl CustomBehaviour for Printer {
             .collect()
     }
 
-    fn unknown_fields(&self, object: &Value) -> Vec<String> {
+    fn unknown_fields(&self, object: &Value) -> Result<Vec<String>, ApiError> {
         let mut copy = object.clone();
         self.schema.prune(&mut copy)
     }
@@ -186,9 +187,10 @@ mod tests {
     #[derive(Debug)]
     struct Open;
     impl CustomSchema for Open {
-        fn prune(&self, _: &mut Value) -> Vec<String> {
-            Vec::new()
+        fn prune(&self, _: &mut Value) -> Result<Vec<String>, ApiError> {
+            Ok(Vec::new())
         }
+        fn read(&self, _: &mut Value) {}
         fn default(&self, _: &mut Value) {}
         fn validate(&self, _: &Value, _: Option<&Value>) -> ErrorList {
             ErrorList::new()

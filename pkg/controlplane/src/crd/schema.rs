@@ -1,105 +1,445 @@
-//! TEMPORARY (not to be committed as is): the schema seam, until the helpers' engines land.
+//! What the schema engines do for the CRD machinery: checking the schemas of a CRD being
+//! written, compiling each served version of a stored CRD (what writes and reads of its objects
+//! run, what OpenAPI publishes), and the status the CRD controllers write.
+//!
+//! The engines: `genplane-apiextensions` (structural-schema rules, validation, defaulting,
+//! pruning, the published schema) and `genplane-cel` (`x-kubernetes-validations`).
 
+use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use genplane_apimachinery::validation::field::ErrorList;
-use genplane_registry::{CustomResourceStrategy, CustomSchema};
-use serde_json::{Value, json};
+use genplane_api::apiextensions::{self as crds, status};
+use genplane_apiextensions::pruning::{self, Source};
+use genplane_apiextensions::schema::Structural;
+use genplane_apiextensions::structural::{self, Options};
+use genplane_apiextensions::{defaulting, openapi, validation};
+use genplane_apimachinery::errors::{ApiError, Status};
+use genplane_apimachinery::schema::{GroupResource, GroupVersionKind};
+use genplane_apimachinery::validation::field::{Error, ErrorList, Path};
+use genplane_cel::Rules;
+use genplane_registry::{CatalogStrategy, CustomResourceStrategy, CustomSchema, Strategy};
+use serde_json::Value;
+#[cfg(test)]
+use serde_json::json;
 
 /// A compiled CRD version.
 #[derive(Debug)]
 pub struct Compiled {
-    /// What writes run.
+    /// What writes and reads of the version's objects run.
     pub schema: Arc<dyn CustomSchema>,
-    /// The component name.
+    /// The OpenAPI component name of the kind.
     pub component: String,
-    /// The published kind schema.
+    /// The published schema of the kind.
     pub published: Value,
-    /// The published list schema.
+    /// The published schema of its list.
     pub published_list: Value,
 }
 
+/// The schema of one CRD version, compiled once: structural schema and CEL rules.
 #[derive(Debug)]
-struct Open;
-impl CustomSchema for Open {
-    fn prune(&self, _: &mut Value) -> Vec<String> {
-        Vec::new()
-    }
-    fn default(&self, _: &mut Value) {}
-    fn validate(&self, _: &Value, _: Option<&Value>) -> ErrorList {
-        ErrorList::new()
+pub struct VersionSchema {
+    structural: Option<Structural>,
+    rules: Option<Rules>,
+}
+
+impl VersionSchema {
+    /// Compiles `schema` (a version's `openAPIV3Schema`; none keeps every field). A schema the
+    /// CRD checks would have refused compiles to what could be read of it.
+    pub fn new(schema: Option<&Value>) -> Self {
+        let structural = schema.and_then(|s| match Structural::new(s) {
+            Ok(structural) => Some(structural),
+            Err(error) => {
+                tracing::warn!(%error, "a stored CRD schema does not compile");
+                None
+            }
+        });
+        let rules = schema
+            .map(|s| Rules::compile(s, &Path::new("openAPIV3Schema")).0)
+            .filter(|r| !r.is_empty());
+        Self { structural, rules }
     }
 }
 
-/// Compiles one version.
+impl CustomSchema for VersionSchema {
+    fn prune(&self, object: &mut Value) -> Result<Vec<String>, ApiError> {
+        let Some(schema) = &self.structural else {
+            return Ok(Vec::new());
+        };
+        pruning::normalize(schema, object, Source::Request)
+            .map_err(|error| Status::bad_request(error.to_string()).into())
+    }
+
+    fn read(&self, object: &mut Value) {
+        if let Some(schema) = &self.structural {
+            let _ = pruning::normalize(schema, object, Source::Storage);
+            defaulting::default(schema, object);
+        }
+    }
+
+    fn default(&self, object: &mut Value) {
+        if let Some(schema) = &self.structural {
+            defaulting::default(schema, object);
+        }
+    }
+
+    fn validate(&self, object: &Value, old: Option<&Value>) -> ErrorList {
+        let mut errors = match (&self.structural, old) {
+            (Some(schema), None) => validation::validate(schema, object),
+            (Some(schema), Some(old)) => validation::validate_update(schema, object, old),
+            (None, _) => ErrorList::new(),
+        };
+        if let Some(rules) = &self.rules {
+            if validation::blocks_cel(&errors) {
+                errors.push(validation::cel_skipped());
+            } else {
+                errors.extend(rules.validate(object, old));
+            }
+        }
+        errors
+    }
+}
+
+fn text<'a>(value: &'a Value, pointer: &str) -> &'a str {
+    value.pointer(pointer).and_then(Value::as_str).unwrap_or("")
+}
+
+/// Compiles one served `version` of `crd`.
 pub fn compile(crd: &Value, version: &Value) -> Compiled {
-    let group = crd["spec"]["group"].as_str().unwrap_or("");
-    let kind = crd["spec"]["names"]["kind"].as_str().unwrap_or("");
-    let v = version["name"].as_str().unwrap_or("");
-    let mut reversed: Vec<&str> = group.split('.').collect();
-    reversed.reverse();
-    let component = format!("{}.{v}.{kind}", reversed.join("."));
-    let mut published = version
-        .pointer("/schema/openAPIV3Schema")
-        .cloned()
-        .unwrap_or(json!({"type":"object"}));
-    published["x-kubernetes-group-version-kind"] =
-        json!([{"group": group, "version": v, "kind": kind}]);
-    Compiled {
-        schema: Arc::new(Open),
-        published_list: json!({"type": "object", "x-kubernetes-group-version-kind": [{"group": group, "version": v, "kind": format!("{kind}List")}], "properties": {"items": {"type": "array", "items": {"$ref": format!("#/components/schemas/{component}")}}}}),
-        component,
-        published,
-    }
-}
-
-/// The strategy of the storage version.
-pub fn compile_storage(crd: &Value) -> CustomResourceStrategy {
     let spec = &crd["spec"];
-    let storage = spec["versions"]
-        .as_array()
+    let group = text(spec, "/group");
+    let kind = text(spec, "/names/kind");
+    let plural = text(spec, "/names/plural");
+    let list_kind = match text(spec, "/names/listKind") {
+        "" => format!("{kind}List"),
+        list => list.to_owned(),
+    };
+    let name = text(version, "/name");
+    let schema = version.pointer("/schema/openAPIV3Schema");
+    let mut published = openapi::kind_schema(schema.unwrap_or(&Value::Null), group, name, kind);
+    let selectable: Vec<&str> = version
+        .get("selectableFields")
+        .and_then(Value::as_array)
         .into_iter()
         .flatten()
-        .find(|v| v["storage"] == true)
-        .and_then(|v| v["name"].as_str())
-        .unwrap_or("");
+        .filter_map(|f| f.get("jsonPath").and_then(Value::as_str))
+        .collect();
+    openapi::with_selectable_fields(&mut published, &selectable);
+    Compiled {
+        schema: Arc::new(VersionSchema::new(schema)),
+        component: openapi::component_name(group, name, kind),
+        published,
+        published_list: openapi::list_schema(group, name, kind, &list_kind, plural),
+    }
+}
+
+/// The strategy of `crd`'s storage version (for deleting its objects).
+pub fn compile_storage(crd: &Value) -> CustomResourceStrategy {
+    let spec = &crd["spec"];
+    let versions = spec["versions"]
+        .as_array()
+        .map(Vec::as_slice)
+        .unwrap_or_default();
+    let storage = versions.iter().find(|v| v["storage"] == true);
+    let name = storage.map(|v| text(v, "/name")).unwrap_or_default();
     CustomResourceStrategy::new(
-        spec["group"].as_str().unwrap_or(""),
-        spec["names"]["plural"].as_str().unwrap_or(""),
-        spec["names"]["kind"].as_str().unwrap_or(""),
-        storage,
-        storage,
-        spec["scope"] != "Cluster",
-        Arc::new(Open),
+        text(spec, "/group"),
+        text(spec, "/names/plural"),
+        text(spec, "/names/kind"),
+        name,
+        name,
+        text(spec, "/scope") != "Cluster",
+        Arc::new(VersionSchema::new(
+            storage.and_then(|v| v.pointer("/schema/openAPIV3Schema")),
+        )),
     )
 }
 
-/// The status.
-pub fn status(crd: &Value, _others: &[Value]) -> Value {
-    let mut status = crd.get("status").cloned().unwrap_or(json!({}));
-    status["acceptedNames"] = crd["spec"]["names"].clone();
-    let terminating = crd.pointer("/metadata/deletionTimestamp").is_some();
-    let stamp = crd
-        .pointer("/metadata/creationTimestamp")
-        .cloned()
-        .unwrap_or(Value::Null);
-    let mut conditions = vec![
-        json!({"type": "NamesAccepted", "status": "True", "reason": "NoConflicts", "message": "no conflicts found", "lastTransitionTime": stamp}),
-        json!({"type": "Established", "status": "True", "reason": "InitialNamesAccepted", "message": "the initial names have been accepted", "lastTransitionTime": stamp}),
-    ];
-    if terminating {
-        conditions.push(json!({"type": "Terminating", "status": "True", "reason": "InstanceDeletionInProgress", "message": "CustomResource deletion is in progress", "lastTransitionTime": stamp}));
+fn now() -> String {
+    let seconds = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_secs()).unwrap_or(i64::MAX));
+    genplane_apimachinery::meta::rfc3339(seconds)
+}
+
+/// The status the CRD controllers would write for `crd`, given the other stored CRDs: the
+/// naming controller's accepted names and `NamesAccepted`/`Established`, the establishing
+/// controller's `Established`, the API approval condition, and `Terminating` while it is
+/// deleted. Conditions keep their transition time when they do not change.
+pub fn status(crd: &Value, others: &[Value]) -> Value {
+    let now = now();
+    let mut next = crd.clone();
+    if let Some((names, names_accepted, established)) = status::naming_update(crd, others) {
+        next["status"]["acceptedNames"] = names;
+        status::set_condition(&mut next, names_accepted, &now);
+        status::set_condition(&mut next, established, &now);
     }
-    status["conditions"] = json!(conditions);
-    if status.get("storedVersions").is_none() {
-        let storage = crd["spec"]["versions"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .find(|v| v["storage"] == true)
-            .and_then(|v| v["name"].as_str())
-            .unwrap_or("");
-        status["storedVersions"] = json!([storage]);
+    if status::should_establish(&next) {
+        status::set_condition(&mut next, status::established(), &now);
     }
-    status
+    if let Some(approval) = status::api_approval_condition(&next) {
+        status::set_condition(&mut next, approval, &now);
+    }
+    if next.pointer("/metadata/deletionTimestamp").is_some()
+        && !status::is_condition_true(&next, status::TERMINATING)
+    {
+        status::set_condition(&mut next, status::terminating_in_progress(), &now);
+    }
+    next["status"].take()
+}
+
+/// Every problem of one `openAPIV3Schema` of a CRD being written, at `path`: upstream's
+/// OpenAPI and structural-schema rules (lenient where the stored CRD `old` already broke them),
+/// its defaults (pruned and valid), and its CEL rules (compiled within the cost limits).
+pub fn check_schema(schema: &Value, path: &Path, old: Option<&Value>) -> ErrorList {
+    let options = match old {
+        Some(old) => Options::for_update(stored_schemas(old)),
+        None => Options::default(),
+    };
+    let mut errors = structural::validate_schema_with(schema, path, &options);
+    if errors.is_empty() {
+        errors.extend(check_defaults(schema, path));
+    }
+    let (_, rules) = Rules::compile(schema, path);
+    for error in rules.0 {
+        // The static checks of each rule are made by both engines.
+        if !errors.0.contains(&error) {
+            errors.push(error);
+        }
+    }
+    errors
+}
+
+/// The schemas of a stored CRD, every version's.
+fn stored_schemas(crd: &Value) -> Vec<&Value> {
+    crd.pointer("/spec/versions")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(|v| v.pointer("/schema/openAPIV3Schema"))
+        .collect()
+}
+
+/// Upstream's checks of each `default` outside resource metadata: it must survive pruning by
+/// its own schema unchanged, and be valid against it.
+fn check_defaults(schema: &Value, path: &Path) -> ErrorList {
+    let mut errors = ErrorList::new();
+    for site in structural::defaults(schema, path) {
+        if site.in_resource_meta {
+            continue;
+        }
+        let Ok(compiled) = Structural::new(&site.schema) else {
+            continue;
+        };
+        let mut pruned = site.value.clone();
+        pruning::prune(&compiled, &mut pruned);
+        if pruned != site.value {
+            errors.push(Error::invalid(
+                &site.path,
+                site.value.clone(),
+                "must not have unknown fields",
+            ));
+            continue;
+        }
+        for error in validation::schema_errors(&compiled, &site.value, None).0 {
+            errors.push(Error {
+                field: site.path.clone(),
+                ..error
+            });
+        }
+    }
+    errors
+}
+
+/// The strategy of CustomResourceDefinitions: the catalog's, with each schema checked by the
+/// schema engines (the catalog alone cannot: it knows no schema engine).
+#[derive(Clone, Copy, Debug)]
+pub struct CrdStrategy {
+    base: CatalogStrategy,
+}
+
+impl CrdStrategy {
+    /// The strategy of the catalog's CustomResourceDefinitions.
+    pub fn new() -> Self {
+        Self {
+            base: CatalogStrategy::find("apiextensions.k8s.io", "v1", "customresourcedefinitions")
+                .expect("invariant: the catalog has CustomResourceDefinitions"),
+        }
+    }
+}
+
+impl Default for CrdStrategy {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Strategy for CrdStrategy {
+    fn group_resource(&self) -> GroupResource {
+        self.base.group_resource()
+    }
+
+    fn kind(&self) -> GroupVersionKind {
+        self.base.kind()
+    }
+
+    fn namespaced(&self) -> bool {
+        self.base.namespaced()
+    }
+
+    fn key_prefix(&self) -> String {
+        self.base.key_prefix()
+    }
+
+    fn decode(&self, object: Value) -> Result<Value, ApiError> {
+        self.base.decode(object)
+    }
+
+    fn stored_form(&self, object: Value) -> Result<Value, ApiError> {
+        self.base.stored_form(object)
+    }
+
+    fn served_form(&self, object: Value) -> Result<Value, ApiError> {
+        self.base.served_form(object)
+    }
+
+    fn default(&self, object: &mut Value) {
+        self.base.default(object);
+    }
+
+    fn prepare_for_create(&self, object: &mut Value) {
+        self.base.prepare_for_create(object);
+    }
+
+    fn prepare_for_update(&self, new: &mut Value, old: &Value) {
+        self.base.prepare_for_update(new, old);
+    }
+
+    fn validate(&self, object: &Value) -> Result<ErrorList, ApiError> {
+        crds::validation::validate_crd(object, None, &|schema, path| {
+            check_schema(schema, path, None)
+        })
+    }
+
+    fn validate_update(&self, new: &Value, old: &Value) -> Result<ErrorList, ApiError> {
+        crds::validation::validate_crd(new, Some(old), &|schema, path| {
+            check_schema(schema, path, Some(old))
+        })
+    }
+
+    fn warnings(&self, object: &Value, old: Option<&Value>) -> Vec<String> {
+        self.base.warnings(object, old)
+    }
+
+    fn canonicalize(&self, object: &mut Value) {
+        self.base.canonicalize(object);
+    }
+
+    fn selectable_fields(&self) -> Vec<&str> {
+        self.base.selectable_fields()
+    }
+
+    fn field_values(&self, object: &Value) -> BTreeMap<String, String> {
+        self.base.field_values(object)
+    }
+
+    fn pending_finalization(&self, object: &Value) -> bool {
+        self.base.pending_finalization(object)
+    }
+
+    fn mark_deleting(&self, object: &mut Value) {
+        self.base.mark_deleting(object);
+    }
+}
+
+/// A CRD the tests and examples use: `json!` of a minimal valid CustomResourceDefinition.
+#[cfg(test)]
+pub(crate) fn example(schema: Value) -> Value {
+    json!({
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "CustomResourceDefinition",
+        "metadata": {"name": "widgets.example.com"},
+        "spec": {
+            "group": "example.com", "scope": "Namespaced",
+            "names": {"plural": "widgets", "singular": "widget", "kind": "Widget", "listKind": "WidgetList"},
+            "versions": [{"name": "v1", "served": true, "storage": true, "schema": {"openAPIV3Schema": schema}}],
+        },
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn schemas_are_checked_by_both_engines() {
+        let crd = example(json!({
+            "type": "object",
+            "properties": {
+                "spec": {"properties": {"size": {"type": "integer"}}},
+                "count": {"type": "integer", "default": "many"},
+            },
+            "x-kubernetes-validations": [{"rule": "self.count >"}],
+        }));
+        let errors = CrdStrategy::new().validate(&crd).unwrap().to_string();
+        assert!(
+            errors
+                .contains("spec.validation.openAPIV3Schema.properties[spec].type: Required value"),
+            "{errors}"
+        );
+        assert!(
+            errors.contains("x-kubernetes-validations[0].rule"),
+            "{errors}"
+        );
+        let fine = example(json!({
+            "type": "object",
+            "properties": {"spec": {"type": "object", "properties": {"size": {"type": "integer", "default": 3}}}},
+            "x-kubernetes-validations": [{"rule": "!has(self.spec) || self.spec.size < 10"}],
+        }));
+        assert!(CrdStrategy::new().validate(&fine).unwrap().is_empty());
+    }
+
+    #[test]
+    fn defaults_must_be_valid_for_their_schema() {
+        let crd = example(json!({
+            "type": "object",
+            "properties": {"spec": {"type": "object", "properties": {
+                "size": {"type": "integer", "maximum": 5, "default": 9},
+            }}},
+        }));
+        let errors = CrdStrategy::new().validate(&crd).unwrap().to_string();
+        assert!(
+            errors.contains(
+                "spec.validation.openAPIV3Schema.properties[spec].properties[size].default"
+            ),
+            "{errors}"
+        );
+    }
+
+    #[test]
+    fn custom_resources_are_pruned_defaulted_and_validated() {
+        let schema = VersionSchema::new(Some(&json!({
+            "type": "object",
+            "properties": {"spec": {"type": "object", "properties": {
+                "size": {"type": "integer", "maximum": 5, "default": 1},
+            }, "x-kubernetes-validations": [{"rule": "self.size != 4", "message": "not four"}]}},
+        })));
+        let mut object = json!({"apiVersion": "example.com/v1", "kind": "Widget", "metadata": {"name": "a"}, "spec": {"colour": "red"}});
+        assert_eq!(
+            schema.prune(&mut object).unwrap(),
+            vec!["spec.colour".to_owned()]
+        );
+        schema.default(&mut object);
+        assert_eq!(object["spec"], json!({"size": 1}));
+        assert!(schema.validate(&object, None).is_empty());
+        object["spec"]["size"] = json!(4);
+        assert!(
+            schema
+                .validate(&object, None)
+                .to_string()
+                .contains("not four")
+        );
+        object["spec"]["size"] = json!(7);
+        let errors = schema.validate(&object, None).to_string();
+        assert!(errors.contains("spec.size: Invalid value: 7"), "{errors}");
+    }
 }

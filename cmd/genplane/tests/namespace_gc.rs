@@ -1,0 +1,565 @@
+//! The namespace controller and the garbage collector against a real `genplane apiserver`,
+//! driven by kubectl: the controllers run in the test process with the controller-manager's
+//! kubeconfig (so its RBAC is what is exercised), as `genplane controller-manager` runs them.
+
+#![allow(clippy::unwrap_used)]
+
+mod common;
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+static FILES: AtomicUsize = AtomicUsize::new(0);
+
+use common::{Apiserver, ok, text};
+use serde_json::{Value, json};
+
+/// Starts both controllers on a runtime of their own; dropping it stops them.
+fn controllers(server: &Apiserver) -> tokio::runtime::Runtime {
+    let _ = rustls::crypto::aws_lc_rs::default_provider().install_default();
+    // RUST_LOG=genplane_controller=debug shows what the controllers do.
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
+        .with_test_writer()
+        .try_init();
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    let path = server.dir.path().join("data/controller-manager.kubeconfig");
+    let client = runtime.block_on(async {
+        let kubeconfig = kube::config::Kubeconfig::read_from(&path).unwrap();
+        let config = kube::Config::from_custom_kubeconfig(
+            kubeconfig,
+            &kube::config::KubeConfigOptions::default(),
+        )
+        .await
+        .unwrap();
+        kube::Client::try_from(config).unwrap()
+    });
+    let namespace = client.clone();
+    runtime.spawn(async move {
+        if let Err(e) = genplane_controller::namespace::run(namespace).await {
+            panic!("the namespace controller stopped: {e}");
+        }
+    });
+    runtime.spawn(async move {
+        if let Err(e) = genplane_controller::garbagecollector::run(client).await {
+            panic!("the garbage collector stopped: {e}");
+        }
+    });
+    runtime
+}
+
+fn kubectl(server: &Apiserver, args: &[&str]) -> std::process::Output {
+    server.kubectl("kubectl", args)
+}
+
+/// `kubectl apply` of one object.
+fn apply(server: &Apiserver, object: Value) {
+    let path = server.dir.path().join(format!(
+        "object-{}.json",
+        FILES.fetch_add(1, Ordering::Relaxed)
+    ));
+    std::fs::write(&path, object.to_string()).unwrap();
+    ok(kubectl(server, &["apply", "-f", path.to_str().unwrap()]));
+    std::fs::remove_file(path).unwrap();
+}
+
+/// The object as JSON, or `None` when it is not found.
+fn get(server: &Apiserver, kind: &str, namespace: &str, name: &str) -> Option<Value> {
+    let out = kubectl(server, &["get", kind, name, "-n", namespace, "-o", "json"]);
+    if out.status.success() {
+        return Some(serde_json::from_slice(&out.stdout).unwrap());
+    }
+    assert!(text(&out).contains("NotFound"), "{}", text(&out));
+    None
+}
+
+fn uid(server: &Apiserver, kind: &str, namespace: &str, name: &str) -> String {
+    get(server, kind, namespace, name).unwrap()["metadata"]["uid"]
+        .as_str()
+        .unwrap()
+        .to_owned()
+}
+
+/// Polls `check` until it holds, for at most `limit`.
+fn eventually(limit: Duration, what: &str, mut check: impl FnMut() -> bool) {
+    let deadline = Instant::now() + limit;
+    while !check() {
+        assert!(Instant::now() < deadline, "timed out waiting: {what}");
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
+fn configmap(namespace: &str, name: &str, extra: Value) -> Value {
+    let mut object = json!({"apiVersion": "v1", "kind": "ConfigMap",
+        "metadata": {"name": name, "namespace": namespace}, "data": {"k": "v"}});
+    if let (Some(meta), Some(extra)) = (object["metadata"].as_object_mut(), extra.as_object()) {
+        meta.extend(extra.clone());
+    }
+    object
+}
+
+fn owned_by(owner_name: &str, owner_uid: &str, block: bool) -> Value {
+    json!({"ownerReferences": [{"apiVersion": "v1", "kind": "ConfigMap", "name": owner_name,
+        "uid": owner_uid, "blockOwnerDeletion": block}]})
+}
+
+fn secret(namespace: &str, name: &str, extra: Value) -> Value {
+    let mut object = configmap(namespace, name, extra);
+    object["kind"] = json!("Secret");
+    object["stringData"] = object["data"].take();
+    object.as_object_mut().unwrap().remove("data");
+    object
+}
+
+fn condition(ns: &Value, type_: &str) -> Option<(String, String, String)> {
+    ns["status"]["conditions"]
+        .as_array()?
+        .iter()
+        .find(|c| c["type"] == type_)
+        .map(|c| {
+            (
+                c["status"].as_str().unwrap_or_default().to_owned(),
+                c["reason"].as_str().unwrap_or_default().to_owned(),
+                c["message"].as_str().unwrap_or_default().to_owned(),
+            )
+        })
+}
+
+#[test]
+fn deleting_a_namespace_removes_everything_in_it() {
+    let server = common::start();
+    let _controllers = controllers(&server);
+    ok(kubectl(&server, &["create", "namespace", "doomed"]));
+    ok(kubectl(
+        &server,
+        &[
+            "create",
+            "configmap",
+            "a",
+            "-n",
+            "doomed",
+            "--from-literal=k=v",
+        ],
+    ));
+    ok(kubectl(
+        &server,
+        &[
+            "create",
+            "secret",
+            "generic",
+            "b",
+            "-n",
+            "doomed",
+            "--from-literal=k=v",
+        ],
+    ));
+    apply(
+        &server,
+        json!({"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
+            "metadata": {"name": "c", "namespace": "doomed"}, "spec": {"holderIdentity": "x"}}),
+    );
+    ok(kubectl(&server, &["create", "namespace", "kept"]));
+    ok(kubectl(
+        &server,
+        &[
+            "create",
+            "configmap",
+            "a",
+            "-n",
+            "kept",
+            "--from-literal=k=v",
+        ],
+    ));
+
+    // kubectl waits until the namespace is gone.
+    ok(kubectl(
+        &server,
+        &["delete", "namespace", "doomed", "--timeout=60s"],
+    ));
+    assert!(get(&server, "namespace", "", "doomed").is_none());
+    for kind in ["configmaps", "secrets", "leases"] {
+        let left = ok(kubectl(
+            &server,
+            &["get", kind, "-n", "doomed", "-o", "name"],
+        ));
+        assert_eq!(left.trim(), "", "{kind} left behind");
+    }
+    // Another namespace is untouched.
+    assert!(get(&server, "configmap", "kept", "a").is_some());
+}
+
+#[test]
+fn a_finalizer_keeps_the_namespace_terminating_until_removed() {
+    let server = common::start();
+    let _controllers = controllers(&server);
+    ok(kubectl(&server, &["create", "namespace", "held"]));
+    apply(
+        &server,
+        configmap(
+            "held",
+            "pinned",
+            json!({"finalizers": ["example.com/hold"]}),
+        ),
+    );
+    ok(kubectl(
+        &server,
+        &[
+            "create",
+            "configmap",
+            "loose",
+            "-n",
+            "held",
+            "--from-literal=k=v",
+        ],
+    ));
+    ok(kubectl(
+        &server,
+        &["delete", "namespace", "held", "--wait=false"],
+    ));
+
+    eventually(
+        Duration::from_secs(40),
+        "the namespace reports what remains",
+        || {
+            let Some(ns) = get(&server, "namespace", "", "held") else {
+                return false;
+            };
+            condition(&ns, "NamespaceFinalizersRemaining").is_some_and(|c| c.0 == "True")
+        },
+    );
+    let ns = get(&server, "namespace", "", "held").unwrap();
+    assert_eq!(ns["status"]["phase"], "Terminating");
+    assert_eq!(
+        condition(&ns, "NamespaceContentRemaining").unwrap(),
+        (
+            "True".to_owned(),
+            "SomeResourcesRemain".to_owned(),
+            "Some resources are remaining: configmaps. has 1 resource instances".to_owned()
+        )
+    );
+    assert_eq!(
+        condition(&ns, "NamespaceFinalizersRemaining").unwrap(),
+        (
+            "True".to_owned(),
+            "SomeFinalizersRemain".to_owned(),
+            "Some content in the namespace has finalizers remaining: example.com/hold in 1 resource instances"
+                .to_owned()
+        )
+    );
+    for (type_, reason) in [
+        ("NamespaceDeletionDiscoveryFailure", "ResourcesDiscovered"),
+        (
+            "NamespaceDeletionGroupVersionParsingFailure",
+            "ParsedGroupVersions",
+        ),
+        ("NamespaceDeletionContentFailure", "ContentDeleted"),
+    ] {
+        let c = condition(&ns, type_).unwrap();
+        assert_eq!(
+            (c.0.as_str(), c.1.as_str()),
+            ("False", reason),
+            "{type_}: {}",
+            c.2
+        );
+    }
+    assert_eq!(ns["spec"]["finalizers"], json!(["kubernetes"]));
+    assert!(get(&server, "configmap", "held", "loose").is_none());
+    let pinned = get(&server, "configmap", "held", "pinned").unwrap();
+    assert!(pinned["metadata"]["deletionTimestamp"].is_string());
+
+    ok(kubectl(
+        &server,
+        &[
+            "patch",
+            "configmap",
+            "pinned",
+            "-n",
+            "held",
+            "--type=merge",
+            "-p",
+            r#"{"metadata":{"finalizers":null}}"#,
+        ],
+    ));
+    eventually(Duration::from_secs(40), "the namespace is gone", || {
+        get(&server, "namespace", "", "held").is_none()
+    });
+}
+
+#[test]
+fn cascading_deletion_background_foreground_and_orphan() {
+    let server = common::start();
+    let _controllers = controllers(&server);
+    ok(kubectl(&server, &["create", "namespace", "gc"]));
+
+    // Background: the owner goes at once, then its dependents.
+    apply(&server, configmap("gc", "bg", json!({})));
+    let owner = uid(&server, "configmap", "gc", "bg");
+    apply(
+        &server,
+        configmap("gc", "bg-1", owned_by("bg", &owner, false)),
+    );
+    apply(&server, secret("gc", "bg-2", owned_by("bg", &owner, true)));
+    ok(kubectl(
+        &server,
+        &[
+            "delete",
+            "configmap",
+            "bg",
+            "-n",
+            "gc",
+            "--cascade=background",
+        ],
+    ));
+    eventually(
+        Duration::from_secs(30),
+        "background dependents are deleted",
+        || {
+            get(&server, "configmap", "gc", "bg-1").is_none()
+                && get(&server, "secret", "gc", "bg-2").is_none()
+        },
+    );
+
+    // Foreground: the owner waits (foregroundDeletion) for its blocking dependents.
+    apply(&server, configmap("gc", "fg", json!({})));
+    let owner = uid(&server, "configmap", "gc", "fg");
+    let mut blocking = owned_by("fg", &owner, true);
+    blocking["finalizers"] = json!(["example.com/hold"]);
+    apply(&server, secret("gc", "fg-blocking", blocking));
+    apply(
+        &server,
+        configmap("gc", "fg-loose", owned_by("fg", &owner, false)),
+    );
+    ok(kubectl(
+        &server,
+        &[
+            "delete",
+            "configmap",
+            "fg",
+            "-n",
+            "gc",
+            "--cascade=foreground",
+            "--wait=false",
+        ],
+    ));
+    eventually(
+        Duration::from_secs(30),
+        "foreground dependents are being deleted",
+        || {
+            get(&server, "configmap", "gc", "fg-loose").is_none()
+                && get(&server, "secret", "gc", "fg-blocking")
+                    .is_some_and(|s| s["metadata"]["deletionTimestamp"].is_string())
+        },
+    );
+    // The blocking dependent is held by its finalizer, so the owner stays.
+    std::thread::sleep(Duration::from_secs(2));
+    let fg = get(&server, "configmap", "gc", "fg").unwrap();
+    assert!(fg["metadata"]["deletionTimestamp"].is_string());
+    assert_eq!(fg["metadata"]["finalizers"], json!(["foregroundDeletion"]));
+    ok(kubectl(
+        &server,
+        &[
+            "patch",
+            "secret",
+            "fg-blocking",
+            "-n",
+            "gc",
+            "--type=merge",
+            "-p",
+            r#"{"metadata":{"finalizers":null}}"#,
+        ],
+    ));
+    eventually(
+        Duration::from_secs(30),
+        "the foreground owner goes last",
+        || get(&server, "configmap", "gc", "fg").is_none(),
+    );
+    assert!(get(&server, "secret", "gc", "fg-blocking").is_none());
+
+    // Foreground down a chain: a dependent with dependents of its own is deleted in the
+    // foreground too, and each owner waits for its blocking dependent.
+    apply(&server, configmap("gc", "top", json!({})));
+    let top = uid(&server, "configmap", "gc", "top");
+    apply(
+        &server,
+        configmap("gc", "middle", owned_by("top", &top, true)),
+    );
+    let middle = uid(&server, "configmap", "gc", "middle");
+    let mut bottom = owned_by("middle", &middle, true);
+    bottom["finalizers"] = json!(["example.com/hold"]);
+    apply(&server, secret("gc", "bottom", bottom));
+    ok(kubectl(
+        &server,
+        &[
+            "delete",
+            "configmap",
+            "top",
+            "-n",
+            "gc",
+            "--cascade=foreground",
+            "--wait=false",
+        ],
+    ));
+    eventually(
+        Duration::from_secs(30),
+        "the chain waits on its bottom",
+        || {
+            get(&server, "secret", "gc", "bottom")
+                .is_some_and(|s| s["metadata"]["deletionTimestamp"].is_string())
+        },
+    );
+    for name in ["top", "middle"] {
+        let waiting = get(&server, "configmap", "gc", name).unwrap();
+        assert_eq!(
+            waiting["metadata"]["finalizers"],
+            json!(["foregroundDeletion"]),
+            "{name}"
+        );
+    }
+    ok(kubectl(
+        &server,
+        &[
+            "patch",
+            "secret",
+            "bottom",
+            "-n",
+            "gc",
+            "--type=merge",
+            "-p",
+            r#"{"metadata":{"finalizers":null}}"#,
+        ],
+    ));
+    eventually(Duration::from_secs(30), "the whole chain is gone", || {
+        get(&server, "configmap", "gc", "top").is_none()
+            && get(&server, "configmap", "gc", "middle").is_none()
+    });
+
+    // Orphan: the dependents stay, without their reference to the owner.
+    apply(&server, configmap("gc", "or", json!({})));
+    let owner = uid(&server, "configmap", "gc", "or");
+    apply(
+        &server,
+        configmap("gc", "or-1", owned_by("or", &owner, false)),
+    );
+    apply(&server, secret("gc", "or-2", owned_by("or", &owner, true)));
+    ok(kubectl(
+        &server,
+        &[
+            "delete",
+            "configmap",
+            "or",
+            "-n",
+            "gc",
+            "--cascade=orphan",
+            "--timeout=30s",
+        ],
+    ));
+    assert!(get(&server, "configmap", "gc", "or").is_none());
+    std::thread::sleep(Duration::from_secs(1));
+    for (kind, name) in [("configmap", "or-1"), ("secret", "or-2")] {
+        let dependent =
+            get(&server, kind, "gc", name).unwrap_or_else(|| panic!("{name} was deleted"));
+        assert!(
+            dependent["metadata"].get("ownerReferences").is_none(),
+            "{dependent}"
+        );
+    }
+}
+
+#[test]
+fn an_owner_in_another_namespace_counts_as_absent_and_is_reported() {
+    let server = common::start();
+    let _controllers = controllers(&server);
+    ok(kubectl(&server, &["create", "namespace", "home"]));
+    ok(kubectl(&server, &["create", "namespace", "away"]));
+    apply(&server, configmap("home", "owner", json!({})));
+    let owner = uid(&server, "configmap", "home", "owner");
+    // A cluster-scoped owner is fine for a namespaced dependent.
+    let ns_uid = uid(&server, "namespace", "", "home");
+    apply(
+        &server,
+        configmap(
+            "away",
+            "of-namespace",
+            json!({"ownerReferences": [{"apiVersion": "v1", "kind": "Namespace", "name": "home", "uid": ns_uid}]}),
+        ),
+    );
+    apply(
+        &server,
+        configmap("away", "stray", owned_by("owner", &owner, false)),
+    );
+    eventually(
+        Duration::from_secs(30),
+        "the dependent of an owner in another namespace is deleted",
+        || get(&server, "configmap", "away", "stray").is_none(),
+    );
+    eventually(
+        Duration::from_secs(30),
+        "an OwnerRefInvalidNamespace event",
+        || {
+            let events: Value = serde_json::from_str(&ok(kubectl(
+                &server,
+                &["get", "events", "-n", "away", "-o", "json"],
+            )))
+            .unwrap();
+            events["items"].as_array().unwrap().iter().any(|e| {
+                e["reason"] == "OwnerRefInvalidNamespace"
+                    && e["type"] == "Warning"
+                    && e["involvedObject"]["name"] == "stray"
+                    && e["message"].as_str().is_some_and(|m| {
+                        m.contains(&owner) && m.ends_with("does not exist in namespace \"away\"")
+                    })
+            })
+        },
+    );
+    // A dependent with one live owner stays, and loses its reference to an absent one.
+    apply(
+        &server,
+        configmap(
+            "home",
+            "two-owners",
+            json!({"ownerReferences": [
+                {"apiVersion": "v1", "kind": "ConfigMap", "name": "owner", "uid": owner},
+                {"apiVersion": "v1", "kind": "ConfigMap", "name": "never", "uid": "4b1d0000-0000-0000-0000-000000000000"}]}),
+        ),
+    );
+    eventually(
+        Duration::from_secs(30),
+        "the absent owner's reference is dropped",
+        || {
+            get(&server, "configmap", "home", "two-owners").unwrap()["metadata"]["ownerReferences"]
+                .as_array()
+                .is_some_and(|refs| refs.len() == 1 && refs[0]["uid"] == owner.as_str())
+        },
+    );
+
+    // A cluster-scoped dependent naming a namespaced kind is never collected, and reported.
+    apply(
+        &server,
+        json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
+            "metadata": {"name": "claims-a-configmap", "ownerReferences": [{"apiVersion": "v1",
+                "kind": "ConfigMap", "name": "owner", "uid": owner}]}, "rules": []}),
+    );
+    eventually(
+        Duration::from_secs(30),
+        "an event on the cluster-scoped dependent",
+        || {
+            let events: Value = serde_json::from_str(&ok(kubectl(
+                &server,
+                &["get", "events", "-n", "default", "-o", "json"],
+            )))
+            .unwrap();
+            events["items"].as_array().unwrap().iter().any(|e| {
+                e["reason"] == "OwnerRefInvalidNamespace"
+                    && e["involvedObject"]["kind"] == "ClusterRole"
+                    && e["involvedObject"]["name"] == "claims-a-configmap"
+            })
+        },
+    );
+    assert!(get(&server, "clusterrole", "", "claims-a-configmap").is_some());
+    assert!(get(&server, "configmap", "away", "of-namespace").is_some());
+    assert!(get(&server, "configmap", "home", "owner").is_some());
+}

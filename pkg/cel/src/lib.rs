@@ -1,0 +1,617 @@
+//! CEL validation rules on an OpenAPI v3 schema: the `x-kubernetes-validations` of a
+//! CustomResourceDefinition version, compiled once and run against objects.
+//!
+//! ```text
+//! let (rules, errs) = Rules::compile(&schema, &Path::new("spec").child("versions").index(0)
+//!     .child("schema").child("openAPIV3Schema"));   // errs: reject the CRD
+//! if !rules.is_empty() { let errs = rules.validate(&new, old.as_ref()); }
+//! ```
+//!
+//! Follows Kubernetes 1.33 (`apiextensions-apiserver` `schema/cel`): rules run at every node of
+//! the object they are declared on (and in `allOf` branches), `self` typed by the schema
+//! (integers, numbers, strings with `date`/`date-time`/`duration`/`byte` formats as timestamps,
+//! durations and bytes, maps vs objects with escaped property names, only `apiVersion`, `kind`,
+//! `metadata.name` and `metadata.generateName` at a resource root, set and map lists equal
+//! regardless of order); transition rules (`oldSelf`, `optionalOldSelf`) only where the old
+//! value correlates (same property, same map key, same key of a `list-type: map` item); errors
+//! with upstream's paths and wording; `message`, `messageExpression`, `reason` and `fieldPath`;
+//! upstream's static cost limits at compile time and a runtime cost budget; and ratcheting.
+//!
+//! The Kubernetes CEL libraries (strings, lists, sets, regex, urls, ip/cidr, quantity, semver,
+//! format, ...) come from the `kube-cel` crate, the CEL interpreter from its re-exported `cel`.
+//!
+//! Known differences from upstream:
+//! - No static type checker (the `cel` crate has none): only undeclared identifiers, undefined
+//!   fields of `self`, and results that surely are not booleans (rules) or strings
+//!   (messageExpressions) are compile errors; other type errors surface when the rule runs.
+//! - Costs follow cel-go's estimator in shape and factors, not to the unit; the runtime cost
+//!   is the same estimate computed on the actual sizes of the values, charged before the rule
+//!   runs (the interpreter cannot be interrupted).
+//! - The bad value of a compile error is the rule as JSON (upstream prints a Go struct).
+//! - Missing from the `cel` crate 0.13: `cel.bind`, `sortBy`, two-variable comprehensions,
+//!   chained optional selections beyond the first (`a.?b.?c`); such rules fail when they run.
+
+#![warn(missing_docs)]
+
+mod analyze;
+mod projection;
+mod rule;
+mod schema;
+mod types;
+mod value;
+
+use std::sync::Arc;
+
+use genplane_apimachinery::validation::field::{Error, ErrorList, ErrorType, Path};
+use kube_cel::KubeCelExt as _;
+use kube_cel::cel::objects::{OptionalValue, Value as Cel};
+use kube_cel::cel::{Context, ExecutionError};
+use serde_json::Value;
+
+use crate::rule::{CompiledRule, CostContribution, cost_error_message};
+use crate::schema::{ListType, Node};
+
+/// Upstream's limit on the total estimated cost of every rule of one schema.
+pub const STATIC_ESTIMATED_CRD_COST_LIMIT: u64 = 100_000_000;
+/// Upstream's limit on the estimated cost of one rule (times how often it can run).
+pub const STATIC_ESTIMATED_COST_LIMIT: u64 = rule::STATIC_ESTIMATED_COST_LIMIT;
+/// Upstream's limit on the cost of one evaluation of one rule.
+pub const PER_CALL_LIMIT: u64 = 1_000_000;
+/// Upstream's cost budget for all rules of one object.
+pub const RUNTIME_CEL_COST_BUDGET: i64 = 10_000_000;
+/// Upstream's limit on the length of a message produced by `messageExpression`.
+pub const MAX_EVALUATED_MESSAGE_EXPRESSION_SIZE_BYTES: usize = 5 * 1024;
+
+/// Every rule of one schema, compiled. Cheap to share (`Arc`) and to run concurrently.
+pub struct Rules {
+    root: Option<Node>,
+    context: Context<'static>,
+}
+
+impl std::fmt::Debug for Rules {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Rules")
+            .field("root", &self.root)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Rules {
+    /// Compiles every rule of `schema` (an `openAPIV3Schema`, as raw JSON) found at `path`.
+    ///
+    /// The errors are those upstream reports when a CRD carrying this schema is written: a rule
+    /// that does not compile, a bad `reason`, `fieldPath` or `messageExpression`, `oldSelf`
+    /// where it cannot be correlated, and estimated costs over the limits. Rules with errors
+    /// are left out of the result.
+    pub fn compile(schema: &Value, path: &Path) -> (Rules, ErrorList) {
+        let mut errs = ErrorList::new();
+        let mut costs: Vec<CostContribution> = Vec::new();
+        let mut root = Node::read(schema, true);
+        attach(schema, &mut root, path, None, 1, &mut errs, &mut costs);
+        let total = costs
+            .iter()
+            .map(|(_, c)| *c)
+            .fold(0u64, u64::saturating_add);
+        if total > STATIC_ESTIMATED_CRD_COST_LIMIT {
+            // upstream names the (at most four) dearest expressions that make at least 1% of
+            // the limit, then the total
+            let mut dearest: Vec<_> = costs
+                .iter()
+                .filter(|(_, c)| *c >= STATIC_ESTIMATED_CRD_COST_LIMIT / 100)
+                .collect();
+            dearest.sort_by_key(|c| std::cmp::Reverse(c.1));
+            for (p, _) in dearest.iter().take(4) {
+                errs.push(Error::forbidden(
+                    p,
+                    "contributed to estimated rule cost total exceeding cost limit for entire OpenAPIv3 schema",
+                ));
+            }
+            errs.push(Error::forbidden(
+                path,
+                cost_error_message(
+                    "x-kubernetes-validations estimated rule cost total for entire OpenAPIv3 schema",
+                    total,
+                    STATIC_ESTIMATED_CRD_COST_LIMIT,
+                ),
+            ));
+        }
+        let root = root.has_rules.then_some(root);
+        let mut context = Context::default();
+        if root.is_some() {
+            context.register_all();
+            context.add_function(rule::UNORDERED_EQ, rule::unordered_eq);
+            context.add_function(rule::UNORDERED_NE, rule::unordered_ne);
+            types::register(&mut context);
+        }
+        (Rules { root, context }, errs)
+    }
+
+    /// Whether the schema has no rule at all (then [`Rules::validate`] does nothing).
+    pub fn is_empty(&self) -> bool {
+        self.root.is_none()
+    }
+
+    /// Runs every rule against `new` (and, on update, the `old` object), returning upstream's
+    /// field errors (`spec: Invalid value: "object": <message>`), with paths from the object's
+    /// root (`spec.replicas`).
+    ///
+    /// Ratcheting (on update): a rule without `oldSelf` that fails on a value equal to its old
+    /// value (or, where the value cannot be correlated, under an unchanged ancestor) is not an
+    /// error; [`Rules::validate_with_warnings`] returns such failures as warnings, as upstream
+    /// sends them. Evaluation errors (`no such key`) stay errors, as upstream.
+    pub fn validate(&self, new: &Value, old: Option<&Value>) -> ErrorList {
+        self.validate_with_warnings(new, old).0
+    }
+
+    /// [`Rules::validate`], also returning the failures that ratcheting turned into warnings
+    /// (rendered like errors: `spec: Invalid value: "object": <message>`).
+    pub fn validate_with_warnings(
+        &self,
+        new: &Value,
+        old: Option<&Value>,
+    ) -> (ErrorList, Vec<String>) {
+        let mut errs = ErrorList::new();
+        let mut warnings = Vec::new();
+        let Some(root) = &self.root else {
+            return (errs, warnings);
+        };
+        let mut run = Run {
+            ctx: &self.context,
+            errs: &mut errs,
+            warnings: &mut warnings,
+            budget: RUNTIME_CEL_COST_BUDGET,
+        };
+        let anchor = old.map(|o| (new, o));
+        run.walk(root, new, old, &Path::default(), anchor, true);
+        (errs, warnings)
+    }
+}
+
+/// Compiles the rules of `node` and its children (children first, as upstream reports them).
+fn attach(
+    schema: &Value,
+    node: &mut Node,
+    path: &Path,
+    uncorrelatable: Option<&Path>,
+    cardinality: u64,
+    errs: &mut ErrorList,
+    costs: &mut Vec<CostContribution>,
+) {
+    let own_elements = node.max_elements().max(1);
+    let is_map = node.is_map();
+    if let Some(props) = schema.get("properties").and_then(Value::as_object) {
+        for (name, child) in node.properties.iter_mut() {
+            if let Some(s) = props.get(name.as_str()) {
+                let p = path.child("properties").key(name);
+                attach(s, child, &p, uncorrelatable, cardinality, errs, costs);
+            }
+        }
+    }
+    if let (Some(s), Some(add)) = (schema.get("additionalProperties"), node.additional.as_mut()) {
+        let card = if is_map {
+            cardinality.saturating_mul(own_elements)
+        } else {
+            cardinality
+        };
+        let p = path.child("additionalProperties");
+        attach(s, add, &p, uncorrelatable, card, errs, costs);
+    }
+    let list_type = node.list_type;
+    if let (Some(s), Some(items)) = (schema.get("items"), node.items.as_mut()) {
+        let forbid = if list_type == ListType::Map {
+            uncorrelatable.cloned()
+        } else {
+            Some(uncorrelatable.cloned().unwrap_or_else(|| path.clone()))
+        };
+        let p = path.child("items");
+        let card = cardinality.saturating_mul(own_elements);
+        attach(s, items, &p, forbid.as_ref(), card, errs, costs);
+    }
+    if let Some(raw_rules) = schema
+        .get("x-kubernetes-validations")
+        .and_then(Value::as_array)
+    {
+        let mut rules = Vec::with_capacity(raw_rules.len());
+        for (i, raw) in raw_rules.iter().enumerate() {
+            if let Some(r) =
+                rule::compile(raw, i, node, path, uncorrelatable, cardinality, errs, costs)
+            {
+                rules.push(r);
+            }
+        }
+        node.rules = rules;
+    }
+    // Rules inside allOf apply to the same value, typed by this node. Upstream does not check
+    // them when the CRD is written (it only runs them), so their problems are not reported.
+    if let Some(branches) = schema.get("allOf").and_then(Value::as_array) {
+        for branch in branches {
+            overlay(branch, node, uncorrelatable, cardinality);
+        }
+    }
+    refresh(node);
+}
+
+/// Recomputes what a node's flags say about its rules and its children's.
+fn refresh(node: &mut Node) {
+    node.uses_old_self = node.rules.iter().any(|r| r.uses_old_self);
+    let mut projection = projection::Projection::none();
+    for rule in &node.rules {
+        projection.add_uses(&rule.expr);
+        if let Some((_, m)) = &rule.message_expression {
+            projection.add_uses(m);
+        }
+    }
+    node.projection = projection;
+    node.has_rules = !node.rules.is_empty()
+        || node.properties.iter().any(|(_, n)| n.has_rules)
+        || node.additional.as_ref().is_some_and(|n| n.has_rules)
+        || node.items.as_ref().is_some_and(|n| n.has_rules);
+}
+
+/// Adds the rules of an `allOf` branch (and of its properties, items and additionalProperties)
+/// to `node` and its children.
+fn overlay(branch: &Value, node: &mut Node, uncorrelatable: Option<&Path>, cardinality: u64) {
+    let mut ignored = ErrorList::new();
+    let mut costs = Vec::new();
+    if let Some(raw_rules) = branch
+        .get("x-kubernetes-validations")
+        .and_then(Value::as_array)
+    {
+        let path = Path::default();
+        for (i, raw) in raw_rules.iter().enumerate() {
+            let compiled = rule::compile(
+                raw,
+                i,
+                node,
+                &path,
+                uncorrelatable,
+                cardinality,
+                &mut ignored,
+                &mut costs,
+            );
+            node.rules.extend(compiled);
+        }
+    }
+    if let Some(props) = branch.get("properties").and_then(Value::as_object) {
+        for (name, child) in node.properties.iter_mut() {
+            if let Some(b) = props.get(name.as_str()) {
+                overlay(b, child, uncorrelatable, cardinality);
+                refresh(child);
+            }
+        }
+    }
+    if let (Some(b), Some(items)) = (branch.get("items"), node.items.as_mut()) {
+        overlay(b, items, uncorrelatable, cardinality);
+        refresh(items);
+    }
+    if let (Some(b), Some(add)) = (branch.get("additionalProperties"), node.additional.as_mut()) {
+        overlay(b, add, uncorrelatable, cardinality);
+        refresh(add);
+    }
+}
+
+/// One validation: where errors go and the cost budget left.
+struct Run<'r> {
+    ctx: &'r Context<'static>,
+    errs: &'r mut ErrorList,
+    /// Failures that ratcheting turned into warnings.
+    warnings: &'r mut Vec<String>,
+    budget: i64,
+}
+
+/// The nearest correlated (new, old) pair above or at a node, for ratcheting.
+type Anchor<'v> = Option<(&'v Value, &'v Value)>;
+
+impl Run<'_> {
+    /// Validates `new` against `node` and its children. Returns false once the budget is spent.
+    fn walk<'v>(
+        &mut self,
+        node: &Node,
+        new: &'v Value,
+        old: Option<&'v Value>,
+        path: &Path,
+        anchor: Anchor<'v>,
+        at_root: bool,
+    ) -> bool {
+        if !node.has_rules || new.is_null() {
+            return true;
+        }
+        let old = old.filter(|o| !o.is_null());
+        let anchor = match old {
+            Some(o) if anchor.is_some() => Some((new, o)),
+            _ => anchor,
+        };
+        if !node.rules.is_empty() && !self.rules(node, new, old, path, anchor) {
+            return false;
+        }
+        match new {
+            Value::Object(fields) => {
+                let old_fields = old.and_then(Value::as_object);
+                if !node.properties.is_empty() {
+                    for (name, child) in &node.properties {
+                        if !child.has_rules {
+                            continue;
+                        }
+                        let Some(v) = fields.get(name) else { continue };
+                        let o = old_fields.and_then(|f| f.get(name));
+                        // apiVersion and kind of a resource are never ratcheted; a field new in this
+                        // update has no old value to ratchet against
+                        let a = if o.is_none()
+                            || (at_root && matches!(name.as_str(), "apiVersion" | "kind"))
+                        {
+                            None
+                        } else {
+                            anchor
+                        };
+                        if !self.walk(child, v, o, &path.child(name), a, false) {
+                            return false;
+                        }
+                    }
+                } else if let Some(add) = node.additional.as_deref().filter(|a| a.has_rules) {
+                    for (k, v) in fields {
+                        let o = old_fields.and_then(|f| f.get(k));
+                        let a = if o.is_none() { None } else { anchor };
+                        if !self.walk(add, v, o, &path.key(k), a, false) {
+                            return false;
+                        }
+                    }
+                }
+            }
+            Value::Array(items) => {
+                let Some(item_node) = node.items.as_deref().filter(|n| n.has_rules) else {
+                    return true;
+                };
+                let old_items = old.and_then(Value::as_array);
+                for (i, v) in items.iter().enumerate() {
+                    // only items of map lists correlate with old items (by their keys)
+                    let o = match (node.list_type, old_items) {
+                        (ListType::Map, Some(olds)) => {
+                            olds.iter().find(|o| same_keys(&node.map_keys, v, o))
+                        }
+                        _ => None,
+                    };
+                    // an uncorrelated item ratchets with its list (the anchor)
+                    if !self.walk(item_node, v, o, &path.index(i), anchor, false) {
+                        return false;
+                    }
+                }
+            }
+            _ => {}
+        }
+        true
+    }
+
+    /// Runs the rules of one node. Returns false once the budget is spent.
+    fn rules(
+        &mut self,
+        node: &Node,
+        new: &Value,
+        old: Option<&Value>,
+        path: &Path,
+        anchor: Anchor<'_>,
+    ) -> bool {
+        if self.budget <= 0 {
+            self.invalid(
+                path,
+                node,
+                "validation failed due to running out of cost budget, no further validation rules will be run",
+            );
+            self.budget = -1;
+            return false;
+        }
+        // ratcheting: on an unchanged value, failures of rules that do not look at oldSelf are
+        // warnings
+        let mut unchanged: Option<bool> = None;
+        let mut is_unchanged = || {
+            *unchanged.get_or_insert_with(|| match old {
+                Some(o) => new == o,
+                None => anchor.is_some_and(|(n, o)| n == o),
+            })
+        };
+        // self (and oldSelf) are converted once per node, for all its rules
+        let ctx = self.ctx;
+        let mut base_scope: Option<Context<'_>> = None;
+        for rule in &node.rules {
+            if rule.uses_old_self && old.is_none() && !rule.optional_old_self {
+                continue;
+            }
+            let ratcheted = !rule.uses_old_self && anchor.is_some() && is_unchanged();
+            let cost = match rule.fixed_cost {
+                Some(c) => c,
+                None => analyze::runtime_cost(&rule.expr, node, new, old),
+            };
+            if cost > PER_CALL_LIMIT {
+                self.invalid(
+                    path,
+                    node,
+                    &format!(
+                        "'operation cancelled: actual cost limit exceeded': no further validation rules will be run due to call cost exceeds limit for rule: {}",
+                        rule.error_string()
+                    ),
+                );
+                self.budget = -1;
+                return false;
+            }
+            if cost as i64 > self.budget {
+                self.invalid(
+                    path,
+                    node,
+                    "validation failed due to running out of cost budget, no further validation rules will be run",
+                );
+                self.budget = -1;
+                return false;
+            }
+            self.budget -= cost as i64;
+
+            let base = base_scope.get_or_insert_with(|| {
+                let mut scope = ctx.new_inner_scope();
+                scope.add_variable_from_value(
+                    "self",
+                    value::to_cel(new, Some(node), &node.projection),
+                );
+                if let (true, Some(o)) = (node.uses_old_self, old) {
+                    scope.add_variable_from_value(
+                        "oldSelf",
+                        value::to_cel(o, Some(node), &node.projection),
+                    );
+                }
+                scope
+            });
+            let optional_scope;
+            let scope: &Context<'_> = if rule.optional_old_self {
+                // oldSelf is an optional: none on create, of(old) on update
+                let bound = OptionalValue::of_or_none(
+                    old.map(|o| value::to_cel(o, Some(node), &node.projection)),
+                );
+                let mut scope = base.new_inner_scope();
+                scope.add_variable_from_value("oldSelf", Cel::Opaque(Arc::new(bound)));
+                optional_scope = scope;
+                &optional_scope
+            } else {
+                base
+            };
+            match Cel::resolve(&rule.expr, scope) {
+                Ok(Cel::Bool(true)) => {}
+                Ok(Cel::Bool(false)) => {
+                    if !self.fail(rule, node, new, old, path, scope, ratcheted) {
+                        return false;
+                    }
+                }
+                Ok(other) => self.invalid(
+                    path,
+                    node,
+                    &format!(
+                        "no such overload: rule result {:?} is not a bool evaluating rule: {}",
+                        other.type_of(),
+                        rule.error_string()
+                    ),
+                ),
+                Err(e) => {
+                    let detail = match &e {
+                        ExecutionError::NoSuchOverload
+                        | ExecutionError::UnsupportedBinaryOperator(..)
+                        | ExecutionError::UnsupportedUnaryOperator(..)
+                        | ExecutionError::ValuesNotComparable(..) => format!(
+                            "'no such overload': call arguments did not match a supported operator, function or macro signature for rule: {}",
+                            rule.error_string()
+                        ),
+                        other => format!(
+                            "{} evaluating rule: {}",
+                            go_error(other),
+                            rule.error_string()
+                        ),
+                    };
+                    self.invalid(path, node, &detail);
+                }
+            }
+        }
+        true
+    }
+
+    /// Reports a failed rule (as a warning if `ratcheted`). Returns false once the budget is
+    /// spent.
+    #[allow(clippy::too_many_arguments)]
+    fn fail(
+        &mut self,
+        rule: &CompiledRule,
+        node: &Node,
+        new: &Value,
+        old: Option<&Value>,
+        path: &Path,
+        scope: &Context<'_>,
+        ratcheted: bool,
+    ) -> bool {
+        let at = match &rule.field_path {
+            Some(fp) => path.child(fp),
+            None => path.clone(),
+        };
+        let mut detail = None;
+        if let Some((_, expr)) = &rule.message_expression {
+            let cost = analyze::runtime_cost(expr, node, new, old);
+            if cost as i64 > self.budget || cost > PER_CALL_LIMIT {
+                self.report(
+                    Error::invalid(
+                        &at,
+                        node.type_name(),
+                        "messageExpression evaluation failed due to running out of cost budget, no further validation rules will be run",
+                    ),
+                    ratcheted,
+                );
+                self.budget = -1;
+                return false;
+            }
+            self.budget -= cost as i64;
+            if let Ok(Cel::String(s)) = Cel::resolve(expr, scope) {
+                let trimmed = s.trim();
+                if !trimmed.is_empty()
+                    && trimmed.len() <= MAX_EVALUATED_MESSAGE_EXPRESSION_SIZE_BYTES
+                    && !trimmed.contains('\n')
+                {
+                    detail = Some(trimmed.to_owned());
+                }
+            }
+        }
+        let detail = detail.unwrap_or_else(|| rule.message_or_default());
+        let err = match rule.reason {
+            ErrorType::Forbidden => Error::forbidden(&at, detail),
+            ErrorType::Required => Error::required(&at, detail),
+            ErrorType::Duplicate => Error::duplicate(&at, node.type_name()),
+            _ => Error::invalid(&at, node.type_name(), detail),
+        };
+        self.report(err, ratcheted);
+        true
+    }
+
+    /// An error, or a warning where ratcheting applies.
+    fn report(&mut self, err: Error, ratcheted: bool) {
+        if ratcheted {
+            self.warnings.push(err.to_string());
+        } else {
+            self.errs.push(err);
+        }
+    }
+
+    fn invalid(&mut self, path: &Path, node: &Node, detail: &str) {
+        self.errs
+            .push(Error::invalid(path, node.type_name(), detail.to_owned()));
+    }
+}
+
+/// `optional.of(v)` or `optional.none()`.
+trait OptionalExt {
+    fn of_or_none(v: Option<Cel>) -> OptionalValue;
+}
+
+impl OptionalExt for OptionalValue {
+    fn of_or_none(v: Option<Cel>) -> OptionalValue {
+        match v {
+            Some(v) => OptionalValue::of(v),
+            None => OptionalValue::none(),
+        }
+    }
+}
+
+/// Whether two items of a map list have the same key fields.
+fn same_keys(keys: &[String], a: &Value, b: &Value) -> bool {
+    !keys.is_empty() && keys.iter().all(|k| a.get(k) == b.get(k))
+}
+
+/// cel-go's wording of common runtime errors (`no such key: foo`).
+fn go_error(e: &ExecutionError) -> String {
+    match e {
+        ExecutionError::NoSuchKey(k) => format!("no such key: {k}"),
+        ExecutionError::DivisionByZero(_) => "division by zero".to_owned(),
+        ExecutionError::RemainderByZero(_) => "modulus by zero".to_owned(),
+        ExecutionError::Overflow(..) => "integer overflow".to_owned(),
+        ExecutionError::IndexOutOfBounds(i) => match i {
+            Cel::Int(i) => format!("index out of bounds: {i}"),
+            other => format!("index out of bounds: {other:?}"),
+        },
+        ExecutionError::UndeclaredReference(r) => format!("undeclared reference to '{r}'"),
+        ExecutionError::FunctionError { message, .. } => message.clone(),
+        other => other.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests;

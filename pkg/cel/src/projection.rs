@@ -1,0 +1,146 @@
+//! Which parts of `self` (and `oldSelf`) the rules of a node can reach, so that only those are
+//! converted to CEL values: a rule `self.spec.replicas > 0` at the root of a large object needs
+//! one integer, not the whole object.
+
+use std::collections::BTreeMap;
+
+use kube_cel::cel::common::ast::{EntryExpr, Expr, IdedExpr};
+
+/// The whole value, for values below a bare use.
+pub(crate) static ALL: Projection = Projection::All;
+
+/// The reachable part of a value.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) enum Projection {
+    /// The whole value.
+    All,
+    /// Only these fields (by the name rules use, i.e. escaped), each with its own projection.
+    Fields(BTreeMap<String, Projection>),
+}
+
+impl Projection {
+    /// Nothing reachable yet.
+    pub(crate) fn none() -> Projection {
+        Projection::Fields(BTreeMap::new())
+    }
+
+    /// Widens this projection with the uses of `self`/`oldSelf` in `expr`.
+    pub(crate) fn add_uses(&mut self, expr: &IdedExpr) {
+        walk(expr, &mut |path| self.add_path(path));
+    }
+
+    fn add_path(&mut self, path: &[&str]) {
+        match self {
+            Projection::All => {}
+            Projection::Fields(fields) => match path.split_first() {
+                None => *self = Projection::All,
+                Some((first, rest)) => fields
+                    .entry((*first).to_owned())
+                    .or_insert_with(Projection::none)
+                    .add_path(rest),
+            },
+        }
+    }
+
+    /// The projection of field `name` (escaped), or `None` when the field is not reachable.
+    pub(crate) fn field(&self, name: &str) -> Option<&Projection> {
+        match self {
+            Projection::All => Some(&Projection::All),
+            Projection::Fields(fields) => fields.get(name),
+        }
+    }
+}
+
+/// The chain of field selections on `self`/`oldSelf` that `expr` is, if it is one.
+fn select_chain(expr: &IdedExpr) -> Option<Vec<&str>> {
+    match &expr.expr {
+        Expr::Ident(name) if name == "self" || name == "oldSelf" => Some(Vec::new()),
+        Expr::Select(s) => {
+            let mut chain = select_chain(&s.operand)?;
+            chain.push(&s.field);
+            Some(chain)
+        }
+        _ => None,
+    }
+}
+
+/// Calls `use_path` with every maximal selection chain on `self`/`oldSelf` in `expr`.
+fn walk<'e>(expr: &'e IdedExpr, use_path: &mut dyn FnMut(&[&'e str])) {
+    if let Some(chain) = select_chain(expr) {
+        use_path(&chain);
+        return;
+    }
+    match &expr.expr {
+        Expr::Select(s) => walk(&s.operand, use_path),
+        Expr::Call(c) => {
+            if let Some(t) = c.target.as_deref() {
+                walk(t, use_path);
+            }
+            for a in &c.args {
+                walk(a, use_path);
+            }
+        }
+        Expr::List(l) => l.elements.iter().for_each(|e| walk(e, use_path)),
+        Expr::Map(m) => m.entries.iter().for_each(|e| match &e.expr {
+            EntryExpr::MapEntry(me) => {
+                walk(&me.key, use_path);
+                walk(&me.value, use_path);
+            }
+            EntryExpr::StructField(f) => walk(&f.value, use_path),
+        }),
+        Expr::Struct(s) => s.entries.iter().for_each(|e| match &e.expr {
+            EntryExpr::MapEntry(me) => {
+                walk(&me.key, use_path);
+                walk(&me.value, use_path);
+            }
+            EntryExpr::StructField(f) => walk(&f.value, use_path),
+        }),
+        Expr::Comprehension(c) => {
+            // a comprehension variable named self/oldSelf would shadow; treat any use as whole
+            for e in [
+                &c.iter_range,
+                &c.accu_init,
+                &c.loop_cond,
+                &c.loop_step,
+                &c.result,
+            ] {
+                walk(e, use_path);
+            }
+        }
+        Expr::Ident(_) | Expr::Literal(_) | Expr::Unspecified => {}
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn projection(rules: &[&str]) -> Projection {
+        let mut p = Projection::none();
+        for r in rules {
+            let e = kube_cel::cel::parser::Parser::new()
+                .parse(r)
+                .expect("test rule parses");
+            p.add_uses(&e);
+        }
+        p
+    }
+
+    #[test]
+    fn selections_narrow_the_projection() {
+        let p = projection(&["self.spec.replicas > 0 && has(self.spec.min)"]);
+        let spec = p.field("spec").expect("spec reachable");
+        assert_eq!(spec.field("replicas"), Some(&Projection::All));
+        assert_eq!(spec.field("min"), Some(&Projection::All));
+        assert_eq!(spec.field("max"), None);
+        assert_eq!(p.field("status"), None);
+    }
+
+    #[test]
+    fn bare_uses_reach_everything() {
+        assert_eq!(projection(&["self == oldSelf"]), Projection::All);
+        let p = projection(&["self.items.all(i, i.name != '')", "size(self.labels) < 3"]);
+        assert_eq!(p.field("items"), Some(&Projection::All));
+        assert_eq!(p.field("labels"), Some(&Projection::All));
+    }
+}
