@@ -14,7 +14,10 @@
 //! 6. (`--only apply`, run by `hack/bench/apply.sh`) server-side apply of a ConfigMap with 50
 //!    data fields against a plain update (PUT) of the same object, interleaved, on SQLite;
 //! 7. (`--only authz`, run by `hack/bench/authz.sh`) GET of a ConfigMap by a bearer-token user
-//!    under RBAC with 1,000 RoleBindings against `AlwaysAllow`, two SQLite servers, interleaved.
+//!    under RBAC with 1,000 RoleBindings against `AlwaysAllow`, two SQLite servers, interleaved;
+//! 8. (`--only crd`, run by `hack/bench/crd.sh`) creates of custom resources of a CRD with a
+//!    structural schema, and of one with a CEL rule, against ConfigMap creates, one SQLite
+//!    server, interleaved.
 //!
 //! Beside each throughput, the CPU time (user + system) the serving processes spent per
 //! operation: on a shared machine it moves less than the rates do.
@@ -24,6 +27,7 @@
 mod authz;
 mod bare;
 mod client;
+mod crd;
 mod process;
 mod tls;
 
@@ -115,6 +119,7 @@ enum Part {
     Watch,
     Apply,
     Authz,
+    Crd,
 }
 
 impl Args {
@@ -946,10 +951,13 @@ async fn run(args: &Args) -> anyhow::Result<()> {
     if args.only.contains(&Part::Authz) {
         authz::authz(args, &dir).await?;
     }
+    if args.only.contains(&Part::Crd) {
+        crd::crd(args, &dir).await?;
+    }
     if !args
         .only
         .iter()
-        .any(|p| !matches!(p, Part::Startup | Part::Authz))
+        .any(|p| !matches!(p, Part::Startup | Part::Authz | Part::Crd))
     {
         return Ok(());
     }
