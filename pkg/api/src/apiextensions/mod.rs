@@ -1,7 +1,7 @@
 //! CustomResourceDefinitions (`apiextensions.k8s.io/v1`, cluster-scoped), as kube-apiserver's
 //! apiextensions-apiserver serves them (Kubernetes 1.33).
 //!
-//! - [`decode`] type-checks a CRD, its `openAPIV3Schema`s included (the `items`,
+//! - [`decode()`] type-checks a CRD, its `openAPIV3Schema`s included (the `items`,
 //!   `additionalProperties`, `additionalItems` and `dependencies` unions and the numeric
 //!   `maximum`/`minimum`/`multipleOf` too, which the [`Struct`] schema holds as [`Type::Any`]);
 //! - [`default`]: upstream's `SetDefaults_CustomResourceDefinition` (singular and listKind from
@@ -81,7 +81,7 @@ static VALIDATION_RULE: Struct = Struct {
 };
 
 /// The schema node: `JSONSchemaProps` (recursive). The unions and doubles are [`Type::Any`]
-/// here and checked by [`decode`].
+/// here and checked by [`decode()`].
 pub static JSON_SCHEMA_PROPS: Struct = Struct {
     name: "JSONSchemaProps",
     fields: &[
