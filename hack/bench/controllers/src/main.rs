@@ -524,18 +524,33 @@ async fn namespace_deletion(
         (answered - sent).as_secs_f64() * 1e3,
         secs(quiet)
     )];
+    let span = |times: &[Instant]| match (times.iter().min(), times.iter().max()) {
+        (Some(first), Some(last)) => format!(
+            "{:.2} s to {:.2} s",
+            secs(*first - answered),
+            secs(*last - answered)
+        ),
+        _ => "-".to_owned(),
+    };
     if let (Some(first), Some(last)) = (content.iter().min(), content.iter().max()) {
         detail.push(format!(
-            "{} ConfigMaps + {} Secrets deleted from {:.2} s to {:.2} s after the answer \
-             ({:.1} s, {:.0}/s); then the finalizer and the namespace took {:.2} s",
-            cm.deleted.len(),
-            secret.deleted.len(),
+            "content deleted from {:.2} s to {:.2} s after the answer ({} ConfigMaps {}, {} \
+             Secrets {}); then the finalizer and the namespace took {:.2} s",
             secs(*first - answered),
             secs(*last - answered),
-            secs(*last - *first),
-            content.len() as f64 / secs(*last - *first).max(1e-3),
+            cm.deleted.len(),
+            span(&cm.deleted),
+            secret.deleted.len(),
+            span(&secret.deleted),
             secs(deleted - *last),
         ));
+        if content.len() > 1 {
+            detail.push(format!(
+                "content deletion rate {:.0}/s over {:.2} s",
+                content.len() as f64 / secs(*last - *first).max(1e-3),
+                secs(*last - *first)
+            ));
+        }
     }
     detail.push(format!(
         "namespace updates seen before DELETED: {}",
@@ -668,12 +683,17 @@ fn print_rows(rows: &[Row]) {
             format!("{:.2}", secs(row.total.saturating_sub(g)))
         });
         let effective = row.grace.map_or(row.total, |g| row.total.saturating_sub(g));
+        let rate = if row.objects == 0 {
+            "-".to_owned()
+        } else {
+            format!("{:.0}", row.objects as f64 / secs(effective).max(1e-3))
+        };
         println!(
-            "  {:<40} {:>9.2} {:>12} {:>10.0} {:>16.2} {:>16.2}",
+            "  {:<40} {:>9.2} {:>12} {:>10} {:>16.2} {:>16.2}",
             row.label,
             secs(row.total),
             minus,
-            row.objects as f64 / secs(effective).max(1e-3),
+            rate,
             cpu_secs(row.apiserver_cpu),
             cpu_secs(row.controller_manager_cpu),
         );
