@@ -45,6 +45,7 @@ pub(crate) fn tail(log: &Path) -> String {
 
 fn spawn_apiserver(
     bin: &Path,
+    role: &str,
     data_dir: &Path,
     port: u16,
     extra: &[String],
@@ -52,7 +53,7 @@ fn spawn_apiserver(
 ) -> anyhow::Result<Child> {
     let out = std::fs::File::create(log)?;
     Command::new(bin)
-        .arg("apiserver")
+        .arg(role)
         .arg("--bind-address=127.0.0.1")
         .arg(format!("--secure-port={port}"))
         .arg(format!("--data-dir={}", data_dir.display()))
@@ -73,18 +74,29 @@ impl Server {
         data_dir: &Path,
         extra: &[String],
     ) -> anyhow::Result<Server> {
+        Self::role(bin, "apiserver", data_dir, extra).await
+    }
+
+    /// Like [`Server::apiserver`], for `genplane ROLE` (a role taking the API server's
+    /// flags, such as `all-in-one`).
+    pub(crate) async fn role(
+        bin: &Path,
+        role: &str,
+        data_dir: &Path,
+        extra: &[String],
+    ) -> anyhow::Result<Server> {
         let port = free_port()?;
         let log = data_dir.with_extension("log");
-        let mut child = spawn_apiserver(bin, data_dir, port, extra, &log)?;
+        let mut child = spawn_apiserver(bin, role, data_dir, port, extra, &log)?;
         let kubeconfig = data_dir.join("admin.kubeconfig");
         let deadline = Instant::now() + START_TIMEOUT;
         loop {
             if let Some(status) = child.try_wait()? {
-                anyhow::bail!("the apiserver exited ({status}):\n{}", tail(&log));
+                anyhow::bail!("genplane {role} exited ({status}):\n{}", tail(&log));
             }
             anyhow::ensure!(
                 Instant::now() < deadline,
-                "the apiserver did not become ready:\n{}",
+                "genplane {role} did not become ready:\n{}",
                 tail(&log)
             );
             // The kubeconfig may be half written, the server not serving yet: try again.
@@ -210,7 +222,7 @@ pub(crate) async fn time_to_ready(
     let base = format!("https://127.0.0.1:{port}");
     let tls = crate::tls::insecure()?;
     let started = Instant::now();
-    let mut child = spawn_apiserver(bin, data_dir, port, &[], &log)?;
+    let mut child = spawn_apiserver(bin, "apiserver", data_dir, port, &[], &log)?;
     let deadline = started + START_TIMEOUT;
     let mut client = None;
     let took = loop {
