@@ -241,14 +241,10 @@ impl<S: Storage> CustomResources<S> {
         // What it says is served before it is written, so that a client that sees
         // `Established` finds the resource.
         let mut writes = Vec::new();
-        for index in 0..crds.len() {
-            let others: Vec<Value> = crds
-                .iter()
-                .enumerate()
-                .filter(|(i, _)| *i != index)
-                .map(|(_, c)| c.clone())
-                .collect();
-            let status = schema::status(&crds[index], &others);
+        // The naming helpers take every known CRD, this one included (upstream's lister
+        // includes it), so the list is passed as it was read.
+        let statuses: Vec<Value> = crds.iter().map(|crd| schema::status(crd, &crds)).collect();
+        for (index, status) in statuses.into_iter().enumerate() {
             if crds[index].get("status") != Some(&status) {
                 crds[index]["status"] = status;
                 writes.push(index);
@@ -534,22 +530,23 @@ impl<S: Storage> CustomResources<S> {
             if result.is_err() {
                 // Try again on a later pass.
                 tokio::time::sleep(Duration::from_secs(1)).await;
-                if let Ok(current) = this.crds.store.get("", &name, None).await {
-                    this.clean_up(&current, this.storage_of_existing(&name));
+                if let (Ok(current), Some(storage)) = (
+                    this.crds.store.get("", &name, None).await,
+                    this.cached_storage(&name),
+                ) {
+                    this.clean_up(&current, storage);
                 }
             }
         });
     }
 
-    fn storage_of_existing(&self, name: &str) -> Arc<S> {
-        let caches = self
-            .caches
+    /// The storage of a CRD still served, if it is.
+    fn cached_storage(&self, name: &str) -> Option<Arc<S>> {
+        self.caches
             .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        caches
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
             .get(name)
             .map(|(_, s)| s.clone())
-            .expect("invariant: a CRD being cleaned up has its storage")
     }
 
     async fn delete_instances(&self, crd: &Value, storage: Arc<S>) -> Result<(), ApiError> {
