@@ -785,3 +785,274 @@ fn no_route_reaches_storage_for_anonymous_or_unprivileged_users() {
     assert_eq!(before, after);
     assert_eq!(before_cluster, after_cluster);
 }
+
+/// The served resources from the legacy discovery documents: (group version path, name with
+/// any `/subresource`, namespaced, verbs).
+fn discovered(cluster: &Cluster) -> Vec<(String, String, bool, Vec<String>)> {
+    let mut resources = Vec::new();
+    let mut group_versions = vec!["api/v1".to_owned()];
+    let groups: Value =
+        serde_json::from_str(&ok(cluster.admin(&["get", "--raw", "/apis"]))).unwrap();
+    for group in groups["groups"].as_array().unwrap() {
+        for version in group["versions"].as_array().unwrap() {
+            group_versions.push(format!(
+                "apis/{}",
+                version["groupVersion"].as_str().unwrap()
+            ));
+        }
+    }
+    for gv in &group_versions {
+        let list: Value =
+            serde_json::from_str(&ok(cluster.admin(&["get", "--raw", &format!("/{gv}")]))).unwrap();
+        for r in list["resources"].as_array().unwrap() {
+            let verbs = r["verbs"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|v| v.as_str().unwrap().to_owned())
+                .collect();
+            resources.push((
+                gv.clone(),
+                r["name"].as_str().unwrap().to_owned(),
+                r["namespaced"].as_bool().unwrap(),
+                verbs,
+            ));
+        }
+    }
+    resources
+}
+
+/// Every cluster-scoped object, with its resourceVersion and labels, as the admin reads it.
+fn cluster_scoped_state(cluster: &Cluster, kinds: &str) -> String {
+    ok(cluster.admin(&[
+        "get",
+        kinds,
+        "-o",
+        "jsonpath={range .items[*]}{.kind}/{.metadata.name} {.metadata.resourceVersion} {.metadata.labels}{\"\\n\"}{end}",
+    ]))
+}
+
+/// A user bound to everything in one namespace (`*` verbs on `*` resources of every group, in
+/// `a`) reaches nothing cluster-scoped through any path: every discovered resource, built-in
+/// and custom, subresources and reviews included, under both path shapes (`/<resource>` and
+/// `/namespaces/<ns>/<resource>`) and every verb it serves. A cluster-scoped resource does not
+/// exist under `/namespaces/<ns>/` (404, as upstream routes it), a namespaced one across
+/// namespaces or in another namespace is refused (403), and nothing cluster-scoped changes.
+#[test]
+fn a_namespace_bound_user_reaches_nothing_cluster_scoped_through_any_path() {
+    let cluster = Cluster::start(&[]);
+    let dir = tempfile::tempdir().unwrap();
+    let manifests = dir.path().join("setup.yaml");
+    std::fs::write(
+        &manifests,
+        r#"apiVersion: rbac.authorization.k8s.io/v1
+kind: Role
+metadata: {name: everything, namespace: a}
+rules:
+- apiGroups: ["*"]
+  resources: ["*"]
+  verbs: ["*"]
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: RoleBinding
+metadata: {name: erin-everything, namespace: a}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: Role, name: everything}
+subjects:
+- {apiGroup: rbac.authorization.k8s.io, kind: User, name: erin}
+---
+apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata: {name: globes.example.com}
+spec:
+  group: example.com
+  scope: Cluster
+  names: {plural: globes, singular: globe, kind: Globe}
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    subresources: {status: {}}
+    schema:
+      openAPIV3Schema:
+        type: object
+        x-kubernetes-preserve-unknown-fields: true
+---
+apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata: {name: locals.example.com}
+spec:
+  group: example.com
+  scope: Namespaced
+  names: {plural: locals, singular: local, kind: Local}
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    subresources: {status: {}}
+    schema:
+      openAPIV3Schema:
+        type: object
+        x-kubernetes-preserve-unknown-fields: true
+"#,
+    )
+    .unwrap();
+    ok(cluster.admin(&["apply", "-f", manifests.to_str().unwrap()]));
+    let globe = dir.path().join("globe.yaml");
+    std::fs::write(
+        &globe,
+        "apiVersion: example.com/v1\nkind: Globe\nmetadata: {name: g1}\n",
+    )
+    .unwrap();
+    // The custom resources are served once they appear in discovery.
+    let mut resources = Vec::new();
+    for _ in 0..300 {
+        resources = discovered(&cluster);
+        let served = |wanted: &str| resources.iter().any(|(_, name, ..)| name == wanted);
+        if served("globes") && served("locals") {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    ok(cluster.admin(&["create", "-f", globe.to_str().unwrap()]));
+    assert!(
+        resources
+            .iter()
+            .any(|(_, name, ..)| name == "globes/status"),
+        "{resources:?}"
+    );
+
+    let cluster_kinds: Vec<String> = resources
+        .iter()
+        .filter(|(_, name, namespaced, verbs)| {
+            !namespaced && !name.contains('/') && verbs.iter().any(|v| v == "list")
+        })
+        .map(|(gv, name, ..)| {
+            let group = gv
+                .strip_prefix("apis/")
+                .map_or("", |g| g.split('/').next().unwrap());
+            if group.is_empty() {
+                name.clone()
+            } else {
+                format!("{name}.{group}")
+            }
+        })
+        .collect();
+    let cluster_kinds = cluster_kinds.join(",");
+    // One existing object of each cluster-scoped resource, so that a write that got through
+    // would be seen: the most precious one where there is a choice.
+    let existing = |resource: &str| -> String {
+        match resource {
+            "namespaces" => "kube-system".to_owned(),
+            "clusterroles" => "cluster-admin".to_owned(),
+            "clusterrolebindings" => "cluster-admin".to_owned(),
+            "customresourcedefinitions" => "globes.example.com".to_owned(),
+            "globes" => "g1".to_owned(),
+            _ => "x".to_owned(),
+        }
+    };
+    let before = cluster_scoped_state(&cluster, &cluster_kinds);
+    assert!(before.contains("Namespace/kube-system"), "{before}");
+    assert!(before.contains("Globe/g1"), "{before}");
+
+    let ca = cluster.ca();
+    let port = cluster.server.port;
+    let erin = [("Authorization", "Bearer tok-erin")];
+    let every_user_may = [
+        "selfsubjectreviews",
+        "selfsubjectaccessreviews",
+        "selfsubjectrulesreviews",
+    ];
+    let mut unexpected = Vec::new();
+    let mut requests = 0;
+    for (gv, name, namespaced, verbs) in &resources {
+        let (resource, subresource) = name
+            .split_once('/')
+            .map_or((name.as_str(), None), |(r, s)| (r, Some(s)));
+        let object = if *namespaced {
+            "x".to_owned()
+        } else {
+            existing(resource)
+        };
+        // (path prefix, what a user bound in `a` must get, a label)
+        let shapes: Vec<(String, &str)> = if *namespaced {
+            vec![
+                (format!("/{gv}/{resource}"), "across namespaces"),
+                (
+                    format!("/{gv}/namespaces/b/{resource}"),
+                    "another namespace",
+                ),
+            ]
+        } else {
+            vec![
+                (format!("/{gv}/{resource}"), "cluster"),
+                (
+                    format!("/{gv}/namespaces/a/{resource}"),
+                    "under a namespace",
+                ),
+                (
+                    format!("/{gv}/namespaces/b/{resource}"),
+                    "under a namespace",
+                ),
+            ]
+        };
+        for (base, shape) in shapes {
+            let one = match subresource {
+                Some(sub) => format!("{base}/{object}/{sub}"),
+                None => format!("{base}/{object}"),
+            };
+            let mut calls: Vec<(&str, String, Option<String>)> = Vec::new();
+            for verb in verbs {
+                let body = format!(
+                    "{{\"metadata\":{{\"name\":\"{object}\",\"labels\":{{\"pwned\":\"yes\"}}}}}}"
+                );
+                match (verb.as_str(), subresource) {
+                    ("get", _) => calls.push(("GET", one.clone(), None)),
+                    ("list", None) => calls.push(("GET", base.clone(), None)),
+                    ("watch", None) => {
+                        calls.push(("GET", format!("{base}?watch=true&timeoutSeconds=1"), None));
+                    }
+                    ("create", None) => calls.push((
+                        "POST",
+                        base.clone(),
+                        Some(body.replace(&format!("\"{object}\""), "\"pwned\"")),
+                    )),
+                    ("create", Some(_)) => calls.push(("POST", one.clone(), Some(body))),
+                    ("update", _) => calls.push(("PUT", one.clone(), Some(body))),
+                    ("patch", _) => calls.push((
+                        "PATCH",
+                        one.clone(),
+                        Some("{\"metadata\":{\"labels\":{\"pwned\":\"yes\"}}}".to_owned()),
+                    )),
+                    ("delete", _) => calls.push(("DELETE", one.clone(), None)),
+                    ("deletecollection", None) => calls.push(("DELETE", base.clone(), None)),
+                    _ => {}
+                }
+            }
+            for (method, path, body) in calls {
+                let mut headers = erin.to_vec();
+                if method == "PATCH" {
+                    headers.push(("Content-Type", "application/merge-patch+json"));
+                }
+                let (code, answer) = https(port, &ca, method, &path, &headers, body.as_deref());
+                requests += 1;
+                // Every user may create the self reviews, wherever the path says.
+                let self_review = every_user_may.contains(&resource) && method == "POST";
+                let fine = match shape {
+                    "cluster" if self_review => matches!(code, 201 | 422),
+                    // Allowed (by the Role in `a`, or to everyone), then not found: there is
+                    // no such route.
+                    "under a namespace" if self_review || path.contains("/namespaces/a/") => {
+                        code == 404
+                    }
+                    _ => code == 403,
+                };
+                if !fine {
+                    unexpected.push(format!("{shape}: {method} {path}: {code} {answer}"));
+                }
+            }
+        }
+    }
+    assert!(requests > 300, "only {requests} requests");
+    assert!(unexpected.is_empty(), "{}", unexpected.join("\n"));
+    assert_eq!(cluster_scoped_state(&cluster, &cluster_kinds), before);
+}

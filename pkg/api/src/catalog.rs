@@ -171,6 +171,9 @@ pub struct ResourceInfo {
     pub short_names: &'static [&'static str],
     /// Whether objects live in namespaces.
     pub namespaced: bool,
+    /// Whether an update (PUT) of a missing object creates it, as upstream's strategy of the
+    /// resource allows (events, leases and the RBAC kinds).
+    pub create_on_update: bool,
     /// The verbs on the resource.
     pub verbs: &'static [&'static str],
     /// The subresources.
@@ -271,6 +274,7 @@ static RESOURCES: &[ResourceInfo] = &[
         singular: "namespace",
         short_names: &["ns"],
         namespaced: false,
+        create_on_update: false,
         verbs: &[
             "create", "delete", "get", "list", "patch", "update", "watch",
         ],
@@ -316,6 +320,7 @@ static RESOURCES: &[ResourceInfo] = &[
         singular: "configmap",
         short_names: &["cm"],
         namespaced: true,
+        create_on_update: false,
         verbs: ALL_VERBS,
         subresources: &[],
         categories: &[],
@@ -348,6 +353,7 @@ static RESOURCES: &[ResourceInfo] = &[
         singular: "secret",
         short_names: &[],
         namespaced: true,
+        create_on_update: false,
         verbs: ALL_VERBS,
         subresources: &[],
         categories: &[],
@@ -380,6 +386,7 @@ static RESOURCES: &[ResourceInfo] = &[
         singular: "serviceaccount",
         short_names: &["sa"],
         namespaced: true,
+        create_on_update: false,
         verbs: ALL_VERBS,
         subresources: &[Subresource {
             name: "token",
@@ -416,6 +423,7 @@ static RESOURCES: &[ResourceInfo] = &[
         singular: "event",
         short_names: &["ev"],
         namespaced: true,
+        create_on_update: true,
         verbs: ALL_VERBS,
         subresources: &[],
         categories: &[],
@@ -448,6 +456,7 @@ static RESOURCES: &[ResourceInfo] = &[
         singular: "resourcequota",
         short_names: &["quota"],
         namespaced: true,
+        create_on_update: false,
         verbs: ALL_VERBS,
         subresources: &[Subresource {
             name: "status",
@@ -484,6 +493,7 @@ static RESOURCES: &[ResourceInfo] = &[
         singular: "event",
         short_names: &["ev"],
         namespaced: true,
+        create_on_update: true,
         verbs: ALL_VERBS,
         subresources: &[],
         categories: &[],
@@ -516,6 +526,7 @@ static RESOURCES: &[ResourceInfo] = &[
         singular: "clusterrolebinding",
         short_names: &[],
         namespaced: false,
+        create_on_update: true,
         verbs: ALL_VERBS,
         subresources: &[],
         categories: &[],
@@ -548,6 +559,7 @@ static RESOURCES: &[ResourceInfo] = &[
         singular: "clusterrole",
         short_names: &[],
         namespaced: false,
+        create_on_update: true,
         verbs: ALL_VERBS,
         subresources: &[],
         categories: &[],
@@ -580,6 +592,7 @@ static RESOURCES: &[ResourceInfo] = &[
         singular: "rolebinding",
         short_names: &[],
         namespaced: true,
+        create_on_update: true,
         verbs: ALL_VERBS,
         subresources: &[],
         categories: &[],
@@ -612,6 +625,7 @@ static RESOURCES: &[ResourceInfo] = &[
         singular: "role",
         short_names: &[],
         namespaced: true,
+        create_on_update: true,
         verbs: ALL_VERBS,
         subresources: &[],
         categories: &[],
@@ -644,6 +658,7 @@ static RESOURCES: &[ResourceInfo] = &[
         singular: "lease",
         short_names: &[],
         namespaced: true,
+        create_on_update: true,
         verbs: ALL_VERBS,
         subresources: &[],
         categories: &[],
@@ -676,6 +691,7 @@ static RESOURCES: &[ResourceInfo] = &[
         singular: "customresourcedefinition",
         short_names: &["crd", "crds"],
         namespaced: false,
+        create_on_update: false,
         verbs: ALL_VERBS,
         subresources: &[Subresource {
             name: "status",
@@ -760,6 +776,7 @@ const fn review(
         singular,
         short_names: &[],
         namespaced: false,
+        create_on_update: false,
         verbs: &["create"],
         subresources: &[],
         categories: &[],
@@ -852,6 +869,7 @@ static REVIEWS: &[ResourceInfo] = &[
 /// The body of `serviceaccounts/<name>/token`: an authentication.k8s.io/v1 TokenRequest.
 pub static TOKEN_REQUEST: ResourceInfo = ResourceInfo {
     namespaced: true,
+    create_on_update: false,
     ..review(
         "authentication.k8s.io",
         "TokenRequest",

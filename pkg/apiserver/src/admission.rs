@@ -51,6 +51,31 @@ pub async fn namespace_accepts_creates<S: Storage>(
     Ok(())
 }
 
+/// NamespaceLifecycle on every path that creates (see [`genplane_registry::AdmitCreate`]): a
+/// namespaced object is created only in a namespace that exists and is not terminating.
+#[derive(Debug)]
+pub struct NamespaceLifecycle<S: Storage> {
+    /// The store of Namespaces.
+    pub namespaces: Store<S>,
+}
+
+impl<S: Storage> genplane_registry::AdmitCreate for NamespaceLifecycle<S> {
+    fn admit_create<'a>(
+        &'a self,
+        resource: &'a GroupResource,
+        namespace: &'a str,
+        name: &'a str,
+    ) -> std::pin::Pin<Box<dyn std::future::Future<Output = Result<(), ApiError>> + Send + 'a>>
+    {
+        Box::pin(async move {
+            if namespace.is_empty() {
+                return Ok(());
+            }
+            namespace_accepts_creates(&self.namespaces, namespace, resource, name).await
+        })
+    }
+}
+
 /// Refuses deleting a namespace every cluster depends on.
 pub fn namespace_may_be_deleted(name: &str) -> Result<(), ApiError> {
     if IMMORTAL_NAMESPACES.contains(&name) {

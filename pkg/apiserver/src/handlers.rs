@@ -106,6 +106,9 @@ impl Query {
             fields::Selector::parse(self.get("fieldSelector").unwrap_or("")).map_err(|e| {
                 ApiError::from(Status::bad_request(format!("invalid field selector: {e}")))
             })?;
+        // A watch's duration: read by the watch handler, checked here for every list and
+        // watch as upstream's options decoding checks it.
+        self.int("timeoutSeconds")?;
         let send_initial_events = match self.get("sendInitialEvents") {
             None | Some("") => None,
             Some(_) => Some(self.flag("sendInitialEvents")),
@@ -143,6 +146,8 @@ pub(crate) struct Ctx<'a, S: Storage> {
     pub(crate) types: &'a std::sync::Arc<genplane_structured::Schema>,
     /// The check of this request's writes against its user (escalation prevention), if any.
     pub(crate) admit: Option<genplane_registry::Admit>,
+    /// The check of every create this request makes (NamespaceLifecycle), if any.
+    pub(crate) admit_create: Option<genplane_registry::AdmitCreation>,
 }
 
 impl<S: Storage> Ctx<'_, S> {
@@ -223,6 +228,7 @@ impl<S: Storage> Ctx<'_, S> {
         }
         Ok(WriteOptions {
             admit: self.admit.clone(),
+            admit_create: self.admit_create.clone(),
             dry_run: self.query.dry_run()?,
             fields: Some(crate::fieldmanager::tracker(
                 self.types,

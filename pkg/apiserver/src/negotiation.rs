@@ -224,16 +224,89 @@ pub const BODY_TYPES: &[&str] = &[
 
 /// How a create or update body is written, from its `Content-Type`.
 pub fn body_format(content_type: Option<&str>) -> Result<BodyFormat, ApiError> {
-    let media = content_type
-        .and_then(|c| c.split(';').next())
-        .map(str::trim)
-        .unwrap_or("");
-    match media {
-        "" | "application/json" => Ok(BodyFormat::Json),
-        "application/yaml" => Ok(BodyFormat::Yaml),
-        "application/vnd.kubernetes.protobuf" => Ok(BodyFormat::Protobuf),
-        other => Err(Status::unsupported_media_type(other, BODY_TYPES).into()),
+    // No Content-Type, or an empty one, is JSON (upstream's first serializer).
+    let Some(given) = content_type.filter(|c| !c.trim().is_empty()) else {
+        return Ok(BodyFormat::Json);
+    };
+    match content_media_type(given).as_deref() {
+        Some("application/json") => Ok(BodyFormat::Json),
+        Some("application/yaml") => Ok(BodyFormat::Yaml),
+        Some("application/vnd.kubernetes.protobuf") => Ok(BodyFormat::Protobuf),
+        Some(other) => Err(Status::unsupported_media_type(other, BODY_TYPES).into()),
+        None => Err(Status::unsupported_media_type(given, BODY_TYPES).into()),
     }
+}
+
+/// Whether `c` may be part of a token (RFC 2045: any visible ASCII but the tspecials).
+fn is_token_char(c: char) -> bool {
+    c.is_ascii_graphic() && !"()<>@,;:\\\"/[]?=".contains(c)
+}
+
+/// The media type of a `Content-Type` (`type/subtype`, lower-cased), if the header is well formed as Go's `mime.ParseMediaType` reads it: a
+/// type and subtype of token characters, then `; name=value` parameters (a token or a
+/// quoted string each, no name twice), a trailing `;` tolerated. Parameters are not
+/// interpreted, as upstream ignores them; a malformed header is `None` (415 upstream).
+fn content_media_type(header: &str) -> Option<String> {
+    let (media, mut rest) = header.split_once(';').map_or((header, ""), |(m, r)| (m, r));
+    let media = media.trim();
+    let (kind, subtype) = media.split_once('/')?;
+    if kind.is_empty()
+        || subtype.is_empty()
+        || !kind.chars().chain(subtype.chars()).all(is_token_char)
+    {
+        return None;
+    }
+    let mut names: Vec<String> = Vec::new();
+    loop {
+        rest = rest.trim_start();
+        if rest.is_empty() {
+            break;
+        }
+        // One parameter: `name=value` up to the next `;` (a quoted value may hold one).
+        let (name, after) = rest.split_once('=')?;
+        let name = name.trim();
+        if name.is_empty() || !name.chars().all(is_token_char) {
+            return None;
+        }
+        let after = after.trim_start();
+        let (value_ok, remainder) = if let Some(quoted) = after.strip_prefix('"') {
+            let mut escaped = false;
+            let mut end = None;
+            for (i, c) in quoted.char_indices() {
+                match c {
+                    _ if escaped => escaped = false,
+                    '\\' => escaped = true,
+                    '"' => {
+                        end = Some(i);
+                        break;
+                    }
+                    _ => {}
+                }
+            }
+            let end = end?;
+            (true, &quoted[end + 1..])
+        } else {
+            let end = after
+                .find(|c: char| !is_token_char(c))
+                .unwrap_or(after.len());
+            (end > 0, &after[end..])
+        };
+        if !value_ok {
+            return None;
+        }
+        let lower = name.to_ascii_lowercase();
+        if names.contains(&lower) {
+            return None;
+        }
+        names.push(lower);
+        let remainder = remainder.trim_start();
+        match remainder.strip_prefix(';') {
+            Some(next) => rest = next,
+            None if remainder.is_empty() => break,
+            None => return None,
+        }
+    }
+    Some(media.to_ascii_lowercase())
 }
 
 /// A patch type, from the `Content-Type` of a PATCH.
@@ -259,16 +332,13 @@ pub const PATCH_TYPES: &[&str] = &[
 
 /// The patch type of a PATCH, from its `Content-Type`.
 pub fn patch_type(content_type: Option<&str>) -> Result<PatchType, ApiError> {
-    let media = content_type
-        .and_then(|c| c.split(';').next())
-        .map(str::trim)
-        .unwrap_or("");
-    match media {
+    let media = content_type.and_then(content_media_type);
+    match media.as_deref().unwrap_or("") {
         "application/json-patch+json" => Ok(PatchType::Json),
         "application/merge-patch+json" => Ok(PatchType::Merge),
         "application/strategic-merge-patch+json" => Ok(PatchType::StrategicMerge),
         "application/apply-patch+yaml" => Ok(PatchType::Apply),
-        other => Err(Status::unsupported_media_type(other, PATCH_TYPES).into()),
+        _ => Err(Status::unsupported_media_type(content_type.unwrap_or(""), PATCH_TYPES).into()),
     }
 }
 
@@ -294,6 +364,48 @@ mod tests {
         aggregated_discovery: true,
         protobuf: false,
     };
+
+    #[test]
+    fn content_types_are_read_as_go_reads_them() {
+        for (header, media) in [
+            ("application/json", Some("application/json")),
+            ("Application/JSON", Some("application/json")),
+            ("application/json; charset=utf-8", Some("application/json")),
+            (
+                "application/json;charset=\"utf-8\"",
+                Some("application/json"),
+            ),
+            ("application/json;", Some("application/json")),
+            (
+                "application/json; foo=bar; baz=\"a;b\"",
+                Some("application/json"),
+            ),
+            (
+                "application/vnd.kubernetes.protobuf",
+                Some("application/vnd.kubernetes.protobuf"),
+            ),
+            (";;;///", None),
+            ("application/json;;;", None),
+            ("application/json; charset", None),
+            ("application/json; charset=", None),
+            ("application/json; a=1; a=2", None),
+            ("application/json; a=\"open", None),
+            ("application/json x", None),
+            ("application", None),
+            ("/json", None),
+            ("", None),
+        ] {
+            assert_eq!(content_media_type(header).as_deref(), media, "{header:?}");
+        }
+        assert!(body_format(Some(";;;///")).is_err());
+        assert!(body_format(Some("application/json; charset")).is_err());
+        assert_eq!(
+            body_format(Some("application/json; charset=utf-8")).unwrap(),
+            BodyFormat::Json
+        );
+        assert_eq!(body_format(None).unwrap(), BodyFormat::Json);
+        assert!(patch_type(Some("application/merge-patch+json;;")).is_err());
+    }
 
     #[test]
     fn what_real_clients_send() {

@@ -39,6 +39,11 @@ pub struct RequestInfo {
     pub name: String,
     /// The path segments from the resource on.
     pub parts: Vec<String>,
+    /// Whether the path named a namespace before the resource (`.../namespaces/<ns>/<resource>`).
+    /// A Namespace's own path (`/api/v1/namespaces/<name>`) does not: its `namespace` is its name.
+    /// Routing serves cluster-scoped resources only without this prefix, and namespaced objects
+    /// only with it.
+    pub namespaced_path: bool,
 }
 
 /// Subresources of a namespace that are not resources inside it.
@@ -108,6 +113,7 @@ pub fn parse(method: &str, path: &str, query: Option<&str>) -> RequestInfo {
         info.namespace = current[1].to_owned();
         if current.len() > 2 && !NAMESPACE_SUBRESOURCES.contains(&current[2]) {
             current = &current[2..];
+            info.namespaced_path = true;
         }
     }
     info.parts = current.iter().map(|p| (*p).to_owned()).collect();
@@ -357,6 +363,28 @@ mod tests {
             parse("GET", "/api/v1/namespaces/default/configmaps/cm", None).parts,
             ["configmaps", "cm"]
         );
+    }
+
+    #[test]
+    fn a_namespace_prefix_is_told_apart_from_a_namespace_path() {
+        for (path, prefixed) in [
+            ("/api/v1/namespaces", false),
+            ("/api/v1/namespaces/a", false),
+            ("/api/v1/namespaces/a/status", false),
+            ("/api/v1/namespaces/a/finalize", false),
+            ("/api/v1/namespaces/a/namespaces", true),
+            ("/api/v1/namespaces/a/namespaces/a", true),
+            ("/api/v1/namespaces/a/namespaces/kube-system/finalize", true),
+            ("/api/v1/watch/namespaces/a/namespaces", true),
+            ("/api/v1/namespaces/a/configmaps/c", true),
+            ("/api/v1/configmaps", false),
+            (
+                "/apis/rbac.authorization.k8s.io/v1/namespaces/a/clusterroles",
+                true,
+            ),
+        ] {
+            assert_eq!(parse("GET", path, None).namespaced_path, prefixed, "{path}");
+        }
     }
 
     #[test]

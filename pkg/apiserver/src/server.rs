@@ -208,6 +208,8 @@ pub struct ApiServer<S: Storage> {
     shutdown: Option<Shutdown>,
     security: Option<Security>,
     audit: Option<Auditor>,
+    /// NamespaceLifecycle, checked by the stores on every create (when Namespaces are served).
+    namespace_lifecycle: Option<genplane_registry::AdmitCreation>,
 }
 
 /// Whether a request-info verb writes.
@@ -421,6 +423,20 @@ fn version_info(build: &BuildInfo) -> Value {
     })
 }
 
+/// Whether a request's path has the shape of a resource of this scope. Scope is part of the
+/// route, as upstream registers it: a cluster-scoped resource (Namespaces, ClusterRoles, CRDs,
+/// cluster-scoped custom resources and reviews) exists only without a `namespaces/<ns>/`
+/// prefix (which would otherwise have been authorized as a namespaced request in `<ns>`); a
+/// namespaced resource exists only with it, except for lists and watches across all
+/// namespaces.
+fn in_scope(namespaced: bool, info: &RequestInfo) -> bool {
+    if !namespaced {
+        return !info.namespaced_path;
+    }
+    info.namespaced_path
+        || (info.parts.len() == 1 && matches!(info.verb.as_str(), "list" | "watch"))
+}
+
 fn not_found() -> ApiError {
     Status::failure(
         StatusReason::NotFound,
@@ -461,6 +477,14 @@ impl<S: Storage> ApiServer<S> {
                 .collect::<Vec<_>>(),
         );
         let version = version_info(build);
+        let namespace_lifecycle = builtin
+            .iter()
+            .find(|r| r.info.group.is_empty() && r.info.resource == "namespaces")
+            .map(|namespaces| {
+                genplane_registry::AdmitCreation(Arc::new(crate::admission::NamespaceLifecycle {
+                    namespaces: namespaces.store.clone(),
+                }))
+            });
         let served = Self::snapshot(
             &builtin,
             &builtin_documents,
@@ -480,6 +504,7 @@ impl<S: Storage> ApiServer<S> {
             shutdown: None,
             security: None,
             audit: None,
+            namespace_lifecycle,
         }
     }
 
@@ -1026,35 +1051,22 @@ impl<S: Storage> ApiServer<S> {
         ))
     }
 
-    /// Admission before a write: NamespaceLifecycle.
-    async fn admit(
+    /// Admission before a write: NamespaceLifecycle's refusal to delete the namespaces every
+    /// cluster depends on (its check of creates runs in the stores, on every path that
+    /// creates).
+    fn admit(
         &self,
         resource: &Resource<S>,
         request: &RequestInfo,
         verb: &str,
     ) -> Result<(), ApiError> {
-        let namespaces = self
-            .builtin
-            .iter()
-            .find(|r| r.info.group.is_empty() && r.info.resource == "namespaces");
-        match (verb, namespaces) {
-            ("create", Some(namespaces)) if resource.info.namespaced => {
-                // The name is in the body; the check names the resource only.
-                crate::admission::namespace_accepts_creates(
-                    &namespaces.store,
-                    &request.namespace,
-                    &resource.info.group_resource(),
-                    "",
-                )
-                .await
-            }
-            ("delete", _)
-                if resource.info.group.is_empty() && resource.info.resource == "namespaces" =>
-            {
-                crate::admission::namespace_may_be_deleted(&request.name)
-            }
-            _ => Ok(()),
+        if verb == "delete"
+            && resource.info.group.is_empty()
+            && resource.info.resource == "namespaces"
+        {
+            return crate::admission::namespace_may_be_deleted(&request.name);
         }
+        Ok(())
     }
 
     /// Answers a review (created, answered, never stored).
@@ -1066,7 +1078,7 @@ impl<S: Storage> ApiServer<S> {
         body: RequestBody,
         user: &UserInfo,
     ) -> Result<Response<ResponseBody>, ApiError> {
-        if info.parts.len() != 1 || (!review.namespaced && !info.namespace.is_empty()) {
+        if info.parts.len() != 1 || !in_scope(review.namespaced, info) {
             return Err(not_found());
         }
         if info.verb != "create" {
@@ -1170,6 +1182,9 @@ impl<S: Storage> ApiServer<S> {
                 None => Err(not_found()),
             };
         };
+        if !in_scope(resource.info.namespaced, info) || info.parts.len() > 3 {
+            return Err(not_found());
+        }
         if resource.info.group.is_empty()
             && resource.info.resource == "serviceaccounts"
             && info.subresource == "token"
@@ -1198,27 +1213,6 @@ impl<S: Storage> ApiServer<S> {
                 _ => return Err(not_found()),
             }
         };
-        if info.parts.len() > 3 {
-            return Err(not_found());
-        }
-        // A namespaced object needs a namespace in its path; a cluster-scoped one has none.
-        if (resource.info.namespaced
-            && info.namespace.is_empty()
-            && !info.name.is_empty()
-            && info.parts.len() > 1)
-            || (!resource.info.namespaced
-                && !info.namespace.is_empty()
-                && info.resource != "namespaces")
-        {
-            return Err(not_found());
-        }
-        // Across all namespaces, a namespaced resource can only be listed and watched.
-        if resource.info.namespaced
-            && info.namespace.is_empty()
-            && !matches!(info.verb.as_str(), "list" | "watch")
-        {
-            return Err(not_found());
-        }
         let namespace = if resource.info.namespaced {
             info.namespace.clone()
         } else {
@@ -1238,7 +1232,7 @@ impl<S: Storage> ApiServer<S> {
         if !verbs.iter().any(|v| v == verb) {
             return Err(Status::method_not_supported(&resource.info.group_resource(), verb).into());
         }
-        self.admit(resource, &request, verb).await?;
+        self.admit(resource, &request, verb)?;
         let subresource_kind = ServedKind::of_subresource(&resource.info, &request.subresource);
         let ctx = Ctx {
             info: &resource.info,
@@ -1263,6 +1257,10 @@ impl<S: Storage> ApiServer<S> {
                         user,
                     )
                 }),
+            admit_create: self
+                .namespace_lifecycle
+                .clone()
+                .filter(|_| resource.info.namespaced),
         };
         match verb {
             "get" => handlers::get(&ctx).await,

@@ -116,8 +116,18 @@ impl Strategy for SubresourceStrategy {
         self.base.served_form(object)
     }
 
+    /// The resource's defaulting runs on every write path, subresources included (a
+    /// Namespace keeps its `kubernetes.io/metadata.name` label through `finalize`).
+    fn default(&self, object: &mut Value) {
+        self.base.default(object);
+    }
+
     fn prepare_for_update(&self, new: &mut Value, old: &Value) {
         (self.prepare_for_update)(new, old);
+    }
+
+    fn canonicalize(&self, object: &mut Value) {
+        self.base.canonicalize(object);
     }
 
     fn validate(&self, object: &Value) -> Result<ErrorList, ApiError> {
@@ -196,6 +206,10 @@ impl Strategy for CatalogStrategy {
 
     fn selectable_fields(&self) -> Vec<&str> {
         self.info.hooks.field_selectors.to_vec()
+    }
+
+    fn allow_create_on_update(&self) -> bool {
+        self.info.create_on_update
     }
 
     fn field_values(&self, object: &Value) -> BTreeMap<String, String> {

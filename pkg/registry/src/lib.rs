@@ -23,8 +23,8 @@ pub use custom::{Converter, CustomResourceStrategy, CustomSchema, CustomStatusSt
 pub use scale::{CustomScaleStrategy, ScalePaths};
 pub use selection::check_fields;
 pub use store::{
-    Admit, AdmitWrite, DeleteOptions, Deletion, FieldTracker, ListOptions, ListResult, Propagation,
-    Store, TrackFields, WriteOptions, Written,
+    Admit, AdmitCreate, AdmitCreation, AdmitWrite, DeleteOptions, Deletion, FieldTracker,
+    ListOptions, ListResult, Propagation, Store, TrackFields, WriteOptions, Written,
 };
 pub use strategy::Strategy;
 pub use watch::{EventType, WatchItem, WatchObject, WatchStream};

@@ -14,7 +14,7 @@ use genplane_apimachinery::errors::{ApiError, Status, StatusDetails};
 use genplane_apimachinery::labels;
 use genplane_apimachinery::meta::{FINALIZER_FOREGROUND_DELETION, FINALIZER_ORPHAN, rfc3339};
 use genplane_apimachinery::resource_version::{self, ReadOptions, Semantics};
-use genplane_apimachinery::schema::GroupKind;
+use genplane_apimachinery::schema::{GroupKind, GroupResource};
 use genplane_apimachinery::validation::{self, field};
 use genplane_storage::{
     Error as StorageError, KeyValue, ListRequest, Revision, Storage, continue_token,
@@ -44,7 +44,41 @@ pub struct WriteOptions {
     /// Checks the request's right to write this object, after validation and before
     /// storage (RBAC's escalation prevention), if anything does.
     pub admit: Option<Admit>,
+    /// Checks that a new object may be created where it would go (NamespaceLifecycle), on
+    /// every path that creates: a create, an update of a missing object that creates it, an
+    /// apply that creates.
+    pub admit_create: Option<AdmitCreation>,
 }
+
+/// A check run before an object is created (never on updates): `namespace` is the one the
+/// object goes to (empty for cluster-scoped resources); an error refuses the create.
+pub trait AdmitCreate: Send + Sync {
+    /// Refuses or lets through the creation of object `name` of `resource` in `namespace`.
+    fn admit_create<'a>(
+        &'a self,
+        resource: &'a GroupResource,
+        namespace: &'a str,
+        name: &'a str,
+    ) -> std::pin::Pin<Box<dyn std::future::Future<Output = Result<(), ApiError>> + Send + 'a>>;
+}
+
+/// A shared [`AdmitCreate`] (compared by identity).
+#[derive(Clone)]
+pub struct AdmitCreation(pub Arc<dyn AdmitCreate>);
+
+impl std::fmt::Debug for AdmitCreation {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("AdmitCreation")
+    }
+}
+
+impl PartialEq for AdmitCreation {
+    fn eq(&self, other: &Self) -> bool {
+        Arc::ptr_eq(&self.0, &other.0)
+    }
+}
+
+impl Eq for AdmitCreation {}
 
 /// A check of a write's final object against who asks for it: called with the stored object
 /// (`None` on a create) and the validated object about to be stored; an error refuses the
@@ -266,9 +300,10 @@ impl<S: Storage> Store<S> {
             StorageError::FutureRevision { requested, current } => {
                 Status::too_large_resource_version(requested, current)
             }
-            StorageError::InvalidKey { key, reason } => {
-                Status::bad_request(format!("invalid name {key:?}: {reason}"))
-            }
+            // The key is the store's business: the answer names what the client sent.
+            StorageError::InvalidKey { reason, .. } => Status::bad_request(format!(
+                "the name or namespace of the request cannot be used in a storage key ({reason})"
+            )),
             StorageError::Timeout => Status::server_timeout(&resource, "storage", 1),
             StorageError::Unavailable(message) => {
                 Status::service_unavailable(format!("storage is unavailable: {message}"))
@@ -308,10 +343,56 @@ impl<S: Storage> Store<S> {
         self.served_bytes(&kv.value, kv.mod_revision)
     }
 
-    /// The served form of stored bytes at `revision`.
+    /// The served form of stored bytes at `revision`. Its `apiVersion` and `kind` are the
+    /// resource's, whatever the stored bytes say (as upstream's decoding into the resource's
+    /// type sets them): data written before writes were checked reads as its resource.
     pub(crate) fn served_bytes(&self, value: &[u8], revision: Revision) -> Result<Value, ApiError> {
         let stored = object::decode(value, revision)?;
-        self.strategy.served_form(stored)
+        let mut served = self.strategy.served_form(stored)?;
+        if let Some(fields) = served.as_object_mut() {
+            let kind = self.strategy.kind();
+            let api_version = kind.group_version().api_version();
+            if fields.get("apiVersion").and_then(Value::as_str) != Some(api_version.as_str()) {
+                fields.insert("apiVersion".to_owned(), Value::String(api_version));
+            }
+            if fields.get("kind").and_then(Value::as_str) != Some(kind.kind.as_str()) {
+                fields.insert("kind".to_owned(), Value::String(kind.kind));
+            }
+        }
+        Ok(served)
+    }
+
+    /// An object about to be written has the resource's `apiVersion` and `kind` (set when
+    /// missing): a patch, an apply or a subresource write that changed them is refused (422),
+    /// as upstream refuses an object that no longer decodes as the resource's type.
+    fn check_type_meta(&self, object: &mut Value, name: &str) -> Result<(), ApiError> {
+        let kind = self.strategy.kind();
+        let api_version = kind.group_version().api_version();
+        let mut errors = field::ErrorList::default();
+        let Some(fields) = object.as_object_mut() else {
+            return Err(Status::bad_request("the body must be a JSON object").into());
+        };
+        for (field_name, expected) in [("apiVersion", api_version), ("kind", kind.kind)] {
+            match fields.get(field_name) {
+                None | Some(Value::Null) => {
+                    fields.insert(field_name.to_owned(), Value::String(expected));
+                }
+                Some(Value::String(given)) if given.is_empty() => {
+                    fields.insert(field_name.to_owned(), Value::String(expected));
+                }
+                Some(Value::String(given)) if *given == expected => {}
+                Some(given) => errors.0.push(field::Error::invalid(
+                    &field::Path::new(field_name),
+                    given.clone(),
+                    format!("must be {expected}"),
+                )),
+            }
+        }
+        if errors.is_empty() {
+            Ok(())
+        } else {
+            Err(self.invalid(name, &errors))
+        }
     }
 
     /// The stored bytes of a served object.
@@ -352,6 +433,28 @@ impl<S: Storage> Store<S> {
         // drops them, whatever fieldValidation said about them.
         let mut object = self.strategy.decode(object)?;
         self.settle_namespace(&mut object, namespace)?;
+        if let Some(admit) = &options.admit_create {
+            admit
+                .0
+                .admit_create(
+                    &self.strategy.group_resource(),
+                    meta_str(&object, "namespace"),
+                    meta_str(&object, "name"),
+                )
+                .await?;
+        }
+        // A resourceVersion on a new object was read from somewhere else: upstream refuses it
+        // (with a 500; a client's mistake is a 400 here). One that is not a number is ignored,
+        // as upstream ignores it.
+        if meta_str(&object, "resourceVersion")
+            .parse::<u64>()
+            .is_ok_and(|rv| rv != 0)
+        {
+            return Err(Status::bad_request(
+                "resourceVersion should not be set on objects to be created",
+            )
+            .into());
+        }
         let metadata = object::metadata_mut(&mut object);
         for server_set in [
             "uid",
@@ -379,6 +482,7 @@ impl<S: Storage> Store<S> {
                 set_meta_str(&mut object, "name", &name);
             }
             let name = meta_str(&object, "name").to_owned();
+            self.check_type_meta(&mut object, &name)?;
             let errors = self.strategy.validate(&object)?;
             if !errors.is_empty() {
                 return Err(self.invalid(&name, &errors));
@@ -674,6 +778,7 @@ impl<S: Storage> Store<S> {
             );
             self.strategy.default(&mut new);
             self.strategy.prepare_for_update(&mut new, &old);
+            self.check_type_meta(&mut new, name)?;
             if let Some(tracker) = &options.fields {
                 tracker.0.track(Some(&old), &mut new);
             }

@@ -177,6 +177,19 @@ async fn create_fills_in_what_the_server_owns() {
     let mut sent = cm("a", json!({"app": "web"}), json!({"k": "v"}));
     sent["metadata"]["uid"] = json!("client-chosen");
     sent["metadata"]["resourceVersion"] = json!("999");
+    // A resourceVersion was read from somewhere else: refused, as upstream refuses it.
+    let refused = store
+        .create("default", sent.clone(), &write())
+        .await
+        .unwrap_err();
+    assert_eq!(
+        (refused.code, refused.message.as_str()),
+        (
+            400,
+            "resourceVersion should not be set on objects to be created"
+        )
+    );
+    sent["metadata"]["resourceVersion"] = json!("");
     let created = store.create("default", sent, &write()).await.unwrap();
     assert!(created.created);
     let object = created.object;

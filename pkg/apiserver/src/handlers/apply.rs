@@ -117,6 +117,7 @@ pub(crate) async fn apply<S: Storage>(
         dry_run,
         fields: None,
         admit: ctx.admit.clone(),
+        admit_create: ctx.admit_create.clone(),
     };
     let mut last = None;
     for attempt in 0..ATTEMPTS {
