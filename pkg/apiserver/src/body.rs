@@ -15,11 +15,77 @@ pub type OnRead = Box<dyn FnOnce(&[u8]) + Send>;
 /// request's limits and timeout), possibly with something to do once it is, or already read.
 pub enum RequestBody {
     /// As received.
-    Incoming(hyper::body::Incoming),
+    Incoming(Unread),
     /// As received; the function sees the bytes once the handler has read them.
-    Recorded(hyper::body::Incoming, OnRead),
+    Recorded(Unread, OnRead),
     /// Read already.
     Read(Bytes),
+}
+
+/// A request body still on the connection. If it is dropped before its end (a request refused
+/// before its body was read, or one whose body is too large), what is left goes back to the
+/// server through the receiver [`Unread::new`] returned: the client must still get the
+/// answer, which on HTTP/1.1 means reading what it sends first (see
+/// [`crate::ApiServer::handle`]).
+pub struct Unread {
+    body: Option<hyper::body::Incoming>,
+    back: Option<tokio::sync::oneshot::Sender<hyper::body::Incoming>>,
+}
+
+impl std::fmt::Debug for Unread {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Unread")
+    }
+}
+
+impl Unread {
+    /// `body`, and where what is left of it goes when it is dropped unread.
+    pub fn new(
+        body: hyper::body::Incoming,
+    ) -> (Self, tokio::sync::oneshot::Receiver<hyper::body::Incoming>) {
+        let (back, returned) = tokio::sync::oneshot::channel();
+        (
+            Self {
+                body: Some(body),
+                back: Some(back),
+            },
+            returned,
+        )
+    }
+
+    /// The next chunk of data, `None` at the end (trailers are skipped).
+    pub async fn data(&mut self) -> Option<Result<Bytes, hyper::Error>> {
+        use http_body_util::BodyExt as _;
+        loop {
+            let body = self.body.as_mut()?;
+            match body.frame().await {
+                None => {
+                    // Read to its end: nothing goes back.
+                    self.body = None;
+                    return None;
+                }
+                Some(Err(e)) => {
+                    self.body = None;
+                    return Some(Err(e));
+                }
+                Some(Ok(frame)) => {
+                    if let Ok(data) = frame.into_data() {
+                        return Some(Ok(data));
+                    }
+                }
+            }
+        }
+    }
+}
+
+impl Drop for Unread {
+    fn drop(&mut self) {
+        if let (Some(body), Some(back)) = (self.body.take(), self.back.take())
+            && !hyper::body::Body::is_end_stream(&body)
+        {
+            let _ = back.send(body);
+        }
+    }
 }
 
 impl std::fmt::Debug for RequestBody {

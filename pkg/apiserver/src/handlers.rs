@@ -18,7 +18,6 @@ use genplane_apimachinery::resource_version::ReadOptions;
 use genplane_apimachinery::{fields, labels};
 use genplane_registry::{ListOptions, Store, WriteOptions};
 use genplane_storage::Storage;
-use http_body_util::BodyExt;
 use hyper::header::{CONTENT_TYPE, HeaderMap, HeaderValue};
 use hyper::{Response, StatusCode};
 use serde_json::Value;
@@ -257,25 +256,29 @@ impl<S: Storage> Ctx<'_, S> {
 
 /// Reads at most [`MAX_BODY_BYTES`] of a body.
 pub(crate) async fn read_bytes(body: RequestBody) -> Result<Bytes, ApiError> {
-    let (body, on_read) = match body {
+    let (mut body, on_read) = match body {
         RequestBody::Read(bytes) => return Ok(bytes),
         RequestBody::Incoming(body) => (body, None),
         RequestBody::Recorded(body, on_read) => (body, Some(on_read)),
     };
-    let limited = http_body_util::Limited::new(body, MAX_BODY_BYTES);
-    match limited.collect().await {
-        Ok(collected) => {
-            let bytes = collected.to_bytes();
-            if let Some(on_read) = on_read {
-                on_read(&bytes);
-            }
-            Ok(bytes)
+    let mut collected = bytes::BytesMut::new();
+    while let Some(chunk) = body.data().await {
+        let chunk = chunk.map_err(|e| {
+            ApiError::from(Status::bad_request(format!(
+                "reading the request body: {e}"
+            )))
+        })?;
+        if collected.len() + chunk.len() > MAX_BODY_BYTES {
+            // What is left goes back to the server with `body`, which answers this.
+            return Err(Status::request_entity_too_large(MAX_BODY_BYTES).into());
         }
-        Err(e) if e.is::<http_body_util::LengthLimitError>() => {
-            Err(Status::request_entity_too_large(MAX_BODY_BYTES).into())
-        }
-        Err(e) => Err(Status::bad_request(format!("reading the request body: {e}")).into()),
+        collected.extend_from_slice(&chunk);
     }
+    let bytes = collected.freeze();
+    if let Some(on_read) = on_read {
+        on_read(&bytes);
+    }
+    Ok(bytes)
 }
 
 /// Decodes a JSON or YAML body (protobuf needs the resource's schema: see

@@ -300,6 +300,35 @@ fn timed_out() -> Response<ResponseBody> {
 /// The audit ID header, on requests (a caller's own ID) and on every answer.
 const AUDIT_ID: &str = "audit-id";
 
+/// The most of an unread HTTP/1.1 request body read (and dropped) so that its client reads the
+/// answer: a little more than the largest body a request may have.
+pub const DRAIN_BYTES: usize = 4 * 1024 * 1024;
+/// The longest an unread HTTP/1.1 request body is read for before the answer.
+pub const DRAIN_TIME: Duration = Duration::from_secs(5);
+
+/// Reads and drops what is left of a request body, within [`DRAIN_BYTES`] and [`DRAIN_TIME`].
+async fn drain(body: Incoming) {
+    let mut body = body;
+    let read = async {
+        let mut total = 0usize;
+        while total <= DRAIN_BYTES {
+            match http_body_util::BodyExt::frame(&mut body).await {
+                Some(Ok(frame)) => {
+                    total += frame.data_ref().map_or(0, bytes::Bytes::len);
+                }
+                _ => return,
+            }
+        }
+    };
+    let _ = tokio::time::timeout(DRAIN_TIME, read).await;
+}
+
+/// An unread request body kept until the answer has been sent (HTTP/2: dropping it ends the
+/// stream, which must come after the answer).
+struct Holding {
+    _body: Incoming,
+}
+
 /// Records a request's body in its audit record: the object (JSON, YAML or protobuf as the
 /// URL's kind), or the patch.
 fn record_request_body(record: &AuditRecord, info: &RequestInfo, content_type: &str, bytes: &[u8]) {
@@ -648,9 +677,9 @@ impl<S: Storage> ApiServer<S> {
     }
 
     /// The audit attributes of a request.
-    fn audit_attributes<'a>(
+    fn audit_attributes<'a, B>(
         info: &'a RequestInfo,
-        request: &'a Request<Incoming>,
+        request: &'a Request<B>,
         user: &'a UserInfo,
         audit_id: &'a str,
         received_at: SystemTime,
@@ -684,11 +713,11 @@ impl<S: Storage> ApiServer<S> {
 
     /// Authentication, then the audit record, impersonation and authorization: who makes the
     /// request and its audit record, or the answer that refuses it.
-    fn admit_request(
+    fn admit_request<B>(
         &self,
         security: &Security,
         info: &RequestInfo,
-        request: &Request<Incoming>,
+        request: &Request<B>,
         audit_id: &str,
         received_at: SystemTime,
     ) -> Result<(UserInfo, Option<AuditRecord>), (ApiError, Option<AuditRecord>)> {
@@ -763,6 +792,14 @@ impl<S: Storage> ApiServer<S> {
     }
 
     /// Answers one request, with its `Audit-ID` header.
+    ///
+    /// The client always gets to read the answer, even when it is given before the body is
+    /// read (a refused request, a body too large): on HTTP/1.1 what is left of the body is
+    /// read and dropped first (up to [`DRAIN_BYTES`] within [`DRAIN_TIME`]; the connection
+    /// closes after a larger one), because a client still sending would otherwise see its
+    /// connection reset before it reads; on HTTP/2 the answer is sent first and the stream
+    /// ended after it (`RST_STREAM(NO_ERROR)`, as HTTP/2 allows for an unread body). A HEAD
+    /// answer carries the headers of the GET answer and no body, on every protocol.
     pub async fn handle(&self, request: Request<Incoming>) -> Response<ResponseBody> {
         let received_at = SystemTime::now();
         let audit_id = request
@@ -771,16 +808,37 @@ impl<S: Storage> ApiServer<S> {
             .and_then(|v| v.to_str().ok())
             .filter(|v| !v.is_empty())
             .map_or_else(genplane_audit::new_audit_id, str::to_owned);
+        let (parts, body) = request.into_parts();
+        let (version, head) = (parts.version, parts.method == hyper::Method::HEAD);
+        let (body, mut returned) = crate::body::Unread::new(body);
+        let request = Request::from_parts(parts, body);
         let mut response = self.handle_audited(request, &audit_id, received_at).await;
         if let Ok(value) = hyper::header::HeaderValue::from_str(&audit_id) {
             response.headers_mut().insert(AUDIT_ID, value);
+        }
+        if let Ok(unread) = returned.try_recv() {
+            if version == hyper::Version::HTTP_2 {
+                let (parts, body) = response.into_parts();
+                response = Response::from_parts(parts, body.guarded(Holding { _body: unread }));
+            } else {
+                drain(unread).await;
+            }
+        }
+        if head {
+            let (mut parts, body) = response.into_parts();
+            if let Some(bytes) = body.bytes() {
+                parts
+                    .headers
+                    .insert(hyper::header::CONTENT_LENGTH, bytes.len().into());
+            }
+            response = Response::from_parts(parts, ResponseBody::Full(None));
         }
         response
     }
 
     async fn handle_audited(
         &self,
-        request: Request<Incoming>,
+        request: Request<crate::body::Unread>,
         audit_id: &str,
         received_at: SystemTime,
     ) -> Response<ResponseBody> {

@@ -679,3 +679,107 @@ async fn malformed_requests_get_upstreams_answers() {
     assert_eq!(answer.status, 400, "{message}");
     assert!(!message.contains("/registry"), "{message}");
 }
+
+/// One HTTP/1.1 request over a raw socket, its whole body written before anything is read
+/// (as python-requests sends): the status and body of the answer, or the error that lost it.
+async fn send_all_then_read(
+    server: &Server,
+    head: &str,
+    body: &[u8],
+) -> Result<(u16, String), String> {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut stream = tokio::net::TcpStream::connect(server.addr).await.unwrap();
+    let request = format!(
+        "{head}\r\nHost: x\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+        body.len()
+    );
+    stream
+        .write_all(request.as_bytes())
+        .await
+        .map_err(|e| e.to_string())?;
+    stream
+        .write_all(body)
+        .await
+        .map_err(|e| format!("writing the body: {e}"))?;
+    let mut raw = Vec::new();
+    stream
+        .read_to_end(&mut raw)
+        .await
+        .map_err(|e| format!("reading the answer: {e}"))?;
+    let raw = String::from_utf8_lossy(&raw).into_owned();
+    let (head, body) = raw
+        .split_once("\r\n\r\n")
+        .ok_or(format!("no answer: {raw:?}"))?;
+    let code = head.split(' ').nth(1).unwrap().parse().unwrap();
+    Ok((code, body.to_owned()))
+}
+
+#[tokio::test]
+async fn clients_read_the_answer_to_a_body_the_server_did_not_read() {
+    let server = support::start().await;
+    let big = vec![b'x'; 1024 * 1024];
+    let huge = vec![b' '; 4 * 1024 * 1024];
+    for (head, body, code) in [
+        // Refused before the body is read: an unknown media type, a missing resource.
+        (
+            "POST /api/v1/namespaces/default/configmaps HTTP/1.1\r\nContent-Type: text/plain",
+            &big,
+            415,
+        ),
+        (
+            "POST /api/v1/namespaces/default/nothings HTTP/1.1\r\nContent-Type: application/json",
+            &big,
+            404,
+        ),
+        // Read up to the limit, then refused.
+        (
+            "POST /api/v1/namespaces/default/configmaps HTTP/1.1\r\nContent-Type: application/json",
+            &huge,
+            413,
+        ),
+    ] {
+        let answer = send_all_then_read(&server, head, body).await;
+        let (status, text) = answer.unwrap_or_else(|e| panic!("{head}: {e}"));
+        assert_eq!(status, code, "{head}: {text}");
+        assert!(text.contains("\"kind\":\"Status\""), "{head}: {text}");
+    }
+}
+
+#[tokio::test]
+async fn http2_clients_get_the_answer_to_a_body_too_large_and_heads_without_bodies() {
+    use http_body_util::{BodyExt, Full};
+    let server = support::start().await;
+    let client = hyper_util::client::legacy::Client::builder(hyper_util::rt::TokioExecutor::new())
+        .http2_only(true)
+        .build_http::<Full<bytes::Bytes>>();
+    let request = hyper::Request::post(format!(
+        "http://{}/api/v1/namespaces/default/configmaps",
+        server.addr
+    ))
+    .header("content-type", "application/json")
+    .body(Full::new(bytes::Bytes::from(vec![b' '; 5 * 1024 * 1024])))
+    .unwrap();
+    let response = client
+        .request(request)
+        .await
+        .expect("the answer, not a reset stream");
+    assert_eq!(response.version(), hyper::Version::HTTP_2);
+    assert_eq!(response.status(), 413);
+    let body = response.into_body().collect().await.unwrap().to_bytes();
+    assert!(String::from_utf8_lossy(&body).contains("RequestEntityTooLarge"));
+
+    // HEAD: the GET's headers, no body.
+    let head = hyper::Request::head(format!("http://{}/api/v1/namespaces/default", server.addr))
+        .body(Full::new(bytes::Bytes::new()))
+        .unwrap();
+    let response = client.request(head).await.unwrap();
+    assert_eq!(response.status(), 200);
+    let length: usize = response.headers()["content-length"]
+        .to_str()
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!(length > 0);
+    let body = response.into_body().collect().await.unwrap().to_bytes();
+    assert!(body.is_empty(), "{}", String::from_utf8_lossy(&body));
+}

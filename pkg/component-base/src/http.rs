@@ -16,7 +16,6 @@ use hyper::header::{ACCEPT, CONTENT_TYPE, HeaderValue};
 use hyper::{Method, Request, Response, StatusCode};
 use hyper_util::rt::{TokioExecutor, TokioIo};
 use hyper_util::server::conn::auto;
-use hyper_util::server::graceful::GracefulShutdown;
 use tokio::net::TcpListener;
 
 use crate::health::Health;
@@ -169,6 +168,141 @@ pub struct RemoteAddr(pub std::net::SocketAddr);
 /// process on one connection, so the default of 200 is far too low.
 const MAX_CONCURRENT_STREAMS: u32 = 1000;
 
+/// How long a connection may stay without a request, so that clients that connect and never
+/// ask (or never finish asking) cannot hold file descriptors forever. The defaults are
+/// kube-apiserver's: 32 s to finish the TLS handshake and each request's header, 90 s for an
+/// idle connection between requests.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ConnectionTimeouts {
+    /// The TLS handshake, and then the header of each HTTP/1.1 request (from the first moment
+    /// the server waits for it, so an idle keep-alive connection ends after this too), must
+    /// complete within this.
+    pub read_header: Duration,
+    /// A connection with no request in flight (no stream open on HTTP/2, no response being
+    /// sent) is closed, gracefully, after this.
+    pub idle: Duration,
+}
+
+impl Default for ConnectionTimeouts {
+    fn default() -> Self {
+        Self {
+            read_header: Duration::from_secs(32),
+            idle: Duration::from_secs(90),
+        }
+    }
+}
+
+/// What a connection is doing: how many requests are in flight (until their response bodies
+/// end) and since when none is.
+#[derive(Debug)]
+struct Activity {
+    in_flight: std::sync::atomic::AtomicUsize,
+    idle_since: std::sync::Mutex<tokio::time::Instant>,
+}
+
+impl Activity {
+    fn new() -> Arc<Self> {
+        Arc::new(Self {
+            in_flight: std::sync::atomic::AtomicUsize::new(0),
+            idle_since: std::sync::Mutex::new(tokio::time::Instant::now()),
+        })
+    }
+
+    /// Marks a request in flight until the guard is dropped.
+    fn begin(self: &Arc<Self>) -> ActivityGuard {
+        self.in_flight
+            .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        ActivityGuard(self.clone())
+    }
+
+    /// When the connection became idle, if it is.
+    fn idle_since(&self) -> Option<tokio::time::Instant> {
+        if self.in_flight.load(std::sync::atomic::Ordering::SeqCst) > 0 {
+            return None;
+        }
+        Some(
+            *self
+                .idle_since
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner),
+        )
+    }
+
+    /// Resolves once the connection has had nothing in flight for `idle`.
+    async fn idle_for(&self, idle: Duration) {
+        loop {
+            let deadline = match self.idle_since() {
+                Some(since) if since.elapsed() >= idle => return,
+                Some(since) => since + idle,
+                // Busy: look again later (a request's end resets the clock).
+                None => tokio::time::Instant::now() + idle,
+            };
+            tokio::time::sleep_until(deadline).await;
+        }
+    }
+}
+
+impl Activity {
+    /// Resolves once nothing has been in flight for `quiet`, counted from now.
+    async fn quiet_for(&self, quiet: Duration) {
+        let start = tokio::time::Instant::now();
+        loop {
+            let from = self.idle_since().map_or(start, |since| since.max(start));
+            if from.elapsed() >= quiet && self.idle_since().is_some() {
+                return;
+            }
+            tokio::time::sleep_until(from + quiet).await;
+        }
+    }
+}
+
+/// A request in flight on its connection.
+#[derive(Debug)]
+struct ActivityGuard(Arc<Activity>);
+
+impl Drop for ActivityGuard {
+    fn drop(&mut self) {
+        *self
+            .0
+            .idle_since
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = tokio::time::Instant::now();
+        self.0
+            .in_flight
+            .fetch_sub(1, std::sync::atomic::Ordering::SeqCst);
+    }
+}
+
+/// A response body that keeps its request counted as in flight until it ends.
+struct Tracked<B> {
+    inner: B,
+    guard: Option<ActivityGuard>,
+}
+
+impl<B: hyper::body::Body + Unpin> hyper::body::Body for Tracked<B> {
+    type Data = B::Data;
+    type Error = B::Error;
+
+    fn poll_frame(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<Result<hyper::body::Frame<Self::Data>, Self::Error>>> {
+        let polled = std::pin::Pin::new(&mut self.inner).poll_frame(cx);
+        if let std::task::Poll::Ready(None) = polled {
+            self.guard = None;
+        }
+        polled
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.inner.is_end_stream()
+    }
+
+    fn size_hint(&self) -> hyper::body::SizeHint {
+        self.inner.size_hint()
+    }
+}
+
 /// Serves HTTP/1.1 and HTTP/2 (cleartext) on `listener` with `handler` until `shutdown` is
 /// triggered; then stops accepting and gives open connections `drain_deadline` to finish.
 /// Responses may have any body, streamed ones included.
@@ -181,11 +315,19 @@ pub async fn serve<H, F, B>(
 where
     H: Fn(Request<Incoming>) -> F + Clone + Send + Sync + 'static,
     F: Future<Output = Response<B>> + Send + 'static,
-    B: hyper::body::Body + Send + 'static,
+    B: hyper::body::Body + Send + Unpin + 'static,
     B::Data: Send,
     B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
 {
-    serve_with(listener, None, handler, shutdown, drain_deadline).await
+    serve_with(
+        listener,
+        None,
+        handler,
+        shutdown,
+        drain_deadline,
+        ConnectionTimeouts::default(),
+    )
+    .await
 }
 
 /// Like [`serve`], over TLS: HTTP/2 is negotiated by ALPN when `tls` offers it, and each
@@ -200,11 +342,39 @@ pub async fn serve_tls<H, F, B>(
 where
     H: Fn(Request<Incoming>) -> F + Clone + Send + Sync + 'static,
     F: Future<Output = Response<B>> + Send + 'static,
-    B: hyper::body::Body + Send + 'static,
+    B: hyper::body::Body + Send + Unpin + 'static,
     B::Data: Send,
     B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
 {
-    serve_with(listener, Some(tls), handler, shutdown, drain_deadline).await
+    serve_with(
+        listener,
+        Some(tls),
+        handler,
+        shutdown,
+        drain_deadline,
+        ConnectionTimeouts::default(),
+    )
+    .await
+}
+
+/// Like [`serve_tls`] (or [`serve`], without `tls`), with `timeouts` in place of
+/// kube-apiserver's.
+pub async fn serve_with_timeouts<H, F, B>(
+    listener: TcpListener,
+    tls: Option<tokio_rustls::TlsAcceptor>,
+    handler: H,
+    shutdown: Shutdown,
+    drain_deadline: Duration,
+    timeouts: ConnectionTimeouts,
+) -> Result<(), Error>
+where
+    H: Fn(Request<Incoming>) -> F + Clone + Send + Sync + 'static,
+    F: Future<Output = Response<B>> + Send + 'static,
+    B: hyper::body::Body + Send + Unpin + 'static,
+    B::Data: Send,
+    B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+{
+    serve_with(listener, tls, handler, shutdown, drain_deadline, timeouts).await
 }
 
 async fn serve_with<H, F, B>(
@@ -213,21 +383,25 @@ async fn serve_with<H, F, B>(
     handler: H,
     shutdown: Shutdown,
     drain_deadline: Duration,
+    timeouts: ConnectionTimeouts,
 ) -> Result<(), Error>
 where
     H: Fn(Request<Incoming>) -> F + Clone + Send + Sync + 'static,
     F: Future<Output = Response<B>> + Send + 'static,
-    B: hyper::body::Body + Send + 'static,
+    B: hyper::body::Body + Send + Unpin + 'static,
     B::Data: Send,
     B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
 {
     let mut builder = auto::Builder::new(TokioExecutor::new());
     builder
+        .http1()
+        .timer(hyper_util::rt::TokioTimer::new())
+        .header_read_timeout(timeouts.read_header);
+    builder
         .http2()
         .max_concurrent_streams(MAX_CONCURRENT_STREAMS);
-    let graceful = GracefulShutdown::new();
-    // Connections that outlive the drain deadline (open watches) are aborted when this set is
-    // dropped, so that nothing keeps serving after `serve` returns.
+    // Every connection, in its own task; they are aborted when this set is dropped, so that
+    // nothing keeps serving after `serve` returns (watches that outlive the drain deadline).
     let mut connections = tokio::task::JoinSet::new();
     loop {
         while connections.try_join_next().is_some() {}
@@ -243,54 +417,119 @@ where
             },
             () = shutdown.triggered() => break,
         };
-        let (handler, builder, watcher, tls) = (
+        let (handler, builder, tls, closing) = (
             handler.clone(),
             builder.clone(),
-            graceful.watcher(),
             tls.clone(),
+            shutdown.clone(),
         );
         // The TLS handshake runs in the connection's own task, so that a slow client never holds
-        // up accepting others.
+        // up accepting others; it has `read_header` to complete.
         connections.spawn(async move {
-            let result = match tls {
-                None => {
-                    let service = service(handler, None, peer);
-                    let conn = builder
-                        .serve_connection_with_upgrades(TokioIo::new(stream), service)
-                        .into_owned();
-                    watcher.watch(conn).await
-                }
-                Some(tls) => {
-                    let stream = match tls.accept(stream).await {
-                        Ok(stream) => stream,
-                        Err(error) => {
-                            tracing::debug!(%peer, %error, "TLS handshake failed");
-                            return;
-                        }
-                    };
-                    let certificates = stream
-                        .get_ref()
-                        .1
-                        .peer_certificates()
-                        .map(|certs| certs.iter().map(|c| c.as_ref().to_vec()).collect())
-                        .unwrap_or_default();
-                    let service = service(handler, Some(PeerCertificates::new(certificates)), peer);
-                    let conn = builder
-                        .serve_connection_with_upgrades(TokioIo::new(stream), service)
-                        .into_owned();
-                    watcher.watch(conn).await
-                }
-            };
+            let activity = Activity::new();
+            let result =
+                match tls {
+                    None => {
+                        let service = service(handler, None, peer, activity.clone());
+                        let conn =
+                            builder.serve_connection_with_upgrades(TokioIo::new(stream), service);
+                        drive(conn, &activity, &closing, timeouts).await
+                    }
+                    Some(tls) => {
+                        let stream =
+                            match tokio::time::timeout(timeouts.read_header, tls.accept(stream))
+                                .await
+                            {
+                                Ok(Ok(stream)) => stream,
+                                Ok(Err(error)) => {
+                                    tracing::debug!(%peer, %error, "TLS handshake failed");
+                                    return;
+                                }
+                                Err(_) => {
+                                    tracing::debug!(%peer, "TLS handshake timed out");
+                                    return;
+                                }
+                            };
+                        let certificates = stream
+                            .get_ref()
+                            .1
+                            .peer_certificates()
+                            .map(|certs| certs.iter().map(|c| c.as_ref().to_vec()).collect())
+                            .unwrap_or_default();
+                        let service = service(
+                            handler,
+                            Some(PeerCertificates::new(certificates)),
+                            peer,
+                            activity.clone(),
+                        );
+                        let conn =
+                            builder.serve_connection_with_upgrades(TokioIo::new(stream), service);
+                        drive(conn, &activity, &closing, timeouts).await
+                    }
+                };
             if let Err(error) = result {
                 tracing::debug!(%peer, %error, "connection ended with an error");
             }
         });
     }
     drop(listener);
+    let drained = async move { while connections.join_next().await.is_some() {} };
     shutdown
-        .drain(drain_deadline, graceful.shutdown())
+        .drain(drain_deadline, drained)
         .await
         .map_err(Error::Drain)
+}
+
+/// Runs one connection to its end: closed gracefully (in-flight requests finish, no new ones
+/// start) when the server shuts down or when it has been idle for `timeouts.idle`. A client
+/// that does not take part in the graceful close (an HTTP/2 peer that never acknowledges the
+/// GOAWAY's ping) is dropped once nothing has been in flight for `timeouts.read_header`
+/// after it started.
+async fn drive<C>(
+    conn: C,
+    activity: &Activity,
+    shutdown: &Shutdown,
+    timeouts: ConnectionTimeouts,
+) -> Result<(), Box<dyn std::error::Error + Send + Sync>>
+where
+    C: Future<Output = Result<(), Box<dyn std::error::Error + Send + Sync>>> + GracefulClose,
+{
+    tokio::pin!(conn);
+    let mut closing = false;
+    loop {
+        tokio::select! {
+            result = conn.as_mut() => return result,
+            () = shutdown.triggered(), if !closing => {
+                closing = true;
+                conn.as_mut().close_gracefully();
+            }
+            () = activity.idle_for(timeouts.idle), if !closing => {
+                closing = true;
+                conn.as_mut().close_gracefully();
+            }
+            () = activity.quiet_for(timeouts.read_header), if closing => return Ok(()),
+        }
+    }
+}
+
+/// A connection that can be asked to finish what is in flight and close.
+trait GracefulClose {
+    /// Starts a graceful close.
+    fn close_gracefully(self: std::pin::Pin<&mut Self>);
+}
+
+impl<I, S, E> GracefulClose for auto::UpgradeableConnection<'_, I, S, E>
+where
+    S: hyper::service::HttpService<Incoming>,
+    S::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+    S::ResBody: hyper::body::Body + Send + 'static,
+    <S::ResBody as hyper::body::Body>::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+    I: hyper::rt::Read + hyper::rt::Write + Unpin + Send + 'static,
+    E: hyper::rt::bounds::Http2ServerConnExec<S::Future, S::ResBody>,
+{
+    fn close_gracefully(self: std::pin::Pin<&mut Self>) {
+        self.graceful_shutdown();
+    }
 }
 
 /// The per-connection service: the handler, with the peer's certificates and address in each
@@ -299,16 +538,17 @@ fn service<H, F, B>(
     handler: H,
     peer: Option<PeerCertificates>,
     remote: std::net::SocketAddr,
+    activity: Arc<Activity>,
 ) -> impl hyper::service::Service<
     Request<Incoming>,
-    Response = Response<B>,
+    Response = Response<Tracked<B>>,
     Error = Infallible,
-    Future = impl Future<Output = Result<Response<B>, Infallible>> + Send,
+    Future = impl Future<Output = Result<Response<Tracked<B>>, Infallible>> + Send,
 > + Clone
 where
     H: Fn(Request<Incoming>) -> F + Clone + Send + Sync + 'static,
     F: Future<Output = Response<B>> + Send + 'static,
-    B: hyper::body::Body + Send + 'static,
+    B: hyper::body::Body + Send + Unpin + 'static,
 {
     hyper::service::service_fn(move |mut req: Request<Incoming>| {
         let handler = handler.clone();
@@ -316,7 +556,14 @@ where
             req.extensions_mut().insert(peer.clone());
         }
         req.extensions_mut().insert(RemoteAddr(remote));
-        async move { Ok::<_, Infallible>(handler(req).await) }
+        let guard = activity.begin();
+        async move {
+            let response = handler(req).await;
+            Ok::<_, Infallible>(response.map(|inner| Tracked {
+                inner,
+                guard: Some(guard),
+            }))
+        }
     })
 }
 
