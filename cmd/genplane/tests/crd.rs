@@ -11,7 +11,7 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use common::{Apiserver, ok, start, text};
-use serde_json::Value;
+use serde_json::{Value, json};
 
 const CRONTAB_CRD: &str = r#"
 apiVersion: apiextensions.k8s.io/v1
@@ -623,4 +623,149 @@ mod typed {
                 .is_empty()
         );
     }
+}
+
+const WIDGET_CRD: &str = r#"apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata:
+  name: widgets.example.com
+spec:
+  group: example.com
+  scope: Namespaced
+  names: {plural: widgets, singular: widget, kind: Widget}
+  conversion: {strategy: None}
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    schema:
+      openAPIV3Schema:
+        type: object
+        properties:
+          spec:
+            type: object
+            properties:
+              oldprop: {type: string}
+  - name: v2
+    served: true
+    storage: false
+    schema:
+      openAPIV3Schema:
+        type: object
+        properties:
+          spec:
+            type: object
+            properties:
+              oldprop: {type: string}
+              extra: {type: string}
+"#;
+
+/// Objects are stored in the storage version and pruned to its schema, whichever version
+/// wrote them: a field only v2 knows, written through v2, is not kept (so v2 does not read it
+/// back); and no write changes a custom resource's kind or apiVersion.
+#[test]
+fn custom_resources_are_stored_as_the_storage_version_allows() {
+    let server = start();
+    let crd = write(&server, "widgets.yaml", WIDGET_CRD);
+    kubectl(&server, &["apply", "-f", &crd]);
+    eventually("the widget versions to be served", || {
+        ["v1", "v2"].iter().all(|v| {
+            server
+                .kubectl(
+                    "kubectl",
+                    &["get", "--raw", &format!("/apis/example.com/{v}")],
+                )
+                .status
+                .success()
+        })
+    });
+    let widget = write(
+        &server,
+        "w.yaml",
+        "apiVersion: example.com/v2\nkind: Widget\nmetadata: {name: w}\nspec: {oldprop: kept, extra: dropped}\n",
+    );
+    eventually("a widget to be created through v2", || {
+        server
+            .kubectl("kubectl", &["create", "-f", &widget])
+            .status
+            .success()
+    });
+    for version in ["v1", "v2"] {
+        let read: Value = serde_json::from_str(&kubectl(
+            &server,
+            &[
+                "get",
+                "--raw",
+                &format!("/apis/example.com/{version}/namespaces/default/widgets/w"),
+            ],
+        ))
+        .unwrap();
+        assert_eq!(read["apiVersion"], format!("example.com/{version}"));
+        assert_eq!(
+            read["spec"],
+            json!({"oldprop": "kept"}),
+            "{version}: {read}"
+        );
+    }
+    // Patches and updates in v2 are pruned the same way.
+    kubectl(
+        &server,
+        &[
+            "patch",
+            "widgets.v2.example.com",
+            "w",
+            "--type=merge",
+            "-p",
+            r#"{"spec":{"extra":"again"}}"#,
+        ],
+    );
+    let read: Value = serde_json::from_str(&kubectl(
+        &server,
+        &[
+            "get",
+            "--raw",
+            "/apis/example.com/v2/namespaces/default/widgets/w",
+        ],
+    ))
+    .unwrap();
+    assert_eq!(read["spec"], json!({"oldprop": "kept"}), "{read}");
+
+    // The kind and apiVersion are the resource's, whatever a patch says.
+    for (kind, patch) in [
+        ("merge", r#"{"kind":"Gadget"}"#),
+        (
+            "json",
+            r#"[{"op":"replace","path":"/apiVersion","value":"example.com/v2"}]"#,
+        ),
+        (
+            "json",
+            r#"[{"op":"replace","path":"/apiVersion","value":"other.io/v1"}]"#,
+        ),
+    ] {
+        let out = refused(
+            &server,
+            &[
+                "patch",
+                "widgets.v1.example.com",
+                "w",
+                &format!("--type={kind}"),
+                "-p",
+                patch,
+            ],
+        );
+        assert!(out.contains("is invalid"), "{patch}: {out}");
+    }
+    let read: Value = serde_json::from_str(&kubectl(
+        &server,
+        &[
+            "get",
+            "--raw",
+            "/apis/example.com/v1/namespaces/default/widgets/w",
+        ],
+    ))
+    .unwrap();
+    assert_eq!(
+        (read["kind"].as_str(), read["apiVersion"].as_str()),
+        (Some("Widget"), Some("example.com/v1"))
+    );
 }

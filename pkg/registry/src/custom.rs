@@ -55,6 +55,9 @@ pub struct CustomResourceStrategy {
     status: bool,
     terminating: bool,
     schema: Arc<dyn CustomSchema>,
+    /// The storage version's schema, which stored objects are pruned to (the same as
+    /// `schema` when this is the storage version).
+    storage_schema: Arc<dyn CustomSchema>,
     converter: Option<Arc<dyn Converter>>,
     /// The selectable fields: (field selector name, e.g. `spec.color`, its path segments).
     selectable: Vec<(String, Vec<String>)>,
@@ -84,6 +87,7 @@ impl CustomResourceStrategy {
             namespaced,
             status: false,
             terminating: false,
+            storage_schema: schema.clone(),
             schema,
             converter: None,
             selectable: Vec::new(),
@@ -96,6 +100,14 @@ impl CustomResourceStrategy {
     /// int32s and the value at its `labelSelectorPath` a string.
     pub fn with_scale(mut self, paths: Option<ScalePaths>) -> Self {
         self.scale = paths;
+        self
+    }
+
+    /// With `schema` as the storage version's schema (when this version is not the storage
+    /// version): an object converted to the storage version is pruned to it before it is
+    /// stored, as upstream prunes it, so that fields only another version knows are not kept.
+    pub fn with_storage_schema(mut self, schema: Arc<dyn CustomSchema>) -> Self {
+        self.storage_schema = schema;
         self
     }
 
@@ -230,7 +242,18 @@ impl Strategy for CustomResourceStrategy {
     }
 
     fn stored_form(&self, object: Value) -> Result<Value, ApiError> {
-        self.convert(object, &self.storage_version)
+        let mut stored = self.convert(object, &self.storage_version)?;
+        if self.version != self.storage_version {
+            // Fields the storage version does not know are not stored; a conversion webhook
+            // that answers malformed metadata is the webhook's failure.
+            self.storage_schema.prune(&mut stored).map_err(|e| {
+                ApiError::from(Status::internal_error(format!(
+                    "the object converted to the storage version {} does not fit its schema: {}",
+                    self.storage_version, e.message
+                )))
+            })?;
+        }
+        Ok(stored)
     }
 
     fn served_form(&self, object: Value) -> Result<Value, ApiError> {

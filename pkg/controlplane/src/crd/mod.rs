@@ -355,11 +355,13 @@ impl<S: Storage> CustomResources<S> {
             .as_array()
             .map(|v| v.iter().collect())
             .unwrap_or_default();
-        let storage_version = versions
-            .iter()
-            .find(|v| v["storage"] == true)
-            .map(|v| text(v, "/name"))
-            .unwrap_or_default();
+        let stored_version = versions.iter().find(|v| v["storage"] == true);
+        let storage_version = stored_version.map(|v| text(v, "/name")).unwrap_or_default();
+        // Objects written in another version are pruned to the storage version's schema when
+        // they are stored.
+        let storage_schema = stored_version
+            .filter(|_| spec["versions"].as_array().is_some_and(|v| v.len() > 1))
+            .map(|v| schema::version_schema(v));
         let converter = self.converter(crd);
         let mut served: Vec<&Value> = versions
             .into_iter()
@@ -394,6 +396,12 @@ impl<S: Storage> CustomResources<S> {
             .with_scale(scale.clone())
             .terminating(terminating)
             .with_selectable_fields(&selectable);
+            let strategy = match &storage_schema {
+                Some(storage_schema) if version_name != storage_version => {
+                    strategy.with_storage_schema(storage_schema.clone())
+                }
+                _ => strategy,
+            };
             let mut subresources = Vec::new();
             let mut described = Vec::new();
             if status {

@@ -132,6 +132,13 @@ pub fn compile(crd: &Value, version: &Value) -> Compiled {
     }
 }
 
+/// The schema of one `version` of a CRD, compiled (pruning, defaulting, validation).
+pub fn version_schema(version: &Value) -> Arc<dyn CustomSchema> {
+    Arc::new(VersionSchema::new(
+        version.pointer("/schema/openAPIV3Schema"),
+    ))
+}
+
 /// The strategy of `crd`'s storage version (for deleting its objects).
 pub fn compile_storage(crd: &Value) -> CustomResourceStrategy {
     let spec = &crd["spec"];
