@@ -189,7 +189,8 @@ impl DecodeError {
     /// `ConfigMap in version "v1" cannot be handled as a ConfigMap: <why>`.
     pub fn to_api_error(&self, kind: &str, version: &str) -> ApiError {
         Status::bad_request(format!(
-            "{kind} in version {version:?} cannot be handled as a {kind}: {self}"
+            "{kind} in version {} cannot be handled as a {kind}: {self}",
+            genplane_apimachinery::gofmt::Quoted(version)
         ))
         .into()
     }
@@ -270,7 +271,7 @@ impl Walker {
                 Some(t) => Ok(Value::from(rfc3339(t.seconds))),
                 None => Err(self.bad(
                     path,
-                    format!("cannot parse {s:?} as an RFC 3339 time (2006-01-02T15:04:05Z07:00)"),
+                    format!("cannot parse {} as an RFC 3339 time (2006-01-02T15:04:05Z07:00)", genplane_apimachinery::gofmt::Quoted(s)),
                 )),
             },
             (Type::MicroTime, Value::String(s)) => match parse_micro_time(s) {
@@ -278,7 +279,7 @@ impl Walker {
                 None => Err(self.bad(
                     path,
                     format!(
-                        "cannot parse {s:?} as a time with microseconds (2006-01-02T15:04:05.000000Z07:00)"
+                        "cannot parse {} as a time with microseconds (2006-01-02T15:04:05.000000Z07:00)", genplane_apimachinery::gofmt::Quoted(s)
                     ),
                 )),
             },

@@ -136,7 +136,8 @@ impl ProtobufError {
     /// path uses: `ConfigMap in version "v1" cannot be handled as a ConfigMap: <why>`.
     pub fn to_api_error(&self, kind: &str, version: &str) -> ApiError {
         Status::bad_request(format!(
-            "{kind} in version {version:?} cannot be handled as a {kind}: {self}"
+            "{kind} in version {} cannot be handled as a {kind}: {self}",
+            genplane_apimachinery::gofmt::Quoted(version)
         ))
         .into()
     }
@@ -904,7 +905,12 @@ fn write_value(
             } else {
                 parse_micro_time(s)
             };
-            let t = parsed.ok_or_else(|| bad(format!("cannot parse {s:?} as a time")))?;
+            let t = parsed.ok_or_else(|| {
+                bad(format!(
+                    "cannot parse {} as a time",
+                    genplane_apimachinery::gofmt::Quoted(s)
+                ))
+            })?;
             let mut message = Vec::new();
             if t.seconds != 0 {
                 put_tag(&mut message, 1, VARINT);

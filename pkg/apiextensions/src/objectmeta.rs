@@ -139,7 +139,9 @@ fn time_field(v: &Value, field: &str) -> Coerced {
             Some(ZERO_TIME) => Ok(None),
             Some(t) => Ok(Some(Value::String(rfc3339(t)))),
             None => Err(format!(
-                "parsing time {s:?} as \"2006-01-02T15:04:05Z07:00\": cannot parse {s:?} as RFC 3339"
+                "parsing time {} as \"2006-01-02T15:04:05Z07:00\": cannot parse {} as RFC 3339",
+                genplane_apimachinery::gofmt::Quoted(s),
+                genplane_apimachinery::gofmt::Quoted(s)
             )),
         },
         other => Err(type_error(other, field, "v1.Time")),

@@ -206,31 +206,6 @@ fn num(n: &Number) -> Num {
     }
 }
 
-/// Go's `strconv.Quote`, enough for messages.
-fn go_quote(s: &str) -> String {
-    let mut out = String::with_capacity(s.len() + 2);
-    out.push('"');
-    for c in s.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            '\u{7}' => out.push_str("\\a"),
-            '\u{8}' => out.push_str("\\b"),
-            '\u{c}' => out.push_str("\\f"),
-            '\u{b}' => out.push_str("\\v"),
-            c if (c as u32) < 0x20 || c as u32 == 0x7f => {
-                let _ = write!(out, "\\x{:02x}", c as u32);
-            }
-            c => out.push(c),
-        }
-    }
-    out.push('"');
-    out
-}
-
 /// Go's `json.Marshal` of a value, for enum values in messages.
 fn go_json(v: &Value) -> String {
     match v {
@@ -397,7 +372,10 @@ impl Engine {
                             Code::InvalidType,
                             path,
                             data.clone(),
-                            format!("{path} in body must be of type {name}: {}", go_quote(s)),
+                            format!(
+                                "{path} in body must be of type {name}: {}",
+                                genplane_apimachinery::gofmt::quote(s)
+                            ),
                         );
                     }
                 }
@@ -426,7 +404,7 @@ impl Engine {
             Value::String(found.to_owned()),
             format!(
                 "{path} in body must be of type {expected}: {}",
-                go_quote(found)
+                genplane_apimachinery::gofmt::quote(found)
             ),
         );
     }
@@ -841,7 +819,7 @@ impl Engine {
                     Value::String(String::new()),
                     format!(
                         "{} must validate at least one schema (anyOf)",
-                        go_quote(path)
+                        genplane_apimachinery::gofmt::quote(path)
                     ),
                 );
             }
@@ -880,7 +858,7 @@ impl Engine {
                     Value::String(String::new()),
                     format!(
                         "{} must validate one and only one schema (oneOf). {more}",
-                        go_quote(path)
+                        genplane_apimachinery::gofmt::quote(path)
                     ),
                 );
                 if let Some((errs, c)) = best {
@@ -911,7 +889,7 @@ impl Engine {
                     Value::String(String::new()),
                     format!(
                         "{} must validate all the schemas (allOf){more}",
-                        go_quote(path)
+                        genplane_apimachinery::gofmt::quote(path)
                     ),
                 );
             }
@@ -923,7 +901,10 @@ impl Engine {
                     Code::Composite,
                     "",
                     Value::String(String::new()),
-                    format!("{} must not validate the schema (not)", go_quote(path)),
+                    format!(
+                        "{} must not validate the schema (not)",
+                        genplane_apimachinery::gofmt::quote(path)
+                    ),
                 );
             }
         }

@@ -214,7 +214,7 @@ fn quoted_name(resource: &GroupResource, name: &str) -> String {
     if name.is_empty() {
         resource.to_string()
     } else {
-        format!("{resource} {name:?}")
+        format!("{resource} {}", crate::gofmt::Quoted(name))
     }
 }
 
@@ -314,7 +314,7 @@ impl Status {
             .collect();
         Self::failure(
             StatusReason::Invalid,
-            format!("{kind} {name:?} is invalid: {errors}"),
+            format!("{kind} {} is invalid: {errors}", crate::gofmt::Quoted(name)),
         )
         .with_details(StatusDetails {
             name: name.to_owned(),
@@ -349,8 +349,8 @@ impl Status {
         Self::failure(
             StatusReason::MethodNotAllowed,
             format!(
-                "{verb} is not supported on resources of kind {:?}",
-                resource.to_string()
+                "{verb} is not supported on resources of kind {}",
+                crate::gofmt::quote(&resource.to_string())
             ),
         )
         .with_details(resource_details(resource, ""))

@@ -7,6 +7,7 @@
 //! - [`labels`] and [`fields`]: label selectors (the full syntax) and field selectors.
 //! - [`meta`]: object metadata, its validation on create and update.
 //! - [`schema`]: group, version, kind and resource names.
+//! - [`gofmt`]: strings quoted as Go's `%q` quotes them, for messages.
 //! - [`resource_version`]: how `resourceVersion`, `resourceVersionMatch`, `limit` and `continue`
 //!   select what a read returns.
 //!
@@ -17,6 +18,7 @@
 pub mod duration;
 pub mod errors;
 pub mod fields;
+pub mod gofmt;
 pub mod json;
 pub mod labels;
 pub mod meta;

@@ -336,7 +336,7 @@ pub fn finalizer_warnings(finalizers: &[String], path: &Path) -> Vec<String> {
         .iter()
         .enumerate()
         .filter(|(_, f)| !f.contains('/') && !STANDARD_FINALIZERS.contains(&f.as_str()))
-        .map(|(i, f)| format!("{}: {f:?}: prefer a domain-qualified finalizer name including a path (/) to avoid accidental conflicts with other finalizer writers", path.index(i)))
+        .map(|(i, f)| format!("{}: {}: prefer a domain-qualified finalizer name including a path (/) to avoid accidental conflicts with other finalizer writers", path.index(i), crate::gofmt::Quoted(f)))
         .collect()
 }
 
@@ -391,7 +391,7 @@ pub fn validate_object_meta_update(new: &ObjectMeta, old: &ObjectMeta, path: &Pa
         if !added.is_empty() {
             errors.push(Error::forbidden(
                 &path.child("finalizers"),
-                format!("no new finalizers can be added if the object is being deleted, found new finalizers {added:?}"),
+                format!("no new finalizers can be added if the object is being deleted, found new finalizers {}", crate::gofmt::quote_list(&added)),
             ));
         }
     }

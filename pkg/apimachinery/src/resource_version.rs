@@ -66,7 +66,11 @@ pub fn parse(resource_version: &str) -> Result<i64, ApiError> {
         .ok()
         .filter(|rv| *rv >= 0)
         .ok_or_else(|| {
-            Status::bad_request(format!("invalid resource version: {resource_version:?}")).into()
+            Status::bad_request(format!(
+                "invalid resource version: {}",
+                crate::gofmt::Quoted(resource_version)
+            ))
+            .into()
         })
 }
 

@@ -41,7 +41,8 @@ pub fn serialize(
                 }
                 _ => {
                     return Err(Status::internal_error(format!(
-                        "no protobuf form for a {kind:?} answer"
+                        "no protobuf form for a {} answer",
+                        genplane_apimachinery::gofmt::Quoted(kind)
                     ))
                     .into());
                 }

@@ -75,7 +75,11 @@ impl Query {
             .filter(|v| !v.is_empty())
             .map(|v| {
                 v.parse::<i64>().map_err(|_| {
-                    Status::bad_request(format!("invalid value for {name}: {v:?}")).into()
+                    Status::bad_request(format!(
+                        "invalid value for {name}: {}",
+                        genplane_apimachinery::gofmt::Quoted(v)
+                    ))
+                    .into()
                 })
             })
             .transpose()
@@ -87,7 +91,8 @@ impl Query {
             None | Some("") => Ok(false),
             Some("All") => Ok(true),
             Some(other) => Err(Status::bad_request(format!(
-                "unsupported dryRun value {other:?}: only \"All\" is supported"
+                "unsupported dryRun value {}: only \"All\" is supported",
+                genplane_apimachinery::gofmt::Quoted(other)
             ))
             .into()),
         }

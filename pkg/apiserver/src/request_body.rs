@@ -113,7 +113,8 @@ pub fn field_validation(
         "Ignore" => return Ok(Vec::new()),
         other => {
             return Err(Status::bad_request(format!(
-                "fieldValidation parameter unsupported: {other:?} (supported: Strict, Warn, Ignore)"
+                "fieldValidation parameter unsupported: {} (supported: Strict, Warn, Ignore)",
+                genplane_apimachinery::gofmt::Quoted(other)
             ))
             .into());
         }
@@ -121,8 +122,17 @@ pub fn field_validation(
     let unknown = info.unknown_fields(object)?;
     let messages: Vec<String> = duplicates
         .iter()
-        .map(|f| format!("duplicate field {f:?}"))
-        .chain(unknown.iter().map(|f| format!("unknown field {f:?}")))
+        .map(|f| {
+            format!(
+                "duplicate field {}",
+                genplane_apimachinery::gofmt::Quoted(f)
+            )
+        })
+        .chain(
+            unknown
+                .iter()
+                .map(|f| format!("unknown field {}", genplane_apimachinery::gofmt::Quoted(f))),
+        )
         .collect();
     if strict && !messages.is_empty() {
         return Err(

@@ -306,14 +306,19 @@ pub const DRAIN_BYTES: usize = 4 * 1024 * 1024;
 /// The longest an unread HTTP/1.1 request body is read for before the answer.
 pub const DRAIN_TIME: Duration = Duration::from_secs(5);
 
-/// Reads and drops what is left of a request body, within [`DRAIN_BYTES`] and [`DRAIN_TIME`].
+/// How long the drain of an unread body waits for more of it before it gives up.
+const DRAIN_PAUSE: Duration = Duration::from_millis(500);
+
+/// Reads and drops what is left of a request body, within [`DRAIN_BYTES`] and [`DRAIN_TIME`],
+/// as long as the client keeps sending (a pause of [`DRAIN_PAUSE`] ends it).
 async fn drain(body: Incoming) {
     let mut body = body;
     let read = async {
         let mut total = 0usize;
         while total <= DRAIN_BYTES {
-            match http_body_util::BodyExt::frame(&mut body).await {
-                Some(Ok(frame)) => {
+            let next = http_body_util::BodyExt::frame(&mut body);
+            match tokio::time::timeout(DRAIN_PAUSE, next).await {
+                Ok(Some(Ok(frame))) => {
                     total += frame.data_ref().map_or(0, bytes::Bytes::len);
                 }
                 _ => return,
@@ -795,8 +800,9 @@ impl<S: Storage> ApiServer<S> {
     ///
     /// The client always gets to read the answer, even when it is given before the body is
     /// read (a refused request, a body too large): on HTTP/1.1 what is left of the body is
-    /// read and dropped first (up to [`DRAIN_BYTES`] within [`DRAIN_TIME`]; the connection
-    /// closes after a larger one), because a client still sending would otherwise see its
+    /// read and dropped first (up to [`DRAIN_BYTES`] within [`DRAIN_TIME`], while the client
+    /// keeps sending; the connection closes after a larger one, and a request past its
+    /// deadline is answered at once), because a client still sending would otherwise see its
     /// connection reset before it reads; on HTTP/2 the answer is sent first and the stream
     /// ended after it (`RST_STREAM(NO_ERROR)`, as HTTP/2 allows for an unread body). A HEAD
     /// answer carries the headers of the GET answer and no body, on every protocol.
@@ -817,7 +823,10 @@ impl<S: Storage> ApiServer<S> {
             response.headers_mut().insert(AUDIT_ID, value);
         }
         if let Ok(unread) = returned.try_recv() {
-            if version == hyper::Version::HTTP_2 {
+            if version == hyper::Version::HTTP_2 || response.status() == StatusCode::GATEWAY_TIMEOUT
+            {
+                // (A request past its deadline may be one whose body stalled: its answer is
+                // not held up further.)
                 let (parts, body) = response.into_parts();
                 response = Response::from_parts(parts, body.guarded(Holding { _body: unread }));
             } else {

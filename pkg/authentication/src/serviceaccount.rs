@@ -86,8 +86,8 @@ pub enum Error {
     /// The token's audiences do not meet the audiences the request is for.
     #[error(
         "token audiences {} is invalid for the target audiences {}",
-        go_quote_list(token),
-        go_quote_list(target)
+        genplane_apimachinery::gofmt::quote_list(token),
+        genplane_apimachinery::gofmt::quote_list(target)
     )]
     InvalidAudience {
         /// The token's audiences.
@@ -150,12 +150,6 @@ pub enum Error {
     /// The object the token is bound to is gone or being deleted.
     #[error("service account token has been invalidated")]
     Invalidated,
-}
-
-/// Formats a list as Go's `%q` does: `["a" "b"]`.
-fn go_quote_list(items: &[String]) -> String {
-    let quoted: Vec<String> = items.iter().map(|i| format!("{i:?}")).collect();
-    format!("[{}]", quoted.join(" "))
 }
 
 /// A reference to an object by name and uid, as the token's private claims hold it.

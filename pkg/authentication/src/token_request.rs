@@ -49,7 +49,7 @@ pub enum TokenRequestError {
     #[error("{0}")]
     Decode(String),
     /// `metadata.name` or `metadata.namespace` names another account (422).
-    #[error("TokenRequest.authentication.k8s.io {name:?} is invalid: {errors}")]
+    #[error("TokenRequest.authentication.k8s.io {} is invalid: {errors}", genplane_apimachinery::gofmt::Quoted(.name))]
     TargetMismatch {
         /// The account name from the URL.
         name: String,
@@ -63,7 +63,7 @@ pub enum TokenRequestError {
     #[error("TokenRequest.authentication.k8s.io \"\" is invalid: {0}")]
     Invalid(ErrorList),
     /// The bound object does not exist (404); `resource` is `secrets`, `pods` or `nodes`.
-    #[error("{resource} {name:?} not found")]
+    #[error("{resource} {} not found", genplane_apimachinery::gofmt::Quoted(.name))]
     BoundObjectNotFound {
         /// The resource.
         resource: &'static str,
@@ -75,7 +75,8 @@ pub enum TokenRequestError {
     UnsupportedBoundKind(String),
     /// The bound object's uid is not the one the request names (409).
     #[error(
-        "Operation cannot be fulfilled on {kind} {name:?}: the UID in the bound object reference ({uid}) does not match the UID in record. The object might have been deleted and then recreated"
+        "Operation cannot be fulfilled on {kind} {}: the UID in the bound object reference ({uid}) does not match the UID in record. The object might have been deleted and then recreated",
+        genplane_apimachinery::gofmt::Quoted(name)
     )]
     BoundUidMismatch {
         /// The kind (upstream names it as the resource).

@@ -15,10 +15,10 @@ use std::collections::{BTreeSet, HashMap};
 
 use serde_json::Value;
 
-use crate::gofmt::{quote, quote_list};
 use crate::policy::{ALL, GROUP, Kind, PolicyRule, RoleRef};
 use crate::rbac::RuleResolver;
 use crate::{Attributes, Authorizer, Decision, UserInfo};
+use genplane_apimachinery::gofmt::{quote, quote_list};
 
 /// The group whose members may always escalate (the apiserver's loopback identity is in it).
 pub const SYSTEM_MASTERS: &str = genplane_authentication::SYSTEM_MASTERS;

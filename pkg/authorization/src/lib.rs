@@ -51,8 +51,6 @@ pub mod rbac;
 pub mod reconcile;
 pub mod review;
 
-mod gofmt;
-
 use std::fmt::Debug;
 use std::sync::Arc;
 
@@ -349,7 +347,7 @@ impl Authorizer for Union {
 /// upstream does. The Status message is `<resource>[.<group>] ["<name>"] is forbidden: ` and
 /// this (`forbidden: ` and this for a non-resource request, which names no resource).
 pub fn forbidden_reason(attributes: &Attributes, reason: &str) -> String {
-    use gofmt::Quoted;
+    use genplane_apimachinery::gofmt::QuotedJoin as Quoted;
     let user = Quoted(&[&attributes.user.username]);
     let what = if !attributes.resource_request {
         format!(

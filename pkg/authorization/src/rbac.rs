@@ -22,13 +22,13 @@ use std::sync::{Arc, Mutex, PoisonError, RwLock};
 
 use serde_json::Value;
 
-use crate::gofmt::{Quoted, quote};
 use crate::policy::{
     BindingParts, Kind, PolicyError, PolicyRule, RoleRef, Subject, decode_binding, decode_role,
 };
 use crate::{
     Attributes, Authorizer, Decision, NonResourceRule, ResourceRule, RulesInfo, UserInfo, aggregate,
 };
+use genplane_apimachinery::gofmt::{QuotedJoin as Quoted, quote};
 
 /// Resolves the rules a user holds, as upstream's `AuthorizationRuleResolver`; what escalation
 /// prevention asks.

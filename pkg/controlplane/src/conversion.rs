@@ -560,7 +560,11 @@ impl Endpoint {
                 .and_then(Value::as_str)
                 .unwrap_or_default();
             if got != uid {
-                return Err(format!("expected response.uid={uid:?}, got {got:?}"));
+                return Err(format!(
+                    "expected response.uid={}, got {}",
+                    genplane_apimachinery::gofmt::Quoted(uid),
+                    genplane_apimachinery::gofmt::Quoted(got)
+                ));
             }
         }
         let result = response.get("result").unwrap_or(&Value::Null);
@@ -714,7 +718,7 @@ fn status_error_message(code: u16, body: &[u8], text_plain: bool) -> String {
         429 => "the server has received too many requests and has asked us to try again later"
             .to_owned(),
         code if code >= 500 => format!(
-            "an error on the server ({server_message:?}) has prevented the request from succeeding"
+            "an error on the server ({}) has prevented the request from succeeding", genplane_apimachinery::gofmt::Quoted(&server_message)
         ),
         code => format!(
             "the server responded with the status code {code} but did not return more information"

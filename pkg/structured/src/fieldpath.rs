@@ -78,7 +78,12 @@ impl PathElement {
     /// Reads the FieldsV1 form of an element. An element of an unknown type (`x:...`) is
     /// `Ok(None)`: upstream drops such elements, as a later version may define them.
     pub fn decode_known(text: &str) -> Result<Option<Self>, FieldsError> {
-        let bad = |why: &str| FieldsError(format!("invalid path element {text:?}: {why}"));
+        let bad = |why: &str| {
+            FieldsError(format!(
+                "invalid path element {}: {why}",
+                genplane_apimachinery::gofmt::Quoted(text)
+            ))
+        };
         let bytes = text.as_bytes();
         if bytes.len() < 2 {
             return Err(bad("too short"));
@@ -94,7 +99,12 @@ impl PathElement {
 
     /// Reads the FieldsV1 form of an element.
     pub fn decode(text: &str) -> Result<Self, FieldsError> {
-        let bad = |why: &str| FieldsError(format!("invalid path element {text:?}: {why}"));
+        let bad = |why: &str| {
+            FieldsError(format!(
+                "invalid path element {}: {why}",
+                genplane_apimachinery::gofmt::Quoted(text)
+            ))
+        };
         let (prefix, rest) = text.split_once(':').ok_or_else(|| bad("no type prefix"))?;
         match prefix {
             "f" => Ok(PathElement::Field(rest.to_owned())),
@@ -630,7 +640,10 @@ impl Set {
         let mut member = false;
         for (key, value) in object {
             let contents = value.as_object().ok_or_else(|| {
-                FieldsError(format!("the value of {key:?} must be a JSON object"))
+                FieldsError(format!(
+                    "the value of {} must be a JSON object",
+                    genplane_apimachinery::gofmt::Quoted(key)
+                ))
             })?;
             if key == "." {
                 member = true;

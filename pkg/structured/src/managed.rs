@@ -122,7 +122,8 @@ impl Entry {
                 return Err(ManagedError::new(
                     at("operation"),
                     format!(
-                        "Unsupported value: {other:?}: supported values: \"Apply\", \"Update\""
+                        "Unsupported value: {}: supported values: \"Apply\", \"Update\"",
+                        genplane_apimachinery::gofmt::Quoted(other)
                     ),
                 ));
             }
@@ -131,7 +132,10 @@ impl Entry {
         if fields_type != "FieldsV1" {
             return Err(ManagedError::new(
                 at("fieldsType"),
-                format!("Invalid value: {fields_type:?}: must be `FieldsV1`"),
+                format!(
+                    "Invalid value: {}: must be `FieldsV1`",
+                    genplane_apimachinery::gofmt::Quoted(&fields_type)
+                ),
             ));
         }
         let fields = match object.get("fieldsV1") {

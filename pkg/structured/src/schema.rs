@@ -32,7 +32,7 @@ pub enum SchemaError {
     #[error("no components.schemas in the document")]
     NoComponents,
     /// A `$ref` points outside the components.
-    #[error("{at}: unsupported reference {reference:?}")]
+    #[error("{at}: unsupported reference {}", genplane_apimachinery::gofmt::Quoted(.reference))]
     BadReference {
         /// Where the reference is.
         at: String,
@@ -276,7 +276,10 @@ fn map_type(schema: &Value, at: &str) -> Result<MapType, SchemaError> {
         Some("atomic") => Ok(MapType::Atomic),
         Some(other) => Err(SchemaError::BadExtension {
             at: at.to_owned(),
-            message: format!("x-kubernetes-map-type must be atomic or granular, not {other:?}"),
+            message: format!(
+                "x-kubernetes-map-type must be atomic or granular, not {}",
+                genplane_apimachinery::gofmt::Quoted(other)
+            ),
         }),
     }
 }
@@ -322,7 +325,8 @@ fn shape(schema: &Value, at: &str) -> Result<Type, SchemaError> {
                     return Err(SchemaError::BadExtension {
                         at: at.to_owned(),
                         message: format!(
-                            "x-kubernetes-list-type must be atomic, set or map, not {other:?}"
+                            "x-kubernetes-list-type must be atomic, set or map, not {}",
+                            genplane_apimachinery::gofmt::Quoted(other)
                         ),
                     });
                 }

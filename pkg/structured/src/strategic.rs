@@ -306,7 +306,8 @@ impl<'a> Merger<'a> {
                 }
                 if !retained(key) {
                     return Err(bad(format!(
-                        "the patch sets {key:?}, which {RETAIN_KEYS} does not list"
+                        "the patch sets {}, which {RETAIN_KEYS} does not list",
+                        genplane_apimachinery::gofmt::Quoted(key)
                     )));
                 }
             }
@@ -335,7 +336,10 @@ impl<'a> Merger<'a> {
             if key.starts_with(DELETE_FROM_PRIMITIVE_LIST.trim_end_matches('/'))
                 || key.starts_with(SET_ELEMENT_ORDER.trim_end_matches('/'))
             {
-                let message = format!("{key:?} lacks /<field>");
+                let message = format!(
+                    "{} lacks /<field>",
+                    genplane_apimachinery::gofmt::Quoted(key)
+                );
                 let at = child_path(at, key);
                 return Err(if key.starts_with("$delete") {
                     StrategicError::BadDeleteFromPrimitiveList { at, message }

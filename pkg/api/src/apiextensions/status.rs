@@ -62,7 +62,10 @@ fn equal_to_accepted_or_fresh(
     if requested == accepted || !used.contains(requested) {
         return Ok(());
     }
-    Err(format!("{requested:?} is already in use"))
+    Err(format!(
+        "{} is already in use",
+        genplane_apimachinery::gofmt::Quoted(requested)
+    ))
 }
 
 /// The names a CRD may serve and its `NamesAccepted` condition (without

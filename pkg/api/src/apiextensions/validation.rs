@@ -1525,7 +1525,13 @@ pub(crate) fn approval_of(value: Option<&str>) -> (Approval, String) {
         );
     };
     if value.starts_with("unapproved") {
-        return (Approval::Bypassed, format!("not approved: {value:?}"));
+        return (
+            Approval::Bypassed,
+            format!(
+                "not approved: {}",
+                genplane_apimachinery::gofmt::Quoted(value)
+            ),
+        );
     }
     let looks_like_url = value.split_once("://").is_some_and(|(scheme, rest)| {
         !scheme.is_empty() && !rest.is_empty() && !rest.starts_with('/')

@@ -229,7 +229,7 @@ const INVALID: &[(&str, &str)] = &[
         "/a",
         "key: Invalid value: \"/a\": prefix part must be non-empty",
     ),
-    ("x\0=a", "key: Invalid value: \"x\\0\""),
+    ("x\0=a", "key: Invalid value: \"x\\x00\""),
 ];
 
 #[test]

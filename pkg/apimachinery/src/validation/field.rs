@@ -134,7 +134,7 @@ pub struct Error {
 /// Renders a value as Kubernetes shows it in messages: strings quoted, others as JSON.
 fn render(value: &Value) -> String {
     match value {
-        Value::String(s) => format!("{s:?}"),
+        Value::String(s) => crate::gofmt::quote(s),
         other => other.to_string(),
     }
 }
@@ -161,7 +161,7 @@ impl Error {
 
     /// A value is not one of `supported`.
     pub fn not_supported(field: &Path, value: impl Into<Value>, supported: &[&str]) -> Self {
-        let quoted: Vec<String> = supported.iter().map(|s| format!("{s:?}")).collect();
+        let quoted: Vec<String> = supported.iter().map(|s| crate::gofmt::quote(s)).collect();
         let detail = if quoted.is_empty() {
             String::new()
         } else {
