@@ -163,7 +163,7 @@ fn at_the_limits() -> Vec<String> {
         format!("{} == 1", nest("(", "self.n", ")", 64)),
         format!("size({}) == 1", nest("{1:", "1", "}", 63)),
         format!("{} > 0", nest("int(", "self.n", ")", 64)),
-        format!("self.l{} > 0", "[0]".repeat(1)),
+        format!("{}0{} > 0", "self.l[".repeat(63), "]".repeat(63)),
         // 63 conditionals (each nests the next)
         format!("{}true", "self.n > 0 ? true : ".repeat(63)),
         // chains of 250 operators
@@ -282,6 +282,8 @@ fn the_optional_library_works_in_rules() {
         // optional entries and elements
         "{?'a': optional.of(1), ?'b': optional.none()} == {'a': 1}",
         "[?optional.of(1), ?optional.none(), 2] == [1, 2]",
+        "optional.unwrap([optional.of(1), optional.none()]) == [1]",
+        "[optional.none(), optional.of(3)].unwrapOpt() == [3]",
     ] {
         assert!(outcome(rule, o.clone(), None).is_empty(), "{rule}");
     }
