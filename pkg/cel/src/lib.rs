@@ -20,6 +20,8 @@
 //! The Kubernetes CEL libraries (strings, lists, sets, regex, urls, ip/cidr, quantity, semver,
 //! format, ...) come from the `kube-cel` crate, the CEL interpreter from its re-exported `cel`.
 //!
+//! [`fuzzing::exercise`] is the entry point fuzzers of rule compilation and evaluation share.
+//!
 //! # Limits
 //!
 //! A rule or messageExpression is checked before the parser sees it, in one linear pass over
@@ -77,9 +79,11 @@
 #![warn(missing_docs)]
 
 mod analyze;
+pub mod fuzzing;
 mod optional;
 mod parse;
 mod projection;
+mod rewrite;
 mod rule;
 mod schema;
 mod source;
@@ -174,6 +178,7 @@ impl Rules {
             context.add_function(rule::UNORDERED_NE, rule::unordered_ne);
             types::register(&mut context);
             optional::register(&mut context);
+            rewrite::register(&mut context);
         }
         (Rules { root, context }, errs)
     }

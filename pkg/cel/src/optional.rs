@@ -9,12 +9,13 @@
 //!   when `a` was set);
 //! - optional field selection (`x.?f`) on maps and objects and on optionals alike: the crate
 //!   fails it with "no such key" on a map without `f`, and wraps an empty optional twice when
-//!   selections are chained (`x.?a.?b`). It is rewritten to a call of [`OPT_SELECT`];
+//!   selections are chained (`x.?a.?b`). It is rewritten to a call of [`OPT_SELECT`] (by
+//!   [`crate::rewrite`]);
 //! - `optional.unwrap(l)` and `l.unwrapOpt()` (the library's version 2).
 
 use std::sync::Arc;
 
-use kube_cel::cel::common::ast::{EntryExpr, Expr, IdedExpr};
+use kube_cel::cel::common::ast::{Expr, IdedExpr};
 use kube_cel::cel::objects::{Key, OptionalValue, Value};
 use kube_cel::cel::{Context, ExecutionError, FunctionContext};
 
@@ -33,63 +34,6 @@ pub(crate) fn macro_parts<'e>(
             _ => None,
         },
         _ => None,
-    }
-}
-
-/// Rewrites `x.?f` to a call of [`OPT_SELECT`] and checks the variables of `optMap` and
-/// `optFlatMap`. Returns the errors of misused macros, in cel-go's wording.
-pub(crate) fn expand(expr: &mut IdedExpr) -> Vec<String> {
-    let mut errors = Vec::new();
-    walk(expr, &mut errors);
-    errors
-}
-
-fn walk(expr: &mut IdedExpr, errors: &mut Vec<String>) {
-    match &mut expr.expr {
-        Expr::Call(c) => {
-            if let Some(t) = c.target.as_deref_mut() {
-                walk(t, errors);
-            }
-            for a in &mut c.args {
-                walk(a, errors);
-            }
-            let name = c.func_name.as_str();
-            if c.func_name == "_?._" && c.target.is_none() && c.args.len() == 2 {
-                c.func_name = OPT_SELECT.to_owned();
-            } else if matches!(name, "optMap" | "optFlatMap")
-                && c.target.is_some()
-                && c.args.len() == 2
-                && !matches!(c.args[0].expr, Expr::Ident(_))
-            {
-                errors.push(format!(
-                    "ERROR: <input>:1:1: {name}() variable name must be a simple identifier"
-                ));
-            }
-        }
-        Expr::Select(s) => walk(&mut s.operand, errors),
-        Expr::List(l) => l.elements.iter_mut().for_each(|e| walk(e, errors)),
-        Expr::Map(m) => m.entries.iter_mut().for_each(|e| match &mut e.expr {
-            EntryExpr::MapEntry(me) => {
-                walk(&mut me.key, errors);
-                walk(&mut me.value, errors);
-            }
-            EntryExpr::StructField(f) => walk(&mut f.value, errors),
-        }),
-        Expr::Struct(s) => s.entries.iter_mut().for_each(|e| match &mut e.expr {
-            EntryExpr::MapEntry(me) => {
-                walk(&mut me.key, errors);
-                walk(&mut me.value, errors);
-            }
-            EntryExpr::StructField(f) => walk(&mut f.value, errors),
-        }),
-        Expr::Comprehension(c) => {
-            walk(&mut c.iter_range, errors);
-            walk(&mut c.accu_init, errors);
-            walk(&mut c.loop_cond, errors);
-            walk(&mut c.loop_step, errors);
-            walk(&mut c.result, errors);
-        }
-        Expr::Ident(_) | Expr::Literal(_) | Expr::Unspecified => {}
     }
 }
 

@@ -6,7 +6,7 @@ use serde_json::Value;
 
 use crate::analyze::{self, Analysis, Ty};
 use crate::schema::Node;
-use crate::{optional, parse, stack};
+use crate::{parse, rewrite, stack};
 
 /// Rules whose worst-case estimate is at most this are charged their estimate at run time
 /// instead of being re-estimated on the data (their cost cannot grow with the data).
@@ -318,14 +318,14 @@ struct Checked {
     uses_old_self: bool,
 }
 
-/// Parses (within the limits of [`crate::source`]), expands the optional library's macros and
+/// Parses (within the limits of [`crate::source`]), rewrites ([`crate::rewrite`]) and
 /// analyses `source` with `self` typed by `node`; the error is the message after
 /// `compilation failed: `.
 fn check(source: &str, node: &Node) -> Result<Checked, String> {
     let parsed = parse::parse(source).map_err(|e| e.to_string())?;
     let mut expr = parsed.expr;
     stack::for_tree(parsed.depth, move || {
-        let errors = optional::expand(&mut expr);
+        let errors = rewrite::rewrite(&mut expr);
         let depth = parse::depth(&expr);
         if !errors.is_empty() || depth > parse::MAX_TREE_DEPTH {
             parse::dismantle(expr);

@@ -330,3 +330,13 @@ fn optional_old_self_with_opt_map_on_create_and_update() {
         vec![r#"mode: Invalid value: "string": mode is immutable"#]
     );
 }
+
+#[test]
+fn negating_the_smallest_int_is_an_overflow_error() {
+    // found by the fuzz test: the interpreter panicked in a debug build (and wrapped in a
+    // release build); cel-go reports an integer overflow
+    let errors = outcome("-self.n > 0", json!({"n": i64::MIN}), None);
+    assert_eq!(errors.len(), 1, "{errors:?}");
+    assert!(errors[0].contains("integer overflow"), "{}", errors[0]);
+    assert!(outcome("-self.n == -1 && -(1.5) < 0.0", json!({"n": 1}), None).is_empty());
+}
