@@ -174,8 +174,7 @@ pub(crate) fn compile(
         }
     };
     let Checked {
-        expr,
-        depth,
+        program,
         analysis,
         uses_old_self,
     } = checked;
@@ -250,10 +249,7 @@ pub(crate) fn compile(
                         ));
                     }
                     costs.push((at.child("messageExpression"), mcost));
-                    compiled_message_expression = Some(Program {
-                        expr: m.expr,
-                        depth: m.depth,
-                    });
+                    compiled_message_expression = Some(m.program);
                 }
             }
         }
@@ -283,7 +279,7 @@ pub(crate) fn compile(
     }
     Some(CompiledRule {
         rule: trimmed_rule.to_owned(),
-        program: Program { expr, depth },
+        program,
         message: (!trimmed_msg.is_empty()).then(|| trimmed_msg.to_owned()),
         message_expression: compiled_message_expression,
         reason,
@@ -312,8 +308,7 @@ impl Drop for Program {
 
 /// An expression parsed, expanded and analysed.
 struct Checked {
-    expr: IdedExpr,
-    depth: usize,
+    program: Program,
     analysis: Analysis,
     uses_old_self: bool,
 }
@@ -341,8 +336,7 @@ fn check(source: &str, node: &Node) -> Result<Checked, String> {
         unordered_equality(&mut expr, &analysis.unordered_eq);
         let uses_old_self = references(&expr, "oldSelf");
         Ok(Checked {
-            expr,
-            depth,
+            program: Program { expr, depth },
             analysis,
             uses_old_self,
         })
