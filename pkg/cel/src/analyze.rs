@@ -291,6 +291,14 @@ impl<'a> Analyzer<'_, 'a> {
                 (cost, Ty::Dyn)
             }
             Expr::Struct(st) => {
+                // no message types are declared (and the interpreter cannot build one)
+                let col = self.column(&st.type_name);
+                self.issues.push(Issue {
+                    message: format!(
+                        "ERROR: <input>:1:{col}: undeclared reference to '{}' (in container '')",
+                        st.type_name
+                    ),
+                });
                 let mut cost = 40;
                 for entry in &st.entries {
                     if let EntryExpr::StructField(f) = &entry.expr {
@@ -384,6 +392,23 @@ impl<'a> Analyzer<'_, 'a> {
     }
 
     fn call(&mut self, id: u64, call: &CallExpr) -> (u64, Ty<'a>) {
+        if let Some((var, body)) =
+            crate::optional::macro_parts(&call.func_name, call.target.as_deref(), &call.args)
+        {
+            // `x.optMap(v, e)`: `e` with `v` bound to the value of `x` (optionals are typed as
+            // their values here)
+            let (target_cost, target_ty) = match &call.target {
+                Some(t) => self.expr(t),
+                None => (0, Ty::Dyn),
+            };
+            self.scopes.push((var.to_owned(), target_ty));
+            let (body_cost, body_ty) = self.expr(body);
+            self.scopes.pop();
+            return (
+                target_cost.saturating_add(body_cost).saturating_add(1),
+                body_ty,
+            );
+        }
         let (target_cost, target_ty) = match &call.target {
             Some(t) => {
                 let (c, ty) = self.expr(t);
@@ -410,7 +435,32 @@ impl<'a> Analyzer<'_, 'a> {
             arg_tys.get(i + offset).map_or(1, Ty::size)
         };
         let (own, ty) = match name {
-            "_&&_" | "_||_" | "!_" => (0, Ty::Bool),
+            "_&&_" | "_||_" | "!_" | "hasValue" => (0, Ty::Bool),
+            // optionals are typed as their values
+            "value"
+            | "orValue"
+            | "or"
+            | "of"
+            | "optional.of"
+            | "ofNonZeroValue"
+            | "optional.ofNonZeroValue" => {
+                let inner = match (name, &target_ty) {
+                    ("of" | "ofNonZeroValue", Some(Ty::Dyn)) => arg_tys.first(),
+                    _ => subject,
+                };
+                (1, inner.cloned().unwrap_or(Ty::Dyn))
+            }
+            crate::optional::OPT_SELECT | "_?._" => {
+                let field = match call.args.get(1).map(|a| &a.expr) {
+                    Some(Expr::Literal(LiteralValue::String(s))) => Some(s.inner().to_string()),
+                    _ => None,
+                };
+                let ty = match (arg_tys.first(), field) {
+                    (Some(t), Some(f)) => self.select(t, &f),
+                    _ => Ty::Dyn,
+                };
+                (1, ty)
+            }
             "_?_:_" if arg_costs.len() == 3 => {
                 // only the taken branch is evaluated: charge the dearer one
                 let cost = arg_costs[0].saturating_add(arg_costs[1].max(arg_costs[2]));

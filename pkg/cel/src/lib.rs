@@ -20,26 +20,81 @@
 //! The Kubernetes CEL libraries (strings, lists, sets, regex, urls, ip/cidr, quantity, semver,
 //! format, ...) come from the `kube-cel` crate, the CEL interpreter from its re-exported `cel`.
 //!
-//! Known differences from upstream:
+//! [`fuzzing::exercise`] is the entry point fuzzers of rule compilation and evaluation share.
+//!
+//! # Limits
+//!
+//! A rule or messageExpression is checked before the parser sees it, in one linear pass over
+//! its tokens (lexed as CEL's lexer does, so brackets in string literals do not count); over a
+//! limit, the CRD is refused with `compilation failed: ERROR: <input>:-1:0: <limit>` at the
+//! field (`...x-kubernetes-validations[0].rule` or `.messageExpression`):
+//!
+//! | limit | here | upstream |
+//! |---|---|---|
+//! | size | [`MAX_EXPRESSION_CODE_POINTS`] = 100,000 code points | the same: cel-go's parser default `expressionSizeCodePointLimit` |
+//! | nesting: brackets, calls, indexes, conditionals open at once | [`MAX_NESTING_DEPTH`] = 64 | 250: cel-go's `maxRecursionDepth`, per grammar rule |
+//! | recursion: nesting plus operator chains (`1 + 1 + ...`, `a.b.c...`) along a path; `&&`/`\|\|` count as the balanced trees they become | [`MAX_RECURSION_DEPTH`] = 250 | 250: cel-go's `maxRecursionDepth` in its visitor |
+//! | depth of the tree after macro expansion (a second line) | [`MAX_TREE_DEPTH`] = 500 | none |
+//!
+//! Kubernetes sets none of these itself (its CEL environment keeps cel-go's defaults). The
+//! nesting limit is lower than cel-go's because the `cel` crate's generated parser needs about
+//! 180 KiB of stack per level in a debug build. Parsing, evaluation and the walks of a rule run
+//! on the caller's stack when enough of it is left, else on a segment sized for the rule's
+//! depth (`stacker`), so that rules at the limits run on a 2 MiB tokio worker in a debug build;
+//! a panic of the parser or the interpreter is caught and reported as an error of the rule.
+//!
+//! # Known differences from upstream
+//!
 //! - No static type checker (the `cel` crate has none): only undeclared identifiers, undefined
-//!   fields of `self`, and results that surely are not booleans (rules) or strings
-//!   (messageExpressions) are compile errors; other type errors surface when the rule runs.
+//!   fields of `self`, message constructions (`Foo{a: 1}`: no message types are declared),
+//!   and results that surely are not booleans (rules) or strings (messageExpressions) are
+//!   compile errors; other type errors surface when the rule runs.
 //! - Costs follow cel-go's estimator in shape and factors, not to the unit; the runtime cost
 //!   is the same estimate computed on the actual sizes of the values, charged before the rule
 //!   runs (the interpreter cannot be interrupted).
 //! - The bad value of a compile error is the rule as JSON (upstream prints a Go struct).
-//! - Missing from the `cel` crate 0.13: `cel.bind`, `sortBy`, two-variable comprehensions,
-//!   chained optional selections beyond the first (`a.?b.?c`); such rules fail when they run.
+//! - Missing from the `cel` crate 0.13: `cel.bind`, `sortBy`, two-variable comprehensions;
+//!   such rules fail when they run.
+//! - The `cel` crate's parser reads any even run of `!` or `-` as one operator (`!!x` as
+//!   `!x`); runs are reduced before parsing as cel-go reduces them (`!!x` is `x`, `!!!x` is
+//!   `!x`, `--1` is `1`).
+//!
+//! # The optional library
+//!
+//! Kubernetes enables cel-go's optional library. Supported: `optional.of`, `optional.none`,
+//! `optional.ofNonZeroValue`, `.hasValue()`, `.value()`, `.or()` and `.orValue()` (evaluating
+//! their argument only when the receiver is empty, as cel-go), the `optMap` and `optFlatMap`
+//! macros (`oldSelf.optMap(o, o == self).orValue(true)` with `optionalOldSelf`), optional
+//! selection `x.?f` (chains `x.?a.?b` included) and indexing `l[?0]`, `m[?k]`, optional
+//! entries `{?k: v}` and elements `[?x]`, `optional.unwrap(l)` / `l.unwrapOpt()`, and lists'
+//! `first()` / `last()` (kube-cel). Still missing or different:
+//! - No `optional(T)` typing: `[?1]`, `{?k: 1}` or `self.?a + 1` are not compile errors (the
+//!   plain value is used or the rule fails when it runs); `.?f` on a value that is not a map or
+//!   object fails when it runs; `type(x)` of an optional is `dyn`, and `optional_type` is not
+//!   declared.
+//! - Optionals do not compare: `optional.of(1) == optional.of(1)` is false.
+//! - The `cel` crate unwraps an optional copied into a list, a map or a comprehension
+//!   variable: `[optional.of(1)].all(x, x.hasValue())` fails when it runs.
 
 #![warn(missing_docs)]
 
 mod analyze;
+pub mod fuzzing;
+mod optional;
+mod parse;
 mod projection;
+mod rewrite;
 mod rule;
 mod schema;
+mod source;
+mod stack;
 mod types;
 mod value;
 
+pub use parse::MAX_TREE_DEPTH;
+pub use source::{MAX_EXPRESSION_CODE_POINTS, MAX_NESTING_DEPTH, MAX_RECURSION_DEPTH};
+
+use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::Arc;
 
 use genplane_apimachinery::validation::field::{Error, ErrorList, ErrorType, Path};
@@ -48,7 +103,7 @@ use kube_cel::cel::objects::{OptionalValue, Value as Cel};
 use kube_cel::cel::{Context, ExecutionError};
 use serde_json::Value;
 
-use crate::rule::{CompiledRule, CostContribution, cost_error_message};
+use crate::rule::{CompiledRule, CostContribution, Program, cost_error_message};
 use crate::schema::{ListType, Node};
 
 /// Upstream's limit on the total estimated cost of every rule of one schema.
@@ -122,6 +177,8 @@ impl Rules {
             context.add_function(rule::UNORDERED_EQ, rule::unordered_eq);
             context.add_function(rule::UNORDERED_NE, rule::unordered_ne);
             types::register(&mut context);
+            optional::register(&mut context);
+            rewrite::register(&mut context);
         }
         (Rules { root, context }, errs)
     }
@@ -236,9 +293,8 @@ fn refresh(node: &mut Node) {
     node.uses_old_self = node.rules.iter().any(|r| r.uses_old_self);
     let mut projection = projection::Projection::none();
     for rule in &node.rules {
-        projection.add_uses(&rule.expr);
-        if let Some((_, m)) = &rule.message_expression {
-            projection.add_uses(m);
+        for program in std::iter::once(&rule.program).chain(&rule.message_expression) {
+            stack::for_tree(program.depth, || projection.add_uses(&program.expr));
         }
     }
     node.projection = projection;
@@ -418,7 +474,7 @@ impl Run<'_> {
             let ratcheted = !rule.uses_old_self && anchor.is_some() && is_unchanged();
             let cost = match rule.fixed_cost {
                 Some(c) => c,
-                None => analyze::runtime_cost(&rule.expr, node, new, old),
+                None => runtime_cost(&rule.program, node, new, old),
             };
             if cost > PER_CALL_LIMIT {
                 self.invalid(
@@ -470,7 +526,7 @@ impl Run<'_> {
             } else {
                 base
             };
-            match Cel::resolve(&rule.expr, scope) {
+            match evaluate(&rule.program, scope) {
                 Ok(Cel::Bool(true)) => {}
                 Ok(Cel::Bool(false)) => {
                     if !self.fail(rule, node, new, old, path, scope, ratcheted) {
@@ -526,8 +582,8 @@ impl Run<'_> {
             None => path.clone(),
         };
         let mut detail = None;
-        if let Some((_, expr)) = &rule.message_expression {
-            let cost = analyze::runtime_cost(expr, node, new, old);
+        if let Some(program) = &rule.message_expression {
+            let cost = runtime_cost(program, node, new, old);
             if cost as i64 > self.budget || cost > PER_CALL_LIMIT {
                 self.report(
                     Error::invalid(
@@ -541,7 +597,7 @@ impl Run<'_> {
                 return false;
             }
             self.budget -= cost as i64;
-            if let Ok(Cel::String(s)) = Cel::resolve(expr, scope) {
+            if let Ok(Cel::String(s)) = evaluate(program, scope) {
                 let trimmed = s.trim();
                 if !trimmed.is_empty()
                     && trimmed.len() <= MAX_EVALUATED_MESSAGE_EXPRESSION_SIZE_BYTES
@@ -575,6 +631,26 @@ impl Run<'_> {
         self.errs
             .push(Error::invalid(path, node.type_name(), detail.to_owned()));
     }
+}
+
+/// Evaluates a compiled expression on a stack deep enough for it. A panic of the interpreter
+/// (a last resort: compilation refuses what is known to make it panic) is an error of the rule.
+fn evaluate(program: &Program, scope: &Context<'_>) -> Result<Cel, ExecutionError> {
+    stack::for_tree(program.depth, || {
+        catch_unwind(AssertUnwindSafe(|| Cel::resolve(&program.expr, scope))).unwrap_or_else(|_| {
+            Err(ExecutionError::function_error(
+                "rule",
+                "internal error: the rule could not be evaluated",
+            ))
+        })
+    })
+}
+
+/// The run-time cost of a compiled expression on actual values (see [`analyze::runtime_cost`]).
+fn runtime_cost(program: &Program, node: &Node, new: &Value, old: Option<&Value>) -> u64 {
+    stack::for_tree(program.depth, || {
+        analyze::runtime_cost(&program.expr, node, new, old)
+    })
 }
 
 /// `optional.of(v)` or `optional.none()`.

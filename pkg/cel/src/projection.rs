@@ -4,7 +4,7 @@
 
 use std::collections::BTreeMap;
 
-use kube_cel::cel::common::ast::{EntryExpr, Expr, IdedExpr};
+use kube_cel::cel::common::ast::{EntryExpr, Expr, IdedExpr, LiteralValue};
 
 /// The whole value, for values below a bare use.
 pub(crate) static ALL: Projection = Projection::All;
@@ -59,6 +59,20 @@ fn select_chain(expr: &IdedExpr) -> Option<Vec<&str>> {
             let mut chain = select_chain(&s.operand)?;
             chain.push(&s.field);
             Some(chain)
+        }
+        // `x.?f`
+        Expr::Call(c) if c.func_name == crate::optional::OPT_SELECT && c.target.is_none() => {
+            match c.args.as_slice() {
+                [operand, field] => match &field.expr {
+                    Expr::Literal(LiteralValue::String(f)) => {
+                        let mut chain = select_chain(operand)?;
+                        chain.push(f.inner());
+                        Some(chain)
+                    }
+                    _ => None,
+                },
+                _ => None,
+            }
         }
         _ => None,
     }

@@ -4,8 +4,9 @@ use genplane_apimachinery::validation::field::{Error, ErrorList, ErrorType, Path
 use kube_cel::cel::{self, IdedExpr};
 use serde_json::Value;
 
-use crate::analyze::{self, Ty};
+use crate::analyze::{self, Analysis, Ty};
 use crate::schema::Node;
+use crate::{parse, rewrite, stack};
 
 /// Rules whose worst-case estimate is at most this are charged their estimate at run time
 /// instead of being re-estimated on the data (their cost cannot grow with the data).
@@ -27,11 +28,12 @@ const SUPPORTED_REASONS: &[&str] = &[
 pub(crate) struct CompiledRule {
     /// The rule's text, trimmed.
     pub(crate) rule: String,
-    pub(crate) expr: IdedExpr,
+    /// The rule, compiled.
+    pub(crate) program: Program,
     /// `message`, trimmed; `None` when unset or empty.
     pub(crate) message: Option<String>,
-    /// `messageExpression` and its compiled form.
-    pub(crate) message_expression: Option<(String, IdedExpr)>,
+    /// `messageExpression`, compiled.
+    pub(crate) message_expression: Option<Program>,
     pub(crate) reason: ErrorType,
     /// `fieldPath`, normalized to the rendering of a field path relative to the node.
     pub(crate) field_path: Option<String>,
@@ -160,8 +162,8 @@ pub(crate) fn compile(
     }
 
     // The CEL part: upstream only gets here when the schema itself is sound.
-    let mut expr = match parse(trimmed_rule) {
-        Ok(e) => e,
+    let checked = match check(trimmed_rule, node) {
+        Ok(c) => c,
         Err(e) => {
             errs.push(Error::invalid(
                 &at.child("rule"),
@@ -171,9 +173,11 @@ pub(crate) fn compile(
             return None;
         }
     };
-    let analysis = analyze::analyze(trimmed_rule, &expr, Ty::Schema(node, None));
-    unordered_equality(&mut expr, &analysis.unordered_eq);
-    optional_select(&mut expr);
+    let Checked {
+        program,
+        analysis,
+        uses_old_self,
+    } = checked;
     let cost = analysis.cost.saturating_mul(cardinality);
     if cost > STATIC_ESTIMATED_COST_LIMIT {
         errs.push(Error::forbidden(
@@ -203,7 +207,7 @@ pub(crate) fn compile(
     let mut compiled_message_expression = None;
     let trimmed_msg_expr = message_expression.trim();
     if !trimmed_msg_expr.is_empty() {
-        match parse(trimmed_msg_expr) {
+        match check(trimmed_msg_expr, node) {
             Err(e) => {
                 errs.push(Error::invalid(
                     &at.child("messageExpression"),
@@ -212,10 +216,8 @@ pub(crate) fn compile(
                 ));
                 failed = true;
             }
-            Ok(mut m) => {
-                let ma = analyze::analyze(trimmed_msg_expr, &m, Ty::Schema(node, None));
-                unordered_equality(&mut m, &ma.unordered_eq);
-                optional_select(&mut m);
+            Ok(m) => {
+                let ma = &m.analysis;
                 if !ma.issues.is_empty() {
                     let issues: Vec<String> = ma.issues.iter().map(|i| i.message.clone()).collect();
                     errs.push(Error::invalid(
@@ -247,13 +249,12 @@ pub(crate) fn compile(
                         ));
                     }
                     costs.push((at.child("messageExpression"), mcost));
-                    compiled_message_expression = Some((trimmed_msg_expr.to_owned(), m));
+                    compiled_message_expression = Some(m.program);
                 }
             }
         }
     }
 
-    let uses_old_self = references(&expr, "oldSelf");
     if uses_old_self {
         if let Some(within) = uncorrelatable {
             errs.push(Error::invalid(
@@ -278,7 +279,7 @@ pub(crate) fn compile(
     }
     Some(CompiledRule {
         rule: trimmed_rule.to_owned(),
-        expr,
+        program,
         message: (!trimmed_msg.is_empty()).then(|| trimmed_msg.to_owned()),
         message_expression: compiled_message_expression,
         reason,
@@ -289,12 +290,57 @@ pub(crate) fn compile(
     })
 }
 
-/// Parses an expression with CEL's optional syntax (`self.?field`, `list[?0]`) enabled, as
-/// Kubernetes enables it.
-fn parse(source: &str) -> Result<IdedExpr, cel::ParseErrors> {
-    cel::parser::Parser::new()
-        .enable_optional_syntax(true)
-        .parse(source)
+/// One compiled expression: a rule or a `messageExpression`.
+#[derive(Debug)]
+pub(crate) struct Program {
+    /// Its syntax tree, macros expanded.
+    pub(crate) expr: IdedExpr,
+    /// The depth of the tree: how much stack evaluating it takes.
+    pub(crate) depth: usize,
+}
+
+impl Drop for Program {
+    fn drop(&mut self) {
+        // the derived drop would recurse once per level, on whatever stack drops the rules
+        parse::dismantle(std::mem::take(&mut self.expr));
+    }
+}
+
+/// An expression parsed, expanded and analysed.
+struct Checked {
+    program: Program,
+    analysis: Analysis,
+    uses_old_self: bool,
+}
+
+/// Parses (within the limits of [`crate::source`]), rewrites ([`crate::rewrite`]) and
+/// analyses `source` with `self` typed by `node`; the error is the message after
+/// `compilation failed: `.
+fn check(source: &str, node: &Node) -> Result<Checked, String> {
+    let parsed = parse::parse(source).map_err(|e| e.to_string())?;
+    let mut expr = parsed.expr;
+    stack::for_tree(parsed.depth, move || {
+        let errors = rewrite::rewrite(&mut expr);
+        let depth = parse::depth(&expr);
+        if !errors.is_empty() || depth > parse::MAX_TREE_DEPTH {
+            parse::dismantle(expr);
+            if errors.is_empty() {
+                return Err(parse::ParseError::TooDeep {
+                    limit: parse::MAX_TREE_DEPTH,
+                }
+                .to_string());
+            }
+            return Err(errors.join("\n"));
+        }
+        let analysis = analyze::analyze(source, &expr, Ty::Schema(node, None));
+        unordered_equality(&mut expr, &analysis.unordered_eq);
+        let uses_old_self = references(&expr, "oldSelf");
+        Ok(Checked {
+            program: Program { expr, depth },
+            analysis,
+            uses_old_self,
+        })
+    })
 }
 
 /// The function `==` becomes where its left side is a set or map list.
@@ -341,74 +387,6 @@ fn unordered_equality(expr: &mut IdedExpr, ids: &[u64]) {
             unordered_equality(&mut c.loop_cond, ids);
             unordered_equality(&mut c.loop_step, ids);
             unordered_equality(&mut c.result, ids);
-        }
-        Expr::Struct(_) | Expr::Ident(_) | Expr::Literal(_) | Expr::Unspecified => {}
-    }
-}
-
-/// Rewrites `x.?f` to `has(x.f) ? optional.of(x.f) : optional.none()`: the `cel` crate fails
-/// `x.?f` with "no such key" when `x` is a map or object without `f` (it only handles an
-/// optional `x`). Chained selections (`x.?a.?b`) are left to the crate.
-fn optional_select(expr: &mut IdedExpr) {
-    use cel::common::ast::{CallExpr, EntryExpr, Expr, SelectExpr};
-    match &mut expr.expr {
-        Expr::Call(c) => {
-            if let Some(t) = c.target.as_deref_mut() {
-                optional_select(t);
-            }
-            for a in &mut c.args {
-                optional_select(a);
-            }
-            let chained = matches!(&c.args.first().map(|a| &a.expr),
-                Some(Expr::Call(inner)) if inner.func_name == "_?._" || inner.func_name == "_[?_]");
-            if c.func_name != "_?._" || c.args.len() != 2 || chained {
-                return;
-            }
-            let field = match &c.args[1].expr {
-                Expr::Literal(cel::common::ast::LiteralValue::String(s)) => s.inner().to_string(),
-                _ => return,
-            };
-            let id = expr.id;
-            let operand = Box::new(c.args[0].clone());
-            let node = |e: Expr| IdedExpr { id, expr: e };
-            let select = |test: bool| {
-                node(Expr::Select(SelectExpr {
-                    operand: operand.clone(),
-                    field: field.clone(),
-                    test,
-                }))
-            };
-            let call = |name: &str, args: Vec<IdedExpr>| {
-                node(Expr::Call(CallExpr {
-                    func_name: name.to_owned(),
-                    target: None,
-                    args,
-                }))
-            };
-            let rewritten = call(
-                "_?_:_",
-                vec![
-                    select(true),
-                    call("optional.of", vec![select(false)]),
-                    call("optional.none", vec![]),
-                ],
-            );
-            *expr = rewritten;
-        }
-        Expr::Select(s) => optional_select(&mut s.operand),
-        Expr::List(l) => l.elements.iter_mut().for_each(optional_select),
-        Expr::Map(m) => m.entries.iter_mut().for_each(|e| {
-            if let EntryExpr::MapEntry(me) = &mut e.expr {
-                optional_select(&mut me.key);
-                optional_select(&mut me.value);
-            }
-        }),
-        Expr::Comprehension(c) => {
-            optional_select(&mut c.iter_range);
-            optional_select(&mut c.accu_init);
-            optional_select(&mut c.loop_cond);
-            optional_select(&mut c.loop_step);
-            optional_select(&mut c.result);
         }
         Expr::Struct(_) | Expr::Ident(_) | Expr::Literal(_) | Expr::Unspecified => {}
     }

@@ -412,6 +412,85 @@ mod tests {
     }
 
     #[test]
+    fn hostile_rules_are_refused_with_their_limits_on_a_worker_stack() {
+        // issue #21: these aborted the process with a stack overflow
+        let errors = std::thread::Builder::new()
+            .stack_size(2 * 1024 * 1024)
+            .spawn(|| {
+                let flat = vec!["1"; 5_000].join(" + ") + " > 0";
+                let nested = format!("{}1{} == 1", "[".repeat(10_000), "]".repeat(10_000));
+                let crd = example(json!({
+                    "type": "object",
+                    "x-kubernetes-validations": [
+                        {"rule": flat},
+                        {"rule": "true", "messageExpression": nested},
+                        {"rule": "(".repeat(100_000)},
+                    ],
+                }));
+                CrdStrategy::new()
+                    .validate(&crd)
+                    .expect("invariant: validation answers")
+                    .to_string()
+            })
+            .expect("invariant: the thread starts")
+            .join()
+            .expect("the CRD was validated");
+        for (field, limit) in [
+            (
+                "openAPIV3Schema.x-kubernetes-validations[0].rule: Invalid value",
+                "expression recursion limit exceeded: 250",
+            ),
+            (
+                "openAPIV3Schema.x-kubernetes-validations[1].messageExpression: Invalid value",
+                "expression nesting limit exceeded: 64",
+            ),
+            (
+                "openAPIV3Schema.x-kubernetes-validations[2].rule: Invalid value",
+                "expression nesting limit exceeded: 64",
+            ),
+        ] {
+            assert!(errors.contains(field), "{field}: {errors:.2000}");
+            assert!(errors.contains(limit), "{limit}");
+        }
+    }
+
+    #[test]
+    fn the_deepest_schemas_and_objects_are_handled_on_a_worker_stack() {
+        // serde_json refuses nesting beyond 128 levels: a schema can nest 63 properties (two
+        // levels each) under a CRD's own 3 and an object 127 levels under preserved fields
+        let outcome = std::thread::Builder::new()
+            .stack_size(2 * 1024 * 1024)
+            .spawn(|| {
+                let mut schema = json!({"type": "object", "x-kubernetes-preserve-unknown-fields": true,
+                    "x-kubernetes-validations": [{"rule": "self == oldSelf || true"}]});
+                for _ in 0..56 {
+                    schema = json!({"type": "object", "properties": {"a": schema},
+                        "x-kubernetes-validations": [{"rule": "has(self.a) || !has(self.a)"}]});
+                }
+                let crd = example(schema.clone());
+                let crd_errors = CrdStrategy::new()
+                    .validate(&crd)
+                    .expect("invariant: validation answers");
+                let version = VersionSchema::new(Some(&schema));
+                let mut object = json!({"x": 1});
+                for _ in 0..120 {
+                    object = json!({"a": object});
+                }
+                let mut object = json!({"apiVersion": "example.com/v1", "kind": "Widget",
+                    "metadata": {"name": "a"}, "a": object});
+                let pruned = version.prune(&mut object).map(|p| p.len());
+                version.default(&mut object);
+                let errors = version.validate(&object, Some(&object));
+                (crd_errors.to_string(), pruned.is_ok(), errors.to_string())
+            })
+            .expect("invariant: the thread starts")
+            .join()
+            .expect("the deep schema and object were handled");
+        assert_eq!(outcome.0, "", "{}", outcome.0);
+        assert!(outcome.1);
+    }
+
+    #[test]
     fn defaults_must_be_valid_for_their_schema() {
         let crd = example(json!({
             "type": "object",
