@@ -36,6 +36,7 @@ pub(crate) use get::get;
 pub(crate) use list::list;
 pub(crate) use patch::patch;
 pub(crate) use update::update;
+pub use watch::WATCH_BUFFER_BYTES;
 pub(crate) use watch::watch;
 
 /// The largest request body accepted, as kube-apiserver's default (3 MiB).
@@ -143,6 +144,8 @@ pub(crate) struct Ctx<'a, S: Storage> {
     pub(crate) types: &'a std::sync::Arc<genplane_structured::Schema>,
     /// The check of this request's writes against its user (escalation prevention), if any.
     pub(crate) admit: Option<genplane_registry::Admit>,
+    /// The server's metrics, if it records them (watches count the watchers they end).
+    pub(crate) metrics: Option<&'a crate::metrics::ApiMetrics>,
 }
 
 impl<S: Storage> Ctx<'_, S> {

@@ -1249,6 +1249,7 @@ impl<S: Storage> ApiServer<S> {
             headers: &parts.headers,
             now: now(),
             shutdown: self.shutdown.as_ref(),
+            metrics: self.metrics.as_ref(),
             types: &served.types,
             admit: self
                 .security

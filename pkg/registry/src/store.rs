@@ -466,7 +466,7 @@ impl<S: Storage> Store<S> {
 
     /// Fails with upstream's "too large resource version" when the store has not reached
     /// `wanted`.
-    async fn require_revision(&self, wanted: Revision) -> Result<(), ApiError> {
+    pub(crate) async fn require_revision(&self, wanted: Revision) -> Result<(), ApiError> {
         let current = self
             .storage
             .current_revision()
