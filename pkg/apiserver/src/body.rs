@@ -39,6 +39,9 @@ impl std::fmt::Debug for RequestBody {
 pub enum ResponseBody {
     /// The whole body.
     Full(Option<Bytes>),
+    /// The whole body, in parts sent one after the other (a list: its head, its items as they
+    /// were encoded, its tail), so that it is never copied into one buffer.
+    Parts(std::collections::VecDeque<Bytes>),
     /// Chunks as they are sent; the body ends when the sender is dropped.
     Stream(mpsc::Receiver<Bytes>),
     /// Chunks as they are sent through a [`QueueSender`], at most so many bytes at a time; the
@@ -82,11 +85,25 @@ impl ResponseBody {
         (sender, ResponseBody::Queue(receiver))
     }
 
+    /// A body of `parts`, one after the other.
+    pub fn parts(parts: impl IntoIterator<Item = Bytes>) -> Self {
+        ResponseBody::Parts(parts.into_iter().filter(|p| !p.is_empty()).collect())
+    }
+
+    /// The parts of the whole body, when it is held in memory in parts.
+    pub fn held_parts(&self) -> Option<&std::collections::VecDeque<Bytes>> {
+        match self {
+            ResponseBody::Parts(parts) => Some(parts),
+            ResponseBody::Guarded(inner, _) => inner.held_parts(),
+            _ => None,
+        }
+    }
+
     /// The whole body, when it is held in memory.
     pub fn bytes(&self) -> Option<&Bytes> {
         match self {
             ResponseBody::Full(bytes) => bytes.as_ref(),
-            ResponseBody::Stream(_) | ResponseBody::Queue(_) => None,
+            ResponseBody::Stream(_) | ResponseBody::Queue(_) | ResponseBody::Parts(_) => None,
             ResponseBody::Guarded(inner, _) => inner.bytes(),
         }
     }
@@ -107,6 +124,9 @@ impl Body for ResponseBody {
     ) -> Poll<Option<Result<Frame<Bytes>, Self::Error>>> {
         match self.get_mut() {
             ResponseBody::Full(bytes) => Poll::Ready(bytes.take().map(|b| Ok(Frame::data(b)))),
+            ResponseBody::Parts(parts) => {
+                Poll::Ready(parts.pop_front().map(|b| Ok(Frame::data(b))))
+            }
             ResponseBody::Stream(rx) => rx
                 .poll_recv(cx)
                 .map(|chunk| chunk.map(|b| Ok(Frame::data(b)))),
@@ -120,6 +140,7 @@ impl Body for ResponseBody {
     fn is_end_stream(&self) -> bool {
         match self {
             ResponseBody::Full(bytes) => bytes.is_none(),
+            ResponseBody::Parts(parts) => parts.is_empty(),
             ResponseBody::Stream(_) | ResponseBody::Queue(_) => false,
             ResponseBody::Guarded(inner, _) => inner.is_end_stream(),
         }
@@ -129,6 +150,9 @@ impl Body for ResponseBody {
         match self {
             ResponseBody::Full(Some(bytes)) => SizeHint::with_exact(bytes.len() as u64),
             ResponseBody::Full(None) => SizeHint::with_exact(0),
+            ResponseBody::Parts(parts) => {
+                SizeHint::with_exact(parts.iter().map(|p| p.len() as u64).sum())
+            }
             ResponseBody::Stream(_) | ResponseBody::Queue(_) => SizeHint::default(),
             ResponseBody::Guarded(inner, _) => inner.size_hint(),
         }
