@@ -23,7 +23,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
-use genplane_apimachinery::errors::ApiError;
+use genplane_apimachinery::errors::{ApiError, Status};
 use genplane_registry::{WatchItem, WatchObject};
 use genplane_storage::Storage;
 use hyper::header::{CONTENT_TYPE, HeaderValue};
@@ -180,10 +180,13 @@ fn shared_event(
     info: &Arc<ServedKind>,
 ) -> Vec<Bytes> {
     if format == Format::Protobuf {
-        // One encoding per object and served kind (the schema comes from the kind).
+        // One encoding per object and served kind (the schema comes from the kind), from a
+        // decoding of its JSON that is not kept: only the encodings are.
         let owner = Arc::as_ptr(info) as usize;
         let body = object.derived(owner, || {
-            encode::serialize(object.value(), format, Some(info)).map(Bytes::from)
+            let value: serde_json::Value = serde_json::from_slice(object.json())
+                .map_err(|e| ApiError::from(Status::internal_error(e)))?;
+            encode::serialize(&value, format, Some(info)).map(Bytes::from)
         });
         return match &*body {
             Ok(body) => vec![
