@@ -53,38 +53,60 @@ impl EventType {
 /// change (or the same object of the current state): it is encoded as JSON once
 /// ([`WatchObject::json`]), decoded again only if a watcher needs the value (a selector, a
 /// Table), and whatever else a watcher derives from it once for all ([`WatchObject::derived`]).
-/// Only the JSON is kept until then, so that a cache's objects cost one encoding each.
+/// An object made with [`WatchObject::new`] keeps only its JSON until then, so that a cache's
+/// objects cost one encoding each; one made with [`WatchObject::unencoded`] (a previous state,
+/// rarely sent) keeps its value and is encoded only if it is sent.
 #[derive(Debug)]
 pub struct WatchObject {
-    json: bytes::Bytes,
+    json: OnceLock<bytes::Bytes>,
     value: OnceLock<Value>,
     derived: Memo,
 }
 
 impl WatchObject {
-    /// An object to deliver.
+    /// An object to deliver, encoded now.
     pub fn new(value: Value) -> Self {
         Self {
-            json: serde_json::to_vec(&value).unwrap_or_default().into(),
+            json: OnceLock::from(bytes::Bytes::from(
+                serde_json::to_vec(&value).unwrap_or_default(),
+            )),
             value: OnceLock::new(),
+            derived: Memo::default(),
+        }
+    }
+
+    /// An object that may be delivered, encoded the first time it is.
+    pub fn unencoded(value: Value) -> Self {
+        Self {
+            json: OnceLock::new(),
+            value: OnceLock::from(value),
             derived: Memo::default(),
         }
     }
 
     /// The object, decoded from its JSON the first time it is asked for.
     pub fn value(&self) -> &Value {
-        self.value
-            .get_or_init(|| serde_json::from_slice(&self.json).unwrap_or_default())
+        self.value.get_or_init(|| {
+            self.json
+                .get()
+                .and_then(|json| serde_json::from_slice(json).ok())
+                .unwrap_or_default()
+        })
     }
 
     /// The object as JSON.
     pub fn json(&self) -> &[u8] {
-        &self.json
+        self.json.get_or_init(|| {
+            serde_json::to_vec(self.value.get().unwrap_or(&Value::Null))
+                .unwrap_or_default()
+                .into()
+        })
     }
 
     /// The object as JSON, shared (a reference to the same bytes).
     pub fn json_bytes(&self) -> bytes::Bytes {
-        self.json.clone()
+        self.json();
+        self.json.get().cloned().unwrap_or_default()
     }
 
     /// What `owner` (an address identifying the deriving layer and form) derives from the
@@ -108,7 +130,7 @@ impl std::ops::Deref for WatchObject {
 
 impl PartialEq for WatchObject {
     fn eq(&self, other: &Self) -> bool {
-        self.json == other.json || self.value() == other.value()
+        self.json() == other.json() || self.value() == other.value()
     }
 }
 
@@ -300,7 +322,7 @@ impl<S: Storage> Store<S> {
         let decoded = event.memo.get_or_insert_with(owner, || Decoded {
             // The previous state, at the event's resourceVersion (as upstream sends it).
             old: event.prev.as_ref().map(|prev| {
-                object::decode(&prev.value, revision).map(|o| Arc::new(WatchObject::new(o)))
+                object::decode(&prev.value, revision).map(|o| Arc::new(WatchObject::unencoded(o)))
             }),
             new: (event.kind != EventKind::Delete).then(|| {
                 self.served_bytes(&event.kv.value, revision)
@@ -348,4 +370,23 @@ enum Source {
 struct Decoded {
     old: Option<Result<Arc<WatchObject>, ApiError>>,
     new: Option<Result<Arc<WatchObject>, ApiError>>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_object_is_the_same_whether_encoded_first_or_when_sent() {
+        let value = serde_json::json!({"metadata": {"name": "a"}, "data": {"k": "v"}});
+        let encoded = WatchObject::new(value.clone());
+        let unencoded = WatchObject::unencoded(value.clone());
+        assert_eq!(encoded.json(), unencoded.json());
+        assert_eq!(encoded.value(), &value);
+        assert_eq!(unencoded.value(), &value);
+        assert_eq!(&encoded.json_bytes()[..], serde_json::to_vec(&value).unwrap());
+        assert!(encoded == unencoded);
+        let first = encoded.derived(1, || 7);
+        assert!(Arc::ptr_eq(&first, &encoded.derived(1, || 8)), "derived once");
+    }
 }
