@@ -384,9 +384,15 @@ mod tests {
         assert_eq!(encoded.json(), unencoded.json());
         assert_eq!(encoded.value(), &value);
         assert_eq!(unencoded.value(), &value);
-        assert_eq!(&encoded.json_bytes()[..], serde_json::to_vec(&value).unwrap());
+        assert_eq!(
+            &encoded.json_bytes()[..],
+            serde_json::to_vec(&value).unwrap()
+        );
         assert!(encoded == unencoded);
         let first = encoded.derived(1, || 7);
-        assert!(Arc::ptr_eq(&first, &encoded.derived(1, || 8)), "derived once");
+        assert!(
+            Arc::ptr_eq(&first, &encoded.derived(1, || 8)),
+            "derived once"
+        );
     }
 }
