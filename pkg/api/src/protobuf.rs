@@ -1018,6 +1018,25 @@ pub fn watch_frame(event_type: &str, object: &[u8]) -> Vec<u8> {
     frame
 }
 
+/// The start of [`watch_frame`]`(event_type, object)` for an object of `object_len` bytes:
+/// followed by the object's bytes, it is the whole frame, so that an object encoded once can
+/// be sent to every watcher as it is.
+pub fn watch_frame_head(event_type: &str, object_len: usize) -> Vec<u8> {
+    let mut raw_extension_head = Vec::new();
+    put_tag(&mut raw_extension_head, 1, LEN);
+    put_varint(&mut raw_extension_head, object_len as u64);
+    let raw_extension_len = raw_extension_head.len() + object_len;
+    let mut event_head = Vec::new();
+    put_bytes(&mut event_head, 1, event_type.as_bytes());
+    put_tag(&mut event_head, 2, LEN);
+    put_varint(&mut event_head, raw_extension_len as u64);
+    event_head.extend_from_slice(&raw_extension_head);
+    let length = u32::try_from(event_head.len() + object_len).unwrap_or(u32::MAX);
+    let mut head = length.to_be_bytes().to_vec();
+    head.extend_from_slice(&event_head);
+    head
+}
+
 /// The first frame of a protobuf watch stream, read by [`read_watch_frame`].
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct WatchFrame<'a> {
@@ -1326,6 +1345,16 @@ mod tests {
             cm.unwrap()["metadata"]["managedFields"],
             json!([{"manager": "kubectl", "fieldsV1": {"f:data": {}}}])
         );
+    }
+
+    #[test]
+    fn a_watch_frame_is_its_head_and_the_object() {
+        for size in [0, 5, 127, 128, 300, 70_000] {
+            let object = vec![7u8; size];
+            let mut framed = watch_frame_head("MODIFIED", size);
+            framed.extend_from_slice(&object);
+            assert_eq!(framed, watch_frame("MODIFIED", &object), "{size} bytes");
+        }
     }
 
     fn varint(v: u64) -> Vec<u8> {

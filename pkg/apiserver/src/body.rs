@@ -1,12 +1,14 @@
 //! Request bodies (as received, or already read for the audit log) and response bodies: whole,
-//! or streamed from a channel (watches).
+//! or streamed from a channel, or from a queue bounded in bytes (watches).
 
 use std::pin::Pin;
+use std::sync::Arc;
 use std::task::{Context, Poll};
 
 use bytes::Bytes;
 use hyper::body::{Body, Frame, SizeHint};
-use tokio::sync::mpsc;
+use prometheus_client::metrics::gauge::Gauge;
+use tokio::sync::{Semaphore, mpsc};
 
 /// What is done with a request body once it is read (the audit log records it).
 pub type OnRead = Box<dyn FnOnce(&[u8]) + Send>;
@@ -103,8 +105,14 @@ impl std::fmt::Debug for RequestBody {
 pub enum ResponseBody {
     /// The whole body.
     Full(Option<Bytes>),
+    /// The whole body, in parts sent one after the other (a list: its head, its items as they
+    /// were encoded, its tail), so that it is never copied into one buffer.
+    Parts(std::collections::VecDeque<Bytes>),
     /// Chunks as they are sent; the body ends when the sender is dropped.
     Stream(mpsc::Receiver<Bytes>),
+    /// Chunks as they are sent through a [`QueueSender`], at most so many bytes at a time; the
+    /// body ends when the sender is dropped.
+    Queue(QueueReceiver),
     /// Another body, with something that lives as long as the body is being sent (a metric
     /// guard, say): it is dropped when the response ends or the client goes away.
     Guarded(Box<ResponseBody>, Box<dyn std::any::Any + Send + Sync>),
@@ -122,11 +130,46 @@ impl ResponseBody {
         (tx, ResponseBody::Stream(rx))
     }
 
+    /// A streamed body fed through a queue that holds at most `limit` bytes (or one larger
+    /// chunk) waiting for the client, counted in `gauge` while they wait.
+    pub fn queue(limit: usize, gauge: Option<Gauge>) -> (QueueSender, Self) {
+        let limit = limit.clamp(1, Semaphore::MAX_PERMITS.min(u32::MAX as usize));
+        let (tx, rx) = mpsc::unbounded_channel();
+        let space = Arc::new(Semaphore::new(limit));
+        let sender = QueueSender {
+            tx,
+            space: space.clone(),
+            limit,
+            gauge: gauge.clone(),
+        };
+        let receiver = QueueReceiver {
+            rx,
+            space,
+            limit,
+            gauge,
+        };
+        (sender, ResponseBody::Queue(receiver))
+    }
+
+    /// A body of `parts`, one after the other.
+    pub fn parts(parts: impl IntoIterator<Item = Bytes>) -> Self {
+        ResponseBody::Parts(parts.into_iter().filter(|p| !p.is_empty()).collect())
+    }
+
+    /// The parts of the whole body, when it is held in memory in parts.
+    pub fn held_parts(&self) -> Option<&std::collections::VecDeque<Bytes>> {
+        match self {
+            ResponseBody::Parts(parts) => Some(parts),
+            ResponseBody::Guarded(inner, _) => inner.held_parts(),
+            _ => None,
+        }
+    }
+
     /// The whole body, when it is held in memory.
     pub fn bytes(&self) -> Option<&Bytes> {
         match self {
             ResponseBody::Full(bytes) => bytes.as_ref(),
-            ResponseBody::Stream(_) => None,
+            ResponseBody::Stream(_) | ResponseBody::Queue(_) | ResponseBody::Parts(_) => None,
             ResponseBody::Guarded(inner, _) => inner.bytes(),
         }
     }
@@ -147,7 +190,13 @@ impl Body for ResponseBody {
     ) -> Poll<Option<Result<Frame<Bytes>, Self::Error>>> {
         match self.get_mut() {
             ResponseBody::Full(bytes) => Poll::Ready(bytes.take().map(|b| Ok(Frame::data(b)))),
+            ResponseBody::Parts(parts) => {
+                Poll::Ready(parts.pop_front().map(|b| Ok(Frame::data(b))))
+            }
             ResponseBody::Stream(rx) => rx
+                .poll_recv(cx)
+                .map(|chunk| chunk.map(|b| Ok(Frame::data(b)))),
+            ResponseBody::Queue(queue) => queue
                 .poll_recv(cx)
                 .map(|chunk| chunk.map(|b| Ok(Frame::data(b)))),
             ResponseBody::Guarded(inner, _) => std::pin::Pin::new(inner.as_mut()).poll_frame(cx),
@@ -157,7 +206,8 @@ impl Body for ResponseBody {
     fn is_end_stream(&self) -> bool {
         match self {
             ResponseBody::Full(bytes) => bytes.is_none(),
-            ResponseBody::Stream(_) => false,
+            ResponseBody::Parts(parts) => parts.is_empty(),
+            ResponseBody::Stream(_) | ResponseBody::Queue(_) => false,
             ResponseBody::Guarded(inner, _) => inner.is_end_stream(),
         }
     }
@@ -166,8 +216,151 @@ impl Body for ResponseBody {
         match self {
             ResponseBody::Full(Some(bytes)) => SizeHint::with_exact(bytes.len() as u64),
             ResponseBody::Full(None) => SizeHint::with_exact(0),
-            ResponseBody::Stream(_) => SizeHint::default(),
+            ResponseBody::Parts(parts) => {
+                SizeHint::with_exact(parts.iter().map(|p| p.len() as u64).sum())
+            }
+            ResponseBody::Stream(_) | ResponseBody::Queue(_) => SizeHint::default(),
             ResponseBody::Guarded(inner, _) => inner.size_hint(),
         }
+    }
+}
+
+/// The permits a chunk of `len` bytes takes from a queue of `limit` bytes: a chunk larger than
+/// the queue takes all of them, and so waits alone.
+fn permits(len: usize, limit: usize) -> u32 {
+    u32::try_from(len.min(limit)).unwrap_or(u32::MAX)
+}
+
+/// The sending side of [`ResponseBody::queue`].
+#[derive(Debug)]
+pub struct QueueSender {
+    tx: mpsc::UnboundedSender<Bytes>,
+    space: Arc<Semaphore>,
+    limit: usize,
+    gauge: Option<Gauge>,
+}
+
+/// The client is gone: the body was dropped.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("the response body was dropped")]
+pub struct Closed;
+
+impl QueueSender {
+    /// Queues `chunk`, once there is room for it.
+    pub async fn send(&self, chunk: Bytes) -> Result<(), Closed> {
+        if chunk.is_empty() {
+            return Ok(());
+        }
+        let (len, permits) = (chunk.len(), permits(chunk.len(), self.limit));
+        tokio::select! {
+            permit = self.space.acquire_many(permits) => match permit {
+                Ok(permit) => permit.forget(),
+                Err(_) => return Err(Closed),
+            },
+            () = self.tx.closed() => return Err(Closed),
+        }
+        if let Some(gauge) = &self.gauge {
+            gauge.inc_by(i64::try_from(len).unwrap_or(i64::MAX));
+        }
+        self.tx.send(chunk).map_err(|_| {
+            if let Some(gauge) = &self.gauge {
+                gauge.dec_by(i64::try_from(len).unwrap_or(i64::MAX));
+            }
+            Closed
+        })
+    }
+
+    /// Completes when the body was dropped.
+    pub async fn closed(&self) {
+        self.tx.closed().await;
+    }
+}
+
+/// The receiving side of [`ResponseBody::queue`], inside the body.
+#[derive(Debug)]
+pub struct QueueReceiver {
+    rx: mpsc::UnboundedReceiver<Bytes>,
+    space: Arc<Semaphore>,
+    limit: usize,
+    gauge: Option<Gauge>,
+}
+
+impl QueueReceiver {
+    fn taken(&self, chunk: &Bytes) {
+        self.space
+            .add_permits(permits(chunk.len(), self.limit) as usize);
+        if let Some(gauge) = &self.gauge {
+            gauge.dec_by(i64::try_from(chunk.len()).unwrap_or(i64::MAX));
+        }
+    }
+
+    fn poll_recv(&mut self, cx: &mut Context<'_>) -> Poll<Option<Bytes>> {
+        let polled = self.rx.poll_recv(cx);
+        if let Poll::Ready(Some(chunk)) = &polled {
+            self.taken(chunk);
+        }
+        polled
+    }
+}
+
+impl Drop for QueueReceiver {
+    fn drop(&mut self) {
+        self.rx.close();
+        while let Ok(chunk) = self.rx.try_recv() {
+            self.taken(&chunk);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use http_body_util::BodyExt as _;
+
+    #[tokio::test]
+    async fn a_queue_holds_at_most_its_limit_and_counts_what_waits() {
+        let gauge = Gauge::default();
+        let (tx, body) = ResponseBody::queue(10, Some(gauge.clone()));
+        tx.send(Bytes::from_static(b"123456")).await.unwrap();
+        tx.send(Bytes::from_static(b"7890")).await.unwrap();
+        assert_eq!(gauge.get(), 10);
+        let mut body = body;
+        {
+            let full = tx.send(Bytes::from_static(b"x"));
+            tokio::pin!(full);
+            assert!(
+                futures::poll!(full.as_mut()).is_pending(),
+                "no room for an 11th byte"
+            );
+            let first = body.frame().await.unwrap().unwrap().into_data().unwrap();
+            assert_eq!(&first[..], b"123456");
+            full.await.unwrap();
+        }
+        assert_eq!(gauge.get(), 5);
+        // A chunk larger than the queue waits until the queue is empty, then goes alone.
+        let big = tokio::spawn(async move {
+            tx.send(Bytes::from(vec![0u8; 25])).await.unwrap();
+            tx
+        });
+        let mut got = 0;
+        while got < 5 {
+            got += body
+                .frame()
+                .await
+                .unwrap()
+                .unwrap()
+                .into_data()
+                .unwrap()
+                .len();
+        }
+        let tx = big.await.unwrap();
+        assert_eq!(gauge.get(), 25);
+        drop(body);
+        assert_eq!(
+            gauge.get(),
+            0,
+            "what a dropped body held is no longer counted"
+        );
+        assert_eq!(tx.send(Bytes::from_static(b"y")).await, Err(Closed));
     }
 }

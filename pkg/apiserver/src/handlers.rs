@@ -35,6 +35,7 @@ pub(crate) use get::get;
 pub(crate) use list::list;
 pub(crate) use patch::patch;
 pub(crate) use update::update;
+pub use watch::WATCH_BUFFER_BYTES;
 pub(crate) use watch::watch;
 
 /// The largest request body accepted, as kube-apiserver's default (3 MiB).
@@ -152,6 +153,8 @@ pub(crate) struct Ctx<'a, S: Storage> {
     pub(crate) admit: Option<genplane_registry::Admit>,
     /// The check of every create this request makes (NamespaceLifecycle), if any.
     pub(crate) admit_create: Option<genplane_registry::AdmitCreation>,
+    /// The server's metrics, if it records them (watches count the watchers they end).
+    pub(crate) metrics: Option<&'a crate::metrics::ApiMetrics>,
 }
 
 impl<S: Storage> Ctx<'_, S> {

@@ -35,5 +35,5 @@ mod reviews;
 pub mod server;
 
 pub use authz::Security;
-pub use handlers::{MAX_BODY_BYTES, error_response};
+pub use handlers::{MAX_BODY_BYTES, WATCH_BUFFER_BYTES, error_response};
 pub use server::{ApiServer, Limits, Resource};

@@ -1,7 +1,8 @@
 //! The API server's metrics, with upstream's names, label names and buckets:
 //! `apiserver_request_total`, `apiserver_request_duration_seconds`,
 //! `apiserver_request_terminations_total`, `apiserver_current_inflight_requests`,
-//! `apiserver_registered_watchers` and `apiserver_storage_objects`.
+//! `apiserver_registered_watchers`, `apiserver_storage_objects` and
+//! `apiserver_terminated_watchers_total`; and genplane's `apiserver_watch_buffered_bytes`.
 //!
 //! Verbs are reported as upstream reports them: the HTTP method for single-object requests
 //! (`GET`, `POST`, `PUT`, `PATCH`, `DELETE`), `LIST` and `WATCH` for collections, `APPLY` for
@@ -134,6 +135,12 @@ struct WatcherLabels {
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Hash, EncodeLabelSet)]
+struct ResourceLabels {
+    group: String,
+    resource: String,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Hash, EncodeLabelSet)]
 struct InflightLabels {
     request_kind: &'static str,
 }
@@ -185,6 +192,8 @@ pub struct ApiMetrics {
     terminations: Family<TerminationLabels, Counter>,
     inflight: Family<InflightLabels, Gauge>,
     watchers: Family<WatcherLabels, Gauge>,
+    terminated_watchers: Family<ResourceLabels, Counter>,
+    watch_buffered: Family<ResourceLabels, Gauge>,
     objects: Arc<StorageObjects>,
 }
 
@@ -201,6 +210,8 @@ impl ApiMetrics {
             terminations: Family::default(),
             inflight: Family::default(),
             watchers: Family::default(),
+            terminated_watchers: Family::default(),
+            watch_buffered: Family::default(),
             objects: Arc::default(),
         };
         registry.register(
@@ -228,8 +239,38 @@ impl ApiMetrics {
             "Open watches, by group, version and kind",
             metrics.watchers.clone(),
         );
+        registry.register(
+            "apiserver_terminated_watchers",
+            "Watches ended because their client fell too far behind, by group and resource",
+            metrics.terminated_watchers.clone(),
+        );
+        registry.register(
+            "apiserver_watch_buffered_bytes",
+            "Bytes of watch events waiting for their clients to take them, by group and resource",
+            metrics.watch_buffered.clone(),
+        );
         registry.register_collector(Box::new(metrics.objects.clone()));
         metrics
+    }
+
+    /// Counts a watch of `group` `resource` ended because its client fell behind.
+    pub fn terminated_watcher(&self, group: &str, resource: &str) {
+        self.terminated_watchers
+            .get_or_create(&ResourceLabels {
+                group: group.to_owned(),
+                resource: resource.to_owned(),
+            })
+            .inc();
+    }
+
+    /// The gauge of bytes waiting for watch clients of `group` `resource`.
+    pub fn watch_buffered_bytes(&self, group: &str, resource: &str) -> Gauge {
+        self.watch_buffered
+            .get_or_create(&ResourceLabels {
+                group: group.to_owned(),
+                resource: resource.to_owned(),
+            })
+            .clone()
     }
 
     /// Reports `count()` as the number of stored `resource` objects (`configmaps`,

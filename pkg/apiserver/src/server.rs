@@ -416,6 +416,20 @@ fn finish_audit(
         return response;
     };
     record.response_started(response.status().as_u16());
+    if let Some(parts) = response.body().held_parts() {
+        if record.records_response_body() {
+            let content_type = response
+                .headers()
+                .get(CONTENT_TYPE)
+                .and_then(|v| v.to_str().ok())
+                .unwrap_or("");
+            // Only for the audit log: the answer itself is sent in its parts.
+            let whole: Vec<u8> = parts.iter().flat_map(|p| p.iter().copied()).collect();
+            record_response_body(&record, info, content_type, &whole);
+        }
+        record.finish();
+        return response;
+    }
     if let ResponseBody::Full(_) | ResponseBody::Guarded(..) = response.body()
         && let Some(bytes) = response.body().bytes()
     {
@@ -1310,6 +1324,7 @@ impl<S: Storage> ApiServer<S> {
             headers: &parts.headers,
             now: now(),
             shutdown: self.shutdown.as_ref(),
+            metrics: self.metrics.as_ref(),
             types: &served.types,
             admit: self
                 .security

@@ -309,13 +309,28 @@ async fn lists_tables_and_metadata(server: Server) {
             201
         );
     }
-    let list = get(
+    let answer = get(
         &server,
         "/api/v1/namespaces/default/configmaps?&limit=500",
         "application/json",
     )
+    .await;
+    let list = answer.json();
+    // Encoded item by item, the answer is still the list's compact JSON and a newline.
+    let mut whole = serde_json::to_vec(&list).unwrap();
+    whole.push(b'\n');
+    assert_eq!(
+        String::from_utf8_lossy(&answer.body),
+        String::from_utf8_lossy(&whole)
+    );
+    let empty = get(
+        &server,
+        "/api/v1/namespaces/kube-public/configmaps",
+        "application/json",
+    )
     .await
     .json();
+    assert_eq!(empty["items"], json!([]));
     assert_eq!(list["kind"], "ConfigMapList");
     assert_eq!(list["items"].as_array().unwrap().len(), 3);
     assert!(list["metadata"]["resourceVersion"].is_string());

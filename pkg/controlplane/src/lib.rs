@@ -150,6 +150,16 @@ pub fn resources_with_encryption(
     backend: Arc<Backend>,
     encryption: &EncryptionConfig,
 ) -> Result<Vec<Resource<ResourceStorage>>, Error> {
+    resources_with_cache(backend, encryption, &CacherConfig::default())
+}
+
+/// Every built-in resource as [`resources_with_encryption`] makes them, each watch cache
+/// configured by `cache` (its window of events, what each watcher buffers).
+pub fn resources_with_cache(
+    backend: Arc<Backend>,
+    encryption: &EncryptionConfig,
+    cache: &CacherConfig,
+) -> Result<Vec<Resource<ResourceStorage>>, Error> {
     let mut caches: Vec<(String, Arc<ResourceStorage>)> = Vec::new();
     let mut served = Vec::new();
     for info in genplane_api::catalog::all() {
@@ -169,7 +179,7 @@ pub fn resources_with_encryption(
                 let cache = Arc::new(Cacher::new(
                     Transformed::new(backend.clone(), transformer),
                     &prefix,
-                    CacherConfig::default(),
+                    cache.clone(),
                 )?);
                 caches.push((prefix, cache.clone()));
                 cache

@@ -570,7 +570,7 @@ impl<S: Storage> Store<S> {
 
     /// Fails with upstream's "too large resource version" when the store has not reached
     /// `wanted`.
-    async fn require_revision(&self, wanted: Revision) -> Result<(), ApiError> {
+    pub(crate) async fn require_revision(&self, wanted: Revision) -> Result<(), ApiError> {
         let current = self
             .storage
             .current_revision()
@@ -618,6 +618,26 @@ impl<S: Storage> Store<S> {
         namespace: &str,
         options: &ListOptions,
     ) -> Result<ListResult, ApiError> {
+        let mut items = Vec::new();
+        let mut listed = self
+            .list_each(namespace, options, |object| {
+                items.push(object);
+                Ok(())
+            })
+            .await?;
+        listed.items = items;
+        Ok(listed)
+    }
+
+    /// Lists like [`Store::list`], handing each selected object to `each` as it is read (so
+    /// that an answer can be encoded without holding every decoded object); the answer's
+    /// `items` is empty.
+    pub async fn list_each(
+        &self,
+        namespace: &str,
+        options: &ListOptions,
+        mut each: impl FnMut(Value) -> Result<(), ApiError> + Send,
+    ) -> Result<ListResult, ApiError> {
         let selection = self.selection(options)?;
         let semantics = resource_version::read_semantics(&ReadOptions {
             watch: false,
@@ -643,9 +663,9 @@ impl<S: Storage> Store<S> {
             }
         }
         let filtering = !selection.is_everything();
-        let mut items = Vec::new();
+        let mut taken = 0usize;
         loop {
-            let wanted = limit.map(|l| l - items.len());
+            let wanted = limit.map(|l| l - taken);
             let request = ListRequest {
                 prefix: prefix.clone(),
                 start: start.take(),
@@ -671,10 +691,11 @@ impl<S: Storage> Store<S> {
                 last_key = Some(kv.key.clone());
                 let object = self.served(kv)?;
                 if self.selects(&selection, &object) {
-                    items.push(object);
+                    taken += 1;
+                    each(object)?;
                 }
             }
-            let full = limit.is_some_and(|l| items.len() >= l);
+            let full = limit.is_some_and(|l| taken >= l);
             match (page.more, last_key) {
                 (true, Some(last)) if full => {
                     let at = page.revision;
@@ -682,7 +703,7 @@ impl<S: Storage> Store<S> {
                         .count
                         .map(|count| count - i64::try_from(page.items.len()).unwrap_or(i64::MAX));
                     return Ok(ListResult {
-                        items,
+                        items: Vec::new(),
                         resource_version: at.to_string(),
                         continue_token: Some(continue_token::encode_after(&last, &prefix, at)),
                         remaining_item_count: remaining.filter(|_| !filtering),
@@ -691,7 +712,7 @@ impl<S: Storage> Store<S> {
                 (true, Some(last)) => start = Some(format!("{last}\0")),
                 _ => {
                     return Ok(ListResult {
-                        items,
+                        items: Vec::new(),
                         resource_version: page.revision.to_string(),
                         continue_token: None,
                         remaining_item_count: None,

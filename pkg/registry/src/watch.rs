@@ -3,7 +3,11 @@
 //! - The start follows the read semantics: no `resourceVersion` sends the current state as
 //!   ADDED events first (`resourceVersion=0` the cache's state), `resourceVersion=N` starts
 //!   right after N; `sendInitialEvents` overrides, and ends the initial state with a bookmark
-//!   marked `k8s.io/initial-events-end`.
+//!   marked `k8s.io/initial-events-end`. The state comes from the storage's own watch
+//!   ([`Storage::watch_state`]): from a watch cache, its shared objects, one at a time as the
+//!   client reads, each decoded and encoded once for every watcher.
+//! - A watcher that fell too far behind is ended by the storage ([`StorageError::TooSlow`]):
+//!   the stream then ends with [`WatchItem::Terminated`], and the client watches again.
 //! - Selectors apply to transitions, as kube-apiserver applies them: an object that starts to
 //!   match is ADDED, one that stops matching is DELETED (with its previous state at the
 //!   event's resourceVersion).
@@ -14,7 +18,9 @@ use genplane_apimachinery::errors::{ApiError, Status};
 use genplane_apimachinery::resource_version::{self, ReadOptions, Semantics};
 use std::sync::{Arc, OnceLock};
 
-use genplane_storage::{Event, EventKind, Revision, Storage, WatchEvent};
+use genplane_storage::{
+    Error as StorageError, Event, EventKind, Memo, Revision, StateRead, Storage, Watch, WatchEvent,
+};
 use serde_json::Value;
 use tokio::sync::mpsc;
 
@@ -44,31 +50,73 @@ impl EventType {
 }
 
 /// An object a watch delivers, shared by every watcher of the resource that receives the same
-/// change: it is decoded once, and its JSON encoding is made once ([`WatchObject::json`]).
+/// change (or the same object of the current state): it is encoded as JSON once
+/// ([`WatchObject::json`]), decoded again only if a watcher needs the value (a selector, a
+/// Table), and whatever else a watcher derives from it once for all ([`WatchObject::derived`]).
+/// An object made with [`WatchObject::new`] keeps only its JSON until then, so that a cache's
+/// objects cost one encoding each; one made with [`WatchObject::unencoded`] (a previous state,
+/// rarely sent) keeps its value and is encoded only if it is sent.
 #[derive(Debug)]
 pub struct WatchObject {
-    value: Value,
     json: OnceLock<bytes::Bytes>,
+    value: OnceLock<Value>,
+    derived: Memo,
 }
 
 impl WatchObject {
-    /// An object to deliver.
+    /// An object to deliver, encoded now.
     pub fn new(value: Value) -> Self {
         Self {
-            value,
-            json: OnceLock::new(),
+            json: OnceLock::from(bytes::Bytes::from(
+                serde_json::to_vec(&value).unwrap_or_default(),
+            )),
+            value: OnceLock::new(),
+            derived: Memo::default(),
         }
     }
 
-    /// The object.
-    pub fn value(&self) -> &Value {
-        &self.value
+    /// An object that may be delivered, encoded the first time it is.
+    pub fn unencoded(value: Value) -> Self {
+        Self {
+            json: OnceLock::new(),
+            value: OnceLock::from(value),
+            derived: Memo::default(),
+        }
     }
 
-    /// The object as JSON, encoded by the first watcher that asks.
+    /// The object, decoded from its JSON the first time it is asked for.
+    pub fn value(&self) -> &Value {
+        self.value.get_or_init(|| {
+            self.json
+                .get()
+                .and_then(|json| serde_json::from_slice(json).ok())
+                .unwrap_or_default()
+        })
+    }
+
+    /// The object as JSON.
     pub fn json(&self) -> &[u8] {
-        self.json
-            .get_or_init(|| serde_json::to_vec(&self.value).unwrap_or_default().into())
+        self.json.get_or_init(|| {
+            serde_json::to_vec(self.value.get().unwrap_or(&Value::Null))
+                .unwrap_or_default()
+                .into()
+        })
+    }
+
+    /// The object as JSON, shared (a reference to the same bytes).
+    pub fn json_bytes(&self) -> bytes::Bytes {
+        self.json();
+        self.json.get().cloned().unwrap_or_default()
+    }
+
+    /// What `owner` (an address identifying the deriving layer and form) derives from the
+    /// object, computed by `init` the first time, shared with every watcher after that.
+    pub fn derived<T: std::any::Any + Send + Sync>(
+        &self,
+        owner: usize,
+        init: impl FnOnce() -> T,
+    ) -> Arc<T> {
+        self.derived.get_or_insert_with(owner, init)
     }
 }
 
@@ -76,13 +124,13 @@ impl std::ops::Deref for WatchObject {
     type Target = Value;
 
     fn deref(&self) -> &Value {
-        &self.value
+        self.value()
     }
 }
 
 impl PartialEq for WatchObject {
     fn eq(&self, other: &Self) -> bool {
-        self.value == other.value
+        self.json() == other.json() || self.value() == other.value()
     }
 }
 
@@ -100,6 +148,10 @@ pub enum WatchItem {
     },
     /// The watch failed; nothing follows.
     Error(ApiError),
+    /// The watcher fell too far behind and was ended; nothing follows. The stream ends without
+    /// an error (as kube-apiserver ends unresponsive watchers), and the client watches again
+    /// from the last resourceVersion it received.
+    Terminated,
 }
 
 /// A running watch; dropping it stops the watch.
@@ -136,37 +188,32 @@ impl<S: Storage> Store<S> {
         };
         let semantics = resource_version::read_semantics(&read)?;
         let send_initial = read.send_initial_events;
-        let everything = |rv: &str| ListOptions {
-            read: ReadOptions {
-                resource_version: Some(rv.to_owned()),
-                ..ReadOptions::default()
-            },
-            ..options.clone()
-        };
         let current = || async {
             self.storage()
                 .current_revision()
                 .await
                 .map_err(|e| self.storage_error(e, ""))
         };
-        let (initial, after) = match semantics {
-            Semantics::Consistent | Semantics::Any if send_initial != Some(false) => {
-                let rv = if semantics == Semantics::Any { "0" } else { "" };
-                let listed = self.list(namespace, &everything(rv)).await?;
-                (
-                    listed.items,
-                    resource_version::parse(&listed.resource_version)?,
-                )
+        let prefix = self.list_prefix(namespace);
+        // A failure to read the state is the request's answer, as a list's would be.
+        let state = |read| async move {
+            self.storage()
+                .watch_state(&self.list_prefix(namespace), read)
+                .await
+                .map(Source::State)
+                .map_err(|e| self.storage_error(e, ""))
+        };
+        let source = match semantics {
+            Semantics::Consistent if send_initial != Some(false) => {
+                state(StateRead::Current).await?
             }
-            Semantics::Consistent | Semantics::Any => (Vec::new(), current().await?),
+            Semantics::Any if send_initial != Some(false) => state(StateRead::Any).await?,
+            Semantics::Consistent | Semantics::Any => Source::After(prefix, current().await?),
             Semantics::NotOlderThan(at) if send_initial == Some(true) => {
-                let listed = self.list(namespace, &everything(&at.to_string())).await?;
-                (
-                    listed.items,
-                    resource_version::parse(&listed.resource_version)?,
-                )
+                self.require_revision(at).await?;
+                state(StateRead::Current).await?
             }
-            Semantics::NotOlderThan(at) => (Vec::new(), at),
+            Semantics::NotOlderThan(at) => Source::After(prefix, at),
             Semantics::Exact(_) | Semantics::Continue(_) => {
                 return Err(Status::bad_request(
                     "a watch cannot start from an exact revision or a continue token",
@@ -174,37 +221,25 @@ impl<S: Storage> Store<S> {
                 .into());
             }
         };
-        // Few items are buffered per watcher: each holds a decoded object, and the storage
-        // watch below buffers the cheap shared events.
+        // Few items are buffered per watcher: each holds a shared object, and the storage
+        // watch below buffers the shared events.
         let (items_tx, items) = mpsc::channel(16);
         let (bookmarks, bookmark_requests) = mpsc::channel(1);
         let store = self.clone();
-        let prefix = self.list_prefix(namespace);
         let options = options.clone();
         let end_marker = send_initial == Some(true);
         tokio::spawn(async move {
             store
-                .feed(
-                    prefix,
-                    options,
-                    initial,
-                    after,
-                    end_marker,
-                    items_tx,
-                    bookmark_requests,
-                )
+                .feed(source, options, end_marker, items_tx, bookmark_requests)
                 .await;
         });
         Ok(WatchStream { items, bookmarks })
     }
 
-    #[allow(clippy::too_many_arguments)]
     async fn feed(
         &self,
-        prefix: String,
+        source: Source,
         options: ListOptions,
-        initial: Vec<Value>,
-        after: Revision,
         end_marker: bool,
         items: mpsc::Sender<WatchItem>,
         mut bookmark_requests: mpsc::Receiver<()>,
@@ -212,42 +247,25 @@ impl<S: Storage> Store<S> {
         let Ok(selection) = self.selection(&options) else {
             return;
         };
-        for object in initial {
-            if items
-                .send(WatchItem::Event(
-                    EventType::Added,
-                    Arc::new(WatchObject::new(object)),
-                ))
-                .await
-                .is_err()
-            {
-                return;
-            }
-        }
-        if end_marker {
-            let bookmark = WatchItem::Bookmark {
-                resource_version: after.to_string(),
-                initial_events_end: true,
-            };
-            if items.send(bookmark).await.is_err() {
-                return;
-            }
-        }
-        let mut watch = match self.storage().watch(&prefix, after).await {
-            Ok(watch) => watch,
-            Err(e) => {
-                let _ = items
-                    .send(WatchItem::Error(self.storage_error(e, "")))
-                    .await;
-                return;
-            }
+        let (mut watch, mut in_state, mut reached) = match source {
+            Source::State(watch) => (watch, true, 0),
+            Source::After(prefix, after) => match self.storage().watch(&prefix, after).await {
+                Ok(watch) => (watch, false, after),
+                Err(e) => {
+                    let _ = items
+                        .send(WatchItem::Error(self.storage_error(e, "")))
+                        .await;
+                    return;
+                }
+            },
         };
-        let mut reached = after;
         loop {
             tokio::select! {
                 message = watch.next() => match message {
                     Some(WatchEvent::Event(event)) => {
-                        reached = event.revision();
+                        if !in_state {
+                            reached = event.revision();
+                        }
                         match self.translate(&selection, &event) {
                             Ok(Some(item)) => {
                                 if items.send(item).await.is_err() {
@@ -263,10 +281,19 @@ impl<S: Storage> Store<S> {
                     }
                     Some(WatchEvent::Progress(revision)) => {
                         reached = reached.max(revision);
-                        let bookmark = WatchItem::Bookmark { resource_version: reached.to_string(), initial_events_end: false };
+                        // The first progress report of a watch with the state ends the state.
+                        let initial_events_end = std::mem::take(&mut in_state);
+                        if initial_events_end && !end_marker {
+                            continue;
+                        }
+                        let bookmark = WatchItem::Bookmark { resource_version: reached.to_string(), initial_events_end };
                         if items.send(bookmark).await.is_err() {
                             return;
                         }
+                    }
+                    Some(WatchEvent::Error(StorageError::TooSlow { .. })) => {
+                        let _ = items.send(WatchItem::Terminated).await;
+                        return;
                     }
                     Some(WatchEvent::Error(e)) => {
                         let _ = items.send(WatchItem::Error(self.storage_error(e, ""))).await;
@@ -274,7 +301,7 @@ impl<S: Storage> Store<S> {
                     }
                     None => return,
                 },
-                request = bookmark_requests.recv() => match request {
+                request = bookmark_requests.recv(), if !in_state => match request {
                     Some(()) => watch.request_progress(),
                     None => return,
                 },
@@ -295,15 +322,18 @@ impl<S: Storage> Store<S> {
         let decoded = event.memo.get_or_insert_with(owner, || Decoded {
             // The previous state, at the event's resourceVersion (as upstream sends it).
             old: event.prev.as_ref().map(|prev| {
-                object::decode(&prev.value, revision).map(|o| Arc::new(WatchObject::new(o)))
+                object::decode(&prev.value, revision).map(|o| Arc::new(WatchObject::unencoded(o)))
             }),
             new: (event.kind != EventKind::Delete).then(|| {
                 self.served_bytes(&event.kv.value, revision)
                     .map(|o| Arc::new(WatchObject::new(o)))
             }),
         });
+        let selects = |object: &WatchObject| {
+            selection.is_everything() || self.selects(selection, object.value())
+        };
         let old = decoded.old.clone().transpose()?;
-        let old_selected = old.as_ref().map(|o| self.selects(selection, o));
+        let old_selected = old.as_deref().map(selects);
         Ok(match event.kind {
             EventKind::Delete => match (old, old_selected) {
                 (Some(old), Some(true)) => Some(WatchItem::Event(EventType::Deleted, old)),
@@ -313,7 +343,7 @@ impl<S: Storage> Store<S> {
                 let Some(new) = decoded.new.clone().transpose()? else {
                     return Ok(None);
                 };
-                let new_selected = self.selects(selection, &new);
+                let new_selected = selects(&new);
                 match (
                     old_selected.unwrap_or(new_selected && event.kind == EventKind::Update),
                     new_selected,
@@ -328,8 +358,41 @@ impl<S: Storage> Store<S> {
     }
 }
 
+/// What a watch's task reads from.
+enum Source {
+    /// A storage watch that starts with the state.
+    State(Watch),
+    /// A storage watch of the prefix to open after the revision.
+    After(String, Revision),
+}
+
 /// The objects of one storage event, decoded for one resource.
 struct Decoded {
     old: Option<Result<Arc<WatchObject>, ApiError>>,
     new: Option<Result<Arc<WatchObject>, ApiError>>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_object_is_the_same_whether_encoded_first_or_when_sent() {
+        let value = serde_json::json!({"metadata": {"name": "a"}, "data": {"k": "v"}});
+        let encoded = WatchObject::new(value.clone());
+        let unencoded = WatchObject::unencoded(value.clone());
+        assert_eq!(encoded.json(), unencoded.json());
+        assert_eq!(encoded.value(), &value);
+        assert_eq!(unencoded.value(), &value);
+        assert_eq!(
+            &encoded.json_bytes()[..],
+            serde_json::to_vec(&value).unwrap()
+        );
+        assert!(encoded == unencoded);
+        let first = encoded.derived(1, || 7);
+        assert!(
+            Arc::ptr_eq(&first, &encoded.derived(1, || 8)),
+            "derived once"
+        );
+    }
 }

@@ -31,7 +31,10 @@
 //!   everything ([`WatchEvent::Progress`]), which is how a cache knows it is up to date even when
 //!   its prefix is quiet. A watch that would need events the store no longer has fails with
 //!   [`Error::Compacted`], at start or later. (A cache may still hold events its backend has
-//!   compacted and serve them, as kube-apiserver's watch cache does.)
+//!   compacted and serve them, as kube-apiserver's watch cache does.) A watch may also start
+//!   with the current state ([`Storage::watch_state`]). A watch whose reader falls too far
+//!   behind may end with [`Error::TooSlow`]; watching again from the last revision received
+//!   continues without a gap.
 //! - **Compaction** to revision `C` discards history: every event with revision `<= C` and every
 //!   value that was superseded by `C`. Reads at revisions `>= C` keep working.
 
@@ -112,6 +115,14 @@ pub enum Error {
     /// The operation did not finish in time; it may or may not have taken effect.
     #[error("storage operation timed out")]
     Timeout,
+    /// A watch's reader fell too far behind the events kept for it, and the watch ended;
+    /// watching again after `revision`, the last revision it delivered, continues where it
+    /// stopped (kube-apiserver ends such watchers too, and clients watch again).
+    #[error("the watcher fell behind after revision {revision} and was ended")]
+    TooSlow {
+        /// Every event up to this revision was delivered.
+        revision: Revision,
+    },
     /// Any other failure of the backend.
     #[error("storage backend error: {0}")]
     Backend(#[source] Arc<dyn std::error::Error + Send + Sync>),
@@ -278,7 +289,12 @@ pub const WATCH_BUFFER: usize = 1024;
 impl Watch {
     /// A connected pair: the watch for the reader, the sender for the backend.
     pub fn channel() -> (Watch, WatchSender) {
-        let (events_tx, events_rx) = mpsc::channel(WATCH_BUFFER);
+        Self::with_capacity(WATCH_BUFFER)
+    }
+
+    /// Like [`Watch::channel`], buffering `capacity` events (at least one).
+    pub fn with_capacity(capacity: usize) -> (Watch, WatchSender) {
+        let (events_tx, events_rx) = mpsc::channel(capacity.max(1));
         let (progress_tx, progress_rx) = mpsc::channel(1);
         (
             Watch {
@@ -308,6 +324,70 @@ impl Watch {
         // A full channel means a request is already pending, which will answer this one too.
         let _ = self.progress.try_send(());
     }
+}
+
+/// Which state [`Storage::watch_state`] starts with.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum StateRead {
+    /// The current state, read consistently.
+    Current,
+    /// Whatever state is at hand, possibly older (kube's `resourceVersion="0"`): a cache's,
+    /// without waiting.
+    Any,
+}
+
+/// How many keys [`with_state`]'s callers read at a time.
+const STATE_PAGE: usize = 1000;
+
+/// A watch that delivers `state` (keys at `revision`, in key order) as [`EventKind::Create`]
+/// events without previous values, then [`WatchEvent::Progress`] at `revision`, then what
+/// `changes` (a watch after `revision`) delivers. For stores without a cache of their own.
+pub fn with_state(state: Vec<KeyValue>, revision: Revision, changes: Watch) -> Watch {
+    let (watch, mut sender) = Watch::channel();
+    tokio::spawn(async move {
+        let mut changes = changes;
+        for kv in state {
+            let event = Event {
+                kind: EventKind::Create,
+                kv,
+                prev: None,
+                memo: Memo::default(),
+            };
+            if sender
+                .events
+                .send(WatchEvent::Event(Arc::new(event)))
+                .await
+                .is_err()
+            {
+                return;
+            }
+        }
+        if sender
+            .events
+            .send(WatchEvent::Progress(revision))
+            .await
+            .is_err()
+        {
+            return;
+        }
+        loop {
+            tokio::select! {
+                message = changes.next() => match message {
+                    Some(message) => {
+                        if sender.events.send(message).await.is_err() {
+                            return;
+                        }
+                    }
+                    None => return,
+                },
+                request = sender.progress_requests.recv() => match request {
+                    Some(()) => changes.request_progress(),
+                    None => return,
+                },
+            }
+        }
+    });
+    watch
 }
 
 /// A list request: a range of keys at a revision.
@@ -400,6 +480,48 @@ pub trait Storage: Send + Sync + 'static {
     /// Watches every change to keys under `prefix` with a revision greater than `after`.
     fn watch(&self, prefix: &str, after: Revision) -> impl Future<Output = Result<Watch>> + Send;
 
+    /// Watches `prefix` starting with its state: the keys at one revision `R`, in key order, as
+    /// [`EventKind::Create`] events without previous values; then [`WatchEvent::Progress`] at
+    /// `R`; then every change after `R`, as [`Storage::watch`] delivers them. (kube's watch
+    /// without a resourceVersion, and `sendInitialEvents`.)
+    ///
+    /// This default lists the state (in pages, at one revision) and then watches after it;
+    /// a cache sends the objects it holds, shared, as the reader takes them.
+    fn watch_state(
+        &self,
+        prefix: &str,
+        read: StateRead,
+    ) -> impl Future<Output = Result<Watch>> + Send {
+        async move {
+            validate_key(prefix)?;
+            let mut state = Vec::new();
+            let (mut start, mut revision) = (None, None);
+            loop {
+                let request = ListRequest {
+                    prefix: prefix.to_owned(),
+                    start: start.take(),
+                    revision,
+                    limit: Some(STATE_PAGE),
+                    count: false,
+                };
+                let page = match (read, revision) {
+                    (StateRead::Any, None) => self.list_any(request).await?,
+                    _ => self.list(request).await?,
+                };
+                revision = Some(page.revision);
+                let next = page.items.last().map(|kv| format!("{}\0", kv.key));
+                state.extend(page.items);
+                match next {
+                    Some(next) if page.more => start = Some(next),
+                    _ => break,
+                }
+            }
+            let revision = revision.unwrap_or_default();
+            let changes = self.watch(prefix, revision).await?;
+            Ok(with_state(state, revision, changes))
+        }
+    }
+
     /// The store's current revision, read consistently (a quorum read on etcd).
     fn current_revision(&self) -> impl Future<Output = Result<Revision>> + Send;
 
@@ -488,6 +610,14 @@ impl<S: Storage> Storage for Arc<S> {
 
     fn watch(&self, prefix: &str, after: Revision) -> impl Future<Output = Result<Watch>> + Send {
         (**self).watch(prefix, after)
+    }
+
+    fn watch_state(
+        &self,
+        prefix: &str,
+        read: StateRead,
+    ) -> impl Future<Output = Result<Watch>> + Send {
+        (**self).watch_state(prefix, read)
     }
 
     fn current_revision(&self) -> impl Future<Output = Result<Revision>> + Send {

@@ -23,6 +23,8 @@ pub struct EventRing {
 struct Window {
     floor: Revision,
     head: Revision,
+    /// The revision of the last [`EventRing::reset`].
+    reset: Revision,
     events: VecDeque<Arc<Event>>,
     bytes: usize,
 }
@@ -40,6 +42,7 @@ impl EventRing {
             inner: RwLock::new(Window {
                 floor: revision,
                 head: revision,
+                reset: revision,
                 events: VecDeque::new(),
                 bytes: 0,
             }),
@@ -71,6 +74,17 @@ impl EventRing {
         w.bytes = 0;
         w.floor = revision;
         w.head = revision;
+        w.reset = revision;
+    }
+
+    /// The revision the window was last restarted at ([`EventRing::reset`], or its creation).
+    /// A reader behind the floor whose position is older than this lost its place to a
+    /// restart, not to newer events pushing older ones out.
+    pub fn reset_revision(&self) -> Revision {
+        self.inner
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .reset
     }
 
     /// The revision up to which the window is complete.
@@ -89,21 +103,33 @@ impl EventRing {
             .floor
     }
 
-    /// The events under `prefix` with revisions in `(after, head]`, and the head; `None` when
-    /// the window no longer holds every event after `after`.
-    pub fn read(&self, prefix: &str, after: Revision) -> Option<(Vec<Arc<Event>>, Revision)> {
+    /// The first `max` events under `prefix` with revisions in `(after, head]`, and the
+    /// revision up to which the answer is complete: the head, or the last event returned when
+    /// more remain. `None` when the window no longer holds every event after `after`.
+    ///
+    /// Readers take a few events at a time, so that one that waits for its consumer holds no
+    /// more than those once the window has moved on.
+    pub fn read(
+        &self,
+        prefix: &str,
+        after: Revision,
+        max: usize,
+    ) -> Option<(Vec<Arc<Event>>, Revision)> {
         let w = self.inner.read().unwrap_or_else(PoisonError::into_inner);
         if after < w.floor {
             return None;
         }
         let start = w.events.partition_point(|e| e.revision() <= after);
-        let events = w
+        let mut matching = w
             .events
             .range(start..)
-            .filter(|e| e.kv.key.starts_with(prefix))
-            .cloned()
-            .collect();
-        Some((events, w.head.max(after)))
+            .filter(|e| e.kv.key.starts_with(prefix));
+        let events: Vec<Arc<Event>> = matching.by_ref().take(max.max(1)).cloned().collect();
+        let reached = match (matching.next(), events.last()) {
+            (Some(_), Some(last)) => last.revision(),
+            _ => w.head.max(after),
+        };
+        Some((events, reached))
     }
 }
 
@@ -134,25 +160,54 @@ mod tests {
     fn serves_what_it_covers_and_forgets_the_oldest() {
         let ring = EventRing::new(10, 3, usize::MAX);
         ring.push([event(11, "/a/1", 1), event(12, "/b/1", 1)], 12);
-        let (got, head) = ring.read("/a/", 10).unwrap();
+        let (got, head) = ring.read("/a/", 10, 100).unwrap();
         assert_eq!((revisions(&got), head), (vec![11], 12));
-        assert_eq!(revisions(&ring.read("/", 11).unwrap().0), vec![12]);
+        assert_eq!(revisions(&ring.read("/", 11, 100).unwrap().0), vec![12]);
         ring.push([event(13, "/a/2", 1), event(14, "/a/3", 1)], 14);
-        assert!(ring.read("/", 10).is_none(), "revision 11 left the window");
+        assert!(
+            ring.read("/", 10, 100).is_none(),
+            "revision 11 left the window"
+        );
         assert_eq!(ring.floor(), 11);
-        assert_eq!(revisions(&ring.read("/a/", 11).unwrap().0), vec![13, 14]);
+        assert_eq!(
+            revisions(&ring.read("/a/", 11, 100).unwrap().0),
+            vec![13, 14]
+        );
     }
 
     #[test]
     fn revisions_may_have_gaps_and_the_head_may_move_alone() {
         let ring = EventRing::new(100, 10, usize::MAX);
         ring.push([event(105, "/a", 1), event(230, "/a", 1)], 231);
-        assert_eq!(revisions(&ring.read("/", 150).unwrap().0), vec![230]);
+        assert_eq!(revisions(&ring.read("/", 150, 100).unwrap().0), vec![230]);
         ring.push([], 300);
-        assert_eq!(ring.read("/", 231).unwrap(), (vec![], 300));
+        assert_eq!(ring.read("/", 231, 100).unwrap(), (vec![], 300));
         ring.reset(500);
-        assert!(ring.read("/", 300).is_none());
-        assert_eq!(ring.read("/", 500).unwrap().1, 500);
+        assert!(ring.read("/", 300, 100).is_none());
+        assert_eq!(ring.read("/", 500, 100).unwrap().1, 500);
+        assert_eq!(ring.reset_revision(), 500);
+    }
+
+    #[test]
+    fn reads_a_few_events_at_a_time() {
+        let ring = EventRing::new(0, 100, usize::MAX);
+        ring.push(
+            [
+                event(1, "/a/1", 1),
+                event(2, "/b/1", 1),
+                event(3, "/a/2", 1),
+                event(4, "/a/3", 1),
+            ],
+            6,
+        );
+        let (got, reached) = ring.read("/a/", 0, 2).unwrap();
+        assert_eq!((revisions(&got), reached), (vec![1, 3], 3));
+        let (got, reached) = ring.read("/a/", reached, 2).unwrap();
+        assert_eq!(
+            (revisions(&got), reached),
+            (vec![4], 6),
+            "complete up to the head"
+        );
     }
 
     #[test]

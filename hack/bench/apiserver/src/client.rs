@@ -34,6 +34,37 @@ impl Client {
         Self::handshake(base, tls, tcp).await
     }
 
+    /// Like [`Client::connect`], with client-go's HTTP/2 flow-control windows (Go's
+    /// `http2.Transport`: 4 MiB per stream, 1 GiB per connection), so that a server may send
+    /// an unread stream as much as it would send to a Kubernetes client.
+    pub(crate) async fn connect_like_client_go(
+        base: &str,
+        tls: Arc<rustls::ClientConfig>,
+    ) -> anyhow::Result<Self> {
+        let authority = base
+            .strip_prefix("https://")
+            .with_context(|| format!("{base} is not an https URL"))?;
+        let tcp = tokio::net::TcpStream::connect(authority).await?;
+        tcp.set_nodelay(true)?;
+        let name = rustls::pki_types::ServerName::try_from("127.0.0.1")?;
+        let stream = tokio_rustls::TlsConnector::from(tls)
+            .connect(name, tcp)
+            .await
+            .context("TLS handshake")?;
+        let (send, connection) = hyper::client::conn::http2::Builder::new(TokioExecutor::new())
+            .initial_stream_window_size(4 << 20)
+            .initial_connection_window_size(1 << 30)
+            .handshake(TokioIo::new(stream))
+            .await
+            .context("HTTP/2 handshake")?;
+        tokio::spawn(connection);
+        Ok(Self {
+            base: base.to_owned(),
+            send,
+            authorization: None,
+        })
+    }
+
     /// Speaks TLS and HTTP/2 over `tcp`, a connection to `base`.
     pub(crate) async fn handshake(
         base: &str,

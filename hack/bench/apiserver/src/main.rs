@@ -17,7 +17,10 @@
 //!    under RBAC with 1,000 RoleBindings against `AlwaysAllow`, two SQLite servers, interleaved;
 //! 8. (`--only crd`, run by `hack/bench/crd.sh`) creates of custom resources of a CRD with a
 //!    structural schema, and of one with a CEL rule, against ConfigMap creates, one SQLite
-//!    server, interleaved.
+//!    server, interleaved;
+//! 9. (`--only idle`) the memory the apiserver holds for clients that do not read: watches of
+//!    a large collection without a resourceVersion and LISTs of it, over HTTP/2 and HTTP/1.1,
+//!    per client and after the clients left (see `idle.rs`).
 //!
 //! Beside each throughput, the CPU time (user + system) the serving processes spent per
 //! operation: on a shared machine it moves less than the rates do.
@@ -28,6 +31,7 @@ mod authz;
 mod bare;
 mod client;
 mod crd;
+mod idle;
 mod process;
 mod tls;
 
@@ -96,6 +100,15 @@ struct Args {
     /// Starts of the start-up measurement, per kind (fresh data directory, existing one).
     #[arg(long, default_value_t = 7)]
     starts: usize,
+    /// Requests per kind of client in the idle-client part.
+    #[arg(long, default_value_t = 20)]
+    idle_watchers: usize,
+    /// MiB of ConfigMaps in the collection the idle clients watch and list.
+    #[arg(long, default_value_t = 40)]
+    collection_mib: usize,
+    /// KiB of data per ConfigMap in the idle-client part.
+    #[arg(long, default_value_t = 16)]
+    idle_object_kib: usize,
     /// Where data directories go (default: a temporary directory under /var/tmp, on disk).
     #[arg(long)]
     dir: Option<PathBuf>,
@@ -120,6 +133,7 @@ enum Part {
     Apply,
     Authz,
     Crd,
+    Idle,
 }
 
 impl Args {
@@ -138,6 +152,8 @@ impl Args {
             self.event_rate = self.event_rate.max(50);
             self.starts = self.starts.min(3);
             self.bindings = self.bindings.min(100);
+            self.idle_watchers = self.idle_watchers.min(4);
+            self.collection_mib = self.collection_mib.min(4);
         }
     }
 
@@ -954,10 +970,13 @@ async fn run(args: &Args) -> anyhow::Result<()> {
     if args.only.contains(&Part::Crd) {
         crd::crd(args, &dir).await?;
     }
+    if args.only.contains(&Part::Idle) {
+        idle::idle(args, &dir).await?;
+    }
     if !args
         .only
         .iter()
-        .any(|p| !matches!(p, Part::Startup | Part::Authz | Part::Crd))
+        .any(|p| !matches!(p, Part::Startup | Part::Authz | Part::Crd | Part::Idle))
     {
         return Ok(());
     }

@@ -1,18 +1,60 @@
 //! GET of a collection.
+//!
+//! A JSON list is encoded object by object as the store reads them: each object is decoded,
+//! written into the items' buffer and dropped, and the answer is sent as that buffer between
+//! the list's head and tail, so that a list held for a client that does not read costs one
+//! encoded copy and nothing else.
 
-use genplane_apimachinery::errors::ApiError;
+use bytes::Bytes;
+use genplane_apimachinery::errors::{ApiError, Status};
 use genplane_storage::Storage;
+use hyper::header::{CONTENT_TYPE, HeaderValue};
 use hyper::{Response, StatusCode};
 
 use super::{Ctx, respond};
 use crate::body::ResponseBody;
 use crate::encode;
-use crate::negotiation::Target;
+use crate::negotiation::{Format, Target};
 
 /// Answers a list: the list, a Table, or a PartialObjectMetadataList.
 pub(crate) async fn list<S: Storage>(ctx: &Ctx<'_, S>) -> Result<Response<ResponseBody>, ApiError> {
     let negotiated = ctx.negotiate(true)?;
     let options = ctx.list_options(false)?;
+    if negotiated.format == Format::Json
+        && matches!(
+            negotiated.target,
+            Target::Object | Target::GroupDiscoveryList(_)
+        )
+    {
+        let mut items = Vec::new();
+        let listed = ctx
+            .store
+            .list_each(&ctx.request.namespace, &options, |object| {
+                if !items.is_empty() {
+                    items.push(b',');
+                }
+                serde_json::to_writer(&mut items, &object)
+                    .map_err(|e| Status::internal_error(format!("encoding the list: {e}")).into())
+            })
+            .await?;
+        // The list without items, split where they go: the same bytes as the whole list
+        // encoded at once (keys in order, no spaces).
+        let empty = encode::serialize(&encode::list(ctx.info, listed), Format::Json, None)?;
+        let at = empty
+            .windows(ITEMS.len())
+            .position(|w| w == ITEMS)
+            .ok_or_else(|| Status::internal_error("encoding the list: no items"))?
+            + ITEMS.len()
+            - 1;
+        let empty = Bytes::from(empty);
+        let body = ResponseBody::parts([empty.slice(..at), Bytes::from(items), empty.slice(at..)]);
+        let mut response = Response::new(body);
+        *response.status_mut() = StatusCode::OK;
+        if let Ok(value) = HeaderValue::from_str(&negotiated.content_type()) {
+            response.headers_mut().insert(CONTENT_TYPE, value);
+        }
+        return Ok(response);
+    }
     let listed = ctx.store.list(&ctx.request.namespace, &options).await?;
     let body = match negotiated.target {
         Target::Table(version) => encode::table(
@@ -36,3 +78,6 @@ pub(crate) async fn list<S: Storage>(ctx: &Ctx<'_, S>) -> Result<Response<Respon
         &[],
     ))
 }
+
+/// Where a list's items go in its JSON: between the brackets.
+const ITEMS: &[u8] = b"\"items\":[]";

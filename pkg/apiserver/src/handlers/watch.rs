@@ -11,20 +11,38 @@
 //! A metadata-only watch (`Accept: application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1`,
 //! what kube-rs' and client-go's metadata informers send) gets each object as a
 //! `meta.k8s.io` `PartialObjectMetadata`, as upstream answers it.
+//!
+//! Events are written from the objects' shared encodings (JSON, or protobuf encoded once per
+//! object and kind): a large object goes out as the same bytes to every watcher, between a
+//! small head and tail of its own. What waits for a client is bounded
+//! ([`WATCH_BUFFER_BYTES`]); the watch itself takes events only as the client reads. A watcher
+//! the storage ended because it fell too far behind (its client did not read) ends its stream
+//! cleanly and is counted in `apiserver_terminated_watchers_total`, as upstream counts them.
 
+use std::sync::Arc;
 use std::time::Duration;
 
-use genplane_apimachinery::errors::ApiError;
-use genplane_registry::WatchItem;
+use bytes::Bytes;
+use genplane_apimachinery::errors::{ApiError, Status};
+use genplane_registry::{WatchItem, WatchObject};
 use genplane_storage::Storage;
 use hyper::header::{CONTENT_TYPE, HeaderValue};
 use hyper::{Response, StatusCode};
 
 use super::Ctx;
-use crate::body::ResponseBody;
+use crate::body::{QueueSender, ResponseBody};
 use crate::encode;
 use crate::kind::ServedKind;
 use crate::negotiation::{Format, Target};
+use genplane_api::protobuf;
+
+/// The most bytes of events that wait for one watch client (beyond that, the watch waits for
+/// the client; a single larger event waits alone).
+pub const WATCH_BUFFER_BYTES: usize = 1 << 20;
+
+/// Objects up to this size are copied into their event's line (one chunk); larger ones are
+/// sent as their shared bytes between the line's head and tail.
+const COPY_BELOW: usize = 4096;
 
 /// How long a watch lasts when the client does not say.
 const DEFAULT_TIMEOUT: Duration = Duration::from_secs(1800);
@@ -49,7 +67,12 @@ pub(crate) async fn watch<S: Storage>(
         _ => DEFAULT_TIMEOUT,
     };
     let mut stream = ctx.store.watch(&ctx.request.namespace, &options).await?;
-    let (tx, body) = ResponseBody::channel(16);
+    let metrics = ctx.metrics.cloned();
+    let (group, resource) = (ctx.info.group.clone(), ctx.info.resource.clone());
+    let gauge = metrics
+        .as_ref()
+        .map(|m| m.watch_buffered_bytes(&group, &resource));
+    let (tx, body) = ResponseBody::queue(WATCH_BUFFER_BYTES, gauge);
     let kind_info = ctx.info.clone();
     let now = ctx.now;
     let format = negotiated.format;
@@ -77,31 +100,37 @@ pub(crate) async fn watch<S: Storage>(
         tick.tick().await;
         let mut headers = true;
         loop {
-            let line = tokio::select! {
+            let chunks: Vec<Bytes> = tokio::select! {
                 item = stream.next() => match item {
                     Some(WatchItem::Event(kind, object)) => match (table, metadata_only) {
                         (Some(version), _) => {
                             let t = encode::table(info, std::slice::from_ref(object.value()), None, version, headers, now);
                             headers = false;
-                            encode::watch_event(kind.as_str(), t, format, info)
+                            vec![encode::watch_event(kind.as_str(), t, format, info).into()]
                         }
                         (None, Some(version)) => {
                             let partial = encode::partial_metadata(object.value(), version);
-                            encode::watch_event(kind.as_str(), partial, format, info)
+                            vec![encode::watch_event(kind.as_str(), partial, format, info).into()]
                         }
-                        // JSON: the object's encoding is shared by every watcher.
-                        (None, None) if format != Format::Protobuf => encode::watch_line(kind.as_str(), object.json()),
-                        (None, None) => encode::watch_event(kind.as_str(), object.value().clone(), format, info),
+                        // The object's encoding is shared by every watcher.
+                        (None, None) => shared_event(kind.as_str(), &object, format, &kind_info),
                     },
                     Some(WatchItem::Bookmark { resource_version, initial_events_end }) => {
                         if !bookmarks {
                             continue;
                         }
-                        encode::watch_event("BOOKMARK", encode::bookmark(info, &resource_version, initial_events_end), format, info)
+                        vec![encode::watch_event("BOOKMARK", encode::bookmark(info, &resource_version, initial_events_end), format, info).into()]
                     }
                     Some(WatchItem::Error(error)) => {
                         let line = encode::watch_event("ERROR", encode::status(&error), format, info);
                         let _ = tx.send(line.into()).await;
+                        return;
+                    }
+                    Some(WatchItem::Terminated) => {
+                        tracing::debug!(%group, %resource, "a watcher fell behind and was ended");
+                        if let Some(metrics) = &metrics {
+                            metrics.terminated_watcher(&group, &resource);
+                        }
                         return;
                     }
                     None => return,
@@ -114,7 +143,7 @@ pub(crate) async fn watch<S: Storage>(
                 }
                 () = tx.closed() => return,
             };
-            if tx.send(line.into()).await.is_err() {
+            if send_all(&tx, chunks).await.is_err() {
                 return;
             }
         }
@@ -132,4 +161,50 @@ pub(crate) async fn watch<S: Storage>(
         response.headers_mut().insert(CONTENT_TYPE, value);
     }
     Ok(response)
+}
+
+/// Queues an event's chunks in order.
+async fn send_all(tx: &QueueSender, chunks: Vec<Bytes>) -> Result<(), crate::body::Closed> {
+    for chunk in chunks {
+        tx.send(chunk).await?;
+    }
+    Ok(())
+}
+
+/// An event of a plain object in `format`, from the object's shared encoding: a JSON line, or
+/// a protobuf frame whose object is encoded once per object and kind.
+fn shared_event(
+    kind: &str,
+    object: &WatchObject,
+    format: Format,
+    info: &Arc<ServedKind>,
+) -> Vec<Bytes> {
+    if format == Format::Protobuf {
+        // One encoding per object and served kind (the schema comes from the kind), from a
+        // decoding of its JSON that is not kept: only the encodings are.
+        let owner = Arc::as_ptr(info) as usize;
+        let body = object.derived(owner, || {
+            let value: serde_json::Value = serde_json::from_slice(object.json())
+                .map_err(|e| ApiError::from(Status::internal_error(e)))?;
+            encode::serialize(&value, format, Some(info)).map(Bytes::from)
+        });
+        return match &*body {
+            Ok(body) => vec![
+                protobuf::watch_frame_head(kind, body.len()).into(),
+                body.clone(),
+            ],
+            Err(_) => vec![encode::watch_event(kind, object.value().clone(), format, info).into()],
+        };
+    }
+    let json = object.json_bytes();
+    if json.len() < COPY_BELOW {
+        return vec![encode::watch_line(kind, &json).into()];
+    }
+    let head = match kind {
+        "ADDED" => Bytes::from_static(b"{\"type\":\"ADDED\",\"object\":"),
+        "MODIFIED" => Bytes::from_static(b"{\"type\":\"MODIFIED\",\"object\":"),
+        "DELETED" => Bytes::from_static(b"{\"type\":\"DELETED\",\"object\":"),
+        other => Bytes::from(format!("{{\"type\":\"{other}\",\"object\":")),
+    };
+    vec![head, json, Bytes::from_static(b"}\n")]
 }

@@ -121,6 +121,28 @@ pub async fn start_configured(
     start_on(Flavour::Sqlite, configure).await
 }
 
+/// Starts a server on SQLite whose watch caches are configured by `cache`, with `configure`
+/// applied to it.
+pub async fn start_with_cache(
+    cache: genplane_storage_cacher::CacherConfig,
+    configure: impl FnOnce(ApiServer<ResourceStorage>) -> ApiServer<ResourceStorage>,
+) -> Server {
+    let dir = tempfile::tempdir().unwrap();
+    let config = StorageConfig::Sqlite {
+        path: dir.path().join("db"),
+    };
+    serve_with(
+        open(&config).await,
+        config,
+        None,
+        dir,
+        None,
+        &cache,
+        configure,
+    )
+    .await
+}
+
 /// Starts a server on `flavour` with `configure` applied to it.
 pub async fn start_on(
     flavour: Flavour,
@@ -150,8 +172,26 @@ async fn serve(
     addr: Option<SocketAddr>,
     configure: impl FnOnce(ApiServer<ResourceStorage>) -> ApiServer<ResourceStorage>,
 ) -> Server {
+    let cache = genplane_storage_cacher::CacherConfig::default();
+    serve_with(storage, config, etcd, dir, addr, &cache, configure).await
+}
+
+async fn serve_with(
+    storage: Arc<Backend>,
+    config: StorageConfig,
+    etcd: Option<EtcdServer>,
+    dir: tempfile::TempDir,
+    addr: Option<SocketAddr>,
+    cache: &genplane_storage_cacher::CacherConfig,
+    configure: impl FnOnce(ApiServer<ResourceStorage>) -> ApiServer<ResourceStorage>,
+) -> Server {
     let deadline = std::time::Instant::now() + Duration::from_secs(10);
-    let resources = genplane_controlplane::resources(storage.clone()).unwrap();
+    let resources = genplane_controlplane::resources_with_cache(
+        storage.clone(),
+        &genplane_controlplane::EncryptionConfig::default(),
+        cache,
+    )
+    .unwrap();
     bootstrap(&resources).await.unwrap();
     // The previous server's listener may take a moment to close after a restart.
     let wanted = addr.unwrap_or_else(|| "127.0.0.1:0".parse().unwrap());

@@ -217,7 +217,7 @@ impl<S: Storage> CustomResources<S> {
                             }
                         }
                         Some(WatchItem::Bookmark { .. }) => {}
-                        Some(WatchItem::Error(_)) | None => break,
+                        Some(WatchItem::Error(_) | WatchItem::Terminated) | None => break,
                     }
                 }
                 tokio::select! {

@@ -5,12 +5,22 @@
 //! ([`EventRing`]), fed by one list and one watch of the underlying store (the *reflector*).
 //!
 //! - **Watches** under the prefix are served from the window: every watcher reads the same
-//!   shared events (values are reference-counted bytes, never copied per watcher). A watch from
-//!   a revision older than the window — or a watcher that falls behind it — continues on the
-//!   underlying store, which replays its history or fails as compacted. (kube-apiserver answers
-//!   "too old resource version" as soon as its window does not cover a revision, which makes
-//!   clients relist everything; replaying from the store avoids that relist while the store
-//!   still has the history.)
+//!   shared events (values are reference-counted bytes, never copied per watcher), a few at a
+//!   time and only as fast as its reader takes them, through a small buffer
+//!   ([`CacherConfig::watch_buffer`]). A watch from a revision older than the window continues
+//!   on the underlying store, which replays its history or fails as compacted, and returns to
+//!   the window once it has caught up. (kube-apiserver answers "too old resource version" as
+//!   soon as its window does not cover a revision, which makes clients relist everything;
+//!   replaying from the store avoids that relist while the store still has the history.)
+//! - A watcher whose reader falls behind the window is **ended** with [`Error::TooSlow`], as
+//!   kube-apiserver ends unresponsive watchers: a reader that does not read costs the cache
+//!   nothing but its place in the shared window until then, and nothing at all after. Its
+//!   client watches again from the last revision it received (from the store, as above). Only
+//!   watchers that lost their place because the cache listed again continue on the store.
+//! - **Watches with the current state** ([`Storage::watch_state`]) start with the objects the
+//!   cache holds: each object is held as one shared event (with its [`Memo`], so that what the
+//!   layers above derive from it — decoded, encoded — is done once for every watcher), and a
+//!   watcher holds only references to them, handed out as its reader takes them.
 //! - **Consistent lists** (no revision): the cache reads the store's current revision, waits
 //!   (up to [`CacherConfig::consistency_timeout`]) until it has caught up to it, asking the
 //!   reflector's watch for progress so that a quiet prefix catches up too, and answers from
@@ -33,10 +43,12 @@ use std::ops::Bound;
 use std::sync::{Arc, PoisonError, RwLock};
 use std::time::Duration;
 
+#[cfg(doc)]
+use genplane_storage::Memo;
 use genplane_storage::ring::EventRing;
 use genplane_storage::{
-    Bytes, Deleted, Error, KeyValue, ListRequest, ListResponse, Result, Revision, Storage, Watch,
-    validate_key, validate_list,
+    Bytes, Deleted, Error, Event, KeyValue, ListRequest, ListResponse, Result, Revision, StateRead,
+    Storage, Watch, validate_key, validate_list,
 };
 use tokio::sync::{Notify, watch};
 
@@ -52,6 +64,9 @@ pub struct CacherConfig {
     pub consistency_timeout: Duration,
     /// The page size of the reflector's initial list.
     pub list_page: usize,
+    /// How many events each watcher buffers for its reader (shared events: references, not
+    /// copies).
+    pub watch_buffer: usize,
 }
 
 impl Default for CacherConfig {
@@ -61,27 +76,26 @@ impl Default for CacherConfig {
             window_bytes: 128 << 20,
             consistency_timeout: Duration::from_secs(3),
             list_page: 10_000,
+            watch_buffer: 64,
         }
     }
 }
 
-/// One cached key: the map key is the storage key.
-#[derive(Clone, Debug)]
-pub(crate) struct Entry {
-    pub(crate) value: Bytes,
-    pub(crate) create_revision: Revision,
-    pub(crate) mod_revision: Revision,
-}
+/// One cached key, as the event that creates it as it is now ([`EventKind::Create`], no
+/// previous value): watches that start with the current state hand it out, shared, and its
+/// memo keeps what the layers above derived from it. The map key is the storage key.
+///
+/// [`EventKind::Create`]: genplane_storage::EventKind::Create
+pub(crate) type Entry = Arc<Event>;
 
-impl Entry {
-    fn key_value(&self, key: &str) -> KeyValue {
-        KeyValue {
-            key: key.to_owned(),
-            value: self.value.clone(),
-            create_revision: self.create_revision,
-            mod_revision: self.mod_revision,
-        }
-    }
+/// The state of one key as a create event.
+pub(crate) fn entry(kv: KeyValue) -> Entry {
+    Arc::new(Event {
+        kind: genplane_storage::EventKind::Create,
+        kv,
+        prev: None,
+        memo: genplane_storage::Memo::default(),
+    })
 }
 
 /// The cached state of the prefix.
@@ -191,7 +205,7 @@ impl<S: Storage> Cacher<S> {
             .snapshot
             .read()
             .unwrap_or_else(PoisonError::into_inner);
-        snapshot.objects.get(key).map(|e| e.key_value(key))
+        snapshot.objects.get(key).map(|e| e.kv.clone())
     }
 
     fn covers(&self, key: &str) -> bool {
@@ -261,9 +275,9 @@ impl<S: Storage> Cacher<S> {
         let mut items = Vec::new();
         let mut more = false;
         let mut count = 0i64;
-        for (key, entry) in in_range {
+        for (_, entry) in in_range {
             if items.len() < limit {
-                items.push(entry.key_value(key));
+                items.push(entry.kv.clone());
             } else {
                 more = true;
                 if !request.count {
@@ -300,7 +314,7 @@ impl<S: Storage> Storage for Cacher<S> {
                 .read()
                 .unwrap_or_else(PoisonError::into_inner);
             if snapshot.revision == r && r > 0 {
-                return Ok(snapshot.objects.get(key).map(|e| e.key_value(key)));
+                return Ok(snapshot.objects.get(key).map(|e| e.kv.clone()));
             }
         }
         // A consistent get costs one read of the store either way; read it there.
@@ -367,7 +381,48 @@ impl<S: Storage> Storage for Cacher<S> {
             Arc::downgrade(&self.store),
             self.shared.clone(),
             prefix.to_owned(),
+            None,
             after,
+            self.config.watch_buffer,
+        ))
+    }
+
+    async fn watch_state(&self, prefix: &str, read: StateRead) -> Result<Watch> {
+        validate_key(prefix)?;
+        if !self.covers(prefix) {
+            return self.store.watch_state(prefix, read).await;
+        }
+        let target = match read {
+            StateRead::Any => None,
+            StateRead::Current => Some(self.store.current_revision().await?),
+        };
+        match self.wait_for(target).await {
+            Ok(()) => {}
+            // As for consistent lists: the store answers when the cache cannot confirm.
+            Err(Error::Timeout) => return self.store.watch_state(prefix, read).await,
+            Err(other) => return Err(other),
+        }
+        let (state, revision) = {
+            let snapshot = self
+                .shared
+                .snapshot
+                .read()
+                .unwrap_or_else(PoisonError::into_inner);
+            let state: Vec<Entry> = snapshot
+                .objects
+                .range::<str, _>((Bound::Included(prefix), Bound::Unbounded))
+                .take_while(|(k, _)| k.starts_with(prefix))
+                .map(|(_, entry)| entry.clone())
+                .collect();
+            (state, snapshot.revision)
+        };
+        Ok(watchers::spawn(
+            Arc::downgrade(&self.store),
+            self.shared.clone(),
+            prefix.to_owned(),
+            Some(state),
+            revision,
+            self.config.watch_buffer,
         ))
     }
 
@@ -387,7 +442,7 @@ impl<S: Storage> Storage for Cacher<S> {
             .snapshot
             .read()
             .unwrap_or_else(PoisonError::into_inner);
-        Ok(snapshot.objects.get(key).map(|e| e.key_value(key)))
+        Ok(snapshot.objects.get(key).map(|e| e.kv.clone()))
     }
 
     async fn current_revision(&self) -> Result<Revision> {

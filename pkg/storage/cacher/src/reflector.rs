@@ -9,7 +9,7 @@ use genplane_storage::{
     Error, Event, EventKind, ListRequest, Result, Revision, Storage, WatchEvent,
 };
 
-use crate::{Entry, Shared, Snapshot};
+use crate::{Entry, Shared, Snapshot, entry};
 
 /// Keeps the cache in sync with `store` until the store is gone.
 pub(crate) async fn run<S: Storage>(store: Weak<S>, shared: Arc<Shared>, page: usize) {
@@ -106,12 +106,7 @@ async fn list<S: Storage>(
         let response = store.list(request).await?;
         let next = response.items.last().map(|kv| format!("{}\0", kv.key));
         for kv in response.items {
-            let entry = Entry {
-                value: kv.value,
-                create_revision: kv.create_revision,
-                mod_revision: kv.mod_revision,
-            };
-            objects.insert(kv.key, entry);
+            objects.insert(kv.key.clone(), entry(kv));
         }
         match next {
             Some(next) if response.more => start = Some(next),
@@ -138,12 +133,14 @@ fn apply(shared: &Shared, events: Vec<Arc<Event>>) {
             }
             match event.kind {
                 EventKind::Create | EventKind::Update => {
-                    let entry = Entry {
-                        value: event.kv.value.clone(),
-                        create_revision: event.kv.create_revision,
-                        mod_revision: revision,
+                    // A create is already the key's state as a create event: share it (and
+                    // its memo); an update's state is a new one, without the previous value.
+                    let state = if event.prev.is_none() && event.kind == EventKind::Create {
+                        event.clone()
+                    } else {
+                        entry(event.kv.clone())
                     };
-                    snapshot.objects.insert(event.kv.key.clone(), entry);
+                    snapshot.objects.insert(event.kv.key.clone(), state);
                 }
                 EventKind::Delete => {
                     snapshot.objects.remove(&event.kv.key);

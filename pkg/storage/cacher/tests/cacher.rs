@@ -5,7 +5,9 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use genplane_storage::{Bytes, Event, ListRequest, Storage, Watch, WatchEvent};
+use genplane_storage::{
+    Bytes, Error, Event, EventKind, ListRequest, StateRead, Storage, Watch, WatchEvent,
+};
 use genplane_storage_cacher::{Cacher, CacherConfig};
 use genplane_storage_sqlite::{SqliteConfig, SqliteStore};
 
@@ -130,28 +132,114 @@ async fn a_quiet_prefix_still_answers_consistent_reads_promptly() {
 }
 
 #[tokio::test]
-async fn a_watcher_that_falls_behind_the_window_continues_without_a_gap() {
+async fn a_watcher_that_falls_behind_the_window_is_ended_and_resumes_without_a_gap() {
     let dir = tempfile::tempdir().unwrap();
     let config = CacherConfig {
         window_events: 16,
+        watch_buffer: 8,
         ..CacherConfig::default()
     };
     let cache = Cacher::new(store(&dir), "/w/", config).unwrap();
     let start = cache.current_revision().await.unwrap();
     let mut slow = cache.watch("/w/", start).await.unwrap();
     // Far more events than the watch buffers and the window holds, while nobody reads.
-    for i in 0..3000 {
+    for i in 0..300 {
         cache
             .create(&format!("/w/{i:05}"), Bytes::from_static(b"x"))
             .await
             .unwrap();
     }
-    for i in 0..3000 {
-        assert_eq!(next_event(&mut slow).await.kv.key, format!("/w/{i:05}"));
+    // What the watcher buffered arrives in order, then the end.
+    let mut received = 0;
+    let resume = loop {
+        match tokio::time::timeout(Duration::from_secs(10), slow.next())
+            .await
+            .unwrap()
+        {
+            Some(WatchEvent::Event(event)) => {
+                assert_eq!(event.kv.key, format!("/w/{received:05}"));
+                received += 1;
+            }
+            Some(WatchEvent::Progress(_)) => {}
+            Some(WatchEvent::Error(Error::TooSlow { revision })) => break revision,
+            other => panic!("unexpected {other:?}"),
+        }
+    };
+    assert!(received <= 8 + 1, "no more than the buffer, got {received}");
+    assert!(slow.next().await.is_none(), "nothing after the end");
+    // Watching again from there continues without a gap (from the store: it is older than the
+    // window), and so does a new watch from before the window.
+    let mut again = cache.watch("/w/", resume).await.unwrap();
+    for i in received..300 {
+        assert_eq!(next_event(&mut again).await.kv.key, format!("/w/{i:05}"));
     }
-    // A new watch from before the window is served by the store, also without a gap.
     let mut old = cache.watch("/w/", start).await.unwrap();
     assert_eq!(next_event(&mut old).await.kv.key, "/w/00000");
+}
+
+#[tokio::test]
+async fn a_reader_that_keeps_up_is_not_ended_by_a_burst() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = CacherConfig {
+        window_events: 16,
+        watch_buffer: 8,
+        ..CacherConfig::default()
+    };
+    let cache = Arc::new(Cacher::new(store(&dir), "/w/", config).unwrap());
+    let start = cache.current_revision().await.unwrap();
+    let mut watch = cache.watch("/w/", start).await.unwrap();
+    let writer = {
+        let cache = cache.clone();
+        tokio::spawn(async move {
+            for i in 0..300 {
+                cache
+                    .create(&format!("/w/{i:05}"), Bytes::from_static(b"x"))
+                    .await
+                    .unwrap();
+            }
+        })
+    };
+    for i in 0..300 {
+        assert_eq!(next_event(&mut watch).await.kv.key, format!("/w/{i:05}"));
+    }
+    writer.await.unwrap();
+}
+
+#[tokio::test]
+async fn a_watch_with_the_state_hands_out_the_cached_objects_shared() {
+    let dir = tempfile::tempdir().unwrap();
+    let cache = Cacher::new(store(&dir), "/s/", CacherConfig::default()).unwrap();
+    for key in ["/s/a/1", "/s/b/1", "/s/b/2"] {
+        cache.create(key, Bytes::from_static(b"v")).await.unwrap();
+    }
+    let updated = cache
+        .update("/s/b/1", Bytes::from_static(b"w"), 3)
+        .await
+        .unwrap();
+    let mut first = cache
+        .watch_state("/s/b/", StateRead::Current)
+        .await
+        .unwrap();
+    let mut second = cache.watch_state("/s/b/", StateRead::Any).await.unwrap();
+    let mut state = Vec::new();
+    for _ in 0..2 {
+        let (a, b) = (next_event(&mut first).await, next_event(&mut second).await);
+        assert!(Arc::ptr_eq(&a, &b), "the cache's object itself, not a copy");
+        assert_eq!((a.kind, a.prev.is_none()), (EventKind::Create, true));
+        state.push(a);
+    }
+    assert_eq!(state[0].kv, updated);
+    assert_eq!(state[1].kv.key, "/s/b/2");
+    let Some(WatchEvent::Progress(at)) = first.next().await else {
+        panic!("the state ends with a progress report");
+    };
+    assert_eq!(at, updated.mod_revision);
+    let later = cache
+        .create("/s/b/3", Bytes::from_static(b"v"))
+        .await
+        .unwrap();
+    let event = next_event(&mut first).await;
+    assert_eq!((event.kind, &event.kv), (EventKind::Create, &later));
 }
 
 #[tokio::test]

@@ -10,6 +10,9 @@ use crate::Shared;
 /// How many events a watch reads from the history table at a time when catching up.
 const CATCH_UP_BATCH: usize = 1024;
 
+/// How many events a watch takes from the ring at a time.
+const RING_BATCH: usize = 64;
+
 /// Starts a watch of `prefix` after revision `after`.
 pub(crate) fn spawn(shared: Arc<Shared>, prefix: String, after: Revision) -> Watch {
     let (watch, sender) = Watch::channel();
@@ -33,7 +36,7 @@ async fn feed(shared: Arc<Shared>, prefix: String, mut cursor: Revision, mut sen
             return;
         }
         while cursor < state.revision {
-            let (events, reached) = match shared.log.read(&prefix, cursor) {
+            let (events, reached) = match shared.log.read(&prefix, cursor, RING_BATCH) {
                 Some((events, head)) => (events, head),
                 None => {
                     // Behind the ring: read history up to where the ring starts.

@@ -56,6 +56,7 @@ macro_rules! conformance_suite {
             watch_only_sees_its_prefix,
             watch_from_a_compacted_revision_fails,
             watch_reports_progress,
+            watch_state_starts_with_the_state,
             concurrent_compare_and_swap_increments_are_exact,
             large_values_round_trip,
             hundred_thousand_keys,

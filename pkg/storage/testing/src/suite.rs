@@ -4,8 +4,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use genplane_storage::{
-    Bytes, Deleted, Error, Event, EventKind, KeyValue, ListRequest, Revision, Storage, Watch,
-    WatchEvent, continue_token,
+    Bytes, Deleted, Error, Event, EventKind, KeyValue, ListRequest, Revision, StateRead, Storage,
+    Watch, WatchEvent, continue_token,
 };
 
 use crate::{Backend, put, revision, text};
@@ -656,6 +656,55 @@ pub async fn watch_reports_progress<B: Backend>(backend: &mut B) {
             Ok(other) => panic!("expected progress, got {other:?}"),
         }
     }
+}
+
+/// A watch with the state delivers the keys under the prefix as creates, in key order and
+/// without previous values, then progress at their revision, then the changes after it.
+pub async fn watch_state_starts_with_the_state<B: Backend>(backend: &mut B) {
+    let store = backend.open().await;
+    let a = put(&store, "/t/s/a", "1").await;
+    let b = put(&store, "/t/s/b", "1").await;
+    put(&store, "/t/other", "1").await;
+    let a2 = store
+        .update("/t/s/a", bytes("2"), a.mod_revision)
+        .await
+        .unwrap();
+    let mut watch = store
+        .watch_state("/t/s/", StateRead::Current)
+        .await
+        .unwrap();
+    let first = next_event(&mut watch).await;
+    let second = next_event(&mut watch).await;
+    assert_eq!(
+        (first.kind, &first.kv, &first.prev),
+        (EventKind::Create, &a2, &None)
+    );
+    assert_eq!((second.kind, &second.kv), (EventKind::Create, &b));
+    let progress = tokio::time::timeout(WAIT, watch.next()).await.unwrap();
+    let Some(WatchEvent::Progress(at)) = progress else {
+        panic!("expected progress after the state, got {progress:?}");
+    };
+    assert!(at >= a2.mod_revision, "the state is at revision {at}");
+    let c = put(&store, "/t/s/c", "1").await;
+    assert_eq!(
+        next_event(&mut watch).await.kv,
+        c,
+        "changes follow the state"
+    );
+    // Any state at hand (a cache's, maybe older): creates in key order, then progress.
+    let mut any = store.watch_state("/t/s/", StateRead::Any).await.unwrap();
+    let mut keys = Vec::new();
+    loop {
+        match tokio::time::timeout(WAIT, any.next()).await.unwrap() {
+            Some(WatchEvent::Event(event)) => {
+                assert_eq!((event.kind, &event.prev), (EventKind::Create, &None));
+                keys.push(event.kv.key.clone());
+            }
+            Some(WatchEvent::Progress(_)) => break,
+            other => panic!("expected the state, got {other:?}"),
+        }
+    }
+    assert!(keys.is_sorted() && keys.len() <= 3, "{keys:?}");
 }
 
 /// Many tasks incrementing one counter by compare-and-swap lose no increment.
