@@ -783,3 +783,70 @@ async fn http2_clients_get_the_answer_to_a_body_too_large_and_heads_without_bodi
     let body = response.into_body().collect().await.unwrap().to_bytes();
     assert!(body.is_empty(), "{}", String::from_utf8_lossy(&body));
 }
+
+/// Bodies nested deeper than the decoders allow (JSON 128 levels, YAML 64) are refused with a
+/// 400 that says so, however deep they go; nothing deeper reaches code that recurses over
+/// objects, so no body can exhaust a stack. (Go's decoder allows 10,000; a `serde_json` value
+/// that deep cannot even be dropped on a 2 MiB thread stack, so genplane keeps the limit.)
+#[tokio::test]
+async fn bodies_nested_too_deep_are_refused_with_the_limit() {
+    let server = support::start().await;
+    let path = "/api/v1/namespaces/default/configmaps";
+    for depth in [129usize, 10_000, 1_000_000] {
+        let body = format!(
+            r#"{{"metadata":{{"name":"deep"}},"extra":{}1{}}}"#,
+            "[".repeat(depth),
+            "]".repeat(depth)
+        );
+        let answer = call(
+            &server,
+            Method::POST,
+            path,
+            &[("content-type", "application/json")],
+            Some(body.into_bytes()),
+        )
+        .await;
+        let message = answer.json()["message"].as_str().unwrap_or("").to_owned();
+        assert_eq!(answer.status, 400, "{depth}: {message}");
+        assert!(message.contains("recursion limit"), "{depth}: {message}");
+        let yaml = format!(
+            "metadata: {{name: deep}}\nextra: {}1{}\n",
+            "[".repeat(depth),
+            "]".repeat(depth)
+        );
+        let answer = call(
+            &server,
+            Method::POST,
+            path,
+            &[("content-type", "application/yaml")],
+            Some(yaml.into_bytes()),
+        )
+        .await;
+        assert_eq!(
+            answer.status,
+            400,
+            "yaml {depth}: {}",
+            String::from_utf8_lossy(&answer.body)
+        );
+    }
+    // Within the limit, an unknown deep field is dropped as any unknown field.
+    let body = format!(
+        r#"{{"metadata":{{"name":"deep"}},"extra":{}1{}}}"#,
+        "[".repeat(100),
+        "]".repeat(100)
+    );
+    let answer = call(
+        &server,
+        Method::POST,
+        path,
+        &[("content-type", "application/json")],
+        Some(body.into_bytes()),
+    )
+    .await;
+    assert_eq!(
+        answer.status,
+        201,
+        "{}",
+        String::from_utf8_lossy(&answer.body)
+    );
+}
