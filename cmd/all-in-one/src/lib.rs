@@ -45,6 +45,7 @@ pub fn run(matches: &ArgMatches, process: &Process) -> anyhow::Result<()> {
     let common = config.options.common.clone();
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
+        .thread_stack_size(genplane_apiserver::THREAD_STACK_BYTES)
         .build()
         .context("starting the runtime")?;
     runtime.block_on(async {

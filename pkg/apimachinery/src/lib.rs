@@ -8,6 +8,7 @@
 //! - [`meta`]: object metadata, its validation on create and update.
 //! - [`schema`]: group, version, kind and resource names.
 //! - [`gofmt`]: strings quoted as Go's `%q` quotes them, for messages.
+//! - [`yaml`]: YAML from clients, read without risk to the stack.
 //! - [`resource_version`]: how `resourceVersion`, `resourceVersionMatch`, `limit` and `continue`
 //!   select what a read returns.
 //!
@@ -25,3 +26,4 @@ pub mod meta;
 pub mod resource_version;
 pub mod schema;
 pub mod validation;
+pub mod yaml;

@@ -302,7 +302,7 @@ pub(crate) fn decode_body(bytes: &[u8], format: BodyFormat) -> Result<Value, Api
                     "the request body is not UTF-8: {e}"
                 )))
             })?;
-            serde_saphyr::from_str(text).map_err(|e| {
+            genplane_apimachinery::yaml::from_str(text).map_err(|e| {
                 Status::bad_request(format!("the request body is not valid YAML: {e}")).into()
             })
         }

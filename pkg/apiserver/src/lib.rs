@@ -7,8 +7,10 @@
 //! - [`admission`]: checks before writes (NamespaceLifecycle).
 //! - [`authn`]: who made a request (client certificates, bearer tokens, anonymous);
 //!   [`impersonation`]: acting as someone else; [`authz`]: may they ([`Security`] holds both).
-//! - [`server`]: [`ApiServer`] answers requests: the ops endpoints, `/version`, discovery and
-//!   every verb on every served resource (handlers, one file per verb).
+//! - [`server`]: [`ApiServer`], what it serves (a snapshot replaced when custom resources come
+//!   and go); [`filters`]: the chain every request goes through, in one function; the router
+//!   then answers: the ops endpoints, `/version`, discovery, OpenAPI and every verb on every
+//!   served resource (handlers, one file per verb).
 //! - [`encode`]: the shapes of answers (lists, Tables, metadata-only objects, watch events).
 //! - [`body`]: whole and streamed response bodies.
 //! - [`request_info`]: what a request asks for (verb, group, version, namespace, resource,
@@ -23,6 +25,7 @@ pub mod body;
 pub mod discovery;
 pub mod encode;
 mod fieldmanager;
+pub mod filters;
 mod handlers;
 pub mod impersonation;
 pub mod kind;
@@ -32,8 +35,16 @@ pub mod openapi;
 pub mod request_body;
 pub mod request_info;
 mod reviews;
+mod router;
 pub mod server;
 
 pub use authz::Security;
+
+/// The stack each thread that answers requests should have. Request handling recurses over
+/// bodies and objects (decoders, schemas, patches, field sets) as deep as the decoders allow
+/// (128 levels of JSON); 2 MiB (tokio's default) leaves little margin in a debug build, so the
+/// roles' runtimes give their threads this much (address space: pages are used only as touched).
+pub const THREAD_STACK_BYTES: usize = 8 * 1024 * 1024;
+pub use filters::max_in_flight::Limits;
 pub use handlers::{MAX_BODY_BYTES, WATCH_BUFFER_BYTES, error_response};
-pub use server::{ApiServer, Limits, Resource};
+pub use server::{ApiServer, Resource};

@@ -518,7 +518,7 @@ impl AuditRecord {
             Some(raw) => Some(raw),
             None => std::str::from_utf8(patch)
                 .ok()
-                .and_then(|text| serde_saphyr::from_str::<Value>(text).ok())
+                .and_then(|text| genplane_apimachinery::yaml::from_str(text).ok())
                 .and_then(|value| raw_of(&value, false)),
         };
         self.state().event.request_object = raw;

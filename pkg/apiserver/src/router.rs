@@ -1,0 +1,426 @@
+//! The router: which answer a request gets once the filters let it through — the ops
+//! endpoints, the paths that are not resources (discovery, OpenAPI, `/version`, OIDC
+//! discovery), reviews, TokenRequest, and the handlers of every served resource (one file per
+//! verb in `handlers/`). Scope is part of the route: a cluster-scoped resource exists only
+//! without a `namespaces/<ns>/` prefix, a namespaced object only with it.
+
+use genplane_api::catalog::ResourceInfo;
+use genplane_apimachinery::errors::{ApiError, Status, StatusReason};
+use genplane_apimachinery::schema::GroupResource;
+use genplane_authentication::UserInfo;
+use genplane_storage::Storage;
+use hyper::header::{ACCEPT, CONTENT_TYPE};
+use hyper::{Request, Response, StatusCode};
+use serde_json::Value;
+
+use crate::body::{RequestBody, ResponseBody};
+use crate::handlers::{self, Ctx, Query, error_response};
+use crate::kind::ServedKind;
+use crate::negotiation::{self, Capabilities, Format, Negotiated, Target};
+use crate::request_info::RequestInfo;
+use crate::server::{ApiServer, Resource};
+
+/// Whether a request's path has the shape of a resource of this scope. Scope is part of the
+/// route, as upstream registers it: a cluster-scoped resource (Namespaces, ClusterRoles, CRDs,
+/// cluster-scoped custom resources and reviews) exists only without a `namespaces/<ns>/`
+/// prefix (which would otherwise have been authorized as a namespaced request in `<ns>`); a
+/// namespaced resource exists only with it, except for lists and watches across all
+/// namespaces.
+fn in_scope(namespaced: bool, info: &RequestInfo) -> bool {
+    if !namespaced {
+        return !info.namespaced_path;
+    }
+    info.namespaced_path
+        || (info.parts.len() == 1 && matches!(info.verb.as_str(), "list" | "watch"))
+}
+
+fn not_found() -> ApiError {
+    Status::failure(
+        StatusReason::NotFound,
+        "the server could not find the requested resource",
+    )
+    .into()
+}
+
+fn now() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_secs()).unwrap_or(i64::MAX))
+}
+
+impl<S: Storage> ApiServer<S> {
+    /// Routes an admitted request made by `user`: the ops endpoints, then the other paths
+    /// that are not resources (discovery, OpenAPI, `/version`, OIDC discovery), then resources.
+    pub(crate) async fn route(
+        &self,
+        info: &RequestInfo,
+        parts: hyper::http::request::Parts,
+        body: RequestBody,
+        user: &UserInfo,
+    ) -> Response<ResponseBody> {
+        if let Some(ops) = &self.ops {
+            let probe = Request::from_parts(parts, ());
+            if let Some(answer) = ops.handle(&probe).await {
+                let (parts, body) = answer.into_parts();
+                let bytes = http_body_util::BodyExt::collect(body)
+                    .await
+                    .map(|c| c.to_bytes())
+                    .unwrap_or_default();
+                return Response::from_parts(parts, ResponseBody::full(bytes));
+            }
+            let (parts, ()) = probe.into_parts();
+            return self.route_api(info, parts, body, user).await;
+        }
+        self.route_api(info, parts, body, user).await
+    }
+
+    async fn route_api(
+        &self,
+        info: &RequestInfo,
+        parts: hyper::http::request::Parts,
+        body: RequestBody,
+        user: &UserInfo,
+    ) -> Response<ResponseBody> {
+        if !info.is_resource_request {
+            return self
+                .non_resource(info, &parts)
+                .unwrap_or_else(|e| error_response(&e));
+        }
+        let accept = parts.headers.get(ACCEPT).and_then(|v| v.to_str().ok());
+        let accept = accept.map(str::to_owned);
+        self.resource(info, &parts, body, user)
+            .await
+            .unwrap_or_else(|e| handlers::error_response_for(&e, accept.as_deref()))
+    }
+
+    fn non_resource(
+        &self,
+        info: &RequestInfo,
+        parts: &hyper::http::request::Parts,
+    ) -> Result<Response<ResponseBody>, ApiError> {
+        if info.verb != "get" && info.verb != "head" {
+            return Err(not_found());
+        }
+        let accept = parts.headers.get(ACCEPT).and_then(|v| v.to_str().ok());
+        let json = Negotiated {
+            format: Format::Json,
+            target: Target::Object,
+        };
+        let served = self.served();
+        let segments: Vec<&str> = info
+            .path
+            .trim_matches('/')
+            .split('/')
+            .filter(|s| !s.is_empty())
+            .collect();
+        let (document, negotiated) = match segments.as_slice() {
+            ["openapi", "v3", rest @ ..] => {
+                return served.openapi.handle(
+                    &rest.join("/"),
+                    parts.uri.query(),
+                    &parts.headers,
+                    info.verb == "head",
+                );
+            }
+            ["openapi", "v2"] => {
+                return served
+                    .openapi_v2
+                    .handle(&parts.headers, info.verb == "head");
+            }
+            [".well-known", "openid-configuration"] | ["openid", "v1", "jwks"] => {
+                let oidc = self
+                    .security
+                    .as_ref()
+                    .and_then(|s| s.oidc.as_ref())
+                    .ok_or_else(not_found)?;
+                let (bytes, content_type) = if segments[0] == "openid" {
+                    (oidc.keys.clone(), "application/jwk-set+json")
+                } else {
+                    (oidc.configuration.clone(), "application/json")
+                };
+                let mut response = Response::new(ResponseBody::full(bytes));
+                response.headers_mut().insert(
+                    CONTENT_TYPE,
+                    hyper::header::HeaderValue::from_static(content_type),
+                );
+                response.headers_mut().insert(
+                    hyper::header::CACHE_CONTROL,
+                    hyper::header::HeaderValue::from_static("public, max-age=3600"),
+                );
+                return Ok(response);
+            }
+            ["version"] => (self.version.clone(), json),
+            [root @ ("api" | "apis")] => {
+                let negotiated = negotiation::negotiate(
+                    accept,
+                    Capabilities {
+                        aggregated_discovery: true,
+                        ..Capabilities::default()
+                    },
+                )?;
+                let core = *root == "api";
+                let document = match negotiated.target {
+                    Target::GroupDiscoveryList(version) => {
+                        served.discovery.aggregated(core, version)
+                    }
+                    _ if core => served.discovery.api_versions(&self.server_address),
+                    _ => served.discovery.api_group_list(),
+                };
+                (document, negotiated)
+            }
+            ["api", version] => (
+                served
+                    .discovery
+                    .api_resource_list("", version)
+                    .ok_or_else(not_found)?,
+                json,
+            ),
+            ["apis", group] => (
+                served.discovery.api_group(group).ok_or_else(not_found)?,
+                json,
+            ),
+            ["apis", group, version] => (
+                served
+                    .discovery
+                    .api_resource_list(group, version)
+                    .ok_or_else(not_found)?,
+                json,
+            ),
+            _ => return Err(not_found()),
+        };
+        Ok(handlers::respond(
+            StatusCode::OK,
+            &document,
+            &negotiated,
+            None,
+            &[],
+        ))
+    }
+
+    /// Admission before a write: NamespaceLifecycle's refusal to delete the namespaces every
+    /// cluster depends on (its check of creates runs in the stores, on every path that
+    /// creates).
+    fn admit(
+        &self,
+        resource: &Resource<S>,
+        request: &RequestInfo,
+        verb: &str,
+    ) -> Result<(), ApiError> {
+        if verb == "delete"
+            && resource.info.group.is_empty()
+            && resource.info.resource == "namespaces"
+        {
+            return crate::admission::namespace_may_be_deleted(&request.name);
+        }
+        Ok(())
+    }
+
+    /// Answers a review (created, answered, never stored).
+    async fn review(
+        &self,
+        review: &'static ResourceInfo,
+        info: &RequestInfo,
+        parts: &hyper::http::request::Parts,
+        body: RequestBody,
+        user: &UserInfo,
+    ) -> Result<Response<ResponseBody>, ApiError> {
+        if info.parts.len() != 1 || !in_scope(review.namespaced, info) {
+            return Err(not_found());
+        }
+        if info.verb != "create" {
+            return Err(Status::method_not_supported(&review.group_resource(), &info.verb).into());
+        }
+        let Some(security) = &self.security else {
+            return Err(Status::failure(
+                StatusReason::MethodNotAllowed,
+                "this server authorizes no requests: reviews are not available",
+            )
+            .into());
+        };
+        let negotiated = crate::reviews::negotiate(parts)?;
+        let bytes = handlers::read_bytes(body).await?;
+        let object = crate::reviews::read(review, parts, &bytes)?;
+        let answered = crate::reviews::answer(review, security, user, &info.namespace, object)?;
+        Ok(handlers::respond(
+            StatusCode::CREATED,
+            &answered,
+            &negotiated,
+            Some(&ServedKind::builtin(review)),
+            &[],
+        ))
+    }
+
+    /// Answers `serviceaccounts/<name>/token`: a TokenRequest for the account.
+    async fn token_request(
+        &self,
+        info: &RequestInfo,
+        parts: &hyper::http::request::Parts,
+        body: RequestBody,
+    ) -> Result<Response<ResponseBody>, ApiError> {
+        let token_request = &genplane_api::catalog::TOKEN_REQUEST;
+        if info.verb != "create" {
+            return Err(Status::method_not_supported(
+                &GroupResource::new("", "serviceaccounts/token"),
+                &info.verb,
+            )
+            .into());
+        }
+        let Some(issuer) = self
+            .security
+            .as_ref()
+            .and_then(|s| s.token_requests.clone())
+        else {
+            return Err(not_found());
+        };
+        let negotiated = crate::reviews::negotiate(parts)?;
+        let bytes = handlers::read_bytes(body).await?;
+        let object = crate::reviews::read(token_request, parts, &bytes)?;
+        // The account (and a bound Secret) are read from the store, not the watch caches, so
+        // that an account created just before is found; a missing one is the store's 404.
+        let account = self
+            .builtin
+            .iter()
+            .find(|r| r.info.group.is_empty() && r.info.resource == "serviceaccounts");
+        let mut read = crate::authn::ReadObjects::default();
+        if let Some(account) = account {
+            read.service_account =
+                Some(account.store.get(&info.namespace, &info.name, None).await?);
+        }
+        let secret = object
+            .pointer("/spec/boundObjectRef")
+            .filter(|r| r.get("kind").and_then(Value::as_str) == Some("Secret"))
+            .and_then(|r| r.get("name").and_then(Value::as_str));
+        let secrets = self
+            .builtin
+            .iter()
+            .find(|r| r.info.group.is_empty() && r.info.resource == "secrets");
+        if let (Some(name), Some(secrets)) = (secret, secrets) {
+            // A missing Secret is the issuer's to report, in upstream's words.
+            read.secret = secrets.store.get(&info.namespace, name, None).await.ok();
+        }
+        let (answer, warnings) =
+            issuer.create(&info.namespace, &info.name, &object, now(), &read)?;
+        Ok(handlers::respond(
+            StatusCode::CREATED,
+            &answer,
+            &negotiated,
+            Some(&ServedKind::builtin(token_request)),
+            &warnings,
+        ))
+    }
+
+    async fn resource(
+        &self,
+        info: &RequestInfo,
+        parts: &hyper::http::request::Parts,
+        body: RequestBody,
+        user: &UserInfo,
+    ) -> Result<Response<ResponseBody>, ApiError> {
+        let found = |r: &ResourceInfo| {
+            r.group == info.api_group
+                && r.version == info.api_version
+                && r.resource == info.resource
+        };
+        let served = self.served();
+        let Some(resource) = served.find(info) else {
+            return match genplane_api::catalog::reviews().iter().find(|r| found(r)) {
+                Some(review) => self.review(review, info, parts, body, user).await,
+                None => Err(not_found()),
+            };
+        };
+        if !in_scope(resource.info.namespaced, info) || info.parts.len() > 3 {
+            return Err(not_found());
+        }
+        if resource.info.group.is_empty()
+            && resource.info.resource == "serviceaccounts"
+            && info.subresource == "token"
+            && info.parts.len() == 3
+        {
+            return self.token_request(info, parts, body).await;
+        }
+        // Subresources with rules of their own are served by their own store; others are
+        // not found as any unknown one.
+        let (store, verbs) = if info.subresource.is_empty() {
+            (&resource.store, &resource.info.verbs)
+        } else {
+            let store = resource
+                .subresources
+                .iter()
+                .find(|(name, _)| *name == info.subresource)
+                .map(|(_, store)| store);
+            let verbs = resource
+                .info
+                .subresources
+                .iter()
+                .find(|s| s.name == info.subresource)
+                .map(|s| &s.verbs);
+            match (store, verbs) {
+                (Some(store), Some(verbs)) if info.parts.len() == 3 => (store, verbs),
+                _ => return Err(not_found()),
+            }
+        };
+        let namespace = if resource.info.namespaced {
+            info.namespace.clone()
+        } else {
+            String::new()
+        };
+        let request = RequestInfo {
+            namespace,
+            ..info.clone()
+        };
+        let verb = request.verb.as_str();
+        // A POST names its object in the body: only collections (and subresources) take it.
+        if verb == "create" && !request.name.is_empty() && request.subresource.is_empty() {
+            return Err(
+                Status::method_not_supported(&resource.info.group_resource(), "create").into(),
+            );
+        }
+        if !verbs.iter().any(|v| v == verb) {
+            return Err(Status::method_not_supported(&resource.info.group_resource(), verb).into());
+        }
+        self.admit(resource, &request, verb)?;
+        let subresource_kind = ServedKind::of_subresource(&resource.info, &request.subresource);
+        let ctx = Ctx {
+            info: &resource.info,
+            body: subresource_kind.as_ref().unwrap_or(&resource.info),
+            store,
+            request: &request,
+            query: Query::parse(parts.uri.query()),
+            headers: &parts.headers,
+            now: now(),
+            shutdown: self.shutdown.as_ref(),
+            metrics: self.metrics.as_ref(),
+            types: &served.types,
+            admit: self
+                .security
+                .as_ref()
+                .and_then(|s| s.writes.as_ref())
+                .filter(|_| request.subresource.is_empty())
+                .and_then(|w| {
+                    w.admit_write(
+                        &resource.info.group,
+                        &resource.info.resource,
+                        &request.namespace,
+                        user,
+                    )
+                }),
+            admit_create: self
+                .namespace_lifecycle
+                .clone()
+                .filter(|_| resource.info.namespaced),
+        };
+        match verb {
+            "get" => handlers::get(&ctx).await,
+            "list" => handlers::list(&ctx).await,
+            "watch" => handlers::watch(&ctx).await,
+            "create" => handlers::create(&ctx, body).await,
+            "update" => handlers::update(&ctx, body).await,
+            "patch" => handlers::patch(&ctx, body).await,
+            "delete" => handlers::delete(&ctx, body).await,
+            "deletecollection" => handlers::delete_collection(&ctx, body).await,
+            other => {
+                Err(Status::method_not_supported(&resource.info.group_resource(), other).into())
+            }
+        }
+    }
+}
