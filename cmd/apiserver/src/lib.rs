@@ -31,7 +31,7 @@ use genplane_component_base::metrics;
 use genplane_component_base::process::Process;
 use genplane_component_base::shutdown::{Shutdown, Signals};
 use genplane_controlplane::identity::{IdentityLease, Timing};
-use genplane_controlplane::rbac::EscalationCheck;
+use genplane_controlplane::rbac::EscalationChecks;
 use genplane_controlplane::{
     EtcdConfig, EtcdTls, ResourceStorage, StorageConfig, bootstrap, features, open_storage,
     resources_with_encryption,
@@ -279,7 +279,7 @@ fn security(
         .authorization_modes
         .contains(&AuthorizationMode::Rbac)
     {
-        security.writes = Some(Arc::new(EscalationCheck {
+        security.escalation = Some(Arc::new(EscalationChecks {
             authorizer,
             resolver: rbac.clone(),
         }));
@@ -417,6 +417,12 @@ pub async fn serve_until_ready(
     });
     if let Some(audit) = &audit {
         api = api.with_audit(audit.auditor.clone());
+    }
+    if let Some(context) = api.admission_context() {
+        api = api.with_admission(genplane_admission::plugins::chain_of(
+            &config.admission_plugins,
+            &context,
+        ));
     }
     let api = Arc::new(api);
     if let Some(crds) = genplane_controlplane::crd::CustomResources::new(

@@ -81,6 +81,16 @@ pub struct ApiserverOptions {
     /// `system:unauthenticated`); RBAC then grants them only the public endpoints.
     #[arg(long, default_value_t = true, action = clap::ArgAction::Set, num_args = 0..=1, default_missing_value = "true")]
     pub anonymous_auth: bool,
+    /// Admission plugins to enable besides the default ones, comma-separated (upstream's
+    /// names; the order is always upstream's). Enabled by default: NamespaceLifecycle, and the
+    /// plugins upstream enables that act only on kinds not served here.
+    #[arg(long, value_delimiter = ',')]
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub enable_admission_plugins: Vec<String>,
+    /// Admission plugins to disable, comma-separated, even if enabled by default.
+    #[arg(long, value_delimiter = ',')]
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub disable_admission_plugins: Vec<String>,
     /// The authorizers, comma-separated, asked in order: RBAC, AlwaysAllow, AlwaysDeny.
     #[arg(long, value_delimiter = ',', default_value = "RBAC")]
     pub authorization_mode: Vec<String>,
@@ -179,6 +189,8 @@ impl Default for ApiserverOptions {
             request_timeout: "1m0s".into(),
             encryption_provider_config: None,
             anonymous_auth: true,
+            enable_admission_plugins: Vec::new(),
+            disable_admission_plugins: Vec::new(),
             authorization_mode: vec!["RBAC".into()],
             token_auth_file: None,
             service_account_signing_key_file: None,
@@ -228,6 +240,8 @@ pub struct ApiserverConfig {
     pub audit: AuditOptions,
     /// The authorizers, in order.
     pub authorization_modes: Vec<AuthorizationMode>,
+    /// The enabled admission plugins, in the order they run.
+    pub admission_plugins: Vec<&'static str>,
     /// Logging and feature gates.
     pub common: CommonConfig,
 }
@@ -365,6 +379,14 @@ impl ApiserverOptions {
             }
             authorization_modes.push(parsed);
         }
+        let admission_plugins = invalid.check(
+            "enable-admission-plugins",
+            genplane_admission::plugins::enabled(
+                &self.enable_admission_plugins,
+                &self.disable_admission_plugins,
+            )
+            .map_err(|e| e.to_string()),
+        );
         if authorization_modes.is_empty() && self.authorization_mode.is_empty() {
             invalid.push(
                 "authorization-mode",
@@ -373,6 +395,7 @@ impl ApiserverOptions {
         }
         Some(ApiserverConfig {
             authorization_modes,
+            admission_plugins: admission_plugins?,
             audit: AuditOptions {
                 policy_file: self.audit_policy_file.clone(),
                 log_path: self.audit_log_path.clone(),

@@ -23,20 +23,20 @@ pub struct Security {
     /// The issuer's discovery documents, when served.
     pub oidc: Option<OidcDocuments>,
     /// Checks of writes against who makes them (RBAC's escalation prevention), if any.
-    pub writes: Option<Arc<dyn WriteAdmission>>,
+    pub escalation: Option<Arc<dyn EscalationChecks>>,
 }
 
 /// Checks of writes that depend on who writes (RBAC's escalation prevention): the check for
 /// a write to `group`/`resource` in `namespace` by `user`, when the resource has one.
-pub trait WriteAdmission: Send + Sync + std::fmt::Debug {
+pub trait EscalationChecks: Send + Sync + std::fmt::Debug {
     /// The check the store runs on the final object of this write, if any.
-    fn admit_write(
+    fn check_for(
         &self,
         group: &str,
         resource: &str,
         namespace: &str,
         user: &UserInfo,
-    ) -> Option<genplane_registry::Admit>;
+    ) -> Option<genplane_registry::EscalationCheck>;
 }
 
 impl Security {
@@ -47,7 +47,7 @@ impl Security {
             authorizer,
             token_requests: None,
             oidc: None,
-            writes: None,
+            escalation: None,
         }
     }
 }

@@ -150,9 +150,9 @@ pub(crate) struct Ctx<'a, S: Storage> {
     /// The type model of the served kinds (see [`genplane_structured::Schema`]).
     pub(crate) types: &'a std::sync::Arc<genplane_structured::Schema>,
     /// The check of this request's writes against its user (escalation prevention), if any.
-    pub(crate) admit: Option<genplane_registry::Admit>,
-    /// The check of every create this request makes (NamespaceLifecycle), if any.
-    pub(crate) admit_create: Option<genplane_registry::AdmitCreation>,
+    pub(crate) escalation: Option<genplane_registry::EscalationCheck>,
+    /// Admission of this request's writes, if it writes.
+    pub(crate) admission: Option<genplane_registry::Admission>,
     /// The server's metrics, if it records them (watches count the watchers they end).
     pub(crate) metrics: Option<&'a crate::metrics::ApiMetrics>,
 }
@@ -234,8 +234,8 @@ impl<S: Storage> Ctx<'_, S> {
             return Err(crate::fieldmanager::force_forbidden());
         }
         Ok(WriteOptions {
-            admit: self.admit.clone(),
-            admit_create: self.admit_create.clone(),
+            escalation: self.escalation.clone(),
+            admission: self.admission.clone(),
             dry_run: self.query.dry_run()?,
             fields: Some(crate::fieldmanager::tracker(
                 self.types,

@@ -4,7 +4,7 @@
 //! - [`openapi`]: the OpenAPI v3 documents below `/openapi/v3` and the v2 document at
 //!   `/openapi/v2` (JSON or protobuf), built and hashed once.
 //! - [`negotiation`]: which form a response takes, how a body is read.
-//! - [`admission`]: checks before writes (NamespaceLifecycle).
+//! - [`namespaces`]: the stored namespaces as admission plugins read them.
 //! - [`authn`]: who made a request (client certificates, bearer tokens, anonymous);
 //!   [`impersonation`]: acting as someone else; [`authz`]: may they ([`Security`] holds both).
 //! - [`server`]: [`ApiServer`], what it serves (a snapshot replaced when custom resources come
@@ -18,7 +18,6 @@
 
 #![warn(missing_docs)]
 
-pub mod admission;
 pub mod authn;
 pub mod authz;
 pub mod body;
@@ -30,6 +29,7 @@ mod handlers;
 pub mod impersonation;
 pub mod kind;
 pub mod metrics;
+pub mod namespaces;
 pub mod negotiation;
 pub mod openapi;
 pub mod request_body;

@@ -8,6 +8,8 @@ use genplane_api::catalog::ResourceInfo;
 use genplane_apimachinery::errors::{ApiError, Status, StatusReason};
 use genplane_apimachinery::schema::GroupResource;
 use genplane_authentication::UserInfo;
+use std::sync::Arc;
+
 use genplane_storage::Storage;
 use hyper::header::{ACCEPT, CONTENT_TYPE};
 use hyper::{Request, Response, StatusCode};
@@ -18,7 +20,7 @@ use crate::handlers::{self, Ctx, Query, error_response};
 use crate::kind::ServedKind;
 use crate::negotiation::{self, Capabilities, Format, Negotiated, Target};
 use crate::request_info::RequestInfo;
-use crate::server::{ApiServer, Resource};
+use crate::server::ApiServer;
 
 /// Whether a request's path has the shape of a resource of this scope. Scope is part of the
 /// route, as upstream registers it: a cluster-scoped resource (Namespaces, ClusterRoles, CRDs,
@@ -197,24 +199,6 @@ impl<S: Storage> ApiServer<S> {
         ))
     }
 
-    /// Admission before a write: NamespaceLifecycle's refusal to delete the namespaces every
-    /// cluster depends on (its check of creates runs in the stores, on every path that
-    /// creates).
-    fn admit(
-        &self,
-        resource: &Resource<S>,
-        request: &RequestInfo,
-        verb: &str,
-    ) -> Result<(), ApiError> {
-        if verb == "delete"
-            && resource.info.group.is_empty()
-            && resource.info.resource == "namespaces"
-        {
-            return crate::admission::namespace_may_be_deleted(&request.name);
-        }
-        Ok(())
-    }
-
     /// Answers a review (created, answered, never stored).
     async fn review(
         &self,
@@ -378,7 +362,6 @@ impl<S: Storage> ApiServer<S> {
         if !verbs.iter().any(|v| v == verb) {
             return Err(Status::method_not_supported(&resource.info.group_resource(), verb).into());
         }
-        self.admit(resource, &request, verb)?;
         let subresource_kind = ServedKind::of_subresource(&resource.info, &request.subresource);
         let ctx = Ctx {
             info: &resource.info,
@@ -391,23 +374,37 @@ impl<S: Storage> ApiServer<S> {
             shutdown: self.shutdown.as_ref(),
             metrics: self.metrics.as_ref(),
             types: &served.types,
-            admit: self
+            escalation: self
                 .security
                 .as_ref()
-                .and_then(|s| s.writes.as_ref())
+                .and_then(|s| s.escalation.as_ref())
                 .filter(|_| request.subresource.is_empty())
-                .and_then(|w| {
-                    w.admit_write(
+                .and_then(|checks| {
+                    checks.check_for(
                         &resource.info.group,
                         &resource.info.resource,
                         &request.namespace,
                         user,
                     )
                 }),
-            admit_create: self
-                .namespace_lifecycle
-                .clone()
-                .filter(|_| resource.info.namespaced),
+            admission: (!self.admission.is_empty() && !matches!(verb, "get" | "list" | "watch"))
+                .then(|| genplane_registry::Admission {
+                    chain: self.admission.clone(),
+                    request: Arc::new(genplane_admission::Request {
+                        user: user.clone(),
+                        kind: resource.info.gvk(),
+                        resource: genplane_apimachinery::schema::GroupVersionResource::new(
+                            &resource.info.group,
+                            &resource.info.version,
+                            &resource.info.resource,
+                        ),
+                        subresource: request.subresource.clone(),
+                        dry_run: parts.uri.query().is_some_and(|q| {
+                            form_urlencoded::parse(q.as_bytes())
+                                .any(|(k, v)| k == "dryRun" && v == "All")
+                        }),
+                    }),
+                }),
         };
         match verb {
             "get" => handlers::get(&ctx).await,

@@ -144,8 +144,11 @@ pub struct ApiServer<S: Storage> {
     pub(crate) shutdown: Option<Shutdown>,
     pub(crate) security: Option<Security>,
     pub(crate) audit: Option<Auditor>,
-    /// NamespaceLifecycle, checked by the stores on every create (when Namespaces are served).
-    pub(crate) namespace_lifecycle: Option<genplane_registry::AdmitCreation>,
+    /// The admission plugins every write goes through (upstream's defaults unless replaced).
+    pub(crate) admission: Arc<genplane_admission::Chain>,
+    /// What admission plugins read of the server (the stored namespaces), when it serves
+    /// Namespaces.
+    admission_context: Option<genplane_admission::plugins::Context>,
 }
 
 /// `/version`, as kube-apiserver answers it; `minor` tells kubectl's dispatcher which kubectl to
@@ -190,14 +193,20 @@ impl<S: Storage> ApiServer<S> {
                 .collect::<Vec<_>>(),
         );
         let version = version_info(build);
-        let namespace_lifecycle = builtin
+        let admission_context = builtin
             .iter()
             .find(|r| r.info.group.is_empty() && r.info.resource == "namespaces")
-            .map(|namespaces| {
-                genplane_registry::AdmitCreation(Arc::new(crate::admission::NamespaceLifecycle {
-                    namespaces: namespaces.store.clone(),
-                }))
+            .map(|namespaces| genplane_admission::plugins::Context {
+                namespaces: Arc::new(crate::namespaces::StoredNamespaces {
+                    store: namespaces.store.clone(),
+                }),
             });
+        let admission = Arc::new(
+            admission_context
+                .as_ref()
+                .map(genplane_admission::plugins::defaults)
+                .unwrap_or_default(),
+        );
         let served = Self::snapshot(
             &builtin,
             &builtin_documents,
@@ -217,7 +226,8 @@ impl<S: Storage> ApiServer<S> {
             shutdown: None,
             security: None,
             audit: None,
-            namespace_lifecycle,
+            admission,
+            admission_context,
         }
     }
 
@@ -325,6 +335,19 @@ impl<S: Storage> ApiServer<S> {
     pub fn with_audit(mut self, auditor: Auditor) -> Self {
         self.audit = Some(auditor);
         self
+    }
+
+    /// The same server, running `chain` on every write instead of upstream's default plugins
+    /// (see [`genplane_admission::plugins::resolve`]).
+    pub fn with_admission(mut self, chain: genplane_admission::Chain) -> Self {
+        self.admission = Arc::new(chain);
+        self
+    }
+
+    /// What admission plugins need of this server, to build a chain with (`None` when it does
+    /// not serve Namespaces).
+    pub fn admission_context(&self) -> Option<genplane_admission::plugins::Context> {
+        self.admission_context.clone()
     }
 
     /// The same server, enforcing `limits` instead of the defaults.

@@ -14,7 +14,9 @@ use genplane_authorization::policy::Kind;
 use genplane_authorization::rbac::RbacAuthorizer;
 use genplane_authorization::reconcile::{Reconciled, reconcile};
 use genplane_authorization::{aggregation, bootstrap, escalation};
-use genplane_registry::{Admit, AdmitWrite, DeleteOptions, ListOptions, WriteOptions};
+use genplane_registry::{
+    CheckEscalation, DeleteOptions, EscalationCheck, ListOptions, WriteOptions,
+};
 use genplane_storage::{EventKind, ListRequest, Storage, WatchEvent};
 use serde_json::Value;
 
@@ -315,8 +317,8 @@ struct Escalation {
     namespace: String,
 }
 
-impl AdmitWrite for Escalation {
-    fn admit(&self, old: Option<&Value>, new: &Value) -> Result<(), ApiError> {
+impl CheckEscalation for Escalation {
+    fn check(&self, old: Option<&Value>, new: &Value) -> Result<(), ApiError> {
         let checked = match self.kind {
             Kind::Role | Kind::ClusterRole => escalation::check_role_write(
                 self.authorizer.as_ref(),
@@ -374,26 +376,26 @@ fn missing_role(
 /// The check of writes to RBAC resources under RBAC: a user may only grant what it holds
 /// (or has the `escalate` / `bind` verbs for).
 #[derive(Debug)]
-pub struct EscalationCheck {
+pub struct EscalationChecks {
     /// The whole authorization chain (for the `escalate` and `bind` verbs).
     pub authorizer: Arc<dyn Authorizer>,
     /// The RBAC policy (for the rules a user holds).
     pub resolver: Arc<RbacAuthorizer>,
 }
 
-impl genplane_apiserver::authz::WriteAdmission for EscalationCheck {
-    fn admit_write(
+impl genplane_apiserver::authz::EscalationChecks for EscalationChecks {
+    fn check_for(
         &self,
         group: &str,
         resource: &str,
         namespace: &str,
         user: &UserInfo,
-    ) -> Option<Admit> {
+    ) -> Option<EscalationCheck> {
         if group != GROUP {
             return None;
         }
         let kind = KINDS.into_iter().find(|k| k.resource() == resource)?;
-        Some(Admit(Arc::new(Escalation {
+        Some(EscalationCheck(Arc::new(Escalation {
             authorizer: self.authorizer.clone(),
             resolver: self.resolver.clone(),
             user: user.clone(),

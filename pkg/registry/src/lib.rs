@@ -23,7 +23,7 @@ pub use custom::{Converter, CustomResourceStrategy, CustomSchema, CustomStatusSt
 pub use scale::{CustomScaleStrategy, ScalePaths};
 pub use selection::check_fields;
 pub use store::{
-    Admit, AdmitCreate, AdmitCreation, AdmitWrite, DeleteOptions, Deletion, FieldTracker,
+    Admission, CheckEscalation, DeleteOptions, Deletion, EscalationCheck, FieldTracker,
     ListOptions, ListResult, Propagation, Store, TrackFields, WriteOptions, Written,
 };
 pub use strategy::Strategy;

@@ -14,7 +14,7 @@ use genplane_apimachinery::errors::{ApiError, Status, StatusDetails};
 use genplane_apimachinery::labels;
 use genplane_apimachinery::meta::{FINALIZER_FOREGROUND_DELETION, FINALIZER_ORPHAN, rfc3339};
 use genplane_apimachinery::resource_version::{self, ReadOptions, Semantics};
-use genplane_apimachinery::schema::{GroupKind, GroupResource};
+use genplane_apimachinery::schema::GroupKind;
 use genplane_apimachinery::validation::{self, field};
 use genplane_storage::{
     Error as StorageError, KeyValue, ListRequest, Revision, Storage, continue_token,
@@ -41,70 +41,74 @@ pub struct WriteOptions {
     pub dry_run: bool,
     /// Records who changed which fields (`metadata.managedFields`), if anyone does.
     pub fields: Option<FieldTracker>,
-    /// Checks the request's right to write this object, after validation and before
-    /// storage (RBAC's escalation prevention), if anything does.
-    pub admit: Option<Admit>,
-    /// Checks that a new object may be created where it would go (NamespaceLifecycle), on
-    /// every path that creates: a create, an update of a missing object that creates it, an
-    /// apply that creates.
-    pub admit_create: Option<AdmitCreation>,
+    /// Admission of the request's writes (mutating plugins before the strategy prepares and
+    /// validates, validating plugins after), if any.
+    pub admission: Option<Admission>,
+    /// Checks the request's right to write this object, after validation and admission and
+    /// before storage (RBAC's escalation prevention), if anything does.
+    pub escalation: Option<EscalationCheck>,
 }
 
-/// A check run before an object is created (never on updates): `namespace` is the one the
-/// object goes to (empty for cluster-scoped resources); an error refuses the create.
-pub trait AdmitCreate: Send + Sync {
-    /// Refuses or lets through the creation of object `name` of `resource` in `namespace`.
-    fn admit_create<'a>(
+/// The admission chain and the request it admits the writes of (shared, compared by identity).
+#[derive(Clone, Debug)]
+pub struct Admission {
+    /// The enabled plugins.
+    pub chain: Arc<genplane_admission::Chain>,
+    /// Who asks, and for what.
+    pub request: Arc<genplane_admission::Request>,
+}
+
+impl Admission {
+    fn attributes<'a>(
         &'a self,
-        resource: &'a GroupResource,
+        operation: genplane_admission::Operation,
         namespace: &'a str,
         name: &'a str,
-    ) -> std::pin::Pin<Box<dyn std::future::Future<Output = Result<(), ApiError>> + Send + 'a>>;
-}
-
-/// A shared [`AdmitCreate`] (compared by identity).
-#[derive(Clone)]
-pub struct AdmitCreation(pub Arc<dyn AdmitCreate>);
-
-impl std::fmt::Debug for AdmitCreation {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("AdmitCreation")
+        old_object: Option<&'a Value>,
+    ) -> genplane_admission::Attributes<'a> {
+        genplane_admission::Attributes {
+            request: &self.request,
+            operation,
+            namespace,
+            name,
+            old_object,
+        }
     }
 }
 
-impl PartialEq for AdmitCreation {
+impl PartialEq for Admission {
     fn eq(&self, other: &Self) -> bool {
-        Arc::ptr_eq(&self.0, &other.0)
+        Arc::ptr_eq(&self.chain, &other.chain) && Arc::ptr_eq(&self.request, &other.request)
     }
 }
 
-impl Eq for AdmitCreation {}
+impl Eq for Admission {}
 
 /// A check of a write's final object against who asks for it: called with the stored object
 /// (`None` on a create) and the validated object about to be stored; an error refuses the
 /// write. Not called when an update changes nothing.
-pub trait AdmitWrite: Send + Sync {
+pub trait CheckEscalation: Send + Sync {
     /// Refuses or lets through the write of `new` over `old`.
-    fn admit(&self, old: Option<&Value>, new: &Value) -> Result<(), ApiError>;
+    fn check(&self, old: Option<&Value>, new: &Value) -> Result<(), ApiError>;
 }
 
-/// A shared [`AdmitWrite`] (compared by identity).
+/// A shared [`CheckEscalation`] (compared by identity).
 #[derive(Clone)]
-pub struct Admit(pub Arc<dyn AdmitWrite>);
+pub struct EscalationCheck(pub Arc<dyn CheckEscalation>);
 
-impl std::fmt::Debug for Admit {
+impl std::fmt::Debug for EscalationCheck {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("Admit")
+        f.write_str("EscalationCheck")
     }
 }
 
-impl PartialEq for Admit {
+impl PartialEq for EscalationCheck {
     fn eq(&self, other: &Self) -> bool {
         Arc::ptr_eq(&self.0, &other.0)
     }
 }
 
-impl Eq for Admit {}
+impl Eq for EscalationCheck {}
 
 /// What records field ownership on a write: called with the stored object (`None` on a
 /// create) and the object about to be written, after defaulting and the strategy's
@@ -157,6 +161,8 @@ pub struct DeleteOptions {
     pub grace_period_seconds: Option<i64>,
     /// `dryRun=All`.
     pub dry_run: bool,
+    /// Admission of the deletes, if any.
+    pub admission: Option<Admission>,
 }
 
 /// What a list or watch selects.
@@ -224,6 +230,11 @@ impl<S: Storage> Clone for Store<S> {
             strategy: self.strategy.clone(),
         }
     }
+}
+
+/// The namespace of a stored object.
+fn namespace_of(object: &Value) -> &str {
+    meta_str(object, "namespace")
 }
 
 fn now() -> String {
@@ -433,16 +444,6 @@ impl<S: Storage> Store<S> {
         // drops them, whatever fieldValidation said about them.
         let mut object = self.strategy.decode(object)?;
         self.settle_namespace(&mut object, namespace)?;
-        if let Some(admit) = &options.admit_create {
-            admit
-                .0
-                .admit_create(
-                    &self.strategy.group_resource(),
-                    meta_str(&object, "namespace"),
-                    meta_str(&object, "name"),
-                )
-                .await?;
-        }
         // A resourceVersion on a new object was read from somewhere else: upstream refuses it
         // (with a 500; a client's mistake is a 400 here). One that is not a number is ignored,
         // as upstream ignores it.
@@ -469,6 +470,19 @@ impl<S: Storage> Store<S> {
         set_meta_str(&mut object, "uid", &uuid::Uuid::new_v4().to_string());
         set_meta_str(&mut object, "creationTimestamp", &now());
         self.strategy.default(&mut object);
+        if let Some(admission) = &options.admission {
+            let (namespace, name) = (
+                meta_str(&object, "namespace").to_owned(),
+                meta_str(&object, "name").to_owned(),
+            );
+            let attributes = admission.attributes(
+                genplane_admission::Operation::Create,
+                &namespace,
+                &name,
+                None,
+            );
+            admission.chain.mutate(attributes, &mut object).await?;
+        }
         self.strategy.prepare_for_create(&mut object);
         if let Some(tracker) = &options.fields {
             tracker.0.track(None, &mut object);
@@ -487,8 +501,18 @@ impl<S: Storage> Store<S> {
             if !errors.is_empty() {
                 return Err(self.invalid(&name, &errors));
             }
-            if let Some(admit) = &options.admit {
-                admit.0.admit(None, &object)?;
+            if let Some(admission) = &options.admission {
+                let namespace = meta_str(&object, "namespace");
+                let attributes = admission.attributes(
+                    genplane_admission::Operation::Create,
+                    namespace,
+                    &name,
+                    None,
+                );
+                admission.chain.validate(attributes, Some(&object)).await?;
+            }
+            if let Some(escalation) = &options.escalation {
+                escalation.0.check(None, &object)?;
             }
             self.check_path_segments(&name, meta_str(&object, "namespace"))?;
             self.strategy.canonicalize(&mut object);
@@ -798,6 +822,15 @@ impl<S: Storage> Store<S> {
                 &current.mod_revision.to_string(),
             );
             self.strategy.default(&mut new);
+            if let Some(admission) = &options.admission {
+                let attributes = admission.attributes(
+                    genplane_admission::Operation::Update,
+                    namespace_of(&old),
+                    name,
+                    Some(&old),
+                );
+                admission.chain.mutate(attributes, &mut new).await?;
+            }
             self.strategy.prepare_for_update(&mut new, &old);
             self.check_type_meta(&mut new, name)?;
             if let Some(tracker) = &options.fields {
@@ -817,8 +850,17 @@ impl<S: Storage> Store<S> {
                     warnings,
                 });
             }
-            if let Some(admit) = &options.admit {
-                admit.0.admit(Some(&old), &new)?;
+            if let Some(admission) = &options.admission {
+                let attributes = admission.attributes(
+                    genplane_admission::Operation::Update,
+                    namespace_of(&old),
+                    name,
+                    Some(&old),
+                );
+                admission.chain.validate(attributes, Some(&new)).await?;
+            }
+            if let Some(escalation) = &options.escalation {
+                escalation.0.check(Some(&old), &new)?;
             }
             if self.is_finished(&new) {
                 // The last finalizer of a deleting object was removed: the object goes.
@@ -925,6 +967,16 @@ impl<S: Storage> Store<S> {
                     ),
                 )
                 .into());
+            }
+            if let Some(admission) = &options.admission {
+                let attributes = admission.attributes(
+                    genplane_admission::Operation::Delete,
+                    namespace_of(&old),
+                    name,
+                    Some(&old),
+                );
+                admission.chain.mutate_delete(attributes).await?;
+                admission.chain.validate(attributes, None).await?;
             }
             let mut finalizers = object::finalizers(&old);
             let wanted = match options.propagation {

@@ -1,23 +1,23 @@
-//! The filter chain every request goes through, in one function: [`chain`].
+//! The filter chain every request goes through, in one function: `chain`.
 //!
 //! The order is upstream's (`DefaultBuildHandlerChain` in k8s.io/apiserver), outermost first,
 //! except that the in-flight limits come before authentication (they only count requests, so a
 //! flood is turned away before it costs a signature check):
 //!
-//! 1. [`audit_id`]: the request's audit ID, on every answer.
+//! 1. `audit_id`: the request's audit ID, on every answer.
 //! 2. [`unread_body`]: every client reads the answer, even one given before its body was read.
-//! 3. [`panic_recovery`]: a panic below is a 500 `Status`, logged and audited.
-//! 4. request info ([`crate::request_info`]): what the request asks for; [`metrics`] begin.
+//! 3. `panic_recovery`: a panic below is a 500 `Status`, logged and audited.
+//! 4. request info ([`crate::request_info`]): what the request asks for; `metrics` begin.
 //! 5. [`max_in_flight`]: 429 over the limits (long-running requests exempt).
-//! 6. [`authentication`]: who asks (401 for credentials nobody recognizes).
-//! 7. [`audit`]: the record, at the level the policy gives the user and request.
-//! 8. [`impersonation`]: acting as another user, if allowed.
-//! 9. [`authorization`]: may they (403).
-//! 10. [`timeout`]: 504 past the request timeout (long-running requests exempt).
-//! 11. the router ([`crate::router`]): ops endpoints, discovery, OpenAPI, resources.
+//! 6. `authentication`: who asks (401 for credentials nobody recognizes).
+//! 7. `audit`: the record, at the level the policy gives the user and request.
+//! 8. `impersonation`: acting as another user, if allowed.
+//! 9. `authorization`: may they (403).
+//! 10. `timeout`: 504 past the request timeout (long-running requests exempt).
+//! 11. the router (`crate::router`): ops endpoints, discovery, OpenAPI, resources.
 //!
 //! The chain is a plain async function rather than a stack of tower layers: each filter is a
-//! call in order, so reading [`chain`] top to bottom is reading the order, a refusal is an early
+//! call in order, so reading `chain` top to bottom is reading the order, a refusal is an early
 //! return, and the hot path has no boxing or cloning of services. What a filter does after the
 //! answer (audit completion, metrics, the unread body) is the matching call on the way out.
 

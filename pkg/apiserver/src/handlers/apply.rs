@@ -116,8 +116,8 @@ pub(crate) async fn apply<S: Storage>(
     let options = WriteOptions {
         dry_run,
         fields: None,
-        admit: ctx.admit.clone(),
-        admit_create: ctx.admit_create.clone(),
+        escalation: ctx.escalation.clone(),
+        admission: ctx.admission.clone(),
     };
     let mut last = None;
     for attempt in 0..ATTEMPTS {

@@ -111,6 +111,7 @@ async fn delete_options<S: Storage>(
         propagation: policy,
         grace_period_seconds: grace,
         dry_run,
+        admission: ctx.admission.clone(),
     })
 }
 

@@ -1,0 +1,185 @@
+//! Admission: what runs on every write between decoding and storage, as upstream's admission
+//! chain.
+//!
+//! ```text
+//! decode ─▶ default ─▶ mutating plugins ─▶ prepare ─▶ validation (the strategy, the schema)
+//!        ─▶ validating plugins ─▶ storage
+//! ```
+//!
+//! - [`Attributes`]: what a plugin sees of a write — who asks ([`Request`]: user, kind,
+//!   resource, subresource, dry run), the [`Operation`], namespace, name, and the stored object
+//!   for updates and deletes.
+//! - [`MutatingPlugin`] may change the object; [`ValidatingPlugin`] may only refuse it.
+//! - [`Chain`] runs the enabled plugins in upstream's order; the store calls it
+//!   (`genplane-registry`'s `WriteOptions::admission`).
+//! - [`plugins`]: every plugin by upstream's name, which are enabled by default, and
+//!   `--enable-admission-plugins` / `--disable-admission-plugins` resolved into a [`Chain`].
+//! - [`namespace`]: NamespaceLifecycle, NamespaceExists and NamespaceAutoProvision, over a
+//!   [`namespace::Namespaces`] view of the stored namespaces.
+
+#![warn(missing_docs)]
+
+pub mod namespace;
+pub mod plugins;
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+
+use genplane_apimachinery::errors::ApiError;
+use genplane_apimachinery::schema::{GroupVersionKind, GroupVersionResource};
+use genplane_authentication::UserInfo;
+use serde_json::Value;
+
+/// A boxed future, as plugins return them (plugins are called through `dyn`).
+pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
+
+/// What a write does.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Operation {
+    /// A new object (a POST, an apply or update of a missing object).
+    Create,
+    /// A change of a stored object.
+    Update,
+    /// The deletion of a stored object.
+    Delete,
+}
+
+impl Operation {
+    /// The operation as upstream names it (`CREATE`, `UPDATE`, `DELETE`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Operation::Create => "CREATE",
+            Operation::Update => "UPDATE",
+            Operation::Delete => "DELETE",
+        }
+    }
+}
+
+/// What a request is, for every write it makes.
+#[derive(Clone, Debug, Default)]
+pub struct Request {
+    /// Who asks.
+    pub user: UserInfo,
+    /// The kind written (the resource's, even through a subresource).
+    pub kind: GroupVersionKind,
+    /// The resource.
+    pub resource: GroupVersionResource,
+    /// The subresource (`status`, `finalize`, `scale`), empty for the resource itself.
+    pub subresource: String,
+    /// `dryRun=All`: plugins with side effects must not have them.
+    pub dry_run: bool,
+}
+
+/// What a plugin sees of one write.
+#[derive(Clone, Copy, Debug)]
+pub struct Attributes<'a> {
+    /// The request.
+    pub request: &'a Request,
+    /// What the write does.
+    pub operation: Operation,
+    /// The namespace of the object (empty for cluster-scoped resources).
+    pub namespace: &'a str,
+    /// The object's name (empty for a create with `generateName`).
+    pub name: &'a str,
+    /// The stored object, for updates and deletes.
+    pub old_object: Option<&'a Value>,
+}
+
+/// A plugin that may change what is written (and refuse it).
+pub trait MutatingPlugin: Send + Sync + std::fmt::Debug {
+    /// Its name, as `--enable-admission-plugins` spells it.
+    fn name(&self) -> &'static str;
+    /// Changes `object` (the new object; for a delete, there is none and this is not called),
+    /// or refuses the write.
+    fn admit<'a>(
+        &'a self,
+        attributes: Attributes<'a>,
+        object: &'a mut Value,
+    ) -> BoxFuture<'a, Result<(), ApiError>>;
+    /// Refuses a delete, if it should (deletes have no object to change).
+    fn admit_delete<'a>(
+        &'a self,
+        _attributes: Attributes<'a>,
+    ) -> BoxFuture<'a, Result<(), ApiError>> {
+        Box::pin(async { Ok(()) })
+    }
+}
+
+/// A plugin that may only refuse what is written.
+pub trait ValidatingPlugin: Send + Sync + std::fmt::Debug {
+    /// Its name, as `--enable-admission-plugins` spells it.
+    fn name(&self) -> &'static str;
+    /// Refuses the write of `object` (`None` for a delete), or lets it through.
+    fn validate<'a>(
+        &'a self,
+        attributes: Attributes<'a>,
+        object: Option<&'a Value>,
+    ) -> BoxFuture<'a, Result<(), ApiError>>;
+}
+
+/// The enabled plugins, in the order they run.
+#[derive(Clone, Debug, Default)]
+pub struct Chain {
+    mutating: Vec<Arc<dyn MutatingPlugin>>,
+    validating: Vec<Arc<dyn ValidatingPlugin>>,
+}
+
+impl Chain {
+    /// A chain of `mutating` then `validating` plugins, each in the order given.
+    pub fn new(
+        mutating: Vec<Arc<dyn MutatingPlugin>>,
+        validating: Vec<Arc<dyn ValidatingPlugin>>,
+    ) -> Self {
+        Self {
+            mutating,
+            validating,
+        }
+    }
+
+    /// The names of the plugins, mutating ones first, in the order they run.
+    pub fn names(&self) -> Vec<&'static str> {
+        self.mutating
+            .iter()
+            .map(|p| p.name())
+            .chain(self.validating.iter().map(|p| p.name()))
+            .collect()
+    }
+
+    /// Whether no plugin is enabled.
+    pub fn is_empty(&self) -> bool {
+        self.mutating.is_empty() && self.validating.is_empty()
+    }
+
+    /// Runs the mutating plugins on a create or update of `object`; the first refusal wins.
+    pub async fn mutate(
+        &self,
+        attributes: Attributes<'_>,
+        object: &mut Value,
+    ) -> Result<(), ApiError> {
+        for plugin in &self.mutating {
+            plugin.admit(attributes, object).await?;
+        }
+        Ok(())
+    }
+
+    /// Runs the mutating plugins' checks of a delete.
+    pub async fn mutate_delete(&self, attributes: Attributes<'_>) -> Result<(), ApiError> {
+        for plugin in &self.mutating {
+            plugin.admit_delete(attributes).await?;
+        }
+        Ok(())
+    }
+
+    /// Runs the validating plugins on the final `object` (`None` for a delete).
+    pub async fn validate(
+        &self,
+        attributes: Attributes<'_>,
+        object: Option<&Value>,
+    ) -> Result<(), ApiError> {
+        for plugin in &self.validating {
+            plugin.validate(attributes, object).await?;
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,191 @@
+//! The namespace plugins, as upstream's: NamespaceLifecycle (no new content in a namespace
+//! that does not exist or is being deleted; the namespaces every cluster depends on cannot be
+//! deleted), NamespaceExists (no new content in a namespace that does not exist) and
+//! NamespaceAutoProvision (a create in a namespace that does not exist creates it first).
+
+use std::sync::Arc;
+
+use genplane_apimachinery::errors::{ApiError, Status, StatusCause, StatusDetails};
+use genplane_apimachinery::schema::GroupResource;
+use serde_json::Value;
+
+use crate::{Attributes, BoxFuture, MutatingPlugin, Operation};
+
+/// Namespaces every cluster depends on, which may not be deleted.
+pub const IMMORTAL_NAMESPACES: &[&str] = &["default", "kube-system", "kube-public"];
+
+/// The stored namespaces, as the namespace plugins read (and auto-provisioning writes) them.
+pub trait Namespaces: Send + Sync + std::fmt::Debug {
+    /// The namespace `name`, read consistently (a namespace created just before is found), or
+    /// `None`.
+    fn get<'a>(&'a self, name: &'a str) -> BoxFuture<'a, Result<Option<Value>, ApiError>>;
+    /// Creates the namespace `name` (succeeds if it exists already).
+    fn create<'a>(&'a self, name: &'a str) -> BoxFuture<'a, Result<(), ApiError>>;
+}
+
+fn namespaces() -> GroupResource {
+    GroupResource::new("", "namespaces")
+}
+
+fn missing(namespace: &str) -> ApiError {
+    Status::not_found(&namespaces(), namespace).into()
+}
+
+fn is_terminating(namespace: &Value) -> bool {
+    namespace
+        .pointer("/metadata/deletionTimestamp")
+        .and_then(Value::as_str)
+        .is_some_and(|t| !t.is_empty())
+        || namespace.pointer("/status/phase").and_then(Value::as_str) == Some("Terminating")
+}
+
+/// Whether a write makes new content in a namespace: a create of a namespaced object.
+fn creates_content(attributes: &Attributes<'_>) -> bool {
+    attributes.operation == Operation::Create && !attributes.namespace.is_empty()
+}
+
+/// NamespaceLifecycle.
+#[derive(Debug, Clone)]
+pub struct NamespaceLifecycle {
+    namespaces: Arc<dyn Namespaces>,
+}
+
+impl NamespaceLifecycle {
+    /// The plugin over `namespaces`.
+    pub fn new(namespaces: Arc<dyn Namespaces>) -> Self {
+        Self { namespaces }
+    }
+}
+
+impl MutatingPlugin for NamespaceLifecycle {
+    fn name(&self) -> &'static str {
+        "NamespaceLifecycle"
+    }
+
+    fn admit<'a>(
+        &'a self,
+        attributes: Attributes<'a>,
+        _object: &'a mut Value,
+    ) -> BoxFuture<'a, Result<(), ApiError>> {
+        Box::pin(async move {
+            if !creates_content(&attributes) {
+                return Ok(());
+            }
+            let namespace = attributes.namespace;
+            let Some(found) = self.namespaces.get(namespace).await? else {
+                return Err(missing(namespace));
+            };
+            if !is_terminating(&found) {
+                return Ok(());
+            }
+            let resource = GroupResource::new(
+                &attributes.request.resource.group,
+                &attributes.request.resource.resource,
+            );
+            let message = format!(
+                "unable to create new content in namespace {namespace} because it is being terminated"
+            );
+            let mut status = Status::forbidden(&resource, attributes.name, &message);
+            status.details = Some(StatusDetails {
+                causes: vec![StatusCause {
+                    reason: "NamespaceTerminating".into(),
+                    message: format!("namespace {namespace} is being terminated"),
+                    field: "metadata.namespace".into(),
+                }],
+                ..status.details.unwrap_or_default()
+            });
+            Err(status.into())
+        })
+    }
+
+    fn admit_delete<'a>(
+        &'a self,
+        attributes: Attributes<'a>,
+    ) -> BoxFuture<'a, Result<(), ApiError>> {
+        Box::pin(async move {
+            let resource = &attributes.request.resource;
+            if resource.group.is_empty()
+                && resource.resource == "namespaces"
+                && attributes.request.subresource.is_empty()
+                && IMMORTAL_NAMESPACES.contains(&attributes.name)
+            {
+                return Err(Status::forbidden(
+                    &namespaces(),
+                    attributes.name,
+                    "this namespace may not be deleted",
+                )
+                .into());
+            }
+            Ok(())
+        })
+    }
+}
+
+/// NamespaceExists.
+#[derive(Debug, Clone)]
+pub struct NamespaceExists {
+    namespaces: Arc<dyn Namespaces>,
+}
+
+impl NamespaceExists {
+    /// The plugin over `namespaces`.
+    pub fn new(namespaces: Arc<dyn Namespaces>) -> Self {
+        Self { namespaces }
+    }
+}
+
+impl MutatingPlugin for NamespaceExists {
+    fn name(&self) -> &'static str {
+        "NamespaceExists"
+    }
+
+    fn admit<'a>(
+        &'a self,
+        attributes: Attributes<'a>,
+        _object: &'a mut Value,
+    ) -> BoxFuture<'a, Result<(), ApiError>> {
+        Box::pin(async move {
+            if creates_content(&attributes)
+                && self.namespaces.get(attributes.namespace).await?.is_none()
+            {
+                return Err(missing(attributes.namespace));
+            }
+            Ok(())
+        })
+    }
+}
+
+/// NamespaceAutoProvision.
+#[derive(Debug, Clone)]
+pub struct NamespaceAutoProvision {
+    namespaces: Arc<dyn Namespaces>,
+}
+
+impl NamespaceAutoProvision {
+    /// The plugin over `namespaces`.
+    pub fn new(namespaces: Arc<dyn Namespaces>) -> Self {
+        Self { namespaces }
+    }
+}
+
+impl MutatingPlugin for NamespaceAutoProvision {
+    fn name(&self) -> &'static str {
+        "NamespaceAutoProvision"
+    }
+
+    fn admit<'a>(
+        &'a self,
+        attributes: Attributes<'a>,
+        _object: &'a mut Value,
+    ) -> BoxFuture<'a, Result<(), ApiError>> {
+        Box::pin(async move {
+            if !creates_content(&attributes) || attributes.request.dry_run {
+                return Ok(());
+            }
+            if self.namespaces.get(attributes.namespace).await?.is_none() {
+                self.namespaces.create(attributes.namespace).await?;
+            }
+            Ok(())
+        })
+    }
+}
