@@ -53,6 +53,7 @@ pub fn run(matches: &ArgMatches, process: &Process) -> anyhow::Result<()> {
         tokio::spawn(shutdown.clone().trigger_on(Signals::install()?));
         let (ready_tx, ready_rx) = tokio::sync::oneshot::channel();
         let apiserver = genplane_cmd_apiserver::serve_until_ready(
+            "all-in-one",
             config,
             process,
             shutdown.clone(),

@@ -295,7 +295,7 @@ pub async fn serve(
     process: &Process,
     shutdown: Shutdown,
 ) -> anyhow::Result<()> {
-    serve_until_ready(config, process, shutdown, None).await
+    serve_until_ready("apiserver", config, process, shutdown, None).await
 }
 
 /// What a started API server tells whoever embeds it, once it takes requests.
@@ -308,8 +308,9 @@ pub struct Ready {
 }
 
 /// Serves until `shutdown` is triggered, sending [`Ready`] on `ready` once requests are
-/// taken (the kubeconfigs are written by then).
+/// taken (the kubeconfigs are written by then); `role` names the applet in the banner.
 pub async fn serve_until_ready(
+    role: &str,
     config: ApiserverConfig,
     process: &Process,
     shutdown: Shutdown,
@@ -449,7 +450,7 @@ pub async fn serve_until_ready(
     };
     let kubeconfig = std::fs::canonicalize(&kubeconfig).unwrap_or(kubeconfig);
     tracing::info!(%server_url, kubeconfig = %kubeconfig.display(), "serving");
-    println!("genplane apiserver serving on {server_url}");
+    println!("genplane {role} serving on {server_url}");
     println!("export KUBECONFIG={}", kubeconfig.display());
     if let Some(ready) = ready {
         let _ = ready.send(Ready {

@@ -158,3 +158,33 @@ fn an_unrelated_program_name_falls_back_to_the_root_command() {
     assert!(out.status.success());
     assert!(stdout(&out).contains("kubernetes API version: v1.33"));
 }
+
+/// `GENPLANE_*` variables are read as their flags are: lists split on commas, numbers parsed;
+/// a value the flag refuses is an error naming the variable (exit 64).
+#[test]
+fn environment_variables_take_lists_and_numbers() {
+    let output = std::process::Command::new(env!("CARGO_BIN_EXE_genplane"))
+        .args(["apiserver", "--config-check", "--storage-backend=etcd"])
+        .env(
+            "GENPLANE_ETCD_SERVERS",
+            "http://127.0.0.1:1,http://127.0.0.1:2",
+        )
+        .env("GENPLANE_AUTHORIZATION_MODE", "RBAC,AlwaysAllow")
+        .env("GENPLANE_V", "4")
+        .output()
+        .unwrap();
+    assert_eq!(
+        output.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let output = std::process::Command::new(env!("CARGO_BIN_EXE_genplane"))
+        .args(["apiserver", "--config-check"])
+        .env("GENPLANE_V", "loud")
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(64), "{said}");
+    assert!(said.contains("GENPLANE_V"), "{said}");
+}

@@ -266,7 +266,7 @@ where
     if let Some(path) = file {
         figment = figment.merge(file_layer(path, &known)?);
     }
-    figment = figment.merge(env_layer(env, &known));
+    figment = figment.merge(env_layer::<O>(env, &known)?);
     figment = figment.merge(flag_layer::<O>(matches, &known)?);
     figment
         .extract_lossy()
@@ -380,25 +380,64 @@ fn file_layer(path: &Path, known: &BTreeSet<String>) -> Result<Layer, Error> {
     )
 }
 
-fn env_layer<'a>(
+/// The `GENPLANE_*` variables that name options, each read as its flag would be (lists split
+/// on commas, numbers and booleans parsed by the flag's own parser); a value the flag's parser
+/// refuses is an error naming the variable.
+fn env_layer<'a, O>(
     env: impl IntoIterator<Item = (&'a String, &'a String)>,
     known: &BTreeSet<String>,
-) -> Layer {
+) -> Result<Layer, Error>
+where
+    O: Args + FromArgMatches + Serialize,
+{
     let mut dict = Dict::new();
+    let mut invalid = Invalid::new();
     for (name, value) in env {
         let Some(rest) = name.strip_prefix(ENV_PREFIX) else {
             continue;
         };
         let key = rest.to_lowercase().replace('_', "-");
-        if known.contains(&key) {
-            dict.insert(key, Value::from(value.clone()));
+        if !known.contains(&key) {
+            continue;
+        }
+        match as_flag::<O>(&key, value) {
+            Ok(parsed) => {
+                dict.insert(key, parsed.unwrap_or_else(|| Value::from(value.clone())));
+            }
+            Err(message) => invalid.push(name.as_str(), message),
         }
     }
-    Layer {
+    if !invalid.errors.is_empty() {
+        return Err(Error::Invalid(invalid));
+    }
+    Ok(Layer {
         name: "environment".to_owned(),
         source: Source::Env,
         dict,
-    }
+    })
+}
+
+/// `value` parsed as `--key=value` is, as the option's serialized value (`None` if the option
+/// does not serialize under its flag name).
+fn as_flag<O>(key: &str, value: &str) -> Result<Option<Value>, String>
+where
+    O: Args + FromArgMatches + Serialize,
+{
+    let command = O::augment_args(clap::Command::new("environment").no_binary_name(true));
+    let matches = command
+        .try_get_matches_from([format!("--{key}={value}")])
+        .map_err(|e| {
+            let rendered = e.render().to_string();
+            let first = rendered
+                .lines()
+                .next()
+                .unwrap_or("")
+                .trim_start_matches("error: ");
+            format!("in the environment: {first}")
+        })?;
+    let parsed = O::from_arg_matches(&matches).map_err(|e| e.to_string())?;
+    let layer = Layer::serialize("environment", Source::Env, &parsed).map_err(|e| e.to_string())?;
+    Ok(layer.dict.get(key).cloned())
 }
 
 fn flag_layer<O>(matches: &ArgMatches, known: &BTreeSet<String>) -> Result<Layer, Error>

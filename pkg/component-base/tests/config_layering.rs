@@ -31,6 +31,9 @@ struct Options {
     /// Set by nothing.
     #[arg(long, default_value = "default")]
     untouched: String,
+    /// A list, comma-separated.
+    #[arg(long, value_delimiter = ',')]
+    servers: Vec<String>,
     #[command(flatten)]
     #[serde(flatten)]
     common: CommonOptions,
@@ -45,6 +48,7 @@ impl Default for Options {
             from_env: d(),
             from_flag: d(),
             untouched: d(),
+            servers: Vec::new(),
             common: CommonOptions::default(),
         }
     }
@@ -61,6 +65,7 @@ struct Cli {
 #[derive(Debug)]
 struct Config {
     secure_port: u16,
+    servers: Vec<String>,
     values: [String; 4],
     common: CommonConfig,
 }
@@ -88,6 +93,7 @@ fn validate(o: &Options, invalid: &mut Invalid) -> Option<Config> {
         .validate(&features(), UseIdentity::new("test", "1"), None, invalid);
     Some(Config {
         secure_port: o.secure_port,
+        servers: o.servers.clone(),
         values: [
             o.from_file.clone(),
             o.from_env.clone(),
@@ -281,4 +287,24 @@ fn print_default_config_prints_loadable_defaults() {
         &[],
     );
     assert!(matches!(result, Ok(Startup::Done)), "{result:?}");
+}
+
+#[test]
+fn environment_variables_are_read_as_their_flags_are() {
+    let (result, _) = run(
+        &[],
+        &[
+            ("GENPLANE_SERVERS", "https://a:2379,https://b:2379"),
+            ("GENPLANE_V", "4"),
+        ],
+    );
+    let Ok(Startup::Run(config)) = result else {
+        panic!("{result:?}");
+    };
+    assert_eq!(config.servers, ["https://a:2379", "https://b:2379"]);
+    assert_eq!(config.common.logging.directives, "debug");
+    // A value the flag refuses is an error naming the variable.
+    let (result, _) = run(&[], &[("GENPLANE_V", "loud")]);
+    let message = result.unwrap_err().to_string();
+    assert!(message.contains("GENPLANE_V"), "{message}");
 }
