@@ -86,7 +86,7 @@ static BOUND_OBJECT_REFERENCE: Struct = Struct {
 static TOKEN_REQUEST_SPEC: Struct = Struct {
     name: "TokenRequestSpec",
     fields: &[
-        Field::new("audiences", 1, Type::List(&Type::String)),
+        Field::new("audiences", 1, Type::List(&Type::String)).keep_empty(),
         Field::pointer("expirationSeconds", 4, Type::Int64),
         Field::new("boundObjectRef", 3, Type::Struct(&BOUND_OBJECT_REFERENCE)),
     ],

@@ -126,7 +126,7 @@ static SUBJECT_ACCESS_REVIEW_STATUS: Struct = Struct {
 static RESOURCE_RULE: Struct = Struct {
     name: "ResourceRule",
     fields: &[
-        Field::new("verbs", 1, Type::List(&Type::String)),
+        Field::new("verbs", 1, Type::List(&Type::String)).keep_empty(),
         Field::new("apiGroups", 2, Type::List(&Type::String)),
         Field::new("resources", 3, Type::List(&Type::String)),
         Field::new("resourceNames", 4, Type::List(&Type::String)),
@@ -136,7 +136,7 @@ static RESOURCE_RULE: Struct = Struct {
 static NON_RESOURCE_RULE: Struct = Struct {
     name: "NonResourceRule",
     fields: &[
-        Field::new("verbs", 1, Type::List(&Type::String)),
+        Field::new("verbs", 1, Type::List(&Type::String)).keep_empty(),
         Field::new("nonResourceURLs", 2, Type::List(&Type::String)),
     ],
 };

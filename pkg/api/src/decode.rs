@@ -6,7 +6,8 @@
 //! `json: cannot unmarshal number into Go struct field ConfigMap.data of type string`).
 //! Decoding also produces what upstream would store after a round trip through its Go types:
 //! - a `null` struct field is dropped (Go leaves the field unset); a `null` map or list item
-//!   becomes the item type's zero value;
+//!   becomes the item type's zero value; an empty map or list is dropped unless its Go field
+//!   lacks `omitempty` ([`Field::keep_empty`]);
 //! - fields the type does not have are dropped, and reported in [`Decoded::unknown_fields`]
 //!   (for `fieldValidation=Strict|Warn`);
 //! - times are rewritten as Go writes them (`metav1.Time` in whole seconds UTC,
@@ -127,6 +128,10 @@ pub struct Field {
     /// the wire is then kept in JSON (`immutable: false`), where for a plain Go field it is
     /// left out, as `omitempty` leaves it out.
     pub pointer: bool,
+    /// Whether the Go field lacks `omitempty` (`rules`, `verbs`, `versions`): an empty map or
+    /// list is then kept. Every other empty map or list is left out, as a round trip through
+    /// the Go type leaves it out (`labels: {}`, `finalizers: []`, `data: {}`).
+    pub keep_empty: bool,
 }
 
 impl Field {
@@ -137,6 +142,15 @@ impl Field {
             number,
             ty,
             pointer: false,
+            keep_empty: false,
+        }
+    }
+
+    /// The same field, whose Go tag has no `omitempty`: an empty map or list is kept.
+    pub const fn keep_empty(self) -> Self {
+        Field {
+            keep_empty: true,
+            ..self
         }
     }
 
@@ -147,6 +161,7 @@ impl Field {
             number,
             ty,
             pointer: true,
+            keep_empty: true,
         }
     }
 
@@ -157,6 +172,7 @@ impl Field {
             number: 0,
             ty: Type::String,
             pointer: false,
+            keep_empty: false,
         }
     }
 }
@@ -301,7 +317,16 @@ impl Walker {
                         Some(_) if item.is_null() => {}
                         Some(field) => {
                             let decoded = self.walk(item, field.ty, &child)?;
-                            out.insert(name.clone(), decoded);
+                            let empty = match (&field.ty, &decoded) {
+                                (Type::Map(_), Value::Object(map)) => map.is_empty(),
+                                (Type::List(_) | Type::Items(_), Value::Array(list)) => {
+                                    list.is_empty()
+                                }
+                                _ => false,
+                            };
+                            if !empty || field.keep_empty {
+                                out.insert(name.clone(), decoded);
+                            }
                         }
                         None => self.unknown.push(child.to_string()),
                     }
@@ -399,11 +424,14 @@ pub static OBJECT_META: Struct = Struct {
             Type::List(&Type::Struct(&OWNER_REFERENCE)),
         ),
         Field::new("finalizers", 14, Type::List(&Type::String)),
+        // An empty list is kept for the field manager to read: it resets the managed fields
+        // (upstream's `isResetManagedFields`), which are then left out.
         Field::new(
             "managedFields",
             17,
             Type::List(&Type::Struct(&MANAGED_FIELDS_ENTRY)),
-        ),
+        )
+        .keep_empty(),
     ],
 };
 

@@ -272,7 +272,7 @@ static SPEC: Struct = Struct {
         Field::pointer("group", 1, Type::String),
         Field::new("names", 3, Type::Struct(&NAMES)),
         Field::pointer("scope", 4, Type::String),
-        Field::new("versions", 7, Type::List(&Type::Struct(&VERSION))),
+        Field::new("versions", 7, Type::List(&Type::Struct(&VERSION))).keep_empty(),
         Field::pointer("conversion", 9, Type::Struct(&CONVERSION)),
         Field::new("preserveUnknownFields", 10, Type::Bool),
     ],
@@ -294,7 +294,7 @@ static STATUS: Struct = Struct {
     fields: &[
         Field::new("conditions", 1, Type::List(&Type::Struct(&CONDITION))),
         Field::new("acceptedNames", 2, Type::Struct(&NAMES)),
-        Field::new("storedVersions", 3, Type::List(&Type::String)),
+        Field::new("storedVersions", 3, Type::List(&Type::String)).keep_empty(),
     ],
 };
 

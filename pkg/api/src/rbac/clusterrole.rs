@@ -33,7 +33,7 @@ pub static SCHEMA: Struct = Struct {
         Field::type_meta("apiVersion"),
         Field::type_meta("kind"),
         Field::new("metadata", 1, Type::Struct(&OBJECT_META)),
-        Field::new("rules", 2, Type::List(&Type::Struct(&POLICY_RULE))),
+        Field::new("rules", 2, Type::List(&Type::Struct(&POLICY_RULE))).keep_empty(),
         Field::new("aggregationRule", 3, Type::Struct(&AGGREGATION_RULE)),
     ],
 };

@@ -61,7 +61,7 @@ pub const GROUP_KIND: &str = "Group";
 pub static POLICY_RULE: Struct = Struct {
     name: "PolicyRule",
     fields: &[
-        Field::new("verbs", 1, Type::List(&Type::String)),
+        Field::new("verbs", 1, Type::List(&Type::String)).keep_empty(),
         Field::new("apiGroups", 2, Type::List(&Type::String)),
         Field::new("resources", 3, Type::List(&Type::String)),
         Field::new("resourceNames", 4, Type::List(&Type::String)),
