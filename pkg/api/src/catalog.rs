@@ -25,7 +25,7 @@ pub const ALL_VERBS: &[&str] = &[
 ];
 
 /// A subresource, as discovery lists it (`namespaces/status`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug)]
 pub struct Subresource {
     /// The name after the slash: `status`, `finalize`, `token`.
     pub name: &'static str,
@@ -33,6 +33,20 @@ pub struct Subresource {
     pub kind: &'static str,
     /// Its verbs.
     pub verbs: &'static [&'static str],
+    /// The rules of writes through it, when it is written through the resource's store
+    /// (`status`, `finalize`); `None` for subresources with handlers of their own (`token`).
+    pub rules: Option<SubresourceRules>,
+}
+
+/// How a write through a subresource changes the object: what it keeps of the stored one and
+/// how it is validated (a `status` write keeps the `spec`, a `finalize` write changes only the
+/// finalizers).
+#[derive(Clone, Copy, Debug)]
+pub struct SubresourceRules {
+    /// The changes on update, given the stored object.
+    pub prepare_for_update: fn(&mut Value, &Value),
+    /// Validation on update (new, old).
+    pub validate_update: fn(&Value, &Value) -> Result<ErrorList, ApiError>,
 }
 
 /// The pure per-resource behaviour the generic registry runs, in this order on a write:
@@ -187,6 +201,13 @@ pub struct ResourceInfo {
     pub storage_api_version: &'static str,
     /// The shape of a served object: its JSON fields and their protobuf numbers.
     pub schema: &'static Struct,
+    /// The list, map and patch semantics of the kind's own types (`x-kubernetes-*`), for
+    /// OpenAPI, strategic merge patch and server-side apply (the shared types' are in
+    /// [`crate::openapi::extensions::SHARED`]).
+    pub extensions: &'static [crate::openapi::extensions::Extensions],
+    /// Adds the kind's OpenAPI schema (from k8s-openapi's types, with its dependencies) to a
+    /// generator and returns its component name.
+    pub openapi_schema: fn(&mut schemars::generate::SchemaGenerator) -> String,
     /// The behaviour.
     pub hooks: Hooks,
 }
@@ -250,486 +271,45 @@ impl ResourceInfo {
     }
 }
 
-fn identity(object: Value) -> Value {
+pub(crate) fn identity(object: Value) -> Value {
     object
 }
 
-fn no_default(_: &mut Value) {}
+pub(crate) fn no_default(_: &mut Value) {}
 
-fn no_prepare_update(_: &mut Value, _: &Value) {}
+pub(crate) fn no_prepare_update(_: &mut Value, _: &Value) {}
 
-fn nothing_pending(_: &Value) -> bool {
+pub(crate) fn nothing_pending(_: &Value) -> bool {
     false
 }
 
-const STATUS_VERBS: &[&str] = &["get", "patch", "update"];
+pub(crate) const STATUS_VERBS: &[&str] = &["get", "patch", "update"];
 
 static RESOURCES: &[ResourceInfo] = &[
-    ResourceInfo {
-        group: "",
-        version: "v1",
-        kind: "Namespace",
-        list_kind: "NamespaceList",
-        resource: "namespaces",
-        singular: "namespace",
-        short_names: &["ns"],
-        namespaced: false,
-        create_on_update: false,
-        verbs: &[
-            "create", "delete", "get", "list", "patch", "update", "watch",
-        ],
-        subresources: &[
-            Subresource {
-                name: "status",
-                kind: "Namespace",
-                verbs: STATUS_VERBS,
-            },
-            Subresource {
-                name: "finalize",
-                kind: "Namespace",
-                verbs: &["update"],
-            },
-        ],
-        categories: &[],
-        storage_prefix: "namespaces",
-        storage_api_version: "v1",
-        schema: &core::namespace::SCHEMA,
-        hooks: Hooks {
-            decode: core::namespace::decode,
-            default: core::namespace::default,
-            prepare_for_create: core::namespace::prepare_for_create,
-            prepare_for_update: core::namespace::prepare_for_update,
-            validate: core::namespace::validate,
-            validate_update: core::namespace::validate_update,
-            to_storage: identity,
-            from_storage: identity,
-            field_selectors: core::namespace::FIELD_SELECTORS,
-            field_values: core::namespace::field_values,
-            columns: core::namespace::COLUMNS,
-            row: core::namespace::row,
-            pending_finalization: core::namespace::pending_finalization,
-            mark_deleting: core::namespace::mark_deleting,
-        },
-    },
-    ResourceInfo {
-        group: "",
-        version: "v1",
-        kind: "ConfigMap",
-        list_kind: "ConfigMapList",
-        resource: "configmaps",
-        singular: "configmap",
-        short_names: &["cm"],
-        namespaced: true,
-        create_on_update: false,
-        verbs: ALL_VERBS,
-        subresources: &[],
-        categories: &[],
-        storage_prefix: "configmaps",
-        storage_api_version: "v1",
-        schema: &core::configmap::SCHEMA,
-        hooks: Hooks {
-            decode: core::configmap::decode,
-            default: no_default,
-            prepare_for_create: no_default,
-            prepare_for_update: no_prepare_update,
-            validate: core::configmap::validate,
-            validate_update: core::configmap::validate_update,
-            to_storage: identity,
-            from_storage: identity,
-            field_selectors: core::configmap::FIELD_SELECTORS,
-            field_values: core::configmap::field_values,
-            columns: core::configmap::COLUMNS,
-            row: core::configmap::row,
-            pending_finalization: nothing_pending,
-            mark_deleting: no_default,
-        },
-    },
-    ResourceInfo {
-        group: "",
-        version: "v1",
-        kind: "Secret",
-        list_kind: "SecretList",
-        resource: "secrets",
-        singular: "secret",
-        short_names: &[],
-        namespaced: true,
-        create_on_update: false,
-        verbs: ALL_VERBS,
-        subresources: &[],
-        categories: &[],
-        storage_prefix: "secrets",
-        storage_api_version: "v1",
-        schema: &core::secret::SCHEMA,
-        hooks: Hooks {
-            decode: core::secret::decode,
-            default: core::secret::default,
-            prepare_for_create: no_default,
-            prepare_for_update: no_prepare_update,
-            validate: core::secret::validate,
-            validate_update: core::secret::validate_update,
-            to_storage: identity,
-            from_storage: identity,
-            field_selectors: core::secret::FIELD_SELECTORS,
-            field_values: core::secret::field_values,
-            columns: core::secret::COLUMNS,
-            row: core::secret::row,
-            pending_finalization: nothing_pending,
-            mark_deleting: no_default,
-        },
-    },
-    ResourceInfo {
-        group: "",
-        version: "v1",
-        kind: "ServiceAccount",
-        list_kind: "ServiceAccountList",
-        resource: "serviceaccounts",
-        singular: "serviceaccount",
-        short_names: &["sa"],
-        namespaced: true,
-        create_on_update: false,
-        verbs: ALL_VERBS,
-        subresources: &[Subresource {
-            name: "token",
-            kind: "TokenRequest",
-            verbs: &["create"],
-        }],
-        categories: &[],
-        storage_prefix: "serviceaccounts",
-        storage_api_version: "v1",
-        schema: &core::serviceaccount::SCHEMA,
-        hooks: Hooks {
-            decode: core::serviceaccount::decode,
-            default: no_default,
-            prepare_for_create: no_default,
-            prepare_for_update: no_prepare_update,
-            validate: core::serviceaccount::validate,
-            validate_update: core::serviceaccount::validate_update,
-            to_storage: identity,
-            from_storage: identity,
-            field_selectors: core::serviceaccount::FIELD_SELECTORS,
-            field_values: core::serviceaccount::field_values,
-            columns: core::serviceaccount::COLUMNS,
-            row: core::serviceaccount::row,
-            pending_finalization: nothing_pending,
-            mark_deleting: no_default,
-        },
-    },
-    ResourceInfo {
-        group: "",
-        version: "v1",
-        kind: "Event",
-        list_kind: "EventList",
-        resource: "events",
-        singular: "event",
-        short_names: &["ev"],
-        namespaced: true,
-        create_on_update: true,
-        verbs: ALL_VERBS,
-        subresources: &[],
-        categories: &[],
-        storage_prefix: "events",
-        storage_api_version: "v1",
-        schema: &core::event::SCHEMA,
-        hooks: Hooks {
-            decode: core::event::decode,
-            default: no_default,
-            prepare_for_create: no_default,
-            prepare_for_update: no_prepare_update,
-            validate: core::event::validate,
-            validate_update: core::event::validate_update,
-            to_storage: identity,
-            from_storage: identity,
-            field_selectors: core::event::FIELD_SELECTORS,
-            field_values: core::event::field_values,
-            columns: core::event::COLUMNS,
-            row: core::event::row,
-            pending_finalization: nothing_pending,
-            mark_deleting: no_default,
-        },
-    },
-    ResourceInfo {
-        group: "",
-        version: "v1",
-        kind: "ResourceQuota",
-        list_kind: "ResourceQuotaList",
-        resource: "resourcequotas",
-        singular: "resourcequota",
-        short_names: &["quota"],
-        namespaced: true,
-        create_on_update: false,
-        verbs: ALL_VERBS,
-        subresources: &[Subresource {
-            name: "status",
-            kind: "ResourceQuota",
-            verbs: STATUS_VERBS,
-        }],
-        categories: &[],
-        storage_prefix: "resourcequotas",
-        storage_api_version: "v1",
-        schema: &core::resourcequota::SCHEMA,
-        hooks: Hooks {
-            decode: core::resourcequota::decode,
-            default: no_default,
-            prepare_for_create: core::resourcequota::prepare_for_create,
-            prepare_for_update: core::resourcequota::prepare_for_update,
-            validate: core::resourcequota::validate,
-            validate_update: core::resourcequota::validate_update,
-            to_storage: identity,
-            from_storage: identity,
-            field_selectors: core::resourcequota::FIELD_SELECTORS,
-            field_values: core::resourcequota::field_values,
-            columns: core::resourcequota::COLUMNS,
-            row: core::resourcequota::row,
-            pending_finalization: nothing_pending,
-            mark_deleting: no_default,
-        },
-    },
-    ResourceInfo {
-        group: "events.k8s.io",
-        version: "v1",
-        kind: "Event",
-        list_kind: "EventList",
-        resource: "events",
-        singular: "event",
-        short_names: &["ev"],
-        namespaced: true,
-        create_on_update: true,
-        verbs: ALL_VERBS,
-        subresources: &[],
-        categories: &[],
-        storage_prefix: "events",
-        storage_api_version: "v1",
-        schema: &events::SCHEMA,
-        hooks: Hooks {
-            decode: events::decode,
-            default: no_default,
-            prepare_for_create: no_default,
-            prepare_for_update: no_prepare_update,
-            validate: events::validate,
-            validate_update: events::validate_update,
-            to_storage: events::to_core,
-            from_storage: events::from_core,
-            field_selectors: events::FIELD_SELECTORS,
-            field_values: events::field_values,
-            columns: core::event::COLUMNS,
-            row: events::row,
-            pending_finalization: nothing_pending,
-            mark_deleting: no_default,
-        },
-    },
-    ResourceInfo {
-        group: "rbac.authorization.k8s.io",
-        version: "v1",
-        kind: "ClusterRoleBinding",
-        list_kind: "ClusterRoleBindingList",
-        resource: "clusterrolebindings",
-        singular: "clusterrolebinding",
-        short_names: &[],
-        namespaced: false,
-        create_on_update: true,
-        verbs: ALL_VERBS,
-        subresources: &[],
-        categories: &[],
-        storage_prefix: "clusterrolebindings",
-        storage_api_version: "rbac.authorization.k8s.io/v1",
-        schema: &rbac::clusterrolebinding::SCHEMA,
-        hooks: Hooks {
-            decode: rbac::clusterrolebinding::decode,
-            default: rbac::clusterrolebinding::default,
-            prepare_for_create: no_default,
-            prepare_for_update: no_prepare_update,
-            validate: rbac::clusterrolebinding::validate,
-            validate_update: rbac::clusterrolebinding::validate_update,
-            to_storage: identity,
-            from_storage: identity,
-            field_selectors: rbac::clusterrolebinding::FIELD_SELECTORS,
-            field_values: rbac::clusterrolebinding::field_values,
-            columns: rbac::clusterrolebinding::COLUMNS,
-            row: rbac::clusterrolebinding::row,
-            pending_finalization: nothing_pending,
-            mark_deleting: no_default,
-        },
-    },
-    ResourceInfo {
-        group: "rbac.authorization.k8s.io",
-        version: "v1",
-        kind: "ClusterRole",
-        list_kind: "ClusterRoleList",
-        resource: "clusterroles",
-        singular: "clusterrole",
-        short_names: &[],
-        namespaced: false,
-        create_on_update: true,
-        verbs: ALL_VERBS,
-        subresources: &[],
-        categories: &[],
-        storage_prefix: "clusterroles",
-        storage_api_version: "rbac.authorization.k8s.io/v1",
-        schema: &rbac::clusterrole::SCHEMA,
-        hooks: Hooks {
-            decode: rbac::clusterrole::decode,
-            default: no_default,
-            prepare_for_create: no_default,
-            prepare_for_update: no_prepare_update,
-            validate: rbac::clusterrole::validate,
-            validate_update: rbac::clusterrole::validate_update,
-            to_storage: identity,
-            from_storage: identity,
-            field_selectors: rbac::clusterrole::FIELD_SELECTORS,
-            field_values: rbac::clusterrole::field_values,
-            columns: rbac::clusterrole::COLUMNS,
-            row: rbac::clusterrole::row,
-            pending_finalization: nothing_pending,
-            mark_deleting: no_default,
-        },
-    },
-    ResourceInfo {
-        group: "rbac.authorization.k8s.io",
-        version: "v1",
-        kind: "RoleBinding",
-        list_kind: "RoleBindingList",
-        resource: "rolebindings",
-        singular: "rolebinding",
-        short_names: &[],
-        namespaced: true,
-        create_on_update: true,
-        verbs: ALL_VERBS,
-        subresources: &[],
-        categories: &[],
-        storage_prefix: "rolebindings",
-        storage_api_version: "rbac.authorization.k8s.io/v1",
-        schema: &rbac::rolebinding::SCHEMA,
-        hooks: Hooks {
-            decode: rbac::rolebinding::decode,
-            default: rbac::rolebinding::default,
-            prepare_for_create: no_default,
-            prepare_for_update: no_prepare_update,
-            validate: rbac::rolebinding::validate,
-            validate_update: rbac::rolebinding::validate_update,
-            to_storage: identity,
-            from_storage: identity,
-            field_selectors: rbac::rolebinding::FIELD_SELECTORS,
-            field_values: rbac::rolebinding::field_values,
-            columns: rbac::rolebinding::COLUMNS,
-            row: rbac::rolebinding::row,
-            pending_finalization: nothing_pending,
-            mark_deleting: no_default,
-        },
-    },
-    ResourceInfo {
-        group: "rbac.authorization.k8s.io",
-        version: "v1",
-        kind: "Role",
-        list_kind: "RoleList",
-        resource: "roles",
-        singular: "role",
-        short_names: &[],
-        namespaced: true,
-        create_on_update: true,
-        verbs: ALL_VERBS,
-        subresources: &[],
-        categories: &[],
-        storage_prefix: "roles",
-        storage_api_version: "rbac.authorization.k8s.io/v1",
-        schema: &rbac::role::SCHEMA,
-        hooks: Hooks {
-            decode: rbac::role::decode,
-            default: no_default,
-            prepare_for_create: no_default,
-            prepare_for_update: no_prepare_update,
-            validate: rbac::role::validate,
-            validate_update: rbac::role::validate_update,
-            to_storage: identity,
-            from_storage: identity,
-            field_selectors: rbac::role::FIELD_SELECTORS,
-            field_values: rbac::role::field_values,
-            columns: rbac::role::COLUMNS,
-            row: rbac::role::row,
-            pending_finalization: nothing_pending,
-            mark_deleting: no_default,
-        },
-    },
-    ResourceInfo {
-        group: "coordination.k8s.io",
-        version: "v1",
-        kind: "Lease",
-        list_kind: "LeaseList",
-        resource: "leases",
-        singular: "lease",
-        short_names: &[],
-        namespaced: true,
-        create_on_update: true,
-        verbs: ALL_VERBS,
-        subresources: &[],
-        categories: &[],
-        storage_prefix: "leases",
-        storage_api_version: "coordination.k8s.io/v1",
-        schema: &coordination::lease::SCHEMA,
-        hooks: Hooks {
-            decode: coordination::lease::decode,
-            default: no_default,
-            prepare_for_create: coordination::lease::prepare_for_create,
-            prepare_for_update: coordination::lease::prepare_for_update,
-            validate: coordination::lease::validate,
-            validate_update: coordination::lease::validate_update,
-            to_storage: identity,
-            from_storage: identity,
-            field_selectors: coordination::lease::FIELD_SELECTORS,
-            field_values: coordination::lease::field_values,
-            columns: coordination::lease::COLUMNS,
-            row: coordination::lease::row,
-            pending_finalization: nothing_pending,
-            mark_deleting: no_default,
-        },
-    },
-    ResourceInfo {
-        group: "apiextensions.k8s.io",
-        version: "v1",
-        kind: "CustomResourceDefinition",
-        list_kind: "CustomResourceDefinitionList",
-        resource: "customresourcedefinitions",
-        singular: "customresourcedefinition",
-        short_names: &["crd", "crds"],
-        namespaced: false,
-        create_on_update: false,
-        verbs: ALL_VERBS,
-        subresources: &[Subresource {
-            name: "status",
-            kind: "CustomResourceDefinition",
-            verbs: STATUS_VERBS,
-        }],
-        categories: &["api-extensions"],
-        storage_prefix: "apiextensions.k8s.io/customresourcedefinitions",
-        storage_api_version: "apiextensions.k8s.io/v1",
-        schema: &apiextensions::SCHEMA,
-        hooks: Hooks {
-            decode: apiextensions::decode,
-            default: apiextensions::default,
-            prepare_for_create: apiextensions::prepare_for_create,
-            prepare_for_update: apiextensions::prepare_for_update,
-            validate: apiextensions::validate,
-            validate_update: apiextensions::validate_update,
-            to_storage: identity,
-            from_storage: identity,
-            field_selectors: apiextensions::FIELD_SELECTORS,
-            field_values: apiextensions::field_values,
-            columns: apiextensions::COLUMNS,
-            row: apiextensions::row,
-            pending_finalization: apiextensions::pending_finalization,
-            mark_deleting: apiextensions::mark_deleting,
-        },
-    },
+    core::namespace::INFO,
+    core::configmap::INFO,
+    core::secret::INFO,
+    core::serviceaccount::INFO,
+    core::event::INFO,
+    core::resourcequota::INFO,
+    events::INFO,
+    rbac::clusterrolebinding::INFO,
+    rbac::clusterrole::INFO,
+    rbac::rolebinding::INFO,
+    rbac::role::INFO,
+    coordination::lease::INFO,
+    apiextensions::INFO,
 ];
 
-fn no_update(_: &Value, _: &Value) -> Result<ErrorList, ApiError> {
+pub(crate) fn no_update(_: &Value, _: &Value) -> Result<ErrorList, ApiError> {
     Ok(ErrorList::new())
 }
 
-fn no_field_values(_: &Value) -> BTreeMap<&'static str, String> {
+pub(crate) fn no_field_values(_: &Value) -> BTreeMap<&'static str, String> {
     BTreeMap::new()
 }
 
-fn no_row(_: &Value, _: i64) -> Vec<Value> {
+pub(crate) fn no_row(_: &Value, _: i64) -> Vec<Value> {
     Vec::new()
 }
 
@@ -758,6 +338,8 @@ const fn create_only(
 }
 
 /// A review kind: created, answered, never stored.
+// One argument per name of the kind, as the table below reads best.
+#[allow(clippy::too_many_arguments)]
 const fn review(
     group: &'static str,
     kind: &'static str,
@@ -765,6 +347,7 @@ const fn review(
     resource: &'static str,
     singular: &'static str,
     schema: &'static Struct,
+    openapi_schema: fn(&mut schemars::generate::SchemaGenerator) -> String,
     hooks: Hooks,
 ) -> ResourceInfo {
     ResourceInfo {
@@ -783,6 +366,8 @@ const fn review(
         storage_prefix: "",
         storage_api_version: "",
         schema,
+        extensions: &[],
+        openapi_schema,
         hooks,
     }
 }
@@ -795,6 +380,7 @@ static REVIEWS: &[ResourceInfo] = &[
         "selfsubjectreviews",
         "selfsubjectreview",
         &authentication::SELF_SUBJECT_REVIEW,
+        crate::openapi::schema_of::<k8s_openapi::api::authentication::v1::SelfSubjectReview>,
         create_only(
             authentication::decode_self_subject_review,
             authentication::validate_self_subject_review,
@@ -807,6 +393,7 @@ static REVIEWS: &[ResourceInfo] = &[
         "tokenreviews",
         "tokenreview",
         &authentication::TOKEN_REVIEW,
+        crate::openapi::schema_of::<k8s_openapi::api::authentication::v1::TokenReview>,
         create_only(
             authentication::decode_token_review,
             authentication::validate_token_review,
@@ -821,6 +408,9 @@ static REVIEWS: &[ResourceInfo] = &[
             "localsubjectaccessreviews",
             "localsubjectaccessreview",
             &authorization::LOCAL_SUBJECT_ACCESS_REVIEW,
+            crate::openapi::schema_of::<
+                k8s_openapi::api::authorization::v1::LocalSubjectAccessReview,
+            >,
             // The namespace comes from the URL: the server validates with it.
             create_only(
                 authorization::decode_local_subject_access_review,
@@ -835,6 +425,7 @@ static REVIEWS: &[ResourceInfo] = &[
         "selfsubjectaccessreviews",
         "selfsubjectaccessreview",
         &authorization::SELF_SUBJECT_ACCESS_REVIEW,
+        crate::openapi::schema_of::<k8s_openapi::api::authorization::v1::SelfSubjectAccessReview>,
         create_only(
             authorization::decode_self_subject_access_review,
             authorization::validate_self_subject_access_review,
@@ -847,6 +438,7 @@ static REVIEWS: &[ResourceInfo] = &[
         "selfsubjectrulesreviews",
         "selfsubjectrulesreview",
         &authorization::SELF_SUBJECT_RULES_REVIEW,
+        crate::openapi::schema_of::<k8s_openapi::api::authorization::v1::SelfSubjectRulesReview>,
         create_only(
             authorization::decode_self_subject_rules_review,
             authorization::validate_self_subject_rules_review,
@@ -859,6 +451,7 @@ static REVIEWS: &[ResourceInfo] = &[
         "subjectaccessreviews",
         "subjectaccessreview",
         &authorization::SUBJECT_ACCESS_REVIEW,
+        crate::openapi::schema_of::<k8s_openapi::api::authorization::v1::SubjectAccessReview>,
         create_only(
             authorization::decode_subject_access_review,
             authorization::validate_subject_access_review,
@@ -877,6 +470,7 @@ pub static TOKEN_REQUEST: ResourceInfo = ResourceInfo {
         "tokenrequests",
         "tokenrequest",
         &authentication::TOKEN_REQUEST,
+        crate::openapi::schema_of::<k8s_openapi::api::authentication::v1::TokenRequest>,
         create_only(authentication::decode_token_request, no_validation),
     )
 };

@@ -171,6 +171,43 @@ pub fn row(object: &Value, now: i64) -> Vec<Value> {
     event::row(&to_core(object.clone()), now)
 }
 
+/// This resource in the catalog: everything the server needs to serve it.
+pub const INFO: crate::catalog::ResourceInfo = crate::catalog::ResourceInfo {
+    group: "events.k8s.io",
+    version: "v1",
+    kind: "Event",
+    list_kind: "EventList",
+    resource: "events",
+    singular: "event",
+    short_names: &["ev"],
+    namespaced: true,
+    create_on_update: true,
+    verbs: crate::catalog::ALL_VERBS,
+    subresources: &[],
+    categories: &[],
+    storage_prefix: "events",
+    storage_api_version: "v1",
+    schema: &SCHEMA,
+    extensions: &[],
+    openapi_schema: crate::openapi::schema_of::<k8s_openapi::api::events::v1::Event>,
+    hooks: crate::catalog::Hooks {
+        decode,
+        default: crate::catalog::no_default,
+        prepare_for_create: crate::catalog::no_default,
+        prepare_for_update: crate::catalog::no_prepare_update,
+        validate,
+        validate_update,
+        to_storage: to_core,
+        from_storage: from_core,
+        field_selectors: FIELD_SELECTORS,
+        field_values,
+        columns: crate::core::event::COLUMNS,
+        row,
+        pending_finalization: crate::catalog::nothing_pending,
+        mark_deleting: crate::catalog::no_default,
+    },
+};
+
 #[cfg(test)]
 mod tests {
     use super::*;

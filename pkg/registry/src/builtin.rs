@@ -45,35 +45,16 @@ impl CatalogStrategy {
     /// The strategy of the subresource `name` (`status`, `finalize`), when writes through it
     /// have rules of their own.
     pub fn subresource(&self, name: &str) -> Option<SubresourceStrategy> {
-        use genplane_api::apiextensions;
-        use genplane_api::core::{namespace, resourcequota};
-        type Rules = (
-            fn(&mut Value, &Value),
-            fn(&Value, &Value) -> Result<ErrorList, ApiError>,
-        );
-        let rules: Rules = match (self.info.group, self.info.resource, name) {
-            ("", "namespaces", "status") => (
-                namespace::prepare_for_status_update,
-                namespace::validate_status_update,
-            ),
-            ("", "namespaces", "finalize") => (
-                namespace::prepare_for_finalize_update,
-                namespace::validate_finalize_update,
-            ),
-            ("", "resourcequotas", "status") => (
-                resourcequota::prepare_for_status_update,
-                resourcequota::validate_status_update,
-            ),
-            ("apiextensions.k8s.io", "customresourcedefinitions", "status") => (
-                apiextensions::prepare_for_status_update,
-                apiextensions::validate_status_update,
-            ),
-            _ => return None,
-        };
+        let rules = self
+            .info
+            .subresources
+            .iter()
+            .find(|s| s.name == name)?
+            .rules?;
         Some(SubresourceStrategy {
             base: *self,
-            prepare_for_update: rules.0,
-            validate_update: rules.1,
+            prepare_for_update: rules.prepare_for_update,
+            validate_update: rules.validate_update,
         })
     }
 }

@@ -35,6 +35,86 @@
 pub mod status;
 pub mod validation;
 
+const SPEC_SCHEMA: &str =
+    "io.k8s.apiextensions-apiserver.pkg.apis.apiextensions.v1.CustomResourceDefinitionSpec";
+const NAMES_SCHEMA: &str =
+    "io.k8s.apiextensions-apiserver.pkg.apis.apiextensions.v1.CustomResourceDefinitionNames";
+const VERSION_SCHEMA: &str =
+    "io.k8s.apiextensions-apiserver.pkg.apis.apiextensions.v1.CustomResourceDefinitionVersion";
+const STATUS_SCHEMA: &str =
+    "io.k8s.apiextensions-apiserver.pkg.apis.apiextensions.v1.CustomResourceDefinitionStatus";
+
+/// The list and patch semantics of the CustomResourceDefinition's own types.
+pub static EXTENSIONS: &[crate::openapi::extensions::Extensions] = &[
+    crate::openapi::extensions::atomic_list(SPEC_SCHEMA, "versions"),
+    crate::openapi::extensions::atomic_list(NAMES_SCHEMA, "shortNames"),
+    crate::openapi::extensions::atomic_list(NAMES_SCHEMA, "categories"),
+    crate::openapi::extensions::atomic_list(VERSION_SCHEMA, "additionalPrinterColumns"),
+    crate::openapi::extensions::atomic_list(VERSION_SCHEMA, "selectableFields"),
+    crate::openapi::extensions::atomic_list(
+        "io.k8s.apiextensions-apiserver.pkg.apis.apiextensions.v1.WebhookConversion",
+        "conversionReviewVersions",
+    ),
+    crate::openapi::extensions::atomic_list(STATUS_SCHEMA, "storedVersions"),
+    crate::openapi::extensions::Extensions {
+        schema: STATUS_SCHEMA,
+        property: "conditions",
+        list_type: Some(crate::openapi::extensions::ListType::Map),
+        list_map_keys: &["type"],
+        ..crate::openapi::extensions::NONE
+    },
+    crate::openapi::extensions::keyed_list(
+        "io.k8s.apiextensions-apiserver.pkg.apis.apiextensions.v1.JSONSchemaProps",
+        "x-kubernetes-validations",
+        &["rule"],
+    ),
+];
+
+/// This resource in the catalog: everything the server needs to serve it.
+pub const INFO: crate::catalog::ResourceInfo = crate::catalog::ResourceInfo {
+    group: "apiextensions.k8s.io",
+    version: "v1",
+    kind: "CustomResourceDefinition",
+    list_kind: "CustomResourceDefinitionList",
+    resource: "customresourcedefinitions",
+    singular: "customresourcedefinition",
+    short_names: &["crd", "crds"],
+    namespaced: false,
+    create_on_update: false,
+    verbs: crate::catalog::ALL_VERBS,
+    subresources: &[crate::catalog::Subresource {
+        name: "status",
+        kind: "CustomResourceDefinition",
+        verbs: crate::catalog::STATUS_VERBS,
+        rules: Some(crate::catalog::SubresourceRules {
+            prepare_for_update: prepare_for_status_update,
+            validate_update: validate_status_update,
+        }),
+    }],
+    categories: &["api-extensions"],
+    storage_prefix: "apiextensions.k8s.io/customresourcedefinitions",
+    storage_api_version: "apiextensions.k8s.io/v1",
+    schema: &SCHEMA,
+    extensions: EXTENSIONS,
+    openapi_schema: crate::openapi::schema_of::<k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition>,
+    hooks: crate::catalog::Hooks {
+        decode,
+        default,
+        prepare_for_create,
+        prepare_for_update,
+        validate,
+        validate_update,
+        to_storage: crate::catalog::identity,
+        from_storage: crate::catalog::identity,
+        field_selectors: FIELD_SELECTORS,
+        field_values,
+        columns: COLUMNS,
+        row,
+        pending_finalization,
+        mark_deleting,
+    },
+};
+
 #[cfg(test)]
 mod tests;
 

@@ -151,6 +151,43 @@ pub fn row(object: &Value, now: i64) -> Vec<Value> {
     ]
 }
 
+/// This resource in the catalog: everything the server needs to serve it.
+pub const INFO: crate::catalog::ResourceInfo = crate::catalog::ResourceInfo {
+    group: "",
+    version: "v1",
+    kind: "ConfigMap",
+    list_kind: "ConfigMapList",
+    resource: "configmaps",
+    singular: "configmap",
+    short_names: &["cm"],
+    namespaced: true,
+    create_on_update: false,
+    verbs: crate::catalog::ALL_VERBS,
+    subresources: &[],
+    categories: &[],
+    storage_prefix: "configmaps",
+    storage_api_version: "v1",
+    schema: &SCHEMA,
+    extensions: &[],
+    openapi_schema: crate::openapi::schema_of::<k8s_openapi::api::core::v1::ConfigMap>,
+    hooks: crate::catalog::Hooks {
+        decode,
+        default: crate::catalog::no_default,
+        prepare_for_create: crate::catalog::no_default,
+        prepare_for_update: crate::catalog::no_prepare_update,
+        validate,
+        validate_update,
+        to_storage: crate::catalog::identity,
+        from_storage: crate::catalog::identity,
+        field_selectors: FIELD_SELECTORS,
+        field_values,
+        columns: COLUMNS,
+        row,
+        pending_finalization: crate::catalog::nothing_pending,
+        mark_deleting: crate::catalog::no_default,
+    },
+};
+
 #[cfg(test)]
 mod tests {
     use super::*;

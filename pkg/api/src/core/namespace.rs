@@ -319,6 +319,74 @@ pub fn mark_deleting(object: &mut Value) {
     }
 }
 
+/// The list and patch semantics of the Namespace's own types.
+pub static EXTENSIONS: &[crate::openapi::extensions::Extensions] = &[
+    crate::openapi::extensions::atomic_list("io.k8s.api.core.v1.NamespaceSpec", "finalizers"),
+    crate::openapi::extensions::keyed_list(
+        "io.k8s.api.core.v1.NamespaceStatus",
+        "conditions",
+        &["type"],
+    ),
+];
+
+/// This resource in the catalog: everything the server needs to serve it.
+pub const INFO: crate::catalog::ResourceInfo = crate::catalog::ResourceInfo {
+    group: "",
+    version: "v1",
+    kind: "Namespace",
+    list_kind: "NamespaceList",
+    resource: "namespaces",
+    singular: "namespace",
+    short_names: &["ns"],
+    namespaced: false,
+    create_on_update: false,
+    verbs: &[
+        "create", "delete", "get", "list", "patch", "update", "watch",
+    ],
+    subresources: &[
+        crate::catalog::Subresource {
+            name: "status",
+            kind: "Namespace",
+            verbs: crate::catalog::STATUS_VERBS,
+            rules: Some(crate::catalog::SubresourceRules {
+                prepare_for_update: prepare_for_status_update,
+                validate_update: validate_status_update,
+            }),
+        },
+        crate::catalog::Subresource {
+            name: "finalize",
+            kind: "Namespace",
+            verbs: &["update"],
+            rules: Some(crate::catalog::SubresourceRules {
+                prepare_for_update: prepare_for_finalize_update,
+                validate_update: validate_finalize_update,
+            }),
+        },
+    ],
+    categories: &[],
+    storage_prefix: "namespaces",
+    storage_api_version: "v1",
+    schema: &SCHEMA,
+    extensions: EXTENSIONS,
+    openapi_schema: crate::openapi::schema_of::<k8s_openapi::api::core::v1::Namespace>,
+    hooks: crate::catalog::Hooks {
+        decode,
+        default,
+        prepare_for_create,
+        prepare_for_update,
+        validate,
+        validate_update,
+        to_storage: crate::catalog::identity,
+        from_storage: crate::catalog::identity,
+        field_selectors: FIELD_SELECTORS,
+        field_values,
+        columns: COLUMNS,
+        row,
+        pending_finalization,
+        mark_deleting,
+    },
+};
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -543,6 +543,62 @@ pub fn row(object: &Value, now: i64) -> Vec<Value> {
     ]
 }
 
+/// The list and patch semantics of the ResourceQuota's own types.
+pub static EXTENSIONS: &[crate::openapi::extensions::Extensions] = &[
+    crate::openapi::extensions::atomic_list("io.k8s.api.core.v1.ResourceQuotaSpec", "scopes"),
+    crate::openapi::extensions::atomic_struct("io.k8s.api.core.v1.ScopeSelector"),
+    crate::openapi::extensions::atomic_list("io.k8s.api.core.v1.ScopeSelector", "matchExpressions"),
+    crate::openapi::extensions::atomic_list(
+        "io.k8s.api.core.v1.ScopedResourceSelectorRequirement",
+        "values",
+    ),
+];
+
+/// This resource in the catalog: everything the server needs to serve it.
+pub const INFO: crate::catalog::ResourceInfo = crate::catalog::ResourceInfo {
+    group: "",
+    version: "v1",
+    kind: "ResourceQuota",
+    list_kind: "ResourceQuotaList",
+    resource: "resourcequotas",
+    singular: "resourcequota",
+    short_names: &["quota"],
+    namespaced: true,
+    create_on_update: false,
+    verbs: crate::catalog::ALL_VERBS,
+    subresources: &[crate::catalog::Subresource {
+        name: "status",
+        kind: "ResourceQuota",
+        verbs: crate::catalog::STATUS_VERBS,
+        rules: Some(crate::catalog::SubresourceRules {
+            prepare_for_update: prepare_for_status_update,
+            validate_update: validate_status_update,
+        }),
+    }],
+    categories: &[],
+    storage_prefix: "resourcequotas",
+    storage_api_version: "v1",
+    schema: &SCHEMA,
+    extensions: EXTENSIONS,
+    openapi_schema: crate::openapi::schema_of::<k8s_openapi::api::core::v1::ResourceQuota>,
+    hooks: crate::catalog::Hooks {
+        decode,
+        default: crate::catalog::no_default,
+        prepare_for_create,
+        prepare_for_update,
+        validate,
+        validate_update,
+        to_storage: crate::catalog::identity,
+        from_storage: crate::catalog::identity,
+        field_selectors: FIELD_SELECTORS,
+        field_values,
+        columns: COLUMNS,
+        row,
+        pending_finalization: crate::catalog::nothing_pending,
+        mark_deleting: crate::catalog::no_default,
+    },
+};
+
 #[cfg(test)]
 mod tests {
     use super::*;

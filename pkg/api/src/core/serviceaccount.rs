@@ -98,6 +98,63 @@ pub fn row(object: &Value, now: i64) -> Vec<Value> {
     ]
 }
 
+/// The list and patch semantics of the ServiceAccount's own types.
+pub static EXTENSIONS: &[crate::openapi::extensions::Extensions] = &[
+    crate::openapi::extensions::Extensions {
+        schema: "io.k8s.api.core.v1.ServiceAccount",
+        property: "secrets",
+        patch_strategy: Some("merge"),
+        patch_merge_key: Some("name"),
+        ..crate::openapi::extensions::NONE
+    },
+    crate::openapi::extensions::atomic_list(
+        "io.k8s.api.core.v1.ServiceAccount",
+        "imagePullSecrets",
+    ),
+];
+
+/// This resource in the catalog: everything the server needs to serve it.
+pub const INFO: crate::catalog::ResourceInfo = crate::catalog::ResourceInfo {
+    group: "",
+    version: "v1",
+    kind: "ServiceAccount",
+    list_kind: "ServiceAccountList",
+    resource: "serviceaccounts",
+    singular: "serviceaccount",
+    short_names: &["sa"],
+    namespaced: true,
+    create_on_update: false,
+    verbs: crate::catalog::ALL_VERBS,
+    subresources: &[crate::catalog::Subresource {
+        name: "token",
+        kind: "TokenRequest",
+        verbs: &["create"],
+        rules: None,
+    }],
+    categories: &[],
+    storage_prefix: "serviceaccounts",
+    storage_api_version: "v1",
+    schema: &SCHEMA,
+    extensions: EXTENSIONS,
+    openapi_schema: crate::openapi::schema_of::<k8s_openapi::api::core::v1::ServiceAccount>,
+    hooks: crate::catalog::Hooks {
+        decode,
+        default: crate::catalog::no_default,
+        prepare_for_create: crate::catalog::no_default,
+        prepare_for_update: crate::catalog::no_prepare_update,
+        validate,
+        validate_update,
+        to_storage: crate::catalog::identity,
+        from_storage: crate::catalog::identity,
+        field_selectors: FIELD_SELECTORS,
+        field_values,
+        columns: COLUMNS,
+        row,
+        pending_finalization: crate::catalog::nothing_pending,
+        mark_deleting: crate::catalog::no_default,
+    },
+};
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -81,7 +81,7 @@ pub struct Extensions {
     pub patch_merge_key: Option<&'static str>,
 }
 
-const NONE: Extensions = Extensions {
+pub(crate) const NONE: Extensions = Extensions {
     schema: "",
     property: "",
     list_type: None,
@@ -94,7 +94,7 @@ const NONE: Extensions = Extensions {
 const META: &str = "io.k8s.apimachinery.pkg.apis.meta.v1.";
 
 /// A list that is one value.
-const fn atomic_list(schema: &'static str, property: &'static str) -> Extensions {
+pub(crate) const fn atomic_list(schema: &'static str, property: &'static str) -> Extensions {
     Extensions {
         schema,
         property,
@@ -104,7 +104,7 @@ const fn atomic_list(schema: &'static str, property: &'static str) -> Extensions
 }
 
 /// A struct that is one value.
-const fn atomic_struct(schema: &'static str) -> Extensions {
+pub(crate) const fn atomic_struct(schema: &'static str) -> Extensions {
     Extensions {
         schema,
         map_type: Some(MapType::Atomic),
@@ -114,7 +114,7 @@ const fn atomic_struct(schema: &'static str) -> Extensions {
 
 /// A list of objects keyed by `key` (one field), merged by that key in strategic merge
 /// patches too.
-const fn keyed_list(
+pub(crate) const fn keyed_list(
     schema: &'static str,
     property: &'static str,
     key: &'static [&'static str; 1],
@@ -130,8 +130,10 @@ const fn keyed_list(
     }
 }
 
-/// The table. Schema names are the full upstream names; see the module docs for defaults.
-pub static TABLE: &[Extensions] = &[
+/// The extensions of the types every kind shares (metav1, and core/v1 references). Each kind's
+/// own are in its catalog entry ([`crate::catalog::ResourceInfo::extensions`]), next to the rest
+/// of what describes it; [`all`] is the whole table.
+pub static SHARED: &[Extensions] = &[
     // metav1
     Extensions {
         schema: "io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta",
@@ -167,82 +169,33 @@ pub static TABLE: &[Extensions] = &[
         "io.k8s.apimachinery.pkg.apis.meta.v1.LabelSelectorRequirement",
         "values",
     ),
-    // core/v1
-    atomic_list("io.k8s.api.core.v1.NamespaceSpec", "finalizers"),
-    keyed_list(
-        "io.k8s.api.core.v1.NamespaceStatus",
-        "conditions",
-        &["type"],
-    ),
-    Extensions {
-        schema: "io.k8s.api.core.v1.ServiceAccount",
-        property: "secrets",
-        patch_strategy: Some("merge"),
-        patch_merge_key: Some("name"),
-        ..NONE
-    },
-    atomic_list("io.k8s.api.core.v1.ServiceAccount", "imagePullSecrets"),
+    // core/v1 references, used by several kinds
     atomic_struct("io.k8s.api.core.v1.ObjectReference"),
     atomic_struct("io.k8s.api.core.v1.LocalObjectReference"),
-    atomic_list("io.k8s.api.core.v1.ResourceQuotaSpec", "scopes"),
-    atomic_struct("io.k8s.api.core.v1.ScopeSelector"),
-    atomic_list("io.k8s.api.core.v1.ScopeSelector", "matchExpressions"),
-    atomic_list(
-        "io.k8s.api.core.v1.ScopedResourceSelectorRequirement",
-        "values",
-    ),
-    // rbac.authorization.k8s.io/v1: every list atomic, references atomic.
-    atomic_list("io.k8s.api.rbac.v1.PolicyRule", "verbs"),
-    atomic_list("io.k8s.api.rbac.v1.PolicyRule", "apiGroups"),
-    atomic_list("io.k8s.api.rbac.v1.PolicyRule", "resources"),
-    atomic_list("io.k8s.api.rbac.v1.PolicyRule", "resourceNames"),
-    atomic_list("io.k8s.api.rbac.v1.PolicyRule", "nonResourceURLs"),
-    atomic_list("io.k8s.api.rbac.v1.Role", "rules"),
-    atomic_list("io.k8s.api.rbac.v1.ClusterRole", "rules"),
-    atomic_list("io.k8s.api.rbac.v1.AggregationRule", "clusterRoleSelectors"),
-    atomic_list("io.k8s.api.rbac.v1.RoleBinding", "subjects"),
-    atomic_list("io.k8s.api.rbac.v1.ClusterRoleBinding", "subjects"),
-    atomic_struct("io.k8s.api.rbac.v1.RoleRef"),
-    atomic_struct("io.k8s.api.rbac.v1.Subject"),
-    // apiextensions.k8s.io/v1
-    atomic_list(APIEXTENSIONS_SPEC, "versions"),
-    atomic_list(APIEXTENSIONS_NAMES, "shortNames"),
-    atomic_list(APIEXTENSIONS_NAMES, "categories"),
-    atomic_list(APIEXTENSIONS_VERSION, "additionalPrinterColumns"),
-    atomic_list(APIEXTENSIONS_VERSION, "selectableFields"),
-    atomic_list(
-        "io.k8s.apiextensions-apiserver.pkg.apis.apiextensions.v1.WebhookConversion",
-        "conversionReviewVersions",
-    ),
-    atomic_list(APIEXTENSIONS_STATUS, "storedVersions"),
-    Extensions {
-        schema: APIEXTENSIONS_STATUS,
-        property: "conditions",
-        list_type: Some(ListType::Map),
-        list_map_keys: &["type"],
-        ..NONE
-    },
-    keyed_list(
-        "io.k8s.apiextensions-apiserver.pkg.apis.apiextensions.v1.JSONSchemaProps",
-        "x-kubernetes-validations",
-        &["rule"],
-    ),
 ];
 
-const APIEXTENSIONS_SPEC: &str =
-    "io.k8s.apiextensions-apiserver.pkg.apis.apiextensions.v1.CustomResourceDefinitionSpec";
-const APIEXTENSIONS_NAMES: &str =
-    "io.k8s.apiextensions-apiserver.pkg.apis.apiextensions.v1.CustomResourceDefinitionNames";
-const APIEXTENSIONS_VERSION: &str =
-    "io.k8s.apiextensions-apiserver.pkg.apis.apiextensions.v1.CustomResourceDefinitionVersion";
-const APIEXTENSIONS_STATUS: &str =
-    "io.k8s.apiextensions-apiserver.pkg.apis.apiextensions.v1.CustomResourceDefinitionStatus";
+/// Every entry: the shared ones, then each catalog entry's (an entry several kinds list, such
+/// as those of rbac's `PolicyRule`, once).
+pub fn all() -> impl Iterator<Item = &'static Extensions> {
+    let mut seen: Vec<(&'static str, &'static str)> = Vec::new();
+    SHARED
+        .iter()
+        .chain(
+            crate::catalog::all()
+                .iter()
+                .flat_map(|r| r.extensions.iter()),
+        )
+        .filter(move |e| {
+            let key = (e.schema, e.property);
+            let first = !seen.contains(&key);
+            seen.push(key);
+            first
+        })
+}
 
 /// The extensions of `property` of `schema` (`""` for the schema itself), if any.
 pub fn lookup(schema: &str, property: &str) -> Option<&'static Extensions> {
-    TABLE
-        .iter()
-        .find(|e| e.schema == schema && e.property == property)
+    all().find(|e| e.schema == schema && e.property == property)
 }
 
 impl Extensions {
@@ -274,7 +227,7 @@ impl Extensions {
 /// Writes the table's extensions into the component schemas present in `schemas` (schema
 /// name -> schema). Entries for absent schemas or properties are skipped.
 pub fn apply(schemas: &mut Map<String, Value>) {
-    for entry in TABLE {
+    for entry in all() {
         let Some(schema) = schemas.get_mut(entry.schema).and_then(Value::as_object_mut) else {
             continue;
         };
@@ -303,11 +256,19 @@ mod tests {
 
     #[test]
     fn one_entry_per_schema_and_property() {
-        for (i, a) in TABLE.iter().enumerate() {
-            assert!(
-                !TABLE[i + 1..]
+        let table: Vec<&Extensions> = SHARED
+            .iter()
+            .chain(
+                crate::catalog::all()
                     .iter()
-                    .any(|b| a.schema == b.schema && a.property == b.property),
+                    .flat_map(|r| r.extensions.iter()),
+            )
+            .collect();
+        for (i, a) in table.iter().enumerate() {
+            assert!(
+                !table[i + 1..]
+                    .iter()
+                    .any(|b| a.schema == b.schema && a.property == b.property && a != b),
                 "{} {}",
                 a.schema,
                 a.property

@@ -15,7 +15,7 @@
 //!   description becomes `allOf: [{$ref}]`. List kinds (`ConfigMapList`) are written here, as
 //!   k8s-openapi has one generic list type. Each kind and list gets its
 //!   `x-kubernetes-group-version-kind`; list, map and patch semantics come from
-//!   [`extensions::TABLE`].
+//!   [`extensions::all`].
 //! - Paths and operations: written here from the catalog entries, with
 //!   upstream's operation ids, actions and query parameters.
 //!
@@ -38,12 +38,7 @@ use schemars::generate::{SchemaGenerator, SchemaSettings};
 use serde_json::{Map, Value, json};
 
 use crate::catalog::ResourceDescription;
-use k8s_openapi::api::{
-    authentication as authentication_api, authorization as authorization_api,
-    autoscaling as autoscaling_api, coordination, core as core_api, events as events_api,
-    rbac as rbac_api,
-};
-use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1 as apiextensions_api;
+use k8s_openapi::api::{autoscaling as autoscaling_api, core as core_api};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1 as meta;
 
 /// A served resource with those of its subresources that are served.
@@ -163,61 +158,25 @@ fn generator() -> SchemaGenerator {
         .into_generator()
 }
 
-fn add<T: JsonSchema>(generator: &mut SchemaGenerator) -> String {
+/// Adds the schema of `T` (and what it refers to) and returns its component name.
+pub(crate) fn schema_of<T: JsonSchema>(generator: &mut SchemaGenerator) -> String {
     generator.subschema_for::<T>();
     T::schema_name().into_owned()
 }
 
-/// Adds the schema of a built-in kind and returns its name; `None` for a kind this crate has
-/// no schema for.
+/// Adds the schema of a built-in kind (its catalog entry's) and returns its name; `None` for
+/// a kind the catalog does not have.
 fn add_kind(
     generator: &mut SchemaGenerator,
     group: &str,
     version: &str,
     kind: &str,
 ) -> Option<String> {
-    Some(match (group, version, kind) {
-        ("", "v1", "Namespace") => add::<core_api::v1::Namespace>(generator),
-        ("", "v1", "ConfigMap") => add::<core_api::v1::ConfigMap>(generator),
-        ("", "v1", "Secret") => add::<core_api::v1::Secret>(generator),
-        ("", "v1", "ServiceAccount") => add::<core_api::v1::ServiceAccount>(generator),
-        ("", "v1", "Event") => add::<core_api::v1::Event>(generator),
-        ("", "v1", "ResourceQuota") => add::<core_api::v1::ResourceQuota>(generator),
-        ("events.k8s.io", "v1", "Event") => add::<events_api::v1::Event>(generator),
-        ("coordination.k8s.io", "v1", "Lease") => add::<coordination::v1::Lease>(generator),
-        ("apiextensions.k8s.io", "v1", "CustomResourceDefinition") => {
-            add::<apiextensions_api::CustomResourceDefinition>(generator)
-        }
-        ("rbac.authorization.k8s.io", "v1", "Role") => add::<rbac_api::v1::Role>(generator),
-        ("rbac.authorization.k8s.io", "v1", "ClusterRole") => {
-            add::<rbac_api::v1::ClusterRole>(generator)
-        }
-        ("rbac.authorization.k8s.io", "v1", "RoleBinding") => {
-            add::<rbac_api::v1::RoleBinding>(generator)
-        }
-        ("rbac.authorization.k8s.io", "v1", "ClusterRoleBinding") => {
-            add::<rbac_api::v1::ClusterRoleBinding>(generator)
-        }
-        ("authentication.k8s.io", "v1", "TokenReview") => {
-            add::<authentication_api::v1::TokenReview>(generator)
-        }
-        ("authentication.k8s.io", "v1", "SelfSubjectReview") => {
-            add::<authentication_api::v1::SelfSubjectReview>(generator)
-        }
-        ("authorization.k8s.io", "v1", "SubjectAccessReview") => {
-            add::<authorization_api::v1::SubjectAccessReview>(generator)
-        }
-        ("authorization.k8s.io", "v1", "LocalSubjectAccessReview") => {
-            add::<authorization_api::v1::LocalSubjectAccessReview>(generator)
-        }
-        ("authorization.k8s.io", "v1", "SelfSubjectAccessReview") => {
-            add::<authorization_api::v1::SelfSubjectAccessReview>(generator)
-        }
-        ("authorization.k8s.io", "v1", "SelfSubjectRulesReview") => {
-            add::<authorization_api::v1::SelfSubjectRulesReview>(generator)
-        }
-        _ => return None,
-    })
+    let info = crate::catalog::all()
+        .iter()
+        .chain(crate::catalog::reviews())
+        .find(|r| r.group == group && r.version == version && r.kind == kind)?;
+    Some((info.openapi_schema)(generator))
 }
 
 fn gvk(group: &str, version: &str, kind: &str) -> Value {
@@ -298,11 +257,11 @@ fn group_version_document(
         }
     }
     let names = Shared {
-        status: add::<meta::Status>(&mut generator),
-        delete_options: add::<meta::DeleteOptions>(&mut generator),
-        patch: add::<meta::Patch>(&mut generator),
-        watch_event: add::<meta::WatchEvent<core_api::v1::ConfigMap>>(&mut generator),
-        resource_list: add::<meta::APIResourceList>(&mut generator),
+        status: schema_of::<meta::Status>(&mut generator),
+        delete_options: schema_of::<meta::DeleteOptions>(&mut generator),
+        patch: schema_of::<meta::Patch>(&mut generator),
+        watch_event: schema_of::<meta::WatchEvent<core_api::v1::ConfigMap>>(&mut generator),
+        resource_list: schema_of::<meta::APIResourceList>(&mut generator),
     };
     let mut schemas = generator.take_definitions(true);
     untyped_unions(&mut schemas);
@@ -373,14 +332,14 @@ pub struct CustomKind {
 pub fn custom_group_version_document(group: &str, version: &str, kinds: &[CustomKind]) -> Document {
     let mut generator = generator();
     let names = Shared {
-        status: add::<meta::Status>(&mut generator),
-        delete_options: add::<meta::DeleteOptions>(&mut generator),
-        patch: add::<meta::Patch>(&mut generator),
-        watch_event: add::<meta::WatchEvent<core_api::v1::ConfigMap>>(&mut generator),
-        resource_list: add::<meta::APIResourceList>(&mut generator),
+        status: schema_of::<meta::Status>(&mut generator),
+        delete_options: schema_of::<meta::DeleteOptions>(&mut generator),
+        patch: schema_of::<meta::Patch>(&mut generator),
+        watch_event: schema_of::<meta::WatchEvent<core_api::v1::ConfigMap>>(&mut generator),
+        resource_list: schema_of::<meta::APIResourceList>(&mut generator),
     };
-    add::<meta::ObjectMeta>(&mut generator);
-    add::<meta::ListMeta>(&mut generator);
+    schema_of::<meta::ObjectMeta>(&mut generator);
+    schema_of::<meta::ListMeta>(&mut generator);
     // The scale subresource reads and writes autoscaling/v1 Scales.
     let scale = kinds
         .iter()
@@ -395,7 +354,7 @@ pub fn custom_group_version_document(group: &str, version: &str, kinds: &[Custom
                 && gvk.version == crate::autoscaling::VERSION
                 && gvk.kind == crate::autoscaling::KIND
         })
-        .then(|| add::<autoscaling_api::v1::Scale>(&mut generator));
+        .then(|| schema_of::<autoscaling_api::v1::Scale>(&mut generator));
     let mut schemas = generator.take_definitions(true);
     let mut known = Kinds { names: Vec::new() };
     if let Some(name) = scale {
@@ -509,9 +468,15 @@ fn discovery_document(
 ) -> Document {
     let mut generator = generator();
     let (name, kind) = match discovered {
-        Discovered::Versions => (add::<meta::APIVersions>(&mut generator), "APIVersions"),
-        Discovered::Groups => (add::<meta::APIGroupList>(&mut generator), "APIGroupList"),
-        Discovered::Group => (add::<meta::APIGroup>(&mut generator), "APIGroup"),
+        Discovered::Versions => (
+            schema_of::<meta::APIVersions>(&mut generator),
+            "APIVersions",
+        ),
+        Discovered::Groups => (
+            schema_of::<meta::APIGroupList>(&mut generator),
+            "APIGroupList",
+        ),
+        Discovered::Group => (schema_of::<meta::APIGroup>(&mut generator), "APIGroup"),
     };
     let mut schemas = generator.take_definitions(true);
     set_gvks(&mut schemas, &name, vec![gvk("", "v1", kind)]);

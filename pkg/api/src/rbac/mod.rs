@@ -565,5 +565,52 @@ pub fn cluster_field_values(object: &Value) -> BTreeMap<&'static str, String> {
     fields
 }
 
+/// What the rbac kinds share: every list of a `PolicyRule` is atomic, references are atomic.
+const POLICY_RULE_EXTENSIONS: [crate::openapi::extensions::Extensions; 5] = [
+    crate::openapi::extensions::atomic_list("io.k8s.api.rbac.v1.PolicyRule", "verbs"),
+    crate::openapi::extensions::atomic_list("io.k8s.api.rbac.v1.PolicyRule", "apiGroups"),
+    crate::openapi::extensions::atomic_list("io.k8s.api.rbac.v1.PolicyRule", "resources"),
+    crate::openapi::extensions::atomic_list("io.k8s.api.rbac.v1.PolicyRule", "resourceNames"),
+    crate::openapi::extensions::atomic_list("io.k8s.api.rbac.v1.PolicyRule", "nonResourceURLs"),
+];
+
+/// The list semantics of Roles.
+pub static ROLE_EXTENSIONS: &[crate::openapi::extensions::Extensions] = &[
+    POLICY_RULE_EXTENSIONS[0],
+    POLICY_RULE_EXTENSIONS[1],
+    POLICY_RULE_EXTENSIONS[2],
+    POLICY_RULE_EXTENSIONS[3],
+    POLICY_RULE_EXTENSIONS[4],
+    crate::openapi::extensions::atomic_list("io.k8s.api.rbac.v1.Role", "rules"),
+];
+
+/// The list semantics of ClusterRoles.
+pub static CLUSTER_ROLE_EXTENSIONS: &[crate::openapi::extensions::Extensions] = &[
+    POLICY_RULE_EXTENSIONS[0],
+    POLICY_RULE_EXTENSIONS[1],
+    POLICY_RULE_EXTENSIONS[2],
+    POLICY_RULE_EXTENSIONS[3],
+    POLICY_RULE_EXTENSIONS[4],
+    crate::openapi::extensions::atomic_list("io.k8s.api.rbac.v1.ClusterRole", "rules"),
+    crate::openapi::extensions::atomic_list(
+        "io.k8s.api.rbac.v1.AggregationRule",
+        "clusterRoleSelectors",
+    ),
+];
+
+/// The list semantics of RoleBindings.
+pub static ROLE_BINDING_EXTENSIONS: &[crate::openapi::extensions::Extensions] = &[
+    crate::openapi::extensions::atomic_list("io.k8s.api.rbac.v1.RoleBinding", "subjects"),
+    crate::openapi::extensions::atomic_struct("io.k8s.api.rbac.v1.RoleRef"),
+    crate::openapi::extensions::atomic_struct("io.k8s.api.rbac.v1.Subject"),
+];
+
+/// The list semantics of ClusterRoleBindings.
+pub static CLUSTER_ROLE_BINDING_EXTENSIONS: &[crate::openapi::extensions::Extensions] = &[
+    crate::openapi::extensions::atomic_list("io.k8s.api.rbac.v1.ClusterRoleBinding", "subjects"),
+    crate::openapi::extensions::atomic_struct("io.k8s.api.rbac.v1.RoleRef"),
+    crate::openapi::extensions::atomic_struct("io.k8s.api.rbac.v1.Subject"),
+];
+
 #[cfg(test)]
 mod tests;

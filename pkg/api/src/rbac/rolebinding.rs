@@ -92,3 +92,40 @@ pub const COLUMNS: &[ColumnDefinition] = super::BINDING_COLUMNS;
 pub fn row(object: &Value, now: i64) -> Vec<Value> {
     super::binding_row(object, now)
 }
+
+/// This resource in the catalog: everything the server needs to serve it.
+pub const INFO: crate::catalog::ResourceInfo = crate::catalog::ResourceInfo {
+    group: "rbac.authorization.k8s.io",
+    version: "v1",
+    kind: "RoleBinding",
+    list_kind: "RoleBindingList",
+    resource: "rolebindings",
+    singular: "rolebinding",
+    short_names: &[],
+    namespaced: true,
+    create_on_update: true,
+    verbs: crate::catalog::ALL_VERBS,
+    subresources: &[],
+    categories: &[],
+    storage_prefix: "rolebindings",
+    storage_api_version: "rbac.authorization.k8s.io/v1",
+    schema: &SCHEMA,
+    extensions: crate::rbac::ROLE_BINDING_EXTENSIONS,
+    openapi_schema: crate::openapi::schema_of::<k8s_openapi::api::rbac::v1::RoleBinding>,
+    hooks: crate::catalog::Hooks {
+        decode,
+        default,
+        prepare_for_create: crate::catalog::no_default,
+        prepare_for_update: crate::catalog::no_prepare_update,
+        validate,
+        validate_update,
+        to_storage: crate::catalog::identity,
+        from_storage: crate::catalog::identity,
+        field_selectors: FIELD_SELECTORS,
+        field_values,
+        columns: COLUMNS,
+        row,
+        pending_finalization: crate::catalog::nothing_pending,
+        mark_deleting: crate::catalog::no_default,
+    },
+};
