@@ -128,6 +128,13 @@ impl Storage for Backend {
     async fn compact(&self, revision: Revision) -> StorageResult<()> {
         delegate!(self, s => s.compact(revision))
     }
+
+    fn compacted_revision(&self) -> Revision {
+        match self {
+            Backend::Sqlite(s) => s.compacted_revision(),
+            Backend::Etcd(s) => s.compacted_revision(),
+        }
+    }
 }
 
 /// The storage of a served resource: its own watch cache over the shared backend, with the
