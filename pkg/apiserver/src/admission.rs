@@ -4,7 +4,7 @@
 //! (404) or is being deleted (403, cause `NamespaceTerminating`), and the namespaces every
 //! cluster depends on (`default`, `kube-system`, `kube-public`) cannot be deleted.
 
-use genplane_apimachinery::errors::{ApiError, Status, StatusCause, StatusDetails};
+use genplane_apimachinery::errors::{ApiError, Status, StatusCause, StatusDetails, StatusReason};
 use genplane_apimachinery::schema::GroupResource;
 use genplane_registry::Store;
 use genplane_registry::object::meta_str;
@@ -25,6 +25,16 @@ pub async fn namespace_accepts_creates<S: Storage>(
         Ok(found) => found,
         Err(e) if e.code == 404 => {
             return Err(Status::not_found(&GroupResource::new("", "namespaces"), namespace).into());
+        }
+        // The lookup is part of the create: a storage that did not answer in time fails the
+        // create of this resource, and the answer says so (not "... against namespaces").
+        Err(e) if e.is(StatusReason::ServerTimeout) => {
+            let retry = e
+                .details
+                .as_ref()
+                .and_then(|d| d.retry_after_seconds)
+                .unwrap_or(2);
+            return Err(Status::server_timeout(resource, "create", retry).into());
         }
         Err(e) => return Err(e),
     };

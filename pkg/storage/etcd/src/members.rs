@@ -454,13 +454,12 @@ impl Members {
                     return Err(last.unwrap_or(Failure::Other(Error::Timeout)));
                 }
                 Pick::NoneHealthy(reasons) => {
-                    return Err(match last {
-                        Some(failure) => failure,
-                        None if Instant::now() >= deadline => Failure::Other(Error::Timeout),
-                        None => Failure::Unsent(Error::Unavailable(format!(
+                    // Not sent (again): etcd is unavailable, whatever the deadline says.
+                    return Err(last.unwrap_or_else(|| {
+                        Failure::Unsent(Error::Unavailable(format!(
                             "no etcd member is available ({reasons})"
-                        ))),
-                    });
+                        )))
+                    }));
                 }
             };
             tried[index] = true;

@@ -217,6 +217,21 @@ impl EtcdServer {
         }
     }
 
+    /// Freezes etcd (`SIGSTOP`): it keeps its connections but answers nothing, as a member
+    /// with a hung disk or a half-open connection.
+    pub fn freeze(&mut self) {
+        if let Some(child) = &self.child {
+            signal(child.id(), "-STOP");
+        }
+    }
+
+    /// Thaws etcd (`SIGCONT`) after [`Self::freeze`].
+    pub fn thaw(&mut self) {
+        if let Some(child) = &self.child {
+            signal(child.id(), "-CONT");
+        }
+    }
+
     /// Starts etcd again on the same data and ports, after [`Self::kill`] (or kills it first).
     pub async fn restart(&mut self) -> Result<(), LaunchError> {
         self.kill();
