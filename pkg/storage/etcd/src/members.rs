@@ -10,10 +10,12 @@
 //! it. A request that cannot reach a member (no connection, or the connection broke under it)
 //! also marks that member unhealthy; only a probe makes it healthy again. When the preferred
 //! member is unhealthy and another one is healthy, the healthy one becomes preferred, and
-//! what was waiting on the old one moves: reads and watches go on on the new member, writes
-//! end with [`Error::Timeout`] (they may still take effect), so nothing hangs on a member that
-//! stopped answering. While no member is healthy, requests wait a moment ([`HEALTH_WAIT`]) for
-//! one and then fail with [`Error::Unavailable`].
+//! what was waiting on the old one gives up on it: reads and watches go on on the new member,
+//! writes end with [`Error::Timeout`] (they may still take effect), so nothing hangs on a
+//! member that stopped answering. What waits on an unhealthy member with no healthy one to go
+//! to (etcd lost its quorum, or is electing a leader) gives up after [`HEALTH_WAIT`]. While no
+//! member is healthy, new requests wait as long for one and then fail with
+//! [`Error::Unavailable`].
 //!
 //! Within that, a request that never left the client is retried on another healthy member
 //! whatever it is; an idempotent one (a read, opening a watch) also after any transient
@@ -409,14 +411,32 @@ impl Members {
         Ok((stream, created, index))
     }
 
-    /// Completes once what runs on member `index` should move to another member (see
-    /// [`State`]); never while the state is followed no more.
-    pub(crate) async fn moved_away(state: &mut watch::Receiver<State>, index: usize) {
-        if state
-            .wait_for(|state| state.moved_away_from(index))
-            .await
-            .is_err()
-        {
+    /// Completes once what waits on member `index` should give up on it: the member is
+    /// unhealthy and requests go to another one, or it has been unhealthy for [`HEALTH_WAIT`]
+    /// with no other to go to (etcd as a whole is unavailable). Never completes once the state
+    /// is followed no more.
+    pub(crate) async fn give_up_on(state: &mut watch::Receiver<State>, index: usize) {
+        loop {
+            if state.wait_for(|s| !s.healthy(index)).await.is_err() {
+                return std::future::pending().await;
+            }
+            let settled = tokio::select! {
+                settled = state.wait_for(|s| s.moved_away_from(index) || s.healthy(index)) => {
+                    settled.map(|s| !s.healthy(index)).ok()
+                }
+                () = tokio::time::sleep(HEALTH_WAIT) => Some(true),
+            };
+            match settled {
+                Some(true) => return,
+                Some(false) => {}
+                None => return std::future::pending().await,
+            }
+        }
+    }
+
+    /// Completes when the members' health changes.
+    pub(crate) async fn changed(state: &mut watch::Receiver<State>) {
+        if state.changed().await.is_err() {
             std::future::pending::<()>().await;
         }
     }
@@ -467,7 +487,7 @@ impl Members {
             let outcome = tokio::select! {
                 biased;
                 answer = request(member) => answer,
-                () = Self::moved_away(&mut state, index) => {
+                () = Self::give_up_on(&mut state, index) => {
                     tracing::debug!(member = %member.endpoint, "abandoning a request on an unhealthy etcd member");
                     if retry == Retry::Idempotent {
                         last = Some(Failure::Other(Error::Unavailable(format!(

@@ -186,10 +186,13 @@ impl Forwarder {
     /// with backoff. `None` when the watch ends instead.
     async fn reconnect(&mut self) -> Option<EtcdWatch> {
         let mut backoff = FIRST_BACKOFF;
+        let mut health = self.store.inner.members.subscribe();
         loop {
             tokio::select! {
                 () = self.sender.events.closed() => return None,
                 () = tokio::time::sleep(backoff) => {}
+                // A member that became healthy (or one that did not) is worth a try at once.
+                () = Members::changed(&mut health) => {}
             }
             match open(&self.store, &self.key, &self.range_end, self.delivered).await {
                 Ok(stream) => {
@@ -246,7 +249,7 @@ impl Forwarder {
                         return stop;
                     }
                 }
-                () = Members::moved_away(&mut health, stream.member) => {
+                () = Members::give_up_on(&mut health, stream.member) => {
                     return Stop::Reconnect(format!(
                         "etcd member {} is unhealthy", members.endpoint(stream.member)
                     ));
