@@ -435,16 +435,16 @@ async fn chaos_on_a_three_member_etcd_loses_no_acknowledged_write() {
     let (stop_writers, writers_stopped) = watch::channel(false);
     let (stop_watchers, watchers_stopped) = watch::channel(false);
     let (mut watchers, mut writers) = (Vec::new(), Vec::new());
-    for index in 0..2 {
+    for (index, client) in clients.iter().enumerate() {
         watchers.push(tokio::spawn(watcher(
             index,
-            clients[index].subscribe(),
+            client.subscribe(),
             record.clone(),
             watchers_stopped.clone(),
         )));
         writers.push(tokio::spawn(writer(
             index,
-            clients[index].subscribe(),
+            client.subscribe(),
             record.clone(),
             writers_stopped.clone(),
         )));

@@ -21,12 +21,24 @@
 //!
 //! # Members
 //!
-//! The store keeps one connection per endpoint and sends requests to one preferred member.
-//! When a request cannot reach it, the request goes to the next member, which becomes the
-//! preferred one: a request that never left the client fails over whatever it is, a read or
-//! the opening of a watch after any transient failure, a write that may have reached etcd
-//! never (it fails with [`Error::Unavailable`] and the caller decides). tonic's balanced
-//! channel is not used because it keeps routing requests to a member it cannot reach.
+//! The store keeps one connection per endpoint and sends requests to one preferred member
+//! (the first endpoint given, when it answers). tonic's balanced channel is not used because
+//! it keeps routing requests to a member it cannot reach.
+//!
+//! Every member's health is checked actively: each is probed every second with a
+//! linearizable read that must answer within 2 seconds, so a member that is frozen, cut off
+//! or without a leader is found out within about 3 seconds, whether or not requests fail on
+//! it. A request that cannot reach a member marks it unhealthy too; only a probe makes it
+//! healthy again. When the preferred member is unhealthy, the next healthy one becomes
+//! preferred and what waited on the old one gives up on it: reads and watches go on on the
+//! new member, a write in flight fails with [`Error::Timeout`] (it may still take effect).
+//! With no healthy member at all (etcd lost its quorum), requests wait 2 seconds for one and
+//! fail with [`Error::Unavailable`], and [`EtcdStore::available`] says so at once (for
+//! readiness checks). Within that, a request that never left the client fails over whatever
+//! it is, a read or the opening of a watch after any transient failure, a write that may have
+//! reached etcd never. HTTP/2 keep-alive (3 s, 2 s) is the backstop. Health transitions are
+//! logged once each, naming the member and its error ([`EtcdStore::status`] has them too).
+//!
 //! gRPC failures map to the contract's errors: `Unavailable` to [`Error::Unavailable`],
 //! `DeadlineExceeded` (and [`EtcdConfig::request_timeout`]) to [`Error::Timeout`], etcd's
 //! "required revision has been compacted" to [`Error::Compacted`] and "required revision is a
@@ -41,7 +53,10 @@
 //! (its key-value has an empty value, the delete's revision as mod revision and the deleted
 //! key's create revision). When the stream breaks (a lost connection, a member without a
 //! leader, a restarted etcd), the task opens a new one from the last revision it delivered, so
-//! the reader sees neither a gap nor a duplicate.
+//! the reader sees neither a gap nor a duplicate. The stream is also opened again, on another
+//! member, when its member turns unhealthy, and when it goes silent: a stream without a
+//! message for 5 seconds is asked for progress, which a live stream answers, and one that
+//! stays silent 3 seconds more is given up.
 //!
 //! **Compaction.** etcd accepts a watch from revision `C` after a compaction to `C`, but the
 //! contract discards the events at `C` too. So once the etcd watch is created, the store reads
@@ -67,8 +82,12 @@
 //! [`Storage::compact`] compacts etcd as kube-apiserver does, not physically: reads before the
 //! revision fail as soon as it returns, and etcd frees the space in the background. A revision
 //! that is already compacted is a no-op. For several apiservers sharing one etcd,
-//! [`EtcdStore::start_compactor`] runs kube-apiserver's coordinated compactor: it is off unless
-//! started, because its writes move the revision.
+//! [`EtcdStore::start_compactor`] runs kube-apiserver's coordinated compactor
+//! ([`EtcdConfig::compaction_interval`] starts it at connect): it is off unless asked for,
+//! because its writes move the revision. The health probes read the compaction key, so the
+//! store knows of every compaction within a second, whoever made it
+//! ([`Storage::compacted_revision`]); watch caches over it use that to answer old revisions
+//! as etcd does.
 
 #![warn(missing_docs)]
 
