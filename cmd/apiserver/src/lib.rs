@@ -161,6 +161,9 @@ fn storage_config(config: &ApiserverConfig) -> StorageConfig {
             let mut etcd = EtcdConfig::new(options.etcd_servers.clone());
             etcd.prefix = options.etcd_prefix.clone();
             etcd.compaction_interval = config.etcd_compaction_interval;
+            // A stalled etcd request ends before the API request waiting for it, which then
+            // says what stalled.
+            etcd.request_timeout = etcd.request_timeout.min(config.limits.request_timeout / 2);
             if options.etcd_cafile.is_some() || options.etcd_certfile.is_some() {
                 etcd.tls = Some(EtcdTls {
                     ca_file: options.etcd_cafile.clone(),
