@@ -7,6 +7,8 @@ mod support;
 
 use std::time::Duration;
 
+use genplane_component_base::health::Health;
+use genplane_component_base::shutdown::Shutdown;
 use hyper::Method;
 use serde_json::{Value, json};
 use support::call;
@@ -73,6 +75,13 @@ async fn a_stalled_storage_answers_with_the_operation_and_retry_after() {
     assert_eq!(status["details"]["retryAfterSeconds"], 1);
     assert_eq!(unavailable.header("retry-after"), "1");
 
+    // Readiness says so at once, without waiting for etcd.
+    let mut health = Health::new(&Shutdown::new());
+    genplane_controlplane::storage_health::add_checks(&mut health, &server.storage);
+    let ready = health.answer("/readyz", Some("verbose")).await.unwrap();
+    assert_eq!(ready.status, 500, "{}", ready.body);
+    assert!(ready.body.contains("[-]etcd failed"), "{}", ready.body);
+
     server.etcd().thaw();
     for attempt in 0.. {
         let answer = create_configmap(&server, "after").await;
@@ -86,4 +95,6 @@ async fn a_stalled_storage_answers_with_the_operation_and_retry_after() {
         );
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
+    let ready = health.answer("/readyz", None).await.unwrap();
+    assert_eq!(ready.status, 200, "{}", ready.body);
 }
