@@ -25,7 +25,7 @@ use genplane_authorization::{AlwaysAllow, AlwaysDeny, Authorizer, PrivilegedGrou
 use genplane_component_base::component::{self, Startup};
 use genplane_component_base::config::ConfigFlags;
 use genplane_component_base::featuregate::UseIdentity;
-use genplane_component_base::health::{Health, Kind};
+use genplane_component_base::health::Health;
 use genplane_component_base::http::{self, OpsHandler};
 use genplane_component_base::metrics;
 use genplane_component_base::process::Process;
@@ -36,7 +36,6 @@ use genplane_controlplane::{
     EtcdConfig, EtcdTls, ResourceStorage, StorageConfig, bootstrap, features, open_storage,
     resources_with_encryption,
 };
-use genplane_storage::Storage;
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer};
 
@@ -162,6 +161,10 @@ fn storage_config(config: &ApiserverConfig) -> StorageConfig {
         Backend::Etcd => {
             let mut etcd = EtcdConfig::new(options.etcd_servers.clone());
             etcd.prefix = options.etcd_prefix.clone();
+            etcd.compaction_interval = config.etcd_compaction_interval;
+            // A stalled etcd request ends before the API request waiting for it, which then
+            // says what stalled.
+            etcd.request_timeout = etcd.request_timeout.min(config.limits.request_timeout / 2);
             if options.etcd_cafile.is_some() || options.etcd_certfile.is_some() {
                 etcd.tls = Some(EtcdTls {
                     ca_file: options.etcd_cafile.clone(),
@@ -368,18 +371,9 @@ pub async fn serve_until_ready(
 
     let registry = metrics::Registry::new();
     config.common.feature_gate.register_metrics(&registry);
+    genplane_controlplane::storage_health::register_metrics(&registry, &backend);
     let mut health = Health::new(&shutdown);
-    let probe = backend.clone();
-    health.add("storage", Kind::Readiness, move || {
-        let probe = probe.clone();
-        async move {
-            probe
-                .current_revision()
-                .await
-                .map(drop)
-                .map_err(|e| e.to_string())
-        }
-    });
+    genplane_controlplane::storage_health::add_checks(&mut health, &backend);
     let identity = config
         .common
         .feature_gate

@@ -2,6 +2,7 @@
 
 use std::net::IpAddr;
 use std::path::PathBuf;
+use std::time::Duration;
 
 use clap::Args;
 use genplane_apimachinery::duration;
@@ -48,6 +49,11 @@ pub struct ApiserverOptions {
     #[arg(long)]
     #[serde(skip_serializing_if = "Option::is_none")]
     pub etcd_keyfile: Option<PathBuf>,
+    /// How often etcd's history is compacted (a Go duration; 0 disables). Every apiserver
+    /// sharing the etcd runs the compactor; one of them compacts per interval, to the revision
+    /// of one interval earlier.
+    #[arg(long, default_value = "5m0s")]
+    pub etcd_compaction_interval: String,
     /// The serving certificate (PEM); generated in the data directory when unset.
     #[arg(long)]
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -181,6 +187,7 @@ impl Default for ApiserverOptions {
             etcd_cafile: None,
             etcd_certfile: None,
             etcd_keyfile: None,
+            etcd_compaction_interval: "5m0s".into(),
             tls_cert_file: None,
             tls_private_key_file: None,
             client_ca_file: None,
@@ -228,6 +235,8 @@ pub struct ApiserverConfig {
     pub bind_address: IpAddr,
     /// The backend.
     pub backend: Backend,
+    /// `--etcd-compaction-interval` (zero: no compaction).
+    pub etcd_compaction_interval: Duration,
     /// In-flight limits and the request timeout.
     pub limits: Limits,
     /// Which resources are encrypted at rest (none without `--encryption-provider-config`).
@@ -289,6 +298,10 @@ impl ApiserverOptions {
                 "--tls-cert-file and --tls-private-key-file go together",
             );
         }
+        let etcd_compaction_interval = invalid.check(
+            "etcd-compaction-interval",
+            duration::parse(&self.etcd_compaction_interval).map_err(|e| e.to_string()),
+        );
         let request_timeout = invalid.check(
             "request-timeout",
             duration::parse(&self.request_timeout)
@@ -409,6 +422,7 @@ impl ApiserverOptions {
             options: self.clone(),
             bind_address: bind_address?,
             backend: backend?,
+            etcd_compaction_interval: etcd_compaction_interval?,
             limits: Limits {
                 max_read_only: self.max_requests_inflight,
                 max_mutating: self.max_mutating_requests_inflight,

@@ -5,7 +5,7 @@
 
 use std::sync::Arc;
 
-use genplane_apimachinery::errors::{ApiError, Status, StatusCause, StatusDetails};
+use genplane_apimachinery::errors::{ApiError, Status, StatusCause, StatusDetails, StatusReason};
 use genplane_apimachinery::schema::GroupResource;
 use serde_json::Value;
 
@@ -37,6 +37,31 @@ fn is_terminating(namespace: &Value) -> bool {
         .and_then(Value::as_str)
         .is_some_and(|t| !t.is_empty())
         || namespace.pointer("/status/phase").and_then(Value::as_str) == Some("Terminating")
+}
+
+/// The namespace of a write, looked up for it. The lookup is part of the write: when the
+/// storage does not answer in time, the answer names the write's resource and operation
+/// ("The create operation against configmaps ..."), not the namespace lookup.
+async fn lookup(
+    namespaces: &dyn Namespaces,
+    attributes: &Attributes<'_>,
+) -> Result<Option<Value>, ApiError> {
+    match namespaces.get(attributes.namespace).await {
+        Err(e) if e.is(StatusReason::ServerTimeout) => {
+            let retry = e
+                .details
+                .as_ref()
+                .and_then(|d| d.retry_after_seconds)
+                .unwrap_or(2);
+            let resource = GroupResource::new(
+                &attributes.request.resource.group,
+                &attributes.request.resource.resource,
+            );
+            let operation = attributes.operation.as_str().to_ascii_lowercase();
+            Err(Status::server_timeout(&resource, &operation, retry).into())
+        }
+        other => other,
+    }
 }
 
 /// Whether a write makes new content in a namespace: a create of a namespaced object.
@@ -72,7 +97,7 @@ impl MutatingPlugin for NamespaceLifecycle {
                 return Ok(());
             }
             let namespace = attributes.namespace;
-            let Some(found) = self.namespaces.get(namespace).await? else {
+            let Some(found) = lookup(&*self.namespaces, &attributes).await? else {
                 return Err(missing(namespace));
             };
             if !is_terminating(&found) {
@@ -146,7 +171,7 @@ impl MutatingPlugin for NamespaceExists {
     ) -> BoxFuture<'a, Result<(), ApiError>> {
         Box::pin(async move {
             if creates_content(&attributes)
-                && self.namespaces.get(attributes.namespace).await?.is_none()
+                && lookup(&*self.namespaces, &attributes).await?.is_none()
             {
                 return Err(missing(attributes.namespace));
             }
@@ -182,7 +207,7 @@ impl MutatingPlugin for NamespaceAutoProvision {
             if !creates_content(&attributes) || attributes.request.dry_run {
                 return Ok(());
             }
-            if self.namespaces.get(attributes.namespace).await?.is_none() {
+            if lookup(&*self.namespaces, &attributes).await?.is_none() {
                 self.namespaces.create(attributes.namespace).await?;
             }
             Ok(())

@@ -368,5 +368,26 @@ pub(crate) fn error_response_for(error: &ApiError, accept: Option<&str>) -> Resp
         target: negotiation::Target::Object,
     };
     let code = StatusCode::from_u16(error.code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
-    respond(code, &encode::status(error), &negotiated, None, &[])
+    let mut response = respond(code, &encode::status(error), &negotiated, None, &[]);
+    set_retry_after(&mut response, error);
+    response
+}
+
+/// Sets `Retry-After` on a 429 or 5xx answer whose Status says when to retry, as upstream's
+/// response writers do (clients such as client-go wait that long before retrying).
+pub(crate) fn set_retry_after(response: &mut Response<ResponseBody>, error: &ApiError) {
+    let code = response.status();
+    if code != StatusCode::TOO_MANY_REQUESTS && !code.is_server_error() {
+        return;
+    }
+    if let Some(seconds) = error
+        .details
+        .as_ref()
+        .and_then(|d| d.retry_after_seconds)
+        .filter(|s| *s > 0)
+    {
+        response
+            .headers_mut()
+            .insert(hyper::header::RETRY_AFTER, HeaderValue::from(seconds));
+    }
 }

@@ -11,6 +11,7 @@ on_both_backends!(
     lists_tables_and_metadata,
     bad_input_gets_a_precise_status,
     watches_stream_events_bookmarks_and_expiry,
+    a_watch_gets_a_bookmark_just_before_its_timeout,
     metadata_only_watches,
     namespace_lifecycle,
     status_and_finalize_subresources,
@@ -670,6 +671,52 @@ async fn watch_lines_accepting(
         }
     }
     lines
+}
+
+/// As upstream's watch cache: a watch that asked for bookmarks gets one shortly before its
+/// `timeoutSeconds` end it, so that its client resumes from there without relisting.
+async fn a_watch_gets_a_bookmark_just_before_its_timeout(server: Server) {
+    let rv = get(
+        &server,
+        "/api/v1/namespaces/default/configmaps",
+        "application/json",
+    )
+    .await
+    .json()["metadata"]["resourceVersion"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let path = format!(
+        "/api/v1/namespaces/default/configmaps?watch=true&resourceVersion={rv}&allowWatchBookmarks=true&timeoutSeconds=3"
+    );
+    // The whole stream, until the server ends it at its timeout.
+    let answer = get(&server, &path, "application/json").await;
+    assert_eq!(answer.status, 200);
+    let lines: Vec<Value> = answer
+        .body
+        .split(|b| *b == b'\n')
+        .filter(|l| !l.is_empty())
+        .map(|l| serde_json::from_slice(l).unwrap())
+        .collect();
+    let last = lines.last().expect("a bookmark before the end");
+    assert_eq!(last["type"], "BOOKMARK", "{lines:?}");
+    let bookmarked: u64 = last["object"]["metadata"]["resourceVersion"]
+        .as_str()
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!(bookmarked >= rv.parse().unwrap(), "{last}");
+
+    // Without allowWatchBookmarks there is none.
+    let path = format!(
+        "/api/v1/namespaces/default/configmaps?watch=true&resourceVersion={rv}&timeoutSeconds=3"
+    );
+    let answer = get(&server, &path, "application/json").await;
+    assert!(
+        answer.body.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&answer.body)
+    );
 }
 
 async fn watches_stream_events_bookmarks_and_expiry(server: Server) {

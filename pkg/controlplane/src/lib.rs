@@ -17,6 +17,7 @@ pub mod crd;
 pub mod features;
 pub mod identity;
 pub mod rbac;
+pub mod storage_health;
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -30,7 +31,7 @@ use genplane_storage::{
 };
 use genplane_storage_cacher::{Cacher, CacherConfig};
 use genplane_storage_etcd::EtcdStore;
-pub use genplane_storage_etcd::{EtcdConfig, EtcdTls};
+pub use genplane_storage_etcd::{DEFAULT_COMPACTION_INTERVAL, EtcdConfig, EtcdTls};
 use genplane_storage_sqlite::{SqliteConfig, SqliteStore};
 pub use genplane_storage_value::EncryptionConfig;
 use genplane_storage_value::Transformed;
@@ -77,7 +78,10 @@ pub enum Backend {
     Etcd(EtcdStore),
 }
 
-/// Opens the backend `config` describes (within a Tokio runtime).
+/// Opens the backend `config` describes (within a Tokio runtime). On etcd this starts the
+/// health probes of the members and, when [`EtcdConfig::compaction_interval`] is not zero,
+/// the coordinated compactor (`--etcd-compaction-interval`), both for as long as the backend
+/// lives.
 pub async fn open_storage(config: &StorageConfig) -> Result<Arc<Backend>, Error> {
     Ok(Arc::new(match config {
         StorageConfig::Sqlite { path } => {
@@ -127,6 +131,13 @@ impl Storage for Backend {
 
     async fn compact(&self, revision: Revision) -> StorageResult<()> {
         delegate!(self, s => s.compact(revision))
+    }
+
+    fn compacted_revision(&self) -> Revision {
+        match self {
+            Backend::Sqlite(s) => s.compacted_revision(),
+            Backend::Etcd(s) => s.compacted_revision(),
+        }
     }
 }
 

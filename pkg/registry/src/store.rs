@@ -297,8 +297,16 @@ impl<S: Storage> Store<S> {
         }
     }
 
-    /// Maps a storage error to the API error for `name`: the one place where that happens.
-    pub(crate) fn storage_error(&self, error: StorageError, name: &str) -> ApiError {
+    /// Maps a storage error of `operation` (`create`, `get`, `list`, `update`, `delete`,
+    /// `watch`) on `name` to the API error: the one place where that happens. A storage that
+    /// did not answer in time is upstream's ServerTimeout naming the operation and this
+    /// resource, with a retry hint; an unavailable one a 503 with a retry hint.
+    pub(crate) fn storage_error(
+        &self,
+        error: StorageError,
+        operation: &str,
+        name: &str,
+    ) -> ApiError {
         let resource = self.strategy.group_resource();
         match error {
             StorageError::NotFound { .. } => Status::not_found(&resource, name),
@@ -315,9 +323,15 @@ impl<S: Storage> Store<S> {
             StorageError::InvalidKey { reason, .. } => Status::bad_request(format!(
                 "the name or namespace of the request cannot be used in a storage key ({reason})"
             )),
-            StorageError::Timeout => Status::server_timeout(&resource, "storage", 1),
+            StorageError::Timeout => Status::server_timeout(&resource, operation, 2),
             StorageError::Unavailable(message) => {
-                Status::service_unavailable(format!("storage is unavailable: {message}"))
+                let mut status =
+                    Status::service_unavailable(format!("storage is unavailable: {message}"));
+                status.details = Some(StatusDetails {
+                    retry_after_seconds: Some(1),
+                    ..StatusDetails::default()
+                });
+                status
             }
             other => Status::internal_error(other),
         }
@@ -532,7 +546,7 @@ impl<S: Storage> Store<S> {
                         created: true,
                         warnings,
                     }),
-                    Err(e) => Err(self.storage_error(e, &name)),
+                    Err(e) => Err(self.storage_error(e, "create", &name)),
                 };
             }
             match self.storage.create(&key, bytes).await {
@@ -547,7 +561,7 @@ impl<S: Storage> Store<S> {
                 Err(StorageError::AlreadyExists { .. }) if generate && attempt < attempts => {
                     continue;
                 }
-                Err(e) => return Err(self.storage_error(e, &name)),
+                Err(e) => return Err(self.storage_error(e, "create", &name)),
             }
         }
         Err(
@@ -566,7 +580,7 @@ impl<S: Storage> Store<S> {
     ) -> Result<Value, ApiError> {
         let semantics = resource_version::get_semantics(resource_version)?;
         if let Semantics::NotOlderThan(wanted) = semantics {
-            self.require_revision(wanted).await?;
+            self.require_revision(wanted, "get").await?;
         }
         let key = self.key(namespace, name);
         let read = match semantics {
@@ -577,7 +591,7 @@ impl<S: Storage> Store<S> {
         match read {
             Ok(Some(kv)) => self.strategy.view(self.served(&kv)?),
             Ok(None) => Err(Status::not_found(&self.strategy.group_resource(), name).into()),
-            Err(e) => Err(self.storage_error(e, name)),
+            Err(e) => Err(self.storage_error(e, "get", name)),
         }
     }
 
@@ -588,18 +602,22 @@ impl<S: Storage> Store<S> {
         match self.storage.get(&key, None).await {
             Ok(Some(kv)) => self.strategy.patch_view(self.served(&kv)?),
             Ok(None) => Err(Status::not_found(&self.strategy.group_resource(), name).into()),
-            Err(e) => Err(self.storage_error(e, name)),
+            Err(e) => Err(self.storage_error(e, "get", name)),
         }
     }
 
     /// Fails with upstream's "too large resource version" when the store has not reached
     /// `wanted`.
-    pub(crate) async fn require_revision(&self, wanted: Revision) -> Result<(), ApiError> {
+    pub(crate) async fn require_revision(
+        &self,
+        wanted: Revision,
+        operation: &str,
+    ) -> Result<(), ApiError> {
         let current = self
             .storage
             .current_revision()
             .await
-            .map_err(|e| self.storage_error(e, ""))?;
+            .map_err(|e| self.storage_error(e, operation, ""))?;
         if current < wanted {
             return Err(Status::too_large_resource_version(wanted, current).into());
         }
@@ -677,7 +695,7 @@ impl<S: Storage> Store<S> {
         match semantics {
             Semantics::Consistent => {}
             Semantics::Any => any = true,
-            Semantics::NotOlderThan(wanted) => self.require_revision(wanted).await?,
+            Semantics::NotOlderThan(wanted) => self.require_revision(wanted, "list").await?,
             Semantics::Exact(at) => revision = Some(at),
             Semantics::Continue(token) => {
                 let position = continue_token::decode(&token, &prefix)
@@ -706,7 +724,7 @@ impl<S: Storage> Store<S> {
                 StorageError::Compacted { .. } => ApiError::from(Status::expired(
                     "The provided continue parameter is too old to display a consistent list result. You can start a new list without the continue parameter.",
                 )),
-                other => self.storage_error(other, ""),
+                other => self.storage_error(other, "list", ""),
             })?;
             any = false;
             revision = Some(page.revision);
@@ -777,7 +795,7 @@ impl<S: Storage> Store<S> {
                 .storage
                 .get(&key, None)
                 .await
-                .map_err(|e| self.storage_error(e, name))?;
+                .map_err(|e| self.storage_error(e, "update", name))?;
             let Some(current) = current else {
                 if self.strategy.allow_create_on_update() {
                     let mut fresh = object.clone();
@@ -878,7 +896,7 @@ impl<S: Storage> Store<S> {
                         warnings,
                     }),
                     Err(StorageError::Conflict { .. }) if expected.is_none() => continue,
-                    Err(e) => Err(self.storage_error(e, name)),
+                    Err(e) => Err(self.storage_error(e, "update", name)),
                 };
             }
             let bytes = self.stored(&new)?;
@@ -907,7 +925,7 @@ impl<S: Storage> Store<S> {
                 {
                     continue;
                 }
-                Err(e) => return Err(self.storage_error(e, name)),
+                Err(e) => return Err(self.storage_error(e, "update", name)),
             }
         }
     }
@@ -932,7 +950,7 @@ impl<S: Storage> Store<S> {
                 .storage
                 .get(&key, None)
                 .await
-                .map_err(|e| self.storage_error(e, name))?;
+                .map_err(|e| self.storage_error(e, "delete", name))?;
             let Some(current) = current else {
                 return Err(Status::not_found(&self.strategy.group_resource(), name).into());
             };
@@ -1009,7 +1027,7 @@ impl<S: Storage> Store<S> {
                     {
                         continue;
                     }
-                    Err(e) => Err(self.storage_error(e, name)),
+                    Err(e) => Err(self.storage_error(e, "delete", name)),
                 };
             }
             if meta_str(&marked, "deletionTimestamp").is_empty() {
@@ -1033,7 +1051,7 @@ impl<S: Storage> Store<S> {
                 Err(StorageError::Conflict { .. }) if options.resource_version.is_none() => {
                     continue;
                 }
-                Err(e) => return Err(self.storage_error(e, name)),
+                Err(e) => return Err(self.storage_error(e, "delete", name)),
             }
         }
     }

@@ -192,7 +192,7 @@ impl<S: Storage> Store<S> {
             self.storage()
                 .current_revision()
                 .await
-                .map_err(|e| self.storage_error(e, ""))
+                .map_err(|e| self.storage_error(e, "watch", ""))
         };
         let prefix = self.list_prefix(namespace);
         // A failure to read the state is the request's answer, as a list's would be.
@@ -201,7 +201,7 @@ impl<S: Storage> Store<S> {
                 .watch_state(&self.list_prefix(namespace), read)
                 .await
                 .map(Source::State)
-                .map_err(|e| self.storage_error(e, ""))
+                .map_err(|e| self.storage_error(e, "watch", ""))
         };
         let source = match semantics {
             Semantics::Consistent if send_initial != Some(false) => {
@@ -210,7 +210,7 @@ impl<S: Storage> Store<S> {
             Semantics::Any if send_initial != Some(false) => state(StateRead::Any).await?,
             Semantics::Consistent | Semantics::Any => Source::After(prefix, current().await?),
             Semantics::NotOlderThan(at) if send_initial == Some(true) => {
-                self.require_revision(at).await?;
+                self.require_revision(at, "watch").await?;
                 state(StateRead::Current).await?
             }
             Semantics::NotOlderThan(at) => Source::After(prefix, at),
@@ -253,7 +253,7 @@ impl<S: Storage> Store<S> {
                 Ok(watch) => (watch, false, after),
                 Err(e) => {
                     let _ = items
-                        .send(WatchItem::Error(self.storage_error(e, "")))
+                        .send(WatchItem::Error(self.storage_error(e, "watch", "")))
                         .await;
                     return;
                 }
@@ -296,7 +296,7 @@ impl<S: Storage> Store<S> {
                         return;
                     }
                     Some(WatchEvent::Error(e)) => {
-                        let _ = items.send(WatchItem::Error(self.storage_error(e, ""))).await;
+                        let _ = items.send(WatchItem::Error(self.storage_error(e, "watch", ""))).await;
                         return;
                     }
                     None => return,

@@ -30,8 +30,9 @@
 //!   ([`Watch::request_progress`]), a watch reports the revision up to which it has delivered
 //!   everything ([`WatchEvent::Progress`]), which is how a cache knows it is up to date even when
 //!   its prefix is quiet. A watch that would need events the store no longer has fails with
-//!   [`Error::Compacted`], at start or later. (A cache may still hold events its backend has
-//!   compacted and serve them, as kube-apiserver's watch cache does.) A watch may also start
+//!   [`Error::Compacted`], at start or later. A cache answers such a watch as its store does
+//!   (it keeps no history before [`Storage::compacted_revision`]), so that every cache over
+//!   one store gives the same answer. A watch may also start
 //!   with the current state ([`Storage::watch_state`]). A watch whose reader falls too far
 //!   behind may end with [`Error::TooSlow`]; watching again from the last revision received
 //!   continues without a gap.
@@ -527,6 +528,15 @@ pub trait Storage: Send + Sync + 'static {
 
     /// Discards history up to and including `revision`.
     fn compact(&self, revision: Revision) -> impl Future<Output = Result<()>> + Send;
+
+    /// The revision of the latest compaction the store knows of, without asking anyone (0 when
+    /// it knows of none). A store shared with other processes learns of their compactions
+    /// after a moment; whatever it says, reads and watches before the revision it really
+    /// compacted to fail with [`Error::Compacted`]. A cache does not serve history at or
+    /// before it, so every cache over one store answers an old revision as the store does.
+    fn compacted_revision(&self) -> Revision {
+        0
+    }
 }
 
 /// The longest key accepted, in bytes.
@@ -626,6 +636,10 @@ impl<S: Storage> Storage for Arc<S> {
 
     fn compact(&self, revision: Revision) -> impl Future<Output = Result<()>> + Send {
         (**self).compact(revision)
+    }
+
+    fn compacted_revision(&self) -> Revision {
+        (**self).compacted_revision()
     }
 }
 

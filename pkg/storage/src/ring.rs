@@ -67,6 +67,23 @@ impl EventRing {
         }
     }
 
+    /// Forgets the events at or before `revision` (a compaction of the store under the window),
+    /// but never past the head: the floor rises to `revision` or the head, whichever is lower,
+    /// so a reader that has everything up to the head keeps its place.
+    pub fn forget_through(&self, revision: Revision) {
+        let mut w = self.inner.write().unwrap_or_else(PoisonError::into_inner);
+        let through = revision.min(w.head);
+        if through <= w.floor {
+            return;
+        }
+        while w.events.front().is_some_and(|e| e.revision() <= through) {
+            if let Some(old) = w.events.pop_front() {
+                w.bytes -= size(&old);
+            }
+        }
+        w.floor = through;
+    }
+
     /// Empties the window and restarts it at `revision`.
     pub fn reset(&self, revision: Revision) {
         let mut w = self.inner.write().unwrap_or_else(PoisonError::into_inner);
@@ -208,6 +225,25 @@ mod tests {
             (vec![4], 6),
             "complete up to the head"
         );
+    }
+
+    #[test]
+    fn forgets_compacted_events_but_not_past_the_head() {
+        let ring = EventRing::new(0, 100, usize::MAX);
+        ring.push([event(1, "/a", 1), event(2, "/a", 1), event(3, "/a", 1)], 3);
+        ring.forget_through(2);
+        assert_eq!(ring.floor(), 2);
+        assert!(ring.read("/", 1, 100).is_none(), "revision 2 is forgotten");
+        assert_eq!(revisions(&ring.read("/", 2, 100).unwrap().0), vec![3]);
+        ring.forget_through(1);
+        assert_eq!(ring.floor(), 2, "the floor never falls");
+        ring.forget_through(50);
+        assert_eq!(
+            (ring.floor(), ring.head()),
+            (3, 3),
+            "a compaction past the head leaves readers at the head their place"
+        );
+        assert_eq!(ring.read("/", 3, 100).unwrap(), (vec![], 3));
     }
 
     #[test]

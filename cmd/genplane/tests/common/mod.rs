@@ -57,7 +57,26 @@ pub fn start_with(extra: &[&str]) -> Apiserver {
 /// Starts `genplane apiserver` over the data directory in `dir` (which may hold an earlier
 /// run's data) with `extra` flags, and waits until it is ready; fails if it exits first.
 pub fn start_in(dir: tempfile::TempDir, extra: &[&str]) -> Apiserver {
+    start_logging_in(dir, extra, None)
+}
+
+/// As [`start_in`], appending the server's log (standard error) to `log` when given.
+pub fn start_logging_in(
+    dir: tempfile::TempDir,
+    extra: &[&str],
+    log: Option<&std::path::Path>,
+) -> Apiserver {
     let port = free_port();
+    let stderr = match log {
+        Some(path) => Stdio::from(
+            std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(path)
+                .unwrap(),
+        ),
+        None => Stdio::null(),
+    };
     let child = Command::new(BIN)
         .args([
             "apiserver",
@@ -67,7 +86,7 @@ pub fn start_in(dir: tempfile::TempDir, extra: &[&str]) -> Apiserver {
         .arg(format!("--data-dir={}", dir.path().join("data").display()))
         .args(extra)
         .stdout(Stdio::null())
-        .stderr(Stdio::null())
+        .stderr(stderr)
         .spawn()
         .unwrap();
     let mut server = Apiserver { child, dir, port };

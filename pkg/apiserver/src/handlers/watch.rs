@@ -3,7 +3,9 @@
 //! (`application/vnd.kubernetes.protobuf;stream=watch`).
 //!
 //! Every event ends with a newline (kube-rs and the Python client split on it). Bookmarks, when
-//! asked for, come every minute and carry the kind and apiVersion (kube-rs requires them).
+//! asked for, come as upstream's watch cache sends them: every minute, and once more two
+//! seconds before the watch's deadline, so that a client resumes from a recent revision
+//! instead of relisting; each carries the kind and apiVersion (kube-rs requires them).
 //! A failure — such as a start before the compacted revision — is an ERROR event with its Status
 //! inside the 200 stream, which is what clients re-list on. The stream ends after
 //! `timeoutSeconds` (30 minutes when unset).
@@ -21,6 +23,8 @@
 
 use std::sync::Arc;
 use std::time::Duration;
+
+use tokio::time::Instant;
 
 use bytes::Bytes;
 use genplane_apimachinery::errors::{ApiError, Status};
@@ -48,6 +52,20 @@ const COPY_BELOW: usize = 4096;
 const DEFAULT_TIMEOUT: Duration = Duration::from_secs(1800);
 /// How often bookmarks come, when asked for.
 const BOOKMARK_PERIOD: Duration = Duration::from_secs(60);
+/// How long before the watch's deadline the last bookmark comes.
+const BOOKMARK_BEFORE_DEADLINE: Duration = Duration::from_secs(2);
+
+/// When the next bookmark is due for a watch ending at `deadline`: a period from `now`, or
+/// two seconds before the deadline if that is sooner; `None` once that moment has passed
+/// (upstream's `nextBookmarkTime`).
+fn next_bookmark(now: Instant, deadline: Instant) -> Option<Instant> {
+    let periodic = now + BOOKMARK_PERIOD;
+    let at = match deadline.checked_sub(BOOKMARK_BEFORE_DEADLINE) {
+        Some(before_deadline) => periodic.min(before_deadline),
+        None => return None,
+    };
+    (at >= now).then_some(at)
+}
 
 /// Starts a watch and answers with its stream.
 pub(crate) async fn watch<S: Storage>(
@@ -94,10 +112,10 @@ pub(crate) async fn watch<S: Storage>(
             }
         };
         tokio::pin!(closing);
-        let deadline = tokio::time::sleep(timeout);
+        let ends_at = Instant::now() + timeout;
+        let deadline = tokio::time::sleep_until(ends_at);
         tokio::pin!(deadline);
-        let mut tick = tokio::time::interval(BOOKMARK_PERIOD);
-        tick.tick().await;
+        let mut bookmark_at = next_bookmark(Instant::now(), ends_at);
         let mut headers = true;
         loop {
             let chunks: Vec<Bytes> = tokio::select! {
@@ -137,8 +155,11 @@ pub(crate) async fn watch<S: Storage>(
                 },
                 () = &mut deadline => return,
                 () = &mut closing => return,
-                _ = tick.tick(), if bookmarks => {
+                () = sleep_until_some(bookmark_at), if bookmarks => {
                     stream.request_bookmark();
+                    // The next one is due a period after this one, or just before the end.
+                    let now = Instant::now();
+                    bookmark_at = next_bookmark(now, ends_at).filter(|at| *at > now);
                     continue;
                 }
                 () = tx.closed() => return,
@@ -161,6 +182,14 @@ pub(crate) async fn watch<S: Storage>(
         response.headers_mut().insert(CONTENT_TYPE, value);
     }
     Ok(response)
+}
+
+/// Sleeps until `at`; forever when `None`.
+async fn sleep_until_some(at: Option<Instant>) {
+    match at {
+        Some(at) => tokio::time::sleep_until(at).await,
+        None => std::future::pending().await,
+    }
 }
 
 /// Queues an event's chunks in order.
@@ -207,4 +236,26 @@ fn shared_event(
         other => Bytes::from(format!("{{\"type\":\"{other}\",\"object\":")),
     };
     vec![head, json, Bytes::from_static(b"}\n")]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bookmarks_come_every_minute_and_two_seconds_before_the_deadline() {
+        let now = Instant::now();
+        let long = now + Duration::from_secs(1800);
+        assert_eq!(next_bookmark(now, long), Some(now + BOOKMARK_PERIOD));
+        let short = now + Duration::from_secs(10);
+        assert_eq!(
+            next_bookmark(now, short),
+            Some(now + Duration::from_secs(8)),
+            "a watch of 10 s gets its bookmark at 8 s"
+        );
+        let nearly_over = now + Duration::from_secs(1);
+        assert_eq!(next_bookmark(now, nearly_over), None, "too late for one");
+        let just_in_time = now + BOOKMARK_BEFORE_DEADLINE;
+        assert_eq!(next_bookmark(now, just_in_time), Some(now));
+    }
 }

@@ -143,6 +143,23 @@ pub async fn start_with_cache(
     .await
 }
 
+/// Starts a server on a real etcd whose store configuration `tune` changes (timeouts, say).
+pub async fn start_on_etcd(tune: impl FnOnce(&mut genplane_controlplane::EtcdConfig)) -> Server {
+    let dir = tempfile::tempdir().unwrap();
+    let etcd = EtcdServer::start().await.unwrap();
+    let mut etcd_config = etcd.config();
+    tune(&mut etcd_config);
+    let config = StorageConfig::Etcd(etcd_config);
+    serve(open(&config).await, config, Some(etcd), dir, None, |s| s).await
+}
+
+impl Server {
+    /// The etcd under a server started on etcd.
+    pub fn etcd(&mut self) -> &mut EtcdServer {
+        self.etcd.as_mut().expect("a server on etcd")
+    }
+}
+
 /// Starts a server on `flavour` with `configure` applied to it.
 pub async fn start_on(
     flavour: Flavour,

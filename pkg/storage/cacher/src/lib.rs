@@ -29,6 +29,11 @@
 //! - **Lists at the cache's revision** are answered from memory; lists at other revisions (such
 //!   as later pages of a paginated list) and gets read the store, which answers them exactly.
 //! - [`Cacher::list_cached`] answers from memory without waiting (kube's `resourceVersion="0"`).
+//! - **History is bounded** by the window's size and by the store's compactions: events at or
+//!   before [`Storage::compacted_revision`] are forgotten, and a watch or read at an older
+//!   revision goes to the store, so every cache over one store (every apiserver sharing an
+//!   etcd) answers an old revision the same way: as the store does, with
+//!   [`Error::Compacted`] once it is compacted.
 //! - Writes go straight to the store.
 //!
 //! Keys outside the prefix are passed through to the store untouched.
@@ -313,7 +318,7 @@ impl<S: Storage> Storage for Cacher<S> {
                 .snapshot
                 .read()
                 .unwrap_or_else(PoisonError::into_inner);
-            if snapshot.revision == r && r > 0 {
+            if snapshot.revision == r && r > 0 && r >= self.store.compacted_revision() {
                 return Ok(snapshot.objects.get(key).map(|e| e.kv.clone()));
             }
         }
@@ -345,7 +350,8 @@ impl<S: Storage> Storage for Cacher<S> {
                         .snapshot
                         .read()
                         .unwrap_or_else(PoisonError::into_inner);
-                    (snapshot.revision == r && r > 0).then(|| Self::list_from(&snapshot, &request))
+                    (snapshot.revision == r && r > 0 && r >= self.store.compacted_revision())
+                        .then(|| Self::list_from(&snapshot, &request))
                 };
                 match answered {
                     Some(response) => Ok(response),
@@ -373,7 +379,11 @@ impl<S: Storage> Storage for Cacher<S> {
             return self.store.watch(prefix, after).await;
         }
         self.wait_for(None).await?;
-        if after < self.shared.ring.floor() {
+        // History the store has compacted is not served from memory either, so that every
+        // cache over the store answers an old revision as the store does.
+        let compacted = self.store.compacted_revision();
+        self.shared.ring.forget_through(compacted);
+        if after < self.shared.ring.floor() || after < compacted {
             // Older than the window: the store replays it, or says it is compacted.
             return self.store.watch(prefix, after).await;
         }
@@ -450,6 +460,12 @@ impl<S: Storage> Storage for Cacher<S> {
     }
 
     async fn compact(&self, revision: Revision) -> Result<()> {
-        self.store.compact(revision).await
+        self.store.compact(revision).await?;
+        self.shared.ring.forget_through(revision);
+        Ok(())
+    }
+
+    fn compacted_revision(&self) -> Revision {
+        self.store.compacted_revision()
     }
 }

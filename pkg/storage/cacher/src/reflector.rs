@@ -81,6 +81,10 @@ async fn sync<S: Storage>(store: &Weak<S>, shared: &Shared, page: usize) -> Resu
                     pending = watch.try_next();
                 }
                 apply(shared, batch);
+                // What the store compacted leaves the window too.
+                if let Some(store) = store.upgrade() {
+                    shared.ring.forget_through(store.compacted_revision());
+                }
             }
             () = shared.progress_wanted.notified() => watch.request_progress(),
         }

@@ -8,16 +8,20 @@
 //! the others learn the new version and try again next interval. So while one compactor is
 //! alive it alone compacts, once per interval; when it dies another takes over within two
 //! intervals. No compaction happens in the first round, which only establishes a revision.
+//!
+//! The key's value is the revision compacted to. Losers read it from their failed claim, and
+//! every store reads it with each health probe, so every apiserver learns of a compaction
+//! within a second, whoever made it ([`genplane_storage::Storage::compacted_revision`]).
 
-use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Weak};
 use std::time::Duration;
 
-use etcd_client::{Compare, CompareOp, GetOptions, Txn, TxnOp, TxnOpResponse};
+use etcd_client::{Compare, CompareOp, Txn, TxnOp, TxnOpResponse};
 use genplane_storage::{Error, Result, Revision, Storage};
 use tokio::task::JoinHandle;
 
-use crate::EtcdStore;
+use crate::{EtcdStore, Inner};
 
 /// The compaction key, under the store's prefix. With an empty prefix it is kube-apiserver's.
 pub const COMPACT_REV_KEY: &str = "compact_rev_key";
@@ -55,10 +59,16 @@ impl EtcdStore {
     /// interval, unless another compactor sharing this etcd and prefix did so in that interval.
     /// [`DEFAULT_COMPACTION_INTERVAL`] is kube-apiserver's choice.
     ///
-    /// Its writes to [`COMPACT_REV_KEY`] move the store's revision. Needs a Tokio runtime.
+    /// Its writes to [`COMPACT_REV_KEY`] move the store's revision. It logs each compaction
+    /// and counts it in [`crate::EtcdStatus::compactions`]. It stops when the store's last
+    /// clone is dropped. Needs a Tokio runtime.
     pub fn start_compactor(&self, interval: Duration) -> Compactor {
         let compactions = Arc::new(AtomicU64::new(0));
-        let task = tokio::spawn(run(self.clone(), interval, compactions.clone()));
+        let task = tokio::spawn(run(
+            Arc::downgrade(&self.inner),
+            interval,
+            compactions.clone(),
+        ));
         Compactor { task, compactions }
     }
 
@@ -74,14 +84,22 @@ impl EtcdStore {
         let txn = Txn::new()
             .when([Compare::version(key.clone(), CompareOp::Equal, seen)])
             .and_then([TxnOp::put(key.clone(), revision.to_string(), None)])
-            .or_else([TxnOp::get(key, Some(GetOptions::new().with_keys_only()))]);
+            .or_else([TxnOp::get(key, None)]);
         let response = self.write(txn).await?;
         let now = Self::header_revision(response.header())?;
         if !response.succeeded() {
-            let version = match response.op_responses().into_iter().next() {
-                Some(TxnOpResponse::Get(get)) => get.kvs().first().map_or(0, |kv| kv.version()),
-                _ => 0,
+            let (version, compacted) = match response.op_responses().into_iter().next() {
+                Some(TxnOpResponse::Get(get)) => get.kvs().first().map_or((0, 0), |kv| {
+                    let value = std::str::from_utf8(kv.value()).ok();
+                    (
+                        kv.version(),
+                        value.and_then(|v| v.parse().ok()).unwrap_or(0),
+                    )
+                }),
+                _ => (0, 0),
             };
+            // Another compactor won this interval and compacted to what the key says.
+            self.inner.note_compacted(compacted);
             return Ok((version, now, false));
         }
         if revision == 0 {
@@ -98,16 +116,21 @@ impl EtcdStore {
     }
 }
 
-async fn run(store: EtcdStore, interval: Duration, compactions: Arc<AtomicU64>) {
+async fn run(weak: Weak<Inner>, interval: Duration, compactions: Arc<AtomicU64>) {
     let mut seen = 0;
     let mut revision = 0;
     loop {
         tokio::time::sleep(interval).await;
+        let Some(inner) = weak.upgrade() else {
+            return;
+        };
+        let store = EtcdStore { inner };
         match store.compaction_round(seen, revision).await {
             Ok((next_seen, next_revision, compacted)) => {
                 if compacted {
                     compactions.fetch_add(1, Ordering::Relaxed);
-                    tracing::info!(revision, "compacted etcd");
+                    store.inner.compactions.fetch_add(1, Ordering::Relaxed);
+                    tracing::info!(revision, "compacted etcd history");
                 }
                 seen = next_seen;
                 revision = next_revision;

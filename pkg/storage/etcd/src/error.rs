@@ -45,6 +45,9 @@ pub(crate) enum Failure {
     FutureRevision,
     /// The request never reached etcd (no connection could be made): safe to send again.
     Unsent(Error),
+    /// The connection to the member broke while the request was out: whether it took effect is
+    /// unknown, and the member is unreachable for now.
+    Broken(Error),
     /// Anything else, already mapped.
     Other(Error),
 }
@@ -53,8 +56,25 @@ impl Failure {
     /// The contract error, for requests that asked for no particular revision.
     pub(crate) fn into_error(self) -> Error {
         match self {
-            Failure::Unsent(e) | Failure::Other(e) => e,
+            Failure::Unsent(e) | Failure::Broken(e) | Failure::Other(e) => e,
             Failure::Compacted | Failure::FutureRevision => Error::backend(UnexpectedRevisionError),
+        }
+    }
+
+    /// Whether the failure says the member cannot be reached (rather than that etcd answered).
+    pub(crate) fn unreachable(&self) -> bool {
+        matches!(self, Failure::Unsent(_) | Failure::Broken(_))
+    }
+
+    /// What went wrong, for logs and messages.
+    pub(crate) fn describe(&self) -> String {
+        match self {
+            Failure::Compacted => "required revision has been compacted".to_owned(),
+            Failure::FutureRevision => "required revision is a future revision".to_owned(),
+            Failure::Unsent(e) | Failure::Broken(e) | Failure::Other(e) => match e {
+                Error::Unavailable(message) => message.clone(),
+                other => other.to_string(),
+            },
         }
     }
 }
@@ -68,8 +88,10 @@ struct UnexpectedRevisionError;
 pub(crate) fn classify(error: etcd_client::Error) -> Failure {
     match error {
         etcd_client::Error::GRpcStatus(status) => classify_status(status),
-        etcd_client::Error::TransportError(e) => Failure::Other(Error::Unavailable(e.to_string())),
-        etcd_client::Error::IoError(e) => Failure::Other(Error::Unavailable(e.to_string())),
+        etcd_client::Error::TransportError(e) => {
+            Failure::Broken(Error::Unavailable(format!("etcd: {e}")))
+        }
+        etcd_client::Error::IoError(e) => Failure::Broken(Error::Unavailable(format!("etcd: {e}"))),
         other => Failure::Other(Error::backend(other)),
     }
 }
@@ -86,6 +108,10 @@ fn classify_status(status: Status) -> Failure {
         Code::Unavailable if never_connected(&status) => {
             Failure::Unsent(Error::Unavailable(describe(&status)))
         }
+        // The connection failed under the request: not an answer from etcd.
+        Code::Unavailable if transport_failure(&status) => {
+            Failure::Broken(Error::Unavailable(describe(&status)))
+        }
         Code::Unavailable => Failure::Other(Error::Unavailable(describe(&status))),
         Code::Cancelled if never_connected(&status) => {
             Failure::Unsent(Error::Unavailable(describe(&status)))
@@ -97,7 +123,7 @@ fn classify_status(status: Status) -> Failure {
         // The connection broke while the request was out (etcd killed, reset, broken pipe):
         // the request may or may not have taken effect, and trying again later may succeed.
         Code::Cancelled | Code::Unknown if transport_failure(&status) => {
-            Failure::Other(Error::Unavailable(describe(&status)))
+            Failure::Broken(Error::Unavailable(describe(&status)))
         }
         _ => Failure::Other(Error::backend(etcd_client::Error::GRpcStatus(status))),
     }
@@ -182,8 +208,13 @@ mod tests {
         )));
         let broken = classify(etcd_client::Error::GRpcStatus(broken));
         assert!(
-            matches!(&broken, Failure::Other(e) if e.is_retryable()),
+            matches!(&broken, Failure::Broken(e) if e.is_retryable()),
             "{broken:?}"
+        );
+        assert!(broken.unreachable());
+        assert!(
+            !classify(status(Code::Unavailable, "etcdserver: no leader")).unreachable(),
+            "an answer from etcd says nothing against the member"
         );
         assert!(
             matches!(

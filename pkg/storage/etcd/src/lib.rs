@@ -21,12 +21,24 @@
 //!
 //! # Members
 //!
-//! The store keeps one connection per endpoint and sends requests to one preferred member.
-//! When a request cannot reach it, the request goes to the next member, which becomes the
-//! preferred one: a request that never left the client fails over whatever it is, a read or
-//! the opening of a watch after any transient failure, a write that may have reached etcd
-//! never (it fails with [`Error::Unavailable`] and the caller decides). tonic's balanced
-//! channel is not used because it keeps routing requests to a member it cannot reach.
+//! The store keeps one connection per endpoint and sends requests to one preferred member
+//! (the first endpoint given, when it answers). tonic's balanced channel is not used because
+//! it keeps routing requests to a member it cannot reach.
+//!
+//! Every member's health is checked actively: each is probed every second with a
+//! linearizable read that must answer within 2 seconds, so a member that is frozen, cut off
+//! or without a leader is found out within about 3 seconds, whether or not requests fail on
+//! it. A request that cannot reach a member marks it unhealthy too; only a probe makes it
+//! healthy again. When the preferred member is unhealthy, the next healthy one becomes
+//! preferred and what waited on the old one gives up on it: reads and watches go on on the
+//! new member, a write in flight fails with [`Error::Timeout`] (it may still take effect).
+//! With no healthy member at all (etcd lost its quorum), requests wait 2 seconds for one and
+//! fail with [`Error::Unavailable`], and [`EtcdStore::available`] says so at once (for
+//! readiness checks). Within that, a request that never left the client fails over whatever
+//! it is, a read or the opening of a watch after any transient failure, a write that may have
+//! reached etcd never. HTTP/2 keep-alive (3 s, 2 s) is the backstop. Health transitions are
+//! logged once each, naming the member and its error ([`EtcdStore::status`] has them too).
+//!
 //! gRPC failures map to the contract's errors: `Unavailable` to [`Error::Unavailable`],
 //! `DeadlineExceeded` (and [`EtcdConfig::request_timeout`]) to [`Error::Timeout`], etcd's
 //! "required revision has been compacted" to [`Error::Compacted`] and "required revision is a
@@ -41,7 +53,10 @@
 //! (its key-value has an empty value, the delete's revision as mod revision and the deleted
 //! key's create revision). When the stream breaks (a lost connection, a member without a
 //! leader, a restarted etcd), the task opens a new one from the last revision it delivered, so
-//! the reader sees neither a gap nor a duplicate.
+//! the reader sees neither a gap nor a duplicate. The stream is also opened again, on another
+//! member, when its member turns unhealthy, and when it goes silent: a stream without a
+//! message for 5 seconds is asked for progress, which a live stream answers, and one that
+//! stays silent 3 seconds more is given up.
 //!
 //! **Compaction.** etcd accepts a watch from revision `C` after a compaction to `C`, but the
 //! contract discards the events at `C` too. So once the etcd watch is created, the store reads
@@ -67,8 +82,12 @@
 //! [`Storage::compact`] compacts etcd as kube-apiserver does, not physically: reads before the
 //! revision fail as soon as it returns, and etcd frees the space in the background. A revision
 //! that is already compacted is a no-op. For several apiservers sharing one etcd,
-//! [`EtcdStore::start_compactor`] runs kube-apiserver's coordinated compactor: it is off unless
-//! started, because its writes move the revision.
+//! [`EtcdStore::start_compactor`] runs kube-apiserver's coordinated compactor
+//! ([`EtcdConfig::compaction_interval`] starts it at connect): it is off unless asked for,
+//! because its writes move the revision. The health probes read the compaction key, so the
+//! store knows of every compaction within a second, whoever made it
+//! ([`Storage::compacted_revision`]); watch caches over it use that to answer old revisions
+//! as etcd does.
 
 #![warn(missing_docs)]
 
@@ -81,7 +100,8 @@ mod watch;
 
 use std::fmt;
 use std::path::PathBuf;
-use std::sync::Arc;
+use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
+use std::sync::{Arc, OnceLock, Weak};
 use std::time::Duration;
 
 use etcd_client::{
@@ -95,14 +115,19 @@ use genplane_storage::{
 
 pub use compactor::{COMPACT_REV_KEY, Compactor, DEFAULT_COMPACTION_INTERVAL};
 pub use error::{ConfigError, WatchCanceled};
+pub use members::MemberStatus;
 
 use error::Failure;
 use members::{Members, Retry};
 
-/// HTTP/2 keep-alive, as kube-apiserver configures its etcd client: a dead connection (and so a
-/// watch on it) is noticed within about 40 seconds.
-const KEEP_ALIVE_INTERVAL: Duration = Duration::from_secs(30);
-const KEEP_ALIVE_TIMEOUT: Duration = Duration::from_secs(10);
+/// HTTP/2 keep-alive on every member's connection: a connection whose peer stops answering is
+/// closed after at most interval + timeout without a frame from it, and requests on it fail.
+/// The health probes (see [`members`]) read from every member every second, so a live
+/// connection never needs a ping (etcd refuses pings more often than every 5 seconds on a
+/// connection it sends nothing on); this is the backstop behind them. (kube-apiserver uses
+/// 30 s and 10 s, and notices a frozen member only after 40 s.)
+const KEEP_ALIVE_INTERVAL: Duration = Duration::from_secs(3);
+const KEEP_ALIVE_TIMEOUT: Duration = Duration::from_secs(2);
 
 /// How to reach etcd.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -121,8 +146,13 @@ pub struct EtcdConfig {
     /// one.
     pub dial_timeout: Duration,
     /// How long one request may take before it fails with [`Error::Timeout`] (whether it took
-    /// effect is then unknown). Watches are not bounded by it.
+    /// effect is then unknown). Watches are not bounded by it. Keep it shorter than the
+    /// timeout of the API requests that wait for it, so that they can answer why they failed.
     pub request_timeout: Duration,
+    /// How often the store's coordinated compactor runs ([`EtcdStore::start_compactor`]);
+    /// zero (the default here) starts none. kube-apiserver's default is
+    /// [`DEFAULT_COMPACTION_INTERVAL`].
+    pub compaction_interval: Duration,
 }
 
 impl EtcdConfig {
@@ -131,7 +161,8 @@ impl EtcdConfig {
     /// The default request timeout.
     pub const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
 
-    /// A configuration for these endpoints, with no prefix, no TLS and the default timeouts.
+    /// A configuration for these endpoints, with no prefix, no TLS, the default timeouts and no
+    /// compactor.
     pub fn new(endpoints: impl IntoIterator<Item = impl Into<String>>) -> Self {
         EtcdConfig {
             endpoints: endpoints.into_iter().map(Into::into).collect(),
@@ -139,6 +170,7 @@ impl EtcdConfig {
             tls: None,
             dial_timeout: Self::DEFAULT_DIAL_TIMEOUT,
             request_timeout: Self::DEFAULT_REQUEST_TIMEOUT,
+            compaction_interval: Duration::ZERO,
         }
     }
 }
@@ -190,6 +222,32 @@ struct Inner {
     prefix: Vec<u8>,
     server_version: String,
     trusts_progress_requests: bool,
+    /// The key the health probes read: the compaction key, so that they learn of every
+    /// compaction, whoever made it.
+    probe_key: Vec<u8>,
+    /// The latest compaction known (ours, the compaction key's value, or etcd's answers).
+    compacted: AtomicI64,
+    /// How many compactions this store made.
+    compactions: AtomicU64,
+    /// The compactor [`EtcdConfig::compaction_interval`] asked for.
+    compactor: OnceLock<Compactor>,
+}
+
+impl Inner {
+    fn note_compacted(&self, revision: Revision) {
+        self.compacted.fetch_max(revision, Ordering::Relaxed);
+    }
+}
+
+/// What an [`EtcdStore`] knows about etcd, for metrics and readiness.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct EtcdStatus {
+    /// Every member's health, as last probed.
+    pub members: Vec<MemberStatus>,
+    /// How many compactions this store made.
+    pub compactions: u64,
+    /// The latest compaction known (see [`Storage::compacted_revision`]).
+    pub compacted_revision: Revision,
 }
 
 impl fmt::Debug for EtcdStore {
@@ -203,6 +261,8 @@ impl fmt::Debug for EtcdStore {
 
 impl EtcdStore {
     /// Connects to etcd and checks that a member answers within [`EtcdConfig::dial_timeout`].
+    /// Starts probing every member's health, and the compactor when
+    /// [`EtcdConfig::compaction_interval`] asks for one; both stop with the last clone.
     ///
     /// Fails with [`Error::Unavailable`] when no member answers, and with [`Error::Backend`]
     /// holding a [`ConfigError`] when the configuration is unusable.
@@ -224,19 +284,51 @@ impl EtcdStore {
             config.request_timeout,
         )
         .await?;
-        Ok(EtcdStore {
+        let prefix = config.prefix.as_bytes().to_vec();
+        let mut probe_key = prefix.clone();
+        probe_key.extend_from_slice(COMPACT_REV_KEY.as_bytes());
+        let store = EtcdStore {
             inner: Arc::new(Inner {
                 members,
-                prefix: config.prefix.as_bytes().to_vec(),
+                prefix,
                 trusts_progress_requests: progress_requests_are_ordered(&server_version),
                 server_version,
+                probe_key,
+                compacted: AtomicI64::new(0),
+                compactions: AtomicU64::new(0),
+                compactor: OnceLock::new(),
             }),
-        })
+        };
+        for index in 0..store.inner.members.len() {
+            tokio::spawn(probe(Arc::downgrade(&store.inner), index));
+        }
+        if !config.compaction_interval.is_zero() {
+            let compactor = store.start_compactor(config.compaction_interval);
+            // Set once, here, before anyone else sees the store.
+            let _ = store.inner.compactor.set(compactor);
+        }
+        Ok(store)
     }
 
     /// The version of the etcd member that answered [`EtcdStore::connect`].
     pub fn server_version(&self) -> &str {
         &self.inner.server_version
+    }
+
+    /// What the store knows about etcd now: the members' health (probed every second), and
+    /// compactions.
+    pub fn status(&self) -> EtcdStatus {
+        EtcdStatus {
+            members: self.inner.members.status(),
+            compactions: self.inner.compactions.load(Ordering::Relaxed),
+            compacted_revision: self.inner.compacted.load(Ordering::Relaxed),
+        }
+    }
+
+    /// `Ok` while some member is healthy, else why none is (every member's error), at once and
+    /// without asking etcd: for readiness checks, which must answer even when etcd does not.
+    pub fn available(&self) -> std::result::Result<(), String> {
+        self.inner.members.available()
     }
 
     /// The etcd key of a storage key.
@@ -271,15 +363,19 @@ impl EtcdStore {
     /// revision that etcd's answer leaves out.
     async fn explain(&self, failure: Failure, requested: Revision) -> Error {
         match failure {
-            Failure::Unsent(e) | Failure::Other(e) => e,
-            Failure::Compacted => Error::Compacted {
-                requested,
+            Failure::Unsent(e) | Failure::Broken(e) | Failure::Other(e) => e,
+            Failure::Compacted => {
                 // If etcd does not tell, the oldest revision that may still be readable.
-                compacted: self
-                    .compacted_revision()
+                let compacted = self
+                    .ask_compacted_revision()
                     .await
-                    .unwrap_or(requested.saturating_add(1)),
-            },
+                    .unwrap_or(requested.saturating_add(1));
+                self.inner.note_compacted(compacted);
+                Error::Compacted {
+                    requested,
+                    compacted,
+                }
+            }
             Failure::FutureRevision => match self.current_revision().await {
                 Ok(current) => Error::FutureRevision { requested, current },
                 Err(e) => e,
@@ -290,24 +386,25 @@ impl EtcdStore {
     /// The revision of etcd's last compaction, which etcd only tells a watch: one from revision
     /// 1 is canceled at once with the compaction revision. `None` if etcd does not say so in a
     /// second (when nothing is compacted it never does).
-    async fn compacted_revision(&self) -> Option<Revision> {
+    async fn ask_compacted_revision(&self) -> Option<Revision> {
         let probe = async {
             let options = etcd_client::WatchOptions::new().with_start_revision(1);
-            let mut stream = self
+            let (mut stream, created, _) = self
                 .inner
                 .members
                 .watch(&self.etcd_key(COMPACT_PROBE_KEY), &options)
                 .await
                 .ok()?;
-            while let Some(response) = stream.message().await.ok()? {
+            let mut response = created;
+            loop {
                 if response.compact_revision() > 0 {
                     return Some(response.compact_revision());
                 }
                 if response.canceled() {
                     return None;
                 }
+                response = stream.message().await.ok()??;
             }
-            None
         };
         tokio::time::timeout(Duration::from_secs(1), probe)
             .await
@@ -601,9 +698,32 @@ impl Storage for EtcdStore {
             .await;
         match answer {
             // Compacting to a revision at or before the last compaction changes nothing.
-            Ok(_) | Err(Failure::Compacted) => Ok(()),
+            Ok(_) | Err(Failure::Compacted) => {
+                self.inner.note_compacted(revision);
+                Ok(())
+            }
             Err(failure) => Err(self.explain(failure, revision).await),
         }
+    }
+
+    fn compacted_revision(&self) -> Revision {
+        self.inner.compacted.load(Ordering::Relaxed)
+    }
+}
+
+/// Probes member `index` of the store every [`members::PROBE_INTERVAL`] until the store is
+/// gone, noting the compactions the probes read of.
+async fn probe(store: Weak<Inner>, index: usize) {
+    loop {
+        tokio::time::sleep(members::PROBE_INTERVAL).await;
+        let Some(inner) = store.upgrade() else {
+            return;
+        };
+        let result = inner.members.probe(index, &inner.probe_key).await;
+        if let Ok(compacted) = &result {
+            inner.note_compacted(*compacted);
+        }
+        inner.members.report(index, result.map(drop));
     }
 }
 

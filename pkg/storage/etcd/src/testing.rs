@@ -3,8 +3,10 @@
 //! [`EtcdServer::start`] runs one etcd member on free loopback ports, with its data in a
 //! temporary directory, and waits until it answers; dropping the server kills the process and
 //! removes the data. [`EtcdServer::start_tls`] does the same with mutual TLS, from a CA and
-//! certificates it generates. The binary is `etcd` from `PATH` (Debian's `etcd-server`)
-//! unless [`EtcdServerOptions::binary`] says otherwise.
+//! certificates it generates. [`EtcdCluster::start`] runs several members as one cluster, whose
+//! members can be killed, restarted, frozen (`SIGSTOP`) and thawed one by one. The binary is
+//! `etcd` from `PATH` (Debian's `etcd-server`) unless [`EtcdServerOptions::binary`] says
+//! otherwise.
 //!
 //! The member is configured for tests: requests up to 8 MiB (values of 1.5 MiB fit), and a
 //! watch progress notification every 200 ms, which is how watches on etcd before 3.4.31 /
@@ -15,6 +17,8 @@ use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::time::Duration;
+
+use etcd_client::Client;
 
 use rcgen::{
     BasicConstraints, CertificateParams, DnType, ExtendedKeyUsagePurpose, IsCa, Issuer, KeyPair,
@@ -213,6 +217,21 @@ impl EtcdServer {
         }
     }
 
+    /// Freezes etcd (`SIGSTOP`): it keeps its connections but answers nothing, as a member
+    /// with a hung disk or a half-open connection.
+    pub fn freeze(&mut self) {
+        if let Some(child) = &self.child {
+            signal(child.id(), "-STOP");
+        }
+    }
+
+    /// Thaws etcd (`SIGCONT`) after [`Self::freeze`].
+    pub fn thaw(&mut self) {
+        if let Some(child) = &self.child {
+            signal(child.id(), "-CONT");
+        }
+    }
+
     /// Starts etcd again on the same data and ports, after [`Self::kill`] (or kills it first).
     pub async fn restart(&mut self) -> Result<(), LaunchError> {
         self.kill();
@@ -297,9 +316,7 @@ impl EtcdServer {
 
     /// The last lines of etcd's log.
     fn log_tail(&self) -> String {
-        let log = std::fs::read_to_string(self.log_path()).unwrap_or_default();
-        let lines: Vec<&str> = log.lines().collect();
-        lines[lines.len().saturating_sub(20)..].join("\n")
+        log_tail(&self.log_path())
     }
 }
 
@@ -380,4 +397,316 @@ fn write_certificates(dir: &Path) -> Result<TlsFiles, LaunchError> {
         server_cert: write("server.pem", &server_cert)?,
         server_key: write("server-key.pem", &server_key)?,
     })
+}
+
+/// One member of an [`EtcdCluster`].
+#[derive(Debug)]
+struct Node {
+    name: String,
+    client_port: u16,
+    peer_port: u16,
+    child: Option<Child>,
+    frozen: bool,
+}
+
+impl Node {
+    fn client_url(&self) -> String {
+        format!("http://127.0.0.1:{}", self.client_port)
+    }
+
+    fn peer_url(&self) -> String {
+        format!("http://127.0.0.1:{}", self.peer_port)
+    }
+}
+
+/// A cluster of real etcd members on loopback, for tests of failures: members can be killed
+/// (`SIGKILL`) and restarted on their data, or frozen (`SIGSTOP`) and thawed. Dropping the
+/// cluster kills every member and removes the data. Plain HTTP; each member is configured as
+/// [`EtcdServer`]'s is, with etcd's default heartbeat and election timeouts.
+#[derive(Debug)]
+pub struct EtcdCluster {
+    binary: PathBuf,
+    dir: TempDir,
+    nodes: Vec<Node>,
+}
+
+impl EtcdCluster {
+    /// Starts a cluster of `size` members from `PATH` and waits until it has a leader and
+    /// every member answers.
+    pub async fn start(size: usize) -> Result<EtcdCluster, LaunchError> {
+        let dir = tempfile::Builder::new()
+            .prefix("genplane-etcd-cluster-")
+            .tempdir()
+            .map_err(|source| LaunchError::Prepare {
+                path: std::env::temp_dir(),
+                source,
+            })?;
+        let mut cluster = EtcdCluster {
+            binary: PathBuf::from("etcd"),
+            dir,
+            nodes: Vec::new(),
+        };
+        let mut attempt = 1;
+        loop {
+            cluster.nodes = (0..size)
+                .map(|i| {
+                    Ok(Node {
+                        name: format!("member-{i}"),
+                        client_port: free_port()?,
+                        peer_port: free_port()?,
+                        child: None,
+                        frozen: false,
+                    })
+                })
+                .collect::<Result<_, LaunchError>>()?;
+            let all: Vec<usize> = (0..size).collect();
+            match cluster.launch(&all).await {
+                Err(LaunchError::Exited { log, .. })
+                    if attempt < PORT_ATTEMPTS && log.contains("address already in use") =>
+                {
+                    attempt += 1;
+                    for index in all {
+                        cluster.kill(index);
+                        let data = cluster.data_dir(index);
+                        if data.exists() {
+                            std::fs::remove_dir_all(&data)
+                                .map_err(|source| LaunchError::Prepare { path: data, source })?;
+                        }
+                    }
+                }
+                result => return result.map(|()| cluster),
+            }
+        }
+    }
+
+    /// How many members there are.
+    pub fn len(&self) -> usize {
+        self.nodes.len()
+    }
+
+    /// Whether the cluster has no member (never, once started).
+    pub fn is_empty(&self) -> bool {
+        self.nodes.is_empty()
+    }
+
+    /// Member `index`'s client URL.
+    pub fn endpoint(&self, index: usize) -> String {
+        self.nodes[index].client_url()
+    }
+
+    /// Every member's client URL, in order.
+    pub fn endpoints(&self) -> Vec<String> {
+        self.nodes.iter().map(Node::client_url).collect()
+    }
+
+    /// A store configuration that reaches every member (the first one preferred).
+    pub fn config(&self) -> EtcdConfig {
+        EtcdConfig::new(self.endpoints())
+    }
+
+    /// Member `index`'s process id, while it runs.
+    pub fn pid(&self, index: usize) -> Option<u32> {
+        self.nodes[index].child.as_ref().map(Child::id)
+    }
+
+    fn data_dir(&self, index: usize) -> PathBuf {
+        self.dir.path().join(&self.nodes[index].name)
+    }
+
+    fn log_path(&self, index: usize) -> PathBuf {
+        self.dir
+            .path()
+            .join(format!("{}.log", self.nodes[index].name))
+    }
+
+    /// Kills member `index` (`SIGKILL`) and waits for it to exit; its data stays for
+    /// [`Self::restart`]. A frozen member is killed too.
+    pub fn kill(&mut self, index: usize) {
+        let node = &mut self.nodes[index];
+        if let Some(mut child) = node.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+        node.frozen = false;
+    }
+
+    /// Freezes member `index` (`SIGSTOP`): it keeps its connections but answers nothing.
+    pub fn freeze(&mut self, index: usize) {
+        if let Some(pid) = self.pid(index) {
+            signal(pid, "-STOP");
+            self.nodes[index].frozen = true;
+        }
+    }
+
+    /// Thaws member `index` (`SIGCONT`) after [`Self::freeze`].
+    pub fn thaw(&mut self, index: usize) {
+        if let Some(pid) = self.pid(index) {
+            signal(pid, "-CONT");
+            self.nodes[index].frozen = false;
+        }
+    }
+
+    /// Starts the members `indexes` again on their data (killing them first if they run),
+    /// then waits until each answers and knows a leader: restart together the members a
+    /// quorum needs.
+    pub async fn restart(&mut self, indexes: &[usize]) -> Result<(), LaunchError> {
+        for &index in indexes {
+            self.kill(index);
+        }
+        self.launch(indexes).await
+    }
+
+    /// The index of the member that leads, as the running, unfrozen members say; `None`
+    /// when none of them knows a leader.
+    pub async fn leader(&self) -> Option<usize> {
+        for index in 0..self.nodes.len() {
+            let node = &self.nodes[index];
+            if node.child.is_none() || node.frozen {
+                continue;
+            }
+            let Some((_, leader)) = self.member_status(index).await else {
+                continue;
+            };
+            if leader == 0 {
+                continue;
+            }
+            for other in 0..self.nodes.len() {
+                if self.nodes[other].child.is_none() || self.nodes[other].frozen {
+                    continue;
+                }
+                if let Some((id, _)) = self.member_status(other).await
+                    && id == leader
+                {
+                    return Some(other);
+                }
+            }
+        }
+        None
+    }
+
+    /// Member `index`'s id and the id of the leader it knows (0 for none).
+    async fn member_status(&self, index: usize) -> Option<(u64, u64)> {
+        let status = async {
+            let options =
+                etcd_client::ConnectOptions::new().with_connect_timeout(Duration::from_millis(500));
+            let mut client = Client::connect([self.endpoint(index)], Some(options))
+                .await
+                .ok()?;
+            let status = client.status().await.ok()?;
+            Some((status.header()?.member_id(), status.leader()))
+        };
+        tokio::time::timeout(Duration::from_secs(2), status)
+            .await
+            .ok()
+            .flatten()
+    }
+
+    /// Spawns the members `indexes`, then waits until each answers with a leader known.
+    async fn launch(&mut self, indexes: &[usize]) -> Result<(), LaunchError> {
+        let initial_cluster = self
+            .nodes
+            .iter()
+            .map(|n| format!("{}={}", n.name, n.peer_url()))
+            .collect::<Vec<_>>()
+            .join(",");
+        for &index in indexes {
+            let log_path = self.log_path(index);
+            let log = File::options()
+                .create(true)
+                .append(true)
+                .open(&log_path)
+                .map_err(|source| LaunchError::Prepare {
+                    path: log_path.clone(),
+                    source,
+                })?;
+            let stderr = log.try_clone().map_err(|source| LaunchError::Prepare {
+                path: log_path.clone(),
+                source,
+            })?;
+            let node = &self.nodes[index];
+            let (client_url, peer_url) = (node.client_url(), node.peer_url());
+            let child = Command::new(&self.binary)
+                .arg(format!("--name={}", node.name))
+                .arg(format!("--data-dir={}", self.data_dir(index).display()))
+                .arg(format!("--listen-client-urls={client_url}"))
+                .arg(format!("--advertise-client-urls={client_url}"))
+                .arg(format!("--listen-peer-urls={peer_url}"))
+                .arg(format!("--initial-advertise-peer-urls={peer_url}"))
+                .arg(format!("--initial-cluster={initial_cluster}"))
+                .arg("--initial-cluster-token=genplane-test-cluster")
+                .arg("--initial-cluster-state=new")
+                .arg("--max-request-bytes=8388608")
+                .arg("--experimental-watch-progress-notify-interval=200ms")
+                .arg("--logger=zap")
+                .arg("--log-outputs=stderr")
+                .stdin(Stdio::null())
+                .stdout(log)
+                .stderr(stderr)
+                .spawn()
+                .map_err(|source| LaunchError::Spawn {
+                    binary: self.binary.clone(),
+                    source,
+                })?;
+            self.nodes[index].child = Some(child);
+            self.nodes[index].frozen = false;
+        }
+        let deadline = tokio::time::Instant::now() + READY_TIMEOUT;
+        for &index in indexes {
+            loop {
+                if let Some(child) = &mut self.nodes[index].child
+                    && let Ok(Some(status)) = child.try_wait()
+                {
+                    self.nodes[index].child = None;
+                    return Err(LaunchError::Exited {
+                        status,
+                        log: log_tail(&self.log_path(index)),
+                    });
+                }
+                if let Some((_, leader)) = self.member_status(index).await
+                    && leader != 0
+                {
+                    break;
+                }
+                if tokio::time::Instant::now() >= deadline {
+                    let log = log_tail(&self.log_path(index));
+                    for &index in indexes {
+                        self.kill(index);
+                    }
+                    return Err(LaunchError::NotReady {
+                        timeout: READY_TIMEOUT,
+                        log,
+                    });
+                }
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+        }
+        Ok(())
+    }
+}
+
+impl Drop for EtcdCluster {
+    fn drop(&mut self) {
+        for index in 0..self.nodes.len() {
+            // A frozen process is killed too (SIGKILL needs no thaw).
+            self.kill(index);
+        }
+    }
+}
+
+/// Sends a signal (`-STOP`, `-CONT`) to a process with the system's `kill`.
+fn signal(pid: u32, signal: &str) {
+    // A process that is gone already needs no signal.
+    let _ = Command::new("kill")
+        .arg(signal)
+        .arg(pid.to_string())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status();
+}
+
+/// The last lines of a log file.
+fn log_tail(path: &Path) -> String {
+    let log = std::fs::read_to_string(path).unwrap_or_default();
+    let lines: Vec<&str> = log.lines().collect();
+    lines[lines.len().saturating_sub(20)..].join("\n")
 }

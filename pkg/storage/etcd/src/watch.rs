@@ -1,5 +1,10 @@
 //! Watches: one etcd watch stream per [`Watch`], forwarded by a task, re-established when it
 //! breaks. The crate documentation explains the compaction check and how progress is proven.
+//!
+//! A stream is also re-established, on another member, when its member turns unhealthy and
+//! requests go elsewhere (see the `members` module), and when it goes silent: after
+//! [`WATCH_IDLE`] without a message the forwarder asks etcd for progress, which any live
+//! stream answers, and a stream that stays silent [`WATCH_PROBE_TIMEOUT`] longer is given up.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -14,6 +19,7 @@ use tokio::time::Instant;
 
 use crate::error::Failure;
 use crate::error::WatchCanceled;
+use crate::members::Members;
 use crate::{EtcdStore, UnexpectedAnswer, prefix_end};
 
 /// How often an unanswered progress request is repeated on servers whose answers are trusted.
@@ -25,6 +31,13 @@ const MAX_BACKOFF: Duration = Duration::from_secs(5);
 
 /// etcd's watch id for answers that belong to no single watch (progress requests).
 const NO_WATCH_ID: i64 = -1;
+
+/// How long a stream may be silent before the forwarder asks etcd for progress to prove it
+/// alive.
+const WATCH_IDLE: Duration = Duration::from_secs(5);
+
+/// How long a silent stream has to answer the progress request before it is given up.
+const WATCH_PROBE_TIMEOUT: Duration = Duration::from_secs(3);
 
 /// Opens the etcd watch and spawns the task that forwards it.
 pub(crate) async fn start(store: EtcdStore, prefix: &str, after: Revision) -> Result<Watch> {
@@ -48,6 +61,8 @@ pub(crate) async fn start(store: EtcdStore, prefix: &str, after: Revision) -> Re
 struct EtcdWatch {
     stream: WatchStream,
     id: i64,
+    /// The member it runs on.
+    member: usize,
 }
 
 /// Creates an etcd watch on `[key, range_end)` for the events after `after`, then checks that
@@ -63,16 +78,12 @@ async fn open(
         .with_start_revision(after.saturating_add(1).max(1))
         .with_prev_key()
         .with_progress_notify();
-    let members = &store.inner.members;
-    let mut stream = members
+    let (stream, created, member) = store
+        .inner
+        .members
         .watch(key, &options)
         .await
         .map_err(Failure::into_error)?;
-    let created = members
-        .within_timeout(stream.message())
-        .await
-        .map_err(Failure::into_error)?
-        .ok_or_else(|| Error::Unavailable("the etcd watch stream closed at once".into()))?;
     if !created.created() {
         return Err(Error::backend(UnexpectedAnswer(
             "a watch answer before the watch was created",
@@ -87,6 +98,7 @@ async fn open(
     Ok(EtcdWatch {
         id: created.watch_id(),
         stream,
+        member,
     })
 }
 
@@ -174,10 +186,13 @@ impl Forwarder {
     /// with backoff. `None` when the watch ends instead.
     async fn reconnect(&mut self) -> Option<EtcdWatch> {
         let mut backoff = FIRST_BACKOFF;
+        let mut health = self.store.inner.members.subscribe();
         loop {
             tokio::select! {
                 () = self.sender.events.closed() => return None,
                 () = tokio::time::sleep(backoff) => {}
+                // A member that became healthy (or one that did not) is worth a try at once.
+                () = Members::changed(&mut health) => {}
             }
             match open(&self.store, &self.key, &self.range_end, self.delivered).await {
                 Ok(stream) => {
@@ -202,8 +217,19 @@ impl Forwarder {
 
     /// Forwards one etcd stream until it breaks or the watch ends.
     async fn forward(&mut self, stream: &mut EtcdWatch) -> Stop {
+        let store = self.store.clone();
+        let members = &store.inner.members;
+        let mut health = members.subscribe();
+        let mut heard_at = Instant::now();
+        let mut probed = false;
         loop {
             let idle = self.progress.is_idle();
+            let check_at = heard_at
+                + if probed {
+                    WATCH_IDLE + WATCH_PROBE_TIMEOUT
+                } else {
+                    WATCH_IDLE
+                };
             tokio::select! {
                 biased;
                 () = self.sender.events.closed() => return Stop::End,
@@ -211,11 +237,34 @@ impl Forwarder {
                     let response = match message {
                         Ok(Some(response)) => response,
                         Ok(None) => return Stop::Reconnect("the stream ended".into()),
-                        Err(e) => return Stop::Reconnect(e.to_string()),
+                        Err(e) => {
+                            let failure = crate::error::classify(e);
+                            members.stream_failed(stream.member, &failure);
+                            return Stop::Reconnect(failure.describe());
+                        }
                     };
+                    heard_at = Instant::now();
+                    probed = false;
                     if let Some(stop) = self.handle(stream.id, response).await {
                         return stop;
                     }
+                }
+                () = Members::give_up_on(&mut health, stream.member) => {
+                    return Stop::Reconnect(format!(
+                        "etcd member {} is unhealthy", members.endpoint(stream.member)
+                    ));
+                }
+                () = tokio::time::sleep_until(check_at) => {
+                    if probed {
+                        return Stop::Reconnect(format!(
+                            "the watch stream on etcd member {} went silent",
+                            members.endpoint(stream.member)
+                        ));
+                    }
+                    probed = true;
+                    // Any answer proves the stream alive; a stream that cannot even take
+                    // the request is given up at the next check.
+                    let _ = tokio::time::timeout(WATCH_PROBE_TIMEOUT, stream.stream.request_progress()).await;
                 }
                 Some(()) = self.sender.progress_requests.recv(), if idle => {
                     let store = self.store.clone();
@@ -240,8 +289,10 @@ impl Forwarder {
                         if let Progress::Waiting { ask_at, .. } = &mut self.progress {
                             *ask_at = Some(Instant::now() + PROGRESS_REQUEST_INTERVAL);
                         }
-                        if let Err(e) = stream.stream.request_progress().await {
-                            return Stop::Reconnect(e.to_string());
+                        match tokio::time::timeout(WATCH_PROBE_TIMEOUT, stream.stream.request_progress()).await {
+                            Ok(Ok(())) => {}
+                            Ok(Err(e)) => return Stop::Reconnect(e.to_string()),
+                            Err(_) => return Stop::Reconnect("etcd took no progress request".into()),
                         }
                     }
                 },

@@ -327,3 +327,116 @@ async fn coordinated_compactors_compact_once_per_interval() {
     }
     assert_eq!(a.get("/t/k", None).await.unwrap(), Some(latest));
 }
+
+/// Creates `key`, retrying while etcd is unavailable; returns the write and how long it took
+/// from the first attempt.
+async fn create_retrying(store: &EtcdStore, key: &str) -> (genplane_storage::KeyValue, Duration) {
+    let started = tokio::time::Instant::now();
+    loop {
+        match store.create(key, bytes("x")).await {
+            Ok(kv) => return (kv, started.elapsed()),
+            // A write abandoned on a member that stopped answering may still have taken
+            // effect: it is there, then.
+            Err(Error::Timeout) => {
+                if let Some(kv) = store.get(key, None).await.ok().flatten() {
+                    return (kv, started.elapsed());
+                }
+            }
+            Err(e) if e.is_retryable() => {}
+            Err(e) => panic!("writing {key}: {e}"),
+        }
+        assert!(
+            started.elapsed() < WAIT,
+            "{key} not written within {WAIT:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+#[tokio::test]
+async fn a_frozen_member_is_abandoned_for_writes_reads_and_watches() {
+    let mut cluster = genplane_storage_etcd::testing::EtcdCluster::start(3)
+        .await
+        .unwrap();
+    let store = EtcdStore::connect(&cluster.config()).await.unwrap();
+    let preferred = store.status().members.iter().position(|m| m.preferred);
+    assert_eq!(preferred, Some(0), "the first endpoint is preferred");
+    let start = store.current_revision().await.unwrap();
+    let mut watch = store.watch("/t/", start).await.unwrap();
+    let (before, _) = create_retrying(&store, "/t/before").await;
+    assert_eq!(next_event(&mut watch).await.kv, before);
+
+    cluster.freeze(0);
+    let (during, took) = create_retrying(&store, "/t/during").await;
+    let event = next_event(&mut watch).await;
+    assert_eq!(event.kv, during, "the watch moved to a live member");
+    assert_eq!(
+        store.get("/t/during", None).await.unwrap(),
+        Some(during.clone())
+    );
+    let status = store.status();
+    assert!(status.members[0].error.is_some(), "{status:?}");
+    assert!(!status.members[0].preferred);
+    assert!(store.available().is_ok(), "two members of three answer");
+    println!("a frozen member cost {took:?} of write unavailability");
+
+    cluster.thaw(0);
+    let (after, _) = create_retrying(&store, "/t/after").await;
+    assert_eq!(
+        next_event(&mut watch).await.kv,
+        after,
+        "no gap, no duplicate"
+    );
+}
+
+#[tokio::test]
+async fn losing_quorum_fails_requests_and_readiness_and_recovery_needs_no_reconnect() {
+    let mut cluster = genplane_storage_etcd::testing::EtcdCluster::start(3)
+        .await
+        .unwrap();
+    let mut config = cluster.config();
+    config.request_timeout = Duration::from_secs(10);
+    let store = EtcdStore::connect(&config).await.unwrap();
+    let (before, _) = create_retrying(&store, "/t/before").await;
+    let mut watch = store.watch("/t/", before.mod_revision).await.unwrap();
+
+    cluster.kill(1);
+    cluster.kill(2);
+    // Without quorum nothing succeeds: every write fails (none is acknowledged falsely), and
+    // readiness says so without waiting for etcd.
+    let mut failures = 0;
+    while failures < 3 {
+        match store
+            .create(&format!("/t/lost-{failures}"), bytes("x"))
+            .await
+        {
+            Err(e) => {
+                assert!(e.is_retryable(), "{e:?}");
+                failures += 1;
+            }
+            Ok(kv) => panic!("a write succeeded without quorum: {kv:?}"),
+        }
+    }
+    let unavailable = loop {
+        match store.available() {
+            Err(reason) => break reason,
+            Ok(()) => tokio::time::sleep(Duration::from_millis(100)).await,
+        }
+    };
+    for endpoint in cluster.endpoints() {
+        assert!(unavailable.contains(&endpoint), "{unavailable}");
+    }
+
+    cluster.restart(&[1, 2]).await.unwrap();
+    let (after, _) = create_retrying(&store, "/t/after").await;
+    loop {
+        let event = next_event(&mut watch).await;
+        // Writes that failed without quorum may still have been committed later.
+        if event.kv.key.starts_with("/t/lost-") {
+            continue;
+        }
+        assert_eq!(event.kv, after, "the watch follows after recovery");
+        break;
+    }
+    assert!(store.available().is_ok());
+}

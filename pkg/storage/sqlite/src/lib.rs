@@ -413,6 +413,10 @@ impl Storage for SqliteStore {
             other => Err(unexpected(other)),
         }
     }
+
+    fn compacted_revision(&self) -> Revision {
+        self.committed().compacted
+    }
 }
 
 /// The writer answered a write with the outcome of another kind of write: a bug.

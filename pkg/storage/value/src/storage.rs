@@ -241,6 +241,10 @@ impl<S: Storage> Storage for Transformed<S> {
     async fn compact(&self, revision: Revision) -> Result<()> {
         self.store.compact(revision).await
     }
+
+    fn compacted_revision(&self) -> Revision {
+        self.store.compacted_revision()
+    }
 }
 
 #[cfg(test)]

@@ -1,0 +1,125 @@
+//! What the backend tells operators: a readiness check and metrics.
+//!
+//! On etcd the readiness check is named `etcd`, as kube-apiserver's, and answers from the
+//! store's health probes (every member is probed every second; see `genplane-storage-etcd`),
+//! so `/readyz` fails at once with `[-]etcd` while no member is healthy instead of waiting for
+//! an etcd that does not answer. On SQLite it is named `storage` and reads the current
+//! revision.
+//!
+//! Metrics, on etcd:
+//! - `genplane_etcd_member_healthy{endpoint}`: 1 while the member passes its probes, else 0;
+//! - `genplane_etcd_member_preferred{endpoint}`: 1 for the member requests go to;
+//! - `genplane_etcd_compactions_total`: the compactions this apiserver made (the coordinated
+//!   compactor lets one apiserver compact per interval);
+//! - `genplane_etcd_compacted_revision`: the latest compaction known, whoever made it.
+
+use std::fmt;
+use std::sync::Arc;
+
+use genplane_component_base::health::{Health, Kind};
+use genplane_component_base::metrics::Registry;
+use genplane_storage::Storage;
+use prometheus_client::collector::Collector;
+use prometheus_client::encoding::{DescriptorEncoder, EncodeLabelSet, EncodeMetric};
+use prometheus_client::metrics::MetricType;
+use prometheus_client::metrics::counter::ConstCounter;
+use prometheus_client::metrics::gauge::ConstGauge;
+
+use crate::Backend;
+
+/// Adds the backend's readiness check to `health`: `etcd` or `storage`.
+pub fn add_checks(health: &mut Health, backend: &Arc<Backend>) {
+    let probe = backend.clone();
+    match &**backend {
+        Backend::Etcd(_) => health.add("etcd", Kind::Readiness, move || {
+            let answer = match &*probe {
+                Backend::Etcd(store) => store.available(),
+                Backend::Sqlite(_) => Ok(()),
+            };
+            async move { answer.map_err(|members| format!("etcd is unavailable: {members}")) }
+        }),
+        Backend::Sqlite(_) => health.add("storage", Kind::Readiness, move || {
+            let probe = probe.clone();
+            async move {
+                probe
+                    .current_revision()
+                    .await
+                    .map(drop)
+                    .map_err(|e| e.to_string())
+            }
+        }),
+    }
+}
+
+/// Registers the backend's metrics (etcd's; SQLite has none yet) in `registry`.
+pub fn register_metrics(registry: &Registry, backend: &Arc<Backend>) {
+    if let Backend::Etcd(_) = &**backend {
+        registry.register_collector(Box::new(EtcdMetrics {
+            backend: backend.clone(),
+        }));
+    }
+}
+
+/// The etcd metrics, read from the store at scrape time.
+struct EtcdMetrics {
+    backend: Arc<Backend>,
+}
+
+impl fmt::Debug for EtcdMetrics {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("EtcdMetrics").finish_non_exhaustive()
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Hash, EncodeLabelSet)]
+struct MemberLabels {
+    endpoint: String,
+}
+
+impl Collector for EtcdMetrics {
+    fn encode(&self, mut encoder: DescriptorEncoder<'_>) -> Result<(), fmt::Error> {
+        let Backend::Etcd(store) = &*self.backend else {
+            return Ok(());
+        };
+        let status = store.status();
+        let mut healthy = encoder.encode_descriptor(
+            "genplane_etcd_member_healthy",
+            "Whether the etcd member passes its health probes (1) or not (0)",
+            None,
+            MetricType::Gauge,
+        )?;
+        for member in &status.members {
+            let labels = MemberLabels {
+                endpoint: member.endpoint.clone(),
+            };
+            ConstGauge::new(i64::from(member.error.is_none()))
+                .encode(healthy.encode_family(&labels)?)?;
+        }
+        let mut preferred = encoder.encode_descriptor(
+            "genplane_etcd_member_preferred",
+            "Whether requests go to this etcd member (1) or not (0)",
+            None,
+            MetricType::Gauge,
+        )?;
+        for member in &status.members {
+            let labels = MemberLabels {
+                endpoint: member.endpoint.clone(),
+            };
+            ConstGauge::new(i64::from(member.preferred))
+                .encode(preferred.encode_family(&labels)?)?;
+        }
+        ConstCounter::new(status.compactions).encode(encoder.encode_descriptor(
+            "genplane_etcd_compactions",
+            "Compactions of etcd's history made by this apiserver",
+            None,
+            MetricType::Counter,
+        )?)?;
+        ConstGauge::new(status.compacted_revision).encode(encoder.encode_descriptor(
+            "genplane_etcd_compacted_revision",
+            "The latest compaction of etcd's history known to this apiserver, whoever made it",
+            None,
+            MetricType::Gauge,
+        )?)?;
+        Ok(())
+    }
+}
