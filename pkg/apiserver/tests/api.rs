@@ -9,6 +9,7 @@ on_both_backends!(
     version_and_discovery,
     crud_with_status_errors,
     lists_tables_and_metadata,
+    pages_expire_with_compaction_and_go_on_with_the_answers_token,
     bad_input_gets_a_precise_status,
     watches_stream_events_bookmarks_and_expiry,
     metadata_only_watches,
@@ -670,6 +671,124 @@ async fn watch_lines_accepting(
         }
     }
     lines
+}
+
+/// One page of `limit=1` under `path` (`continue` appended when given): its names, list
+/// metadata and the whole answer.
+async fn page(server: &Server, path: &str, token: Option<&str>) -> (Vec<String>, Value, Answer) {
+    let mut uri = format!("{path}?limit=1");
+    if let Some(token) = token {
+        uri.push_str("&continue=");
+        uri.push_str(token);
+    }
+    let answer = get(server, &uri, "application/json").await;
+    let body = answer.json();
+    let names = body["items"]
+        .as_array()
+        .map(|items| {
+            items
+                .iter()
+                .map(|i| i["metadata"]["name"].as_str().unwrap().to_owned())
+                .collect()
+        })
+        .unwrap_or_default();
+    (names, body["metadata"].clone(), answer)
+}
+
+/// Paginated lists as clients page them (`limit=1`, through the watch cache): every page reads
+/// the first page's snapshot; once the history is compacted the next page is upstream's 410
+/// with a token in `metadata.continue` that finishes the list at the current state.
+async fn pages_expire_with_compaction_and_go_on_with_the_answers_token(server: Server) {
+    const PATH: &str = "/api/v1/namespaces/default/configmaps";
+    for i in 0..5 {
+        let created = post(&server, PATH, configmap(&format!("p-{i}"), json!({}))).await;
+        assert_eq!(created.status, 201);
+    }
+    let (first, meta, _) = page(&server, PATH, None).await;
+    assert_eq!(first, ["p-0"]);
+    assert_eq!(meta["remainingItemCount"], 4);
+    let snapshot = meta["resourceVersion"].as_str().unwrap().to_owned();
+    let (second, meta, _) = page(&server, PATH, meta["continue"].as_str()).await;
+    assert_eq!(second, ["p-1"]);
+    assert_eq!(meta["resourceVersion"], snapshot.as_str(), "one snapshot");
+    let token = meta["continue"].as_str().unwrap().to_owned();
+
+    // Changes after the snapshot, then the history is compacted past it.
+    assert_eq!(
+        post(&server, PATH, configmap("p-5", json!({})))
+            .await
+            .status,
+        201
+    );
+    let deleted = call(&server, Method::DELETE, &format!("{PATH}/p-2"), &[], None).await;
+    assert_eq!(deleted.status, 200);
+    let latest: i64 =
+        get(&server, PATH, "application/json").await.json()["metadata"]["resourceVersion"]
+            .as_str()
+            .unwrap()
+            .parse()
+            .unwrap();
+    // The cache has seen the changes (what resourceVersion=0 reads is its memory), so no layer
+    // still holds the snapshot.
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    loop {
+        let cached = get(
+            &server,
+            &format!("{PATH}?resourceVersion=0"),
+            "application/json",
+        )
+        .await
+        .json();
+        let at: i64 = cached["metadata"]["resourceVersion"]
+            .as_str()
+            .unwrap()
+            .parse()
+            .unwrap();
+        if at >= latest {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the cache stays at {at}"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let current = server.storage.current_revision().await.unwrap();
+    server.storage.compact(current).await.unwrap();
+
+    let (_, _, expired) = page(&server, PATH, Some(&token)).await;
+    assert_eq!(expired.status, 410);
+    let status = expired.json();
+    assert_eq!(
+        (status["reason"].as_str(), status["message"].as_str()),
+        (
+            Some("Expired"),
+            Some(
+                "The provided continue parameter is too old to display a consistent list result. You can start a new list without the continue parameter, or use the continue token in this response to retrieve the remainder of the results. Continuing with the provided token results in an inconsistent list - objects that were created, modified, or deleted between the time the first chunk was returned and now may show up in the list."
+            )
+        )
+    );
+    // The answer's token finishes the list from where it stopped, at the current state: p-2
+    // is gone, p-5 is there, and the rest is one snapshot again.
+    let mut token = status["metadata"]["continue"].as_str().unwrap().to_owned();
+    let (mut rest, mut versions) = (Vec::new(), Vec::new());
+    loop {
+        let (names, meta, answer) = page(&server, PATH, Some(&token)).await;
+        assert_eq!(
+            answer.status,
+            200,
+            "{}",
+            String::from_utf8_lossy(&answer.body)
+        );
+        rest.extend(names);
+        versions.push(meta["resourceVersion"].as_str().unwrap().to_owned());
+        match meta["continue"].as_str() {
+            Some(next) => token = next.to_owned(),
+            None => break,
+        }
+    }
+    assert_eq!(rest, ["p-3", "p-4", "p-5"]);
+    assert!(versions.iter().all(|v| v == &versions[0] && v != &snapshot));
 }
 
 async fn watches_stream_events_bookmarks_and_expiry(server: Server) {
