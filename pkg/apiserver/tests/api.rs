@@ -758,6 +758,25 @@ async fn pages_expire_with_compaction_and_go_on_with_the_answers_token(server: S
 
     let (_, _, expired) = page(&server, PATH, Some(&token)).await;
     assert_eq!(expired.status, 410);
+    // In protobuf too (read by types generated apart from genplane's codec).
+    let in_protobuf = get(
+        &server,
+        &format!("{PATH}?limit=1&continue={token}"),
+        PROTOBUF,
+    )
+    .await;
+    let read: k8s_pb::apimachinery::pkg::apis::meta::v1::Status =
+        independent::open(&in_protobuf.body, "Status");
+    assert_eq!(
+        (read.code, read.reason.as_deref()),
+        (Some(410), Some("Expired"))
+    );
+    assert_eq!(
+        read.metadata.and_then(|m| m.r#continue),
+        expired.json()["metadata"]["continue"]
+            .as_str()
+            .map(str::to_owned)
+    );
     let status = expired.json();
     assert_eq!(
         (status["reason"].as_str(), status["message"].as_str()),
@@ -1093,6 +1112,59 @@ async fn send_protobuf(server: &Server, method: Method, path: &str, body: Vec<u8
 }
 
 /// The Status of a protobuf error answer.
+/// The wire format read and written with protobuf types generated apart from genplane's
+/// codec (k8s-pb), so that a mistake shared by genplane's encoder and decoder cannot pass.
+mod independent {
+    use k8s_pb::apimachinery::pkg::runtime::{TypeMeta, Unknown};
+    use prost::Message;
+
+    /// The message in a `k8s\0` envelope of `kind`.
+    pub(super) fn open<M: Message + Default>(bytes: &[u8], kind: &str) -> M {
+        let unknown = Unknown::decode(bytes.strip_prefix(b"k8s\0").expect("an envelope")).unwrap();
+        assert_eq!(
+            unknown.type_meta.and_then(|t| t.kind).as_deref(),
+            Some(kind)
+        );
+        M::decode(unknown.raw.unwrap_or_default().as_slice()).unwrap()
+    }
+
+    /// `message` in a `k8s\0` envelope.
+    pub(super) fn seal(api_version: &str, kind: &str, message: &impl Message) -> Vec<u8> {
+        let unknown = Unknown {
+            type_meta: Some(TypeMeta {
+                api_version: Some(api_version.to_owned()),
+                kind: Some(kind.to_owned()),
+            }),
+            raw: Some(message.encode_to_vec()),
+            content_encoding: Some(String::new()),
+            content_type: Some(String::new()),
+        };
+        let mut bytes = b"k8s\0".to_vec();
+        bytes.extend(unknown.encode_to_vec());
+        bytes
+    }
+
+    /// The whole frames of a protobuf watch stream (a 4-byte big-endian length, then a
+    /// `WatchEvent`), and the bytes left over.
+    pub(super) fn frames(
+        mut stream: &[u8],
+    ) -> (
+        Vec<k8s_pb::apimachinery::pkg::apis::meta::v1::WatchEvent>,
+        &[u8],
+    ) {
+        let mut events = Vec::new();
+        while let Some((head, rest)) = stream.split_first_chunk::<4>() {
+            let length = u32::from_be_bytes(*head) as usize;
+            if rest.len() < length {
+                break;
+            }
+            events.push(Message::decode(&rest[..length]).unwrap());
+            stream = &rest[length..];
+        }
+        (events, stream)
+    }
+}
+
 fn proto_status(answer: &Answer) -> (u16, Value) {
     assert_eq!(answer.header("content-type"), PROTOBUF);
     (
@@ -1120,6 +1192,48 @@ async fn protobuf_bodies_and_answers(server: Server) {
     let answer = protobuf::decode(&created.body, &configmap::SCHEMA).unwrap();
     assert_eq!(answer["metadata"]["namespace"], "default");
     assert_eq!(answer["immutable"], false);
+    // The same answer read by the independent types.
+    let read: k8s_pb::api::core::v1::ConfigMap = independent::open(&created.body, "ConfigMap");
+    let meta = read.metadata.clone().unwrap();
+    assert_eq!(
+        (meta.name.as_deref(), meta.namespace.as_deref()),
+        (Some("p"), Some("default"))
+    );
+    assert_eq!(meta.labels, [("app".to_owned(), "web".to_owned())].into());
+    assert!(
+        meta.uid.is_some() && meta.resource_version.is_some() && meta.creation_timestamp.is_some()
+    );
+    assert_eq!(read.data, [("a".to_owned(), "b".to_owned())].into());
+    assert_eq!(
+        read.binary_data,
+        [("bin".to_owned(), vec![0, 0xff, 1])].into()
+    );
+    assert_eq!(read.immutable, Some(false));
+    // A body written by the independent types is read as genplane's own.
+    let written = k8s_pb::api::core::v1::ConfigMap {
+        metadata: Some(k8s_pb::apimachinery::pkg::apis::meta::v1::ObjectMeta {
+            name: Some("k8s-pb".to_owned()),
+            labels: [("app".to_owned(), "web".to_owned())].into(),
+            ..Default::default()
+        }),
+        data: [("a".to_owned(), "b".to_owned())].into(),
+        binary_data: [("bin".to_owned(), vec![0, 0xff, 1])].into(),
+        immutable: Some(false),
+    };
+    let from_pb = send_protobuf(
+        &server,
+        Method::POST,
+        collection,
+        independent::seal("v1", "ConfigMap", &written),
+    )
+    .await;
+    assert_eq!(from_pb.status, 201);
+    let stored_pb = get(&server, &format!("{collection}/k8s-pb"), "application/json")
+        .await
+        .json();
+    assert_eq!(stored_pb["data"], json!({"a": "b"}));
+    assert_eq!(stored_pb["binaryData"], json!({"bin": "AP8B"}));
+    assert_eq!(stored_pb["metadata"]["labels"], json!({"app": "web"}));
     // Stored as a JSON create of the same object would store it.
     let mut twin = object.clone();
     twin["metadata"]["name"] = json!("j");
@@ -1171,6 +1285,17 @@ async fn protobuf_bodies_and_answers(server: Server) {
     assert_eq!((code, &status["reason"]), (409, &json!("AlreadyExists")));
     assert_eq!(status["message"], "configmaps \"p\" already exists");
     assert_eq!(status["details"]["name"], "p");
+    let read: k8s_pb::apimachinery::pkg::apis::meta::v1::Status =
+        independent::open(&again.body, "Status");
+    assert_eq!(
+        (read.code, read.reason.as_deref(), read.message.as_deref()),
+        (
+            Some(409),
+            Some("AlreadyExists"),
+            Some("configmaps \"p\" already exists")
+        )
+    );
+    assert_eq!(read.details.and_then(|d| d.name).as_deref(), Some("p"));
 
     // The typeMeta is checked as a JSON body's kind and apiVersion are.
     let secret = protobuf::envelope("v1", "Secret", b"");
@@ -1272,13 +1397,15 @@ async fn protobuf_watch_frames(server: Server) {
     .await;
     let mut buffer = Vec::new();
     let mut events = Vec::new();
+    let mut stream = Vec::new();
     while events.len() < 2 {
-        let frame = tokio::time::timeout(Duration::from_secs(10), body.frame())
+        let frame = tokio::time::timeout(Duration::from_secs(30), body.frame())
             .await
             .expect("a watch frame in time")
             .unwrap()
             .unwrap();
         buffer.extend_from_slice(frame.data_ref().unwrap());
+        stream.extend_from_slice(frame.data_ref().unwrap());
         while let Some(frame) = protobuf::read_watch_frame(&buffer).unwrap() {
             let object = protobuf::decode(frame.object, &configmap::SCHEMA).unwrap();
             events.push((frame.event_type.clone(), object));
@@ -1286,6 +1413,27 @@ async fn protobuf_watch_frames(server: Server) {
             buffer.drain(..consumed);
         }
     }
+    // The same frames read by the independent types.
+    let (frames, rest) = independent::frames(&stream);
+    assert!(rest.is_empty());
+    let read: Vec<(String, String)> = frames
+        .into_iter()
+        .map(|event| {
+            let raw = event.object.and_then(|o| o.raw).unwrap();
+            let object: k8s_pb::api::core::v1::ConfigMap = independent::open(&raw, "ConfigMap");
+            (
+                event.r#type.unwrap(),
+                object.metadata.and_then(|m| m.name).unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        read,
+        [
+            ("ADDED".to_owned(), "w".to_owned()),
+            ("DELETED".to_owned(), "w".to_owned())
+        ]
+    );
     assert_eq!(events[0].0, "ADDED");
     assert_eq!(events[0].1["kind"], "ConfigMap");
     assert_eq!(events[0].1["metadata"]["labels"], json!({"x": "1"}));
