@@ -636,17 +636,9 @@ fn url_with_timeout(base: &reqwest::Url, timeout: Duration) -> reqwest::Url {
     url
 }
 
-/// A duration as Go prints the simple ones: `30s`, `1.5s`, `200ms`, `750µs`.
+/// A duration as Go prints it (`Duration.String`): `30s`, `1.5s`, `200ms`, `750µs`.
 fn go_duration(duration: Duration) -> String {
-    let micros = duration.as_micros();
-    if micros >= 1_000_000 {
-        let seconds = duration.as_secs_f64();
-        format!("{seconds}s")
-    } else if micros >= 1_000 && micros.is_multiple_of(1_000) {
-        format!("{}ms", micros / 1_000)
-    } else {
-        format!("{micros}µs")
-    }
+    genplane_apimachinery::duration::format(duration)
 }
 
 /// `Post "<url>": <cause>`, close to what Go's HTTP client says.

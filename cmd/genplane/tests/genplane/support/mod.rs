@@ -69,11 +69,6 @@ pub struct Apiserver {
 }
 
 impl Apiserver {
-    /// The process (to signal it, or wait for its exit).
-    pub fn child(&mut self) -> &mut std::process::Child {
-        &mut self.process.child
-    }
-
     /// The data directory.
     pub fn data(&self) -> PathBuf {
         self.dir.path().join("data")
@@ -137,9 +132,8 @@ pub fn start_in(dir: tempfile::TempDir, extra: &[&str]) -> Apiserver {
             url.rsplit_once(':')?.1.parse().ok()
         })
     });
-    let server = Apiserver { process, dir, port };
+    let mut server = Apiserver { process, dir, port };
     let raw = server.raw();
-    let mut server = server;
     server.process.wait_for("/readyz", |_| {
         let answer = raw.try_request("GET", "/readyz", &[], None).ok()?;
         (answer.status == 200).then_some(())
