@@ -102,21 +102,20 @@ start() {
   echo "--- starting $role: $*"
   setsid "$@" </dev/null >"$run_dir/$role.log" 2>&1 &
   pid_of[$role]=$!
-  roles+=("$role")
+  # A role started again (on another port) keeps its place.
+  [[ " ${roles[*]} " == *" $role "* ]] || roles+=("$role")
   echo "${pid_of[$role]}" >"$run_dir/$role.pid"
 }
 
-# wait_ready ROLE SECONDS COMMAND...: waits until COMMAND succeeds; fails when the role exits
-# first or the time is up, showing the end of its log.
-wait_ready() {
+# try_ready ROLE SECONDS COMMAND...: waits until COMMAND succeeds (status 0), or the role
+# exits first (status 1); fails when the time is up, showing the end of its log.
+try_ready() {
   local role="$1" limit="$2" deadline
   shift 2
   deadline=$((SECONDS + limit))
   until "$@" >/dev/null 2>&1; do
     if ! kill -0 "${pid_of[$role]}" 2>/dev/null; then
-      echo "local-up: $role exited before it was ready; the end of $run_dir/$role.log:" >&2
-      tail -n 20 "$run_dir/$role.log" >&2
-      exit 1
+      return 1
     fi
     if [ $SECONDS -ge $deadline ]; then
       echo "local-up: $role was not ready within ${limit}s; the end of $run_dir/$role.log:" >&2
@@ -126,6 +125,21 @@ wait_ready() {
     sleep 0.2
   done
   echo "--- $role is ready"
+}
+
+# wait_ready ROLE SECONDS COMMAND...: waits until COMMAND succeeds; fails when the role exits
+# first or the time is up, showing the end of its log.
+wait_ready() {
+  try_ready "$@" && return
+  echo "local-up: $1 exited before it was ready; the end of $run_dir/$1.log:" >&2
+  tail -n 20 "$run_dir/$1.log" >&2
+  exit 1
+}
+
+# lost_port ROLE: whether ROLE exited because another process took its port first (free_port
+# only tells that nobody listened a moment ago); then it is started again on another one.
+lost_port() {
+  grep -qi "address already in use" "$run_dir/$1.log"
 }
 
 # free_port VAR: sets VAR to a loopback port nothing listens on and not handed out before,
@@ -180,33 +194,46 @@ done
 # --- etcd, when asked for.
 storage=()
 if $use_etcd; then
-  free_port client_port
-  free_port peer_port
-  start etcd etcd --name=local --data-dir="$run_dir/etcd" \
-    --listen-client-urls="http://127.0.0.1:$client_port" \
-    --advertise-client-urls="http://127.0.0.1:$client_port" \
-    --listen-peer-urls="http://127.0.0.1:$peer_port" \
-    --initial-advertise-peer-urls="http://127.0.0.1:$peer_port" \
-    --initial-cluster="local=http://127.0.0.1:$peer_port"
-  wait_ready etcd 60 curl -fsS "http://127.0.0.1:$client_port/health"
+  for attempt in 1 2 3 4 5; do
+    free_port client_port
+    free_port peer_port
+    start etcd etcd --name=local --data-dir="$run_dir/etcd" \
+      --listen-client-urls="http://127.0.0.1:$client_port" \
+      --advertise-client-urls="http://127.0.0.1:$client_port" \
+      --listen-peer-urls="http://127.0.0.1:$peer_port" \
+      --initial-advertise-peer-urls="http://127.0.0.1:$peer_port" \
+      --initial-cluster="local=http://127.0.0.1:$peer_port"
+    try_ready etcd 60 curl -fsS "http://127.0.0.1:$client_port/health" && break
+    if [ $attempt -lt 5 ] && lost_port etcd; then
+      rm -rf "$run_dir/etcd"
+      continue
+    fi
+    wait_ready etcd 0 false
+  done
   storage=(--storage-backend=etcd "--etcd-servers=http://127.0.0.1:$client_port")
 fi
 
-# --- the API server.
-if [ "$port" = 0 ]; then free_port port; fi
+# --- the API server. Port 0: it binds a free port itself and prints its address.
 data="$run_dir/data"
 start apiserver "$genplane" apiserver --bind-address=127.0.0.1 "--secure-port=$port" \
   "--data-dir=$data" "${storage[@]}" "${apiserver_flags[@]}"
+serving="^genplane apiserver serving on https://[^:]*:"
+wait_ready apiserver 120 grep -q "$serving" "$run_dir/apiserver.log"
+port="$(grep -m1 "$serving" "$run_dir/apiserver.log" | sed 's/.*://')"
 # /readyz is open to anonymous users; the CA is the one the API server keeps in its data dir.
 wait_ready apiserver 120 curl -fsS --cacert "$data/pki/ca.crt" "https://127.0.0.1:$port/readyz"
 
 # --- the controller-manager, as its own least-privileged user.
-free_port cm_port
-start controller-manager "$genplane" controller-manager \
-  "--kubeconfig=$data/controller-manager.kubeconfig" --leader-elect=true \
-  --bind-address=127.0.0.1 "--secure-port=$cm_port"
-# The ops endpoints have a self-signed certificate: nothing to verify them against.
-wait_ready controller-manager 120 curl -fsSk "https://127.0.0.1:$cm_port/readyz"
+for attempt in 1 2 3 4 5; do
+  free_port cm_port
+  start controller-manager "$genplane" controller-manager \
+    "--kubeconfig=$data/controller-manager.kubeconfig" --leader-elect=true \
+    --bind-address=127.0.0.1 "--secure-port=$cm_port"
+  # The ops endpoints have a self-signed certificate: nothing to verify them against.
+  try_ready controller-manager 120 curl -fsSk "https://127.0.0.1:$cm_port/readyz" && break
+  [ $attempt -lt 5 ] && lost_port controller-manager && continue
+  wait_ready controller-manager 0 false
+done
 
 echo
 echo "genplane is running (Ctrl-C or SIGTERM to stop):"

@@ -1102,6 +1102,31 @@ pub fn read_watch_frame(stream: &[u8]) -> Result<Option<WatchFrame<'_>>, Protobu
     }))
 }
 
+/// The fuzz entry point of [`read_watch_frame`]: the input as a protobuf watch stream of
+/// ConfigMaps, read frame by frame as a client reads it, each object decoded with the
+/// ConfigMap schema (or, for an `ERROR` event, as a Status). What decodes encodes again.
+///
+/// # Panics
+///
+/// When reading or decoding panics, or a decoded object does not encode.
+pub fn exercise_watch_stream(data: &[u8]) {
+    let mut stream = data;
+    while let Ok(Some(frame)) = read_watch_frame(stream) {
+        assert!(frame.rest.len() < stream.len(), "a frame consumes input");
+        let schema = if frame.event_type == "ERROR" {
+            &crate::decode::STATUS
+        } else {
+            &crate::core::configmap::SCHEMA
+        };
+        if let Ok(object) = decode(frame.object, schema)
+            && let Err(e) = encode(&object, schema)
+        {
+            panic!("a decoded {} does not encode: {e}", schema.name);
+        }
+        stream = frame.rest;
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -600,52 +600,7 @@ fn is_duration(s: &str) -> bool {
 }
 
 fn go_parse_duration(s: &str) -> bool {
-    let mut rest = s.strip_prefix(['-', '+']).unwrap_or(s);
-    if rest == "0" {
-        return true;
-    }
-    if rest.is_empty() {
-        return false;
-    }
-    let mut total: f64 = 0.0;
-    while !rest.is_empty() {
-        let int_len = rest.bytes().take_while(u8::is_ascii_digit).count();
-        let mut value: f64 = if int_len > 0 {
-            rest[..int_len].parse().unwrap_or(f64::INFINITY)
-        } else {
-            0.0
-        };
-        rest = &rest[int_len..];
-        let mut frac_len = 0;
-        if let Some(after_dot) = rest.strip_prefix('.') {
-            frac_len = after_dot.bytes().take_while(u8::is_ascii_digit).count();
-            if frac_len > 0 {
-                value += format!("0.{}", &after_dot[..frac_len])
-                    .parse::<f64>()
-                    .unwrap_or(0.0);
-            }
-            rest = &after_dot[frac_len..];
-        }
-        if int_len == 0 && frac_len == 0 {
-            return false;
-        }
-        let unit_len = rest
-            .char_indices()
-            .find(|(_, c)| *c == '.' || c.is_ascii_digit())
-            .map_or(rest.len(), |(i, _)| i);
-        let nanos = match &rest[..unit_len] {
-            "ns" => 1.0,
-            "us" | "\u{b5}s" | "\u{3bc}s" => 1e3,
-            "ms" => 1e6,
-            "s" => 1e9,
-            "m" => 60e9,
-            "h" => 3600e9,
-            _ => return false,
-        };
-        total += value * nanos;
-        rest = &rest[unit_len..];
-    }
-    total <= 9.223_372_036_854_776e18
+    genplane_apimachinery::duration::parse_signed(s).is_ok()
 }
 
 /// kube-openapi's lax durations: anywhere in the string, `[-[space]]digits[spaces]unit` where

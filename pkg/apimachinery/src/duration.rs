@@ -14,20 +14,46 @@ pub struct ParseError {
     pub reason: &'static str,
 }
 
+/// A Go duration with its sign, as `time.ParseDuration` reads it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Signed {
+    /// Whether it was written with a `-`.
+    pub negative: bool,
+    /// Its length.
+    pub magnitude: Duration,
+}
+
 /// Parses a non-negative Go duration: one or more decimal numbers, each with an optional
 /// fraction and a unit (`ns`, `us`, `µs`, `ms`, `s`, `m`, `h`), e.g. `"1h2m3.5s"`; `"0"` alone
 /// needs no unit.
 pub fn parse(input: &str) -> Result<Duration, ParseError> {
+    if input.strip_prefix('+').unwrap_or(input).starts_with('-') {
+        return Err(ParseError {
+            input: input.to_owned(),
+            reason: "negative durations are not allowed",
+        });
+    }
+    parse_signed(input).map(|signed| signed.magnitude)
+}
+
+/// Parses a Go duration as `time.ParseDuration` does, sign included: the one parser of Go
+/// durations (flags, `timeout` parameters, the `duration` format of CRD schemas, CEL). Its
+/// length is at most that of an `int64` of nanoseconds (`-9223372036854775808ns` to
+/// `9223372036854775807ns`).
+pub fn parse_signed(input: &str) -> Result<Signed, ParseError> {
     let fail = |reason| ParseError {
         input: input.to_owned(),
         reason,
     };
-    let text = input.strip_prefix('+').unwrap_or(input);
-    if text.starts_with('-') {
-        return Err(fail("negative durations are not allowed"));
-    }
+    let (negative, text) = match input.strip_prefix('-') {
+        Some(rest) => (true, rest),
+        None => (false, input.strip_prefix('+').unwrap_or(input)),
+    };
     if text == "0" {
-        return Ok(Duration::ZERO);
+        return Ok(Signed {
+            negative,
+            magnitude: Duration::ZERO,
+        });
     }
     if text.is_empty() {
         return Err(fail("empty"));
@@ -73,12 +99,16 @@ pub fn parse(input: &str) -> Result<Duration, ParseError> {
         rest = next;
     }
     // Go durations are int64 nanoseconds.
-    if total > i64::MAX as u128 {
+    let limit = i64::MAX as u128 + u128::from(negative);
+    if total > limit {
         return Err(fail("overflow"));
     }
     let secs = u64::try_from(total / 1_000_000_000).map_err(|_| fail("overflow"))?;
     let nanos = u32::try_from(total % 1_000_000_000).map_err(|_| fail("overflow"))?;
-    Ok(Duration::new(secs, nanos))
+    Ok(Signed {
+        negative,
+        magnitude: Duration::new(secs, nanos),
+    })
 }
 
 /// Writes `duration` as Go's `Duration.String` does: `"1m0s"`, `"1h0m0s"`, `"1.5s"`, `"300ms"`,
@@ -149,6 +179,20 @@ mod tests {
             parse("5").unwrap_err().to_string(),
             "time: invalid duration \"5\": missing unit"
         );
+    }
+
+    #[test]
+    fn signed_durations_reach_both_ends_of_an_int64() {
+        let signed = |text| parse_signed(text).map(|s| (s.negative, s.magnitude));
+        assert_eq!(signed("-1.5s"), Ok((true, Duration::from_millis(1500))));
+        assert_eq!(signed("-0"), Ok((true, Duration::ZERO)));
+        assert_eq!(
+            signed("-9223372036854775808ns"),
+            Ok((true, Duration::from_nanos(1 << 63)))
+        );
+        assert!(signed("9223372036854775808ns").is_err());
+        assert!(signed("-9223372036854775809ns").is_err());
+        assert!(signed("-").is_err() && signed("--1s").is_err() && signed("1 s").is_err());
     }
 
     #[test]

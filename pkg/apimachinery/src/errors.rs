@@ -139,9 +139,14 @@ pub struct StatusDetails {
     pub retry_after_seconds: Option<u32>,
 }
 
-/// The list metadata of a Status (always empty here).
+/// The list metadata of a Status: empty, except for the continue token of a 410 that lets a
+/// paginated list go on (see [`Status::with_continue`]).
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct StatusMeta {}
+pub struct StatusMeta {
+    /// A continue token the client may list on with, as `metadata.continue`.
+    #[serde(rename = "continue", default, skip_serializing_if = "String::is_empty")]
+    pub continue_token: String,
+}
 
 /// A `meta.k8s.io/v1` Status: the body of every error answer, and of some successful deletes.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -151,7 +156,7 @@ pub struct Status {
     pub kind: String,
     /// Always `v1`.
     pub api_version: String,
-    /// Always empty.
+    /// Empty, except for a continue token (see [`Status::with_continue`]).
     pub metadata: StatusMeta,
     /// `Success` or `Failure`.
     pub status: String,
@@ -254,6 +259,14 @@ impl Status {
             details,
             code: 200,
         }
+    }
+
+    /// Carries `token` in `metadata.continue`: the token of an expired paginated list that
+    /// goes on from where it stopped, at the current state.
+    #[must_use]
+    pub fn with_continue(mut self, token: impl Into<String>) -> Self {
+        self.metadata.continue_token = token.into();
+        self
     }
 
     /// Adds details.

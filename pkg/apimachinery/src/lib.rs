@@ -19,6 +19,7 @@
 pub mod duration;
 pub mod errors;
 pub mod fields;
+pub mod fuzzing;
 pub mod gofmt;
 pub mod json;
 pub mod labels;

@@ -162,8 +162,23 @@ const MODES: [Option<&str>; 4] = [None, Some("Strict"), Some("Warn"), Some("Igno
 ///
 /// When the input makes the decoding answer a server error: that is the bug being hunted.
 pub fn exercise(data: &[u8]) {
-    use genplane_registry::{CatalogStrategy, Strategy};
+    exercise_with(data, &|info| {
+        Box::new(genplane_registry::CatalogStrategy::new(info))
+    });
+}
 
+/// [`exercise`] with the strategy `strategy_of` gives each resource (a control plane's own,
+/// e.g. CustomResourceDefinitions with their schema checks).
+///
+/// # Panics
+///
+/// When the input makes the decoding answer a server error: that is the bug being hunted.
+pub fn exercise_with(
+    data: &[u8],
+    strategy_of: &dyn Fn(
+        &'static genplane_api::catalog::ResourceInfo,
+    ) -> Box<dyn genplane_registry::Strategy>,
+) {
     let [which, how, body @ ..] = data else {
         return;
     };
@@ -185,7 +200,7 @@ pub fn exercise(data: &[u8]) {
         Ok((object, _)) => object,
         Err(e) => return client_error(&e),
     };
-    let strategy = CatalogStrategy::new(info);
+    let strategy = strategy_of(info);
     let mut object = match strategy.decode(object) {
         Ok(object) => object,
         Err(e) => return client_error(&e),

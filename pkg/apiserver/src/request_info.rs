@@ -141,6 +141,39 @@ pub fn parse(method: &str, path: &str, query: Option<&str>) -> RequestInfo {
     info
 }
 
+/// The fuzz entry point of [`parse`]: the first byte picks the method, the rest is the path
+/// and, after a `?`, the query (read lossily as UTF-8). A resource request's parts come from
+/// its path.
+///
+/// # Panics
+///
+/// When parsing panics, or the result contradicts the path.
+pub fn exercise(data: &[u8]) {
+    const METHODS: [&str; 8] = [
+        "GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS", "CONNECT",
+    ];
+    let Some((&which, rest)) = data.split_first() else {
+        return;
+    };
+    let method = METHODS[usize::from(which) % METHODS.len()];
+    let text = String::from_utf8_lossy(rest);
+    let (path, query) = match text.split_once('?') {
+        Some((path, query)) => (path, Some(query)),
+        None => (&*text, None),
+    };
+    let info = parse(method, path, query);
+    assert_eq!(info.path, path);
+    if info.is_resource_request {
+        assert!(
+            info.parts.iter().all(|part| path.contains(part.as_str())),
+            "{text:?}: {info:?}"
+        );
+        assert!(matches!(info.api_prefix.as_str(), "api" | "apis"));
+    } else {
+        assert_eq!(info.verb, method.to_lowercase(), "{text:?}");
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

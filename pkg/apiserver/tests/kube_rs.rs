@@ -87,12 +87,54 @@ async fn typed_crud() {
     assert_eq!(already.reason, "AlreadyExists");
 }
 
+/// One write of the reflector workload.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+enum Op {
+    Create,
+    Patch,
+    Delete,
+}
+
+/// What a write came to: done, or refused with an API reason.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Outcome {
+    Done,
+    Refused(&'static str),
+}
+
+/// Sends one write: done, or refused for a reason the workload allows; anything else fails
+/// the test.
+async fn write(api: &Api<ConfigMap>, op: Op, name: &str, i: u32) -> Outcome {
+    let result = match op {
+        Op::Create => api
+            .create(&PostParams::default(), &configmap(name, &i.to_string()))
+            .await
+            .map(drop),
+        Op::Patch => api
+            .patch(
+                name,
+                &PatchParams::default(),
+                &Patch::Merge(json!({"data": {"k": i.to_string()}})),
+            )
+            .await
+            .map(drop),
+        Op::Delete => api.delete(name, &DeleteParams::default()).await.map(drop),
+    };
+    match result {
+        Ok(()) => Outcome::Done,
+        Err(kube::Error::Api(status)) if op == Op::Create && status.reason == "AlreadyExists" => {
+            Outcome::Refused("AlreadyExists")
+        }
+        Err(other) => panic!("write {i} ({op:?} {name}): {other}"),
+    }
+}
+
 /// Runs a reflector with `config` while 1,000 writes happen, with a forced compaction and a
 /// server restart half-way (so the watch resumes from a revision that is gone: 410 and a
 /// re-list), then checks it equals a fresh list.
 async fn reflector_follows_writes(config: watcher::Config) {
     let mut server = support::start().await;
-    let api: Api<ConfigMap> = Api::namespaced(client(&server), "default");
+    let mut api: Api<ConfigMap> = Api::namespaced(client(&server), "default");
     let (reader, writer) = reflector::store::<ConfigMap>();
     let stream = reflector::reflector(writer, watcher(api.clone(), config).default_backoff())
         .applied_objects();
@@ -104,11 +146,13 @@ async fn reflector_follows_writes(config: watcher::Config) {
             if let Err(watcher::Error::WatchError(status)) = &item
                 && status.code == 410
             {
-                let _ = gone_tx.send(true);
+                gone_tx.send_replace(true);
             }
         }
     });
     reader.wait_until_ready().await.unwrap();
+    let mut exists = std::collections::BTreeSet::new();
+    let mut done: BTreeMap<Op, usize> = BTreeMap::new();
     for i in 0..1000u32 {
         if i == 500 {
             // While the server is down, other writes move the revision on and the history is
@@ -124,28 +168,37 @@ async fn reflector_follows_writes(config: watcher::Config) {
             let revision = stopped.storage.current_revision().await.unwrap();
             stopped.storage.compact(revision).await.unwrap();
             server = stopped.start().await;
+            // A new client: the old one's connections ended with the old server (the
+            // reflector's watcher, on the old client, recovers by itself).
+            api = Api::namespaced(client(&server), "default");
         }
-        let name = format!("cm-{:03}", i % 100);
-        match i % 4 {
-            0 | 1 => {
-                let _ = api
-                    .create(&PostParams::default(), &configmap(&name, &i.to_string()))
-                    .await;
-            }
-            2 => {
-                let _ = api
-                    .patch(
-                        &name,
-                        &PatchParams::default(),
-                        &Patch::Merge(json!({"data": {"k": i.to_string()}})),
-                    )
-                    .await;
-            }
-            _ => {
-                let _ = api.delete(&name, &DeleteParams::default()).await;
-            }
+        // In groups of four writes to one name: a create (refused when an earlier group
+        // left the object), two patches, and a delete in every other group.
+        let group = i / 4;
+        let name = format!("cm-{:02}", group % 60);
+        let op = match i % 4 {
+            0 => Op::Create,
+            3 if group % 2 == 0 => Op::Delete,
+            _ => Op::Patch,
+        };
+        let expected = match op {
+            Op::Create if exists.contains(&name) => Outcome::Refused("AlreadyExists"),
+            _ => Outcome::Done,
+        };
+        let outcome = write(&api, op, &name, i).await;
+        assert_eq!(outcome, expected, "write {i} ({op:?} {name})");
+        match (op, outcome) {
+            (Op::Create, Outcome::Done) => drop(exists.insert(name)),
+            (Op::Delete, _) => drop(exists.remove(&name)),
+            _ => {}
         }
+        *done.entry(op).or_default() += usize::from(outcome == Outcome::Done);
     }
+    assert_eq!(
+        done,
+        BTreeMap::from([(Op::Create, 155), (Op::Patch, 625), (Op::Delete, 125)]),
+        "every write the workload meant to succeed did"
+    );
     tokio::time::timeout(Duration::from_secs(20), gone_rx.wait_for(|gone| *gone))
         .await
         .expect("the watcher never saw a 410 after the compaction")

@@ -803,6 +803,37 @@ fn stages(value: &Value, path: &str) -> Result<(StageSet, ErrorList), PolicyErro
     Ok((set, errors))
 }
 
+/// The fuzz entry point of [`Policy::parse`]: the input as a policy file. A policy that
+/// parses decides a level for a few requests (resource and not, by a user and a group).
+///
+/// # Panics
+///
+/// When parsing or evaluating panics.
+pub fn exercise(data: &[u8]) {
+    let Ok(parsed) = Policy::parse(data) else {
+        return;
+    };
+    let user = genplane_authentication::UserInfo::authenticated("alice", vec!["ops".into()]);
+    let plain = crate::RequestAttributes::new(&user, "get", "/healthz?verbose");
+    parsed.policy.evaluate(&plain);
+    let resource = crate::RequestAttributes {
+        resource: Some(crate::ResourceAttributes {
+            api_group: "",
+            api_version: "v1",
+            resource: "configmaps",
+            subresource: "",
+            namespace: "default",
+            name: "settings",
+        }),
+        ..crate::RequestAttributes::new(
+            &user,
+            "update",
+            "/api/v1/namespaces/default/configmaps/settings",
+        )
+    };
+    parsed.policy.evaluate(&resource);
+}
+
 #[cfg(test)]
 mod tests {
     use genplane_authentication::UserInfo;

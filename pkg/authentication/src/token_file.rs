@@ -273,6 +273,29 @@ fn strip_newline(line: &str) -> &str {
         .unwrap_or(line)
 }
 
+/// The fuzz entry point of [`TokenFile::parse`]: the input as a token file. Of a file that
+/// parses, the first field of each line is tried as a token; one it recognizes is an
+/// authenticated user (its name may be empty, as upstream allows).
+///
+/// # Panics
+///
+/// When parsing or authenticating panics, or a recognized token's user is not authenticated.
+pub fn exercise(data: &[u8]) {
+    let Ok(file) = TokenFile::parse("fuzzed.csv", data) else {
+        return;
+    };
+    let text = String::from_utf8_lossy(data);
+    for token in text.lines().filter_map(|line| line.split(',').next()) {
+        if let Some(user) = file.authenticate(token) {
+            assert!(
+                user.groups.iter().any(|g| g == crate::SYSTEM_AUTHENTICATED),
+                "{token:?} is {user:?}"
+            );
+        }
+    }
+    file.authenticate("");
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -885,26 +885,13 @@ fn null_values_are_not_validated() {
     assert!(check(&rules, json!({"spec": null}), None).is_empty());
 }
 
+/// What `hack/bench/cel.sh` times (a rule reading two fields of a small object, and a root
+/// rule on an object of 500 items that reads only two fields), checked here for correctness.
 #[test]
-fn validating_a_small_object_is_fast() {
+fn rules_of_the_benchmark_pass_on_its_objects() {
     let rules = compile_ok(obj_rule("self.min <= self.max"));
     let obj = json!({"apiVersion": "x/v1", "kind": "K", "metadata": {"name": "a"}, "spec": {"min": 1, "max": 2, "name": "n"}});
-    let n = 2000;
-    let start = std::time::Instant::now();
-    for _ in 0..n {
-        assert!(rules.validate(&obj, None).is_empty());
-    }
-    let per = start.elapsed() / n;
-    eprintln!("validate, one rule: {per:?} per object");
-    let empty = compile_ok(crd(json!({"type": "object"})));
-    let start = std::time::Instant::now();
-    for _ in 0..n {
-        assert!(empty.validate(&obj, None).is_empty());
-    }
-    eprintln!("validate, no rules: {:?} per object", start.elapsed() / n);
-    assert!(per < std::time::Duration::from_millis(5));
-
-    // a root rule on a large object only converts what it reads
+    assert!(rules.validate(&obj, None).is_empty());
     let schema = json!({
         "type": "object",
         "x-kubernetes-validations": [{"rule": "self.spec.min <= self.spec.max"}],
@@ -918,14 +905,9 @@ fn validating_a_small_object_is_fast() {
         .map(|i| json!({"name": format!("item-{i}")}))
         .collect();
     let big = json!({"metadata": {"name": "a"}, "spec": {"min": 1, "max": 2, "items": items}});
-    let start = std::time::Instant::now();
-    for _ in 0..n {
-        assert!(rules.validate(&big, None).is_empty());
-    }
-    eprintln!(
-        "validate, one root rule, 500-item object: {:?} per object",
-        start.elapsed() / n
-    );
+    assert!(rules.validate(&big, None).is_empty());
+    let swapped = json!({"metadata": {"name": "a"}, "spec": {"min": 3, "max": 2, "items": []}});
+    assert_eq!(rules.validate(&swapped, None).iter().count(), 1);
 }
 
 #[test]

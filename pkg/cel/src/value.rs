@@ -118,48 +118,15 @@ fn utc() -> FixedOffset {
     FixedOffset::east_opt(0).expect("invariant: zero offset is valid")
 }
 
-/// Parses a Go duration (`1h30m`, `-1.5s`, `300ms`, `0`).
+/// Parses a Go duration (`1h30m`, `-1.5s`, `300ms`, `0`) with the one Go duration parser.
 pub(crate) fn parse_duration(s: &str) -> Option<chrono::Duration> {
-    let (negative, mut rest) = match s.strip_prefix('-') {
-        Some(r) => (true, r),
-        None => (false, s.strip_prefix('+').unwrap_or(s)),
-    };
-    if rest == "0" {
-        return Some(chrono::Duration::zero());
-    }
-    if rest.is_empty() {
-        return None;
-    }
-    let mut total_nanos: f64 = 0.0;
-    while !rest.is_empty() {
-        let num_end = rest
-            .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-            .unwrap_or(rest.len());
-        if num_end == 0 {
-            return None;
-        }
-        let number: f64 = rest[..num_end].parse().ok()?;
-        rest = &rest[num_end..];
-        let unit_end = rest
-            .find(|c: char| c.is_ascii_digit() || c == '.')
-            .unwrap_or(rest.len());
-        let scale = match &rest[..unit_end] {
-            "ns" => 1.0,
-            "us" | "µs" | "μs" => 1e3,
-            "ms" => 1e6,
-            "s" => 1e9,
-            "m" => 60e9,
-            "h" => 3600e9,
-            _ => return None,
-        };
-        rest = &rest[unit_end..];
-        total_nanos += number * scale;
-    }
-    if total_nanos > i64::MAX as f64 {
-        return None;
-    }
-    let d = chrono::Duration::nanoseconds(total_nanos as i64);
-    Some(if negative { -d } else { d })
+    let signed = genplane_apimachinery::duration::parse_signed(s).ok()?;
+    let magnitude = chrono::Duration::from_std(signed.magnitude).ok()?;
+    Some(if signed.negative {
+        -magnitude
+    } else {
+        magnitude
+    })
 }
 
 #[cfg(test)]

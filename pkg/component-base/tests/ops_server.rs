@@ -169,14 +169,31 @@ async fn health_endpoints_answer_over_http() {
 async fn shutdown_lets_a_request_in_flight_finish() {
     let shutdown = Shutdown::new();
     let mut health = Health::new(&shutdown);
-    health.add("slow", Kind::Liveness, || async {
-        tokio::time::sleep(Duration::from_millis(300)).await;
-        Ok(())
+    // The check tells when the request is in flight, and finishes when it is let go.
+    let (running, release) = (
+        std::sync::Arc::new(tokio::sync::Notify::new()),
+        std::sync::Arc::new(tokio::sync::Notify::new()),
+    );
+    let (check_running, check_release) = (running.clone(), release.clone());
+    health.add("slow", Kind::Liveness, move || {
+        let (running, release) = (check_running.clone(), check_release.clone());
+        async move {
+            running.notify_one();
+            release.notified().await;
+            Ok(())
+        }
     });
     let (addr, server) = start(health, metrics::Registry::new(), shutdown.clone()).await;
     let in_flight = tokio::spawn(async move { get(addr, "/livez/slow", None).await });
-    tokio::time::sleep(Duration::from_millis(100)).await;
+    running.notified().await;
     shutdown.trigger();
+    // The server is shutting down (it no longer accepts) while the request is in flight.
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+    while tokio::net::TcpStream::connect(addr).await.is_ok() {
+        assert!(tokio::time::Instant::now() < deadline, "still accepting");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    release.notify_one();
     let (status, _, body) = in_flight.await.unwrap();
     assert_eq!((status, body.as_str()), (200, "ok"));
     server.await.unwrap().unwrap();

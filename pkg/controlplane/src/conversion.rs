@@ -537,60 +537,70 @@ impl Endpoint {
 
     /// Checks the review answered and takes its converted objects.
     fn converted_objects(&self, uid: &str, answer: &[u8]) -> Result<Vec<Value>, String> {
-        let mut review: Value = serde_json::from_slice(answer)
-            .map_err(|error| format!("couldn't get version/kind; json parse error: {error}"))?;
-        if self.review_version == ReviewVersion::V1 {
-            let api_version = review.get("apiVersion").and_then(Value::as_str);
-            let kind = review.get("kind").and_then(Value::as_str);
-            let expected = format!("{REVIEW_GROUP}/v1");
-            if api_version != Some(expected.as_str()) || kind != Some("ConversionReview") {
-                return Err(format!(
-                    "expected webhook response of {REVIEW_GROUP}/v1, Kind=ConversionReview, got {}",
-                    group_version_kind(api_version.unwrap_or_default(), kind.unwrap_or_default())
-                ));
-            }
+        converted_objects(self.review_version, uid, answer)
+    }
+}
+
+/// Checks that `answer` is the webhook's answer to the review `uid` of `review_version`, and
+/// takes its converted objects.
+fn converted_objects(
+    review_version: ReviewVersion,
+    uid: &str,
+    answer: &[u8],
+) -> Result<Vec<Value>, String> {
+    let mut review: Value = serde_json::from_slice(answer)
+        .map_err(|error| format!("couldn't get version/kind; json parse error: {error}"))?;
+    if review_version == ReviewVersion::V1 {
+        let api_version = review.get("apiVersion").and_then(Value::as_str);
+        let kind = review.get("kind").and_then(Value::as_str);
+        let expected = format!("{REVIEW_GROUP}/v1");
+        if api_version != Some(expected.as_str()) || kind != Some("ConversionReview") {
+            return Err(format!(
+                "expected webhook response of {REVIEW_GROUP}/v1, Kind=ConversionReview, got {}",
+                group_version_kind(api_version.unwrap_or_default(), kind.unwrap_or_default())
+            ));
         }
-        let response = match review.get_mut("response") {
-            Some(response @ Value::Object(_)) => response,
-            _ => return Err("no response provided".to_owned()),
-        };
-        if self.review_version == ReviewVersion::V1 {
-            let got = response
-                .get("uid")
-                .and_then(Value::as_str)
-                .unwrap_or_default();
-            if got != uid {
-                return Err(format!(
-                    "expected response.uid={}, got {}",
-                    genplane_apimachinery::gofmt::Quoted(uid),
-                    genplane_apimachinery::gofmt::Quoted(got)
-                ));
-            }
-        }
-        let result = response.get("result").unwrap_or(&Value::Null);
-        let status = result
-            .get("status")
+    }
+    let response = match review.get_mut("response") {
+        Some(response @ Value::Object(_)) => response,
+        _ => return Err("no response provided".to_owned()),
+    };
+    if review_version == ReviewVersion::V1 {
+        let got = response
+            .get("uid")
             .and_then(Value::as_str)
             .unwrap_or_default();
-        if status != "Success" {
-            let message = result
-                .get("message")
-                .and_then(Value::as_str)
-                .unwrap_or_default();
-            return Err(if message.is_empty() {
-                format!("response.result.status was '{status}', not 'Success'")
-            } else {
-                message.to_owned()
-            });
+        if got != uid {
+            return Err(format!(
+                "expected response.uid={}, got {}",
+                genplane_apimachinery::gofmt::Quoted(uid),
+                genplane_apimachinery::gofmt::Quoted(got)
+            ));
         }
-        match response.get_mut("convertedObjects").map(Value::take) {
-            None | Some(Value::Null) => Ok(Vec::new()),
-            Some(Value::Array(objects)) => Ok(objects),
-            Some(other) => Err(format!(
-                "response.convertedObjects must be a list, but is {}",
-                go_type(&other)
-            )),
-        }
+    }
+    let result = response.get("result").unwrap_or(&Value::Null);
+    let status = result
+        .get("status")
+        .and_then(Value::as_str)
+        .unwrap_or_default();
+    if status != "Success" {
+        let message = result
+            .get("message")
+            .and_then(Value::as_str)
+            .unwrap_or_default();
+        return Err(if message.is_empty() {
+            format!("response.result.status was '{status}', not 'Success'")
+        } else {
+            message.to_owned()
+        });
+    }
+    match response.get_mut("convertedObjects").map(Value::take) {
+        None | Some(Value::Null) => Ok(Vec::new()),
+        Some(Value::Array(objects)) => Ok(objects),
+        Some(other) => Err(format!(
+            "response.convertedObjects must be a list, but is {}",
+            go_type(&other)
+        )),
     }
 }
 
@@ -626,17 +636,9 @@ fn url_with_timeout(base: &reqwest::Url, timeout: Duration) -> reqwest::Url {
     url
 }
 
-/// A duration as Go prints the simple ones: `30s`, `1.5s`, `200ms`, `750µs`.
+/// A duration as Go prints it (`Duration.String`): `30s`, `1.5s`, `200ms`, `750µs`.
 fn go_duration(duration: Duration) -> String {
-    let micros = duration.as_micros();
-    if micros >= 1_000_000 {
-        let seconds = duration.as_secs_f64();
-        format!("{seconds}s")
-    } else if micros >= 1_000 && micros.is_multiple_of(1_000) {
-        format!("{}ms", micros / 1_000)
-    } else {
-        format!("{micros}µs")
-    }
+    genplane_apimachinery::duration::format(duration)
 }
 
 /// `Post "<url>": <cause>`, close to what Go's HTTP client says.
@@ -892,6 +894,40 @@ fn go_type(value: &Value) -> &'static str {
         Value::String(_) => "string",
         Value::Array(_) => "[]interface {}",
         Value::Object(_) => "map[string]interface {}",
+    }
+}
+
+/// The fuzz entry point of reading a conversion webhook's answer: the first byte picks the
+/// review version (`v1` or `v1beta1`), the rest is the answer to a review (uid `fuzz`)
+/// converting CronTabs to `stable.example.com/v2`. Each converted object is checked against
+/// an original as an answer from a webhook is.
+///
+/// # Panics
+///
+/// When reading the answer or checking an object panics, or a checked object is not of the
+/// desired version.
+pub fn exercise(data: &[u8]) {
+    let Some((&which, answer)) = data.split_first() else {
+        return;
+    };
+    let review_version = if which & 1 == 0 {
+        ReviewVersion::V1
+    } else {
+        ReviewVersion::V1beta1
+    };
+    let Ok(converted) = converted_objects(review_version, "fuzz", answer) else {
+        return;
+    };
+    let original = json!({
+        "apiVersion": "stable.example.com/v1", "kind": "CronTab",
+        "metadata": {"name": "a", "namespace": "default", "uid": "5e1f0000-0000-0000-0000-000000000001",
+            "labels": {"app": "web"}, "annotations": {"note": "x"}},
+        "spec": {"cronSpec": "* * * * *"},
+    });
+    for object in converted {
+        if let Ok(checked) = check_converted(&original, object, "stable.example.com/v2") {
+            assert_eq!(checked["apiVersion"], "stable.example.com/v2", "{checked}");
+        }
     }
 }
 

@@ -34,6 +34,13 @@ pub const MAX_OBJECT_BYTES: usize = 1_572_864;
 /// How many names `generateName` tries before giving up (upstream tries 8 in all).
 const GENERATE_NAME_ATTEMPTS: usize = 8;
 
+/// The message of a 410 for a list at a compacted revision (upstream's words).
+const EXPIRED_LIST: &str = "The resourceVersion for the provided list is too old.";
+
+/// The message of a 410 for a continue token whose revision was compacted; the answer carries
+/// a token that goes on at the current revision (upstream's words).
+const INCONSISTENT_CONTINUE: &str = "The provided continue parameter is too old to display a consistent list result. You can start a new list without the continue parameter, or use the continue token in this response to retrieve the remainder of the results. Continuing with the provided token results in an inconsistent list - objects that were created, modified, or deleted between the time the first chunk was returned and now may show up in the list.";
+
 /// What a write asks for besides the object.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct WriteOptions {
@@ -692,6 +699,8 @@ impl<S: Storage> Store<S> {
             .filter(|l| *l > 0)
             .map(|l| usize::try_from(l).unwrap_or(usize::MAX));
         let (mut start, mut revision, mut any) = (None, None, false);
+        // Where a continued list goes on from, for the token of its 410 once it expired.
+        let mut continued_from = None;
         match semantics {
             Semantics::Consistent => {}
             Semantics::Any => any = true,
@@ -700,8 +709,9 @@ impl<S: Storage> Store<S> {
             Semantics::Continue(token) => {
                 let position = continue_token::decode(&token, &prefix)
                     .map_err(|e| ApiError::from(Status::bad_request(e.to_string())))?;
+                continued_from = Some(position.start.clone());
                 start = Some(position.start);
-                revision = Some(position.revision);
+                revision = position.revision;
             }
         }
         let filtering = !selection.is_everything();
@@ -720,11 +730,15 @@ impl<S: Storage> Store<S> {
             } else {
                 self.storage.list(request).await
             };
-            let page = page.map_err(|e| match e {
-                StorageError::Compacted { .. } => ApiError::from(Status::expired(
-                    "The provided continue parameter is too old to display a consistent list result. You can start a new list without the continue parameter.",
-                )),
-                other => self.storage_error(other, "list", ""),
+            let page = page.map_err(|e| match (e, &continued_from) {
+                (StorageError::Compacted { .. }, Some(from)) => ApiError::from(
+                    Status::expired(INCONSISTENT_CONTINUE)
+                        .with_continue(continue_token::encode_latest(from, &prefix)),
+                ),
+                (StorageError::Compacted { .. }, None) => {
+                    ApiError::from(Status::expired(EXPIRED_LIST))
+                }
+                (other, _) => self.storage_error(other, "list", ""),
             })?;
             any = false;
             revision = Some(page.revision);

@@ -740,6 +740,40 @@ async fn an_expired_continue_token_is_410() {
     options.read.continue_token = first.continue_token;
     let expired = store.list("default", &options).await.unwrap_err();
     assert_eq!((expired.code, expired.reason.as_str()), (410, "Expired"));
+    assert!(
+        expired
+            .message
+            .contains("or use the continue token in this response"),
+        "{}",
+        expired.message
+    );
+    // The token in the answer goes on after cm-0 at the current revision: "later" included.
+    let mut rest = Vec::new();
+    options.read.continue_token = Some(expired.metadata.continue_token.clone());
+    while options.read.continue_token.is_some() {
+        let page = store.list("default", &options).await.unwrap();
+        rest.extend(names(&page.items).into_iter().map(str::to_owned));
+        options.read.continue_token = page.continue_token;
+    }
+    assert_eq!(rest, ["cm-1", "cm-2", "later"]);
+
+    // A list at a compacted revision without a continue token has nothing to go on with.
+    let mut exact = list_options("", "");
+    exact.read.resource_version = Some(first.resource_version.clone());
+    exact.read.resource_version_match = Some("Exact".into());
+    let expired = store.list("default", &exact).await.unwrap_err();
+    assert_eq!(
+        (
+            expired.code,
+            expired.message.as_str(),
+            expired.metadata.continue_token.as_str()
+        ),
+        (
+            410,
+            "The resourceVersion for the provided list is too old.",
+            ""
+        )
+    );
 }
 
 async fn next(watch: &mut WatchStream) -> WatchItem {

@@ -4,7 +4,9 @@
 //! one list reads the same snapshot. It is `base64url(JSON {"v":"meta.k8s.io/v1","rv":N,
 //! "start":"<key after the prefix>"})`, as upstream encodes it, so tokens look the same to
 //! clients. Once the revision is compacted, reading the next page fails as
-//! [`crate::Error::Compacted`] (HTTP 410 Expired).
+//! [`crate::Error::Compacted`] (HTTP 410 Expired); the answer then carries a token from
+//! [`encode_latest`], whose revision is `-1` as upstream writes it: it goes on from the same key
+//! at whatever the current revision is, so the list is no longer one snapshot.
 
 use base64::Engine as _;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
@@ -24,7 +26,7 @@ pub enum Error {
     /// The token was made by a different server or version.
     #[error("continue key is not supported by this server")]
     Unsupported,
-    /// The token's revision is not positive.
+    /// The token's revision is zero.
     #[error(
         "continue key is not valid: incorrect encoded start resourceVersion (version meta.k8s.io/v1)"
     )]
@@ -46,8 +48,8 @@ struct Token {
 pub struct Position {
     /// The key to resume from (inclusive), with the list prefix.
     pub start: String,
-    /// The revision to read at.
-    pub revision: Revision,
+    /// The revision to read at; `None` for the current one (a token from [`encode_latest`]).
+    pub revision: Option<Revision>,
 }
 
 /// The token for the page after `last_key`, of a list of `prefix` read at `revision`.
@@ -60,7 +62,23 @@ pub fn encode_after(last_key: &str, prefix: &str, revision: Revision) -> String 
         rv: revision,
         start,
     };
-    let json = serde_json::to_vec(&token)
+    encode(&token)
+}
+
+/// The token that goes on from `start` (a key within `prefix`, as [`decode`] returned it) at
+/// the current revision, whatever it is when the token is used: what an expired token is
+/// answered with, so that a client may finish its list, knowing that it no longer reads one
+/// snapshot.
+pub fn encode_latest(start: &str, prefix: &str) -> String {
+    encode(&Token {
+        v: API_VERSION.to_owned(),
+        rv: -1,
+        start: start.strip_prefix(prefix).unwrap_or(start).to_owned(),
+    })
+}
+
+fn encode(token: &Token) -> String {
+    let json = serde_json::to_vec(token)
         .expect("invariant: a struct of strings and an integer serializes");
     URL_SAFE_NO_PAD.encode(json)
 }
@@ -75,7 +93,8 @@ pub fn decode(token: &str, prefix: &str) -> Result<Position, Error> {
     if token.v != API_VERSION {
         return Err(Error::Unsupported);
     }
-    if token.rv <= 0 {
+    // Upstream's rule: 0 is invalid, a negative revision means the current one.
+    if token.rv == 0 {
         return Err(Error::BadRevision);
     }
     let escapes =
@@ -85,8 +104,47 @@ pub fn decode(token: &str, prefix: &str) -> Result<Position, Error> {
     }
     Ok(Position {
         start: format!("{prefix}{}", token.start),
-        revision: token.rv,
+        revision: (token.rv > 0).then_some(token.rv),
     })
+}
+
+/// The fuzz entry point of [`decode`]: the input (read lossily as UTF-8) as a token of a list
+/// of `/registry/configmaps/`. A token that decodes stays within the prefix, and the tokens
+/// made from its position decode back to it.
+///
+/// # Panics
+///
+/// When decoding panics, a decoded position leaves the prefix, or a round trip fails.
+pub fn exercise(data: &[u8]) {
+    const PREFIX: &str = "/registry/configmaps/";
+    let text = String::from_utf8_lossy(data);
+    let Ok(position) = decode(&text, PREFIX) else {
+        return;
+    };
+    let key = position
+        .start
+        .strip_prefix(PREFIX)
+        .expect("invariant: decode puts the prefix in front");
+    assert!(
+        !key.starts_with('/') && !key.split('/').any(|segment| segment == ".."),
+        "{text:?} leaves the prefix: {key:?}"
+    );
+    let latest = decode(&encode_latest(&position.start, PREFIX), PREFIX);
+    assert_eq!(
+        latest,
+        Ok(Position {
+            start: position.start.clone(),
+            revision: None
+        })
+    );
+    if let Some(revision) = position.revision
+        && let Some(before) = position.start.strip_suffix('\0')
+    {
+        assert_eq!(
+            decode(&encode_after(before, PREFIX, revision), PREFIX),
+            Ok(position)
+        );
+    }
 }
 
 #[cfg(test)]
@@ -101,7 +159,7 @@ mod tests {
             position,
             Position {
                 start: "/registry/configmaps/ns/b\0".into(),
-                revision: 42
+                revision: Some(42)
             }
         );
         // The JSON inside is what kube-apiserver writes.
@@ -109,6 +167,24 @@ mod tests {
         assert_eq!(
             json,
             r#"{"v":"meta.k8s.io/v1","rv":42,"start":"ns/b\u0000"}"#
+        );
+    }
+
+    #[test]
+    fn a_latest_token_goes_on_from_the_same_key_at_the_current_revision() {
+        let start = "/registry/configmaps/ns/b\0";
+        let token = encode_latest(start, "/registry/configmaps/");
+        let json = String::from_utf8(URL_SAFE_NO_PAD.decode(&token).unwrap()).unwrap();
+        assert_eq!(
+            json,
+            r#"{"v":"meta.k8s.io/v1","rv":-1,"start":"ns/b\u0000"}"#
+        );
+        assert_eq!(
+            decode(&token, "/registry/configmaps/").unwrap(),
+            Position {
+                start: start.into(),
+                revision: None
+            }
         );
     }
 

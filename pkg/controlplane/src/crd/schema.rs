@@ -378,6 +378,65 @@ pub(crate) fn example(schema: Value) -> Value {
     crd
 }
 
+/// The fuzz entry point of request bodies, with CustomResourceDefinitions checked by
+/// [`CrdStrategy`] (their schemas included) as the API server checks them: see
+/// `genplane_apiserver::request_body::exercise` for the input's layout.
+///
+/// # Panics
+///
+/// When the input makes the decoding answer a server error.
+pub fn exercise_bodies(data: &[u8]) {
+    genplane_apiserver::request_body::exercise_with(data, &|info| {
+        if info.group == "apiextensions.k8s.io" && info.resource == "customresourcedefinitions" {
+            Box::new(CrdStrategy::new())
+        } else {
+            Box::new(CatalogStrategy::new(info))
+        }
+    });
+}
+
+/// The fuzz entry point of structural schemas: the first byte picks one of a few objects, the
+/// rest is an `openAPIV3Schema` in JSON. A schema is checked as a CRD write checks it; one
+/// that passes is compiled as a served version is and prunes, defaults and validates the
+/// object, as created and as an update of itself.
+///
+/// # Panics
+///
+/// When checking, compiling or applying the schema panics.
+pub fn exercise_schema(data: &[u8]) {
+    let Some((&which, text)) = data.split_first() else {
+        return;
+    };
+    let Ok(schema) = serde_json::from_slice::<Value>(text) else {
+        return;
+    };
+    let path = Path::new("spec")
+        .child("validation")
+        .child("openAPIV3Schema");
+    if !check_schema(&schema, &path, None).is_empty() {
+        return;
+    }
+    let compiled = version_schema(&serde_json::json!({
+        "name": "v1", "served": true, "storage": true, "schema": {"openAPIV3Schema": schema},
+    }));
+    let objects = [
+        serde_json::json!({"apiVersion": "example.com/v1", "kind": "Widget", "metadata": {"name": "a"}}),
+        serde_json::json!({"apiVersion": "example.com/v1", "kind": "Widget", "metadata": {"name": "a", "namespace": "default", "labels": {"app": "web"}},
+            "spec": {"replicas": 3, "image": "web:1", "tags": ["a", "b"], "ports": [{"name": "http", "port": 80}], "when": "2026-01-01T00:00:00Z"},
+            "status": {"ready": true}}),
+        serde_json::json!({"apiVersion": "example.com/v1", "kind": "Widget", "metadata": {"name": "a"},
+            "spec": {"replicas": "3", "image": null, "tags": [1, 1], "ports": {}, "extra": {"deep": [[[]]]}}, "status": 7}),
+    ];
+    let mut object = objects[usize::from(which) % objects.len()].clone();
+    if compiled.prune(&mut object).is_err() {
+        return;
+    }
+    compiled.default(&mut object);
+    compiled.validate(&object, None);
+    compiled.validate(&object, Some(&object));
+    compiled.read(&mut object);
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

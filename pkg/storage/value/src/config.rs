@@ -245,6 +245,34 @@ impl EncryptionConfig {
     }
 }
 
+/// The fuzz entry point of [`EncryptionConfig::parse`]: the input as an encryption
+/// configuration file. Of a file that parses, the transformer of a few resources seals a
+/// value and opens it again to the same bytes.
+///
+/// # Panics
+///
+/// When parsing panics, or a value does not survive the round trip.
+pub fn exercise(data: &[u8]) {
+    let Ok(config) = EncryptionConfig::parse(data, "fuzzed.yaml") else {
+        return;
+    };
+    let value = genplane_storage::Bytes::from_static(b"{\"kind\":\"Secret\"}");
+    for (group, resource) in [
+        ("", "secrets"),
+        ("", "configmaps"),
+        ("example.com", "widgets"),
+    ] {
+        let Some(transformer) = config.transformer_for(group, resource) else {
+            continue;
+        };
+        let key = format!("/registry/{resource}/default/x");
+        let sealed = transformer.to_storage(&value, &key);
+        let sealed = sealed.unwrap_or_else(|e| panic!("sealing {resource}: {e}"));
+        let opened = transformer.from_storage(&sealed, &key);
+        assert_eq!(opened.ok().as_ref(), Some(&value), "{resource}");
+    }
+}
+
 fn validate(resources: &[ResourceConfiguration]) -> ErrorList {
     let root = FieldPath::new("resources");
     let mut errors = ErrorList::new();

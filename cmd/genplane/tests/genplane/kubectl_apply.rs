@@ -4,9 +4,7 @@
 
 #![allow(clippy::unwrap_used)]
 
-mod common;
-
-use common::{kubectl_path, ok, start, text};
+use crate::support::{kubectl_path, ok, start, text};
 use serde_json::Value;
 
 fn server_side_apply(name: &str) {

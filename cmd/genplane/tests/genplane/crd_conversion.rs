@@ -5,18 +5,12 @@
 
 #![allow(clippy::unwrap_used)]
 
-mod common;
-
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
+use crate::support::{Apiserver, ok, start, text};
 use base64::Engine as _;
-use common::{Apiserver, ok, start, text};
-use http_body_util::{BodyExt, Full};
-use hyper::body::Bytes;
-use hyper_util::rt::TokioIo;
 use serde_json::{Value, json};
-use tokio_rustls::rustls;
 
 /// Converts one CronTab to `desired`.
 fn convert(object: &Value, desired: &str) -> Value {
@@ -40,6 +34,7 @@ fn convert(object: &Value, desired: &str) -> Value {
     out
 }
 
+/// The test's conversion webhook: whether it fails, and how often it was called.
 struct Webhook {
     url: String,
     ca_pem: String,
@@ -47,91 +42,32 @@ struct Webhook {
     calls: Arc<AtomicUsize>,
 }
 
-/// Starts the webhook on its own thread and runtime.
+/// Starts the webhook, an HTTPS server of the test's.
 fn start_webhook() -> Webhook {
-    use rcgen::{BasicConstraints, CertificateParams, IsCa, Issuer, KeyPair};
-    let ca_key = KeyPair::generate().unwrap();
-    let mut ca_params = CertificateParams::new(Vec::<String>::new()).unwrap();
-    ca_params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
-    let ca_pem = ca_params.self_signed(&ca_key).unwrap().pem();
-    let issuer = Issuer::new(ca_params, ca_key);
-    let key = KeyPair::generate().unwrap();
-    let cert = CertificateParams::new(vec!["127.0.0.1".to_owned()])
-        .unwrap()
-        .signed_by(&key, &issuer)
-        .unwrap();
-    let mut config = rustls::ServerConfig::builder_with_provider(Arc::new(
-        rustls::crypto::aws_lc_rs::default_provider(),
-    ))
-    .with_safe_default_protocol_versions()
-    .unwrap()
-    .with_no_client_auth()
-    .with_single_cert(
-        vec![cert.der().clone()],
-        rustls::pki_types::PrivatePkcs8KeyDer::from(key.serialize_der()).into(),
-    )
-    .unwrap();
-    config.alpn_protocols = vec![b"http/1.1".to_vec()];
-    let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(config));
     let fail = Arc::new(AtomicBool::new(false));
     let calls = Arc::new(AtomicUsize::new(0));
-    let (ready, address) = std::sync::mpsc::channel();
     let (server_fail, server_calls) = (fail.clone(), calls.clone());
-    std::thread::spawn(move || {
-        let runtime = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .unwrap();
-        runtime.block_on(async move {
-            let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-            ready.send(listener.local_addr().unwrap()).unwrap();
-            loop {
-                let (stream, _) = listener.accept().await.unwrap();
-                let acceptor = acceptor.clone();
-                let (fail, calls) = (server_fail.clone(), server_calls.clone());
-                tokio::spawn(async move {
-                    let Ok(tls) = acceptor.accept(stream).await else {
-                        return;
-                    };
-                    let service = hyper::service::service_fn(move |request: hyper::Request<hyper::body::Incoming>| {
-                        let (fail, calls) = (fail.clone(), calls.clone());
-                        async move {
-                            calls.fetch_add(1, Ordering::SeqCst);
-                            let body = request.into_body().collect().await.unwrap().to_bytes();
-                            let review: Value = serde_json::from_slice(&body).unwrap();
-                            let request = &review["request"];
-                            let response = if fail.load(Ordering::SeqCst) {
-                                json!({"uid": request["uid"], "result": {"status": "Failure", "message": "the converter is down for maintenance"}})
-                            } else {
-                                let desired = request["desiredAPIVersion"].as_str().unwrap();
-                                let converted: Vec<Value> = request["objects"]
-                                    .as_array()
-                                    .unwrap()
-                                    .iter()
-                                    .map(|o| convert(o, desired))
-                                    .collect();
-                                json!({"uid": request["uid"], "result": {"status": "Success"}, "convertedObjects": converted})
-                            };
-                            let answer = json!({"apiVersion": "apiextensions.k8s.io/v1", "kind": "ConversionReview", "response": response});
-                            Ok::<_, std::convert::Infallible>(
-                                hyper::Response::builder()
-                                    .header("content-type", "application/json")
-                                    .body(Full::new(Bytes::from(answer.to_string())))
-                                    .unwrap(),
-                            )
-                        }
-                    });
-                    let _ = hyper::server::conn::http1::Builder::new()
-                        .serve_connection(TokioIo::new(tls), service)
-                        .await;
-                });
-            }
-        });
+    let server = crate::support::webhook::Webhook::start(move |call| {
+        server_calls.fetch_add(1, Ordering::SeqCst);
+        let review: Value = serde_json::from_slice(&call.body).unwrap();
+        let request = &review["request"];
+        let response = if server_fail.load(Ordering::SeqCst) {
+            json!({"uid": request["uid"], "result": {"status": "Failure", "message": "the converter is down for maintenance"}})
+        } else {
+            let desired = request["desiredAPIVersion"].as_str().unwrap();
+            let converted: Vec<Value> = request["objects"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|o| convert(o, desired))
+                .collect();
+            json!({"uid": request["uid"], "result": {"status": "Success"}, "convertedObjects": converted})
+        };
+        json!({"apiVersion": "apiextensions.k8s.io/v1", "kind": "ConversionReview", "response": response})
     });
-    let address = address.recv().unwrap();
     Webhook {
-        url: format!("https://{address}/convert"),
-        ca_pem,
+        url: format!("{}/convert", server.base),
+        ca_pem: server.ca_pem,
         fail,
         calls,
     }

@@ -5,86 +5,10 @@
 
 #![allow(clippy::unwrap_used)]
 
-mod common;
-
 use std::process::Command;
-use std::time::{Duration, Instant};
 
-use common::{Apiserver, ok, start, text};
+use crate::support::{self, Apiserver, ok, start, text};
 use serde_json::{Value, json};
-
-const CRONTAB_CRD: &str = r#"
-apiVersion: apiextensions.k8s.io/v1
-kind: CustomResourceDefinition
-metadata:
-  name: crontabs.stable.example.com
-spec:
-  group: stable.example.com
-  scope: Namespaced
-  names:
-    plural: crontabs
-    singular: crontab
-    kind: CronTab
-    shortNames: [ct]
-    categories: [all]
-  versions:
-  - name: v1
-    served: true
-    storage: true
-    subresources:
-      status: {}
-    selectableFields:
-    - jsonPath: .spec.image
-    additionalPrinterColumns:
-    - name: Spec
-      type: string
-      description: The cron spec defining the interval a CronJob is run
-      jsonPath: .spec.cronSpec
-    - name: Replicas
-      type: integer
-      jsonPath: .spec.replicas
-    - name: Image
-      type: string
-      priority: 1
-      jsonPath: .spec.image
-    - name: Age
-      type: date
-      jsonPath: .metadata.creationTimestamp
-    schema:
-      openAPIV3Schema:
-        type: object
-        description: A CronTab runs an image on a schedule.
-        properties:
-          spec:
-            type: object
-            description: What to run and when.
-            properties:
-              cronSpec:
-                type: string
-                description: The schedule, in cron format.
-                pattern: '^(\d+|\*)(/\d+)?(\s+(\d+|\*)(/\d+)?){4}$'
-              image:
-                type: string
-              replicas:
-                type: integer
-                minimum: 1
-                maximum: 10
-                default: 1
-              tags:
-                type: array
-                x-kubernetes-list-type: set
-                items:
-                  type: string
-            x-kubernetes-validations:
-            - rule: "self.replicas <= 5 || self.image.startsWith('big/')"
-              message: more than 5 replicas need a big image
-              fieldPath: .replicas
-          status:
-            type: object
-            properties:
-              ready:
-                type: integer
-"#;
 
 fn write(server: &Apiserver, name: &str, content: &str) -> String {
     let path = server.dir.path().join(name);
@@ -102,17 +26,13 @@ fn refused(server: &Apiserver, args: &[&str]) -> String {
     text(&out)
 }
 
-/// Waits until `check` holds, for at most ten seconds.
+/// Waits until `check` holds.
 fn eventually(what: &str, mut check: impl FnMut() -> bool) {
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while !check() {
-        assert!(Instant::now() < deadline, "timed out waiting for {what}");
-        std::thread::sleep(Duration::from_millis(100));
-    }
+    support::eventually(what, || check().then_some(()));
 }
 
 fn install_crontabs(server: &Apiserver) {
-    let crd = write(server, "crd.yaml", CRONTAB_CRD);
+    let crd = write(server, "crd.yaml", &support::fixture("crds/crontabs.yaml"));
     let out = kubectl(server, &["apply", "-f", &crd]);
     assert!(
         out.contains(
@@ -497,13 +417,7 @@ mod typed {
     }
 
     async fn client(server: &Apiserver) -> kube::Client {
-        let config = kube::Config::from_custom_kubeconfig(
-            kube::config::Kubeconfig::read_from(server.kubeconfig()).unwrap(),
-            &kube::config::KubeConfigOptions::default(),
-        )
-        .await
-        .unwrap();
-        kube::Client::try_from(config).unwrap()
+        server.client().await
     }
 
     #[tokio::test(flavor = "multi_thread")]
@@ -519,7 +433,7 @@ mod typed {
         .await
         .unwrap();
         tokio::time::timeout(
-            Duration::from_secs(20),
+            crate::support::DEADLINE,
             await_condition(
                 crds.clone(),
                 "documents.kube.rs.example",

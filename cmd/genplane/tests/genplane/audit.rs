@@ -3,11 +3,7 @@
 
 #![allow(clippy::unwrap_used)]
 
-mod common;
-
-use std::time::{Duration, Instant};
-
-use common::{ok, start_with};
+use crate::support::{eventually, ok, start_with};
 use serde_json::Value;
 
 const POLICY: &str = "apiVersion: audit.k8s.io/v1
@@ -30,9 +26,11 @@ rules:
 - level: None
 ";
 
+/// The complete events in the log (a line still being written is left for the next read).
 fn events(log: &std::path::Path) -> Vec<Value> {
-    std::fs::read_to_string(log)
-        .unwrap_or_default()
+    let text = std::fs::read_to_string(log).unwrap_or_default();
+    let complete = &text[..text.rfind('\n').map_or(0, |end| end + 1)];
+    complete
         .lines()
         .map(|line| serde_json::from_str(line).unwrap())
         .collect()
@@ -40,18 +38,9 @@ fn events(log: &std::path::Path) -> Vec<Value> {
 
 /// Waits until the log holds an event matching `pred`.
 fn wait_for(log: &std::path::Path, what: &str, pred: impl Fn(&Value) -> bool) -> Value {
-    let deadline = Instant::now() + Duration::from_secs(10);
-    loop {
-        if let Some(found) = events(log).into_iter().find(|e| pred(e)) {
-            return found;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "no event {what} in {}",
-            std::fs::read_to_string(log).unwrap_or_default()
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    eventually(&format!("the event {what} in {}", log.display()), || {
+        events(log).into_iter().find(|e| pred(e))
+    })
 }
 
 fn is(event: &Value, verb: &str, resource: &str, name: &str) -> bool {
@@ -157,18 +146,14 @@ fn the_audit_log_records_what_the_policy_asks_at_its_level() {
     wait_for(&log, "the last big configmap", |e| {
         is(e, "create", "configmaps", "big15")
     });
-    let deadline = Instant::now() + Duration::from_secs(10);
-    let backups = loop {
+    let backups = eventually("two rotated backups", || {
         let backups: Vec<String> = std::fs::read_dir(files.path())
             .unwrap()
-            .filter_map(|e| e.ok()?.file_name().into_string().ok())
+            .map(|e| e.unwrap().file_name().into_string().unwrap())
             .filter(|n| n.starts_with("audit-") && n.ends_with(".log"))
             .collect();
-        if backups.len() == 2 || Instant::now() > deadline {
-            break backups;
-        }
-        std::thread::sleep(Duration::from_millis(100));
-    };
+        (backups.len() >= 2).then_some(backups)
+    });
     assert_eq!(backups.len(), 2, "{backups:?}");
     assert!(std::fs::metadata(&log).unwrap().len() <= 1024 * 1024);
 }

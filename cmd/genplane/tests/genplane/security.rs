@@ -6,12 +6,10 @@
 
 #![allow(clippy::unwrap_used)]
 
-mod common;
-
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-use common::{Apiserver, https, ok, start_with, text};
+use crate::support::{Apiserver, https, ok, start_with, text};
 use serde_json::Value;
 
 /// The static tokens: alice, bob, carol (group `ops`), dave and erin.
@@ -619,18 +617,13 @@ async fn service_account_tokens_carry_exactly_the_accounts_rights_until_they_exp
         .await
         .unwrap();
     ok(cluster.admin(&["delete", "serviceaccount", "bot", "-n", "a"]));
-    let mut gone = None;
-    for _ in 0..50 {
+    crate::support::eventually_async("the token of a deleted account to stop working", || async {
         let result = Api::<ConfigMap>::namespaced(bot.clone(), "a")
             .list(&ListParams::default())
             .await;
-        if matches!(result, Err(kube::Error::Api(ref s)) if s.code == 401) {
-            gone = Some(());
-            break;
-        }
-        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
-    }
-    assert!(gone.is_some(), "the token of a deleted account still works");
+        matches!(result, Err(kube::Error::Api(ref s)) if s.code == 401).then_some(())
+    })
+    .await;
 }
 
 #[test]
@@ -904,15 +897,11 @@ spec:
     )
     .unwrap();
     // The custom resources are served once they appear in discovery.
-    let mut resources = Vec::new();
-    for _ in 0..300 {
-        resources = discovered(&cluster);
+    let resources = crate::support::eventually("the custom resources in discovery", || {
+        let resources = discovered(&cluster);
         let served = |wanted: &str| resources.iter().any(|(_, name, ..)| name == wanted);
-        if served("globes") && served("locals") {
-            break;
-        }
-        std::thread::sleep(std::time::Duration::from_millis(100));
-    }
+        (served("globes") && served("locals")).then_some(resources)
+    });
     ok(cluster.admin(&["create", "-f", globe.to_str().unwrap()]));
     assert!(
         resources

@@ -4,11 +4,9 @@
 
 #![allow(clippy::unwrap_used)]
 
-mod common;
-
 use std::process::Command;
 
-use common::{BIN, ok, start_with, text};
+use crate::support::{BIN, ok, start_with, text};
 
 #[test]
 fn unknown_and_unavailable_plugins_are_configuration_errors() {

@@ -5,11 +5,11 @@
 
 use std::path::Path;
 use std::process::Command;
-use std::time::{Duration, Instant};
 
-mod common;
-
-use common::{Apiserver, kubectl_binaries, kubectl_path, ok, start, text};
+use crate::support::recorder::Recorder;
+use crate::support::{
+    self, Apiserver, eventually, kubectl_binaries, kubectl_path, ok, start, text,
+};
 
 #[test]
 fn kubectl_reads_and_writes_through_the_generated_kubeconfig() {
@@ -128,7 +128,7 @@ fn kubectl_reads_and_writes_through_the_generated_kubeconfig() {
 
 /// A GET over TLS without a client certificate, trusting `ca`: the status code and body.
 fn anonymous_get(port: u16, ca: &Path, path: &str) -> (u16, String) {
-    common::https(port, ca, "GET", path, &[], None)
+    support::https(port, ca, "GET", path, &[], None)
 }
 
 #[test]
@@ -153,7 +153,10 @@ fn anonymous_requests_reach_only_the_public_endpoints() {
 #[test]
 fn the_python_client_works() {
     let server = start();
-    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/python_client.py");
+    let script = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/genplane/python_client.py"
+    );
     let output = Command::new("python3")
         .arg(script)
         .arg(server.kubeconfig())
@@ -163,20 +166,16 @@ fn the_python_client_works() {
     assert!(String::from_utf8_lossy(&output.stdout).contains("python client ok"));
 }
 
-/// Polls `kubectl get --raw /metrics` until every line in `wanted` is in it.
+/// Scrapes `/metrics` until every line in `wanted` is in it.
 fn metrics_until(server: &Apiserver, wanted: &[&str]) -> String {
-    let deadline = Instant::now() + Duration::from_secs(10);
-    loop {
-        let metrics = ok(server.kubectl("kubectl", &["get", "--raw", "/metrics"]));
-        if wanted.iter().all(|line| metrics.contains(line)) {
-            return metrics;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "missing some of {wanted:?} in:\n{metrics}"
-        );
-        std::thread::sleep(Duration::from_millis(200));
-    }
+    let raw = server.raw();
+    eventually(&format!("{wanted:?} in /metrics"), || {
+        let metrics = raw.get("/metrics").text();
+        wanted
+            .iter()
+            .all(|line| metrics.contains(line))
+            .then_some(metrics)
+    })
 }
 
 #[test]
@@ -186,8 +185,7 @@ fn the_identity_lease_and_request_metrics_are_published() {
         .unwrap()
         .trim()
         .to_owned();
-    let deadline = Instant::now() + Duration::from_secs(15);
-    let lease = loop {
+    let lease = eventually("the identity lease", || {
         let listed: serde_json::Value = serde_json::from_str(&ok(server.kubectl(
             "kubectl",
             &[
@@ -202,13 +200,10 @@ fn the_identity_lease_and_request_metrics_are_published() {
             ],
         )))
         .unwrap();
-        if let Some(lease) = listed["items"].get(0) {
-            assert_eq!(listed["items"].as_array().unwrap().len(), 1, "{listed}");
-            break lease.clone();
-        }
-        assert!(Instant::now() < deadline, "no identity lease: {listed}");
-        std::thread::sleep(Duration::from_millis(200));
-    };
+        let lease = listed["items"].get(0)?;
+        assert_eq!(listed["items"].as_array().unwrap().len(), 1, "{listed}");
+        Some(lease.clone())
+    });
     let name = lease["metadata"]["name"].as_str().unwrap();
     assert!(
         name.starts_with("apiserver-") && name.len() == 36,
@@ -426,6 +421,64 @@ fn kubectl_create_generators_store_what_they_send() {
             text(&duplicate)
         );
     }
+
+    // What went over the wire, read with protobuf types generated apart from genplane's codec
+    // (k8s-pb): kubectl 1.33 sends protobuf and reads a protobuf answer; 1.27 sends JSON.
+    let recorder = Recorder::start(&server, files.path());
+    for (suffix, kubectl) in &kubectls {
+        let name = format!("wire-{suffix}");
+        ok(Command::new(kubectl)
+            .arg("--kubeconfig")
+            .arg(&recorder.kubeconfig)
+            .args(["create", "configmap", &name, "--from-literal=a=b"])
+            .output()
+            .unwrap());
+        let post = recorder
+            .exchanges()
+            .into_iter()
+            .rfind(|e| {
+                e.method == "POST" && e.path.starts_with("/api/v1/namespaces/default/configmaps")
+            })
+            .expect("kubectl's create went through the proxy");
+        assert_eq!(post.status, 201);
+        if *suffix == "127" {
+            assert_eq!(post.content_type, "application/json", "kubectl {suffix}");
+            continue;
+        }
+        assert_eq!(post.content_type, PROTOBUF, "kubectl {suffix}");
+        let sent: k8s_pb::api::core::v1::ConfigMap = unenvelope(&post.body, "ConfigMap");
+        assert_eq!(
+            sent.metadata.and_then(|m| m.name).as_deref(),
+            Some(name.as_str())
+        );
+        assert_eq!(sent.data, [("a".to_owned(), "b".to_owned())].into());
+        assert_eq!(post.answer_type, PROTOBUF, "kubectl {suffix}");
+        let stored: k8s_pb::api::core::v1::ConfigMap = unenvelope(&post.answer, "ConfigMap");
+        let meta = stored.metadata.unwrap();
+        assert_eq!(
+            (meta.name.as_deref(), meta.namespace.as_deref()),
+            (Some(name.as_str()), Some("default"))
+        );
+        assert!(meta.uid.is_some() && meta.resource_version.is_some());
+        assert_eq!(stored.data, [("a".to_owned(), "b".to_owned())].into());
+    }
+}
+
+const PROTOBUF: &str = "application/vnd.kubernetes.protobuf";
+
+/// The message in a `k8s\0` protobuf envelope (a `runtime.Unknown`) of `kind`, decoded with
+/// k8s-pb's types.
+fn unenvelope<M: prost::Message + Default>(bytes: &[u8], kind: &str) -> M {
+    use prost::Message as _;
+    let unknown = bytes
+        .strip_prefix(b"k8s\0")
+        .unwrap_or_else(|| panic!("no protobuf envelope: {bytes:?}"));
+    let unknown = k8s_pb::apimachinery::pkg::runtime::Unknown::decode(unknown).unwrap();
+    assert_eq!(
+        unknown.type_meta.and_then(|t| t.kind).as_deref(),
+        Some(kind)
+    );
+    M::decode(unknown.raw.unwrap_or_default().as_slice()).unwrap()
 }
 
 const CONFIGMAP_WITH_A_TYPO: &str = "apiVersion: v1

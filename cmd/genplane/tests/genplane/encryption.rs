@@ -5,12 +5,10 @@
 
 #![allow(clippy::unwrap_used)]
 
-mod common;
-
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use common::{Apiserver, BIN, free_port, ok, start_in, stop, text};
+use crate::support::{Apiserver, BIN, ok, start_in, stop, text};
 use genplane_storage::Storage as _;
 use genplane_storage_etcd::EtcdStore;
 use genplane_storage_etcd::testing::EtcdServer;
@@ -265,7 +263,7 @@ fn secrets_and_configmaps_are_encrypted_at_rest_and_rotate_on_sqlite() {
 #[test]
 fn secrets_and_configmaps_are_encrypted_at_rest_and_rotate_on_etcd() {
     let runtime = tokio::runtime::Runtime::new().unwrap();
-    let etcd = runtime.block_on(EtcdServer::start()).unwrap();
+    let etcd = crate::support::etcd(&runtime);
     let flags = [
         "--storage-backend=etcd".to_owned(),
         format!("--etcd-servers={}", etcd.endpoint()),
@@ -289,11 +287,7 @@ fn an_invalid_encryption_config_stops_the_apiserver_with_exit_code_64() {
     )
     .unwrap();
     let output = Command::new(BIN)
-        .args([
-            "apiserver",
-            "--bind-address=127.0.0.1",
-            &format!("--secure-port={}", free_port()),
-        ])
+        .args(["apiserver", "--bind-address=127.0.0.1", "--secure-port=0"])
         .arg(format!("--data-dir={}", dir.path().join("data").display()))
         .arg(format!("--encryption-provider-config={}", config.display()))
         .output()

@@ -5,52 +5,8 @@
 
 #![allow(clippy::unwrap_used)]
 
-mod common;
-
-use common::{Apiserver, ok, start, text};
+use crate::support::{Apiserver, ok, start, text};
 use serde_json::{Value, json};
-
-const CRD: &str = r#"
-apiVersion: apiextensions.k8s.io/v1
-kind: CustomResourceDefinition
-metadata:
-  name: crontabs.stable.example.com
-spec:
-  group: stable.example.com
-  scope: Namespaced
-  names:
-    plural: crontabs
-    singular: crontab
-    kind: CronTab
-  versions:
-  - name: v1
-    served: true
-    storage: true
-    subresources:
-      status: {}
-      scale:
-        specReplicasPath: .spec.replicas
-        statusReplicasPath: .status.replicas
-        labelSelectorPath: .status.labelSelector
-    schema:
-      openAPIV3Schema:
-        type: object
-        properties:
-          spec:
-            type: object
-            properties:
-              image:
-                type: string
-              replicas:
-                type: integer
-          status:
-            type: object
-            properties:
-              replicas:
-                type: integer
-              labelSelector:
-                type: string
-"#;
 
 const SCALE: &str = "/apis/stable.example.com/v1/namespaces/default/crontabs/x/scale";
 
@@ -92,7 +48,11 @@ fn crontab(server: &Apiserver) -> Value {
 
 fn setup() -> Apiserver {
     let server = start();
-    let crd = write(&server, "crd.yaml", CRD);
+    let crd = write(
+        &server,
+        "crd.yaml",
+        &crate::support::fixture("crds/crontabs-scale.yaml"),
+    );
     kubectl(&server, &["apply", "-f", &crd]);
     kubectl(
         &server,

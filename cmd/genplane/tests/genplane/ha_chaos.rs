@@ -12,8 +12,6 @@
 
 #![allow(clippy::unwrap_used)]
 
-mod common;
-
 use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicI64, Ordering};
@@ -87,7 +85,7 @@ fn resource_version(meta: &k8s_openapi::apimachinery::pkg::apis::meta::v1::Objec
 
 /// A client of `server` that reports every answer as it comes (no retries of its own: kube's
 /// default retries 503s, which would hide them).
-async fn client_of(server: &common::Apiserver) -> kube::Client {
+async fn client_of(server: &crate::support::Apiserver) -> kube::Client {
     let kubeconfig = kube::config::Kubeconfig::read_from(server.kubeconfig()).unwrap();
     let mut config = kube::Config::from_custom_kubeconfig(kubeconfig, &Default::default())
         .await
@@ -381,12 +379,29 @@ async fn preferred_member(client: &kube::Client, cluster: &EtcdCluster) -> usize
 fn start_apiserver(
     dir: tempfile::TempDir,
     flags: Vec<String>,
-    log: PathBuf,
-) -> tokio::task::JoinHandle<common::Apiserver> {
+) -> tokio::task::JoinHandle<crate::support::Apiserver> {
     tokio::task::spawn_blocking(move || {
         let flags: Vec<&str> = flags.iter().map(String::as_str).collect();
-        common::start_logging_in(dir, &flags, Some(&log))
+        crate::support::start_in(dir, &flags)
     })
+}
+
+/// Everything a server logged, over all its starts in its directory.
+fn logs_of(server: &crate::support::Apiserver) -> String {
+    let mut paths: Vec<PathBuf> = std::fs::read_dir(server.dir.path())
+        .unwrap()
+        .map(|entry| entry.unwrap().path())
+        .filter(|path| {
+            path.file_name()
+                .and_then(|n| n.to_str())
+                .is_some_and(|n| n.starts_with("apiserver-") && n.ends_with(".log"))
+        })
+        .collect();
+    paths.sort();
+    paths
+        .iter()
+        .map(|path| std::fs::read_to_string(path).unwrap())
+        .collect()
 }
 
 fn flags(cluster: &EtcdCluster, order: [usize; 3]) -> Vec<String> {
@@ -402,24 +417,14 @@ fn flags(cluster: &EtcdCluster, order: [usize; 3]) -> Vec<String> {
 async fn chaos_on_a_three_member_etcd_loses_no_acknowledged_write() {
     let test_started = Instant::now();
     let mut cluster = EtcdCluster::start(3).await.unwrap();
-    let logs = tempfile::tempdir().unwrap();
-    let log_paths = [logs.path().join("a.log"), logs.path().join("b.log")];
     // Apiserver a prefers member 0, b member 1.
     let flag_sets = [flags(&cluster, [0, 1, 2]), flags(&cluster, [1, 2, 0])];
-    let a = start_apiserver(
-        tempfile::tempdir().unwrap(),
-        flag_sets[0].clone(),
-        log_paths[0].clone(),
-    )
-    .await
-    .unwrap();
-    let b = start_apiserver(
-        tempfile::tempdir().unwrap(),
-        flag_sets[1].clone(),
-        log_paths[1].clone(),
-    )
-    .await
-    .unwrap();
+    let a = start_apiserver(tempfile::tempdir().unwrap(), flag_sets[0].clone())
+        .await
+        .unwrap();
+    let b = start_apiserver(tempfile::tempdir().unwrap(), flag_sets[1].clone())
+        .await
+        .unwrap();
     let clients = [
         watch::Sender::new(client_of(&a).await),
         watch::Sender::new(client_of(&b).await),
@@ -499,15 +504,13 @@ async fn chaos_on_a_three_member_etcd_loses_no_acknowledged_write() {
     // has seen: the watcher must get a 410 and list again. Then b comes back and its clients
     // follow it.
     let since = Instant::now();
-    let dir = common::stop(servers[1].take().unwrap());
+    let dir = crate::support::stop(servers[1].take().unwrap());
     let seen_by_b = record.reached[1].load(Ordering::Relaxed);
     while compacted_revision(&clients[0].borrow().clone()).await <= seen_by_b {
         assert!(since.elapsed() < RECOVERY_LIMIT, "etcd was not compacted");
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
-    let b = start_apiserver(dir, flag_sets[1].clone(), log_paths[1].clone())
-        .await
-        .unwrap();
+    let b = start_apiserver(dir, flag_sets[1].clone()).await.unwrap();
     clients[1].send_replace(client_of(&b).await);
     servers[1] = Some(b);
     figures.push(
@@ -718,8 +721,8 @@ async fn chaos_on_a_three_member_etcd_loses_no_acknowledged_write() {
         "etcd requests move to another member",
     ];
     let mut log_lines = Vec::new();
-    for path in &log_paths {
-        let log = std::fs::read_to_string(path).unwrap();
+    for server in servers.iter().flatten() {
+        let log = logs_of(server);
         let count = log
             .lines()
             .filter(|line| transitions.iter().any(|t| line.contains(t)))

@@ -4,52 +4,110 @@
 
 #![allow(clippy::unwrap_used)]
 
-mod common;
-
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 static FILES: AtomicUsize = AtomicUsize::new(0);
 
-use common::{Apiserver, ok, text};
+use crate::support::{self, Apiserver, ok, text};
 use serde_json::{Value, json};
 
-/// Starts both controllers on a runtime of their own; dropping it stops them.
-fn controllers(server: &Apiserver) -> tokio::runtime::Runtime {
-    let _ = rustls::crypto::aws_lc_rs::default_provider().install_default();
+/// The controllers under test, on a runtime of their own; dropping it stops them. A
+/// controller that stops (its error, or a panic) fails the test at the next wait, with what
+/// stopped it, instead of showing as a timeout.
+struct Controllers {
+    runtime: tokio::runtime::Runtime,
+    tasks: Vec<(&'static str, tokio::task::JoinHandle<()>)>,
+}
+
+impl Controllers {
+    /// Fails the test when a controller has stopped.
+    fn check(&mut self) {
+        let Some(at) = self.tasks.iter().position(|(_, task)| task.is_finished()) else {
+            return;
+        };
+        let (name, task) = self.tasks.remove(at);
+        match self.runtime.block_on(task) {
+            Ok(()) => panic!("the {name} stopped"),
+            Err(e) if e.is_panic() => std::panic::resume_unwind(e.into_panic()),
+            Err(e) => panic!("the {name} stopped: {e}"),
+        }
+    }
+
+    /// Polls `check` until it holds, failing the test when a controller stopped first or
+    /// after the harness's deadline.
+    fn eventually(&mut self, what: &str, mut check: impl FnMut() -> bool) {
+        let deadline = Instant::now() + support::DEADLINE;
+        while !check() {
+            self.check();
+            assert!(Instant::now() < deadline, "timed out waiting: {what}");
+            std::thread::sleep(Duration::from_millis(200));
+        }
+        self.check();
+    }
+
+    /// Waits until the garbage collector has handled a change made now: a ConfigMap in
+    /// `namespace` whose only owner does not exist is collected. What the collector would
+    /// have done about earlier changes it has had every chance to do by then.
+    fn barrier(&mut self, server: &Apiserver, namespace: &str) {
+        let name = format!("barrier-{}", FILES.fetch_add(1, Ordering::Relaxed));
+        apply(
+            server,
+            configmap(
+                namespace,
+                &name,
+                owned_by(
+                    "never-existed",
+                    "0b5e0000-0000-0000-0000-000000000000",
+                    false,
+                ),
+            ),
+        );
+        self.eventually("the collector to handle a later change", || {
+            get(server, "configmap", namespace, &name).is_none()
+        });
+    }
+}
+
+/// Starts both controllers with the controller-manager's kubeconfig.
+fn controllers(server: &Apiserver) -> Controllers {
+    // Only the first call in the process installs it; later ones find it there.
+    rustls::crypto::aws_lc_rs::default_provider()
+        .install_default()
+        .ok();
     // RUST_LOG=genplane_controller=debug shows what the controllers do.
-    let _ = tracing_subscriber::fmt()
+    tracing_subscriber::fmt()
         .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
         .with_test_writer()
-        .try_init();
+        .try_init()
+        .ok();
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
         .build()
         .unwrap();
-    let path = server.dir.path().join("data/controller-manager.kubeconfig");
-    let client = runtime.block_on(async {
-        let kubeconfig = kube::config::Kubeconfig::read_from(&path).unwrap();
-        let config = kube::Config::from_custom_kubeconfig(
-            kubeconfig,
-            &kube::config::KubeConfigOptions::default(),
-        )
-        .await
-        .unwrap();
-        kube::Client::try_from(config).unwrap()
-    });
+    let path = server.data().join("controller-manager.kubeconfig");
+    let client = runtime.block_on(support::kube_client(&path));
     let namespace = client.clone();
-    runtime.spawn(async move {
-        if let Err(e) = genplane_controller::namespace::run(namespace).await {
-            panic!("the namespace controller stopped: {e}");
-        }
-    });
-    runtime.spawn(async move {
-        if let Err(e) = genplane_controller::garbagecollector::run(client).await {
-            panic!("the garbage collector stopped: {e}");
-        }
-    });
-    runtime
+    let tasks = vec![
+        (
+            "namespace controller",
+            runtime.spawn(async move {
+                if let Err(e) = genplane_controller::namespace::run(namespace).await {
+                    panic!("the namespace controller stopped: {e}");
+                }
+            }),
+        ),
+        (
+            "garbage collector",
+            runtime.spawn(async move {
+                if let Err(e) = genplane_controller::garbagecollector::run(client).await {
+                    panic!("the garbage collector stopped: {e}");
+                }
+            }),
+        ),
+    ];
+    Controllers { runtime, tasks }
 }
 
 fn kubectl(server: &Apiserver, args: &[&str]) -> std::process::Output {
@@ -82,15 +140,6 @@ fn uid(server: &Apiserver, kind: &str, namespace: &str, name: &str) -> String {
         .as_str()
         .unwrap()
         .to_owned()
-}
-
-/// Polls `check` until it holds, for at most `limit`.
-fn eventually(limit: Duration, what: &str, mut check: impl FnMut() -> bool) {
-    let deadline = Instant::now() + limit;
-    while !check() {
-        assert!(Instant::now() < deadline, "timed out waiting: {what}");
-        std::thread::sleep(Duration::from_millis(200));
-    }
 }
 
 fn configmap(namespace: &str, name: &str, extra: Value) -> Value {
@@ -131,8 +180,8 @@ fn condition(ns: &Value, type_: &str) -> Option<(String, String, String)> {
 
 #[test]
 fn deleting_a_namespace_removes_everything_in_it() {
-    let server = common::start();
-    let _controllers = controllers(&server);
+    let server = support::start();
+    let mut controllers = controllers(&server);
     ok(kubectl(&server, &["create", "namespace", "doomed"]));
     ok(kubectl(
         &server,
@@ -190,12 +239,13 @@ fn deleting_a_namespace_removes_everything_in_it() {
     }
     // Another namespace is untouched.
     assert!(get(&server, "configmap", "kept", "a").is_some());
+    controllers.check();
 }
 
 #[test]
 fn a_finalizer_keeps_the_namespace_terminating_until_removed() {
-    let server = common::start();
-    let _controllers = controllers(&server);
+    let server = support::start();
+    let mut controllers = controllers(&server);
     ok(kubectl(&server, &["create", "namespace", "held"]));
     apply(
         &server,
@@ -221,16 +271,12 @@ fn a_finalizer_keeps_the_namespace_terminating_until_removed() {
         &["delete", "namespace", "held", "--wait=false"],
     ));
 
-    eventually(
-        Duration::from_secs(40),
-        "the namespace reports what remains",
-        || {
-            let Some(ns) = get(&server, "namespace", "", "held") else {
-                return false;
-            };
-            condition(&ns, "NamespaceFinalizersRemaining").is_some_and(|c| c.0 == "True")
-        },
-    );
+    controllers.eventually("the namespace reports what remains", || {
+        let Some(ns) = get(&server, "namespace", "", "held") else {
+            return false;
+        };
+        condition(&ns, "NamespaceFinalizersRemaining").is_some_and(|c| c.0 == "True")
+    });
     let ns = get(&server, "namespace", "", "held").unwrap();
     assert_eq!(ns["status"]["phase"], "Terminating");
     assert_eq!(
@@ -284,15 +330,15 @@ fn a_finalizer_keeps_the_namespace_terminating_until_removed() {
             r#"{"metadata":{"finalizers":null}}"#,
         ],
     ));
-    eventually(Duration::from_secs(40), "the namespace is gone", || {
+    controllers.eventually("the namespace is gone", || {
         get(&server, "namespace", "", "held").is_none()
     });
 }
 
 #[test]
 fn cascading_deletion_background_foreground_and_orphan() {
-    let server = common::start();
-    let _controllers = controllers(&server);
+    let server = support::start();
+    let mut controllers = controllers(&server);
     ok(kubectl(&server, &["create", "namespace", "gc"]));
 
     // Background: the owner goes at once, then its dependents.
@@ -314,14 +360,10 @@ fn cascading_deletion_background_foreground_and_orphan() {
             "--cascade=background",
         ],
     ));
-    eventually(
-        Duration::from_secs(30),
-        "background dependents are deleted",
-        || {
-            get(&server, "configmap", "gc", "bg-1").is_none()
-                && get(&server, "secret", "gc", "bg-2").is_none()
-        },
-    );
+    controllers.eventually("background dependents are deleted", || {
+        get(&server, "configmap", "gc", "bg-1").is_none()
+            && get(&server, "secret", "gc", "bg-2").is_none()
+    });
 
     // Foreground: the owner waits (foregroundDeletion) for its blocking dependents.
     apply(&server, configmap("gc", "fg", json!({})));
@@ -345,17 +387,13 @@ fn cascading_deletion_background_foreground_and_orphan() {
             "--wait=false",
         ],
     ));
-    eventually(
-        Duration::from_secs(30),
-        "foreground dependents are being deleted",
-        || {
-            get(&server, "configmap", "gc", "fg-loose").is_none()
-                && get(&server, "secret", "gc", "fg-blocking")
-                    .is_some_and(|s| s["metadata"]["deletionTimestamp"].is_string())
-        },
-    );
+    controllers.eventually("foreground dependents are being deleted", || {
+        get(&server, "configmap", "gc", "fg-loose").is_none()
+            && get(&server, "secret", "gc", "fg-blocking")
+                .is_some_and(|s| s["metadata"]["deletionTimestamp"].is_string())
+    });
     // The blocking dependent is held by its finalizer, so the owner stays.
-    std::thread::sleep(Duration::from_secs(2));
+    controllers.barrier(&server, "gc");
     let fg = get(&server, "configmap", "gc", "fg").unwrap();
     assert!(fg["metadata"]["deletionTimestamp"].is_string());
     assert_eq!(fg["metadata"]["finalizers"], json!(["foregroundDeletion"]));
@@ -372,11 +410,9 @@ fn cascading_deletion_background_foreground_and_orphan() {
             r#"{"metadata":{"finalizers":null}}"#,
         ],
     ));
-    eventually(
-        Duration::from_secs(30),
-        "the foreground owner goes last",
-        || get(&server, "configmap", "gc", "fg").is_none(),
-    );
+    controllers.eventually("the foreground owner goes last", || {
+        get(&server, "configmap", "gc", "fg").is_none()
+    });
     assert!(get(&server, "secret", "gc", "fg-blocking").is_none());
 
     // Foreground down a chain: a dependent with dependents of its own is deleted in the
@@ -403,14 +439,10 @@ fn cascading_deletion_background_foreground_and_orphan() {
             "--wait=false",
         ],
     ));
-    eventually(
-        Duration::from_secs(30),
-        "the chain waits on its bottom",
-        || {
-            get(&server, "secret", "gc", "bottom")
-                .is_some_and(|s| s["metadata"]["deletionTimestamp"].is_string())
-        },
-    );
+    controllers.eventually("the chain waits on its bottom", || {
+        get(&server, "secret", "gc", "bottom")
+            .is_some_and(|s| s["metadata"]["deletionTimestamp"].is_string())
+    });
     for name in ["top", "middle"] {
         let waiting = get(&server, "configmap", "gc", name).unwrap();
         assert_eq!(
@@ -432,7 +464,7 @@ fn cascading_deletion_background_foreground_and_orphan() {
             r#"{"metadata":{"finalizers":null}}"#,
         ],
     ));
-    eventually(Duration::from_secs(30), "the whole chain is gone", || {
+    controllers.eventually("the whole chain is gone", || {
         get(&server, "configmap", "gc", "top").is_none()
             && get(&server, "configmap", "gc", "middle").is_none()
     });
@@ -458,7 +490,7 @@ fn cascading_deletion_background_foreground_and_orphan() {
         ],
     ));
     assert!(get(&server, "configmap", "gc", "or").is_none());
-    std::thread::sleep(Duration::from_secs(1));
+    controllers.barrier(&server, "gc");
     for (kind, name) in [("configmap", "or-1"), ("secret", "or-2")] {
         let dependent =
             get(&server, kind, "gc", name).unwrap_or_else(|| panic!("{name} was deleted"));
@@ -471,8 +503,8 @@ fn cascading_deletion_background_foreground_and_orphan() {
 
 #[test]
 fn an_owner_in_another_namespace_counts_as_absent_and_is_reported() {
-    let server = common::start();
-    let _controllers = controllers(&server);
+    let server = support::start();
+    let mut controllers = controllers(&server);
     ok(kubectl(&server, &["create", "namespace", "home"]));
     ok(kubectl(&server, &["create", "namespace", "away"]));
     apply(&server, configmap("home", "owner", json!({})));
@@ -491,30 +523,25 @@ fn an_owner_in_another_namespace_counts_as_absent_and_is_reported() {
         &server,
         configmap("away", "stray", owned_by("owner", &owner, false)),
     );
-    eventually(
-        Duration::from_secs(30),
+    controllers.eventually(
         "the dependent of an owner in another namespace is deleted",
         || get(&server, "configmap", "away", "stray").is_none(),
     );
-    eventually(
-        Duration::from_secs(30),
-        "an OwnerRefInvalidNamespace event",
-        || {
-            let events: Value = serde_json::from_str(&ok(kubectl(
-                &server,
-                &["get", "events", "-n", "away", "-o", "json"],
-            )))
-            .unwrap();
-            events["items"].as_array().unwrap().iter().any(|e| {
-                e["reason"] == "OwnerRefInvalidNamespace"
-                    && e["type"] == "Warning"
-                    && e["involvedObject"]["name"] == "stray"
-                    && e["message"].as_str().is_some_and(|m| {
-                        m.contains(&owner) && m.ends_with("does not exist in namespace \"away\"")
-                    })
-            })
-        },
-    );
+    controllers.eventually("an OwnerRefInvalidNamespace event", || {
+        let events: Value = serde_json::from_str(&ok(kubectl(
+            &server,
+            &["get", "events", "-n", "away", "-o", "json"],
+        )))
+        .unwrap();
+        events["items"].as_array().unwrap().iter().any(|e| {
+            e["reason"] == "OwnerRefInvalidNamespace"
+                && e["type"] == "Warning"
+                && e["involvedObject"]["name"] == "stray"
+                && e["message"].as_str().is_some_and(|m| {
+                    m.contains(&owner) && m.ends_with("does not exist in namespace \"away\"")
+                })
+        })
+    });
     // A dependent with one live owner stays, and loses its reference to an absent one.
     apply(
         &server,
@@ -526,15 +553,11 @@ fn an_owner_in_another_namespace_counts_as_absent_and_is_reported() {
                 {"apiVersion": "v1", "kind": "ConfigMap", "name": "never", "uid": "4b1d0000-0000-0000-0000-000000000000"}]}),
         ),
     );
-    eventually(
-        Duration::from_secs(30),
-        "the absent owner's reference is dropped",
-        || {
-            get(&server, "configmap", "home", "two-owners").unwrap()["metadata"]["ownerReferences"]
-                .as_array()
-                .is_some_and(|refs| refs.len() == 1 && refs[0]["uid"] == owner.as_str())
-        },
-    );
+    controllers.eventually("the absent owner's reference is dropped", || {
+        get(&server, "configmap", "home", "two-owners").unwrap()["metadata"]["ownerReferences"]
+            .as_array()
+            .is_some_and(|refs| refs.len() == 1 && refs[0]["uid"] == owner.as_str())
+    });
 
     // A cluster-scoped dependent naming a namespaced kind is never collected, and reported.
     apply(
@@ -543,22 +566,18 @@ fn an_owner_in_another_namespace_counts_as_absent_and_is_reported() {
             "metadata": {"name": "claims-a-configmap", "ownerReferences": [{"apiVersion": "v1",
                 "kind": "ConfigMap", "name": "owner", "uid": owner}]}, "rules": []}),
     );
-    eventually(
-        Duration::from_secs(30),
-        "an event on the cluster-scoped dependent",
-        || {
-            let events: Value = serde_json::from_str(&ok(kubectl(
-                &server,
-                &["get", "events", "-n", "default", "-o", "json"],
-            )))
-            .unwrap();
-            events["items"].as_array().unwrap().iter().any(|e| {
-                e["reason"] == "OwnerRefInvalidNamespace"
-                    && e["involvedObject"]["kind"] == "ClusterRole"
-                    && e["involvedObject"]["name"] == "claims-a-configmap"
-            })
-        },
-    );
+    controllers.eventually("an event on the cluster-scoped dependent", || {
+        let events: Value = serde_json::from_str(&ok(kubectl(
+            &server,
+            &["get", "events", "-n", "default", "-o", "json"],
+        )))
+        .unwrap();
+        events["items"].as_array().unwrap().iter().any(|e| {
+            e["reason"] == "OwnerRefInvalidNamespace"
+                && e["involvedObject"]["kind"] == "ClusterRole"
+                && e["involvedObject"]["name"] == "claims-a-configmap"
+        })
+    });
     assert!(get(&server, "clusterrole", "", "claims-a-configmap").is_some());
     assert!(get(&server, "configmap", "away", "of-namespace").is_some());
     assert!(get(&server, "configmap", "home", "owner").is_some());
@@ -602,9 +621,9 @@ fn widget(namespace: &str, name: &str, extra: Value) -> Value {
 
 #[test]
 fn custom_resources_go_with_their_namespace_and_their_owners() {
-    let server = common::start();
+    let server = support::start();
     install_widgets(&server);
-    let _controllers = controllers(&server);
+    let mut controllers = controllers(&server);
 
     // A custom resource owning a ConfigMap and another custom resource: foreground deletion
     // deletes both dependents, then the owner.
@@ -642,11 +661,9 @@ fn custom_resources_go_with_their_namespace_and_their_owners() {
         &server,
         &["delete", "configmap", "cm-owner", "-n", "crs"],
     ));
-    eventually(
-        Duration::from_secs(30),
-        "the widget follows its owner",
-        || get(&server, "widget", "crs", "dependent").is_none(),
-    );
+    controllers.eventually("the widget follows its owner", || {
+        get(&server, "widget", "crs", "dependent").is_none()
+    });
 
     // Deleting the namespace deletes its custom resources with everything else.
     apply(&server, widget("crs", "left", json!({})));

@@ -5,8 +5,6 @@
 
 #![allow(clippy::unwrap_used)]
 
-mod common;
-
 use std::time::Duration;
 
 use futures::StreamExt;
@@ -22,7 +20,7 @@ const VALUE_BYTES: usize = 16 * 1024;
 /// Writes per round: about 2 MB of history.
 const WRITES_PER_ROUND: usize = 120;
 
-async fn admin(server: &common::Apiserver) -> kube::Client {
+async fn admin(server: &crate::support::Apiserver) -> kube::Client {
     let kubeconfig = kube::config::Kubeconfig::read_from(server.kubeconfig()).unwrap();
     let config = kube::Config::from_custom_kubeconfig(kubeconfig, &Default::default())
         .await
@@ -107,8 +105,8 @@ async fn apiservers_compact_etcd_and_agree_on_old_revisions() {
         servers.as_str(),
         "--etcd-compaction-interval=1s",
     ];
-    let a = common::start_with(&flags);
-    let b = common::start_with(&flags);
+    let a = crate::support::start_with(&flags);
+    let b = crate::support::start_with(&flags);
     let (client_a, client_b) = (admin(&a).await, admin(&b).await);
     let maps = Api::<ConfigMap>::namespaced(client_a.clone(), "default");
     let mut first = 0;

@@ -6,11 +6,7 @@
 use std::path::Path;
 use std::process::Command;
 
-use genplane_storage_etcd::testing::EtcdServer;
-
-mod common;
-
-use common::{kubectl_path, start_with};
+use crate::support::{kubectl_path, start_with};
 
 /// A self-signed certificate and its key, PEM, for `kubectl create secret tls`.
 fn tls_pair(dir: &Path) -> (std::path::PathBuf, std::path::PathBuf) {
@@ -32,14 +28,11 @@ fn accept(name: &str, flags: &[&str]) {
     let work = server.dir.path().join("work");
     std::fs::create_dir_all(&work).unwrap();
     let (cert, key) = tls_pair(&work);
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/kubectl-acceptance.sh");
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/genplane/kubectl-acceptance.sh");
     let output = Command::new("bash")
         .arg(script)
         .env("KUBECTL", kubectl.to_string())
-        .env(
-            "KUBECONFIG",
-            server.dir.path().join("data/admin.kubeconfig"),
-        )
+        .env("KUBECONFIG", server.kubeconfig())
         .env("WORK", &work)
         .env("TLS_CERT", cert)
         .env("TLS_KEY", key)
@@ -70,7 +63,7 @@ fn kubectl_1_27_acceptance() {
 #[test]
 fn kubectl_1_33_acceptance_on_etcd() {
     let runtime = tokio::runtime::Runtime::new().unwrap();
-    let etcd = runtime.block_on(EtcdServer::start()).unwrap();
+    let etcd = crate::support::etcd(&runtime);
     let servers = format!("--etcd-servers={}", etcd.endpoint());
     accept(
         "kubectl.1.33",

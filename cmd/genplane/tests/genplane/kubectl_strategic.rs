@@ -4,12 +4,10 @@
 
 #![allow(clippy::unwrap_used)]
 
-mod common;
-
 use std::path::Path;
 use std::process::{Command, Output};
 
-use common::{Apiserver, kubectl_path, ok, start, text};
+use crate::support::{Apiserver, kubectl_path, ok, start, text};
 use serde_json::Value;
 
 fn configmap(dir: &Path, data: &[(&str, &str)]) -> String {

@@ -1,0 +1,24 @@
+//! The tests of the real `genplane` executable, one test binary with a module per area (as
+//! coreutils' `tests/tests.rs`): every module starts its processes through [`support`].
+
+mod support;
+
+mod admission;
+mod all_in_one;
+mod apiserver;
+mod audit;
+mod controller_manager;
+mod crd;
+mod crd_conversion;
+mod crd_scale;
+mod dispatch;
+mod encryption;
+mod etcd_compaction;
+mod ha_chaos;
+mod kubectl_acceptance;
+mod kubectl_apply;
+mod kubectl_strategic;
+mod local_up;
+mod namespace_gc;
+mod security;
+mod shutdown;

@@ -1,0 +1,273 @@
+//! What the tests of the real binary share, the one way they start and wait on processes:
+//! a role binds port 0 itself and reports its address (or, where it cannot, is started again
+//! on another port when it lost its port to another process), every wait is on a condition
+//! with [`DEADLINE`], and a process that exits while a test waits on it fails the test at once
+//! with its log. Clients (raw HTTPS, kube-rs, kubectl) are built from the kubeconfig.
+
+#![allow(clippy::unwrap_used, dead_code, unreachable_pub)]
+
+pub mod clients;
+pub mod process;
+pub mod recorder;
+pub mod webhook;
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::time::{Duration, Instant};
+
+pub use clients::{Raw, https, kube_client};
+pub use process::Process;
+
+/// The executable under test.
+pub const BIN: &str = env!("CARGO_BIN_EXE_genplane");
+
+/// How long a test waits for something that should happen: generous, since the machine may
+/// be busy with other builds and tests; a wait ends as soon as its condition holds.
+pub const DEADLINE: Duration = Duration::from_secs(60);
+
+/// A fixture under `test/fixtures` of the repository.
+pub fn fixture(path: &str) -> String {
+    let full = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../test/fixtures")
+        .join(path);
+    std::fs::read_to_string(&full).unwrap_or_else(|e| panic!("{}: {e}", full.display()))
+}
+
+/// Polls `check` until it answers, failing the test after [`DEADLINE`].
+pub fn eventually<T>(what: &str, mut check: impl FnMut() -> Option<T>) -> T {
+    let deadline = Instant::now() + DEADLINE;
+    loop {
+        if let Some(value) = check() {
+            return value;
+        }
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// Polls the future `check` makes until it answers, failing the test after [`DEADLINE`].
+pub async fn eventually_async<T, F, Fut>(what: &str, mut check: F) -> T
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Option<T>>,
+{
+    let deadline = Instant::now() + DEADLINE;
+    loop {
+        if let Some(value) = check().await {
+            return value;
+        }
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+/// A `genplane apiserver` on loopback with its own data directory.
+pub struct Apiserver {
+    pub process: Process,
+    pub dir: tempfile::TempDir,
+    pub port: u16,
+}
+
+impl Apiserver {
+    /// The data directory.
+    pub fn data(&self) -> PathBuf {
+        self.dir.path().join("data")
+    }
+
+    /// The admin's kubeconfig.
+    pub fn kubeconfig(&self) -> PathBuf {
+        self.data().join("admin.kubeconfig")
+    }
+
+    /// The CA certificate the server's certificate is signed by.
+    pub fn ca(&self) -> PathBuf {
+        self.data().join("pki/ca.crt")
+    }
+
+    /// Runs `kubectl` (a path or a name on `PATH`) with the admin's kubeconfig.
+    pub fn kubectl(&self, kubectl: impl AsRef<std::ffi::OsStr>, args: &[&str]) -> Output {
+        Command::new(kubectl)
+            .arg("--kubeconfig")
+            .arg(self.kubeconfig())
+            .args(args)
+            .output()
+            .unwrap()
+    }
+
+    /// Raw HTTPS requests as the admin.
+    pub fn raw(&self) -> Raw {
+        Raw::from_kubeconfig(&self.kubeconfig())
+    }
+
+    /// A kube-rs client as the admin.
+    pub async fn client(&self) -> kube::Client {
+        kube_client(&self.kubeconfig()).await
+    }
+}
+
+/// Starts `genplane apiserver` on SQLite.
+pub fn start() -> Apiserver {
+    start_with(&[])
+}
+
+/// Starts `genplane apiserver` with `extra` flags (a storage backend, say).
+pub fn start_with(extra: &[&str]) -> Apiserver {
+    start_in(tempfile::tempdir().unwrap(), extra)
+}
+
+/// Starts `genplane apiserver` over the data directory in `dir` (which may hold an earlier
+/// run's data) with `extra` flags, on a port it picks itself, and waits until `/readyz`
+/// answers 200; fails with the server's log if it exits first.
+pub fn start_in(dir: tempfile::TempDir, extra: &[&str]) -> Apiserver {
+    let log = next_log(dir.path(), "apiserver");
+    let mut command = Command::new(BIN);
+    command
+        .args(["apiserver", "--bind-address=127.0.0.1", "--secure-port=0"])
+        .arg(format!("--data-dir={}", dir.path().join("data").display()))
+        .args(extra);
+    let mut process = Process::spawn("the apiserver", command, &log);
+    let port = process.wait_for("its serving address", |p| {
+        p.output().lines().find_map(|line| {
+            let url = line.strip_prefix("genplane apiserver serving on https://")?;
+            url.rsplit_once(':')?.1.parse().ok()
+        })
+    });
+    let mut server = Apiserver { process, dir, port };
+    let raw = server.raw();
+    server.process.wait_for("/readyz", |_| {
+        let answer = raw.try_request("GET", "/readyz", &[], None).ok()?;
+        (answer.status == 200).then_some(())
+    });
+    server
+}
+
+/// Stops the server (SIGKILL) and hands back its directory for the next start.
+pub fn stop(mut server: Apiserver) -> tempfile::TempDir {
+    server.process.kill();
+    // Swap the kept directory out of the server before it is dropped.
+    std::mem::replace(&mut server.dir, tempfile::tempdir().unwrap())
+}
+
+/// A new log file `<name>-<n>.log` in `dir`: one per start, so that what an earlier run of
+/// the same data directory printed is never read as this one's.
+pub fn next_log(dir: &Path, name: &str) -> PathBuf {
+    (1..)
+        .map(|n| dir.join(format!("{name}-{n}.log")))
+        .find(|path| !path.exists())
+        .unwrap()
+}
+
+/// A port nobody listens on right now, for a role that cannot bind port 0 itself; whoever
+/// uses it must start again on another one when it lost the port to another process.
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// A `genplane controller-manager` with its ops endpoints on loopback.
+pub struct ControllerManager {
+    pub process: Process,
+    pub port: u16,
+}
+
+impl ControllerManager {
+    /// Starts a controller-manager with the controller-manager's own kubeconfig (its own user,
+    /// bound by the bootstrap RBAC policy), logging to `<server dir>/<log>`, with its ops
+    /// endpoints on a free port (another one when it loses the port to another process).
+    pub fn start(server: &Apiserver, log: &str, extra: &[&str]) -> ControllerManager {
+        let kubeconfig = server.data().join("controller-manager.kubeconfig");
+        assert!(kubeconfig.exists());
+        let log = server.dir.path().join(log);
+        for _ in 0..5 {
+            let port = free_port();
+            let mut command = Command::new(BIN);
+            command
+                .arg("controller-manager")
+                .arg(format!("--kubeconfig={}", kubeconfig.display()))
+                .arg(format!("--secure-port={port}"))
+                .arg("--bind-address=127.0.0.1")
+                .arg("-v=2")
+                .args(extra);
+            let mut process = Process::spawn("the controller-manager", command, &log);
+            // It logs its ops address once it is bound: then the port is its own.
+            let bound = process.try_wait_for("its ops endpoints", |p| {
+                Ok(p.output()
+                    .lines()
+                    .any(|l| l.contains("serving the ops endpoints over HTTPS"))
+                    .then_some(()))
+            });
+            match bound {
+                Ok(()) => return ControllerManager { process, port },
+                Err(_) if process.output().contains("in use") => {}
+                Err(status) => panic!(
+                    "the controller-manager exited ({status}); its log ends with:\n{}",
+                    process.tail()
+                ),
+            }
+        }
+        panic!("the controller-manager lost its port five times");
+    }
+
+    /// `GET path` on the ops port (a self-signed certificate), as (status, body); status 0
+    /// when nothing answered.
+    pub fn get(&self, path: &str) -> (u16, String) {
+        let out = Command::new("curl")
+            .args(["-sk", "-w", "\n%{http_code}"])
+            .arg(format!("https://127.0.0.1:{}{path}", self.port))
+            .output()
+            .unwrap();
+        let text = String::from_utf8(out.stdout).unwrap();
+        let (body, code) = text.rsplit_once('\n').unwrap();
+        (code.parse().unwrap_or(0), body.to_owned())
+    }
+}
+
+/// An etcd of its own for a test, on free loopback ports (started again on others when it
+/// loses a race for them).
+pub fn etcd(runtime: &tokio::runtime::Runtime) -> genplane_storage_etcd::testing::EtcdServer {
+    runtime
+        .block_on(genplane_storage_etcd::testing::EtcdServer::start())
+        .unwrap()
+}
+
+/// Standard output and error of a finished command, as text.
+pub fn text(output: &Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    )
+}
+
+/// The standard output of a command that must have succeeded.
+pub fn ok(output: Output) -> String {
+    assert!(output.status.success(), "{}", text(&output));
+    String::from_utf8(output.stdout).unwrap()
+}
+
+/// The kubectl named `name` (`kubectl`, `kubectl.1.33`, ...). The versioned ones live beside
+/// the real `kubectl`, which may be a symbolic link from a directory on `PATH`. A missing one
+/// fails the test: a test that skips what it cannot find proves nothing.
+pub fn kubectl_path(name: &str) -> PathBuf {
+    let output = Command::new("sh")
+        .args(["-c", "command -v kubectl"])
+        .output()
+        .unwrap();
+    let found = String::from_utf8(output.stdout).unwrap();
+    assert!(!found.trim().is_empty(), "no kubectl on PATH");
+    let real = std::fs::canonicalize(found.trim()).unwrap();
+    let path = real.parent().unwrap().join(name);
+    assert!(path.exists(), "{} is missing", path.display());
+    path
+}
+
+/// kubectl (whatever version is installed), 1.33 and 1.27.
+pub fn kubectl_binaries() -> Vec<String> {
+    ["kubectl", "kubectl.1.33", "kubectl.1.27"]
+        .into_iter()
+        .map(|name| kubectl_path(name).display().to_string())
+        .collect()
+}
