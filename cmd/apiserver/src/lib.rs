@@ -33,8 +33,8 @@ use genplane_component_base::shutdown::{Shutdown, Signals};
 use genplane_controlplane::identity::{IdentityLease, Timing};
 use genplane_controlplane::rbac::EscalationChecks;
 use genplane_controlplane::{
-    EtcdConfig, EtcdTls, ResourceStorage, StorageConfig, bootstrap, features, open_storage,
-    resources_with_encryption,
+    EtcdConfig, EtcdTls, ResourceOptions, ResourceStorage, StorageConfig, bootstrap, features,
+    open_storage, resources_with,
 };
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer};
@@ -342,8 +342,15 @@ pub async fn serve_until_ready(
     let backend = open_storage(&storage_config(&config))
         .await
         .context("opening storage")?;
-    let served = resources_with_encryption(backend.clone(), &config.encryption)
-        .context("setting up the watch caches")?;
+    let served = resources_with(
+        backend.clone(),
+        &ResourceOptions {
+            encryption: config.encryption.clone(),
+            enablement: config.api_enablement.clone(),
+            ..ResourceOptions::default()
+        },
+    )
+    .context("setting up the watch caches")?;
     bootstrap(&served)
         .await
         .context("creating the system namespaces")?;
@@ -398,8 +405,9 @@ pub async fn serve_until_ready(
     let security = security(&config, &served, &host.to_string(), &rbac)?;
     let audit = config.audit.build().context("starting the audit log")?;
     let api_metrics = ApiMetrics::new(&registry);
-    let mut api = ApiServer::new(
+    let mut api = ApiServer::serving(
         served,
+        &config.api_enablement,
         &process.build,
         &address.to_string(),
         Some(OpsHandler::new(health, registry)),

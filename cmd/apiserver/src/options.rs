@@ -7,6 +7,7 @@ use std::time::Duration;
 use clap::Args;
 use genplane_apimachinery::duration;
 use genplane_apiserver::Limits;
+use genplane_apiserver::enablement::{Api, ApiEnablement};
 use genplane_audit::AuditOptions;
 use genplane_authentication::token_file::TokenFile;
 use genplane_component_base::config::{CommonConfig, CommonOptions, Invalid};
@@ -97,6 +98,14 @@ pub struct ApiserverOptions {
     #[arg(long, value_delimiter = ',')]
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub disable_admission_plugins: Vec<String>,
+    /// Which built-in APIs are served, comma-separated `key=value` entries (later ones win):
+    /// `api/all`, `api/ga`, `api/beta`, `api/alpha` (every group version, or the GA, beta or
+    /// alpha ones), `<group>/<version>` (`api/v1` for the core group) and
+    /// `<group>/<version>/<resource>`, each `true` or `false` (`true` when the value is left
+    /// out). Example: `events.k8s.io/v1=false`. Groups the server does not have are ignored.
+    #[arg(long, value_delimiter = ',')]
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub runtime_config: Vec<String>,
     /// The authorizers, comma-separated, asked in order: RBAC, AlwaysAllow, AlwaysDeny.
     #[arg(long, value_delimiter = ',', default_value = "RBAC")]
     pub authorization_mode: Vec<String>,
@@ -160,6 +169,11 @@ pub struct ApiserverOptions {
     pub common: CommonOptions,
 }
 
+/// The core resources the server itself stands on (namespaces for admission and the system
+/// namespaces, service accounts and secrets for token authentication), which
+/// `--runtime-config` may not turn off.
+const CORE_RESOURCES: &[&str] = &["namespaces", "serviceaccounts", "secrets"];
+
 /// An authorizer of `--authorization-mode`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum AuthorizationMode {
@@ -198,6 +212,7 @@ impl Default for ApiserverOptions {
             anonymous_auth: true,
             enable_admission_plugins: Vec::new(),
             disable_admission_plugins: Vec::new(),
+            runtime_config: Vec::new(),
             authorization_mode: vec!["RBAC".into()],
             token_auth_file: None,
             service_account_signing_key_file: None,
@@ -251,6 +266,8 @@ pub struct ApiserverConfig {
     pub authorization_modes: Vec<AuthorizationMode>,
     /// The enabled admission plugins, in the order they run.
     pub admission_plugins: Vec<&'static str>,
+    /// Which built-in APIs are served (`--runtime-config`).
+    pub api_enablement: ApiEnablement,
     /// Logging and feature gates.
     pub common: CommonConfig,
 }
@@ -400,6 +417,50 @@ impl ApiserverOptions {
             )
             .map_err(|e| e.to_string()),
         );
+        let api_enablement = invalid
+            .check(
+                "runtime-config",
+                ApiEnablement::parse(&self.runtime_config, ApiEnablement::builtin_apis())
+                    .map_err(|e| e.to_string()),
+            )
+            .filter(|enablement| {
+                // What every other part of the server stands on.
+                let missing: Vec<&str> = CORE_RESOURCES
+                    .iter()
+                    .copied()
+                    .filter(|resource| {
+                        !enablement.serves(Api {
+                            group: "",
+                            version: "v1",
+                            resource,
+                        })
+                    })
+                    .collect();
+                if missing.is_empty() {
+                    return true;
+                }
+                invalid.push(
+                    "runtime-config",
+                    format!(
+                        "the core API's {} cannot be disabled: the server stands on them",
+                        missing.join(", ")
+                    ),
+                );
+                false
+            })
+            .filter(|enablement| {
+                let rbac_off = ApiEnablement::builtin_apis()
+                    .filter(|api| api.group == "rbac.authorization.k8s.io")
+                    .any(|api| !enablement.serves(api));
+                if rbac_off && authorization_modes.contains(&AuthorizationMode::Rbac) {
+                    invalid.push(
+                        "runtime-config",
+                        "--authorization-mode=RBAC needs every resource of rbac.authorization.k8s.io/v1",
+                    );
+                    return false;
+                }
+                true
+            });
         if authorization_modes.is_empty() && self.authorization_mode.is_empty() {
             invalid.push(
                 "authorization-mode",
@@ -409,6 +470,7 @@ impl ApiserverOptions {
         Some(ApiserverConfig {
             authorization_modes,
             admission_plugins: admission_plugins?,
+            api_enablement: api_enablement?,
             audit: AuditOptions {
                 policy_file: self.audit_policy_file.clone(),
                 log_path: self.audit_log_path.clone(),

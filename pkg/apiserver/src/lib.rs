@@ -11,6 +11,7 @@
 //!   and go); [`filters`]: the chain every request goes through, in one function; the router
 //!   then answers: the ops endpoints, `/version`, discovery, OpenAPI and every verb on every
 //!   served resource (handlers, one file per verb).
+//! - [`enablement`]: which built-in APIs are served (`--runtime-config`).
 //! - [`encode`]: the shapes of answers (lists, Tables, metadata-only objects, watch events).
 //! - [`body`]: whole and streamed response bodies.
 //! - [`request_info`]: what a request asks for (verb, group, version, namespace, resource,
@@ -22,6 +23,7 @@ pub mod authn;
 pub mod authz;
 pub mod body;
 pub mod discovery;
+pub mod enablement;
 pub mod encode;
 mod fieldmanager;
 pub mod filters;
@@ -39,6 +41,7 @@ mod router;
 pub mod server;
 
 pub use authz::Security;
+pub use enablement::ApiEnablement;
 
 /// The stack each thread that answers requests should have. Request handling recurses over
 /// bodies and objects (decoders, schemas, patches, field sets) as deep as the decoders allow

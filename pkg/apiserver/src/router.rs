@@ -307,7 +307,7 @@ impl<S: Storage> ApiServer<S> {
         };
         let served = self.served();
         let Some(resource) = served.find(info) else {
-            return match genplane_api::catalog::reviews().iter().find(|r| found(r)) {
+            return match self.reviews.iter().copied().find(|r| found(r)) {
                 Some(review) => self.review(review, info, parts, body, user).await,
                 None => Err(not_found()),
             };

@@ -19,6 +19,7 @@ use serde_json::{Value, json};
 use crate::authz::Security;
 use crate::body::ResponseBody;
 use crate::discovery::Discovery;
+use crate::enablement::{Api, ApiEnablement};
 use crate::filters::max_in_flight::{InFlight, Limits};
 use crate::kind::ServedKind;
 use crate::metrics::ApiMetrics;
@@ -132,6 +133,8 @@ impl<S: Storage> Served<S> {
 pub struct ApiServer<S: Storage> {
     /// The built-in resources, always served first.
     pub(crate) builtin: Vec<Arc<Resource<S>>>,
+    /// The review APIs served (created, answered, never stored).
+    pub(crate) reviews: Vec<&'static ResourceInfo>,
     /// The OpenAPI documents of the built-in resources.
     builtin_documents: Vec<genplane_api::openapi::Document>,
     served: std::sync::RwLock<Arc<Served<S>>>,
@@ -176,20 +179,42 @@ impl<S: Storage> ApiServer<S> {
         server_address: &str,
         ops: Option<OpsHandler>,
     ) -> Self {
-        let builtin: Vec<Arc<Resource<S>>> = resources.into_iter().map(Arc::new).collect();
+        Self::serving(resources, &ApiEnablement::all(), build, server_address, ops)
+    }
+
+    /// A server as [`ApiServer::new`] makes it, of the resources (and review APIs) `enablement`
+    /// serves (`--runtime-config`): the others are in neither discovery, the OpenAPI
+    /// documents nor routing.
+    pub fn serving(
+        resources: Vec<Resource<S>>,
+        enablement: &ApiEnablement,
+        build: &BuildInfo,
+        server_address: &str,
+        ops: Option<OpsHandler>,
+    ) -> Self {
+        let builtin: Vec<Arc<Resource<S>>> = resources
+            .into_iter()
+            .filter(|r| {
+                enablement.serves(Api {
+                    group: &r.info.group,
+                    version: &r.info.version,
+                    resource: &r.info.resource,
+                })
+            })
+            .map(Arc::new)
+            .collect();
+        let reviews: Vec<&'static ResourceInfo> = genplane_api::catalog::reviews()
+            .iter()
+            .filter(|info| enablement.serves_info(info))
+            .collect();
         let builtin_documents = genplane_api::openapi::documents(
             &builtin
                 .iter()
                 .map(|r| r.served())
-                .chain(
-                    genplane_api::catalog::reviews()
-                        .iter()
-                        .map(ResourceInfo::describe)
-                        .map(|mut d| {
-                            d.subresources.clear();
-                            d
-                        }),
-                )
+                .chain(reviews.iter().map(|info| info.describe()).map(|mut d| {
+                    d.subresources.clear();
+                    d
+                }))
                 .collect::<Vec<_>>(),
         );
         let version = version_info(build);
@@ -209,6 +234,7 @@ impl<S: Storage> ApiServer<S> {
         );
         let served = Self::snapshot(
             &builtin,
+            &reviews,
             &builtin_documents,
             Vec::new(),
             Vec::new(),
@@ -216,6 +242,7 @@ impl<S: Storage> ApiServer<S> {
         );
         Self {
             builtin,
+            reviews,
             builtin_documents,
             served: std::sync::RwLock::new(Arc::new(served)),
             version,
@@ -235,15 +262,14 @@ impl<S: Storage> ApiServer<S> {
     /// documents are `custom_documents`.
     fn snapshot(
         builtin: &[Arc<Resource<S>>],
+        reviews: &[&'static ResourceInfo],
         builtin_documents: &[genplane_api::openapi::Document],
         custom: Vec<Arc<Resource<S>>>,
         custom_documents: Vec<genplane_api::openapi::Document>,
         version: &Value,
     ) -> Served<S> {
         let resources: Vec<Arc<Resource<S>>> = builtin.iter().cloned().chain(custom).collect();
-        let reviews = genplane_api::catalog::reviews()
-            .iter()
-            .map(|info| info.describe());
+        let reviews = reviews.iter().map(|info| info.describe());
         let discovery = Discovery::new(
             resources
                 .iter()
@@ -306,6 +332,7 @@ impl<S: Storage> ApiServer<S> {
             .collect();
         let served = Self::snapshot(
             &self.builtin,
+            &self.reviews,
             &self.builtin_documents,
             custom,
             documents,

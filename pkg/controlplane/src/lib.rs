@@ -23,7 +23,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use genplane_apimachinery::errors::ApiError;
-use genplane_apiserver::Resource;
+use genplane_apiserver::{ApiEnablement, Resource};
 use genplane_registry::WriteOptions;
 use genplane_storage::{
     Bytes, Deleted, KeyValue, ListRequest, ListResponse, Result as StorageResult, Revision,
@@ -161,24 +161,44 @@ pub fn resources_with_encryption(
     backend: Arc<Backend>,
     encryption: &EncryptionConfig,
 ) -> Result<Vec<Resource<ResourceStorage>>, Error> {
-    resources_with_cache(backend, encryption, &CacherConfig::default())
+    resources_with(
+        backend,
+        &ResourceOptions {
+            encryption: encryption.clone(),
+            ..ResourceOptions::default()
+        },
+    )
 }
 
-/// Every built-in resource as [`resources_with_encryption`] makes them, each watch cache
-/// configured by `cache` (its window of events, what each watcher buffers).
-pub fn resources_with_cache(
+/// How the built-in resources are stored and which are served.
+#[derive(Clone, Debug, Default)]
+pub struct ResourceOptions {
+    /// Which resources are encrypted at rest ([`resources_with_encryption`]).
+    pub encryption: EncryptionConfig,
+    /// Each watch cache's window of events and what each watcher buffers.
+    pub cache: CacherConfig,
+    /// Which resources are served (`--runtime-config`): the others get no watch cache.
+    pub enablement: ApiEnablement,
+}
+
+/// The built-in resources `options.enablement` serves, stored as `options` says.
+pub fn resources_with(
     backend: Arc<Backend>,
-    encryption: &EncryptionConfig,
-    cache: &CacherConfig,
+    options: &ResourceOptions,
 ) -> Result<Vec<Resource<ResourceStorage>>, Error> {
     let mut caches: Vec<(String, Arc<ResourceStorage>)> = Vec::new();
     let mut served = Vec::new();
     for info in genplane_api::catalog::all() {
+        if !options.enablement.serves_info(info) {
+            continue;
+        }
         let prefix = format!("/registry/{}/", info.storage_prefix);
         let cache = match caches.iter().find(|(p, _)| *p == prefix) {
             Some((_, cache)) => cache.clone(),
             None => {
-                let transformer = encryption.transformer_for(info.group, info.resource);
+                let transformer = options
+                    .encryption
+                    .transformer_for(info.group, info.resource);
                 if let Some(transformer) = &transformer {
                     tracing::info!(
                         resource = info.resource,
@@ -190,7 +210,7 @@ pub fn resources_with_cache(
                 let cache = Arc::new(Cacher::new(
                     Transformed::new(backend.clone(), transformer),
                     &prefix,
-                    cache.clone(),
+                    options.cache.clone(),
                 )?);
                 caches.push((prefix, cache.clone()));
                 cache

@@ -20,5 +20,6 @@ mod kubectl_apply;
 mod kubectl_strategic;
 mod local_up;
 mod namespace_gc;
+mod runtime_config;
 mod security;
 mod shutdown;

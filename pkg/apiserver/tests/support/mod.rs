@@ -203,10 +203,12 @@ async fn serve_with(
     configure: impl FnOnce(ApiServer<ResourceStorage>) -> ApiServer<ResourceStorage>,
 ) -> Server {
     let deadline = std::time::Instant::now() + Duration::from_secs(10);
-    let resources = genplane_controlplane::resources_with_cache(
+    let resources = genplane_controlplane::resources_with(
         storage.clone(),
-        &genplane_controlplane::EncryptionConfig::default(),
-        cache,
+        &genplane_controlplane::ResourceOptions {
+            cache: cache.clone(),
+            ..Default::default()
+        },
     )
     .unwrap();
     bootstrap(&resources).await.unwrap();
