@@ -17,6 +17,7 @@ pub mod crd;
 pub mod features;
 pub mod identity;
 pub mod rbac;
+pub mod server;
 pub mod storage_health;
 
 use std::path::PathBuf;

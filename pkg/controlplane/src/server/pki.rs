@@ -4,13 +4,47 @@
 
 use std::path::{Path, PathBuf};
 
-use anyhow::Context as _;
 use base64::Engine as _;
 use rcgen::{
     BasicConstraints, CertificateParams, DnType, ExtendedKeyUsagePurpose, IsCa, Issuer, KeyPair,
     KeyUsagePurpose, SanType,
 };
 use serde_json::json;
+
+/// Why certificates or a kubeconfig could not be made.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum PkiError {
+    /// A file could not be read or written.
+    #[error("{what} {path}")]
+    File {
+        /// What was being done (`reading`, `writing`, ...).
+        what: &'static str,
+        /// The file.
+        path: PathBuf,
+        /// Why it failed.
+        source: std::io::Error,
+    },
+    /// A key or certificate could not be made or parsed.
+    #[error(transparent)]
+    Certificate(#[from] rcgen::Error),
+    /// A key in a file could not be parsed.
+    #[error("parsing {path}")]
+    Parse {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        source: rcgen::Error,
+    },
+    /// The kubeconfig could not be encoded.
+    #[error("encoding the kubeconfig: {0}")]
+    Encode(String),
+}
+
+fn file_error(what: &'static str, path: &Path) -> impl FnOnce(std::io::Error) -> PkiError {
+    let path = path.to_owned();
+    move |source| PkiError::File { what, path, source }
+}
 
 /// A client identity: a certificate, its key, and the user it names.
 #[derive(Clone, Debug)]
@@ -63,7 +97,7 @@ const CLIENTS: &[(&str, &str, &[&str])] = &[
 
 /// Writes `contents` to `path`; a `private` file (a key, a kubeconfig holding one) is
 /// created readable by its owner only, never readable by others even for a moment.
-fn write(path: &Path, contents: &str, private: bool) -> anyhow::Result<()> {
+fn write(path: &Path, contents: &str, private: bool) -> Result<(), PkiError> {
     use std::io::Write as _;
     use std::os::unix::fs::{OpenOptionsExt as _, PermissionsExt as _};
     let mode = if private { 0o600 } else { 0o644 };
@@ -73,17 +107,17 @@ fn write(path: &Path, contents: &str, private: bool) -> anyhow::Result<()> {
         .truncate(true)
         .mode(mode)
         .open(path)
-        .with_context(|| format!("writing {}", path.display()))?;
+        .map_err(file_error("writing", path))?;
     // An existing file keeps its mode on open: set it.
     file.set_permissions(std::fs::Permissions::from_mode(mode))
-        .with_context(|| format!("protecting {}", path.display()))?;
+        .map_err(file_error("protecting", path))?;
     file.write_all(contents.as_bytes())
-        .with_context(|| format!("writing {}", path.display()))
+        .map_err(file_error("writing", path))
 }
 
 /// The CA's parameters: the same each time, so that a saved CA key signs as the saved CA
 /// certificate's subject.
-fn ca_params() -> anyhow::Result<CertificateParams> {
+fn ca_params() -> Result<CertificateParams, PkiError> {
     let mut ca = CertificateParams::new(Vec::<String>::new())?;
     ca.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
     ca.distinguished_name
@@ -100,7 +134,7 @@ fn ca_params() -> anyhow::Result<CertificateParams> {
 /// The certificates in `dir`, made when missing (a certificate whose file is present is
 /// kept). The serving certificate is valid for localhost, the loopback addresses and
 /// `extra_hosts`.
-pub fn ensure(dir: &Path, extra_hosts: &[String]) -> anyhow::Result<Pki> {
+pub fn ensure(dir: &Path, extra_hosts: &[String]) -> Result<Pki, PkiError> {
     let clients: Vec<Client> = CLIENTS
         .iter()
         .map(|(stem, user, _)| Client {
@@ -119,11 +153,14 @@ pub fn ensure(dir: &Path, extra_hosts: &[String]) -> anyhow::Result<Pki> {
         clients,
     };
     let ca_key_path = dir.join("ca.key");
-    std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    std::fs::create_dir_all(dir).map_err(file_error("creating", dir))?;
     let ca_key = if pki.ca.exists() && ca_key_path.exists() {
-        let pem = std::fs::read_to_string(&ca_key_path)
-            .with_context(|| format!("reading {}", ca_key_path.display()))?;
-        KeyPair::from_pem(&pem).with_context(|| format!("parsing {}", ca_key_path.display()))?
+        let pem =
+            std::fs::read_to_string(&ca_key_path).map_err(file_error("reading", &ca_key_path))?;
+        KeyPair::from_pem(&pem).map_err(|source| PkiError::Parse {
+            path: ca_key_path.clone(),
+            source,
+        })?
     } else {
         // A new CA: every certificate it signs is made again.
         for stale in [&pki.serving_cert, &pki.serving_key]
@@ -203,8 +240,8 @@ pub fn write_kubeconfig(
     cert: &Path,
     key: &Path,
     user: &str,
-) -> anyhow::Result<()> {
-    let read = |p: &Path| std::fs::read(p).with_context(|| format!("reading {}", p.display()));
+) -> Result<(), PkiError> {
+    let read = |p: &Path| std::fs::read(p).map_err(file_error("reading", p));
     let b64 = |bytes: Vec<u8>| base64::engine::general_purpose::STANDARD.encode(bytes);
     let config = json!({
         "apiVersion": "v1",
@@ -214,7 +251,7 @@ pub fn write_kubeconfig(
         "contexts": [{"name": "genplane", "context": {"cluster": "genplane", "user": user}}],
         "current-context": "genplane",
     });
-    let yaml = serde_saphyr::to_string(&config).context("encoding the kubeconfig")?;
+    let yaml = serde_saphyr::to_string(&config).map_err(|e| PkiError::Encode(e.to_string()))?;
     write(path, &yaml, true)
 }
 

@@ -1,9 +1,11 @@
-//! `genplane apiserver` options: flags, config file keys and `GENPLANE_*` variables.
+//! An API server's options (flags, config file keys and `GENPLANE_*` variables), grouped by
+//! concern, and their validation into a [`Config`].
 
 use std::net::IpAddr;
 use std::path::PathBuf;
 use std::time::Duration;
 
+use crate::{EncryptionConfig, features};
 use clap::Args;
 use genplane_apimachinery::duration;
 use genplane_apiserver::Limits;
@@ -12,22 +14,105 @@ use genplane_audit::AuditOptions;
 use genplane_authentication::token_file::TokenFile;
 use genplane_component_base::config::{CommonConfig, CommonOptions, Invalid};
 use genplane_component_base::featuregate::UseIdentity;
-use genplane_controlplane::{EncryptionConfig, features};
 use serde::{Deserialize, Serialize};
 
-/// The raw options.
+/// The raw options of an API server, by concern: flags, config file keys and `GENPLANE_*`
+/// variables (each group's keys are the flags' names, flat, as before the grouping).
 #[derive(Args, Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case", default)]
-pub struct ApiserverOptions {
+pub struct Options {
+    /// Where the database (SQLite), generated certificates and kubeconfigs are kept.
+    #[arg(long, default_value = ".genplane")]
+    pub data_dir: PathBuf,
+    /// Where and how the API is served: address, certificates, limits.
+    #[command(flatten, next_help_heading = "Serving")]
+    #[serde(flatten)]
+    pub serving: ServingOptions,
+    /// Where the data is kept: the backend, etcd's connection and compaction, encryption at rest.
+    #[command(flatten, next_help_heading = "Storage")]
+    #[serde(flatten)]
+    pub storage: StorageOptions,
+    /// Who a request is from: anonymous requests, static tokens, service-account tokens.
+    #[command(flatten, next_help_heading = "Authentication")]
+    #[serde(flatten)]
+    pub authentication: AuthenticationOptions,
+    /// What a user may do: the authorizers.
+    #[command(flatten, next_help_heading = "Authorization")]
+    #[serde(flatten)]
+    pub authorization: AuthorizationOptions,
+    /// Which requests are recorded, and where.
+    #[command(flatten, next_help_heading = "Audit")]
+    #[serde(flatten)]
+    pub audit: AuditLogOptions,
+    /// Which admission plugins every write goes through.
+    #[command(flatten, next_help_heading = "Admission")]
+    #[serde(flatten)]
+    pub admission: AdmissionOptions,
+    /// Which built-in APIs are served.
+    #[command(flatten, next_help_heading = "API enablement")]
+    #[serde(flatten)]
+    pub apis: ApiEnablementOptions,
+    /// Logging and feature gates.
+    #[command(flatten)]
+    #[serde(flatten)]
+    pub common: CommonOptions,
+}
+
+/// Where and how the API is served: address, certificates, limits.
+#[derive(Args, Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case", default)]
+pub struct ServingOptions {
     /// The port to serve HTTPS on.
     #[arg(long, default_value_t = 6443)]
     pub secure_port: u16,
     /// The address to listen on.
     #[arg(long, default_value = "0.0.0.0")]
     pub bind_address: String,
-    /// Where the database (SQLite), generated certificates and kubeconfigs are kept.
-    #[arg(long, default_value = ".genplane")]
-    pub data_dir: PathBuf,
+    /// The serving certificate (PEM); generated in the data directory when unset.
+    #[arg(long)]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tls_cert_file: Option<PathBuf>,
+    /// The serving certificate's key (PEM).
+    #[arg(long)]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tls_private_key_file: Option<PathBuf>,
+    /// The CA that signs client certificates (PEM); the generated CA when unset.
+    #[arg(long)]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub client_ca_file: Option<PathBuf>,
+    /// The most read-only requests answered at once; more are refused with 429 until others
+    /// finish. Watches do not count. 0: no limit.
+    #[arg(long, default_value_t = 400)]
+    pub max_requests_inflight: usize,
+    /// The most mutating requests (create, update, patch, delete) answered at once; more are
+    /// refused with 429. 0: no limit.
+    #[arg(long, default_value_t = 200)]
+    pub max_mutating_requests_inflight: usize,
+    /// How long a request may take before the server answers 504 (a Go duration such as
+    /// `1m0s` or `30s`). Watches are not cut by it; a client's shorter `timeout` parameter wins.
+    #[arg(long, default_value = "1m0s")]
+    pub request_timeout: String,
+}
+
+impl Default for ServingOptions {
+    fn default() -> Self {
+        Self {
+            secure_port: 6443,
+            bind_address: "0.0.0.0".into(),
+            tls_cert_file: None,
+            tls_private_key_file: None,
+            client_ca_file: None,
+            max_requests_inflight: 400,
+            max_mutating_requests_inflight: 200,
+            request_timeout: "1m0s".into(),
+        }
+    }
+}
+
+/// Where the data is kept: the backend, etcd's connection and compaction, encryption at rest.
+#[derive(Args, Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case", default)]
+pub struct StorageOptions {
     /// The storage backend: sqlite (embedded, the default) or etcd.
     #[arg(long, default_value = "sqlite")]
     pub storage_backend: String,
@@ -55,60 +140,36 @@ pub struct ApiserverOptions {
     /// of one interval earlier.
     #[arg(long, default_value = "5m0s")]
     pub etcd_compaction_interval: String,
-    /// The serving certificate (PEM); generated in the data directory when unset.
-    #[arg(long)]
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub tls_cert_file: Option<PathBuf>,
-    /// The serving certificate's key (PEM).
-    #[arg(long)]
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub tls_private_key_file: Option<PathBuf>,
-    /// The CA that signs client certificates (PEM); the generated CA when unset.
-    #[arg(long)]
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub client_ca_file: Option<PathBuf>,
-    /// The most read-only requests answered at once; more are refused with 429 until others
-    /// finish. Watches do not count. 0: no limit.
-    #[arg(long, default_value_t = 400)]
-    pub max_requests_inflight: usize,
-    /// The most mutating requests (create, update, patch, delete) answered at once; more are
-    /// refused with 429. 0: no limit.
-    #[arg(long, default_value_t = 200)]
-    pub max_mutating_requests_inflight: usize,
-    /// How long a request may take before the server answers 504 (a Go duration such as
-    /// `1m0s` or `30s`). Watches are not cut by it; a client's shorter `timeout` parameter wins.
-    #[arg(long, default_value = "1m0s")]
-    pub request_timeout: String,
     /// The file that says which resources are encrypted at rest and with which keys:
     /// kube-apiserver's EncryptionConfiguration (apiserver.config.k8s.io/v1), YAML or JSON.
     #[arg(long)]
     #[serde(skip_serializing_if = "Option::is_none")]
     pub encryption_provider_config: Option<PathBuf>,
+}
+
+impl Default for StorageOptions {
+    fn default() -> Self {
+        Self {
+            storage_backend: "sqlite".into(),
+            etcd_servers: Vec::new(),
+            etcd_prefix: String::new(),
+            etcd_cafile: None,
+            etcd_certfile: None,
+            etcd_keyfile: None,
+            etcd_compaction_interval: "5m0s".into(),
+            encryption_provider_config: None,
+        }
+    }
+}
+
+/// Who a request is from: anonymous requests, static tokens, service-account tokens.
+#[derive(Args, Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case", default)]
+pub struct AuthenticationOptions {
     /// Whether requests without credentials proceed as `system:anonymous` (group
     /// `system:unauthenticated`); RBAC then grants them only the public endpoints.
     #[arg(long, default_value_t = true, action = clap::ArgAction::Set, num_args = 0..=1, default_missing_value = "true")]
     pub anonymous_auth: bool,
-    /// Admission plugins to enable besides the default ones, comma-separated (upstream's
-    /// names; the order is always upstream's). Enabled by default: NamespaceLifecycle, and the
-    /// plugins upstream enables that act only on kinds not served here.
-    #[arg(long, value_delimiter = ',')]
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub enable_admission_plugins: Vec<String>,
-    /// Admission plugins to disable, comma-separated, even if enabled by default.
-    #[arg(long, value_delimiter = ',')]
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub disable_admission_plugins: Vec<String>,
-    /// Which built-in APIs are served, comma-separated `key=value` entries (later ones win):
-    /// `api/all`, `api/ga`, `api/beta`, `api/alpha` (every group version, or the GA, beta or
-    /// alpha ones), `<group>/<version>` (`api/v1` for the core group) and
-    /// `<group>/<version>/<resource>`, each `true` or `false` (`true` when the value is left
-    /// out). Example: `events.k8s.io/v1=false`. Groups the server does not have are ignored.
-    #[arg(long, value_delimiter = ',')]
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub runtime_config: Vec<String>,
-    /// The authorizers, comma-separated, asked in order: RBAC, AlwaysAllow, AlwaysDeny.
-    #[arg(long, value_delimiter = ',', default_value = "RBAC")]
-    pub authorization_mode: Vec<String>,
     /// A CSV file of static bearer tokens: `token,user,uid[,"group1,group2"]` per line.
     #[arg(long)]
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -141,6 +202,44 @@ pub struct ApiserverOptions {
     #[arg(long)]
     #[serde(skip_serializing_if = "Option::is_none")]
     pub service_account_jwks_uri: Option<String>,
+}
+
+impl Default for AuthenticationOptions {
+    fn default() -> Self {
+        Self {
+            anonymous_auth: true,
+            token_auth_file: None,
+            service_account_signing_key_file: None,
+            service_account_key_file: Vec::new(),
+            service_account_issuer: vec![DEFAULT_ISSUER.to_owned()],
+            api_audiences: Vec::new(),
+            service_account_max_token_expiration: None,
+            service_account_jwks_uri: None,
+        }
+    }
+}
+
+/// What a user may do: the authorizers.
+#[derive(Args, Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case", default)]
+pub struct AuthorizationOptions {
+    /// The authorizers, comma-separated, asked in order: RBAC, AlwaysAllow, AlwaysDeny.
+    #[arg(long, value_delimiter = ',', default_value = "RBAC")]
+    pub authorization_mode: Vec<String>,
+}
+
+impl Default for AuthorizationOptions {
+    fn default() -> Self {
+        Self {
+            authorization_mode: vec!["RBAC".into()],
+        }
+    }
+}
+
+/// Which requests are recorded, and where.
+#[derive(Args, Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case", default)]
+pub struct AuditLogOptions {
     /// The audit policy (audit.k8s.io/v1 Policy, YAML or JSON): which requests are logged at
     /// which level. No auditing without it.
     #[arg(long)]
@@ -163,10 +262,49 @@ pub struct ApiserverOptions {
     /// dropped then).
     #[arg(long, default_value = "blocking")]
     pub audit_log_mode: String,
-    /// Logging and feature gates.
-    #[command(flatten)]
-    #[serde(flatten)]
-    pub common: CommonOptions,
+}
+
+impl Default for AuditLogOptions {
+    fn default() -> Self {
+        Self {
+            audit_policy_file: None,
+            audit_log_path: None,
+            audit_log_maxage: 0,
+            audit_log_maxbackup: 0,
+            audit_log_maxsize: 0,
+            audit_log_mode: "blocking".into(),
+        }
+    }
+}
+
+/// Which admission plugins every write goes through.
+#[derive(Args, Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case", default)]
+pub struct AdmissionOptions {
+    /// Admission plugins to enable besides the default ones, comma-separated (upstream's
+    /// names; the order is always upstream's). Enabled by default: NamespaceLifecycle, and the
+    /// plugins upstream enables that act only on kinds not served here.
+    #[arg(long, value_delimiter = ',')]
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub enable_admission_plugins: Vec<String>,
+    /// Admission plugins to disable, comma-separated, even if enabled by default.
+    #[arg(long, value_delimiter = ',')]
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub disable_admission_plugins: Vec<String>,
+}
+
+/// Which built-in APIs are served.
+#[derive(Args, Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case", default)]
+pub struct ApiEnablementOptions {
+    /// Which built-in APIs are served, comma-separated `key=value` entries (later ones win):
+    /// `api/all`, `api/ga`, `api/beta`, `api/alpha` (every group version, or the GA, beta or
+    /// alpha ones), `<group>/<version>` (`api/v1` for the core group) and
+    /// `<group>/<version>/<resource>`, each `true` or `false` (`true` when the value is left
+    /// out). Example: `events.k8s.io/v1=false`. Groups the server does not have are ignored.
+    #[arg(long, value_delimiter = ',')]
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub runtime_config: Vec<String>,
 }
 
 /// The core resources the server itself stands on (namespaces for admission and the system
@@ -189,44 +327,17 @@ pub enum AuthorizationMode {
 /// value kubeadm sets).
 pub const DEFAULT_ISSUER: &str = "https://kubernetes.default.svc.cluster.local";
 
-impl Default for ApiserverOptions {
+impl Default for Options {
     fn default() -> Self {
         Self {
-            secure_port: 6443,
-            bind_address: "0.0.0.0".into(),
             data_dir: PathBuf::from(".genplane"),
-            storage_backend: "sqlite".into(),
-            etcd_servers: Vec::new(),
-            etcd_prefix: String::new(),
-            etcd_cafile: None,
-            etcd_certfile: None,
-            etcd_keyfile: None,
-            etcd_compaction_interval: "5m0s".into(),
-            tls_cert_file: None,
-            tls_private_key_file: None,
-            client_ca_file: None,
-            max_requests_inflight: 400,
-            max_mutating_requests_inflight: 200,
-            request_timeout: "1m0s".into(),
-            encryption_provider_config: None,
-            anonymous_auth: true,
-            enable_admission_plugins: Vec::new(),
-            disable_admission_plugins: Vec::new(),
-            runtime_config: Vec::new(),
-            authorization_mode: vec!["RBAC".into()],
-            token_auth_file: None,
-            service_account_signing_key_file: None,
-            service_account_key_file: Vec::new(),
-            service_account_issuer: vec![DEFAULT_ISSUER.to_owned()],
-            api_audiences: Vec::new(),
-            service_account_max_token_expiration: None,
-            service_account_jwks_uri: None,
-            audit_policy_file: None,
-            audit_log_path: None,
-            audit_log_maxage: 0,
-            audit_log_maxbackup: 0,
-            audit_log_maxsize: 0,
-            audit_log_mode: "blocking".into(),
+            serving: ServingOptions::default(),
+            storage: StorageOptions::default(),
+            authentication: AuthenticationOptions::default(),
+            authorization: AuthorizationOptions::default(),
+            audit: AuditLogOptions::default(),
+            admission: AdmissionOptions::default(),
+            apis: ApiEnablementOptions::default(),
             common: CommonOptions::default(),
         }
     }
@@ -243,9 +354,9 @@ pub enum Backend {
 
 /// The validated options.
 #[derive(Clone, Debug)]
-pub struct ApiserverConfig {
+pub struct Config {
     /// The options as given.
-    pub options: ApiserverOptions,
+    pub options: Options,
     /// The listening address.
     pub bind_address: IpAddr,
     /// The backend.
@@ -272,21 +383,22 @@ pub struct ApiserverConfig {
     pub common: CommonConfig,
 }
 
-impl ApiserverOptions {
+impl Options {
     /// Validates every option, recording every problem in `invalid`.
     pub fn validate(
         &self,
         identity: UseIdentity,
         rust_log: Option<&str>,
         invalid: &mut Invalid,
-    ) -> Option<ApiserverConfig> {
+    ) -> Option<Config> {
         let bind_address = invalid.check(
             "bind-address",
-            self.bind_address
+            self.serving
+                .bind_address
                 .parse::<IpAddr>()
-                .map_err(|e| format!("{:?} is not an IP address: {e}", self.bind_address)),
+                .map_err(|e| format!("{:?} is not an IP address: {e}", self.serving.bind_address)),
         );
-        let backend = match self.storage_backend.as_str() {
+        let backend = match self.storage.storage_backend.as_str() {
             "sqlite" => Some(Backend::Sqlite),
             "etcd" => Some(Backend::Etcd),
             other => {
@@ -297,19 +409,19 @@ impl ApiserverOptions {
                 None
             }
         };
-        if backend == Some(Backend::Etcd) && self.etcd_servers.is_empty() {
+        if backend == Some(Backend::Etcd) && self.storage.etcd_servers.is_empty() {
             invalid.push(
                 "etcd-servers",
                 "at least one etcd server is required with --storage-backend=etcd",
             );
         }
-        if self.etcd_certfile.is_some() != self.etcd_keyfile.is_some() {
+        if self.storage.etcd_certfile.is_some() != self.storage.etcd_keyfile.is_some() {
             invalid.push(
                 "etcd-certfile",
                 "--etcd-certfile and --etcd-keyfile go together",
             );
         }
-        if self.tls_cert_file.is_some() != self.tls_private_key_file.is_some() {
+        if self.serving.tls_cert_file.is_some() != self.serving.tls_private_key_file.is_some() {
             invalid.push(
                 "tls-cert-file",
                 "--tls-cert-file and --tls-private-key-file go together",
@@ -317,11 +429,11 @@ impl ApiserverOptions {
         }
         let etcd_compaction_interval = invalid.check(
             "etcd-compaction-interval",
-            duration::parse(&self.etcd_compaction_interval).map_err(|e| e.to_string()),
+            duration::parse(&self.storage.etcd_compaction_interval).map_err(|e| e.to_string()),
         );
         let request_timeout = invalid.check(
             "request-timeout",
-            duration::parse(&self.request_timeout)
+            duration::parse(&self.serving.request_timeout)
                 .map_err(|e| e.to_string())
                 .and_then(|d| {
                     if d.is_zero() {
@@ -331,7 +443,7 @@ impl ApiserverOptions {
                     }
                 }),
         );
-        let encryption = match &self.encryption_provider_config {
+        let encryption = match &self.storage.encryption_provider_config {
             None => Some(EncryptionConfig::default()),
             Some(path) => invalid.check(
                 "encryption-provider-config",
@@ -341,7 +453,7 @@ impl ApiserverOptions {
         let common = self
             .common
             .validate(&features::registry(), identity, rust_log, invalid);
-        let token_file = match &self.token_auth_file {
+        let token_file = match &self.authentication.token_auth_file {
             None => Some(None),
             Some(path) => invalid
                 .check(
@@ -350,7 +462,7 @@ impl ApiserverOptions {
                 )
                 .map(Some),
         };
-        let max_token_expiration = match &self.service_account_max_token_expiration {
+        let max_token_expiration = match &self.authentication.service_account_max_token_expiration {
             // Zero is unset, as upstream reads it.
             None => Some(None),
             Some(text) if duration::parse(text).is_ok_and(|d| d.is_zero()) => Some(None),
@@ -370,7 +482,12 @@ impl ApiserverOptions {
                 )
                 .map(Some),
         };
-        if self.service_account_issuer.iter().all(|i| i.is_empty()) {
+        if self
+            .authentication
+            .service_account_issuer
+            .iter()
+            .all(|i| i.is_empty())
+        {
             invalid.push(
                 "service-account-issuer",
                 "at least one non-empty issuer is required",
@@ -378,15 +495,16 @@ impl ApiserverOptions {
         }
         let log_mode = invalid.check(
             "audit-log-mode",
-            genplane_audit::options::parse_mode(&self.audit_log_mode).map_err(|e| e.to_string()),
+            genplane_audit::options::parse_mode(&self.audit.audit_log_mode)
+                .map_err(|e| e.to_string()),
         );
-        if let Some(path) = &self.audit_policy_file
+        if let Some(path) = &self.audit.audit_policy_file
             && let Err(error) = genplane_audit::Policy::load(path)
         {
             invalid.push("audit-policy-file", error.to_string());
         }
         let mut authorization_modes = Vec::new();
-        for mode in &self.authorization_mode {
+        for mode in &self.authorization.authorization_mode {
             let parsed = match mode.as_str() {
                 "RBAC" => AuthorizationMode::Rbac,
                 "AlwaysAllow" => AuthorizationMode::AlwaysAllow,
@@ -412,15 +530,15 @@ impl ApiserverOptions {
         let admission_plugins = invalid.check(
             "enable-admission-plugins",
             genplane_admission::plugins::enabled(
-                &self.enable_admission_plugins,
-                &self.disable_admission_plugins,
+                &self.admission.enable_admission_plugins,
+                &self.admission.disable_admission_plugins,
             )
             .map_err(|e| e.to_string()),
         );
         let api_enablement = invalid
             .check(
                 "runtime-config",
-                ApiEnablement::parse(&self.runtime_config, ApiEnablement::builtin_apis())
+                ApiEnablement::parse(&self.apis.runtime_config, ApiEnablement::builtin_apis())
                     .map_err(|e| e.to_string()),
             )
             .filter(|enablement| {
@@ -461,22 +579,22 @@ impl ApiserverOptions {
                 }
                 true
             });
-        if authorization_modes.is_empty() && self.authorization_mode.is_empty() {
+        if authorization_modes.is_empty() && self.authorization.authorization_mode.is_empty() {
             invalid.push(
                 "authorization-mode",
                 "at least one authorization-mode must be passed",
             );
         }
-        Some(ApiserverConfig {
+        Some(Config {
             authorization_modes,
             admission_plugins: admission_plugins?,
             api_enablement: api_enablement?,
             audit: AuditOptions {
-                policy_file: self.audit_policy_file.clone(),
-                log_path: self.audit_log_path.clone(),
-                log_maxage: self.audit_log_maxage,
-                log_maxbackup: self.audit_log_maxbackup,
-                log_maxsize: self.audit_log_maxsize,
+                policy_file: self.audit.audit_policy_file.clone(),
+                log_path: self.audit.audit_log_path.clone(),
+                log_maxage: self.audit.audit_log_maxage,
+                log_maxbackup: self.audit.audit_log_maxbackup,
+                log_maxsize: self.audit.audit_log_maxsize,
                 log_mode: log_mode?,
             },
             token_file: token_file?,
@@ -486,8 +604,8 @@ impl ApiserverOptions {
             backend: backend?,
             etcd_compaction_interval: etcd_compaction_interval?,
             limits: Limits {
-                max_read_only: self.max_requests_inflight,
-                max_mutating: self.max_mutating_requests_inflight,
+                max_read_only: self.serving.max_requests_inflight,
+                max_mutating: self.serving.max_mutating_requests_inflight,
                 request_timeout: request_timeout?,
             },
             encryption: encryption?,

@@ -1,0 +1,437 @@
+//! An API server assembled in code: [`Options`] (by concern, as flags or in a program) →
+//! [`Config`] (validated) → [`CompletedConfig`] (certificates made, storage opened, the
+//! resources and their watch caches set up) → [`CompletedConfig::run`] (the system namespaces
+//! and the bootstrap RBAC policy written, security, audit and admission assembled, HTTPS served
+//! until the shutdown signal). `genplane apiserver` and `genplane all-in-one` are this and
+//! nothing more; a program of its own can serve resources of its own the same way, by adding
+//! them to [`CompletedConfig::resources`] before it runs.
+//!
+//! Security is not optional here: every server authenticates (client certificates against the
+//! client CA, bearer tokens, anonymous only when allowed) and authorizes (RBAC by default) each
+//! request. A server that allows everything is what `--authorization-mode=AlwaysAllow` asks for,
+//! never what a missing call gives.
+//!
+//! ```no_run
+//! # async fn example() -> Result<(), genplane_controlplane::server::Error> {
+//! use genplane_component_base::featuregate::UseIdentity;
+//! use genplane_component_base::config::Invalid;
+//! use genplane_component_base::shutdown::Shutdown;
+//! use genplane_component_base::version::BuildInfo;
+//! use genplane_controlplane::server::Options;
+//!
+//! let mut options = Options::default();
+//! options.data_dir = "/var/lib/my-control-plane".into();
+//! options.serving.secure_port = 7443;
+//! let mut invalid = Invalid::new();
+//! let validated = options.validate(UseIdentity::new("apiserver", "host-1"), None, &mut invalid);
+//! let config = invalid.finish(validated).expect("valid options");
+//! let completed = config.complete().await?;
+//! completed.run("my-control-plane", &BuildInfo::default(), Shutdown::new(), None).await
+//! # }
+//! ```
+
+pub mod options;
+pub mod pki;
+mod security;
+
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use genplane_apiserver::metrics::ApiMetrics;
+use genplane_apiserver::{ApiServer, Resource};
+use genplane_authorization::rbac::RbacAuthorizer;
+use genplane_component_base::health::Health;
+use genplane_component_base::http::{self, OpsHandler};
+use genplane_component_base::metrics;
+use genplane_component_base::shutdown::Shutdown;
+use genplane_component_base::version::BuildInfo;
+use rustls::pki_types::pem::PemObject;
+use rustls::pki_types::{CertificateDer, PrivateKeyDer};
+
+pub use self::options::{AuthorizationMode, Backend, Config, Options};
+use crate::identity::{IdentityLease, Timing};
+use crate::{
+    Backend as StorageBackend, EtcdConfig, EtcdTls, ResourceOptions, ResourceStorage,
+    StorageConfig, bootstrap, features, open_storage, resources_with,
+};
+/// The stack each thread of a runtime that serves requests should have.
+pub use genplane_apiserver::THREAD_STACK_BYTES;
+
+/// How long open requests may finish after a shutdown signal.
+const DRAIN: Duration = Duration::from_secs(10);
+
+/// Why a server could not be set up or stopped serving. Each variant names what was being
+/// done; the cause is its [`std::error::Error::source`].
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// The data directory could not be created.
+    #[error("creating {path}")]
+    DataDir {
+        /// The directory.
+        path: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// Certificates or kubeconfigs could not be made.
+    #[error("preparing certificates")]
+    Pki(#[from] pki::PkiError),
+    /// The serving certificate, its key or the client CA could not be used.
+    #[error("{0}")]
+    Tls(String),
+    /// Storage could not be opened, or a start-up object written.
+    #[error("{what}")]
+    ControlPlane {
+        /// What was being done.
+        what: &'static str,
+        /// Why it failed.
+        source: crate::Error,
+    },
+    /// Authentication could not be set up (a key, the issuer, token options).
+    #[error("{0}")]
+    Security(String),
+    /// The audit log could not be started.
+    #[error("starting the audit log: {0}")]
+    Audit(String),
+    /// The CustomResourceDefinitions could not be served.
+    #[error("serving the CustomResourceDefinitions: {0}")]
+    CustomResources(String),
+    /// The listener could not be bound or failed.
+    #[error("serving")]
+    Serve(#[from] http::Error),
+    /// The bound address could not be read.
+    #[error("reading the bound address")]
+    Address(#[from] std::io::Error),
+}
+
+impl Config {
+    /// Makes what the server needs before it can run: the data directory, the certificates
+    /// (generated there unless given), the storage backend and a watch cache per served
+    /// resource.
+    pub async fn complete(self) -> Result<CompletedConfig, Error> {
+        let options = &self.options;
+        std::fs::create_dir_all(&options.data_dir).map_err(|source| Error::DataDir {
+            path: options.data_dir.clone(),
+            source,
+        })?;
+        let extra_hosts: Vec<String> = Some(self.bind_address)
+            .filter(|a| !a.is_unspecified())
+            .map(|a| a.to_string())
+            .into_iter()
+            .collect();
+        let pki = pki::ensure(&options.data_dir.join("pki"), &extra_hosts)?;
+        let serving = &options.serving;
+        let (cert, key) = match (&serving.tls_cert_file, &serving.tls_private_key_file) {
+            (Some(cert), Some(key)) => (cert.clone(), key.clone()),
+            _ => (pki.serving_cert.clone(), pki.serving_key.clone()),
+        };
+        let client_ca = serving
+            .client_ca_file
+            .clone()
+            .unwrap_or_else(|| pki.ca.clone());
+        let tls = server_tls(&cert, &key, &client_ca).map_err(Error::Tls)?;
+        let backend = open_storage(&storage_config(&self))
+            .await
+            .map_err(|source| Error::ControlPlane {
+                what: "opening storage",
+                source,
+            })?;
+        let resources = resources_with(
+            backend.clone(),
+            &ResourceOptions {
+                encryption: self.encryption.clone(),
+                enablement: self.api_enablement.clone(),
+                ..ResourceOptions::default()
+            },
+        )
+        .map_err(|source| Error::ControlPlane {
+            what: "setting up the watch caches",
+            source,
+        })?;
+        Ok(CompletedConfig {
+            config: self,
+            pki,
+            tls: tokio_rustls::TlsAcceptor::from(Arc::new(tls)),
+            backend,
+            resources,
+        })
+    }
+}
+
+/// A server ready to run: certificates, storage and resources in place.
+pub struct CompletedConfig {
+    /// The validated configuration.
+    pub config: Config,
+    /// The certificates (generated or given) and the clients' identities.
+    pub pki: pki::Pki,
+    tls: tokio_rustls::TlsAcceptor,
+    backend: Arc<StorageBackend>,
+    /// The resources to serve, each with its store and watch cache. Resources added here
+    /// (with [`Resource::builtin_with`] or [`Resource::builtin`] over [`Self::storage_for`])
+    /// are served like the built-in ones.
+    pub resources: Vec<Resource<ResourceStorage>>,
+}
+
+impl std::fmt::Debug for CompletedConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CompletedConfig")
+            .field("config", &self.config)
+            .field("resources", &self.resources.len())
+            .finish_non_exhaustive()
+    }
+}
+
+/// What a started server tells whoever embeds it, once it takes requests.
+#[derive(Clone, Debug)]
+pub struct Ready {
+    /// The URL clients use.
+    pub server_url: String,
+    /// The data directory, holding the kubeconfig of each role.
+    pub data_dir: PathBuf,
+}
+
+impl CompletedConfig {
+    /// The storage of a resource of the program's own whose objects are kept below `prefix`
+    /// (`/registry/<group>/<resource>/`): a watch cache over the server's backend, encrypted at
+    /// rest as the configuration says for `group` and `resource`.
+    pub fn storage_for(
+        &self,
+        prefix: &str,
+        group: &str,
+        resource: &str,
+    ) -> Result<Arc<ResourceStorage>, Error> {
+        crate::custom_storage(self.backend.clone(), self.config.encryption.clone())(
+            prefix, group, resource,
+        )
+        .map_err(|source| Error::ControlPlane {
+            what: "setting up a watch cache",
+            source: crate::Error::Storage(source),
+        })
+    }
+
+    /// Serves until `shutdown` is triggered, sending [`Ready`] on `ready` once requests are
+    /// taken (the kubeconfigs are written by then); `role` names the server in its banner,
+    /// `build` is what `/version` reports.
+    pub async fn run(
+        self,
+        role: &str,
+        build: &BuildInfo,
+        shutdown: Shutdown,
+        ready: Option<tokio::sync::oneshot::Sender<Ready>>,
+    ) -> Result<(), Error> {
+        let CompletedConfig {
+            config,
+            pki,
+            tls,
+            backend,
+            resources: served,
+        } = self;
+        let options = &config.options;
+        bootstrap(&served)
+            .await
+            .map_err(|source| Error::ControlPlane {
+                what: "creating the system namespaces",
+                source,
+            })?;
+
+        let listener = http::bind(SocketAddr::new(
+            config.bind_address,
+            options.serving.secure_port,
+        ))
+        .await?;
+        let address = listener.local_addr()?;
+        let host = if config.bind_address.is_unspecified() {
+            SocketAddr::new([127, 0, 0, 1].into(), address.port())
+        } else {
+            address
+        };
+        let server_url = format!("https://{host}");
+        // A kubeconfig per identity: the admin's, and one per other role with its own user.
+        for client in &pki.clients {
+            pki::write_kubeconfig(
+                &options.data_dir.join(format!("{}.kubeconfig", client.stem)),
+                &server_url,
+                &pki.ca,
+                &client.cert,
+                &client.key,
+                client.user,
+            )?;
+        }
+        let kubeconfig = options.data_dir.join("admin.kubeconfig");
+
+        let registry = metrics::Registry::new();
+        config.common.feature_gate.register_metrics(&registry);
+        crate::storage_health::register_metrics(&registry, &backend);
+        let mut health = Health::new(&shutdown);
+        crate::storage_health::add_checks(&mut health, &backend);
+        let identity = config
+            .common
+            .feature_gate
+            .enabled(features::API_SERVER_IDENTITY)
+            .then(|| IdentityLease::among(&served, &hostname(), Timing::default()))
+            .flatten();
+        let rbac = Arc::new(RbacAuthorizer::new());
+        if config
+            .authorization_modes
+            .contains(&AuthorizationMode::Rbac)
+        {
+            crate::rbac::bootstrap_policy(&served)
+                .await
+                .map_err(|source| Error::ControlPlane {
+                    what: "writing the bootstrap RBAC policy",
+                    source,
+                })?;
+            let stop = shutdown.clone();
+            crate::rbac::feed_policy(&served, rbac.clone(), async move {
+                stop.triggered().await;
+            })
+            .await
+            .map_err(|source| Error::ControlPlane {
+                what: "reading the RBAC policy",
+                source: crate::Error::Storage(source),
+            })?;
+        }
+        let security = security::security(&config, &served, &host.to_string(), &rbac)?;
+        let audit = config
+            .audit
+            .build()
+            .map_err(|e| Error::Audit(e.to_string()))?;
+        let api_metrics = ApiMetrics::new(&registry);
+        let mut api = ApiServer::serving(
+            served,
+            &config.api_enablement,
+            build,
+            &address.to_string(),
+            Some(OpsHandler::new(health, registry)),
+        )
+        .with_security(security)
+        .with_limits(config.limits)
+        .with_shutdown(shutdown.clone())
+        .with_metrics(api_metrics, |cache: &Arc<ResourceStorage>| {
+            cache.object_count()
+        });
+        if let Some(audit) = &audit {
+            api = api.with_audit(audit.auditor.clone());
+        }
+        if let Some(context) = api.admission_context() {
+            api = api.with_admission(genplane_admission::plugins::chain_of(
+                &config.admission_plugins,
+                &context,
+            ));
+        }
+        let api = Arc::new(api);
+        if let Some(crds) = crate::crd::CustomResources::new(
+            api.clone(),
+            crate::custom_storage(backend.clone(), config.encryption.clone()),
+        ) {
+            let stop = shutdown.clone();
+            crds.run(async move { stop.triggered().await })
+                .await
+                .map_err(|e| Error::CustomResources(e.to_string()))?;
+        }
+        if let Some(identity) = identity {
+            tracing::info!(
+                lease = identity.name(),
+                holder = identity.holder(),
+                "apiserver identity"
+            );
+            let stop = shutdown.clone();
+            tokio::spawn(async move { identity.run(stop.triggered()).await });
+        }
+        let handler = move |request: hyper::Request<hyper::body::Incoming>| {
+            let api = api.clone();
+            async move { api.handle(request).await }
+        };
+        let kubeconfig = std::fs::canonicalize(&kubeconfig).unwrap_or(kubeconfig);
+        tracing::info!(%server_url, kubeconfig = %kubeconfig.display(), "serving");
+        println!("genplane {role} serving on {server_url}");
+        println!("export KUBECONFIG={}", kubeconfig.display());
+        if let Some(ready) = ready {
+            // Whoever waited may have stopped waiting; serving goes on.
+            let _ = ready.send(Ready {
+                server_url: server_url.clone(),
+                data_dir: options.data_dir.clone(),
+            });
+        }
+        http::serve_tls(listener, tls, handler, shutdown, DRAIN).await?;
+        if let Some(audit) = audit {
+            audit.backend.shutdown();
+        }
+        tracing::info!("stopped");
+        Ok(())
+    }
+}
+
+/// The TLS configuration: the serving certificate, and client certificates verified against
+/// `client_ca` but not required (anonymous requests may reach the health endpoints).
+fn server_tls(cert: &Path, key: &Path, client_ca: &Path) -> Result<rustls::ServerConfig, String> {
+    let provider = Arc::new(rustls::crypto::aws_lc_rs::default_provider());
+    let chain = CertificateDer::pem_file_iter(cert)
+        .map_err(|e| format!("reading {}: {e}", cert.display()))?
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| format!("parsing {}: {e}", cert.display()))?;
+    let key =
+        PrivateKeyDer::from_pem_file(key).map_err(|e| format!("reading {}: {e}", key.display()))?;
+    let mut roots = rustls::RootCertStore::empty();
+    for ca in CertificateDer::pem_file_iter(client_ca)
+        .map_err(|e| format!("reading {}: {e}", client_ca.display()))?
+    {
+        let ca = ca.map_err(|e| format!("parsing {}: {e}", client_ca.display()))?;
+        roots
+            .add(ca)
+            .map_err(|e| format!("adding {}: {e}", client_ca.display()))?;
+    }
+    let verifier = rustls::server::WebPkiClientVerifier::builder_with_provider(
+        Arc::new(roots),
+        provider.clone(),
+    )
+    .allow_unauthenticated()
+    .build()
+    .map_err(|e| format!("building the client certificate verifier: {e}"))?;
+    let mut config = rustls::ServerConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .map_err(|e| e.to_string())?
+        .with_client_cert_verifier(verifier)
+        .with_single_cert(chain, key)
+        .map_err(|e| format!("loading the serving certificate: {e}"))?;
+    config.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
+    Ok(config)
+}
+
+/// The host name, as the operating system reports it (upstream's identity Lease is named
+/// after it).
+fn hostname() -> String {
+    hostname::get()
+        .ok()
+        .and_then(|h| h.into_string().ok())
+        .filter(|h| !h.is_empty())
+        .unwrap_or_else(|| "localhost".to_owned())
+}
+
+fn storage_config(config: &Config) -> StorageConfig {
+    let options = &config.options;
+    match config.backend {
+        Backend::Sqlite => StorageConfig::Sqlite {
+            path: options.data_dir.join("genplane.db"),
+        },
+        Backend::Etcd => {
+            let storage = &options.storage;
+            let mut etcd = EtcdConfig::new(storage.etcd_servers.clone());
+            etcd.prefix = storage.etcd_prefix.clone();
+            etcd.compaction_interval = config.etcd_compaction_interval;
+            // A stalled etcd request ends before the API request waiting for it, which then
+            // says what stalled.
+            etcd.request_timeout = etcd.request_timeout.min(config.limits.request_timeout / 2);
+            if storage.etcd_cafile.is_some() || storage.etcd_certfile.is_some() {
+                etcd.tls = Some(EtcdTls {
+                    ca_file: storage.etcd_cafile.clone(),
+                    cert_file: storage.etcd_certfile.clone(),
+                    key_file: storage.etcd_keyfile.clone(),
+                });
+            }
+            StorageConfig::Etcd(etcd)
+        }
+    }
+}

@@ -1,0 +1,135 @@
+//! Who may make requests, and what they may do: authentication and authorization assembled
+//! from the configuration.
+
+use std::sync::Arc;
+
+use genplane_apiserver::authn::{Authentication, OidcDocuments, TokenAuthenticator};
+use genplane_apiserver::{Resource, Security};
+use genplane_authorization::rbac::RbacAuthorizer;
+use genplane_authorization::{AlwaysAllow, AlwaysDeny, Authorizer, PrivilegedGroups, Union};
+
+use super::{AuthorizationMode, Config, Error};
+use crate::ResourceStorage;
+use crate::auth::{CacheLookup, ServiceAccountTokens, StaticTokens, TokenRequestIssuer};
+use crate::rbac::EscalationChecks;
+
+/// Who may make requests, and what they may do: the authentication chain (client
+/// certificates, static tokens, service-account tokens, anonymous), the service-account
+/// token issuer and its discovery documents, and the authorizer.
+pub(super) fn security(
+    config: &Config,
+    served: &[Resource<ResourceStorage>],
+    external_address: &str,
+    rbac: &Arc<RbacAuthorizer>,
+) -> Result<Security, Error> {
+    use genplane_authentication::{keys, oidc, serviceaccount};
+    let options = &config.options.authentication;
+    let lookup = CacheLookup::among(served).ok_or_else(|| {
+        Error::Security("the service-account and secret caches are not served".to_owned())
+    })?;
+    let signing_key = match &options.service_account_signing_key_file {
+        Some(path) => keys::SigningKey::from_file(path).map_err(|e| {
+            Error::Security(format!(
+                "failed to parse service-account-issuer-key-file: {e}"
+            ))
+        })?,
+        None => {
+            let path = config
+                .options
+                .data_dir
+                .join("pki")
+                .join(keys::GENERATED_KEY_FILE);
+            let (key, generated) = keys::SigningKey::load_or_generate(&path, Default::default())
+                .map_err(|e| Error::Security(format!("preparing {}: {e}", path.display())))?;
+            if generated {
+                tracing::info!(path = %path.display(), "generated a service-account signing key");
+            }
+            key
+        }
+    };
+    let mut public = Vec::new();
+    for file in &options.service_account_key_file {
+        public.extend(
+            keys::public_keys_from_file(file)
+                .map_err(|e| Error::Security(format!("reading {}: {e}", file.display())))?,
+        );
+    }
+    let keys = keys::verification_keys(public, Some(&signing_key));
+    let issuers: Vec<String> = options
+        .service_account_issuer
+        .iter()
+        .filter(|i| !i.is_empty())
+        .cloned()
+        .collect();
+    let audiences = serviceaccount::default_api_audiences(&options.api_audiences, &issuers);
+    let oidc = match oidc::Discovery::new(
+        &issuers[0],
+        options.service_account_jwks_uri.as_deref(),
+        Some(external_address),
+        &keys,
+    ) {
+        Ok(discovery) => Some(OidcDocuments {
+            configuration: discovery.config_json().to_vec().into(),
+            keys: discovery.keyset_json().to_vec().into(),
+        }),
+        Err(error) => {
+            tracing::warn!(%error, "not serving the service-account issuer discovery documents");
+            None
+        }
+    };
+    let mut tokens: Vec<Arc<dyn TokenAuthenticator>> = Vec::new();
+    if let Some(file) = &config.token_file {
+        tokens.push(Arc::new(StaticTokens {
+            file: file.clone(),
+            api_audiences: audiences.clone(),
+        }));
+    }
+    tokens.push(Arc::new(ServiceAccountTokens {
+        verifier: serviceaccount::TokenAuthenticator::new(issuers.clone(), keys, audiences.clone()),
+        lookup: lookup.clone(),
+    }));
+    let token_requests = TokenRequestIssuer {
+        issuer: serviceaccount::TokenIssuer::new(issuers[0].clone(), signing_key),
+        options: genplane_authentication::token_request::TokenRequestOptions::new(
+            audiences,
+            config.max_token_expiration,
+        )
+        .map_err(|e| Error::Security(e.to_string()))?,
+    };
+    let mut chain: Vec<Arc<dyn Authorizer>> = vec![Arc::new(PrivilegedGroups::new([
+        genplane_authentication::SYSTEM_MASTERS,
+    ]))];
+    for mode in &config.authorization_modes {
+        chain.push(match mode {
+            AuthorizationMode::Rbac => rbac.clone(),
+            AuthorizationMode::AlwaysAllow => Arc::new(AlwaysAllow),
+            AuthorizationMode::AlwaysDeny => Arc::new(AlwaysDeny),
+        });
+    }
+    let authorizer: Arc<dyn Authorizer> = Arc::new(Union::new(chain));
+    let mut anonymous = options.anonymous_auth;
+    if anonymous
+        && config
+            .authorization_modes
+            .contains(&AuthorizationMode::AlwaysAllow)
+    {
+        // As upstream: with AlwaysAllow, anonymous requests would be allowed everything.
+        tracing::warn!(
+            "AnonymousAuth is not allowed with the AlwaysAllow authorizer. Resetting AnonymousAuth to false. You should use a different authorizer"
+        );
+        anonymous = false;
+    }
+    let mut security = Security::new(Authentication { tokens, anonymous }, authorizer.clone());
+    if config
+        .authorization_modes
+        .contains(&AuthorizationMode::Rbac)
+    {
+        security.escalation = Some(Arc::new(EscalationChecks {
+            authorizer,
+            resolver: rbac.clone(),
+        }));
+    }
+    security.token_requests = Some(Arc::new(token_requests));
+    security.oidc = oidc;
+    Ok(security)
+}
