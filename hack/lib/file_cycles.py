@@ -11,13 +11,25 @@ they make no edge, but a path through a re-export is followed to the file that d
 A module's own submodules are no edge: a module may use what it is made of.
 
 Usage: file_cycles.py [--self-test] [-v] [ROOT]   (ROOT: the workspace, default: the current folder)
-Exits 1 listing every cycle. Reads only `src/` trees of crates (folders with a Cargo.toml).
+Exits 1 when there is a cycle not in KNOWN (or a KNOWN one is gone), listing them with the
+paths that make them (-v: the known ones' too). Reads only `src/` trees of crates (folders with a Cargo.toml).
 """
 import os
 import re
 import sys
 
-KEYWORDS = {"crate", "super", "self", "Self"}
+# Cycles that existed when this check was added, each as its sorted files. They are reported
+# but do not fail the check; a new cycle does, and so does one of these once it is gone (then
+# remove it here). Break them as the others were: move the shared item to a lower module.
+KNOWN = [
+    # the catalog lists every kind's ResourceInfo, each kind module uses the catalog's types and
+    # openapi's helpers, and openapi reads the catalog
+    ["pkg/api/src/apiextensions/mod.rs", "pkg/api/src/catalog.rs", "pkg/api/src/core/event.rs",
+     "pkg/api/src/events.rs", "pkg/api/src/openapi/extensions.rs", "pkg/api/src/openapi/mod.rs",
+     "pkg/api/src/rbac/mod.rs"],
+    # the filters take the ApiServer, the ApiServer builds the filter chain
+    ["pkg/apiserver/src/filters/mod.rs", "pkg/apiserver/src/server.rs"],
+]
 ITEM_RE = re.compile(
     r"^(?:pub(?:\([^)]*\))?\s+)?(?:(?:const|async|unsafe|extern\s+\"[^\"]*\")\s+)*"
     r"(?:fn|struct|enum|union|trait|type|const|static|mod|macro_rules!)\s+([A-Za-z_][A-Za-z0-9_]*)"
@@ -416,12 +428,21 @@ def main(argv):
         return 1 if bad else 0
     root = next((a for a in argv if not a.startswith("-")), ".")
     found = cycles(root)
+    failed = False
     for comp, why in found:
-        print("import cycle between files: " + " <-> ".join(comp))
-        if "-v" in argv:
+        known = comp in KNOWN
+        failed |= not known
+        print(("known " if known else "") + "import cycle between files: " + " <-> ".join(comp),
+              file=sys.stdout if known else sys.stderr)
+        if "-v" in argv or not known:
             for w in why:
-                print("    " + w)
-    return 1 if found else 0
+                print("    " + w, file=sys.stdout if known else sys.stderr)
+    for comp in KNOWN:
+        if comp not in [c for c, _ in found]:
+            failed = True
+            print("no longer a cycle (remove it from KNOWN in hack/lib/file_cycles.py): "
+                  + " <-> ".join(comp), file=sys.stderr)
+    return 1 if failed else 0
 
 
 if __name__ == "__main__":
