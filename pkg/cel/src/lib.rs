@@ -1,5 +1,14 @@
-//! CEL validation rules on an OpenAPI v3 schema: the `x-kubernetes-validations` of a
-//! CustomResourceDefinition version, compiled once and run against objects.
+//! CEL for the API server: any expression over declared variables ([`Environment`],
+//! [`Program`]: admission policies' `object`, `request`, `params`, ... as dynamic values or
+//! typed by a schema), and on top of it the validation rules of an OpenAPI v3 schema ([`Rules`]:
+//! the `x-kubernetes-validations` of a CustomResourceDefinition version, compiled once and run
+//! against objects).
+//!
+//! ```text
+//! let env = Environment::new().variable("object", VarType::Dyn).variable("request", VarType::Dyn);
+//! let program = env.compile("request.operation == 'CREATE'", &path)?;  // Error::Compile at path
+//! let result = program.evaluate(&Activation::new().bind("object", &obj).bind("request", &req))?;
+//! ```
 //!
 //! ```text
 //! let (rules, errs) = Rules::compile(&schema, &Path::new("spec").child("versions").index(0)
