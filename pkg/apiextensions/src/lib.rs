@@ -12,6 +12,7 @@
 
 #![warn(missing_docs)]
 
+mod compile;
 pub mod defaulting;
 mod formats;
 mod objectmeta;

@@ -12,7 +12,6 @@ mod watch;
 
 use crate::body::RequestBody;
 use bytes::Bytes;
-use genplane_api::protobuf;
 use genplane_apimachinery::errors::{ApiError, Status};
 use genplane_apimachinery::resource_version::ReadOptions;
 use genplane_apimachinery::{fields, labels};
@@ -25,7 +24,7 @@ use serde_json::Value;
 use crate::body::ResponseBody;
 use crate::encode;
 use crate::kind::ServedKind;
-use crate::negotiation::{self, BodyFormat, Capabilities, Format, Negotiated};
+use crate::negotiation::{self, Capabilities, Format, Negotiated};
 use crate::request_info::RequestInfo;
 use std::sync::Arc;
 
@@ -287,31 +286,6 @@ pub(crate) async fn read_bytes(body: RequestBody) -> Result<Bytes, ApiError> {
         on_read(&bytes);
     }
     Ok(bytes)
-}
-
-/// Decodes a JSON or YAML body (protobuf needs the resource's schema: see
-/// [`Ctx::object_body`]).
-pub(crate) fn decode_body(bytes: &[u8], format: BodyFormat) -> Result<Value, ApiError> {
-    match format {
-        BodyFormat::Json => serde_json::from_slice(bytes).map_err(|e| {
-            Status::bad_request(format!("the request body is not valid JSON: {e}")).into()
-        }),
-        BodyFormat::Yaml => {
-            let text = std::str::from_utf8(bytes).map_err(|e| {
-                ApiError::from(Status::bad_request(format!(
-                    "the request body is not UTF-8: {e}"
-                )))
-            })?;
-            genplane_apimachinery::yaml::from_str(text).map_err(|e| {
-                Status::bad_request(format!("the request body is not valid YAML: {e}")).into()
-            })
-        }
-        BodyFormat::Protobuf => Err(Status::unsupported_media_type(
-            protobuf::CONTENT_TYPE,
-            &["application/json", "application/yaml"],
-        )
-        .into()),
-    }
 }
 
 /// An answer with `value` in the negotiated form, with `Warning` headers; `info` gives the

@@ -7,7 +7,6 @@ use genplane_api::protobuf;
 use genplane_apimachinery::errors::{ApiError, Status};
 use serde_json::{Map, Value};
 
-use crate::handlers::decode_body;
 use crate::kind::ServedKind;
 use crate::negotiation::{self, BodyFormat};
 
@@ -38,6 +37,31 @@ pub fn decode_object(
     check_type_meta(info, map)?;
     let warnings = field_validation(info, field_validation_mode, &object, &duplicates)?;
     Ok((object, warnings))
+}
+
+/// Decodes a JSON or YAML body (protobuf needs the resource's schema: see
+/// `Ctx::object_body` in the handlers).
+pub(crate) fn decode_body(bytes: &[u8], format: BodyFormat) -> Result<Value, ApiError> {
+    match format {
+        BodyFormat::Json => serde_json::from_slice(bytes).map_err(|e| {
+            Status::bad_request(format!("the request body is not valid JSON: {e}")).into()
+        }),
+        BodyFormat::Yaml => {
+            let text = std::str::from_utf8(bytes).map_err(|e| {
+                ApiError::from(Status::bad_request(format!(
+                    "the request body is not UTF-8: {e}"
+                )))
+            })?;
+            genplane_apimachinery::yaml::from_str(text).map_err(|e| {
+                Status::bad_request(format!("the request body is not valid YAML: {e}")).into()
+            })
+        }
+        BodyFormat::Protobuf => Err(Status::unsupported_media_type(
+            protobuf::CONTENT_TYPE,
+            &["application/json", "application/yaml"],
+        )
+        .into()),
+    }
 }
 
 /// Reads a protobuf body: the envelope, its `typeMeta` (checked as a JSON body's

@@ -35,6 +35,8 @@ pub(crate) enum Ty<'a> {
     List(u64, Box<Ty<'a>>),
     /// A boolean.
     Bool,
+    /// A dynamic value whose actual values are at hand (run time): sized by them.
+    Json(Vec<&'a Value>),
     /// Anything else, sized 1.
     Dyn,
 }
@@ -49,9 +51,15 @@ impl<'a> Ty<'a> {
                 .map(|v| actual_size(node, v))
                 .max()
                 .unwrap_or(0),
+            Ty::Json(values) => values.iter().map(|v| json_size(v)).max().unwrap_or(0),
             Ty::Str(n) | Ty::List(n, _) => *n,
             Ty::Bool | Ty::Dyn => 1,
         }
+    }
+
+    /// The type of field `field` of a dynamic value at run time.
+    fn json_field(values: &[&'a Value], field: &str) -> Ty<'a> {
+        Ty::Json(values.iter().filter_map(|v| v.get(field)).collect())
     }
 
     /// The type of the elements (list items, map keys) a comprehension iterates.
@@ -81,6 +89,27 @@ impl<'a> Ty<'a> {
                     Ty::Dyn
                 }
             }
+            Ty::Json(values) => {
+                if values.iter().any(|v| v.is_object()) {
+                    // map comprehensions iterate keys
+                    let longest = values
+                        .iter()
+                        .filter_map(|v| v.as_object())
+                        .flat_map(|o| o.keys())
+                        .map(|k| k.chars().count() as u64)
+                        .max()
+                        .unwrap_or(0);
+                    Ty::Str(longest)
+                } else {
+                    Ty::Json(
+                        values
+                            .iter()
+                            .filter_map(|v| v.as_array())
+                            .flatten()
+                            .collect(),
+                    )
+                }
+            }
             Ty::List(_, elem) => (**elem).clone(),
             Ty::Str(_) | Ty::Bool | Ty::Dyn => Ty::Dyn,
         }
@@ -96,7 +125,7 @@ impl<'a> Ty<'a> {
                     && !node.preserve_unknown
             }
             Ty::Bool | Ty::List(..) => true,
-            Ty::Str(_) | Ty::Dyn => false,
+            Ty::Str(_) | Ty::Json(_) | Ty::Dyn => false,
         }
     }
 
@@ -107,7 +136,7 @@ impl<'a> Ty<'a> {
                 !node.ty.is_empty() && node.ty != "boolean" && !node.preserve_unknown
             }
             Ty::Str(_) | Ty::List(..) => true,
-            Ty::Bool | Ty::Dyn => false,
+            Ty::Bool | Ty::Json(_) | Ty::Dyn => false,
         }
     }
 }
@@ -122,6 +151,16 @@ fn actual_size(node: &Node, value: &Value) -> u64 {
                 s.len() as u64
             }
         }
+        Value::Array(a) => a.len() as u64,
+        Value::Object(o) => o.len() as u64,
+        _ => 1,
+    }
+}
+
+/// The size of a dynamic value: characters of a string, items of a list, entries of a map.
+fn json_size(value: &Value) -> u64 {
+    match value {
+        Value::String(s) => s.chars().count() as u64,
         Value::Array(a) => a.len() as u64,
         Value::Object(o) => o.len() as u64,
         _ => 1,
@@ -178,14 +217,15 @@ const KNOWN_IDENTS: &[&str] = &[
     "cel",
 ];
 
-/// Analyses `expr` with `self` (and `oldSelf`) of type `self_ty`.
-pub(crate) fn analyze<'a>(source: &str, expr: &IdedExpr, self_ty: Ty<'a>) -> Analysis {
+/// Analyses `expr` with the variables of `scopes` (name and type).
+pub(crate) fn analyze<'a>(
+    source: &str,
+    expr: &IdedExpr,
+    scopes: Vec<(String, Ty<'a>)>,
+) -> Analysis {
     let mut a = Analyzer {
         source,
-        scopes: vec![
-            ("self".to_owned(), self_ty.clone()),
-            ("oldSelf".to_owned(), self_ty),
-        ],
+        scopes,
         issues: Vec::new(),
         unordered_eq: Vec::new(),
     };
@@ -200,22 +240,12 @@ pub(crate) fn analyze<'a>(source: &str, expr: &IdedExpr, self_ty: Ty<'a>) -> Ana
 }
 
 /// The run-time charge of evaluating `expr` on actual values: the same model as the static
-/// estimate, with the sizes of the values at hand instead of the schema's bounds.
-pub(crate) fn runtime_cost<'a>(
-    expr: &IdedExpr,
-    node: &'a Node,
-    new: &'a Value,
-    old: Option<&'a Value>,
-) -> u64 {
+/// estimate, with the sizes of the values at hand (`bindings`: each variable's type with its
+/// values) instead of the schema's bounds.
+pub(crate) fn runtime_cost<'a>(expr: &IdedExpr, bindings: Vec<(String, Ty<'a>)>) -> u64 {
     let mut a = Analyzer {
         source: "",
-        scopes: vec![
-            ("self".to_owned(), Ty::Schema(node, Some(vec![new]))),
-            (
-                "oldSelf".to_owned(),
-                Ty::Schema(node, Some(old.into_iter().collect())),
-            ),
-        ],
+        scopes: bindings,
         issues: Vec::new(),
         unordered_eq: Vec::new(),
     };
@@ -387,6 +417,7 @@ impl<'a> Analyzer<'_, 'a> {
                     }
                 }
             }
+            Ty::Json(values) => Ty::json_field(values, field),
             _ => Ty::Dyn,
         }
     }
@@ -481,7 +512,8 @@ impl<'a> Analyzer<'_, 'a> {
             "@in" => {
                 let container = arg_tys.get(1);
                 let is_list = matches!(container, Some(Ty::List(..)))
-                    || matches!(container, Some(Ty::Schema(n, _)) if n.ty == "array");
+                    || matches!(container, Some(Ty::Schema(n, _)) if n.ty == "array")
+                    || matches!(container, Some(Ty::Json(vs)) if vs.iter().any(|v| v.is_array()));
                 (
                     if is_list {
                         container.map_or(1, Ty::size)
@@ -566,6 +598,9 @@ impl<'a> Analyzer<'_, 'a> {
 fn traverse(ty: &Ty<'_>) -> u64 {
     match ty {
         Ty::Schema(node, _) if node.ty == "array" => {
+            ty.size().saturating_mul(traverse(&ty.element()).max(1))
+        }
+        Ty::Json(values) if values.iter().any(|v| v.is_array()) => {
             ty.size().saturating_mul(traverse(&ty.element()).max(1))
         }
         other => other.size(),

@@ -1,5 +1,14 @@
-//! CEL validation rules on an OpenAPI v3 schema: the `x-kubernetes-validations` of a
-//! CustomResourceDefinition version, compiled once and run against objects.
+//! CEL for the API server: any expression over declared variables ([`Environment`],
+//! [`Program`]: admission policies' `object`, `request`, `params`, ... as dynamic values or
+//! typed by a schema), and on top of it the validation rules of an OpenAPI v3 schema ([`Rules`]:
+//! the `x-kubernetes-validations` of a CustomResourceDefinition version, compiled once and run
+//! against objects).
+//!
+//! ```text
+//! let env = Environment::new().variable("object", VarType::Dyn).variable("request", VarType::Dyn);
+//! let program = env.compile("request.operation == 'CREATE'", &path)?;  // Error::Compile at path
+//! let result = program.evaluate(&Activation::new().bind("object", &obj).bind("request", &req))?;
+//! ```
 //!
 //! ```text
 //! let (rules, errs) = Rules::compile(&schema, &Path::new("spec").child("versions").index(0)
@@ -79,6 +88,7 @@
 #![warn(missing_docs)]
 
 mod analyze;
+mod compiler;
 pub mod fuzzing;
 mod optional;
 mod parse;
@@ -91,19 +101,21 @@ mod stack;
 mod types;
 mod value;
 
+pub use compiler::{Activation, CelValue, Environment, Error, ObjectType, Program, VarType};
 pub use parse::MAX_TREE_DEPTH;
 pub use source::{MAX_EXPRESSION_CODE_POINTS, MAX_NESTING_DEPTH, MAX_RECURSION_DEPTH};
 
-use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::Arc;
 
-use genplane_apimachinery::validation::field::{Error, ErrorList, ErrorType, Path};
-use kube_cel::KubeCelExt as _;
+use genplane_apimachinery::validation::field::{self, ErrorList, ErrorType, Path};
 use kube_cel::cel::objects::{OptionalValue, Value as Cel};
 use kube_cel::cel::{Context, ExecutionError};
 use serde_json::Value;
 
-use crate::rule::{CompiledRule, CostContribution, Program, cost_error_message};
+use crate::analyze::Ty;
+use crate::compiler::go_error;
+use crate::projection::Projection;
+use crate::rule::{CompiledRule, CostContribution, cost_error_message};
 use crate::schema::{ListType, Node};
 
 /// Upstream's limit on the total estimated cost of every rule of one schema.
@@ -119,8 +131,47 @@ pub const MAX_EVALUATED_MESSAGE_EXPRESSION_SIZE_BYTES: usize = 5 * 1024;
 
 /// Every rule of one schema, compiled. Cheap to share (`Arc`) and to run concurrently.
 pub struct Rules {
-    root: Option<Node>,
-    context: Context<'static>,
+    root: Option<(Node, RuleTree)>,
+    context: Arc<Context<'static>>,
+}
+
+/// The compiled rules of one schema node and of the nodes below it, kept beside the schema's
+/// tree ([`Node`]) and shaped like it.
+#[derive(Debug)]
+struct RuleTree {
+    rules: Vec<CompiledRule>,
+    /// The parts of the value the rules can reach.
+    projection: Projection,
+    /// Whether this node or any node below it has rules.
+    has_rules: bool,
+    /// Whether any rule of this node uses `oldSelf`.
+    uses_old_self: bool,
+    /// The trees of the node's properties, in the same order.
+    properties: Vec<RuleTree>,
+    additional: Option<Box<RuleTree>>,
+    items: Option<Box<RuleTree>>,
+}
+
+impl RuleTree {
+    /// A tree without rules shaped like `node`.
+    fn new(node: &Node) -> RuleTree {
+        RuleTree {
+            rules: Vec::new(),
+            projection: Projection::none(),
+            has_rules: false,
+            uses_old_self: false,
+            properties: node
+                .properties
+                .iter()
+                .map(|(_, c)| RuleTree::new(c))
+                .collect(),
+            additional: node
+                .additional
+                .as_deref()
+                .map(|a| Box::new(RuleTree::new(a))),
+            items: node.items.as_deref().map(|i| Box::new(RuleTree::new(i))),
+        }
+    }
 }
 
 impl std::fmt::Debug for Rules {
@@ -141,8 +192,12 @@ impl Rules {
     pub fn compile(schema: &Value, path: &Path) -> (Rules, ErrorList) {
         let mut errs = ErrorList::new();
         let mut costs: Vec<CostContribution> = Vec::new();
-        let mut root = Node::read(schema, true);
-        attach(schema, &mut root, path, None, 1, &mut errs, &mut costs);
+        let env = Environment::new();
+        let root = Node::read(schema, true);
+        let mut tree = RuleTree::new(&root);
+        attach(
+            &env, schema, &root, &mut tree, path, None, 1, &mut errs, &mut costs,
+        );
         let total = costs
             .iter()
             .map(|(_, c)| *c)
@@ -156,12 +211,12 @@ impl Rules {
                 .collect();
             dearest.sort_by_key(|c| std::cmp::Reverse(c.1));
             for (p, _) in dearest.iter().take(4) {
-                errs.push(Error::forbidden(
+                errs.push(field::Error::forbidden(
                     p,
                     "contributed to estimated rule cost total exceeding cost limit for entire OpenAPIv3 schema",
                 ));
             }
-            errs.push(Error::forbidden(
+            errs.push(field::Error::forbidden(
                 path,
                 cost_error_message(
                     "x-kubernetes-validations estimated rule cost total for entire OpenAPIv3 schema",
@@ -170,16 +225,8 @@ impl Rules {
                 ),
             ));
         }
-        let root = root.has_rules.then_some(root);
-        let mut context = Context::default();
-        if root.is_some() {
-            context.register_all();
-            context.add_function(rule::UNORDERED_EQ, rule::unordered_eq);
-            context.add_function(rule::UNORDERED_NE, rule::unordered_ne);
-            types::register(&mut context);
-            optional::register(&mut context);
-            rewrite::register(&mut context);
-        }
+        let context = Arc::clone(env.context());
+        let root = tree.has_rules.then_some((root, tree));
         (Rules { root, context }, errs)
     }
 
@@ -209,7 +256,7 @@ impl Rules {
     ) -> (ErrorList, Vec<String>) {
         let mut errs = ErrorList::new();
         let mut warnings = Vec::new();
-        let Some(root) = &self.root else {
+        let Some((root, tree)) = &self.root else {
             return (errs, warnings);
         };
         let mut run = Run {
@@ -219,15 +266,19 @@ impl Rules {
             budget: RUNTIME_CEL_COST_BUDGET,
         };
         let anchor = old.map(|o| (new, o));
-        run.walk(root, new, old, &Path::default(), anchor, true);
+        run.walk(root, tree, new, old, &Path::default(), anchor, true);
         (errs, warnings)
     }
 }
 
-/// Compiles the rules of `node` and its children (children first, as upstream reports them).
+/// Compiles the rules of `node` (into `tree`) and its children (children first, as upstream
+/// reports them).
+#[allow(clippy::too_many_arguments)]
 fn attach(
+    env: &Environment<'_>,
     schema: &Value,
-    node: &mut Node,
+    node: &Node,
+    tree: &mut RuleTree,
     path: &Path,
     uncorrelatable: Option<&Path>,
     cardinality: u64,
@@ -235,34 +286,50 @@ fn attach(
     costs: &mut Vec<CostContribution>,
 ) {
     let own_elements = node.max_elements().max(1);
-    let is_map = node.is_map();
     if let Some(props) = schema.get("properties").and_then(Value::as_object) {
-        for (name, child) in node.properties.iter_mut() {
+        for ((name, child), sub) in node.properties.iter().zip(tree.properties.iter_mut()) {
             if let Some(s) = props.get(name.as_str()) {
                 let p = path.child("properties").key(name);
-                attach(s, child, &p, uncorrelatable, cardinality, errs, costs);
+                attach(
+                    env,
+                    s,
+                    child,
+                    sub,
+                    &p,
+                    uncorrelatable,
+                    cardinality,
+                    errs,
+                    costs,
+                );
             }
         }
     }
-    if let (Some(s), Some(add)) = (schema.get("additionalProperties"), node.additional.as_mut()) {
-        let card = if is_map {
+    if let (Some(s), Some(add), Some(sub)) = (
+        schema.get("additionalProperties"),
+        node.additional.as_deref(),
+        tree.additional.as_deref_mut(),
+    ) {
+        let card = if node.is_map() {
             cardinality.saturating_mul(own_elements)
         } else {
             cardinality
         };
         let p = path.child("additionalProperties");
-        attach(s, add, &p, uncorrelatable, card, errs, costs);
+        attach(env, s, add, sub, &p, uncorrelatable, card, errs, costs);
     }
-    let list_type = node.list_type;
-    if let (Some(s), Some(items)) = (schema.get("items"), node.items.as_mut()) {
-        let forbid = if list_type == ListType::Map {
+    if let (Some(s), Some(items), Some(sub)) = (
+        schema.get("items"),
+        node.items.as_deref(),
+        tree.items.as_deref_mut(),
+    ) {
+        let forbid = if node.list_type == ListType::Map {
             uncorrelatable.cloned()
         } else {
             Some(uncorrelatable.cloned().unwrap_or_else(|| path.clone()))
         };
         let p = path.child("items");
         let card = cardinality.saturating_mul(own_elements);
-        attach(s, items, &p, forbid.as_ref(), card, errs, costs);
+        attach(env, s, items, sub, &p, forbid.as_ref(), card, errs, costs);
     }
     if let Some(raw_rules) = schema
         .get("x-kubernetes-validations")
@@ -270,43 +337,58 @@ fn attach(
     {
         let mut rules = Vec::with_capacity(raw_rules.len());
         for (i, raw) in raw_rules.iter().enumerate() {
-            if let Some(r) =
-                rule::compile(raw, i, node, path, uncorrelatable, cardinality, errs, costs)
-            {
+            if let Some(r) = rule::compile(
+                env,
+                raw,
+                i,
+                node,
+                path,
+                uncorrelatable,
+                cardinality,
+                errs,
+                costs,
+            ) {
                 rules.push(r);
             }
         }
-        node.rules = rules;
+        tree.rules = rules;
     }
     // Rules inside allOf apply to the same value, typed by this node. Upstream does not check
     // them when the CRD is written (it only runs them), so their problems are not reported.
     if let Some(branches) = schema.get("allOf").and_then(Value::as_array) {
         for branch in branches {
-            overlay(branch, node, uncorrelatable, cardinality);
+            overlay(env, branch, node, tree, uncorrelatable, cardinality);
         }
     }
-    refresh(node);
+    refresh(tree);
 }
 
-/// Recomputes what a node's flags say about its rules and its children's.
-fn refresh(node: &mut Node) {
-    node.uses_old_self = node.rules.iter().any(|r| r.uses_old_self);
-    let mut projection = projection::Projection::none();
-    for rule in &node.rules {
+/// Recomputes what a tree's flags say about its rules and its children's.
+fn refresh(tree: &mut RuleTree) {
+    tree.uses_old_self = tree.rules.iter().any(|r| r.uses_old_self);
+    let mut projection = Projection::none();
+    for rule in &tree.rules {
         for program in std::iter::once(&rule.program).chain(&rule.message_expression) {
             stack::for_tree(program.depth, || projection.add_uses(&program.expr));
         }
     }
-    node.projection = projection;
-    node.has_rules = !node.rules.is_empty()
-        || node.properties.iter().any(|(_, n)| n.has_rules)
-        || node.additional.as_ref().is_some_and(|n| n.has_rules)
-        || node.items.as_ref().is_some_and(|n| n.has_rules);
+    tree.projection = projection;
+    tree.has_rules = !tree.rules.is_empty()
+        || tree.properties.iter().any(|t| t.has_rules)
+        || tree.additional.as_ref().is_some_and(|t| t.has_rules)
+        || tree.items.as_ref().is_some_and(|t| t.has_rules);
 }
 
 /// Adds the rules of an `allOf` branch (and of its properties, items and additionalProperties)
-/// to `node` and its children.
-fn overlay(branch: &Value, node: &mut Node, uncorrelatable: Option<&Path>, cardinality: u64) {
+/// to `node`'s tree and its children.
+fn overlay(
+    env: &Environment<'_>,
+    branch: &Value,
+    node: &Node,
+    tree: &mut RuleTree,
+    uncorrelatable: Option<&Path>,
+    cardinality: u64,
+) {
     let mut ignored = ErrorList::new();
     let mut costs = Vec::new();
     if let Some(raw_rules) = branch
@@ -316,6 +398,7 @@ fn overlay(branch: &Value, node: &mut Node, uncorrelatable: Option<&Path>, cardi
         let path = Path::default();
         for (i, raw) in raw_rules.iter().enumerate() {
             let compiled = rule::compile(
+                env,
                 raw,
                 i,
                 node,
@@ -325,24 +408,32 @@ fn overlay(branch: &Value, node: &mut Node, uncorrelatable: Option<&Path>, cardi
                 &mut ignored,
                 &mut costs,
             );
-            node.rules.extend(compiled);
+            tree.rules.extend(compiled);
         }
     }
     if let Some(props) = branch.get("properties").and_then(Value::as_object) {
-        for (name, child) in node.properties.iter_mut() {
+        for ((name, child), sub) in node.properties.iter().zip(tree.properties.iter_mut()) {
             if let Some(b) = props.get(name.as_str()) {
-                overlay(b, child, uncorrelatable, cardinality);
-                refresh(child);
+                overlay(env, b, child, sub, uncorrelatable, cardinality);
+                refresh(sub);
             }
         }
     }
-    if let (Some(b), Some(items)) = (branch.get("items"), node.items.as_mut()) {
-        overlay(b, items, uncorrelatable, cardinality);
-        refresh(items);
+    if let (Some(b), Some(items), Some(sub)) = (
+        branch.get("items"),
+        node.items.as_deref(),
+        tree.items.as_deref_mut(),
+    ) {
+        overlay(env, b, items, sub, uncorrelatable, cardinality);
+        refresh(sub);
     }
-    if let (Some(b), Some(add)) = (branch.get("additionalProperties"), node.additional.as_mut()) {
-        overlay(b, add, uncorrelatable, cardinality);
-        refresh(add);
+    if let (Some(b), Some(add), Some(sub)) = (
+        branch.get("additionalProperties"),
+        node.additional.as_deref(),
+        tree.additional.as_deref_mut(),
+    ) {
+        overlay(env, b, add, sub, uncorrelatable, cardinality);
+        refresh(sub);
     }
 }
 
@@ -360,16 +451,18 @@ type Anchor<'v> = Option<(&'v Value, &'v Value)>;
 
 impl Run<'_> {
     /// Validates `new` against `node` and its children. Returns false once the budget is spent.
+    #[allow(clippy::too_many_arguments)]
     fn walk<'v>(
         &mut self,
         node: &Node,
+        tree: &RuleTree,
         new: &'v Value,
         old: Option<&'v Value>,
         path: &Path,
         anchor: Anchor<'v>,
         at_root: bool,
     ) -> bool {
-        if !node.has_rules || new.is_null() {
+        if !tree.has_rules || new.is_null() {
             return true;
         }
         let old = old.filter(|o| !o.is_null());
@@ -377,15 +470,15 @@ impl Run<'_> {
             Some(o) if anchor.is_some() => Some((new, o)),
             _ => anchor,
         };
-        if !node.rules.is_empty() && !self.rules(node, new, old, path, anchor) {
+        if !tree.rules.is_empty() && !self.rules(node, tree, new, old, path, anchor) {
             return false;
         }
         match new {
             Value::Object(fields) => {
                 let old_fields = old.and_then(Value::as_object);
                 if !node.properties.is_empty() {
-                    for (name, child) in &node.properties {
-                        if !child.has_rules {
+                    for ((name, child), sub) in node.properties.iter().zip(&tree.properties) {
+                        if !sub.has_rules {
                             continue;
                         }
                         let Some(v) = fields.get(name) else { continue };
@@ -399,22 +492,28 @@ impl Run<'_> {
                         } else {
                             anchor
                         };
-                        if !self.walk(child, v, o, &path.child(name), a, false) {
+                        if !self.walk(child, sub, v, o, &path.child(name), a, false) {
                             return false;
                         }
                     }
-                } else if let Some(add) = node.additional.as_deref().filter(|a| a.has_rules) {
+                } else if let (Some(add), Some(sub)) = (
+                    node.additional.as_deref(),
+                    tree.additional.as_deref().filter(|t| t.has_rules),
+                ) {
                     for (k, v) in fields {
                         let o = old_fields.and_then(|f| f.get(k));
                         let a = if o.is_none() { None } else { anchor };
-                        if !self.walk(add, v, o, &path.key(k), a, false) {
+                        if !self.walk(add, sub, v, o, &path.key(k), a, false) {
                             return false;
                         }
                     }
                 }
             }
             Value::Array(items) => {
-                let Some(item_node) = node.items.as_deref().filter(|n| n.has_rules) else {
+                let (Some(item_node), Some(sub)) = (
+                    node.items.as_deref(),
+                    tree.items.as_deref().filter(|t| t.has_rules),
+                ) else {
                     return true;
                 };
                 let old_items = old.and_then(Value::as_array);
@@ -427,7 +526,7 @@ impl Run<'_> {
                         _ => None,
                     };
                     // an uncorrelated item ratchets with its list (the anchor)
-                    if !self.walk(item_node, v, o, &path.index(i), anchor, false) {
+                    if !self.walk(item_node, sub, v, o, &path.index(i), anchor, false) {
                         return false;
                     }
                 }
@@ -441,6 +540,7 @@ impl Run<'_> {
     fn rules(
         &mut self,
         node: &Node,
+        tree: &RuleTree,
         new: &Value,
         old: Option<&Value>,
         path: &Path,
@@ -467,7 +567,7 @@ impl Run<'_> {
         // self (and oldSelf) are converted once per node, for all its rules
         let ctx = self.ctx;
         let mut base_scope: Option<Context<'_>> = None;
-        for rule in &node.rules {
+        for rule in &tree.rules {
             if rule.uses_old_self && old.is_none() && !rule.optional_old_self {
                 continue;
             }
@@ -503,12 +603,12 @@ impl Run<'_> {
                 let mut scope = ctx.new_inner_scope();
                 scope.add_variable_from_value(
                     "self",
-                    value::to_cel(new, Some(node), &node.projection),
+                    value::to_cel(new, Some(node), &tree.projection),
                 );
-                if let (true, Some(o)) = (node.uses_old_self, old) {
+                if let (true, Some(o)) = (tree.uses_old_self, old) {
                     scope.add_variable_from_value(
                         "oldSelf",
-                        value::to_cel(o, Some(node), &node.projection),
+                        value::to_cel(o, Some(node), &tree.projection),
                     );
                 }
                 scope
@@ -517,7 +617,7 @@ impl Run<'_> {
             let scope: &Context<'_> = if rule.optional_old_self {
                 // oldSelf is an optional: none on create, of(old) on update
                 let bound = OptionalValue::of_or_none(
-                    old.map(|o| value::to_cel(o, Some(node), &node.projection)),
+                    old.map(|o| value::to_cel(o, Some(node), &tree.projection)),
                 );
                 let mut scope = base.new_inner_scope();
                 scope.add_variable_from_value("oldSelf", Cel::Opaque(Arc::new(bound)));
@@ -526,7 +626,7 @@ impl Run<'_> {
             } else {
                 base
             };
-            match evaluate(&rule.program, scope) {
+            match rule.program.run(scope) {
                 Ok(Cel::Bool(true)) => {}
                 Ok(Cel::Bool(false)) => {
                     if !self.fail(rule, node, new, old, path, scope, ratcheted) {
@@ -586,7 +686,7 @@ impl Run<'_> {
             let cost = runtime_cost(program, node, new, old);
             if cost as i64 > self.budget || cost > PER_CALL_LIMIT {
                 self.report(
-                    Error::invalid(
+                    field::Error::invalid(
                         &at,
                         node.type_name(),
                         "messageExpression evaluation failed due to running out of cost budget, no further validation rules will be run",
@@ -597,7 +697,7 @@ impl Run<'_> {
                 return false;
             }
             self.budget -= cost as i64;
-            if let Ok(Cel::String(s)) = evaluate(program, scope) {
+            if let Ok(Cel::String(s)) = program.run(scope) {
                 let trimmed = s.trim();
                 if !trimmed.is_empty()
                     && trimmed.len() <= MAX_EVALUATED_MESSAGE_EXPRESSION_SIZE_BYTES
@@ -609,17 +709,17 @@ impl Run<'_> {
         }
         let detail = detail.unwrap_or_else(|| rule.message_or_default());
         let err = match rule.reason {
-            ErrorType::Forbidden => Error::forbidden(&at, detail),
-            ErrorType::Required => Error::required(&at, detail),
-            ErrorType::Duplicate => Error::duplicate(&at, node.type_name()),
-            _ => Error::invalid(&at, node.type_name(), detail),
+            ErrorType::Forbidden => field::Error::forbidden(&at, detail),
+            ErrorType::Required => field::Error::required(&at, detail),
+            ErrorType::Duplicate => field::Error::duplicate(&at, node.type_name()),
+            _ => field::Error::invalid(&at, node.type_name(), detail),
         };
         self.report(err, ratcheted);
         true
     }
 
     /// An error, or a warning where ratcheting applies.
-    fn report(&mut self, err: Error, ratcheted: bool) {
+    fn report(&mut self, err: field::Error, ratcheted: bool) {
         if ratcheted {
             self.warnings.push(err.to_string());
         } else {
@@ -628,28 +728,26 @@ impl Run<'_> {
     }
 
     fn invalid(&mut self, path: &Path, node: &Node, detail: &str) {
-        self.errs
-            .push(Error::invalid(path, node.type_name(), detail.to_owned()));
+        self.errs.push(field::Error::invalid(
+            path,
+            node.type_name(),
+            detail.to_owned(),
+        ));
     }
 }
 
-/// Evaluates a compiled expression on a stack deep enough for it. A panic of the interpreter
-/// (a last resort: compilation refuses what is known to make it panic) is an error of the rule.
-fn evaluate(program: &Program, scope: &Context<'_>) -> Result<Cel, ExecutionError> {
-    stack::for_tree(program.depth, || {
-        catch_unwind(AssertUnwindSafe(|| Cel::resolve(&program.expr, scope))).unwrap_or_else(|_| {
-            Err(ExecutionError::function_error(
-                "rule",
-                "internal error: the rule could not be evaluated",
-            ))
-        })
-    })
-}
-
-/// The run-time cost of a compiled expression on actual values (see [`analyze::runtime_cost`]).
+/// The run-time cost of a CRD rule on actual values (see [`analyze::runtime_cost`]): `self`
+/// and `oldSelf` typed by `node`, sized by `new` and `old`.
 fn runtime_cost(program: &Program, node: &Node, new: &Value, old: Option<&Value>) -> u64 {
+    let bindings = vec![
+        ("self".to_owned(), Ty::Schema(node, Some(vec![new]))),
+        (
+            "oldSelf".to_owned(),
+            Ty::Schema(node, Some(old.into_iter().collect())),
+        ),
+    ];
     stack::for_tree(program.depth, || {
-        analyze::runtime_cost(&program.expr, node, new, old)
+        analyze::runtime_cost(&program.expr, bindings)
     })
 }
 
@@ -670,23 +768,6 @@ impl OptionalExt for OptionalValue {
 /// Whether two items of a map list have the same key fields.
 fn same_keys(keys: &[String], a: &Value, b: &Value) -> bool {
     !keys.is_empty() && keys.iter().all(|k| a.get(k) == b.get(k))
-}
-
-/// cel-go's wording of common runtime errors (`no such key: foo`).
-fn go_error(e: &ExecutionError) -> String {
-    match e {
-        ExecutionError::NoSuchKey(k) => format!("no such key: {k}"),
-        ExecutionError::DivisionByZero(_) => "division by zero".to_owned(),
-        ExecutionError::RemainderByZero(_) => "modulus by zero".to_owned(),
-        ExecutionError::Overflow(..) => "integer overflow".to_owned(),
-        ExecutionError::IndexOutOfBounds(i) => match i {
-            Cel::Int(i) => format!("index out of bounds: {i}"),
-            other => format!("index out of bounds: {other:?}"),
-        },
-        ExecutionError::UndeclaredReference(r) => format!("undeclared reference to '{r}'"),
-        ExecutionError::FunctionError { message, .. } => message.clone(),
-        other => other.to_string(),
-    }
 }
 
 #[cfg(test)]

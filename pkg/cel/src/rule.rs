@@ -1,12 +1,11 @@
 //! One `x-kubernetes-validations` entry: its checks at CRD-write time and its compiled form.
 
 use genplane_apimachinery::validation::field::{Error, ErrorList, ErrorType, Path};
-use kube_cel::cel::{self, IdedExpr};
+use kube_cel::cel::IdedExpr;
 use serde_json::Value;
 
-use crate::analyze::{self, Analysis, Ty};
+use crate::compiler::{Environment, Program};
 use crate::schema::Node;
-use crate::{parse, rewrite, stack};
 
 /// Rules whose worst-case estimate is at most this are charged their estimate at run time
 /// instead of being re-estimated on the data (their cost cannot grow with the data).
@@ -62,12 +61,15 @@ impl CompiledRule {
 /// The estimated costs one rule contributes to the schema's total, with where they come from.
 pub(crate) type CostContribution = (Path, u64);
 
-/// Compiles rule `index` of `node` (at `path`), adding upstream's errors to `errs`.
+/// Compiles rule `index` of `node` (at `path`), adding upstream's errors to `errs`. The rule
+/// compiles in an environment sharing `base`'s functions, with `self` and `oldSelf` typed by
+/// `node`.
 ///
 /// `uncorrelatable` is the highest path above the node whose values cannot be correlated with
 /// the old object (an atomic or set list), where `oldSelf` is not allowed.
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn compile(
+    base: &Environment<'_>,
     raw: &Value,
     index: usize,
     node: &Node,
@@ -162,7 +164,11 @@ pub(crate) fn compile(
     }
 
     // The CEL part: upstream only gets here when the schema itself is sound.
-    let checked = match check(trimmed_rule, node) {
+    let env = base
+        .sharing()
+        .node_variable("self", node)
+        .node_variable("oldSelf", node);
+    let (program, analysis) = match env.check(trimmed_rule) {
         Ok(c) => c,
         Err(e) => {
             errs.push(Error::invalid(
@@ -173,11 +179,7 @@ pub(crate) fn compile(
             return None;
         }
     };
-    let Checked {
-        program,
-        analysis,
-        uses_old_self,
-    } = checked;
+    let uses_old_self = references(&program.expr, "oldSelf");
     let cost = analysis.cost.saturating_mul(cardinality);
     if cost > STATIC_ESTIMATED_COST_LIMIT {
         errs.push(Error::forbidden(
@@ -207,7 +209,7 @@ pub(crate) fn compile(
     let mut compiled_message_expression = None;
     let trimmed_msg_expr = message_expression.trim();
     if !trimmed_msg_expr.is_empty() {
-        match check(trimmed_msg_expr, node) {
+        match env.check(trimmed_msg_expr) {
             Err(e) => {
                 errs.push(Error::invalid(
                     &at.child("messageExpression"),
@@ -216,8 +218,7 @@ pub(crate) fn compile(
                 ));
                 failed = true;
             }
-            Ok(m) => {
-                let ma = &m.analysis;
+            Ok((message_program, ma)) => {
                 if !ma.issues.is_empty() {
                     let issues: Vec<String> = ma.issues.iter().map(|i| i.message.clone()).collect();
                     errs.push(Error::invalid(
@@ -249,7 +250,7 @@ pub(crate) fn compile(
                         ));
                     }
                     costs.push((at.child("messageExpression"), mcost));
-                    compiled_message_expression = Some(m.program);
+                    compiled_message_expression = Some(message_program);
                 }
             }
         }
@@ -290,126 +291,9 @@ pub(crate) fn compile(
     })
 }
 
-/// One compiled expression: a rule or a `messageExpression`.
-#[derive(Debug)]
-pub(crate) struct Program {
-    /// Its syntax tree, macros expanded.
-    pub(crate) expr: IdedExpr,
-    /// The depth of the tree: how much stack evaluating it takes.
-    pub(crate) depth: usize,
-}
-
-impl Drop for Program {
-    fn drop(&mut self) {
-        // the derived drop would recurse once per level, on whatever stack drops the rules
-        parse::dismantle(std::mem::take(&mut self.expr));
-    }
-}
-
-/// An expression parsed, expanded and analysed.
-struct Checked {
-    program: Program,
-    analysis: Analysis,
-    uses_old_self: bool,
-}
-
-/// Parses (within the limits of [`crate::source`]), rewrites ([`crate::rewrite`]) and
-/// analyses `source` with `self` typed by `node`; the error is the message after
-/// `compilation failed: `.
-fn check(source: &str, node: &Node) -> Result<Checked, String> {
-    let parsed = parse::parse(source).map_err(|e| e.to_string())?;
-    let mut expr = parsed.expr;
-    stack::for_tree(parsed.depth, move || {
-        let errors = rewrite::rewrite(&mut expr);
-        let depth = parse::depth(&expr);
-        if !errors.is_empty() || depth > parse::MAX_TREE_DEPTH {
-            parse::dismantle(expr);
-            if errors.is_empty() {
-                return Err(parse::ParseError::TooDeep {
-                    limit: parse::MAX_TREE_DEPTH,
-                }
-                .to_string());
-            }
-            return Err(errors.join("\n"));
-        }
-        let analysis = analyze::analyze(source, &expr, Ty::Schema(node, None));
-        unordered_equality(&mut expr, &analysis.unordered_eq);
-        let uses_old_self = references(&expr, "oldSelf");
-        Ok(Checked {
-            program: Program { expr, depth },
-            analysis,
-            uses_old_self,
-        })
-    })
-}
-
-/// The function `==` becomes where its left side is a set or map list.
-pub(crate) const UNORDERED_EQ: &str = "@k8s_unordered_eq";
-/// The function `!=` becomes where its left side is a set or map list.
-pub(crate) const UNORDERED_NE: &str = "@k8s_unordered_ne";
-
-/// Rewrites the `==`/`!=` calls with the given ids to order-insensitive equality.
-fn unordered_equality(expr: &mut IdedExpr, ids: &[u64]) {
-    use cel::common::ast::{EntryExpr, Expr};
-    if ids.is_empty() {
-        return;
-    }
-    match &mut expr.expr {
-        Expr::Call(c) => {
-            if ids.contains(&expr.id) {
-                match c.func_name.as_str() {
-                    "_==_" => c.func_name = UNORDERED_EQ.to_owned(),
-                    "_!=_" => c.func_name = UNORDERED_NE.to_owned(),
-                    _ => {}
-                }
-            }
-            if let Some(t) = c.target.as_deref_mut() {
-                unordered_equality(t, ids);
-            }
-            for a in &mut c.args {
-                unordered_equality(a, ids);
-            }
-        }
-        Expr::Select(s) => unordered_equality(&mut s.operand, ids),
-        Expr::List(l) => l
-            .elements
-            .iter_mut()
-            .for_each(|e| unordered_equality(e, ids)),
-        Expr::Map(m) => m.entries.iter_mut().for_each(|e| {
-            if let EntryExpr::MapEntry(me) = &mut e.expr {
-                unordered_equality(&mut me.key, ids);
-                unordered_equality(&mut me.value, ids);
-            }
-        }),
-        Expr::Comprehension(c) => {
-            unordered_equality(&mut c.iter_range, ids);
-            unordered_equality(&mut c.accu_init, ids);
-            unordered_equality(&mut c.loop_cond, ids);
-            unordered_equality(&mut c.loop_step, ids);
-            unordered_equality(&mut c.result, ids);
-        }
-        Expr::Struct(_) | Expr::Ident(_) | Expr::Literal(_) | Expr::Unspecified => {}
-    }
-}
-
-/// Equality of two lists that ignores order (set and map lists), else plain equality.
-pub(crate) fn unordered_eq(a: cel::Value, b: cel::Value) -> bool {
-    match (&a, &b) {
-        (cel::Value::List(x), cel::Value::List(y)) => {
-            x.len() == y.len() && x.iter().all(|e| y.contains(e)) && y.iter().all(|e| x.contains(e))
-        }
-        _ => a == b,
-    }
-}
-
-/// Inequality of two lists that ignores order.
-pub(crate) fn unordered_ne(a: cel::Value, b: cel::Value) -> bool {
-    !unordered_eq(a, b)
-}
-
 /// Whether `expr` refers to the variable `name` (outside comprehensions that rebind it).
 fn references(expr: &IdedExpr, name: &str) -> bool {
-    use cel::common::ast::{EntryExpr, Expr};
+    use kube_cel::cel::common::ast::{EntryExpr, Expr};
     match &expr.expr {
         Expr::Ident(n) => n == name,
         Expr::Select(s) => references(&s.operand, name),

@@ -1,9 +1,8 @@
-//! The part of an OpenAPI v3 schema that CEL rules need: types, formats, list and map semantics,
-//! size bounds, and the compiled rules of each node.
+//! The part of an OpenAPI v3 schema that CEL needs: types, formats, list and map semantics and
+//! size bounds. The CRD rules of each node are kept beside this tree (`RuleTree` in the crate
+//! root), not in it.
 
 use serde_json::Value;
-
-use crate::rule::CompiledRule;
 
 /// The `format` of a string schema, where it changes how CEL sees the value.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -58,17 +57,10 @@ pub(crate) struct Node {
     /// The key under which rules see this node as a property of its parent (escaped name),
     /// `None` when the name cannot be written in CEL or the node is not a property.
     pub(crate) cel_key: Option<std::sync::Arc<String>>,
-    pub(crate) rules: Vec<CompiledRule>,
-    /// The parts of the value the rules can reach.
-    pub(crate) projection: crate::projection::Projection,
-    /// Whether this node or any node below it has rules.
-    pub(crate) has_rules: bool,
-    /// Whether any rule of this node uses `oldSelf`.
-    pub(crate) uses_old_self: bool,
 }
 
 impl Node {
-    /// Reads the typing of a schema node and its children (without rules).
+    /// Reads the typing of a schema node and its children.
     pub(crate) fn read(schema: &Value, resource_root: bool) -> Node {
         let ty = str_field(schema, "type").unwrap_or_default().to_owned();
         let format = match str_field(schema, "format") {
@@ -125,10 +117,6 @@ impl Node {
             max_properties: schema.get("maxProperties").and_then(Value::as_u64),
             min_length: schema.get("minLength").and_then(Value::as_u64).unwrap_or(0),
             cel_key: None,
-            rules: Vec::new(),
-            projection: crate::projection::Projection::none(),
-            has_rules: false,
-            uses_old_self: false,
         }
     }
 

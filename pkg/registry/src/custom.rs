@@ -19,7 +19,7 @@ use genplane_apimachinery::validation::name_is_dns_subdomain;
 use serde_json::Value;
 
 use crate::object::{metadata_mut, object_meta};
-use crate::scale::ScalePaths;
+use crate::scale_paths::{ScalePaths, validate_scale_paths};
 use crate::strategy::Strategy;
 
 /// What a CRD version's schema does to the objects of that version.
@@ -184,7 +184,7 @@ impl CustomResourceStrategy {
     fn validate_scale(&self, object: &Value) -> ErrorList {
         self.scale
             .as_ref()
-            .map(|paths| crate::scale::validate_scale_paths(object, paths))
+            .map(|paths| validate_scale_paths(object, paths))
             .unwrap_or_default()
     }
 

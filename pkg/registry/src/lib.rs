@@ -13,6 +13,7 @@ pub mod builtin;
 pub mod custom;
 pub mod object;
 pub mod scale;
+pub mod scale_paths;
 mod selection;
 pub mod store;
 pub mod strategy;
@@ -20,7 +21,8 @@ pub mod watch;
 
 pub use builtin::{CatalogStrategy, SubresourceStrategy};
 pub use custom::{Converter, CustomResourceStrategy, CustomSchema, CustomStatusStrategy};
-pub use scale::{CustomScaleStrategy, ScalePaths};
+pub use scale::CustomScaleStrategy;
+pub use scale_paths::ScalePaths;
 pub use selection::check_fields;
 pub use store::{
     Admission, CheckEscalation, DeleteOptions, Deletion, EscalationCheck, FieldTracker,

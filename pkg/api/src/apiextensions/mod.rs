@@ -13,6 +13,7 @@
 //! - [`validation`]: upstream's `ValidateCustomResourceDefinition(Update)`, with the checks of
 //!   each version's `openAPIV3Schema` *internals* (structural schema, defaults, CEL rules) left
 //!   to a function the caller passes ([`validation::SchemaCheck`]);
+//! - [`approval`]: which groups need the API approval annotation and what its value says;
 //! - [`status`]: pure helpers for the conditions and accepted names the CRD controllers write;
 //! - deletion: a CRD is never deleted at once: the first DELETE adds the
 //!   `customresourcecleanup.apiextensions.k8s.io` finalizer and the `Terminating` condition
@@ -32,6 +33,7 @@
 //! would not understand those fields. Clients send and read CRDs as JSON (kubectl, client-go's
 //! apiextensions clientset, kube-rs), so this is a documented gap, not a practical one.
 
+pub mod approval;
 pub mod status;
 pub mod validation;
 

@@ -331,15 +331,15 @@ pub fn terminating_completed() -> Value {
 /// `MissingAnnotation`, `UnapprovedAnnotation` (a value starting with `unapproved`) or
 /// `InvalidAnnotation`.
 pub fn api_approval_condition(crd: &Value) -> Option<Value> {
-    if !super::validation::is_protected_community_group(text(&crd["spec"], "group")) {
+    if !super::approval::is_protected_community_group(text(&crd["spec"], "group")) {
         return None;
     }
     let annotation = crd
         .pointer("/metadata/annotations")
         .and_then(|a| a.get(super::API_APPROVED_ANNOTATION))
         .and_then(Value::as_str);
-    let (state, reason) = super::validation::approval_of(annotation);
-    use super::validation::Approval;
+    let (state, reason) = super::approval::approval_of(annotation);
+    use super::approval::Approval;
     let (status, why) = match state {
         Approval::Approved => ("True", "ApprovedAnnotation"),
         Approval::Missing => ("False", "MissingAnnotation"),

@@ -39,6 +39,7 @@ use genplane_apimachinery::validation::{is_dns1123_subdomain, name_is_dns_subdom
 use serde::Deserialize;
 use serde_json::Value;
 
+use super::approval::{Approval, approval_of, is_protected_community_group};
 use super::{API_APPROVED_ANNOTATION, API_VERSION, KIND, SCHEMA, status};
 use crate::util;
 
@@ -1488,63 +1489,12 @@ fn validate_stored_versions(stored: &[String], versions: &[Value], path: &Path) 
     errors
 }
 
-/// Whether a group needs the API approval annotation (`k8s.io`, `kubernetes.io` and their
-/// subdomains).
-pub fn is_protected_community_group(group: &str) -> bool {
-    group == "k8s.io"
-        || group.ends_with(".k8s.io")
-        || group == "kubernetes.io"
-        || group.ends_with(".kubernetes.io")
-}
-
-/// The state of a CRD's API approval annotation.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Approval {
-    Missing,
-    Invalid,
-    Approved,
-    Bypassed,
-}
-
 fn approval_state(meta: &ObjectMeta) -> (Approval, String) {
     approval_of(
         meta.annotations
             .get(API_APPROVED_ANNOTATION)
             .map(String::as_str),
     )
-}
-
-/// The approval state of an annotation value, with upstream's reason.
-pub(crate) fn approval_of(value: Option<&str>) -> (Approval, String) {
-    let Some(value) = value.filter(|v| !v.is_empty()) else {
-        return (
-            Approval::Missing,
-            format!(
-                "protected groups must have approval annotation {API_APPROVED_ANNOTATION:?}, see https://github.com/kubernetes/enhancements/pull/1111"
-            ),
-        );
-    };
-    if value.starts_with("unapproved") {
-        return (
-            Approval::Bypassed,
-            format!(
-                "not approved: {}",
-                genplane_apimachinery::gofmt::Quoted(value)
-            ),
-        );
-    }
-    let looks_like_url = value.split_once("://").is_some_and(|(scheme, rest)| {
-        !scheme.is_empty() && !rest.is_empty() && !rest.starts_with('/')
-    });
-    if !looks_like_url {
-        return (
-            Approval::Invalid,
-            format!(
-                "protected groups must have approval annotation {API_APPROVED_ANNOTATION:?} with either a URL or a reason starting with \"unapproved\", see https://github.com/kubernetes/enhancements/pull/1111"
-            ),
-        );
-    }
-    (Approval::Approved, format!("approved in {value}"))
 }
 
 fn validate_api_approval(group: &str, meta: &ObjectMeta, old: Option<&ObjectMeta>) -> ErrorList {

@@ -17,10 +17,11 @@ use genplane_structured::managed::{self, ApplyError, Writer};
 use hyper::{Response, StatusCode};
 use serde_json::Value;
 
-use super::{Ctx, decode_body, read_bytes, respond};
+use super::{Ctx, read_bytes, respond};
 use crate::body::ResponseBody;
 use crate::encode;
 use crate::negotiation::{BodyFormat, Negotiated};
+use crate::request_body::decode_body;
 
 /// How often an apply is computed again after losing a race with another write.
 const ATTEMPTS: usize = 5;

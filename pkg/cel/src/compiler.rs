@@ -1,0 +1,461 @@
+//! Compiling one CEL expression over declared variables, and evaluating it with JSON values.
+//!
+//! ```text
+//! let env = Environment::new()
+//!     .variable("object", VarType::Dyn)
+//!     .variable("request", VarType::Dyn);
+//! let program = env.compile("object.metadata.name.startsWith('x')", &Path::new("spec")
+//!     .child("validations").index(0).child("expression"))?;   // Error::Compile: a 422 cause
+//! let verdict = program.evaluate(&Activation::new().bind("object", &obj).bind("request", &req))?;
+//! ```
+//!
+//! A variable is [`VarType::Dyn`] (any JSON: fields are only known when the expression runs)
+//! or [`VarType::Object`], typed by an OpenAPI v3 schema ([`ObjectType`]): then selecting a
+//! field the schema does not declare is a compile error, the estimated cost uses the schema's
+//! bounds (`maxLength`, `maxItems`, ...), and `==` on `set` and `map` lists ignores order.
+//!
+//! Every expression passes the limits of [`crate::source`] before it is parsed; the parser, the
+//! interpreter and the walks of the tree run on a stack segment sized for the expression
+//! ([`crate::stack`]); a panic of the interpreter is an evaluation error. Before it runs, an
+//! expression is charged its cost on the actual values (the static estimate's model with the
+//! values' real sizes); over the environment's limit ([`crate::PER_CALL_LIMIT`] unless set) it
+//! does not run.
+//!
+//! The CRD rules (`x-kubernetes-validations`, [`crate::Rules`]) compile through the same
+//! environment, with `self` and `oldSelf` typed by the node the rule is declared on.
+//!
+//! Values are converted by their JSON type alone: a `date-time` string of a typed variable is
+//! a CEL string when it runs (only the CRD rules see the schema's formats as timestamps,
+//! durations and bytes).
+
+use std::fmt;
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::sync::Arc;
+
+use genplane_apimachinery::validation::field::{self, Path};
+use kube_cel::KubeCelExt as _;
+use kube_cel::cel::common::ast::{EntryExpr, Expr, IdedExpr};
+use kube_cel::cel::objects::Value as Cel;
+use kube_cel::cel::{Context, ExecutionError};
+use serde_json::Value;
+
+use crate::analyze::{self, Analysis, Ty};
+use crate::projection::ALL;
+use crate::schema::Node;
+use crate::{optional, parse, rewrite, stack, types, value};
+
+/// A CEL value: what an expression evaluates to.
+pub use kube_cel::cel::objects::Value as CelValue;
+
+/// Why an expression does not compile or does not evaluate.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum Error {
+    /// The expression does not compile: over a limit, a syntax error, an undeclared
+    /// reference, a field its variable's schema does not declare. Rendered, and turned into a
+    /// field error ([`Error::to_field_error`]), as upstream reports it:
+    /// `<path>: Invalid value: "<expression>": compilation failed: ERROR: <input>:1:1: ...`.
+    #[error("{}", self.render())]
+    Compile {
+        /// Where the expression sits in the object that carries it (the caller's).
+        path: Path,
+        /// The expression.
+        expression: String,
+        /// cel-go's rendering of the problems, one per line (`ERROR: <input>:1:5: ...`).
+        message: String,
+    },
+    /// The cost of the expression on the values at hand is over the environment's limit; it
+    /// did not run.
+    #[error("operation cancelled: actual cost limit exceeded")]
+    CostLimitExceeded {
+        /// What the expression would have cost.
+        cost: u64,
+        /// The limit.
+        limit: u64,
+    },
+    /// The expression failed when it ran, in cel-go's words (`no such key: foo`,
+    /// `no such overload`, `division by zero`).
+    #[error("{0}")]
+    Evaluation(String),
+}
+
+impl Error {
+    /// The field error of a compile error (`Invalid`, the expression as the bad value), as a
+    /// cause of a 422 Status; `None` for evaluation errors, which belong to the caller's own
+    /// wording.
+    pub fn to_field_error(&self) -> Option<field::Error> {
+        match self {
+            Error::Compile {
+                path,
+                expression,
+                message,
+            } => Some(field::Error::invalid(
+                path,
+                expression.as_str(),
+                format!("compilation failed: {message}"),
+            )),
+            _ => None,
+        }
+    }
+
+    fn render(&self) -> String {
+        self.to_field_error()
+            .map(|e| e.to_string())
+            .unwrap_or_default()
+    }
+}
+
+/// The type of a declared variable.
+#[derive(Clone, Copy, Debug)]
+pub enum VarType<'s> {
+    /// Any value; its fields are known only when the expression runs.
+    Dyn,
+    /// A value of an OpenAPI v3 schema.
+    Object(&'s ObjectType),
+}
+
+/// An OpenAPI v3 schema read for typing a variable (see [`VarType::Object`]).
+#[derive(Debug)]
+pub struct ObjectType {
+    node: Node,
+}
+
+impl ObjectType {
+    /// Reads `schema` (an `openAPIV3Schema` as JSON) as the type of a resource: `apiVersion`,
+    /// `kind` and `metadata` are fields even when the schema does not declare them.
+    pub fn from_schema(schema: &Value) -> Self {
+        ObjectType {
+            node: Node::read(schema, true),
+        }
+    }
+}
+
+/// A declared variable's type, as the analysis sees it.
+#[derive(Clone, Copy, Debug)]
+enum Decl<'s> {
+    Dyn,
+    Node(&'s Node),
+}
+
+/// The variables an expression may use, their types, and the functions of the Kubernetes CEL
+/// environment (kube-cel's libraries, the optional library, `type()`/`dyn()`). Compiles
+/// [`Program`]s; cheap to reuse for many expressions.
+pub struct Environment<'s> {
+    vars: Vec<(String, Decl<'s>)>,
+    context: Arc<Context<'static>>,
+    cost_limit: u64,
+}
+
+impl fmt::Debug for Environment<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Environment")
+            .field("vars", &self.vars)
+            .field("cost_limit", &self.cost_limit)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Default for Environment<'_> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl<'s> Environment<'s> {
+    /// An environment without variables, with the per-call cost limit
+    /// [`crate::PER_CALL_LIMIT`].
+    pub fn new() -> Self {
+        Environment {
+            vars: Vec::new(),
+            context: Arc::new(base_context()),
+            cost_limit: crate::PER_CALL_LIMIT,
+        }
+    }
+
+    /// Declares the variable `name` (a later declaration of the same name wins).
+    pub fn variable(mut self, name: impl Into<String>, ty: VarType<'s>) -> Self {
+        let decl = match ty {
+            VarType::Dyn => Decl::Dyn,
+            VarType::Object(t) => Decl::Node(&t.node),
+        };
+        self.vars.push((name.into(), decl));
+        self
+    }
+
+    /// Sets the cost limit of one evaluation of the programs compiled from now on.
+    pub fn cost_limit(mut self, limit: u64) -> Self {
+        self.cost_limit = limit;
+        self
+    }
+
+    /// A new environment without variables, with this one's functions and cost limit.
+    pub(crate) fn sharing<'t>(&self) -> Environment<'t> {
+        Environment {
+            vars: Vec::new(),
+            context: Arc::clone(&self.context),
+            cost_limit: self.cost_limit,
+        }
+    }
+
+    /// Declares `name` typed by a schema node (the CRD rules' `self` and `oldSelf`).
+    pub(crate) fn node_variable(mut self, name: &str, node: &'s Node) -> Self {
+        self.vars.push((name.to_owned(), Decl::Node(node)));
+        self
+    }
+
+    /// The functions programs of this environment run with.
+    pub(crate) fn context(&self) -> &Arc<Context<'static>> {
+        &self.context
+    }
+
+    /// Compiles `expression`, which sits at `path` of the object that carries it (for the
+    /// error). Any finding of the analysis (undeclared reference, undefined field of a typed
+    /// variable) is a compile error; the result's type is the caller's to check.
+    pub fn compile(&self, expression: &str, path: &Path) -> Result<Program, Error> {
+        let compile_error = |message: String| Error::Compile {
+            path: path.clone(),
+            expression: expression.to_owned(),
+            message,
+        };
+        let (program, analysis) = self.check(expression).map_err(compile_error)?;
+        if !analysis.issues.is_empty() {
+            let issues: Vec<&str> = analysis.issues.iter().map(|i| i.message.as_str()).collect();
+            return Err(compile_error(issues.join("\n")));
+        }
+        Ok(program)
+    }
+
+    /// Parses (within the limits of [`crate::source`]), rewrites ([`crate::rewrite`]) and
+    /// analyses `source`; the error is cel-go's rendering of why it does not parse. The
+    /// analysis's findings are the caller's to report.
+    pub(crate) fn check(&self, source: &str) -> Result<(Program, Analysis), String> {
+        let parsed = parse::parse(source).map_err(|e| e.to_string())?;
+        let mut expr = parsed.expr;
+        stack::for_tree(parsed.depth, move || {
+            let errors = rewrite::rewrite(&mut expr);
+            let depth = parse::depth(&expr);
+            if !errors.is_empty() || depth > parse::MAX_TREE_DEPTH {
+                parse::dismantle(expr);
+                if errors.is_empty() {
+                    return Err(parse::ParseError::TooDeep {
+                        limit: parse::MAX_TREE_DEPTH,
+                    }
+                    .to_string());
+                }
+                return Err(errors.join("\n"));
+            }
+            let scopes = self
+                .vars
+                .iter()
+                .map(|(name, decl)| {
+                    let ty = match decl {
+                        Decl::Dyn => Ty::Dyn,
+                        Decl::Node(n) => Ty::Schema(n, None),
+                    };
+                    (name.clone(), ty)
+                })
+                .collect();
+            let analysis = analyze::analyze(source, &expr, scopes);
+            unordered_equality(&mut expr, &analysis.unordered_eq);
+            let program = Program {
+                expr,
+                depth,
+                cost: analysis.cost,
+                cost_limit: self.cost_limit,
+                context: Arc::clone(&self.context),
+            };
+            Ok((program, analysis))
+        })
+    }
+}
+
+/// The Kubernetes CEL functions: kube-cel's libraries, order-insensitive list equality, the
+/// `type()`/`dyn()` functions, the optional library and the functions of the rewrites.
+fn base_context() -> Context<'static> {
+    let mut context = Context::default();
+    context.register_all();
+    context.add_function(UNORDERED_EQ, unordered_eq);
+    context.add_function(UNORDERED_NE, unordered_ne);
+    types::register(&mut context);
+    optional::register(&mut context);
+    rewrite::register(&mut context);
+    context
+}
+
+/// The values of an evaluation's variables, as JSON.
+#[derive(Clone, Debug, Default)]
+pub struct Activation<'v> {
+    vars: Vec<(String, &'v Value)>,
+}
+
+impl<'v> Activation<'v> {
+    /// No values yet.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Binds `name` to `value` (a later binding of the same name wins).
+    pub fn bind(mut self, name: impl Into<String>, value: &'v Value) -> Self {
+        self.vars.push((name.into(), value));
+        self
+    }
+}
+
+/// One compiled expression, ready to run any number of times, concurrently.
+pub struct Program {
+    /// Its syntax tree, macros expanded.
+    pub(crate) expr: IdedExpr,
+    /// The depth of the tree: how much stack evaluating it takes.
+    pub(crate) depth: usize,
+    cost: u64,
+    cost_limit: u64,
+    context: Arc<Context<'static>>,
+}
+
+impl fmt::Debug for Program {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Program")
+            .field("depth", &self.depth)
+            .field("cost", &self.cost)
+            .field("cost_limit", &self.cost_limit)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Drop for Program {
+    fn drop(&mut self) {
+        // the derived drop would recurse once per level, on whatever stack drops the program
+        parse::dismantle(std::mem::take(&mut self.expr));
+    }
+}
+
+impl Program {
+    /// The estimated cost of one evaluation in the worst case the declared types allow (a
+    /// dynamic value counts as size 1): what upstream compares with its static limits.
+    pub fn estimated_cost(&self) -> u64 {
+        self.cost
+    }
+
+    /// Evaluates the expression with the variables of `activation`, first charging its cost on
+    /// these values against the environment's limit. A declared variable left unbound is an
+    /// evaluation error when the expression reaches it.
+    pub fn evaluate(&self, activation: &Activation<'_>) -> Result<CelValue, Error> {
+        let bindings = activation
+            .vars
+            .iter()
+            .map(|(name, v)| (name.clone(), Ty::Json(vec![*v])))
+            .collect();
+        let cost = stack::for_tree(self.depth, || analyze::runtime_cost(&self.expr, bindings));
+        if cost > self.cost_limit {
+            return Err(Error::CostLimitExceeded {
+                cost,
+                limit: self.cost_limit,
+            });
+        }
+        let mut scope = self.context.new_inner_scope();
+        for (name, v) in &activation.vars {
+            scope.add_variable_from_value(name.as_str(), value::to_cel(v, None, &ALL));
+        }
+        self.run(&scope)
+            .map_err(|e| Error::Evaluation(go_error(&e)))
+    }
+
+    /// Evaluates the expression in `scope` on a stack deep enough for it. A panic of the
+    /// interpreter (a last resort: compilation refuses what is known to make it panic) is an
+    /// error.
+    pub(crate) fn run(&self, scope: &Context<'_>) -> Result<Cel, ExecutionError> {
+        stack::for_tree(self.depth, || {
+            catch_unwind(AssertUnwindSafe(|| Cel::resolve(&self.expr, scope))).unwrap_or_else(
+                |_| {
+                    Err(ExecutionError::function_error(
+                        "rule",
+                        "internal error: the rule could not be evaluated",
+                    ))
+                },
+            )
+        })
+    }
+}
+
+/// cel-go's wording of runtime errors (`no such key: foo`).
+pub(crate) fn go_error(e: &ExecutionError) -> String {
+    match e {
+        ExecutionError::NoSuchOverload
+        | ExecutionError::UnsupportedBinaryOperator(..)
+        | ExecutionError::UnsupportedUnaryOperator(..)
+        | ExecutionError::ValuesNotComparable(..) => "no such overload".to_owned(),
+        ExecutionError::NoSuchKey(k) => format!("no such key: {k}"),
+        ExecutionError::DivisionByZero(_) => "division by zero".to_owned(),
+        ExecutionError::RemainderByZero(_) => "modulus by zero".to_owned(),
+        ExecutionError::Overflow(..) => "integer overflow".to_owned(),
+        ExecutionError::IndexOutOfBounds(i) => match i {
+            Cel::Int(i) => format!("index out of bounds: {i}"),
+            other => format!("index out of bounds: {other:?}"),
+        },
+        ExecutionError::UndeclaredReference(r) => format!("undeclared reference to '{r}'"),
+        ExecutionError::FunctionError { message, .. } => message.clone(),
+        other => other.to_string(),
+    }
+}
+
+/// The function `==` becomes where its left side is a set or map list.
+const UNORDERED_EQ: &str = "@k8s_unordered_eq";
+/// The function `!=` becomes where its left side is a set or map list.
+const UNORDERED_NE: &str = "@k8s_unordered_ne";
+
+/// Rewrites the `==`/`!=` calls with the given ids to order-insensitive equality.
+fn unordered_equality(expr: &mut IdedExpr, ids: &[u64]) {
+    if ids.is_empty() {
+        return;
+    }
+    match &mut expr.expr {
+        Expr::Call(c) => {
+            if ids.contains(&expr.id) {
+                match c.func_name.as_str() {
+                    "_==_" => c.func_name = UNORDERED_EQ.to_owned(),
+                    "_!=_" => c.func_name = UNORDERED_NE.to_owned(),
+                    _ => {}
+                }
+            }
+            if let Some(t) = c.target.as_deref_mut() {
+                unordered_equality(t, ids);
+            }
+            for a in &mut c.args {
+                unordered_equality(a, ids);
+            }
+        }
+        Expr::Select(s) => unordered_equality(&mut s.operand, ids),
+        Expr::List(l) => l
+            .elements
+            .iter_mut()
+            .for_each(|e| unordered_equality(e, ids)),
+        Expr::Map(m) => m.entries.iter_mut().for_each(|e| {
+            if let EntryExpr::MapEntry(me) = &mut e.expr {
+                unordered_equality(&mut me.key, ids);
+                unordered_equality(&mut me.value, ids);
+            }
+        }),
+        Expr::Comprehension(c) => {
+            unordered_equality(&mut c.iter_range, ids);
+            unordered_equality(&mut c.accu_init, ids);
+            unordered_equality(&mut c.loop_cond, ids);
+            unordered_equality(&mut c.loop_step, ids);
+            unordered_equality(&mut c.result, ids);
+        }
+        Expr::Struct(_) | Expr::Ident(_) | Expr::Literal(_) | Expr::Unspecified => {}
+    }
+}
+
+/// Equality of two lists that ignores order (set and map lists), else plain equality.
+fn unordered_eq(a: Cel, b: Cel) -> bool {
+    match (&a, &b) {
+        (Cel::List(x), Cel::List(y)) => {
+            x.len() == y.len() && x.iter().all(|e| y.contains(e)) && y.iter().all(|e| x.contains(e))
+        }
+        _ => a == b,
+    }
+}
+
+/// Inequality of two lists that ignores order.
+fn unordered_ne(a: Cel, b: Cel) -> bool {
+    !unordered_eq(a, b)
+}
