@@ -1,7 +1,7 @@
 //! The `serviceaccount` controller: a `default` ServiceAccount in every active namespace,
 //! created again when it is deleted.
 //!
-//! It watches namespaces, and the `default` service accounts by metadata only; a namespace is
+//! It follows the shared namespace watch, and watches the `default` service accounts by metadata only; a namespace is
 //! synced when it changes or when its `default` service account is deleted.
 
 use std::sync::Arc;
@@ -14,6 +14,8 @@ use kube::api::{Api, PartialObjectMeta, PostParams};
 use kube::runtime::controller::{Action, Controller};
 use kube::runtime::reflector::{self, ObjectRef, Store};
 use kube::runtime::{WatchStreamExt as _, watcher};
+
+use crate::informers::SharedInformers;
 
 /// The service account made in every namespace.
 pub const DEFAULT_SERVICE_ACCOUNT: &str = "default";
@@ -32,8 +34,10 @@ struct Context {
     accounts: Store<PartialObjectMeta<ServiceAccount>>,
 }
 
-/// Runs the controller until its watches end (they do not on their own).
-pub async fn run(client: kube::Client) -> Result<(), Error> {
+/// Runs the controller, on the shared namespace watch of `informers`, until its watches end
+/// (they do not on their own).
+pub async fn run(client: kube::Client, informers: SharedInformers) -> Result<(), Error> {
+    let (namespaces, namespace_events) = informers.typed::<Namespace>();
     let (accounts, writer) = reflector::store();
     let account_events = watcher(
         Api::<PartialObjectMeta<ServiceAccount>>::all(client.clone()),
@@ -46,7 +50,7 @@ pub async fn run(client: kube::Client) -> Result<(), Error> {
         client: client.clone(),
         accounts,
     });
-    Controller::new(Api::<Namespace>::all(client), watcher::Config::default())
+    Controller::for_stream(namespace_events.results().applied_objects(), namespaces)
         .watches_stream(account_events, |account| {
             account
                 .metadata
