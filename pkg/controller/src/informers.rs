@@ -100,7 +100,7 @@ impl SharedInformers {
             false,
         );
         let api = Api::<K>::all(self.inner.client.clone());
-        let informer = self.informer(key, || Writer::default(), api);
+        let informer = self.informer(key, Writer::default, api);
         let store = informer.reader.clone();
         (store, informer.subscribe())
     }
@@ -330,7 +330,7 @@ impl<K: Send + 'static> Subscription<K> {
     }
 
     /// The same events with every object mapped by `f`.
-    fn map_objects<T: Send + 'static>(
+    pub fn map_objects<T: Send + 'static>(
         self,
         f: impl Fn(K) -> T + Send + 'static,
     ) -> Subscription<T> {
@@ -342,6 +342,27 @@ impl<K: Send + 'static> Subscription<K> {
                 Event::Init => Event::Init,
                 Event::InitApply(o) => Event::InitApply(f(o)),
                 Event::InitDone => Event::InitDone,
+            })
+            .boxed();
+        Subscription {
+            events,
+            _informer: self._informer,
+        }
+    }
+}
+
+impl<K: Send + 'static> Subscription<K> {
+    /// The events of the objects `keep` accepts only (a client-side selector): what a watch
+    /// with the equivalent selector would have shown.
+    pub fn filter_objects(self, keep: impl Fn(&K) -> bool + Send + 'static) -> Subscription<K> {
+        let events = self
+            .events
+            .filter(move |event| {
+                let kept = match event {
+                    Event::Apply(o) | Event::Delete(o) | Event::InitApply(o) => keep(o),
+                    Event::Init | Event::InitDone => true,
+                };
+                futures::future::ready(kept)
             })
             .boxed();
         Subscription {
