@@ -212,3 +212,56 @@ fn two_all_in_one_on_one_etcd_run_the_controllers_once_and_fail_over() {
         });
     drop(etcd);
 }
+
+/// A leader whose Lease is taken from it (here: rewritten to another holder) stops its
+/// controllers, then its API server, and exits 1 saying why, so that its service manager
+/// restarts it; the other process keeps serving the API.
+#[test]
+fn an_all_in_one_that_loses_the_lease_stops_and_exits_1() {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let etcd = etcd(&runtime);
+    let endpoint = etcd.endpoint();
+    let dir = tempfile::tempdir().unwrap();
+    let a = Member::start("all-in-one-a", &dir, &endpoint);
+    let b = Member::start("all-in-one-b", &dir, &endpoint);
+    let holder = eventually("a holder of the Lease", || {
+        a.holder().filter(|h| *h == a.identity || *h == b.identity)
+    });
+    let (mut leader, follower) = if holder == a.identity { (a, b) } else { (b, a) };
+    leader.process.wait_for("its controllers starting", |p| {
+        p.output().contains("starting controller").then_some(())
+    });
+
+    ok(follower.kubectl(&[
+        "patch",
+        "lease",
+        "-n",
+        "kube-system",
+        LEASE,
+        "--type=merge",
+        "-p",
+        r#"{"spec":{"holderIdentity":"intruder","leaseDurationSeconds":3600}}"#,
+    ]));
+    // It gives up after the renew deadline (10 s) and drains its API server.
+    let status = leader.process.wait_exit(Duration::from_secs(45));
+    assert_eq!(status.code(), Some(1), "{}", leader.process.tail());
+    let log = leader.process.output();
+    assert!(
+        log.contains("leaderelection lost"),
+        "{}",
+        leader.process.tail()
+    );
+    assert!(
+        log.contains("the controllers stopped, and the API server with them"),
+        "{}",
+        leader.process.tail()
+    );
+    // The other process still serves, and does not take a Lease that is not free.
+    ok(follower.kubectl(&["get", "namespaces"]));
+    assert_eq!(follower.holder().as_deref(), Some("intruder"));
+    assert_eq!(controller_lines(&follower.process), Vec::<String>::new());
+    drop(etcd);
+}
