@@ -2,9 +2,9 @@
 //!
 //! It keeps a graph of `ownerReferences` over every resource that discovery lists with the
 //! verbs `list`, `watch` and `delete` (events excepted, as upstream), from one metadata-only
-//! watch per resource (shared with the other controllers through
-//! [`SharedInformers`](crate::informers::SharedInformers)); discovery runs again every 30 seconds, so watches start and stop as
-//! resources (custom resources included) come and go.
+//! watch per resource (shared with the other controllers through [`SharedInformers`]);
+//! discovery runs again every 30 seconds, so watches start and stop as resources (custom
+//! resources included) come and go.
 //!
 //! - An object whose owners are all gone is deleted (background). An owner counts as gone only
 //!   after a live GET finds no object of that uid under its name; absent owners are
