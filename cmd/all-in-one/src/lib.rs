@@ -1,9 +1,26 @@
 //! `genplane all-in-one`: every long-running role in one process, for the local run. The API
 //! server (SQLite in `--data-dir` by default; every `genplane apiserver` flag is accepted) and,
 //! once it takes requests, the controller-manager, connected to it with the
-//! `controller-manager.kubeconfig` the API server wrote. One process needs no leader election
-//! and no second ops port: the API server's `/healthz`, `/readyz` and `/metrics` stand for both.
-//! SIGTERM stops both; a controller-manager that fails ends the process with its error.
+//! `controller-manager.kubeconfig` the API server wrote. There is no second ops port: the API
+//! server's `/healthz`, `/readyz` and `/metrics` stand for both.
+//!
+//! On SQLite one process owns the data directory, so the controllers run without election. On
+//! etcd (`--storage-backend=etcd`) several all-in-one processes may share the data (a k3s-style
+//! HA pair), so the controllers are leader-elected exactly as `genplane controller-manager`
+//! does it, on the same Lease (`kube-system/genplane-controller-manager`, upstream's timings):
+//! one process runs them, the others serve the API and stand by, and one takes over within the
+//! lease duration (15 s) when the leader dies.
+//!
+//! A leader that cannot renew its Lease stops its controllers at once (before another process
+//! may take over) and then stops the whole process, API server included: the API server first
+//! stops taking requests and finishes the open ones, then the process exits 1 with
+//! `leaderelection lost`, as upstream's controller-manager (and k3s) do, so that the service
+//! manager restarts it and it stands again as a candidate. Not serving the API for the moment
+//! of a restart was preferred over a process that silently keeps serving without controllers.
+//!
+//! SIGTERM stops both (a leader releases the Lease, so another process takes over at once); a
+//! controller-manager that fails ends the process with its error, the API server drained first;
+//! an API server that fails ends the process at once.
 
 #![warn(missing_docs)]
 
@@ -39,10 +56,14 @@ pub fn run(matches: &ArgMatches, process: &Process) -> anyhow::Result<()> {
         .get_many::<String>("controllers")
         .map(|values| values.cloned().collect())
         .unwrap_or_else(|| vec!["*".to_owned()]);
+    // An unknown controller is a configuration error before anything starts.
+    genplane_cmd_controller_manager::options::check_controllers(&controllers)?;
     let Some(config) = genplane_cmd_apiserver::configure(matches, process)? else {
         return Ok(());
     };
     let common = config.options.common.clone();
+    // Shared storage, possibly shared with other all-in-one processes: elect a leader.
+    let leader_elect = config.backend == genplane_cmd_apiserver::options::Backend::Etcd;
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .thread_stack_size(genplane_apiserver::THREAD_STACK_BYTES)
@@ -67,7 +88,7 @@ pub fn run(matches: &ArgMatches, process: &Process) -> anyhow::Result<()> {
             let options = ControllerManagerOptions {
                 kubeconfig: Some(ready.data_dir.join("controller-manager.kubeconfig")),
                 controllers,
-                leader_elect: false,
+                leader_elect,
                 secure_port: 0,
                 common,
                 ..ControllerManagerOptions::default()
@@ -83,9 +104,28 @@ pub fn run(matches: &ArgMatches, process: &Process) -> anyhow::Result<()> {
             let config = invalid
                 .finish(validated)
                 .context("configuring the controller-manager")?;
-            tracing::info!(server = ready.server_url, "starting the controllers");
-            genplane_cmd_controller_manager::serve(config, process, shutdown.clone()).await
+            tracing::info!(
+                server = ready.server_url,
+                leader_elect,
+                "starting the controller-manager"
+            );
+            genplane_cmd_controller_manager::serve(config, process, shutdown.clone())
+                .await
+                .context("the controllers stopped, and the API server with them")
         };
-        tokio::try_join!(apiserver, controller_manager).map(drop)
+        // The controller-manager triggers `shutdown` when it stops (lost leadership included),
+        // so the API server drains before the process exits with the controllers' error.
+        tokio::pin!(apiserver, controller_manager);
+        tokio::select! {
+            // Failed: stop the controllers at once. Stopped on shutdown: so do they.
+            result = &mut apiserver => match result {
+                Ok(()) => controller_manager.await,
+                Err(error) => Err(error),
+            },
+            result = &mut controller_manager => {
+                let served = apiserver.await;
+                result.and(served)
+            }
+        }
     })
 }

@@ -4,7 +4,9 @@
 //! Options → validated config → a client from `--kubeconfig` (or the pod's service account)
 //! → the ops endpoints (`/healthz`, `/livez`, `/readyz` with the `leaderElection` check,
 //! `/metrics`) over HTTPS with a self-signed certificate → leader election on the
-//! `kube-system/genplane-controller-manager` Lease → the controllers of `--controllers`.
+//! `kube-system/genplane-controller-manager` Lease → the controllers of `--controllers` (those
+//! whose feature gates are on), sharing one watch per resource. `genplane all-in-one` calls
+//! [`serve`] too, with leader election on etcd.
 //!
 //! A leader that cannot renew its Lease within the renew deadline stops every controller and
 //! [`serve`] fails (the process exits 1, as upstream's controller-manager does), before another
@@ -310,12 +312,20 @@ pub async fn serve(
         )))
     };
 
-    let enabled = config.controllers.enabled(CONTROLLERS);
-    let context = ControllerContext {
-        client,
-        root_ca,
-        resource_quota_sync_period: config.resource_quota_sync_period,
-    };
+    let features = config.common.feature_gate.features();
+    let resolved = config.controllers.resolve(CONTROLLERS, |gate| {
+        features.iter().any(|f| f.name == gate && f.enabled)
+    });
+    for skipped in &resolved.skipped {
+        if skipped.named {
+            tracing::warn!("{skipped}");
+        } else {
+            tracing::info!("{skipped}");
+        }
+    }
+    let enabled = resolved.start;
+    // The shared watches start when the controllers first run: after the Lease is taken.
+    let context = ControllerContext::new(client, root_ca, config.resource_quota_sync_period);
     let stop = shutdown.clone();
     let result = match &elector {
         Some(elector) => {

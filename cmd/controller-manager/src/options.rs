@@ -27,7 +27,8 @@ pub struct ControllerManagerOptions {
     /// The controllers to run, comma-separated: `*` for every controller on by default, `foo`
     /// to enable controller foo, `-foo` to disable it; the first entry naming a controller
     /// decides. Controllers: namespace, garbage-collector, serviceaccount,
-    /// root-ca-cert-publisher, clusterrole-aggregation, resourcequota.
+    /// root-ca-cert-publisher, clusterrole-aggregation, resourcequota; upstream's names
+    /// (namespace-controller, garbage-collector-controller, ...) are accepted too.
     #[arg(long, value_delimiter = ',', default_value = "*")]
     pub controllers: Vec<String>,
     /// Whether to elect a leader on a Lease before running the controllers, so that several
@@ -234,6 +235,14 @@ impl ControllerManagerOptions {
             common: common?,
         })
     }
+}
+
+/// Checks `--controllers` alone, as [`ControllerManagerOptions::validate`] does, for a role that
+/// runs the controllers next to others (all-in-one) and checks it before starting anything.
+pub fn check_controllers(entries: &[String]) -> Result<(), genplane_component_base::config::Error> {
+    let mut invalid = Invalid::new();
+    let checked = invalid.check("controllers", Selection::parse(entries, CONTROLLERS));
+    invalid.finish(checked).map(drop)
 }
 
 #[cfg(test)]

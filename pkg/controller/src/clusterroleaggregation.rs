@@ -16,10 +16,12 @@ use genplane_authorization::policy::PolicyRule;
 use k8s_openapi::api::rbac::v1::ClusterRole;
 use kube::ResourceExt as _;
 use kube::api::{Api, PostParams};
+use kube::runtime::WatchStreamExt as _;
 use kube::runtime::controller::{Action, Controller};
-use kube::runtime::reflector::{self, Store};
-use kube::runtime::{WatchStreamExt as _, watcher};
+use kube::runtime::reflector::Store;
 use serde_json::Value;
+
+use crate::informers::SharedInformers;
 
 /// Errors of the aggregation controller.
 #[derive(Debug, thiserror::Error)]
@@ -38,30 +40,27 @@ struct Context {
     roles: Store<ClusterRole>,
 }
 
-/// Runs the controller until its watch ends (it does not on its own).
-pub async fn run(client: kube::Client) -> Result<(), Error> {
-    let (roles, writer) = reflector::store::<ClusterRole>();
+/// Runs the controller, on the shared ClusterRole watch of `informers`, until that watch
+/// ends (it does not on its own).
+pub async fn run(client: kube::Client, informers: SharedInformers) -> Result<(), Error> {
+    let (roles, events) = informers.typed::<ClusterRole>();
     let reader = roles.clone();
-    let triggers = watcher(
-        Api::<ClusterRole>::all(client.clone()),
-        watcher::Config::default(),
-    )
-    .default_backoff()
-    .reflect(writer)
-    .touched_objects()
-    .map_ok(move |changed: ClusterRole| {
-        let mut enqueue = Vec::new();
-        if changed.aggregation_rule.is_some() {
-            enqueue.push(Ok(changed.clone()));
-        }
-        for role in reader.state() {
-            if role.aggregation_rule.is_some() && role.name_any() != changed.name_any() {
-                enqueue.push(Ok((*role).clone()));
+    let triggers = events
+        .results()
+        .touched_objects()
+        .map_ok(move |changed: ClusterRole| {
+            let mut enqueue = Vec::new();
+            if changed.aggregation_rule.is_some() {
+                enqueue.push(Ok(changed.clone()));
             }
-        }
-        futures::stream::iter(enqueue)
-    })
-    .try_flatten();
+            for role in reader.state() {
+                if role.aggregation_rule.is_some() && role.name_any() != changed.name_any() {
+                    enqueue.push(Ok((*role).clone()));
+                }
+            }
+            futures::stream::iter(enqueue)
+        })
+        .try_flatten();
     let context = Arc::new(Context {
         client,
         roles: roles.clone(),

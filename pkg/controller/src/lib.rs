@@ -6,16 +6,22 @@
 //!   runs the selected ones side by side;
 //! - [`leaderelection`]: leader election on a `coordination.k8s.io/v1` Lease, with client-go's
 //!   semantics, so that only one controller-manager runs the controllers at a time;
+//! - what controllers share: [`informers`] (one watch per resource for every controller that
+//!   follows it), [`workqueue`] (client-go's rate-limited, deduplicating queue) and
+//!   [`discovery`] (every served resource, custom resources included);
 //! - the controllers: [`serviceaccount`], [`rootcacertpublisher`], [`clusterroleaggregation`],
 //!   [`resourcequota`], [`namespace`] and [`garbagecollector`].
 
 #![warn(missing_docs)]
 
 pub mod clusterroleaggregation;
+pub mod discovery;
 pub mod garbagecollector;
+pub mod informers;
 pub mod leaderelection;
 pub mod namespace;
 pub mod registry;
 pub mod resourcequota;
 pub mod rootcacertpublisher;
 pub mod serviceaccount;
+pub mod workqueue;

@@ -26,10 +26,11 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kube::api::{DeleteParams, ListParams, PostParams};
 use kube::core::DynamicObject;
 use kube::runtime::WatchStreamExt;
-use kube::runtime::watcher;
 use kube::{Api, Client};
 
-use crate::garbagecollector::{Discovered, Queue, Resource, discover};
+use crate::discovery::{Discovered, Resource, discover};
+use crate::informers::SharedInformers;
+use crate::workqueue::Queue;
 
 /// The finalizer this controller owns in a namespace's `spec.finalizers`.
 pub const FINALIZER: &str = "kubernetes";
@@ -61,9 +62,10 @@ pub enum Error {
     WatchEnded,
 }
 
-/// Runs the namespace controller with `client` until an unrecoverable error; drop (abort)
-/// the future to stop it, which stops every task it started.
-pub async fn run(client: Client) -> Result<(), Error> {
+/// Runs the namespace controller with `client`, on the shared namespace watch of
+/// `informers`, until an unrecoverable error; drop (abort) the future to stop it, which stops
+/// every task it started.
+pub async fn run(client: Client, informers: SharedInformers) -> Result<(), Error> {
     let queue: Arc<Queue<String>> = Queue::new();
     let mut tasks: tokio::task::JoinSet<()> = tokio::task::JoinSet::new();
     for _ in 0..WORKERS {
@@ -88,11 +90,8 @@ pub async fn run(client: Client) -> Result<(), Error> {
             }
         });
     }
-    let api: Api<Namespace> = Api::all(client);
-    let mut stream = watcher(api, watcher::Config::default())
-        .default_backoff()
-        .touched_objects()
-        .boxed();
+    let (_, events) = informers.typed::<Namespace>();
+    let mut stream = events.results().touched_objects().boxed();
     loop {
         tokio::select! {
             next = stream.next() => match next {

@@ -1,10 +1,20 @@
 //! The table of controllers by name, the `--controllers` selection, and running the selected
 //! controllers side by side.
 //!
+//! Every controller is described once in [`CONTROLLERS`] by a [`ControllerDescriptor`]: its
+//! name, the names upstream's kube-controller-manager knows it by where they differ (accepted
+//! by `--controllers` as aliases), whether `*` includes it, the feature gates it needs, and its
+//! constructor.
+//!
 //! `--controllers` reads as upstream's kube-controller-manager reads it: a list of names, where
 //! `foo` enables controller `foo`, `-foo` disables it, and `*` enables every controller that is
-//! not disabled by default. The first entry that names a controller decides; a controller that
-//! no entry names is enabled only if `*` is in the list and it is not disabled by default.
+//! not disabled by default. The first entry that names a controller (by name or alias) decides;
+//! a controller that no entry names is enabled only if `*` is in the list and it is not disabled
+//! by default. A name no controller has is a configuration error listing the known names.
+//!
+//! A selected controller whose required feature gates are not all on is not started
+//! ([`Selection::resolve`] reports it as [`Skipped`]); when `--controllers` names it explicitly,
+//! the controller-manager says so in a warning that names the gates, as upstream logs it.
 
 use std::future::Future;
 use std::time::Duration;
@@ -12,20 +22,30 @@ use std::time::Duration;
 use futures::future::BoxFuture;
 use futures::stream::{FuturesUnordered, StreamExt as _};
 
-/// Any controller's error, as the table's start functions return it.
+use crate::informers::SharedInformers;
+
+/// Any controller's error, as the table's constructors return it.
 pub type BoxError = Box<dyn std::error::Error + Send + Sync + 'static>;
 
-/// How a controller of the table is started: given the shared context, a future that runs the
-/// controller until it fails (controllers do not stop on their own).
-pub type StartFn = fn(ControllerContext) -> BoxFuture<'static, Result<(), BoxError>>;
+/// How a controller of the table is made: given the shared context, a future that runs the
+/// controller until it fails (controllers do not stop on their own). The controller subscribes
+/// to its watches through [`ControllerContext::informers`] when the future is first polled.
+pub type Constructor = fn(ControllerContext) -> BoxFuture<'static, Result<(), BoxError>>;
 
 /// Errors of the registry.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum Error {
     /// `--controllers` names a controller that does not exist.
-    #[error("{0:?} is not in the list of known controllers")]
-    Unknown(String),
+    #[error(
+        "{name:?} is not in the list of known controllers: {known} (upstream's names are accepted too)"
+    )]
+    Unknown {
+        /// The name given.
+        name: String,
+        /// The known names, comma-separated.
+        known: String,
+    },
     /// A controller stopped with an error.
     #[error("controller {name} failed")]
     Failed {
@@ -45,6 +65,8 @@ pub enum Error {
 pub struct ControllerContext {
     /// A client of the API server.
     pub client: kube::Client,
+    /// The watches every controller shares: one per resource.
+    pub informers: SharedInformers,
     /// The root CA bundle (PEM) published in every namespace as `kube-root-ca.crt`.
     pub root_ca: String,
     /// How often the resource-quota controller recalculates every quota in full
@@ -52,9 +74,27 @@ pub struct ControllerContext {
     pub resource_quota_sync_period: Duration,
 }
 
+impl ControllerContext {
+    /// A context for one run of the controllers, with a fresh set of shared watches (they stop
+    /// when every controller given this context, or a clone of it, has stopped).
+    pub fn new(
+        client: kube::Client,
+        root_ca: String,
+        resource_quota_sync_period: Duration,
+    ) -> Self {
+        Self {
+            informers: SharedInformers::new(client.clone()),
+            client,
+            root_ca,
+            resource_quota_sync_period,
+        }
+    }
+}
+
 impl std::fmt::Debug for ControllerContext {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("ControllerContext")
+            .field("informers", &self.informers)
             .field("root_ca_bytes", &self.root_ca.len())
             .field(
                 "resource_quota_sync_period",
@@ -67,59 +107,101 @@ impl std::fmt::Debug for ControllerContext {
 /// One controller of the table.
 #[derive(Clone, Copy, Debug)]
 pub struct ControllerDescriptor {
-    /// The name `--controllers` knows it by (upstream's name).
+    /// The name `--controllers` knows it by, and that logs use.
     pub name: &'static str,
+    /// Other names `--controllers` accepts: upstream's, where they differ from `name`.
+    pub aliases: &'static [&'static str],
     /// Whether `*` leaves it out (it must then be named to run).
     pub disabled_by_default: bool,
-    /// How it is started.
-    pub start: StartFn,
+    /// The feature gates that must all be on for it to run.
+    pub required_feature_gates: &'static [&'static str],
+    /// How it is made.
+    pub constructor: Constructor,
 }
 
-/// Every controller genplane's controller-manager can run, by upstream name.
+impl ControllerDescriptor {
+    /// Whether `name` is this controller's name or one of its aliases.
+    pub fn is_named(&self, name: &str) -> bool {
+        self.name == name || self.aliases.contains(&name)
+    }
+}
+
+/// Every controller genplane's controller-manager can run, by name, with upstream's names
+/// (`kube-controller-manager --controllers`, both the current and the older short ones) as
+/// aliases.
 pub static CONTROLLERS: &[ControllerDescriptor] = &[
     ControllerDescriptor {
         name: "namespace",
+        aliases: &["namespace-controller"],
         disabled_by_default: false,
-        start: |ctx| Box::pin(async move { Ok(crate::namespace::run(ctx.client).await?) }),
+        required_feature_gates: &[],
+        constructor: |ctx| {
+            Box::pin(async move { Ok(crate::namespace::run(ctx.client, ctx.informers).await?) })
+        },
     },
     ControllerDescriptor {
         name: "garbage-collector",
+        aliases: &["garbage-collector-controller", "garbagecollector"],
         disabled_by_default: false,
-        start: |ctx| Box::pin(async move { Ok(crate::garbagecollector::run(ctx.client).await?) }),
-    },
-    ControllerDescriptor {
-        name: "serviceaccount",
-        disabled_by_default: false,
-        start: |ctx| Box::pin(async move { Ok(crate::serviceaccount::run(ctx.client).await?) }),
-    },
-    ControllerDescriptor {
-        name: "root-ca-cert-publisher",
-        disabled_by_default: false,
-        start: |ctx| {
+        required_feature_gates: &[],
+        constructor: |ctx| {
             Box::pin(
-                async move { Ok(crate::rootcacertpublisher::run(ctx.client, ctx.root_ca).await?) },
+                async move { Ok(crate::garbagecollector::run(ctx.client, ctx.informers).await?) },
             )
         },
     },
     ControllerDescriptor {
-        name: "clusterrole-aggregation",
+        name: "serviceaccount",
+        aliases: &["serviceaccount-controller"],
         disabled_by_default: false,
-        start: |ctx| {
-            Box::pin(async move { Ok(crate::clusterroleaggregation::run(ctx.client).await?) })
+        required_feature_gates: &[],
+        constructor: |ctx| {
+            Box::pin(
+                async move { Ok(crate::serviceaccount::run(ctx.client, ctx.informers).await?) },
+            )
+        },
+    },
+    ControllerDescriptor {
+        name: "root-ca-cert-publisher",
+        aliases: &["root-ca-certificate-publisher-controller"],
+        disabled_by_default: false,
+        required_feature_gates: &[],
+        constructor: |ctx| {
+            Box::pin(async move {
+                Ok(crate::rootcacertpublisher::run(ctx.client, ctx.informers, ctx.root_ca).await?)
+            })
+        },
+    },
+    ControllerDescriptor {
+        name: "clusterrole-aggregation",
+        aliases: &["clusterrole-aggregation-controller"],
+        disabled_by_default: false,
+        required_feature_gates: &[],
+        constructor: |ctx| {
+            Box::pin(async move {
+                Ok(crate::clusterroleaggregation::run(ctx.client, ctx.informers).await?)
+            })
         },
     },
     ControllerDescriptor {
         name: "resourcequota",
+        aliases: &["resourcequota-controller"],
         disabled_by_default: false,
-        start: |ctx| {
+        required_feature_gates: &[],
+        constructor: |ctx| {
             Box::pin(async move {
-                Ok(crate::resourcequota::run(ctx.client, ctx.resource_quota_sync_period).await?)
+                Ok(crate::resourcequota::run(
+                    ctx.client,
+                    ctx.informers,
+                    ctx.resource_quota_sync_period,
+                )
+                .await?)
             })
         },
     },
 ];
 
-/// The parsed `--controllers` list.
+/// The parsed `--controllers` list, every name resolved to the controller's own name.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Selection {
     entries: Vec<String>,
@@ -134,9 +216,54 @@ impl Default for Selection {
     }
 }
 
+/// A selected controller that is not started because a feature gate it needs is off.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Skipped {
+    /// The controller's name.
+    pub name: &'static str,
+    /// The gates it needs that are off.
+    pub gates_off: Vec<&'static str>,
+    /// Whether `--controllers` names it (rather than only `*`).
+    pub named: bool,
+}
+
+impl std::fmt::Display for Skipped {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "controller {} is not started: it needs the feature gate{} {}, which {} off",
+            self.name,
+            if self.gates_off.len() == 1 { "" } else { "s" },
+            self.gates_off.join(", "),
+            if self.gates_off.len() == 1 {
+                "is"
+            } else {
+                "are"
+            },
+        )?;
+        if self.named {
+            write!(
+                f,
+                " (enable with --feature-gates={}=true)",
+                self.gates_off.join("=true,")
+            )?;
+        }
+        Ok(())
+    }
+}
+
+/// What a selection resolves to with the feature gates in force.
+#[derive(Debug)]
+pub struct Resolved<'a> {
+    /// The controllers to start, in table order.
+    pub start: Vec<&'a ControllerDescriptor>,
+    /// The selected controllers that are not started, with why.
+    pub skipped: Vec<Skipped>,
+}
+
 impl Selection {
-    /// Reads `--controllers` entries against `table`: every entry is `*`, a known name or a
-    /// known name prefixed with `-`.
+    /// Reads `--controllers` entries against `table`: every entry is `*`, a known name or
+    /// alias, or one prefixed with `-`.
     pub fn parse<S: AsRef<str>>(
         entries: &[S],
         table: &[ControllerDescriptor],
@@ -144,35 +271,87 @@ impl Selection {
         let mut out = Vec::new();
         for entry in entries {
             let entry = entry.as_ref().trim();
-            let name = entry.strip_prefix('-').unwrap_or(entry);
-            if entry != "*" && !table.iter().any(|c| c.name == name) {
-                return Err(Error::Unknown(name.to_owned()));
+            if entry == "*" {
+                out.push(entry.to_owned());
+                continue;
             }
-            out.push(entry.to_owned());
+            let (minus, name) = match entry.strip_prefix('-') {
+                Some(name) => ("-", name),
+                None => ("", entry),
+            };
+            let Some(controller) = table.iter().find(|c| c.is_named(name)) else {
+                let mut known: Vec<&str> = table.iter().map(|c| c.name).collect();
+                known.sort_unstable();
+                return Err(Error::Unknown {
+                    name: name.to_owned(),
+                    known: known.join(", "),
+                });
+            };
+            out.push(format!("{minus}{}", controller.name));
         }
         Ok(Self { entries: out })
     }
 
-    /// Whether `controller` runs.
-    pub fn is_enabled(&self, controller: &ControllerDescriptor) -> bool {
+    /// Whether `controller` is selected, and whether an entry names it.
+    fn decide(&self, controller: &ControllerDescriptor) -> (bool, bool) {
         let mut star = false;
         for entry in &self.entries {
             if entry == controller.name {
-                return true;
+                return (true, true);
             }
             if entry.strip_prefix('-') == Some(controller.name) {
-                return false;
+                return (false, true);
             }
             if entry == "*" {
                 star = true;
             }
         }
-        star && !controller.disabled_by_default
+        (star && !controller.disabled_by_default, false)
     }
 
-    /// The controllers of `table` that run, in table order.
+    /// Whether `controller` is selected (feature gates aside).
+    pub fn is_enabled(&self, controller: &ControllerDescriptor) -> bool {
+        self.decide(controller).0
+    }
+
+    /// The controllers of `table` that are selected (feature gates aside), in table order.
     pub fn enabled<'a>(&self, table: &'a [ControllerDescriptor]) -> Vec<&'a ControllerDescriptor> {
         table.iter().filter(|c| self.is_enabled(c)).collect()
+    }
+
+    /// The controllers of `table` to start, given whether each feature gate is on
+    /// (`gate_on`), and the selected ones that a gate keeps off.
+    pub fn resolve<'a>(
+        &self,
+        table: &'a [ControllerDescriptor],
+        gate_on: impl Fn(&str) -> bool,
+    ) -> Resolved<'a> {
+        let mut resolved = Resolved {
+            start: Vec::new(),
+            skipped: Vec::new(),
+        };
+        for controller in table {
+            let (selected, named) = self.decide(controller);
+            if !selected {
+                continue;
+            }
+            let gates_off: Vec<&'static str> = controller
+                .required_feature_gates
+                .iter()
+                .copied()
+                .filter(|gate| !gate_on(gate))
+                .collect();
+            if gates_off.is_empty() {
+                resolved.start.push(controller);
+            } else {
+                resolved.skipped.push(Skipped {
+                    name: controller.name,
+                    gates_off,
+                    named,
+                });
+            }
+        }
+        resolved
     }
 }
 
@@ -189,7 +368,7 @@ pub async fn run_controllers(
         .map(|c| {
             let name = c.name;
             tracing::info!(controller = name, "starting controller");
-            let future = (c.start)(context.clone());
+            let future = (c.constructor)(context.clone());
             async move { (name, future.await) }
         })
         .collect();
@@ -217,18 +396,31 @@ mod tests {
     const TABLE: &[ControllerDescriptor] = &[
         ControllerDescriptor {
             name: "a",
+            aliases: &["a-controller"],
             disabled_by_default: false,
-            start: never,
+            required_feature_gates: &[],
+            constructor: never,
         },
         ControllerDescriptor {
             name: "b",
+            aliases: &[],
             disabled_by_default: false,
-            start: never,
+            required_feature_gates: &[],
+            constructor: never,
         },
         ControllerDescriptor {
             name: "off",
+            aliases: &[],
             disabled_by_default: true,
-            start: never,
+            required_feature_gates: &[],
+            constructor: never,
+        },
+        ControllerDescriptor {
+            name: "gated",
+            aliases: &[],
+            disabled_by_default: false,
+            required_feature_gates: &["Shiny", "Other"],
+            constructor: never,
         },
     ];
 
@@ -243,24 +435,24 @@ mod tests {
 
     #[test]
     fn star_enables_all_but_the_disabled_by_default() {
-        assert_eq!(names(&["*"]), ["a", "b"]);
+        assert_eq!(names(&["*"]), ["a", "b", "gated"]);
         assert_eq!(
             Selection::default()
                 .enabled(TABLE)
                 .iter()
                 .map(|c| c.name)
                 .collect::<Vec<_>>(),
-            ["a", "b"]
+            ["a", "b", "gated"]
         );
     }
 
     #[test]
     fn names_and_minus_names_decide_first() {
-        assert_eq!(names(&["*", "-a"]), ["b"]);
-        assert_eq!(names(&["*", "off"]), ["a", "b", "off"]);
+        assert_eq!(names(&["*", "-a", "-gated"]), ["b"]);
+        assert_eq!(names(&["*", "off", "-gated"]), ["a", "b", "off"]);
         assert_eq!(names(&["a"]), ["a"]);
         assert_eq!(names(&["a", "-a"]), ["a"]);
-        assert_eq!(names(&["-a", "a", "*"]), ["b"]);
+        assert_eq!(names(&["-a", "a", "*"]), ["b", "gated"]);
         assert!(names(&[]).is_empty());
         assert!(names(&["-a"]).is_empty());
     }
@@ -270,21 +462,69 @@ mod tests {
         let error = Selection::parse(&["*", "-nope"], TABLE).unwrap_err();
         assert_eq!(
             error.to_string(),
-            "\"nope\" is not in the list of known controllers"
+            "\"nope\" is not in the list of known controllers: a, b, gated, off (upstream's names are accepted too)"
         );
     }
 
     #[test]
+    fn aliases_name_the_same_controller() {
+        assert_eq!(names(&["a-controller"]), ["a"]);
+        assert_eq!(names(&["*", "-a-controller", "-gated"]), ["b"]);
+        // The first entry decides, whichever name it uses.
+        assert_eq!(names(&["a", "-a-controller"]), ["a"]);
+        let selection = Selection::parse(&["-a-controller", "*"], TABLE).unwrap();
+        assert_eq!(selection, Selection::parse(&["-a", "*"], TABLE).unwrap());
+    }
+
+    #[test]
+    fn a_controller_whose_gate_is_off_is_not_started_and_says_why_when_named() {
+        let starred = Selection::parse(&["*"], TABLE).unwrap();
+        let resolved = starred.resolve(TABLE, |gate| gate == "Other");
+        let started: Vec<_> = resolved.start.iter().map(|c| c.name).collect();
+        assert_eq!(started, ["a", "b"]);
+        assert_eq!(
+            resolved.skipped,
+            [Skipped {
+                name: "gated",
+                gates_off: vec!["Shiny"],
+                named: false
+            }]
+        );
+        let named = Selection::parse(&["gated"], TABLE).unwrap();
+        let resolved = named.resolve(TABLE, |_| false);
+        assert!(resolved.start.is_empty());
+        assert_eq!(
+            resolved.skipped[0].to_string(),
+            "controller gated is not started: it needs the feature gates Shiny, Other, which are off (enable with --feature-gates=Shiny=true,Other=true)"
+        );
+        let resolved = named.resolve(TABLE, |_| true);
+        assert_eq!(resolved.start.len(), 1);
+        assert!(resolved.skipped.is_empty());
+    }
+
+    #[test]
     fn the_table_has_upstream_names_once_each() {
-        let mut names: Vec<_> = CONTROLLERS.iter().map(|c| c.name).collect();
+        let mut names: Vec<_> = CONTROLLERS
+            .iter()
+            .flat_map(|c| std::iter::once(c.name).chain(c.aliases.iter().copied()))
+            .collect();
         names.sort_unstable();
         let before = names.len();
         names.dedup();
         assert_eq!(names.len(), before);
+        // Upstream's names (kube-controller-manager's names.go), current and older.
         for name in [
+            "namespace-controller",
+            "namespace",
+            "garbage-collector-controller",
+            "garbagecollector",
+            "serviceaccount-controller",
             "serviceaccount",
+            "root-ca-certificate-publisher-controller",
             "root-ca-cert-publisher",
+            "clusterrole-aggregation-controller",
             "clusterrole-aggregation",
+            "resourcequota-controller",
             "resourcequota",
         ] {
             assert!(names.contains(&name), "{name}");

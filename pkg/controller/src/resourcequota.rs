@@ -9,7 +9,8 @@
 //! genplane does not serve and get no usage, as upstream gives none for resources it cannot
 //! evaluate.
 //!
-//! Counting is done from a metadata-only watch per counted resource, started the first time a
+//! Counting is done from a metadata-only watch per counted resource (shared with the garbage
+//! collector through [`SharedInformers`]), started the first time a
 //! quota counts that resource (resources are resolved by discovery, so custom resources can be
 //! counted too). Creating or deleting an object requeues the quotas of its namespace that count
 //! its resource; every quota is also recalculated in full every resync period (upstream's
@@ -28,13 +29,14 @@ use futures::channel::mpsc;
 use k8s_openapi::api::core::v1::{ResourceQuota, ResourceQuotaStatus};
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use kube::ResourceExt as _;
-use kube::api::PartialObjectMeta;
-use kube::api::{Api, ApiResource, DynamicObject, PostParams};
-use kube::discovery::{Discovery, Scope, verbs};
+use kube::api::{Api, ApiResource, PostParams};
 use kube::runtime::WatchStreamExt as _;
 use kube::runtime::controller::{Action, Controller};
 use kube::runtime::reflector::{ObjectRef, Store};
-use kube::runtime::watcher::{self, Event};
+use kube::runtime::watcher::Event;
+
+use crate::discovery::discover;
+use crate::informers::SharedInformers;
 
 /// Upstream's default `--resource-quota-sync-period`.
 pub const DEFAULT_SYNC_PERIOD: Duration = Duration::from_secs(300);
@@ -127,6 +129,7 @@ impl Monitor {
 /// What resolves resources and counts objects.
 struct Monitors {
     client: kube::Client,
+    informers: SharedInformers,
     quotas: Store<ResourceQuota>,
     requeue: mpsc::UnboundedSender<ObjectRef<ResourceQuota>>,
     inner: Mutex<MonitorsInner>,
@@ -163,19 +166,15 @@ impl Monitors {
                 _ => {}
             }
         }
-        let discovery = Discovery::new(self.client.clone()).run().await?;
+        let discovered = discover(&self.client).await?;
         let mut found = HashMap::new();
-        for group in discovery.groups() {
-            for (resource, caps) in group.recommended_resources() {
-                let countable = caps.scope == Scope::Namespaced
-                    && caps.supports_operation(verbs::LIST)
-                    && caps.supports_operation(verbs::WATCH);
-                let key = GroupResource {
-                    group: resource.group.clone(),
-                    resource: resource.plural.clone(),
-                };
-                found.insert(key, countable.then_some(resource));
-            }
+        for resource in discovered.preferred {
+            let countable = resource.namespaced && resource.supports(&["list", "watch"]);
+            let key = GroupResource {
+                group: resource.api.group.clone(),
+                resource: resource.api.plural.clone(),
+            };
+            found.insert(key, countable.then_some(resource.api));
         }
         let mut inner = self.inner();
         inner.discovered = found;
@@ -220,21 +219,12 @@ impl Monitors {
         tracing::info!(resource = %gr, "resourcequota: counting objects");
         let this = Arc::downgrade(self);
         let (gr, task_monitor) = (gr.clone(), monitor.clone());
-        let api = Api::<PartialObjectMeta<DynamicObject>>::all_with(self.client.clone(), &resource);
+        let mut events = self.informers.metadata(&resource);
         inner.tasks.spawn(async move {
-            let mut events =
-                std::pin::pin!(watcher::watcher(api, watcher::Config::default()).default_backoff());
             let mut buffer: HashMap<String, HashSet<String>> = HashMap::new();
             while let Some(event) = events.next().await {
                 let Some(monitors) = this.upgrade() else {
                     return;
-                };
-                let event = match event {
-                    Ok(event) => event,
-                    Err(error) => {
-                        tracing::debug!(%error, resource = %gr, "resourcequota watch");
-                        continue;
-                    }
                 };
                 match event {
                     Event::Init => buffer.clear(),
@@ -317,17 +307,20 @@ struct Context {
     resync: Duration,
 }
 
-/// Runs the controller, recalculating every quota in full every `resync`, until its watches
-/// end (they do not on their own).
-pub async fn run(client: kube::Client, resync: Duration) -> Result<(), Error> {
-    let controller = Controller::new(
-        Api::<ResourceQuota>::all(client.clone()),
-        watcher::Config::default(),
-    );
+/// Runs the controller, recalculating every quota in full every `resync`, on the shared
+/// watches of `informers`, until its watches end (they do not on their own).
+pub async fn run(
+    client: kube::Client,
+    informers: SharedInformers,
+    resync: Duration,
+) -> Result<(), Error> {
+    let (quotas, quota_events) = informers.typed::<ResourceQuota>();
+    let controller = Controller::for_stream(quota_events.results().applied_objects(), quotas);
     let (requeue, requeued) = mpsc::unbounded();
     let context = Arc::new(Context {
         monitors: Arc::new(Monitors {
             client: client.clone(),
+            informers,
             quotas: controller.store(),
             requeue,
             inner: Mutex::default(),

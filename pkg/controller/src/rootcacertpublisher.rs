@@ -2,7 +2,8 @@
 //! holding the root CA bundle under `ca.crt`, with upstream's description annotation; created
 //! when missing, restored when its data or annotation changes.
 //!
-//! Namespaces are watched by metadata only; the ConfigMaps by a field selector on their name.
+//! Namespaces come from the shared namespace watch; the ConfigMaps are watched by a field
+//! selector on their name.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -11,10 +12,12 @@ use std::time::Duration;
 use futures::StreamExt as _;
 use k8s_openapi::api::core::v1::{ConfigMap, Namespace};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
-use kube::api::{Api, PartialObjectMeta, PostParams};
+use kube::api::{Api, PostParams};
 use kube::runtime::controller::{Action, Controller};
 use kube::runtime::reflector::{self, ObjectRef, Store};
 use kube::runtime::{WatchStreamExt as _, watcher};
+
+use crate::informers::SharedInformers;
 
 /// The ConfigMap's name.
 pub const ROOT_CA_CONFIG_MAP: &str = "kube-root-ca.crt";
@@ -34,25 +37,21 @@ pub enum Error {
     Api(#[from] kube::Error),
 }
 
-type NamespaceMeta = PartialObjectMeta<Namespace>;
-
 struct Context {
     client: kube::Client,
     root_ca: String,
     config_maps: Store<ConfigMap>,
 }
 
-/// Runs the controller, publishing `root_ca` (PEM), until its watches end (they do not on
-/// their own).
-pub async fn run(client: kube::Client, root_ca: String) -> Result<(), Error> {
-    let (namespaces, namespace_writer) = reflector::store();
-    let namespace_events = watcher(
-        Api::<NamespaceMeta>::all(client.clone()),
-        watcher::Config::default(),
-    )
-    .default_backoff()
-    .reflect(namespace_writer)
-    .applied_objects();
+/// Runs the controller, publishing `root_ca` (PEM), on the shared namespace watch of
+/// `informers`, until its watches end (they do not on their own).
+pub async fn run(
+    client: kube::Client,
+    informers: SharedInformers,
+    root_ca: String,
+) -> Result<(), Error> {
+    let (namespaces, namespace_events) = informers.typed::<Namespace>();
+    let namespace_events = namespace_events.results().applied_objects();
     let (config_maps, writer) = reflector::store();
     let config_map_events = watcher(
         Api::<ConfigMap>::all(client.clone()),
@@ -70,7 +69,7 @@ pub async fn run(client: kube::Client, root_ca: String) -> Result<(), Error> {
         .watches_stream(config_map_events, |cm: ConfigMap| {
             cm.metadata
                 .namespace
-                .map(|ns| ObjectRef::<NamespaceMeta>::new(&ns))
+                .map(|ns| ObjectRef::<Namespace>::new(&ns))
         })
         .run(reconcile, error_policy, context)
         .for_each(|result| async move {
@@ -87,7 +86,7 @@ fn data(root_ca: &str) -> BTreeMap<String, String> {
     BTreeMap::from([(CA_KEY.to_owned(), root_ca.to_owned())])
 }
 
-async fn reconcile(namespace: Arc<NamespaceMeta>, context: Arc<Context>) -> Result<Action, Error> {
+async fn reconcile(namespace: Arc<Namespace>, context: Arc<Context>) -> Result<Action, Error> {
     let Some(name) = namespace.metadata.name.as_deref() else {
         return Ok(Action::await_change());
     };
@@ -147,7 +146,7 @@ async fn reconcile(namespace: Arc<NamespaceMeta>, context: Arc<Context>) -> Resu
     }
 }
 
-fn error_policy(_: Arc<NamespaceMeta>, error: &Error, _: Arc<Context>) -> Action {
+fn error_policy(_: Arc<Namespace>, error: &Error, _: Arc<Context>) -> Action {
     tracing::warn!(%error, "root-ca-cert-publisher sync failed");
     Action::requeue(Duration::from_secs(5))
 }

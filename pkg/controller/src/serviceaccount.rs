@@ -1,8 +1,9 @@
 //! The `serviceaccount` controller: a `default` ServiceAccount in every active namespace,
 //! created again when it is deleted.
 //!
-//! It watches namespaces, and the `default` service accounts by metadata only; a namespace is
-//! synced when it changes or when its `default` service account is deleted.
+//! It follows the shared namespace watch, and the `default` service accounts from the shared
+//! metadata-only watch of service accounts; a namespace is synced when it changes or when its
+//! `default` service account is deleted.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -10,10 +11,12 @@ use std::time::Duration;
 use futures::StreamExt as _;
 use k8s_openapi::api::core::v1::{Namespace, ServiceAccount};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
-use kube::api::{Api, PartialObjectMeta, PostParams};
+use kube::api::{Api, ApiResource, PartialObjectMeta, PostParams};
+use kube::runtime::WatchStreamExt as _;
 use kube::runtime::controller::{Action, Controller};
 use kube::runtime::reflector::{self, ObjectRef, Store};
-use kube::runtime::{WatchStreamExt as _, watcher};
+
+use crate::informers::SharedInformers;
 
 /// The service account made in every namespace.
 pub const DEFAULT_SERVICE_ACCOUNT: &str = "default";
@@ -32,21 +35,29 @@ struct Context {
     accounts: Store<PartialObjectMeta<ServiceAccount>>,
 }
 
-/// Runs the controller until its watches end (they do not on their own).
-pub async fn run(client: kube::Client) -> Result<(), Error> {
+/// Runs the controller, on the shared namespace watch of `informers`, until its watches end
+/// (they do not on their own).
+pub async fn run(client: kube::Client, informers: SharedInformers) -> Result<(), Error> {
+    let (namespaces, namespace_events) = informers.typed::<Namespace>();
     let (accounts, writer) = reflector::store();
-    let account_events = watcher(
-        Api::<PartialObjectMeta<ServiceAccount>>::all(client.clone()),
-        watcher::Config::default().fields(&format!("metadata.name={DEFAULT_SERVICE_ACCOUNT}")),
-    )
-    .default_backoff()
-    .reflect(writer)
-    .touched_objects();
+    // The service accounts' shared metadata watch (the garbage collector's too), narrowed to
+    // the `default` ones.
+    let account_events = informers
+        .metadata(&ApiResource::erase::<ServiceAccount>(&()))
+        .filter_objects(|account| account.metadata.name.as_deref() == Some(DEFAULT_SERVICE_ACCOUNT))
+        .map_objects(|account| PartialObjectMeta::<ServiceAccount> {
+            types: account.types,
+            metadata: account.metadata,
+            _phantom: std::marker::PhantomData,
+        })
+        .results()
+        .reflect(writer)
+        .touched_objects();
     let context = Arc::new(Context {
         client: client.clone(),
         accounts,
     });
-    Controller::new(Api::<Namespace>::all(client), watcher::Config::default())
+    Controller::for_stream(namespace_events.results().applied_objects(), namespaces)
         .watches_stream(account_events, |account| {
             account
                 .metadata

@@ -5,7 +5,7 @@
 
 use std::process::Command;
 
-use crate::support::{BIN, Process, ok};
+use crate::support::{BIN, Process, eventually, ok};
 
 #[test]
 fn all_in_one_serves_the_api_and_runs_the_controllers() {
@@ -38,4 +38,64 @@ fn all_in_one_serves_the_api_and_runs_the_controllers() {
         let ca = kubectl(&["get", "configmap", "kube-root-ca.crt", "-n", "team-a"]);
         (sa.status.success() && ca.status.success()).then_some(())
     });
+
+    // The controllers share their watches, as the API server counts its watchers: one of
+    // namespaces (the namespace, service-account and root-CA controllers and the garbage
+    // collector follow it), one of service accounts (the service-account controller and the
+    // collector), one of cluster roles and one of resource quotas (their controller and the
+    // collector).
+    let watchers = |kind: &str| -> u64 {
+        let metrics = ok(kubectl(&["get", "--raw", "/metrics"]));
+        metrics
+            .lines()
+            .filter(|l| {
+                l.starts_with("apiserver_registered_watchers{")
+                    && l.contains(&format!("kind=\"{kind}\""))
+            })
+            .filter_map(|l| l.rsplit_once(' ')?.1.parse::<u64>().ok())
+            .sum()
+    };
+    // Every controller is watching once the garbage collector watches secrets (only it does)
+    // and the root-CA publisher (its own, field-selected watch) and the collector both watch
+    // config maps.
+    eventually("every controller's watches", || {
+        (watchers("Secret") >= 1 && watchers("ConfigMap") >= 2).then_some(())
+    });
+    assert_eq!(watchers("Namespace"), 1);
+    assert_eq!(watchers("ServiceAccount"), 1);
+    assert_eq!(watchers("ClusterRole"), 1);
+    assert_eq!(watchers("ResourceQuota"), 1);
+}
+
+/// `--controllers` naming a controller that does not exist stops the role before it serves,
+/// with exit code 64 and the list of known controllers; upstream's names are accepted.
+#[test]
+fn an_unknown_controller_is_a_configuration_error_listing_the_known_ones() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = format!("--data-dir={}", dir.path().join("data").display());
+    let kubeconfig = format!("--kubeconfig={}", dir.path().join("none").display());
+    for args in [
+        vec![
+            "all-in-one",
+            "--secure-port=0",
+            "--controllers=*,-nope",
+            data.as_str(),
+        ],
+        vec![
+            "controller-manager",
+            "--controllers=*,-nope",
+            kubeconfig.as_str(),
+        ],
+    ] {
+        let output = Command::new(BIN).args(&args).output().unwrap();
+        let said = crate::support::text(&output);
+        assert_eq!(output.status.code(), Some(64), "{args:?}: {said}");
+        assert!(
+            said.contains(
+                "\"nope\" is not in the list of known controllers: clusterrole-aggregation, \
+                 garbage-collector, namespace, resourcequota, root-ca-cert-publisher, serviceaccount"
+            ),
+            "{args:?}: {said}"
+        );
+    }
 }

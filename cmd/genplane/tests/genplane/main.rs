@@ -5,6 +5,7 @@ mod support;
 
 mod admission;
 mod all_in_one;
+mod all_in_one_ha;
 mod apiserver;
 mod audit;
 mod controller_manager;

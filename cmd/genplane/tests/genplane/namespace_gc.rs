@@ -89,11 +89,14 @@ fn controllers(server: &Apiserver) -> Controllers {
     let path = server.data().join("controller-manager.kubeconfig");
     let client = runtime.block_on(support::kube_client(&path));
     let namespace = client.clone();
+    // Both follow namespaces through one shared watch, as in the controller-manager.
+    let informers = genplane_controller::informers::SharedInformers::new(client.clone());
+    let gc_informers = informers.clone();
     let tasks = vec![
         (
             "namespace controller",
             runtime.spawn(async move {
-                if let Err(e) = genplane_controller::namespace::run(namespace).await {
+                if let Err(e) = genplane_controller::namespace::run(namespace, informers).await {
                     panic!("the namespace controller stopped: {e}");
                 }
             }),
@@ -101,7 +104,9 @@ fn controllers(server: &Apiserver) -> Controllers {
         (
             "garbage collector",
             runtime.spawn(async move {
-                if let Err(e) = genplane_controller::garbagecollector::run(client).await {
+                if let Err(e) =
+                    genplane_controller::garbagecollector::run(client, gc_informers).await
+                {
                     panic!("the garbage collector stopped: {e}");
                 }
             }),

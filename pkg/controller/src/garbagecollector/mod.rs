@@ -2,8 +2,9 @@
 //!
 //! It keeps a graph of `ownerReferences` over every resource that discovery lists with the
 //! verbs `list`, `watch` and `delete` (events excepted, as upstream), from one metadata-only
-//! watch per resource; discovery runs again every 30 seconds, so watches start and stop as
-//! resources (custom resources included) come and go.
+//! watch per resource (shared with the other controllers through [`SharedInformers`]);
+//! discovery runs again every 30 seconds, so watches start and stop as resources (custom
+//! resources included) come and go.
 //!
 //! - An object whose owners are all gone is deleted (background). An owner counts as gone only
 //!   after a live GET finds no object of that uid under its name; absent owners are
@@ -22,12 +23,7 @@
 //!
 //! Nothing is collected before every watch has listed its resource once.
 
-mod discovery;
 mod graph;
-mod queue;
-
-pub(crate) use discovery::{Discovered, Resource, discover};
-pub(crate) use queue::Queue;
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, RwLock};
@@ -37,8 +33,7 @@ use futures::StreamExt;
 use k8s_openapi::api::core::v1::{Event as CoreEvent, EventSource, ObjectReference};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference, Time};
 use kube::api::{DeleteParams, Patch, PatchParams, PostParams, Preconditions, PropagationPolicy};
-use kube::core::{DynamicObject, PartialObjectMeta};
-use kube::runtime::WatchStreamExt;
+use kube::core::DynamicObject;
 use kube::runtime::watcher;
 use kube::{Api, Client};
 use serde_json::json;
@@ -46,6 +41,10 @@ use tokio::sync::mpsc;
 use tokio::task::{AbortHandle, JoinSet};
 
 use graph::{FOREGROUND, Graph, Identity, ORPHAN};
+
+use crate::discovery::{Discovered, Resource, discover};
+use crate::informers::{Meta, SharedInformers, Subscription};
+use crate::workqueue::Queue;
 
 /// How often discovery runs again (upstream's 30 s resync of the resource monitors).
 pub const DISCOVERY_PERIOD: Duration = Duration::from_secs(30);
@@ -95,8 +94,6 @@ enum Change {
     VirtualDeleted(Identity),
 }
 
-type Meta = PartialObjectMeta<DynamicObject>;
-
 /// The state the workers share.
 struct Collector {
     client: Client,
@@ -110,7 +107,7 @@ struct Collector {
 
 /// Runs the garbage collector with `client` until an unrecoverable error; drop (abort) the
 /// future to stop it, which stops every task it started.
-pub async fn run(client: Client) -> Result<(), Error> {
+pub async fn run(client: Client, informers: SharedInformers) -> Result<(), Error> {
     let (changes_tx, mut changes_rx) = mpsc::unbounded_channel();
     let (events_tx, mut events_rx) = mpsc::unbounded_channel();
     let gc = Arc::new(Collector {
@@ -203,7 +200,7 @@ pub async fn run(client: Client) -> Result<(), Error> {
                             if let Some(waiting) = initial.as_mut() {
                                 waiting.push(rx);
                             }
-                            let handle = tasks.spawn(monitor(client.clone(), resource, changes_tx.clone(), tx));
+                            let handle = tasks.spawn(monitor(informers.metadata(&resource.api), resource, changes_tx.clone(), tx));
                             monitors.insert(key, handle);
                         }
                         if let Some(waiting) = initial.take() {
@@ -247,12 +244,11 @@ pub async fn run(client: Client) -> Result<(), Error> {
 /// Watches one resource's metadata and feeds the graph; a relist reports what disappeared
 /// meanwhile as deleted. `synced` fires after the first complete list.
 async fn monitor(
-    client: Client,
+    mut stream: Subscription<Meta>,
     resource: Resource,
     changes: mpsc::UnboundedSender<Change>,
     synced: tokio::sync::oneshot::Sender<()>,
 ) -> Result<(), Error> {
-    let api: Api<Meta> = Api::all_with(client, &resource.api);
     let identity = |m: &ObjectMeta| Identity {
         api_version: resource.api.api_version.clone(),
         kind: resource.api.kind.clone(),
@@ -263,17 +259,7 @@ async fn monitor(
     let mut known: HashMap<String, ObjectMeta> = HashMap::new();
     let mut listing: HashMap<String, ObjectMeta> = HashMap::new();
     let mut synced = Some(synced);
-    let mut stream = watcher(api, watcher::Config::default())
-        .default_backoff()
-        .boxed();
     while let Some(event) = stream.next().await {
-        let event = match event {
-            Ok(e) => e,
-            Err(e) => {
-                tracing::debug!(resource = %resource.group_resource(), error = %e, "garbage collector: watch error");
-                continue;
-            }
-        };
         let sent = match event {
             watcher::Event::Apply(o) => {
                 let meta = slim(o.metadata);

@@ -1,6 +1,11 @@
-//! A work queue as client-go's: a key is queued at most once, never handed to two workers at
-//! once (a key added while it is processed is queued again when it is done), and can be added
-//! after a delay or with per-key exponential backoff.
+//! The work queue every controller uses, with client-go's semantics: a key waits in the queue
+//! at most once however often it is added; a key handed to a worker is never handed to another
+//! until that worker calls [`Queue::done`], and a key added meanwhile is queued again then (so
+//! it is processed again after, never concurrently); keys can be added after a delay or with
+//! per-key exponential backoff ([`Queue::add_rate_limited`], 5 ms doubling up to 60 s, reset by
+//! [`Queue::forget`]).
+//!
+//! Share it as `Arc<Queue<K>>`: adds come from watch handlers, [`Queue::get`] from workers.
 
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::hash::Hash;
@@ -21,15 +26,28 @@ struct State<T> {
     failures: HashMap<T, u32>,
 }
 
-/// The queue; share it as `Arc<Queue<T>>`.
-pub(crate) struct Queue<T> {
+/// A rate-limited, deduplicating work queue of keys `T`; share it as `Arc<Queue<T>>`.
+pub struct Queue<T> {
     state: Mutex<State<T>>,
     notify: Notify,
 }
 
+impl<T> std::fmt::Debug for Queue<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let state = self
+            .state
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        f.debug_struct("Queue")
+            .field("waiting", &state.queue.len())
+            .field("processing", &state.processing.len())
+            .finish_non_exhaustive()
+    }
+}
+
 impl<T: Hash + Eq + Clone + Send + Sync + 'static> Queue<T> {
     /// An empty queue.
-    pub(crate) fn new() -> Arc<Self> {
+    pub fn new() -> Arc<Self> {
         Arc::new(Queue {
             state: Mutex::new(State {
                 queue: VecDeque::new(),
@@ -48,7 +66,7 @@ impl<T: Hash + Eq + Clone + Send + Sync + 'static> Queue<T> {
     }
 
     /// Queues `key` unless it is already waiting.
-    pub(crate) fn add(&self, key: T) {
+    pub fn add(&self, key: T) {
         let mut state = self.lock();
         if !state.dirty.insert(key.clone()) {
             return;
@@ -62,7 +80,7 @@ impl<T: Hash + Eq + Clone + Send + Sync + 'static> Queue<T> {
     }
 
     /// Queues `key` after `delay` (if the queue still exists then).
-    pub(crate) fn add_after(self: &Arc<Self>, key: T, delay: Duration) {
+    pub fn add_after(self: &Arc<Self>, key: T, delay: Duration) {
         if delay.is_zero() {
             self.add(key);
             return;
@@ -78,7 +96,7 @@ impl<T: Hash + Eq + Clone + Send + Sync + 'static> Queue<T> {
 
     /// Queues `key` again after a delay that doubles with each failure since its last
     /// [`Queue::forget`].
-    pub(crate) fn add_rate_limited(self: &Arc<Self>, key: T) {
+    pub fn add_rate_limited(self: &Arc<Self>, key: T) {
         let failures = {
             let mut state = self.lock();
             let n = state.failures.entry(key.clone()).or_insert(0);
@@ -92,12 +110,12 @@ impl<T: Hash + Eq + Clone + Send + Sync + 'static> Queue<T> {
     }
 
     /// Clears the failure count of `key`.
-    pub(crate) fn forget(&self, key: &T) {
+    pub fn forget(&self, key: &T) {
         self.lock().failures.remove(key);
     }
 
     /// Waits for the next key; the caller must call [`Queue::done`] with it.
-    pub(crate) async fn get(&self) -> T {
+    pub async fn get(&self) -> T {
         loop {
             {
                 let mut state = self.lock();
@@ -112,7 +130,7 @@ impl<T: Hash + Eq + Clone + Send + Sync + 'static> Queue<T> {
     }
 
     /// Marks `key` processed; queues it again if it was added meanwhile.
-    pub(crate) fn done(&self, key: &T) {
+    pub fn done(&self, key: &T) {
         let mut state = self.lock();
         state.processing.remove(key);
         if state.dirty.contains(key) {
@@ -122,10 +140,14 @@ impl<T: Hash + Eq + Clone + Send + Sync + 'static> Queue<T> {
         }
     }
 
-    /// How many keys wait.
-    #[cfg(test)]
-    pub(crate) fn len(&self) -> usize {
+    /// How many keys wait (not counting those being processed).
+    pub fn len(&self) -> usize {
         self.lock().queue.len()
+    }
+
+    /// Whether no key waits.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
     }
 }
 
@@ -148,6 +170,46 @@ mod tests {
         assert_eq!(q.len(), 0);
         q.done(&a);
         assert_eq!(q.get().await, "a");
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_key_re_added_while_processed_is_processed_again_after_never_concurrently() {
+        use std::sync::atomic::{AtomicUsize, Ordering};
+        let q: Arc<Queue<u32>> = Queue::new();
+        let busy = Arc::new(AtomicUsize::new(0));
+        let processed = Arc::new(AtomicUsize::new(0));
+        let mut workers = tokio::task::JoinSet::new();
+        for _ in 0..4 {
+            let (q, busy, processed) = (q.clone(), busy.clone(), processed.clone());
+            workers.spawn(async move {
+                loop {
+                    let key = q.get().await;
+                    assert_eq!(
+                        busy.fetch_add(1, Ordering::SeqCst),
+                        0,
+                        "{key} handed out twice"
+                    );
+                    // Added again while being processed: must come back after `done`.
+                    q.add(key);
+                    tokio::task::yield_now().await;
+                    busy.fetch_sub(1, Ordering::SeqCst);
+                    processed.fetch_add(1, Ordering::SeqCst);
+                    q.done(&key);
+                }
+            });
+        }
+        q.add(7);
+        while processed.load(Ordering::SeqCst) < 50 {
+            tokio::task::yield_now().await;
+        }
+        workers.abort_all();
+        while let Some(result) = workers.join_next().await {
+            if let Err(error) = result
+                && error.is_panic()
+            {
+                std::panic::resume_unwind(error.into_panic());
+            }
+        }
     }
 
     #[tokio::test(start_paused = true)]

@@ -1,5 +1,5 @@
-//! Discovery of every served resource, as the namespace controller and the garbage collector
-//! need it: the preferred version of each group (what they act on) and every version's kinds
+//! Discovery of every served resource, as the controllers need it (the namespace controller
+//! and the garbage collector): the preferred version of each group (what they act on) and every version's kinds
 //! (how an `ownerReference`'s `apiVersion`/`kind` is resolved), with the groups that failed.
 
 use std::collections::{BTreeMap, HashMap};
@@ -10,18 +10,18 @@ use kube::core::ApiResource;
 
 /// One resource of one group version.
 #[derive(Clone, Debug)]
-pub(crate) struct Resource {
+pub struct Resource {
     /// Group, version, kind and plural.
-    pub(crate) api: ApiResource,
+    pub api: ApiResource,
     /// Whether its objects live in namespaces.
-    pub(crate) namespaced: bool,
+    pub namespaced: bool,
     /// The verbs discovery lists for it.
-    pub(crate) verbs: Vec<String>,
+    pub verbs: Vec<String>,
 }
 
 impl Resource {
     /// Whether every verb in `verbs` is supported.
-    pub(crate) fn supports(&self, verbs: &[&str]) -> bool {
+    pub fn supports(&self, verbs: &[&str]) -> bool {
         verbs
             .iter()
             .all(|v| self.verbs.iter().any(|have| have == v))
@@ -29,32 +29,32 @@ impl Resource {
 
     /// `resource.group` (`configmaps.` for the core group), as upstream prints a group
     /// resource in namespace conditions.
-    pub(crate) fn group_resource(&self) -> String {
+    pub fn group_resource(&self) -> String {
         format!("{}.{}", self.api.plural, self.api.group)
     }
 }
 
 /// What one discovery round found.
 #[derive(Debug, Default)]
-pub(crate) struct Discovered {
+pub struct Discovered {
     /// The resources (no subresources) of each group's preferred version.
-    pub(crate) preferred: Vec<Resource>,
+    pub preferred: Vec<Resource>,
     /// Every version's resources by `(apiVersion, kind)`.
-    pub(crate) by_kind: HashMap<(String, String), Resource>,
+    pub by_kind: HashMap<(String, String), Resource>,
     /// The group versions whose resources could not be listed, with the error.
-    pub(crate) failed: BTreeMap<String, String>,
+    pub failed: BTreeMap<String, String>,
     /// The group versions the server listed that do not parse.
-    pub(crate) unparsable: Vec<String>,
+    pub unparsable: Vec<String>,
 }
 
 impl Discovered {
     /// Resolves an `apiVersion` and `kind` (an owner reference's) to its resource.
-    pub(crate) fn resolve(&self, api_version: &str, kind: &str) -> Option<&Resource> {
+    pub fn resolve(&self, api_version: &str, kind: &str) -> Option<&Resource> {
         self.by_kind.get(&(api_version.to_owned(), kind.to_owned()))
     }
 
     /// Upstream's text for partial discovery failures.
-    pub(crate) fn failure_message(&self) -> Option<String> {
+    pub fn failure_message(&self) -> Option<String> {
         if self.failed.is_empty() {
             return None;
         }
@@ -108,7 +108,7 @@ fn parses(group_version: &str) -> bool {
 
 /// Runs discovery: fails only when the list of groups itself cannot be read; a group version
 /// that fails is recorded in [`Discovered::failed`].
-pub(crate) async fn discover(client: &Client) -> Result<Discovered, kube::Error> {
+pub async fn discover(client: &Client) -> Result<Discovered, kube::Error> {
     let mut found = Discovered::default();
     let core = client.list_core_api_versions().await?;
     for version in &core.versions {
