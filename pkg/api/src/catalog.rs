@@ -201,6 +201,10 @@ pub struct ResourceInfo {
     pub storage_api_version: &'static str,
     /// The shape of a served object: its JSON fields and their protobuf numbers.
     pub schema: &'static Struct,
+    /// Whether the kind speaks Kubernetes protobuf (its `schema` then carries the field
+    /// numbers of upstream's `generated.proto`); a program's own kind without field numbers
+    /// says `false` and is served as JSON and YAML only.
+    pub protobuf: bool,
     /// The list, map and patch semantics of the kind's own types (`x-kubernetes-*`), for
     /// OpenAPI, strategic merge patch and server-side apply (the shared types' are in
     /// [`crate::openapi::extensions::SHARED`]).
@@ -271,19 +275,24 @@ impl ResourceInfo {
     }
 }
 
-pub(crate) fn identity(object: Value) -> Value {
+/// A hook that leaves an object as it is (`to_storage`/`from_storage` of most kinds).
+pub fn identity(object: Value) -> Value {
     object
 }
 
-pub(crate) fn no_default(_: &mut Value) {}
+/// A hook that changes nothing (`default`, `prepare_for_create`, `mark_deleting`).
+pub fn no_default(_: &mut Value) {}
 
-pub(crate) fn no_prepare_update(_: &mut Value, _: &Value) {}
+/// An update hook that changes nothing.
+pub fn no_prepare_update(_: &mut Value, _: &Value) {}
 
-pub(crate) fn nothing_pending(_: &Value) -> bool {
+/// Nothing but `metadata.finalizers` holds back a deletion.
+pub fn nothing_pending(_: &Value) -> bool {
     false
 }
 
-pub(crate) const STATUS_VERBS: &[&str] = &["get", "patch", "update"];
+/// The verbs of a `status` subresource.
+pub const STATUS_VERBS: &[&str] = &["get", "patch", "update"];
 
 static RESOURCES: &[ResourceInfo] = &[
     core::namespace::INFO,
@@ -301,15 +310,18 @@ static RESOURCES: &[ResourceInfo] = &[
     apiextensions::INFO,
 ];
 
-pub(crate) fn no_update(_: &Value, _: &Value) -> Result<ErrorList, ApiError> {
+/// No validation on update.
+pub fn no_update(_: &Value, _: &Value) -> Result<ErrorList, ApiError> {
     Ok(ErrorList::new())
 }
 
-pub(crate) fn no_field_values(_: &Value) -> BTreeMap<&'static str, String> {
+/// No field-selector values besides `metadata.name` and `metadata.namespace`.
+pub fn no_field_values(_: &Value) -> BTreeMap<&'static str, String> {
     BTreeMap::new()
 }
 
-pub(crate) fn no_row(_: &Value, _: i64) -> Vec<Value> {
+/// No table cells besides the name and age.
+pub fn no_row(_: &Value, _: i64) -> Vec<Value> {
     Vec::new()
 }
 
@@ -366,6 +378,7 @@ const fn review(
         storage_prefix: "",
         storage_api_version: "",
         schema,
+        protobuf: true,
         extensions: &[],
         openapi_schema,
         hooks,

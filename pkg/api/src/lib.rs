@@ -66,4 +66,4 @@ pub mod rbac;
 pub mod table;
 pub mod time;
 
-mod util;
+pub mod util;

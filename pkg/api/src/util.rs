@@ -1,4 +1,5 @@
-//! Small helpers shared by the resource modules.
+//! Helpers for writing a kind: reading an object (typed or by path), its field-selector values
+//! and its table cells. The built-in kinds use them; so can a program's own.
 
 use std::collections::BTreeMap;
 
@@ -10,7 +11,7 @@ use serde_json::Value;
 use crate::decode::{self, Struct};
 
 /// The string at `path` in `value`, or `""`.
-pub(crate) fn str_at<'a>(value: &'a Value, path: &[&str]) -> &'a str {
+pub fn str_at<'a>(value: &'a Value, path: &[&str]) -> &'a str {
     let mut current = value;
     for key in path {
         match current.get(key) {
@@ -22,7 +23,7 @@ pub(crate) fn str_at<'a>(value: &'a Value, path: &[&str]) -> &'a str {
 }
 
 /// The number of entries of the object or array at `key`, or 0.
-pub(crate) fn len_at(value: &Value, key: &str) -> usize {
+pub fn len_at(value: &Value, key: &str) -> usize {
     match value.get(key) {
         Some(Value::Object(m)) => m.len(),
         Some(Value::Array(a)) => a.len(),
@@ -32,7 +33,7 @@ pub(crate) fn len_at(value: &Value, key: &str) -> usize {
 
 /// Decodes `object` as `schema` and reads its metadata and body: the body type reads the
 /// fields it needs from the decoded object.
-pub(crate) fn decode_typed<T: DeserializeOwned>(
+pub fn decode_typed<T: DeserializeOwned>(
     object: &Value,
     schema: &'static Struct,
     kind: &str,
@@ -52,7 +53,7 @@ pub(crate) fn decode_typed<T: DeserializeOwned>(
 
 /// The `metadata.name` and, for namespaced resources, `metadata.namespace` field-selector values
 /// (upstream's `ObjectMetaFieldsSet`).
-pub(crate) fn meta_fields(object: &Value, namespaced: bool) -> BTreeMap<&'static str, String> {
+pub fn meta_fields(object: &Value, namespaced: bool) -> BTreeMap<&'static str, String> {
     let mut fields = BTreeMap::new();
     fields.insert(
         "metadata.name",
@@ -68,12 +69,12 @@ pub(crate) fn meta_fields(object: &Value, namespaced: bool) -> BTreeMap<&'static
 }
 
 /// The object's `metadata.name`.
-pub(crate) fn name(object: &Value) -> Value {
+pub fn name(object: &Value) -> Value {
     Value::from(str_at(object, &["metadata", "name"]))
 }
 
 /// The object's age at `now`.
-pub(crate) fn age(object: &Value, now: i64) -> Value {
+pub fn age(object: &Value, now: i64) -> Value {
     let created = object
         .get("metadata")
         .and_then(|m| m.get("creationTimestamp"))

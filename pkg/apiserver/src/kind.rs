@@ -114,9 +114,11 @@ impl ServedKind {
     }
 
     /// The protobuf shape of the objects, for kinds that speak Kubernetes protobuf (custom
-    /// resources do not, as upstream).
+    /// resources do not, as upstream, nor a program's own kinds without field numbers).
     pub fn protobuf(&self) -> Option<&'static Struct> {
-        self.builtin_info().map(|info| info.schema)
+        self.builtin_info()
+            .filter(|info| info.protobuf)
+            .map(|info| info.schema)
     }
 
     /// The table's column definitions.

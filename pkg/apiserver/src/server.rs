@@ -207,7 +207,14 @@ impl<S: Storage> ApiServer<S> {
             .iter()
             .filter(|info| enablement.serves_info(info))
             .collect();
-        let builtin_documents = genplane_api::openapi::documents(
+        // The entries whose schemas the documents describe: the served kinds' own (a
+        // program's kinds included) and the reviews'.
+        let entries: Vec<&'static ResourceInfo> = builtin
+            .iter()
+            .filter_map(|r| r.info.builtin_info())
+            .chain(reviews.iter().copied())
+            .collect();
+        let builtin_documents = genplane_api::openapi::documents_of(
             &builtin
                 .iter()
                 .map(|r| r.served())
@@ -216,6 +223,7 @@ impl<S: Storage> ApiServer<S> {
                     d
                 }))
                 .collect::<Vec<_>>(),
+            &entries,
         );
         let version = version_info(build);
         let admission_context = builtin

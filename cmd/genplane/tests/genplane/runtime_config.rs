@@ -157,7 +157,7 @@ fn entries_that_cannot_be_applied_are_configuration_errors() {
         ),
         (
             "--runtime-config=api/all=false",
-            "the core API's namespaces, serviceaccounts, secrets cannot be disabled",
+            "the core API's namespaces cannot be disabled",
         ),
         (
             "--runtime-config=rbac.authorization.k8s.io/v1=false",

@@ -213,6 +213,7 @@ pub const INFO: crate::catalog::ResourceInfo = crate::catalog::ResourceInfo {
     storage_prefix: "leases",
     storage_api_version: "coordination.k8s.io/v1",
     schema: &SCHEMA,
+    protobuf: true,
     extensions: &[],
     openapi_schema: crate::openapi::schema_of::<k8s_openapi::api::coordination::v1::Lease>,
     hooks: crate::catalog::Hooks {

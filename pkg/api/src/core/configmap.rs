@@ -168,6 +168,7 @@ pub const INFO: crate::catalog::ResourceInfo = crate::catalog::ResourceInfo {
     storage_prefix: "configmaps",
     storage_api_version: "v1",
     schema: &SCHEMA,
+    protobuf: true,
     extensions: &[],
     openapi_schema: crate::openapi::schema_of::<k8s_openapi::api::core::v1::ConfigMap>,
     hooks: crate::catalog::Hooks {

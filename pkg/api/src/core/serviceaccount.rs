@@ -135,6 +135,7 @@ pub const INFO: crate::catalog::ResourceInfo = crate::catalog::ResourceInfo {
     storage_prefix: "serviceaccounts",
     storage_api_version: "v1",
     schema: &SCHEMA,
+    protobuf: true,
     extensions: EXTENSIONS,
     openapi_schema: crate::openapi::schema_of::<k8s_openapi::api::core::v1::ServiceAccount>,
     hooks: crate::catalog::Hooks {

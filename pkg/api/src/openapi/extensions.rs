@@ -227,7 +227,30 @@ impl Extensions {
 /// Writes the table's extensions into the component schemas present in `schemas` (schema
 /// name -> schema). Entries for absent schemas or properties are skipped.
 pub fn apply(schemas: &mut Map<String, Value>) {
-    for entry in all() {
+    apply_entries(schemas, all());
+}
+
+/// As [`apply`], with the shared entries and those of `kinds` (the catalog's, or a program's
+/// own kinds).
+pub fn apply_of(schemas: &mut Map<String, Value>, kinds: &[&'static crate::catalog::ResourceInfo]) {
+    let mut seen: Vec<(&'static str, &'static str)> = Vec::new();
+    let entries = SHARED
+        .iter()
+        .chain(kinds.iter().flat_map(|r| r.extensions.iter()))
+        .filter(move |e| {
+            let key = (e.schema, e.property);
+            let first = !seen.contains(&key);
+            seen.push(key);
+            first
+        });
+    apply_entries(schemas, entries);
+}
+
+fn apply_entries<'a>(
+    schemas: &mut Map<String, Value>,
+    entries: impl Iterator<Item = &'a Extensions>,
+) {
+    for entry in entries {
         let Some(schema) = schemas.get_mut(entry.schema).and_then(Value::as_object_mut) else {
             continue;
         };

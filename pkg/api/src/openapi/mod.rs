@@ -37,7 +37,7 @@ use schemars::JsonSchema;
 use schemars::generate::{SchemaGenerator, SchemaSettings};
 use serde_json::{Map, Value, json};
 
-use crate::catalog::ResourceDescription;
+use crate::catalog::{ResourceDescription, ResourceInfo};
 use k8s_openapi::api::{autoscaling as autoscaling_api, core as core_api};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1 as meta;
 
@@ -86,9 +86,24 @@ pub fn group_version_path(group: &str, version: &str) -> String {
     }
 }
 
-/// Every document for `resources`, in a stable order: `api`, `api/v1`, `apis`, then each group
-/// (`apis/<group>`, then its versions) in the order the resources list them.
+/// Every document for `resources` of the built-in catalog, in a stable order: `api`,
+/// `api/v1`, `apis`, then each group (`apis/<group>`, then its versions) in the order the
+/// resources list them.
 pub fn documents(resources: &[ServedResource]) -> Vec<Document> {
+    let kinds: Vec<&'static ResourceInfo> = crate::catalog::all()
+        .iter()
+        .chain(crate::catalog::reviews())
+        .collect();
+    documents_of(resources, &kinds)
+}
+
+/// The documents of [`documents`], with the schemas and extensions of `kinds` (the entries
+/// of what is served: the catalog's, or a program's own): a served kind that is not among them
+/// has no schema.
+pub fn documents_of(
+    resources: &[ServedResource],
+    kinds: &[&'static ResourceInfo],
+) -> Vec<Document> {
     let mut group_versions: Vec<(&str, &str)> = Vec::new();
     for r in resources {
         let gv = (r.group.as_str(), r.version.as_str());
@@ -114,6 +129,7 @@ pub fn documents(resources: &[ServedResource]) -> Vec<Document> {
             version,
             resources,
             &group_versions,
+            kinds,
         ));
     }
     out.push(discovery_document(
@@ -146,6 +162,7 @@ pub fn documents(resources: &[ServedResource]) -> Vec<Document> {
                 version,
                 resources,
                 &group_versions,
+                kinds,
             ));
         }
     }
@@ -158,23 +175,24 @@ fn generator() -> SchemaGenerator {
         .into_generator()
 }
 
-/// Adds the schema of `T` (and what it refers to) and returns its component name.
-pub(crate) fn schema_of<T: JsonSchema>(generator: &mut SchemaGenerator) -> String {
+/// Adds the schema of `T` (and what it refers to) and returns its component name: a kind's
+/// [`ResourceInfo::openapi_schema`].
+pub fn schema_of<T: JsonSchema>(generator: &mut SchemaGenerator) -> String {
     generator.subschema_for::<T>();
     T::schema_name().into_owned()
 }
 
-/// Adds the schema of a built-in kind (its catalog entry's) and returns its name; `None` for
-/// a kind the catalog does not have.
+/// Adds the schema of a kind (its entry's among `kinds`) and returns its name; `None` for a
+/// kind that has no entry.
 fn add_kind(
     generator: &mut SchemaGenerator,
+    kinds: &[&'static ResourceInfo],
     group: &str,
     version: &str,
     kind: &str,
 ) -> Option<String> {
-    let info = crate::catalog::all()
+    let info = kinds
         .iter()
-        .chain(crate::catalog::reviews())
         .find(|r| r.group == group && r.version == version && r.kind == kind)?;
     Some((info.openapi_schema)(generator))
 }
@@ -236,6 +254,7 @@ fn group_version_document(
     version: &str,
     resources: &[ServedResource],
     all_group_versions: &[(&str, &str)],
+    entries: &[&'static ResourceInfo],
 ) -> Document {
     let mut generator = generator();
     let mut kinds = Kinds { names: Vec::new() };
@@ -250,7 +269,7 @@ fn group_version_document(
             if kinds.schema_of(kind).is_some() {
                 continue;
             }
-            if let Some(name) = add_kind(&mut generator, group, version, kind) {
+            if let Some(name) = add_kind(&mut generator, entries, group, version, kind) {
                 let list = format!("{name}List");
                 kinds.names.push((kind.to_owned(), name, list));
             }
@@ -304,7 +323,7 @@ fn group_version_document(
         &names.resource_list,
         vec![gvk("", "v1", "APIResourceList")],
     );
-    extensions::apply(&mut schemas);
+    extensions::apply_of(&mut schemas, entries);
     let path = group_version_path(group, version);
     let paths = paths::group_version_paths(group, version, &served, &kinds, &names);
     Document {

@@ -102,6 +102,7 @@ pub const INFO: crate::catalog::ResourceInfo = crate::catalog::ResourceInfo {
     storage_prefix: "roles",
     storage_api_version: "rbac.authorization.k8s.io/v1",
     schema: &SCHEMA,
+    protobuf: true,
     extensions: crate::rbac::ROLE_EXTENSIONS,
     openapi_schema: crate::openapi::schema_of::<k8s_openapi::api::rbac::v1::Role>,
     hooks: crate::catalog::Hooks {

@@ -39,6 +39,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
+use genplane_api::catalog::ResourceInfo;
 use genplane_apiserver::metrics::ApiMetrics;
 use genplane_apiserver::{ApiServer, Resource};
 use genplane_authorization::rbac::RbacAuthorizer;
@@ -168,9 +169,8 @@ pub struct CompletedConfig {
     pub pki: pki::Pki,
     tls: tokio_rustls::TlsAcceptor,
     backend: Arc<StorageBackend>,
-    /// The resources to serve, each with its store and watch cache. Resources added here
-    /// (with [`Resource::builtin_with`] or [`Resource::builtin`] over [`Self::storage_for`])
-    /// are served like the built-in ones.
+    /// The resources to serve, each with its store and watch cache; a program adds its own
+    /// with [`CompletedConfig::add_resource`].
     pub resources: Vec<Resource<ResourceStorage>>,
 }
 
@@ -193,22 +193,25 @@ pub struct Ready {
 }
 
 impl CompletedConfig {
-    /// The storage of a resource of the program's own whose objects are kept below `prefix`
-    /// (`/registry/<group>/<resource>/`): a watch cache over the server's backend, encrypted at
-    /// rest as the configuration says for `group` and `resource`.
-    pub fn storage_for(
-        &self,
-        prefix: &str,
-        group: &str,
-        resource: &str,
-    ) -> Result<Arc<ResourceStorage>, Error> {
-        crate::custom_storage(self.backend.clone(), self.config.encryption.clone())(
-            prefix, group, resource,
+    /// Serves a resource of the program's own, described by `info` as a built-in kind is
+    /// (see `genplane_api::catalog::ResourceInfo`): its objects are kept below
+    /// `/registry/<info.storage_prefix>/` in the server's storage, behind a watch cache of their
+    /// own, encrypted at rest as the configuration says for its group and resource. It is served
+    /// like the built-in resources: discovery, OpenAPI (from `info.openapi_schema`), every verb,
+    /// watches, tables, server-side apply, its `status` subresource when it lists one.
+    pub fn add_resource(&mut self, info: &'static ResourceInfo) -> Result<(), Error> {
+        let prefix = format!("/registry/{}/", info.storage_prefix);
+        let storage = crate::custom_storage(self.backend.clone(), self.config.encryption.clone())(
+            &prefix,
+            info.group,
+            info.resource,
         )
         .map_err(|source| Error::ControlPlane {
             what: "setting up a watch cache",
             source: crate::Error::Storage(source),
-        })
+        })?;
+        self.resources.push(Resource::builtin(info, storage));
+        Ok(())
     }
 
     /// Serves until `shutdown` is triggered, sending [`Ready`] on `ready` once requests are

@@ -307,10 +307,11 @@ pub struct ApiEnablementOptions {
     pub runtime_config: Vec<String>,
 }
 
-/// The core resources the server itself stands on (namespaces for admission and the system
-/// namespaces, service accounts and secrets for token authentication), which
-/// `--runtime-config` may not turn off.
-const CORE_RESOURCES: &[&str] = &["namespaces", "serviceaccounts", "secrets"];
+/// The core resources the server itself stands on (namespaces: the system namespaces and
+/// the namespace admission plugins), which `--runtime-config` may not turn off. Without
+/// service accounts (and their secrets), service-account tokens are neither accepted nor
+/// issued.
+const CORE_RESOURCES: &[&str] = &["namespaces"];
 
 /// An authorizer of `--authorization-mode`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

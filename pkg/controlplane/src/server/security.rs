@@ -24,9 +24,14 @@ pub(super) fn security(
 ) -> Result<Security, Error> {
     use genplane_authentication::{keys, oidc, serviceaccount};
     let options = &config.options.authentication;
-    let lookup = CacheLookup::among(served).ok_or_else(|| {
-        Error::Security("the service-account and secret caches are not served".to_owned())
-    })?;
+    // A server that serves no ServiceAccounts (a program's own control plane, or
+    // `--runtime-config` turning them off) neither accepts nor issues their tokens.
+    let lookup = CacheLookup::among(served);
+    if lookup.is_none() {
+        tracing::info!(
+            "service accounts are not served: no service-account token authentication or TokenRequest"
+        );
+    }
     let signing_key = match &options.service_account_signing_key_file {
         Some(path) => keys::SigningKey::from_file(path).map_err(|e| {
             Error::Security(format!(
@@ -84,10 +89,16 @@ pub(super) fn security(
             api_audiences: audiences.clone(),
         }));
     }
-    tokens.push(Arc::new(ServiceAccountTokens {
-        verifier: serviceaccount::TokenAuthenticator::new(issuers.clone(), keys, audiences.clone()),
-        lookup: lookup.clone(),
-    }));
+    if let Some(lookup) = &lookup {
+        tokens.push(Arc::new(ServiceAccountTokens {
+            verifier: serviceaccount::TokenAuthenticator::new(
+                issuers.clone(),
+                keys,
+                audiences.clone(),
+            ),
+            lookup: lookup.clone(),
+        }));
+    }
     let token_requests = TokenRequestIssuer {
         issuer: serviceaccount::TokenIssuer::new(issuers[0].clone(), signing_key),
         options: genplane_authentication::token_request::TokenRequestOptions::new(
@@ -129,7 +140,9 @@ pub(super) fn security(
             resolver: rbac.clone(),
         }));
     }
-    security.token_requests = Some(Arc::new(token_requests));
+    if lookup.is_some() {
+        security.token_requests = Some(Arc::new(token_requests));
+    }
     security.oidc = oidc;
     Ok(security)
 }

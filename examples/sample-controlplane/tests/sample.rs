@@ -1,0 +1,339 @@
+//! The sample control plane as its users see it: started as a process, used with kubectl and
+//! with a kube-rs client (create, get, list, watch, status update, server-side apply) on its
+//! own kind, and nothing served that it did not ask for.
+
+#![allow(clippy::unwrap_used)]
+
+use std::io::{BufRead as _, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use futures::StreamExt as _;
+use kube::api::{
+    Api, ApiResource, DynamicObject, GroupVersionKind, ListParams, Patch, PatchParams, PostParams,
+    WatchEvent, WatchParams,
+};
+use serde_json::json;
+
+const BIN: &str = env!("CARGO_BIN_EXE_sample-controlplane");
+const DEADLINE: Duration = Duration::from_secs(60);
+
+/// The running sample, killed when dropped.
+struct Sample {
+    child: Child,
+    dir: tempfile::TempDir,
+}
+
+impl Drop for Sample {
+    fn drop(&mut self) {
+        self.child.kill().ok();
+        self.child.wait().ok();
+    }
+}
+
+impl Sample {
+    fn start() -> Sample {
+        let dir = tempfile::tempdir().unwrap();
+        let mut child = Command::new(BIN)
+            .args(["--bind-address=127.0.0.1", "--secure-port=0"])
+            .arg(format!("--data-dir={}", dir.path().join("data").display()))
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        // The banner comes once the server takes requests and the kubeconfig is written.
+        let stdout = child.stdout.take().unwrap();
+        let mut lines = BufReader::new(stdout).lines();
+        let banner = lines.next().expect("a banner").expect("a readable banner");
+        assert!(
+            banner.starts_with("genplane sample-controlplane serving on https://127.0.0.1:"),
+            "{banner}"
+        );
+        std::thread::spawn(move || for _ in lines {});
+        Sample { child, dir }
+    }
+
+    fn kubeconfig(&self) -> PathBuf {
+        self.dir.path().join("data/admin.kubeconfig")
+    }
+
+    fn kubectl(&self, args: &[&str], stdin: Option<&str>) -> Output {
+        let mut child = Command::new("kubectl")
+            .arg("--kubeconfig")
+            .arg(self.kubeconfig())
+            .args(args)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        if let Some(input) = stdin {
+            use std::io::Write as _;
+            child
+                .stdin
+                .take()
+                .unwrap()
+                .write_all(input.as_bytes())
+                .unwrap();
+        }
+        child.wait_with_output().unwrap()
+    }
+
+    async fn client(&self) -> kube::Client {
+        client_of(&self.kubeconfig()).await
+    }
+}
+
+async fn client_of(path: &Path) -> kube::Client {
+    let kubeconfig = kube::config::Kubeconfig::read_from(path).unwrap();
+    let config = kube::Config::from_custom_kubeconfig(kubeconfig, &Default::default())
+        .await
+        .unwrap();
+    kube::Client::try_from(config).unwrap()
+}
+
+fn text(output: &Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    )
+}
+
+fn ok(output: Output) -> String {
+    assert!(output.status.success(), "{}", text(&output));
+    String::from_utf8(output.stdout).unwrap()
+}
+
+fn widgets() -> ApiResource {
+    ApiResource::from_gvk_with_plural(
+        &GroupVersionKind::gvk("sample.genplane.io", "v1", "Widget"),
+        "widgets",
+    )
+}
+
+fn widget(name: &str, spec: serde_json::Value) -> DynamicObject {
+    serde_json::from_value(json!({
+        "apiVersion": "sample.genplane.io/v1", "kind": "Widget",
+        "metadata": {"name": name, "namespace": "default"}, "spec": spec,
+    }))
+    .unwrap()
+}
+
+#[test]
+fn kubectl_sees_exactly_what_the_sample_serves() {
+    let sample = Sample::start();
+    let listing = ok(sample.kubectl(&["api-resources", "--no-headers"], None));
+    let names: Vec<&str> = listing
+        .lines()
+        .filter_map(|l| l.split_whitespace().next())
+        .collect();
+    assert_eq!(names, ["configmaps", "namespaces", "widgets"], "{listing}");
+    assert!(
+        listing
+            .lines()
+            .any(|l| l.split_whitespace().collect::<Vec<_>>()
+                == ["widgets", "wg", "sample.genplane.io/v1", "true", "Widget"]),
+        "{listing}"
+    );
+
+    let applied = ok(sample.kubectl(
+        &["apply", "-f", "-"],
+        Some("apiVersion: sample.genplane.io/v1\nkind: Widget\nmetadata: {name: w1, namespace: default}\nspec: {size: 3}\n"),
+    ));
+    assert_eq!(applied.trim(), "widget.sample.genplane.io/w1 created");
+    let table = ok(sample.kubectl(&["get", "wg"], None));
+    let rows: Vec<Vec<&str>> = table
+        .lines()
+        .map(|l| l.split_whitespace().collect())
+        .collect();
+    assert_eq!(rows[0], ["NAME", "SIZE", "COLOR", "PHASE", "AGE"]);
+    assert_eq!(rows[1][..3], ["w1", "3", "green"]);
+
+    // Its own validation, with field paths.
+    let refused = sample.kubectl(
+        &["apply", "-f", "-"],
+        Some("apiVersion: sample.genplane.io/v1\nkind: Widget\nmetadata: {name: w2, namespace: default}\nspec: {size: 300, color: pink}\n"),
+    );
+    assert!(!refused.status.success());
+    let said = text(&refused);
+    assert!(
+        said.contains("spec.size: Invalid value: 300: must be between 1 and 100, inclusive"),
+        "{said}"
+    );
+    assert!(
+        said.contains("spec.color: Unsupported value: \"pink\""),
+        "{said}"
+    );
+
+    // OpenAPI knows the kind.
+    let explained = ok(sample.kubectl(&["explain", "widgets.spec.size"], None));
+    assert!(
+        explained.contains("How big the widget is, 1 to 100."),
+        "{explained}"
+    );
+
+    // Field selectors of its own.
+    ok(sample.kubectl(
+        &["apply", "-f", "-"],
+        Some("apiVersion: sample.genplane.io/v1\nkind: Widget\nmetadata: {name: w3, namespace: default}\nspec: {size: 5, color: blue}\n"),
+    ));
+    let blue = ok(sample.kubectl(
+        &[
+            "get",
+            "widgets",
+            "--field-selector=spec.color=blue",
+            "-o",
+            "name",
+        ],
+        None,
+    ));
+    assert_eq!(blue.trim(), "widget.sample.genplane.io/w3");
+
+    // Nothing else is served.
+    let secrets = sample.kubectl(&["get", "secrets"], None);
+    assert!(!secrets.status.success());
+    assert!(
+        text(&secrets).contains("the server doesn't have a resource type \"secrets\""),
+        "{}",
+        text(&secrets)
+    );
+}
+
+#[tokio::test]
+async fn a_kube_rs_client_creates_reads_watches_updates_status_and_applies() {
+    let sample = Sample::start();
+    let client = sample.client().await;
+    let api: Api<DynamicObject> = Api::namespaced_with(client, "default", &widgets());
+
+    let created = api
+        .create(&PostParams::default(), &widget("w1", json!({"size": 2})))
+        .await
+        .unwrap();
+    assert_eq!(created.data["spec"], json!({"size": 2, "color": "green"}));
+    assert_eq!(created.metadata.generation, Some(1));
+    let rv = created.metadata.resource_version.clone().unwrap();
+
+    // A watch from the create's version sees what follows.
+    let mut events = api
+        .watch(&WatchParams::default(), &rv)
+        .await
+        .unwrap()
+        .boxed();
+
+    // The status subresource: status changes, the spec does not.
+    let mut status = api.get("w1").await.unwrap();
+    status.data["status"] = json!({"phase": "Ready", "observedGeneration": 1});
+    status.data["spec"]["size"] = json!(99);
+    let written = api
+        .replace_status("w1", &PostParams::default(), &status)
+        .await
+        .unwrap();
+    assert_eq!(written.data["status"]["phase"], "Ready");
+    assert_eq!(written.data["spec"]["size"], 2);
+    // A write of the object does not change the status; a spec change bumps the generation.
+    let mut resized = written.clone();
+    resized.data["spec"]["size"] = json!(7);
+    resized.data["status"] = json!({"phase": "Pending"});
+    let replaced = api
+        .replace("w1", &PostParams::default(), &resized)
+        .await
+        .unwrap();
+    assert_eq!(replaced.data["status"]["phase"], "Ready");
+    assert_eq!(replaced.metadata.generation, Some(2));
+    // A bad phase is refused with the field.
+    let bad = api
+        .patch_status(
+            "w1",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"status": {"phase": "Exploded"}})),
+        )
+        .await
+        .unwrap_err();
+    let kube::Error::Api(status) = bad else {
+        panic!("{bad}");
+    };
+    assert_eq!(status.code, 422);
+    assert!(
+        status.message.contains("status.phase"),
+        "{}",
+        status.message
+    );
+
+    // Server-side apply: field ownership as for any kind.
+    let applied = api
+        .patch(
+            "w2",
+            &PatchParams::apply("sample-test"),
+            &Patch::Apply(json!({
+                "apiVersion": "sample.genplane.io/v1", "kind": "Widget",
+                "metadata": {"name": "w2", "namespace": "default"},
+                "spec": {"size": 4, "color": "red"},
+            })),
+        )
+        .await
+        .unwrap();
+    assert_eq!(applied.data["spec"]["color"], "red");
+    let managers: Vec<String> = applied
+        .metadata
+        .managed_fields
+        .unwrap_or_default()
+        .into_iter()
+        .filter_map(|m| m.manager)
+        .collect();
+    assert_eq!(managers, ["sample-test"]);
+    let conflict = api
+        .patch(
+            "w2",
+            &PatchParams::apply("someone-else"),
+            &Patch::Apply(json!({
+                "apiVersion": "sample.genplane.io/v1", "kind": "Widget",
+                "metadata": {"name": "w2", "namespace": "default"},
+                "spec": {"size": 9},
+            })),
+        )
+        .await
+        .unwrap_err();
+    let kube::Error::Api(status) = conflict else {
+        panic!("{conflict}");
+    };
+    assert_eq!(status.code, 409, "{}", status.message);
+
+    // List.
+    let listed = api.list(&ListParams::default()).await.unwrap();
+    let names: Vec<String> = listed
+        .items
+        .iter()
+        .filter_map(|w| w.metadata.name.clone())
+        .collect();
+    assert_eq!(names, ["w1", "w2"]);
+
+    // The watch saw the status write, the replace and the apply, in order.
+    let deadline = Instant::now() + DEADLINE;
+    let mut seen = Vec::new();
+    while seen.len() < 3 {
+        let next = tokio::time::timeout_at(deadline.into(), events.next())
+            .await
+            .expect("watch events within the deadline")
+            .expect("an open watch")
+            .unwrap();
+        match next {
+            WatchEvent::Added(w) | WatchEvent::Modified(w) => seen.push((
+                w.metadata.name.unwrap(),
+                w.metadata.generation.unwrap(),
+                w.data["status"]["phase"].as_str().unwrap_or("").to_owned(),
+            )),
+            WatchEvent::Bookmark(_) => {}
+            other => panic!("{other:?}"),
+        }
+    }
+    assert_eq!(
+        seen,
+        [
+            ("w1".to_owned(), 1, "Ready".to_owned()),
+            ("w1".to_owned(), 2, "Ready".to_owned()),
+            ("w2".to_owned(), 1, String::new()),
+        ]
+    );
+}
