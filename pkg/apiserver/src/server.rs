@@ -12,12 +12,9 @@ use genplane_component_base::shutdown::Shutdown;
 use genplane_component_base::version::{BuildInfo, KUBERNETES_VERSION};
 use genplane_registry::{CatalogStrategy, Store};
 use genplane_storage::Storage;
-use hyper::body::Incoming;
-use hyper::{Request, Response};
 use serde_json::{Value, json};
 
 use crate::authz::Security;
-use crate::body::ResponseBody;
 use crate::discovery::Discovery;
 use crate::enablement::{Api, ApiEnablement};
 use crate::filters::max_in_flight::{InFlight, Limits};
@@ -416,11 +413,6 @@ impl<S: Storage> ApiServer<S> {
     /// The served resources, built-in and custom, at this moment.
     pub fn resources(&self) -> Vec<Arc<Resource<S>>> {
         self.served().resources.clone()
-    }
-
-    /// Answers one request, through the filter chain (see [`crate::filters`]).
-    pub async fn handle(&self, request: Request<Incoming>) -> Response<ResponseBody> {
-        crate::filters::chain(self, request).await
     }
 
     /// The served resource a request names, at this moment.

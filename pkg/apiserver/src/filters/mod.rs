@@ -45,6 +45,13 @@ use crate::handlers::error_response_for;
 use crate::request_info;
 use crate::server::ApiServer;
 
+impl<S: Storage> ApiServer<S> {
+    /// Answers one request, through the filter chain ([`chain`]).
+    pub async fn handle(&self, request: Request<Incoming>) -> Response<ResponseBody> {
+        chain(self, request).await
+    }
+}
+
 /// Answers one request through every filter, in order.
 pub(crate) async fn chain<S: Storage>(
     server: &ApiServer<S>,
