@@ -4,7 +4,8 @@
 //! Everything the server needs to know about it is in [`INFO`]: its names and scope, its
 //! shape ([`SCHEMA`], which type-checks every body), its OpenAPI schema (derived from the Rust
 //! types below, so that `kubectl explain` and server-side apply know it), its table columns,
-//! and its strategy, a set of plain functions the generic store calls on every write:
+//! and its strategy, a set of plain functions the generic store calls on every write (the
+//! `prepare` ones are told the server's feature gates in a `Context`):
 //!
 //! - `default`: `spec.color` is `green` unless given;
 //! - `prepare_for_create`: `status` is the server's (cleared) and `metadata.generation` is 1;
@@ -17,7 +18,7 @@
 
 use std::collections::BTreeMap;
 
-use genplane_api::catalog::{self, Hooks, ResourceInfo, Subresource, SubresourceRules};
+use genplane_api::catalog::{self, Context, Hooks, ResourceInfo, Subresource, SubresourceRules};
 use genplane_api::decode::{self, Decoded, Field, OBJECT_META, Struct, Type};
 use genplane_api::table::{self, ColumnDefinition};
 use genplane_api::util;
@@ -134,14 +135,14 @@ fn set_generation(object: &mut Value, generation: i64) {
     }
 }
 
-fn prepare_for_create(object: &mut Value) {
+fn prepare_for_create(object: &mut Value, _: &Context<'_>) {
     if let Some(object) = object.as_object_mut() {
         object.remove("status");
     }
     set_generation(object, 1);
 }
 
-fn prepare_for_update(new: &mut Value, old: &Value) {
+fn prepare_for_update(new: &mut Value, old: &Value, _: &Context<'_>) {
     let next = if new.get("spec") == old.get("spec") {
         generation(old)
     } else {
@@ -200,7 +201,7 @@ fn validate_update(new: &Value, old: &Value) -> Result<ErrorList, ApiError> {
 
 /// A write through `status`: everything but the status (and the labels and annotations)
 /// stays as stored.
-fn prepare_for_status_update(new: &mut Value, old: &Value) {
+fn prepare_for_status_update(new: &mut Value, old: &Value, _: &Context<'_>) {
     let status = new.get("status").cloned();
     let labels = new.pointer("/metadata/labels").cloned();
     let annotations = new.pointer("/metadata/annotations").cloned();
@@ -356,7 +357,7 @@ mod tests {
     fn status_is_the_servers_and_generation_follows_the_spec() {
         let mut created = widget(json!({"size": 3}));
         created["status"] = json!({"phase": "Ready"});
-        prepare_for_create(&mut created);
+        prepare_for_create(&mut created, &Context::gates_off());
         default(&mut created);
         assert_eq!(created.get("status"), None);
         assert_eq!(created["metadata"]["generation"], 1);
@@ -367,18 +368,18 @@ mod tests {
         let mut relabelled = stored.clone();
         relabelled["metadata"]["labels"] = json!({"a": "b"});
         relabelled["status"] = json!({"phase": "Ready"});
-        prepare_for_update(&mut relabelled, &stored);
+        prepare_for_update(&mut relabelled, &stored, &Context::gates_off());
         assert_eq!(relabelled["status"]["phase"], "Pending");
         assert_eq!(relabelled["metadata"]["generation"], 1);
         let mut resized = stored.clone();
         resized["spec"]["size"] = json!(4);
-        prepare_for_update(&mut resized, &stored);
+        prepare_for_update(&mut resized, &stored, &Context::gates_off());
         assert_eq!(resized["metadata"]["generation"], 2);
 
         let mut status_write = stored.clone();
         status_write["spec"]["size"] = json!(99);
         status_write["status"] = json!({"phase": "Ready", "observedGeneration": 1});
-        prepare_for_status_update(&mut status_write, &stored);
+        prepare_for_status_update(&mut status_write, &stored, &Context::gates_off());
         assert_eq!(status_write["spec"]["size"], 3);
         assert_eq!(status_write["status"]["phase"], "Ready");
         let mut bad = stored.clone();

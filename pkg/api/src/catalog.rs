@@ -38,13 +38,47 @@ pub struct Subresource {
     pub rules: Option<SubresourceRules>,
 }
 
+/// The feature gates a strategy may consult, resolved for the server it runs in.
+pub trait FeatureGates: Send + Sync + std::fmt::Debug {
+    /// Whether `feature` (upstream's name, e.g. `CoordinatedLeaderElection`) is on.
+    fn enabled(&self, feature: &'static str) -> bool;
+}
+
+/// Every feature gate a built-in kind's hooks consult: a server's gates must know each.
+pub const GATED_FEATURES: &[&str] = &[crate::coordination::lease::COORDINATED_LEADER_ELECTION];
+
+/// Every gated feature off: what a strategy sees without a server's gates (tools, unit tests).
+/// Gated fields are then dropped on write, as a server with the feature off drops them.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct GatesOff;
+
+impl FeatureGates for GatesOff {
+    fn enabled(&self, _: &'static str) -> bool {
+        false
+    }
+}
+
+/// What a strategy's hooks are told about the server they run in.
+#[derive(Clone, Copy, Debug)]
+pub struct Context<'a> {
+    /// The server's feature gates.
+    pub gates: &'a dyn FeatureGates,
+}
+
+impl Context<'static> {
+    /// A context with every gated feature off ([`GatesOff`]).
+    pub fn gates_off() -> Self {
+        Context { gates: &GatesOff }
+    }
+}
+
 /// How a write through a subresource changes the object: what it keeps of the stored one and
 /// how it is validated (a `status` write keeps the `spec`, a `finalize` write changes only the
 /// finalizers).
 #[derive(Clone, Copy, Debug)]
 pub struct SubresourceRules {
     /// The changes on update, given the stored object.
-    pub prepare_for_update: fn(&mut Value, &Value),
+    pub prepare_for_update: fn(&mut Value, &Value, &Context<'_>),
     /// Validation on update (new, old).
     pub validate_update: fn(&Value, &Value) -> Result<ErrorList, ApiError>,
 }
@@ -59,9 +93,9 @@ pub struct Hooks {
     /// Upstream's defaulting (`SetDefaults_*` and conversion-time normalizing).
     pub default: fn(&mut Value),
     /// The strategy's changes on create (e.g. status reset).
-    pub prepare_for_create: fn(&mut Value),
+    pub prepare_for_create: fn(&mut Value, &Context<'_>),
     /// The strategy's changes on update, given the old object.
-    pub prepare_for_update: fn(&mut Value, &Value),
+    pub prepare_for_update: fn(&mut Value, &Value, &Context<'_>),
     /// Validation on create.
     pub validate: fn(&Value) -> Result<ErrorList, ApiError>,
     /// Validation on update (new, old).
@@ -280,11 +314,14 @@ pub fn identity(object: Value) -> Value {
     object
 }
 
-/// A hook that changes nothing (`default`, `prepare_for_create`, `mark_deleting`).
+/// A hook that changes nothing (`default`, `mark_deleting`).
 pub fn no_default(_: &mut Value) {}
 
+/// A create hook that changes nothing.
+pub fn no_prepare(_: &mut Value, _: &Context<'_>) {}
+
 /// An update hook that changes nothing.
-pub fn no_prepare_update(_: &mut Value, _: &Value) {}
+pub fn no_prepare_update(_: &mut Value, _: &Value, _: &Context<'_>) {}
 
 /// Nothing but `metadata.finalizers` holds back a deletion.
 pub fn nothing_pending(_: &Value) -> bool {
@@ -334,7 +371,7 @@ const fn create_only(
     Hooks {
         decode,
         default: no_default,
-        prepare_for_create: no_default,
+        prepare_for_create: no_prepare,
         prepare_for_update: no_prepare_update,
         validate,
         validate_update: no_update,

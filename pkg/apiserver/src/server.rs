@@ -4,7 +4,7 @@
 
 use std::sync::Arc;
 
-use genplane_api::catalog::ResourceInfo;
+use genplane_api::catalog::{FeatureGates, GatesOff, ResourceInfo};
 use genplane_api::openapi::ServedResource;
 use genplane_audit::Auditor;
 use genplane_component_base::http::OpsHandler;
@@ -45,7 +45,17 @@ impl<S: Storage> std::fmt::Debug for Resource<S> {
 impl<S: Storage> Resource<S> {
     /// The built-in resource `info`, stored in `storage`, with its subresources.
     pub fn builtin(info: &'static ResourceInfo, storage: Arc<S>) -> Self {
-        let strategy = CatalogStrategy::new(info);
+        Self::builtin_with_gates(info, storage, Arc::new(GatesOff))
+    }
+
+    /// The resource `info` over `storage`, its strategy's hooks told the server's feature
+    /// `gates`.
+    pub fn builtin_with_gates(
+        info: &'static ResourceInfo,
+        storage: Arc<S>,
+        gates: Arc<dyn FeatureGates>,
+    ) -> Self {
+        let strategy = CatalogStrategy::with_gates(info, gates);
         let subresources = info
             .subresources
             .iter()

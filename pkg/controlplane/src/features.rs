@@ -1,10 +1,27 @@
 //! The feature gates of the control plane's API server, with their upstream history.
 
-use genplane_component_base::featuregate::{Feature, FeatureSpec, Registry, Stage, Version};
+use genplane_component_base::featuregate::{
+    Feature, FeatureGate, FeatureSpec, Registry, Stage, Version,
+};
 
 /// `APIServerIdentity` (KEP-1965): each API server publishes an identity Lease in
 /// `kube-system`. Alpha in 1.20, beta and on by default since 1.26.
 pub const API_SERVER_IDENTITY: Feature = Feature::new("APIServerIdentity");
+
+/// `CoordinatedLeaderElection` (KEP-4444): Lease `spec.strategy` and `spec.preferredHolder`.
+/// Alpha in 1.31, beta (still off by default) in 1.33.
+pub const COORDINATED_LEADER_ELECTION: Feature =
+    Feature::new(genplane_api::coordination::lease::COORDINATED_LEADER_ELECTION);
+
+/// The resolved gates of a server, as the strategies of its kinds consult them.
+#[derive(Clone, Debug)]
+pub struct StrategyGates(pub FeatureGate);
+
+impl genplane_api::catalog::FeatureGates for StrategyGates {
+    fn enabled(&self, feature: &'static str) -> bool {
+        self.0.enabled(Feature::new(feature))
+    }
+}
 
 /// The features `genplane apiserver` knows.
 pub fn registry() -> Registry {
@@ -17,6 +34,14 @@ pub fn registry() -> Registry {
         ],
     );
     // The table above is static and valid; a test proves it.
+    debug_assert!(added.is_ok(), "{added:?}");
+    let added = registry.add(
+        COORDINATED_LEADER_ELECTION,
+        &[
+            FeatureSpec::new(Version::new(1, 31), Stage::Alpha, false),
+            FeatureSpec::new(Version::new(1, 33), Stage::Beta, false),
+        ],
+    );
     debug_assert!(added.is_ok(), "{added:?}");
     registry
 }
@@ -41,5 +66,29 @@ mod tests {
         };
         assert!(at(33));
         assert!(!at(25));
+    }
+
+    #[test]
+    fn every_feature_a_strategy_consults_is_known_and_off_by_default() {
+        use genplane_api::catalog::FeatureGates as _;
+        let gate = registry()
+            .resolve(
+                &FeatureGateSettings::default(),
+                Version::new(1, 33),
+                UseIdentity::new("apiserver", "test"),
+            )
+            .unwrap();
+        let gates = StrategyGates(gate);
+        for feature in genplane_api::catalog::GATED_FEATURES {
+            assert!(!gates.enabled(feature), "{feature}");
+        }
+        let on = registry()
+            .resolve(
+                &FeatureGateSettings([("CoordinatedLeaderElection".to_owned(), true)].into()),
+                Version::new(1, 33),
+                UseIdentity::new("apiserver", "test"),
+            )
+            .unwrap();
+        assert!(StrategyGates(on).enabled("CoordinatedLeaderElection"));
     }
 }

@@ -172,7 +172,7 @@ pub fn resources_with_encryption(
 }
 
 /// How the built-in resources are stored and which are served.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug)]
 pub struct ResourceOptions {
     /// Which resources are encrypted at rest ([`resources_with_encryption`]).
     pub encryption: EncryptionConfig,
@@ -180,6 +180,19 @@ pub struct ResourceOptions {
     pub cache: CacherConfig,
     /// Which resources are served (`--runtime-config`): the others get no watch cache.
     pub enablement: ApiEnablement,
+    /// The feature gates the kinds' strategies consult (every gated feature off by default).
+    pub gates: Arc<dyn genplane_api::catalog::FeatureGates>,
+}
+
+impl Default for ResourceOptions {
+    fn default() -> Self {
+        Self {
+            encryption: EncryptionConfig::default(),
+            cache: CacherConfig::default(),
+            enablement: ApiEnablement::default(),
+            gates: Arc::new(genplane_api::catalog::GatesOff),
+        }
+    }
 }
 
 /// The built-in resources `options.enablement` serves, stored as `options` says.
@@ -217,15 +230,14 @@ pub fn resources_with(
                 cache
             }
         };
+        let mut resource = Resource::builtin_with_gates(info, cache.clone(), options.gates.clone());
         if info.group == "apiextensions.k8s.io" && info.resource == "customresourcedefinitions" {
-            served.push(Resource::builtin_with(
-                info,
+            resource.store = genplane_registry::Store::new(
                 cache,
-                Arc::new(crd::schema::CrdStrategy::new()),
-            ));
-        } else {
-            served.push(Resource::builtin(info, cache));
+                Arc::new(crd::schema::CrdStrategy::with_gates(options.gates.clone())),
+            );
         }
+        served.push(resource);
     }
     Ok(served)
 }

@@ -4,7 +4,7 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use genplane_api::catalog::{self, ResourceInfo};
+use genplane_api::catalog::{self, Context, FeatureGates, GatesOff, ResourceInfo};
 use genplane_apimachinery::errors::ApiError;
 use genplane_apimachinery::schema::{GroupResource, GroupVersionKind};
 use genplane_apimachinery::validation::field::ErrorList;
@@ -13,15 +13,28 @@ use serde_json::Value;
 use crate::strategy::Strategy;
 
 /// The strategy of a built-in resource.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Debug)]
 pub struct CatalogStrategy {
     info: &'static ResourceInfo,
+    /// The server's feature gates, which the hooks are told.
+    gates: Arc<dyn FeatureGates>,
 }
 
 impl CatalogStrategy {
-    /// The strategy of `info`.
+    /// The strategy of `info`, with every gated feature off.
     pub fn new(info: &'static ResourceInfo) -> Self {
-        Self { info }
+        Self::with_gates(info, Arc::new(GatesOff))
+    }
+
+    /// The strategy of `info` under the server's feature `gates`.
+    pub fn with_gates(info: &'static ResourceInfo, gates: Arc<dyn FeatureGates>) -> Self {
+        Self { info, gates }
+    }
+
+    fn context(&self) -> Context<'_> {
+        Context {
+            gates: self.gates.as_ref(),
+        }
     }
 
     /// The strategy of the built-in resource `group`/`version`/`resource`, if there is one.
@@ -52,7 +65,7 @@ impl CatalogStrategy {
             .find(|s| s.name == name)?
             .rules?;
         Some(SubresourceStrategy {
-            base: *self,
+            base: self.clone(),
             prepare_for_update: rules.prepare_for_update,
             validate_update: rules.validate_update,
         })
@@ -61,10 +74,10 @@ impl CatalogStrategy {
 
 /// The strategy of a subresource: the resource's, with the subresource's own update rules
 /// (a `status` write keeps the stored `spec`; a `finalize` write changes only the finalizers).
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Debug)]
 pub struct SubresourceStrategy {
     base: CatalogStrategy,
-    prepare_for_update: fn(&mut Value, &Value),
+    prepare_for_update: fn(&mut Value, &Value, &Context<'_>),
     validate_update: fn(&Value, &Value) -> Result<ErrorList, ApiError>,
 }
 
@@ -104,7 +117,7 @@ impl Strategy for SubresourceStrategy {
     }
 
     fn prepare_for_update(&self, new: &mut Value, old: &Value) {
-        (self.prepare_for_update)(new, old);
+        (self.prepare_for_update)(new, old, &self.base.context());
     }
 
     fn canonicalize(&self, object: &mut Value) {
@@ -170,11 +183,11 @@ impl Strategy for CatalogStrategy {
     }
 
     fn prepare_for_create(&self, object: &mut Value) {
-        (self.info.hooks.prepare_for_create)(object);
+        (self.info.hooks.prepare_for_create)(object, &self.context());
     }
 
     fn prepare_for_update(&self, new: &mut Value, old: &Value) {
-        (self.info.hooks.prepare_for_update)(new, old);
+        (self.info.hooks.prepare_for_update)(new, old, &self.context());
     }
 
     fn validate(&self, object: &Value) -> Result<ErrorList, ApiError> {

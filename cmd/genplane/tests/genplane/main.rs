@@ -24,3 +24,4 @@ mod namespace_gc;
 mod runtime_config;
 mod security;
 mod shutdown;
+mod strategy_gates;

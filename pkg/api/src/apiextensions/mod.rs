@@ -727,7 +727,7 @@ fn set_generation(object: &mut Value, generation: i64) {
 
 /// The strategy on create: the status is cleared (only the storage version is recorded in
 /// `storedVersions`) and the generation is 1.
-pub fn prepare_for_create(object: &mut Value) {
+pub fn prepare_for_create(object: &mut Value, _context: &crate::catalog::Context<'_>) {
     if let Some(map) = object.as_object_mut() {
         map.insert("status".into(), json!({}));
     }
@@ -739,7 +739,7 @@ pub fn prepare_for_create(object: &mut Value) {
 /// The strategy on update: the status keeps its stored value (only the status subresource
 /// writes it), the generation goes up by one when the spec changed, and a new storage version
 /// is appended to `status.storedVersions`.
-pub fn prepare_for_update(new: &mut Value, old: &Value) {
+pub fn prepare_for_update(new: &mut Value, old: &Value, _context: &crate::catalog::Context<'_>) {
     let Some(map) = new.as_object_mut() else {
         return;
     };
@@ -761,7 +761,11 @@ pub fn prepare_for_update(new: &mut Value, old: &Value) {
 }
 
 /// The strategy of the `status` subresource: the spec keeps its stored value.
-pub fn prepare_for_status_update(new: &mut Value, old: &Value) {
+pub fn prepare_for_status_update(
+    new: &mut Value,
+    old: &Value,
+    _context: &crate::catalog::Context<'_>,
+) {
     if let Some(map) = new.as_object_mut() {
         match old.get("spec") {
             Some(spec) => map.insert("spec".into(), spec.clone()),

@@ -842,7 +842,11 @@ fn status_updates_check_accepted_names() {
     let mut status_write = old.clone();
     status_write["spec"]["group"] = json!("changed.example.com");
     status_write["status"]["acceptedNames"] = json!({"plural": "widgets", "kind": "Widget"});
-    prepare_for_status_update(&mut status_write, &old);
+    prepare_for_status_update(
+        &mut status_write,
+        &old,
+        &crate::catalog::Context::gates_off(),
+    );
     assert_eq!(status_write["spec"], old["spec"]);
     assert_eq!(status_write["status"]["acceptedNames"]["plural"], "widgets");
 }
@@ -891,7 +895,7 @@ fn create_and_update_strategies() {
     let mut object = crd();
     object["status"] = json!({"storedVersions": ["v0"], "conditions": [status::established()], "acceptedNames": {"plural": "x", "kind": "X"}});
     object["metadata"]["generation"] = json!(7);
-    prepare_for_create(&mut object);
+    prepare_for_create(&mut object, &crate::catalog::Context::gates_off());
     assert_eq!(
         object["status"],
         json!({"conditions": null, "acceptedNames": {"plural": "", "kind": ""}, "storedVersions": ["v1"]})
@@ -903,7 +907,7 @@ fn create_and_update_strategies() {
     let mut same_spec = old.clone();
     same_spec["status"] = json!({});
     same_spec["metadata"]["labels"] = json!({"a": "b"});
-    prepare_for_update(&mut same_spec, &old);
+    prepare_for_update(&mut same_spec, &old, &crate::catalog::Context::gates_off());
     assert_eq!(same_spec["status"], old["status"]);
     assert_eq!(same_spec["metadata"]["generation"], 1);
 
@@ -915,7 +919,11 @@ fn create_and_update_strategies() {
         .as_array_mut()
         .unwrap()
         .push(v2);
-    prepare_for_update(&mut new_storage, &old);
+    prepare_for_update(
+        &mut new_storage,
+        &old,
+        &crate::catalog::Context::gates_off(),
+    );
     assert_eq!(new_storage["metadata"]["generation"], 2);
     assert_eq!(new_storage["status"]["storedVersions"], json!(["v1", "v2"]));
     assert_eq!(

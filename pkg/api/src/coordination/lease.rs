@@ -95,14 +95,26 @@ pub fn drop_disabled_fields(new: &mut Value, old: Option<&Value>, enabled: bool)
     }
 }
 
-/// The strategy on create with the 1.33 default feature set (CoordinatedLeaderElection off).
-pub fn prepare_for_create(object: &mut Value) {
-    drop_disabled_fields(object, None, false);
+/// The feature gate of `spec.strategy` and `spec.preferredHolder` (KEP-4444).
+pub const COORDINATED_LEADER_ELECTION: &str = "CoordinatedLeaderElection";
+
+/// The strategy on create: the CoordinatedLeaderElection fields only with the feature on.
+pub fn prepare_for_create(object: &mut Value, context: &crate::catalog::Context<'_>) {
+    drop_disabled_fields(
+        object,
+        None,
+        context.gates.enabled(COORDINATED_LEADER_ELECTION),
+    );
 }
 
-/// The strategy on update with the 1.33 default feature set.
-pub fn prepare_for_update(new: &mut Value, old: &Value) {
-    drop_disabled_fields(new, Some(old), false);
+/// The strategy on update: the CoordinatedLeaderElection fields only with the feature on or
+/// already in use.
+pub fn prepare_for_update(new: &mut Value, old: &Value, context: &crate::catalog::Context<'_>) {
+    drop_disabled_fields(
+        new,
+        Some(old),
+        context.gates.enabled(COORDINATED_LEADER_ELECTION),
+    );
 }
 
 fn validate_spec(spec: &Spec) -> ErrorList {
@@ -346,20 +358,29 @@ mod tests {
         let mut new = lease(
             json!({"holderIdentity": "a", "strategy": "OldestEmulationVersion", "preferredHolder": "b"}),
         );
-        prepare_for_create(&mut new);
+        prepare_for_create(&mut new, &crate::catalog::Context::gates_off());
         assert_eq!(new["spec"], json!({"holderIdentity": "a"}));
         let in_use = lease(json!({"strategy": "OldestEmulationVersion"}));
         let mut update =
             lease(json!({"strategy": "OldestEmulationVersion", "preferredHolder": "b"}));
-        prepare_for_update(&mut update, &in_use);
+        prepare_for_update(&mut update, &in_use, &crate::catalog::Context::gates_off());
         assert_eq!(
             update["spec"],
             json!({"strategy": "OldestEmulationVersion"})
         );
+        // With the server's gate on, the strategy keeps them.
+        #[derive(Debug)]
+        struct On;
+        impl crate::catalog::FeatureGates for On {
+            fn enabled(&self, feature: &'static str) -> bool {
+                feature == COORDINATED_LEADER_ELECTION
+            }
+        }
         let mut enabled =
             lease(json!({"strategy": "OldestEmulationVersion", "preferredHolder": "b"}));
-        drop_disabled_fields(&mut enabled, None, true);
+        prepare_for_create(&mut enabled, &crate::catalog::Context { gates: &On });
         assert_eq!(enabled["spec"]["preferredHolder"], "b");
+        assert_eq!(enabled["spec"]["strategy"], "OldestEmulationVersion");
     }
 
     #[test]

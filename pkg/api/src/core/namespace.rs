@@ -138,7 +138,7 @@ pub fn default(object: &mut Value) {
 
 /// The strategy on create: `status` is `{phase: Active}`, and `spec.finalizers` gets
 /// `kubernetes` if it does not have it.
-pub fn prepare_for_create(object: &mut Value) {
+pub fn prepare_for_create(object: &mut Value, _context: &crate::catalog::Context<'_>) {
     if let Some(fields) = object.as_object_mut() {
         fields.insert("status".to_owned(), json!({"phase": PHASE_ACTIVE}));
     }
@@ -171,7 +171,7 @@ fn copy_field(new: &mut Value, old: &Value, key: &str) {
 }
 
 /// The strategy on update: `spec.finalizers` and `status` keep their old values.
-pub fn prepare_for_update(new: &mut Value, old: &Value) {
+pub fn prepare_for_update(new: &mut Value, old: &Value, _context: &crate::catalog::Context<'_>) {
     match old.get("spec").and_then(|s| s.get("finalizers")) {
         Some(finalizers) => {
             if let Some(spec) = object_mut(new, "spec") {
@@ -188,12 +188,20 @@ pub fn prepare_for_update(new: &mut Value, old: &Value) {
 }
 
 /// The strategy of the `status` subresource: `spec` keeps its old value.
-pub fn prepare_for_status_update(new: &mut Value, old: &Value) {
+pub fn prepare_for_status_update(
+    new: &mut Value,
+    old: &Value,
+    _context: &crate::catalog::Context<'_>,
+) {
     copy_field(new, old, "spec");
 }
 
 /// The strategy of the `finalize` subresource: `status` keeps its old value.
-pub fn prepare_for_finalize_update(new: &mut Value, old: &Value) {
+pub fn prepare_for_finalize_update(
+    new: &mut Value,
+    old: &Value,
+    _context: &crate::catalog::Context<'_>,
+) {
     copy_field(new, old, "status");
 }
 
@@ -400,7 +408,7 @@ mod tests {
     fn defaulting_and_create_strategy() {
         let mut object = json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "team-a", "labels": {"x": "y"}}});
         default(&mut object);
-        prepare_for_create(&mut object);
+        prepare_for_create(&mut object, &crate::catalog::Context::gates_off());
         assert_eq!(
             object,
             json!({"apiVersion": "v1", "kind": "Namespace",
@@ -408,7 +416,7 @@ mod tests {
                 "status": {"phase": "Active"}, "spec": {"finalizers": ["kubernetes"]}})
         );
         let mut own = json!({"metadata": {"name": "b"}, "spec": {"finalizers": ["example.com/x"]}, "status": {"phase": "Terminating"}});
-        prepare_for_create(&mut own);
+        prepare_for_create(&mut own, &crate::catalog::Context::gates_off());
         assert_eq!(
             own["spec"]["finalizers"],
             json!(["example.com/x", "kubernetes"])
@@ -430,15 +438,15 @@ mod tests {
     fn update_strategies_keep_spec_and_status() {
         let old = json!({"metadata": {"name": "a"}, "spec": {"finalizers": ["kubernetes"]}, "status": {"phase": "Active"}});
         let mut new = json!({"metadata": {"name": "a"}, "spec": {"finalizers": []}, "status": {"phase": "Terminating"}});
-        prepare_for_update(&mut new, &old);
+        prepare_for_update(&mut new, &old, &crate::catalog::Context::gates_off());
         assert_eq!(new, old);
         let mut status =
             json!({"metadata": {"name": "a"}, "spec": {}, "status": {"phase": "Terminating"}});
-        prepare_for_status_update(&mut status, &old);
+        prepare_for_status_update(&mut status, &old, &crate::catalog::Context::gates_off());
         assert_eq!(status["spec"], old["spec"]);
         assert_eq!(status["status"]["phase"], "Terminating");
         let mut finalize = json!({"metadata": {"name": "a"}, "spec": {"finalizers": []}, "status": {"phase": "Terminating"}});
-        prepare_for_finalize_update(&mut finalize, &old);
+        prepare_for_finalize_update(&mut finalize, &old, &crate::catalog::Context::gates_off());
         assert_eq!(finalize["spec"]["finalizers"], json!([]));
         assert_eq!(finalize["status"], old["status"]);
     }

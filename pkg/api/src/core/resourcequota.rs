@@ -204,7 +204,7 @@ pub fn decode(object: &Value) -> Result<Decoded, ApiError> {
 }
 
 /// The strategy on create: `status` is cleared.
-pub fn prepare_for_create(object: &mut Value) {
+pub fn prepare_for_create(object: &mut Value, _context: &crate::catalog::Context<'_>) {
     if let Some(fields) = object.as_object_mut() {
         fields.remove("status");
     }
@@ -220,12 +220,16 @@ fn copy_field(new: &mut Value, old: &Value, key: &str) {
 }
 
 /// The strategy on update: `status` keeps its old value.
-pub fn prepare_for_update(new: &mut Value, old: &Value) {
+pub fn prepare_for_update(new: &mut Value, old: &Value, _context: &crate::catalog::Context<'_>) {
     copy_field(new, old, "status");
 }
 
 /// The strategy of the `status` subresource: `spec` keeps its old value.
-pub fn prepare_for_status_update(new: &mut Value, old: &Value) {
+pub fn prepare_for_status_update(
+    new: &mut Value,
+    old: &Value,
+    _context: &crate::catalog::Context<'_>,
+) {
     copy_field(new, old, "spec");
 }
 
@@ -790,14 +794,22 @@ mod tests {
         );
         let mut created = quota(json!({"hard": {"pods": "5"}}));
         created["status"] = json!({"used": {"pods": "9"}});
-        prepare_for_create(&mut created);
+        prepare_for_create(&mut created, &crate::catalog::Context::gates_off());
         assert!(created.get("status").is_none());
         let mut spec_write = more.clone();
         let stored = json!({"metadata": {}, "spec": {}, "status": {"used": {"pods": "1"}}});
-        prepare_for_update(&mut spec_write, &stored);
+        prepare_for_update(
+            &mut spec_write,
+            &stored,
+            &crate::catalog::Context::gates_off(),
+        );
         assert_eq!(spec_write["status"], stored["status"]);
         let mut status_write = json!({"spec": {"hard": {"pods": "99"}}, "status": {}});
-        prepare_for_status_update(&mut status_write, &old);
+        prepare_for_status_update(
+            &mut status_write,
+            &old,
+            &crate::catalog::Context::gates_off(),
+        );
         assert_eq!(status_write["spec"], old["spec"]);
     }
 

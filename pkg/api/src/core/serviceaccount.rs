@@ -141,7 +141,7 @@ pub const INFO: crate::catalog::ResourceInfo = crate::catalog::ResourceInfo {
     hooks: crate::catalog::Hooks {
         decode,
         default: crate::catalog::no_default,
-        prepare_for_create: crate::catalog::no_default,
+        prepare_for_create: crate::catalog::no_prepare,
         prepare_for_update: crate::catalog::no_prepare_update,
         validate,
         validate_update,

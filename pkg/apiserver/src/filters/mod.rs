@@ -46,7 +46,7 @@ use crate::request_info;
 use crate::server::ApiServer;
 
 impl<S: Storage> ApiServer<S> {
-    /// Answers one request, through the filter chain ([`chain`]).
+    /// Answers one request, through the filter chain (see [`crate::filters`]).
     pub async fn handle(&self, request: Request<Incoming>) -> Response<ResponseBody> {
         chain(self, request).await
     }

@@ -259,7 +259,7 @@ fn check_defaults(schema: &Value, path: &Path) -> ErrorList {
 
 /// The strategy of CustomResourceDefinitions: the catalog's, with each schema checked by the
 /// schema engines (the catalog alone cannot: it knows no schema engine).
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Debug)]
 pub struct CrdStrategy {
     base: CatalogStrategy,
 }
@@ -270,6 +270,13 @@ impl CrdStrategy {
         Self {
             base: CatalogStrategy::find("apiextensions.k8s.io", "v1", "customresourcedefinitions")
                 .expect("invariant: the catalog has CustomResourceDefinitions"),
+        }
+    }
+
+    /// The strategy under the server's feature `gates`.
+    pub fn with_gates(gates: Arc<dyn genplane_api::catalog::FeatureGates>) -> Self {
+        Self {
+            base: CatalogStrategy::with_gates(&genplane_api::apiextensions::INFO, gates),
         }
     }
 }

@@ -144,6 +144,7 @@ impl Config {
             &ResourceOptions {
                 encryption: self.encryption.clone(),
                 enablement: self.api_enablement.clone(),
+                gates: Arc::new(features::StrategyGates(self.common.feature_gate.clone())),
                 ..ResourceOptions::default()
             },
         )
@@ -210,7 +211,11 @@ impl CompletedConfig {
             what: "setting up a watch cache",
             source: crate::Error::Storage(source),
         })?;
-        self.resources.push(Resource::builtin(info, storage));
+        let gates = Arc::new(features::StrategyGates(
+            self.config.common.feature_gate.clone(),
+        ));
+        self.resources
+            .push(Resource::builtin_with_gates(info, storage, gates));
         Ok(())
     }
 
