@@ -44,9 +44,6 @@ pub trait FeatureGates: Send + Sync + std::fmt::Debug {
     fn enabled(&self, feature: &'static str) -> bool;
 }
 
-/// Every feature gate a built-in kind's hooks consult: a server's gates must know each.
-pub const GATED_FEATURES: &[&str] = &[crate::coordination::lease::COORDINATED_LEADER_ELECTION];
-
 /// Every gated feature off: what a strategy sees without a server's gates (tools, unit tests).
 /// Gated fields are then dropped on write, as a server with the feature off drops them.
 #[derive(Clone, Copy, Debug, Default)]

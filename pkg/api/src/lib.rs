@@ -59,6 +59,7 @@ pub mod coordination;
 pub mod core;
 pub mod decode;
 pub mod events;
+pub mod features;
 pub mod openapi;
 pub mod protobuf;
 pub mod quantity;

@@ -11,7 +11,7 @@ pub const API_SERVER_IDENTITY: Feature = Feature::new("APIServerIdentity");
 /// `CoordinatedLeaderElection` (KEP-4444): Lease `spec.strategy` and `spec.preferredHolder`.
 /// Alpha in 1.31, beta (still off by default) in 1.33.
 pub const COORDINATED_LEADER_ELECTION: Feature =
-    Feature::new(genplane_api::coordination::lease::COORDINATED_LEADER_ELECTION);
+    Feature::new(genplane_api::features::COORDINATED_LEADER_ELECTION);
 
 /// The resolved gates of a server, as the strategies of its kinds consult them.
 #[derive(Clone, Debug)]
@@ -79,7 +79,7 @@ mod tests {
             )
             .unwrap();
         let gates = StrategyGates(gate);
-        for feature in genplane_api::catalog::GATED_FEATURES {
+        for feature in genplane_api::features::GATED_FEATURES {
             assert!(!gates.enabled(feature), "{feature}");
         }
         let on = registry()

@@ -95,15 +95,14 @@ pub fn drop_disabled_fields(new: &mut Value, old: Option<&Value>, enabled: bool)
     }
 }
 
-/// The feature gate of `spec.strategy` and `spec.preferredHolder` (KEP-4444).
-pub const COORDINATED_LEADER_ELECTION: &str = "CoordinatedLeaderElection";
-
 /// The strategy on create: the CoordinatedLeaderElection fields only with the feature on.
 pub fn prepare_for_create(object: &mut Value, context: &crate::catalog::Context<'_>) {
     drop_disabled_fields(
         object,
         None,
-        context.gates.enabled(COORDINATED_LEADER_ELECTION),
+        context
+            .gates
+            .enabled(crate::features::COORDINATED_LEADER_ELECTION),
     );
 }
 
@@ -113,7 +112,9 @@ pub fn prepare_for_update(new: &mut Value, old: &Value, context: &crate::catalog
     drop_disabled_fields(
         new,
         Some(old),
-        context.gates.enabled(COORDINATED_LEADER_ELECTION),
+        context
+            .gates
+            .enabled(crate::features::COORDINATED_LEADER_ELECTION),
     );
 }
 
@@ -373,7 +374,7 @@ mod tests {
         struct On;
         impl crate::catalog::FeatureGates for On {
             fn enabled(&self, feature: &'static str) -> bool {
-                feature == COORDINATED_LEADER_ELECTION
+                feature == crate::features::COORDINATED_LEADER_ELECTION
             }
         }
         let mut enabled =
