@@ -24,7 +24,10 @@ import sys
 KNOWN = [
     # the catalog lists every kind's ResourceInfo, each kind module uses the catalog's types and
     # openapi's helpers, and openapi reads the catalog
-    ["pkg/api/src/apiextensions/mod.rs", "pkg/api/src/catalog.rs", "pkg/api/src/core/event.rs",
+    # (admissionregistration joined it as rbac did: its extensions table and rbac's
+    # LabelSelector schema)
+    ["pkg/api/src/admissionregistration/mod.rs",
+     "pkg/api/src/apiextensions/mod.rs", "pkg/api/src/catalog.rs", "pkg/api/src/core/event.rs",
      "pkg/api/src/events.rs", "pkg/api/src/openapi/extensions.rs", "pkg/api/src/openapi/mod.rs",
      "pkg/api/src/rbac/mod.rs"],
 ]

@@ -16,15 +16,21 @@
 //!   `--enable-admission-plugins` / `--disable-admission-plugins` resolved into a [`Chain`].
 //! - [`namespace`]: NamespaceLifecycle, NamespaceExists and NamespaceAutoProvision, over a
 //!   [`namespace::Namespaces`] view of the stored namespaces.
+//! - [`webhook`]: MutatingAdmissionWebhook and ValidatingAdmissionWebhook, over a
+//!   [`webhook::Configurations`] view of the stored webhook configurations, and the HTTPS
+//!   client of webhooks ([`webhook::client`], also used by CRD conversion webhooks).
+//! - [`Warnings`]: what plugins tell the client besides admitting or refusing (`Warning`
+//!   headers).
 
 #![warn(missing_docs)]
 
 pub mod namespace;
 pub mod plugins;
+pub mod webhook;
 
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use genplane_apimachinery::errors::ApiError;
 use genplane_apimachinery::schema::{GroupVersionKind, GroupVersionResource};
@@ -69,6 +75,38 @@ pub struct Request {
     pub subresource: String,
     /// `dryRun=All`: plugins with side effects must not have them.
     pub dry_run: bool,
+    /// The warnings plugins give the client, collected over the request's writes.
+    pub warnings: Warnings,
+}
+
+/// Warnings for the client (`Warning: 299` headers), added by plugins while a request runs
+/// and taken by the handler that answers it. Clones share the same list.
+#[derive(Clone, Debug, Default)]
+pub struct Warnings(Arc<Mutex<Vec<String>>>);
+
+impl Warnings {
+    /// Adds `warnings` (a warning already given is not repeated).
+    pub fn extend(&self, warnings: impl IntoIterator<Item = String>) {
+        let mut list = self
+            .0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        for warning in warnings {
+            if !list.contains(&warning) {
+                list.push(warning);
+            }
+        }
+    }
+
+    /// The warnings given so far, leaving none.
+    pub fn take(&self) -> Vec<String> {
+        std::mem::take(
+            &mut *self
+                .0
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner),
+        )
+    }
 }
 
 /// What a plugin sees of one write.

@@ -2,15 +2,17 @@
 //! `AllOrderedPlugins`), with what genplane does with it:
 //!
 //! - implemented: `AlwaysAdmit`, `NamespaceAutoProvision`, `NamespaceLifecycle`,
-//!   `NamespaceExists`, `AlwaysDeny`;
+//!   `NamespaceExists`, `MutatingAdmissionWebhook`, `ValidatingAdmissionWebhook`, `AlwaysDeny`;
 //! - not applicable: plugins that act only on kinds a generic control plane does not serve
 //!   (pods, nodes, services, storage, ingresses, certificates); accepted, and they admit
 //!   everything here, as upstream's would;
-//! - not available yet: the webhook, policy, quota, owner-reference and rate-limit plugins;
+//! - not available yet: the policy, quota, owner-reference and rate-limit plugins;
 //!   naming one in `--enable-admission-plugins` is a configuration error that says so.
 //!
 //! Enabled by default: what upstream's generic control plane enables that genplane has
-//! (`NamespaceLifecycle`, and the not-applicable ones it lists).
+//! (`NamespaceLifecycle`, the two webhook plugins, and the not-applicable ones it lists). The
+//! webhook plugins run only when the server gives them its webhook configurations
+//! ([`Context::webhooks`]).
 
 use std::sync::Arc;
 
@@ -18,6 +20,7 @@ use genplane_apimachinery::errors::{ApiError, Status};
 use serde_json::Value;
 
 use crate::namespace::{NamespaceAutoProvision, NamespaceExists, NamespaceLifecycle, Namespaces};
+use crate::webhook::{Dispatcher, MutatingAdmissionWebhook, ValidatingAdmissionWebhook};
 use crate::{Attributes, BoxFuture, Chain, MutatingPlugin, ValidatingPlugin};
 
 /// What genplane does with a plugin of upstream's.
@@ -86,9 +89,9 @@ pub const ALL: &[Plugin] = &[
     plugin("DenyServiceExternalIPs", NotApplicable, false),
     plugin("PodTopologyLabels", NotApplicable, false),
     plugin("MutatingAdmissionPolicy", NotAvailable, false),
-    plugin("MutatingAdmissionWebhook", NotAvailable, false),
+    plugin("MutatingAdmissionWebhook", Implemented, true),
     plugin("ValidatingAdmissionPolicy", NotAvailable, false),
-    plugin("ValidatingAdmissionWebhook", NotAvailable, false),
+    plugin("ValidatingAdmissionWebhook", Implemented, true),
     plugin("ResourceQuota", NotAvailable, false),
     plugin("AlwaysDeny", Implemented, false),
 ];
@@ -98,6 +101,9 @@ pub const ALL: &[Plugin] = &[
 pub struct Context {
     /// The stored namespaces.
     pub namespaces: Arc<dyn Namespaces>,
+    /// The stored webhook configurations, when the server serves them (the webhook plugins
+    /// are left out of the chain without them).
+    pub webhooks: Option<Arc<dyn crate::webhook::Configurations>>,
 }
 
 /// Errors of resolving the plugin flags.
@@ -176,6 +182,10 @@ pub fn resolve(enable: &[String], disable: &[String], context: &Context) -> Resu
 pub fn chain_of(names: &[&str], context: &Context) -> Chain {
     let mut mutating: Vec<Arc<dyn MutatingPlugin>> = Vec::new();
     let mut validating: Vec<Arc<dyn ValidatingPlugin>> = Vec::new();
+    let dispatcher = context
+        .webhooks
+        .clone()
+        .map(|webhooks| Dispatcher::new(webhooks, context.namespaces.clone()));
     for &name in names {
         let namespaces = context.namespaces.clone();
         match name {
@@ -184,6 +194,18 @@ pub fn chain_of(names: &[&str], context: &Context) -> Chain {
             }
             "NamespaceLifecycle" => mutating.push(Arc::new(NamespaceLifecycle::new(namespaces))),
             "NamespaceExists" => mutating.push(Arc::new(NamespaceExists::new(namespaces))),
+            "MutatingAdmissionWebhook" => {
+                if let Some(dispatcher) = &dispatcher {
+                    mutating.push(Arc::new(MutatingAdmissionWebhook::new(dispatcher.clone())));
+                }
+            }
+            "ValidatingAdmissionWebhook" => {
+                if let Some(dispatcher) = &dispatcher {
+                    validating.push(Arc::new(ValidatingAdmissionWebhook::new(
+                        dispatcher.clone(),
+                    )));
+                }
+            }
             "AlwaysDeny" => validating.push(Arc::new(AlwaysDeny)),
             // AlwaysAdmit and the plugins for kinds not served admit everything.
             _ => {}
@@ -245,7 +267,9 @@ mod tests {
                 "CertificateApproval",
                 "CertificateSigning",
                 "ClusterTrustBundleAttest",
-                "CertificateSubjectRestriction"
+                "CertificateSubjectRestriction",
+                "MutatingAdmissionWebhook",
+                "ValidatingAdmissionWebhook"
             ]
         );
         assert_eq!(
@@ -261,6 +285,8 @@ mod tests {
                 "CertificateSigning",
                 "ClusterTrustBundleAttest",
                 "CertificateSubjectRestriction",
+                "MutatingAdmissionWebhook",
+                "ValidatingAdmissionWebhook",
                 "AlwaysDeny"
             ]
         );
@@ -269,12 +295,12 @@ mod tests {
             matches!(&unknown, Error::Unknown { name, known } if name == "Nope" && known.contains("NamespaceLifecycle"))
         );
         assert_eq!(
-            enabled(&names(&["ValidatingAdmissionWebhook"]), &[]).unwrap_err(),
+            enabled(&names(&["ValidatingAdmissionPolicy"]), &[]).unwrap_err(),
             Error::NotAvailable {
-                name: "ValidatingAdmissionWebhook".into()
+                name: "ValidatingAdmissionPolicy".into()
             }
         );
-        assert!(enabled(&[], &names(&["ValidatingAdmissionWebhook"])).is_ok());
+        assert!(enabled(&[], &names(&["ValidatingAdmissionPolicy"])).is_ok());
         assert_eq!(
             enabled(&names(&["AlwaysDeny"]), &names(&["AlwaysDeny"])).unwrap_err(),
             Error::Overlap {

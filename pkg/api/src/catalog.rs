@@ -10,7 +10,10 @@ use serde_json::Value;
 
 use crate::decode::{Decoded, Struct};
 use crate::table::ColumnDefinition;
-use crate::{apiextensions, authentication, authorization, coordination, core, events, rbac};
+use crate::{
+    admissionregistration, apiextensions, authentication, authorization, coordination, core,
+    events, rbac,
+};
 
 /// The verbs of a resource that can be listed, watched and deleted in bulk.
 pub const ALL_VERBS: &[&str] = &[
@@ -340,6 +343,8 @@ static RESOURCES: &[ResourceInfo] = &[
     rbac::clusterrole::INFO,
     rbac::rolebinding::INFO,
     rbac::role::INFO,
+    admissionregistration::validatingwebhookconfiguration::INFO,
+    admissionregistration::mutatingwebhookconfiguration::INFO,
     coordination::lease::INFO,
     apiextensions::INFO,
 ];
@@ -619,6 +624,20 @@ mod tests {
                     vec![]
                 ),
                 (
+                    "admissionregistration.k8s.io/v1".into(),
+                    "validatingwebhookconfigurations",
+                    "ValidatingWebhookConfiguration",
+                    false,
+                    vec![]
+                ),
+                (
+                    "admissionregistration.k8s.io/v1".into(),
+                    "mutatingwebhookconfigurations",
+                    "MutatingWebhookConfiguration",
+                    false,
+                    vec![]
+                ),
+                (
                     "coordination.k8s.io/v1".into(),
                     "leases",
                     "Lease",
@@ -637,7 +656,9 @@ mod tests {
         for r in all() {
             assert_eq!(r.list_kind, format!("{}List", r.kind));
             assert_eq!(format!("{}s", r.singular), r.resource);
-            let categories: &[&str] = if r.kind == "CustomResourceDefinition" {
+            let categories: &[&str] = if r.kind == "CustomResourceDefinition"
+                || r.group == "admissionregistration.k8s.io"
+            {
                 &["api-extensions"]
             } else {
                 &[]

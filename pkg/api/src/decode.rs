@@ -106,9 +106,13 @@ pub struct Struct {
 }
 
 impl Struct {
-    /// The field of JSON name `name`.
+    /// The field of JSON name `name`, also among the fields of an [inlined](Field::inline)
+    /// struct.
     pub fn field(&self, name: &str) -> Option<&Field> {
-        self.fields.iter().find(|f| f.name == name)
+        self.fields.iter().find_map(|f| match f.ty {
+            Type::Struct(inner) if f.inline => inner.field(name),
+            _ => (f.name == name).then_some(f),
+        })
     }
 }
 
@@ -132,6 +136,10 @@ pub struct Field {
     /// list is then kept. Every other empty map or list is left out, as a round trip through
     /// the Go type leaves it out (`labels: {}`, `finalizers: []`, `data: {}`).
     pub keep_empty: bool,
+    /// Whether the Go field is an embedded struct (`json:",inline"`, e.g. `Rule` in
+    /// `RuleWithOperations`): its fields are the parent's in JSON, and a message of its own
+    /// (field `number`) in protobuf. Its `name` is empty.
+    pub inline: bool,
 }
 
 impl Field {
@@ -143,6 +151,20 @@ impl Field {
             ty,
             pointer: false,
             keep_empty: false,
+            inline: false,
+        }
+    }
+
+    /// An embedded struct (`json:",inline"`): its fields appear in the parent's JSON, and in
+    /// protobuf as message field `number`.
+    pub const fn inline(number: u32, schema: &'static Struct) -> Self {
+        Field {
+            name: "",
+            number,
+            ty: Type::Struct(schema),
+            pointer: false,
+            keep_empty: false,
+            inline: true,
         }
     }
 
@@ -162,6 +184,7 @@ impl Field {
             ty,
             pointer: true,
             keep_empty: true,
+            inline: false,
         }
     }
 
@@ -173,6 +196,7 @@ impl Field {
             ty: Type::String,
             pointer: false,
             keep_empty: false,
+            inline: false,
         }
     }
 }

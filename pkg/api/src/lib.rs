@@ -8,6 +8,8 @@
 //! - coordination.k8s.io/v1 ([`coordination`]): leases;
 //! - rbac.authorization.k8s.io/v1 ([`rbac`]): [`rbac::role`], [`rbac::clusterrole`],
 //!   [`rbac::rolebinding`], [`rbac::clusterrolebinding`];
+//! - admissionregistration.k8s.io/v1 ([`admissionregistration`]): validating and mutating
+//!   webhook configurations;
 //! - apiextensions.k8s.io/v1 ([`apiextensions`]): CustomResourceDefinitions, with the pure
 //!   helpers of their status ([`apiextensions::status`]);
 //! - the review kinds, created but never stored: authentication.k8s.io/v1
@@ -50,6 +52,7 @@
 
 #![warn(missing_docs)]
 
+pub mod admissionregistration;
 pub mod apiextensions;
 pub mod authentication;
 pub mod authorization;

@@ -500,8 +500,13 @@ fn read_message(
             continue;
         }
         let field_path = format!("{path}.{}", field.name);
-        if let Some(value) = field_value(field, &raws, &field_path, depth)? {
-            out.insert(field.name.to_owned(), value);
+        match field_value(field, &raws, &field_path, depth)? {
+            // An embedded struct's fields are the parent's in JSON.
+            Some(Value::Object(inner)) if field.inline => out.extend(inner),
+            Some(value) => {
+                out.insert(field.name.to_owned(), value);
+            }
+            None => {}
         }
     }
     Ok(out)
@@ -823,6 +828,16 @@ fn write_message(
     let mut fields: Vec<&Field> = schema.fields.iter().filter(|f| f.number != 0).collect();
     fields.sort_by_key(|f| f.number);
     for field in fields {
+        if let (true, Type::Struct(inner)) = (field.inline, field.ty) {
+            // An embedded struct: its fields, taken from the parent's JSON, as a message.
+            let own: Map<String, Value> = map
+                .iter()
+                .filter(|(name, _)| inner.field(name).is_some())
+                .map(|(name, value)| (name.clone(), value.clone()))
+                .collect();
+            write_value(buf, field.number, field.ty, &Value::Object(own), path)?;
+            continue;
+        }
         let Some(value) = map.get(field.name).filter(|v| !v.is_null()) else {
             continue;
         };
@@ -1160,14 +1175,21 @@ mod tests {
             Type::MicroTime => Value::from("2026-11-22T03:40:00.123456Z"),
             Type::Quantity => Value::from("1500m"),
             Type::Any => json!({"f:data": {"f:a": {}}}),
-            Type::Struct(schema) => Value::Object(
-                schema
-                    .fields
-                    .iter()
-                    .filter(|f| f.number != 0 && (depth < 4 || !nests(f.ty)))
-                    .map(|f| (f.name.to_owned(), full_at(f.ty, f.name, depth + 1)))
-                    .collect(),
-            ),
+            Type::Struct(schema) => {
+                let mut object = Map::new();
+                for f in schema.fields {
+                    if f.number == 0 || (depth >= 4 && nests(f.ty)) {
+                        continue;
+                    }
+                    match full_at(f.ty, f.name, depth + 1) {
+                        Value::Object(inner) if f.inline => object.extend(inner),
+                        value => {
+                            object.insert(f.name.to_owned(), value);
+                        }
+                    }
+                }
+                Value::Object(object)
+            }
             Type::Map(item) => {
                 json!({"k1": full_at(*item, name, depth), "k2": full_at(*item, name, depth)})
             }

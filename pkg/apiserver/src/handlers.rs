@@ -224,6 +224,15 @@ impl<S: Storage> Ctx<'_, S> {
         )
     }
 
+    /// The warnings the admission plugins gave this request so far (taken: each is answered
+    /// once).
+    pub(crate) fn admission_warnings(&self) -> Vec<String> {
+        self.admission
+            .as_ref()
+            .map(|admission| admission.request.warnings.take())
+            .unwrap_or_default()
+    }
+
     /// The options of a create, update or non-apply patch (`options_kind` names them in
     /// errors: `CreateOptions`, `UpdateOptions`, `PatchOptions`): `dryRun`, and the tracking of
     /// field ownership for this request's manager.

@@ -39,6 +39,7 @@ pub mod request_info;
 mod reviews;
 mod router;
 pub mod server;
+pub mod webhook_configurations;
 
 pub use authz::Security;
 pub use enablement::ApiEnablement;

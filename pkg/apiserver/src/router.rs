@@ -403,6 +403,7 @@ impl<S: Storage> ApiServer<S> {
                             form_urlencoded::parse(q.as_bytes())
                                 .any(|(k, v)| k == "dryRun" && v == "All")
                         }),
+                        warnings: genplane_admission::Warnings::default(),
                     }),
                 }),
         };

@@ -156,9 +156,27 @@ pub struct ApiServer<S: Storage> {
     pub(crate) audit: Option<Auditor>,
     /// The admission plugins every write goes through (upstream's defaults unless replaced).
     pub(crate) admission: Arc<genplane_admission::Chain>,
-    /// What admission plugins read of the server (the stored namespaces), when it serves
-    /// Namespaces.
+    /// What admission plugins read of the server (the stored namespaces and webhook
+    /// configurations), when it serves Namespaces.
     admission_context: Option<genplane_admission::plugins::Context>,
+}
+
+/// The stored webhook configurations, when both kinds are served.
+fn webhook_configurations<S: Storage>(
+    builtin: &[Arc<Resource<S>>],
+) -> Option<Arc<dyn genplane_admission::webhook::Configurations>> {
+    let store = |resource: &str| {
+        builtin
+            .iter()
+            .find(|r| r.info.group == "admissionregistration.k8s.io" && r.info.resource == resource)
+            .map(|r| r.store.clone())
+    };
+    Some(Arc::new(
+        crate::webhook_configurations::StoredWebhookConfigurations {
+            validating: store("validatingwebhookconfigurations")?,
+            mutating: store("mutatingwebhookconfigurations")?,
+        },
+    ))
 }
 
 /// `/version`, as kube-apiserver answers it; `minor` tells kubectl's dispatcher which kubectl to
@@ -240,6 +258,7 @@ impl<S: Storage> ApiServer<S> {
                 namespaces: Arc::new(crate::namespaces::StoredNamespaces {
                     store: namespaces.store.clone(),
                 }),
+                webhooks: webhook_configurations(&builtin),
             });
         let admission = Arc::new(
             admission_context

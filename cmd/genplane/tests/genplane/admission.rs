@@ -1,12 +1,19 @@
 //! The admission plugins of the real binary: `--enable-admission-plugins` and
 //! `--disable-admission-plugins` with upstream's names, what each implemented plugin does to a
-//! write made with kubectl, and a configuration error for names that do not exist.
+//! write made with kubectl, and a configuration error for names that do not exist; admission
+//! webhooks registered with kubectl and served by an HTTPS server in the test.
 
 #![allow(clippy::unwrap_used)]
 
-use std::process::Command;
+use std::collections::BTreeMap;
+use std::process::{Command, Output};
+use std::sync::{Arc, Mutex};
 
-use crate::support::{BIN, ok, start_with, text};
+use base64::Engine as _;
+use serde_json::{Value, json};
+
+use crate::support::webhook::Webhook;
+use crate::support::{Apiserver, BIN, eventually, free_port, ok, start, start_with, text};
 
 #[test]
 fn unknown_and_unavailable_plugins_are_configuration_errors() {
@@ -20,9 +27,10 @@ fn unknown_and_unavailable_plugins_are_configuration_errors() {
             "admission plugin \"NoSuchPlugin\" is unknown",
         ),
         (
-            "--enable-admission-plugins=ValidatingAdmissionWebhook",
-            "admission plugin \"ValidatingAdmissionWebhook\" is not available in genplane yet",
+            "--enable-admission-plugins=ValidatingAdmissionPolicy",
+            "admission plugin \"ValidatingAdmissionPolicy\" is not available in genplane yet",
         ),
+        ("--enable-admission-plugins=ValidatingAdmissionWebhook", ""),
         ("--enable-admission-plugins=AlwaysDeny", ""),
     ] {
         let output = Command::new(BIN)
@@ -102,4 +110,315 @@ fn the_enabled_plugins_admit_writes_as_upstreams() {
         "{}",
         text(&immortal)
     );
+}
+
+/// What the test's webhook server saw: the requests of each path (`/validate`, `/mutate`).
+type Seen = Arc<Mutex<BTreeMap<String, Vec<Value>>>>;
+
+/// The test's webhooks: `/validate` refuses ConfigMaps named `bad-*` (403, with a message)
+/// and warns on the others; `/mutate` adds the label `mutated: "yes"` with a JSON patch.
+fn webhook_server() -> (Webhook, Seen) {
+    let seen: Seen = Arc::default();
+    let record = seen.clone();
+    let server = Webhook::start(move |call| {
+        let review: Value = serde_json::from_slice(&call.body).unwrap();
+        let request = review["request"].clone();
+        let path = call.path.split('?').next().unwrap().to_owned();
+        let uid = request["uid"].clone();
+        let name = request["name"].as_str().unwrap_or_default().to_owned();
+        let has_labels = request["object"]["metadata"]["labels"].is_object();
+        record
+            .lock()
+            .unwrap()
+            .entry(path.clone())
+            .or_default()
+            .push(request);
+        let response = match path.as_str() {
+            "/validate" if name.starts_with("bad-") => json!({
+                "uid": uid, "allowed": false,
+                "status": {"code": 403, "message": "names starting with bad- are refused"},
+            }),
+            "/validate" => {
+                json!({"uid": uid, "allowed": true, "warnings": ["validated by the test"]})
+            }
+            _ => {
+                let patch = if has_labels {
+                    json!([{"op": "add", "path": "/metadata/labels/mutated", "value": "yes"}])
+                } else {
+                    json!([{"op": "add", "path": "/metadata/labels", "value": {"mutated": "yes"}}])
+                };
+                let patch = base64::engine::general_purpose::STANDARD.encode(patch.to_string());
+                json!({"uid": uid, "allowed": true, "patchType": "JSONPatch", "patch": patch})
+            }
+        };
+        json!({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "response": response})
+    });
+    (server, seen)
+}
+
+fn calls(seen: &Seen, path: &str) -> usize {
+    seen.lock().unwrap().get(path).map_or(0, Vec::len)
+}
+
+/// Runs kubectl with `manifest` on its standard input (`-f -`).
+fn kubectl_stdin(server: &Apiserver, args: &[&str], manifest: &Value) -> Output {
+    use std::io::Write as _;
+    let mut child = Command::new("kubectl")
+        .arg("--kubeconfig")
+        .arg(server.kubeconfig())
+        .args(args)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(manifest.to_string().as_bytes())
+        .unwrap();
+    child.wait_with_output().unwrap()
+}
+
+fn configmap(name: &str, namespace: &str, labels: Value) -> Value {
+    json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name, "namespace": namespace, "labels": labels}, "data": {"k": "v"}})
+}
+
+fn rules() -> Value {
+    json!([{"operations": ["CREATE"], "apiGroups": [""], "apiVersions": ["v1"], "resources": ["configmaps"]}])
+}
+
+#[test]
+fn admission_webhooks_act_on_writes_as_upstreams() {
+    let (hooks, seen) = webhook_server();
+    let ca = base64::engine::general_purpose::STANDARD.encode(&hooks.ca_pem);
+    let server = start();
+    for (namespace, labels) in [
+        ("hooked", json!({"env": "test"})),
+        ("other", json!({})),
+        ("down-ignore", json!({"down": "ignore"})),
+        ("down-fail", json!({"down": "fail"})),
+    ] {
+        ok(kubectl_stdin(
+            &server,
+            &["create", "-f", "-"],
+            &json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace, "labels": labels}}),
+        ));
+    }
+
+    // A Service reference is refused at validation: genplane serves no Services.
+    let service = kubectl_stdin(
+        &server,
+        &["create", "-f", "-"],
+        &json!({"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingWebhookConfiguration",
+            "metadata": {"name": "by-service"},
+            "webhooks": [{"name": "svc.genplane.test", "sideEffects": "None", "admissionReviewVersions": ["v1"],
+                "clientConfig": {"service": {"namespace": "default", "name": "hook"}}, "rules": rules()}]}),
+    );
+    assert!(
+        text(&service)
+            .contains("webhooks[0].clientConfig.service: Forbidden: genplane serves no Services"),
+        "{}",
+        text(&service)
+    );
+
+    // Validating: names bad-* refused in namespaces labelled env=test, unless a match
+    // condition exempts them; registered with server-side apply.
+    ok(kubectl_stdin(
+        &server,
+        &["apply", "--server-side", "-f", "-"],
+        &json!({"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingWebhookConfiguration",
+            "metadata": {"name": "deny-bad"},
+            "webhooks": [{"name": "deny.genplane.test", "sideEffects": "None", "admissionReviewVersions": ["v1"],
+                "clientConfig": {"url": format!("{}/validate", hooks.base), "caBundle": ca},
+                "rules": rules(), "namespaceSelector": {"matchLabels": {"env": "test"}},
+                "matchConditions": [{"name": "not-exempt", "expression": "!object.metadata.name.startsWith('bad-exempt')"}]}]}),
+    ));
+    // Mutating: a label on every ConfigMap created without the label skip-mutation.
+    ok(kubectl_stdin(
+        &server,
+        &["create", "-f", "-"],
+        &json!({"apiVersion": "admissionregistration.k8s.io/v1", "kind": "MutatingWebhookConfiguration",
+            "metadata": {"name": "label"},
+            "webhooks": [{"name": "label.genplane.test", "sideEffects": "NoneOnDryRun", "admissionReviewVersions": ["v1"],
+                "clientConfig": {"url": format!("{}/mutate", hooks.base), "caBundle": ca},
+                "rules": rules(),
+                "objectSelector": {"matchExpressions": [{"key": "skip-mutation", "operator": "DoesNotExist"}]}}]}),
+    ));
+    // Defaulted and shown as upstream shows them.
+    let listed = ok(server.kubectl("kubectl", &["get", "validatingwebhookconfigurations"]));
+    assert!(listed.starts_with("NAME"), "{listed}");
+    assert!(listed.contains("WEBHOOKS"), "{listed}");
+    let stored: Value = serde_json::from_str(&ok(server.kubectl(
+        "kubectl",
+        &["get", "mutatingwebhookconfiguration", "label", "-o", "json"],
+    )))
+    .unwrap();
+    let hook = &stored["webhooks"][0];
+    assert_eq!(
+        (
+            &hook["failurePolicy"],
+            &hook["timeoutSeconds"],
+            &hook["reinvocationPolicy"],
+            &hook["rules"][0]["scope"]
+        ),
+        (&json!("Fail"), &json!(10), &json!("Never"), &json!("*"))
+    );
+    let explained = ok(server.kubectl(
+        "kubectl",
+        &[
+            "explain",
+            "validatingwebhookconfigurations.webhooks.sideEffects",
+        ],
+    ));
+    assert!(explained.contains("sideEffects"), "{explained}");
+
+    // The webhooks see a configuration once the API server's cache has it: wait for the
+    // refusal, with a new name each time.
+    let mut attempt = 0;
+    let refused = eventually("the validating webhook to refuse", || {
+        attempt += 1;
+        let name = format!("bad-{attempt}");
+        let output = server.kubectl("kubectl", &["create", "configmap", &name, "-n", "hooked"]);
+        (!output.status.success()).then(|| text(&output))
+    });
+    assert!(
+        refused.contains("admission webhook \"deny.genplane.test\" denied the request: names starting with bad- are refused"),
+        "{refused}"
+    );
+    eventually("the mutating webhook to label", || {
+        attempt += 1;
+        let name = format!("probe-{attempt}");
+        ok(server.kubectl("kubectl", &["create", "configmap", &name, "-n", "other"]));
+        let labels = ok(server.kubectl(
+            "kubectl",
+            &[
+                "get",
+                "configmap",
+                &name,
+                "-n",
+                "other",
+                "-o",
+                "jsonpath={.metadata.labels}",
+            ],
+        ));
+        labels.contains("mutated").then_some(())
+    });
+
+    // Admitted: mutated and stored, with the validating webhook's warning for kubectl.
+    let good = server.kubectl("kubectl", &["create", "configmap", "good", "-n", "hooked"]);
+    assert!(good.status.success(), "{}", text(&good));
+    assert!(
+        String::from_utf8_lossy(&good.stderr).contains("Warning: validated by the test"),
+        "{}",
+        text(&good)
+    );
+    let label = ok(server.kubectl(
+        "kubectl",
+        &[
+            "get",
+            "configmap",
+            "good",
+            "-n",
+            "hooked",
+            "-o",
+            "jsonpath={.metadata.labels.mutated}",
+        ],
+    ));
+    assert_eq!(label, "yes");
+
+    // What does not match is not sent: another namespace (namespaceSelector), a match
+    // condition, another resource (rules), a label (objectSelector).
+    let validated = calls(&seen, "/validate");
+    ok(server.kubectl(
+        "kubectl",
+        &["create", "configmap", "bad-elsewhere", "-n", "other"],
+    ));
+    ok(server.kubectl(
+        "kubectl",
+        &["create", "configmap", "bad-exempt", "-n", "hooked"],
+    ));
+    assert_eq!(calls(&seen, "/validate"), validated);
+    let mutated = calls(&seen, "/mutate");
+    ok(server.kubectl(
+        "kubectl",
+        &["create", "secret", "generic", "bad-secret", "-n", "hooked"],
+    ));
+    ok(kubectl_stdin(
+        &server,
+        &["create", "-f", "-"],
+        &configmap("skipped", "other", json!({"skip-mutation": "1"})),
+    ));
+    assert_eq!(calls(&seen, "/mutate"), mutated);
+    assert_eq!(calls(&seen, "/validate"), validated);
+    let labels = ok(server.kubectl(
+        "kubectl",
+        &[
+            "get",
+            "configmap",
+            "skipped",
+            "-n",
+            "other",
+            "-o",
+            "jsonpath={.metadata.labels}",
+        ],
+    ));
+    assert!(!labels.contains("mutated"), "{labels}");
+
+    // A dry run goes to webhooks without side effects, marked as a dry run; nothing is stored.
+    let dry = ok(server.kubectl(
+        "kubectl",
+        &[
+            "create",
+            "configmap",
+            "dry",
+            "-n",
+            "hooked",
+            "--dry-run=server",
+            "-o",
+            "jsonpath={.metadata.labels.mutated}",
+        ],
+    ));
+    assert_eq!(dry, "yes");
+    let last_mutation = seen.lock().unwrap()["/mutate"].last().cloned().unwrap();
+    assert_eq!(last_mutation["dryRun"], true);
+    assert_eq!(last_mutation["name"], "dry");
+    assert_eq!(last_mutation["namespace"], "hooked");
+    assert_eq!(last_mutation["operation"], "CREATE");
+    assert_eq!(last_mutation["userInfo"]["username"], "genplane-admin");
+    let absent = server.kubectl("kubectl", &["get", "configmap", "dry", "-n", "hooked"]);
+    assert!(!absent.status.success());
+
+    // A webhook that cannot be reached: Ignore admits, Fail refuses.
+    let down = format!("https://127.0.0.1:{}/down", free_port());
+    let unreachable = |name: &str, policy: &str, value: &str| {
+        json!({"name": name, "sideEffects": "None", "admissionReviewVersions": ["v1"], "failurePolicy": policy,
+            "clientConfig": {"url": down, "caBundle": ca}, "rules": rules(),
+            "namespaceSelector": {"matchLabels": {"down": value}}})
+    };
+    ok(kubectl_stdin(
+        &server,
+        &["create", "-f", "-"],
+        &json!({"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingWebhookConfiguration",
+            "metadata": {"name": "down"},
+            "webhooks": [unreachable("ignore.genplane.test", "Ignore", "ignore"), unreachable("fail.genplane.test", "Fail", "fail")]}),
+    ));
+    let failed = eventually("the unreachable webhook to refuse", || {
+        attempt += 1;
+        let name = format!("c-{attempt}");
+        let output = server.kubectl(
+            "kubectl",
+            &["create", "configmap", &name, "-n", "down-fail"],
+        );
+        (!output.status.success()).then(|| text(&output))
+    });
+    assert!(
+        failed.contains("Internal error occurred: failed calling webhook \"fail.genplane.test\": failed to call webhook: Post"),
+        "{failed}"
+    );
+    ok(server.kubectl(
+        "kubectl",
+        &["create", "configmap", "admitted", "-n", "down-ignore"],
+    ));
 }

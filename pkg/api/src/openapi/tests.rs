@@ -54,6 +54,8 @@ fn documents_are_listed_as_upstream_lists_them() {
             "apis/events.k8s.io/v1",
             "apis/rbac.authorization.k8s.io",
             "apis/rbac.authorization.k8s.io/v1",
+            "apis/admissionregistration.k8s.io",
+            "apis/admissionregistration.k8s.io/v1",
             "apis/coordination.k8s.io",
             "apis/coordination.k8s.io/v1",
             "apis/apiextensions.k8s.io",
@@ -362,7 +364,7 @@ fn the_v2_document_holds_every_group_version() {
             .as_array()
             .unwrap()
             .len(),
-        5
+        6
     );
     assert_eq!(
         doc["definitions"]["io.k8s.apimachinery.pkg.apis.meta.v1.APIGroup"]["x-kubernetes-group-version-kind"],

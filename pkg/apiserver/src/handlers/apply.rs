@@ -182,7 +182,7 @@ pub(crate) async fn apply<S: Storage>(
                     &body,
                     negotiated,
                     Some(info),
-                    &[warnings, written.warnings].concat(),
+                    &[warnings, written.warnings, ctx.admission_warnings()].concat(),
                 ));
             }
             Err(e)

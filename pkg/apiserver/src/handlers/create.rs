@@ -22,6 +22,7 @@ pub(crate) async fn create<S: Storage>(
         .create(&ctx.request.namespace, object, &options)
         .await?;
     warnings.extend(written.warnings);
+    warnings.extend(ctx.admission_warnings());
     let body = encode::object(ctx.info, written.object, &negotiated, ctx.now);
     Ok(respond(
         StatusCode::CREATED,

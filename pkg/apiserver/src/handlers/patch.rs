@@ -163,7 +163,7 @@ pub(crate) async fn patch<S: Storage>(
                     &body,
                     &negotiated,
                     Some(ctx.body),
-                    &[warnings, written.warnings].concat(),
+                    &[warnings, written.warnings, ctx.admission_warnings()].concat(),
                 ));
             }
             Err(e) if !pinned && e.is(StatusReason::Conflict) => last = Some(e),

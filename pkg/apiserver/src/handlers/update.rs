@@ -22,6 +22,7 @@ pub(crate) async fn update<S: Storage>(
         .update(&ctx.request.namespace, &ctx.request.name, object, &options)
         .await?;
     warnings.extend(written.warnings);
+    warnings.extend(ctx.admission_warnings());
     let code = if written.created {
         StatusCode::CREATED
     } else {

@@ -909,14 +909,6 @@ fn the_webhook_configuration_is_checked() {
     );
 }
 
-#[test]
-fn durations_print_as_go_prints_them() {
-    assert_eq!(go_duration(Duration::from_secs(30)), "30s");
-    assert_eq!(go_duration(Duration::from_millis(1500)), "1.5s");
-    assert_eq!(go_duration(Duration::from_millis(300)), "300ms");
-    assert_eq!(go_duration(Duration::from_micros(750)), "750µs");
-}
-
 /// Not a pass/fail test: prints the cost of one conversion call on loopback. Run with
 /// `cargo nextest run -p genplane-controlplane measure_conversion_calls --run-ignored only
 /// --no-capture`.

@@ -1,0 +1,769 @@
+//! The admission webhook plugins, `MutatingAdmissionWebhook` and `ValidatingAdmissionWebhook`,
+//! as Kubernetes 1.33's: every write is offered to the webhooks of the stored
+//! `admissionregistration.k8s.io/v1` configurations ([`Configurations`]) that match it, in an
+//! `admission.k8s.io/v1` `AdmissionReview` POSTed to the webhook's `clientConfig.url`
+//! (verified with its `caBundle`, [`client`]).
+//!
+//! Which webhooks are called ([`Webhook::matches`]):
+//!
+//! - never for writes of webhook configurations themselves (so that a broken webhook cannot lock
+//!   out its own repair);
+//! - a rule must match: the operation (or `*`), the group, the version and the resource
+//!   (`*`, `*/*`, `resource/subresource`, `resource/*`, `*/subresource`), and the scope
+//!   (`Cluster`: cluster-scoped resources and namespaces; `Namespaced`: the others);
+//! - `namespaceSelector` against the labels of the object's namespace (a Namespace's own labels;
+//!   cluster-scoped objects always match); `objectSelector` against the labels of the new or the
+//!   old object;
+//! - `matchConditions`: CEL expressions over `object`, `oldObject` and `request`; any `false`
+//!   skips the webhook, an error applies the failure policy.
+//!
+//! A `dryRun` request matched by a webhook whose `sideEffects` is not `None` or `NoneOnDryRun`
+//! is refused (400, `admission webhook "<name>" does not support dry run`).
+//!
+//! What an answer does: `allowed: false` refuses the write with the webhook's `status`
+//! (`admission webhook "<name>" denied the request: <message>`, its code when 400 or above,
+//! else 400); `warnings` go to the client as `Warning` headers ([`crate::Warnings`]); a
+//! mutating webhook's `patch` (`patchType: JSONPatch`, base64) is applied to the object.
+//! A call that fails (unreachable, timeout after `timeoutSeconds`, not a 2xx, a malformed
+//! review) refuses the write with a 500 `failed calling webhook "<name>": ...` when
+//! `failurePolicy` is `Fail`, and is skipped when it is `Ignore`.
+//!
+//! Mutating webhooks run one after the other in the order of their configurations' names and
+//! of the webhooks in each; validating webhooks run concurrently. Not yet: `reinvocationPolicy:
+//! IfNeeded` (each webhook runs once), `matchPolicy: Equivalent` beyond the exact version
+//! (built-in resources have one version here), `AdmissionReview` `v1beta1`, audit annotations,
+//! the `authorizer` variable of match conditions.
+
+pub mod client;
+
+use std::collections::BTreeMap;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use base64::Engine as _;
+use genplane_apimachinery::errors::{ApiError, Status, StatusReason};
+use genplane_apimachinery::labels::{LabelSelector, Selector};
+use genplane_apimachinery::validation::field::Path;
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use crate::namespace::Namespaces;
+use crate::{Attributes, BoxFuture, MutatingPlugin, Operation, ValidatingPlugin};
+
+/// The group of the webhook configurations.
+const GROUP: &str = "admissionregistration.k8s.io";
+
+/// Which webhooks: the kind of configuration and the plugin that calls them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Flavor {
+    /// `MutatingWebhookConfiguration`s, called by `MutatingAdmissionWebhook`.
+    Mutating,
+    /// `ValidatingWebhookConfiguration`s, called by `ValidatingAdmissionWebhook`.
+    Validating,
+}
+
+impl Flavor {
+    /// The configurations' resource name.
+    pub fn resource(self) -> &'static str {
+        match self {
+            Flavor::Mutating => "mutatingwebhookconfigurations",
+            Flavor::Validating => "validatingwebhookconfigurations",
+        }
+    }
+}
+
+/// The stored webhook configurations, as the plugins read them on every write.
+pub trait Configurations: Send + Sync + std::fmt::Debug {
+    /// The stored configurations of `flavor` (from memory: a write should not cost a storage
+    /// read per configuration kind).
+    fn list(&self, flavor: Flavor) -> BoxFuture<'_, Result<Vec<Value>, ApiError>>;
+}
+
+/// Why a webhook call failed; subject to the webhook's failure policy.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Error {
+    /// The request could not be made or got no 2xx answer.
+    #[error("failed to call webhook: {0}")]
+    Call(String),
+    /// The answer is not a valid `AdmissionReview` response to the request.
+    #[error("received invalid webhook response: {0}")]
+    InvalidResponse(String),
+    /// The configuration cannot be called (no usable URL or CA bundle).
+    #[error("{0}")]
+    Configuration(String),
+    /// A match condition did not evaluate to a bool.
+    #[error("{0}")]
+    MatchCondition(String),
+}
+
+/// One webhook of a configuration, as the plugins read it (defaulted by the API).
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct Webhook {
+    /// Its name.
+    pub name: String,
+    /// Where it is called.
+    pub client_config: ClientConfig,
+    /// What it is called for.
+    pub rules: Vec<Rule>,
+    /// `Fail` (the default) or `Ignore`.
+    pub failure_policy: Option<String>,
+    /// Selects namespaces by their labels.
+    pub namespace_selector: Option<LabelSelector>,
+    /// Selects objects by their labels.
+    pub object_selector: Option<LabelSelector>,
+    /// `None`, `NoneOnDryRun`, `Some` or `Unknown`.
+    pub side_effects: Option<String>,
+    /// The call timeout (10 s by default).
+    pub timeout_seconds: Option<i32>,
+    /// The `AdmissionReview` versions it accepts.
+    pub admission_review_versions: Vec<String>,
+    /// CEL conditions that must all hold for a call.
+    pub match_conditions: Vec<MatchCondition>,
+}
+
+/// `clientConfig`.
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct ClientConfig {
+    /// The `https://` URL.
+    pub url: Option<String>,
+    /// Base64 of PEM CA certificates; the system roots without it.
+    pub ca_bundle: Option<String>,
+}
+
+/// A rule: operations and the resources they apply to.
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct Rule {
+    /// `CREATE`, `UPDATE`, `DELETE`, `CONNECT` or `*`.
+    pub operations: Vec<String>,
+    /// API groups, or `*`.
+    pub api_groups: Vec<String>,
+    /// API versions, or `*`.
+    pub api_versions: Vec<String>,
+    /// `resource`, `resource/subresource`, with `*` wildcards.
+    pub resources: Vec<String>,
+    /// `Cluster`, `Namespaced` or `*` (the default).
+    pub scope: Option<String>,
+}
+
+/// A CEL condition.
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(default)]
+pub struct MatchCondition {
+    /// Its name.
+    pub name: String,
+    /// The expression, of type bool.
+    pub expression: String,
+}
+
+impl Rule {
+    /// Whether the rule covers the write `attributes` describes.
+    pub fn matches(&self, attributes: &Attributes<'_>) -> bool {
+        let request = attributes.request;
+        let any = |items: &[String], value: &str| items.iter().any(|i| i == "*" || i == value);
+        any(&self.operations, attributes.operation.as_str())
+            && any(&self.api_groups, &request.resource.group)
+            && any(&self.api_versions, &request.resource.version)
+            && self.matches_resource(&request.resource.resource, &request.subresource)
+            && self.matches_scope(attributes)
+    }
+
+    fn matches_resource(&self, resource: &str, subresource: &str) -> bool {
+        self.resources.iter().any(|item| {
+            if item == "*/*" {
+                return true;
+            }
+            let (res, sub) = item.split_once('/').unwrap_or((item, ""));
+            if subresource.is_empty() {
+                sub.is_empty() && (res == "*" || res == resource)
+            } else {
+                (res == "*" || res == resource) && (sub == "*" || sub == subresource)
+            }
+        })
+    }
+
+    fn matches_scope(&self, attributes: &Attributes<'_>) -> bool {
+        let request = attributes.request;
+        let is_namespace =
+            request.resource.group.is_empty() && request.resource.resource == "namespaces";
+        match self.scope.as_deref() {
+            Some("Cluster") => is_namespace || attributes.namespace.is_empty(),
+            Some("Namespaced") => !is_namespace && !attributes.namespace.is_empty(),
+            _ => true,
+        }
+    }
+}
+
+fn labels_of(object: Option<&Value>) -> Option<BTreeMap<String, String>> {
+    let object = object?;
+    Some(
+        object
+            .pointer("/metadata/labels")
+            .and_then(Value::as_object)
+            .map(|labels| {
+                labels
+                    .iter()
+                    .map(|(k, v)| (k.clone(), v.as_str().unwrap_or_default().to_owned()))
+                    .collect()
+            })
+            .unwrap_or_default(),
+    )
+}
+
+fn selector_of(selector: Option<&LabelSelector>) -> Result<Selector, ApiError> {
+    match selector {
+        None => Ok(Selector::everything()),
+        Some(selector) => selector
+            .to_selector()
+            .map_err(|e| Status::internal_error(format!("invalid label selector: {e}")).into()),
+    }
+}
+
+impl Webhook {
+    /// Whether the webhook is called for this write: a rule matches, and the namespace and
+    /// object selectors select it (match conditions are checked apart, as they may fail).
+    pub async fn matches(
+        &self,
+        attributes: &Attributes<'_>,
+        object: Option<&Value>,
+        namespaces: &dyn Namespaces,
+    ) -> Result<bool, ApiError> {
+        if !self.rules.iter().any(|r| r.matches(attributes)) {
+            return Ok(false);
+        }
+        let objects = [object, attributes.old_object];
+        let object_selector = selector_of(self.object_selector.as_ref())?;
+        if !object_selector.is_empty()
+            && !objects
+                .iter()
+                .filter_map(|o| labels_of(*o))
+                .any(|labels| object_selector.matches(&labels))
+        {
+            return Ok(false);
+        }
+        let namespace_selector = selector_of(self.namespace_selector.as_ref())?;
+        if namespace_selector.is_empty() {
+            return Ok(true);
+        }
+        let request = attributes.request;
+        if request.resource.group.is_empty() && request.resource.resource == "namespaces" {
+            let own = labels_of(object.or(attributes.old_object)).unwrap_or_default();
+            return Ok(namespace_selector.matches(&own));
+        }
+        if attributes.namespace.is_empty() {
+            return Ok(true);
+        }
+        let namespace = namespaces.get(attributes.namespace).await?.ok_or_else(|| {
+            ApiError::from(Status::not_found(
+                &genplane_apimachinery::schema::GroupResource::new("", "namespaces"),
+                attributes.namespace,
+            ))
+        })?;
+        Ok(namespace_selector.matches(&labels_of(Some(&namespace)).unwrap_or_default()))
+    }
+
+    fn ignores_failures(&self) -> bool {
+        self.failure_policy.as_deref() == Some("Ignore")
+    }
+
+    fn timeout(&self) -> Duration {
+        Duration::from_secs(
+            u64::try_from(self.timeout_seconds.unwrap_or(10).clamp(1, 30)).unwrap_or(10),
+        )
+    }
+
+    fn supports_dry_run(&self) -> bool {
+        matches!(self.side_effects.as_deref(), Some("None" | "NoneOnDryRun"))
+    }
+
+    /// Evaluates the match conditions: `Ok(false)` when one is false.
+    fn conditions_hold(&self, review_request: &Value) -> Result<bool, Error> {
+        if self.match_conditions.is_empty() {
+            return Ok(true);
+        }
+        let environment = genplane_cel::Environment::new()
+            .variable("object", genplane_cel::VarType::Dyn)
+            .variable("oldObject", genplane_cel::VarType::Dyn)
+            .variable("request", genplane_cel::VarType::Dyn);
+        let object = &review_request["object"];
+        let old_object = &review_request["oldObject"];
+        let activation = genplane_cel::Activation::new()
+            .bind("object", object)
+            .bind("oldObject", old_object)
+            .bind("request", review_request);
+        let mut error = None;
+        for (i, condition) in self.match_conditions.iter().enumerate() {
+            let path = Path::new("matchConditions").index(i).child("expression");
+            let verdict = environment
+                .compile(&condition.expression, &path)
+                .and_then(|program| program.evaluate(&activation));
+            match verdict {
+                Ok(genplane_cel::CelValue::Bool(false)) => return Ok(false),
+                Ok(genplane_cel::CelValue::Bool(true)) => {}
+                Ok(other) => {
+                    error.get_or_insert(format!(
+                        "matchCondition {:?} did not evaluate to a bool: {other:?}",
+                        condition.name
+                    ));
+                }
+                Err(e) => {
+                    error.get_or_insert(format!(
+                        "failed to evaluate matchCondition {:?}: {e}",
+                        condition.name
+                    ));
+                }
+            }
+        }
+        match error {
+            Some(message) => Err(Error::MatchCondition(message)),
+            None => Ok(true),
+        }
+    }
+}
+
+/// The webhooks of the stored configurations of one flavor, in upstream's order (by
+/// configuration name, then as listed).
+fn webhooks_of(configurations: Vec<Value>) -> Vec<Webhook> {
+    let mut configurations = configurations;
+    configurations.sort_by(|a, b| {
+        let name = |v: &Value| {
+            v.pointer("/metadata/name")
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_owned()
+        };
+        name(a).cmp(&name(b))
+    });
+    configurations
+        .iter_mut()
+        .filter_map(|c| c.get_mut("webhooks").map(Value::take))
+        .flat_map(|hooks| serde_json::from_value::<Vec<Webhook>>(hooks).unwrap_or_default())
+        .collect()
+}
+
+/// The HTTP clients of the webhooks, one per CA bundle, shared by both plugins.
+#[derive(Debug, Default)]
+pub struct Clients {
+    by_bundle: Mutex<HashMap<String, reqwest::Client>>,
+}
+
+impl Clients {
+    fn client(&self, ca_bundle: &str) -> Result<reqwest::Client, Error> {
+        let mut clients = self
+            .by_bundle
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Some(client) = clients.get(ca_bundle) {
+            return Ok(client.clone());
+        }
+        let roots = if ca_bundle.is_empty() {
+            None
+        } else {
+            Some(client::parse_ca_bundle(ca_bundle).map_err(Error::Configuration)?)
+        };
+        let built = client::build_client(roots.as_deref())
+            .map_err(|e| Error::Configuration(client::error_chain(&e)))?;
+        clients.insert(ca_bundle.to_owned(), built.clone());
+        Ok(built)
+    }
+}
+
+/// What the two plugins share: where configurations and namespaces come from, and the clients.
+#[derive(Debug, Clone)]
+pub struct Dispatcher {
+    configurations: Arc<dyn Configurations>,
+    namespaces: Arc<dyn Namespaces>,
+    clients: Arc<Clients>,
+}
+
+/// What a webhook answered, when it allowed the write.
+#[derive(Debug, Default)]
+struct Allowed {
+    patch: Option<Vec<json_patch::PatchOperation>>,
+    warnings: Vec<String>,
+}
+
+impl Dispatcher {
+    /// A dispatcher of the configurations of `configurations`, looking namespaces up in
+    /// `namespaces`.
+    pub fn new(configurations: Arc<dyn Configurations>, namespaces: Arc<dyn Namespaces>) -> Self {
+        Self {
+            configurations,
+            namespaces,
+            clients: Arc::new(Clients::default()),
+        }
+    }
+
+    /// The webhooks of `flavor` to call for this write, with the review request they get.
+    async fn matching(
+        &self,
+        flavor: Flavor,
+        attributes: &Attributes<'_>,
+        object: Option<&Value>,
+    ) -> Result<Vec<Webhook>, ApiError> {
+        let request = attributes.request;
+        if request.resource.group == GROUP
+            && matches!(
+                request.resource.resource.as_str(),
+                "validatingwebhookconfigurations" | "mutatingwebhookconfigurations"
+            )
+        {
+            return Ok(Vec::new());
+        }
+        let mut matching = Vec::new();
+        for webhook in webhooks_of(self.configurations.list(flavor).await?) {
+            if webhook
+                .matches(attributes, object, self.namespaces.as_ref())
+                .await?
+            {
+                matching.push(webhook);
+            }
+        }
+        Ok(matching)
+    }
+
+    /// Calls one webhook: `Ok(None)` when it was skipped (a false match condition, or a
+    /// failure it ignores).
+    async fn call(
+        &self,
+        webhook: &Webhook,
+        attributes: &Attributes<'_>,
+        review_request: &Value,
+    ) -> Result<Option<Allowed>, ApiError> {
+        let failed = |error: Error| -> Result<Option<Allowed>, ApiError> {
+            if webhook.ignores_failures() {
+                tracing::warn!(webhook = %webhook.name, %error, "failed calling webhook, failing open");
+                Ok(None)
+            } else {
+                Err(Status::internal_error(format!(
+                    "failed calling webhook {:?}: {error}",
+                    webhook.name
+                ))
+                .into())
+            }
+        };
+        match webhook.conditions_hold(review_request) {
+            Ok(true) => {}
+            Ok(false) => return Ok(None),
+            Err(error) => return failed(error),
+        }
+        if attributes.request.dry_run && !webhook.supports_dry_run() {
+            return Err(Status::bad_request(format!(
+                "admission webhook {:?} does not support dry run",
+                webhook.name
+            ))
+            .into());
+        }
+        let answer = match self.post(webhook, review_request).await {
+            Ok(answer) => answer,
+            Err(error) => return failed(error),
+        };
+        match read_response(&answer, review_request["uid"].as_str().unwrap_or_default()) {
+            Ok(Verdict::Allowed(allowed)) => Ok(Some(allowed)),
+            Ok(Verdict::Denied(status, warnings)) => {
+                attributes.request.warnings.extend(warnings);
+                Err(denial(&webhook.name, status))
+            }
+            Err(error) => failed(error),
+        }
+    }
+
+    async fn post(&self, webhook: &Webhook, review_request: &Value) -> Result<Vec<u8>, Error> {
+        if !webhook.admission_review_versions.iter().any(|v| v == "v1") {
+            return Err(Error::Configuration(format!(
+                "webhook does not accept v1 AdmissionReview; genplane sends only v1, the webhook accepts {:?}",
+                webhook.admission_review_versions
+            )));
+        }
+        let url =
+            webhook.client_config.url.as_deref().ok_or_else(|| {
+                Error::Configuration("webhook has no clientConfig.url".to_owned())
+            })?;
+        let url = reqwest::Url::parse(url)
+            .map_err(|e| Error::Configuration(format!("Unparsable URL: {e}")))?;
+        let client = self.clients.client(
+            webhook
+                .client_config
+                .ca_bundle
+                .as_deref()
+                .unwrap_or_default(),
+        )?;
+        let timeout = webhook.timeout();
+        let review = json!({
+            "apiVersion": "admission.k8s.io/v1",
+            "kind": "AdmissionReview",
+            "request": review_request,
+        });
+        let body =
+            serde_json::to_vec(&review).expect("invariant: a serde_json::Value always serialises");
+        client::post_json(
+            &client,
+            &client::url_with_timeout(&url, timeout),
+            body,
+            timeout,
+        )
+        .await
+        .map_err(Error::Call)
+    }
+}
+
+/// A webhook's answer.
+#[derive(Debug)]
+enum Verdict {
+    Allowed(Allowed),
+    /// The refusal's `status`, and the warnings.
+    Denied(Value, Vec<String>),
+}
+
+/// Reads a v1 `AdmissionReview` answer to the request `uid`.
+fn read_response(answer: &[u8], uid: &str) -> Result<Verdict, Error> {
+    let invalid = |message: String| Error::InvalidResponse(message);
+    let review: Value = serde_json::from_slice(answer)
+        .map_err(|e| invalid(format!("couldn't get version/kind; json parse error: {e}")))?;
+    let api_version = review
+        .get("apiVersion")
+        .and_then(Value::as_str)
+        .unwrap_or_default();
+    let kind = review
+        .get("kind")
+        .and_then(Value::as_str)
+        .unwrap_or_default();
+    if api_version != "admission.k8s.io/v1" || kind != "AdmissionReview" {
+        return Err(invalid(format!(
+            "expected webhook response of admission.k8s.io/v1, Kind=AdmissionReview, got {api_version}, Kind={kind}"
+        )));
+    }
+    let response = review
+        .get("response")
+        .filter(|r| r.is_object())
+        .ok_or_else(|| invalid("response was absent".to_owned()))?;
+    let got = response
+        .get("uid")
+        .and_then(Value::as_str)
+        .unwrap_or_default();
+    if got != uid {
+        return Err(invalid(format!(
+            "expected response.uid={uid:?}, got {got:?}"
+        )));
+    }
+    let warnings: Vec<String> = response
+        .get("warnings")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(|w| w.as_str().map(str::to_owned))
+        .collect();
+    if response.get("allowed").and_then(Value::as_bool) != Some(true) {
+        return Ok(Verdict::Denied(
+            response.get("status").cloned().unwrap_or(Value::Null),
+            warnings,
+        ));
+    }
+    let patch = match (
+        response.get("patch").and_then(Value::as_str),
+        response.get("patchType").and_then(Value::as_str),
+    ) {
+        (None | Some(""), _) => None,
+        (Some(patch), Some("JSONPatch")) => {
+            let bytes = base64::engine::general_purpose::STANDARD
+                .decode(patch)
+                .map_err(|e| invalid(format!("patch is not base64: {e}")))?;
+            Some(
+                serde_json::from_slice::<Vec<json_patch::PatchOperation>>(&bytes)
+                    .map_err(|e| invalid(format!("patch is not a JSON patch: {e}")))?,
+            )
+        }
+        (Some(_), other) => {
+            return Err(invalid(format!(
+                "unsupported patch type {:?}",
+                other.unwrap_or_default()
+            )));
+        }
+    };
+    Ok(Verdict::Allowed(Allowed { patch, warnings }))
+}
+
+/// Upstream's refusal: the webhook's status with its message prefixed, at least a 400.
+fn denial(name: &str, status: Value) -> ApiError {
+    let text = |key: &str| {
+        status
+            .get(key)
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_owned()
+    };
+    let denied_by = format!("admission webhook {name:?} denied the request");
+    let (message, reason) = (text("message"), text("reason"));
+    let message = if !message.is_empty() {
+        format!("{denied_by}: {message}")
+    } else if !reason.is_empty() {
+        format!("{denied_by}: {reason}")
+    } else {
+        format!("{denied_by} without explanation")
+    };
+    let mut refusal = Status::failure(StatusReason::BadRequest, message);
+    refusal.reason = reason;
+    refusal.code = status
+        .get("code")
+        .and_then(Value::as_u64)
+        .and_then(|c| u16::try_from(c).ok())
+        .filter(|c| *c >= 400)
+        .unwrap_or(400);
+    refusal.into()
+}
+
+/// The `request` of the `AdmissionReview` of a write.
+fn review_request(attributes: &Attributes<'_>, object: Option<&Value>) -> Value {
+    let request = attributes.request;
+    let kind = json!({"group": request.kind.group, "version": request.kind.version, "kind": request.kind.kind});
+    let resource = json!({"group": request.resource.group, "version": request.resource.version, "resource": request.resource.resource});
+    let options_kind = match attributes.operation {
+        Operation::Create => "CreateOptions",
+        Operation::Update => "UpdateOptions",
+        Operation::Delete => "DeleteOptions",
+    };
+    let mut review = json!({
+        "uid": uuid::Uuid::new_v4().to_string(),
+        "kind": kind,
+        "resource": resource,
+        "requestKind": kind,
+        "requestResource": resource,
+        "name": attributes.name,
+        "operation": attributes.operation.as_str(),
+        "userInfo": request.user,
+        "object": object,
+        "oldObject": attributes.old_object,
+        "dryRun": request.dry_run,
+        "options": {"apiVersion": "meta.k8s.io/v1", "kind": options_kind},
+    });
+    if !attributes.namespace.is_empty() {
+        review["namespace"] = json!(attributes.namespace);
+    }
+    if !request.subresource.is_empty() {
+        review["subResource"] = json!(request.subresource);
+        review["requestSubResource"] = json!(request.subresource);
+    }
+    review
+}
+
+/// `MutatingAdmissionWebhook`: calls the matching mutating webhooks in order, applying their
+/// patches.
+#[derive(Debug, Clone)]
+pub struct MutatingAdmissionWebhook {
+    dispatcher: Dispatcher,
+}
+
+impl MutatingAdmissionWebhook {
+    /// The plugin over `dispatcher`'s configurations.
+    pub fn new(dispatcher: Dispatcher) -> Self {
+        Self { dispatcher }
+    }
+
+    async fn run(
+        &self,
+        attributes: Attributes<'_>,
+        mut object: Option<&mut Value>,
+    ) -> Result<(), ApiError> {
+        let hooks = self
+            .dispatcher
+            .matching(Flavor::Mutating, &attributes, object.as_deref())
+            .await?;
+        for webhook in hooks {
+            let review = review_request(&attributes, object.as_deref());
+            let Some(allowed) = self.dispatcher.call(&webhook, &attributes, &review).await? else {
+                continue;
+            };
+            attributes.request.warnings.extend(allowed.warnings);
+            if let (Some(patch), Some(object)) = (allowed.patch, object.as_deref_mut()) {
+                let mut patched = object.clone();
+                json_patch::patch(&mut patched, &patch).map_err(|e| {
+                    ApiError::from(Status::internal_error(format!(
+                        "admission webhook {:?} returned a patch that does not apply: {e}",
+                        webhook.name
+                    )))
+                })?;
+                *object = patched;
+            }
+        }
+        Ok(())
+    }
+}
+
+impl MutatingPlugin for MutatingAdmissionWebhook {
+    fn name(&self) -> &'static str {
+        "MutatingAdmissionWebhook"
+    }
+
+    fn admit<'a>(
+        &'a self,
+        attributes: Attributes<'a>,
+        object: &'a mut Value,
+    ) -> BoxFuture<'a, Result<(), ApiError>> {
+        Box::pin(self.run(attributes, Some(object)))
+    }
+
+    fn admit_delete<'a>(
+        &'a self,
+        attributes: Attributes<'a>,
+    ) -> BoxFuture<'a, Result<(), ApiError>> {
+        Box::pin(self.run(attributes, None))
+    }
+}
+
+/// `ValidatingAdmissionWebhook`: calls the matching validating webhooks concurrently; any
+/// refusal refuses the write.
+#[derive(Debug, Clone)]
+pub struct ValidatingAdmissionWebhook {
+    dispatcher: Dispatcher,
+}
+
+impl ValidatingAdmissionWebhook {
+    /// The plugin over `dispatcher`'s configurations.
+    pub fn new(dispatcher: Dispatcher) -> Self {
+        Self { dispatcher }
+    }
+}
+
+impl ValidatingPlugin for ValidatingAdmissionWebhook {
+    fn name(&self) -> &'static str {
+        "ValidatingAdmissionWebhook"
+    }
+
+    fn validate<'a>(
+        &'a self,
+        attributes: Attributes<'a>,
+        object: Option<&'a Value>,
+    ) -> BoxFuture<'a, Result<(), ApiError>> {
+        Box::pin(async move {
+            let hooks = self
+                .dispatcher
+                .matching(Flavor::Validating, &attributes, object)
+                .await?;
+            if hooks.is_empty() {
+                return Ok(());
+            }
+            let review = review_request(&attributes, object);
+            let calls = hooks
+                .iter()
+                .map(|webhook| self.dispatcher.call(webhook, &attributes, &review));
+            let mut refusal = None;
+            for answer in futures::future::join_all(calls).await {
+                match answer {
+                    Ok(Some(allowed)) => attributes.request.warnings.extend(allowed.warnings),
+                    Ok(None) => {}
+                    Err(error) => {
+                        refusal.get_or_insert(error);
+                    }
+                }
+            }
+            refusal.map_or(Ok(()), Err)
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,298 @@
+use super::*;
+use crate::Request;
+use genplane_apimachinery::schema::{GroupVersionKind, GroupVersionResource};
+
+#[derive(Debug)]
+struct Labeled;
+
+impl Namespaces for Labeled {
+    fn get<'a>(&'a self, name: &'a str) -> BoxFuture<'a, Result<Option<Value>, ApiError>> {
+        Box::pin(async move {
+            Ok((name != "missing")
+                .then(|| json!({"metadata": {"name": name, "labels": {"env": name}}})))
+        })
+    }
+
+    fn create<'a>(&'a self, _name: &'a str) -> BoxFuture<'a, Result<(), ApiError>> {
+        Box::pin(async { Ok(()) })
+    }
+}
+
+fn request(group: &str, resource: &str, subresource: &str) -> Request {
+    Request {
+        kind: GroupVersionKind::new(group, "v1", "Thing"),
+        resource: GroupVersionResource::new(group, "v1", resource),
+        subresource: subresource.to_owned(),
+        ..Request::default()
+    }
+}
+
+fn attributes<'a>(
+    request: &'a Request,
+    operation: Operation,
+    namespace: &'a str,
+) -> Attributes<'a> {
+    Attributes {
+        request,
+        operation,
+        namespace,
+        name: "x",
+        old_object: None,
+    }
+}
+
+fn rule(value: Value) -> Rule {
+    serde_json::from_value(value).unwrap()
+}
+
+#[test]
+fn rules_match_as_upstreams() {
+    let configmaps = request("", "configmaps", "");
+    let status = request("", "configmaps", "status");
+    let namespaces = request("", "namespaces", "");
+    let create = |r| attributes(r, Operation::Create, "default");
+    let cases: Vec<(Value, Attributes<'_>, bool)> = vec![
+        (
+            json!({"operations": ["CREATE"], "apiGroups": [""], "apiVersions": ["v1"], "resources": ["configmaps"]}),
+            create(&configmaps),
+            true,
+        ),
+        (
+            json!({"operations": ["UPDATE"], "apiGroups": [""], "apiVersions": ["v1"], "resources": ["configmaps"]}),
+            create(&configmaps),
+            false,
+        ),
+        (
+            json!({"operations": ["*"], "apiGroups": ["*"], "apiVersions": ["*"], "resources": ["*"]}),
+            create(&configmaps),
+            true,
+        ),
+        (
+            json!({"operations": ["*"], "apiGroups": ["apps"], "apiVersions": ["*"], "resources": ["*"]}),
+            create(&configmaps),
+            false,
+        ),
+        (
+            json!({"operations": ["*"], "apiGroups": ["*"], "apiVersions": ["v2"], "resources": ["*"]}),
+            create(&configmaps),
+            false,
+        ),
+        // `*` is every resource but no subresource; `*/*` both.
+        (
+            json!({"operations": ["*"], "apiGroups": ["*"], "apiVersions": ["*"], "resources": ["*"]}),
+            create(&status),
+            false,
+        ),
+        (
+            json!({"operations": ["*"], "apiGroups": ["*"], "apiVersions": ["*"], "resources": ["*/*"]}),
+            create(&status),
+            true,
+        ),
+        (
+            json!({"operations": ["*"], "apiGroups": ["*"], "apiVersions": ["*"], "resources": ["*/status"]}),
+            create(&status),
+            true,
+        ),
+        (
+            json!({"operations": ["*"], "apiGroups": ["*"], "apiVersions": ["*"], "resources": ["configmaps/*"]}),
+            create(&status),
+            true,
+        ),
+        (
+            json!({"operations": ["*"], "apiGroups": ["*"], "apiVersions": ["*"], "resources": ["configmaps/status"]}),
+            create(&configmaps),
+            false,
+        ),
+        (
+            json!({"operations": ["*"], "apiGroups": ["*"], "apiVersions": ["*"], "resources": ["*"], "scope": "Cluster"}),
+            create(&configmaps),
+            false,
+        ),
+        (
+            json!({"operations": ["*"], "apiGroups": ["*"], "apiVersions": ["*"], "resources": ["*"], "scope": "Namespaced"}),
+            create(&configmaps),
+            true,
+        ),
+        // A Namespace is cluster-scoped, though its attributes carry its name as namespace.
+        (
+            json!({"operations": ["*"], "apiGroups": ["*"], "apiVersions": ["*"], "resources": ["*"], "scope": "Cluster"}),
+            attributes(&namespaces, Operation::Create, "team"),
+            true,
+        ),
+        (
+            json!({"operations": ["*"], "apiGroups": ["*"], "apiVersions": ["*"], "resources": ["*"], "scope": "Namespaced"}),
+            attributes(&namespaces, Operation::Create, "team"),
+            false,
+        ),
+    ];
+    for (i, (value, attributes, want)) in cases.into_iter().enumerate() {
+        assert_eq!(rule(value).matches(&attributes), want, "case {i}");
+    }
+}
+
+fn hook(extra: Value) -> Webhook {
+    let mut value = json!({
+        "name": "a.example.com",
+        "rules": [{"operations": ["*"], "apiGroups": ["*"], "apiVersions": ["*"], "resources": ["*"]}],
+    });
+    for (k, v) in extra.as_object().unwrap() {
+        value[k] = v.clone();
+    }
+    serde_json::from_value(value).unwrap()
+}
+
+#[tokio::test]
+async fn selectors_choose_namespaces_and_objects() {
+    let configmaps = request("", "configmaps", "");
+    let prod = attributes(&configmaps, Operation::Create, "prod");
+    let labeled = json!({"metadata": {"labels": {"team": "a"}}});
+    let plain = json!({"metadata": {}});
+    let only_prod = hook(json!({"namespaceSelector": {"matchLabels": {"env": "prod"}}}));
+    assert!(
+        only_prod
+            .matches(&prod, Some(&plain), &Labeled)
+            .await
+            .unwrap()
+    );
+    let dev = attributes(&configmaps, Operation::Create, "dev");
+    assert!(
+        !only_prod
+            .matches(&dev, Some(&plain), &Labeled)
+            .await
+            .unwrap()
+    );
+    let missing = attributes(&configmaps, Operation::Create, "missing");
+    assert_eq!(
+        only_prod
+            .matches(&missing, Some(&plain), &Labeled)
+            .await
+            .unwrap_err()
+            .code,
+        404
+    );
+
+    let team_a = hook(
+        json!({"objectSelector": {"matchExpressions": [{"key": "team", "operator": "Exists"}]}}),
+    );
+    assert!(
+        team_a
+            .matches(&prod, Some(&labeled), &Labeled)
+            .await
+            .unwrap()
+    );
+    assert!(!team_a.matches(&prod, Some(&plain), &Labeled).await.unwrap());
+    // On update either object may match; on delete the old one.
+    let update = Attributes {
+        old_object: Some(&labeled),
+        operation: Operation::Update,
+        ..prod
+    };
+    assert!(
+        team_a
+            .matches(&update, Some(&plain), &Labeled)
+            .await
+            .unwrap()
+    );
+    let delete = Attributes {
+        old_object: Some(&labeled),
+        operation: Operation::Delete,
+        ..prod
+    };
+    assert!(team_a.matches(&delete, None, &Labeled).await.unwrap());
+}
+
+#[test]
+fn match_conditions_filter_and_fail() {
+    let request = json!({"object": {"metadata": {"name": "skip-me"}}, "oldObject": null, "operation": "CREATE"});
+    let skip = hook(
+        json!({"matchConditions": [{"name": "not-skipped", "expression": "!object.metadata.name.startsWith('skip')"}]}),
+    );
+    assert_eq!(skip.conditions_hold(&request), Ok(false));
+    let keep = hook(
+        json!({"matchConditions": [{"name": "create", "expression": "request.operation == 'CREATE'"}]}),
+    );
+    assert_eq!(keep.conditions_hold(&request), Ok(true));
+    let broken = hook(
+        json!({"matchConditions": [{"name": "broken", "expression": "object.spec.missing == 1"}]}),
+    );
+    assert!(
+        matches!(broken.conditions_hold(&request), Err(Error::MatchCondition(m)) if m.contains("broken"))
+    );
+}
+
+fn answer(response: Value) -> Vec<u8> {
+    serde_json::to_vec(&json!({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "response": response})).unwrap()
+}
+
+#[test]
+fn responses_are_read_as_upstream_reads_them() {
+    let patch = base64::engine::general_purpose::STANDARD
+        .encode(br#"[{"op":"add","path":"/metadata/labels","value":{"a":"b"}}]"#);
+    let Verdict::Allowed(allowed) = read_response(
+        &answer(json!({"uid": "u", "allowed": true, "patchType": "JSONPatch", "patch": patch, "warnings": ["careful"]})),
+        "u",
+    )
+    .unwrap() else {
+        panic!("allowed")
+    };
+    assert_eq!(allowed.patch.unwrap().len(), 1);
+    assert_eq!(allowed.warnings, ["careful"]);
+
+    assert_eq!(
+        read_response(&answer(json!({"uid": "other", "allowed": true})), "u").unwrap_err(),
+        Error::InvalidResponse("expected response.uid=\"u\", got \"other\"".into())
+    );
+    assert_eq!(
+        read_response(br#"{"apiVersion": "v1", "kind": "Status"}"#, "u")
+            .unwrap_err()
+            .to_string(),
+        "received invalid webhook response: expected webhook response of admission.k8s.io/v1, Kind=AdmissionReview, got v1, Kind=Status"
+    );
+    let Verdict::Denied(status, _) = read_response(
+        &answer(json!({"uid": "u", "allowed": false, "status": {"code": 403, "message": "no"}})),
+        "u",
+    )
+    .unwrap() else {
+        panic!("denied")
+    };
+    let refusal = denial("deny.example.com", status);
+    assert_eq!(refusal.code, 403);
+    assert_eq!(
+        refusal.message,
+        "admission webhook \"deny.example.com\" denied the request: no"
+    );
+    let bare = denial("deny.example.com", Value::Null);
+    assert_eq!(bare.code, 400);
+    assert_eq!(
+        bare.message,
+        "admission webhook \"deny.example.com\" denied the request without explanation"
+    );
+}
+
+#[test]
+fn the_review_request_carries_the_write() {
+    let mut req = request("", "configmaps", "status");
+    req.user.username = "alice".into();
+    req.dry_run = true;
+    let old = json!({"metadata": {"name": "x"}});
+    let attrs = Attributes {
+        old_object: Some(&old),
+        ..attributes(&req, Operation::Update, "default")
+    };
+    let review = review_request(
+        &attrs,
+        Some(&json!({"metadata": {"name": "x", "labels": {"a": "b"}}})),
+    );
+    assert_eq!(review["operation"], "UPDATE");
+    assert_eq!(review["namespace"], "default");
+    assert_eq!(review["subResource"], "status");
+    assert_eq!(
+        review["resource"],
+        json!({"group": "", "version": "v1", "resource": "configmaps"})
+    );
+    assert_eq!(review["userInfo"]["username"], "alice");
+    assert_eq!(review["oldObject"], old);
+    assert_eq!(review["dryRun"], true);
+    assert_eq!(review["options"]["kind"], "UpdateOptions");
+    assert_eq!(review["uid"].as_str().unwrap().len(), 36);
+}

@@ -1,0 +1,115 @@
+//! ValidatingWebhookConfigurations (`admissionregistration.k8s.io/v1`, cluster-scoped): the webhooks the
+//! `ValidatingAdmissionWebhook` plugin calls. The rules are upstream's
+//! `ValidateValidatingWebhookConfiguration` and `ValidateValidatingWebhookConfigurationUpdate` (see [`super`]).
+
+use std::collections::BTreeMap;
+
+use genplane_apimachinery::errors::ApiError;
+use genplane_apimachinery::validation::field::ErrorList;
+use serde_json::Value;
+
+use super::{API_VERSION, Flavor, VALIDATING_WEBHOOK};
+use crate::decode::{self, Decoded, Field, OBJECT_META, Struct, Type};
+use crate::openapi::extensions::{Extensions, keyed_list};
+
+/// The kind.
+pub const KIND: &str = "ValidatingWebhookConfiguration";
+
+/// The shape of an admissionregistration/v1 ValidatingWebhookConfiguration.
+pub static SCHEMA: Struct = Struct {
+    name: "ValidatingWebhookConfiguration",
+    fields: &[
+        Field::type_meta("apiVersion"),
+        Field::type_meta("kind"),
+        Field::new("metadata", 1, Type::Struct(&OBJECT_META)),
+        Field::new(
+            "webhooks",
+            2,
+            Type::List(&Type::Struct(&VALIDATING_WEBHOOK)),
+        ),
+    ],
+};
+
+/// Type-checks and normalizes a ValidatingWebhookConfiguration.
+pub fn decode(object: &Value) -> Result<Decoded, ApiError> {
+    decode::decode(object, &SCHEMA).map_err(|e| e.to_api_error(KIND, API_VERSION))
+}
+
+/// Upstream's defaulting of every webhook (see [`super`]).
+pub fn default(object: &mut Value) {
+    super::default_webhooks(object, false);
+}
+
+/// Validates a new ValidatingWebhookConfiguration.
+pub fn validate(object: &Value) -> Result<ErrorList, ApiError> {
+    super::validate_kind(object, &SCHEMA, KIND, Flavor::Validating)
+}
+
+/// Validates an update of a ValidatingWebhookConfiguration.
+pub fn validate_update(new: &Value, old: &Value) -> Result<ErrorList, ApiError> {
+    super::validate_kind_update(new, old, &SCHEMA, KIND, Flavor::Validating)
+}
+
+/// Field-selector values (`metadata.namespace` is always empty).
+pub fn field_values(object: &Value) -> BTreeMap<&'static str, String> {
+    crate::rbac::cluster_field_values(object)
+}
+
+const WEBHOOK: [Extensions; 3] =
+    super::webhook_extensions("io.k8s.api.admissionregistration.v1.ValidatingWebhook");
+
+/// The list and patch semantics of the kind (`webhooks` keyed by name, atomic rule lists).
+pub static EXTENSIONS: &[Extensions] = &[
+    keyed_list(
+        "io.k8s.api.admissionregistration.v1.ValidatingWebhookConfiguration",
+        "webhooks",
+        &["name"],
+    ),
+    WEBHOOK[0],
+    WEBHOOK[1],
+    WEBHOOK[2],
+    super::RULE_EXTENSIONS[0],
+    super::RULE_EXTENSIONS[1],
+    super::RULE_EXTENSIONS[2],
+    super::RULE_EXTENSIONS[3],
+];
+
+/// This resource in the catalog: everything the server needs to serve it.
+pub const INFO: crate::catalog::ResourceInfo = crate::catalog::ResourceInfo {
+    group: super::GROUP_NAME,
+    version: "v1",
+    kind: KIND,
+    list_kind: "ValidatingWebhookConfigurationList",
+    resource: "validatingwebhookconfigurations",
+    singular: "validatingwebhookconfiguration",
+    short_names: &[],
+    namespaced: false,
+    create_on_update: false,
+    verbs: crate::catalog::ALL_VERBS,
+    subresources: &[],
+    categories: &["api-extensions"],
+    storage_prefix: "validatingwebhookconfigurations",
+    storage_api_version: API_VERSION,
+    schema: &SCHEMA,
+    protobuf: true,
+    extensions: EXTENSIONS,
+    openapi_schema: crate::openapi::schema_of::<
+        k8s_openapi::api::admissionregistration::v1::ValidatingWebhookConfiguration,
+    >,
+    hooks: crate::catalog::Hooks {
+        decode,
+        default,
+        prepare_for_create: super::prepare_for_create,
+        prepare_for_update: super::prepare_for_update,
+        validate,
+        validate_update,
+        to_storage: crate::catalog::identity,
+        from_storage: crate::catalog::identity,
+        field_selectors: crate::rbac::FIELD_SELECTORS,
+        field_values,
+        columns: super::COLUMNS,
+        row: super::row,
+        pending_finalization: crate::catalog::nothing_pending,
+        mark_deleting: crate::catalog::no_default,
+    },
+};
