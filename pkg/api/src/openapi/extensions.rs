@@ -177,14 +177,17 @@ pub static SHARED: &[Extensions] = &[
 /// Every entry: the shared ones, then each catalog entry's (an entry several kinds list, such
 /// as those of rbac's `PolicyRule`, once).
 pub fn all() -> impl Iterator<Item = &'static Extensions> {
+    entries_of(crate::catalog::all().iter())
+}
+
+/// The shared entries, then those of `kinds`, each (schema, property) once.
+fn entries_of(
+    kinds: impl Iterator<Item = &'static crate::catalog::ResourceInfo>,
+) -> impl Iterator<Item = &'static Extensions> {
     let mut seen: Vec<(&'static str, &'static str)> = Vec::new();
     SHARED
         .iter()
-        .chain(
-            crate::catalog::all()
-                .iter()
-                .flat_map(|r| r.extensions.iter()),
-        )
+        .chain(kinds.flat_map(|r| r.extensions.iter()))
         .filter(move |e| {
             let key = (e.schema, e.property);
             let first = !seen.contains(&key);
@@ -233,17 +236,7 @@ pub fn apply(schemas: &mut Map<String, Value>) {
 /// As [`apply`], with the shared entries and those of `kinds` (the catalog's, or a program's
 /// own kinds).
 pub fn apply_of(schemas: &mut Map<String, Value>, kinds: &[&'static crate::catalog::ResourceInfo]) {
-    let mut seen: Vec<(&'static str, &'static str)> = Vec::new();
-    let entries = SHARED
-        .iter()
-        .chain(kinds.iter().flat_map(|r| r.extensions.iter()))
-        .filter(move |e| {
-            let key = (e.schema, e.property);
-            let first = !seen.contains(&key);
-            seen.push(key);
-            first
-        });
-    apply_entries(schemas, entries);
+    apply_entries(schemas, entries_of(kinds.iter().copied()));
 }
 
 fn apply_entries<'a>(
