@@ -27,8 +27,8 @@ use genplane_apimachinery::errors::ApiError;
 use genplane_apiserver::{ApiEnablement, Resource};
 use genplane_registry::WriteOptions;
 use genplane_storage::{
-    Bytes, Deleted, KeyValue, ListRequest, ListResponse, Result as StorageResult, Revision,
-    Storage, Watch,
+    Bytes, DeleteRequest, Deleted, KeyValue, ListRequest, ListResponse, Result as StorageResult,
+    Revision, Storage, Watch,
 };
 use genplane_storage_cacher::{Cacher, CacherConfig};
 use genplane_storage_etcd::EtcdStore;
@@ -120,6 +120,10 @@ impl Storage for Backend {
 
     async fn delete(&self, key: &str, expected: Option<Revision>) -> StorageResult<Deleted> {
         delegate!(self, s => s.delete(key, expected))
+    }
+
+    async fn delete_batch(&self, deletes: Vec<DeleteRequest>) -> Vec<StorageResult<Deleted>> {
+        delegate!(self, s => s.delete_batch(deletes))
     }
 
     async fn watch(&self, prefix: &str, after: Revision) -> StorageResult<Watch> {

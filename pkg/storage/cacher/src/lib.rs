@@ -52,8 +52,8 @@ use std::time::Duration;
 use genplane_storage::Memo;
 use genplane_storage::ring::EventRing;
 use genplane_storage::{
-    Bytes, Deleted, Error, Event, KeyValue, ListRequest, ListResponse, Result, Revision, StateRead,
-    Storage, Watch, validate_key, validate_list,
+    Bytes, DeleteRequest, Deleted, Error, Event, KeyValue, ListRequest, ListResponse, Result,
+    Revision, StateRead, Storage, Watch, validate_key, validate_list,
 };
 use tokio::sync::{Notify, watch};
 
@@ -371,6 +371,10 @@ impl<S: Storage> Storage for Cacher<S> {
 
     async fn delete(&self, key: &str, expected: Option<Revision>) -> Result<Deleted> {
         self.store.delete(key, expected).await
+    }
+
+    async fn delete_batch(&self, deletes: Vec<DeleteRequest>) -> Vec<Result<Deleted>> {
+        self.store.delete_batch(deletes).await
     }
 
     async fn watch(&self, prefix: &str, after: Revision) -> Result<Watch> {
