@@ -144,6 +144,13 @@ impl Storage for Backend {
             Backend::Etcd(s) => s.compacted_revision(),
         }
     }
+
+    fn watch_proves_progress(&self) -> bool {
+        match self {
+            Backend::Sqlite(s) => s.watch_proves_progress(),
+            Backend::Etcd(s) => s.watch_proves_progress(),
+        }
+    }
 }
 
 /// The storage of a served resource: its own watch cache over the shared backend, with the

@@ -580,6 +580,15 @@ pub trait Storage: Send + Sync + 'static {
     fn compacted_revision(&self) -> Revision {
         0
     }
+
+    /// Whether a watch of this store answers [`Watch::request_progress`] promptly even on a
+    /// quiet prefix, so that a cache can prove it is up to date by asking. etcd before 3.4.26
+    /// and 3.5.8 cannot: its answers are not ordered with the events, and are not trusted. A
+    /// cache over such a store that is behind the current revision answers a consistent read
+    /// from the store at once instead of waiting for a report that may never come.
+    fn watch_proves_progress(&self) -> bool {
+        true
+    }
 }
 
 /// The longest key accepted, in bytes.
@@ -690,6 +699,10 @@ impl<S: Storage> Storage for Arc<S> {
 
     fn compacted_revision(&self) -> Revision {
         (**self).compacted_revision()
+    }
+
+    fn watch_proves_progress(&self) -> bool {
+        (**self).watch_proves_progress()
     }
 }
 

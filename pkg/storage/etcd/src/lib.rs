@@ -724,6 +724,10 @@ impl Storage for EtcdStore {
     fn compacted_revision(&self) -> Revision {
         self.inner.compacted.load(Ordering::Relaxed)
     }
+
+    fn watch_proves_progress(&self) -> bool {
+        self.inner.trusts_progress_requests
+    }
 }
 
 /// Probes member `index` of the store every [`members::PROBE_INTERVAL`] until the store is

@@ -121,12 +121,15 @@ pub struct SqliteConfig {
     pub event_log_events: usize,
     /// How many bytes of recent events (values and previous values) are kept in memory.
     pub event_log_bytes: usize,
+    /// How long recent events stay in memory (beyond the newest 100), checked by the periodic
+    /// compactor ([`SqliteConfig::history`]); watchers further behind read the history table.
+    pub event_log_age: Duration,
 }
 
 impl SqliteConfig {
     /// The defaults for a database at `path`: 5 minutes of history (kube-apiserver's compaction
     /// interval for etcd), batches of up to 512 writes, 4 read connections, and up to 64 Ki
-    /// events or 64 MiB of recent events in memory.
+    /// events or 64 MiB of recent events in memory, for 75 seconds.
     pub fn new(path: impl Into<PathBuf>) -> Self {
         Self {
             path: path.into(),
@@ -135,6 +138,7 @@ impl SqliteConfig {
             read_connections: 4,
             event_log_events: 65_536,
             event_log_bytes: 64 << 20,
+            event_log_age: Duration::from_secs(75),
         }
     }
 }
@@ -227,7 +231,7 @@ impl SqliteStore {
         if let Some(history) = config.history.filter(|h| !h.is_zero()) {
             let runtime =
                 tokio::runtime::Handle::try_current().map_err(|_| OpenError::NoRuntime)?;
-            compactor::spawn(&runtime, &store, history);
+            compactor::spawn(&runtime, &store, history, config.event_log_age);
         }
         Ok(store)
     }

@@ -262,6 +262,10 @@ impl<S: Storage> Storage for Transformed<S> {
     fn compacted_revision(&self) -> Revision {
         self.store.compacted_revision()
     }
+
+    fn watch_proves_progress(&self) -> bool {
+        self.store.watch_proves_progress()
+    }
 }
 
 #[cfg(test)]
