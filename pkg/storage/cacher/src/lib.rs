@@ -235,15 +235,12 @@ impl<S: Storage> Cacher<S> {
     /// Waits until the cache holds a complete list at `target` or later.
     async fn wait_for(&self, target: Option<Revision>) -> Result<()> {
         let mut head = self.shared.head.subscribe();
-        // A store whose watch cannot prove progress on a quiet prefix gets a moment for events
-        // already on their way, not the full wait for a report that will not come.
+        // Over a store whose watch cannot prove progress on a quiet prefix, a cache that has
+        // listed but is behind gets a moment for events already on their way, not the full
+        // wait for a report that will not come. The first list is waited for in full.
         let proven = self.store.watch_proves_progress();
-        let timeout = if proven {
-            self.config.consistency_timeout
-        } else {
-            self.config.consistency_timeout.min(UNPROVEN_WAIT)
-        };
-        let deadline = tokio::time::Instant::now() + timeout;
+        let mut deadline = tokio::time::Instant::now() + self.config.consistency_timeout;
+        let mut shortened = proven;
         loop {
             let now = *head.borrow_and_update();
             if now.closed {
@@ -251,6 +248,10 @@ impl<S: Storage> Cacher<S> {
             }
             if now.ready && target.is_none_or(|t| now.revision >= t) {
                 return Ok(());
+            }
+            if now.ready && !shortened {
+                shortened = true;
+                deadline = deadline.min(tokio::time::Instant::now() + UNPROVEN_WAIT);
             }
             self.shared.progress_wanted.notify_one();
             let nudge = tokio::time::Instant::now() + Duration::from_millis(100);
