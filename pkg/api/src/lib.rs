@@ -67,6 +67,7 @@ pub mod openapi;
 pub mod protobuf;
 pub mod quantity;
 pub mod rbac;
+pub mod resource;
 pub mod table;
 pub mod time;
 
