@@ -1,16 +1,14 @@
 //! The resource catalog: every built-in resource with what discovery, routing and storage need
 //! to know about it, and the pure hooks the generic registry runs for it. The types of an
-//! entry are defined in [`crate::resource`] and re-exported here.
+//! entry are defined in [`crate::resource`] and re-exported here. The review kinds are
+//! entries too: never stored (no `storage_prefix`), `create` their only verb, answered by the
+//! server; TokenRequest is no resource of its own but the body of `serviceaccounts/token`.
 
-use genplane_apimachinery::errors::ApiError;
-use genplane_apimachinery::validation::field::ErrorList;
-use serde_json::Value;
-
-use crate::decode::{Decoded, Struct};
 pub use crate::resource::{
     ALL_VERBS, Context, FeatureGates, GatesOff, Hooks, ResourceDescription, ResourceInfo,
     STATUS_VERBS, Subresource, SubresourceDescription, SubresourceRules, identity, no_default,
-    no_field_values, no_prepare, no_prepare_update, no_row, no_update, nothing_pending,
+    no_field_values, no_prepare, no_prepare_update, no_row, no_update, no_validation,
+    nothing_pending,
 };
 use crate::{
     admissionregistration, apiextensions, authentication, authorization, coordination, core,
@@ -33,180 +31,14 @@ static RESOURCES: &[ResourceInfo] = &[
     admissionregistration::mutatingwebhookconfiguration::INFO,
     coordination::lease::INFO,
     apiextensions::INFO,
+    // Never stored: created and answered.
+    authentication::SELF_SUBJECT_REVIEW_INFO,
+    authentication::TOKEN_REVIEW_INFO,
+    authorization::LOCAL_SUBJECT_ACCESS_REVIEW_INFO,
+    authorization::SELF_SUBJECT_ACCESS_REVIEW_INFO,
+    authorization::SELF_SUBJECT_RULES_REVIEW_INFO,
+    authorization::SUBJECT_ACCESS_REVIEW_INFO,
 ];
-
-/// The hooks of a kind that is only created, never stored (a review): decoding and
-/// validation on create, nothing else.
-const fn create_only(
-    decode: fn(&Value) -> Result<Decoded, ApiError>,
-    validate: fn(&Value) -> Result<ErrorList, ApiError>,
-) -> Hooks {
-    Hooks {
-        decode,
-        default: no_default,
-        prepare_for_create: no_prepare,
-        prepare_for_update: no_prepare_update,
-        validate,
-        validate_update: no_update,
-        to_storage: identity,
-        from_storage: identity,
-        field_selectors: &[],
-        field_values: no_field_values,
-        columns: &[],
-        row: no_row,
-        pending_finalization: nothing_pending,
-        mark_deleting: no_default,
-    }
-}
-
-/// A review kind: created, answered, never stored.
-// One argument per name of the kind, as the table below reads best.
-#[allow(clippy::too_many_arguments)]
-const fn review(
-    group: &'static str,
-    kind: &'static str,
-    list_kind: &'static str,
-    resource: &'static str,
-    singular: &'static str,
-    schema: &'static Struct,
-    openapi_schema: fn(&mut schemars::generate::SchemaGenerator) -> String,
-    hooks: Hooks,
-) -> ResourceInfo {
-    ResourceInfo {
-        group,
-        version: "v1",
-        kind,
-        list_kind,
-        resource,
-        singular,
-        short_names: &[],
-        namespaced: false,
-        create_on_update: false,
-        verbs: &["create"],
-        subresources: &[],
-        categories: &[],
-        storage_prefix: "",
-        storage_api_version: "",
-        schema,
-        protobuf: true,
-        extensions: &[],
-        openapi_schema,
-        hooks,
-    }
-}
-
-static REVIEWS: &[ResourceInfo] = &[
-    review(
-        "authentication.k8s.io",
-        "SelfSubjectReview",
-        "SelfSubjectReviewList",
-        "selfsubjectreviews",
-        "selfsubjectreview",
-        &authentication::SELF_SUBJECT_REVIEW,
-        crate::openapi::schema_of::<k8s_openapi::api::authentication::v1::SelfSubjectReview>,
-        create_only(
-            authentication::decode_self_subject_review,
-            authentication::validate_self_subject_review,
-        ),
-    ),
-    review(
-        "authentication.k8s.io",
-        "TokenReview",
-        "TokenReviewList",
-        "tokenreviews",
-        "tokenreview",
-        &authentication::TOKEN_REVIEW,
-        crate::openapi::schema_of::<k8s_openapi::api::authentication::v1::TokenReview>,
-        create_only(
-            authentication::decode_token_review,
-            authentication::validate_token_review,
-        ),
-    ),
-    ResourceInfo {
-        namespaced: true,
-        ..review(
-            "authorization.k8s.io",
-            "LocalSubjectAccessReview",
-            "LocalSubjectAccessReviewList",
-            "localsubjectaccessreviews",
-            "localsubjectaccessreview",
-            &authorization::LOCAL_SUBJECT_ACCESS_REVIEW,
-            crate::openapi::schema_of::<
-                k8s_openapi::api::authorization::v1::LocalSubjectAccessReview,
-            >,
-            // The namespace comes from the URL: the server validates with it.
-            create_only(
-                authorization::decode_local_subject_access_review,
-                no_validation,
-            ),
-        )
-    },
-    review(
-        "authorization.k8s.io",
-        "SelfSubjectAccessReview",
-        "SelfSubjectAccessReviewList",
-        "selfsubjectaccessreviews",
-        "selfsubjectaccessreview",
-        &authorization::SELF_SUBJECT_ACCESS_REVIEW,
-        crate::openapi::schema_of::<k8s_openapi::api::authorization::v1::SelfSubjectAccessReview>,
-        create_only(
-            authorization::decode_self_subject_access_review,
-            authorization::validate_self_subject_access_review,
-        ),
-    ),
-    review(
-        "authorization.k8s.io",
-        "SelfSubjectRulesReview",
-        "SelfSubjectRulesReviewList",
-        "selfsubjectrulesreviews",
-        "selfsubjectrulesreview",
-        &authorization::SELF_SUBJECT_RULES_REVIEW,
-        crate::openapi::schema_of::<k8s_openapi::api::authorization::v1::SelfSubjectRulesReview>,
-        create_only(
-            authorization::decode_self_subject_rules_review,
-            authorization::validate_self_subject_rules_review,
-        ),
-    ),
-    review(
-        "authorization.k8s.io",
-        "SubjectAccessReview",
-        "SubjectAccessReviewList",
-        "subjectaccessreviews",
-        "subjectaccessreview",
-        &authorization::SUBJECT_ACCESS_REVIEW,
-        crate::openapi::schema_of::<k8s_openapi::api::authorization::v1::SubjectAccessReview>,
-        create_only(
-            authorization::decode_subject_access_review,
-            authorization::validate_subject_access_review,
-        ),
-    ),
-];
-
-/// The body of `serviceaccounts/<name>/token`: an authentication.k8s.io/v1 TokenRequest.
-pub static TOKEN_REQUEST: ResourceInfo = ResourceInfo {
-    namespaced: true,
-    create_on_update: false,
-    ..review(
-        "authentication.k8s.io",
-        "TokenRequest",
-        "TokenRequestList",
-        "tokenrequests",
-        "tokenrequest",
-        &authentication::TOKEN_REQUEST,
-        crate::openapi::schema_of::<k8s_openapi::api::authentication::v1::TokenRequest>,
-        create_only(authentication::decode_token_request, no_validation),
-    )
-};
-
-fn no_validation(_: &Value) -> Result<ErrorList, ApiError> {
-    Ok(ErrorList::new())
-}
-
-/// The review kinds (authentication.k8s.io and authorization.k8s.io): served for `create`
-/// only, answered by the server, never stored.
-pub fn reviews() -> &'static [ResourceInfo] {
-    REVIEWS
-}
 
 /// Every built-in resource of this crate.
 pub fn all() -> &'static [ResourceInfo] {
@@ -322,6 +154,48 @@ mod tests {
                     false,
                     vec!["crd", "crds"]
                 ),
+                (
+                    "authentication.k8s.io/v1".into(),
+                    "selfsubjectreviews",
+                    "SelfSubjectReview",
+                    false,
+                    vec![]
+                ),
+                (
+                    "authentication.k8s.io/v1".into(),
+                    "tokenreviews",
+                    "TokenReview",
+                    false,
+                    vec![]
+                ),
+                (
+                    "authorization.k8s.io/v1".into(),
+                    "localsubjectaccessreviews",
+                    "LocalSubjectAccessReview",
+                    true,
+                    vec![]
+                ),
+                (
+                    "authorization.k8s.io/v1".into(),
+                    "selfsubjectaccessreviews",
+                    "SelfSubjectAccessReview",
+                    false,
+                    vec![]
+                ),
+                (
+                    "authorization.k8s.io/v1".into(),
+                    "selfsubjectrulesreviews",
+                    "SelfSubjectRulesReview",
+                    false,
+                    vec![]
+                ),
+                (
+                    "authorization.k8s.io/v1".into(),
+                    "subjectaccessreviews",
+                    "SubjectAccessReview",
+                    false,
+                    vec![]
+                ),
             ]
         );
         for r in all() {
@@ -336,6 +210,34 @@ mod tests {
             };
             assert_eq!(r.categories, categories);
         }
+    }
+
+    #[test]
+    fn reviews_are_only_created_and_never_stored() {
+        let stored: Vec<bool> = all().iter().map(ResourceInfo::stored).collect();
+        assert_eq!(stored.iter().filter(|s| !**s).count(), 6);
+        for r in all().iter().filter(|r| !r.stored()) {
+            assert_eq!(r.verbs, ["create"], "{}", r.resource);
+            assert!(r.subresources.is_empty());
+        }
+        // TokenRequest is the body of a ServiceAccount's `token`, of its own group.
+        let sa = find("", "v1", "serviceaccounts").unwrap();
+        let token = sa.describe().subresources.remove(0);
+        assert_eq!(
+            (
+                token.name.as_str(),
+                token.group.as_deref(),
+                token.version.as_deref(),
+                token.kind.as_str()
+            ),
+            (
+                "token",
+                Some("authentication.k8s.io"),
+                Some("v1"),
+                "TokenRequest"
+            )
+        );
+        assert!(!sa.subresources[0].body.unwrap().stored());
     }
 
     #[test]

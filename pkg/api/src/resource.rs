@@ -36,8 +36,13 @@ pub struct Subresource {
     /// Its verbs.
     pub verbs: &'static [&'static str],
     /// The rules of writes through it, when it is written through the resource's store
-    /// (`status`, `finalize`); `None` for subresources with handlers of their own (`token`).
+    /// (`status`, `finalize`); `None` for a subresource whose creates are answered (`token`).
     pub rules: Option<SubresourceRules>,
+    /// The entry of the kind its requests and answers are, when that is another group's kind
+    /// that no resource of its own serves (`serviceaccounts/token`: authentication.k8s.io/v1
+    /// TokenRequest, whose creates are answered, never stored); `None`: `kind` is of the
+    /// resource's group and version.
+    pub body: Option<&'static ResourceInfo>,
 }
 
 /// The feature gates a strategy may consult, resolved for the server it runs in.
@@ -229,6 +234,8 @@ pub struct ResourceInfo {
     pub categories: &'static [&'static str],
     /// The storage key prefix below `/registry/`: keys are
     /// `/registry/<prefix>/<namespace>/<name>` (cluster-scoped: `/registry/<prefix>/<name>`).
+    /// Empty for a kind that is never stored: its only verb is `create`, whose answer the
+    /// server computes (the review APIs; upstream's storages that are only a `rest.Creater`).
     pub storage_prefix: &'static str,
     /// The apiVersion objects are stored in.
     pub storage_api_version: &'static str,
@@ -285,8 +292,8 @@ impl ResourceInfo {
                 .map(|s| SubresourceDescription {
                     name: s.name.to_owned(),
                     kind: s.kind.to_owned(),
-                    group: None,
-                    version: None,
+                    group: s.body.map(|b| b.group.to_owned()),
+                    version: s.body.map(|b| b.version.to_owned()),
                     verbs: strings(s.verbs),
                 })
                 .collect(),
@@ -296,6 +303,12 @@ impl ResourceInfo {
     /// The served `apiVersion`: `v1` or `group/version`.
     pub fn api_version(&self) -> String {
         self.gvk().group_version().api_version()
+    }
+
+    /// Whether objects of the kind are stored; `false` for a kind whose creates are answered
+    /// (an empty [`ResourceInfo::storage_prefix`]).
+    pub fn stored(&self) -> bool {
+        !self.storage_prefix.is_empty()
     }
 
     /// The storage key of an object (`namespace` is ignored for cluster-scoped resources).
@@ -343,4 +356,73 @@ pub fn no_field_values(_: &Value) -> BTreeMap<&'static str, String> {
 /// No table cells besides the name and age.
 pub fn no_row(_: &Value, _: i64) -> Vec<Value> {
     Vec::new()
+}
+
+impl Hooks {
+    /// The hooks of a kind that is never stored (a review): decoding and validation on
+    /// create, nothing else.
+    pub const fn create_only(
+        decode: fn(&Value) -> Result<Decoded, ApiError>,
+        validate: fn(&Value) -> Result<ErrorList, ApiError>,
+    ) -> Hooks {
+        Hooks {
+            decode,
+            default: no_default,
+            prepare_for_create: no_prepare,
+            prepare_for_update: no_prepare_update,
+            validate,
+            validate_update: no_update,
+            to_storage: identity,
+            from_storage: identity,
+            field_selectors: &[],
+            field_values: no_field_values,
+            columns: &[],
+            row: no_row,
+            pending_finalization: nothing_pending,
+            mark_deleting: no_default,
+        }
+    }
+}
+
+/// No validation on create.
+pub fn no_validation(_: &Value) -> Result<ErrorList, ApiError> {
+    Ok(ErrorList::new())
+}
+
+/// A cluster-scoped kind of `group`/v1 that is never stored: `create` is its only verb, and
+/// the server computes the answer (a review). The list kind is `<kind>List`; upstream has
+/// one, though nothing lists these kinds.
+// One argument per name of the kind, as the entries read best.
+#[allow(clippy::too_many_arguments)]
+pub(crate) const fn answered(
+    group: &'static str,
+    kind: &'static str,
+    list_kind: &'static str,
+    resource: &'static str,
+    singular: &'static str,
+    schema: &'static Struct,
+    openapi_schema: fn(&mut schemars::generate::SchemaGenerator) -> String,
+    hooks: Hooks,
+) -> ResourceInfo {
+    ResourceInfo {
+        group,
+        version: "v1",
+        kind,
+        list_kind,
+        resource,
+        singular,
+        short_names: &[],
+        namespaced: false,
+        create_on_update: false,
+        verbs: &["create"],
+        subresources: &[],
+        categories: &[],
+        storage_prefix: "",
+        storage_api_version: "",
+        schema,
+        protobuf: true,
+        extensions: &[],
+        openapi_schema,
+        hooks,
+    }
 }

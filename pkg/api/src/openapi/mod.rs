@@ -92,10 +92,7 @@ pub fn group_version_path(group: &str, version: &str) -> String {
 /// `api/v1`, `apis`, then each group (`apis/<group>`, then its versions) in the order the
 /// resources list them.
 pub fn documents(resources: &[ServedResource]) -> Vec<Document> {
-    let kinds: Vec<&'static ResourceInfo> = crate::catalog::all()
-        .iter()
-        .chain(crate::catalog::reviews())
-        .collect();
+    let kinds: Vec<&'static ResourceInfo> = crate::catalog::all().iter().collect();
     documents_of(resources, &kinds)
 }
 
