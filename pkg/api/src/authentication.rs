@@ -151,32 +151,6 @@ pub fn validate_self_subject_review(_: &Value) -> Result<ErrorList, ApiError> {
     Ok(ErrorList::new())
 }
 
-#[cfg(test)]
-mod tests {
-    use serde_json::json;
-
-    use super::*;
-
-    #[test]
-    fn token_reviews_need_a_token() {
-        let error = validate_token_review(&json!({"spec": {}})).unwrap_err();
-        assert_eq!(error.code, 400);
-        assert!(
-            validate_token_review(&json!({"spec": {"token": "t"}}))
-                .unwrap()
-                .is_empty()
-        );
-    }
-
-    #[test]
-    fn token_requests_decode() {
-        let request = json!({"spec": {"audiences": ["a"], "expirationSeconds": 600}});
-        let decoded = decode_token_request(&request).unwrap();
-        assert_eq!(decoded.object["spec"]["expirationSeconds"], 600);
-        assert!(decode_token_request(&json!({"spec": {"expirationSeconds": "x"}})).is_err());
-    }
-}
-
 /// SelfSubjectReview (`kubectl auth whoami`) in the catalog: created, answered, never stored.
 pub const SELF_SUBJECT_REVIEW_INFO: ResourceInfo = answered(
     "authentication.k8s.io",
@@ -217,3 +191,29 @@ pub const TOKEN_REQUEST_INFO: ResourceInfo = ResourceInfo {
         Hooks::create_only(decode_token_request, no_validation),
     )
 };
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    #[test]
+    fn token_reviews_need_a_token() {
+        let error = validate_token_review(&json!({"spec": {}})).unwrap_err();
+        assert_eq!(error.code, 400);
+        assert!(
+            validate_token_review(&json!({"spec": {"token": "t"}}))
+                .unwrap()
+                .is_empty()
+        );
+    }
+
+    #[test]
+    fn token_requests_decode() {
+        let request = json!({"spec": {"audiences": ["a"], "expirationSeconds": 600}});
+        let decoded = decode_token_request(&request).unwrap();
+        assert_eq!(decoded.object["spec"]["expirationSeconds"], 600);
+        assert!(decode_token_request(&json!({"spec": {"expirationSeconds": "x"}})).is_err());
+    }
+}
