@@ -9,8 +9,6 @@
 //! from the admitted object and what the server knows ([`Creating`]). A program adds a kind of
 //! its own this way with [`crate::Resource::computed`].
 
-use std::sync::Arc;
-
 use genplane_admission::BoxFuture;
 use genplane_apimachinery::errors::{ApiError, Status};
 use genplane_authentication::UserInfo;
@@ -89,14 +87,4 @@ impl Answer for Unanswered {
     ) -> BoxFuture<'a, Result<Written, ApiError>> {
         Box::pin(async move { Err(Status::method_not_supported(&self.resource, "create").into()) })
     }
-}
-
-/// The built-in answer of the catalog kind `info` (a review, TokenRequest); a kind without
-/// one refuses every create.
-pub(crate) fn builtin(info: &'static genplane_api::catalog::ResourceInfo) -> Arc<dyn Answer> {
-    crate::reviews::answer_of(info).unwrap_or_else(|| {
-        Arc::new(Unanswered {
-            resource: info.group_resource(),
-        })
-    })
 }

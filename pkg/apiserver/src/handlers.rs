@@ -21,12 +21,12 @@ use hyper::header::{CONTENT_TYPE, HeaderMap, HeaderValue};
 use hyper::{Response, StatusCode};
 use serde_json::Value;
 
+use crate::backing::Backing;
 use crate::body::ResponseBody;
 use crate::encode;
 use crate::kind::ServedKind;
 use crate::negotiation::{self, Capabilities, Format, Negotiated};
 use crate::request_info::RequestInfo;
-use crate::server::Backing;
 use std::sync::Arc;
 
 pub(crate) use create::create;

@@ -24,6 +24,7 @@
 pub mod answer;
 pub mod authn;
 pub mod authz;
+pub mod backing;
 pub mod body;
 pub mod discovery;
 pub mod enablement;
@@ -52,6 +53,7 @@ pub use enablement::ApiEnablement;
 /// (128 levels of JSON); 2 MiB (tokio's default) leaves little margin in a debug build, so the
 /// roles' runtimes give their threads this much (address space: pages are used only as touched).
 pub const THREAD_STACK_BYTES: usize = 8 * 1024 * 1024;
+pub use backing::Backing;
 pub use filters::max_in_flight::Limits;
 pub use handlers::{MAX_BODY_BYTES, WATCH_BUFFER_BYTES, error_response};
-pub use server::{ApiServer, Backing, Resource};
+pub use server::{ApiServer, Resource};

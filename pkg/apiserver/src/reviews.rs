@@ -16,11 +16,21 @@ use genplane_authorization::Attributes;
 use genplane_registry::Written;
 use serde_json::{Value, json};
 
-use crate::answer::{Answer, Creating};
+use crate::answer::{Answer, Creating, Unanswered};
 use crate::authz::{self, Security};
 
+/// The built-in answer of the catalog kind `info` (a review, TokenRequest); a kind without
+/// one refuses every create.
+pub(crate) fn builtin(info: &'static ResourceInfo) -> Arc<dyn Answer> {
+    answer_of(info).unwrap_or_else(|| {
+        Arc::new(Unanswered {
+            resource: info.group_resource(),
+        })
+    })
+}
+
 /// The answer of the catalog kind `info`, when it is one of the kinds above.
-pub(crate) fn answer_of(info: &'static ResourceInfo) -> Option<Arc<dyn Answer>> {
+fn answer_of(info: &'static ResourceInfo) -> Option<Arc<dyn Answer>> {
     match (info.group, info.kind) {
         ("authentication.k8s.io", "TokenRequest") => Some(Arc::new(TokenRequests)),
         ("authentication.k8s.io", "SelfSubjectReview" | "TokenReview")

@@ -10,12 +10,13 @@ use genplane_audit::Auditor;
 use genplane_component_base::http::OpsHandler;
 use genplane_component_base::shutdown::Shutdown;
 use genplane_component_base::version::{BuildInfo, KUBERNETES_VERSION};
-use genplane_registry::{CatalogStrategy, Computed, Store};
+use genplane_registry::{CatalogStrategy, Store};
 use genplane_storage::Storage;
 use serde_json::{Value, json};
 
 use crate::answer::Answer;
 use crate::authz::Security;
+use crate::backing::Backing;
 use crate::discovery::Discovery;
 use crate::enablement::{Api, ApiEnablement};
 use crate::filters::max_in_flight::{InFlight, Limits};
@@ -23,63 +24,6 @@ use crate::kind::ServedKind;
 use crate::metrics::ApiMetrics;
 use crate::openapi::{OpenApiV2, OpenApiV3};
 use crate::request_info::RequestInfo;
-
-/// Where the requests of a served resource or subresource go.
-pub enum Backing<S: Storage> {
-    /// The generic store: objects kept in storage.
-    Stored(Store<S>),
-    /// Nothing kept: a create is defaulted, admitted and validated as the store would
-    /// (`create`), then answered (`answer`): the review APIs, TokenRequest.
-    Computed {
-        /// The create path up to storage.
-        create: Computed,
-        /// What computes the answer.
-        answer: Arc<dyn Answer>,
-    },
-}
-
-impl<S: Storage> Backing<S> {
-    /// The store, when objects are stored.
-    pub fn store(&self) -> Option<&Store<S>> {
-        match self {
-            Backing::Stored(store) => Some(store),
-            Backing::Computed { .. } => None,
-        }
-    }
-
-    /// The creates of the kind `info`, answered by `answer`, its hooks told `gates`.
-    fn computed(
-        info: &'static ResourceInfo,
-        answer: Arc<dyn Answer>,
-        gates: Arc<dyn FeatureGates>,
-    ) -> Self {
-        Backing::Computed {
-            create: Computed::new(Arc::new(CatalogStrategy::with_gates(info, gates))),
-            answer,
-        }
-    }
-}
-
-impl<S: Storage> Clone for Backing<S> {
-    fn clone(&self) -> Self {
-        match self {
-            Backing::Stored(store) => Backing::Stored(store.clone()),
-            Backing::Computed { create, answer } => Backing::Computed {
-                create: create.clone(),
-                answer: answer.clone(),
-            },
-        }
-    }
-}
-
-impl<S: Storage> std::fmt::Debug for Backing<S> {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            Backing::Stored(store) => store.fmt(f),
-            Backing::Computed { create, .. } => create.fmt(f),
-        }
-    }
-}
 
 /// A served resource: its kind, where its requests go, and where those of its subresources
 /// go.
@@ -143,7 +87,7 @@ impl<S: Storage> Resource<S> {
                         Backing::Stored(Store::new(storage.clone(), Arc::new(strategy)))
                     }
                     (None, Some(body)) if !body.stored() => {
-                        Backing::computed(body, crate::answer::builtin(body), gates.clone())
+                        Backing::computed(body, crate::reviews::builtin(body), gates.clone())
                     }
                     (None, _) => return None,
                 };
@@ -155,7 +99,7 @@ impl<S: Storage> Resource<S> {
     /// The catalog kind `info` that is never stored (a review), answered by the server's
     /// built-in answer of it (a kind it has none for refuses every create).
     pub fn answered(info: &'static ResourceInfo, gates: Arc<dyn FeatureGates>) -> Self {
-        Self::computed(info, crate::answer::builtin(info), gates)
+        Self::computed(info, crate::reviews::builtin(info), gates)
     }
 
     /// A kind that is never stored, described by `info` (verbs `["create"]`), whose creates

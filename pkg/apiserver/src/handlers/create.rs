@@ -7,9 +7,9 @@ use hyper::{Response, StatusCode};
 
 use super::{Ctx, respond};
 use crate::answer::Creating;
+use crate::backing::Backing;
 use crate::body::ResponseBody;
 use crate::encode;
-use crate::server::Backing;
 
 /// Answers a create: 201 with the created object, or with the answer of a kind that is never
 /// stored (a review, a TokenRequest), once its body was admitted and validated as a stored
