@@ -296,6 +296,7 @@ pub static INFO: ResourceInfo = ResourceInfo {
             prepare_for_update: prepare_for_status_update,
             validate_update: validate_status_update,
         }),
+        body: None,
     }],
     categories: &["all"],
     storage_prefix: "sample.genplane.io/widgets",

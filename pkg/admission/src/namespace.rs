@@ -69,6 +69,14 @@ fn creates_content(attributes: &Attributes<'_>) -> bool {
     attributes.operation == Operation::Create && !attributes.namespace.is_empty()
 }
 
+/// Whether a write is an access review of a namespace, which NamespaceLifecycle always lets
+/// through (upstream's `accessReviewResources`): refusing one would tell whoever asks whether
+/// the namespace exists or is being deleted.
+fn is_access_review(attributes: &Attributes<'_>) -> bool {
+    let resource = &attributes.request.resource;
+    resource.group == "authorization.k8s.io" && resource.resource == "localsubjectaccessreviews"
+}
+
 /// NamespaceLifecycle.
 #[derive(Debug, Clone)]
 pub struct NamespaceLifecycle {
@@ -93,7 +101,7 @@ impl MutatingPlugin for NamespaceLifecycle {
         _object: &'a mut Value,
     ) -> BoxFuture<'a, Result<(), ApiError>> {
         Box::pin(async move {
-            if !creates_content(&attributes) {
+            if !creates_content(&attributes) || is_access_review(&attributes) {
                 return Ok(());
             }
             let namespace = attributes.namespace;
@@ -212,5 +220,53 @@ impl MutatingPlugin for NamespaceAutoProvision {
             }
             Ok(())
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use genplane_apimachinery::schema::GroupVersionResource;
+
+    use super::*;
+
+    /// No namespace exists: every lookup is a miss.
+    #[derive(Debug)]
+    struct NoNamespaces;
+
+    impl Namespaces for NoNamespaces {
+        fn get<'a>(&'a self, _: &'a str) -> BoxFuture<'a, Result<Option<Value>, ApiError>> {
+            Box::pin(async { Ok(None) })
+        }
+
+        fn create<'a>(&'a self, _: &'a str) -> BoxFuture<'a, Result<(), ApiError>> {
+            Box::pin(async { Ok(()) })
+        }
+    }
+
+    fn create_of(group: &str, resource: &str) -> crate::Request {
+        crate::Request {
+            resource: GroupVersionResource::new(group, "v1", resource),
+            ..crate::Request::default()
+        }
+    }
+
+    #[tokio::test]
+    async fn access_reviews_are_answered_in_any_namespace() {
+        let plugin = NamespaceLifecycle::new(Arc::new(NoNamespaces));
+        for (group, resource, want) in [
+            ("authorization.k8s.io", "localsubjectaccessreviews", Ok(())),
+            ("", "configmaps", Err(404)),
+        ] {
+            let request = create_of(group, resource);
+            let attributes = Attributes {
+                request: &request,
+                operation: Operation::Create,
+                namespace: "gone",
+                name: "",
+                old_object: None,
+            };
+            let got = plugin.admit(attributes, &mut Value::Null).await;
+            assert_eq!(got.map_err(|e| e.code), want, "{resource}");
+        }
     }
 }

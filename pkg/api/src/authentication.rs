@@ -10,6 +10,7 @@ use genplane_apimachinery::validation::field::ErrorList;
 use serde_json::Value;
 
 use crate::decode::{self, Decoded, Field, OBJECT_META, Struct, Type};
+use crate::resource::{Hooks, ResourceInfo, answered, no_validation};
 
 /// The API version.
 pub const API_VERSION: &str = "authentication.k8s.io/v1";
@@ -149,6 +150,47 @@ pub fn validate_token_review(object: &Value) -> Result<ErrorList, ApiError> {
 pub fn validate_self_subject_review(_: &Value) -> Result<ErrorList, ApiError> {
     Ok(ErrorList::new())
 }
+
+/// SelfSubjectReview (`kubectl auth whoami`) in the catalog: created, answered, never stored.
+pub const SELF_SUBJECT_REVIEW_INFO: ResourceInfo = answered(
+    "authentication.k8s.io",
+    "SelfSubjectReview",
+    "SelfSubjectReviewList",
+    "selfsubjectreviews",
+    "selfsubjectreview",
+    &SELF_SUBJECT_REVIEW,
+    crate::openapi::schema_of::<k8s_openapi::api::authentication::v1::SelfSubjectReview>,
+    Hooks::create_only(decode_self_subject_review, validate_self_subject_review),
+);
+
+/// TokenReview in the catalog: created, answered, never stored.
+pub const TOKEN_REVIEW_INFO: ResourceInfo = answered(
+    "authentication.k8s.io",
+    "TokenReview",
+    "TokenReviewList",
+    "tokenreviews",
+    "tokenreview",
+    &TOKEN_REVIEW,
+    crate::openapi::schema_of::<k8s_openapi::api::authentication::v1::TokenReview>,
+    Hooks::create_only(decode_token_review, validate_token_review),
+);
+
+/// TokenRequest, the body of `serviceaccounts/<name>/token` (the ServiceAccount entry's
+/// `token` subresource names it): created, answered with a signed token, never stored. It is
+/// not a resource of its own (not in the catalog's list); the namespace is the URL's.
+pub const TOKEN_REQUEST_INFO: ResourceInfo = ResourceInfo {
+    namespaced: true,
+    ..answered(
+        "authentication.k8s.io",
+        "TokenRequest",
+        "TokenRequestList",
+        "tokenrequests",
+        "tokenrequest",
+        &TOKEN_REQUEST,
+        crate::openapi::schema_of::<k8s_openapi::api::authentication::v1::TokenRequest>,
+        Hooks::create_only(decode_token_request, no_validation),
+    )
+};
 
 #[cfg(test)]
 mod tests {

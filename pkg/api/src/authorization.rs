@@ -13,6 +13,7 @@ use genplane_apimachinery::validation::field::{Error, ErrorList, Path};
 use serde_json::Value;
 
 use crate::decode::{self, Decoded, Field, OBJECT_META, Struct, Type};
+use crate::resource::{Hooks, ResourceInfo, answered};
 
 /// The API version.
 pub const API_VERSION: &str = "authorization.k8s.io/v1";
@@ -298,11 +299,12 @@ pub fn validate_subject_access_review(object: &Value) -> Result<ErrorList, ApiEr
     Ok(errors)
 }
 
-/// Validates a LocalSubjectAccessReview created in `namespace`.
-pub fn validate_local_subject_access_review(
-    object: &Value,
-    namespace: &str,
-) -> Result<ErrorList, ApiError> {
+/// Validates a LocalSubjectAccessReview in its namespace (`metadata.namespace`: the request's).
+pub fn validate_local_subject_access_review(object: &Value) -> Result<ErrorList, ApiError> {
+    let namespace = object
+        .pointer("/metadata/namespace")
+        .and_then(Value::as_str)
+        .unwrap_or("");
     let mut without_namespace = object.clone();
     if let Some(Value::Object(meta)) = without_namespace.get_mut("metadata") {
         meta.remove("namespace");
@@ -346,6 +348,69 @@ pub fn validate_self_subject_rules_review(object: &Value) -> Result<ErrorList, A
     Ok(validate_empty_metadata(object))
 }
 
+/// SubjectAccessReview in the catalog: created, answered, never stored.
+pub const SUBJECT_ACCESS_REVIEW_INFO: ResourceInfo = answered(
+    "authorization.k8s.io",
+    "SubjectAccessReview",
+    "SubjectAccessReviewList",
+    "subjectaccessreviews",
+    "subjectaccessreview",
+    &SUBJECT_ACCESS_REVIEW,
+    crate::openapi::schema_of::<k8s_openapi::api::authorization::v1::SubjectAccessReview>,
+    Hooks::create_only(decode_subject_access_review, validate_subject_access_review),
+);
+
+/// LocalSubjectAccessReview in the catalog (namespaced: the URL's namespace is the review's):
+/// created, answered, never stored.
+pub const LOCAL_SUBJECT_ACCESS_REVIEW_INFO: ResourceInfo = ResourceInfo {
+    namespaced: true,
+    ..answered(
+        "authorization.k8s.io",
+        "LocalSubjectAccessReview",
+        "LocalSubjectAccessReviewList",
+        "localsubjectaccessreviews",
+        "localsubjectaccessreview",
+        &LOCAL_SUBJECT_ACCESS_REVIEW,
+        crate::openapi::schema_of::<k8s_openapi::api::authorization::v1::LocalSubjectAccessReview>,
+        Hooks::create_only(
+            decode_local_subject_access_review,
+            validate_local_subject_access_review,
+        ),
+    )
+};
+
+/// SelfSubjectAccessReview (`kubectl auth can-i`) in the catalog: created, answered, never
+/// stored.
+pub const SELF_SUBJECT_ACCESS_REVIEW_INFO: ResourceInfo = answered(
+    "authorization.k8s.io",
+    "SelfSubjectAccessReview",
+    "SelfSubjectAccessReviewList",
+    "selfsubjectaccessreviews",
+    "selfsubjectaccessreview",
+    &SELF_SUBJECT_ACCESS_REVIEW,
+    crate::openapi::schema_of::<k8s_openapi::api::authorization::v1::SelfSubjectAccessReview>,
+    Hooks::create_only(
+        decode_self_subject_access_review,
+        validate_self_subject_access_review,
+    ),
+);
+
+/// SelfSubjectRulesReview (`kubectl auth can-i --list`) in the catalog: created, answered,
+/// never stored.
+pub const SELF_SUBJECT_RULES_REVIEW_INFO: ResourceInfo = answered(
+    "authorization.k8s.io",
+    "SelfSubjectRulesReview",
+    "SelfSubjectRulesReviewList",
+    "selfsubjectrulesreviews",
+    "selfsubjectrulesreview",
+    &SELF_SUBJECT_RULES_REVIEW,
+    crate::openapi::schema_of::<k8s_openapi::api::authorization::v1::SelfSubjectRulesReview>,
+    Hooks::create_only(
+        decode_self_subject_rules_review,
+        validate_self_subject_rules_review,
+    ),
+);
+
 #[cfg(test)]
 mod tests {
     use serde_json::json;
@@ -388,14 +453,14 @@ mod tests {
     fn local_reviews_stay_in_their_namespace() {
         let review = json!({"metadata": {"namespace": "a"}, "spec": {"user": "u", "resourceAttributes": {"namespace": "b"}}});
         assert_eq!(
-            messages(&validate_local_subject_access_review(&review, "a").unwrap()),
+            messages(&validate_local_subject_access_review(&review).unwrap()),
             [
                 "spec.resourceAttributes.namespace: Invalid value: \"b\": must match metadata.namespace"
             ]
         );
-        let review = json!({"spec": {"user": "u", "nonResourceAttributes": {"path": "/x"}}});
+        let review = json!({"metadata": {"namespace": "a"}, "spec": {"user": "u", "nonResourceAttributes": {"path": "/x"}}});
         assert_eq!(
-            messages(&validate_local_subject_access_review(&review, "a").unwrap()),
+            messages(&validate_local_subject_access_review(&review).unwrap()),
             [
                 "spec.nonResourceAttributes: Invalid value: {\"path\":\"/x\"}: disallowed on this kind of request"
             ]

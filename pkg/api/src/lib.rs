@@ -12,13 +12,14 @@
 //!   webhook configurations;
 //! - apiextensions.k8s.io/v1 ([`apiextensions`]): CustomResourceDefinitions, with the pure
 //!   helpers of their status ([`apiextensions::status`]);
-//! - the review kinds, created but never stored: authentication.k8s.io/v1
-//!   ([`authentication`]: TokenReview, SelfSubjectReview, and TokenRequest for
-//!   `serviceaccounts/<name>/token`) and authorization.k8s.io/v1 ([`authorization`]: the access
-//!   reviews).
+//! - the review kinds, created but never stored (an empty `storage_prefix`, `create` their only
+//!   verb): authentication.k8s.io/v1 ([`authentication`]: TokenReview, SelfSubjectReview, and
+//!   TokenRequest, the body of `serviceaccounts/<name>/token`) and authorization.k8s.io/v1
+//!   ([`authorization`]: the access reviews).
 //!
 //! [`catalog`] lists them all with what discovery, the router and storage need to know, and
-//! the hooks the generic registry runs ([`catalog::Hooks`]). [`openapi`] builds the OpenAPI v3
+//! the hooks the generic registry runs ([`catalog::Hooks`]); what an entry is made of is
+//! defined in [`resource`], below the kinds and the catalog. [`openapi`] builds the OpenAPI v3
 //! documents of served resources (and from them the v2 document, as JSON and protobuf) from
 //! k8s-openapi's schemas (the only use of k8s-openapi here) and one table of list, map and
 //! patch semantics ([`openapi::extensions`]).
@@ -67,6 +68,7 @@ pub mod openapi;
 pub mod protobuf;
 pub mod quantity;
 pub mod rbac;
+pub mod resource;
 pub mod table;
 pub mod time;
 

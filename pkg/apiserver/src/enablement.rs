@@ -234,17 +234,14 @@ impl ApiEnablement {
         })
     }
 
-    /// Every API of the built-in catalog (resources and reviews): what `--runtime-config` is
+    /// Every API of the built-in catalog (the reviews included): what `--runtime-config` is
     /// read against.
     pub fn builtin_apis() -> impl Iterator<Item = Api<'static>> {
-        genplane_api::catalog::all()
-            .iter()
-            .chain(genplane_api::catalog::reviews())
-            .map(|info| Api {
-                group: info.group,
-                version: info.version,
-                resource: info.resource,
-            })
+        genplane_api::catalog::all().iter().map(|info| Api {
+            group: info.group,
+            version: info.version,
+            resource: info.resource,
+        })
     }
 }
 

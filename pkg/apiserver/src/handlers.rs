@@ -21,6 +21,7 @@ use hyper::header::{CONTENT_TYPE, HeaderMap, HeaderValue};
 use hyper::{Response, StatusCode};
 use serde_json::Value;
 
+use crate::backing::Backing;
 use crate::body::ResponseBody;
 use crate::encode;
 use crate::kind::ServedKind;
@@ -139,7 +140,8 @@ pub(crate) struct Ctx<'a, S: Storage> {
     /// The kind of request bodies and answers: the resource's, or its subresource's when that
     /// is another kind (a custom resource's `scale` reads and writes autoscaling/v1 Scales).
     pub(crate) body: &'a ServedKind,
-    pub(crate) store: &'a Store<S>,
+    /// Where the request goes: a store, or the answer of a kind that is never stored.
+    pub(crate) backing: &'a Backing<S>,
     pub(crate) request: &'a RequestInfo,
     pub(crate) query: Query,
     pub(crate) headers: &'a HeaderMap,
@@ -154,9 +156,23 @@ pub(crate) struct Ctx<'a, S: Storage> {
     pub(crate) admission: Option<genplane_registry::Admission>,
     /// The server's metrics, if it records them (watches count the watchers they end).
     pub(crate) metrics: Option<&'a crate::metrics::ApiMetrics>,
+    /// Who asks.
+    pub(crate) user: &'a genplane_authentication::UserInfo,
+    /// The server's authentication and authorization, if it has them (answers use them).
+    pub(crate) security: Option<&'a crate::authz::Security>,
+    /// The server's stored objects (answers read them).
+    pub(crate) objects: &'a dyn crate::answer::StoredObjects,
 }
 
 impl<S: Storage> Ctx<'_, S> {
+    /// The store of the resource; a kind that is never stored has none (its only verb is
+    /// `create`, which the router checked: any other is refused as upstream refuses it).
+    pub(crate) fn store(&self) -> Result<&Store<S>, ApiError> {
+        self.backing.store().ok_or_else(|| {
+            Status::method_not_supported(&self.info.group_resource(), &self.request.verb).into()
+        })
+    }
+
     /// The negotiated answer form; `list` for list and watch answers.
     pub(crate) fn negotiate(&self, list: bool) -> Result<Negotiated, ApiError> {
         let accept = self

@@ -94,6 +94,23 @@ impl ServedKind {
         (gvk.group == GROUP && gvk.version == VERSION && gvk.kind == KIND).then(Self::scale)
     }
 
+    /// The kind the bodies of this resource's `subresource` have, when it is not the
+    /// resource's own: a built-in subresource's body kind (`serviceaccounts/token`:
+    /// authentication.k8s.io/v1 TokenRequest), or a custom resource's `scale` (see
+    /// [`ServedKind::of_subresource`]).
+    pub fn subresource_body(&self, subresource: &str) -> Option<Self> {
+        let body = self.builtin_info().and_then(|info| {
+            info.subresources
+                .iter()
+                .find(|s| s.name == subresource)?
+                .body
+        });
+        match body {
+            Some(body) => Some(Self::builtin(body)),
+            None => Self::of_subresource(&self.description, subresource),
+        }
+    }
+
     /// Whether strategic merge patch applies to the kind: typed kinds (built-in ones and
     /// Scale) have the patch strategies it needs; custom resources answer 415, as upstream.
     pub fn takes_strategic_merge(&self) -> bool {

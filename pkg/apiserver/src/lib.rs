@@ -11,6 +11,8 @@
 //!   and go); [`filters`]: the chain every request goes through, in one function; the router
 //!   then answers: the ops endpoints, `/version`, discovery, OpenAPI and every verb on every
 //!   served resource (handlers, one file per verb).
+//! - [`answer`]: kinds that are created, never stored (the review APIs, TokenRequest): served
+//!   by the same path, their creates answered by an [`answer::Answer`].
 //! - [`enablement`]: which built-in APIs are served (`--runtime-config`).
 //! - [`encode`]: the shapes of answers (lists, Tables, metadata-only objects, watch events).
 //! - [`body`]: whole and streamed response bodies.
@@ -19,8 +21,10 @@
 
 #![warn(missing_docs)]
 
+pub mod answer;
 pub mod authn;
 pub mod authz;
+pub mod backing;
 pub mod body;
 pub mod discovery;
 pub mod enablement;
@@ -49,6 +53,7 @@ pub use enablement::ApiEnablement;
 /// (128 levels of JSON); 2 MiB (tokio's default) leaves little margin in a debug build, so the
 /// roles' runtimes give their threads this much (address space: pages are used only as touched).
 pub const THREAD_STACK_BYTES: usize = 8 * 1024 * 1024;
+pub use backing::Backing;
 pub use filters::max_in_flight::Limits;
 pub use handlers::{MAX_BODY_BYTES, WATCH_BUFFER_BYTES, error_response};
 pub use server::{ApiServer, Resource};

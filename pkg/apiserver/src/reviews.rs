@@ -1,57 +1,135 @@
-//! The review APIs: created, answered, never stored. SelfSubjectReview (`kubectl auth
-//! whoami`) and TokenReview in authentication.k8s.io; SubjectAccessReview,
-//! LocalSubjectAccessReview and SelfSubjectAccessReview (`kubectl auth can-i`) in
-//! authorization.k8s.io, and SelfSubjectRulesReview (`kubectl auth can-i --list`). Each answer is the request with its `status` filled in, 201 Created,
-//! as upstream.
+//! The built-in answers of the kinds that are created, never stored ([`crate::answer`]):
+//! SelfSubjectReview (`kubectl auth whoami`) and TokenReview in authentication.k8s.io;
+//! SubjectAccessReview, LocalSubjectAccessReview and SelfSubjectAccessReview (`kubectl auth
+//! can-i`) and SelfSubjectRulesReview (`kubectl auth can-i --list`) in authorization.k8s.io;
+//! TokenRequest (`serviceaccounts/<name>/token`, `kubectl create token`). A review's answer is
+//! the request with its `status` filled in; a TokenRequest's carries the signed token. Both
+//! are 201 Created, as upstream answers them.
 
+use std::sync::Arc;
+
+use genplane_admission::BoxFuture;
 use genplane_api::catalog::ResourceInfo;
-use genplane_apimachinery::errors::{ApiError, Status};
-use genplane_apimachinery::schema::GroupKind;
-use genplane_apimachinery::validation::field::ErrorList;
+use genplane_apimachinery::errors::{ApiError, Status, StatusReason};
 use genplane_authentication::UserInfo;
 use genplane_authorization::Attributes;
-use hyper::header::{ACCEPT, CONTENT_TYPE};
-use hyper::http::request::Parts;
+use genplane_registry::Written;
 use serde_json::{Value, json};
 
+use crate::answer::{Answer, Creating, Unanswered};
 use crate::authz::{self, Security};
-use crate::negotiation::{self, Capabilities, Negotiated};
 
-/// The negotiated answer form of a review.
-pub(crate) fn negotiate(parts: &Parts) -> Result<Negotiated, ApiError> {
-    let accept = parts.headers.get(ACCEPT).and_then(|v| v.to_str().ok());
-    negotiation::negotiate(
-        accept,
-        Capabilities {
-            protobuf: true,
-            ..Capabilities::default()
-        },
-    )
+/// The built-in answer of the catalog kind `info` (a review, TokenRequest); a kind without
+/// one refuses every create.
+pub(crate) fn builtin(info: &'static ResourceInfo) -> Arc<dyn Answer> {
+    answer_of(info).unwrap_or_else(|| {
+        Arc::new(Unanswered {
+            resource: info.group_resource(),
+        })
+    })
 }
 
-/// The review in `bytes` (any body format), decoded and validated.
-pub(crate) fn read(
+/// The answer of the catalog kind `info`, when it is one of the kinds above.
+fn answer_of(info: &'static ResourceInfo) -> Option<Arc<dyn Answer>> {
+    match (info.group, info.kind) {
+        ("authentication.k8s.io", "TokenRequest") => Some(Arc::new(TokenRequests)),
+        ("authentication.k8s.io", "SelfSubjectReview" | "TokenReview")
+        | (
+            "authorization.k8s.io",
+            "SubjectAccessReview"
+            | "LocalSubjectAccessReview"
+            | "SelfSubjectAccessReview"
+            | "SelfSubjectRulesReview",
+        ) => Some(Arc::new(Review { info })),
+        _ => None,
+    }
+}
+
+/// Answers a review of one kind: the authenticator's or the authorizer's decision.
+#[derive(Debug)]
+struct Review {
     info: &'static ResourceInfo,
-    parts: &Parts,
-    bytes: &[u8],
-) -> Result<Value, ApiError> {
-    let content_type = parts
-        .headers
-        .get(CONTENT_TYPE)
-        .and_then(|v| v.to_str().ok());
-    let query = crate::handlers::Query::parse(parts.uri.query());
-    let (object, _) = crate::request_body::decode_object(
-        &crate::kind::ServedKind::builtin(info),
-        content_type,
-        query.get("fieldValidation"),
-        bytes,
-    )?;
-    let decoded = (info.hooks.decode)(&object)?;
-    Ok(decoded.object)
 }
 
-fn invalid(info: &ResourceInfo, errors: &ErrorList) -> ApiError {
-    Status::invalid(&GroupKind::new(info.group, info.kind), "", errors).into()
+impl Answer for Review {
+    fn answer<'a>(
+        &'a self,
+        creating: &'a Creating<'a>,
+        object: Value,
+    ) -> BoxFuture<'a, Result<Written, ApiError>> {
+        Box::pin(async move {
+            let Some(security) = creating.security else {
+                return Err(Status::failure(
+                    StatusReason::MethodNotAllowed,
+                    "this server authorizes no requests: reviews are not available",
+                )
+                .into());
+            };
+            Ok(Written {
+                object: answer(self.info, security, creating.user, object)?,
+                created: true,
+                warnings: Vec::new(),
+            })
+        })
+    }
+}
+
+/// Answers a TokenRequest for the ServiceAccount the URL names: a signed JWT.
+#[derive(Debug)]
+struct TokenRequests;
+
+fn not_found() -> ApiError {
+    Status::failure(
+        StatusReason::NotFound,
+        "the server could not find the requested resource",
+    )
+    .into()
+}
+
+impl Answer for TokenRequests {
+    fn answer<'a>(
+        &'a self,
+        creating: &'a Creating<'a>,
+        object: Value,
+    ) -> BoxFuture<'a, Result<Written, ApiError>> {
+        Box::pin(async move {
+            let issuer = creating
+                .security
+                .and_then(|s| s.token_requests.clone())
+                .ok_or_else(not_found)?;
+            let (namespace, name) = (creating.namespace, creating.name);
+            // The account (and a bound Secret) are read from the store, not the watch caches,
+            // so that an account created just before is found; a missing one is the store's
+            // 404.
+            let mut read = crate::authn::ReadObjects::default();
+            if let Some(account) = creating
+                .objects
+                .get("", "serviceaccounts", namespace, name)
+                .await
+            {
+                read.service_account = Some(account?);
+            }
+            let secret = object
+                .pointer("/spec/boundObjectRef")
+                .filter(|r| r.get("kind").and_then(Value::as_str) == Some("Secret"))
+                .and_then(|r| r.get("name").and_then(Value::as_str));
+            if let Some(secret) = secret {
+                // A missing Secret is the issuer's to report, in upstream's words.
+                read.secret = creating
+                    .objects
+                    .get("", "secrets", namespace, secret)
+                    .await
+                    .and_then(Result::ok);
+            }
+            let (object, warnings) =
+                issuer.create(namespace, name, &object, creating.now, &read)?;
+            Ok(Written {
+                object,
+                created: true,
+                warnings,
+            })
+        })
+    }
 }
 
 fn string_list(value: Option<&Value>) -> Vec<String> {
@@ -83,42 +161,14 @@ pub(crate) fn user_json(user: &UserInfo) -> Value {
     serde_json::to_value(user).unwrap_or(Value::Null)
 }
 
-/// Answers the review `object` of kind `info` made by `user` in `namespace` (the URL's, for
-/// a LocalSubjectAccessReview).
-pub(crate) fn answer(
+/// Answers the review `object` of kind `info` made by `user` (admitted and validated: a
+/// LocalSubjectAccessReview is in the request's namespace).
+fn answer(
     info: &'static ResourceInfo,
     security: &Security,
     user: &UserInfo,
-    namespace: &str,
     mut object: Value,
 ) -> Result<Value, ApiError> {
-    use genplane_api::authorization as authz_api;
-    let errors = match info.kind {
-        "LocalSubjectAccessReview" => {
-            if namespace.is_empty() {
-                return Err(Status::bad_request("namespace is required on this type: ").into());
-            }
-            // The object's namespace is the URL's (filled in when missing), as upstream's
-            // create handler has it.
-            let given = object
-                .pointer("/metadata/namespace")
-                .and_then(Value::as_str)
-                .unwrap_or("");
-            if given.is_empty() {
-                object["metadata"]["namespace"] = Value::from(namespace);
-            } else if given != namespace {
-                return Err(Status::bad_request(
-                    "the namespace of the provided object does not match the namespace sent on the request",
-                )
-                .into());
-            }
-            authz_api::validate_local_subject_access_review(&object, namespace)?
-        }
-        _ => (info.hooks.validate)(&object)?,
-    };
-    if !errors.is_empty() {
-        return Err(invalid(info, &errors));
-    }
     let spec = object.get("spec").cloned().unwrap_or(Value::Null);
     let status = match info.kind {
         "SelfSubjectReview" => json!({"userInfo": user_json(user)}),
@@ -192,9 +242,9 @@ mod tests {
     }
 
     fn kind(name: &str) -> &'static ResourceInfo {
-        genplane_api::catalog::reviews()
+        genplane_api::catalog::all()
             .iter()
-            .find(|r| r.kind == name)
+            .find(|r| r.kind == name && !r.stored())
             .unwrap()
     }
 
@@ -207,44 +257,26 @@ mod tests {
         let alice = UserInfo::authenticated("alice", vec![]);
         let ssar =
             json!({"spec": {"resourceAttributes": {"verb": "list", "resource": "configmaps"}}});
-        let answered = answer(
-            kind("SelfSubjectAccessReview"),
-            &security(),
-            &alice,
-            "",
-            ssar,
-        )
-        .unwrap();
+        let answered = answer(kind("SelfSubjectAccessReview"), &security(), &alice, ssar).unwrap();
         assert_eq!(
             answered["status"],
             json!({"allowed": true, "reason": "bound"})
         );
         let sar = json!({"spec": {"user": "bob", "resourceAttributes": {"verb": "list", "resource": "configmaps"}}});
-        let answered = answer(kind("SubjectAccessReview"), &security(), &alice, "", sar).unwrap();
+        let answered = answer(kind("SubjectAccessReview"), &security(), &alice, sar).unwrap();
         assert_eq!(answered["status"], json!({"allowed": false}));
-        let lsar = json!({"spec": {"user": "alice", "resourceAttributes": {"namespace": "other", "resource": "configmaps"}}});
-        let error = answer(
-            kind("LocalSubjectAccessReview"),
-            &security(),
-            &alice,
-            "ns",
-            lsar,
-        )
-        .unwrap_err();
-        assert_eq!(error.code, 422);
+        let lsar = json!({"metadata": {"namespace": "ns"}, "spec": {"user": "alice", "resourceAttributes": {"namespace": "ns", "verb": "list", "resource": "configmaps"}}});
+        let answered = answer(kind("LocalSubjectAccessReview"), &security(), &alice, lsar).unwrap();
+        assert_eq!(
+            answered["status"],
+            json!({"allowed": true, "reason": "bound"})
+        );
     }
 
     #[test]
     fn self_subject_reviews_tell_who_asks() {
         let alice = UserInfo::authenticated("alice", vec!["devs".into()]);
-        let answered = answer(
-            kind("SelfSubjectReview"),
-            &security(),
-            &alice,
-            "",
-            json!({}),
-        )
-        .unwrap();
+        let answered = answer(kind("SelfSubjectReview"), &security(), &alice, json!({})).unwrap();
         assert_eq!(
             answered["status"],
             json!({"userInfo": {"username": "alice", "groups": ["devs", "system:authenticated"]}})

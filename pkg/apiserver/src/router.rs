@@ -1,12 +1,13 @@
 //! The router: which answer a request gets once the filters let it through — the ops
 //! endpoints, the paths that are not resources (discovery, OpenAPI, `/version`, OIDC
-//! discovery), reviews, TokenRequest, and the handlers of every served resource (one file per
-//! verb in `handlers/`). Scope is part of the route: a cluster-scoped resource exists only
+//! discovery), and the handlers of every served resource (one file per verb in `handlers/`;
+//! the kinds that are never stored, reviews and TokenRequest, included: see
+//! [`crate::answer`]). Scope is part of the route: a cluster-scoped resource exists only
 //! without a `namespaces/<ns>/` prefix, a namespaced object only with it.
 
-use genplane_api::catalog::ResourceInfo;
+use genplane_admission::BoxFuture;
+use genplane_api::catalog::ResourceDescription;
 use genplane_apimachinery::errors::{ApiError, Status, StatusReason};
-use genplane_apimachinery::schema::GroupResource;
 use genplane_authentication::UserInfo;
 use std::sync::Arc;
 
@@ -15,9 +16,9 @@ use hyper::header::{ACCEPT, CONTENT_TYPE};
 use hyper::{Request, Response, StatusCode};
 use serde_json::Value;
 
+use crate::answer::StoredObjects;
 use crate::body::{RequestBody, ResponseBody};
 use crate::handlers::{self, Ctx, Query, error_response};
-use crate::kind::ServedKind;
 use crate::negotiation::{self, Capabilities, Format, Negotiated, Target};
 use crate::request_info::RequestInfo;
 use crate::server::ApiServer;
@@ -34,6 +35,15 @@ fn in_scope(namespaced: bool, info: &RequestInfo) -> bool {
     }
     info.namespaced_path
         || (info.parts.len() == 1 && matches!(info.verb.as_str(), "list" | "watch"))
+}
+
+/// Whether the objects of a resource have paths of their own: not when it is only created.
+fn has_item_path(resource: &ResourceDescription) -> bool {
+    !resource.subresources.is_empty()
+        || resource
+            .verbs
+            .iter()
+            .any(|v| matches!(v.as_str(), "get" | "update" | "patch" | "delete"))
 }
 
 fn not_found() -> ApiError {
@@ -199,100 +209,6 @@ impl<S: Storage> ApiServer<S> {
         ))
     }
 
-    /// Answers a review (created, answered, never stored).
-    async fn review(
-        &self,
-        review: &'static ResourceInfo,
-        info: &RequestInfo,
-        parts: &hyper::http::request::Parts,
-        body: RequestBody,
-        user: &UserInfo,
-    ) -> Result<Response<ResponseBody>, ApiError> {
-        if info.parts.len() != 1 || !in_scope(review.namespaced, info) {
-            return Err(not_found());
-        }
-        if info.verb != "create" {
-            return Err(Status::method_not_supported(&review.group_resource(), &info.verb).into());
-        }
-        let Some(security) = &self.security else {
-            return Err(Status::failure(
-                StatusReason::MethodNotAllowed,
-                "this server authorizes no requests: reviews are not available",
-            )
-            .into());
-        };
-        let negotiated = crate::reviews::negotiate(parts)?;
-        let bytes = handlers::read_bytes(body).await?;
-        let object = crate::reviews::read(review, parts, &bytes)?;
-        let answered = crate::reviews::answer(review, security, user, &info.namespace, object)?;
-        Ok(handlers::respond(
-            StatusCode::CREATED,
-            &answered,
-            &negotiated,
-            Some(&ServedKind::builtin(review)),
-            &[],
-        ))
-    }
-
-    /// Answers `serviceaccounts/<name>/token`: a TokenRequest for the account.
-    async fn token_request(
-        &self,
-        info: &RequestInfo,
-        parts: &hyper::http::request::Parts,
-        body: RequestBody,
-    ) -> Result<Response<ResponseBody>, ApiError> {
-        let token_request = &genplane_api::catalog::TOKEN_REQUEST;
-        if info.verb != "create" {
-            return Err(Status::method_not_supported(
-                &GroupResource::new("", "serviceaccounts/token"),
-                &info.verb,
-            )
-            .into());
-        }
-        let Some(issuer) = self
-            .security
-            .as_ref()
-            .and_then(|s| s.token_requests.clone())
-        else {
-            return Err(not_found());
-        };
-        let negotiated = crate::reviews::negotiate(parts)?;
-        let bytes = handlers::read_bytes(body).await?;
-        let object = crate::reviews::read(token_request, parts, &bytes)?;
-        // The account (and a bound Secret) are read from the store, not the watch caches, so
-        // that an account created just before is found; a missing one is the store's 404.
-        let account = self
-            .builtin
-            .iter()
-            .find(|r| r.info.group.is_empty() && r.info.resource == "serviceaccounts");
-        let mut read = crate::authn::ReadObjects::default();
-        if let Some(account) = account {
-            read.service_account =
-                Some(account.store.get(&info.namespace, &info.name, None).await?);
-        }
-        let secret = object
-            .pointer("/spec/boundObjectRef")
-            .filter(|r| r.get("kind").and_then(Value::as_str) == Some("Secret"))
-            .and_then(|r| r.get("name").and_then(Value::as_str));
-        let secrets = self
-            .builtin
-            .iter()
-            .find(|r| r.info.group.is_empty() && r.info.resource == "secrets");
-        if let (Some(name), Some(secrets)) = (secret, secrets) {
-            // A missing Secret is the issuer's to report, in upstream's words.
-            read.secret = secrets.store.get(&info.namespace, name, None).await.ok();
-        }
-        let (answer, warnings) =
-            issuer.create(&info.namespace, &info.name, &object, now(), &read)?;
-        Ok(handlers::respond(
-            StatusCode::CREATED,
-            &answer,
-            &negotiated,
-            Some(&ServedKind::builtin(token_request)),
-            &warnings,
-        ))
-    }
-
     async fn resource(
         &self,
         info: &RequestInfo,
@@ -300,46 +216,36 @@ impl<S: Storage> ApiServer<S> {
         body: RequestBody,
         user: &UserInfo,
     ) -> Result<Response<ResponseBody>, ApiError> {
-        let found = |r: &ResourceInfo| {
-            r.group == info.api_group
-                && r.version == info.api_version
-                && r.resource == info.resource
-        };
         let served = self.served();
         let Some(resource) = served.find(info) else {
-            return match self.reviews.iter().copied().find(|r| found(r)) {
-                Some(review) => self.review(review, info, parts, body, user).await,
-                None => Err(not_found()),
-            };
+            return Err(not_found());
         };
         if !in_scope(resource.info.namespaced, info) || info.parts.len() > 3 {
             return Err(not_found());
         }
-        if resource.info.group.is_empty()
-            && resource.info.resource == "serviceaccounts"
-            && info.subresource == "token"
-            && info.parts.len() == 3
-        {
-            return self.token_request(info, parts, body).await;
+        // A resource that is only created (a review) has no path of its objects, as upstream
+        // registers none.
+        if info.parts.len() > 1 && !has_item_path(&resource.info) {
+            return Err(not_found());
         }
-        // Subresources with rules of their own are served by their own store; others are
-        // not found as any unknown one.
-        let (store, verbs) = if info.subresource.is_empty() {
-            (&resource.store, &resource.info.verbs)
+        // Subresources with rules of their own are served by their own store, answered ones
+        // (`serviceaccounts/token`) by their answer; others are not found as any unknown one.
+        let (backing, verbs) = if info.subresource.is_empty() {
+            (&resource.backing, &resource.info.verbs)
         } else {
-            let store = resource
+            let backing = resource
                 .subresources
                 .iter()
                 .find(|(name, _)| *name == info.subresource)
-                .map(|(_, store)| store);
+                .map(|(_, backing)| backing);
             let verbs = resource
                 .info
                 .subresources
                 .iter()
                 .find(|s| s.name == info.subresource)
                 .map(|s| &s.verbs);
-            match (store, verbs) {
-                (Some(store), Some(verbs)) if info.parts.len() == 3 => (store, verbs),
+            match (backing, verbs) {
+                (Some(backing), Some(verbs)) if info.parts.len() == 3 => (backing, verbs),
                 _ => return Err(not_found()),
             }
         };
@@ -362,11 +268,11 @@ impl<S: Storage> ApiServer<S> {
         if !verbs.iter().any(|v| v == verb) {
             return Err(Status::method_not_supported(&resource.info.group_resource(), verb).into());
         }
-        let subresource_kind = ServedKind::of_subresource(&resource.info, &request.subresource);
+        let subresource_kind = resource.info.subresource_body(&request.subresource);
         let ctx = Ctx {
             info: &resource.info,
             body: subresource_kind.as_ref().unwrap_or(&resource.info),
-            store,
+            backing,
             request: &request,
             query: Query::parse(parts.uri.query()),
             headers: &parts.headers,
@@ -374,6 +280,9 @@ impl<S: Storage> ApiServer<S> {
             shutdown: self.shutdown.as_ref(),
             metrics: self.metrics.as_ref(),
             types: &served.types,
+            user,
+            security: self.security.as_ref(),
+            objects: self,
             escalation: self
                 .security
                 .as_ref()
@@ -420,5 +329,26 @@ impl<S: Storage> ApiServer<S> {
                 Err(Status::method_not_supported(&resource.info.group_resource(), other).into())
             }
         }
+    }
+}
+
+/// The server's stored built-in objects, for answers that read them (from the store, not the
+/// watch cache).
+impl<S: Storage> StoredObjects for ApiServer<S> {
+    fn get<'a>(
+        &'a self,
+        group: &'a str,
+        resource: &'a str,
+        namespace: &'a str,
+        name: &'a str,
+    ) -> BoxFuture<'a, Option<Result<Value, ApiError>>> {
+        Box::pin(async move {
+            let store = self
+                .builtin
+                .iter()
+                .find(|r| r.info.group == group && r.info.resource == resource)?
+                .store()?;
+            Some(store.get(namespace, name, None).await)
+        })
     }
 }

@@ -14,7 +14,9 @@ use genplane_registry::{CatalogStrategy, Store};
 use genplane_storage::Storage;
 use serde_json::{Value, json};
 
+use crate::answer::Answer;
 use crate::authz::Security;
+use crate::backing::Backing;
 use crate::discovery::Discovery;
 use crate::enablement::{Api, ApiEnablement};
 use crate::filters::max_in_flight::{InFlight, Limits};
@@ -23,15 +25,16 @@ use crate::metrics::ApiMetrics;
 use crate::openapi::{OpenApiV2, OpenApiV3};
 use crate::request_info::RequestInfo;
 
-/// A served resource: its kind, its store, and the stores of its subresources.
+/// A served resource: its kind, where its requests go, and where those of its subresources
+/// go.
 pub struct Resource<S: Storage> {
     /// The kind: description and behaviour.
     pub info: Arc<ServedKind>,
-    /// The store.
-    pub store: Store<S>,
-    /// The stores of subresources with rules of their own (`status`, `finalize`, `scale`), by
-    /// name.
-    pub subresources: Vec<(String, Store<S>)>,
+    /// Its store, or its answer when it is never stored.
+    pub backing: Backing<S>,
+    /// The subresources served apart from the resource's own verbs: with rules of their own
+    /// (`status`, `finalize`, `scale`: stores) or answered (`token`), by name.
+    pub subresources: Vec<(String, Backing<S>)>,
 }
 
 impl<S: Storage> std::fmt::Debug for Resource<S> {
@@ -43,7 +46,9 @@ impl<S: Storage> std::fmt::Debug for Resource<S> {
 }
 
 impl<S: Storage> Resource<S> {
-    /// The built-in resource `info`, stored in `storage`, with its subresources.
+    /// The built-in resource `info`, stored in `storage`, with its subresources (a kind that is
+    /// never stored is answered by the server's built-in answer and needs no storage: see
+    /// [`Resource::answered`]).
     pub fn builtin(info: &'static ResourceInfo, storage: Arc<S>) -> Self {
         Self::builtin_with_gates(info, storage, Arc::new(GatesOff))
     }
@@ -55,23 +60,66 @@ impl<S: Storage> Resource<S> {
         storage: Arc<S>,
         gates: Arc<dyn FeatureGates>,
     ) -> Self {
-        let strategy = CatalogStrategy::with_gates(info, gates);
-        let subresources = info
-            .subresources
-            .iter()
-            .filter_map(|sub| {
-                let strategy = strategy.subresource(sub.name)?;
-                Some((
-                    sub.name.to_owned(),
-                    Store::new(storage.clone(), Arc::new(strategy)),
-                ))
-            })
-            .collect();
+        if !info.stored() {
+            return Self::answered(info, gates);
+        }
+        let strategy = CatalogStrategy::with_gates(info, gates.clone());
         Self {
             info: Arc::new(ServedKind::builtin(info)),
-            store: Store::new(storage, Arc::new(strategy)),
-            subresources,
+            subresources: Self::builtin_subresources(info, &strategy, &storage, &gates),
+            backing: Backing::Stored(Store::new(storage, Arc::new(strategy))),
         }
+    }
+
+    /// The subresources of `info` with a store (rules of their own) or an answer (a body
+    /// kind of their own, never stored).
+    fn builtin_subresources(
+        info: &'static ResourceInfo,
+        strategy: &CatalogStrategy,
+        storage: &Arc<S>,
+        gates: &Arc<dyn FeatureGates>,
+    ) -> Vec<(String, Backing<S>)> {
+        info.subresources
+            .iter()
+            .filter_map(|sub| {
+                let backing = match (strategy.subresource(sub.name), sub.body) {
+                    (Some(strategy), _) => {
+                        Backing::Stored(Store::new(storage.clone(), Arc::new(strategy)))
+                    }
+                    (None, Some(body)) if !body.stored() => {
+                        Backing::computed(body, crate::reviews::builtin(body), gates.clone())
+                    }
+                    (None, _) => return None,
+                };
+                Some((sub.name.to_owned(), backing))
+            })
+            .collect()
+    }
+
+    /// The catalog kind `info` that is never stored (a review), answered by the server's
+    /// built-in answer of it (a kind it has none for refuses every create).
+    pub fn answered(info: &'static ResourceInfo, gates: Arc<dyn FeatureGates>) -> Self {
+        Self::computed(info, crate::reviews::builtin(info), gates)
+    }
+
+    /// A kind that is never stored, described by `info` (verbs `["create"]`), whose creates
+    /// `answer` answers once they are decoded, defaulted, admitted and validated with the
+    /// hooks of `info` (told `gates`).
+    pub fn computed(
+        info: &'static ResourceInfo,
+        answer: Arc<dyn Answer>,
+        gates: Arc<dyn FeatureGates>,
+    ) -> Self {
+        Self {
+            info: Arc::new(ServedKind::builtin(info)),
+            backing: Backing::computed(info, answer, gates),
+            subresources: Vec::new(),
+        }
+    }
+
+    /// The store, when objects are stored.
+    pub fn store(&self) -> Option<&Store<S>> {
+        self.backing.store()
     }
 
     /// The built-in resource `info` with `strategy` in place of the catalog's for the resource
@@ -82,7 +130,7 @@ impl<S: Storage> Resource<S> {
         strategy: Arc<dyn genplane_registry::Strategy>,
     ) -> Self {
         let mut resource = Self::builtin(info, storage.clone());
-        resource.store = Store::new(storage, strategy);
+        resource.backing = Backing::Stored(Store::new(storage, strategy));
         resource
     }
 
@@ -94,8 +142,11 @@ impl<S: Storage> Resource<S> {
     ) -> Self {
         Self {
             info: Arc::new(kind),
-            store,
-            subresources,
+            backing: Backing::Stored(store),
+            subresources: subresources
+                .into_iter()
+                .map(|(name, store)| (name, Backing::Stored(store)))
+                .collect(),
         }
     }
 
@@ -140,8 +191,6 @@ impl<S: Storage> Served<S> {
 pub struct ApiServer<S: Storage> {
     /// The built-in resources, always served first.
     pub(crate) builtin: Vec<Arc<Resource<S>>>,
-    /// The review APIs served (created, answered, never stored).
-    pub(crate) reviews: Vec<&'static ResourceInfo>,
     /// The OpenAPI documents of the built-in resources.
     builtin_documents: Vec<genplane_api::openapi::Document>,
     served: std::sync::RwLock<Arc<Served<S>>>,
@@ -169,7 +218,7 @@ fn webhook_configurations<S: Storage>(
         builtin
             .iter()
             .find(|r| r.info.group == "admissionregistration.k8s.io" && r.info.resource == resource)
-            .map(|r| r.store.clone())
+            .and_then(|r| r.store().cloned())
     };
     Some(Arc::new(
         crate::webhook_configurations::StoredWebhookConfigurations {
@@ -207,7 +256,7 @@ impl<S: Storage> ApiServer<S> {
         Self::serving(resources, &ApiEnablement::all(), build, server_address, ops)
     }
 
-    /// A server as [`ApiServer::new`] makes it, of the resources (and review APIs) `enablement`
+    /// A server as [`ApiServer::new`] makes it, of the resources `enablement`
     /// serves (`--runtime-config`): the others are in neither discovery, the OpenAPI
     /// documents nor routing.
     pub fn serving(
@@ -228,35 +277,24 @@ impl<S: Storage> ApiServer<S> {
             })
             .map(Arc::new)
             .collect();
-        let reviews: Vec<&'static ResourceInfo> = genplane_api::catalog::reviews()
-            .iter()
-            .filter(|info| enablement.serves_info(info))
-            .collect();
         // The entries whose schemas the documents describe: the served kinds' own (a
-        // program's kinds included) and the reviews'.
+        // program's kinds included).
         let entries: Vec<&'static ResourceInfo> = builtin
             .iter()
             .filter_map(|r| r.info.builtin_info())
-            .chain(reviews.iter().copied())
             .collect();
         let builtin_documents = genplane_api::openapi::documents_of(
-            &builtin
-                .iter()
-                .map(|r| r.served())
-                .chain(reviews.iter().map(|info| info.describe()).map(|mut d| {
-                    d.subresources.clear();
-                    d
-                }))
-                .collect::<Vec<_>>(),
+            &builtin.iter().map(|r| r.served()).collect::<Vec<_>>(),
             &entries,
         );
         let version = version_info(build);
         let admission_context = builtin
             .iter()
             .find(|r| r.info.group.is_empty() && r.info.resource == "namespaces")
+            .and_then(|namespaces| namespaces.store())
             .map(|namespaces| genplane_admission::plugins::Context {
                 namespaces: Arc::new(crate::namespaces::StoredNamespaces {
-                    store: namespaces.store.clone(),
+                    store: namespaces.clone(),
                 }),
                 webhooks: webhook_configurations(&builtin),
             });
@@ -268,7 +306,6 @@ impl<S: Storage> ApiServer<S> {
         );
         let served = Self::snapshot(
             &builtin,
-            &reviews,
             &builtin_documents,
             Vec::new(),
             Vec::new(),
@@ -276,7 +313,6 @@ impl<S: Storage> ApiServer<S> {
         );
         Self {
             builtin,
-            reviews,
             builtin_documents,
             served: std::sync::RwLock::new(Arc::new(served)),
             version,
@@ -296,19 +332,16 @@ impl<S: Storage> ApiServer<S> {
     /// documents are `custom_documents`.
     fn snapshot(
         builtin: &[Arc<Resource<S>>],
-        reviews: &[&'static ResourceInfo],
         builtin_documents: &[genplane_api::openapi::Document],
         custom: Vec<Arc<Resource<S>>>,
         custom_documents: Vec<genplane_api::openapi::Document>,
         version: &Value,
     ) -> Served<S> {
         let resources: Vec<Arc<Resource<S>>> = builtin.iter().cloned().chain(custom).collect();
-        let reviews = reviews.iter().map(|info| info.describe());
         let discovery = Discovery::new(
             resources
                 .iter()
                 .map(|r| r.info.description().clone())
-                .chain(reviews)
                 .collect(),
         );
         let documents: Vec<_> = builtin_documents
@@ -366,7 +399,6 @@ impl<S: Storage> ApiServer<S> {
             .collect();
         let served = Self::snapshot(
             &self.builtin,
-            &self.reviews,
             &self.builtin_documents,
             custom,
             documents,
@@ -430,7 +462,10 @@ impl<S: Storage> ApiServer<S> {
             if seen.contains(&name) {
                 continue;
             }
-            let storage = resource.store.shared_storage();
+            let Some(store) = resource.store() else {
+                continue;
+            };
+            let storage = store.shared_storage();
             let count = count.clone();
             metrics.count_objects(name.clone(), move || count(&storage));
             seen.push(name);

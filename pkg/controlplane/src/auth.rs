@@ -38,7 +38,8 @@ impl CacheLookup {
             resources
                 .iter()
                 .find(|r| r.info.group.is_empty() && r.info.resource == name)
-                .map(|r| r.store.shared_storage())
+                .and_then(|r| r.store())
+                .map(|store| store.shared_storage())
         };
         Some(Self {
             service_accounts: cache("serviceaccounts")?,

@@ -109,7 +109,7 @@ impl<S: Storage> IdentityLease<S> {
         let leases = resources
             .iter()
             .find(|r| r.info.group == "coordination.k8s.io" && r.info.resource == "leases")?;
-        Some(Self::new(leases.store.clone(), hostname, timing))
+        Some(Self::new(leases.store()?.clone(), hostname, timing))
     }
 
     /// The Lease's name.

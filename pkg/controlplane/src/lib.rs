@@ -24,7 +24,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use genplane_apimachinery::errors::ApiError;
-use genplane_apiserver::{ApiEnablement, Resource};
+use genplane_apiserver::{ApiEnablement, Backing, Resource};
 use genplane_registry::WriteOptions;
 use genplane_storage::{
     Bytes, DeleteRequest, Deleted, KeyValue, ListRequest, ListResponse, Result as StorageResult,
@@ -217,6 +217,11 @@ pub fn resources_with(
         if !options.enablement.serves_info(info) {
             continue;
         }
+        if !info.stored() {
+            // A review: created and answered, nothing to cache.
+            served.push(Resource::answered(info, options.gates.clone()));
+            continue;
+        }
         let prefix = format!("/registry/{}/", info.storage_prefix);
         let cache = match caches.iter().find(|(p, _)| *p == prefix) {
             Some((_, cache)) => cache.clone(),
@@ -243,10 +248,10 @@ pub fn resources_with(
         };
         let mut resource = Resource::builtin_with_gates(info, cache.clone(), options.gates.clone());
         if info.group == "apiextensions.k8s.io" && info.resource == "customresourcedefinitions" {
-            resource.store = genplane_registry::Store::new(
+            resource.backing = Backing::Stored(genplane_registry::Store::new(
                 cache,
                 Arc::new(crd::schema::CrdStrategy::with_gates(options.gates.clone())),
-            );
+            ));
         }
         served.push(resource);
     }
@@ -278,13 +283,13 @@ pub async fn bootstrap<S: Storage>(resources: &[Resource<S>]) -> Result<(), Erro
     let Some(namespaces) = resources
         .iter()
         .find(|r| r.info.group.is_empty() && r.info.resource == "namespaces")
+        .and_then(|r| r.store())
     else {
         return Ok(());
     };
     for name in SYSTEM_NAMESPACES {
         let object = json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}});
         match namespaces
-            .store
             .create("", object, &WriteOptions::default())
             .await
         {
@@ -321,7 +326,12 @@ mod tests {
             .find(|r| r.info.resource == "namespaces")
             .unwrap();
         for name in SYSTEM_NAMESPACES {
-            let ns = namespaces.store.get("", name, None).await.unwrap();
+            let ns = namespaces
+                .store()
+                .unwrap()
+                .get("", name, None)
+                .await
+                .unwrap();
             assert_eq!(ns["status"]["phase"], "Active");
         }
         let events: Vec<_> = served
@@ -350,11 +360,12 @@ mod tests {
         let served = resources_with_encryption(backend.clone(), &encryption).unwrap();
         bootstrap(&served).await.unwrap();
         let store = |resource: &str| {
-            &served
+            served
                 .iter()
                 .find(|r| r.info.group.is_empty() && r.info.resource == resource)
                 .unwrap()
-                .store
+                .store()
+                .unwrap()
         };
         let secret = json!({"apiVersion": "v1", "kind": "Secret",
             "metadata": {"name": "s1", "namespace": "default"},

@@ -15,7 +15,7 @@ use genplane_authorization::rbac::RbacAuthorizer;
 use genplane_authorization::reconcile::{Reconciled, reconcile};
 use genplane_authorization::{aggregation, bootstrap, escalation};
 use genplane_registry::{
-    CheckEscalation, DeleteOptions, EscalationCheck, ListOptions, WriteOptions,
+    CheckEscalation, DeleteOptions, EscalationCheck, ListOptions, Store, WriteOptions,
 };
 use genplane_storage::{EventKind, ListRequest, Storage, WatchEvent};
 use serde_json::Value;
@@ -32,10 +32,12 @@ const KINDS: [Kind; 4] = [
     Kind::ClusterRoleBinding,
 ];
 
-fn served<S: Storage>(resources: &[Resource<S>], kind: Kind) -> Option<&Resource<S>> {
+/// The store of `kind`, when it is served.
+fn served<S: Storage>(resources: &[Resource<S>], kind: Kind) -> Option<&Store<S>> {
     resources
         .iter()
-        .find(|r| r.info.group == GROUP && r.info.resource == kind.resource())
+        .find(|r| r.info.group == GROUP && r.info.resource == kind.resource())?
+        .store()
 }
 
 fn meta<'a>(object: &'a Value, field: &str) -> &'a str {
@@ -85,12 +87,11 @@ pub async fn bootstrap_policy<S: Storage>(resources: &[Resource<S>]) -> Result<(
 
 /// Brings one stored object in line with its bootstrap form.
 async fn reconcile_one<S: Storage>(
-    resource: &Resource<S>,
+    store: &Store<S>,
     kind: Kind,
     expected: &Value,
 ) -> Result<(), ApiError> {
     let options = WriteOptions::default();
-    let store = &resource.store;
     let (namespace, name) = (meta(expected, "namespace"), meta(expected, "name"));
     let existing = match store.get(namespace, name, None).await {
         Ok(object) => Some(object),
@@ -126,7 +127,7 @@ async fn aggregate<S: Storage>(resources: &[Resource<S>]) -> Result<(), ApiError
     let Some(cluster_roles) = served(resources, Kind::ClusterRole) else {
         return Ok(());
     };
-    let store = &cluster_roles.store;
+    let store = cluster_roles;
     let mut all = store.list("", &ListOptions::default()).await?.items;
     for name in aggregation::aggregate_cluster_roles(&mut all) {
         let Some(object) = all.iter().find(|r| meta(r, "name") == name) else {
@@ -276,8 +277,8 @@ pub async fn feed_policy<S: Storage + 'static>(
         .filter_map(|kind| {
             served(resources, *kind).map(|r| Source {
                 kind: *kind,
-                storage: r.store.shared_storage(),
-                prefix: format!("{}/", r.store.strategy().key_prefix()),
+                storage: r.shared_storage(),
+                prefix: format!("{}/", r.strategy().key_prefix()),
             })
         })
         .collect();
@@ -454,7 +455,8 @@ mod tests {
             .iter()
             .find(|r| r.info.resource == "clusterroles")
             .unwrap()
-            .store
+            .store()
+            .unwrap()
             .get("", "view", None)
             .await
             .unwrap();
@@ -464,11 +466,12 @@ mod tests {
         );
         assert!(!can(&authorizer, "alice", "list", "configmaps", "default"));
 
-        let bindings = &served
+        let bindings = served
             .iter()
             .find(|r| r.info.resource == "rolebindings")
             .unwrap()
-            .store;
+            .store()
+            .unwrap();
         let binding = json!({
             "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
             "metadata": {"name": "alice-view", "namespace": "default"},

@@ -4,7 +4,7 @@
 //! round trip or server error fails.
 //!
 //! Request bodies of every served resource (in JSON, YAML and protobuf, CustomResourceDefinitions
-//! through their real strategy with its schema checks), structural schemas, label and field
+//! through their real strategy with its schema checks, the reviews included), structural schemas, label and field
 //! selectors, Go durations, continue tokens, request paths, protobuf watch streams, conversion
 //! webhook answers, audit policies, encryption configurations and token files.
 
@@ -60,8 +60,38 @@ fn metadata(name: &str) -> Value {
     })
 }
 
+/// A valid body of a kind that is never stored (a review): its metadata must be empty.
+fn review_sample(resource: &catalog::ResourceInfo) -> Value {
+    let attributes = json!({"namespace": "default", "verb": "get", "resource": "configmaps"});
+    let body = match resource.resource {
+        "tokenreviews" => json!({"spec": {"token": "abc", "audiences": ["api"]}}),
+        "subjectaccessreviews" => json!({"spec": {
+            "user": "alice", "groups": ["g"], "extra": {"k": ["v"]},
+            "resourceAttributes": attributes,
+        }}),
+        "localsubjectaccessreviews" => json!({
+            "metadata": {"namespace": "default"},
+            "spec": {"user": "alice", "resourceAttributes": attributes},
+        }),
+        "selfsubjectaccessreviews" => {
+            json!({"spec": {"nonResourceAttributes": {"path": "/healthz", "verb": "get"}}})
+        }
+        "selfsubjectrulesreviews" => json!({"spec": {"namespace": "default"}}),
+        _ => json!({}),
+    };
+    let mut object = json!({"apiVersion": resource.api_version(), "kind": resource.kind});
+    object
+        .as_object_mut()
+        .unwrap()
+        .extend(body.as_object().unwrap().clone());
+    object
+}
+
 /// A valid object of each served resource (a CRD: the first of the fixtures).
 fn sample(resource: &catalog::ResourceInfo) -> Value {
+    if !resource.stored() {
+        return review_sample(resource);
+    }
     let mut object = json!({
         "apiVersion": resource.api_version(),
         "kind": resource.kind,

@@ -4,12 +4,14 @@
 //! resource shares): create with `generateName`, `uid` and `creationTimestamp`; reads with
 //! `resourceVersion` semantics, selectors and pagination; updates with `resourceVersion`
 //! preconditions; deletion with finalizers and propagation policies; watches with selector
-//! transitions and bookmarks. Objects are raw JSON ([`serde_json::Value`]); storage errors
+//! transitions and bookmarks. A kind that is never stored (a review) has a [`Computed`] create
+//! path instead: the same steps up to storage. Objects are raw JSON ([`serde_json::Value`]); storage errors
 //! become API errors in exactly one place ([`Store`]).
 
 #![warn(missing_docs)]
 
 pub mod builtin;
+pub mod computed;
 pub mod custom;
 pub mod object;
 pub mod scale;
@@ -20,6 +22,7 @@ pub mod strategy;
 pub mod watch;
 
 pub use builtin::{CatalogStrategy, SubresourceStrategy};
+pub use computed::Computed;
 pub use custom::{Converter, CustomResourceStrategy, CustomSchema, CustomStatusStrategy};
 pub use scale::CustomScaleStrategy;
 pub use scale_paths::ScalePaths;

@@ -67,7 +67,7 @@ pub struct Admission {
 }
 
 impl Admission {
-    fn attributes<'a>(
+    pub(crate) fn attributes<'a>(
         &'a self,
         operation: genplane_admission::Operation,
         namespace: &'a str,
@@ -291,6 +291,75 @@ fn random_suffix() -> String {
         .collect()
 }
 
+/// The 422 of `errors` in the object `name` of `strategy`'s kind.
+pub(crate) fn invalid(strategy: &dyn Strategy, name: &str, errors: &field::ErrorList) -> ApiError {
+    let kind = strategy.kind();
+    Status::invalid(&GroupKind::new(&kind.group, &kind.kind), name, errors).into()
+}
+
+/// An object about to be written has the resource's `apiVersion` and `kind` (set when
+/// missing): a patch, an apply or a subresource write that changed them is refused (422),
+/// as upstream refuses an object that no longer decodes as the resource's type.
+pub(crate) fn check_type_meta(
+    strategy: &dyn Strategy,
+    object: &mut Value,
+    name: &str,
+) -> Result<(), ApiError> {
+    let kind = strategy.kind();
+    let api_version = kind.group_version().api_version();
+    let mut errors = field::ErrorList::default();
+    let Some(fields) = object.as_object_mut() else {
+        return Err(Status::bad_request("the body must be a JSON object").into());
+    };
+    for (field_name, expected) in [("apiVersion", api_version), ("kind", kind.kind)] {
+        match fields.get(field_name) {
+            None | Some(Value::Null) => {
+                fields.insert(field_name.to_owned(), Value::String(expected));
+            }
+            Some(Value::String(given)) if given.is_empty() => {
+                fields.insert(field_name.to_owned(), Value::String(expected));
+            }
+            Some(Value::String(given)) if *given == expected => {}
+            Some(given) => errors.0.push(field::Error::invalid(
+                &field::Path::new(field_name),
+                given.clone(),
+                format!("must be {expected}"),
+            )),
+        }
+    }
+    if errors.is_empty() {
+        Ok(())
+    } else {
+        Err(invalid(strategy, name, &errors))
+    }
+}
+
+/// The namespace the object must be in: the request's. A different one in the body is a
+/// 400, as upstream answers it.
+pub(crate) fn settle_namespace(
+    strategy: &dyn Strategy,
+    object: &mut Value,
+    namespace: &str,
+) -> Result<(), ApiError> {
+    if !object.is_object() {
+        return Err(Status::bad_request("the body must be a JSON object").into());
+    }
+    if strategy.namespaced() {
+        let given = meta_str(object, "namespace").to_owned();
+        if given.is_empty() {
+            set_meta_str(object, "namespace", namespace);
+        } else if given != namespace {
+            return Err(Status::bad_request(
+                "the namespace of the provided object does not match the namespace sent on the request",
+            )
+            .into());
+        }
+    } else {
+        set_meta_str(object, "namespace", "");
+    }
+    Ok(())
+}
+
 impl<S: Storage> Store<S> {
     /// A store of the resource `strategy` describes, over `storage`.
     pub fn new(storage: Arc<S>, strategy: Arc<dyn Strategy>) -> Self {
@@ -374,11 +443,6 @@ impl<S: Storage> Store<S> {
         .into()
     }
 
-    fn invalid(&self, name: &str, errors: &field::ErrorList) -> ApiError {
-        let kind = self.strategy.kind();
-        Status::invalid(&GroupKind::new(&kind.group, &kind.kind), name, errors).into()
-    }
-
     /// Names must be usable as one segment of a storage key and a URL, whatever the resource's
     /// own rules say.
     fn check_path_segments(&self, name: &str, namespace: &str) -> Result<(), ApiError> {
@@ -396,7 +460,7 @@ impl<S: Storage> Store<S> {
         if errors.is_empty() {
             Ok(())
         } else {
-            Err(self.invalid(name, &errors))
+            Err(invalid(&*self.strategy, name, &errors))
         }
     }
 
@@ -423,64 +487,9 @@ impl<S: Storage> Store<S> {
         Ok(served)
     }
 
-    /// An object about to be written has the resource's `apiVersion` and `kind` (set when
-    /// missing): a patch, an apply or a subresource write that changed them is refused (422),
-    /// as upstream refuses an object that no longer decodes as the resource's type.
-    fn check_type_meta(&self, object: &mut Value, name: &str) -> Result<(), ApiError> {
-        let kind = self.strategy.kind();
-        let api_version = kind.group_version().api_version();
-        let mut errors = field::ErrorList::default();
-        let Some(fields) = object.as_object_mut() else {
-            return Err(Status::bad_request("the body must be a JSON object").into());
-        };
-        for (field_name, expected) in [("apiVersion", api_version), ("kind", kind.kind)] {
-            match fields.get(field_name) {
-                None | Some(Value::Null) => {
-                    fields.insert(field_name.to_owned(), Value::String(expected));
-                }
-                Some(Value::String(given)) if given.is_empty() => {
-                    fields.insert(field_name.to_owned(), Value::String(expected));
-                }
-                Some(Value::String(given)) if *given == expected => {}
-                Some(given) => errors.0.push(field::Error::invalid(
-                    &field::Path::new(field_name),
-                    given.clone(),
-                    format!("must be {expected}"),
-                )),
-            }
-        }
-        if errors.is_empty() {
-            Ok(())
-        } else {
-            Err(self.invalid(name, &errors))
-        }
-    }
-
     /// The stored bytes of a served object.
     fn stored(&self, object: &Value) -> Result<bytes::Bytes, ApiError> {
         object::encode(&self.strategy.stored_form(object.clone())?)
-    }
-
-    /// The namespace the object must be in: the request's. A different one in the body is a
-    /// 400, as upstream answers it.
-    fn settle_namespace(&self, object: &mut Value, namespace: &str) -> Result<(), ApiError> {
-        if !object.is_object() {
-            return Err(Status::bad_request("the body must be a JSON object").into());
-        }
-        if self.strategy.namespaced() {
-            let given = meta_str(object, "namespace").to_owned();
-            if given.is_empty() {
-                set_meta_str(object, "namespace", namespace);
-            } else if given != namespace {
-                return Err(Status::bad_request(
-                    "the namespace of the provided object does not match the namespace sent on the request",
-                )
-                .into());
-            }
-        } else {
-            set_meta_str(object, "namespace", "");
-        }
-        Ok(())
     }
 
     /// Creates `object` in `namespace`.
@@ -493,7 +502,7 @@ impl<S: Storage> Store<S> {
         // Type-check and normalize first: unknown fields are dropped, as upstream's decoding
         // drops them, whatever fieldValidation said about them.
         let mut object = self.strategy.decode(object)?;
-        self.settle_namespace(&mut object, namespace)?;
+        settle_namespace(&*self.strategy, &mut object, namespace)?;
         // A resourceVersion on a new object was read from somewhere else: upstream refuses it
         // (with a 500; a client's mistake is a 400 here). One that is not a number is ignored,
         // as upstream ignores it.
@@ -546,10 +555,10 @@ impl<S: Storage> Store<S> {
                 set_meta_str(&mut object, "name", &name);
             }
             let name = meta_str(&object, "name").to_owned();
-            self.check_type_meta(&mut object, &name)?;
+            check_type_meta(&*self.strategy, &mut object, &name)?;
             let errors = self.strategy.validate(&object)?;
             if !errors.is_empty() {
-                return Err(self.invalid(&name, &errors));
+                return Err(invalid(&*self.strategy, &name, &errors));
             }
             if let Some(admission) = &options.admission {
                 let namespace = meta_str(&object, "namespace");
@@ -817,7 +826,7 @@ impl<S: Storage> Store<S> {
         options: &WriteOptions,
     ) -> Result<Written, ApiError> {
         let mut object = self.strategy.decode(object)?;
-        self.settle_namespace(&mut object, namespace)?;
+        settle_namespace(&*self.strategy, &mut object, namespace)?;
         match meta_str(&object, "name") {
             "" => set_meta_str(&mut object, "name", name),
             given if given != name => {
@@ -893,13 +902,13 @@ impl<S: Storage> Store<S> {
                 admission.chain.mutate(attributes, &mut new).await?;
             }
             self.strategy.prepare_for_update(&mut new, &old);
-            self.check_type_meta(&mut new, name)?;
+            check_type_meta(&*self.strategy, &mut new, name)?;
             if let Some(tracker) = &options.fields {
                 tracker.0.track(Some(&old), &mut new);
             }
             let errors = self.strategy.validate_update(&new, &old)?;
             if !errors.is_empty() {
-                return Err(self.invalid(name, &errors));
+                return Err(invalid(&*self.strategy, name, &errors));
             }
             self.strategy.canonicalize(&mut new);
             let warnings = self.strategy.warnings(&new, Some(&old));

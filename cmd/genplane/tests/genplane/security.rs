@@ -481,6 +481,25 @@ async fn service_account_tokens_carry_exactly_the_accounts_rights_until_they_exp
     let status = issued.status.unwrap();
     let token = status.token;
 
+    // `kubectl create token` (a protobuf body and answer) issues one of the same account,
+    // and `kubectl auth whoami` with it says whose it is.
+    let issued_by_kubectl = ok(cluster.admin(&["create", "token", "bot", "-n", "a"]));
+    let kubectl_token: &'static str =
+        Box::leak(issued_by_kubectl.trim().to_owned().into_boxed_str());
+    let whoami = ok(cluster.kubectl(
+        &Who::Token(kubectl_token),
+        &["auth", "whoami", "-o", "json"],
+    ));
+    let whoami: Value = serde_json::from_str(&whoami).unwrap();
+    assert_eq!(
+        whoami["status"]["userInfo"]["username"], "system:serviceaccount:a:bot",
+        "{whoami}"
+    );
+    // A token for an account that does not exist is the store's 404.
+    let missing = cluster.admin(&["create", "token", "nobody", "-n", "a"]);
+    assert!(!missing.status.success());
+    assert!(text(&missing).contains("not found"), "{}", text(&missing));
+
     // With it, a kube-rs client has exactly the account's rights.
     let bot = client_with_token(&cluster, &dir, &token).await;
     let in_a: Api<ConfigMap> = Api::namespaced(bot.clone(), "a");

@@ -92,6 +92,7 @@ pub const INFO: crate::catalog::ResourceInfo = crate::catalog::ResourceInfo {
             prepare_for_update: prepare_for_status_update,
             validate_update: validate_status_update,
         }),
+        body: None,
     }],
     categories: &["api-extensions"],
     storage_prefix: "apiextensions.k8s.io/customresourcedefinitions",

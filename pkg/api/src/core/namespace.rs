@@ -360,6 +360,7 @@ pub const INFO: crate::catalog::ResourceInfo = crate::catalog::ResourceInfo {
                 prepare_for_update: prepare_for_status_update,
                 validate_update: validate_status_update,
             }),
+            body: None,
         },
         crate::catalog::Subresource {
             name: "finalize",
@@ -369,6 +370,7 @@ pub const INFO: crate::catalog::ResourceInfo = crate::catalog::ResourceInfo {
                 prepare_for_update: prepare_for_finalize_update,
                 validate_update: validate_finalize_update,
             }),
+            body: None,
         },
     ],
     categories: &[],

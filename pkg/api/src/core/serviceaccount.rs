@@ -130,6 +130,7 @@ pub const INFO: crate::catalog::ResourceInfo = crate::catalog::ResourceInfo {
         kind: "TokenRequest",
         verbs: &["create"],
         rules: None,
+        body: Some(&crate::authentication::TOKEN_REQUEST_INFO),
     }],
     categories: &[],
     storage_prefix: "serviceaccounts",

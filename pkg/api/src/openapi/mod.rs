@@ -28,14 +28,16 @@
 //! these v3 documents, so both versions have one source; [`gnostic::encode`] writes it as the
 //! protobuf message kubectl 1.27 and 1.28 ask for.
 
+mod component;
 pub mod extensions;
 pub mod gnostic;
 mod paths;
 pub mod v2;
 
-use schemars::JsonSchema;
 use schemars::generate::{SchemaGenerator, SchemaSettings};
 use serde_json::{Map, Value, json};
+
+pub use component::schema_of;
 
 use crate::catalog::{ResourceDescription, ResourceInfo};
 use k8s_openapi::api::{autoscaling as autoscaling_api, core as core_api};
@@ -90,10 +92,7 @@ pub fn group_version_path(group: &str, version: &str) -> String {
 /// `api/v1`, `apis`, then each group (`apis/<group>`, then its versions) in the order the
 /// resources list them.
 pub fn documents(resources: &[ServedResource]) -> Vec<Document> {
-    let kinds: Vec<&'static ResourceInfo> = crate::catalog::all()
-        .iter()
-        .chain(crate::catalog::reviews())
-        .collect();
+    let kinds: Vec<&'static ResourceInfo> = crate::catalog::all().iter().collect();
     documents_of(resources, &kinds)
 }
 
@@ -175,13 +174,6 @@ fn generator() -> SchemaGenerator {
         .into_generator()
 }
 
-/// Adds the schema of `T` (and what it refers to) and returns its component name: a kind's
-/// [`ResourceInfo::openapi_schema`].
-pub fn schema_of<T: JsonSchema>(generator: &mut SchemaGenerator) -> String {
-    generator.subschema_for::<T>();
-    T::schema_name().into_owned()
-}
-
 /// Adds the schema of a kind (its entry's among `kinds`) and returns its name; `None` for a
 /// kind that has no entry.
 fn add_kind(
@@ -241,7 +233,7 @@ struct Kinds {
 }
 
 impl Kinds {
-    fn schema_of(&self, kind: &str) -> Option<(&str, &str)> {
+    fn component(&self, kind: &str) -> Option<(&str, &str)> {
         self.names
             .iter()
             .find(|(k, _, _)| k == kind)
@@ -266,7 +258,7 @@ fn group_version_document(
         let mut wanted = vec![r.kind.as_str()];
         wanted.extend(r.subresources.iter().map(|s| s.kind.as_str()));
         for kind in wanted {
-            if kinds.schema_of(kind).is_some() {
+            if kinds.component(kind).is_some() {
                 continue;
             }
             if let Some(name) = add_kind(&mut generator, entries, group, version, kind) {

@@ -292,7 +292,7 @@ pub(super) fn group_version_paths(
     );
     for r in served {
         let info = *r;
-        let Some((schema, list_schema)) = kinds.schema_of(&info.kind) else {
+        let Some((schema, list_schema)) = kinds.component(&info.kind) else {
             continue;
         };
         let kind = info.kind.as_str();
@@ -445,7 +445,7 @@ pub(super) fn group_version_paths(
 
         // Subresources.
         for sub in &r.subresources {
-            let Some((sub_schema, _)) = kinds.schema_of(&sub.kind) else {
+            let Some((sub_schema, _)) = kinds.component(&sub.kind) else {
                 continue;
             };
             let sub_kind = r.subresource_gvk(sub);

@@ -60,6 +60,10 @@ fn documents_are_listed_as_upstream_lists_them() {
             "apis/coordination.k8s.io/v1",
             "apis/apiextensions.k8s.io",
             "apis/apiextensions.k8s.io/v1",
+            "apis/authentication.k8s.io",
+            "apis/authentication.k8s.io/v1",
+            "apis/authorization.k8s.io",
+            "apis/authorization.k8s.io/v1",
         ]
     );
 }
@@ -364,7 +368,7 @@ fn the_v2_document_holds_every_group_version() {
             .as_array()
             .unwrap()
             .len(),
-        6
+        8
     );
     assert_eq!(
         doc["definitions"]["io.k8s.apimachinery.pkg.apis.meta.v1.APIGroup"]["x-kubernetes-group-version-kind"],

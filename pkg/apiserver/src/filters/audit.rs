@@ -154,17 +154,14 @@ fn record_request_body(record: &AuditRecord, info: &RequestInfo, content_type: &
 
 /// The kind of a request's (and its answer's) body.
 fn body_kind(info: &RequestInfo) -> Option<&'static ResourceInfo> {
-    if info.subresource == "token" {
-        return Some(&genplane_api::catalog::TOKEN_REQUEST);
-    }
-    genplane_api::catalog::all()
+    let resource = genplane_api::catalog::find(&info.api_group, &info.api_version, &info.resource)?;
+    // A subresource of a kind of its own (`serviceaccounts/token`: TokenRequest).
+    let body = resource
+        .subresources
         .iter()
-        .chain(genplane_api::catalog::reviews())
-        .find(|r| {
-            r.group == info.api_group
-                && r.version == info.api_version
-                && r.resource == info.resource
-        })
+        .find(|s| s.name == info.subresource)
+        .and_then(|s| s.body);
+    Some(body.unwrap_or(resource))
 }
 
 /// Records an answer's body in its audit record: JSON as it is, protobuf decoded with the

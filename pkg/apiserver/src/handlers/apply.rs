@@ -127,7 +127,11 @@ pub(crate) async fn apply<S: Storage>(
         // any failure computed from it is computed again from a fresh read before it is
         // answered.
         let cached = attempt == 0;
-        let current = match ctx.store.get(namespace, name, cached.then_some("0")).await {
+        let current = match ctx
+            .store()?
+            .get(namespace, name, cached.then_some("0"))
+            .await
+        {
             Ok(object) => Some(object),
             Err(e) if e.is(StatusReason::NotFound) => None,
             Err(_) if cached => continue,
@@ -157,7 +161,7 @@ pub(crate) async fn apply<S: Storage>(
                 if !ctx.request.subresource.is_empty() {
                     return Err(Status::not_found(&info.group_resource(), name).into());
                 }
-                ctx.store.create(namespace, applied, &options).await
+                ctx.store()?.create(namespace, applied, &options).await
             }
             Some(current) => {
                 // The apply was computed from this version: write exactly over it.
@@ -166,7 +170,9 @@ pub(crate) async fn apply<S: Storage>(
                     "resourceVersion",
                     meta_str(current, "resourceVersion"),
                 );
-                ctx.store.update(namespace, name, applied, &options).await
+                ctx.store()?
+                    .update(namespace, name, applied, &options)
+                    .await
             }
         };
         match result {

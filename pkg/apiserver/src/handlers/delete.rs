@@ -124,12 +124,12 @@ pub(crate) async fn delete<S: Storage>(
     let negotiated = ctx.negotiate(false)?;
     let options = delete_options(ctx, body).await?;
     match ctx
-        .store
+        .store()?
         .delete(&ctx.request.namespace, &ctx.request.name, &options)
         .await?
     {
         Deletion::Gone(object) => {
-            let status = Status::success(Some(ctx.store.deleted_details(&object)));
+            let status = Status::success(Some(ctx.store()?.deleted_details(&object)));
             Ok(respond(
                 StatusCode::OK,
                 &encode::status(&status),
@@ -160,7 +160,7 @@ pub(crate) async fn delete_collection<S: Storage>(
     let list_options = ctx.query.list_options(false)?;
     let options = delete_options(ctx, body).await?;
     let deleted = ctx
-        .store
+        .store()?
         .delete_collection(&ctx.request.namespace, &list_options, &options)
         .await?;
     let body = json!({"kind": ctx.info.list_kind, "apiVersion": ctx.info.api_version(), "metadata": {}, "items": deleted});

@@ -12,7 +12,7 @@ use crate::encode;
 pub(crate) async fn get<S: Storage>(ctx: &Ctx<'_, S>) -> Result<Response<ResponseBody>, ApiError> {
     let negotiated = ctx.negotiate(false)?;
     let object = ctx
-        .store
+        .store()?
         .get(
             &ctx.request.namespace,
             &ctx.request.name,

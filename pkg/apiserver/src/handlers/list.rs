@@ -28,7 +28,7 @@ pub(crate) async fn list<S: Storage>(ctx: &Ctx<'_, S>) -> Result<Response<Respon
     {
         let mut items = Vec::new();
         let listed = ctx
-            .store
+            .store()?
             .list_each(&ctx.request.namespace, &options, |object| {
                 if !items.is_empty() {
                     items.push(b',');
@@ -55,7 +55,7 @@ pub(crate) async fn list<S: Storage>(ctx: &Ctx<'_, S>) -> Result<Response<Respon
         }
         return Ok(response);
     }
-    let listed = ctx.store.list(&ctx.request.namespace, &options).await?;
+    let listed = ctx.store()?.list(&ctx.request.namespace, &options).await?;
     let body = match negotiated.target {
         Target::Table(version) => encode::table(
             ctx.info,

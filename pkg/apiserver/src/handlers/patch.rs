@@ -134,7 +134,7 @@ pub(crate) async fn patch<S: Storage>(
     let (namespace, name) = (&ctx.request.namespace, &ctx.request.name);
     let mut last = None;
     for _ in 0..ATTEMPTS {
-        let current = ctx.store.get_for_patch(namespace, name).await?;
+        let current = ctx.store()?.get_for_patch(namespace, name).await?;
         let mut patched = current.clone();
         match (&operations, &strategic) {
             (Some(operations), _) => apply_json_patch(&mut patched, operations)?,
@@ -155,7 +155,11 @@ pub(crate) async fn patch<S: Storage>(
             );
         }
         let warnings = ctx.field_validation(&patched, &duplicates)?;
-        match ctx.store.update(namespace, name, patched, &options).await {
+        match ctx
+            .store()?
+            .update(namespace, name, patched, &options)
+            .await
+        {
             Ok(written) => {
                 let body = encode::object(ctx.body, written.object, &negotiated, ctx.now);
                 return Ok(respond(

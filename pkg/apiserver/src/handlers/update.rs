@@ -18,7 +18,7 @@ pub(crate) async fn update<S: Storage>(
     let (object, mut warnings) = ctx.object_body(body).await?;
     let options = ctx.write_options("UpdateOptions")?;
     let written = ctx
-        .store
+        .store()?
         .update(&ctx.request.namespace, &ctx.request.name, object, &options)
         .await?;
     warnings.extend(written.warnings);

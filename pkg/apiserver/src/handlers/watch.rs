@@ -84,7 +84,7 @@ pub(crate) async fn watch<S: Storage>(
         Some(seconds) if seconds > 0 => Duration::from_secs(seconds),
         _ => DEFAULT_TIMEOUT,
     };
-    let mut stream = ctx.store.watch(&ctx.request.namespace, &options).await?;
+    let mut stream = ctx.store()?.watch(&ctx.request.namespace, &options).await?;
     let metrics = ctx.metrics.cloned();
     let (group, resource) = (ctx.info.group.clone(), ctx.info.resource.clone());
     let gauge = metrics

@@ -81,7 +81,7 @@ type Webhook = (i64, Arc<dyn Converter>);
 /// The CRD machinery of one API server.
 pub struct CustomResources<S: Storage> {
     api: Arc<ApiServer<S>>,
-    crds: Arc<Resource<S>>,
+    crds: Store<S>,
     crd_status: Store<S>,
     storage: StorageFactory<S>,
     /// The storage of each served CRD, by `<plural>.<group>`, with the CRD's uid.
@@ -150,14 +150,16 @@ impl<S: Storage> CustomResources<S> {
     /// The CRD machinery of `api`, which must serve `apiextensions.k8s.io/v1`
     /// customresourcedefinitions; `storage` makes the storage of each CRD's objects.
     pub fn new(api: Arc<ApiServer<S>>, storage: StorageFactory<S>) -> Option<Arc<Self>> {
-        let crds = api.resources().into_iter().find(|r| {
+        let resource = api.resources().into_iter().find(|r| {
             r.info.group == "apiextensions.k8s.io" && r.info.resource == "customresourcedefinitions"
         })?;
-        let crd_status = crds
+        let crds = resource.store()?.clone();
+        let crd_status = resource
             .subresources
             .iter()
             .find(|(name, _)| name == "status")
-            .map(|(_, store)| store.clone())?;
+            .and_then(|(_, backing)| backing.store())?
+            .clone();
         Some(Arc::new(Self {
             api,
             crds,
@@ -189,7 +191,7 @@ impl<S: Storage> CustomResources<S> {
                     },
                     ..ListOptions::default()
                 };
-                let mut watch = match self.crds.store.watch("", &options).await {
+                let mut watch = match self.crds.watch("", &options).await {
                     Ok(watch) => Some(watch),
                     Err(error) => {
                         tracing::warn!(%error, "watching CustomResourceDefinitions");
@@ -235,7 +237,7 @@ impl<S: Storage> CustomResources<S> {
 
     /// One pass over every stored CRD; returns the revision the list was read at.
     async fn sync(self: &Arc<Self>) -> Result<String, ApiError> {
-        let listed = self.crds.store.list("", &ListOptions::default()).await?;
+        let listed = self.crds.list("", &ListOptions::default()).await?;
         let mut crds = listed.items;
         // The status upstream's controllers would write: names accepted and established.
         // What it says is served before it is written, so that a client that sees
@@ -539,7 +541,7 @@ impl<S: Storage> CustomResources<S> {
                 // Try again on a later pass.
                 tokio::time::sleep(Duration::from_secs(1)).await;
                 if let (Ok(current), Some(storage)) = (
-                    this.crds.store.get("", &name, None).await,
+                    this.crds.get("", &name, None).await,
                     this.cached_storage(&name),
                 ) {
                     this.clean_up(&current, storage);
@@ -587,7 +589,7 @@ impl<S: Storage> CustomResources<S> {
             tokio::time::sleep(Duration::from_millis(500)).await;
         }
         loop {
-            let mut current = match self.crds.store.get("", &name, None).await {
+            let mut current = match self.crds.get("", &name, None).await {
                 Ok(current) => current,
                 Err(e) if e.code == 404 => return Ok(()),
                 Err(e) => return Err(e),
@@ -597,7 +599,6 @@ impl<S: Storage> CustomResources<S> {
             current["metadata"]["finalizers"] = json!(finalizers);
             match self
                 .crds
-                .store
                 .update("", &name, current, &WriteOptions::default())
                 .await
             {
