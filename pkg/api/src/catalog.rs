@@ -12,7 +12,7 @@ use crate::decode::{Decoded, Struct};
 use crate::table::ColumnDefinition;
 use crate::{
     admissionregistration, apiextensions, authentication, authorization, coordination, core,
-    events, rbac,
+    events, featuregates, rbac,
 };
 
 /// The verbs of a resource that can be listed, watched and deleted in bulk.
@@ -347,6 +347,7 @@ static RESOURCES: &[ResourceInfo] = &[
     admissionregistration::mutatingwebhookconfiguration::INFO,
     coordination::lease::INFO,
     apiextensions::INFO,
+    featuregates::feature::INFO,
 ];
 
 /// No validation on update.
