@@ -652,6 +652,13 @@ mod tests {
                     false,
                     vec!["crd", "crds"]
                 ),
+                (
+                    "featuregates.genplane.io/v1alpha1".into(),
+                    "features",
+                    "Feature",
+                    true,
+                    vec![]
+                ),
             ]
         );
         for r in all() {

@@ -525,7 +525,10 @@ pub fn cluster_role_bindings() -> Vec<Value> {
     ));
     bindings.push(cluster_binding(
         FEATURE_USE_REPORTER,
-        FEATURE_USE_REPORTERS.iter().map(|u| Subject::user(u)).collect(),
+        FEATURE_USE_REPORTERS
+            .iter()
+            .map(|u| Subject::user(u))
+            .collect(),
     ));
     bindings
 }
@@ -613,7 +616,10 @@ pub fn role_bindings() -> Vec<Value> {
             KUBE_SYSTEM,
             FEATURE_USE_REPORTER,
             RoleRef::role(FEATURE_USE_REPORTER),
-            FEATURE_USE_REPORTERS.iter().map(|u| Subject::user(u)).collect(),
+            FEATURE_USE_REPORTERS
+                .iter()
+                .map(|u| Subject::user(u))
+                .collect(),
         ),
     ]
 }

@@ -24,6 +24,9 @@ use crate::identity::{self, Identity};
 use crate::reconcile::{self, Known, Versions};
 use crate::uses::feature_resource;
 
+/// How often one sync tries to write a Feature's status when use reports keep changing it.
+const WRITE_ATTEMPTS: usize = 5;
+
 /// The component name of the feature-controller (its identity Leases' label value).
 pub const COMPONENT: &str = "feature-controller";
 
@@ -93,7 +96,11 @@ pub struct FeatureController {
 /// version, with the values `gate` (the feature-controller's own `--feature-gates`) gives them.
 /// Values are read without recording a use: the feature-controller configures features, it
 /// does not use them.
-pub fn known_features(registry: &Registry, gate: &FeatureGate, dynamic: &BTreeSet<String>) -> Vec<Known> {
+pub fn known_features(
+    registry: &Registry,
+    gate: &FeatureGate,
+    dynamic: &BTreeSet<String>,
+) -> Vec<Known> {
     gate.features()
         .into_iter()
         .filter(|f| f.spec.stage != Stage::PreAlpha)
@@ -162,14 +169,17 @@ impl FeatureController {
     /// Runs until `stop` resolves: renews the identity Lease, and when this instance leads,
     /// reconciles every sync period. Errors are logged and retried.
     pub async fn run(self, stop: impl Future<Output = ()>) {
-        tracing::info!(instance = self.identity.name(), "starting the feature-controller");
+        tracing::info!(
+            instance = self.identity.name(),
+            "starting the feature-controller"
+        );
         let leases: Api<Lease> = Api::namespaced(self.client.clone(), identity::NAMESPACE);
         let renew_every = self.config.identity_lease_duration / 3;
         let mut ticks = tokio::time::interval(self.config.sync_period.min(renew_every));
         ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         let mut renewed: Option<tokio::time::Instant> = None;
         let mut synced: Option<tokio::time::Instant> = None;
-        let mut leading = false;
+        let mut leading = None;
         tokio::pin!(stop);
         loop {
             tokio::select! {
@@ -200,7 +210,7 @@ impl FeatureController {
     }
 
     /// One pass: find the leader and, when it is this instance, reconcile.
-    async fn sync(&self, leases: &Api<Lease>, leading: &mut bool) -> Result<(), Error> {
+    async fn sync(&self, leases: &Api<Lease>, leading: &mut Option<bool>) -> Result<(), Error> {
         let now = Timestamp::now();
         let identities = identity::list(leases, now, self.config.identity_lease_duration)
             .await
@@ -212,8 +222,8 @@ impl FeatureController {
             .map(|i| i.name.as_str());
         let leader = crate::leader::leader(candidates).map(str::to_owned);
         let me = leader.as_deref() == Some(self.identity.name());
-        if me != *leading {
-            *leading = me;
+        if *leading != Some(me) {
+            *leading = Some(me);
             if me {
                 tracing::info!(
                     instance = self.identity.name(),
@@ -242,8 +252,11 @@ impl FeatureController {
                 );
             }
         }
-        let features: Api<DynamicObject> =
-            Api::namespaced_with(self.client.clone(), &self.config.namespace, &feature_resource());
+        let features: Api<DynamicObject> = Api::namespaced_with(
+            self.client.clone(),
+            &self.config.namespace,
+            &feature_resource(),
+        );
         let listed = features
             .list(&ListParams::default())
             .await
@@ -287,7 +300,7 @@ impl FeatureController {
             "spec": {"featureName": known.name},
         }))
         .expect("invariant: a Feature is a DynamicObject");
-        let created = match features.create(&PostParams::default(), &object).await {
+        let created = match features.create(&post_params(), &object).await {
             Ok(created) => created,
             Err(kube::Error::Api(status)) if status.code == 409 => features
                 .get(&name)
@@ -299,7 +312,9 @@ impl FeatureController {
         Ok(serde_json::to_value(&created).unwrap_or_default())
     }
 
-    /// Computes and writes the status of one Feature, running its next task when due.
+    /// Computes and writes the status of one Feature, running its next task when due. A write
+    /// that loses a race (a use report came in between) is recomputed from a fresh read, with
+    /// the outcome of a task already run this time rather than running it again.
     async fn reconcile(
         &self,
         features: &Api<DynamicObject>,
@@ -309,54 +324,80 @@ impl FeatureController {
         now: Timestamp,
     ) -> Result<(), Error> {
         let wait = self.config.report_period * 2;
-        let mut plan = reconcile::plan(object, known, &self.versions, live, now, wait);
-        if let Some(task) = plan.run {
-            match self.run_task(&task).await {
-                Ok(message) => {
-                    tracing::info!(feature = known.name, task = task.type_name(), %message, "task done");
-                    if let Some(done) = reconcile::task_done(&mut plan.status, &message) {
-                        plan.transitions.push(done);
-                    }
-                }
-                Err(error) => {
-                    tracing::warn!(feature = known.name, task = task.type_name(), %error, "task failed; retrying");
-                    reconcile::task_failed(&mut plan.status, &error.to_string());
-                }
-            }
-        }
-        if object.get("status") == Some(&plan.status) {
-            return Ok(());
-        }
-        let mut updated = object.clone();
-        updated["status"] = plan.status;
         let name = object_name(known.name);
-        let body: DynamicObject =
-            serde_json::from_value(updated).expect("invariant: a Feature is a DynamicObject");
-        // The resourceVersion read is the precondition: a write computed from an old read (by
-        // a second leader, or racing a use report) fails and is recomputed at the next sync.
-        match features
-            .replace_status(&name, &PostParams::default(), &body)
-            .await
-        {
-            Ok(_) => {
-                for to in plan.transitions {
-                    tracing::info!(feature = known.name, state = to, "feature state changed");
-                    self.metrics
-                        .transitions
-                        .get_or_create(&TransitionLabels {
-                            feature: known.name.to_owned(),
-                            to: to.to_owned(),
-                        })
-                        .inc();
+        let mut object = object.clone();
+        let mut ran: Option<(Task, Result<String, String>)> = None;
+        for _ in 0..WRITE_ATTEMPTS {
+            let mut plan = reconcile::plan(&object, known, &self.versions, live, now, wait);
+            if let Some(task) = plan.run {
+                let outcome = match &ran {
+                    Some((done, outcome)) if *done == task => outcome.clone(),
+                    _ => {
+                        let outcome = self.run_task(&task).await.map_err(|e| e.to_string());
+                        match &outcome {
+                            Ok(message) => {
+                                tracing::info!(feature = known.name, task = task.type_name(), %message, "task done")
+                            }
+                            Err(error) => {
+                                tracing::warn!(feature = known.name, task = task.type_name(), %error, "task failed; retrying")
+                            }
+                        }
+                        ran = Some((task, outcome.clone()));
+                        outcome
+                    }
+                };
+                match outcome {
+                    Ok(message) => {
+                        if let Some(done) = reconcile::task_done(&mut plan.status, &message) {
+                            plan.transitions.push(done);
+                        }
+                    }
+                    Err(error) => reconcile::task_failed(&mut plan.status, &error),
                 }
-                Ok(())
             }
-            Err(kube::Error::Api(status)) if status.code == 409 => {
-                tracing::debug!(feature = known.name, "status changed meanwhile; recomputing");
-                Ok(())
+            if object.get("status") == Some(&plan.status) {
+                return Ok(());
             }
-            Err(error) => Err(api(format!("writing the status of {name}"))(error)),
+            let mut updated = object.clone();
+            updated["status"] = plan.status;
+            // Managed fields sent back would replace the server's record of who owns what (the
+            // reporters' `uses` entries); left out, the server keeps and updates it.
+            if let Some(meta) = updated.get_mut("metadata").and_then(Value::as_object_mut) {
+                meta.remove("managedFields");
+            }
+            let body: DynamicObject =
+                serde_json::from_value(updated).expect("invariant: a Feature is a DynamicObject");
+            // The resourceVersion read is the precondition: a write computed from an old read
+            // (by a second leader, or racing a use report) fails and is recomputed.
+            match features.replace_status(&name, &post_params(), &body).await {
+                Ok(_) => {
+                    for to in plan.transitions {
+                        tracing::info!(feature = known.name, state = to, "feature state changed");
+                        self.metrics
+                            .transitions
+                            .get_or_create(&TransitionLabels {
+                                feature: known.name.to_owned(),
+                                to: to.to_owned(),
+                            })
+                            .inc();
+                    }
+                    return Ok(());
+                }
+                Err(kube::Error::Api(status)) if status.code == 409 => {
+                    tracing::debug!(
+                        feature = known.name,
+                        "status changed meanwhile; recomputing"
+                    );
+                    let fresh = features
+                        .get(&name)
+                        .await
+                        .map_err(api(format!("reading feature {name}")))?;
+                    object = serde_json::to_value(&fresh).unwrap_or_default();
+                }
+                Err(error) => return Err(api(format!("writing the status of {name}"))(error)),
+            }
         }
+        Ok(())
     }
 
     /// Runs one declared task; returns what it did.
@@ -373,7 +414,8 @@ impl FeatureController {
                     &GroupVersionKind::gvk(group, version, kind),
                     resource,
                 );
-                let objects: Api<DynamicObject> = Api::all_with(self.client.clone(), &resource_type);
+                let objects: Api<DynamicObject> =
+                    Api::all_with(self.client.clone(), &resource_type);
                 let listed = objects
                     .list(&ListParams::default())
                     .await
@@ -401,15 +443,38 @@ impl FeatureController {
                         None => Api::all_with(self.client.clone(), &resource_type),
                     };
                     namespaced
-                        .patch(&name, &PatchParams::default(), &Patch::Merge(&patch))
+                        .patch(
+                            &name,
+                            &PatchParams {
+                                field_manager: Some(FIELD_MANAGER.to_owned()),
+                                ..PatchParams::default()
+                            },
+                            &Patch::Merge(&patch),
+                        )
                         .await
-                        .map_err(api(format!("clearing {} of {resource} {name}", present.join(","))))?;
+                        .map_err(api(format!(
+                            "clearing {} of {resource} {name}",
+                            present.join(",")
+                        )))?;
                     cleared += 1;
                 }
-                Ok(format!("cleared {} from {cleared} {resource}", fields.join(",")))
+                Ok(format!(
+                    "cleared {} from {cleared} {resource}",
+                    fields.join(",")
+                ))
             }
             _ => Ok("nothing to do".to_owned()),
         }
+    }
+}
+
+/// The field manager of the server flow's writes.
+pub const FIELD_MANAGER: &str = "genplane-feature-controller";
+
+fn post_params() -> PostParams {
+    PostParams {
+        field_manager: Some(FIELD_MANAGER.to_owned()),
+        ..PostParams::default()
     }
 }
 

@@ -269,10 +269,10 @@ pub fn plan(
                 ));
                 break;
             }
-            let position = known
-                .turn_off_tasks
-                .iter()
-                .find(|t| t.type_name() == first["type"] && Some(t.target().as_str()) == first["target"].as_str());
+            let position = known.turn_off_tasks.iter().find(|t| {
+                t.type_name() == first["type"]
+                    && Some(t.target().as_str()) == first["target"].as_str()
+            });
             match position {
                 Some(task) => {
                     if first.get("startTime").is_none() {
@@ -298,16 +298,16 @@ pub fn plan(
         (
             true,
             "AllInstancesAgree",
-            format!(
-                "{} live instance(s) report {want}",
-                uses.len()
-            ),
+            format!("{} live instance(s) report {want}", uses.len()),
         )
     } else {
         (
             false,
             "InstancesDisagree",
-            format!("expected {want}; reporting otherwise: {}", describe(&disagreeing)),
+            format!(
+                "expected {want}; reporting otherwise: {}",
+                describe(&disagreeing)
+            ),
         )
     };
     set_condition(&mut status, AGREED, agreed, reason, message, now);

@@ -105,7 +105,10 @@ impl Reporter {
         for used in self.gate.drain_uses() {
             // Both values seen within one period means the value changed: the gate's current
             // one is the last seen.
-            let value = current.get(used.feature.as_str()).copied().unwrap_or(used.value);
+            let value = current
+                .get(used.feature.as_str())
+                .copied()
+                .unwrap_or(used.value);
             match self.seen.get_mut(&used.feature) {
                 Some(seen) if seen.value == value => {}
                 Some(seen) => *seen = Seen { value, first: now },

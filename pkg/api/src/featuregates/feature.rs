@@ -338,7 +338,11 @@ fn is_feature_name(name: &str) -> bool {
             .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_' || b == b'.')
 }
 
-fn validate_spec(meta: &genplane_apimachinery::meta::ObjectMeta, spec: &FeatureSpec, errors: &mut ErrorList) {
+fn validate_spec(
+    meta: &genplane_apimachinery::meta::ObjectMeta,
+    spec: &FeatureSpec,
+    errors: &mut ErrorList,
+) {
     let path = Path::new("spec");
     let name_path = path.child("featureName");
     let feature = spec.feature_name.as_str();
@@ -414,7 +418,9 @@ fn validate_update(new: &Value, old: &Value) -> Result<ErrorList, ApiError> {
         .and_then(|s| s.dynamic)
         .unwrap_or(false);
     // Clearing the value is always allowed; setting or changing it only on a dynamic feature.
-    if feature.spec.desired.is_some() && feature.spec.desired != old_feature.spec.desired && !dynamic
+    if feature.spec.desired.is_some()
+        && feature.spec.desired != old_feature.spec.desired
+        && !dynamic
     {
         errors.push(desired_forbidden(&old_feature.spec.feature_name));
     }
@@ -428,6 +434,8 @@ fn prepare_for_status_update(new: &mut Value, old: &Value, _: &Context<'_>) {
     let labels = new.pointer("/metadata/labels").cloned();
     let annotations = new.pointer("/metadata/annotations").cloned();
     let resource_version = new.pointer("/metadata/resourceVersion").cloned();
+    // What a server-side apply through `status` computed for its manager.
+    let managed_fields = new.pointer("/metadata/managedFields").cloned();
     *new = old.clone();
     match status {
         Some(status) => new["status"] = status,
@@ -442,6 +450,7 @@ fn prepare_for_status_update(new: &mut Value, old: &Value, _: &Context<'_>) {
             ("labels", labels),
             ("annotations", annotations),
             ("resourceVersion", resource_version),
+            ("managedFields", managed_fields),
         ] {
             match value {
                 Some(value) => meta.insert(key.into(), value),
@@ -517,7 +526,10 @@ fn validate_status(status: &FeatureStatus, errors: &mut ErrorList) {
         if condition.type_.is_empty() {
             errors.push(Error::required(&at.child("type"), ""));
         } else if !types.insert(condition.type_.as_str()) {
-            errors.push(Error::duplicate(&at.child("type"), condition.type_.as_str()));
+            errors.push(Error::duplicate(
+                &at.child("type"),
+                condition.type_.as_str(),
+            ));
         }
         one_of(
             errors,
@@ -583,11 +595,7 @@ const COLUMNS: &[ColumnDefinition] = &[
     table::column("Task", "The next task of the transition in progress.", 0),
     table::AGE,
     table::column("Feature", "The feature gate's name.", 1),
-    table::column(
-        "Uses",
-        "How many component instances reported a check.",
-        1,
-    ),
+    table::column("Uses", "How many component instances reported a check.", 1),
     table::column("Dynamic", "Whether clients may set spec.desired.", 1),
 ];
 

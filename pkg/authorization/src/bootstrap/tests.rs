@@ -381,7 +381,11 @@ fn the_matrix_of_users_verbs_and_resources() {
             "patch featuregates.genplane.io:features/status kube-system f",
             true,
         ),
-        ("cm", "create featuregates.genplane.io:features kube-system", false),
+        (
+            "cm",
+            "create featuregates.genplane.io:features kube-system",
+            false,
+        ),
         ("fc", "list configmaps kube-system", false),
     ];
     let mut wrong = Vec::new();

@@ -94,7 +94,7 @@ const CLIENTS: &[(&str, &str, &[&str])] = &[
         &[],
     ),
     // The API server's own client, for reporting its feature uses.
-    ("apiserver", "system:genplane:apiserver", &[]),
+    ("apiserver-loopback", "system:genplane:apiserver", &[]),
 ];
 
 /// Writes `contents` to `path`; a `private` file (a key, a kubeconfig holding one) is

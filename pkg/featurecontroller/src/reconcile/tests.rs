@@ -59,12 +59,22 @@ const WAIT: Duration = Duration::from_secs(60);
 
 #[test]
 fn a_new_feature_is_announced_in_its_configured_state() {
-    let plan = plan(&object(Value::Null), &known(true), &versions(), &live(&[]), at(0), WAIT);
+    let plan = plan(
+        &object(Value::Null),
+        &known(true),
+        &versions(),
+        &live(&[]),
+        at(0),
+        WAIT,
+    );
     let status = &plan.status;
     assert_eq!(status["state"], "On");
     assert_eq!(status["stage"], "Beta");
     assert_eq!(status["default"], false);
-    assert_eq!(status["versions"], json!({"binary": "1.33", "emulated": "1.33"}));
+    assert_eq!(
+        status["versions"],
+        json!({"binary": "1.33", "emulated": "1.33"})
+    );
     assert_eq!(status["dynamic"], false);
     assert_eq!(status["tasks"], json!([]));
     assert_eq!(status["conditions"][0]["type"], "Agreed");
@@ -85,13 +95,23 @@ fn turning_off_waits_for_every_live_instance_then_clears_the_field() {
     assert_eq!(tasks[0]["type"], "WaitForUses");
     assert_eq!(tasks[0]["attempts"], 1);
     assert_eq!(tasks[1]["type"], "ClearField");
-    assert_eq!(tasks[1]["target"], "leases.coordination.k8s.io spec.strategy");
+    assert_eq!(
+        tasks[1]["target"],
+        "leases.coordination.k8s.io spec.strategy"
+    );
     assert_eq!(start.status["uses"], json!([]));
 
     // Before the wait is over nothing changes, whatever is reported.
     let mut waiting = object(start.status.clone());
     waiting["status"]["uses"] = json!([used("a", "On")]);
-    let early = plan(&waiting, &known(false), &versions(), &live(&["a"]), at(30), WAIT);
+    let early = plan(
+        &waiting,
+        &known(false),
+        &versions(),
+        &live(&["a"]),
+        at(30),
+        WAIT,
+    );
     assert_eq!(early.status["state"], "TurningOff");
     assert_eq!(early.run, None);
     assert_eq!(early.status["conditions"][0]["status"], "False");
@@ -105,7 +125,14 @@ fn turning_off_waits_for_every_live_instance_then_clears_the_field() {
     );
 
     // After it, an instance still reporting On holds the transition, named in the task.
-    let held = plan(&waiting, &known(false), &versions(), &live(&["a"]), at(61), WAIT);
+    let held = plan(
+        &waiting,
+        &known(false),
+        &versions(),
+        &live(&["a"]),
+        at(61),
+        WAIT,
+    );
     assert_eq!(held.status["state"], "TurningOff");
     assert_eq!(
         held.status["tasks"][0]["message"],
@@ -115,7 +142,14 @@ fn turning_off_waits_for_every_live_instance_then_clears_the_field() {
 
     // Once it reports Off (or is gone), the next task runs.
     waiting["status"]["uses"] = json!([used("a", "Off"), used("b", "Off")]);
-    let ready = plan(&waiting, &known(false), &versions(), &live(&["a"]), at(61), WAIT);
+    let ready = plan(
+        &waiting,
+        &known(false),
+        &versions(),
+        &live(&["a"]),
+        at(61),
+        WAIT,
+    );
     assert_eq!(ready.run, Some(CLEAR));
     assert_eq!(ready.status["uses"], json!([used("a", "Off")]));
     assert_eq!(ready.status["tasks"].as_array().unwrap().len(), 1);
@@ -167,7 +201,21 @@ fn desired_counts_only_for_dynamic_features_and_a_reversal_restarts_the_tasks() 
 
 #[test]
 fn an_unchanged_feature_plans_the_same_status() {
-    let first = plan(&object(Value::Null), &known(true), &versions(), &live(&[]), at(0), WAIT);
-    let again = plan(&object(first.status.clone()), &known(true), &versions(), &live(&[]), at(10), WAIT);
+    let first = plan(
+        &object(Value::Null),
+        &known(true),
+        &versions(),
+        &live(&[]),
+        at(0),
+        WAIT,
+    );
+    let again = plan(
+        &object(first.status.clone()),
+        &known(true),
+        &versions(),
+        &live(&[]),
+        at(10),
+        WAIT,
+    );
     assert_eq!(again.status, first.status);
 }

@@ -59,7 +59,10 @@ fn desired_is_settable_only_on_dynamic_features_and_the_name_is_immutable() {
     asked["spec"]["desired"] = json!("Off");
     let errors = messages(&validate_update(&asked, &stored).unwrap());
     assert_eq!(errors.len(), 1, "{errors:?}");
-    assert!(errors[0].starts_with("spec.desired: Forbidden"), "{errors:?}");
+    assert!(
+        errors[0].starts_with("spec.desired: Forbidden"),
+        "{errors:?}"
+    );
 
     stored["status"]["dynamic"] = json!(true);
     assert!(validate_update(&asked, &stored).unwrap().is_empty());
