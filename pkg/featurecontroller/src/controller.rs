@@ -139,7 +139,7 @@ impl FeatureController {
         let identity = Identity::new(COMPONENT, host, config.identity_lease_duration);
         let metrics = Metrics::default();
         registry.register(
-            "feature_transitions_total",
+            "feature_transitions",
             "Feature state changes this feature-controller made, by feature and the state entered",
             metrics.transitions.clone(),
         );
@@ -185,6 +185,10 @@ impl FeatureController {
             tokio::select! {
                 () = &mut stop => {
                     self.metrics.leader.set(0);
+                    // Stopping on purpose: the next instance takes over at once.
+                    if let Err(error) = self.identity.release(&leases).await {
+                        tracing::warn!(%error, "releasing the identity lease");
+                    }
                     return;
                 }
                 _ = ticks.tick() => {}

@@ -100,6 +100,18 @@ impl Identity {
     }
 }
 
+impl Identity {
+    /// Deletes the Lease, when the instance stops on purpose: it stops being live at once (its
+    /// uses are dropped, another feature-controller takes over) instead of when it expires.
+    pub async fn release(&self, leases: &Api<Lease>) -> Result<(), kube::Error> {
+        match leases.delete(&self.name, &DeleteParams::default()).await {
+            Ok(_) => Ok(()),
+            Err(kube::Error::Api(status)) if status.code == 404 => Ok(()),
+            Err(error) => Err(error),
+        }
+    }
+}
+
 /// When a Lease stops being valid: its renew time plus its duration.
 pub fn expiry(lease: &Lease) -> Option<Timestamp> {
     let spec = lease.spec.as_ref()?;

@@ -311,12 +311,19 @@ pub fn plan(
         )
     };
     set_condition(&mut status, AGREED, agreed, reason, message, now);
+    drop_empty_lists(&mut status);
 
     Plan {
         status: Value::Object(status),
         transitions,
         run,
     }
+}
+
+/// Leaves out empty lists, as the server stores them (an absent list is an empty one), so that
+/// an unchanged status compares equal to the stored one.
+fn drop_empty_lists(status: &mut Map<String, Value>) {
+    status.retain(|_, v| !v.as_array().is_some_and(Vec::is_empty));
 }
 
 /// Records that the first task of `status` succeeded with `message`: it is removed, and the
@@ -330,6 +337,9 @@ pub fn task_done(status: &mut Value, message: &str) -> Option<&'static str> {
     tasks.remove(0);
     if !tasks.is_empty() {
         return None;
+    }
+    if let Some(status) = status.as_object_mut() {
+        status.remove("tasks");
     }
     let done = match status["state"].as_str() {
         Some("TurningOff") => "Off",

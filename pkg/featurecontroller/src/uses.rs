@@ -179,7 +179,15 @@ impl Reporter {
         tokio::pin!(stop);
         loop {
             tokio::select! {
-                () = &mut stop => return,
+                () = &mut stop => {
+                    if !self.seen.is_empty() {
+                        let leases: Api<Lease> = Api::namespaced(client.clone(), identity::NAMESPACE);
+                        if let Err(error) = self.identity.release(&leases).await {
+                            tracing::debug!(%error, "releasing the identity lease");
+                        }
+                    }
+                    return;
+                }
                 _ = ticks.tick() => match self.report(&client).await {
                     Ok(written) => tracing::debug!(written, "reported feature uses"),
                     Err(error) => tracing::warn!(%error, "reporting feature uses; retrying next period"),

@@ -76,7 +76,7 @@ fn a_new_feature_is_announced_in_its_configured_state() {
         json!({"binary": "1.33", "emulated": "1.33"})
     );
     assert_eq!(status["dynamic"], false);
-    assert_eq!(status["tasks"], json!([]));
+    assert_eq!(status.get("tasks"), None);
     assert_eq!(status["conditions"][0]["type"], "Agreed");
     assert_eq!(status["conditions"][0]["status"], "True");
     assert!(plan.transitions.is_empty());
@@ -99,7 +99,7 @@ fn turning_off_waits_for_every_live_instance_then_clears_the_field() {
         tasks[1]["target"],
         "leases.coordination.k8s.io spec.strategy"
     );
-    assert_eq!(start.status["uses"], json!([]));
+    assert_eq!(start.status.get("uses"), None);
 
     // Before the wait is over nothing changes, whatever is reported.
     let mut waiting = object(start.status.clone());
@@ -158,7 +158,7 @@ fn turning_off_waits_for_every_live_instance_then_clears_the_field() {
     let mut done = ready.status.clone();
     assert_eq!(task_done(&mut done, "cleared"), Some("Off"));
     assert_eq!(done["state"], "Off");
-    assert_eq!(done["tasks"], json!([]));
+    assert_eq!(done.get("tasks"), None);
 }
 
 #[test]
