@@ -107,6 +107,8 @@ fn sample(resource: &catalog::ResourceInfo) -> Value {
                 {"kind": "ServiceAccount", "name": "bot", "namespace": "default"},
             ],
         }),
+        // The name is the feature's in kebab case.
+        ("featuregates.genplane.io", "features") => json!({"spec": {"featureName": "Sample"}}),
         ("apiextensions.k8s.io", "customresourcedefinitions") => {
             let mut crd = crds().swap_remove(0);
             crd["metadata"]["labels"] = json!({"app": "web"});

@@ -475,8 +475,8 @@ fn systemd_environment_examples_name_flags_of_their_role_with_valid_values() {
         assert!(values.len() >= 3, "{}: {values:?}", path.display());
         let mut check = Command::new(BIN);
         check.arg(applet).env_clear().envs(values.iter().cloned());
-        if applet == "controller-manager" {
-            check.arg("--kubeconfig=/var/lib/genplane/controller-manager.kubeconfig");
+        if applet != "apiserver" {
+            check.arg(format!("--kubeconfig=/var/lib/genplane/{applet}.kubeconfig"));
         }
         let out = check.arg("--config-check").output().unwrap();
         assert!(
