@@ -27,8 +27,8 @@ use genplane_apimachinery::errors::ApiError;
 use genplane_apiserver::{ApiEnablement, Resource};
 use genplane_registry::WriteOptions;
 use genplane_storage::{
-    Bytes, Deleted, KeyValue, ListRequest, ListResponse, Result as StorageResult, Revision,
-    Storage, Watch,
+    Bytes, DeleteRequest, Deleted, KeyValue, ListRequest, ListResponse, Result as StorageResult,
+    Revision, Storage, Watch,
 };
 use genplane_storage_cacher::{Cacher, CacherConfig};
 use genplane_storage_etcd::EtcdStore;
@@ -122,6 +122,10 @@ impl Storage for Backend {
         delegate!(self, s => s.delete(key, expected))
     }
 
+    async fn delete_batch(&self, deletes: Vec<DeleteRequest>) -> Vec<StorageResult<Deleted>> {
+        delegate!(self, s => s.delete_batch(deletes))
+    }
+
     async fn watch(&self, prefix: &str, after: Revision) -> StorageResult<Watch> {
         delegate!(self, s => s.watch(prefix, after))
     }
@@ -138,6 +142,13 @@ impl Storage for Backend {
         match self {
             Backend::Sqlite(s) => s.compacted_revision(),
             Backend::Etcd(s) => s.compacted_revision(),
+        }
+    }
+
+    fn watch_proves_progress(&self) -> bool {
+        match self {
+            Backend::Sqlite(s) => s.watch_proves_progress(),
+            Backend::Etcd(s) => s.watch_proves_progress(),
         }
     }
 }

@@ -17,7 +17,8 @@ use genplane_apimachinery::resource_version::{self, ReadOptions, Semantics};
 use genplane_apimachinery::schema::GroupKind;
 use genplane_apimachinery::validation::{self, field};
 use genplane_storage::{
-    Error as StorageError, KeyValue, ListRequest, Revision, Storage, continue_token,
+    DELETE_BATCH, DeleteRequest, Error as StorageError, KeyValue, ListRequest, Revision, Storage,
+    continue_token,
 };
 use serde_json::Value;
 
@@ -214,6 +215,34 @@ pub enum Deletion {
     Gone(Value),
     /// The object is marked for deletion and waits for its finalizers.
     Pending(Value),
+}
+
+/// What deleting one object comes to ([`Store::plan_delete`]).
+enum DeleteStep {
+    /// Nothing to write (a dry run, or already marked): the answer.
+    Answer(Deletion),
+    /// Remove the object (as served) from storage: nothing holds it back.
+    Remove(Value),
+    /// Write the object marked for deletion: finalizers hold it back.
+    Mark(Value),
+}
+
+/// An object of a collection delete waiting for its batch.
+struct Removal {
+    /// Its position in the list.
+    index: usize,
+    namespace: String,
+    name: String,
+    /// The object as served.
+    old: Value,
+    /// The revision it was listed at, which the delete compares.
+    revision: Revision,
+}
+
+/// The last state of a deleted object: as it was, at the revision of its delete.
+fn gone_at(mut old: Value, revision: Revision) -> Value {
+    set_meta_str(&mut old, "resourceVersion", &revision.to_string());
+    old
 }
 
 /// The generic store of one resource.
@@ -969,108 +998,138 @@ impl<S: Storage> Store<S> {
                 return Err(Status::not_found(&self.strategy.group_resource(), name).into());
             };
             let old = self.served(&current)?;
-            let resource = self.strategy.group_resource();
-            if let Some(uid) = options
-                .uid
-                .as_deref()
-                .filter(|u| *u != meta_str(&old, "uid"))
-            {
-                return Err(Status::conflict(
-                    &resource,
-                    name,
-                    &format!(
-                        "Precondition failed: UID in precondition: {uid}, UID in object meta: {}",
-                        meta_str(&old, "uid")
-                    ),
-                )
-                .into());
-            }
-            if let Some(rv) = options
-                .resource_version
-                .as_deref()
-                .filter(|rv| *rv != meta_str(&old, "resourceVersion"))
-            {
-                return Err(Status::conflict(
-                    &resource,
-                    name,
-                    &format!(
-                        "Precondition failed: ResourceVersion in precondition: {rv}, ResourceVersion in object meta: {}",
-                        meta_str(&old, "resourceVersion")
-                    ),
-                )
-                .into());
-            }
-            if let Some(admission) = &options.admission {
-                let attributes = admission.attributes(
-                    genplane_admission::Operation::Delete,
-                    namespace_of(&old),
-                    name,
-                    Some(&old),
-                );
-                admission.chain.mutate_delete(attributes).await?;
-                admission.chain.validate(attributes, None).await?;
-            }
-            let mut finalizers = object::finalizers(&old);
-            let wanted = match options.propagation {
-                Some(Propagation::Orphan) => Some(FINALIZER_ORPHAN),
-                Some(Propagation::Foreground) => Some(FINALIZER_FOREGROUND_DELETION),
-                Some(Propagation::Background) | None => None,
-            };
-            if let Some(finalizer) = wanted {
-                // One policy at a time: the newest request's.
-                finalizers.retain(|f| f != FINALIZER_ORPHAN && f != FINALIZER_FOREGROUND_DELETION);
-                finalizers.push(finalizer.to_owned());
-            } else if options.propagation == Some(Propagation::Background) {
-                finalizers.retain(|f| f != FINALIZER_ORPHAN && f != FINALIZER_FOREGROUND_DELETION);
-            }
-            let mut marked = old.clone();
-            object::set_finalizers(&mut marked, &finalizers);
-            let keeps = !finalizers.is_empty() || self.strategy.pending_finalization(&marked);
-            if !keeps {
-                if options.dry_run {
-                    return Ok(Deletion::Gone(old));
+            match self.plan_delete(name, old, options).await? {
+                DeleteStep::Answer(deletion) => return Ok(deletion),
+                DeleteStep::Remove(old) => {
+                    return match self.storage.delete(&key, Some(current.mod_revision)).await {
+                        Ok(deleted) => Ok(Deletion::Gone(gone_at(old, deleted.revision))),
+                        Err(StorageError::Conflict { .. } | StorageError::NotFound { .. })
+                            if options.resource_version.is_none() =>
+                        {
+                            continue;
+                        }
+                        Err(e) => Err(self.storage_error(e, "delete", name)),
+                    };
                 }
-                return match self.storage.delete(&key, Some(current.mod_revision)).await {
-                    Ok(deleted) => {
-                        let mut gone = old;
-                        set_meta_str(&mut gone, "resourceVersion", &deleted.revision.to_string());
-                        Ok(Deletion::Gone(gone))
-                    }
-                    Err(StorageError::Conflict { .. } | StorageError::NotFound { .. })
-                        if options.resource_version.is_none() =>
+                DeleteStep::Mark(mut marked) => {
+                    match self
+                        .storage
+                        .update(&key, object::encode(&marked)?, current.mod_revision)
+                        .await
                     {
-                        continue;
+                        Ok(kv) => {
+                            set_meta_str(
+                                &mut marked,
+                                "resourceVersion",
+                                &kv.mod_revision.to_string(),
+                            );
+                            return Ok(Deletion::Pending(marked));
+                        }
+                        Err(StorageError::Conflict { .. })
+                            if options.resource_version.is_none() =>
+                        {
+                            continue;
+                        }
+                        Err(e) => return Err(self.storage_error(e, "delete", name)),
                     }
-                    Err(e) => Err(self.storage_error(e, "delete", name)),
-                };
-            }
-            if meta_str(&marked, "deletionTimestamp").is_empty() {
-                set_meta_str(&mut marked, "deletionTimestamp", &now());
-                object::metadata_mut(&mut marked)
-                    .insert("deletionGracePeriodSeconds".into(), Value::from(0));
-            }
-            self.strategy.mark_deleting(&mut marked);
-            if marked == old || options.dry_run {
-                return Ok(Deletion::Pending(marked));
-            }
-            match self
-                .storage
-                .update(&key, object::encode(&marked)?, current.mod_revision)
-                .await
-            {
-                Ok(kv) => {
-                    set_meta_str(&mut marked, "resourceVersion", &kv.mod_revision.to_string());
-                    return Ok(Deletion::Pending(marked));
                 }
-                Err(StorageError::Conflict { .. }) if options.resource_version.is_none() => {
-                    continue;
-                }
-                Err(e) => return Err(self.storage_error(e, "delete", name)),
             }
         }
     }
 
-    /// Deletes every selected object of `namespace`; returns what was deleted or marked.
+    /// Decides what deleting `old` (the object as served, at its current revision) comes to:
+    /// checks the preconditions, asks admission, and applies the propagation policy and the
+    /// finalizers. Nothing is written.
+    async fn plan_delete(
+        &self,
+        name: &str,
+        old: Value,
+        options: &DeleteOptions,
+    ) -> Result<DeleteStep, ApiError> {
+        let resource = self.strategy.group_resource();
+        if let Some(uid) = options
+            .uid
+            .as_deref()
+            .filter(|u| *u != meta_str(&old, "uid"))
+        {
+            return Err(Status::conflict(
+                &resource,
+                name,
+                &format!(
+                    "Precondition failed: UID in precondition: {uid}, UID in object meta: {}",
+                    meta_str(&old, "uid")
+                ),
+            )
+            .into());
+        }
+        if let Some(rv) = options
+            .resource_version
+            .as_deref()
+            .filter(|rv| *rv != meta_str(&old, "resourceVersion"))
+        {
+            return Err(Status::conflict(
+                &resource,
+                name,
+                &format!(
+                    "Precondition failed: ResourceVersion in precondition: {rv}, ResourceVersion in object meta: {}",
+                    meta_str(&old, "resourceVersion")
+                ),
+            )
+            .into());
+        }
+        if let Some(admission) = &options.admission {
+            let attributes = admission.attributes(
+                genplane_admission::Operation::Delete,
+                namespace_of(&old),
+                name,
+                Some(&old),
+            );
+            admission.chain.mutate_delete(attributes).await?;
+            admission.chain.validate(attributes, None).await?;
+        }
+        let mut finalizers = object::finalizers(&old);
+        let wanted = match options.propagation {
+            Some(Propagation::Orphan) => Some(FINALIZER_ORPHAN),
+            Some(Propagation::Foreground) => Some(FINALIZER_FOREGROUND_DELETION),
+            Some(Propagation::Background) | None => None,
+        };
+        if let Some(finalizer) = wanted {
+            // One policy at a time: the newest request's.
+            finalizers.retain(|f| f != FINALIZER_ORPHAN && f != FINALIZER_FOREGROUND_DELETION);
+            finalizers.push(finalizer.to_owned());
+        } else if options.propagation == Some(Propagation::Background) {
+            finalizers.retain(|f| f != FINALIZER_ORPHAN && f != FINALIZER_FOREGROUND_DELETION);
+        }
+        let mut marked = old.clone();
+        object::set_finalizers(&mut marked, &finalizers);
+        let keeps = !finalizers.is_empty() || self.strategy.pending_finalization(&marked);
+        if !keeps {
+            if options.dry_run {
+                return Ok(DeleteStep::Answer(Deletion::Gone(old)));
+            }
+            return Ok(DeleteStep::Remove(old));
+        }
+        if meta_str(&marked, "deletionTimestamp").is_empty() {
+            set_meta_str(&mut marked, "deletionTimestamp", &now());
+            object::metadata_mut(&mut marked)
+                .insert("deletionGracePeriodSeconds".into(), Value::from(0));
+        }
+        self.strategy.mark_deleting(&mut marked);
+        if marked == old || options.dry_run {
+            return Ok(DeleteStep::Answer(Deletion::Pending(marked)));
+        }
+        Ok(DeleteStep::Mark(marked))
+    }
+
+    /// Deletes every selected object of `namespace`; returns what was deleted or marked, in
+    /// list order.
+    ///
+    /// Each object goes through what [`Store::delete`] does (preconditions, admission,
+    /// finalizers: an object they hold back is marked, not deleted), but the objects to
+    /// remove are removed [`DELETE_BATCH`] at a time with [`Storage::delete_batch`], one
+    /// storage commit per batch. An object that changed after it was listed is deleted on its
+    /// own, as [`Store::delete`] would; one deleted meanwhile is skipped. On an error, the
+    /// objects before the failing one are deleted and the rest are left.
     pub async fn delete_collection(
         &self,
         namespace: &str,
@@ -1078,18 +1137,125 @@ impl<S: Storage> Store<S> {
         options: &DeleteOptions,
     ) -> Result<Vec<Value>, ApiError> {
         let selected = self.list(namespace, list).await?;
-        let mut done = Vec::with_capacity(selected.items.len());
-        for object in selected.items {
+        let mut done: Vec<(usize, Value)> = Vec::with_capacity(selected.items.len());
+        let mut batch: Vec<Removal> = Vec::with_capacity(DELETE_BATCH);
+        for (index, object) in selected.items.into_iter().enumerate() {
             let name = meta_str(&object, "name").to_owned();
             let namespace = meta_str(&object, "namespace").to_owned();
-            match self.delete(&namespace, &name, options).await {
-                Ok(Deletion::Gone(object) | Deletion::Pending(object)) => done.push(object),
-                // Someone else deleted it meanwhile: that is what was asked.
-                Err(e) if e.code == 404 => {}
-                Err(e) => return Err(e),
+            let listed = meta_str(&object, "resourceVersion")
+                .parse::<Revision>()
+                .ok();
+            let outcome = match listed {
+                // Without a revision to compare, the single delete reads the object itself.
+                None => {
+                    self.delete_one_of_collection(&namespace, &name, options)
+                        .await
+                }
+                Some(revision) => match self.plan_delete(&name, object, options).await {
+                    Err(e) => Err(e),
+                    Ok(DeleteStep::Answer(Deletion::Gone(o) | Deletion::Pending(o))) => Ok(Some(o)),
+                    Ok(DeleteStep::Remove(old)) => {
+                        batch.push(Removal {
+                            index,
+                            namespace,
+                            name,
+                            old,
+                            revision,
+                        });
+                        if batch.len() >= DELETE_BATCH {
+                            self.remove_batch(std::mem::take(&mut batch), options, &mut done)
+                                .await?;
+                        }
+                        Ok(None)
+                    }
+                    Ok(DeleteStep::Mark(mut marked)) => {
+                        let key = self.key(&namespace, &name);
+                        match self
+                            .storage
+                            .update(&key, object::encode(&marked)?, revision)
+                            .await
+                        {
+                            Ok(kv) => {
+                                set_meta_str(
+                                    &mut marked,
+                                    "resourceVersion",
+                                    &kv.mod_revision.to_string(),
+                                );
+                                Ok(Some(marked))
+                            }
+                            Err(StorageError::Conflict { .. } | StorageError::NotFound { .. }) => {
+                                self.delete_one_of_collection(&namespace, &name, options)
+                                    .await
+                            }
+                            Err(e) => Err(self.storage_error(e, "delete", &name)),
+                        }
+                    }
+                },
+            };
+            match outcome {
+                Ok(Some(object)) => done.push((index, object)),
+                Ok(None) => {}
+                Err(e) => {
+                    // What was decided before the failing object still happens.
+                    self.remove_batch(batch, options, &mut done).await?;
+                    return Err(e);
+                }
             }
         }
-        Ok(done)
+        self.remove_batch(batch, options, &mut done).await?;
+        done.sort_by_key(|(index, _)| *index);
+        Ok(done.into_iter().map(|(_, object)| object).collect())
+    }
+
+    /// Removes a batch of a collection's objects in one [`Storage::delete_batch`]; an object
+    /// that changed or went since it was listed gets a delete of its own.
+    async fn remove_batch(
+        &self,
+        batch: Vec<Removal>,
+        options: &DeleteOptions,
+        done: &mut Vec<(usize, Value)>,
+    ) -> Result<(), ApiError> {
+        if batch.is_empty() {
+            return Ok(());
+        }
+        let requests = batch
+            .iter()
+            .map(|r| DeleteRequest {
+                key: self.key(&r.namespace, &r.name),
+                expected: Some(r.revision),
+            })
+            .collect();
+        let answers = self.storage.delete_batch(requests).await;
+        for (removal, answer) in batch.into_iter().zip(answers) {
+            match answer {
+                Ok(deleted) => done.push((removal.index, gone_at(removal.old, deleted.revision))),
+                Err(StorageError::Conflict { .. } | StorageError::NotFound { .. }) => {
+                    if let Some(object) = self
+                        .delete_one_of_collection(&removal.namespace, &removal.name, options)
+                        .await?
+                    {
+                        done.push((removal.index, object));
+                    }
+                }
+                Err(e) => return Err(self.storage_error(e, "delete", &removal.name)),
+            }
+        }
+        Ok(())
+    }
+
+    /// Deletes one object of a collection on its own; `None` when it is already gone.
+    async fn delete_one_of_collection(
+        &self,
+        namespace: &str,
+        name: &str,
+        options: &DeleteOptions,
+    ) -> Result<Option<Value>, ApiError> {
+        match self.delete(namespace, name, options).await {
+            Ok(Deletion::Gone(object) | Deletion::Pending(object)) => Ok(Some(object)),
+            // Someone else deleted it meanwhile: that is what was asked.
+            Err(e) if e.code == 404 => Ok(None),
+            Err(e) => Err(e),
+        }
     }
 
     /// The details of a delete answered with a Status, as upstream fills them.

@@ -1033,3 +1033,106 @@ async fn delete_collection_removes_the_selection() {
         ["c"]
     );
 }
+
+/// Reads `watch` until it has seen `count` events; returns each event's type, name and
+/// resourceVersion.
+async fn collect_events(mut watch: WatchStream, count: usize) -> Vec<(EventType, String, String)> {
+    let mut seen = Vec::with_capacity(count);
+    while seen.len() < count {
+        match next(&mut watch).await {
+            WatchItem::Event(kind, object) => seen.push((
+                kind,
+                meta_str(&object, "name").to_owned(),
+                meta_str(&object, "resourceVersion").to_owned(),
+            )),
+            WatchItem::Bookmark { .. } => {}
+            other => panic!("expected an event, got {other:?}"),
+        }
+    }
+    seen
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn delete_collection_of_thousands_commits_in_batches_and_every_watcher_sees_each_delete() {
+    const OBJECTS: usize = 5_000;
+    let dir = tempfile::tempdir().unwrap();
+    let backend = sqlite(&dir);
+    let cache = Arc::new(
+        Cacher::new(
+            backend.clone(),
+            "/registry/configmaps/",
+            CacherConfig::default(),
+        )
+        .unwrap(),
+    );
+    let store = Arc::new(Store::new(cache, Arc::new(Things)));
+    let writers: Vec<_> = (0..8)
+        .map(|w| {
+            let store = store.clone();
+            tokio::spawn(async move {
+                for i in (w..OBJECTS).step_by(8) {
+                    let mut object = cm(&format!("cm-{i:05}"), json!({}), json!({"k": "v"}));
+                    if i == 42 {
+                        object["metadata"]["finalizers"] = json!(["example.com/hold"]);
+                    }
+                    store.create("default", object, &write()).await.unwrap();
+                }
+            })
+        })
+        .collect();
+    for writer in writers {
+        writer.await.unwrap();
+    }
+    let listed = store.list("default", &list_options("", "")).await.unwrap();
+    assert_eq!(listed.items.len(), OBJECTS);
+    let mut from = list_options("", "");
+    from.read.resource_version = Some(listed.resource_version.clone());
+    let watchers: Vec<_> = (0..2)
+        .map(|_| async { store.watch("default", &from).await.unwrap() })
+        .collect();
+    let mut readers = Vec::new();
+    for watcher in watchers {
+        readers.push(tokio::spawn(collect_events(watcher.await, OBJECTS)));
+    }
+
+    let commits = backend.commits();
+    let answered = store
+        .delete_collection("default", &list_options("", ""), &DeleteOptions::default())
+        .await
+        .unwrap();
+    let commits = backend.commits() - commits;
+
+    assert_eq!(answered.len(), OBJECTS, "every object is answered");
+    // 4,999 removals in batches of DELETE_BATCH, and one object marked.
+    let batches = (OBJECTS - 1).div_ceil(genplane_storage::DELETE_BATCH) as u64;
+    assert_eq!(commits, batches + 1, "one commit per batch, not per object");
+    let left = store
+        .list("default", &list_options("", ""))
+        .await
+        .unwrap()
+        .items;
+    assert_eq!(names(&left), ["cm-00042"], "the finalizer holds one object");
+    assert!(!meta_str(&left[0], "deletionTimestamp").is_empty());
+    for reader in readers {
+        let seen = reader.await.unwrap();
+        let deleted: std::collections::BTreeSet<&str> = seen
+            .iter()
+            .filter(|(kind, _, _)| *kind == EventType::Deleted)
+            .map(|(_, name, _)| name.as_str())
+            .collect();
+        assert_eq!(deleted.len(), OBJECTS - 1, "one DELETED event per object");
+        assert!(!deleted.contains("cm-00042"));
+        assert!(seen.contains(&(
+            EventType::Modified,
+            "cm-00042".into(),
+            meta_str(&left[0], "resourceVersion").to_owned()
+        )));
+        let versions: std::collections::BTreeSet<&str> =
+            seen.iter().map(|(_, _, rv)| rv.as_str()).collect();
+        assert_eq!(
+            versions.len(),
+            OBJECTS,
+            "every event has its own resourceVersion"
+        );
+    }
+}

@@ -24,7 +24,8 @@
 //! - **Writes** are atomic, each one transaction: [`Storage::create`] fails if the key exists;
 //!   [`Storage::update`] and [`Storage::delete`] compare the key's current `mod_revision` with an
 //!   expected one and fail with [`Error::Conflict`] (carrying the current value) when they differ.
-//!   A write is acknowledged only once it is durable.
+//!   A write is acknowledged only once it is durable. [`Storage::delete_batch`] deletes many
+//!   keys with one request, each as [`Storage::delete`] would, each with a revision of its own.
 //! - **Watches** deliver, in revision order and without gaps, every change under a prefix after a
 //!   given revision, each with the previous value ([`Event::prev`]). Asked for
 //!   ([`Watch::request_progress`]), a watch reports the revision up to which it has delivered
@@ -428,6 +429,21 @@ pub struct Deleted {
     pub prev: KeyValue,
 }
 
+/// One delete of a [`Storage::delete_batch`]: a key and, optionally, the `mod_revision` it must
+/// still have.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DeleteRequest {
+    /// The key.
+    pub key: String,
+    /// Delete only if the key's `mod_revision` is this.
+    pub expected: Option<Revision>,
+}
+
+/// How many deletes a caller should put in one [`Storage::delete_batch`]: etcd's default limit
+/// of operations per transaction (`--max-txn-ops`), and small enough that one batch is one short
+/// commit on SQLite.
+pub const DELETE_BATCH: usize = 128;
+
 /// A store with etcd v3 semantics; see the crate documentation for the full contract.
 pub trait Storage: Send + Sync + 'static {
     /// Reads one key at `revision` (`None`: the current revision). Returns `None` if the key
@@ -477,6 +493,33 @@ pub trait Storage: Send + Sync + 'static {
         key: &str,
         expected: Option<Revision>,
     ) -> impl Future<Output = Result<Deleted>> + Send;
+
+    /// Deletes many keys in one request (a collection delete): each as [`Storage::delete`]
+    /// would delete it, with its own precondition and its own answer, in the order asked.
+    ///
+    /// Every delete that succeeds gets a revision of its own, and a watch delivers one
+    /// [`EventKind::Delete`] per key, exactly as for single deletes. That is deliberate: a
+    /// Kubernetes client resumes a watch after the last resourceVersion it received, so two
+    /// events sharing one revision could be half delivered and the rest never seen. What a
+    /// backend batches is the commit: SQLite applies a batch in one transaction (one fsync);
+    /// etcd, whose transactions give all their keys one revision, sends the deletes as
+    /// concurrent transactions, which its raft log commits together.
+    ///
+    /// A failure of the whole request (the store is unavailable) is each delete's answer.
+    /// Callers send at most [`DELETE_BATCH`] deletes at a time. This default deletes one key
+    /// after the other.
+    fn delete_batch(
+        &self,
+        deletes: Vec<DeleteRequest>,
+    ) -> impl Future<Output = Vec<Result<Deleted>>> + Send {
+        async move {
+            let mut answers = Vec::with_capacity(deletes.len());
+            for delete in deletes {
+                answers.push(self.delete(&delete.key, delete.expected).await);
+            }
+            answers
+        }
+    }
 
     /// Watches every change to keys under `prefix` with a revision greater than `after`.
     fn watch(&self, prefix: &str, after: Revision) -> impl Future<Output = Result<Watch>> + Send;
@@ -536,6 +579,15 @@ pub trait Storage: Send + Sync + 'static {
     /// before it, so every cache over one store answers an old revision as the store does.
     fn compacted_revision(&self) -> Revision {
         0
+    }
+
+    /// Whether a watch of this store answers [`Watch::request_progress`] promptly even on a
+    /// quiet prefix, so that a cache can prove it is up to date by asking. etcd before 3.4.26
+    /// and 3.5.8 cannot: its answers are not ordered with the events, and are not trusted. A
+    /// cache over such a store that is behind the current revision answers a consistent read
+    /// from the store at once instead of waiting for a report that may never come.
+    fn watch_proves_progress(&self) -> bool {
+        true
     }
 }
 
@@ -618,6 +670,13 @@ impl<S: Storage> Storage for Arc<S> {
         (**self).delete(key, expected)
     }
 
+    fn delete_batch(
+        &self,
+        deletes: Vec<DeleteRequest>,
+    ) -> impl Future<Output = Vec<Result<Deleted>>> + Send {
+        (**self).delete_batch(deletes)
+    }
+
     fn watch(&self, prefix: &str, after: Revision) -> impl Future<Output = Result<Watch>> + Send {
         (**self).watch(prefix, after)
     }
@@ -640,6 +699,10 @@ impl<S: Storage> Storage for Arc<S> {
 
     fn compacted_revision(&self) -> Revision {
         (**self).compacted_revision()
+    }
+
+    fn watch_proves_progress(&self) -> bool {
+        (**self).watch_proves_progress()
     }
 }
 

@@ -8,6 +8,7 @@
 
 use std::collections::VecDeque;
 use std::sync::{Arc, PoisonError, RwLock};
+use std::time::Instant;
 
 use crate::{Event, Revision};
 
@@ -26,7 +27,18 @@ struct Window {
     /// The revision of the last [`EventRing::reset`].
     reset: Revision,
     events: VecDeque<Arc<Event>>,
+    /// When each event of `events` (same positions) was pushed.
+    pushed: VecDeque<Instant>,
     bytes: usize,
+}
+
+impl Window {
+    fn pop_oldest(&mut self) -> Option<Arc<Event>> {
+        self.pushed.pop_front();
+        let old = self.events.pop_front()?;
+        self.bytes -= size(&old);
+        Some(old)
+    }
 }
 
 /// The memory an event holds on to: key, value and previous value.
@@ -44,6 +56,7 @@ impl EventRing {
                 head: revision,
                 reset: revision,
                 events: VecDeque::new(),
+                pushed: VecDeque::new(),
                 bytes: 0,
             }),
             max_events: max_events.max(1),
@@ -54,16 +67,34 @@ impl EventRing {
     /// Appends `events` (newer than the head, in order) and moves the head to `head`.
     pub fn push(&self, events: impl IntoIterator<Item = Arc<Event>>, head: Revision) {
         let mut w = self.inner.write().unwrap_or_else(PoisonError::into_inner);
+        let now = Instant::now();
         for event in events {
             w.bytes += size(&event);
             w.events.push_back(event);
+            w.pushed.push_back(now);
         }
         w.head = w.head.max(head);
         while w.events.len() > self.max_events || (w.bytes > self.max_bytes && w.events.len() > 1) {
-            if let Some(old) = w.events.pop_front() {
-                w.bytes -= size(&old);
+            if let Some(old) = w.pop_oldest() {
                 w.floor = old.revision();
             }
+        }
+    }
+
+    /// Forgets the events pushed before `cutoff`, keeping at least the newest `keep` events:
+    /// the window holds recent history, not all the history that fits (kube-apiserver's
+    /// watch cache likewise keeps about 75 seconds of events). What the forgotten events hold
+    /// (values, previous values, what watchers derived from them) is freed with them.
+    pub fn forget_pushed_before(&self, cutoff: Instant, keep: usize) {
+        let mut w = self.inner.write().unwrap_or_else(PoisonError::into_inner);
+        while w.events.len() > keep && w.pushed.front().is_some_and(|t| *t < cutoff) {
+            if let Some(old) = w.pop_oldest() {
+                w.floor = old.revision();
+            }
+        }
+        if w.events.is_empty() {
+            w.events.shrink_to_fit();
+            w.pushed.shrink_to_fit();
         }
     }
 
@@ -77,9 +108,7 @@ impl EventRing {
             return;
         }
         while w.events.front().is_some_and(|e| e.revision() <= through) {
-            if let Some(old) = w.events.pop_front() {
-                w.bytes -= size(&old);
-            }
+            w.pop_oldest();
         }
         w.floor = through;
     }
@@ -88,6 +117,7 @@ impl EventRing {
     pub fn reset(&self, revision: Revision) {
         let mut w = self.inner.write().unwrap_or_else(PoisonError::into_inner);
         w.events.clear();
+        w.pushed.clear();
         w.bytes = 0;
         w.floor = revision;
         w.head = revision;
@@ -189,6 +219,26 @@ mod tests {
         assert_eq!(
             revisions(&ring.read("/a/", 11, 100).unwrap().0),
             vec![13, 14]
+        );
+    }
+
+    #[test]
+    fn forgets_old_events_but_keeps_the_newest() {
+        let ring = EventRing::new(10, 100, usize::MAX);
+        ring.push((11..=15).map(|r| event(r, "/a", 1)), 15);
+        let later = Instant::now() + std::time::Duration::from_secs(1);
+        ring.forget_pushed_before(Instant::now() - std::time::Duration::from_secs(60), 0);
+        assert_eq!(ring.floor(), 10, "nothing is old yet");
+        ring.forget_pushed_before(later, 2);
+        assert_eq!(ring.floor(), 13);
+        assert_eq!(revisions(&ring.read("/", 13, 100).unwrap().0), vec![14, 15]);
+        assert!(ring.read("/", 12, 100).is_none());
+        ring.forget_pushed_before(later, 0);
+        assert_eq!((ring.floor(), ring.head()), (15, 15));
+        assert_eq!(
+            ring.read("/", 15, 100).unwrap().0.len(),
+            0,
+            "readers at the head keep their place"
         );
     }
 

@@ -140,22 +140,25 @@ async fn await_status(client: &Client, path: &str, want: StatusCode) -> anyhow::
 /// A server under test and its clients: the admin's and the token users' (no client
 /// certificate).
 struct Side {
-    label: &'static str,
+    label: String,
     server: Server,
     reader: Client,
     user0: Client,
 }
 
 impl Side {
+    /// Starts `bin` (`--genplane`, or `--compare` when `compare`) authorizing with `mode`.
     async fn start(
-        args: &Args,
+        bin: &Path,
+        compare: bool,
         dir: &Path,
         mode: &'static str,
         tokens: &Path,
     ) -> anyhow::Result<Self> {
-        let data_dir = dir.join(format!("authz-{}", mode.to_ascii_lowercase()));
+        let suffix = if compare { "-compare" } else { "" };
+        let data_dir = dir.join(format!("authz-{}{suffix}", mode.to_ascii_lowercase()));
         let server = Server::apiserver(
-            &args.genplane(),
+            bin,
             &data_dir,
             &[
                 format!("--token-auth-file={}", tokens.display()),
@@ -167,7 +170,7 @@ impl Side {
         let config = crate::tls::kubeconfig(&data_dir.join("admin.kubeconfig"))?;
         let anonymous = Client::connect(&server.base, config.tls_without_certificate).await?;
         Ok(Self {
-            label: mode,
+            label: format!("{mode}{}", if compare { " (--compare)" } else { "" }),
             reader: anonymous.with_bearer(READER_TOKEN)?,
             user0: anonymous.with_bearer(USER0_TOKEN)?,
             server,
@@ -182,10 +185,15 @@ pub(crate) async fn authz(args: &Args, dir: &Path) -> anyhow::Result<()> {
         &tokens,
         format!("{READER_TOKEN},reader,uid-reader\n{USER0_TOKEN},user-0,uid-user-0\n"),
     )?;
-    let mut sides = [
-        Side::start(args, dir, "RBAC", &tokens).await?,
-        Side::start(args, dir, "AlwaysAllow", &tokens).await?,
+    // RBAC and AlwaysAllow of `--genplane`, then (with `--compare`) of the other executable.
+    let mut sides = vec![
+        Side::start(&args.genplane(), false, dir, "RBAC", &tokens).await?,
+        Side::start(&args.genplane(), false, dir, "AlwaysAllow", &tokens).await?,
     ];
+    if let Some(compare) = &args.compare {
+        sides.push(Side::start(compare, true, dir, "RBAC", &tokens).await?);
+        sides.push(Side::start(compare, true, dir, "AlwaysAllow", &tokens).await?);
+    }
     let one = format!("{}/{NAME}", configmaps(NAMESPACE));
     let cluster_bindings = (args.bindings / 10).max(1);
     for side in &sides {
@@ -232,24 +240,27 @@ pub(crate) async fn authz(args: &Args, dir: &Path) -> anyhow::Result<()> {
         )
         .await?;
     }
-    let rbac = &sides[0];
-    await_status(
-        &rbac.user0,
-        &configmaps(&binding_namespace(0)),
-        StatusCode::OK,
-    )
-    .await?;
-    let (status, _) = rbac.user0.call(Method::GET, &one, None).await?;
-    anyhow::ensure!(
-        status == StatusCode::FORBIDDEN,
-        "user-0 read {one} on the RBAC server: {status}, wanted 403"
-    );
-    let allow = &sides[1];
-    let (status, _) = allow.user0.call(Method::GET, &one, None).await?;
-    anyhow::ensure!(
-        status == StatusCode::OK,
-        "user-0 read {one} on the AlwaysAllow server: {status}, wanted 200"
-    );
+    for pair in sides.chunks_exact(2) {
+        let (rbac, allow) = (&pair[0], &pair[1]);
+        await_status(
+            &rbac.user0,
+            &configmaps(&binding_namespace(0)),
+            StatusCode::OK,
+        )
+        .await?;
+        let (status, _) = rbac.user0.call(Method::GET, &one, None).await?;
+        anyhow::ensure!(
+            status == StatusCode::FORBIDDEN,
+            "user-0 read {one} on {}: {status}, wanted 403",
+            rbac.label
+        );
+        let (status, _) = allow.user0.call(Method::GET, &one, None).await?;
+        anyhow::ensure!(
+            status == StatusCode::OK,
+            "user-0 read {one} on {}: {status}, wanted 200",
+            allow.label
+        );
+    }
 
     println!(
         "\nGET of one ConfigMap ({} B data) as the token user `reader` (no client certificate), \
@@ -286,14 +297,27 @@ pub(crate) async fn authz(args: &Args, dir: &Path) -> anyhow::Result<()> {
             ops.push((op(&side.reader), vec![side.server.pid()?]));
         }
         let rates = interleaved(&ops, args).await?;
-        println!(
-            "  {label:<24} {:>10.0} {:>14.0} {:>7.0}% {:>18.0} {:>11.0}",
-            rates[0].ops,
-            rates[1].ops,
-            100.0 * rates[0].ops / rates[1].ops,
-            rates[0].cpu_us,
-            rates[1].cpu_us,
-        );
+        for (i, pair) in rates.chunks(2).enumerate() {
+            let label = if i == 0 { label } else { "  --compare" };
+            println!(
+                "  {label:<24} {:>10.0} {:>14.0} {:>7.0}% {:>18.0} {:>11.0}",
+                pair[0].ops,
+                pair[1].ops,
+                100.0 * pair[0].ops / pair[1].ops,
+                pair[0].cpu_us,
+                pair[1].cpu_us,
+            );
+        }
+        if rates.len() == 4 {
+            println!(
+                "  {:<24} --genplane vs --compare: RBAC {:.2}x its ops/s ({:.2}x its CPU/op), AlwaysAllow {:.2}x ({:.2}x)",
+                "",
+                rates[0].ops / rates[2].ops,
+                rates[0].cpu_us / rates[2].cpu_us,
+                rates[1].ops / rates[3].ops,
+                rates[1].cpu_us / rates[3].cpu_us,
+            );
+        }
     }
     println!(
         "  (target: RBAC >= 90% of AlwaysAllow; CPU: user+system time of each apiserver process)"

@@ -25,6 +25,11 @@
 //! Beside each throughput, the CPU time (user + system) the serving processes spent per
 //! operation: on a shared machine it moves less than the rates do.
 //!
+//! `--compare PATH` measures a second `genplane` executable (say, a release build of an earlier
+//! commit) in the same run: the creates, reads and authz parts start its servers beside the
+//! ones under test, interleave them in the same rounds and print each measure for both and
+//! their ratio, so that a before/after comparison does not depend on two runs' noise.
+//!
 //! Run it with `hack/bench/apiserver.sh` (release build); `--help` lists the knobs.
 
 mod authz;
@@ -59,6 +64,10 @@ struct Args {
     /// the path).
     #[arg(long, default_value = "target/release/genplane")]
     genplane: PathBuf,
+    /// A second `genplane` executable measured side by side with `--genplane` in the creates,
+    /// reads and authz parts (for example a release build of an earlier commit).
+    #[arg(long)]
+    compare: Option<PathBuf>,
     /// The etcd executable.
     #[arg(long, default_value = "etcd")]
     etcd: PathBuf,
@@ -399,6 +408,35 @@ struct Servers {
     raw: etcd_client::KvClient,
     sqlite: Server,
     etcd: Server,
+    /// The `--compare` executable's servers: SQLite, and etcd under the key prefix
+    /// [`COMPARE_PREFIX`] of the same etcd.
+    compare: Option<[Server; 2]>,
+}
+
+/// The etcd key prefix of the `--compare` executable's apiserver, so that it shares etcd with
+/// the one under test without sharing its objects.
+const COMPARE_PREFIX: &str = "/compare";
+
+/// Starts `bin`'s apiservers on SQLite under `dir/sqlite` and on `etcd` under `dir/etcd`.
+async fn apiservers_of(
+    bin: &Path,
+    dir: &Path,
+    etcd: &EtcdServer,
+    extra: &[String],
+) -> anyhow::Result<[Server; 2]> {
+    std::fs::create_dir_all(dir)?;
+    let sqlite = Server::apiserver(bin, &dir.join("sqlite"), &[])
+        .await
+        .with_context(|| format!("starting {} on SQLite", bin.display()))?;
+    let mut flags = vec![
+        "--storage-backend=etcd".to_owned(),
+        format!("--etcd-servers={}", etcd.endpoint()),
+    ];
+    flags.extend_from_slice(extra);
+    let on_etcd = Server::apiserver(bin, &dir.join("etcd"), &flags)
+        .await
+        .with_context(|| format!("starting {} on etcd", bin.display()))?;
+    Ok([sqlite, on_etcd])
 }
 
 impl Servers {
@@ -412,30 +450,47 @@ impl Servers {
         let raw = etcd_client::Client::connect([etcd.endpoint()], None)
             .await?
             .kv_client();
-        let bin = args.genplane();
-        let sqlite = Server::apiserver(&bin, &dir.join("sqlite"), &[])
-            .await
-            .context("starting the apiserver on SQLite")?;
-        let on_etcd = Server::apiserver(
-            &bin,
-            &dir.join("etcd"),
-            &[
-                "--storage-backend=etcd".to_owned(),
-                format!("--etcd-servers={}", etcd.endpoint()),
-            ],
-        )
-        .await
-        .context("starting the apiserver on etcd")?;
+        let [sqlite, on_etcd] = apiservers_of(&args.genplane(), dir, &etcd, &[]).await?;
+        let compare = match &args.compare {
+            Some(bin) => Some(
+                apiservers_of(
+                    bin,
+                    &dir.join("compare"),
+                    &etcd,
+                    &[format!("--etcd-prefix={COMPARE_PREFIX}")],
+                )
+                .await?,
+            ),
+            None => None,
+        };
         Ok(Servers {
             _etcd: etcd,
             raw,
             sqlite,
             etcd: on_etcd,
+            compare,
         })
     }
 
     fn apiservers(&mut self) -> [(&'static str, &mut Server); 2] {
         [("sqlite", &mut self.sqlite), ("etcd", &mut self.etcd)]
+    }
+
+    /// The apiservers of both executables.
+    fn every(&mut self) -> Vec<(&'static str, &mut Server)> {
+        let mut every = vec![("sqlite", &mut self.sqlite), ("etcd", &mut self.etcd)];
+        if let Some([sqlite, etcd]) = &mut self.compare {
+            every.extend([("sqlite", sqlite), ("etcd", etcd)]);
+        }
+        every
+    }
+
+    /// The `--compare` executable's servers, labelled as [`Servers::apiservers`] labels them.
+    fn compared(&mut self) -> Vec<(&'static str, &mut Server)> {
+        match &mut self.compare {
+            Some([sqlite, etcd]) => vec![("sqlite", sqlite), ("etcd", etcd)],
+            None => Vec::new(),
+        }
     }
 }
 
@@ -480,7 +535,7 @@ async fn startup(args: &Args, dir: &Path) -> anyhow::Result<()> {
 
 async fn creates(args: &Args, servers: &mut Servers) -> anyhow::Result<()> {
     let namespace = "bench-create";
-    for (_, server) in servers.apiservers() {
+    for (_, server) in servers.every() {
         create_namespace(&server.client, namespace).await?;
     }
     // The bytes genplane stores for such a ConfigMap, read back from etcd, for the raw puts.
@@ -542,7 +597,7 @@ async fn creates(args: &Args, servers: &mut Servers) -> anyhow::Result<()> {
         })
     };
     let etcd_pid = process::child_named("etcd")?;
-    let ops = [
+    let mut ops = vec![
         (raw_op, vec![etcd_pid]),
         (
             api_op(&servers.etcd.client),
@@ -550,6 +605,10 @@ async fn creates(args: &Args, servers: &mut Servers) -> anyhow::Result<()> {
         ),
         (api_op(&servers.sqlite.client), vec![servers.sqlite.pid()?]),
     ];
+    if let Some([sqlite, etcd]) = &servers.compare {
+        ops.push((api_op(&etcd.client), vec![etcd.pid()?, etcd_pid]));
+        ops.push((api_op(&sqlite.client), vec![sqlite.pid()?]));
+    }
     let rates = interleaved(&ops, args).await?;
     println!(
         "\nConfigMap creates, {} B stored values, concurrency {}, {} rounds of {:.2} s each, interleaved",
@@ -580,10 +639,48 @@ async fn creates(args: &Args, servers: &mut Servers) -> anyhow::Result<()> {
         rates[2].ops / rates[0].ops,
         rates[2].cpu_us
     );
-    for (_, server) in servers.apiservers() {
+    if let Some(compare) = &args.compare {
+        println!("  --compare {}:", compare.display());
+        for (label, this, that) in [
+            ("apiserver on etcd", rates[1], rates[3]),
+            ("apiserver on SQLite", rates[2], rates[4]),
+        ] {
+            println!(
+                "  {:<36} {:>8.0} {:>13.2}x {:>22.0}   (--genplane: {:.2}x its ops/s, {:.2}x its CPU/op)",
+                label,
+                that.ops,
+                that.ops / rates[0].ops,
+                that.cpu_us,
+                this.ops / that.ops,
+                this.cpu_us / that.cpu_us,
+            );
+        }
+    }
+    for (_, server) in servers.every() {
         server.check_alive()?;
     }
     Ok(())
+}
+
+/// Creates the namespace `bench-read-BACKEND` holding `--objects` ConfigMaps; returns its name.
+async fn fill_read_namespace(
+    args: &Args,
+    client: &Client,
+    backend: &str,
+) -> anyhow::Result<String> {
+    let namespace = format!("bench-read-{backend}");
+    create_namespace(client, &namespace).await?;
+    for i in 0..args.objects {
+        client
+            .expect(
+                Method::POST,
+                &configmaps(&namespace),
+                Some(configmap(&format!("cm-{i:06}"), args.value_size, None)),
+                StatusCode::CREATED,
+            )
+            .await?;
+    }
+    Ok(namespace)
 }
 
 async fn reads(args: &Args, servers: &mut Servers, dir: &Path) -> anyhow::Result<()> {
@@ -594,21 +691,15 @@ async fn reads(args: &Args, servers: &mut Servers, dir: &Path) -> anyhow::Result
         client_ca: dir.join("sqlite/pki/ca.crt"),
         answers: Vec::new(),
     };
+    // The `--compare` servers hold the same objects and are read at the same paths.
+    let mut compared = Vec::new();
+    for (backend, server) in servers.compared() {
+        fill_read_namespace(args, &server.client, backend).await?;
+        compared.push((backend, server.client.clone(), server.pid()?));
+    }
     let mut cases = Vec::new();
     for (backend, server) in servers.apiservers() {
-        let namespace = format!("bench-read-{backend}");
-        create_namespace(&server.client, &namespace).await?;
-        for i in 0..args.objects {
-            server
-                .client
-                .expect(
-                    Method::POST,
-                    &configmaps(&namespace),
-                    Some(configmap(&format!("cm-{i:06}"), args.value_size, None)),
-                    StatusCode::CREATED,
-                )
-                .await?;
-        }
+        let namespace = fill_read_namespace(args, &server.client, backend).await?;
         let one = format!("{}/cm-{:06}", configmaps(&namespace), args.objects / 2);
         let all = configmaps(&namespace);
         for (label, path) in [
@@ -671,11 +762,12 @@ async fn reads(args: &Args, servers: &mut Servers, dir: &Path) -> anyhow::Result
                 })
             })
         };
-        let rates = interleaved(
-            &[(op(&client), vec![pid]), (op(&bare.client), vec![bare_pid])],
-            args,
-        )
-        .await?;
+        let mut ops = vec![(op(&client), vec![pid]), (op(&bare.client), vec![bare_pid])];
+        let compare = compared.iter().find(|(b, _, _)| *b == backend);
+        if let Some((_, client, pid)) = compare {
+            ops.push((op(client), vec![*pid]));
+        }
+        let rates = interleaved(&ops, args).await?;
         println!(
             "  {backend:<8} {label:<24} {size:>9} {:>12.0} {:>12.0} {:>7.0}% {:>9.0} {:>9.0}",
             rates[0].ops,
@@ -684,13 +776,28 @@ async fn reads(args: &Args, servers: &mut Servers, dir: &Path) -> anyhow::Result
             rates[0].cpu_us,
             rates[1].cpu_us,
         );
+        if compare.is_some() {
+            println!(
+                "  {:<8} {:<24} {:>9} {:>12.0} {:>12} {:>7.0}% {:>9.0} {:>9}   (--genplane: {:.2}x its ops/s, {:.2}x its CPU/op)",
+                "",
+                "  --compare",
+                "",
+                rates[2].ops,
+                "",
+                100.0 * rates[2].ops / rates[1].ops,
+                rates[2].cpu_us,
+                "",
+                rates[0].ops / rates[2].ops,
+                rates[0].cpu_us / rates[2].cpu_us,
+            );
+        }
     }
     println!(
         "  (target: GET and LIST from the watch cache >= 50% of bare; CPU: user+system time of \
          the apiserver process, etcd's not included, and of the bare server process)"
     );
     bare.stop().await?;
-    for (_, server) in servers.apiservers() {
+    for (_, server) in servers.every() {
         server.check_alive()?;
     }
     Ok(())
@@ -1018,9 +1125,17 @@ async fn run(args: &Args) -> anyhow::Result<()> {
             registered_watchers(&server.client, "ConfigMap").await?
         );
     }
-    let Servers { sqlite, etcd, .. } = servers;
+    let Servers {
+        sqlite,
+        etcd,
+        compare,
+        ..
+    } = servers;
     sqlite.stop().await?;
     etcd.stop().await?;
+    for server in compare.into_iter().flatten() {
+        server.stop().await?;
+    }
     Ok(())
 }
 

@@ -52,10 +52,18 @@ use std::time::Duration;
 use genplane_storage::Memo;
 use genplane_storage::ring::EventRing;
 use genplane_storage::{
-    Bytes, Deleted, Error, Event, KeyValue, ListRequest, ListResponse, Result, Revision, StateRead,
-    Storage, Watch, validate_key, validate_list,
+    Bytes, DeleteRequest, Deleted, Error, Event, KeyValue, ListRequest, ListResponse, Result,
+    Revision, StateRead, Storage, Watch, validate_key, validate_list,
 };
 use tokio::sync::{Notify, watch};
+
+/// How long a consistent read waits for a cache to catch up when its store's watch cannot prove
+/// progress ([`Storage::watch_proves_progress`]) before the store answers instead.
+const UNPROVEN_WAIT: Duration = Duration::from_millis(50);
+
+/// How many of the newest events a window keeps however old they are
+/// ([`CacherConfig::window_age`]); kube-apiserver's watch cache keeps at least 100 too.
+pub const WINDOW_MIN_EVENTS: usize = 100;
 
 /// How a cache behaves.
 #[derive(Clone, Debug)]
@@ -64,6 +72,11 @@ pub struct CacherConfig {
     pub window_events: usize,
     /// How many bytes of recent events (values and previous values) the window keeps.
     pub window_bytes: usize,
+    /// How long events stay in the window once newer ones follow: older ones leave (all but
+    /// the newest [`WINDOW_MIN_EVENTS`]), with what they hold, so that memory comes back after
+    /// a burst of changes. kube-apiserver's watch cache keeps about 75 seconds of events too.
+    /// Zero keeps events for as long as the window has room.
+    pub window_age: Duration,
     /// How long a consistent read waits for the cache to catch up before failing with
     /// [`Error::Timeout`] (kube-apiserver waits 3 seconds).
     pub consistency_timeout: Duration,
@@ -79,6 +92,7 @@ impl Default for CacherConfig {
         Self {
             window_events: 102_400,
             window_bytes: 128 << 20,
+            window_age: Duration::from_secs(75),
             consistency_timeout: Duration::from_secs(3),
             list_page: 10_000,
             watch_buffer: 64,
@@ -165,6 +179,7 @@ impl<S: Storage> Cacher<S> {
             Arc::downgrade(&store),
             shared.clone(),
             config.list_page,
+            config.window_age,
         ));
         Ok(Self {
             store,
@@ -220,7 +235,12 @@ impl<S: Storage> Cacher<S> {
     /// Waits until the cache holds a complete list at `target` or later.
     async fn wait_for(&self, target: Option<Revision>) -> Result<()> {
         let mut head = self.shared.head.subscribe();
-        let deadline = tokio::time::Instant::now() + self.config.consistency_timeout;
+        // Over a store whose watch cannot prove progress on a quiet prefix, a cache that has
+        // listed but is behind gets a moment for events already on their way, not the full
+        // wait for a report that will not come. The first list is waited for in full.
+        let proven = self.store.watch_proves_progress();
+        let mut deadline = tokio::time::Instant::now() + self.config.consistency_timeout;
+        let mut shortened = proven;
         loop {
             let now = *head.borrow_and_update();
             if now.closed {
@@ -228,6 +248,10 @@ impl<S: Storage> Cacher<S> {
             }
             if now.ready && target.is_none_or(|t| now.revision >= t) {
                 return Ok(());
+            }
+            if now.ready && !shortened {
+                shortened = true;
+                deadline = deadline.min(tokio::time::Instant::now() + UNPROVEN_WAIT);
             }
             self.shared.progress_wanted.notify_one();
             let nudge = tokio::time::Instant::now() + Duration::from_millis(100);
@@ -239,7 +263,9 @@ impl<S: Storage> Cacher<S> {
                 }
                 () = tokio::time::sleep_until(nudge.min(deadline)) => {
                     if tokio::time::Instant::now() >= deadline {
-                        tracing::warn!(prefix = %self.shared.prefix, ?target, reached = now.revision, "the cache did not catch up in time");
+                        if proven || !now.ready {
+                            tracing::warn!(prefix = %self.shared.prefix, ?target, reached = now.revision, "the cache did not catch up in time");
+                        }
                         return Err(Error::Timeout);
                     }
                 }
@@ -373,6 +399,10 @@ impl<S: Storage> Storage for Cacher<S> {
         self.store.delete(key, expected).await
     }
 
+    async fn delete_batch(&self, deletes: Vec<DeleteRequest>) -> Vec<Result<Deleted>> {
+        self.store.delete_batch(deletes).await
+    }
+
     async fn watch(&self, prefix: &str, after: Revision) -> Result<Watch> {
         validate_key(prefix)?;
         if !self.covers(prefix) {
@@ -467,5 +497,9 @@ impl<S: Storage> Storage for Cacher<S> {
 
     fn compacted_revision(&self) -> Revision {
         self.store.compacted_revision()
+    }
+
+    fn watch_proves_progress(&self) -> bool {
+        self.store.watch_proves_progress()
     }
 }

@@ -12,10 +12,15 @@ use genplane_storage::{
 use crate::{Entry, Shared, Snapshot, entry};
 
 /// Keeps the cache in sync with `store` until the store is gone.
-pub(crate) async fn run<S: Storage>(store: Weak<S>, shared: Arc<Shared>, page: usize) {
+pub(crate) async fn run<S: Storage>(
+    store: Weak<S>,
+    shared: Arc<Shared>,
+    page: usize,
+    window_age: Duration,
+) {
     let mut backoff = Duration::from_millis(50);
     loop {
-        match sync(&store, &shared, page).await {
+        match sync(&store, &shared, page, window_age).await {
             Ok(()) => return,
             Err(error) => {
                 tracing::warn!(prefix = %shared.prefix, %error, ?backoff, "the watch cache lost its watch; listing again");
@@ -28,7 +33,12 @@ pub(crate) async fn run<S: Storage>(store: Weak<S>, shared: Arc<Shared>, page: u
 
 /// One list followed by one watch. Returns `Ok` when the store is gone, and the error that
 /// ended the watch otherwise.
-async fn sync<S: Storage>(store: &Weak<S>, shared: &Shared, page: usize) -> Result<()> {
+async fn sync<S: Storage>(
+    store: &Weak<S>,
+    shared: &Shared,
+    page: usize,
+    window_age: Duration,
+) -> Result<()> {
     let (objects, revision) = {
         let Some(store) = store.upgrade() else {
             return Ok(());
@@ -51,8 +61,16 @@ async fn sync<S: Storage>(store: &Weak<S>, shared: &Shared, page: usize) -> Resu
         };
         store.watch(&shared.prefix, revision).await?
     };
+    // Old events leave the window a few times per `window_age`.
+    let mut trim = tokio::time::interval((window_age / 5).max(Duration::from_secs(1)));
+    trim.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
         tokio::select! {
+            _ = trim.tick(), if !window_age.is_zero() => {
+                if let Some(cutoff) = std::time::Instant::now().checked_sub(window_age) {
+                    shared.ring.forget_pushed_before(cutoff, crate::WINDOW_MIN_EVENTS);
+                }
+            }
             message = watch.next() => {
                 let Some(first) = message else {
                     return Err(Error::Unavailable("the store ended the cache's watch".into()));

@@ -108,9 +108,10 @@ use etcd_client::{
     Certificate, CompactionOptions, Compare, CompareOp, ConnectOptions, DeleteOptions, GetOptions,
     Identity, TlsOptions, Txn, TxnOp, TxnOpResponse, TxnResponse,
 };
+use futures::StreamExt;
 use genplane_storage::{
-    Bytes, Deleted, Error, KeyValue, ListRequest, ListResponse, Result, Revision, Storage, Watch,
-    validate_key, validate_list,
+    Bytes, DeleteRequest, Deleted, Error, KeyValue, ListRequest, ListResponse, Result, Revision,
+    Storage, Watch, validate_key, validate_list,
 };
 
 pub use compactor::{COMPACT_REV_KEY, Compactor, DEFAULT_COMPACTION_INTERVAL};
@@ -128,6 +129,8 @@ use members::{Members, Retry};
 /// 30 s and 10 s, and notices a frozen member only after 40 s.)
 const KEEP_ALIVE_INTERVAL: Duration = Duration::from_secs(3);
 const KEEP_ALIVE_TIMEOUT: Duration = Duration::from_secs(2);
+/// How many deletes of one [`Storage::delete_batch`] are in flight at once.
+const DELETE_CONCURRENCY: usize = 64;
 
 /// How to reach etcd.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -663,6 +666,18 @@ impl Storage for EtcdStore {
         })
     }
 
+    async fn delete_batch(&self, deletes: Vec<DeleteRequest>) -> Vec<Result<Deleted>> {
+        // One transaction per key, all in flight at once: etcd gives every key of a
+        // transaction the same revision, which watchers resuming after a revision cannot
+        // handle; concurrent transactions get revisions of their own and are committed
+        // together by etcd's raft log.
+        futures::stream::iter(deletes)
+            .map(|d| async move { self.delete(&d.key, d.expected).await })
+            .buffered(DELETE_CONCURRENCY)
+            .collect()
+            .await
+    }
+
     async fn watch(&self, prefix: &str, after: Revision) -> Result<Watch> {
         validate_key(prefix)?;
         watch::start(self.clone(), prefix, after).await
@@ -708,6 +723,10 @@ impl Storage for EtcdStore {
 
     fn compacted_revision(&self) -> Revision {
         self.inner.compacted.load(Ordering::Relaxed)
+    }
+
+    fn watch_proves_progress(&self) -> bool {
+        self.inner.trusts_progress_requests
     }
 }
 

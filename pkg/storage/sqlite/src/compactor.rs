@@ -12,8 +12,17 @@ use tokio::time::Instant;
 use crate::SqliteStore;
 use crate::writer::{Op, WriteRequest};
 
+/// How many of the newest events the in-memory log keeps however old they are.
+const EVENT_LOG_MIN_EVENTS: usize = 100;
+
 /// Starts the compactor of `store` on `runtime`; it ends when the store is dropped.
-pub(crate) fn spawn(runtime: &tokio::runtime::Handle, store: &SqliteStore, history: Duration) {
+/// At each round it also forgets the in-memory events older than `event_log_age`.
+pub(crate) fn spawn(
+    runtime: &tokio::runtime::Handle,
+    store: &SqliteStore,
+    history: Duration,
+    event_log_age: Duration,
+) {
     let (shared, requests) = store.weak_parts();
     let period = (history / 5).max(Duration::from_secs(1));
     runtime.spawn(async move {
@@ -25,6 +34,13 @@ pub(crate) fn spawn(runtime: &tokio::runtime::Handle, store: &SqliteStore, histo
                 return;
             };
             let state = *shared.committed.borrow();
+            if let Some(cutoff) = std::time::Instant::now().checked_sub(event_log_age)
+                && !event_log_age.is_zero()
+            {
+                shared
+                    .log
+                    .forget_pushed_before(cutoff, EVENT_LOG_MIN_EVENTS);
+            }
             drop(shared);
             if state.closed {
                 return;

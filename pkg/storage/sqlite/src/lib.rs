@@ -49,8 +49,8 @@ use std::time::Duration;
 
 use genplane_storage::ring::EventRing;
 use genplane_storage::{
-    Bytes, Deleted, Error, KeyValue, ListRequest, ListResponse, Result, Revision, Storage, Watch,
-    validate_key, validate_list,
+    Bytes, DeleteRequest, Deleted, Error, KeyValue, ListRequest, ListResponse, Result, Revision,
+    Storage, Watch, validate_key, validate_list,
 };
 use tokio::sync::{mpsc, oneshot, watch};
 
@@ -121,12 +121,15 @@ pub struct SqliteConfig {
     pub event_log_events: usize,
     /// How many bytes of recent events (values and previous values) are kept in memory.
     pub event_log_bytes: usize,
+    /// How long recent events stay in memory (beyond the newest 100), checked by the periodic
+    /// compactor ([`SqliteConfig::history`]); watchers further behind read the history table.
+    pub event_log_age: Duration,
 }
 
 impl SqliteConfig {
     /// The defaults for a database at `path`: 5 minutes of history (kube-apiserver's compaction
     /// interval for etcd), batches of up to 512 writes, 4 read connections, and up to 64 Ki
-    /// events or 64 MiB of recent events in memory.
+    /// events or 64 MiB of recent events in memory, for 75 seconds.
     pub fn new(path: impl Into<PathBuf>) -> Self {
         Self {
             path: path.into(),
@@ -135,6 +138,7 @@ impl SqliteConfig {
             read_connections: 4,
             event_log_events: 65_536,
             event_log_bytes: 64 << 20,
+            event_log_age: Duration::from_secs(75),
         }
     }
 }
@@ -146,6 +150,8 @@ pub(crate) struct Shared {
     pub(crate) log: EventRing,
     /// The last committed revision whose events are in the log, and whether the store closed.
     pub(crate) committed: watch::Sender<Committed>,
+    /// How many write transactions the writer has committed.
+    pub(crate) commits: std::sync::atomic::AtomicU64,
 }
 
 /// The newest published state of the store.
@@ -201,6 +207,7 @@ impl SqliteStore {
                 config.event_log_bytes,
             ),
             committed,
+            commits: Default::default(),
         });
         let (requests, queue) = mpsc::channel(config.max_batch.max(1) * 8);
         let writer = writer::spawn(
@@ -224,7 +231,7 @@ impl SqliteStore {
         if let Some(history) = config.history.filter(|h| !h.is_zero()) {
             let runtime =
                 tokio::runtime::Handle::try_current().map_err(|_| OpenError::NoRuntime)?;
-            compactor::spawn(&runtime, &store, history);
+            compactor::spawn(&runtime, &store, history, config.event_log_age);
         }
         Ok(store)
     }
@@ -232,6 +239,14 @@ impl SqliteStore {
     /// The database file.
     pub fn path(&self) -> &Path {
         &self.path
+    }
+
+    /// How many write transactions (each with one fsync) the store has committed since it was
+    /// opened; a batch of writes counts once.
+    pub fn commits(&self) -> u64 {
+        self.shared
+            .commits
+            .load(std::sync::atomic::Ordering::Relaxed)
     }
 
     /// The latest state the writer published.
@@ -377,6 +392,42 @@ impl Storage for SqliteStore {
         }
     }
 
+    async fn delete_batch(&self, deletes: Vec<DeleteRequest>) -> Vec<Result<Deleted>> {
+        // An invalid key is its own answer; the others go to the writer as one write.
+        let mut answers: Vec<Option<Result<Deleted>>> = deletes
+            .iter()
+            .map(|d| validate_key(&d.key).err().map(Err))
+            .collect();
+        let valid: Vec<DeleteRequest> = deletes
+            .into_iter()
+            .zip(&answers)
+            .filter(|(_, answer)| answer.is_none())
+            .map(|(delete, _)| delete)
+            .collect();
+        let count = valid.len();
+        if count == 0 {
+            return answers.into_iter().flatten().collect();
+        }
+        let written = match self.write(Op::DeleteBatch(valid)).await {
+            Ok(Outcome::DeletedBatch(written)) if written.len() == count => written,
+            Ok(other) => {
+                let error = unexpected(other);
+                (0..count).map(|_| Err(error.clone())).collect()
+            }
+            Err(error) => (0..count).map(|_| Err(error.clone())).collect(),
+        };
+        let mut written = written.into_iter();
+        for answer in &mut answers {
+            if answer.is_none() {
+                *answer = written.next();
+            }
+        }
+        answers
+            .into_iter()
+            .map(|a| a.expect("invariant: the writer answers every valid delete"))
+            .collect()
+    }
+
     async fn watch(&self, prefix: &str, after: Revision) -> Result<Watch> {
         validate_key(prefix)?;
         let committed = self.committed();
@@ -424,6 +475,6 @@ impl Storage for SqliteStore {
 #[error("internal error: the writer answered with an unexpected outcome: {0}")]
 struct UnexpectedOutcome(String);
 
-fn unexpected(outcome: Outcome) -> Error {
+pub(crate) fn unexpected(outcome: Outcome) -> Error {
     Error::backend(UnexpectedOutcome(format!("{outcome:?}")))
 }

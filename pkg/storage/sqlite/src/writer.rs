@@ -4,7 +4,9 @@ use std::fs::File;
 use std::sync::Arc;
 use std::thread::JoinHandle;
 
-use genplane_storage::{Bytes, Deleted, Error, Event, EventKind, KeyValue, Memo, Result, Revision};
+use genplane_storage::{
+    Bytes, DeleteRequest, Deleted, Error, Event, EventKind, KeyValue, Memo, Result, Revision,
+};
 use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params};
 use tokio::sync::mpsc::error::TryRecvError;
 use tokio::sync::{mpsc, oneshot};
@@ -20,7 +22,11 @@ const COMPACTION_CHUNK: Revision = 2048;
 #[derive(Debug)]
 pub(crate) enum Op {
     Write(KeyWrite),
-    Compact { revision: Revision },
+    /// Deletes applied in the same transaction, each with its own revision and answer.
+    DeleteBatch(Vec<DeleteRequest>),
+    Compact {
+        revision: Revision,
+    },
 }
 
 /// A write of one key.
@@ -46,6 +52,7 @@ pub(crate) enum KeyWrite {
 pub(crate) enum Outcome {
     Written(KeyValue),
     Deleted(Deleted),
+    DeletedBatch(Vec<Result<Deleted>>),
     Compacted,
 }
 
@@ -165,6 +172,18 @@ impl Writer {
                         Ok(Outcome::Compacted)
                     }
                     Op::Write(write) => apply(&tx, write, &mut revision, &mut events)?,
+                    Op::DeleteBatch(deletes) => {
+                        let mut answers = Vec::with_capacity(deletes.len());
+                        for DeleteRequest { key, expected } in deletes {
+                            let write = KeyWrite::Delete { key, expected };
+                            answers.push(match apply(&tx, write, &mut revision, &mut events)? {
+                                Ok(Outcome::Deleted(deleted)) => Ok(deleted),
+                                Ok(other) => Err(crate::unexpected(other)),
+                                Err(e) => Err(e),
+                            });
+                        }
+                        Ok(Outcome::DeletedBatch(answers))
+                    }
                 };
                 pending.push(Pending { reply, result });
             }
@@ -181,6 +200,9 @@ impl Writer {
             return;
         }
         self.revision = revision;
+        self.shared
+            .commits
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         if compacted > self.compacted {
             self.compacted = compacted;
             self.compaction = Some(Compaction {

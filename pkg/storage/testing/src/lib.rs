@@ -42,6 +42,7 @@ macro_rules! conformance_suite {
             revisions_increase_by_one_per_successful_write,
             update_compares_and_swaps,
             delete_compares_and_swaps,
+            delete_batch_deletes_each_key_with_its_own_revision,
             recreating_a_deleted_key_starts_a_new_life,
             get_reads_at_older_revisions,
             reads_at_future_revisions_fail,

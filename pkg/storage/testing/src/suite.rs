@@ -4,8 +4,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use genplane_storage::{
-    Bytes, Deleted, Error, Event, EventKind, KeyValue, ListRequest, Revision, StateRead, Storage,
-    Watch, WatchEvent, continue_token,
+    Bytes, DeleteRequest, Deleted, Error, Event, EventKind, KeyValue, ListRequest, Revision,
+    StateRead, Storage, Watch, WatchEvent, continue_token,
 };
 
 use crate::{Backend, put, revision, text};
@@ -181,6 +181,92 @@ pub async fn delete_compares_and_swaps<B: Backend>(backend: &mut B) {
     ));
     let b = put(&store, "/t/b", "b").await;
     assert_eq!(store.delete("/t/b", None).await.unwrap().prev, b);
+}
+
+/// A batch of deletes answers each delete as a single delete would (deleted, conflict, not
+/// found, invalid key), gives every deleted key a revision of its own, and a watch sees one
+/// delete event per key, with its previous value, at that revision.
+pub async fn delete_batch_deletes_each_key_with_its_own_revision<B: Backend>(backend: &mut B) {
+    let store = backend.open().await;
+    let mut created = Vec::new();
+    for i in 0..120 {
+        created.push(put(&store, &format!("/t/k{i:03}"), &format!("v{i}")).await);
+    }
+    let kept = store
+        .update("/t/k001", bytes("changed"), created[1].mod_revision)
+        .await
+        .unwrap();
+    let before = revision(&store).await;
+    let mut watch = store.watch("/t/", before).await.unwrap();
+    let mut deletes: Vec<DeleteRequest> = created
+        .iter()
+        .enumerate()
+        .map(|(i, kv)| DeleteRequest {
+            key: kv.key.clone(),
+            // Half unconditional, half with the revision each key was created at.
+            expected: (i % 2 == 1).then_some(kv.mod_revision),
+        })
+        .collect();
+    deletes.push(DeleteRequest {
+        key: "/t/missing".into(),
+        expected: None,
+    });
+    deletes.push(DeleteRequest {
+        key: "no-slash".into(),
+        expected: None,
+    });
+    let answers = store.delete_batch(deletes).await;
+    assert_eq!(answers.len(), 122);
+    let mut deleted = Vec::new();
+    for (i, answer) in answers.iter().take(120).enumerate() {
+        if i == 1 {
+            match answer {
+                Err(Error::Conflict { current, .. }) => assert_eq!(**current, kept),
+                other => panic!("the stale delete: expected a conflict, got {other:?}"),
+            }
+            continue;
+        }
+        let answer = answer
+            .as_ref()
+            .unwrap_or_else(|e| panic!("delete {i}: {e}"));
+        assert_eq!(
+            answer.prev, created[i],
+            "delete {i} returns the deleted value"
+        );
+        deleted.push(answer.clone());
+    }
+    assert!(matches!(answers[120], Err(Error::NotFound { .. })));
+    assert!(matches!(answers[121], Err(Error::InvalidKey { .. })));
+    let mut revisions: Vec<Revision> = deleted.iter().map(|d| d.revision).collect();
+    revisions.sort_unstable();
+    revisions.dedup();
+    assert_eq!(
+        revisions.len(),
+        119,
+        "every delete has a revision of its own"
+    );
+    assert_eq!(revisions.first(), Some(&(before + 1)));
+    assert_eq!(revision(&store).await, before + 119);
+    assert_eq!(list_all(&store, "/t/", None).await, vec![kept]);
+    let mut seen = Vec::new();
+    for _ in 0..119 {
+        let event = next_event(&mut watch).await;
+        assert_eq!(event.kind, EventKind::Delete);
+        seen.push(Deleted {
+            revision: event.revision(),
+            prev: event
+                .prev
+                .clone()
+                .expect("a delete event has the previous value"),
+        });
+    }
+    assert!(
+        seen.windows(2).all(|w| w[0].revision < w[1].revision),
+        "events in revision order, one revision each"
+    );
+    deleted.sort_by_key(|d| d.revision);
+    assert_eq!(seen, deleted, "one event per deleted key, as answered");
+    assert_quiet(&mut watch).await;
 }
 
 /// A key created again after a delete has a new create revision.

@@ -13,8 +13,8 @@
 use std::sync::Arc;
 
 use genplane_storage::{
-    Bytes, Deleted, Error, Event, KeyValue, ListRequest, ListResponse, Result, Revision, Storage,
-    Watch, WatchEvent,
+    Bytes, DeleteRequest, Deleted, Error, Event, KeyValue, ListRequest, ListResponse, Result,
+    Revision, Storage, Watch, WatchEvent,
 };
 
 use crate::transformer::{TransformError, Transformer};
@@ -226,6 +226,23 @@ impl<S: Storage> Storage for Transformed<S> {
         }
     }
 
+    async fn delete_batch(&self, deletes: Vec<DeleteRequest>) -> Vec<Result<Deleted>> {
+        let answers = self.store.delete_batch(deletes).await;
+        let Some(t) = &self.transformer else {
+            return answers;
+        };
+        answers
+            .into_iter()
+            .map(|answer| match answer {
+                Ok(mut deleted) => {
+                    deleted.prev = read(t, deleted.prev)?;
+                    Ok(deleted)
+                }
+                Err(e) => Err(read_error(t, e)),
+            })
+            .collect()
+    }
+
     async fn watch(&self, prefix: &str, after: Revision) -> Result<Watch> {
         let watch = self.store.watch(prefix, after).await?;
         Ok(match &self.transformer {
@@ -244,6 +261,10 @@ impl<S: Storage> Storage for Transformed<S> {
 
     fn compacted_revision(&self) -> Revision {
         self.store.compacted_revision()
+    }
+
+    fn watch_proves_progress(&self) -> bool {
+        self.store.watch_proves_progress()
     }
 }
 
