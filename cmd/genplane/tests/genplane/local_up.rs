@@ -476,7 +476,9 @@ fn systemd_environment_examples_name_flags_of_their_role_with_valid_values() {
         let mut check = Command::new(BIN);
         check.arg(applet).env_clear().envs(values.iter().cloned());
         if applet != "apiserver" {
-            check.arg(format!("--kubeconfig=/var/lib/genplane/{applet}.kubeconfig"));
+            check.arg(format!(
+                "--kubeconfig=/var/lib/genplane/{applet}.kubeconfig"
+            ));
         }
         let out = check.arg("--config-check").output().unwrap();
         assert!(
