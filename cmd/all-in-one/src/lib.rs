@@ -1,7 +1,9 @@
 //! `genplane all-in-one`: every long-running role in one process, for the local run. The API
 //! server (SQLite in `--data-dir` by default; every `genplane apiserver` flag is accepted) and,
-//! once it takes requests, the controller-manager, connected to it with the
-//! `controller-manager.kubeconfig` the API server wrote. There is no second ops port: the API
+//! once it takes requests, the controller-manager and the feature-controller, connected to it
+//! with the `controller-manager.kubeconfig` and `feature-controller.kubeconfig` the API server
+//! wrote. The feature-controller takes its desired feature values from the same
+//! `--feature-gates` and reports at the same `--feature-use-report-period`. There is no second ops port: the API
 //! server's `/healthz`, `/readyz` and `/metrics` stand for both.
 //!
 //! On SQLite one process owns the data directory, so the controllers run without election. On
@@ -27,7 +29,8 @@
 use anyhow::Context as _;
 use clap::{Arg, ArgMatches};
 use genplane_cmd_controller_manager::options::ControllerManagerOptions;
-use genplane_component_base::config::Invalid;
+use genplane_cmd_feature_controller::FeatureControllerOptions;
+use genplane_component_base::config::{CommonOptions, Invalid};
 use genplane_component_base::featuregate::UseIdentity;
 use genplane_component_base::process::Process;
 use genplane_component_base::shutdown::{Shutdown, Signals};
@@ -85,16 +88,46 @@ pub fn run(matches: &ArgMatches, process: &Process) -> anyhow::Result<()> {
                 // The API server stopped before it was ready; its error tells why.
                 return Ok(());
             };
+            // The feature-controller, connected as its own user; no ops port of its own.
+            let options = FeatureControllerOptions {
+                kubeconfig: Some(ready.data_dir.join("feature-controller.kubeconfig")),
+                secure_port: 0,
+                common: common.clone(),
+                ..FeatureControllerOptions::default()
+            };
+            let mut invalid = Invalid::new();
+            let instance = process.var("HOSTNAME").unwrap_or("localhost").to_owned();
+            let validated = options.validate(
+                UseIdentity::new("feature-controller", instance.clone()),
+                None,
+                false,
+                &mut invalid,
+            );
+            let feature_controller = invalid
+                .finish(validated)
+                .context("configuring the feature-controller")?;
+            let stop = shutdown.clone();
+            tokio::spawn(async move {
+                if let Err(error) =
+                    genplane_cmd_feature_controller::serve(feature_controller, stop).await
+                {
+                    tracing::error!("the feature-controller stopped: {error:#}");
+                }
+            });
             let options = ControllerManagerOptions {
                 kubeconfig: Some(ready.data_dir.join("controller-manager.kubeconfig")),
                 controllers,
                 leader_elect,
                 secure_port: 0,
-                common,
+                // The controller-manager knows no feature gates yet: the API server's
+                // --feature-gates (validated by the API server) are not its business.
+                common: CommonOptions {
+                    feature_gates: None,
+                    ..common
+                },
                 ..ControllerManagerOptions::default()
             };
             let mut invalid = Invalid::new();
-            let instance = process.var("HOSTNAME").unwrap_or("localhost").to_owned();
             let validated = options.validate(
                 UseIdentity::new("controller-manager", instance),
                 None,

@@ -89,6 +89,10 @@ pub async fn serve(config: Config, process: &Process, shutdown: Shutdown) -> any
 
 /// Serves until `shutdown` is triggered, sending [`Ready`] on `ready` once requests are
 /// taken (the kubeconfigs are written by then); `role` names the applet in the banner.
+///
+/// Once it takes requests, the server reports its feature uses to the Feature API like every
+/// role (`genplane_featurecontroller::Reporter`), as `system:genplane:apiserver` through the
+/// `apiserver-loopback.kubeconfig` it wrote, in a task of its own that never holds the server up.
 pub async fn serve_until_ready(
     role: &str,
     config: Config,
@@ -96,10 +100,34 @@ pub async fn serve_until_ready(
     shutdown: Shutdown,
     ready: Option<tokio::sync::oneshot::Sender<Ready>>,
 ) -> anyhow::Result<()> {
+    let gate = config.common.feature_gate.clone();
+    let period = config.common.feature_use_report_period;
+    let (ready_tx, ready_rx) = tokio::sync::oneshot::channel::<Ready>();
+    let stop = shutdown.clone();
+    tokio::spawn(async move {
+        let Ok(started) = ready_rx.await else {
+            return;
+        };
+        let kubeconfig = started.data_dir.join("apiserver-loopback.kubeconfig");
+        if let Some(ready) = ready {
+            // Whoever waited may have stopped waiting; serving goes on.
+            let _ = ready.send(started);
+        }
+        match genplane_controller::client::connect(Some(&kubeconfig)).await {
+            Ok((client, _)) => {
+                let reporter =
+                    genplane_featurecontroller::Reporter::new(gate, "kube-system", period);
+                reporter
+                    .run(client, async move { stop.triggered().await })
+                    .await;
+            }
+            Err(error) => tracing::warn!(%error, "not reporting feature uses"),
+        }
+    });
     config
         .complete()
         .await?
-        .run(role, &process.build, shutdown, ready)
+        .run(role, &process.build, shutdown, Some(ready_tx))
         .await?;
     Ok(())
 }

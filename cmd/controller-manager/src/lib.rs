@@ -18,12 +18,9 @@
 pub mod options;
 
 use std::net::SocketAddr;
-use std::path::Path;
-use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context as _;
-use base64::Engine as _;
 use clap::{ArgMatches, CommandFactory, Parser};
 use genplane_component_base::component::{self, Startup};
 use genplane_component_base::config::ConfigFlags;
@@ -37,15 +34,11 @@ use genplane_controller::leaderelection::{LeaderElectionConfig, LeaderElector};
 use genplane_controller::registry::{CONTROLLERS, ControllerContext, run_controllers};
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
-use rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer};
 
 use crate::options::{ControllerManagerConfig, ControllerManagerOptions, IN_CLUSTER_ENV};
 
 /// How long open requests to the ops endpoints may finish after a shutdown signal.
 const DRAIN: Duration = Duration::from_secs(5);
-
-/// Where a pod's service-account CA bundle is mounted.
-const IN_CLUSTER_CA: &str = "/var/run/secrets/kubernetes.io/serviceaccount/ca.crt";
 
 #[derive(Parser)]
 #[command(
@@ -122,97 +115,6 @@ fn hostname() -> String {
         .unwrap_or_else(|| "localhost".to_owned())
 }
 
-/// The CA bundle (PEM) of the kubeconfig's current cluster, if it names one.
-fn kubeconfig_ca(
-    path: &Path,
-    kubeconfig: &kube::config::Kubeconfig,
-) -> anyhow::Result<Option<String>> {
-    let Some(current) = kubeconfig.current_context.as_deref() else {
-        return Ok(None);
-    };
-    let Some(cluster_name) = kubeconfig
-        .contexts
-        .iter()
-        .find(|c| c.name == current)
-        .and_then(|c| c.context.as_ref())
-        .map(|c| c.cluster.clone())
-    else {
-        return Ok(None);
-    };
-    let Some(cluster) = kubeconfig
-        .clusters
-        .iter()
-        .find(|c| c.name == cluster_name)
-        .and_then(|c| c.cluster.as_ref())
-    else {
-        return Ok(None);
-    };
-    if let Some(data) = &cluster.certificate_authority_data {
-        let bytes = base64::engine::general_purpose::STANDARD
-            .decode(data.trim())
-            .context("decoding certificate-authority-data")?;
-        return Ok(Some(
-            String::from_utf8(bytes).context("certificate-authority-data is not PEM")?,
-        ));
-    }
-    if let Some(file) = &cluster.certificate_authority {
-        let file = path.parent().unwrap_or(Path::new(".")).join(file);
-        return Ok(Some(
-            std::fs::read_to_string(&file)
-                .with_context(|| format!("reading {}", file.display()))?,
-        ));
-    }
-    Ok(None)
-}
-
-/// A client of the API server, and the CA bundle its configuration trusts (PEM).
-async fn connect(
-    config: &ControllerManagerConfig,
-) -> anyhow::Result<(kube::Client, Option<String>)> {
-    let (client_config, ca) = match &config.options.kubeconfig {
-        Some(path) => {
-            let kubeconfig = kube::config::Kubeconfig::read_from(path)
-                .with_context(|| format!("reading {}", path.display()))?;
-            let ca = kubeconfig_ca(path, &kubeconfig)?;
-            let client_config = kube::Config::from_custom_kubeconfig(
-                kubeconfig,
-                &kube::config::KubeConfigOptions::default(),
-            )
-            .await
-            .with_context(|| format!("loading {}", path.display()))?;
-            (client_config, ca)
-        }
-        None => (
-            kube::Config::incluster().context("loading the in-cluster configuration")?,
-            std::fs::read_to_string(IN_CLUSTER_CA).ok(),
-        ),
-    };
-    let client = kube::Client::try_from(client_config).context("building the API client")?;
-    Ok((client, ca))
-}
-
-/// TLS for the ops endpoints: a self-signed certificate made at start-up, as upstream makes
-/// one when no serving certificate is given.
-fn self_signed_tls() -> anyhow::Result<tokio_rustls::TlsAcceptor> {
-    let certified =
-        rcgen::generate_simple_self_signed(vec!["localhost".to_owned(), "127.0.0.1".to_owned()])
-            .context("making a self-signed serving certificate")?;
-    let provider = Arc::new(rustls::crypto::aws_lc_rs::default_provider());
-    let key = PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(
-        certified.signing_key.serialize_der(),
-    ));
-    let mut tls = rustls::ServerConfig::builder_with_provider(provider)
-        .with_safe_default_protocol_versions()?
-        .with_no_client_auth()
-        .with_single_cert(
-            vec![CertificateDer::from(certified.cert.der().to_vec())],
-            key,
-        )
-        .context("loading the serving certificate")?;
-    tls.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
-    Ok(tokio_rustls::TlsAcceptor::from(Arc::new(tls)))
-}
-
 /// Runs the controller-manager with `config` until `shutdown` is triggered (then `Ok`), a
 /// controller fails, or leadership is lost (both errors). It installs no signal handler or
 /// subscriber, so it can run next to other roles in one process.
@@ -227,7 +129,8 @@ pub async fn serve(
     _process: &Process,
     shutdown: Shutdown,
 ) -> anyhow::Result<()> {
-    let (client, kubeconfig_ca) = connect(&config).await?;
+    let (client, kubeconfig_ca) =
+        genplane_controller::client::connect(config.options.kubeconfig.as_deref()).await?;
     let root_ca = match &config.options.root_ca_file {
         Some(path) => std::fs::read_to_string(path)
             .with_context(|| format!("error parsing root-ca-file at {}", path.display()))?,
@@ -236,6 +139,19 @@ pub async fn serve(
     if root_ca.is_empty() {
         tracing::warn!("no root CA: kube-root-ca.crt will hold an empty ca.crt");
     }
+    // The client flow: report the feature uses, in a task of its own.
+    let reporter = genplane_featurecontroller::Reporter::new(
+        config.common.feature_gate.clone(),
+        "kube-system",
+        config.common.feature_use_report_period,
+    );
+    let stop = shutdown.clone();
+    let reporting = client.clone();
+    tokio::spawn(async move {
+        reporter
+            .run(reporting, async move { stop.triggered().await })
+            .await;
+    });
     let identity = format!("{}_{}", hostname(), uuid::Uuid::new_v4());
     let elector = match &config.leader_election {
         Some(election) => Some(LeaderElector::new(
@@ -286,7 +202,7 @@ pub async fn serve(
     let ops = if config.options.secure_port == 0 {
         None
     } else {
-        let tls = self_signed_tls()?;
+        let tls = http::self_signed_tls()?;
         let listener = http::bind(SocketAddr::new(
             config.bind_address,
             config.options.secure_port,

@@ -27,6 +27,12 @@ pub static APPLETS: &[Applet] = &[
         run: genplane_cmd_controller_manager::run,
     },
     Applet {
+        name: "feature-controller",
+        aliases: &[],
+        command: genplane_cmd_feature_controller::command,
+        run: genplane_cmd_feature_controller::run,
+    },
+    Applet {
         name: "version",
         aliases: &[],
         command: version::command,

@@ -206,6 +206,8 @@ fn prepare_for_status_update(new: &mut Value, old: &Value, _: &Context<'_>) {
     let labels = new.pointer("/metadata/labels").cloned();
     let annotations = new.pointer("/metadata/annotations").cloned();
     let resource_version = new.pointer("/metadata/resourceVersion").cloned();
+    // What a server-side apply through `status` computed for its manager.
+    let managed_fields = new.pointer("/metadata/managedFields").cloned();
     *new = old.clone();
     match status {
         Some(status) => new["status"] = status,
@@ -220,6 +222,7 @@ fn prepare_for_status_update(new: &mut Value, old: &Value, _: &Context<'_>) {
             ("labels", labels),
             ("annotations", annotations),
             ("resourceVersion", resource_version),
+            ("managedFields", managed_fields),
         ] {
             match value {
                 Some(value) => meta.insert(key.into(), value),

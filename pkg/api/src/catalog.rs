@@ -12,7 +12,7 @@ pub use crate::resource::{
 };
 use crate::{
     admissionregistration, apiextensions, authentication, authorization, coordination, core,
-    events, rbac,
+    events, featuregates, rbac,
 };
 
 static RESOURCES: &[ResourceInfo] = &[
@@ -31,6 +31,7 @@ static RESOURCES: &[ResourceInfo] = &[
     admissionregistration::mutatingwebhookconfiguration::INFO,
     coordination::lease::INFO,
     apiextensions::INFO,
+    featuregates::feature::INFO,
     // Never stored: created and answered.
     authentication::SELF_SUBJECT_REVIEW_INFO,
     authentication::TOKEN_REVIEW_INFO,
@@ -153,6 +154,13 @@ mod tests {
                     "CustomResourceDefinition",
                     false,
                     vec!["crd", "crds"]
+                ),
+                (
+                    "featuregates.genplane.io/v1alpha1".into(),
+                    "features",
+                    "Feature",
+                    true,
+                    vec![]
                 ),
                 (
                     "authentication.k8s.io/v1".into(),

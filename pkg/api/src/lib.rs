@@ -12,6 +12,8 @@
 //!   webhook configurations;
 //! - apiextensions.k8s.io/v1 ([`apiextensions`]): CustomResourceDefinitions, with the pure
 //!   helpers of their status ([`apiextensions::status`]);
+//! - featuregates.genplane.io/v1alpha1 ([`featuregates`]): genplane's Feature API
+//!   ([`featuregates::feature`]), JSON and YAML only;
 //! - the review kinds, created but never stored (an empty `storage_prefix`, `create` their only
 //!   verb): authentication.k8s.io/v1 ([`authentication`]: TokenReview, SelfSubjectReview, and
 //!   TokenRequest, the body of `serviceaccounts/<name>/token`) and authorization.k8s.io/v1
@@ -63,6 +65,7 @@ pub mod coordination;
 pub mod core;
 pub mod decode;
 pub mod events;
+pub mod featuregates;
 pub mod features;
 pub mod openapi;
 pub mod protobuf;

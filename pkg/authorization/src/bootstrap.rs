@@ -17,7 +17,11 @@
 //! services, volumes, workloads, certificates signing and the scheduler.
 //!
 //! genplane's own: ClusterRoles, ClusterRoleBindings, and kube-system Roles and RoleBindings
-//! for the users [`CONTROLLER_MANAGER_USER`] and [`FEATURE_CONTROLLER_USER`].
+//! for the users [`CONTROLLER_MANAGER_USER`] and [`FEATURE_CONTROLLER_USER`], and
+//! [`FEATURE_USE_REPORTER`] for every role that reports feature uses ([`FEATURE_USE_REPORTERS`]:
+//! read Features, patch `features/status`, keep an identity Lease in kube-system). `view` reads
+//! Features; `admin` may update them (the strategy lets only dynamic features' `spec.desired`
+//! change).
 //!
 //! Every object carries the label `kubernetes.io/bootstrapping: rbac-defaults` and the
 //! annotation `rbac.authorization.kubernetes.io/autoupdate: "true"`, as upstream's. The
@@ -43,6 +47,17 @@ pub const AGGREGATE_TO_VIEW: &str = "rbac.authorization.k8s.io/aggregate-to-view
 pub const CONTROLLER_MANAGER_USER: &str = "system:genplane:controller-manager";
 /// The user genplane's feature-controller authenticates as.
 pub const FEATURE_CONTROLLER_USER: &str = "system:genplane:feature-controller";
+/// The user genplane's API server reports its feature uses as (its loopback client).
+pub const APISERVER_USER: &str = "system:genplane:apiserver";
+/// The ClusterRole and kube-system Role of every component that reports feature uses: read
+/// Features, apply its own `status.uses` entries, keep its identity Lease.
+pub const FEATURE_USE_REPORTER: &str = "system:genplane:feature-use-reporter";
+/// The users that report feature uses (KEP-3920's client flow): every genplane role.
+pub const FEATURE_USE_REPORTERS: &[&str] = &[
+    APISERVER_USER,
+    CONTROLLER_MANAGER_USER,
+    FEATURE_CONTROLLER_USER,
+];
 /// The name of the controller-manager's leader-election Lease (in `kube-system`).
 pub const CONTROLLER_MANAGER_LEASE: &str = "genplane-controller-manager";
 /// The namespace of system components' Leases and Roles.
@@ -334,6 +349,8 @@ pub fn cluster_roles() -> Vec<Value> {
                     &["localsubjectaccessreviews"],
                 ),
                 rule(READ_WRITE, &[RBAC], &["roles", "rolebindings"]),
+                // spec.desired of dynamic features (the strategy refuses the others).
+                rule(&["update", "patch"], &[FEATURES], &["features"]),
             ],
         ),
         cluster_role(
@@ -367,6 +384,7 @@ pub fn cluster_roles() -> Vec<Value> {
                     ],
                 ),
                 rule(READ, &[CORE], &["namespaces"]),
+                rule(READ, &[FEATURES], &["features", "features/status"]),
             ],
         ),
         cluster_role(
@@ -439,6 +457,17 @@ pub fn cluster_roles() -> Vec<Value> {
                 &["features"],
             ),
             rule(&["update", "patch"], &[FEATURES], &["features/status"]),
+            // The ClearField tasks of the features it knows (CoordinatedLeaderElection's
+            // Lease fields): read and patch, never delete.
+            rule(&["get", "list", "patch"], &[COORDINATION], &["leases"]),
+        ],
+    ));
+    roles.push(cluster_role(
+        FEATURE_USE_REPORTER,
+        &[],
+        vec![
+            rule(READ, &[FEATURES], &["features"]),
+            rule(&["patch"], &[FEATURES], &["features/status"]),
         ],
     ));
     roles
@@ -494,6 +523,13 @@ pub fn cluster_role_bindings() -> Vec<Value> {
         FEATURE_CONTROLLER_USER,
         vec![Subject::user(FEATURE_CONTROLLER_USER)],
     ));
+    bindings.push(cluster_binding(
+        FEATURE_USE_REPORTER,
+        FEATURE_USE_REPORTERS
+            .iter()
+            .map(|u| Subject::user(u))
+            .collect(),
+    ));
     bindings
 }
 
@@ -538,6 +574,17 @@ pub fn roles() -> Vec<Value> {
                 &["leases"],
             )],
         ),
+        // Identity Leases of feature-use reporters: each creates and renews its own (their
+        // names are chosen at start, so they cannot be listed here).
+        role(
+            KUBE_SYSTEM,
+            FEATURE_USE_REPORTER,
+            vec![rule(
+                &["create", "get", "update", "patch"],
+                &[COORDINATION],
+                &["leases"],
+            )],
+        ),
     ]
 }
 
@@ -564,6 +611,15 @@ pub fn role_bindings() -> Vec<Value> {
             FEATURE_CONTROLLER_USER,
             RoleRef::role(FEATURE_CONTROLLER_USER),
             vec![Subject::user(FEATURE_CONTROLLER_USER)],
+        ),
+        role_binding(
+            KUBE_SYSTEM,
+            FEATURE_USE_REPORTER,
+            RoleRef::role(FEATURE_USE_REPORTER),
+            FEATURE_USE_REPORTERS
+                .iter()
+                .map(|u| Subject::user(u))
+                .collect(),
         ),
     ]
 }

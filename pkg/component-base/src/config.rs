@@ -173,6 +173,12 @@ pub struct CommonOptions {
     /// The Kubernetes version whose feature defaults to use, MAJOR.MINOR (from 1.30 to 1.33).
     #[arg(long, value_name = "VERSION", default_value = "1.33")]
     pub emulated_version: String,
+    /// How often the component reports the feature-gate values it saw to the Feature API
+    /// (featuregates.genplane.io), and how long the feature-controller waits (twice this) for
+    /// every instance to report after it cleared the uses; every component of a cluster should
+    /// use the same period.
+    #[arg(long, value_name = "DURATION", default_value = "30s")]
+    pub feature_use_report_period: String,
 }
 
 impl Default for CommonOptions {
@@ -183,6 +189,7 @@ impl Default for CommonOptions {
             log_filter: None,
             feature_gates: None,
             emulated_version: KUBERNETES_VERSION.to_string(),
+            feature_use_report_period: "30s".to_owned(),
         }
     }
 }
@@ -194,6 +201,8 @@ pub struct CommonConfig {
     pub logging: LoggingConfig,
     /// The resolved feature gate of this component, with its use log.
     pub feature_gate: FeatureGate,
+    /// `--feature-use-report-period`.
+    pub feature_use_report_period: std::time::Duration,
 }
 
 impl CommonOptions {
@@ -226,9 +235,22 @@ impl CommonOptions {
                 })
                 .ok()
         });
+        let period = invalid.check(
+            "feature-use-report-period",
+            genplane_apimachinery::duration::parse(&self.feature_use_report_period)
+                .map_err(|e| e.to_string())
+                .and_then(|d| {
+                    if d < std::time::Duration::from_secs(1) {
+                        Err("must be at least 1s".to_owned())
+                    } else {
+                        Ok(d)
+                    }
+                }),
+        );
         Some(CommonConfig {
             logging: logging.filter(|_| format.is_some())?,
             feature_gate: gate?,
+            feature_use_report_period: period?,
         })
     }
 

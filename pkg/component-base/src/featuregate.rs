@@ -313,10 +313,63 @@ impl fmt::Display for Feature {
     }
 }
 
+/// A task a transition of a feature must run besides waiting for every component to agree
+/// (KEP-3920's server flow), declared next to the feature's registration with
+/// [`Registry::add_turn_off_task`]. The feature-controller runs them in order.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Task {
+    /// Remove fields from every stored object of a resource, so that nothing the feature wrote
+    /// is left when it is off. Each field is a dotted path (`spec.strategy`); the objects are
+    /// patched with a JSON merge patch that sets each present field to `null`, which the
+    /// strategy of a disabled field accepts (it only keeps a field the update still carries).
+    ClearField {
+        /// The API group of the resource (`""` for core).
+        group: &'static str,
+        /// Its version.
+        version: &'static str,
+        /// Its plural name.
+        resource: &'static str,
+        /// Its kind.
+        kind: &'static str,
+        /// The dotted paths of the fields to clear.
+        fields: &'static [&'static str],
+    },
+}
+
+impl Task {
+    /// The task's type, as the Feature's `status.tasks[].type` names it.
+    pub fn type_name(&self) -> &'static str {
+        match self {
+            Task::ClearField { .. } => "ClearField",
+        }
+    }
+
+    /// What the task works on, in words.
+    pub fn target(&self) -> String {
+        match self {
+            Task::ClearField {
+                group,
+                resource,
+                fields,
+                ..
+            } => {
+                let resource = if group.is_empty() {
+                    (*resource).to_owned()
+                } else {
+                    format!("{resource}.{group}")
+                };
+                format!("{resource} {}", fields.join(","))
+            }
+        }
+    }
+}
+
 /// Every feature a binary knows, with its versioned specs.
 #[derive(Clone, Debug, Default)]
 pub struct Registry {
     features: BTreeMap<&'static str, Vec<FeatureSpec>>,
+    turn_off_tasks: BTreeMap<&'static str, Vec<Task>>,
 }
 
 impl Registry {
@@ -366,6 +419,40 @@ impl Registry {
                 Ok(())
             }
         }
+    }
+
+    /// Declares a task that turning `feature` off runs after every component agreed (see
+    /// [`Task`]); tasks run in the order they are added. The feature must be registered.
+    pub fn add_turn_off_task(&mut self, feature: Feature, task: Task) -> Result<(), Error> {
+        let Some((&name, _)) = self.features.get_key_value(feature.name()) else {
+            return Err(Error::Unknown {
+                name: feature.name().to_owned(),
+            });
+        };
+        self.turn_off_tasks.entry(name).or_default().push(task);
+        Ok(())
+    }
+
+    /// The tasks turning the feature `name` off runs, in order.
+    pub fn turn_off_tasks(&self, name: &str) -> &[Task] {
+        self.turn_off_tasks.get(name).map_or(&[], Vec::as_slice)
+    }
+
+    /// Adds every feature and task of `other` (the same feature with different specs is an
+    /// error): the registry of a binary is the union of its roles'.
+    pub fn merge(&mut self, other: &Registry) -> Result<(), Error> {
+        for (&name, specs) in &other.features {
+            self.add(Feature::new(name), specs)?;
+        }
+        for (&name, tasks) in &other.turn_off_tasks {
+            let mine = self.turn_off_tasks.entry(name).or_default();
+            for task in tasks {
+                if !mine.contains(task) {
+                    mine.push(*task);
+                }
+            }
+        }
+        Ok(())
     }
 
     /// The spec of a registered feature at `version`, or `None` for an unknown feature.

@@ -41,6 +41,35 @@ pub enum Error {
     /// Connections did not finish within the shutdown deadline.
     #[error("closing connections")]
     Drain(#[source] shutdown::Error),
+    /// A self-signed serving certificate could not be made or loaded.
+    #[error("making a self-signed serving certificate: {0}")]
+    SelfSigned(String),
+}
+
+/// TLS for a role's ops endpoints when it has no serving certificate: a self-signed one for
+/// `localhost` and `127.0.0.1`, made at start-up, as upstream's components make one; HTTP/2
+/// and HTTP/1.1.
+pub fn self_signed_tls() -> Result<tokio_rustls::TlsAcceptor, Error> {
+    use rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer};
+    let failed = |e: &dyn std::fmt::Display| Error::SelfSigned(e.to_string());
+    let certified =
+        rcgen::generate_simple_self_signed(vec!["localhost".to_owned(), "127.0.0.1".to_owned()])
+            .map_err(|e| failed(&e))?;
+    let provider = Arc::new(rustls::crypto::aws_lc_rs::default_provider());
+    let key = PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(
+        certified.signing_key.serialize_der(),
+    ));
+    let mut tls = rustls::ServerConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .map_err(|e| failed(&e))?
+        .with_no_client_auth()
+        .with_single_cert(
+            vec![CertificateDer::from(certified.cert.der().to_vec())],
+            key,
+        )
+        .map_err(|e| failed(&e))?;
+    tls.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
+    Ok(tokio_rustls::TlsAcceptor::from(Arc::new(tls)))
 }
 
 /// Answers the operational endpoints of a component.

@@ -14,6 +14,7 @@
 
 #![warn(missing_docs)]
 
+pub mod client;
 pub mod clusterroleaggregation;
 pub mod discovery;
 pub mod garbagecollector;

@@ -1,7 +1,7 @@
 //! The feature gates of the control plane's API server, with their upstream history.
 
 use genplane_component_base::featuregate::{
-    Feature, FeatureGate, FeatureSpec, Registry, Stage, Version,
+    Feature, FeatureGate, FeatureSpec, Registry, Stage, Task, Version,
 };
 
 /// `APIServerIdentity` (KEP-1965): each API server publishes an identity Lease in
@@ -9,9 +9,20 @@ use genplane_component_base::featuregate::{
 pub const API_SERVER_IDENTITY: Feature = Feature::new("APIServerIdentity");
 
 /// `CoordinatedLeaderElection` (KEP-4444): Lease `spec.strategy` and `spec.preferredHolder`.
-/// Alpha in 1.31, beta (still off by default) in 1.33.
+/// Alpha in 1.31, beta (still off by default) in 1.33. Turning it off clears both fields from
+/// every stored Lease ([`CLEAR_LEASE_STRATEGY`]), since the strategy of a server with the
+/// feature off keeps them on every update of a Lease that has them.
 pub const COORDINATED_LEADER_ELECTION: Feature =
     Feature::new(genplane_api::features::COORDINATED_LEADER_ELECTION);
+
+/// The task that turning CoordinatedLeaderElection off runs once every component agrees.
+pub const CLEAR_LEASE_STRATEGY: Task = Task::ClearField {
+    group: "coordination.k8s.io",
+    version: "v1",
+    resource: "leases",
+    kind: "Lease",
+    fields: &["spec.strategy", "spec.preferredHolder"],
+};
 
 /// The resolved gates of a server, as the strategies of its kinds consult them.
 #[derive(Clone, Debug)]
@@ -42,6 +53,8 @@ pub fn registry() -> Registry {
             FeatureSpec::new(Version::new(1, 33), Stage::Beta, false),
         ],
     );
+    debug_assert!(added.is_ok(), "{added:?}");
+    let added = registry.add_turn_off_task(COORDINATED_LEADER_ELECTION, CLEAR_LEASE_STRATEGY);
     debug_assert!(added.is_ok(), "{added:?}");
     registry
 }

@@ -137,6 +137,8 @@ fn sample(resource: &catalog::ResourceInfo) -> Value {
                 {"kind": "ServiceAccount", "name": "bot", "namespace": "default"},
             ],
         }),
+        // The name is the feature's in kebab case.
+        ("featuregates.genplane.io", "features") => json!({"spec": {"featureName": "Sample"}}),
         ("apiextensions.k8s.io", "customresourcedefinitions") => {
             let mut crd = crds().swap_remove(0);
             crd["metadata"]["labels"] = json!({"app": "web"});
@@ -170,8 +172,12 @@ fn seeds() -> Vec<Vec<u8>> {
         let object = sample(resource);
         let json = serde_json::to_vec(&object).unwrap();
         let yaml = serde_saphyr::to_string(&object).unwrap().into_bytes();
-        let proto = protobuf::encode(&object, resource.schema).unwrap();
-        for (media, body) in [(0u8, json), (1, yaml), (2, proto)] {
+        let mut bodies = vec![(0u8, json), (1, yaml)];
+        // A kind of genplane's own (Feature) speaks JSON and YAML only.
+        if resource.protobuf {
+            bodies.push((2, protobuf::encode(&object, resource.schema).unwrap()));
+        }
+        for (media, body) in bodies {
             for mode in 0..4u8 {
                 let mut seed = vec![which, media | (mode << 2)];
                 seed.extend_from_slice(&body);

@@ -243,7 +243,8 @@ fn the_identity_lease_and_request_metrics_are_published() {
         &[
             "apiserver_storage_objects{resource=\"configmaps\"} 2",
             "apiserver_storage_objects{resource=\"namespaces\"} 4",
-            "apiserver_storage_objects{resource=\"leases.coordination.k8s.io\"} 1",
+            // The identity Lease, and the Lease of its feature-use reporter.
+            "apiserver_storage_objects{resource=\"leases.coordination.k8s.io\"} 2",
             "apiserver_request_total{code=\"200\",component=\"apiserver\",dry_run=\"\",group=\"\",resource=\"configmaps\",scope=\"cluster\",subresource=\"\",verb=\"LIST\",version=\"v1\"} 1",
             "# TYPE apiserver_request_total counter",
             "# TYPE apiserver_request_duration_seconds histogram",

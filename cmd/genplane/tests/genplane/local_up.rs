@@ -338,7 +338,8 @@ fn systemd_units_run_known_applets_with_flags_they_accept() {
         [
             "genplane-apiserver-etcd.service",
             "genplane-apiserver.service",
-            "genplane-controller-manager.service"
+            "genplane-controller-manager.service",
+            "genplane-feature-controller.service"
         ]
     );
     let applets = applets();
@@ -429,7 +430,7 @@ fn systemd_units_run_known_applets_with_flags_they_accept() {
             );
             assert!(
                 kubeconfig.starts_with("/var/lib/genplane/")
-                    && kubeconfig.ends_with("controller-manager.kubeconfig"),
+                    && kubeconfig.ends_with(&format!("/{applet}.kubeconfig")),
                 "{name}: {kubeconfig}"
             );
         }
@@ -449,7 +450,7 @@ fn systemd_units_run_known_applets_with_flags_they_accept() {
 
 #[test]
 fn systemd_environment_examples_name_flags_of_their_role_with_valid_values() {
-    for applet in ["apiserver", "controller-manager"] {
+    for applet in ["apiserver", "controller-manager", "feature-controller"] {
         let path = repo().join(format!("manifests/systemd/{applet}.env.example"));
         let example = std::fs::read_to_string(&path).unwrap();
         let accepted = flags_of(applet);
@@ -474,8 +475,10 @@ fn systemd_environment_examples_name_flags_of_their_role_with_valid_values() {
         assert!(values.len() >= 3, "{}: {values:?}", path.display());
         let mut check = Command::new(BIN);
         check.arg(applet).env_clear().envs(values.iter().cloned());
-        if applet == "controller-manager" {
-            check.arg("--kubeconfig=/var/lib/genplane/controller-manager.kubeconfig");
+        if applet != "apiserver" {
+            check.arg(format!(
+                "--kubeconfig=/var/lib/genplane/{applet}.kubeconfig"
+            ));
         }
         let out = check.arg("--config-check").output().unwrap();
         assert!(
@@ -563,7 +566,7 @@ fn container_image_roles_ports_and_user_match_genplane() {
         .iter()
         .flat_map(|l| l.split_whitespace().map(str::to_owned))
         .collect();
-    let defaults: BTreeSet<String> = ["apiserver", "controller-manager"]
+    let defaults: BTreeSet<String> = ["apiserver", "controller-manager", "feature-controller"]
         .iter()
         .map(|applet| defaults_of(applet)["secure-port"].clone())
         .collect();

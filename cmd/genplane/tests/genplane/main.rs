@@ -15,6 +15,7 @@ mod crd_scale;
 mod dispatch;
 mod encryption;
 mod etcd_compaction;
+mod features;
 mod ha_chaos;
 mod kubectl_acceptance;
 mod kubectl_apply;

@@ -171,7 +171,28 @@ pub fn documents_of(
 fn generator() -> SchemaGenerator {
     SchemaSettings::openapi3()
         .with(|s| s.meta_schema = None)
+        .with_transform(nullable_as_all_of)
         .into_generator()
+}
+
+/// Writes schemars' `Option<T>` of a referenced type (`anyOf: [{$ref}, {enum: [null],
+/// nullable: true}]`) as Kubernetes writes an optional struct (`allOf: [{$ref}]`, `nullable`),
+/// which the type model of server-side apply and strategic merge follows into the type: a
+/// kind derived in Rust then merges its optional structs field by field, and its list maps by
+/// key, as a built-in kind does.
+fn nullable_as_all_of(schema: &mut schemars::Schema) {
+    if let Some(object) = schema.as_object_mut()
+        && let Some(Value::Array(any)) = object.get("anyOf")
+        && any.len() == 2
+        && any[0].get("$ref").is_some()
+        && any[1] == serde_json::json!({"enum": [null], "nullable": true})
+    {
+        let referenced = any[0].clone();
+        object.remove("anyOf");
+        object.insert("allOf".into(), Value::Array(vec![referenced]));
+        object.insert("nullable".into(), Value::Bool(true));
+    }
+    schemars::transform::transform_subschemas(&mut nullable_as_all_of, schema);
 }
 
 /// Adds the schema of a kind (its entry's among `kinds`) and returns its name; `None` for a

@@ -60,6 +60,8 @@ fn documents_are_listed_as_upstream_lists_them() {
             "apis/coordination.k8s.io/v1",
             "apis/apiextensions.k8s.io",
             "apis/apiextensions.k8s.io/v1",
+            "apis/featuregates.genplane.io",
+            "apis/featuregates.genplane.io/v1alpha1",
             "apis/authentication.k8s.io",
             "apis/authentication.k8s.io/v1",
             "apis/authorization.k8s.io",
@@ -368,7 +370,8 @@ fn the_v2_document_holds_every_group_version() {
             .as_array()
             .unwrap()
             .len(),
-        8
+        // Every group version's, featuregates.genplane.io/v1alpha1's included.
+        9
     );
     assert_eq!(
         doc["definitions"]["io.k8s.apimachinery.pkg.apis.meta.v1.APIGroup"]["x-kubernetes-group-version-kind"],

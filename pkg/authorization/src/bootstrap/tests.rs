@@ -371,7 +371,21 @@ fn the_matrix_of_users_verbs_and_resources() {
             "delete coordination.k8s.io:leases kube-system old",
             true,
         ),
-        ("fc", "list coordination.k8s.io:leases a", false),
+        // Its ClearField tasks patch Leases anywhere; it never deletes them outside kube-system.
+        ("fc", "list coordination.k8s.io:leases a", true),
+        ("fc", "patch coordination.k8s.io:leases a x", true),
+        ("fc", "delete coordination.k8s.io:leases a x", false),
+        // Every role reports its feature uses and keeps an identity Lease.
+        (
+            "cm",
+            "patch featuregates.genplane.io:features/status kube-system f",
+            true,
+        ),
+        (
+            "cm",
+            "create featuregates.genplane.io:features kube-system",
+            false,
+        ),
         ("fc", "list configmaps kube-system", false),
     ];
     let mut wrong = Vec::new();

@@ -93,6 +93,8 @@ const CLIENTS: &[(&str, &str, &[&str])] = &[
         "system:genplane:feature-controller",
         &[],
     ),
+    // The API server's own client, for reporting its feature uses.
+    ("apiserver-loopback", "system:genplane:apiserver", &[]),
 ];
 
 /// Writes `contents` to `path`; a `private` file (a key, a kubeconfig holding one) is

@@ -116,13 +116,17 @@ pub fn start_with(extra: &[&str]) -> Apiserver {
 }
 
 /// Starts `genplane apiserver` over the data directory in `dir` (which may hold an earlier
-/// run's data) with `extra` flags, on a port it picks itself, and waits until `/readyz`
-/// answers 200; fails with the server's log if it exits first.
+/// run's data) with `extra` flags, on a port it picks itself (unless `extra` names one: the
+/// port of an earlier run, which its clients know), and waits until `/readyz` answers 200;
+/// fails with the server's log if it exits first.
 pub fn start_in(dir: tempfile::TempDir, extra: &[&str]) -> Apiserver {
     let log = next_log(dir.path(), "apiserver");
     let mut command = Command::new(BIN);
+    command.args(["apiserver", "--bind-address=127.0.0.1"]);
+    if !extra.iter().any(|a| a.starts_with("--secure-port")) {
+        command.arg("--secure-port=0");
+    }
     command
-        .args(["apiserver", "--bind-address=127.0.0.1", "--secure-port=0"])
         .arg(format!("--data-dir={}", dir.path().join("data").display()))
         .args(extra);
     let mut process = Process::spawn("the apiserver", command, &log);

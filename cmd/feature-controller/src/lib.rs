@@ -1,0 +1,343 @@
+//! `genplane feature-controller`: KEP-3920's server flow against an API server over HTTPS
+//! (`genplane_featurecontroller`).
+//!
+//! Options → validated config → a client from `--kubeconfig` (or the pod's service account) →
+//! the ops endpoints (`/healthz`, `/livez`, `/readyz`, `/metrics` with
+//! `feature_controller_leader` and `feature_transitions_total`) over HTTPS with a self-signed
+//! certificate → the server flow until SIGTERM: an identity Lease, and when this instance is
+//! the one chosen by rendezvous hashing over the live instances, the announcement of every
+//! feature the `genplane` binary knows and the transitions between their states. Several
+//! instances can run: one acts, the others stand by and take over within one
+//! `--identity-lease-duration` of its death. `genplane all-in-one` runs [`serve`] too.
+//!
+//! The desired value of each feature is the one this role's `--feature-gates` give it, unless
+//! the feature is in `--dynamic-features`, whose `spec.desired` clients may then set.
+
+#![warn(missing_docs)]
+
+use std::collections::BTreeSet;
+use std::net::{IpAddr, SocketAddr};
+use std::path::PathBuf;
+use std::time::Duration;
+
+use anyhow::Context as _;
+use clap::{ArgMatches, Args, CommandFactory, Parser};
+use genplane_apimachinery::duration;
+use genplane_component_base::component::{self, Startup};
+use genplane_component_base::config::{CommonConfig, CommonOptions, ConfigFlags, Invalid};
+use genplane_component_base::featuregate::{self, UseIdentity};
+use genplane_component_base::health::Health;
+use genplane_component_base::http::{self, OpsHandler};
+use genplane_component_base::metrics;
+use genplane_component_base::process::Process;
+use genplane_component_base::shutdown::{Shutdown, Signals};
+use genplane_component_base::version::KUBERNETES_VERSION;
+use genplane_featurecontroller::{Config, FeatureController, known_features};
+use serde::{Deserialize, Serialize};
+
+/// How long open requests to the ops endpoints may finish after a shutdown signal.
+const DRAIN: Duration = Duration::from_secs(5);
+
+/// The environment variables that say the process runs in a pod.
+const IN_CLUSTER_ENV: [&str; 2] = ["KUBERNETES_SERVICE_HOST", "KUBERNETES_SERVICE_PORT"];
+
+/// The raw options.
+#[derive(Args, Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case", default)]
+pub struct FeatureControllerOptions {
+    /// The kubeconfig to reach the API server with (required unless running in a pod).
+    #[arg(long)]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub kubeconfig: Option<PathBuf>,
+    /// The namespace of the Features of the features this binary knows.
+    #[arg(long, default_value = "kube-system")]
+    pub namespace: String,
+    /// How long this instance's identity Lease stays valid after a renewal (renewed every
+    /// third of it); another instance acts within about this long after the acting one stops.
+    #[arg(long, default_value = "15s")]
+    pub identity_lease_duration: String,
+    /// How often the acting instance reconciles every Feature.
+    #[arg(long, default_value = "5s")]
+    pub sync_period: String,
+    /// Features whose spec.desired clients may set (comma-separated names); every other
+    /// feature takes its value from --feature-gates.
+    #[arg(long, value_delimiter = ',')]
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub dynamic_features: Vec<String>,
+    /// The port serving /healthz, /livez, /readyz and /metrics over HTTPS; 0 serves nothing.
+    #[arg(long, default_value_t = 10260)]
+    pub secure_port: u16,
+    /// The address to listen on.
+    #[arg(long, default_value = "0.0.0.0")]
+    pub bind_address: String,
+    /// Logging, feature gates and the use report period.
+    #[command(flatten)]
+    #[serde(flatten)]
+    pub common: CommonOptions,
+}
+
+impl Default for FeatureControllerOptions {
+    fn default() -> Self {
+        Self {
+            kubeconfig: None,
+            namespace: "kube-system".to_owned(),
+            identity_lease_duration: "15s".to_owned(),
+            sync_period: "5s".to_owned(),
+            dynamic_features: Vec::new(),
+            secure_port: 10260,
+            bind_address: "0.0.0.0".to_owned(),
+            common: CommonOptions::default(),
+        }
+    }
+}
+
+/// The validated options.
+#[derive(Clone, Debug)]
+pub struct FeatureControllerConfig {
+    /// The options as given.
+    pub options: FeatureControllerOptions,
+    /// `--identity-lease-duration`.
+    pub identity_lease_duration: Duration,
+    /// `--sync-period`.
+    pub sync_period: Duration,
+    /// `--dynamic-features`.
+    pub dynamic: BTreeSet<String>,
+    /// The listening address of the ops endpoints.
+    pub bind_address: IpAddr,
+    /// Logging and feature gates.
+    pub common: CommonConfig,
+}
+
+/// Every feature the `genplane` binary knows: the union of its roles' (the API server's; the
+/// controller-manager registers none yet), with their declared transition tasks.
+pub fn binary_features() -> featuregate::Registry {
+    genplane_controlplane::features::registry()
+}
+
+fn positive(text: &str) -> Result<Duration, String> {
+    let d = duration::parse(text).map_err(|e| e.to_string())?;
+    if d < Duration::from_secs(1) {
+        return Err("must be at least 1s".to_owned());
+    }
+    Ok(d)
+}
+
+impl FeatureControllerOptions {
+    /// Validates every option, recording every problem in `invalid`.
+    pub fn validate(
+        &self,
+        identity: UseIdentity,
+        rust_log: Option<&str>,
+        in_cluster: bool,
+        invalid: &mut Invalid,
+    ) -> Option<FeatureControllerConfig> {
+        if self.kubeconfig.is_none() && !in_cluster {
+            invalid.push(
+                "kubeconfig",
+                "required unless running in a pod (KUBERNETES_SERVICE_HOST and KUBERNETES_SERVICE_PORT set)",
+            );
+        }
+        let identity_lease_duration = invalid.check(
+            "identity-lease-duration",
+            positive(&self.identity_lease_duration),
+        );
+        let sync_period = invalid.check("sync-period", positive(&self.sync_period));
+        let registry = binary_features();
+        for name in &self.dynamic_features {
+            if registry.spec_at(name, KUBERNETES_VERSION).is_none() {
+                invalid.push(
+                    "dynamic-features",
+                    format!("unrecognized feature gate: {name}"),
+                );
+            }
+        }
+        let bind_address = invalid.check(
+            "bind-address",
+            self.bind_address
+                .parse::<IpAddr>()
+                .map_err(|e| format!("{:?} is not an IP address: {e}", self.bind_address)),
+        );
+        let common = self.common.validate(&registry, identity, rust_log, invalid);
+        Some(FeatureControllerConfig {
+            options: self.clone(),
+            identity_lease_duration: identity_lease_duration?,
+            sync_period: sync_period?,
+            dynamic: self.dynamic_features.iter().cloned().collect(),
+            bind_address: bind_address?,
+            common: common?,
+        })
+    }
+}
+
+#[derive(Parser)]
+#[command(
+    name = "feature-controller",
+    about = "Announce the cluster's feature gates in the Feature API and turn them on and off safely (KEP-3920)"
+)]
+struct Cli {
+    #[command(flatten)]
+    config: ConfigFlags,
+    #[command(flatten)]
+    options: FeatureControllerOptions,
+}
+
+/// The command line of `genplane feature-controller`.
+pub fn command() -> clap::Command {
+    Cli::command()
+}
+
+/// Runs `genplane feature-controller` until SIGTERM or SIGINT.
+pub fn run(matches: &ArgMatches, process: &Process) -> anyhow::Result<()> {
+    let instance = process.var("HOSTNAME").unwrap_or("localhost").to_owned();
+    let rust_log = process.var("RUST_LOG").map(str::to_owned);
+    let in_cluster = IN_CLUSTER_ENV.iter().all(|v| process.var(v).is_some());
+    let startup = component::configure::<FeatureControllerOptions, _>(
+        matches,
+        process,
+        &mut std::io::stdout(),
+        |options, invalid| {
+            options.validate(
+                UseIdentity::new("feature-controller", instance.clone()),
+                rust_log.as_deref(),
+                in_cluster,
+                invalid,
+            )
+        },
+    )?;
+    let Startup::Run(config) = startup else {
+        return Ok(());
+    };
+    let _ = tracing::subscriber::set_global_default(config.common.logging.subscriber());
+    for warning in config.common.feature_gate.warnings() {
+        tracing::warn!("{warning}");
+    }
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .context("starting the runtime")?;
+    runtime.block_on(async {
+        let shutdown = Shutdown::new();
+        tokio::spawn(shutdown.clone().trigger_on(Signals::install()?));
+        serve(config, shutdown).await
+    })
+}
+
+/// The host name, as the operating system reports it.
+fn hostname() -> String {
+    hostname::get()
+        .ok()
+        .and_then(|h| h.into_string().ok())
+        .filter(|h| !h.is_empty())
+        .unwrap_or_else(|| "localhost".to_owned())
+}
+
+/// Runs the feature-controller with `config` until `shutdown` is triggered. It installs no
+/// signal handler or subscriber, so it can run next to other roles in one process (all-in-one
+/// validates [`FeatureControllerOptions`] itself, with the API server's
+/// `feature-controller.kubeconfig` and `secure_port` 0).
+pub async fn serve(config: FeatureControllerConfig, shutdown: Shutdown) -> anyhow::Result<()> {
+    let (client, _) =
+        genplane_controller::client::connect(config.options.kubeconfig.as_deref()).await?;
+    let registry = metrics::Registry::new();
+    config.common.feature_gate.register_metrics(&registry);
+    let gate = &config.common.feature_gate;
+    let known = known_features(&binary_features(), gate, &config.dynamic);
+    let controller = FeatureController::new(
+        client,
+        Config {
+            namespace: config.options.namespace.clone(),
+            report_period: config.common.feature_use_report_period,
+            identity_lease_duration: config.identity_lease_duration,
+            sync_period: config.sync_period,
+            dynamic: config.dynamic.clone(),
+            binary_version: KUBERNETES_VERSION.to_string(),
+        },
+        known,
+        gate.emulated_version().to_string(),
+        &hostname(),
+        &registry,
+    );
+    let ops = if config.options.secure_port == 0 {
+        None
+    } else {
+        let tls = http::self_signed_tls()?;
+        let listener = http::bind(SocketAddr::new(
+            config.bind_address,
+            config.options.secure_port,
+        ))
+        .await?;
+        tracing::info!(address = %listener.local_addr()?, "serving the ops endpoints over HTTPS");
+        let handler_ops = OpsHandler::new(Health::new(&shutdown), registry);
+        let handler = move |request: hyper::Request<hyper::body::Incoming>| {
+            let ops = handler_ops.clone();
+            async move {
+                match ops.handle(&request).await {
+                    Some(response) => response,
+                    None => http::text(hyper::StatusCode::NOT_FOUND, "404 page not found\n".into()),
+                }
+            }
+        };
+        Some(tokio::spawn(http::serve_tls(
+            listener,
+            tls,
+            handler,
+            shutdown.clone(),
+            DRAIN,
+        )))
+    };
+    let stop = shutdown.clone();
+    controller.run(async move { stop.triggered().await }).await;
+    if let Some(ops) = ops {
+        match ops.await {
+            Ok(Err(error)) => tracing::warn!(%error, "closing the ops endpoints"),
+            Err(error) => tracing::warn!(%error, "the ops server task failed"),
+            Ok(Ok(())) => {}
+        }
+    }
+    tracing::info!("stopped");
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn validate(options: &FeatureControllerOptions) -> Result<FeatureControllerConfig, String> {
+        let mut invalid = Invalid::new();
+        let config = options.validate(
+            UseIdentity::new("feature-controller", "test"),
+            None,
+            false,
+            &mut invalid,
+        );
+        invalid.finish(config).map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn defaults_and_every_problem_reported() {
+        let options = FeatureControllerOptions {
+            kubeconfig: Some("k".into()),
+            ..FeatureControllerOptions::default()
+        };
+        let config = validate(&options).unwrap();
+        assert_eq!(config.identity_lease_duration, Duration::from_secs(15));
+        assert_eq!(config.sync_period, Duration::from_secs(5));
+        assert_eq!(
+            config.common.feature_use_report_period,
+            Duration::from_secs(30)
+        );
+        let bad = FeatureControllerOptions {
+            sync_period: "0s".into(),
+            dynamic_features: vec!["NoSuchFeature".into()],
+            ..FeatureControllerOptions::default()
+        };
+        let error = validate(&bad).unwrap_err();
+        for part in [
+            "kubeconfig",
+            "sync-period",
+            "unrecognized feature gate: NoSuchFeature",
+        ] {
+            assert!(error.contains(part), "{part}: {error}");
+        }
+    }
+}

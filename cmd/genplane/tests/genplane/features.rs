@@ -1,0 +1,432 @@
+//! The Feature API (`featuregates.genplane.io/v1alpha1`) and `genplane feature-controller`
+//! (KEP-3920, stage 1): features announced with the uses every role reports, transitions
+//! through their tasks, refusals of what only dynamic features allow, and several
+//! feature-controllers of which exactly one acts.
+
+#![allow(clippy::unwrap_used)]
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use serde_json::Value;
+
+use crate::support::{self, Apiserver, BIN, Process, eventually, free_port, ok, text};
+
+const CLE: &str = "coordinated-leader-election";
+
+fn kubectl(kubeconfig: &Path, args: &[&str]) -> Output {
+    Command::new("kubectl")
+        .arg("--kubeconfig")
+        .arg(kubeconfig)
+        .args(args)
+        .output()
+        .unwrap()
+}
+
+fn feature(kubeconfig: &Path, name: &str) -> Option<Value> {
+    let out = kubectl(
+        kubeconfig,
+        &["get", "feature", name, "-n", "kube-system", "-o", "json"],
+    );
+    out.status
+        .success()
+        .then(|| serde_json::from_slice(&out.stdout).unwrap())
+}
+
+/// The values of the uses reported by `component`.
+fn uses_of(feature: &Value, component: &str) -> Vec<String> {
+    feature["status"]["uses"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|u| u["component"] == component)
+        .map(|u| u["value"].as_str().unwrap().to_owned())
+        .collect()
+}
+
+const DEMO_LEASE: &str = "apiVersion: coordination.k8s.io/v1
+kind: Lease
+metadata: {name: demo, namespace: default}
+spec: {holderIdentity: me, strategy: OldestEmulationVersion, preferredHolder: you}
+";
+
+fn apply_stdin(kubeconfig: &Path, args: &[&str], input: &str) -> Output {
+    use std::io::Write as _;
+    let mut child = Command::new("kubectl")
+        .arg("--kubeconfig")
+        .arg(kubeconfig)
+        .args(args)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(input.as_bytes())
+        .unwrap();
+    child.wait_with_output().unwrap()
+}
+
+fn all_in_one(dir: &Path, gates: &str) -> (Process, PathBuf) {
+    let mut command = Command::new(BIN);
+    command
+        .args(["all-in-one", "--bind-address=127.0.0.1", "--secure-port=0"])
+        .arg(format!("--data-dir={}", dir.join("data").display()))
+        .arg("--feature-use-report-period=1s")
+        .arg(format!("--feature-gates={gates}"));
+    let log = support::next_log(dir, "all-in-one");
+    let mut process = Process::spawn("all-in-one", command, &log);
+    let kubeconfig = process.wait_for("the export KUBECONFIG line", |p| {
+        p.output()
+            .lines()
+            .find_map(|line| line.strip_prefix("export KUBECONFIG=").map(PathBuf::from))
+    });
+    (process, kubeconfig)
+}
+
+/// All-in-one announces the features it knows with the uses of its API server; the table,
+/// `kubectl explain` and validation read well; restarted with CoordinatedLeaderElection off,
+/// the feature turns off through its tasks: every live instance reports Off, then the Lease
+/// fields the feature wrote are cleared.
+#[test]
+fn all_in_one_announces_features_and_turns_one_off_through_its_tasks() {
+    let dir = tempfile::tempdir().unwrap();
+    let (mut process, kubeconfig) = all_in_one(dir.path(), "CoordinatedLeaderElection=true");
+    let announced = process.wait_for("the feature with the API server's use", |_| {
+        let object = feature(&kubeconfig, CLE)?;
+        (uses_of(&object, "apiserver") == ["On"]).then_some(object)
+    });
+    assert_eq!(
+        announced["spec"]["featureName"],
+        "CoordinatedLeaderElection"
+    );
+    assert_eq!(announced["status"]["state"], "On");
+    assert_eq!(announced["status"]["stage"], "Beta");
+    assert_eq!(announced["status"]["default"], false);
+    assert_eq!(announced["status"]["dynamic"], false);
+    assert_eq!(announced["status"]["versions"]["binary"], "1.33");
+
+    // Each instance owns only its own entry, by server-side apply.
+    let managers = ok(kubectl(
+        &kubeconfig,
+        &[
+            "get",
+            "feature",
+            CLE,
+            "-n",
+            "kube-system",
+            "--show-managed-fields",
+            "-o",
+            "jsonpath={range .metadata.managedFields[*]}{.manager} {.operation}{\"\\n\"}{end}",
+        ],
+    ));
+    assert!(
+        managers
+            .lines()
+            .any(|l| l.starts_with("apiserver/apiserver-") && l.ends_with(" Apply")),
+        "{managers}"
+    );
+
+    let table = ok(kubectl(
+        &kubeconfig,
+        &["get", "features", "-n", "kube-system"],
+    ));
+    let header: Vec<&str> = table.lines().next().unwrap().split_whitespace().collect();
+    assert_eq!(
+        header,
+        [
+            "NAME", "STATE", "DESIRED", "STAGE", "DEFAULT", "AGREED", "TASK", "AGE"
+        ],
+        "{table}"
+    );
+    assert!(table.contains("api-server-identity"), "{table}");
+    let explained = ok(kubectl(&kubeconfig, &["explain", "feature.status.uses"]));
+    assert!(explained.contains("instance"), "{explained}");
+    assert!(explained.contains("firstReport"), "{explained}");
+
+    // Only dynamic features take spec.desired; names follow the feature names.
+    let refused = kubectl(
+        &kubeconfig,
+        &[
+            "patch",
+            "feature",
+            CLE,
+            "-n",
+            "kube-system",
+            "--type=merge",
+            "-p",
+            "{\"spec\":{\"desired\":\"Off\"}}",
+        ],
+    );
+    assert!(!refused.status.success());
+    assert!(
+        text(&refused)
+            .contains("spec.desired: Forbidden: feature CoordinatedLeaderElection is not dynamic"),
+        "{}",
+        text(&refused)
+    );
+    let misnamed = apply_stdin(
+        &kubeconfig,
+        &["apply", "--server-side", "-f", "-"],
+        "apiVersion: featuregates.genplane.io/v1alpha1
+kind: Feature
+metadata: {name: my-feature, namespace: default}
+spec: {featureName: MyOwnFeature}
+",
+    );
+    assert!(
+        text(&misnamed)
+            .contains("metadata.name: Invalid value: \"my-feature\": must be \"my-own-feature\""),
+        "{}",
+        text(&misnamed)
+    );
+    let third_party = apply_stdin(
+        &kubeconfig,
+        &["apply", "--server-side", "-f", "-"],
+        "apiVersion: featuregates.genplane.io/v1alpha1
+kind: Feature
+metadata: {name: my-own-feature, namespace: default}
+spec: {featureName: MyOwnFeature}
+",
+    );
+    assert!(third_party.status.success(), "{}", text(&third_party));
+
+    // With the feature on, a Lease keeps the fields only it allows.
+    ok(apply_stdin(&kubeconfig, &["apply", "-f", "-"], DEMO_LEASE));
+    let strategy = ok(kubectl(
+        &kubeconfig,
+        &["get", "lease", "demo", "-o", "jsonpath={.spec.strategy}"],
+    ));
+    assert_eq!(strategy, "OldestEmulationVersion");
+
+    // Restart with the feature off: the transition runs its tasks and the fields are gone.
+    process.terminate();
+    process.wait_exit(support::DEADLINE);
+    let (mut process, kubeconfig) = all_in_one(dir.path(), "CoordinatedLeaderElection=false");
+    let off = process.wait_for("the feature turned off", |_| {
+        let object = feature(&kubeconfig, CLE)?;
+        (object["status"]["state"] == "Off").then_some(object)
+    });
+    assert_eq!(off["status"].get("tasks"), None);
+    let spec = ok(kubectl(
+        &kubeconfig,
+        &["get", "lease", "demo", "-o", "jsonpath={.spec}"],
+    ));
+    assert_eq!(spec, "{\"holderIdentity\":\"me\"}");
+    let log = process.output();
+    let turning = log
+        .find("feature state changed feature=\"CoordinatedLeaderElection\" state=\"TurningOff\"")
+        .unwrap_or_else(|| panic!("{log}"));
+    let cleared = log.find("task=\"ClearField\"").unwrap();
+    let done = log
+        .find("feature state changed feature=\"CoordinatedLeaderElection\" state=\"Off\"")
+        .unwrap();
+    assert!(turning < cleared && cleared < done, "{log}");
+    // Every live instance agrees again, and the old API server's use is gone.
+    process.wait_for("agreement on Off", |_| {
+        let object = feature(&kubeconfig, CLE)?;
+        let agreed = object["status"]["conditions"]
+            .as_array()?
+            .iter()
+            .any(|c| c["type"] == "Agreed" && c["status"] == "True");
+        (agreed && uses_of(&object, "apiserver") == ["Off"]).then_some(())
+    });
+}
+
+/// A `genplane feature-controller` with its ops endpoints on loopback.
+struct FeatureController {
+    process: Process,
+    port: u16,
+}
+
+impl FeatureController {
+    fn start(server: &Apiserver, log: &str, extra: &[&str]) -> FeatureController {
+        let kubeconfig = server.data().join("feature-controller.kubeconfig");
+        let log = server.dir.path().join(log);
+        for _ in 0..5 {
+            let port = free_port();
+            let mut command = Command::new(BIN);
+            command
+                .arg("feature-controller")
+                .arg(format!("--kubeconfig={}", kubeconfig.display()))
+                .arg(format!("--secure-port={port}"))
+                .arg("--bind-address=127.0.0.1")
+                .args(extra);
+            let mut process = Process::spawn("a feature-controller", command, &log);
+            let bound = process.try_wait_for("its ops endpoints", |p| {
+                Ok(p.output()
+                    .lines()
+                    .any(|l| l.contains("serving the ops endpoints over HTTPS"))
+                    .then_some(()))
+            });
+            match bound {
+                Ok(()) => return FeatureController { process, port },
+                Err(_) if process.output().contains("in use") => {}
+                Err(status) => panic!(
+                    "the feature-controller exited ({status}); its log ends with:\n{}",
+                    process.tail()
+                ),
+            }
+        }
+        panic!("the feature-controller lost its port five times");
+    }
+
+    /// The value of the metric line starting with `series`, if any.
+    fn metric(&self, series: &str) -> Option<f64> {
+        let out = Command::new("curl")
+            .args(["-sk"])
+            .arg(format!("https://127.0.0.1:{}/metrics", self.port))
+            .output()
+            .unwrap();
+        let body = String::from_utf8(out.stdout).unwrap();
+        body.lines()
+            .find(|l| l.starts_with(series))
+            .and_then(|l| l.rsplit_once(' ')?.1.parse().ok())
+    }
+
+    fn leads(&self) -> bool {
+        self.metric("feature_controller_leader ") == Some(1.0)
+    }
+}
+
+/// Three feature-controllers: exactly one acts. A dynamic feature asked off stays
+/// TurningOff while the API server still runs it on (the condition names it); the acting
+/// controller is killed with SIGKILL, another takes over, and once the API server runs with
+/// the feature off it completes the transition.
+#[test]
+fn three_feature_controllers_one_acts_and_another_finishes_after_sigkill() {
+    let report = "--feature-use-report-period=1s";
+    let server = support::start_with(&[report, "--feature-gates=CoordinatedLeaderElection=true"]);
+    let admin = server.kubeconfig();
+    let extra = [
+        report,
+        "--identity-lease-duration=3s",
+        "--sync-period=1s",
+        "--dynamic-features=CoordinatedLeaderElection",
+        "--feature-gates=CoordinatedLeaderElection=true",
+        "-v=2",
+    ];
+    let mut controllers: Vec<FeatureController> = (1..=3)
+        .map(|i| FeatureController::start(&server, &format!("feature-controller-{i}.log"), &extra))
+        .collect();
+    let on = eventually(
+        "the dynamic feature announced On with the API server's use",
+        || {
+            let object = feature(&admin, CLE)?;
+            (object["status"]["dynamic"] == true
+                && object["status"]["state"] == "On"
+                && uses_of(&object, "apiserver") == ["On"])
+            .then_some(object)
+        },
+    );
+    assert_eq!(on["status"]["stage"], "Beta");
+    let leader = eventually("exactly one acting feature-controller", || {
+        let leading: Vec<usize> = (0..3).filter(|&i| controllers[i].leads()).collect();
+        let standing_by = (0..3)
+            .filter(|&i| controllers[i].metric("feature_controller_leader ") == Some(0.0))
+            .count();
+        (leading.len() == 1 && standing_by == 2).then(|| leading[0])
+    });
+
+    // Asked off: the API server still reports On, so the transition waits, naming it.
+    ok(kubectl(
+        &admin,
+        &[
+            "patch",
+            "feature",
+            CLE,
+            "-n",
+            "kube-system",
+            "--type=merge",
+            "-p",
+            "{\"spec\":{\"desired\":\"Off\"}}",
+        ],
+    ));
+    let held = eventually("the transition held by the API server", || {
+        let object = feature(&admin, CLE)?;
+        let message = object["status"]["tasks"][0]["message"].as_str()?.to_owned();
+        (object["status"]["state"] == "TurningOff"
+            && message.starts_with("waiting for instances that still report On: apiserver/"))
+        .then_some(object)
+    });
+    assert_eq!(held["status"]["tasks"][1]["type"], "ClearField");
+    let agreed = held["status"]["conditions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["type"] == "Agreed")
+        .unwrap();
+    assert_eq!(agreed["status"], "False");
+    assert!(
+        agreed["message"]
+            .as_str()
+            .unwrap()
+            .contains("apiserver/apiserver-"),
+        "{agreed}"
+    );
+    assert_eq!(
+        controllers[leader].metric(
+            "feature_transitions_total{feature=\"CoordinatedLeaderElection\",to=\"TurningOff\"}"
+        ),
+        Some(1.0)
+    );
+
+    // The acting one dies; another takes over within the identity lease duration.
+    controllers[leader].process.kill();
+    let killed = controllers.remove(leader);
+    let next = eventually("another acting feature-controller", || {
+        let leading: Vec<usize> = (0..2).filter(|&i| controllers[i].leads()).collect();
+        (leading.len() == 1).then(|| leading[0])
+    });
+
+    // The API server restarted (on its port, which the controllers' kubeconfig names) with the
+    // feature off: the transition completes.
+    let old_port = server.port;
+    let port = format!("--secure-port={old_port}");
+    let dir = support::stop(server);
+    let server = support::start_in(
+        dir,
+        &[
+            report,
+            "--feature-gates=CoordinatedLeaderElection=false",
+            &port,
+        ],
+    );
+    assert_eq!(server.port, old_port);
+    let admin = server.kubeconfig();
+    let off = controllers[next]
+        .process
+        .wait_for("the feature turned off", |_| {
+            let object = feature(&admin, CLE)?;
+            (object["status"]["state"] == "Off").then_some(object)
+        });
+    assert_eq!(off["status"].get("tasks"), None);
+    assert_eq!(
+        controllers[next]
+            .metric("feature_transitions_total{feature=\"CoordinatedLeaderElection\",to=\"Off\"}"),
+        Some(1.0)
+    );
+    // Nobody else completed it, and the killed one had only started it.
+    let other = 1 - next;
+    assert_eq!(
+        controllers[other]
+            .metric("feature_transitions_total{feature=\"CoordinatedLeaderElection\",to=\"Off\"}"),
+        None
+    );
+    assert!(
+        !killed.process.output().contains("state=\"Off\""),
+        "{}",
+        killed.process.tail()
+    );
+    assert!(
+        controllers[next]
+            .process
+            .output()
+            .contains("leading: this instance acts for the feature-controllers"),
+        "{}",
+        controllers[next].process.tail()
+    );
+}

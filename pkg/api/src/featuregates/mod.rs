@@ -1,0 +1,70 @@
+//! `featuregates.genplane.io/v1alpha1`: genplane's Feature API (KEP-3920, stage 1).
+//!
+//! One [`feature`] object per feature gate, in the namespace of its owner (`kube-system` for
+//! the features genplane knows; third parties use their own namespace). The object's name is
+//! derived from the feature's name by [`object_name`], so that every component finds the object
+//! of a feature without listing:
+//!
+//! - a `-` goes before an upper-case letter that follows a lower-case letter or a digit, and
+//!   before the last upper-case letter of a run followed by a lower-case one (an acronym ends);
+//! - `_` becomes `-`; everything is lower-cased.
+//!
+//! `CoordinatedLeaderElection` is `coordinated-leader-election`, `APIServerIdentity` is
+//! `api-server-identity`, `WatchList` is `watch-list`. The strategy refuses an object whose
+//! name is not its feature's.
+
+pub mod feature;
+
+/// The API group.
+pub const GROUP: &str = "featuregates.genplane.io";
+/// The served version.
+pub const VERSION: &str = "v1alpha1";
+/// The `apiVersion` of the group's objects.
+pub const API_VERSION: &str = "featuregates.genplane.io/v1alpha1";
+/// The namespace of the features genplane's own components know.
+pub const SYSTEM_NAMESPACE: &str = "kube-system";
+
+/// The object name of the Feature for `feature` (see the module documentation).
+pub fn object_name(feature: &str) -> String {
+    let chars: Vec<char> = feature.chars().collect();
+    let mut name = String::with_capacity(feature.len() + 4);
+    for (i, &c) in chars.iter().enumerate() {
+        if c == '_' {
+            name.push('-');
+            continue;
+        }
+        if c.is_ascii_uppercase() && i > 0 {
+            let prev = chars[i - 1];
+            let next_lower = chars.get(i + 1).is_some_and(char::is_ascii_lowercase);
+            let boundary = prev.is_ascii_lowercase()
+                || prev.is_ascii_digit()
+                || (prev.is_ascii_uppercase() && next_lower);
+            if boundary && !name.ends_with('-') {
+                name.push('-');
+            }
+        }
+        name.push(c.to_ascii_lowercase());
+    }
+    name
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn object_names_are_kebab_case_with_acronyms_kept_together() {
+        for (feature, name) in [
+            ("CoordinatedLeaderElection", "coordinated-leader-election"),
+            ("APIServerIdentity", "api-server-identity"),
+            ("WatchList", "watch-list"),
+            ("OpenAPIV3", "open-apiv3"),
+            ("HPAScaleToZero", "hpa-scale-to-zero"),
+            ("Feature_With_Underscores", "feature-with-underscores"),
+            ("SizeMemoryBackedVolumes2", "size-memory-backed-volumes2"),
+            ("a", "a"),
+        ] {
+            assert_eq!(object_name(feature), name, "{feature}");
+        }
+    }
+}

@@ -1,0 +1,100 @@
+//! A role's client of the API server: from `--kubeconfig`, or in a pod from its service
+//! account, with the CA bundle the configuration trusts (for the root CA publisher).
+
+use std::path::{Path, PathBuf};
+
+use base64::Engine as _;
+
+/// Where a pod's service-account CA bundle is mounted.
+pub const IN_CLUSTER_CA: &str = "/var/run/secrets/kubernetes.io/serviceaccount/ca.crt";
+
+/// Why no client could be made.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// The kubeconfig could not be read or used.
+    #[error("loading {path}: {message}")]
+    Kubeconfig {
+        /// The kubeconfig.
+        path: PathBuf,
+        /// Why.
+        message: String,
+    },
+    /// The in-cluster configuration could not be loaded.
+    #[error("loading the in-cluster configuration: {0}")]
+    InCluster(String),
+    /// The client could not be built.
+    #[error("building the API client: {0}")]
+    Build(String),
+}
+
+/// The CA bundle (PEM) of the kubeconfig's current cluster, if it names one.
+fn kubeconfig_ca(
+    path: &Path,
+    kubeconfig: &kube::config::Kubeconfig,
+) -> Result<Option<String>, String> {
+    let Some(current) = kubeconfig.current_context.as_deref() else {
+        return Ok(None);
+    };
+    let Some(cluster_name) = kubeconfig
+        .contexts
+        .iter()
+        .find(|c| c.name == current)
+        .and_then(|c| c.context.as_ref())
+        .map(|c| c.cluster.clone())
+    else {
+        return Ok(None);
+    };
+    let Some(cluster) = kubeconfig
+        .clusters
+        .iter()
+        .find(|c| c.name == cluster_name)
+        .and_then(|c| c.cluster.as_ref())
+    else {
+        return Ok(None);
+    };
+    if let Some(data) = &cluster.certificate_authority_data {
+        let bytes = base64::engine::general_purpose::STANDARD
+            .decode(data.trim())
+            .map_err(|e| format!("decoding certificate-authority-data: {e}"))?;
+        return String::from_utf8(bytes)
+            .map(Some)
+            .map_err(|_| "certificate-authority-data is not PEM".to_owned());
+    }
+    if let Some(file) = &cluster.certificate_authority {
+        let file = path.parent().unwrap_or(Path::new(".")).join(file);
+        return std::fs::read_to_string(&file)
+            .map(Some)
+            .map_err(|e| format!("reading {}: {e}", file.display()));
+    }
+    Ok(None)
+}
+
+/// A client of the API server from `kubeconfig`, or the pod's in-cluster configuration when
+/// `None`, and the CA bundle (PEM) that configuration trusts.
+pub async fn connect(kubeconfig: Option<&Path>) -> Result<(kube::Client, Option<String>), Error> {
+    let (client_config, ca) = match kubeconfig {
+        Some(path) => {
+            let failed = |message: String| Error::Kubeconfig {
+                path: path.to_owned(),
+                message,
+            };
+            let kubeconfig =
+                kube::config::Kubeconfig::read_from(path).map_err(|e| failed(e.to_string()))?;
+            let ca = kubeconfig_ca(path, &kubeconfig).map_err(failed)?;
+            let client_config = kube::Config::from_custom_kubeconfig(
+                kubeconfig,
+                &kube::config::KubeConfigOptions::default(),
+            )
+            .await
+            .map_err(|e| failed(e.to_string()))?;
+            (client_config, ca)
+        }
+        None => (
+            kube::Config::incluster().map_err(|e| Error::InCluster(e.to_string()))?,
+            std::fs::read_to_string(IN_CLUSTER_CA).ok(),
+        ),
+    };
+    let client = kube::Client::try_from(client_config).map_err(|e| Error::Build(e.to_string()))?;
+    Ok((client, ca))
+}

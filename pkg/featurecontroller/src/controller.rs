@@ -1,0 +1,527 @@
+//! The server flow of `genplane feature-controller`: every instance keeps its identity Lease;
+//! the leader ([`crate::leader`]) announces the features the binary knows, drives transitions
+//! through their tasks and collects the Leases and uses of instances that are gone.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::future::Future;
+use std::time::Duration;
+
+use genplane_api::featuregates::{API_VERSION, object_name};
+use genplane_component_base::featuregate::{FeatureGate, Registry, Stage, Task};
+use genplane_component_base::metrics;
+use k8s_openapi::api::coordination::v1::Lease;
+use k8s_openapi::jiff::Timestamp;
+use kube::api::{
+    Api, ApiResource, DynamicObject, GroupVersionKind, ListParams, Patch, PatchParams, PostParams,
+};
+use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use serde_json::{Value, json};
+
+use crate::identity::{self, Identity};
+use crate::reconcile::{self, Known, Versions};
+use crate::uses::feature_resource;
+
+/// How often one sync tries to write a Feature's status when use reports keep changing it.
+const WRITE_ATTEMPTS: usize = 5;
+
+/// The component name of the feature-controller (its identity Leases' label value).
+pub const COMPONENT: &str = "feature-controller";
+
+/// Errors of the server flow; each is logged and the work retried at the next sync.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// A request to the API server failed.
+    #[error("{what}: {source}")]
+    Api {
+        /// What was being done.
+        what: String,
+        /// The client's error.
+        source: kube::Error,
+    },
+}
+
+fn api(what: impl Into<String>) -> impl FnOnce(kube::Error) -> Error {
+    let what = what.into();
+    move |source| Error::Api { what, source }
+}
+
+/// How the server flow runs.
+#[derive(Clone, Debug)]
+pub struct Config {
+    /// Where the Features live (`kube-system`).
+    pub namespace: String,
+    /// How often instances report uses (`--feature-use-report-period`); `WaitForUses` waits
+    /// twice as long after clearing the uses.
+    pub report_period: Duration,
+    /// How long this instance's identity Lease lasts (`--identity-lease-duration`); it is
+    /// renewed every third of it, and the leader changes within about that long after the
+    /// leader stops.
+    pub identity_lease_duration: Duration,
+    /// How often the leader reconciles every Feature (`--sync-period`).
+    pub sync_period: Duration,
+    /// The features clients may set `spec.desired` of (`--dynamic-features`).
+    pub dynamic: BTreeSet<String>,
+    /// The binary's Kubernetes version, MAJOR.MINOR.
+    pub binary_version: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct TransitionLabels {
+    feature: String,
+    to: String,
+}
+
+/// The server flow's metrics.
+#[derive(Clone, Debug, Default)]
+struct Metrics {
+    transitions: Family<TransitionLabels, Counter>,
+    leader: Gauge,
+}
+
+/// The server flow of one feature-controller instance.
+pub struct FeatureController {
+    client: kube::Client,
+    config: Config,
+    known: Vec<Known>,
+    versions: Versions,
+    identity: Identity,
+    metrics: Metrics,
+}
+
+/// What the binary knows: every feature of `registry` that exists at `gate`'s emulated
+/// version, with the values `gate` (the feature-controller's own `--feature-gates`) gives them.
+/// Values are read without recording a use: the feature-controller configures features, it
+/// does not use them.
+pub fn known_features(
+    registry: &Registry,
+    gate: &FeatureGate,
+    dynamic: &BTreeSet<String>,
+) -> Vec<Known> {
+    gate.features()
+        .into_iter()
+        .filter(|f| f.spec.stage != Stage::PreAlpha)
+        .filter(|f| registry.spec_at(f.name, gate.emulated_version()).is_some())
+        .map(|f| Known {
+            name: f.name,
+            stage: f.spec.stage,
+            default: f.spec.default,
+            locked: f.spec.lock_to_default,
+            configured: f.enabled,
+            dynamic: dynamic.contains(f.name),
+            turn_off_tasks: registry.turn_off_tasks(f.name).to_vec(),
+        })
+        .collect()
+}
+
+impl std::fmt::Debug for FeatureController {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("FeatureController")
+            .field("config", &self.config)
+            .field("instance", &self.identity.name())
+            .finish_non_exhaustive()
+    }
+}
+
+impl FeatureController {
+    /// The server flow of a new instance (host `host`), announcing `known` features.
+    pub fn new(
+        client: kube::Client,
+        config: Config,
+        known: Vec<Known>,
+        emulated_version: String,
+        host: &str,
+        registry: &metrics::Registry,
+    ) -> Self {
+        let identity = Identity::new(COMPONENT, host, config.identity_lease_duration);
+        let metrics = Metrics::default();
+        registry.register(
+            "feature_transitions",
+            "Feature state changes this feature-controller made, by feature and the state entered",
+            metrics.transitions.clone(),
+        );
+        registry.register(
+            "feature_controller_leader",
+            "Whether this feature-controller instance is the one acting (1) or stands by (0)",
+            metrics.leader.clone(),
+        );
+        Self {
+            client,
+            versions: Versions {
+                binary: config.binary_version.clone(),
+                emulated: emulated_version,
+            },
+            config,
+            known,
+            identity,
+            metrics,
+        }
+    }
+
+    /// This instance's name (its identity Lease).
+    pub fn instance(&self) -> &str {
+        self.identity.name()
+    }
+
+    /// Runs until `stop` resolves: renews the identity Lease, and when this instance leads,
+    /// reconciles every sync period. Errors are logged and retried.
+    pub async fn run(self, stop: impl Future<Output = ()>) {
+        tracing::info!(
+            instance = self.identity.name(),
+            "starting the feature-controller"
+        );
+        let leases: Api<Lease> = Api::namespaced(self.client.clone(), identity::NAMESPACE);
+        let renew_every = self.config.identity_lease_duration / 3;
+        let mut ticks = tokio::time::interval(self.config.sync_period.min(renew_every));
+        ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        let mut renewed: Option<tokio::time::Instant> = None;
+        let mut synced: Option<tokio::time::Instant> = None;
+        let mut leading = None;
+        tokio::pin!(stop);
+        loop {
+            tokio::select! {
+                () = &mut stop => {
+                    self.metrics.leader.set(0);
+                    // Stopping on purpose: the next instance takes over at once.
+                    if let Err(error) = self.identity.release(&leases).await {
+                        tracing::warn!(%error, "releasing the identity lease");
+                    }
+                    return;
+                }
+                _ = ticks.tick() => {}
+            }
+            if renewed.is_none_or(|at| at.elapsed() >= renew_every) {
+                match self.identity.renew(&leases).await {
+                    Ok(()) => renewed = Some(tokio::time::Instant::now()),
+                    Err(error) => {
+                        tracing::warn!(%error, "renewing the identity lease");
+                        continue;
+                    }
+                }
+            }
+            if synced.is_some_and(|at| at.elapsed() < self.config.sync_period) {
+                continue;
+            }
+            synced = Some(tokio::time::Instant::now());
+            match self.sync(&leases, &mut leading).await {
+                Ok(()) => {}
+                Err(error) => tracing::warn!(%error, "feature-controller sync; retrying"),
+            }
+        }
+    }
+
+    /// One pass: find the leader and, when it is this instance, reconcile.
+    async fn sync(&self, leases: &Api<Lease>, leading: &mut Option<bool>) -> Result<(), Error> {
+        let now = Timestamp::now();
+        let identities = identity::list(leases, now, self.config.identity_lease_duration)
+            .await
+            .map_err(api("listing identity leases"))?;
+        let candidates = identities
+            .live
+            .values()
+            .filter(|i| i.component == COMPONENT)
+            .map(|i| i.name.as_str());
+        let leader = crate::leader::leader(candidates).map(str::to_owned);
+        let me = leader.as_deref() == Some(self.identity.name());
+        if *leading != Some(me) {
+            *leading = Some(me);
+            if me {
+                tracing::info!(
+                    instance = self.identity.name(),
+                    "leading: this instance acts for the feature-controllers"
+                );
+            } else {
+                tracing::info!(
+                    instance = self.identity.name(),
+                    leader = leader.as_deref().unwrap_or("none"),
+                    "standing by"
+                );
+            }
+        }
+        self.metrics.leader.set(i64::from(me));
+        if !me {
+            return Ok(());
+        }
+        for lease in &identities.stale {
+            if identity::delete_stale(leases, lease)
+                .await
+                .map_err(api("deleting an expired identity lease"))?
+            {
+                tracing::info!(
+                    lease = lease.metadata.name.as_deref().unwrap_or_default(),
+                    "deleted an expired identity lease"
+                );
+            }
+        }
+        let features: Api<DynamicObject> = Api::namespaced_with(
+            self.client.clone(),
+            &self.config.namespace,
+            &feature_resource(),
+        );
+        let listed = features
+            .list(&ListParams::default())
+            .await
+            .map_err(api("listing features"))?;
+        let mut by_name: BTreeMap<String, Value> = BTreeMap::new();
+        for object in listed.items {
+            let value = serde_json::to_value(&object).unwrap_or_default();
+            if let Some(name) = object.metadata.name {
+                by_name.insert(name, value);
+            }
+        }
+        for known in &self.known {
+            let name = object_name(known.name);
+            let object = match by_name.remove(&name) {
+                Some(object) => object,
+                None => match self.announce(&features, known).await {
+                    Ok(object) => object,
+                    Err(error) => {
+                        tracing::warn!(%error, feature = known.name, "announcing");
+                        continue;
+                    }
+                },
+            };
+            if let Err(error) = self
+                .reconcile(&features, known, &object, &identities.live, now)
+                .await
+            {
+                tracing::warn!(%error, feature = known.name, "reconciling");
+            }
+        }
+        Ok(())
+    }
+
+    /// Creates the Feature of `known`.
+    async fn announce(&self, features: &Api<DynamicObject>, known: &Known) -> Result<Value, Error> {
+        let name = object_name(known.name);
+        let object: DynamicObject = serde_json::from_value(json!({
+            "apiVersion": API_VERSION,
+            "kind": genplane_api::featuregates::feature::KIND,
+            "metadata": {"name": name, "namespace": self.config.namespace},
+            "spec": {"featureName": known.name},
+        }))
+        .expect("invariant: a Feature is a DynamicObject");
+        let created = match features.create(&post_params(), &object).await {
+            Ok(created) => created,
+            Err(kube::Error::Api(status)) if status.code == 409 => features
+                .get(&name)
+                .await
+                .map_err(api(format!("reading feature {name}")))?,
+            Err(error) => return Err(api(format!("creating feature {name}"))(error)),
+        };
+        tracing::info!(feature = known.name, object = %name, "announced a feature");
+        Ok(serde_json::to_value(&created).unwrap_or_default())
+    }
+
+    /// Computes and writes the status of one Feature, running its next task when due. A write
+    /// that loses a race (a use report came in between) is recomputed from a fresh read, with
+    /// the outcome of a task already run this time rather than running it again.
+    async fn reconcile(
+        &self,
+        features: &Api<DynamicObject>,
+        known: &Known,
+        object: &Value,
+        live: &BTreeMap<String, identity::Instance>,
+        now: Timestamp,
+    ) -> Result<(), Error> {
+        let wait = self.config.report_period * 2;
+        let name = object_name(known.name);
+        let mut object = object.clone();
+        let mut ran: Option<(Task, Result<String, String>)> = None;
+        for _ in 0..WRITE_ATTEMPTS {
+            let mut plan = reconcile::plan(&object, known, &self.versions, live, now, wait);
+            if let Some(task) = plan.run {
+                let outcome = match &ran {
+                    Some((done, outcome)) if *done == task => outcome.clone(),
+                    _ => {
+                        let outcome = self.run_task(&task).await.map_err(|e| e.to_string());
+                        match &outcome {
+                            Ok(message) => {
+                                tracing::info!(feature = known.name, task = task.type_name(), %message, "task done")
+                            }
+                            Err(error) => {
+                                tracing::warn!(feature = known.name, task = task.type_name(), %error, "task failed; retrying")
+                            }
+                        }
+                        ran = Some((task, outcome.clone()));
+                        outcome
+                    }
+                };
+                match outcome {
+                    Ok(message) => {
+                        if let Some(done) = reconcile::task_done(&mut plan.status, &message) {
+                            plan.transitions.push(done);
+                        }
+                    }
+                    Err(error) => reconcile::task_failed(&mut plan.status, &error),
+                }
+            }
+            if object.get("status") == Some(&plan.status) {
+                return Ok(());
+            }
+            let mut updated = object.clone();
+            updated["status"] = plan.status;
+            // Managed fields sent back would replace the server's record of who owns what (the
+            // reporters' `uses` entries); left out, the server keeps and updates it.
+            if let Some(meta) = updated.get_mut("metadata").and_then(Value::as_object_mut) {
+                meta.remove("managedFields");
+            }
+            let body: DynamicObject =
+                serde_json::from_value(updated).expect("invariant: a Feature is a DynamicObject");
+            // The resourceVersion read is the precondition: a write computed from an old read
+            // (by a second leader, or racing a use report) fails and is recomputed.
+            match features.replace_status(&name, &post_params(), &body).await {
+                Ok(_) => {
+                    for to in plan.transitions {
+                        tracing::info!(feature = known.name, state = to, "feature state changed");
+                        self.metrics
+                            .transitions
+                            .get_or_create(&TransitionLabels {
+                                feature: known.name.to_owned(),
+                                to: to.to_owned(),
+                            })
+                            .inc();
+                    }
+                    return Ok(());
+                }
+                Err(kube::Error::Api(status)) if status.code == 409 => {
+                    tracing::debug!(
+                        feature = known.name,
+                        "status changed meanwhile; recomputing"
+                    );
+                    let fresh = features
+                        .get(&name)
+                        .await
+                        .map_err(api(format!("reading feature {name}")))?;
+                    object = serde_json::to_value(&fresh).unwrap_or_default();
+                }
+                Err(error) => return Err(api(format!("writing the status of {name}"))(error)),
+            }
+        }
+        Ok(())
+    }
+
+    /// Runs one declared task; returns what it did.
+    async fn run_task(&self, task: &Task) -> Result<String, Error> {
+        match *task {
+            Task::ClearField {
+                group,
+                version,
+                resource,
+                kind,
+                fields,
+            } => {
+                let resource_type = ApiResource::from_gvk_with_plural(
+                    &GroupVersionKind::gvk(group, version, kind),
+                    resource,
+                );
+                let objects: Api<DynamicObject> =
+                    Api::all_with(self.client.clone(), &resource_type);
+                let listed = objects
+                    .list(&ListParams::default())
+                    .await
+                    .map_err(api(format!("listing {resource}")))?;
+                let mut cleared = 0;
+                for object in listed.items {
+                    let value = serde_json::to_value(&object).unwrap_or_default();
+                    let present: Vec<&str> = fields
+                        .iter()
+                        .copied()
+                        .filter(|f| field(&value, f).is_some())
+                        .collect();
+                    if present.is_empty() {
+                        continue;
+                    }
+                    let mut patch = json!({"metadata": {
+                        "resourceVersion": object.metadata.resource_version,
+                    }});
+                    for path in &present {
+                        set_null(&mut patch, path);
+                    }
+                    let name = object.metadata.name.clone().unwrap_or_default();
+                    let namespaced: Api<DynamicObject> = match &object.metadata.namespace {
+                        Some(ns) => Api::namespaced_with(self.client.clone(), ns, &resource_type),
+                        None => Api::all_with(self.client.clone(), &resource_type),
+                    };
+                    namespaced
+                        .patch(
+                            &name,
+                            &PatchParams {
+                                field_manager: Some(FIELD_MANAGER.to_owned()),
+                                ..PatchParams::default()
+                            },
+                            &Patch::Merge(&patch),
+                        )
+                        .await
+                        .map_err(api(format!(
+                            "clearing {} of {resource} {name}",
+                            present.join(",")
+                        )))?;
+                    cleared += 1;
+                }
+                Ok(format!(
+                    "cleared {} from {cleared} {resource}",
+                    fields.join(",")
+                ))
+            }
+            _ => Ok("nothing to do".to_owned()),
+        }
+    }
+}
+
+/// The field manager of the server flow's writes.
+pub const FIELD_MANAGER: &str = "genplane-feature-controller";
+
+fn post_params() -> PostParams {
+    PostParams {
+        field_manager: Some(FIELD_MANAGER.to_owned()),
+        ..PostParams::default()
+    }
+}
+
+/// The value at the dotted `path` of `object`.
+fn field<'a>(object: &'a Value, path: &str) -> Option<&'a Value> {
+    path.split('.')
+        .try_fold(object, |value, key| value.get(key))
+        .filter(|v| !v.is_null())
+}
+
+/// Sets the dotted `path` of a merge patch to `null`.
+fn set_null(patch: &mut Value, path: &str) {
+    let mut at = patch;
+    let mut keys = path.split('.').peekable();
+    while let Some(key) = keys.next() {
+        if keys.peek().is_none() {
+            at[key] = Value::Null;
+            return;
+        }
+        if !at[key].is_object() {
+            at[key] = json!({});
+        }
+        at = &mut at[key];
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn clear_field_patches_name_each_present_field() {
+        let mut patch = json!({"metadata": {"resourceVersion": "5"}});
+        set_null(&mut patch, "spec.strategy");
+        set_null(&mut patch, "spec.preferredHolder");
+        assert_eq!(
+            patch,
+            json!({"metadata": {"resourceVersion": "5"},
+                   "spec": {"strategy": null, "preferredHolder": null}})
+        );
+        let lease = json!({"spec": {"strategy": "OldestEmulationVersion", "holderIdentity": "a"}});
+        assert!(field(&lease, "spec.strategy").is_some());
+        assert!(field(&lease, "spec.preferredHolder").is_none());
+        assert!(field(&lease, "status.x").is_none());
+    }
+}

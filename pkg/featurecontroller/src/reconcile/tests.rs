@@ -1,0 +1,221 @@
+use super::*;
+
+const CLEAR: Task = Task::ClearField {
+    group: "coordination.k8s.io",
+    version: "v1",
+    resource: "leases",
+    kind: "Lease",
+    fields: &["spec.strategy"],
+};
+
+fn known(configured: bool) -> Known {
+    Known {
+        name: "CoordinatedLeaderElection",
+        stage: Stage::Beta,
+        default: false,
+        locked: false,
+        configured,
+        dynamic: false,
+        turn_off_tasks: vec![CLEAR],
+    }
+}
+
+fn versions() -> Versions {
+    Versions {
+        binary: "1.33".into(),
+        emulated: "1.33".into(),
+    }
+}
+
+fn at(seconds: i64) -> Timestamp {
+    Timestamp::from_second(1_700_000_000 + seconds).unwrap()
+}
+
+fn live(names: &[&str]) -> BTreeMap<String, Instance> {
+    names
+        .iter()
+        .map(|n| {
+            (
+                (*n).to_owned(),
+                Instance {
+                    name: (*n).to_owned(),
+                    component: "apiserver".into(),
+                },
+            )
+        })
+        .collect()
+}
+
+fn object(status: Value) -> Value {
+    json!({"metadata": {"name": "coordinated-leader-election"},
+           "spec": {"featureName": "CoordinatedLeaderElection"}, "status": status})
+}
+
+fn used(instance: &str, value: &str) -> Value {
+    json!({"component": "apiserver", "instance": instance, "value": value})
+}
+
+const WAIT: Duration = Duration::from_secs(60);
+
+#[test]
+fn a_new_feature_is_announced_in_its_configured_state() {
+    let plan = plan(
+        &object(Value::Null),
+        &known(true),
+        &versions(),
+        &live(&[]),
+        at(0),
+        WAIT,
+    );
+    let status = &plan.status;
+    assert_eq!(status["state"], "On");
+    assert_eq!(status["stage"], "Beta");
+    assert_eq!(status["default"], false);
+    assert_eq!(
+        status["versions"],
+        json!({"binary": "1.33", "emulated": "1.33"})
+    );
+    assert_eq!(status["dynamic"], false);
+    assert_eq!(status.get("tasks"), None);
+    assert_eq!(status["conditions"][0]["type"], "Agreed");
+    assert_eq!(status["conditions"][0]["status"], "True");
+    assert!(plan.transitions.is_empty());
+    assert_eq!(plan.run, None);
+}
+
+#[test]
+fn turning_off_waits_for_every_live_instance_then_clears_the_field() {
+    let on = object(json!({"state": "On", "uses": [used("a", "On"), used("gone", "On")]}));
+    // Configured off: the transition starts and the uses are cleared.
+    let start = plan(&on, &known(false), &versions(), &live(&["a"]), at(0), WAIT);
+    assert_eq!(start.transitions, ["TurningOff"]);
+    assert_eq!(start.status["state"], "TurningOff");
+    let tasks = start.status["tasks"].as_array().unwrap();
+    assert_eq!(tasks.len(), 2);
+    assert_eq!(tasks[0]["type"], "WaitForUses");
+    assert_eq!(tasks[0]["attempts"], 1);
+    assert_eq!(tasks[1]["type"], "ClearField");
+    assert_eq!(
+        tasks[1]["target"],
+        "leases.coordination.k8s.io spec.strategy"
+    );
+    assert_eq!(start.status.get("uses"), None);
+
+    // Before the wait is over nothing changes, whatever is reported.
+    let mut waiting = object(start.status.clone());
+    waiting["status"]["uses"] = json!([used("a", "On")]);
+    let early = plan(
+        &waiting,
+        &known(false),
+        &versions(),
+        &live(&["a"]),
+        at(30),
+        WAIT,
+    );
+    assert_eq!(early.status["state"], "TurningOff");
+    assert_eq!(early.run, None);
+    assert_eq!(early.status["conditions"][0]["status"], "False");
+    assert!(
+        early.status["conditions"][0]["message"]
+            .as_str()
+            .unwrap()
+            .contains("apiserver/a"),
+        "{}",
+        early.status["conditions"][0]
+    );
+
+    // After it, an instance still reporting On holds the transition, named in the task.
+    let held = plan(
+        &waiting,
+        &known(false),
+        &versions(),
+        &live(&["a"]),
+        at(61),
+        WAIT,
+    );
+    assert_eq!(held.status["state"], "TurningOff");
+    assert_eq!(
+        held.status["tasks"][0]["message"],
+        "waiting for instances that still report On: apiserver/a"
+    );
+    assert_eq!(held.run, None);
+
+    // Once it reports Off (or is gone), the next task runs.
+    waiting["status"]["uses"] = json!([used("a", "Off"), used("b", "Off")]);
+    let ready = plan(
+        &waiting,
+        &known(false),
+        &versions(),
+        &live(&["a"]),
+        at(61),
+        WAIT,
+    );
+    assert_eq!(ready.run, Some(CLEAR));
+    assert_eq!(ready.status["uses"], json!([used("a", "Off")]));
+    assert_eq!(ready.status["tasks"].as_array().unwrap().len(), 1);
+    assert_eq!(ready.status["conditions"][0]["status"], "True");
+
+    let mut done = ready.status.clone();
+    assert_eq!(task_done(&mut done, "cleared"), Some("Off"));
+    assert_eq!(done["state"], "Off");
+    assert_eq!(done.get("tasks"), None);
+}
+
+#[test]
+fn a_failed_task_is_retried_and_counted() {
+    let mut status = json!({"state": "TurningOff", "tasks": [{"type": "ClearField"}]});
+    task_failed(&mut status, "boom");
+    task_failed(&mut status, "boom again");
+    assert_eq!(status["tasks"][0]["attempts"], 2);
+    assert_eq!(status["tasks"][0]["lastError"], "boom again");
+}
+
+#[test]
+fn desired_counts_only_for_dynamic_features_and_a_reversal_restarts_the_tasks() {
+    let mut off = object(json!({"state": "Off"}));
+    off["spec"]["desired"] = json!("On");
+    let ignored = plan(&off, &known(false), &versions(), &live(&[]), at(0), WAIT);
+    assert_eq!(ignored.status["state"], "Off");
+    let dynamic = Known {
+        dynamic: true,
+        ..known(false)
+    };
+    let on = plan(&off, &dynamic, &versions(), &live(&[]), at(0), WAIT);
+    assert_eq!(on.transitions, ["TurningOn"]);
+    assert_eq!(on.status["tasks"].as_array().unwrap().len(), 1);
+
+    // Asked Off again mid-way: TurningOff with its own tasks.
+    let mut turning = object(on.status.clone());
+    turning["spec"]["desired"] = json!("Off");
+    let back = plan(&turning, &dynamic, &versions(), &live(&[]), at(1), WAIT);
+    assert_eq!(back.transitions, ["TurningOff"]);
+    assert_eq!(back.status["tasks"].as_array().unwrap().len(), 2);
+
+    // With nobody to wait for, turning on completes once the wait is over.
+    let mut waited = object(on.status.clone());
+    waited["spec"]["desired"] = json!("On");
+    let done = plan(&waited, &dynamic, &versions(), &live(&[]), at(61), WAIT);
+    assert_eq!(done.transitions, ["On"]);
+    assert_eq!(done.status["state"], "On");
+}
+
+#[test]
+fn an_unchanged_feature_plans_the_same_status() {
+    let first = plan(
+        &object(Value::Null),
+        &known(true),
+        &versions(),
+        &live(&[]),
+        at(0),
+        WAIT,
+    );
+    let again = plan(
+        &object(first.status.clone()),
+        &known(true),
+        &versions(),
+        &live(&[]),
+        at(10),
+        WAIT,
+    );
+    assert_eq!(again.status, first.status);
+}
