@@ -24,7 +24,8 @@
 //! defined in [`resource`], below the kinds and the catalog. [`openapi`] builds the OpenAPI v3
 //! documents of served resources (and from them the v2 document, as JSON and protobuf) from
 //! k8s-openapi's schemas (the only use of k8s-openapi here) and one table of list, map and
-//! patch semantics ([`openapi::extensions`]).
+//! patch semantics ([`openapi::extensions`]). [`webhook`] holds what the webhook client
+//! configurations of CRD conversion and admission share (the URL rules).
 //!
 //! ## Raw JSON, typed checks
 //!
@@ -76,3 +77,4 @@ pub mod table;
 pub mod time;
 
 pub mod util;
+pub mod webhook;

@@ -431,61 +431,6 @@ fn validate_rule(rule: &Rule, path: &Path) -> ErrorList {
     errors
 }
 
-/// Upstream's `ValidateWebhookURL` with https forced: the problems of a webhook URL.
-fn validate_url(url: &str, path: &Path) -> ErrorList {
-    const FORM: &str = "; desired format: https://host[/path]";
-    let mut errors = ErrorList::new();
-    let (scheme, rest) = url.split_once("://").unwrap_or(("", url));
-    if scheme != "https" {
-        errors.push(Error::invalid(
-            path,
-            scheme,
-            format!("'https' is the only allowed URL scheme{FORM}"),
-        ));
-    }
-    let (rest, fragment) = rest.split_once('#').unwrap_or((rest, ""));
-    let (rest, query) = rest.split_once('?').unwrap_or((rest, ""));
-    let authority = rest.split('/').next().unwrap_or_default();
-    let (user, host) = match authority.rsplit_once('@') {
-        Some((user, host)) => (Some(user), host),
-        None => (None, authority),
-    };
-    if host.is_empty() {
-        errors.push(Error::invalid(
-            path,
-            host,
-            format!("host must be specified{FORM}"),
-        ));
-    }
-    if let Some(user) = user {
-        // Go shows the user without its password.
-        let shown = match user.split_once(':') {
-            Some((name, _)) => format!("{name}:xxxxx"),
-            None => user.to_owned(),
-        };
-        errors.push(Error::invalid(
-            path,
-            shown,
-            "user information is not permitted in the URL",
-        ));
-    }
-    if !fragment.is_empty() {
-        errors.push(Error::invalid(
-            path,
-            fragment,
-            "fragments are not permitted in the URL",
-        ));
-    }
-    if !query.is_empty() {
-        errors.push(Error::invalid(
-            path,
-            query,
-            "query parameters are not permitted in the URL",
-        ));
-    }
-    errors
-}
-
 fn validate_review_versions(versions: &[String], options: Options, path: &Path) -> ErrorList {
     let mut errors = ErrorList::new();
     let accepted = ADMISSION_REVIEW_VERSIONS.join(", ");
@@ -621,7 +566,7 @@ fn validate_webhook(hook: &Webhook, flavor: Flavor, options: Options, path: &Pat
             &at,
             "exactly one of url or service is required",
         )),
-        (Some(url), None) => errors.extend(validate_url(url, &at.child("url"))),
+        (Some(url), None) => errors.extend(crate::webhook::validate_url(&at.child("url"), url)),
         (None, Some(_)) => errors.push(Error::forbidden(
             &at.child("service"),
             "genplane serves no Services: give the webhook's address in clientConfig.url",

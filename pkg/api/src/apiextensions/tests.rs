@@ -615,7 +615,7 @@ fn conversion_webhooks() {
             ),
             vec![
                 r#"spec.conversion.webhookClientConfig.url: Invalid value: "http": 'https' is the only allowed URL scheme; desired format: https://host[/path]"#,
-                r#"spec.conversion.webhookClientConfig.url: Invalid value: "user:pw": user information is not permitted in the URL"#,
+                r#"spec.conversion.webhookClientConfig.url: Invalid value: "user:xxxxx": user information is not permitted in the URL"#,
                 r#"spec.conversion.webhookClientConfig.url: Invalid value: "frag": fragments are not permitted in the URL"#,
                 r#"spec.conversion.webhookClientConfig.url: Invalid value: "a=b": query parameters are not permitted in the URL"#,
             ],

@@ -1218,7 +1218,7 @@ fn validate_conversion(conversion: &Conversion, options: &Options, path: &Path) 
             Some(config) => {
                 match (&config.url, &config.service) {
                     (Some(url), None) => {
-                        errors.extend(validate_webhook_url(&config_path.child("url"), url));
+                        errors.extend(crate::webhook::validate_url(&config_path.child("url"), url));
                     }
                     (None, Some(service)) => {
                         errors.extend(validate_webhook_service(
@@ -1316,79 +1316,6 @@ fn ca_bundle_error(ca_bundle: &str) -> Option<String> {
         text.contains("-----BEGIN CERTIFICATE-----") && text.contains("-----END CERTIFICATE-----");
     (!has_certificate)
         .then(|| "unable to load root certificates: unable to parse bytes as PEM block".to_owned())
-}
-
-/// Upstream's `ValidateWebhookURL` with `https` required.
-fn validate_webhook_url(path: &Path, url: &str) -> ErrorList {
-    const FORM: &str = "; desired format: https://host[/path]";
-    let mut errors = ErrorList::new();
-    let (scheme, rest) = match url.split_once("://") {
-        Some((scheme, rest))
-            if !scheme.is_empty()
-                && scheme
-                    .chars()
-                    .all(|c| c.is_ascii_alphanumeric() || matches!(c, '+' | '-' | '.')) =>
-        {
-            (scheme, rest)
-        }
-        _ => ("", url),
-    };
-    let (before_fragment, fragment) = match rest.split_once('#') {
-        Some((a, b)) => (a, b),
-        None => (rest, ""),
-    };
-    let (before_query, query) = match before_fragment.split_once('?') {
-        Some((a, b)) => (a, b),
-        None => (before_fragment, ""),
-    };
-    let (authority, _) = if scheme.is_empty() {
-        ("", before_query)
-    } else {
-        match before_query.find('/') {
-            Some(i) => (&before_query[..i], &before_query[i..]),
-            None => (before_query, ""),
-        }
-    };
-    let (user, host) = match authority.rsplit_once('@') {
-        Some((user, host)) => (Some(user), host),
-        None => (None, authority),
-    };
-    if scheme != "https" {
-        errors.push(Error::invalid(
-            path,
-            scheme,
-            format!("'https' is the only allowed URL scheme{FORM}"),
-        ));
-    }
-    if host.is_empty() {
-        errors.push(Error::invalid(
-            path,
-            host,
-            format!("host must be specified{FORM}"),
-        ));
-    }
-    if let Some(user) = user {
-        errors.push(Error::invalid(
-            path,
-            user,
-            "user information is not permitted in the URL",
-        ));
-    }
-    if !fragment.is_empty() {
-        errors.push(Error::invalid(
-            path,
-            fragment,
-            "fragments are not permitted in the URL",
-        ));
-    }
-    if !query.is_empty() {
-        errors.push(Error::invalid(
-            path,
-            query,
-            "query parameters are not permitted in the URL",
-        ));
-    }
-    errors
 }
 
 /// Upstream's `ValidateWebhookService`.
