@@ -267,20 +267,10 @@ pub async fn serve(config: FeatureControllerConfig, shutdown: Shutdown) -> anyho
         ))
         .await?;
         tracing::info!(address = %listener.local_addr()?, "serving the ops endpoints over HTTPS");
-        let handler_ops = OpsHandler::new(Health::new(&shutdown), registry);
-        let handler = move |request: hyper::Request<hyper::body::Incoming>| {
-            let ops = handler_ops.clone();
-            async move {
-                match ops.handle(&request).await {
-                    Some(response) => response,
-                    None => http::text(hyper::StatusCode::NOT_FOUND, "404 page not found\n".into()),
-                }
-            }
-        };
-        Some(tokio::spawn(http::serve_tls(
+        Some(tokio::spawn(http::serve_ops_tls(
             listener,
             tls,
-            handler,
+            OpsHandler::new(Health::new(&shutdown), registry),
             shutdown.clone(),
             DRAIN,
         )))

@@ -359,6 +359,27 @@ where
     .await
 }
 
+/// Serves only the ops endpoints of `ops` over TLS, for a role whose one listener they are
+/// (controller-manager, feature-controller): any other path is a 404.
+pub async fn serve_ops_tls(
+    listener: TcpListener,
+    tls: tokio_rustls::TlsAcceptor,
+    ops: OpsHandler,
+    shutdown: Shutdown,
+    drain_deadline: Duration,
+) -> Result<(), Error> {
+    let handler = move |request: Request<Incoming>| {
+        let ops = ops.clone();
+        async move {
+            match ops.handle(&request).await {
+                Some(response) => response,
+                None => text(StatusCode::NOT_FOUND, "404 page not found\n".into()),
+            }
+        }
+    };
+    serve_tls(listener, tls, handler, shutdown, drain_deadline).await
+}
+
 /// Like [`serve`], over TLS: HTTP/2 is negotiated by ALPN when `tls` offers it, and each
 /// request carries the client's [`PeerCertificates`].
 pub async fn serve_tls<H, F, B>(

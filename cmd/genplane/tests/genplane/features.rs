@@ -10,7 +10,7 @@ use std::process::{Command, Output};
 
 use serde_json::Value;
 
-use crate::support::{self, Apiserver, BIN, Process, eventually, free_port, ok, text};
+use crate::support::{self, Apiserver, BIN, Process, eventually, ok, text};
 
 const CLE: &str = "coordinated-leader-election";
 
@@ -244,34 +244,8 @@ struct FeatureController {
 
 impl FeatureController {
     fn start(server: &Apiserver, log: &str, extra: &[&str]) -> FeatureController {
-        let kubeconfig = server.data().join("feature-controller.kubeconfig");
-        let log = server.dir.path().join(log);
-        for _ in 0..5 {
-            let port = free_port();
-            let mut command = Command::new(BIN);
-            command
-                .arg("feature-controller")
-                .arg(format!("--kubeconfig={}", kubeconfig.display()))
-                .arg(format!("--secure-port={port}"))
-                .arg("--bind-address=127.0.0.1")
-                .args(extra);
-            let mut process = Process::spawn("a feature-controller", command, &log);
-            let bound = process.try_wait_for("its ops endpoints", |p| {
-                Ok(p.output()
-                    .lines()
-                    .any(|l| l.contains("serving the ops endpoints over HTTPS"))
-                    .then_some(()))
-            });
-            match bound {
-                Ok(()) => return FeatureController { process, port },
-                Err(_) if process.output().contains("in use") => {}
-                Err(status) => panic!(
-                    "the feature-controller exited ({status}); its log ends with:\n{}",
-                    process.tail()
-                ),
-            }
-        }
-        panic!("the feature-controller lost its port five times");
+        let (process, port) = support::start_ops_role(server, "feature-controller", log, extra);
+        FeatureController { process, port }
     }
 
     /// The value of the metric line starting with `series`, if any.

@@ -177,42 +177,52 @@ pub struct ControllerManager {
     pub port: u16,
 }
 
+/// Starts `genplane ROLE` (a role whose one listener is its ops endpoints) with the role's own
+/// kubeconfig (`<data>/ROLE.kubeconfig`, its user bound by the bootstrap RBAC policy), logging
+/// to `<server dir>/<log>`, with its ops endpoints on a free port (another one when it loses
+/// the port to another process); returns the process and the port.
+pub fn start_ops_role(server: &Apiserver, role: &str, log: &str, extra: &[&str]) -> (Process, u16) {
+    let kubeconfig = server.data().join(format!("{role}.kubeconfig"));
+    assert!(kubeconfig.exists(), "{} is missing", kubeconfig.display());
+    let log = server.dir.path().join(log);
+    for _ in 0..5 {
+        let port = free_port();
+        let mut command = Command::new(BIN);
+        command
+            .arg(role)
+            .arg(format!("--kubeconfig={}", kubeconfig.display()))
+            .arg(format!("--secure-port={port}"))
+            .arg("--bind-address=127.0.0.1")
+            .args(extra);
+        let mut process = Process::spawn(&format!("the {role}"), command, &log);
+        // It logs its ops address once it is bound: then the port is its own.
+        let bound = process.try_wait_for("its ops endpoints", |p| {
+            Ok(p.output()
+                .lines()
+                .any(|l| l.contains("serving the ops endpoints over HTTPS"))
+                .then_some(()))
+        });
+        match bound {
+            Ok(()) => return (process, port),
+            Err(_) if process.output().contains("in use") => {}
+            Err(status) => panic!(
+                "the {role} exited ({status}); its log ends with:\n{}",
+                process.tail()
+            ),
+        }
+    }
+    panic!("the {role} lost its port five times");
+}
+
 impl ControllerManager {
     /// Starts a controller-manager with the controller-manager's own kubeconfig (its own user,
     /// bound by the bootstrap RBAC policy), logging to `<server dir>/<log>`, with its ops
     /// endpoints on a free port (another one when it loses the port to another process).
     pub fn start(server: &Apiserver, log: &str, extra: &[&str]) -> ControllerManager {
-        let kubeconfig = server.data().join("controller-manager.kubeconfig");
-        assert!(kubeconfig.exists());
-        let log = server.dir.path().join(log);
-        for _ in 0..5 {
-            let port = free_port();
-            let mut command = Command::new(BIN);
-            command
-                .arg("controller-manager")
-                .arg(format!("--kubeconfig={}", kubeconfig.display()))
-                .arg(format!("--secure-port={port}"))
-                .arg("--bind-address=127.0.0.1")
-                .arg("-v=2")
-                .args(extra);
-            let mut process = Process::spawn("the controller-manager", command, &log);
-            // It logs its ops address once it is bound: then the port is its own.
-            let bound = process.try_wait_for("its ops endpoints", |p| {
-                Ok(p.output()
-                    .lines()
-                    .any(|l| l.contains("serving the ops endpoints over HTTPS"))
-                    .then_some(()))
-            });
-            match bound {
-                Ok(()) => return ControllerManager { process, port },
-                Err(_) if process.output().contains("in use") => {}
-                Err(status) => panic!(
-                    "the controller-manager exited ({status}); its log ends with:\n{}",
-                    process.tail()
-                ),
-            }
-        }
-        panic!("the controller-manager lost its port five times");
+        let mut args = vec!["-v=2"];
+        args.extend_from_slice(extra);
+        let (process, port) = start_ops_role(server, "controller-manager", log, &args);
+        ControllerManager { process, port }
     }
 
     /// `GET path` on the ops port (a self-signed certificate), as (status, body); status 0
