@@ -316,7 +316,7 @@ pub static INFO: ResourceInfo = ResourceInfo {
         validate,
         validate_update,
         to_storage: catalog::identity,
-        from_storage: catalog::identity,
+        from_storage: None,
         field_selectors: FIELD_SELECTORS,
         field_values,
         columns: COLUMNS,

@@ -199,7 +199,7 @@ pub const INFO: crate::catalog::ResourceInfo = crate::catalog::ResourceInfo {
         validate,
         validate_update,
         to_storage: to_core,
-        from_storage: from_core,
+        from_storage: Some(from_core),
         field_selectors: FIELD_SELECTORS,
         field_values,
         columns: crate::core::event::COLUMNS,

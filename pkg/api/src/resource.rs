@@ -106,8 +106,9 @@ pub struct Hooks {
     pub validate_update: fn(&Value, &Value) -> Result<ErrorList, ApiError>,
     /// Converts a served object to the stored form (identity except events.k8s.io).
     pub to_storage: fn(Value) -> Value,
-    /// Converts a stored object to the served form.
-    pub from_storage: fn(Value) -> Value,
+    /// Converts a stored object to the served form; `None` when objects are served as they
+    /// are stored (reads then answer with the stored bytes, not decoding them).
+    pub from_storage: Option<fn(Value) -> Value>,
     /// The field-selector labels the resource accepts.
     pub field_selectors: &'static [&'static str],
     /// The field-selector values of a served object.
@@ -373,7 +374,7 @@ impl Hooks {
             validate,
             validate_update: no_update,
             to_storage: identity,
-            from_storage: identity,
+            from_storage: None,
             field_selectors: &[],
             field_values: no_field_values,
             columns: &[],

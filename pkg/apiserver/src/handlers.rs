@@ -346,6 +346,20 @@ pub(crate) fn respond(
     response
 }
 
+/// An answer whose JSON body is already written, with the negotiated content type.
+pub(crate) fn respond_json(
+    code: StatusCode,
+    body: ResponseBody,
+    negotiated: &Negotiated,
+) -> Response<ResponseBody> {
+    let mut response = Response::new(body);
+    *response.status_mut() = code;
+    if let Ok(value) = HeaderValue::from_str(&negotiated.content_type()) {
+        response.headers_mut().insert(CONTENT_TYPE, value);
+    }
+    response
+}
+
 /// An error answer: its Status as JSON, with the Status's code.
 pub fn error_response(error: &ApiError) -> Response<ResponseBody> {
     error_response_for(error, None)

@@ -110,6 +110,10 @@ impl Strategy for SubresourceStrategy {
         self.base.served_form(object)
     }
 
+    fn serves_stored_form(&self) -> bool {
+        self.base.serves_stored_form()
+    }
+
     /// The resource's defaulting runs on every write path, subresources included (a
     /// Namespace keeps its `kubernetes.io/metadata.name` label through `finalize`).
     fn default(&self, object: &mut Value) {
@@ -175,7 +179,14 @@ impl Strategy for CatalogStrategy {
     }
 
     fn served_form(&self, object: Value) -> Result<Value, ApiError> {
-        Ok((self.info.hooks.from_storage)(object))
+        Ok(match self.info.hooks.from_storage {
+            Some(convert) => convert(object),
+            None => object,
+        })
+    }
+
+    fn serves_stored_form(&self) -> bool {
+        self.info.hooks.from_storage.is_none()
     }
 
     fn default(&self, object: &mut Value) {

@@ -29,7 +29,7 @@ pub use scale_paths::ScalePaths;
 pub use selection::check_fields;
 pub use store::{
     Admission, CheckEscalation, DeleteOptions, Deletion, EscalationCheck, FieldTracker,
-    ListOptions, ListResult, Propagation, Store, TrackFields, WriteOptions, Written,
+    ListOptions, ListResult, Propagation, ServedCounts, Store, TrackFields, WriteOptions, Written,
 };
 pub use strategy::Strategy;
 pub use watch::{EventType, WatchItem, WatchObject, WatchStream};

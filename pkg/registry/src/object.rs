@@ -95,6 +95,73 @@ pub fn decode(value: &[u8], revision: i64) -> Result<Value, ApiError> {
     Ok(object)
 }
 
+/// The served JSON of stored bytes at `revision`, written into `out` without decoding the
+/// object: the stored bytes with `"resourceVersion":"<revision>"` put into `metadata` where its
+/// key sorts. These are the bytes that [`decode`] and serializing give (stored objects are
+/// compact JSON with sorted keys), found by reading the object's top level and its metadata
+/// only. Answers false, leaving `out` as it was, when the stored bytes are not an object whose
+/// `apiVersion` and `kind` are `api_version` and `kind` with a `metadata` object without a
+/// resourceVersion: the caller then decodes.
+pub fn served_json_into(
+    stored: &[u8],
+    revision: i64,
+    api_version: &str,
+    kind: &str,
+    out: &mut Vec<u8>,
+) -> bool {
+    use serde_json::value::RawValue;
+    use std::collections::BTreeMap;
+
+    /// Whether `raw` is the JSON string `expected` (which has nothing JSON escapes: an API
+    /// version or a kind).
+    fn is_string(raw: Option<&&RawValue>, expected: &str) -> bool {
+        raw.and_then(|raw| raw.get().strip_prefix('"')?.strip_suffix('"'))
+            .is_some_and(|inner| inner == expected)
+    }
+    /// Where `inner` starts in `outer` (a sub-slice of it).
+    fn offset(outer: &[u8], inner: &str) -> usize {
+        inner.as_ptr() as usize - outer.as_ptr() as usize
+    }
+
+    // Keys with escapes do not borrow and end up here as errors: the caller decodes.
+    let Ok(top) = serde_json::from_slice::<BTreeMap<&str, &RawValue>>(stored) else {
+        return false;
+    };
+    if !is_string(top.get("apiVersion"), api_version) || !is_string(top.get("kind"), kind) {
+        return false;
+    }
+    let Some(metadata) = top.get("metadata").map(|raw| raw.get()) else {
+        return false;
+    };
+    if !metadata.starts_with('{') {
+        return false;
+    }
+    let Ok(fields) = serde_json::from_str::<BTreeMap<&str, &RawValue>>(metadata) else {
+        return false;
+    };
+    if fields.contains_key("resourceVersion") {
+        return false;
+    }
+    let revision = revision.to_string();
+    // After the value of the last key before resourceVersion, else first in metadata.
+    let (at, lead, trail) = match fields.range(.."resourceVersion").next_back() {
+        Some((_, before)) => (offset(stored, before.get()) + before.get().len(), ",", ""),
+        None => {
+            let trail = if fields.is_empty() { "" } else { "," };
+            (offset(stored, metadata) + 1, "", trail)
+        }
+    };
+    out.reserve(stored.len() + revision.len() + 22);
+    out.extend_from_slice(&stored[..at]);
+    out.extend_from_slice(lead.as_bytes());
+    out.extend_from_slice(b"\"resourceVersion\":\"");
+    out.extend_from_slice(revision.as_bytes());
+    out.extend_from_slice(b"\"");
+    out.extend_from_slice(trail.as_bytes());
+    out.extend_from_slice(&stored[at..]);
+    true
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -112,6 +179,77 @@ mod tests {
             decode(&stored, 9).unwrap()["metadata"]["resourceVersion"],
             "9"
         );
+    }
+
+    #[test]
+    fn served_json_is_the_decoded_object_serialized() {
+        let objects = [
+            json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "a", "namespace": "n", "uid": "u"}, "data": {"k": "v\n\"q\""}}),
+            json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {}}),
+            json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"uid": "u", "selfLink": "x"}}),
+            json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"annotations": {"resourceVersion": "no"}, "name": "a"}, "zz": [1, 2.5, null, {"a": {}}]}),
+            json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role", "metadata": {"name": "ünï", "labels": {"a\"b": "c"}}, "rules": []}),
+        ];
+        for object in objects {
+            let stored = encode(&object).unwrap();
+            let api_version = object["apiVersion"].as_str().unwrap();
+            let kind = object["kind"].as_str().unwrap();
+            let mut served = b"prefix".to_vec();
+            assert!(
+                served_json_into(&stored, 42, api_version, kind, &mut served),
+                "{object}"
+            );
+            let expected = serde_json::to_vec(&decode(&stored, 42).unwrap()).unwrap();
+            assert_eq!(
+                String::from_utf8_lossy(&served[6..]),
+                String::from_utf8_lossy(&expected)
+            );
+            assert_eq!(&served[..6], b"prefix");
+        }
+    }
+
+    #[test]
+    fn served_json_leaves_what_it_cannot_serve_verbatim_to_decoding() {
+        let cases: [(&[u8], &str); 7] = [
+            (
+                br#"{"apiVersion":"v1","kind":"Secret","metadata":{}}"#,
+                "other kind",
+            ),
+            (
+                br#"{"apiVersion":"v2","kind":"ConfigMap","metadata":{}}"#,
+                "other version",
+            ),
+            (br#"{"kind":"ConfigMap","metadata":{}}"#, "no apiVersion"),
+            (br#"{"apiVersion":"v1","kind":"ConfigMap"}"#, "no metadata"),
+            (
+                br#"{"apiVersion":"v1","kind":"ConfigMap","metadata":[]}"#,
+                "metadata not an object",
+            ),
+            (
+                br#"{"apiVersion":"v1","kind":"ConfigMap","metadata":{"resourceVersion":"3"}}"#,
+                "stored resourceVersion",
+            ),
+            (
+                br#"{"apiVersion":"v1","kind":"ConfigMap","metadata":{},"a\u0062":1}"#,
+                "escaped key",
+            ),
+        ];
+        for (stored, case) in cases {
+            let mut out = Vec::new();
+            assert!(
+                !served_json_into(stored, 7, "v1", "ConfigMap", &mut out),
+                "{case}"
+            );
+            assert!(out.is_empty(), "{case}");
+        }
+        let mut out = Vec::new();
+        assert!(!served_json_into(
+            b"{not json",
+            7,
+            "v1",
+            "ConfigMap",
+            &mut out
+        ));
     }
 
     #[test]

@@ -9,6 +9,7 @@
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use genplane_apimachinery::errors::{ApiError, Status, StatusDetails};
 use genplane_apimachinery::labels;
@@ -249,6 +250,29 @@ fn gone_at(mut old: Value, revision: Revision) -> Value {
 pub struct Store<S: Storage> {
     storage: Arc<S>,
     strategy: Arc<dyn Strategy>,
+    /// The `apiVersion` and `kind` of the served objects when the strategy serves them as
+    /// stored ([`Strategy::serves_stored_form`]): their JSON is then written from the stored
+    /// bytes.
+    verbatim: Option<Arc<(String, String)>>,
+    /// How reads were answered, shared by the store's clones.
+    served: Arc<ServedCounters>,
+}
+
+/// How many objects a store's JSON reads wrote from their stored bytes and how many it decoded
+/// and serialized again (see [`Store::served_counts`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ServedCounts {
+    /// Objects written as stored, with their resourceVersion put in.
+    pub verbatim: u64,
+    /// Objects decoded into values and serialized.
+    pub decoded: u64,
+}
+
+/// The counters behind [`ServedCounts`].
+#[derive(Debug, Default)]
+struct ServedCounters {
+    verbatim: AtomicU64,
+    decoded: AtomicU64,
 }
 
 impl<S: Storage> std::fmt::Debug for Store<S> {
@@ -264,6 +288,8 @@ impl<S: Storage> Clone for Store<S> {
         Self {
             storage: self.storage.clone(),
             strategy: self.strategy.clone(),
+            verbatim: self.verbatim.clone(),
+            served: self.served.clone(),
         }
     }
 }
@@ -363,7 +389,26 @@ pub(crate) fn settle_namespace(
 impl<S: Storage> Store<S> {
     /// A store of the resource `strategy` describes, over `storage`.
     pub fn new(storage: Arc<S>, strategy: Arc<dyn Strategy>) -> Self {
-        Self { storage, strategy }
+        let verbatim = strategy.serves_stored_form().then(|| {
+            let kind = strategy.kind();
+            Arc::new((kind.group_version().api_version(), kind.kind))
+        });
+        Self {
+            storage,
+            strategy,
+            verbatim,
+            served: Arc::default(),
+        }
+    }
+
+    /// How this store's JSON reads ([`Store::get_json`], [`Store::list_json`]) were answered
+    /// so far: objects written from their stored bytes, and objects decoded and serialized
+    /// again.
+    pub fn served_counts(&self) -> ServedCounts {
+        ServedCounts {
+            verbatim: self.served.verbatim.load(Ordering::Relaxed),
+            decoded: self.served.decoded.load(Ordering::Relaxed),
+        }
     }
 
     /// The resource's strategy.
@@ -485,6 +530,28 @@ impl<S: Storage> Store<S> {
             }
         }
         Ok(served)
+    }
+
+    /// Appends the served JSON of a stored object to `out` from its stored bytes, with the
+    /// resourceVersion put in, when the strategy serves objects as stored and the bytes are
+    /// the resource's; false when the object has to be decoded instead.
+    fn write_verbatim(&self, kv: &KeyValue, out: &mut Vec<u8>) -> bool {
+        let Some(served_as) = &self.verbatim else {
+            return false;
+        };
+        let (api_version, kind) = &**served_as;
+        let written = object::served_json_into(&kv.value, kv.mod_revision, api_version, kind, out);
+        if written {
+            self.served.verbatim.fetch_add(1, Ordering::Relaxed);
+        }
+        written
+    }
+
+    /// Appends `object`, decoded for a read, as JSON to `out`.
+    fn write_json(&self, object: &Value, out: &mut Vec<u8>) -> Result<(), ApiError> {
+        self.served.decoded.fetch_add(1, Ordering::Relaxed);
+        serde_json::to_writer(out, object)
+            .map_err(|e| Status::internal_error(format!("encoding an object: {e}")).into())
     }
 
     /// The stored bytes of a served object.
@@ -623,6 +690,34 @@ impl<S: Storage> Store<S> {
         name: &str,
         resource_version: Option<&str>,
     ) -> Result<Value, ApiError> {
+        let kv = self.read(namespace, name, resource_version).await?;
+        self.strategy.view(self.served(&kv)?)
+    }
+
+    /// Reads one object like [`Store::get`], as the JSON a client is answered with. A resource
+    /// served as stored answers with the stored bytes and the resourceVersion put in, not
+    /// decoding the object.
+    pub async fn get_json(
+        &self,
+        namespace: &str,
+        name: &str,
+        resource_version: Option<&str>,
+    ) -> Result<Vec<u8>, ApiError> {
+        let kv = self.read(namespace, name, resource_version).await?;
+        let mut out = Vec::new();
+        if !self.write_verbatim(&kv, &mut out) {
+            self.write_json(&self.strategy.view(self.served(&kv)?)?, &mut out)?;
+        }
+        Ok(out)
+    }
+
+    /// The stored state of one object, read with the get semantics of `resource_version`.
+    async fn read(
+        &self,
+        namespace: &str,
+        name: &str,
+        resource_version: Option<&str>,
+    ) -> Result<KeyValue, ApiError> {
         let semantics = resource_version::get_semantics(resource_version)?;
         if let Semantics::NotOlderThan(wanted) = semantics {
             self.require_revision(wanted, "get").await?;
@@ -634,7 +729,7 @@ impl<S: Storage> Store<S> {
             _ => self.storage.get(&key, None).await,
         };
         match read {
-            Ok(Some(kv)) => self.strategy.view(self.served(&kv)?),
+            Ok(Some(kv)) => Ok(kv),
             Ok(None) => Err(Status::not_found(&self.strategy.group_resource(), name).into()),
             Err(e) => Err(self.storage_error(e, "get", name)),
         }
@@ -726,6 +821,60 @@ impl<S: Storage> Store<S> {
         mut each: impl FnMut(Value) -> Result<(), ApiError> + Send,
     ) -> Result<ListResult, ApiError> {
         let selection = self.selection(options)?;
+        let filtering = !selection.is_everything();
+        self.list_stored(namespace, options, filtering, |kv| {
+            let object = self.served(kv)?;
+            if !self.selects(&selection, &object) {
+                return Ok(false);
+            }
+            each(object)?;
+            Ok(true)
+        })
+        .await
+    }
+
+    /// Lists like [`Store::list`], appending the selected objects' JSON to `items`, separated
+    /// by commas; the answer's `items` is empty. Without a selector, a resource served as
+    /// stored writes each object from its stored bytes, not decoding it.
+    pub async fn list_json(
+        &self,
+        namespace: &str,
+        options: &ListOptions,
+        items: &mut Vec<u8>,
+    ) -> Result<ListResult, ApiError> {
+        let selection = self.selection(options)?;
+        let filtering = !selection.is_everything();
+        let mut wrote = false;
+        self.list_stored(namespace, options, filtering, |kv| {
+            let at = items.len();
+            if wrote {
+                items.push(b',');
+            }
+            if !filtering && self.write_verbatim(kv, items) {
+                wrote = true;
+                return Ok(true);
+            }
+            let object = self.served(kv)?;
+            if !self.selects(&selection, &object) {
+                items.truncate(at);
+                return Ok(false);
+            }
+            self.write_json(&object, items)?;
+            wrote = true;
+            Ok(true)
+        })
+        .await
+    }
+
+    /// Reads a list's objects page by page and hands each to `take`, which answers whether it
+    /// was selected; `filtering` says whether some may not be (no remaining count then).
+    async fn list_stored(
+        &self,
+        namespace: &str,
+        options: &ListOptions,
+        filtering: bool,
+        mut take: impl FnMut(&KeyValue) -> Result<bool, ApiError> + Send,
+    ) -> Result<ListResult, ApiError> {
         let semantics = resource_version::read_semantics(&ReadOptions {
             watch: false,
             ..options.read.clone()
@@ -752,7 +901,6 @@ impl<S: Storage> Store<S> {
                 revision = position.revision;
             }
         }
-        let filtering = !selection.is_everything();
         let mut taken = 0usize;
         loop {
             let wanted = limit.map(|l| l - taken);
@@ -783,10 +931,8 @@ impl<S: Storage> Store<S> {
             let mut last_key = None;
             for kv in &page.items {
                 last_key = Some(kv.key.clone());
-                let object = self.served(kv)?;
-                if self.selects(&selection, &object) {
+                if take(kv)? {
                     taken += 1;
-                    each(object)?;
                 }
             }
             let full = limit.is_some_and(|l| taken >= l);

@@ -46,6 +46,14 @@ pub trait Strategy: Send + Sync + 'static {
         Ok(object)
     }
 
+    /// Whether objects are served exactly as they are stored, with their resourceVersion put
+    /// in: [`Strategy::served_form`] and [`Strategy::view`] change nothing. Reads then answer
+    /// JSON with the stored bytes instead of decoding and serializing each object. Default:
+    /// false (a strategy that overrides nothing may say true).
+    fn serves_stored_form(&self) -> bool {
+        false
+    }
+
     /// The form clients read and write of a served object, when it is another kind (a custom
     /// resource's `scale` subresource reads and writes an `autoscaling/v1` Scale): gets answer
     /// with it, and so do updates. An update's body is then in this form: `decode` reads it,

@@ -143,3 +143,107 @@ async fn events_k8s_io_events_are_core_events_underneath() {
     assert_eq!(as_new["regarding"]["name"], "cm");
     assert_eq!(as_new["apiVersion"], "events.k8s.io/v1");
 }
+
+/// The JSON a client reads is the decoded object serialized, byte for byte, whether the store
+/// wrote it from the stored bytes or decoded it.
+fn json_of(object: &serde_json::Value) -> Vec<u8> {
+    serde_json::to_vec(object).unwrap()
+}
+
+#[tokio::test]
+async fn cached_reads_answer_with_the_stored_bytes_without_decoding() {
+    use genplane_registry::ServedCounts;
+    use genplane_storage_cacher::{Cacher, CacherConfig};
+
+    let dir = tempfile::tempdir().unwrap();
+    let backend = sqlite(&dir);
+    let cache = Arc::new(
+        Cacher::new(backend, "/registry/configmaps/", CacherConfig::default()).unwrap(),
+    );
+    let strategy = CatalogStrategy::find("", "v1", "configmaps").unwrap();
+    let configmaps = Store::new(cache, Arc::new(strategy));
+    for name in ["a", "b", "c"] {
+        let object = json!({"apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": name, "labels": {"app": name}, "annotations": {"x": "y\"z"}},
+            "data": {"k": "v\u{e9}\n"}});
+        configmaps
+            .create("default", object, &WriteOptions::default())
+            .await
+            .unwrap();
+    }
+    let before = configmaps.served_counts();
+    for resource_version in [Some("0"), None] {
+        let served = configmaps
+            .get_json("default", "b", resource_version)
+            .await
+            .unwrap();
+        let decoded = configmaps.get("default", "b", resource_version).await.unwrap();
+        assert_eq!(served, json_of(&decoded), "{resource_version:?}");
+    }
+    let mut items = Vec::new();
+    let listed = configmaps
+        .list_json("default", &ListOptions::default(), &mut items)
+        .await
+        .unwrap();
+    let decoded = configmaps
+        .list("default", &ListOptions::default())
+        .await
+        .unwrap();
+    assert_eq!(listed.resource_version, decoded.resource_version);
+    let expected: Vec<Vec<u8>> = decoded.items.iter().map(json_of).collect();
+    assert_eq!(items, expected.join(&b","[..]));
+    assert_eq!(
+        configmaps.served_counts(),
+        ServedCounts {
+            verbatim: before.verbatim + 2 + 3,
+            decoded: before.decoded
+        },
+        "no object was decoded and encoded again"
+    );
+
+    // A selector needs the objects: they are decoded, and only the selected ones written.
+    let selected = ListOptions {
+        labels: genplane_apimachinery::labels::Selector::parse("app in (a,c)").unwrap(),
+        ..ListOptions::default()
+    };
+    let mut items = Vec::new();
+    configmaps
+        .list_json("default", &selected, &mut items)
+        .await
+        .unwrap();
+    let expected: Vec<Vec<u8>> = configmaps
+        .list("default", &selected)
+        .await
+        .unwrap()
+        .items
+        .iter()
+        .map(json_of)
+        .collect();
+    assert_eq!(expected.len(), 2);
+    assert_eq!(items, expected.join(&b","[..]));
+    assert_eq!(configmaps.served_counts().decoded, before.decoded + 2);
+}
+
+#[tokio::test]
+async fn resources_served_in_another_form_than_stored_are_decoded() {
+    let dir = tempfile::tempdir().unwrap();
+    let storage = sqlite(&dir);
+    let new_events = store(&storage, "events.k8s.io", "events");
+    let event = json!({
+        "apiVersion": "events.k8s.io/v1", "kind": "Event",
+        "metadata": {"name": "e1", "namespace": "default"},
+        "eventTime": "2026-11-22T03:00:00.000000Z", "reportingController": "example.com/c",
+        "reportingInstance": "c-1", "action": "Reconcile", "reason": "Synced", "type": "Normal",
+        "regarding": {"kind": "ConfigMap", "namespace": "default", "name": "cm", "apiVersion": "v1"}
+    });
+    new_events
+        .create("default", event, &WriteOptions::default())
+        .await
+        .unwrap();
+    let served = new_events.get_json("default", "e1", None).await.unwrap();
+    let decoded = new_events.get("default", "e1", None).await.unwrap();
+    assert_eq!(served, json_of(&decoded));
+    assert_eq!(decoded["apiVersion"], "events.k8s.io/v1");
+    let counts = new_events.served_counts();
+    assert_eq!((counts.verbatim, counts.decoded), (0, 1));
+}

@@ -104,7 +104,7 @@ pub const INFO: crate::catalog::ResourceInfo = crate::catalog::ResourceInfo {
         validate,
         validate_update,
         to_storage: crate::catalog::identity,
-        from_storage: crate::catalog::identity,
+        from_storage: None,
         field_selectors: crate::rbac::FIELD_SELECTORS,
         field_values,
         columns: super::COLUMNS,

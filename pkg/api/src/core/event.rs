@@ -585,7 +585,7 @@ pub const INFO: crate::catalog::ResourceInfo = crate::catalog::ResourceInfo {
         validate,
         validate_update,
         to_storage: crate::catalog::identity,
-        from_storage: crate::catalog::identity,
+        from_storage: None,
         field_selectors: FIELD_SELECTORS,
         field_values,
         columns: COLUMNS,

@@ -1,17 +1,17 @@
 //! GET of a collection.
 //!
-//! A JSON list is encoded object by object as the store reads them: each object is decoded,
-//! written into the items' buffer and dropped, and the answer is sent as that buffer between
+//! A JSON list is written object by object as the store reads them: each object's JSON (its
+//! stored bytes, or for resources served in another form than stored the object decoded and
+//! serialized) goes into the items' buffer, and the answer is sent as that buffer between
 //! the list's head and tail, so that a list held for a client that does not read costs one
 //! encoded copy and nothing else.
 
 use bytes::Bytes;
 use genplane_apimachinery::errors::{ApiError, Status};
 use genplane_storage::Storage;
-use hyper::header::{CONTENT_TYPE, HeaderValue};
 use hyper::{Response, StatusCode};
 
-use super::{Ctx, respond};
+use super::{Ctx, respond, respond_json};
 use crate::body::ResponseBody;
 use crate::encode;
 use crate::negotiation::{Format, Target};
@@ -29,13 +29,7 @@ pub(crate) async fn list<S: Storage>(ctx: &Ctx<'_, S>) -> Result<Response<Respon
         let mut items = Vec::new();
         let listed = ctx
             .store()?
-            .list_each(&ctx.request.namespace, &options, |object| {
-                if !items.is_empty() {
-                    items.push(b',');
-                }
-                serde_json::to_writer(&mut items, &object)
-                    .map_err(|e| Status::internal_error(format!("encoding the list: {e}")).into())
-            })
+            .list_json(&ctx.request.namespace, &options, &mut items)
             .await?;
         // The list without items, split where they go: the same bytes as the whole list
         // encoded at once (keys in order, no spaces).
@@ -48,12 +42,7 @@ pub(crate) async fn list<S: Storage>(ctx: &Ctx<'_, S>) -> Result<Response<Respon
             - 1;
         let empty = Bytes::from(empty);
         let body = ResponseBody::parts([empty.slice(..at), Bytes::from(items), empty.slice(at..)]);
-        let mut response = Response::new(body);
-        *response.status_mut() = StatusCode::OK;
-        if let Ok(value) = HeaderValue::from_str(&negotiated.content_type()) {
-            response.headers_mut().insert(CONTENT_TYPE, value);
-        }
-        return Ok(response);
+        return Ok(respond_json(StatusCode::OK, body, &negotiated));
     }
     let listed = ctx.store()?.list(&ctx.request.namespace, &options).await?;
     let body = match negotiated.target {

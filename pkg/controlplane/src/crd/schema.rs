@@ -316,6 +316,10 @@ impl Strategy for CrdStrategy {
         self.base.served_form(object)
     }
 
+    fn serves_stored_form(&self) -> bool {
+        self.base.serves_stored_form()
+    }
+
     fn default(&self, object: &mut Value) {
         self.base.default(object);
     }
