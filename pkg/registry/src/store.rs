@@ -254,12 +254,12 @@ pub struct Store<S: Storage> {
     /// stored ([`Strategy::serves_stored_form`]): their JSON is then written from the stored
     /// bytes.
     verbatim: Option<Arc<(String, String)>>,
-    /// How reads were answered, shared by the store's clones.
-    served: Arc<ServedCounters>,
+    /// How reads and watch events were written, shared by the store's clones.
+    pub(crate) served: Arc<ServedCounters>,
 }
 
-/// How many objects a store's JSON reads wrote from their stored bytes and how many it decoded
-/// and serialized again (see [`Store::served_counts`]).
+/// How many objects a store's JSON reads and watch events wrote from their stored bytes and how
+/// many it decoded and serialized again (see [`Store::served_counts`]).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct ServedCounts {
     /// Objects written as stored, with their resourceVersion put in.
@@ -270,9 +270,9 @@ pub struct ServedCounts {
 
 /// The counters behind [`ServedCounts`].
 #[derive(Debug, Default)]
-struct ServedCounters {
-    verbatim: AtomicU64,
-    decoded: AtomicU64,
+pub(crate) struct ServedCounters {
+    pub(crate) verbatim: AtomicU64,
+    pub(crate) decoded: AtomicU64,
 }
 
 impl<S: Storage> std::fmt::Debug for Store<S> {
@@ -401,9 +401,9 @@ impl<S: Storage> Store<S> {
         }
     }
 
-    /// How this store's JSON reads ([`Store::get_json`], [`Store::list_json`]) were answered
-    /// so far: objects written from their stored bytes, and objects decoded and serialized
-    /// again.
+    /// How this store's JSON reads ([`Store::get_json`], [`Store::list_json`]) and the objects
+    /// of its watch events were written so far: from their stored bytes, or decoded and
+    /// serialized again (a watch event's object once per event, however many watchers).
     pub fn served_counts(&self) -> ServedCounts {
         ServedCounts {
             verbatim: self.served.verbatim.load(Ordering::Relaxed),
@@ -535,12 +535,17 @@ impl<S: Storage> Store<S> {
     /// Appends the served JSON of a stored object to `out` from its stored bytes, with the
     /// resourceVersion put in, when the strategy serves objects as stored and the bytes are
     /// the resource's; false when the object has to be decoded instead.
-    fn write_verbatim(&self, kv: &KeyValue, out: &mut Vec<u8>) -> bool {
+    pub(crate) fn write_verbatim(
+        &self,
+        stored: &[u8],
+        revision: Revision,
+        out: &mut Vec<u8>,
+    ) -> bool {
         let Some(served_as) = &self.verbatim else {
             return false;
         };
         let (api_version, kind) = &**served_as;
-        let written = object::served_json_into(&kv.value, kv.mod_revision, api_version, kind, out);
+        let written = object::served_json_into(stored, revision, api_version, kind, out);
         if written {
             self.served.verbatim.fetch_add(1, Ordering::Relaxed);
         }
@@ -705,7 +710,7 @@ impl<S: Storage> Store<S> {
     ) -> Result<Vec<u8>, ApiError> {
         let kv = self.read(namespace, name, resource_version).await?;
         let mut out = Vec::new();
-        if !self.write_verbatim(&kv, &mut out) {
+        if !self.write_verbatim(&kv.value, kv.mod_revision, &mut out) {
             self.write_json(&self.strategy.view(self.served(&kv)?)?, &mut out)?;
         }
         Ok(out)
@@ -850,7 +855,7 @@ impl<S: Storage> Store<S> {
             if wrote {
                 items.push(b',');
             }
-            if !filtering && self.write_verbatim(kv, items) {
+            if !filtering && self.write_verbatim(&kv.value, kv.mod_revision, items) {
                 wrote = true;
                 return Ok(true);
             }

@@ -24,7 +24,6 @@ use genplane_storage::{
 use serde_json::Value;
 use tokio::sync::mpsc;
 
-use crate::object;
 use crate::store::{ListOptions, Store};
 
 /// The type of a watch event.
@@ -70,6 +69,16 @@ impl WatchObject {
             json: OnceLock::from(bytes::Bytes::from(
                 serde_json::to_vec(&value).unwrap_or_default(),
             )),
+            value: OnceLock::new(),
+            derived: Memo::default(),
+        }
+    }
+
+    /// An object given as its JSON, decoded the first time its value is asked for (a selector
+    /// that needs it, a form other than JSON).
+    pub fn encoded(json: bytes::Bytes) -> Self {
+        Self {
+            json: OnceLock::from(json),
             value: OnceLock::new(),
             derived: Memo::default(),
         }
@@ -310,6 +319,30 @@ impl<S: Storage> Store<S> {
         }
     }
 
+    /// The served object of an event from its stored bytes at `revision`: written from them
+    /// for a resource served as stored (decoded later only if a selector needs it), else
+    /// decoded, and encoded now when `deliver` says it will be sent (a new state) rather than
+    /// perhaps only consulted (a previous state).
+    fn watch_object(
+        &self,
+        stored: &[u8],
+        revision: Revision,
+        deliver: bool,
+    ) -> Result<WatchObject, ApiError> {
+        let mut json = Vec::new();
+        if self.write_verbatim(stored, revision, &mut json) {
+            return Ok(WatchObject::encoded(json.into()));
+        }
+        let object = self.served_bytes(stored, revision)?;
+        if !deliver {
+            return Ok(WatchObject::unencoded(object));
+        }
+        self.served
+            .decoded
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        Ok(WatchObject::new(object))
+    }
+
     /// The watch event a storage event becomes for this selection, if any. The objects are
     /// decoded once per event and resource (in the event's memo) and shared by every watcher.
     fn translate(
@@ -322,11 +355,12 @@ impl<S: Storage> Store<S> {
         let decoded = event.memo.get_or_insert_with(owner, || Decoded {
             // The previous state, at the event's resourceVersion (as upstream sends it).
             old: event.prev.as_ref().map(|prev| {
-                object::decode(&prev.value, revision).map(|o| Arc::new(WatchObject::unencoded(o)))
+                self.watch_object(&prev.value, revision, false)
+                    .map(Arc::new)
             }),
             new: (event.kind != EventKind::Delete).then(|| {
-                self.served_bytes(&event.kv.value, revision)
-                    .map(|o| Arc::new(WatchObject::new(o)))
+                self.watch_object(&event.kv.value, revision, true)
+                    .map(Arc::new)
             }),
         });
         let selects = |object: &WatchObject| {

@@ -7,7 +7,8 @@ use std::sync::Arc;
 
 use genplane_registry::object::meta_str;
 use genplane_registry::{
-    CatalogStrategy, DeleteOptions, Deletion, ListOptions, Store, WriteOptions,
+    CatalogStrategy, DeleteOptions, Deletion, EventType, ListOptions, Store, WatchItem,
+    WriteOptions,
 };
 use genplane_storage_sqlite::{SqliteConfig, SqliteStore};
 use serde_json::json;
@@ -157,9 +158,8 @@ async fn cached_reads_answer_with_the_stored_bytes_without_decoding() {
 
     let dir = tempfile::tempdir().unwrap();
     let backend = sqlite(&dir);
-    let cache = Arc::new(
-        Cacher::new(backend, "/registry/configmaps/", CacherConfig::default()).unwrap(),
-    );
+    let cache =
+        Arc::new(Cacher::new(backend, "/registry/configmaps/", CacherConfig::default()).unwrap());
     let strategy = CatalogStrategy::find("", "v1", "configmaps").unwrap();
     let configmaps = Store::new(cache, Arc::new(strategy));
     for name in ["a", "b", "c"] {
@@ -177,7 +177,10 @@ async fn cached_reads_answer_with_the_stored_bytes_without_decoding() {
             .get_json("default", "b", resource_version)
             .await
             .unwrap();
-        let decoded = configmaps.get("default", "b", resource_version).await.unwrap();
+        let decoded = configmaps
+            .get("default", "b", resource_version)
+            .await
+            .unwrap();
         assert_eq!(served, json_of(&decoded), "{resource_version:?}");
     }
     let mut items = Vec::new();
@@ -234,7 +237,8 @@ async fn resources_served_in_another_form_than_stored_are_decoded() {
         "metadata": {"name": "e1", "namespace": "default"},
         "eventTime": "2026-11-22T03:00:00.000000Z", "reportingController": "example.com/c",
         "reportingInstance": "c-1", "action": "Reconcile", "reason": "Synced", "type": "Normal",
-        "regarding": {"kind": "ConfigMap", "namespace": "default", "name": "cm", "apiVersion": "v1"}
+        "regarding": {"kind": "ConfigMap", "namespace": "default", "name": "cm", "apiVersion": "v1"},
+        "note": "n1"
     });
     new_events
         .create("default", event, &WriteOptions::default())
@@ -246,4 +250,37 @@ async fn resources_served_in_another_form_than_stored_are_decoded() {
     assert_eq!(decoded["apiVersion"], "events.k8s.io/v1");
     let counts = new_events.served_counts();
     assert_eq!((counts.verbatim, counts.decoded), (0, 1));
+
+    // A watch hands out both states in the served form: the new one and, on a delete, the
+    // previous one.
+    let mut from = ListOptions::default();
+    from.read.resource_version = Some(meta_str(&decoded, "resourceVersion").to_owned());
+    let mut watch = new_events.watch("default", &from).await.unwrap();
+    let mut changed = decoded.clone();
+    changed["metadata"]["labels"] = json!({"changed": "yes"});
+    new_events
+        .update("default", "e1", changed, &WriteOptions::default())
+        .await
+        .unwrap();
+    new_events
+        .delete("default", "e1", &DeleteOptions::default())
+        .await
+        .unwrap();
+    for expected in [EventType::Modified, EventType::Deleted] {
+        let item = tokio::time::timeout(std::time::Duration::from_secs(10), watch.next())
+            .await
+            .unwrap()
+            .unwrap();
+        let WatchItem::Event(kind, object) = item else {
+            panic!("expected an event, got {item:?}");
+        };
+        assert_eq!(kind, expected);
+        assert_eq!(object["apiVersion"], "events.k8s.io/v1", "{kind:?}");
+        assert_eq!(object["note"], "n1", "{kind:?}: {}", object.value());
+        assert_eq!(object["metadata"]["labels"]["changed"], "yes");
+        assert_eq!(
+            serde_json::from_slice::<serde_json::Value>(object.json()).unwrap()["note"],
+            "n1"
+        );
+    }
 }
