@@ -22,6 +22,7 @@ use genplane_storage::{
 };
 use serde_json::Value;
 
+use crate::allocation::{Allocated, Allocations};
 use crate::object::{self, meta_str, set_meta_str};
 use genplane_apimachinery::fields;
 
@@ -249,6 +250,7 @@ fn gone_at(mut old: Value, revision: Revision) -> Value {
 pub struct Store<S: Storage> {
     storage: Arc<S>,
     strategy: Arc<dyn Strategy>,
+    allocations: Option<Arc<dyn Allocations>>,
 }
 
 impl<S: Storage> std::fmt::Debug for Store<S> {
@@ -264,6 +266,7 @@ impl<S: Storage> Clone for Store<S> {
         Self {
             storage: self.storage.clone(),
             strategy: self.strategy.clone(),
+            allocations: self.allocations.clone(),
         }
     }
 }
@@ -363,7 +366,38 @@ pub(crate) fn settle_namespace(
 impl<S: Storage> Store<S> {
     /// A store of the resource `strategy` describes, over `storage`.
     pub fn new(storage: Arc<S>, strategy: Arc<dyn Strategy>) -> Self {
-        Self { storage, strategy }
+        Self {
+            storage,
+            strategy,
+            allocations: None,
+        }
+    }
+
+    /// The same store, whose writes allocate what their objects hold outside themselves
+    /// with `allocations` (see [`crate::allocation`]).
+    pub fn with_allocations(mut self, allocations: Arc<dyn Allocations>) -> Self {
+        self.allocations = Some(allocations);
+        self
+    }
+
+    /// Allocates what `new` needs before it is stored (nothing without allocations).
+    fn allocate(
+        &self,
+        new: &mut Value,
+        old: Option<&Value>,
+        dry_run: bool,
+    ) -> Result<Option<Box<dyn Allocated>>, ApiError> {
+        match &self.allocations {
+            Some(allocations) => allocations.allocate(new, old, dry_run),
+            None => Ok(None),
+        }
+    }
+
+    /// Gives back what `object`, which has left storage, held.
+    fn release(&self, object: &Value) {
+        if let Some(allocations) = &self.allocations {
+            allocations.release(object);
+        }
     }
 
     /// The resource's strategy.
@@ -574,6 +608,7 @@ impl<S: Storage> Store<S> {
                 escalation.0.check(None, &object)?;
             }
             self.check_path_segments(&name, meta_str(&object, "namespace"))?;
+            let allocated = self.allocate(&mut object, None, options.dry_run)?;
             self.strategy.canonicalize(&mut object);
             let warnings = self.strategy.warnings(&object, None);
             let bytes = self.stored(&object)?;
@@ -596,6 +631,9 @@ impl<S: Storage> Store<S> {
             }
             match self.storage.create(&key, bytes).await {
                 Ok(kv) => {
+                    if let Some(allocated) = allocated {
+                        allocated.commit();
+                    }
                     set_meta_str(&mut object, "resourceVersion", &kv.mod_revision.to_string());
                     return Ok(Written {
                         object,
@@ -942,15 +980,19 @@ impl<S: Storage> Store<S> {
                     });
                 }
                 return match self.storage.delete(&key, Some(current.mod_revision)).await {
-                    Ok(_) => Ok(Written {
-                        object: self.strategy.view(new)?,
-                        created: false,
-                        warnings,
-                    }),
+                    Ok(_) => {
+                        self.release(&new);
+                        Ok(Written {
+                            object: self.strategy.view(new)?,
+                            created: false,
+                            warnings,
+                        })
+                    }
                     Err(StorageError::Conflict { .. }) if expected.is_none() => continue,
                     Err(e) => Err(self.storage_error(e, "update", name)),
                 };
             }
+            let allocated = self.allocate(&mut new, Some(&old), options.dry_run)?;
             let bytes = self.stored(&new)?;
             if bytes.len() > MAX_OBJECT_BYTES {
                 return Err(Status::request_entity_too_large(MAX_OBJECT_BYTES).into());
@@ -964,6 +1006,9 @@ impl<S: Storage> Store<S> {
             }
             match self.storage.update(&key, bytes, current.mod_revision).await {
                 Ok(kv) => {
+                    if let Some(allocated) = allocated {
+                        allocated.commit();
+                    }
                     set_meta_str(&mut new, "resourceVersion", &kv.mod_revision.to_string());
                     return Ok(Written {
                         object: self.strategy.view(new)?,
@@ -1011,7 +1056,10 @@ impl<S: Storage> Store<S> {
                 DeleteStep::Answer(deletion) => return Ok(deletion),
                 DeleteStep::Remove(old) => {
                     return match self.storage.delete(&key, Some(current.mod_revision)).await {
-                        Ok(deleted) => Ok(Deletion::Gone(gone_at(old, deleted.revision))),
+                        Ok(deleted) => {
+                            self.release(&old);
+                            Ok(Deletion::Gone(gone_at(old, deleted.revision)))
+                        }
                         Err(StorageError::Conflict { .. } | StorageError::NotFound { .. })
                             if options.resource_version.is_none() =>
                         {
@@ -1237,7 +1285,10 @@ impl<S: Storage> Store<S> {
         let answers = self.storage.delete_batch(requests).await;
         for (removal, answer) in batch.into_iter().zip(answers) {
             match answer {
-                Ok(deleted) => done.push((removal.index, gone_at(removal.old, deleted.revision))),
+                Ok(deleted) => {
+                    self.release(&removal.old);
+                    done.push((removal.index, gone_at(removal.old, deleted.revision)));
+                }
                 Err(StorageError::Conflict { .. } | StorageError::NotFound { .. }) => {
                     if let Some(object) = self
                         .delete_one_of_collection(&removal.namespace, &removal.name, options)
