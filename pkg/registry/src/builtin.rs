@@ -220,4 +220,8 @@ impl Strategy for CatalogStrategy {
     fn mark_deleting(&self, object: &mut Value) {
         (self.info.hooks.mark_deleting)(object);
     }
+
+    fn grace_period(&self, object: &Value, requested: Option<i64>) -> Option<i64> {
+        (self.info.hooks.grace_period)(object, requested)
+    }
 }

@@ -165,8 +165,8 @@ pub struct DeleteOptions {
     pub resource_version: Option<String>,
     /// What happens to dependents.
     pub propagation: Option<Propagation>,
-    /// The grace period asked for (resources here have no graceful termination, so only 0 or
-    /// unset are meaningful; the value is recorded as upstream records it).
+    /// The grace period asked for: for a kind whose objects terminate gracefully
+    /// ([`Strategy::grace_period`]) how long the deletion may take; other kinds ignore it.
     pub grace_period_seconds: Option<i64>,
     /// `dryRun=All`.
     pub dry_run: bool,
@@ -276,11 +276,19 @@ fn namespace_of(object: &Value) -> &str {
     meta_str(object, "namespace")
 }
 
-fn now() -> String {
-    let seconds = std::time::SystemTime::now()
+fn now_seconds() -> i64 {
+    std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| i64::try_from(d.as_secs()).unwrap_or(i64::MAX));
-    rfc3339(seconds)
+        .map_or(0, |d| i64::try_from(d.as_secs()).unwrap_or(i64::MAX))
+}
+
+fn now() -> String {
+    rfc3339(now_seconds())
+}
+
+/// A `metav1.Time` as Unix seconds.
+fn parse_time(time: &str) -> Option<i64> {
+    genplane_api::time::parse_time(time).map(|t| t.seconds)
 }
 
 /// Five characters from upstream's alphabet for generated names (no vowels, no look-alikes).
@@ -1027,9 +1035,15 @@ impl<S: Storage> Store<S> {
         }
     }
 
-    /// Whether a deleting object has nothing left that holds it back.
+    /// Whether a deleting object has nothing left that holds it back (a graceful deletion's
+    /// period still running holds it back too).
     fn is_finished(&self, object: &Value) -> bool {
         !meta_str(object, "deletionTimestamp").is_empty()
+            && object
+                .pointer("/metadata/deletionGracePeriodSeconds")
+                .and_then(Value::as_i64)
+                .unwrap_or(0)
+                == 0
             && object::finalizers(object).is_empty()
             && !self.strategy.pending_finalization(object)
     }
@@ -1144,6 +1158,13 @@ impl<S: Storage> Store<S> {
             admission.chain.mutate_delete(attributes).await?;
             admission.chain.validate(attributes, None).await?;
         }
+        if let Some(marked) = self.graceful_mark(&old, options) {
+            return Ok(match marked {
+                Some(marked) if !options.dry_run => DeleteStep::Mark(marked),
+                Some(marked) => DeleteStep::Answer(Deletion::Pending(marked)),
+                None => DeleteStep::Answer(Deletion::Pending(old)),
+            });
+        }
         let mut finalizers = object::finalizers(&old);
         let wanted = match options.propagation {
             Some(Propagation::Orphan) => Some(FINALIZER_ORPHAN),
@@ -1176,6 +1197,35 @@ impl<S: Storage> Store<S> {
             return Ok(DeleteStep::Answer(Deletion::Pending(marked)));
         }
         Ok(DeleteStep::Mark(marked))
+    }
+
+    /// The graceful deletion of `old`, when its kind terminates gracefully and the grace
+    /// period is above 0 (upstream's `BeforeDelete`): `Some(Some(marked))` marks it with a
+    /// `deletionTimestamp` the grace period ahead and `deletionGracePeriodSeconds`, or
+    /// shortens a pending one's period (counted from when its deletion was asked);
+    /// `Some(None)`: a pending graceful deletion no sooner than asked, nothing changes; `None`:
+    /// not graceful, deleted as any object is.
+    fn graceful_mark(&self, old: &Value, options: &DeleteOptions) -> Option<Option<Value>> {
+        let grace = self
+            .strategy
+            .grace_period(old, options.grace_period_seconds)
+            .filter(|grace| *grace > 0)?;
+        let pending = old
+            .pointer("/metadata/deletionGracePeriodSeconds")
+            .and_then(Value::as_i64);
+        let deleting = parse_time(meta_str(old, "deletionTimestamp"));
+        let deadline = match (deleting, pending) {
+            (Some(_), Some(pending)) if grace >= pending => return Some(None),
+            (Some(at), Some(pending)) => at - pending + grace,
+            // Deleting with no period recorded: held by finalizers only, nothing to wait for.
+            (Some(_), None) => return None,
+            (None, _) => now_seconds() + grace,
+        };
+        let mut marked = old.clone();
+        set_meta_str(&mut marked, "deletionTimestamp", &rfc3339(deadline));
+        object::metadata_mut(&mut marked)
+            .insert("deletionGracePeriodSeconds".into(), Value::from(grace));
+        Some(Some(marked))
     }
 
     /// Deletes every selected object of `namespace`; returns what was deleted or marked, in
