@@ -27,7 +27,11 @@
 
 pub mod api;
 pub mod controlplane;
+pub mod endpoints_controller;
+pub mod kubelet;
 pub mod net;
+pub mod scheduler;
+mod watch;
 
 use anyhow::Context as _;
 use clap::Parser;
@@ -76,13 +80,44 @@ pub async fn run(cli: Cli, rust_log: Option<&str>) -> anyhow::Result<()> {
     let build = BuildInfo::new(env!("CARGO_PKG_VERSION"), None);
     let (ready_tx, ready_rx) = tokio::sync::oneshot::channel();
     let server = completed.run("testcluster", &build, shutdown.clone(), Some(ready_tx));
-    tokio::pin!(server);
-    tokio::select! {
-        served = &mut server => return served.map_err(Into::into),
-        ready = ready_rx => {
-            let _ready = ready.context("the server stopped before it was ready")?;
+    let components = async {
+        let Ok(ready) = ready_rx.await else {
+            return Ok(()); // the server stopped before it was ready: its error says why
+        };
+        let client = client(&ready.data_dir.join("admin.kubeconfig")).await?;
+        let mut components = tokio::task::JoinSet::new();
+        for number in 1..=cli.nodes {
+            let kubelet = kubelet::Kubelet::new(client.clone(), number);
+            kubelet.register().await.context("registering the nodes")?;
+            components.spawn(async move {
+                if let Err(error) = kubelet.run().await {
+                    tracing::error!(%error, "a kubelet stopped");
+                }
+            });
         }
-    }
-    server.await?;
+        components.spawn(scheduler::run(client.clone()));
+        components.spawn(endpoints_controller::run(client));
+        println!("genplane testcluster: {} nodes registered", cli.nodes);
+        shutdown.triggered().await;
+        components.shutdown().await;
+        anyhow::Ok(())
+    };
+    let cluster = async {
+        let started = components.await;
+        if started.is_err() {
+            shutdown.trigger();
+        }
+        started
+    };
+    let (served, cluster) = tokio::join!(server, cluster);
+    cluster?;
+    served?;
     Ok(())
+}
+
+/// A client with the identity and server of `kubeconfig`.
+async fn client(kubeconfig: &std::path::Path) -> anyhow::Result<kube::Client> {
+    let kubeconfig = kube::config::Kubeconfig::read_from(kubeconfig)?;
+    let config = kube::Config::from_custom_kubeconfig(kubeconfig, &Default::default()).await?;
+    Ok(kube::Client::try_from(config)?)
 }
