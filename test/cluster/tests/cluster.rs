@@ -280,7 +280,7 @@ async fn a_small_cluster_on_loopback() {
         (slice.endpoints.len() == 1).then_some(slice)
     })
     .await;
-    assert_eq!(slice.endpoints[0].addresses, [ip.clone()]);
+    assert_eq!(slice.endpoints[0].addresses, std::slice::from_ref(&ip));
     let conditions = slice.endpoints[0].conditions.clone().unwrap();
     assert_eq!(
         (conditions.ready, conditions.serving, conditions.terminating),
