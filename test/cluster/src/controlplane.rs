@@ -17,7 +17,7 @@ use genplane_controlplane::server::{CompletedConfig, Error};
 use genplane_registry::ListOptions;
 
 use crate::api::allocator::ServiceAllocator;
-use crate::api::binding::Binder;
+use crate::api::binder::Binder;
 use crate::api::{endpoints, endpointslice, node, pod, service};
 
 /// Why the cluster's kinds could not be added.

@@ -6,13 +6,14 @@
 //!
 //! - [`node`]: core/v1 `nodes` and `nodes/status`;
 //! - [`pod`]: core/v1 `pods`, `pods/status` and `pods/binding` (answered by
-//!   [`binding::Binder`]), with graceful deletion;
+//!   [`binder::Binder`]), with graceful deletion;
 //! - [`service`]: core/v1 `services` and `services/status`, with ClusterIPs and node ports
 //!   from [`allocator::ServiceAllocator`];
 //! - [`endpoints`]: core/v1 `endpoints`; [`endpointslice`]: discovery.k8s.io/v1
 //!   `endpointslices`.
 
 pub mod allocator;
+pub mod binder;
 pub mod binding;
 pub mod endpoints;
 pub mod endpointslice;
