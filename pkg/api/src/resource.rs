@@ -122,6 +122,12 @@ pub struct Hooks {
     pub pending_finalization: fn(&Value) -> bool,
     /// Marks an object whose deletion must wait (a Namespace becomes `Terminating`).
     pub mark_deleting: fn(&mut Value),
+    /// The grace period of a delete of `object` that asked for `requested` seconds (or
+    /// nothing): `Some(seconds)` for a kind whose objects terminate gracefully (a Pod: the
+    /// request's, else its `spec.terminationGracePeriodSeconds`), which a delete then marks
+    /// (`deletionTimestamp` that far ahead, `deletionGracePeriodSeconds`) rather than removes
+    /// while it is above 0; `None` for every other kind ([`not_graceful`]).
+    pub grace_period: fn(&Value, Option<i64>) -> Option<i64>,
 }
 
 /// A served subresource, as discovery and OpenAPI describe it.
@@ -341,6 +347,11 @@ pub fn nothing_pending(_: &Value) -> bool {
     false
 }
 
+/// Objects of the kind are removed at once when deleted (no graceful termination).
+pub fn not_graceful(_: &Value, _: Option<i64>) -> Option<i64> {
+    None
+}
+
 /// The verbs of a `status` subresource.
 pub const STATUS_VERBS: &[&str] = &["get", "patch", "update"];
 
@@ -381,6 +392,7 @@ impl Hooks {
             row: no_row,
             pending_finalization: nothing_pending,
             mark_deleting: no_default,
+            grace_period: not_graceful,
         }
     }
 }

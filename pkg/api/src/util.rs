@@ -51,6 +51,22 @@ pub fn decode_typed<T: DeserializeOwned>(
     }
 }
 
+/// Sets `new`'s top-level field `key` to `old`'s (removes it when `old` has none): what a
+/// strategy keeps of the stored object on an update (`status` on a spec write, `spec` on a
+/// status write).
+pub fn keep_field(new: &mut Value, old: &Value, key: &str) {
+    if let Some(fields) = new.as_object_mut() {
+        match old.get(key) {
+            Some(value) => {
+                fields.insert(key.to_owned(), value.clone());
+            }
+            None => {
+                fields.remove(key);
+            }
+        }
+    }
+}
+
 /// The `metadata.name` and, for namespaced resources, `metadata.namespace` field-selector values
 /// (upstream's `ObjectMetaFieldsSet`).
 pub fn meta_fields(object: &Value, namespaced: bool) -> BTreeMap<&'static str, String> {

@@ -122,6 +122,32 @@ impl<S: Storage> Resource<S> {
         self.backing.store()
     }
 
+    /// The same resource, whose subresource `name` (one `info` lists with a `body` kind that
+    /// is never stored, as `pods/binding` lists a Binding) is answered by `answer`: its
+    /// creates are decoded, defaulted, admitted and validated with the body kind's hooks (told
+    /// `gates`), then answered. A program gives this way a subresource of its own kind the
+    /// behaviour the server has none for (without it, such creates are refused with a 405).
+    /// A subresource `info` does not list, or lists without such a body, is left as it is.
+    pub fn with_answer(
+        mut self,
+        name: &str,
+        answer: Arc<dyn Answer>,
+        gates: Arc<dyn FeatureGates>,
+    ) -> Self {
+        let body = self
+            .info
+            .builtin_info()
+            .and_then(|info| info.subresources.iter().find(|s| s.name == name))
+            .and_then(|sub| sub.body)
+            .filter(|body| !body.stored());
+        if let Some(body) = body {
+            self.subresources.retain(|(served, _)| served != name);
+            self.subresources
+                .push((name.to_owned(), Backing::computed(body, answer, gates)));
+        }
+        self
+    }
+
     /// The built-in resource `info` with `strategy` in place of the catalog's for the resource
     /// itself (its subresources keep theirs).
     pub fn builtin_with(

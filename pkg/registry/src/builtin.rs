@@ -81,6 +81,19 @@ pub struct SubresourceStrategy {
     validate_update: fn(&Value, &Value) -> Result<ErrorList, ApiError>,
 }
 
+impl SubresourceStrategy {
+    /// The strategy of writes with `rules` of their own over the resource `base` describes:
+    /// what a program's answered subresource writes with (a `pods/binding` create sets the
+    /// pod's `spec.nodeName`, which no other write may change).
+    pub fn new(base: CatalogStrategy, rules: catalog::SubresourceRules) -> Self {
+        Self {
+            base,
+            prepare_for_update: rules.prepare_for_update,
+            validate_update: rules.validate_update,
+        }
+    }
+}
+
 impl Strategy for SubresourceStrategy {
     fn group_resource(&self) -> GroupResource {
         self.base.group_resource()
@@ -230,5 +243,9 @@ impl Strategy for CatalogStrategy {
 
     fn mark_deleting(&self, object: &mut Value) {
         (self.info.hooks.mark_deleting)(object);
+    }
+
+    fn grace_period(&self, object: &Value, requested: Option<i64>) -> Option<i64> {
+        (self.info.hooks.grace_period)(object, requested)
     }
 }

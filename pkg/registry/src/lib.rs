@@ -10,6 +10,7 @@
 
 #![warn(missing_docs)]
 
+pub mod allocation;
 pub mod builtin;
 pub mod computed;
 pub mod custom;
@@ -21,6 +22,7 @@ pub mod store;
 pub mod strategy;
 pub mod watch;
 
+pub use allocation::{Allocated, Allocations};
 pub use builtin::{CatalogStrategy, SubresourceStrategy};
 pub use computed::Computed;
 pub use custom::{Converter, CustomResourceStrategy, CustomSchema, CustomStatusStrategy};

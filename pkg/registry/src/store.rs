@@ -23,6 +23,7 @@ use genplane_storage::{
 };
 use serde_json::Value;
 
+use crate::allocation::{Allocated, Allocations};
 use crate::object::{self, meta_str, set_meta_str};
 use genplane_apimachinery::fields;
 
@@ -165,8 +166,8 @@ pub struct DeleteOptions {
     pub resource_version: Option<String>,
     /// What happens to dependents.
     pub propagation: Option<Propagation>,
-    /// The grace period asked for (resources here have no graceful termination, so only 0 or
-    /// unset are meaningful; the value is recorded as upstream records it).
+    /// The grace period asked for: for a kind whose objects terminate gracefully
+    /// ([`Strategy::grace_period`]) how long the deletion may take; other kinds ignore it.
     pub grace_period_seconds: Option<i64>,
     /// `dryRun=All`.
     pub dry_run: bool,
@@ -250,6 +251,8 @@ fn gone_at(mut old: Value, revision: Revision) -> Value {
 pub struct Store<S: Storage> {
     storage: Arc<S>,
     strategy: Arc<dyn Strategy>,
+    /// What writes allocate outside the objects ([`Store::with_allocations`]).
+    allocations: Option<Arc<dyn Allocations>>,
     /// The `apiVersion` and `kind` of the served objects when the strategy serves them as
     /// stored ([`Strategy::serves_stored_form`]): their JSON is then written from the stored
     /// bytes.
@@ -288,6 +291,7 @@ impl<S: Storage> Clone for Store<S> {
         Self {
             storage: self.storage.clone(),
             strategy: self.strategy.clone(),
+            allocations: self.allocations.clone(),
             verbatim: self.verbatim.clone(),
             served: self.served.clone(),
         }
@@ -299,11 +303,19 @@ fn namespace_of(object: &Value) -> &str {
     meta_str(object, "namespace")
 }
 
-fn now() -> String {
-    let seconds = std::time::SystemTime::now()
+fn now_seconds() -> i64 {
+    std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| i64::try_from(d.as_secs()).unwrap_or(i64::MAX));
-    rfc3339(seconds)
+        .map_or(0, |d| i64::try_from(d.as_secs()).unwrap_or(i64::MAX))
+}
+
+fn now() -> String {
+    rfc3339(now_seconds())
+}
+
+/// A `metav1.Time` as Unix seconds.
+fn parse_time(time: &str) -> Option<i64> {
+    genplane_api::time::parse_time(time).map(|t| t.seconds)
 }
 
 /// Five characters from upstream's alphabet for generated names (no vowels, no look-alikes).
@@ -396,6 +408,7 @@ impl<S: Storage> Store<S> {
         Self {
             storage,
             strategy,
+            allocations: None,
             verbatim,
             served: Arc::default(),
         }
@@ -408,6 +421,33 @@ impl<S: Storage> Store<S> {
         ServedCounts {
             verbatim: self.served.verbatim.load(Ordering::Relaxed),
             decoded: self.served.decoded.load(Ordering::Relaxed),
+        }
+    }
+
+    /// The same store, whose writes allocate what their objects hold outside themselves
+    /// with `allocations` (see [`crate::allocation`]).
+    pub fn with_allocations(mut self, allocations: Arc<dyn Allocations>) -> Self {
+        self.allocations = Some(allocations);
+        self
+    }
+
+    /// Allocates what `new` needs before it is stored (nothing without allocations).
+    fn allocate(
+        &self,
+        new: &mut Value,
+        old: Option<&Value>,
+        dry_run: bool,
+    ) -> Result<Option<Box<dyn Allocated>>, ApiError> {
+        match &self.allocations {
+            Some(allocations) => allocations.allocate(new, old, dry_run),
+            None => Ok(None),
+        }
+    }
+
+    /// Gives back what `object`, which has left storage, held.
+    fn release(&self, object: &Value) {
+        if let Some(allocations) = &self.allocations {
+            allocations.release(object);
         }
     }
 
@@ -646,6 +686,7 @@ impl<S: Storage> Store<S> {
                 escalation.0.check(None, &object)?;
             }
             self.check_path_segments(&name, meta_str(&object, "namespace"))?;
+            let allocated = self.allocate(&mut object, None, options.dry_run)?;
             self.strategy.canonicalize(&mut object);
             let warnings = self.strategy.warnings(&object, None);
             let bytes = self.stored(&object)?;
@@ -668,6 +709,9 @@ impl<S: Storage> Store<S> {
             }
             match self.storage.create(&key, bytes).await {
                 Ok(kv) => {
+                    if let Some(allocated) = allocated {
+                        allocated.commit();
+                    }
                     set_meta_str(&mut object, "resourceVersion", &kv.mod_revision.to_string());
                     return Ok(Written {
                         object,
@@ -1093,15 +1137,19 @@ impl<S: Storage> Store<S> {
                     });
                 }
                 return match self.storage.delete(&key, Some(current.mod_revision)).await {
-                    Ok(_) => Ok(Written {
-                        object: self.strategy.view(new)?,
-                        created: false,
-                        warnings,
-                    }),
+                    Ok(_) => {
+                        self.release(&new);
+                        Ok(Written {
+                            object: self.strategy.view(new)?,
+                            created: false,
+                            warnings,
+                        })
+                    }
                     Err(StorageError::Conflict { .. }) if expected.is_none() => continue,
                     Err(e) => Err(self.storage_error(e, "update", name)),
                 };
             }
+            let allocated = self.allocate(&mut new, Some(&old), options.dry_run)?;
             let bytes = self.stored(&new)?;
             if bytes.len() > MAX_OBJECT_BYTES {
                 return Err(Status::request_entity_too_large(MAX_OBJECT_BYTES).into());
@@ -1115,6 +1163,9 @@ impl<S: Storage> Store<S> {
             }
             match self.storage.update(&key, bytes, current.mod_revision).await {
                 Ok(kv) => {
+                    if let Some(allocated) = allocated {
+                        allocated.commit();
+                    }
                     set_meta_str(&mut new, "resourceVersion", &kv.mod_revision.to_string());
                     return Ok(Written {
                         object: self.strategy.view(new)?,
@@ -1133,9 +1184,15 @@ impl<S: Storage> Store<S> {
         }
     }
 
-    /// Whether a deleting object has nothing left that holds it back.
+    /// Whether a deleting object has nothing left that holds it back (a graceful deletion's
+    /// period still running holds it back too).
     fn is_finished(&self, object: &Value) -> bool {
         !meta_str(object, "deletionTimestamp").is_empty()
+            && object
+                .pointer("/metadata/deletionGracePeriodSeconds")
+                .and_then(Value::as_i64)
+                .unwrap_or(0)
+                == 0
             && object::finalizers(object).is_empty()
             && !self.strategy.pending_finalization(object)
     }
@@ -1162,7 +1219,10 @@ impl<S: Storage> Store<S> {
                 DeleteStep::Answer(deletion) => return Ok(deletion),
                 DeleteStep::Remove(old) => {
                     return match self.storage.delete(&key, Some(current.mod_revision)).await {
-                        Ok(deleted) => Ok(Deletion::Gone(gone_at(old, deleted.revision))),
+                        Ok(deleted) => {
+                            self.release(&old);
+                            Ok(Deletion::Gone(gone_at(old, deleted.revision)))
+                        }
                         Err(StorageError::Conflict { .. } | StorageError::NotFound { .. })
                             if options.resource_version.is_none() =>
                         {
@@ -1247,6 +1307,13 @@ impl<S: Storage> Store<S> {
             admission.chain.mutate_delete(attributes).await?;
             admission.chain.validate(attributes, None).await?;
         }
+        if let Some(marked) = self.graceful_mark(&old, options) {
+            return Ok(match marked {
+                Some(marked) if !options.dry_run => DeleteStep::Mark(marked),
+                Some(marked) => DeleteStep::Answer(Deletion::Pending(marked)),
+                None => DeleteStep::Answer(Deletion::Pending(old)),
+            });
+        }
         let mut finalizers = object::finalizers(&old);
         let wanted = match options.propagation {
             Some(Propagation::Orphan) => Some(FINALIZER_ORPHAN),
@@ -1279,6 +1346,35 @@ impl<S: Storage> Store<S> {
             return Ok(DeleteStep::Answer(Deletion::Pending(marked)));
         }
         Ok(DeleteStep::Mark(marked))
+    }
+
+    /// The graceful deletion of `old`, when its kind terminates gracefully and the grace
+    /// period is above 0 (upstream's `BeforeDelete`): `Some(Some(marked))` marks it with a
+    /// `deletionTimestamp` the grace period ahead and `deletionGracePeriodSeconds`, or
+    /// shortens a pending one's period (counted from when its deletion was asked);
+    /// `Some(None)`: a pending graceful deletion no sooner than asked, nothing changes; `None`:
+    /// not graceful, deleted as any object is.
+    fn graceful_mark(&self, old: &Value, options: &DeleteOptions) -> Option<Option<Value>> {
+        let grace = self
+            .strategy
+            .grace_period(old, options.grace_period_seconds)
+            .filter(|grace| *grace > 0)?;
+        let pending = old
+            .pointer("/metadata/deletionGracePeriodSeconds")
+            .and_then(Value::as_i64);
+        let deleting = parse_time(meta_str(old, "deletionTimestamp"));
+        let deadline = match (deleting, pending) {
+            (Some(_), Some(pending)) if grace >= pending => return Some(None),
+            (Some(at), Some(pending)) => at - pending + grace,
+            // Deleting with no period recorded: held by finalizers only, nothing to wait for.
+            (Some(_), None) => return None,
+            (None, _) => now_seconds() + grace,
+        };
+        let mut marked = old.clone();
+        set_meta_str(&mut marked, "deletionTimestamp", &rfc3339(deadline));
+        object::metadata_mut(&mut marked)
+            .insert("deletionGracePeriodSeconds".into(), Value::from(grace));
+        Some(Some(marked))
     }
 
     /// Deletes every selected object of `namespace`; returns what was deleted or marked, in
@@ -1388,7 +1484,10 @@ impl<S: Storage> Store<S> {
         let answers = self.storage.delete_batch(requests).await;
         for (removal, answer) in batch.into_iter().zip(answers) {
             match answer {
-                Ok(deleted) => done.push((removal.index, gone_at(removal.old, deleted.revision))),
+                Ok(deleted) => {
+                    self.release(&removal.old);
+                    done.push((removal.index, gone_at(removal.old, deleted.revision)));
+                }
                 Err(StorageError::Conflict { .. } | StorageError::NotFound { .. }) => {
                     if let Some(object) = self
                         .delete_one_of_collection(&removal.namespace, &removal.name, options)

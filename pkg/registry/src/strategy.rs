@@ -120,4 +120,12 @@ pub trait Strategy: Send + Sync + 'static {
 
     /// Marks an object whose deletion must wait (a Namespace becomes `Terminating`).
     fn mark_deleting(&self, _object: &mut Value) {}
+
+    /// The grace period of a delete of `object` that asked for `requested` seconds: `Some`
+    /// for a kind whose objects terminate gracefully (a Pod), which a delete then marks rather
+    /// than removes while the period is above 0 (upstream's `CheckGracefulDelete`); `None`
+    /// (the default): removed at once.
+    fn grace_period(&self, _object: &Value, _requested: Option<i64>) -> Option<i64> {
+        None
+    }
 }

@@ -116,6 +116,7 @@ pub const INFO: crate::catalog::ResourceInfo = crate::catalog::ResourceInfo {
         row,
         pending_finalization,
         mark_deleting,
+        grace_period: crate::catalog::not_graceful,
     },
 };
 

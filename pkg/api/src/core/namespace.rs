@@ -157,19 +157,6 @@ pub fn prepare_for_create(object: &mut Value, _context: &crate::catalog::Context
     }
 }
 
-fn copy_field(new: &mut Value, old: &Value, key: &str) {
-    if let Some(fields) = new.as_object_mut() {
-        match old.get(key) {
-            Some(value) => {
-                fields.insert(key.to_owned(), value.clone());
-            }
-            None => {
-                fields.remove(key);
-            }
-        }
-    }
-}
-
 /// The strategy on update: `spec.finalizers` and `status` keep their old values.
 pub fn prepare_for_update(new: &mut Value, old: &Value, _context: &crate::catalog::Context<'_>) {
     match old.get("spec").and_then(|s| s.get("finalizers")) {
@@ -184,7 +171,7 @@ pub fn prepare_for_update(new: &mut Value, old: &Value, _context: &crate::catalo
             }
         }
     }
-    copy_field(new, old, "status");
+    crate::util::keep_field(new, old, "status");
 }
 
 /// The strategy of the `status` subresource: `spec` keeps its old value.
@@ -193,7 +180,7 @@ pub fn prepare_for_status_update(
     old: &Value,
     _context: &crate::catalog::Context<'_>,
 ) {
-    copy_field(new, old, "spec");
+    crate::util::keep_field(new, old, "spec");
 }
 
 /// The strategy of the `finalize` subresource: `status` keeps its old value.
@@ -202,7 +189,7 @@ pub fn prepare_for_finalize_update(
     old: &Value,
     _context: &crate::catalog::Context<'_>,
 ) {
-    copy_field(new, old, "status");
+    crate::util::keep_field(new, old, "status");
 }
 
 fn validate_finalizers(finalizers: &[String]) -> ErrorList {
@@ -395,6 +382,7 @@ pub const INFO: crate::catalog::ResourceInfo = crate::catalog::ResourceInfo {
         row,
         pending_finalization,
         mark_deleting,
+        grace_period: crate::catalog::not_graceful,
     },
 };
 

@@ -210,18 +210,9 @@ pub fn prepare_for_create(object: &mut Value, _context: &crate::catalog::Context
     }
 }
 
-fn copy_field(new: &mut Value, old: &Value, key: &str) {
-    if let Some(fields) = new.as_object_mut() {
-        match old.get(key) {
-            Some(value) => fields.insert(key.to_owned(), value.clone()),
-            None => fields.remove(key),
-        };
-    }
-}
-
 /// The strategy on update: `status` keeps its old value.
 pub fn prepare_for_update(new: &mut Value, old: &Value, _context: &crate::catalog::Context<'_>) {
-    copy_field(new, old, "status");
+    crate::util::keep_field(new, old, "status");
 }
 
 /// The strategy of the `status` subresource: `spec` keeps its old value.
@@ -230,7 +221,7 @@ pub fn prepare_for_status_update(
     old: &Value,
     _context: &crate::catalog::Context<'_>,
 ) {
-    copy_field(new, old, "spec");
+    crate::util::keep_field(new, old, "spec");
 }
 
 fn is_huge_pages(name: &str) -> bool {
@@ -602,6 +593,7 @@ pub const INFO: crate::catalog::ResourceInfo = crate::catalog::ResourceInfo {
         row,
         pending_finalization: crate::catalog::nothing_pending,
         mark_deleting: crate::catalog::no_default,
+        grace_period: crate::catalog::not_graceful,
     },
 };
 

@@ -685,6 +685,7 @@ pub static INFO: ResourceInfo = ResourceInfo {
         row,
         pending_finalization: catalog::nothing_pending,
         mark_deleting: catalog::no_default,
+        grace_period: catalog::not_graceful,
     },
 };
 

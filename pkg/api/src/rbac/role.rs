@@ -120,5 +120,6 @@ pub const INFO: crate::catalog::ResourceInfo = crate::catalog::ResourceInfo {
         row,
         pending_finalization: crate::catalog::nothing_pending,
         mark_deleting: crate::catalog::no_default,
+        grace_period: crate::catalog::not_graceful,
     },
 };

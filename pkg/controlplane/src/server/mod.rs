@@ -201,8 +201,23 @@ impl CompletedConfig {
     /// like the built-in resources: discovery, OpenAPI (from `info.openapi_schema`), every verb,
     /// watches, tables, server-side apply, its `status` subresource when it lists one.
     pub fn add_resource(&mut self, info: &'static ResourceInfo) -> Result<(), Error> {
+        let storage = self.storage_for(info)?;
+        let gates = self.strategy_gates();
+        self.resources
+            .push(Resource::builtin_with_gates(info, storage, gates));
+        Ok(())
+    }
+
+    /// The storage a resource of the program's own, described by `info`, is kept in: below
+    /// `/registry/<info.storage_prefix>/`, behind a watch cache of its own, encrypted at rest
+    /// as the configuration says for its group and resource. What
+    /// [`CompletedConfig::add_resource`] serves a kind with; a program that serves a kind with
+    /// more than its catalog entry (a strategy or allocations of its own, an answered
+    /// subresource: see `genplane_apiserver::Resource`) builds the [`Resource`] over it and
+    /// pushes it to [`CompletedConfig::resources`]. Call it once per kind.
+    pub fn storage_for(&self, info: &'static ResourceInfo) -> Result<Arc<ResourceStorage>, Error> {
         let prefix = format!("/registry/{}/", info.storage_prefix);
-        let storage = crate::custom_storage(self.backend.clone(), self.config.encryption.clone())(
+        crate::custom_storage(self.backend.clone(), self.config.encryption.clone())(
             &prefix,
             info.group,
             info.resource,
@@ -210,13 +225,14 @@ impl CompletedConfig {
         .map_err(|source| Error::ControlPlane {
             what: "setting up a watch cache",
             source: crate::Error::Storage(source),
-        })?;
-        let gates = Arc::new(features::StrategyGates(
+        })
+    }
+
+    /// The server's feature gates, as strategies' hooks are told them.
+    pub fn strategy_gates(&self) -> Arc<dyn genplane_api::catalog::FeatureGates> {
+        Arc::new(features::StrategyGates(
             self.config.common.feature_gate.clone(),
-        ));
-        self.resources
-            .push(Resource::builtin_with_gates(info, storage, gates));
-        Ok(())
+        ))
     }
 
     /// Serves until `shutdown` is triggered, sending [`Ready`] on `ready` once requests are

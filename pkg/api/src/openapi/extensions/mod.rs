@@ -22,8 +22,8 @@ mod table;
 
 use serde_json::{Map, Value};
 
-pub use table::{Extensions, ListType, MapType, SHARED};
-pub(crate) use table::{NONE, atomic_list, atomic_struct, keyed_list, meta};
+pub use table::{Extensions, ListType, MapType, NONE, SHARED, atomic_list, keyed_list};
+pub(crate) use table::{atomic_struct, meta};
 
 /// Every entry: the shared ones, then each catalog entry's (an entry several kinds list, such
 /// as those of rbac's `PolicyRule`, once).

@@ -65,7 +65,8 @@ pub struct Extensions {
     pub patch_merge_key: Option<&'static str>,
 }
 
-pub(crate) const NONE: Extensions = Extensions {
+/// No extension at all: the base of an entry (`Extensions { schema, property, ..NONE }`).
+pub const NONE: Extensions = Extensions {
     schema: "",
     property: "",
     list_type: None,
@@ -78,7 +79,7 @@ pub(crate) const NONE: Extensions = Extensions {
 const META: &str = "io.k8s.apimachinery.pkg.apis.meta.v1.";
 
 /// A list that is one value.
-pub(crate) const fn atomic_list(schema: &'static str, property: &'static str) -> Extensions {
+pub const fn atomic_list(schema: &'static str, property: &'static str) -> Extensions {
     Extensions {
         schema,
         property,
@@ -98,7 +99,7 @@ pub(crate) const fn atomic_struct(schema: &'static str) -> Extensions {
 
 /// A list of objects keyed by `key` (one field), merged by that key in strategic merge
 /// patches too.
-pub(crate) const fn keyed_list(
+pub const fn keyed_list(
     schema: &'static str,
     property: &'static str,
     key: &'static [&'static str; 1],

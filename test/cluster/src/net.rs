@@ -1,0 +1,78 @@
+//! The cluster's loopback addresses: everything it serves or simulates lives in 127.0.0.0/8,
+//! which Linux routes to the loopback interface whole, so that no address needs setting up.
+//!
+//! | range | what |
+//! |---|---|
+//! | `127.0.0.1` | the API server |
+//! | `127.0.1.N` | node N's address (`InternalIP`), N from 1 |
+//! | `127.1.N.0/24` | node N's pod CIDR: its pods' addresses |
+//! | `127.96.0.0/16` | the service ClusterIP range |
+//!
+//! Node ports are 30000–32767, as upstream's default range.
+
+use std::net::Ipv4Addr;
+
+/// The ClusterIP range of services.
+pub const SERVICE_CIDR: (Ipv4Addr, u8) = (Ipv4Addr::new(127, 96, 0, 0), 16);
+
+/// The node-port range (inclusive).
+pub const NODE_PORTS: (u16, u16) = (30000, 32767);
+
+/// The address of node `n` (from 1).
+pub fn node_ip(n: u8) -> Ipv4Addr {
+    Ipv4Addr::new(127, 0, 1, n)
+}
+
+/// The pod CIDR of node `n` (from 1).
+pub fn pod_cidr(n: u8) -> (Ipv4Addr, u8) {
+    (Ipv4Addr::new(127, 1, n, 0), 24)
+}
+
+/// Reads an IPv4 CIDR such as `127.1.2.0/24`.
+pub fn parse_cidr(cidr: &str) -> Option<(Ipv4Addr, u8)> {
+    let (address, bits) = cidr.split_once('/')?;
+    let address: Ipv4Addr = address.parse().ok()?;
+    let bits: u8 = bits.parse().ok().filter(|b| *b <= 32)?;
+    Some((address, bits))
+}
+
+/// `address/bits`.
+pub fn format_cidr((address, bits): (Ipv4Addr, u8)) -> String {
+    format!("{address}/{bits}")
+}
+
+/// Whether `ip` is in `cidr`.
+pub fn contains((network, bits): (Ipv4Addr, u8), ip: Ipv4Addr) -> bool {
+    let mask = if bits == 0 {
+        0
+    } else {
+        u32::MAX << (32 - u32::from(bits))
+    };
+    u32::from(network) & mask == u32::from(ip) & mask
+}
+
+/// The usable addresses of `cidr`: all but its first (the network) and last (broadcast).
+pub fn hosts((network, bits): (Ipv4Addr, u8)) -> impl Iterator<Item = Ipv4Addr> {
+    let size = 1u64 << (32 - u32::from(bits));
+    let first = u64::from(u32::from(network));
+    (first + 1..first + size.saturating_sub(1))
+        .filter_map(|ip| u32::try_from(ip).ok().map(Ipv4Addr::from))
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use super::*;
+
+    #[test]
+    fn ranges() {
+        let cidr = parse_cidr("127.1.2.0/24").unwrap();
+        assert!(contains(cidr, Ipv4Addr::new(127, 1, 2, 9)));
+        assert!(!contains(cidr, Ipv4Addr::new(127, 1, 3, 9)));
+        assert_eq!(hosts(cidr).count(), 254);
+        assert_eq!(hosts(cidr).next(), Some(Ipv4Addr::new(127, 1, 2, 1)));
+        assert_eq!(parse_cidr("127.1.2.0/33"), None);
+        assert_eq!(format_cidr(pod_cidr(3)), "127.1.3.0/24");
+    }
+}

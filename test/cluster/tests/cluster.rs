@@ -1,0 +1,345 @@
+//! The test cluster as its users see it: started as a process, used with kubectl 1.33 and a
+//! kube-rs client: nodes Ready, a pod scheduled and answering `/hostname` on its own address,
+//! a Service's ClusterIP and node port (released on delete), endpoint slices following pod
+//! readiness and termination, and nothing listening outside 127.0.0.0/8.
+
+#![allow(clippy::unwrap_used)]
+
+use std::io::{BufRead as _, BufReader, Read as _, Write as _};
+use std::net::TcpStream;
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use k8s_openapi::api::core::v1::{Pod, Service};
+use k8s_openapi::api::discovery::v1::EndpointSlice;
+use kube::api::{Api, DeleteParams, PostParams};
+use serde_json::json;
+
+const BIN: &str = env!("CARGO_BIN_EXE_genplane-testcluster");
+const DEADLINE: Duration = Duration::from_secs(60);
+
+/// The running cluster, killed when dropped.
+struct Cluster {
+    child: Child,
+    dir: tempfile::TempDir,
+}
+
+impl Drop for Cluster {
+    fn drop(&mut self) {
+        self.child.kill().ok();
+        self.child.wait().ok();
+    }
+}
+
+impl Cluster {
+    fn start(nodes: u8) -> Cluster {
+        let dir = tempfile::tempdir().unwrap();
+        let mut child = Command::new(BIN)
+            .args(["--bind-address=127.0.0.1", "--secure-port=0"])
+            .arg(format!("--nodes={nodes}"))
+            .arg(format!("--data-dir={}", dir.path().join("data").display()))
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+        loop {
+            let line = lines.next().expect("the cluster's banner").unwrap();
+            if line.ends_with("nodes registered") {
+                break;
+            }
+        }
+        std::thread::spawn(move || for _ in lines {});
+        Cluster { child, dir }
+    }
+
+    fn kubeconfig(&self) -> PathBuf {
+        self.dir.path().join("data/admin.kubeconfig")
+    }
+
+    fn kubectl(&self, args: &[&str]) -> String {
+        let output = Command::new(kubectl_1_33())
+            .arg("--kubeconfig")
+            .arg(self.kubeconfig())
+            .args(args)
+            .output()
+            .unwrap();
+        assert!(
+            output.status.success(),
+            "kubectl {args:?}: {}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        String::from_utf8(output.stdout).unwrap()
+    }
+
+    async fn client(&self) -> kube::Client {
+        let kubeconfig = kube::config::Kubeconfig::read_from(self.kubeconfig()).unwrap();
+        let config = kube::Config::from_custom_kubeconfig(kubeconfig, &Default::default())
+            .await
+            .unwrap();
+        kube::Client::try_from(config).unwrap()
+    }
+}
+
+/// kubectl 1.33, next to the `kubectl` on PATH.
+fn kubectl_1_33() -> PathBuf {
+    let output = Command::new("sh")
+        .args(["-c", "command -v kubectl"])
+        .output()
+        .unwrap();
+    let found = std::fs::canonicalize(String::from_utf8(output.stdout).unwrap().trim()).unwrap();
+    let path = found.parent().unwrap().join("kubectl.1.33");
+    assert!(path.exists(), "{} is missing", path.display());
+    path
+}
+
+/// Waits until `check` answers `Some`, asking again while it does not.
+async fn eventually<T, F, Fut>(what: &str, mut check: F) -> T
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Option<T>>,
+{
+    let start = Instant::now();
+    loop {
+        if let Some(found) = check().await {
+            return found;
+        }
+        assert!(start.elapsed() < DEADLINE, "timed out waiting for {what}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+fn http_get(address: &str, path: &str) -> String {
+    let mut stream = TcpStream::connect(address).unwrap();
+    write!(
+        stream,
+        "GET {path} HTTP/1.1\r\nHost: pod\r\nConnection: close\r\n\r\n"
+    )
+    .unwrap();
+    let mut answer = String::new();
+    stream.read_to_string(&mut answer).unwrap();
+    answer.split("\r\n\r\n").nth(1).unwrap_or("").to_owned()
+}
+
+fn netexec_pod(name: &str) -> Pod {
+    serde_json::from_value(json!({
+        "metadata": {"name": name, "labels": {"app": "web"}},
+        "spec": {"terminationGracePeriodSeconds": 30, "containers": [{
+            "name": "agnhost", "image": "registry.k8s.io/e2e-test-images/agnhost:2.53",
+            "args": ["netexec", "--http-port=8080", "--delay-shutdown=2"],
+            "ports": [{"containerPort": 8080}]}]}
+    }))
+    .unwrap()
+}
+
+fn node_port_service(name: &str, node_port: Option<u16>) -> Service {
+    let mut port = json!({"port": 80, "targetPort": 8080});
+    if let Some(node_port) = node_port {
+        port["nodePort"] = json!(node_port);
+    }
+    serde_json::from_value(json!({
+        "metadata": {"name": name},
+        "spec": {"type": "NodePort", "selector": {"app": "web"}, "ports": [port]}
+    }))
+    .unwrap()
+}
+
+/// The local addresses of the listening TCP and bound UDP sockets of process `pid`.
+fn listening_addresses(pid: u32) -> Vec<String> {
+    let inodes: Vec<String> = std::fs::read_dir(format!("/proc/{pid}/fd"))
+        .unwrap()
+        .filter_map(|fd| std::fs::read_link(fd.ok()?.path()).ok())
+        .filter_map(|link| {
+            let link = link.to_string_lossy().into_owned();
+            Some(link.strip_prefix("socket:[")?.strip_suffix(']')?.to_owned())
+        })
+        .collect();
+    let mut found = Vec::new();
+    for table in ["tcp", "tcp6", "udp", "udp6"] {
+        let text = std::fs::read_to_string(format!("/proc/{pid}/net/{table}")).unwrap_or_default();
+        for line in text.lines().skip(1) {
+            let fields: Vec<&str> = line.split_whitespace().collect();
+            let (local, state, inode) = (fields[1], fields[3], fields[9]);
+            // TCP LISTEN is 0A; every bound UDP socket counts.
+            let listening = table.starts_with("udp") || state == "0A";
+            if listening && inodes.iter().any(|i| i == inode) {
+                found.push(format!("{table} {local}"));
+            }
+        }
+    }
+    found
+}
+
+/// Whether a /proc/net address (hex, host byte order for IPv4) is in 127.0.0.0/8.
+fn is_loopback(entry: &str) -> bool {
+    let (table, local) = entry.split_once(' ').unwrap();
+    let address = local.split(':').next().unwrap();
+    if table.ends_with('6') {
+        // ::ffff:127.x.y.z or ::1
+        return address == "00000000000000000000000001000000"
+            || (address.starts_with("0000000000000000FFFF0000") && address.ends_with("7F"));
+    }
+    address.ends_with("7F")
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_small_cluster_on_loopback() {
+    let cluster = Cluster::start(2);
+    let client = cluster.client().await;
+    let pods: Api<Pod> = Api::namespaced(client.clone(), "default");
+    let services: Api<Service> = Api::namespaced(client.clone(), "default");
+    let slices: Api<EndpointSlice> = Api::namespaced(client.clone(), "default");
+
+    // A pod is scheduled, runs, and answers on its own address.
+    pods.create(&PostParams::default(), &netexec_pod("web-1"))
+        .await
+        .unwrap();
+    let pod = eventually("web-1 Running", || async {
+        let pod = pods.get("web-1").await.ok()?;
+        let status = pod.status.clone()?;
+        (status.phase.as_deref() == Some("Running")).then_some(pod)
+    })
+    .await;
+    let ip = pod.status.unwrap().pod_ip.unwrap();
+    assert!(ip.starts_with("127.1."), "{ip}");
+    assert_eq!(http_get(&format!("{ip}:8080"), "/hostname"), "web-1");
+    assert_eq!(
+        http_get(&format!("{ip}:8080"), "/echo?msg=hello%20there"),
+        "hello there"
+    );
+
+    // kubectl sees a small cluster.
+    let wide = cluster.kubectl(&["get", "nodes,pods,svc", "-A", "-o", "wide"]);
+    for expected in [
+        "node/node-1",
+        "node/node-2",
+        "Ready",
+        "v1.33.0",
+        "127.0.1.1",
+        "pod/web-1",
+        "1/1",
+        "Running",
+        &ip,
+    ] {
+        assert!(wide.contains(expected), "{expected} missing from:\n{wide}");
+    }
+    let described = cluster.kubectl(&["describe", "pod", "web-1"]);
+    assert!(
+        described
+            .lines()
+            .any(|l| l.split_whitespace().collect::<Vec<_>>() == ["Status:", "Running"]),
+        "{described}"
+    );
+
+    // A Service gets a ClusterIP and a node port; the port is its own until it is deleted.
+    let service = services
+        .create(&PostParams::default(), &node_port_service("web", None))
+        .await
+        .unwrap();
+    let spec = service.spec.unwrap();
+    let cluster_ip = spec.cluster_ip.unwrap();
+    assert!(cluster_ip.starts_with("127.96."), "{cluster_ip}");
+    let node_port = u16::try_from(spec.ports.unwrap()[0].node_port.unwrap()).unwrap();
+    assert!((30000..=32767).contains(&node_port), "{node_port}");
+    let taken = services
+        .create(
+            &PostParams::default(),
+            &node_port_service("other", Some(node_port)),
+        )
+        .await
+        .unwrap_err();
+    let kube::Error::Api(status) = taken else {
+        panic!("{taken}")
+    };
+    assert_eq!(status.code, 422, "{status:?}");
+    assert!(
+        status
+            .message
+            .contains("provided port is already allocated"),
+        "{}",
+        status.message
+    );
+    let outside = services
+        .create(
+            &PostParams::default(),
+            &node_port_service("outside", Some(29999)),
+        )
+        .await
+        .unwrap_err();
+    assert!(
+        outside
+            .to_string()
+            .contains("provided port is not in the valid range"),
+        "{outside}"
+    );
+
+    // The endpoint slice has the ready pod.
+    let slice = eventually("web's endpoint slice", || async {
+        let slice = slices.get("web-gp").await.ok()?;
+        (slice.endpoints.len() == 1).then_some(slice)
+    })
+    .await;
+    assert_eq!(slice.endpoints[0].addresses, std::slice::from_ref(&ip));
+    let conditions = slice.endpoints[0].conditions.clone().unwrap();
+    assert_eq!(
+        (conditions.ready, conditions.serving, conditions.terminating),
+        (Some(true), Some(true), Some(false))
+    );
+
+    // A deleted pod terminates gracefully: its endpoint is serving and terminating while it
+    // still answers, then it is gone.
+    pods.delete("web-1", &DeleteParams::default())
+        .await
+        .unwrap();
+    eventually("a terminating endpoint", || async {
+        let slice = slices.get("web-gp").await.ok()?;
+        let conditions = slice.endpoints.first()?.conditions.clone()?;
+        (conditions.terminating == Some(true)
+            && conditions.serving == Some(true)
+            && conditions.ready == Some(false))
+        .then_some(())
+    })
+    .await;
+    assert_eq!(http_get(&format!("{ip}:8080"), "/hostname"), "web-1");
+    eventually("web-1 gone", || async {
+        pods.get_opt("web-1").await.ok()?.is_none().then_some(())
+    })
+    .await;
+    eventually("an empty slice", || async {
+        slices
+            .get("web-gp")
+            .await
+            .ok()?
+            .endpoints
+            .is_empty()
+            .then_some(())
+    })
+    .await;
+
+    // Deleting the Service releases its node port.
+    services
+        .delete("web", &DeleteParams::default())
+        .await
+        .unwrap();
+    let again = services
+        .create(
+            &PostParams::default(),
+            &node_port_service("again", Some(node_port)),
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        again.spec.unwrap().ports.unwrap()[0].node_port,
+        Some(i32::from(node_port))
+    );
+
+    // Nothing listens outside 127.0.0.0/8.
+    let listening = listening_addresses(cluster.child.id());
+    assert!(!listening.is_empty());
+    let outside: Vec<&String> = listening.iter().filter(|a| !is_loopback(a)).collect();
+    assert!(
+        outside.is_empty(),
+        "listening outside loopback: {outside:?}"
+    );
+}
