@@ -134,7 +134,7 @@ async fn open(
 
 /// The process's VmRSS in KiB once it has stopped moving: sampled every 250 ms until it
 /// moved less than 1 MiB over the last 2 s, at most `limit`.
-async fn settled(pid: u32, limit: Duration) -> anyhow::Result<u64> {
+pub(crate) async fn settled(pid: u32, limit: Duration) -> anyhow::Result<u64> {
     let deadline = Instant::now() + limit;
     let mut samples: Vec<u64> = Vec::new();
     loop {
@@ -148,14 +148,20 @@ async fn settled(pid: u32, limit: Duration) -> anyhow::Result<u64> {
     }
 }
 
-/// Fills the namespace with ConfigMaps of `object_kib` KiB until `collection_mib` MiB.
-async fn fill(args: &Args, server: &Server) -> anyhow::Result<usize> {
-    let size = args.idle_object_kib.max(1) * 1024;
-    let count = (args.collection_mib * 1024 * 1024).div_ceil(size);
+/// Creates `count` ConfigMaps named `cm-NNNNNN` with `size` bytes of data in `namespace`, from
+/// `concurrency` requests in flight.
+pub(crate) async fn fill(
+    server: &Server,
+    namespace: &str,
+    count: usize,
+    size: usize,
+    concurrency: usize,
+) -> anyhow::Result<()> {
     let next = Arc::new(std::sync::atomic::AtomicUsize::new(0));
     let mut writers = tokio::task::JoinSet::new();
-    for _ in 0..args.concurrency.max(1) {
+    for _ in 0..concurrency.max(1) {
         let (client, next) = (server.client.clone(), next.clone());
+        let path = configmaps(namespace);
         writers.spawn(async move {
             loop {
                 let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
@@ -165,7 +171,7 @@ async fn fill(args: &Args, server: &Server) -> anyhow::Result<usize> {
                 client
                     .expect(
                         Method::POST,
-                        &configmaps(NAMESPACE),
+                        &path,
                         Some(configmap(&format!("cm-{i:06}"), size, None)),
                         StatusCode::CREATED,
                     )
@@ -176,7 +182,7 @@ async fn fill(args: &Args, server: &Server) -> anyhow::Result<usize> {
     for result in writers.join_all().await {
         result?;
     }
-    Ok(count)
+    Ok(())
 }
 
 /// Memory held for idle watchers and idle LISTs of a large collection.
@@ -215,7 +221,9 @@ pub(crate) async fn idle(args: &Args, dir: &Path) -> anyhow::Result<()> {
             .context("starting the apiserver on SQLite")?;
         let pid = server.pid()?;
         create_namespace(&server.client, NAMESPACE).await?;
-        fill(args, &server).await?;
+        let size = args.idle_object_kib.max(1) * 1024;
+        let count = (args.collection_mib * 1024 * 1024).div_ceil(size);
+        fill(&server, NAMESPACE, count, size, args.concurrency).await?;
         let before = settled(pid, settle).await?;
         let clients = open(&server, transport, path, n).await?;
         let with = settled(pid, settle).await?;

@@ -20,7 +20,10 @@
 //!    server, interleaved;
 //! 9. (`--only idle`) the memory the apiserver holds for clients that do not read: watches of
 //!    a large collection without a resourceVersion and LISTs of it, over HTTP/2 and HTTP/1.1,
-//!    per client and after the clients left (see `idle.rs`).
+//!    per client and after the clients left (see `idle.rs`);
+//! 10. (`--only memory`) memory per cached object: `--memory-objects` ConfigMaps in one SQLite
+//!    server, against the size of their JSON, before and after a watcher received them all
+//!    (see `memory.rs`).
 //!
 //! Beside each throughput, the CPU time (user + system) the serving processes spent per
 //! operation: on a shared machine it moves less than the rates do.
@@ -37,6 +40,7 @@ mod bare;
 mod client;
 mod crd;
 mod idle;
+mod memory;
 mod process;
 mod tls;
 
@@ -118,6 +122,9 @@ struct Args {
     /// KiB of data per ConfigMap in the idle-client part.
     #[arg(long, default_value_t = 16)]
     idle_object_kib: usize,
+    /// ConfigMaps (of `--value-size` bytes of data) in the memory-per-object part.
+    #[arg(long, default_value_t = 100_000)]
+    memory_objects: usize,
     /// Where data directories go (default: a temporary directory under /var/tmp, on disk).
     #[arg(long)]
     dir: Option<PathBuf>,
@@ -143,6 +150,7 @@ enum Part {
     Authz,
     Crd,
     Idle,
+    Memory,
 }
 
 impl Args {
@@ -163,6 +171,7 @@ impl Args {
             self.bindings = self.bindings.min(100);
             self.idle_watchers = self.idle_watchers.min(4);
             self.collection_mib = self.collection_mib.min(4);
+            self.memory_objects = self.memory_objects.min(2_000);
         }
     }
 
@@ -1080,11 +1089,15 @@ async fn run(args: &Args) -> anyhow::Result<()> {
     if args.only.contains(&Part::Idle) {
         idle::idle(args, &dir).await?;
     }
-    if !args
-        .only
-        .iter()
-        .any(|p| !matches!(p, Part::Startup | Part::Authz | Part::Crd | Part::Idle))
-    {
+    if args.only.contains(&Part::Memory) {
+        memory::memory_per_object(args, &dir).await?;
+    }
+    if !args.only.iter().any(|p| {
+        !matches!(
+            p,
+            Part::Startup | Part::Authz | Part::Crd | Part::Idle | Part::Memory
+        )
+    }) {
         return Ok(());
     }
     let mut servers = Servers::start(args, &dir).await?;
