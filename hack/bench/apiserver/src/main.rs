@@ -22,8 +22,8 @@
 //!    a large collection without a resourceVersion and LISTs of it, over HTTP/2 and HTTP/1.1,
 //!    per client and after the clients left (see `idle.rs`);
 //! 10. (`--only memory`) memory per cached object: `--memory-objects` ConfigMaps in one SQLite
-//!    server, against the size of their JSON, before and after a watcher received them all
-//!    (see `memory.rs`).
+//!     server, against the size of their JSON, before and after a watcher received them all
+//!     (see `memory.rs`).
 //!
 //! Beside each throughput, the CPU time (user + system) the serving processes spent per
 //! operation: on a shared machine it moves less than the rates do.

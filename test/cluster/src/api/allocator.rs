@@ -1,7 +1,7 @@
 //! A Service's ClusterIP and node ports, allocated from ranges every Service shares
 //! ([`crate::net::SERVICE_CIDR`], [`crate::net::NODE_PORTS`]), as kube-apiserver's Service
 //! storage allocates them: it is the services resource's
-//! [`Allocations`](genplane_registry::Allocations), so the generic store asks it just before a
+//! [`Allocations`], so the generic store asks it just before a
 //! Service is written and tells it when one has gone.
 //!
 //! - a Service of any type but `ExternalName` gets a ClusterIP: the one it asks for (422 when
