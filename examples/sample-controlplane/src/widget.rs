@@ -306,6 +306,7 @@ pub static INFO: ResourceInfo = ResourceInfo {
     storage_api_version: "sample.genplane.io/v1",
     schema: &SCHEMA,
     protobuf: false,
+    feature_gate: None,
     extensions: &[],
     openapi_schema: genplane_api::openapi::schema_of::<Widget>,
     hooks: Hooks {
