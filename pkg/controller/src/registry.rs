@@ -72,6 +72,10 @@ pub struct ControllerContext {
     /// How often the resource-quota controller recalculates every quota in full
     /// (`--resource-quota-sync-period`, 5 minutes upstream).
     pub resource_quota_sync_period: Duration,
+    /// How long a deleted NetworkClaim keeps its ranges before they are released
+    /// (`--network-claim-release-grace-period`, [`crate::networkclaim::DEFAULT_RELEASE_GRACE`]
+    /// unless set).
+    pub network_claim_release_grace: Duration,
 }
 
 impl ControllerContext {
@@ -87,6 +91,7 @@ impl ControllerContext {
             client,
             root_ca,
             resource_quota_sync_period,
+            network_claim_release_grace: crate::networkclaim::DEFAULT_RELEASE_GRACE,
         }
     }
 }
@@ -99,6 +104,10 @@ impl std::fmt::Debug for ControllerContext {
             .field(
                 "resource_quota_sync_period",
                 &self.resource_quota_sync_period,
+            )
+            .field(
+                "network_claim_release_grace",
+                &self.network_claim_release_grace,
             )
             .finish_non_exhaustive()
     }
@@ -196,6 +205,17 @@ pub static CONTROLLERS: &[ControllerDescriptor] = &[
                     ctx.resource_quota_sync_period,
                 )
                 .await?)
+            })
+        },
+    },
+    ControllerDescriptor {
+        name: "networkclaim",
+        aliases: &["networkclaim-controller"],
+        disabled_by_default: false,
+        required_feature_gates: &[genplane_api::features::NETWORK_REGISTRY],
+        constructor: |ctx| {
+            Box::pin(async move {
+                Ok(crate::networkclaim::run(ctx.client, ctx.network_claim_release_grace).await?)
             })
         },
     },
