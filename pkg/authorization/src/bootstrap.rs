@@ -21,7 +21,9 @@
 //! [`FEATURE_USE_REPORTER`] for every role that reports feature uses ([`FEATURE_USE_REPORTERS`]:
 //! read Features, patch `features/status`, keep an identity Lease in kube-system). `view` reads
 //! Features; `admin` may update them (the strategy lets only dynamic features' `spec.desired`
-//! change).
+//! change). [`NETWORK_CLAIM_READER`] reads NetworkClaims and is aggregated into `view`; the
+//! `networkclaim-controller` role (the network registry) writes them and their status; no
+//! other bootstrap role writes NetworkClaims.
 //!
 //! Every object carries the label `kubernetes.io/bootstrapping: rbac-defaults` and the
 //! annotation `rbac.authorization.kubernetes.io/autoupdate: "true"`, as upstream's. The
@@ -90,6 +92,9 @@ const COORDINATION: &str = "coordination.k8s.io";
 const EVENTS: &str = "events.k8s.io";
 const RBAC: &str = "rbac.authorization.k8s.io";
 const FEATURES: &str = "featuregates.genplane.io";
+const NETWORK_REGISTRY: &str = "networkregistry.genplane.io";
+/// The ClusterRole that reads NetworkClaims (aggregated into `view`).
+pub const NETWORK_CLAIM_READER: &str = "networkclaim-reader";
 const CONTROLLER_PREFIX: &str = "system:controller:";
 
 /// A rule with its lists sorted, as upstream's rule builder leaves them.
@@ -223,6 +228,22 @@ fn controller_roles() -> Vec<(&'static str, Vec<PolicyRule>)> {
                     &["*"],
                     &["*"],
                 ),
+            ],
+        ),
+        (
+            "networkclaim-controller",
+            vec![
+                rule(
+                    &["get", "list", "watch", "update", "patch"],
+                    &[NETWORK_REGISTRY],
+                    &["networkclaims"],
+                ),
+                rule(
+                    &["update", "patch"],
+                    &[NETWORK_REGISTRY],
+                    &["networkclaims/status"],
+                ),
+                events_rule(),
             ],
         ),
         (
@@ -461,6 +482,15 @@ pub fn cluster_roles() -> Vec<Value> {
             // Lease fields): read and patch, never delete.
             rule(&["get", "list", "patch"], &[COORDINATION], &["leases"]),
         ],
+    ));
+    roles.push(cluster_role(
+        NETWORK_CLAIM_READER,
+        &[(AGGREGATE_TO_VIEW, "true")],
+        vec![rule(
+            READ,
+            &[NETWORK_REGISTRY],
+            &["networkclaims", "networkclaims/status"],
+        )],
     ));
     roles.push(cluster_role(
         FEATURE_USE_REPORTER,
