@@ -233,6 +233,7 @@ pub async fn serve(
     // The shared watches start when the controllers first run: after the Lease is taken.
     let mut context = ControllerContext::new(client, root_ca, config.resource_quota_sync_period);
     context.network_claim_release_grace = config.network_claim_release_grace;
+    context.cluster_cidr = config.cluster_cidr.clone();
     let stop = shutdown.clone();
     let result = match &elector {
         Some(elector) => {

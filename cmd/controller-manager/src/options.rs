@@ -62,6 +62,13 @@ pub struct ControllerManagerOptions {
     /// How often every resource quota is recalculated in full.
     #[arg(long, default_value = "5m0s")]
     pub resource_quota_sync_period: String,
+    /// The Pod IP ranges of the cluster, as kube-controller-manager's flag: one CIDR, or two
+    /// of different IP families, comma-separated; none by default. With the NetworkRegistry
+    /// feature gate on, the `networkclaim` controller claims them as the NetworkClaim
+    /// `kube-controller-manager` (reference `{"", pods}`).
+    #[arg(long, default_value = "")]
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub cluster_cidr: String,
     /// How long a deleted NetworkClaim keeps its ranges before the network registry gives
     /// them to the next claims (the `networkclaim` controller, with the NetworkRegistry
     /// feature gate on).
@@ -94,6 +101,7 @@ impl Default for ControllerManagerOptions {
             root_ca_file: None,
             resource_quota_sync_period: "5m0s".to_owned(),
             network_claim_release_grace_period: "10s".to_owned(),
+            cluster_cidr: String::new(),
             secure_port: 10257,
             bind_address: "0.0.0.0".to_owned(),
             common: CommonOptions::default(),
@@ -129,6 +137,8 @@ pub struct ControllerManagerConfig {
     pub resource_quota_sync_period: Duration,
     /// `--network-claim-release-grace-period`.
     pub network_claim_release_grace: Duration,
+    /// `--cluster-cidr` (empty when not given).
+    pub cluster_cidr: Vec<genplane_api::networkregistry::Prefix>,
     /// The listening address of the ops endpoints.
     pub bind_address: IpAddr,
     /// Logging and feature gates.
@@ -224,6 +234,14 @@ impl ControllerManagerOptions {
             "network-claim-release-grace-period",
             duration::parse(&self.network_claim_release_grace_period).map_err(|e| e.to_string()),
         );
+        let cluster_cidr = if self.cluster_cidr.trim().is_empty() {
+            Some(Vec::new())
+        } else {
+            invalid.check(
+                "cluster-cidr",
+                genplane_api::networkregistry::prefix::parse_dual_stack(&self.cluster_cidr),
+            )
+        };
         let bind_address = invalid.check(
             "bind-address",
             self.bind_address
@@ -244,6 +262,7 @@ impl ControllerManagerOptions {
             leader_election: leader_election?,
             resource_quota_sync_period: resource_quota_sync_period?,
             network_claim_release_grace: network_claim_release_grace?,
+            cluster_cidr: cluster_cidr?,
             bind_address: bind_address?,
             common: common?,
         })

@@ -23,7 +23,9 @@
 //! Features; `admin` may update them (the strategy lets only dynamic features' `spec.desired`
 //! change). [`NETWORK_CLAIM_READER`] reads NetworkClaims and is aggregated into `view`; the
 //! `networkclaim-controller` role (the network registry) writes them and their status; no
-//! other bootstrap role writes NetworkClaims.
+//! other bootstrap role writes NetworkClaims but `system:genplane:apiserver` (bound to the API
+//! server's own client), which creates claims and updates only `kube-apiserver`, its
+//! well-known claim.
 //!
 //! Every object carries the label `kubernetes.io/bootstrapping: rbac-defaults` and the
 //! annotation `rbac.authorization.kubernetes.io/autoupdate: "true"`, as upstream's. The
@@ -233,8 +235,9 @@ fn controller_roles() -> Vec<(&'static str, Vec<PolicyRule>)> {
         (
             "networkclaim-controller",
             vec![
+                // create: the well-known claim kube-controller-manager (--cluster-cidr).
                 rule(
-                    &["get", "list", "watch", "update", "patch"],
+                    &["get", "list", "watch", "create", "update", "patch"],
                     &[NETWORK_REGISTRY],
                     &["networkclaims"],
                 ),
@@ -483,6 +486,26 @@ pub fn cluster_roles() -> Vec<Value> {
             rule(&["get", "list", "patch"], &[COORDINATION], &["leases"]),
         ],
     ));
+    // The API server's own client: its well-known claim (kube-apiserver) and its status
+    // condition, by name; creating cannot be limited by name (the name is in the body).
+    roles.push(cluster_role(
+        APISERVER_USER,
+        &[],
+        vec![
+            rule(
+                &["get", "list", "watch", "create"],
+                &[NETWORK_REGISTRY],
+                &["networkclaims"],
+            ),
+            sorted(
+                PolicyRule::new(&["update", "patch"])
+                    .groups(&[NETWORK_REGISTRY])
+                    .resources(&["networkclaims", "networkclaims/status"])
+                    .names(&["kube-apiserver"]),
+            ),
+            events_rule(),
+        ],
+    ));
     roles.push(cluster_role(
         NETWORK_CLAIM_READER,
         &[(AGGREGATE_TO_VIEW, "true")],
@@ -552,6 +575,10 @@ pub fn cluster_role_bindings() -> Vec<Value> {
     bindings.push(cluster_binding(
         FEATURE_CONTROLLER_USER,
         vec![Subject::user(FEATURE_CONTROLLER_USER)],
+    ));
+    bindings.push(cluster_binding(
+        APISERVER_USER,
+        vec![Subject::user(APISERVER_USER)],
     ));
     bindings.push(cluster_binding(
         FEATURE_USE_REPORTER,

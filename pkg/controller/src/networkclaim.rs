@@ -263,15 +263,22 @@ impl Controller {
                 .filter(|r| r.status == UNAVAILABLE)
                 .map(|r| r.prefix.as_str())
                 .collect();
-            let patch = json!({"status": desired});
+            // Over exactly the version read, so that a condition another writer added
+            // meanwhile (a well-known claim's FromFlags) is not lost.
+            let patch = json!({
+                "metadata": {"resourceVersion": object.resource_version()},
+                "status": desired,
+            });
             match self
                 .api
                 .patch_status(&name, &PatchParams::default(), &Patch::Merge(&patch))
                 .await
             {
                 Ok(_) => {}
-                // Gone meanwhile: its delete event brings the next pass.
-                Err(kube::Error::Api(status)) if status.code == 404 => continue,
+                // Gone or changed meanwhile: the watch brings the next pass.
+                Err(kube::Error::Api(status)) if status.code == 404 || status.code == 409 => {
+                    continue;
+                }
                 Err(error) => return Err(error.into()),
             }
             for (prefix, verdict) in verdicts {
@@ -353,8 +360,35 @@ impl Controller {
 }
 
 /// Runs the controller with release grace period `grace` until its watch ends (it does not on
-/// its own).
-pub async fn run(client: kube::Client, grace: Duration) -> Result<(), Error> {
+/// its own). With `cluster_cidr` (the controller-manager's `--cluster-cidr`) it also keeps the
+/// well-known claim `kube-controller-manager` of those Pod ranges
+/// ([`genplane_networkregistry::well_known`]).
+pub async fn run(
+    client: kube::Client,
+    grace: Duration,
+    cluster_cidr: Vec<genplane_api::networkregistry::Prefix>,
+) -> Result<(), Error> {
+    if cluster_cidr.is_empty() {
+        return registry(client, grace).await;
+    }
+    let well_known = genplane_networkregistry::WellKnown {
+        name: genplane_api::networkregistry::KUBE_CONTROLLER_MANAGER_CLAIM,
+        reference: genplane_api::networkregistry::networkclaim::ResourceReference {
+            group: String::new(),
+            resource: "pods".to_owned(),
+        },
+        prefixes: cluster_cidr,
+        flag: "--cluster-cidr",
+        component: "kube-controller-manager",
+    };
+    tokio::select! {
+        result = registry(client.clone(), grace) => result,
+        () = genplane_networkregistry::well_known::keep(client, well_known, std::future::pending()) => Ok(()),
+    }
+}
+
+/// The registry controller alone.
+async fn registry(client: kube::Client, grace: Duration) -> Result<(), Error> {
     let resource = network_claim_resource();
     let api: Api<DynamicObject> = Api::all_with(client.clone(), &resource);
     let writer = Writer::<DynamicObject>::new(resource.clone());

@@ -76,6 +76,9 @@ pub struct ControllerContext {
     /// (`--network-claim-release-grace-period`, [`crate::networkclaim::DEFAULT_RELEASE_GRACE`]
     /// unless set).
     pub network_claim_release_grace: Duration,
+    /// The Pod IP ranges (`--cluster-cidr`), claimed as the well-known NetworkClaim
+    /// `kube-controller-manager` by the `networkclaim` controller; none when empty.
+    pub cluster_cidr: Vec<genplane_api::networkregistry::Prefix>,
 }
 
 impl ControllerContext {
@@ -92,6 +95,7 @@ impl ControllerContext {
             root_ca,
             resource_quota_sync_period,
             network_claim_release_grace: crate::networkclaim::DEFAULT_RELEASE_GRACE,
+            cluster_cidr: Vec::new(),
         }
     }
 }
@@ -109,6 +113,7 @@ impl std::fmt::Debug for ControllerContext {
                 "network_claim_release_grace",
                 &self.network_claim_release_grace,
             )
+            .field("cluster_cidr", &self.cluster_cidr)
             .finish_non_exhaustive()
     }
 }
@@ -215,7 +220,12 @@ pub static CONTROLLERS: &[ControllerDescriptor] = &[
         required_feature_gates: &[genplane_api::features::NETWORK_REGISTRY],
         constructor: |ctx| {
             Box::pin(async move {
-                Ok(crate::networkclaim::run(ctx.client, ctx.network_claim_release_grace).await?)
+                Ok(crate::networkclaim::run(
+                    ctx.client,
+                    ctx.network_claim_release_grace,
+                    ctx.cluster_cidr,
+                )
+                .await?)
             })
         },
     },

@@ -10,7 +10,8 @@
 //! ([`PrefixIndex`]) in both directions, in O(W) steps whatever the number of ranges.
 //!
 //! [`Registry`] is the client side: a watch-backed index of what the registry allocated, and
-//! [`Registry::claim`] to claim ranges and wait for the verdict.
+//! [`Registry::claim`] to claim ranges and wait for the verdict. [`well_known`] keeps the
+//! claims components make from their flags (`kube-apiserver`, `kube-controller-manager`).
 //!
 //! # A CNI plugin checks its pod range against the service ranges
 //!
@@ -72,10 +73,12 @@
 pub mod allocate;
 pub mod client;
 pub mod index;
+pub mod well_known;
 
 pub use allocate::{Allocation, Candidate, Verdict, allocate};
 pub use client::{Error, Registry, network_claim_resource, read_claim};
 pub use index::{Holding, PrefixIndex};
+pub use well_known::WellKnown;
 
 #[cfg(test)]
 mod tests;

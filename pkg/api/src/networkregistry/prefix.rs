@@ -66,6 +66,16 @@ impl Prefix {
         }
     }
 
+    /// Reads a CIDR as a flag gives it (Go's `net.ParseCIDR`): any textual form of the
+    /// address but leading zeros in IPv4, host bits cleared (`10.0.0.1/24` is `10.0.0.0/24`).
+    pub fn parse_cidr(text: &str) -> Result<Self, PrefixError> {
+        let (addr, len) = text.split_once('/').ok_or(PrefixError::Malformed)?;
+        if IpAddr::from_str(addr).is_err() {
+            return Err(PrefixError::Malformed);
+        }
+        Self::parse_lenient(&format!("{addr}/{len}")).ok_or(PrefixError::Malformed)
+    }
+
     /// Reads anything that reads as a prefix: IPv4 numbers with leading zeros (as decimal),
     /// IPv6 in any of its textual forms, host bits (cleared), a length with leading zeros.
     fn parse_lenient(text: &str) -> Option<Self> {
@@ -131,6 +141,24 @@ impl FromStr for Prefix {
     /// [`Prefix::parse_canonical`].
     fn from_str(text: &str) -> Result<Self, Self::Err> {
         Self::parse_canonical(text)
+    }
+}
+
+/// Reads a list of one CIDR, or two of different families, as kube-apiserver reads
+/// `--service-cluster-ip-range` and kube-controller-manager `--cluster-cidr`.
+pub fn parse_dual_stack(text: &str) -> Result<Vec<Prefix>, String> {
+    let mut cidrs = Vec::new();
+    for part in text.split(',') {
+        let cidr = Prefix::parse_cidr(part.trim()).map_err(|_| {
+            format!("{part:?} is not a valid CIDR (e.g. 10.96.0.0/12 or fd00::/108)")
+        })?;
+        cidrs.push(cidr);
+    }
+    match cidrs.as_slice() {
+        [_] => Ok(cidrs),
+        [a, b] if a.is_ipv4() != b.is_ipv4() => Ok(cidrs),
+        [_, _] => Err("two CIDRs must be of different IP families (dual stack)".to_owned()),
+        _ => Err("at most two CIDRs, one of each IP family".to_owned()),
     }
 }
 
@@ -244,6 +272,29 @@ mod tests {
         ] {
             assert_eq!(canonical(text), Err(PrefixError::Malformed), "{text:?}");
         }
+    }
+
+    #[test]
+    fn flags_read_one_cidr_or_two_of_different_families() {
+        let read = |text| {
+            parse_dual_stack(text).map(|v| v.iter().map(ToString::to_string).collect::<Vec<_>>())
+        };
+        assert_eq!(read("10.0.0.1/24"), Ok(vec!["10.0.0.0/24".to_owned()]));
+        assert_eq!(
+            read("10.96.0.0/12, FD00::/108"),
+            Ok(vec!["10.96.0.0/12".to_owned(), "fd00::/108".to_owned()])
+        );
+        assert!(
+            read("10.0.0.0/8,11.0.0.0/8")
+                .unwrap_err()
+                .contains("different IP families")
+        );
+        assert!(
+            read("010.0.0.0/8")
+                .unwrap_err()
+                .contains("not a valid CIDR")
+        );
+        assert!(read("10.0.0.0/8,::/0,fd00::/8").is_err());
     }
 
     #[test]

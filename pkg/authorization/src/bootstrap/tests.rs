@@ -304,6 +304,17 @@ fn the_matrix_of_users_verbs_and_resources() {
             "patch networkregistry.genplane.io:networkclaims - x",
             true,
         ),
+        // The API server's client writes its own well-known claim only.
+        (
+            "system:genplane:apiserver",
+            "patch networkregistry.genplane.io:networkclaims/status - kube-apiserver",
+            true,
+        ),
+        (
+            "system:genplane:apiserver",
+            "update networkregistry.genplane.io:networkclaims - kube-controller-manager",
+            false,
+        ),
         // Nobody else writes NetworkClaims, the well-known ones included.
         (
             "alice",
