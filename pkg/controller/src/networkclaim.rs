@@ -359,6 +359,15 @@ impl Controller {
     }
 }
 
+/// A task stopped when its handle is dropped.
+struct AbortOnDrop(tokio::task::JoinHandle<()>);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
+
 /// Runs the controller with release grace period `grace` until its watch ends (it does not on
 /// its own). With `cluster_cidr` (the controller-manager's `--cluster-cidr`) it also keeps the
 /// well-known claim `kube-controller-manager` of those Pod ranges
@@ -395,6 +404,8 @@ async fn registry(client: kube::Client, grace: Duration) -> Result<(), Error> {
     let store = writer.as_reader();
     let changed = Arc::new(Notify::new());
     let notify = changed.clone();
+    // The watch runs in a task of its own (stopped with this future), filling the store and
+    // waking the loop below on every event.
     let watch = watcher(api.clone(), watcher::Config::default())
         .default_backoff()
         .reflect(writer)
@@ -402,7 +413,7 @@ async fn registry(client: kube::Client, grace: Duration) -> Result<(), Error> {
             notify.notify_one();
             async {}
         });
-    tokio::pin!(watch);
+    let watch = AbortOnDrop(tokio::spawn(watch));
     let controller = Controller {
         api,
         recorder: Recorder::new(
@@ -420,9 +431,11 @@ async fn registry(client: kube::Client, grace: Duration) -> Result<(), Error> {
             Duration::try_from(at.duration_since(now())).unwrap_or(Duration::ZERO)
         });
         tokio::select! {
-            () = &mut watch => return Ok(()),
             () = changed.notified() => {}
             () = tokio::time::sleep(wait) => {}
+        }
+        if watch.0.is_finished() {
+            return Ok(());
         }
         if store.wait_until_ready().await.is_err() {
             return Ok(());
