@@ -10,6 +10,7 @@ use serde_json::Value;
 
 use crate::decode::{self, Struct};
 use crate::resource::Context;
+use genplane_apimachinery::validation::field::{Error, ErrorList, Path};
 
 /// The string at `path` in `value`, or `""`.
 pub fn str_at<'a>(value: &'a Value, path: &[&str]) -> &'a str {
@@ -153,6 +154,46 @@ pub fn prepare_status_update(new: &mut Value, old: &Value, _: &Context<'_>) {
                 Some(value) => meta.insert(key.into(), value),
                 None => meta.remove(key),
             };
+        }
+    }
+}
+
+/// The `status` of the condition of type `type_` in `status.conditions`, or `Unknown` (a
+/// table cell).
+pub fn condition_status(object: &Value, type_: &str) -> String {
+    object
+        .pointer("/status/conditions")
+        .and_then(Value::as_array)
+        .and_then(|conditions| conditions.iter().find(|c| c["type"] == type_))
+        .and_then(|c| c["status"].as_str())
+        .unwrap_or("Unknown")
+        .to_owned()
+}
+
+/// The statuses of a condition.
+pub const CONDITION_STATUSES: &[&str] = &["True", "False", "Unknown"];
+
+/// Checks conditions given as (type, status), at `path` (`status.conditions`): each has a
+/// type, no type twice, and a status of [`CONDITION_STATUSES`].
+pub fn validate_conditions<'a>(
+    conditions: impl Iterator<Item = (&'a str, &'a str)>,
+    path: &Path,
+    errors: &mut ErrorList,
+) {
+    let mut types = std::collections::BTreeSet::new();
+    for (i, (type_, status)) in conditions.enumerate() {
+        let at = path.index(i);
+        if type_.is_empty() {
+            errors.push(Error::required(&at.child("type"), ""));
+        } else if !types.insert(type_) {
+            errors.push(Error::duplicate(&at.child("type"), type_));
+        }
+        if !CONDITION_STATUSES.contains(&status) {
+            errors.push(Error::not_supported(
+                &at.child("status"),
+                status,
+                CONDITION_STATUSES,
+            ));
         }
     }
 }

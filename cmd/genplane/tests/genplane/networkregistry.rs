@@ -51,6 +51,23 @@ async fn decided(api: &Api<DynamicObject>, name: &str) -> Value {
     .await
 }
 
+/// The events.k8s.io Event with `reason` about NetworkClaim `name`, once there is one.
+async fn event(server: &Apiserver, reason: &str, name: &str) -> Value {
+    eventually_async(&format!("the {reason} event of {name}"), || async {
+        let out = server.kubectl(
+            "kubectl",
+            &["get", "events.events.k8s.io", "-A", "-o", "json"],
+        );
+        let list: Value = serde_json::from_slice(&out.stdout).ok()?;
+        list["items"]
+            .as_array()?
+            .iter()
+            .find(|e| e["reason"] == reason && e["regarding"]["name"] == name)
+            .cloned()
+    })
+    .await
+}
+
 /// `prefix status holder` of each record.
 fn verdicts(claim: &Value) -> Vec<String> {
     claim["status"]["addressSpace"]
@@ -166,19 +183,7 @@ async fn racing_claims_get_one_verdict_that_survives_restarts_and_deletion_frees
             .contains(&json!("networkregistry.genplane.io/registry"))
     );
     // The event names the holder.
-    let events = eventually_async("the Overlaps event", || async {
-        let out = server.kubectl(
-            "kubectl",
-            &["get", "events.events.k8s.io", "-A", "-o", "json"],
-        );
-        let list: Value = serde_json::from_slice(&out.stdout).ok()?;
-        list["items"]
-            .as_array()?
-            .iter()
-            .find(|e| e["reason"] == "Overlaps" && e["regarding"]["name"] == loser)
-            .cloned()
-    })
-    .await;
+    let events = event(&server, "Overlaps", loser).await;
     assert!(
         events["note"]
             .as_str()
@@ -426,21 +431,7 @@ async fn well_known_claims_come_from_flags_and_only_their_roles_write_them() {
         ["10.97.0.0/16 Allocated -"],
         "not overwritten"
     );
-    eventually_async("the DiffersFromFlags event", || async {
-        let out = server.kubectl(
-            "kubectl",
-            &["get", "events.events.k8s.io", "-A", "-o", "json"],
-        );
-        let list: Value = serde_json::from_slice(&out.stdout).ok()?;
-        list["items"]
-            .as_array()?
-            .iter()
-            .find(|e| {
-                e["reason"] == "DiffersFromFlags" && e["regarding"]["name"] == "kube-apiserver"
-            })
-            .cloned()
-    })
-    .await;
+    event(&server, "DiffersFromFlags", "kube-apiserver").await;
 
     // genplane networkregistry, for people.
     let lookup = |args: &[&str]| {

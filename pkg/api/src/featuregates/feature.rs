@@ -48,7 +48,7 @@ pub const STATES: &[&str] = &["On", "Off", "TurningOn", "TurningOff"];
 /// The stages a feature can be announced in.
 pub const STAGES: &[&str] = &["Alpha", "Beta", "GA", "Deprecated"];
 /// The statuses of a condition.
-pub const CONDITION_STATUSES: &[&str] = &["True", "False", "Unknown"];
+pub const CONDITION_STATUSES: &[&str] = util::CONDITION_STATUSES;
 /// The longest feature name accepted.
 pub const MAX_FEATURE_NAME: usize = 200;
 
@@ -442,24 +442,14 @@ fn validate_status(status: &FeatureStatus, errors: &mut ErrorList) {
             ));
         }
     }
-    let mut types = BTreeSet::new();
-    for (i, condition) in status.conditions.iter().enumerate() {
-        let at = path.child("conditions").index(i);
-        if condition.type_.is_empty() {
-            errors.push(Error::required(&at.child("type"), ""));
-        } else if !types.insert(condition.type_.as_str()) {
-            errors.push(Error::duplicate(
-                &at.child("type"),
-                condition.type_.as_str(),
-            ));
-        }
-        one_of(
-            errors,
-            &at.child("status"),
-            Some(condition.status.as_str()),
-            CONDITION_STATUSES,
-        );
-    }
+    util::validate_conditions(
+        status
+            .conditions
+            .iter()
+            .map(|c| (c.type_.as_str(), c.status.as_str())),
+        &path.child("conditions"),
+        errors,
+    );
 }
 
 fn validate_status_update(new: &Value, old: &Value) -> Result<ErrorList, ApiError> {
@@ -521,16 +511,6 @@ const COLUMNS: &[ColumnDefinition] = &[
     table::column("Dynamic", "Whether clients may set spec.desired.", 1),
 ];
 
-fn condition_status(object: &Value, type_: &str) -> String {
-    object
-        .pointer("/status/conditions")
-        .and_then(Value::as_array)
-        .and_then(|conditions| conditions.iter().find(|c| c["type"] == type_))
-        .and_then(|c| c["status"].as_str())
-        .unwrap_or("Unknown")
-        .to_owned()
-}
-
 fn bool_cell(object: &Value, pointer: &str) -> Value {
     match object.pointer(pointer).and_then(Value::as_bool) {
         Some(value) => json!(value.to_string()),
@@ -549,7 +529,7 @@ fn row(object: &Value, now: i64) -> Vec<Value> {
         json!(util::str_at(object, &["spec", "desired"])),
         json!(util::str_at(object, &["status", "stage"])),
         bool_cell(object, "/status/default"),
-        json!(condition_status(object, "Agreed")),
+        json!(util::condition_status(object, "Agreed")),
         json!(
             object
                 .pointer("/status/tasks/0/type")

@@ -55,7 +55,7 @@ pub const READY: &str = "Ready";
 /// The condition saying some record is unavailable.
 pub const CONFLICT: &str = "Conflict";
 /// The statuses of a condition.
-pub const CONDITION_STATUSES: &[&str] = &["True", "False", "Unknown"];
+pub const CONDITION_STATUSES: &[&str] = util::CONDITION_STATUSES;
 /// The finalizer the registry controller puts on every claim: a deleted claim's ranges are
 /// released (and given to the next claims) only when the controller removes it.
 pub const FINALIZER: &str = "networkregistry.genplane.io/registry";
@@ -374,25 +374,14 @@ fn validate_status(status: &NetworkClaimStatus, errors: &mut ErrorList) {
             ));
         }
     }
-    let mut types = BTreeSet::new();
-    for (i, condition) in status.conditions.iter().enumerate() {
-        let at = path.child("conditions").index(i);
-        if condition.type_.is_empty() {
-            errors.push(Error::required(&at.child("type"), ""));
-        } else if !types.insert(condition.type_.as_str()) {
-            errors.push(Error::duplicate(
-                &at.child("type"),
-                condition.type_.as_str(),
-            ));
-        }
-        if !CONDITION_STATUSES.contains(&condition.status.as_str()) {
-            errors.push(Error::not_supported(
-                &at.child("status"),
-                condition.status.as_str(),
-                CONDITION_STATUSES,
-            ));
-        }
-    }
+    util::validate_conditions(
+        status
+            .conditions
+            .iter()
+            .map(|c| (c.type_.as_str(), c.status.as_str())),
+        &path.child("conditions"),
+        errors,
+    );
 }
 
 fn validate_status_update(new: &Value, old: &Value) -> Result<ErrorList, ApiError> {
@@ -426,16 +415,6 @@ const COLUMNS: &[ColumnDefinition] = &[
     ),
 ];
 
-fn condition_status(object: &Value, type_: &str) -> String {
-    object
-        .pointer("/status/conditions")
-        .and_then(Value::as_array)
-        .and_then(|conditions| conditions.iter().find(|c| c["type"] == type_))
-        .and_then(|c| c["status"].as_str())
-        .unwrap_or("Unknown")
-        .to_owned()
-}
-
 fn row(object: &Value, now: i64) -> Vec<Value> {
     let records = object
         .pointer("/spec/addressSpace")
@@ -464,8 +443,8 @@ fn row(object: &Value, now: i64) -> Vec<Value> {
         json!(prefixes),
         json!(format!("{allocated}/{}", records.len())),
         util::age(object, now),
-        json!(condition_status(object, READY)),
-        json!(condition_status(object, CONFLICT)),
+        json!(util::condition_status(object, READY)),
+        json!(util::condition_status(object, CONFLICT)),
     ]
 }
 
