@@ -1,5 +1,5 @@
 //! The `networkclaim` controller: the network registry (KANA). It decides on every record of
-//! every NetworkClaim, first come, first served ([`genplane_networkregistry::allocate`]: by
+//! every NetworkClaim, first come, first served ([`genplane_networkregistry::allocate()`]: by
 //! creation time, then name, so that any leader reaches the same verdicts), and writes them to
 //! each claim's status: per record `Allocated`, or `Unavailable` with the holder named, and
 //! the conditions `Ready` and `Conflict`. A record that becomes unavailable gets a `Warning`

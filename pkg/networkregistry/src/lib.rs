@@ -4,7 +4,7 @@
 //! Components claim IP ranges with `networkregistry.genplane.io/v1alpha1` NetworkClaims
 //! (cluster-scoped; served while the `NetworkRegistry` feature gate is on). The registry
 //! controller of `genplane controller-manager` (`--controllers` name `networkclaim`) decides
-//! on every record with [`allocate`]: claims in the order of their creation time and then
+//! on every record with [`allocate()`]: claims in the order of their creation time and then
 //! name, each record `Allocated` unless an allocated range of an earlier claim overlaps it
 //! (then `Unavailable`, naming that claim). Overlaps are found in a prefix trie
 //! ([`PrefixIndex`]) in both directions, in O(W) steps whatever the number of ranges.
