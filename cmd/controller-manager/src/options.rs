@@ -27,7 +27,8 @@ pub struct ControllerManagerOptions {
     /// The controllers to run, comma-separated: `*` for every controller on by default, `foo`
     /// to enable controller foo, `-foo` to disable it; the first entry naming a controller
     /// decides. Controllers: namespace, garbage-collector, serviceaccount,
-    /// root-ca-cert-publisher, clusterrole-aggregation, resourcequota; upstream's names
+    /// root-ca-cert-publisher, clusterrole-aggregation, resourcequota, networkclaim (with the
+    /// NetworkRegistry feature gate); upstream's names
     /// (namespace-controller, garbage-collector-controller, ...) are accepted too.
     #[arg(long, value_delimiter = ',', default_value = "*")]
     pub controllers: Vec<String>,

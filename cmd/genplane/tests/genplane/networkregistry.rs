@@ -10,6 +10,7 @@ use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
+use genplane_api::networkregistry::networkclaim::{AddressRecord, ResourceReference};
 use genplane_networkregistry::{Registry, network_claim_resource};
 use kube::api::{Api, DeleteParams, DynamicObject, PostParams};
 use serde_json::{Value, json};
@@ -272,6 +273,48 @@ async fn racing_claims_get_one_verdict_that_survives_restarts_and_deletion_frees
     })
     .await;
     assert!(seen.is_ok(), "the library did not follow within a second");
+
+    // Claiming through the library: waits for the verdict, names the holder when refused.
+    let record = |prefix: &str| AddressRecord {
+        reference: ResourceReference {
+            group: String::new(),
+            resource: "pods".to_owned(),
+        },
+        prefix: prefix.to_owned(),
+        description: Some("claimed by the library".to_owned()),
+    };
+    let refused = registry
+        .claim(
+            "cni",
+            "cni",
+            &[record("10.100.5.128/25")],
+            Duration::from_secs(30),
+        )
+        .await
+        .unwrap_err();
+    match refused {
+        genplane_networkregistry::Error::Unavailable { holder, prefix, .. } => {
+            assert_eq!(holder, loser);
+            assert_eq!(prefix, "10.100.5.128/25");
+        }
+        other => panic!("{other}"),
+    }
+    let granted = registry
+        .claim(
+            "cni",
+            "cni",
+            &[record("10.200.0.0/16")],
+            Duration::from_secs(30),
+        )
+        .await
+        .unwrap();
+    assert_eq!(granted.spec.address_space.len(), 1);
+    assert_eq!(
+        registry
+            .owner_of("10.200.3.4".parse().unwrap())
+            .map(|h| h.claim.to_string()),
+        Some("cni".to_owned())
+    );
 }
 
 /// Writes by kubectl: non-canonical prefixes and too many records are refused with field
