@@ -2,8 +2,8 @@
 //! every NetworkClaim, first come, first served ([`genplane_networkregistry::allocate()`]: by
 //! creation time, then name, so that any leader reaches the same verdicts), and writes them to
 //! each claim's status: per record `Allocated`, or `Unavailable` with the holder named, and
-//! the conditions `Ready` and `Conflict`. A record that becomes unavailable gets a `Warning`
-//! event (`Overlaps`) on its claim.
+//! the conditions `Ready` and `Conflict`. A claim whose records become unavailable gets a
+//! `Warning` event (`Overlaps`) naming them (the first five) and their holders.
 //!
 //! Every claim gets the finalizer [`FINALIZER`]. A deleted claim keeps its ranges for the
 //! release grace period after its `deletionTimestamp` (10 s by default, as upstream's
@@ -15,7 +15,7 @@
 //! grace period), in one pass over the prefix index; writes go only to claims whose status
 //! changes.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -206,7 +206,45 @@ fn status_changed(claim: &NetworkClaim, desired: &serde_json::Value) -> bool {
     strip(current) != strip(desired.clone())
 }
 
+/// How many writes of one pass are in flight at once.
+const WRITES_IN_FLIGHT: usize = 16;
+
+/// Runs `writes`, [`WRITES_IN_FLIGHT`] at a time; the first error, after all ran.
+async fn concurrently<F>(writes: Vec<F>) -> Result<(), Error>
+where
+    F: std::future::Future<Output = Result<(), Error>>,
+{
+    let results: Vec<Result<(), Error>> = futures::stream::iter(writes)
+        .buffer_unordered(WRITES_IN_FLIGHT)
+        .collect()
+        .await;
+    results.into_iter().collect()
+}
+
+/// The most records one event names; the rest are counted.
+const EVENT_RECORDS: usize = 5;
+
+/// An event's note for the records that became unavailable.
+fn event_note(newly: &[String]) -> String {
+    let mut note = newly
+        .iter()
+        .take(EVENT_RECORDS)
+        .cloned()
+        .collect::<Vec<_>>()
+        .join("; ");
+    if newly.len() > EVENT_RECORDS {
+        note.push_str(&format!(
+            "; and {} more records (see status.addressSpace)",
+            newly.len() - EVENT_RECORDS
+        ));
+    }
+    note
+}
+
 struct Controller {
+    /// The claims as last read, by name, with the resourceVersion read: a pass decodes only
+    /// what changed since the last one.
+    decoded: std::sync::Mutex<HashMap<String, (String, Arc<NetworkClaim>)>>,
     api: Api<DynamicObject>,
     recorder: Recorder,
     grace: SignedDuration,
@@ -220,10 +258,9 @@ impl Controller {
         let mut next: Option<Timestamp> = None;
         let mut candidates = Vec::new();
         let mut claims = Vec::new();
-        for object in objects {
-            let Some(claim) = read_claim(&object) else {
-                continue;
-            };
+        let mut releases = Vec::new();
+        let mut finalize = Vec::new();
+        for (object, claim) in self.decode(objects) {
             let name = object.name_any();
             let ours = object.finalizers().iter().any(|f| f == FINALIZER);
             if let Some(deleted) = &claim.metadata.deletion_timestamp {
@@ -232,70 +269,131 @@ impl Controller {
                 }
                 let release = deleted.0 + self.grace;
                 if now >= release {
-                    self.release(&object).await?;
+                    releases.push(object);
                     continue;
                 }
                 next = Some(next.map_or(release, |n: Timestamp| n.min(release)));
             } else if !ours {
-                self.add_finalizer(&object).await?;
+                finalize.push(object.clone());
             }
             candidates.push(Candidate {
                 name: name.as_str().into(),
                 created: claim.metadata.creation_timestamp.clone(),
                 records: claim.spec.address_space.clone(),
             });
-            claims.push((object, claim));
+            // A claim that gets the finalizer now changes version: its status is written in
+            // the pass its watch event brings.
+            if ours {
+                claims.push((object, claim));
+            }
         }
+        let finalizer_writes: Vec<_> = releases
+            .iter()
+            .map(|object| (object, false))
+            .chain(finalize.iter().map(|object| (object, true)))
+            .map(|(object, hold)| self.hold(object, hold))
+            .collect();
+        concurrently(finalizer_writes).await?;
         let allocation = allocate(candidates);
-        for (object, claim) in claims {
-            let name = object.name_any();
-            let Some(verdicts) = allocation.verdicts.get(name.as_str()) else {
+        let mut status_writes = Vec::new();
+        for (object, claim) in &claims {
+            let Some(verdicts) = allocation.verdicts.get(object.name_any().as_str()) else {
                 continue;
             };
-            let desired = desired_status(&claim, verdicts);
-            if !status_changed(&claim, &desired) {
-                continue;
-            }
-            let was_unavailable: HashSet<&str> = claim
-                .status
-                .iter()
-                .flat_map(|s| &s.address_space)
-                .filter(|r| r.status == UNAVAILABLE)
-                .map(|r| r.prefix.as_str())
-                .collect();
-            // Over exactly the version read, so that a condition another writer added
-            // meanwhile (a well-known claim's FromFlags) is not lost.
-            let patch = json!({
-                "metadata": {"resourceVersion": object.resource_version()},
-                "status": desired,
-            });
-            match self
-                .api
-                .patch_status(&name, &PatchParams::default(), &Patch::Merge(&patch))
-                .await
-            {
-                Ok(_) => {}
-                // Gone or changed meanwhile: the watch brings the next pass.
-                Err(kube::Error::Api(status)) if status.code == 404 || status.code == 409 => {
-                    continue;
-                }
-                Err(error) => return Err(error.into()),
-            }
-            for (prefix, verdict) in verdicts {
-                if let Verdict::Unavailable { holder, held } = verdict
-                    && !was_unavailable.contains(prefix.as_str())
-                {
-                    tracing::info!(claim = name, prefix, holder = %holder, "network range unavailable");
-                    self.event(
-                        &object,
-                        "Overlaps",
-                        format!("{prefix} overlaps {held}, held by NetworkClaim {holder}"),
-                    )
-                    .await;
-                }
+            let desired = desired_status(claim, verdicts);
+            if status_changed(claim, &desired) {
+                status_writes.push(self.write_status(object, claim, verdicts, desired));
             }
         }
+        concurrently(status_writes).await?;
         Ok(next)
+    }
+
+    /// The claims of `objects`, decoded (again only when their version changed).
+    fn decode(
+        &self,
+        objects: Vec<Arc<DynamicObject>>,
+    ) -> Vec<(Arc<DynamicObject>, Arc<NetworkClaim>)> {
+        let mut cache = self
+            .decoded
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut seen = HashSet::with_capacity(objects.len());
+        let mut out = Vec::with_capacity(objects.len());
+        for object in objects {
+            let name = object.name_any();
+            let version = object.resource_version().unwrap_or_default();
+            let claim = match cache.get(&name) {
+                Some((read, claim)) if *read == version => claim.clone(),
+                _ => {
+                    let Some(claim) = read_claim(&object) else {
+                        continue;
+                    };
+                    let claim = Arc::new(claim);
+                    cache.insert(name.clone(), (version, claim.clone()));
+                    claim
+                }
+            };
+            seen.insert(name);
+            out.push((object, claim));
+        }
+        cache.retain(|name, _| seen.contains(name));
+        out
+    }
+
+    /// Writes `claim`'s status, over exactly the version read (so that a condition another
+    /// writer added meanwhile, a well-known claim's FromFlags, is not lost), and an event
+    /// naming the records that became unavailable.
+    async fn write_status(
+        &self,
+        object: &DynamicObject,
+        claim: &NetworkClaim,
+        verdicts: &[(String, Verdict)],
+        desired: serde_json::Value,
+    ) -> Result<(), Error> {
+        let name = object.name_any();
+        let patch = json!({
+            "metadata": {"resourceVersion": object.resource_version()},
+            "status": desired,
+        });
+        match self
+            .api
+            .patch_status(&name, &PatchParams::default(), &Patch::Merge(&patch))
+            .await
+        {
+            Ok(_) => {}
+            // Gone or changed meanwhile: the watch brings the next pass.
+            Err(kube::Error::Api(status)) if status.code == 404 || status.code == 409 => {
+                return Ok(());
+            }
+            Err(error) => return Err(error.into()),
+        }
+        let was_unavailable: HashSet<&str> = claim
+            .status
+            .iter()
+            .flat_map(|s| &s.address_space)
+            .filter(|r| r.status == UNAVAILABLE)
+            .map(|r| r.prefix.as_str())
+            .collect();
+        let newly: Vec<String> = verdicts
+            .iter()
+            .filter(|(prefix, _)| !was_unavailable.contains(prefix.as_str()))
+            .filter_map(|(prefix, verdict)| match verdict {
+                Verdict::Unavailable { holder, held } => Some(format!(
+                    "{prefix} overlaps {held}, held by NetworkClaim {holder}"
+                )),
+                _ => None,
+            })
+            .collect();
+        if !newly.is_empty() {
+            tracing::info!(
+                claim = name,
+                unavailable = newly.len(),
+                "network ranges unavailable"
+            );
+            self.event(object, "Overlaps", event_note(&newly)).await;
+        }
+        Ok(())
     }
 
     async fn event(&self, object: &DynamicObject, reason: &str, note: String) {
@@ -312,23 +410,22 @@ impl Controller {
         }
     }
 
-    async fn add_finalizer(&self, object: &DynamicObject) -> Result<(), Error> {
-        let mut finalizers = object.finalizers().to_vec();
-        finalizers.push(FINALIZER.to_owned());
-        self.patch_finalizers(object, finalizers).await
-    }
-
-    async fn release(&self, object: &DynamicObject) -> Result<(), Error> {
-        tracing::info!(
-            claim = object.name_any(),
-            "releasing the ranges of a deleted network claim"
-        );
-        let finalizers = object
+    /// Adds the finalizer (`hold`), or removes it: a deleted claim's ranges are released.
+    async fn hold(&self, object: &DynamicObject, hold: bool) -> Result<(), Error> {
+        let mut finalizers: Vec<String> = object
             .finalizers()
             .iter()
             .filter(|f| *f != FINALIZER)
             .cloned()
             .collect();
+        if hold {
+            finalizers.push(FINALIZER.to_owned());
+        } else {
+            tracing::info!(
+                claim = object.name_any(),
+                "releasing the ranges of a deleted network claim"
+            );
+        }
         self.patch_finalizers(object, finalizers).await
     }
 
@@ -415,6 +512,7 @@ async fn registry(client: kube::Client, grace: Duration) -> Result<(), Error> {
         });
     let watch = AbortOnDrop(tokio::spawn(watch));
     let controller = Controller {
+        decoded: std::sync::Mutex::default(),
         api,
         recorder: Recorder::new(
             client,

@@ -10,6 +10,11 @@
 //! - `overlaps` latency for random prefixes.
 //!
 //! Growth from 1k to 100k shows the index's O(W) queries: lookups stay flat.
+//!
+//! With `--kubeconfig` (a running API server and controller-manager with the NetworkRegistry
+//! gate), it creates claims of `--records-per-claim` records up to the largest size instead,
+//! and times the creates and then the controller until every claim is decided; with
+//! `--controller-manager-pid` it reports that process's resident memory at the end.
 
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 use std::time::{Duration, Instant};
@@ -31,6 +36,15 @@ struct Args {
     /// Lookups timed per size.
     #[arg(long, default_value_t = 20_000)]
     lookups: usize,
+    /// Against a running API server (this kubeconfig) and controller-manager.
+    #[arg(long)]
+    kubeconfig: Option<std::path::PathBuf>,
+    /// Records per claim, against the API server.
+    #[arg(long, default_value_t = 64)]
+    records_per_claim: usize,
+    /// The controller-manager's process id, for its resident memory.
+    #[arg(long)]
+    controller_manager_pid: Option<u32>,
 }
 
 fn addr(rng: &mut Rng, v4: bool) -> IpAddr {
@@ -83,9 +97,9 @@ fn claims(rng: &mut Rng, records: usize) -> Vec<Candidate> {
     out
 }
 
-/// The resident set size, in KiB.
-fn rss_kib() -> u64 {
-    std::fs::read_to_string("/proc/self/status")
+/// The resident set size of `process` (`self` or a pid), in KiB.
+fn rss_kib_of(process: &str) -> u64 {
+    std::fs::read_to_string(format!("/proc/{process}/status"))
         .ok()
         .and_then(|s| {
             s.lines()
@@ -93,6 +107,96 @@ fn rss_kib() -> u64 {
                 .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
         })
         .unwrap_or(0)
+}
+
+fn rss_kib() -> u64 {
+    rss_kib_of("self")
+}
+
+/// `count` claims of `per_claim` records each, no two records of a claim overlapping.
+fn api_claims(rng: &mut Rng, count: usize, per_claim: usize) -> Vec<serde_json::Value> {
+    (0..count)
+        .map(|i| {
+            let mut taken: Vec<Prefix> = Vec::new();
+            while taken.len() < per_claim {
+                let candidate = prefix(rng);
+                if !taken.iter().any(|p| p.overlaps(&candidate)) {
+                    taken.push(candidate);
+                }
+            }
+            let records: Vec<serde_json::Value> = taken
+                .iter()
+                .map(|p| serde_json::json!({"reference": {"group": "", "resource": "pods"}, "prefix": p.to_string()}))
+                .collect();
+            serde_json::json!({
+                "apiVersion": "networkregistry.genplane.io/v1alpha1", "kind": "NetworkClaim",
+                "metadata": {"name": format!("bench-{i:06}")},
+                "spec": {"addressSpace": records},
+            })
+        })
+        .collect()
+}
+
+/// Creates the claims and waits until the controller decided every one.
+fn against_api(args: &Args, kubeconfig: &std::path::Path) -> anyhow::Result<()> {
+    use futures::StreamExt as _;
+    let records = args.records.iter().copied().max().unwrap_or(100_000);
+    let count = records.div_ceil(args.records_per_claim.max(1));
+    let runtime = tokio::runtime::Runtime::new()?;
+    runtime.block_on(async {
+        let (client, _) = genplane_controller::client::connect(Some(kubeconfig)).await?;
+        let api: kube::Api<kube::api::DynamicObject> = kube::Api::all_with(
+            client,
+            &genplane_networkregistry::network_claim_resource(),
+        );
+        let mut rng = Rng(0xA11_0CA7E);
+        let bodies = api_claims(&mut rng, count, args.records_per_claim);
+        let started = Instant::now();
+        let created: Vec<anyhow::Result<()>> = futures::stream::iter(bodies)
+            .map(|body| {
+                let api = api.clone();
+                async move {
+                    let object: kube::api::DynamicObject = serde_json::from_value(body)?;
+                    api.create(&kube::api::PostParams::default(), &object).await?;
+                    Ok(())
+                }
+            })
+            .buffer_unordered(16)
+            .collect()
+            .await;
+        created.into_iter().collect::<anyhow::Result<Vec<()>>>()?;
+        let creates = started.elapsed();
+        loop {
+            let list = api.list(&kube::api::ListParams::default()).await?;
+            let decided = list
+                .items
+                .iter()
+                .filter(|o| {
+                    o.data["status"]["conditions"]
+                        .as_array()
+                        .is_some_and(|c| c.iter().any(|c| c["type"] == "Ready"))
+                })
+                .count();
+            if decided >= count {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(500)).await;
+        }
+        let all = started.elapsed();
+        println!(
+            "{count} claims of {} records ({} records): created in {creates:.1?}, all decided {:.1?} after the first create",
+            args.records_per_claim,
+            count * args.records_per_claim,
+            all
+        );
+        if let Some(pid) = args.controller_manager_pid {
+            println!(
+                "controller-manager resident memory: {} KiB",
+                rss_kib_of(&pid.to_string())
+            );
+        }
+        anyhow::Ok(())
+    })
 }
 
 fn percentiles(mut samples: Vec<Duration>) -> (Duration, Duration) {
@@ -103,6 +207,9 @@ fn percentiles(mut samples: Vec<Duration>) -> (Duration, Duration) {
 
 fn main() -> anyhow::Result<()> {
     let args = Args::parse();
+    if let Some(kubeconfig) = &args.kubeconfig {
+        return against_api(&args, kubeconfig);
+    }
     println!(
         "{:>8} {:>8} {:>10} {:>10} {:>12} {:>12} {:>12} {:>12}",
         "records", "claims", "allocated", "pass", "memory", "owner p50", "owner p99", "overlap p50"
