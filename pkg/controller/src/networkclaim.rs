@@ -505,6 +505,8 @@ async fn registry(client: kube::Client, grace: Duration) -> Result<(), Error> {
     // waking the loop below on every event.
     let watch = watcher(api.clone(), watcher::Config::default())
         .default_backoff()
+        // The managed fields are most of a claim's bytes, and nothing here reads them.
+        .modify(|object: &mut DynamicObject| object.metadata.managed_fields = None)
         .reflect(writer)
         .for_each(move |_| {
             notify.notify_one();

@@ -18,7 +18,7 @@ use genplane_api::networkregistry::networkclaim::{
 };
 use genplane_api::networkregistry::{API_VERSION, GROUP, Prefix, RESOURCE, VERSION};
 use kube::api::{Api, ApiResource, DynamicObject, GroupVersionKind, Patch, PatchParams};
-use kube::runtime::watcher;
+use kube::runtime::{WatchStreamExt as _, watcher};
 use serde_json::json;
 use tokio::sync::watch;
 
@@ -161,7 +161,9 @@ impl Registry {
         let api: Api<DynamicObject> = Api::all_with(client.clone(), &network_claim_resource());
         let shared = state.clone();
         let task = tokio::spawn(async move {
-            let mut events = watcher(api, watcher::Config::default()).boxed();
+            let mut events = watcher(api, watcher::Config::default())
+                .modify(|object: &mut DynamicObject| object.metadata.managed_fields = None)
+                .boxed();
             let mut pending: Option<State> = None;
             let mut version = 0u64;
             while let Some(event) = events.next().await {
