@@ -16,6 +16,7 @@ const PARSERS: &[Entry] = &[
     genplane_audit::policy::exercise,
     genplane_storage_value::config::exercise,
     genplane_authentication::token_file::exercise,
+    genplane_api::networkregistry::networkclaim::exercise,
 ];
 
 libfuzzer_sys::fuzz_target!(|data: &[u8]| {

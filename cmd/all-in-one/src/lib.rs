@@ -35,6 +35,30 @@ use genplane_component_base::featuregate::UseIdentity;
 use genplane_component_base::process::Process;
 use genplane_component_base::shutdown::{Shutdown, Signals};
 
+/// The part of the API server's `--feature-gates` that the controller-manager knows.
+fn controller_manager_gates(
+    gates: Option<&genplane_component_base::featuregate::FeatureGateSettings>,
+) -> Option<genplane_component_base::featuregate::FeatureGateSettings> {
+    let known = genplane_cmd_controller_manager::options::feature_registry();
+    let kept: std::collections::BTreeMap<String, bool> = gates?
+        .0
+        .iter()
+        .filter(|(name, _)| {
+            matches!(name.as_str(), "AllAlpha" | "AllBeta")
+                || known
+                    .spec_at(
+                        name,
+                        genplane_component_base::featuregate::Version::new(0, 0),
+                    )
+                    .is_some()
+        })
+        .map(|(name, on)| (name.clone(), *on))
+        .collect();
+    Some(genplane_component_base::featuregate::FeatureGateSettings(
+        kept,
+    ))
+}
+
 /// The command line of `genplane all-in-one`: the API server's, plus `--controllers`.
 pub fn command() -> clap::Command {
     genplane_cmd_apiserver::command()
@@ -119,10 +143,10 @@ pub fn run(matches: &ArgMatches, process: &Process) -> anyhow::Result<()> {
                 controllers,
                 leader_elect,
                 secure_port: 0,
-                // The controller-manager knows no feature gates yet: the API server's
-                // --feature-gates (validated by the API server) are not its business.
+                // The API server's --feature-gates (validated by the API server), those the
+                // controller-manager knows (NetworkRegistry) and the AllAlpha/AllBeta switches.
                 common: CommonOptions {
-                    feature_gates: None,
+                    feature_gates: controller_manager_gates(common.feature_gates.as_ref()),
                     ..common
                 },
                 ..ControllerManagerOptions::default()

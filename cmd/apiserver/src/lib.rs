@@ -87,12 +87,30 @@ pub async fn serve(config: Config, process: &Process, shutdown: Shutdown) -> any
     serve_until_ready("apiserver", config, process, shutdown, None).await
 }
 
+/// The well-known claim of the Service IP ranges (`kube-apiserver`).
+fn service_claim(
+    ranges: Vec<genplane_api::networkregistry::Prefix>,
+) -> genplane_networkregistry::WellKnown {
+    genplane_networkregistry::WellKnown {
+        name: genplane_api::networkregistry::KUBE_APISERVER_CLAIM,
+        reference: genplane_api::networkregistry::networkclaim::ResourceReference {
+            group: String::new(),
+            resource: "services".to_owned(),
+        },
+        prefixes: ranges,
+        flag: "--service-cluster-ip-range",
+        component: "kube-apiserver",
+    }
+}
+
 /// Serves until `shutdown` is triggered, sending [`Ready`] on `ready` once requests are
 /// taken (the kubeconfigs are written by then); `role` names the applet in the banner.
 ///
 /// Once it takes requests, the server reports its feature uses to the Feature API like every
 /// role (`genplane_featurecontroller::Reporter`), as `system:genplane:apiserver` through the
 /// `apiserver-loopback.kubeconfig` it wrote, in a task of its own that never holds the server up.
+/// With the NetworkRegistry feature gate on it keeps, through the same client, the well-known
+/// NetworkClaim `kube-apiserver` of its `--service-cluster-ip-range`.
 pub async fn serve_until_ready(
     role: &str,
     config: Config,
@@ -102,6 +120,7 @@ pub async fn serve_until_ready(
 ) -> anyhow::Result<()> {
     let gate = config.common.feature_gate.clone();
     let period = config.common.feature_use_report_period;
+    let service_cluster_ip_range = config.service_cluster_ip_range.clone();
     let (ready_tx, ready_rx) = tokio::sync::oneshot::channel::<Ready>();
     let stop = shutdown.clone();
     tokio::spawn(async move {
@@ -115,6 +134,14 @@ pub async fn serve_until_ready(
         }
         match genplane_controller::client::connect(Some(&kubeconfig)).await {
             Ok((client, _)) => {
+                if gate.enabled(genplane_controlplane::features::NETWORK_REGISTRY) {
+                    let stop = stop.clone();
+                    tokio::spawn(genplane_networkregistry::well_known::keep(
+                        client.clone(),
+                        service_claim(service_cluster_ip_range),
+                        async move { stop.triggered().await },
+                    ));
+                }
                 let reporter =
                     genplane_featurecontroller::Reporter::new(gate, "kube-system", period);
                 reporter

@@ -231,7 +231,9 @@ pub async fn serve(
     }
     let enabled = resolved.start;
     // The shared watches start when the controllers first run: after the Lease is taken.
-    let context = ControllerContext::new(client, root_ca, config.resource_quota_sync_period);
+    let mut context = ControllerContext::new(client, root_ca, config.resource_quota_sync_period);
+    context.network_claim_release_grace = config.network_claim_release_grace;
+    context.cluster_cidr = config.cluster_cidr.clone();
     let stop = shutdown.clone();
     let result = match &elector {
         Some(elector) => {

@@ -27,7 +27,8 @@ pub struct ControllerManagerOptions {
     /// The controllers to run, comma-separated: `*` for every controller on by default, `foo`
     /// to enable controller foo, `-foo` to disable it; the first entry naming a controller
     /// decides. Controllers: namespace, garbage-collector, serviceaccount,
-    /// root-ca-cert-publisher, clusterrole-aggregation, resourcequota; upstream's names
+    /// root-ca-cert-publisher, clusterrole-aggregation, resourcequota, networkclaim (with the
+    /// NetworkRegistry feature gate); upstream's names
     /// (namespace-controller, garbage-collector-controller, ...) are accepted too.
     #[arg(long, value_delimiter = ',', default_value = "*")]
     pub controllers: Vec<String>,
@@ -62,6 +63,18 @@ pub struct ControllerManagerOptions {
     /// How often every resource quota is recalculated in full.
     #[arg(long, default_value = "5m0s")]
     pub resource_quota_sync_period: String,
+    /// The Pod IP ranges of the cluster, as kube-controller-manager's flag: one CIDR, or two
+    /// of different IP families, comma-separated; none by default. With the NetworkRegistry
+    /// feature gate on, the `networkclaim` controller claims them as the NetworkClaim
+    /// `kube-controller-manager` (reference `{"", pods}`).
+    #[arg(long, default_value = "")]
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub cluster_cidr: String,
+    /// How long a deleted NetworkClaim keeps its ranges before the network registry gives
+    /// them to the next claims (the `networkclaim` controller, with the NetworkRegistry
+    /// feature gate on).
+    #[arg(long, default_value = "10s")]
+    pub network_claim_release_grace_period: String,
     /// The port serving /healthz, /livez, /readyz and /metrics over HTTPS; 0 serves nothing.
     #[arg(long, default_value_t = 10257)]
     pub secure_port: u16,
@@ -88,6 +101,8 @@ impl Default for ControllerManagerOptions {
             leader_elect_resource_name: CONTROLLER_MANAGER_LEASE.to_owned(),
             root_ca_file: None,
             resource_quota_sync_period: "5m0s".to_owned(),
+            network_claim_release_grace_period: "10s".to_owned(),
+            cluster_cidr: String::new(),
             secure_port: 10257,
             bind_address: "0.0.0.0".to_owned(),
             common: CommonOptions::default(),
@@ -121,6 +136,10 @@ pub struct ControllerManagerConfig {
     pub leader_election: Option<LeaderElection>,
     /// `--resource-quota-sync-period`.
     pub resource_quota_sync_period: Duration,
+    /// `--network-claim-release-grace-period`.
+    pub network_claim_release_grace: Duration,
+    /// `--cluster-cidr` (empty when not given).
+    pub cluster_cidr: Vec<genplane_api::networkregistry::Prefix>,
     /// The listening address of the ops endpoints.
     pub bind_address: IpAddr,
     /// Logging and feature gates.
@@ -212,6 +231,18 @@ impl ControllerManagerOptions {
             "resource-quota-sync-period",
             positive(&self.resource_quota_sync_period),
         );
+        let network_claim_release_grace = invalid.check(
+            "network-claim-release-grace-period",
+            duration::parse(&self.network_claim_release_grace_period).map_err(|e| e.to_string()),
+        );
+        let cluster_cidr = if self.cluster_cidr.trim().is_empty() {
+            Some(Vec::new())
+        } else {
+            invalid.check(
+                "cluster-cidr",
+                genplane_api::networkregistry::prefix::parse_dual_stack(&self.cluster_cidr),
+            )
+        };
         let bind_address = invalid.check(
             "bind-address",
             self.bind_address
@@ -223,18 +254,41 @@ impl ControllerManagerOptions {
         {
             invalid.push("root-ca-file", format!("{}: {error}", path.display()));
         }
-        let common =
-            self.common
-                .validate(&featuregate::Registry::new(), identity, rust_log, invalid);
+        let common = self
+            .common
+            .validate(&feature_registry(), identity, rust_log, invalid);
         Some(ControllerManagerConfig {
             options: self.clone(),
             controllers: controllers?,
             leader_election: leader_election?,
             resource_quota_sync_period: resource_quota_sync_period?,
+            network_claim_release_grace: network_claim_release_grace?,
+            cluster_cidr: cluster_cidr?,
             bind_address: bind_address?,
             common: common?,
         })
     }
+}
+
+/// `NetworkRegistry`: the `networkclaim` controller runs only while it is on (the API
+/// server serves the NetworkClaim API under the same gate, with the same stages).
+pub const NETWORK_REGISTRY: featuregate::Feature =
+    featuregate::Feature::new(genplane_api::features::NETWORK_REGISTRY);
+
+/// The features the controller-manager knows.
+pub fn feature_registry() -> featuregate::Registry {
+    let mut registry = featuregate::Registry::new();
+    let added = registry.add(
+        NETWORK_REGISTRY,
+        &[featuregate::FeatureSpec::new(
+            featuregate::Version::new(1, 33),
+            featuregate::Stage::Alpha,
+            false,
+        )],
+    );
+    // A static, valid table; a test proves it.
+    debug_assert!(added.is_ok(), "{added:?}");
+    registry
 }
 
 /// Checks `--controllers` alone, as [`ControllerManagerOptions::validate`] does, for a role that

@@ -33,6 +33,12 @@ pub static APPLETS: &[Applet] = &[
         run: genplane_cmd_feature_controller::run,
     },
     Applet {
+        name: "networkregistry",
+        aliases: &[],
+        command: genplane_cmd_networkregistry::command,
+        run: genplane_cmd_networkregistry::run,
+    },
+    Applet {
         name: "version",
         aliases: &[],
         command: version::command,

@@ -18,10 +18,13 @@
 
 use std::collections::BTreeMap;
 
-use genplane_api::catalog::{self, Context, Hooks, ResourceInfo, Subresource, SubresourceRules};
+use genplane_api::catalog::{self, Hooks, ResourceInfo, Subresource, SubresourceRules};
 use genplane_api::decode::{self, Decoded, Field, OBJECT_META, Struct, Type};
 use genplane_api::table::{self, ColumnDefinition};
-use genplane_api::util;
+use genplane_api::util::{
+    self, prepare_spec_create as prepare_for_create, prepare_spec_update as prepare_for_update,
+    prepare_status_update as prepare_for_status_update,
+};
 use genplane_apimachinery::errors::ApiError;
 use genplane_apimachinery::meta::{validate_object_meta, validate_object_meta_update};
 use genplane_apimachinery::validation::field::{Error, ErrorList, Path};
@@ -122,43 +125,6 @@ fn default(object: &mut Value) {
     }
 }
 
-fn generation(object: &Value) -> i64 {
-    object
-        .pointer("/metadata/generation")
-        .and_then(Value::as_i64)
-        .unwrap_or(0)
-}
-
-fn set_generation(object: &mut Value, generation: i64) {
-    if let Some(meta) = object.get_mut("metadata").and_then(Value::as_object_mut) {
-        meta.insert("generation".into(), json!(generation));
-    }
-}
-
-fn prepare_for_create(object: &mut Value, _: &Context<'_>) {
-    if let Some(object) = object.as_object_mut() {
-        object.remove("status");
-    }
-    set_generation(object, 1);
-}
-
-fn prepare_for_update(new: &mut Value, old: &Value, _: &Context<'_>) {
-    let next = if new.get("spec") == old.get("spec") {
-        generation(old)
-    } else {
-        generation(old) + 1
-    };
-    match old.get("status") {
-        Some(status) => new["status"] = status.clone(),
-        None => {
-            if let Some(new) = new.as_object_mut() {
-                new.remove("status");
-            }
-        }
-    }
-    set_generation(new, next);
-}
-
 fn validate_spec(widget: &Widget) -> ErrorList {
     let mut errors = ErrorList::new();
     let spec = Path::new("spec");
@@ -197,39 +163,6 @@ fn validate_update(new: &Value, old: &Value) -> Result<ErrorList, ApiError> {
     let mut errors = validate_object_meta_update(&new_meta, &old_meta, &Path::new("metadata"));
     errors.extend(validate_spec(&widget));
     Ok(errors)
-}
-
-/// A write through `status`: everything but the status (and the labels and annotations)
-/// stays as stored.
-fn prepare_for_status_update(new: &mut Value, old: &Value, _: &Context<'_>) {
-    let status = new.get("status").cloned();
-    let labels = new.pointer("/metadata/labels").cloned();
-    let annotations = new.pointer("/metadata/annotations").cloned();
-    let resource_version = new.pointer("/metadata/resourceVersion").cloned();
-    // What a server-side apply through `status` computed for its manager.
-    let managed_fields = new.pointer("/metadata/managedFields").cloned();
-    *new = old.clone();
-    match status {
-        Some(status) => new["status"] = status,
-        None => {
-            if let Some(new) = new.as_object_mut() {
-                new.remove("status");
-            }
-        }
-    }
-    if let Some(meta) = new.get_mut("metadata").and_then(Value::as_object_mut) {
-        for (key, value) in [
-            ("labels", labels),
-            ("annotations", annotations),
-            ("resourceVersion", resource_version),
-            ("managedFields", managed_fields),
-        ] {
-            match value {
-                Some(value) => meta.insert(key.into(), value),
-                None => meta.remove(key),
-            };
-        }
-    }
 }
 
 fn validate_status_update(new: &Value, old: &Value) -> Result<ErrorList, ApiError> {
@@ -306,6 +239,7 @@ pub static INFO: ResourceInfo = ResourceInfo {
     storage_api_version: "sample.genplane.io/v1",
     schema: &SCHEMA,
     protobuf: false,
+    feature_gate: None,
     extensions: &[],
     openapi_schema: genplane_api::openapi::schema_of::<Widget>,
     hooks: Hooks {
@@ -362,7 +296,7 @@ mod tests {
     fn status_is_the_servers_and_generation_follows_the_spec() {
         let mut created = widget(json!({"size": 3}));
         created["status"] = json!({"phase": "Ready"});
-        prepare_for_create(&mut created, &Context::gates_off());
+        prepare_for_create(&mut created, &catalog::Context::gates_off());
         default(&mut created);
         assert_eq!(created.get("status"), None);
         assert_eq!(created["metadata"]["generation"], 1);
@@ -373,18 +307,18 @@ mod tests {
         let mut relabelled = stored.clone();
         relabelled["metadata"]["labels"] = json!({"a": "b"});
         relabelled["status"] = json!({"phase": "Ready"});
-        prepare_for_update(&mut relabelled, &stored, &Context::gates_off());
+        prepare_for_update(&mut relabelled, &stored, &catalog::Context::gates_off());
         assert_eq!(relabelled["status"]["phase"], "Pending");
         assert_eq!(relabelled["metadata"]["generation"], 1);
         let mut resized = stored.clone();
         resized["spec"]["size"] = json!(4);
-        prepare_for_update(&mut resized, &stored, &Context::gates_off());
+        prepare_for_update(&mut resized, &stored, &catalog::Context::gates_off());
         assert_eq!(resized["metadata"]["generation"], 2);
 
         let mut status_write = stored.clone();
         status_write["spec"]["size"] = json!(99);
         status_write["status"] = json!({"phase": "Ready", "observedGeneration": 1});
-        prepare_for_status_update(&mut status_write, &stored, &Context::gates_off());
+        prepare_for_status_update(&mut status_write, &stored, &catalog::Context::gates_off());
         assert_eq!(status_write["spec"]["size"], 3);
         assert_eq!(status_write["status"]["phase"], "Ready");
         let mut bad = stored.clone();

@@ -12,7 +12,7 @@ pub use crate::resource::{
 };
 use crate::{
     admissionregistration, apiextensions, authentication, authorization, coordination, core,
-    events, featuregates, rbac,
+    events, featuregates, networkregistry, rbac,
 };
 
 static RESOURCES: &[ResourceInfo] = &[
@@ -32,6 +32,7 @@ static RESOURCES: &[ResourceInfo] = &[
     coordination::lease::INFO,
     apiextensions::INFO,
     featuregates::feature::INFO,
+    networkregistry::networkclaim::INFO,
     // Never stored: created and answered.
     authentication::SELF_SUBJECT_REVIEW_INFO,
     authentication::TOKEN_REVIEW_INFO,
@@ -161,6 +162,13 @@ mod tests {
                     "Feature",
                     true,
                     vec![]
+                ),
+                (
+                    "networkregistry.genplane.io/v1alpha1".into(),
+                    "networkclaims",
+                    "NetworkClaim",
+                    false,
+                    vec!["nc"]
                 ),
                 (
                     "authentication.k8s.io/v1".into(),

@@ -459,6 +459,19 @@ pub static OBJECT_META: Struct = Struct {
     ],
 };
 
+/// `metav1.Condition`.
+pub static CONDITION: Struct = Struct {
+    name: "Condition",
+    fields: &[
+        Field::new("type", 1, Type::String),
+        Field::new("status", 2, Type::String),
+        Field::new("observedGeneration", 3, Type::Int64),
+        Field::new("lastTransitionTime", 4, Type::Time),
+        Field::new("reason", 5, Type::String),
+        Field::new("message", 6, Type::String),
+    ],
+};
+
 /// `metav1.OwnerReference`.
 pub static OWNER_REFERENCE: Struct = Struct {
     name: "OwnerReference",

@@ -1,9 +1,16 @@
 //! The feature gates the built-in kinds' strategies consult (through
-//! [`crate::catalog::Context`]): a server's gates must know each of [`GATED_FEATURES`].
+//! [`crate::catalog::Context`]) or are served under ([`crate::catalog::ResourceInfo::feature_gate`]):
+//! a server's gates must know each of [`GATED_FEATURES`].
 
 /// `CoordinatedLeaderElection` (KEP-4444): a Lease's `spec.strategy` and
 /// `spec.preferredHolder`.
 pub const COORDINATED_LEADER_ELECTION: &str = "CoordinatedLeaderElection";
 
-/// Every feature gate a built-in kind's hooks consult.
-pub const GATED_FEATURES: &[&str] = &[COORDINATED_LEADER_ELECTION];
+/// `NetworkRegistry` (genplane's own; the draft KANA proposal): the
+/// `networkregistry.genplane.io` API (NetworkClaim) is served, and the controller-manager runs
+/// the registry controller and claims its well-known ranges, only while it is on. Alpha since
+/// 1.33, off by default.
+pub const NETWORK_REGISTRY: &str = "NetworkRegistry";
+
+/// Every feature gate a built-in kind's hooks consult or a built-in kind is served under.
+pub const GATED_FEATURES: &[&str] = &[COORDINATED_LEADER_ELECTION, NETWORK_REGISTRY];

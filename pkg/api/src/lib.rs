@@ -14,6 +14,9 @@
 //!   helpers of their status ([`apiextensions::status`]);
 //! - featuregates.genplane.io/v1alpha1 ([`featuregates`]): genplane's Feature API
 //!   ([`featuregates::feature`]), JSON and YAML only;
+//! - networkregistry.genplane.io/v1alpha1 ([`networkregistry`]): genplane's NetworkClaim API
+//!   ([`networkregistry::networkclaim`]), JSON and YAML only, served while the
+//!   `NetworkRegistry` feature gate is on;
 //! - the review kinds, created but never stored (an empty `storage_prefix`, `create` their only
 //!   verb): authentication.k8s.io/v1 ([`authentication`]: TokenReview, SelfSubjectReview, and
 //!   TokenRequest, the body of `serviceaccounts/<name>/token`) and authorization.k8s.io/v1
@@ -68,6 +71,7 @@ pub mod decode;
 pub mod events;
 pub mod featuregates;
 pub mod features;
+pub mod networkregistry;
 pub mod openapi;
 pub mod protobuf;
 pub mod quantity;

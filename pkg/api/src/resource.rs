@@ -252,6 +252,10 @@ pub struct ResourceInfo {
     /// numbers of upstream's `generated.proto`); a program's own kind without field numbers
     /// says `false` and is served as JSON and YAML only.
     pub protobuf: bool,
+    /// The feature gate (its name in `--feature-gates`) the kind is served under: with it off
+    /// the server serves no such resource (no discovery, OpenAPI, routes or watch cache), as
+    /// with `--runtime-config` turning it off; `None` for a kind served regardless.
+    pub feature_gate: Option<&'static str>,
     /// The list, map and patch semantics of the kind's own types (`x-kubernetes-*`), for
     /// OpenAPI, strategic merge patch and server-side apply (the shared types' are in
     /// [`crate::openapi::extensions::SHARED`]).
@@ -434,6 +438,7 @@ pub(crate) const fn answered(
         storage_api_version: "",
         schema,
         protobuf: true,
+        feature_gate: None,
         extensions: &[],
         openapi_schema,
         hooks,

@@ -9,6 +9,8 @@ use serde::de::DeserializeOwned;
 use serde_json::Value;
 
 use crate::decode::{self, Struct};
+use crate::resource::Context;
+use genplane_apimachinery::validation::field::{Error, ErrorList, Path};
 
 /// The string at `path` in `value`, or `""`.
 pub fn str_at<'a>(value: &'a Value, path: &[&str]) -> &'a str {
@@ -96,4 +98,118 @@ pub fn age(object: &Value, now: i64) -> Value {
         .and_then(|m| m.get("creationTimestamp"))
         .and_then(Value::as_str);
     Value::from(crate::time::age(created, now))
+}
+
+fn generation(object: &Value) -> i64 {
+    object
+        .pointer("/metadata/generation")
+        .and_then(Value::as_i64)
+        .unwrap_or(0)
+}
+
+fn set_generation(object: &mut Value, generation: i64) {
+    if let Some(meta) = object.get_mut("metadata").and_then(Value::as_object_mut) {
+        meta.insert("generation".into(), Value::from(generation));
+    }
+}
+
+/// The create hook of a kind with a spec and a `status` subresource: no status is accepted on
+/// create, and `metadata.generation` starts at 1.
+pub fn prepare_spec_create(object: &mut Value, _: &Context<'_>) {
+    if let Some(object) = object.as_object_mut() {
+        object.remove("status");
+    }
+    set_generation(object, 1);
+}
+
+/// The update hook of a kind with a spec and a `status` subresource: the stored status is
+/// kept, and `metadata.generation` grows when the spec changes.
+pub fn prepare_spec_update(new: &mut Value, old: &Value, _: &Context<'_>) {
+    let next = if new.get("spec") == old.get("spec") {
+        generation(old)
+    } else {
+        generation(old) + 1
+    };
+    match old.get("status") {
+        Some(status) => new["status"] = status.clone(),
+        None => {
+            if let Some(new) = new.as_object_mut() {
+                new.remove("status");
+            }
+        }
+    }
+    set_generation(new, next);
+}
+
+/// The update hook of a `status` subresource: everything but the status (and the labels and
+/// annotations) stays as stored.
+pub fn prepare_status_update(new: &mut Value, old: &Value, _: &Context<'_>) {
+    let status = new.get("status").cloned();
+    let labels = new.pointer("/metadata/labels").cloned();
+    let annotations = new.pointer("/metadata/annotations").cloned();
+    let resource_version = new.pointer("/metadata/resourceVersion").cloned();
+    // What a server-side apply through `status` computed for its manager.
+    let managed_fields = new.pointer("/metadata/managedFields").cloned();
+    *new = old.clone();
+    match status {
+        Some(status) => new["status"] = status,
+        None => {
+            if let Some(new) = new.as_object_mut() {
+                new.remove("status");
+            }
+        }
+    }
+    if let Some(meta) = new.get_mut("metadata").and_then(Value::as_object_mut) {
+        for (key, value) in [
+            ("labels", labels),
+            ("annotations", annotations),
+            ("resourceVersion", resource_version),
+            ("managedFields", managed_fields),
+        ] {
+            match value {
+                Some(value) => meta.insert(key.into(), value),
+                None => meta.remove(key),
+            };
+        }
+    }
+}
+
+/// The `status` of the condition of type `type_` in `status.conditions`, or `Unknown` (a
+/// table cell).
+pub fn condition_status(object: &Value, type_: &str) -> String {
+    object
+        .pointer("/status/conditions")
+        .and_then(Value::as_array)
+        .and_then(|conditions| conditions.iter().find(|c| c["type"] == type_))
+        .and_then(|c| c["status"].as_str())
+        .unwrap_or("Unknown")
+        .to_owned()
+}
+
+/// The statuses of a condition.
+pub const CONDITION_STATUSES: &[&str] = &["True", "False", "Unknown"];
+
+/// Checks conditions given as (type, status), at `path` (`status.conditions`): each has a
+/// type, no type twice, and a status of [`CONDITION_STATUSES`].
+pub fn validate_conditions<'a>(
+    conditions: impl Iterator<Item = (&'a str, &'a str)>,
+    path: &Path,
+    errors: &mut ErrorList,
+) {
+    let mut types = std::collections::BTreeSet::new();
+    for (i, (type_, status)) in conditions.enumerate() {
+        let at = path.index(i);
+        if type_.is_empty() {
+            errors.push(Error::required(&at.child("type"), ""));
+        } else if !types.insert(type_) {
+            errors.push(Error::duplicate(&at.child("type"), type_));
+        }
+        if !CONDITION_STATUSES.contains(&status) {
+            errors.push(Error::not_supported(
+                &at.child("status"),
+                status,
+                CONDITION_STATUSES,
+            ));
+        }
+    }
 }

@@ -21,7 +21,11 @@
 //! [`FEATURE_USE_REPORTER`] for every role that reports feature uses ([`FEATURE_USE_REPORTERS`]:
 //! read Features, patch `features/status`, keep an identity Lease in kube-system). `view` reads
 //! Features; `admin` may update them (the strategy lets only dynamic features' `spec.desired`
-//! change).
+//! change). [`NETWORK_CLAIM_READER`] reads NetworkClaims and is aggregated into `view`; the
+//! `networkclaim-controller` role (the network registry) writes them and their status; no
+//! other bootstrap role writes NetworkClaims but `system:genplane:apiserver` (bound to the API
+//! server's own client), which creates claims and updates only `kube-apiserver`, its
+//! well-known claim.
 //!
 //! Every object carries the label `kubernetes.io/bootstrapping: rbac-defaults` and the
 //! annotation `rbac.authorization.kubernetes.io/autoupdate: "true"`, as upstream's. The
@@ -90,6 +94,9 @@ const COORDINATION: &str = "coordination.k8s.io";
 const EVENTS: &str = "events.k8s.io";
 const RBAC: &str = "rbac.authorization.k8s.io";
 const FEATURES: &str = "featuregates.genplane.io";
+const NETWORK_REGISTRY: &str = "networkregistry.genplane.io";
+/// The ClusterRole that reads NetworkClaims (aggregated into `view`).
+pub const NETWORK_CLAIM_READER: &str = "networkclaim-reader";
 const CONTROLLER_PREFIX: &str = "system:controller:";
 
 /// A rule with its lists sorted, as upstream's rule builder leaves them.
@@ -223,6 +230,23 @@ fn controller_roles() -> Vec<(&'static str, Vec<PolicyRule>)> {
                     &["*"],
                     &["*"],
                 ),
+            ],
+        ),
+        (
+            "networkclaim-controller",
+            vec![
+                // create: the well-known claim kube-controller-manager (--cluster-cidr).
+                rule(
+                    &["get", "list", "watch", "create", "update", "patch"],
+                    &[NETWORK_REGISTRY],
+                    &["networkclaims"],
+                ),
+                rule(
+                    &["update", "patch"],
+                    &[NETWORK_REGISTRY],
+                    &["networkclaims/status"],
+                ),
+                events_rule(),
             ],
         ),
         (
@@ -462,6 +486,35 @@ pub fn cluster_roles() -> Vec<Value> {
             rule(&["get", "list", "patch"], &[COORDINATION], &["leases"]),
         ],
     ));
+    // The API server's own client: its well-known claim (kube-apiserver) and its status
+    // condition, by name; creating cannot be limited by name (the name is in the body).
+    roles.push(cluster_role(
+        APISERVER_USER,
+        &[],
+        vec![
+            rule(
+                &["get", "list", "watch", "create"],
+                &[NETWORK_REGISTRY],
+                &["networkclaims"],
+            ),
+            sorted(
+                PolicyRule::new(&["update", "patch"])
+                    .groups(&[NETWORK_REGISTRY])
+                    .resources(&["networkclaims", "networkclaims/status"])
+                    .names(&["kube-apiserver"]),
+            ),
+            events_rule(),
+        ],
+    ));
+    roles.push(cluster_role(
+        NETWORK_CLAIM_READER,
+        &[(AGGREGATE_TO_VIEW, "true")],
+        vec![rule(
+            READ,
+            &[NETWORK_REGISTRY],
+            &["networkclaims", "networkclaims/status"],
+        )],
+    ));
     roles.push(cluster_role(
         FEATURE_USE_REPORTER,
         &[],
@@ -522,6 +575,10 @@ pub fn cluster_role_bindings() -> Vec<Value> {
     bindings.push(cluster_binding(
         FEATURE_CONTROLLER_USER,
         vec![Subject::user(FEATURE_CONTROLLER_USER)],
+    ));
+    bindings.push(cluster_binding(
+        APISERVER_USER,
+        vec![Subject::user(APISERVER_USER)],
     ));
     bindings.push(cluster_binding(
         FEATURE_USE_REPORTER,

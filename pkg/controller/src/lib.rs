@@ -10,7 +10,8 @@
 //!   follows it), [`workqueue`] (client-go's rate-limited, deduplicating queue) and
 //!   [`discovery`] (every served resource, custom resources included);
 //! - the controllers: [`serviceaccount`], [`rootcacertpublisher`], [`clusterroleaggregation`],
-//!   [`resourcequota`], [`namespace`] and [`garbagecollector`].
+//!   [`resourcequota`], [`namespace`], [`garbagecollector`] and [`networkclaim`] (the network
+//!   registry, while the `NetworkRegistry` feature gate is on).
 
 #![warn(missing_docs)]
 
@@ -21,6 +22,7 @@ pub mod garbagecollector;
 pub mod informers;
 pub mod leaderelection;
 pub mod namespace;
+pub mod networkclaim;
 pub mod registry;
 pub mod resourcequota;
 pub mod rootcacertpublisher;

@@ -72,6 +72,13 @@ pub struct ControllerContext {
     /// How often the resource-quota controller recalculates every quota in full
     /// (`--resource-quota-sync-period`, 5 minutes upstream).
     pub resource_quota_sync_period: Duration,
+    /// How long a deleted NetworkClaim keeps its ranges before they are released
+    /// (`--network-claim-release-grace-period`, [`crate::networkclaim::DEFAULT_RELEASE_GRACE`]
+    /// unless set).
+    pub network_claim_release_grace: Duration,
+    /// The Pod IP ranges (`--cluster-cidr`), claimed as the well-known NetworkClaim
+    /// `kube-controller-manager` by the `networkclaim` controller; none when empty.
+    pub cluster_cidr: Vec<genplane_api::networkregistry::Prefix>,
 }
 
 impl ControllerContext {
@@ -87,6 +94,8 @@ impl ControllerContext {
             client,
             root_ca,
             resource_quota_sync_period,
+            network_claim_release_grace: crate::networkclaim::DEFAULT_RELEASE_GRACE,
+            cluster_cidr: Vec::new(),
         }
     }
 }
@@ -100,6 +109,11 @@ impl std::fmt::Debug for ControllerContext {
                 "resource_quota_sync_period",
                 &self.resource_quota_sync_period,
             )
+            .field(
+                "network_claim_release_grace",
+                &self.network_claim_release_grace,
+            )
+            .field("cluster_cidr", &self.cluster_cidr)
             .finish_non_exhaustive()
     }
 }
@@ -194,6 +208,22 @@ pub static CONTROLLERS: &[ControllerDescriptor] = &[
                     ctx.client,
                     ctx.informers,
                     ctx.resource_quota_sync_period,
+                )
+                .await?)
+            })
+        },
+    },
+    ControllerDescriptor {
+        name: "networkclaim",
+        aliases: &["networkclaim-controller"],
+        disabled_by_default: false,
+        required_feature_gates: &[genplane_api::features::NETWORK_REGISTRY],
+        constructor: |ctx| {
+            Box::pin(async move {
+                Ok(crate::networkclaim::run(
+                    ctx.client,
+                    ctx.network_claim_release_grace,
+                    ctx.cluster_cidr,
                 )
                 .await?)
             })

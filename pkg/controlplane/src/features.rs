@@ -15,6 +15,11 @@ pub const API_SERVER_IDENTITY: Feature = Feature::new("APIServerIdentity");
 pub const COORDINATED_LEADER_ELECTION: Feature =
     Feature::new(genplane_api::features::COORDINATED_LEADER_ELECTION);
 
+/// `NetworkRegistry` (genplane's own, the draft KANA proposal): the
+/// `networkregistry.genplane.io` API is served only while it is on. Alpha in 1.33, off by
+/// default: the API is new and its shape may still change.
+pub const NETWORK_REGISTRY: Feature = Feature::new(genplane_api::features::NETWORK_REGISTRY);
+
 /// The task that turning CoordinatedLeaderElection off runs once every component agrees.
 pub const CLEAR_LEASE_STRATEGY: Task = Task::ClearField {
     group: "coordination.k8s.io",
@@ -55,6 +60,11 @@ pub fn registry() -> Registry {
     );
     debug_assert!(added.is_ok(), "{added:?}");
     let added = registry.add_turn_off_task(COORDINATED_LEADER_ELECTION, CLEAR_LEASE_STRATEGY);
+    debug_assert!(added.is_ok(), "{added:?}");
+    let added = registry.add(
+        NETWORK_REGISTRY,
+        &[FeatureSpec::new(Version::new(1, 33), Stage::Alpha, false)],
+    );
     debug_assert!(added.is_ok(), "{added:?}");
     registry
 }

@@ -217,6 +217,12 @@ pub fn resources_with(
         if !options.enablement.serves_info(info) {
             continue;
         }
+        if let Some(gate) = info.feature_gate
+            && !options.gates.enabled(gate)
+        {
+            // Served only while its feature is on: no routes, discovery or watch cache.
+            continue;
+        }
         if !info.stored() {
             // A review: created and answered, nothing to cache.
             served.push(Resource::answered(info, options.gates.clone()));

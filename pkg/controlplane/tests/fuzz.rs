@@ -139,6 +139,11 @@ fn sample(resource: &catalog::ResourceInfo) -> Value {
         }),
         // The name is the feature's in kebab case.
         ("featuregates.genplane.io", "features") => json!({"spec": {"featureName": "Sample"}}),
+        ("networkregistry.genplane.io", "networkclaims") => json!({"spec": {"addressSpace": [
+            {"reference": {"group": "", "resource": "services"}, "prefix": "10.96.0.0/12",
+             "description": "Service IPs"},
+            {"reference": {"group": "", "resource": "pods"}, "prefix": "fd00:10:244::/56"},
+        ]}}),
         ("apiextensions.k8s.io", "customresourcedefinitions") => {
             let mut crd = crds().swap_remove(0);
             crd["metadata"]["labels"] = json!({"app": "web"});

@@ -22,6 +22,7 @@ mod kubectl_apply;
 mod kubectl_strategic;
 mod local_up;
 mod namespace_gc;
+mod networkregistry;
 mod runtime_config;
 mod security;
 mod shutdown;

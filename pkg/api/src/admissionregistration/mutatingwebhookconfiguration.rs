@@ -88,6 +88,7 @@ pub const INFO: crate::catalog::ResourceInfo = crate::catalog::ResourceInfo {
     storage_api_version: API_VERSION,
     schema: &SCHEMA,
     protobuf: true,
+    feature_gate: None,
     extensions: EXTENSIONS,
     openapi_schema: crate::openapi::schema_of::<
         k8s_openapi::api::admissionregistration::v1::MutatingWebhookConfiguration,

@@ -99,6 +99,7 @@ pub const INFO: crate::catalog::ResourceInfo = crate::catalog::ResourceInfo {
     storage_api_version: "apiextensions.k8s.io/v1",
     schema: &SCHEMA,
     protobuf: true,
+    feature_gate: None,
     extensions: EXTENSIONS,
     openapi_schema: crate::openapi::schema_of::<k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition>,
     hooks: crate::catalog::Hooks {

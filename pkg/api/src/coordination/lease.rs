@@ -227,6 +227,7 @@ pub const INFO: crate::catalog::ResourceInfo = crate::catalog::ResourceInfo {
     storage_api_version: "coordination.k8s.io/v1",
     schema: &SCHEMA,
     protobuf: true,
+    feature_gate: None,
     extensions: &[],
     openapi_schema: crate::openapi::schema_of::<k8s_openapi::api::coordination::v1::Lease>,
     hooks: crate::catalog::Hooks {

@@ -169,6 +169,7 @@ pub const INFO: crate::catalog::ResourceInfo = crate::catalog::ResourceInfo {
     storage_api_version: "v1",
     schema: &SCHEMA,
     protobuf: true,
+    feature_gate: None,
     extensions: &[],
     openapi_schema: crate::openapi::schema_of::<k8s_openapi::api::core::v1::ConfigMap>,
     hooks: crate::catalog::Hooks {

@@ -365,6 +365,7 @@ pub const INFO: crate::catalog::ResourceInfo = crate::catalog::ResourceInfo {
     storage_api_version: "v1",
     schema: &SCHEMA,
     protobuf: true,
+    feature_gate: None,
     extensions: EXTENSIONS,
     openapi_schema: crate::openapi::schema_of::<k8s_openapi::api::core::v1::Namespace>,
     hooks: crate::catalog::Hooks {

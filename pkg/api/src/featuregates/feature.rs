@@ -31,7 +31,7 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use crate::catalog::{self, Context, Hooks, ResourceInfo, Subresource, SubresourceRules};
+use crate::catalog::{self, Hooks, ResourceInfo, Subresource, SubresourceRules};
 use crate::decode::{self, Decoded, Field, OBJECT_META, Struct, Type};
 use crate::openapi::extensions::{Extensions, ListType, NONE};
 use crate::table::{self, ColumnDefinition};
@@ -48,7 +48,7 @@ pub const STATES: &[&str] = &["On", "Off", "TurningOn", "TurningOff"];
 /// The stages a feature can be announced in.
 pub const STAGES: &[&str] = &["Alpha", "Beta", "GA", "Deprecated"];
 /// The statuses of a condition.
-pub const CONDITION_STATUSES: &[&str] = &["True", "False", "Unknown"];
+pub const CONDITION_STATUSES: &[&str] = util::CONDITION_STATUSES;
 /// The longest feature name accepted.
 pub const MAX_FEATURE_NAME: usize = 200;
 
@@ -212,18 +212,6 @@ static TASK: Struct = Struct {
     ],
 };
 
-static CONDITION: Struct = Struct {
-    name: "FeatureCondition",
-    fields: &[
-        Field::new("type", 1, Type::String),
-        Field::new("status", 2, Type::String),
-        Field::new("observedGeneration", 3, Type::Int64),
-        Field::new("lastTransitionTime", 4, Type::Time),
-        Field::new("reason", 5, Type::String),
-        Field::new("message", 6, Type::String),
-    ],
-};
-
 static SPEC: Struct = Struct {
     name: "FeatureSpec",
     fields: &[
@@ -243,7 +231,11 @@ static STATUS: Struct = Struct {
         Field::pointer("dynamic", 6, Type::Bool),
         Field::new("uses", 7, Type::List(&Type::Struct(&USE))),
         Field::new("tasks", 8, Type::List(&Type::Struct(&TASK))),
-        Field::new("conditions", 9, Type::List(&Type::Struct(&CONDITION))),
+        Field::new(
+            "conditions",
+            9,
+            Type::List(&Type::Struct(&decode::CONDITION)),
+        ),
     ],
 };
 
@@ -291,43 +283,6 @@ static EXTENSIONS: &[Extensions] = &[
 
 fn decode(object: &Value) -> Result<Decoded, ApiError> {
     decode::decode(object, &SCHEMA).map_err(|e| e.to_api_error(KIND, API_VERSION))
-}
-
-fn generation(object: &Value) -> i64 {
-    object
-        .pointer("/metadata/generation")
-        .and_then(Value::as_i64)
-        .unwrap_or(0)
-}
-
-fn set_generation(object: &mut Value, generation: i64) {
-    if let Some(meta) = object.get_mut("metadata").and_then(Value::as_object_mut) {
-        meta.insert("generation".into(), json!(generation));
-    }
-}
-
-fn prepare_for_create(object: &mut Value, _: &Context<'_>) {
-    if let Some(object) = object.as_object_mut() {
-        object.remove("status");
-    }
-    set_generation(object, 1);
-}
-
-fn prepare_for_update(new: &mut Value, old: &Value, _: &Context<'_>) {
-    let next = if new.get("spec") == old.get("spec") {
-        generation(old)
-    } else {
-        generation(old) + 1
-    };
-    match old.get("status") {
-        Some(status) => new["status"] = status.clone(),
-        None => {
-            if let Some(new) = new.as_object_mut() {
-                new.remove("status");
-            }
-        }
-    }
-    set_generation(new, next);
 }
 
 /// Whether `name` can name a feature gate (as `--feature-gates` accepts it).
@@ -427,39 +382,6 @@ fn validate_update(new: &Value, old: &Value) -> Result<ErrorList, ApiError> {
     Ok(errors)
 }
 
-/// A write through `status`: everything but the status (and the labels and annotations)
-/// stays as stored.
-fn prepare_for_status_update(new: &mut Value, old: &Value, _: &Context<'_>) {
-    let status = new.get("status").cloned();
-    let labels = new.pointer("/metadata/labels").cloned();
-    let annotations = new.pointer("/metadata/annotations").cloned();
-    let resource_version = new.pointer("/metadata/resourceVersion").cloned();
-    // What a server-side apply through `status` computed for its manager.
-    let managed_fields = new.pointer("/metadata/managedFields").cloned();
-    *new = old.clone();
-    match status {
-        Some(status) => new["status"] = status,
-        None => {
-            if let Some(new) = new.as_object_mut() {
-                new.remove("status");
-            }
-        }
-    }
-    if let Some(meta) = new.get_mut("metadata").and_then(Value::as_object_mut) {
-        for (key, value) in [
-            ("labels", labels),
-            ("annotations", annotations),
-            ("resourceVersion", resource_version),
-            ("managedFields", managed_fields),
-        ] {
-            match value {
-                Some(value) => meta.insert(key.into(), value),
-                None => meta.remove(key),
-            };
-        }
-    }
-}
-
 fn one_of(errors: &mut ErrorList, path: &Path, value: Option<&str>, allowed: &[&str]) {
     if let Some(value) = value
         && !allowed.contains(&value)
@@ -520,24 +442,14 @@ fn validate_status(status: &FeatureStatus, errors: &mut ErrorList) {
             ));
         }
     }
-    let mut types = BTreeSet::new();
-    for (i, condition) in status.conditions.iter().enumerate() {
-        let at = path.child("conditions").index(i);
-        if condition.type_.is_empty() {
-            errors.push(Error::required(&at.child("type"), ""));
-        } else if !types.insert(condition.type_.as_str()) {
-            errors.push(Error::duplicate(
-                &at.child("type"),
-                condition.type_.as_str(),
-            ));
-        }
-        one_of(
-            errors,
-            &at.child("status"),
-            Some(condition.status.as_str()),
-            CONDITION_STATUSES,
-        );
-    }
+    util::validate_conditions(
+        status
+            .conditions
+            .iter()
+            .map(|c| (c.type_.as_str(), c.status.as_str())),
+        &path.child("conditions"),
+        errors,
+    );
 }
 
 fn validate_status_update(new: &Value, old: &Value) -> Result<ErrorList, ApiError> {
@@ -599,16 +511,6 @@ const COLUMNS: &[ColumnDefinition] = &[
     table::column("Dynamic", "Whether clients may set spec.desired.", 1),
 ];
 
-fn condition_status(object: &Value, type_: &str) -> String {
-    object
-        .pointer("/status/conditions")
-        .and_then(Value::as_array)
-        .and_then(|conditions| conditions.iter().find(|c| c["type"] == type_))
-        .and_then(|c| c["status"].as_str())
-        .unwrap_or("Unknown")
-        .to_owned()
-}
-
 fn bool_cell(object: &Value, pointer: &str) -> Value {
     match object.pointer(pointer).and_then(Value::as_bool) {
         Some(value) => json!(value.to_string()),
@@ -627,7 +529,7 @@ fn row(object: &Value, now: i64) -> Vec<Value> {
         json!(util::str_at(object, &["spec", "desired"])),
         json!(util::str_at(object, &["status", "stage"])),
         bool_cell(object, "/status/default"),
-        json!(condition_status(object, "Agreed")),
+        json!(util::condition_status(object, "Agreed")),
         json!(
             object
                 .pointer("/status/tasks/0/type")
@@ -658,7 +560,7 @@ pub static INFO: ResourceInfo = ResourceInfo {
         kind: KIND,
         verbs: catalog::STATUS_VERBS,
         rules: Some(SubresourceRules {
-            prepare_for_update: prepare_for_status_update,
+            prepare_for_update: util::prepare_status_update,
             validate_update: validate_status_update,
         }),
         body: None,
@@ -668,13 +570,14 @@ pub static INFO: ResourceInfo = ResourceInfo {
     storage_api_version: API_VERSION,
     schema: &SCHEMA,
     protobuf: false,
+    feature_gate: None,
     extensions: EXTENSIONS,
     openapi_schema: crate::openapi::schema_of::<Feature>,
     hooks: Hooks {
         decode,
         default: catalog::no_default,
-        prepare_for_create,
-        prepare_for_update,
+        prepare_for_create: util::prepare_spec_create,
+        prepare_for_update: util::prepare_spec_update,
         validate,
         validate_update,
         to_storage: catalog::identity,

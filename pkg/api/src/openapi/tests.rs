@@ -62,6 +62,8 @@ fn documents_are_listed_as_upstream_lists_them() {
             "apis/apiextensions.k8s.io/v1",
             "apis/featuregates.genplane.io",
             "apis/featuregates.genplane.io/v1alpha1",
+            "apis/networkregistry.genplane.io",
+            "apis/networkregistry.genplane.io/v1alpha1",
             "apis/authentication.k8s.io",
             "apis/authentication.k8s.io/v1",
             "apis/authorization.k8s.io",
@@ -370,8 +372,9 @@ fn the_v2_document_holds_every_group_version() {
             .as_array()
             .unwrap()
             .len(),
-        // Every group version's, featuregates.genplane.io/v1alpha1's included.
-        9
+        // Every group version's, featuregates.genplane.io/v1alpha1's and
+        // networkregistry.genplane.io/v1alpha1's included.
+        10
     );
     assert_eq!(
         doc["definitions"]["io.k8s.apimachinery.pkg.apis.meta.v1.APIGroup"]["x-kubernetes-group-version-kind"],
@@ -671,4 +674,25 @@ fn a_custom_resource_with_scale_publishes_the_scale_paths() {
         let name = r.trim_start_matches("#/components/schemas/");
         assert!(schemas.get(name).is_some(), "dangling {r}");
     }
+}
+
+#[test]
+fn network_claims_declare_list_maps_keyed_by_prefix() {
+    let doc = document("apis/networkregistry.genplane.io/v1alpha1");
+    let schemas = &doc["components"]["schemas"];
+    let spec = &schemas["io.genplane.networkregistry.v1alpha1.NetworkClaimSpec"]["properties"]["addressSpace"];
+    assert_eq!(spec["x-kubernetes-list-type"], "map");
+    assert_eq!(
+        spec["x-kubernetes-list-map-keys"],
+        serde_json::json!(["prefix"])
+    );
+    let status = &schemas["io.genplane.networkregistry.v1alpha1.NetworkClaimStatus"]["properties"];
+    assert_eq!(
+        status["addressSpace"]["x-kubernetes-list-map-keys"],
+        serde_json::json!(["prefix"])
+    );
+    assert_eq!(
+        status["conditions"]["x-kubernetes-list-map-keys"],
+        serde_json::json!(["type"])
+    );
 }

@@ -155,6 +155,7 @@ pub const INFO: crate::catalog::ResourceInfo = crate::catalog::ResourceInfo {
     storage_api_version: "rbac.authorization.k8s.io/v1",
     schema: &SCHEMA,
     protobuf: true,
+    feature_gate: None,
     extensions: crate::rbac::CLUSTER_ROLE_EXTENSIONS,
     openapi_schema: crate::openapi::schema_of::<k8s_openapi::api::rbac::v1::ClusterRole>,
     hooks: crate::catalog::Hooks {

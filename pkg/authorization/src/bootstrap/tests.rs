@@ -294,6 +294,38 @@ fn the_matrix_of_users_verbs_and_resources() {
             "list networkregistry.genplane.io:networkclaims -",
             true,
         ),
+        (
+            "cm",
+            "patch networkregistry.genplane.io:networkclaims/status - x",
+            true,
+        ),
+        (
+            "cm",
+            "patch networkregistry.genplane.io:networkclaims - x",
+            true,
+        ),
+        // The API server's client writes its own well-known claim only.
+        (
+            "system:genplane:apiserver",
+            "patch networkregistry.genplane.io:networkclaims/status - kube-apiserver",
+            true,
+        ),
+        (
+            "system:genplane:apiserver",
+            "update networkregistry.genplane.io:networkclaims - kube-controller-manager",
+            false,
+        ),
+        // Nobody else writes NetworkClaims, the well-known ones included.
+        (
+            "alice",
+            "get networkregistry.genplane.io:networkclaims - kube-apiserver",
+            false,
+        ),
+        (
+            "eddie",
+            "patch networkregistry.genplane.io:networkclaims - kube-apiserver",
+            false,
+        ),
         ("cm", "update namespaces/finalize - a", true),
         ("cm", "update namespaces/status - a", true),
         ("cm", "create serviceaccounts a", true),

@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use crate::{EncryptionConfig, features};
 use clap::Args;
+use genplane_api::networkregistry::Prefix;
 use genplane_apimachinery::duration;
 use genplane_apiserver::Limits;
 use genplane_apiserver::enablement::{Api, ApiEnablement};
@@ -52,6 +53,10 @@ pub struct Options {
     #[command(flatten, next_help_heading = "API enablement")]
     #[serde(flatten)]
     pub apis: ApiEnablementOptions,
+    /// The cluster's network parameters.
+    #[command(flatten, next_help_heading = "Network")]
+    #[serde(flatten)]
+    pub network: NetworkOptions,
     /// Logging and feature gates.
     #[command(flatten)]
     #[serde(flatten)]
@@ -307,6 +312,29 @@ pub struct ApiEnablementOptions {
     pub runtime_config: Vec<String>,
 }
 
+/// The cluster's network parameters.
+#[derive(Args, Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case", default)]
+pub struct NetworkOptions {
+    /// The Service IP ranges, as kube-apiserver's flag: one CIDR, or two of different IP
+    /// families (dual stack), comma-separated. genplane serves no Services; with the
+    /// NetworkRegistry feature gate on, the server claims these ranges in the network
+    /// registry as the NetworkClaim `kube-apiserver` (reference `{"", services}`).
+    #[arg(long, default_value = DEFAULT_SERVICE_CLUSTER_IP_RANGE)]
+    pub service_cluster_ip_range: String,
+}
+
+/// kube-apiserver's default `--service-cluster-ip-range`.
+pub const DEFAULT_SERVICE_CLUSTER_IP_RANGE: &str = "10.0.0.0/24";
+
+impl Default for NetworkOptions {
+    fn default() -> Self {
+        Self {
+            service_cluster_ip_range: DEFAULT_SERVICE_CLUSTER_IP_RANGE.to_owned(),
+        }
+    }
+}
+
 /// The core resources the server itself stands on (namespaces: the system namespaces and
 /// the namespace admission plugins), which `--runtime-config` may not turn off. Without
 /// service accounts (and their secrets), service-account tokens are neither accepted nor
@@ -339,6 +367,7 @@ impl Default for Options {
             audit: AuditLogOptions::default(),
             admission: AdmissionOptions::default(),
             apis: ApiEnablementOptions::default(),
+            network: NetworkOptions::default(),
             common: CommonOptions::default(),
         }
     }
@@ -380,6 +409,8 @@ pub struct Config {
     pub admission_plugins: Vec<&'static str>,
     /// Which built-in APIs are served (`--runtime-config`).
     pub api_enablement: ApiEnablement,
+    /// `--service-cluster-ip-range`.
+    pub service_cluster_ip_range: Vec<Prefix>,
     /// Logging and feature gates.
     pub common: CommonConfig,
 }
@@ -580,6 +611,12 @@ impl Options {
                 }
                 true
             });
+        let service_cluster_ip_range = invalid.check(
+            "service-cluster-ip-range",
+            genplane_api::networkregistry::prefix::parse_dual_stack(
+                &self.network.service_cluster_ip_range,
+            ),
+        );
         if authorization_modes.is_empty() && self.authorization.authorization_mode.is_empty() {
             invalid.push(
                 "authorization-mode",
@@ -590,6 +627,7 @@ impl Options {
             authorization_modes,
             admission_plugins: admission_plugins?,
             api_enablement: api_enablement?,
+            service_cluster_ip_range: service_cluster_ip_range?,
             audit: AuditOptions {
                 policy_file: self.audit.audit_policy_file.clone(),
                 log_path: self.audit.audit_log_path.clone(),

@@ -1,0 +1,568 @@
+//! The network registry (KANA, #16): the NetworkClaim API served under the NetworkRegistry
+//! feature gate, the controller-manager's `networkclaim` controller (first come, first served,
+//! a grace period before a deleted claim's ranges go to the next claim, the same verdicts after
+//! a restart), the well-known claims from the roles' flags, the client library and
+//! `genplane networkregistry`.
+
+#![allow(clippy::unwrap_used)]
+
+use std::path::Path;
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use genplane_api::networkregistry::networkclaim::{AddressRecord, ResourceReference};
+use genplane_networkregistry::{Registry, network_claim_resource};
+use kube::api::{Api, DeleteParams, DynamicObject, PostParams};
+use serde_json::{Value, json};
+
+use crate::support::{self, Apiserver, BIN, ControllerManager, eventually_async, ok, text};
+
+const GATE: &str = "--feature-gates=NetworkRegistry=true";
+/// The release grace period the tests give the controller-manager.
+const GRACE: Duration = Duration::from_secs(4);
+
+fn claims(client: &kube::Client) -> Api<DynamicObject> {
+    Api::all_with(client.clone(), &network_claim_resource())
+}
+
+fn claim_body(name: &str, records: &[(&str, &str)]) -> DynamicObject {
+    let records: Vec<Value> = records
+        .iter()
+        .map(|(resource, prefix)| json!({"reference": {"group": "", "resource": resource}, "prefix": prefix}))
+        .collect();
+    serde_json::from_value(json!({
+        "apiVersion": "networkregistry.genplane.io/v1alpha1", "kind": "NetworkClaim",
+        "metadata": {"name": name}, "spec": {"addressSpace": records},
+    }))
+    .unwrap()
+}
+
+/// The claim once the controller decided on its current generation.
+async fn decided(api: &Api<DynamicObject>, name: &str) -> Value {
+    eventually_async(&format!("a verdict on {name}"), || async {
+        let object = api.get_opt(name).await.unwrap()?;
+        let value = serde_json::to_value(&object).unwrap();
+        let generation = value["metadata"]["generation"].as_i64()?;
+        let ready = value["status"]["conditions"]
+            .as_array()?
+            .iter()
+            .find(|c| c["type"] == "Ready")?;
+        (ready["observedGeneration"].as_i64()? >= generation).then_some(value)
+    })
+    .await
+}
+
+/// The events.k8s.io Event with `reason` about NetworkClaim `name`, once there is one.
+async fn event(server: &Apiserver, reason: &str, name: &str) -> Value {
+    eventually_async(&format!("the {reason} event of {name}"), || async {
+        let out = server.kubectl(
+            "kubectl",
+            &["get", "events.events.k8s.io", "-A", "-o", "json"],
+        );
+        let list: Value = serde_json::from_slice(&out.stdout).ok()?;
+        list["items"]
+            .as_array()?
+            .iter()
+            .find(|e| e["reason"] == reason && e["regarding"]["name"] == name)
+            .cloned()
+    })
+    .await
+}
+
+/// `prefix status holder` of each record.
+fn verdicts(claim: &Value) -> Vec<String> {
+    claim["status"]["addressSpace"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| {
+            format!(
+                "{} {} {}",
+                r["prefix"].as_str().unwrap(),
+                r["status"].as_str().unwrap(),
+                r["holder"].as_str().unwrap_or("-")
+            )
+        })
+        .collect()
+}
+
+fn start_cm(server: &Apiserver, log: &str) -> ControllerManager {
+    ControllerManager::start(
+        server,
+        log,
+        &[
+            GATE,
+            "--controllers=networkclaim",
+            "--network-claim-release-grace-period=4s",
+            "--cluster-cidr=10.244.0.0/16,fd00:10:244::/56",
+        ],
+    )
+}
+
+/// Two clients race for overlapping ranges: exactly one gets them, the other is unavailable
+/// naming it (with an event); a restarted controller-manager changes no verdict (it writes
+/// nothing); deleting the winner gives its range to the other only after the grace period; the
+/// client library follows within a second.
+#[tokio::test(flavor = "multi_thread")]
+async fn racing_claims_get_one_verdict_that_survives_restarts_and_deletion_frees_the_range() {
+    let server = support::start_with(&[GATE]);
+    let mut cm = start_cm(&server, "cm-1.log");
+    let first_client = server.client().await;
+    let second_client = server.client().await;
+    let (a, b) = (claims(&first_client), claims(&second_client));
+
+    // At once, from two clients: IPv4 nested, IPv6 disjoint.
+    let params = PostParams::default();
+    let left_body = claim_body(
+        "left",
+        &[("services", "10.100.0.0/16"), ("services", "fd00:100::/48")],
+    );
+    let right_body = claim_body(
+        "right",
+        &[("services", "10.100.5.0/24"), ("services", "fd00:200::/48")],
+    );
+    let (left, right) = tokio::join!(
+        a.create(&params, &left_body),
+        b.create(&params, &right_body)
+    );
+    let (left, right) = (left.unwrap(), right.unwrap());
+    // First come, first served: creation time, then name.
+    let key = |o: &DynamicObject| {
+        (
+            o.metadata.creation_timestamp.clone(),
+            o.metadata.name.clone(),
+        )
+    };
+    let (winner, loser, won, lost) = if key(&left) < key(&right) {
+        ("left", "right", "10.100.0.0/16", "10.100.5.0/24")
+    } else {
+        ("right", "left", "10.100.5.0/24", "10.100.0.0/16")
+    };
+    let winner_v6 = if winner == "left" {
+        "fd00:100::/48"
+    } else {
+        "fd00:200::/48"
+    };
+    let loser_v6 = if winner == "left" {
+        "fd00:200::/48"
+    } else {
+        "fd00:100::/48"
+    };
+    let won_claim = decided(&a, winner).await;
+    let lost_claim = decided(&a, loser).await;
+    assert_eq!(
+        verdicts(&won_claim),
+        [
+            format!("{won} Allocated -"),
+            format!("{winner_v6} Allocated -")
+        ]
+    );
+    assert_eq!(
+        verdicts(&lost_claim),
+        [
+            format!("{lost} Unavailable {winner}"),
+            format!("{loser_v6} Allocated -")
+        ]
+    );
+    let record = &lost_claim["status"]["addressSpace"][0];
+    assert_eq!(
+        record["message"],
+        format!("{lost} overlaps {won}, held by NetworkClaim {winner}")
+    );
+    let conditions = &lost_claim["status"]["conditions"];
+    assert!(
+        conditions
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|c| c["type"] == "Conflict" && c["status"] == "True")
+    );
+    assert!(
+        won_claim["metadata"]["finalizers"]
+            .as_array()
+            .unwrap()
+            .contains(&json!("networkregistry.genplane.io/registry"))
+    );
+    // The event names the holder.
+    let events = event(&server, "Overlaps", loser).await;
+    assert!(
+        events["note"]
+            .as_str()
+            .unwrap()
+            .contains(&format!("held by NetworkClaim {winner}")),
+        "{events}"
+    );
+
+    // The library answers from its index; the well-known Pod ranges of --cluster-cidr are there.
+    let registry = Registry::start(server.client().await).await.unwrap();
+    let owner = registry.owner_of("10.100.5.7".parse().unwrap()).unwrap();
+    assert_eq!(&*owner.claim, winner);
+    assert!(registry.owner_of("10.101.0.1".parse().unwrap()).is_none());
+    let pods = eventually_async(
+        "the kube-controller-manager claim in the library",
+        || async {
+            let pods = registry.ranges_for("", "pods");
+            (pods.len() == 2).then_some(pods)
+        },
+    )
+    .await;
+    assert!(pods.iter().all(|h| &*h.claim == "kube-controller-manager"));
+    assert_eq!(pods[0].prefix.to_string(), "10.244.0.0/16");
+
+    // A restarted controller-manager reaches the same verdicts: it writes nothing to them.
+    let versions = |left: &Value, right: &Value| {
+        (
+            left["metadata"]["resourceVersion"].clone(),
+            right["metadata"]["resourceVersion"].clone(),
+        )
+    };
+    let before = versions(&won_claim, &lost_claim);
+    cm.process.terminate();
+    cm.process.wait_exit(Duration::from_secs(30));
+    let _cm = start_cm(&server, "cm-2.log");
+    // A claim made after the restart is decided in a pass that decides every claim.
+    a.create(
+        &PostParams::default(),
+        &claim_body("later", &[("nodes", "192.168.0.0/16")]),
+    )
+    .await
+    .unwrap();
+    decided(&a, "later").await;
+    let after = versions(&decided(&a, winner).await, &decided(&a, loser).await);
+    assert_eq!(after, before, "a restart rewrote a verdict");
+
+    // Deleted, the winner keeps its range for the grace period; then the loser gets it.
+    let deleted = Instant::now();
+    a.delete(winner, &DeleteParams::default()).await.unwrap();
+    let holding = a.get(winner).await.unwrap();
+    assert!(holding.metadata.deletion_timestamp.is_some());
+    assert_eq!(
+        verdicts(&decided(&a, loser).await)[0],
+        format!("{lost} Unavailable {winner}")
+    );
+    let freed = eventually_async("the loser's range allocated", || async {
+        let claim = decided(&a, loser).await;
+        (verdicts(&claim)[0] == format!("{lost} Allocated -")).then_some(claim)
+    })
+    .await;
+    let waited = deleted.elapsed();
+    // The deletion timestamp has whole seconds: the release comes at most 1 s early.
+    assert!(
+        waited + Duration::from_secs(1) >= GRACE,
+        "released after {waited:?}"
+    );
+    assert!(a.get_opt(winner).await.unwrap().is_none());
+    assert!(
+        freed["status"]["conditions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|c| c["type"] == "Ready" && c["status"] == "True")
+    );
+    // The library follows within a second of the change.
+    let seen = tokio::time::timeout(Duration::from_secs(1), async {
+        loop {
+            if registry
+                .owner_of("10.100.5.7".parse().unwrap())
+                .is_some_and(|h| &*h.claim == loser)
+            {
+                return;
+            }
+            registry.changed().await;
+        }
+    })
+    .await;
+    assert!(seen.is_ok(), "the library did not follow within a second");
+
+    // Claiming through the library: waits for the verdict, names the holder when refused.
+    let record = |prefix: &str| AddressRecord {
+        reference: ResourceReference {
+            group: String::new(),
+            resource: "pods".to_owned(),
+        },
+        prefix: prefix.to_owned(),
+        description: Some("claimed by the library".to_owned()),
+    };
+    let refused = registry
+        .claim(
+            "cni",
+            "cni",
+            &[record("10.100.5.128/25")],
+            Duration::from_secs(30),
+        )
+        .await
+        .unwrap_err();
+    match refused {
+        genplane_networkregistry::Error::Unavailable { holder, prefix, .. } => {
+            assert_eq!(holder, loser);
+            assert_eq!(prefix, "10.100.5.128/25");
+        }
+        other => panic!("{other}"),
+    }
+    let granted = registry
+        .claim(
+            "cni",
+            "cni",
+            &[record("10.200.0.0/16")],
+            Duration::from_secs(30),
+        )
+        .await
+        .unwrap();
+    assert_eq!(granted.spec.address_space.len(), 1);
+    assert_eq!(
+        registry
+            .owner_of("10.200.3.4".parse().unwrap())
+            .map(|h| h.claim.to_string()),
+        Some("cni".to_owned())
+    );
+}
+
+/// Writes by kubectl: non-canonical prefixes and too many records are refused with field
+/// paths; the table and `kubectl explain`; the well-known claim of the API server from its
+/// flag, not overwritten once changed (a condition and an event); a viewer reads but cannot
+/// write it (403); `genplane networkregistry lookup` and `claims`.
+#[tokio::test(flavor = "multi_thread")]
+async fn well_known_claims_come_from_flags_and_only_their_roles_write_them() {
+    let tokens = tempfile::tempdir().unwrap();
+    let file = tokens.path().join("tokens.csv");
+    std::fs::write(&file, "tok-vera,vera,u-vera\n").unwrap();
+    let token_flag = format!("--token-auth-file={}", file.display());
+    let server = support::start_with(&[
+        GATE,
+        &token_flag,
+        "--service-cluster-ip-range=10.96.0.0/12,fd00:10:96::/112",
+    ]);
+    let _cm = start_cm(&server, "cm.log");
+    let client = server.client().await;
+    let api = claims(&client);
+
+    let claim = decided(&api, "kube-apiserver").await;
+    assert_eq!(
+        verdicts(&claim),
+        ["10.96.0.0/12 Allocated -", "fd00:10:96::/112 Allocated -"]
+    );
+    assert_eq!(
+        claim["spec"]["addressSpace"][0]["reference"],
+        json!({"group": "", "resource": "services"})
+    );
+    let from_flags = eventually_async("FromFlags", || async {
+        let claim = api.get("kube-apiserver").await.unwrap();
+        let claim = serde_json::to_value(claim).unwrap();
+        claim["status"]["conditions"]
+            .as_array()?
+            .iter()
+            .find(|c| c["type"] == "FromFlags")
+            .cloned()
+    })
+    .await;
+    assert_eq!(from_flags["status"], "True");
+
+    // kubectl: validation with field paths and the canonical form, the record limit.
+    let apply = |manifest: &str| {
+        let path = tokens.path().join("claim.yaml");
+        std::fs::write(&path, manifest).unwrap();
+        server.kubectl("kubectl", &["apply", "-f", path.to_str().unwrap()])
+    };
+    let out = apply(
+        "apiVersion: networkregistry.genplane.io/v1alpha1\nkind: NetworkClaim\nmetadata: {name: bad}\nspec:\n  addressSpace:\n  - {reference: {resource: pods}, prefix: 10.1.2.3/16}\n  - {reference: {resource: pods}, prefix: '2001:DB8:0:0::/64'}\n",
+    );
+    let message = text(&out);
+    assert!(!out.status.success());
+    assert!(
+        message.contains("spec.addressSpace[0].prefix: Invalid value: \"10.1.2.3/16\": must be in canonical form (\"10.1.0.0/16\")"),
+        "{message}"
+    );
+    assert!(
+        message.contains("must be in canonical form (\"2001:db8::/64\")"),
+        "{message}"
+    );
+    let many: String = (0..65)
+        .map(|i| format!("  - {{reference: {{resource: pods}}, prefix: 10.{i}.0.0/16}}\n"))
+        .collect();
+    let out = apply(&format!(
+        "apiVersion: networkregistry.genplane.io/v1alpha1\nkind: NetworkClaim\nmetadata: {{name: many}}\nspec:\n  addressSpace:\n{many}"
+    ));
+    assert!(
+        text(&out).contains("spec.addressSpace: Too many: 65: must have at most 64 items"),
+        "{}",
+        text(&out)
+    );
+    let table = ok(server.kubectl("kubectl", &["get", "networkclaims"]));
+    let header: Vec<&str> = table.lines().next().unwrap().split_whitespace().collect();
+    assert_eq!(header, ["NAME", "PREFIXES", "ALLOCATED", "AGE"]);
+    assert!(
+        table.lines().any(|l| l.starts_with("kube-apiserver")
+            && l.contains("10.96.0.0/12,fd00:10:96::/112")
+            && l.contains("2/2")),
+        "{table}"
+    );
+    let explained = ok(server.kubectl("kubectl", &["explain", "networkclaims.spec.addressSpace"]));
+    assert!(explained.contains("prefix"), "{explained}");
+
+    // A viewer reads claims but cannot write the well-known ones.
+    ok(server.kubectl(
+        "kubectl",
+        &[
+            "create",
+            "clusterrolebinding",
+            "vera-views",
+            "--clusterrole=view",
+            "--user=vera",
+        ],
+    ));
+    let as_vera = |args: &[&str]| {
+        let mut all = vec!["--token=tok-vera"];
+        all.extend_from_slice(args);
+        Command::new("kubectl")
+            .arg(format!(
+                "--kubeconfig={}",
+                viewer_kubeconfig(&server, tokens.path()).display()
+            ))
+            .args(&all)
+            .output()
+            .unwrap()
+    };
+    let read = eventually_async("the view aggregation of networkclaim-reader", || async {
+        let out = as_vera(&["get", "networkclaim", "kube-apiserver", "-o", "name"]);
+        out.status.success().then(|| text(&out))
+    })
+    .await;
+    assert_eq!(
+        read.trim(),
+        "networkclaim.networkregistry.genplane.io/kube-apiserver"
+    );
+    let out = as_vera(&[
+        "patch",
+        "networkclaim",
+        "kube-apiserver",
+        "--type=merge",
+        "-p",
+        r#"{"spec":{"addressSpace":[{"reference":{"resource":"services"},"prefix":"10.0.0.0/8"}]}}"#,
+    ]);
+    assert!(!out.status.success());
+    assert!(text(&out).contains("Forbidden"), "{}", text(&out));
+    let out = as_vera(&["delete", "networkclaim", "kube-controller-manager"]);
+    assert!(text(&out).contains("Forbidden"), "{}", text(&out));
+
+    // The admin changes it: the API server keeps it as stored and says so.
+    ok(server.kubectl(
+        "kubectl",
+        &[
+            "patch", "networkclaim", "kube-apiserver", "--type=merge", "-p",
+            r#"{"spec":{"addressSpace":[{"reference":{"group":"","resource":"services"},"prefix":"10.97.0.0/16"}]}}"#,
+        ],
+    ));
+    let differs = eventually_async("FromFlags False", || async {
+        let claim = serde_json::to_value(api.get("kube-apiserver").await.unwrap()).unwrap();
+        claim["status"]["conditions"]
+            .as_array()?
+            .iter()
+            .find(|c| c["type"] == "FromFlags" && c["status"] == "False")
+            .cloned()
+    })
+    .await;
+    assert_eq!(differs["reason"], "DiffersFromFlags");
+    assert!(
+        differs["message"]
+            .as_str()
+            .unwrap()
+            .contains("--service-cluster-ip-range=10.96.0.0/12,fd00:10:96::/112")
+    );
+    let claim = decided(&api, "kube-apiserver").await;
+    assert_eq!(
+        verdicts(&claim),
+        ["10.97.0.0/16 Allocated -"],
+        "not overwritten"
+    );
+    event(&server, "DiffersFromFlags", "kube-apiserver").await;
+
+    // genplane networkregistry, for people.
+    let lookup = |args: &[&str]| {
+        Command::new(BIN)
+            .arg("networkregistry")
+            .args(args)
+            .arg(format!("--kubeconfig={}", server.kubeconfig().display()))
+            .output()
+            .unwrap()
+    };
+    let out = lookup(&["lookup", "10.97.1.2"]);
+    assert!(out.status.success(), "{}", text(&out));
+    let answer = String::from_utf8(out.stdout).unwrap();
+    assert!(answer.starts_with("PREFIX"), "{answer}");
+    assert!(
+        answer.contains("10.97.0.0/16   kube-apiserver   services"),
+        "{answer}"
+    );
+    let out = lookup(&["lookup", "10.0.0.0/8"]);
+    let answer = String::from_utf8(out.stdout).unwrap();
+    assert!(
+        answer.contains("kube-apiserver") && answer.contains("kube-controller-manager"),
+        "{answer}"
+    );
+    let out = lookup(&["lookup", "192.0.2.1"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        text(&out).contains("no allocated range holds 192.0.2.1"),
+        "{}",
+        text(&out)
+    );
+    let out = lookup(&["claims"]);
+    let answer = String::from_utf8(out.stdout).unwrap();
+    assert!(
+        answer.contains("kube-controller-manager   fd00:10:244::/56   pods       Allocated"),
+        "{answer}"
+    );
+}
+
+/// A kubeconfig for the server with no user of its own (the token comes on the command line).
+fn viewer_kubeconfig(server: &Apiserver, dir: &Path) -> std::path::PathBuf {
+    let path = dir.join("viewer.kubeconfig");
+    let config = format!(
+        "apiVersion: v1\nkind: Config\nclusters:\n- name: s\n  cluster: {{server: 'https://127.0.0.1:{}', certificate-authority: '{}'}}\ncontexts:\n- name: s\n  context: {{cluster: s, user: v}}\ncurrent-context: s\nusers:\n- name: v\n  user: {{}}\n",
+        server.port,
+        server.ca().display()
+    );
+    std::fs::write(&path, config).unwrap();
+    path
+}
+
+/// With the feature off the API is not served (no discovery, 404), and a server restarted with
+/// it off over the same data serves nothing of it either.
+#[test]
+fn the_api_is_served_only_while_the_feature_is_on() {
+    let server = support::start_with(&[GATE]);
+    let raw = server.raw();
+    let created = raw.request(
+        "POST",
+        "/apis/networkregistry.genplane.io/v1alpha1/networkclaims",
+        &[],
+        Some(
+            json!({"apiVersion": "networkregistry.genplane.io/v1alpha1", "kind": "NetworkClaim",
+                   "metadata": {"name": "x"},
+                   "spec": {"addressSpace": [{"reference": {"resource": "pods"}, "prefix": "10.0.0.0/8"}]}})
+            .to_string()
+            .as_bytes(),
+        ),
+    );
+    assert_eq!(created.status, 201, "{}", created.text());
+    assert!(
+        raw.get("/apis")
+            .text()
+            .contains("networkregistry.genplane.io")
+    );
+    let port = format!("--secure-port={}", server.port);
+    let dir = support::stop(server);
+    let server = support::start_in(dir, &[&port]);
+    let raw = server.raw();
+    assert!(
+        !raw.get("/apis")
+            .text()
+            .contains("networkregistry.genplane.io")
+    );
+    assert_eq!(
+        raw.get("/apis/networkregistry.genplane.io/v1alpha1/networkclaims")
+            .status,
+        404
+    );
+    assert!(!raw.get("/openapi/v3").text().contains("networkregistry"));
+}
