@@ -490,13 +490,14 @@ pub static INFO: ResourceInfo = ResourceInfo {
         validate,
         validate_update,
         to_storage: catalog::identity,
-        from_storage: catalog::identity,
+        from_storage: None,
         field_selectors: &["metadata.name"],
         field_values,
         columns: COLUMNS,
         row,
         pending_finalization: catalog::nothing_pending,
         mark_deleting: catalog::no_default,
+        grace_period: catalog::not_graceful,
     },
 };
 

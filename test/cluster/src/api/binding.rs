@@ -46,6 +46,7 @@ pub static INFO: ResourceInfo = ResourceInfo {
     storage_api_version: "v1",
     schema: &shape::TOP,
     protobuf: false,
+    feature_gate: None,
     extensions: &[],
     openapi_schema: genplane_api::openapi::schema_of::<Binding>,
     hooks: Hooks::create_only(decode, validate),

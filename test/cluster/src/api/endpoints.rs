@@ -114,6 +114,7 @@ pub static INFO: ResourceInfo = ResourceInfo {
     storage_api_version: "v1",
     schema: &shape::TOP,
     protobuf: false,
+    feature_gate: None,
     extensions: &[],
     openapi_schema: genplane_api::openapi::schema_of::<Endpoints>,
     hooks: Hooks {

@@ -142,6 +142,7 @@ pub static INFO: ResourceInfo = ResourceInfo {
     storage_api_version: "discovery.k8s.io/v1",
     schema: &shape::TOP,
     protobuf: false,
+    feature_gate: None,
     extensions: &[],
     openapi_schema: genplane_api::openapi::schema_of::<EndpointSlice>,
     hooks: Hooks {

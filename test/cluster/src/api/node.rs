@@ -280,6 +280,7 @@ pub static INFO: ResourceInfo = ResourceInfo {
     storage_api_version: "v1",
     schema: &shape::TOP,
     protobuf: false,
+    feature_gate: None,
     extensions: EXTENSIONS,
     openapi_schema: genplane_api::openapi::schema_of::<Node>,
     hooks: Hooks {
