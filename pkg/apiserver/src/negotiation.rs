@@ -63,6 +63,13 @@ pub struct Negotiated {
 }
 
 impl Negotiated {
+    /// Whether the answer is the objects themselves as JSON (what the store can write from the
+    /// stored bytes), not a Table, metadata only, YAML or protobuf.
+    pub fn is_json_objects(&self) -> bool {
+        self.format == Format::Json
+            && matches!(self.target, Target::Object | Target::GroupDiscoveryList(_))
+    }
+
     /// The `Content-Type` to answer with.
     pub fn content_type(&self) -> String {
         match self.target {

@@ -205,9 +205,10 @@ pub(crate) async fn idle(args: &Args, dir: &Path) -> anyhow::Result<()> {
         ("LIST, HTTP/2", Transport::Http2, &list),
         ("LIST, HTTP/1.1", Transport::Http1, &list),
     ];
-    let size = args.idle_object_kib.max(1);
+    let kib = args.idle_object_kib.max(1);
+    let count = (args.collection_mib * 1024 * 1024).div_ceil(kib * 1024);
     println!(
-        "\nidle clients: {n} requests that never read, against {} MiB of ConfigMaps of {size} KiB \
+        "\nidle clients: {n} requests that never read, against {} MiB of ConfigMaps of {kib} KiB \
          in one namespace, a fresh SQLite server each; VmRSS once settled",
         args.collection_mib
     );
@@ -221,9 +222,7 @@ pub(crate) async fn idle(args: &Args, dir: &Path) -> anyhow::Result<()> {
             .context("starting the apiserver on SQLite")?;
         let pid = server.pid()?;
         create_namespace(&server.client, NAMESPACE).await?;
-        let size = args.idle_object_kib.max(1) * 1024;
-        let count = (args.collection_mib * 1024 * 1024).div_ceil(size);
-        fill(&server, NAMESPACE, count, size, args.concurrency).await?;
+        fill(&server, NAMESPACE, count, kib * 1024, args.concurrency).await?;
         let before = settled(pid, settle).await?;
         let clients = open(&server, transport, path, n).await?;
         let with = settled(pid, settle).await?;

@@ -33,7 +33,7 @@ use serde_json::{Value, json};
 
 use crate::catalog::{self, Hooks, ResourceInfo, Subresource, SubresourceRules};
 use crate::decode::{self, Decoded, Field, OBJECT_META, Struct, Type};
-use crate::openapi::extensions::{Extensions, ListType, NONE};
+use crate::openapi::extensions::{Extensions, ListType, NONE, atomic_list, keyed_list};
 use crate::table::{self, ColumnDefinition};
 use crate::util;
 
@@ -264,21 +264,8 @@ static EXTENSIONS: &[Extensions] = &[
         list_map_keys: &["component", "instance"],
         ..NONE
     },
-    Extensions {
-        schema: STATUS_SCHEMA,
-        property: "conditions",
-        list_type: Some(ListType::Map),
-        list_map_keys: &["type"],
-        patch_strategy: Some("merge"),
-        patch_merge_key: Some("type"),
-        ..NONE
-    },
-    Extensions {
-        schema: STATUS_SCHEMA,
-        property: "tasks",
-        list_type: Some(ListType::Atomic),
-        ..NONE
-    },
+    keyed_list(STATUS_SCHEMA, "conditions", &["type"]),
+    atomic_list(STATUS_SCHEMA, "tasks"),
 ];
 
 fn decode(object: &Value) -> Result<Decoded, ApiError> {

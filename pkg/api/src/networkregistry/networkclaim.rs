@@ -31,7 +31,7 @@ use serde_json::{Value, json};
 
 use crate::catalog::{self, Hooks, ResourceInfo, Subresource, SubresourceRules};
 use crate::decode::{self, Decoded, Field, OBJECT_META, Struct, Type};
-use crate::openapi::extensions::{Extensions, ListType, NONE};
+use crate::openapi::extensions::{Extensions, keyed_list};
 use crate::table::{self, ColumnDefinition};
 use crate::util;
 
@@ -213,33 +213,9 @@ const STATUS_SCHEMA: &str = "io.genplane.networkregistry.v1alpha1.NetworkClaimSt
 /// Both `addressSpace` lists are maps keyed by prefix (several appliers can each own their
 /// records); `conditions` by type.
 static EXTENSIONS: &[Extensions] = &[
-    Extensions {
-        schema: SPEC_SCHEMA,
-        property: "addressSpace",
-        list_type: Some(ListType::Map),
-        list_map_keys: &["prefix"],
-        patch_strategy: Some("merge"),
-        patch_merge_key: Some("prefix"),
-        ..NONE
-    },
-    Extensions {
-        schema: STATUS_SCHEMA,
-        property: "addressSpace",
-        list_type: Some(ListType::Map),
-        list_map_keys: &["prefix"],
-        patch_strategy: Some("merge"),
-        patch_merge_key: Some("prefix"),
-        ..NONE
-    },
-    Extensions {
-        schema: STATUS_SCHEMA,
-        property: "conditions",
-        list_type: Some(ListType::Map),
-        list_map_keys: &["type"],
-        patch_strategy: Some("merge"),
-        patch_merge_key: Some("type"),
-        ..NONE
-    },
+    keyed_list(SPEC_SCHEMA, "addressSpace", &["prefix"]),
+    keyed_list(STATUS_SCHEMA, "addressSpace", &["prefix"]),
+    keyed_list(STATUS_SCHEMA, "conditions", &["type"]),
 ];
 
 fn decode(object: &Value) -> Result<Decoded, ApiError> {

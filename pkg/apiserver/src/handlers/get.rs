@@ -7,7 +7,6 @@ use hyper::{Response, StatusCode};
 use super::{Ctx, respond, respond_json};
 use crate::body::ResponseBody;
 use crate::encode;
-use crate::negotiation::{Format, Target};
 
 /// Answers a get: the object in the negotiated form (JSON, YAML, Table, metadata only). A JSON
 /// object is the store's JSON answer (for most resources the stored bytes with their
@@ -17,12 +16,7 @@ pub(crate) async fn get<S: Storage>(ctx: &Ctx<'_, S>) -> Result<Response<Respons
     let store = ctx.store()?;
     let (namespace, name) = (&ctx.request.namespace, &ctx.request.name);
     let resource_version = ctx.query.get("resourceVersion");
-    if negotiated.format == Format::Json
-        && matches!(
-            negotiated.target,
-            Target::Object | Target::GroupDiscoveryList(_)
-        )
-    {
+    if negotiated.is_json_objects() {
         let mut json = store.get_json(namespace, name, resource_version).await?;
         // As every JSON answer, it ends with a newline.
         json.push(b'\n');

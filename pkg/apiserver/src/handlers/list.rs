@@ -20,12 +20,7 @@ use crate::negotiation::{Format, Target};
 pub(crate) async fn list<S: Storage>(ctx: &Ctx<'_, S>) -> Result<Response<ResponseBody>, ApiError> {
     let negotiated = ctx.negotiate(true)?;
     let options = ctx.list_options(false)?;
-    if negotiated.format == Format::Json
-        && matches!(
-            negotiated.target,
-            Target::Object | Target::GroupDiscoveryList(_)
-        )
-    {
+    if negotiated.is_json_objects() {
         let mut items = Vec::new();
         let listed = ctx
             .store()?
