@@ -108,7 +108,8 @@ fn service_claim(
 ///
 /// Once it takes requests, the server reports its feature uses to the Feature API like every
 /// role (`genplane_featurecontroller::Reporter`), as `system:genplane:apiserver` through the
-/// `apiserver-loopback.kubeconfig` it wrote, in a task of its own that never holds the server up.
+/// `apiserver-loopback.kubeconfig` it wrote, in a task of its own that never holds the server up,
+/// and its dynamic features follow their Feature objects (`genplane_featurecontroller::Follower`).
 /// With the NetworkRegistry feature gate on it keeps, through the same client, the well-known
 /// NetworkClaim `kube-apiserver` of its `--service-cluster-ip-range`.
 pub async fn serve_until_ready(
@@ -142,6 +143,12 @@ pub async fn serve_until_ready(
                         async move { stop.triggered().await },
                     ));
                 }
+                let follower =
+                    genplane_featurecontroller::Follower::new(gate.clone(), "kube-system");
+                let following = stop.clone();
+                tokio::spawn(
+                    follower.run(client.clone(), async move { following.triggered().await }),
+                );
                 let reporter =
                     genplane_featurecontroller::Reporter::new(gate, "kube-system", period);
                 reporter

@@ -139,7 +139,14 @@ pub async fn serve(
     if root_ca.is_empty() {
         tracing::warn!("no root CA: kube-root-ca.crt will hold an empty ca.crt");
     }
-    // The client flow: report the feature uses, in a task of its own.
+    // The client flow: report the feature uses, and follow the dynamic features' Feature
+    // objects, each in a task of its own.
+    let follower = genplane_featurecontroller::Follower::new(
+        config.common.feature_gate.clone(),
+        "kube-system",
+    );
+    let following = shutdown.clone();
+    tokio::spawn(follower.run(client.clone(), async move { following.triggered().await }));
     let reporter = genplane_featurecontroller::Reporter::new(
         config.common.feature_gate.clone(),
         "kube-system",

@@ -114,6 +114,27 @@ pub fn binary_features() -> featuregate::Registry {
     genplane_controlplane::features::registry()
 }
 
+/// What is wrong with `--dynamic-features` (`names`) for `registry`: features it does not
+/// know, and features its binary reads only at start (not declared with
+/// `Registry::allow_dynamic`), whose value set at run time would not take effect.
+pub fn dynamic_feature_problems(registry: &featuregate::Registry, names: &[String]) -> Vec<String> {
+    names
+        .iter()
+        .filter_map(|name| {
+            if registry.spec_at(name, KUBERNETES_VERSION).is_none() {
+                Some(format!("unrecognized feature gate: {name}"))
+            } else if !registry.is_dynamic_capable(name) {
+                Some(format!(
+                    "{name} cannot be dynamic: genplane reads it only at start, so a value set \
+                     at run time would not take effect"
+                ))
+            } else {
+                None
+            }
+        })
+        .collect()
+}
+
 fn positive(text: &str) -> Result<Duration, String> {
     let d = duration::parse(text).map_err(|e| e.to_string())?;
     if d < Duration::from_secs(1) {
@@ -143,13 +164,8 @@ impl FeatureControllerOptions {
         );
         let sync_period = invalid.check("sync-period", positive(&self.sync_period));
         let registry = binary_features();
-        for name in &self.dynamic_features {
-            if registry.spec_at(name, KUBERNETES_VERSION).is_none() {
-                invalid.push(
-                    "dynamic-features",
-                    format!("unrecognized feature gate: {name}"),
-                );
-            }
+        for problem in dynamic_feature_problems(&registry, &self.dynamic_features) {
+            invalid.push("dynamic-features", problem);
         }
         let bind_address = invalid.check(
             "bind-address",

@@ -43,7 +43,7 @@
 //! assert_eq!(gate.uses()[0].feature, "WatchList");
 //! ```
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::fmt;
 use std::str::FromStr;
 use std::sync::Arc;
@@ -149,6 +149,16 @@ pub enum Error {
     /// A feature registered twice with different specs.
     #[error("feature {name} is already registered with different specs")]
     Redefined {
+        /// The feature name.
+        name: String,
+    },
+    /// A feature set at run time whose author did not declare it dynamic (see
+    /// [`Registry::allow_dynamic`]): the binary reads it only at start, so a new value would
+    /// not take effect.
+    #[error(
+        "feature {name} cannot be set at run time: the binary reads it only at start (not declared dynamic)"
+    )]
+    NotDynamic {
         /// The feature name.
         name: String,
     },
@@ -370,6 +380,7 @@ impl Task {
 pub struct Registry {
     features: BTreeMap<&'static str, Vec<FeatureSpec>>,
     turn_off_tasks: BTreeMap<&'static str, Vec<Task>>,
+    dynamic: BTreeSet<&'static str>,
 }
 
 impl Registry {
@@ -438,6 +449,25 @@ impl Registry {
         self.turn_off_tasks.get(name).map_or(&[], Vec::as_slice)
     }
 
+    /// Declares that the binary consults `feature` each time it acts on it (never only at
+    /// start) and that it needs no other configuration, so its value may change while the
+    /// binary runs ([`FeatureGate::set_dynamic`]). Only such features may be made dynamic
+    /// (KEP-3920 stage 3: config-less features only). The feature must be registered.
+    pub fn allow_dynamic(&mut self, feature: Feature) -> Result<(), Error> {
+        let Some((&name, _)) = self.features.get_key_value(feature.name()) else {
+            return Err(Error::Unknown {
+                name: feature.name().to_owned(),
+            });
+        };
+        self.dynamic.insert(name);
+        Ok(())
+    }
+
+    /// Whether the feature `name` was declared with [`Registry::allow_dynamic`].
+    pub fn is_dynamic_capable(&self, name: &str) -> bool {
+        self.dynamic.contains(name)
+    }
+
     /// Adds every feature and task of `other` (the same feature with different specs is an
     /// error): the registry of a binary is the union of its roles'.
     pub fn merge(&mut self, other: &Registry) -> Result<(), Error> {
@@ -452,6 +482,7 @@ impl Registry {
                 }
             }
         }
+        self.dynamic.extend(other.dynamic.iter().copied());
         Ok(())
     }
 
@@ -555,7 +586,9 @@ impl Registry {
                 None if spec.lock_to_default => spec.default,
                 None => by_stage.unwrap_or(spec.default),
             };
-            entries.push(Entry::new(name, spec, value));
+            let mut entry = Entry::new(name, spec, value);
+            entry.dynamic = self.dynamic.contains(name) && !spec.lock_to_default;
+            entries.push(entry);
         }
         let by_name = entries
             .iter()
@@ -569,6 +602,7 @@ impl Registry {
                 by_name,
                 identity,
                 warnings,
+                metric: std::sync::OnceLock::new(),
             }),
         })
     }
@@ -794,12 +828,19 @@ struct GateInner {
     by_name: HashMap<&'static str, usize>,
     identity: UseIdentity,
     warnings: Vec<String>,
+    /// `kubernetes_feature_enabled`, once registered, kept current by
+    /// [`FeatureGate::set_dynamic`].
+    metric: std::sync::OnceLock<Family<FeatureLabels, Gauge>>,
 }
 
 #[derive(Debug)]
 struct Entry {
     name: &'static str,
     spec: FeatureSpec,
+    /// The value the settings gave (`--feature-gates` and the defaults).
+    configured: bool,
+    /// Whether the value may change at run time ([`Registry::allow_dynamic`], not locked).
+    dynamic: bool,
     enabled: AtomicBool,
     /// Whether a check saw `false` (index 0) or `true` (index 1) since the log was last drained.
     seen: [AtomicBool; 2],
@@ -810,6 +851,8 @@ impl Entry {
         Self {
             name,
             spec,
+            configured: enabled,
+            dynamic: false,
             enabled: AtomicBool::new(enabled),
             seen: [AtomicBool::new(false), AtomicBool::new(false)],
         }
@@ -903,26 +946,80 @@ impl FeatureGate {
     }
 
     /// Registers `kubernetes_feature_enabled{name,stage}` (1 when on, 0 when off) for every
-    /// feature that exists at the emulated version, as Kubernetes components export it.
+    /// feature that exists at the emulated version, as Kubernetes components export it. The
+    /// values follow [`FeatureGate::set_dynamic`].
     pub fn register_metrics(&self, registry: &crate::metrics::Registry) {
-        let family = Family::<FeatureLabels, Gauge>::default();
-        for entry in &self.inner.entries {
-            if entry.spec.stage == Stage::PreAlpha {
-                continue;
+        let family = self.inner.metric.get_or_init(|| {
+            let family = Family::<FeatureLabels, Gauge>::default();
+            for entry in &self.inner.entries {
+                if entry.spec.stage == Stage::PreAlpha {
+                    continue;
+                }
+                family
+                    .get_or_create(&FeatureLabels::of(entry))
+                    .set(i64::from(entry.enabled.load(Ordering::Relaxed)));
             }
-            let labels = FeatureLabels {
-                name: entry.name.to_owned(),
-                stage: entry.spec.stage.as_str().to_owned(),
-            };
             family
-                .get_or_create(&labels)
-                .set(i64::from(entry.enabled.load(Ordering::Relaxed)));
-        }
+        });
         registry.register(
             "kubernetes_feature_enabled",
             "Whether each feature gate of this component is enabled (1) or not (0), by stage",
-            family,
+            family.clone(),
         );
+    }
+
+    /// Whether the feature `name` may change value while the binary runs: its author declared
+    /// it with [`Registry::allow_dynamic`] and it is not locked to its default.
+    pub fn is_dynamic(&self, name: &str) -> bool {
+        self.entry(name).is_some_and(|e| e.dynamic)
+    }
+
+    /// The value the feature `name` has from the settings (`--feature-gates` and the
+    /// defaults), whatever [`FeatureGate::set_dynamic`] made of it since; `None` when unknown.
+    pub fn configured(&self, name: &str) -> Option<bool> {
+        self.entry(name).map(|e| e.configured)
+    }
+
+    /// Changes the value of a dynamic feature at run time: `Some(value)` sets it, `None` puts
+    /// back the configured value. Every check after the change sees the new value (the change is
+    /// one atomic store), and the use log records it as checks happen. Returns whether the
+    /// value changed.
+    ///
+    /// A feature the gate does not know, or one not dynamic ([`FeatureGate::is_dynamic`]), is
+    /// an error and keeps its value.
+    pub fn set_dynamic(&self, name: &str, value: Option<bool>) -> Result<bool, Error> {
+        let Some(entry) = self.entry(name) else {
+            return Err(Error::Unknown {
+                name: name.to_owned(),
+            });
+        };
+        if !entry.dynamic {
+            return Err(Error::NotDynamic {
+                name: name.to_owned(),
+            });
+        }
+        let value = value.unwrap_or(entry.configured);
+        let before = entry.enabled.swap(value, Ordering::Relaxed);
+        if let Some(family) = self.inner.metric.get() {
+            family
+                .get_or_create(&FeatureLabels::of(entry))
+                .set(i64::from(value));
+        }
+        Ok(before != value)
+    }
+
+    fn entry(&self, name: &str) -> Option<&Entry> {
+        let &index = self.inner.by_name.get(name)?;
+        Some(&self.inner.entries[index])
+    }
+}
+
+impl FeatureLabels {
+    fn of(entry: &Entry) -> Self {
+        Self {
+            name: entry.name.to_owned(),
+            stage: entry.spec.stage.as_str().to_owned(),
+        }
     }
 }
 
@@ -1259,6 +1356,69 @@ mod tests {
         assert_eq!(
             serde_json::to_string(&from_map).unwrap(),
             r#"{"A":true,"B":false}"#
+        );
+    }
+
+    #[test]
+    fn a_dynamic_feature_changes_at_run_time_and_others_refuse() {
+        let mut r = registry();
+        r.allow_dynamic(BETA_ON).unwrap();
+        r.allow_dynamic(GA_LOCKED).unwrap();
+        assert_eq!(
+            r.allow_dynamic(Feature::new("Nope")),
+            Err(Error::Unknown {
+                name: "Nope".into()
+            })
+        );
+        let gate = r
+            .resolve(&FeatureGateSettings::default(), v(1, 33), id())
+            .unwrap();
+        let metrics = crate::metrics::Registry::new();
+        gate.register_metrics(&metrics);
+        assert!(gate.is_dynamic("BetaOn"));
+        assert!(!gate.is_dynamic("BetaOff"));
+        // Locked features never change, even when their author allowed it.
+        assert!(!gate.is_dynamic("GaLocked"));
+
+        assert!(gate.enabled(BETA_ON));
+        assert_eq!(gate.set_dynamic("BetaOn", Some(false)), Ok(true));
+        assert!(!gate.enabled(BETA_ON));
+        assert_eq!(gate.set_dynamic("BetaOn", Some(false)), Ok(false));
+        assert_eq!(gate.configured("BetaOn"), Some(true));
+        let uses: Vec<bool> = gate
+            .uses()
+            .iter()
+            .filter(|u| u.feature == "BetaOn")
+            .map(|u| u.value)
+            .collect();
+        assert_eq!(uses, [false, true]);
+        let text = metrics.encode(None).body;
+        assert!(
+            text.contains("kubernetes_feature_enabled{name=\"BetaOn\",stage=\"BETA\"} 0"),
+            "{text}"
+        );
+        // None puts the configured value back.
+        assert_eq!(gate.set_dynamic("BetaOn", None), Ok(true));
+        assert!(gate.enabled(BETA_ON));
+        assert!(
+            metrics
+                .encode(None)
+                .body
+                .contains("kubernetes_feature_enabled{name=\"BetaOn\",stage=\"BETA\"} 1")
+        );
+
+        assert_eq!(
+            gate.set_dynamic("BetaOff", Some(true)),
+            Err(Error::NotDynamic {
+                name: "BetaOff".into()
+            })
+        );
+        assert!(!gate.enabled(BETA_OFF));
+        assert_eq!(
+            gate.set_dynamic("Missing", Some(true)),
+            Err(Error::Unknown {
+                name: "Missing".into()
+            })
         );
     }
 }

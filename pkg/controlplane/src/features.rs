@@ -61,6 +61,9 @@ pub fn registry() -> Registry {
     debug_assert!(added.is_ok(), "{added:?}");
     let added = registry.add_turn_off_task(COORDINATED_LEADER_ELECTION, CLEAR_LEASE_STRATEGY);
     debug_assert!(added.is_ok(), "{added:?}");
+    // The Lease strategy reads it at every write, and it needs no other setting.
+    let added = registry.allow_dynamic(COORDINATED_LEADER_ELECTION);
+    debug_assert!(added.is_ok(), "{added:?}");
     let added = registry.add(
         NETWORK_REGISTRY,
         &[FeatureSpec::new(Version::new(1, 33), Stage::Alpha, false)],

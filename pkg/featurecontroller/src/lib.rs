@@ -1,4 +1,4 @@
-//! KEP-3920 ("finish feature flags") for genplane, stage 1: every role reports the feature-gate
+//! KEP-3920 ("finish feature flags") for genplane, stages 1 and 3: every role reports the feature-gate
 //! values it saw, and `genplane feature-controller` announces the features the binary knows
 //! and turns them on and off safely, all through the `featuregates.genplane.io/v1alpha1`
 //! Feature API ([`genplane_api::featuregates`]).
@@ -13,6 +13,13 @@
 //! seen, the emulated version, the first and the last report. The instance is the name of its
 //! identity Lease ([`identity`]), renewed at each report and valid for three periods. Reports
 //! never block the role; failures are retried at the next period.
+//!
+//! # Dynamic features ([`follow`])
+//!
+//! A feature its binary consults at every use can be made dynamic with the feature-controller's
+//! `--dynamic-features`; clients then set its `spec.desired`. Every role runs a
+//! [`follow::Follower`] beside its reporter: it watches the Features and sets the gate to the
+//! value the Feature's state stands for, so a transition completes without restarting anyone.
 //!
 //! # The server flow ([`controller`])
 //!
@@ -51,10 +58,12 @@
 #![warn(missing_docs)]
 
 pub mod controller;
+pub mod follow;
 pub mod identity;
 pub mod leader;
 pub mod reconcile;
 pub mod uses;
 
 pub use controller::{Config, FeatureController, known_features};
+pub use follow::Follower;
 pub use uses::Reporter;

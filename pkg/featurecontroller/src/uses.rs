@@ -117,6 +117,15 @@ impl Reporter {
                 }
             }
         }
+        // A feature changed at run time ([`crate::follow`]) is seen with its new value from
+        // the change on, checked since or not: the old value can no longer be seen.
+        for (feature, seen) in &mut self.seen {
+            if let Some(&value) = current.get(feature.as_str())
+                && value != seen.value
+            {
+                *seen = Seen { value, first: now };
+            }
+        }
     }
 
     /// This instance's entry of a Feature's status, as applied.
@@ -217,6 +226,7 @@ mod tests {
                 )
                 .unwrap();
         }
+        registry.allow_dynamic(A).unwrap();
         registry
             .resolve(
                 &"FeatureB=false".parse::<FeatureGateSettings>().unwrap(),
@@ -253,6 +263,26 @@ mod tests {
         assert_eq!(
             reporter.field_manager(),
             format!("apiserver/{}", reporter.instance())
+        );
+    }
+
+    #[test]
+    fn a_value_changed_at_run_time_is_reported_without_a_new_check() {
+        let gate = gate();
+        let mut reporter = Reporter::new(gate.clone(), "kube-system", DEFAULT_REPORT_PERIOD);
+        let t0 = Timestamp::from_second(1_000).unwrap();
+        assert!(gate.enabled(A));
+        reporter.collect(t0);
+        assert!(reporter.seen["FeatureA"].value);
+        gate.set_dynamic("FeatureA", Some(false)).unwrap();
+        let t1 = Timestamp::from_second(1_030).unwrap();
+        reporter.collect(t1);
+        assert_eq!(
+            reporter.seen["FeatureA"],
+            Seen {
+                value: false,
+                first: t1
+            }
         );
     }
 }

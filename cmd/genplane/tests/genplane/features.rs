@@ -236,6 +236,31 @@ spec: {featureName: MyOwnFeature}
     });
 }
 
+/// Only features genplane consults at run time can be dynamic: one it reads only at start is
+/// refused before anything starts, naming the reason.
+#[test]
+fn a_feature_read_only_at_start_cannot_be_dynamic() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = Command::new(BIN)
+        .args(["all-in-one", "--bind-address=127.0.0.1", "--secure-port=0"])
+        .arg(format!("--data-dir={}", dir.path().join("data").display()))
+        .arg("--dynamic-features=NetworkRegistry,NoSuchFeature")
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let said = text(&out);
+    assert!(
+        said.contains("NetworkRegistry cannot be dynamic: genplane reads it only at start"),
+        "{said}"
+    );
+    assert!(
+        said.contains("unrecognized feature gate: NoSuchFeature"),
+        "{said}"
+    );
+    // Nothing was started.
+    assert!(!dir.path().join("data").join("admin.kubeconfig").exists());
+}
+
 /// A `genplane feature-controller` with its ops endpoints on loopback.
 struct FeatureController {
     process: Process,
@@ -266,17 +291,21 @@ impl FeatureController {
     }
 }
 
-/// Three feature-controllers: exactly one acts. A dynamic feature asked off stays
-/// TurningOff while the API server still runs it on (the condition names it); the acting
-/// controller is killed with SIGKILL, another takes over, and once the API server runs with
-/// the feature off it completes the transition.
+/// Three feature-controllers: exactly one acts. A dynamic feature asked off with `kubectl
+/// patch` turns off in the running API server, without a restart: the server follows the
+/// Feature's state and reports Off. The acting controller is killed with SIGKILL in the middle
+/// of the transition (its `WaitForUses` waits twice the controllers' 5 s report period), and
+/// another completes it: the Lease fields the feature wrote are cleared, and the server drops
+/// them from new writes.
 #[test]
 fn three_feature_controllers_one_acts_and_another_finishes_after_sigkill() {
-    let report = "--feature-use-report-period=1s";
-    let server = support::start_with(&[report, "--feature-gates=CoordinatedLeaderElection=true"]);
+    let server = support::start_with(&[
+        "--feature-use-report-period=1s",
+        "--feature-gates=CoordinatedLeaderElection=true",
+    ]);
     let admin = server.kubeconfig();
     let extra = [
-        report,
+        "--feature-use-report-period=5s",
         "--identity-lease-duration=3s",
         "--sync-period=1s",
         "--dynamic-features=CoordinatedLeaderElection",
@@ -304,8 +333,15 @@ fn three_feature_controllers_one_acts_and_another_finishes_after_sigkill() {
             .count();
         (leading.len() == 1 && standing_by == 2).then(|| leading[0])
     });
+    // While on, a Lease keeps the fields only the feature allows.
+    ok(apply_stdin(&admin, &["apply", "-f", "-"], DEMO_LEASE));
+    let strategy = ok(kubectl(
+        &admin,
+        &["get", "lease", "demo", "-o", "jsonpath={.spec.strategy}"],
+    ));
+    assert_eq!(strategy, "OldestEmulationVersion");
 
-    // Asked off: the API server still reports On, so the transition waits, naming it.
+    // Asked off: the transition starts with WaitForUses.
     ok(kubectl(
         &admin,
         &[
@@ -319,28 +355,14 @@ fn three_feature_controllers_one_acts_and_another_finishes_after_sigkill() {
             "{\"spec\":{\"desired\":\"Off\"}}",
         ],
     ));
-    let held = eventually("the transition held by the API server", || {
+    let turning = eventually("the transition started", || {
         let object = feature(&admin, CLE)?;
-        let message = object["status"]["tasks"][0]["message"].as_str()?.to_owned();
         (object["status"]["state"] == "TurningOff"
-            && message.starts_with("waiting for instances that still report On: apiserver/"))
+            && object["status"]["tasks"][0]["startTime"].is_string())
         .then_some(object)
     });
-    assert_eq!(held["status"]["tasks"][1]["type"], "ClearField");
-    let agreed = held["status"]["conditions"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|c| c["type"] == "Agreed")
-        .unwrap();
-    assert_eq!(agreed["status"], "False");
-    assert!(
-        agreed["message"]
-            .as_str()
-            .unwrap()
-            .contains("apiserver/apiserver-"),
-        "{agreed}"
-    );
+    assert_eq!(turning["status"]["tasks"][0]["type"], "WaitForUses");
+    assert_eq!(turning["status"]["tasks"][1]["type"], "ClearField");
     assert_eq!(
         controllers[leader].metric(
             "feature_transitions_total{feature=\"CoordinatedLeaderElection\",to=\"TurningOff\"}"
@@ -348,29 +370,15 @@ fn three_feature_controllers_one_acts_and_another_finishes_after_sigkill() {
         Some(1.0)
     );
 
-    // The acting one dies; another takes over within the identity lease duration.
+    // The acting one dies mid-transition; another takes over within the identity lease
+    // duration.
     controllers[leader].process.kill();
     let killed = controllers.remove(leader);
     let next = eventually("another acting feature-controller", || {
         let leading: Vec<usize> = (0..2).filter(|&i| controllers[i].leads()).collect();
         (leading.len() == 1).then(|| leading[0])
     });
-
-    // The API server restarted (on its port, which the controllers' kubeconfig names) with the
-    // feature off: the transition completes.
-    let old_port = server.port;
-    let port = format!("--secure-port={old_port}");
-    let dir = support::stop(server);
-    let server = support::start_in(
-        dir,
-        &[
-            report,
-            "--feature-gates=CoordinatedLeaderElection=false",
-            &port,
-        ],
-    );
-    assert_eq!(server.port, old_port);
-    let admin = server.kubeconfig();
+    // The running API server follows: it reports Off, with no restart.
     let off = controllers[next]
         .process
         .wait_for("the feature turned off", |_| {
@@ -378,6 +386,31 @@ fn three_feature_controllers_one_acts_and_another_finishes_after_sigkill() {
             (object["status"]["state"] == "Off").then_some(object)
         });
     assert_eq!(off["status"].get("tasks"), None);
+    assert_eq!(uses_of(&off, "apiserver"), ["Off"]);
+    let spec = ok(kubectl(
+        &admin,
+        &["get", "lease", "demo", "-o", "jsonpath={.spec}"],
+    ));
+    assert_eq!(spec, "{\"holderIdentity\":\"me\"}");
+    // A new write of the fields: the server, running with the feature off, drops them.
+    ok(apply_stdin(
+        &admin,
+        &["apply", "-f", "-"],
+        &DEMO_LEASE.replace("name: demo", "name: demo-2"),
+    ));
+    let spec = ok(kubectl(
+        &admin,
+        &["get", "lease", "demo-2", "-o", "jsonpath={.spec}"],
+    ));
+    assert_eq!(spec, "{\"holderIdentity\":\"me\"}");
+    assert!(
+        server
+            .process
+            .output()
+            .contains("feature gate changed at run time"),
+        "{}",
+        server.process.tail()
+    );
     assert_eq!(
         controllers[next]
             .metric("feature_transitions_total{feature=\"CoordinatedLeaderElection\",to=\"Off\"}"),
