@@ -234,6 +234,9 @@ pub struct ApiServer<S: Storage> {
     /// What admission plugins read of the server (the stored namespaces and webhook
     /// configurations), when it serves Namespaces.
     admission_context: Option<genplane_admission::plugins::Context>,
+    /// The server's feature gates, for what the request path consults at run time (response
+    /// compression); `None` serves as if every such feature were off.
+    pub(crate) feature_gate: Option<genplane_component_base::featuregate::FeatureGate>,
 }
 
 /// The stored webhook configurations, when both kinds are served.
@@ -351,6 +354,7 @@ impl<S: Storage> ApiServer<S> {
             audit: None,
             admission,
             admission_context,
+            feature_gate: None,
         }
     }
 
@@ -440,6 +444,17 @@ impl<S: Storage> ApiServer<S> {
     /// resume elsewhere), so that a graceful shutdown does not wait for them.
     pub fn with_shutdown(mut self, shutdown: Shutdown) -> Self {
         self.shutdown = Some(shutdown);
+        self
+    }
+
+    /// The same server, consulting `gate` for the features of the request path that may change
+    /// at run time: `APIResponseCompression` ([`crate::filters::compression`]). The gate's
+    /// registry must know those features.
+    pub fn with_feature_gate(
+        mut self,
+        gate: genplane_component_base::featuregate::FeatureGate,
+    ) -> Self {
+        self.feature_gate = Some(gate);
         self
     }
 

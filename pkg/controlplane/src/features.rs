@@ -15,6 +15,11 @@ pub const API_SERVER_IDENTITY: Feature = Feature::new("APIServerIdentity");
 pub const COORDINATED_LEADER_ELECTION: Feature =
     Feature::new(genplane_api::features::COORDINATED_LEADER_ELECTION);
 
+/// `APIResponseCompression`: large answers gzip-compressed for clients that accept it. Alpha in
+/// 1.7, beta and on by default since 1.16. Stateless and consulted for each answer, so it may be
+/// dynamic.
+pub const API_RESPONSE_COMPRESSION: Feature = genplane_apiserver::filters::compression::FEATURE;
+
 /// `NetworkRegistry` (genplane's own, the draft KANA proposal): the
 /// `networkregistry.genplane.io` API is served only while it is on. Alpha in 1.33, off by
 /// default: the API is new and its shape may still change.
@@ -63,6 +68,17 @@ pub fn registry() -> Registry {
     debug_assert!(added.is_ok(), "{added:?}");
     // The Lease strategy reads it at every write, and it needs no other setting.
     let added = registry.allow_dynamic(COORDINATED_LEADER_ELECTION);
+    debug_assert!(added.is_ok(), "{added:?}");
+    // Consulted for each large answer (pkg/apiserver's compression filter): dynamic.
+    let added = registry.add(
+        API_RESPONSE_COMPRESSION,
+        &[
+            FeatureSpec::new(Version::new(1, 7), Stage::Alpha, false),
+            FeatureSpec::new(Version::new(1, 16), Stage::Beta, true),
+        ],
+    );
+    debug_assert!(added.is_ok(), "{added:?}");
+    let added = registry.allow_dynamic(API_RESPONSE_COMPRESSION);
     debug_assert!(added.is_ok(), "{added:?}");
     let added = registry.add(
         NETWORK_REGISTRY,

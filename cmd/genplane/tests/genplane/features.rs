@@ -10,7 +10,7 @@ use std::process::{Command, Output};
 
 use serde_json::Value;
 
-use crate::support::{self, Apiserver, BIN, Process, eventually, ok, text};
+use crate::support::{self, Apiserver, BIN, Process, Raw, eventually, ok, text};
 
 const CLE: &str = "coordinated-leader-election";
 
@@ -71,12 +71,17 @@ fn apply_stdin(kubeconfig: &Path, args: &[&str], input: &str) -> Output {
 }
 
 fn all_in_one(dir: &Path, gates: &str) -> (Process, PathBuf) {
+    all_in_one_with(dir, gates, &[])
+}
+
+fn all_in_one_with(dir: &Path, gates: &str, extra: &[&str]) -> (Process, PathBuf) {
     let mut command = Command::new(BIN);
     command
         .args(["all-in-one", "--bind-address=127.0.0.1", "--secure-port=0"])
         .arg(format!("--data-dir={}", dir.join("data").display()))
         .arg("--feature-use-report-period=1s")
-        .arg(format!("--feature-gates={gates}"));
+        .arg(format!("--feature-gates={gates}"))
+        .args(extra);
     let log = support::next_log(dir, "all-in-one");
     let mut process = Process::spawn("all-in-one", command, &log);
     let kubeconfig = process.wait_for("the export KUBECONFIG line", |p| {
@@ -234,6 +239,111 @@ spec: {featureName: MyOwnFeature}
             .any(|c| c["type"] == "Agreed" && c["status"] == "True");
         (agreed && uses_of(&object, "apiserver") == ["Off"]).then_some(())
     });
+}
+
+/// The answer to a LIST of the default namespace's ConfigMaps asking for gzip: whether it came
+/// compressed, and how many of its items are the test's (decompressed when it was).
+fn list_config_maps(raw: &Raw) -> (bool, usize) {
+    let answer = raw.request(
+        "GET",
+        "/api/v1/namespaces/default/configmaps",
+        &[("Accept-Encoding", "gzip")],
+        None,
+    );
+    assert_eq!(answer.status, 200, "{}", answer.text());
+    let gzip = answer.header("content-encoding") == "gzip";
+    let body = if gzip {
+        assert_eq!(answer.header("vary"), "Accept-Encoding");
+        let mut plain = Vec::new();
+        std::io::Read::read_to_end(
+            &mut flate2::read::GzDecoder::new(answer.body.as_slice()),
+            &mut plain,
+        )
+        .unwrap();
+        assert!(answer.body.len() * 5 < plain.len(), "{}", answer.body.len());
+        plain
+    } else {
+        answer.body
+    };
+    let list: Value = serde_json::from_slice(&body).unwrap();
+    let ours = list["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|item| item["metadata"]["name"].as_str().unwrap().starts_with("cm-"))
+        .count();
+    (gzip, ours)
+}
+
+/// A stateless dynamic feature flipped with `kubectl patch` changes the running server within
+/// two report periods, both ways: APIResponseCompression (on by default) compresses a LIST
+/// larger than 128 KiB for a client that accepts gzip; asked Off, the server answers the same
+/// LIST plain; asked On again, compressed again.
+#[test]
+fn a_dynamic_feature_flipped_with_kubectl_changes_the_running_server() {
+    const FEATURE: &str = "api-response-compression";
+    let dir = tempfile::tempdir().unwrap();
+    let (mut process, kubeconfig) = all_in_one_with(
+        dir.path(),
+        "",
+        &["--dynamic-features=APIResponseCompression"],
+    );
+    // 160 ConfigMaps of 1 KiB each: a LIST of about 200 KiB.
+    let items: Vec<Value> = (0..160)
+        .map(|i| {
+            serde_json::json!({
+                "apiVersion": "v1", "kind": "ConfigMap",
+                "metadata": {"name": format!("cm-{i}"), "namespace": "default"},
+                "data": {"payload": "x".repeat(1024)},
+            })
+        })
+        .collect();
+    let list = serde_json::json!({"apiVersion": "v1", "kind": "List", "items": items});
+    ok(apply_stdin(
+        &kubeconfig,
+        &["apply", "-f", "-"],
+        &list.to_string(),
+    ));
+    let raw = Raw::from_kubeconfig(&kubeconfig);
+    assert_eq!(list_config_maps(&raw), (true, 160));
+    // A client that does not ask for gzip gets the answer plain.
+    let plain = raw.get("/api/v1/namespaces/default/configmaps");
+    assert_eq!(plain.header("content-encoding"), "");
+    assert_eq!(plain.json()["items"].as_array().unwrap().len(), 161);
+    // kubectl (which asks for gzip) reads it.
+    let names = ok(kubectl(&kubeconfig, &["get", "configmaps", "-o", "name"]));
+    assert_eq!(
+        names
+            .lines()
+            .filter(|l| l.starts_with("configmap/cm-"))
+            .count(),
+        160
+    );
+
+    for (desired, compressed) in [("Off", false), ("On", true)] {
+        ok(kubectl(
+            &kubeconfig,
+            &[
+                "patch",
+                "feature",
+                FEATURE,
+                "-n",
+                "kube-system",
+                "--type=merge",
+                "-p",
+                &format!("{{\"spec\":{{\"desired\":\"{desired}\"}}}}"),
+            ],
+        ));
+        process.wait_for(
+            "the transition done, the server reporting its new value",
+            |_| {
+                let object = feature(&kubeconfig, FEATURE)?;
+                (object["status"]["state"] == desired && uses_of(&object, "apiserver") == [desired])
+                    .then_some(())
+            },
+        );
+        assert_eq!(list_config_maps(&raw), (compressed, 160), "{desired}");
+    }
 }
 
 /// Only features genplane consults at run time can be dynamic: one it reads only at start is

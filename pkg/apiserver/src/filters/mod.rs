@@ -15,6 +15,8 @@
 //! 9. `authorization`: may they (403).
 //! 10. `timeout`: 504 past the request timeout (long-running requests exempt).
 //! 11. the router (`crate::router`): ops endpoints, discovery, OpenAPI, resources.
+//! 12. [`compression`], on the way out: a large answer gzip-compressed for clients that accept
+//!     it.
 //!
 //! The chain is a plain async function rather than a stack of tower layers: each filter is a
 //! call in order, so reading `chain` top to bottom is reading the order, a refusal is an early
@@ -25,6 +27,7 @@ pub(crate) mod audit;
 pub(crate) mod audit_id;
 pub(crate) mod authentication;
 pub(crate) mod authorization;
+pub mod compression;
 pub(crate) mod impersonation;
 pub mod max_in_flight;
 pub(crate) mod metrics;
@@ -59,6 +62,7 @@ pub(crate) async fn chain<S: Storage>(
 ) -> Response<ResponseBody> {
     // 1. The audit ID, outermost, so that every answer carries it.
     let audit_id = audit_id::assign(request.headers());
+    let accepts_gzip = compression::accepts_gzip(request.headers());
     // 2. The body as `Unread`: what handlers leave of it comes back to `transport`.
     let (request, transport) = unread_body::wrap(request);
     // 3. Panic recovery, around everything that looks at the request.
@@ -66,6 +70,8 @@ pub(crate) async fn chain<S: Storage>(
     let (method, uri) = (request.method().clone(), request.uri().clone());
     let filtered = filtered(server, request, &audit_id, &slot);
     let response = panic_recovery::recover(&slot, &method, &uri, filtered).await;
+    // 12. Compression of a large answer, on the way out (audit and metrics saw it plain).
+    let response = compression::compress(response, accepts_gzip, server.feature_gate.as_ref());
     transport.finish(audit_id::stamp(response, &audit_id)).await
 }
 

@@ -331,6 +331,7 @@ impl CompletedConfig {
             Some(OpsHandler::new(health, registry)),
         )
         .with_security(security)
+        .with_feature_gate(config.common.feature_gate.clone())
         .with_limits(config.limits)
         .with_shutdown(shutdown.clone())
         .with_metrics(api_metrics, |cache: &Arc<ResourceStorage>| {
