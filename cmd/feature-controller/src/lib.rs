@@ -195,6 +195,31 @@ struct Cli {
     config: ConfigFlags,
     #[command(flatten)]
     options: FeatureControllerOptions,
+    #[command(subcommand)]
+    check: Option<Check>,
+}
+
+/// `genplane feature-controller check`.
+#[derive(clap::Subcommand)]
+enum Check {
+    /// Say whether moving the cluster to another version is safe, given the features on or in
+    /// use and what they left in storage; exits 1 when it is not
+    Check(CheckArgs),
+}
+
+/// The flags of `check`.
+#[derive(Args)]
+struct CheckArgs {
+    /// The kubeconfig to reach the API server with (default: $KUBECONFIG, then ~/.kube/config).
+    #[arg(long)]
+    kubeconfig: Option<PathBuf>,
+    /// The version the cluster's binaries (or their emulated version) would move to,
+    /// MAJOR.MINOR.
+    #[arg(long, value_name = "MAJOR.MINOR")]
+    to_version: String,
+    /// The namespace of the Features.
+    #[arg(long, default_value = "kube-system")]
+    namespace: String,
 }
 
 /// The command line of `genplane feature-controller`.
@@ -202,8 +227,48 @@ pub fn command() -> clap::Command {
     Cli::command()
 }
 
-/// Runs `genplane feature-controller` until SIGTERM or SIGINT.
+/// Runs `genplane feature-controller check`: prints the report; an unsafe move is an error
+/// (exit 1), so scripts can test it.
+fn check(matches: &ArgMatches, process: &Process) -> anyhow::Result<()> {
+    use clap::FromArgMatches as _;
+    let args = CheckArgs::from_arg_matches(matches)?;
+    let target: featuregate::Version = args
+        .to_version
+        .parse()
+        .map_err(|e| anyhow::anyhow!("--to-version: {e}"))?;
+    let kubeconfig = genplane_controller::client::kubeconfig_path(
+        args.kubeconfig.as_deref(),
+        process.var("KUBECONFIG"),
+        process.var("HOME"),
+    )
+    .context("no --kubeconfig, KUBECONFIG or HOME")?;
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .context("starting the runtime")?;
+    let report = runtime.block_on(async {
+        let (client, _) = genplane_controller::client::connect(Some(&kubeconfig)).await?;
+        let report = genplane_featurecontroller::check::inspect(
+            &client,
+            &binary_features(),
+            &args.namespace,
+            target,
+        )
+        .await?;
+        anyhow::Ok(report)
+    })?;
+    print!("{}", report.render());
+    if !report.safe() {
+        anyhow::bail!("moving to {target} is not safe");
+    }
+    Ok(())
+}
+
+/// Runs `genplane feature-controller` until SIGTERM or SIGINT (or `check`, once).
 pub fn run(matches: &ArgMatches, process: &Process) -> anyhow::Result<()> {
+    if let Some(("check", sub)) = matches.subcommand() {
+        return check(sub, process);
+    }
     let instance = process.var("HOSTNAME").unwrap_or("localhost").to_owned();
     let rust_log = process.var("RUST_LOG").map(str::to_owned);
     let in_cluster = IN_CLUSTER_ENV.iter().all(|v| process.var(v).is_some());

@@ -63,19 +63,14 @@ fn query(text: &str) -> anyhow::Result<Query> {
 }
 
 fn kubeconfig(matches: &ArgMatches, process: &Process) -> anyhow::Result<PathBuf> {
-    if let Some(path) = matches.get_one::<PathBuf>("kubeconfig") {
-        return Ok(path.clone());
-    }
-    if let Some(first) = process
-        .var("KUBECONFIG")
-        .and_then(|list| list.split(':').find(|p| !p.is_empty()))
-    {
-        return Ok(PathBuf::from(first));
-    }
-    let home = process
-        .var("HOME")
-        .context("no --kubeconfig, KUBECONFIG or HOME")?;
-    Ok(PathBuf::from(home).join(".kube/config"))
+    genplane_controller::client::kubeconfig_path(
+        matches
+            .get_one::<PathBuf>("kubeconfig")
+            .map(PathBuf::as_path),
+        process.var("KUBECONFIG"),
+        process.var("HOME"),
+    )
+    .context("no --kubeconfig, KUBECONFIG or HOME")
 }
 
 /// Rows as aligned columns, the header first.

@@ -375,11 +375,81 @@ impl Task {
     }
 }
 
+/// What a feature leaves in storage while it is on: what must be gone before a version of the
+/// binary without the feature runs (`genplane feature-controller check --to-version`), and what
+/// "no dangling state" means once it is off. Declared with [`Registry::add_stored`]; the
+/// fields a [`Task::ClearField`] clears count too.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Stored {
+    /// Fields of the objects of a resource.
+    Fields {
+        /// The API group of the resource (`""` for core).
+        group: &'static str,
+        /// Its version.
+        version: &'static str,
+        /// Its plural name.
+        resource: &'static str,
+        /// Its kind.
+        kind: &'static str,
+        /// The dotted paths of the fields.
+        fields: &'static [&'static str],
+    },
+    /// Every object of a resource served only while the feature is on.
+    Objects {
+        /// The API group of the resource.
+        group: &'static str,
+        /// Its version.
+        version: &'static str,
+        /// Its plural name.
+        resource: &'static str,
+        /// Its kind.
+        kind: &'static str,
+    },
+}
+
+impl Stored {
+    /// The resource the state is in: `(group, version, resource, kind)`.
+    pub fn resource(&self) -> (&'static str, &'static str, &'static str, &'static str) {
+        match *self {
+            Stored::Fields {
+                group,
+                version,
+                resource,
+                kind,
+                ..
+            }
+            | Stored::Objects {
+                group,
+                version,
+                resource,
+                kind,
+            } => (group, version, resource, kind),
+        }
+    }
+
+    /// The state in words: `leases.coordination.k8s.io spec.strategy,spec.preferredHolder`, or
+    /// `networkclaims.networkregistry.genplane.io`.
+    pub fn describe(&self) -> String {
+        let (group, _, resource, _) = self.resource();
+        let resource = if group.is_empty() {
+            resource.to_owned()
+        } else {
+            format!("{resource}.{group}")
+        };
+        match self {
+            Stored::Fields { fields, .. } => format!("{resource} {}", fields.join(",")),
+            Stored::Objects { .. } => resource,
+        }
+    }
+}
+
 /// Every feature a binary knows, with its versioned specs.
 #[derive(Clone, Debug, Default)]
 pub struct Registry {
     features: BTreeMap<&'static str, Vec<FeatureSpec>>,
     turn_off_tasks: BTreeMap<&'static str, Vec<Task>>,
+    stored: BTreeMap<&'static str, Vec<Stored>>,
     dynamic: BTreeSet<&'static str>,
 }
 
@@ -449,6 +519,52 @@ impl Registry {
         self.turn_off_tasks.get(name).map_or(&[], Vec::as_slice)
     }
 
+    /// Declares state `feature` leaves in storage while on (see [`Stored`]). The feature must be
+    /// registered.
+    pub fn add_stored(&mut self, feature: Feature, stored: Stored) -> Result<(), Error> {
+        let Some((&name, _)) = self.features.get_key_value(feature.name()) else {
+            return Err(Error::Unknown {
+                name: feature.name().to_owned(),
+            });
+        };
+        let declared = self.stored.entry(name).or_default();
+        if !declared.contains(&stored) {
+            declared.push(stored);
+        }
+        Ok(())
+    }
+
+    /// The state the feature `name` leaves in storage: what [`Registry::add_stored`] declared,
+    /// then the fields its [`Task::ClearField`] tasks clear.
+    pub fn stored(&self, name: &str) -> Vec<Stored> {
+        let mut stored = self.stored.get(name).cloned().unwrap_or_default();
+        for task in self.turn_off_tasks(name) {
+            let Task::ClearField {
+                group,
+                version,
+                resource,
+                kind,
+                fields,
+            } = *task;
+            let fields = Stored::Fields {
+                group,
+                version,
+                resource,
+                kind,
+                fields,
+            };
+            if !stored.contains(&fields) {
+                stored.push(fields);
+            }
+        }
+        stored
+    }
+
+    /// The names of every registered feature, in order.
+    pub fn names(&self) -> impl Iterator<Item = &'static str> + '_ {
+        self.features.keys().copied()
+    }
+
     /// Declares that the binary consults `feature` each time it acts on it (never only at
     /// start) and that it needs no other configuration, so its value may change while the
     /// binary runs ([`FeatureGate::set_dynamic`]). Only such features may be made dynamic
@@ -483,6 +599,11 @@ impl Registry {
             }
         }
         self.dynamic.extend(other.dynamic.iter().copied());
+        for (&name, stored) in &other.stored {
+            for &state in stored {
+                self.add_stored(Feature::new(name), state)?;
+            }
+        }
         Ok(())
     }
 

@@ -70,6 +70,23 @@ fn kubeconfig_ca(
     Ok(None)
 }
 
+/// The kubeconfig a command-line tool uses, as kubectl picks it: `explicit` (`--kubeconfig`),
+/// else the first file of `$KUBECONFIG` (`kubeconfig_env`), else `~/.kube/config` under `home`;
+/// `None` when none of them is given.
+pub fn kubeconfig_path(
+    explicit: Option<&Path>,
+    kubeconfig_env: Option<&str>,
+    home: Option<&str>,
+) -> Option<std::path::PathBuf> {
+    if let Some(path) = explicit {
+        return Some(path.to_owned());
+    }
+    if let Some(first) = kubeconfig_env.and_then(|list| list.split(':').find(|p| !p.is_empty())) {
+        return Some(first.into());
+    }
+    home.map(|home| Path::new(home).join(".kube/config"))
+}
+
 /// A client of the API server from `kubeconfig`, or the pod's in-cluster configuration when
 /// `None`, and the CA bundle (PEM) that configuration trusts.
 pub async fn connect(kubeconfig: Option<&Path>) -> Result<(kube::Client, Option<String>), Error> {

@@ -1,7 +1,7 @@
 //! The feature gates of the control plane's API server, with their upstream history.
 
 use genplane_component_base::featuregate::{
-    Feature, FeatureGate, FeatureSpec, Registry, Stage, Task, Version,
+    Feature, FeatureGate, FeatureSpec, Registry, Stage, Stored, Task, Version,
 };
 
 /// `APIServerIdentity` (KEP-1965): each API server publishes an identity Lease in
@@ -24,6 +24,14 @@ pub const API_RESPONSE_COMPRESSION: Feature = genplane_apiserver::filters::compr
 /// `networkregistry.genplane.io` API is served only while it is on. Alpha in 1.33, off by
 /// default: the API is new and its shape may still change.
 pub const NETWORK_REGISTRY: Feature = Feature::new(genplane_api::features::NETWORK_REGISTRY);
+
+/// What NetworkRegistry leaves in storage: the NetworkClaims, served only while it is on.
+pub const NETWORK_CLAIMS: Stored = Stored::Objects {
+    group: "networkregistry.genplane.io",
+    version: "v1alpha1",
+    resource: "networkclaims",
+    kind: "NetworkClaim",
+};
 
 /// The task that turning CoordinatedLeaderElection off runs once every component agrees.
 pub const CLEAR_LEASE_STRATEGY: Task = Task::ClearField {
@@ -84,6 +92,8 @@ pub fn registry() -> Registry {
         NETWORK_REGISTRY,
         &[FeatureSpec::new(Version::new(1, 33), Stage::Alpha, false)],
     );
+    debug_assert!(added.is_ok(), "{added:?}");
+    let added = registry.add_stored(NETWORK_REGISTRY, NETWORK_CLAIMS);
     debug_assert!(added.is_ok(), "{added:?}");
     registry
 }

@@ -57,6 +57,7 @@
 
 #![warn(missing_docs)]
 
+pub mod check;
 pub mod controller;
 pub mod follow;
 pub mod identity;

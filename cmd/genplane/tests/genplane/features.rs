@@ -206,6 +206,25 @@ spec: {featureName: MyOwnFeature}
         &["get", "lease", "demo", "-o", "jsonpath={.spec.strategy}"],
     ));
     assert_eq!(strategy, "OldestEmulationVersion");
+    // Moving to 1.30, which lacks the feature, is not safe while it is on.
+    let check = check_to(&kubeconfig, "1.30");
+    assert!(!check.status.success());
+    let said = text(&check);
+    assert!(
+        said.contains(
+            "UNSAFE CoordinatedLeaderElection  1.30 does not have it and it is On, on in apiserver/"
+        ),
+        "{said}"
+    );
+    assert!(
+        said.contains("moving the cluster to 1.30 is not safe"),
+        "{said}"
+    );
+    assert!(
+        check_to(&kubeconfig, "1.33").status.success(),
+        "{}",
+        text(&check_to(&kubeconfig, "1.33"))
+    );
 
     // Restart with the feature off: the transition runs its tasks and the fields are gone.
     process.terminate();
@@ -239,6 +258,30 @@ spec: {featureName: MyOwnFeature}
             .any(|c| c["type"] == "Agreed" && c["status"] == "True");
         (agreed && uses_of(&object, "apiserver") == ["Off"]).then_some(())
     });
+    // Off, and nothing of it stored: moving to 1.30 is safe now.
+    let check = check_to(&kubeconfig, "1.30");
+    let said = text(&check);
+    assert!(check.status.success(), "{said}");
+    assert!(
+        said.contains(
+            "SAFE   CoordinatedLeaderElection  1.30 does not have it; it is off and nothing of it is stored\n"
+        ),
+        "{said}"
+    );
+    assert!(
+        said.ends_with("moving the cluster to 1.30 is safe\n"),
+        "{said}"
+    );
+}
+
+/// `genplane feature-controller check --to-version VERSION` against `kubeconfig`.
+fn check_to(kubeconfig: &Path, version: &str) -> Output {
+    Command::new(BIN)
+        .args(["feature-controller", "check", "--kubeconfig"])
+        .arg(kubeconfig)
+        .arg(format!("--to-version={version}"))
+        .output()
+        .unwrap()
 }
 
 /// The answer to a LIST of the default namespace's ConfigMaps asking for gzip: whether it came
@@ -270,7 +313,12 @@ fn list_config_maps(raw: &Raw) -> (bool, usize) {
         .as_array()
         .unwrap()
         .iter()
-        .filter(|item| item["metadata"]["name"].as_str().unwrap().starts_with("cm-"))
+        .filter(|item| {
+            item["metadata"]["name"]
+                .as_str()
+                .unwrap()
+                .starts_with("cm-")
+        })
         .count();
     (gzip, ours)
 }
