@@ -37,6 +37,10 @@ use prometheus_client::metrics::gauge::Gauge;
 
 use crate::options::{ControllerManagerConfig, ControllerManagerOptions, IN_CLUSTER_ENV};
 
+/// How long the controller-manager tries, at start, to read whether the cluster is turning off
+/// a feature that is off here.
+const TURNING_OFF_PATIENCE: std::time::Duration = std::time::Duration::from_secs(30);
+
 /// How long open requests to the ops endpoints may finish after a shutdown signal.
 const DRAIN: Duration = Duration::from_secs(5);
 
@@ -226,9 +230,26 @@ pub async fn serve(
     };
 
     let features = config.common.feature_gate.features();
-    let resolved = config.controllers.resolve(CONTROLLERS, |gate| {
-        features.iter().any(|f| f.name == gate && f.enabled)
-    });
+    let on = |gate: &str| features.iter().any(|f| f.name == gate && f.enabled);
+    // A controller whose gate is off still runs while the cluster turns its feature off: it
+    // removes what the feature left (the registry controller releases deleted claims).
+    let mut off: Vec<&'static str> = CONTROLLERS
+        .iter()
+        .flat_map(|c| c.required_feature_gates.iter().copied())
+        .filter(|gate| !on(gate))
+        .collect();
+    off.sort_unstable();
+    off.dedup();
+    let turning_off = genplane_featurecontroller::follow::turning_off(
+        &client,
+        "kube-system",
+        &off,
+        TURNING_OFF_PATIENCE,
+    )
+    .await;
+    let resolved = config
+        .controllers
+        .resolve(CONTROLLERS, |gate| on(gate) || turning_off.contains(gate));
     for skipped in &resolved.skipped {
         if skipped.named {
             tracing::warn!("{skipped}");
@@ -240,7 +261,10 @@ pub async fn serve(
     // The shared watches start when the controllers first run: after the Lease is taken.
     let mut context = ControllerContext::new(client, root_ca, config.resource_quota_sync_period);
     context.network_claim_release_grace = config.network_claim_release_grace;
-    context.cluster_cidr = config.cluster_cidr.clone();
+    // The well-known claim of --cluster-cidr is kept only while the feature is on.
+    if on(genplane_api::features::NETWORK_REGISTRY) {
+        context.cluster_cidr = config.cluster_cidr.clone();
+    }
     let stop = shutdown.clone();
     let result = match &elector {
         Some(elector) => {

@@ -484,6 +484,13 @@ pub fn cluster_roles() -> Vec<Value> {
             // The ClearField tasks of the features it knows (CoordinatedLeaderElection's
             // Lease fields): read and patch, never delete.
             rule(&["get", "list", "patch"], &[COORDINATION], &["leases"]),
+            // The WaitForObjectsRemoved tasks (NetworkRegistry's claims): read, and delete only
+            // when an admin annotated the Feature to ask for it.
+            rule(
+                &["get", "list", "delete"],
+                &[NETWORK_REGISTRY],
+                &["networkclaims"],
+            ),
         ],
     ));
     // The API server's own client: its well-known claim (kube-apiserver) and its status

@@ -345,6 +345,21 @@ pub enum Task {
         /// The dotted paths of the fields to clear.
         fields: &'static [&'static str],
     },
+    /// Wait until no object of a resource served only while the feature is on is stored. The
+    /// objects stay readable and deletable while the cluster turns the feature off (roles whose
+    /// gate is off keep serving them and running what removes them); the feature-controller
+    /// deletes them itself only when an admin annotated the Feature
+    /// `featuregates.genplane.io/delete-objects: "true"`.
+    WaitForObjectsRemoved {
+        /// The API group of the resource.
+        group: &'static str,
+        /// Its version.
+        version: &'static str,
+        /// Its plural name.
+        resource: &'static str,
+        /// Its kind.
+        kind: &'static str,
+    },
 }
 
 impl Task {
@@ -352,33 +367,50 @@ impl Task {
     pub fn type_name(&self) -> &'static str {
         match self {
             Task::ClearField { .. } => "ClearField",
+            Task::WaitForObjectsRemoved { .. } => "WaitForObjectsRemoved",
         }
     }
 
     /// What the task works on, in words.
     pub fn target(&self) -> String {
-        match self {
+        self.stored().describe()
+    }
+
+    /// What the task removes from storage.
+    pub fn stored(&self) -> Stored {
+        match *self {
             Task::ClearField {
                 group,
+                version,
                 resource,
+                kind,
                 fields,
-                ..
-            } => {
-                let resource = if group.is_empty() {
-                    (*resource).to_owned()
-                } else {
-                    format!("{resource}.{group}")
-                };
-                format!("{resource} {}", fields.join(","))
-            }
+            } => Stored::Fields {
+                group,
+                version,
+                resource,
+                kind,
+                fields,
+            },
+            Task::WaitForObjectsRemoved {
+                group,
+                version,
+                resource,
+                kind,
+            } => Stored::Objects {
+                group,
+                version,
+                resource,
+                kind,
+            },
         }
     }
 }
 
 /// What a feature leaves in storage while it is on: what must be gone before a version of the
 /// binary without the feature runs (`genplane feature-controller check --to-version`), and what
-/// "no dangling state" means once it is off. Declared with [`Registry::add_stored`]; the
-/// fields a [`Task::ClearField`] clears count too.
+/// "no dangling state" means once it is off. The turn-off tasks declare it
+/// ([`Task::stored`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum Stored {
@@ -449,7 +481,6 @@ impl Stored {
 pub struct Registry {
     features: BTreeMap<&'static str, Vec<FeatureSpec>>,
     turn_off_tasks: BTreeMap<&'static str, Vec<Task>>,
-    stored: BTreeMap<&'static str, Vec<Stored>>,
     dynamic: BTreeSet<&'static str>,
 }
 
@@ -519,45 +550,9 @@ impl Registry {
         self.turn_off_tasks.get(name).map_or(&[], Vec::as_slice)
     }
 
-    /// Declares state `feature` leaves in storage while on (see [`Stored`]). The feature must be
-    /// registered.
-    pub fn add_stored(&mut self, feature: Feature, stored: Stored) -> Result<(), Error> {
-        let Some((&name, _)) = self.features.get_key_value(feature.name()) else {
-            return Err(Error::Unknown {
-                name: feature.name().to_owned(),
-            });
-        };
-        let declared = self.stored.entry(name).or_default();
-        if !declared.contains(&stored) {
-            declared.push(stored);
-        }
-        Ok(())
-    }
-
-    /// The state the feature `name` leaves in storage: what [`Registry::add_stored`] declared,
-    /// then the fields its [`Task::ClearField`] tasks clear.
+    /// The state the feature `name` leaves in storage: what its turn-off tasks remove.
     pub fn stored(&self, name: &str) -> Vec<Stored> {
-        let mut stored = self.stored.get(name).cloned().unwrap_or_default();
-        for task in self.turn_off_tasks(name) {
-            let Task::ClearField {
-                group,
-                version,
-                resource,
-                kind,
-                fields,
-            } = *task;
-            let fields = Stored::Fields {
-                group,
-                version,
-                resource,
-                kind,
-                fields,
-            };
-            if !stored.contains(&fields) {
-                stored.push(fields);
-            }
-        }
-        stored
+        self.turn_off_tasks(name).iter().map(Task::stored).collect()
     }
 
     /// The names of every registered feature, in order.
@@ -599,11 +594,7 @@ impl Registry {
             }
         }
         self.dynamic.extend(other.dynamic.iter().copied());
-        for (&name, stored) in &other.stored {
-            for &state in stored {
-                self.add_stored(Feature::new(name), state)?;
-            }
-        }
+
         Ok(())
     }
 

@@ -1,7 +1,7 @@
 //! The feature gates of the control plane's API server, with their upstream history.
 
 use genplane_component_base::featuregate::{
-    Feature, FeatureGate, FeatureSpec, Registry, Stage, Stored, Task, Version,
+    Feature, FeatureGate, FeatureSpec, Registry, Stage, Task, Version,
 };
 
 /// `APIServerIdentity` (KEP-1965): each API server publishes an identity Lease in
@@ -25,8 +25,9 @@ pub const API_RESPONSE_COMPRESSION: Feature = genplane_apiserver::filters::compr
 /// default: the API is new and its shape may still change.
 pub const NETWORK_REGISTRY: Feature = Feature::new(genplane_api::features::NETWORK_REGISTRY);
 
-/// What NetworkRegistry leaves in storage: the NetworkClaims, served only while it is on.
-pub const NETWORK_CLAIMS: Stored = Stored::Objects {
+/// The task that turning NetworkRegistry off runs once every component runs with it off: the
+/// NetworkClaims, served only while it is on (or while it is turned off), must be gone.
+pub const REMOVE_NETWORK_CLAIMS: Task = Task::WaitForObjectsRemoved {
     group: "networkregistry.genplane.io",
     version: "v1alpha1",
     resource: "networkclaims",
@@ -93,7 +94,7 @@ pub fn registry() -> Registry {
         &[FeatureSpec::new(Version::new(1, 33), Stage::Alpha, false)],
     );
     debug_assert!(added.is_ok(), "{added:?}");
-    let added = registry.add_stored(NETWORK_REGISTRY, NETWORK_CLAIMS);
+    let added = registry.add_turn_off_task(NETWORK_REGISTRY, REMOVE_NETWORK_CLAIMS);
     debug_assert!(added.is_ok(), "{added:?}");
     registry
 }

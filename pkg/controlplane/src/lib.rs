@@ -36,7 +36,7 @@ pub use genplane_storage_etcd::{DEFAULT_COMPACTION_INTERVAL, EtcdConfig, EtcdTls
 use genplane_storage_sqlite::{SqliteConfig, SqliteStore};
 pub use genplane_storage_value::EncryptionConfig;
 use genplane_storage_value::Transformed;
-use serde_json::json;
+use serde_json::{Value, json};
 
 /// Errors of assembling a control plane.
 #[derive(Debug, thiserror::Error)]
@@ -193,6 +193,10 @@ pub struct ResourceOptions {
     pub enablement: ApiEnablement,
     /// The feature gates the kinds' strategies consult (every gated feature off by default).
     pub gates: Arc<dyn genplane_api::catalog::FeatureGates>,
+    /// Features whose kinds are served although their gate is off, because the cluster is
+    /// still turning them off ([`turning_off`]): their objects can be read, changed and
+    /// deleted, not created.
+    pub turning_off: std::collections::BTreeSet<&'static str>,
 }
 
 impl Default for ResourceOptions {
@@ -202,8 +206,61 @@ impl Default for ResourceOptions {
             cache: CacherConfig::default(),
             enablement: ApiEnablement::default(),
             gates: Arc::new(genplane_api::catalog::GatesOff),
+            turning_off: std::collections::BTreeSet::new(),
         }
     }
+}
+
+/// The features whose gate is off in `gates` but whose kinds must still be served: the cluster
+/// has not finished turning them off (their Feature in kube-system says `On`, `TurningOn` or
+/// `TurningOff`), so objects of those kinds may be stored, and they must stay readable and
+/// deletable until the feature-controller sees them gone. Read from storage at start (through
+/// the encryption `encryption` gives Features), before anything is served.
+pub async fn turning_off(
+    backend: &Arc<Backend>,
+    encryption: &EncryptionConfig,
+    gates: &dyn genplane_api::catalog::FeatureGates,
+) -> Result<std::collections::BTreeSet<&'static str>, Error> {
+    let mut features = std::collections::BTreeSet::new();
+    let Some(info) = genplane_api::catalog::all()
+        .iter()
+        .find(|i| i.group == genplane_api::featuregates::GROUP && i.resource == "features")
+    else {
+        return Ok(features);
+    };
+    let storage = Transformed::new(
+        backend.clone(),
+        encryption.transformer_for(info.group, info.resource),
+    );
+    for gate in genplane_api::catalog::all()
+        .iter()
+        .filter_map(|i| i.feature_gate)
+        .filter(|gate| !gates.enabled(gate))
+    {
+        if features.contains(gate) {
+            continue;
+        }
+        let key = format!(
+            "/registry/{}/kube-system/{}",
+            info.storage_prefix,
+            genplane_api::featuregates::object_name(gate)
+        );
+        let Some(stored) = genplane_storage::Storage::get(&storage, &key, None).await? else {
+            continue;
+        };
+        let feature: Value = serde_json::from_slice(&stored.value).unwrap_or_default();
+        let state = feature.pointer("/status/state").and_then(Value::as_str);
+        if genplane_api::featuregates::may_hold_objects(state) {
+            tracing::info!(
+                feature = gate,
+                state,
+                "serving the feature's kinds although it is off here: the cluster is turning it off; \
+                 they can be read, changed and deleted, not created"
+            );
+            features.insert(gate);
+        }
+    }
+    Ok(features)
 }
 
 /// The built-in resources `options.enablement` serves, stored as `options` says.
@@ -219,6 +276,7 @@ pub fn resources_with(
         }
         if let Some(gate) = info.feature_gate
             && !options.gates.enabled(gate)
+            && !options.turning_off.contains(gate)
         {
             // Served only while its feature is on: no routes, discovery or watch cache.
             continue;

@@ -193,12 +193,26 @@ fn seeds() -> Vec<Vec<u8>> {
     seeds
 }
 
+/// Every feature gate on: a kind served under a gate is served with it on (and refuses creates
+/// with it off).
+#[derive(Debug)]
+struct AllOn;
+
+impl catalog::FeatureGates for AllOn {
+    fn enabled(&self, _feature: &'static str) -> bool {
+        true
+    }
+}
+
 /// The strategy the API server gives `info`'s objects.
 fn strategy(info: &'static catalog::ResourceInfo) -> Box<dyn Strategy> {
     if info.resource == "customresourcedefinitions" {
         Box::new(genplane_controlplane::crd::schema::CrdStrategy::new())
     } else {
-        Box::new(CatalogStrategy::new(info))
+        Box::new(CatalogStrategy::with_gates(
+            info,
+            std::sync::Arc::new(AllOn),
+        ))
     }
 }
 

@@ -42,6 +42,12 @@ pub enum Error {
         /// The client's error.
         source: kube::Error,
     },
+    /// A task this feature-controller does not know how to run.
+    #[error("this feature-controller does not know how to run task {task}")]
+    UnknownTask {
+        /// The task's type.
+        task: String,
+    },
 }
 
 fn api(what: impl Into<String>) -> impl FnOnce(kube::Error) -> Error {
@@ -330,17 +336,23 @@ impl FeatureController {
         let wait = self.config.report_period * 2;
         let name = object_name(known.name);
         let mut object = object.clone();
-        let mut ran: Option<(Task, Result<String, String>)> = None;
+        let mut ran: Option<(Task, Result<Outcome, String>)> = None;
         for _ in 0..WRITE_ATTEMPTS {
             let mut plan = reconcile::plan(&object, known, &self.versions, live, now, wait);
             if let Some(task) = plan.run {
                 let outcome = match &ran {
                     Some((done, outcome)) if *done == task => outcome.clone(),
                     _ => {
-                        let outcome = self.run_task(&task).await.map_err(|e| e.to_string());
+                        let outcome = self
+                            .run_task(&task, &object)
+                            .await
+                            .map_err(|e| e.to_string());
                         match &outcome {
-                            Ok(message) => {
+                            Ok(Outcome::Done(message)) => {
                                 tracing::info!(feature = known.name, task = task.type_name(), %message, "task done")
+                            }
+                            Ok(Outcome::Pending(message)) => {
+                                tracing::info!(feature = known.name, task = task.type_name(), %message, "task waiting")
                             }
                             Err(error) => {
                                 tracing::warn!(feature = known.name, task = task.type_name(), %error, "task failed; retrying")
@@ -351,10 +363,13 @@ impl FeatureController {
                     }
                 };
                 match outcome {
-                    Ok(message) => {
+                    Ok(Outcome::Done(message)) => {
                         if let Some(done) = reconcile::task_done(&mut plan.status, &message) {
                             plan.transitions.push(done);
                         }
+                    }
+                    Ok(Outcome::Pending(message)) => {
+                        reconcile::task_pending(&mut plan.status, &message);
                     }
                     Err(error) => reconcile::task_failed(&mut plan.status, &error),
                 }
@@ -404,8 +419,16 @@ impl FeatureController {
         Ok(())
     }
 
-    /// Runs one declared task; returns what it did.
-    async fn run_task(&self, task: &Task) -> Result<String, Error> {
+    /// The API of `object`'s resource in its namespace (or cluster-wide).
+    fn api_of(&self, object: &DynamicObject, resource_type: &ApiResource) -> Api<DynamicObject> {
+        match &object.metadata.namespace {
+            Some(ns) => Api::namespaced_with(self.client.clone(), ns, resource_type),
+            None => Api::all_with(self.client.clone(), resource_type),
+        }
+    }
+
+    /// Runs one declared task of the Feature `feature`; returns what it did.
+    async fn run_task(&self, task: &Task, feature: &Value) -> Result<Outcome, Error> {
         match *task {
             Task::ClearField {
                 group,
@@ -442,11 +465,7 @@ impl FeatureController {
                         set_null(&mut patch, path);
                     }
                     let name = object.metadata.name.clone().unwrap_or_default();
-                    let namespaced: Api<DynamicObject> = match &object.metadata.namespace {
-                        Some(ns) => Api::namespaced_with(self.client.clone(), ns, &resource_type),
-                        None => Api::all_with(self.client.clone(), &resource_type),
-                    };
-                    namespaced
+                    self.api_of(&object, &resource_type)
                         .patch(
                             &name,
                             &PatchParams {
@@ -462,14 +481,96 @@ impl FeatureController {
                         )))?;
                     cleared += 1;
                 }
-                Ok(format!(
+                Ok(Outcome::Done(format!(
                     "cleared {} from {cleared} {resource}",
                     fields.join(",")
-                ))
+                )))
             }
-            _ => Ok("nothing to do".to_owned()),
+            Task::WaitForObjectsRemoved {
+                group,
+                version,
+                resource,
+                kind,
+            } => {
+                let resource_type = ApiResource::from_gvk_with_plural(
+                    &GroupVersionKind::gvk(group, version, kind),
+                    resource,
+                );
+                let objects: Api<DynamicObject> =
+                    Api::all_with(self.client.clone(), &resource_type);
+                let listed = objects
+                    .list(&ListParams::default())
+                    .await
+                    .map_err(api(format!("listing {resource}.{group}")))?;
+                if listed.items.is_empty() {
+                    return Ok(Outcome::Done(format!("no {resource} left")));
+                }
+                let names: Vec<String> = listed
+                    .items
+                    .iter()
+                    .map(|o| match &o.metadata.namespace {
+                        Some(ns) => format!("{ns}/{}", o.metadata.name.as_deref().unwrap_or("")),
+                        None => o.metadata.name.clone().unwrap_or_default(),
+                    })
+                    .collect();
+                let shown = names.iter().take(5).cloned().collect::<Vec<_>>().join(", ");
+                let more = if names.len() > 5 { ", ..." } else { "" };
+                let opted_in = feature
+                    .pointer("/metadata/annotations")
+                    .and_then(|a| a.get(DELETE_OBJECTS))
+                    .and_then(Value::as_str)
+                    == Some("true");
+                if !opted_in {
+                    return Ok(Outcome::Pending(format!(
+                        "waiting for {} {resource} to be removed ({shown}{more}): delete them, or \
+                         annotate this Feature {DELETE_OBJECTS}=true to let the feature-controller \
+                         delete them",
+                        names.len()
+                    )));
+                }
+                let mut deleting = 0;
+                for object in &listed.items {
+                    if object.metadata.deletion_timestamp.is_some() {
+                        deleting += 1;
+                        continue;
+                    }
+                    let name = object.metadata.name.clone().unwrap_or_default();
+                    match self
+                        .api_of(object, &resource_type)
+                        .delete(&name, &Default::default())
+                        .await
+                    {
+                        Ok(_) => deleting += 1,
+                        Err(kube::Error::Api(status)) if status.code == 404 => {}
+                        Err(error) => {
+                            return Err(api(format!("deleting {resource} {name}"))(error));
+                        }
+                    }
+                }
+                Ok(Outcome::Pending(format!(
+                    "deleting {deleting} {resource} as {DELETE_OBJECTS}=true asks; waiting for \
+                     them to go ({shown}{more})"
+                )))
+            }
+            _ => Err(Error::UnknownTask {
+                task: task.type_name().to_owned(),
+            }),
         }
     }
+}
+
+/// The annotation of a Feature by which an admin lets the feature-controller delete the objects
+/// a `WaitForObjectsRemoved` task waits for.
+pub const DELETE_OBJECTS: &str = "featuregates.genplane.io/delete-objects";
+
+/// What running a task came to.
+#[derive(Clone, Debug, PartialEq, Eq)]
+enum Outcome {
+    /// The task is complete.
+    Done(String),
+    /// The task ran and waits for something else (an admin, a finalizer); it runs again at the
+    /// next sync.
+    Pending(String),
 }
 
 /// The field manager of the server flow's writes.

@@ -148,6 +148,56 @@ impl Follower {
     }
 }
 
+/// Of `features` (off in the role), those whose Feature in `namespace` says the cluster may
+/// still hold objects of their kinds ([`genplane_api::featuregates::may_hold_objects`]): a role
+/// keeps running what reads, changes and removes those objects (the registry controller
+/// releasing its finalizers, say) until the cluster has turned the feature off. A Feature that
+/// cannot be read (the API server not up yet) is tried again every second for `patience`;
+/// then the feature counts as off, with a warning.
+pub async fn turning_off(
+    client: &kube::Client,
+    namespace: &str,
+    features: &[&'static str],
+    patience: std::time::Duration,
+) -> std::collections::BTreeSet<&'static str> {
+    let api: Api<DynamicObject> =
+        Api::namespaced_with(client.clone(), namespace, &feature_resource());
+    let deadline = tokio::time::Instant::now() + patience;
+    let mut found = std::collections::BTreeSet::new();
+    for &feature in features {
+        let name = genplane_api::featuregates::object_name(feature);
+        loop {
+            match api.get_opt(&name).await {
+                Ok(object) => {
+                    let state = object
+                        .as_ref()
+                        .and_then(|o| o.data.pointer("/status/state"))
+                        .and_then(Value::as_str);
+                    if genplane_api::featuregates::may_hold_objects(state) {
+                        tracing::info!(
+                            feature,
+                            state,
+                            "the feature is off here but the cluster is turning it off: running \
+                             what removes its objects"
+                        );
+                        found.insert(feature);
+                    }
+                    break;
+                }
+                Err(error) if tokio::time::Instant::now() < deadline => {
+                    tracing::debug!(%error, feature, "reading the Feature; retrying");
+                    tokio::time::sleep(std::time::Duration::from_secs(1)).await;
+                }
+                Err(error) => {
+                    tracing::warn!(%error, feature, "cannot read the Feature: counting it as off");
+                    break;
+                }
+            }
+        }
+    }
+    found
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -350,6 +350,22 @@ pub fn task_done(status: &mut Value, message: &str) -> Option<&'static str> {
     Some(done)
 }
 
+/// Records that the first task of `status` ran and has more to wait for, as `message`.
+pub fn task_pending(status: &mut Value, message: &str) {
+    if let Some(first) = status
+        .get_mut("tasks")
+        .and_then(Value::as_array_mut)
+        .and_then(|t| t.first_mut())
+    {
+        let attempts = first["attempts"].as_i64().unwrap_or(0) + 1;
+        first["attempts"] = json!(attempts);
+        first["message"] = json!(message);
+        if let Some(task) = first.as_object_mut() {
+            task.remove("lastError");
+        }
+    }
+}
+
 /// Records that the first task of `status` failed with `error`.
 pub fn task_failed(status: &mut Value, error: &str) {
     if let Some(first) = status

@@ -215,6 +215,26 @@ impl Strategy for CatalogStrategy {
     }
 
     fn validate(&self, object: &Value) -> Result<ErrorList, ApiError> {
+        // A kind served under a feature gate that is off is served only while the cluster turns
+        // the feature off, so that what is stored can be removed: nothing new is created.
+        if let Some(gate) = self.info.feature_gate
+            && !self.gates.enabled(gate)
+        {
+            let name = object
+                .pointer("/metadata/name")
+                .and_then(Value::as_str)
+                .unwrap_or_default();
+            return Err(genplane_apimachinery::errors::Status::forbidden(
+                &self.info.group_resource(),
+                name,
+                &format!(
+                    "the {gate} feature is off in this server: no {} can be created; those stored can \
+                     still be read, changed and deleted while the cluster turns the feature off",
+                    self.info.kind
+                ),
+            )
+            .into());
+        }
         (self.info.hooks.validate)(object)
     }
 

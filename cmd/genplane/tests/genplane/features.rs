@@ -274,6 +274,121 @@ spec: {featureName: MyOwnFeature}
     );
 }
 
+const USER_CLAIM: &str = "apiVersion: networkregistry.genplane.io/v1alpha1
+kind: NetworkClaim
+metadata: {name: lab}
+spec:
+  addressSpace:
+  - {reference: {group: '', resource: pods}, prefix: 10.200.0.0/16}
+";
+
+/// The names of the stored NetworkClaims, or `None` when they are not served.
+fn claim_names(kubeconfig: &Path) -> Option<Vec<String>> {
+    let out = kubectl(kubeconfig, &["get", "networkclaims", "-o", "name"]);
+    out.status.success().then(|| {
+        let mut names: Vec<String> = String::from_utf8(out.stdout)
+            .unwrap()
+            .lines()
+            .map(str::to_owned)
+            .collect();
+        names.sort();
+        names
+    })
+}
+
+/// Turning NetworkRegistry off (all-in-one restarted with it off) leaves nothing behind: while
+/// the cluster turns it off the claims stay served, readable and deletable but not creatable;
+/// the transition waits for them to be removed, naming them, until an admin deletes them or
+/// (here) lets the feature-controller delete them; then the feature is Off, a move to a version
+/// without it is safe, and after the next restart the API is not served at all.
+#[test]
+fn turning_an_api_feature_off_removes_its_objects_first() {
+    const FEATURE: &str = "network-registry";
+    let dir = tempfile::tempdir().unwrap();
+    let (mut process, kubeconfig) = all_in_one(dir.path(), "NetworkRegistry=true");
+    ok(apply_stdin(&kubeconfig, &["apply", "-f", "-"], USER_CLAIM));
+    process.wait_for("the user's and the API server's claims", |_| {
+        let names = claim_names(&kubeconfig)?;
+        (names
+            == [
+                "networkclaim.networkregistry.genplane.io/kube-apiserver",
+                "networkclaim.networkregistry.genplane.io/lab",
+            ])
+        .then_some(())
+    });
+    process.wait_for("the feature On", |_| {
+        (feature(&kubeconfig, FEATURE)?["status"]["state"] == "On").then_some(())
+    });
+
+    process.terminate();
+    process.wait_exit(support::DEADLINE);
+    let (mut process, kubeconfig) = all_in_one(dir.path(), "NetworkRegistry=false");
+    // Still served while the cluster turns the feature off: readable, not creatable.
+    let waiting = process.wait_for("the transition waiting for the claims", |_| {
+        let object = feature(&kubeconfig, FEATURE)?;
+        let task = &object["status"]["tasks"][0];
+        (object["status"]["state"] == "TurningOff" && task["type"] == "WaitForObjectsRemoved")
+            .then(|| task["message"].as_str().unwrap_or_default().to_owned())
+    });
+    assert!(
+        waiting.starts_with("waiting for 2 networkclaims to be removed (kube-apiserver, lab): delete them, or annotate this Feature featuregates.genplane.io/delete-objects=true"),
+        "{waiting}"
+    );
+    assert_eq!(claim_names(&kubeconfig).unwrap().len(), 2);
+    let refused = apply_stdin(
+        &kubeconfig,
+        &["create", "-f", "-"],
+        &USER_CLAIM.replace("name: lab", "name: lab-2"),
+    );
+    assert!(!refused.status.success());
+    assert!(
+        text(&refused).contains(
+            "networkclaims.networkregistry.genplane.io \"lab-2\" is forbidden: the NetworkRegistry feature is off in this server"
+        ),
+        "{}",
+        text(&refused)
+    );
+    let check = check_to(&kubeconfig, "1.32");
+    assert!(!check.status.success(), "{}", text(&check));
+    assert!(
+        text(&check).contains("UNSAFE NetworkRegistry"),
+        "{}",
+        text(&check)
+    );
+
+    // The admin lets the feature-controller delete them: the controller-manager, still running
+    // the registry controller, releases them after their grace period, and the feature is Off.
+    ok(kubectl(
+        &kubeconfig,
+        &[
+            "annotate",
+            "feature",
+            FEATURE,
+            "-n",
+            "kube-system",
+            "featuregates.genplane.io/delete-objects=true",
+        ],
+    ));
+    process.wait_for("the feature Off", |_| {
+        (feature(&kubeconfig, FEATURE)?["status"]["state"] == "Off").then_some(())
+    });
+    assert_eq!(claim_names(&kubeconfig), Some(Vec::new()));
+    let check = check_to(&kubeconfig, "1.32");
+    assert!(check.status.success(), "{}", text(&check));
+
+    // Restarted: the API is gone.
+    process.terminate();
+    process.wait_exit(support::DEADLINE);
+    let (_process, kubeconfig) = all_in_one(dir.path(), "NetworkRegistry=false");
+    let out = kubectl(&kubeconfig, &["get", "networkclaims"]);
+    assert!(!out.status.success());
+    assert!(
+        text(&out).contains("the server doesn't have a resource type \"networkclaims\""),
+        "{}",
+        text(&out)
+    );
+}
+
 /// `genplane feature-controller check --to-version VERSION` against `kubeconfig`.
 fn check_to(kubeconfig: &Path, version: &str) -> Output {
     Command::new(BIN)

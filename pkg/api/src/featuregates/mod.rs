@@ -24,6 +24,13 @@ pub const API_VERSION: &str = "featuregates.genplane.io/v1alpha1";
 /// The namespace of the features genplane's own components know.
 pub const SYSTEM_NAMESPACE: &str = "kube-system";
 
+/// Whether a feature in the Feature state `state` (`status.state`) may have objects of its kinds
+/// stored: it is on, or turning on or off. A role whose gate is off still serves or runs what
+/// removes those objects until the state is `Off` (or the Feature does not exist).
+pub fn may_hold_objects(state: Option<&str>) -> bool {
+    matches!(state, Some("On" | "TurningOn" | "TurningOff"))
+}
+
 /// The object name of the Feature for `feature` (see the module documentation).
 pub fn object_name(feature: &str) -> String {
     let chars: Vec<char> = feature.chars().collect();

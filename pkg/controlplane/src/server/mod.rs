@@ -139,12 +139,20 @@ impl Config {
                 what: "opening storage",
                 source,
             })?;
+        let gates = Arc::new(features::StrategyGates(self.common.feature_gate.clone()));
+        let turning_off = crate::turning_off(&backend, &self.encryption, gates.as_ref())
+            .await
+            .map_err(|source| Error::ControlPlane {
+                what: "reading which features the cluster is turning off",
+                source,
+            })?;
         let resources = resources_with(
             backend.clone(),
             &ResourceOptions {
                 encryption: self.encryption.clone(),
                 enablement: self.api_enablement.clone(),
-                gates: Arc::new(features::StrategyGates(self.common.feature_gate.clone())),
+                gates,
+                turning_off,
                 ..ResourceOptions::default()
             },
         )
