@@ -578,3 +578,84 @@ async fn resource_quotas_refuse_creates_over_their_limits() {
         );
     }
 }
+
+#[test]
+fn validating_admission_policies_are_served_as_upstreams() {
+    let server = start();
+    // The documentation's layout applies unchanged; defaults as upstream's.
+    let manifest = crate::support::fixture("admission/validating-admission-policy.yaml");
+    let path = server.dir.path().join("policy.yaml");
+    std::fs::write(&path, manifest).unwrap();
+    let applied = ok(server.kubectl("kubectl", &["apply", "-f", path.to_str().unwrap()]));
+    assert!(
+        applied.contains("validatingadmissionpolicy.admissionregistration.k8s.io/small-configmaps.genplane.test created")
+            && applied.contains("validatingadmissionpolicybinding.admissionregistration.k8s.io/small-configmaps-qa.genplane.test created"),
+        "{applied}"
+    );
+    // Applied again: unchanged.
+    let again = ok(server.kubectl("kubectl", &["apply", "-f", path.to_str().unwrap()]));
+    assert!(again.contains("unchanged"), "{again}");
+    let policies = ok(server.kubectl("kubectl", &["get", "validatingadmissionpolicies"]));
+    let header: Vec<&str> = policies
+        .lines()
+        .next()
+        .unwrap()
+        .split_whitespace()
+        .collect();
+    assert_eq!(
+        header,
+        ["NAME", "VALIDATIONS", "PARAMKIND", "AGE"],
+        "{policies}"
+    );
+    assert!(
+        policies.contains("small-configmaps.genplane.test   1             v1/ConfigMap"),
+        "{policies}"
+    );
+    let bindings = ok(server.kubectl("kubectl", &["get", "validatingadmissionpolicybindings"]));
+    assert!(
+        bindings.contains("small-configmaps.genplane.test")
+            && bindings.contains("default/configmap-limits"),
+        "{bindings}"
+    );
+    let stored: Value = serde_json::from_str(&ok(server.kubectl(
+        "kubectl",
+        &[
+            "get",
+            "validatingadmissionpolicy",
+            "small-configmaps.genplane.test",
+            "-o",
+            "json",
+        ],
+    )))
+    .unwrap();
+    assert_eq!(stored["metadata"]["generation"], 1);
+    assert_eq!(
+        stored["spec"]["matchConstraints"]["matchPolicy"],
+        "Equivalent"
+    );
+    assert_eq!(
+        stored["spec"]["matchConstraints"]["resourceRules"][0]["scope"],
+        "*"
+    );
+    let explained = ok(server.kubectl(
+        "kubectl",
+        &[
+            "explain",
+            "validatingadmissionpolicies.spec.validations.messageExpression",
+        ],
+    ));
+    assert!(explained.contains("messageExpression"), "{explained}");
+    // Validation as upstream's.
+    let refused = kubectl_stdin(
+        &server,
+        &["create", "-f", "-"],
+        &json!({"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingAdmissionPolicyBinding",
+            "metadata": {"name": "both"},
+            "spec": {"policyName": "small-configmaps.genplane.test", "validationActions": ["Deny", "Warn"]}}),
+    );
+    assert!(
+        text(&refused).contains("spec.validationActions: Invalid value: [\"Deny\",\"Warn\"]: must not contain both Deny and Warn"),
+        "{}",
+        text(&refused)
+    );
+}
