@@ -19,6 +19,8 @@
 //! - [`webhook`]: MutatingAdmissionWebhook and ValidatingAdmissionWebhook, over a
 //!   [`webhook::Configurations`] view of the stored webhook configurations, and the HTTPS
 //!   client of webhooks ([`webhook::client`], also used by CRD conversion webhooks).
+//! - [`quota`]: ResourceQuota, charging creates to the object-count quotas of their namespace
+//!   over a [`quota::Quotas`] view of the stored quotas.
 //! - [`Warnings`]: what plugins tell the client besides admitting or refusing (`Warning`
 //!   headers).
 
@@ -26,6 +28,7 @@
 
 pub mod namespace;
 pub mod plugins;
+pub mod quota;
 pub mod webhook;
 
 use std::future::Future;

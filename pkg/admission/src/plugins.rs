@@ -2,17 +2,19 @@
 //! `AllOrderedPlugins`), with what genplane does with it:
 //!
 //! - implemented: `AlwaysAdmit`, `NamespaceAutoProvision`, `NamespaceLifecycle`,
-//!   `NamespaceExists`, `MutatingAdmissionWebhook`, `ValidatingAdmissionWebhook`, `AlwaysDeny`;
+//!   `NamespaceExists`, `MutatingAdmissionWebhook`, `ValidatingAdmissionWebhook`,
+//!   `ResourceQuota`, `AlwaysDeny`;
 //! - not applicable: plugins that act only on kinds a generic control plane does not serve
 //!   (pods, nodes, services, storage, ingresses, certificates); accepted, and they admit
 //!   everything here, as upstream's would;
-//! - not available yet: the policy, quota, owner-reference and rate-limit plugins;
+//! - not available yet: the policy, owner-reference and rate-limit plugins;
 //!   naming one in `--enable-admission-plugins` is a configuration error that says so.
 //!
 //! Enabled by default: what upstream's generic control plane enables that genplane has
-//! (`NamespaceLifecycle`, the two webhook plugins, and the not-applicable ones it lists). The
-//! webhook plugins run only when the server gives them its webhook configurations
-//! ([`Context::webhooks`]).
+//! (`NamespaceLifecycle`, the two webhook plugins, `ResourceQuota`, and the not-applicable ones
+//! it lists). The webhook plugins run only when the server gives them its webhook
+//! configurations ([`Context::webhooks`]), `ResourceQuota` only when it gives it its quotas
+//! ([`Context::quotas`]).
 
 use std::sync::Arc;
 
@@ -20,6 +22,7 @@ use genplane_apimachinery::errors::{ApiError, Status};
 use serde_json::Value;
 
 use crate::namespace::{NamespaceAutoProvision, NamespaceExists, NamespaceLifecycle, Namespaces};
+use crate::quota::ResourceQuota;
 use crate::webhook::{Dispatcher, MutatingAdmissionWebhook, ValidatingAdmissionWebhook};
 use crate::{Attributes, BoxFuture, Chain, MutatingPlugin, ValidatingPlugin};
 
@@ -92,7 +95,7 @@ pub const ALL: &[Plugin] = &[
     plugin("MutatingAdmissionWebhook", Implemented, true),
     plugin("ValidatingAdmissionPolicy", NotAvailable, false),
     plugin("ValidatingAdmissionWebhook", Implemented, true),
-    plugin("ResourceQuota", NotAvailable, false),
+    plugin("ResourceQuota", Implemented, true),
     plugin("AlwaysDeny", Implemented, false),
 ];
 
@@ -104,6 +107,9 @@ pub struct Context {
     /// The stored webhook configurations, when the server serves them (the webhook plugins
     /// are left out of the chain without them).
     pub webhooks: Option<Arc<dyn crate::webhook::Configurations>>,
+    /// The stored ResourceQuotas, when the server serves them (`ResourceQuota` is left out of
+    /// the chain without them).
+    pub quotas: Option<Arc<dyn crate::quota::Quotas>>,
 }
 
 /// Errors of resolving the plugin flags.
@@ -206,6 +212,11 @@ pub fn chain_of(names: &[&str], context: &Context) -> Chain {
                     )));
                 }
             }
+            "ResourceQuota" => {
+                if let Some(quotas) = &context.quotas {
+                    validating.push(Arc::new(ResourceQuota::new(quotas.clone())));
+                }
+            }
             "AlwaysDeny" => validating.push(Arc::new(AlwaysDeny)),
             // AlwaysAdmit and the plugins for kinds not served admit everything.
             _ => {}
@@ -269,7 +280,8 @@ mod tests {
                 "ClusterTrustBundleAttest",
                 "CertificateSubjectRestriction",
                 "MutatingAdmissionWebhook",
-                "ValidatingAdmissionWebhook"
+                "ValidatingAdmissionWebhook",
+                "ResourceQuota"
             ]
         );
         assert_eq!(
@@ -287,6 +299,7 @@ mod tests {
                 "CertificateSubjectRestriction",
                 "MutatingAdmissionWebhook",
                 "ValidatingAdmissionWebhook",
+                "ResourceQuota",
                 "AlwaysDeny"
             ]
         );

@@ -29,6 +29,8 @@ static RESOURCES: &[ResourceInfo] = &[
     rbac::role::INFO,
     admissionregistration::validatingwebhookconfiguration::INFO,
     admissionregistration::mutatingwebhookconfiguration::INFO,
+    admissionregistration::validatingadmissionpolicy::INFO,
+    admissionregistration::validatingadmissionpolicybinding::INFO,
     coordination::lease::INFO,
     apiextensions::INFO,
     featuregates::feature::INFO,
@@ -143,6 +145,20 @@ mod tests {
                     vec![]
                 ),
                 (
+                    "admissionregistration.k8s.io/v1".into(),
+                    "validatingadmissionpolicies",
+                    "ValidatingAdmissionPolicy",
+                    false,
+                    vec![]
+                ),
+                (
+                    "admissionregistration.k8s.io/v1".into(),
+                    "validatingadmissionpolicybindings",
+                    "ValidatingAdmissionPolicyBinding",
+                    false,
+                    vec![]
+                ),
+                (
                     "coordination.k8s.io/v1".into(),
                     "leases",
                     "Lease",
@@ -216,7 +232,11 @@ mod tests {
         );
         for r in all() {
             assert_eq!(r.list_kind, format!("{}List", r.kind));
-            assert_eq!(format!("{}s", r.singular), r.resource);
+            let plural = match r.singular.strip_suffix('y') {
+                Some(stem) => format!("{stem}ies"),
+                None => format!("{}s", r.singular),
+            };
+            assert_eq!(plural, r.resource);
             let categories: &[&str] = if r.kind == "CustomResourceDefinition"
                 || r.group == "admissionregistration.k8s.io"
             {

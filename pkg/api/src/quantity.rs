@@ -406,6 +406,52 @@ impl Quantity {
         }
     }
 
+    /// The sum, exact, as upstream's `Add`: in this quantity's format (the other's when this
+    /// one is zero), written in canonical form; `None` if it does not fit.
+    pub fn checked_add(&self, other: &Quantity) -> Option<Quantity> {
+        let exponent = self.exponent.min(other.exponent);
+        let scaled = |q: &Quantity| {
+            q.mantissa
+                .checked_mul(pow10(u32::try_from(q.exponent - exponent).ok()?)?)
+        };
+        Some(Quantity {
+            mantissa: scaled(self)?.checked_add(scaled(other)?)?,
+            exponent,
+            format: if self.mantissa == 0 {
+                other.format
+            } else {
+                self.format
+            },
+            original: None,
+        })
+    }
+
+    /// Compares the values (not the ways they are written), as upstream's `Cmp`.
+    pub fn cmp_value(&self, other: &Quantity) -> std::cmp::Ordering {
+        let negated = Quantity {
+            mantissa: -other.mantissa,
+            ..other.clone()
+        };
+        match self.checked_add(&negated) {
+            Some(difference) => difference.mantissa.cmp(&0),
+            // Too far apart to subtract exactly: the larger exponent wins among same signs.
+            None => match (self.mantissa.signum(), other.mantissa.signum()) {
+                (a, b) if a != b => a.cmp(&b),
+                (sign, _) => {
+                    let magnitude = |q: &Quantity| {
+                        q.exponent + i32::try_from(q.mantissa.abs().to_string().len()).unwrap_or(0)
+                    };
+                    let by_magnitude = magnitude(self).cmp(&magnitude(other));
+                    if sign < 0 {
+                        by_magnitude.reverse()
+                    } else {
+                        by_magnitude
+                    }
+                }
+            },
+        }
+    }
+
     /// The exact integer value, if the value is an integer that fits.
     fn integer_value(&self) -> Option<i128> {
         if self.exponent >= 0 {
@@ -521,6 +567,25 @@ mod tests {
             QuantityError::Suffix.to_string(),
             "unable to parse quantity's suffix"
         );
+    }
+
+    #[test]
+    fn sums_and_comparisons_are_exact() {
+        let q = |s: &str| Quantity::parse(s).unwrap();
+        let sum = |a: &str, b: &str| q(a).checked_add(&q(b)).unwrap().to_string();
+        assert_eq!(sum("3", "1"), "4");
+        assert_eq!(sum("999", "1"), "1k");
+        assert_eq!(sum("1k", "1"), "1001");
+        assert_eq!(sum("1500m", "500m"), "2");
+        assert_eq!(sum("0", "1Ki"), "1Ki");
+        assert_eq!(sum("1Ki", "1Ki"), "2Ki");
+        assert_eq!(sum("1", "-1"), "0");
+        use std::cmp::Ordering::{Equal, Greater, Less};
+        assert_eq!(q("4").cmp_value(&q("3")), Greater);
+        assert_eq!(q("1k").cmp_value(&q("1000")), Equal);
+        assert_eq!(q("999m").cmp_value(&q("1")), Less);
+        assert_eq!(q("1E").cmp_value(&q("1n")), Greater);
+        assert_eq!(q("-1").cmp_value(&q("1n")), Less);
     }
 
     #[test]

@@ -38,6 +38,7 @@ pub mod metrics;
 pub mod namespaces;
 pub mod negotiation;
 pub mod openapi;
+pub mod quotas;
 pub mod request_body;
 pub mod request_info;
 mod reviews;

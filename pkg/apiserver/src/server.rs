@@ -231,8 +231,8 @@ pub struct ApiServer<S: Storage> {
     pub(crate) audit: Option<Auditor>,
     /// The admission plugins every write goes through (upstream's defaults unless replaced).
     pub(crate) admission: Arc<genplane_admission::Chain>,
-    /// What admission plugins read of the server (the stored namespaces and webhook
-    /// configurations), when it serves Namespaces.
+    /// What admission plugins read of the server (the stored namespaces, webhook
+    /// configurations and quotas), when it serves Namespaces.
     admission_context: Option<genplane_admission::plugins::Context>,
     /// The server's feature gates, for what the request path consults at run time (response
     /// compression); `None` serves as if every such feature were off.
@@ -255,6 +255,24 @@ fn webhook_configurations<S: Storage>(
             mutating: store("mutatingwebhookconfigurations")?,
         },
     ))
+}
+
+/// The stored ResourceQuotas and their `status` store, when they are served.
+fn resource_quotas<S: Storage>(
+    builtin: &[Arc<Resource<S>>],
+) -> Option<Arc<dyn genplane_admission::quota::Quotas>> {
+    let resource = builtin
+        .iter()
+        .find(|r| r.info.group.is_empty() && r.info.resource == "resourcequotas")?;
+    let status = resource
+        .subresources
+        .iter()
+        .find(|(name, _)| name == "status")
+        .and_then(|(_, backing)| backing.store())?;
+    Some(Arc::new(crate::quotas::StoredQuotas {
+        quotas: resource.store()?.clone(),
+        status: status.clone(),
+    }))
 }
 
 /// `/version`, as kube-apiserver answers it; `minor` tells kubectl's dispatcher which kubectl to
@@ -326,6 +344,7 @@ impl<S: Storage> ApiServer<S> {
                     store: namespaces.clone(),
                 }),
                 webhooks: webhook_configurations(&builtin),
+                quotas: resource_quotas(&builtin),
             });
         let admission = Arc::new(
             admission_context

@@ -5,16 +5,21 @@
 //! (`count/<resource>` for the core group), and, for the core resources that had object-count
 //! quotas before those names existed, by the plain names `configmaps`, `secrets`,
 //! `resourcequotas` and `replicationcontrollers` (upstream's legacy aliases; genplane serves
-//! the first three). Compute-resource names (`cpu`, `pods`, `services`, ...) name resources
-//! genplane does not serve and get no usage, as upstream gives none for resources it cannot
-//! evaluate.
+//! the first three; [`genplane_api::core::resourcequota::counted_resource`]). Compute-resource
+//! names (`cpu`, `pods`, `services`, ...) name resources genplane does not serve and get no
+//! usage, as upstream gives none for resources it cannot evaluate. A quota with scopes counts
+//! nothing (every scope is about pods: upstream's object-count evaluator matches none).
 //!
 //! Counting is done from a metadata-only watch per counted resource (shared with the garbage
 //! collector through [`SharedInformers`]), started the first time a
 //! quota counts that resource (resources are resolved by discovery, so custom resources can be
-//! counted too). Creating or deleting an object requeues the quotas of its namespace that count
-//! its resource; every quota is also recalculated in full every resync period (upstream's
-//! `--resource-quota-sync-period`, 5 minutes by default).
+//! counted too). As upstream's, the controller replenishes: deleting an object requeues the
+//! quotas of its namespace that count its resource, while creates are charged by the
+//! `ResourceQuota` admission plugin before they are stored (recounting on creates would race
+//! with it: a count taken before an admitted object is stored would give its charge back). A
+//! quota is synced when it appears and when its `spec` changes, not when only its `status`
+//! does (the admission plugin's charges); every quota is also recalculated in full every
+//! resync period (upstream's `--resource-quota-sync-period`, 5 minutes by default).
 //!
 //! As upstream: `status.hard` is set to `spec.hard`; `status.used` keeps earlier observations
 //! for resources it cannot count now, is limited to the resources of `spec.hard`, and the
@@ -30,10 +35,10 @@ use k8s_openapi::api::core::v1::{ResourceQuota, ResourceQuotaStatus};
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use kube::ResourceExt as _;
 use kube::api::{Api, ApiResource, PostParams};
-use kube::runtime::WatchStreamExt as _;
 use kube::runtime::controller::{Action, Controller};
 use kube::runtime::reflector::{ObjectRef, Store};
 use kube::runtime::watcher::Event;
+use kube::runtime::{PredicateConfig, WatchStreamExt as _};
 
 use crate::discovery::discover;
 use crate::informers::SharedInformers;
@@ -46,14 +51,6 @@ const FIRST_LIST_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// How often discovery may be run again to resolve a resource it did not know.
 const DISCOVERY_INTERVAL: Duration = Duration::from_secs(30);
-
-/// Core resources whose object counts have plain quota names (upstream's legacy aliases).
-const LEGACY_OBJECT_COUNT_NAMES: &[&str] = &[
-    "configmaps",
-    "resourcequotas",
-    "replicationcontrollers",
-    "secrets",
-];
 
 /// Errors of the resource-quota controller.
 #[derive(Debug, thiserror::Error)]
@@ -89,22 +86,8 @@ impl std::fmt::Display for GroupResource {
 /// The resource whose objects the quota resource name `name` counts, if it is an object-count
 /// name: `count/<resource>[.<group>]`, or a legacy core name such as `configmaps`.
 pub fn counted_resource(name: &str) -> Option<GroupResource> {
-    if let Some(rest) = name.strip_prefix("count/") {
-        let (resource, group) = rest.split_once('.').unwrap_or((rest, ""));
-        if resource.is_empty() {
-            return None;
-        }
-        return Some(GroupResource {
-            group: group.to_owned(),
-            resource: resource.to_owned(),
-        });
-    }
-    LEGACY_OBJECT_COUNT_NAMES
-        .contains(&name)
-        .then(|| GroupResource {
-            group: String::new(),
-            resource: name.to_owned(),
-        })
+    genplane_api::core::resourcequota::counted_resource(name)
+        .map(|(group, resource)| GroupResource { group, resource })
 }
 
 /// Objects of one resource, by namespace, as a metadata watch reports them.
@@ -254,15 +237,12 @@ impl Monitors {
                         }
                     }
                     Event::Apply(object) => {
-                        let ns = object.namespace().unwrap_or_default();
-                        let added = task_monitor
+                        // Admission charged the create: only the count is kept.
+                        task_monitor
                             .names()
-                            .entry(ns.clone())
+                            .entry(object.namespace().unwrap_or_default())
                             .or_default()
                             .insert(object.name_any());
-                        if added {
-                            monitors.requeue_namespace(&ns, &gr);
-                        }
                     }
                     Event::Delete(object) => {
                         let ns = object.namespace().unwrap_or_default();
@@ -315,7 +295,13 @@ pub async fn run(
     resync: Duration,
 ) -> Result<(), Error> {
     let (quotas, quota_events) = informers.typed::<ResourceQuota>();
-    let controller = Controller::for_stream(quota_events.results().applied_objects(), quotas);
+    // Synced when a quota appears or its spec changes, or when its status.hard is not its
+    // spec.hard yet; not for the admission plugin's charges to status.used.
+    let changes = quota_events
+        .results()
+        .applied_objects()
+        .predicate_filter(sync_trigger, PredicateConfig::default());
+    let controller = Controller::for_stream(changes, quotas);
     let (requeue, requeued) = mpsc::unbounded();
     let context = Arc::new(Context {
         monitors: Arc::new(Monitors {
@@ -338,6 +324,19 @@ pub async fn run(
         })
         .await;
     Ok(())
+}
+
+/// What of a quota, when it changes, asks for a sync: its spec, and whether its `status.hard`
+/// is its `spec.hard`.
+fn sync_trigger(quota: &ResourceQuota) -> Option<u64> {
+    use std::hash::{Hash as _, Hasher as _};
+    let mut hasher = std::collections::hash_map::DefaultHasher::new();
+    serde_json::to_string(&quota.spec)
+        .unwrap_or_default()
+        .hash(&mut hasher);
+    let hard = quota.spec.as_ref().and_then(|s| s.hard.as_ref());
+    (quota.status.as_ref().and_then(|s| s.hard.as_ref()) == hard).hash(&mut hasher);
+    Some(hasher.finish())
 }
 
 /// The status a quota should have, given its current status and the counts found (`None`
@@ -377,10 +376,22 @@ async fn reconcile(quota: Arc<ResourceQuota>, context: Arc<Context>) -> Result<A
         .as_ref()
         .and_then(|s| s.hard.clone())
         .unwrap_or_default();
+    let scoped = quota.spec.as_ref().is_some_and(|s| {
+        s.scopes.as_ref().is_some_and(|v| !v.is_empty())
+            || s.scope_selector
+                .as_ref()
+                .and_then(|s| s.match_expressions.as_ref())
+                .is_some_and(|v| !v.is_empty())
+    });
     let mut counts = BTreeMap::new();
     for key in hard.keys() {
         if let Some(gr) = counted_resource(key) {
-            counts.insert(key.clone(), context.monitors.count(&gr, &namespace).await?);
+            let count = if scoped {
+                Some(0)
+            } else {
+                context.monitors.count(&gr, &namespace).await?
+            };
+            counts.insert(key.clone(), count);
         }
     }
     let want = desired_status(&quota, &counts);
@@ -413,38 +424,6 @@ mod tests {
     use k8s_openapi::api::core::v1::ResourceQuotaSpec;
 
     use super::*;
-
-    fn gr(group: &str, resource: &str) -> Option<GroupResource> {
-        Some(GroupResource {
-            group: group.into(),
-            resource: resource.into(),
-        })
-    }
-
-    #[test]
-    fn object_count_names_are_read_as_upstream() {
-        assert_eq!(counted_resource("count/configmaps"), gr("", "configmaps"));
-        assert_eq!(counted_resource("configmaps"), gr("", "configmaps"));
-        assert_eq!(counted_resource("secrets"), gr("", "secrets"));
-        assert_eq!(counted_resource("resourcequotas"), gr("", "resourcequotas"));
-        assert_eq!(
-            counted_resource("count/leases.coordination.k8s.io"),
-            gr("coordination.k8s.io", "leases")
-        );
-        assert_eq!(
-            counted_resource("count/widgets.example.com"),
-            gr("example.com", "widgets")
-        );
-        assert_eq!(
-            counted_resource("count/serviceaccounts"),
-            gr("", "serviceaccounts")
-        );
-        // No legacy name for service accounts; compute resources are not object counts.
-        assert_eq!(counted_resource("serviceaccounts"), None);
-        assert_eq!(counted_resource("cpu"), None);
-        assert_eq!(counted_resource("pods"), None);
-        assert_eq!(counted_resource("count/"), None);
-    }
 
     fn quantities(pairs: &[(&str, &str)]) -> BTreeMap<String, Quantity> {
         pairs

@@ -1,7 +1,8 @@
 //! The admission plugins of the real binary: `--enable-admission-plugins` and
 //! `--disable-admission-plugins` with upstream's names, what each implemented plugin does to a
 //! write made with kubectl, and a configuration error for names that do not exist; admission
-//! webhooks registered with kubectl and served by an HTTPS server in the test.
+//! webhooks registered with kubectl and served by an HTTPS server in the test; ResourceQuota
+//! refusing creates over a quota, also under concurrent creates.
 
 #![allow(clippy::unwrap_used)]
 
@@ -10,10 +11,16 @@ use std::process::{Command, Output};
 use std::sync::{Arc, Mutex};
 
 use base64::Engine as _;
+use k8s_openapi::api::coordination::v1::Lease;
+use k8s_openapi::api::core::v1::{ConfigMap, Namespace, ResourceQuota};
+use kube::api::PostParams;
 use serde_json::{Value, json};
 
 use crate::support::webhook::Webhook;
-use crate::support::{Apiserver, BIN, eventually, free_port, ok, start, start_with, text};
+use crate::support::{
+    Apiserver, BIN, ControllerManager, eventually, eventually_async, free_port, ok, start,
+    start_with, text,
+};
 
 #[test]
 fn unknown_and_unavailable_plugins_are_configuration_errors() {
@@ -27,8 +34,8 @@ fn unknown_and_unavailable_plugins_are_configuration_errors() {
             "admission plugin \"NoSuchPlugin\" is unknown",
         ),
         (
-            "--enable-admission-plugins=ValidatingAdmissionPolicy",
-            "admission plugin \"ValidatingAdmissionPolicy\" is not available in genplane yet",
+            "--enable-admission-plugins=EventRateLimit",
+            "admission plugin \"EventRateLimit\" is not available in genplane yet",
         ),
         ("--enable-admission-plugins=ValidatingAdmissionWebhook", ""),
         ("--enable-admission-plugins=AlwaysDeny", ""),
@@ -421,4 +428,234 @@ fn admission_webhooks_act_on_writes_as_upstreams() {
         "kubectl",
         &["create", "configmap", "admitted", "-n", "down-ignore"],
     ));
+}
+
+/// The quota's `status.used`, once the quota controller has written it.
+async fn quota_used(quotas: &kube::Api<ResourceQuota>, name: &str) -> BTreeMap<String, String> {
+    let quota = quotas.get(name).await.unwrap();
+    quota
+        .status
+        .and_then(|s| s.used)
+        .unwrap_or_default()
+        .into_iter()
+        .map(|(k, v)| (k, v.0))
+        .collect()
+}
+
+async fn wait_used(quotas: &kube::Api<ResourceQuota>, name: &str, want: &[(&str, &str)]) {
+    let want: BTreeMap<String, String> = want
+        .iter()
+        .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+        .collect();
+    eventually_async("the quota's status.used", || async {
+        (quota_used(quotas, name).await == want).then_some(())
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn resource_quotas_refuse_creates_over_their_limits() {
+    let server = start();
+    let _cm = ControllerManager::start(
+        &server,
+        "cm.log",
+        &["--controllers=resourcequota", "--leader-elect=false"],
+    );
+    let client = server.client().await;
+    let create_namespace = |name: String| {
+        let namespaces = kube::Api::<Namespace>::all(client.clone());
+        async move {
+            let ns = serde_json::from_value(json!({"metadata": {"name": name}})).unwrap();
+            namespaces
+                .create(&PostParams::default(), &ns)
+                .await
+                .unwrap();
+        }
+    };
+
+    // kubectl: a quota of three ConfigMaps and one Lease; the fourth ConfigMap is refused
+    // with upstream's message, the second Lease too (a group's resource).
+    create_namespace("limited".to_owned()).await;
+    ok(server.kubectl(
+        "kubectl",
+        &[
+            "create",
+            "quota",
+            "three",
+            "-n",
+            "limited",
+            "--hard=configmaps=3,count/leases.coordination.k8s.io=1",
+        ],
+    ));
+    let quotas = kube::Api::<ResourceQuota>::namespaced(client.clone(), "limited");
+    wait_used(
+        &quotas,
+        "three",
+        &[
+            ("configmaps", "0"),
+            ("count/leases.coordination.k8s.io", "0"),
+        ],
+    )
+    .await;
+    for name in ["one", "two", "three"] {
+        ok(server.kubectl("kubectl", &["create", "configmap", name, "-n", "limited"]));
+    }
+    let refused = server.kubectl("kubectl", &["create", "configmap", "four", "-n", "limited"]);
+    assert!(!refused.status.success());
+    assert!(
+        text(&refused).contains(
+            "configmaps \"four\" is forbidden: exceeded quota: three, requested: configmaps=1, used: configmaps=3, limited: configmaps=3"
+        ),
+        "{}",
+        text(&refused)
+    );
+    let leases = kube::Api::<Lease>::namespaced(client.clone(), "limited");
+    let lease =
+        |name: &str| serde_json::from_value::<Lease>(json!({"metadata": {"name": name}})).unwrap();
+    leases
+        .create(&PostParams::default(), &lease("a"))
+        .await
+        .unwrap();
+    let second = leases
+        .create(&PostParams::default(), &lease("b"))
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(&second, kube::Error::Api(s) if s.code == 403 && s.message == "leases.coordination.k8s.io \"b\" is forbidden: exceeded quota: three, requested: count/leases.coordination.k8s.io=1, used: count/leases.coordination.k8s.io=1, limited: count/leases.coordination.k8s.io=1"),
+        "{second:?}"
+    );
+    // A delete gives the charge back (the controller recounts), and the next create fits.
+    ok(server.kubectl("kubectl", &["delete", "configmap", "two", "-n", "limited"]));
+    wait_used(
+        &quotas,
+        "three",
+        &[
+            ("configmaps", "2"),
+            ("count/leases.coordination.k8s.io", "1"),
+        ],
+    )
+    .await;
+    ok(server.kubectl("kubectl", &["create", "configmap", "four", "-n", "limited"]));
+
+    // Ten concurrent creates against a quota of three admit exactly three, every time.
+    for round in 0..5 {
+        let namespace = format!("race-{round}");
+        create_namespace(namespace.clone()).await;
+        let quotas = kube::Api::<ResourceQuota>::namespaced(client.clone(), &namespace);
+        let quota = serde_json::from_value(
+            json!({"metadata": {"name": "three"}, "spec": {"hard": {"count/configmaps": "3"}}}),
+        )
+        .unwrap();
+        quotas.create(&PostParams::default(), &quota).await.unwrap();
+        wait_used(&quotas, "three", &[("count/configmaps", "0")]).await;
+        let config_maps = kube::Api::<ConfigMap>::namespaced(client.clone(), &namespace);
+        let creates = (0..10).map(|i| {
+            let config_maps = config_maps.clone();
+            tokio::spawn(async move {
+                let cm = serde_json::from_value(json!({"metadata": {"name": format!("cm-{i}")}}))
+                    .unwrap();
+                config_maps.create(&PostParams::default(), &cm).await
+            })
+        });
+        let results: Vec<_> = futures::future::join_all(creates)
+            .await
+            .into_iter()
+            .map(Result::unwrap)
+            .collect();
+        let admitted = results.iter().filter(|r| r.is_ok()).count();
+        assert_eq!(admitted, 3, "round {round}: {results:?}");
+        for refusal in results.iter().filter_map(|r| r.as_ref().err()) {
+            assert!(
+                matches!(refusal, kube::Error::Api(s) if s.code == 403 && s.message.contains("exceeded quota: three, requested: count/configmaps=1, used: count/configmaps=3, limited: count/configmaps=3")),
+                "round {round}: {refusal:?}"
+            );
+        }
+        let stored = config_maps.list(&Default::default()).await.unwrap();
+        assert_eq!(stored.items.len(), 3, "round {round}");
+        assert_eq!(
+            quota_used(&quotas, "three").await,
+            BTreeMap::from([("count/configmaps".to_owned(), "3".to_owned())])
+        );
+    }
+}
+
+#[test]
+fn validating_admission_policies_are_served_as_upstreams() {
+    let server = start();
+    // The documentation's layout applies unchanged; defaults as upstream's.
+    let manifest = crate::support::fixture("admission/validating-admission-policy.yaml");
+    let path = server.dir.path().join("policy.yaml");
+    std::fs::write(&path, manifest).unwrap();
+    let applied = ok(server.kubectl("kubectl", &["apply", "-f", path.to_str().unwrap()]));
+    assert!(
+        applied.contains("validatingadmissionpolicy.admissionregistration.k8s.io/small-configmaps.genplane.test created")
+            && applied.contains("validatingadmissionpolicybinding.admissionregistration.k8s.io/small-configmaps-qa.genplane.test created"),
+        "{applied}"
+    );
+    // Applied again: unchanged.
+    let again = ok(server.kubectl("kubectl", &["apply", "-f", path.to_str().unwrap()]));
+    assert!(again.contains("unchanged"), "{again}");
+    let policies = ok(server.kubectl("kubectl", &["get", "validatingadmissionpolicies"]));
+    let header: Vec<&str> = policies
+        .lines()
+        .next()
+        .unwrap()
+        .split_whitespace()
+        .collect();
+    assert_eq!(
+        header,
+        ["NAME", "VALIDATIONS", "PARAMKIND", "AGE"],
+        "{policies}"
+    );
+    assert!(
+        policies.contains("small-configmaps.genplane.test   1             v1/ConfigMap"),
+        "{policies}"
+    );
+    let bindings = ok(server.kubectl("kubectl", &["get", "validatingadmissionpolicybindings"]));
+    assert!(
+        bindings.contains("small-configmaps.genplane.test")
+            && bindings.contains("default/configmap-limits"),
+        "{bindings}"
+    );
+    let stored: Value = serde_json::from_str(&ok(server.kubectl(
+        "kubectl",
+        &[
+            "get",
+            "validatingadmissionpolicy",
+            "small-configmaps.genplane.test",
+            "-o",
+            "json",
+        ],
+    )))
+    .unwrap();
+    assert_eq!(stored["metadata"]["generation"], 1);
+    assert_eq!(
+        stored["spec"]["matchConstraints"]["matchPolicy"],
+        "Equivalent"
+    );
+    assert_eq!(
+        stored["spec"]["matchConstraints"]["resourceRules"][0]["scope"],
+        "*"
+    );
+    let explained = ok(server.kubectl(
+        "kubectl",
+        &[
+            "explain",
+            "validatingadmissionpolicies.spec.validations.messageExpression",
+        ],
+    ));
+    assert!(explained.contains("messageExpression"), "{explained}");
+    // Validation as upstream's.
+    let refused = kubectl_stdin(
+        &server,
+        &["create", "-f", "-"],
+        &json!({"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingAdmissionPolicyBinding",
+            "metadata": {"name": "both"},
+            "spec": {"policyName": "small-configmaps.genplane.test", "validationActions": ["Deny", "Warn"]}}),
+    );
+    assert!(
+        text(&refused).contains("spec.validationActions: Invalid value: [\"Deny\",\"Warn\"]: must not contain both Deny and Warn"),
+        "{}",
+        text(&refused)
+    );
 }

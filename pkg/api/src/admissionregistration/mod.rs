@@ -1,6 +1,8 @@
 //! admissionregistration.k8s.io/v1 resources: [`validatingwebhookconfiguration`] and
-//! [`mutatingwebhookconfiguration`] (cluster-scoped). Storage only: calling the webhooks is
-//! the admission plugins' job (`genplane-admission`'s `webhook` module).
+//! [`mutatingwebhookconfiguration`] (cluster-scoped), and [`validatingadmissionpolicy`] and
+//! [`validatingadmissionpolicybinding`] (cluster-scoped; the rules of the last two are in
+//! their modules). Storage only: calling the webhooks is the admission plugins' job
+//! (`genplane-admission`'s `webhook` module).
 //!
 //! What the two kinds share lives here: the schemas of a webhook, `WebhookClientConfig`,
 //! `ServiceReference`, `RuleWithOperations` (with its embedded `Rule`) and `MatchCondition`
@@ -31,6 +33,8 @@
 //! On create the generation is 1; an update that changes `webhooks` increments it.
 
 pub mod mutatingwebhookconfiguration;
+pub mod validatingadmissionpolicy;
+pub mod validatingadmissionpolicybinding;
 pub mod validatingwebhookconfiguration;
 
 use std::collections::BTreeSet;

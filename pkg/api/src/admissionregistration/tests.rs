@@ -320,3 +320,124 @@ fn k8s_openapi_rule(bytes: &[u8]) -> String {
         .unwrap()
         .to_owned()
 }
+
+mod policies {
+    use serde_json::{Value, json};
+
+    use super::summary;
+    use crate::admissionregistration::{
+        validatingadmissionpolicy as policy, validatingadmissionpolicybinding as binding,
+    };
+
+    fn a_policy(spec: Value) -> Value {
+        json!({"apiVersion": "admissionregistration.k8s.io/v1", "kind": policy::KIND,
+            "metadata": {"name": "replicas.example.com"}, "spec": spec})
+    }
+
+    fn a_binding(spec: Value) -> Value {
+        json!({"apiVersion": "admissionregistration.k8s.io/v1", "kind": binding::KIND,
+            "metadata": {"name": "replicas-binding"}, "spec": spec})
+    }
+
+    fn rules() -> Value {
+        json!({"resourceRules": [{"apiGroups": [""], "apiVersions": ["v1"], "operations": ["CREATE", "UPDATE"], "resources": ["configmaps"]}]})
+    }
+
+    #[test]
+    fn policies_are_defaulted_and_validated_as_upstreams() {
+        let mut object = a_policy(json!({
+            "paramKind": {"apiVersion": "v1", "kind": "ConfigMap"},
+            "matchConstraints": rules(),
+            "validations": [{"expression": "object.data.size() < 3", "reason": "Forbidden"}],
+        }));
+        policy::default(&mut object);
+        assert_eq!(object["spec"]["failurePolicy"], "Fail");
+        let constraints = &object["spec"]["matchConstraints"];
+        assert_eq!(constraints["matchPolicy"], "Equivalent");
+        assert_eq!(constraints["namespaceSelector"], json!({}));
+        assert_eq!(constraints["resourceRules"][0]["scope"], "*");
+        let decoded = policy::decode(&object).unwrap().object;
+        assert_eq!(
+            summary(&policy::validate(&decoded).unwrap()),
+            Vec::<String>::new()
+        );
+        assert_eq!(
+            policy::row(&decoded, 0)[1..3],
+            [json!(1), json!("v1/ConfigMap")]
+        );
+
+        let bad = a_policy(json!({
+            "paramKind": {"kind": "ConfigMap"},
+            "matchConstraints": {"resourceRules": []},
+            "validations": [
+                {"expression": "a &&\nb"},
+                {"expression": " ", "message": "two\nlines", "reason": "Teapot"},
+            ],
+            "auditAnnotations": [{"key": "k", "valueExpression": "'v'"}, {"key": "k", "valueExpression": ""}],
+            "variables": [{"name": "1x", "expression": "1"}, {"name": "ok", "expression": ""}],
+            "failurePolicy": "Sometimes",
+        }));
+        assert_eq!(
+            summary(&policy::validate(&bad).unwrap()),
+            [
+                "spec.paramKind.apiVersion: Required value",
+                "spec.matchConstraints.resourceRules: Required value",
+                "spec.validations[0].message: Required value: message must be specified if expression contains line breaks",
+                "spec.validations[1].expression: Required value: expression is not specified",
+                "spec.validations[1].message: Invalid value: \"two\\nlines\": message must not contain line breaks",
+                "spec.validations[1].reason: Unsupported value: \"Teapot\": supported values: \"Unauthorized\", \"Forbidden\", \"Invalid\", \"RequestEntityTooLarge\"",
+                "spec.auditAnnotations[1].key: Duplicate value: \"k\"",
+                "spec.auditAnnotations[1].valueExpression: Required value: valueExpression is not specified",
+                "spec.variables[0].name: Invalid value: \"1x\": name is not a valid CEL identifier",
+                "spec.variables[1].expression: Required value",
+                "spec.failurePolicy: Unsupported value: \"Sometimes\": supported values: \"Fail\", \"Ignore\"",
+            ]
+        );
+        let empty = a_policy(json!({"matchConstraints": rules()}));
+        assert!(
+            summary(&policy::validate(&empty).unwrap())
+                .iter()
+                .any(|e| e
+                    .contains("validations or auditAnnotations must contain at least one item"))
+        );
+    }
+
+    #[test]
+    fn bindings_are_validated_and_shown_as_upstreams() {
+        let good = a_binding(json!({
+            "policyName": "replicas.example.com",
+            "paramRef": {"name": "limits", "namespace": "default", "parameterNotFoundAction": "Deny"},
+            "validationActions": ["Deny", "Audit"],
+        }));
+        assert_eq!(
+            summary(&binding::validate(&good).unwrap()),
+            Vec::<String>::new()
+        );
+        assert_eq!(
+            binding::row(&good, 0)[1..3],
+            [json!("replicas.example.com"), json!("default/limits")]
+        );
+        let selected = a_binding(
+            json!({"policyName": "p", "paramRef": {"selector": {"matchLabels": {"a": "b"}}, "parameterNotFoundAction": "Allow"}, "validationActions": ["Warn"]}),
+        );
+        assert_eq!(binding::row(&selected, 0)[2], json!("a=b"));
+        assert_eq!(binding::row(&a_binding(json!({})), 0)[2], json!("<unset>"));
+        let bad = a_binding(json!({
+            "paramRef": {"name": "x", "selector": {}},
+            "matchResources": {"matchPolicy": "Loose"},
+            "validationActions": ["Deny", "Warn", "Deny", "Shout"],
+        }));
+        assert_eq!(
+            summary(&binding::validate(&bad).unwrap()),
+            [
+                "spec.policyName: Required value",
+                "spec.paramRef: Forbidden: name and selector are mutually exclusive",
+                "spec.paramRef.parameterNotFoundAction: Required value",
+                "spec.matchResources.matchPolicy: Unsupported value: \"Loose\": supported values: \"Equivalent\", \"Exact\"",
+                "spec.validationActions[2]: Duplicate value: \"Deny\"",
+                "spec.validationActions[3]: Unsupported value: \"Shout\": supported values: \"Audit\", \"Deny\", \"Warn\"",
+                "spec.validationActions: Invalid value: [\"Deny\",\"Warn\",\"Deny\",\"Shout\"]: must not contain both Deny and Warn (repeating the same validation failure information in the API response and headers serves no purpose)",
+            ]
+        );
+    }
+}

@@ -472,6 +472,53 @@ pub fn validate_status_update(new: &Value, old: &Value) -> Result<ErrorList, Api
     Ok(errors)
 }
 
+/// Core resources whose object counts have plain quota names as well (upstream's legacy
+/// aliases: `configmaps` counts what `count/configmaps` counts).
+pub const LEGACY_OBJECT_COUNT_NAMES: &[&str] = &[
+    "configmaps",
+    "resourcequotas",
+    "replicationcontrollers",
+    "secrets",
+];
+
+/// The resource (group, plural) whose objects the quota resource name `name` counts, if it is
+/// an object-count name: `count/<resource>[.<group>]`, or a legacy core name such as
+/// `configmaps`.
+pub fn counted_resource(name: &str) -> Option<(String, String)> {
+    if let Some(rest) = name.strip_prefix("count/") {
+        let (resource, group) = rest.split_once('.').unwrap_or((rest, ""));
+        return (!resource.is_empty()).then(|| (group.to_owned(), resource.to_owned()));
+    }
+    LEGACY_OBJECT_COUNT_NAMES
+        .contains(&name)
+        .then(|| (String::new(), name.to_owned()))
+}
+
+/// The quota resource names a new object of `resource` in `group` counts against:
+/// `count/<resource>[.<group>]`, and its legacy name when it has one (upstream's object-count
+/// evaluator).
+pub fn object_count_names(group: &str, resource: &str) -> Vec<String> {
+    let mut names = vec![if group.is_empty() {
+        format!("count/{resource}")
+    } else {
+        format!("count/{resource}.{group}")
+    }];
+    if group.is_empty() && LEGACY_OBJECT_COUNT_NAMES.contains(&resource) {
+        names.push(resource.to_owned());
+    }
+    names
+}
+
+/// Whether the quota `object` has scopes (`spec.scopes` or `spec.scopeSelector`). Every scope
+/// is about pods, so a scoped quota never matches the objects a generic control plane counts
+/// (upstream's object-count evaluator matches no scope).
+pub fn is_scoped(object: &Value) -> bool {
+    let spec = &object["spec"];
+    spec["scopes"].as_array().is_some_and(|s| !s.is_empty())
+        || spec["scopeSelector"]["matchExpressions"]
+            .as_array()
+            .is_some_and(|m| !m.is_empty())
+}
 /// Field-selector labels: only the metadata ones.
 pub const FIELD_SELECTORS: &[&str] = &["metadata.name", "metadata.namespace"];
 
@@ -600,6 +647,51 @@ pub const INFO: crate::catalog::ResourceInfo = crate::catalog::ResourceInfo {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn object_count_names_are_read_as_upstream() {
+        let gr = |g: &str, r: &str| Some((g.to_owned(), r.to_owned()));
+        assert_eq!(counted_resource("count/configmaps"), gr("", "configmaps"));
+        assert_eq!(counted_resource("configmaps"), gr("", "configmaps"));
+        assert_eq!(counted_resource("secrets"), gr("", "secrets"));
+        assert_eq!(
+            counted_resource("count/leases.coordination.k8s.io"),
+            gr("coordination.k8s.io", "leases")
+        );
+        assert_eq!(
+            counted_resource("count/widgets.example.com"),
+            gr("example.com", "widgets")
+        );
+        // No legacy name for service accounts; compute resources are not object counts.
+        assert_eq!(counted_resource("serviceaccounts"), None);
+        assert_eq!(counted_resource("cpu"), None);
+        assert_eq!(counted_resource("pods"), None);
+        assert_eq!(counted_resource("count/"), None);
+        assert_eq!(
+            object_count_names("", "configmaps"),
+            ["count/configmaps", "configmaps"]
+        );
+        assert_eq!(
+            object_count_names("example.com", "widgets"),
+            ["count/widgets.example.com"]
+        );
+        assert_eq!(
+            object_count_names("", "serviceaccounts"),
+            ["count/serviceaccounts"]
+        );
+        for name in LEGACY_OBJECT_COUNT_NAMES {
+            assert!(object_count_names("", name).contains(&(*name).to_owned()));
+        }
+        assert!(is_scoped(
+            &serde_json::json!({"spec": {"scopes": ["Terminating"]}})
+        ));
+        assert!(is_scoped(
+            &serde_json::json!({"spec": {"scopeSelector": {"matchExpressions": [{"scopeName": "PriorityClass", "operator": "Exists"}]}}})
+        ));
+        assert!(!is_scoped(
+            &serde_json::json!({"spec": {"hard": {"configmaps": "1"}}})
+        ));
+    }
     use super::*;
     use serde_json::json;
 
