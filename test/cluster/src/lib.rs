@@ -27,9 +27,11 @@
 
 pub mod api;
 pub mod controlplane;
+pub mod deployment_controller;
 pub mod endpoints_controller;
 pub mod kubelet;
 pub mod net;
+pub mod replicaset_controller;
 pub mod scheduler;
 mod watch;
 
@@ -51,6 +53,10 @@ pub struct Cli {
     /// How many nodes to simulate (1 to 200).
     #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u8).range(1..=200))]
     pub nodes: u8,
+    /// Which block of loopback addresses the cluster uses (0 to 15; see `net`): clusters
+    /// running at once need different blocks.
+    #[arg(long, default_value_t = 0, value_parser = clap::value_parser!(u8).range(0..16))]
+    pub address_block: u8,
     /// Every option of `genplane apiserver`.
     #[command(flatten)]
     pub options: Options,
@@ -70,7 +76,8 @@ pub async fn run(cli: Cli, rust_log: Option<&str>) -> anyhow::Result<()> {
 
     // 2. CompletedConfig, with the cluster's kinds.
     let mut completed = config.complete().await?;
-    controlplane::add_cluster_kinds(&mut completed)
+    let plan = net::Plan::new(cli.address_block);
+    controlplane::add_cluster_kinds(&mut completed, plan)
         .await
         .context("serving the cluster's kinds")?;
 
@@ -87,7 +94,7 @@ pub async fn run(cli: Cli, rust_log: Option<&str>) -> anyhow::Result<()> {
         let client = client(&ready.data_dir.join("admin.kubeconfig")).await?;
         let mut components = tokio::task::JoinSet::new();
         for number in 1..=cli.nodes {
-            let kubelet = kubelet::Kubelet::new(client.clone(), number);
+            let kubelet = kubelet::Kubelet::new(client.clone(), plan, number);
             kubelet.register().await.context("registering the nodes")?;
             components.spawn(async move {
                 if let Err(error) = kubelet.run().await {
@@ -96,7 +103,16 @@ pub async fn run(cli: Cli, rust_log: Option<&str>) -> anyhow::Result<()> {
             });
         }
         components.spawn(scheduler::run(client.clone()));
-        components.spawn(endpoints_controller::run(client));
+        components.spawn(endpoints_controller::run(client.clone()));
+        components.spawn(replicaset_controller::run(client.clone()));
+        components.spawn(deployment_controller::run(client.clone()));
+        components.spawn(async move {
+            let informers = genplane_controller::informers::SharedInformers::new(client.clone());
+            if let Err(error) = genplane_controller::garbagecollector::run(client, informers).await
+            {
+                tracing::error!(%error, "the garbage collector stopped");
+            }
+        });
         println!("genplane testcluster: {} nodes registered", cli.nodes);
         shutdown.triggered().await;
         components.shutdown().await;

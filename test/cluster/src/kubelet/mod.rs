@@ -73,8 +73,10 @@ pub struct Kubelet {
     client: Client,
     /// The node's name, `node-<n>`.
     pub name: String,
-    /// The node's number (from 1): its address and pod CIDR follow from it ([`net`]).
+    /// The node's number (from 1): its address and pod CIDR follow from it and the
+    /// cluster's address plan ([`net::Plan`]).
     pub number: u8,
+    plan: net::Plan,
 }
 
 impl std::fmt::Debug for Kubelet {
@@ -98,18 +100,20 @@ fn rfc3339_now() -> String {
 }
 
 impl Kubelet {
-    /// Node `number` (from 1), talking to the API server through `client`.
-    pub fn new(client: Client, number: u8) -> Self {
+    /// Node `number` (from 1) of a cluster with addresses from `plan`, talking to the API
+    /// server through `client`.
+    pub fn new(client: Client, plan: net::Plan, number: u8) -> Self {
         Self {
             client,
             name: format!("node-{number}"),
             number,
+            plan,
         }
     }
 
     /// The node's address.
     pub fn ip(&self) -> Ipv4Addr {
-        net::node_ip(self.number)
+        self.plan.node_ip(self.number)
     }
 
     fn ready_condition(&self) -> Value {
@@ -152,7 +156,7 @@ impl Kubelet {
     /// Registers the node (or takes over its existing Node) and reports it Ready.
     pub async fn register(&self) -> Result<(), Error> {
         let nodes: Api<Node> = Api::all(self.client.clone());
-        let cidr = net::format_cidr(net::pod_cidr(self.number));
+        let cidr = net::format_cidr(self.plan.pod_cidr(self.number));
         let node: Node = serde_json::from_value(json!({
             "apiVersion": "v1", "kind": "Node",
             "metadata": {"name": self.name, "labels": {
@@ -331,7 +335,7 @@ impl Kubelet {
     /// Starts `pod` on an address not `taken`: its netexec servers, then its status.
     async fn start(&self, pod: &Pod, taken: &BTreeSet<Ipv4Addr>) -> Result<Running, Error> {
         let uid = pod.uid().unwrap_or_default();
-        let cidr = net::pod_cidr(self.number);
+        let cidr = self.plan.pod_cidr(self.number);
         let given = pod
             .status
             .as_ref()
