@@ -29,6 +29,7 @@ pub mod api;
 pub mod controlplane;
 pub mod deployment_controller;
 pub mod endpoints_controller;
+pub mod kube_proxy;
 pub mod kubelet;
 pub mod net;
 pub mod replicaset_controller;
@@ -96,12 +97,21 @@ pub async fn run(cli: Cli, rust_log: Option<&str>) -> anyhow::Result<()> {
         for number in 1..=cli.nodes {
             let kubelet = kubelet::Kubelet::new(client.clone(), plan, number);
             kubelet.register().await.context("registering the nodes")?;
+            let scope = kube_proxy::Scope::Node {
+                name: kubelet.name.clone(),
+                ip: kubelet.ip(),
+            };
+            components.spawn(kube_proxy::run(client.clone(), scope));
             components.spawn(async move {
                 if let Err(error) = kubelet.run().await {
                     tracing::error!(%error, "a kubelet stopped");
                 }
             });
         }
+        components.spawn(kube_proxy::run(
+            client.clone(),
+            kube_proxy::Scope::ClusterIps,
+        ));
         components.spawn(scheduler::run(client.clone()));
         components.spawn(endpoints_controller::run(client.clone()));
         components.spawn(replicaset_controller::run(client.clone()));

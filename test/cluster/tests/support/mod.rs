@@ -166,7 +166,14 @@ where
 
 /// The body of `GET path` from `address` (`ip:port`).
 pub(crate) fn http_get(address: &str, path: &str) -> String {
-    let mut stream = TcpStream::connect(address).unwrap();
+    let answer = http_answer(address, path).unwrap_or_else(|| panic!("no answer from {address}"));
+    answer.split("\r\n\r\n").nth(1).unwrap_or("").to_owned()
+}
+
+/// The whole answer (head and body) to `GET path` from `address`; `None` when the
+/// connection is refused, reset or closed without one.
+pub(crate) fn http_answer(address: &str, path: &str) -> Option<String> {
+    let mut stream = TcpStream::connect(address).ok()?;
     stream
         .set_read_timeout(Some(Duration::from_secs(10)))
         .unwrap();
@@ -174,8 +181,20 @@ pub(crate) fn http_get(address: &str, path: &str) -> String {
         stream,
         "GET {path} HTTP/1.1\r\nHost: pod\r\nConnection: close\r\n\r\n"
     )
-    .unwrap();
+    .ok()?;
     let mut answer = String::new();
-    stream.read_to_string(&mut answer).unwrap();
-    answer.split("\r\n\r\n").nth(1).unwrap_or("").to_owned()
+    stream.read_to_string(&mut answer).ok()?;
+    (!answer.is_empty()).then_some(answer)
+}
+
+/// The answer to the UDP datagram `message` sent to `address`.
+pub(crate) fn udp_ask(address: &str, message: &str) -> Option<String> {
+    let socket = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+    socket
+        .set_read_timeout(Some(Duration::from_secs(5)))
+        .unwrap();
+    socket.send_to(message.as_bytes(), address).ok()?;
+    let mut buffer = [0u8; 2048];
+    let (length, _) = socket.recv_from(&mut buffer).ok()?;
+    Some(String::from_utf8_lossy(&buffer[..length]).into_owned())
 }
