@@ -37,7 +37,8 @@ use kube::{Client, ResourceExt as _};
 use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
 use tokio::net::{TcpListener, TcpSocket, TcpStream, UdpSocket};
 use tokio::sync::Notify;
-use tokio::task::JoinHandle;
+
+use crate::watch::AbortOnDrop;
 
 /// How long a UDP flow lives without a datagram either way.
 pub const UDP_FLOW_IDLE: Duration = Duration::from_secs(30);
@@ -59,7 +60,10 @@ pub enum Scope {
 }
 
 /// A transport protocol of a Service port.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[derive(
+    Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize,
+)]
+#[serde(rename_all = "UPPERCASE")]
 pub enum Protocol {
     /// TCP.
     Tcp,
@@ -106,6 +110,8 @@ pub struct Route {
     pub masquerade: Option<IpAddr>,
     /// `sessionAffinity: ClientIP`'s timeout.
     pub affinity: Option<Duration>,
+    /// The client addresses accepted (`loadBalancerSourceRanges`); empty: any.
+    pub sources: Vec<(Ipv4Addr, u8)>,
 }
 
 impl Route {
@@ -189,6 +195,7 @@ pub fn table(
                 local_to,
                 masquerade,
                 affinity,
+                sources: Vec::new(),
             };
             let Ok(number) = u16::try_from(port.port) else {
                 continue;
@@ -307,6 +314,11 @@ impl Shared {
     /// The endpoint for a new connection from `client` to `key`.
     fn choose(&self, key: &Key, client: IpAddr) -> Option<(SocketAddr, Option<IpAddr>)> {
         let route = self.route(key)?;
+        let allowed = route.sources.is_empty()
+            || matches!(client, IpAddr::V4(ip) if route.sources.iter().any(|cidr| crate::net::contains(*cidr, ip)));
+        if !allowed {
+            return None;
+        }
         let candidates = route.candidates();
         if candidates.is_empty() {
             return None;
@@ -489,7 +501,7 @@ async fn serve_health(shared: Arc<Shared>, key: Key, listener: TcpListener) {
 }
 
 /// Starts serving `key` as `served` says; `None` when the address cannot be bound.
-async fn listen(shared: &Arc<Shared>, key: Key, served: &Served) -> Option<JoinHandle<()>> {
+async fn listen(shared: &Arc<Shared>, key: Key, served: &Served) -> Option<AbortOnDrop> {
     let (address, protocol) = key;
     let shared = shared.clone();
     let bound = match (protocol, served) {
@@ -504,11 +516,47 @@ async fn listen(shared: &Arc<Shared>, key: Key, served: &Served) -> Option<JoinH
             .map(|l| tokio::spawn(serve_health(shared, key, l))),
     };
     match bound {
-        Ok(task) => Some(task),
+        Ok(task) => Some(AbortOnDrop(task)),
         Err(error) => {
             tracing::warn!(%error, %address, ?protocol, "kube-proxy could not listen");
             None
         }
+    }
+}
+
+/// Listening addresses and where they forward, changed as a whole with [`Forwarder::set`]:
+/// what kube-proxy's rules are to a node, and what the fake cloud's load balancers use too.
+#[derive(Default)]
+pub struct Forwarder {
+    shared: Arc<Shared>,
+    listeners: BTreeMap<Key, AbortOnDrop>,
+}
+
+impl std::fmt::Debug for Forwarder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Forwarder")
+            .field("listening", &self.listeners.keys().collect::<Vec<_>>())
+            .finish()
+    }
+}
+
+impl Forwarder {
+    /// Serves `wanted` from now on: new addresses are listened on, gone ones closed, and
+    /// every connection from now on follows the new routes.
+    pub async fn set(&mut self, wanted: BTreeMap<Key, Served>) {
+        self.listeners.retain(|key, _| wanted.contains_key(key));
+        for (key, served) in &wanted {
+            if !self.listeners.contains_key(key)
+                && let Some(task) = listen(&self.shared, *key, served).await
+            {
+                self.listeners.insert(*key, task);
+            }
+        }
+        *self
+            .shared
+            .table
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = wanted;
     }
 }
 
@@ -525,32 +573,12 @@ pub async fn run(client: Client, scope: Scope) {
         watcher::Config::default(),
         changed.clone(),
     );
-    let shared = Arc::new(Shared::default());
-    let mut listeners: BTreeMap<Key, AbortOnDrop> = BTreeMap::new();
+    let mut forwarder = Forwarder::default();
     loop {
         changed.notified().await;
-        let wanted = table(&scope, &services.state(), &slices.state());
-        listeners.retain(|key, _| wanted.contains_key(key));
-        for (key, served) in &wanted {
-            if !listeners.contains_key(key)
-                && let Some(task) = listen(&shared, *key, served).await
-            {
-                listeners.insert(*key, AbortOnDrop(task));
-            }
-        }
-        *shared
-            .table
-            .write()
-            .unwrap_or_else(std::sync::PoisonError::into_inner) = wanted;
-    }
-}
-
-/// A task aborted when its handle is dropped (a listener closed with its entry).
-struct AbortOnDrop(JoinHandle<()>);
-
-impl Drop for AbortOnDrop {
-    fn drop(&mut self) {
-        self.0.abort();
+        forwarder
+            .set(table(&scope, &services.state(), &slices.state()))
+            .await;
     }
 }
 
@@ -581,6 +609,7 @@ mod tests {
             local_to: None,
             masquerade: None,
             affinity: None,
+            sources: Vec::new(),
         };
         assert_eq!(route.candidates(), [route.backends[0].address]);
         route.local_to = Some("node-2".into());

@@ -26,15 +26,18 @@
 //!    ([`scheduler`]) and the endpoints controller ([`endpoints_controller`]).
 
 pub mod api;
+pub mod ccm;
+pub mod cloud;
 pub mod controlplane;
 pub mod deployment_controller;
 pub mod endpoints_controller;
 pub mod kube_proxy;
 pub mod kubelet;
 pub mod net;
+pub mod node_lifecycle;
 pub mod replicaset_controller;
 pub mod scheduler;
-mod watch;
+pub mod watch;
 
 use anyhow::Context as _;
 use clap::Parser;
@@ -58,9 +61,102 @@ pub struct Cli {
     /// running at once need different blocks.
     #[arg(long, default_value_t = 0, value_parser = clap::value_parser!(u8).range(0..16))]
     pub address_block: u8,
+    /// How often kubelets renew their Lease and Ready condition (a Go duration).
+    #[arg(long, default_value = "10s", value_parser = go_duration)]
+    pub node_status_update_frequency: std::time::Duration,
+    /// How long a node may stay silent before it is marked not Ready (a Go duration).
+    #[arg(long, default_value = "40s", value_parser = go_duration)]
+    pub node_monitor_grace_period: std::time::Duration,
+    /// How often the cloud controller manager looks at nodes' instances (a Go duration).
+    #[arg(long, default_value = "5s", value_parser = go_duration)]
+    pub node_monitor_period: std::time::Duration,
+    /// Faults to give the fake cloud controller manager (repeatable or comma-separated).
+    #[arg(long, value_enum, value_delimiter = ',')]
+    pub ccm_fault: Vec<ccm::Fault>,
     /// Every option of `genplane apiserver`.
     #[command(flatten)]
     pub options: Options,
+}
+
+fn go_duration(text: &str) -> Result<std::time::Duration, String> {
+    genplane_apimachinery::duration::parse(text).map_err(|e| e.to_string())
+}
+
+/// The machines behind the cloud's instances: node N's kubelet and kube-proxy, run while
+/// its instance runs.
+struct NodeMachines {
+    client: kube::Client,
+    plan: net::Plan,
+    heartbeat: std::time::Duration,
+    running: std::sync::Mutex<std::collections::BTreeMap<String, tokio::task::JoinSet<()>>>,
+}
+
+impl cloud::Machines for NodeMachines {
+    fn power_on(&self, instance: &str) {
+        let Some(number) = instance.strip_prefix("node-").and_then(|n| n.parse().ok()) else {
+            return;
+        };
+        let kubelet = kubelet::Kubelet::new(self.client.clone(), self.plan, number)
+            .with_heartbeat(self.heartbeat)
+            .with_external_cloud();
+        let mut machine = tokio::task::JoinSet::new();
+        let scope = kube_proxy::Scope::Node {
+            name: kubelet.name.clone(),
+            ip: kubelet.ip(),
+        };
+        machine.spawn(kube_proxy::run(self.client.clone(), scope));
+        machine.spawn(async move {
+            if let Err(error) = kubelet.run().await {
+                tracing::error!(%error, "a kubelet stopped");
+            }
+        });
+        let mut running = self
+            .running
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        running.insert(instance.to_owned(), machine);
+    }
+
+    fn power_off(&self, instance: &str) {
+        // Dropping the tasks stops the kubelet, its pods' servers and the node's proxy.
+        let mut running = self
+            .running
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        running.remove(instance);
+    }
+}
+
+/// Waits until `count` nodes are registered and initialized by the cloud controller manager.
+async fn nodes_initialized(client: &kube::Client, count: usize) -> anyhow::Result<()> {
+    let nodes: kube::Api<k8s_openapi::api::core::v1::Node> = kube::Api::all(client.clone());
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    loop {
+        let list = nodes.list(&Default::default()).await?;
+        let initialized = list
+            .items
+            .iter()
+            .filter(|n| {
+                n.spec
+                    .as_ref()
+                    .and_then(|s| s.provider_id.as_ref())
+                    .is_some()
+                    && !n
+                        .spec
+                        .as_ref()
+                        .and_then(|s| s.taints.as_ref())
+                        .is_some_and(|t| t.iter().any(|t| t.key == kubelet::UNINITIALIZED_TAINT))
+            })
+            .count();
+        if initialized >= count {
+            return Ok(());
+        }
+        anyhow::ensure!(
+            std::time::Instant::now() < deadline,
+            "the nodes did not come up within a minute"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
 }
 
 /// Serves until SIGTERM or SIGINT; `rust_log` is the `RUST_LOG` filter, when set.
@@ -94,19 +190,28 @@ pub async fn run(cli: Cli, rust_log: Option<&str>) -> anyhow::Result<()> {
         };
         let client = client(&ready.data_dir.join("admin.kubeconfig")).await?;
         let mut components = tokio::task::JoinSet::new();
+        let machines = std::sync::Arc::new(NodeMachines {
+            client: client.clone(),
+            plan,
+            heartbeat: cli.node_status_update_frequency,
+            running: Default::default(),
+        });
+        let cloud = cloud::Cloud::new(plan, machines.clone());
+        let (listener, cloud_address) =
+            cloud::api::listen(std::net::SocketAddr::from(([127, 0, 0, 1], 0))).await?;
+        components.spawn(cloud::api::serve(cloud.clone(), listener));
+        components.spawn(ccm::run(
+            client.clone(),
+            cloud.clone(),
+            ccm::Faults::of(&cli.ccm_fault),
+            cli.node_monitor_period,
+        ));
+        components.spawn(node_lifecycle::run(
+            client.clone(),
+            cli.node_monitor_grace_period,
+        ));
         for number in 1..=cli.nodes {
-            let kubelet = kubelet::Kubelet::new(client.clone(), plan, number);
-            kubelet.register().await.context("registering the nodes")?;
-            let scope = kube_proxy::Scope::Node {
-                name: kubelet.name.clone(),
-                ip: kubelet.ip(),
-            };
-            components.spawn(kube_proxy::run(client.clone(), scope));
-            components.spawn(async move {
-                if let Err(error) = kubelet.run().await {
-                    tracing::error!(%error, "a kubelet stopped");
-                }
-            });
+            cloud.create_instance(number);
         }
         components.spawn(kube_proxy::run(
             client.clone(),
@@ -116,16 +221,25 @@ pub async fn run(cli: Cli, rust_log: Option<&str>) -> anyhow::Result<()> {
         components.spawn(endpoints_controller::run(client.clone()));
         components.spawn(replicaset_controller::run(client.clone()));
         components.spawn(deployment_controller::run(client.clone()));
+        let collector = client.clone();
         components.spawn(async move {
+            let client = collector;
             let informers = genplane_controller::informers::SharedInformers::new(client.clone());
             if let Err(error) = genplane_controller::garbagecollector::run(client, informers).await
             {
                 tracing::error!(%error, "the garbage collector stopped");
             }
         });
+        nodes_initialized(&client, usize::from(cli.nodes)).await?;
+        println!("genplane testcluster cloud: http://{cloud_address}");
         println!("genplane testcluster: {} nodes registered", cli.nodes);
         shutdown.triggered().await;
         components.shutdown().await;
+        machines
+            .running
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clear();
         anyhow::Ok(())
     };
     let cluster = async {

@@ -4,7 +4,9 @@
 //!   pod CIDR; an `InternalIP` and `Hostname` address; capacity; node info) with a `Ready`
 //!   condition.
 //! - **Heartbeats**: renews its Lease in `kube-node-lease` and its `Ready` condition's
-//!   heartbeat every [`HEARTBEAT`].
+//!   heartbeat every [`HEARTBEAT`] (or the period it is given). With an external cloud it
+//!   registers with the `node.cloudprovider.kubernetes.io/uninitialized` taint, which the
+//!   cloud controller manager removes once it has initialized the node.
 //! - **Pods**: watches the pods bound to it. A new one gets an address from the node's pod
 //!   CIDR; each of its containers that runs agnhost `netexec` is served in-process on that
 //!   address ([`netexec`]), other containers run nothing; the pod is then `Running` and
@@ -77,7 +79,12 @@ pub struct Kubelet {
     /// cluster's address plan ([`net::Plan`]).
     pub number: u8,
     plan: net::Plan,
+    heartbeat_period: Duration,
+    external_cloud: bool,
 }
+
+/// The taint of a node the cloud controller manager has not initialized yet.
+pub const UNINITIALIZED_TAINT: &str = "node.cloudprovider.kubernetes.io/uninitialized";
 
 impl std::fmt::Debug for Kubelet {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -108,7 +115,24 @@ impl Kubelet {
             name: format!("node-{number}"),
             number,
             plan,
+            heartbeat_period: HEARTBEAT,
+            external_cloud: false,
         }
+    }
+
+    /// The same node, heartbeating every `period`.
+    #[must_use]
+    pub fn with_heartbeat(mut self, period: Duration) -> Self {
+        self.heartbeat_period = period;
+        self
+    }
+
+    /// The same node, registering with the uninitialized taint for an external cloud
+    /// controller manager (kubelet's `--cloud-provider=external`).
+    #[must_use]
+    pub fn with_external_cloud(mut self) -> Self {
+        self.external_cloud = true;
+        self
     }
 
     /// The node's address.
@@ -157,13 +181,18 @@ impl Kubelet {
     pub async fn register(&self) -> Result<(), Error> {
         let nodes: Api<Node> = Api::all(self.client.clone());
         let cidr = net::format_cidr(self.plan.pod_cidr(self.number));
+        let taints = if self.external_cloud {
+            json!([{"key": UNINITIALIZED_TAINT, "value": "true", "effect": "NoSchedule"}])
+        } else {
+            json!([])
+        };
         let node: Node = serde_json::from_value(json!({
             "apiVersion": "v1", "kind": "Node",
             "metadata": {"name": self.name, "labels": {
                 "kubernetes.io/hostname": self.name, "kubernetes.io/os": "linux",
                 "kubernetes.io/arch": std::env::consts::ARCH,
                 "beta.kubernetes.io/os": "linux", "beta.kubernetes.io/arch": std::env::consts::ARCH}},
-            "spec": {"podCIDR": cidr, "podCIDRs": [cidr]},
+            "spec": {"podCIDR": cidr, "podCIDRs": [cidr], "taints": taints},
             "status": self.node_status(),
         }))
         .map_err(|source| Error::Build { what: "the node", source })?;
@@ -248,18 +277,16 @@ impl Kubelet {
         self.register().await?;
         self.heartbeat().await?;
         let beating = self.clone();
-        let heartbeats = tokio::spawn(async move {
-            let mut ticks = tokio::time::interval(HEARTBEAT);
+        let _heartbeats = crate::watch::AbortOnDrop(tokio::spawn(async move {
+            let mut ticks = tokio::time::interval(beating.heartbeat_period);
             loop {
                 ticks.tick().await;
                 if let Err(error) = beating.heartbeat().await {
                     tracing::warn!(%error, "heartbeat failed");
                 }
             }
-        });
-        let result = self.run_pods().await;
-        heartbeats.abort();
-        result
+        }));
+        self.run_pods().await
     }
 
     async fn run_pods(&self) -> Result<(), Error> {
