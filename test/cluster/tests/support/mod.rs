@@ -19,6 +19,8 @@ pub(crate) struct Cluster {
     pub(crate) child: Child,
     /// Its loopback address block (see `genplane_test_cluster::net`).
     pub(crate) block: u8,
+    /// The fake cloud's HTTP API (`127.0.0.1:port`).
+    pub(crate) cloud: String,
     dir: tempfile::TempDir,
     /// Held while the cluster runs: no other test's cluster takes the same block.
     _block_lock: std::fs::File,
@@ -65,8 +67,12 @@ impl Cluster {
             .spawn()
             .unwrap();
         let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+        let mut cloud = String::new();
         loop {
             let line = lines.next().expect("the cluster's banner").unwrap();
+            if let Some(url) = line.strip_prefix("genplane testcluster cloud: http://") {
+                cloud = url.to_owned();
+            }
             if line.ends_with("nodes registered") {
                 break;
             }
@@ -75,6 +81,7 @@ impl Cluster {
         Cluster {
             child,
             block,
+            cloud,
             dir,
             _block_lock: lock,
         }
@@ -197,4 +204,25 @@ pub(crate) fn udp_ask(address: &str, message: &str) -> Option<String> {
     let mut buffer = [0u8; 2048];
     let (length, _) = socket.recv_from(&mut buffer).ok()?;
     Some(String::from_utf8_lossy(&buffer[..length]).into_owned())
+}
+
+/// A request to the fake cloud's HTTP API: the status code and the JSON body (if any).
+pub(crate) fn cloud_request(cloud: &str, method: &str, path: &str) -> (u16, serde_json::Value) {
+    let mut stream = TcpStream::connect(cloud).unwrap();
+    stream
+        .set_read_timeout(Some(Duration::from_secs(10)))
+        .unwrap();
+    write!(
+        stream,
+        "{method} {path} HTTP/1.1\r\nHost: cloud\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
+    )
+    .unwrap();
+    let mut answer = String::new();
+    stream.read_to_string(&mut answer).unwrap();
+    let code = answer.split(' ').nth(1).unwrap().parse().unwrap();
+    let body = answer.split("\r\n\r\n").nth(1).unwrap_or("");
+    (
+        code,
+        serde_json::from_str(body).unwrap_or(serde_json::Value::Null),
+    )
 }
