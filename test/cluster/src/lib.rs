@@ -1,7 +1,9 @@
 //! A hermetic test cluster built with genplane's library: a control plane that serves, besides
-//! genplane's generic kinds, core/v1 nodes, pods, services and endpoints and
-//! discovery.k8s.io/v1 endpoint slices, with simulated nodes whose pods answer on their own
-//! loopback addresses. Everything listens on 127.0.0.0/8 ([`net`] has the address plan); no
+//! genplane's generic kinds, core/v1 nodes, pods, services and endpoints,
+//! discovery.k8s.io/v1 endpoint slices and apps/v1 deployments and replica sets, with
+//! simulated nodes whose pods answer on their own loopback addresses, Service traffic
+//! forwarded by a kube-proxy simulator, and a fake cloud (instances, load balancers) driven by
+//! a fake cloud controller manager. Everything listens on 127.0.0.0/8 ([`net`] has the address plan); no
 //! container runtime, image or privilege is needed. Run it with
 //! `cargo run -p genplane-test-cluster -- --data-dir /tmp/cluster --secure-port 0 --nodes 3`;
 //! it prints `export KUBECONFIG=...` once the nodes are Ready.
@@ -22,8 +24,20 @@
 //!    `Hooks::grace_period`).
 //! 3. **Run.** `CompletedConfig::run` serves until SIGTERM or SIGINT and says when it takes
 //!    requests; then the cluster's components start as clients of it, with the admin
-//!    kubeconfig: the kubelet simulators ([`kubelet`], one per node), the scheduler
-//!    ([`scheduler`]) and the endpoints controller ([`endpoints_controller`]).
+//!    kubeconfig:
+//!    - the fake [`cloud`] with one instance per node; an instance's machine is the node's
+//!      kubelet simulator ([`kubelet`]) and its kube-proxy ([`kube_proxy`]), so deleting,
+//!      stopping or rebooting an instance does that to the node; the cloud's HTTP API
+//!      ([`cloud::api`]) is printed as `genplane testcluster cloud: http://...`;
+//!    - the fake cloud controller manager ([`ccm`], with `--ccm-fault` switches) and the node
+//!      lifecycle marker it relies on ([`node_lifecycle`]);
+//!    - the controllers: [`scheduler`], [`endpoints_controller`], [`replicaset_controller`],
+//!      [`deployment_controller`], genplane's own garbage collector (`genplane-controller`,
+//!      as in `genplane controller-manager`), and the ClusterIP proxy.
+//!
+//!    Every component is a level-triggered loop over kube-runtime reflectors ([`watch`]).
+//!
+//! Clusters started at once on one machine take different `--address-block`s ([`net`]).
 
 pub mod api;
 pub mod ccm;
