@@ -282,7 +282,7 @@ fn row(object: &Value, now: i64) -> Vec<Value> {
 }
 
 static SUBRESOURCES: [Subresource; 2] =
-    workload::status_and_scale("Deployment", validate_status_update);
+    super::scale::status_and_scale("Deployment", validate_status_update);
 
 /// `deployments`, `deployments/status` and `deployments/scale`.
 pub static INFO: ResourceInfo = ResourceInfo {

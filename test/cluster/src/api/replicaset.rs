@@ -80,7 +80,7 @@ fn row(object: &Value, now: i64) -> Vec<Value> {
 }
 
 static SUBRESOURCES: [Subresource; 2] =
-    workload::status_and_scale("ReplicaSet", validate_status_update);
+    super::scale::status_and_scale("ReplicaSet", validate_status_update);
 
 /// `replicasets`, `replicasets/status` and `replicasets/scale`.
 pub static INFO: ResourceInfo = ResourceInfo {

@@ -12,7 +12,8 @@
 use std::collections::BTreeMap;
 
 use genplane_api::autoscaling;
-use genplane_api::catalog::{self, Hooks, ResourceInfo};
+use genplane_api::catalog::{self, Hooks, ResourceInfo, Subresource, SubresourceRules};
+use genplane_api::util;
 use genplane_apimachinery::errors::{ApiError, Status};
 use genplane_apimachinery::schema::{GroupResource, GroupVersionKind};
 use genplane_apimachinery::validation::field::ErrorList;
@@ -61,6 +62,33 @@ pub static INFO: ResourceInfo = ResourceInfo {
         grace_period: catalog::not_graceful,
     },
 };
+
+/// The `status` subresource of `kind` (its status writes checked by `validate_status`) and
+/// its `scale` subresource, whose body is an autoscaling/v1 Scale.
+pub const fn status_and_scale(
+    kind: &'static str,
+    validate_status: fn(&Value, &Value) -> Result<ErrorList, ApiError>,
+) -> [Subresource; 2] {
+    [
+        Subresource {
+            name: "status",
+            kind,
+            verbs: catalog::STATUS_VERBS,
+            rules: Some(SubresourceRules {
+                prepare_for_update: util::prepare_status_update,
+                validate_update: validate_status,
+            }),
+            body: None,
+        },
+        Subresource {
+            name: "scale",
+            kind: genplane_api::autoscaling::KIND,
+            verbs: catalog::STATUS_VERBS,
+            rules: None,
+            body: Some(&INFO),
+        },
+    ]
+}
 
 /// The store's strategy of `<resource>/scale` over the resource's own (see the module docs).
 #[derive(Clone, Debug)]

@@ -6,8 +6,6 @@
 
 use std::collections::BTreeMap;
 
-use genplane_api::catalog::{self, Subresource, SubresourceRules};
-use genplane_api::util;
 use genplane_apimachinery::errors::ApiError;
 use genplane_apimachinery::labels::{LabelSelector, Selector};
 use genplane_apimachinery::validation::field::{Error, ErrorList, Path};
@@ -208,33 +206,6 @@ pub fn validate_status_update(
     let mut errors = meta_update_errors(new, old)?;
     validate_non_negative(new, "status", counts, &mut errors);
     Ok(errors)
-}
-
-/// The `status` subresource of `kind` (its status writes checked by `validate_status`) and
-/// its `scale` subresource, whose body is an autoscaling/v1 Scale.
-pub const fn status_and_scale(
-    kind: &'static str,
-    validate_status: fn(&Value, &Value) -> Result<ErrorList, ApiError>,
-) -> [Subresource; 2] {
-    [
-        Subresource {
-            name: "status",
-            kind,
-            verbs: catalog::STATUS_VERBS,
-            rules: Some(SubresourceRules {
-                prepare_for_update: util::prepare_status_update,
-                validate_update: validate_status,
-            }),
-            body: None,
-        },
-        Subresource {
-            name: "scale",
-            kind: genplane_api::autoscaling::KIND,
-            verbs: catalog::STATUS_VERBS,
-            rules: None,
-            body: Some(&super::scale::INFO),
-        },
-    ]
 }
 
 /// The wide columns: the template's container names, their images, and the selector.
