@@ -8,17 +8,22 @@
 //!   storage (`Resource::with_answer`);
 //! - **services**: the store allocates ClusterIPs and node ports with a
 //!   [`ServiceAllocator`] (`Store::with_allocations`), seeded from the stored Services before
-//!   the server serves.
+//!   the server serves;
+//! - **deployments** and **replicasets**: `scale` reads and writes an autoscaling/v1 Scale,
+//!   which no catalog hook can say: the served resource's `scale` gets a store with a
+//!   [`ScaleStrategy`] over the kind's own strategy.
 
 use std::sync::Arc;
 
 use genplane_apiserver::{Backing, Resource};
 use genplane_controlplane::server::{CompletedConfig, Error};
-use genplane_registry::ListOptions;
+use genplane_registry::{CatalogStrategy, ListOptions, Store};
 
 use crate::api::allocator::ServiceAllocator;
 use crate::api::binder::Binder;
-use crate::api::{endpoints, endpointslice, node, pod, service};
+use crate::api::scale::ScaleStrategy;
+use crate::api::{deployment, endpoints, endpointslice, node, pod, replicaset, service};
+use crate::net::Plan;
 
 /// Why the cluster's kinds could not be added.
 #[derive(Debug, thiserror::Error)]
@@ -36,10 +41,12 @@ pub enum SetupError {
     Services(genplane_apimachinery::errors::ApiError),
 }
 
-/// Adds nodes, pods (with `binding`), services (with allocation), endpoints and endpoint
-/// slices to `completed`; returns the Services' allocator.
+/// Adds nodes, pods (with `binding`), services (with allocation), endpoints, endpoint
+/// slices, deployments and replica sets (with `scale`) to `completed`, ClusterIPs from
+/// `plan`; returns the Services' allocator.
 pub async fn add_cluster_kinds(
     completed: &mut CompletedConfig,
+    plan: Plan,
 ) -> Result<ServiceAllocator, SetupError> {
     for info in [&node::INFO, &endpoints::INFO, &endpointslice::INFO] {
         completed
@@ -68,8 +75,8 @@ pub async fn add_cluster_kinds(
     );
 
     let mut services =
-        Resource::builtin_with_gates(&service::INFO, storage(&service::INFO)?, gates);
-    let allocator = ServiceAllocator::new();
+        Resource::builtin_with_gates(&service::INFO, storage(&service::INFO)?, gates.clone());
+    let allocator = ServiceAllocator::new(plan);
     if let Some(store) = services.store().cloned() {
         let stored = store
             .list("", &ListOptions::default())
@@ -78,6 +85,19 @@ pub async fn add_cluster_kinds(
         allocator.seed(&stored.items);
         services.backing = Backing::Stored(store.with_allocations(Arc::new(allocator.clone())));
     }
+    let mut workloads = Vec::new();
+    for info in [&deployment::INFO, &replicaset::INFO] {
+        let storage = storage(info)?;
+        let mut resource = Resource::builtin_with_gates(info, storage.clone(), gates.clone());
+        let strategy = ScaleStrategy::new(CatalogStrategy::with_gates(info, gates.clone()));
+        resource.subresources.retain(|(name, _)| name != "scale");
+        resource.subresources.push((
+            "scale".to_owned(),
+            Backing::Stored(Store::new(storage, Arc::new(strategy))),
+        ));
+        workloads.push(resource);
+    }
+    completed.resources.extend(workloads);
     completed.resources.push(pods);
     completed.resources.push(services);
     Ok(allocator)

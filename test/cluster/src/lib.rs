@@ -1,7 +1,9 @@
 //! A hermetic test cluster built with genplane's library: a control plane that serves, besides
-//! genplane's generic kinds, core/v1 nodes, pods, services and endpoints and
-//! discovery.k8s.io/v1 endpoint slices, with simulated nodes whose pods answer on their own
-//! loopback addresses. Everything listens on 127.0.0.0/8 ([`net`] has the address plan); no
+//! genplane's generic kinds, core/v1 nodes, pods, services and endpoints,
+//! discovery.k8s.io/v1 endpoint slices and apps/v1 deployments and replica sets, with
+//! simulated nodes whose pods answer on their own loopback addresses, Service traffic
+//! forwarded by a kube-proxy simulator, and a fake cloud (instances, load balancers) driven by
+//! a fake cloud controller manager. Everything listens on 127.0.0.0/8 ([`net`] has the address plan); no
 //! container runtime, image or privilege is needed. Run it with
 //! `cargo run -p genplane-test-cluster -- --data-dir /tmp/cluster --secure-port 0 --nodes 3`;
 //! it prints `export KUBECONFIG=...` once the nodes are Ready.
@@ -22,16 +24,34 @@
 //!    `Hooks::grace_period`).
 //! 3. **Run.** `CompletedConfig::run` serves until SIGTERM or SIGINT and says when it takes
 //!    requests; then the cluster's components start as clients of it, with the admin
-//!    kubeconfig: the kubelet simulators ([`kubelet`], one per node), the scheduler
-//!    ([`scheduler`]) and the endpoints controller ([`endpoints_controller`]).
+//!    kubeconfig:
+//!    - the fake [`cloud`] with one instance per node; an instance's machine is the node's
+//!      kubelet simulator ([`kubelet`]) and its kube-proxy ([`kube_proxy`]), so deleting,
+//!      stopping or rebooting an instance does that to the node; the cloud's HTTP API
+//!      ([`cloud::api`]) is printed as `genplane testcluster cloud: http://...`;
+//!    - the fake cloud controller manager ([`ccm`], with `--ccm-fault` switches) and the node
+//!      lifecycle marker it relies on ([`node_lifecycle`]);
+//!    - the controllers: [`scheduler`], [`endpoints_controller`], [`replicaset_controller`],
+//!      [`deployment_controller`], genplane's own garbage collector (`genplane-controller`,
+//!      as in `genplane controller-manager`), and the ClusterIP proxy.
+//!
+//!    Every component is a level-triggered loop over kube-runtime reflectors ([`watch`]).
+//!
+//! Clusters started at once on one machine take different `--address-block`s ([`net`]).
 
 pub mod api;
+pub mod ccm;
+pub mod cloud;
 pub mod controlplane;
+pub mod deployment_controller;
 pub mod endpoints_controller;
+pub mod kube_proxy;
 pub mod kubelet;
 pub mod net;
+pub mod node_lifecycle;
+pub mod replicaset_controller;
 pub mod scheduler;
-mod watch;
+pub mod watch;
 
 use anyhow::Context as _;
 use clap::Parser;
@@ -51,9 +71,106 @@ pub struct Cli {
     /// How many nodes to simulate (1 to 200).
     #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u8).range(1..=200))]
     pub nodes: u8,
+    /// Which block of loopback addresses the cluster uses (0 to 15; see `net`): clusters
+    /// running at once need different blocks.
+    #[arg(long, default_value_t = 0, value_parser = clap::value_parser!(u8).range(0..16))]
+    pub address_block: u8,
+    /// How often kubelets renew their Lease and Ready condition (a Go duration).
+    #[arg(long, default_value = "10s", value_parser = go_duration)]
+    pub node_status_update_frequency: std::time::Duration,
+    /// How long a node may stay silent before it is marked not Ready (a Go duration).
+    #[arg(long, default_value = "40s", value_parser = go_duration)]
+    pub node_monitor_grace_period: std::time::Duration,
+    /// How often the cloud controller manager looks at nodes' instances (a Go duration).
+    #[arg(long, default_value = "5s", value_parser = go_duration)]
+    pub node_monitor_period: std::time::Duration,
+    /// Faults to give the fake cloud controller manager (repeatable or comma-separated).
+    #[arg(long, value_enum, value_delimiter = ',')]
+    pub ccm_fault: Vec<ccm::Fault>,
     /// Every option of `genplane apiserver`.
     #[command(flatten)]
     pub options: Options,
+}
+
+fn go_duration(text: &str) -> Result<std::time::Duration, String> {
+    genplane_apimachinery::duration::parse(text).map_err(|e| e.to_string())
+}
+
+/// The machines behind the cloud's instances: node N's kubelet and kube-proxy, run while
+/// its instance runs.
+struct NodeMachines {
+    client: kube::Client,
+    plan: net::Plan,
+    heartbeat: std::time::Duration,
+    running: std::sync::Mutex<std::collections::BTreeMap<String, tokio::task::JoinSet<()>>>,
+}
+
+impl cloud::Machines for NodeMachines {
+    fn power_on(&self, instance: &str) {
+        let Some(number) = instance.strip_prefix("node-").and_then(|n| n.parse().ok()) else {
+            return;
+        };
+        let kubelet = kubelet::Kubelet::new(self.client.clone(), self.plan, number)
+            .with_heartbeat(self.heartbeat)
+            .with_external_cloud();
+        let mut machine = tokio::task::JoinSet::new();
+        let scope = kube_proxy::Scope::Node {
+            name: kubelet.name.clone(),
+            ip: kubelet.ip(),
+        };
+        machine.spawn(kube_proxy::run(self.client.clone(), scope));
+        machine.spawn(async move {
+            if let Err(error) = kubelet.run().await {
+                tracing::error!(%error, "a kubelet stopped");
+            }
+        });
+        let mut running = self
+            .running
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        running.insert(instance.to_owned(), machine);
+    }
+
+    fn power_off(&self, instance: &str) {
+        // Dropping the tasks stops the kubelet, its pods' servers and the node's proxy.
+        let mut running = self
+            .running
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        running.remove(instance);
+    }
+}
+
+/// Waits until `count` nodes are registered and initialized by the cloud controller manager.
+async fn nodes_initialized(client: &kube::Client, count: usize) -> anyhow::Result<()> {
+    let nodes: kube::Api<k8s_openapi::api::core::v1::Node> = kube::Api::all(client.clone());
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    loop {
+        let list = nodes.list(&Default::default()).await?;
+        let initialized = list
+            .items
+            .iter()
+            .filter(|n| {
+                n.spec
+                    .as_ref()
+                    .and_then(|s| s.provider_id.as_ref())
+                    .is_some()
+                    && !n
+                        .spec
+                        .as_ref()
+                        .and_then(|s| s.taints.as_ref())
+                        .is_some_and(|t| t.iter().any(|t| t.key == kubelet::UNINITIALIZED_TAINT))
+            })
+            .count();
+        if initialized >= count {
+            return Ok(());
+        }
+        anyhow::ensure!(
+            std::time::Instant::now() < deadline,
+            "the nodes did not come up within a minute"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
 }
 
 /// Serves until SIGTERM or SIGINT; `rust_log` is the `RUST_LOG` filter, when set.
@@ -70,7 +187,8 @@ pub async fn run(cli: Cli, rust_log: Option<&str>) -> anyhow::Result<()> {
 
     // 2. CompletedConfig, with the cluster's kinds.
     let mut completed = config.complete().await?;
-    controlplane::add_cluster_kinds(&mut completed)
+    let plan = net::Plan::new(cli.address_block);
+    controlplane::add_cluster_kinds(&mut completed, plan)
         .await
         .context("serving the cluster's kinds")?;
 
@@ -86,20 +204,56 @@ pub async fn run(cli: Cli, rust_log: Option<&str>) -> anyhow::Result<()> {
         };
         let client = client(&ready.data_dir.join("admin.kubeconfig")).await?;
         let mut components = tokio::task::JoinSet::new();
+        let machines = std::sync::Arc::new(NodeMachines {
+            client: client.clone(),
+            plan,
+            heartbeat: cli.node_status_update_frequency,
+            running: Default::default(),
+        });
+        let cloud = cloud::Cloud::new(plan, machines.clone());
+        let (listener, cloud_address) =
+            cloud::api::listen(std::net::SocketAddr::from(([127, 0, 0, 1], 0))).await?;
+        components.spawn(cloud::api::serve(cloud.clone(), listener));
+        components.spawn(ccm::run(
+            client.clone(),
+            cloud.clone(),
+            ccm::Faults::of(&cli.ccm_fault),
+            cli.node_monitor_period,
+        ));
+        components.spawn(node_lifecycle::run(
+            client.clone(),
+            cli.node_monitor_grace_period,
+        ));
         for number in 1..=cli.nodes {
-            let kubelet = kubelet::Kubelet::new(client.clone(), number);
-            kubelet.register().await.context("registering the nodes")?;
-            components.spawn(async move {
-                if let Err(error) = kubelet.run().await {
-                    tracing::error!(%error, "a kubelet stopped");
-                }
-            });
+            cloud.create_instance(number);
         }
+        components.spawn(kube_proxy::run(
+            client.clone(),
+            kube_proxy::Scope::ClusterIps,
+        ));
         components.spawn(scheduler::run(client.clone()));
-        components.spawn(endpoints_controller::run(client));
+        components.spawn(endpoints_controller::run(client.clone()));
+        components.spawn(replicaset_controller::run(client.clone()));
+        components.spawn(deployment_controller::run(client.clone()));
+        let collector = client.clone();
+        components.spawn(async move {
+            let client = collector;
+            let informers = genplane_controller::informers::SharedInformers::new(client.clone());
+            if let Err(error) = genplane_controller::garbagecollector::run(client, informers).await
+            {
+                tracing::error!(%error, "the garbage collector stopped");
+            }
+        });
+        nodes_initialized(&client, usize::from(cli.nodes)).await?;
+        println!("genplane testcluster cloud: http://{cloud_address}");
         println!("genplane testcluster: {} nodes registered", cli.nodes);
         shutdown.triggered().await;
         components.shutdown().await;
+        machines
+            .running
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clear();
         anyhow::Ok(())
     };
     let cluster = async {

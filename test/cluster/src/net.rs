@@ -1,31 +1,62 @@
 //! The cluster's loopback addresses: everything it serves or simulates lives in 127.0.0.0/8,
 //! which Linux routes to the loopback interface whole, so that no address needs setting up.
 //!
+//! A cluster's addresses come from its [`Plan`], one of 16 blocks (`--address-block B`, 0 by
+//! default), so that clusters running at once on one machine (tests in parallel) never share
+//! an address:
+//!
 //! | range | what |
 //! |---|---|
-//! | `127.0.0.1` | the API server |
-//! | `127.0.1.N` | node N's address (`InternalIP`), N from 1 |
-//! | `127.1.N.0/24` | node N's pod CIDR: its pods' addresses |
-//! | `127.96.0.0/16` | the service ClusterIP range |
+//! | `127.0.0.1` | the API server (`--bind-address`) |
+//! | `127.{2B}.1.N` | node N's address (`InternalIP`), N from 1 |
+//! | `127.{2B+1}.N.0/24` | node N's pod CIDR: its pods' addresses |
+//! | `127.{96+B}.0.0/16` | the service ClusterIP range |
+//! | `127.{112+B}.0.0/16` | the fake cloud's load-balancer addresses |
 //!
-//! Node ports are 30000–32767, as upstream's default range.
+//! Node ports are 30000–32767, as upstream's default range; they are served on each node's
+//! own address, so blocks do not share them either.
 
 use std::net::Ipv4Addr;
-
-/// The ClusterIP range of services.
-pub const SERVICE_CIDR: (Ipv4Addr, u8) = (Ipv4Addr::new(127, 96, 0, 0), 16);
 
 /// The node-port range (inclusive).
 pub const NODE_PORTS: (u16, u16) = (30000, 32767);
 
-/// The address of node `n` (from 1).
-pub fn node_ip(n: u8) -> Ipv4Addr {
-    Ipv4Addr::new(127, 0, 1, n)
+/// How many address blocks there are.
+pub const BLOCKS: u8 = 16;
+
+/// The addresses of one cluster (see the module docs).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Plan {
+    block: u8,
 }
 
-/// The pod CIDR of node `n` (from 1).
-pub fn pod_cidr(n: u8) -> (Ipv4Addr, u8) {
-    (Ipv4Addr::new(127, 1, n, 0), 24)
+impl Plan {
+    /// The plan of block `block` (below [`BLOCKS`]; larger ones wrap).
+    pub fn new(block: u8) -> Self {
+        Self {
+            block: block % BLOCKS,
+        }
+    }
+
+    /// The address of node `n` (from 1).
+    pub fn node_ip(self, n: u8) -> Ipv4Addr {
+        Ipv4Addr::new(127, 2 * self.block, 1, n)
+    }
+
+    /// The pod CIDR of node `n` (from 1).
+    pub fn pod_cidr(self, n: u8) -> (Ipv4Addr, u8) {
+        (Ipv4Addr::new(127, 2 * self.block + 1, n, 0), 24)
+    }
+
+    /// The ClusterIP range of services.
+    pub fn service_cidr(self) -> (Ipv4Addr, u8) {
+        (Ipv4Addr::new(127, 96 + self.block, 0, 0), 16)
+    }
+
+    /// The range load-balancer addresses come from.
+    pub fn load_balancer_cidr(self) -> (Ipv4Addr, u8) {
+        (Ipv4Addr::new(127, 112 + self.block, 0, 0), 16)
+    }
 }
 
 /// Reads an IPv4 CIDR such as `127.1.2.0/24`.
@@ -73,6 +104,10 @@ mod tests {
         assert_eq!(hosts(cidr).count(), 254);
         assert_eq!(hosts(cidr).next(), Some(Ipv4Addr::new(127, 1, 2, 1)));
         assert_eq!(parse_cidr("127.1.2.0/33"), None);
-        assert_eq!(format_cidr(pod_cidr(3)), "127.1.3.0/24");
+        assert_eq!(format_cidr(Plan::default().pod_cidr(3)), "127.1.3.0/24");
+        let plan = Plan::new(2);
+        assert_eq!(plan.node_ip(3), Ipv4Addr::new(127, 4, 1, 3));
+        assert_eq!(format_cidr(plan.pod_cidr(3)), "127.5.3.0/24");
+        assert_eq!(format_cidr(plan.service_cidr()), "127.98.0.0/16");
     }
 }

@@ -1,7 +1,9 @@
 //! A minimal scheduler: binds each pod that names `default-scheduler` and no node to a node
 //! that is `Ready`, schedulable, matches the pod's `nodeSelector` and has no `NoSchedule` or
 //! `NoExecute` taint the pod does not tolerate; among those, the one running the fewest pods.
-//! Binding is a create of `pods/<name>/binding`, as kube-scheduler binds.
+//! Binding is a create of `pods/<name>/binding`, as kube-scheduler binds. A pod it bound
+//! counts on its node until the watch shows the binding (kube-scheduler's assumed pods), so
+//! pods created together spread even when the watch lags.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -68,21 +70,35 @@ pub async fn run(client: Client) {
         watcher::Config::default(),
         changed.clone(),
     );
+    let mut assumed: BTreeMap<String, String> = BTreeMap::new();
     loop {
         changed.notified().await;
         let all = pods.state();
         let mut load: BTreeMap<String, usize> = BTreeMap::new();
+        let mut unbound = std::collections::BTreeSet::new();
         for pod in &all {
-            if let Some(node) = pod.spec.as_ref().and_then(|s| s.node_name.clone()) {
-                *load.entry(node).or_default() += 1;
+            match pod.spec.as_ref().and_then(|s| s.node_name.clone()) {
+                Some(node) => *load.entry(node).or_default() += 1,
+                None => {
+                    unbound.insert(pod.uid().unwrap_or_default());
+                }
             }
         }
-        for pod in all.iter().filter(|p| {
-            let spec = p.spec.clone().unwrap_or_default();
-            spec.node_name.is_none()
-                && spec.scheduler_name.as_deref().unwrap_or(NAME) == NAME
-                && p.metadata.deletion_timestamp.is_none()
-        }) {
+        assumed.retain(|uid, _| unbound.contains(uid));
+        for node in assumed.values() {
+            *load.entry(node.clone()).or_default() += 1;
+        }
+        let waiting: Vec<&std::sync::Arc<Pod>> = all
+            .iter()
+            .filter(|p| {
+                let spec = p.spec.clone().unwrap_or_default();
+                spec.node_name.is_none()
+                    && spec.scheduler_name.as_deref().unwrap_or(NAME) == NAME
+                    && p.metadata.deletion_timestamp.is_none()
+                    && !assumed.contains_key(&p.uid().unwrap_or_default())
+            })
+            .collect();
+        for pod in waiting {
             let candidates = nodes.state();
             let Some(node) = candidates
                 .iter()
@@ -105,7 +121,10 @@ pub async fn run(client: Client) {
                 )
                 .await
             {
-                Ok(_) => *load.entry(node.name_any()).or_default() += 1,
+                Ok(_) => {
+                    *load.entry(node.name_any()).or_default() += 1;
+                    assumed.insert(pod.uid().unwrap_or_default(), node.name_any());
+                }
                 Err(error) => tracing::debug!(%error, pod = %pod.name_any(), "binding failed"),
             }
         }

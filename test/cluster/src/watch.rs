@@ -12,13 +12,31 @@ use kube::runtime::{WatchStreamExt as _, watcher};
 use serde::de::DeserializeOwned;
 use tokio::sync::Notify;
 
+/// A task aborted when this handle is dropped: a component's watches and servers stop with
+/// it (a stopped machine stops its kubelet's).
+#[derive(Debug)]
+pub struct AbortOnDrop(pub tokio::task::JoinHandle<()>);
+
+impl AbortOnDrop {
+    /// Whether the task has ended.
+    pub fn is_finished(&self) -> bool {
+        self.0.is_finished()
+    }
+}
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
+
 /// Watches `api` (narrowed by `config`) into a local store; `changed` is notified on every
-/// event. The watch runs until the returned task is aborted.
+/// event. The watch runs until the returned handle is dropped.
 pub(crate) fn reflect<K>(
     api: Api<K>,
     config: watcher::Config,
     changed: Arc<Notify>,
-) -> (Store<K>, tokio::task::JoinHandle<()>)
+) -> (Store<K>, AbortOnDrop)
 where
     K: Resource + Clone + DeserializeOwned + std::fmt::Debug + Send + Sync + 'static,
     K::DynamicType: Default + Eq + std::hash::Hash + Clone,
@@ -35,5 +53,5 @@ where
             changed.notify_one();
         }
     });
-    (store, task)
+    (store, AbortOnDrop(task))
 }

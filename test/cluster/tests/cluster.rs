@@ -5,122 +5,13 @@
 
 #![allow(clippy::unwrap_used)]
 
-use std::io::{BufRead as _, BufReader, Read as _, Write as _};
-use std::net::TcpStream;
-use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+mod support;
 
 use k8s_openapi::api::core::v1::{Pod, Service};
 use k8s_openapi::api::discovery::v1::EndpointSlice;
 use kube::api::{Api, DeleteParams, PostParams};
 use serde_json::json;
-
-const BIN: &str = env!("CARGO_BIN_EXE_genplane-testcluster");
-const DEADLINE: Duration = Duration::from_secs(60);
-
-/// The running cluster, killed when dropped.
-struct Cluster {
-    child: Child,
-    dir: tempfile::TempDir,
-}
-
-impl Drop for Cluster {
-    fn drop(&mut self) {
-        self.child.kill().ok();
-        self.child.wait().ok();
-    }
-}
-
-impl Cluster {
-    fn start(nodes: u8) -> Cluster {
-        let dir = tempfile::tempdir().unwrap();
-        let mut child = Command::new(BIN)
-            .args(["--bind-address=127.0.0.1", "--secure-port=0"])
-            .arg(format!("--nodes={nodes}"))
-            .arg(format!("--data-dir={}", dir.path().join("data").display()))
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-        let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
-        loop {
-            let line = lines.next().expect("the cluster's banner").unwrap();
-            if line.ends_with("nodes registered") {
-                break;
-            }
-        }
-        std::thread::spawn(move || for _ in lines {});
-        Cluster { child, dir }
-    }
-
-    fn kubeconfig(&self) -> PathBuf {
-        self.dir.path().join("data/admin.kubeconfig")
-    }
-
-    fn kubectl(&self, args: &[&str]) -> String {
-        let output = Command::new(kubectl_1_33())
-            .arg("--kubeconfig")
-            .arg(self.kubeconfig())
-            .args(args)
-            .output()
-            .unwrap();
-        assert!(
-            output.status.success(),
-            "kubectl {args:?}: {}",
-            String::from_utf8_lossy(&output.stderr)
-        );
-        String::from_utf8(output.stdout).unwrap()
-    }
-
-    async fn client(&self) -> kube::Client {
-        let kubeconfig = kube::config::Kubeconfig::read_from(self.kubeconfig()).unwrap();
-        let config = kube::Config::from_custom_kubeconfig(kubeconfig, &Default::default())
-            .await
-            .unwrap();
-        kube::Client::try_from(config).unwrap()
-    }
-}
-
-/// kubectl 1.33, next to the `kubectl` on PATH.
-fn kubectl_1_33() -> PathBuf {
-    let output = Command::new("sh")
-        .args(["-c", "command -v kubectl"])
-        .output()
-        .unwrap();
-    let found = std::fs::canonicalize(String::from_utf8(output.stdout).unwrap().trim()).unwrap();
-    let path = found.parent().unwrap().join("kubectl.1.33");
-    assert!(path.exists(), "{} is missing", path.display());
-    path
-}
-
-/// Waits until `check` answers `Some`, asking again while it does not.
-async fn eventually<T, F, Fut>(what: &str, mut check: F) -> T
-where
-    F: FnMut() -> Fut,
-    Fut: std::future::Future<Output = Option<T>>,
-{
-    let start = Instant::now();
-    loop {
-        if let Some(found) = check().await {
-            return found;
-        }
-        assert!(start.elapsed() < DEADLINE, "timed out waiting for {what}");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-}
-
-fn http_get(address: &str, path: &str) -> String {
-    let mut stream = TcpStream::connect(address).unwrap();
-    write!(
-        stream,
-        "GET {path} HTTP/1.1\r\nHost: pod\r\nConnection: close\r\n\r\n"
-    )
-    .unwrap();
-    let mut answer = String::new();
-    stream.read_to_string(&mut answer).unwrap();
-    answer.split("\r\n\r\n").nth(1).unwrap_or("").to_owned()
-}
+use support::{Cluster, eventually, http_get};
 
 fn netexec_pod(name: &str) -> Pod {
     serde_json::from_value(json!({
@@ -202,7 +93,8 @@ async fn a_small_cluster_on_loopback() {
     })
     .await;
     let ip = pod.status.unwrap().pod_ip.unwrap();
-    assert!(ip.starts_with("127.1."), "{ip}");
+    let block = cluster.block;
+    assert!(ip.starts_with(&format!("127.{}.", 2 * block + 1)), "{ip}");
     assert_eq!(http_get(&format!("{ip}:8080"), "/hostname"), "web-1");
     assert_eq!(
         http_get(&format!("{ip}:8080"), "/echo?msg=hello%20there"),
@@ -216,7 +108,7 @@ async fn a_small_cluster_on_loopback() {
         "node/node-2",
         "Ready",
         "v1.33.0",
-        "127.0.1.1",
+        &format!("127.{}.1.1", 2 * block),
         "pod/web-1",
         "1/1",
         "Running",
@@ -239,7 +131,10 @@ async fn a_small_cluster_on_loopback() {
         .unwrap();
     let spec = service.spec.unwrap();
     let cluster_ip = spec.cluster_ip.unwrap();
-    assert!(cluster_ip.starts_with("127.96."), "{cluster_ip}");
+    assert!(
+        cluster_ip.starts_with(&format!("127.{}.", 96 + block)),
+        "{cluster_ip}"
+    );
     let node_port = u16::try_from(spec.ports.unwrap()[0].node_port.unwrap()).unwrap();
     assert!((30000..=32767).contains(&node_port), "{node_port}");
     let taken = services

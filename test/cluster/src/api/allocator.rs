@@ -1,5 +1,5 @@
 //! A Service's ClusterIP and node ports, allocated from ranges every Service shares
-//! ([`crate::net::SERVICE_CIDR`], [`crate::net::NODE_PORTS`]), as kube-apiserver's Service
+//! (the [`Plan`]'s service CIDR, [`crate::net::NODE_PORTS`]), as kube-apiserver's Service
 //! storage allocates them: it is the services resource's
 //! [`Allocations`], so the generic store asks it just before a
 //! Service is written and tells it when one has gone.
@@ -30,7 +30,7 @@ use genplane_registry::{Allocated, Allocations};
 use serde_json::{Value, json};
 
 use super::{items, str_at};
-use crate::net::{self, NODE_PORTS, SERVICE_CIDR};
+use crate::net::{self, NODE_PORTS, Plan};
 
 /// One allocated value.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -41,6 +41,7 @@ enum Item {
 
 #[derive(Debug, Default)]
 struct State {
+    plan: Plan,
     taken: BTreeSet<Item>,
     next_ip: usize,
     next_port: u16,
@@ -78,9 +79,11 @@ fn node_port(object: &Value, pointer: &str) -> Option<u16> {
 }
 
 impl ServiceAllocator {
-    /// An allocator with nothing taken.
-    pub fn new() -> Self {
-        Self::default()
+    /// An allocator of the ClusterIPs of `plan`, with nothing taken.
+    pub fn new(plan: Plan) -> Self {
+        let allocator = Self::default();
+        allocator.lock().plan = plan;
+        allocator
     }
 
     /// Marks what the stored `services` hold as taken (before the server serves).
@@ -107,7 +110,7 @@ impl ServiceAllocator {
 
 impl State {
     fn next_free_ip(&mut self) -> Option<Ipv4Addr> {
-        let hosts: Vec<Ipv4Addr> = net::hosts(SERVICE_CIDR).collect();
+        let hosts: Vec<Ipv4Addr> = net::hosts(self.plan.service_cidr()).collect();
         for step in 0..hosts.len() {
             let index = (self.next_ip + step) % hosts.len();
             if !self.taken.contains(&Item::Ip(hosts[index])) {
@@ -207,10 +210,10 @@ impl Allocation<'_> {
                 let Ok(ip) = given.parse::<Ipv4Addr>() else {
                     return; // validation reported it
                 };
-                let problem = if !net::contains(SERVICE_CIDR, ip) {
+                let problem = if !net::contains(self.state.plan.service_cidr(), ip) {
                     Some(format!(
                         "provided IP is not in the valid range. The range of valid IPs is {}",
-                        net::format_cidr(SERVICE_CIDR)
+                        net::format_cidr(self.state.plan.service_cidr())
                     ))
                 } else if !self.claim(Item::Ip(ip)) {
                     Some("provided IP is already allocated".to_owned())

@@ -10,17 +10,24 @@
 //! - [`service`]: core/v1 `services` and `services/status`, with ClusterIPs and node ports
 //!   from [`allocator::ServiceAllocator`];
 //! - [`endpoints`]: core/v1 `endpoints`; [`endpointslice`]: discovery.k8s.io/v1
-//!   `endpointslices`.
+//!   `endpointslices`;
+//! - [`deployment`] and [`replicaset`]: apps/v1 `deployments` and `replicasets`, each with
+//!   `status` and `scale` (an autoscaling/v1 Scale, [`scale`]); what they share is in
+//!   [`workload`].
 
 pub mod allocator;
 pub mod binder;
 pub mod binding;
+pub mod deployment;
 pub mod endpoints;
 pub mod endpointslice;
 pub mod node;
 pub mod pod;
+pub mod replicaset;
+pub mod scale;
 pub mod service;
 pub mod shape;
+pub mod workload;
 
 use genplane_apimachinery::errors::ApiError;
 use genplane_apimachinery::meta::{validate_object_meta, validate_object_meta_update};

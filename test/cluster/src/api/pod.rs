@@ -53,8 +53,8 @@ fn set_default(map: &mut Map<String, Value>, key: &str, value: Value) {
 }
 
 /// Upstream's `SetDefaults_Pod`, `SetDefaults_PodSpec` and `SetDefaults_Container` for the
-/// fields the tests' pods use.
-fn default(object: &mut Value) {
+/// fields the tests' pods use, on a pod or a pod template (anything with a pod `spec`).
+pub(crate) fn default(object: &mut Value) {
     let Some(spec) = object.get_mut("spec").and_then(Value::as_object_mut) else {
         return;
     };
@@ -116,8 +116,8 @@ fn prepare_for_status_update(new: &mut Value, old: &Value, _: &Context<'_>) {
     status_write(new, old);
 }
 
-fn validate_containers(object: &Value, errors: &mut ErrorList) {
-    let spec = Path::new("spec");
+fn validate_containers(object: &Value, root: &Path, errors: &mut ErrorList) {
+    let spec = root.child("spec");
     let containers = items(object, "/spec/containers");
     if containers.is_empty() {
         errors.push(Error::required(&spec.child("containers"), ""));
@@ -167,10 +167,11 @@ fn validate_containers(object: &Value, errors: &mut ErrorList) {
     }
 }
 
-fn validate_spec(object: &Value) -> ErrorList {
+/// The problems of the pod `spec` of `object` (a pod, or a pod template at `root`).
+pub(crate) fn validate_spec(object: &Value, root: &Path) -> ErrorList {
     let mut errors = ErrorList::new();
-    validate_containers(object, &mut errors);
-    let spec = Path::new("spec");
+    validate_containers(object, root, &mut errors);
+    let spec = root.child("spec");
     for (field, supported) in [
         ("restartPolicy", RESTART_POLICIES),
         ("dnsPolicy", DNS_POLICIES),
@@ -196,7 +197,7 @@ fn validate_spec(object: &Value) -> ErrorList {
 
 fn validate(object: &Value) -> Result<ErrorList, ApiError> {
     let mut errors = meta_errors(object, true, name_is_dns_subdomain)?;
-    errors.extend(validate_spec(object));
+    errors.extend(validate_spec(object, &Path::default()));
     Ok(errors)
 }
 
@@ -219,7 +220,7 @@ fn fixed_part(spec: Option<&Value>) -> Value {
 
 fn validate_update(new: &Value, old: &Value) -> Result<ErrorList, ApiError> {
     let mut errors = meta_update_errors(new, old)?;
-    errors.extend(validate_spec(new));
+    errors.extend(validate_spec(new, &Path::default()));
     if fixed_part(new.get("spec")) != fixed_part(old.get("spec")) {
         errors.push(Error::forbidden(
             &Path::new("spec"),

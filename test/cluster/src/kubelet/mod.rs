@@ -4,7 +4,9 @@
 //!   pod CIDR; an `InternalIP` and `Hostname` address; capacity; node info) with a `Ready`
 //!   condition.
 //! - **Heartbeats**: renews its Lease in `kube-node-lease` and its `Ready` condition's
-//!   heartbeat every [`HEARTBEAT`].
+//!   heartbeat every [`HEARTBEAT`] (or the period it is given). With an external cloud it
+//!   registers with the `node.cloudprovider.kubernetes.io/uninitialized` taint, which the
+//!   cloud controller manager removes once it has initialized the node.
 //! - **Pods**: watches the pods bound to it. A new one gets an address from the node's pod
 //!   CIDR; each of its containers that runs agnhost `netexec` is served in-process on that
 //!   address ([`netexec`]), other containers run nothing; the pod is then `Running` and
@@ -73,9 +75,16 @@ pub struct Kubelet {
     client: Client,
     /// The node's name, `node-<n>`.
     pub name: String,
-    /// The node's number (from 1): its address and pod CIDR follow from it ([`net`]).
+    /// The node's number (from 1): its address and pod CIDR follow from it and the
+    /// cluster's address plan ([`net::Plan`]).
     pub number: u8,
+    plan: net::Plan,
+    heartbeat_period: Duration,
+    external_cloud: bool,
 }
+
+/// The taint of a node the cloud controller manager has not initialized yet.
+pub const UNINITIALIZED_TAINT: &str = "node.cloudprovider.kubernetes.io/uninitialized";
 
 impl std::fmt::Debug for Kubelet {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -98,18 +107,37 @@ fn rfc3339_now() -> String {
 }
 
 impl Kubelet {
-    /// Node `number` (from 1), talking to the API server through `client`.
-    pub fn new(client: Client, number: u8) -> Self {
+    /// Node `number` (from 1) of a cluster with addresses from `plan`, talking to the API
+    /// server through `client`.
+    pub fn new(client: Client, plan: net::Plan, number: u8) -> Self {
         Self {
             client,
             name: format!("node-{number}"),
             number,
+            plan,
+            heartbeat_period: HEARTBEAT,
+            external_cloud: false,
         }
+    }
+
+    /// The same node, heartbeating every `period`.
+    #[must_use]
+    pub fn with_heartbeat(mut self, period: Duration) -> Self {
+        self.heartbeat_period = period;
+        self
+    }
+
+    /// The same node, registering with the uninitialized taint for an external cloud
+    /// controller manager (kubelet's `--cloud-provider=external`).
+    #[must_use]
+    pub fn with_external_cloud(mut self) -> Self {
+        self.external_cloud = true;
+        self
     }
 
     /// The node's address.
     pub fn ip(&self) -> Ipv4Addr {
-        net::node_ip(self.number)
+        self.plan.node_ip(self.number)
     }
 
     fn ready_condition(&self) -> Value {
@@ -152,14 +180,19 @@ impl Kubelet {
     /// Registers the node (or takes over its existing Node) and reports it Ready.
     pub async fn register(&self) -> Result<(), Error> {
         let nodes: Api<Node> = Api::all(self.client.clone());
-        let cidr = net::format_cidr(net::pod_cidr(self.number));
+        let cidr = net::format_cidr(self.plan.pod_cidr(self.number));
+        let taints = if self.external_cloud {
+            json!([{"key": UNINITIALIZED_TAINT, "value": "true", "effect": "NoSchedule"}])
+        } else {
+            json!([])
+        };
         let node: Node = serde_json::from_value(json!({
             "apiVersion": "v1", "kind": "Node",
             "metadata": {"name": self.name, "labels": {
                 "kubernetes.io/hostname": self.name, "kubernetes.io/os": "linux",
                 "kubernetes.io/arch": std::env::consts::ARCH,
                 "beta.kubernetes.io/os": "linux", "beta.kubernetes.io/arch": std::env::consts::ARCH}},
-            "spec": {"podCIDR": cidr, "podCIDRs": [cidr]},
+            "spec": {"podCIDR": cidr, "podCIDRs": [cidr], "taints": taints},
             "status": self.node_status(),
         }))
         .map_err(|source| Error::Build { what: "the node", source })?;
@@ -244,18 +277,16 @@ impl Kubelet {
         self.register().await?;
         self.heartbeat().await?;
         let beating = self.clone();
-        let heartbeats = tokio::spawn(async move {
-            let mut ticks = tokio::time::interval(HEARTBEAT);
+        let _heartbeats = crate::watch::AbortOnDrop(tokio::spawn(async move {
+            let mut ticks = tokio::time::interval(beating.heartbeat_period);
             loop {
                 ticks.tick().await;
                 if let Err(error) = beating.heartbeat().await {
                     tracing::warn!(%error, "heartbeat failed");
                 }
             }
-        });
-        let result = self.run_pods().await;
-        heartbeats.abort();
-        result
+        }));
+        self.run_pods().await
     }
 
     async fn run_pods(&self) -> Result<(), Error> {
@@ -331,7 +362,7 @@ impl Kubelet {
     /// Starts `pod` on an address not `taken`: its netexec servers, then its status.
     async fn start(&self, pod: &Pod, taken: &BTreeSet<Ipv4Addr>) -> Result<Running, Error> {
         let uid = pod.uid().unwrap_or_default();
-        let cidr = net::pod_cidr(self.number);
+        let cidr = self.plan.pod_cidr(self.number);
         let given = pod
             .status
             .as_ref()

@@ -1,0 +1,369 @@
+//! A fake cloud controller manager over the fake [`Cloud`], with kube-runtime watches as
+//! upstream's cloud-controller-manager has informers, and three controllers:
+//!
+//! - **cloud-node**: a Node with the `node.cloudprovider.kubernetes.io/uninitialized` taint
+//!   gets its instance's `spec.providerID`, instance-type and zone labels and addresses, and
+//!   loses the taint;
+//! - **cloud-node-lifecycle** (every `--node-monitor-period`): a Node that is not Ready whose
+//!   instance is gone is deleted; one whose instance is stopped gets the
+//!   `node.cloudprovider.kubernetes.io/shutdown` taint, removed once it is Ready again;
+//! - **service** (load balancers): each `type: LoadBalancer` Service gets the
+//!   `service.kubernetes.io/load-balancer-cleanup` finalizer, then a load balancer (named as
+//!   upstream's `GetLoadBalancerName`: `a` and the uid without dashes, 32 characters) with
+//!   its ports, the Ready nodes (less those labelled
+//!   `node.kubernetes.io/exclude-from-external-load-balancers`), its session affinity, source
+//!   ranges and health-check node port, and its address in `status.loadBalancer.ingress`. A
+//!   Service being deleted, or no longer of that type, has its load balancer deleted first,
+//!   then the finalizer removed (and the ingress cleared). Load balancers of Services that
+//!   no longer exist are deleted.
+//!
+//! [`Faults`] make it misbehave in named ways, so that a conformance suite can be shown to
+//! catch each.
+
+use std::collections::BTreeSet;
+use std::sync::Arc;
+use std::time::Duration;
+
+use k8s_openapi::api::core::v1::{Node, Service};
+use kube::api::{Api, DeleteParams, Patch, PatchParams};
+use kube::runtime::watcher;
+use kube::{Client, ResourceExt as _};
+use serde_json::json;
+use tokio::sync::Notify;
+
+use crate::cloud::{Cloud, Error as CloudError, InstanceState, LoadBalancerPort, LoadBalancerSpec};
+use crate::kube_proxy::Protocol;
+use crate::kubelet::UNINITIALIZED_TAINT;
+
+/// The finalizer that holds a Service until its load balancer is gone.
+pub const CLEANUP_FINALIZER: &str = "service.kubernetes.io/load-balancer-cleanup";
+/// The taint of a node whose instance is shut down.
+pub const SHUTDOWN_TAINT: &str = "node.cloudprovider.kubernetes.io/shutdown";
+/// The label that keeps a node out of load balancers.
+pub const EXCLUDE_LABEL: &str = "node.kubernetes.io/exclude-from-external-load-balancers";
+
+/// Ways the CCM can be told to misbehave (`--ccm-fault`), each a real CCM bug.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Faults {
+    /// Never adds the cleanup finalizer: a deleted Service goes before its load balancer.
+    pub no_finalizer: bool,
+    /// Keeps a load balancer's first ports when its Service's ports change.
+    pub stale_ports: bool,
+    /// Never deletes a Node whose instance is gone.
+    pub no_node_deletion: bool,
+    /// Ignores `sessionAffinity: ClientIP`.
+    pub no_session_affinity: bool,
+}
+
+/// The fault names, as `--ccm-fault` takes them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum Fault {
+    /// [`Faults::no_finalizer`].
+    NoFinalizer,
+    /// [`Faults::stale_ports`].
+    StalePorts,
+    /// [`Faults::no_node_deletion`].
+    NoNodeDeletion,
+    /// [`Faults::no_session_affinity`].
+    NoSessionAffinity,
+}
+
+impl Faults {
+    /// The faults named.
+    pub fn of(named: &[Fault]) -> Self {
+        Self {
+            no_finalizer: named.contains(&Fault::NoFinalizer),
+            stale_ports: named.contains(&Fault::StalePorts),
+            no_node_deletion: named.contains(&Fault::NoNodeDeletion),
+            no_session_affinity: named.contains(&Fault::NoSessionAffinity),
+        }
+    }
+}
+
+/// The load balancer name of the Service with `uid` (upstream's `GetLoadBalancerName`).
+pub fn load_balancer_name(uid: &str) -> String {
+    let mut name: String = format!("a{}", uid.replace('-', ""));
+    name.truncate(32);
+    name
+}
+
+fn is_ready(node: &Node) -> bool {
+    node.status
+        .as_ref()
+        .and_then(|s| s.conditions.as_ref())
+        .is_some_and(|c| c.iter().any(|c| c.type_ == "Ready" && c.status == "True"))
+}
+
+fn taints(node: &Node) -> Vec<k8s_openapi::api::core::v1::Taint> {
+    node.spec
+        .as_ref()
+        .and_then(|s| s.taints.clone())
+        .unwrap_or_default()
+}
+
+/// Runs the three controllers until the task is dropped.
+pub async fn run(client: Client, cloud: Cloud, faults: Faults, monitor_period: Duration) {
+    let changed = Arc::new(Notify::new());
+    let (nodes, _nodes_watch) = crate::watch::reflect(
+        Api::<Node>::all(client.clone()),
+        watcher::Config::default(),
+        changed.clone(),
+    );
+    let (services, _services_watch) = crate::watch::reflect(
+        Api::<Service>::all(client.clone()),
+        watcher::Config::default(),
+        changed.clone(),
+    );
+    let mut ticks = tokio::time::interval(monitor_period);
+    loop {
+        let lifecycle = tokio::select! {
+            () = changed.notified() => false,
+            _ = ticks.tick() => true,
+        };
+        let nodes = nodes.state();
+        initialize_nodes(&client, &cloud, &nodes).await;
+        if lifecycle {
+            monitor_nodes(&client, &cloud, &nodes, faults).await;
+        }
+        reconcile_load_balancers(&client, &cloud, &services.state(), &nodes, faults).await;
+    }
+}
+
+/// cloud-node: initializes the nodes with the uninitialized taint.
+async fn initialize_nodes(client: &Client, cloud: &Cloud, nodes: &[Arc<Node>]) {
+    let api: Api<Node> = Api::all(client.clone());
+    for node in nodes {
+        let mut remaining = taints(node);
+        let before = remaining.len();
+        remaining.retain(|t| t.key != UNINITIALIZED_TAINT);
+        if remaining.len() == before {
+            continue;
+        }
+        let Ok(instance) = cloud.instance(&node.name_any()) else {
+            continue;
+        };
+        let addresses = json!([{"type": "InternalIP", "address": instance.address.to_string()},
+                               {"type": "Hostname", "address": node.name_any()}]);
+        let status = api
+            .patch_status(
+                &node.name_any(),
+                &PatchParams::default(),
+                &Patch::Merge(json!({"status": {"addresses": addresses}})),
+            )
+            .await;
+        let spec = api
+            .patch(
+                &node.name_any(),
+                &PatchParams::default(),
+                &Patch::Merge(json!({
+                    "metadata": {"labels": {"node.kubernetes.io/instance-type": instance.instance_type,
+                        "topology.kubernetes.io/zone": instance.zone}},
+                    "spec": {"providerID": instance.provider_id, "taints": remaining}})),
+            )
+            .await;
+        if let Some(error) = status.err().or(spec.err()) {
+            tracing::debug!(%error, node = %node.name_any(), "initializing a node");
+        }
+    }
+}
+
+/// cloud-node-lifecycle: deletes nodes whose instance is gone, taints shut-down ones.
+async fn monitor_nodes(client: &Client, cloud: &Cloud, nodes: &[Arc<Node>], faults: Faults) {
+    let api: Api<Node> = Api::all(client.clone());
+    for node in nodes {
+        let name = node.name_any();
+        let mut current = taints(node);
+        let shut_down = current.iter().any(|t| t.key == SHUTDOWN_TAINT);
+        let result = if is_ready(node) {
+            if !shut_down {
+                continue;
+            }
+            current.retain(|t| t.key != SHUTDOWN_TAINT);
+            api.patch(
+                &name,
+                &PatchParams::default(),
+                &Patch::Merge(json!({"spec": {"taints": current}})),
+            )
+            .await
+            .map(|_| ())
+        } else {
+            match cloud.instance(&name) {
+                Err(CloudError::InstanceNotFound(_)) if !faults.no_node_deletion => api
+                    .delete(&name, &DeleteParams::default())
+                    .await
+                    .map(|_| ()),
+                Ok(instance) if instance.state == InstanceState::Stopped && !shut_down => {
+                    let mut taints = serde_json::to_value(&current).unwrap_or(json!([]));
+                    if let Some(list) = taints.as_array_mut() {
+                        list.push(json!({"key": SHUTDOWN_TAINT, "effect": "NoSchedule"}));
+                    }
+                    api.patch(
+                        &name,
+                        &PatchParams::default(),
+                        &Patch::Merge(json!({"spec": {"taints": taints}})),
+                    )
+                    .await
+                    .map(|_| ())
+                }
+                _ => continue,
+            }
+        };
+        if let Err(error) = result {
+            tracing::debug!(%error, node = %name, "node lifecycle");
+        }
+    }
+}
+
+/// What the load balancer of `service` should be, given the `nodes`.
+fn desired(service: &Service, nodes: &[Arc<Node>], faults: Faults) -> LoadBalancerSpec {
+    let spec = service.spec.clone().unwrap_or_default();
+    let ports = spec
+        .ports
+        .iter()
+        .flatten()
+        .filter_map(|p| {
+            Some(LoadBalancerPort {
+                protocol: Protocol::of(p.protocol.as_deref())?,
+                port: u16::try_from(p.port).ok()?,
+                node_port: u16::try_from(p.node_port?).ok()?,
+            })
+        })
+        .collect();
+    let mut names: Vec<String> = nodes
+        .iter()
+        .filter(|n| is_ready(n) && !n.labels().contains_key(EXCLUDE_LABEL))
+        .map(|n| n.name_any())
+        .collect();
+    names.sort();
+    let affinity = (spec.session_affinity.as_deref() == Some("ClientIP")
+        && !faults.no_session_affinity)
+        .then(|| {
+            let seconds = spec
+                .session_affinity_config
+                .as_ref()
+                .and_then(|c| c.client_ip.as_ref())
+                .and_then(|c| c.timeout_seconds)
+                .unwrap_or(10800);
+            u64::try_from(seconds).unwrap_or(0)
+        });
+    LoadBalancerSpec {
+        ports,
+        nodes: names,
+        affinity_seconds: affinity,
+        source_ranges: spec.load_balancer_source_ranges.unwrap_or_default(),
+        health_check_node_port: (spec.external_traffic_policy.as_deref() == Some("Local"))
+            .then(|| {
+                spec.health_check_node_port
+                    .and_then(|p| u16::try_from(p).ok())
+            })
+            .flatten(),
+    }
+}
+
+/// service: ensures, updates and deletes load balancers (see the module docs).
+async fn reconcile_load_balancers(
+    client: &Client,
+    cloud: &Cloud,
+    services: &[Arc<Service>],
+    nodes: &[Arc<Node>],
+    faults: Faults,
+) {
+    let mut wanted = BTreeSet::new();
+    for service in services {
+        let api: Api<Service> =
+            Api::namespaced(client.clone(), &service.namespace().unwrap_or_default());
+        let name = service.name_any();
+        let balancer = load_balancer_name(&service.uid().unwrap_or_default());
+        let is_lb = service.spec.as_ref().and_then(|s| s.type_.as_deref()) == Some("LoadBalancer");
+        let finalizers = service.finalizers().to_vec();
+        let held = finalizers.iter().any(|f| f == CLEANUP_FINALIZER);
+        if is_lb && service.metadata.deletion_timestamp.is_none() {
+            wanted.insert(balancer.clone());
+            if !held && !faults.no_finalizer {
+                let mut with = finalizers.clone();
+                with.push(CLEANUP_FINALIZER.to_owned());
+                let patch = json!({"metadata": {"finalizers": with, "resourceVersion": service.resource_version()}});
+                if let Err(error) = api
+                    .patch(&name, &PatchParams::default(), &Patch::Merge(patch))
+                    .await
+                {
+                    tracing::debug!(%error, service = %name, "adding the cleanup finalizer");
+                }
+                continue; // the next pass, on the Service's change, makes the load balancer
+            }
+            let mut spec = desired(service, nodes, faults);
+            if faults.stale_ports
+                && let Ok(existing) = cloud.load_balancer(&balancer)
+            {
+                spec.ports = existing.spec.ports;
+            }
+            let current = cloud.load_balancer(&balancer).ok();
+            let made = match current {
+                Some(current) if current.spec == spec => current,
+                _ => match cloud.ensure_load_balancer(&balancer, spec).await {
+                    Ok(made) => made,
+                    Err(error) => {
+                        tracing::warn!(%error, service = %name, "ensuring a load balancer");
+                        continue;
+                    }
+                },
+            };
+            let ingress = json!([{"ip": made.address.to_string(), "ipMode": "VIP"}]);
+            let shown = service
+                .status
+                .as_ref()
+                .and_then(|s| s.load_balancer.as_ref())
+                .and_then(|l| l.ingress.as_ref())
+                .map(|i| serde_json::to_value(i).unwrap_or_default());
+            if shown.as_ref() != Some(&ingress)
+                && let Err(error) = api
+                    .patch_status(
+                        &name,
+                        &PatchParams::default(),
+                        &Patch::Merge(json!({"status": {"loadBalancer": {"ingress": ingress}}})),
+                    )
+                    .await
+            {
+                tracing::debug!(%error, service = %name, "writing the ingress");
+            }
+            continue;
+        }
+        // Not (or no longer) a load balancer: the cloud's first, then the finalizer.
+        cloud.delete_load_balancer(&balancer).await;
+        if held {
+            let without: Vec<&String> = finalizers
+                .iter()
+                .filter(|f| *f != CLEANUP_FINALIZER)
+                .collect();
+            let patch = json!({"metadata": {"finalizers": without, "resourceVersion": service.resource_version()}});
+            if let Err(error) = api
+                .patch(&name, &PatchParams::default(), &Patch::Merge(patch))
+                .await
+            {
+                tracing::debug!(%error, service = %name, "removing the cleanup finalizer");
+            }
+        }
+        let has_ingress = service
+            .status
+            .as_ref()
+            .and_then(|s| s.load_balancer.as_ref())
+            .and_then(|l| l.ingress.as_ref())
+            .is_some_and(|i| !i.is_empty());
+        if has_ingress && service.metadata.deletion_timestamp.is_none() {
+            let _ = api
+                .patch_status(
+                    &name,
+                    &PatchParams::default(),
+                    &Patch::Merge(json!({"status": {"loadBalancer": {"ingress": null}}})),
+                )
+                .await;
+        }
+    }
+    for orphan in cloud
+        .load_balancers()
+        .into_iter()
+        .filter(|b| !wanted.contains(&b.name))
+    {
+        cloud.delete_load_balancer(&orphan.name).await;
+    }
+}
