@@ -481,9 +481,14 @@ pub fn cluster_roles() -> Vec<Value> {
                 &["features"],
             ),
             rule(&["update", "patch"], &[FEATURES], &["features/status"]),
-            // The ClearField tasks of the features it knows (CoordinatedLeaderElection's
-            // Lease fields): read and patch, never delete.
-            rule(&["get", "list", "patch"], &[COORDINATION], &["leases"]),
+            // The tasks of the features it knows over Leases: ClearField (CoordinatedLeaderElection's
+            // Lease fields) patches; DeleteObjects (APIServerIdentity's identity Leases) deletes
+            // the Leases the API servers made, picked by their label.
+            rule(
+                &["get", "list", "patch", "delete"],
+                &[COORDINATION],
+                &["leases"],
+            ),
             // The WaitForObjectsRemoved tasks (NetworkRegistry's claims): read, and delete only
             // when an admin annotated the Feature to ask for it.
             rule(

@@ -360,6 +360,21 @@ pub enum Task {
         /// Its kind.
         kind: &'static str,
     },
+    /// Delete the objects of a resource that the feature's own code made (picked by a label),
+    /// once every instance runs with the feature off: nothing renews or removes them any more.
+    /// Never for objects users make.
+    DeleteObjects {
+        /// The API group of the resource (`""` for core).
+        group: &'static str,
+        /// Its version.
+        version: &'static str,
+        /// Its plural name.
+        resource: &'static str,
+        /// Its kind.
+        kind: &'static str,
+        /// The label selector (`key=value`) picking the feature's objects.
+        selector: &'static str,
+    },
 }
 
 impl Task {
@@ -368,6 +383,7 @@ impl Task {
         match self {
             Task::ClearField { .. } => "ClearField",
             Task::WaitForObjectsRemoved { .. } => "WaitForObjectsRemoved",
+            Task::DeleteObjects { .. } => "DeleteObjects",
         }
     }
 
@@ -402,6 +418,20 @@ impl Task {
                 version,
                 resource,
                 kind,
+                selector: "",
+            },
+            Task::DeleteObjects {
+                group,
+                version,
+                resource,
+                kind,
+                selector,
+            } => Stored::Objects {
+                group,
+                version,
+                resource,
+                kind,
+                selector,
             },
         }
     }
@@ -427,9 +457,10 @@ pub enum Stored {
         /// The dotted paths of the fields.
         fields: &'static [&'static str],
     },
-    /// Every object of a resource served only while the feature is on.
+    /// Objects of a resource: every one (a resource served only while the feature is on), or
+    /// those a label selector picks (objects the feature's code made).
     Objects {
-        /// The API group of the resource.
+        /// The API group of the resource (`""` for core).
         group: &'static str,
         /// Its version.
         version: &'static str,
@@ -437,6 +468,8 @@ pub enum Stored {
         resource: &'static str,
         /// Its kind.
         kind: &'static str,
+        /// A label selector (`key=value`); empty for every object.
+        selector: &'static str,
     },
 }
 
@@ -456,6 +489,7 @@ impl Stored {
                 version,
                 resource,
                 kind,
+                ..
             } => (group, version, resource, kind),
         }
     }
@@ -471,7 +505,8 @@ impl Stored {
         };
         match self {
             Stored::Fields { fields, .. } => format!("{resource} {}", fields.join(",")),
-            Stored::Objects { .. } => resource,
+            Stored::Objects { selector: "", .. } => resource,
+            Stored::Objects { selector, .. } => format!("{resource} labelled {selector}"),
         }
     }
 }

@@ -34,6 +34,17 @@ pub const REMOVE_NETWORK_CLAIMS: Task = Task::WaitForObjectsRemoved {
     kind: "NetworkClaim",
 };
 
+/// The task that turning APIServerIdentity off runs once every API server runs with it off:
+/// the identity Leases the servers kept are deleted (with the feature off, nothing renews or
+/// collects them).
+pub const DELETE_IDENTITY_LEASES: Task = Task::DeleteObjects {
+    group: "coordination.k8s.io",
+    version: "v1",
+    resource: "leases",
+    kind: "Lease",
+    selector: "apiserver.kubernetes.io/identity=kube-apiserver",
+};
+
 /// The task that turning CoordinatedLeaderElection off runs once every component agrees.
 pub const CLEAR_LEASE_STRATEGY: Task = Task::ClearField {
     group: "coordination.k8s.io",
@@ -64,6 +75,8 @@ pub fn registry() -> Registry {
         ],
     );
     // The table above is static and valid; a test proves it.
+    debug_assert!(added.is_ok(), "{added:?}");
+    let added = registry.add_turn_off_task(API_SERVER_IDENTITY, DELETE_IDENTITY_LEASES);
     debug_assert!(added.is_ok(), "{added:?}");
     let added = registry.add(
         COORDINATED_LEADER_ELECTION,

@@ -271,7 +271,13 @@ async fn count(client: &kube::Client, stored: &Stored) -> Result<Count, Error> {
     let resource_type =
         ApiResource::from_gvk_with_plural(&GroupVersionKind::gvk(group, version, kind), resource);
     let objects: Api<DynamicObject> = Api::all_with(client.clone(), &resource_type);
-    let listed = match objects.list(&ListParams::default()).await {
+    let params = match stored {
+        Stored::Objects { selector, .. } if !selector.is_empty() => {
+            ListParams::default().labels(selector)
+        }
+        _ => ListParams::default(),
+    };
+    let listed = match objects.list(&params).await {
         Ok(listed) => listed,
         Err(kube::Error::Api(status)) if status.code == 404 => return Ok(Count::NotServed),
         Err(source) => {

@@ -427,6 +427,36 @@ impl FeatureController {
         }
     }
 
+    /// Deletes each of `objects` not being deleted already; returns how many are going.
+    async fn delete_all(
+        &self,
+        objects: &[DynamicObject],
+        resource_type: &ApiResource,
+    ) -> Result<usize, Error> {
+        let mut deleting = 0;
+        for object in objects {
+            if object.metadata.deletion_timestamp.is_some() {
+                deleting += 1;
+                continue;
+            }
+            let name = object.metadata.name.clone().unwrap_or_default();
+            match self
+                .api_of(object, resource_type)
+                .delete(&name, &Default::default())
+                .await
+            {
+                Ok(_) => deleting += 1,
+                Err(kube::Error::Api(status)) if status.code == 404 => {}
+                Err(error) => {
+                    return Err(api(format!("deleting {} {name}", resource_type.plural))(
+                        error,
+                    ));
+                }
+            }
+        }
+        Ok(deleting)
+    }
+
     /// Runs one declared task of the Feature `feature`; returns what it did.
     async fn run_task(&self, task: &Task, feature: &Value) -> Result<Outcome, Error> {
         match *task {
@@ -528,28 +558,37 @@ impl FeatureController {
                         names.len()
                     )));
                 }
-                let mut deleting = 0;
-                for object in &listed.items {
-                    if object.metadata.deletion_timestamp.is_some() {
-                        deleting += 1;
-                        continue;
-                    }
-                    let name = object.metadata.name.clone().unwrap_or_default();
-                    match self
-                        .api_of(object, &resource_type)
-                        .delete(&name, &Default::default())
-                        .await
-                    {
-                        Ok(_) => deleting += 1,
-                        Err(kube::Error::Api(status)) if status.code == 404 => {}
-                        Err(error) => {
-                            return Err(api(format!("deleting {resource} {name}"))(error));
-                        }
-                    }
-                }
+                let deleting = self.delete_all(&listed.items, &resource_type).await?;
                 Ok(Outcome::Pending(format!(
                     "deleting {deleting} {resource} as {DELETE_OBJECTS}=true asks; waiting for \
                      them to go ({shown}{more})"
+                )))
+            }
+            Task::DeleteObjects {
+                group,
+                version,
+                resource,
+                kind,
+                selector,
+            } => {
+                let resource_type = ApiResource::from_gvk_with_plural(
+                    &GroupVersionKind::gvk(group, version, kind),
+                    resource,
+                );
+                let objects: Api<DynamicObject> =
+                    Api::all_with(self.client.clone(), &resource_type);
+                let listed = objects
+                    .list(&ListParams::default().labels(selector))
+                    .await
+                    .map_err(api(format!("listing {resource} labelled {selector}")))?;
+                if listed.items.is_empty() {
+                    return Ok(Outcome::Done(format!(
+                        "no {resource} labelled {selector} left"
+                    )));
+                }
+                let deleting = self.delete_all(&listed.items, &resource_type).await?;
+                Ok(Outcome::Pending(format!(
+                    "deleting {deleting} {resource} labelled {selector}"
                 )))
             }
             _ => Err(Error::UnknownTask {

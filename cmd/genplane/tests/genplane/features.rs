@@ -389,6 +389,250 @@ fn turning_an_api_feature_off_removes_its_objects_first() {
     );
 }
 
+/// A cluster the every-feature test works on.
+struct Cluster<'a> {
+    kubeconfig: &'a Path,
+    /// The data directory (its SQLite database is read directly for stored state).
+    data: &'a Path,
+}
+
+impl Cluster<'_> {
+    fn kubectl(&self, args: &[&str]) -> Output {
+        kubectl(self.kubeconfig, args)
+    }
+
+    /// How many live keys the database holds under `prefix`.
+    fn stored_under(&self, prefix: &str) -> i64 {
+        let db = rusqlite::Connection::open_with_flags(
+            self.data.join("genplane.db"),
+            rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY,
+        )
+        .unwrap();
+        db.query_row(
+            "SELECT COUNT(*) FROM kv AS k WHERE CAST(k.key AS TEXT) LIKE ?1 || '%' AND k.deleted = 0 \
+             AND k.revision = (SELECT MAX(revision) FROM kv WHERE key = k.key)",
+            [prefix],
+            |row| row.get(0),
+        )
+        .unwrap()
+    }
+}
+
+/// How the every-feature test uses a feature while it is on, and what "nothing of it is left"
+/// means once it is off. Every feature the binary registers needs one.
+struct Exercise {
+    feature: &'static str,
+    /// Uses the feature, checking that it works.
+    use_it: fn(&Cluster<'_>),
+    /// Checks, once the feature is off and the roles restarted, that nothing of it is left,
+    /// served or done.
+    pristine: fn(&Cluster<'_>),
+}
+
+const IDENTITY_SELECTOR: &str = "apiserver.kubernetes.io/identity=kube-apiserver";
+
+const EXERCISES: &[Exercise] = &[
+    Exercise {
+        feature: "APIServerIdentity",
+        use_it: |cluster| {
+            eventually("the API server's identity Lease", || {
+                let out = ok(cluster.kubectl(&[
+                    "get",
+                    "leases",
+                    "-n",
+                    "kube-system",
+                    "-l",
+                    IDENTITY_SELECTOR,
+                    "-o",
+                    "name",
+                ]));
+                (out.lines().count() == 1).then_some(())
+            });
+        },
+        pristine: |cluster| {
+            let out = ok(cluster.kubectl(&[
+                "get",
+                "leases",
+                "-n",
+                "kube-system",
+                "-l",
+                IDENTITY_SELECTOR,
+                "-o",
+                "name",
+            ]));
+            assert_eq!(out, "", "identity Leases left");
+        },
+    },
+    Exercise {
+        feature: "CoordinatedLeaderElection",
+        use_it: |cluster| {
+            ok(apply_stdin(
+                cluster.kubeconfig,
+                &["apply", "-f", "-"],
+                DEMO_LEASE,
+            ));
+            let strategy =
+                ok(cluster.kubectl(&["get", "lease", "demo", "-o", "jsonpath={.spec.strategy}"]));
+            assert_eq!(strategy, "OldestEmulationVersion");
+        },
+        pristine: |cluster| {
+            let spec = ok(cluster.kubectl(&["get", "lease", "demo", "-o", "jsonpath={.spec}"]));
+            assert_eq!(spec, "{\"holderIdentity\":\"me\"}");
+            // New writes of the fields are dropped.
+            ok(apply_stdin(
+                cluster.kubeconfig,
+                &["apply", "-f", "-"],
+                &DEMO_LEASE.replace("name: demo", "name: probe"),
+            ));
+            let spec = ok(cluster.kubectl(&["get", "lease", "probe", "-o", "jsonpath={.spec}"]));
+            assert_eq!(spec, "{\"holderIdentity\":\"me\"}");
+        },
+    },
+    Exercise {
+        feature: "APIResponseCompression",
+        use_it: |cluster| {
+            let items: Vec<Value> = (0..160)
+                .map(|i| {
+                    serde_json::json!({
+                        "apiVersion": "v1", "kind": "ConfigMap",
+                        "metadata": {"name": format!("cm-{i}"), "namespace": "default"},
+                        "data": {"payload": "x".repeat(1024)},
+                    })
+                })
+                .collect();
+            let list = serde_json::json!({"apiVersion": "v1", "kind": "List", "items": items});
+            ok(apply_stdin(
+                cluster.kubeconfig,
+                &["apply", "-f", "-"],
+                &list.to_string(),
+            ));
+            assert_eq!(
+                list_config_maps(&Raw::from_kubeconfig(cluster.kubeconfig)),
+                (true, 160)
+            );
+        },
+        pristine: |cluster| {
+            assert_eq!(
+                list_config_maps(&Raw::from_kubeconfig(cluster.kubeconfig)),
+                (false, 160)
+            );
+        },
+    },
+    Exercise {
+        feature: "NetworkRegistry",
+        use_it: |cluster| {
+            ok(apply_stdin(
+                cluster.kubeconfig,
+                &["apply", "-f", "-"],
+                USER_CLAIM,
+            ));
+            eventually("the claim allocated", || {
+                let out = cluster.kubectl(&[
+                    "get",
+                    "networkclaim",
+                    "lab",
+                    "-o",
+                    "jsonpath={.status.addressSpace[0].status}",
+                ]);
+                (text(&out) == "Allocated").then_some(())
+            });
+        },
+        pristine: |cluster| {
+            let out = cluster.kubectl(&["get", "networkclaims"]);
+            assert!(
+                text(&out).contains("the server doesn't have a resource type \"networkclaims\""),
+                "{}",
+                text(&out)
+            );
+            assert_eq!(
+                cluster.stored_under("/registry/networkregistry.genplane.io/"),
+                0
+            );
+        },
+    },
+];
+
+/// Every feature the binary registers, all at once: on, used (each feature's exercise), turned
+/// off by restarting with it off (the admin letting the feature-controller delete what must
+/// go), restarted once more, and pristine (each feature's check). A registered feature without
+/// an exercise fails the test.
+#[test]
+fn every_registered_feature_goes_on_is_used_goes_off_and_leaves_nothing() {
+    let registry = genplane_cmd_feature_controller::binary_features();
+    let features: Vec<&str> = registry.names().collect();
+    for feature in &features {
+        assert!(
+            EXERCISES.iter().any(|e| e.feature == *feature),
+            "feature {feature} is registered without an exercise and a pristine check: add one to EXERCISES"
+        );
+    }
+    let gates = |value: bool| {
+        features
+            .iter()
+            .map(|f| format!("{f}={value}"))
+            .collect::<Vec<_>>()
+            .join(",")
+    };
+    let states = |kubeconfig: &Path, want: &str| {
+        features.iter().all(|f| {
+            feature(kubeconfig, &genplane_api::featuregates::object_name(f))
+                .is_some_and(|o| o["status"]["state"] == want)
+        })
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+
+    let (mut process, kubeconfig) = all_in_one(dir.path(), &gates(true));
+    process.wait_for("every feature On", |_| {
+        states(&kubeconfig, "On").then_some(())
+    });
+    let cluster = Cluster {
+        kubeconfig: &kubeconfig,
+        data: &data,
+    };
+    for exercise in EXERCISES {
+        (exercise.use_it)(&cluster);
+    }
+
+    process.terminate();
+    process.wait_exit(support::DEADLINE);
+    let (mut process, kubeconfig) = all_in_one(dir.path(), &gates(false));
+    for feature in &features {
+        let name = genplane_api::featuregates::object_name(feature);
+        process.wait_for("the Feature", |_| feature_of(&kubeconfig, &name));
+        ok(kubectl(
+            &kubeconfig,
+            &[
+                "annotate",
+                "feature",
+                &name,
+                "-n",
+                "kube-system",
+                "featuregates.genplane.io/delete-objects=true",
+            ],
+        ));
+    }
+    process.wait_for("every feature Off", |_| {
+        states(&kubeconfig, "Off").then_some(())
+    });
+
+    process.terminate();
+    process.wait_exit(support::DEADLINE);
+    let (_process, kubeconfig) = all_in_one(dir.path(), &gates(false));
+    let cluster = Cluster {
+        kubeconfig: &kubeconfig,
+        data: &data,
+    };
+    for exercise in EXERCISES {
+        (exercise.pristine)(&cluster);
+    }
+}
+
+/// The Feature named `name`, once it exists.
+fn feature_of(kubeconfig: &Path, name: &str) -> Option<()> {
+    feature(kubeconfig, name).map(drop)
+}
+
 /// `genplane feature-controller check --to-version VERSION` against `kubeconfig`.
 fn check_to(kubeconfig: &Path, version: &str) -> Output {
     Command::new(BIN)

@@ -403,10 +403,12 @@ fn the_matrix_of_users_verbs_and_resources() {
             "delete coordination.k8s.io:leases kube-system old",
             true,
         ),
-        // Its ClearField tasks patch Leases anywhere; it never deletes them outside kube-system.
+        // Its ClearField tasks patch Leases anywhere; its DeleteObjects tasks delete the
+        // Leases a feature made (APIServerIdentity's, picked by label).
         ("fc", "list coordination.k8s.io:leases a", true),
         ("fc", "patch coordination.k8s.io:leases a x", true),
-        ("fc", "delete coordination.k8s.io:leases a x", false),
+        ("fc", "delete coordination.k8s.io:leases a x", true),
+        ("fc", "create coordination.k8s.io:leases a x", false),
         // Every role reports its feature uses and keeps an identity Lease.
         (
             "cm",
