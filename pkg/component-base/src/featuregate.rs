@@ -517,6 +517,7 @@ pub struct Registry {
     features: BTreeMap<&'static str, Vec<FeatureSpec>>,
     turn_off_tasks: BTreeMap<&'static str, Vec<Task>>,
     dynamic: BTreeSet<&'static str>,
+    central: BTreeSet<&'static str>,
 }
 
 impl Registry {
@@ -605,8 +606,39 @@ impl Registry {
                 name: feature.name().to_owned(),
             });
         };
+        if self.central.contains(name) {
+            return Err(Error::InvalidSpecs {
+                name: name.to_owned(),
+                reason: "a feature cannot be both central and dynamic",
+            });
+        }
         self.dynamic.insert(name);
         Ok(())
+    }
+
+    /// Declares `feature` central (KEP-3920 stage 2): the cluster's desired value is decided by
+    /// the API servers' `--feature-gates` (on only when every live API server runs it on), not
+    /// by the feature-controller's own. The feature must be registered; a feature cannot be
+    /// both central and dynamic.
+    pub fn make_central(&mut self, feature: Feature) -> Result<(), Error> {
+        let Some((&name, _)) = self.features.get_key_value(feature.name()) else {
+            return Err(Error::Unknown {
+                name: feature.name().to_owned(),
+            });
+        };
+        if self.dynamic.contains(name) {
+            return Err(Error::InvalidSpecs {
+                name: name.to_owned(),
+                reason: "a feature cannot be both central and dynamic",
+            });
+        }
+        self.central.insert(name);
+        Ok(())
+    }
+
+    /// Whether the feature `name` was declared with [`Registry::make_central`].
+    pub fn is_central(&self, name: &str) -> bool {
+        self.central.contains(name)
     }
 
     /// Whether the feature `name` was declared with [`Registry::allow_dynamic`].
@@ -629,6 +661,7 @@ impl Registry {
             }
         }
         self.dynamic.extend(other.dynamic.iter().copied());
+        self.central.extend(other.central.iter().copied());
 
         Ok(())
     }
@@ -1145,14 +1178,18 @@ impl FeatureGate {
                 name: name.to_owned(),
             });
         }
-        let value = value.unwrap_or(entry.configured);
+        Ok(self.store(entry, value.unwrap_or(entry.configured)))
+    }
+
+    /// Sets `entry` to `value` (and its metric); returns whether it changed.
+    fn store(&self, entry: &Entry, value: bool) -> bool {
         let before = entry.enabled.swap(value, Ordering::Relaxed);
         if let Some(family) = self.inner.metric.get() {
             family
                 .get_or_create(&FeatureLabels::of(entry))
                 .set(i64::from(value));
         }
-        Ok(before != value)
+        before != value
     }
 
     fn entry(&self, name: &str) -> Option<&Entry> {
@@ -1567,5 +1604,22 @@ mod tests {
                 name: "Missing".into()
             })
         );
+    }
+
+    #[test]
+    fn a_feature_cannot_be_both_central_and_dynamic() {
+        let mut r = registry();
+        r.make_central(BETA_OFF).unwrap();
+        assert!(matches!(
+            r.allow_dynamic(BETA_OFF),
+            Err(Error::InvalidSpecs { .. })
+        ));
+        r.allow_dynamic(BETA_ON).unwrap();
+        assert!(matches!(
+            r.make_central(BETA_ON),
+            Err(Error::InvalidSpecs { .. })
+        ));
+        assert!(r.is_central("BetaOff"));
+        assert!(!r.is_central("BetaOn"));
     }
 }

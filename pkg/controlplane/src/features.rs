@@ -109,6 +109,9 @@ pub fn registry() -> Registry {
     debug_assert!(added.is_ok(), "{added:?}");
     let added = registry.add_turn_off_task(NETWORK_REGISTRY, REMOVE_NETWORK_CLAIMS);
     debug_assert!(added.is_ok(), "{added:?}");
+    // The API servers' flags decide it: they serve the API.
+    let added = registry.make_central(NETWORK_REGISTRY);
+    debug_assert!(added.is_ok(), "{added:?}");
     registry
 }
 

@@ -118,6 +118,7 @@ pub fn known_features(
             locked: f.spec.lock_to_default,
             configured: f.enabled,
             dynamic: dynamic.contains(f.name),
+            central: registry.is_central(f.name),
             turn_off_tasks: registry.turn_off_tasks(f.name).to_vec(),
         })
         .collect()

@@ -30,6 +30,9 @@ pub struct Known {
     pub configured: bool,
     /// Whether clients may set `spec.desired` (`--dynamic-features`).
     pub dynamic: bool,
+    /// Whether the API servers' flags decide the value (on only when every live API server
+    /// reports it on), rather than the feature-controller's own.
+    pub central: bool,
     /// The tasks turning it off runs after [`WAIT_FOR_USES`].
     pub turn_off_tasks: Vec<Task>,
 }
@@ -156,6 +159,28 @@ fn set_condition(
     status.insert("conditions".into(), Value::Array(conditions));
 }
 
+/// The value of a central feature: on when every live API server reporting it runs it on,
+/// off when any runs it off (a server configured off cannot serve what the feature adds). With
+/// no report (uses just cleared, or no server checked the feature yet), the state's value, or
+/// `configured` for a Feature without a state.
+fn central_desired(status: &Map<String, Value>, configured: bool) -> bool {
+    let values: Vec<&Value> = list(status, "uses")
+        .iter()
+        .filter(|u| u["component"] == API_SERVER)
+        .map(|u| &u["value"])
+        .collect();
+    if values.is_empty() {
+        return match status.get("state").and_then(Value::as_str) {
+            Some(state) => expected(state) == "On",
+            None => configured,
+        };
+    }
+    values.iter().all(|v| *v == "On")
+}
+
+/// The component name the API servers report their uses as.
+pub const API_SERVER: &str = "apiserver";
+
 /// Decides what to do with the Feature `object` at `now`, given what the binary knows of it,
 /// the `live` instances and how long [`WAIT_FOR_USES`] waits after clearing the uses.
 pub fn plan(
@@ -202,6 +227,7 @@ pub fn plan(
         .filter(|_| known.dynamic);
     let desired = match asked {
         Some(value) => value == "On",
+        None if known.central => central_desired(&status, known.configured),
         None => known.configured,
     };
     let state = status

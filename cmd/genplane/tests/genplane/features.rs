@@ -778,6 +778,102 @@ fn a_feature_read_only_at_start_cannot_be_dynamic() {
     assert!(!dir.path().join("data").join("admin.kubeconfig").exists());
 }
 
+/// A central feature's desired value comes from the API servers' flags, not the
+/// feature-controller's: two API servers on one etcd with NetworkRegistry on make it On (the
+/// feature-controller's own flag leaves it off); one restarted with it off turns it off, and
+/// the transition stays in WaitForUses naming the other server until that one is restarted
+/// with the fixed flag; then it completes (the claims the servers made removed first).
+#[test]
+fn a_central_feature_follows_the_api_servers_and_waits_for_them_to_agree() {
+    const FEATURE: &str = "network-registry";
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let etcd = support::etcd(&runtime);
+    let servers = format!("--etcd-servers={}", etcd.endpoint());
+    let flags = |on: bool, port: Option<u16>| {
+        let mut flags = vec![
+            "--storage-backend=etcd".to_owned(),
+            servers.clone(),
+            "--feature-use-report-period=1s".to_owned(),
+            format!("--feature-gates=NetworkRegistry={on}"),
+        ];
+        flags.extend(port.map(|p| format!("--secure-port={p}")));
+        flags
+    };
+    let start = |dir: Option<tempfile::TempDir>, on: bool, port: Option<u16>| {
+        let flags = flags(on, port);
+        let flags: Vec<&str> = flags.iter().map(String::as_str).collect();
+        match dir {
+            Some(dir) => support::start_in(dir, &flags),
+            None => support::start_with(&flags),
+        }
+    };
+    let a = start(None, true, None);
+    let b = start(None, true, None);
+    let admin = a.kubeconfig();
+    let mut controller = FeatureController::start(
+        &a,
+        "feature-controller.log",
+        &[
+            "--feature-use-report-period=1s",
+            "--identity-lease-duration=3s",
+            "--sync-period=1s",
+        ],
+    );
+    let on = controller
+        .process
+        .wait_for("the feature On, as both servers run it", |_| {
+            let object = feature(&admin, FEATURE)?;
+            (object["status"]["state"] == "On" && uses_of(&object, "apiserver") == ["On", "On"])
+                .then_some(object)
+        });
+    assert_eq!(on["status"]["default"], false);
+
+    // B restarted with the feature off: the cluster turns it off, held by A.
+    let b_port = b.port;
+    let b = start(Some(support::stop(b)), false, Some(b_port));
+    let held = controller
+        .process
+        .wait_for("the transition held by A", |_| {
+            let object = feature(&admin, FEATURE)?;
+            let message = object["status"]["tasks"][0]["message"].as_str()?.to_owned();
+            (object["status"]["state"] == "TurningOff"
+                && message.starts_with("waiting for instances that still report On: apiserver/"))
+            .then_some(object)
+        });
+    let agreed = held["status"]["conditions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["type"] == "Agreed")
+        .unwrap()
+        .clone();
+    assert_eq!(agreed["status"], "False", "{agreed}");
+    let message = agreed["message"].as_str().unwrap();
+    assert_eq!(message.matches("apiserver/").count(), 1, "{message}");
+
+    // A's flag fixed: every server runs it off; the claims they made go (the admin lets the
+    // feature-controller delete them), and the feature is Off.
+    let a_port = a.port;
+    let a = start(Some(support::stop(a)), false, Some(a_port));
+    ok(kubectl(
+        &admin,
+        &[
+            "annotate",
+            "feature",
+            FEATURE,
+            "-n",
+            "kube-system",
+            "featuregates.genplane.io/delete-objects=true",
+        ],
+    ));
+    let off = controller.process.wait_for("the feature Off", |_| {
+        let object = feature(&admin, FEATURE)?;
+        (object["status"]["state"] == "Off").then_some(object)
+    });
+    assert_eq!(uses_of(&off, "apiserver"), ["Off", "Off"]);
+    drop((a, b));
+}
+
 /// A `genplane feature-controller` with its ops endpoints on loopback.
 struct FeatureController {
     process: Process,

@@ -16,6 +16,7 @@ fn known(configured: bool) -> Known {
         locked: false,
         configured,
         dynamic: false,
+        central: false,
         turn_off_tasks: vec![CLEAR],
     }
 }
@@ -218,4 +219,42 @@ fn an_unchanged_feature_plans_the_same_status() {
         WAIT,
     );
     assert_eq!(again.status, first.status);
+}
+
+#[test]
+fn a_central_feature_is_on_only_while_every_live_api_server_runs_it_on() {
+    let central = Known {
+        central: true,
+        // The feature-controller's own flag does not count.
+        configured: true,
+        ..known(true)
+    };
+    let instances = live(&["a", "b"]);
+    // Both servers on: stays On.
+    let on = object(json!({"state": "On", "uses": [used("a", "On"), used("b", "On")]}));
+    let plan1 = plan(&on, &central, &versions(), &instances, at(0), WAIT);
+    assert_eq!(plan1.status["state"], "On");
+    // One restarted with it off: turning off, held by the other until it agrees.
+    let split = object(json!({"state": "On", "uses": [used("a", "On"), used("b", "Off")]}));
+    let plan2 = plan(&split, &central, &versions(), &instances, at(1), WAIT);
+    assert_eq!(plan2.status["state"], "TurningOff");
+    assert_eq!(plan2.transitions, ["TurningOff"]);
+    // The uses were cleared: with no report the state's value holds (no reversal).
+    let cleared = object(plan2.status.clone());
+    let plan3 = plan(&cleared, &central, &versions(), &instances, at(2), WAIT);
+    assert_eq!(plan3.status["state"], "TurningOff");
+    assert!(plan3.transitions.is_empty());
+    // Other components' uses do not decide.
+    let mut others = plan2.status.clone();
+    others["uses"] = json!([{"component": "controller-manager", "instance": "a", "value": "On"},
+                            used("b", "Off")]);
+    let plan4 = plan(
+        &object(others),
+        &central,
+        &versions(),
+        &instances,
+        at(3),
+        WAIT,
+    );
+    assert_eq!(plan4.status["state"], "TurningOff");
 }
