@@ -18,6 +18,7 @@ use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::histogram::Histogram;
 use serde_json::{Value, json};
 
 use crate::identity::{self, Identity};
@@ -81,11 +82,37 @@ struct TransitionLabels {
     to: String,
 }
 
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct TaskLabels {
+    feature: String,
+    task: String,
+    outcome: String,
+}
+
+/// The buckets of `feature_task_duration_seconds`: a run lists and writes objects through the
+/// API, from milliseconds to minutes for many objects.
+const TASK_BUCKETS: [f64; 10] = [0.01, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 10.0, 30.0, 120.0];
+
+fn task_histogram() -> Histogram {
+    Histogram::new(TASK_BUCKETS)
+}
+
 /// The server flow's metrics.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug)]
 struct Metrics {
     transitions: Family<TransitionLabels, Counter>,
+    tasks: Family<TaskLabels, Histogram, fn() -> Histogram>,
     leader: Gauge,
+}
+
+impl Default for Metrics {
+    fn default() -> Self {
+        Self {
+            transitions: Family::default(),
+            tasks: Family::new_with_constructor(task_histogram),
+            leader: Gauge::default(),
+        }
+    }
 }
 
 /// The server flow of one feature-controller instance.
@@ -149,6 +176,11 @@ impl FeatureController {
             "feature_transitions",
             "Feature state changes this feature-controller made, by feature and the state entered",
             metrics.transitions.clone(),
+        );
+        registry.register(
+            "feature_task_duration_seconds",
+            "How long each run of a transition's task took, by feature, task and outcome (done, pending, failed)",
+            metrics.tasks.clone(),
         );
         registry.register(
             "feature_controller_leader",
@@ -344,10 +376,24 @@ impl FeatureController {
                 let outcome = match &ran {
                     Some((done, outcome)) if *done == task => outcome.clone(),
                     _ => {
+                        let started = std::time::Instant::now();
                         let outcome = self
                             .run_task(&task, &object)
                             .await
                             .map_err(|e| e.to_string());
+                        self.metrics
+                            .tasks
+                            .get_or_create(&TaskLabels {
+                                feature: known.name.to_owned(),
+                                task: task.type_name().to_owned(),
+                                outcome: match &outcome {
+                                    Ok(Outcome::Done(_)) => "done",
+                                    Ok(Outcome::Pending(_)) => "pending",
+                                    Err(_) => "failed",
+                                }
+                                .to_owned(),
+                            })
+                            .observe(started.elapsed().as_secs_f64());
                         match &outcome {
                             Ok(Outcome::Done(message)) => {
                                 tracing::info!(feature = known.name, task = task.type_name(), %message, "task done")

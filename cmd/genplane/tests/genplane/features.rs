@@ -1029,6 +1029,12 @@ fn three_feature_controllers_one_acts_and_another_finishes_after_sigkill() {
             .metric("feature_transitions_total{feature=\"CoordinatedLeaderElection\",to=\"Off\"}"),
         Some(1.0)
     );
+    assert_eq!(
+        controllers[next].metric(
+            "feature_task_duration_seconds_count{feature=\"CoordinatedLeaderElection\",task=\"ClearField\",outcome=\"done\"}"
+        ),
+        Some(1.0)
+    );
     // Nobody else completed it, and the killed one had only started it.
     let other = 1 - next;
     assert_eq!(
