@@ -148,6 +148,16 @@ fn pretty(list: &BTreeMap<String, Quantity>) -> String {
         .join(",")
 }
 
+/// Whether `quota` limits any resource `charge` counts against (its `status.hard`, as
+/// [`check`] reads it).
+fn limits(quota: &Value, charge: &Charge) -> bool {
+    !is_scoped(quota)
+        && quota
+            .pointer("/status/hard")
+            .and_then(Value::as_object)
+            .is_some_and(|hard| charge.names.iter().any(|n| hard.contains_key(n)))
+}
+
 /// Checks one create against the running `quotas`, charging it to them: the quotas after the
 /// charge and whether any changed, or the refusal.
 fn check(quotas: &mut [Value], charge: &Charge) -> Result<bool, ApiError> {
@@ -333,8 +343,14 @@ impl Evaluator {
         }
     }
 
-    /// Queues `charge` in `namespace` and waits for its verdict.
+    /// Queues `charge` in `namespace` and waits for its verdict; a create no quota of the
+    /// namespace limits (most of them: most namespaces have no quota) is admitted at once,
+    /// without queuing behind the namespace's batch.
     async fn evaluate(self: &Arc<Self>, namespace: &str, charge: Charge) -> Result<(), ApiError> {
+        let quotas = self.quotas.list(namespace, false).await?;
+        if !quotas.iter().any(|quota| limits(quota, &charge)) {
+            return Ok(());
+        }
         let (done, verdict) = oneshot::channel();
         let start = {
             let mut pending = self
