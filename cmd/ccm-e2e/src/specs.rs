@@ -213,14 +213,20 @@ async fn type_and_ports(ctx: &Ctx, protocol: &str) -> anyhow::Result<()> {
     probe_reachable(ctx, protocol, &address, 80).await?;
 
     ctx.step("changing the Service's node port");
-    let new_node_port = if first_node_port < 32767 {
-        first_node_port + 1
-    } else {
-        first_node_port - 1
+    // upstream's ChangeServiceNodePort: the next free port, trying others while taken.
+    let mut attempt = 0;
+    let (service, new_node_port) = loop {
+        attempt += 1;
+        let candidate = 30000 + (first_node_port - 30000 + attempt) % 2768;
+        match ctx
+            .update_service(name, json!({"ports": port(80, Some(candidate))}))
+            .await
+        {
+            Ok(service) => break (service, candidate),
+            Err(error) if attempt < 100 && format!("{error:#}").contains("already allocated") => {}
+            Err(error) => return Err(error),
+        }
     };
-    let service = ctx
-        .update_service(name, json!({"ports": port(80, Some(new_node_port))}))
-        .await?;
     ensure!(
         node_port(&service) == Some(new_node_port),
         "the node port is {:?}, not {new_node_port}",
