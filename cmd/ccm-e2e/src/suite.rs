@@ -603,12 +603,14 @@ async fn run_one(shared: Arc<Shared>, index: usize, spec: &'static Spec) {
     };
     let failed = outcome != Outcome::Passed;
     let mut steps = ctx.steps();
-    if failed && shared.settings.dump_on_failure {
-        if let Some(dir) = &shared.settings.report_dir {
-            match dump(&ctx, &dir.join(&namespace)).await {
-                Ok(()) => steps.push(format!("dumped to {}", dir.join(&namespace).display())),
-                Err(error) => steps.push(format!("dumping failed: {error:#}")),
-            }
+    if failed
+        && shared.settings.dump_on_failure
+        && let Some(dir) = &shared.settings.report_dir
+    {
+        let target = dir.join(&namespace);
+        match dump(&ctx, &target).await {
+            Ok(()) => steps.push(format!("dumped to {}", target.display())),
+            Err(error) => steps.push(format!("dumping failed: {error:#}")),
         }
     }
     let delete = shared.settings.delete_namespace
