@@ -21,6 +21,12 @@ pub static APPLETS: &[Applet] = &[
         run: genplane_cmd_apiserver::run,
     },
     Applet {
+        name: "ccm-e2e",
+        aliases: &[],
+        command: genplane_cmd_ccm_e2e::command,
+        run: genplane_cmd_ccm_e2e::run,
+    },
+    Applet {
         name: "controller-manager",
         aliases: &[],
         command: genplane_cmd_controller_manager::command,

@@ -80,6 +80,14 @@ impl Protocol {
             _ => None,
         }
     }
+
+    /// Its name in a Service port: `TCP` or `UDP`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Tcp => "TCP",
+            Self::Udp => "UDP",
+        }
+    }
 }
 
 /// One endpoint of a Service port.

@@ -31,9 +31,11 @@
 //!      ([`cloud::api`]) is printed as `genplane testcluster cloud: http://...`;
 //!    - the fake cloud controller manager ([`ccm`], with `--ccm-fault` switches) and the node
 //!      lifecycle marker it relies on ([`node_lifecycle`]);
+//!    - (outside the process) the fake cloud as a `genplane ccm-e2e` provider, in-process or
+//!      as the exec plugin `genplane-testcluster-provider` ([`provider`]);
 //!    - the controllers: [`scheduler`], [`endpoints_controller`], [`replicaset_controller`],
-//!      [`deployment_controller`], genplane's own garbage collector (`genplane-controller`,
-//!      as in `genplane controller-manager`), and the ClusterIP proxy.
+//!      [`deployment_controller`], genplane's own garbage collector and namespace controller
+//!      (`genplane-controller`, as in `genplane controller-manager`), and the ClusterIP proxy.
 //!
 //!    Every component is a level-triggered loop over kube-runtime reflectors ([`watch`]).
 //!
@@ -49,6 +51,7 @@ pub mod kube_proxy;
 pub mod kubelet;
 pub mod net;
 pub mod node_lifecycle;
+pub mod provider;
 pub mod replicaset_controller;
 pub mod scheduler;
 pub mod watch;
@@ -242,6 +245,14 @@ pub async fn run(cli: Cli, rust_log: Option<&str>) -> anyhow::Result<()> {
             if let Err(error) = genplane_controller::garbagecollector::run(client, informers).await
             {
                 tracing::error!(%error, "the garbage collector stopped");
+            }
+        });
+        let namespaces = client.clone();
+        components.spawn(async move {
+            let client = namespaces;
+            let informers = genplane_controller::informers::SharedInformers::new(client.clone());
+            if let Err(error) = genplane_controller::namespace::run(client, informers).await {
+                tracing::error!(%error, "the namespace controller stopped");
             }
         });
         nodes_initialized(&client, usize::from(cli.nodes)).await?;

@@ -1,0 +1,508 @@
+//! What a test works with ([`Ctx`]): its namespace, the cluster's API, the provider, scaled
+//! timeouts, waiting for conditions, agnhost workloads and probes from outside the cluster.
+//! The helpers are named after upstream's e2e framework (`WaitForLoadBalancer`,
+//! `TestReachableHTTP`, ...) whose steps they take.
+
+use std::future::Future;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context as _, bail};
+use genplane_cloudprovider::{
+    Capabilities, Capability, NodeRef, Probe, ProbeAnswer, ProbeKind, Provider, ServiceRef,
+};
+use k8s_openapi::api::apps::v1::Deployment;
+use k8s_openapi::api::core::v1::{Node, Pod, Service};
+use kube::api::{Api, ListParams, Patch, PatchParams, PostParams};
+use kube::{Client, ResourceExt as _};
+use serde_json::{Value, json};
+
+/// upstream's agnhost image, whose `netexec` the workloads run.
+pub const AGNHOST: &str = "registry.k8s.io/e2e-test-images/agnhost:2.53";
+/// The port agnhost `netexec` serves HTTP and UDP on in these tests.
+pub const NETEXEC_PORT: i32 = 8080;
+
+/// Upstream's timeouts (`test/e2e/framework/service/const.go`), before scaling.
+pub mod timeouts {
+    use std::time::Duration;
+
+    /// `KubeProxyLagTimeout`.
+    pub const KUBE_PROXY_LAG: Duration = Duration::from_secs(5 * 60);
+    /// `LoadBalancerLagTimeoutDefault`.
+    pub const LOAD_BALANCER_LAG: Duration = Duration::from_secs(2 * 60);
+    /// `LoadBalancerCreateTimeoutDefault`.
+    pub const LOAD_BALANCER_CREATE: Duration = Duration::from_secs(20 * 60);
+    /// `LoadBalancerPropagationTimeoutDefault`.
+    pub const LOAD_BALANCER_PROPAGATION: Duration = Duration::from_secs(10 * 60);
+    /// `framework.PodStartTimeout`.
+    pub const POD_START: Duration = Duration::from_secs(5 * 60);
+    /// `RestartNodeReadyAgainTimeout`.
+    pub const NODE_READY_AGAIN: Duration = Duration::from_secs(5 * 60);
+}
+
+/// The context of one running test.
+pub struct Ctx {
+    /// The cluster's API.
+    pub client: Client,
+    /// The test's own namespace.
+    pub namespace: String,
+    /// The provider.
+    pub provider: Arc<dyn Provider>,
+    /// What it declared.
+    pub capabilities: Capabilities,
+    /// The factor upstream's timeouts are multiplied by (`--timeout-scale`).
+    pub scale: f64,
+    /// The version the upgrade tests go to (`--upgrade-target`).
+    pub upgrade_target: Option<String>,
+    steps: Mutex<Vec<String>>,
+    started: Instant,
+}
+
+impl std::fmt::Debug for Ctx {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Ctx")
+            .field("namespace", &self.namespace)
+            .finish_non_exhaustive()
+    }
+}
+
+/// The least any scaled wait gets.
+const MIN_WAIT: Duration = Duration::from_secs(2);
+/// How often conditions are looked at again.
+const POLL: Duration = Duration::from_millis(200);
+
+impl Ctx {
+    /// A context for a test in `namespace`.
+    pub fn new(
+        client: Client,
+        namespace: String,
+        provider: Arc<dyn Provider>,
+        capabilities: Capabilities,
+        scale: f64,
+    ) -> Self {
+        Self {
+            client,
+            namespace,
+            provider,
+            capabilities,
+            scale,
+            upgrade_target: None,
+            steps: Mutex::default(),
+            started: Instant::now(),
+        }
+    }
+
+    /// Records a step (`STEP:` lines of the report).
+    pub fn step(&self, text: impl Into<String>) {
+        let line = format!(
+            "[{:>6.2}s] STEP: {}",
+            self.started.elapsed().as_secs_f64(),
+            text.into()
+        );
+        self.steps
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .push(line);
+    }
+
+    /// The steps so far.
+    pub fn steps(&self) -> Vec<String> {
+        self.steps
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone()
+    }
+
+    /// Upstream's `timeout`, scaled.
+    pub fn timeout(&self, upstream: Duration) -> Duration {
+        upstream.mul_f64(self.scale).max(MIN_WAIT)
+    }
+
+    /// Waits up to `timeout` (scaled) until `check` answers `Ok(Some)`; `Err` ends the wait
+    /// at once. The error names `what` and the last thing `check` saw (`last`).
+    pub async fn wait_for<T, F, Fut>(
+        &self,
+        what: &str,
+        timeout: Duration,
+        mut check: F,
+    ) -> anyhow::Result<T>
+    where
+        F: FnMut() -> Fut,
+        Fut: Future<Output = anyhow::Result<Option<T>>>,
+    {
+        let timeout = self.timeout(timeout);
+        let deadline = Instant::now() + timeout;
+        loop {
+            if let Some(found) = check().await? {
+                return Ok(found);
+            }
+            if Instant::now() >= deadline {
+                bail!("timed out after {timeout:.1?} waiting for {what}");
+            }
+            tokio::time::sleep(POLL).await;
+        }
+    }
+
+    /// The namespace's Services.
+    pub fn services(&self) -> Api<Service> {
+        Api::namespaced(self.client.clone(), &self.namespace)
+    }
+
+    /// The namespace's Deployments.
+    pub fn deployments(&self) -> Api<Deployment> {
+        Api::namespaced(self.client.clone(), &self.namespace)
+    }
+
+    /// The namespace's Pods.
+    pub fn pods(&self) -> Api<Pod> {
+        Api::namespaced(self.client.clone(), &self.namespace)
+    }
+
+    /// The Ready, schedulable nodes, by name.
+    pub async fn ready_nodes(&self) -> anyhow::Result<Vec<Node>> {
+        let nodes: Api<Node> = Api::all(self.client.clone());
+        let mut ready: Vec<Node> = nodes
+            .list(&ListParams::default())
+            .await
+            .context("listing nodes")?
+            .items
+            .into_iter()
+            .filter(|n| {
+                is_ready(n)
+                    && !n
+                        .spec
+                        .as_ref()
+                        .and_then(|s| s.unschedulable)
+                        .unwrap_or(false)
+            })
+            .collect();
+        ready.sort_by_key(|n| n.name_any());
+        Ok(ready)
+    }
+
+    /// Creates a Deployment `name` of `replicas` agnhost `netexec` pods labelled `app=name`
+    /// (on `node` only, when given), and waits until they are Ready.
+    pub async fn agnhost(
+        &self,
+        name: &str,
+        replicas: i32,
+        node: Option<&str>,
+    ) -> anyhow::Result<()> {
+        self.step(format!(
+            "creating a Deployment {name} of {replicas} agnhost netexec pods"
+        ));
+        let mut pod_spec = json!({"containers": [{"name": "agnhost", "image": AGNHOST,
+            "args": ["netexec", format!("--http-port={NETEXEC_PORT}"), format!("--udp-port={NETEXEC_PORT}")],
+            "ports": [{"containerPort": NETEXEC_PORT, "protocol": "TCP"},
+                      {"containerPort": NETEXEC_PORT, "protocol": "UDP"}]}]});
+        if let Some(node) = node {
+            pod_spec["nodeSelector"] = json!({"kubernetes.io/hostname": node});
+        }
+        let deployment: Deployment = serde_json::from_value(json!({
+            "metadata": {"name": name},
+            "spec": {"replicas": replicas, "selector": {"matchLabels": {"app": name}},
+                "template": {"metadata": {"labels": {"app": name}}, "spec": pod_spec}}}))?;
+        self.deployments()
+            .create(&PostParams::default(), &deployment)
+            .await
+            .with_context(|| format!("creating Deployment {name}"))?;
+        self.wait_ready_pods(name, replicas).await.map(|_| ())
+    }
+
+    /// Waits until `count` pods labelled `app=name` are Ready (and no others exist); them.
+    pub async fn wait_ready_pods(&self, name: &str, count: i32) -> anyhow::Result<Vec<Pod>> {
+        let pods = self.pods();
+        self.wait_for(
+            &format!("{count} Ready pods of {name}"),
+            timeouts::POD_START,
+            || async {
+                let list = pods
+                    .list(&ListParams::default().labels(&format!("app={name}")))
+                    .await?
+                    .items;
+                let live: Vec<Pod> = list
+                    .into_iter()
+                    .filter(|p| p.metadata.deletion_timestamp.is_none())
+                    .collect();
+                let ready = live.iter().filter(|p| pod_ready(p)).count();
+                Ok((ready == live.len() && usize::try_from(count) == Ok(ready)).then_some(live))
+            },
+        )
+        .await
+    }
+
+    /// Scales Deployment `name` to `replicas` and waits for that many Ready pods.
+    pub async fn scale(&self, name: &str, replicas: i32) -> anyhow::Result<()> {
+        self.step(format!("scaling {name} to {replicas}"));
+        self.deployments()
+            .patch(
+                name,
+                &PatchParams::default(),
+                &Patch::Merge(json!({"spec": {"replicas": replicas}})),
+            )
+            .await
+            .with_context(|| format!("scaling {name}"))?;
+        self.wait_ready_pods(name, replicas).await.map(|_| ())
+    }
+
+    /// Creates the Service `spec` describes (named `name`).
+    pub async fn create_service(&self, name: &str, spec: Value) -> anyhow::Result<Service> {
+        let service: Service =
+            serde_json::from_value(json!({"metadata": {"name": name}, "spec": spec}))?;
+        self.services()
+            .create(&PostParams::default(), &service)
+            .await
+            .with_context(|| format!("creating Service {name}"))
+    }
+
+    /// Merge-patches the Service `name`'s spec; the Service after.
+    pub async fn update_service(&self, name: &str, spec: Value) -> anyhow::Result<Service> {
+        self.services()
+            .patch(
+                name,
+                &PatchParams::default(),
+                &Patch::Merge(json!({"spec": spec})),
+            )
+            .await
+            .with_context(|| format!("updating Service {name}"))
+    }
+
+    /// upstream's `WaitForLoadBalancer`: the first ingress address of Service `name`.
+    pub async fn wait_for_ingress(&self, name: &str, timeout: Duration) -> anyhow::Result<String> {
+        self.step(format!("waiting for Service {name}'s load balancer"));
+        let services = self.services();
+        self.wait_for(
+            &format!("an ingress address of Service {name}"),
+            timeout,
+            || async {
+                let service = services.get(name).await?;
+                Ok(ingress(&service))
+            },
+        )
+        .await
+    }
+
+    /// The reference the provider takes for Service `name`.
+    pub async fn service_ref(&self, name: &str) -> anyhow::Result<ServiceRef> {
+        let service = self.services().get(name).await?;
+        Ok(ServiceRef {
+            namespace: self.namespace.clone(),
+            name: name.to_owned(),
+            uid: service.uid().unwrap_or_default(),
+        })
+    }
+
+    /// upstream's `WaitForLoadBalancerDestroy` with `EnsureLoadBalancerResourcesDeleted`: the
+    /// cloud no longer has the load balancer of `service` (when the provider can describe
+    /// load balancers), and `address:port` no longer answers.
+    pub async fn wait_for_load_balancer_destroyed(
+        &self,
+        service: &ServiceRef,
+        address: &str,
+        port: u16,
+    ) -> anyhow::Result<()> {
+        if self.capabilities.has(Capability::DescribeLoadBalancer) {
+            self.step(format!(
+                "waiting for the cloud to delete the load balancer of {}",
+                service.name
+            ));
+            self.wait_for(
+                &format!(
+                    "the cloud to delete the load balancer of Service {}",
+                    service.name
+                ),
+                timeouts::LOAD_BALANCER_LAG,
+                || async {
+                    let found = self.provider.describe_load_balancer(service).await?;
+                    Ok(found.is_none().then_some(()))
+                },
+            )
+            .await?;
+        }
+        self.wait_not_reachable_http(address, port).await
+    }
+
+    /// Sends `probe`: through the provider when it can, else from here.
+    pub async fn probe(&self, probe: &Probe) -> anyhow::Result<ProbeAnswer> {
+        if self.capabilities.has(Capability::TrafficProbe) {
+            return Ok(self.provider.probe(probe).await?);
+        }
+        Ok(genplane_cloudprovider::probe::send(probe).await)
+    }
+
+    fn http(&self, address: &str, port: u16, path: &str) -> Probe {
+        Probe {
+            kind: ProbeKind::Http {
+                path: path.to_owned(),
+            },
+            address: address.to_owned(),
+            port,
+            timeout_ms: 3000,
+        }
+    }
+
+    /// The body of `GET path` from `address:port`, if it answered 2xx.
+    pub async fn http_get(
+        &self,
+        address: &str,
+        port: u16,
+        path: &str,
+    ) -> anyhow::Result<Option<String>> {
+        let answer = self.probe(&self.http(address, port, path)).await?;
+        Ok(answer.ok_body().map(str::to_owned))
+    }
+
+    /// upstream's `TestReachableHTTP`: waits until `/hostname` on `address:port` answers;
+    /// the pod that answered.
+    pub async fn wait_reachable_http(&self, address: &str, port: u16) -> anyhow::Result<String> {
+        self.step(format!("checking http://{address}:{port}/hostname answers"));
+        self.wait_for(
+            &format!("http://{address}:{port}/hostname to answer"),
+            timeouts::LOAD_BALANCER_LAG,
+            || async {
+                Ok(self
+                    .http_get(address, port, "/hostname")
+                    .await?
+                    .filter(|b| !b.is_empty()))
+            },
+        )
+        .await
+    }
+
+    /// upstream's `testNotReachableHTTP`: waits until `address:port` gives no answer.
+    pub async fn wait_not_reachable_http(&self, address: &str, port: u16) -> anyhow::Result<()> {
+        self.step(format!(
+            "checking http://{address}:{port}/hostname no longer answers"
+        ));
+        self.wait_for(
+            &format!("http://{address}:{port} to stop answering"),
+            timeouts::LOAD_BALANCER_LAG,
+            || async {
+                Ok(self
+                    .http_get(address, port, "/hostname")
+                    .await?
+                    .is_none()
+                    .then_some(()))
+            },
+        )
+        .await
+    }
+
+    /// upstream's `testReachableUDP`: waits until `hostname` sent to `address:port` is
+    /// answered.
+    pub async fn wait_reachable_udp(&self, address: &str, port: u16) -> anyhow::Result<String> {
+        self.step(format!("checking udp://{address}:{port} answers"));
+        self.wait_for(
+            &format!("udp://{address}:{port} to answer"),
+            timeouts::LOAD_BALANCER_LAG,
+            || async {
+                let answer = self.probe(&self.udp(address, port)).await?;
+                Ok(answer
+                    .ok_body()
+                    .filter(|b| !b.is_empty())
+                    .map(str::to_owned))
+            },
+        )
+        .await
+    }
+
+    /// upstream's `testNotReachableUDP`: waits until `address:port` gives no UDP answer.
+    pub async fn wait_not_reachable_udp(&self, address: &str, port: u16) -> anyhow::Result<()> {
+        self.step(format!("checking udp://{address}:{port} no longer answers"));
+        self.wait_for(
+            &format!("udp://{address}:{port} to stop answering"),
+            timeouts::LOAD_BALANCER_LAG,
+            || async {
+                let answer = self.probe(&self.udp(address, port)).await?;
+                Ok(answer.ok_body().is_none().then_some(()))
+            },
+        )
+        .await
+    }
+
+    fn udp(&self, address: &str, port: u16) -> Probe {
+        Probe {
+            kind: ProbeKind::Udp {
+                message: "hostname".to_owned(),
+            },
+            address: address.to_owned(),
+            port,
+            timeout_ms: 1000,
+        }
+    }
+
+    /// The pods answering `/hostname` on `address:port` in `tries` requests.
+    pub async fn hostnames(
+        &self,
+        address: &str,
+        port: u16,
+        tries: usize,
+    ) -> anyhow::Result<Vec<String>> {
+        let mut seen = Vec::new();
+        for _ in 0..tries {
+            if let Some(body) = self.http_get(address, port, "/hostname").await? {
+                seen.push(body);
+            }
+        }
+        Ok(seen)
+    }
+}
+
+/// The first ingress address (IP or host name) of `service`.
+pub fn ingress(service: &Service) -> Option<String> {
+    let first = service
+        .status
+        .as_ref()?
+        .load_balancer
+        .as_ref()?
+        .ingress
+        .as_ref()?
+        .first()?
+        .clone();
+    first.ip.or(first.hostname)
+}
+
+/// The first port's node port of `service`, if any.
+pub fn node_port(service: &Service) -> Option<i32> {
+    service.spec.as_ref()?.ports.as_ref()?.first()?.node_port
+}
+
+/// Whether `node` is Ready.
+pub fn is_ready(node: &Node) -> bool {
+    node.status
+        .as_ref()
+        .and_then(|s| s.conditions.as_ref())
+        .is_some_and(|c| c.iter().any(|c| c.type_ == "Ready" && c.status == "True"))
+}
+
+/// Whether `pod` is Ready.
+pub fn pod_ready(pod: &Pod) -> bool {
+    pod.status
+        .as_ref()
+        .and_then(|s| s.conditions.as_ref())
+        .is_some_and(|c| c.iter().any(|c| c.type_ == "Ready" && c.status == "True"))
+}
+
+/// The reference the provider takes for `node`.
+pub fn node_ref(node: &Node) -> NodeRef {
+    NodeRef {
+        name: node.name_any(),
+        provider_id: node.spec.as_ref().and_then(|s| s.provider_id.clone()),
+    }
+}
+
+/// `port` as a `u16`, or why not.
+pub fn port16(port: i32) -> anyhow::Result<u16> {
+    u16::try_from(port).with_context(|| format!("port {port} is out of range"))
+}
+
+/// The InternalIP of `node`.
+pub fn internal_ip(node: &Node) -> Option<String> {
+    node.status
+        .as_ref()?
+        .addresses
+        .as_ref()?
+        .iter()
+        .find(|a| a.type_ == "InternalIP")
+        .map(|a| a.address.clone())
+}

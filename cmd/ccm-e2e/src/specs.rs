@@ -1,0 +1,758 @@
+//! The tests, ported from upstream's `test/e2e/cloud`, `test/e2e/cloud/gcp` and
+//! `test/e2e/network` (`loadbalancer.go`, `service.go`) with upstream's names, labels, steps
+//! and timeouts (scaled by `--timeout-scale`). Each names the capabilities it needs instead
+//! of the providers it runs on. Where upstream checks reachability from an exec pod inside
+//! the cluster, these check it from outside (the provider's probe or the runner's machine),
+//! through the load balancer.
+
+use std::time::Duration;
+
+use anyhow::{Context as _, bail, ensure};
+use futures::future::BoxFuture;
+use genplane_cloudprovider::Capability;
+use k8s_openapi::api::core::v1::{Node, Pod};
+use kube::ResourceExt as _;
+use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams};
+use serde_json::json;
+
+use crate::framework::{Ctx, NETEXEC_PORT, timeouts};
+use crate::framework::{ingress, internal_ip, is_ready, node_port, node_ref, pod_ready, port16};
+
+/// The cleanup finalizer of load-balancer Services.
+pub const CLEANUP_FINALIZER: &str = "service.kubernetes.io/load-balancer-cleanup";
+
+/// A test's body.
+pub type Body = for<'a> fn(&'a Ctx) -> BoxFuture<'a, anyhow::Result<()>>;
+
+/// One test.
+#[derive(Debug)]
+pub struct Spec {
+    /// The full name, upstream's, with its labels in brackets.
+    pub name: &'static str,
+    /// Its labels (`Serial` ones run alone, after the others).
+    pub labels: &'static [&'static str],
+    /// What the provider must be able to do.
+    pub needs: &'static [Capability],
+    /// How long it may take, before scaling.
+    pub timeout: Duration,
+    /// What it does.
+    pub body: Body,
+}
+
+impl Spec {
+    /// Whether it must run alone.
+    pub fn serial(&self) -> bool {
+        self.labels.contains(&"Serial")
+    }
+}
+
+const LB: &str = "Feature:LoadBalancer";
+const MINUTES: u64 = 60;
+
+/// Every test, in the order they run (serial ones are run last, in this order).
+pub static SPECS: &[Spec] = &[
+    Spec {
+        name: "[sig-network] LoadBalancers [Feature:LoadBalancer] should be able to change the type and ports of a TCP service [Slow]",
+        labels: &[LB, "Slow"],
+        needs: &[Capability::LoadBalancer],
+        timeout: Duration::from_secs(40 * MINUTES),
+        body: |ctx| Box::pin(type_and_ports(ctx, "TCP")),
+    },
+    Spec {
+        name: "[sig-network] LoadBalancers [Feature:LoadBalancer] should be able to change the type and ports of a UDP service [Slow]",
+        labels: &[LB, "Slow"],
+        needs: &[Capability::LoadBalancer, Capability::LoadBalancerUdp],
+        timeout: Duration::from_secs(40 * MINUTES),
+        body: |ctx| Box::pin(type_and_ports(ctx, "UDP")),
+    },
+    Spec {
+        name: "[sig-network] LoadBalancers [Feature:LoadBalancer] should have session affinity work for LoadBalancer service with Local traffic policy [Slow] [LinuxOnly]",
+        labels: &[LB, "Slow", "LinuxOnly"],
+        needs: &[Capability::LoadBalancer, Capability::SessionAffinity],
+        timeout: Duration::from_secs(30 * MINUTES),
+        body: |ctx| Box::pin(session_affinity(ctx, false)),
+    },
+    Spec {
+        name: "[sig-network] LoadBalancers [Feature:LoadBalancer] should be able to switch session affinity for LoadBalancer service with Local traffic policy [Slow] [LinuxOnly]",
+        labels: &[LB, "Slow", "LinuxOnly"],
+        needs: &[Capability::LoadBalancer, Capability::SessionAffinity],
+        timeout: Duration::from_secs(30 * MINUTES),
+        body: |ctx| Box::pin(session_affinity(ctx, true)),
+    },
+    Spec {
+        name: "[sig-network] LoadBalancers [Feature:LoadBalancer] should handle load balancer cleanup finalizer for service [Slow]",
+        labels: &[LB, "Slow"],
+        needs: &[Capability::LoadBalancer],
+        timeout: Duration::from_secs(30 * MINUTES),
+        body: |ctx| Box::pin(cleanup_finalizer(ctx)),
+    },
+    Spec {
+        name: "[sig-network] LoadBalancers ExternalTrafficPolicy: Local [Feature:LoadBalancer] [Slow] should only target nodes with endpoints",
+        labels: &[LB, "Slow"],
+        needs: &[
+            Capability::LoadBalancer,
+            Capability::ExternalTrafficPolicyLocal,
+        ],
+        timeout: Duration::from_secs(40 * MINUTES),
+        body: |ctx| Box::pin(only_target_nodes_with_endpoints(ctx)),
+    },
+    Spec {
+        name: "[sig-network] Services should release NodePorts on delete",
+        labels: &[],
+        needs: &[],
+        timeout: Duration::from_secs(10 * MINUTES),
+        body: |ctx| Box::pin(release_node_ports(ctx)),
+    },
+    Spec {
+        name: "[sig-network] Services should delete a collection of services [Conformance]",
+        labels: &["Conformance"],
+        needs: &[],
+        timeout: Duration::from_secs(5 * MINUTES),
+        body: |ctx| Box::pin(delete_collection(ctx)),
+    },
+    Spec {
+        name: "[sig-cloud-provider-gcp] Upgrade [Feature:Upgrade] master upgrade should maintain a functioning cluster [Feature:MasterUpgrade] [Serial] [Disruptive]",
+        labels: &[
+            "Feature:Upgrade",
+            "Feature:MasterUpgrade",
+            "Serial",
+            "Disruptive",
+        ],
+        needs: &[Capability::ControlPlaneUpgrade],
+        timeout: Duration::from_secs(60 * MINUTES),
+        body: |ctx| Box::pin(master_upgrade(ctx)),
+    },
+    Spec {
+        name: "[sig-cloud-provider-gcp] Reboot [Disruptive] [Feature:Reboot] each node by ordering clean reboot and ensure they function upon restart [Serial]",
+        labels: &["Disruptive", "Feature:Reboot", "Serial"],
+        needs: &[Capability::NodeReboot],
+        timeout: Duration::from_secs(30 * MINUTES),
+        body: |ctx| Box::pin(reboot_each_node(ctx)),
+    },
+    Spec {
+        name: "[sig-cloud-provider] [Feature:CloudProvider] [Disruptive] Nodes should be deleted on API server if it doesn't exist in the cloud provider [Serial]",
+        labels: &["Feature:CloudProvider", "Disruptive", "Serial"],
+        needs: &[Capability::NodeDeletion],
+        timeout: Duration::from_secs(10 * MINUTES),
+        body: |ctx| Box::pin(nodes_deleted(ctx)),
+    },
+];
+
+fn probe_reachable<'a>(
+    ctx: &'a Ctx,
+    protocol: &'a str,
+    address: &'a str,
+    port: u16,
+) -> BoxFuture<'a, anyhow::Result<String>> {
+    Box::pin(async move {
+        if protocol == "UDP" {
+            ctx.wait_reachable_udp(address, port).await
+        } else {
+            ctx.wait_reachable_http(address, port).await
+        }
+    })
+}
+
+fn probe_unreachable<'a>(
+    ctx: &'a Ctx,
+    protocol: &'a str,
+    address: &'a str,
+    port: u16,
+) -> BoxFuture<'a, anyhow::Result<()>> {
+    Box::pin(async move {
+        if protocol == "UDP" {
+            ctx.wait_not_reachable_udp(address, port).await
+        } else {
+            ctx.wait_not_reachable_http(address, port).await
+        }
+    })
+}
+
+/// "should be able to change the type and ports of a TCP/UDP service".
+async fn type_and_ports(ctx: &Ctx, protocol: &str) -> anyhow::Result<()> {
+    let name = if protocol == "UDP" {
+        "mutability-test-udp"
+    } else {
+        "mutability-test"
+    };
+    ctx.agnhost(name, 1, None).await?;
+    ctx.step(format!("creating a {protocol} ClusterIP Service {name}"));
+    let port = |port: i32, node_port: Option<i32>| {
+        let mut p =
+            json!({"name": "p", "port": port, "targetPort": NETEXEC_PORT, "protocol": protocol});
+        if let Some(node_port) = node_port {
+            p["nodePort"] = json!(node_port);
+        }
+        json!([p])
+    };
+    ctx.create_service(
+        name,
+        json!({"type": "ClusterIP", "selector": {"app": name}, "ports": port(80, None)}),
+    )
+    .await?;
+
+    ctx.step("changing the Service to type=NodePort");
+    let service = ctx
+        .update_service(name, json!({"type": "NodePort"}))
+        .await?;
+    let first_node_port =
+        node_port(&service).context("no node port allocated for type=NodePort")?;
+
+    ctx.step("changing the Service to type=LoadBalancer");
+    let service = ctx
+        .update_service(name, json!({"type": "LoadBalancer"}))
+        .await?;
+    ensure!(
+        node_port(&service) == Some(first_node_port),
+        "the node port changed from {first_node_port} to {:?} with the type change to LoadBalancer",
+        node_port(&service)
+    );
+    let address = ctx
+        .wait_for_ingress(name, timeouts::LOAD_BALANCER_CREATE)
+        .await?;
+    probe_reachable(ctx, protocol, &address, 80).await?;
+
+    ctx.step("changing the Service's node port");
+    // upstream's ChangeServiceNodePort: the next free port, trying others while taken.
+    let mut attempt = 0;
+    let (service, new_node_port) = loop {
+        attempt += 1;
+        let candidate = 30000 + (first_node_port - 30000 + attempt) % 2768;
+        match ctx
+            .update_service(name, json!({"ports": port(80, Some(candidate))}))
+            .await
+        {
+            Ok(service) => break (service, candidate),
+            Err(error) if attempt < 100 && format!("{error:#}").contains("already allocated") => {}
+            Err(error) => return Err(error),
+        }
+    };
+    ensure!(
+        node_port(&service) == Some(new_node_port),
+        "the node port is {:?}, not {new_node_port}",
+        node_port(&service)
+    );
+    ensure_same_ingress(ctx, name, &address).await?;
+    probe_reachable(ctx, protocol, &address, 80).await.context(
+        "the load balancer does not answer after the node port changed: does the CCM update its ports?",
+    )?;
+
+    ctx.step("changing the Service's port");
+    ctx.update_service(name, json!({"ports": port(81, Some(new_node_port))}))
+        .await?;
+    ensure_same_ingress(ctx, name, &address).await?;
+    probe_reachable(ctx, protocol, &address, 81).await.context(
+        "the load balancer does not answer on the new port: does the CCM update its ports?",
+    )?;
+
+    ctx.scale(name, 0).await?;
+    probe_unreachable(ctx, protocol, &address, 81).await?;
+    ctx.scale(name, 1).await?;
+    probe_reachable(ctx, protocol, &address, 81).await?;
+
+    ctx.step("changing the Service back to type=ClusterIP");
+    let reference = ctx.service_ref(name).await?;
+    let service = ctx
+        .update_service(name, json!({"type": "ClusterIP", "ports": port(81, None)}))
+        .await?;
+    ensure!(
+        node_port(&service).is_none(),
+        "type=ClusterIP kept node port {:?}",
+        node_port(&service)
+    );
+    let services = ctx.services();
+    ctx.wait_for(
+        "the Service's ingress to be cleared",
+        timeouts::LOAD_BALANCER_LAG,
+        || async { Ok(ingress(&services.get(name).await?).is_none().then_some(())) },
+    )
+    .await?;
+    if protocol == "UDP" {
+        if ctx.capabilities.has(Capability::DescribeLoadBalancer) {
+            ctx.wait_for(
+                "the cloud to delete the load balancer",
+                timeouts::LOAD_BALANCER_LAG,
+                || async {
+                    Ok(ctx
+                        .provider
+                        .describe_load_balancer(&reference)
+                        .await?
+                        .is_none()
+                        .then_some(()))
+                },
+            )
+            .await?;
+        }
+        ctx.wait_not_reachable_udp(&address, 81).await
+    } else {
+        ctx.wait_for_load_balancer_destroyed(&reference, &address, 81)
+            .await
+    }
+}
+
+async fn ensure_same_ingress(ctx: &Ctx, name: &str, address: &str) -> anyhow::Result<()> {
+    let now = ingress(&ctx.services().get(name).await?);
+    ensure!(
+        now.as_deref() == Some(address),
+        "the load balancer's address changed from {address} to {now:?}"
+    );
+    Ok(())
+}
+
+/// upstream's `AffinityConfirmCount`: this many answers in a row from one pod is affinity.
+const AFFINITY_CONFIRM_COUNT: usize = 15;
+
+/// Waits until `AFFINITY_CONFIRM_COUNT` requests in a row reach one pod (`sticky`), or until
+/// requests reach more than one (`!sticky`): upstream's `checkAffinity`.
+async fn check_affinity(ctx: &Ctx, address: &str, port: u16, sticky: bool) -> anyhow::Result<()> {
+    ctx.step(if sticky {
+        "checking one client always reaches one pod"
+    } else {
+        "checking one client reaches several pods"
+    });
+    let what = if sticky {
+        format!(
+            "{AFFINITY_CONFIRM_COUNT} requests in a row to reach one pod (session affinity at the load balancer)"
+        )
+    } else {
+        "requests to reach more than one pod".to_owned()
+    };
+    ctx.wait_for(
+        &what,
+        timeouts::LOAD_BALANCER_PROPAGATION.min(timeouts::LOAD_BALANCER_LAG),
+        || async {
+            let seen = ctx.hostnames(address, port, AFFINITY_CONFIRM_COUNT).await?;
+            let mut distinct = seen.clone();
+            distinct.sort();
+            distinct.dedup();
+            Ok(if sticky {
+                (seen.len() == AFFINITY_CONFIRM_COUNT && distinct.len() == 1).then_some(())
+            } else {
+                (distinct.len() > 1).then_some(())
+            })
+        },
+    )
+    .await
+}
+
+/// "should have session affinity work / be able to switch session affinity for LoadBalancer
+/// service with Local traffic policy" (`execAffinityTestForLBService(WithTransition)`).
+async fn session_affinity(ctx: &Ctx, transition: bool) -> anyhow::Result<()> {
+    let name = if transition {
+        "affinity-lb-esipp-transition"
+    } else {
+        "affinity-lb-esipp"
+    };
+    let replicas = i32::try_from(ctx.ready_nodes().await?.len().clamp(2, 3))?;
+    ctx.agnhost(name, replicas, None).await?;
+    ctx.create_service(
+        name,
+        json!({"type": "LoadBalancer", "selector": {"app": name},
+        "externalTrafficPolicy": "Local", "sessionAffinity": "ClientIP",
+        "ports": [{"port": 80, "targetPort": NETEXEC_PORT, "protocol": "TCP"}]}),
+    )
+    .await?;
+    let address = ctx
+        .wait_for_ingress(name, timeouts::LOAD_BALANCER_CREATE)
+        .await?;
+    ctx.wait_reachable_http(&address, 80).await?;
+    check_affinity(ctx, &address, 80, true).await?;
+    if transition {
+        ctx.step("switching session affinity off");
+        ctx.update_service(name, json!({"sessionAffinity": "None"}))
+            .await?;
+        check_affinity(ctx, &address, 80, false).await?;
+        ctx.step("switching session affinity on again");
+        ctx.update_service(name, json!({"sessionAffinity": "ClientIP"}))
+            .await?;
+        check_affinity(ctx, &address, 80, true).await?;
+    }
+    Ok(())
+}
+
+async fn wait_finalizer(ctx: &Ctx, name: &str, present: bool) -> anyhow::Result<()> {
+    let services = ctx.services();
+    let what = if present {
+        format!(
+            "the {CLEANUP_FINALIZER} finalizer on Service {name} (the CCM must add it before it makes a load balancer)"
+        )
+    } else {
+        format!("the {CLEANUP_FINALIZER} finalizer to be removed from Service {name}")
+    };
+    ctx.step(format!("waiting for {what}"));
+    ctx.wait_for(&what, timeouts::LOAD_BALANCER_LAG, || async {
+        let held = services
+            .get(name)
+            .await?
+            .finalizers()
+            .iter()
+            .any(|f| f == CLEANUP_FINALIZER);
+        Ok((held == present).then_some(()))
+    })
+    .await
+}
+
+/// "should handle load balancer cleanup finalizer for service".
+async fn cleanup_finalizer(ctx: &Ctx) -> anyhow::Result<()> {
+    let name = "lb-finalizer";
+    ctx.create_service(
+        name,
+        json!({"type": "LoadBalancer", "selector": {"app": name},
+        "ports": [{"port": 80, "targetPort": NETEXEC_PORT, "protocol": "TCP"}]}),
+    )
+    .await?;
+    ctx.wait_for_ingress(name, timeouts::LOAD_BALANCER_CREATE)
+        .await?;
+    wait_finalizer(ctx, name, true).await?;
+    ctx.step("changing the Service to type=ClusterIP");
+    ctx.update_service(name, json!({"type": "ClusterIP"}))
+        .await?;
+    wait_finalizer(ctx, name, false).await?;
+    ctx.step("changing the Service back to type=LoadBalancer");
+    ctx.update_service(name, json!({"type": "LoadBalancer"}))
+        .await?;
+    wait_finalizer(ctx, name, true).await?;
+    let reference = ctx.service_ref(name).await?;
+    ctx.step("deleting the Service");
+    ctx.services()
+        .delete(name, &DeleteParams::default())
+        .await?;
+    let services = ctx.services();
+    let describes = ctx.capabilities.has(Capability::DescribeLoadBalancer);
+    ctx.wait_for(&format!("Service {name} to be deleted"), timeouts::LOAD_BALANCER_LAG, || async {
+        if services.get_opt(name).await?.is_some() {
+            return Ok(None);
+        }
+        if describes && ctx.provider.describe_load_balancer(&reference).await?.is_some() {
+            bail!("Service {name} is gone but the cloud still has its load balancer: the finalizer must hold the Service until the load balancer is deleted");
+        }
+        Ok(Some(()))
+    })
+    .await
+}
+
+/// "should only target nodes with endpoints" (ExternalTrafficPolicy: Local).
+async fn only_target_nodes_with_endpoints(ctx: &Ctx) -> anyhow::Result<()> {
+    let name = "external-local-nodes";
+    let nodes: Vec<Node> = ctx.ready_nodes().await?.into_iter().take(3).collect();
+    ensure!(!nodes.is_empty(), "no Ready node");
+    let service = ctx
+        .create_service(
+            name,
+            json!({"type": "LoadBalancer", "selector": {"app": name},
+            "externalTrafficPolicy": "Local",
+            "ports": [{"port": 80, "targetPort": NETEXEC_PORT, "protocol": "TCP"}]}),
+        )
+        .await?;
+    let health_port = service
+        .spec
+        .as_ref()
+        .and_then(|s| s.health_check_node_port)
+        .filter(|p| *p != 0)
+        .context("the Service has no healthCheckNodePort")?;
+    let health_port = port16(health_port)?;
+    let address = ctx
+        .wait_for_ingress(name, timeouts::LOAD_BALANCER_CREATE)
+        .await?;
+    for (index, node) in nodes.iter().enumerate() {
+        let node_name = node.name_any();
+        if index == 0 {
+            ctx.agnhost(name, 1, Some(&node_name)).await?;
+        } else {
+            ctx.step(format!("moving the endpoint to {node_name}"));
+            ctx.deployments()
+                .patch(
+                    name,
+                    &PatchParams::default(),
+                    &Patch::Merge(json!({"spec": {"template": {"spec": {
+                    "nodeSelector": {"kubernetes.io/hostname": node_name}}}}})),
+                )
+                .await?;
+        }
+        let pods = ctx.pods();
+        ctx.wait_for(
+            &format!("the only endpoint pod to run on {node_name}"),
+            timeouts::POD_START,
+            || async {
+                let live: Vec<Pod> = pods
+                    .list(&ListParams::default().labels(&format!("app={name}")))
+                    .await?
+                    .items;
+                Ok((live.len() == 1
+                    && pod_ready(&live[0])
+                    && live[0].spec.as_ref().and_then(|s| s.node_name.as_deref())
+                        == Some(node_name.as_str()))
+                .then_some(()))
+            },
+        )
+        .await?;
+        ctx.wait_reachable_http(&address, 80).await?;
+        ctx.step(format!(
+            "checking the health-check node port {health_port} passes on {node_name} only"
+        ));
+        ctx.wait_for(
+            &format!("the health check on port {health_port} to pass on {node_name} only"),
+            timeouts::KUBE_PROXY_LAG,
+            || async {
+                for other in &nodes {
+                    let ip = internal_ip(other).context("a node without an InternalIP")?;
+                    let passes = ctx.http_get(&ip, health_port, "/healthz").await?.is_some();
+                    if passes != (other.name_any() == node_name) {
+                        return Ok(None);
+                    }
+                }
+                Ok(Some(()))
+            },
+        )
+        .await?;
+    }
+    Ok(())
+}
+
+/// "should release NodePorts on delete": a deleted Service's node port can be taken again.
+async fn release_node_ports(ctx: &Ctx) -> anyhow::Result<()> {
+    let name = "nodeport-reuse";
+    let spec = |node_port: Option<i32>| {
+        let mut port = json!({"port": 80, "targetPort": NETEXEC_PORT, "protocol": "TCP"});
+        if let Some(node_port) = node_port {
+            port["nodePort"] = json!(node_port);
+        }
+        json!({"type": "NodePort", "selector": {"app": name}, "ports": [port]})
+    };
+    let service = ctx.create_service(name, spec(None)).await?;
+    let taken = node_port(&service).context("no node port allocated")?;
+    ctx.step(format!("deleting the Service holding node port {taken}"));
+    ctx.services()
+        .delete(name, &DeleteParams::default())
+        .await?;
+    let services = ctx.services();
+    ctx.wait_for(
+        &format!("Service {name} to be deleted"),
+        timeouts::KUBE_PROXY_LAG,
+        || async { Ok(services.get_opt(name).await?.is_none().then_some(())) },
+    )
+    .await?;
+    ctx.step(format!("creating a Service with node port {taken} again"));
+    let again = ctx
+        .create_service(name, spec(Some(taken)))
+        .await
+        .with_context(|| {
+            format!("node port {taken} was not released when its Service was deleted")
+        })?;
+    ensure!(
+        node_port(&again) == Some(taken),
+        "the Service got node port {:?}, not {taken}",
+        node_port(&again)
+    );
+    Ok(())
+}
+
+/// "should delete a collection of services".
+async fn delete_collection(ctx: &Ctx) -> anyhow::Result<()> {
+    let selector = "e2e-test-service=delete-collection";
+    for (index, labelled) in [true, true, true, false].iter().enumerate() {
+        let name = format!("e2e-svc-{index}");
+        let mut service: k8s_openapi::api::core::v1::Service = serde_json::from_value(json!({
+            "metadata": {"name": name},
+            "spec": {"type": "ClusterIP", "ports": [{"port": 80, "targetPort": 80, "protocol": "TCP"}]}}))?;
+        if *labelled {
+            service
+                .labels_mut()
+                .insert("e2e-test-service".into(), "delete-collection".into());
+        }
+        ctx.services().create(&Default::default(), &service).await?;
+    }
+    ctx.step(format!("deleting the Services labelled {selector}"));
+    ctx.services()
+        .delete_collection(
+            &DeleteParams::default(),
+            &ListParams::default().labels(selector),
+        )
+        .await
+        .context("deletecollection of services")?;
+    let services = ctx.services();
+    ctx.wait_for(
+        "one Service to remain",
+        timeouts::KUBE_PROXY_LAG,
+        || async {
+            let left = services.list(&ListParams::default()).await?.items;
+            Ok((left.len() == 1).then_some(()))
+        },
+    )
+    .await
+}
+
+/// "master upgrade should maintain a functioning cluster": the control plane is upgraded to
+/// the version the provider configuration names (`upgradeTarget`), nodes and a workload stay
+/// up.
+async fn master_upgrade(ctx: &Ctx) -> anyhow::Result<()> {
+    let target = ctx
+        .upgrade_target
+        .clone()
+        .context("the upgrade tests need --upgrade-target")?;
+    ctx.agnhost("upgrade-workload", 2, None).await?;
+    ctx.step(format!("upgrading the control plane to {target}"));
+    ctx.provider.upgrade_control_plane(&target).await?;
+    ctx.wait_for(
+        &format!("the API server to report {target}"),
+        timeouts::NODE_READY_AGAIN,
+        || async {
+            Ok((ctx.client.apiserver_version().await?.git_version == target).then_some(()))
+        },
+    )
+    .await?;
+    let before = ctx.ready_nodes().await?.len();
+    ensure!(before > 0, "no Ready node after the upgrade");
+    ctx.wait_ready_pods("upgrade-workload", 2).await?;
+    Ok(())
+}
+
+/// The start time of `pod`'s first container, as reported.
+fn started_at(pod: &Pod) -> Option<k8s_openapi::jiff::Timestamp> {
+    pod.status
+        .as_ref()?
+        .container_statuses
+        .as_ref()?
+        .first()?
+        .state
+        .as_ref()?
+        .running
+        .as_ref()?
+        .started_at
+        .as_ref()
+        .map(|t| t.0)
+}
+
+/// "each node by ordering clean reboot and ensure they function upon restart": each node is
+/// rebooted in turn; it is Ready again and its pods run again (restarted: their containers'
+/// start time is after the reboot) and are Ready.
+async fn reboot_each_node(ctx: &Ctx) -> anyhow::Result<()> {
+    let nodes = ctx.ready_nodes().await?;
+    let replicas = i32::try_from(nodes.len())?;
+    ctx.agnhost("reboot", replicas, None).await?;
+    let node_api: Api<Node> = Api::all(ctx.client.clone());
+    for node in &nodes {
+        let node_name = node.name_any();
+        let pods = ctx.pods();
+        let on_node = || async {
+            let list = pods
+                .list(&ListParams::default().labels("app=reboot"))
+                .await?
+                .items;
+            anyhow::Ok(
+                list.into_iter()
+                    .filter(|p| {
+                        p.spec.as_ref().and_then(|s| s.node_name.as_deref())
+                            == Some(node_name.as_str())
+                    })
+                    .collect::<Vec<Pod>>(),
+            )
+        };
+        let before = on_node().await?;
+        // Start times are reported to the second: reboot in a later second than any start.
+        let latest = before.iter().filter_map(started_at).max();
+        ctx.wait_for(
+            "the clock to pass the pods' start",
+            Duration::from_secs(30),
+            || async {
+                Ok((latest.is_none_or(|t| {
+                    k8s_openapi::jiff::Timestamp::now().as_second() > t.as_second()
+                }))
+                .then_some(()))
+            },
+        )
+        .await?;
+        let rebooted_at = k8s_openapi::jiff::Timestamp::now().as_second();
+        ctx.step(format!(
+            "rebooting {node_name} ({} pods on it)",
+            before.len()
+        ));
+        ctx.provider.reboot_instance(&node_ref(node)).await?;
+        ctx.wait_for(
+            &format!("{node_name} to be Ready again"),
+            timeouts::NODE_READY_AGAIN,
+            || async {
+                Ok(node_api
+                    .get_opt(&node_name)
+                    .await?
+                    .filter(is_ready)
+                    .map(|_| ()))
+            },
+        )
+        .await?;
+        ctx.wait_for(
+            &format!("the pods on {node_name} to run again after the reboot"),
+            timeouts::NODE_READY_AGAIN,
+            || async {
+                let now = on_node().await?;
+                let restarted = now.len() == before.len()
+                    && now.iter().all(|p| {
+                        pod_ready(p) && started_at(p).is_some_and(|t| t.as_second() >= rebooted_at)
+                    });
+                Ok(restarted.then_some(()))
+            },
+        )
+        .await?;
+    }
+    Ok(())
+}
+
+/// "Nodes should be deleted on API server if it doesn't exist in the cloud provider".
+async fn nodes_deleted(ctx: &Ctx) -> anyhow::Result<()> {
+    let nodes = ctx.ready_nodes().await?;
+    let victim = nodes.last().context("no Ready schedulable node")?;
+    let victim_name = victim.name_any();
+    let node_api: Api<Node> = Api::all(ctx.client.clone());
+    let original = node_api
+        .list(&ListParams::default())
+        .await?
+        .items
+        .iter()
+        .filter(|n| is_ready(n))
+        .count();
+    ctx.step(format!("deleting the instance of {victim_name}"));
+    ctx.provider.delete_instance(&node_ref(victim)).await?;
+    ctx.wait_for(
+        &format!(
+            "{} Ready nodes, {victim_name} deleted from the API server by the CCM",
+            original - 1
+        ),
+        timeouts::NODE_READY_AGAIN,
+        || async {
+            let list = node_api.list(&ListParams::default()).await?.items;
+            let ready = list.iter().filter(|n| is_ready(n)).count();
+            Ok(
+                (ready == original - 1 && list.iter().all(|n| n.name_any() != victim_name))
+                    .then_some(()),
+            )
+        },
+    )
+    .await?;
+    ensure!(
+        node_api.get_opt(&victim_name).await?.is_none(),
+        "{victim_name} still exists"
+    );
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_are_unique_and_show_their_labels() {
+        let mut names: Vec<&str> = SPECS.iter().map(|s| s.name).collect();
+        names.sort_unstable();
+        names.dedup();
+        assert_eq!(names.len(), SPECS.len());
+        for spec in SPECS {
+            for label in spec.labels {
+                assert!(
+                    spec.name.contains(&format!("[{label}]")),
+                    "{} lacks [{label}]",
+                    spec.name
+                );
+            }
+        }
+    }
+}

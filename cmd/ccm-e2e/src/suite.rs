@@ -1,0 +1,799 @@
+//! Running the tests: selection (`--focus`, `--skip`, `--label-filter`), skipping by
+//! capability, a namespace per test, parallel and serial runs, timeouts, clean-up (also when
+//! interrupted), failure dumps and the report (progress lines, summary, JUnit).
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::fmt::Write as _;
+use std::future::Future;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use anyhow::Context as _;
+use genplane_cloudprovider::{Capabilities, Capability, Provider};
+use k8s_openapi::api::core::v1::{Event, Namespace, Service};
+use kube::api::{Api, DeleteParams, ListParams, PostParams};
+use kube::{Client, ResourceExt as _};
+use regex::Regex;
+use serde_json::json;
+
+use crate::framework::{Ctx, timeouts};
+use crate::specs::Spec;
+
+/// Which tests to run.
+#[derive(Debug, Default, Clone)]
+pub struct Selection {
+    /// Run only tests whose full name matches one of these (all when empty).
+    pub focus: Vec<Regex>,
+    /// Do not run tests whose full name matches one of these.
+    pub skip: Vec<Regex>,
+    /// Run only tests whose labels satisfy this.
+    pub labels: Option<LabelFilter>,
+}
+
+impl Selection {
+    /// Whether `spec` is selected.
+    pub fn selects(&self, spec: &Spec) -> bool {
+        (self.focus.is_empty() || self.focus.iter().any(|r| r.is_match(spec.name)))
+            && !self.skip.iter().any(|r| r.is_match(spec.name))
+            && self.labels.as_ref().is_none_or(|f| f.matches(spec.labels))
+    }
+}
+
+/// A label filter, as Ginkgo's `--label-filter`: labels combined with `&&`, `||` (or `,`),
+/// `!` and parentheses; labels match case-insensitively.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum LabelFilter {
+    /// This label.
+    Label(String),
+    /// Not this.
+    Not(Box<LabelFilter>),
+    /// Both.
+    And(Box<LabelFilter>, Box<LabelFilter>),
+    /// Either.
+    Or(Box<LabelFilter>, Box<LabelFilter>),
+}
+
+impl LabelFilter {
+    /// Parses `text`; the error says where it is wrong.
+    pub fn parse(text: &str) -> Result<Self, String> {
+        let tokens = tokenize(text);
+        let mut at = 0;
+        let filter = parse_or(&tokens, &mut at)?;
+        if at != tokens.len() {
+            return Err(format!(
+                "unexpected {:?} in label filter {text:?}",
+                tokens[at]
+            ));
+        }
+        Ok(filter)
+    }
+
+    /// Whether `labels` satisfy it.
+    pub fn matches(&self, labels: &[&str]) -> bool {
+        match self {
+            LabelFilter::Label(l) => labels.iter().any(|x| x.eq_ignore_ascii_case(l)),
+            LabelFilter::Not(f) => !f.matches(labels),
+            LabelFilter::And(a, b) => a.matches(labels) && b.matches(labels),
+            LabelFilter::Or(a, b) => a.matches(labels) || b.matches(labels),
+        }
+    }
+}
+
+fn tokenize(text: &str) -> Vec<String> {
+    let mut tokens = Vec::new();
+    let mut label = String::new();
+    let mut chars = text.chars().peekable();
+    let flush = |label: &mut String, tokens: &mut Vec<String>| {
+        if !label.trim().is_empty() {
+            tokens.push(label.trim().to_owned());
+        }
+        label.clear();
+    };
+    while let Some(c) = chars.next() {
+        match c {
+            '(' | ')' | '!' | ',' => {
+                flush(&mut label, &mut tokens);
+                tokens.push(if c == ',' {
+                    "||".to_owned()
+                } else {
+                    c.to_string()
+                });
+            }
+            '&' | '|' if chars.peek() == Some(&c) => {
+                chars.next();
+                flush(&mut label, &mut tokens);
+                tokens.push(format!("{c}{c}"));
+            }
+            _ => label.push(c),
+        }
+    }
+    flush(&mut label, &mut tokens);
+    tokens
+}
+
+fn parse_or(tokens: &[String], at: &mut usize) -> Result<LabelFilter, String> {
+    let mut left = parse_and(tokens, at)?;
+    while tokens.get(*at).map(String::as_str) == Some("||") {
+        *at += 1;
+        left = LabelFilter::Or(Box::new(left), Box::new(parse_and(tokens, at)?));
+    }
+    Ok(left)
+}
+
+fn parse_and(tokens: &[String], at: &mut usize) -> Result<LabelFilter, String> {
+    let mut left = parse_not(tokens, at)?;
+    while tokens.get(*at).map(String::as_str) == Some("&&") {
+        *at += 1;
+        left = LabelFilter::And(Box::new(left), Box::new(parse_not(tokens, at)?));
+    }
+    Ok(left)
+}
+
+fn parse_not(tokens: &[String], at: &mut usize) -> Result<LabelFilter, String> {
+    let token = tokens.get(*at).ok_or("the label filter ends too early")?;
+    *at += 1;
+    match token.as_str() {
+        "!" => Ok(LabelFilter::Not(Box::new(parse_not(tokens, at)?))),
+        "(" => {
+            let inner = parse_or(tokens, at)?;
+            if tokens.get(*at).map(String::as_str) != Some(")") {
+                return Err("a '(' in the label filter is not closed".to_owned());
+            }
+            *at += 1;
+            Ok(inner)
+        }
+        ")" | "&&" | "||" => Err(format!("unexpected {token:?} in the label filter")),
+        label => Ok(LabelFilter::Label(label.to_owned())),
+    }
+}
+
+/// How to run.
+#[derive(Debug, Clone)]
+pub struct Settings {
+    /// How many non-serial tests run at once.
+    pub parallel: usize,
+    /// How long the whole run may take.
+    pub suite_timeout: Duration,
+    /// The factor upstream's timeouts are multiplied by.
+    pub scale: f64,
+    /// Delete each test's namespace after it.
+    pub delete_namespace: bool,
+    /// ... also when it failed.
+    pub delete_namespace_on_failure: bool,
+    /// Write the namespace's objects and events and the provider's load balancers to
+    /// `report_dir` when a test fails.
+    pub dump_on_failure: bool,
+    /// Where reports and dumps go.
+    pub report_dir: Option<PathBuf>,
+    /// Walk the tests without running them.
+    pub dry_run: bool,
+    /// The version the upgrade tests go to.
+    pub upgrade_target: Option<String>,
+}
+
+impl Default for Settings {
+    fn default() -> Self {
+        Self {
+            parallel: 1,
+            suite_timeout: Duration::from_secs(3600),
+            scale: 1.0,
+            delete_namespace: true,
+            delete_namespace_on_failure: true,
+            dump_on_failure: false,
+            report_dir: None,
+            dry_run: false,
+            upgrade_target: None,
+        }
+    }
+}
+
+/// How a test ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Outcome {
+    /// It passed.
+    Passed,
+    /// It failed; why.
+    Failed(String),
+    /// It was skipped; why.
+    Skipped(String),
+    /// `--dry-run`: it would have run.
+    DryRun,
+    /// It did not finish: the run was interrupted or ran out of time.
+    Stopped(String),
+}
+
+/// One test's result.
+#[derive(Debug, Clone)]
+pub struct TestResult {
+    /// Its full name.
+    pub name: &'static str,
+    /// How it ended.
+    pub outcome: Outcome,
+    /// How long it took.
+    pub duration: Duration,
+    /// Its steps (and clean-up notes).
+    pub steps: Vec<String>,
+}
+
+/// The results of a run.
+#[derive(Debug, Clone)]
+pub struct Report {
+    /// The results, in the order of the suite.
+    pub results: Vec<TestResult>,
+    /// How many tests the suite has (selected or not).
+    pub total: usize,
+    /// How long the run took.
+    pub duration: Duration,
+    /// Why the run stopped early, if it did.
+    pub stopped: Option<String>,
+}
+
+fn count(results: &[TestResult], test: impl Fn(&Outcome) -> bool) -> usize {
+    results.iter().filter(|r| test(&r.outcome)).count()
+}
+
+impl Report {
+    /// Whether CI may call it a success: nothing failed and the run was not stopped.
+    pub fn success(&self) -> bool {
+        self.stopped.is_none()
+            && count(&self.results, |o| {
+                matches!(o, Outcome::Failed(_) | Outcome::Stopped(_))
+            }) == 0
+    }
+
+    /// The result of the test named `name`.
+    pub fn outcome(&self, name: &str) -> Option<&Outcome> {
+        self.results
+            .iter()
+            .find(|r| r.name == name)
+            .map(|r| &r.outcome)
+    }
+
+    /// The summary printed at the end.
+    pub fn summary(&self) -> String {
+        let passed = count(&self.results, |o| *o == Outcome::Passed);
+        let failed = count(&self.results, |o| matches!(o, Outcome::Failed(_)));
+        let skipped = count(&self.results, |o| matches!(o, Outcome::Skipped(_)));
+        let stopped = count(&self.results, |o| matches!(o, Outcome::Stopped(_)));
+        let would = count(&self.results, |o| *o == Outcome::DryRun);
+        let mut text = String::new();
+        if let Some(why) = &self.stopped {
+            let _ = writeln!(text, "Stopped: {why}");
+        }
+        for result in &self.results {
+            if let Outcome::Failed(message) = &result.outcome {
+                let _ = writeln!(
+                    text,
+                    "FAILED {}\n    {}",
+                    result.name,
+                    message.replace('\n', "\n    ")
+                );
+            }
+        }
+        let _ = write!(
+            text,
+            "Ran {} of {} tests in {:.1}s: {passed} passed, {failed} failed, {skipped} skipped",
+            self.results.len() - skipped - would,
+            self.total,
+            self.duration.as_secs_f64()
+        );
+        if stopped > 0 {
+            let _ = write!(text, ", {stopped} stopped");
+        }
+        if would > 0 {
+            let _ = write!(text, ", {would} would run (dry run)");
+        }
+        let _ = write!(
+            text,
+            "; {}",
+            if self.success() { "SUCCESS" } else { "FAIL" }
+        );
+        text
+    }
+
+    /// The JUnit XML CI systems read.
+    pub fn junit(&self) -> String {
+        let failures = count(&self.results, |o| {
+            matches!(o, Outcome::Failed(_) | Outcome::Stopped(_))
+        });
+        let skipped = count(&self.results, |o| {
+            matches!(o, Outcome::Skipped(_) | Outcome::DryRun)
+        });
+        let header = format!(
+            "tests=\"{}\" failures=\"{failures}\" errors=\"0\" skipped=\"{skipped}\" time=\"{:.3}\"",
+            self.results.len(),
+            self.duration.as_secs_f64()
+        );
+        let mut xml = format!(
+            "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites name=\"genplane ccm-e2e\" {header}>\n  <testsuite name=\"ccm-e2e\" {header}>\n"
+        );
+        for result in &self.results {
+            let _ = write!(
+                xml,
+                "    <testcase name=\"{}\" classname=\"ccm-e2e\" time=\"{:.3}\">",
+                escape(result.name),
+                result.duration.as_secs_f64()
+            );
+            match &result.outcome {
+                Outcome::Passed => {}
+                Outcome::Failed(message) | Outcome::Stopped(message) => {
+                    let _ = write!(
+                        xml,
+                        "\n      <failure message=\"{}\" type=\"failed\">{}</failure>",
+                        escape(message),
+                        escape(message)
+                    );
+                }
+                Outcome::Skipped(reason) => {
+                    let _ = write!(xml, "\n      <skipped message=\"{}\"/>", escape(reason));
+                }
+                Outcome::DryRun => xml.push_str("\n      <skipped message=\"dry run\"/>"),
+            }
+            if !result.steps.is_empty() {
+                let _ = write!(
+                    xml,
+                    "\n      <system-out>{}</system-out>",
+                    escape(&result.steps.join("\n"))
+                );
+            }
+            if result.outcome != Outcome::Passed || !result.steps.is_empty() {
+                xml.push_str("\n    ");
+            }
+            xml.push_str("</testcase>\n");
+        }
+        xml.push_str("  </testsuite>\n</testsuites>\n");
+        xml
+    }
+}
+
+/// `text` escaped for XML attributes and text.
+fn escape(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&apos;"),
+            c if c.is_control() && c != '\n' && c != '\t' => {}
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// Why a test is skipped by `capabilities`, if it is.
+pub fn skip_reason(spec: &Spec, capabilities: &Capabilities) -> Option<String> {
+    let missing = capabilities.missing(spec.needs);
+    (!missing.is_empty()).then(|| {
+        let names: Vec<&str> = missing.iter().map(|c| c.name()).collect();
+        format!(
+            "the provider does not declare the capabilit{} {}",
+            if names.len() == 1 { "y" } else { "ies" },
+            names.join(", ")
+        )
+    })
+}
+
+/// Where progress lines go.
+pub type Progress = Arc<dyn Fn(&str) + Send + Sync>;
+
+/// What the running tests share.
+struct Shared {
+    client: Client,
+    provider: Arc<dyn Provider>,
+    capabilities: Capabilities,
+    settings: Settings,
+    progress: Progress,
+    results: Mutex<BTreeMap<usize, TestResult>>,
+    /// Namespaces made and not yet cleaned up.
+    live: Mutex<BTreeSet<String>>,
+    started: Mutex<BTreeMap<usize, Instant>>,
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// Runs `specs` (the selected tests, `total` in the suite) against the cluster of `client`
+/// with `provider`, until done, `interrupt` completes (Ctrl-C) or the suite times out; in
+/// both last cases the namespaces of running tests are cleaned up before it returns.
+pub async fn run(
+    client: Client,
+    provider: Arc<dyn Provider>,
+    specs: Vec<&'static Spec>,
+    total: usize,
+    settings: Settings,
+    progress: Progress,
+    interrupt: impl Future<Output = ()>,
+) -> anyhow::Result<Report> {
+    let started = Instant::now();
+    let capabilities = provider
+        .capabilities()
+        .await
+        .context("asking the provider for its capabilities")?;
+    let declared: Vec<&str> = capabilities.capabilities.iter().map(|c| c.name()).collect();
+    progress(&format!(
+        "ccm-e2e: {} of {total} tests selected; the provider declares: {}",
+        specs.len(),
+        if declared.is_empty() {
+            "nothing".to_owned()
+        } else {
+            declared.join(", ")
+        }
+    ));
+    let shared = Arc::new(Shared {
+        client,
+        provider,
+        capabilities,
+        settings: settings.clone(),
+        progress: progress.clone(),
+        results: Mutex::default(),
+        live: Mutex::default(),
+        started: Mutex::default(),
+    });
+    let mut parallel = Vec::new();
+    let mut serial = Vec::new();
+    for (index, spec) in specs.iter().enumerate() {
+        let outcome = match skip_reason(spec, &shared.capabilities) {
+            Some(reason) => Some(Outcome::Skipped(reason)),
+            None if settings.dry_run => Some(Outcome::DryRun),
+            None => None,
+        };
+        match outcome {
+            Some(outcome) => record(&shared, index, spec, outcome, Duration::ZERO, Vec::new()),
+            None if spec.serial() => serial.push((index, *spec)),
+            None => parallel.push((index, *spec)),
+        }
+    }
+    let work = {
+        let shared = shared.clone();
+        async move {
+            let mut running = tokio::task::JoinSet::new();
+            let mut queue = parallel.into_iter();
+            loop {
+                while running.len() < shared.settings.parallel.max(1) {
+                    let Some((index, spec)) = queue.next() else {
+                        break;
+                    };
+                    running.spawn(run_one(shared.clone(), index, spec));
+                }
+                if running.join_next().await.is_none() {
+                    break;
+                }
+            }
+            for (index, spec) in serial {
+                let mut alone = tokio::task::JoinSet::new();
+                alone.spawn(run_one(shared.clone(), index, spec));
+                alone.join_next().await;
+            }
+        }
+    };
+    let stopped = tokio::select! {
+        () = work => None,
+        () = interrupt => Some("interrupted".to_owned()),
+        () = tokio::time::sleep(settings.suite_timeout) => {
+            Some(format!("the suite timed out after {:?}", settings.suite_timeout))
+        }
+    };
+    if let Some(why) = &stopped {
+        progress(&format!("ccm-e2e: {why}; cleaning up"));
+        let live: Vec<String> = lock(&shared.live).iter().cloned().collect();
+        for namespace in live {
+            let notes = clean_up(&shared, &namespace, true).await;
+            for note in notes {
+                progress(&format!("ccm-e2e: {note}"));
+            }
+        }
+        let now = Instant::now();
+        for (index, spec) in specs.iter().enumerate() {
+            if lock(&shared.results).contains_key(&index) {
+                continue;
+            }
+            let since = lock(&shared.started).get(&index).copied();
+            let outcome = match since {
+                Some(_) => Outcome::Stopped(format!("{why} while it ran")),
+                None => Outcome::Skipped(format!("not run: {why}")),
+            };
+            let duration = since.map(|s| now - s).unwrap_or_default();
+            record(&shared, index, spec, outcome, duration, Vec::new());
+        }
+    }
+    let results = lock(&shared.results).values().cloned().collect();
+    Ok(Report {
+        results,
+        total,
+        duration: started.elapsed(),
+        stopped,
+    })
+}
+
+fn record(
+    shared: &Shared,
+    index: usize,
+    spec: &'static Spec,
+    outcome: Outcome,
+    duration: Duration,
+    steps: Vec<String>,
+) {
+    let line = match &outcome {
+        Outcome::Passed => format!("PASS [{:.1}s] {}", duration.as_secs_f64(), spec.name),
+        Outcome::Failed(m) => format!(
+            "FAIL [{:.1}s] {}\n    {}",
+            duration.as_secs_f64(),
+            spec.name,
+            m.replace('\n', "\n    ")
+        ),
+        Outcome::Skipped(r) => format!("SKIP {}: {r}", spec.name),
+        Outcome::DryRun => format!("WOULD RUN {} (needs: {})", spec.name, needs(spec)),
+        Outcome::Stopped(r) => format!(
+            "STOPPED [{:.1}s] {}: {r}",
+            duration.as_secs_f64(),
+            spec.name
+        ),
+    };
+    (shared.progress)(&line);
+    lock(&shared.results).insert(
+        index,
+        TestResult {
+            name: spec.name,
+            outcome,
+            duration,
+            steps,
+        },
+    );
+}
+
+/// The capabilities `spec` needs, for people.
+pub fn needs(spec: &Spec) -> String {
+    if spec.needs.is_empty() {
+        return "nothing".to_owned();
+    }
+    spec.needs
+        .iter()
+        .map(|c| c.name())
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// Runs one test in a namespace of its own, then dumps and cleans up.
+async fn run_one(shared: Arc<Shared>, index: usize, spec: &'static Spec) {
+    let started = Instant::now();
+    lock(&shared.started).insert(index, started);
+    let suffix: String = uuid::Uuid::new_v4()
+        .simple()
+        .to_string()
+        .chars()
+        .take(5)
+        .collect();
+    let namespace = format!("ccm-e2e-{index}-{suffix}");
+    let namespaces: Api<Namespace> = Api::all(shared.client.clone());
+    let made: Result<Namespace, _> = serde_json::from_value(json!({"metadata": {"name": namespace,
+        "labels": {"e2e-framework": "ccm-e2e"}}}));
+    let created = match made {
+        Ok(object) => namespaces
+            .create(&PostParams::default(), &object)
+            .await
+            .map_err(anyhow::Error::from),
+        Err(error) => Err(error.into()),
+    };
+    if let Err(error) = created {
+        let outcome = Outcome::Failed(format!("creating namespace {namespace}: {error:#}"));
+        record(&shared, index, spec, outcome, started.elapsed(), Vec::new());
+        return;
+    }
+    lock(&shared.live).insert(namespace.clone());
+    let mut ctx = Ctx::new(
+        shared.client.clone(),
+        namespace.clone(),
+        shared.provider.clone(),
+        shared.capabilities.clone(),
+        shared.settings.scale,
+    );
+    ctx.upgrade_target = shared.settings.upgrade_target.clone();
+    let limit = spec.timeout.mul_f64(shared.settings.scale);
+    let outcome = match tokio::time::timeout(limit, (spec.body)(&ctx)).await {
+        Ok(Ok(())) => Outcome::Passed,
+        Ok(Err(error)) => Outcome::Failed(format!("{error:#}")),
+        Err(_) => Outcome::Failed(format!("the test timed out after {limit:.1?}")),
+    };
+    let failed = outcome != Outcome::Passed;
+    let mut steps = ctx.steps();
+    if failed
+        && shared.settings.dump_on_failure
+        && let Some(dir) = &shared.settings.report_dir
+    {
+        let target = dir.join(&namespace);
+        match dump(&ctx, &target).await {
+            Ok(()) => steps.push(format!("dumped to {}", target.display())),
+            Err(error) => steps.push(format!("dumping failed: {error:#}")),
+        }
+    }
+    let delete = shared.settings.delete_namespace
+        && (!failed || shared.settings.delete_namespace_on_failure);
+    steps.extend(clean_up(&shared, &namespace, delete).await);
+    record(&shared, index, spec, outcome, started.elapsed(), steps);
+}
+
+/// Deletes the Services of `namespace` (so that the CCM deletes their load balancers) and
+/// waits until they are gone; then deletes the namespace when `delete`. Notes on what went
+/// wrong.
+async fn clean_up(shared: &Shared, namespace: &str, delete: bool) -> Vec<String> {
+    let mut notes = Vec::new();
+    let services: Api<Service> = Api::namespaced(shared.client.clone(), namespace);
+    let wait = timeouts::LOAD_BALANCER_LAG
+        .mul_f64(shared.settings.scale)
+        .max(Duration::from_secs(5));
+    let deadline = Instant::now() + wait;
+    loop {
+        let left = match services.list(&ListParams::default()).await {
+            Ok(list) => list.items,
+            Err(error) => {
+                notes.push(format!(
+                    "clean-up of {namespace}: listing Services: {error}"
+                ));
+                break;
+            }
+        };
+        let doomed: Vec<&Service> = left
+            .iter()
+            .filter(|s| {
+                delete || s.spec.as_ref().and_then(|s| s.type_.as_deref()) == Some("LoadBalancer")
+            })
+            .collect();
+        if doomed.is_empty() {
+            break;
+        }
+        if Instant::now() >= deadline {
+            let names: Vec<String> = doomed.iter().map(|s| s.name_any()).collect();
+            notes.push(format!(
+                "clean-up of {namespace}: Services {names:?} still exist after {wait:?} (are their load balancers stuck?)"
+            ));
+            break;
+        }
+        for service in doomed
+            .iter()
+            .filter(|s| s.metadata.deletion_timestamp.is_none())
+        {
+            let _ = services
+                .delete(&service.name_any(), &DeleteParams::default())
+                .await;
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    if delete {
+        let namespaces: Api<Namespace> = Api::all(shared.client.clone());
+        if let Err(error) = namespaces.delete(namespace, &DeleteParams::default()).await {
+            notes.push(format!("clean-up: deleting namespace {namespace}: {error}"));
+        }
+    }
+    lock(&shared.live).remove(namespace);
+    notes
+}
+
+/// Writes the namespace's objects and events, and the provider's description of the load
+/// balancers of its Services, into `dir`.
+async fn dump(ctx: &Ctx, dir: &std::path::Path) -> anyhow::Result<()> {
+    std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    let write = |name: &str, value: serde_json::Value| -> anyhow::Result<()> {
+        let path = dir.join(name);
+        std::fs::write(&path, serde_json::to_vec_pretty(&value)?)
+            .with_context(|| format!("writing {}", path.display()))
+    };
+    let list = ListParams::default();
+    let as_json = |r: Result<serde_json::Value, &kube::Error>| {
+        r.unwrap_or_else(|e| json!({"error": e.to_string()}))
+    };
+    let services = ctx.services().list(&list).await;
+    write(
+        "services.json",
+        as_json(services.as_ref().map(|l| json!(l.items))),
+    )?;
+    write(
+        "pods.json",
+        as_json(
+            ctx.pods()
+                .list(&list)
+                .await
+                .as_ref()
+                .map(|l| json!(l.items)),
+        ),
+    )?;
+    write(
+        "deployments.json",
+        as_json(
+            ctx.deployments()
+                .list(&list)
+                .await
+                .as_ref()
+                .map(|l| json!(l.items)),
+        ),
+    )?;
+    let events: Api<Event> = Api::namespaced(ctx.client.clone(), &ctx.namespace);
+    write(
+        "events.json",
+        as_json(events.list(&list).await.as_ref().map(|l| json!(l.items))),
+    )?;
+    if ctx.capabilities.has(Capability::DescribeLoadBalancer) {
+        let mut balancers = serde_json::Map::new();
+        for service in services.map(|l| l.items).unwrap_or_default() {
+            let reference = genplane_cloudprovider::ServiceRef {
+                namespace: ctx.namespace.clone(),
+                name: service.name_any(),
+                uid: service.uid().unwrap_or_default(),
+            };
+            let described = match ctx.provider.describe_load_balancer(&reference).await {
+                Ok(found) => json!(found),
+                Err(error) => json!({"error": error.to_string()}),
+            };
+            balancers.insert(service.name_any(), described);
+        }
+        write("loadbalancers.json", serde_json::Value::Object(balancers))?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn label_filters_read_as_ginkgo_does() {
+        let filter = |text: &str| LabelFilter::parse(text).unwrap_or_else(|e| panic!("{e}"));
+        let slow_lb = ["Feature:LoadBalancer", "Slow"];
+        let serial = ["Serial", "Disruptive"];
+        assert!(filter("Feature:LoadBalancer && !Serial").matches(&slow_lb));
+        assert!(!filter("Feature:LoadBalancer && !Serial").matches(&serial));
+        assert!(filter("serial, Conformance").matches(&serial));
+        assert!(filter("!(Slow || Disruptive)").matches(&["Conformance"]));
+        assert!(!filter("!(Slow || Disruptive)").matches(&slow_lb));
+        assert!(LabelFilter::parse("Slow &&").is_err());
+        assert!(LabelFilter::parse("(Slow").is_err());
+    }
+
+    #[test]
+    fn junit_escapes_and_counts() {
+        let result = |name, outcome| TestResult {
+            name,
+            outcome,
+            duration: Duration::from_millis(1500),
+            steps: vec!["STEP: <one> & two".into()],
+        };
+        let report = Report {
+            results: vec![
+                result("a [Slow]", Outcome::Passed),
+                result("b", Outcome::Failed("x < \"y\"".into())),
+                result("c", Outcome::Skipped("no LoadBalancer".into())),
+            ],
+            total: 4,
+            duration: Duration::from_secs(3),
+            stopped: None,
+        };
+        let xml = report.junit();
+        assert!(
+            xml.contains("tests=\"3\" failures=\"1\" errors=\"0\" skipped=\"1\""),
+            "{xml}"
+        );
+        assert!(
+            xml.contains("<failure message=\"x &lt; &quot;y&quot;\""),
+            "{xml}"
+        );
+        assert!(
+            xml.contains("<skipped message=\"no LoadBalancer\"/>"),
+            "{xml}"
+        );
+        assert!(xml.contains("STEP: &lt;one&gt; &amp; two"), "{xml}");
+        assert!(!report.success());
+        assert!(
+            report
+                .summary()
+                .ends_with("Ran 2 of 4 tests in 3.0s: 1 passed, 1 failed, 1 skipped; FAIL"),
+            "{}",
+            report.summary()
+        );
+    }
+}

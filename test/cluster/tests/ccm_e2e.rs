@@ -1,0 +1,196 @@
+//! `genplane ccm-e2e` against the hermetic cluster: with a well-behaved fake CCM every test
+//! whose capabilities the fake cloud declares passes and the rest skip with their reason
+//! (and the JUnit report says so), through the exec plugin as through the Rust provider;
+//! each fault switch of the fake CCM fails exactly the tests that should catch it.
+
+#![allow(clippy::unwrap_used)]
+
+mod support;
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use clap::FromArgMatches as _;
+use genplane_cmd_ccm_e2e::specs::SPECS;
+use genplane_cmd_ccm_e2e::suite::{Outcome, Progress, Report};
+use genplane_cmd_ccm_e2e::{Cli, command, run_suite};
+use support::Cluster;
+
+const PLUGIN: &str = env!("CARGO_BIN_EXE_genplane-testcluster-provider");
+
+/// Fast node heartbeats and monitoring, so that node loss shows within seconds.
+const FAST_NODES: &[&str] = &[
+    "--node-status-update-frequency=500ms",
+    "--node-monitor-grace-period=2s",
+    "--node-monitor-period=500ms",
+];
+
+/// Upstream's timeouts are minutes; the hermetic cluster reacts in seconds.
+const SCALE: &str = "--timeout-scale=0.05";
+
+/// The full names of the tests, by a distinctive part.
+fn named(part: &str) -> &'static str {
+    SPECS
+        .iter()
+        .find(|s| s.name.contains(part))
+        .unwrap_or_else(|| panic!("no test named like {part:?}"))
+        .name
+}
+
+/// Runs the suite against `cluster` with the exec plugin and `args`.
+async fn ccm_e2e(cluster: &Cluster, dir: &std::path::Path, args: &[&str]) -> Report {
+    let config = dir.join("provider.json");
+    std::fs::write(
+        &config,
+        format!("{{\"cloud\": \"http://{}\"}}", cluster.cloud),
+    )
+    .unwrap();
+    let mut argv = vec![
+        "ccm-e2e".to_owned(),
+        format!("--provider=exec:{PLUGIN}"),
+        format!("--provider-config={}", config.display()),
+        SCALE.to_owned(),
+    ];
+    argv.extend(args.iter().map(|a| (*a).to_owned()));
+    let matches = command().try_get_matches_from(argv).unwrap();
+    let cli = Cli::from_arg_matches(&matches).unwrap();
+    let progress: Progress = Arc::new(|line: &str| eprintln!("{line}"));
+    run_suite(
+        &cli,
+        &cluster.kubeconfig(),
+        progress,
+        std::future::pending(),
+    )
+    .await
+    .unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_well_behaved_ccm_passes_every_test_the_cloud_can_run() {
+    let cluster = Cluster::start_with(3, FAST_NODES);
+    let dir = tempfile::tempdir().unwrap();
+    let junit = dir.path().join("junit.xml");
+    let started = Instant::now();
+    let report = ccm_e2e(
+        &cluster,
+        dir.path(),
+        &[
+            "--parallel=3",
+            &format!("--junit-report={}", junit.display()),
+        ],
+    )
+    .await;
+    eprintln!(
+        "ccm-e2e --parallel 3: {:.1}s",
+        started.elapsed().as_secs_f64()
+    );
+    eprintln!("{}", report.summary());
+    let upgrade = named("master upgrade");
+    for result in &report.results {
+        if result.name == upgrade {
+            assert_eq!(
+                result.outcome,
+                Outcome::Skipped(
+                    "the provider does not declare the capability ControlPlaneUpgrade".into()
+                )
+            );
+        } else {
+            assert_eq!(result.outcome, Outcome::Passed, "{}", result.name);
+        }
+    }
+    assert_eq!(report.results.len(), SPECS.len());
+    assert!(report.success());
+    let xml = std::fs::read_to_string(&junit).unwrap();
+    let tests = SPECS.len();
+    assert!(
+        xml.contains(&format!(
+            "tests=\"{tests}\" failures=\"0\" errors=\"0\" skipped=\"1\""
+        )),
+        "{xml}"
+    );
+    assert!(
+        xml.contains("<skipped message=\"the provider does not declare the capability ControlPlaneUpgrade\"/>"),
+        "{xml}"
+    );
+}
+
+/// The in-process Rust provider gives the exec plugin's results (run serially: the serial
+/// wall time is reported by the test's output).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_rust_provider_gives_the_same_results_serially() {
+    let cluster = Cluster::start_with(3, FAST_NODES);
+    let provider =
+        genplane_test_cluster::provider::FakeCloudProvider::new(cluster.cloud.parse().unwrap());
+    let settings = genplane_cmd_ccm_e2e::suite::Settings {
+        scale: 0.05,
+        ..Default::default()
+    };
+    let progress: Progress = Arc::new(|line: &str| eprintln!("{line}"));
+    let client = cluster.client().await;
+    let started = Instant::now();
+    let report = genplane_cmd_ccm_e2e::suite::run(
+        client,
+        Arc::new(provider),
+        SPECS.iter().collect(),
+        SPECS.len(),
+        settings,
+        progress,
+        std::future::pending(),
+    )
+    .await
+    .unwrap();
+    eprintln!("ccm-e2e serially: {:.1}s", started.elapsed().as_secs_f64());
+    let kinds: Vec<(&str, bool)> = report
+        .results
+        .iter()
+        .map(|r| (r.name, r.outcome == Outcome::Passed))
+        .collect();
+    let expected: Vec<(&str, bool)> = SPECS
+        .iter()
+        .map(|s| (s.name, !s.name.contains("master upgrade")))
+        .collect();
+    assert_eq!(kinds, expected, "{}", report.summary());
+}
+
+/// Each fault switch of the fake CCM, and the tests that must catch it (all others pass).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn each_ccm_fault_fails_exactly_the_tests_that_catch_it() {
+    let table: &[(&str, &[&str])] = &[
+        ("no-finalizer", &["cleanup finalizer"]),
+        (
+            "stale-ports",
+            &["ports of a TCP service", "ports of a UDP service"],
+        ),
+        ("no-node-deletion", &["Nodes should be deleted"]),
+        (
+            "no-session-affinity",
+            &["should have session affinity", "switch session affinity"],
+        ),
+    ];
+    for (fault, catchers) in table {
+        let mut flags = FAST_NODES.to_vec();
+        let switch = format!("--ccm-fault={fault}");
+        flags.push(&switch);
+        let cluster = Cluster::start_with(3, &flags);
+        let dir = tempfile::tempdir().unwrap();
+        let report = ccm_e2e(&cluster, dir.path(), &["--parallel=3"]).await;
+        let failed: Vec<&str> = report
+            .results
+            .iter()
+            .filter(|r| matches!(r.outcome, Outcome::Failed(_)))
+            .map(|r| r.name)
+            .collect();
+        let expected: Vec<&str> = SPECS
+            .iter()
+            .map(|s| s.name)
+            .filter(|n| catchers.iter().any(|c| n.contains(c)))
+            .collect();
+        assert_eq!(
+            failed,
+            expected,
+            "--ccm-fault={fault}: {}",
+            report.summary()
+        );
+        eprintln!("--ccm-fault={fault}:\n{}", report.summary());
+    }
+}
