@@ -14,7 +14,7 @@ use clap::FromArgMatches as _;
 use genplane_cmd_ccm_e2e::specs::SPECS;
 use genplane_cmd_ccm_e2e::suite::{Outcome, Progress, Report};
 use genplane_cmd_ccm_e2e::{Cli, command, run_suite};
-use support::Cluster;
+use support::{Cluster, cloud_request, eventually};
 
 const PLUGIN: &str = env!("CARGO_BIN_EXE_genplane-testcluster-provider");
 
@@ -39,6 +39,18 @@ fn named(part: &str) -> &'static str {
 
 /// Runs the suite against `cluster` with the exec plugin and `args`.
 async fn ccm_e2e(cluster: &Cluster, dir: &std::path::Path, args: &[&str]) -> Report {
+    ccm_e2e_with(cluster, dir, PLUGIN, args, std::future::pending()).await
+}
+
+/// Runs the suite against `cluster` with the exec plugin `plugin` and `args`, interrupted
+/// when `interrupt` resolves.
+async fn ccm_e2e_with(
+    cluster: &Cluster,
+    dir: &std::path::Path,
+    plugin: &str,
+    args: &[&str],
+    interrupt: impl std::future::Future<Output = ()>,
+) -> Report {
     let config = dir.join("provider.json");
     std::fs::write(
         &config,
@@ -47,7 +59,7 @@ async fn ccm_e2e(cluster: &Cluster, dir: &std::path::Path, args: &[&str]) -> Rep
     .unwrap();
     let mut argv = vec![
         "ccm-e2e".to_owned(),
-        format!("--provider=exec:{PLUGIN}"),
+        format!("--provider=exec:{plugin}"),
         format!("--provider-config={}", config.display()),
         SCALE.to_owned(),
     ];
@@ -55,14 +67,9 @@ async fn ccm_e2e(cluster: &Cluster, dir: &std::path::Path, args: &[&str]) -> Rep
     let matches = command().try_get_matches_from(argv).unwrap();
     let cli = Cli::from_arg_matches(&matches).unwrap();
     let progress: Progress = Arc::new(|line: &str| eprintln!("{line}"));
-    run_suite(
-        &cli,
-        &cluster.kubeconfig(),
-        progress,
-        std::future::pending(),
-    )
-    .await
-    .unwrap()
+    run_suite(&cli, &cluster.kubeconfig(), progress, interrupt)
+        .await
+        .unwrap()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -193,4 +200,105 @@ async fn each_ccm_fault_fails_exactly_the_tests_that_catch_it() {
         );
         eprintln!("--ccm-fault={fault}:\n{}", report.summary());
     }
+}
+
+/// A plugin that crashes on one operation fails the test that needs it, with the plugin's
+/// own words, and the run goes on: the other test passes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_plugin_that_crashes_fails_its_test_and_the_run_goes_on() {
+    let cluster = Cluster::start_with(3, FAST_NODES);
+    let dir = tempfile::tempdir().unwrap();
+    // The real plugin, except that describing a load balancer crashes.
+    let plugin = dir.path().join("flaky-plugin.sh");
+    std::fs::write(
+        &plugin,
+        format!(
+            "#!/bin/sh\ninput=$(cat)\ncase \"$input\" in\n  *describeLoadBalancer*) echo 'the cloud API is down' >&2; exit 3;;\nesac\nprintf '%s' \"$input\" | exec {PLUGIN}\n"
+        ),
+    )
+    .unwrap();
+    std::fs::set_permissions(&plugin, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let finalizer = named("cleanup finalizer");
+    let collection = named("delete a collection of services");
+    let report = ccm_e2e_with(
+        &cluster,
+        dir.path(),
+        plugin.to_str().unwrap(),
+        &["--focus=cleanup finalizer|delete a collection of services"],
+        std::future::pending(),
+    )
+    .await;
+    eprintln!("{}", report.summary());
+    let outcome = |name: &str| {
+        report
+            .results
+            .iter()
+            .find(|r| r.name == name)
+            .unwrap_or_else(|| panic!("{name} did not run: {}", report.summary()))
+            .outcome
+            .clone()
+    };
+    match outcome(finalizer) {
+        Outcome::Failed(why) => assert!(
+            why.contains("the cloud API is down") && why.contains("exit"),
+            "{why}"
+        ),
+        other => panic!("{finalizer}: {other:?}"),
+    }
+    assert_eq!(outcome(collection), Outcome::Passed);
+    assert!(!report.success());
+}
+
+/// Interrupted while a test holds a cloud load balancer, the runner cleans up before it
+/// returns: the test is reported stopped, its namespace goes and so does the load balancer.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_interrupted_run_cleans_up_namespaces_and_load_balancers() {
+    let cluster = Cluster::start_with(3, FAST_NODES);
+    let dir = tempfile::tempdir().unwrap();
+    let cloud = cluster.cloud.clone();
+    // Interrupt once the test's load balancer exists in the cloud.
+    let interrupt = async move {
+        eventually("a load balancer in the cloud", || {
+            let cloud = cloud.clone();
+            async move {
+                let (_, balancers) = tokio::task::spawn_blocking(move || {
+                    cloud_request(&cloud, "GET", "/loadbalancers")
+                })
+                .await
+                .unwrap();
+                (!balancers.as_array()?.is_empty()).then_some(())
+            }
+        })
+        .await;
+    };
+    let finalizer = named("cleanup finalizer");
+    let report = ccm_e2e_with(
+        &cluster,
+        dir.path(),
+        PLUGIN,
+        &["--focus=cleanup finalizer"],
+        interrupt,
+    )
+    .await;
+    assert_eq!(report.stopped.as_deref(), Some("interrupted"));
+    let result = report.results.iter().find(|r| r.name == finalizer).unwrap();
+    assert_eq!(
+        result.outcome,
+        Outcome::Stopped("interrupted while it ran".into())
+    );
+    let (_, balancers) = cloud_request(&cluster.cloud, "GET", "/loadbalancers");
+    assert_eq!(balancers, serde_json::json!([]), "load balancers left");
+    let client = cluster.client().await;
+    let namespaces: kube::Api<k8s_openapi::api::core::v1::Namespace> = kube::Api::all(client);
+    eventually("the test's namespace gone", || {
+        let namespaces = namespaces.clone();
+        async move {
+            let listed = namespaces
+                .list(&kube::api::ListParams::default().labels("e2e-framework=ccm-e2e"))
+                .await
+                .ok()?;
+            listed.items.is_empty().then_some(())
+        }
+    })
+    .await;
 }
