@@ -343,14 +343,8 @@ impl Evaluator {
         }
     }
 
-    /// Queues `charge` in `namespace` and waits for its verdict; a create no quota of the
-    /// namespace limits (most of them: most namespaces have no quota) is admitted at once,
-    /// without queuing behind the namespace's batch.
+    /// Queues `charge` in `namespace` and waits for its verdict.
     async fn evaluate(self: &Arc<Self>, namespace: &str, charge: Charge) -> Result<(), ApiError> {
-        let quotas = self.quotas.list(namespace, false).await?;
-        if !quotas.iter().any(|quota| limits(quota, &charge)) {
-            return Ok(());
-        }
         let (done, verdict) = oneshot::channel();
         let start = {
             let mut pending = self
@@ -396,8 +390,9 @@ impl ResourceQuota {
     }
 }
 
-/// The charge of a write, when it is one the plugin charges.
-fn charge_of(attributes: &Attributes<'_>, object: Option<&Value>) -> Option<Charge> {
+/// Whether the plugin charges a write: creates of namespaced objects, except Namespaces and
+/// core Events, and not through a subresource.
+fn charged(attributes: &Attributes<'_>) -> bool {
     let request = attributes.request;
     let resource = &request.resource;
     let uncharged = attributes.operation != Operation::Create
@@ -405,9 +400,13 @@ fn charge_of(attributes: &Attributes<'_>, object: Option<&Value>) -> Option<Char
         || attributes.namespace.is_empty()
         || resource.group.is_empty()
             && matches!(resource.resource.as_str(), "namespaces" | "events");
-    if uncharged {
-        return None;
-    }
+    !uncharged
+}
+
+/// The charge of a write the plugin charges ([`charged`]).
+fn charge_of(attributes: &Attributes<'_>, object: Option<&Value>) -> Charge {
+    let request = attributes.request;
+    let resource = &request.resource;
     let name = if attributes.name.is_empty() {
         object
             .and_then(|o| o.pointer("/metadata/generateName"))
@@ -417,12 +416,12 @@ fn charge_of(attributes: &Attributes<'_>, object: Option<&Value>) -> Option<Char
     } else {
         attributes.name.to_owned()
     };
-    Some(Charge {
+    Charge {
         resource: GroupResource::new(&resource.group, &resource.resource),
         name,
         names: object_count_names(&resource.group, &resource.resource),
         dry_run: request.dry_run,
-    })
+    }
 }
 
 impl ValidatingPlugin for ResourceQuota {
@@ -436,10 +435,23 @@ impl ValidatingPlugin for ResourceQuota {
         object: Option<&'a Value>,
     ) -> BoxFuture<'a, Result<(), ApiError>> {
         Box::pin(async move {
-            match charge_of(&attributes, object) {
-                Some(charge) => self.evaluator.evaluate(attributes.namespace, charge).await,
-                None => Ok(()),
+            if !charged(&attributes) {
+                return Ok(());
             }
+            // Most namespaces have no quota: one read of the cache, before anything is built.
+            let quotas = self
+                .evaluator
+                .quotas
+                .list(attributes.namespace, false)
+                .await?;
+            if quotas.is_empty() {
+                return Ok(());
+            }
+            let charge = charge_of(&attributes, object);
+            if !quotas.iter().any(|quota| limits(quota, &charge)) {
+                return Ok(());
+            }
+            self.evaluator.evaluate(attributes.namespace, charge).await
         })
     }
 }
