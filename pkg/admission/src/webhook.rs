@@ -134,67 +134,54 @@ pub struct ClientConfig {
     pub ca_bundle: Option<String>,
 }
 
-/// A rule: operations and the resources they apply to.
-#[derive(Clone, Debug, Default, Deserialize)]
-#[serde(rename_all = "camelCase", default)]
-pub struct Rule {
-    /// `CREATE`, `UPDATE`, `DELETE`, `CONNECT` or `*`.
-    pub operations: Vec<String>,
-    /// API groups, or `*`.
-    pub api_groups: Vec<String>,
-    /// API versions, or `*`.
-    pub api_versions: Vec<String>,
-    /// `resource`, `resource/subresource`, with `*` wildcards.
-    pub resources: Vec<String>,
-    /// `Cluster`, `Namespaced` or `*` (the default).
-    pub scope: Option<String>,
-}
+pub use genplane_api::admissionregistration::types::{MatchCondition, Rule};
 
-/// A CEL condition.
-#[derive(Clone, Debug, Default, Deserialize)]
-#[serde(default)]
-pub struct MatchCondition {
-    /// Its name.
-    pub name: String,
-    /// The expression, of type bool.
-    pub expression: String,
-}
-
-impl Rule {
+/// Whether a rule covers a write.
+pub trait RuleMatching {
     /// Whether the rule covers the write `attributes` describes.
-    pub fn matches(&self, attributes: &Attributes<'_>) -> bool {
+    fn matches(&self, attributes: &Attributes<'_>) -> bool {
+        self.matches_with(attributes, false)
+    }
+
+    /// Whether the rule covers the write, of the request's version or, with `equivalent`
+    /// (`matchPolicy: Equivalent`), of any version of the same group and resource.
+    fn matches_with(&self, attributes: &Attributes<'_>, equivalent: bool) -> bool;
+}
+
+impl RuleMatching for Rule {
+    fn matches_with(&self, attributes: &Attributes<'_>, equivalent: bool) -> bool {
         let request = attributes.request;
         let any = |items: &[String], value: &str| items.iter().any(|i| i == "*" || i == value);
         any(&self.operations, attributes.operation.as_str())
             && any(&self.api_groups, &request.resource.group)
-            && any(&self.api_versions, &request.resource.version)
-            && self.matches_resource(&request.resource.resource, &request.subresource)
-            && self.matches_scope(attributes)
+            && (equivalent || any(&self.api_versions, &request.resource.version))
+            && matches_resource(self, &request.resource.resource, &request.subresource)
+            && matches_scope(self, attributes)
     }
+}
 
-    fn matches_resource(&self, resource: &str, subresource: &str) -> bool {
-        self.resources.iter().any(|item| {
-            if item == "*/*" {
-                return true;
-            }
-            let (res, sub) = item.split_once('/').unwrap_or((item, ""));
-            if subresource.is_empty() {
-                sub.is_empty() && (res == "*" || res == resource)
-            } else {
-                (res == "*" || res == resource) && (sub == "*" || sub == subresource)
-            }
-        })
-    }
-
-    fn matches_scope(&self, attributes: &Attributes<'_>) -> bool {
-        let request = attributes.request;
-        let is_namespace =
-            request.resource.group.is_empty() && request.resource.resource == "namespaces";
-        match self.scope.as_deref() {
-            Some("Cluster") => is_namespace || attributes.namespace.is_empty(),
-            Some("Namespaced") => !is_namespace && !attributes.namespace.is_empty(),
-            _ => true,
+fn matches_resource(rule: &Rule, resource: &str, subresource: &str) -> bool {
+    rule.resources.iter().any(|item| {
+        if item == "*/*" {
+            return true;
         }
+        let (res, sub) = item.split_once('/').unwrap_or((item, ""));
+        if subresource.is_empty() {
+            sub.is_empty() && (res == "*" || res == resource)
+        } else {
+            (res == "*" || res == resource) && (sub == "*" || sub == subresource)
+        }
+    })
+}
+
+fn matches_scope(rule: &Rule, attributes: &Attributes<'_>) -> bool {
+    let request = attributes.request;
+    let is_namespace =
+        request.resource.group.is_empty() && request.resource.resource == "namespaces";
+    match rule.scope.as_deref() {
+        Some("Cluster") => is_namespace || attributes.namespace.is_empty(),
+        Some("Namespaced") => !is_namespace && !attributes.namespace.is_empty(),
+        _ => true,
     }
 }
 
@@ -223,6 +210,47 @@ fn selector_of(selector: Option<&LabelSelector>) -> Result<Selector, ApiError> {
     }
 }
 
+/// Whether `object_selector` selects the new or the old object, and `namespace_selector` the
+/// object's namespace (a Namespace's own labels; cluster-scoped objects always match), as
+/// webhooks and admission policies select writes. Without selectors, everything matches.
+pub async fn selectors_match(
+    namespace_selector: Option<&LabelSelector>,
+    object_selector: Option<&LabelSelector>,
+    attributes: &Attributes<'_>,
+    object: Option<&Value>,
+    namespaces: &dyn Namespaces,
+) -> Result<bool, ApiError> {
+    let objects = [object, attributes.old_object];
+    let object_selector = selector_of(object_selector)?;
+    if !object_selector.is_empty()
+        && !objects
+            .iter()
+            .filter_map(|o| labels_of(*o))
+            .any(|labels| object_selector.matches(&labels))
+    {
+        return Ok(false);
+    }
+    let namespace_selector = selector_of(namespace_selector)?;
+    if namespace_selector.is_empty() {
+        return Ok(true);
+    }
+    let request = attributes.request;
+    if request.resource.group.is_empty() && request.resource.resource == "namespaces" {
+        let own = labels_of(object.or(attributes.old_object)).unwrap_or_default();
+        return Ok(namespace_selector.matches(&own));
+    }
+    if attributes.namespace.is_empty() {
+        return Ok(true);
+    }
+    let namespace = namespaces.get(attributes.namespace).await?.ok_or_else(|| {
+        ApiError::from(Status::not_found(
+            &genplane_apimachinery::schema::GroupResource::new("", "namespaces"),
+            attributes.namespace,
+        ))
+    })?;
+    Ok(namespace_selector.matches(&labels_of(Some(&namespace)).unwrap_or_default()))
+}
+
 impl Webhook {
     /// Whether the webhook is called for this write: a rule matches, and the namespace and
     /// object selectors select it (match conditions are checked apart, as they may fail).
@@ -235,35 +263,14 @@ impl Webhook {
         if !self.rules.iter().any(|r| r.matches(attributes)) {
             return Ok(false);
         }
-        let objects = [object, attributes.old_object];
-        let object_selector = selector_of(self.object_selector.as_ref())?;
-        if !object_selector.is_empty()
-            && !objects
-                .iter()
-                .filter_map(|o| labels_of(*o))
-                .any(|labels| object_selector.matches(&labels))
-        {
-            return Ok(false);
-        }
-        let namespace_selector = selector_of(self.namespace_selector.as_ref())?;
-        if namespace_selector.is_empty() {
-            return Ok(true);
-        }
-        let request = attributes.request;
-        if request.resource.group.is_empty() && request.resource.resource == "namespaces" {
-            let own = labels_of(object.or(attributes.old_object)).unwrap_or_default();
-            return Ok(namespace_selector.matches(&own));
-        }
-        if attributes.namespace.is_empty() {
-            return Ok(true);
-        }
-        let namespace = namespaces.get(attributes.namespace).await?.ok_or_else(|| {
-            ApiError::from(Status::not_found(
-                &genplane_apimachinery::schema::GroupResource::new("", "namespaces"),
-                attributes.namespace,
-            ))
-        })?;
-        Ok(namespace_selector.matches(&labels_of(Some(&namespace)).unwrap_or_default()))
+        selectors_match(
+            self.namespace_selector.as_ref(),
+            self.object_selector.as_ref(),
+            attributes,
+            object,
+            namespaces,
+        )
+        .await
     }
 
     fn ignores_failures(&self) -> bool {
@@ -617,7 +624,7 @@ fn denial(name: &str, status: Value) -> ApiError {
 }
 
 /// The `request` of the `AdmissionReview` of a write.
-fn review_request(attributes: &Attributes<'_>, object: Option<&Value>) -> Value {
+pub(crate) fn review_request(attributes: &Attributes<'_>, object: Option<&Value>) -> Value {
     let request = attributes.request;
     let kind = json!({"group": request.kind.group, "version": request.kind.version, "kind": request.kind.kind});
     let resource = json!({"group": request.resource.group, "version": request.resource.version, "resource": request.resource.resource});

@@ -219,7 +219,7 @@ pub struct ApiServer<S: Storage> {
     pub(crate) builtin: Vec<Arc<Resource<S>>>,
     /// The OpenAPI documents of the built-in resources.
     builtin_documents: Vec<genplane_api::openapi::Document>,
-    served: std::sync::RwLock<Arc<Served<S>>>,
+    served: Arc<std::sync::RwLock<Arc<Served<S>>>>,
     pub(crate) version: Value,
     pub(crate) server_address: String,
     pub(crate) ops: Option<OpsHandler>,
@@ -255,6 +255,24 @@ fn webhook_configurations<S: Storage>(
             mutating: store("mutatingwebhookconfigurations")?,
         },
     ))
+}
+
+/// The stored ValidatingAdmissionPolicies and their bindings, when both are served.
+fn admission_policies<S: Storage>(
+    builtin: &[Arc<Resource<S>>],
+    served: &Arc<std::sync::RwLock<Arc<Served<S>>>>,
+) -> Option<Arc<dyn genplane_admission::policy::Policies>> {
+    let store = |resource: &str| {
+        builtin
+            .iter()
+            .find(|r| r.info.group == "admissionregistration.k8s.io" && r.info.resource == resource)
+            .and_then(|r| r.store().cloned())
+    };
+    Some(Arc::new(crate::admission_policies::StoredPolicies {
+        policies: store("validatingadmissionpolicies")?,
+        bindings: store("validatingadmissionpolicybindings")?,
+        served: served.clone(),
+    }))
 }
 
 /// The stored ResourceQuotas and their `status` store, when they are served.
@@ -335,6 +353,13 @@ impl<S: Storage> ApiServer<S> {
             &entries,
         );
         let version = version_info(build);
+        let served = Arc::new(std::sync::RwLock::new(Arc::new(Self::snapshot(
+            &builtin,
+            &builtin_documents,
+            Vec::new(),
+            Vec::new(),
+            &version,
+        ))));
         let admission_context = builtin
             .iter()
             .find(|r| r.info.group.is_empty() && r.info.resource == "namespaces")
@@ -345,6 +370,7 @@ impl<S: Storage> ApiServer<S> {
                 }),
                 webhooks: webhook_configurations(&builtin),
                 quotas: resource_quotas(&builtin),
+                policies: admission_policies(&builtin, &served),
             });
         let admission = Arc::new(
             admission_context
@@ -352,17 +378,10 @@ impl<S: Storage> ApiServer<S> {
                 .map(genplane_admission::plugins::defaults)
                 .unwrap_or_default(),
         );
-        let served = Self::snapshot(
-            &builtin,
-            &builtin_documents,
-            Vec::new(),
-            Vec::new(),
-            &version,
-        );
         Self {
             builtin,
             builtin_documents,
-            served: std::sync::RwLock::new(Arc::new(served)),
+            served,
             version,
             server_address: server_address.to_owned(),
             ops,

@@ -47,6 +47,15 @@ use crate::{optional, parse, rewrite, stack, types, value};
 /// A CEL value: what an expression evaluates to.
 pub use kube_cel::cel::objects::Value as CelValue;
 
+/// A CEL map of string keys (e.g. admission policies' `variables`, by name).
+pub fn map_value(entries: impl IntoIterator<Item = (String, CelValue)>) -> CelValue {
+    let map: std::collections::HashMap<kube_cel::cel::objects::Key, CelValue> = entries
+        .into_iter()
+        .map(|(k, v)| (kube_cel::cel::objects::Key::String(Arc::new(k)), v))
+        .collect();
+    CelValue::Map(kube_cel::cel::objects::Map::from(map))
+}
+
 /// Why an expression does not compile or does not evaluate.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum Error {
@@ -281,10 +290,12 @@ fn base_context() -> Context<'static> {
     context
 }
 
-/// The values of an evaluation's variables, as JSON.
+/// The values of an evaluation's variables, as JSON (or as CEL values already, for values
+/// computed by other expressions: admission policies' `variables`).
 #[derive(Clone, Debug, Default)]
 pub struct Activation<'v> {
     vars: Vec<(String, &'v Value)>,
+    cel_vars: Vec<(String, CelValue)>,
 }
 
 impl<'v> Activation<'v> {
@@ -296,6 +307,13 @@ impl<'v> Activation<'v> {
     /// Binds `name` to `value` (a later binding of the same name wins).
     pub fn bind(mut self, name: impl Into<String>, value: &'v Value) -> Self {
         self.vars.push((name.into(), value));
+        self
+    }
+
+    /// Binds `name` to a CEL value (the result of another program); a binding of the same
+    /// name made with [`Activation::bind`] wins. Its runtime cost counts it as size 1.
+    pub fn bind_value(mut self, name: impl Into<String>, value: CelValue) -> Self {
+        self.cel_vars.push((name.into(), value));
         self
     }
 }
@@ -343,6 +361,12 @@ impl Program {
             .vars
             .iter()
             .map(|(name, v)| (name.clone(), Ty::Json(vec![*v])))
+            .chain(
+                activation
+                    .cel_vars
+                    .iter()
+                    .map(|(name, _)| (name.clone(), Ty::Dyn)),
+            )
             .collect();
         let cost = stack::for_tree(self.depth, || analyze::runtime_cost(&self.expr, bindings));
         if cost > self.cost_limit {
@@ -352,6 +376,9 @@ impl Program {
             });
         }
         let mut scope = self.context.new_inner_scope();
+        for (name, v) in &activation.cel_vars {
+            scope.add_variable_from_value(name.as_str(), v.clone());
+        }
         for (name, v) in &activation.vars {
             scope.add_variable_from_value(name.as_str(), value::to_cel(v, None, &ALL));
         }

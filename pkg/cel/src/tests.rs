@@ -969,3 +969,25 @@ fn ratcheting_items_of_an_unchanged_atomic_list() {
         vec![r#"spec.list[1]: Invalid value: "integer": failed rule: self < 10"#]
     );
 }
+
+#[test]
+fn converted_strings_and_bound_cel_values_cost_their_actual_size_when_run() {
+    let env = Environment::new()
+        .variable("params", VarType::Dyn)
+        .variable("variables", VarType::Dyn);
+    let program = env
+        .compile(
+            "'at most ' + params.max + ', not ' + string(variables.keys)",
+            &Path::new("messageExpression"),
+        )
+        .unwrap();
+    let params = json!({"max": "1"});
+    let activation = Activation::new().bind("params", &params).bind_value(
+        "variables",
+        map_value([("keys".to_owned(), CelValue::Int(2))]),
+    );
+    assert_eq!(
+        program.evaluate(&activation).unwrap(),
+        CelValue::String(std::sync::Arc::new("at most 1, not 2".to_owned()))
+    );
+}
