@@ -186,6 +186,112 @@ fn compile(environment: &Environment<'_>, expression: &str, path: Path) -> Compi
         })
 }
 
+/// Upstream's limit on the kinds a policy is type-checked against.
+const MAX_TYPES_TO_CHECK: usize = 10;
+
+/// The resources (group, version, resource) a policy's expressions are type-checked against:
+/// those its `matchConstraints.resourceRules` name without wildcards (subresources left out),
+/// sorted, at most ten, as upstream's policy status controller picks them.
+pub fn resources_to_check(spec: &PolicySpec) -> Vec<(String, String, String)> {
+    let mut found = std::collections::BTreeSet::new();
+    let rules = spec
+        .match_constraints
+        .iter()
+        .flat_map(|c| c.resource_rules.iter());
+    for named in rules {
+        let rule = &named.rule;
+        let plain = |items: &[String]| {
+            (!items.iter().any(|i| i.contains('*'))).then(|| {
+                let mut items = items.to_vec();
+                items.sort();
+                items
+            })
+        };
+        let (Some(groups), Some(versions)) = (plain(&rule.api_groups), plain(&rule.api_versions))
+        else {
+            continue;
+        };
+        let mut resources: Vec<&String> = rule
+            .resources
+            .iter()
+            .filter(|r| !r.contains(['*', '/']))
+            .collect();
+        resources.sort();
+        for group in &groups {
+            for version in &versions {
+                for resource in &resources {
+                    found.insert((group.clone(), version.clone(), (*resource).clone()));
+                    if found.len() == MAX_TYPES_TO_CHECK {
+                        return found.into_iter().collect();
+                    }
+                }
+            }
+        }
+    }
+    found.into_iter().collect()
+}
+
+/// One kind a policy is type-checked against: upstream's name of it (`apps/v1,
+/// Kind=Deployment`, `/v1, Kind=ConfigMap`) and its OpenAPI v3 schema.
+#[derive(Debug)]
+pub struct CheckedKind {
+    /// `<group>/<version>, Kind=<kind>`.
+    pub name: String,
+    /// The kind's schema, references resolved.
+    pub schema: Value,
+}
+
+/// The status type check of a policy (upstream's `status.typeChecking.expressionWarnings`):
+/// each validation's `expression` and `messageExpression` compiled with `object` and
+/// `oldObject` typed by each of `kinds`, and `params` by `params` (the param kind's schema);
+/// the `(fieldRef, warning)` of each expression that does not compile against some kind,
+/// the warning naming the kinds it fails for, one line each.
+pub fn type_check(
+    spec: &PolicySpec,
+    kinds: &[CheckedKind],
+    params: Option<&Value>,
+) -> Vec<(String, String)> {
+    let param_type = params.map(genplane_cel::ObjectType::from_schema);
+    let typed: Vec<(&str, genplane_cel::ObjectType)> = kinds
+        .iter()
+        .map(|k| {
+            (
+                k.name.as_str(),
+                genplane_cel::ObjectType::from_schema(&k.schema),
+            )
+        })
+        .collect();
+    let mut warnings = Vec::new();
+    for (i, validation) in spec.validations.iter().enumerate() {
+        let at = Path::new("spec").child("validations").index(i);
+        let expressions = [
+            ("expression", validation.expression.as_str()),
+            ("messageExpression", validation.message_expression.as_str()),
+        ];
+        for (field, expression) in expressions {
+            if expression.is_empty() {
+                continue;
+            }
+            let mut issues = Vec::new();
+            for (name, object_type) in &typed {
+                let mut environment = environment(Some(object_type));
+                if let Some(param_type) = &param_type {
+                    environment = environment.variable("params", VarType::Object(param_type));
+                }
+                if let Err(genplane_cel::Error::Compile { message, .. }) =
+                    environment.compile(expression, &at.child(field))
+                {
+                    issues.push(format!("{name}: {message}\n"));
+                }
+            }
+            if !issues.is_empty() {
+                warnings.push((at.child(field).to_string(), issues.join("\n")));
+            }
+        }
+    }
+    warnings
+}
+
 /// A policy with its expressions compiled.
 #[derive(Debug)]
 struct CompiledPolicy {

@@ -122,6 +122,14 @@ impl<S: Storage> Resource<S> {
         self.backing.store()
     }
 
+    /// The store of the subresource `name` (`status`), when it has one of its own.
+    pub fn subresource_store(&self, name: &str) -> Option<&Store<S>> {
+        self.subresources
+            .iter()
+            .find(|(n, _)| n == name)
+            .and_then(|(_, backing)| backing.store())
+    }
+
     /// The same resource, whose subresource `name` (one `info` lists with a `body` kind that
     /// is never stored, as `pods/binding` lists a Binding) is answered by `answer`: its
     /// creates are decoded, defaulted, admitted and validated with the body kind's hooks (told
@@ -199,6 +207,8 @@ pub(crate) struct Served<S: Storage> {
     pub(crate) types: Arc<genplane_structured::Schema>,
     pub(crate) openapi: OpenApiV3,
     pub(crate) openapi_v2: OpenApiV2,
+    /// The OpenAPI v3 documents `openapi` serves (for the schemas of kinds).
+    pub(crate) documents: Vec<genplane_api::openapi::Document>,
 }
 
 impl<S: Storage> Served<S> {
@@ -282,11 +292,7 @@ fn resource_quotas<S: Storage>(
     let resource = builtin
         .iter()
         .find(|r| r.info.group.is_empty() && r.info.resource == "resourcequotas")?;
-    let status = resource
-        .subresources
-        .iter()
-        .find(|(name, _)| name == "status")
-        .and_then(|(_, backing)| backing.store())?;
+    let status = resource.subresource_store("status")?;
     Some(Arc::new(crate::quotas::StoredQuotas {
         quotas: resource.store()?.clone(),
         status: status.clone(),
@@ -427,13 +433,14 @@ impl<S: Storage> ApiServer<S> {
             tracing::error!(%error, "reading the type model");
             genplane_structured::Schema::default()
         });
-        let openapi = OpenApiV3::from_documents(documents);
+        let openapi = OpenApiV3::from_documents(documents.clone());
         Served {
             resources,
             discovery,
             types: Arc::new(types),
             openapi,
             openapi_v2,
+            documents,
         }
     }
 
@@ -514,6 +521,13 @@ impl<S: Storage> ApiServer<S> {
     pub fn with_admission(mut self, chain: genplane_admission::Chain) -> Self {
         self.admission = Arc::new(chain);
         self
+    }
+
+    /// The OpenAPI v3 schema of the served kind `api_version`/`kind`, references resolved
+    /// (see [`genplane_api::openapi::resolved_schema`]); `None` when it is not served.
+    pub fn kind_schema(&self, api_version: &str, kind: &str) -> Option<Value> {
+        let (group, version) = api_version.split_once('/').unwrap_or(("", api_version));
+        genplane_api::openapi::resolved_schema(&self.served().documents, group, version, kind)
     }
 
     /// What admission plugins need of this server, to build a chain with (`None` when it does

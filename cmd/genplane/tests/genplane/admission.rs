@@ -795,3 +795,50 @@ fn validating_admission_policies_refuse_warn_and_fail_as_upstreams() {
             .then_some(())
     });
 }
+
+#[test]
+fn validating_admission_policy_status_reports_type_errors() {
+    let server = start();
+    let policy = |expression: &str| {
+        json!({"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingAdmissionPolicy",
+            "metadata": {"name": "typed"},
+            "spec": {"paramKind": {"apiVersion": "v1", "kind": "ConfigMap"},
+                "matchConstraints": {"resourceRules": [{"apiGroups": [""], "apiVersions": ["v1"],
+                    "operations": ["CREATE"], "resources": ["configmaps"]}]},
+                "validations": [{"expression": expression,
+                    "messageExpression": "'at most ' + params.data.max"}]}})
+    };
+    ok(kubectl_stdin(
+        &server,
+        &["create", "-f", "-"],
+        &policy("object.spec.replicas <= 3"),
+    ));
+    let status = |server: &Apiserver| -> Value {
+        serde_json::from_str(&ok(server.kubectl(
+            "kubectl",
+            &["get", "validatingadmissionpolicy", "typed", "-o", "json"],
+        )))
+        .unwrap()
+    };
+    let checked = eventually("the type check of generation 1", || {
+        let policy = status(&server);
+        (policy["status"]["observedGeneration"] == 1).then_some(policy)
+    });
+    assert_eq!(
+        checked["status"]["typeChecking"]["expressionWarnings"],
+        json!([{"fieldRef": "spec.validations[0].expression",
+            "warning": "/v1, Kind=ConfigMap: ERROR: <input>:1:7: undefined field 'spec'\n"}]),
+        "{checked}"
+    );
+    // Fixed: generation 2 has no warnings.
+    ok(kubectl_stdin(
+        &server,
+        &["apply", "-f", "-"],
+        &policy("size(object.data) <= int(params.data.max)"),
+    ));
+    let fixed = eventually("the type check of generation 2", || {
+        let policy = status(&server);
+        (policy["status"]["observedGeneration"] == 2).then_some(policy)
+    });
+    assert_eq!(fixed["status"]["typeChecking"], json!({}), "{fixed}");
+}

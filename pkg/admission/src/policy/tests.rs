@@ -457,3 +457,45 @@ async fn writes_of_policies_are_exempt() {
             .is_err()
     );
 }
+
+#[test]
+fn the_type_check_warns_of_fields_the_kind_does_not_have() {
+    let config_map = json!({"type": "object", "properties": {
+        "apiVersion": {"type": "string"}, "kind": {"type": "string"},
+        "metadata": {"type": "object", "properties": {"name": {"type": "string"},
+            "labels": {"type": "object", "additionalProperties": {"type": "string"}}}},
+        "data": {"type": "object", "additionalProperties": {"type": "string"}}}});
+    let spec: PolicySpec = serde_json::from_value(json!({
+        "paramKind": {"apiVersion": "v1", "kind": "ConfigMap"},
+        "matchConstraints": {"resourceRules": [
+            {"apiGroups": [""], "apiVersions": ["v1"], "operations": ["*"], "resources": ["configmaps", "configmaps/status"]},
+            {"apiGroups": ["*"], "apiVersions": ["v1"], "operations": ["*"], "resources": ["things"]}]},
+        "validations": [
+            {"expression": "size(object.data) < 3 && object.metadata.labels.a == 'b'"},
+            {"expression": "object.spec.replicas < 3", "messageExpression": "'max ' + params.data.max"},
+            {"expression": "true", "messageExpression": "params.nope"},
+        ]}))
+    .unwrap();
+    assert_eq!(
+        resources_to_check(&spec),
+        [("".to_owned(), "v1".to_owned(), "configmaps".to_owned())]
+    );
+    let kinds = [CheckedKind {
+        name: "/v1, Kind=ConfigMap".to_owned(),
+        schema: config_map.clone(),
+    }];
+    let warnings = type_check(&spec, &kinds, Some(&config_map));
+    assert_eq!(
+        warnings,
+        [
+            (
+                "spec.validations[1].expression".to_owned(),
+                "/v1, Kind=ConfigMap: ERROR: <input>:1:7: undefined field 'spec'\n".to_owned()
+            ),
+            (
+                "spec.validations[2].messageExpression".to_owned(),
+                "/v1, Kind=ConfigMap: ERROR: <input>:1:7: undefined field 'nope'\n".to_owned()
+            ),
+        ]
+    );
+}
