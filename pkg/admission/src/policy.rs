@@ -427,7 +427,8 @@ impl CompiledPolicy {
             .bind("oldObject", inputs.old_object)
             .bind("request", &inputs.request)
             .bind("params", params)
-            .bind("namespaceObject", &inputs.namespace_object);
+            .bind("namespaceObject", &inputs.namespace_object)
+            .prepared();
         // variables, in order, each seeing the ones before it
         let mut values: Vec<(String, CelValue)> = Vec::new();
         let mut failed: Vec<(String, String)> = Vec::new();
@@ -599,6 +600,28 @@ struct Cache {
 
 fn text<'v>(value: &'v Value, pointer: &str) -> &'v str {
     value.pointer(pointer).and_then(Value::as_str).unwrap_or("")
+}
+
+/// The namespace of one write, read from the cache once however many policies look at it.
+#[derive(Debug)]
+struct WriteNamespace<'a> {
+    namespaces: &'a dyn Namespaces,
+    read: tokio::sync::OnceCell<Option<Value>>,
+}
+
+impl Namespaces for WriteNamespace<'_> {
+    fn get<'a>(&'a self, name: &'a str) -> BoxFuture<'a, Result<Option<Value>, ApiError>> {
+        Box::pin(async move {
+            self.read
+                .get_or_try_init(|| self.namespaces.get_cached(name))
+                .await
+                .cloned()
+        })
+    }
+
+    fn create<'a>(&'a self, name: &'a str) -> BoxFuture<'a, Result<(), ApiError>> {
+        self.namespaces.create(name)
+    }
 }
 
 /// `ValidatingAdmissionPolicy`: refuses, warns about or audits writes the stored policies'
@@ -782,20 +805,23 @@ impl ValidatingAdmissionPolicy {
         }
         let bound = self.bindings_of(bindings);
         let policies = self.compiled(self.policies.policies().await?, &bound);
+        // every lookup of this write is of its own namespace (or of none)
+        let namespace = WriteNamespace {
+            namespaces: self.namespaces.as_ref(),
+            read: tokio::sync::OnceCell::new(),
+        };
         let mut inputs: Option<Inputs<'_>> = None;
         // (policy, binding name, decision): the first refusal wins
         let mut refusals: Vec<(String, String, Decision)> = Vec::new();
         for policy in &policies {
             let constraints = policy.spec.match_constraints.clone().unwrap_or_default();
-            if !resources_match(&constraints, &attributes, object, self.namespaces.as_ref()).await?
-            {
+            if !resources_match(&constraints, &attributes, object, &namespace).await? {
                 continue;
             }
             let mut annotations: Vec<(String, Vec<String>)> = Vec::new();
             for binding in bound.get(&policy.name).into_iter().flatten() {
                 if let Some(resources) = &binding.spec.match_resources
-                    && !resources_match(resources, &attributes, object, self.namespaces.as_ref())
-                        .await?
+                    && !resources_match(resources, &attributes, object, &namespace).await?
                 {
                     continue;
                 }
@@ -821,7 +847,7 @@ impl ValidatingAdmissionPolicy {
                     continue;
                 }
                 if inputs.is_none() {
-                    inputs = Some(self.inputs(&attributes, object).await?);
+                    inputs = Some(inputs_of(&attributes, object, &namespace).await?);
                 }
                 let Some(inputs) = inputs.as_ref() else {
                     continue;
@@ -896,37 +922,37 @@ impl ValidatingAdmissionPolicy {
             refusals.push((policy.name.clone(), binding.name.clone(), decision));
         }
     }
+}
 
-    /// The values every evaluation of this write sees.
-    async fn inputs<'v>(
-        &self,
-        attributes: &Attributes<'v>,
-        object: Option<&'v Value>,
-    ) -> Result<Inputs<'v>, ApiError> {
-        let mut request = review_request(attributes, object);
-        if let Some(fields) = request.as_object_mut() {
-            fields.remove("object");
-            fields.remove("oldObject");
-            fields.remove("uid");
-        }
-        let is_namespace =
-            attributes.request.kind.group.is_empty() && attributes.request.kind.kind == "Namespace";
-        let namespace_object = if attributes.namespace.is_empty() || is_namespace {
-            Value::Null
-        } else {
-            self.namespaces
-                .get(attributes.namespace)
-                .await?
-                .map(|ns| namespace_object(&ns))
-                .unwrap_or(Value::Null)
-        };
-        Ok(Inputs {
-            object: object.unwrap_or(&Value::Null),
-            old_object: attributes.old_object.unwrap_or(&Value::Null),
-            request,
-            namespace_object,
-        })
+/// The values every evaluation of this write sees.
+async fn inputs_of<'v>(
+    attributes: &Attributes<'v>,
+    object: Option<&'v Value>,
+    namespaces: &dyn Namespaces,
+) -> Result<Inputs<'v>, ApiError> {
+    let mut request = review_request(attributes, object);
+    if let Some(fields) = request.as_object_mut() {
+        fields.remove("object");
+        fields.remove("oldObject");
+        fields.remove("uid");
     }
+    let is_namespace =
+        attributes.request.kind.group.is_empty() && attributes.request.kind.kind == "Namespace";
+    let namespace_object = if attributes.namespace.is_empty() || is_namespace {
+        Value::Null
+    } else {
+        namespaces
+            .get(attributes.namespace)
+            .await?
+            .map(|ns| namespace_object(&ns))
+            .unwrap_or(Value::Null)
+    };
+    Ok(Inputs {
+        object: object.unwrap_or(&Value::Null),
+        old_object: attributes.old_object.unwrap_or(&Value::Null),
+        request,
+        namespace_object,
+    })
 }
 
 /// What policies see of a namespace: its metadata (without managed fields, owners and

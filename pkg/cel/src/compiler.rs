@@ -296,6 +296,8 @@ fn base_context() -> Context<'static> {
 pub struct Activation<'v> {
     vars: Vec<(String, &'v Value)>,
     cel_vars: Vec<(String, CelValue)>,
+    /// The CEL values of `vars`, when converted ahead ([`Activation::prepared`]).
+    converted: Vec<CelValue>,
 }
 
 impl<'v> Activation<'v> {
@@ -307,6 +309,19 @@ impl<'v> Activation<'v> {
     /// Binds `name` to `value` (a later binding of the same name wins).
     pub fn bind(mut self, name: impl Into<String>, value: &'v Value) -> Self {
         self.vars.push((name.into(), value));
+        self.converted.clear();
+        self
+    }
+
+    /// The same bindings with the JSON values converted to CEL once, for evaluating several
+    /// programs with them (each evaluation otherwise converts them again). A later
+    /// [`Activation::bind`] drops the conversion; [`Activation::bind_value`] keeps it.
+    pub fn prepared(mut self) -> Self {
+        self.converted = self
+            .vars
+            .iter()
+            .map(|(_, v)| value::to_cel(v, None, &ALL))
+            .collect();
         self
     }
 
@@ -379,8 +394,14 @@ impl Program {
         for (name, v) in &activation.cel_vars {
             scope.add_variable_from_value(name.as_str(), v.clone());
         }
-        for (name, v) in &activation.vars {
-            scope.add_variable_from_value(name.as_str(), value::to_cel(v, None, &ALL));
+        if activation.converted.len() == activation.vars.len() {
+            for ((name, _), v) in activation.vars.iter().zip(&activation.converted) {
+                scope.add_variable_from_value(name.as_str(), v.clone());
+            }
+        } else {
+            for (name, v) in &activation.vars {
+                scope.add_variable_from_value(name.as_str(), value::to_cel(v, None, &ALL));
+            }
         }
         self.run(&scope)
             .map_err(|e| Error::Evaluation(go_error(&e)))
