@@ -298,6 +298,9 @@ struct CompiledPolicy {
     name: String,
     generation: i64,
     spec: PolicySpec,
+    /// The environment the programs were compiled in (their inputs are converted once per
+    /// evaluation for all of them).
+    environment: Environment<'static>,
     conditions: Vec<Compiled>,
     variables: Vec<Compiled>,
     validations: Vec<(Compiled, Option<Compiled>)>,
@@ -364,6 +367,7 @@ impl CompiledPolicy {
             name,
             generation,
             spec,
+            environment,
             conditions,
             variables,
             validations,
@@ -422,22 +426,21 @@ impl CompiledPolicy {
                 });
             }
         };
-        let activation = Activation::new()
-            .bind("object", inputs.object)
-            .bind("oldObject", inputs.old_object)
-            .bind("request", &inputs.request)
-            .bind("params", params)
-            .bind("namespaceObject", &inputs.namespace_object)
-            .prepared();
+        let prepared = self.environment.prepare(
+            Activation::new()
+                .bind("object", inputs.object)
+                .bind("oldObject", inputs.old_object)
+                .bind("request", &inputs.request)
+                .bind("params", params)
+                .bind("namespaceObject", &inputs.namespace_object),
+        );
         // variables, in order, each seeing the ones before it
         let mut values: Vec<(String, CelValue)> = Vec::new();
         let mut failed: Vec<(String, String)> = Vec::new();
         for (variable, program) in self.spec.variables.iter().zip(&self.variables) {
-            let scope = activation
-                .clone()
-                .bind_value("variables", genplane_cel::map_value(values.clone()));
+            let known = [("variables", genplane_cel::map_value(values.clone()))];
             match program {
-                Ok(program) => match program.evaluate(&scope) {
+                Ok(program) => match program.evaluate_prepared(&prepared, &known) {
                     Ok(value) => values.push((variable.name.clone(), value)),
                     Err(e) => failed.push((
                         variable.name.clone(),
@@ -447,7 +450,7 @@ impl CompiledPolicy {
                 Err(e) => failed.push((variable.name.clone(), e.clone())),
             }
         }
-        let activation = activation.bind_value("variables", genplane_cel::map_value(values));
+        let variables = [("variables", genplane_cel::map_value(values))];
         // a failed variable is an error of the expressions that use it
         let explain = |error: &genplane_cel::Error, expression: &str| -> String {
             if let genplane_cel::Error::Evaluation(message) = error
@@ -461,7 +464,7 @@ impl CompiledPolicy {
         // an expression's value, or why it has none
         let run = |program: &Compiled, expression: &str| match program {
             Ok(program) => program
-                .evaluate(&activation)
+                .evaluate_prepared(&prepared, &variables)
                 .map_err(|e| explain(&e, expression)),
             Err(e) => Err(e.clone()),
         };
@@ -504,7 +507,7 @@ impl CompiledPolicy {
                     let message = message_program
                         .as_ref()
                         .and_then(|p| p.as_ref().ok())
-                        .and_then(|p| p.evaluate(&activation).ok())
+                        .and_then(|p| p.evaluate_prepared(&prepared, &variables).ok())
                         .and_then(|v| match v {
                             CelValue::String(s) => Some(s.trim().to_owned()),
                             _ => None,

@@ -296,8 +296,6 @@ fn base_context() -> Context<'static> {
 pub struct Activation<'v> {
     vars: Vec<(String, &'v Value)>,
     cel_vars: Vec<(String, CelValue)>,
-    /// The CEL values of `vars`, when converted ahead ([`Activation::prepared`]).
-    converted: Vec<CelValue>,
 }
 
 impl<'v> Activation<'v> {
@@ -309,19 +307,6 @@ impl<'v> Activation<'v> {
     /// Binds `name` to `value` (a later binding of the same name wins).
     pub fn bind(mut self, name: impl Into<String>, value: &'v Value) -> Self {
         self.vars.push((name.into(), value));
-        self.converted.clear();
-        self
-    }
-
-    /// The same bindings with the JSON values converted to CEL once, for evaluating several
-    /// programs with them (each evaluation otherwise converts them again). A later
-    /// [`Activation::bind`] drops the conversion; [`Activation::bind_value`] keeps it.
-    pub fn prepared(mut self) -> Self {
-        self.converted = self
-            .vars
-            .iter()
-            .map(|(_, v)| value::to_cel(v, None, &ALL))
-            .collect();
         self
     }
 
@@ -330,6 +315,40 @@ impl<'v> Activation<'v> {
     pub fn bind_value(mut self, name: impl Into<String>, value: CelValue) -> Self {
         self.cel_vars.push((name.into(), value));
         self
+    }
+}
+
+/// The variables of an [`Activation`] converted once, for evaluating several programs of
+/// one [`Environment`] with them ([`Environment::prepare`], [`Program::evaluate_prepared`]).
+pub struct Prepared<'e, 'v> {
+    scope: Context<'e>,
+    context: &'e Arc<Context<'static>>,
+    activation: Activation<'v>,
+}
+
+impl fmt::Debug for Prepared<'_, '_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Prepared")
+            .field("activation", &self.activation)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Environment<'_> {
+    /// `activation`'s variables converted to CEL once, for the programs of this environment.
+    pub fn prepare<'e, 'v>(&'e self, activation: Activation<'v>) -> Prepared<'e, 'v> {
+        let mut scope = self.context.new_inner_scope();
+        for (name, v) in &activation.cel_vars {
+            scope.add_variable_from_value(name.as_str(), v.clone());
+        }
+        for (name, v) in &activation.vars {
+            scope.add_variable_from_value(name.as_str(), value::to_cel(v, None, &ALL));
+        }
+        Prepared {
+            scope,
+            context: &self.context,
+            activation,
+        }
     }
 }
 
@@ -372,6 +391,45 @@ impl Program {
     /// these values against the environment's limit. A declared variable left unbound is an
     /// evaluation error when the expression reaches it.
     pub fn evaluate(&self, activation: &Activation<'_>) -> Result<CelValue, Error> {
+        self.charge(activation, &[])?;
+        let mut scope = self.context.new_inner_scope();
+        for (name, v) in &activation.cel_vars {
+            scope.add_variable_from_value(name.as_str(), v.clone());
+        }
+        for (name, v) in &activation.vars {
+            scope.add_variable_from_value(name.as_str(), value::to_cel(v, None, &ALL));
+        }
+        self.run(&scope)
+            .map_err(|e| Error::Evaluation(go_error(&e)))
+    }
+
+    /// Evaluates the expression with the variables `prepared` holds (converted once for every
+    /// program of its environment) and the `extra` ones, as [`Program::evaluate`] does.
+    /// A program of another environment converts them again.
+    pub fn evaluate_prepared(
+        &self,
+        prepared: &Prepared<'_, '_>,
+        extra: &[(&str, CelValue)],
+    ) -> Result<CelValue, Error> {
+        if !Arc::ptr_eq(&self.context, prepared.context) {
+            let mut activation = prepared.activation.clone();
+            for (name, v) in extra {
+                activation = activation.bind_value(*name, v.clone());
+            }
+            return self.evaluate(&activation);
+        }
+        self.charge(&prepared.activation, extra)?;
+        let mut scope = prepared.scope.new_inner_scope();
+        for (name, v) in extra {
+            scope.add_variable_from_value(*name, v.clone());
+        }
+        self.run(&scope)
+            .map_err(|e| Error::Evaluation(go_error(&e)))
+    }
+
+    /// Charges the cost of an evaluation on these values against the limit (the CEL values
+    /// count as size 1).
+    fn charge(&self, activation: &Activation<'_>, extra: &[(&str, CelValue)]) -> Result<(), Error> {
         let bindings = activation
             .vars
             .iter()
@@ -382,6 +440,7 @@ impl Program {
                     .iter()
                     .map(|(name, _)| (name.clone(), Ty::Dyn)),
             )
+            .chain(extra.iter().map(|(name, _)| ((*name).to_owned(), Ty::Dyn)))
             .collect();
         let cost = stack::for_tree(self.depth, || analyze::runtime_cost(&self.expr, bindings));
         if cost > self.cost_limit {
@@ -390,21 +449,7 @@ impl Program {
                 limit: self.cost_limit,
             });
         }
-        let mut scope = self.context.new_inner_scope();
-        for (name, v) in &activation.cel_vars {
-            scope.add_variable_from_value(name.as_str(), v.clone());
-        }
-        if activation.converted.len() == activation.vars.len() {
-            for ((name, _), v) in activation.vars.iter().zip(&activation.converted) {
-                scope.add_variable_from_value(name.as_str(), v.clone());
-            }
-        } else {
-            for (name, v) in &activation.vars {
-                scope.add_variable_from_value(name.as_str(), value::to_cel(v, None, &ALL));
-            }
-        }
-        self.run(&scope)
-            .map_err(|e| Error::Evaluation(go_error(&e)))
+        Ok(())
     }
 
     /// Evaluates the expression in `scope` on a stack deep enough for it. A panic of the
