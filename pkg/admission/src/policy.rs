@@ -55,7 +55,7 @@ use genplane_cel::{Activation, CelValue, Environment, Program, VarType};
 use serde_json::{Value, json};
 
 use crate::namespace::Namespaces;
-use crate::webhook::{RuleMatching as _, review_request, selectors_match};
+use crate::webhook::{RuleMatching as _, conditions_hold, review_request, selectors_match};
 use crate::{Attributes, BoxFuture, ValidatingPlugin};
 
 /// Upstream's limit on the length of one audit annotation value.
@@ -469,29 +469,18 @@ impl CompiledPolicy {
             Err(e) => Err(e.clone()),
         };
         // match conditions: any false skips the policy, an error is a failure
-        let mut condition_error = None;
-        for (condition, program) in self.spec.match_conditions.iter().zip(&self.conditions) {
-            let verdict = run(program, &condition.expression);
-            match verdict {
-                Ok(CelValue::Bool(false)) => return outcome,
-                Ok(CelValue::Bool(true)) => {}
-                Ok(other) => {
-                    condition_error.get_or_insert(format!(
-                        "matchCondition '{}' did not evaluate to a bool: {other:?}",
-                        condition.name
-                    ));
-                }
-                Err(e) => {
-                    condition_error.get_or_insert(format!(
-                        "failed to evaluate matchCondition '{}': {e}",
-                        condition.name
-                    ));
-                }
+        let conditions = &self.spec.match_conditions;
+        match conditions_hold(conditions, &self.conditions, |i, program| {
+            program
+                .evaluate_prepared(&prepared, &variables)
+                .map_err(|e| explain(&e, &conditions[i].expression))
+        }) {
+            Ok(true) => {}
+            Ok(false) => return outcome,
+            Err(message) => {
+                fail(&mut outcome, 0, message);
+                return outcome;
             }
-        }
-        if let Some(message) = condition_error {
-            fail(&mut outcome, 0, message);
-            return outcome;
         }
         for (index, (validation, (program, message_program))) in self
             .spec
