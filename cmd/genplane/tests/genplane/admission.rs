@@ -842,3 +842,54 @@ fn validating_admission_policy_status_reports_type_errors() {
     });
     assert_eq!(fixed["status"]["typeChecking"], json!({}), "{fixed}");
 }
+
+#[test]
+fn validating_admission_policies_read_custom_resource_params() {
+    let server = start();
+    let crd = json!({"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+        "metadata": {"name": "limits.genplane.test"},
+        "spec": {"group": "genplane.test", "scope": "Cluster",
+            "names": {"plural": "limits", "singular": "limit", "kind": "Limit"},
+            "versions": [{"name": "v1", "served": true, "storage": true,
+                "schema": {"openAPIV3Schema": {"type": "object", "properties": {
+                    "spec": {"type": "object", "properties": {"maxKeys": {"type": "integer"}}}}}}}]}});
+    ok(kubectl_stdin(&server, &["create", "-f", "-"], &crd));
+    ok(server.kubectl(
+        "kubectl",
+        &[
+            "wait",
+            "--for=condition=Established",
+            "crd/limits.genplane.test",
+        ],
+    ));
+    let limit = json!({"apiVersion": "genplane.test/v1", "kind": "Limit",
+        "metadata": {"name": "strict"}, "spec": {"maxKeys": 1}});
+    eventually("the Limit kind to be served", || {
+        kubectl_stdin(&server, &["create", "-f", "-"], &limit)
+            .status
+            .success()
+            .then_some(())
+    });
+    let policy = json!({"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingAdmissionPolicy",
+        "metadata": {"name": "limited"},
+        "spec": {"paramKind": {"apiVersion": "genplane.test/v1", "kind": "Limit"},
+            "matchConstraints": {"resourceRules": [{"apiGroups": [""], "apiVersions": ["v1"],
+                "operations": ["CREATE"], "resources": ["configmaps"]}]},
+            "validations": [{"expression": "size(object.data) <= params.spec.maxKeys",
+                "messageExpression": "'at most ' + string(params.spec.maxKeys) + ' keys (' + params.metadata.name + ')'"}]}});
+    let binding = json!({"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingAdmissionPolicyBinding",
+        "metadata": {"name": "limited"},
+        "spec": {"policyName": "limited", "validationActions": ["Deny"],
+            "paramRef": {"name": "strict", "parameterNotFoundAction": "Deny"}}});
+    ok(kubectl_stdin(&server, &["create", "-f", "-"], &policy));
+    ok(kubectl_stdin(&server, &["create", "-f", "-"], &binding));
+    let refused = eventually("the policy to read its custom resource param", || {
+        let out = create_configmap(&server, "two", "default", 2, &[]);
+        (!out.status.success()).then(|| text(&out))
+    });
+    assert!(
+        refused.contains("ValidatingAdmissionPolicy 'limited' with binding 'limited' denied request: at most 1 keys (strict)"),
+        "{refused}"
+    );
+    ok(create_configmap(&server, "one", "default", 1, &[]));
+}
