@@ -4,7 +4,7 @@
 //! them from informers. Params may be of any kind the server serves at the time of the write,
 //! built-in or custom (the served set is read on each lookup).
 
-use std::sync::{Arc, RwLock};
+use std::sync::Arc;
 
 use genplane_admission::BoxFuture;
 use genplane_admission::policy::{ParamSelection, Policies};
@@ -14,13 +14,18 @@ use genplane_registry::{ListOptions, Store};
 use genplane_storage::Storage;
 use serde_json::{Value, json};
 
-use crate::server::{Resource, Served};
+/// Finds the store of a kind served at the time of the call: given `group`, `version` and
+/// `kind`, whether it is namespaced and its store.
+pub type KindStores<S> = Arc<dyn Fn(&str, &str, &str) -> Option<(bool, Store<S>)> + Send + Sync>;
 
-/// The stores of a server's policies and bindings, and what it serves (for params).
+/// The stores of a server's policies and bindings, and of what it serves (for params).
 pub struct StoredPolicies<S: Storage> {
-    pub(crate) policies: Store<S>,
-    pub(crate) bindings: Store<S>,
-    pub(crate) served: Arc<RwLock<Arc<Served<S>>>>,
+    /// The store of ValidatingAdmissionPolicies.
+    pub policies: Store<S>,
+    /// The store of ValidatingAdmissionPolicyBindings.
+    pub bindings: Store<S>,
+    /// The stores of the served kinds.
+    pub kinds: KindStores<S>,
 }
 
 impl<S: Storage> std::fmt::Debug for StoredPolicies<S> {
@@ -42,24 +47,10 @@ fn cached(labels: genplane_apimachinery::labels::Selector) -> ListOptions {
 }
 
 impl<S: Storage> StoredPolicies<S> {
-    /// The served resource of kind `api_version`/`kind`, when it is stored.
-    fn param_resource(&self, api_version: &str, kind: &str) -> Option<Arc<Resource<S>>> {
+    /// Whether the kind `api_version`/`kind` is namespaced, and its store, when it is served.
+    fn param_store(&self, api_version: &str, kind: &str) -> Option<(bool, Store<S>)> {
         let (group, version) = api_version.split_once('/').unwrap_or(("", api_version));
-        let served = self
-            .served
-            .read()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .clone();
-        served
-            .resources
-            .iter()
-            .find(|r| {
-                r.info.group == group
-                    && r.info.version == version
-                    && r.info.kind == kind
-                    && r.store().is_some()
-            })
-            .cloned()
+        (self.kinds)(group, version, kind)
     }
 }
 
@@ -85,8 +76,8 @@ impl<S: Storage> Policies for StoredPolicies<S> {
     }
 
     fn param_scope(&self, api_version: &str, kind: &str) -> Option<bool> {
-        self.param_resource(api_version, kind)
-            .map(|r| r.info.namespaced)
+        self.param_store(api_version, kind)
+            .map(|(namespaced, _)| namespaced)
     }
 
     fn params<'a>(
@@ -97,10 +88,7 @@ impl<S: Storage> Policies for StoredPolicies<S> {
         selection: ParamSelection<'a>,
     ) -> BoxFuture<'a, Result<Vec<Value>, ApiError>> {
         Box::pin(async move {
-            let Some(resource) = self.param_resource(api_version, kind) else {
-                return Ok(Vec::new());
-            };
-            let Some(store) = resource.store() else {
+            let Some((_, store)) = self.param_store(api_version, kind) else {
                 return Ok(Vec::new());
             };
             let mut params = match selection {

@@ -278,10 +278,23 @@ fn admission_policies<S: Storage>(
             .find(|r| r.info.group == "admissionregistration.k8s.io" && r.info.resource == resource)
             .and_then(|r| r.store().cloned())
     };
+    let served = served.clone();
+    let kinds: crate::admission_policies::KindStores<S> =
+        Arc::new(move |group: &str, version: &str, kind: &str| {
+            let served = served
+                .read()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .clone();
+            served.resources.iter().find_map(|r| {
+                (r.info.group == group && r.info.version == version && r.info.kind == kind)
+                    .then(|| r.store().map(|store| (r.info.namespaced, store.clone())))
+                    .flatten()
+            })
+        });
     Some(Arc::new(crate::admission_policies::StoredPolicies {
         policies: store("validatingadmissionpolicies")?,
         bindings: store("validatingadmissionpolicybindings")?,
-        served: served.clone(),
+        kinds,
     }))
 }
 
