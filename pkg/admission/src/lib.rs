@@ -19,6 +19,9 @@
 //! - [`webhook`]: MutatingAdmissionWebhook and ValidatingAdmissionWebhook, over a
 //!   [`webhook::Configurations`] view of the stored webhook configurations, and the HTTPS
 //!   client of webhooks ([`webhook::client`], also used by CRD conversion webhooks).
+//! - [`policy`]: ValidatingAdmissionPolicy, evaluating the CEL validations of the stored
+//!   policies through their bindings, over a [`policy::Policies`] view of the stored policies,
+//!   bindings and parameter objects.
 //! - [`quota`]: ResourceQuota, charging creates to the object-count quotas of their namespace
 //!   over a [`quota::Quotas`] view of the stored quotas.
 //! - [`Warnings`]: what plugins tell the client besides admitting or refusing (`Warning`
@@ -28,6 +31,7 @@
 
 pub mod namespace;
 pub mod plugins;
+pub mod policy;
 pub mod quota;
 pub mod webhook;
 
@@ -80,6 +84,36 @@ pub struct Request {
     pub dry_run: bool,
     /// The warnings plugins give the client, collected over the request's writes.
     pub warnings: Warnings,
+    /// The audit annotations plugins add, for the request's audit record.
+    pub audit_annotations: AuditAnnotations,
+}
+
+/// Annotations for the request's audit event, added by plugins while a request runs and
+/// taken by the server, which records them. Clones share the same list.
+#[derive(Clone, Debug, Default)]
+pub struct AuditAnnotations(Arc<Mutex<Vec<(String, String)>>>);
+
+impl AuditAnnotations {
+    /// Adds the annotation `key` (a key already set keeps its first value, as upstream).
+    pub fn add(&self, key: String, value: String) {
+        let mut list = self
+            .0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if !list.iter().any(|(k, _)| *k == key) {
+            list.push((key, value));
+        }
+    }
+
+    /// The annotations added so far, leaving none.
+    pub fn take(&self) -> Vec<(String, String)> {
+        std::mem::take(
+            &mut *self
+                .0
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner),
+        )
+    }
 }
 
 /// Warnings for the client (`Warning: 299` headers), added by plugins while a request runs

@@ -19,6 +19,12 @@ pub trait Namespaces: Send + Sync + std::fmt::Debug {
     /// The namespace `name`, read consistently (a namespace created just before is found), or
     /// `None`.
     fn get<'a>(&'a self, name: &'a str) -> BoxFuture<'a, Result<Option<Value>, ApiError>>;
+    /// The namespace `name` as the watch cache has it (maybe a moment old: for plugins that,
+    /// as upstream's, read namespaces from an informer), or `None`. Reads consistently unless
+    /// the implementation has a cache.
+    fn get_cached<'a>(&'a self, name: &'a str) -> BoxFuture<'a, Result<Option<Value>, ApiError>> {
+        self.get(name)
+    }
     /// Creates the namespace `name` (succeeds if it exists already).
     fn create<'a>(&'a self, name: &'a str) -> BoxFuture<'a, Result<(), ApiError>>;
 }

@@ -2,8 +2,8 @@
 //! `AllOrderedPlugins`), with what genplane does with it:
 //!
 //! - implemented: `AlwaysAdmit`, `NamespaceAutoProvision`, `NamespaceLifecycle`,
-//!   `NamespaceExists`, `MutatingAdmissionWebhook`, `ValidatingAdmissionWebhook`,
-//!   `ResourceQuota`, `AlwaysDeny`;
+//!   `NamespaceExists`, `MutatingAdmissionWebhook`, `ValidatingAdmissionPolicy`,
+//!   `ValidatingAdmissionWebhook`, `ResourceQuota`, `AlwaysDeny`;
 //! - not applicable: plugins that act only on kinds a generic control plane does not serve
 //!   (pods, nodes, services, storage, ingresses, certificates); accepted, and they admit
 //!   everything here, as upstream's would;
@@ -11,10 +11,11 @@
 //!   naming one in `--enable-admission-plugins` is a configuration error that says so.
 //!
 //! Enabled by default: what upstream's generic control plane enables that genplane has
-//! (`NamespaceLifecycle`, the two webhook plugins, `ResourceQuota`, and the not-applicable ones
-//! it lists). The webhook plugins run only when the server gives them its webhook
-//! configurations ([`Context::webhooks`]), `ResourceQuota` only when it gives it its quotas
-//! ([`Context::quotas`]).
+//! (`NamespaceLifecycle`, the two webhook plugins, `ValidatingAdmissionPolicy`,
+//! `ResourceQuota`, and the not-applicable ones it lists). The webhook plugins run only when
+//! the server gives them its webhook configurations ([`Context::webhooks`]),
+//! `ValidatingAdmissionPolicy` only when it gives it its policies ([`Context::policies`]),
+//! `ResourceQuota` only when it gives it its quotas ([`Context::quotas`]).
 
 use std::sync::Arc;
 
@@ -22,6 +23,7 @@ use genplane_apimachinery::errors::{ApiError, Status};
 use serde_json::Value;
 
 use crate::namespace::{NamespaceAutoProvision, NamespaceExists, NamespaceLifecycle, Namespaces};
+use crate::policy::ValidatingAdmissionPolicy;
 use crate::quota::ResourceQuota;
 use crate::webhook::{Dispatcher, MutatingAdmissionWebhook, ValidatingAdmissionWebhook};
 use crate::{Attributes, BoxFuture, Chain, MutatingPlugin, ValidatingPlugin};
@@ -93,7 +95,7 @@ pub const ALL: &[Plugin] = &[
     plugin("PodTopologyLabels", NotApplicable, false),
     plugin("MutatingAdmissionPolicy", NotAvailable, false),
     plugin("MutatingAdmissionWebhook", Implemented, true),
-    plugin("ValidatingAdmissionPolicy", NotAvailable, false),
+    plugin("ValidatingAdmissionPolicy", Implemented, true),
     plugin("ValidatingAdmissionWebhook", Implemented, true),
     plugin("ResourceQuota", Implemented, true),
     plugin("AlwaysDeny", Implemented, false),
@@ -110,6 +112,9 @@ pub struct Context {
     /// The stored ResourceQuotas, when the server serves them (`ResourceQuota` is left out of
     /// the chain without them).
     pub quotas: Option<Arc<dyn crate::quota::Quotas>>,
+    /// The stored ValidatingAdmissionPolicies, their bindings and params, when the server
+    /// serves them (`ValidatingAdmissionPolicy` is left out of the chain without them).
+    pub policies: Option<Arc<dyn crate::policy::Policies>>,
 }
 
 /// Errors of resolving the plugin flags.
@@ -217,6 +222,14 @@ pub fn chain_of(names: &[&str], context: &Context) -> Chain {
                     validating.push(Arc::new(ResourceQuota::new(quotas.clone())));
                 }
             }
+            "ValidatingAdmissionPolicy" => {
+                if let Some(policies) = &context.policies {
+                    validating.push(Arc::new(ValidatingAdmissionPolicy::new(
+                        policies.clone(),
+                        namespaces,
+                    )));
+                }
+            }
             "AlwaysDeny" => validating.push(Arc::new(AlwaysDeny)),
             // AlwaysAdmit and the plugins for kinds not served admit everything.
             _ => {}
@@ -280,6 +293,7 @@ mod tests {
                 "ClusterTrustBundleAttest",
                 "CertificateSubjectRestriction",
                 "MutatingAdmissionWebhook",
+                "ValidatingAdmissionPolicy",
                 "ValidatingAdmissionWebhook",
                 "ResourceQuota"
             ]
@@ -298,6 +312,7 @@ mod tests {
                 "ClusterTrustBundleAttest",
                 "CertificateSubjectRestriction",
                 "MutatingAdmissionWebhook",
+                "ValidatingAdmissionPolicy",
                 "ValidatingAdmissionWebhook",
                 "ResourceQuota",
                 "AlwaysDeny"
@@ -308,12 +323,12 @@ mod tests {
             matches!(&unknown, Error::Unknown { name, known } if name == "Nope" && known.contains("NamespaceLifecycle"))
         );
         assert_eq!(
-            enabled(&names(&["ValidatingAdmissionPolicy"]), &[]).unwrap_err(),
+            enabled(&names(&["MutatingAdmissionPolicy"]), &[]).unwrap_err(),
             Error::NotAvailable {
-                name: "ValidatingAdmissionPolicy".into()
+                name: "MutatingAdmissionPolicy".into()
             }
         );
-        assert!(enabled(&[], &names(&["ValidatingAdmissionPolicy"])).is_ok());
+        assert!(enabled(&[], &names(&["MutatingAdmissionPolicy"])).is_ok());
         assert_eq!(
             enabled(&names(&["AlwaysDeny"]), &names(&["AlwaysDeny"])).unwrap_err(),
             Error::Overlap {

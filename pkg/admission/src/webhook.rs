@@ -29,7 +29,8 @@
 //! `failurePolicy` is `Fail`, and is skipped when it is `Ignore`.
 //!
 //! Mutating webhooks run one after the other in the order of their configurations' names and
-//! of the webhooks in each; validating webhooks run concurrently. Not yet: `reinvocationPolicy:
+//! of the webhooks in each; validating webhooks run concurrently. Each configuration is read
+//! (and its match conditions compiled) once per generation, not on every write. Not yet: `reinvocationPolicy:
 //! IfNeeded` (each webhook runs once), `matchPolicy: Equivalent` beyond the exact version
 //! (built-in resources have one version here), `AdmissionReview` `v1beta1`, audit annotations,
 //! the `authorizer` variable of match conditions.
@@ -55,7 +56,7 @@ use crate::{Attributes, BoxFuture, MutatingPlugin, Operation, ValidatingPlugin};
 const GROUP: &str = "admissionregistration.k8s.io";
 
 /// Which webhooks: the kind of configuration and the plugin that calls them.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Flavor {
     /// `MutatingWebhookConfiguration`s, called by `MutatingAdmissionWebhook`.
     Mutating,
@@ -122,6 +123,76 @@ pub struct Webhook {
     pub admission_review_versions: Vec<String>,
     /// CEL conditions that must all hold for a call.
     pub match_conditions: Vec<MatchCondition>,
+    /// The match conditions compiled (once per configuration generation, by the dispatcher).
+    #[serde(skip)]
+    conditions: Option<Arc<Conditions>>,
+}
+
+/// A match condition compiled, or why it does not compile.
+pub(crate) type CompiledCondition = Result<genplane_cel::Program, String>;
+
+/// A webhook's match conditions, compiled over `object`, `oldObject` and `request`.
+#[derive(Debug)]
+struct Conditions {
+    environment: genplane_cel::Environment<'static>,
+    programs: Vec<CompiledCondition>,
+}
+
+impl Conditions {
+    fn compile(conditions: &[MatchCondition]) -> Self {
+        let environment = genplane_cel::Environment::new()
+            .variable("object", genplane_cel::VarType::Dyn)
+            .variable("oldObject", genplane_cel::VarType::Dyn)
+            .variable("request", genplane_cel::VarType::Dyn);
+        let programs = conditions
+            .iter()
+            .enumerate()
+            .map(|(i, condition)| {
+                let path = Path::new("matchConditions").index(i).child("expression");
+                environment
+                    .compile(&condition.expression, &path)
+                    .map_err(|e| e.to_string())
+            })
+            .collect();
+        Self {
+            environment,
+            programs,
+        }
+    }
+}
+
+/// Whether every match condition holds: `Ok(false)` at the first false one; else the error
+/// of the first that failed or did not give a bool, if any. `run` evaluates the program of
+/// condition `i`.
+pub(crate) fn conditions_hold(
+    conditions: &[MatchCondition],
+    programs: &[CompiledCondition],
+    run: impl Fn(usize, &genplane_cel::Program) -> Result<genplane_cel::CelValue, String>,
+) -> Result<bool, String> {
+    let mut error = None;
+    for (i, (condition, program)) in conditions.iter().zip(programs).enumerate() {
+        let verdict = match program {
+            Ok(program) => run(i, program),
+            Err(e) => Err(e.clone()),
+        };
+        match verdict {
+            Ok(genplane_cel::CelValue::Bool(false)) => return Ok(false),
+            Ok(genplane_cel::CelValue::Bool(true)) => {}
+            Ok(other) => {
+                error.get_or_insert(format!(
+                    "matchCondition {:?} did not evaluate to a bool: {other:?}",
+                    condition.name
+                ));
+            }
+            Err(e) => {
+                error.get_or_insert(format!(
+                    "failed to evaluate matchCondition {:?}: {e}",
+                    condition.name
+                ));
+            }
+        }
+    }
+    error.map_or(Ok(true), Err)
 }
 
 /// `clientConfig`.
@@ -134,67 +205,54 @@ pub struct ClientConfig {
     pub ca_bundle: Option<String>,
 }
 
-/// A rule: operations and the resources they apply to.
-#[derive(Clone, Debug, Default, Deserialize)]
-#[serde(rename_all = "camelCase", default)]
-pub struct Rule {
-    /// `CREATE`, `UPDATE`, `DELETE`, `CONNECT` or `*`.
-    pub operations: Vec<String>,
-    /// API groups, or `*`.
-    pub api_groups: Vec<String>,
-    /// API versions, or `*`.
-    pub api_versions: Vec<String>,
-    /// `resource`, `resource/subresource`, with `*` wildcards.
-    pub resources: Vec<String>,
-    /// `Cluster`, `Namespaced` or `*` (the default).
-    pub scope: Option<String>,
-}
+pub use genplane_api::admissionregistration::types::{MatchCondition, Rule};
 
-/// A CEL condition.
-#[derive(Clone, Debug, Default, Deserialize)]
-#[serde(default)]
-pub struct MatchCondition {
-    /// Its name.
-    pub name: String,
-    /// The expression, of type bool.
-    pub expression: String,
-}
-
-impl Rule {
+/// Whether a rule covers a write.
+pub trait RuleMatching {
     /// Whether the rule covers the write `attributes` describes.
-    pub fn matches(&self, attributes: &Attributes<'_>) -> bool {
+    fn matches(&self, attributes: &Attributes<'_>) -> bool {
+        self.matches_with(attributes, false)
+    }
+
+    /// Whether the rule covers the write, of the request's version or, with `equivalent`
+    /// (`matchPolicy: Equivalent`), of any version of the same group and resource.
+    fn matches_with(&self, attributes: &Attributes<'_>, equivalent: bool) -> bool;
+}
+
+impl RuleMatching for Rule {
+    fn matches_with(&self, attributes: &Attributes<'_>, equivalent: bool) -> bool {
         let request = attributes.request;
         let any = |items: &[String], value: &str| items.iter().any(|i| i == "*" || i == value);
         any(&self.operations, attributes.operation.as_str())
             && any(&self.api_groups, &request.resource.group)
-            && any(&self.api_versions, &request.resource.version)
-            && self.matches_resource(&request.resource.resource, &request.subresource)
-            && self.matches_scope(attributes)
+            && (equivalent || any(&self.api_versions, &request.resource.version))
+            && matches_resource(self, &request.resource.resource, &request.subresource)
+            && matches_scope(self, attributes)
     }
+}
 
-    fn matches_resource(&self, resource: &str, subresource: &str) -> bool {
-        self.resources.iter().any(|item| {
-            if item == "*/*" {
-                return true;
-            }
-            let (res, sub) = item.split_once('/').unwrap_or((item, ""));
-            if subresource.is_empty() {
-                sub.is_empty() && (res == "*" || res == resource)
-            } else {
-                (res == "*" || res == resource) && (sub == "*" || sub == subresource)
-            }
-        })
-    }
-
-    fn matches_scope(&self, attributes: &Attributes<'_>) -> bool {
-        let request = attributes.request;
-        let is_namespace =
-            request.resource.group.is_empty() && request.resource.resource == "namespaces";
-        match self.scope.as_deref() {
-            Some("Cluster") => is_namespace || attributes.namespace.is_empty(),
-            Some("Namespaced") => !is_namespace && !attributes.namespace.is_empty(),
-            _ => true,
+fn matches_resource(rule: &Rule, resource: &str, subresource: &str) -> bool {
+    rule.resources.iter().any(|item| {
+        if item == "*/*" {
+            return true;
         }
+        let (res, sub) = item.split_once('/').unwrap_or((item, ""));
+        if subresource.is_empty() {
+            sub.is_empty() && (res == "*" || res == resource)
+        } else {
+            (res == "*" || res == resource) && (sub == "*" || sub == subresource)
+        }
+    })
+}
+
+fn matches_scope(rule: &Rule, attributes: &Attributes<'_>) -> bool {
+    let request = attributes.request;
+    let is_namespace =
+        request.resource.group.is_empty() && request.resource.resource == "namespaces";
+    match rule.scope.as_deref() {
+        Some("Cluster") => is_namespace || attributes.namespace.is_empty(),
+        Some("Namespaced") => !is_namespace && !attributes.namespace.is_empty(),
+        _ => true,
     }
 }
 
@@ -223,6 +281,47 @@ fn selector_of(selector: Option<&LabelSelector>) -> Result<Selector, ApiError> {
     }
 }
 
+/// Whether `object_selector` selects the new or the old object, and `namespace_selector` the
+/// object's namespace (a Namespace's own labels; cluster-scoped objects always match), as
+/// webhooks and admission policies select writes. Without selectors, everything matches.
+pub async fn selectors_match(
+    namespace_selector: Option<&LabelSelector>,
+    object_selector: Option<&LabelSelector>,
+    attributes: &Attributes<'_>,
+    object: Option<&Value>,
+    namespaces: &dyn Namespaces,
+) -> Result<bool, ApiError> {
+    let objects = [object, attributes.old_object];
+    let object_selector = selector_of(object_selector)?;
+    if !object_selector.is_empty()
+        && !objects
+            .iter()
+            .filter_map(|o| labels_of(*o))
+            .any(|labels| object_selector.matches(&labels))
+    {
+        return Ok(false);
+    }
+    let namespace_selector = selector_of(namespace_selector)?;
+    if namespace_selector.is_empty() {
+        return Ok(true);
+    }
+    let request = attributes.request;
+    if request.resource.group.is_empty() && request.resource.resource == "namespaces" {
+        let own = labels_of(object.or(attributes.old_object)).unwrap_or_default();
+        return Ok(namespace_selector.matches(&own));
+    }
+    if attributes.namespace.is_empty() {
+        return Ok(true);
+    }
+    let namespace = namespaces.get(attributes.namespace).await?.ok_or_else(|| {
+        ApiError::from(Status::not_found(
+            &genplane_apimachinery::schema::GroupResource::new("", "namespaces"),
+            attributes.namespace,
+        ))
+    })?;
+    Ok(namespace_selector.matches(&labels_of(Some(&namespace)).unwrap_or_default()))
+}
+
 impl Webhook {
     /// Whether the webhook is called for this write: a rule matches, and the namespace and
     /// object selectors select it (match conditions are checked apart, as they may fail).
@@ -235,35 +334,14 @@ impl Webhook {
         if !self.rules.iter().any(|r| r.matches(attributes)) {
             return Ok(false);
         }
-        let objects = [object, attributes.old_object];
-        let object_selector = selector_of(self.object_selector.as_ref())?;
-        if !object_selector.is_empty()
-            && !objects
-                .iter()
-                .filter_map(|o| labels_of(*o))
-                .any(|labels| object_selector.matches(&labels))
-        {
-            return Ok(false);
-        }
-        let namespace_selector = selector_of(self.namespace_selector.as_ref())?;
-        if namespace_selector.is_empty() {
-            return Ok(true);
-        }
-        let request = attributes.request;
-        if request.resource.group.is_empty() && request.resource.resource == "namespaces" {
-            let own = labels_of(object.or(attributes.old_object)).unwrap_or_default();
-            return Ok(namespace_selector.matches(&own));
-        }
-        if attributes.namespace.is_empty() {
-            return Ok(true);
-        }
-        let namespace = namespaces.get(attributes.namespace).await?.ok_or_else(|| {
-            ApiError::from(Status::not_found(
-                &genplane_apimachinery::schema::GroupResource::new("", "namespaces"),
-                attributes.namespace,
-            ))
-        })?;
-        Ok(namespace_selector.matches(&labels_of(Some(&namespace)).unwrap_or_default()))
+        selectors_match(
+            self.namespace_selector.as_ref(),
+            self.object_selector.as_ref(),
+            attributes,
+            object,
+            namespaces,
+        )
+        .await
     }
 
     fn ignores_failures(&self) -> bool {
@@ -285,64 +363,46 @@ impl Webhook {
         if self.match_conditions.is_empty() {
             return Ok(true);
         }
-        let environment = genplane_cel::Environment::new()
-            .variable("object", genplane_cel::VarType::Dyn)
-            .variable("oldObject", genplane_cel::VarType::Dyn)
-            .variable("request", genplane_cel::VarType::Dyn);
-        let object = &review_request["object"];
-        let old_object = &review_request["oldObject"];
-        let activation = genplane_cel::Activation::new()
-            .bind("object", object)
-            .bind("oldObject", old_object)
-            .bind("request", review_request);
-        let mut error = None;
-        for (i, condition) in self.match_conditions.iter().enumerate() {
-            let path = Path::new("matchConditions").index(i).child("expression");
-            let verdict = environment
-                .compile(&condition.expression, &path)
-                .and_then(|program| program.evaluate(&activation));
-            match verdict {
-                Ok(genplane_cel::CelValue::Bool(false)) => return Ok(false),
-                Ok(genplane_cel::CelValue::Bool(true)) => {}
-                Ok(other) => {
-                    error.get_or_insert(format!(
-                        "matchCondition {:?} did not evaluate to a bool: {other:?}",
-                        condition.name
-                    ));
-                }
-                Err(e) => {
-                    error.get_or_insert(format!(
-                        "failed to evaluate matchCondition {:?}: {e}",
-                        condition.name
-                    ));
-                }
+        let compiled;
+        let conditions = match &self.conditions {
+            Some(conditions) => conditions.as_ref(),
+            None => {
+                compiled = Conditions::compile(&self.match_conditions);
+                &compiled
             }
-        }
-        match error {
-            Some(message) => Err(Error::MatchCondition(message)),
-            None => Ok(true),
-        }
+        };
+        let prepared = conditions.environment.prepare(
+            genplane_cel::Activation::new()
+                .bind("object", &review_request["object"])
+                .bind("oldObject", &review_request["oldObject"])
+                .bind("request", review_request),
+        );
+        conditions_hold(
+            &self.match_conditions,
+            &conditions.programs,
+            |_, program| {
+                program
+                    .evaluate_prepared(&prepared, &[])
+                    .map_err(|e| e.to_string())
+            },
+        )
+        .map_err(Error::MatchCondition)
     }
 }
 
-/// The webhooks of the stored configurations of one flavor, in upstream's order (by
-/// configuration name, then as listed).
-fn webhooks_of(configurations: Vec<Value>) -> Vec<Webhook> {
-    let mut configurations = configurations;
-    configurations.sort_by(|a, b| {
-        let name = |v: &Value| {
-            v.pointer("/metadata/name")
-                .and_then(Value::as_str)
-                .unwrap_or_default()
-                .to_owned()
-        };
-        name(a).cmp(&name(b))
-    });
-    configurations
-        .iter_mut()
-        .filter_map(|c| c.get_mut("webhooks").map(Value::take))
-        .flat_map(|hooks| serde_json::from_value::<Vec<Webhook>>(hooks).unwrap_or_default())
-        .collect()
+/// The webhooks of one stored configuration, their match conditions compiled.
+fn webhooks_of(configuration: &mut Value) -> Vec<Webhook> {
+    let hooks = configuration
+        .get_mut("webhooks")
+        .map(Value::take)
+        .unwrap_or(Value::Null);
+    let mut webhooks = serde_json::from_value::<Vec<Webhook>>(hooks).unwrap_or_default();
+    for webhook in &mut webhooks {
+        if !webhook.match_conditions.is_empty() {
+            webhook.conditions = Some(Arc::new(Conditions::compile(&webhook.match_conditions)));
+        }
+    }
+    webhooks
 }
 
 /// The HTTP clients of the webhooks, one per CA bundle, shared by both plugins.
@@ -372,12 +432,18 @@ impl Clients {
     }
 }
 
+/// The webhooks of each configuration read, by flavor and uid, with the generation read.
+type ReadConfigurations = HashMap<(Flavor, String), (i64, Arc<Vec<Webhook>>)>;
+
 /// What the two plugins share: where configurations and namespaces come from, and the clients.
 #[derive(Debug, Clone)]
 pub struct Dispatcher {
     configurations: Arc<dyn Configurations>,
     namespaces: Arc<dyn Namespaces>,
     clients: Arc<Clients>,
+    /// The webhooks of each stored configuration (by uid), read and compiled once per
+    /// generation.
+    read: Arc<Mutex<ReadConfigurations>>,
 }
 
 /// What a webhook answered, when it allowed the write.
@@ -395,6 +461,7 @@ impl Dispatcher {
             configurations,
             namespaces,
             clients: Arc::new(Clients::default()),
+            read: Arc::new(Mutex::new(HashMap::new())),
         }
     }
 
@@ -415,15 +482,56 @@ impl Dispatcher {
             return Ok(Vec::new());
         }
         let mut matching = Vec::new();
-        for webhook in webhooks_of(self.configurations.list(flavor).await?) {
+        for webhook in self.webhooks(flavor).await?.iter().flat_map(|w| w.iter()) {
             if webhook
                 .matches(attributes, object, self.namespaces.as_ref())
                 .await?
             {
-                matching.push(webhook);
+                matching.push(webhook.clone());
             }
         }
         Ok(matching)
+    }
+
+    /// The webhooks of the stored configurations of `flavor`, in upstream's order (by
+    /// configuration name, then as listed), read once per configuration generation.
+    async fn webhooks(&self, flavor: Flavor) -> Result<Vec<Arc<Vec<Webhook>>>, ApiError> {
+        let mut configurations = self.configurations.list(flavor).await?;
+        let text = |v: &Value, pointer: &str| {
+            v.pointer(pointer)
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_owned()
+        };
+        configurations.sort_by_key(|c| text(c, "/metadata/name"));
+        let mut read = self
+            .read
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut webhooks = Vec::with_capacity(configurations.len());
+        let mut seen = Vec::with_capacity(configurations.len());
+        for mut configuration in configurations {
+            let uid = text(&configuration, "/metadata/uid");
+            let generation = configuration
+                .pointer("/metadata/generation")
+                .and_then(Value::as_i64)
+                .unwrap_or(0);
+            let key = (flavor, uid);
+            let hooks = match read.get(&key) {
+                Some((g, hooks)) if *g == generation && !key.1.is_empty() => hooks.clone(),
+                _ => {
+                    let hooks = Arc::new(webhooks_of(&mut configuration));
+                    read.insert(key.clone(), (generation, hooks.clone()));
+                    hooks
+                }
+            };
+            let (_, uid) = key;
+            seen.push(uid);
+            webhooks.push(hooks);
+        }
+        // forget the configurations of this flavor no longer stored
+        read.retain(|(f, uid), _| *f != flavor || seen.contains(uid));
+        Ok(webhooks)
     }
 
     /// Calls one webhook: `Ok(None)` when it was skipped (a false match condition, or a
@@ -617,7 +725,7 @@ fn denial(name: &str, status: Value) -> ApiError {
 }
 
 /// The `request` of the `AdmissionReview` of a write.
-fn review_request(attributes: &Attributes<'_>, object: Option<&Value>) -> Value {
+pub(crate) fn review_request(attributes: &Attributes<'_>, object: Option<&Value>) -> Value {
     let request = attributes.request;
     let kind = json!({"group": request.kind.group, "version": request.kind.version, "kind": request.kind.kind});
     let resource = json!({"group": request.resource.group, "version": request.resource.version, "resource": request.resource.resource});

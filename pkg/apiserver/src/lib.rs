@@ -21,6 +21,7 @@
 
 #![warn(missing_docs)]
 
+pub mod admission_policies;
 pub mod answer;
 pub mod authn;
 pub mod authz;

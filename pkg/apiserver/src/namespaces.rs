@@ -31,6 +31,16 @@ impl<S: Storage> genplane_admission::namespace::Namespaces for StoredNamespaces<
         })
     }
 
+    fn get_cached<'a>(&'a self, name: &'a str) -> BoxFuture<'a, Result<Option<Value>, ApiError>> {
+        Box::pin(async move {
+            match self.store.get("", name, Some("0")).await {
+                Ok(found) => Ok(Some(found)),
+                Err(e) if e.code == 404 => Ok(None),
+                Err(e) => Err(e),
+            }
+        })
+    }
+
     fn create<'a>(&'a self, name: &'a str) -> BoxFuture<'a, Result<(), ApiError>> {
         Box::pin(async move {
             let namespace =

@@ -313,13 +313,14 @@ impl<S: Storage> ApiServer<S> {
                                 .any(|(k, v)| k == "dryRun" && v == "All")
                         }),
                         warnings: genplane_admission::Warnings::default(),
+                        audit_annotations: genplane_admission::AuditAnnotations::default(),
                     }),
                 }),
         };
         // Each handler's future is boxed: the router's own future then holds none of their
         // states, so moving it (into the filter chain's box) copies a little, and each request
         // allocates room for its own handler only.
-        match verb {
+        let answer = match verb {
             "get" => Box::pin(handlers::get(&ctx)).await,
             "list" => Box::pin(handlers::list(&ctx)).await,
             "watch" => Box::pin(handlers::watch(&ctx)).await,
@@ -331,7 +332,17 @@ impl<S: Storage> ApiServer<S> {
             other => {
                 Err(Status::method_not_supported(&resource.info.group_resource(), other).into())
             }
+        };
+        // what admission plugins annotated goes into the request's audit event
+        if let (Some(admission), Some(record)) = (
+            &ctx.admission,
+            parts.extensions.get::<genplane_audit::AuditRecord>(),
+        ) {
+            for (key, value) in admission.request.audit_annotations.take() {
+                record.annotate(&key, &value);
+            }
         }
+        answer
     }
 }
 

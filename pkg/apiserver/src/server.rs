@@ -122,6 +122,14 @@ impl<S: Storage> Resource<S> {
         self.backing.store()
     }
 
+    /// The store of the subresource `name` (`status`), when it has one of its own.
+    pub fn subresource_store(&self, name: &str) -> Option<&Store<S>> {
+        self.subresources
+            .iter()
+            .find(|(n, _)| n == name)
+            .and_then(|(_, backing)| backing.store())
+    }
+
     /// The same resource, whose subresource `name` (one `info` lists with a `body` kind that
     /// is never stored, as `pods/binding` lists a Binding) is answered by `answer`: its
     /// creates are decoded, defaulted, admitted and validated with the body kind's hooks (told
@@ -199,6 +207,8 @@ pub(crate) struct Served<S: Storage> {
     pub(crate) types: Arc<genplane_structured::Schema>,
     pub(crate) openapi: OpenApiV3,
     pub(crate) openapi_v2: OpenApiV2,
+    /// The OpenAPI v3 documents `openapi` serves (for the schemas of kinds).
+    pub(crate) documents: Vec<genplane_api::openapi::Document>,
 }
 
 impl<S: Storage> Served<S> {
@@ -219,7 +229,7 @@ pub struct ApiServer<S: Storage> {
     pub(crate) builtin: Vec<Arc<Resource<S>>>,
     /// The OpenAPI documents of the built-in resources.
     builtin_documents: Vec<genplane_api::openapi::Document>,
-    served: std::sync::RwLock<Arc<Served<S>>>,
+    served: Arc<std::sync::RwLock<Arc<Served<S>>>>,
     pub(crate) version: Value,
     pub(crate) server_address: String,
     pub(crate) ops: Option<OpsHandler>,
@@ -257,6 +267,37 @@ fn webhook_configurations<S: Storage>(
     ))
 }
 
+/// The stored ValidatingAdmissionPolicies and their bindings, when both are served.
+fn admission_policies<S: Storage>(
+    builtin: &[Arc<Resource<S>>],
+    served: &Arc<std::sync::RwLock<Arc<Served<S>>>>,
+) -> Option<Arc<dyn genplane_admission::policy::Policies>> {
+    let store = |resource: &str| {
+        builtin
+            .iter()
+            .find(|r| r.info.group == "admissionregistration.k8s.io" && r.info.resource == resource)
+            .and_then(|r| r.store().cloned())
+    };
+    let served = served.clone();
+    let kinds: crate::admission_policies::KindStores<S> =
+        Arc::new(move |group: &str, version: &str, kind: &str| {
+            let served = served
+                .read()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .clone();
+            served.resources.iter().find_map(|r| {
+                (r.info.group == group && r.info.version == version && r.info.kind == kind)
+                    .then(|| r.store().map(|store| (r.info.namespaced, store.clone())))
+                    .flatten()
+            })
+        });
+    Some(Arc::new(crate::admission_policies::StoredPolicies {
+        policies: store("validatingadmissionpolicies")?,
+        bindings: store("validatingadmissionpolicybindings")?,
+        kinds,
+    }))
+}
+
 /// The stored ResourceQuotas and their `status` store, when they are served.
 fn resource_quotas<S: Storage>(
     builtin: &[Arc<Resource<S>>],
@@ -264,11 +305,7 @@ fn resource_quotas<S: Storage>(
     let resource = builtin
         .iter()
         .find(|r| r.info.group.is_empty() && r.info.resource == "resourcequotas")?;
-    let status = resource
-        .subresources
-        .iter()
-        .find(|(name, _)| name == "status")
-        .and_then(|(_, backing)| backing.store())?;
+    let status = resource.subresource_store("status")?;
     Some(Arc::new(crate::quotas::StoredQuotas {
         quotas: resource.store()?.clone(),
         status: status.clone(),
@@ -335,6 +372,13 @@ impl<S: Storage> ApiServer<S> {
             &entries,
         );
         let version = version_info(build);
+        let served = Arc::new(std::sync::RwLock::new(Arc::new(Self::snapshot(
+            &builtin,
+            &builtin_documents,
+            Vec::new(),
+            Vec::new(),
+            &version,
+        ))));
         let admission_context = builtin
             .iter()
             .find(|r| r.info.group.is_empty() && r.info.resource == "namespaces")
@@ -345,6 +389,7 @@ impl<S: Storage> ApiServer<S> {
                 }),
                 webhooks: webhook_configurations(&builtin),
                 quotas: resource_quotas(&builtin),
+                policies: admission_policies(&builtin, &served),
             });
         let admission = Arc::new(
             admission_context
@@ -352,17 +397,10 @@ impl<S: Storage> ApiServer<S> {
                 .map(genplane_admission::plugins::defaults)
                 .unwrap_or_default(),
         );
-        let served = Self::snapshot(
-            &builtin,
-            &builtin_documents,
-            Vec::new(),
-            Vec::new(),
-            &version,
-        );
         Self {
             builtin,
             builtin_documents,
-            served: std::sync::RwLock::new(Arc::new(served)),
+            served,
             version,
             server_address: server_address.to_owned(),
             ops,
@@ -408,13 +446,14 @@ impl<S: Storage> ApiServer<S> {
             tracing::error!(%error, "reading the type model");
             genplane_structured::Schema::default()
         });
-        let openapi = OpenApiV3::from_documents(documents);
+        let openapi = OpenApiV3::from_documents(documents.clone());
         Served {
             resources,
             discovery,
             types: Arc::new(types),
             openapi,
             openapi_v2,
+            documents,
         }
     }
 
@@ -495,6 +534,13 @@ impl<S: Storage> ApiServer<S> {
     pub fn with_admission(mut self, chain: genplane_admission::Chain) -> Self {
         self.admission = Arc::new(chain);
         self
+    }
+
+    /// The OpenAPI v3 schema of the served kind `api_version`/`kind`, references resolved
+    /// (see [`genplane_api::openapi::resolved_schema`]); `None` when it is not served.
+    pub fn kind_schema(&self, api_version: &str, kind: &str) -> Option<Value> {
+        let (group, version) = api_version.split_once('/').unwrap_or(("", api_version));
+        genplane_api::openapi::resolved_schema(&self.served().documents, group, version, kind)
     }
 
     /// What admission plugins need of this server, to build a chain with (`None` when it does

@@ -191,6 +191,8 @@ struct Analyzer<'s, 'a> {
     scopes: Vec<(String, Ty<'a>)>,
     issues: Vec<Issue>,
     unordered_eq: Vec<u64>,
+    /// Costing an evaluation on actual values (not estimating the worst case).
+    runtime: bool,
 }
 
 /// Names that may appear as identifiers: type names and function namespaces.
@@ -228,6 +230,7 @@ pub(crate) fn analyze<'a>(
         scopes,
         issues: Vec::new(),
         unordered_eq: Vec::new(),
+        runtime: false,
     };
     let (cost, ty) = a.expr(expr);
     Analysis {
@@ -248,6 +251,7 @@ pub(crate) fn runtime_cost<'a>(expr: &IdedExpr, bindings: Vec<(String, Ty<'a>)>)
         scopes: bindings,
         issues: Vec::new(),
         unordered_eq: Vec::new(),
+        runtime: true,
     };
     a.expr(expr).0
 }
@@ -544,6 +548,11 @@ impl<'a> Analyzer<'_, 'a> {
             | "timestamp" | "getSeconds" | "getMinutes" | "getHours" => (1, Ty::Dyn),
             // cel-go has no size for a converted string: its estimate is unbounded, which is
             // why upstream rejects e.g. `'x' + string(self.n)` as a messageExpression
+            // when it runs, the converted value is at hand: at most its size, or the 20
+            // characters of a number
+            "string" | "bytes" if self.runtime => {
+                (1, Ty::Str(arg_tys.first().map_or(20, |t| t.size().max(20))))
+            }
             "string" | "bytes" => (1, Ty::Str(u64::MAX)),
             "contains" => (
                 mul_factor(subject_size, STRING_TRAVERSAL)

@@ -47,6 +47,15 @@ use crate::{optional, parse, rewrite, stack, types, value};
 /// A CEL value: what an expression evaluates to.
 pub use kube_cel::cel::objects::Value as CelValue;
 
+/// A CEL map of string keys (e.g. admission policies' `variables`, by name).
+pub fn map_value(entries: impl IntoIterator<Item = (String, CelValue)>) -> CelValue {
+    let map: std::collections::HashMap<kube_cel::cel::objects::Key, CelValue> = entries
+        .into_iter()
+        .map(|(k, v)| (kube_cel::cel::objects::Key::String(Arc::new(k)), v))
+        .collect();
+    CelValue::Map(kube_cel::cel::objects::Map::from(map))
+}
+
 /// Why an expression does not compile or does not evaluate.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum Error {
@@ -281,10 +290,12 @@ fn base_context() -> Context<'static> {
     context
 }
 
-/// The values of an evaluation's variables, as JSON.
+/// The values of an evaluation's variables, as JSON (or as CEL values already, for values
+/// computed by other expressions: admission policies' `variables`).
 #[derive(Clone, Debug, Default)]
 pub struct Activation<'v> {
     vars: Vec<(String, &'v Value)>,
+    cel_vars: Vec<(String, CelValue)>,
 }
 
 impl<'v> Activation<'v> {
@@ -297,6 +308,47 @@ impl<'v> Activation<'v> {
     pub fn bind(mut self, name: impl Into<String>, value: &'v Value) -> Self {
         self.vars.push((name.into(), value));
         self
+    }
+
+    /// Binds `name` to a CEL value (the result of another program); a binding of the same
+    /// name made with [`Activation::bind`] wins. Its runtime cost counts it as size 1.
+    pub fn bind_value(mut self, name: impl Into<String>, value: CelValue) -> Self {
+        self.cel_vars.push((name.into(), value));
+        self
+    }
+}
+
+/// The variables of an [`Activation`] converted once, for evaluating several programs of
+/// one [`Environment`] with them ([`Environment::prepare`], [`Program::evaluate_prepared`]).
+pub struct Prepared<'e, 'v> {
+    scope: Context<'e>,
+    context: &'e Arc<Context<'static>>,
+    activation: Activation<'v>,
+}
+
+impl fmt::Debug for Prepared<'_, '_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Prepared")
+            .field("activation", &self.activation)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Environment<'_> {
+    /// `activation`'s variables converted to CEL once, for the programs of this environment.
+    pub fn prepare<'e, 'v>(&'e self, activation: Activation<'v>) -> Prepared<'e, 'v> {
+        let mut scope = self.context.new_inner_scope();
+        for (name, v) in &activation.cel_vars {
+            scope.add_variable_from_value(name.as_str(), v.clone());
+        }
+        for (name, v) in &activation.vars {
+            scope.add_variable_from_value(name.as_str(), value::to_cel(v, None, &ALL));
+        }
+        Prepared {
+            scope,
+            context: &self.context,
+            activation,
+        }
     }
 }
 
@@ -339,10 +391,56 @@ impl Program {
     /// these values against the environment's limit. A declared variable left unbound is an
     /// evaluation error when the expression reaches it.
     pub fn evaluate(&self, activation: &Activation<'_>) -> Result<CelValue, Error> {
+        self.charge(activation, &[])?;
+        let mut scope = self.context.new_inner_scope();
+        for (name, v) in &activation.cel_vars {
+            scope.add_variable_from_value(name.as_str(), v.clone());
+        }
+        for (name, v) in &activation.vars {
+            scope.add_variable_from_value(name.as_str(), value::to_cel(v, None, &ALL));
+        }
+        self.run(&scope)
+            .map_err(|e| Error::Evaluation(go_error(&e)))
+    }
+
+    /// Evaluates the expression with the variables `prepared` holds (converted once for every
+    /// program of its environment) and the `extra` ones, as [`Program::evaluate`] does.
+    /// A program of another environment converts them again.
+    pub fn evaluate_prepared(
+        &self,
+        prepared: &Prepared<'_, '_>,
+        extra: &[(&str, CelValue)],
+    ) -> Result<CelValue, Error> {
+        if !Arc::ptr_eq(&self.context, prepared.context) {
+            let mut activation = prepared.activation.clone();
+            for (name, v) in extra {
+                activation = activation.bind_value(*name, v.clone());
+            }
+            return self.evaluate(&activation);
+        }
+        self.charge(&prepared.activation, extra)?;
+        let mut scope = prepared.scope.new_inner_scope();
+        for (name, v) in extra {
+            scope.add_variable_from_value(*name, v.clone());
+        }
+        self.run(&scope)
+            .map_err(|e| Error::Evaluation(go_error(&e)))
+    }
+
+    /// Charges the cost of an evaluation on these values against the limit (the CEL values
+    /// count as size 1).
+    fn charge(&self, activation: &Activation<'_>, extra: &[(&str, CelValue)]) -> Result<(), Error> {
         let bindings = activation
             .vars
             .iter()
             .map(|(name, v)| (name.clone(), Ty::Json(vec![*v])))
+            .chain(
+                activation
+                    .cel_vars
+                    .iter()
+                    .map(|(name, _)| (name.clone(), Ty::Dyn)),
+            )
+            .chain(extra.iter().map(|(name, _)| ((*name).to_owned(), Ty::Dyn)))
             .collect();
         let cost = stack::for_tree(self.depth, || analyze::runtime_cost(&self.expr, bindings));
         if cost > self.cost_limit {
@@ -351,12 +449,7 @@ impl Program {
                 limit: self.cost_limit,
             });
         }
-        let mut scope = self.context.new_inner_scope();
-        for (name, v) in &activation.vars {
-            scope.add_variable_from_value(name.as_str(), value::to_cel(v, None, &ALL));
-        }
-        self.run(&scope)
-            .map_err(|e| Error::Evaluation(go_error(&e)))
+        Ok(())
     }
 
     /// Evaluates the expression in `scope` on a stack deep enough for it. A panic of the

@@ -101,7 +101,9 @@ mod stack;
 mod types;
 mod value;
 
-pub use compiler::{Activation, CelValue, Environment, Error, ObjectType, Program, VarType};
+pub use compiler::{
+    Activation, CelValue, Environment, Error, ObjectType, Prepared, Program, VarType, map_value,
+};
 pub use parse::MAX_TREE_DEPTH;
 pub use source::{MAX_EXPRESSION_CODE_POINTS, MAX_NESTING_DEPTH, MAX_RECURSION_DEPTH};
 

@@ -969,3 +969,65 @@ fn ratcheting_items_of_an_unchanged_atomic_list() {
         vec![r#"spec.list[1]: Invalid value: "integer": failed rule: self < 10"#]
     );
 }
+
+#[test]
+fn converted_strings_and_bound_cel_values_cost_their_actual_size_when_run() {
+    let env = Environment::new()
+        .variable("params", VarType::Dyn)
+        .variable("variables", VarType::Dyn);
+    let program = env
+        .compile(
+            "'at most ' + params.max + ', not ' + string(variables.keys)",
+            &Path::new("messageExpression"),
+        )
+        .unwrap();
+    let params = json!({"max": "1"});
+    let activation = Activation::new().bind("params", &params).bind_value(
+        "variables",
+        map_value([("keys".to_owned(), CelValue::Int(2))]),
+    );
+    assert_eq!(
+        program.evaluate(&activation).unwrap(),
+        CelValue::String(std::sync::Arc::new("at most 1, not 2".to_owned()))
+    );
+}
+
+#[test]
+fn prepared_inputs_serve_every_program_of_their_environment() {
+    let env = Environment::new()
+        .variable("object", VarType::Dyn)
+        .variable("variables", VarType::Dyn);
+    let other = Environment::new()
+        .variable("object", VarType::Dyn)
+        .variable("variables", VarType::Dyn);
+    let path = Path::new("expression");
+    let programs = [
+        env.compile("object.n + variables.k", &path).unwrap(),
+        other.compile("object.n * variables.k", &path).unwrap(),
+    ];
+    let object = json!({"n": 3});
+    let prepared = env.prepare(Activation::new().bind("object", &object));
+    let extra = [("variables", map_value([("k".to_owned(), CelValue::Int(2))]))];
+    assert_eq!(
+        programs[0].evaluate_prepared(&prepared, &extra).unwrap(),
+        CelValue::Int(5)
+    );
+    // a program of another environment gets the same values
+    assert_eq!(
+        programs[1].evaluate_prepared(&prepared, &extra).unwrap(),
+        CelValue::Int(6)
+    );
+    // the cost is still charged on the actual values
+    let limited = Environment::new()
+        .variable("object", VarType::Dyn)
+        .cost_limit(5);
+    let costly = limited
+        .compile("object.s.matches('a+') && object.s.matches('b+')", &path)
+        .unwrap();
+    let long = json!({"s": "a".repeat(1000)});
+    let prepared = limited.prepare(Activation::new().bind("object", &long));
+    assert!(matches!(
+        costly.evaluate_prepared(&prepared, &[]),
+        Err(Error::CostLimitExceeded { .. })
+    ));
+}

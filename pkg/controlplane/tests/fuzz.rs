@@ -121,6 +121,19 @@ fn sample(resource: &catalog::ResourceInfo) -> Value {
             "eventTime": "2026-01-01T00:00:00.000001Z", "reportingController": "test",
             "reportingInstance": "test-0", "series": {"count": 2, "lastObservedTime": "2026-01-01T00:00:02.000002Z"},
         }),
+        ("admissionregistration.k8s.io", "validatingadmissionpolicies") => json!({"spec": {
+            "paramKind": {"apiVersion": "v1", "kind": "ConfigMap"},
+            "matchConstraints": {"resourceRules": [{"apiGroups": [""], "apiVersions": ["v1"],
+                "operations": ["CREATE"], "resources": ["configmaps"]}]},
+            "variables": [{"name": "keys", "expression": "size(object.data)"}],
+            "validations": [{"expression": "variables.keys < 5", "messageExpression": "'too many keys'", "reason": "Forbidden"}],
+            "auditAnnotations": [{"key": "keys", "valueExpression": "string(variables.keys)"}],
+            "matchConditions": [{"name": "has-data", "expression": "has(object.data)"}],
+        }}),
+        ("admissionregistration.k8s.io", "validatingadmissionpolicybindings") => json!({"spec": {
+            "policyName": "sample", "validationActions": ["Deny"],
+            "paramRef": {"name": "limits", "namespace": "default", "parameterNotFoundAction": "Deny"},
+        }}),
         ("coordination.k8s.io", "leases") => json!({"spec": {
             "holderIdentity": "a", "leaseDurationSeconds": 15,
             "renewTime": "2026-01-01T00:00:00.000000Z", "leaseTransitions": 1,

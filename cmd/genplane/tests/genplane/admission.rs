@@ -659,3 +659,237 @@ fn validating_admission_policies_are_served_as_upstreams() {
         text(&refused)
     );
 }
+
+/// `kubectl create configmap NAME -n NAMESPACE` with `keys` keys (`extra` flags added).
+fn create_configmap(
+    server: &Apiserver,
+    name: &str,
+    namespace: &str,
+    keys: usize,
+    extra: &[&str],
+) -> Output {
+    let literals: Vec<String> = (0..keys)
+        .map(|i| format!("--from-literal=k{i}=v"))
+        .collect();
+    let mut args = vec!["create", "configmap", name, "-n", namespace];
+    args.extend(literals.iter().map(String::as_str));
+    args.extend_from_slice(extra);
+    server.kubectl("kubectl", &args)
+}
+
+#[test]
+fn validating_admission_policies_refuse_warn_and_fail_as_upstreams() {
+    let server = start();
+    let manifest = crate::support::fixture("admission/validating-admission-policy.yaml");
+    let path = server.dir.path().join("policy.yaml");
+    std::fs::write(&path, manifest).unwrap();
+    ok(server.kubectl("kubectl", &["apply", "-f", path.to_str().unwrap()]));
+    ok(server.kubectl("kubectl", &["create", "namespace", "qa"]));
+    ok(server.kubectl("kubectl", &["label", "namespace", "qa", "stage=qa"]));
+    ok(server.kubectl("kubectl", &["create", "namespace", "dev"]));
+    // The binding's param is missing and parameterNotFoundAction is Deny: refused.
+    let denied = "configmaps \"big\" is forbidden: ValidatingAdmissionPolicy 'small-configmaps.genplane.test' with binding 'small-configmaps-qa.genplane.test' denied request:";
+    let missing = eventually("the policy to refuse without its param", || {
+        let out = create_configmap(&server, "big", "qa", 1, &["--dry-run=server"]);
+        (!out.status.success()).then(|| text(&out))
+    });
+    assert!(
+        missing.contains(&format!("{denied} failed to configure binding: no params found for policy binding with `Deny` parameterNotFoundAction")),
+        "{missing}"
+    );
+    ok(server.kubectl(
+        "kubectl",
+        &[
+            "create",
+            "configmap",
+            "configmap-limits",
+            "-n",
+            "default",
+            "--from-literal=maxKeys=2",
+        ],
+    ));
+    // With the param: the policy's message, its reason (Forbidden).
+    let refused = eventually("the policy to read its param", || {
+        let out = create_configmap(&server, "big", "qa", 3, &[]);
+        let said = text(&out);
+        (!out.status.success() && !said.contains("no params found")).then_some(said)
+    });
+    assert!(
+        refused.contains(&format!("{denied} a ConfigMap may hold at most 2 keys")),
+        "{refused}"
+    );
+    // The reason reaches kubectl: Forbidden (403).
+    let big = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "big", "namespace": "qa"},
+        "data": {"a": "1", "b": "2", "c": "3"}});
+    let out = kubectl_stdin(&server, &["create", "-f", "-"], &big);
+    assert!(
+        text(&out).contains(&format!("Error from server (Forbidden): error when creating \"STDIN\": {denied} a ConfigMap may hold at most 2 keys")),
+        "{}",
+        text(&out)
+    );
+    ok(create_configmap(&server, "small", "qa", 2, &[]));
+    // The namespace selector: dev is not stage=qa.
+    ok(create_configmap(&server, "big", "dev", 3, &[]));
+    // Warn: admitted, with kubectl showing the warning.
+    let warn = json!({"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingAdmissionPolicyBinding",
+        "metadata": {"name": "warn"},
+        "spec": {"policyName": "small-configmaps.genplane.test", "validationActions": ["Warn"],
+            "paramRef": {"name": "configmap-limits", "namespace": "default", "parameterNotFoundAction": "Deny"},
+            "matchResources": {"namespaceSelector": {"matchExpressions": [{"key": "stage", "operator": "DoesNotExist"}]}}}});
+    ok(kubectl_stdin(&server, &["create", "-f", "-"], &warn));
+    let warning = "Warning: Validation failed for ValidatingAdmissionPolicy 'small-configmaps.genplane.test' with binding 'warn': a ConfigMap may hold at most 2 keys";
+    eventually("the Warn binding to warn", || {
+        let out = create_configmap(&server, "warned", "dev", 3, &["--dry-run=server"]);
+        assert!(out.status.success(), "{}", text(&out));
+        String::from_utf8_lossy(&out.stderr)
+            .contains(warning)
+            .then_some(())
+    });
+    let out = create_configmap(&server, "warned", "dev", 3, &[]);
+    assert!(
+        out.status.success() && text(&out).contains(warning),
+        "{}",
+        text(&out)
+    );
+    // A runtime error: Fail refuses, Ignore admits.
+    let failing = json!({"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingAdmissionPolicy",
+        "metadata": {"name": "runtime-error"},
+        "spec": {"failurePolicy": "Fail",
+            "matchConstraints": {"resourceRules": [{"apiGroups": [""], "apiVersions": ["v1"],
+                "operations": ["CREATE"], "resources": ["configmaps"]}],
+                "objectSelector": {"matchLabels": {"test": "runtime"}}},
+            "validations": [{"expression": "object.data.missing == 'x'"}]}});
+    ok(kubectl_stdin(&server, &["create", "-f", "-"], &failing));
+    let bind = json!({"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingAdmissionPolicyBinding",
+        "metadata": {"name": "runtime-error"},
+        "spec": {"policyName": "runtime-error", "validationActions": ["Deny"]}});
+    ok(kubectl_stdin(&server, &["create", "-f", "-"], &bind));
+    let labelled = |name: &str| {
+        json!({"apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": name, "namespace": "dev", "labels": {"test": "runtime"}}, "data": {"k": "v"}})
+    };
+    let failed = eventually("the failing policy to refuse", || {
+        let out = kubectl_stdin(&server, &["create", "-f", "-"], &labelled("failing"));
+        (!out.status.success()).then(|| text(&out))
+    });
+    assert!(
+        // kubectl shows an Invalid (422) refusal by its cause, as with upstream's
+        failed.contains("The configmaps \"failing\" is invalid: : ValidatingAdmissionPolicy 'runtime-error' with binding 'runtime-error' denied request: expression 'object.data.missing == 'x'' resulted in error: no such key: missing"),
+        "{failed}"
+    );
+    ok(server.kubectl(
+        "kubectl",
+        &[
+            "patch",
+            "validatingadmissionpolicy",
+            "runtime-error",
+            "--type=merge",
+            "-p",
+            r#"{"spec":{"failurePolicy":"Ignore"}}"#,
+        ],
+    ));
+    eventually("the ignoring policy to admit", || {
+        kubectl_stdin(&server, &["create", "-f", "-"], &labelled("ignored"))
+            .status
+            .success()
+            .then_some(())
+    });
+}
+
+#[test]
+fn validating_admission_policy_status_reports_type_errors() {
+    let server = start();
+    let policy = |expression: &str| {
+        json!({"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingAdmissionPolicy",
+            "metadata": {"name": "typed"},
+            "spec": {"paramKind": {"apiVersion": "v1", "kind": "ConfigMap"},
+                "matchConstraints": {"resourceRules": [{"apiGroups": [""], "apiVersions": ["v1"],
+                    "operations": ["CREATE"], "resources": ["configmaps"]}]},
+                "validations": [{"expression": expression,
+                    "messageExpression": "'at most ' + params.data.max"}]}})
+    };
+    ok(kubectl_stdin(
+        &server,
+        &["create", "-f", "-"],
+        &policy("object.spec.replicas <= 3"),
+    ));
+    let status = |server: &Apiserver| -> Value {
+        serde_json::from_str(&ok(server.kubectl(
+            "kubectl",
+            &["get", "validatingadmissionpolicy", "typed", "-o", "json"],
+        )))
+        .unwrap()
+    };
+    let checked = eventually("the type check of generation 1", || {
+        let policy = status(&server);
+        (policy["status"]["observedGeneration"] == 1).then_some(policy)
+    });
+    assert_eq!(
+        checked["status"]["typeChecking"]["expressionWarnings"],
+        json!([{"fieldRef": "spec.validations[0].expression",
+            "warning": "/v1, Kind=ConfigMap: ERROR: <input>:1:7: undefined field 'spec'\n"}]),
+        "{checked}"
+    );
+    // Fixed: generation 2 has no warnings.
+    ok(kubectl_stdin(
+        &server,
+        &["apply", "-f", "-"],
+        &policy("size(object.data) <= int(params.data.max)"),
+    ));
+    let fixed = eventually("the type check of generation 2", || {
+        let policy = status(&server);
+        (policy["status"]["observedGeneration"] == 2).then_some(policy)
+    });
+    assert_eq!(fixed["status"]["typeChecking"], json!({}), "{fixed}");
+}
+
+#[test]
+fn validating_admission_policies_read_custom_resource_params() {
+    let server = start();
+    let crd = json!({"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+        "metadata": {"name": "limits.genplane.test"},
+        "spec": {"group": "genplane.test", "scope": "Cluster",
+            "names": {"plural": "limits", "singular": "limit", "kind": "Limit"},
+            "versions": [{"name": "v1", "served": true, "storage": true,
+                "schema": {"openAPIV3Schema": {"type": "object", "properties": {
+                    "spec": {"type": "object", "properties": {"maxKeys": {"type": "integer"}}}}}}}]}});
+    ok(kubectl_stdin(&server, &["create", "-f", "-"], &crd));
+    ok(server.kubectl(
+        "kubectl",
+        &[
+            "wait",
+            "--for=condition=Established",
+            "crd/limits.genplane.test",
+        ],
+    ));
+    let limit = json!({"apiVersion": "genplane.test/v1", "kind": "Limit",
+        "metadata": {"name": "strict"}, "spec": {"maxKeys": 1}});
+    eventually("the Limit kind to be served", || {
+        kubectl_stdin(&server, &["create", "-f", "-"], &limit)
+            .status
+            .success()
+            .then_some(())
+    });
+    let policy = json!({"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingAdmissionPolicy",
+        "metadata": {"name": "limited"},
+        "spec": {"paramKind": {"apiVersion": "genplane.test/v1", "kind": "Limit"},
+            "matchConstraints": {"resourceRules": [{"apiGroups": [""], "apiVersions": ["v1"],
+                "operations": ["CREATE"], "resources": ["configmaps"]}]},
+            "validations": [{"expression": "size(object.data) <= params.spec.maxKeys",
+                "messageExpression": "'at most ' + string(params.spec.maxKeys) + ' keys (' + params.metadata.name + ')'"}]}});
+    let binding = json!({"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingAdmissionPolicyBinding",
+        "metadata": {"name": "limited"},
+        "spec": {"policyName": "limited", "validationActions": ["Deny"],
+            "paramRef": {"name": "strict", "parameterNotFoundAction": "Deny"}}});
+    ok(kubectl_stdin(&server, &["create", "-f", "-"], &policy));
+    ok(kubectl_stdin(&server, &["create", "-f", "-"], &binding));
+    let refused = eventually("the policy to read its custom resource param", || {
+        let out = create_configmap(&server, "two", "default", 2, &[]);
+        (!out.status.success()).then(|| text(&out))
+    });
+    assert!(
+        refused.contains("ValidatingAdmissionPolicy 'limited' with binding 'limited' denied request: at most 1 keys (strict)"),
+        "{refused}"
+    );
+    ok(create_configmap(&server, "one", "default", 1, &[]));
+}

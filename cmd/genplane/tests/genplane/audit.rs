@@ -157,3 +157,71 @@ fn the_audit_log_records_what_the_policy_asks_at_its_level() {
     assert_eq!(backups.len(), 2, "{backups:?}");
     assert!(std::fs::metadata(&log).unwrap().len() <= 1024 * 1024);
 }
+
+#[test]
+fn admission_policies_annotate_the_audit_event() {
+    let files = tempfile::tempdir().unwrap();
+    let policy = files.path().join("policy.yaml");
+    std::fs::write(&policy, POLICY).unwrap();
+    let log = files.path().join("audit.log");
+    let server = start_with(&[
+        &format!("--audit-policy-file={}", policy.display()),
+        &format!("--audit-log-path={}", log.display()),
+    ]);
+    let manifests = files.path().join("vap.yaml");
+    std::fs::write(
+        &manifests,
+        "apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicy
+metadata: {name: audited}
+spec:
+  matchConstraints:
+    resourceRules:
+    - {apiGroups: [''], apiVersions: [v1], operations: [CREATE], resources: [configmaps]}
+  validations:
+  - {expression: \"!object.metadata.name.startsWith('audited')\", message: no audited names}
+  auditAnnotations:
+  - {key: name, valueExpression: object.metadata.name}
+---
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicyBinding
+metadata: {name: audited}
+spec: {policyName: audited, validationActions: [Audit]}
+",
+    )
+    .unwrap();
+    ok(server.kubectl("kubectl", &["apply", "-f", manifests.to_str().unwrap()]));
+    // The policy is in force a moment after it is written: creates are retried with new
+    // names until one's event carries the annotations (Audit never refuses).
+    let mut attempt = 0;
+    let event = eventually("an audited create", || {
+        attempt += 1;
+        let name = format!("audited-{attempt}");
+        ok(server.kubectl(
+            "kubectl",
+            &["create", "configmap", &name, "--from-literal=k=v"],
+        ));
+        let event = wait_for(&log, &name, |e| is(e, "create", "configmaps", &name));
+        event["annotations"]
+            .get("audited/name")
+            .is_some()
+            .then_some((name, event))
+    });
+    let (name, event) = event;
+    assert_eq!(
+        event["annotations"]["audited/name"],
+        name.as_str(),
+        "{event}"
+    );
+    let failure: Value = serde_json::from_str(
+        event["annotations"]["validation.policy.admission.k8s.io/validation_failure"]
+            .as_str()
+            .unwrap(),
+    )
+    .unwrap();
+    assert_eq!(
+        failure,
+        serde_json::json!([{"message": "no audited names", "policy": "audited", "binding": "audited",
+            "expressionIndex": 0, "validationActions": ["Audit"]}])
+    );
+}

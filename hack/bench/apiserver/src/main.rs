@@ -23,7 +23,10 @@
 //!    per client and after the clients left (see `idle.rs`);
 //! 10. (`--only memory`) memory per cached object: `--memory-objects` ConfigMaps in one SQLite
 //!     server, against the size of their JSON, before and after a watcher received them all
-//!     (see `memory.rs`).
+//!     (see `memory.rs`);
+//! 11. (`--only admission`, run by `hack/bench/admission.sh`) ConfigMap creates with one
+//!     matching ValidatingAdmissionPolicy against the plugin disabled, two SQLite servers,
+//!     interleaved (see `admission.rs`).
 //!
 //! Beside each throughput, the CPU time (user + system) the serving processes spent per
 //! operation: on a shared machine it moves less than the rates do.
@@ -35,6 +38,7 @@
 //!
 //! Run it with `hack/bench/apiserver.sh` (release build); `--help` lists the knobs.
 
+mod admission;
 mod authz;
 mod bare;
 mod client;
@@ -151,6 +155,7 @@ enum Part {
     Crd,
     Idle,
     Memory,
+    Admission,
 }
 
 impl Args {
@@ -1086,6 +1091,9 @@ async fn run(args: &Args) -> anyhow::Result<()> {
     if args.only.contains(&Part::Crd) {
         crd::crd(args, &dir).await?;
     }
+    if args.only.contains(&Part::Admission) {
+        admission::admission(args, &dir).await?;
+    }
     if args.only.contains(&Part::Idle) {
         idle::idle(args, &dir).await?;
     }
@@ -1095,7 +1103,7 @@ async fn run(args: &Args) -> anyhow::Result<()> {
     if !args.only.iter().any(|p| {
         !matches!(
             p,
-            Part::Startup | Part::Authz | Part::Crd | Part::Idle | Part::Memory
+            Part::Startup | Part::Authz | Part::Crd | Part::Idle | Part::Memory | Part::Admission
         )
     }) {
         return Ok(());

@@ -296,3 +296,45 @@ fn the_review_request_carries_the_write() {
     assert_eq!(review["options"]["kind"], "UpdateOptions");
     assert_eq!(review["uid"].as_str().unwrap().len(), 36);
 }
+
+/// Stored configurations, changed by the test.
+#[derive(Debug, Default)]
+struct Stored(Mutex<Vec<Value>>);
+
+impl Configurations for Stored {
+    fn list(&self, _flavor: Flavor) -> BoxFuture<'_, Result<Vec<Value>, ApiError>> {
+        Box::pin(async { Ok(self.0.lock().unwrap().clone()) })
+    }
+}
+
+fn configuration(name: &str, generation: i64, condition: &str) -> Value {
+    json!({"metadata": {"name": name, "uid": format!("uid-{name}"), "generation": generation},
+        "webhooks": [{"name": format!("{name}.example.com"),
+            "matchConditions": [{"name": "c", "expression": condition}]}]})
+}
+
+#[tokio::test]
+async fn webhooks_are_read_and_compiled_once_per_configuration_generation() {
+    let stored = Arc::new(Stored::default());
+    *stored.0.lock().unwrap() = vec![
+        configuration("b", 1, "true"),
+        configuration("a", 1, "false"),
+    ];
+    let dispatcher = Dispatcher::new(stored.clone(), Arc::new(Labeled));
+    let first = dispatcher.webhooks(Flavor::Validating).await.unwrap();
+    // in the order of the configurations' names
+    assert_eq!(first[0][0].name, "a.example.com");
+    assert_eq!(first[1][0].name, "b.example.com");
+    let review = json!({"object": {}, "oldObject": null});
+    assert_eq!(first[0][0].conditions_hold(&review), Ok(false));
+    assert_eq!(first[1][0].conditions_hold(&review), Ok(true));
+    let again = dispatcher.webhooks(Flavor::Validating).await.unwrap();
+    assert!(Arc::ptr_eq(&first[0], &again[0]) && Arc::ptr_eq(&first[1], &again[1]));
+    // a new generation is read again; a deleted configuration is forgotten
+    *stored.0.lock().unwrap() = vec![configuration("a", 2, "true")];
+    let changed = dispatcher.webhooks(Flavor::Validating).await.unwrap();
+    assert_eq!(changed.len(), 1);
+    assert!(!Arc::ptr_eq(&first[0], &changed[0]));
+    assert_eq!(changed[0][0].conditions_hold(&review), Ok(true));
+    assert_eq!(dispatcher.read.lock().unwrap().len(), 1);
+}

@@ -33,6 +33,7 @@
 //! On create the generation is 1; an update that changes `webhooks` increments it.
 
 pub mod mutatingwebhookconfiguration;
+pub mod types;
 pub mod validatingadmissionpolicy;
 pub mod validatingadmissionpolicybinding;
 pub mod validatingwebhookconfiguration;
@@ -191,22 +192,7 @@ struct ClientConfig {
     service: Option<Value>,
 }
 
-#[derive(Debug, Default, Deserialize)]
-#[serde(rename_all = "camelCase", default)]
-struct Rule {
-    operations: Vec<String>,
-    api_groups: Vec<String>,
-    api_versions: Vec<String>,
-    resources: Vec<String>,
-    scope: Option<String>,
-}
-
-#[derive(Debug, Default, Deserialize)]
-#[serde(default)]
-struct MatchCondition {
-    name: String,
-    expression: String,
-}
+use types::{MatchCondition, Rule};
 
 /// A webhook configuration of either kind.
 #[derive(Debug, Default, Deserialize)]

@@ -40,12 +40,12 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::{
-    API_VERSION, FAILURE_POLICIES, MATCH_CONDITION, MATCH_POLICIES, MatchCondition,
-    RULE_WITH_OPERATIONS, Rule, validate_match_conditions, validate_rule,
+    API_VERSION, FAILURE_POLICIES, MATCH_CONDITION, MATCH_POLICIES, RULE_WITH_OPERATIONS,
+    validate_match_conditions, validate_rule,
 };
 use crate::decode::{self, CONDITION, Decoded, Field, OBJECT_META, Struct, Type};
 use crate::openapi::extensions::{Extensions, atomic_list, atomic_struct, keyed_list};
-use crate::rbac::{LABEL_SELECTOR, LabelSelector, validate_label_selector};
+use crate::rbac::{LABEL_SELECTOR, validate_label_selector};
 use crate::table::{self, ColumnDefinition};
 use crate::util;
 
@@ -181,65 +181,8 @@ pub static SCHEMA: Struct = Struct {
     ],
 };
 
-/// `matchConstraints` / `matchResources`, as validation reads them.
-#[derive(Debug, Default, Deserialize)]
-#[serde(rename_all = "camelCase", default)]
-pub(super) struct MatchResources {
-    namespace_selector: Option<LabelSelector>,
-    object_selector: Option<LabelSelector>,
-    resource_rules: Vec<NamedRule>,
-    exclude_resource_rules: Vec<NamedRule>,
-    match_policy: Option<String>,
-}
-
-#[derive(Debug, Default, Deserialize)]
-#[serde(rename_all = "camelCase", default)]
-struct NamedRule {
-    resource_names: Vec<String>,
-    #[serde(flatten)]
-    rule: Rule,
-}
-
-#[derive(Debug, Default, Deserialize)]
-#[serde(rename_all = "camelCase", default)]
-struct ParamKind {
-    api_version: String,
-    kind: String,
-}
-
-#[derive(Debug, Default, Deserialize)]
-#[serde(rename_all = "camelCase", default)]
-struct Validation {
-    expression: String,
-    message: String,
-    reason: Option<String>,
-}
-
-#[derive(Debug, Default, Deserialize)]
-#[serde(rename_all = "camelCase", default)]
-struct AuditAnnotation {
-    key: String,
-    value_expression: String,
-}
-
-#[derive(Debug, Default, Deserialize)]
-#[serde(default)]
-struct Variable {
-    name: String,
-    expression: String,
-}
-
-#[derive(Debug, Default, Deserialize)]
-#[serde(rename_all = "camelCase", default)]
-struct Spec {
-    param_kind: Option<ParamKind>,
-    match_constraints: Option<MatchResources>,
-    validations: Vec<Validation>,
-    failure_policy: Option<String>,
-    audit_annotations: Vec<AuditAnnotation>,
-    match_conditions: Vec<MatchCondition>,
-    variables: Vec<Variable>,
-}
+pub(super) use super::types::MatchResources;
+use super::types::{NamedRule, PolicySpec as Spec};
 
 #[derive(Debug, Default, Deserialize)]
 #[serde(default)]

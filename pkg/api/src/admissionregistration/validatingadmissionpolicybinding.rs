@@ -29,12 +29,11 @@ use serde_json::Value;
 
 use super::API_VERSION;
 use super::validatingadmissionpolicy::{
-    MATCH_RESOURCES, MATCH_RESOURCES_EXTENSIONS, MatchResources, default_match_resources,
-    validate_match_resources,
+    MATCH_RESOURCES, MATCH_RESOURCES_EXTENSIONS, default_match_resources, validate_match_resources,
 };
 use crate::decode::{self, Decoded, Field, OBJECT_META, Struct, Type};
 use crate::openapi::extensions::{Extensions, ListType, NONE, atomic_struct};
-use crate::rbac::{LABEL_SELECTOR, LabelSelector, validate_label_selector};
+use crate::rbac::{LABEL_SELECTOR, validate_label_selector};
 use crate::table::{self, ColumnDefinition};
 use crate::util;
 
@@ -78,23 +77,7 @@ pub static SCHEMA: Struct = Struct {
     ],
 };
 
-#[derive(Debug, Default, Deserialize)]
-#[serde(rename_all = "camelCase", default)]
-struct ParamRef {
-    name: String,
-    namespace: String,
-    selector: Option<LabelSelector>,
-    parameter_not_found_action: Option<String>,
-}
-
-#[derive(Debug, Default, Deserialize)]
-#[serde(rename_all = "camelCase", default)]
-struct Spec {
-    policy_name: String,
-    param_ref: Option<ParamRef>,
-    match_resources: Option<MatchResources>,
-    validation_actions: Vec<String>,
-}
+use super::types::{BindingSpec as Spec, ParamRef};
 
 #[derive(Debug, Default, Deserialize)]
 #[serde(default)]

@@ -533,3 +533,91 @@ fn discovery_document(
 
 #[cfg(test)]
 mod tests;
+
+/// How deep [`resolved_schema`] follows references (deeper ones read as any value: recursive
+/// schemas such as `JSONSchemaProps` stay finite).
+const MAX_RESOLVED_DEPTH: usize = 12;
+
+/// The component schema of the kind `group`/`version`/`kind` in `documents` (found by its
+/// `x-kubernetes-group-version-kind`), with every `$ref` replaced by the schema it names (a
+/// reference wrapped in `allOf` too), for code that types values by the schema (CEL type
+/// checks); `None` when no document has the kind.
+pub fn resolved_schema(
+    documents: &[Document],
+    group: &str,
+    version: &str,
+    kind: &str,
+) -> Option<Value> {
+    for document in documents {
+        let Some(schemas) = document
+            .document
+            .pointer("/components/schemas")
+            .and_then(Value::as_object)
+        else {
+            continue;
+        };
+        let found = schemas.values().find(|schema| {
+            schema
+                .get("x-kubernetes-group-version-kind")
+                .and_then(Value::as_array)
+                .is_some_and(|gvks| {
+                    gvks.iter().any(|gvk| {
+                        gvk["group"] == group && gvk["version"] == version && gvk["kind"] == kind
+                    })
+                })
+        });
+        if let Some(schema) = found {
+            return Some(inline_refs(schema, schemas, 0));
+        }
+    }
+    None
+}
+
+/// `schema` with its references replaced by their schemas, down to [`MAX_RESOLVED_DEPTH`].
+fn inline_refs(schema: &Value, schemas: &Map<String, Value>, depth: usize) -> Value {
+    let target = |reference: &str| {
+        reference
+            .strip_prefix("#/components/schemas/")
+            .and_then(|name| schemas.get(name))
+    };
+    match schema {
+        Value::Object(fields) => {
+            let reference = fields.get("$ref").and_then(Value::as_str).or_else(|| {
+                match fields
+                    .get("allOf")
+                    .and_then(Value::as_array)
+                    .map(Vec::as_slice)
+                {
+                    Some([only]) => only.get("$ref").and_then(Value::as_str),
+                    _ => None,
+                }
+            });
+            if let Some(reference) = reference {
+                if depth >= MAX_RESOLVED_DEPTH {
+                    return json!({"x-kubernetes-preserve-unknown-fields": true});
+                }
+                let mut resolved =
+                    target(reference).map_or(json!({}), |t| inline_refs(t, schemas, depth + 1));
+                if let (Some(resolved), Some(description)) =
+                    (resolved.as_object_mut(), fields.get("description"))
+                {
+                    resolved.insert("description".to_owned(), description.clone());
+                }
+                return resolved;
+            }
+            Value::Object(
+                fields
+                    .iter()
+                    .map(|(k, v)| (k.clone(), inline_refs(v, schemas, depth)))
+                    .collect(),
+            )
+        }
+        Value::Array(items) => Value::Array(
+            items
+                .iter()
+                .map(|v| inline_refs(v, schemas, depth))
+                .collect(),
+        ),
+        other => other.clone(),
+    }
+}

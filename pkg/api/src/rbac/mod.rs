@@ -161,14 +161,14 @@ impl RoleRef {
 }
 
 /// A label selector, as validation reads it (missing fields read as empty, as in Go).
-#[derive(Debug, Default, Deserialize)]
+#[derive(Clone, Debug, Default, Deserialize)]
 #[serde(rename_all = "camelCase", default)]
-pub(crate) struct LabelSelector {
+pub struct LabelSelector {
     match_labels: BTreeMap<String, String>,
     match_expressions: Vec<LabelSelectorRequirement>,
 }
 
-#[derive(Debug, Default, Deserialize)]
+#[derive(Clone, Debug, Default, Deserialize)]
 #[serde(default)]
 struct LabelSelectorRequirement {
     key: String,
@@ -177,7 +177,8 @@ struct LabelSelectorRequirement {
 }
 
 impl LabelSelector {
-    fn to_apimachinery(&self) -> labels::LabelSelector {
+    /// The selector as objects carry it (to match labels with, once validated).
+    pub fn to_apimachinery(&self) -> labels::LabelSelector {
         labels::LabelSelector {
             match_labels: self.match_labels.clone(),
             match_expressions: self

@@ -155,7 +155,11 @@ async fn filtered<S: Storage>(
         None => user,
     };
     // 10. The request timeout, around 11. the router.
-    let (parts, body) = request.into_parts();
+    let (mut parts, body) = request.into_parts();
+    // the router hands the admission plugins' audit annotations to the record
+    if let Some(record) = &record {
+        parts.extensions.insert(record.clone());
+    }
     let deadline = timeout::deadline(server.in_flight.limits.request_timeout, parts.uri.query());
     let body = audit::body(record.as_ref(), &info, &parts, body);
     // The router's future holds every handler's state (tens of KiB): it is boxed, so that the

@@ -23,12 +23,11 @@ use std::time::Duration;
 use genplane_api::catalog::{ResourceDescription, SubresourceDescription};
 use genplane_api::openapi::{CustomKind, Document};
 use genplane_apimachinery::errors::{ApiError, Status};
-use genplane_apimachinery::resource_version::ReadOptions;
 use genplane_apiserver::kind::ServedKind;
 use genplane_apiserver::server::{ApiServer, Resource};
 use genplane_registry::{
     Converter, CustomResourceStrategy, CustomScaleStrategy, CustomStatusStrategy, DeleteOptions,
-    ListOptions, ScalePaths, Store, WatchItem, WriteOptions,
+    ListOptions, ScalePaths, Store, WriteOptions,
 };
 use genplane_storage::Storage;
 use serde_json::{Value, json};
@@ -154,12 +153,7 @@ impl<S: Storage> CustomResources<S> {
             r.info.group == "apiextensions.k8s.io" && r.info.resource == "customresourcedefinitions"
         })?;
         let crds = resource.store()?.clone();
-        let crd_status = resource
-            .subresources
-            .iter()
-            .find(|(name, _)| name == "status")
-            .and_then(|(_, backing)| backing.store())?
-            .clone();
+        let crd_status = resource.subresource_store("status")?.clone();
         Some(Arc::new(Self {
             api,
             crds,
@@ -178,61 +172,17 @@ impl<S: Storage> CustomResources<S> {
         self: Arc<Self>,
         stop: impl std::future::Future<Output = ()> + Send + 'static,
     ) -> Result<(), ApiError> {
-        let mut revision = self.sync().await?;
-        tokio::spawn(async move {
-            tokio::pin!(stop);
-            loop {
-                let options = ListOptions {
-                    read: ReadOptions {
-                        resource_version: Some(revision.clone()),
-                        watch: true,
-                        allow_watch_bookmarks: false,
-                        ..ReadOptions::default()
-                    },
-                    ..ListOptions::default()
-                };
-                let mut watch = match self.crds.watch("", &options).await {
-                    Ok(watch) => Some(watch),
-                    Err(error) => {
-                        tracing::warn!(%error, "watching CustomResourceDefinitions");
-                        None
-                    }
-                };
-                loop {
-                    let item = match &mut watch {
-                        Some(w) => tokio::select! {
-                            () = &mut stop => return,
-                            item = w.next() => item,
-                        },
-                        None => None,
-                    };
-                    match item {
-                        Some(WatchItem::Event(..)) => {
-                            // Let a burst of changes settle into one pass.
-                            tokio::time::sleep(Duration::from_millis(20)).await;
-                            match self.sync().await {
-                                Ok(rv) => revision = rv,
-                                Err(error) => {
-                                    tracing::warn!(%error, "serving CustomResourceDefinitions");
-                                    break;
-                                }
-                            }
-                        }
-                        Some(WatchItem::Bookmark { .. }) => {}
-                        Some(WatchItem::Error(_) | WatchItem::Terminated) | None => break,
-                    }
-                }
-                tokio::select! {
-                    () = &mut stop => return,
-                    () = tokio::time::sleep(Duration::from_millis(200)) => {}
-                }
-                match self.sync().await {
-                    Ok(rv) => revision = rv,
-                    Err(error) => tracing::warn!(%error, "serving CustomResourceDefinitions"),
-                }
-            }
-        });
-        Ok(())
+        let crds = self.crds.clone();
+        crate::follow::follow(
+            crds,
+            "CustomResourceDefinitions",
+            move || {
+                let this = self.clone();
+                async move { this.sync().await }
+            },
+            stop,
+        )
+        .await
     }
 
     /// One pass over every stored CRD; returns the revision the list was read at.

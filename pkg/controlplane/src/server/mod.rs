@@ -99,6 +99,9 @@ pub enum Error {
     /// The CustomResourceDefinitions could not be served.
     #[error("serving the CustomResourceDefinitions: {0}")]
     CustomResources(String),
+    /// The status of the ValidatingAdmissionPolicies could not be followed.
+    #[error("following the ValidatingAdmissionPolicies: {0}")]
+    AdmissionPolicies(String),
     /// The listener could not be bound or failed.
     #[error("serving")]
     Serve(#[from] http::Error),
@@ -363,6 +366,13 @@ impl CompletedConfig {
             crds.run(async move { stop.triggered().await })
                 .await
                 .map_err(|e| Error::CustomResources(e.to_string()))?;
+        }
+        if let Some(policies) = crate::policy_status::PolicyStatus::new(api.clone()) {
+            let stop = shutdown.clone();
+            policies
+                .run(async move { stop.triggered().await })
+                .await
+                .map_err(|e| Error::AdmissionPolicies(e.to_string()))?;
         }
         if let Some(identity) = identity {
             tracing::info!(
