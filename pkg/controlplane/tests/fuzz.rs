@@ -150,24 +150,6 @@ fn sample(resource: &catalog::ResourceInfo) -> Value {
                 {"kind": "ServiceAccount", "name": "bot", "namespace": "default"},
             ],
         }),
-        ("admissionregistration.k8s.io", "validatingadmissionpolicies") => json!({"spec": {
-            "failurePolicy": "Fail",
-            "paramKind": {"apiVersion": "v1", "kind": "ConfigMap"},
-            "matchConstraints": {"resourceRules": [{
-                "apiGroups": [""], "apiVersions": ["v1"], "operations": ["CREATE", "UPDATE"],
-                "resources": ["configmaps"],
-            }]},
-            "validations": [{
-                "expression": "!has(object.data) || object.data.size() <= 4",
-                "message": "at most four keys", "reason": "Forbidden",
-            }],
-        }}),
-        ("admissionregistration.k8s.io", "validatingadmissionpolicybindings") => json!({"spec": {
-            "policyName": "small-configmaps",
-            "validationActions": ["Deny"],
-            "paramRef": {"name": "limits", "namespace": "default", "parameterNotFoundAction": "Deny"},
-            "matchResources": {"namespaceSelector": {"matchLabels": {"stage": "qa"}}},
-        }}),
         // The name is the feature's in kebab case.
         ("featuregates.genplane.io", "features") => json!({"spec": {"featureName": "Sample"}}),
         ("networkregistry.genplane.io", "networkclaims") => json!({"spec": {"addressSpace": [
