@@ -265,8 +265,12 @@ pub fn observe(feature: Option<&Value>) -> Observed {
     }
 }
 
-/// How many objects hold `stored`.
-async fn count(client: &kube::Client, stored: &Stored) -> Result<Count, Error> {
+/// The objects of `stored`'s resource that may hold it (every object, or those its label
+/// selector picks), with the resource.
+pub(crate) async fn list_stored(
+    client: &kube::Client,
+    stored: &Stored,
+) -> Result<(ApiResource, Vec<DynamicObject>), kube::Error> {
     let (group, version, resource, kind) = stored.resource();
     let resource_type =
         ApiResource::from_gvk_with_plural(&GroupVersionKind::gvk(group, version, kind), resource);
@@ -277,8 +281,21 @@ async fn count(client: &kube::Client, stored: &Stored) -> Result<Count, Error> {
         }
         _ => ListParams::default(),
     };
-    let listed = match objects.list(&params).await {
-        Ok(listed) => listed,
+    let listed = objects.list(&params).await?;
+    Ok((resource_type, listed.items))
+}
+
+/// The dotted `path` of `object`, when it holds a value other than null.
+pub(crate) fn field<'a>(object: &'a Value, path: &str) -> Option<&'a Value> {
+    path.split('.')
+        .try_fold(object, |value, key| value.get(key))
+        .filter(|v| !v.is_null())
+}
+
+/// How many objects hold `stored`.
+async fn count(client: &kube::Client, stored: &Stored) -> Result<Count, Error> {
+    let items = match list_stored(client, stored).await {
+        Ok((_, items)) => items,
         Err(kube::Error::Api(status)) if status.code == 404 => return Ok(Count::NotServed),
         Err(source) => {
             return Err(Error::Api {
@@ -288,20 +305,14 @@ async fn count(client: &kube::Client, stored: &Stored) -> Result<Count, Error> {
         }
     };
     let holding = match stored {
-        Stored::Objects { .. } => listed.items.len(),
-        Stored::Fields { fields, .. } => listed
-            .items
+        Stored::Fields { fields, .. } => items
             .iter()
             .filter(|object| {
                 let value = serde_json::to_value(object).unwrap_or_default();
-                fields.iter().any(|path| {
-                    path.split('.')
-                        .try_fold(&value, |v, key| v.get(key))
-                        .is_some_and(|v| !v.is_null())
-                })
+                fields.iter().any(|path| field(&value, path).is_some())
             })
             .count(),
-        _ => 0,
+        _ => items.len(),
     };
     Ok(Count::Objects(holding))
 }

@@ -11,9 +11,7 @@ use genplane_component_base::featuregate::{FeatureGate, Registry, Stage, Task};
 use genplane_component_base::metrics;
 use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::jiff::Timestamp;
-use kube::api::{
-    Api, ApiResource, DynamicObject, GroupVersionKind, ListParams, Patch, PatchParams, PostParams,
-};
+use kube::api::{Api, ApiResource, DynamicObject, ListParams, Patch, PatchParams, PostParams};
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
@@ -21,6 +19,7 @@ use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::Histogram;
 use serde_json::{Value, json};
 
+use crate::check::field;
 use crate::identity::{self, Identity};
 use crate::reconcile::{self, Known, Versions};
 use crate::uses::feature_resource;
@@ -504,28 +503,23 @@ impl FeatureController {
         Ok(deleting)
     }
 
+    /// The objects `task` works on, with their resource.
+    async fn list_stored(&self, task: &Task) -> Result<(ApiResource, Vec<DynamicObject>), Error> {
+        let stored = task.stored();
+        crate::check::list_stored(&self.client, &stored)
+            .await
+            .map_err(api(format!("listing {}", stored.describe())))
+    }
+
     /// Runs one declared task of the Feature `feature`; returns what it did.
     async fn run_task(&self, task: &Task, feature: &Value) -> Result<Outcome, Error> {
         match *task {
             Task::ClearField {
-                group,
-                version,
-                resource,
-                kind,
-                fields,
+                resource, fields, ..
             } => {
-                let resource_type = ApiResource::from_gvk_with_plural(
-                    &GroupVersionKind::gvk(group, version, kind),
-                    resource,
-                );
-                let objects: Api<DynamicObject> =
-                    Api::all_with(self.client.clone(), &resource_type);
-                let listed = objects
-                    .list(&ListParams::default())
-                    .await
-                    .map_err(api(format!("listing {resource}")))?;
+                let (resource_type, items) = self.list_stored(task).await?;
                 let mut cleared = 0;
-                for object in listed.items {
+                for object in items {
                     let value = serde_json::to_value(&object).unwrap_or_default();
                     let present: Vec<&str> = fields
                         .iter()
@@ -563,27 +557,12 @@ impl FeatureController {
                     fields.join(",")
                 )))
             }
-            Task::WaitForObjectsRemoved {
-                group,
-                version,
-                resource,
-                kind,
-            } => {
-                let resource_type = ApiResource::from_gvk_with_plural(
-                    &GroupVersionKind::gvk(group, version, kind),
-                    resource,
-                );
-                let objects: Api<DynamicObject> =
-                    Api::all_with(self.client.clone(), &resource_type);
-                let listed = objects
-                    .list(&ListParams::default())
-                    .await
-                    .map_err(api(format!("listing {resource}.{group}")))?;
-                if listed.items.is_empty() {
+            Task::WaitForObjectsRemoved { resource, .. } => {
+                let (resource_type, items) = self.list_stored(task).await?;
+                if items.is_empty() {
                     return Ok(Outcome::Done(format!("no {resource} left")));
                 }
-                let names: Vec<String> = listed
-                    .items
+                let names: Vec<String> = items
                     .iter()
                     .map(|o| match &o.metadata.namespace {
                         Some(ns) => format!("{ns}/{}", o.metadata.name.as_deref().unwrap_or("")),
@@ -605,35 +584,22 @@ impl FeatureController {
                         names.len()
                     )));
                 }
-                let deleting = self.delete_all(&listed.items, &resource_type).await?;
+                let deleting = self.delete_all(&items, &resource_type).await?;
                 Ok(Outcome::Pending(format!(
                     "deleting {deleting} {resource} as {DELETE_OBJECTS}=true asks; waiting for \
                      them to go ({shown}{more})"
                 )))
             }
             Task::DeleteObjects {
-                group,
-                version,
-                resource,
-                kind,
-                selector,
+                resource, selector, ..
             } => {
-                let resource_type = ApiResource::from_gvk_with_plural(
-                    &GroupVersionKind::gvk(group, version, kind),
-                    resource,
-                );
-                let objects: Api<DynamicObject> =
-                    Api::all_with(self.client.clone(), &resource_type);
-                let listed = objects
-                    .list(&ListParams::default().labels(selector))
-                    .await
-                    .map_err(api(format!("listing {resource} labelled {selector}")))?;
-                if listed.items.is_empty() {
+                let (resource_type, items) = self.list_stored(task).await?;
+                if items.is_empty() {
                     return Ok(Outcome::Done(format!(
                         "no {resource} labelled {selector} left"
                     )));
                 }
-                let deleting = self.delete_all(&listed.items, &resource_type).await?;
+                let deleting = self.delete_all(&items, &resource_type).await?;
                 Ok(Outcome::Pending(format!(
                     "deleting {deleting} {resource} labelled {selector}"
                 )))
@@ -667,13 +633,6 @@ fn post_params() -> PostParams {
         field_manager: Some(FIELD_MANAGER.to_owned()),
         ..PostParams::default()
     }
-}
-
-/// The value at the dotted `path` of `object`.
-fn field<'a>(object: &'a Value, path: &str) -> Option<&'a Value> {
-    path.split('.')
-        .try_fold(object, |value, key| value.get(key))
-        .filter(|v| !v.is_null())
 }
 
 /// Sets the dotted `path` of a merge patch to `null`.

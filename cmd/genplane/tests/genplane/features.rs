@@ -491,21 +491,7 @@ const EXERCISES: &[Exercise] = &[
     Exercise {
         feature: "APIResponseCompression",
         use_it: |cluster| {
-            let items: Vec<Value> = (0..160)
-                .map(|i| {
-                    serde_json::json!({
-                        "apiVersion": "v1", "kind": "ConfigMap",
-                        "metadata": {"name": format!("cm-{i}"), "namespace": "default"},
-                        "data": {"payload": "x".repeat(1024)},
-                    })
-                })
-                .collect();
-            let list = serde_json::json!({"apiVersion": "v1", "kind": "List", "items": items});
-            ok(apply_stdin(
-                cluster.kubeconfig,
-                &["apply", "-f", "-"],
-                &list.to_string(),
-            ));
+            create_config_maps(cluster.kubeconfig);
             assert_eq!(
                 list_config_maps(&Raw::from_kubeconfig(cluster.kubeconfig)),
                 (true, 160)
@@ -643,6 +629,26 @@ fn check_to(kubeconfig: &Path, version: &str) -> Output {
         .unwrap()
 }
 
+/// Creates 160 ConfigMaps `cm-N` of 1 KiB each in the default namespace: a LIST of about
+/// 200 KiB, above the compression threshold.
+fn create_config_maps(kubeconfig: &Path) {
+    let items: Vec<Value> = (0..160)
+        .map(|i| {
+            serde_json::json!({
+                "apiVersion": "v1", "kind": "ConfigMap",
+                "metadata": {"name": format!("cm-{i}"), "namespace": "default"},
+                "data": {"payload": "x".repeat(1024)},
+            })
+        })
+        .collect();
+    let list = serde_json::json!({"apiVersion": "v1", "kind": "List", "items": items});
+    ok(apply_stdin(
+        kubeconfig,
+        &["apply", "-f", "-"],
+        &list.to_string(),
+    ));
+}
+
 /// The answer to a LIST of the default namespace's ConfigMaps asking for gzip: whether it came
 /// compressed, and how many of its items are the test's (decompressed when it was).
 fn list_config_maps(raw: &Raw) -> (bool, usize) {
@@ -695,22 +701,7 @@ fn a_dynamic_feature_flipped_with_kubectl_changes_the_running_server() {
         "",
         &["--dynamic-features=APIResponseCompression"],
     );
-    // 160 ConfigMaps of 1 KiB each: a LIST of about 200 KiB.
-    let items: Vec<Value> = (0..160)
-        .map(|i| {
-            serde_json::json!({
-                "apiVersion": "v1", "kind": "ConfigMap",
-                "metadata": {"name": format!("cm-{i}"), "namespace": "default"},
-                "data": {"payload": "x".repeat(1024)},
-            })
-        })
-        .collect();
-    let list = serde_json::json!({"apiVersion": "v1", "kind": "List", "items": items});
-    ok(apply_stdin(
-        &kubeconfig,
-        &["apply", "-f", "-"],
-        &list.to_string(),
-    ));
+    create_config_maps(&kubeconfig);
     let raw = Raw::from_kubeconfig(&kubeconfig);
     assert_eq!(list_config_maps(&raw), (true, 160));
     // A client that does not ask for gzip gets the answer plain.
