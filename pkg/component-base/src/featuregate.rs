@@ -1178,18 +1178,14 @@ impl FeatureGate {
                 name: name.to_owned(),
             });
         }
-        Ok(self.store(entry, value.unwrap_or(entry.configured)))
-    }
-
-    /// Sets `entry` to `value` (and its metric); returns whether it changed.
-    fn store(&self, entry: &Entry, value: bool) -> bool {
+        let value = value.unwrap_or(entry.configured);
         let before = entry.enabled.swap(value, Ordering::Relaxed);
         if let Some(family) = self.inner.metric.get() {
             family
                 .get_or_create(&FeatureLabels::of(entry))
                 .set(i64::from(value));
         }
-        before != value
+        Ok(before != value)
     }
 
     fn entry(&self, name: &str) -> Option<&Entry> {
