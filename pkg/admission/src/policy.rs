@@ -51,12 +51,13 @@ use genplane_apimachinery::errors::{ApiError, Status, StatusCause};
 use genplane_apimachinery::labels::Selector;
 use genplane_apimachinery::schema::GroupResource;
 use genplane_apimachinery::validation::field::Path;
-use genplane_cel::{Activation, CelValue, Environment, Program, VarType};
+use genplane_cel::{Activation, CelValue, Environment, Program, Reach, VarType};
+use serde::Deserialize as _;
 use serde_json::{Value, json};
 
 use crate::namespace::Namespaces;
 use crate::webhook::{RuleMatching as _, conditions_hold, review_request, selectors_match};
-use crate::{Attributes, BoxFuture, ValidatingPlugin};
+use crate::{Attributes, BoxFuture, Listed, ValidatingPlugin};
 
 /// Upstream's limit on the length of one audit annotation value.
 const MAX_AUDIT_ANNOTATION_VALUE_LENGTH: usize = 10 * 1024;
@@ -84,9 +85,9 @@ pub enum ParamSelection<'a> {
 /// (from memory: a write should not cost storage reads).
 pub trait Policies: Send + Sync + std::fmt::Debug {
     /// The stored ValidatingAdmissionPolicies.
-    fn policies(&self) -> BoxFuture<'_, Result<Vec<Value>, ApiError>>;
+    fn policies(&self) -> BoxFuture<'_, Result<Listed, ApiError>>;
     /// The stored ValidatingAdmissionPolicyBindings.
-    fn bindings(&self) -> BoxFuture<'_, Result<Vec<Value>, ApiError>>;
+    fn bindings(&self) -> BoxFuture<'_, Result<Listed, ApiError>>;
     /// Whether the kind `api_version`/`kind` is namespaced; `None` when it is not served.
     fn param_scope(&self, api_version: &str, kind: &str) -> Option<bool>;
     /// The objects of the kind `api_version`/`kind` in `namespace` (empty for a
@@ -305,6 +306,8 @@ struct CompiledPolicy {
     variables: Vec<Compiled>,
     validations: Vec<(Compiled, Option<Compiled>)>,
     annotations: Vec<Compiled>,
+    /// What the programs can reach of their variables: only that is converted to CEL.
+    reach: Reach,
 }
 
 impl CompiledPolicy {
@@ -343,7 +346,7 @@ impl CompiledPolicy {
                 .map(|v| v.expression.as_str())
                 .collect(),
         );
-        let validations = rules
+        let validations: Vec<(Compiled, Option<Compiled>)> = rules
             .into_iter()
             .zip(&spec.validations)
             .enumerate()
@@ -363,6 +366,18 @@ impl CompiledPolicy {
                 .map(|a| a.value_expression.as_str())
                 .collect(),
         );
+        let mut reach = Reach::new();
+        let messages = validations.iter().filter_map(|(_, m)| m.as_ref());
+        for program in conditions
+            .iter()
+            .chain(&variables)
+            .chain(validations.iter().map(|(rule, _)| rule))
+            .chain(messages)
+            .chain(&annotations)
+            .flatten()
+        {
+            reach.add(program);
+        }
         Self {
             name,
             generation,
@@ -372,6 +387,7 @@ impl CompiledPolicy {
             variables,
             validations,
             annotations,
+            reach,
         }
     }
 
@@ -400,7 +416,7 @@ struct Outcome {
 }
 
 /// What every evaluation of a write shares: the values of `object`, `oldObject`, `request`
-/// and `namespaceObject`.
+/// and `namespaceObject` (the last two `null` when no policy of the write uses them).
 struct Inputs<'a> {
     object: &'a Value,
     old_object: &'a Value,
@@ -426,13 +442,14 @@ impl CompiledPolicy {
                 });
             }
         };
-        let prepared = self.environment.prepare(
+        let prepared = self.environment.prepare_reaching(
             Activation::new()
                 .bind("object", inputs.object)
                 .bind("oldObject", inputs.old_object)
                 .bind("request", &inputs.request)
                 .bind("params", params)
                 .bind("namespaceObject", &inputs.namespace_object),
+            &self.reach,
         );
         // variables, in order, each seeing the ones before it
         let mut values: Vec<(String, CelValue)> = Vec::new();
@@ -583,11 +600,21 @@ fn reason_code(reason: &str) -> u16 {
     }
 }
 
-/// The compiled policies and the read bindings, by uid, with what they were made from.
+/// The compiled policies and the read bindings, by uid, with what they were made from; and
+/// the last [`Bound`] with the generations of the lists it was made from.
 #[derive(Debug, Default)]
 struct Cache {
     policies: HashMap<String, Arc<CompiledPolicy>>,
     bindings: HashMap<String, (String, Arc<Binding>)>,
+    bound: Option<((u64, u64), Arc<Bound>)>,
+}
+
+/// The bound policies, compiled, by name, and their bindings by policy name (each list
+/// sorted by name).
+#[derive(Debug, Default)]
+struct Bound {
+    policies: Vec<Arc<CompiledPolicy>>,
+    bindings: HashMap<String, Vec<Arc<Binding>>>,
 }
 
 fn text<'v>(value: &'v Value, pointer: &str) -> &'v str {
@@ -641,24 +668,48 @@ impl ValidatingAdmissionPolicy {
             .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
+    /// The bound policies and their bindings: kept while neither list changes.
+    async fn bound(&self) -> Result<Option<Arc<Bound>>, ApiError> {
+        let bindings = self.policies.bindings().await?;
+        if bindings.items.is_empty() {
+            return Ok(None);
+        }
+        let policies = self.policies.policies().await?;
+        let generations = bindings.generation.zip(policies.generation);
+        if let Some(generations) = generations
+            && let Some((made_from, bound)) = &self.cache().bound
+            && *made_from == generations
+        {
+            return Ok(Some(bound.clone()));
+        }
+        let by_policy = self.bindings_of(&bindings.items);
+        let bound = Arc::new(Bound {
+            policies: self.compiled(&policies.items, &by_policy),
+            bindings: by_policy,
+        });
+        if let Some(generations) = generations {
+            self.cache().bound = Some((generations, bound.clone()));
+        }
+        Ok(Some(bound))
+    }
+
     /// The stored bindings, read once per resourceVersion, by policy name.
-    fn bindings_of(&self, stored: Vec<Value>) -> HashMap<String, Vec<Arc<Binding>>> {
+    fn bindings_of(&self, stored: &[Value]) -> HashMap<String, Vec<Arc<Binding>>> {
         let mut cache = self.cache();
         let mut seen = Vec::with_capacity(stored.len());
         let mut by_policy: HashMap<String, Vec<Arc<Binding>>> = HashMap::new();
-        for mut binding in stored {
-            let uid = text(&binding, "/metadata/uid").to_owned();
-            let version = text(&binding, "/metadata/resourceVersion").to_owned();
+        for binding in stored {
+            let uid = text(binding, "/metadata/uid").to_owned();
+            let version = text(binding, "/metadata/resourceVersion").to_owned();
             let read = match cache.bindings.get(&uid) {
                 Some((v, read)) if *v == version => read.clone(),
                 _ => {
                     let spec = binding
-                        .get_mut("spec")
-                        .map(Value::take)
-                        .and_then(|s| serde_json::from_value(s).ok())
+                        .get("spec")
+                        .and_then(|s| BindingSpec::deserialize(s).ok())
                         .unwrap_or_default();
                     let read = Arc::new(Binding {
-                        name: text(&binding, "/metadata/name").to_owned(),
+                        name: text(binding, "/metadata/name").to_owned(),
                         spec,
                     });
                     cache.bindings.insert(uid.clone(), (version, read.clone()));
@@ -683,15 +734,15 @@ impl ValidatingAdmissionPolicy {
     /// The stored policies that have bindings, compiled once per generation, by name.
     fn compiled(
         &self,
-        stored: Vec<Value>,
+        stored: &[Value],
         bound: &HashMap<String, Vec<Arc<Binding>>>,
     ) -> Vec<Arc<CompiledPolicy>> {
         let mut cache = self.cache();
         let mut seen = Vec::with_capacity(stored.len());
         let mut compiled = Vec::new();
-        for mut policy in stored {
-            let name = text(&policy, "/metadata/name").to_owned();
-            let uid = text(&policy, "/metadata/uid").to_owned();
+        for policy in stored {
+            let name = text(policy, "/metadata/name").to_owned();
+            let uid = text(policy, "/metadata/uid").to_owned();
             seen.push(uid.clone());
             if !bound.contains_key(&name) {
                 continue;
@@ -704,9 +755,8 @@ impl ValidatingAdmissionPolicy {
                 Some(c) if c.generation == generation => c.clone(),
                 _ => {
                     let spec = policy
-                        .get_mut("spec")
-                        .map(Value::take)
-                        .and_then(|s| serde_json::from_value(s).ok())
+                        .get("spec")
+                        .and_then(|s| PolicySpec::deserialize(s).ok())
                         .unwrap_or_default();
                     let c = Arc::new(CompiledPolicy::new(name, generation, spec));
                     cache.policies.insert(uid, c.clone());
@@ -791,12 +841,10 @@ impl ValidatingAdmissionPolicy {
         {
             return Ok(());
         }
-        let bindings = self.policies.bindings().await?;
-        if bindings.is_empty() {
+        let Some(bound) = self.bound().await? else {
             return Ok(());
-        }
-        let bound = self.bindings_of(bindings);
-        let policies = self.compiled(self.policies.policies().await?, &bound);
+        };
+        let policies = &bound.policies;
         // every lookup of this write is of its own namespace (or of none)
         let namespace = WriteNamespace {
             namespaces: self.namespaces.as_ref(),
@@ -805,13 +853,13 @@ impl ValidatingAdmissionPolicy {
         let mut inputs: Option<Inputs<'_>> = None;
         // (policy, binding name, decision): the first refusal wins
         let mut refusals: Vec<(String, String, Decision)> = Vec::new();
-        for policy in &policies {
+        for policy in policies {
             let constraints = policy.spec.match_constraints.clone().unwrap_or_default();
             if !resources_match(&constraints, &attributes, object, &namespace).await? {
                 continue;
             }
             let mut annotations: Vec<(String, Vec<String>)> = Vec::new();
-            for binding in bound.get(&policy.name).into_iter().flatten() {
+            for binding in bound.bindings.get(&policy.name).into_iter().flatten() {
                 if let Some(resources) = &binding.spec.match_resources
                     && !resources_match(resources, &attributes, object, &namespace).await?
                 {
@@ -839,7 +887,9 @@ impl ValidatingAdmissionPolicy {
                     continue;
                 }
                 if inputs.is_none() {
-                    inputs = Some(inputs_of(&attributes, object, &namespace).await?);
+                    let uses = |name: &str| policies.iter().any(|p| p.reach.uses(name));
+                    let needs = (uses("request"), uses("namespaceObject"));
+                    inputs = Some(inputs_of(&attributes, object, &namespace, needs).await?);
                 }
                 let Some(inputs) = inputs.as_ref() else {
                     continue;
@@ -916,21 +966,26 @@ impl ValidatingAdmissionPolicy {
     }
 }
 
-/// The values every evaluation of this write sees.
+/// The values every evaluation of this write sees; `request` and `namespaceObject` only when
+/// `needs` says some policy uses them.
 async fn inputs_of<'v>(
     attributes: &Attributes<'v>,
     object: Option<&'v Value>,
     namespaces: &dyn Namespaces,
+    (needs_request, needs_namespace): (bool, bool),
 ) -> Result<Inputs<'v>, ApiError> {
-    let mut request = review_request(attributes, object);
-    if let Some(fields) = request.as_object_mut() {
-        fields.remove("object");
-        fields.remove("oldObject");
-        fields.remove("uid");
+    let mut request = Value::Null;
+    if needs_request {
+        request = review_request(attributes, object);
+        if let Some(fields) = request.as_object_mut() {
+            fields.remove("object");
+            fields.remove("oldObject");
+            fields.remove("uid");
+        }
     }
     let is_namespace =
         attributes.request.kind.group.is_empty() && attributes.request.kind.kind == "Namespace";
-    let namespace_object = if attributes.namespace.is_empty() || is_namespace {
+    let namespace_object = if !needs_namespace || attributes.namespace.is_empty() || is_namespace {
         Value::Null
     } else {
         namespaces

@@ -1,18 +1,21 @@
 //! The stored ValidatingAdmissionPolicies, their bindings and their params as the
-//! `ValidatingAdmissionPolicy` plugin reads them: listed from the watch cache's memory
-//! (`resourceVersion=0`), so that a write costs no storage read, as upstream's plugin reads
-//! them from informers. Params may be of any kind the server serves at the time of the write,
-//! built-in or custom (the served set is read on each lookup).
+//! `ValidatingAdmissionPolicy` plugin reads them: policies and bindings from mirrors kept by
+//! watches ([`MirroredList`]), params from the watch cache's memory (`resourceVersion=0`), so
+//! that a write costs no storage read, as upstream's plugin reads them from informers. Params
+//! may be of any kind the server serves at the time of the write, built-in or custom (the
+//! served set is read on each lookup).
 
 use std::sync::Arc;
 
-use genplane_admission::BoxFuture;
 use genplane_admission::policy::{ParamSelection, Policies};
+use genplane_admission::{BoxFuture, Listed};
 use genplane_apimachinery::errors::ApiError;
 use genplane_apimachinery::resource_version::ReadOptions;
 use genplane_registry::{ListOptions, Store};
 use genplane_storage::Storage;
 use serde_json::{Value, json};
+
+use crate::mirrored::MirroredList;
 
 /// Finds the store of a kind served at the time of the call: given `group`, `version` and
 /// `kind`, whether it is namespaced and its store.
@@ -20,10 +23,10 @@ pub type KindStores<S> = Arc<dyn Fn(&str, &str, &str) -> Option<(bool, Store<S>)
 
 /// The stores of a server's policies and bindings, and of what it serves (for params).
 pub struct StoredPolicies<S: Storage> {
-    /// The store of ValidatingAdmissionPolicies.
-    pub policies: Store<S>,
-    /// The store of ValidatingAdmissionPolicyBindings.
-    pub bindings: Store<S>,
+    /// The ValidatingAdmissionPolicies.
+    pub policies: MirroredList<S>,
+    /// The ValidatingAdmissionPolicyBindings.
+    pub bindings: MirroredList<S>,
     /// The stores of the served kinds.
     pub kinds: KindStores<S>,
 }
@@ -55,24 +58,12 @@ impl<S: Storage> StoredPolicies<S> {
 }
 
 impl<S: Storage> Policies for StoredPolicies<S> {
-    fn policies(&self) -> BoxFuture<'_, Result<Vec<Value>, ApiError>> {
-        Box::pin(async move {
-            Ok(self
-                .policies
-                .list("", &cached(Default::default()))
-                .await?
-                .items)
-        })
+    fn policies(&self) -> BoxFuture<'_, Result<Listed, ApiError>> {
+        Box::pin(async move { Ok(self.policies.list().await) })
     }
 
-    fn bindings(&self) -> BoxFuture<'_, Result<Vec<Value>, ApiError>> {
-        Box::pin(async move {
-            Ok(self
-                .bindings
-                .list("", &cached(Default::default()))
-                .await?
-                .items)
-        })
+    fn bindings(&self) -> BoxFuture<'_, Result<Listed, ApiError>> {
+        Box::pin(async move { Ok(self.bindings.list().await) })
     }
 
     fn param_scope(&self, api_version: &str, kind: &str) -> Option<bool> {

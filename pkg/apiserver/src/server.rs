@@ -22,6 +22,7 @@ use crate::enablement::{Api, ApiEnablement};
 use crate::filters::max_in_flight::{InFlight, Limits};
 use crate::kind::ServedKind;
 use crate::metrics::ApiMetrics;
+use crate::mirrored::MirroredList;
 use crate::openapi::{OpenApiV2, OpenApiV3};
 use crate::request_info::RequestInfo;
 
@@ -261,8 +262,8 @@ fn webhook_configurations<S: Storage>(
     };
     Some(Arc::new(
         crate::webhook_configurations::StoredWebhookConfigurations {
-            validating: store("validatingwebhookconfigurations")?,
-            mutating: store("mutatingwebhookconfigurations")?,
+            validating: MirroredList::new(store("validatingwebhookconfigurations")?),
+            mutating: MirroredList::new(store("mutatingwebhookconfigurations")?),
         },
     ))
 }
@@ -292,8 +293,8 @@ fn admission_policies<S: Storage>(
             })
         });
     Some(Arc::new(crate::admission_policies::StoredPolicies {
-        policies: store("validatingadmissionpolicies")?,
-        bindings: store("validatingadmissionpolicybindings")?,
+        policies: MirroredList::new(store("validatingadmissionpolicies")?),
+        bindings: MirroredList::new(store("validatingadmissionpolicybindings")?),
         kinds,
     }))
 }

@@ -40,7 +40,7 @@ use kube_cel::cel::{Context, ExecutionError};
 use serde_json::Value;
 
 use crate::analyze::{self, Analysis, Ty};
-use crate::projection::ALL;
+use crate::projection::{ALL, Reach};
 use crate::schema::Node;
 use crate::{optional, parse, rewrite, stack, types, value};
 
@@ -343,6 +343,33 @@ impl Environment<'_> {
         }
         for (name, v) in &activation.vars {
             scope.add_variable_from_value(name.as_str(), value::to_cel(v, None, &ALL));
+        }
+        Prepared {
+            scope,
+            context: &self.context,
+            activation,
+        }
+    }
+
+    /// As [`Environment::prepare`], converting only what the programs `reach` was made from
+    /// can reach: a variable they never name is left unbound, and of the others only the
+    /// fields they select. Those programs evaluate as with every value converted; another
+    /// program may find fields or variables missing.
+    pub fn prepare_reaching<'e, 'v>(
+        &'e self,
+        activation: Activation<'v>,
+        reach: &Reach,
+    ) -> Prepared<'e, 'v> {
+        let mut scope = self.context.new_inner_scope();
+        for (name, v) in &activation.cel_vars {
+            if reach.uses(name) {
+                scope.add_variable_from_value(name.as_str(), v.clone());
+            }
+        }
+        for (name, v) in &activation.vars {
+            if let Some(projection) = reach.projection(name) {
+                scope.add_variable_from_value(name.as_str(), value::to_cel(v, None, projection));
+            }
         }
         Prepared {
             scope,

@@ -1031,3 +1031,64 @@ fn prepared_inputs_serve_every_program_of_their_environment() {
         Err(Error::CostLimitExceeded { .. })
     ));
 }
+
+#[test]
+fn programs_prepared_with_their_reach_evaluate_as_with_everything() {
+    let env = Environment::new()
+        .variable("object", VarType::Dyn)
+        .variable("params", VarType::Dyn)
+        .variable("request", VarType::Dyn);
+    let path = Path::new("expression");
+    let sources = [
+        "has(object.data) ? size(object.data) : 0",
+        "object.?spec.?replicas.orValue(1) + int(params.data.max)",
+        "object.metadata.labels.all(k, k != 'x')",
+        "params.data.exists(k, k == 'max') ? 1 : 0",
+        "object.metadata.name.size() + (has(object.status) ? 1 : 0)",
+    ];
+    let programs: Vec<Program> = sources
+        .iter()
+        .map(|s| env.compile(s, &path).unwrap())
+        .collect();
+    let mut reach = Reach::new();
+    for p in &programs {
+        reach.add(p);
+    }
+    assert!(reach.uses("object") && reach.uses("params"));
+    assert!(!reach.uses("request"), "no program names request");
+    let object = json!({
+        "metadata": {"name": "abc", "labels": {"a": "1"}, "managedFields": [{"manager": "m"}]},
+        "data": {"a": "1", "b": "2"},
+        "spec": {"replicas": 3},
+        "status": {"phase": "x"},
+    });
+    let params = json!({"data": {"max": "7"}, "metadata": {"name": "p"}});
+    let request = json!({"operation": "CREATE"});
+    let activation = || {
+        Activation::new()
+            .bind("object", &object)
+            .bind("params", &params)
+            .bind("request", &request)
+    };
+    let all = env.prepare(activation());
+    let reached = env.prepare_reaching(activation(), &reach);
+    for (source, program) in sources.iter().zip(&programs) {
+        assert_eq!(
+            program.evaluate_prepared(&reached, &[]).unwrap(),
+            program.evaluate_prepared(&all, &[]).unwrap(),
+            "{source}"
+        );
+    }
+    // what the programs do not reach is not there for another program
+    let other = env.compile("has(object.spec.paused)", &path).unwrap();
+    assert_eq!(
+        other.evaluate_prepared(&reached, &[]).unwrap(),
+        CelValue::Bool(false)
+    );
+    let request_use = env.compile("request.operation == 'CREATE'", &path).unwrap();
+    assert!(request_use.evaluate_prepared(&reached, &[]).is_err());
+    assert_eq!(
+        request_use.evaluate_prepared(&all, &[]).unwrap(),
+        CelValue::Bool(true)
+    );
+}

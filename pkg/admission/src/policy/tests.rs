@@ -29,12 +29,12 @@ struct Stored {
 }
 
 impl Policies for Stored {
-    fn policies(&self) -> BoxFuture<'_, Result<Vec<Value>, ApiError>> {
-        Box::pin(async { Ok(self.policies.lock().unwrap().clone()) })
+    fn policies(&self) -> BoxFuture<'_, Result<Listed, ApiError>> {
+        Box::pin(async { Ok(Listed::unversioned(self.policies.lock().unwrap().clone())) })
     }
 
-    fn bindings(&self) -> BoxFuture<'_, Result<Vec<Value>, ApiError>> {
-        Box::pin(async { Ok(self.bindings.clone()) })
+    fn bindings(&self) -> BoxFuture<'_, Result<Listed, ApiError>> {
+        Box::pin(async { Ok(Listed::unversioned(self.bindings.clone())) })
     }
 
     fn param_scope(&self, api_version: &str, kind: &str) -> Option<bool> {
