@@ -854,8 +854,13 @@ impl ValidatingAdmissionPolicy {
         // (policy, binding name, decision): the first refusal wins
         let mut refusals: Vec<(String, String, Decision)> = Vec::new();
         for policy in policies {
-            let constraints = policy.spec.match_constraints.clone().unwrap_or_default();
-            if !resources_match(&constraints, &attributes, object, &namespace).await? {
+            let everything = MatchResources::default();
+            let constraints = policy
+                .spec
+                .match_constraints
+                .as_ref()
+                .unwrap_or(&everything);
+            if !resources_match(constraints, &attributes, object, &namespace).await? {
                 continue;
             }
             let mut annotations: Vec<(String, Vec<String>)> = Vec::new();

@@ -385,9 +385,7 @@ impl<S: Storage> ApiServer<S> {
             .find(|r| r.info.group.is_empty() && r.info.resource == "namespaces")
             .and_then(|namespaces| namespaces.store())
             .map(|namespaces| genplane_admission::plugins::Context {
-                namespaces: Arc::new(crate::namespaces::StoredNamespaces {
-                    store: namespaces.clone(),
-                }),
+                namespaces: Arc::new(crate::namespaces::StoredNamespaces::new(namespaces.clone())),
                 webhooks: webhook_configurations(&builtin),
                 quotas: resource_quotas(&builtin),
                 policies: admission_policies(&builtin, &served),
