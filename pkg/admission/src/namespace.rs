@@ -33,11 +33,26 @@ pub trait Namespaces: Send + Sync + std::fmt::Debug {
     /// The namespace `name` as the watch cache has it (maybe a moment old: for plugins that,
     /// as upstream's, read namespaces from an informer), or `None`. Reads consistently unless
     /// the implementation has a cache.
-    fn get_cached<'a>(&'a self, name: &'a str) -> BoxFuture<'a, Result<Option<Value>, ApiError>> {
-        self.get(name)
+    fn get_cached<'a>(
+        &'a self,
+        name: &'a str,
+    ) -> BoxFuture<'a, Result<Option<Arc<Value>>, ApiError>> {
+        Box::pin(async move { Ok(self.get(name).await?.map(Arc::new)) })
     }
     /// Creates the namespace `name` (succeeds if it exists already).
     fn create<'a>(&'a self, name: &'a str) -> BoxFuture<'a, Result<(), ApiError>>;
+}
+
+/// The namespace `name` from the cache, or read consistently when the cache does not have it
+/// (it may have been created a moment ago), as upstream's namespace matcher reads it.
+pub async fn cached_or_stored(
+    namespaces: &dyn Namespaces,
+    name: &str,
+) -> Result<Option<Arc<Value>>, ApiError> {
+    match namespaces.get_cached(name).await? {
+        Some(found) => Ok(Some(found)),
+        None => Ok(namespaces.get(name).await?.map(Arc::new)),
+    }
 }
 
 fn namespaces() -> GroupResource {
@@ -147,7 +162,7 @@ impl MutatingPlugin for NamespaceLifecycle {
                 Some(found) if is_terminating(&found) || !self.deleted_lately(namespace) => found,
                 // not cached yet, or perhaps deleted since the cache saw it
                 _ => match lookup(&*self.namespaces, &attributes).await? {
-                    Some(found) => found,
+                    Some(found) => Arc::new(found),
                     None => return Err(missing(namespace)),
                 },
             };
@@ -334,8 +349,8 @@ mod tests {
         fn get_cached<'a>(
             &'a self,
             name: &'a str,
-        ) -> BoxFuture<'a, Result<Option<Value>, ApiError>> {
-            Box::pin(async move { Ok(self.cached.get(name).cloned()) })
+        ) -> BoxFuture<'a, Result<Option<Arc<Value>>, ApiError>> {
+            Box::pin(async move { Ok(self.cached.get(name).cloned().map(Arc::new)) })
         }
 
         fn create<'a>(&'a self, _: &'a str) -> BoxFuture<'a, Result<(), ApiError>> {

@@ -91,14 +91,15 @@ pub trait Policies: Send + Sync + std::fmt::Debug {
     /// Whether the kind `api_version`/`kind` is namespaced; `None` when it is not served.
     fn param_scope(&self, api_version: &str, kind: &str) -> Option<bool>;
     /// The objects of the kind `api_version`/`kind` in `namespace` (empty for a
-    /// cluster-scoped kind) that `selection` picks, with `apiVersion` and `kind` set.
+    /// cluster-scoped kind) that `selection` picks, with `apiVersion` and `kind` set (shared:
+    /// the same objects are read on every write).
     fn params<'a>(
         &'a self,
         api_version: &'a str,
         kind: &'a str,
         namespace: &'a str,
         selection: ParamSelection<'a>,
-    ) -> BoxFuture<'a, Result<Vec<Value>, ApiError>>;
+    ) -> BoxFuture<'a, Result<Vec<Arc<Value>>, ApiError>>;
 }
 
 /// Whether a policy's `matchConstraints` or a binding's `matchResources` match the write:
@@ -625,14 +626,21 @@ fn text<'v>(value: &'v Value, pointer: &str) -> &'v str {
 #[derive(Debug)]
 struct WriteNamespace<'a> {
     namespaces: &'a dyn Namespaces,
-    read: tokio::sync::OnceCell<Option<Value>>,
+    read: tokio::sync::OnceCell<Option<Arc<Value>>>,
 }
 
 impl Namespaces for WriteNamespace<'_> {
     fn get<'a>(&'a self, name: &'a str) -> BoxFuture<'a, Result<Option<Value>, ApiError>> {
+        self.namespaces.get(name)
+    }
+
+    fn get_cached<'a>(
+        &'a self,
+        name: &'a str,
+    ) -> BoxFuture<'a, Result<Option<Arc<Value>>, ApiError>> {
         Box::pin(async move {
             self.read
-                .get_or_try_init(|| self.namespaces.get_cached(name))
+                .get_or_try_init(|| crate::namespace::cached_or_stored(self.namespaces, name))
                 .await
                 .cloned()
         })
@@ -779,10 +787,10 @@ impl ValidatingAdmissionPolicy {
         policy: &CompiledPolicy,
         binding: &Binding,
         namespace: &str,
-    ) -> Result<Vec<Value>, String> {
+    ) -> Result<Vec<Arc<Value>>, String> {
         let (Some(kind), Some(reference)) = (&policy.spec.param_kind, &binding.spec.param_ref)
         else {
-            return Ok(vec![Value::Null]);
+            return Ok(vec![Arc::new(Value::Null)]);
         };
         let Some(namespaced) = self.policies.param_scope(&kind.api_version, &kind.kind) else {
             return Err(format!(
@@ -994,7 +1002,7 @@ async fn inputs_of<'v>(
         Value::Null
     } else {
         namespaces
-            .get(attributes.namespace)
+            .get_cached(attributes.namespace)
             .await?
             .map(|ns| namespace_object(&ns))
             .unwrap_or(Value::Null)

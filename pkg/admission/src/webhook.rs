@@ -313,7 +313,8 @@ pub async fn selectors_match(
     if attributes.namespace.is_empty() {
         return Ok(true);
     }
-    let namespace = namespaces.get(attributes.namespace).await?.ok_or_else(|| {
+    let found = crate::namespace::cached_or_stored(namespaces, attributes.namespace).await?;
+    let namespace = found.ok_or_else(|| {
         ApiError::from(Status::not_found(
             &genplane_apimachinery::schema::GroupResource::new("", "namespaces"),
             attributes.namespace,

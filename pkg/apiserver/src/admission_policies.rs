@@ -77,29 +77,39 @@ impl<S: Storage> Policies for StoredPolicies<S> {
         kind: &'a str,
         namespace: &'a str,
         selection: ParamSelection<'a>,
-    ) -> BoxFuture<'a, Result<Vec<Value>, ApiError>> {
+    ) -> BoxFuture<'a, Result<Vec<Arc<Value>>, ApiError>> {
         Box::pin(async move {
             let Some((_, store)) = self.param_store(api_version, kind) else {
                 return Ok(Vec::new());
             };
-            let mut params = match selection {
-                ParamSelection::Name(name) => match store.get(namespace, name, Some("0")).await {
+            let params = match selection {
+                ParamSelection::Name(name) => match store.get_shared(namespace, name).await {
                     Ok(param) => vec![param],
                     Err(e) if e.code == 404 => Vec::new(),
                     Err(e) => return Err(e),
                 },
-                ParamSelection::Selector(selector) => {
-                    store
-                        .list(namespace, &cached(selector.clone()))
-                        .await?
-                        .items
-                }
+                ParamSelection::Selector(selector) => store
+                    .list(namespace, &cached(selector.clone()))
+                    .await?
+                    .items
+                    .into_iter()
+                    .map(Arc::new)
+                    .collect(),
             };
-            for param in &mut params {
-                param["apiVersion"] = json!(api_version);
-                param["kind"] = json!(kind);
-            }
-            Ok(params)
+            // as the params' kind names them (a custom resource may be served in another
+            // version than the one read)
+            Ok(params
+                .into_iter()
+                .map(|mut param| {
+                    let typed = param["apiVersion"] == api_version && param["kind"] == kind;
+                    if !typed {
+                        let param = Arc::make_mut(&mut param);
+                        param["apiVersion"] = json!(api_version);
+                        param["kind"] = json!(kind);
+                    }
+                    param
+                })
+                .collect())
         })
     }
 }

@@ -3,7 +3,7 @@
 //! before is found, or from an in-memory mirror kept by a watch (as upstream's plugins read
 //! an informer), which costs no decoding.
 
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock};
 
 use genplane_admission::BoxFuture;
 use genplane_apimachinery::errors::ApiError;
@@ -45,7 +45,10 @@ impl<S: Storage> genplane_admission::namespace::Namespaces for StoredNamespaces<
         })
     }
 
-    fn get_cached<'a>(&'a self, name: &'a str) -> BoxFuture<'a, Result<Option<Value>, ApiError>> {
+    fn get_cached<'a>(
+        &'a self,
+        name: &'a str,
+    ) -> BoxFuture<'a, Result<Option<Arc<Value>>, ApiError>> {
         Box::pin(async move {
             let mirror = self.mirror.get_or_init(|| self.store.mirror());
             Ok(mirror.snapshot().await.get("", name).cloned())

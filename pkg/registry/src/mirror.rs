@@ -33,7 +33,7 @@ const RETRY: Duration = Duration::from_secs(1);
 pub struct Snapshot {
     generation: u64,
     synced: bool,
-    objects: BTreeMap<(String, String), Arc<WatchObject>>,
+    objects: BTreeMap<(String, String), Arc<Value>>,
 }
 
 impl Snapshot {
@@ -44,7 +44,7 @@ impl Snapshot {
 
     /// The objects, in (namespace, name) order.
     pub fn objects(&self) -> impl Iterator<Item = &Value> {
-        self.objects.values().map(|o| o.value())
+        self.objects.values().map(|o| o.as_ref())
     }
 
     /// How many objects there are.
@@ -58,10 +58,8 @@ impl Snapshot {
     }
 
     /// The object `name` of `namespace` (empty for a cluster-scoped kind).
-    pub fn get(&self, namespace: &str, name: &str) -> Option<&Value> {
-        self.objects
-            .get(&(namespace.to_owned(), name.to_owned()))
-            .map(|o| o.value())
+    pub fn get(&self, namespace: &str, name: &str) -> Option<&Arc<Value>> {
+        self.objects.get(&(namespace.to_owned(), name.to_owned()))
     }
 }
 
@@ -92,6 +90,11 @@ impl Mirror {
             Err(_) => self.state.borrow().clone(),
         }
     }
+}
+
+/// An event's object as the mirror keeps it (decoded once, for every reader).
+fn shared(object: &WatchObject) -> Arc<Value> {
+    Arc::new(object.value().clone())
 }
 
 /// The (namespace, name) of an object.
@@ -135,7 +138,7 @@ impl<S: Storage> Store<S> {
                     while let Some(item) = stream.next().await {
                         let objects = match (&mut initial, &item) {
                             (Some(gathering), WatchItem::Event(_, object)) => {
-                                gathering.insert(key(object.value()), object.clone());
+                                gathering.insert(key(object), shared(object));
                                 continue;
                             }
                             (
@@ -147,11 +150,11 @@ impl<S: Storage> Store<S> {
                             ) => initial.take().unwrap_or_default(),
                             (None, WatchItem::Event(kind, object)) => {
                                 let mut objects = publish.borrow().objects.clone();
-                                let key = key(object.value());
+                                let key = key(object);
                                 if *kind == EventType::Deleted {
                                     objects.remove(&key);
                                 } else {
-                                    objects.insert(key, object.clone());
+                                    objects.insert(key, shared(object));
                                 }
                                 objects
                             }

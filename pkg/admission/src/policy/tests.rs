@@ -58,7 +58,7 @@ impl Policies for Stored {
         _kind: &'a str,
         namespace: &'a str,
         selection: ParamSelection<'a>,
-    ) -> BoxFuture<'a, Result<Vec<Value>, ApiError>> {
+    ) -> BoxFuture<'a, Result<Vec<Arc<Value>>, ApiError>> {
         Box::pin(async move {
             Ok(self
                 .config_maps
@@ -79,7 +79,7 @@ impl Policies for Stored {
                         selector.matches(&labels)
                     }
                 })
-                .cloned()
+                .map(|c| Arc::new(c.clone()))
                 .collect())
         })
     }
@@ -171,6 +171,7 @@ async fn a_deny_binding_refuses_with_the_policys_message_and_reason() {
             json!({"paramRef": {"name": "limits", "parameterNotFoundAction": "Deny"}}),
         )],
         config_maps: vec![config_map("team", "limits", json!({"max": "1"}))],
+        ..Stored::default()
     });
     let request = request();
     let mut object = named("two", json!({}));
@@ -362,6 +363,7 @@ async fn a_selector_runs_every_selected_param_and_allow_admits_without_one() {
             config_map("team", "loose", json!({"max": "5"})),
             config_map("team", "strict", json!({"max": "0"})),
         ],
+        ..Stored::default()
     });
     let request = request();
     let mut object = named("one", json!({}));
