@@ -34,7 +34,10 @@
 //!    a refusal (`failed to configure binding: ...` for the params), with `Ignore` nothing.
 //!
 //! Every expression of a policy is compiled once per generation of the policy (the compiled
-//! programs are kept while the policy is stored). Writes of the admission configuration kinds
+//! programs are kept while the policy is stored), and the set of bound policies is kept while
+//! the lists of policies and bindings keep their generation ([`Listed`]). Of the inputs, only
+//! what the policy's expressions reach is converted to CEL ([`genplane_cel::Reach`]):
+//! `request` and `namespaceObject` are not even built when no expression names them. Writes of the admission configuration kinds
 //! themselves are never checked (a broken policy cannot lock out its own repair).
 //!
 //! Not yet: the `authorizer` variable (an expression using it does not compile, and so follows
@@ -468,7 +471,8 @@ impl CompiledPolicy {
                 Err(e) => failed.push((variable.name.clone(), e.clone())),
             }
         }
-        let variables = [("variables", genplane_cel::map_value(values))];
+        // the variables converted once for every expression below
+        let prepared = prepared.extend(&[("variables", genplane_cel::map_value(values))]);
         // a failed variable is an error of the expressions that use it
         let explain = |error: &genplane_cel::Error, expression: &str| -> String {
             if let genplane_cel::Error::Evaluation(message) = error
@@ -482,7 +486,7 @@ impl CompiledPolicy {
         // an expression's value, or why it has none
         let run = |program: &Compiled, expression: &str| match program {
             Ok(program) => program
-                .evaluate_prepared(&prepared, &variables)
+                .evaluate_prepared(&prepared, &[])
                 .map_err(|e| explain(&e, expression)),
             Err(e) => Err(e.clone()),
         };
@@ -490,7 +494,7 @@ impl CompiledPolicy {
         let conditions = &self.spec.match_conditions;
         match conditions_hold(conditions, &self.conditions, |i, program| {
             program
-                .evaluate_prepared(&prepared, &variables)
+                .evaluate_prepared(&prepared, &[])
                 .map_err(|e| explain(&e, &conditions[i].expression))
         }) {
             Ok(true) => {}
@@ -514,7 +518,7 @@ impl CompiledPolicy {
                     let message = message_program
                         .as_ref()
                         .and_then(|p| p.as_ref().ok())
-                        .and_then(|p| p.evaluate_prepared(&prepared, &variables).ok())
+                        .and_then(|p| p.evaluate_prepared(&prepared, &[]).ok())
                         .and_then(|v| match v {
                             CelValue::String(s) => Some(s.trim().to_owned()),
                             _ => None,

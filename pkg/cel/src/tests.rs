@@ -1092,3 +1092,59 @@ fn programs_prepared_with_their_reach_evaluate_as_with_everything() {
         CelValue::Bool(true)
     );
 }
+
+#[test]
+fn only_programs_whose_cost_grows_with_their_inputs_are_charged() {
+    let env = Environment::new()
+        .variable("object", VarType::Dyn)
+        .variable("variables", VarType::Dyn);
+    let path = Path::new("expression");
+    for (source, charged) in [
+        ("size(object.data) <= 3", false),
+        ("has(object.data) ? object.data : {}", false),
+        // equality traverses the shorter side
+        ("object.metadata.name == 'x'", false),
+        ("object.metadata.name == object.spec.name", false),
+        ("object.items.exists(i, i == object.name)", true),
+        ("object.items.all(i, i > 0)", true),
+        ("object.s.matches('a+')", false),
+        ("object.s.matches('a+') && object.t.matches('b+')", true),
+        ("'at most ' + variables.max + ' keys'", true),
+        ("size(variables.data) <= int(object.max)", false),
+    ] {
+        let program = env.compile(source, &path).unwrap();
+        assert_eq!(program.charged(), charged, "{source}");
+    }
+    // what is not charged cannot exceed the limit: checked on large values
+    let program = env
+        .compile("size(object.data) <= 3 && has(object.spec)", &path)
+        .unwrap();
+    let data: serde_json::Map<String, Value> = (0..10_000)
+        .map(|i| (format!("k{i}"), json!("v".repeat(100))))
+        .collect();
+    let large = json!({"data": data, "spec": {}});
+    let bindings = vec![("object".to_owned(), analyze::Ty::Json(vec![&large]))];
+    let cost = stack::for_tree(program.depth, || {
+        analyze::runtime_cost(&program.expr, bindings)
+    });
+    assert!(cost <= crate::PER_CALL_LIMIT, "{cost}");
+}
+
+#[test]
+fn an_extended_preparation_adds_variables_for_every_program() {
+    let env = Environment::new()
+        .variable("object", VarType::Dyn)
+        .variable("variables", VarType::Dyn);
+    let path = Path::new("expression");
+    let object = json!({"n": 3});
+    let prepared = env.prepare(Activation::new().bind("object", &object));
+    let extended =
+        prepared.extend(&[("variables", map_value([("k".to_owned(), CelValue::Int(2))]))]);
+    for (source, want) in [("object.n + variables.k", 5), ("variables.k * 10", 20)] {
+        let program = env.compile(source, &path).unwrap();
+        assert_eq!(
+            program.evaluate_prepared(&extended, &[]).unwrap(),
+            CelValue::Int(want)
+        );
+    }
+}
