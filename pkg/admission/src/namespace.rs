@@ -64,11 +64,9 @@ fn missing(namespace: &str) -> ApiError {
 }
 
 fn is_terminating(namespace: &Value) -> bool {
-    namespace
-        .pointer("/metadata/deletionTimestamp")
-        .and_then(Value::as_str)
-        .is_some_and(|t| !t.is_empty())
-        || namespace.pointer("/status/phase").and_then(Value::as_str) == Some("Terminating")
+    use genplane_api::util::str_at;
+    !str_at(namespace, &["metadata", "deletionTimestamp"]).is_empty()
+        || str_at(namespace, &["status", "phase"]) == "Terminating"
 }
 
 /// The namespace of a write, looked up for it. The lookup is part of the write: when the
