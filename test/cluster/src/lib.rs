@@ -232,7 +232,7 @@ pub async fn run(cli: Cli, rust_log: Option<&str>) -> anyhow::Result<()> {
         }
         components.spawn(kube_proxy::run(
             client.clone(),
-            kube_proxy::Scope::ClusterIps,
+            kube_proxy::Scope::ClusterIps { plan },
         ));
         components.spawn(scheduler::run(client.clone()));
         components.spawn(endpoints_controller::run(client.clone()));

@@ -48,6 +48,16 @@ impl Plan {
         (Ipv4Addr::new(127, 2 * self.block + 1, n, 0), 24)
     }
 
+    /// The node (its number) whose address or pod range holds `ip`, if any.
+    pub fn node_of(self, ip: Ipv4Addr) -> Option<u8> {
+        let [a, b, c, d] = ip.octets();
+        match (a, b) {
+            (127, b) if b == 2 * self.block && c == 1 && d != 0 => Some(d),
+            (127, b) if b == 2 * self.block + 1 && c != 0 => Some(c),
+            _ => None,
+        }
+    }
+
     /// The ClusterIP range of services.
     pub fn service_cidr(self) -> (Ipv4Addr, u8) {
         (Ipv4Addr::new(127, 96 + self.block, 0, 0), 16)

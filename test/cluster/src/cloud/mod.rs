@@ -384,6 +384,7 @@ fn table(cloud: &State) -> BTreeMap<Key, Served> {
                     masquerade: None,
                     affinity: balancer.spec.affinity_seconds.map(Duration::from_secs),
                     sources: sources.clone(),
+                    client_local: None,
                 }),
             );
         }
