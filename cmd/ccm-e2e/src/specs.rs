@@ -10,12 +10,13 @@ use std::time::Duration;
 use anyhow::{Context as _, bail, ensure};
 use futures::future::BoxFuture;
 use genplane_cloudprovider::Capability;
-use k8s_openapi::api::core::v1::{Node, Pod};
+use k8s_openapi::api::core::v1::{Node, Pod, Service};
+use k8s_openapi::api::discovery::v1::EndpointSlice;
 use kube::ResourceExt as _;
 use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams};
 use serde_json::json;
 
-use crate::framework::{Ctx, NETEXEC_PORT, timeouts};
+use crate::framework::{Ctx, NETEXEC_PORT, Skip, timeouts};
 use crate::framework::{ingress, internal_ip, is_ready, node_port, node_ref, pod_ready, port16};
 
 /// The cleanup finalizer of load-balancer Services.
@@ -109,6 +110,87 @@ pub static SPECS: &[Spec] = &[
         needs: &[],
         timeout: Duration::from_secs(5 * MINUTES),
         body: |ctx| Box::pin(delete_collection(ctx)),
+    },
+    Spec {
+        name: "[sig-network] LoadBalancers ExternalTrafficPolicy: Local [Feature:LoadBalancer] [Slow] should work for type=LoadBalancer",
+        labels: &[LB, "Slow"],
+        needs: &[
+            Capability::LoadBalancer,
+            Capability::ExternalTrafficPolicyLocal,
+        ],
+        timeout: Duration::from_secs(25 * MINUTES),
+        body: |ctx| Box::pin(local_keeps_client_ip(ctx)),
+    },
+    Spec {
+        name: "[sig-network] LoadBalancers ExternalTrafficPolicy: Local [Feature:LoadBalancer] [Slow] should work from pods",
+        labels: &[LB, "Slow"],
+        needs: &[
+            Capability::LoadBalancer,
+            Capability::ExternalTrafficPolicyLocal,
+            Capability::PodNetwork,
+        ],
+        timeout: Duration::from_secs(25 * MINUTES),
+        body: |ctx| Box::pin(local_from_pods(ctx)),
+    },
+    Spec {
+        name: "[sig-network] LoadBalancers [Feature:LoadBalancer] should only allow access from service loadbalancer source ranges [Slow]",
+        labels: &[LB, "Slow"],
+        needs: &[
+            Capability::LoadBalancer,
+            Capability::SourceRanges,
+            Capability::PodNetwork,
+        ],
+        timeout: Duration::from_secs(25 * MINUTES),
+        body: |ctx| Box::pin(source_ranges(ctx)),
+    },
+    Spec {
+        name: "[sig-network] Services should be able to update service type to NodePort listening on same port number but different protocols",
+        labels: &[],
+        needs: &[Capability::PodNetwork],
+        timeout: Duration::from_secs(10 * MINUTES),
+        body: |ctx| Box::pin(same_port_other_protocol(ctx)),
+    },
+    Spec {
+        name: "[sig-network] Services should be able to change the type from ExternalName to ClusterIP [Conformance]",
+        labels: &["Conformance"],
+        needs: &[Capability::PodNetwork],
+        timeout: Duration::from_secs(10 * MINUTES),
+        body: |ctx| Box::pin(from_external_name(ctx, "ClusterIP")),
+    },
+    Spec {
+        name: "[sig-network] Services should be able to change the type from ExternalName to NodePort [Conformance]",
+        labels: &["Conformance"],
+        needs: &[Capability::PodNetwork],
+        timeout: Duration::from_secs(10 * MINUTES),
+        body: |ctx| Box::pin(from_external_name(ctx, "NodePort")),
+    },
+    Spec {
+        name: "[sig-network] Services should be able to change the type from ClusterIP to ExternalName [Conformance]",
+        labels: &["Conformance"],
+        needs: &[],
+        timeout: Duration::from_secs(10 * MINUTES),
+        body: |ctx| Box::pin(to_external_name(ctx, "ClusterIP")),
+    },
+    Spec {
+        name: "[sig-network] Services should be able to change the type from NodePort to ExternalName [Conformance]",
+        labels: &["Conformance"],
+        needs: &[],
+        timeout: Duration::from_secs(10 * MINUTES),
+        body: |ctx| Box::pin(to_external_name(ctx, "NodePort")),
+    },
+    Spec {
+        name: "[sig-network] Services should fallback to terminating endpoints when there are no ready endpoints with internalTrafficPolicy=Cluster",
+        labels: &[],
+        needs: &[Capability::PodNetwork],
+        timeout: Duration::from_secs(10 * MINUTES),
+        body: |ctx| Box::pin(terminating_fallback(ctx, false)),
+    },
+    Spec {
+        name: "[sig-network] Services should fallback to local terminating endpoints when there are no ready endpoints with internalTrafficPolicy=Local",
+        labels: &[],
+        needs: &[Capability::PodNetwork],
+        timeout: Duration::from_secs(10 * MINUTES),
+        body: |ctx| Box::pin(terminating_fallback(ctx, true)),
     },
     Spec {
         name: "[sig-cloud-provider-gcp] Upgrade [Feature:Upgrade] master upgrade should maintain a functioning cluster [Feature:MasterUpgrade] [Serial] [Disruptive]",
@@ -732,6 +814,421 @@ async fn nodes_deleted(ctx: &Ctx) -> anyhow::Result<()> {
         node_api.get_opt(&victim_name).await?.is_none(),
         "{victim_name} still exists"
     );
+    Ok(())
+}
+
+/// A Service's ClusterIP.
+fn cluster_ip(service: &Service) -> anyhow::Result<String> {
+    service
+        .spec
+        .as_ref()
+        .and_then(|s| s.cluster_ip.clone())
+        .filter(|ip| !ip.is_empty() && ip != "None")
+        .with_context(|| format!("Service {} has no ClusterIP", service.name_any()))
+}
+
+/// The node ports of a Service's ports, in order (0 for none).
+fn node_ports(service: &Service) -> Vec<i32> {
+    service
+        .spec
+        .iter()
+        .flat_map(|s| s.ports.iter().flatten())
+        .map(|p| p.node_port.unwrap_or(0))
+        .collect()
+}
+
+/// The address of the first Ready node, and its name.
+async fn first_node(ctx: &Ctx) -> anyhow::Result<(String, String)> {
+    let node = ctx
+        .ready_nodes()
+        .await?
+        .into_iter()
+        .next()
+        .context("no Ready schedulable node")?;
+    let ip = internal_ip(&node).context("a node without an InternalIP")?;
+    Ok((node.name_any(), ip))
+}
+
+/// The load balancer's address of `name`, skipping the test as upstream does when traffic to
+/// it is not delivered to the nodes with that address kept (`ipMode: Proxy`, or a host
+/// name).
+async fn vip_ingress(ctx: &Ctx, name: &str) -> anyhow::Result<String> {
+    let address = ctx
+        .wait_for_ingress(name, timeouts::LOAD_BALANCER_CREATE)
+        .await?;
+    let service = ctx.services().get(name).await?;
+    let first = service
+        .status
+        .and_then(|s| s.load_balancer)
+        .and_then(|l| l.ingress)
+        .and_then(|i| i.into_iter().next());
+    let proxy = first.as_ref().and_then(|i| i.ip_mode.as_deref()) == Some("Proxy");
+    if first.and_then(|i| i.ip).is_none() || proxy {
+        return Err(Skip(format!(
+            "the load balancer of {name} has no IP, or its ipMode is Proxy: the client's address cannot be kept (upstream issue 123714)"
+        ))
+        .into());
+    }
+    Ok(address)
+}
+
+/// "ExternalTrafficPolicy: Local should work for type=LoadBalancer": the pods see the
+/// client's own address, not a node's; when the Service is no longer a load balancer its
+/// health-check node port stops answering.
+async fn local_keeps_client_ip(ctx: &Ctx) -> anyhow::Result<()> {
+    let name = "external-local-lb";
+    ctx.agnhost(name, 1, None).await?;
+    let service = ctx
+        .create_service(
+            name,
+            json!({"type": "LoadBalancer", "externalTrafficPolicy": "Local",
+            "selector": {"app": name},
+            "ports": [{"port": 80, "targetPort": NETEXEC_PORT, "protocol": "TCP"}]}),
+        )
+        .await?;
+    let health_port = service
+        .spec
+        .as_ref()
+        .and_then(|s| s.health_check_node_port)
+        .filter(|p| *p != 0)
+        .context("the Service has no healthCheckNodePort")?;
+    let health_port = port16(health_port)?;
+    let address = vip_ingress(ctx, name).await?;
+    ctx.step(format!(
+        "reading the client address the pod sees through {address}"
+    ));
+    let seen = ctx
+        .wait_for(
+            &format!("http://{address}:80/clientip to answer"),
+            timeouts::LOAD_BALANCER_LAG,
+            || async { ctx.http_get(&address, 80, "/clientip").await },
+        )
+        .await?;
+    let host = seen.rsplit_once(':').map_or(seen.as_str(), |(h, _)| h);
+    let nodes = ctx.ready_nodes().await?;
+    let node_ips: Vec<String> = nodes.iter().filter_map(internal_ip).collect();
+    ensure!(
+        !node_ips.iter().any(|ip| ip == host),
+        "the pod saw the client as {host}, a node's address: with externalTrafficPolicy=Local the client's address must be kept"
+    );
+    ctx.step("changing the Service to type=ClusterIP");
+    ctx.update_service(
+        name,
+        json!({"type": "ClusterIP", "externalTrafficPolicy": null}),
+    )
+    .await?;
+    ctx.wait_for(
+        &format!("the health-check node port {health_port} to stop answering on every node"),
+        timeouts::KUBE_PROXY_LAG,
+        || async {
+            for ip in &node_ips {
+                if ctx.http_get(ip, health_port, "/healthz").await?.is_some() {
+                    return Ok(None);
+                }
+            }
+            Ok(Some(()))
+        },
+    )
+    .await
+}
+
+/// "ExternalTrafficPolicy: Local should work from pods": a pod asking the load balancer is
+/// seen with its own address.
+async fn local_from_pods(ctx: &Ctx) -> anyhow::Result<()> {
+    let name = "external-local-pods";
+    ctx.agnhost(name, 1, None).await?;
+    ctx.create_service(
+        name,
+        json!({"type": "LoadBalancer", "externalTrafficPolicy": "Local",
+        "selector": {"app": name},
+        "ports": [{"port": 80, "targetPort": NETEXEC_PORT, "protocol": "TCP"}]}),
+    )
+    .await?;
+    let address = vip_ingress(ctx, name).await?;
+    let (node, _) = first_node(ctx).await?;
+    let client = ctx.netexec_pod("pause-pod", "pause", &node, &[], 0).await?;
+    let client_ip = client
+        .status
+        .as_ref()
+        .and_then(|s| s.pod_ip.clone())
+        .context("the client pod has no address")?;
+    ctx.step(format!("asking {address}/clientip from pod {client_ip}"));
+    let what = format!("the load balancer to see Pod pause-pod as {client_ip}");
+    ctx.wait_for(&what, timeouts::LOAD_BALANCER_PROPAGATION, || async {
+        let seen = ctx.dial(&client, &address, 80, "http", "clientip").await?;
+        let host = seen
+            .as_deref()
+            .map(|s| s.rsplit_once(':').map_or(s, |(h, _)| h).to_owned());
+        Ok((host.as_deref() == Some(client_ip.as_str())).then_some(()))
+    })
+    .await
+}
+
+/// "should only allow access from service loadbalancer source ranges": only pods within
+/// `loadBalancerSourceRanges` reach the load balancer, as the ranges change.
+async fn source_ranges(ctx: &Ctx) -> anyhow::Result<()> {
+    let name = "lb-sourcerange";
+    ctx.agnhost(name, 1, None).await?;
+    let (node, _) = first_node(ctx).await?;
+    let accept = ctx
+        .netexec_pod("accept-pod", "accept", &node, &[], 0)
+        .await?;
+    let drop = ctx.netexec_pod("drop-pod", "drop", &node, &[], 0).await?;
+    let ip = |pod: &Pod| {
+        pod.status
+            .as_ref()
+            .and_then(|s| s.pod_ip.clone())
+            .context("a pod without an address")
+    };
+    let (accept_ip, drop_ip) = (ip(&accept)?, ip(&drop)?);
+    ctx.create_service(
+        name,
+        json!({"type": "LoadBalancer", "selector": {"app": name},
+        "loadBalancerSourceRanges": [format!("{accept_ip}/32")],
+        "ports": [{"port": 80, "targetPort": NETEXEC_PORT, "protocol": "TCP"}]}),
+    )
+    .await?;
+    let address = ctx
+        .wait_for_ingress(name, timeouts::LOAD_BALANCER_CREATE)
+        .await?;
+    let only = |allowed: &'static str| {
+        let (accept, drop, address) = (&accept, &drop, address.as_str());
+        async move {
+            let what = format!("only {allowed} to reach the load balancer {address}");
+            ctx.step(format!("waiting for {what}"));
+            ctx.wait_for(&what, timeouts::LOAD_BALANCER_PROPAGATION, || async {
+                let a = ctx
+                    .dial(accept, address, 80, "http", "hostname")
+                    .await?
+                    .is_some();
+                let d = ctx
+                    .dial(drop, address, 80, "http", "hostname")
+                    .await?
+                    .is_some();
+                Ok(match allowed {
+                    "accept-pod" => a && !d,
+                    "drop-pod" => d && !a,
+                    _ => a && d,
+                }
+                .then_some(()))
+            })
+            .await
+        }
+    };
+    only("accept-pod").await?;
+    ctx.step(format!("allowing only {drop_ip}/32"));
+    ctx.update_service(
+        name,
+        json!({"loadBalancerSourceRanges": [format!("{drop_ip}/32")]}),
+    )
+    .await?;
+    only("drop-pod").await?;
+    ctx.step("removing the source ranges");
+    ctx.update_service(name, json!({"loadBalancerSourceRanges": null}))
+        .await?;
+    only("both pods").await
+}
+
+/// "should be able to update service type to NodePort listening on same port number but
+/// different protocols": a NodePort Service gets 80/UDP beside 80/TCP, a node port for
+/// each, and both answer.
+async fn same_port_other_protocol(ctx: &Ctx) -> anyhow::Result<()> {
+    let name = "nodeport-update-service";
+    ctx.agnhost(name, 2, None).await?;
+    let tcp =
+        json!({"name": "tcp-port", "port": 80, "targetPort": NETEXEC_PORT, "protocol": "TCP"});
+    let service = ctx
+        .create_service(
+            name,
+            json!({"type": "ClusterIP", "selector": {"app": name}, "ports": [tcp]}),
+        )
+        .await?;
+    let ip = cluster_ip(&service)?;
+    let (node, node_ip) = first_node(ctx).await?;
+    let client = ctx.netexec_pod("execpod", "execpod", &node, &[], 0).await?;
+    let from_backend = |h: &str| h.starts_with(name);
+    ctx.wait_dial(&client, &ip, 80, "http", from_backend)
+        .await?;
+    ctx.step("changing the Service to type=NodePort");
+    let service = ctx
+        .update_service(name, json!({"type": "NodePort"}))
+        .await?;
+    let first = node_port(&service).context("no node port for type=NodePort")?;
+    ctx.wait_dial(&client, &node_ip, port16(first)?, "http", from_backend)
+        .await?;
+    ctx.step("adding port 80/UDP");
+    let udp =
+        json!({"name": "udp-port", "port": 80, "targetPort": NETEXEC_PORT, "protocol": "UDP"});
+    let service = ctx
+        .update_service(name, json!({"ports": [tcp, udp]}))
+        .await?;
+    let ports = node_ports(&service);
+    ensure!(
+        ports.len() == 2 && ports.iter().all(|p| *p != 0),
+        "expected two ports with node ports, got node ports {ports:?}"
+    );
+    ctx.wait_dial(&client, &ip, 80, "udp", from_backend).await?;
+    ctx.wait_dial(&client, &node_ip, port16(ports[0])?, "http", from_backend)
+        .await?;
+    ctx.wait_dial(&client, &node_ip, port16(ports[1])?, "udp", from_backend)
+        .await?;
+    Ok(())
+}
+
+/// "should be able to change the type from ExternalName to ClusterIP/NodePort": the
+/// Service gets a ClusterIP (and node port) and answers.
+async fn from_external_name(ctx: &Ctx, target: &str) -> anyhow::Result<()> {
+    let name = "externalname-service";
+    ctx.create_service(
+        name,
+        json!({"type": "ExternalName", "externalName": "foo.example.com"}),
+    )
+    .await?;
+    ctx.agnhost(name, 2, None).await?;
+    ctx.step(format!("changing the Service to type={target}"));
+    let service = ctx
+        .update_service(
+            name,
+            json!({"type": target, "externalName": null, "selector": {"app": name},
+            "ports": [{"port": 80, "targetPort": NETEXEC_PORT, "protocol": "TCP"}]}),
+        )
+        .await?;
+    let ip = cluster_ip(&service).context("no ClusterIP after the change from ExternalName")?;
+    let (node, node_ip) = first_node(ctx).await?;
+    let client = ctx.netexec_pod("execpod", "execpod", &node, &[], 0).await?;
+    let from_backend = |h: &str| h.starts_with(name);
+    ctx.wait_dial(&client, &ip, 80, "http", from_backend)
+        .await?;
+    if target == "NodePort" {
+        let port = node_port(&service).context("no node port for type=NodePort")?;
+        ctx.wait_dial(&client, &node_ip, port16(port)?, "http", from_backend)
+            .await?;
+    }
+    Ok(())
+}
+
+/// "should be able to change the type from ClusterIP/NodePort to ExternalName": the
+/// Service gives up its ClusterIP and node ports. (Upstream then resolves the name through
+/// the cluster's DNS; the runner has no DNS to ask, so it checks the API's side only.)
+async fn to_external_name(ctx: &Ctx, from: &str) -> anyhow::Result<()> {
+    let name = if from == "NodePort" {
+        "nodeport-service"
+    } else {
+        "clusterip-service"
+    };
+    let service = ctx
+        .create_service(
+            name,
+            json!({"type": from, "selector": {"app": name},
+            "ports": [{"port": 80, "targetPort": NETEXEC_PORT, "protocol": "TCP"}]}),
+        )
+        .await?;
+    cluster_ip(&service)?;
+    let external = format!("externalsvc.{}.svc.cluster.local", ctx.namespace);
+    ctx.step(format!(
+        "changing the Service to type=ExternalName {external}"
+    ));
+    let service = ctx
+        .update_service(
+            name,
+            json!({"type": "ExternalName", "externalName": external}),
+        )
+        .await?;
+    let spec = service.spec.clone().unwrap_or_default();
+    ensure!(
+        spec.cluster_ip.as_deref().unwrap_or("").is_empty(),
+        "the ExternalName Service kept ClusterIP {:?}",
+        spec.cluster_ip
+    );
+    ensure!(
+        node_ports(&service).iter().all(|p| *p == 0),
+        "the ExternalName Service kept node ports {:?}",
+        node_ports(&service)
+    );
+    ensure!(
+        spec.external_name.as_deref() == Some(external.as_str()),
+        "externalName is {:?}",
+        spec.external_name
+    );
+    Ok(())
+}
+
+/// "should fallback to (local) terminating endpoints when there are no ready endpoints with
+/// internalTrafficPolicy=Cluster/Local": a Service whose only endpoint is terminating
+/// still forwards to it, from every node (Cluster) or from its node only (Local).
+async fn terminating_fallback(ctx: &Ctx, local: bool) -> anyhow::Result<()> {
+    let nodes = ctx.ready_nodes().await?;
+    if nodes.len() < 2 {
+        return Err(Skip("the test needs at least 2 Ready schedulable nodes".into()).into());
+    }
+    let (node0, node1) = (nodes[0].name_any(), nodes[1].name_any());
+    let name = "svc-terminating";
+    let server = "webserver-pod";
+    ctx.netexec_pod(server, "webserver", &node0, &["--delay-shutdown=100"], 100)
+        .await?;
+    let pod0 = ctx.netexec_pod("pod0", "client", &node0, &[], 0).await?;
+    let pod1 = ctx.netexec_pod("pod1", "client", &node1, &[], 0).await?;
+    let policy = if local { "Local" } else { "Cluster" };
+    let service = ctx
+        .create_service(
+            name,
+            json!({"selector": {"app": "webserver"}, "internalTrafficPolicy": policy,
+            "ports": [{"port": 80, "targetPort": NETEXEC_PORT, "protocol": "TCP"}]}),
+        )
+        .await?;
+    let ip = cluster_ip(&service)?;
+    let is_server = |h: &str| h == server;
+    ctx.wait_dial(&pod0, &ip, 80, "http", is_server).await?;
+    if !local {
+        ctx.wait_dial(&pod1, &ip, 80, "http", is_server).await?;
+    }
+    ctx.step(format!(
+        "deleting {server}: its endpoint is left terminating"
+    ));
+    let pods = ctx.pods();
+    pods.delete(server, &DeleteParams::default()).await?;
+    let slices: Api<EndpointSlice> = Api::namespaced(ctx.client.clone(), &ctx.namespace);
+    ctx.wait_for(
+        "the endpoint to be terminating and serving, not ready",
+        timeouts::KUBE_PROXY_LAG,
+        || async {
+            let list = slices
+                .list(&ListParams::default().labels(&format!("kubernetes.io/service-name={name}")))
+                .await?;
+            let terminating = list.items.iter().flat_map(|s| &s.endpoints).any(|e| {
+                let c = e.conditions.clone().unwrap_or_default();
+                c.ready == Some(false) && c.serving == Some(true) && c.terminating == Some(true)
+            });
+            Ok(terminating.then_some(()))
+        },
+    )
+    .await?;
+    for round in 1..=5 {
+        ctx.step(format!(
+            "round {round}: asking the Service from pod0 and pod1"
+        ));
+        let from0 = ctx.dial(&pod0, &ip, 80, "http", "hostname").await?;
+        ensure!(
+            from0.as_deref() == Some(server),
+            "pod0, on the terminating endpoint's node, got {from0:?}, not {server}: a Service with only terminating endpoints must still use them"
+        );
+        let from1 = ctx.dial(&pod1, &ip, 80, "http", "hostname").await?;
+        if local {
+            ensure!(
+                from1.is_none(),
+                "pod1 reached {from1:?} on another node although internalTrafficPolicy is Local"
+            );
+        } else {
+            ensure!(
+                from1.as_deref() == Some(server),
+                "pod1 got {from1:?}, not {server}: a Service with only terminating endpoints must still use them"
+            );
+        }
+        tokio::time::sleep(Duration::from_secs(1)).await;
+    }
+    ctx.step(format!("removing {server} at once"));
+    pods.delete(server, &DeleteParams::default().grace_period(0))
+        .await?;
     Ok(())
 }
 

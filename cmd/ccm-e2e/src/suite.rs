@@ -598,10 +598,13 @@ async fn run_one(shared: Arc<Shared>, index: usize, spec: &'static Spec) {
     let limit = spec.timeout.mul_f64(shared.settings.scale);
     let outcome = match tokio::time::timeout(limit, (spec.body)(&ctx)).await {
         Ok(Ok(())) => Outcome::Passed,
-        Ok(Err(error)) => Outcome::Failed(format!("{error:#}")),
+        Ok(Err(error)) => match error.downcast_ref::<crate::framework::Skip>() {
+            Some(skip) => Outcome::Skipped(skip.0.clone()),
+            None => Outcome::Failed(format!("{error:#}")),
+        },
         Err(_) => Outcome::Failed(format!("the test timed out after {limit:.1?}")),
     };
-    let failed = outcome != Outcome::Passed;
+    let failed = matches!(outcome, Outcome::Failed(_));
     let mut steps = ctx.steps();
     if failed
         && shared.settings.dump_on_failure

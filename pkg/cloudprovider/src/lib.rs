@@ -68,11 +68,15 @@ pub enum Capability {
     ControlPlaneUpgrade,
     /// [`Provider::upgrade_nodes`] works.
     NodeUpgrade,
+    /// Pod addresses are reachable from where probes run, so that a test can have an agnhost
+    /// `netexec` pod send traffic from inside the cluster (its `/dial`), where upstream's
+    /// tests run `curl` in an exec pod.
+    PodNetwork,
 }
 
 impl Capability {
     /// Every capability, in order.
-    pub const ALL: [Capability; 13] = [
+    pub const ALL: [Capability; 14] = [
         Capability::NodeDeletion,
         Capability::NodeStop,
         Capability::NodeReboot,
@@ -86,6 +90,7 @@ impl Capability {
         Capability::TrafficProbe,
         Capability::ControlPlaneUpgrade,
         Capability::NodeUpgrade,
+        Capability::PodNetwork,
     ];
 
     /// Its name, as the protocol and `--list` spell it.
@@ -104,6 +109,7 @@ impl Capability {
             Capability::TrafficProbe => "TrafficProbe",
             Capability::ControlPlaneUpgrade => "ControlPlaneUpgrade",
             Capability::NodeUpgrade => "NodeUpgrade",
+            Capability::PodNetwork => "PodNetwork",
         }
     }
 }

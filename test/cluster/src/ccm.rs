@@ -53,6 +53,8 @@ pub struct Faults {
     pub no_node_deletion: bool,
     /// Ignores `sessionAffinity: ClientIP`.
     pub no_session_affinity: bool,
+    /// Ignores `loadBalancerSourceRanges`: every client reaches the load balancer.
+    pub no_source_ranges: bool,
 }
 
 /// The fault names, as `--ccm-fault` takes them.
@@ -66,6 +68,8 @@ pub enum Fault {
     NoNodeDeletion,
     /// [`Faults::no_session_affinity`].
     NoSessionAffinity,
+    /// [`Faults::no_source_ranges`].
+    NoSourceRanges,
 }
 
 impl Faults {
@@ -76,6 +80,7 @@ impl Faults {
             stale_ports: named.contains(&Fault::StalePorts),
             no_node_deletion: named.contains(&Fault::NoNodeDeletion),
             no_session_affinity: named.contains(&Fault::NoSessionAffinity),
+            no_source_ranges: named.contains(&Fault::NoSourceRanges),
         }
     }
 }
@@ -250,7 +255,11 @@ fn desired(service: &Service, nodes: &[Arc<Node>], faults: Faults) -> LoadBalanc
         ports,
         nodes: names,
         affinity_seconds: affinity,
-        source_ranges: spec.load_balancer_source_ranges.unwrap_or_default(),
+        source_ranges: if faults.no_source_ranges {
+            Vec::new()
+        } else {
+            spec.load_balancer_source_ranges.unwrap_or_default()
+        },
         health_check_node_port: (spec.external_traffic_policy.as_deref() == Some("Local"))
             .then(|| {
                 spec.health_check_node_port

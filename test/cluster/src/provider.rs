@@ -23,7 +23,7 @@ use crate::ccm::load_balancer_name;
 use crate::cloud::LoadBalancer;
 
 /// What the fake cloud declares.
-pub const CAPABILITIES: [Capability; 10] = [
+pub const CAPABILITIES: [Capability; 11] = [
     Capability::NodeDeletion,
     Capability::NodeStop,
     Capability::NodeReboot,
@@ -34,6 +34,7 @@ pub const CAPABILITIES: [Capability; 10] = [
     Capability::ExternalTrafficPolicyLocal,
     Capability::DescribeLoadBalancer,
     Capability::TrafficProbe,
+    Capability::PodNetwork,
 ];
 
 /// The fake cloud's provider.

@@ -173,6 +173,7 @@ async fn each_ccm_fault_fails_exactly_the_tests_that_catch_it() {
             "no-session-affinity",
             &["should have session affinity", "switch session affinity"],
         ),
+        ("no-source-ranges", &["loadbalancer source ranges"]),
     ];
     for (fault, catchers) in table {
         let mut flags = FAST_NODES.to_vec();

@@ -122,7 +122,7 @@ struct Dial {
 }
 
 /// How long one try of a dial may take.
-const DIAL_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(3);
+const DIAL_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(2);
 
 impl Dial {
     /// The dial a `/dial` query asks for, or why it is bad.
