@@ -5,18 +5,20 @@
 //! the cluster, these check it from outside (the provider's probe or the runner's machine),
 //! through the load balancer.
 
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::Duration;
 
 use anyhow::{Context as _, bail, ensure};
 use futures::future::BoxFuture;
 use genplane_cloudprovider::Capability;
+use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::{Node, Pod, Service};
 use k8s_openapi::api::discovery::v1::EndpointSlice;
 use kube::ResourceExt as _;
-use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams};
+use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
 use serde_json::json;
 
-use crate::framework::{Ctx, NETEXEC_PORT, Skip, timeouts};
+use crate::framework::{Ctx, NETEXEC_PORT, Skip, netexec_pod_spec, timeouts};
 use crate::framework::{ingress, internal_ip, is_ready, node_port, node_ref, pod_ready, port16};
 
 /// The cleanup finalizer of load-balancer Services.
@@ -142,6 +144,23 @@ pub static SPECS: &[Spec] = &[
         ],
         timeout: Duration::from_secs(25 * MINUTES),
         body: |ctx| Box::pin(source_ranges(ctx)),
+    },
+    Spec {
+        name: "[sig-network] LoadBalancers [Feature:LoadBalancer] should not have connectivity disruption during rolling update with externalTrafficPolicy=Cluster [Slow]",
+        labels: &[LB, "Slow"],
+        needs: &[Capability::LoadBalancer],
+        timeout: Duration::from_secs(40 * MINUTES),
+        body: |ctx| Box::pin(rolling_update_without_disruption(ctx, "Cluster")),
+    },
+    Spec {
+        name: "[sig-network] LoadBalancers [Feature:LoadBalancer] should not have connectivity disruption during rolling update with externalTrafficPolicy=Local [Slow]",
+        labels: &[LB, "Slow"],
+        needs: &[
+            Capability::LoadBalancer,
+            Capability::ExternalTrafficPolicyLocal,
+        ],
+        timeout: Duration::from_secs(40 * MINUTES),
+        body: |ctx| Box::pin(rolling_update_without_disruption(ctx, "Local")),
     },
     Spec {
         name: "[sig-network] Services should be able to update service type to NodePort listening on same port number but different protocols",
@@ -1230,6 +1249,122 @@ async fn terminating_fallback(ctx: &Ctx, local: bool) -> anyhow::Result<()> {
     pods.delete(server, &DeleteParams::default().grace_period(0))
         .await?;
     Ok(())
+}
+
+/// How many rolling updates the disruption test makes, and the share of requests that must
+/// succeed during each (upstream's).
+const ROLLING_UPDATES: usize = 5;
+const MIN_SUCCESS_RATE: f64 = 0.95;
+
+/// "should not have connectivity disruption during rolling update with
+/// externalTrafficPolicy=Cluster/Local" (`testRollingUpdateLBConnectivityDisruption`).
+/// Upstream rolls a DaemonSet; this cluster may serve no DaemonSets, so a Deployment of one
+/// pod per node rolls instead (`maxUnavailable: 10%`), its pods serving on for the scaled
+/// `--delay-shutdown=60` after they are told to stop, while requests go through the load
+/// balancer without keep-alive. At least 95% of them succeed during each of five updates.
+async fn rolling_update_without_disruption(ctx: &Ctx, policy: &str) -> anyhow::Result<()> {
+    let nodes = ctx.ready_nodes().await?.len();
+    if !(2..=25).contains(&nodes) {
+        return Err(Skip(format!(
+            "the test needs 2 to 25 Ready schedulable nodes, not {nodes}"
+        ))
+        .into());
+    }
+    let name = "lb-rolling-update";
+    let shutdown = ctx.timeout(Duration::from_secs(60)).as_secs().max(1);
+    let mut pod_spec = netexec_pod_spec(&[&format!("--delay-shutdown={shutdown}")]);
+    pod_spec["terminationGracePeriodSeconds"] = json!(shutdown + 1);
+    let replicas = i32::try_from(nodes)?;
+    let deployment: Deployment = serde_json::from_value(json!({
+        "metadata": {"name": name},
+        "spec": {"replicas": replicas, "selector": {"matchLabels": {"app": name}},
+            "strategy": {"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": "10%"}},
+            "template": {"metadata": {"labels": {"app": name}}, "spec": pod_spec}}}))?;
+    ctx.step(format!(
+        "creating a Deployment {name} of {replicas} agnhost netexec pods"
+    ));
+    ctx.deployments()
+        .create(&PostParams::default(), &deployment)
+        .await?;
+    ctx.wait_ready_pods(name, replicas).await?;
+    ctx.create_service(
+        name,
+        json!({"type": "LoadBalancer", "externalTrafficPolicy": policy,
+        "selector": {"app": name},
+        "ports": [{"port": 80, "targetPort": NETEXEC_PORT, "protocol": "TCP"}]}),
+    )
+    .await?;
+    let address = ctx
+        .wait_for_ingress(name, timeouts::LOAD_BALANCER_CREATE)
+        .await?;
+    ctx.wait_reachable_http(&address, 80).await?;
+    let sent = AtomicUsize::new(0);
+    let answered = AtomicUsize::new(0);
+    let done = AtomicBool::new(false);
+    let traffic = async {
+        while !done.load(Ordering::Relaxed) {
+            let body = ctx.http_get(&address, 80, "/echo?msg=hello").await;
+            sent.fetch_add(1, Ordering::Relaxed);
+            if matches!(body, Ok(Some(ref b)) if b == "hello") {
+                answered.fetch_add(1, Ordering::Relaxed);
+            }
+        }
+    };
+    let updates = async {
+        let outcome = async {
+            for version in 1..=ROLLING_UPDATES {
+                sent.store(0, Ordering::Relaxed);
+                answered.store(0, Ordering::Relaxed);
+                ctx.step(format!("rolling update {version}: VERSION={version}"));
+                let env = json!([{"name": "VERSION", "value": version.to_string()}]);
+                ctx.deployments()
+                    .patch(
+                        name,
+                        &PatchParams::default(),
+                        &Patch::Strategic(json!({"spec": {"template": {"spec": {
+                            "containers": [{"name": "agnhost", "env": env}]}}}})),
+                    )
+                    .await?;
+                wait_rolled_out(ctx, name, replicas).await?;
+                let (total, good) = (sent.load(Ordering::Relaxed), answered.load(Ordering::Relaxed));
+                let rate = if total == 0 { 0.0 } else { good as f64 / total as f64 };
+                ctx.step(format!("{good} of {total} requests answered during update {version}"));
+                ensure!(
+                    total > 0 && rate >= MIN_SUCCESS_RATE,
+                    "only {good} of {total} requests through the load balancer were answered during rolling update {version} (at least {:.0}% must be): does the load balancer drain nodes whose pods go?",
+                    MIN_SUCCESS_RATE * 100.0
+                );
+            }
+            anyhow::Ok(())
+        }
+        .await;
+        done.store(true, Ordering::Relaxed);
+        outcome
+    };
+    let ((), outcome) = tokio::join!(traffic, updates);
+    outcome?;
+    ctx.wait_reachable_http(&address, 80).await.map(|_| ())
+}
+
+/// Waits until Deployment `name` has rolled out: every one of its `replicas` pods updated
+/// and available, and no old one left.
+async fn wait_rolled_out(ctx: &Ctx, name: &str, replicas: i32) -> anyhow::Result<()> {
+    let deployments = ctx.deployments();
+    ctx.wait_for(
+        &format!("Deployment {name} to roll out"),
+        timeouts::POD_START,
+        || async {
+            let deployment = deployments.get(name).await?;
+            let generation = deployment.metadata.generation.unwrap_or(0);
+            let status = deployment.status.unwrap_or_default();
+            Ok((status.observed_generation.unwrap_or(0) >= generation
+                && status.updated_replicas == Some(replicas)
+                && status.available_replicas == Some(replicas)
+                && status.replicas == Some(replicas))
+            .then_some(()))
+        },
+    )
+    .await
 }
 
 #[cfg(test)]
