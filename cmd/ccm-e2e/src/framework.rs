@@ -38,6 +38,8 @@ pub mod timeouts {
     pub const POD_START: Duration = Duration::from_secs(5 * 60);
     /// `RestartNodeReadyAgainTimeout`.
     pub const NODE_READY_AGAIN: Duration = Duration::from_secs(5 * 60);
+    /// upstream's `DefaultNamespaceDeletionTimeout`: how long a namespace may take to go.
+    pub const NAMESPACE_DELETE: Duration = Duration::from_secs(5 * 60);
 }
 
 /// A test that finds, once running, that the cluster cannot run it (upstream's `e2eskipper`):
