@@ -321,3 +321,23 @@ pub fn run(matches: &ArgMatches, process: &Process) -> anyhow::Result<()> {
     anyhow::ensure!(report.success(), "the suite did not pass");
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The README shows `--list` as it is: every test, its labels and needs.
+    #[test]
+    fn the_readme_lists_every_test() {
+        let readme = include_str!("../../../README.md");
+        let all: Vec<&Spec> = SPECS.iter().collect();
+        let listed: String = list(&all)
+            .lines()
+            .map(|line| format!("   {line}\n"))
+            .collect();
+        assert!(
+            readme.contains(&listed),
+            "README.md's `--list` example is not current; it is:\n{listed}"
+        );
+    }
+}
