@@ -62,6 +62,8 @@ pub struct Ctx {
     pub scale: f64,
     /// The version the upgrade tests go to (`--upgrade-target`).
     pub upgrade_target: Option<String>,
+    /// The address the external-IP test uses (`--external-ip`).
+    pub external_ip: String,
     steps: Mutex<Vec<String>>,
     started: Instant,
 }
@@ -95,6 +97,7 @@ impl Ctx {
             capabilities,
             scale,
             upgrade_target: None,
+            external_ip: String::new(),
             steps: Mutex::default(),
             started: Instant::now(),
         }

@@ -106,6 +106,10 @@ pub struct Cli {
     /// The version the upgrade tests go to.
     #[arg(long)]
     pub upgrade_target: Option<String>,
+    /// The address the external-IP test gives its Service (`externalIPs`): on no node, and
+    /// routed to the cluster by its network (upstream's test uses this documentation one).
+    #[arg(long, default_value = "203.0.113.250")]
+    pub external_ip: String,
     /// Before running, delete the test namespaces (and so the load balancers) an earlier,
     /// interrupted run left behind (those labelled `e2e-framework=ccm-e2e`).
     #[arg(long)]
@@ -160,6 +164,7 @@ impl Cli {
             report_dir: self.report_dir.clone(),
             dry_run: self.dry_run,
             upgrade_target: self.upgrade_target.clone(),
+            external_ip: self.external_ip.clone(),
             clean_start: self.clean_start,
             status: None,
         })

@@ -163,6 +163,13 @@ pub static SPECS: &[Spec] = &[
         body: |ctx| Box::pin(rolling_update_without_disruption(ctx, "Local")),
     },
     Spec {
+        name: "[sig-network] Services should be possible to connect to a service via ExternalIP when the external IP is not assigned to a node",
+        labels: &[],
+        needs: &[Capability::ExternalIps, Capability::PodNetwork],
+        timeout: Duration::from_secs(10 * MINUTES),
+        body: |ctx| Box::pin(external_ip(ctx)),
+    },
+    Spec {
         name: "[sig-network] Services should be able to update service type to NodePort listening on same port number but different protocols",
         labels: &[],
         needs: &[Capability::PodNetwork],
@@ -1365,6 +1372,37 @@ async fn wait_rolled_out(ctx: &Ctx, name: &str, replicas: i32) -> anyhow::Result
         },
     )
     .await
+}
+
+/// "should be possible to connect to a service via ExternalIP when the external IP is not
+/// assigned to a node": a ClusterIP Service with `externalIPs: [--external-ip]` answers
+/// there, from inside the cluster.
+async fn external_ip(ctx: &Ctx) -> anyhow::Result<()> {
+    let name = "externalip-test";
+    let address = ctx.external_ip.clone();
+    let created = ctx
+        .create_service(
+            name,
+            json!({"type": "ClusterIP", "selector": {"app": name}, "externalIPs": [address],
+            "ports": [{"name": "http", "port": 80, "targetPort": NETEXEC_PORT, "protocol": "TCP"}]}),
+        )
+        .await;
+    if let Err(error) = &created
+        && format!("{error:#}").contains("Use of external IPs is denied by admission control")
+    {
+        return Err(Skip("the cluster's admission control denies external IPs".into()).into());
+    }
+    let service = created?;
+    ctx.agnhost(name, 2, None).await?;
+    let (node, _) = first_node(ctx).await?;
+    let client = ctx.netexec_pod("execpod", "execpod", &node, &[], 0).await?;
+    let from_backend = |h: &str| h.starts_with(name);
+    ctx.wait_dial(&client, &cluster_ip(&service)?, 80, "http", from_backend)
+        .await?;
+    ctx.wait_dial(&client, &address, 80, "http", from_backend)
+        .await
+        .with_context(|| format!("the Service does not answer on its external IP {address}"))?;
+    Ok(())
 }
 
 #[cfg(test)]

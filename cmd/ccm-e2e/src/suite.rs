@@ -170,6 +170,8 @@ pub struct Settings {
     pub dry_run: bool,
     /// The version the upgrade tests go to.
     pub upgrade_target: Option<String>,
+    /// The address the external-IP test gives its Service.
+    pub external_ip: String,
     /// Before the tests, delete the namespaces an earlier run left (those labelled
     /// [`NAMESPACE_LABEL`]), with their Services and so their load balancers.
     pub clean_start: bool,
@@ -219,6 +221,7 @@ impl Default for Settings {
             report_dir: None,
             dry_run: false,
             upgrade_target: None,
+            external_ip: "203.0.113.250".to_owned(),
             clean_start: false,
             status: None,
         }
@@ -668,6 +671,7 @@ async fn run_one(shared: Arc<Shared>, index: usize, spec: &'static Spec) {
         shared.settings.scale,
     );
     ctx.upgrade_target = shared.settings.upgrade_target.clone();
+    ctx.external_ip = shared.settings.external_ip.clone();
     let limit = spec.timeout.mul_f64(shared.settings.scale);
     let outcome = match tokio::time::timeout(limit, (spec.body)(&ctx)).await {
         Ok(Ok(())) => Outcome::Passed,

@@ -23,7 +23,7 @@ use crate::ccm::load_balancer_name;
 use crate::cloud::LoadBalancer;
 
 /// What the fake cloud declares.
-pub const CAPABILITIES: [Capability; 11] = [
+pub const CAPABILITIES: [Capability; 12] = [
     Capability::NodeDeletion,
     Capability::NodeStop,
     Capability::NodeReboot,
@@ -31,6 +31,7 @@ pub const CAPABILITIES: [Capability; 11] = [
     Capability::LoadBalancerUdp,
     Capability::SessionAffinity,
     Capability::SourceRanges,
+    Capability::ExternalIps,
     Capability::ExternalTrafficPolicyLocal,
     Capability::DescribeLoadBalancer,
     Capability::TrafficProbe,

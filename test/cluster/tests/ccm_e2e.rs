@@ -57,11 +57,14 @@ async fn ccm_e2e_with(
         format!("{{\"cloud\": \"http://{}\"}}", cluster.cloud),
     )
     .unwrap();
+    let plan = genplane_test_cluster::net::Plan::new(cluster.block);
+    let external = plan.external_ip_cidr().0.octets();
     let mut argv = vec![
         "ccm-e2e".to_owned(),
         format!("--provider=exec:{plugin}"),
         format!("--provider-config={}", config.display()),
         SCALE.to_owned(),
+        format!("--external-ip=127.{}.0.1", external[1]),
     ];
     argv.extend(args.iter().map(|a| (*a).to_owned()));
     let matches = command().try_get_matches_from(argv).unwrap();
@@ -128,8 +131,13 @@ async fn the_rust_provider_gives_the_same_results_serially() {
     let cluster = Cluster::start_with(3, FAST_NODES);
     let provider =
         genplane_test_cluster::provider::FakeCloudProvider::new(cluster.cloud.parse().unwrap());
+    let external = genplane_test_cluster::net::Plan::new(cluster.block)
+        .external_ip_cidr()
+        .0
+        .octets();
     let settings = genplane_cmd_ccm_e2e::suite::Settings {
         scale: 0.05,
+        external_ip: format!("127.{}.0.1", external[1]),
         ..Default::default()
     };
     let progress: Progress = Arc::new(|line: &str| eprintln!("{line}"));
