@@ -146,6 +146,13 @@ pub static SPECS: &[Spec] = &[
         body: |ctx| Box::pin(source_ranges(ctx)),
     },
     Spec {
+        name: "[sig-network] LoadBalancers [Feature:LoadBalancer] should be able to create LoadBalancer Service without NodePort and change it [Slow]",
+        labels: &[LB, "Slow"],
+        needs: &[Capability::LoadBalancer, Capability::LoadBalancerToPods],
+        timeout: Duration::from_secs(25 * MINUTES),
+        body: |ctx| Box::pin(without_node_ports(ctx)),
+    },
+    Spec {
         name: "[sig-network] LoadBalancers [Feature:LoadBalancer] should not have connectivity disruption during rolling update with externalTrafficPolicy=Cluster [Slow]",
         labels: &[LB, "Slow"],
         needs: &[Capability::LoadBalancer],
@@ -1403,6 +1410,49 @@ async fn external_ip(ctx: &Ctx) -> anyhow::Result<()> {
         .await
         .with_context(|| format!("the Service does not answer on its external IP {address}"))?;
     Ok(())
+}
+
+/// "should be able to create LoadBalancer Service without NodePort and change it": a
+/// load balancer with `allocateLoadBalancerNodePorts: false` has no node port and answers;
+/// allowed node ports again, it gets one and keeps its address.
+async fn without_node_ports(ctx: &Ctx) -> anyhow::Result<()> {
+    let name = "lb-without-nodeport";
+    ctx.agnhost(name, 1, None).await?;
+    ctx.create_service(
+        name,
+        json!({"type": "ClusterIP", "selector": {"app": name},
+        "ports": [{"port": 80, "targetPort": NETEXEC_PORT, "protocol": "TCP"}]}),
+    )
+    .await?;
+    ctx.step("changing the Service to type=LoadBalancer without node ports");
+    let service = ctx
+        .update_service(
+            name,
+            json!({"type": "LoadBalancer", "allocateLoadBalancerNodePorts": false}),
+        )
+        .await?;
+    ensure!(
+        node_ports(&service).iter().all(|p| *p == 0),
+        "allocateLoadBalancerNodePorts=false, yet node ports {:?} were allocated",
+        node_ports(&service)
+    );
+    let address = ctx
+        .wait_for_ingress(name, timeouts::LOAD_BALANCER_CREATE)
+        .await?;
+    ctx.wait_reachable_http(&address, 80).await.context(
+        "the load balancer of a Service without node ports does not answer: does it reach the pods?",
+    )?;
+    ctx.step("allowing node ports");
+    let service = ctx
+        .update_service(name, json!({"allocateLoadBalancerNodePorts": true}))
+        .await?;
+    ensure!(
+        node_ports(&service).iter().all(|p| *p != 0),
+        "allocateLoadBalancerNodePorts=true, yet the node ports are {:?}",
+        node_ports(&service)
+    );
+    ensure_same_ingress(ctx, name, &address).await?;
+    ctx.wait_reachable_http(&address, 80).await.map(|_| ())
 }
 
 #[cfg(test)]

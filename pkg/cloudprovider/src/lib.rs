@@ -72,11 +72,14 @@ pub enum Capability {
     /// `netexec` pod send traffic from inside the cluster (its `/dial`), where upstream's
     /// tests run `curl` in an exec pod.
     PodNetwork,
+    /// Load balancers reach a Service's pods without node ports
+    /// (`allocateLoadBalancerNodePorts: false`), as those that address pods directly do.
+    LoadBalancerToPods,
 }
 
 impl Capability {
     /// Every capability, in order.
-    pub const ALL: [Capability; 14] = [
+    pub const ALL: [Capability; 15] = [
         Capability::NodeDeletion,
         Capability::NodeStop,
         Capability::NodeReboot,
@@ -91,6 +94,7 @@ impl Capability {
         Capability::ControlPlaneUpgrade,
         Capability::NodeUpgrade,
         Capability::PodNetwork,
+        Capability::LoadBalancerToPods,
     ];
 
     /// Its name, as the protocol and `--list` spell it.
@@ -110,6 +114,7 @@ impl Capability {
             Capability::ControlPlaneUpgrade => "ControlPlaneUpgrade",
             Capability::NodeUpgrade => "NodeUpgrade",
             Capability::PodNetwork => "PodNetwork",
+            Capability::LoadBalancerToPods => "LoadBalancerToPods",
         }
     }
 }

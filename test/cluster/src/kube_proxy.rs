@@ -185,11 +185,7 @@ pub fn table(
         };
         let namespace = service.namespace().unwrap_or_default();
         let name = service.name_any();
-        let mine: Vec<&Arc<EndpointSlice>> = slices
-            .iter()
-            .filter(|s| s.namespace().as_deref() == Some(namespace.as_str()))
-            .filter(|s| s.labels().get(SERVICE_NAME_LABEL) == Some(&name))
-            .collect();
+        let mine = slices_of(service, slices);
         let affinity = (spec.session_affinity.as_deref() == Some("ClientIP")).then(|| {
             let seconds = spec
                 .session_affinity_config
@@ -288,8 +284,27 @@ pub fn table(
     table
 }
 
-/// The endpoints of the slice port named `port_name` with `protocol`.
-fn backends(slices: &[&Arc<EndpointSlice>], port_name: &str, protocol: Protocol) -> Vec<Backend> {
+/// The EndpointSlices of `service` among `slices`.
+pub fn slices_of<'a>(
+    service: &Service,
+    slices: &'a [Arc<EndpointSlice>],
+) -> Vec<&'a Arc<EndpointSlice>> {
+    let namespace = service.namespace();
+    let name = service.name_any();
+    slices
+        .iter()
+        .filter(|s| s.namespace() == namespace)
+        .filter(|s| s.labels().get(SERVICE_NAME_LABEL) == Some(&name))
+        .collect()
+}
+
+/// The endpoints of the slice port named `port_name` with `protocol` in `slices` (a
+/// Service's, [`slices_of`]).
+pub fn backends(
+    slices: &[&Arc<EndpointSlice>],
+    port_name: &str,
+    protocol: Protocol,
+) -> Vec<Backend> {
     let mut found = Vec::new();
     for slice in slices {
         let Some(port) = slice.ports.iter().flatten().find(|p| {

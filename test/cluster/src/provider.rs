@@ -23,12 +23,13 @@ use crate::ccm::load_balancer_name;
 use crate::cloud::LoadBalancer;
 
 /// What the fake cloud declares.
-pub const CAPABILITIES: [Capability; 12] = [
+pub const CAPABILITIES: [Capability; 13] = [
     Capability::NodeDeletion,
     Capability::NodeStop,
     Capability::NodeReboot,
     Capability::LoadBalancer,
     Capability::LoadBalancerUdp,
+    Capability::LoadBalancerToPods,
     Capability::SessionAffinity,
     Capability::SourceRanges,
     Capability::ExternalIps,
