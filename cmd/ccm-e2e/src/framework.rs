@@ -276,7 +276,7 @@ impl Ctx {
         let Some(body) = answer.ok_body() else {
             anyhow::bail!("Pod {} at {ip} did not answer /dial", pod.name_any());
         };
-        let answer: Value = serde_json::from_str(&body)
+        let answer: Value = serde_json::from_str(body)
             .with_context(|| format!("/dial of Pod {} answered {body:?}", pod.name_any()))?;
         Ok(answer["responses"]
             .as_array()

@@ -489,12 +489,11 @@ fn progressing(
         return previous.and_then(|p| serde_json::to_value(p).ok());
     };
     // upstream's SetDeploymentCondition: the same status and reason keep the condition.
-    if let Some(previous) = previous {
-        if previous.status == if status { "True" } else { "False" }
-            && previous.reason.as_deref() == Some(reason)
-        {
-            return serde_json::to_value(previous).ok();
-        }
+    if let Some(previous) = previous
+        && previous.status == if status { "True" } else { "False" }
+        && previous.reason.as_deref() == Some(reason)
+    {
+        return serde_json::to_value(previous).ok();
     }
     let mut fresh = condition("Progressing", status, reason, message, now);
     if let Some(previous) = previous.filter(|p| p.status == fresh["status"])
