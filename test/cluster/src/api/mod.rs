@@ -27,6 +27,8 @@ pub mod endpointslice;
 pub mod node;
 pub mod pod;
 pub mod proto;
+#[cfg(test)]
+mod proto_tests;
 pub mod replicaset;
 pub mod scale;
 pub mod service;
