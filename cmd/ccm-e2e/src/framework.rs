@@ -248,7 +248,7 @@ impl Ctx {
 
     /// What `pod` (an agnhost `netexec` pod) gets when it sends `request` to `host:port`
     /// over `protocol` (`http` or `udp`): agnhost's `/dial`, asked from where probes run.
-    /// `None` when the pod got no answer.
+    /// `None` when the pod got no answer (or gave none itself).
     pub async fn dial(
         &self,
         pod: &Pod,
@@ -273,8 +273,9 @@ impl Ctx {
         // The pod's own try may take seconds (agnhost's dial timeout).
         probe.timeout_ms = 10_000;
         let answer = self.probe(&probe).await?;
+        // A pod that does not answer (yet) reached nothing either.
         let Some(body) = answer.ok_body() else {
-            anyhow::bail!("Pod {} at {ip} did not answer /dial", pod.name_any());
+            return Ok(None);
         };
         let answer: Value = serde_json::from_str(body)
             .with_context(|| format!("/dial of Pod {} answered {body:?}", pod.name_any()))?;

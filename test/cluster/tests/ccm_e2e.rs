@@ -174,7 +174,12 @@ async fn each_ccm_fault_fails_exactly_the_tests_that_catch_it() {
         ("no-finalizer", &["cleanup finalizer"]),
         (
             "stale-ports",
-            &["ports of a TCP service", "ports of a UDP service"],
+            &[
+                "ports of a TCP service",
+                "ports of a UDP service",
+                // Given node ports, the load balancer keeps forwarding to the pods it had.
+                "without NodePort and change it",
+            ],
         ),
         ("no-node-deletion", &["Nodes should be deleted"]),
         (
