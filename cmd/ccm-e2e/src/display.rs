@@ -85,7 +85,7 @@ impl Terminal {
 }
 
 /// The status line of `tally`: `[1m05s] 7/23 done, running 3: <first name>… | 6 passed,
-/// 1 failed, 0 skipped`, cut to [`STATUS_WIDTH`] characters.
+/// 1 failed, 0 skipped`, cut to 100 characters.
 pub fn status_line(tally: &Tally) -> String {
     let seconds = tally.elapsed.as_secs();
     let done = tally.passed + tally.failed + tally.skipped;
