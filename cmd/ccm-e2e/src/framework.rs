@@ -38,7 +38,15 @@ pub mod timeouts {
     pub const POD_START: Duration = Duration::from_secs(5 * 60);
     /// `RestartNodeReadyAgainTimeout`.
     pub const NODE_READY_AGAIN: Duration = Duration::from_secs(5 * 60);
+    /// upstream's `DefaultNamespaceDeletionTimeout`: how long a namespace may take to go.
+    pub const NAMESPACE_DELETE: Duration = Duration::from_secs(5 * 60);
 }
+
+/// A test that finds, once running, that the cluster cannot run it (upstream's `e2eskipper`):
+/// returned as its error, it is reported skipped with this reason.
+#[derive(Debug, thiserror::Error)]
+#[error("skipped: {0}")]
+pub struct Skip(pub String);
 
 /// The context of one running test.
 pub struct Ctx {
@@ -54,6 +62,8 @@ pub struct Ctx {
     pub scale: f64,
     /// The version the upgrade tests go to (`--upgrade-target`).
     pub upgrade_target: Option<String>,
+    /// The address the external-IP test uses (`--external-ip`).
+    pub external_ip: String,
     steps: Mutex<Vec<String>>,
     started: Instant,
 }
@@ -87,6 +97,7 @@ impl Ctx {
             capabilities,
             scale,
             upgrade_target: None,
+            external_ip: String::new(),
             steps: Mutex::default(),
             started: Instant::now(),
         }
@@ -191,10 +202,7 @@ impl Ctx {
         self.step(format!(
             "creating a Deployment {name} of {replicas} agnhost netexec pods"
         ));
-        let mut pod_spec = json!({"containers": [{"name": "agnhost", "image": AGNHOST,
-            "args": ["netexec", format!("--http-port={NETEXEC_PORT}"), format!("--udp-port={NETEXEC_PORT}")],
-            "ports": [{"containerPort": NETEXEC_PORT, "protocol": "TCP"},
-                      {"containerPort": NETEXEC_PORT, "protocol": "UDP"}]}]});
+        let mut pod_spec = netexec_pod_spec(&[]);
         if let Some(node) = node {
             pod_spec["nodeSelector"] = json!({"kubernetes.io/hostname": node});
         }
@@ -207,6 +215,94 @@ impl Ctx {
             .await
             .with_context(|| format!("creating Deployment {name}"))?;
         self.wait_ready_pods(name, replicas).await.map(|_| ())
+    }
+
+    /// Creates the agnhost `netexec` Pod `name` labelled `app=label` on `node` with `extra`
+    /// arguments and `grace` seconds to terminate, and waits until it is Ready; it.
+    pub async fn netexec_pod(
+        &self,
+        name: &str,
+        label: &str,
+        node: &str,
+        extra: &[&str],
+        grace: i64,
+    ) -> anyhow::Result<Pod> {
+        self.step(format!("creating agnhost netexec pod {name} on {node}"));
+        let mut spec = netexec_pod_spec(extra);
+        spec["nodeSelector"] = json!({"kubernetes.io/hostname": node});
+        spec["terminationGracePeriodSeconds"] = json!(grace);
+        let pod: Pod = serde_json::from_value(json!({
+            "metadata": {"name": name, "labels": {"app": label}}, "spec": spec}))?;
+        self.pods()
+            .create(&PostParams::default(), &pod)
+            .await
+            .with_context(|| format!("creating Pod {name}"))?;
+        let pods = self.pods();
+        self.wait_for(
+            &format!("Pod {name} to be Ready"),
+            timeouts::POD_START,
+            || async { Ok(pods.get(name).await.ok().filter(pod_ready)) },
+        )
+        .await
+    }
+
+    /// What `pod` (an agnhost `netexec` pod) gets when it sends `request` to `host:port`
+    /// over `protocol` (`http` or `udp`): agnhost's `/dial`, asked from where probes run.
+    /// `None` when the pod got no answer (or gave none itself).
+    pub async fn dial(
+        &self,
+        pod: &Pod,
+        host: &str,
+        port: u16,
+        protocol: &str,
+        request: &str,
+    ) -> anyhow::Result<Option<String>> {
+        let ip = pod
+            .status
+            .as_ref()
+            .and_then(|s| s.pod_ip.clone())
+            .with_context(|| format!("Pod {} has no address", pod.name_any()))?;
+        let query: String = form_urlencoded::Serializer::new(String::new())
+            .append_pair("request", request)
+            .append_pair("host", host)
+            .append_pair("port", &port.to_string())
+            .append_pair("protocol", protocol)
+            .append_pair("tries", "1")
+            .finish();
+        let mut probe = self.http(&ip, port16(NETEXEC_PORT)?, &format!("/dial?{query}"));
+        // The pod's own try may take seconds (agnhost's dial timeout).
+        probe.timeout_ms = 10_000;
+        let answer = self.probe(&probe).await?;
+        // A pod that does not answer (yet) reached nothing either.
+        let Some(body) = answer.ok_body() else {
+            return Ok(None);
+        };
+        let answer: Value = serde_json::from_str(body)
+            .with_context(|| format!("/dial of Pod {} answered {body:?}", pod.name_any()))?;
+        Ok(answer["responses"]
+            .as_array()
+            .and_then(|r| r.first())
+            .and_then(Value::as_str)
+            .map(str::to_owned))
+    }
+
+    /// Waits until `pod` reaches `host:port` over `protocol` (its `/dial` gets `hostname`
+    /// answered) and the answer satisfies `expect`; the answer.
+    pub async fn wait_dial(
+        &self,
+        pod: &Pod,
+        host: &str,
+        port: u16,
+        protocol: &str,
+        expect: impl Fn(&str) -> bool,
+    ) -> anyhow::Result<String> {
+        let what = format!("Pod {} to reach {protocol}://{host}:{port}", pod.name_any());
+        self.step(format!("waiting for {what}"));
+        self.wait_for(&what, timeouts::KUBE_PROXY_LAG, || async {
+            let answer = self.dial(pod, host, port, protocol, "hostname").await?;
+            Ok(answer.filter(|a| expect(a)))
+        })
+        .await
     }
 
     /// Waits until `count` pods labelled `app=name` are Ready (and no others exist); them.
@@ -446,6 +542,20 @@ impl Ctx {
         }
         Ok(seen)
     }
+}
+
+/// The spec of a pod running agnhost `netexec` on [`NETEXEC_PORT`] (HTTP and UDP), with
+/// `extra` arguments.
+pub fn netexec_pod_spec(extra: &[&str]) -> Value {
+    let mut args = vec![
+        "netexec".to_owned(),
+        format!("--http-port={NETEXEC_PORT}"),
+        format!("--udp-port={NETEXEC_PORT}"),
+    ];
+    args.extend(extra.iter().map(|a| (*a).to_owned()));
+    json!({"containers": [{"name": "agnhost", "image": AGNHOST, "args": args,
+        "ports": [{"containerPort": NETEXEC_PORT, "protocol": "TCP"},
+                  {"containerPort": NETEXEC_PORT, "protocol": "UDP"}]}]})
 }
 
 /// The first ingress address (IP or host name) of `service`.

@@ -13,11 +13,15 @@
 //! with their labels and needs, `--dry-run` walks the selection against the provider's
 //! capabilities without touching the cluster. Each test gets a namespace of its own, deleted
 //! after it with its Services (so the cloud's load balancers go too); Ctrl-C and
-//! `--timeout` clean up the same way. Waits are upstream's timeouts times `--timeout-scale`.
+//! `--timeout` clean up the same way, and `--clean-start` deletes what an interrupted run
+//! left (namespaces labelled `e2e-framework=ccm-e2e`) before the tests. Waits are upstream's
+//! timeouts times `--timeout-scale`. On a terminal one status line follows the run
+//! ([`display`]); elsewhere the output is plain lines, one per finished test.
 //! The exit code is 0 when nothing failed, 1 otherwise (2 for usage errors).
 
 #![warn(missing_docs)]
 
+pub mod display;
 pub mod framework;
 pub mod specs;
 pub mod suite;
@@ -34,7 +38,7 @@ use genplane_component_base::process::Process;
 use regex::Regex;
 
 use crate::specs::{SPECS, Spec};
-use crate::suite::{LabelFilter, Progress, Report, Selection, Settings};
+use crate::suite::{LabelFilter, Progress, Report, Selection, Settings, StatusHook};
 
 /// The built-in provider names (`--provider NAME`).
 pub const BUILT_IN_PROVIDERS: &[&str] = &["skeleton"];
@@ -102,6 +106,14 @@ pub struct Cli {
     /// The version the upgrade tests go to.
     #[arg(long)]
     pub upgrade_target: Option<String>,
+    /// The address the external-IP test gives its Service (`externalIPs`): on no node, and
+    /// routed to the cluster by its network (upstream's test uses this documentation one).
+    #[arg(long, default_value = "203.0.113.250")]
+    pub external_ip: String,
+    /// Before running, delete the test namespaces (and so the load balancers) an earlier,
+    /// interrupted run left behind (those labelled `e2e-framework=ccm-e2e`).
+    #[arg(long)]
+    pub clean_start: bool,
 }
 
 fn go_duration(text: &str) -> Result<Duration, String> {
@@ -152,6 +164,9 @@ impl Cli {
             report_dir: self.report_dir.clone(),
             dry_run: self.dry_run,
             upgrade_target: self.upgrade_target.clone(),
+            external_ip: self.external_ip.clone(),
+            clean_start: self.clean_start,
+            status: None,
         })
     }
 
@@ -233,8 +248,20 @@ pub async fn run_suite(
     progress: Progress,
     interrupt: impl std::future::Future<Output = ()>,
 ) -> anyhow::Result<Report> {
+    run_suite_with(cli, kubeconfig, progress, None, interrupt).await
+}
+
+/// [`run_suite`], telling `status` how the run stands as tests start and end.
+pub async fn run_suite_with(
+    cli: &Cli,
+    kubeconfig: &std::path::Path,
+    progress: Progress,
+    status: Option<StatusHook>,
+    interrupt: impl std::future::Future<Output = ()>,
+) -> anyhow::Result<Report> {
     let specs = selected(&cli.selection()?);
-    let settings = cli.settings()?;
+    let mut settings = cli.settings()?;
+    settings.status = status;
     let provider = cli.provider()?;
     let client = client(kubeconfig, cli.context.as_deref()).await?;
     let report = suite::run(
@@ -276,13 +303,46 @@ pub fn run(matches: &ArgMatches, process: &Process) -> anyhow::Result<()> {
         .enable_all()
         .build()
         .context("starting the runtime")?;
-    let progress: Progress = Arc::new(|line: &str| println!("{line}"));
-    let report = runtime.block_on(run_suite(&cli, &kubeconfig, progress, async {
+    // On a terminal one status line follows the run; elsewhere (CI) plain lines only.
+    let terminal = std::io::IsTerminal::is_terminal(&std::io::stdout())
+        .then(|| display::Terminal::new(Box::new(std::io::stdout())));
+    let (progress, status) = match &terminal {
+        Some(terminal) => {
+            let (progress, status) = terminal.hooks();
+            (progress, Some(status))
+        }
+        None => (Arc::new(|line: &str| println!("{line}")) as Progress, None),
+    };
+    let report = runtime.block_on(run_suite_with(&cli, &kubeconfig, progress, status, async {
         if tokio::signal::ctrl_c().await.is_err() {
             std::future::pending::<()>().await;
         }
-    }))?;
+    }));
+    if let Some(terminal) = &terminal {
+        terminal.finish();
+    }
+    let report = report?;
     println!("{}", report.summary());
     anyhow::ensure!(report.success(), "the suite did not pass");
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The README shows `--list` as it is: every test, its labels and needs.
+    #[test]
+    fn the_readme_lists_every_test() {
+        let readme = include_str!("../../../README.md");
+        let all: Vec<&Spec> = SPECS.iter().collect();
+        let listed: String = list(&all)
+            .lines()
+            .map(|line| format!("   {line}\n"))
+            .collect();
+        assert!(
+            readme.contains(&listed),
+            "README.md's `--list` example is not current; it is:\n{listed}"
+        );
+    }
 }

@@ -5,17 +5,20 @@
 //! the cluster, these check it from outside (the provider's probe or the runner's machine),
 //! through the load balancer.
 
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::Duration;
 
 use anyhow::{Context as _, bail, ensure};
 use futures::future::BoxFuture;
 use genplane_cloudprovider::Capability;
-use k8s_openapi::api::core::v1::{Node, Pod};
+use k8s_openapi::api::apps::v1::Deployment;
+use k8s_openapi::api::core::v1::{Node, Pod, Service};
+use k8s_openapi::api::discovery::v1::EndpointSlice;
 use kube::ResourceExt as _;
-use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams};
+use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
 use serde_json::json;
 
-use crate::framework::{Ctx, NETEXEC_PORT, timeouts};
+use crate::framework::{Ctx, NETEXEC_PORT, Skip, netexec_pod_spec, timeouts};
 use crate::framework::{ingress, internal_ip, is_ready, node_port, node_ref, pod_ready, port16};
 
 /// The cleanup finalizer of load-balancer Services.
@@ -109,6 +112,118 @@ pub static SPECS: &[Spec] = &[
         needs: &[],
         timeout: Duration::from_secs(5 * MINUTES),
         body: |ctx| Box::pin(delete_collection(ctx)),
+    },
+    Spec {
+        name: "[sig-network] LoadBalancers ExternalTrafficPolicy: Local [Feature:LoadBalancer] [Slow] should work for type=LoadBalancer",
+        labels: &[LB, "Slow"],
+        needs: &[
+            Capability::LoadBalancer,
+            Capability::ExternalTrafficPolicyLocal,
+        ],
+        timeout: Duration::from_secs(25 * MINUTES),
+        body: |ctx| Box::pin(local_keeps_client_ip(ctx)),
+    },
+    Spec {
+        name: "[sig-network] LoadBalancers ExternalTrafficPolicy: Local [Feature:LoadBalancer] [Slow] should work from pods",
+        labels: &[LB, "Slow"],
+        needs: &[
+            Capability::LoadBalancer,
+            Capability::ExternalTrafficPolicyLocal,
+            Capability::PodNetwork,
+        ],
+        timeout: Duration::from_secs(25 * MINUTES),
+        body: |ctx| Box::pin(local_from_pods(ctx)),
+    },
+    Spec {
+        name: "[sig-network] LoadBalancers [Feature:LoadBalancer] should only allow access from service loadbalancer source ranges [Slow]",
+        labels: &[LB, "Slow"],
+        needs: &[
+            Capability::LoadBalancer,
+            Capability::SourceRanges,
+            Capability::PodNetwork,
+        ],
+        timeout: Duration::from_secs(25 * MINUTES),
+        body: |ctx| Box::pin(source_ranges(ctx)),
+    },
+    Spec {
+        name: "[sig-network] LoadBalancers [Feature:LoadBalancer] should be able to create LoadBalancer Service without NodePort and change it [Slow]",
+        labels: &[LB, "Slow"],
+        needs: &[Capability::LoadBalancer, Capability::LoadBalancerToPods],
+        timeout: Duration::from_secs(25 * MINUTES),
+        body: |ctx| Box::pin(without_node_ports(ctx)),
+    },
+    Spec {
+        name: "[sig-network] LoadBalancers [Feature:LoadBalancer] should not have connectivity disruption during rolling update with externalTrafficPolicy=Cluster [Slow]",
+        labels: &[LB, "Slow"],
+        needs: &[Capability::LoadBalancer],
+        timeout: Duration::from_secs(40 * MINUTES),
+        body: |ctx| Box::pin(rolling_update_without_disruption(ctx, "Cluster")),
+    },
+    Spec {
+        name: "[sig-network] LoadBalancers [Feature:LoadBalancer] should not have connectivity disruption during rolling update with externalTrafficPolicy=Local [Slow]",
+        labels: &[LB, "Slow"],
+        needs: &[
+            Capability::LoadBalancer,
+            Capability::ExternalTrafficPolicyLocal,
+        ],
+        timeout: Duration::from_secs(40 * MINUTES),
+        body: |ctx| Box::pin(rolling_update_without_disruption(ctx, "Local")),
+    },
+    Spec {
+        name: "[sig-network] Services should be possible to connect to a service via ExternalIP when the external IP is not assigned to a node",
+        labels: &[],
+        needs: &[Capability::ExternalIps, Capability::PodNetwork],
+        timeout: Duration::from_secs(10 * MINUTES),
+        body: |ctx| Box::pin(external_ip(ctx)),
+    },
+    Spec {
+        name: "[sig-network] Services should be able to update service type to NodePort listening on same port number but different protocols",
+        labels: &[],
+        needs: &[Capability::PodNetwork],
+        timeout: Duration::from_secs(10 * MINUTES),
+        body: |ctx| Box::pin(same_port_other_protocol(ctx)),
+    },
+    Spec {
+        name: "[sig-network] Services should be able to change the type from ExternalName to ClusterIP [Conformance]",
+        labels: &["Conformance"],
+        needs: &[Capability::PodNetwork],
+        timeout: Duration::from_secs(10 * MINUTES),
+        body: |ctx| Box::pin(from_external_name(ctx, "ClusterIP")),
+    },
+    Spec {
+        name: "[sig-network] Services should be able to change the type from ExternalName to NodePort [Conformance]",
+        labels: &["Conformance"],
+        needs: &[Capability::PodNetwork],
+        timeout: Duration::from_secs(10 * MINUTES),
+        body: |ctx| Box::pin(from_external_name(ctx, "NodePort")),
+    },
+    Spec {
+        name: "[sig-network] Services should be able to change the type from ClusterIP to ExternalName [Conformance]",
+        labels: &["Conformance"],
+        needs: &[],
+        timeout: Duration::from_secs(10 * MINUTES),
+        body: |ctx| Box::pin(to_external_name(ctx, "ClusterIP")),
+    },
+    Spec {
+        name: "[sig-network] Services should be able to change the type from NodePort to ExternalName [Conformance]",
+        labels: &["Conformance"],
+        needs: &[],
+        timeout: Duration::from_secs(10 * MINUTES),
+        body: |ctx| Box::pin(to_external_name(ctx, "NodePort")),
+    },
+    Spec {
+        name: "[sig-network] Services should fallback to terminating endpoints when there are no ready endpoints with internalTrafficPolicy=Cluster",
+        labels: &[],
+        needs: &[Capability::PodNetwork],
+        timeout: Duration::from_secs(10 * MINUTES),
+        body: |ctx| Box::pin(terminating_fallback(ctx, false)),
+    },
+    Spec {
+        name: "[sig-network] Services should fallback to local terminating endpoints when there are no ready endpoints with internalTrafficPolicy=Local",
+        labels: &[],
+        needs: &[Capability::PodNetwork],
+        timeout: Duration::from_secs(10 * MINUTES),
+        body: |ctx| Box::pin(terminating_fallback(ctx, true)),
     },
     Spec {
         name: "[sig-cloud-provider-gcp] Upgrade [Feature:Upgrade] master upgrade should maintain a functioning cluster [Feature:MasterUpgrade] [Serial] [Disruptive]",
@@ -733,6 +848,613 @@ async fn nodes_deleted(ctx: &Ctx) -> anyhow::Result<()> {
         "{victim_name} still exists"
     );
     Ok(())
+}
+
+/// A Service's ClusterIP.
+fn cluster_ip(service: &Service) -> anyhow::Result<String> {
+    service
+        .spec
+        .as_ref()
+        .and_then(|s| s.cluster_ip.clone())
+        .filter(|ip| !ip.is_empty() && ip != "None")
+        .with_context(|| format!("Service {} has no ClusterIP", service.name_any()))
+}
+
+/// The node ports of a Service's ports, in order (0 for none).
+fn node_ports(service: &Service) -> Vec<i32> {
+    service
+        .spec
+        .iter()
+        .flat_map(|s| s.ports.iter().flatten())
+        .map(|p| p.node_port.unwrap_or(0))
+        .collect()
+}
+
+/// The address of the first Ready node, and its name.
+async fn first_node(ctx: &Ctx) -> anyhow::Result<(String, String)> {
+    let node = ctx
+        .ready_nodes()
+        .await?
+        .into_iter()
+        .next()
+        .context("no Ready schedulable node")?;
+    let ip = internal_ip(&node).context("a node without an InternalIP")?;
+    Ok((node.name_any(), ip))
+}
+
+/// The load balancer's address of `name`, skipping the test as upstream does when traffic to
+/// it is not delivered to the nodes with that address kept (`ipMode: Proxy`, or a host
+/// name).
+async fn vip_ingress(ctx: &Ctx, name: &str) -> anyhow::Result<String> {
+    let address = ctx
+        .wait_for_ingress(name, timeouts::LOAD_BALANCER_CREATE)
+        .await?;
+    let service = ctx.services().get(name).await?;
+    let first = service
+        .status
+        .and_then(|s| s.load_balancer)
+        .and_then(|l| l.ingress)
+        .and_then(|i| i.into_iter().next());
+    let proxy = first.as_ref().and_then(|i| i.ip_mode.as_deref()) == Some("Proxy");
+    if first.and_then(|i| i.ip).is_none() || proxy {
+        return Err(Skip(format!(
+            "the load balancer of {name} has no IP, or its ipMode is Proxy: the client's address cannot be kept (upstream issue 123714)"
+        ))
+        .into());
+    }
+    Ok(address)
+}
+
+/// "ExternalTrafficPolicy: Local should work for type=LoadBalancer": the pods see the
+/// client's own address, not a node's; when the Service is no longer a load balancer its
+/// health-check node port stops answering.
+async fn local_keeps_client_ip(ctx: &Ctx) -> anyhow::Result<()> {
+    let name = "external-local-lb";
+    ctx.agnhost(name, 1, None).await?;
+    let service = ctx
+        .create_service(
+            name,
+            json!({"type": "LoadBalancer", "externalTrafficPolicy": "Local",
+            "selector": {"app": name},
+            "ports": [{"port": 80, "targetPort": NETEXEC_PORT, "protocol": "TCP"}]}),
+        )
+        .await?;
+    let health_port = service
+        .spec
+        .as_ref()
+        .and_then(|s| s.health_check_node_port)
+        .filter(|p| *p != 0)
+        .context("the Service has no healthCheckNodePort")?;
+    let health_port = port16(health_port)?;
+    let address = vip_ingress(ctx, name).await?;
+    ctx.step(format!(
+        "reading the client address the pod sees through {address}"
+    ));
+    let seen = ctx
+        .wait_for(
+            &format!("http://{address}:80/clientip to answer"),
+            timeouts::LOAD_BALANCER_LAG,
+            || async { ctx.http_get(&address, 80, "/clientip").await },
+        )
+        .await?;
+    let host = seen.rsplit_once(':').map_or(seen.as_str(), |(h, _)| h);
+    let nodes = ctx.ready_nodes().await?;
+    let node_ips: Vec<String> = nodes.iter().filter_map(internal_ip).collect();
+    ensure!(
+        !node_ips.iter().any(|ip| ip == host),
+        "the pod saw the client as {host}, a node's address: with externalTrafficPolicy=Local the client's address must be kept"
+    );
+    ctx.step("changing the Service to type=ClusterIP");
+    ctx.update_service(
+        name,
+        json!({"type": "ClusterIP", "externalTrafficPolicy": null}),
+    )
+    .await?;
+    ctx.wait_for(
+        &format!("the health-check node port {health_port} to stop answering on every node"),
+        timeouts::KUBE_PROXY_LAG,
+        || async {
+            for ip in &node_ips {
+                if ctx.http_get(ip, health_port, "/healthz").await?.is_some() {
+                    return Ok(None);
+                }
+            }
+            Ok(Some(()))
+        },
+    )
+    .await
+}
+
+/// "ExternalTrafficPolicy: Local should work from pods": a pod asking the load balancer is
+/// seen with its own address.
+async fn local_from_pods(ctx: &Ctx) -> anyhow::Result<()> {
+    let name = "external-local-pods";
+    ctx.agnhost(name, 1, None).await?;
+    ctx.create_service(
+        name,
+        json!({"type": "LoadBalancer", "externalTrafficPolicy": "Local",
+        "selector": {"app": name},
+        "ports": [{"port": 80, "targetPort": NETEXEC_PORT, "protocol": "TCP"}]}),
+    )
+    .await?;
+    let address = vip_ingress(ctx, name).await?;
+    let (node, _) = first_node(ctx).await?;
+    let client = ctx.netexec_pod("pause-pod", "pause", &node, &[], 0).await?;
+    let client_ip = client
+        .status
+        .as_ref()
+        .and_then(|s| s.pod_ip.clone())
+        .context("the client pod has no address")?;
+    ctx.step(format!("asking {address}/clientip from pod {client_ip}"));
+    let what = format!("the load balancer to see Pod pause-pod as {client_ip}");
+    ctx.wait_for(&what, timeouts::LOAD_BALANCER_PROPAGATION, || async {
+        let seen = ctx.dial(&client, &address, 80, "http", "clientip").await?;
+        let host = seen
+            .as_deref()
+            .map(|s| s.rsplit_once(':').map_or(s, |(h, _)| h).to_owned());
+        Ok((host.as_deref() == Some(client_ip.as_str())).then_some(()))
+    })
+    .await
+}
+
+/// "should only allow access from service loadbalancer source ranges": only pods within
+/// `loadBalancerSourceRanges` reach the load balancer, as the ranges change.
+async fn source_ranges(ctx: &Ctx) -> anyhow::Result<()> {
+    let name = "lb-sourcerange";
+    ctx.agnhost(name, 1, None).await?;
+    let (node, _) = first_node(ctx).await?;
+    let accept = ctx
+        .netexec_pod("accept-pod", "accept", &node, &[], 0)
+        .await?;
+    let drop = ctx.netexec_pod("drop-pod", "drop", &node, &[], 0).await?;
+    let ip = |pod: &Pod| {
+        pod.status
+            .as_ref()
+            .and_then(|s| s.pod_ip.clone())
+            .context("a pod without an address")
+    };
+    let (accept_ip, drop_ip) = (ip(&accept)?, ip(&drop)?);
+    ctx.create_service(
+        name,
+        json!({"type": "LoadBalancer", "selector": {"app": name},
+        "loadBalancerSourceRanges": [format!("{accept_ip}/32")],
+        "ports": [{"port": 80, "targetPort": NETEXEC_PORT, "protocol": "TCP"}]}),
+    )
+    .await?;
+    let address = ctx
+        .wait_for_ingress(name, timeouts::LOAD_BALANCER_CREATE)
+        .await?;
+    let only = |allowed: &'static str| {
+        let (accept, drop, address) = (&accept, &drop, address.as_str());
+        async move {
+            let what = format!("only {allowed} to reach the load balancer {address}");
+            ctx.step(format!("waiting for {what}"));
+            ctx.wait_for(&what, timeouts::LOAD_BALANCER_PROPAGATION, || async {
+                let a = ctx
+                    .dial(accept, address, 80, "http", "hostname")
+                    .await?
+                    .is_some();
+                let d = ctx
+                    .dial(drop, address, 80, "http", "hostname")
+                    .await?
+                    .is_some();
+                Ok(match allowed {
+                    "accept-pod" => a && !d,
+                    "drop-pod" => d && !a,
+                    _ => a && d,
+                }
+                .then_some(()))
+            })
+            .await
+        }
+    };
+    only("accept-pod").await?;
+    ctx.step(format!("allowing only {drop_ip}/32"));
+    ctx.update_service(
+        name,
+        json!({"loadBalancerSourceRanges": [format!("{drop_ip}/32")]}),
+    )
+    .await?;
+    only("drop-pod").await?;
+    ctx.step("removing the source ranges");
+    ctx.update_service(name, json!({"loadBalancerSourceRanges": null}))
+        .await?;
+    only("both pods").await
+}
+
+/// "should be able to update service type to NodePort listening on same port number but
+/// different protocols": a NodePort Service gets 80/UDP beside 80/TCP, a node port for
+/// each, and both answer.
+async fn same_port_other_protocol(ctx: &Ctx) -> anyhow::Result<()> {
+    let name = "nodeport-update-service";
+    ctx.agnhost(name, 2, None).await?;
+    let tcp =
+        json!({"name": "tcp-port", "port": 80, "targetPort": NETEXEC_PORT, "protocol": "TCP"});
+    let service = ctx
+        .create_service(
+            name,
+            json!({"type": "ClusterIP", "selector": {"app": name}, "ports": [tcp]}),
+        )
+        .await?;
+    let ip = cluster_ip(&service)?;
+    let (node, node_ip) = first_node(ctx).await?;
+    let client = ctx.netexec_pod("execpod", "execpod", &node, &[], 0).await?;
+    let from_backend = |h: &str| h.starts_with(name);
+    ctx.wait_dial(&client, &ip, 80, "http", from_backend)
+        .await?;
+    ctx.step("changing the Service to type=NodePort");
+    let service = ctx
+        .update_service(name, json!({"type": "NodePort"}))
+        .await?;
+    let first = node_port(&service).context("no node port for type=NodePort")?;
+    ctx.wait_dial(&client, &node_ip, port16(first)?, "http", from_backend)
+        .await?;
+    ctx.step("adding port 80/UDP");
+    let udp =
+        json!({"name": "udp-port", "port": 80, "targetPort": NETEXEC_PORT, "protocol": "UDP"});
+    let service = ctx
+        .update_service(name, json!({"ports": [tcp, udp]}))
+        .await?;
+    let ports = node_ports(&service);
+    ensure!(
+        ports.len() == 2 && ports.iter().all(|p| *p != 0),
+        "expected two ports with node ports, got node ports {ports:?}"
+    );
+    ctx.wait_dial(&client, &ip, 80, "udp", from_backend).await?;
+    ctx.wait_dial(&client, &node_ip, port16(ports[0])?, "http", from_backend)
+        .await?;
+    ctx.wait_dial(&client, &node_ip, port16(ports[1])?, "udp", from_backend)
+        .await?;
+    Ok(())
+}
+
+/// "should be able to change the type from ExternalName to ClusterIP/NodePort": the
+/// Service gets a ClusterIP (and node port) and answers.
+async fn from_external_name(ctx: &Ctx, target: &str) -> anyhow::Result<()> {
+    let name = "externalname-service";
+    ctx.create_service(
+        name,
+        json!({"type": "ExternalName", "externalName": "foo.example.com"}),
+    )
+    .await?;
+    ctx.agnhost(name, 2, None).await?;
+    ctx.step(format!("changing the Service to type={target}"));
+    let service = ctx
+        .update_service(
+            name,
+            json!({"type": target, "externalName": null, "selector": {"app": name},
+            "ports": [{"port": 80, "targetPort": NETEXEC_PORT, "protocol": "TCP"}]}),
+        )
+        .await?;
+    let ip = cluster_ip(&service).context("no ClusterIP after the change from ExternalName")?;
+    let (node, node_ip) = first_node(ctx).await?;
+    let client = ctx.netexec_pod("execpod", "execpod", &node, &[], 0).await?;
+    let from_backend = |h: &str| h.starts_with(name);
+    ctx.wait_dial(&client, &ip, 80, "http", from_backend)
+        .await?;
+    if target == "NodePort" {
+        let port = node_port(&service).context("no node port for type=NodePort")?;
+        ctx.wait_dial(&client, &node_ip, port16(port)?, "http", from_backend)
+            .await?;
+    }
+    Ok(())
+}
+
+/// "should be able to change the type from ClusterIP/NodePort to ExternalName": the
+/// Service gives up its ClusterIP and node ports. (Upstream then resolves the name through
+/// the cluster's DNS; the runner has no DNS to ask, so it checks the API's side only.)
+async fn to_external_name(ctx: &Ctx, from: &str) -> anyhow::Result<()> {
+    let name = if from == "NodePort" {
+        "nodeport-service"
+    } else {
+        "clusterip-service"
+    };
+    let service = ctx
+        .create_service(
+            name,
+            json!({"type": from, "selector": {"app": name},
+            "ports": [{"port": 80, "targetPort": NETEXEC_PORT, "protocol": "TCP"}]}),
+        )
+        .await?;
+    cluster_ip(&service)?;
+    let external = format!("externalsvc.{}.svc.cluster.local", ctx.namespace);
+    ctx.step(format!(
+        "changing the Service to type=ExternalName {external}"
+    ));
+    let service = ctx
+        .update_service(
+            name,
+            json!({"type": "ExternalName", "externalName": external}),
+        )
+        .await?;
+    let spec = service.spec.clone().unwrap_or_default();
+    ensure!(
+        spec.cluster_ip.as_deref().unwrap_or("").is_empty(),
+        "the ExternalName Service kept ClusterIP {:?}",
+        spec.cluster_ip
+    );
+    ensure!(
+        node_ports(&service).iter().all(|p| *p == 0),
+        "the ExternalName Service kept node ports {:?}",
+        node_ports(&service)
+    );
+    ensure!(
+        spec.external_name.as_deref() == Some(external.as_str()),
+        "externalName is {:?}",
+        spec.external_name
+    );
+    Ok(())
+}
+
+/// "should fallback to (local) terminating endpoints when there are no ready endpoints with
+/// internalTrafficPolicy=Cluster/Local": a Service whose only endpoint is terminating
+/// still forwards to it, from every node (Cluster) or from its node only (Local).
+async fn terminating_fallback(ctx: &Ctx, local: bool) -> anyhow::Result<()> {
+    let nodes = ctx.ready_nodes().await?;
+    if nodes.len() < 2 {
+        return Err(Skip("the test needs at least 2 Ready schedulable nodes".into()).into());
+    }
+    let (node0, node1) = (nodes[0].name_any(), nodes[1].name_any());
+    let name = "svc-terminating";
+    let server = "webserver-pod";
+    ctx.netexec_pod(server, "webserver", &node0, &["--delay-shutdown=100"], 100)
+        .await?;
+    let pod0 = ctx.netexec_pod("pod0", "client", &node0, &[], 0).await?;
+    let pod1 = ctx.netexec_pod("pod1", "client", &node1, &[], 0).await?;
+    let policy = if local { "Local" } else { "Cluster" };
+    let service = ctx
+        .create_service(
+            name,
+            json!({"selector": {"app": "webserver"}, "internalTrafficPolicy": policy,
+            "ports": [{"port": 80, "targetPort": NETEXEC_PORT, "protocol": "TCP"}]}),
+        )
+        .await?;
+    let ip = cluster_ip(&service)?;
+    let is_server = |h: &str| h == server;
+    ctx.wait_dial(&pod0, &ip, 80, "http", is_server).await?;
+    if !local {
+        ctx.wait_dial(&pod1, &ip, 80, "http", is_server).await?;
+    }
+    ctx.step(format!(
+        "deleting {server}: its endpoint is left terminating"
+    ));
+    let pods = ctx.pods();
+    pods.delete(server, &DeleteParams::default()).await?;
+    let slices: Api<EndpointSlice> = Api::namespaced(ctx.client.clone(), &ctx.namespace);
+    ctx.wait_for(
+        "the endpoint to be terminating and serving, not ready",
+        timeouts::KUBE_PROXY_LAG,
+        || async {
+            let list = slices
+                .list(&ListParams::default().labels(&format!("kubernetes.io/service-name={name}")))
+                .await?;
+            let terminating = list.items.iter().flat_map(|s| &s.endpoints).any(|e| {
+                let c = e.conditions.clone().unwrap_or_default();
+                c.ready == Some(false) && c.serving == Some(true) && c.terminating == Some(true)
+            });
+            Ok(terminating.then_some(()))
+        },
+    )
+    .await?;
+    // upstream's execHostnameTest retries until it reaches the pod; reaching nothing is a
+    // single try that must fail.
+    let only_terminating = "a Service with only terminating endpoints must still use them";
+    for round in 1..=5 {
+        ctx.step(format!(
+            "round {round}: asking the Service from pod0 and pod1"
+        ));
+        ctx.wait_dial(&pod0, &ip, 80, "http", is_server)
+            .await
+            .with_context(|| {
+                format!("pod0, on the terminating endpoint's node: {only_terminating}")
+            })?;
+        if local {
+            let from1 = ctx.dial(&pod1, &ip, 80, "http", "hostname").await?;
+            ensure!(
+                from1.is_none(),
+                "pod1 reached {from1:?} on another node although internalTrafficPolicy is Local"
+            );
+        } else {
+            ctx.wait_dial(&pod1, &ip, 80, "http", is_server)
+                .await
+                .with_context(|| format!("pod1: {only_terminating}"))?;
+        }
+        tokio::time::sleep(Duration::from_secs(1)).await;
+    }
+    ctx.step(format!("removing {server} at once"));
+    pods.delete(server, &DeleteParams::default().grace_period(0))
+        .await?;
+    Ok(())
+}
+
+/// How many rolling updates the disruption test makes, and the share of requests that must
+/// succeed during each (upstream's).
+const ROLLING_UPDATES: usize = 5;
+const MIN_SUCCESS_RATE: f64 = 0.95;
+
+/// "should not have connectivity disruption during rolling update with
+/// externalTrafficPolicy=Cluster/Local" (`testRollingUpdateLBConnectivityDisruption`).
+/// Upstream rolls a DaemonSet; this cluster may serve no DaemonSets, so a Deployment of one
+/// pod per node rolls instead (`maxUnavailable: 10%`), its pods serving on for the scaled
+/// `--delay-shutdown=60` after they are told to stop, while requests go through the load
+/// balancer without keep-alive. At least 95% of them succeed during each of five updates.
+async fn rolling_update_without_disruption(ctx: &Ctx, policy: &str) -> anyhow::Result<()> {
+    let nodes = ctx.ready_nodes().await?.len();
+    if !(2..=25).contains(&nodes) {
+        return Err(Skip(format!(
+            "the test needs 2 to 25 Ready schedulable nodes, not {nodes}"
+        ))
+        .into());
+    }
+    let name = "lb-rolling-update";
+    let shutdown = ctx.timeout(Duration::from_secs(60)).as_secs().max(1);
+    let mut pod_spec = netexec_pod_spec(&[&format!("--delay-shutdown={shutdown}")]);
+    pod_spec["terminationGracePeriodSeconds"] = json!(shutdown + 1);
+    let replicas = i32::try_from(nodes)?;
+    let deployment: Deployment = serde_json::from_value(json!({
+        "metadata": {"name": name},
+        "spec": {"replicas": replicas, "selector": {"matchLabels": {"app": name}},
+            "strategy": {"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": "10%"}},
+            "template": {"metadata": {"labels": {"app": name}}, "spec": pod_spec}}}))?;
+    ctx.step(format!(
+        "creating a Deployment {name} of {replicas} agnhost netexec pods"
+    ));
+    ctx.deployments()
+        .create(&PostParams::default(), &deployment)
+        .await?;
+    ctx.wait_ready_pods(name, replicas).await?;
+    ctx.create_service(
+        name,
+        json!({"type": "LoadBalancer", "externalTrafficPolicy": policy,
+        "selector": {"app": name},
+        "ports": [{"port": 80, "targetPort": NETEXEC_PORT, "protocol": "TCP"}]}),
+    )
+    .await?;
+    let address = ctx
+        .wait_for_ingress(name, timeouts::LOAD_BALANCER_CREATE)
+        .await?;
+    ctx.wait_reachable_http(&address, 80).await?;
+    let sent = AtomicUsize::new(0);
+    let answered = AtomicUsize::new(0);
+    let done = AtomicBool::new(false);
+    let traffic = async {
+        while !done.load(Ordering::Relaxed) {
+            let body = ctx.http_get(&address, 80, "/echo?msg=hello").await;
+            sent.fetch_add(1, Ordering::Relaxed);
+            if matches!(body, Ok(Some(ref b)) if b == "hello") {
+                answered.fetch_add(1, Ordering::Relaxed);
+            }
+        }
+    };
+    let updates = async {
+        let outcome = async {
+            for version in 1..=ROLLING_UPDATES {
+                sent.store(0, Ordering::Relaxed);
+                answered.store(0, Ordering::Relaxed);
+                ctx.step(format!("rolling update {version}: VERSION={version}"));
+                let env = json!([{"name": "VERSION", "value": version.to_string()}]);
+                ctx.deployments()
+                    .patch(
+                        name,
+                        &PatchParams::default(),
+                        &Patch::Strategic(json!({"spec": {"template": {"spec": {
+                            "containers": [{"name": "agnhost", "env": env}]}}}})),
+                    )
+                    .await?;
+                wait_rolled_out(ctx, name, replicas).await?;
+                let (total, good) = (sent.load(Ordering::Relaxed), answered.load(Ordering::Relaxed));
+                let rate = if total == 0 { 0.0 } else { good as f64 / total as f64 };
+                ctx.step(format!("{good} of {total} requests answered during update {version}"));
+                ensure!(
+                    total > 0 && rate >= MIN_SUCCESS_RATE,
+                    "only {good} of {total} requests through the load balancer were answered during rolling update {version} (at least {:.0}% must be): does the load balancer drain nodes whose pods go?",
+                    MIN_SUCCESS_RATE * 100.0
+                );
+            }
+            anyhow::Ok(())
+        }
+        .await;
+        done.store(true, Ordering::Relaxed);
+        outcome
+    };
+    let ((), outcome) = tokio::join!(traffic, updates);
+    outcome?;
+    ctx.wait_reachable_http(&address, 80).await.map(|_| ())
+}
+
+/// Waits until Deployment `name` has rolled out: every one of its `replicas` pods updated
+/// and available, and no old one left.
+async fn wait_rolled_out(ctx: &Ctx, name: &str, replicas: i32) -> anyhow::Result<()> {
+    let deployments = ctx.deployments();
+    ctx.wait_for(
+        &format!("Deployment {name} to roll out"),
+        timeouts::LOAD_BALANCER_PROPAGATION,
+        || async {
+            let deployment = deployments.get(name).await?;
+            let generation = deployment.metadata.generation.unwrap_or(0);
+            let status = deployment.status.unwrap_or_default();
+            Ok((status.observed_generation.unwrap_or(0) >= generation
+                && status.updated_replicas == Some(replicas)
+                && status.available_replicas == Some(replicas)
+                && status.replicas == Some(replicas))
+            .then_some(()))
+        },
+    )
+    .await
+}
+
+/// "should be possible to connect to a service via ExternalIP when the external IP is not
+/// assigned to a node": a ClusterIP Service with `externalIPs: [--external-ip]` answers
+/// there, from inside the cluster.
+async fn external_ip(ctx: &Ctx) -> anyhow::Result<()> {
+    let name = "externalip-test";
+    let address = ctx.external_ip.clone();
+    let created = ctx
+        .create_service(
+            name,
+            json!({"type": "ClusterIP", "selector": {"app": name}, "externalIPs": [address],
+            "ports": [{"name": "http", "port": 80, "targetPort": NETEXEC_PORT, "protocol": "TCP"}]}),
+        )
+        .await;
+    if let Err(error) = &created
+        && format!("{error:#}").contains("Use of external IPs is denied by admission control")
+    {
+        return Err(Skip("the cluster's admission control denies external IPs".into()).into());
+    }
+    let service = created?;
+    ctx.agnhost(name, 2, None).await?;
+    let (node, _) = first_node(ctx).await?;
+    let client = ctx.netexec_pod("execpod", "execpod", &node, &[], 0).await?;
+    let from_backend = |h: &str| h.starts_with(name);
+    ctx.wait_dial(&client, &cluster_ip(&service)?, 80, "http", from_backend)
+        .await?;
+    ctx.wait_dial(&client, &address, 80, "http", from_backend)
+        .await
+        .with_context(|| format!("the Service does not answer on its external IP {address}"))?;
+    Ok(())
+}
+
+/// "should be able to create LoadBalancer Service without NodePort and change it": a
+/// load balancer with `allocateLoadBalancerNodePorts: false` has no node port and answers;
+/// allowed node ports again, it gets one and keeps its address.
+async fn without_node_ports(ctx: &Ctx) -> anyhow::Result<()> {
+    let name = "lb-without-nodeport";
+    ctx.agnhost(name, 1, None).await?;
+    ctx.create_service(
+        name,
+        json!({"type": "ClusterIP", "selector": {"app": name},
+        "ports": [{"port": 80, "targetPort": NETEXEC_PORT, "protocol": "TCP"}]}),
+    )
+    .await?;
+    ctx.step("changing the Service to type=LoadBalancer without node ports");
+    let service = ctx
+        .update_service(
+            name,
+            json!({"type": "LoadBalancer", "allocateLoadBalancerNodePorts": false}),
+        )
+        .await?;
+    ensure!(
+        node_ports(&service).iter().all(|p| *p == 0),
+        "allocateLoadBalancerNodePorts=false, yet node ports {:?} were allocated",
+        node_ports(&service)
+    );
+    let address = ctx
+        .wait_for_ingress(name, timeouts::LOAD_BALANCER_CREATE)
+        .await?;
+    ctx.wait_reachable_http(&address, 80).await.context(
+        "the load balancer of a Service without node ports does not answer: does it reach the pods?",
+    )?;
+    ctx.step("allowing node ports");
+    let service = ctx
+        .update_service(name, json!({"allocateLoadBalancerNodePorts": true}))
+        .await?;
+    ensure!(
+        node_ports(&service).iter().all(|p| *p != 0),
+        "allocateLoadBalancerNodePorts=true, yet the node ports are {:?}",
+        node_ports(&service)
+    );
+    ensure_same_ingress(ctx, name, &address).await?;
+    ctx.wait_reachable_http(&address, 80).await.map(|_| ())
 }
 
 #[cfg(test)]

@@ -170,6 +170,43 @@ pub struct Settings {
     pub dry_run: bool,
     /// The version the upgrade tests go to.
     pub upgrade_target: Option<String>,
+    /// The address the external-IP test gives its Service.
+    pub external_ip: String,
+    /// Before the tests, delete the namespaces an earlier run left (those labelled
+    /// [`NAMESPACE_LABEL`]), with their Services and so their load balancers.
+    pub clean_start: bool,
+    /// Told how the run stands whenever a test starts or ends (the terminal's status line).
+    pub status: Option<StatusHook>,
+}
+
+/// The label every test namespace carries, so that `--clean-start` finds an earlier run's.
+pub const NAMESPACE_LABEL: (&str, &str) = ("e2e-framework", "ccm-e2e");
+
+/// How a run stands.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Tally {
+    /// The tests selected.
+    pub selected: usize,
+    /// The tests running now, by name.
+    pub running: Vec<&'static str>,
+    /// How many passed.
+    pub passed: usize,
+    /// How many failed (or were stopped).
+    pub failed: usize,
+    /// How many were skipped.
+    pub skipped: usize,
+    /// Since the run started.
+    pub elapsed: Duration,
+}
+
+/// What is told how a run stands ([`Settings::status`]).
+#[derive(Clone)]
+pub struct StatusHook(pub Arc<dyn Fn(&Tally) + Send + Sync>);
+
+impl std::fmt::Debug for StatusHook {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("StatusHook")
+    }
 }
 
 impl Default for Settings {
@@ -184,6 +221,9 @@ impl Default for Settings {
             report_dir: None,
             dry_run: false,
             upgrade_target: None,
+            external_ip: "203.0.113.250".to_owned(),
+            clean_start: false,
+            status: None,
         }
     }
 }
@@ -391,6 +431,25 @@ struct Shared {
     /// Namespaces made and not yet cleaned up.
     live: Mutex<BTreeSet<String>>,
     started: Mutex<BTreeMap<usize, Instant>>,
+    /// How the run stands (`Tally::elapsed` is filled in when told).
+    tally: Mutex<Tally>,
+    /// When the run started.
+    since: Instant,
+}
+
+impl Shared {
+    /// Changes the tally and tells the status hook.
+    fn tally(&self, change: impl FnOnce(&mut Tally)) {
+        let now = {
+            let mut tally = lock(&self.tally);
+            change(&mut tally);
+            tally.elapsed = self.since.elapsed();
+            tally.clone()
+        };
+        if let Some(StatusHook(hook)) = &self.settings.status {
+            hook(&now);
+        }
+    }
 }
 
 fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -435,7 +494,15 @@ pub async fn run(
         results: Mutex::default(),
         live: Mutex::default(),
         started: Mutex::default(),
+        tally: Mutex::new(Tally {
+            selected: specs.len(),
+            ..Tally::default()
+        }),
+        since: started,
     });
+    if settings.clean_start && !settings.dry_run {
+        clean_start(&shared).await?;
+    }
     let mut parallel = Vec::new();
     let mut serial = Vec::new();
     for (index, spec) in specs.iter().enumerate() {
@@ -537,6 +604,14 @@ fn record(
         ),
     };
     (shared.progress)(&line);
+    shared.tally(|t| {
+        t.running.retain(|name| *name != spec.name);
+        match &outcome {
+            Outcome::Passed => t.passed += 1,
+            Outcome::Failed(_) | Outcome::Stopped(_) => t.failed += 1,
+            Outcome::Skipped(_) | Outcome::DryRun => t.skipped += 1,
+        }
+    });
     lock(&shared.results).insert(
         index,
         TestResult {
@@ -564,6 +639,7 @@ pub fn needs(spec: &Spec) -> String {
 async fn run_one(shared: Arc<Shared>, index: usize, spec: &'static Spec) {
     let started = Instant::now();
     lock(&shared.started).insert(index, started);
+    shared.tally(|t| t.running.push(spec.name));
     let suffix: String = uuid::Uuid::new_v4()
         .simple()
         .to_string()
@@ -573,7 +649,7 @@ async fn run_one(shared: Arc<Shared>, index: usize, spec: &'static Spec) {
     let namespace = format!("ccm-e2e-{index}-{suffix}");
     let namespaces: Api<Namespace> = Api::all(shared.client.clone());
     let made: Result<Namespace, _> = serde_json::from_value(json!({"metadata": {"name": namespace,
-        "labels": {"e2e-framework": "ccm-e2e"}}}));
+        "labels": {NAMESPACE_LABEL.0: NAMESPACE_LABEL.1}}}));
     let created = match made {
         Ok(object) => namespaces
             .create(&PostParams::default(), &object)
@@ -595,13 +671,17 @@ async fn run_one(shared: Arc<Shared>, index: usize, spec: &'static Spec) {
         shared.settings.scale,
     );
     ctx.upgrade_target = shared.settings.upgrade_target.clone();
+    ctx.external_ip = shared.settings.external_ip.clone();
     let limit = spec.timeout.mul_f64(shared.settings.scale);
     let outcome = match tokio::time::timeout(limit, (spec.body)(&ctx)).await {
         Ok(Ok(())) => Outcome::Passed,
-        Ok(Err(error)) => Outcome::Failed(format!("{error:#}")),
+        Ok(Err(error)) => match error.downcast_ref::<crate::framework::Skip>() {
+            Some(skip) => Outcome::Skipped(skip.0.clone()),
+            None => Outcome::Failed(format!("{error:#}")),
+        },
         Err(_) => Outcome::Failed(format!("the test timed out after {limit:.1?}")),
     };
-    let failed = outcome != Outcome::Passed;
+    let failed = matches!(outcome, Outcome::Failed(_));
     let mut steps = ctx.steps();
     if failed
         && shared.settings.dump_on_failure
@@ -622,6 +702,59 @@ async fn run_one(shared: Arc<Shared>, index: usize, spec: &'static Spec) {
 /// Deletes the Services of `namespace` (so that the CCM deletes their load balancers) and
 /// waits until they are gone; then deletes the namespace when `delete`. Notes on what went
 /// wrong.
+/// `--clean-start`: deletes the namespaces an earlier run left (labelled
+/// [`NAMESPACE_LABEL`]) as a test's are cleaned up, Services first so that their load
+/// balancers go, and waits until they are gone.
+async fn clean_start(shared: &Shared) -> anyhow::Result<()> {
+    let namespaces: Api<Namespace> = Api::all(shared.client.clone());
+    let selector = format!("{}={}", NAMESPACE_LABEL.0, NAMESPACE_LABEL.1);
+    let listed = ListParams::default().labels(&selector);
+    let left: Vec<String> = namespaces
+        .list(&listed)
+        .await
+        .context("--clean-start: listing the namespaces of earlier runs")?
+        .items
+        .iter()
+        .map(|n| n.name_any())
+        .collect();
+    if left.is_empty() {
+        (shared.progress)("ccm-e2e: --clean-start: no namespace left by an earlier run");
+        return Ok(());
+    }
+    (shared.progress)(&format!(
+        "ccm-e2e: --clean-start: deleting {} namespaces left by an earlier run: {}",
+        left.len(),
+        left.join(", ")
+    ));
+    for namespace in &left {
+        for note in clean_up(shared, namespace, true).await {
+            (shared.progress)(&format!("ccm-e2e: {note}"));
+        }
+    }
+    let wait = timeouts::NAMESPACE_DELETE
+        .mul_f64(shared.settings.scale)
+        .max(Duration::from_secs(10));
+    let deadline = Instant::now() + wait;
+    loop {
+        let still: Vec<String> = namespaces
+            .list(&listed)
+            .await?
+            .items
+            .iter()
+            .map(|n| n.name_any())
+            .filter(|n| left.contains(n))
+            .collect();
+        if still.is_empty() {
+            return Ok(());
+        }
+        anyhow::ensure!(
+            Instant::now() < deadline,
+            "--clean-start: namespaces {still:?} still exist after {wait:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
 async fn clean_up(shared: &Shared, namespace: &str, delete: bool) -> Vec<String> {
     let mut notes = Vec::new();
     let services: Api<Service> = Api::namespaced(shared.client.clone(), namespace);

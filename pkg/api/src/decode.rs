@@ -46,6 +46,9 @@ pub enum Type {
     MicroTime,
     /// A `resource.Quantity`: a string or a number.
     Quantity,
+    /// An `intstr.IntOrString`: a 32-bit integer or a string (a port number or name, a
+    /// count or a percentage).
+    IntOrString,
     /// Anything (kept as it is).
     Any,
     /// An object with known fields.
@@ -71,6 +74,7 @@ impl Type {
             Type::Time => "Time (RFC 3339 string)".to_owned(),
             Type::MicroTime => "MicroTime (RFC 3339 string with microseconds)".to_owned(),
             Type::Quantity => "Quantity".to_owned(),
+            Type::IntOrString => "IntOrString".to_owned(),
             Type::Any => "any".to_owned(),
             Type::Struct(s) => s.name.to_owned(),
             Type::Map(t) => format!("map[string]{}", t.name()),
@@ -83,7 +87,7 @@ impl Type {
         match self {
             Type::String | Type::Bytes => Value::from(""),
             Type::Bool => Value::Bool(false),
-            Type::Int32 | Type::Int64 => Value::from(0),
+            Type::Int32 | Type::Int64 | Type::IntOrString => Value::from(0),
             Type::Quantity => Value::from("0"),
             Type::Struct(_) => Value::Object(Map::new()),
             Type::Time
@@ -290,7 +294,8 @@ impl Walker {
         match (ty, value) {
             (Type::Any, v) => Ok(v.clone()),
             (Type::String, Value::String(_)) | (Type::Bool, Value::Bool(_)) => Ok(value.clone()),
-            (Type::Int32, Value::Number(n)) => match n.as_i64() {
+            (Type::IntOrString, Value::String(_)) => Ok(value.clone()),
+            (Type::Int32 | Type::IntOrString, Value::Number(n)) => match n.as_i64() {
                 Some(i) if i32::try_from(i).is_ok() => Ok(value.clone()),
                 _ => Err(self.wrong(path, value, ty)),
             },

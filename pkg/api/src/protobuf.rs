@@ -11,6 +11,8 @@
 //! - `metav1.Time` and `MicroTime` are messages of `seconds` (1) and `nanos` (2); a zero time is
 //!   an empty message; `resource.Quantity` is a message of one string (1); `RawExtension` and
 //!   `FieldsV1` ([`Type::Any`]) are a message of bytes (1) holding JSON; `[]byte` is bytes;
+//! - `intstr.IntOrString` is a message of `type` (1: 0 for an integer, 1 for a string),
+//!   `intVal` (2) and `strVal` (3); like a struct, it is in the JSON whenever it is on the wire;
 //! - a `map<string, V>` is a repeated entry message of `key` (1) and `value` (2); lists are
 //!   repeated fields, not packed (packed scalars are read too);
 //! - a list kind is `ListMeta metadata = 1; repeated T items = 2`;
@@ -551,6 +553,10 @@ fn field_value(
             }
             Ok((!map.is_empty()).then_some(Value::Object(map)))
         }
+        Type::IntOrString => {
+            // A Go struct value: never left out, whatever it holds.
+            one_value(field.ty, raws[raws.len() - 1], path, depth).map(Some)
+        }
         Type::Struct(_) => {
             // Occurrences of a message field merge, which is reading their concatenation.
             let joined: Vec<u8> = raws
@@ -674,6 +680,10 @@ fn one_value(ty: Type, raw: Raw<'_>, path: &str, depth: usize) -> Result<Value, 
                     message: e.to_string(),
                 })
         }
+        Type::IntOrString => {
+            let b = bytes(raw);
+            int_or_string(&b, path)
+        }
         Type::Any => {
             let b = bytes(raw);
             let json = single_field(&b, path)?;
@@ -773,6 +783,47 @@ fn single_field(data: &[u8], path: &str) -> Result<Vec<u8>, ProtobufError> {
         }
     }
     Ok(out)
+}
+
+/// Reads an `IntOrString` message: the string when `type` (1) is 1, else the integer.
+fn int_or_string(data: &[u8], path: &str) -> Result<Value, ProtobufError> {
+    let mut reader = Reader::new(data);
+    let (mut kind, mut int, mut text) = (0u64, 0i32, String::new());
+    while !reader.done() {
+        let (number, wire) = reader.tag(path)?;
+        let (expected, ty) = match number {
+            1 => (VARINT, "int64"),
+            2 => (VARINT, "int32"),
+            3 => (LEN, "string"),
+            _ => {
+                reader.value(number, wire, path, 1)?;
+                continue;
+            }
+        };
+        if wire != expected {
+            return Err(ProtobufError::WireType {
+                field: format!(
+                    "{path}.{}",
+                    ["type", "intVal", "strVal"][number as usize - 1]
+                ),
+                found: wire,
+                expected,
+                ty: ty.to_owned(),
+            });
+        }
+        match reader.value(number, wire, path, 1)? {
+            Some(Raw::Varint(v)) if number == 1 => kind = v,
+            // As Go does, an int32 keeps the low 32 bits of the varint.
+            Some(Raw::Varint(v)) => int = v as u32 as i32,
+            Some(Raw::Bytes(b)) => text = utf8(b, path)?.to_owned(),
+            None => {}
+        }
+    }
+    Ok(if kind == 1 {
+        Value::from(text)
+    } else {
+        Value::from(int)
+    })
 }
 
 // ---- writing ----
@@ -945,6 +996,23 @@ fn write_value(
             let q = Quantity::parse(&text).map_err(|e| bad(e.to_string()))?;
             let mut message = Vec::new();
             put_bytes(&mut message, 1, q.to_string().as_bytes());
+            put_bytes(buf, number, &message);
+        }
+        (Type::IntOrString, Value::Number(_) | Value::String(_)) => {
+            // All three fields, as gogo writes a struct value.
+            let mut message = Vec::new();
+            let (kind, int, text) = match value {
+                Value::String(s) => (1, 0, s.as_str()),
+                _ => {
+                    let i = value.as_i64().and_then(|i| i32::try_from(i).ok());
+                    (0, i.ok_or_else(|| mismatch(path, ty, value))?, "")
+                }
+            };
+            put_tag(&mut message, 1, VARINT);
+            put_varint(&mut message, kind);
+            put_tag(&mut message, 2, VARINT);
+            put_varint(&mut message, i64::from(int) as u64);
+            put_bytes(&mut message, 3, text.as_bytes());
             put_bytes(buf, number, &message);
         }
         (Type::Any, v) => {
@@ -1174,6 +1242,7 @@ mod tests {
             Type::Time => Value::from("2026-11-22T03:40:00Z"),
             Type::MicroTime => Value::from("2026-11-22T03:40:00.123456Z"),
             Type::Quantity => Value::from("1500m"),
+            Type::IntOrString => Value::from("25%"),
             Type::Any => json!({"f:data": {"f:a": {}}}),
             Type::Struct(schema) => {
                 let mut object = Map::new();
@@ -1391,6 +1460,36 @@ mod tests {
         assert_eq!(
             cm.unwrap()["metadata"]["managedFields"],
             json!([{"manager": "kubectl", "fieldsV1": {"f:data": {}}}])
+        );
+    }
+
+    #[test]
+    fn int_or_string_is_its_message_of_three_fields() {
+        static PORT: Struct = Struct {
+            name: "Port",
+            fields: &[
+                Field::type_meta("apiVersion"),
+                Field::type_meta("kind"),
+                Field::new("targetPort", 4, Type::IntOrString),
+            ],
+        };
+        // targetPort {type: 0, intVal: 8080, strVal: ""}, as gogo writes it.
+        let number = [vec![0x08, 0x00, 0x10], varint(8080), vec![0x1a, 0x00]].concat();
+        // targetPort {type: 1, intVal: 0, strVal: "http"}.
+        let name = [vec![0x08, 0x01, 0x10, 0x00], ld(0x1a, b"http")].concat();
+        for (raw, json) in [(number, json!(8080)), (name, json!("http"))] {
+            let object = decode(&body("v1", "Port", &ld(0x22, &raw)), &PORT).unwrap();
+            assert_eq!(object["targetPort"], json);
+            let again = encode(&object, &PORT).unwrap();
+            assert_eq!(again, body("v1", "Port", &ld(0x22, &raw)));
+        }
+        // A zero integer is kept, as Go keeps a struct value.
+        let zero = decode(&body("v1", "Port", &ld(0x22, &[])), &PORT).unwrap();
+        assert_eq!(zero["targetPort"], json!(0));
+        let wrong = decode(&body("v1", "Port", &ld(0x22, &ld(0x12, b"x"))), &PORT);
+        assert!(
+            matches!(wrong, Err(ProtobufError::WireType { ref field, .. }) if field == "Port.targetPort.intVal"),
+            "{wrong:?}"
         );
     }
 

@@ -68,11 +68,18 @@ pub enum Capability {
     ControlPlaneUpgrade,
     /// [`Provider::upgrade_nodes`] works.
     NodeUpgrade,
+    /// Pod addresses are reachable from where probes run, so that a test can have an agnhost
+    /// `netexec` pod send traffic from inside the cluster (its `/dial`), where upstream's
+    /// tests run `curl` in an exec pod.
+    PodNetwork,
+    /// Load balancers reach a Service's pods without node ports
+    /// (`allocateLoadBalancerNodePorts: false`), as those that address pods directly do.
+    LoadBalancerToPods,
 }
 
 impl Capability {
     /// Every capability, in order.
-    pub const ALL: [Capability; 13] = [
+    pub const ALL: [Capability; 15] = [
         Capability::NodeDeletion,
         Capability::NodeStop,
         Capability::NodeReboot,
@@ -86,6 +93,8 @@ impl Capability {
         Capability::TrafficProbe,
         Capability::ControlPlaneUpgrade,
         Capability::NodeUpgrade,
+        Capability::PodNetwork,
+        Capability::LoadBalancerToPods,
     ];
 
     /// Its name, as the protocol and `--list` spell it.
@@ -104,6 +113,8 @@ impl Capability {
             Capability::TrafficProbe => "TrafficProbe",
             Capability::ControlPlaneUpgrade => "ControlPlaneUpgrade",
             Capability::NodeUpgrade => "NodeUpgrade",
+            Capability::PodNetwork => "PodNetwork",
+            Capability::LoadBalancerToPods => "LoadBalancerToPods",
         }
     }
 }

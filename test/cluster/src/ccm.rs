@@ -25,13 +25,16 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use k8s_openapi::api::core::v1::{Node, Service};
+use k8s_openapi::api::discovery::v1::EndpointSlice;
 use kube::api::{Api, DeleteParams, Patch, PatchParams};
 use kube::runtime::watcher;
 use kube::{Client, ResourceExt as _};
 use serde_json::json;
 use tokio::sync::Notify;
 
-use crate::cloud::{Cloud, Error as CloudError, InstanceState, LoadBalancerPort, LoadBalancerSpec};
+use crate::cloud::{
+    Cloud, Error as CloudError, InstanceState, LoadBalancerPort, LoadBalancerSpec, PodTarget,
+};
 use crate::kube_proxy::Protocol;
 use crate::kubelet::UNINITIALIZED_TAINT;
 
@@ -53,6 +56,8 @@ pub struct Faults {
     pub no_node_deletion: bool,
     /// Ignores `sessionAffinity: ClientIP`.
     pub no_session_affinity: bool,
+    /// Ignores `loadBalancerSourceRanges`: every client reaches the load balancer.
+    pub no_source_ranges: bool,
 }
 
 /// The fault names, as `--ccm-fault` takes them.
@@ -66,6 +71,8 @@ pub enum Fault {
     NoNodeDeletion,
     /// [`Faults::no_session_affinity`].
     NoSessionAffinity,
+    /// [`Faults::no_source_ranges`].
+    NoSourceRanges,
 }
 
 impl Faults {
@@ -76,6 +83,7 @@ impl Faults {
             stale_ports: named.contains(&Fault::StalePorts),
             no_node_deletion: named.contains(&Fault::NoNodeDeletion),
             no_session_affinity: named.contains(&Fault::NoSessionAffinity),
+            no_source_ranges: named.contains(&Fault::NoSourceRanges),
         }
     }
 }
@@ -114,6 +122,11 @@ pub async fn run(client: Client, cloud: Cloud, faults: Faults, monitor_period: D
         watcher::Config::default(),
         changed.clone(),
     );
+    let (slices, _slices_watch) = crate::watch::reflect(
+        Api::<EndpointSlice>::all(client.clone()),
+        watcher::Config::default(),
+        changed.clone(),
+    );
     let mut ticks = tokio::time::interval(monitor_period);
     loop {
         let lifecycle = tokio::select! {
@@ -125,7 +138,8 @@ pub async fn run(client: Client, cloud: Cloud, faults: Faults, monitor_period: D
         if lifecycle {
             monitor_nodes(&client, &cloud, &nodes, faults).await;
         }
-        reconcile_load_balancers(&client, &cloud, &services.state(), &nodes, faults).await;
+        let (services, slices) = (services.state(), slices.state());
+        reconcile_load_balancers(&client, &cloud, &services, &nodes, &slices, faults).await;
     }
 }
 
@@ -215,20 +229,44 @@ async fn monitor_nodes(client: &Client, cloud: &Cloud, nodes: &[Arc<Node>], faul
 }
 
 /// What the load balancer of `service` should be, given the `nodes`.
-fn desired(service: &Service, nodes: &[Arc<Node>], faults: Faults) -> LoadBalancerSpec {
+fn desired(
+    service: &Service,
+    nodes: &[Arc<Node>],
+    slices: &[Arc<EndpointSlice>],
+    faults: Faults,
+) -> LoadBalancerSpec {
     let spec = service.spec.clone().unwrap_or_default();
-    let ports = spec
-        .ports
-        .iter()
-        .flatten()
-        .filter_map(|p| {
-            Some(LoadBalancerPort {
-                protocol: Protocol::of(p.protocol.as_deref())?,
-                port: u16::try_from(p.port).ok()?,
-                node_port: u16::try_from(p.node_port?).ok()?,
-            })
-        })
-        .collect();
+    let mut ports = Vec::new();
+    let mut pods = Vec::new();
+    let mine = crate::kube_proxy::slices_of(service, slices);
+    for p in spec.ports.iter().flatten() {
+        let (Some(protocol), Ok(port)) =
+            (Protocol::of(p.protocol.as_deref()), u16::try_from(p.port))
+        else {
+            continue;
+        };
+        let node_port = p.node_port.and_then(|n| u16::try_from(n).ok()).unwrap_or(0);
+        if node_port == 0 {
+            // No node port (allocateLoadBalancerNodePorts: false): straight to the pods.
+            let name = p.name.as_deref().unwrap_or("");
+            pods.extend(
+                crate::kube_proxy::backends(&mine, name, protocol)
+                    .into_iter()
+                    .filter(|b| b.ready)
+                    .map(|b| PodTarget {
+                        port,
+                        protocol,
+                        address: b.address,
+                    }),
+            );
+        }
+        ports.push(LoadBalancerPort {
+            protocol,
+            port,
+            node_port,
+        });
+    }
+    pods.sort();
     let mut names: Vec<String> = nodes
         .iter()
         .filter(|n| is_ready(n) && !n.labels().contains_key(EXCLUDE_LABEL))
@@ -250,13 +288,18 @@ fn desired(service: &Service, nodes: &[Arc<Node>], faults: Faults) -> LoadBalanc
         ports,
         nodes: names,
         affinity_seconds: affinity,
-        source_ranges: spec.load_balancer_source_ranges.unwrap_or_default(),
+        source_ranges: if faults.no_source_ranges {
+            Vec::new()
+        } else {
+            spec.load_balancer_source_ranges.unwrap_or_default()
+        },
         health_check_node_port: (spec.external_traffic_policy.as_deref() == Some("Local"))
             .then(|| {
                 spec.health_check_node_port
                     .and_then(|p| u16::try_from(p).ok())
             })
             .flatten(),
+        pods,
     }
 }
 
@@ -266,6 +309,7 @@ async fn reconcile_load_balancers(
     cloud: &Cloud,
     services: &[Arc<Service>],
     nodes: &[Arc<Node>],
+    slices: &[Arc<EndpointSlice>],
     faults: Faults,
 ) {
     let mut wanted = BTreeSet::new();
@@ -291,7 +335,7 @@ async fn reconcile_load_balancers(
                 }
                 continue; // the next pass, on the Service's change, makes the load balancer
             }
-            let mut spec = desired(service, nodes, faults);
+            let mut spec = desired(service, nodes, slices, faults);
             if faults.stale_ports
                 && let Ok(existing) = cloud.load_balancer(&balancer)
             {

@@ -18,6 +18,13 @@
 //! - **Status**: `observedGeneration`, `replicas`, `updatedReplicas`, `readyReplicas`,
 //!   `availableReplicas`, `unavailableReplicas` and the `Available` and `Progressing`
 //!   conditions with upstream's reasons, which is what `kubectl rollout status` reads.
+//! - **Progress deadline** (upstream's `syncRolloutStatus`): `Progressing` is `True`
+//!   (`NewReplicaSetAvailable`) once the rollout is complete; while it is not, each pass that
+//!   sees progress (more updated, ready or available pods, fewer old ones, a new ReplicaSet)
+//!   renews its `lastUpdateTime` (`ReplicaSetUpdated`), and a rollout with no progress for
+//!   `progressDeadlineSeconds` since then gets `Progressing=False`, reason
+//!   `ProgressDeadlineExceeded` (`kubectl rollout status` then fails: "exceeded its progress
+//!   deadline"). The controller wakes up at the next deadline to look.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -343,20 +350,6 @@ async fn write_status(
     let is_available = available_now >= wanted - max_unavailable;
     let existing = deployment.status.clone().unwrap_or_default();
     let old_conditions = existing.conditions.clone().unwrap_or_default();
-    let (progress_reason, progress_message) = if complete {
-        (
-            "NewReplicaSetAvailable",
-            format!(
-                "ReplicaSet {} has successfully progressed.",
-                k8s_quote(&new_name)
-            ),
-        )
-    } else {
-        (
-            "ReplicaSetUpdated",
-            format!("ReplicaSet {} is progressing.", k8s_quote(&new_name)),
-        )
-    };
     let (available_reason, available_message) = if is_available {
         (
             "MinimumReplicasAvailable",
@@ -372,28 +365,41 @@ async fn write_status(
         .strftime("%Y-%m-%dT%H:%M:%SZ")
         .to_string();
     let mut conditions = Vec::new();
-    for (type_, status, reason, message) in [
-        (
-            "Available",
-            is_available,
-            available_reason,
-            available_message,
-        ),
-        ("Progressing", true, progress_reason, progress_message),
-    ] {
-        let mut fresh = condition(type_, status, reason, message.clone(), &now);
-        if let Some(previous) = old_conditions.iter().find(|c| c.type_ == type_) {
-            let same_status = previous.status == fresh["status"];
-            let same = same_status
-                && previous.reason.as_deref() == Some(reason)
-                && previous.message.as_deref() == Some(&message);
-            if same {
-                fresh = serde_json::to_value(previous).unwrap_or(fresh);
-            } else if same_status && let Some(time) = &previous.last_transition_time {
-                fresh["lastTransitionTime"] = json!(time);
-            }
+    let mut available = condition(
+        "Available",
+        is_available,
+        available_reason,
+        available_message.clone(),
+        &now,
+    );
+    if let Some(previous) = old_conditions.iter().find(|c| c.type_ == "Available") {
+        if previous.status == available["status"]
+            && previous.reason.as_deref() == Some(available_reason)
+            && previous.message.as_deref() == Some(available_message.as_str())
+        {
+            available = serde_json::to_value(previous).unwrap_or(available);
+        } else if previous.status == available["status"]
+            && let Some(time) = &previous.last_transition_time
+        {
+            available["lastTransitionTime"] = json!(time);
         }
-        conditions.push(fresh);
+    }
+    conditions.push(available);
+    let progress = Progress {
+        complete,
+        progressed: updated > i64::from(existing.updated_replicas.unwrap_or(0))
+            || ready > i64::from(existing.ready_replicas.unwrap_or(0))
+            || available_now > i64::from(existing.available_replicas.unwrap_or(0))
+            || replicas - updated
+                < i64::from(
+                    existing.replicas.unwrap_or(0) - existing.updated_replicas.unwrap_or(0),
+                ),
+        new_name: &new_name,
+        deadline: spec.progress_deadline_seconds,
+    };
+    let previous = old_conditions.iter().find(|c| c.type_ == "Progressing");
+    if let Some(progressing) = progressing(&progress, previous, &now) {
+        conditions.push(progressing);
     }
     let generation = deployment.metadata.generation.unwrap_or(0);
     let status = json!({
@@ -430,6 +436,122 @@ async fn write_status(
     }
 }
 
+/// What a pass saw of a rollout, for its `Progressing` condition.
+struct Progress<'a> {
+    /// Every pod updated and available, no old one left.
+    complete: bool,
+    /// More pods updated, ready or available, or fewer old ones, than the status says.
+    progressed: bool,
+    /// The new ReplicaSet's name.
+    new_name: &'a str,
+    /// `progressDeadlineSeconds`.
+    deadline: Option<i32>,
+}
+
+/// The `Progressing` condition after a pass (upstream's `syncRolloutStatus`), `previous`
+/// being the current one; `None` keeps none.
+fn progressing(
+    progress: &Progress<'_>,
+    previous: Option<&k8s_openapi::api::apps::v1::DeploymentCondition>,
+    now: &str,
+) -> Option<Value> {
+    let name = k8s_quote(progress.new_name);
+    let (status, reason, message) = if progress.complete {
+        (
+            true,
+            "NewReplicaSetAvailable",
+            format!("ReplicaSet {name} has successfully progressed."),
+        )
+    } else if progress.progressed
+        || previous.is_none_or(|p| !p.message.as_deref().unwrap_or("").contains(&name))
+    {
+        // Progress renews lastUpdateTime, whatever the condition said before.
+        let mut fresh = condition(
+            "Progressing",
+            true,
+            "ReplicaSetUpdated",
+            format!("ReplicaSet {name} is progressing."),
+            now,
+        );
+        if let Some(previous) = previous.filter(|p| p.status == "True")
+            && let Some(time) = &previous.last_transition_time
+        {
+            fresh["lastTransitionTime"] = json!(time);
+        }
+        return Some(fresh);
+    } else if timed_out(previous, progress.deadline, now) {
+        (
+            false,
+            DEADLINE_EXCEEDED,
+            format!("ReplicaSet {name} has timed out progressing."),
+        )
+    } else {
+        return previous.and_then(|p| serde_json::to_value(p).ok());
+    };
+    // upstream's SetDeploymentCondition: the same status and reason keep the condition.
+    if let Some(previous) = previous
+        && previous.status == if status { "True" } else { "False" }
+        && previous.reason.as_deref() == Some(reason)
+    {
+        return serde_json::to_value(previous).ok();
+    }
+    let mut fresh = condition("Progressing", status, reason, message, now);
+    if let Some(previous) = previous.filter(|p| p.status == fresh["status"])
+        && let Some(time) = &previous.last_transition_time
+    {
+        fresh["lastTransitionTime"] = json!(time);
+    }
+    Some(fresh)
+}
+
+/// The reason of a rollout that made no progress within its deadline.
+pub const DEADLINE_EXCEEDED: &str = "ProgressDeadlineExceeded";
+
+/// When the rollout whose `Progressing` condition is `previous` times out, in Unix seconds:
+/// `lastUpdateTime + deadline` while it is progressing, `None` when it cannot (complete,
+/// timed out already, no deadline).
+fn deadline_of(
+    previous: Option<&k8s_openapi::api::apps::v1::DeploymentCondition>,
+    deadline: Option<i32>,
+) -> Option<i64> {
+    let previous = previous?;
+    if previous.reason.as_deref() != Some("ReplicaSetUpdated") {
+        return None;
+    }
+    let since = previous.last_update_time.as_ref()?.0.as_second();
+    Some(since + i64::from(deadline?))
+}
+
+/// Whether a rollout whose `Progressing` condition is `previous` is past its deadline at
+/// `now` (upstream's `DeploymentTimedOut`).
+fn timed_out(
+    previous: Option<&k8s_openapi::api::apps::v1::DeploymentCondition>,
+    deadline: Option<i32>,
+    now: &str,
+) -> bool {
+    if previous.and_then(|p| p.reason.as_deref()) == Some(DEADLINE_EXCEEDED) {
+        return true;
+    }
+    let now = now
+        .parse::<k8s_openapi::jiff::Timestamp>()
+        .map_or(0, |t| t.as_second());
+    deadline_of(previous, deadline).is_some_and(|at| at < now)
+}
+
+/// How long until the earliest progress deadline of `deployments` passes.
+fn next_deadline(deployments: &[Arc<Deployment>]) -> Option<std::time::Duration> {
+    let now = k8s_openapi::jiff::Timestamp::now().as_second();
+    deployments
+        .iter()
+        .filter_map(|d| {
+            let conditions = d.status.as_ref()?.conditions.as_ref()?;
+            let previous = conditions.iter().find(|c| c.type_ == "Progressing");
+            deadline_of(previous, d.spec.as_ref()?.progress_deadline_seconds)
+        })
+        .min()
+        .map(|at| std::time::Duration::from_secs(u64::try_from(at + 1 - now).unwrap_or(0)))
+}
+
 /// A name quoted as upstream's messages quote it.
 fn k8s_quote(name: &str) -> String {
     genplane_apimachinery::gofmt::quote(name)
@@ -449,7 +571,16 @@ pub async fn run(client: Client) {
         changed.clone(),
     );
     loop {
-        changed.notified().await;
+        // A change, or the next progress deadline passing (a rollout stuck since).
+        match next_deadline(&deployments.state()) {
+            Some(wait) => {
+                tokio::select! {
+                    () = changed.notified() => {}
+                    () = tokio::time::sleep(wait) => {}
+                }
+            }
+            None => changed.notified().await,
+        }
         let replicasets = replicasets.state();
         for deployment in deployments.state() {
             let uid = deployment.uid();

@@ -4,7 +4,8 @@
 //! addresses and forwards each connection (TCP) or flow (UDP, by client address) to one of
 //! the Service's endpoints, read from its EndpointSlices:
 //!
-//! - [`Scope::ClusterIps`] (one for the cluster): each Service's `clusterIP:port`;
+//! - [`Scope::ClusterIps`] (one for the cluster): each Service's `clusterIP:port`, and its
+//!   `externalIPs` with the Service's ports;
 //! - [`Scope::Node`] (one per node, started and stopped with it): each `NodePort` and
 //!   `LoadBalancer` Service's `nodeIP:nodePort`, and, for `externalTrafficPolicy: Local`,
 //!   its `healthCheckNodePort`.
@@ -13,7 +14,9 @@
 //! none, those still serving while they terminate. With `externalTrafficPolicy: Local` a
 //! node port forwards only to endpoints on its own node, and the pod sees the client's own
 //! address; with `Cluster` it sees the node's (kube-proxy masquerades). A ClusterIP forwards
-//! from the client's address. Among the candidates the choice is round-robin; with
+//! from the client's address; with `internalTrafficPolicy: Local` only to endpoints on the
+//! client's node (the node whose address or pod range holds the client's address, as the
+//! [`Plan`](crate::net::Plan) says; a client on no node reaches none). Among the candidates the choice is round-robin; with
 //! `sessionAffinity: ClientIP` a client keeps its endpoint for `timeoutSeconds` after its
 //! last connection while that endpoint stays a candidate. With no candidate a TCP connection
 //! is closed at once and a UDP datagram dropped.
@@ -48,8 +51,11 @@ pub const SERVICE_NAME_LABEL: &str = "kubernetes.io/service-name";
 /// What one proxy serves.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Scope {
-    /// Every Service's ClusterIP.
-    ClusterIps,
+    /// Every Service's ClusterIP (and external IPs).
+    ClusterIps {
+        /// The cluster's addresses: which node a client is on.
+        plan: crate::net::Plan,
+    },
     /// The node ports and health-check node ports of one node.
     Node {
         /// The node's name.
@@ -120,6 +126,9 @@ pub struct Route {
     pub affinity: Option<Duration>,
     /// The client addresses accepted (`loadBalancerSourceRanges`); empty: any.
     pub sources: Vec<(Ipv4Addr, u8)>,
+    /// Only endpoints on the client's node (`internalTrafficPolicy: Local` at a ClusterIP):
+    /// the plan that says which node a client is on.
+    pub client_local: Option<crate::net::Plan>,
 }
 
 impl Route {
@@ -176,11 +185,7 @@ pub fn table(
         };
         let namespace = service.namespace().unwrap_or_default();
         let name = service.name_any();
-        let mine: Vec<&Arc<EndpointSlice>> = slices
-            .iter()
-            .filter(|s| s.namespace().as_deref() == Some(namespace.as_str()))
-            .filter(|s| s.labels().get(SERVICE_NAME_LABEL) == Some(&name))
-            .collect();
+        let mine = slices_of(service, slices);
         let affinity = (spec.session_affinity.as_deref() == Some("ClientIP")).then(|| {
             let seconds = spec
                 .session_affinity_config
@@ -192,6 +197,7 @@ pub fn table(
         });
         let kind = spec.type_.as_deref().unwrap_or("ClusterIP");
         let local = spec.external_traffic_policy.as_deref() == Some("Local");
+        let internal_local = spec.internal_traffic_policy.as_deref() == Some("Local");
         for port in spec.ports.iter().flatten() {
             let Some(protocol) = Protocol::of(port.protocol.as_deref()) else {
                 continue;
@@ -204,21 +210,34 @@ pub fn table(
                 masquerade,
                 affinity,
                 sources: Vec::new(),
+                client_local: None,
             };
             let Ok(number) = u16::try_from(port.port) else {
                 continue;
             };
             match scope {
-                Scope::ClusterIps => {
-                    if let Some(ip) = spec
+                Scope::ClusterIps { plan } => {
+                    let cluster_ip = spec
                         .cluster_ip
                         .as_deref()
-                        .and_then(|ip| ip.parse::<IpAddr>().ok())
-                    {
+                        .and_then(|ip| ip.parse::<IpAddr>().ok());
+                    if let Some(ip) = cluster_ip {
+                        let mut internal = route(None, None);
+                        internal.client_local = internal_local.then_some(*plan);
                         table.insert(
                             (SocketAddr::new(ip, number), protocol),
-                            Served::Forward(route(None, None)),
+                            Served::Forward(internal),
                         );
+                    }
+                    // External IPs are external traffic: externalTrafficPolicy applies.
+                    let external = spec.external_ips.iter().flatten();
+                    for ip in external.filter_map(|ip| ip.parse::<IpAddr>().ok()) {
+                        if cluster_ip.is_some() {
+                            table.insert(
+                                (SocketAddr::new(ip, number), protocol),
+                                Served::Forward(route(None, None)),
+                            );
+                        }
                     }
                 }
                 Scope::Node { name: node, ip } => {
@@ -265,8 +284,27 @@ pub fn table(
     table
 }
 
-/// The endpoints of the slice port named `port_name` with `protocol`.
-fn backends(slices: &[&Arc<EndpointSlice>], port_name: &str, protocol: Protocol) -> Vec<Backend> {
+/// The EndpointSlices of `service` among `slices`.
+pub fn slices_of<'a>(
+    service: &Service,
+    slices: &'a [Arc<EndpointSlice>],
+) -> Vec<&'a Arc<EndpointSlice>> {
+    let namespace = service.namespace();
+    let name = service.name_any();
+    slices
+        .iter()
+        .filter(|s| s.namespace() == namespace)
+        .filter(|s| s.labels().get(SERVICE_NAME_LABEL) == Some(&name))
+        .collect()
+}
+
+/// The endpoints of the slice port named `port_name` with `protocol` in `slices` (a
+/// Service's, [`slices_of`]).
+pub fn backends(
+    slices: &[&Arc<EndpointSlice>],
+    port_name: &str,
+    protocol: Protocol,
+) -> Vec<Backend> {
     let mut found = Vec::new();
     for slice in slices {
         let Some(port) = slice.ports.iter().flatten().find(|p| {
@@ -321,7 +359,14 @@ impl Shared {
 
     /// The endpoint for a new connection from `client` to `key`.
     fn choose(&self, key: &Key, client: IpAddr) -> Option<(SocketAddr, Option<IpAddr>)> {
-        let route = self.route(key)?;
+        let mut route = self.route(key)?;
+        if let Some(plan) = route.client_local {
+            let node = match client {
+                IpAddr::V4(ip) => plan.node_of(ip),
+                IpAddr::V6(_) => None,
+            };
+            route.local_to = Some(node.map(|n| format!("node-{n}")).unwrap_or_default());
+        }
         let allowed = route.sources.is_empty()
             || matches!(client, IpAddr::V4(ip) if route.sources.iter().any(|cidr| crate::net::contains(*cidr, ip)));
         if !allowed {
@@ -618,12 +663,52 @@ mod tests {
             masquerade: None,
             affinity: None,
             sources: Vec::new(),
+            client_local: None,
         };
         assert_eq!(route.candidates(), [route.backends[0].address]);
         route.local_to = Some("node-2".into());
         assert_eq!(route.candidates(), [route.backends[1].address]);
         route.local_to = Some("node-3".into());
         assert!(route.candidates().is_empty());
+    }
+
+    #[test]
+    fn internal_traffic_policy_local_keeps_a_client_on_its_node() {
+        let plan = crate::net::Plan::new(3);
+        let service: Service = serde_json::from_value(serde_json::json!({
+            "metadata": {"name": "svc", "namespace": "ns"},
+            "spec": {"clusterIP": "127.99.0.7", "internalTrafficPolicy": "Local",
+                     "externalIPs": ["127.250.0.1"],
+                     "ports": [{"port": 80, "protocol": "TCP", "targetPort": 8080}]}}))
+        .unwrap();
+        let slice: EndpointSlice = serde_json::from_value(serde_json::json!({
+            "metadata": {"name": "svc-1", "namespace": "ns", "labels": {SERVICE_NAME_LABEL: "svc"}},
+            "addressType": "IPv4",
+            "endpoints": [
+                {"addresses": ["127.7.1.5"], "nodeName": "node-1", "conditions": {"ready": true}},
+                {"addresses": ["127.7.2.5"], "nodeName": "node-2", "conditions": {"ready": true}}],
+            "ports": [{"name": "", "port": 8080, "protocol": "TCP"}]}))
+        .unwrap();
+        let table = table(
+            &Scope::ClusterIps { plan },
+            &[Arc::new(service)],
+            &[Arc::new(slice)],
+        );
+        let shared = Shared::default();
+        *shared.table.write().unwrap() = table;
+        let key = ("127.99.0.7:80".parse().unwrap(), Protocol::Tcp);
+        let chosen = |client: &str| shared.choose(&key, client.parse().unwrap()).map(|c| c.0);
+        // A pod on node 2 (127.7.2.0/24), node 1's own address, a client on no node.
+        assert_eq!(chosen("127.7.2.9"), Some("127.7.2.5:8080".parse().unwrap()));
+        assert_eq!(chosen("127.6.1.1"), Some("127.7.1.5:8080".parse().unwrap()));
+        assert_eq!(chosen("127.0.0.1"), None);
+        // External IPs forward to every endpoint.
+        let external = ("127.250.0.1:80".parse().unwrap(), Protocol::Tcp);
+        assert!(
+            shared
+                .choose(&external, "127.0.0.1".parse().unwrap())
+                .is_some()
+        );
     }
 
     #[test]

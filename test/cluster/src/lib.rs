@@ -16,8 +16,9 @@
 //!    at once (exit 64).
 //! 2. **CompletedConfig, with the program's kinds** ([`controlplane::add_cluster_kinds`]).
 //!    Each kind is a catalog entry in [`api`]: its names, its shape (borrowed from
-//!    k8s-openapi's types, [`api::shape`]), defaults, strategy, validation, field selectors
-//!    and table columns, as plain functions. Three library hooks cover what a catalog entry
+//!    k8s-openapi's types, [`api::shape`]), its protobuf message (upstream's field numbers,
+//!    [`api::proto`], so that kubectl's protobuf requests work), defaults, strategy,
+//!    validation, field selectors and table columns, as plain functions. Three library hooks cover what a catalog entry
 //!    cannot say: a subresource answered by the program (`pods/binding`,
 //!    `Resource::with_answer`), values allocated outside the object (a Service's ClusterIP
 //!    and node ports, `Store::with_allocations`), and graceful deletion (a Pod's
@@ -232,7 +233,7 @@ pub async fn run(cli: Cli, rust_log: Option<&str>) -> anyhow::Result<()> {
         }
         components.spawn(kube_proxy::run(
             client.clone(),
-            kube_proxy::Scope::ClusterIps,
+            kube_proxy::Scope::ClusterIps { plan },
         ));
         components.spawn(scheduler::run(client.clone()));
         components.spawn(endpoints_controller::run(client.clone()));

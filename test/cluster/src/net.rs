@@ -12,6 +12,7 @@
 //! | `127.{2B+1}.N.0/24` | node N's pod CIDR: its pods' addresses |
 //! | `127.{96+B}.0.0/16` | the service ClusterIP range |
 //! | `127.{112+B}.0.0/16` | the fake cloud's load-balancer addresses |
+//! | `127.{128+B}.0.0/16` | addresses for Services' `externalIPs` (on no node) |
 //!
 //! Node ports are 30000–32767, as upstream's default range; they are served on each node's
 //! own address, so blocks do not share them either.
@@ -48,9 +49,25 @@ impl Plan {
         (Ipv4Addr::new(127, 2 * self.block + 1, n, 0), 24)
     }
 
+    /// The node (its number) whose address or pod range holds `ip`, if any.
+    pub fn node_of(self, ip: Ipv4Addr) -> Option<u8> {
+        let [a, b, c, d] = ip.octets();
+        match (a, b) {
+            (127, b) if b == 2 * self.block && c == 1 && d != 0 => Some(d),
+            (127, b) if b == 2 * self.block + 1 && c != 0 => Some(c),
+            _ => None,
+        }
+    }
+
     /// The ClusterIP range of services.
     pub fn service_cidr(self) -> (Ipv4Addr, u8) {
         (Ipv4Addr::new(127, 96 + self.block, 0, 0), 16)
+    }
+
+    /// A range of addresses on no node, for Services' `externalIPs` (upstream's tests use a
+    /// documentation range; this cluster may only use loopback addresses).
+    pub fn external_ip_cidr(self) -> (Ipv4Addr, u8) {
+        (Ipv4Addr::new(127, 128 + self.block, 0, 0), 16)
     }
 
     /// The range load-balancer addresses come from.
@@ -109,5 +126,9 @@ mod tests {
         assert_eq!(plan.node_ip(3), Ipv4Addr::new(127, 4, 1, 3));
         assert_eq!(format_cidr(plan.pod_cidr(3)), "127.5.3.0/24");
         assert_eq!(format_cidr(plan.service_cidr()), "127.98.0.0/16");
+        assert_eq!(format_cidr(plan.external_ip_cidr()), "127.130.0.0/16");
+        assert_eq!(plan.node_of(Ipv4Addr::new(127, 5, 3, 9)), Some(3));
+        assert_eq!(plan.node_of(Ipv4Addr::new(127, 4, 1, 2)), Some(2));
+        assert_eq!(plan.node_of(Ipv4Addr::new(127, 98, 0, 1)), None);
     }
 }

@@ -23,17 +23,20 @@ use crate::ccm::load_balancer_name;
 use crate::cloud::LoadBalancer;
 
 /// What the fake cloud declares.
-pub const CAPABILITIES: [Capability; 10] = [
+pub const CAPABILITIES: [Capability; 13] = [
     Capability::NodeDeletion,
     Capability::NodeStop,
     Capability::NodeReboot,
     Capability::LoadBalancer,
     Capability::LoadBalancerUdp,
+    Capability::LoadBalancerToPods,
     Capability::SessionAffinity,
     Capability::SourceRanges,
+    Capability::ExternalIps,
     Capability::ExternalTrafficPolicyLocal,
     Capability::DescribeLoadBalancer,
     Capability::TrafficProbe,
+    Capability::PodNetwork,
 ];
 
 /// The fake cloud's provider.

@@ -271,3 +271,83 @@ async fn a_deployment_rolls_out_scales_updates_and_goes_with_kubectl() {
     })
     .await;
 }
+
+/// A rollout that makes no progress for `progressDeadlineSeconds` gets `Progressing=False`
+/// with reason `ProgressDeadlineExceeded`, which `kubectl rollout status` reports; once the
+/// rollout progresses again the condition is `True` again and the rollout completes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stuck_rollout_exceeds_its_progress_deadline() {
+    let cluster = Cluster::start(1);
+    let client = cluster.client().await;
+    let deployments: Api<Deployment> = Api::namespaced(client.clone(), "default");
+    // Its pods fit no node: they stay Pending.
+    let stuck = format!(
+        "apiVersion: apps/v1
+kind: Deployment
+metadata: {{name: stuck}}
+spec:
+  replicas: 1
+  progressDeadlineSeconds: 2
+  selector: {{matchLabels: {{app: stuck}}}}
+  template:
+    metadata: {{labels: {{app: stuck}}}}
+    spec:
+      nodeSelector: {{no-such-label: x}}
+      containers:
+      - name: agnhost
+        image: {NEW_IMAGE}
+        args: [netexec]
+"
+    );
+    cluster.kubectl_with(&["create", "-f", "-"], &stuck);
+    let progressing = |deployment: &Deployment| {
+        deployment
+            .status
+            .as_ref()?
+            .conditions
+            .as_ref()?
+            .iter()
+            .find(|c| c.type_ == "Progressing")
+            .cloned()
+    };
+    let condition = eventually("the progress deadline to pass", || async {
+        progressing(&deployments.get("stuck").await.ok()?).filter(|c| c.status == "False")
+    })
+    .await;
+    assert_eq!(
+        condition.reason.as_deref(),
+        Some("ProgressDeadlineExceeded")
+    );
+    let message = condition.message.unwrap();
+    assert!(
+        message.starts_with("ReplicaSet \"stuck-")
+            && message.ends_with("\" has timed out progressing."),
+        "{message}"
+    );
+    let status = cluster.kubectl_output(
+        &["rollout", "status", "deployment/stuck", "--timeout=30s"],
+        "",
+    );
+    assert!(!status.status.success());
+    let stderr = String::from_utf8_lossy(&status.stderr);
+    assert!(
+        stderr.contains("deployment \"stuck\" exceeded its progress deadline"),
+        "{stderr}"
+    );
+
+    // Fixed: the new rollout progresses and completes.
+    cluster.kubectl(&[
+        "patch",
+        "deployment",
+        "stuck",
+        "--type=json",
+        "-p=[{\"op\": \"remove\", \"path\": \"/spec/template/spec/nodeSelector\"}]",
+    ]);
+    let rolled = cluster.kubectl(&["rollout", "status", "deployment/stuck", "--timeout=60s"]);
+    assert!(rolled.contains("successfully rolled out"), "{rolled}");
+    let condition = progressing(&deployments.get("stuck").await.unwrap()).unwrap();
+    assert_eq!(
+        (condition.status.as_str(), condition.reason.as_deref()),
+        ("True", Some("NewReplicaSetAvailable"))
+    );
+}

@@ -210,6 +210,13 @@ fn add_kind(
     Some((info.openapi_schema)(generator))
 }
 
+/// Whether a subresource's body is an autoscaling/v1 Scale.
+fn is_scale(gvk: &genplane_apimachinery::schema::GroupVersionKind) -> bool {
+    gvk.group == crate::autoscaling::GROUP
+        && gvk.version == crate::autoscaling::VERSION
+        && gvk.kind == crate::autoscaling::KIND
+}
+
 fn gvk(group: &str, version: &str, kind: &str) -> Value {
     json!({"group": group, "version": version, "kind": kind})
 }
@@ -275,9 +282,23 @@ fn group_version_document(
         .iter()
         .filter(|r| r.group == group && r.version == version)
         .collect();
+    // A scale subresource reads and writes autoscaling/v1 Scales, whatever the group.
+    let mut scale = None;
     for r in &served {
         let mut wanted = vec![r.kind.as_str()];
-        wanted.extend(r.subresources.iter().map(|s| s.kind.as_str()));
+        for sub in &r.subresources {
+            if is_scale(&r.subresource_gvk(sub)) {
+                if scale.is_none() {
+                    let name = schema_of::<autoscaling_api::v1::Scale>(&mut generator);
+                    kinds
+                        .names
+                        .push((sub.kind.clone(), name.clone(), String::new()));
+                    scale = Some(name);
+                }
+            } else {
+                wanted.push(sub.kind.as_str());
+            }
+        }
         for kind in wanted {
             if kinds.component(kind).is_some() {
                 continue;
@@ -306,6 +327,15 @@ fn group_version_document(
                     schema.remove("required");
                 }
             }
+        }
+        if scale.as_ref() == Some(name) {
+            let (g, v, k) = (
+                crate::autoscaling::GROUP,
+                crate::autoscaling::VERSION,
+                crate::autoscaling::KIND,
+            );
+            set_gvks(&mut schemas, name, vec![gvk(g, v, k)]);
+            continue;
         }
         set_gvks(&mut schemas, name, vec![gvk(group, version, kind)]);
         // Only kinds that can be listed have a list kind (the reviews have none).
@@ -381,11 +411,7 @@ pub fn custom_group_version_document(group: &str, version: &str, kinds: &[Custom
                 .iter()
                 .map(|s| k.description.subresource_gvk(s))
         })
-        .any(|gvk| {
-            gvk.group == crate::autoscaling::GROUP
-                && gvk.version == crate::autoscaling::VERSION
-                && gvk.kind == crate::autoscaling::KIND
-        })
+        .any(|gvk| is_scale(&gvk))
         .then(|| schema_of::<autoscaling_api::v1::Scale>(&mut generator));
     let mut schemas = generator.take_definitions(true);
     let mut known = Kinds { names: Vec::new() };

@@ -1,6 +1,6 @@
 //! The kinds this cluster serves besides genplane's generic ones, each a catalog entry
 //! ([`ResourceInfo`](genplane_api::catalog::ResourceInfo)) in a module of its own: its shape
-//! (the k8s-openapi type, read through [`shape`]), its defaults, its strategy (what a write
+//! (the k8s-openapi type, read through [`shape`]; its protobuf message in [`proto`]), its defaults, its strategy (what a write
 //! keeps of the stored object), its validation (upstream's, for the fields the tests use, with
 //! upstream's field paths and words), its field selectors and its `kubectl get` columns.
 //!
@@ -14,6 +14,9 @@
 //! - [`deployment`] and [`replicaset`]: apps/v1 `deployments` and `replicasets`, each with
 //!   `status` and `scale` (an autoscaling/v1 Scale, [`scale`]); what they share is in
 //!   [`workload`].
+//!
+//! Every kind speaks JSON, YAML and Kubernetes protobuf (what kubectl sends for built-in
+//! kinds): [`shape`] decodes JSON, [`proto`] holds the protobuf messages.
 
 pub mod allocator;
 pub mod binder;
@@ -23,6 +26,9 @@ pub mod endpoints;
 pub mod endpointslice;
 pub mod node;
 pub mod pod;
+pub mod proto;
+#[cfg(test)]
+mod proto_tests;
 pub mod replicaset;
 pub mod scale;
 pub mod service;

@@ -1,9 +1,10 @@
 //! Decoding a body into the upstream shape of a kind through its k8s-openapi type.
 //!
-//! genplane's built-in kinds describe their shape field by field (`genplane_api::decode`),
-//! with protobuf numbers. The kinds of this cluster are large (a `PodSpec` has some forty
-//! fields, each with its own types), so they borrow their shape from k8s-openapi instead and
-//! are served as JSON and YAML only (`protobuf: false`):
+//! genplane's built-in kinds describe their JSON shape field by field (`genplane_api::decode`).
+//! The kinds of this cluster are large (a `PodSpec` has some forty fields, each with its own
+//! types), so for JSON and YAML they borrow their shape from k8s-openapi instead (their
+//! protobuf messages are a table of their own, [`super::proto`], which reads a protobuf body
+//! into the JSON this module then decodes):
 //!
 //! 1. the metadata is decoded and normalized by genplane's own schema of `ObjectMeta`
 //!    (times, managed fields), the rest kept as given;

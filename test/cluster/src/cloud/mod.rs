@@ -114,6 +114,23 @@ pub struct LoadBalancerSpec {
     pub source_ranges: Vec<String>,
     /// The node port answering health checks (`healthCheckNodePort`), if any.
     pub health_check_node_port: Option<u16>,
+    /// Where a port without a node port (0: `allocateLoadBalancerNodePorts: false`) sends
+    /// traffic: straight to the Service's ready pods, as a load balancer that reaches pod
+    /// addresses does.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub pods: Vec<PodTarget>,
+}
+
+/// A pod a load-balancer port without a node port forwards to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PodTarget {
+    /// The load balancer's port.
+    pub port: u16,
+    /// TCP or UDP.
+    pub protocol: Protocol,
+    /// The pod's address and port.
+    pub address: SocketAddr,
 }
 
 /// A load balancer, as listed and described.
@@ -356,7 +373,19 @@ fn table(cloud: &State) -> BTreeMap<Key, Served> {
             .filter_map(|r| net::parse_cidr(r.trim()))
             .collect();
         for port in &balancer.spec.ports {
-            let backends = balancer
+            let pods = balancer
+                .spec
+                .pods
+                .iter()
+                .filter(|p| p.port == port.port && p.protocol == port.protocol)
+                .map(|p| Backend {
+                    address: p.address,
+                    node: None,
+                    ready: true,
+                    serving: true,
+                    terminating: false,
+                });
+            let nodes = balancer
                 .spec
                 .nodes
                 .iter()
@@ -370,8 +399,12 @@ fn table(cloud: &State) -> BTreeMap<Key, Served> {
                         serving: healthy,
                         terminating: false,
                     }
-                })
-                .collect();
+                });
+            let backends = if port.node_port == 0 {
+                pods.collect()
+            } else {
+                nodes.collect()
+            };
             table.insert(
                 (
                     SocketAddr::new(IpAddr::V4(balancer.address), port.port),
@@ -384,6 +417,7 @@ fn table(cloud: &State) -> BTreeMap<Key, Served> {
                     masquerade: None,
                     affinity: balancer.spec.affinity_seconds.map(Duration::from_secs),
                     sources: sources.clone(),
+                    client_local: None,
                 }),
             );
         }
@@ -472,5 +506,57 @@ async fn check_health(state: Arc<Mutex<State>>, forwarder: Arc<tokio::sync::Mute
         if changed {
             forward(&state, &forwarder).await;
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use super::*;
+
+    #[test]
+    fn a_port_without_node_port_forwards_to_the_pods() {
+        let mut state = State::default();
+        let spec = LoadBalancerSpec {
+            ports: vec![
+                LoadBalancerPort {
+                    protocol: Protocol::Tcp,
+                    port: 80,
+                    node_port: 0,
+                },
+                LoadBalancerPort {
+                    protocol: Protocol::Tcp,
+                    port: 81,
+                    node_port: 30001,
+                },
+            ],
+            pods: vec![PodTarget {
+                port: 80,
+                protocol: Protocol::Tcp,
+                address: "127.3.1.5:8080".parse().unwrap(),
+            }],
+            ..LoadBalancerSpec::default()
+        };
+        state.load_balancers.insert(
+            "lb".into(),
+            LoadBalancer {
+                name: "lb".into(),
+                address: Ipv4Addr::new(127, 112, 0, 1),
+                spec,
+                healthy_nodes: Vec::new(),
+            },
+        );
+        let table = table(&state);
+        let route = |port: u16| match &table[&(
+            SocketAddr::new([127, 112, 0, 1].into(), port),
+            Protocol::Tcp,
+        )] {
+            Served::Forward(route) => route.clone(),
+            other => panic!("{other:?}"),
+        };
+        assert_eq!(route(80).candidates(), ["127.3.1.5:8080".parse().unwrap()]);
+        // A port with a node port goes to nodes only (none here).
+        assert!(route(81).candidates().is_empty());
     }
 }
