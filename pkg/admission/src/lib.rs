@@ -22,6 +22,10 @@
 //! - [`policy`]: ValidatingAdmissionPolicy, evaluating the CEL validations of the stored
 //!   policies through their bindings, over a [`policy::Policies`] view of the stored policies,
 //!   bindings and parameter objects.
+//! - [`mutating_policy`]: MutatingAdmissionPolicy (alpha), changing objects by the CEL
+//!   mutations (apply configurations and JSON patches) of the stored policies through their
+//!   bindings, over a [`mutating_policy::MutatingPolicies`] view; [`params`]: the params both
+//!   policy plugins read.
 //! - [`quota`]: ResourceQuota, charging creates to the object-count quotas of their namespace
 //!   over a [`quota::Quotas`] view of the stored quotas.
 //! - [`Warnings`]: what plugins tell the client besides admitting or refusing (`Warning`
@@ -29,7 +33,9 @@
 
 #![warn(missing_docs)]
 
+pub mod mutating_policy;
 pub mod namespace;
+pub mod params;
 pub mod plugins;
 pub mod policy;
 pub mod quota;

@@ -31,6 +31,8 @@ static RESOURCES: &[ResourceInfo] = &[
     admissionregistration::mutatingwebhookconfiguration::INFO,
     admissionregistration::validatingadmissionpolicy::INFO,
     admissionregistration::validatingadmissionpolicybinding::INFO,
+    admissionregistration::mutatingadmissionpolicy::INFO,
+    admissionregistration::mutatingadmissionpolicybinding::INFO,
     coordination::lease::INFO,
     apiextensions::INFO,
     featuregates::feature::INFO,

@@ -103,6 +103,7 @@ mod value;
 
 pub use compiler::{
     Activation, CelValue, Environment, Error, ObjectType, Prepared, Program, VarType, map_value,
+    to_json,
 };
 pub use parse::MAX_TREE_DEPTH;
 pub use source::{MAX_EXPRESSION_CODE_POINTS, MAX_NESTING_DEPTH, MAX_RECURSION_DEPTH};
