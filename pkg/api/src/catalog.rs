@@ -161,6 +161,20 @@ mod tests {
                     vec![]
                 ),
                 (
+                    "admissionregistration.k8s.io/v1alpha1".into(),
+                    "mutatingadmissionpolicies",
+                    "MutatingAdmissionPolicy",
+                    false,
+                    vec![]
+                ),
+                (
+                    "admissionregistration.k8s.io/v1alpha1".into(),
+                    "mutatingadmissionpolicybindings",
+                    "MutatingAdmissionPolicyBinding",
+                    false,
+                    vec![]
+                ),
+                (
                     "coordination.k8s.io/v1".into(),
                     "leases",
                     "Lease",

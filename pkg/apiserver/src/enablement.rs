@@ -365,7 +365,9 @@ mod tests {
         let registered = [map];
         let with = |entries: &[&str]| {
             let entries: Vec<String> = entries.iter().map(|e| (*e).to_owned()).collect();
-            ApiEnablement::parse(&entries, registered).unwrap().serves(map)
+            ApiEnablement::parse(&entries, registered)
+                .unwrap()
+                .serves(map)
         };
         assert!(!ApiEnablement::all().serves(map));
         assert!(!with(&[]));

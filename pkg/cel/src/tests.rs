@@ -1041,8 +1041,15 @@ fn object_and_json_patch_constructions_are_maps_only_where_declared() {
         crate::to_json(&value)
     };
     let plain = Environment::new().variable("object", VarType::Dyn);
-    let err = run(&plain, "Object{metadata: Object.metadata{labels: {'a': 'b'}}}").unwrap_err();
-    assert!(err.to_string().contains("undeclared reference to 'Object'"), "{err}");
+    let err = run(
+        &plain,
+        "Object{metadata: Object.metadata{labels: {'a': 'b'}}}",
+    )
+    .unwrap_err();
+    assert!(
+        err.to_string().contains("undeclared reference to 'Object'"),
+        "{err}"
+    );
     let mutating = Environment::new()
         .variable("object", VarType::Dyn)
         .with_object_types();
@@ -1066,7 +1073,10 @@ fn object_and_json_patch_constructions_are_maps_only_where_declared() {
     assert!(err.to_string().contains("undefined field 'paht'"), "{err}");
     // other message types stay undeclared
     let err = run(&mutating, "Foo{a: 1}").unwrap_err();
-    assert!(err.to_string().contains("undeclared reference to 'Foo'"), "{err}");
+    assert!(
+        err.to_string().contains("undeclared reference to 'Foo'"),
+        "{err}"
+    );
     // optional fields are left out when empty
     assert_eq!(
         run(&mutating, "Object{?spec: optional.none(), kind: 'K'}").unwrap(),

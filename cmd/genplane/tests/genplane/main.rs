@@ -21,6 +21,7 @@ mod kubectl_acceptance;
 mod kubectl_apply;
 mod kubectl_strategic;
 mod local_up;
+mod mutating_admission;
 mod namespace_gc;
 mod networkregistry;
 mod runtime_config;

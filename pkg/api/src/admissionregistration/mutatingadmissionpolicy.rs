@@ -193,7 +193,10 @@ fn validate_mutations(spec: &Spec, path: &Path) -> ErrorList {
             match given {
                 None => errors.push(Error::required(
                     &at.child(field),
-                    format!("{field} field is required when patchType is {}", mutation.patch_type),
+                    format!(
+                        "{field} field is required when patchType is {}",
+                        mutation.patch_type
+                    ),
                 )),
                 Some(e) if e.expression.trim().is_empty() => errors.push(Error::required(
                     &at.child(field).child("expression"),

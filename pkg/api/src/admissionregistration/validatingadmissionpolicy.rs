@@ -383,7 +383,10 @@ fn validate_spec(spec: &Spec) -> ErrorList {
         &spec.match_conditions,
         &path.child("matchConditions"),
     ));
-    errors.extend(validate_variables(&spec.variables, &path.child("variables")));
+    errors.extend(validate_variables(
+        &spec.variables,
+        &path.child("variables"),
+    ));
     errors.extend(validate_failure_policy(
         spec.failure_policy.as_deref(),
         &path.child("failurePolicy"),
