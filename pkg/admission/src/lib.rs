@@ -33,6 +33,7 @@
 
 #![warn(missing_docs)]
 
+mod authorizer;
 pub mod mutating_policy;
 pub mod namespace;
 pub mod params;
@@ -92,6 +93,9 @@ pub struct Request {
     pub warnings: Warnings,
     /// The audit annotations plugins add, for the request's audit record.
     pub audit_annotations: AuditAnnotations,
+    /// The server's authorizer, which the `authorizer` variable of admission expressions asks
+    /// about `user` (`None`: every check errs).
+    pub authorizer: Option<Arc<dyn genplane_authorization::Authorizer>>,
 }
 
 /// Annotations for the request's audit event, added by plugins while a request runs and

@@ -183,7 +183,8 @@ impl CompiledPolicy {
                     .bind("oldObject", inputs.old_object)
                     .bind("request", &inputs.request)
                     .bind("params", params)
-                    .bind("namespaceObject", &inputs.namespace_object),
+                    .bind("namespaceObject", &inputs.namespace_object)
+                    .bind_value("authorizer", inputs.authorizer.clone()),
             );
             let (variables, failed) = self.variables(&prepared);
             let variables = [("variables", variables)];

@@ -37,9 +37,11 @@
 //! programs are kept while the policy is stored). Writes of the admission configuration kinds
 //! themselves are never checked (a broken policy cannot lock out its own repair).
 //!
-//! Not yet: the `authorizer` variable (an expression using it does not compile, and so follows
-//! the failure policy); `matchPolicy: Equivalent` sees the object in the version it was
-//! written in (upstream converts it to the version the rule names).
+//! Expressions may use `authorizer` ([`crate::authorizer`]: the server's authorizer asked about
+//! the request's user, `authorizer.group(g).resource(r).namespace(ns).name(n).check(verb)`).
+//!
+//! Not yet: `authorizer.requestResource`; `matchPolicy: Equivalent` sees the object in the
+//! version it was written in (upstream converts it to the version the rule names).
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -139,6 +141,7 @@ pub const VARIABLES: &[&str] = &[
     "params",
     "namespaceObject",
     "variables",
+    "authorizer",
 ];
 
 /// The environment policy expressions compile in: every variable dynamic, or `object` and
@@ -387,6 +390,8 @@ pub(crate) struct Inputs<'a> {
     pub(crate) old_object: &'a Value,
     pub(crate) request: Value,
     pub(crate) namespace_object: Value,
+    /// `authorizer` ([`crate::authorizer`]).
+    pub(crate) authorizer: CelValue,
 }
 
 pub(crate) fn evaluation_error(expression: &str, error: &genplane_cel::Error) -> String {
@@ -413,7 +418,8 @@ impl CompiledPolicy {
                 .bind("oldObject", inputs.old_object)
                 .bind("request", &inputs.request)
                 .bind("params", params)
-                .bind("namespaceObject", &inputs.namespace_object),
+                .bind("namespaceObject", &inputs.namespace_object)
+                .bind_value("authorizer", inputs.authorizer.clone()),
         );
         // variables, in order, each seeing the ones before it
         let mut values: Vec<(String, CelValue)> = Vec::new();
@@ -884,6 +890,7 @@ pub(crate) async fn inputs_of<'v>(
         old_object: attributes.old_object.unwrap_or(&Value::Null),
         request,
         namespace_object,
+        authorizer: crate::authorizer::value(attributes.request),
     })
 }
 

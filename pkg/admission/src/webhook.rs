@@ -131,7 +131,8 @@ pub struct Webhook {
 /// A match condition compiled, or why it does not compile.
 pub(crate) type CompiledCondition = Result<genplane_cel::Program, String>;
 
-/// A webhook's match conditions, compiled over `object`, `oldObject` and `request`.
+/// A webhook's match conditions, compiled over `object`, `oldObject`, `request` and
+/// `authorizer`.
 #[derive(Debug)]
 struct Conditions {
     environment: genplane_cel::Environment<'static>,
@@ -143,7 +144,8 @@ impl Conditions {
         let environment = genplane_cel::Environment::new()
             .variable("object", genplane_cel::VarType::Dyn)
             .variable("oldObject", genplane_cel::VarType::Dyn)
-            .variable("request", genplane_cel::VarType::Dyn);
+            .variable("request", genplane_cel::VarType::Dyn)
+            .variable("authorizer", genplane_cel::VarType::Dyn);
         let programs = conditions
             .iter()
             .enumerate()
@@ -359,7 +361,11 @@ impl Webhook {
     }
 
     /// Evaluates the match conditions: `Ok(false)` when one is false.
-    fn conditions_hold(&self, review_request: &Value) -> Result<bool, Error> {
+    fn conditions_hold(
+        &self,
+        review_request: &Value,
+        request: &crate::Request,
+    ) -> Result<bool, Error> {
         if self.match_conditions.is_empty() {
             return Ok(true);
         }
@@ -375,7 +381,8 @@ impl Webhook {
             genplane_cel::Activation::new()
                 .bind("object", &review_request["object"])
                 .bind("oldObject", &review_request["oldObject"])
-                .bind("request", review_request),
+                .bind("request", review_request)
+                .bind_value("authorizer", crate::authorizer::value(request)),
         );
         conditions_hold(
             &self.match_conditions,
@@ -554,7 +561,7 @@ impl Dispatcher {
                 .into())
             }
         };
-        match webhook.conditions_hold(review_request) {
+        match webhook.conditions_hold(review_request, attributes.request) {
             Ok(true) => {}
             Ok(false) => return Ok(None),
             Err(error) => return failed(error),

@@ -303,6 +303,7 @@ fn base_context() -> Context<'static> {
     types::register(&mut context);
     optional::register(&mut context);
     rewrite::register(&mut context);
+    crate::authz::register(&mut context);
     context
 }
 

@@ -88,6 +88,7 @@
 #![warn(missing_docs)]
 
 mod analyze;
+pub mod authz;
 mod compiler;
 pub mod fuzzing;
 mod optional;

@@ -4,6 +4,7 @@
 mod support;
 
 mod admission;
+mod admission_authorizer;
 mod all_in_one;
 mod all_in_one_ha;
 mod apiserver;

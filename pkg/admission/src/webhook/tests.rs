@@ -207,16 +207,37 @@ fn match_conditions_filter_and_fail() {
     let skip = hook(
         json!({"matchConditions": [{"name": "not-skipped", "expression": "!object.metadata.name.startsWith('skip')"}]}),
     );
-    assert_eq!(skip.conditions_hold(&request), Ok(false));
+    assert_eq!(
+        skip.conditions_hold(&request, &crate::Request::default()),
+        Ok(false)
+    );
     let keep = hook(
         json!({"matchConditions": [{"name": "create", "expression": "request.operation == 'CREATE'"}]}),
     );
-    assert_eq!(keep.conditions_hold(&request), Ok(true));
+    assert_eq!(
+        keep.conditions_hold(&request, &crate::Request::default()),
+        Ok(true)
+    );
     let broken = hook(
         json!({"matchConditions": [{"name": "broken", "expression": "object.spec.missing == 1"}]}),
     );
     assert!(
-        matches!(broken.conditions_hold(&request), Err(Error::MatchCondition(m)) if m.contains("broken"))
+        matches!(broken.conditions_hold(&request, &crate::Request::default()), Err(Error::MatchCondition(m)) if m.contains("broken"))
+    );
+    // the authorizer: the server's, asked about the request's user
+    let authorized = hook(
+        json!({"matchConditions": [{"name": "may-delete", "expression":
+            "authorizer.group('').resource('configmaps').namespace('a').check('delete').allowed()"}]}),
+    );
+    let allowed = crate::Request {
+        authorizer: Some(std::sync::Arc::new(genplane_authorization::AlwaysAllow)),
+        ..crate::Request::default()
+    };
+    assert_eq!(authorized.conditions_hold(&request, &allowed), Ok(true));
+    // without an authorizer every check errs and allows nothing
+    assert_eq!(
+        authorized.conditions_hold(&request, &crate::Request::default()),
+        Ok(false)
     );
 }
 
@@ -326,8 +347,14 @@ async fn webhooks_are_read_and_compiled_once_per_configuration_generation() {
     assert_eq!(first[0][0].name, "a.example.com");
     assert_eq!(first[1][0].name, "b.example.com");
     let review = json!({"object": {}, "oldObject": null});
-    assert_eq!(first[0][0].conditions_hold(&review), Ok(false));
-    assert_eq!(first[1][0].conditions_hold(&review), Ok(true));
+    assert_eq!(
+        first[0][0].conditions_hold(&review, &crate::Request::default()),
+        Ok(false)
+    );
+    assert_eq!(
+        first[1][0].conditions_hold(&review, &crate::Request::default()),
+        Ok(true)
+    );
     let again = dispatcher.webhooks(Flavor::Validating).await.unwrap();
     assert!(Arc::ptr_eq(&first[0], &again[0]) && Arc::ptr_eq(&first[1], &again[1]));
     // a new generation is read again; a deleted configuration is forgotten
@@ -335,6 +362,9 @@ async fn webhooks_are_read_and_compiled_once_per_configuration_generation() {
     let changed = dispatcher.webhooks(Flavor::Validating).await.unwrap();
     assert_eq!(changed.len(), 1);
     assert!(!Arc::ptr_eq(&first[0], &changed[0]));
-    assert_eq!(changed[0][0].conditions_hold(&review), Ok(true));
+    assert_eq!(
+        changed[0][0].conditions_hold(&review, &crate::Request::default()),
+        Ok(true)
+    );
     assert_eq!(dispatcher.read.lock().unwrap().len(), 1);
 }
