@@ -28,6 +28,8 @@
 //!   policy plugins read.
 //! - [`quota`]: ResourceQuota, charging creates to the object-count quotas of their namespace
 //!   over a [`quota::Quotas`] view of the stored quotas.
+//! - [`reinvocation`]: `reinvocationPolicy: IfNeeded` of mutating webhooks and policies (a
+//!   second pass of the mutating plugins when a later one changed the object).
 //! - [`Warnings`]: what plugins tell the client besides admitting or refusing (`Warning`
 //!   headers).
 
@@ -40,6 +42,7 @@ pub mod params;
 pub mod plugins;
 pub mod policy;
 pub mod quota;
+pub mod reinvocation;
 pub mod webhook;
 
 use std::future::Future;
@@ -182,6 +185,17 @@ pub trait MutatingPlugin: Send + Sync + std::fmt::Debug {
         attributes: Attributes<'a>,
         object: &'a mut Value,
     ) -> BoxFuture<'a, Result<(), ApiError>>;
+    /// [`MutatingPlugin::admit`] in a pass of the chain, whose `reinvocation` state the
+    /// plugins that reinvoke (webhooks, policies) keep; the others ignore it.
+    fn admit_in<'a>(
+        &'a self,
+        attributes: Attributes<'a>,
+        object: &'a mut Value,
+        reinvocation: &'a reinvocation::Reinvocation,
+    ) -> BoxFuture<'a, Result<(), ApiError>> {
+        let _ = reinvocation;
+        self.admit(attributes, object)
+    }
     /// Refuses a delete, if it should (deletes have no object to change).
     fn admit_delete<'a>(
         &'a self,
@@ -237,13 +251,22 @@ impl Chain {
     }
 
     /// Runs the mutating plugins on a create or update of `object`; the first refusal wins.
+    /// When a webhook or policy changed the object after an `IfNeeded` one ran, the plugins
+    /// run a second time ([`reinvocation`]).
     pub async fn mutate(
         &self,
         attributes: Attributes<'_>,
         object: &mut Value,
     ) -> Result<(), ApiError> {
+        let reinvocation = reinvocation::Reinvocation::default();
         for plugin in &self.mutating {
-            plugin.admit(attributes, object).await?;
+            plugin.admit_in(attributes, object, &reinvocation).await?;
+        }
+        if reinvocation.should_reinvoke() {
+            reinvocation.start_second_pass();
+            for plugin in &self.mutating {
+                plugin.admit_in(attributes, object, &reinvocation).await?;
+            }
         }
         Ok(())
     }

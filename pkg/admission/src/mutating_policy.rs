@@ -27,9 +27,9 @@
 //! '<binding>' denied request: <why>`); with `Ignore` the write goes on.
 //!
 //! Every expression of a policy is compiled once per generation of the policy. Writes of the
-//! admission configuration kinds themselves are never changed. `reinvocationPolicy` is
-//! validated and kept, but a policy is not yet run again after later plugins changed the
-//! object.
+//! admission configuration kinds themselves are never changed. A binding of a policy with
+//! `reinvocationPolicy: IfNeeded` runs again when a later webhook or policy changed the object
+//! ([`crate::reinvocation`]).
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -47,6 +47,7 @@ use crate::policy::{
     Compiled, EXEMPT, Inputs, WriteNamespace, compile, environment, evaluation_error, inputs_of,
     resources_match, text,
 };
+use crate::reinvocation::Reinvocation;
 use crate::webhook::conditions_hold;
 use crate::{Attributes, BoxFuture, MutatingPlugin};
 
@@ -375,11 +376,20 @@ impl MutatingAdmissionPolicy {
         compiled
     }
 
-    async fn run(&self, attributes: Attributes<'_>, object: &mut Value) -> Result<(), ApiError> {
+    async fn run(
+        &self,
+        attributes: Attributes<'_>,
+        object: &mut Value,
+        reinvocation: Option<&Reinvocation>,
+    ) -> Result<(), ApiError> {
         let request = attributes.request;
         if request.resource.group == "admissionregistration.k8s.io"
             && EXEMPT.contains(&request.resource.resource.as_str())
         {
+            return Ok(());
+        }
+        let plugin = self.name();
+        if reinvocation.is_some_and(|r| !r.begin(plugin, object)) {
             return Ok(());
         }
         let bindings = self.policies.bindings().await?;
@@ -398,6 +408,10 @@ impl MutatingAdmissionPolicy {
                 continue;
             }
             for binding in bound.get(&policy.name).into_iter().flatten() {
+                let key = format!("{}/{}", policy.name, binding.name);
+                if reinvocation.is_some_and(|r| !r.should_run(plugin, &key)) {
+                    continue;
+                }
                 if let Some(resources) = &binding.spec.match_resources
                     && !resources_match(resources, &attributes, Some(object), &namespace).await?
                 {
@@ -424,17 +438,28 @@ impl MutatingAdmissionPolicy {
                         continue;
                     }
                 };
+                let mut changed = false;
                 for param in &params {
                     let inputs = inputs_of(&attributes, Some(object), &namespace).await?;
                     let outcome =
                         policy.mutate(self.policies.as_ref(), &request.kind, &inputs, param);
                     match outcome {
-                        Ok(Some(changed)) => *object = changed,
+                        Ok(Some(new)) => {
+                            changed |= new != *object;
+                            *object = new;
+                        }
                         Ok(None) => {}
                         Err(message) => fail(message)?,
                     }
                 }
+                if let Some(reinvocation) = reinvocation {
+                    let if_needed = policy.spec.reinvocation_policy.as_deref() == Some("IfNeeded");
+                    reinvocation.invoked(plugin, &key, changed, if_needed);
+                }
             }
+        }
+        if let Some(reinvocation) = reinvocation {
+            reinvocation.end(plugin, object);
         }
         Ok(())
     }
@@ -464,7 +489,16 @@ impl MutatingPlugin for MutatingAdmissionPolicy {
         attributes: Attributes<'a>,
         object: &'a mut Value,
     ) -> BoxFuture<'a, Result<(), ApiError>> {
-        Box::pin(self.run(attributes, object))
+        Box::pin(self.run(attributes, object, None))
+    }
+
+    fn admit_in<'a>(
+        &'a self,
+        attributes: Attributes<'a>,
+        object: &'a mut Value,
+        reinvocation: &'a Reinvocation,
+    ) -> BoxFuture<'a, Result<(), ApiError>> {
+        Box::pin(self.run(attributes, object, Some(reinvocation)))
     }
 }
 

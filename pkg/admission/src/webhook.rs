@@ -50,6 +50,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use crate::namespace::Namespaces;
+use crate::reinvocation::Reinvocation;
 use crate::{Attributes, BoxFuture, MutatingPlugin, Operation, ValidatingPlugin};
 
 /// The group of the webhook configurations.
@@ -123,6 +124,11 @@ pub struct Webhook {
     pub admission_review_versions: Vec<String>,
     /// CEL conditions that must all hold for a call.
     pub match_conditions: Vec<MatchCondition>,
+    /// `Never` (the default) or `IfNeeded` (mutating webhooks).
+    pub reinvocation_policy: Option<String>,
+    /// The name of its configuration (with its own name, what identifies it).
+    #[serde(skip)]
+    configuration: String,
     /// The match conditions compiled (once per configuration generation, by the dispatcher).
     #[serde(skip)]
     conditions: Option<Arc<Conditions>>,
@@ -404,7 +410,13 @@ fn webhooks_of(configuration: &mut Value) -> Vec<Webhook> {
         .map(Value::take)
         .unwrap_or(Value::Null);
     let mut webhooks = serde_json::from_value::<Vec<Webhook>>(hooks).unwrap_or_default();
+    let name = configuration
+        .pointer("/metadata/name")
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .to_owned();
     for webhook in &mut webhooks {
+        webhook.configuration.clone_from(&name);
         if !webhook.match_conditions.is_empty() {
             webhook.conditions = Some(Arc::new(Conditions::compile(&webhook.match_conditions)));
         }
@@ -458,6 +470,8 @@ pub struct Dispatcher {
 struct Allowed {
     patch: Option<Vec<json_patch::PatchOperation>>,
     warnings: Vec<String>,
+    /// The response's `auditAnnotations`.
+    audit_annotations: Vec<(String, String)>,
 }
 
 impl Dispatcher {
@@ -578,8 +592,12 @@ impl Dispatcher {
             Err(error) => return failed(error),
         };
         match read_response(&answer, review_request["uid"].as_str().unwrap_or_default()) {
-            Ok(Verdict::Allowed(allowed)) => Ok(Some(allowed)),
-            Ok(Verdict::Denied(status, warnings)) => {
+            Ok(Verdict::Allowed(allowed)) => {
+                record_audit_annotations(webhook, attributes, &allowed.audit_annotations);
+                Ok(Some(allowed))
+            }
+            Ok(Verdict::Denied(status, warnings, annotations)) => {
+                record_audit_annotations(webhook, attributes, &annotations);
                 attributes.request.warnings.extend(warnings);
                 Err(denial(&webhook.name, status))
             }
@@ -626,12 +644,31 @@ impl Dispatcher {
     }
 }
 
+/// Adds a webhook's audit annotations to the request's, as upstream: each key prefixed with
+/// the webhook's name (`<webhook>/<key>`); a key that is then not a qualified name is dropped
+/// (logged), as is a key already set.
+fn record_audit_annotations(
+    webhook: &Webhook,
+    attributes: &Attributes<'_>,
+    annotations: &[(String, String)],
+) {
+    for (key, value) in annotations {
+        let key = format!("{}/{key}", webhook.name);
+        let problems = genplane_apimachinery::validation::is_qualified_name(&key);
+        if problems.is_empty() {
+            attributes.request.audit_annotations.add(key, value.clone());
+        } else {
+            tracing::warn!(webhook = %webhook.name, %key, ?problems, "dropping an invalid audit annotation of a webhook");
+        }
+    }
+}
+
 /// A webhook's answer.
 #[derive(Debug)]
 enum Verdict {
     Allowed(Allowed),
-    /// The refusal's `status`, and the warnings.
-    Denied(Value, Vec<String>),
+    /// The refusal's `status`, the warnings and the audit annotations.
+    Denied(Value, Vec<String>, Vec<(String, String)>),
 }
 
 /// Reads a v1 `AdmissionReview` answer to the request `uid`.
@@ -672,10 +709,18 @@ fn read_response(answer: &[u8], uid: &str) -> Result<Verdict, Error> {
         .flatten()
         .filter_map(|w| w.as_str().map(str::to_owned))
         .collect();
+    let audit_annotations: Vec<(String, String)> = response
+        .get("auditAnnotations")
+        .and_then(Value::as_object)
+        .into_iter()
+        .flatten()
+        .filter_map(|(k, v)| v.as_str().map(|v| (k.clone(), v.to_owned())))
+        .collect();
     if response.get("allowed").and_then(Value::as_bool) != Some(true) {
         return Ok(Verdict::Denied(
             response.get("status").cloned().unwrap_or(Value::Null),
             warnings,
+            audit_annotations,
         ));
     }
     let patch = match (
@@ -699,7 +744,11 @@ fn read_response(answer: &[u8], uid: &str) -> Result<Verdict, Error> {
             )));
         }
     };
-    Ok(Verdict::Allowed(Allowed { patch, warnings }))
+    Ok(Verdict::Allowed(Allowed {
+        patch,
+        warnings,
+        audit_annotations,
+    }))
 }
 
 /// Upstream's refusal: the webhook's status with its message prefixed, at least a 400.
@@ -782,17 +831,29 @@ impl MutatingAdmissionWebhook {
         &self,
         attributes: Attributes<'_>,
         mut object: Option<&mut Value>,
+        reinvocation: Option<&Reinvocation>,
     ) -> Result<(), ApiError> {
+        let plugin = self.name();
+        if let (Some(reinvocation), Some(object)) = (reinvocation, object.as_deref())
+            && !reinvocation.begin(plugin, object)
+        {
+            return Ok(());
+        }
         let hooks = self
             .dispatcher
             .matching(Flavor::Mutating, &attributes, object.as_deref())
             .await?;
         for webhook in hooks {
+            let key = format!("{}/{}", webhook.configuration, webhook.name);
+            if reinvocation.is_some_and(|r| !r.should_run(plugin, &key)) {
+                continue;
+            }
             let review = review_request(&attributes, object.as_deref());
             let Some(allowed) = self.dispatcher.call(&webhook, &attributes, &review).await? else {
                 continue;
             };
             attributes.request.warnings.extend(allowed.warnings);
+            let mut changed = false;
             if let (Some(patch), Some(object)) = (allowed.patch, object.as_deref_mut()) {
                 let mut patched = object.clone();
                 json_patch::patch(&mut patched, &patch).map_err(|e| {
@@ -801,8 +862,16 @@ impl MutatingAdmissionWebhook {
                         webhook.name
                     )))
                 })?;
+                changed = patched != *object;
                 *object = patched;
             }
+            if let Some(reinvocation) = reinvocation {
+                let if_needed = webhook.reinvocation_policy.as_deref() == Some("IfNeeded");
+                reinvocation.invoked(plugin, &key, changed, if_needed);
+            }
+        }
+        if let (Some(reinvocation), Some(object)) = (reinvocation, object.as_deref()) {
+            reinvocation.end(plugin, object);
         }
         Ok(())
     }
@@ -818,14 +887,23 @@ impl MutatingPlugin for MutatingAdmissionWebhook {
         attributes: Attributes<'a>,
         object: &'a mut Value,
     ) -> BoxFuture<'a, Result<(), ApiError>> {
-        Box::pin(self.run(attributes, Some(object)))
+        Box::pin(self.run(attributes, Some(object), None))
+    }
+
+    fn admit_in<'a>(
+        &'a self,
+        attributes: Attributes<'a>,
+        object: &'a mut Value,
+        reinvocation: &'a Reinvocation,
+    ) -> BoxFuture<'a, Result<(), ApiError>> {
+        Box::pin(self.run(attributes, Some(object), Some(reinvocation)))
     }
 
     fn admit_delete<'a>(
         &'a self,
         attributes: Attributes<'a>,
     ) -> BoxFuture<'a, Result<(), ApiError>> {
-        Box::pin(self.run(attributes, None))
+        Box::pin(self.run(attributes, None, None))
     }
 }
 

@@ -5,6 +5,7 @@ mod support;
 
 mod admission;
 mod admission_authorizer;
+mod admission_reinvocation;
 mod all_in_one;
 mod all_in_one_ha;
 mod apiserver;

@@ -283,3 +283,58 @@ async fn match_conditions_skip_and_wrong_results_fail() {
         refused.message
     );
 }
+
+#[tokio::test]
+async fn an_if_needed_binding_runs_again_after_a_later_one_changed_the_object() {
+    let copy = |policy_name: &str, reinvocation: &str| {
+        let mut copy = policy(
+            policy_name,
+            json!({"mutations": [apply(
+                "Object{metadata: Object.metadata{labels: {'copy': \
+                 has(object.metadata.labels) && 'b' in object.metadata.labels ? object.metadata.labels.b : 'none'}}}"
+            )]}),
+        );
+        copy["spec"]["reinvocationPolicy"] = json!(reinvocation);
+        copy
+    };
+    let set_b = policy(
+        "b-set",
+        json!({"mutations": [apply("Object{metadata: Object.metadata{labels: {'b': 'set'}}}")]}),
+    );
+    for (reinvocation, copied) in [("IfNeeded", "set"), ("Never", "none")] {
+        let stored = Stored {
+            policies: vec![copy("a-copy", reinvocation), set_b.clone()],
+            bindings: vec![
+                binding("a-copy", "a-copy", json!({})),
+                binding("b-set", "b-set", json!({})),
+            ],
+            ..Stored::default()
+        };
+        let chain = crate::Chain::new(
+            vec![Arc::new(MutatingAdmissionPolicy::new(
+                Arc::new(stored),
+                Arc::new(Labeled),
+            ))],
+            Vec::new(),
+        );
+        let request = Request {
+            kind: GroupVersionKind::new("", "v1", "ConfigMap"),
+            resource: GroupVersionResource::new("", "v1", "configmaps"),
+            ..Request::default()
+        };
+        let attributes = Attributes {
+            request: &request,
+            operation: Operation::Create,
+            namespace: "team",
+            name: "a",
+            old_object: None,
+        };
+        let mut object = config_map("a");
+        chain.mutate(attributes, &mut object).await.unwrap();
+        assert_eq!(
+            object["metadata"]["labels"],
+            json!({"b": "set", "copy": copied}),
+            "{reinvocation}"
+        );
+    }
+}

@@ -250,7 +250,8 @@ fn responses_are_read_as_upstream_reads_them() {
     let patch = base64::engine::general_purpose::STANDARD
         .encode(br#"[{"op":"add","path":"/metadata/labels","value":{"a":"b"}}]"#);
     let Verdict::Allowed(allowed) = read_response(
-        &answer(json!({"uid": "u", "allowed": true, "patchType": "JSONPatch", "patch": patch, "warnings": ["careful"]})),
+        &answer(json!({"uid": "u", "allowed": true, "patchType": "JSONPatch", "patch": patch, "warnings": ["careful"],
+            "auditAnnotations": {"checked": "yes"}})),
         "u",
     )
     .unwrap() else {
@@ -258,6 +259,10 @@ fn responses_are_read_as_upstream_reads_them() {
     };
     assert_eq!(allowed.patch.unwrap().len(), 1);
     assert_eq!(allowed.warnings, ["careful"]);
+    assert_eq!(
+        allowed.audit_annotations,
+        [("checked".to_owned(), "yes".to_owned())]
+    );
 
     assert_eq!(
         read_response(&answer(json!({"uid": "other", "allowed": true})), "u").unwrap_err(),
@@ -269,7 +274,7 @@ fn responses_are_read_as_upstream_reads_them() {
             .to_string(),
         "received invalid webhook response: expected webhook response of admission.k8s.io/v1, Kind=AdmissionReview, got v1, Kind=Status"
     );
-    let Verdict::Denied(status, _) = read_response(
+    let Verdict::Denied(status, _, _) = read_response(
         &answer(json!({"uid": "u", "allowed": false, "status": {"code": 403, "message": "no"}})),
         "u",
     )
