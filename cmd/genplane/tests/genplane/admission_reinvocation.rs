@@ -16,11 +16,14 @@ use crate::audit::{POLICY, is, wait_for};
 use crate::support::webhook::Webhook;
 use crate::support::{eventually, ok, start_with};
 
+/// The calls of each path, by object name.
+type Calls = Arc<Mutex<BTreeMap<(String, String), usize>>>;
+
 /// `/report` (configured `IfNeeded`) sets the label `saw-b` to the label `b` it sees (`none`
 /// without one) and annotates the audit event; `/add` sets `b: added`. The calls of each path
 /// are counted by object name.
-fn webhooks() -> (Webhook, Arc<Mutex<BTreeMap<(String, String), usize>>>) {
-    let calls: Arc<Mutex<BTreeMap<(String, String), usize>>> = Arc::default();
+fn webhooks() -> (Webhook, Calls) {
+    let calls: Calls = Arc::default();
     let record = calls.clone();
     let server = Webhook::start(move |call| {
         let review: Value = serde_json::from_slice(&call.body).unwrap();
