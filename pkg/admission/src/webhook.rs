@@ -1,8 +1,10 @@
 //! The admission webhook plugins, `MutatingAdmissionWebhook` and `ValidatingAdmissionWebhook`,
 //! as Kubernetes 1.33's: every write is offered to the webhooks of the stored
 //! `admissionregistration.k8s.io/v1` configurations ([`Configurations`]) that match it, in an
-//! `admission.k8s.io/v1` `AdmissionReview` POSTed to the webhook's `clientConfig.url`
-//! (verified with its `caBundle`, [`client`]).
+//! `admission.k8s.io/v1` `AdmissionReview` (`v1beta1` when that is the first version of its
+//! `admissionReviewVersions` the server speaks; its answer then is not checked for its kind and
+//! uid, as upstream) POSTed to the webhook's `clientConfig.url` (verified with its `caBundle`,
+//! [`client`]).
 //!
 //! Which webhooks are called ([`Webhook::matches`]):
 //!
@@ -14,8 +16,9 @@
 //! - `namespaceSelector` against the labels of the object's namespace (a Namespace's own labels;
 //!   cluster-scoped objects always match); `objectSelector` against the labels of the new or the
 //!   old object;
-//! - `matchConditions`: CEL expressions over `object`, `oldObject` and `request`; any `false`
-//!   skips the webhook, an error applies the failure policy.
+//! - `matchConditions`: CEL expressions over `object`, `oldObject`, `request` and `authorizer`
+//!   ([`crate::authorizer`]); any `false` skips the webhook, an error applies the failure
+//!   policy.
 //!
 //! A `dryRun` request matched by a webhook whose `sideEffects` is not `None` or `NoneOnDryRun`
 //! is refused (400, `admission webhook "<name>" does not support dry run`).
@@ -23,17 +26,19 @@
 //! What an answer does: `allowed: false` refuses the write with the webhook's `status`
 //! (`admission webhook "<name>" denied the request: <message>`, its code when 400 or above,
 //! else 400); `warnings` go to the client as `Warning` headers ([`crate::Warnings`]); a
-//! mutating webhook's `patch` (`patchType: JSONPatch`, base64) is applied to the object.
+//! mutating webhook's `patch` (`patchType: JSONPatch`, base64) is applied to the object;
+//! `auditAnnotations` go to the request's audit event as `<webhook name>/<key>`.
 //! A call that fails (unreachable, timeout after `timeoutSeconds`, not a 2xx, a malformed
 //! review) refuses the write with a 500 `failed calling webhook "<name>": ...` when
 //! `failurePolicy` is `Fail`, and is skipped when it is `Ignore`.
 //!
 //! Mutating webhooks run one after the other in the order of their configurations' names and
 //! of the webhooks in each; validating webhooks run concurrently. Each configuration is read
-//! (and its match conditions compiled) once per generation, not on every write. Not yet: `reinvocationPolicy:
-//! IfNeeded` (each webhook runs once), `matchPolicy: Equivalent` beyond the exact version
-//! (built-in resources have one version here), `AdmissionReview` `v1beta1`, audit annotations,
-//! the `authorizer` variable of match conditions.
+//! (and its match conditions compiled) once per generation, not on every write. A mutating
+//! webhook with `reinvocationPolicy: IfNeeded` runs again when a later webhook or policy
+//! changed the object ([`crate::reinvocation`]). Not yet: `matchPolicy: Equivalent` beyond the
+//! exact version (built-in resources have one version here), upstream's
+//! `mutation.webhook.admission.k8s.io/round_*` audit annotations.
 
 pub mod client;
 
@@ -587,11 +592,17 @@ impl Dispatcher {
             ))
             .into());
         }
-        let answer = match self.post(webhook, review_request).await {
+        let Some(version) = review_version(webhook) else {
+            return failed(Error::Configuration(
+                "webhook does not accept known AdmissionReview versions".to_owned(),
+            ));
+        };
+        let answer = match self.post(webhook, review_request, version).await {
             Ok(answer) => answer,
             Err(error) => return failed(error),
         };
-        match read_response(&answer, review_request["uid"].as_str().unwrap_or_default()) {
+        let uid = review_request["uid"].as_str().unwrap_or_default();
+        match read_response(&answer, uid, version) {
             Ok(Verdict::Allowed(allowed)) => {
                 record_audit_annotations(webhook, attributes, &allowed.audit_annotations);
                 Ok(Some(allowed))
@@ -605,13 +616,13 @@ impl Dispatcher {
         }
     }
 
-    async fn post(&self, webhook: &Webhook, review_request: &Value) -> Result<Vec<u8>, Error> {
-        if !webhook.admission_review_versions.iter().any(|v| v == "v1") {
-            return Err(Error::Configuration(format!(
-                "webhook does not accept v1 AdmissionReview; genplane sends only v1, the webhook accepts {:?}",
-                webhook.admission_review_versions
-            )));
-        }
+    /// Posts an `AdmissionReview` of `version` (`v1`, `v1beta1`) holding `review_request`.
+    async fn post(
+        &self,
+        webhook: &Webhook,
+        review_request: &Value,
+        version: &str,
+    ) -> Result<Vec<u8>, Error> {
         let url =
             webhook.client_config.url.as_deref().ok_or_else(|| {
                 Error::Configuration("webhook has no clientConfig.url".to_owned())
@@ -627,7 +638,7 @@ impl Dispatcher {
         )?;
         let timeout = webhook.timeout();
         let review = json!({
-            "apiVersion": "admission.k8s.io/v1",
+            "apiVersion": format!("admission.k8s.io/{version}"),
             "kind": "AdmissionReview",
             "request": review_request,
         });
@@ -671,11 +682,33 @@ enum Verdict {
     Denied(Value, Vec<String>, Vec<(String, String)>),
 }
 
-/// Reads a v1 `AdmissionReview` answer to the request `uid`.
-fn read_response(answer: &[u8], uid: &str) -> Result<Verdict, Error> {
+/// The `AdmissionReview` version a webhook is sent: the first of its
+/// `admissionReviewVersions` the server speaks (`v1`, `v1beta1`), as upstream picks it.
+fn review_version(webhook: &Webhook) -> Option<&'static str> {
+    webhook
+        .admission_review_versions
+        .iter()
+        .find_map(|v| match v.as_str() {
+            "v1" => Some("v1"),
+            "v1beta1" => Some("v1beta1"),
+            _ => None,
+        })
+}
+
+/// Reads a webhook's answer to the request `uid`, sent as an `AdmissionReview` of `version`.
+/// A `v1` answer must be a v1 `AdmissionReview` answering `uid`; a `v1beta1` one is not
+/// checked for either, as upstream (v1beta1 webhooks were never held to it).
+fn read_response(answer: &[u8], uid: &str, version: &str) -> Result<Verdict, Error> {
     let invalid = |message: String| Error::InvalidResponse(message);
     let review: Value = serde_json::from_slice(answer)
         .map_err(|e| invalid(format!("couldn't get version/kind; json parse error: {e}")))?;
+    if version == "v1beta1" {
+        let response = review
+            .get("response")
+            .filter(|r| r.is_object())
+            .ok_or_else(|| invalid("webhook response was absent".to_owned()))?;
+        return read_allowed(response);
+    }
     let api_version = review
         .get("apiVersion")
         .and_then(Value::as_str)
@@ -702,6 +735,12 @@ fn read_response(answer: &[u8], uid: &str) -> Result<Verdict, Error> {
             "expected response.uid={uid:?}, got {got:?}"
         )));
     }
+    read_allowed(response)
+}
+
+/// The verdict of an `AdmissionReview`'s `response`: allowed (with its patch), or denied.
+fn read_allowed(response: &Value) -> Result<Verdict, Error> {
+    let invalid = |message: String| Error::InvalidResponse(message);
     let warnings: Vec<String> = response
         .get("warnings")
         .and_then(Value::as_array)

@@ -1,7 +1,7 @@
 //! `reinvocationPolicy: IfNeeded` of mutating webhooks and their audit annotations, with an
 //! HTTPS webhook server in the test: a webhook that reports a label runs again after a later
 //! webhook added the label, and what webhooks annotate reaches the audit event, prefixed with
-//! the webhook's name.
+//! the webhook's name; a webhook accepting only `v1beta1` reviews gets one.
 
 #![allow(clippy::unwrap_used)]
 
@@ -112,5 +112,65 @@ fn if_needed_webhooks_run_again_after_later_changes_and_annotate_the_audit_event
     assert_eq!(
         event["annotations"]["report.genplane.test/saw-b"], "none",
         "{event}"
+    );
+}
+
+/// A webhook that accepts only `v1beta1` reviews is sent one and answered in kind (without
+/// the uid, which v1beta1 never required).
+#[test]
+fn v1beta1_only_webhooks_get_v1beta1_reviews() {
+    let server = crate::support::start();
+    let versions: Arc<Mutex<Vec<String>>> = Arc::default();
+    let record = versions.clone();
+    let hooks = Webhook::start(move |call| {
+        let review: Value = serde_json::from_slice(&call.body).unwrap();
+        record
+            .lock()
+            .unwrap()
+            .push(review["apiVersion"].as_str().unwrap_or_default().to_owned());
+        let patch = base64::engine::general_purpose::STANDARD.encode(
+            json!([{"op": "add", "path": "/metadata/labels/review", "value": "v1beta1"}])
+                .to_string(),
+        );
+        json!({"apiVersion": "admission.k8s.io/v1beta1", "kind": "AdmissionReview",
+            "response": {"allowed": true, "patchType": "JSONPatch", "patch": patch}})
+    });
+    let ca = base64::engine::general_purpose::STANDARD.encode(&hooks.ca_pem);
+    ok(kubectl_stdin(
+        &server,
+        &["create", "-f", "-"],
+        &json!({"apiVersion": "admissionregistration.k8s.io/v1", "kind": "MutatingWebhookConfiguration",
+            "metadata": {"name": "old"},
+            "webhooks": [{"name": "old.genplane.test", "sideEffects": "None",
+                "admissionReviewVersions": ["v1beta1"],
+                "clientConfig": {"url": format!("{}/old", hooks.base), "caBundle": ca},
+                "objectSelector": {"matchLabels": {"hooked": "old"}},
+                "rules": [{"operations": ["CREATE"], "apiGroups": [""], "apiVersions": ["v1"],
+                    "resources": ["configmaps"]}]}]}),
+    ));
+    let mut attempt = 0;
+    eventually("the v1beta1 webhook to act", || {
+        attempt += 1;
+        let created = ok(kubectl_stdin(
+            &server,
+            &[
+                "create",
+                "-o",
+                "jsonpath={.metadata.labels.review}",
+                "-f",
+                "-",
+            ],
+            &json!({"apiVersion": "v1", "kind": "ConfigMap",
+                "metadata": {"name": format!("old-{attempt}"), "labels": {"hooked": "old"}}}),
+        ));
+        (created == "v1beta1").then_some(())
+    });
+    assert!(
+        versions
+            .lock()
+            .unwrap()
+            .iter()
+            .all(|v| v == "admission.k8s.io/v1beta1"),
+        "{versions:?}"
     );
 }

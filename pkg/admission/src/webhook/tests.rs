@@ -253,6 +253,7 @@ fn responses_are_read_as_upstream_reads_them() {
         &answer(json!({"uid": "u", "allowed": true, "patchType": "JSONPatch", "patch": patch, "warnings": ["careful"],
             "auditAnnotations": {"checked": "yes"}})),
         "u",
+        "v1",
     )
     .unwrap() else {
         panic!("allowed")
@@ -265,11 +266,11 @@ fn responses_are_read_as_upstream_reads_them() {
     );
 
     assert_eq!(
-        read_response(&answer(json!({"uid": "other", "allowed": true})), "u").unwrap_err(),
+        read_response(&answer(json!({"uid": "other", "allowed": true})), "u", "v1").unwrap_err(),
         Error::InvalidResponse("expected response.uid=\"u\", got \"other\"".into())
     );
     assert_eq!(
-        read_response(br#"{"apiVersion": "v1", "kind": "Status"}"#, "u")
+        read_response(br#"{"apiVersion": "v1", "kind": "Status"}"#, "u", "v1")
             .unwrap_err()
             .to_string(),
         "received invalid webhook response: expected webhook response of admission.k8s.io/v1, Kind=AdmissionReview, got v1, Kind=Status"
@@ -277,6 +278,7 @@ fn responses_are_read_as_upstream_reads_them() {
     let Verdict::Denied(status, _, _) = read_response(
         &answer(json!({"uid": "u", "allowed": false, "status": {"code": 403, "message": "no"}})),
         "u",
+        "v1",
     )
     .unwrap() else {
         panic!("denied")
@@ -372,4 +374,30 @@ async fn webhooks_are_read_and_compiled_once_per_configuration_generation() {
         Ok(true)
     );
     assert_eq!(dispatcher.read.lock().unwrap().len(), 1);
+}
+
+#[test]
+fn v1beta1_webhooks_get_v1beta1_reviews_and_their_answers_are_not_held_to_v1s_checks() {
+    let versions = |list: &[&str]| {
+        let webhook = hook(json!({"admissionReviewVersions": list}));
+        review_version(&webhook)
+    };
+    assert_eq!(versions(&["v1beta1"]), Some("v1beta1"));
+    assert_eq!(versions(&["v2", "v1beta1", "v1"]), Some("v1beta1"));
+    assert_eq!(versions(&["v1", "v1beta1"]), Some("v1"));
+    assert_eq!(versions(&["v2"]), None);
+    // neither the kind nor the uid is checked in v1beta1
+    let answer = serde_json::to_vec(&json!({"apiVersion": "admission.k8s.io/v1beta1",
+        "kind": "AdmissionReview", "response": {"allowed": true, "warnings": ["old"]}}))
+    .unwrap();
+    let Verdict::Allowed(allowed) = read_response(&answer, "u", "v1beta1").unwrap() else {
+        panic!("allowed")
+    };
+    assert_eq!(allowed.warnings, ["old"]);
+    // the same answer to a v1 review is refused
+    assert!(read_response(&answer, "u", "v1").is_err());
+    assert_eq!(
+        read_response(br#"{"kind": "AdmissionReview"}"#, "u", "v1beta1").unwrap_err(),
+        Error::InvalidResponse("webhook response was absent".into())
+    );
 }
