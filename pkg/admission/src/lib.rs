@@ -28,6 +28,9 @@
 //!   policy plugins read.
 //! - [`quota`]: ResourceQuota, charging creates to the object-count quotas of their namespace
 //!   over a [`quota::Quotas`] view of the stored quotas.
+//! - [`authorizer`]: the `authorizer` variable of admission expressions (policies, webhook
+//!   match conditions), the server's authorizer ([`Request::authorizer`]) asked about the
+//!   request's user.
 //! - [`reinvocation`]: `reinvocationPolicy: IfNeeded` of mutating webhooks and policies (a
 //!   second pass of the mutating plugins when a later one changed the object).
 //! - [`Warnings`]: what plugins tell the client besides admitting or refusing (`Warning`
@@ -35,7 +38,7 @@
 
 #![warn(missing_docs)]
 
-mod authorizer;
+pub mod authorizer;
 pub mod mutating_policy;
 pub mod namespace;
 pub mod params;
