@@ -8,11 +8,11 @@
 use std::sync::Arc;
 
 use genplane_authentication::UserInfo;
-use genplane_authorization::{Attributes, Authorizer};
+use genplane_authorization::Authorizer;
 use genplane_cel::CelValue;
 use genplane_cel::authz::{Check, Decision, Target};
 
-use crate::Request;
+use crate::Attributes;
 
 /// What answers a request's checks.
 #[derive(Debug)]
@@ -48,16 +48,25 @@ impl genplane_cel::authz::Authorizer for RequestAuthorizer {
             None => self.user.clone(),
         };
         let attributes = match &check.target {
-            Target::Path(path) => Attributes::non_resource(user, &check.verb, path),
+            Target::Path(path) => {
+                genplane_authorization::Attributes::non_resource(user, &check.verb, path)
+            }
             Target::Resource {
                 group,
                 resource,
                 subresource,
                 namespace,
                 name,
-            } => Attributes {
+            } => genplane_authorization::Attributes {
                 subresource: subresource.clone(),
-                ..Attributes::resource(user, &check.verb, group, resource, namespace, name)
+                ..genplane_authorization::Attributes::resource(
+                    user,
+                    &check.verb,
+                    group,
+                    resource,
+                    namespace,
+                    name,
+                )
             },
         };
         let (decision, reason) = authorizer.authorize(&attributes);
@@ -69,10 +78,22 @@ impl genplane_cel::authz::Authorizer for RequestAuthorizer {
     }
 }
 
-/// The value of `authorizer` for the expressions of `request`.
-pub(crate) fn value(request: &Request) -> CelValue {
-    genplane_cel::authz::value(Arc::new(RequestAuthorizer {
-        authorizer: request.authorizer.clone(),
-        user: request.user.clone(),
-    }))
+/// The value of `authorizer` for the expressions of a write of `attributes`
+/// (`authorizer.requestResource`: its resource, subresource, namespace and name).
+pub(crate) fn value(attributes: &Attributes<'_>) -> CelValue {
+    let request = attributes.request;
+    let resource = Target::Resource {
+        group: request.resource.group.clone(),
+        resource: request.resource.resource.clone(),
+        subresource: request.subresource.clone(),
+        namespace: attributes.namespace.to_owned(),
+        name: attributes.name.to_owned(),
+    };
+    genplane_cel::authz::value(
+        Arc::new(RequestAuthorizer {
+            authorizer: request.authorizer.clone(),
+            user: request.user.clone(),
+        }),
+        Some(resource),
+    )
 }

@@ -40,7 +40,7 @@
 //! Expressions may use `authorizer` ([`crate::authorizer`]: the server's authorizer asked about
 //! the request's user, `authorizer.group(g).resource(r).namespace(ns).name(n).check(verb)`).
 //!
-//! Not yet: `authorizer.requestResource`; `matchPolicy: Equivalent` sees the object in the
+//! Not yet: `matchPolicy: Equivalent` sees the object in the
 //! version it was written in (upstream converts it to the version the rule names).
 
 use std::collections::HashMap;
@@ -890,7 +890,7 @@ pub(crate) async fn inputs_of<'v>(
         old_object: attributes.old_object.unwrap_or(&Value::Null),
         request,
         namespace_object,
-        authorizer: crate::authorizer::value(attributes.request),
+        authorizer: crate::authorizer::value(attributes),
     })
 }
 

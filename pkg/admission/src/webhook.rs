@@ -375,7 +375,7 @@ impl Webhook {
     fn conditions_hold(
         &self,
         review_request: &Value,
-        request: &crate::Request,
+        attributes: &Attributes<'_>,
     ) -> Result<bool, Error> {
         if self.match_conditions.is_empty() {
             return Ok(true);
@@ -393,7 +393,7 @@ impl Webhook {
                 .bind("object", &review_request["object"])
                 .bind("oldObject", &review_request["oldObject"])
                 .bind("request", review_request)
-                .bind_value("authorizer", crate::authorizer::value(request)),
+                .bind_value("authorizer", crate::authorizer::value(attributes)),
         );
         conditions_hold(
             &self.match_conditions,
@@ -580,7 +580,7 @@ impl Dispatcher {
                 .into())
             }
         };
-        match webhook.conditions_hold(review_request, attributes.request) {
+        match webhook.conditions_hold(review_request, attributes) {
             Ok(true) => {}
             Ok(false) => return Ok(None),
             Err(error) => return failed(error),

@@ -7,6 +7,7 @@
 //! authorizer.group('apps').resource('deployments').subresource('scale').check('update').reason()
 //! authorizer.path('/healthz').check('get').allowed()
 //! authorizer.serviceAccount('ns', 'sa').group('')...   (the service account asks instead)
+//! authorizer.requestResource.check('update')            (the resource the request writes)
 //! decision.allowed() / .reason() / .errored() / .error()
 //! ```
 //!
@@ -86,6 +87,9 @@ impl Eq for Shared {}
 struct AuthorizerValue {
     authorizer: Shared,
     service_account: Option<(String, String)>,
+    /// What `authorizer.requestResource` checks: the request's resource (a
+    /// [`Target::Resource`]).
+    request_resource: Option<Arc<Target>>,
 }
 
 /// `authorizer.path(p)`.
@@ -135,11 +139,13 @@ opaque!(
     DecisionValue => "kubernetes.authorization.Decision",
 );
 
-/// The CEL value of `authorizer` answering with `authorizer`.
-pub fn value(authorizer: Arc<dyn Authorizer>) -> Value {
+/// The CEL value of `authorizer` answering with `authorizer`; `request_resource` (a
+/// [`Target::Resource`]) is what `authorizer.requestResource` checks.
+pub fn value(authorizer: Arc<dyn Authorizer>, request_resource: Option<Target>) -> Value {
     Value::Opaque(Arc::new(AuthorizerValue {
         authorizer: Shared(authorizer),
         service_account: None,
+        request_resource: request_resource.map(Arc::new),
     }))
 }
 
@@ -148,6 +154,7 @@ pub(crate) fn register(ctx: &mut Context<'static>) {
     ctx.add_function("path", path);
     ctx.add_function("group", group);
     ctx.add_function("serviceAccount", service_account);
+    ctx.add_function("requestResource", request_resource);
     ctx.add_function("resource", resource);
     ctx.add_function("subresource", |ftx: &FunctionContext<'_, '_>| {
         refine(ftx, |check, value| check.subresource = value)
@@ -214,6 +221,31 @@ fn service_account(ftx: &FunctionContext<'_, '_>) -> Result<Value, ExecutionErro
     Ok(Value::Opaque(Arc::new(AuthorizerValue {
         authorizer: base.authorizer,
         service_account: Some((string_arg(ftx, 0)?, string_arg(ftx, 1)?)),
+        request_resource: base.request_resource,
+    })))
+}
+
+/// `authorizer.requestResource` (rewritten to a call): a resource check of the request's
+/// resource.
+fn request_resource(ftx: &FunctionContext<'_, '_>) -> Result<Value, ExecutionError> {
+    let base: AuthorizerValue = this(ftx)?;
+    let Some(Target::Resource {
+        group,
+        resource,
+        subresource,
+        namespace,
+        name,
+    }) = base.request_resource.as_deref().cloned()
+    else {
+        return Err(ftx.error("the request has no resource"));
+    };
+    Ok(Value::Opaque(Arc::new(ResourceCheck {
+        base,
+        group,
+        resource,
+        subresource,
+        namespace,
+        name,
     })))
 }
 

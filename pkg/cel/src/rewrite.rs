@@ -5,6 +5,8 @@
 //! - `-x` becomes [`NEGATE`]: the crate negates `i64::MIN` with a panic in a debug build and
 //!   to itself in a release build, where cel-go reports an integer overflow;
 //! - the variable of `optMap` / `optFlatMap` must be an identifier (cel-go's macro error);
+//! - `authorizer.requestResource` becomes the call `authorizer.requestResource()`
+//!   ([`crate::authz`]);
 //! - with object types declared ([`crate::Environment::with_object_types`]): `Object{f: v}`,
 //!   `Object.spec{...}` and `JSONPatch{op: ..., path: ...}` become map literals of their fields
 //!   (`JSONPatch` has only `op`, `path`, `from` and `value`), `jsonpatch.escapeKey(k)` becomes
@@ -138,7 +140,20 @@ impl Rewriter {
                     ));
                 }
             }
-            Expr::Select(s) => self.walk(&mut s.operand, errors),
+            Expr::Select(s) => {
+                self.walk(&mut s.operand, errors);
+                if !s.test
+                    && s.field == "requestResource"
+                    && matches!(&s.operand.expr, Expr::Ident(n) if n == "authorizer")
+                {
+                    let operand = std::mem::take(&mut s.operand);
+                    expr.expr = Expr::Call(kube_cel::cel::common::ast::CallExpr {
+                        func_name: "requestResource".to_owned(),
+                        target: Some(operand),
+                        args: Vec::new(),
+                    });
+                }
+            }
             Expr::List(l) => l.elements.iter_mut().for_each(|e| self.walk(e, errors)),
             Expr::Map(m) => m.entries.iter_mut().for_each(|e| match &mut e.expr {
                 EntryExpr::MapEntry(me) => {

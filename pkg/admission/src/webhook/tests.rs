@@ -203,26 +203,28 @@ async fn selectors_choose_namespaces_and_objects() {
 
 #[test]
 fn match_conditions_filter_and_fail() {
+    let default_request = crate::Request::default();
+    let plain = Attributes {
+        request: &default_request,
+        operation: Operation::Create,
+        namespace: "",
+        name: "",
+        old_object: None,
+    };
     let request = json!({"object": {"metadata": {"name": "skip-me"}}, "oldObject": null, "operation": "CREATE"});
     let skip = hook(
         json!({"matchConditions": [{"name": "not-skipped", "expression": "!object.metadata.name.startsWith('skip')"}]}),
     );
-    assert_eq!(
-        skip.conditions_hold(&request, &crate::Request::default()),
-        Ok(false)
-    );
+    assert_eq!(skip.conditions_hold(&request, &plain), Ok(false));
     let keep = hook(
         json!({"matchConditions": [{"name": "create", "expression": "request.operation == 'CREATE'"}]}),
     );
-    assert_eq!(
-        keep.conditions_hold(&request, &crate::Request::default()),
-        Ok(true)
-    );
+    assert_eq!(keep.conditions_hold(&request, &plain), Ok(true));
     let broken = hook(
         json!({"matchConditions": [{"name": "broken", "expression": "object.spec.missing == 1"}]}),
     );
     assert!(
-        matches!(broken.conditions_hold(&request, &crate::Request::default()), Err(Error::MatchCondition(m)) if m.contains("broken"))
+        matches!(broken.conditions_hold(&request, &plain), Err(Error::MatchCondition(m)) if m.contains("broken"))
     );
     // the authorizer: the server's, asked about the request's user
     let authorized = hook(
@@ -233,12 +235,13 @@ fn match_conditions_filter_and_fail() {
         authorizer: Some(std::sync::Arc::new(genplane_authorization::AlwaysAllow)),
         ..crate::Request::default()
     };
+    let allowed = Attributes {
+        request: &allowed,
+        ..plain
+    };
     assert_eq!(authorized.conditions_hold(&request, &allowed), Ok(true));
     // without an authorizer every check errs and allows nothing
-    assert_eq!(
-        authorized.conditions_hold(&request, &crate::Request::default()),
-        Ok(false)
-    );
+    assert_eq!(authorized.conditions_hold(&request, &plain), Ok(false));
 }
 
 fn answer(response: Value) -> Vec<u8> {
@@ -343,6 +346,14 @@ fn configuration(name: &str, generation: i64, condition: &str) -> Value {
 
 #[tokio::test]
 async fn webhooks_are_read_and_compiled_once_per_configuration_generation() {
+    let default_request = crate::Request::default();
+    let plain = Attributes {
+        request: &default_request,
+        operation: Operation::Create,
+        namespace: "",
+        name: "",
+        old_object: None,
+    };
     let stored = Arc::new(Stored::default());
     *stored.0.lock().unwrap() = vec![
         configuration("b", 1, "true"),
@@ -354,14 +365,8 @@ async fn webhooks_are_read_and_compiled_once_per_configuration_generation() {
     assert_eq!(first[0][0].name, "a.example.com");
     assert_eq!(first[1][0].name, "b.example.com");
     let review = json!({"object": {}, "oldObject": null});
-    assert_eq!(
-        first[0][0].conditions_hold(&review, &crate::Request::default()),
-        Ok(false)
-    );
-    assert_eq!(
-        first[1][0].conditions_hold(&review, &crate::Request::default()),
-        Ok(true)
-    );
+    assert_eq!(first[0][0].conditions_hold(&review, &plain), Ok(false));
+    assert_eq!(first[1][0].conditions_hold(&review, &plain), Ok(true));
     let again = dispatcher.webhooks(Flavor::Validating).await.unwrap();
     assert!(Arc::ptr_eq(&first[0], &again[0]) && Arc::ptr_eq(&first[1], &again[1]));
     // a new generation is read again; a deleted configuration is forgotten
@@ -369,10 +374,7 @@ async fn webhooks_are_read_and_compiled_once_per_configuration_generation() {
     let changed = dispatcher.webhooks(Flavor::Validating).await.unwrap();
     assert_eq!(changed.len(), 1);
     assert!(!Arc::ptr_eq(&first[0], &changed[0]));
-    assert_eq!(
-        changed[0][0].conditions_hold(&review, &crate::Request::default()),
-        Ok(true)
-    );
+    assert_eq!(changed[0][0].conditions_hold(&review, &plain), Ok(true));
     assert_eq!(dispatcher.read.lock().unwrap().len(), 1);
 }
 

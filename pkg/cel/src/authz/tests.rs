@@ -25,13 +25,25 @@ impl Authorizer for Recording {
     }
 }
 
+/// A write of the ConfigMap `team/a`.
+fn request() -> Option<Target> {
+    Some(Target::Resource {
+        group: String::new(),
+        resource: "configmaps".into(),
+        subresource: String::new(),
+        namespace: "team".into(),
+        name: "a".into(),
+    })
+}
+
 #[test]
 fn checks_ask_the_authorizer_with_what_the_expression_built() {
     let recording = Arc::new(Recording::default());
     let env = Environment::new().variable("authorizer", VarType::Dyn);
     let run = |expression: &str| {
         let program = env.compile(expression, &Path::new("x")).unwrap();
-        let activation = Activation::new().bind_value("authorizer", value(recording.clone()));
+        let activation =
+            Activation::new().bind_value("authorizer", value(recording.clone(), request()));
         program.evaluate(&activation).unwrap()
     };
     assert_eq!(
@@ -55,6 +67,10 @@ fn checks_ask_the_authorizer_with_what_the_expression_built() {
     assert_eq!(
         run("authorizer.path('/healthz').check('get').errored()"),
         Value::Bool(false)
+    );
+    assert_eq!(
+        run("authorizer.requestResource.check('delete').allowed()"),
+        Value::Bool(true)
     );
     let asked = recording.0.lock().unwrap().clone();
     assert_eq!(
@@ -81,6 +97,6 @@ fn checks_ask_the_authorizer_with_what_the_expression_built() {
     );
     // a method of the library on something else has no overload
     let program = env.compile("'x'.check('get')", &Path::new("x")).unwrap();
-    let activation = Activation::new().bind_value("authorizer", value(recording.clone()));
+    let activation = Activation::new().bind_value("authorizer", value(recording.clone(), None));
     assert!(program.evaluate(&activation).is_err());
 }
