@@ -60,6 +60,28 @@ use serde_json::Value;
 /// A boxed future, as plugins return them (plugins are called through `dyn`).
 pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 
+/// Stored objects of one kind as listed at one moment (webhook configurations, policies,
+/// bindings), for plugins that read them on every write.
+#[derive(Clone, Debug, Default)]
+pub struct Listed {
+    /// Equal for two lists with equal objects, and different after any change: a plugin
+    /// keeps what it derived from the objects while it stays the same. `None`: unknown, so
+    /// nothing is kept from one list to the next.
+    pub generation: Option<u64>,
+    /// The objects, shared.
+    pub items: Arc<Vec<Value>>,
+}
+
+impl Listed {
+    /// Objects without a generation.
+    pub fn unversioned(items: Vec<Value>) -> Self {
+        Self {
+            generation: None,
+            items: Arc::new(items),
+        }
+    }
+}
+
 /// What a write does.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Operation {

@@ -39,6 +39,7 @@ use genplane_apimachinery::errors::{ApiError, Status};
 use genplane_apimachinery::schema::{GroupResource, GroupVersionKind};
 use genplane_apimachinery::validation::field::Path;
 use genplane_cel::{Activation, CelValue, Environment};
+use serde::Deserialize as _;
 use serde_json::Value;
 
 use crate::namespace::Namespaces;
@@ -49,15 +50,15 @@ use crate::policy::{
 };
 use crate::reinvocation::Reinvocation;
 use crate::webhook::conditions_hold;
-use crate::{Attributes, BoxFuture, MutatingPlugin};
+use crate::{Attributes, BoxFuture, Listed, MutatingPlugin};
 
 /// The stored policies, bindings and param objects, and the kinds' type model, as the plugin
 /// reads them on every write (from memory).
 pub trait MutatingPolicies: Params {
     /// The stored MutatingAdmissionPolicies.
-    fn policies(&self) -> BoxFuture<'_, Result<Vec<Value>, ApiError>>;
+    fn policies(&self) -> BoxFuture<'_, Result<Listed, ApiError>>;
     /// The stored MutatingAdmissionPolicyBindings.
-    fn bindings(&self) -> BoxFuture<'_, Result<Vec<Value>, ApiError>>;
+    fn bindings(&self) -> BoxFuture<'_, Result<Listed, ApiError>>;
     /// Merges the apply configuration `configuration` into `object` (of kind `kind`) as
     /// server-side apply merges, or says why it cannot (an unknown kind, a configuration that
     /// does not fit the kind or sets an atomic list, map or struct).
@@ -300,23 +301,22 @@ impl MutatingAdmissionPolicy {
     }
 
     /// The stored bindings, read once per resourceVersion, by policy name (sorted by name).
-    fn bindings_of(&self, stored: Vec<Value>) -> HashMap<String, Vec<Arc<Binding>>> {
+    fn bindings_of(&self, stored: &[Value]) -> HashMap<String, Vec<Arc<Binding>>> {
         let mut cache = self.cache();
         let mut seen = Vec::with_capacity(stored.len());
         let mut by_policy: HashMap<String, Vec<Arc<Binding>>> = HashMap::new();
-        for mut binding in stored {
-            let uid = text(&binding, "/metadata/uid").to_owned();
-            let version = text(&binding, "/metadata/resourceVersion").to_owned();
+        for binding in stored {
+            let uid = text(binding, "/metadata/uid").to_owned();
+            let version = text(binding, "/metadata/resourceVersion").to_owned();
             let read = match cache.bindings.get(&uid) {
                 Some((v, read)) if *v == version => read.clone(),
                 _ => {
                     let spec = binding
-                        .get_mut("spec")
-                        .map(Value::take)
-                        .and_then(|s| serde_json::from_value(s).ok())
+                        .get("spec")
+                        .and_then(|s| MutatingBindingSpec::deserialize(s).ok())
                         .unwrap_or_default();
                     let read = Arc::new(Binding {
-                        name: text(&binding, "/metadata/name").to_owned(),
+                        name: text(binding, "/metadata/name").to_owned(),
                         spec,
                     });
                     cache.bindings.insert(uid.clone(), (version, read.clone()));
@@ -339,15 +339,15 @@ impl MutatingAdmissionPolicy {
     /// The stored policies that have bindings, compiled once per generation, by name.
     fn compiled(
         &self,
-        stored: Vec<Value>,
+        stored: &[Value],
         bound: &HashMap<String, Vec<Arc<Binding>>>,
     ) -> Vec<Arc<CompiledPolicy>> {
         let mut cache = self.cache();
         let mut seen = Vec::with_capacity(stored.len());
         let mut compiled = Vec::new();
-        for mut policy in stored {
-            let name = text(&policy, "/metadata/name").to_owned();
-            let uid = text(&policy, "/metadata/uid").to_owned();
+        for policy in stored {
+            let name = text(policy, "/metadata/name").to_owned();
+            let uid = text(policy, "/metadata/uid").to_owned();
             seen.push(uid.clone());
             if !bound.contains_key(&name) {
                 continue;
@@ -360,9 +360,8 @@ impl MutatingAdmissionPolicy {
                 Some(c) if c.generation == generation => c.clone(),
                 _ => {
                     let spec = policy
-                        .get_mut("spec")
-                        .map(Value::take)
-                        .and_then(|s| serde_json::from_value(s).ok())
+                        .get("spec")
+                        .and_then(|s| MutatingPolicySpec::deserialize(s).ok())
                         .unwrap_or_default();
                     let c = Arc::new(CompiledPolicy::new(name, generation, spec));
                     cache.policies.insert(uid, c.clone());
@@ -393,11 +392,11 @@ impl MutatingAdmissionPolicy {
             return Ok(());
         }
         let bindings = self.policies.bindings().await?;
-        if bindings.is_empty() {
+        if bindings.items.is_empty() {
             return Ok(());
         }
-        let bound = self.bindings_of(bindings);
-        let policies = self.compiled(self.policies.policies().await?, &bound);
+        let bound = self.bindings_of(&bindings.items);
+        let policies = self.compiled(&self.policies.policies().await?.items, &bound);
         let namespace = WriteNamespace {
             namespaces: self.namespaces.as_ref(),
             read: tokio::sync::OnceCell::new(),
@@ -440,7 +439,8 @@ impl MutatingAdmissionPolicy {
                 };
                 let mut changed = false;
                 for param in &params {
-                    let inputs = inputs_of(&attributes, Some(object), &namespace).await?;
+                    let inputs =
+                        inputs_of(&attributes, Some(object), &namespace, (true, true)).await?;
                     let outcome =
                         policy.mutate(self.policies.as_ref(), &request.kind, &inputs, param);
                     match outcome {

@@ -2,14 +2,25 @@
 //! that does not exist or is being deleted; the namespaces every cluster depends on cannot be
 //! deleted), NamespaceExists (no new content in a namespace that does not exist) and
 //! NamespaceAutoProvision (a create in a namespace that does not exist creates it first).
+//!
+//! NamespaceLifecycle reads the namespace from the watch cache, as upstream's reads its
+//! informer, and reads it consistently from storage only when the cache does not have it (it
+//! may have been created a moment ago) or when this server let a deletion of it through in the
+//! last [`FORCE_LIVE_LOOKUP_TTL`] while the cache still shows it active.
 
-use std::sync::Arc;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, Instant};
 
 use genplane_apimachinery::errors::{ApiError, Status, StatusCause, StatusDetails, StatusReason};
 use genplane_apimachinery::schema::GroupResource;
 use serde_json::Value;
 
 use crate::{Attributes, BoxFuture, MutatingPlugin, Operation};
+
+/// How long after letting a namespace's deletion through NamespaceLifecycle reads that
+/// namespace consistently rather than from the cache (upstream's 30 seconds).
+pub const FORCE_LIVE_LOOKUP_TTL: Duration = Duration::from_secs(30);
 
 /// Namespaces every cluster depends on, which may not be deleted.
 pub const IMMORTAL_NAMESPACES: &[&str] = &["default", "kube-system", "kube-public"];
@@ -22,11 +33,26 @@ pub trait Namespaces: Send + Sync + std::fmt::Debug {
     /// The namespace `name` as the watch cache has it (maybe a moment old: for plugins that,
     /// as upstream's, read namespaces from an informer), or `None`. Reads consistently unless
     /// the implementation has a cache.
-    fn get_cached<'a>(&'a self, name: &'a str) -> BoxFuture<'a, Result<Option<Value>, ApiError>> {
-        self.get(name)
+    fn get_cached<'a>(
+        &'a self,
+        name: &'a str,
+    ) -> BoxFuture<'a, Result<Option<Arc<Value>>, ApiError>> {
+        Box::pin(async move { Ok(self.get(name).await?.map(Arc::new)) })
     }
     /// Creates the namespace `name` (succeeds if it exists already).
     fn create<'a>(&'a self, name: &'a str) -> BoxFuture<'a, Result<(), ApiError>>;
+}
+
+/// The namespace `name` from the cache, or read consistently when the cache does not have it
+/// (it may have been created a moment ago), as upstream's namespace matcher reads it.
+pub async fn cached_or_stored(
+    namespaces: &dyn Namespaces,
+    name: &str,
+) -> Result<Option<Arc<Value>>, ApiError> {
+    match namespaces.get_cached(name).await? {
+        Some(found) => Ok(Some(found)),
+        None => Ok(namespaces.get(name).await?.map(Arc::new)),
+    }
 }
 
 fn namespaces() -> GroupResource {
@@ -38,11 +64,9 @@ fn missing(namespace: &str) -> ApiError {
 }
 
 fn is_terminating(namespace: &Value) -> bool {
-    namespace
-        .pointer("/metadata/deletionTimestamp")
-        .and_then(Value::as_str)
-        .is_some_and(|t| !t.is_empty())
-        || namespace.pointer("/status/phase").and_then(Value::as_str) == Some("Terminating")
+    use genplane_api::util::str_at;
+    !str_at(namespace, &["metadata", "deletionTimestamp"]).is_empty()
+        || str_at(namespace, &["status", "phase"]) == "Terminating"
 }
 
 /// The namespace of a write, looked up for it. The lookup is part of the write: when the
@@ -87,12 +111,32 @@ fn is_access_review(attributes: &Attributes<'_>) -> bool {
 #[derive(Debug, Clone)]
 pub struct NamespaceLifecycle {
     namespaces: Arc<dyn Namespaces>,
+    /// The namespaces whose deletion this plugin let through, and when.
+    deleted: Arc<Mutex<HashMap<String, Instant>>>,
 }
 
 impl NamespaceLifecycle {
     /// The plugin over `namespaces`.
     pub fn new(namespaces: Arc<dyn Namespaces>) -> Self {
-        Self { namespaces }
+        Self {
+            namespaces,
+            deleted: Arc::default(),
+        }
+    }
+
+    /// Whether `namespace`'s deletion was let through less than [`FORCE_LIVE_LOOKUP_TTL`] ago.
+    fn deleted_lately(&self, namespace: &str) -> bool {
+        let deleted = self.deleted.lock().unwrap_or_else(PoisonError::into_inner);
+        deleted
+            .get(namespace)
+            .is_some_and(|at| at.elapsed() < FORCE_LIVE_LOOKUP_TTL)
+    }
+
+    /// Notes that `namespace`'s deletion was let through (forgetting the expired notes).
+    fn note_deletion(&self, namespace: &str) {
+        let mut deleted = self.deleted.lock().unwrap_or_else(PoisonError::into_inner);
+        deleted.retain(|_, at| at.elapsed() < FORCE_LIVE_LOOKUP_TTL);
+        deleted.insert(namespace.to_owned(), Instant::now());
     }
 }
 
@@ -111,8 +155,14 @@ impl MutatingPlugin for NamespaceLifecycle {
                 return Ok(());
             }
             let namespace = attributes.namespace;
-            let Some(found) = lookup(&*self.namespaces, &attributes).await? else {
-                return Err(missing(namespace));
+            let cached = self.namespaces.get_cached(namespace).await?;
+            let found = match cached {
+                Some(found) if is_terminating(&found) || !self.deleted_lately(namespace) => found,
+                // not cached yet, or perhaps deleted since the cache saw it
+                _ => match lookup(&*self.namespaces, &attributes).await? {
+                    Some(found) => Arc::new(found),
+                    None => return Err(missing(namespace)),
+                },
             };
             if !is_terminating(&found) {
                 return Ok(());
@@ -146,14 +196,16 @@ impl MutatingPlugin for NamespaceLifecycle {
             if resource.group.is_empty()
                 && resource.resource == "namespaces"
                 && attributes.request.subresource.is_empty()
-                && IMMORTAL_NAMESPACES.contains(&attributes.name)
             {
-                return Err(Status::forbidden(
-                    &namespaces(),
-                    attributes.name,
-                    "this namespace may not be deleted",
-                )
-                .into());
+                if IMMORTAL_NAMESPACES.contains(&attributes.name) {
+                    return Err(Status::forbidden(
+                        &namespaces(),
+                        attributes.name,
+                        "this namespace may not be deleted",
+                    )
+                    .into());
+                }
+                self.note_deletion(attributes.name);
             }
             Ok(())
         })
@@ -232,6 +284,7 @@ impl MutatingPlugin for NamespaceAutoProvision {
 #[cfg(test)]
 mod tests {
     use genplane_apimachinery::schema::GroupVersionResource;
+    use serde_json::json;
 
     use super::*;
 
@@ -274,5 +327,87 @@ mod tests {
             let got = plugin.admit(attributes, &mut Value::Null).await;
             assert_eq!(got.map_err(|e| e.code), want, "{resource}");
         }
+    }
+
+    /// A cache and a storage that may disagree; counts the storage reads.
+    #[derive(Debug, Default)]
+    struct Lagging {
+        cached: std::collections::BTreeMap<String, Value>,
+        stored: std::collections::BTreeMap<String, Value>,
+        reads: std::sync::atomic::AtomicUsize,
+    }
+
+    impl Namespaces for Lagging {
+        fn get<'a>(&'a self, name: &'a str) -> BoxFuture<'a, Result<Option<Value>, ApiError>> {
+            self.reads
+                .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            Box::pin(async move { Ok(self.stored.get(name).cloned()) })
+        }
+
+        fn get_cached<'a>(
+            &'a self,
+            name: &'a str,
+        ) -> BoxFuture<'a, Result<Option<Arc<Value>>, ApiError>> {
+            Box::pin(async move { Ok(self.cached.get(name).cloned().map(Arc::new)) })
+        }
+
+        fn create<'a>(&'a self, _: &'a str) -> BoxFuture<'a, Result<(), ApiError>> {
+            Box::pin(async { Ok(()) })
+        }
+    }
+
+    #[tokio::test]
+    async fn the_cache_decides_unless_it_lacks_the_namespace_or_a_deletion_went_through() {
+        let active =
+            |name: &str| json!({"metadata": {"name": name}, "status": {"phase": "Active"}});
+        let terminating =
+            |name: &str| json!({"metadata": {"name": name}, "status": {"phase": "Terminating"}});
+        let namespaces = Arc::new(Lagging {
+            // "old" is being deleted, which the cache has not seen yet; "new" is not cached yet
+            cached: [("old".to_owned(), active("old"))].into(),
+            stored: [
+                ("old".to_owned(), terminating("old")),
+                ("new".to_owned(), active("new")),
+            ]
+            .into(),
+            ..Lagging::default()
+        });
+        let plugin = NamespaceLifecycle::new(namespaces.clone());
+        let request = create_of("", "configmaps");
+        let create = |namespace: &'static str| {
+            let (plugin, request) = (&plugin, &request);
+            async move {
+                let attributes = Attributes {
+                    request,
+                    operation: Operation::Create,
+                    namespace,
+                    name: "x",
+                    old_object: None,
+                };
+                plugin
+                    .admit(attributes, &mut Value::Null)
+                    .await
+                    .map_err(|e| e.code)
+            }
+        };
+        let reads = || namespaces.reads.load(std::sync::atomic::Ordering::Relaxed);
+        // the cache says active: no storage read
+        assert_eq!(create("old").await, Ok(()));
+        assert_eq!(reads(), 0);
+        // not in the cache: read from storage
+        assert_eq!(create("new").await, Ok(()));
+        assert_eq!(reads(), 1);
+        // once this server let the deletion through, storage decides
+        let delete = create_of("", "namespaces");
+        let attributes = Attributes {
+            request: &delete,
+            operation: Operation::Delete,
+            namespace: "",
+            name: "old",
+            old_object: None,
+        };
+        plugin.admit_delete(attributes).await.unwrap();
+        assert_eq!(create("old").await, Err(403));
+        assert_eq!(reads(), 2);
     }
 }

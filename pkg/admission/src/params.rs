@@ -2,6 +2,8 @@
 //! a policy's `paramKind` and a binding's `paramRef` resolved to the objects they name, over a
 //! [`Params`] view of the served kinds.
 
+use std::sync::Arc;
+
 use genplane_api::admissionregistration::types::{ParamKind, ParamRef};
 use genplane_apimachinery::errors::ApiError;
 use genplane_apimachinery::labels::Selector;
@@ -23,14 +25,15 @@ pub trait Params: Send + Sync + std::fmt::Debug {
     /// Whether the kind `api_version`/`kind` is namespaced; `None` when it is not served.
     fn param_scope(&self, api_version: &str, kind: &str) -> Option<bool>;
     /// The objects of the kind `api_version`/`kind` in `namespace` (empty for a
-    /// cluster-scoped kind) that `selection` picks, with `apiVersion` and `kind` set.
+    /// cluster-scoped kind) that `selection` picks, with `apiVersion` and `kind` set (shared:
+    /// the same objects are read on every write).
     fn params<'a>(
         &'a self,
         api_version: &'a str,
         kind: &'a str,
         namespace: &'a str,
         selection: ParamSelection<'a>,
-    ) -> BoxFuture<'a, Result<Vec<Value>, ApiError>>;
+    ) -> BoxFuture<'a, Result<Vec<Arc<Value>>, ApiError>>;
 }
 
 /// The params a binding's `reference` names for a write in `namespace`, of the policy's
@@ -42,9 +45,9 @@ pub async fn resolve<P: Params + ?Sized>(
     kind: Option<&ParamKind>,
     reference: Option<&ParamRef>,
     namespace: &str,
-) -> Result<Vec<Value>, String> {
+) -> Result<Vec<Arc<Value>>, String> {
     let (Some(kind), Some(reference)) = (kind, reference) else {
-        return Ok(vec![Value::Null]);
+        return Ok(vec![Arc::new(Value::Null)]);
     };
     let Some(namespaced) = source.param_scope(&kind.api_version, &kind.kind) else {
         return Err(format!(

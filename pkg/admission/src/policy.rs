@@ -34,14 +34,18 @@
 //!    a refusal (`failed to configure binding: ...` for the params), with `Ignore` nothing.
 //!
 //! Every expression of a policy is compiled once per generation of the policy (the compiled
-//! programs are kept while the policy is stored). Writes of the admission configuration kinds
+//! programs are kept while the policy is stored), and the set of bound policies is kept while
+//! the lists of policies and bindings keep their generation ([`Listed`]). Of the inputs, only
+//! what the policy's expressions reach is converted to CEL ([`genplane_cel::Reach`]):
+//! `request` and `namespaceObject` are not even built when no expression names them. Writes of the admission configuration kinds
 //! themselves are never checked (a broken policy cannot lock out its own repair).
 //!
 //! Expressions may use `authorizer` ([`crate::authorizer`]: the server's authorizer asked about
-//! the request's user, `authorizer.group(g).resource(r).namespace(ns).name(n).check(verb)`).
+//! the request's user, `authorizer.group(g).resource(r).namespace(ns).name(n).check(verb)`,
+//! `authorizer.requestResource`).
 //!
-//! Not yet: `matchPolicy: Equivalent` sees the object in the
-//! version it was written in (upstream converts it to the version the rule names).
+//! Not yet: `matchPolicy: Equivalent` sees the object in the version it was written in
+//! (upstream converts it to the version the rule names).
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -52,13 +56,14 @@ use genplane_api::admissionregistration::types::{
 use genplane_apimachinery::errors::{ApiError, Status, StatusCause};
 use genplane_apimachinery::schema::GroupResource;
 use genplane_apimachinery::validation::field::Path;
-use genplane_cel::{Activation, CelValue, Environment, Program, VarType};
+use genplane_cel::{Activation, CelValue, Environment, Program, Reach, VarType};
+use serde::Deserialize as _;
 use serde_json::{Value, json};
 
 use crate::namespace::Namespaces;
 pub use crate::params::{ParamSelection, Params};
 use crate::webhook::{RuleMatching as _, conditions_hold, review_request, selectors_match};
-use crate::{Attributes, BoxFuture, ValidatingPlugin};
+use crate::{Attributes, BoxFuture, Listed, ValidatingPlugin};
 
 /// Upstream's limit on the length of one audit annotation value.
 const MAX_AUDIT_ANNOTATION_VALUE_LENGTH: usize = 10 * 1024;
@@ -78,9 +83,9 @@ pub(crate) const EXEMPT: &[&str] = &[
 /// (The params come from [`Params`], shared with MutatingAdmissionPolicy.)
 pub trait Policies: Params {
     /// The stored ValidatingAdmissionPolicies.
-    fn policies(&self) -> BoxFuture<'_, Result<Vec<Value>, ApiError>>;
+    fn policies(&self) -> BoxFuture<'_, Result<Listed, ApiError>>;
     /// The stored ValidatingAdmissionPolicyBindings.
-    fn bindings(&self) -> BoxFuture<'_, Result<Vec<Value>, ApiError>>;
+    fn bindings(&self) -> BoxFuture<'_, Result<Listed, ApiError>>;
 }
 
 /// Whether a policy's `matchConstraints` or a binding's `matchResources` match the write:
@@ -289,6 +294,8 @@ struct CompiledPolicy {
     variables: Vec<Compiled>,
     validations: Vec<(Compiled, Option<Compiled>)>,
     annotations: Vec<Compiled>,
+    /// What the programs can reach of their variables: only that is converted to CEL.
+    reach: Reach,
 }
 
 impl CompiledPolicy {
@@ -327,7 +334,7 @@ impl CompiledPolicy {
                 .map(|v| v.expression.as_str())
                 .collect(),
         );
-        let validations = rules
+        let validations: Vec<(Compiled, Option<Compiled>)> = rules
             .into_iter()
             .zip(&spec.validations)
             .enumerate()
@@ -347,6 +354,18 @@ impl CompiledPolicy {
                 .map(|a| a.value_expression.as_str())
                 .collect(),
         );
+        let mut reach = Reach::new();
+        let messages = validations.iter().filter_map(|(_, m)| m.as_ref());
+        for program in conditions
+            .iter()
+            .chain(&variables)
+            .chain(validations.iter().map(|(rule, _)| rule))
+            .chain(messages)
+            .chain(&annotations)
+            .flatten()
+        {
+            reach.add(program);
+        }
         Self {
             name,
             generation,
@@ -356,6 +375,7 @@ impl CompiledPolicy {
             variables,
             validations,
             annotations,
+            reach,
         }
     }
 
@@ -384,7 +404,7 @@ struct Outcome {
 }
 
 /// What every evaluation of a write shares: the values of `object`, `oldObject`, `request`
-/// and `namespaceObject`.
+/// and `namespaceObject` (the last two `null` when no policy of the write uses them).
 pub(crate) struct Inputs<'a> {
     pub(crate) object: &'a Value,
     pub(crate) old_object: &'a Value,
@@ -412,7 +432,7 @@ impl CompiledPolicy {
                 });
             }
         };
-        let prepared = self.environment.prepare(
+        let prepared = self.environment.prepare_reaching(
             Activation::new()
                 .bind("object", inputs.object)
                 .bind("oldObject", inputs.old_object)
@@ -420,6 +440,7 @@ impl CompiledPolicy {
                 .bind("params", params)
                 .bind("namespaceObject", &inputs.namespace_object)
                 .bind_value("authorizer", inputs.authorizer.clone()),
+            &self.reach,
         );
         // variables, in order, each seeing the ones before it
         let mut values: Vec<(String, CelValue)> = Vec::new();
@@ -437,7 +458,8 @@ impl CompiledPolicy {
                 Err(e) => failed.push((variable.name.clone(), e.clone())),
             }
         }
-        let variables = [("variables", genplane_cel::map_value(values))];
+        // the variables converted once for every expression below
+        let prepared = prepared.extend(&[("variables", genplane_cel::map_value(values))]);
         // a failed variable is an error of the expressions that use it
         let explain = |error: &genplane_cel::Error, expression: &str| -> String {
             if let genplane_cel::Error::Evaluation(message) = error
@@ -451,7 +473,7 @@ impl CompiledPolicy {
         // an expression's value, or why it has none
         let run = |program: &Compiled, expression: &str| match program {
             Ok(program) => program
-                .evaluate_prepared(&prepared, &variables)
+                .evaluate_prepared(&prepared, &[])
                 .map_err(|e| explain(&e, expression)),
             Err(e) => Err(e.clone()),
         };
@@ -459,7 +481,7 @@ impl CompiledPolicy {
         let conditions = &self.spec.match_conditions;
         match conditions_hold(conditions, &self.conditions, |i, program| {
             program
-                .evaluate_prepared(&prepared, &variables)
+                .evaluate_prepared(&prepared, &[])
                 .map_err(|e| explain(&e, &conditions[i].expression))
         }) {
             Ok(true) => {}
@@ -483,7 +505,7 @@ impl CompiledPolicy {
                     let message = message_program
                         .as_ref()
                         .and_then(|p| p.as_ref().ok())
-                        .and_then(|p| p.evaluate_prepared(&prepared, &variables).ok())
+                        .and_then(|p| p.evaluate_prepared(&prepared, &[]).ok())
                         .and_then(|v| match v {
                             CelValue::String(s) => Some(s.trim().to_owned()),
                             _ => None,
@@ -570,11 +592,21 @@ fn reason_code(reason: &str) -> u16 {
     }
 }
 
-/// The compiled policies and the read bindings, by uid, with what they were made from.
+/// The compiled policies and the read bindings, by uid, with what they were made from; and
+/// the last [`Bound`] with the generations of the lists it was made from.
 #[derive(Debug, Default)]
 struct Cache {
     policies: HashMap<String, Arc<CompiledPolicy>>,
     bindings: HashMap<String, (String, Arc<Binding>)>,
+    bound: Option<((u64, u64), Arc<Bound>)>,
+}
+
+/// The bound policies, compiled, by name, and their bindings by policy name (each list
+/// sorted by name).
+#[derive(Debug, Default)]
+struct Bound {
+    policies: Vec<Arc<CompiledPolicy>>,
+    bindings: HashMap<String, Vec<Arc<Binding>>>,
 }
 
 pub(crate) fn text<'v>(value: &'v Value, pointer: &str) -> &'v str {
@@ -585,14 +617,21 @@ pub(crate) fn text<'v>(value: &'v Value, pointer: &str) -> &'v str {
 #[derive(Debug)]
 pub(crate) struct WriteNamespace<'a> {
     pub(crate) namespaces: &'a dyn Namespaces,
-    pub(crate) read: tokio::sync::OnceCell<Option<Value>>,
+    pub(crate) read: tokio::sync::OnceCell<Option<Arc<Value>>>,
 }
 
 impl Namespaces for WriteNamespace<'_> {
     fn get<'a>(&'a self, name: &'a str) -> BoxFuture<'a, Result<Option<Value>, ApiError>> {
+        self.namespaces.get(name)
+    }
+
+    fn get_cached<'a>(
+        &'a self,
+        name: &'a str,
+    ) -> BoxFuture<'a, Result<Option<Arc<Value>>, ApiError>> {
         Box::pin(async move {
             self.read
-                .get_or_try_init(|| self.namespaces.get_cached(name))
+                .get_or_try_init(|| crate::namespace::cached_or_stored(self.namespaces, name))
                 .await
                 .cloned()
         })
@@ -628,24 +667,48 @@ impl ValidatingAdmissionPolicy {
             .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
+    /// The bound policies and their bindings: kept while neither list changes.
+    async fn bound(&self) -> Result<Option<Arc<Bound>>, ApiError> {
+        let bindings = self.policies.bindings().await?;
+        if bindings.items.is_empty() {
+            return Ok(None);
+        }
+        let policies = self.policies.policies().await?;
+        let generations = bindings.generation.zip(policies.generation);
+        if let Some(generations) = generations
+            && let Some((made_from, bound)) = &self.cache().bound
+            && *made_from == generations
+        {
+            return Ok(Some(bound.clone()));
+        }
+        let by_policy = self.bindings_of(&bindings.items);
+        let bound = Arc::new(Bound {
+            policies: self.compiled(&policies.items, &by_policy),
+            bindings: by_policy,
+        });
+        if let Some(generations) = generations {
+            self.cache().bound = Some((generations, bound.clone()));
+        }
+        Ok(Some(bound))
+    }
+
     /// The stored bindings, read once per resourceVersion, by policy name.
-    fn bindings_of(&self, stored: Vec<Value>) -> HashMap<String, Vec<Arc<Binding>>> {
+    fn bindings_of(&self, stored: &[Value]) -> HashMap<String, Vec<Arc<Binding>>> {
         let mut cache = self.cache();
         let mut seen = Vec::with_capacity(stored.len());
         let mut by_policy: HashMap<String, Vec<Arc<Binding>>> = HashMap::new();
-        for mut binding in stored {
-            let uid = text(&binding, "/metadata/uid").to_owned();
-            let version = text(&binding, "/metadata/resourceVersion").to_owned();
+        for binding in stored {
+            let uid = text(binding, "/metadata/uid").to_owned();
+            let version = text(binding, "/metadata/resourceVersion").to_owned();
             let read = match cache.bindings.get(&uid) {
                 Some((v, read)) if *v == version => read.clone(),
                 _ => {
                     let spec = binding
-                        .get_mut("spec")
-                        .map(Value::take)
-                        .and_then(|s| serde_json::from_value(s).ok())
+                        .get("spec")
+                        .and_then(|s| BindingSpec::deserialize(s).ok())
                         .unwrap_or_default();
                     let read = Arc::new(Binding {
-                        name: text(&binding, "/metadata/name").to_owned(),
+                        name: text(binding, "/metadata/name").to_owned(),
                         spec,
                     });
                     cache.bindings.insert(uid.clone(), (version, read.clone()));
@@ -670,15 +733,15 @@ impl ValidatingAdmissionPolicy {
     /// The stored policies that have bindings, compiled once per generation, by name.
     fn compiled(
         &self,
-        stored: Vec<Value>,
+        stored: &[Value],
         bound: &HashMap<String, Vec<Arc<Binding>>>,
     ) -> Vec<Arc<CompiledPolicy>> {
         let mut cache = self.cache();
         let mut seen = Vec::with_capacity(stored.len());
         let mut compiled = Vec::new();
-        for mut policy in stored {
-            let name = text(&policy, "/metadata/name").to_owned();
-            let uid = text(&policy, "/metadata/uid").to_owned();
+        for policy in stored {
+            let name = text(policy, "/metadata/name").to_owned();
+            let uid = text(policy, "/metadata/uid").to_owned();
             seen.push(uid.clone());
             if !bound.contains_key(&name) {
                 continue;
@@ -691,9 +754,8 @@ impl ValidatingAdmissionPolicy {
                 Some(c) if c.generation == generation => c.clone(),
                 _ => {
                     let spec = policy
-                        .get_mut("spec")
-                        .map(Value::take)
-                        .and_then(|s| serde_json::from_value(s).ok())
+                        .get("spec")
+                        .and_then(|s| PolicySpec::deserialize(s).ok())
                         .unwrap_or_default();
                     let c = Arc::new(CompiledPolicy::new(name, generation, spec));
                     cache.policies.insert(uid, c.clone());
@@ -716,7 +778,7 @@ impl ValidatingAdmissionPolicy {
         policy: &CompiledPolicy,
         binding: &Binding,
         namespace: &str,
-    ) -> Result<Vec<Value>, String> {
+    ) -> Result<Vec<Arc<Value>>, String> {
         crate::params::resolve(
             self.policies.as_ref(),
             policy.spec.param_kind.as_ref(),
@@ -737,12 +799,10 @@ impl ValidatingAdmissionPolicy {
         {
             return Ok(());
         }
-        let bindings = self.policies.bindings().await?;
-        if bindings.is_empty() {
+        let Some(bound) = self.bound().await? else {
             return Ok(());
-        }
-        let bound = self.bindings_of(bindings);
-        let policies = self.compiled(self.policies.policies().await?, &bound);
+        };
+        let policies = &bound.policies;
         // every lookup of this write is of its own namespace (or of none)
         let namespace = WriteNamespace {
             namespaces: self.namespaces.as_ref(),
@@ -751,13 +811,18 @@ impl ValidatingAdmissionPolicy {
         let mut inputs: Option<Inputs<'_>> = None;
         // (policy, binding name, decision): the first refusal wins
         let mut refusals: Vec<(String, String, Decision)> = Vec::new();
-        for policy in &policies {
-            let constraints = policy.spec.match_constraints.clone().unwrap_or_default();
-            if !resources_match(&constraints, &attributes, object, &namespace).await? {
+        for policy in policies {
+            let everything = MatchResources::default();
+            let constraints = policy
+                .spec
+                .match_constraints
+                .as_ref()
+                .unwrap_or(&everything);
+            if !resources_match(constraints, &attributes, object, &namespace).await? {
                 continue;
             }
             let mut annotations: Vec<(String, Vec<String>)> = Vec::new();
-            for binding in bound.get(&policy.name).into_iter().flatten() {
+            for binding in bound.bindings.get(&policy.name).into_iter().flatten() {
                 if let Some(resources) = &binding.spec.match_resources
                     && !resources_match(resources, &attributes, object, &namespace).await?
                 {
@@ -785,7 +850,9 @@ impl ValidatingAdmissionPolicy {
                     continue;
                 }
                 if inputs.is_none() {
-                    inputs = Some(inputs_of(&attributes, object, &namespace).await?);
+                    let uses = |name: &str| policies.iter().any(|p| p.reach.uses(name));
+                    let needs = (uses("request"), uses("namespaceObject"));
+                    inputs = Some(inputs_of(&attributes, object, &namespace, needs).await?);
                 }
                 let Some(inputs) = inputs.as_ref() else {
                     continue;
@@ -862,25 +929,30 @@ impl ValidatingAdmissionPolicy {
     }
 }
 
-/// The values every evaluation of this write sees.
+/// The values every evaluation of this write sees; `request` and `namespaceObject` only when
+/// `needs` says some policy uses them.
 pub(crate) async fn inputs_of<'v>(
     attributes: &Attributes<'v>,
     object: Option<&'v Value>,
     namespaces: &dyn Namespaces,
+    (needs_request, needs_namespace): (bool, bool),
 ) -> Result<Inputs<'v>, ApiError> {
-    let mut request = review_request(attributes, object);
-    if let Some(fields) = request.as_object_mut() {
-        fields.remove("object");
-        fields.remove("oldObject");
-        fields.remove("uid");
+    let mut request = Value::Null;
+    if needs_request {
+        request = review_request(attributes, object);
+        if let Some(fields) = request.as_object_mut() {
+            fields.remove("object");
+            fields.remove("oldObject");
+            fields.remove("uid");
+        }
     }
     let is_namespace =
         attributes.request.kind.group.is_empty() && attributes.request.kind.kind == "Namespace";
-    let namespace_object = if attributes.namespace.is_empty() || is_namespace {
+    let namespace_object = if !needs_namespace || attributes.namespace.is_empty() || is_namespace {
         Value::Null
     } else {
         namespaces
-            .get(attributes.namespace)
+            .get_cached(attributes.namespace)
             .await?
             .map(|ns| namespace_object(&ns))
             .unwrap_or(Value::Null)

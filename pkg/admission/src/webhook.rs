@@ -56,7 +56,7 @@ use serde_json::{Value, json};
 
 use crate::namespace::Namespaces;
 use crate::reinvocation::Reinvocation;
-use crate::{Attributes, BoxFuture, MutatingPlugin, Operation, ValidatingPlugin};
+use crate::{Attributes, BoxFuture, Listed, MutatingPlugin, Operation, ValidatingPlugin};
 
 /// The group of the webhook configurations.
 const GROUP: &str = "admissionregistration.k8s.io";
@@ -84,7 +84,7 @@ impl Flavor {
 pub trait Configurations: Send + Sync + std::fmt::Debug {
     /// The stored configurations of `flavor` (from memory: a write should not cost a storage
     /// read per configuration kind).
-    fn list(&self, flavor: Flavor) -> BoxFuture<'_, Result<Vec<Value>, ApiError>>;
+    fn list(&self, flavor: Flavor) -> BoxFuture<'_, Result<Listed, ApiError>>;
 }
 
 /// Why a webhook call failed; subject to the webhook's failure policy.
@@ -326,7 +326,8 @@ pub async fn selectors_match(
     if attributes.namespace.is_empty() {
         return Ok(true);
     }
-    let namespace = namespaces.get(attributes.namespace).await?.ok_or_else(|| {
+    let found = crate::namespace::cached_or_stored(namespaces, attributes.namespace).await?;
+    let namespace = found.ok_or_else(|| {
         ApiError::from(Status::not_found(
             &genplane_apimachinery::schema::GroupResource::new("", "namespaces"),
             attributes.namespace,
@@ -459,6 +460,10 @@ impl Clients {
 /// The webhooks of each configuration read, by flavor and uid, with the generation read.
 type ReadConfigurations = HashMap<(Flavor, String), (i64, Arc<Vec<Webhook>>)>;
 
+/// The webhooks of every configuration of a flavor, by flavor, with the generation of the
+/// list they were read from ([`Listed::generation`]).
+type ReadLists = HashMap<Flavor, (u64, Vec<Arc<Vec<Webhook>>>)>;
+
 /// What the two plugins share: where configurations and namespaces come from, and the clients.
 #[derive(Debug, Clone)]
 pub struct Dispatcher {
@@ -468,6 +473,8 @@ pub struct Dispatcher {
     /// The webhooks of each stored configuration (by uid), read and compiled once per
     /// generation.
     read: Arc<Mutex<ReadConfigurations>>,
+    /// The webhooks of each flavor, kept while its list's generation stays.
+    lists: Arc<Mutex<ReadLists>>,
 }
 
 /// What a webhook answered, when it allowed the write.
@@ -488,6 +495,7 @@ impl Dispatcher {
             namespaces,
             clients: Arc::new(Clients::default()),
             read: Arc::new(Mutex::new(HashMap::new())),
+            lists: Arc::new(Mutex::new(HashMap::new())),
         }
     }
 
@@ -522,7 +530,19 @@ impl Dispatcher {
     /// The webhooks of the stored configurations of `flavor`, in upstream's order (by
     /// configuration name, then as listed), read once per configuration generation.
     async fn webhooks(&self, flavor: Flavor) -> Result<Vec<Arc<Vec<Webhook>>>, ApiError> {
-        let mut configurations = self.configurations.list(flavor).await?;
+        let listed = self.configurations.list(flavor).await?;
+        let lists = || {
+            self.lists
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+        };
+        if let Some(generation) = listed.generation
+            && let Some((read, webhooks)) = lists().get(&flavor)
+            && *read == generation
+        {
+            return Ok(webhooks.clone());
+        }
+        let mut configurations = listed.items.as_ref().clone();
         let text = |v: &Value, pointer: &str| {
             v.pointer(pointer)
                 .and_then(Value::as_str)
@@ -557,6 +577,10 @@ impl Dispatcher {
         }
         // forget the configurations of this flavor no longer stored
         read.retain(|(f, uid), _| *f != flavor || seen.contains(uid));
+        drop(read);
+        if let Some(generation) = listed.generation {
+            lists().insert(flavor, (generation, webhooks.clone()));
+        }
         Ok(webhooks)
     }
 

@@ -414,12 +414,37 @@ pub fn rfc3339(unix_seconds: i64) -> String {
     let day = doy - (153 * mp + 2) / 5 + 1;
     let month = if mp < 10 { mp + 3 } else { mp - 9 };
     let year = yoe + era * 400 + i64::from(month <= 2);
-    format!(
-        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}Z",
-        secs / 3600,
-        secs / 60 % 60,
-        secs % 60
-    )
+    if !(0..=9999).contains(&year) {
+        return format!(
+            "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}Z",
+            secs / 3600,
+            secs / 60 % 60,
+            secs % 60
+        );
+    }
+    // the common case by hand: several timestamps are written on every write
+    let mut out = String::with_capacity(20);
+    push_digits(&mut out, year, 4);
+    for (separator, value) in [
+        ('-', month),
+        ('-', day),
+        ('T', secs / 3600),
+        (':', secs / 60 % 60),
+        (':', secs % 60),
+    ] {
+        out.push(separator);
+        push_digits(&mut out, value, 2);
+    }
+    out.push('Z');
+    out
+}
+
+/// Appends the `width` last decimal digits of `value` (not negative).
+fn push_digits(out: &mut String, value: i64, width: u32) {
+    for place in (0..width).rev() {
+        let digit = (value / 10_i64.pow(place) % 10) as u8;
+        out.push(char::from(b'0' + digit));
+    }
 }
 
 #[cfg(test)]

@@ -1,23 +1,26 @@
-//! The stored admission policies, their bindings and their params as the
-//! `ValidatingAdmissionPolicy` and `MutatingAdmissionPolicy` plugins read them: listed from the
-//! watch cache's memory (`resourceVersion=0`), so that a write costs no storage read, as
-//! upstream's plugins read them from informers. Params may be of any kind the server serves at
-//! the time of the write, built-in or custom (the served set is read on each lookup,
-//! [`ServedParams`]). Mutating policies merge their apply configurations with the served type
+//! The stored ValidatingAdmissionPolicies, their bindings and their params as the
+//! `ValidatingAdmissionPolicy` plugin reads them: policies and bindings from mirrors kept by
+//! watches ([`MirroredList`]), params from the watch cache's memory (`resourceVersion=0`), so
+//! that a write costs no storage read, as upstream's plugin reads them from informers. Params
+//! may be of any kind the server serves at the time of the write, built-in or custom (the
+//! served set is read on each lookup, [`ServedParams`]). The MutatingAdmissionPolicies and their
+//! bindings are read the same way, and their apply configurations merged with the served type
 //! model ([`StoredMutatingPolicies`]).
 
 use std::sync::Arc;
 
-use genplane_admission::BoxFuture;
 use genplane_admission::mutating_policy::MutatingPolicies;
 use genplane_admission::params::{ParamSelection, Params};
 use genplane_admission::policy::Policies;
+use genplane_admission::{BoxFuture, Listed};
 use genplane_apimachinery::errors::ApiError;
 use genplane_apimachinery::resource_version::ReadOptions;
 use genplane_apimachinery::schema::GroupVersionKind;
 use genplane_registry::{ListOptions, Store};
 use genplane_storage::Storage;
 use serde_json::{Value, json};
+
+use crate::mirrored::MirroredList;
 
 /// Finds the store of a kind served at the time of the call: given `group`, `version` and
 /// `kind`, whether it is namespaced and its store.
@@ -38,13 +41,12 @@ impl<S: Storage> std::fmt::Debug for ServedParams<S> {
     }
 }
 
-/// The stores of a server's ValidatingAdmissionPolicies and bindings, and of what it serves
-/// (for params).
+/// The stores of a server's policies and bindings, and of what it serves (for params).
 pub struct StoredPolicies<S: Storage> {
-    /// The store of ValidatingAdmissionPolicies.
-    pub policies: Store<S>,
-    /// The store of ValidatingAdmissionPolicyBindings.
-    pub bindings: Store<S>,
+    /// The ValidatingAdmissionPolicies.
+    pub policies: MirroredList<S>,
+    /// The ValidatingAdmissionPolicyBindings.
+    pub bindings: MirroredList<S>,
     /// The params.
     pub params: ServedParams<S>,
 }
@@ -55,16 +57,16 @@ impl<S: Storage> std::fmt::Debug for StoredPolicies<S> {
     }
 }
 
-/// The stores of a server's MutatingAdmissionPolicies and bindings, its params and its type
-/// model.
+/// The MutatingAdmissionPolicies and their bindings, the params, and the type model apply
+/// configurations are merged with.
 pub struct StoredMutatingPolicies<S: Storage> {
-    /// The store of MutatingAdmissionPolicies.
-    pub policies: Store<S>,
-    /// The store of MutatingAdmissionPolicyBindings.
-    pub bindings: Store<S>,
+    /// The MutatingAdmissionPolicies.
+    pub policies: MirroredList<S>,
+    /// The MutatingAdmissionPolicyBindings.
+    pub bindings: MirroredList<S>,
     /// The params.
     pub params: ServedParams<S>,
-    /// The type model apply configurations are merged with.
+    /// The served type model.
     pub types: ServedTypes,
 }
 
@@ -86,55 +88,11 @@ fn cached(labels: genplane_apimachinery::labels::Selector) -> ListOptions {
     }
 }
 
-/// Every object of the cluster-scoped `store`, from memory.
-async fn list_cached<S: Storage>(store: &Store<S>) -> Result<Vec<Value>, ApiError> {
-    Ok(store.list("", &cached(Default::default())).await?.items)
-}
-
 impl<S: Storage> ServedParams<S> {
     /// Whether the kind `api_version`/`kind` is namespaced, and its store, when it is served.
     fn param_store(&self, api_version: &str, kind: &str) -> Option<(bool, Store<S>)> {
         let (group, version) = api_version.split_once('/').unwrap_or(("", api_version));
         (self.kinds)(group, version, kind)
-    }
-}
-
-impl<S: Storage> Params for ServedParams<S> {
-    fn param_scope(&self, api_version: &str, kind: &str) -> Option<bool> {
-        self.param_store(api_version, kind)
-            .map(|(namespaced, _)| namespaced)
-    }
-
-    fn params<'a>(
-        &'a self,
-        api_version: &'a str,
-        kind: &'a str,
-        namespace: &'a str,
-        selection: ParamSelection<'a>,
-    ) -> BoxFuture<'a, Result<Vec<Value>, ApiError>> {
-        Box::pin(async move {
-            let Some((_, store)) = self.param_store(api_version, kind) else {
-                return Ok(Vec::new());
-            };
-            let mut params = match selection {
-                ParamSelection::Name(name) => match store.get(namespace, name, Some("0")).await {
-                    Ok(param) => vec![param],
-                    Err(e) if e.code == 404 => Vec::new(),
-                    Err(e) => return Err(e),
-                },
-                ParamSelection::Selector(selector) => {
-                    store
-                        .list(namespace, &cached(selector.clone()))
-                        .await?
-                        .items
-                }
-            };
-            for param in &mut params {
-                param["apiVersion"] = json!(api_version);
-                param["kind"] = json!(kind);
-            }
-            Ok(params)
-        })
     }
 }
 
@@ -152,7 +110,7 @@ macro_rules! params_through_field {
                 kind: &'a str,
                 namespace: &'a str,
                 selection: ParamSelection<'a>,
-            ) -> BoxFuture<'a, Result<Vec<Value>, ApiError>> {
+            ) -> BoxFuture<'a, Result<Vec<Arc<Value>>, ApiError>> {
                 self.params.params(api_version, kind, namespace, selection)
             }
         }
@@ -163,22 +121,22 @@ params_through_field!(StoredPolicies);
 params_through_field!(StoredMutatingPolicies);
 
 impl<S: Storage> Policies for StoredPolicies<S> {
-    fn policies(&self) -> BoxFuture<'_, Result<Vec<Value>, ApiError>> {
-        Box::pin(list_cached(&self.policies))
+    fn policies(&self) -> BoxFuture<'_, Result<Listed, ApiError>> {
+        Box::pin(async move { Ok(self.policies.list().await) })
     }
 
-    fn bindings(&self) -> BoxFuture<'_, Result<Vec<Value>, ApiError>> {
-        Box::pin(list_cached(&self.bindings))
+    fn bindings(&self) -> BoxFuture<'_, Result<Listed, ApiError>> {
+        Box::pin(async move { Ok(self.bindings.list().await) })
     }
 }
 
 impl<S: Storage> MutatingPolicies for StoredMutatingPolicies<S> {
-    fn policies(&self) -> BoxFuture<'_, Result<Vec<Value>, ApiError>> {
-        Box::pin(list_cached(&self.policies))
+    fn policies(&self) -> BoxFuture<'_, Result<Listed, ApiError>> {
+        Box::pin(async move { Ok(self.policies.list().await) })
     }
 
-    fn bindings(&self) -> BoxFuture<'_, Result<Vec<Value>, ApiError>> {
-        Box::pin(list_cached(&self.bindings))
+    fn bindings(&self) -> BoxFuture<'_, Result<Listed, ApiError>> {
+        Box::pin(async move { Ok(self.bindings.list().await) })
     }
 
     fn apply_configuration(
@@ -202,5 +160,54 @@ impl<S: Storage> MutatingPolicies for StoredMutatingPolicies<S> {
         }
         genplane_structured::apply::merge_into(&types, &ty, object, configuration)
             .map_err(|e| format!("{}: {}", e.path, e.message))
+    }
+}
+
+impl<S: Storage> Params for ServedParams<S> {
+    fn param_scope(&self, api_version: &str, kind: &str) -> Option<bool> {
+        self.param_store(api_version, kind)
+            .map(|(namespaced, _)| namespaced)
+    }
+
+    fn params<'a>(
+        &'a self,
+        api_version: &'a str,
+        kind: &'a str,
+        namespace: &'a str,
+        selection: ParamSelection<'a>,
+    ) -> BoxFuture<'a, Result<Vec<Arc<Value>>, ApiError>> {
+        Box::pin(async move {
+            let Some((_, store)) = self.param_store(api_version, kind) else {
+                return Ok(Vec::new());
+            };
+            let params = match selection {
+                ParamSelection::Name(name) => match store.get_shared(namespace, name).await {
+                    Ok(param) => vec![param],
+                    Err(e) if e.code == 404 => Vec::new(),
+                    Err(e) => return Err(e),
+                },
+                ParamSelection::Selector(selector) => store
+                    .list(namespace, &cached(selector.clone()))
+                    .await?
+                    .items
+                    .into_iter()
+                    .map(Arc::new)
+                    .collect(),
+            };
+            // as the params' kind names them (a custom resource may be served in another
+            // version than the one read)
+            Ok(params
+                .into_iter()
+                .map(|mut param| {
+                    let typed = param["apiVersion"] == api_version && param["kind"] == kind;
+                    if !typed {
+                        let param = Arc::make_mut(&mut param);
+                        param["apiVersion"] = json!(api_version);
+                        param["kind"] = json!(kind);
+                    }
+                    param
+                })
+                .collect())
+        })
     }
 }

@@ -36,6 +36,7 @@ mod handlers;
 pub mod impersonation;
 pub mod kind;
 pub mod metrics;
+pub mod mirrored;
 pub mod namespaces;
 pub mod negotiation;
 pub mod openapi;

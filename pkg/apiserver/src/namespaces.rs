@@ -1,17 +1,31 @@
 //! The stored namespaces as the admission plugins read them (NamespaceLifecycle and its
 //! siblings): through the Namespaces store, read consistently so that a namespace created just
-//! before is found.
+//! before is found, or from an in-memory mirror kept by a watch (as upstream's plugins read
+//! an informer), which costs no decoding.
+
+use std::sync::{Arc, OnceLock};
 
 use genplane_admission::BoxFuture;
 use genplane_apimachinery::errors::ApiError;
-use genplane_registry::{Store, WriteOptions};
+use genplane_registry::{Mirror, Store, WriteOptions};
 use genplane_storage::Storage;
 use serde_json::{Value, json};
 
 /// The namespaces of a server's Namespaces store.
 pub struct StoredNamespaces<S: Storage> {
-    /// The store of Namespaces.
-    pub store: Store<S>,
+    store: Store<S>,
+    /// The namespaces in memory, mirrored from the first cached read on.
+    mirror: OnceLock<Mirror>,
+}
+
+impl<S: Storage> StoredNamespaces<S> {
+    /// The namespaces of `store`.
+    pub fn new(store: Store<S>) -> Self {
+        Self {
+            store,
+            mirror: OnceLock::new(),
+        }
+    }
 }
 
 impl<S: Storage> std::fmt::Debug for StoredNamespaces<S> {
@@ -31,13 +45,13 @@ impl<S: Storage> genplane_admission::namespace::Namespaces for StoredNamespaces<
         })
     }
 
-    fn get_cached<'a>(&'a self, name: &'a str) -> BoxFuture<'a, Result<Option<Value>, ApiError>> {
+    fn get_cached<'a>(
+        &'a self,
+        name: &'a str,
+    ) -> BoxFuture<'a, Result<Option<Arc<Value>>, ApiError>> {
         Box::pin(async move {
-            match self.store.get("", name, Some("0")).await {
-                Ok(found) => Ok(Some(found)),
-                Err(e) if e.code == 404 => Ok(None),
-                Err(e) => Err(e),
-            }
+            let mirror = self.mirror.get_or_init(|| self.store.mirror());
+            Ok(mirror.snapshot().await.get("", name).cloned())
         })
     }
 

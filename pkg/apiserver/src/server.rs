@@ -22,6 +22,7 @@ use crate::enablement::{Api, ApiEnablement};
 use crate::filters::max_in_flight::{InFlight, Limits};
 use crate::kind::ServedKind;
 use crate::metrics::ApiMetrics;
+use crate::mirrored::MirroredList;
 use crate::openapi::{OpenApiV2, OpenApiV3};
 use crate::request_info::RequestInfo;
 
@@ -261,8 +262,8 @@ fn webhook_configurations<S: Storage>(
     };
     Some(Arc::new(
         crate::webhook_configurations::StoredWebhookConfigurations {
-            validating: store("validatingwebhookconfigurations")?,
-            mutating: store("mutatingwebhookconfigurations")?,
+            validating: MirroredList::new(store("validatingwebhookconfigurations")?),
+            mutating: MirroredList::new(store("mutatingwebhookconfigurations")?),
         },
     ))
 }
@@ -301,8 +302,11 @@ fn admission_policies<S: Storage>(
     served: &Arc<std::sync::RwLock<Arc<Served<S>>>>,
 ) -> Option<Arc<dyn genplane_admission::policy::Policies>> {
     Some(Arc::new(crate::admission_policies::StoredPolicies {
-        policies: admission_store(builtin, "validatingadmissionpolicies")?,
-        bindings: admission_store(builtin, "validatingadmissionpolicybindings")?,
+        policies: MirroredList::new(admission_store(builtin, "validatingadmissionpolicies")?),
+        bindings: MirroredList::new(admission_store(
+            builtin,
+            "validatingadmissionpolicybindings",
+        )?),
         params: served_params(served),
     }))
 }
@@ -323,8 +327,11 @@ fn mutating_admission_policies<S: Storage>(
     });
     Some(Arc::new(
         crate::admission_policies::StoredMutatingPolicies {
-            policies: admission_store(builtin, "mutatingadmissionpolicies")?,
-            bindings: admission_store(builtin, "mutatingadmissionpolicybindings")?,
+            policies: MirroredList::new(admission_store(builtin, "mutatingadmissionpolicies")?),
+            bindings: MirroredList::new(admission_store(
+                builtin,
+                "mutatingadmissionpolicybindings",
+            )?),
             params: served_params(served),
             types,
         },
@@ -417,9 +424,7 @@ impl<S: Storage> ApiServer<S> {
             .find(|r| r.info.group.is_empty() && r.info.resource == "namespaces")
             .and_then(|namespaces| namespaces.store())
             .map(|namespaces| genplane_admission::plugins::Context {
-                namespaces: Arc::new(crate::namespaces::StoredNamespaces {
-                    store: namespaces.clone(),
-                }),
+                namespaces: Arc::new(crate::namespaces::StoredNamespaces::new(namespaces.clone())),
                 webhooks: webhook_configurations(&builtin),
                 quotas: resource_quotas(&builtin),
                 policies: admission_policies(&builtin, &served),

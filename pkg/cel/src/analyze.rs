@@ -37,9 +37,16 @@ pub(crate) enum Ty<'a> {
     Bool,
     /// A dynamic value whose actual values are at hand (run time): sized by them.
     Json(Vec<&'a Value>),
+    /// A dynamic value of any size up to [`UNBOUNDED_SIZE`], as are its fields and elements:
+    /// the worst case of any actual value ([`worst_cost`]).
+    Unbounded,
     /// Anything else, sized 1.
     Dyn,
 }
+
+/// The size [`Ty::Unbounded`] stands for: above any string, list or map a request can carry
+/// (a request body is at most 3 MiB).
+pub(crate) const UNBOUNDED_SIZE: u64 = 8 * 1024 * 1024;
 
 impl<'a> Ty<'a> {
     /// The largest size (characters, items or entries) a value can have.
@@ -53,6 +60,7 @@ impl<'a> Ty<'a> {
                 .unwrap_or(0),
             Ty::Json(values) => values.iter().map(|v| json_size(v)).max().unwrap_or(0),
             Ty::Str(n) | Ty::List(n, _) => *n,
+            Ty::Unbounded => UNBOUNDED_SIZE,
             Ty::Bool | Ty::Dyn => 1,
         }
     }
@@ -111,6 +119,7 @@ impl<'a> Ty<'a> {
                 }
             }
             Ty::List(_, elem) => (**elem).clone(),
+            Ty::Unbounded => Ty::Unbounded,
             Ty::Str(_) | Ty::Bool | Ty::Dyn => Ty::Dyn,
         }
     }
@@ -125,7 +134,7 @@ impl<'a> Ty<'a> {
                     && !node.preserve_unknown
             }
             Ty::Bool | Ty::List(..) => true,
-            Ty::Str(_) | Ty::Json(_) | Ty::Dyn => false,
+            Ty::Str(_) | Ty::Json(_) | Ty::Unbounded | Ty::Dyn => false,
         }
     }
 
@@ -136,7 +145,7 @@ impl<'a> Ty<'a> {
                 !node.ty.is_empty() && node.ty != "boolean" && !node.preserve_unknown
             }
             Ty::Str(_) | Ty::List(..) => true,
-            Ty::Bool | Ty::Json(_) | Ty::Dyn => false,
+            Ty::Bool | Ty::Json(_) | Ty::Unbounded | Ty::Dyn => false,
         }
     }
 }
@@ -245,6 +254,12 @@ pub(crate) fn analyze<'a>(
 /// The run-time charge of evaluating `expr` on actual values: the same model as the static
 /// estimate, with the sizes of the values at hand (`bindings`: each variable's type with its
 /// values) instead of the schema's bounds.
+/// The cost of one evaluation of `expr` in the worst case of its variables `names` (each
+/// [`Ty::Unbounded`]): when it is within a limit, no actual values can exceed it.
+pub(crate) fn worst_cost<'a>(expr: &IdedExpr, names: impl Iterator<Item = &'a str>) -> u64 {
+    runtime_cost(expr, names.map(|n| (n.to_owned(), Ty::Unbounded)).collect())
+}
+
 pub(crate) fn runtime_cost<'a>(expr: &IdedExpr, bindings: Vec<(String, Ty<'a>)>) -> u64 {
     let mut a = Analyzer {
         source: "",
@@ -303,14 +318,17 @@ impl<'a> Analyzer<'_, 'a> {
             Expr::Select(sel) => {
                 let (cost, ty) = self.expr(&sel.operand);
                 let field_ty = self.select(&ty, &sel.field);
-                (cost + 1, if sel.test { Ty::Bool } else { field_ty })
+                (
+                    cost.saturating_add(1),
+                    if sel.test { Ty::Bool } else { field_ty },
+                )
             }
             Expr::List(list) => {
                 let mut cost = LIST_CREATE;
                 let mut elem = Ty::Dyn;
                 for el in &list.elements {
                     let (c, t) = self.expr(el);
-                    cost += c;
+                    cost = cost.saturating_add(c);
                     elem = t;
                 }
                 (cost, Ty::List(list.elements.len() as u64, Box::new(elem)))
@@ -319,7 +337,9 @@ impl<'a> Analyzer<'_, 'a> {
                 let mut cost = MAP_CREATE;
                 for entry in &map.entries {
                     if let EntryExpr::MapEntry(me) = &entry.expr {
-                        cost += self.expr(&me.key).0 + self.expr(&me.value).0;
+                        cost = cost
+                            .saturating_add(self.expr(&me.key).0)
+                            .saturating_add(self.expr(&me.value).0);
                     }
                 }
                 (cost, Ty::Dyn)
@@ -333,10 +353,10 @@ impl<'a> Analyzer<'_, 'a> {
                         st.type_name
                     ),
                 });
-                let mut cost = 40;
+                let mut cost: u64 = 40;
                 for entry in &st.entries {
                     if let EntryExpr::StructField(f) = &entry.expr {
-                        cost += self.expr(&f.value).0;
+                        cost = cost.saturating_add(self.expr(&f.value).0);
                     }
                 }
                 (cost, Ty::Dyn)
@@ -422,6 +442,7 @@ impl<'a> Analyzer<'_, 'a> {
                 }
             }
             Ty::Json(values) => Ty::json_field(values, field),
+            Ty::Unbounded => Ty::Unbounded,
             _ => Ty::Dyn,
         }
     }
@@ -517,7 +538,8 @@ impl<'a> Analyzer<'_, 'a> {
                 let container = arg_tys.get(1);
                 let is_list = matches!(container, Some(Ty::List(..)))
                     || matches!(container, Some(Ty::Schema(n, _)) if n.ty == "array")
-                    || matches!(container, Some(Ty::Json(vs)) if vs.iter().any(|v| v.is_array()));
+                    || matches!(container, Some(Ty::Json(vs)) if vs.iter().any(|v| v.is_array()))
+                    || matches!(container, Some(Ty::Unbounded));
                 (
                     if is_list {
                         container.map_or(1, Ty::size)
@@ -572,30 +594,33 @@ impl<'a> Analyzer<'_, 'a> {
                 (str_cost.saturating_mul(re_cost), ty)
             }
             "split" => (
-                1 + subject_size,
+                1u64.saturating_add(subject_size),
                 Ty::List(subject_size, Box::new(Ty::Str(subject_size))),
             ),
             "lowerAscii" | "upperAscii" | "trim" | "substring" | "replace" | "reverse"
             | "charAt" | "format" | "quote" => (
-                1 + mul_factor(subject_size, STRING_TRAVERSAL),
+                1u64.saturating_add(mul_factor(subject_size, STRING_TRAVERSAL)),
                 Ty::Str(subject_size),
             ),
-            "join" => (1 + subject_size, Ty::Str(subject_size)),
-            "indexOf" | "lastIndexOf" => (1 + subject_size, Ty::Dyn),
+            "join" => (1u64.saturating_add(subject_size), Ty::Str(subject_size)),
+            "indexOf" | "lastIndexOf" => (1u64.saturating_add(subject_size), Ty::Dyn),
             "isSorted" | "sum" | "min" | "max" | "distinct" | "flatten" | "sort" | "slice" => {
                 let ty = subject.cloned().unwrap_or(Ty::Dyn);
-                (1 + subject_size, ty)
+                (1u64.saturating_add(subject_size), ty)
             }
             "sets.contains" | "sets.equivalent" | "sets.intersects" => {
                 let a = arg_tys.first().map_or(1, Ty::size);
                 let b = arg_tys.get(1).map_or(1, Ty::size);
-                (1 + a.saturating_mul(b), Ty::Bool)
+                (1u64.saturating_add(a.saturating_mul(b)), Ty::Bool)
             }
             _ => {
                 // the Kubernetes library functions (url, ip, cidr, quantity, semver, ...) parse
                 // their string argument: charge a traversal of it
                 let n = subject.map_or(1, traverse);
-                (1 + mul_factor(n, STRING_TRAVERSAL), Ty::Dyn)
+                (
+                    1u64.saturating_add(mul_factor(n, STRING_TRAVERSAL)),
+                    Ty::Dyn,
+                )
             }
         };
         (base.saturating_add(own), ty)
@@ -612,6 +637,8 @@ fn traverse(ty: &Ty<'_>) -> u64 {
         Ty::Json(values) if values.iter().any(|v| v.is_array()) => {
             ty.size().saturating_mul(traverse(&ty.element()).max(1))
         }
+        // lists of lists of ...: as large as it gets
+        Ty::Unbounded => UNBOUNDED_SIZE.saturating_mul(UNBOUNDED_SIZE),
         other => other.size(),
     }
 }

@@ -40,7 +40,7 @@ use kube_cel::cel::{Context, ExecutionError};
 use serde_json::Value;
 
 use crate::analyze::{self, Analysis, Ty};
-use crate::projection::ALL;
+use crate::projection::{ALL, Reach};
 use crate::schema::Node;
 use crate::{optional, parse, rewrite, stack, types, value};
 
@@ -281,11 +281,13 @@ impl<'s> Environment<'s> {
                 .collect();
             let analysis = analyze::analyze(source, &expr, scopes);
             unordered_equality(&mut expr, &analysis.unordered_eq);
+            let worst = analyze::worst_cost(&expr, self.vars.iter().map(|(n, _)| n.as_str()));
             let program = Program {
                 expr,
                 depth,
                 cost: analysis.cost,
                 cost_limit: self.cost_limit,
+                within_limit: worst <= self.cost_limit,
                 context: Arc::clone(&self.context),
             };
             Ok((program, analysis))
@@ -343,6 +345,24 @@ pub struct Prepared<'e, 'v> {
     activation: Activation<'v>,
 }
 
+impl<'v> Prepared<'_, 'v> {
+    /// These variables and `extra` ones (CEL values, converted once here rather than for each
+    /// program: admission policies' `variables` for their validations).
+    pub fn extend(&self, extra: &[(&str, CelValue)]) -> Prepared<'_, 'v> {
+        let mut scope = self.scope.new_inner_scope();
+        let mut activation = self.activation.clone();
+        for (name, value) in extra {
+            scope.add_variable_from_value(*name, value.clone());
+            activation = activation.bind_value(*name, value.clone());
+        }
+        Prepared {
+            scope,
+            context: self.context,
+            activation,
+        }
+    }
+}
+
 impl fmt::Debug for Prepared<'_, '_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Prepared")
@@ -367,6 +387,33 @@ impl Environment<'_> {
             activation,
         }
     }
+
+    /// As [`Environment::prepare`], converting only what the programs `reach` was made from
+    /// can reach: a variable they never name is left unbound, and of the others only the
+    /// fields they select. Those programs evaluate as with every value converted; another
+    /// program may find fields or variables missing.
+    pub fn prepare_reaching<'e, 'v>(
+        &'e self,
+        activation: Activation<'v>,
+        reach: &Reach,
+    ) -> Prepared<'e, 'v> {
+        let mut scope = self.context.new_inner_scope();
+        for (name, v) in &activation.cel_vars {
+            if reach.uses(name) {
+                scope.add_variable_from_value(name.as_str(), v.clone());
+            }
+        }
+        for (name, v) in &activation.vars {
+            if let Some(projection) = reach.projection(name) {
+                scope.add_variable_from_value(name.as_str(), value::to_cel(v, None, projection));
+            }
+        }
+        Prepared {
+            scope,
+            context: &self.context,
+            activation,
+        }
+    }
 }
 
 /// One compiled expression, ready to run any number of times, concurrently.
@@ -377,6 +424,9 @@ pub struct Program {
     pub(crate) depth: usize,
     cost: u64,
     cost_limit: u64,
+    /// Whether no values can make one evaluation cost more than the limit (its cost does not
+    /// grow with its inputs, or not far enough): then evaluations are not charged.
+    within_limit: bool,
     context: Arc<Context<'static>>,
 }
 
@@ -398,6 +448,13 @@ impl Drop for Program {
 }
 
 impl Program {
+    /// Whether evaluations are charged their cost on the actual values (else no values can
+    /// make it exceed the limit).
+    #[cfg(test)]
+    pub(crate) fn charged(&self) -> bool {
+        !self.within_limit
+    }
+
     /// The estimated cost of one evaluation in the worst case the declared types allow (a
     /// dynamic value counts as size 1): what upstream compares with its static limits.
     pub fn estimated_cost(&self) -> u64 {
@@ -447,6 +504,9 @@ impl Program {
     /// Charges the cost of an evaluation on these values against the limit (the CEL values
     /// count as size 1).
     fn charge(&self, activation: &Activation<'_>, extra: &[(&str, CelValue)]) -> Result<(), Error> {
+        if self.within_limit {
+            return Ok(());
+        }
         let bindings = activation
             .vars
             .iter()

@@ -107,6 +107,7 @@ pub use compiler::{
     to_json,
 };
 pub use parse::MAX_TREE_DEPTH;
+pub use projection::Reach;
 pub use source::{MAX_EXPRESSION_CODE_POINTS, MAX_NESTING_DEPTH, MAX_RECURSION_DEPTH};
 
 use std::sync::Arc;

@@ -1,6 +1,8 @@
 //! Which parts of `self` (and `oldSelf`) the rules of a node can reach, so that only those are
 //! converted to CEL values: a rule `self.spec.replicas > 0` at the root of a large object needs
-//! one integer, not the whole object.
+//! one integer, not the whole object. [`Reach`] does the same for every variable of a set of
+//! programs (admission policies' `object`, `params`, `request`, ...), and says which variables
+//! they do not use at all.
 
 use std::collections::BTreeMap;
 
@@ -26,7 +28,11 @@ impl Projection {
 
     /// Widens this projection with the uses of `self`/`oldSelf` in `expr`.
     pub(crate) fn add_uses(&mut self, expr: &IdedExpr) {
-        walk(expr, &mut |path| self.add_path(path));
+        walk(expr, &mut |root, path| {
+            if root == "self" || root == "oldSelf" {
+                self.add_path(path);
+            }
+        });
     }
 
     fn add_path(&mut self, path: &[&str]) {
@@ -51,23 +57,64 @@ impl Projection {
     }
 }
 
-/// The chain of field selections on `self`/`oldSelf` that `expr` is, if it is one.
-fn select_chain(expr: &IdedExpr) -> Option<Vec<&str>> {
+/// The parts of each variable that a set of programs can reach ([`Reach::add`]): a variable
+/// the programs never name is not reached at all, and of one they only select fields from,
+/// only those fields (and below them, only the fields selected from those).
+///
+/// A name is counted wherever it appears as an identifier, also where a comprehension's own
+/// variable of that name shadows it: that can only widen what counts as reached, never
+/// narrow it.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Reach {
+    vars: BTreeMap<String, Projection>,
+}
+
+impl Reach {
+    /// Nothing reached.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Widens what is reached with the uses in `program`.
+    pub fn add(&mut self, program: &crate::Program) {
+        crate::stack::for_tree(program.depth, || {
+            walk(&program.expr, &mut |root, path| {
+                self.vars
+                    .entry(root.to_owned())
+                    .or_insert_with(Projection::none)
+                    .add_path(path);
+            });
+        });
+    }
+
+    /// Whether any of the programs names the variable `name`.
+    pub fn uses(&self, name: &str) -> bool {
+        self.vars.contains_key(name)
+    }
+
+    /// The reachable part of the variable `name`, `None` when no program names it.
+    pub(crate) fn projection(&self, name: &str) -> Option<&Projection> {
+        self.vars.get(name)
+    }
+}
+
+/// The variable and the chain of field selections on it that `expr` is, if it is one.
+fn select_chain(expr: &IdedExpr) -> Option<(&str, Vec<&str>)> {
     match &expr.expr {
-        Expr::Ident(name) if name == "self" || name == "oldSelf" => Some(Vec::new()),
+        Expr::Ident(name) => Some((name.as_str(), Vec::new())),
         Expr::Select(s) => {
-            let mut chain = select_chain(&s.operand)?;
+            let (root, mut chain) = select_chain(&s.operand)?;
             chain.push(&s.field);
-            Some(chain)
+            Some((root, chain))
         }
         // `x.?f`
         Expr::Call(c) if c.func_name == crate::optional::OPT_SELECT && c.target.is_none() => {
             match c.args.as_slice() {
                 [operand, field] => match &field.expr {
                     Expr::Literal(LiteralValue::String(f)) => {
-                        let mut chain = select_chain(operand)?;
+                        let (root, mut chain) = select_chain(operand)?;
                         chain.push(f.inner());
-                        Some(chain)
+                        Some((root, chain))
                     }
                     _ => None,
                 },
@@ -78,10 +125,11 @@ fn select_chain(expr: &IdedExpr) -> Option<Vec<&str>> {
     }
 }
 
-/// Calls `use_path` with every maximal selection chain on `self`/`oldSelf` in `expr`.
-fn walk<'e>(expr: &'e IdedExpr, use_path: &mut dyn FnMut(&[&'e str])) {
-    if let Some(chain) = select_chain(expr) {
-        use_path(&chain);
+/// Calls `use_path` with the variable and the selections of every maximal selection chain on
+/// a variable in `expr`.
+fn walk<'e>(expr: &'e IdedExpr, use_path: &mut dyn FnMut(&'e str, &[&'e str])) {
+    if let Some((root, chain)) = select_chain(expr) {
+        use_path(root, &chain);
         return;
     }
     match &expr.expr {
@@ -110,7 +158,7 @@ fn walk<'e>(expr: &'e IdedExpr, use_path: &mut dyn FnMut(&[&'e str])) {
             EntryExpr::StructField(f) => walk(&f.value, use_path),
         }),
         Expr::Comprehension(c) => {
-            // a comprehension variable named self/oldSelf would shadow; treat any use as whole
+            // a comprehension's own variables count as variables of that name: see `Reach`
             for e in [
                 &c.iter_range,
                 &c.accu_init,

@@ -1083,3 +1083,120 @@ fn object_and_json_patch_constructions_are_maps_only_where_declared() {
         json!({"kind": "K"})
     );
 }
+
+#[test]
+fn programs_prepared_with_their_reach_evaluate_as_with_everything() {
+    let env = Environment::new()
+        .variable("object", VarType::Dyn)
+        .variable("params", VarType::Dyn)
+        .variable("request", VarType::Dyn);
+    let path = Path::new("expression");
+    let sources = [
+        "has(object.data) ? size(object.data) : 0",
+        "object.?spec.?replicas.orValue(1) + int(params.data.max)",
+        "object.metadata.labels.all(k, k != 'x')",
+        "params.data.exists(k, k == 'max') ? 1 : 0",
+        "object.metadata.name.size() + (has(object.status) ? 1 : 0)",
+    ];
+    let programs: Vec<Program> = sources
+        .iter()
+        .map(|s| env.compile(s, &path).unwrap())
+        .collect();
+    let mut reach = Reach::new();
+    for p in &programs {
+        reach.add(p);
+    }
+    assert!(reach.uses("object") && reach.uses("params"));
+    assert!(!reach.uses("request"), "no program names request");
+    let object = json!({
+        "metadata": {"name": "abc", "labels": {"a": "1"}, "managedFields": [{"manager": "m"}]},
+        "data": {"a": "1", "b": "2"},
+        "spec": {"replicas": 3},
+        "status": {"phase": "x"},
+    });
+    let params = json!({"data": {"max": "7"}, "metadata": {"name": "p"}});
+    let request = json!({"operation": "CREATE"});
+    let activation = || {
+        Activation::new()
+            .bind("object", &object)
+            .bind("params", &params)
+            .bind("request", &request)
+    };
+    let all = env.prepare(activation());
+    let reached = env.prepare_reaching(activation(), &reach);
+    for (source, program) in sources.iter().zip(&programs) {
+        assert_eq!(
+            program.evaluate_prepared(&reached, &[]).unwrap(),
+            program.evaluate_prepared(&all, &[]).unwrap(),
+            "{source}"
+        );
+    }
+    // what the programs do not reach is not there for another program
+    let other = env.compile("has(object.spec.paused)", &path).unwrap();
+    assert_eq!(
+        other.evaluate_prepared(&reached, &[]).unwrap(),
+        CelValue::Bool(false)
+    );
+    let request_use = env.compile("request.operation == 'CREATE'", &path).unwrap();
+    assert!(request_use.evaluate_prepared(&reached, &[]).is_err());
+    assert_eq!(
+        request_use.evaluate_prepared(&all, &[]).unwrap(),
+        CelValue::Bool(true)
+    );
+}
+
+#[test]
+fn only_programs_whose_cost_grows_with_their_inputs_are_charged() {
+    let env = Environment::new()
+        .variable("object", VarType::Dyn)
+        .variable("variables", VarType::Dyn);
+    let path = Path::new("expression");
+    for (source, charged) in [
+        ("size(object.data) <= 3", false),
+        ("has(object.data) ? object.data : {}", false),
+        // equality traverses the shorter side
+        ("object.metadata.name == 'x'", false),
+        ("object.metadata.name == object.spec.name", false),
+        ("object.items.exists(i, i == object.name)", true),
+        ("object.items.all(i, i > 0)", true),
+        ("object.s.matches('a+')", false),
+        ("object.s.matches('a+') && object.t.matches('b+')", true),
+        ("'at most ' + variables.max + ' keys'", true),
+        ("size(variables.data) <= int(object.max)", false),
+    ] {
+        let program = env.compile(source, &path).unwrap();
+        assert_eq!(program.charged(), charged, "{source}");
+    }
+    // what is not charged cannot exceed the limit: checked on large values
+    let program = env
+        .compile("size(object.data) <= 3 && has(object.spec)", &path)
+        .unwrap();
+    let data: serde_json::Map<String, Value> = (0..10_000)
+        .map(|i| (format!("k{i}"), json!("v".repeat(100))))
+        .collect();
+    let large = json!({"data": data, "spec": {}});
+    let bindings = vec![("object".to_owned(), analyze::Ty::Json(vec![&large]))];
+    let cost = stack::for_tree(program.depth, || {
+        analyze::runtime_cost(&program.expr, bindings)
+    });
+    assert!(cost <= crate::PER_CALL_LIMIT, "{cost}");
+}
+
+#[test]
+fn an_extended_preparation_adds_variables_for_every_program() {
+    let env = Environment::new()
+        .variable("object", VarType::Dyn)
+        .variable("variables", VarType::Dyn);
+    let path = Path::new("expression");
+    let object = json!({"n": 3});
+    let prepared = env.prepare(Activation::new().bind("object", &object));
+    let extended =
+        prepared.extend(&[("variables", map_value([("k".to_owned(), CelValue::Int(2))]))]);
+    for (source, want) in [("object.n + variables.k", 5), ("variables.k * 10", 20)] {
+        let program = env.compile(source, &path).unwrap();
+        assert_eq!(
+            program.evaluate_prepared(&extended, &[]).unwrap(),
+            CelValue::Int(want)
+        );
+    }
+}

@@ -28,10 +28,9 @@ pub fn metadata_mut(object: &mut Value) -> &mut Map<String, Value> {
 
 /// A string field of `metadata`, or "".
 pub fn meta_str<'a>(object: &'a Value, field: &str) -> &'a str {
-    object
-        .pointer(&format!("/metadata/{field}"))
-        .and_then(Value::as_str)
-        .unwrap_or("")
+    // not `Value::pointer`: it allocates for every step of the path, and this runs several
+    // times per write
+    genplane_api::util::str_at(object, &["metadata", field])
 }
 
 /// Sets a string field of `metadata`; an empty value removes it.

@@ -259,7 +259,15 @@ pub struct Store<S: Storage> {
     verbatim: Option<Arc<(String, String)>>,
     /// How reads and watch events were written, shared by the store's clones.
     pub(crate) served: Arc<ServedCounters>,
+    /// The objects [`Store::get_shared`] decoded last, shared by the store's clones.
+    shared: Arc<SharedReads>,
 }
+
+/// How many decoded objects [`Store::get_shared`] keeps (it starts over when full).
+const SHARED_READS: usize = 256;
+
+/// Objects decoded for [`Store::get_shared`], by key, with the revision they were decoded at.
+type SharedReads = std::sync::Mutex<std::collections::HashMap<String, (i64, Arc<Value>)>>;
 
 /// How many objects a store's JSON reads and watch events wrote from their stored bytes and how
 /// many it decoded and serialized again (see [`Store::served_counts`]).
@@ -294,6 +302,7 @@ impl<S: Storage> Clone for Store<S> {
             allocations: self.allocations.clone(),
             verbatim: self.verbatim.clone(),
             served: self.served.clone(),
+            shared: self.shared.clone(),
         }
     }
 }
@@ -411,6 +420,7 @@ impl<S: Storage> Store<S> {
             allocations: None,
             verbatim,
             served: Arc::default(),
+            shared: Arc::default(),
         }
     }
 
@@ -741,6 +751,30 @@ impl<S: Storage> Store<S> {
     ) -> Result<Value, ApiError> {
         let kv = self.read(namespace, name, resource_version).await?;
         self.strategy.view(self.served(&kv)?)
+    }
+
+    /// Reads one object as [`Store::get`] with `resourceVersion=0` does (from the watch cache),
+    /// decoded once per revision: the store keeps the objects it decoded last, for code that
+    /// reads the same few objects on every request (the params of admission policies).
+    pub async fn get_shared(&self, namespace: &str, name: &str) -> Result<Arc<Value>, ApiError> {
+        let kv = self.read(namespace, name, Some("0")).await?;
+        let shared = || {
+            self.shared
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+        };
+        if let Some((revision, object)) = shared().get(&kv.key)
+            && *revision == kv.mod_revision
+        {
+            return Ok(object.clone());
+        }
+        let object = Arc::new(self.strategy.view(self.served(&kv)?)?);
+        let mut shared = shared();
+        if shared.len() >= SHARED_READS {
+            shared.clear();
+        }
+        shared.insert(kv.key.clone(), (kv.mod_revision, object.clone()));
+        Ok(object)
     }
 
     /// Reads one object like [`Store::get`], as the JSON a client is answered with. A resource

@@ -1136,3 +1136,78 @@ async fn delete_collection_of_thousands_commits_in_batches_and_every_watcher_see
         );
     }
 }
+
+/// Waits (bounded) until the mirror's snapshot satisfies `done`, and returns it.
+async fn mirrored(
+    mirror: &genplane_registry::Mirror,
+    done: impl Fn(&genplane_registry::Snapshot) -> bool,
+) -> Arc<genplane_registry::Snapshot> {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    loop {
+        let snapshot = mirror.snapshot().await;
+        if done(&snapshot) {
+            return snapshot;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the mirror never got there: {:?}",
+            snapshot.objects().collect::<Vec<_>>()
+        );
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+}
+
+#[tokio::test]
+async fn a_mirror_starts_with_every_object_and_follows_each_change() {
+    let dir = tempfile::tempdir().unwrap();
+    let cache = Arc::new(
+        Cacher::new(
+            sqlite(&dir),
+            "/registry/configmaps/",
+            CacherConfig::default(),
+        )
+        .unwrap(),
+    );
+    let store = Store::new(cache, Arc::new(Things));
+    for (namespace, name) in [("default", "a"), ("other", "b")] {
+        store
+            .create(namespace, cm(name, json!({}), json!({})), &write())
+            .await
+            .unwrap();
+    }
+    let mirror = store.mirror();
+    // the first snapshot is the whole state, never a part of it
+    let first = mirror.snapshot().await;
+    assert_eq!(
+        names(&first.objects().cloned().collect::<Vec<_>>()),
+        ["a", "b"]
+    );
+    assert!(first.get("other", "b").is_some() && first.get("default", "b").is_none());
+    store
+        .create("default", cm("c", json!({}), json!({})), &write())
+        .await
+        .unwrap();
+    let mut a = store.get("default", "a", None).await.unwrap();
+    a["data"] = json!({"k": "v"});
+    store.update("default", "a", a, &write()).await.unwrap();
+    store
+        .delete("other", "b", &DeleteOptions::default())
+        .await
+        .unwrap();
+    let last = mirrored(&mirror, |s| {
+        s.get("other", "b").is_none()
+            && s.get("default", "c").is_some()
+            && s.get("default", "a").and_then(|a| a.pointer("/data/k")) == Some(&json!("v"))
+    })
+    .await;
+    assert_eq!(last.len(), 2);
+    assert!(
+        last.generation() >= first.generation() + 3,
+        "each change is a new generation: {} then {}",
+        first.generation(),
+        last.generation()
+    );
+    // a snapshot taken before the changes still holds what it held
+    assert_eq!(first.len(), 2);
+    assert!(first.get("other", "b").is_some());
+}

@@ -2075,13 +2075,18 @@ fn atomic_composites_are_found_where_an_apply_configuration_sets_them() {
     let ty = schema.kind("example.com", "v1", "Widget").unwrap();
     let found = |config: Value| genplane_structured::apply::atomic_composite(&schema, &ty, &config);
     assert_eq!(
-        found(json!({"metadata": {"labels": {"a": "b"}}, "spec": {"replicas": 1,
+        found(
+            json!({"metadata": {"labels": {"a": "b"}}, "spec": {"replicas": 1,
             "tags": ["x"], "nested": {"b": {"c": "d"}},
             "containers": [{"name": "c", "env": [{"name": "e", "value": "v"}]}],
-            "config": {"free": {"form": [1]}}}})),
+            "config": {"free": {"form": [1]}}}})
+        ),
         None
     );
-    assert_eq!(found(json!({"spec": {"args": ["a"]}})), Some(".spec.args".into()));
+    assert_eq!(
+        found(json!({"spec": {"args": ["a"]}})),
+        Some(".spec.args".into())
+    );
     assert_eq!(
         found(json!({"spec": {"selector": {"a": "b"}}})),
         Some(".spec.selector".into())
@@ -2091,5 +2096,8 @@ fn atomic_composites_are_found_where_an_apply_configuration_sets_them() {
         Some(".spec.containers[name=\"c\"].command".into())
     );
     // an empty atomic value replaces nothing of substance
-    assert_eq!(found(json!({"spec": {"args": [], "atomicStruct": {}}})), None);
+    assert_eq!(
+        found(json!({"spec": {"args": [], "atomicStruct": {}}})),
+        None
+    );
 }

@@ -55,26 +55,26 @@ impl Params for Stored {
         _kind: &'a str,
         namespace: &'a str,
         selection: ParamSelection<'a>,
-    ) -> BoxFuture<'a, Result<Vec<Value>, ApiError>> {
+    ) -> BoxFuture<'a, Result<Vec<Arc<Value>>, ApiError>> {
         Box::pin(async move {
             Ok(self
                 .config_maps
                 .iter()
                 .filter(|c| text(c, "/metadata/namespace") == namespace)
                 .filter(|c| matches!(selection, ParamSelection::Name(n) if text(c, "/metadata/name") == n))
-                .cloned()
+                .map(|c| Arc::new(c.clone()))
                 .collect())
         })
     }
 }
 
 impl MutatingPolicies for Stored {
-    fn policies(&self) -> BoxFuture<'_, Result<Vec<Value>, ApiError>> {
-        Box::pin(async { Ok(self.policies.clone()) })
+    fn policies(&self) -> BoxFuture<'_, Result<Listed, ApiError>> {
+        Box::pin(async { Ok(Listed::unversioned(self.policies.clone())) })
     }
 
-    fn bindings(&self) -> BoxFuture<'_, Result<Vec<Value>, ApiError>> {
-        Box::pin(async { Ok(self.bindings.clone()) })
+    fn bindings(&self) -> BoxFuture<'_, Result<Listed, ApiError>> {
+        Box::pin(async { Ok(Listed::unversioned(self.bindings.clone())) })
     }
 
     fn apply_configuration(

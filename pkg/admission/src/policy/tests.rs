@@ -26,15 +26,26 @@ struct Stored {
     policies: Mutex<Vec<Value>>,
     bindings: Vec<Value>,
     config_maps: Vec<Value>,
+    /// The generation both lists report (`None`: unknown).
+    generation: Mutex<Option<u64>>,
+}
+
+impl Stored {
+    fn listed(&self, items: Vec<Value>) -> Listed {
+        Listed {
+            generation: *self.generation.lock().unwrap(),
+            items: Arc::new(items),
+        }
+    }
 }
 
 impl Policies for Stored {
-    fn policies(&self) -> BoxFuture<'_, Result<Vec<Value>, ApiError>> {
-        Box::pin(async { Ok(self.policies.lock().unwrap().clone()) })
+    fn policies(&self) -> BoxFuture<'_, Result<Listed, ApiError>> {
+        Box::pin(async { Ok(self.listed(self.policies.lock().unwrap().clone())) })
     }
 
-    fn bindings(&self) -> BoxFuture<'_, Result<Vec<Value>, ApiError>> {
-        Box::pin(async { Ok(self.bindings.clone()) })
+    fn bindings(&self) -> BoxFuture<'_, Result<Listed, ApiError>> {
+        Box::pin(async { Ok(self.listed(self.bindings.clone())) })
     }
 }
 
@@ -49,7 +60,7 @@ impl Params for Stored {
         _kind: &'a str,
         namespace: &'a str,
         selection: ParamSelection<'a>,
-    ) -> BoxFuture<'a, Result<Vec<Value>, ApiError>> {
+    ) -> BoxFuture<'a, Result<Vec<Arc<Value>>, ApiError>> {
         Box::pin(async move {
             Ok(self
                 .config_maps
@@ -70,7 +81,7 @@ impl Params for Stored {
                         selector.matches(&labels)
                     }
                 })
-                .cloned()
+                .map(|c| Arc::new(c.clone()))
                 .collect())
         })
     }
@@ -162,6 +173,7 @@ async fn a_deny_binding_refuses_with_the_policys_message_and_reason() {
             json!({"paramRef": {"name": "limits", "parameterNotFoundAction": "Deny"}}),
         )],
         config_maps: vec![config_map("team", "limits", json!({"max": "1"}))],
+        ..Stored::default()
     });
     let request = request();
     let mut object = named("two", json!({}));
@@ -353,6 +365,7 @@ async fn a_selector_runs_every_selected_param_and_allow_admits_without_one() {
             config_map("team", "loose", json!({"max": "5"})),
             config_map("team", "strict", json!({"max": "0"})),
         ],
+        ..Stored::default()
     });
     let request = request();
     let mut object = named("one", json!({}));
@@ -408,6 +421,46 @@ async fn policies_compile_once_per_generation() {
         .await
         .unwrap();
     assert!(!Arc::ptr_eq(&first, &plugin.cache().policies["uid-p"]));
+}
+
+#[tokio::test]
+async fn what_is_bound_is_kept_while_the_lists_generations_stay() {
+    let stored = Arc::new(Stored {
+        policies: Mutex::new(vec![policy(
+            "p",
+            json!({"validations": [{"expression": "object.metadata.name != 'a'"}]}),
+        )]),
+        bindings: vec![binding("b", "p", &["Deny"], json!({}))],
+        generation: Mutex::new(Some(1)),
+        ..Stored::default()
+    });
+    let plugin = ValidatingAdmissionPolicy::new(stored.clone(), Arc::new(Labeled));
+    let request = request();
+    let refused = |name: &'static str| {
+        let (plugin, request) = (&plugin, &request);
+        async move {
+            create(plugin, request, "team", &named(name, json!({})))
+                .await
+                .is_err()
+        }
+    };
+    assert!(refused("a").await && !refused("b").await);
+    let bound = || plugin.cache().bound.clone().unwrap();
+    let first = bound();
+    assert_eq!(first.0, (1, 1));
+    // a list of the same generation is taken to be the same: nothing is read again
+    let mut changed = policy(
+        "p",
+        json!({"validations": [{"expression": "object.metadata.name != 'b'"}]}),
+    );
+    changed["metadata"]["generation"] = json!(2);
+    *stored.policies.lock().unwrap() = vec![changed];
+    assert!(refused("a").await && !refused("b").await);
+    assert!(Arc::ptr_eq(&first.1, &bound().1));
+    // a new generation is read
+    *stored.generation.lock().unwrap() = Some(2);
+    assert!(!refused("a").await && refused("b").await);
+    assert_eq!(bound().0, (2, 2));
 }
 
 #[tokio::test]

@@ -333,8 +333,8 @@ fn the_review_request_carries_the_write() {
 struct Stored(Mutex<Vec<Value>>);
 
 impl Configurations for Stored {
-    fn list(&self, _flavor: Flavor) -> BoxFuture<'_, Result<Vec<Value>, ApiError>> {
-        Box::pin(async { Ok(self.0.lock().unwrap().clone()) })
+    fn list(&self, _flavor: Flavor) -> BoxFuture<'_, Result<Listed, ApiError>> {
+        Box::pin(async { Ok(Listed::unversioned(self.0.lock().unwrap().clone())) })
     }
 }
 

@@ -24,20 +24,31 @@ impl Path {
         if self.0.is_empty() {
             Path(name.to_owned())
         } else {
-            Path(format!("{}.{name}", self.0))
+            self.joined(&[".", name])
         }
     }
 
     /// Item `index` of this list.
     #[must_use]
     pub fn index(&self, index: usize) -> Path {
-        Path(format!("{}[{index}]", self.0))
+        self.joined(&["[", &index.to_string(), "]"])
     }
 
     /// Entry `key` of this map.
     #[must_use]
     pub fn key(&self, key: &str) -> Path {
-        Path(format!("{}[{key}]", self.0))
+        self.joined(&["[", key, "]"])
+    }
+
+    /// This path followed by `parts` (paths are made on every write: no formatting machinery).
+    fn joined(&self, parts: &[&str]) -> Path {
+        let length = self.0.len() + parts.iter().map(|p| p.len()).sum::<usize>();
+        let mut path = String::with_capacity(length);
+        path.push_str(&self.0);
+        for part in parts {
+            path.push_str(part);
+        }
+        Path(path)
     }
 
     /// The rendered path.
