@@ -22,17 +22,30 @@
 //! - [`policy`]: ValidatingAdmissionPolicy, evaluating the CEL validations of the stored
 //!   policies through their bindings, over a [`policy::Policies`] view of the stored policies,
 //!   bindings and parameter objects.
+//! - [`mutating_policy`]: MutatingAdmissionPolicy (alpha), changing objects by the CEL
+//!   mutations (apply configurations and JSON patches) of the stored policies through their
+//!   bindings, over a [`mutating_policy::MutatingPolicies`] view; [`params`]: the params both
+//!   policy plugins read.
 //! - [`quota`]: ResourceQuota, charging creates to the object-count quotas of their namespace
 //!   over a [`quota::Quotas`] view of the stored quotas.
+//! - [`authorizer`]: the `authorizer` variable of admission expressions (policies, webhook
+//!   match conditions), the server's authorizer ([`Request::authorizer`]) asked about the
+//!   request's user.
+//! - [`reinvocation`]: `reinvocationPolicy: IfNeeded` of mutating webhooks and policies (a
+//!   second pass of the mutating plugins when a later one changed the object).
 //! - [`Warnings`]: what plugins tell the client besides admitting or refusing (`Warning`
 //!   headers).
 
 #![warn(missing_docs)]
 
+pub mod authorizer;
+pub mod mutating_policy;
 pub mod namespace;
+pub mod params;
 pub mod plugins;
 pub mod policy;
 pub mod quota;
+pub mod reinvocation;
 pub mod webhook;
 
 use std::future::Future;
@@ -108,6 +121,9 @@ pub struct Request {
     pub warnings: Warnings,
     /// The audit annotations plugins add, for the request's audit record.
     pub audit_annotations: AuditAnnotations,
+    /// The server's authorizer, which the `authorizer` variable of admission expressions asks
+    /// about `user` (`None`: every check errs).
+    pub authorizer: Option<Arc<dyn genplane_authorization::Authorizer>>,
 }
 
 /// Annotations for the request's audit event, added by plugins while a request runs and
@@ -194,6 +210,17 @@ pub trait MutatingPlugin: Send + Sync + std::fmt::Debug {
         attributes: Attributes<'a>,
         object: &'a mut Value,
     ) -> BoxFuture<'a, Result<(), ApiError>>;
+    /// [`MutatingPlugin::admit`] in a pass of the chain, whose `reinvocation` state the
+    /// plugins that reinvoke (webhooks, policies) keep; the others ignore it.
+    fn admit_in<'a>(
+        &'a self,
+        attributes: Attributes<'a>,
+        object: &'a mut Value,
+        reinvocation: &'a reinvocation::Reinvocation,
+    ) -> BoxFuture<'a, Result<(), ApiError>> {
+        let _ = reinvocation;
+        self.admit(attributes, object)
+    }
     /// Refuses a delete, if it should (deletes have no object to change).
     fn admit_delete<'a>(
         &'a self,
@@ -249,13 +276,22 @@ impl Chain {
     }
 
     /// Runs the mutating plugins on a create or update of `object`; the first refusal wins.
+    /// When a webhook or policy changed the object after an `IfNeeded` one ran, the plugins
+    /// run a second time ([`reinvocation`]).
     pub async fn mutate(
         &self,
         attributes: Attributes<'_>,
         object: &mut Value,
     ) -> Result<(), ApiError> {
+        let reinvocation = reinvocation::Reinvocation::default();
         for plugin in &self.mutating {
-            plugin.admit(attributes, object).await?;
+            plugin.admit_in(attributes, object, &reinvocation).await?;
+        }
+        if reinvocation.should_reinvoke() {
+            reinvocation.start_second_pass();
+            for plugin in &self.mutating {
+                plugin.admit_in(attributes, object, &reinvocation).await?;
+            }
         }
         Ok(())
     }

@@ -2,7 +2,7 @@
 //! `AllOrderedPlugins`), with what genplane does with it:
 //!
 //! - implemented: `AlwaysAdmit`, `NamespaceAutoProvision`, `NamespaceLifecycle`,
-//!   `NamespaceExists`, `MutatingAdmissionWebhook`, `ValidatingAdmissionPolicy`,
+//!   `NamespaceExists`, `MutatingAdmissionPolicy`, `MutatingAdmissionWebhook`, `ValidatingAdmissionPolicy`,
 //!   `ValidatingAdmissionWebhook`, `ResourceQuota`, `AlwaysDeny`;
 //! - not applicable: plugins that act only on kinds a generic control plane does not serve
 //!   (pods, nodes, services, storage, ingresses, certificates); accepted, and they admit
@@ -11,17 +11,20 @@
 //!   naming one in `--enable-admission-plugins` is a configuration error that says so.
 //!
 //! Enabled by default: what upstream's generic control plane enables that genplane has
-//! (`NamespaceLifecycle`, the two webhook plugins, `ValidatingAdmissionPolicy`,
-//! `ResourceQuota`, and the not-applicable ones it lists). The webhook plugins run only when
+//! (`NamespaceLifecycle`, the two webhook plugins, the two policy plugins, `ResourceQuota`,
+//! and the not-applicable ones it lists). The webhook plugins run only when
 //! the server gives them its webhook configurations ([`Context::webhooks`]),
 //! `ValidatingAdmissionPolicy` only when it gives it its policies ([`Context::policies`]),
-//! `ResourceQuota` only when it gives it its quotas ([`Context::quotas`]).
+//! `ResourceQuota` only when it gives it its quotas ([`Context::quotas`]),
+//! `MutatingAdmissionPolicy` only when it gives it its mutating policies
+//! ([`Context::mutating_policies`]: when it serves them, which needs their feature gate).
 
 use std::sync::Arc;
 
 use genplane_apimachinery::errors::{ApiError, Status};
 use serde_json::Value;
 
+use crate::mutating_policy::MutatingAdmissionPolicy;
 use crate::namespace::{NamespaceAutoProvision, NamespaceExists, NamespaceLifecycle, Namespaces};
 use crate::policy::ValidatingAdmissionPolicy;
 use crate::quota::ResourceQuota;
@@ -93,7 +96,7 @@ pub const ALL: &[Plugin] = &[
     plugin("DefaultIngressClass", NotApplicable, false),
     plugin("DenyServiceExternalIPs", NotApplicable, false),
     plugin("PodTopologyLabels", NotApplicable, false),
-    plugin("MutatingAdmissionPolicy", NotAvailable, false),
+    plugin("MutatingAdmissionPolicy", Implemented, true),
     plugin("MutatingAdmissionWebhook", Implemented, true),
     plugin("ValidatingAdmissionPolicy", Implemented, true),
     plugin("ValidatingAdmissionWebhook", Implemented, true),
@@ -115,6 +118,9 @@ pub struct Context {
     /// The stored ValidatingAdmissionPolicies, their bindings and params, when the server
     /// serves them (`ValidatingAdmissionPolicy` is left out of the chain without them).
     pub policies: Option<Arc<dyn crate::policy::Policies>>,
+    /// The stored MutatingAdmissionPolicies, their bindings and params, when the server serves
+    /// them (`MutatingAdmissionPolicy` is left out of the chain without them).
+    pub mutating_policies: Option<Arc<dyn crate::mutating_policy::MutatingPolicies>>,
 }
 
 /// Errors of resolving the plugin flags.
@@ -205,6 +211,14 @@ pub fn chain_of(names: &[&str], context: &Context) -> Chain {
             }
             "NamespaceLifecycle" => mutating.push(Arc::new(NamespaceLifecycle::new(namespaces))),
             "NamespaceExists" => mutating.push(Arc::new(NamespaceExists::new(namespaces))),
+            "MutatingAdmissionPolicy" => {
+                if let Some(policies) = &context.mutating_policies {
+                    mutating.push(Arc::new(MutatingAdmissionPolicy::new(
+                        policies.clone(),
+                        namespaces,
+                    )));
+                }
+            }
             "MutatingAdmissionWebhook" => {
                 if let Some(dispatcher) = &dispatcher {
                     mutating.push(Arc::new(MutatingAdmissionWebhook::new(dispatcher.clone())));
@@ -292,6 +306,7 @@ mod tests {
                 "CertificateSigning",
                 "ClusterTrustBundleAttest",
                 "CertificateSubjectRestriction",
+                "MutatingAdmissionPolicy",
                 "MutatingAdmissionWebhook",
                 "ValidatingAdmissionPolicy",
                 "ValidatingAdmissionWebhook",
@@ -311,6 +326,7 @@ mod tests {
                 "CertificateSigning",
                 "ClusterTrustBundleAttest",
                 "CertificateSubjectRestriction",
+                "MutatingAdmissionPolicy",
                 "MutatingAdmissionWebhook",
                 "ValidatingAdmissionPolicy",
                 "ValidatingAdmissionWebhook",
@@ -323,9 +339,9 @@ mod tests {
             matches!(&unknown, Error::Unknown { name, known } if name == "Nope" && known.contains("NamespaceLifecycle"))
         );
         assert_eq!(
-            enabled(&names(&["MutatingAdmissionPolicy"]), &[]).unwrap_err(),
+            enabled(&names(&["EventRateLimit"]), &[]).unwrap_err(),
             Error::NotAvailable {
-                name: "MutatingAdmissionPolicy".into()
+                name: "EventRateLimit".into()
             }
         );
         assert!(enabled(&[], &names(&["MutatingAdmissionPolicy"])).is_ok());

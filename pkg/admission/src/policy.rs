@@ -40,9 +40,12 @@
 //! `request` and `namespaceObject` are not even built when no expression names them. Writes of the admission configuration kinds
 //! themselves are never checked (a broken policy cannot lock out its own repair).
 //!
-//! Not yet: the `authorizer` variable (an expression using it does not compile, and so follows
-//! the failure policy); `matchPolicy: Equivalent` sees the object in the version it was
-//! written in (upstream converts it to the version the rule names).
+//! Expressions may use `authorizer` ([`crate::authorizer`]: the server's authorizer asked about
+//! the request's user, `authorizer.group(g).resource(r).namespace(ns).name(n).check(verb)`,
+//! `authorizer.requestResource`).
+//!
+//! Not yet: `matchPolicy: Equivalent` sees the object in the version it was written in
+//! (upstream converts it to the version the rule names).
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -51,7 +54,6 @@ use genplane_api::admissionregistration::types::{
     BindingSpec, MatchResources, NamedRule, PolicySpec,
 };
 use genplane_apimachinery::errors::{ApiError, Status, StatusCause};
-use genplane_apimachinery::labels::Selector;
 use genplane_apimachinery::schema::GroupResource;
 use genplane_apimachinery::validation::field::Path;
 use genplane_cel::{Activation, CelValue, Environment, Program, Reach, VarType};
@@ -59,6 +61,7 @@ use serde::Deserialize as _;
 use serde_json::{Value, json};
 
 use crate::namespace::Namespaces;
+pub use crate::params::{ParamSelection, Params};
 use crate::webhook::{RuleMatching as _, conditions_hold, review_request, selectors_match};
 use crate::{Attributes, BoxFuture, Listed, ValidatingPlugin};
 
@@ -66,7 +69,7 @@ use crate::{Attributes, BoxFuture, Listed, ValidatingPlugin};
 const MAX_AUDIT_ANNOTATION_VALUE_LENGTH: usize = 10 * 1024;
 
 /// The resources of `admissionregistration.k8s.io` whose writes no policy checks.
-const EXEMPT: &[&str] = &[
+pub(crate) const EXEMPT: &[&str] = &[
     "validatingwebhookconfigurations",
     "mutatingwebhookconfigurations",
     "validatingadmissionpolicies",
@@ -75,34 +78,14 @@ const EXEMPT: &[&str] = &[
     "mutatingadmissionpolicybindings",
 ];
 
-/// How params are picked among the objects of the param kind.
-#[derive(Clone, Copy, Debug)]
-pub enum ParamSelection<'a> {
-    /// The object of this name.
-    Name(&'a str),
-    /// The objects these labels select.
-    Selector(&'a Selector),
-}
-
 /// The stored policies, bindings and param objects, as the plugin reads them on every write
 /// (from memory: a write should not cost storage reads).
-pub trait Policies: Send + Sync + std::fmt::Debug {
+/// (The params come from [`Params`], shared with MutatingAdmissionPolicy.)
+pub trait Policies: Params {
     /// The stored ValidatingAdmissionPolicies.
     fn policies(&self) -> BoxFuture<'_, Result<Listed, ApiError>>;
     /// The stored ValidatingAdmissionPolicyBindings.
     fn bindings(&self) -> BoxFuture<'_, Result<Listed, ApiError>>;
-    /// Whether the kind `api_version`/`kind` is namespaced; `None` when it is not served.
-    fn param_scope(&self, api_version: &str, kind: &str) -> Option<bool>;
-    /// The objects of the kind `api_version`/`kind` in `namespace` (empty for a
-    /// cluster-scoped kind) that `selection` picks, with `apiVersion` and `kind` set (shared:
-    /// the same objects are read on every write).
-    fn params<'a>(
-        &'a self,
-        api_version: &'a str,
-        kind: &'a str,
-        namespace: &'a str,
-        selection: ParamSelection<'a>,
-    ) -> BoxFuture<'a, Result<Vec<Arc<Value>>, ApiError>>;
 }
 
 /// Whether a policy's `matchConstraints` or a binding's `matchResources` match the write:
@@ -153,7 +136,7 @@ struct Binding {
 }
 
 /// An expression compiled, or why it does not compile (a failure when it is used).
-type Compiled = Result<Program, String>;
+pub(crate) type Compiled = Result<Program, String>;
 
 /// The variables every policy expression may use.
 pub const VARIABLES: &[&str] = &[
@@ -163,6 +146,7 @@ pub const VARIABLES: &[&str] = &[
     "params",
     "namespaceObject",
     "variables",
+    "authorizer",
 ];
 
 /// The environment policy expressions compile in: every variable dynamic, or `object` and
@@ -180,7 +164,7 @@ pub fn environment(object_type: Option<&genplane_cel::ObjectType>) -> Environmen
     environment
 }
 
-fn compile(environment: &Environment<'_>, expression: &str, path: Path) -> Compiled {
+pub(crate) fn compile(environment: &Environment<'_>, expression: &str, path: Path) -> Compiled {
     environment
         .compile(expression, &path)
         .map_err(|error| match error {
@@ -421,14 +405,16 @@ struct Outcome {
 
 /// What every evaluation of a write shares: the values of `object`, `oldObject`, `request`
 /// and `namespaceObject` (the last two `null` when no policy of the write uses them).
-struct Inputs<'a> {
-    object: &'a Value,
-    old_object: &'a Value,
-    request: Value,
-    namespace_object: Value,
+pub(crate) struct Inputs<'a> {
+    pub(crate) object: &'a Value,
+    pub(crate) old_object: &'a Value,
+    pub(crate) request: Value,
+    pub(crate) namespace_object: Value,
+    /// `authorizer` ([`crate::authorizer`]).
+    pub(crate) authorizer: CelValue,
 }
 
-fn evaluation_error(expression: &str, error: &genplane_cel::Error) -> String {
+pub(crate) fn evaluation_error(expression: &str, error: &genplane_cel::Error) -> String {
     format!("expression '{expression}' resulted in error: {error}")
 }
 
@@ -452,7 +438,8 @@ impl CompiledPolicy {
                 .bind("oldObject", inputs.old_object)
                 .bind("request", &inputs.request)
                 .bind("params", params)
-                .bind("namespaceObject", &inputs.namespace_object),
+                .bind("namespaceObject", &inputs.namespace_object)
+                .bind_value("authorizer", inputs.authorizer.clone()),
             &self.reach,
         );
         // variables, in order, each seeing the ones before it
@@ -622,15 +609,15 @@ struct Bound {
     bindings: HashMap<String, Vec<Arc<Binding>>>,
 }
 
-fn text<'v>(value: &'v Value, pointer: &str) -> &'v str {
+pub(crate) fn text<'v>(value: &'v Value, pointer: &str) -> &'v str {
     value.pointer(pointer).and_then(Value::as_str).unwrap_or("")
 }
 
 /// The namespace of one write, read from the cache once however many policies look at it.
 #[derive(Debug)]
-struct WriteNamespace<'a> {
-    namespaces: &'a dyn Namespaces,
-    read: tokio::sync::OnceCell<Option<Arc<Value>>>,
+pub(crate) struct WriteNamespace<'a> {
+    pub(crate) namespaces: &'a dyn Namespaces,
+    pub(crate) read: tokio::sync::OnceCell<Option<Arc<Value>>>,
 }
 
 impl Namespaces for WriteNamespace<'_> {
@@ -792,54 +779,13 @@ impl ValidatingAdmissionPolicy {
         binding: &Binding,
         namespace: &str,
     ) -> Result<Vec<Arc<Value>>, String> {
-        let (Some(kind), Some(reference)) = (&policy.spec.param_kind, &binding.spec.param_ref)
-        else {
-            return Ok(vec![Arc::new(Value::Null)]);
-        };
-        let Some(namespaced) = self.policies.param_scope(&kind.api_version, &kind.kind) else {
-            return Err(format!(
-                "paramKind kind `&ParamKind{{APIVersion:{},Kind:{},}}` not known",
-                kind.api_version, kind.kind
-            ));
-        };
-        let namespace = if !namespaced {
-            if !reference.namespace.is_empty() {
-                return Err(
-                    "paramRef.namespace must not be provided for a cluster-scoped `paramKind`"
-                        .to_owned(),
-                );
-            }
-            ""
-        } else if !reference.namespace.is_empty() {
-            reference.namespace.as_str()
-        } else if !namespace.is_empty() {
-            namespace
-        } else {
-            return Err("cannot use namespaced paramRef in policy binding that matches cluster-scoped resources".to_owned());
-        };
-        let selector;
-        let selection = if !reference.name.is_empty() {
-            ParamSelection::Name(&reference.name)
-        } else if let Some(s) = &reference.selector {
-            selector = s
-                .to_apimachinery()
-                .to_selector()
-                .map_err(|e| e.to_string())?;
-            ParamSelection::Selector(&selector)
-        } else {
-            return Err("one of name or selector must be provided".to_owned());
-        };
-        let params = self
-            .policies
-            .params(&kind.api_version, &kind.kind, namespace, selection)
-            .await
-            .map_err(|e| e.message.clone())?;
-        if params.is_empty() && reference.parameter_not_found_action.as_deref() == Some("Deny") {
-            return Err(
-                "no params found for policy binding with `Deny` parameterNotFoundAction".to_owned(),
-            );
-        }
-        Ok(params)
+        crate::params::resolve(
+            self.policies.as_ref(),
+            policy.spec.param_kind.as_ref(),
+            binding.spec.param_ref.as_ref(),
+            namespace,
+        )
+        .await
     }
 
     async fn run(
@@ -985,7 +931,7 @@ impl ValidatingAdmissionPolicy {
 
 /// The values every evaluation of this write sees; `request` and `namespaceObject` only when
 /// `needs` says some policy uses them.
-async fn inputs_of<'v>(
+pub(crate) async fn inputs_of<'v>(
     attributes: &Attributes<'v>,
     object: Option<&'v Value>,
     namespaces: &dyn Namespaces,
@@ -1016,6 +962,7 @@ async fn inputs_of<'v>(
         old_object: attributes.old_object.unwrap_or(&Value::Null),
         request,
         namespace_object,
+        authorizer: crate::authorizer::value(attributes),
     })
 }
 

@@ -1,8 +1,10 @@
 //! The admission webhook plugins, `MutatingAdmissionWebhook` and `ValidatingAdmissionWebhook`,
 //! as Kubernetes 1.33's: every write is offered to the webhooks of the stored
 //! `admissionregistration.k8s.io/v1` configurations ([`Configurations`]) that match it, in an
-//! `admission.k8s.io/v1` `AdmissionReview` POSTed to the webhook's `clientConfig.url`
-//! (verified with its `caBundle`, [`client`]).
+//! `admission.k8s.io/v1` `AdmissionReview` (`v1beta1` when that is the first version of its
+//! `admissionReviewVersions` the server speaks; its answer then is not checked for its kind and
+//! uid, as upstream) POSTed to the webhook's `clientConfig.url` (verified with its `caBundle`,
+//! [`client`]).
 //!
 //! Which webhooks are called ([`Webhook::matches`]):
 //!
@@ -14,8 +16,9 @@
 //! - `namespaceSelector` against the labels of the object's namespace (a Namespace's own labels;
 //!   cluster-scoped objects always match); `objectSelector` against the labels of the new or the
 //!   old object;
-//! - `matchConditions`: CEL expressions over `object`, `oldObject` and `request`; any `false`
-//!   skips the webhook, an error applies the failure policy.
+//! - `matchConditions`: CEL expressions over `object`, `oldObject`, `request` and `authorizer`
+//!   ([`crate::authorizer`]); any `false` skips the webhook, an error applies the failure
+//!   policy.
 //!
 //! A `dryRun` request matched by a webhook whose `sideEffects` is not `None` or `NoneOnDryRun`
 //! is refused (400, `admission webhook "<name>" does not support dry run`).
@@ -23,17 +26,19 @@
 //! What an answer does: `allowed: false` refuses the write with the webhook's `status`
 //! (`admission webhook "<name>" denied the request: <message>`, its code when 400 or above,
 //! else 400); `warnings` go to the client as `Warning` headers ([`crate::Warnings`]); a
-//! mutating webhook's `patch` (`patchType: JSONPatch`, base64) is applied to the object.
+//! mutating webhook's `patch` (`patchType: JSONPatch`, base64) is applied to the object;
+//! `auditAnnotations` go to the request's audit event as `<webhook name>/<key>`.
 //! A call that fails (unreachable, timeout after `timeoutSeconds`, not a 2xx, a malformed
 //! review) refuses the write with a 500 `failed calling webhook "<name>": ...` when
 //! `failurePolicy` is `Fail`, and is skipped when it is `Ignore`.
 //!
 //! Mutating webhooks run one after the other in the order of their configurations' names and
 //! of the webhooks in each; validating webhooks run concurrently. Each configuration is read
-//! (and its match conditions compiled) once per generation, not on every write. Not yet: `reinvocationPolicy:
-//! IfNeeded` (each webhook runs once), `matchPolicy: Equivalent` beyond the exact version
-//! (built-in resources have one version here), `AdmissionReview` `v1beta1`, audit annotations,
-//! the `authorizer` variable of match conditions.
+//! (and its match conditions compiled) once per generation, not on every write. A mutating
+//! webhook with `reinvocationPolicy: IfNeeded` runs again when a later webhook or policy
+//! changed the object ([`crate::reinvocation`]). Not yet: `matchPolicy: Equivalent` beyond the
+//! exact version (built-in resources have one version here), upstream's
+//! `mutation.webhook.admission.k8s.io/round_*` audit annotations.
 
 pub mod client;
 
@@ -50,6 +55,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use crate::namespace::Namespaces;
+use crate::reinvocation::Reinvocation;
 use crate::{Attributes, BoxFuture, Listed, MutatingPlugin, Operation, ValidatingPlugin};
 
 /// The group of the webhook configurations.
@@ -123,6 +129,11 @@ pub struct Webhook {
     pub admission_review_versions: Vec<String>,
     /// CEL conditions that must all hold for a call.
     pub match_conditions: Vec<MatchCondition>,
+    /// `Never` (the default) or `IfNeeded` (mutating webhooks).
+    pub reinvocation_policy: Option<String>,
+    /// The name of its configuration (with its own name, what identifies it).
+    #[serde(skip)]
+    configuration: String,
     /// The match conditions compiled (once per configuration generation, by the dispatcher).
     #[serde(skip)]
     conditions: Option<Arc<Conditions>>,
@@ -131,7 +142,8 @@ pub struct Webhook {
 /// A match condition compiled, or why it does not compile.
 pub(crate) type CompiledCondition = Result<genplane_cel::Program, String>;
 
-/// A webhook's match conditions, compiled over `object`, `oldObject` and `request`.
+/// A webhook's match conditions, compiled over `object`, `oldObject`, `request` and
+/// `authorizer`.
 #[derive(Debug)]
 struct Conditions {
     environment: genplane_cel::Environment<'static>,
@@ -143,7 +155,8 @@ impl Conditions {
         let environment = genplane_cel::Environment::new()
             .variable("object", genplane_cel::VarType::Dyn)
             .variable("oldObject", genplane_cel::VarType::Dyn)
-            .variable("request", genplane_cel::VarType::Dyn);
+            .variable("request", genplane_cel::VarType::Dyn)
+            .variable("authorizer", genplane_cel::VarType::Dyn);
         let programs = conditions
             .iter()
             .enumerate()
@@ -360,7 +373,11 @@ impl Webhook {
     }
 
     /// Evaluates the match conditions: `Ok(false)` when one is false.
-    fn conditions_hold(&self, review_request: &Value) -> Result<bool, Error> {
+    fn conditions_hold(
+        &self,
+        review_request: &Value,
+        attributes: &Attributes<'_>,
+    ) -> Result<bool, Error> {
         if self.match_conditions.is_empty() {
             return Ok(true);
         }
@@ -376,7 +393,8 @@ impl Webhook {
             genplane_cel::Activation::new()
                 .bind("object", &review_request["object"])
                 .bind("oldObject", &review_request["oldObject"])
-                .bind("request", review_request),
+                .bind("request", review_request)
+                .bind_value("authorizer", crate::authorizer::value(attributes)),
         );
         conditions_hold(
             &self.match_conditions,
@@ -398,7 +416,13 @@ fn webhooks_of(configuration: &mut Value) -> Vec<Webhook> {
         .map(Value::take)
         .unwrap_or(Value::Null);
     let mut webhooks = serde_json::from_value::<Vec<Webhook>>(hooks).unwrap_or_default();
+    let name = configuration
+        .pointer("/metadata/name")
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .to_owned();
     for webhook in &mut webhooks {
+        webhook.configuration.clone_from(&name);
         if !webhook.match_conditions.is_empty() {
             webhook.conditions = Some(Arc::new(Conditions::compile(&webhook.match_conditions)));
         }
@@ -458,6 +482,8 @@ pub struct Dispatcher {
 struct Allowed {
     patch: Option<Vec<json_patch::PatchOperation>>,
     warnings: Vec<String>,
+    /// The response's `auditAnnotations`.
+    audit_annotations: Vec<(String, String)>,
 }
 
 impl Dispatcher {
@@ -578,7 +604,7 @@ impl Dispatcher {
                 .into())
             }
         };
-        match webhook.conditions_hold(review_request) {
+        match webhook.conditions_hold(review_request, attributes) {
             Ok(true) => {}
             Ok(false) => return Ok(None),
             Err(error) => return failed(error),
@@ -590,13 +616,23 @@ impl Dispatcher {
             ))
             .into());
         }
-        let answer = match self.post(webhook, review_request).await {
+        let Some(version) = review_version(webhook) else {
+            return failed(Error::Configuration(
+                "webhook does not accept known AdmissionReview versions".to_owned(),
+            ));
+        };
+        let answer = match self.post(webhook, review_request, version).await {
             Ok(answer) => answer,
             Err(error) => return failed(error),
         };
-        match read_response(&answer, review_request["uid"].as_str().unwrap_or_default()) {
-            Ok(Verdict::Allowed(allowed)) => Ok(Some(allowed)),
-            Ok(Verdict::Denied(status, warnings)) => {
+        let uid = review_request["uid"].as_str().unwrap_or_default();
+        match read_response(&answer, uid, version) {
+            Ok(Verdict::Allowed(allowed)) => {
+                record_audit_annotations(webhook, attributes, &allowed.audit_annotations);
+                Ok(Some(allowed))
+            }
+            Ok(Verdict::Denied(status, warnings, annotations)) => {
+                record_audit_annotations(webhook, attributes, &annotations);
                 attributes.request.warnings.extend(warnings);
                 Err(denial(&webhook.name, status))
             }
@@ -604,13 +640,13 @@ impl Dispatcher {
         }
     }
 
-    async fn post(&self, webhook: &Webhook, review_request: &Value) -> Result<Vec<u8>, Error> {
-        if !webhook.admission_review_versions.iter().any(|v| v == "v1") {
-            return Err(Error::Configuration(format!(
-                "webhook does not accept v1 AdmissionReview; genplane sends only v1, the webhook accepts {:?}",
-                webhook.admission_review_versions
-            )));
-        }
+    /// Posts an `AdmissionReview` of `version` (`v1`, `v1beta1`) holding `review_request`.
+    async fn post(
+        &self,
+        webhook: &Webhook,
+        review_request: &Value,
+        version: &str,
+    ) -> Result<Vec<u8>, Error> {
         let url =
             webhook.client_config.url.as_deref().ok_or_else(|| {
                 Error::Configuration("webhook has no clientConfig.url".to_owned())
@@ -626,7 +662,7 @@ impl Dispatcher {
         )?;
         let timeout = webhook.timeout();
         let review = json!({
-            "apiVersion": "admission.k8s.io/v1",
+            "apiVersion": format!("admission.k8s.io/{version}"),
             "kind": "AdmissionReview",
             "request": review_request,
         });
@@ -643,19 +679,60 @@ impl Dispatcher {
     }
 }
 
+/// Adds a webhook's audit annotations to the request's, as upstream: each key prefixed with
+/// the webhook's name (`<webhook>/<key>`); a key that is then not a qualified name is dropped
+/// (logged), as is a key already set.
+fn record_audit_annotations(
+    webhook: &Webhook,
+    attributes: &Attributes<'_>,
+    annotations: &[(String, String)],
+) {
+    for (key, value) in annotations {
+        let key = format!("{}/{key}", webhook.name);
+        let problems = genplane_apimachinery::validation::is_qualified_name(&key);
+        if problems.is_empty() {
+            attributes.request.audit_annotations.add(key, value.clone());
+        } else {
+            tracing::warn!(webhook = %webhook.name, %key, ?problems, "dropping an invalid audit annotation of a webhook");
+        }
+    }
+}
+
 /// A webhook's answer.
 #[derive(Debug)]
 enum Verdict {
     Allowed(Allowed),
-    /// The refusal's `status`, and the warnings.
-    Denied(Value, Vec<String>),
+    /// The refusal's `status`, the warnings and the audit annotations.
+    Denied(Value, Vec<String>, Vec<(String, String)>),
 }
 
-/// Reads a v1 `AdmissionReview` answer to the request `uid`.
-fn read_response(answer: &[u8], uid: &str) -> Result<Verdict, Error> {
+/// The `AdmissionReview` version a webhook is sent: the first of its
+/// `admissionReviewVersions` the server speaks (`v1`, `v1beta1`), as upstream picks it.
+fn review_version(webhook: &Webhook) -> Option<&'static str> {
+    webhook
+        .admission_review_versions
+        .iter()
+        .find_map(|v| match v.as_str() {
+            "v1" => Some("v1"),
+            "v1beta1" => Some("v1beta1"),
+            _ => None,
+        })
+}
+
+/// Reads a webhook's answer to the request `uid`, sent as an `AdmissionReview` of `version`.
+/// A `v1` answer must be a v1 `AdmissionReview` answering `uid`; a `v1beta1` one is not
+/// checked for either, as upstream (v1beta1 webhooks were never held to it).
+fn read_response(answer: &[u8], uid: &str, version: &str) -> Result<Verdict, Error> {
     let invalid = |message: String| Error::InvalidResponse(message);
     let review: Value = serde_json::from_slice(answer)
         .map_err(|e| invalid(format!("couldn't get version/kind; json parse error: {e}")))?;
+    if version == "v1beta1" {
+        let response = review
+            .get("response")
+            .filter(|r| r.is_object())
+            .ok_or_else(|| invalid("webhook response was absent".to_owned()))?;
+        return read_allowed(response);
+    }
     let api_version = review
         .get("apiVersion")
         .and_then(Value::as_str)
@@ -682,6 +759,12 @@ fn read_response(answer: &[u8], uid: &str) -> Result<Verdict, Error> {
             "expected response.uid={uid:?}, got {got:?}"
         )));
     }
+    read_allowed(response)
+}
+
+/// The verdict of an `AdmissionReview`'s `response`: allowed (with its patch), or denied.
+fn read_allowed(response: &Value) -> Result<Verdict, Error> {
+    let invalid = |message: String| Error::InvalidResponse(message);
     let warnings: Vec<String> = response
         .get("warnings")
         .and_then(Value::as_array)
@@ -689,10 +772,18 @@ fn read_response(answer: &[u8], uid: &str) -> Result<Verdict, Error> {
         .flatten()
         .filter_map(|w| w.as_str().map(str::to_owned))
         .collect();
+    let audit_annotations: Vec<(String, String)> = response
+        .get("auditAnnotations")
+        .and_then(Value::as_object)
+        .into_iter()
+        .flatten()
+        .filter_map(|(k, v)| v.as_str().map(|v| (k.clone(), v.to_owned())))
+        .collect();
     if response.get("allowed").and_then(Value::as_bool) != Some(true) {
         return Ok(Verdict::Denied(
             response.get("status").cloned().unwrap_or(Value::Null),
             warnings,
+            audit_annotations,
         ));
     }
     let patch = match (
@@ -716,7 +807,11 @@ fn read_response(answer: &[u8], uid: &str) -> Result<Verdict, Error> {
             )));
         }
     };
-    Ok(Verdict::Allowed(Allowed { patch, warnings }))
+    Ok(Verdict::Allowed(Allowed {
+        patch,
+        warnings,
+        audit_annotations,
+    }))
 }
 
 /// Upstream's refusal: the webhook's status with its message prefixed, at least a 400.
@@ -799,17 +894,29 @@ impl MutatingAdmissionWebhook {
         &self,
         attributes: Attributes<'_>,
         mut object: Option<&mut Value>,
+        reinvocation: Option<&Reinvocation>,
     ) -> Result<(), ApiError> {
+        let plugin = self.name();
+        if let (Some(reinvocation), Some(object)) = (reinvocation, object.as_deref())
+            && !reinvocation.begin(plugin, object)
+        {
+            return Ok(());
+        }
         let hooks = self
             .dispatcher
             .matching(Flavor::Mutating, &attributes, object.as_deref())
             .await?;
         for webhook in hooks {
+            let key = format!("{}/{}", webhook.configuration, webhook.name);
+            if reinvocation.is_some_and(|r| !r.should_run(plugin, &key)) {
+                continue;
+            }
             let review = review_request(&attributes, object.as_deref());
             let Some(allowed) = self.dispatcher.call(&webhook, &attributes, &review).await? else {
                 continue;
             };
             attributes.request.warnings.extend(allowed.warnings);
+            let mut changed = false;
             if let (Some(patch), Some(object)) = (allowed.patch, object.as_deref_mut()) {
                 let mut patched = object.clone();
                 json_patch::patch(&mut patched, &patch).map_err(|e| {
@@ -818,8 +925,16 @@ impl MutatingAdmissionWebhook {
                         webhook.name
                     )))
                 })?;
+                changed = patched != *object;
                 *object = patched;
             }
+            if let Some(reinvocation) = reinvocation {
+                let if_needed = webhook.reinvocation_policy.as_deref() == Some("IfNeeded");
+                reinvocation.invoked(plugin, &key, changed, if_needed);
+            }
+        }
+        if let (Some(reinvocation), Some(object)) = (reinvocation, object.as_deref()) {
+            reinvocation.end(plugin, object);
         }
         Ok(())
     }
@@ -835,14 +950,23 @@ impl MutatingPlugin for MutatingAdmissionWebhook {
         attributes: Attributes<'a>,
         object: &'a mut Value,
     ) -> BoxFuture<'a, Result<(), ApiError>> {
-        Box::pin(self.run(attributes, Some(object)))
+        Box::pin(self.run(attributes, Some(object), None))
+    }
+
+    fn admit_in<'a>(
+        &'a self,
+        attributes: Attributes<'a>,
+        object: &'a mut Value,
+        reinvocation: &'a Reinvocation,
+    ) -> BoxFuture<'a, Result<(), ApiError>> {
+        Box::pin(self.run(attributes, Some(object), Some(reinvocation)))
     }
 
     fn admit_delete<'a>(
         &'a self,
         attributes: Attributes<'a>,
     ) -> BoxFuture<'a, Result<(), ApiError>> {
-        Box::pin(self.run(attributes, None))
+        Box::pin(self.run(attributes, None, None))
     }
 }
 

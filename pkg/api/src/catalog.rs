@@ -31,6 +31,8 @@ static RESOURCES: &[ResourceInfo] = &[
     admissionregistration::mutatingwebhookconfiguration::INFO,
     admissionregistration::validatingadmissionpolicy::INFO,
     admissionregistration::validatingadmissionpolicybinding::INFO,
+    admissionregistration::mutatingadmissionpolicy::INFO,
+    admissionregistration::mutatingadmissionpolicybinding::INFO,
     coordination::lease::INFO,
     apiextensions::INFO,
     featuregates::feature::INFO,
@@ -155,6 +157,20 @@ mod tests {
                     "admissionregistration.k8s.io/v1".into(),
                     "validatingadmissionpolicybindings",
                     "ValidatingAdmissionPolicyBinding",
+                    false,
+                    vec![]
+                ),
+                (
+                    "admissionregistration.k8s.io/v1alpha1".into(),
+                    "mutatingadmissionpolicies",
+                    "MutatingAdmissionPolicy",
+                    false,
+                    vec![]
+                ),
+                (
+                    "admissionregistration.k8s.io/v1alpha1".into(),
+                    "mutatingadmissionpolicybindings",
+                    "MutatingAdmissionPolicyBinding",
                     false,
                     vec![]
                 ),

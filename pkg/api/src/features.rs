@@ -12,5 +12,15 @@ pub const COORDINATED_LEADER_ELECTION: &str = "CoordinatedLeaderElection";
 /// 1.33, off by default.
 pub const NETWORK_REGISTRY: &str = "NetworkRegistry";
 
+/// `MutatingAdmissionPolicy` (KEP-3962): the `admissionregistration.k8s.io/v1alpha1`
+/// MutatingAdmissionPolicies and their bindings are served (with the group version enabled by
+/// `--runtime-config`), and the admission plugin of the same name applies them, only while it
+/// is on. Alpha since 1.30, off by default.
+pub const MUTATING_ADMISSION_POLICY: &str = "MutatingAdmissionPolicy";
+
 /// Every feature gate a built-in kind's hooks consult or a built-in kind is served under.
-pub const GATED_FEATURES: &[&str] = &[COORDINATED_LEADER_ELECTION, NETWORK_REGISTRY];
+pub const GATED_FEATURES: &[&str] = &[
+    COORDINATED_LEADER_ELECTION,
+    NETWORK_REGISTRY,
+    MUTATING_ADMISSION_POLICY,
+];

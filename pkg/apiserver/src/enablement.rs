@@ -13,7 +13,10 @@
 //! As upstream, a key naming a group the server does not have is ignored (it may belong to
 //! another server of the cluster, or to custom resources, which the flag never affects); a
 //! version the server does not have in a group it has is an error, as is a value that is not a
-//! boolean. By default every built-in group version is served (genplane has only GA ones).
+//! boolean. By default every built-in group version is served but upstream's alpha ones,
+//! which need the flag as upstream ([`DEFAULT_OFF`]: `admissionregistration.k8s.io/v1alpha1`);
+//! genplane's own alpha groups (`featuregates.genplane.io`, `networkregistry.genplane.io`) are
+//! served by default.
 //! A disabled API is gone from discovery, the OpenAPI documents and routing (404).
 
 use std::collections::BTreeMap;
@@ -69,7 +72,7 @@ pub enum EnablementError {
     UnknownVersion(String),
 }
 
-/// Which APIs are served. The default serves every one.
+/// Which APIs are served. The default serves every one but those of [`DEFAULT_OFF`].
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct ApiEnablement {
     /// Group versions switched by the selectors (`api/all`, ...) or by name: `(group,
@@ -78,6 +81,10 @@ pub struct ApiEnablement {
     /// Resources switched by name: `(group, version, resource) -> enabled`.
     resources: BTreeMap<(String, String, String), bool>,
 }
+
+/// The built-in group versions served only when `--runtime-config` enables them: upstream's
+/// alpha versions, off by default as in kube-apiserver.
+pub const DEFAULT_OFF: &[(&str, &str)] = &[("admissionregistration.k8s.io", "v1alpha1")];
 
 /// The selectors, in the order they are applied.
 const SELECTORS: &[&str] = &["api/all", "api/ga", "api/beta", "api/alpha"];
@@ -106,7 +113,7 @@ fn matches(selector: &str, version: &str) -> bool {
 }
 
 impl ApiEnablement {
-    /// Every API served.
+    /// The defaults: every API served but those of [`DEFAULT_OFF`].
     pub fn all() -> Self {
         Self::default()
     }
@@ -222,7 +229,7 @@ impl ApiEnablement {
         self.versions
             .get(&(api.group.to_owned(), api.version.to_owned()))
             .copied()
-            .unwrap_or(true)
+            .unwrap_or_else(|| !DEFAULT_OFF.contains(&(api.group, api.version)))
     }
 
     /// Whether the built-in resource `info` is served.
@@ -346,6 +353,41 @@ mod tests {
         let enablement = parse(&["api/v1/events=false"]).unwrap();
         assert!(!served(&enablement).contains(&"/v1/events".to_owned()));
         assert!(served(&enablement).contains(&"/v1/configmaps".to_owned()));
+    }
+
+    #[test]
+    fn upstreams_alpha_admission_policies_are_served_only_when_enabled() {
+        let map = Api {
+            group: "admissionregistration.k8s.io",
+            version: "v1alpha1",
+            resource: "mutatingadmissionpolicies",
+        };
+        let registered = [map];
+        let with = |entries: &[&str]| {
+            let entries: Vec<String> = entries.iter().map(|e| (*e).to_owned()).collect();
+            ApiEnablement::parse(&entries, registered)
+                .unwrap()
+                .serves(map)
+        };
+        assert!(!ApiEnablement::all().serves(map));
+        assert!(!with(&[]));
+        assert!(with(&["admissionregistration.k8s.io/v1alpha1=true"]));
+        assert!(with(&["admissionregistration.k8s.io/v1alpha1"]));
+        assert!(with(&["api/alpha=true"]));
+        assert!(with(&["api/all=true"]));
+        assert!(!with(&[
+            "api/all=true",
+            "admissionregistration.k8s.io/v1alpha1=false"
+        ]));
+        assert!(with(&[
+            "admissionregistration.k8s.io/v1alpha1/mutatingadmissionpolicies=true"
+        ]));
+        // genplane's own alpha groups stay served by default
+        assert!(ApiEnablement::all().serves(Api {
+            group: "networkregistry.genplane.io",
+            version: "v1alpha1",
+            resource: "networkclaims",
+        }));
     }
 
     #[test]

@@ -314,6 +314,7 @@ impl<S: Storage> ApiServer<S> {
                         }),
                         warnings: genplane_admission::Warnings::default(),
                         audit_annotations: genplane_admission::AuditAnnotations::default(),
+                        authorizer: self.security.as_ref().map(|s| s.authorizer.clone()),
                     }),
                 }),
         };

@@ -268,17 +268,10 @@ fn webhook_configurations<S: Storage>(
     ))
 }
 
-/// The stored ValidatingAdmissionPolicies and their bindings, when both are served.
-fn admission_policies<S: Storage>(
-    builtin: &[Arc<Resource<S>>],
+/// The params of admission policies: objects of any kind served at the time of the write.
+fn served_params<S: Storage>(
     served: &Arc<std::sync::RwLock<Arc<Served<S>>>>,
-) -> Option<Arc<dyn genplane_admission::policy::Policies>> {
-    let store = |resource: &str| {
-        builtin
-            .iter()
-            .find(|r| r.info.group == "admissionregistration.k8s.io" && r.info.resource == resource)
-            .and_then(|r| r.store().cloned())
-    };
+) -> crate::admission_policies::ServedParams<S> {
     let served = served.clone();
     let kinds: crate::admission_policies::KindStores<S> =
         Arc::new(move |group: &str, version: &str, kind: &str| {
@@ -292,11 +285,57 @@ fn admission_policies<S: Storage>(
                     .flatten()
             })
         });
+    crate::admission_policies::ServedParams { kinds }
+}
+
+/// The store of the built-in `admissionregistration.k8s.io` resource `resource`, when served.
+fn admission_store<S: Storage>(builtin: &[Arc<Resource<S>>], resource: &str) -> Option<Store<S>> {
+    builtin
+        .iter()
+        .find(|r| r.info.group == "admissionregistration.k8s.io" && r.info.resource == resource)
+        .and_then(|r| r.store().cloned())
+}
+
+/// The stored ValidatingAdmissionPolicies and their bindings, when both are served.
+fn admission_policies<S: Storage>(
+    builtin: &[Arc<Resource<S>>],
+    served: &Arc<std::sync::RwLock<Arc<Served<S>>>>,
+) -> Option<Arc<dyn genplane_admission::policy::Policies>> {
     Some(Arc::new(crate::admission_policies::StoredPolicies {
-        policies: MirroredList::new(store("validatingadmissionpolicies")?),
-        bindings: MirroredList::new(store("validatingadmissionpolicybindings")?),
-        kinds,
+        policies: MirroredList::new(admission_store(builtin, "validatingadmissionpolicies")?),
+        bindings: MirroredList::new(admission_store(
+            builtin,
+            "validatingadmissionpolicybindings",
+        )?),
+        params: served_params(served),
     }))
+}
+
+/// The stored MutatingAdmissionPolicies and their bindings, when both are served (alpha: with
+/// their feature gate on and `--runtime-config` enabling them).
+fn mutating_admission_policies<S: Storage>(
+    builtin: &[Arc<Resource<S>>],
+    served: &Arc<std::sync::RwLock<Arc<Served<S>>>>,
+) -> Option<Arc<dyn genplane_admission::mutating_policy::MutatingPolicies>> {
+    let snapshot = served.clone();
+    let types: crate::admission_policies::ServedTypes = Arc::new(move || {
+        snapshot
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .types
+            .clone()
+    });
+    Some(Arc::new(
+        crate::admission_policies::StoredMutatingPolicies {
+            policies: MirroredList::new(admission_store(builtin, "mutatingadmissionpolicies")?),
+            bindings: MirroredList::new(admission_store(
+                builtin,
+                "mutatingadmissionpolicybindings",
+            )?),
+            params: served_params(served),
+            types,
+        },
+    ))
 }
 
 /// The stored ResourceQuotas and their `status` store, when they are served.
@@ -389,6 +428,7 @@ impl<S: Storage> ApiServer<S> {
                 webhooks: webhook_configurations(&builtin),
                 quotas: resource_quotas(&builtin),
                 policies: admission_policies(&builtin, &served),
+                mutating_policies: mutating_admission_policies(&builtin, &served),
             });
         let admission = Arc::new(
             admission_context

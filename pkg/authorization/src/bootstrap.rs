@@ -496,6 +496,15 @@ pub fn cluster_roles() -> Vec<Value> {
                 &[NETWORK_REGISTRY],
                 &["networkclaims"],
             ),
+            // ... and MutatingAdmissionPolicy's policies and bindings.
+            rule(
+                &["get", "list", "delete"],
+                &["admissionregistration.k8s.io"],
+                &[
+                    "mutatingadmissionpolicies",
+                    "mutatingadmissionpolicybindings",
+                ],
+            ),
         ],
     ));
     // The API server's own client: its well-known claim (kube-apiserver) and its status

@@ -152,6 +152,9 @@ pub struct Environment<'s> {
     vars: Vec<(String, Decl<'s>)>,
     context: Arc<Context<'static>>,
     cost_limit: u64,
+    /// Whether `Object{...}`, `Object.<field>...{...}` and `JSONPatch{...}` constructions and
+    /// `jsonpatch.escapeKey` are declared (mutating admission policies' expressions).
+    objects: bool,
 }
 
 impl fmt::Debug for Environment<'_> {
@@ -159,6 +162,7 @@ impl fmt::Debug for Environment<'_> {
         f.debug_struct("Environment")
             .field("vars", &self.vars)
             .field("cost_limit", &self.cost_limit)
+            .field("objects", &self.objects)
             .finish_non_exhaustive()
     }
 }
@@ -177,7 +181,18 @@ impl<'s> Environment<'s> {
             vars: Vec::new(),
             context: Arc::new(base_context()),
             cost_limit: crate::PER_CALL_LIMIT,
+            objects: false,
         }
+    }
+
+    /// Declares what mutating admission policies build their results with: `Object{...}` and
+    /// `Object.<field>{...}` (an object of the written kind, or one of its fields; any field
+    /// name, as the values are untyped here), `JSONPatch{op, path, from, value}` and
+    /// `jsonpatch.escapeKey(key)` (`~` as `~0`, `/` as `~1`). A construction evaluates to a map
+    /// of its fields ([`to_json`] makes it JSON).
+    pub fn with_object_types(mut self) -> Self {
+        self.objects = true;
+        self
     }
 
     /// Declares the variable `name` (a later declaration of the same name wins).
@@ -202,6 +217,7 @@ impl<'s> Environment<'s> {
             vars: Vec::new(),
             context: Arc::clone(&self.context),
             cost_limit: self.cost_limit,
+            objects: false,
         }
     }
 
@@ -240,7 +256,7 @@ impl<'s> Environment<'s> {
         let parsed = parse::parse(source).map_err(|e| e.to_string())?;
         let mut expr = parsed.expr;
         stack::for_tree(parsed.depth, move || {
-            let errors = rewrite::rewrite(&mut expr);
+            let errors = rewrite::rewrite(&mut expr, self.objects);
             let depth = parse::depth(&expr);
             if !errors.is_empty() || depth > parse::MAX_TREE_DEPTH {
                 parse::dismantle(expr);
@@ -289,6 +305,7 @@ fn base_context() -> Context<'static> {
     types::register(&mut context);
     optional::register(&mut context);
     rewrite::register(&mut context);
+    crate::authz::register(&mut context);
     context
 }
 
@@ -527,6 +544,47 @@ impl Program {
             )
         })
     }
+}
+
+/// A CEL value as JSON: maps (string keys), lists, numbers, strings, booleans and null as
+/// themselves, bytes as base64, timestamps as RFC 3339 and durations as Go writes them; an
+/// error names a value JSON cannot hold (a type, a function, an empty optional).
+pub fn to_json(value: &CelValue) -> Result<Value, Error> {
+    use base64::Engine as _;
+    let unsupported =
+        |v: &CelValue| Error::Evaluation(format!("unsupported value in JSON result: {v:?}"));
+    Ok(match value {
+        Cel::Null => Value::Null,
+        Cel::Bool(b) => Value::Bool(*b),
+        Cel::Int(i) => Value::from(*i),
+        Cel::UInt(u) => Value::from(*u),
+        Cel::Float(f) => serde_json::Number::from_f64(*f)
+            .map(Value::Number)
+            .ok_or_else(|| unsupported(value))?,
+        Cel::String(s) => Value::String(s.to_string()),
+        Cel::Bytes(b) => Value::String(base64::engine::general_purpose::STANDARD.encode(&**b)),
+        Cel::Timestamp(t) => Value::String(t.to_rfc3339_opts(chrono::SecondsFormat::AutoSi, true)),
+        Cel::Duration(d) => Value::String(genplane_apimachinery::duration::format(
+            d.to_std().unwrap_or_default(),
+        )),
+        Cel::List(items) => Value::Array(items.iter().map(to_json).collect::<Result<_, _>>()?),
+        Cel::Map(map) => {
+            let mut fields = serde_json::Map::new();
+            for (key, v) in map.map.iter() {
+                let key = match key {
+                    kube_cel::cel::objects::Key::String(s) => s.to_string(),
+                    other => {
+                        return Err(Error::Evaluation(format!(
+                            "unsupported map key in JSON result: {other:?}"
+                        )));
+                    }
+                };
+                fields.insert(key, to_json(v)?);
+            }
+            Value::Object(fields)
+        }
+        other => return Err(unsupported(other)),
+    })
 }
 
 /// cel-go's wording of runtime errors (`no such key: foo`).

@@ -88,6 +88,7 @@
 #![warn(missing_docs)]
 
 mod analyze;
+pub mod authz;
 mod compiler;
 pub mod fuzzing;
 mod optional;
@@ -103,6 +104,7 @@ mod value;
 
 pub use compiler::{
     Activation, CelValue, Environment, Error, ObjectType, Prepared, Program, VarType, map_value,
+    to_json,
 };
 pub use parse::MAX_TREE_DEPTH;
 pub use projection::Reach;

@@ -1033,6 +1033,58 @@ fn prepared_inputs_serve_every_program_of_their_environment() {
 }
 
 #[test]
+fn object_and_json_patch_constructions_are_maps_only_where_declared() {
+    let object = json!({"metadata": {"name": "a/b~c", "labels": {"x": "1"}}});
+    let run = |env: &Environment<'_>, expression: &str| {
+        let program = env.compile(expression, &root())?;
+        let value = program.evaluate(&Activation::new().bind("object", &object))?;
+        crate::to_json(&value)
+    };
+    let plain = Environment::new().variable("object", VarType::Dyn);
+    let err = run(
+        &plain,
+        "Object{metadata: Object.metadata{labels: {'a': 'b'}}}",
+    )
+    .unwrap_err();
+    assert!(
+        err.to_string().contains("undeclared reference to 'Object'"),
+        "{err}"
+    );
+    let mutating = Environment::new()
+        .variable("object", VarType::Dyn)
+        .with_object_types();
+    assert_eq!(
+        run(
+            &mutating,
+            "Object{metadata: Object.metadata{labels: {'a': object.metadata.labels.x + '2'}}}"
+        )
+        .unwrap(),
+        json!({"metadata": {"labels": {"a": "12"}}})
+    );
+    assert_eq!(
+        run(
+            &mutating,
+            "[JSONPatch{op: 'add', path: '/metadata/labels/' + jsonpatch.escapeKey(object.metadata.name), value: 'v'}]"
+        )
+        .unwrap(),
+        json!([{"op": "add", "path": "/metadata/labels/a~1b~0c", "value": "v"}])
+    );
+    let err = run(&mutating, "[JSONPatch{op: 'add', paht: '/x'}]").unwrap_err();
+    assert!(err.to_string().contains("undefined field 'paht'"), "{err}");
+    // other message types stay undeclared
+    let err = run(&mutating, "Foo{a: 1}").unwrap_err();
+    assert!(
+        err.to_string().contains("undeclared reference to 'Foo'"),
+        "{err}"
+    );
+    // optional fields are left out when empty
+    assert_eq!(
+        run(&mutating, "Object{?spec: optional.none(), kind: 'K'}").unwrap(),
+        json!({"kind": "K"})
+    );
+}
+
+#[test]
 fn programs_prepared_with_their_reach_evaluate_as_with_everything() {
     let env = Environment::new()
         .variable("object", VarType::Dyn)

@@ -25,6 +25,30 @@ pub const API_RESPONSE_COMPRESSION: Feature = genplane_apiserver::filters::compr
 /// default: the API is new and its shape may still change.
 pub const NETWORK_REGISTRY: Feature = Feature::new(genplane_api::features::NETWORK_REGISTRY);
 
+/// `MutatingAdmissionPolicy` (KEP-3962): the `admissionregistration.k8s.io/v1alpha1`
+/// MutatingAdmissionPolicies and bindings are served (when `--runtime-config` enables the
+/// group version too) and the admission plugin applies them only while it is on. Alpha since
+/// 1.30, off by default.
+pub const MUTATING_ADMISSION_POLICY: Feature =
+    Feature::new(genplane_api::features::MUTATING_ADMISSION_POLICY);
+
+/// The tasks that turning MutatingAdmissionPolicy off runs once every API server runs with it
+/// off: the bindings, then the policies, served only while it is on, must be gone.
+pub const REMOVE_MUTATING_ADMISSION_POLICIES: [Task; 2] = [
+    Task::WaitForObjectsRemoved {
+        group: "admissionregistration.k8s.io",
+        version: "v1alpha1",
+        resource: "mutatingadmissionpolicybindings",
+        kind: "MutatingAdmissionPolicyBinding",
+    },
+    Task::WaitForObjectsRemoved {
+        group: "admissionregistration.k8s.io",
+        version: "v1alpha1",
+        resource: "mutatingadmissionpolicies",
+        kind: "MutatingAdmissionPolicy",
+    },
+];
+
 /// The task that turning NetworkRegistry off runs once every component runs with it off: the
 /// NetworkClaims, served only while it is on (or while it is turned off), must be gone.
 pub const REMOVE_NETWORK_CLAIMS: Task = Task::WaitForObjectsRemoved {
@@ -112,6 +136,15 @@ pub fn registry() -> Registry {
     // The API servers' flags decide it: they serve the API.
     let added = registry.make_central(NETWORK_REGISTRY);
     debug_assert!(added.is_ok(), "{added:?}");
+    let added = registry.add(
+        MUTATING_ADMISSION_POLICY,
+        &[FeatureSpec::new(Version::new(1, 30), Stage::Alpha, false)],
+    );
+    debug_assert!(added.is_ok(), "{added:?}");
+    for task in REMOVE_MUTATING_ADMISSION_POLICIES {
+        let added = registry.add_turn_off_task(MUTATING_ADMISSION_POLICY, task);
+        debug_assert!(added.is_ok(), "{added:?}");
+    }
     registry
 }
 

@@ -134,6 +134,25 @@ fn sample(resource: &catalog::ResourceInfo) -> Value {
             "policyName": "sample", "validationActions": ["Deny"],
             "paramRef": {"name": "limits", "namespace": "default", "parameterNotFoundAction": "Deny"},
         }}),
+        ("admissionregistration.k8s.io", "mutatingadmissionpolicies") => json!({"spec": {
+            "paramKind": {"apiVersion": "v1", "kind": "ConfigMap"},
+            "matchConstraints": {"resourceRules": [{"apiGroups": [""], "apiVersions": ["v1"],
+                "operations": ["CREATE", "UPDATE"], "resources": ["configmaps"]}]},
+            "variables": [{"name": "team", "expression": "params.data.team"}],
+            "mutations": [
+                {"patchType": "ApplyConfiguration", "applyConfiguration": {"expression":
+                    "Object{metadata: Object.metadata{labels: {'team': variables.team}}}"}},
+                {"patchType": "JSONPatch", "jsonPatch": {"expression":
+                    "[JSONPatch{op: 'add', path: '/data/team', value: variables.team}]"}},
+            ],
+            "matchConditions": [{"name": "has-data", "expression": "has(object.data)"}],
+            "reinvocationPolicy": "IfNeeded",
+        }}),
+        ("admissionregistration.k8s.io", "mutatingadmissionpolicybindings") => json!({"spec": {
+            "policyName": "sample",
+            "paramRef": {"selector": {"matchLabels": {"team": "a"}}, "parameterNotFoundAction": "Allow"},
+            "matchResources": {"namespaceSelector": {"matchLabels": {"env": "prod"}}},
+        }}),
         ("coordination.k8s.io", "leases") => json!({"spec": {
             "holderIdentity": "a", "leaseDurationSeconds": 15,
             "renewTime": "2026-01-01T00:00:00.000000Z", "leaseTransitions": 1,

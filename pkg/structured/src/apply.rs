@@ -135,6 +135,43 @@ fn merge_value(
     }
 }
 
+/// The first place where `config` (of type `ty`) sets an atomic list, map or struct to a
+/// non-empty value, in upstream's path notation (`.spec.list`): what a MutatingAdmissionPolicy's
+/// apply configuration may not do, since it would replace the whole value.
+pub fn atomic_composite(schema: &Schema, ty: &TypeRef, config: &Value) -> Option<String> {
+    atomic_composite_at(schema, schema.resolve(ty), config, &Path::default())
+}
+
+fn atomic_composite_at(schema: &Schema, ty: &Type, config: &Value, path: &Path) -> Option<String> {
+    match (shape(ty, Some(config)), config) {
+        (Shape::Granular { fields, others }, Value::Object(c)) => {
+            c.iter().find_map(|(key, value)| {
+                let (child, _) = key_type(schema, fields, others, key);
+                atomic_composite_at(
+                    schema,
+                    child,
+                    value,
+                    &path.child(PathElement::Field(key.clone())),
+                )
+            })
+        }
+        (Shape::Items { items, keys }, Value::Array(c)) => {
+            let item_ty = schema.resolve(items);
+            let indexed = index_items(keys, c, &path.0).ok()?;
+            indexed.into_iter().find_map(|(element, item)| {
+                atomic_composite_at(schema, item_ty, item, &path.child(element))
+            })
+        }
+        (Shape::Leaf, Value::Object(c)) if !c.is_empty() && !matches!(ty, Type::Untyped) => {
+            Some(path.to_string())
+        }
+        (Shape::Leaf, Value::Array(c)) if !c.is_empty() && !matches!(ty, Type::Untyped) => {
+            Some(path.to_string())
+        }
+        _ => None,
+    }
+}
+
 /// Removes from `value` (of type `ty`) every field, map key and list item whose path is a
 /// member of `set`, and descends where `set` has members further down.
 pub fn remove_items(schema: &Schema, ty: &TypeRef, value: &Value, set: &Set) -> Value {

@@ -2066,3 +2066,38 @@ fn reset_and_fallback() {
         first.pointer("/metadata/managedFields")
     );
 }
+
+/// What a MutatingAdmissionPolicy's apply configuration may set: granular values and the
+/// items of merged lists, not atomic lists, maps or structs (which would replace the whole).
+#[test]
+fn atomic_composites_are_found_where_an_apply_configuration_sets_them() {
+    let schema = test_schema();
+    let ty = schema.kind("example.com", "v1", "Widget").unwrap();
+    let found = |config: Value| genplane_structured::apply::atomic_composite(&schema, &ty, &config);
+    assert_eq!(
+        found(
+            json!({"metadata": {"labels": {"a": "b"}}, "spec": {"replicas": 1,
+            "tags": ["x"], "nested": {"b": {"c": "d"}},
+            "containers": [{"name": "c", "env": [{"name": "e", "value": "v"}]}],
+            "config": {"free": {"form": [1]}}}})
+        ),
+        None
+    );
+    assert_eq!(
+        found(json!({"spec": {"args": ["a"]}})),
+        Some(".spec.args".into())
+    );
+    assert_eq!(
+        found(json!({"spec": {"selector": {"a": "b"}}})),
+        Some(".spec.selector".into())
+    );
+    assert_eq!(
+        found(json!({"spec": {"containers": [{"name": "c", "command": ["run"]}]}})),
+        Some(".spec.containers[name=\"c\"].command".into())
+    );
+    // an empty atomic value replaces nothing of substance
+    assert_eq!(
+        found(json!({"spec": {"args": [], "atomicStruct": {}}})),
+        None
+    );
+}

@@ -168,7 +168,7 @@ fn calls(seen: &Seen, path: &str) -> usize {
 }
 
 /// Runs kubectl with `manifest` on its standard input (`-f -`).
-fn kubectl_stdin(server: &Apiserver, args: &[&str], manifest: &Value) -> Output {
+pub(crate) fn kubectl_stdin(server: &Apiserver, args: &[&str], manifest: &Value) -> Output {
     use std::io::Write as _;
     let mut child = Command::new("kubectl")
         .arg("--kubeconfig")

@@ -6,7 +6,7 @@
 use crate::support::{eventually, ok, start_with};
 use serde_json::Value;
 
-const POLICY: &str = "apiVersion: audit.k8s.io/v1
+pub(crate) const POLICY: &str = "apiVersion: audit.k8s.io/v1
 kind: Policy
 omitStages: [RequestReceived]
 rules:
@@ -37,13 +37,13 @@ fn events(log: &std::path::Path) -> Vec<Value> {
 }
 
 /// Waits until the log holds an event matching `pred`.
-fn wait_for(log: &std::path::Path, what: &str, pred: impl Fn(&Value) -> bool) -> Value {
+pub(crate) fn wait_for(log: &std::path::Path, what: &str, pred: impl Fn(&Value) -> bool) -> Value {
     eventually(&format!("the event {what} in {}", log.display()), || {
         events(log).into_iter().find(|e| pred(e))
     })
 }
 
-fn is(event: &Value, verb: &str, resource: &str, name: &str) -> bool {
+pub(crate) fn is(event: &Value, verb: &str, resource: &str, name: &str) -> bool {
     event["verb"] == verb
         && event["objectRef"]["resource"] == resource
         && event["objectRef"]["name"] == name

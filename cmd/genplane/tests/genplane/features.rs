@@ -429,6 +429,48 @@ struct Exercise {
     pristine: fn(&Cluster<'_>),
 }
 
+/// The upstream alpha APIs some features serve (MutatingAdmissionPolicy's), enabled in the
+/// every-feature test so that only the gates decide.
+const ALPHA_APIS: &[&str] = &["--runtime-config=admissionregistration.k8s.io/v1alpha1=true"];
+
+/// A MutatingAdmissionPolicy and its binding labelling the ConfigMaps labelled
+/// `exercise: map` (the MutatingAdmissionPolicy exercise).
+const LABEL_POLICY: &str = r#"
+apiVersion: admissionregistration.k8s.io/v1alpha1
+kind: MutatingAdmissionPolicy
+metadata:
+  name: label
+spec:
+  reinvocationPolicy: Never
+  matchConstraints:
+    resourceRules:
+    - {apiGroups: [""], apiVersions: [v1], operations: [CREATE], resources: [configmaps]}
+    objectSelector: {matchLabels: {exercise: map}}
+  mutations:
+  - patchType: ApplyConfiguration
+    applyConfiguration:
+      expression: "Object{metadata: Object.metadata{labels: {'mutated': 'yes'}}}"
+---
+apiVersion: admissionregistration.k8s.io/v1alpha1
+kind: MutatingAdmissionPolicyBinding
+metadata:
+  name: label
+spec:
+  policyName: label
+"#;
+
+/// Creates the ConfigMap `name` labelled `exercise: map` in `map-exercise`: its labels.
+fn labelled_config_map(cluster: &Cluster<'_>, name: &str) -> String {
+    let manifest = format!(
+        "{{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":{{\"name\":\"{name}\",\"namespace\":\"map-exercise\",\"labels\":{{\"exercise\":\"map\"}}}}}}"
+    );
+    ok(apply_stdin(
+        cluster.kubeconfig,
+        &["create", "-o", "jsonpath={.metadata.labels}", "-f", "-"],
+        &manifest,
+    ))
+}
+
 const IDENTITY_SELECTOR: &str = "apiserver.kubernetes.io/identity=kube-apiserver";
 
 const EXERCISES: &[Exercise] = &[
@@ -536,6 +578,44 @@ const EXERCISES: &[Exercise] = &[
             );
         },
     },
+    Exercise {
+        feature: "MutatingAdmissionPolicy",
+        use_it: |cluster| {
+            ok(cluster.kubectl(&["create", "namespace", "map-exercise"]));
+            ok(apply_stdin(
+                cluster.kubeconfig,
+                &["apply", "-f", "-"],
+                LABEL_POLICY,
+            ));
+            let mut n = 0;
+            eventually("the policy to label ConfigMaps", || {
+                n += 1;
+                labelled_config_map(cluster, &format!("labelled-{n}"))
+                    .contains("\"mutated\":\"yes\"")
+                    .then_some(())
+            });
+        },
+        pristine: |cluster| {
+            for resource in [
+                "mutatingadmissionpolicies",
+                "mutatingadmissionpolicybindings",
+            ] {
+                let out = cluster.kubectl(&["get", resource]);
+                assert!(
+                    text(&out).contains(&format!(
+                        "the server doesn't have a resource type \"{resource}\""
+                    )),
+                    "{}",
+                    text(&out)
+                );
+                assert_eq!(cluster.stored_under(&format!("/registry/{resource}/")), 0);
+            }
+            assert_eq!(
+                labelled_config_map(cluster, "after"),
+                "{\"exercise\":\"map\"}"
+            );
+        },
+    },
 ];
 
 /// Every feature the binary registers, all at once: on, used (each feature's exercise), turned
@@ -568,7 +648,7 @@ fn every_registered_feature_goes_on_is_used_goes_off_and_leaves_nothing() {
     let dir = tempfile::tempdir().unwrap();
     let data = dir.path().join("data");
 
-    let (mut process, kubeconfig) = all_in_one(dir.path(), &gates(true));
+    let (mut process, kubeconfig) = all_in_one_with(dir.path(), &gates(true), ALPHA_APIS);
     process.wait_for("every feature On", |_| {
         states(&kubeconfig, "On").then_some(())
     });
@@ -582,7 +662,7 @@ fn every_registered_feature_goes_on_is_used_goes_off_and_leaves_nothing() {
 
     process.terminate();
     process.wait_exit(support::DEADLINE);
-    let (mut process, kubeconfig) = all_in_one(dir.path(), &gates(false));
+    let (mut process, kubeconfig) = all_in_one_with(dir.path(), &gates(false), ALPHA_APIS);
     for feature in &features {
         let name = genplane_api::featuregates::object_name(feature);
         process.wait_for("the Feature", |_| feature_of(&kubeconfig, &name));
@@ -604,7 +684,7 @@ fn every_registered_feature_goes_on_is_used_goes_off_and_leaves_nothing() {
 
     process.terminate();
     process.wait_exit(support::DEADLINE);
-    let (_process, kubeconfig) = all_in_one(dir.path(), &gates(false));
+    let (_process, kubeconfig) = all_in_one_with(dir.path(), &gates(false), ALPHA_APIS);
     let cluster = Cluster {
         kubeconfig: &kubeconfig,
         data: &data,

@@ -4,6 +4,8 @@
 mod support;
 
 mod admission;
+mod admission_authorizer;
+mod admission_reinvocation;
 mod all_in_one;
 mod all_in_one_ha;
 mod apiserver;
@@ -21,6 +23,7 @@ mod kubectl_acceptance;
 mod kubectl_apply;
 mod kubectl_strategic;
 mod local_up;
+mod mutating_admission;
 mod namespace_gc;
 mod networkregistry;
 mod runtime_config;

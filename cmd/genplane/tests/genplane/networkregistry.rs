@@ -515,7 +515,7 @@ async fn well_known_claims_come_from_flags_and_only_their_roles_write_them() {
 }
 
 /// A kubeconfig for the server with no user of its own (the token comes on the command line).
-fn viewer_kubeconfig(server: &Apiserver, dir: &Path) -> std::path::PathBuf {
+pub(crate) fn viewer_kubeconfig(server: &Apiserver, dir: &Path) -> std::path::PathBuf {
     let path = dir.join("viewer.kubeconfig");
     let config = format!(
         "apiVersion: v1\nkind: Config\nclusters:\n- name: s\n  cluster: {{server: 'https://127.0.0.1:{}', certificate-authority: '{}'}}\ncontexts:\n- name: s\n  context: {{cluster: s, user: v}}\ncurrent-context: s\nusers:\n- name: v\n  user: {{}}\n",

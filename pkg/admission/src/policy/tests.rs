@@ -47,7 +47,9 @@ impl Policies for Stored {
     fn bindings(&self) -> BoxFuture<'_, Result<Listed, ApiError>> {
         Box::pin(async { Ok(self.listed(self.bindings.clone())) })
     }
+}
 
+impl Params for Stored {
     fn param_scope(&self, api_version: &str, kind: &str) -> Option<bool> {
         (api_version == "v1" && kind == "ConfigMap").then_some(true)
     }

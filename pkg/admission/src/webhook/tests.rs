@@ -203,21 +203,45 @@ async fn selectors_choose_namespaces_and_objects() {
 
 #[test]
 fn match_conditions_filter_and_fail() {
+    let default_request = crate::Request::default();
+    let plain = Attributes {
+        request: &default_request,
+        operation: Operation::Create,
+        namespace: "",
+        name: "",
+        old_object: None,
+    };
     let request = json!({"object": {"metadata": {"name": "skip-me"}}, "oldObject": null, "operation": "CREATE"});
     let skip = hook(
         json!({"matchConditions": [{"name": "not-skipped", "expression": "!object.metadata.name.startsWith('skip')"}]}),
     );
-    assert_eq!(skip.conditions_hold(&request), Ok(false));
+    assert_eq!(skip.conditions_hold(&request, &plain), Ok(false));
     let keep = hook(
         json!({"matchConditions": [{"name": "create", "expression": "request.operation == 'CREATE'"}]}),
     );
-    assert_eq!(keep.conditions_hold(&request), Ok(true));
+    assert_eq!(keep.conditions_hold(&request, &plain), Ok(true));
     let broken = hook(
         json!({"matchConditions": [{"name": "broken", "expression": "object.spec.missing == 1"}]}),
     );
     assert!(
-        matches!(broken.conditions_hold(&request), Err(Error::MatchCondition(m)) if m.contains("broken"))
+        matches!(broken.conditions_hold(&request, &plain), Err(Error::MatchCondition(m)) if m.contains("broken"))
     );
+    // the authorizer: the server's, asked about the request's user
+    let authorized = hook(
+        json!({"matchConditions": [{"name": "may-delete", "expression":
+            "authorizer.group('').resource('configmaps').namespace('a').check('delete').allowed()"}]}),
+    );
+    let allowed = crate::Request {
+        authorizer: Some(std::sync::Arc::new(genplane_authorization::AlwaysAllow)),
+        ..crate::Request::default()
+    };
+    let allowed = Attributes {
+        request: &allowed,
+        ..plain
+    };
+    assert_eq!(authorized.conditions_hold(&request, &allowed), Ok(true));
+    // without an authorizer every check errs and allows nothing
+    assert_eq!(authorized.conditions_hold(&request, &plain), Ok(false));
 }
 
 fn answer(response: Value) -> Vec<u8> {
@@ -229,28 +253,35 @@ fn responses_are_read_as_upstream_reads_them() {
     let patch = base64::engine::general_purpose::STANDARD
         .encode(br#"[{"op":"add","path":"/metadata/labels","value":{"a":"b"}}]"#);
     let Verdict::Allowed(allowed) = read_response(
-        &answer(json!({"uid": "u", "allowed": true, "patchType": "JSONPatch", "patch": patch, "warnings": ["careful"]})),
+        &answer(json!({"uid": "u", "allowed": true, "patchType": "JSONPatch", "patch": patch, "warnings": ["careful"],
+            "auditAnnotations": {"checked": "yes"}})),
         "u",
+        "v1",
     )
     .unwrap() else {
         panic!("allowed")
     };
     assert_eq!(allowed.patch.unwrap().len(), 1);
     assert_eq!(allowed.warnings, ["careful"]);
+    assert_eq!(
+        allowed.audit_annotations,
+        [("checked".to_owned(), "yes".to_owned())]
+    );
 
     assert_eq!(
-        read_response(&answer(json!({"uid": "other", "allowed": true})), "u").unwrap_err(),
+        read_response(&answer(json!({"uid": "other", "allowed": true})), "u", "v1").unwrap_err(),
         Error::InvalidResponse("expected response.uid=\"u\", got \"other\"".into())
     );
     assert_eq!(
-        read_response(br#"{"apiVersion": "v1", "kind": "Status"}"#, "u")
+        read_response(br#"{"apiVersion": "v1", "kind": "Status"}"#, "u", "v1")
             .unwrap_err()
             .to_string(),
         "received invalid webhook response: expected webhook response of admission.k8s.io/v1, Kind=AdmissionReview, got v1, Kind=Status"
     );
-    let Verdict::Denied(status, _) = read_response(
+    let Verdict::Denied(status, _, _) = read_response(
         &answer(json!({"uid": "u", "allowed": false, "status": {"code": 403, "message": "no"}})),
         "u",
+        "v1",
     )
     .unwrap() else {
         panic!("denied")
@@ -315,6 +346,14 @@ fn configuration(name: &str, generation: i64, condition: &str) -> Value {
 
 #[tokio::test]
 async fn webhooks_are_read_and_compiled_once_per_configuration_generation() {
+    let default_request = crate::Request::default();
+    let plain = Attributes {
+        request: &default_request,
+        operation: Operation::Create,
+        namespace: "",
+        name: "",
+        old_object: None,
+    };
     let stored = Arc::new(Stored::default());
     *stored.0.lock().unwrap() = vec![
         configuration("b", 1, "true"),
@@ -326,8 +365,8 @@ async fn webhooks_are_read_and_compiled_once_per_configuration_generation() {
     assert_eq!(first[0][0].name, "a.example.com");
     assert_eq!(first[1][0].name, "b.example.com");
     let review = json!({"object": {}, "oldObject": null});
-    assert_eq!(first[0][0].conditions_hold(&review), Ok(false));
-    assert_eq!(first[1][0].conditions_hold(&review), Ok(true));
+    assert_eq!(first[0][0].conditions_hold(&review, &plain), Ok(false));
+    assert_eq!(first[1][0].conditions_hold(&review, &plain), Ok(true));
     let again = dispatcher.webhooks(Flavor::Validating).await.unwrap();
     assert!(Arc::ptr_eq(&first[0], &again[0]) && Arc::ptr_eq(&first[1], &again[1]));
     // a new generation is read again; a deleted configuration is forgotten
@@ -335,6 +374,32 @@ async fn webhooks_are_read_and_compiled_once_per_configuration_generation() {
     let changed = dispatcher.webhooks(Flavor::Validating).await.unwrap();
     assert_eq!(changed.len(), 1);
     assert!(!Arc::ptr_eq(&first[0], &changed[0]));
-    assert_eq!(changed[0][0].conditions_hold(&review), Ok(true));
+    assert_eq!(changed[0][0].conditions_hold(&review, &plain), Ok(true));
     assert_eq!(dispatcher.read.lock().unwrap().len(), 1);
+}
+
+#[test]
+fn v1beta1_webhooks_get_v1beta1_reviews_and_their_answers_are_not_held_to_v1s_checks() {
+    let versions = |list: &[&str]| {
+        let webhook = hook(json!({"admissionReviewVersions": list}));
+        review_version(&webhook)
+    };
+    assert_eq!(versions(&["v1beta1"]), Some("v1beta1"));
+    assert_eq!(versions(&["v2", "v1beta1", "v1"]), Some("v1beta1"));
+    assert_eq!(versions(&["v1", "v1beta1"]), Some("v1"));
+    assert_eq!(versions(&["v2"]), None);
+    // neither the kind nor the uid is checked in v1beta1
+    let answer = serde_json::to_vec(&json!({"apiVersion": "admission.k8s.io/v1beta1",
+        "kind": "AdmissionReview", "response": {"allowed": true, "warnings": ["old"]}}))
+    .unwrap();
+    let Verdict::Allowed(allowed) = read_response(&answer, "u", "v1beta1").unwrap() else {
+        panic!("allowed")
+    };
+    assert_eq!(allowed.warnings, ["old"]);
+    // the same answer to a v1 review is refused
+    assert!(read_response(&answer, "u", "v1").is_err());
+    assert_eq!(
+        read_response(br#"{"kind": "AdmissionReview"}"#, "u", "v1beta1").unwrap_err(),
+        Error::InvalidResponse("webhook response was absent".into())
+    );
 }

@@ -1,7 +1,8 @@
 //! admissionregistration.k8s.io/v1 resources: [`validatingwebhookconfiguration`] and
 //! [`mutatingwebhookconfiguration`] (cluster-scoped), and [`validatingadmissionpolicy`] and
 //! [`validatingadmissionpolicybinding`] (cluster-scoped; the rules of the last two are in
-//! their modules). Storage only: calling the webhooks is the admission plugins' job
+//! their modules); and in `v1alpha1` (alpha, behind the `MutatingAdmissionPolicy` feature gate
+//! and `--runtime-config`) [`mutatingadmissionpolicy`] and [`mutatingadmissionpolicybinding`]. Storage only: calling the webhooks is the admission plugins' job
 //! (`genplane-admission`'s `webhook` module).
 //!
 //! What the two kinds share lives here: the schemas of a webhook, `WebhookClientConfig`,
@@ -32,6 +33,8 @@
 //!
 //! On create the generation is 1; an update that changes `webhooks` increments it.
 
+pub mod mutatingadmissionpolicy;
+pub mod mutatingadmissionpolicybinding;
 pub mod mutatingwebhookconfiguration;
 pub mod types;
 pub mod validatingadmissionpolicy;

@@ -441,3 +441,136 @@ mod policies {
         );
     }
 }
+
+mod mutating_admission_policies {
+    use serde_json::{Value, json};
+
+    use super::summary;
+    use crate::admissionregistration::mutatingadmissionpolicy as policy;
+    use crate::admissionregistration::mutatingadmissionpolicybinding as binding;
+
+    fn object(kind: &str, spec: Value) -> Value {
+        json!({"apiVersion": policy::API_VERSION, "kind": kind,
+            "metadata": {"name": "p", "creationTimestamp": "1970-01-01T00:00:00Z"}, "spec": spec})
+    }
+
+    #[test]
+    fn policies_are_defaulted_validated_shown_and_encoded_as_upstreams() {
+        let mut good = object(
+            policy::KIND,
+            json!({
+                "paramKind": {"apiVersion": "v1", "kind": "ConfigMap"},
+                "matchConstraints": {"resourceRules": [{"apiGroups": [""], "apiVersions": ["v1"],
+                    "operations": ["CREATE"], "resources": ["configmaps"]}]},
+                "variables": [{"name": "v", "expression": "1"}],
+                "mutations": [
+                    {"patchType": "ApplyConfiguration", "applyConfiguration": {"expression": "Object{}"}},
+                    {"patchType": "JSONPatch", "jsonPatch": {"expression": "[]"}},
+                ],
+                "reinvocationPolicy": "IfNeeded",
+            }),
+        );
+        policy::default(&mut good);
+        assert_eq!(good["spec"]["failurePolicy"], "Fail");
+        assert_eq!(
+            good["spec"]["matchConstraints"]["matchPolicy"],
+            "Equivalent"
+        );
+        assert_eq!(
+            good["spec"]["matchConstraints"]["resourceRules"][0]["scope"],
+            "*"
+        );
+        let decoded = policy::decode(&good).unwrap().object;
+        assert_eq!(
+            summary(&policy::validate(&decoded).unwrap()),
+            Vec::<String>::new()
+        );
+        assert_eq!(
+            policy::row(&decoded, 60),
+            [json!("p"), json!(2), json!("v1/ConfigMap"), json!("60s")]
+        );
+        let mut plain = decoded.clone();
+        plain["metadata"] = json!({"name": "p"});
+        let bytes = crate::protobuf::encode(&plain, &policy::SCHEMA).unwrap();
+        assert_eq!(
+            crate::protobuf::decode(&bytes, &policy::SCHEMA).unwrap(),
+            plain
+        );
+
+        let bad = object(
+            policy::KIND,
+            json!({
+                "matchConstraints": {"resourceRules": [{"apiGroups": [""], "apiVersions": ["v1"],
+                    "operations": ["DELETE"], "resources": ["configmaps"]}]},
+                "mutations": [
+                    {"patchType": "ApplyConfiguration", "jsonPatch": {"expression": "[]"}},
+                    {"patchType": "JSONPatch", "jsonPatch": {"expression": " "}},
+                    {"patchType": "Strategic"},
+                    {},
+                ],
+                "failurePolicy": "Sometimes",
+                "reinvocationPolicy": "Always",
+            }),
+        );
+        assert_eq!(
+            summary(&policy::validate(&bad).unwrap()),
+            [
+                "spec.matchConstraints.resourceRules[0].operations[0]: Unsupported value: \"DELETE\": supported values: \"*\", \"CONNECT\", \"CREATE\", \"UPDATE\"",
+                "spec.mutations[0].applyConfiguration: Required value: applyConfiguration field is required when patchType is ApplyConfiguration",
+                "spec.mutations[0].jsonPatch: Forbidden: must not be set when patchType is ApplyConfiguration",
+                "spec.mutations[1].jsonPatch.expression: Required value: expression is not specified",
+                "spec.mutations[2].patchType: Unsupported value: \"Strategic\": supported values: \"ApplyConfiguration\", \"JSONPatch\"",
+                "spec.mutations[3].patchType: Required value",
+                "spec.failurePolicy: Unsupported value: \"Sometimes\": supported values: \"Fail\", \"Ignore\"",
+                "spec.reinvocationPolicy: Unsupported value: \"Always\": supported values: \"IfNeeded\", \"Never\"",
+            ]
+        );
+        let empty = object(policy::KIND, json!({}));
+        assert_eq!(
+            summary(&policy::validate(&empty).unwrap()),
+            [
+                "spec.matchConstraints: Required value",
+                "spec.mutations: Required value: mutations must contain at least one item",
+                "spec.reinvocationPolicy: Required value",
+            ]
+        );
+    }
+
+    #[test]
+    fn bindings_are_validated_and_shown_as_upstreams() {
+        let good = object(
+            binding::KIND,
+            json!({"policyName": "p", "paramRef": {"name": "limits", "namespace": "default",
+                "parameterNotFoundAction": "Deny"},
+                "matchResources": {"namespaceSelector": {"matchLabels": {"env": "prod"}}}}),
+        );
+        assert_eq!(
+            summary(&binding::validate(&good).unwrap()),
+            Vec::<String>::new()
+        );
+        assert_eq!(
+            binding::row(&good, 60),
+            [
+                json!("p"),
+                json!("p"),
+                json!("default/limits"),
+                json!("60s")
+            ]
+        );
+        let bad = object(
+            binding::KIND,
+            json!({"paramRef": {"name": "a", "selector": {}},
+                "matchResources": {"resourceRules": [{"apiGroups": [""], "apiVersions": ["v1"],
+                    "operations": ["DELETE"], "resources": ["configmaps"]}]}}),
+        );
+        assert_eq!(
+            summary(&binding::validate(&bad).unwrap()),
+            [
+                "spec.policyName: Required value",
+                "spec.paramRef: Forbidden: name and selector are mutually exclusive",
+                "spec.paramRef.parameterNotFoundAction: Required value",
+                "spec.matchResources.resourceRules[0].operations[0]: Unsupported value: \"DELETE\": supported values: \"*\", \"CONNECT\", \"CREATE\", \"UPDATE\"",
+            ]
+        );
+    }
+}

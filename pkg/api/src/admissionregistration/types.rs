@@ -149,3 +149,55 @@ pub struct BindingSpec {
     /// `Deny`, `Warn` and `Audit`.
     pub validation_actions: Vec<String>,
 }
+
+/// The CEL expression of a mutation (`applyConfiguration`, `jsonPatch`).
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(default)]
+pub struct MutationExpression {
+    /// The expression.
+    pub expression: String,
+}
+
+/// One of a MutatingAdmissionPolicy's `mutations`.
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct Mutation {
+    /// `ApplyConfiguration` or `JSONPatch`.
+    pub patch_type: String,
+    /// An expression giving an `Object{...}` merged as server-side apply merges.
+    pub apply_configuration: Option<MutationExpression>,
+    /// An expression giving a list of `JSONPatch{...}` operations.
+    pub json_patch: Option<MutationExpression>,
+}
+
+/// A MutatingAdmissionPolicy's `spec` (`admissionregistration.k8s.io/v1alpha1`).
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct MutatingPolicySpec {
+    /// The kind of the params.
+    pub param_kind: Option<ParamKind>,
+    /// What the policy applies to.
+    pub match_constraints: Option<MatchResources>,
+    /// Values named for the other expressions.
+    pub variables: Vec<Variable>,
+    /// The changes, in order.
+    pub mutations: Vec<Mutation>,
+    /// `Fail` (the default) or `Ignore`.
+    pub failure_policy: Option<String>,
+    /// Conditions that must all hold for the policy to apply.
+    pub match_conditions: Vec<MatchCondition>,
+    /// `Never` or `IfNeeded`.
+    pub reinvocation_policy: Option<String>,
+}
+
+/// A MutatingAdmissionPolicyBinding's `spec`.
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct MutatingBindingSpec {
+    /// The policy bound.
+    pub policy_name: String,
+    /// Its params.
+    pub param_ref: Option<ParamRef>,
+    /// What the binding applies to, within what the policy matches.
+    pub match_resources: Option<MatchResources>,
+}

@@ -60,7 +60,7 @@ pub const REASONS: &[&str] = &[
     "RequestEntityTooLarge",
 ];
 
-static PARAM_KIND: Struct = Struct {
+pub(super) static PARAM_KIND: Struct = Struct {
     name: "ParamKind",
     fields: &[
         Field::new("apiVersion", 1, Type::String),
@@ -68,7 +68,7 @@ static PARAM_KIND: Struct = Struct {
     ],
 };
 
-static NAMED_RULE_WITH_OPERATIONS: Struct = Struct {
+pub(super) static NAMED_RULE_WITH_OPERATIONS: Struct = Struct {
     name: "NamedRuleWithOperations",
     fields: &[
         Field::new("resourceNames", 1, Type::List(&Type::String)),
@@ -114,7 +114,7 @@ static AUDIT_ANNOTATION: Struct = Struct {
     ],
 };
 
-static VARIABLE: Struct = Struct {
+pub(super) static VARIABLE: Struct = Struct {
     name: "Variable",
     fields: &[
         Field::new("name", 1, Type::String),
@@ -306,21 +306,7 @@ fn validate_spec(spec: &Spec) -> ErrorList {
     let path = Path::new("spec");
     let mut errors = ErrorList::new();
     if let Some(param_kind) = &spec.param_kind {
-        let at = path.child("paramKind");
-        if param_kind.api_version.is_empty() {
-            errors.push(Error::required(&at.child("apiVersion"), ""));
-        } else if param_kind.api_version.split('/').count() > 2
-            || param_kind.api_version.split('/').any(str::is_empty)
-        {
-            errors.push(Error::invalid(
-                &at.child("apiVersion"),
-                param_kind.api_version.as_str(),
-                "must be a valid group/version",
-            ));
-        }
-        if param_kind.kind.is_empty() {
-            errors.push(Error::required(&at.child("kind"), ""));
-        }
+        errors.extend(validate_param_kind(param_kind, &path.child("paramKind")));
     }
     match &spec.match_constraints {
         None => errors.push(Error::required(&path.child("matchConstraints"), "")),
@@ -397,9 +383,43 @@ fn validate_spec(spec: &Spec) -> ErrorList {
         &spec.match_conditions,
         &path.child("matchConditions"),
     ));
+    errors.extend(validate_variables(
+        &spec.variables,
+        &path.child("variables"),
+    ));
+    errors.extend(validate_failure_policy(
+        spec.failure_policy.as_deref(),
+        &path.child("failurePolicy"),
+    ));
+    errors
+}
+
+/// Validates a policy's `paramKind` at `at`: `apiVersion` a group/version, `kind` given.
+pub(super) fn validate_param_kind(param_kind: &super::types::ParamKind, at: &Path) -> ErrorList {
+    let mut errors = ErrorList::new();
+    if param_kind.api_version.is_empty() {
+        errors.push(Error::required(&at.child("apiVersion"), ""));
+    } else if param_kind.api_version.split('/').count() > 2
+        || param_kind.api_version.split('/').any(str::is_empty)
+    {
+        errors.push(Error::invalid(
+            &at.child("apiVersion"),
+            param_kind.api_version.as_str(),
+            "must be a valid group/version",
+        ));
+    }
+    if param_kind.kind.is_empty() {
+        errors.push(Error::required(&at.child("kind"), ""));
+    }
+    errors
+}
+
+/// Validates a policy's `variables` at `path`: unique CEL identifiers with expressions.
+pub(super) fn validate_variables(variables: &[super::types::Variable], path: &Path) -> ErrorList {
+    let mut errors = ErrorList::new();
     let mut names = BTreeSet::new();
-    for (i, variable) in spec.variables.iter().enumerate() {
-        let at = path.child("variables").index(i);
+    for (i, variable) in variables.iter().enumerate() {
+        let at = path.index(i);
         if variable.name.is_empty() {
             errors.push(Error::required(&at.child("name"), ""));
         } else if !is_cel_identifier(&variable.name) {
@@ -415,16 +435,14 @@ fn validate_spec(spec: &Spec) -> ErrorList {
             errors.push(Error::required(&at.child("expression"), ""));
         }
     }
-    if let Some(policy) = spec
-        .failure_policy
-        .as_deref()
-        .filter(|p| !FAILURE_POLICIES.contains(p))
-    {
-        errors.push(Error::not_supported(
-            &path.child("failurePolicy"),
-            policy,
-            FAILURE_POLICIES,
-        ));
+    errors
+}
+
+/// Validates a policy's `failurePolicy` at `path`: `Fail` or `Ignore` when set.
+pub(super) fn validate_failure_policy(policy: Option<&str>, path: &Path) -> ErrorList {
+    let mut errors = ErrorList::new();
+    if let Some(policy) = policy.filter(|p| !FAILURE_POLICIES.contains(p)) {
+        errors.push(Error::not_supported(path, policy, FAILURE_POLICIES));
     }
     errors
 }

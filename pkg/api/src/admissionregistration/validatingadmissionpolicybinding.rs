@@ -46,7 +46,7 @@ pub const VALIDATION_ACTIONS: &[&str] = &["Audit", "Deny", "Warn"];
 /// The parameter-not-found actions.
 pub const PARAMETER_NOT_FOUND_ACTIONS: &[&str] = &["Allow", "Deny"];
 
-static PARAM_REF: Struct = Struct {
+pub(super) static PARAM_REF: Struct = Struct {
     name: "ParamRef",
     fields: &[
         Field::new("name", 1, Type::String),
@@ -97,7 +97,7 @@ pub fn default(object: &mut Value) {
     }
 }
 
-fn validate_param_ref(param_ref: &ParamRef, path: &Path) -> ErrorList {
+pub(super) fn validate_param_ref(param_ref: &ParamRef, path: &Path) -> ErrorList {
     let mut errors = ErrorList::new();
     match (param_ref.name.is_empty(), &param_ref.selector) {
         (false, Some(_)) => errors.push(Error::forbidden(
@@ -250,7 +250,7 @@ pub const COLUMNS: &[ColumnDefinition] = &[
 
 /// What the `ParamRef` cell shows: `namespace/name`, `*/name` without a namespace, the
 /// selector, or `<unset>`.
-fn param_ref_cell(param_ref: Option<&Value>) -> String {
+pub(super) fn param_ref_cell(param_ref: Option<&Value>) -> String {
     let Some(param_ref) = param_ref.filter(|p| p.is_object()) else {
         return "<unset>".to_owned();
     };

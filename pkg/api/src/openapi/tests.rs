@@ -56,6 +56,7 @@ fn documents_are_listed_as_upstream_lists_them() {
             "apis/rbac.authorization.k8s.io/v1",
             "apis/admissionregistration.k8s.io",
             "apis/admissionregistration.k8s.io/v1",
+            "apis/admissionregistration.k8s.io/v1alpha1",
             "apis/coordination.k8s.io",
             "apis/coordination.k8s.io/v1",
             "apis/apiextensions.k8s.io",
@@ -372,9 +373,10 @@ fn the_v2_document_holds_every_group_version() {
             .as_array()
             .unwrap()
             .len(),
-        // Every group version's, featuregates.genplane.io/v1alpha1's and
-        // networkregistry.genplane.io/v1alpha1's included.
-        10
+        // Every group version's, featuregates.genplane.io/v1alpha1's,
+        // networkregistry.genplane.io/v1alpha1's and admissionregistration.k8s.io/v1alpha1's
+        // included.
+        11
     );
     assert_eq!(
         doc["definitions"]["io.k8s.apimachinery.pkg.apis.meta.v1.APIGroup"]["x-kubernetes-group-version-kind"],

@@ -1,0 +1,506 @@
+//! The `MutatingAdmissionPolicy` plugin, as Kubernetes 1.33's (alpha): creates and updates are
+//! changed by the CEL `mutations` of the stored `admissionregistration.k8s.io/v1alpha1`
+//! MutatingAdmissionPolicies through the MutatingAdmissionPolicyBindings that name them
+//! ([`MutatingPolicies`]). It runs first among the mutating plugins that change objects
+//! (upstream's order: before MutatingAdmissionWebhook), and the changed object then goes
+//! through validation and the validating plugins as any other.
+//!
+//! For each policy (by name) and each of its bindings (by name), as ValidatingAdmissionPolicy
+//! matches them ([`crate::policy`]): `matchConstraints`, the binding's `matchResources`, the
+//! params (`paramKind`, `paramRef`: [`crate::params`]), then per param the `matchConditions`
+//! and, for each mutation in order, the `variables` and the mutation's expression over
+//! `object` (the object as the mutations before changed it), `oldObject`, `request`,
+//! `params`, `namespaceObject` and `variables`:
+//!
+//! - `patchType: ApplyConfiguration`: the expression builds an apply configuration with
+//!   `Object{...}` and `Object.<field>{...}`; it is merged into the object as server-side apply
+//!   merges (granular maps and structs key by key, list maps by key, sets by value; through
+//!   [`MutatingPolicies::apply_configuration`], which has the kind's type model). Setting an
+//!   atomic list, map or struct is refused, as upstream (it would replace the whole value);
+//! - `patchType: JSONPatch`: the expression gives a list of `JSONPatch{op, path, from,
+//!   value}` (RFC 6902; `jsonpatch.escapeKey` escapes keys), applied in order.
+//!
+//! A binding's mutations apply together: an expression that does not compile or fails, a
+//! result of the wrong type, a patch that does not apply or params that cannot be read leave
+//! the object as it was before the binding, and with `failurePolicy: Fail` (the default)
+//! refuse the write (`<resource> "<name>" is forbidden: policy '<policy>' with binding
+//! '<binding>' denied request: <why>`); with `Ignore` the write goes on.
+//!
+//! Every expression of a policy is compiled once per generation of the policy. Writes of the
+//! admission configuration kinds themselves are never changed. A binding of a policy with
+//! `reinvocationPolicy: IfNeeded` runs again when a later webhook or policy changed the object
+//! ([`crate::reinvocation`]).
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use genplane_api::admissionregistration::types::{MutatingBindingSpec, MutatingPolicySpec};
+use genplane_apimachinery::errors::{ApiError, Status};
+use genplane_apimachinery::schema::{GroupResource, GroupVersionKind};
+use genplane_apimachinery::validation::field::Path;
+use genplane_cel::{Activation, CelValue, Environment};
+use serde::Deserialize as _;
+use serde_json::Value;
+
+use crate::namespace::Namespaces;
+use crate::params::Params;
+use crate::policy::{
+    Compiled, EXEMPT, Inputs, WriteNamespace, compile, environment, evaluation_error, inputs_of,
+    resources_match, text,
+};
+use crate::reinvocation::Reinvocation;
+use crate::webhook::conditions_hold;
+use crate::{Attributes, BoxFuture, Listed, MutatingPlugin};
+
+/// The stored policies, bindings and param objects, and the kinds' type model, as the plugin
+/// reads them on every write (from memory).
+pub trait MutatingPolicies: Params {
+    /// The stored MutatingAdmissionPolicies.
+    fn policies(&self) -> BoxFuture<'_, Result<Listed, ApiError>>;
+    /// The stored MutatingAdmissionPolicyBindings.
+    fn bindings(&self) -> BoxFuture<'_, Result<Listed, ApiError>>;
+    /// Merges the apply configuration `configuration` into `object` (of kind `kind`) as
+    /// server-side apply merges, or says why it cannot (an unknown kind, a configuration that
+    /// does not fit the kind or sets an atomic list, map or struct).
+    fn apply_configuration(
+        &self,
+        kind: &GroupVersionKind,
+        object: Value,
+        configuration: &Value,
+    ) -> Result<Value, String>;
+}
+
+/// A binding as read from storage.
+#[derive(Debug)]
+struct Binding {
+    name: String,
+    spec: MutatingBindingSpec,
+}
+
+/// A policy with its expressions compiled.
+#[derive(Debug)]
+struct CompiledPolicy {
+    name: String,
+    generation: i64,
+    spec: MutatingPolicySpec,
+    environment: Environment<'static>,
+    conditions: Vec<Compiled>,
+    variables: Vec<Compiled>,
+    mutations: Vec<Compiled>,
+}
+
+impl CompiledPolicy {
+    fn new(name: String, generation: i64, spec: MutatingPolicySpec) -> Self {
+        let environment = environment(None).with_object_types();
+        let at = Path::new("spec");
+        let conditions = spec
+            .match_conditions
+            .iter()
+            .enumerate()
+            .map(|(i, c)| {
+                let path = at.child("matchConditions").index(i).child("expression");
+                compile(&environment, &c.expression, path)
+            })
+            .collect();
+        let variables = spec
+            .variables
+            .iter()
+            .enumerate()
+            .map(|(i, v)| {
+                let path = at.child("variables").index(i).child("expression");
+                compile(&environment, &v.expression, path)
+            })
+            .collect();
+        let mutations = spec
+            .mutations
+            .iter()
+            .enumerate()
+            .map(|(i, m)| {
+                let (field, expression) = match m.patch_type.as_str() {
+                    "JSONPatch" => ("jsonPatch", m.json_patch.as_ref()),
+                    _ => ("applyConfiguration", m.apply_configuration.as_ref()),
+                };
+                let expression = expression.map(|e| e.expression.as_str()).unwrap_or("");
+                let path = at
+                    .child("mutations")
+                    .index(i)
+                    .child(field)
+                    .child("expression");
+                compile(&environment, expression, path)
+            })
+            .collect();
+        Self {
+            name,
+            generation,
+            spec,
+            environment,
+            conditions,
+            variables,
+            mutations,
+        }
+    }
+
+    fn ignores_failures(&self) -> bool {
+        self.spec.failure_policy.as_deref() == Some("Ignore")
+    }
+
+    /// The activation of one evaluation, with `variables` computed over it in order (a failed
+    /// one is left out, its error kept for the expressions that use it).
+    fn variables(
+        &self,
+        prepared: &genplane_cel::Prepared<'_, '_>,
+    ) -> (CelValue, Vec<(String, String)>) {
+        let mut values: Vec<(String, CelValue)> = Vec::new();
+        let mut failed: Vec<(String, String)> = Vec::new();
+        for (variable, program) in self.spec.variables.iter().zip(&self.variables) {
+            let known = [("variables", genplane_cel::map_value(values.clone()))];
+            match program {
+                Ok(program) => match program.evaluate_prepared(prepared, &known) {
+                    Ok(value) => values.push((variable.name.clone(), value)),
+                    Err(e) => failed.push((
+                        variable.name.clone(),
+                        evaluation_error(&variable.expression, &e),
+                    )),
+                },
+                Err(e) => failed.push((variable.name.clone(), e.clone())),
+            }
+        }
+        (genplane_cel::map_value(values), failed)
+    }
+
+    /// Runs the policy's mutations on `object` for one param: `Ok(None)` when a match
+    /// condition is false, the changed object, or why the binding failed.
+    fn mutate(
+        &self,
+        policies: &dyn MutatingPolicies,
+        kind: &GroupVersionKind,
+        inputs: &Inputs<'_>,
+        params: &Value,
+    ) -> Result<Option<Value>, String> {
+        let mut current = inputs.object.clone();
+        for (index, program) in self.mutations.iter().enumerate() {
+            let prepared = self.environment.prepare(
+                Activation::new()
+                    .bind("object", &current)
+                    .bind("oldObject", inputs.old_object)
+                    .bind("request", &inputs.request)
+                    .bind("params", params)
+                    .bind("namespaceObject", &inputs.namespace_object)
+                    .bind_value("authorizer", inputs.authorizer.clone()),
+            );
+            let (variables, failed) = self.variables(&prepared);
+            let variables = [("variables", variables)];
+            let explain = |error: &genplane_cel::Error, expression: &str| -> String {
+                if let genplane_cel::Error::Evaluation(message) = error
+                    && let Some(key) = message.strip_prefix("no such key: ")
+                    && let Some((name, why)) = failed.iter().find(|(name, _)| name == key)
+                {
+                    return format!("composited variable \"{name}\" fails to evaluate: {why}");
+                }
+                evaluation_error(expression, error)
+            };
+            if index == 0 {
+                let conditions = &self.spec.match_conditions;
+                let hold = conditions_hold(conditions, &self.conditions, |i, program| {
+                    program
+                        .evaluate_prepared(&prepared, &variables)
+                        .map_err(|e| explain(&e, &conditions[i].expression))
+                })?;
+                if !hold {
+                    return Ok(None);
+                }
+            }
+            let mutation = &self.spec.mutations[index];
+            let expression = match mutation.patch_type.as_str() {
+                "JSONPatch" => mutation.json_patch.as_ref(),
+                _ => mutation.apply_configuration.as_ref(),
+            }
+            .map(|e| e.expression.as_str())
+            .unwrap_or("");
+            let program = program.as_ref().map_err(Clone::clone)?;
+            let value = program
+                .evaluate_prepared(&prepared, &variables)
+                .map_err(|e| explain(&e, expression))?;
+            let value =
+                genplane_cel::to_json(&value).map_err(|e| evaluation_error(expression, &e))?;
+            current = match mutation.patch_type.as_str() {
+                "JSONPatch" => json_patch_of(current, &value)?,
+                _ => {
+                    if !value.is_object() {
+                        return Err(format!(
+                            "apply configuration expression '{expression}' must evaluate to an Object, not {}",
+                            json_type(&value)
+                        ));
+                    }
+                    policies
+                        .apply_configuration(kind, current, &value)
+                        .map_err(|e| format!("error applying patch: {e}"))?
+                }
+            };
+        }
+        Ok(Some(current))
+    }
+}
+
+/// JSON's name of a value's type.
+fn json_type(value: &Value) -> &'static str {
+    match value {
+        Value::Null => "null",
+        Value::Bool(_) => "bool",
+        Value::Number(_) => "number",
+        Value::String(_) => "string",
+        Value::Array(_) => "list",
+        Value::Object(_) => "map",
+    }
+}
+
+/// `object` patched by the operations `patch` (a JSON list of `JSONPatch` values).
+fn json_patch_of(mut object: Value, patch: &Value) -> Result<Value, String> {
+    if !patch.is_array() {
+        return Err(format!(
+            "JSONPatch expression must evaluate to a list of JSONPatch, not {}",
+            json_type(patch)
+        ));
+    }
+    let operations: Vec<json_patch::PatchOperation> =
+        serde_json::from_value(patch.clone()).map_err(|e| format!("invalid JSONPatch: {e}"))?;
+    json_patch::patch(&mut object, &operations).map_err(|e| format!("JSON Patch: {e}"))?;
+    Ok(object)
+}
+
+/// The compiled policies and the read bindings, by uid, with what they were made from.
+#[derive(Debug, Default)]
+struct Cache {
+    policies: HashMap<String, Arc<CompiledPolicy>>,
+    bindings: HashMap<String, (String, Arc<Binding>)>,
+}
+
+/// `MutatingAdmissionPolicy`: changes creates and updates as the stored policies' mutations
+/// say.
+#[derive(Debug)]
+pub struct MutatingAdmissionPolicy {
+    policies: Arc<dyn MutatingPolicies>,
+    namespaces: Arc<dyn Namespaces>,
+    cache: Mutex<Cache>,
+}
+
+impl MutatingAdmissionPolicy {
+    /// The plugin over the stored `policies`, looking namespaces up in `namespaces`.
+    pub fn new(policies: Arc<dyn MutatingPolicies>, namespaces: Arc<dyn Namespaces>) -> Self {
+        Self {
+            policies,
+            namespaces,
+            cache: Mutex::new(Cache::default()),
+        }
+    }
+
+    fn cache(&self) -> std::sync::MutexGuard<'_, Cache> {
+        self.cache
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// The stored bindings, read once per resourceVersion, by policy name (sorted by name).
+    fn bindings_of(&self, stored: &[Value]) -> HashMap<String, Vec<Arc<Binding>>> {
+        let mut cache = self.cache();
+        let mut seen = Vec::with_capacity(stored.len());
+        let mut by_policy: HashMap<String, Vec<Arc<Binding>>> = HashMap::new();
+        for binding in stored {
+            let uid = text(binding, "/metadata/uid").to_owned();
+            let version = text(binding, "/metadata/resourceVersion").to_owned();
+            let read = match cache.bindings.get(&uid) {
+                Some((v, read)) if *v == version => read.clone(),
+                _ => {
+                    let spec = binding
+                        .get("spec")
+                        .and_then(|s| MutatingBindingSpec::deserialize(s).ok())
+                        .unwrap_or_default();
+                    let read = Arc::new(Binding {
+                        name: text(binding, "/metadata/name").to_owned(),
+                        spec,
+                    });
+                    cache.bindings.insert(uid.clone(), (version, read.clone()));
+                    read
+                }
+            };
+            seen.push(uid);
+            by_policy
+                .entry(read.spec.policy_name.clone())
+                .or_default()
+                .push(read);
+        }
+        cache.bindings.retain(|uid, _| seen.contains(uid));
+        for bindings in by_policy.values_mut() {
+            bindings.sort_by(|a, b| a.name.cmp(&b.name));
+        }
+        by_policy
+    }
+
+    /// The stored policies that have bindings, compiled once per generation, by name.
+    fn compiled(
+        &self,
+        stored: &[Value],
+        bound: &HashMap<String, Vec<Arc<Binding>>>,
+    ) -> Vec<Arc<CompiledPolicy>> {
+        let mut cache = self.cache();
+        let mut seen = Vec::with_capacity(stored.len());
+        let mut compiled = Vec::new();
+        for policy in stored {
+            let name = text(policy, "/metadata/name").to_owned();
+            let uid = text(policy, "/metadata/uid").to_owned();
+            seen.push(uid.clone());
+            if !bound.contains_key(&name) {
+                continue;
+            }
+            let generation = policy
+                .pointer("/metadata/generation")
+                .and_then(Value::as_i64)
+                .unwrap_or(0);
+            let current = match cache.policies.get(&uid) {
+                Some(c) if c.generation == generation => c.clone(),
+                _ => {
+                    let spec = policy
+                        .get("spec")
+                        .and_then(|s| MutatingPolicySpec::deserialize(s).ok())
+                        .unwrap_or_default();
+                    let c = Arc::new(CompiledPolicy::new(name, generation, spec));
+                    cache.policies.insert(uid, c.clone());
+                    c
+                }
+            };
+            compiled.push(current);
+        }
+        cache.policies.retain(|uid, _| seen.contains(uid));
+        compiled.sort_by(|a, b| a.name.cmp(&b.name));
+        compiled
+    }
+
+    async fn run(
+        &self,
+        attributes: Attributes<'_>,
+        object: &mut Value,
+        reinvocation: Option<&Reinvocation>,
+    ) -> Result<(), ApiError> {
+        let request = attributes.request;
+        if request.resource.group == "admissionregistration.k8s.io"
+            && EXEMPT.contains(&request.resource.resource.as_str())
+        {
+            return Ok(());
+        }
+        let plugin = self.name();
+        if reinvocation.is_some_and(|r| !r.begin(plugin, object)) {
+            return Ok(());
+        }
+        let bindings = self.policies.bindings().await?;
+        if bindings.items.is_empty() {
+            return Ok(());
+        }
+        let bound = self.bindings_of(&bindings.items);
+        let policies = self.compiled(&self.policies.policies().await?.items, &bound);
+        let namespace = WriteNamespace {
+            namespaces: self.namespaces.as_ref(),
+            read: tokio::sync::OnceCell::new(),
+        };
+        for policy in &policies {
+            let constraints = policy.spec.match_constraints.clone().unwrap_or_default();
+            if !resources_match(&constraints, &attributes, Some(object), &namespace).await? {
+                continue;
+            }
+            for binding in bound.get(&policy.name).into_iter().flatten() {
+                let key = format!("{}/{}", policy.name, binding.name);
+                if reinvocation.is_some_and(|r| !r.should_run(plugin, &key)) {
+                    continue;
+                }
+                if let Some(resources) = &binding.spec.match_resources
+                    && !resources_match(resources, &attributes, Some(object), &namespace).await?
+                {
+                    continue;
+                }
+                let fail = |message: String| -> Result<(), ApiError> {
+                    if policy.ignores_failures() {
+                        Ok(())
+                    } else {
+                        Err(refusal(&attributes, &policy.name, &binding.name, &message))
+                    }
+                };
+                let params = match crate::params::resolve(
+                    self.policies.as_ref(),
+                    policy.spec.param_kind.as_ref(),
+                    binding.spec.param_ref.as_ref(),
+                    attributes.namespace,
+                )
+                .await
+                {
+                    Ok(params) => params,
+                    Err(message) => {
+                        fail(format!("failed to configure binding: {message}"))?;
+                        continue;
+                    }
+                };
+                let mut changed = false;
+                for param in &params {
+                    let inputs =
+                        inputs_of(&attributes, Some(object), &namespace, (true, true)).await?;
+                    let outcome =
+                        policy.mutate(self.policies.as_ref(), &request.kind, &inputs, param);
+                    match outcome {
+                        Ok(Some(new)) => {
+                            changed |= new != *object;
+                            *object = new;
+                        }
+                        Ok(None) => {}
+                        Err(message) => fail(message)?,
+                    }
+                }
+                if let Some(reinvocation) = reinvocation {
+                    let if_needed = policy.spec.reinvocation_policy.as_deref() == Some("IfNeeded");
+                    reinvocation.invoked(plugin, &key, changed, if_needed);
+                }
+            }
+        }
+        if let Some(reinvocation) = reinvocation {
+            reinvocation.end(plugin, object);
+        }
+        Ok(())
+    }
+}
+
+/// The refusal of a write a failing binding of a `Fail` policy stops.
+fn refusal(attributes: &Attributes<'_>, policy: &str, binding: &str, message: &str) -> ApiError {
+    let resource = GroupResource::new(
+        &attributes.request.resource.group,
+        &attributes.request.resource.resource,
+    );
+    Status::forbidden(
+        &resource,
+        attributes.name,
+        &format!("policy '{policy}' with binding '{binding}' denied request: {message}"),
+    )
+    .into()
+}
+
+impl MutatingPlugin for MutatingAdmissionPolicy {
+    fn name(&self) -> &'static str {
+        "MutatingAdmissionPolicy"
+    }
+
+    fn admit<'a>(
+        &'a self,
+        attributes: Attributes<'a>,
+        object: &'a mut Value,
+    ) -> BoxFuture<'a, Result<(), ApiError>> {
+        Box::pin(self.run(attributes, object, None))
+    }
+
+    fn admit_in<'a>(
+        &'a self,
+        attributes: Attributes<'a>,
+        object: &'a mut Value,
+        reinvocation: &'a Reinvocation,
+    ) -> BoxFuture<'a, Result<(), ApiError>> {
+        Box::pin(self.run(attributes, object, Some(reinvocation)))
+    }
+}
+
+#[cfg(test)]
+mod tests;
