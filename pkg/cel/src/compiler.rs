@@ -345,6 +345,13 @@ pub struct Prepared<'e, 'v> {
     activation: Activation<'v>,
 }
 
+impl Reach {
+    /// Widens what is reached with the uses in `program`.
+    pub fn add(&mut self, program: &Program) {
+        stack::for_tree(program.depth, || self.add_uses(&program.expr));
+    }
+}
+
 impl<'v> Prepared<'_, 'v> {
     /// These variables and `extra` ones (CEL values, converted once here rather than for each
     /// program: admission policies' `variables` for their validations).

@@ -75,15 +75,14 @@ impl Reach {
         Self::default()
     }
 
-    /// Widens what is reached with the uses in `program`.
-    pub fn add(&mut self, program: &crate::Program) {
-        crate::stack::for_tree(program.depth, || {
-            walk(&program.expr, &mut |root, path| {
-                self.vars
-                    .entry(root.to_owned())
-                    .or_insert_with(Projection::none)
-                    .add_path(path);
-            });
+    /// Widens what is reached with the uses in `expr` (the caller provides a stack deep
+    /// enough for it, as `Reach::add` does).
+    pub(crate) fn add_uses(&mut self, expr: &IdedExpr) {
+        walk(expr, &mut |root, path| {
+            self.vars
+                .entry(root.to_owned())
+                .or_insert_with(Projection::none)
+                .add_path(path);
         });
     }
 
