@@ -9,7 +9,8 @@
 //!   (`deployment.kubernetes.io/revision`, one more than any old one's), which the
 //!   Deployment carries too, and `desired-replicas`/`max-replicas`.
 //! - **RollingUpdate**: the new ReplicaSet grows while all ReplicaSets together stay within
-//!   `replicas + maxSurge`; old ones shrink while the available pods stay at least
+//!   `replicas + maxSurge` (an old one counted by its active pods while they are more than
+//!   its spec, so the active pods stay within that too); old ones shrink while the available pods stay at least
 //!   `replicas - maxUnavailable` (unhealthy old pods go first), upstream's
 //!   `reconcileNewReplicaSet` and `reconcileOldReplicaSets`. Scaling a Deployment outside a
 //!   rollout is the same arithmetic. **Recreate**: old ReplicaSets go to 0, and the new one
@@ -158,8 +159,15 @@ fn plan(deployment: &Deployment, new: &ReplicaSet, old: &[&Arc<ReplicaSet>]) -> 
         return (if all_old_down { wanted } else { new_now }, olds);
     }
     let (surge, unavailable) = fenceposts(&deployment_json, wanted);
-    // reconcileNewReplicaSet
-    let total: i64 = new_now + olds.iter().sum::<i64>();
+    // reconcileNewReplicaSet, counting an old ReplicaSet's active pods while it still has
+    // more than its spec asks (upstream counts specs only, so the pods of a ReplicaSet just
+    // scaled down can, for a moment, push the active pods past maxSurge)
+    let total: i64 = new_now
+        + old
+            .iter()
+            .zip(&olds)
+            .map(|(rs, spec)| (*spec).max(status_count(rs, |s| Some(s.replicas))))
+            .sum::<i64>();
     let new_replicas = if new_now > wanted {
         wanted
     } else if new_now == wanted {
