@@ -39,6 +39,7 @@
 #![warn(missing_docs)]
 
 pub mod authorizer;
+mod bound;
 pub mod mutating_policy;
 pub mod namespace;
 pub mod params;

@@ -26,27 +26,29 @@
 //! refuse the write (`<resource> "<name>" is forbidden: policy '<policy>' with binding
 //! '<binding>' denied request: <why>`); with `Ignore` the write goes on.
 //!
-//! Every expression of a policy is compiled once per generation of the policy. Writes of the
+//! Every expression of a policy is compiled once per generation of the policy, and the bound
+//! set is kept while the lists of policies and bindings keep their generation, as the
+//! ValidatingAdmissionPolicy plugin does (`crate::bound`). Writes of the
 //! admission configuration kinds themselves are never changed. A binding of a policy with
 //! `reinvocationPolicy: IfNeeded` runs again when a later webhook or policy changed the object
 //! ([`crate::reinvocation`]).
 
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
-use genplane_api::admissionregistration::types::{MutatingBindingSpec, MutatingPolicySpec};
+use genplane_api::admissionregistration::types::{
+    MatchResources, MutatingBindingSpec, MutatingPolicySpec,
+};
 use genplane_apimachinery::errors::{ApiError, Status};
 use genplane_apimachinery::schema::{GroupResource, GroupVersionKind};
 use genplane_apimachinery::validation::field::Path;
 use genplane_cel::{Activation, CelValue, Environment};
-use serde::Deserialize as _;
 use serde_json::Value;
 
 use crate::namespace::Namespaces;
 use crate::params::Params;
 use crate::policy::{
     Compiled, EXEMPT, Inputs, WriteNamespace, compile, environment, evaluation_error, inputs_of,
-    resources_match, text,
+    resources_match,
 };
 use crate::reinvocation::Reinvocation;
 use crate::webhook::conditions_hold;
@@ -70,11 +72,10 @@ pub trait MutatingPolicies: Params {
     ) -> Result<Value, String>;
 }
 
-/// A binding as read from storage.
-#[derive(Debug)]
-struct Binding {
-    name: String,
-    spec: MutatingBindingSpec,
+impl crate::bound::BindingSpec for MutatingBindingSpec {
+    fn policy_name(&self) -> &str {
+        &self.policy_name
+    }
 }
 
 /// A policy with its expressions compiled.
@@ -242,6 +243,22 @@ impl CompiledPolicy {
     }
 }
 
+impl crate::bound::CompiledPolicy for CompiledPolicy {
+    type Spec = MutatingPolicySpec;
+
+    fn compile(name: String, generation: i64, spec: MutatingPolicySpec) -> Self {
+        CompiledPolicy::new(name, generation, spec)
+    }
+
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn generation(&self) -> i64 {
+        self.generation
+    }
+}
+
 /// JSON's name of a value's type.
 fn json_type(value: &Value) -> &'static str {
     match value {
@@ -268,20 +285,13 @@ fn json_patch_of(mut object: Value, patch: &Value) -> Result<Value, String> {
     Ok(object)
 }
 
-/// The compiled policies and the read bindings, by uid, with what they were made from.
-#[derive(Debug, Default)]
-struct Cache {
-    policies: HashMap<String, Arc<CompiledPolicy>>,
-    bindings: HashMap<String, (String, Arc<Binding>)>,
-}
-
 /// `MutatingAdmissionPolicy`: changes creates and updates as the stored policies' mutations
 /// say.
 #[derive(Debug)]
 pub struct MutatingAdmissionPolicy {
     policies: Arc<dyn MutatingPolicies>,
     namespaces: Arc<dyn Namespaces>,
-    cache: Mutex<Cache>,
+    bound: crate::bound::BoundCache<CompiledPolicy, MutatingBindingSpec>,
 }
 
 impl MutatingAdmissionPolicy {
@@ -290,89 +300,8 @@ impl MutatingAdmissionPolicy {
         Self {
             policies,
             namespaces,
-            cache: Mutex::new(Cache::default()),
+            bound: Default::default(),
         }
-    }
-
-    fn cache(&self) -> std::sync::MutexGuard<'_, Cache> {
-        self.cache
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-    }
-
-    /// The stored bindings, read once per resourceVersion, by policy name (sorted by name).
-    fn bindings_of(&self, stored: &[Value]) -> HashMap<String, Vec<Arc<Binding>>> {
-        let mut cache = self.cache();
-        let mut seen = Vec::with_capacity(stored.len());
-        let mut by_policy: HashMap<String, Vec<Arc<Binding>>> = HashMap::new();
-        for binding in stored {
-            let uid = text(binding, "/metadata/uid").to_owned();
-            let version = text(binding, "/metadata/resourceVersion").to_owned();
-            let read = match cache.bindings.get(&uid) {
-                Some((v, read)) if *v == version => read.clone(),
-                _ => {
-                    let spec = binding
-                        .get("spec")
-                        .and_then(|s| MutatingBindingSpec::deserialize(s).ok())
-                        .unwrap_or_default();
-                    let read = Arc::new(Binding {
-                        name: text(binding, "/metadata/name").to_owned(),
-                        spec,
-                    });
-                    cache.bindings.insert(uid.clone(), (version, read.clone()));
-                    read
-                }
-            };
-            seen.push(uid);
-            by_policy
-                .entry(read.spec.policy_name.clone())
-                .or_default()
-                .push(read);
-        }
-        cache.bindings.retain(|uid, _| seen.contains(uid));
-        for bindings in by_policy.values_mut() {
-            bindings.sort_by(|a, b| a.name.cmp(&b.name));
-        }
-        by_policy
-    }
-
-    /// The stored policies that have bindings, compiled once per generation, by name.
-    fn compiled(
-        &self,
-        stored: &[Value],
-        bound: &HashMap<String, Vec<Arc<Binding>>>,
-    ) -> Vec<Arc<CompiledPolicy>> {
-        let mut cache = self.cache();
-        let mut seen = Vec::with_capacity(stored.len());
-        let mut compiled = Vec::new();
-        for policy in stored {
-            let name = text(policy, "/metadata/name").to_owned();
-            let uid = text(policy, "/metadata/uid").to_owned();
-            seen.push(uid.clone());
-            if !bound.contains_key(&name) {
-                continue;
-            }
-            let generation = policy
-                .pointer("/metadata/generation")
-                .and_then(Value::as_i64)
-                .unwrap_or(0);
-            let current = match cache.policies.get(&uid) {
-                Some(c) if c.generation == generation => c.clone(),
-                _ => {
-                    let spec = policy
-                        .get("spec")
-                        .and_then(|s| MutatingPolicySpec::deserialize(s).ok())
-                        .unwrap_or_default();
-                    let c = Arc::new(CompiledPolicy::new(name, generation, spec));
-                    cache.policies.insert(uid, c.clone());
-                    c
-                }
-            };
-            compiled.push(current);
-        }
-        cache.policies.retain(|uid, _| seen.contains(uid));
-        compiled.sort_by(|a, b| a.name.cmp(&b.name));
-        compiled
     }
 
     async fn run(
@@ -395,18 +324,24 @@ impl MutatingAdmissionPolicy {
         if bindings.items.is_empty() {
             return Ok(());
         }
-        let bound = self.bindings_of(&bindings.items);
-        let policies = self.compiled(&self.policies.policies().await?.items, &bound);
+        let bound = self
+            .bound
+            .bound(&self.policies.policies().await?, &bindings);
         let namespace = WriteNamespace {
             namespaces: self.namespaces.as_ref(),
             read: tokio::sync::OnceCell::new(),
         };
-        for policy in &policies {
-            let constraints = policy.spec.match_constraints.clone().unwrap_or_default();
-            if !resources_match(&constraints, &attributes, Some(object), &namespace).await? {
+        for policy in &bound.policies {
+            let everything = MatchResources::default();
+            let constraints = policy
+                .spec
+                .match_constraints
+                .as_ref()
+                .unwrap_or(&everything);
+            if !resources_match(constraints, &attributes, Some(object), &namespace).await? {
                 continue;
             }
-            for binding in bound.get(&policy.name).into_iter().flatten() {
+            for binding in bound.bindings.get(&policy.name).into_iter().flatten() {
                 let key = format!("{}/{}", policy.name, binding.name);
                 if reinvocation.is_some_and(|r| !r.should_run(plugin, &key)) {
                     continue;

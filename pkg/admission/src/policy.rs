@@ -47,8 +47,7 @@
 //! Not yet: `matchPolicy: Equivalent` sees the object in the version it was written in
 //! (upstream converts it to the version the rule names).
 
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use genplane_api::admissionregistration::types::{
     BindingSpec, MatchResources, NamedRule, PolicySpec,
@@ -57,7 +56,6 @@ use genplane_apimachinery::errors::{ApiError, Status, StatusCause};
 use genplane_apimachinery::schema::GroupResource;
 use genplane_apimachinery::validation::field::Path;
 use genplane_cel::{Activation, CelValue, Environment, Program, Reach, VarType};
-use serde::Deserialize as _;
 use serde_json::{Value, json};
 
 use crate::namespace::Namespaces;
@@ -129,10 +127,12 @@ pub async fn resources_match(
 }
 
 /// A binding as read from storage.
-#[derive(Debug)]
-struct Binding {
-    name: String,
-    spec: BindingSpec,
+type Binding = crate::bound::Binding<BindingSpec>;
+
+impl crate::bound::BindingSpec for BindingSpec {
+    fn policy_name(&self) -> &str {
+        &self.policy_name
+    }
 }
 
 /// An expression compiled, or why it does not compile (a failure when it is used).
@@ -384,6 +384,22 @@ impl CompiledPolicy {
     }
 }
 
+impl crate::bound::CompiledPolicy for CompiledPolicy {
+    type Spec = PolicySpec;
+
+    fn compile(name: String, generation: i64, spec: PolicySpec) -> Self {
+        CompiledPolicy::new(name, generation, spec)
+    }
+
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn generation(&self) -> i64 {
+        self.generation
+    }
+}
+
 /// A failed validation, a failure, or a failed audit annotation, decided for one binding.
 #[derive(Debug)]
 struct Decision {
@@ -592,26 +608,9 @@ fn reason_code(reason: &str) -> u16 {
     }
 }
 
-/// The compiled policies and the read bindings, by uid, with what they were made from; and
-/// the last [`Bound`] with the generations of the lists it was made from.
-#[derive(Debug, Default)]
-struct Cache {
-    policies: HashMap<String, Arc<CompiledPolicy>>,
-    bindings: HashMap<String, (String, Arc<Binding>)>,
-    bound: Option<((u64, u64), Arc<Bound>)>,
-}
-
-/// The bound policies, compiled, by name, and their bindings by policy name (each list
-/// sorted by name).
-#[derive(Debug, Default)]
-struct Bound {
-    policies: Vec<Arc<CompiledPolicy>>,
-    bindings: HashMap<String, Vec<Arc<Binding>>>,
-}
-
-pub(crate) fn text<'v>(value: &'v Value, pointer: &str) -> &'v str {
-    value.pointer(pointer).and_then(Value::as_str).unwrap_or("")
-}
+/// What the plugin keeps of the stored policies and bindings.
+#[cfg(test)]
+type Cache = crate::bound::Cache<CompiledPolicy, BindingSpec>;
 
 /// The namespace of one write, read from the cache once however many policies look at it.
 #[derive(Debug)]
@@ -648,7 +647,7 @@ impl Namespaces for WriteNamespace<'_> {
 pub struct ValidatingAdmissionPolicy {
     policies: Arc<dyn Policies>,
     namespaces: Arc<dyn Namespaces>,
-    cache: Mutex<Cache>,
+    bound: crate::bound::BoundCache<CompiledPolicy, BindingSpec>,
 }
 
 impl ValidatingAdmissionPolicy {
@@ -657,118 +656,25 @@ impl ValidatingAdmissionPolicy {
         Self {
             policies,
             namespaces,
-            cache: Mutex::new(Cache::default()),
+            bound: Default::default(),
         }
     }
 
+    #[cfg(test)]
     fn cache(&self) -> std::sync::MutexGuard<'_, Cache> {
-        self.cache
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
+        self.bound.cache()
     }
 
-    /// The bound policies and their bindings: kept while neither list changes.
-    async fn bound(&self) -> Result<Option<Arc<Bound>>, ApiError> {
+    /// The bound policies and their bindings, `None` without bindings.
+    async fn bound(
+        &self,
+    ) -> Result<Option<Arc<crate::bound::Bound<CompiledPolicy, BindingSpec>>>, ApiError> {
         let bindings = self.policies.bindings().await?;
         if bindings.items.is_empty() {
             return Ok(None);
         }
         let policies = self.policies.policies().await?;
-        let generations = bindings.generation.zip(policies.generation);
-        if let Some(generations) = generations
-            && let Some((made_from, bound)) = &self.cache().bound
-            && *made_from == generations
-        {
-            return Ok(Some(bound.clone()));
-        }
-        let by_policy = self.bindings_of(&bindings.items);
-        let bound = Arc::new(Bound {
-            policies: self.compiled(&policies.items, &by_policy),
-            bindings: by_policy,
-        });
-        if let Some(generations) = generations {
-            self.cache().bound = Some((generations, bound.clone()));
-        }
-        Ok(Some(bound))
-    }
-
-    /// The stored bindings, read once per resourceVersion, by policy name.
-    fn bindings_of(&self, stored: &[Value]) -> HashMap<String, Vec<Arc<Binding>>> {
-        let mut cache = self.cache();
-        let mut seen = Vec::with_capacity(stored.len());
-        let mut by_policy: HashMap<String, Vec<Arc<Binding>>> = HashMap::new();
-        for binding in stored {
-            let uid = text(binding, "/metadata/uid").to_owned();
-            let version = text(binding, "/metadata/resourceVersion").to_owned();
-            let read = match cache.bindings.get(&uid) {
-                Some((v, read)) if *v == version => read.clone(),
-                _ => {
-                    let spec = binding
-                        .get("spec")
-                        .and_then(|s| BindingSpec::deserialize(s).ok())
-                        .unwrap_or_default();
-                    let read = Arc::new(Binding {
-                        name: text(binding, "/metadata/name").to_owned(),
-                        spec,
-                    });
-                    cache.bindings.insert(uid.clone(), (version, read.clone()));
-                    read
-                }
-            };
-            seen.push(uid);
-            by_policy
-                .entry(read.spec.policy_name.clone())
-                .or_default()
-                .push(read);
-        }
-        if cache.bindings.len() > seen.len() {
-            cache.bindings.retain(|uid, _| seen.contains(uid));
-        }
-        for bindings in by_policy.values_mut() {
-            bindings.sort_by(|a, b| a.name.cmp(&b.name));
-        }
-        by_policy
-    }
-
-    /// The stored policies that have bindings, compiled once per generation, by name.
-    fn compiled(
-        &self,
-        stored: &[Value],
-        bound: &HashMap<String, Vec<Arc<Binding>>>,
-    ) -> Vec<Arc<CompiledPolicy>> {
-        let mut cache = self.cache();
-        let mut seen = Vec::with_capacity(stored.len());
-        let mut compiled = Vec::new();
-        for policy in stored {
-            let name = text(policy, "/metadata/name").to_owned();
-            let uid = text(policy, "/metadata/uid").to_owned();
-            seen.push(uid.clone());
-            if !bound.contains_key(&name) {
-                continue;
-            }
-            let generation = policy
-                .pointer("/metadata/generation")
-                .and_then(Value::as_i64)
-                .unwrap_or(0);
-            let current = match cache.policies.get(&uid) {
-                Some(c) if c.generation == generation => c.clone(),
-                _ => {
-                    let spec = policy
-                        .get("spec")
-                        .and_then(|s| PolicySpec::deserialize(s).ok())
-                        .unwrap_or_default();
-                    let c = Arc::new(CompiledPolicy::new(name, generation, spec));
-                    cache.policies.insert(uid, c.clone());
-                    c
-                }
-            };
-            compiled.push(current);
-        }
-        if cache.policies.len() > seen.len() {
-            cache.policies.retain(|uid, _| seen.contains(uid));
-        }
-        compiled.sort_by(|a, b| a.name.cmp(&b.name));
-        compiled
+        Ok(Some(self.bound.bound(&policies, &bindings)))
     }
 
     /// The params of `binding` for a write in `namespace`: `Value::Null` alone when the

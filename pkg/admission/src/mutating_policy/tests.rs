@@ -1,6 +1,7 @@
 use super::*;
 use crate::params::ParamSelection;
 use crate::{Operation, Request};
+use genplane_api::util::str_at;
 use genplane_apimachinery::schema::GroupVersionResource;
 use serde_json::json;
 
@@ -60,8 +61,8 @@ impl Params for Stored {
             Ok(self
                 .config_maps
                 .iter()
-                .filter(|c| text(c, "/metadata/namespace") == namespace)
-                .filter(|c| matches!(selection, ParamSelection::Name(n) if text(c, "/metadata/name") == n))
+                .filter(|c| str_at(c, &["metadata", "namespace"]) == namespace)
+                .filter(|c| matches!(selection, ParamSelection::Name(n) if str_at(c, &["metadata", "name"]) == n))
                 .map(|c| Arc::new(c.clone()))
                 .collect())
         })
@@ -122,7 +123,7 @@ async fn create(stored: Stored, namespace: &str, object: Value) -> Result<Value,
         resource: GroupVersionResource::new("", "v1", "configmaps"),
         ..Request::default()
     };
-    let name = text(&object, "/metadata/name").to_owned();
+    let name = str_at(&object, &["metadata", "name"]).to_owned();
     let attributes = Attributes {
         request: &request,
         operation: Operation::Create,

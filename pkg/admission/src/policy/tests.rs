@@ -1,6 +1,8 @@
 use super::*;
 use crate::{Operation, Request};
+use genplane_api::util::str_at;
 use genplane_apimachinery::schema::{GroupVersionKind, GroupVersionResource};
+use std::sync::Mutex;
 
 /// Namespaces labelled `env: <name>`.
 #[derive(Debug)]
@@ -65,9 +67,9 @@ impl Params for Stored {
             Ok(self
                 .config_maps
                 .iter()
-                .filter(|c| text(c, "/metadata/namespace") == namespace)
+                .filter(|c| str_at(c, &["metadata", "namespace"]) == namespace)
                 .filter(|c| match selection {
-                    ParamSelection::Name(name) => text(c, "/metadata/name") == name,
+                    ParamSelection::Name(name) => str_at(c, &["metadata", "name"]) == name,
                     ParamSelection::Selector(selector) => {
                         let labels: std::collections::BTreeMap<String, String> = c
                             .pointer("/metadata/labels")
