@@ -334,18 +334,10 @@ pub const COLUMNS: &[ColumnDefinition] = &[
 /// age.
 pub fn row(object: &Value, now: i64) -> Vec<Value> {
     let spec = &object["spec"];
-    let param_kind = match spec.get("paramKind").filter(|p| p.is_object()) {
-        Some(kind) => format!(
-            "{}/{}",
-            kind["apiVersion"].as_str().unwrap_or_default(),
-            kind["kind"].as_str().unwrap_or_default()
-        ),
-        None => "<unset>".to_owned(),
-    };
     vec![
         util::name(object),
         Value::from(spec["mutations"].as_array().map_or(0, Vec::len)),
-        Value::from(param_kind),
+        Value::from(super::validatingadmissionpolicy::param_kind_cell(spec)),
         util::age(object, now),
     ]
 }

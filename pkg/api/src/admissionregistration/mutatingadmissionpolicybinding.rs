@@ -27,10 +27,10 @@ use super::mutatingadmissionpolicy::{
 };
 use super::types::MutatingBindingSpec as Spec;
 use super::validatingadmissionpolicy::default_match_resources;
-use super::validatingadmissionpolicybinding::{PARAM_REF, param_ref_cell, validate_param_ref};
+use super::validatingadmissionpolicybinding::{PARAM_REF, validate_param_ref};
 use crate::decode::{self, Decoded, Field, OBJECT_META, Struct, Type};
 use crate::openapi::extensions::{Extensions, atomic_struct};
-use crate::table::{self, ColumnDefinition};
+use crate::table::ColumnDefinition;
 use crate::util;
 
 /// The kind.
@@ -128,35 +128,11 @@ pub fn field_values(object: &Value) -> BTreeMap<&'static str, String> {
     crate::rbac::cluster_field_values(object)
 }
 
-/// `NAME POLICYNAME PARAMREF AGE`.
-pub const COLUMNS: &[ColumnDefinition] = &[
-    table::NAME,
-    ColumnDefinition {
-        name: "PolicyName",
-        type_: "string",
-        format: "",
-        description: "PolicyName indicates the policy definition which the policy binding binded to",
-        priority: 0,
-    },
-    ColumnDefinition {
-        name: "ParamRef",
-        type_: "string",
-        format: "",
-        description: "ParamRef indicates the param resource which sets the configration param",
-        priority: 0,
-    },
-    table::AGE,
-];
+/// `NAME POLICYNAME PARAMREF AGE`, as a ValidatingAdmissionPolicyBinding's.
+pub const COLUMNS: &[ColumnDefinition] = super::validatingadmissionpolicybinding::COLUMNS;
 
-/// The cells: name, policy name, the params, age.
-pub fn row(object: &Value, now: i64) -> Vec<Value> {
-    vec![
-        util::name(object),
-        Value::from(util::str_at(object, &["spec", "policyName"])),
-        Value::from(param_ref_cell(object.pointer("/spec/paramRef"))),
-        util::age(object, now),
-    ]
-}
+/// The cells: name, policy name, the params, age (as a ValidatingAdmissionPolicyBinding's).
+pub use super::validatingadmissionpolicybinding::row;
 
 /// The list and patch semantics of the kind.
 pub static EXTENSIONS: &[Extensions] = &[

@@ -521,20 +521,25 @@ pub const COLUMNS: &[ColumnDefinition] = &[
 /// age.
 pub fn row(object: &Value, now: i64) -> Vec<Value> {
     let spec = &object["spec"];
-    let param_kind = match spec.get("paramKind").filter(|p| p.is_object()) {
+    vec![
+        util::name(object),
+        Value::from(spec["validations"].as_array().map_or(0, Vec::len)),
+        Value::from(param_kind_cell(spec)),
+        util::age(object, now),
+    ]
+}
+
+/// What the `ParamKind` cell of a policy (validating or mutating) shows: `apiVersion/kind`, or
+/// `<unset>`.
+pub(super) fn param_kind_cell(spec: &Value) -> String {
+    match spec.get("paramKind").filter(|p| p.is_object()) {
         Some(kind) => format!(
             "{}/{}",
             kind["apiVersion"].as_str().unwrap_or_default(),
             kind["kind"].as_str().unwrap_or_default()
         ),
         None => "<unset>".to_owned(),
-    };
-    vec![
-        util::name(object),
-        Value::from(spec["validations"].as_array().map_or(0, Vec::len)),
-        Value::from(param_kind),
-        util::age(object, now),
-    ]
+    }
 }
 
 const NAMED_RULE: &str = "io.k8s.api.admissionregistration.v1.NamedRuleWithOperations";

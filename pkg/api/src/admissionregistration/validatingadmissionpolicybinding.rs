@@ -250,7 +250,7 @@ pub const COLUMNS: &[ColumnDefinition] = &[
 
 /// What the `ParamRef` cell shows: `namespace/name`, `*/name` without a namespace, the
 /// selector, or `<unset>`.
-pub(super) fn param_ref_cell(param_ref: Option<&Value>) -> String {
+fn param_ref_cell(param_ref: Option<&Value>) -> String {
     let Some(param_ref) = param_ref.filter(|p| p.is_object()) else {
         return "<unset>".to_owned();
     };
