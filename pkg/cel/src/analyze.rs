@@ -37,15 +37,16 @@ pub(crate) enum Ty<'a> {
     Bool,
     /// A dynamic value whose actual values are at hand (run time): sized by them.
     Json(Vec<&'a Value>),
-    /// A dynamic value of any size up to [`UNBOUNDED_SIZE`], as are its fields and elements:
-    /// the worst case of any actual value ([`worst_cost`]).
-    Unbounded,
+    /// A dynamic value whose total size (the characters, items and entries of it and of
+    /// everything in it, [`crate::value::total_size`]) is at most this, as are its fields and
+    /// elements: the worst case of any actual value of that size ([`worst_cost`]).
+    Bounded(u64),
     /// Anything else, sized 1.
     Dyn,
 }
 
-/// The size [`Ty::Unbounded`] stands for: above any string, list or map a request can carry
-/// (a request body is at most 3 MiB).
+/// The size that stands for any value ([`Ty::Bounded`]): above any string, list or map a
+/// request can carry (a request body is at most 3 MiB).
 pub(crate) const UNBOUNDED_SIZE: u64 = 8 * 1024 * 1024;
 
 impl<'a> Ty<'a> {
@@ -60,7 +61,7 @@ impl<'a> Ty<'a> {
                 .unwrap_or(0),
             Ty::Json(values) => values.iter().map(|v| json_size(v)).max().unwrap_or(0),
             Ty::Str(n) | Ty::List(n, _) => *n,
-            Ty::Unbounded => UNBOUNDED_SIZE,
+            Ty::Bounded(n) => *n,
             Ty::Bool | Ty::Dyn => 1,
         }
     }
@@ -119,7 +120,7 @@ impl<'a> Ty<'a> {
                 }
             }
             Ty::List(_, elem) => (**elem).clone(),
-            Ty::Unbounded => Ty::Unbounded,
+            Ty::Bounded(n) => Ty::Bounded(*n),
             Ty::Str(_) | Ty::Bool | Ty::Dyn => Ty::Dyn,
         }
     }
@@ -134,7 +135,7 @@ impl<'a> Ty<'a> {
                     && !node.preserve_unknown
             }
             Ty::Bool | Ty::List(..) => true,
-            Ty::Str(_) | Ty::Json(_) | Ty::Unbounded | Ty::Dyn => false,
+            Ty::Str(_) | Ty::Json(_) | Ty::Bounded(_) | Ty::Dyn => false,
         }
     }
 
@@ -145,7 +146,7 @@ impl<'a> Ty<'a> {
                 !node.ty.is_empty() && node.ty != "boolean" && !node.preserve_unknown
             }
             Ty::Str(_) | Ty::List(..) => true,
-            Ty::Bool | Ty::Json(_) | Ty::Unbounded | Ty::Dyn => false,
+            Ty::Bool | Ty::Json(_) | Ty::Bounded(_) | Ty::Dyn => false,
         }
     }
 }
@@ -254,10 +255,47 @@ pub(crate) fn analyze<'a>(
 /// The run-time charge of evaluating `expr` on actual values: the same model as the static
 /// estimate, with the sizes of the values at hand (`bindings`: each variable's type with its
 /// values) instead of the schema's bounds.
-/// The cost of one evaluation of `expr` in the worst case of its variables `names` (each
-/// [`Ty::Unbounded`]): when it is within a limit, no actual values can exceed it.
-pub(crate) fn worst_cost<'a>(expr: &IdedExpr, names: impl Iterator<Item = &'a str>) -> u64 {
-    runtime_cost(expr, names.map(|n| (n.to_owned(), Ty::Unbounded)).collect())
+/// The cost of one evaluation of `expr` in the worst case of its variables `names` when
+/// their values together have at most `size` characters, items and entries (each
+/// [`Ty::Bounded`]): when it is within a limit, no such values can exceed it.
+pub(crate) fn worst_cost<'a>(
+    expr: &IdedExpr,
+    names: impl Iterator<Item = &'a str>,
+    size: u64,
+) -> u64 {
+    runtime_cost(
+        expr,
+        names.map(|n| (n.to_owned(), Ty::Bounded(size))).collect(),
+    )
+}
+
+/// The largest total size of a program's values (as [`worst_cost`] counts it) up to which no
+/// evaluation can cost more than `limit`: `u64::MAX` when even [`UNBOUNDED_SIZE`] cannot,
+/// else a power of two (0 when nothing is small enough). The cost model grows with the sizes,
+/// so a binary search over the exponents finds it in a few analyses.
+pub(crate) fn free_up_to<'a>(
+    expr: &IdedExpr,
+    names: impl Iterator<Item = &'a str> + Clone,
+    limit: u64,
+) -> u64 {
+    let within = |size: u64| worst_cost(expr, names.clone(), size) <= limit;
+    if within(UNBOUNDED_SIZE) {
+        return u64::MAX;
+    }
+    if !within(1) {
+        return 0;
+    }
+    // within at 2^low, not at 2^high
+    let (mut low, mut high) = (0u32, UNBOUNDED_SIZE.ilog2());
+    while high - low > 1 {
+        let middle = (low + high) / 2;
+        if within(1 << middle) {
+            low = middle;
+        } else {
+            high = middle;
+        }
+    }
+    1 << low
 }
 
 pub(crate) fn runtime_cost<'a>(expr: &IdedExpr, bindings: Vec<(String, Ty<'a>)>) -> u64 {
@@ -442,7 +480,7 @@ impl<'a> Analyzer<'_, 'a> {
                 }
             }
             Ty::Json(values) => Ty::json_field(values, field),
-            Ty::Unbounded => Ty::Unbounded,
+            Ty::Bounded(n) => Ty::Bounded(*n),
             _ => Ty::Dyn,
         }
     }
@@ -539,7 +577,7 @@ impl<'a> Analyzer<'_, 'a> {
                 let is_list = matches!(container, Some(Ty::List(..)))
                     || matches!(container, Some(Ty::Schema(n, _)) if n.ty == "array")
                     || matches!(container, Some(Ty::Json(vs)) if vs.iter().any(|v| v.is_array()))
-                    || matches!(container, Some(Ty::Unbounded));
+                    || matches!(container, Some(Ty::Bounded(_)));
                 (
                     if is_list {
                         container.map_or(1, Ty::size)
@@ -638,7 +676,7 @@ fn traverse(ty: &Ty<'_>) -> u64 {
             ty.size().saturating_mul(traverse(&ty.element()).max(1))
         }
         // lists of lists of ...: as large as it gets
-        Ty::Unbounded => UNBOUNDED_SIZE.saturating_mul(UNBOUNDED_SIZE),
+        Ty::Bounded(n) => n.saturating_mul(*n),
         other => other.size(),
     }
 }

@@ -281,13 +281,17 @@ impl<'s> Environment<'s> {
                 .collect();
             let analysis = analyze::analyze(source, &expr, scopes);
             unordered_equality(&mut expr, &analysis.unordered_eq);
-            let worst = analyze::worst_cost(&expr, self.vars.iter().map(|(n, _)| n.as_str()));
+            let free_up_to = analyze::free_up_to(
+                &expr,
+                self.vars.iter().map(|(n, _)| n.as_str()),
+                self.cost_limit,
+            );
             let program = Program {
                 expr,
                 depth,
                 cost: analysis.cost,
                 cost_limit: self.cost_limit,
-                within_limit: worst <= self.cost_limit,
+                free_up_to,
                 context: Arc::clone(&self.context),
             };
             Ok((program, analysis))
@@ -318,6 +322,32 @@ pub struct Activation<'v> {
 }
 
 impl<'v> Activation<'v> {
+    /// A scope of `context` with these values converted to CEL, each JSON value with what
+    /// `projection` says of its name (`None`: left unbound; a CEL value is bound unless that
+    /// is `None`), and the total size of what it binds ([`value::total_size`]).
+    fn scope<'c, 'p>(
+        &self,
+        context: &'c Context<'static>,
+        projection: impl Fn(&str) -> Option<&'p crate::projection::Projection>,
+    ) -> (Context<'c>, u64) {
+        let mut scope = context.new_inner_scope();
+        let mut size = 0u64;
+        for (name, v) in &self.cel_vars {
+            if projection(name).is_some() {
+                size = size.saturating_add(value::total_size(v));
+                scope.add_variable_from_value(name.as_str(), v.clone());
+            }
+        }
+        for (name, v) in &self.vars {
+            if let Some(projection) = projection(name) {
+                let converted = value::to_cel(v, None, projection);
+                size = size.saturating_add(value::total_size(&converted));
+                scope.add_variable_from_value(name.as_str(), converted);
+            }
+        }
+        (scope, size)
+    }
+
     /// No values yet.
     pub fn new() -> Self {
         Self::default()
@@ -343,6 +373,8 @@ pub struct Prepared<'e, 'v> {
     scope: Context<'e>,
     context: &'e Arc<Context<'static>>,
     activation: Activation<'v>,
+    /// The total size of the converted values ([`value::total_size`]).
+    size: u64,
 }
 
 impl Reach {
@@ -358,7 +390,9 @@ impl<'v> Prepared<'_, 'v> {
     pub fn extend(&self, extra: &[(&str, CelValue)]) -> Prepared<'_, 'v> {
         let mut scope = self.scope.new_inner_scope();
         let mut activation = self.activation.clone();
+        let mut size = self.size;
         for (name, value) in extra {
+            size = size.saturating_add(value::total_size(value));
             scope.add_variable_from_value(*name, value.clone());
             activation = activation.bind_value(*name, value.clone());
         }
@@ -366,6 +400,7 @@ impl<'v> Prepared<'_, 'v> {
             scope,
             context: self.context,
             activation,
+            size,
         }
     }
 }
@@ -381,17 +416,12 @@ impl fmt::Debug for Prepared<'_, '_> {
 impl Environment<'_> {
     /// `activation`'s variables converted to CEL once, for the programs of this environment.
     pub fn prepare<'e, 'v>(&'e self, activation: Activation<'v>) -> Prepared<'e, 'v> {
-        let mut scope = self.context.new_inner_scope();
-        for (name, v) in &activation.cel_vars {
-            scope.add_variable_from_value(name.as_str(), v.clone());
-        }
-        for (name, v) in &activation.vars {
-            scope.add_variable_from_value(name.as_str(), value::to_cel(v, None, &ALL));
-        }
+        let (scope, size) = activation.scope(&self.context, |_| Some(&ALL));
         Prepared {
             scope,
             context: &self.context,
             activation,
+            size,
         }
     }
 
@@ -404,21 +434,12 @@ impl Environment<'_> {
         activation: Activation<'v>,
         reach: &Reach,
     ) -> Prepared<'e, 'v> {
-        let mut scope = self.context.new_inner_scope();
-        for (name, v) in &activation.cel_vars {
-            if reach.uses(name) {
-                scope.add_variable_from_value(name.as_str(), v.clone());
-            }
-        }
-        for (name, v) in &activation.vars {
-            if let Some(projection) = reach.projection(name) {
-                scope.add_variable_from_value(name.as_str(), value::to_cel(v, None, projection));
-            }
-        }
+        let (scope, size) = activation.scope(&self.context, |name| reach.projection(name));
         Prepared {
             scope,
             context: &self.context,
             activation,
+            size,
         }
     }
 }
@@ -431,9 +452,10 @@ pub struct Program {
     pub(crate) depth: usize,
     cost: u64,
     cost_limit: u64,
-    /// Whether no values can make one evaluation cost more than the limit (its cost does not
-    /// grow with its inputs, or not far enough): then evaluations are not charged.
-    within_limit: bool,
+    /// Up to which total size of its values ([`value::total_size`]) no evaluation can cost
+    /// more than the limit: evaluations on values no larger are not charged. `u64::MAX` when
+    /// no values can (its cost does not grow with its inputs, or not far enough).
+    pub(crate) free_up_to: u64,
     context: Arc<Context<'static>>,
 }
 
@@ -459,7 +481,7 @@ impl Program {
     /// make it exceed the limit).
     #[cfg(test)]
     pub(crate) fn charged(&self) -> bool {
-        !self.within_limit
+        self.free_up_to != u64::MAX
     }
 
     /// The estimated cost of one evaluation in the worst case the declared types allow (a
@@ -472,14 +494,8 @@ impl Program {
     /// these values against the environment's limit. A declared variable left unbound is an
     /// evaluation error when the expression reaches it.
     pub fn evaluate(&self, activation: &Activation<'_>) -> Result<CelValue, Error> {
-        self.charge(activation, &[])?;
-        let mut scope = self.context.new_inner_scope();
-        for (name, v) in &activation.cel_vars {
-            scope.add_variable_from_value(name.as_str(), v.clone());
-        }
-        for (name, v) in &activation.vars {
-            scope.add_variable_from_value(name.as_str(), value::to_cel(v, None, &ALL));
-        }
+        let (scope, size) = activation.scope(&self.context, |_| Some(&ALL));
+        self.charge(size, activation, &[])?;
         self.run(&scope)
             .map_err(|e| Error::Evaluation(go_error(&e)))
     }
@@ -499,19 +515,27 @@ impl Program {
             }
             return self.evaluate(&activation);
         }
-        self.charge(&prepared.activation, extra)?;
         let mut scope = prepared.scope.new_inner_scope();
+        let mut size = prepared.size;
         for (name, v) in extra {
+            size = size.saturating_add(value::total_size(v));
             scope.add_variable_from_value(*name, v.clone());
         }
+        self.charge(size, &prepared.activation, extra)?;
         self.run(&scope)
             .map_err(|e| Error::Evaluation(go_error(&e)))
     }
 
     /// Charges the cost of an evaluation on these values against the limit (the CEL values
-    /// count as size 1).
-    fn charge(&self, activation: &Activation<'_>, extra: &[(&str, CelValue)]) -> Result<(), Error> {
-        if self.within_limit {
+    /// count as size 1), unless their total size (`size`) is too small for any evaluation to
+    /// exceed it.
+    fn charge(
+        &self,
+        size: u64,
+        activation: &Activation<'_>,
+        extra: &[(&str, CelValue)],
+    ) -> Result<(), Error> {
+        if size <= self.free_up_to {
             return Ok(());
         }
         let bindings = activation

@@ -1183,6 +1183,55 @@ fn only_programs_whose_cost_grows_with_their_inputs_are_charged() {
 }
 
 #[test]
+fn charged_programs_skip_the_charge_only_on_values_too_small_to_exceed_the_limit() {
+    let env = Environment::new()
+        .variable("object", VarType::Dyn)
+        .cost_limit(1_000);
+    let path = Path::new("expression");
+    for source in [
+        "object.items.all(i, i > 0)",
+        "object.items.exists(i, object.items.all(j, j <= i))",
+        "object.items.map(i, string(i)).join(',').size() > 0",
+    ] {
+        let program = env.compile(source, &path).unwrap();
+        assert!(program.charged(), "{source}");
+        let free = program.free_up_to;
+        assert!(free < u64::MAX, "{source}");
+        // {"items": [1, ...]}: total size 6 + 2n; the largest such value still free
+        assert!(free >= 8, "{source}: {free}");
+        let items = |n: u64| json!({"items": vec![1; usize::try_from(n).unwrap()]});
+        let small = items((free - 6) / 2);
+        let total =
+            crate::value::total_size(&crate::value::to_cel(&small, None, &crate::projection::ALL));
+        assert!(
+            total <= free && total + 2 > free,
+            "{source}: {total}, {free}"
+        );
+        // what is not charged is within the limit on the actual values too
+        let bindings = vec![("object".to_owned(), analyze::Ty::Json(vec![&small]))];
+        let cost = stack::for_tree(program.depth, || {
+            analyze::runtime_cost(&program.expr, bindings)
+        });
+        assert!(
+            cost <= 1_000,
+            "{source}: {cost} on a value of total size {total}"
+        );
+        program
+            .evaluate(&Activation::new().bind("object", &small))
+            .unwrap();
+        // much larger values are charged, and refused
+        let large = items(free.max(1) * 64);
+        assert!(
+            matches!(
+                program.evaluate(&Activation::new().bind("object", &large)),
+                Err(Error::CostLimitExceeded { .. })
+            ),
+            "{source}"
+        );
+    }
+}
+
+#[test]
 fn an_extended_preparation_adds_variables_for_every_program() {
     let env = Environment::new()
         .variable("object", VarType::Dyn)

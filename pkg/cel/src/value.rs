@@ -91,6 +91,32 @@ pub(crate) fn to_cel(value: &Value, node: Option<&Node>, proj: &Projection) -> C
     }
 }
 
+/// The total size of a value as the cost model counts sizes, with bytes for characters (never
+/// fewer): the characters of a string, the items of a list and the entries of a map with the
+/// total sizes of everything in them; 1 for any other value. It bounds the size of the value
+/// and of each part of it, and what one traversal of it visits.
+pub(crate) fn total_size(value: &Cel) -> u64 {
+    match value {
+        Cel::String(s) => s.len() as u64,
+        Cel::Bytes(b) => b.len() as u64,
+        Cel::List(items) => items
+            .iter()
+            .fold(items.len() as u64, |n, v| n.saturating_add(total_size(v))),
+        Cel::Map(map) => map.map.iter().fold(map.map.len() as u64, |n, (k, v)| {
+            let key = match k {
+                Key::String(s) => s.len() as u64,
+                _ => 1,
+            };
+            n.saturating_add(key).saturating_add(total_size(v))
+        }),
+        Cel::Opaque(o) => o
+            .downcast_ref::<kube_cel::cel::objects::OptionalValue>()
+            .and_then(|o| o.value())
+            .map_or(1, total_size),
+        _ => 1,
+    }
+}
+
 fn string(s: &str, node: Option<&Node>) -> Cel {
     let format = node.map_or(Format::None, |n| n.format);
     let plain = || Cel::String(Arc::new(s.to_owned()));
