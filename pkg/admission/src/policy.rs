@@ -55,7 +55,9 @@ use genplane_api::admissionregistration::types::{
 use genplane_apimachinery::errors::{ApiError, Status, StatusCause};
 use genplane_apimachinery::schema::GroupResource;
 use genplane_apimachinery::validation::field::Path;
-use genplane_cel::{Activation, CelValue, Environment, Program, Reach, VarType};
+use genplane_cel::{
+    Activation, CelValue, Direct, DirectVars, Environment, Program, Reach, VarType,
+};
 use serde_json::{Value, json};
 
 use crate::namespace::Namespaces;
@@ -448,34 +450,65 @@ impl CompiledPolicy {
                 });
             }
         };
-        let prepared = self.environment.prepare_reaching(
-            Activation::new()
-                .bind("object", inputs.object)
-                .bind("oldObject", inputs.old_object)
-                .bind("request", &inputs.request)
-                .bind("params", params)
-                .bind("namespaceObject", &inputs.namespace_object)
-                .bind_value("authorizer", inputs.authorizer.clone()),
-            &self.reach,
-        );
+        // Each expression is evaluated directly on the inputs when it can be (see
+        // genplane_cel::Direct), else by the interpreter, on the inputs converted once, at the
+        // first expression that needs them.
+        let mut direct = DirectVars::new()
+            .bind("object", inputs.object)
+            .bind("oldObject", inputs.old_object)
+            .bind("request", &inputs.request)
+            .bind("params", params)
+            .bind("namespaceObject", &inputs.namespace_object);
+        let base = std::cell::OnceCell::new();
+        let prepare = || {
+            self.environment.prepare_reaching(
+                Activation::new()
+                    .bind("object", inputs.object)
+                    .bind("oldObject", inputs.old_object)
+                    .bind("request", &inputs.request)
+                    .bind("params", params)
+                    .bind("namespaceObject", &inputs.namespace_object)
+                    .bind_value("authorizer", inputs.authorizer.clone()),
+                &self.reach,
+            )
+        };
+        let as_cel = |variables: &[(String, Direct<'_>)]| {
+            genplane_cel::map_value(
+                variables
+                    .iter()
+                    .map(|(name, value)| (name.clone(), value.to_cel()))
+                    .collect::<Vec<_>>(),
+            )
+        };
         // variables, in order, each seeing the ones before it
-        let mut values: Vec<(String, CelValue)> = Vec::new();
         let mut failed: Vec<(String, String)> = Vec::new();
         for (variable, program) in self.spec.variables.iter().zip(&self.variables) {
-            let known = [("variables", genplane_cel::map_value(values.clone()))];
-            match program {
-                Ok(program) => match program.evaluate_prepared(&prepared, &known) {
-                    Ok(value) => values.push((variable.name.clone(), value)),
-                    Err(e) => failed.push((
-                        variable.name.clone(),
-                        evaluation_error(&variable.expression, &e),
-                    )),
+            let value = match program {
+                Ok(program) => match program.evaluate_direct(&direct) {
+                    Some(value) => Ok(value),
+                    None => {
+                        let known = [("variables", as_cel(direct.variables()))];
+                        program
+                            .evaluate_prepared(base.get_or_init(prepare), &known)
+                            .map(Direct::Cel)
+                            .map_err(|e| evaluation_error(&variable.expression, &e))
+                    }
                 },
-                Err(e) => failed.push((variable.name.clone(), e.clone())),
+                Err(e) => Err(e.clone()),
+            };
+            match value {
+                Ok(value) => direct.push_variable(variable.name.clone(), value),
+                Err(e) => failed.push((variable.name.clone(), e)),
             }
         }
-        // the variables converted once for every expression below
-        let prepared = prepared.extend(&[("variables", genplane_cel::map_value(values))]);
+        // the variables converted once for every expression below that the interpreter runs
+        let extended = std::cell::OnceCell::new();
+        let prepared = || {
+            extended.get_or_init(|| {
+                base.get_or_init(prepare)
+                    .extend(&[("variables", as_cel(direct.variables()))])
+            })
+        };
         // a failed variable is an error of the expressions that use it
         let explain = |error: &genplane_cel::Error, expression: &str| -> String {
             if let genplane_cel::Error::Evaluation(message) = error
@@ -486,19 +519,20 @@ impl CompiledPolicy {
             }
             evaluation_error(expression, error)
         };
+        // an expression's value, directly or by the interpreter
+        let value = |program: &genplane_cel::Program| match program.evaluate_direct(&direct) {
+            Some(value) => Ok(value.to_cel()),
+            None => program.evaluate_prepared(prepared(), &[]),
+        };
         // an expression's value, or why it has none
         let run = |program: &Compiled, expression: &str| match program {
-            Ok(program) => program
-                .evaluate_prepared(&prepared, &[])
-                .map_err(|e| explain(&e, expression)),
+            Ok(program) => value(program).map_err(|e| explain(&e, expression)),
             Err(e) => Err(e.clone()),
         };
         // match conditions: any false skips the policy, an error is a failure
         let conditions = &self.spec.match_conditions;
         match conditions_hold(conditions, &self.conditions, |i, program| {
-            program
-                .evaluate_prepared(&prepared, &[])
-                .map_err(|e| explain(&e, &conditions[i].expression))
+            value(program).map_err(|e| explain(&e, &conditions[i].expression))
         }) {
             Ok(true) => {}
             Ok(false) => return outcome,
@@ -521,7 +555,7 @@ impl CompiledPolicy {
                     let message = message_program
                         .as_ref()
                         .and_then(|p| p.as_ref().ok())
-                        .and_then(|p| p.evaluate_prepared(&prepared, &[]).ok())
+                        .and_then(|p| value(p).ok())
                         .and_then(|v| match v {
                             CelValue::String(s) => Some(s.trim().to_owned()),
                             _ => None,

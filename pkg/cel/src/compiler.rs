@@ -40,6 +40,7 @@ use kube_cel::cel::{Context, ExecutionError};
 use serde_json::Value;
 
 use crate::analyze::{self, Analysis, Ty};
+use crate::direct::{self, Direct, DirectVars};
 use crate::projection::{ALL, Reach};
 use crate::schema::Node;
 use crate::{optional, parse, rewrite, stack, types, value};
@@ -304,6 +305,7 @@ impl<'s> Environment<'s> {
 fn base_context() -> Context<'static> {
     let mut context = Context::default();
     context.register_all();
+    context.add_function("size", size);
     context.add_function(UNORDERED_EQ, unordered_eq);
     context.add_function(UNORDERED_NE, unordered_ne);
     types::register(&mut context);
@@ -526,6 +528,17 @@ impl Program {
             .map_err(|e| Error::Evaluation(go_error(&e)))
     }
 
+    /// Evaluates the expression with the direct evaluator ([`Direct`]), on the inputs where
+    /// they are, when it can give the interpreter's answer; `None` when the interpreter must
+    /// evaluate it ([`Program::evaluate_prepared`]), also when the values are too large to
+    /// skip the cost charge.
+    pub fn evaluate_direct<'v>(&'v self, vars: &DirectVars<'v>) -> Option<Direct<'v>> {
+        if self.free_up_to != u64::MAX && vars.total_size() > self.free_up_to {
+            return None;
+        }
+        stack::for_tree(self.depth, || direct::evaluate(&self.expr, vars))
+    }
+
     /// Charges the cost of an evaluation on these values against the limit (the CEL values
     /// count as size 1), unless their total size (`size`) is too small for any evaluation to
     /// exceed it.
@@ -688,6 +701,22 @@ fn unordered_equality(expr: &mut IdedExpr, ids: &[u64]) {
 }
 
 /// Equality of two lists that ignores order (set and map lists), else plain equality.
+/// `size()` as CEL defines it: the code points of a string (the `cel` crate counts its
+/// bytes), the items of a list, the entries of a map, the bytes of bytes.
+fn size(
+    ftx: &kube_cel::cel::FunctionContext<'_, '_>,
+    kube_cel::cel::extractors::This(this): kube_cel::cel::extractors::This<Cel>,
+) -> Result<i64, ExecutionError> {
+    let size = match this {
+        Cel::String(s) => s.chars().count(),
+        Cel::List(l) => l.len(),
+        Cel::Map(m) => m.map.len(),
+        Cel::Bytes(b) => b.len(),
+        other => return Err(ftx.error(format!("cannot determine the size of {other:?}"))),
+    };
+    i64::try_from(size).map_err(|_| ftx.error("size out of range"))
+}
+
 fn unordered_eq(a: Cel, b: Cel) -> bool {
     match (&a, &b) {
         (Cel::List(x), Cel::List(y)) => {

@@ -90,6 +90,7 @@
 mod analyze;
 pub mod authz;
 mod compiler;
+mod direct;
 pub mod fuzzing;
 mod optional;
 mod parse;
@@ -106,6 +107,7 @@ pub use compiler::{
     Activation, CelValue, Environment, Error, ObjectType, Prepared, Program, VarType, map_value,
     to_json,
 };
+pub use direct::{Direct, DirectVars};
 pub use parse::MAX_TREE_DEPTH;
 pub use projection::Reach;
 pub use source::{MAX_EXPRESSION_CODE_POINTS, MAX_NESTING_DEPTH, MAX_RECURSION_DEPTH};

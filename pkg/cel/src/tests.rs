@@ -1249,3 +1249,115 @@ fn an_extended_preparation_adds_variables_for_every_program() {
         );
     }
 }
+
+#[test]
+fn direct_evaluation_answers_as_the_interpreter_or_not_at_all() {
+    let env = Environment::new()
+        .variable("object", VarType::Dyn)
+        .variable("oldObject", VarType::Dyn)
+        .variable("params", VarType::Dyn)
+        .variable("variables", VarType::Dyn);
+    let objects = [
+        json!({"metadata": {"name": "a", "labels": {"team": "x", "n": "3"}},
+               "data": {"k": "v", "long": "é".repeat(40), "n": "12", "neg": "-4", "bad": "+4"},
+               "spec": {"replicas": 3, "ratio": 0.5, "items": [1, 2, 3], "names": ["a", "b"],
+                        "mixed": [1, "a"], "none": null, "empty": {}, "flag": true}}),
+        json!({"metadata": {"name": "b"}, "data": {}, "spec": {"replicas": -2, "items": []}}),
+        json!({"metadata": {"name": "c"}, "spec": "text"}),
+        json!(null),
+    ];
+    let params = json!({"data": {"maxKeys": "2", "max": "9223372036854775807", "name": "a"}});
+    let expressions = [
+        "object.metadata.name == 'a'",
+        "object.metadata.name != params.data.name",
+        "has(object.data) ? object.data : {}",
+        "size(has(object.data) ? object.data : {}) <= int(params.data.maxKeys)",
+        "object.data.all(k, size(object.data[k]) <= 10)",
+        "object.data.exists(k, k == 'n' && int(object.data[k]) > 10)",
+        "object.spec.items.all(i, i > 0)",
+        "object.spec.items.exists(i, i == 2)",
+        "object.spec.names.all(n, n.size() == 1)",
+        "2 in object.spec.items",
+        "'a' in object.spec.names",
+        "'a' in object.spec.mixed",
+        "'team' in object.metadata.labels",
+        "object.spec.replicas + 1 > 3",
+        "object.spec.replicas - 10 < 0",
+        "object.spec.replicas + 9223372036854775807 > 0",
+        "object.spec.ratio < 1.0",
+        "object.spec.ratio == 0.5",
+        "int(params.data.max) > 0",
+        "int(object.data.neg) < 0",
+        "int(object.data.bad) == 4",
+        "object.data.missing == 'x'",
+        "has(object.spec.none) && object.spec.none == null",
+        "!object.spec.flag || object.spec.replicas > 1",
+        "object.spec.items[1] == 2",
+        "object.spec.items[7] == 2",
+        "object.metadata.labels['team'] + '-' + object.metadata.name",
+        "size(object.data.long)",
+        "object.spec.empty == {}",
+        "object.spec == 'text'",
+        "size(object.spec)",
+        "variables.count > 1",
+        "variables.data.all(k, size(variables.data[k]) < 100)",
+        "object.metadata.name.startsWith('a')",
+        "object.spec.items.map(i, i * 2).size() == 3",
+    ];
+    let path = Path::new("expression");
+    let mut direct_answers = 0;
+    for object in &objects {
+        let count = object
+            .get("data")
+            .and_then(Value::as_object)
+            .map_or(0, |d| d.len() as i64);
+        let data = object.get("data").cloned().unwrap_or(json!({}));
+        for source in expressions {
+            let program = env.compile(source, &path).unwrap();
+            let mut vars = DirectVars::new()
+                .bind("object", object)
+                .bind("oldObject", &Value::Null)
+                .bind("params", &params);
+            vars.push_variable("count".to_owned(), Direct::Int(count));
+            vars.push_variable("data".to_owned(), Direct::Json(&data));
+            let interpreted = program.evaluate(
+                &Activation::new()
+                    .bind("object", object)
+                    .bind("oldObject", &Value::Null)
+                    .bind("params", &params)
+                    .bind_value(
+                        "variables",
+                        map_value([
+                            ("count".to_owned(), CelValue::Int(count)),
+                            (
+                                "data".to_owned(),
+                                crate::value::to_cel(&data, None, &crate::projection::ALL),
+                            ),
+                        ]),
+                    ),
+            );
+            if let Some(direct) = program.evaluate_direct(&vars) {
+                direct_answers += 1;
+                assert_eq!(
+                    Ok(direct.to_cel()),
+                    interpreted.map_err(|e| e.to_string()),
+                    "{source} on {object}"
+                );
+            }
+        }
+    }
+    // the common shapes are answered directly
+    assert!(direct_answers > 40, "{direct_answers}");
+    let object = &objects[0];
+    // (not: a mixed list, an overflow: the interpreter says what those are)
+    for source in expressions[..16]
+        .iter()
+        .filter(|s| !s.contains("mixed") && !s.contains("9223372036854775807"))
+    {
+        let program = env.compile(source, &path).unwrap();
+        let vars = DirectVars::new()
+            .bind("object", object)
+            .bind("params", &params);
+        assert!(program.evaluate_direct(&vars).is_some(), "{source}");
+    }
+}
