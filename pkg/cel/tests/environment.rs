@@ -257,3 +257,24 @@ fn an_unbounded_schema_gives_a_large_estimate() {
         program.estimated_cost()
     );
 }
+
+#[test]
+fn size_counts_a_strings_code_points_as_cel_defines_it() {
+    let env = policy_env();
+    let object = json!({"s": "héllo wörld", "b": "日本"});
+    for (source, want) in [
+        ("size(object.s)", 11),
+        ("object.b.size()", 2),
+        ("size(b'\\xff\\x00')", 2),
+        ("size([1, 2])", 2),
+        ("size({'a': 1})", 1),
+    ] {
+        let program = env.compile(source, &at()).unwrap();
+        let activation = Activation::new().bind("object", &object);
+        assert_eq!(
+            program.evaluate(&activation).unwrap(),
+            CelValue::Int(want),
+            "{source}"
+        );
+    }
+}
