@@ -31,6 +31,8 @@
 //! - [`authorizer`]: the `authorizer` variable of admission expressions (policies, webhook
 //!   match conditions), the server's authorizer ([`Request::authorizer`]) asked about the
 //!   request's user.
+//! - [`config`]: `--admission-control-config-file`, the plugins' configuration (credentials
+//!   for webhooks, resources limited by default for ResourceQuota).
 //! - [`reinvocation`]: `reinvocationPolicy: IfNeeded` of mutating webhooks and policies (a
 //!   second pass of the mutating plugins when a later one changed the object).
 //! - [`Warnings`]: what plugins tell the client besides admitting or refusing (`Warning`
@@ -40,6 +42,7 @@
 
 pub mod authorizer;
 mod bound;
+pub mod config;
 pub mod mutating_policy;
 pub mod namespace;
 pub mod params;

@@ -121,6 +121,8 @@ pub struct Context {
     /// The stored MutatingAdmissionPolicies, their bindings and params, when the server serves
     /// them (`MutatingAdmissionPolicy` is left out of the chain without them).
     pub mutating_policies: Option<Arc<dyn crate::mutating_policy::MutatingPolicies>>,
+    /// The plugins' configuration (`--admission-control-config-file`).
+    pub configuration: Arc<crate::config::Configuration>,
 }
 
 /// Errors of resolving the plugin flags.
@@ -221,19 +223,25 @@ pub fn chain_of(names: &[&str], context: &Context) -> Chain {
             }
             "MutatingAdmissionWebhook" => {
                 if let Some(dispatcher) = &dispatcher {
-                    mutating.push(Arc::new(MutatingAdmissionWebhook::new(dispatcher.clone())));
+                    mutating.push(Arc::new(MutatingAdmissionWebhook::new(
+                        dispatcher.with_credentials(context.configuration.mutating_webhook.clone()),
+                    )));
                 }
             }
             "ValidatingAdmissionWebhook" => {
                 if let Some(dispatcher) = &dispatcher {
                     validating.push(Arc::new(ValidatingAdmissionWebhook::new(
-                        dispatcher.clone(),
+                        dispatcher
+                            .with_credentials(context.configuration.validating_webhook.clone()),
                     )));
                 }
             }
             "ResourceQuota" => {
                 if let Some(quotas) = &context.quotas {
-                    validating.push(Arc::new(ResourceQuota::new(quotas.clone())));
+                    validating.push(Arc::new(ResourceQuota::new(
+                        quotas.clone(),
+                        context.configuration.quota.clone(),
+                    )));
                 }
             }
             "ValidatingAdmissionPolicy" => {

@@ -35,6 +35,7 @@ use genplane_apimachinery::schema::GroupResource;
 use serde_json::Value;
 use tokio::sync::oneshot;
 
+use crate::config::QuotaConfiguration;
 use crate::{Attributes, BoxFuture, Operation, ValidatingPlugin};
 
 /// How often a batch is checked again after its writes conflicted (upstream's retries).
@@ -151,11 +152,17 @@ fn pretty(list: &BTreeMap<String, Quantity>) -> String {
 /// Whether `quota` limits any resource `charge` counts against (its `status.hard`, as
 /// [`check`] reads it).
 fn limits(quota: &Value, charge: &Charge) -> bool {
+    charge.names.iter().any(|name| covers(quota, name))
+}
+
+/// Whether `quota` covers the quota resource `name` (an unscoped quota whose `status.hard`
+/// limits it), as a resource limited by default needs.
+fn covers(quota: &Value, name: &str) -> bool {
     !is_scoped(quota)
         && quota
             .pointer("/status/hard")
             .and_then(Value::as_object)
-            .is_some_and(|hard| charge.names.iter().any(|n| hard.contains_key(n)))
+            .is_some_and(|hard| hard.contains_key(name))
 }
 
 /// Checks one create against the running `quotas`, charging it to them: the quotas after the
@@ -375,12 +382,15 @@ impl Evaluator {
 #[derive(Debug, Clone)]
 pub struct ResourceQuota {
     evaluator: Arc<Evaluator>,
+    configuration: Arc<QuotaConfiguration>,
 }
 
 impl ResourceQuota {
-    /// The plugin over the stored `quotas`.
-    pub fn new(quotas: Arc<dyn Quotas>) -> Self {
+    /// The plugin over the stored `quotas`, with the resources `configuration` limits by
+    /// default.
+    pub fn new(quotas: Arc<dyn Quotas>, configuration: Arc<QuotaConfiguration>) -> Self {
         Self {
+            configuration,
             evaluator: Arc::new(Evaluator {
                 quotas,
                 pending: Mutex::default(),
@@ -444,10 +454,28 @@ impl ValidatingPlugin for ResourceQuota {
                 .quotas
                 .list(attributes.namespace, false)
                 .await?;
-            if quotas.is_empty() {
+            if quotas.is_empty() && self.configuration.limited_resources.is_empty() {
                 return Ok(());
             }
             let charge = charge_of(&attributes, object);
+            // resources limited by default need a quota that covers them
+            let resource = &attributes.request.resource;
+            let limited = self.configuration.limited_names(
+                &resource.group,
+                &resource.resource,
+                &charge.names,
+            );
+            let uncovered: Vec<&str> = limited
+                .iter()
+                .filter(|name| !quotas.iter().any(|quota| covers(quota, name)))
+                .map(String::as_str)
+                .collect();
+            if !uncovered.is_empty() {
+                return Err(charge.forbidden(&format!(
+                    "insufficient quota to consume: {}",
+                    uncovered.join(",")
+                )));
+            }
             if !quotas.iter().any(|quota| limits(quota, &charge)) {
                 return Ok(());
             }

@@ -430,19 +430,22 @@ fn webhooks_of(configuration: &mut Value) -> Vec<Webhook> {
     webhooks
 }
 
-/// The HTTP clients of the webhooks, one per CA bundle, shared by both plugins.
+/// The HTTP clients of the webhooks, one per CA bundle and client certificate, shared by both
+/// plugins.
 #[derive(Debug, Default)]
 pub struct Clients {
-    by_bundle: Mutex<HashMap<String, reqwest::Client>>,
+    by_bundle: Mutex<HashMap<(String, Option<String>), reqwest::Client>>,
 }
 
 impl Clients {
-    fn client(&self, ca_bundle: &str) -> Result<reqwest::Client, Error> {
+    /// The client trusting `ca_bundle` and presenting `identity` (PEM certificate and key).
+    fn client(&self, ca_bundle: &str, identity: Option<&str>) -> Result<reqwest::Client, Error> {
         let mut clients = self
             .by_bundle
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
-        if let Some(client) = clients.get(ca_bundle) {
+        let key = (ca_bundle.to_owned(), identity.map(str::to_owned));
+        if let Some(client) = clients.get(&key) {
             return Ok(client.clone());
         }
         let roots = if ca_bundle.is_empty() {
@@ -450,9 +453,13 @@ impl Clients {
         } else {
             Some(client::parse_ca_bundle(ca_bundle).map_err(Error::Configuration)?)
         };
-        let built = client::build_client(roots.as_deref())
+        let identity = identity
+            .map(|pem| reqwest::Identity::from_pem(pem.as_bytes()))
+            .transpose()
             .map_err(|e| Error::Configuration(client::error_chain(&e)))?;
-        clients.insert(ca_bundle.to_owned(), built.clone());
+        let built = client::build_client(roots.as_deref(), identity)
+            .map_err(|e| Error::Configuration(client::error_chain(&e)))?;
+        clients.insert(key, built.clone());
         Ok(built)
     }
 }
@@ -470,6 +477,8 @@ pub struct Dispatcher {
     configurations: Arc<dyn Configurations>,
     namespaces: Arc<dyn Namespaces>,
     clients: Arc<Clients>,
+    /// What this plugin presents to webhooks (`--admission-control-config-file`).
+    credentials: Option<Arc<crate::config::WebhookCredentials>>,
     /// The webhooks of each stored configuration (by uid), read and compiled once per
     /// generation.
     read: Arc<Mutex<ReadConfigurations>>,
@@ -494,8 +503,21 @@ impl Dispatcher {
             configurations,
             namespaces,
             clients: Arc::new(Clients::default()),
+            credentials: None,
             read: Arc::new(Mutex::new(HashMap::new())),
             lists: Arc::new(Mutex::new(HashMap::new())),
+        }
+    }
+
+    /// The same dispatcher (sharing its caches and clients), presenting `credentials` to the
+    /// webhooks it calls.
+    pub fn with_credentials(
+        &self,
+        credentials: Option<Arc<crate::config::WebhookCredentials>>,
+    ) -> Self {
+        Self {
+            credentials,
+            ..self.clone()
         }
     }
 
@@ -651,6 +673,10 @@ impl Dispatcher {
             webhook.client_config.url.as_deref().ok_or_else(|| {
                 Error::Configuration("webhook has no clientConfig.url".to_owned())
             })?;
+        let credentials = self
+            .credentials
+            .as_ref()
+            .and_then(|c| c.for_host(url_host(url)));
         let url = reqwest::Url::parse(url)
             .map_err(|e| Error::Configuration(format!("Unparsable URL: {e}")))?;
         let client = self.clients.client(
@@ -659,6 +685,7 @@ impl Dispatcher {
                 .ca_bundle
                 .as_deref()
                 .unwrap_or_default(),
+            credentials.and_then(|c| c.identity.as_deref()),
         )?;
         let timeout = webhook.timeout();
         let review = json!({
@@ -673,10 +700,21 @@ impl Dispatcher {
             &client::url_with_timeout(&url, timeout),
             body,
             timeout,
+            credentials.and_then(|c| c.authorization.as_deref()),
         )
         .await
         .map_err(Error::Call)
     }
+}
+
+/// The host of a URL as it is written (`host[:port]`, a port kept even when it is the
+/// default), which picks a webhook's credentials.
+fn url_host(url: &str) -> &str {
+    let rest = url.split_once("://").map_or(url, |(_, rest)| rest);
+    let authority = rest.split(['/', '?', '#']).next().unwrap_or_default();
+    authority
+        .rsplit_once('@')
+        .map_or(authority, |(_, host)| host)
 }
 
 /// Adds a webhook's audit annotations to the request's, as upstream: each key prefixed with

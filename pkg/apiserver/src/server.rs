@@ -429,6 +429,7 @@ impl<S: Storage> ApiServer<S> {
                 quotas: resource_quotas(&builtin),
                 policies: admission_policies(&builtin, &served),
                 mutating_policies: mutating_admission_policies(&builtin, &served),
+                configuration: Arc::default(),
             });
         let admission = Arc::new(
             admission_context

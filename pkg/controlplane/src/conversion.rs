@@ -313,8 +313,9 @@ impl ConversionWebhook {
             })
             .ok_or(Error::NoSupportedReviewVersion)?;
 
-        let client = client::build_client(roots.as_deref()).map_err(Error::Client)?;
-        let background_client = client::build_client(roots.as_deref()).map_err(Error::Client)?;
+        let client = client::build_client(roots.as_deref(), None).map_err(Error::Client)?;
+        let background_client =
+            client::build_client(roots.as_deref(), None).map_err(Error::Client)?;
         Ok(ConversionWebhook {
             endpoint: Endpoint {
                 client,
@@ -509,7 +510,7 @@ impl Endpoint {
     /// POSTs the review; the response body on a 2xx answer, else the error as client-go
     /// words it.
     async fn post(&self, body: Vec<u8>) -> Result<Vec<u8>, String> {
-        client::post_json(&self.client, &self.url, body, self.timeout).await
+        client::post_json(&self.client, &self.url, body, self.timeout, None).await
     }
 
     /// Checks the review answered and takes its converted objects.

@@ -37,6 +37,10 @@ fn unknown_and_unavailable_plugins_are_configuration_errors() {
             "--enable-admission-plugins=EventRateLimit",
             "admission plugin \"EventRateLimit\" is not available in genplane yet",
         ),
+        (
+            "--admission-control-config-file=/nonexistent/admission.yaml",
+            "admission-control-config-file: reading /nonexistent/admission.yaml",
+        ),
         ("--enable-admission-plugins=ValidatingAdmissionWebhook", ""),
         ("--enable-admission-plugins=AlwaysDeny", ""),
     ] {
@@ -116,6 +120,187 @@ fn the_enabled_plugins_admit_writes_as_upstreams() {
         text(&immortal).contains("this namespace may not be deleted"),
         "{}",
         text(&immortal)
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_admission_configuration_gives_webhooks_credentials_and_limits_resources() {
+    // the webhook admits everything and keeps the Authorization header it was sent
+    let sent: Arc<Mutex<Vec<Option<String>>>> = Arc::default();
+    let record = sent.clone();
+    let webhook = Webhook::start(move |call| {
+        record.lock().unwrap().push(call.authorization);
+        let review: Value = serde_json::from_slice(&call.body).unwrap();
+        json!({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
+               "response": {"uid": review["request"]["uid"], "allowed": true}})
+    });
+    let dir = tempfile::tempdir().unwrap();
+    let host = webhook.base.trim_start_matches("https://");
+    let kubeconfig = dir.path().join("webhooks.kubeconfig");
+    std::fs::write(
+        &kubeconfig,
+        format!(
+            "apiVersion: v1\nkind: Config\nusers:\n- name: '{host}'\n  user: {{token: for-this-webhook}}\n- name: '*'\n  user: {{token: for-any-other}}\n"
+        ),
+    )
+    .unwrap();
+    std::fs::write(
+        dir.path().join("quota.yaml"),
+        "apiVersion: apiserver.config.k8s.io/v1\nkind: ResourceQuotaConfiguration\nlimitedResources:\n- resource: secrets\n  matchContains: [secrets]\n",
+    )
+    .unwrap();
+    let configuration = dir.path().join("admission.yaml");
+    std::fs::write(
+        &configuration,
+        format!(
+            "apiVersion: apiserver.config.k8s.io/v1\nkind: AdmissionConfiguration\nplugins:\n- name: ValidatingAdmissionWebhook\n  configuration:\n    apiVersion: apiserver.config.k8s.io/v1\n    kind: WebhookAdmissionConfiguration\n    kubeConfigFile: {}\n- name: ResourceQuota\n  path: quota.yaml\n",
+            kubeconfig.display()
+        ),
+    )
+    .unwrap();
+    let flag = format!(
+        "--admission-control-config-file={}",
+        configuration.display()
+    );
+    let server = start_with(&[&flag]);
+    let _cm = ControllerManager::start(
+        &server,
+        "cm.log",
+        &["--controllers=resourcequota", "--leader-elect=false"],
+    );
+
+    // the validating webhook is sent the token of the user named by its host and port
+    let manifest = json!({
+        "apiVersion": "admissionregistration.k8s.io/v1",
+        "kind": "ValidatingWebhookConfiguration",
+        "metadata": {"name": "credentials"},
+        "webhooks": [{
+            "name": "credentials.example.com",
+            "clientConfig": {
+                "url": format!("{}/validate", webhook.base),
+                "caBundle": base64::engine::general_purpose::STANDARD.encode(&webhook.ca_pem),
+            },
+            "rules": rules(),
+            "sideEffects": "None",
+            "admissionReviewVersions": ["v1"],
+        }],
+    });
+    ok(kubectl_stdin(&server, &["apply", "-f", "-"], &manifest));
+    eventually("the webhook is called", || {
+        let _ = server.kubectl(
+            "kubectl",
+            &["create", "configmap", "seen", "--from-literal=k=v"],
+        );
+        (!sent.lock().unwrap().is_empty()).then_some(())
+    });
+    assert!(
+        sent.lock()
+            .unwrap()
+            .iter()
+            .all(|a| a.as_deref() == Some("Bearer for-this-webhook")),
+        "{:?}",
+        sent.lock().unwrap()
+    );
+
+    // Secrets are limited by default: refused where no quota covers them
+    ok(server.kubectl("kubectl", &["create", "namespace", "limited"]));
+    let refused = server.kubectl(
+        "kubectl",
+        &[
+            "create",
+            "secret",
+            "generic",
+            "s",
+            "-n",
+            "limited",
+            "--from-literal=k=v",
+        ],
+    );
+    assert!(
+        text(&refused).contains(
+            "secrets \"s\" is forbidden: insufficient quota to consume: count/secrets,secrets"
+        ),
+        "{}",
+        text(&refused)
+    );
+    // a quota covering one of the two names is not enough
+    ok(server.kubectl(
+        "kubectl",
+        &[
+            "create",
+            "quota",
+            "half",
+            "-n",
+            "limited",
+            "--hard=count/secrets=5",
+        ],
+    ));
+    eventually("the quota covers count/secrets", || {
+        let refused = server.kubectl(
+            "kubectl",
+            &[
+                "create",
+                "secret",
+                "generic",
+                "s",
+                "-n",
+                "limited",
+                "--from-literal=k=v",
+            ],
+        );
+        text(&refused)
+            .contains("insufficient quota to consume: secrets")
+            .then_some(())
+    });
+    ok(server.kubectl(
+        "kubectl",
+        &[
+            "create",
+            "quota",
+            "whole",
+            "-n",
+            "limited",
+            "--hard=secrets=5",
+        ],
+    ));
+    eventually("the quotas cover Secrets", || {
+        server
+            .kubectl(
+                "kubectl",
+                &[
+                    "create",
+                    "secret",
+                    "generic",
+                    "s",
+                    "-n",
+                    "limited",
+                    "--from-literal=k=v",
+                ],
+            )
+            .status
+            .success()
+            .then_some(())
+    });
+    // other namespaces' Secrets are limited too; other resources are not
+    ok(server.kubectl(
+        "kubectl",
+        &[
+            "create",
+            "configmap",
+            "free",
+            "-n",
+            "limited",
+            "--from-literal=k=v",
+        ],
+    ));
+    let refused = server.kubectl(
+        "kubectl",
+        &["create", "secret", "generic", "s", "--from-literal=k=v"],
+    );
+    assert!(
+        text(&refused).contains("insufficient quota to consume"),
+        "{}",
+        text(&refused)
     );
 }
 

@@ -125,7 +125,7 @@ async fn concurrent_creates_are_admitted_up_to_the_limit() {
                 json!({"configmaps": "0"}),
             )])
         });
-        let plugin = ResourceQuota::new(stored.clone());
+        let plugin = ResourceQuota::new(stored.clone(), Arc::default());
         let request = Arc::new(request("", "configmaps"));
         let creates = (0..10).map(|i| {
             let (plugin, request) = (plugin.clone(), request.clone());
@@ -175,7 +175,7 @@ async fn refusals_name_the_quota_and_resources_as_upstreams() {
     ]));
     stored.quotas.lock().unwrap().get_mut("scoped").unwrap()["spec"]["scopes"] =
         json!(["Terminating"]);
-    let plugin = ResourceQuota::new(stored.clone());
+    let plugin = ResourceQuota::new(stored.clone(), Arc::default());
     let refused = create(&plugin, &request("", "configmaps"), "c")
         .await
         .unwrap_err();
@@ -211,7 +211,7 @@ async fn dry_runs_updates_and_subresources_are_not_charged() {
         json!({"count/secrets": "1"}),
         json!({"count/secrets": "0"}),
     )]));
-    let plugin = ResourceQuota::new(stored.clone());
+    let plugin = ResourceQuota::new(stored.clone(), Arc::default());
     let mut dry = request("", "secrets");
     dry.dry_run = true;
     create(&plugin, &dry, "a").await.unwrap();
@@ -263,7 +263,7 @@ async fn conflicting_writes_are_checked_again_on_a_fresh_read() {
         json!({"configmaps": "2"}),
         json!({"configmaps": "0"}),
     )]));
-    let plugin = ResourceQuota::new(stored.clone());
+    let plugin = ResourceQuota::new(stored.clone(), Arc::default());
     let configmaps = request("", "configmaps");
     stored.interfere.store(2, Ordering::SeqCst);
     create(&plugin, &configmaps, "a").await.unwrap();

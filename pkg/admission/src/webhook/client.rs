@@ -24,13 +24,20 @@ pub fn parse_ca_bundle(bundle: &str) -> Result<Vec<reqwest::Certificate>, String
     Ok(certificates)
 }
 
-/// One client: HTTP/1.1 only, rustls with aws-lc-rs, the CA bundle's roots or the system's.
-pub fn build_client(roots: Option<&[reqwest::Certificate]>) -> reqwest::Result<reqwest::Client> {
+/// One client: HTTP/1.1 only, rustls with aws-lc-rs, the CA bundle's roots or the system's,
+/// presenting `identity` (a client certificate) when one is given.
+pub fn build_client(
+    roots: Option<&[reqwest::Certificate]>,
+    identity: Option<reqwest::Identity>,
+) -> reqwest::Result<reqwest::Client> {
     let mut builder = reqwest::Client::builder()
         .http1_only()
         .user_agent(concat!("genplane/", env!("CARGO_PKG_VERSION")));
     if let Some(roots) = roots {
         builder = builder.tls_certs_only(roots.iter().cloned());
+    }
+    if let Some(identity) = identity {
+        builder = builder.identity(identity);
     }
     builder.build()
 }
@@ -45,19 +52,25 @@ pub fn url_with_timeout(base: &reqwest::Url, timeout: Duration) -> reqwest::Url 
     url
 }
 
-/// POSTs the JSON `body` (a review) to `url`; the response body on a 2xx answer, else the
+/// POSTs the JSON `body` (a review) to `url`, with the `Authorization` header `authorization`
+/// when given; the response body on a 2xx answer, else the
 /// error as client-go words it.
 pub async fn post_json(
     client: &reqwest::Client,
     url: &reqwest::Url,
     body: Vec<u8>,
     timeout: Duration,
+    authorization: Option<&str>,
 ) -> Result<Vec<u8>, String> {
     let describe = |error: reqwest::Error| describe_transport_error(url, &error);
-    let response = client
+    let mut request = client
         .post(url.clone())
         .header(CONTENT_TYPE, "application/json")
-        .header(ACCEPT, "application/json, */*")
+        .header(ACCEPT, "application/json, */*");
+    if let Some(authorization) = authorization {
+        request = request.header(reqwest::header::AUTHORIZATION, authorization);
+    }
+    let response = request
         .timeout(timeout)
         .body(body)
         .send()

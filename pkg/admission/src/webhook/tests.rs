@@ -403,3 +403,18 @@ fn v1beta1_webhooks_get_v1beta1_reviews_and_their_answers_are_not_held_to_v1s_ch
         Error::InvalidResponse("webhook response was absent".into())
     );
 }
+
+#[test]
+fn credentials_are_picked_by_the_host_as_the_url_writes_it() {
+    for (url, host) in [
+        ("https://hooks.example.com/validate", "hooks.example.com"),
+        (
+            "https://hooks.example.com:443/validate?x=1",
+            "hooks.example.com:443",
+        ),
+        ("https://127.0.0.1:8443", "127.0.0.1:8443"),
+        ("https://[::1]:9443/a#b", "[::1]:9443"),
+    ] {
+        assert_eq!(super::url_host(url), host, "{url}");
+    }
+}

@@ -351,7 +351,8 @@ impl CompletedConfig {
         if let Some(audit) = &audit {
             api = api.with_audit(audit.auditor.clone());
         }
-        if let Some(context) = api.admission_context() {
+        if let Some(mut context) = api.admission_context() {
+            context.configuration = config.admission_configuration.clone();
             api = api.with_admission(genplane_admission::plugins::chain_of(
                 &config.admission_plugins,
                 &context,

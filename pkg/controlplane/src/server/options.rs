@@ -3,6 +3,7 @@
 
 use std::net::IpAddr;
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::Duration;
 
 use crate::{EncryptionConfig, features};
@@ -296,6 +297,12 @@ pub struct AdmissionOptions {
     #[arg(long, value_delimiter = ',')]
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub disable_admission_plugins: Vec<String>,
+    /// An AdmissionConfiguration file (apiserver.config.k8s.io/v1) configuring admission
+    /// plugins: the credentials the webhook plugins present to webhooks (a kubeconfig), and
+    /// the resources ResourceQuota limits by default.
+    #[arg(long)]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub admission_control_config_file: Option<PathBuf>,
 }
 
 /// Which built-in APIs are served.
@@ -407,6 +414,8 @@ pub struct Config {
     pub authorization_modes: Vec<AuthorizationMode>,
     /// The enabled admission plugins, in the order they run.
     pub admission_plugins: Vec<&'static str>,
+    /// The admission plugins' configuration (`--admission-control-config-file`).
+    pub admission_configuration: Arc<genplane_admission::config::Configuration>,
     /// Which built-in APIs are served (`--runtime-config`).
     pub api_enablement: ApiEnablement,
     /// `--service-cluster-ip-range`.
@@ -567,6 +576,15 @@ impl Options {
             )
             .map_err(|e| e.to_string()),
         );
+        let admission_configuration = match &self.admission.admission_control_config_file {
+            None => Some(Arc::default()),
+            Some(path) => invalid.check(
+                "admission-control-config-file",
+                genplane_admission::config::Configuration::load(path)
+                    .map(Arc::new)
+                    .map_err(|e| e.to_string()),
+            ),
+        };
         let api_enablement = invalid
             .check(
                 "runtime-config",
@@ -626,6 +644,7 @@ impl Options {
         Some(Config {
             authorization_modes,
             admission_plugins: admission_plugins?,
+            admission_configuration: admission_configuration?,
             api_enablement: api_enablement?,
             service_cluster_ip_range: service_cluster_ip_range?,
             audit: AuditOptions {

@@ -17,6 +17,8 @@ pub struct Call {
     pub path: String,
     /// The body.
     pub body: Vec<u8>,
+    /// The `Authorization` header, if sent.
+    pub authorization: Option<String>,
 }
 
 /// A running server; it stops with the test process.
@@ -79,11 +81,17 @@ impl Webhook {
                                 async move {
                                     let method = request.method().to_string();
                                     let path = request.uri().to_string();
+                                    let authorization = request
+                                        .headers()
+                                        .get(hyper::header::AUTHORIZATION)
+                                        .and_then(|v| v.to_str().ok())
+                                        .map(str::to_owned);
                                     let body = request.into_body().collect().await?.to_bytes();
                                     let reply = answer(Call {
                                         method,
                                         path,
                                         body: body.to_vec(),
+                                        authorization,
                                     });
                                     Ok::<_, hyper::Error>(
                                         hyper::Response::builder()
