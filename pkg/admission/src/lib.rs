@@ -133,22 +133,47 @@ pub struct Request {
 /// Annotations for the request's audit event, added by plugins while a request runs and
 /// taken by the server, which records them. Clones share the same list.
 #[derive(Clone, Debug, Default)]
-pub struct AuditAnnotations(Arc<Mutex<Vec<(String, String)>>>);
+pub struct AuditAnnotations(Arc<Mutex<Vec<AuditAnnotation>>>);
+
+/// One annotation for the request's audit event.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct AuditAnnotation {
+    /// Its key.
+    pub key: String,
+    /// Its value.
+    pub value: String,
+    /// Recorded only in events of level `Request` and above (what would show more than
+    /// metadata, such as a webhook's patch), else at every level.
+    pub request_level: bool,
+}
 
 impl AuditAnnotations {
     /// Adds the annotation `key` (a key already set keeps its first value, as upstream).
     pub fn add(&self, key: String, value: String) {
+        self.push(key, value, false);
+    }
+
+    /// Adds the annotation `key`, to be recorded only at level `Request` and above.
+    pub fn add_at_request_level(&self, key: String, value: String) {
+        self.push(key, value, true);
+    }
+
+    fn push(&self, key: String, value: String, request_level: bool) {
         let mut list = self
             .0
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
-        if !list.iter().any(|(k, _)| *k == key) {
-            list.push((key, value));
+        if !list.iter().any(|a| a.key == key) {
+            list.push(AuditAnnotation {
+                key,
+                value,
+                request_level,
+            });
         }
     }
 
     /// The annotations added so far, leaving none.
-    pub fn take(&self) -> Vec<(String, String)> {
+    pub fn take(&self) -> Vec<AuditAnnotation> {
         std::mem::take(
             &mut *self
                 .0

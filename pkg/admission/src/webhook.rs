@@ -36,9 +36,18 @@
 //! of the webhooks in each; validating webhooks run concurrently. Each configuration is read
 //! (and its match conditions compiled) once per generation, not on every write. A mutating
 //! webhook with `reinvocationPolicy: IfNeeded` runs again when a later webhook or policy
-//! changed the object ([`crate::reinvocation`]). Not yet: `matchPolicy: Equivalent` beyond the
-//! exact version (built-in resources have one version here), upstream's
-//! `mutation.webhook.admission.k8s.io/round_*` audit annotations.
+//! changed the object ([`crate::reinvocation`]).
+//!
+//! The audit event gets upstream's annotations of each call: for every mutating webhook
+//! called, `mutation.webhook.admission.k8s.io/round_<r>_index_<i>` (its configuration, name
+//! and whether it changed the object) and, at level `Request` and above, its applied patch
+//! under `patch.webhook.admission.k8s.io/...`; for every failure ignored,
+//! `failed-open.{mutation,validating}.webhook.admission.k8s.io/...` with the webhook's name
+//! (`r` is 1 in the reinvocation pass, `i` the webhook's place among the webhooks of its kind).
+//!
+//! Not yet: `matchPolicy: Equivalent` beyond the exact version (a rule of another version of
+//! the same resource matches, but the webhook is sent the object in the request's version,
+//! not converted to the rule's).
 
 pub mod client;
 
@@ -527,7 +536,7 @@ impl Dispatcher {
         flavor: Flavor,
         attributes: &Attributes<'_>,
         object: Option<&Value>,
-    ) -> Result<Vec<Webhook>, ApiError> {
+    ) -> Result<Vec<(usize, Webhook)>, ApiError> {
         let request = attributes.request;
         if request.resource.group == GROUP
             && matches!(
@@ -538,12 +547,13 @@ impl Dispatcher {
             return Ok(Vec::new());
         }
         let mut matching = Vec::new();
-        for webhook in self.webhooks(flavor).await?.iter().flat_map(|w| w.iter()) {
+        let webhooks = self.webhooks(flavor).await?;
+        for (index, webhook) in webhooks.iter().flat_map(|w| w.iter()).enumerate() {
             if webhook
                 .matches(attributes, object, self.namespaces.as_ref())
                 .await?
             {
-                matching.push(webhook.clone());
+                matching.push((index, webhook.clone()));
             }
         }
         Ok(matching)
@@ -606,31 +616,28 @@ impl Dispatcher {
         Ok(webhooks)
     }
 
-    /// Calls one webhook: `Ok(None)` when it was skipped (a false match condition, or a
-    /// failure it ignores).
+    /// Whether a webhook's match conditions select the write; a failure to evaluate them
+    /// refuses it, or leaves the webhook out when it ignores failures.
+    fn selects(
+        webhook: &Webhook,
+        attributes: &Attributes<'_>,
+        review_request: &Value,
+    ) -> Result<bool, ApiError> {
+        match webhook.conditions_hold(review_request, attributes) {
+            Ok(selected) => Ok(selected),
+            Err(error) => failed(webhook, error).map(|_| false),
+        }
+    }
+
+    /// Calls one webhook its match conditions selected: `Ok(None)` when the call failed and
+    /// it ignores failures.
     async fn call(
         &self,
         webhook: &Webhook,
         attributes: &Attributes<'_>,
         review_request: &Value,
     ) -> Result<Option<Allowed>, ApiError> {
-        let failed = |error: Error| -> Result<Option<Allowed>, ApiError> {
-            if webhook.ignores_failures() {
-                tracing::warn!(webhook = %webhook.name, %error, "failed calling webhook, failing open");
-                Ok(None)
-            } else {
-                Err(Status::internal_error(format!(
-                    "failed calling webhook {:?}: {error}",
-                    webhook.name
-                ))
-                .into())
-            }
-        };
-        match webhook.conditions_hold(review_request, attributes) {
-            Ok(true) => {}
-            Ok(false) => return Ok(None),
-            Err(error) => return failed(error),
-        }
+        let failed = |error: Error| failed(webhook, error);
         if attributes.request.dry_run && !webhook.supports_dry_run() {
             return Err(Status::bad_request(format!(
                 "admission webhook {:?} does not support dry run",
@@ -704,6 +711,59 @@ impl Dispatcher {
         )
         .await
         .map_err(Error::Call)
+    }
+}
+
+/// A failed call of `webhook`: `Ok(None)` (logged) when it ignores failures, else the
+/// refusal.
+fn failed(webhook: &Webhook, error: Error) -> Result<Option<Allowed>, ApiError> {
+    if webhook.ignores_failures() {
+        tracing::warn!(webhook = %webhook.name, %error, "failed calling webhook, failing open");
+        Ok(None)
+    } else {
+        Err(Status::internal_error(format!(
+            "failed calling webhook {:?}: {error}",
+            webhook.name
+        ))
+        .into())
+    }
+}
+
+/// The audit annotations upstream's webhook dispatchers add: for each mutating webhook called,
+/// whether it changed the object (and, at level `Request`, its patch); for each webhook whose
+/// failure was ignored, its name. `round` is 1 in the reinvocation pass; `index` the webhook's
+/// place among the webhooks of its kind.
+fn annotate_call(
+    attributes: &Attributes<'_>,
+    key: (&str, usize, usize),
+    webhook: &Webhook,
+    mutated: Option<bool>,
+    patch: Option<&[json_patch::PatchOperation]>,
+    failed_open: bool,
+) {
+    let (kind, round, index) = key;
+    let suffix = format!("round_{round}_index_{index}");
+    let annotations = &attributes.request.audit_annotations;
+    if let Some(mutated) = mutated {
+        annotations.add(
+            format!("mutation.webhook.admission.k8s.io/{suffix}"),
+            json!({"configuration": webhook.configuration, "webhook": webhook.name, "mutated": mutated})
+                .to_string(),
+        );
+    }
+    if let Some(patch) = patch {
+        annotations.add_at_request_level(
+            format!("patch.webhook.admission.k8s.io/{suffix}"),
+            json!({"configuration": webhook.configuration, "webhook": webhook.name,
+                   "patch": patch, "patchType": "JSONPatch"})
+            .to_string(),
+        );
+    }
+    if failed_open {
+        annotations.add(
+            format!("failed-open.{kind}.webhook.admission.k8s.io/{suffix}"),
+            webhook.name.clone(),
+        );
     }
 }
 
@@ -944,27 +1004,57 @@ impl MutatingAdmissionWebhook {
             .dispatcher
             .matching(Flavor::Mutating, &attributes, object.as_deref())
             .await?;
-        for webhook in hooks {
+        let round = usize::from(reinvocation.is_some_and(Reinvocation::is_reinvoke));
+        for (index, webhook) in hooks {
             let key = format!("{}/{}", webhook.configuration, webhook.name);
             if reinvocation.is_some_and(|r| !r.should_run(plugin, &key)) {
                 continue;
             }
             let review = review_request(&attributes, object.as_deref());
-            let Some(allowed) = self.dispatcher.call(&webhook, &attributes, &review).await? else {
+            if !Dispatcher::selects(&webhook, &attributes, &review)? {
                 continue;
+            }
+            let annotate = |mutated, patch, failed_open| {
+                annotate_call(
+                    &attributes,
+                    ("mutation", round, index),
+                    &webhook,
+                    Some(mutated),
+                    patch,
+                    failed_open,
+                );
+            };
+            let allowed = match self.dispatcher.call(&webhook, &attributes, &review).await {
+                Ok(Some(allowed)) => allowed,
+                Ok(None) => {
+                    annotate(false, None, true);
+                    continue;
+                }
+                Err(error) => {
+                    annotate(false, None, false);
+                    return Err(error);
+                }
             };
             attributes.request.warnings.extend(allowed.warnings);
             let mut changed = false;
-            if let (Some(patch), Some(object)) = (allowed.patch, object.as_deref_mut()) {
-                let mut patched = object.clone();
-                json_patch::patch(&mut patched, &patch).map_err(|e| {
-                    ApiError::from(Status::internal_error(format!(
-                        "admission webhook {:?} returned a patch that does not apply: {e}",
-                        webhook.name
-                    )))
-                })?;
-                changed = patched != *object;
-                *object = patched;
+            match (allowed.patch, object.as_deref_mut()) {
+                (Some(patch), Some(object)) if !patch.is_empty() => {
+                    let mut patched = object.clone();
+                    let applied = json_patch::patch(&mut patched, &patch).map_err(|e| {
+                        ApiError::from(Status::internal_error(format!(
+                            "admission webhook {:?} returned a patch that does not apply: {e}",
+                            webhook.name
+                        )))
+                    });
+                    if let Err(error) = applied {
+                        annotate(false, None, false);
+                        return Err(error);
+                    }
+                    changed = patched != *object;
+                    *object = patched;
+                    annotate(changed, Some(&patch), false);
+                }
+                _ => annotate(false, None, false),
             }
             if let Some(reinvocation) = reinvocation {
                 let if_needed = webhook.reinvocation_policy.as_deref() == Some("IfNeeded");
@@ -1041,9 +1131,26 @@ impl ValidatingPlugin for ValidatingAdmissionWebhook {
                 return Ok(());
             }
             let review = review_request(&attributes, object);
-            let calls = hooks
-                .iter()
-                .map(|webhook| self.dispatcher.call(webhook, &attributes, &review));
+            let calls = hooks.iter().map(|(index, webhook)| {
+                let (attributes, review) = (&attributes, &review);
+                async move {
+                    if !Dispatcher::selects(webhook, attributes, review)? {
+                        return Ok(Some(Allowed::default()));
+                    }
+                    let answer = self.dispatcher.call(webhook, attributes, review).await;
+                    if let Ok(None) = answer {
+                        annotate_call(
+                            attributes,
+                            ("validating", 0, *index),
+                            webhook,
+                            None,
+                            None,
+                            true,
+                        );
+                    }
+                    answer
+                }
+            });
             let mut refusal = None;
             for answer in futures::future::join_all(calls).await {
                 match answer {

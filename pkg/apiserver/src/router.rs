@@ -339,8 +339,10 @@ impl<S: Storage> ApiServer<S> {
             &ctx.admission,
             parts.extensions.get::<genplane_audit::AuditRecord>(),
         ) {
-            for (key, value) in admission.request.audit_annotations.take() {
-                record.annotate(&key, &value);
+            for annotation in admission.request.audit_annotations.take() {
+                if !annotation.request_level || record.records_request_body() {
+                    record.annotate(&annotation.key, &annotation.value);
+                }
             }
         }
         answer

@@ -113,6 +113,50 @@ fn if_needed_webhooks_run_again_after_later_changes_and_annotate_the_audit_event
         event["annotations"]["report.genplane.test/saw-b"], "none",
         "{event}"
     );
+    // Upstream's annotations of each call: whether it changed the object, by round and by
+    // the webhook's place among the mutating webhooks; its patch at level Request and above
+    // (the ConfigMaps' level here is RequestResponse).
+    let annotation = |key: &str| -> Value {
+        serde_json::from_str(
+            event["annotations"][key]
+                .as_str()
+                .unwrap_or_else(|| panic!("no {key}: {event}")),
+        )
+        .unwrap()
+    };
+    for (round_index, configuration, webhook, label) in [
+        (
+            "round_0_index_0",
+            "a-report",
+            "report.genplane.test",
+            "saw-b",
+        ),
+        ("round_0_index_1", "b-add", "add.genplane.test", "b"),
+        (
+            "round_1_index_0",
+            "a-report",
+            "report.genplane.test",
+            "saw-b",
+        ),
+    ] {
+        assert_eq!(
+            annotation(&format!("mutation.webhook.admission.k8s.io/{round_index}")),
+            json!({"configuration": configuration, "webhook": webhook, "mutated": true})
+        );
+        let patch = annotation(&format!("patch.webhook.admission.k8s.io/{round_index}"));
+        assert_eq!(patch["patchType"], "JSONPatch");
+        assert_eq!(patch["webhook"], webhook);
+        assert_eq!(
+            patch["patch"][0]["path"],
+            format!("/metadata/labels/{label}")
+        );
+    }
+    assert!(
+        event["annotations"]
+            .get("mutation.webhook.admission.k8s.io/round_1_index_1")
+            .is_none(),
+        "b-add does not run again: {event}"
+    );
 }
 
 /// A webhook that accepts only `v1beta1` reviews is sent one and answered in kind (without

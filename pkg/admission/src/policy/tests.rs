@@ -228,16 +228,19 @@ async fn warn_and_audit_actions_admit_and_report() {
     );
     let annotations = request.audit_annotations.take();
     assert_eq!(
-        annotations[0].0,
+        annotations[0].key,
         "validation.policy.admission.k8s.io/validation_failure"
     );
-    let failure: Value = serde_json::from_str(&annotations[0].1).unwrap();
+    let failure: Value = serde_json::from_str(&annotations[0].value).unwrap();
     assert_eq!(
         failure,
         json!([{"message": "no bad names", "policy": "names", "binding": "names",
             "expressionIndex": 0, "validationActions": ["Warn", "Audit"]}])
     );
-    assert_eq!(annotations[1], ("names/name".to_owned(), "bad".to_owned()));
+    assert_eq!(
+        (annotations[1].key.as_str(), annotations[1].value.as_str()),
+        ("names/name", "bad")
+    );
 }
 
 #[tokio::test]

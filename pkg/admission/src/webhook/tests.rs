@@ -418,3 +418,62 @@ fn credentials_are_picked_by_the_host_as_the_url_writes_it() {
         assert_eq!(super::url_host(url), host, "{url}");
     }
 }
+
+#[tokio::test]
+async fn failures_ignored_and_mutations_are_annotated_as_upstream() {
+    // two webhooks per kind: the first's condition leaves the write out, the second cannot
+    // be reached (nothing listens on port 1) and ignores failures
+    let unreachable = |name: &str, condition: &str| {
+        json!({"name": name, "failurePolicy": "Ignore", "sideEffects": "None",
+            "admissionReviewVersions": ["v1"],
+            "clientConfig": {"url": "https://127.0.0.1:1/hook"},
+            "matchConditions": [{"name": "c", "expression": condition}],
+            "rules": [{"operations": ["*"], "apiGroups": ["*"], "apiVersions": ["*"],
+                "resources": ["*"]}]})
+    };
+    let stored = Arc::new(Stored::default());
+    *stored.0.lock().unwrap() = vec![json!({
+        "metadata": {"name": "hooks", "uid": "uid-hooks", "generation": 1},
+        "webhooks": [unreachable("skipped.example.com", "false"),
+            unreachable("down.example.com", "true")],
+    })];
+    let dispatcher = Dispatcher::new(stored, Arc::new(Labeled));
+    let request = request("", "configmaps", "");
+    let mut object = json!({"metadata": {"name": "x"}});
+    MutatingAdmissionWebhook::new(dispatcher.clone())
+        .admit(attributes(&request, Operation::Create, "team"), &mut object)
+        .await
+        .unwrap();
+    ValidatingAdmissionWebhook::new(dispatcher)
+        .validate(
+            attributes(&request, Operation::Create, "team"),
+            Some(&object),
+        )
+        .await
+        .unwrap();
+    let annotations: BTreeMap<String, String> = request
+        .audit_annotations
+        .take()
+        .into_iter()
+        .map(|a| (a.key, a.value))
+        .collect();
+    let mutation: Value =
+        serde_json::from_str(&annotations["mutation.webhook.admission.k8s.io/round_0_index_1"])
+            .unwrap();
+    assert_eq!(
+        mutation,
+        json!({"configuration": "hooks", "webhook": "down.example.com", "mutated": false})
+    );
+    assert_eq!(
+        annotations.keys().collect::<Vec<_>>(),
+        [
+            "failed-open.mutation.webhook.admission.k8s.io/round_0_index_1",
+            "failed-open.validating.webhook.admission.k8s.io/round_0_index_1",
+            "mutation.webhook.admission.k8s.io/round_0_index_1",
+        ]
+    );
+    assert_eq!(
+        annotations["failed-open.validating.webhook.admission.k8s.io/round_0_index_1"],
+        "down.example.com"
+    );
+}
