@@ -425,7 +425,8 @@ pub fn decode(object: &Value, schema: &'static Struct) -> Result<Decoded, Decode
 
 /// Reads an already decoded value into a typed struct (used only for validation).
 pub(crate) fn typed<T: DeserializeOwned>(decoded: &Value, root: &str) -> Result<T, DecodeError> {
-    serde_json::from_value(decoded.clone()).map_err(|e| DecodeError::BadValue {
+    // read from the value where it is: fields the type does not have are skipped, not copied
+    T::deserialize(decoded).map_err(|e| DecodeError::BadValue {
         field: root.to_owned(),
         message: e.to_string(),
     })
