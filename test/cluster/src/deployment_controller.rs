@@ -206,12 +206,33 @@ fn plan(deployment: &Deployment, new: &ReplicaSet, old: &[&Arc<ReplicaSet>]) -> 
 
 /// One pass over `deployment` with the ReplicaSets it `owned`.
 async fn sync(client: &Client, deployment: &Deployment, owned: &[Arc<ReplicaSet>]) {
-    if deployment.metadata.deletion_timestamp.is_some()
-        || deployment.spec.as_ref().and_then(|s| s.paused) == Some(true)
-    {
+    if deployment.metadata.deletion_timestamp.is_some() {
         return;
     }
     let namespace = deployment.namespace().unwrap_or_default();
+    let paused = deployment.spec.as_ref().and_then(|s| s.paused) == Some(true);
+    let now = k8s_openapi::jiff::Timestamp::now()
+        .strftime("%Y-%m-%dT%H:%M:%SZ")
+        .to_string();
+    if let Some(conditions) = paused_conditions(deployment, paused, &now) {
+        let api: Api<Deployment> = Api::namespaced(client.clone(), &namespace);
+        let patch = json!({"status": {"conditions": conditions}});
+        if let Err(error) = api
+            .patch_status(
+                &deployment.name_any(),
+                &PatchParams::default(),
+                &Patch::Merge(patch),
+            )
+            .await
+        {
+            tracing::debug!(%error, deployment = %deployment.name_any(), "writing the paused condition");
+        }
+        // the next pass sees the condition written
+        return;
+    }
+    if paused {
+        return;
+    }
     let replicasets: Api<ReplicaSet> = Api::namespaced(client.clone(), &namespace);
     let spec = deployment.spec.clone().unwrap_or_default();
     let template = spec.template.clone();
@@ -443,6 +464,56 @@ async fn write_status(
         tracing::debug!(%error, deployment = %name, "writing the status");
     }
 }
+
+/// The conditions with `Progressing` saying the Deployment is paused (`Unknown`,
+/// `DeploymentPaused`) or was resumed (`Unknown`, `DeploymentResumed`), as upstream's
+/// `checkPausedConditions`: `None` when they need no change (no progress deadline, a rollout
+/// that timed out keeps saying so, or the condition says it already).
+fn paused_conditions(deployment: &Deployment, paused: bool, now: &str) -> Option<Vec<Value>> {
+    let deadline = deployment
+        .spec
+        .as_ref()
+        .and_then(|s| s.progress_deadline_seconds)?;
+    if deadline == i32::MAX {
+        return None;
+    }
+    let conditions = deployment
+        .status
+        .as_ref()
+        .and_then(|s| s.conditions.clone())
+        .unwrap_or_default();
+    let progressing = conditions.iter().find(|c| c.type_ == "Progressing");
+    let reason = progressing.and_then(|c| c.reason.as_deref());
+    if reason == Some(DEADLINE_EXCEEDED) {
+        return None;
+    }
+    let (reason, message) = match (paused, reason == Some(PAUSED)) {
+        (true, false) => (PAUSED, "Deployment is paused"),
+        (false, true) => (RESUMED, "Deployment is resumed"),
+        _ => return None,
+    };
+    let mut fresh = condition("Progressing", false, reason, message.to_owned(), now);
+    fresh["status"] = json!("Unknown");
+    if let Some(previous) = progressing.filter(|p| p.status == "Unknown")
+        && let Some(time) = &previous.last_transition_time
+    {
+        fresh["lastTransitionTime"] = json!(time);
+    }
+    Some(
+        conditions
+            .iter()
+            .filter(|c| c.type_ != "Progressing")
+            .filter_map(|c| serde_json::to_value(c).ok())
+            .chain(std::iter::once(fresh))
+            .collect(),
+    )
+}
+
+/// The `Progressing` reason of a paused Deployment.
+pub const PAUSED: &str = "DeploymentPaused";
+
+/// The `Progressing` reason of a Deployment resumed, until its rollout progresses.
+pub const RESUMED: &str = "DeploymentResumed";
 
 /// What a pass saw of a rollout, for its `Progressing` condition.
 struct Progress<'a> {

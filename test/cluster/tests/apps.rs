@@ -235,6 +235,38 @@ async fn a_deployment_rolls_out_scales_updates_and_goes_with_kubectl() {
         assert!(wide.contains(expected), "{expected} missing from:\n{wide}");
     }
 
+    // Paused: `Progressing` says so (Unknown, DeploymentPaused); resumed: it says that
+    // until the next pass, and the rollout status is complete again.
+    let progressing = |reasons: &'static [&'static str]| {
+        let deployments = deployments.clone();
+        async move {
+            let deployment = deployments.get("web").await.ok()?;
+            let condition = deployment
+                .status?
+                .conditions?
+                .into_iter()
+                .find(|c| c.type_ == "Progressing")?;
+            reasons
+                .contains(&condition.reason.as_deref()?)
+                .then_some(condition)
+        }
+    };
+    cluster.kubectl(&["rollout", "pause", "deployment/web"]);
+    let paused = eventually("the paused condition", || {
+        progressing(&["DeploymentPaused"])
+    })
+    .await;
+    assert_eq!(
+        (paused.status.as_str(), paused.message.as_deref()),
+        ("Unknown", Some("Deployment is paused"))
+    );
+    cluster.kubectl(&["rollout", "resume", "deployment/web"]);
+    eventually("the paused condition gone", || {
+        progressing(&["DeploymentResumed", "NewReplicaSetAvailable"])
+    })
+    .await;
+    cluster.kubectl(&["rollout", "status", "deployment/web", "--timeout=60s"]);
+
     // Rolled back: the old ReplicaSet becomes the new one, at revision 3.
     cluster.kubectl(&["rollout", "undo", "deployment/web"]);
     cluster.kubectl(&["rollout", "status", "deployment/web", "--timeout=60s"]);
