@@ -147,7 +147,9 @@ async fn a_load_balancer_serves_and_the_ccm_follows_the_cloud() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn each_ccm_fault_switch_misbehaves_as_named() {
     let mut flags = FAST_NODES.to_vec();
-    flags.push("--ccm-fault=no-finalizer,stale-ports,no-node-deletion,no-session-affinity");
+    flags.push(
+        "--ccm-fault=no-finalizer,stale-ports,no-node-deletion,no-session-affinity,no-source-ranges",
+    );
     let cluster = Cluster::start_with(3, &flags);
     let client = cluster.client().await;
     let nodes: Api<Node> = Api::all(client.clone());
@@ -181,25 +183,31 @@ async fn each_ccm_fault_switch_misbehaves_as_named() {
     })
     .await;
 
-    // stale-ports: a port change reaches the load balancer with the rest of the update, but
-    // it keeps forwarding the old port.
+    // stale-ports: a port change reaches the load balancer with the rest of the update (the
+    // policy's change: no health-check port any more), but it keeps forwarding the old port.
+    // no-source-ranges: the load balancer is told no source ranges, and a client outside the
+    // Service's only range (10.255.255.0/24) still gets through.
     services
         .patch(
             "web",
             &PatchParams::default(),
             &Patch::Merge(json!({"spec": {
                 "ports": [{"name": "http", "port": 8000, "targetPort": 8080}],
-                "loadBalancerSourceRanges": ["127.0.0.0/8"]}})),
+                "externalTrafficPolicy": "Cluster",
+                "loadBalancerSourceRanges": ["10.255.255.0/24"]}})),
         )
         .await
         .unwrap();
     let described = eventually("the update at the load balancer", || async {
         let (_, described) =
             cloud_request(&cluster.cloud, "GET", &format!("/loadbalancers/{name}"));
-        (described["spec"]["sourceRanges"] == json!(["127.0.0.0/8"])).then_some(described)
+        described["spec"]["healthCheckNodePort"]
+            .is_null()
+            .then_some(described)
     })
     .await;
     assert_eq!(described["spec"]["ports"][0]["port"], 80);
+    assert_eq!(described["spec"]["sourceRanges"], json!([]));
     assert_eq!(http_answer(&format!("{ip}:8000"), "/hostname"), None);
     assert!(http_get(&format!("{ip}:80"), "/hostname").starts_with("web-"));
 
