@@ -4,8 +4,10 @@
 //! Options → validated config → a client from `--kubeconfig` (or the pod's service account)
 //! → the ops endpoints (`/healthz`, `/livez`, `/readyz` with the `leaderElection` check,
 //! `/metrics`) over HTTPS with a self-signed certificate → leader election on the
-//! `kube-system/genplane-controller-manager` Lease → the controllers of `--controllers` (those
-//! whose feature gates are on), sharing one watch per resource. `genplane all-in-one` calls
+//! `kube-system/genplane-controller-manager` Lease → the controllers of `--controllers`, sharing
+//! one watch per resource; the gated ones start, drain and stop as their feature gates and the
+//! Features' states change ([`genplane_controller::registry`]). Central features take the
+//! cluster's value from their Feature objects, not `--feature-gates`. `genplane all-in-one` calls
 //! [`serve`] too, with leader election on etcd.
 //!
 //! A leader that cannot renew its Lease within the renew deadline stops every controller and

@@ -774,8 +774,10 @@ impl Registry {
                 None => by_stage.unwrap_or(spec.default),
             };
             let mut entry = Entry::new(name, spec, value);
-            entry.dynamic = self.dynamic.contains(name) && !spec.lock_to_default;
-            entry.central = self.central.contains(name) && !spec.lock_to_default;
+            // A feature that does not exist yet at the emulated version never changes.
+            let changeable = !spec.lock_to_default && spec.stage != Stage::PreAlpha;
+            entry.dynamic = self.dynamic.contains(name) && changeable;
+            entry.central = self.central.contains(name) && changeable;
             entries.push(entry);
         }
         let by_name = entries
@@ -1027,10 +1029,11 @@ struct Entry {
     spec: FeatureSpec,
     /// The value the settings gave (`--feature-gates` and the defaults).
     configured: bool,
-    /// Whether the value may change at run time ([`Registry::allow_dynamic`], not locked).
+    /// Whether the value may change at run time ([`Registry::allow_dynamic`], not locked,
+    /// existing at the emulated version).
     dynamic: bool,
-    /// Whether the cluster decides the value ([`Registry::make_central`], not locked), so a
-    /// role other than the API server may adopt it at run time.
+    /// Whether the cluster decides the value ([`Registry::make_central`], not locked, existing
+    /// at the emulated version), so a role other than the API server may adopt it at run time.
     central: bool,
     enabled: AtomicBool,
     /// Whether a check saw `false` (index 0) or `true` (index 1) since the log was last drained.
@@ -1690,5 +1693,16 @@ mod tests {
             gate.set_dynamic("BetaOff", Some(true)),
             Err(Error::NotDynamic { .. })
         ));
+        // Below its first version a feature does not exist: nothing adopts it.
+        r.make_central(NEW_IN_133).unwrap();
+        let old = r
+            .resolve(
+                &FeatureGateSettings::default(),
+                v(1, 32),
+                UseIdentity::new("controller-manager", "test"),
+            )
+            .unwrap();
+        assert!(!old.is_central("NewIn133"));
+        assert!(old.is_central("BetaOff"));
     }
 }

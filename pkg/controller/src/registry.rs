@@ -519,7 +519,11 @@ pub async fn run_controllers(
                 continue;
             }
             if let Some((_, handle)) = handles.remove(skipped.name) {
-                tracing::info!(controller = skipped.name, "stopping controller: {skipped}");
+                tracing::info!(
+                    controller = skipped.name,
+                    gates_off = skipped.gates_off.join(","),
+                    "stopping controller: its feature gates are off"
+                );
                 handle.abort();
             } else if told.insert(skipped.name) {
                 if skipped.named {

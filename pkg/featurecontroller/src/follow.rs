@@ -170,20 +170,20 @@ impl Follower {
             }
         };
         if changed {
-            let configured = self.gate.configured(name);
-            let now = value.or(configured);
+            let configured = self.gate.configured(name).unwrap_or_default();
+            let now = value.unwrap_or(configured);
             if central && value.is_some() && now != configured {
                 tracing::warn!(
                     feature = name,
-                    cluster = ?now,
-                    flag = ?configured,
+                    cluster = now,
+                    flag = configured,
                     "this role's --feature-gates disagrees with the cluster on a central feature: \
                      following the cluster (the API servers' flags decide it)"
                 );
             } else {
                 tracing::info!(
                     feature = name,
-                    value = ?now,
+                    value = now,
                     from_api = value.is_some(),
                     "feature gate changed at run time"
                 );
