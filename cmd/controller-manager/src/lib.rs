@@ -27,13 +27,13 @@ use clap::{ArgMatches, CommandFactory, Parser};
 use genplane_component_base::component::{self, Startup};
 use genplane_component_base::config::ConfigFlags;
 use genplane_component_base::featuregate::UseIdentity;
+use genplane_component_base::featuregate::{Feature, FeatureGate};
 use genplane_component_base::health::{Health, Kind};
 use genplane_component_base::http::{self, OpsHandler};
 use genplane_component_base::metrics;
 use genplane_component_base::process::Process;
 use genplane_component_base::shutdown::{Shutdown, Signals};
 use genplane_controller::leaderelection::{LeaderElectionConfig, LeaderElector};
-use genplane_component_base::featuregate::{Feature, FeatureGate};
 use genplane_controller::registry::{
     CONTROLLERS, ControllerContext, GateState, GateStates, run_controllers,
 };

@@ -446,7 +446,10 @@ impl GateState {
 pub type GateStates = Option<std::collections::BTreeMap<&'static str, GateState>>;
 
 /// The state `controller` runs in under `gates`: the lowest of its gates' (`On` with none).
-fn state_of(controller: &ControllerDescriptor, gates: &std::collections::BTreeMap<&str, GateState>) -> GateState {
+fn state_of(
+    controller: &ControllerDescriptor,
+    gates: &std::collections::BTreeMap<&str, GateState>,
+) -> GateState {
     controller
         .required_feature_gates
         .iter()
@@ -456,7 +459,10 @@ fn state_of(controller: &ControllerDescriptor, gates: &std::collections::BTreeMa
 }
 
 /// A running controller's outcome: its name and result, or `Aborted` when it was stopped.
-type Outcome = (&'static str, Result<Result<(), BoxError>, futures::future::Aborted>);
+type Outcome = (
+    &'static str,
+    Result<Result<(), BoxError>, futures::future::Aborted>,
+);
 
 /// Runs the controllers of `table` that `selection` selects, side by side, until `stop`
 /// completes (then `Ok`) or one of them stops on its own, which is an error: controllers run
@@ -483,7 +489,9 @@ pub async fn run_controllers(
         let current = gates.borrow_and_update().clone();
         let known = current.clone().unwrap_or_default();
         let resolved = selection.resolve(table, |gate| {
-            known.get(gate).is_some_and(|state| *state != GateState::Off)
+            known
+                .get(gate)
+                .is_some_and(|state| *state != GateState::Off)
         });
         for controller in resolved.start {
             let state = state_of(controller, &known);
@@ -717,7 +725,10 @@ mod tests {
     ) -> BoxFuture<'static, Result<(), BoxError>> {
         Box::pin(async move {
             let removing = if ctx.removal_only { " removing" } else { "" };
-            EVENTS.lock().unwrap().push(format!("start {name}{removing}"));
+            EVENTS
+                .lock()
+                .unwrap()
+                .push(format!("start {name}{removing}"));
             let _running = Recorded(name);
             futures::future::pending::<()>().await;
             Ok(())
@@ -764,7 +775,10 @@ mod tests {
     #[test]
     fn a_gate_drains_while_the_cluster_may_hold_objects() {
         assert_eq!(GateState::of(true, None), GateState::On);
-        assert_eq!(GateState::of(false, Some("TurningOff")), GateState::Draining);
+        assert_eq!(
+            GateState::of(false, Some("TurningOff")),
+            GateState::Draining
+        );
         assert_eq!(GateState::of(false, Some("On")), GateState::Draining);
         assert_eq!(GateState::of(false, Some("Off")), GateState::Off);
         assert_eq!(GateState::of(false, None), GateState::Off);
@@ -824,7 +838,13 @@ mod tests {
         )
         .await;
         assert!(
-            matches!(result, Err(Error::Failed { name: "failing", .. })),
+            matches!(
+                result,
+                Err(Error::Failed {
+                    name: "failing",
+                    ..
+                })
+            ),
             "{result:?}"
         );
     }

@@ -40,8 +40,8 @@ use std::future::Future;
 use futures::StreamExt as _;
 use genplane_component_base::featuregate::FeatureGate;
 use kube::api::{Api, DynamicObject};
-use kube::runtime::watcher::{self, Event, watcher};
 use kube::runtime::WatchStreamExt as _;
+use kube::runtime::watcher::{self, Event, watcher};
 use serde_json::Value;
 use tokio::sync::watch;
 
@@ -147,8 +147,7 @@ impl Follower {
     /// Puts back the configured value of the feature of a Feature that is gone; returns
     /// whether the gate's value changed.
     pub fn forget(&self, feature: &str) -> bool {
-        if self.gate.is_dynamic(feature) || (self.adopt_central && self.gate.is_central(feature))
-        {
+        if self.gate.is_dynamic(feature) || (self.adopt_central && self.gate.is_central(feature)) {
             self.set(feature, None)
         } else {
             false
@@ -389,7 +388,10 @@ mod tests {
         follower.publish(&features);
         assert_eq!(
             *states.borrow(),
-            Some(BTreeMap::from([("Central".to_owned(), "TurningOff".to_owned())]))
+            Some(BTreeMap::from([(
+                "Central".to_owned(),
+                "TurningOff".to_owned()
+            )]))
         );
     }
 }

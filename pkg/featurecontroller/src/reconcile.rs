@@ -362,10 +362,18 @@ pub fn plan(
 /// Sets [`UPGRADE_SAFE`] for a feature that does not exist at the emulated version (the
 /// cluster moved below its first version: a downgrade), and keeps it current when it exists
 /// again; a Feature that never saw such a move has no such condition.
-fn upgrade_safe(status: &mut Map<String, Value>, known: &Known, versions: &Versions, now: Timestamp) {
+fn upgrade_safe(
+    status: &mut Map<String, Value>,
+    known: &Known,
+    versions: &Versions,
+    now: Timestamp,
+) {
     let at = &versions.emulated;
     let (safe, reason, message) = if known.exists {
-        if !list(status, "conditions").iter().any(|c| c["type"] == UPGRADE_SAFE) {
+        if !list(status, "conditions")
+            .iter()
+            .any(|c| c["type"] == UPGRADE_SAFE)
+        {
             return;
         }
         (

@@ -32,7 +32,10 @@ pub const REMOVE_NETWORK_CLAIMS: Task = Task::WaitForObjectsRemoved {
 /// Registers NetworkRegistry in `registry`: its specs, its turn-off task, and central.
 pub fn register(registry: &mut Registry) -> Result<(), featuregate::Error> {
     registry.add(FEATURE, SPECS)?;
-    if !registry.turn_off_tasks(FEATURE.name()).contains(&REMOVE_NETWORK_CLAIMS) {
+    if !registry
+        .turn_off_tasks(FEATURE.name())
+        .contains(&REMOVE_NETWORK_CLAIMS)
+    {
         registry.add_turn_off_task(FEATURE, REMOVE_NETWORK_CLAIMS)?;
     }
     registry.make_central(FEATURE)

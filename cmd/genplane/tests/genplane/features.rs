@@ -295,8 +295,7 @@ fn moving_the_emulated_version_below_a_feature_clears_what_it_stored() {
 
     process.terminate();
     process.wait_exit(support::DEADLINE);
-    let (mut process, kubeconfig) =
-        all_in_one_with(dir.path(), "", &["--emulated-version=1.30"]);
+    let (mut process, kubeconfig) = all_in_one_with(dir.path(), "", &["--emulated-version=1.30"]);
     let off = process.wait_for("the feature turned off at 1.30", |_| {
         let object = feature(&kubeconfig, CLE)?;
         (object["status"]["state"] == "Off").then_some(object)
@@ -1064,24 +1063,25 @@ fn a_controller_manager_follows_a_central_feature_against_its_own_flag() {
         .process
         .wait_for("the feature On, the controller-manager agreeing", |_| {
             let object = feature(&admin, FEATURE)?;
-            (object["status"]["state"] == "On"
-                && uses_of(&object, "controller-manager") == ["On"])
-            .then_some(object)
+            (object["status"]["state"] == "On" && uses_of(&object, "controller-manager") == ["On"])
+                .then_some(object)
         });
     assert_eq!(uses_of(&on, "apiserver"), ["On"]);
-    manager.process.wait_for("the claim allocated by the registry controller", |_| {
-        let out = kubectl(
-            &admin,
-            &[
-                "get",
-                "networkclaim",
-                "lab",
-                "-o",
-                "jsonpath={.status.addressSpace[0].status}",
-            ],
-        );
-        (text(&out) == "Allocated").then_some(())
-    });
+    manager
+        .process
+        .wait_for("the claim allocated by the registry controller", |_| {
+            let out = kubectl(
+                &admin,
+                &[
+                    "get",
+                    "networkclaim",
+                    "lab",
+                    "-o",
+                    "jsonpath={.status.addressSpace[0].status}",
+                ],
+            );
+            (text(&out) == "Allocated").then_some(())
+        });
     let log = manager.process.output();
     let disagreeing = "this role's --feature-gates disagrees with the cluster on a central feature: following the cluster (the API servers' flags decide it) feature=\"NetworkRegistry\" cluster=true flag=false";
     assert_eq!(log.matches(disagreeing).count(), 1, "{log}");
@@ -1135,7 +1135,11 @@ fn a_controller_manager_follows_a_central_feature_against_its_own_flag() {
     // Back to its own flag, which now agrees: no second warning, still running.
     let log = manager.process.output();
     assert_eq!(log.matches(disagreeing).count(), 1, "{log}");
-    assert!(manager.process.exited().is_none(), "{}", manager.process.tail());
+    assert!(
+        manager.process.exited().is_none(),
+        "{}",
+        manager.process.tail()
+    );
 }
 
 /// A `genplane feature-controller` with its ops endpoints on loopback.

@@ -298,7 +298,14 @@ fn a_feature_absent_at_a_lower_emulated_version_is_turned_off_through_its_tasks(
     let mut off = start.status.clone();
     off["state"] = json!("Off");
     off.as_object_mut().unwrap().remove("tasks");
-    let done = plan(&object(off), &absent, &downgraded, &live(&["a"]), at(5), WAIT);
+    let done = plan(
+        &object(off),
+        &absent,
+        &downgraded,
+        &live(&["a"]),
+        at(5),
+        WAIT,
+    );
     assert!(done.transitions.is_empty());
     assert_eq!(condition(&done.status, "UpgradeSafe")["status"], "True");
 
