@@ -420,6 +420,12 @@ impl FeatureController {
                     Ok(Outcome::Done(message)) => {
                         if let Some(done) = reconcile::task_done(&mut plan.status, &message) {
                             plan.transitions.push(done);
+                            reconcile::refresh_upgrade_safe(
+                                &mut plan.status,
+                                known,
+                                &self.versions,
+                                now,
+                            );
                         }
                     }
                     Ok(Outcome::Pending(message)) => {

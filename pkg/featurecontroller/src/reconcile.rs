@@ -359,6 +359,19 @@ pub fn plan(
     }
 }
 
+/// Sets [`UPGRADE_SAFE`] in `status` (a Feature's status) from its state: called again once a
+/// task completed the transition, so the condition written with the state agrees with it.
+pub fn refresh_upgrade_safe(
+    status: &mut Value,
+    known: &Known,
+    versions: &Versions,
+    now: Timestamp,
+) {
+    if let Some(status) = status.as_object_mut() {
+        upgrade_safe(status, known, versions, now);
+    }
+}
+
 /// Sets [`UPGRADE_SAFE`] for a feature that does not exist at the emulated version (the
 /// cluster moved below its first version: a downgrade), and keeps it current when it exists
 /// again; a Feature that never saw such a move has no such condition.
