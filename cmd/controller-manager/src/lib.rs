@@ -4,8 +4,10 @@
 //! Options → validated config → a client from `--kubeconfig` (or the pod's service account)
 //! → the ops endpoints (`/healthz`, `/livez`, `/readyz` with the `leaderElection` check,
 //! `/metrics`) over HTTPS with a self-signed certificate → leader election on the
-//! `kube-system/genplane-controller-manager` Lease → the controllers of `--controllers` (those
-//! whose feature gates are on), sharing one watch per resource. `genplane all-in-one` calls
+//! `kube-system/genplane-controller-manager` Lease → the controllers of `--controllers`, sharing
+//! one watch per resource; the gated ones start, drain and stop as their feature gates and the
+//! Features' states change ([`genplane_controller::registry`]). Central features take the
+//! cluster's value from their Feature objects, not `--feature-gates`. `genplane all-in-one` calls
 //! [`serve`] too, with leader election on etcd.
 //!
 //! A leader that cannot renew its Lease within the renew deadline stops every controller and
@@ -25,21 +27,25 @@ use clap::{ArgMatches, CommandFactory, Parser};
 use genplane_component_base::component::{self, Startup};
 use genplane_component_base::config::ConfigFlags;
 use genplane_component_base::featuregate::UseIdentity;
+use genplane_component_base::featuregate::{Feature, FeatureGate};
 use genplane_component_base::health::{Health, Kind};
 use genplane_component_base::http::{self, OpsHandler};
 use genplane_component_base::metrics;
 use genplane_component_base::process::Process;
 use genplane_component_base::shutdown::{Shutdown, Signals};
 use genplane_controller::leaderelection::{LeaderElectionConfig, LeaderElector};
-use genplane_controller::registry::{CONTROLLERS, ControllerContext, run_controllers};
+use genplane_controller::registry::{
+    CONTROLLERS, ControllerContext, GateState, GateStates, run_controllers,
+};
+use genplane_featurecontroller::follow::States;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 
 use crate::options::{ControllerManagerConfig, ControllerManagerOptions, IN_CLUSTER_ENV};
 
-/// How long the controller-manager tries, at start, to read whether the cluster is turning off
-/// a feature that is off here.
-const TURNING_OFF_PATIENCE: std::time::Duration = std::time::Duration::from_secs(30);
+/// How long the gated controllers wait, at start, for the Features' states; then they follow
+/// this role's own gates until the Features can be read.
+const GATES_PATIENCE: Duration = Duration::from_secs(30);
 
 /// How long open requests to the ops endpoints may finish after a shutdown signal.
 const DRAIN: Duration = Duration::from_secs(5);
@@ -143,14 +149,25 @@ pub async fn serve(
     if root_ca.is_empty() {
         tracing::warn!("no root CA: kube-root-ca.crt will hold an empty ca.crt");
     }
-    // The client flow: report the feature uses, and follow the dynamic features' Feature
-    // objects, each in a task of its own.
-    let follower = genplane_featurecontroller::Follower::new(
+    // The client flow: report the feature uses, and follow the Feature objects (the dynamic
+    // features' values, the cluster's value of central features, every state for the gated
+    // controllers), each in a task of its own.
+    let mut follower = genplane_featurecontroller::Follower::new(
         config.common.feature_gate.clone(),
         "kube-system",
-    );
+    )
+    .adopting_central();
+    let states = follower.states();
     let following = shutdown.clone();
     tokio::spawn(follower.run(client.clone(), async move { following.triggered().await }));
+    let (gates, gate_states) = tokio::sync::watch::channel(None);
+    let following = shutdown.clone();
+    tokio::spawn(follow_gates(
+        config.common.feature_gate.clone(),
+        states,
+        gates,
+        async move { following.triggered().await },
+    ));
     let reporter = genplane_featurecontroller::Reporter::new(
         config.common.feature_gate.clone(),
         "kube-system",
@@ -229,56 +246,38 @@ pub async fn serve(
         )))
     };
 
-    let features = config.common.feature_gate.features();
-    let on = |gate: &str| features.iter().any(|f| f.name == gate && f.enabled);
-    // A controller whose gate is off still runs while the cluster turns its feature off: it
-    // removes what the feature left (the registry controller releases deleted claims).
-    let mut off: Vec<&'static str> = CONTROLLERS
-        .iter()
-        .flat_map(|c| c.required_feature_gates.iter().copied())
-        .filter(|gate| !on(gate))
-        .collect();
-    off.sort_unstable();
-    off.dedup();
-    let turning_off = genplane_featurecontroller::follow::turning_off(
-        &client,
-        "kube-system",
-        &off,
-        TURNING_OFF_PATIENCE,
-    )
-    .await;
-    let resolved = config
-        .controllers
-        .resolve(CONTROLLERS, |gate| on(gate) || turning_off.contains(gate));
-    for skipped in &resolved.skipped {
-        if skipped.named {
-            tracing::warn!("{skipped}");
-        } else {
-            tracing::info!("{skipped}");
-        }
-    }
-    let enabled = resolved.start;
     // The shared watches start when the controllers first run: after the Lease is taken.
     let mut context = ControllerContext::new(client, root_ca, config.resource_quota_sync_period);
     context.network_claim_release_grace = config.network_claim_release_grace;
-    // The well-known claim of --cluster-cidr is kept only while the feature is on.
-    if on(genplane_api::features::NETWORK_REGISTRY) {
-        context.cluster_cidr = config.cluster_cidr.clone();
-    }
+    // The well-known claim of --cluster-cidr is kept only while the feature is on (a draining
+    // registry controller runs without it).
+    context.cluster_cidr = config.cluster_cidr.clone();
     let stop = shutdown.clone();
     let result = match &elector {
         Some(elector) => {
             tracing::info!(%identity, "starting leader election");
-            let work = run_controllers(&enabled, context, std::future::pending());
+            let work = run_controllers(
+                &config.controllers,
+                CONTROLLERS,
+                context,
+                gate_states,
+                std::future::pending(),
+            );
             match elector.run(work, stop.triggered()).await {
                 Ok(Some(outcome)) => outcome.map_err(anyhow::Error::from),
                 Ok(None) => Ok(()),
                 Err(error) => Err(error.into()),
             }
         }
-        None => run_controllers(&enabled, context, stop.triggered())
-            .await
-            .map_err(anyhow::Error::from),
+        None => run_controllers(
+            &config.controllers,
+            CONTROLLERS,
+            context,
+            gate_states,
+            stop.triggered(),
+        )
+        .await
+        .map_err(anyhow::Error::from),
     };
     shutdown.trigger();
     if let Some(ops) = ops {
@@ -293,4 +292,56 @@ pub async fn serve(
         Err(error) => tracing::error!("{error:#}"),
     }
     result
+}
+
+/// Keeps `gates` on the state of every feature gate a controller of the table needs: this
+/// role's value (which the follower sets for central and dynamic features; checking it records
+/// the use the reporter reports) and whether the cluster may still hold the feature's objects
+/// (the Feature's state, from `states`). Waits up to [`GATES_PATIENCE`] for the first list of
+/// Features; then decides from the role's gates alone until the Features can be read.
+async fn follow_gates(
+    gate: FeatureGate,
+    mut states: tokio::sync::watch::Receiver<States>,
+    gates: tokio::sync::watch::Sender<GateStates>,
+    stop: impl std::future::Future<Output = ()>,
+) {
+    let mut names: Vec<&'static str> = CONTROLLERS
+        .iter()
+        .flat_map(|c| c.required_feature_gates.iter().copied())
+        .collect();
+    names.sort_unstable();
+    names.dedup();
+    tokio::pin!(stop);
+    tokio::select! {
+        () = &mut stop => return,
+        listed = tokio::time::timeout(GATES_PATIENCE, states.wait_for(Option::is_some)) => {
+            if listed.is_err() {
+                tracing::warn!(
+                    "cannot read the Features yet: the gated controllers follow this role's \
+                     --feature-gates until they can"
+                );
+            }
+        }
+    }
+    loop {
+        let current = states.borrow_and_update().clone().unwrap_or_default();
+        let fresh: std::collections::BTreeMap<&'static str, GateState> = names
+            .iter()
+            .map(|&name| {
+                let state = current.get(name).map(String::as_str);
+                (name, GateState::of(gate.enabled(Feature::new(name)), state))
+            })
+            .collect();
+        gates.send_if_modified(|now| {
+            let changed = now.as_ref() != Some(&fresh);
+            *now = Some(fresh);
+            changed
+        });
+        tokio::select! {
+            () = &mut stop => return,
+            changed = states.changed() => if changed.is_err() {
+                return;
+            },
+        }
+    }
 }

@@ -271,22 +271,15 @@ impl ControllerManagerOptions {
 }
 
 /// `NetworkRegistry`: the `networkclaim` controller runs only while it is on (the API
-/// server serves the NetworkClaim API under the same gate, with the same stages).
-pub const NETWORK_REGISTRY: featuregate::Feature =
-    featuregate::Feature::new(genplane_api::features::NETWORK_REGISTRY);
+/// server serves the NetworkClaim API under the same gate; both register it with
+/// [`genplane_networkregistry::feature::register`]).
+pub const NETWORK_REGISTRY: featuregate::Feature = genplane_networkregistry::feature::FEATURE;
 
 /// The features the controller-manager knows.
 pub fn feature_registry() -> featuregate::Registry {
     let mut registry = featuregate::Registry::new();
-    let added = registry.add(
-        NETWORK_REGISTRY,
-        &[featuregate::FeatureSpec::new(
-            featuregate::Version::new(1, 33),
-            featuregate::Stage::Alpha,
-            false,
-        )],
-    );
-    // A static, valid table; a test proves it.
+    let added = genplane_networkregistry::feature::register(&mut registry);
+    // A static, valid registration; its crate's test proves it.
     debug_assert!(added.is_ok(), "{added:?}");
     registry
 }

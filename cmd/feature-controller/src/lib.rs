@@ -108,8 +108,9 @@ pub struct FeatureControllerConfig {
     pub common: CommonConfig,
 }
 
-/// Every feature the `genplane` binary knows: the union of its roles' (the API server's; the
-/// controller-manager registers none yet), with their declared transition tasks.
+/// Every feature the `genplane` binary knows: the API server's, which include the one the
+/// controller-manager knows (NetworkRegistry, registered for both by
+/// `genplane_networkregistry::feature::register`), with their declared transition tasks.
 pub fn binary_features() -> featuregate::Registry {
     genplane_controlplane::features::registry()
 }

@@ -162,6 +162,13 @@ pub enum Error {
         /// The feature name.
         name: String,
     },
+    /// A feature adopted from the cluster at run time ([`FeatureGate::adopt_central`]) whose
+    /// author did not declare it central (see [`Registry::make_central`]).
+    #[error("feature {name} is not central: its value comes from this role's own settings")]
+    NotCentral {
+        /// The feature name.
+        name: String,
+    },
 }
 
 /// A Kubernetes minor version, `MAJOR.MINOR` (patch versions are not meaningful for features).
@@ -767,7 +774,10 @@ impl Registry {
                 None => by_stage.unwrap_or(spec.default),
             };
             let mut entry = Entry::new(name, spec, value);
-            entry.dynamic = self.dynamic.contains(name) && !spec.lock_to_default;
+            // A feature that does not exist yet at the emulated version never changes.
+            let changeable = !spec.lock_to_default && spec.stage != Stage::PreAlpha;
+            entry.dynamic = self.dynamic.contains(name) && changeable;
+            entry.central = self.central.contains(name) && changeable;
             entries.push(entry);
         }
         let by_name = entries
@@ -1019,8 +1029,12 @@ struct Entry {
     spec: FeatureSpec,
     /// The value the settings gave (`--feature-gates` and the defaults).
     configured: bool,
-    /// Whether the value may change at run time ([`Registry::allow_dynamic`], not locked).
+    /// Whether the value may change at run time ([`Registry::allow_dynamic`], not locked,
+    /// existing at the emulated version).
     dynamic: bool,
+    /// Whether the cluster decides the value ([`Registry::make_central`], not locked, existing
+    /// at the emulated version), so a role other than the API server may adopt it at run time.
+    central: bool,
     enabled: AtomicBool,
     /// Whether a check saw `false` (index 0) or `true` (index 1) since the log was last drained.
     seen: [AtomicBool; 2],
@@ -1033,6 +1047,7 @@ impl Entry {
             spec,
             configured: enabled,
             dynamic: false,
+            central: false,
             enabled: AtomicBool::new(enabled),
             seen: [AtomicBool::new(false), AtomicBool::new(false)],
         }
@@ -1160,6 +1175,13 @@ impl FeatureGate {
         self.entry(name).map(|e| e.configured)
     }
 
+    /// Whether the feature `name` is central ([`Registry::make_central`]) and not locked: the
+    /// API servers' flags decide the cluster's value, which other roles adopt
+    /// ([`FeatureGate::adopt_central`]).
+    pub fn is_central(&self, name: &str) -> bool {
+        self.entry(name).is_some_and(|e| e.central)
+    }
+
     /// Changes the value of a dynamic feature at run time: `Some(value)` sets it, `None` puts
     /// back the configured value. Every check after the change sees the new value (the change is
     /// one atomic store), and the use log records it as checks happen. Returns whether the
@@ -1178,6 +1200,30 @@ impl FeatureGate {
                 name: name.to_owned(),
             });
         }
+        Ok(self.store(entry, value))
+    }
+
+    /// Adopts the cluster's value of a central feature at run time (a role other than the API
+    /// servers, which decide it): `Some(value)` sets it, `None` puts back the configured value
+    /// (no Feature object says anything yet). As [`FeatureGate::set_dynamic`] otherwise; a
+    /// feature not central ([`FeatureGate::is_central`]) is an error and keeps its value.
+    pub fn adopt_central(&self, name: &str, value: Option<bool>) -> Result<bool, Error> {
+        let Some(entry) = self.entry(name) else {
+            return Err(Error::Unknown {
+                name: name.to_owned(),
+            });
+        };
+        if !entry.central {
+            return Err(Error::NotCentral {
+                name: name.to_owned(),
+            });
+        }
+        Ok(self.store(entry, value))
+    }
+
+    /// Stores `value` (the configured one for `None`) as `entry`'s, keeping the metric current;
+    /// returns whether the value changed.
+    fn store(&self, entry: &Entry, value: Option<bool>) -> bool {
         let value = value.unwrap_or(entry.configured);
         let before = entry.enabled.swap(value, Ordering::Relaxed);
         if let Some(family) = self.inner.metric.get() {
@@ -1185,7 +1231,7 @@ impl FeatureGate {
                 .get_or_create(&FeatureLabels::of(entry))
                 .set(i64::from(value));
         }
-        Ok(before != value)
+        before != value
     }
 
     fn entry(&self, name: &str) -> Option<&Entry> {
@@ -1617,5 +1663,46 @@ mod tests {
         ));
         assert!(r.is_central("BetaOff"));
         assert!(!r.is_central("BetaOn"));
+    }
+
+    #[test]
+    fn a_central_feature_adopts_the_clusters_value_and_nothing_else_does() {
+        let mut r = registry();
+        r.make_central(BETA_OFF).unwrap();
+        let gate = r
+            .resolve(
+                &FeatureGateSettings::default(),
+                v(1, 33),
+                UseIdentity::new("controller-manager", "test"),
+            )
+            .unwrap();
+        assert!(gate.is_central("BetaOff"));
+        assert!(!gate.is_central("BetaOn"));
+        assert_eq!(gate.adopt_central("BetaOff", Some(true)), Ok(true));
+        assert!(gate.enabled(BETA_OFF));
+        assert_eq!(gate.adopt_central("BetaOff", Some(true)), Ok(false));
+        // Back to the configured value.
+        assert_eq!(gate.adopt_central("BetaOff", None), Ok(true));
+        assert!(!gate.enabled(BETA_OFF));
+        assert!(matches!(
+            gate.adopt_central("BetaOn", Some(false)),
+            Err(Error::NotCentral { .. })
+        ));
+        assert!(gate.enabled(BETA_ON));
+        assert!(matches!(
+            gate.set_dynamic("BetaOff", Some(true)),
+            Err(Error::NotDynamic { .. })
+        ));
+        // Below its first version a feature does not exist: nothing adopts it.
+        r.make_central(NEW_IN_133).unwrap();
+        let old = r
+            .resolve(
+                &FeatureGateSettings::default(),
+                v(1, 32),
+                UseIdentity::new("controller-manager", "test"),
+            )
+            .unwrap();
+        assert!(!old.is_central("NewIn133"));
+        assert!(old.is_central("BetaOff"));
     }
 }

@@ -15,11 +15,30 @@
 //! A selected controller whose required feature gates are not all on is not started
 //! ([`Selection::resolve`] reports it as [`Skipped`]); when `--controllers` names it explicitly,
 //! the controller-manager says so in a warning that names the gates, as upstream logs it.
+//!
+//! # Gated controllers at run time
+//!
+//! [`run_controllers`] follows the feature gates while it runs ([`GateStates`], a `tokio` watch
+//! channel the controller-manager fills from its gate and the Features' states). For each
+//! selected controller it keeps one of three [`GateState`]s, the lowest of its gates':
+//!
+//! - `On`: it runs in full;
+//! - `Draining`: its gate is off here but the cluster may still hold objects of the feature
+//!   (the Feature's state is `On`, `TurningOn` or `TurningOff`): it runs only to remove them
+//!   ([`ControllerContext::removal_only`]; the registry controller releases deleted claims but
+//!   keeps no well-known claim);
+//! - `Off`: it does not run.
+//!
+//! When a controller's state changes it is stopped (its future dropped at its next await
+//! point: its tasks are aborted and its watch subscriptions released) and, unless `Off`,
+//! started again in the new state. Controllers decide from what they watch, so a restarted one
+//! picks up whatever its predecessor left undone. Ungated controllers start at once; gated ones
+//! wait until the gates are known.
 
 use std::future::Future;
 use std::time::Duration;
 
-use futures::future::BoxFuture;
+use futures::future::{AbortHandle, Abortable, BoxFuture};
 use futures::stream::{FuturesUnordered, StreamExt as _};
 
 use crate::informers::SharedInformers;
@@ -79,6 +98,9 @@ pub struct ControllerContext {
     /// The Pod IP ranges (`--cluster-cidr`), claimed as the well-known NetworkClaim
     /// `kube-controller-manager` by the `networkclaim` controller; none when empty.
     pub cluster_cidr: Vec<genplane_api::networkregistry::Prefix>,
+    /// Whether the controller runs only to remove what its feature left, its gate being off
+    /// while the cluster turns the feature off ([`GateState::Draining`]): it makes nothing new.
+    pub removal_only: bool,
 }
 
 impl ControllerContext {
@@ -96,6 +118,7 @@ impl ControllerContext {
             resource_quota_sync_period,
             network_claim_release_grace: crate::networkclaim::DEFAULT_RELEASE_GRACE,
             cluster_cidr: Vec::new(),
+            removal_only: false,
         }
     }
 }
@@ -114,6 +137,7 @@ impl std::fmt::Debug for ControllerContext {
                 &self.network_claim_release_grace,
             )
             .field("cluster_cidr", &self.cluster_cidr)
+            .field("removal_only", &self.removal_only)
             .finish_non_exhaustive()
     }
 }
@@ -220,10 +244,16 @@ pub static CONTROLLERS: &[ControllerDescriptor] = &[
         required_feature_gates: &[genplane_api::features::NETWORK_REGISTRY],
         constructor: |ctx| {
             Box::pin(async move {
+                // While the feature drains, no well-known claim is made again.
+                let cluster_cidr = if ctx.removal_only {
+                    Vec::new()
+                } else {
+                    ctx.cluster_cidr
+                };
                 Ok(crate::networkclaim::run(
                     ctx.client,
                     ctx.network_claim_release_grace,
-                    ctx.cluster_cidr,
+                    cluster_cidr,
                 )
                 .await?)
             })
@@ -385,33 +415,145 @@ impl Selection {
     }
 }
 
-/// Runs `controllers` side by side until `stop` completes (then `Ok`) or one of them stops,
-/// which is an error: controllers run until the process stops. Dropping the returned future
-/// stops every controller at its next await point.
+/// What a feature gate lets the controllers that need it do (see the module documentation).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum GateState {
+    /// The gate is off and nothing of the feature is left: the controllers do not run.
+    Off,
+    /// The gate is off here but the cluster may still hold the feature's objects: the
+    /// controllers run only to remove them.
+    Draining,
+    /// The gate is on: the controllers run in full.
+    On,
+}
+
+impl GateState {
+    /// The state of a gate that is `enabled` (or not) in this role, when the feature's Feature
+    /// object says `cluster_state` (`status.state`; `None` when unknown).
+    pub fn of(enabled: bool, cluster_state: Option<&str>) -> Self {
+        if enabled {
+            GateState::On
+        } else if genplane_api::featuregates::may_hold_objects(cluster_state) {
+            GateState::Draining
+        } else {
+            GateState::Off
+        }
+    }
+}
+
+/// The state of every feature gate the controllers need, by name (a gate missing is
+/// [`GateState::Off`]); `None` until the gates are known.
+pub type GateStates = Option<std::collections::BTreeMap<&'static str, GateState>>;
+
+/// The state `controller` runs in under `gates`: the lowest of its gates' (`On` with none).
+fn state_of(
+    controller: &ControllerDescriptor,
+    gates: &std::collections::BTreeMap<&str, GateState>,
+) -> GateState {
+    controller
+        .required_feature_gates
+        .iter()
+        .map(|gate| gates.get(gate).copied().unwrap_or(GateState::Off))
+        .min()
+        .unwrap_or(GateState::On)
+}
+
+/// A running controller's outcome: its name and result, or `Aborted` when it was stopped.
+type Outcome = (
+    &'static str,
+    Result<Result<(), BoxError>, futures::future::Aborted>,
+);
+
+/// Runs the controllers of `table` that `selection` selects, side by side, until `stop`
+/// completes (then `Ok`) or one of them stops on its own, which is an error: controllers run
+/// until the process stops. Gated controllers start, stop and restart as `gates` changes (see
+/// the module documentation). Dropping the returned future stops every controller at its next
+/// await point.
 pub async fn run_controllers(
-    controllers: &[&ControllerDescriptor],
+    selection: &Selection,
+    table: &'static [ControllerDescriptor],
     context: ControllerContext,
+    mut gates: tokio::sync::watch::Receiver<GateStates>,
     stop: impl Future<Output = ()>,
 ) -> Result<(), Error> {
-    let mut running: FuturesUnordered<_> = controllers
-        .iter()
-        .map(|c| {
-            let name = c.name;
-            tracing::info!(controller = name, "starting controller");
-            let future = (c.constructor)(context.clone());
-            async move { (name, future.await) }
-        })
-        .collect();
-    if running.is_empty() {
+    let mut running: FuturesUnordered<BoxFuture<'static, Outcome>> = FuturesUnordered::new();
+    let mut handles: std::collections::BTreeMap<&'static str, (GateState, AbortHandle)> =
+        std::collections::BTreeMap::new();
+    let mut told: std::collections::BTreeSet<&'static str> = std::collections::BTreeSet::new();
+    if selection.enabled(table).is_empty() {
         tracing::warn!("no controllers are enabled");
     }
+    let mut gates_open = true;
     tokio::pin!(stop);
-    tokio::select! {
-        () = &mut stop => Ok(()),
-        Some((name, result)) = running.next() => match result {
-            Ok(()) => Err(Error::Stopped(name)),
-            Err(source) => Err(Error::Failed { name, source }),
-        },
+    loop {
+        let current = gates.borrow_and_update().clone();
+        let known = current.clone().unwrap_or_default();
+        let resolved = selection.resolve(table, |gate| {
+            known
+                .get(gate)
+                .is_some_and(|state| *state != GateState::Off)
+        });
+        for controller in resolved.start {
+            let state = state_of(controller, &known);
+            match handles.get(controller.name) {
+                Some((now, _)) if *now == state => continue,
+                Some((now, handle)) => {
+                    tracing::info!(
+                        controller = controller.name,
+                        from = ?now,
+                        to = ?state,
+                        "restarting controller: its feature gates changed"
+                    );
+                    handle.abort();
+                }
+                None => tracing::info!(
+                    controller = controller.name,
+                    removal_only = state == GateState::Draining,
+                    "starting controller"
+                ),
+            }
+            told.remove(controller.name);
+            let mut context = context.clone();
+            context.removal_only = state == GateState::Draining;
+            let (handle, registration) = AbortHandle::new_pair();
+            let future = Abortable::new((controller.constructor)(context), registration);
+            let name = controller.name;
+            running.push(Box::pin(async move { (name, future.await) }));
+            handles.insert(name, (state, handle));
+        }
+        for skipped in resolved.skipped {
+            if current.is_none() {
+                // The gates are not known yet: decide once they are.
+                continue;
+            }
+            if let Some((_, handle)) = handles.remove(skipped.name) {
+                tracing::info!(
+                    controller = skipped.name,
+                    gates_off = skipped.gates_off.join(","),
+                    "stopping controller: its feature gates are off"
+                );
+                handle.abort();
+            } else if told.insert(skipped.name) {
+                if skipped.named {
+                    tracing::warn!("{skipped}");
+                } else {
+                    tracing::info!("{skipped}");
+                }
+            }
+        }
+        tokio::select! {
+            () = &mut stop => return Ok(()),
+            changed = gates.changed(), if gates_open => {
+                // No more changes: the gates stay as they are.
+                gates_open = changed.is_ok();
+            }
+            Some((name, result)) = running.next() => match result {
+                // Stopped on purpose (its gates changed).
+                Err(futures::future::Aborted) => {}
+                Ok(Ok(())) => return Err(Error::Stopped(name)),
+                Ok(Err(source)) => return Err(Error::Failed { name, source }),
+            },
+        }
     }
 }
 
@@ -559,5 +701,151 @@ mod tests {
         ] {
             assert!(names.contains(&name), "{name}");
         }
+    }
+
+    /// What the recorded controllers did, in order.
+    static EVENTS: std::sync::Mutex<Vec<String>> = std::sync::Mutex::new(Vec::new());
+
+    fn take() -> Vec<String> {
+        std::mem::take(&mut *EVENTS.lock().unwrap())
+    }
+
+    /// Records its start (and whether it only removes) and, when dropped, its stop.
+    struct Recorded(&'static str);
+
+    impl Drop for Recorded {
+        fn drop(&mut self) {
+            EVENTS.lock().unwrap().push(format!("stop {}", self.0));
+        }
+    }
+
+    fn recorded(
+        name: &'static str,
+        ctx: ControllerContext,
+    ) -> BoxFuture<'static, Result<(), BoxError>> {
+        Box::pin(async move {
+            let removing = if ctx.removal_only { " removing" } else { "" };
+            EVENTS
+                .lock()
+                .unwrap()
+                .push(format!("start {name}{removing}"));
+            let _running = Recorded(name);
+            futures::future::pending::<()>().await;
+            Ok(())
+        })
+    }
+
+    const RUN_TABLE: &[ControllerDescriptor] = &[
+        ControllerDescriptor {
+            name: "plain",
+            aliases: &[],
+            disabled_by_default: false,
+            required_feature_gates: &[],
+            constructor: |ctx| recorded("plain", ctx),
+        },
+        ControllerDescriptor {
+            name: "gated",
+            aliases: &[],
+            disabled_by_default: false,
+            required_feature_gates: &["Shiny"],
+            constructor: |ctx| recorded("gated", ctx),
+        },
+        ControllerDescriptor {
+            name: "failing",
+            aliases: &[],
+            disabled_by_default: true,
+            required_feature_gates: &[],
+            constructor: |_| Box::pin(async { Err("broken".into()) }),
+        },
+    ];
+
+    fn context() -> ControllerContext {
+        let config = kube::Config::new("http://127.0.0.1:9".parse().unwrap());
+        let client = kube::Client::try_from(config).unwrap();
+        ControllerContext::new(client, String::new(), Duration::from_secs(60))
+    }
+
+    /// Lets the spawned supervisor run until it waits again.
+    async fn settle() {
+        for _ in 0..100 {
+            tokio::task::yield_now().await;
+        }
+    }
+
+    #[test]
+    fn a_gate_drains_while_the_cluster_may_hold_objects() {
+        assert_eq!(GateState::of(true, None), GateState::On);
+        assert_eq!(
+            GateState::of(false, Some("TurningOff")),
+            GateState::Draining
+        );
+        assert_eq!(GateState::of(false, Some("On")), GateState::Draining);
+        assert_eq!(GateState::of(false, Some("Off")), GateState::Off);
+        assert_eq!(GateState::of(false, None), GateState::Off);
+    }
+
+    #[tokio::test(flavor = "current_thread")]
+    async fn gated_controllers_start_drain_and_stop_as_their_gates_change() {
+        let (gates, receiver) = tokio::sync::watch::channel(None);
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        let run = tokio::spawn(async move {
+            let selection = Selection::default();
+            run_controllers(&selection, RUN_TABLE, context(), receiver, async {
+                let _ = stopped.await;
+            })
+            .await
+        });
+        settle().await;
+        // Ungated controllers start at once; gated ones wait for the gates.
+        assert_eq!(take(), ["start plain"]);
+        let set = |state| {
+            gates
+                .send(Some(std::collections::BTreeMap::from([("Shiny", state)])))
+                .unwrap();
+        };
+        set(GateState::On);
+        settle().await;
+        assert_eq!(take(), ["start gated"]);
+        set(GateState::On);
+        settle().await;
+        assert!(take().is_empty());
+        set(GateState::Draining);
+        settle().await;
+        assert_eq!(take(), ["stop gated", "start gated removing"]);
+        set(GateState::Off);
+        settle().await;
+        assert_eq!(take(), ["stop gated"]);
+        set(GateState::On);
+        settle().await;
+        assert_eq!(take(), ["start gated"]);
+        stop.send(()).unwrap();
+        run.await.unwrap().unwrap();
+        let mut stopped = take();
+        stopped.sort();
+        assert_eq!(stopped, ["stop gated", "stop plain"]);
+    }
+
+    #[tokio::test(flavor = "current_thread")]
+    async fn a_controller_that_stops_on_its_own_is_an_error() {
+        let (_gates, receiver) = tokio::sync::watch::channel(Some(Default::default()));
+        let selection = Selection::parse(&["failing"], RUN_TABLE).unwrap();
+        let result = run_controllers(
+            &selection,
+            RUN_TABLE,
+            context(),
+            receiver,
+            std::future::pending(),
+        )
+        .await;
+        assert!(
+            matches!(
+                result,
+                Err(Error::Failed {
+                    name: "failing",
+                    ..
+                })
+            ),
+            "{result:?}"
+        );
     }
 }

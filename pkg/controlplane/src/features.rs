@@ -21,9 +21,9 @@ pub const COORDINATED_LEADER_ELECTION: Feature =
 pub const API_RESPONSE_COMPRESSION: Feature = genplane_apiserver::filters::compression::FEATURE;
 
 /// `NetworkRegistry` (genplane's own, the draft KANA proposal): the
-/// `networkregistry.genplane.io` API is served only while it is on. Alpha in 1.33, off by
-/// default: the API is new and its shape may still change.
-pub const NETWORK_REGISTRY: Feature = Feature::new(genplane_api::features::NETWORK_REGISTRY);
+/// `networkregistry.genplane.io` API is served only while it is on. Registered, for every role,
+/// by [`genplane_networkregistry::feature::register`] (alpha in 1.33, off by default, central).
+pub const NETWORK_REGISTRY: Feature = genplane_networkregistry::feature::FEATURE;
 
 /// `MutatingAdmissionPolicy` (KEP-3962): the `admissionregistration.k8s.io/v1alpha1`
 /// MutatingAdmissionPolicies and bindings are served (when `--runtime-config` enables the
@@ -48,15 +48,6 @@ pub const REMOVE_MUTATING_ADMISSION_POLICIES: [Task; 2] = [
         kind: "MutatingAdmissionPolicy",
     },
 ];
-
-/// The task that turning NetworkRegistry off runs once every component runs with it off: the
-/// NetworkClaims, served only while it is on (or while it is turned off), must be gone.
-pub const REMOVE_NETWORK_CLAIMS: Task = Task::WaitForObjectsRemoved {
-    group: "networkregistry.genplane.io",
-    version: "v1alpha1",
-    resource: "networkclaims",
-    kind: "NetworkClaim",
-};
 
 /// The task that turning APIServerIdentity off runs once every API server runs with it off:
 /// the identity Leases the servers kept are deleted (with the feature off, nothing renews or
@@ -126,15 +117,8 @@ pub fn registry() -> Registry {
     debug_assert!(added.is_ok(), "{added:?}");
     let added = registry.allow_dynamic(API_RESPONSE_COMPRESSION);
     debug_assert!(added.is_ok(), "{added:?}");
-    let added = registry.add(
-        NETWORK_REGISTRY,
-        &[FeatureSpec::new(Version::new(1, 33), Stage::Alpha, false)],
-    );
-    debug_assert!(added.is_ok(), "{added:?}");
-    let added = registry.add_turn_off_task(NETWORK_REGISTRY, REMOVE_NETWORK_CLAIMS);
-    debug_assert!(added.is_ok(), "{added:?}");
-    // The API servers' flags decide it: they serve the API.
-    let added = registry.make_central(NETWORK_REGISTRY);
+    // The API servers' flags decide it (they serve the API); every role registers it alike.
+    let added = genplane_networkregistry::feature::register(&mut registry);
     debug_assert!(added.is_ok(), "{added:?}");
     let added = registry.add(
         MUTATING_ADMISSION_POLICY,

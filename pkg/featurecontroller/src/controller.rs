@@ -124,10 +124,13 @@ pub struct FeatureController {
     metrics: Metrics,
 }
 
-/// What the binary knows: every feature of `registry` that exists at `gate`'s emulated
-/// version, with the values `gate` (the feature-controller's own `--feature-gates`) gives them.
-/// Values are read without recording a use: the feature-controller configures features, it
-/// does not use them.
+/// What the binary knows: every feature of `registry`, with the values `gate` (the
+/// feature-controller's own `--feature-gates`) gives them at its emulated version. A feature
+/// that does not exist at that version (pre-alpha: the emulated version is below its first) is
+/// known as absent ([`Known::exists`]): configured off, neither dynamic nor central, so that a
+/// Feature left from a newer version is turned off with its turn-off tasks (a downgrade's
+/// stored-state cleanup). Values are read without recording a use: the feature-controller
+/// configures features, it does not use them.
 pub fn known_features(
     registry: &Registry,
     gate: &FeatureGate,
@@ -135,17 +138,20 @@ pub fn known_features(
 ) -> Vec<Known> {
     gate.features()
         .into_iter()
-        .filter(|f| f.spec.stage != Stage::PreAlpha)
         .filter(|f| registry.spec_at(f.name, gate.emulated_version()).is_some())
-        .map(|f| Known {
-            name: f.name,
-            stage: f.spec.stage,
-            default: f.spec.default,
-            locked: f.spec.lock_to_default,
-            configured: f.enabled,
-            dynamic: dynamic.contains(f.name),
-            central: registry.is_central(f.name),
-            turn_off_tasks: registry.turn_off_tasks(f.name).to_vec(),
+        .map(|f| {
+            let exists = f.spec.stage != Stage::PreAlpha;
+            Known {
+                name: f.name,
+                stage: f.spec.stage,
+                default: f.spec.default,
+                locked: f.spec.lock_to_default,
+                configured: f.enabled && exists,
+                dynamic: exists && dynamic.contains(f.name),
+                central: exists && registry.is_central(f.name),
+                turn_off_tasks: registry.turn_off_tasks(f.name).to_vec(),
+                exists,
+            }
         })
         .collect()
 }
@@ -314,6 +320,8 @@ impl FeatureController {
             let name = object_name(known.name);
             let object = match by_name.remove(&name) {
                 Some(object) => object,
+                // Absent at this emulated version: nothing to announce.
+                None if !known.exists => continue,
                 None => match self.announce(&features, known).await {
                     Ok(object) => object,
                     Err(error) => {
@@ -412,6 +420,12 @@ impl FeatureController {
                     Ok(Outcome::Done(message)) => {
                         if let Some(done) = reconcile::task_done(&mut plan.status, &message) {
                             plan.transitions.push(done);
+                            reconcile::refresh_upgrade_safe(
+                                &mut plan.status,
+                                known,
+                                &self.versions,
+                                now,
+                            );
                         }
                     }
                     Ok(Outcome::Pending(message)) => {

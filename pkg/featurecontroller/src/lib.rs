@@ -21,6 +21,16 @@
 //! [`follow::Follower`] beside its reporter: it watches the Features and sets the gate to the
 //! value the Feature's state stands for, so a transition completes without restarting anyone.
 //!
+//! # Central features ([`follow`])
+//!
+//! A central feature's desired value comes from the API servers' `--feature-gates` (on only
+//! while every live API server reports it on). Roles other than the API servers follow the
+//! Feature's state instead of their own flag ([`follow::Follower::adopting_central`]), logging
+//! one warning where the flag disagrees, so their reports follow the cluster and a transition's
+//! `WaitForUses` completes whichever way the API servers move. The follower also publishes
+//! every Feature's state ([`follow::Follower::states`]); the controller-manager starts, drains
+//! and stops its gated controllers from it while it runs.
+//!
 //! # The server flow ([`controller`])
 //!
 //! Every feature-controller instance keeps an identity Lease (`--identity-lease-duration`,
@@ -50,6 +60,18 @@
 //! feature's registration follow when turning it off
 //! ([`genplane_component_base::featuregate::Task`]): `ClearField` removes fields from every
 //! stored object of a resource with a JSON merge patch carrying the object's resourceVersion.
+//!
+//! # Moving the cluster's version
+//!
+//! The Feature records the announcing binary's version and emulated version. A
+//! feature-controller whose emulated version lacks a feature (a downgrade below the feature's
+//! first version) does not announce it, but turns an existing Feature of it off like a feature
+//! configured off: its turn-off tasks remove what it stored, since the older version cannot
+//! read or clean it. The [`reconcile::UPGRADE_SAFE`] condition of that Feature is `False`
+//! until then and `True` once the feature is `Off`. A default that flips at the new version
+//! changes the desired value, and the usual transition (with its tasks) follows; nothing else is
+//! needed. Before moving, `genplane feature-controller check --to-version` ([`check`]) says
+//! whether it is safe.
 //!
 //! Every status write carries the resourceVersion it was computed from, and every task is
 //! idempotent: two instances that both believe they lead (while their views of the Leases

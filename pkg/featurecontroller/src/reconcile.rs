@@ -14,6 +14,11 @@ use crate::identity::Instance;
 pub const WAIT_FOR_USES: &str = "WaitForUses";
 /// The condition saying whether every live instance reports the value of the state.
 pub const AGREED: &str = "Agreed";
+/// The condition saying whether the cluster's emulated version is safe for the feature: set on
+/// the Feature of a feature that does not exist at the announcing binary's emulated version
+/// (false until it is off and its turn-off tasks removed what it stored), and kept current
+/// once the feature exists again.
+pub const UPGRADE_SAFE: &str = "UpgradeSafe";
 
 /// What the binary knows of a feature, and how the cluster is configured for it.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -35,6 +40,10 @@ pub struct Known {
     pub central: bool,
     /// The tasks turning it off runs after [`WAIT_FOR_USES`].
     pub turn_off_tasks: Vec<Task>,
+    /// Whether the feature exists at the emulated version. One that does not (the emulated
+    /// version moved below its first version) is never announced, but its Feature, if any, is
+    /// turned off with its turn-off tasks (configured off, neither dynamic nor central).
+    pub exists: bool,
 }
 
 /// The versions the announcing binary reports.
@@ -199,10 +208,13 @@ pub fn plan(
     let mut transitions = Vec::new();
     let mut run = None;
 
-    // Announce what the binary knows.
-    status.insert("stage".into(), json!(stage_name(known.stage)));
-    status.insert("default".into(), json!(known.default));
-    status.insert("lockedToDefault".into(), json!(known.locked));
+    // Announce what the binary knows (of a feature that does not exist at the emulated version,
+    // only the versions: its stage and default are those of the version that had it).
+    if known.exists {
+        status.insert("stage".into(), json!(stage_name(known.stage)));
+        status.insert("default".into(), json!(known.default));
+        status.insert("lockedToDefault".into(), json!(known.locked));
+    }
     status.insert(
         "versions".into(),
         json!({"binary": versions.binary, "emulated": versions.emulated}),
@@ -337,6 +349,7 @@ pub fn plan(
         )
     };
     set_condition(&mut status, AGREED, agreed, reason, message, now);
+    upgrade_safe(&mut status, known, versions, now);
     drop_empty_lists(&mut status);
 
     Plan {
@@ -344,6 +357,64 @@ pub fn plan(
         transitions,
         run,
     }
+}
+
+/// Sets [`UPGRADE_SAFE`] in `status` (a Feature's status) from its state: called again once a
+/// task completed the transition, so the condition written with the state agrees with it.
+pub fn refresh_upgrade_safe(
+    status: &mut Value,
+    known: &Known,
+    versions: &Versions,
+    now: Timestamp,
+) {
+    if let Some(status) = status.as_object_mut() {
+        upgrade_safe(status, known, versions, now);
+    }
+}
+
+/// Sets [`UPGRADE_SAFE`] for a feature that does not exist at the emulated version (the
+/// cluster moved below its first version: a downgrade), and keeps it current when it exists
+/// again; a Feature that never saw such a move has no such condition.
+fn upgrade_safe(
+    status: &mut Map<String, Value>,
+    known: &Known,
+    versions: &Versions,
+    now: Timestamp,
+) {
+    let at = &versions.emulated;
+    let (safe, reason, message) = if known.exists {
+        if !list(status, "conditions")
+            .iter()
+            .any(|c| c["type"] == UPGRADE_SAFE)
+        {
+            return;
+        }
+        (
+            true,
+            "PresentAtEmulatedVersion",
+            format!("{} exists at emulated version {at}", known.name),
+        )
+    } else if status.get("state").and_then(Value::as_str) == Some("Off") {
+        (
+            true,
+            "AbsentAtEmulatedVersion",
+            format!(
+                "{} does not exist at emulated version {at}; it is off and its turn-off tasks ran",
+                known.name
+            ),
+        )
+    } else {
+        (
+            false,
+            "AbsentAtEmulatedVersion",
+            format!(
+                "{} does not exist at emulated version {at}: turning it off and running its \
+                 turn-off tasks to remove what it stored",
+                known.name
+            ),
+        )
+    };
+    set_condition(status, UPGRADE_SAFE, safe, reason, message, now);
 }
 
 /// Leaves out empty lists, as the server stores them (an absent list is an empty one), so that

@@ -72,6 +72,7 @@
 
 pub mod allocate;
 pub mod client;
+pub mod feature;
 pub mod index;
 pub mod well_known;
 

@@ -274,6 +274,64 @@ spec: {featureName: MyOwnFeature}
     );
 }
 
+/// A downgrade below a feature's first version: all-in-one with CoordinatedLeaderElection on
+/// stores a Lease with the fields only it allows; restarted at `--emulated-version=1.30`, which
+/// lacks the feature, the feature-controller turns its Feature off through the feature's
+/// turn-off tasks (the fields are cleared from the stored Lease) and records the move in the
+/// `UpgradeSafe` condition, false while it runs and true once nothing of it is left.
+#[test]
+fn moving_the_emulated_version_below_a_feature_clears_what_it_stored() {
+    let dir = tempfile::tempdir().unwrap();
+    let (mut process, kubeconfig) = all_in_one(dir.path(), "CoordinatedLeaderElection=true");
+    process.wait_for("the feature On", |_| {
+        (feature(&kubeconfig, CLE)?["status"]["state"] == "On").then_some(())
+    });
+    ok(apply_stdin(&kubeconfig, &["apply", "-f", "-"], DEMO_LEASE));
+    let strategy = ok(kubectl(
+        &kubeconfig,
+        &["get", "lease", "demo", "-o", "jsonpath={.spec.strategy}"],
+    ));
+    assert_eq!(strategy, "OldestEmulationVersion");
+
+    process.terminate();
+    process.wait_exit(support::DEADLINE);
+    let (mut process, kubeconfig) = all_in_one_with(dir.path(), "", &["--emulated-version=1.30"]);
+    let off = process.wait_for("the feature turned off at 1.30", |_| {
+        let object = feature(&kubeconfig, CLE)?;
+        (object["status"]["state"] == "Off").then_some(object)
+    });
+    assert_eq!(off["status"]["versions"]["emulated"], "1.30");
+    let upgrade_safe = off["status"]["conditions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["type"] == "UpgradeSafe")
+        .unwrap()
+        .clone();
+    assert_eq!(upgrade_safe["status"], "True", "{upgrade_safe}");
+    assert_eq!(
+        upgrade_safe["message"],
+        "CoordinatedLeaderElection does not exist at emulated version 1.30; it is off and its turn-off tasks ran"
+    );
+    let spec = ok(kubectl(
+        &kubeconfig,
+        &["get", "lease", "demo", "-o", "jsonpath={.spec}"],
+    ));
+    assert_eq!(spec, "{\"holderIdentity\":\"me\"}");
+    let log = process.output();
+    let turning = log
+        .find("feature state changed feature=\"CoordinatedLeaderElection\" state=\"TurningOff\"")
+        .unwrap_or_else(|| panic!("{log}"));
+    let cleared = log.find("task=\"ClearField\"").unwrap();
+    let done = log
+        .find("feature state changed feature=\"CoordinatedLeaderElection\" state=\"Off\"")
+        .unwrap();
+    assert!(turning < cleared && cleared < done, "{log}");
+    // Nothing of it stored: staying at 1.30 is safe.
+    let check = check_to(&kubeconfig, "1.30");
+    assert!(check.status.success(), "{}", text(&check));
+}
+
 const USER_CLAIM: &str = "apiVersion: networkregistry.genplane.io/v1alpha1
 kind: NetworkClaim
 metadata: {name: lab}
@@ -943,6 +1001,148 @@ fn a_central_feature_follows_the_api_servers_and_waits_for_them_to_agree() {
     });
     assert_eq!(uses_of(&off, "apiserver"), ["Off", "Off"]);
     drop((a, b));
+}
+
+/// How many watches of NetworkClaims the API server `raw` serves.
+fn claim_watchers(raw: &Raw) -> Option<u32> {
+    let metrics = raw.get("/metrics").text();
+    let series = "apiserver_registered_watchers{group=\"networkregistry.genplane.io\",kind=\"NetworkClaim\",version=\"v1alpha1\"} ";
+    metrics
+        .lines()
+        .find_map(|l| l.strip_prefix(series)?.parse().ok())
+}
+
+/// A controller-manager started with NetworkRegistry off while the API server runs it on
+/// follows the cluster, not its flag: it says so once, starts the registry controller at run
+/// time when the Feature turns on (a claim is allocated) and reports On. The API server
+/// restarted with the feature off turns it off: the controller-manager follows at run time,
+/// keeps the registry controller only to release the claims (the admin lets the
+/// feature-controller delete them), reports Off so the transition completes, then stops the
+/// controller and releases its watch.
+#[test]
+fn a_controller_manager_follows_a_central_feature_against_its_own_flag() {
+    const FEATURE: &str = "network-registry";
+    let flags = |on: bool| {
+        vec![
+            "--feature-use-report-period=1s".to_owned(),
+            format!("--feature-gates=NetworkRegistry={on}"),
+        ]
+    };
+    let server = support::start_with(&flags(true).iter().map(String::as_str).collect::<Vec<_>>());
+    let admin = server.kubeconfig();
+    let mut manager = support::ControllerManager::start(
+        &server,
+        "controller-manager.log",
+        &[
+            "--feature-gates=NetworkRegistry=false",
+            "--feature-use-report-period=1s",
+            "--network-claim-release-grace-period=0s",
+            // The garbage collector watches every resource: without it, the registry
+            // controller's is the one watch of NetworkClaims.
+            "--controllers=*,-garbage-collector",
+            // The API server restarts below: the Lease outlives that.
+            "--leader-elect-lease-duration=60s",
+            "--leader-elect-renew-deadline=40s",
+        ],
+    );
+    // No Feature yet: the controller-manager runs with its own flag.
+    manager.process.wait_for("the registry controller held back", |p| {
+        p.output()
+            .contains("controller networkclaim is not started: it needs the feature gate NetworkRegistry, which is off")
+            .then_some(())
+    });
+    ok(apply_stdin(&admin, &["apply", "-f", "-"], USER_CLAIM));
+
+    let mut controller = FeatureController::start(
+        &server,
+        "feature-controller.log",
+        &[
+            "--feature-use-report-period=1s",
+            "--identity-lease-duration=3s",
+            "--sync-period=1s",
+        ],
+    );
+    let on = controller
+        .process
+        .wait_for("the feature On, the controller-manager agreeing", |_| {
+            let object = feature(&admin, FEATURE)?;
+            (object["status"]["state"] == "On" && uses_of(&object, "controller-manager") == ["On"])
+                .then_some(object)
+        });
+    assert_eq!(uses_of(&on, "apiserver"), ["On"]);
+    manager
+        .process
+        .wait_for("the claim allocated by the registry controller", |_| {
+            let out = kubectl(
+                &admin,
+                &[
+                    "get",
+                    "networkclaim",
+                    "lab",
+                    "-o",
+                    "jsonpath={.status.addressSpace[0].status}",
+                ],
+            );
+            (text(&out) == "Allocated").then_some(())
+        });
+    let log = manager.process.output();
+    let disagreeing = "this role's --feature-gates disagrees with the cluster on a central feature: following the cluster (the API servers' flags decide it) feature=\"NetworkRegistry\" cluster=true flag=false";
+    assert_eq!(log.matches(disagreeing).count(), 1, "{log}");
+    assert!(
+        log.contains("starting controller controller=\"networkclaim\" removal_only=false"),
+        "{log}"
+    );
+
+    // The API server restarted with the feature off: the cluster turns it off.
+    let port = server.port;
+    let mut off_flags = flags(false);
+    off_flags.push(format!("--secure-port={port}"));
+    let server = support::start_in(
+        support::stop(server),
+        &off_flags.iter().map(String::as_str).collect::<Vec<_>>(),
+    );
+    let raw = server.raw();
+    manager.process.wait_for("the registry controller draining", |p| {
+        let drained = p.output().contains(
+            "restarting controller: its feature gates changed controller=\"networkclaim\" from=On to=Draining",
+        );
+        (drained && claim_watchers(&raw) == Some(1)).then_some(())
+    });
+    ok(kubectl(
+        &admin,
+        &[
+            "annotate",
+            "feature",
+            FEATURE,
+            "-n",
+            "kube-system",
+            "featuregates.genplane.io/delete-objects=true",
+        ],
+    ));
+    controller.process.wait_for("the feature Off", |_| {
+        let object = feature(&admin, FEATURE)?;
+        (object["status"]["state"] == "Off").then_some(())
+    });
+    assert_eq!(claim_names(&admin), Some(Vec::new()));
+    manager.process.wait_for("the registry controller stopped, its watch released", |p| {
+        let stopped = p.output().contains(
+            "stopping controller: its feature gates are off controller=\"networkclaim\" gates_off=\"NetworkRegistry\"",
+        );
+        (stopped && claim_watchers(&raw) == Some(0)).then_some(())
+    });
+    let off = eventually("the controller-manager reporting Off", || {
+        let object = feature(&admin, FEATURE)?;
+        (uses_of(&object, "controller-manager") == ["Off"]).then_some(object)
+    });
+    assert_eq!(off["status"]["state"], "Off");
+    // Back to its own flag, which now agrees: no second warning, still running.
+    let log = manager.process.output();
+    assert_eq!(log.matches(disagreeing).count(), 1, "{log}");
+    assert!(
+        manager.process.exited().is_none(),
+        "{}",
+        manager.process.tail()
+    );
 }
 
 /// A `genplane feature-controller` with its ops endpoints on loopback.

@@ -18,6 +18,7 @@ fn known(configured: bool) -> Known {
         dynamic: false,
         central: false,
         turn_off_tasks: vec![CLEAR],
+        exists: true,
     }
 }
 
@@ -257,4 +258,77 @@ fn a_central_feature_is_on_only_while_every_live_api_server_runs_it_on() {
         WAIT,
     );
     assert_eq!(plan4.status["state"], "TurningOff");
+}
+
+#[test]
+fn a_feature_absent_at_a_lower_emulated_version_is_turned_off_through_its_tasks() {
+    let absent = Known {
+        stage: Stage::PreAlpha,
+        exists: false,
+        ..known(false)
+    };
+    let downgraded = Versions {
+        binary: "1.33".into(),
+        emulated: "1.30".into(),
+    };
+    let on = object(json!({"state": "On", "stage": "Beta", "uses": [used("a", "On")]}));
+    let start = plan(&on, &absent, &downgraded, &live(&["a"]), at(0), WAIT);
+    assert_eq!(start.transitions, ["TurningOff"]);
+    let tasks = start.status["tasks"].as_array().unwrap();
+    assert_eq!(tasks[1]["type"], "ClearField");
+    // What the version that had it said stays; the move is recorded.
+    assert_eq!(start.status["stage"], "Beta");
+    assert_eq!(start.status["versions"]["emulated"], "1.30");
+    let condition = |status: &Value, type_: &str| {
+        status["conditions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|c| c["type"] == type_)
+            .cloned()
+            .unwrap()
+    };
+    let unsafe_now = condition(&start.status, "UpgradeSafe");
+    assert_eq!(unsafe_now["status"], "False");
+    assert_eq!(
+        unsafe_now["message"],
+        "CoordinatedLeaderElection does not exist at emulated version 1.30: turning it off and running its turn-off tasks to remove what it stored"
+    );
+
+    let mut off = start.status.clone();
+    off["state"] = json!("Off");
+    off.as_object_mut().unwrap().remove("tasks");
+    let done = plan(
+        &object(off),
+        &absent,
+        &downgraded,
+        &live(&["a"]),
+        at(5),
+        WAIT,
+    );
+    assert!(done.transitions.is_empty());
+    assert_eq!(condition(&done.status, "UpgradeSafe")["status"], "True");
+
+    // Back at a version that has it: the condition says so, and a Feature that never moved
+    // has none.
+    let back = plan(
+        &object(done.status.clone()),
+        &known(false),
+        &versions(),
+        &live(&["a"]),
+        at(10),
+        WAIT,
+    );
+    assert_eq!(
+        condition(&back.status, "UpgradeSafe")["reason"],
+        "PresentAtEmulatedVersion"
+    );
+    let plain = plan(&on, &known(true), &versions(), &live(&["a"]), at(0), WAIT);
+    assert!(
+        plain.status["conditions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|c| c["type"] != "UpgradeSafe")
+    );
 }
