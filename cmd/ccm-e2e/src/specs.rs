@@ -238,6 +238,30 @@ pub static SPECS: &[Spec] = &[
         body: |ctx| Box::pin(master_upgrade(ctx)),
     },
     Spec {
+        name: "[sig-cloud-provider-gcp] Upgrade [Feature:Upgrade] cluster upgrade should maintain a functioning cluster [Feature:ClusterUpgrade] [Serial] [Disruptive]",
+        labels: &[
+            "Feature:Upgrade",
+            "Feature:ClusterUpgrade",
+            "Serial",
+            "Disruptive",
+        ],
+        needs: &[Capability::ControlPlaneUpgrade, Capability::NodeUpgrade],
+        timeout: Duration::from_secs(60 * MINUTES),
+        body: |ctx| Box::pin(cluster_upgrade(ctx)),
+    },
+    Spec {
+        name: "[sig-cloud-provider-gcp] Downgrade [Feature:Downgrade] cluster downgrade should maintain a functioning cluster [Feature:ClusterDowngrade] [Serial] [Disruptive]",
+        labels: &[
+            "Feature:Downgrade",
+            "Feature:ClusterDowngrade",
+            "Serial",
+            "Disruptive",
+        ],
+        needs: &[Capability::ControlPlaneUpgrade, Capability::NodeUpgrade],
+        timeout: Duration::from_secs(60 * MINUTES),
+        body: |ctx| Box::pin(cluster_downgrade(ctx)),
+    },
+    Spec {
         name: "[sig-cloud-provider-gcp] Reboot [Disruptive] [Feature:Reboot] each node by ordering clean reboot and ensure they function upon restart [Serial]",
         labels: &["Disruptive", "Feature:Reboot", "Serial"],
         needs: &[Capability::NodeReboot],
@@ -697,28 +721,115 @@ async fn delete_collection(ctx: &Ctx) -> anyhow::Result<()> {
     .await
 }
 
-/// "master upgrade should maintain a functioning cluster": the control plane is upgraded to
-/// the version the provider configuration names (`upgradeTarget`), nodes and a workload stay
-/// up.
-async fn master_upgrade(ctx: &Ctx) -> anyhow::Result<()> {
-    let target = ctx
-        .upgrade_target
+/// The version the upgrade and downgrade tests go to: `--upgrade-target` (upstream's flag, used
+/// by its downgrade jobs too, with an older version).
+fn upgrade_target(ctx: &Ctx) -> anyhow::Result<String> {
+    ctx.upgrade_target
         .clone()
-        .context("the upgrade tests need --upgrade-target")?;
-    ctx.agnhost("upgrade-workload", 2, None).await?;
+        .context("the upgrade and downgrade tests need --upgrade-target VERSION")
+}
+
+/// Whether `reported` is version `want`, as upstream's checks compare: without their leading
+/// `v`, `reported` begins with `want` (so `v1.34` accepts `v1.34.2`).
+fn is_version(reported: &str, want: &str) -> bool {
+    let want = want.strip_prefix('v').unwrap_or(want);
+    let reported = reported.strip_prefix('v').unwrap_or(reported);
+    !want.is_empty() && reported.starts_with(want)
+}
+
+/// Upstream's `controlPlaneUpgrade` then `checkControlPlaneVersion`: the provider upgrades the
+/// control plane to `target`, then the API server must report it on `/version`.
+async fn control_plane_upgrade(ctx: &Ctx, target: &str) -> anyhow::Result<()> {
     ctx.step(format!("upgrading the control plane to {target}"));
-    ctx.provider.upgrade_control_plane(&target).await?;
+    ctx.provider
+        .upgrade_control_plane(target)
+        .await
+        .context("upgrading the control plane")?;
     ctx.wait_for(
         &format!("the API server to report {target}"),
         timeouts::NODE_READY_AGAIN,
         || async {
-            Ok((ctx.client.apiserver_version().await?.git_version == target).then_some(()))
+            // The API server may be restarting: not answering is not an answer yet.
+            let reported = ctx.client.apiserver_version().await.ok();
+            Ok(reported
+                .filter(|v| is_version(&v.git_version, target))
+                .map(|_| ()))
         },
     )
-    .await?;
-    let before = ctx.ready_nodes().await?.len();
-    ensure!(before > 0, "no Ready node after the upgrade");
+    .await
+}
+
+/// Upstream's `nodeUpgrade` then `waitForNodesReadyAfterUpgrade` and `checkNodesVersions`: the
+/// provider moves the nodes to `target`; every node registered before is Ready again within
+/// `RestartNodeReadyAgainTimeout`, each reporting `target` as its kubelet version.
+async fn node_upgrade(ctx: &Ctx, target: &str) -> anyhow::Result<()> {
+    let nodes: Api<Node> = Api::all(ctx.client.clone());
+    let registered = nodes
+        .list(&ListParams::default())
+        .await
+        .context("listing nodes")?
+        .items
+        .len();
+    ctx.step(format!("moving the {registered} nodes to {target}"));
+    ctx.provider
+        .upgrade_nodes(target)
+        .await
+        .context("upgrading the nodes")?;
+    ctx.wait_for(
+        &format!("{registered} Ready nodes reporting kubelet {target}"),
+        timeouts::NODE_READY_AGAIN,
+        || async {
+            let list = nodes.list(&ListParams::default()).await?.items;
+            let done = list.len() >= registered
+                && list.iter().filter(|n| is_ready(n)).count() >= registered
+                && list.iter().all(|n| is_version(&kubelet_version(n), target));
+            Ok(done.then_some(()))
+        },
+    )
+    .await
+}
+
+/// The kubelet version `node` reports (empty when it reports none).
+fn kubelet_version(node: &Node) -> String {
+    node.status
+        .as_ref()
+        .and_then(|s| s.node_info.as_ref())
+        .map(|i| i.kubelet_version.clone())
+        .unwrap_or_default()
+}
+
+/// "master upgrade should maintain a functioning cluster": the control plane is upgraded to
+/// `--upgrade-target`; nodes and a workload stay up.
+async fn master_upgrade(ctx: &Ctx) -> anyhow::Result<()> {
+    let target = upgrade_target(ctx)?;
+    ctx.agnhost("upgrade-workload", 2, None).await?;
+    control_plane_upgrade(ctx, &target).await?;
+    let ready = ctx.ready_nodes().await?.len();
+    ensure!(ready > 0, "no Ready node after the upgrade");
     ctx.wait_ready_pods("upgrade-workload", 2).await?;
+    Ok(())
+}
+
+/// "cluster upgrade should maintain a functioning cluster": the control plane, then the
+/// nodes go to `--upgrade-target`; a workload runs again on the upgraded nodes.
+async fn cluster_upgrade(ctx: &Ctx) -> anyhow::Result<()> {
+    let target = upgrade_target(ctx)?;
+    ctx.agnhost("upgrade-workload", 2, None).await?;
+    control_plane_upgrade(ctx, &target).await?;
+    node_upgrade(ctx, &target).await?;
+    ctx.wait_ready_pods("upgrade-workload", 2).await?;
+    Ok(())
+}
+
+/// "cluster downgrade should maintain a functioning cluster": the nodes go first ("nodes must
+/// downgrade first", upstream says: a kubelet may not be newer than its API server), then
+/// the control plane, to `--upgrade-target` (an older version); a workload runs again.
+async fn cluster_downgrade(ctx: &Ctx) -> anyhow::Result<()> {
+    let target = upgrade_target(ctx)?;
+    ctx.agnhost("downgrade-workload", 2, None).await?;
+    node_upgrade(ctx, &target).await?;
+    control_plane_upgrade(ctx, &target).await?;
+    ctx.wait_ready_pods("downgrade-workload", 2).await?;
     Ok(())
 }
 
@@ -1476,5 +1587,13 @@ mod tests {
                 );
             }
         }
+    }
+
+    #[test]
+    fn versions_compare_as_upstream_checks_them() {
+        assert!(is_version("v1.34.2", "v1.34"));
+        assert!(is_version("v1.34.0+genplane.0.1.0", "1.34.0"));
+        assert!(!is_version("v1.33.0", "v1.34.0"));
+        assert!(!is_version("v1.33.0", ""));
     }
 }

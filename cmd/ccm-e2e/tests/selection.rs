@@ -36,7 +36,15 @@ fn focus_skip_and_label_filter_select_by_full_name_and_labels() {
     ]);
     assert_eq!(no_udp.len(), 9, "{no_udp:?}");
     let serial = names(&["--label-filter", "Serial && !Feature:Upgrade"]);
-    assert_eq!(serial.len(), 2, "{serial:?}");
+    assert_eq!(serial.len(), 3, "{serial:?}");
+    assert!(serial.iter().any(|n| n.contains("cluster downgrade")));
+    let upgrades = names(&["--label-filter", "Feature:Upgrade || Feature:Downgrade"]);
+    assert_eq!(upgrades.len(), 3, "{upgrades:?}");
+    assert!(
+        upgrades
+            .iter()
+            .all(|n| n.contains("grade should maintain a functioning cluster"))
+    );
     assert_eq!(names(&["--label-filter", "conformance"]).len(), 5);
     assert!(cli(&["--focus", "("]).selection().is_err());
     assert!(cli(&["--label-filter", "Slow &&"]).selection().is_err());

@@ -110,13 +110,14 @@ struct NodeMachines {
 }
 
 impl cloud::Machines for NodeMachines {
-    fn power_on(&self, instance: &str) {
+    fn power_on(&self, instance: &str, kubelet_version: &str) {
         let Some(number) = instance.strip_prefix("node-").and_then(|n| n.parse().ok()) else {
             return;
         };
         let kubelet = kubelet::Kubelet::new(self.client.clone(), self.plan, number)
             .with_heartbeat(self.heartbeat)
-            .with_external_cloud();
+            .with_external_cloud()
+            .with_version(kubelet_version);
         let mut machine = tokio::task::JoinSet::new();
         let scope = kube_proxy::Scope::Node {
             name: kubelet.name.clone(),

@@ -8,7 +8,9 @@
 //! It declares what the fake cloud does: node deletion, stop and reboot; TCP and UDP load
 //! balancers with session affinity, source ranges and the health-check node port of
 //! `externalTrafficPolicy: Local`; describing them; probes (sent from the plugin's machine,
-//! which is the cluster's). Not external IPs, nor upgrades.
+//! which is the cluster's); node upgrades and downgrades (the cloud re-images its instances
+//! with the new kubelet version). Not control-plane upgrades: the test cluster's API server
+//! reports its build's version and cannot be replaced while it runs.
 
 use std::net::SocketAddr;
 
@@ -23,7 +25,7 @@ use crate::ccm::load_balancer_name;
 use crate::cloud::LoadBalancer;
 
 /// What the fake cloud declares.
-pub const CAPABILITIES: [Capability; 13] = [
+pub const CAPABILITIES: [Capability; 14] = [
     Capability::NodeDeletion,
     Capability::NodeStop,
     Capability::NodeReboot,
@@ -37,6 +39,7 @@ pub const CAPABILITIES: [Capability; 13] = [
     Capability::DescribeLoadBalancer,
     Capability::TrafficProbe,
     Capability::PodNetwork,
+    Capability::NodeUpgrade,
 ];
 
 /// The fake cloud's provider.
@@ -93,6 +96,18 @@ impl FakeCloudProvider {
         Ok((status, serde_json::from_str(body).unwrap_or(Value::Null)))
     }
 
+    /// Answers a 2xx answer with `()`, any other with the cloud's error message.
+    fn done(status: u16, body: &Value) -> Result<(), Error> {
+        match status {
+            200..300 => Ok(()),
+            _ => Err(Error::Failed(
+                body["error"]
+                    .as_str()
+                    .map_or_else(|| format!("HTTP {status}"), str::to_owned),
+            )),
+        }
+    }
+
     async fn instance_action(
         &self,
         node: &NodeRef,
@@ -107,14 +122,20 @@ impl FakeCloudProvider {
         let (status, body) = self
             .request(method, &format!("/instances/{instance}{action}"))
             .await?;
-        match status {
-            200..300 => Ok(()),
-            _ => Err(Error::Failed(
-                body["error"]
-                    .as_str()
-                    .map_or_else(|| format!("HTTP {status}"), str::to_owned),
-            )),
+        Self::done(status, &body)
+    }
+
+    async fn upgrade(&self, version: &str) -> Result<(), Error> {
+        // A version goes into the path as it is: refuse what would not stay one segment.
+        if version.is_empty() || version.contains(['/', '?', '#', ' ', '%']) {
+            return Err(Error::Failed(format!(
+                "{version:?} is not a Kubernetes version such as v1.34.0"
+            )));
         }
+        let (status, body) = self
+            .request("POST", &format!("/upgrades/nodes/{version}"))
+            .await?;
+        Self::done(status, &body)
     }
 
     async fn describe(
@@ -180,5 +201,9 @@ impl Provider for FakeCloudProvider {
 
     fn probe<'a>(&'a self, probe: &'a Probe) -> Call<'a, ProbeAnswer> {
         Box::pin(async move { Ok(genplane_cloudprovider::probe::send(probe).await) })
+    }
+
+    fn upgrade_nodes<'a>(&'a self, version: &'a str) -> Call<'a, ()> {
+        Box::pin(self.upgrade(version))
     }
 }

@@ -1,6 +1,7 @@
 //! The fake cloud as a `genplane ccm-e2e` provider: the in-process Rust provider and the exec
 //! plugin (a process per call, speaking the protocol for real) answer alike, and act on the
-//! cloud.
+//! cloud; a node upgrade (and downgrade) through either re-images every node, which comes
+//! back Ready at the new version with its pods running again.
 
 #![allow(clippy::unwrap_used)]
 
@@ -9,11 +10,12 @@ mod support;
 use genplane_cloudprovider::exec::ExecProvider;
 use genplane_cloudprovider::{Capability, Error, NodeRef, Probe, ProbeKind, Provider, ServiceRef};
 use genplane_test_cluster::provider::FakeCloudProvider;
-use k8s_openapi::api::core::v1::Service;
+use k8s_openapi::api::apps::v1::Deployment;
+use k8s_openapi::api::core::v1::{Node, Pod, Service};
 use kube::ResourceExt as _;
-use kube::api::{Api, DeleteParams, PostParams};
+use kube::api::{Api, DeleteParams, ListParams, PostParams};
 use serde_json::json;
-use support::{Cluster, cloud_request, eventually};
+use support::{Cluster, cloud_request, eventually, http_get};
 
 const PLUGIN: &str = env!("CARGO_BIN_EXE_genplane-testcluster-provider");
 
@@ -113,5 +115,152 @@ async fn the_rust_provider_and_the_exec_plugin_act_alike() {
     assert!(
         matches!(&unconfigured, Err(Error::Failed(m)) if m.contains("needs {\"cloud\"")),
         "{unconfigured:?}"
+    );
+}
+
+/// Every node's kubelet version, when every node is Ready (else `None`).
+async fn ready_node_versions(nodes: &Api<Node>) -> Option<Vec<String>> {
+    let list = nodes.list(&ListParams::default()).await.ok()?.items;
+    list.iter()
+        .map(|node| {
+            let status = node.status.as_ref()?;
+            let ready = status
+                .conditions
+                .as_ref()?
+                .iter()
+                .any(|c| c.type_ == "Ready" && c.status == "True");
+            ready.then(|| status.node_info.as_ref().map(|i| i.kubelet_version.clone()))?
+        })
+        .collect()
+}
+
+/// The second `pod`'s container started in, when it runs.
+fn started_second(pod: &Pod) -> Option<i64> {
+    let status = pod.status.as_ref()?.container_statuses.as_ref()?.first()?;
+    Some(
+        status
+            .state
+            .as_ref()?
+            .running
+            .as_ref()?
+            .started_at
+            .as_ref()?
+            .0
+            .as_second(),
+    )
+}
+
+/// The pods of `app=web` when there are `count`, all Ready and started in `since` or later.
+async fn web_pods_started_since(pods: &Api<Pod>, count: usize, since: i64) -> Option<Vec<Pod>> {
+    let list = pods
+        .list(&ListParams::default().labels("app=web"))
+        .await
+        .ok()?
+        .items;
+    let ready = list.iter().all(|p| {
+        p.status
+            .as_ref()
+            .and_then(|s| s.conditions.as_ref())
+            .is_some_and(|c| c.iter().any(|c| c.type_ == "Ready" && c.status == "True"))
+            && started_second(p).is_some_and(|t| t >= since)
+    });
+    (list.len() == count && ready).then_some(list)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_node_upgrade_reimages_every_node_and_its_pods_run_again() {
+    let cluster = Cluster::start_with(
+        3,
+        &[
+            "--node-status-update-frequency=500ms",
+            "--node-monitor-grace-period=2s",
+            "--node-monitor-period=500ms",
+        ],
+    );
+    let config = json!({"cloud": format!("http://{}", cluster.cloud)});
+    let rust = FakeCloudProvider::from_config(Some(&config)).unwrap();
+    let exec = ExecProvider::new(PLUGIN, Some(config));
+    for provider in [&rust as &dyn Provider, &exec] {
+        assert!(
+            provider
+                .capabilities()
+                .await
+                .unwrap()
+                .has(Capability::NodeUpgrade)
+        );
+    }
+    let client = cluster.client().await;
+    let nodes: Api<Node> = Api::all(client.clone());
+    let pods: Api<Pod> = Api::namespaced(client.clone(), "default");
+    let deployments: Api<Deployment> = Api::namespaced(client, "default");
+    let before = eventually("every node Ready", || ready_node_versions(&nodes)).await;
+    assert_eq!(before, vec!["v1.33.0"; 3]);
+    let web: Deployment = serde_json::from_value(json!({
+        "metadata": {"name": "web"},
+        "spec": {"replicas": 3, "selector": {"matchLabels": {"app": "web"}},
+            "template": {"metadata": {"labels": {"app": "web"}}, "spec": {"containers": [{
+                "name": "agnhost", "image": "registry.k8s.io/e2e-test-images/agnhost:2.53",
+                "args": ["netexec", "--http-port=8080"]}]}}}
+    }))
+    .unwrap();
+    deployments
+        .create(&PostParams::default(), &web)
+        .await
+        .unwrap();
+    let running = eventually("3 web pods running", || web_pods_started_since(&pods, 3, 0)).await;
+
+    // Upgraded through the plugin, downgraded through the Rust provider: each time every
+    // instance boots again, every node comes back Ready at the version, and the pods run
+    // again, restarted on their re-imaged nodes.
+    let mut latest = running.iter().filter_map(started_second).max().unwrap();
+    for (provider, version, boots) in [
+        (&exec as &dyn Provider, "v1.34.0", 2),
+        (&rust as &dyn Provider, "v1.33.0", 3),
+    ] {
+        // Start times are reported to the second: upgrade in a later second.
+        eventually("the clock past the pods' start", || async {
+            (k8s_openapi::jiff::Timestamp::now().as_second() > latest).then_some(())
+        })
+        .await;
+        let upgraded_at = k8s_openapi::jiff::Timestamp::now().as_second();
+        provider.upgrade_nodes(version).await.unwrap();
+        let (_, instances) = cloud_request(&cluster.cloud, "GET", "/instances");
+        for instance in instances.as_array().unwrap() {
+            assert_eq!(instance["kubeletVersion"], version, "{instance}");
+            assert_eq!(instance["boots"], boots, "{instance}");
+        }
+        let versions = eventually(&format!("every node Ready at {version}"), || async {
+            ready_node_versions(&nodes)
+                .await
+                .filter(|v| v.iter().all(|v| v == version))
+        })
+        .await;
+        assert_eq!(versions.len(), 3);
+        let again = eventually("the web pods running again", || {
+            web_pods_started_since(&pods, 3, upgraded_at)
+        })
+        .await;
+        for pod in &again {
+            let ip = pod.status.as_ref().unwrap().pod_ip.clone().unwrap();
+            assert_eq!(http_get(&format!("{ip}:8080"), "/hostname"), pod.name_any());
+        }
+        latest = again.iter().filter_map(started_second).max().unwrap();
+    }
+
+    // What is not a version is refused, whichever provider is asked, and nothing changes.
+    for provider in [&rust as &dyn Provider, &exec] {
+        let refused = provider.upgrade_nodes("latest").await;
+        assert!(
+            matches!(&refused, Err(Error::Failed(m)) if m.contains("\"latest\" is not a Kubernetes version")),
+            "{refused:?}"
+        );
+    }
+    let (_, instance) = cloud_request(&cluster.cloud, "GET", "/instances/node-1");
+    assert_eq!(
+        (
+            instance["kubeletVersion"].as_str(),
+            instance["boots"].as_u64()
+        ),
+        (Some("v1.33.0"), Some(3))
     );
 }

@@ -7,6 +7,7 @@
 //! | `GET /instances/<name>` | one, or 404 |
 //! | `POST /instances/<name>/stop`, `/start`, `/reboot` | 204, or 404 |
 //! | `DELETE /instances/<name>` | 204, or 404 |
+//! | `POST /upgrades/nodes/<version>` | 204 once every instance was re-imaged with `version` ([`Cloud::upgrade_nodes`](super::Cloud::upgrade_nodes)), or 400 |
 //! | `GET /loadbalancers` | every [`LoadBalancer`](super::LoadBalancer) |
 //! | `GET /loadbalancers/<name>` | one, or 404 |
 //!
@@ -59,6 +60,10 @@ pub fn answer(cloud: &Cloud, method: &Method, path: &str) -> Response<Full<Bytes
         (&Method::POST, ["instances", name, "start"]) => done(cloud.start_instance(name)),
         (&Method::POST, ["instances", name, "reboot"]) => done(cloud.reboot_instance(name)),
         (&Method::DELETE, ["instances", name]) => done(cloud.delete_instance(name)),
+        (&Method::POST, ["upgrades", "nodes", version]) => match cloud.upgrade_nodes(version) {
+            Ok(()) => json(StatusCode::NO_CONTENT, &()),
+            Err(e) => error(StatusCode::BAD_REQUEST, &e.to_string()),
+        },
         (&Method::GET, ["loadbalancers"]) => json(StatusCode::OK, &cloud.load_balancers()),
         (&Method::GET, ["loadbalancers", name]) => match cloud.load_balancer(name) {
             Ok(balancer) => json(StatusCode::OK, &balancer),

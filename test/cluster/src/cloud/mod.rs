@@ -3,7 +3,12 @@
 //! **Instances** are the machines the nodes run on ([`Machines`] powers them: a kubelet and
 //! its kube-proxy). An instance can be stopped (its node stops heartbeating, its pods stop
 //! answering), started, rebooted (stopped and started: the kubelet registers again and runs
-//! its pods again) and deleted (stopped for good, gone from every listing).
+//! its pods again) and deleted (stopped for good, gone from every listing). A **node upgrade**
+//! ([`Cloud::upgrade_nodes`], also a downgrade) re-images the instances one after the other,
+//! as a cloud's node-pool upgrade does: each machine is shut down and booted again with the
+//! new node software, so its kubelet registers again reporting the new `kubeletVersion` and
+//! runs its pods again (restarted). Unlike a real cloud it does not wait for a node to be
+//! Ready before re-imaging the next: the machines boot in a moment here.
 //!
 //! **Load balancers** are made and changed with [`Cloud::ensure_load_balancer`] (what a
 //! cloud controller manager calls for a `type: LoadBalancer` Service): each gets an address
@@ -49,12 +54,16 @@ pub enum Error {
     /// A source range is not an IPv4 CIDR.
     #[error("invalid source range {0:?}")]
     SourceRange(String),
+    /// A version to upgrade to is not a Kubernetes version (`v1.34.0`).
+    #[error("{0:?} is not a Kubernetes version such as v1.34.0")]
+    Version(String),
 }
 
 /// Powers the machines behind instances on and off.
 pub trait Machines: Send + Sync + 'static {
-    /// Starts the machine of `instance` (its node registers and runs its pods).
-    fn power_on(&self, instance: &str);
+    /// Starts the machine of `instance` running kubelet `kubelet_version` (its node
+    /// registers and runs its pods).
+    fn power_on(&self, instance: &str, kubelet_version: &str);
     /// Stops the machine of `instance` (its node stops heartbeating, its pods stop).
     fn power_off(&self, instance: &str);
 }
@@ -86,6 +95,8 @@ pub struct Instance {
     pub state: InstanceState,
     /// How many times it was booted.
     pub boots: u32,
+    /// The version of the node software it runs (its kubelet's).
+    pub kubelet_version: String,
 }
 
 /// One port of a load balancer.
@@ -206,10 +217,11 @@ impl Cloud {
             zone: format!("zone-{}", (number - 1) % 3),
             state: InstanceState::Running,
             boots: 1,
+            kubelet_version: crate::kubelet::KUBELET_VERSION.to_owned(),
             name: name.clone(),
         };
         self.lock().instances.insert(name.clone(), instance.clone());
-        self.machines.power_on(&name);
+        self.machines.power_on(&name, &instance.kubelet_version);
         instance
     }
 
@@ -227,7 +239,12 @@ impl Cloud {
             .ok_or_else(|| Error::InstanceNotFound(name.to_owned()))
     }
 
-    fn set_state(&self, name: &str, state: InstanceState) -> Result<InstanceState, Error> {
+    /// Sets the instance's state; the state it was in and the node software it runs.
+    fn set_state(
+        &self,
+        name: &str,
+        state: InstanceState,
+    ) -> Result<(InstanceState, String), Error> {
         let mut cloud = self.lock();
         let instance = cloud
             .instances
@@ -238,12 +255,12 @@ impl Cloud {
         if state == InstanceState::Running && was == InstanceState::Stopped {
             instance.boots += 1;
         }
-        Ok(was)
+        Ok((was, instance.kubelet_version.clone()))
     }
 
     /// Shuts the instance down.
     pub fn stop_instance(&self, name: &str) -> Result<(), Error> {
-        if self.set_state(name, InstanceState::Stopped)? == InstanceState::Running {
+        if self.set_state(name, InstanceState::Stopped)?.0 == InstanceState::Running {
             self.machines.power_off(name);
         }
         Ok(())
@@ -251,8 +268,9 @@ impl Cloud {
 
     /// Boots a stopped instance.
     pub fn start_instance(&self, name: &str) -> Result<(), Error> {
-        if self.set_state(name, InstanceState::Running)? == InstanceState::Stopped {
-            self.machines.power_on(name);
+        let (was, version) = self.set_state(name, InstanceState::Running)?;
+        if was == InstanceState::Stopped {
+            self.machines.power_on(name, &version);
         }
         Ok(())
     }
@@ -261,6 +279,31 @@ impl Cloud {
     pub fn reboot_instance(&self, name: &str) -> Result<(), Error> {
         self.stop_instance(name)?;
         self.start_instance(name)
+    }
+
+    /// Upgrades (or downgrades) the node software of every instance to `version` (a
+    /// Kubernetes version, `v1.34.0`), one instance at a time: each running one is shut
+    /// down, re-imaged and booted again (its node comes back reporting `version`, its pods
+    /// restarted); a stopped one boots with `version` when it is started.
+    pub fn upgrade_nodes(&self, version: &str) -> Result<(), Error> {
+        if !is_kubernetes_version(version) {
+            return Err(Error::Version(version.to_owned()));
+        }
+        let names: Vec<String> = self.lock().instances.keys().cloned().collect();
+        for name in names {
+            let was = {
+                let mut cloud = self.lock();
+                let Some(instance) = cloud.instances.get_mut(&name) else {
+                    continue; // deleted meanwhile
+                };
+                instance.kubelet_version = version.to_owned();
+                instance.state
+            };
+            if was == InstanceState::Running {
+                self.reboot_instance(&name)?;
+            }
+        }
+        Ok(())
     }
 
     /// Deletes the instance: its machine stops for good.
@@ -349,6 +392,26 @@ impl Cloud {
     async fn forward(&self) {
         forward(&self.state, &self.forwarder).await;
     }
+}
+
+/// Whether `text` is a Kubernetes version: `v` and three numbers, with an optional
+/// `-pre.release` or `+build` suffix of ASCII letters, digits, dots and dashes.
+pub fn is_kubernetes_version(text: &str) -> bool {
+    let Some(rest) = text.strip_prefix('v') else {
+        return false;
+    };
+    let end = rest.find(['-', '+']).unwrap_or(rest.len());
+    let (core, suffix) = rest.split_at(end);
+    let numbers: Vec<&str> = core.split('.').collect();
+    numbers.len() == 3
+        && numbers
+            .iter()
+            .all(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
+        && suffix
+            .bytes()
+            .skip(1)
+            .all(|b| b.is_ascii_alphanumeric() || b == b'.' || b == b'-')
+        && suffix.len() != 1
 }
 
 /// Points the forwarder at every load balancer's healthy nodes.
@@ -514,6 +577,23 @@ mod tests {
     #![allow(clippy::unwrap_used)]
 
     use super::*;
+
+    #[test]
+    fn kubernetes_versions_are_recognized() {
+        for good in [
+            "v1.34.0",
+            "v1.33.10",
+            "v1.35.0-alpha.1",
+            "v1.34.0+genplane.0.1.0",
+        ] {
+            assert!(is_kubernetes_version(good), "{good}");
+        }
+        for bad in [
+            "1.34.0", "v1.34", "v1..0", "v1.34.0-", "v1.34.0 ", "latest", "",
+        ] {
+            assert!(!is_kubernetes_version(bad), "{bad}");
+        }
+    }
 
     #[test]
     fn a_port_without_node_port_forwards_to_the_pods() {

@@ -37,7 +37,8 @@ use crate::net;
 pub const HEARTBEAT: Duration = Duration::from_secs(10);
 /// The namespace of the nodes' Leases.
 pub const LEASE_NAMESPACE: &str = "kube-node-lease";
-/// The kubelet version nodes report.
+/// The kubelet version nodes report unless their machine runs another
+/// ([`Kubelet::with_version`]).
 pub const KUBELET_VERSION: &str = "v1.33.0";
 
 /// Why a kubelet stopped.
@@ -81,6 +82,7 @@ pub struct Kubelet {
     plan: net::Plan,
     heartbeat_period: Duration,
     external_cloud: bool,
+    version: String,
 }
 
 /// The taint of a node the cloud controller manager has not initialized yet.
@@ -117,6 +119,7 @@ impl Kubelet {
             plan,
             heartbeat_period: HEARTBEAT,
             external_cloud: false,
+            version: KUBELET_VERSION.to_owned(),
         }
     }
 
@@ -132,6 +135,13 @@ impl Kubelet {
     #[must_use]
     pub fn with_external_cloud(mut self) -> Self {
         self.external_cloud = true;
+        self
+    }
+
+    /// The same node, running kubelet `version` (reported as `nodeInfo.kubeletVersion`).
+    #[must_use]
+    pub fn with_version(mut self, version: &str) -> Self {
+        self.version = version.to_owned();
         self
     }
 
@@ -171,7 +181,7 @@ impl Kubelet {
                 "machineID": format!("genplane-{}", self.name), "systemUUID": format!("genplane-{}", self.name),
                 "bootID": uuid_like(&self.name), "kernelVersion": std::env::consts::OS,
                 "osImage": "genplane simulated node", "containerRuntimeVersion": "genplane-sim://0.1.0",
-                "kubeletVersion": KUBELET_VERSION, "kubeProxyVersion": "",
+                "kubeletVersion": self.version, "kubeProxyVersion": "",
                 "operatingSystem": "linux", "architecture": std::env::consts::ARCH,
             },
         })
