@@ -28,7 +28,10 @@
 //!    kubeconfig:
 //!    - the fake [`cloud`] with one instance per node; an instance's machine is the node's
 //!      kubelet simulator ([`kubelet`]) and its kube-proxy ([`kube_proxy`]), so deleting,
-//!      stopping or rebooting an instance does that to the node; the cloud's HTTP API
+//!      stopping, rebooting or upgrading an instance does that to the node; the cloud
+//!      manages the control plane too: upgrading it to `v1.33.0+genplane.X` restarts the API
+//!      server (same storage, certificates and port) as genplane version `X`, which its
+//!      `/version` then reports; the cloud's HTTP API
 //!      ([`cloud::api`]) is printed as `genplane testcluster cloud: http://...`;
 //!    - the fake cloud controller manager ([`ccm`], with `--ccm-fault` switches) and the node
 //!      lifecycle marker it relies on ([`node_lifecycle`]);
@@ -62,8 +65,8 @@ use clap::Parser;
 use genplane_component_base::config::Invalid;
 use genplane_component_base::featuregate::UseIdentity;
 use genplane_component_base::shutdown::{Shutdown, Signals};
-use genplane_component_base::version::BuildInfo;
-use genplane_controlplane::server::Options;
+use genplane_component_base::version::{BuildInfo, KUBERNETES_VERSION};
+use genplane_controlplane::server::{CompletedConfig, Config, Options, Ready};
 
 /// The command line: the library's options and the cluster's size.
 #[derive(Parser, Debug)]
@@ -178,31 +181,191 @@ async fn nodes_initialized(client: &kube::Client, count: usize) -> anyhow::Resul
     }
 }
 
-/// Serves until SIGTERM or SIGINT; `rust_log` is the `RUST_LOG` filter, when set.
-pub async fn run(cli: Cli, rust_log: Option<&str>) -> anyhow::Result<()> {
-    // 1. Options → Config.
+/// The genplane version a control-plane `version` names: the test cluster's API server is
+/// genplane serving Kubernetes 1.33, which reports `v1.33.0+genplane.<genplane version>`, so
+/// those are the versions it can be upgraded (or downgraded) to.
+pub fn genplane_version(version: &str) -> Result<String, String> {
+    let prefix = format!("v{KUBERNETES_VERSION}.0+genplane.");
+    version
+        .strip_prefix(&prefix)
+        .filter(|v| {
+            !v.is_empty()
+                && v.bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b == b'.' || b == b'-')
+        })
+        .map(str::to_owned)
+        .ok_or_else(|| {
+            format!(
+                "the test cluster's control plane is genplane serving Kubernetes {KUBERNETES_VERSION}: it can run {prefix}<genplane version> only, not {version:?}"
+            )
+        })
+}
+
+/// A request to run the control plane as another genplane version.
+struct Upgrade {
+    /// The genplane version.
+    genplane_version: String,
+    /// Told once the new control plane serves, or why it does not.
+    done: tokio::sync::oneshot::Sender<Result<(), String>>,
+}
+
+/// The control plane as the fake cloud manages it: upgrades go to [`serve`].
+struct ServedControlPlane {
+    upgrades: tokio::sync::mpsc::Sender<Upgrade>,
+}
+
+impl cloud::ControlPlane for ServedControlPlane {
+    fn upgrade(&self, version: &str) -> futures::future::BoxFuture<'static, Result<(), String>> {
+        let upgrades = self.upgrades.clone();
+        let version = version.to_owned();
+        Box::pin(async move {
+            let (done, answer) = tokio::sync::oneshot::channel();
+            let upgrade = Upgrade {
+                genplane_version: genplane_version(&version)?,
+                done,
+            };
+            upgrades
+                .send(upgrade)
+                .await
+                .map_err(|_| "the control plane is shutting down".to_owned())?;
+            answer
+                .await
+                .map_err(|_| "the control plane stopped during the upgrade".to_owned())?
+        })
+    }
+}
+
+/// Validates `options` (exit 64 on errors).
+fn config(options: &Options, rust_log: Option<&str>) -> anyhow::Result<Config> {
     let mut invalid = Invalid::new();
-    let validated = cli.options.validate(
+    let validated = options.validate(
         UseIdentity::new("genplane-testcluster", "localhost"),
         rust_log,
         &mut invalid,
     );
-    let config = invalid.finish(validated)?;
-    let _ = tracing::subscriber::set_global_default(config.common.logging.subscriber());
+    Ok(invalid.finish(validated)?)
+}
 
-    // 2. CompletedConfig, with the cluster's kinds.
+/// Completes `config` with the cluster's kinds.
+async fn complete(config: Config, plan: net::Plan) -> anyhow::Result<CompletedConfig> {
     let mut completed = config.complete().await?;
-    let plan = net::Plan::new(cli.address_block);
     controlplane::add_cluster_kinds(&mut completed, plan)
         .await
         .context("serving the cluster's kinds")?;
+    Ok(completed)
+}
 
-    // 3. Run.
+/// Whom to tell that the control plane serves: the cluster's components (first start) or
+/// the upgrade that restarted it.
+enum Announce {
+    Started(tokio::sync::oneshot::Sender<Ready>),
+    Upgraded(tokio::sync::oneshot::Sender<Result<(), String>>),
+}
+
+/// Serves `completed` until `shutdown`; on each upgrade, stops the API server and serves the
+/// same options (storage, certificates, and the port it took) as the genplane version asked.
+async fn serve(
+    mut completed: CompletedConfig,
+    options: &Options,
+    rust_log: Option<&str>,
+    plan: net::Plan,
+    shutdown: &Shutdown,
+    ready: tokio::sync::oneshot::Sender<Ready>,
+    mut upgrades: tokio::sync::mpsc::Receiver<Upgrade>,
+) -> anyhow::Result<()> {
+    let mut build = BuildInfo::new(env!("CARGO_PKG_VERSION"), None);
+    let mut announce = Announce::Started(ready);
+    loop {
+        let stop = Shutdown::new();
+        let (up, serving) = tokio::sync::oneshot::channel();
+        let (upgrade, port) = {
+            let run = completed.run("testcluster", &build, stop.clone(), Some(up));
+            tokio::pin!(run);
+            let serving = tokio::select! {
+                result = &mut run => {
+                    if let Announce::Upgraded(done) = announce {
+                        let _ = done.send(Err("the upgraded control plane did not start".into()));
+                    }
+                    return Ok(result?);
+                }
+                serving = serving => serving,
+            };
+            let Ok(serving) = serving else {
+                return Ok((&mut run).await?);
+            };
+            let port = serving
+                .server_url
+                .rsplit(':')
+                .next()
+                .and_then(|p| p.parse::<u16>().ok())
+                .with_context(|| format!("the server's URL {}", serving.server_url))?;
+            match announce {
+                Announce::Started(ready) => {
+                    let _ = ready.send(serving);
+                }
+                Announce::Upgraded(done) => {
+                    let _ = done.send(Ok(()));
+                }
+            }
+            tokio::select! {
+                result = &mut run => return Ok(result?),
+                () = shutdown.triggered() => {
+                    stop.trigger();
+                    return Ok((&mut run).await?);
+                }
+                upgrade = upgrades.recv() => {
+                    stop.trigger();
+                    (&mut run).await?;
+                    match upgrade {
+                        Some(upgrade) => (upgrade, port),
+                        None => return Ok(()),
+                    }
+                }
+            }
+        };
+        tracing::info!(version = %upgrade.genplane_version, "restarting the control plane");
+        let mut options = options.clone();
+        options.serving.secure_port = port;
+        let restarted = match config(&options, rust_log) {
+            Ok(config) => complete(config, plan).await,
+            Err(error) => Err(error),
+        };
+        completed = match restarted {
+            Ok(completed) => completed,
+            Err(error) => {
+                let _ = upgrade.done.send(Err(format!("{error:#}")));
+                return Err(error.context("restarting the control plane"));
+            }
+        };
+        build = BuildInfo::new(&upgrade.genplane_version, None);
+        announce = Announce::Upgraded(upgrade.done);
+    }
+}
+
+/// Serves until SIGTERM or SIGINT; `rust_log` is the `RUST_LOG` filter, when set.
+pub async fn run(cli: Cli, rust_log: Option<&str>) -> anyhow::Result<()> {
+    // 1. Options → Config.
+    let config = config(&cli.options, rust_log)?;
+    let _ = tracing::subscriber::set_global_default(config.common.logging.subscriber());
+
+    // 2. CompletedConfig, with the cluster's kinds.
+    let plan = net::Plan::new(cli.address_block);
+    let completed = complete(config, plan).await?;
+
+    // 3. Run (and run again at another version when the cloud upgrades the control plane).
     let shutdown = Shutdown::new();
     tokio::spawn(shutdown.clone().trigger_on(Signals::install()?));
-    let build = BuildInfo::new(env!("CARGO_PKG_VERSION"), None);
     let (ready_tx, ready_rx) = tokio::sync::oneshot::channel();
-    let server = completed.run("testcluster", &build, shutdown.clone(), Some(ready_tx));
+    let (upgrades_tx, upgrades) = tokio::sync::mpsc::channel(1);
+    let server = serve(
+        completed,
+        &cli.options,
+        rust_log,
+        plan,
+        &shutdown,
+        ready_tx,
+        upgrades,
+    );
     let components = async {
         let Ok(ready) = ready_rx.await else {
             return Ok(()); // the server stopped before it was ready: its error says why
@@ -215,7 +378,11 @@ pub async fn run(cli: Cli, rust_log: Option<&str>) -> anyhow::Result<()> {
             heartbeat: cli.node_status_update_frequency,
             running: Default::default(),
         });
-        let cloud = cloud::Cloud::new(plan, machines.clone());
+        let cloud = cloud::Cloud::new(plan, machines.clone()).with_control_plane(
+            std::sync::Arc::new(ServedControlPlane {
+                upgrades: upgrades_tx,
+            }),
+        );
         let (listener, cloud_address) =
             cloud::api::listen(std::net::SocketAddr::from(([127, 0, 0, 1], 0))).await?;
         components.spawn(cloud::api::serve(cloud.clone(), listener));

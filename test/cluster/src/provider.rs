@@ -9,8 +9,9 @@
 //! balancers with session affinity, source ranges and the health-check node port of
 //! `externalTrafficPolicy: Local`; describing them; probes (sent from the plugin's machine,
 //! which is the cluster's); node upgrades and downgrades (the cloud re-images its instances
-//! with the new kubelet version). Not control-plane upgrades: the test cluster's API server
-//! reports its build's version and cannot be replaced while it runs.
+//! with the new kubelet version) and control-plane upgrades and downgrades (the cluster
+//! restarts its API server as another genplane version: `v1.33.0+genplane.<version>`, the
+//! only versions it can report).
 
 use std::net::SocketAddr;
 
@@ -25,7 +26,7 @@ use crate::ccm::load_balancer_name;
 use crate::cloud::LoadBalancer;
 
 /// What the fake cloud declares.
-pub const CAPABILITIES: [Capability; 14] = [
+pub const CAPABILITIES: [Capability; 15] = [
     Capability::NodeDeletion,
     Capability::NodeStop,
     Capability::NodeReboot,
@@ -40,6 +41,7 @@ pub const CAPABILITIES: [Capability; 14] = [
     Capability::TrafficProbe,
     Capability::PodNetwork,
     Capability::NodeUpgrade,
+    Capability::ControlPlaneUpgrade,
 ];
 
 /// The fake cloud's provider.
@@ -125,7 +127,8 @@ impl FakeCloudProvider {
         Self::done(status, &body)
     }
 
-    async fn upgrade(&self, version: &str) -> Result<(), Error> {
+    /// `POST /upgrades/<what>/<version>`: `what` is `nodes` or `controlplane`.
+    async fn upgrade(&self, what: &str, version: &str) -> Result<(), Error> {
         // A version goes into the path as it is: refuse what would not stay one segment.
         if version.is_empty() || version.contains(['/', '?', '#', ' ', '%']) {
             return Err(Error::Failed(format!(
@@ -133,7 +136,7 @@ impl FakeCloudProvider {
             )));
         }
         let (status, body) = self
-            .request("POST", &format!("/upgrades/nodes/{version}"))
+            .request("POST", &format!("/upgrades/{what}/{version}"))
             .await?;
         Self::done(status, &body)
     }
@@ -203,7 +206,11 @@ impl Provider for FakeCloudProvider {
         Box::pin(async move { Ok(genplane_cloudprovider::probe::send(probe).await) })
     }
 
+    fn upgrade_control_plane<'a>(&'a self, version: &'a str) -> Call<'a, ()> {
+        Box::pin(self.upgrade("controlplane", version))
+    }
+
     fn upgrade_nodes<'a>(&'a self, version: &'a str) -> Call<'a, ()> {
-        Box::pin(self.upgrade(version))
+        Box::pin(self.upgrade("nodes", version))
     }
 }

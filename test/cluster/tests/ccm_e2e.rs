@@ -28,15 +28,11 @@ const FAST_NODES: &[&str] = &[
 /// Upstream's timeouts are minutes; the hermetic cluster reacts in seconds.
 const SCALE: &str = "--timeout-scale=0.05";
 
-/// The tests the fake cloud cannot run: it cannot upgrade its control plane.
-const CONTROL_PLANE_UPGRADES: &[&str] = &["master upgrade", "cluster upgrade", "cluster downgrade"];
-
-/// Whether `name` is one of [`CONTROL_PLANE_UPGRADES`].
-fn upgrades_control_plane(name: &str) -> bool {
-    CONTROL_PLANE_UPGRADES
-        .iter()
-        .any(|part| named(part) == name)
-}
+/// A version above the test cluster's build: its control plane can run any genplane version
+/// of its Kubernetes version (`v1.33.0+genplane.X`), and its nodes any version.
+const NEWER: &str = "v1.33.0+genplane.9.9.9";
+/// A version below it.
+const OLDER: &str = "v1.33.0+genplane.0.0.1";
 
 /// The full names of the tests, by a distinctive part.
 fn named(part: &str) -> &'static str {
@@ -97,6 +93,7 @@ async fn a_well_behaved_ccm_passes_every_test_the_cloud_can_run() {
         &[
             "--parallel=3",
             &format!("--junit-report={}", junit.display()),
+            &format!("--upgrade-target={NEWER}"),
         ],
     )
     .await;
@@ -106,16 +103,7 @@ async fn a_well_behaved_ccm_passes_every_test_the_cloud_can_run() {
     );
     eprintln!("{}", report.summary());
     for result in &report.results {
-        if upgrades_control_plane(result.name) {
-            assert_eq!(
-                result.outcome,
-                Outcome::Skipped(
-                    "the provider does not declare the capability ControlPlaneUpgrade".into()
-                )
-            );
-        } else {
-            assert_eq!(result.outcome, Outcome::Passed, "{}", result.name);
-        }
+        assert_eq!(result.outcome, Outcome::Passed, "{}", result.name);
     }
     assert_eq!(report.results.len(), SPECS.len());
     assert!(report.success());
@@ -123,19 +111,19 @@ async fn a_well_behaved_ccm_passes_every_test_the_cloud_can_run() {
     let tests = SPECS.len();
     assert!(
         xml.contains(&format!(
-            "tests=\"{tests}\" failures=\"0\" errors=\"0\" skipped=\"{}\"",
-            CONTROL_PLANE_UPGRADES.len()
+            "tests=\"{tests}\" failures=\"0\" errors=\"0\" skipped=\"0\""
         )),
         "{xml}"
     );
-    assert!(
-        xml.contains("<skipped message=\"the provider does not declare the capability ControlPlaneUpgrade\"/>"),
-        "{xml}"
-    );
+    // The upgrade tests left the cluster at the target version.
+    let client = cluster.client().await;
+    assert_eq!(client.apiserver_version().await.unwrap().git_version, NEWER);
 }
 
 /// The in-process Rust provider gives the exec plugin's results (run serially: the serial
-/// wall time is reported by the test's output).
+/// wall time is reported by the test's output). The upgrade target is older than the
+/// cluster's build here, so that the downgrade test is a downgrade (the upgrade tests go to
+/// it too: upstream ran them in separate jobs, with a target each).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_rust_provider_gives_the_same_results_serially() {
     let cluster = Cluster::start_with(3, FAST_NODES);
@@ -147,6 +135,7 @@ async fn the_rust_provider_gives_the_same_results_serially() {
         .octets();
     let settings = genplane_cmd_ccm_e2e::suite::Settings {
         scale: 0.05,
+        upgrade_target: Some(OLDER.to_owned()),
         external_ip: format!("127.{}.0.1", external[1]),
         ..Default::default()
     };
@@ -170,11 +159,15 @@ async fn the_rust_provider_gives_the_same_results_serially() {
         .iter()
         .map(|r| (r.name, r.outcome == Outcome::Passed))
         .collect();
-    let expected: Vec<(&str, bool)> = SPECS
-        .iter()
-        .map(|s| (s.name, !upgrades_control_plane(s.name)))
-        .collect();
+    let expected: Vec<(&str, bool)> = SPECS.iter().map(|s| (s.name, true)).collect();
     assert_eq!(kinds, expected, "{}", report.summary());
+    let nodes: kube::Api<k8s_openapi::api::core::v1::Node> = kube::Api::all(cluster.client().await);
+    for node in nodes.list(&Default::default()).await.unwrap() {
+        assert_eq!(
+            node.status.unwrap().node_info.unwrap().kubelet_version,
+            OLDER
+        );
+    }
 }
 
 /// Each fault switch of the fake CCM, and the tests that must catch it (all others pass).
@@ -204,12 +197,15 @@ async fn each_ccm_fault_fails_exactly_the_tests_that_catch_it() {
         flags.push(&switch);
         let cluster = Cluster::start_with(3, &flags);
         let dir = tempfile::tempdir().unwrap();
-        // The rolling-update tests take most of a run and no switch touches what they
-        // check (the well-behaved run covers them).
+        // The rolling-update and upgrade tests take most of a run and no switch touches
+        // what they check (the well-behaved run covers them).
         let report = ccm_e2e(
             &cluster,
             dir.path(),
-            &["--parallel=3", "--skip=during rolling update"],
+            &[
+                "--parallel=3",
+                "--skip=during rolling update|grade should maintain a functioning cluster",
+            ],
         )
         .await;
         let failed: Vec<&str> = report

@@ -1,7 +1,9 @@
 //! The fake cloud as a `genplane ccm-e2e` provider: the in-process Rust provider and the exec
 //! plugin (a process per call, speaking the protocol for real) answer alike, and act on the
 //! cloud; a node upgrade (and downgrade) through either re-images every node, which comes
-//! back Ready at the new version with its pods running again.
+//! back Ready at the new version with its pods running again; a control-plane upgrade (and
+//! downgrade) restarts the API server, which then reports the version and still has every
+//! object.
 
 #![allow(clippy::unwrap_used)]
 
@@ -36,7 +38,7 @@ async fn the_rust_provider_and_the_exec_plugin_act_alike() {
     let capabilities = rust.capabilities().await.unwrap();
     assert_eq!(exec.capabilities().await.unwrap(), capabilities);
     assert!(capabilities.has(Capability::NodeReboot));
-    assert!(!capabilities.has(Capability::ControlPlaneUpgrade));
+    assert!(capabilities.has(Capability::ControlPlaneUpgrade));
 
     // A LoadBalancer Service's load balancer, described alike, then gone alike.
     let client = cluster.client().await;
@@ -262,5 +264,70 @@ async fn a_node_upgrade_reimages_every_node_and_its_pods_run_again() {
             instance["boots"].as_u64()
         ),
         (Some("v1.33.0"), Some(3))
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_control_plane_upgrade_restarts_the_api_server_at_the_version() {
+    let cluster = Cluster::start_with(
+        2,
+        &[
+            "--node-status-update-frequency=500ms",
+            "--node-monitor-grace-period=2s",
+            "--node-monitor-period=500ms",
+        ],
+    );
+    let config = json!({"cloud": format!("http://{}", cluster.cloud)});
+    let rust = FakeCloudProvider::from_config(Some(&config)).unwrap();
+    let exec = ExecProvider::new(PLUGIN, Some(config));
+    let client = cluster.client().await;
+    let before = client.apiserver_version().await.unwrap().git_version;
+    assert!(before.starts_with("v1.33.0+genplane."), "{before}");
+    let nodes: Api<Node> = Api::all(client.clone());
+    let pods: Api<Pod> = Api::namespaced(client.clone(), "default");
+    let deployments: Api<Deployment> = Api::namespaced(client.clone(), "default");
+    let web: Deployment = serde_json::from_value(json!({
+        "metadata": {"name": "web"},
+        "spec": {"replicas": 2, "selector": {"matchLabels": {"app": "web"}},
+            "template": {"metadata": {"labels": {"app": "web"}}, "spec": {"containers": [{
+                "name": "agnhost", "image": "registry.k8s.io/e2e-test-images/agnhost:2.53",
+                "args": ["netexec", "--http-port=8080"]}]}}}
+    }))
+    .unwrap();
+    deployments
+        .create(&PostParams::default(), &web)
+        .await
+        .unwrap();
+    eventually("2 web pods running", || web_pods_started_since(&pods, 2, 0)).await;
+
+    // Up through the plugin, down through the Rust provider: each answers once the restarted
+    // API server serves, reporting the version, with the objects it had; the nodes and the
+    // workload carry on.
+    for (provider, version) in [
+        (&exec as &dyn Provider, "v1.33.0+genplane.9.9.9"),
+        (&rust as &dyn Provider, "v1.33.0+genplane.0.0.1"),
+    ] {
+        provider.upgrade_control_plane(version).await.unwrap();
+        let reported = eventually("the API server answering", || async {
+            client.apiserver_version().await.ok()
+        })
+        .await;
+        assert_eq!(reported.git_version, version);
+        assert!(deployments.get_opt("web").await.unwrap().is_some());
+        eventually("every node Ready", || ready_node_versions(&nodes)).await;
+        eventually("2 web pods running", || web_pods_started_since(&pods, 2, 0)).await;
+    }
+
+    // The test cluster's control plane can only be another genplane of its Kubernetes version.
+    for provider in [&rust as &dyn Provider, &exec] {
+        let refused = provider.upgrade_control_plane("v1.34.0").await;
+        assert!(
+            matches!(&refused, Err(Error::Failed(m)) if m.contains("it can run v1.33.0+genplane.<genplane version> only")),
+            "{refused:?}"
+        );
+    }
+    assert_eq!(
+        client.apiserver_version().await.unwrap().git_version,
+        "v1.33.0+genplane.0.0.1"
     );
 }

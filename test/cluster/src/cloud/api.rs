@@ -7,6 +7,7 @@
 //! | `GET /instances/<name>` | one, or 404 |
 //! | `POST /instances/<name>/stop`, `/start`, `/reboot` | 204, or 404 |
 //! | `DELETE /instances/<name>` | 204, or 404 |
+//! | `POST /upgrades/controlplane/<version>` | 204 once the control plane serves again at `version` ([`Cloud::upgrade_control_plane`](super::Cloud::upgrade_control_plane)), or 400 |
 //! | `POST /upgrades/nodes/<version>` | 204 once every instance was re-imaged with `version` ([`Cloud::upgrade_nodes`](super::Cloud::upgrade_nodes)), or 400 |
 //! | `GET /loadbalancers` | every [`LoadBalancer`](super::LoadBalancer) |
 //! | `GET /loadbalancers/<name>` | one, or 404 |
@@ -48,7 +49,7 @@ fn done(result: Result<(), Error>) -> Response<Full<Bytes>> {
 }
 
 /// The answer to one request.
-pub fn answer(cloud: &Cloud, method: &Method, path: &str) -> Response<Full<Bytes>> {
+pub async fn answer(cloud: &Cloud, method: &Method, path: &str) -> Response<Full<Bytes>> {
     let parts: Vec<&str> = path.trim_matches('/').split('/').collect();
     match (method, parts.as_slice()) {
         (&Method::GET, ["instances"]) => json(StatusCode::OK, &cloud.instances()),
@@ -60,6 +61,12 @@ pub fn answer(cloud: &Cloud, method: &Method, path: &str) -> Response<Full<Bytes
         (&Method::POST, ["instances", name, "start"]) => done(cloud.start_instance(name)),
         (&Method::POST, ["instances", name, "reboot"]) => done(cloud.reboot_instance(name)),
         (&Method::DELETE, ["instances", name]) => done(cloud.delete_instance(name)),
+        (&Method::POST, ["upgrades", "controlplane", version]) => {
+            match cloud.upgrade_control_plane(version).await {
+                Ok(()) => json(StatusCode::NO_CONTENT, &()),
+                Err(e) => error(StatusCode::BAD_REQUEST, &e.to_string()),
+            }
+        }
         (&Method::POST, ["upgrades", "nodes", version]) => match cloud.upgrade_nodes(version) {
             Ok(()) => json(StatusCode::NO_CONTENT, &()),
             Err(e) => error(StatusCode::BAD_REQUEST, &e.to_string()),
@@ -83,8 +90,11 @@ pub async fn serve(cloud: Cloud, listener: TcpListener) {
         tokio::spawn(async move {
             let service =
                 hyper::service::service_fn(move |request: Request<hyper::body::Incoming>| {
-                    let response = answer(&cloud, request.method(), request.uri().path());
-                    async move { Ok::<_, Infallible>(response) }
+                    let cloud = cloud.clone();
+                    async move {
+                        let response = answer(&cloud, request.method(), request.uri().path()).await;
+                        Ok::<_, Infallible>(response)
+                    }
                 });
             let _ = hyper::server::conn::http1::Builder::new()
                 .serve_connection(TokioIo::new(stream), service)

@@ -10,6 +10,10 @@
 //! runs its pods again (restarted). Unlike a real cloud it does not wait for a node to be
 //! Ready before re-imaging the next: the machines boot in a moment here.
 //!
+//! A **control-plane upgrade** ([`Cloud::upgrade_control_plane`]) asks the cluster's
+//! [`ControlPlane`] to restart its API server running another version, as a managed
+//! cloud's control-plane upgrade does; the cloud answers once the new one serves.
+//!
 //! **Load balancers** are made and changed with [`Cloud::ensure_load_balancer`] (what a
 //! cloud controller manager calls for a `type: LoadBalancer` Service): each gets an address
 //! from the plan's load-balancer range, kept until it is deleted, and forwards each
@@ -57,6 +61,19 @@ pub enum Error {
     /// A version to upgrade to is not a Kubernetes version (`v1.34.0`).
     #[error("{0:?} is not a Kubernetes version such as v1.34.0")]
     Version(String),
+    /// This cloud runs no control plane it could upgrade.
+    #[error("this cloud cannot upgrade the control plane")]
+    NoControlPlane,
+    /// The control plane could not be upgraded; why.
+    #[error("upgrading the control plane: {0}")]
+    ControlPlane(String),
+}
+
+/// The cluster's control plane, as a cloud managing it sees it.
+pub trait ControlPlane: Send + Sync + 'static {
+    /// Restarts the control plane running `version`; resolves once it serves again, or
+    /// with why it cannot run that version.
+    fn upgrade(&self, version: &str) -> futures::future::BoxFuture<'static, Result<(), String>>;
 }
 
 /// Powers the machines behind instances on and off.
@@ -173,6 +190,7 @@ pub struct Cloud {
     plan: Plan,
     state: Arc<Mutex<State>>,
     machines: Arc<dyn Machines>,
+    control_plane: Option<Arc<dyn ControlPlane>>,
     forwarder: Arc<tokio::sync::Mutex<Forwarder>>,
     _health_checks: Arc<AbortOnDrop>,
 }
@@ -196,9 +214,31 @@ impl Cloud {
             plan,
             state,
             machines,
+            control_plane: None,
             forwarder,
             _health_checks: Arc::new(AbortOnDrop(health_checks)),
         }
+    }
+
+    /// The same cloud, managing `control_plane` ([`Cloud::upgrade_control_plane`]).
+    #[must_use]
+    pub fn with_control_plane(mut self, control_plane: Arc<dyn ControlPlane>) -> Self {
+        self.control_plane = Some(control_plane);
+        self
+    }
+
+    /// Whether it manages a control plane it can upgrade.
+    pub fn has_control_plane(&self) -> bool {
+        self.control_plane.is_some()
+    }
+
+    /// Upgrades (or downgrades) the control plane to `version`; done once it serves again.
+    pub async fn upgrade_control_plane(&self, version: &str) -> Result<(), Error> {
+        let control_plane = self.control_plane.clone().ok_or(Error::NoControlPlane)?;
+        control_plane
+            .upgrade(version)
+            .await
+            .map_err(Error::ControlPlane)
     }
 
     fn lock(&self) -> MutexGuard<'_, State> {
