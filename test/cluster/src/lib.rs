@@ -103,6 +103,10 @@ fn go_duration(text: &str) -> Result<std::time::Duration, String> {
     genplane_apimachinery::duration::parse(text).map_err(|e| e.to_string())
 }
 
+/// How long a machine's init waits before restarting a kubelet that stopped (systemd's
+/// default `RestartSec`).
+const KUBELET_RESTART_DELAY: std::time::Duration = std::time::Duration::from_millis(100);
+
 /// The machines behind the cloud's instances: node N's kubelet and kube-proxy, run while
 /// its instance runs.
 struct NodeMachines {
@@ -128,8 +132,13 @@ impl cloud::Machines for NodeMachines {
         };
         machine.spawn(kube_proxy::run(self.client.clone(), scope));
         machine.spawn(async move {
-            if let Err(error) = kubelet.run().await {
-                tracing::error!(%error, "a kubelet stopped");
+            // The machine's init restarts the kubelet when it stops, as systemd does: a
+            // kubelet that cannot reach the API server (being restarted) tries again.
+            loop {
+                if let Err(error) = kubelet.clone().run().await {
+                    tracing::warn!(%error, "a kubelet stopped; restarting it");
+                }
+                tokio::time::sleep(KUBELET_RESTART_DELAY).await;
             }
         });
         let mut running = self

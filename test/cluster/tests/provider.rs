@@ -136,6 +136,25 @@ async fn ready_node_versions(nodes: &Api<Node>) -> Option<Vec<String>> {
         .collect()
 }
 
+/// Whether every node is Ready with a heartbeat in second `since` or later.
+async fn heartbeats_since(nodes: &Api<Node>, since: i64) -> Option<()> {
+    let list = nodes.list(&ListParams::default()).await.ok()?.items;
+    list.iter()
+        .all(|node| {
+            let conditions = node.status.as_ref().and_then(|s| s.conditions.as_ref());
+            conditions.is_some_and(|c| {
+                c.iter().any(|c| {
+                    c.type_ == "Ready"
+                        && c.status == "True"
+                        && c.last_heartbeat_time
+                            .as_ref()
+                            .is_some_and(|t| t.0.as_second() >= since)
+                })
+            })
+        })
+        .then_some(())
+}
+
 /// The second `pod`'s container started in, when it runs.
 fn started_second(pod: &Pod) -> Option<i64> {
     let status = pod.status.as_ref()?.container_statuses.as_ref()?.first()?;
@@ -314,9 +333,32 @@ async fn a_control_plane_upgrade_restarts_the_api_server_at_the_version() {
         .await;
         assert_eq!(reported.git_version, version);
         assert!(deployments.get_opt("web").await.unwrap().is_some());
-        eventually("every node Ready", || ready_node_versions(&nodes)).await;
+        // The kubelets heartbeat to the new server (a second later than its start).
+        let restarted = k8s_openapi::jiff::Timestamp::now().as_second();
+        eventually("every node heartbeating again", || {
+            heartbeats_since(&nodes, restarted + 1)
+        })
+        .await;
         eventually("2 web pods running", || web_pods_started_since(&pods, 2, 0)).await;
     }
+
+    // Nodes re-imaged after the restarts register with the new server.
+    let upgraded_at = k8s_openapi::jiff::Timestamp::now().as_second() + 1;
+    eventually("the clock past the restart", || async {
+        (k8s_openapi::jiff::Timestamp::now().as_second() >= upgraded_at).then_some(())
+    })
+    .await;
+    rust.upgrade_nodes("v1.33.0+genplane.0.0.1").await.unwrap();
+    eventually("every node Ready at v1.33.0+genplane.0.0.1", || async {
+        ready_node_versions(&nodes)
+            .await
+            .filter(|v| v.iter().all(|v| v == "v1.33.0+genplane.0.0.1"))
+    })
+    .await;
+    eventually("the web pods running again", || {
+        web_pods_started_since(&pods, 2, upgraded_at)
+    })
+    .await;
 
     // The test cluster's control plane can only be another genplane of its Kubernetes version.
     for provider in [&rust as &dyn Provider, &exec] {
