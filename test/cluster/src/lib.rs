@@ -264,6 +264,38 @@ async fn complete(config: Config, plan: net::Plan) -> anyhow::Result<CompletedCo
     Ok(completed)
 }
 
+/// How long a restarted control plane waits for the stopped one to let go of its storage.
+const STORAGE_RELEASE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(30);
+
+/// Completes `options` again for a restart: the stopped server's last tasks may still hold
+/// the SQLite database for a moment, so a locked database is tried again until it is free
+/// (or [`STORAGE_RELEASE_TIMEOUT`]).
+async fn restart(
+    options: &Options,
+    rust_log: Option<&str>,
+    plan: net::Plan,
+) -> anyhow::Result<CompletedConfig> {
+    let deadline = tokio::time::Instant::now() + STORAGE_RELEASE_TIMEOUT;
+    loop {
+        match complete(config(options, rust_log)?, plan).await {
+            Err(error) if storage_locked(&error) && tokio::time::Instant::now() < deadline => {
+                tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+            }
+            done => return done,
+        }
+    }
+}
+
+/// Whether `error` is that the SQLite database is held by another store.
+fn storage_locked(error: &anyhow::Error) -> bool {
+    error.chain().any(|cause| {
+        matches!(
+            cause.downcast_ref::<genplane_storage_sqlite::OpenError>(),
+            Some(genplane_storage_sqlite::OpenError::Locked { .. })
+        )
+    })
+}
+
 /// Whom to tell that the control plane serves: the cluster's components (first start) or
 /// the upgrade that restarted it.
 enum Announce {
@@ -335,10 +367,7 @@ async fn serve(
         tracing::info!(version = %upgrade.genplane_version, "restarting the control plane");
         let mut options = options.clone();
         options.serving.secure_port = port;
-        let restarted = match config(&options, rust_log) {
-            Ok(config) => complete(config, plan).await,
-            Err(error) => Err(error),
-        };
+        let restarted = restart(&options, rust_log, plan).await;
         completed = match restarted {
             Ok(completed) => completed,
             Err(error) => {
