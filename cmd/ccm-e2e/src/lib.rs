@@ -103,7 +103,9 @@ pub struct Cli {
     /// `--report-dir`.
     #[arg(long)]
     pub dump_on_failure: bool,
-    /// The version the upgrade tests go to.
+    /// The version the upgrade tests go to (`v1.34.0`; a prefix such as `v1.34` accepts any
+    /// patch release). The downgrade test goes to it too: give it an older version, in a run
+    /// of its own, as upstream's downgrade jobs did.
     #[arg(long)]
     pub upgrade_target: Option<String>,
     /// The address the external-IP test gives its Service (`externalIPs`): on no node, and

@@ -403,13 +403,19 @@ pub trait Provider: Send + Sync + std::fmt::Debug {
         unsupported("probe")
     }
 
-    /// Upgrades the control plane to `version` ([`Capability::ControlPlaneUpgrade`]).
+    /// Upgrades (or downgrades) the control plane to `version`, as `--upgrade-target` gives
+    /// it ([`Capability::ControlPlaneUpgrade`]). It may return before the API server serves
+    /// again: the tests then wait until `/version` reports `version`.
     fn upgrade_control_plane<'a>(&'a self, version: &'a str) -> Call<'a, ()> {
         let _ = version;
         unsupported("upgradeControlPlane")
     }
 
-    /// Upgrades (or downgrades) the nodes to `version` ([`Capability::NodeUpgrade`]).
+    /// Upgrades (or downgrades) the nodes to `version`, as `--upgrade-target` gives it
+    /// ([`Capability::NodeUpgrade`]): each node's machine gets the new node software, as a
+    /// cloud's node-pool upgrade does. It may return before the nodes are back: the tests
+    /// then wait until every node registered before is Ready, reporting `version` as its
+    /// `kubeletVersion`.
     fn upgrade_nodes<'a>(&'a self, version: &'a str) -> Call<'a, ()> {
         let _ = version;
         unsupported("upgradeNodes")
