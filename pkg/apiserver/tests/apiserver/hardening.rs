@@ -3,9 +3,7 @@
 //! NamespaceLifecycle, updates that did not create where upstream's strategies do, and
 //! malformed requests answered as if they were fine.
 
-#![allow(clippy::unwrap_used)]
-
-mod support;
+use crate::support;
 
 use genplane_storage::Storage;
 use hyper::Method;

@@ -1,9 +1,7 @@
 //! The API over real HTTP on loopback, against the real handlers and a SQLite store: what
 //! kubectl, kube-rs and the Python client send, and what they need back.
 
-#![allow(clippy::unwrap_used)]
-
-mod support;
+use crate::support;
 
 on_both_backends!(
     version_and_discovery,

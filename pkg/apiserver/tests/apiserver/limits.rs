@@ -5,9 +5,7 @@
 //! A request holds its in-flight slot while its body is still arriving, so a client that sends
 //! the headers and only part of the body keeps one slot busy for as long as the test wants.
 
-#![allow(clippy::unwrap_used)]
-
-mod support;
+use crate::support;
 
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};

@@ -3,9 +3,7 @@
 //! rolebindings -o wide` and `kubectl apply` of RBAC manifests observe). Authorization is not
 //! part of this: these tests only read and write the objects.
 
-#![allow(clippy::unwrap_used)]
-
-mod support;
+use crate::support;
 
 use support::{Answer, Server, call, start};
 

@@ -2,9 +2,7 @@
 //! (the server keeps serving, the audit log has the completed record), and the in-flight
 //! limits and the request timeout cover paths that are not resources.
 
-#![allow(clippy::unwrap_used)]
-
-mod support;
+use crate::support;
 
 use std::sync::{Arc, LazyLock};
 use std::time::Duration;

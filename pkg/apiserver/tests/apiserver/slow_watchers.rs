@@ -6,9 +6,7 @@
 //! The slow client is an HTTP/2 stream whose flow-control window is 1 KiB and which is never
 //! read until the end, so what the server may send it does not depend on socket buffers.
 
-#![allow(clippy::unwrap_used)]
-
-mod support;
+use crate::support;
 
 use std::time::Duration;
 

@@ -1,9 +1,7 @@
 //! Field ownership over HTTP: the `metadata.managedFields` clients see after creates, updates
 //! and patches (operation `Update`), and server-side apply (`application/apply-patch+yaml`).
 
-#![allow(clippy::unwrap_used)]
-
-mod support;
+use crate::support;
 
 use hyper::Method;
 use serde_json::{Value, json};

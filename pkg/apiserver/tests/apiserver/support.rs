@@ -253,7 +253,6 @@ async fn serve_with(
 }
 
 /// Runs each named `async fn(Server)` test twice: `sqlite::<name>` and `etcd::<name>`.
-#[macro_export]
 macro_rules! on_both_backends {
     ($($name:ident),* $(,)?) => {
         mod sqlite {

@@ -1,9 +1,7 @@
 //! What clients see when the storage stalls or cannot be reached: Status errors that say which
 //! operation on which resource failed, with `Retry-After` as their Status promises.
 
-#![allow(clippy::unwrap_used)]
-
-mod support;
+use crate::support;
 
 use std::time::Duration;
 

@@ -2,9 +2,7 @@
 //! watcher-fed reflector that must equal a fresh list after 1,000 writes, in both list-watch
 //! and streaming-list modes (across a restart over compacted history), and the event recorder.
 
-#![allow(clippy::unwrap_used)]
-
-mod support;
+use crate::support;
 
 use std::collections::BTreeMap;
 use std::time::Duration;
