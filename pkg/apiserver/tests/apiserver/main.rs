@@ -1,6 +1,7 @@
-//! The API server over real HTTP on loopback, one test binary with a module per area (one
-//! compile of `support`, one link): each test starts a server in-process (see [`support`]) and
-//! talks to it as kubectl, kube-rs and the Python client do.
+//! The API server over real HTTPS on loopback, one test binary with a module per area (one
+//! compile of `support`, one link): each test starts a server in-process, assembled by the code
+//! that assembles `genplane apiserver` (TLS, client-certificate authentication, RBAC, admission,
+//! an audit log: see [`support`]), and talks to it as kubectl, kube-rs and the Python client do.
 
 #![allow(clippy::unwrap_used)]
 
