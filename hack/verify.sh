@@ -16,11 +16,12 @@ check() {
 }
 
 check fmt "cargo fmt --all" cargo fmt --all -- --check
+# Also what keeps the cargo-fuzz targets building: fuzz/ is a workspace member, checked here with
+# the dependencies compiled for everything else.
 check clippy "fix the warnings above" cargo clippy --workspace --all-targets --locked -- -D warnings
 check docs "fix the rustdoc warnings above" env RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --locked --quiet
 check crate-deps "follow the layering rules in DESIGN.md §1" hack/verify-crate-deps.sh
 check file-cycles "move the item both files use to a lower module" hack/verify-file-cycles.sh
-check fuzz-targets "fix the cargo-fuzz targets under fuzz/" hack/verify-fuzz.sh
 
 if [ ${#failed[@]} -gt 0 ]; then
   echo "verify failed: ${failed[*]}" >&2

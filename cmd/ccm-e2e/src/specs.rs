@@ -1565,6 +1565,33 @@ async fn without_node_ports(ctx: &Ctx) -> anyhow::Result<()> {
         node_ports(&service)
     );
     ensure_same_ingress(ctx, name, &address).await?;
+    // The load balancer must take the node ports; until it does, the old one still answers
+    // through the pods, so answering alone would not show it.
+    if ctx.capabilities.has(Capability::DescribeLoadBalancer) {
+        let reference = ctx.service_ref(name).await?;
+        let wanted = node_ports(&service);
+        ctx.wait_for(
+            "the load balancer to forward to the new node ports (does the CCM update its ports?)",
+            timeouts::LOAD_BALANCER_LAG,
+            || async {
+                let described = ctx.provider.describe_load_balancer(&reference).await?;
+                Ok(described
+                    .filter(|d| {
+                        let mut ports: Vec<i32> = d
+                            .ports
+                            .iter()
+                            .map(|p| p.node_port.map_or(0, i32::from))
+                            .collect();
+                        ports.sort_unstable();
+                        let mut wanted = wanted.clone();
+                        wanted.sort_unstable();
+                        ports == wanted
+                    })
+                    .map(|_| ()))
+            },
+        )
+        .await?;
+    }
     ctx.wait_reachable_http(&address, 80).await.map(|_| ())
 }
 

@@ -55,8 +55,12 @@ async fn the_rust_provider_and_the_exec_plugin_act_alike() {
         name: "lb".into(),
         uid: service.uid().unwrap(),
     };
-    let described = eventually("the load balancer", || async {
-        rust.describe_load_balancer(&reference).await.unwrap()
+    // once both nodes pass its health check, what the description holds stays put
+    let described = eventually("the load balancer, both nodes healthy", || async {
+        rust.describe_load_balancer(&reference)
+            .await
+            .unwrap()
+            .filter(|d| d.details["healthyNodes"].as_array().map(Vec::len) == Some(2))
     })
     .await;
     assert_eq!(described.ports[0].port, 80);

@@ -239,6 +239,13 @@ impl CompletedConfig {
         })
     }
 
+    /// The storage backend the resources are kept in, opened by [`Config::complete`]: what a
+    /// program reads or writes beside the API (a test compacting the history, say), and what
+    /// it builds other watch caches over ([`crate::resources_with`]).
+    pub fn backend(&self) -> &Arc<StorageBackend> {
+        &self.backend
+    }
+
     /// The server's feature gates, as strategies' hooks are told them.
     pub fn strategy_gates(&self) -> Arc<dyn genplane_api::catalog::FeatureGates> {
         Arc::new(features::StrategyGates(

@@ -2,9 +2,7 @@
 //! resourceVersion preconditions, field validation of the patch text, and the Status errors
 //! for malformed patches and for patches that change the object's identity.
 
-#![allow(clippy::unwrap_used)]
-
-mod support;
+use crate::support;
 
 use hyper::Method;
 use serde_json::{Value, json};

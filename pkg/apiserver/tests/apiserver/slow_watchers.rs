@@ -1,4 +1,4 @@
-//! Watch clients that stop reading, over real HTTP on loopback: such a client costs the server
+//! Watch clients that stop reading, over real HTTPS on loopback: such a client costs the server
 //! a bounded buffer, and once it has fallen behind the watch cache's window of events its
 //! stream ends cleanly (as kube-apiserver ends unresponsive watchers; the client watches again
 //! from the last resourceVersion it received), while a client that reads gets every event.
@@ -6,21 +6,19 @@
 //! The slow client is an HTTP/2 stream whose flow-control window is 1 KiB and which is never
 //! read until the end, so what the server may send it does not depend on socket buffers.
 
-#![allow(clippy::unwrap_used)]
+use crate::support;
 
-mod support;
-
+use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
 use genplane_apiserver::WATCH_BUFFER_BYTES;
-use genplane_apiserver::metrics::ApiMetrics;
-use genplane_component_base::metrics::Registry;
 use genplane_storage_cacher::CacherConfig;
-use http_body_util::{BodyExt, Empty};
+use http_body_util::{BodyExt, Empty, Full};
 use hyper::Request;
-use hyper_util::rt::{TokioExecutor, TokioIo};
+use hyper_util::rt::TokioExecutor;
 use serde_json::Value;
+use support::Server;
 
 /// Events written while the slow client does not read: far more than its buffers and the
 /// window hold.
@@ -37,17 +35,9 @@ fn sample(text: &str, line: &str) -> Option<f64> {
 }
 
 /// Watches `path` over HTTP/1.1 and reads until `count` events arrived.
-async fn read_events(addr: std::net::SocketAddr, path: String, count: usize) -> Vec<Value> {
-    let tcp = tokio::net::TcpStream::connect(addr).await.unwrap();
-    let (mut send, connection) = hyper::client::conn::http1::handshake(TokioIo::new(tcp))
-        .await
-        .unwrap();
-    tokio::spawn(connection);
-    let request = Request::get(format!("http://{addr}{path}"))
-        .header("host", addr.to_string())
-        .body(Empty::<Bytes>::new())
-        .unwrap();
-    let response = send.send_request(request).await.unwrap();
+async fn read_events(server: &Server, path: String, count: usize) -> Vec<Value> {
+    let request = Request::get(path).body(Full::default()).unwrap();
+    let response = server.send(request).await;
     assert_eq!(response.status(), 200);
     let mut body = response.into_body();
     let (mut received, mut lines) = (Vec::new(), 0);
@@ -72,13 +62,13 @@ fn events(stream: &[u8]) -> Vec<Value> {
 
 #[tokio::test]
 async fn a_watcher_that_stops_reading_is_ended_while_a_reading_one_gets_every_event() {
-    let registry = Registry::new();
-    let metrics = ApiMetrics::new(&registry);
     let cache = CacherConfig {
         window_events: WINDOW,
         ..CacherConfig::default()
     };
-    let server = support::start_with_cache(cache, |s| s.with_metrics(metrics, |_| None)).await;
+    let server = Arc::new(
+        support::start_configured(|completed| support::with_cache(completed, cache)).await,
+    );
     let collection = "/api/v1/namespaces/default/configmaps";
     let listed = support::call(&server, hyper::Method::GET, collection, &[], None).await;
     let rv = listed.json()["metadata"]["resourceVersion"]
@@ -88,30 +78,28 @@ async fn a_watcher_that_stops_reading_is_ended_while_a_reading_one_gets_every_ev
     let path = format!("{collection}?watch=1&resourceVersion={rv}");
 
     // The slow client: its answer's head arrives, its body is not read.
-    let tcp = tokio::net::TcpStream::connect(server.addr).await.unwrap();
-    let (mut slow_send, slow_connection) =
-        hyper::client::conn::http2::Builder::new(TokioExecutor::new())
-            .initial_stream_window_size(1024)
-            .handshake::<_, Empty<Bytes>>(TokioIo::new(tcp))
-            .await
-            .unwrap();
-    tokio::spawn(slow_connection);
-    let request = Request::get(format!("http://{}{path}", server.addr))
-        .body(Empty::new())
-        .unwrap();
+    let mut slow_send = server
+        .http2::<Empty<Bytes>>(
+            hyper::client::conn::http2::Builder::new(TokioExecutor::new())
+                .initial_stream_window_size(1024),
+        )
+        .await;
+    let request = Request::get(server.url(&path)).body(Empty::new()).unwrap();
     let slow = slow_send.send_request(request).await.unwrap();
     assert_eq!(slow.status(), 200);
 
     // The fast client reads every event as it comes.
-    let fast = tokio::spawn(read_events(server.addr, path.clone(), EVENTS));
+    let fast = tokio::spawn({
+        let (server, path) = (server.clone(), path.clone());
+        async move { read_events(&server, path, EVENTS).await }
+    });
 
     let value = "x".repeat(VALUE_BYTES);
     let mut writers = tokio::task::JoinSet::new();
     for writer in 0..8 {
-        let (addr, value) = (server.addr, value.clone());
+        let (server, value) = (server.clone(), value.clone());
         writers.spawn(async move {
-            let client = hyper_util::client::legacy::Client::builder(TokioExecutor::new())
-                .build_http::<http_body_util::Full<Bytes>>();
+            let mut client = server.http1().await;
             for i in (writer..EVENTS).step_by(8) {
                 let body = serde_json::json!({
                     "apiVersion": "v1",
@@ -119,12 +107,16 @@ async fn a_watcher_that_stops_reading_is_ended_while_a_reading_one_gets_every_ev
                     "metadata": {"name": format!("cm-{i:04}")},
                     "data": {"value": value},
                 });
-                let request = Request::post(format!("http://{addr}{collection}"))
+                let request = Request::post(collection)
+                    .header("host", "x")
                     .header("content-type", "application/json")
-                    .body(http_body_util::Full::new(Bytes::from(body.to_string())))
+                    .body(Full::new(Bytes::from(body.to_string())))
                     .unwrap();
-                let response = client.request(request).await.unwrap();
+                client.ready().await.unwrap();
+                let response = client.send_request(request).await.unwrap();
                 assert_eq!(response.status(), 201);
+                // Read to its end, so that the connection takes the next request.
+                response.into_body().collect().await.unwrap();
             }
         });
     }
@@ -143,7 +135,7 @@ async fn a_watcher_that_stops_reading_is_ended_while_a_reading_one_gets_every_ev
     assert_eq!(names.len(), EVENTS, "every event, once each");
 
     // What the server holds for its watchers is bounded, the stalled one included.
-    let text = registry.encode(None).body;
+    let text = server.metrics().await;
     let buffered = sample(
         &text,
         "apiserver_watch_buffered_bytes{group=\"\",resource=\"configmaps\"}",
@@ -178,7 +170,7 @@ async fn a_watcher_that_stops_reading_is_ended_while_a_reading_one_gets_every_ev
         assert!(at > last, "in order");
         last = at;
     }
-    let text = registry.encode(None).body;
+    let text = server.metrics().await;
     assert_eq!(
         sample(
             &text,
@@ -193,7 +185,7 @@ async fn a_watcher_that_stops_reading_is_ended_while_a_reading_one_gets_every_ev
     let rest = tokio::time::timeout(
         Duration::from_secs(60),
         read_events(
-            server.addr,
+            &server,
             format!("{collection}?watch=1&resourceVersion={last}"),
             EVENTS - slow.len(),
         ),

@@ -1,9 +1,7 @@
 //! `/openapi/v3` and `/openapi/v2` over real HTTP on loopback: what kubectl reads before
 //! `apply`, `create -f`, `replace -f` (server-side field validation) and `explain`.
 
-#![allow(clippy::unwrap_used)]
-
-mod support;
+use crate::support;
 
 use support::{Answer, Server, call, start};
 

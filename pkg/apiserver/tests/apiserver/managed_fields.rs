@@ -1,13 +1,11 @@
 //! Field ownership over HTTP: the `metadata.managedFields` clients see after creates, updates
 //! and patches (operation `Update`), and server-side apply (`application/apply-patch+yaml`).
 
-#![allow(clippy::unwrap_used)]
-
-mod support;
+use crate::support;
 
 use hyper::Method;
 use serde_json::{Value, json};
-use support::{Answer, Flavour, Server, call};
+use support::{Answer, Server, call};
 
 async fn send(
     server: &Server,
@@ -66,7 +64,7 @@ const CM: &str = "/api/v1/namespaces/default/configmaps";
 
 #[tokio::test]
 async fn updates_record_ownership() {
-    let server = support::start_on(Flavour::Sqlite, |s| s).await;
+    let server = support::start().await;
     let created = send(
         &server,
         Method::POST,
@@ -293,7 +291,7 @@ async fn updates_record_ownership() {
 
 #[tokio::test]
 async fn status_writes_record_their_subresource() {
-    let server = support::start_on(Flavour::Sqlite, |s| s).await;
+    let server = support::start().await;
     let created = send(
         &server,
         Method::POST,
@@ -336,7 +334,7 @@ fn cm(data: Value) -> Value {
 
 #[tokio::test]
 async fn server_side_apply() {
-    let server = support::start_on(Flavour::Sqlite, |s| s).await;
+    let server = support::start().await;
     let url = |query: &str| format!("{CM}/demo?{query}");
 
     // A manager is required.
@@ -605,7 +603,7 @@ async fn server_side_apply() {
 
 #[tokio::test]
 async fn apply_to_the_status_subresource() {
-    let server = support::start_on(Flavour::Sqlite, |s| s).await;
+    let server = support::start().await;
     let missing = send(
         &server,
         Method::PATCH,
@@ -697,9 +695,8 @@ async fn kube_rs_patch_apply() {
     use k8s_openapi::api::core::v1::ConfigMap;
     use kube::api::{Api, Patch, PatchParams};
 
-    let server = support::start_on(Flavour::Sqlite, |s| s).await;
-    let config = kube::Config::new(format!("http://{}", server.addr).parse().unwrap());
-    let api: Api<ConfigMap> = Api::namespaced(kube::Client::try_from(config).unwrap(), "default");
+    let server = support::start().await;
+    let api: Api<ConfigMap> = Api::namespaced(server.kube_client().await, "default");
     let desired = |value: &str| json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "lease"}, "data": {"holder": value}});
     let created = api
         .patch(
@@ -755,7 +752,7 @@ async fn kube_rs_patch_apply() {
 /// `Apply` entries are not counted.
 #[tokio::test]
 async fn update_managers_are_capped_at_ten() {
-    let server = support::start_on(Flavour::Sqlite, |s| s).await;
+    let server = support::start().await;
     let created = send(
         &server,
         Method::POST,

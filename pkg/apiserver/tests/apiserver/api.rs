@@ -1,9 +1,7 @@
 //! The API over real HTTP on loopback, against the real handlers and a SQLite store: what
 //! kubectl, kube-rs and the Python client send, and what they need back.
 
-#![allow(clippy::unwrap_used)]
-
-mod support;
+use crate::support;
 
 on_both_backends!(
     version_and_discovery,
@@ -32,8 +30,6 @@ use genplane_api::protobuf;
 use genplane_storage::Storage;
 use http_body_util::{BodyExt, Full};
 use hyper::{Method, Request};
-use hyper_util::client::legacy::Client;
-use hyper_util::rt::TokioExecutor;
 use serde_json::{Value, json};
 
 async fn get(server: &Server, path: &str, accept: &str) -> Answer {
@@ -648,12 +644,11 @@ async fn watch_lines_accepting(
     count: usize,
     during: impl std::future::Future<Output = ()>,
 ) -> Vec<Value> {
-    let client = Client::builder(TokioExecutor::new()).build_http::<Full<Bytes>>();
-    let request = Request::get(format!("http://{}{path}", server.addr))
+    let request = Request::get(path)
         .header("accept", accept)
         .body(Full::new(Bytes::new()))
         .unwrap();
-    let response = client.request(request).await.unwrap();
+    let response = server.send(request).await;
     assert_eq!(response.status(), 200);
     let mut body = response.into_body();
     during.await;
@@ -1413,15 +1408,12 @@ async fn protobuf_bodies_and_answers(server: Server) {
 }
 
 async fn protobuf_watch_frames(server: Server) {
-    let client = Client::builder(TokioExecutor::new()).build_http::<Full<Bytes>>();
-    let request = Request::get(format!(
-        "http://{}/api/v1/namespaces/default/configmaps?watch=true&timeoutSeconds=30",
-        server.addr
-    ))
-    .header("accept", "application/vnd.kubernetes.protobuf;stream=watch")
-    .body(Full::new(Bytes::new()))
-    .unwrap();
-    let response = client.request(request).await.unwrap();
+    let request =
+        Request::get("/api/v1/namespaces/default/configmaps?watch=true&timeoutSeconds=30")
+            .header("accept", "application/vnd.kubernetes.protobuf;stream=watch")
+            .body(Full::new(Bytes::new()))
+            .unwrap();
+    let response = server.send(request).await;
     assert_eq!(response.status(), 200);
     assert_eq!(
         response.headers()["content-type"],

@@ -2,9 +2,7 @@
 //! watcher-fed reflector that must equal a fresh list after 1,000 writes, in both list-watch
 //! and streaming-list modes (across a restart over compacted history), and the event recorder.
 
-#![allow(clippy::unwrap_used)]
-
-mod support;
+use crate::support;
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -16,11 +14,6 @@ use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
 use kube::runtime::{WatchStreamExt, reflector, watcher};
 use serde_json::json;
 
-fn client(server: &support::Server) -> kube::Client {
-    let config = kube::Config::new(format!("http://{}", server.addr).parse().unwrap());
-    kube::Client::try_from(config).unwrap()
-}
-
 fn configmap(name: &str, value: &str) -> ConfigMap {
     serde_json::from_value(
         json!({"metadata": {"name": name, "labels": {"app": "web"}}, "data": {"k": value}}),
@@ -31,7 +24,7 @@ fn configmap(name: &str, value: &str) -> ConfigMap {
 #[tokio::test]
 async fn typed_crud() {
     let server = support::start().await;
-    let api: Api<ConfigMap> = Api::namespaced(client(&server), "default");
+    let api: Api<ConfigMap> = Api::namespaced(server.kube_client().await, "default");
     let created = api
         .create(&PostParams::default(), &configmap("a", "1"))
         .await
@@ -134,7 +127,7 @@ async fn write(api: &Api<ConfigMap>, op: Op, name: &str, i: u32) -> Outcome {
 /// re-list), then checks it equals a fresh list.
 async fn reflector_follows_writes(config: watcher::Config) {
     let mut server = support::start().await;
-    let mut api: Api<ConfigMap> = Api::namespaced(client(&server), "default");
+    let mut api: Api<ConfigMap> = Api::namespaced(server.kube_client().await, "default");
     let (reader, writer) = reflector::store::<ConfigMap>();
     let stream = reflector::reflector(writer, watcher(api.clone(), config).default_backoff())
         .applied_objects();
@@ -170,7 +163,7 @@ async fn reflector_follows_writes(config: watcher::Config) {
             server = stopped.start().await;
             // A new client: the old one's connections ended with the old server (the
             // reflector's watcher, on the old client, recovers by itself).
-            api = Api::namespaced(client(&server), "default");
+            api = Api::namespaced(server.kube_client().await, "default");
         }
         // In groups of four writes to one name: a create (refused when an earlier group
         // left the object), two patches, and a delete in every other group.
@@ -256,7 +249,7 @@ async fn the_event_recorder_publishes_and_counts_repeats() {
     use kube::runtime::events::{Event as Record, EventType, Recorder, Reporter};
 
     let server = support::start().await;
-    let client = client(&server);
+    let client = server.kube_client().await;
     let configmaps: Api<ConfigMap> = Api::namespaced(client.clone(), "default");
     let owner = configmaps
         .create(&PostParams::default(), &configmap("owner", "1"))
@@ -320,7 +313,7 @@ async fn the_finalizer_helper_adds_cleans_up_and_removes() {
 
     const NAME: &str = "genplane.test/cleanup";
     let server = support::start().await;
-    let api: Api<ConfigMap> = Api::namespaced(client(&server), "default");
+    let api: Api<ConfigMap> = Api::namespaced(server.kube_client().await, "default");
     api.create(&PostParams::default(), &configmap("guarded", "1"))
         .await
         .unwrap();

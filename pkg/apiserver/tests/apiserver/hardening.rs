@@ -3,9 +3,7 @@
 //! NamespaceLifecycle, updates that did not create where upstream's strategies do, and
 //! malformed requests answered as if they were fine.
 
-#![allow(clippy::unwrap_used)]
-
-mod support;
+use crate::support;
 
 use genplane_storage::Storage;
 use hyper::Method;
@@ -687,8 +685,8 @@ async fn send_all_then_read(
     head: &str,
     body: &[u8],
 ) -> Result<(u16, String), String> {
-    use tokio::io::{AsyncReadExt, AsyncWriteExt};
-    let mut stream = tokio::net::TcpStream::connect(server.addr).await.unwrap();
+    use tokio::io::AsyncWriteExt;
+    let mut stream = server.tls(b"http/1.1").await;
     let request = format!(
         "{head}\r\nHost: x\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
         body.len()
@@ -701,9 +699,7 @@ async fn send_all_then_read(
         .write_all(body)
         .await
         .map_err(|e| format!("writing the body: {e}"))?;
-    let mut raw = Vec::new();
-    stream
-        .read_to_end(&mut raw)
+    let raw = support::read_to_end(&mut stream)
         .await
         .map_err(|e| format!("reading the answer: {e}"))?;
     let raw = String::from_utf8_lossy(&raw).into_owned();
@@ -749,18 +745,17 @@ async fn clients_read_the_answer_to_a_body_the_server_did_not_read() {
 async fn http2_clients_get_the_answer_to_a_body_too_large_and_heads_without_bodies() {
     use http_body_util::{BodyExt, Full};
     let server = support::start().await;
-    let client = hyper_util::client::legacy::Client::builder(hyper_util::rt::TokioExecutor::new())
-        .http2_only(true)
-        .build_http::<Full<bytes::Bytes>>();
-    let request = hyper::Request::post(format!(
-        "http://{}/api/v1/namespaces/default/configmaps",
-        server.addr
-    ))
-    .header("content-type", "application/json")
-    .body(Full::new(bytes::Bytes::from(vec![b' '; 5 * 1024 * 1024])))
-    .unwrap();
+    let mut client = server
+        .http2(&hyper::client::conn::http2::Builder::new(
+            hyper_util::rt::TokioExecutor::new(),
+        ))
+        .await;
+    let request = hyper::Request::post(server.url("/api/v1/namespaces/default/configmaps"))
+        .header("content-type", "application/json")
+        .body(Full::new(bytes::Bytes::from(vec![b' '; 5 * 1024 * 1024])))
+        .unwrap();
     let response = client
-        .request(request)
+        .send_request(request)
         .await
         .expect("the answer, not a reset stream");
     assert_eq!(response.version(), hyper::Version::HTTP_2);
@@ -769,10 +764,10 @@ async fn http2_clients_get_the_answer_to_a_body_too_large_and_heads_without_bodi
     assert!(String::from_utf8_lossy(&body).contains("RequestEntityTooLarge"));
 
     // HEAD: the GET's headers, no body.
-    let head = hyper::Request::head(format!("http://{}/api/v1/namespaces/default", server.addr))
+    let head = hyper::Request::head(server.url("/api/v1/namespaces/default"))
         .body(Full::new(bytes::Bytes::new()))
         .unwrap();
-    let response = client.request(head).await.unwrap();
+    let response = client.send_request(head).await.unwrap();
     assert_eq!(response.status(), 200);
     let length: usize = response.headers()["content-length"]
         .to_str()

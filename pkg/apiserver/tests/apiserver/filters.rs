@@ -2,9 +2,7 @@
 //! (the server keeps serving, the audit log has the completed record), and the in-flight
 //! limits and the request timeout cover paths that are not resources.
 
-#![allow(clippy::unwrap_used)]
-
-mod support;
+use crate::support;
 
 use std::sync::{Arc, LazyLock};
 use std::time::Duration;
@@ -14,13 +12,11 @@ use genplane_apimachinery::errors::ApiError;
 use genplane_apimachinery::schema::{GroupResource, GroupVersionKind};
 use genplane_apimachinery::validation::field::ErrorList;
 use genplane_apiserver::{Limits, Resource};
-use genplane_audit::{Auditor, MemorySink, Policy, Stage};
-use genplane_controlplane::{EncryptionConfig, StorageConfig};
 use genplane_registry::{CatalogStrategy, Strategy};
 use hyper::Method;
 use serde_json::{Value, json};
-use support::{call, start_configured};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use support::{call, post_json, start_configured};
+use tokio::io::AsyncWriteExt;
 
 /// A resource of the test's own, `panics.test.genplane.io`, shaped as a ConfigMap.
 static PANICS: LazyLock<ResourceInfo> = LazyLock::new(|| {
@@ -67,54 +63,18 @@ impl Strategy for Panicky {
 
 #[tokio::test]
 async fn a_handler_that_panics_is_answered_500_and_audited() {
-    let dir = tempfile::tempdir().unwrap();
-    let backend = genplane_controlplane::open_storage(&StorageConfig::Sqlite {
-        path: dir.path().join("db"),
-    })
-    .await
-    .unwrap();
-    let storage = genplane_controlplane::custom_storage(backend, EncryptionConfig::default())(
-        "/registry/test.genplane.io/panics/",
-        "test.genplane.io",
-        "panics",
-    )
-    .unwrap();
-    let sink = Arc::new(MemorySink::new());
-    let policy = Policy::parse_strict(
-        b"apiVersion: audit.k8s.io/v1\nkind: Policy\nrules:\n- level: Metadata\n",
-    )
-    .unwrap();
-    let auditor = Auditor::new(policy, sink.clone());
-    let server = start_configured(move |s| {
+    let server = start_configured(|completed| {
+        let storage = completed.storage_for(&PANICS).unwrap();
         let strategy = Arc::new(Panicky(CatalogStrategy::new(&PANICS)));
-        let panics = Resource::builtin_with(&PANICS, storage, strategy);
-        let s = s.with_audit(auditor);
-        s.set_custom(vec![panics], Vec::new());
-        s
+        completed
+            .resources
+            .push(Resource::builtin_with(&PANICS, storage, strategy));
     })
     .await;
     let path = "/apis/test.genplane.io/v1/namespaces/default/panics";
-    let create = |name: &str| {
-        serde_json::to_vec(&json!({"apiVersion": "test.genplane.io/v1", "kind": "Panic", "metadata": {"name": name}})).unwrap()
-    };
-    let fine = call(
-        &server,
-        Method::POST,
-        path,
-        &[("content-type", "application/json")],
-        Some(create("fine")),
-    )
-    .await;
-    assert_eq!(fine.status, 201, "{}", String::from_utf8_lossy(&fine.body));
-
-    let boom = call(
-        &server,
-        Method::POST,
-        path,
-        &[("content-type", "application/json")],
-        Some(create("boom")),
-    )
-    .await;
+    let create = |name: &str| json!({"apiVersion": "test.genplane.io/v1", "kind": "Panic", "metadata": {"name": name}});
+    post_json(&server, path, &create("fine")).await.expect(201);
+    let boom = post_json(&server, path, &create("boom")).await;
     assert_eq!(boom.status, 500);
     let status = boom.json();
     assert_eq!(
@@ -127,33 +87,101 @@ async fn a_handler_that_panics_is_answered_500_and_audited() {
     // The server keeps serving.
     let after = call(&server, Method::GET, &format!("{path}/fine"), &[], None).await;
     assert_eq!(after.status, 200);
-    // The panicked request's record is complete: a Panic event with the 500.
-    let events: Vec<_> = sink
-        .events()
-        .into_iter()
-        .filter(|e| e.audit_id == audit_id)
-        .collect();
-    let stages: Vec<Stage> = events.iter().map(|e| e.stage).collect();
-    assert_eq!(stages, [Stage::RequestReceived, Stage::Panic], "{events:?}");
-    assert_eq!(
-        events[1].response_status.as_ref().map(|s| s.code),
-        Some(500),
-        "{events:?}"
+    // The panicked request's record in the audit log is complete: a Panic event with the 500,
+    // naming the admin who sent it.
+    let of_boom = |events: &[Value]| -> Vec<Value> {
+        events
+            .iter()
+            .filter(|e| e["auditID"] == audit_id.as_str())
+            .cloned()
+            .collect()
+    };
+    let events = of_boom(
+        &server
+            .audit_until(|events| of_boom(events).len() == 2)
+            .await,
     );
+    let stages: Vec<&str> = events
+        .iter()
+        .map(|e| e["stage"].as_str().unwrap())
+        .collect();
+    assert_eq!(stages, ["RequestReceived", "Panic"], "{events:#?}");
+    assert_eq!(events[1]["responseStatus"]["code"], 500, "{events:#?}");
+    assert_eq!(
+        events[1]["user"]["username"], "genplane-admin",
+        "{events:#?}"
+    );
+}
+
+/// Every request the harness makes is authenticated, authorized and audited as the real
+/// server does it: the admin's client certificate names the user, and the audit log has a
+/// Metadata-level line for the request with the verb, the resource and the answer's code.
+#[tokio::test]
+async fn requests_are_authenticated_authorized_and_audited() {
+    let server = support::start().await;
+    let created = post_json(
+        &server,
+        "/api/v1/namespaces/default/configmaps",
+        &json!({"metadata": {"name": "audited"}}),
+    )
+    .await
+    .expect(201);
+    let audit_id = created.header("audit-id").to_owned();
+    let events = server
+        .audit_until(|events| {
+            events
+                .iter()
+                .any(|e| e["auditID"] == audit_id.as_str() && e["stage"] == "ResponseComplete")
+        })
+        .await;
+    let event = events
+        .iter()
+        .find(|e| e["auditID"] == audit_id.as_str() && e["stage"] == "ResponseComplete")
+        .unwrap();
+    assert_eq!(event["level"], "Metadata", "{event:#}");
+    assert_eq!(event["verb"], "create", "{event:#}");
+    assert_eq!(event["user"]["username"], "genplane-admin", "{event:#}");
+    assert!(
+        event["user"]["groups"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|g| g == "system:masters"),
+        "{event:#}"
+    );
+    assert_eq!(event["objectRef"]["resource"], "configmaps", "{event:#}");
+    assert_eq!(event["objectRef"]["name"], "audited", "{event:#}");
+    assert_eq!(event["responseStatus"]["code"], 201, "{event:#}");
+    assert_eq!(
+        event["annotations"]["authorization.k8s.io/decision"], "allow",
+        "{event:#}"
+    );
+    // Metadata level: no request or response body.
+    assert!(event.get("requestObject").is_none(), "{event:#}");
+
+    // Without a client certificate the request is anonymous, and RBAC refuses it.
+    let mut anonymous = server.anonymous_tls(b"http/1.1").await;
+    anonymous
+        .write_all(b"GET /api/v1/namespaces/default/configmaps HTTP/1.1\r\nhost: x\r\nconnection: close\r\n\r\n")
+        .await
+        .unwrap();
+    let answer = String::from_utf8(support::read_to_end(&mut anonymous).await.unwrap()).unwrap();
+    assert!(answer.starts_with("HTTP/1.1 403"), "{answer}");
+    assert!(answer.contains("system:anonymous"), "{answer}");
 }
 
 #[tokio::test]
 async fn the_limits_and_the_timeout_cover_paths_that_are_not_resources() {
-    let server = start_configured(|s| {
-        s.with_limits(Limits {
+    let server = start_configured(|completed| {
+        completed.config.limits = Limits {
             max_read_only: 0,
             max_mutating: 1,
             request_timeout: Duration::from_secs(60),
-        })
+        };
     })
     .await;
     // A create whose body never finishes holds the one mutating slot.
-    let mut held = tokio::net::TcpStream::connect(server.addr).await.unwrap();
+    let mut held = server.tls(b"http/1.1").await;
     held.write_all(b"POST /api/v1/namespaces/default/configmaps HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\ncontent-length: 100\r\n\r\n{")
         .await
         .unwrap();
@@ -189,7 +217,5 @@ async fn the_limits_and_the_timeout_cover_paths_that_are_not_resources() {
         answer.json()["message"],
         "invalid timeout specified in the request URL"
     );
-    drop(held.shutdown().await);
-    let mut rest = Vec::new();
-    let _ = held.read_to_end(&mut rest).await;
+    drop(held);
 }

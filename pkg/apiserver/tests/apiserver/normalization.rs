@@ -3,9 +3,7 @@
 //! every patch type, apply), so GitOps tools see no spurious diffs; fields without `omitempty`
 //! keep theirs.
 
-#![allow(clippy::unwrap_used)]
-
-mod support;
+use crate::support;
 
 use hyper::Method;
 use serde_json::{Value, json};
