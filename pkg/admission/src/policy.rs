@@ -453,22 +453,23 @@ impl CompiledPolicy {
         // Each expression is evaluated directly on the inputs when it can be (see
         // genplane_cel::Direct), else by the interpreter, on the inputs converted once, at the
         // first expression that needs them.
-        let mut direct = DirectVars::new()
-            .bind("object", inputs.object)
-            .bind("oldObject", inputs.old_object)
-            .bind("request", &inputs.request)
-            .bind("params", params)
-            .bind("namespaceObject", &inputs.namespace_object);
+        let json = [
+            ("object", inputs.object),
+            ("oldObject", inputs.old_object),
+            ("request", &inputs.request),
+            ("params", params),
+            ("namespaceObject", &inputs.namespace_object),
+        ];
+        let mut direct = json.iter().fold(DirectVars::new(), |vars, (name, value)| {
+            vars.bind(name, value)
+        });
         let base = std::cell::OnceCell::new();
         let prepare = || {
+            let activation = json
+                .iter()
+                .fold(Activation::new(), |a, (name, value)| a.bind(*name, value));
             self.environment.prepare_reaching(
-                Activation::new()
-                    .bind("object", inputs.object)
-                    .bind("oldObject", inputs.old_object)
-                    .bind("request", &inputs.request)
-                    .bind("params", params)
-                    .bind("namespaceObject", &inputs.namespace_object)
-                    .bind_value("authorizer", inputs.authorizer.clone()),
+                activation.bind_value("authorizer", inputs.authorizer.clone()),
                 &self.reach,
             )
         };

@@ -203,19 +203,22 @@ async fn an_admission_configuration_gives_webhooks_credentials_and_limits_resour
     );
 
     // Secrets are limited by default: refused where no quota covers them
+    let create_secret = |namespace: &str| {
+        server.kubectl(
+            "kubectl",
+            &[
+                "create",
+                "secret",
+                "generic",
+                "s",
+                "-n",
+                namespace,
+                "--from-literal=k=v",
+            ],
+        )
+    };
     ok(server.kubectl("kubectl", &["create", "namespace", "limited"]));
-    let refused = server.kubectl(
-        "kubectl",
-        &[
-            "create",
-            "secret",
-            "generic",
-            "s",
-            "-n",
-            "limited",
-            "--from-literal=k=v",
-        ],
-    );
+    let refused = create_secret("limited");
     assert!(
         text(&refused).contains(
             "secrets \"s\" is forbidden: insufficient quota to consume: count/secrets,secrets"
@@ -236,18 +239,7 @@ async fn an_admission_configuration_gives_webhooks_credentials_and_limits_resour
         ],
     ));
     eventually("the quota covers count/secrets", || {
-        let refused = server.kubectl(
-            "kubectl",
-            &[
-                "create",
-                "secret",
-                "generic",
-                "s",
-                "-n",
-                "limited",
-                "--from-literal=k=v",
-            ],
-        );
+        let refused = create_secret("limited");
         text(&refused)
             .contains("insufficient quota to consume: secrets")
             .then_some(())
@@ -264,22 +256,7 @@ async fn an_admission_configuration_gives_webhooks_credentials_and_limits_resour
         ],
     ));
     eventually("the quotas cover Secrets", || {
-        server
-            .kubectl(
-                "kubectl",
-                &[
-                    "create",
-                    "secret",
-                    "generic",
-                    "s",
-                    "-n",
-                    "limited",
-                    "--from-literal=k=v",
-                ],
-            )
-            .status
-            .success()
-            .then_some(())
+        create_secret("limited").status.success().then_some(())
     });
     // other namespaces' Secrets are limited too; other resources are not
     ok(server.kubectl(
@@ -293,10 +270,7 @@ async fn an_admission_configuration_gives_webhooks_credentials_and_limits_resour
             "--from-literal=k=v",
         ],
     ));
-    let refused = server.kubectl(
-        "kubectl",
-        &["create", "secret", "generic", "s", "--from-literal=k=v"],
-    );
+    let refused = create_secret("default");
     assert!(
         text(&refused).contains("insufficient quota to consume"),
         "{}",
