@@ -279,7 +279,9 @@ pub const NETWORK_REGISTRY: featuregate::Feature = genplane_networkregistry::fea
 pub fn feature_registry() -> featuregate::Registry {
     let mut registry = featuregate::Registry::new();
     let added = genplane_networkregistry::feature::register(&mut registry);
-    // A static, valid registration; its crate's test proves it.
+    // Static, valid registrations; their crates' tests prove them.
+    debug_assert!(added.is_ok(), "{added:?}");
+    let added = genplane_controller::features::register(&mut registry);
     debug_assert!(added.is_ok(), "{added:?}");
     registry
 }

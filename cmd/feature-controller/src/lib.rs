@@ -108,9 +108,10 @@ pub struct FeatureControllerConfig {
     pub common: CommonConfig,
 }
 
-/// Every feature the `genplane` binary knows: the API server's, which include the one the
-/// controller-manager knows (NetworkRegistry, registered for both by
-/// `genplane_networkregistry::feature::register`), with their declared transition tasks.
+/// Every feature the `genplane` binary knows: the API server's, which include those the
+/// controller-manager knows (NetworkRegistry and OrderedNamespaceDeletion, registered for
+/// both by `genplane_networkregistry::feature::register` and
+/// `genplane_controller::features::register`), with their declared transition tasks.
 pub fn binary_features() -> featuregate::Registry {
     genplane_controlplane::features::registry()
 }

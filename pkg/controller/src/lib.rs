@@ -11,13 +11,16 @@
 //!   [`discovery`] (every served resource, custom resources included);
 //! - the controllers: [`serviceaccount`], [`rootcacertpublisher`], [`clusterroleaggregation`],
 //!   [`resourcequota`], [`namespace`], [`garbagecollector`] and [`networkclaim`] (the network
-//!   registry, while the `NetworkRegistry` feature gate is on).
+//!   registry, while the `NetworkRegistry` feature gate is on);
+//! - [`features`]: the feature gates the controllers consult (`OrderedNamespaceDeletion`),
+//!   registered once for every role.
 
 #![warn(missing_docs)]
 
 pub mod client;
 pub mod clusterroleaggregation;
 pub mod discovery;
+pub mod features;
 pub mod garbagecollector;
 pub mod informers;
 pub mod leaderelection;

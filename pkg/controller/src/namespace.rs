@@ -15,6 +15,15 @@
 //!
 //! As upstream, a namespace is synced 5 seconds after each change is observed, so that every
 //! API server (and storage member) has seen the deletion before the content is removed.
+//!
+//! # Pods first
+//!
+//! While `OrderedNamespaceDeletion` is on ([`crate::features`]; asked at every sync through
+//! [`PodsFirst`]), and the API serves core `pods`, a sync deletes the namespace's pods first
+//! and touches nothing else while any remains: the namespace's other content outlives its
+//! last pod. Pods that are terminating gracefully count, as upstream, toward the estimate of
+//! when to look again: the longest `terminationGracePeriodSeconds` of the pods not yet
+//! finished, as long as the namespace has not been terminating for that long.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -22,7 +31,7 @@ use std::time::Duration;
 
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::{Namespace, NamespaceCondition, NamespaceStatus};
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
 use kube::api::{DeleteParams, ListParams, PostParams};
 use kube::core::DynamicObject;
 use kube::runtime::WatchStreamExt;
@@ -41,6 +50,11 @@ pub const DELETION_GRACE_PERIOD: Duration = Duration::from_secs(5);
 pub const FINALIZER_ESTIMATE_SECONDS: u64 = 15;
 /// Workers syncing namespaces (upstream's `--concurrent-namespace-syncs`).
 const WORKERS: usize = 10;
+
+/// Whether a terminating namespace's pods are deleted before the rest of its content
+/// (`OrderedNamespaceDeletion`): asked at every sync, so a gate that changes while the
+/// controller runs takes effect at the next one.
+pub type PodsFirst = Arc<dyn Fn() -> bool + Send + Sync>;
 
 /// What fails a namespace sync (retried with backoff), or stops the controller.
 #[derive(Debug, thiserror::Error)]
@@ -63,18 +77,23 @@ pub enum Error {
 }
 
 /// Runs the namespace controller with `client`, on the shared namespace watch of
-/// `informers`, until an unrecoverable error; drop (abort) the future to stop it, which stops
-/// every task it started.
-pub async fn run(client: Client, informers: SharedInformers) -> Result<(), Error> {
+/// `informers`, deleting pods first whenever `pods_first` says so, until an unrecoverable
+/// error; drop (abort) the future to stop it, which stops every task it started.
+pub async fn run(
+    client: Client,
+    informers: SharedInformers,
+    pods_first: PodsFirst,
+) -> Result<(), Error> {
     let queue: Arc<Queue<String>> = Queue::new();
     let mut tasks: tokio::task::JoinSet<()> = tokio::task::JoinSet::new();
     for _ in 0..WORKERS {
         let queue = queue.clone();
         let client = client.clone();
+        let pods_first = pods_first.clone();
         tasks.spawn(async move {
             loop {
                 let name = queue.get().await;
-                match sync(&client, &name).await {
+                match sync(&client, &name, pods_first()).await {
                     Ok(()) => queue.forget(&name),
                     Err(Error::ResourcesRemaining(estimate)) => {
                         tracing::debug!(namespace = %name, estimate, "namespace: content remains");
@@ -288,7 +307,8 @@ fn is_status(e: &kube::Error, codes: &[u16]) -> bool {
 }
 
 /// One pass over the namespace `name` (upstream's `namespacedResourcesDeleter.Delete`).
-async fn sync(client: &Client, name: &str) -> Result<(), Error> {
+/// One pass over the namespace `name`; `pods_first`: whether its pods go first.
+async fn sync(client: &Client, name: &str, pods_first: bool) -> Result<(), Error> {
     let namespaces: Api<Namespace> = Api::all(client.clone());
     let Some(mut ns) = namespaces.get_opt(name).await? else {
         return Ok(());
@@ -316,14 +336,25 @@ async fn sync(client: &Client, name: &str) -> Result<(), Error> {
     let mut remaining = Remaining::default();
     let mut estimate = 0;
     if let Some(d) = &discovered {
-        for resource in d
+        let deleted_at = ns.metadata.deletion_timestamp.as_ref().map(|t| t.0);
+        let deletable: Vec<&Resource> = d
             .preferred
             .iter()
             .filter(|r| r.namespaced && r.supports(&["delete"]))
-        {
-            match delete_content(client, resource, name, &mut remaining).await {
-                Ok(e) => estimate = estimate.max(e),
-                Err(e) => content_errors.push(e),
+            .collect();
+        let (first, rest): (Vec<&Resource>, Vec<&Resource>) = deletable
+            .into_iter()
+            .partition(|r| pods_first && is_pods(r));
+        for (i, batch) in [first, rest].into_iter().enumerate() {
+            // Nothing else goes while a pod remains (or could not be deleted).
+            if i == 1 && (!remaining.by_resource.is_empty() || !content_errors.is_empty()) {
+                break;
+            }
+            for resource in batch {
+                match delete_content(client, resource, name, deleted_at, &mut remaining).await {
+                    Ok(e) => estimate = estimate.max(e),
+                    Err(e) => content_errors.push(e),
+                }
             }
         }
     }
@@ -401,13 +432,47 @@ async fn finalize(namespaces: &Api<Namespace>, mut ns: Namespace) -> Result<(), 
     }
 }
 
-/// Deletes every object of `resource` in `namespace`, then counts what remains into
-/// `remaining`; returns the estimate in seconds until the rest is gone (0 when nothing
-/// remains), or the error text for the condition.
+/// Whether `resource` is core `pods`.
+fn is_pods(resource: &Resource) -> bool {
+    resource.api.group.is_empty() && resource.api.plural == "pods"
+}
+
+/// How long the pods among `objects` may still take to terminate gracefully, in seconds: the
+/// longest `spec.terminationGracePeriodSeconds` of those not finished (phase neither
+/// `Succeeded` nor `Failed`), or 0 once the namespace (deleted at `deleted_at`) has been
+/// terminating for that long.
+fn graceful_estimate(
+    objects: &[DynamicObject],
+    deleted_at: Option<k8s_openapi::jiff::Timestamp>,
+) -> u64 {
+    let longest = objects
+        .iter()
+        .filter(|o| {
+            !matches!(
+                o.data["status"]["phase"].as_str(),
+                Some("Succeeded" | "Failed")
+            )
+        })
+        .filter_map(|o| o.data["spec"]["terminationGracePeriodSeconds"].as_u64())
+        .max()
+        .unwrap_or(0);
+    let waited = deleted_at
+        .map(|at| {
+            let since = k8s_openapi::jiff::Timestamp::now().duration_since(at);
+            u64::try_from(since.as_secs()).unwrap_or(0)
+        })
+        .unwrap_or(0);
+    if waited >= longest { 0 } else { longest }
+}
+
+/// Deletes every object of `resource` in `namespace` (deleted at `deleted_at`), then counts
+/// what remains into `remaining`; returns the estimate in seconds until the rest is gone (0
+/// when nothing remains), or the error text for the condition.
 async fn delete_content(
     client: &Client,
     resource: &Resource,
     namespace: &str,
+    deleted_at: Option<k8s_openapi::jiff::Timestamp>,
     remaining: &mut Remaining,
 ) -> Result<u64, String> {
     let api: Api<DynamicObject> = Api::namespaced_with(client.clone(), namespace, &resource.api);
@@ -442,8 +507,20 @@ async fn delete_content(
             }
         }
     }
-    let left = match api.list_metadata(&ListParams::default()).await {
-        Ok(list) => list.items,
+    // Pods are read whole: their grace periods make the estimate.
+    let listed = if is_pods(resource) {
+        api.list(&ListParams::default()).await.map(|list| {
+            let graceful = graceful_estimate(&list.items, deleted_at);
+            let left: Vec<_> = list.items.into_iter().map(|o| o.metadata).collect();
+            (left, graceful)
+        })
+    } else {
+        api.list_metadata(&ListParams::default())
+            .await
+            .map(|list| (list.items.into_iter().map(|o| o.metadata).collect(), 0))
+    };
+    let (left, graceful): (Vec<ObjectMeta>, u64) = match listed {
+        Ok(listed) => listed,
         Err(e) if is_status(&e, &[404, 405]) => return Ok(0),
         Err(e) => return Err(failed(e)),
     };
@@ -456,13 +533,18 @@ async fn delete_content(
         .or_default() += left.len();
     let mut with_finalizers = false;
     for item in &left {
-        for f in item.metadata.finalizers.iter().flatten() {
+        for f in item.finalizers.iter().flatten() {
             with_finalizers = true;
             *remaining.by_finalizer.entry(f.clone()).or_default() += 1;
         }
     }
-    if with_finalizers {
-        Ok(FINALIZER_ESTIMATE_SECONDS)
+    let estimate = if with_finalizers {
+        graceful.max(FINALIZER_ESTIMATE_SECONDS)
+    } else {
+        graceful
+    };
+    if estimate > 0 {
+        Ok(estimate)
     } else {
         Err(format!(
             "unexpected items still remain in namespace: {namespace} for gvr: {}/{}, Resource={}",
@@ -568,5 +650,35 @@ mod tests {
             c.message.as_deref(),
             Some("All content-preserving finalizers finished")
         );
+    }
+
+    fn pod(phase: &str, grace: Option<u64>) -> DynamicObject {
+        let mut spec = serde_json::json!({});
+        if let Some(grace) = grace {
+            spec["terminationGracePeriodSeconds"] = grace.into();
+        }
+        DynamicObject {
+            types: None,
+            metadata: ObjectMeta::default(),
+            data: serde_json::json!({"spec": spec, "status": {"phase": phase}}),
+        }
+    }
+
+    #[test]
+    fn pods_still_terminating_estimate_their_longest_grace_period_until_it_passed() {
+        let pods = [
+            pod("Running", Some(30)),
+            pod("Pending", Some(45)),
+            // Finished pods have nothing left to stop.
+            pod("Succeeded", Some(600)),
+            pod("Failed", Some(600)),
+            pod("Running", None),
+        ];
+        let now = k8s_openapi::jiff::Timestamp::now();
+        let ago = |secs: i64| now.checked_sub(k8s_openapi::jiff::SignedDuration::from_secs(secs));
+        assert_eq!(graceful_estimate(&pods, Some(ago(1).unwrap())), 45);
+        assert_eq!(graceful_estimate(&pods, Some(ago(60).unwrap())), 0);
+        assert_eq!(graceful_estimate(&pods[2..], Some(ago(1).unwrap())), 0);
+        assert_eq!(graceful_estimate(&[], None), 0);
     }
 }

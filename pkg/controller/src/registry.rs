@@ -101,6 +101,10 @@ pub struct ControllerContext {
     /// Whether the controller runs only to remove what its feature left, its gate being off
     /// while the cluster turns the feature off ([`GateState::Draining`]): it makes nothing new.
     pub removal_only: bool,
+    /// Whether the namespace controller deletes a namespace's pods before the rest
+    /// (`OrderedNamespaceDeletion`, asked at every sync): the controller-manager's feature
+    /// gate; on unless set, the feature's default at this Kubernetes version.
+    pub pods_first: crate::namespace::PodsFirst,
 }
 
 impl ControllerContext {
@@ -119,6 +123,7 @@ impl ControllerContext {
             network_claim_release_grace: crate::networkclaim::DEFAULT_RELEASE_GRACE,
             cluster_cidr: Vec::new(),
             removal_only: false,
+            pods_first: std::sync::Arc::new(|| true),
         }
     }
 }
@@ -174,7 +179,9 @@ pub static CONTROLLERS: &[ControllerDescriptor] = &[
         disabled_by_default: false,
         required_feature_gates: &[],
         constructor: |ctx| {
-            Box::pin(async move { Ok(crate::namespace::run(ctx.client, ctx.informers).await?) })
+            Box::pin(async move {
+                Ok(crate::namespace::run(ctx.client, ctx.informers, ctx.pods_first).await?)
+            })
         },
     },
     ControllerDescriptor {

@@ -79,7 +79,9 @@ impl genplane_api::catalog::FeatureGates for StrategyGates {
     }
 }
 
-/// The features `genplane apiserver` knows.
+/// The features `genplane apiserver` knows: its own, and those of the other roles
+/// (NetworkRegistry, OrderedNamespaceDeletion), so that one `--feature-gates` reads alike in
+/// every role and the feature-controller announces every feature of the binary.
 pub fn registry() -> Registry {
     let mut registry = Registry::new();
     let added = registry.add(
@@ -119,6 +121,10 @@ pub fn registry() -> Registry {
     debug_assert!(added.is_ok(), "{added:?}");
     // The API servers' flags decide it (they serve the API); every role registers it alike.
     let added = genplane_networkregistry::feature::register(&mut registry);
+    debug_assert!(added.is_ok(), "{added:?}");
+    // The controller-manager's namespace controller consults it; the API server's registry
+    // is the binary's, so the feature-controller announces it.
+    let added = genplane_controller::features::register(&mut registry);
     debug_assert!(added.is_ok(), "{added:?}");
     let added = registry.add(
         MUTATING_ADMISSION_POLICY,

@@ -39,7 +39,9 @@
 //!      as the exec plugin `genplane-testcluster-provider` ([`provider`]);
 //!    - the controllers: [`scheduler`], [`endpoints_controller`], [`replicaset_controller`],
 //!      [`deployment_controller`], genplane's own garbage collector and namespace controller
-//!      (`genplane-controller`, as in `genplane controller-manager`), and the ClusterIP proxy.
+//!      (`genplane-controller`, as in `genplane controller-manager`; with
+//!      `--external-controller-manager` they are left to a `genplane controller-manager`
+//!      run against the cluster), and the ClusterIP proxy.
 //!
 //!    Every component is a level-triggered loop over kube-runtime reflectors ([`watch`]).
 //!
@@ -94,6 +96,11 @@ pub struct Cli {
     /// Faults to give the fake cloud controller manager (repeatable or comma-separated).
     #[arg(long, value_enum, value_delimiter = ',')]
     pub ccm_fault: Vec<ccm::Fault>,
+    /// Leave the generic controllers (garbage collector, namespace deletion) to a
+    /// `genplane controller-manager` run against the cluster (with the admin kubeconfig)
+    /// instead of running them in the cluster's process.
+    #[arg(long)]
+    pub external_controller_manager: bool,
     /// Every option of `genplane apiserver`.
     #[command(flatten)]
     pub options: Options,
@@ -385,6 +392,12 @@ pub async fn run(cli: Cli, rust_log: Option<&str>) -> anyhow::Result<()> {
     // 1. Options → Config.
     let config = config(&cli.options, rust_log)?;
     let _ = tracing::subscriber::set_global_default(config.common.logging.subscriber());
+    // The namespace controller asks the first server's gate (which that server's follower
+    // keeps on the cluster's value of dynamic features) at every sync.
+    let gate = config.common.feature_gate.clone();
+    let pods_first: genplane_controller::namespace::PodsFirst = std::sync::Arc::new(move || {
+        gate.enabled(genplane_controller::features::ORDERED_NAMESPACE_DELETION)
+    });
 
     // 2. CompletedConfig, with the cluster's kinds.
     let plan = net::Plan::new(cli.address_block);
@@ -445,23 +458,30 @@ pub async fn run(cli: Cli, rust_log: Option<&str>) -> anyhow::Result<()> {
         components.spawn(endpoints_controller::run(client.clone()));
         components.spawn(replicaset_controller::run(client.clone()));
         components.spawn(deployment_controller::run(client.clone()));
-        let collector = client.clone();
-        components.spawn(async move {
-            let client = collector;
-            let informers = genplane_controller::informers::SharedInformers::new(client.clone());
-            if let Err(error) = genplane_controller::garbagecollector::run(client, informers).await
-            {
-                tracing::error!(%error, "the garbage collector stopped");
-            }
-        });
-        let namespaces = client.clone();
-        components.spawn(async move {
-            let client = namespaces;
-            let informers = genplane_controller::informers::SharedInformers::new(client.clone());
-            if let Err(error) = genplane_controller::namespace::run(client, informers).await {
-                tracing::error!(%error, "the namespace controller stopped");
-            }
-        });
+        if !cli.external_controller_manager {
+            let collector = client.clone();
+            components.spawn(async move {
+                let client = collector;
+                let informers =
+                    genplane_controller::informers::SharedInformers::new(client.clone());
+                if let Err(error) =
+                    genplane_controller::garbagecollector::run(client, informers).await
+                {
+                    tracing::error!(%error, "the garbage collector stopped");
+                }
+            });
+            let namespaces = client.clone();
+            components.spawn(async move {
+                let client = namespaces;
+                let informers =
+                    genplane_controller::informers::SharedInformers::new(client.clone());
+                if let Err(error) =
+                    genplane_controller::namespace::run(client, informers, pods_first).await
+                {
+                    tracing::error!(%error, "the namespace controller stopped");
+                }
+            });
+        }
         nodes_initialized(&client, usize::from(cli.nodes)).await?;
         println!("genplane testcluster cloud: http://{cloud_address}");
         println!("genplane testcluster: {} nodes registered", cli.nodes);

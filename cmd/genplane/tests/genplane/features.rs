@@ -674,7 +674,27 @@ const EXERCISES: &[Exercise] = &[
             );
         },
     },
+    Exercise {
+        feature: "OrderedNamespaceDeletion",
+        // genplane serves no pods, so the order shows only where a control plane built with
+        // the library serves them (the test cluster's `features` test); here the namespace
+        // controller consults the gate as it empties a namespace.
+        use_it: |cluster| delete_namespace_with_content(cluster, "ordered-exercise"),
+        // It stores nothing: with it off, a namespace's content is still removed.
+        pristine: |cluster| delete_namespace_with_content(cluster, "unordered-exercise"),
+    },
 ];
+
+/// Creates the namespace `name` with a ConfigMap, deletes it and waits until it is gone.
+fn delete_namespace_with_content(cluster: &Cluster<'_>, name: &str) {
+    ok(cluster.kubectl(&["create", "namespace", name]));
+    ok(cluster.kubectl(&["create", "configmap", "content", "-n", name]));
+    ok(cluster.kubectl(&["delete", "namespace", name, "--wait=false"]));
+    eventually("the namespace emptied and gone", || {
+        let out = cluster.kubectl(&["get", "namespace", name]);
+        text(&out).contains("NotFound").then_some(())
+    });
+}
 
 /// Every feature the binary registers, all at once: on, used (each feature's exercise), turned
 /// off by restarting with it off (the admin letting the feature-controller delete what must

@@ -96,7 +96,10 @@ fn controllers(server: &Apiserver) -> Controllers {
         (
             "namespace controller",
             runtime.spawn(async move {
-                if let Err(e) = genplane_controller::namespace::run(namespace, informers).await {
+                let pods_first = std::sync::Arc::new(|| true);
+                if let Err(e) =
+                    genplane_controller::namespace::run(namespace, informers, pods_first).await
+                {
                     panic!("the namespace controller stopped: {e}");
                 }
             }),
