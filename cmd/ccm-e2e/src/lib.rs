@@ -25,6 +25,7 @@ pub mod display;
 pub mod framework;
 pub mod specs;
 pub mod suite;
+pub mod upgrades;
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -39,6 +40,10 @@ use regex::Regex;
 
 use crate::specs::{SPECS, Spec};
 use crate::suite::{LabelFilter, Progress, Report, Selection, Settings, StatusHook};
+
+/// The file in `--report-dir` the upgrade tests' results go to when upgrade tests ran
+/// (upstream's `junit_<prefix>upgrades.xml`, with no prefix).
+pub const UPGRADES_JUNIT: &str = "junit_upgrades.xml";
 
 /// The built-in provider names (`--provider NAME`).
 pub const BUILT_IN_PROVIDERS: &[&str] = &["skeleton"];
@@ -80,7 +85,8 @@ pub struct Cli {
     /// Write a JUnit report here.
     #[arg(long)]
     pub junit_report: Option<PathBuf>,
-    /// Write `junit_01.xml` and failure dumps here.
+    /// Write `junit_01.xml` (and `junit_upgrades.xml` when upgrade tests ran) and failure
+    /// dumps here.
     #[arg(long)]
     pub report_dir: Option<PathBuf>,
     /// Run up to N tests at once (tests labelled Serial run alone, after the others).
@@ -284,6 +290,10 @@ pub async fn run_suite_with(
     for path in targets {
         std::fs::write(&path, report.junit())
             .with_context(|| format!("writing {}", path.display()))?;
+    }
+    if let (Some(dir), Some(xml)) = (&cli.report_dir, report.upgrades_junit()) {
+        let path = dir.join(UPGRADES_JUNIT);
+        std::fs::write(&path, xml).with_context(|| format!("writing {}", path.display()))?;
     }
     Ok(report)
 }

@@ -7,6 +7,8 @@
 //!   heartbeat every [`HEARTBEAT`] (or the period it is given). With an external cloud it
 //!   registers with the `node.cloudprovider.kubernetes.io/uninitialized` taint, which the
 //!   cloud controller manager removes once it has initialized the node.
+//! - **Shutdown**: a machine shut down gracefully (a re-image) has its kubelet report the node
+//!   `Ready=False` ("node is shutting down") before it stops.
 //! - **Pods**: watches the pods bound to it. A new one gets an address from the node's pod
 //!   CIDR; each of its containers that runs agnhost `netexec` is served in-process on that
 //!   address ([`netexec`]), other containers run nothing; the pod is then `Running` and
@@ -84,6 +86,10 @@ pub struct Kubelet {
     external_cloud: bool,
     version: String,
 }
+
+/// The message of a node's `Ready=False` condition while its machine shuts down
+/// ([`Kubelet::report_shutdown`]).
+pub const SHUTTING_DOWN: &str = "node is shutting down";
 
 /// The taint of a node the cloud controller manager has not initialized yet.
 pub const UNINITIALIZED_TAINT: &str = "node.cloudprovider.kubernetes.io/uninitialized";
@@ -220,6 +226,39 @@ impl Kubelet {
             }
             Err(e) => return Err(api_error(format!("registering node {}", self.name))(e)),
         }
+        Ok(())
+    }
+
+    /// Reports the node not Ready because it is shutting down (upstream's graceful node
+    /// shutdown: `Ready=False`, reason `KubeletNotReady`, "node is shutting down"), the last
+    /// status a machine's kubelet writes before the machine goes off. The next
+    /// [`register`](Self::register) reports it Ready again.
+    pub async fn report_shutdown(&self) -> Result<(), Error> {
+        let nodes: Api<Node> = Api::all(self.client.clone());
+        let node = nodes
+            .get_status(&self.name)
+            .await
+            .map_err(api_error(format!("reading node {}", self.name)))?;
+        let now = rfc3339_now();
+        let not_ready = json!({"type": "Ready", "status": "False", "reason": "KubeletNotReady",
+            "message": SHUTTING_DOWN, "lastHeartbeatTime": now, "lastTransitionTime": now});
+        let mut conditions: Vec<Value> = node
+            .status
+            .and_then(|s| s.conditions)
+            .unwrap_or_default()
+            .into_iter()
+            .filter_map(|c| serde_json::to_value(c).ok())
+            .filter(|c| c["type"] != "Ready")
+            .collect();
+        conditions.push(not_ready);
+        nodes
+            .patch_status(
+                &self.name,
+                &PatchParams::default(),
+                &Patch::Merge(json!({"status": {"conditions": conditions}})),
+            )
+            .await
+            .map_err(api_error(format!("reporting node {}", self.name)))?;
         Ok(())
     }
 
