@@ -234,32 +234,10 @@ impl Kubelet {
     /// status a machine's kubelet writes before the machine goes off. The next
     /// [`register`](Self::register) reports it Ready again.
     pub async fn report_shutdown(&self) -> Result<(), Error> {
-        let nodes: Api<Node> = Api::all(self.client.clone());
-        let node = nodes
-            .get_status(&self.name)
-            .await
-            .map_err(api_error(format!("reading node {}", self.name)))?;
         let now = rfc3339_now();
         let not_ready = json!({"type": "Ready", "status": "False", "reason": "KubeletNotReady",
             "message": SHUTTING_DOWN, "lastHeartbeatTime": now, "lastTransitionTime": now});
-        let mut conditions: Vec<Value> = node
-            .status
-            .and_then(|s| s.conditions)
-            .unwrap_or_default()
-            .into_iter()
-            .filter_map(|c| serde_json::to_value(c).ok())
-            .filter(|c| c["type"] != "Ready")
-            .collect();
-        conditions.push(not_ready);
-        nodes
-            .patch_status(
-                &self.name,
-                &PatchParams::default(),
-                &Patch::Merge(json!({"status": {"conditions": conditions}})),
-            )
-            .await
-            .map_err(api_error(format!("reporting node {}", self.name)))?;
-        Ok(())
+        self.report_ready(|condition| *condition = not_ready).await
     }
 
     /// Renews the node's Lease and its Ready condition's heartbeat.
@@ -277,6 +255,20 @@ impl Kubelet {
             )
             .await
             .map_err(api_error(format!("renewing the lease of {}", self.name)))?;
+        let ready = self.ready_condition();
+        self.report_ready(|condition| {
+            if condition["status"] == "True" {
+                condition["lastHeartbeatTime"] = ready["lastHeartbeatTime"].clone();
+            } else {
+                *condition = ready;
+            }
+        })
+        .await
+    }
+
+    /// Writes the node's conditions with its `Ready` condition as `change` makes it (from
+    /// `null` when it has none), the others as they are.
+    async fn report_ready(&self, change: impl FnOnce(&mut Value)) -> Result<(), Error> {
         let nodes: Api<Node> = Api::all(self.client.clone());
         let node = nodes
             .get_status(&self.name)
@@ -289,13 +281,13 @@ impl Kubelet {
             .into_iter()
             .filter_map(|c| serde_json::to_value(c).ok())
             .collect();
-        let ready = self.ready_condition();
         match conditions.iter_mut().find(|c| c["type"] == "Ready") {
-            Some(condition) if condition["status"] == "True" => {
-                condition["lastHeartbeatTime"] = ready["lastHeartbeatTime"].clone();
+            Some(condition) => change(condition),
+            None => {
+                let mut condition = Value::Null;
+                change(&mut condition);
+                conditions.push(condition);
             }
-            Some(condition) => *condition = ready,
-            None => conditions.push(ready),
         }
         nodes
             .patch_status(
