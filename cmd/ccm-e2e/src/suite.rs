@@ -760,10 +760,22 @@ async fn run_one(shared: Arc<Shared>, index: usize, spec: &'static Spec) {
         && shared.settings.dump_on_failure
         && let Some(dir) = &shared.settings.report_dir
     {
-        let target = dir.join(&namespace);
-        match dump(&ctx, &target).await {
-            Ok(()) => steps.push(format!("dumped to {}", target.display())),
-            Err(error) => steps.push(format!("dumping failed: {error:#}")),
+        // The test's namespace, and those of its upgrade tests.
+        let children = ctx.children().into_iter().map(|child| {
+            Ctx::new(
+                shared.client.clone(),
+                child,
+                shared.provider.clone(),
+                shared.capabilities.clone(),
+                shared.settings.scale,
+            )
+        });
+        for one in std::iter::once(&ctx).chain(children.collect::<Vec<_>>().iter()) {
+            let target = dir.join(&one.namespace);
+            match dump(one, &target).await {
+                Ok(()) => steps.push(format!("dumped to {}", target.display())),
+                Err(error) => steps.push(format!("dumping failed: {error:#}")),
+            }
         }
     }
     let delete = shared.settings.delete_namespace
@@ -1004,6 +1016,51 @@ mod tests {
                 .ends_with("Ran 2 of 4 tests in 3.0s: 1 passed, 1 failed, 1 skipped; FAIL"),
             "{}",
             report.summary()
+        );
+        assert_eq!(report.upgrades_junit(), None, "no upgrade ran");
+    }
+
+    #[test]
+    fn the_upgrades_junit_has_a_suite_per_upgrade() {
+        let result = |name, outcome| TestResult {
+            name,
+            outcome,
+            duration: Duration::from_millis(500),
+            steps: Vec::new(),
+        };
+        let report = Report {
+            results: Vec::new(),
+            total: 27,
+            duration: Duration::from_secs(3),
+            stopped: None,
+            upgrades: vec![
+                UpgradeReport {
+                    name: "Master upgrade",
+                    results: vec![
+                        result("[sig-cloud-provider-gcp] master-upgrade", Outcome::Passed),
+                        result("service-upgrade", Outcome::Failed("gone".into())),
+                    ],
+                    duration: Duration::from_secs(1),
+                },
+                UpgradeReport {
+                    name: "Cluster upgrade",
+                    results: vec![result("service-upgrade", Outcome::Skipped("no LB".into()))],
+                    duration: Duration::from_secs(2),
+                },
+            ],
+        };
+        let xml = report.upgrades_junit().unwrap_or_default();
+        assert!(
+            xml.contains("<testsuites name=\"genplane ccm-e2e upgrades\" tests=\"3\" failures=\"1\" errors=\"0\" skipped=\"1\" time=\"3.000\">"),
+            "{xml}"
+        );
+        assert!(
+            xml.contains("<testsuite name=\"Master upgrade\" tests=\"2\" failures=\"1\" errors=\"0\" skipped=\"0\" time=\"1.000\">\n    <testcase name=\"[sig-cloud-provider-gcp] master-upgrade\" classname=\"upgrade_tests\" time=\"0.500\"></testcase>\n    <testcase name=\"service-upgrade\" classname=\"upgrade_tests\" time=\"0.500\">\n      <failure message=\"gone\""),
+            "{xml}"
+        );
+        assert!(
+            xml.contains("<testsuite name=\"Cluster upgrade\" tests=\"1\" failures=\"0\" errors=\"0\" skipped=\"1\""),
+            "{xml}"
         );
     }
 }
