@@ -1,5 +1,6 @@
-//! What a test works with ([`Ctx`]): its namespace, the cluster's API, the provider, scaled
-//! timeouts, waiting for conditions, agnhost workloads and probes from outside the cluster.
+//! What a test works with ([`Ctx`]): its namespace (and more of its own, [`Ctx::child`]), the
+//! cluster's API, the provider, scaled timeouts, waiting for conditions, agnhost workloads
+//! and probes from outside the cluster.
 //! The helpers are named after upstream's e2e framework (`WaitForLoadBalancer`,
 //! `TestReachableHTTP`, ...) whose steps they take.
 

@@ -15,7 +15,10 @@
 //! after it with its Services (so the cloud's load balancers go too); Ctrl-C and
 //! `--timeout` clean up the same way, and `--clean-start` deletes what an interrupted run
 //! left (namespaces labelled `e2e-framework=ccm-e2e`) before the tests. Waits are upstream's
-//! timeouts times `--timeout-scale`. On a terminal one status line follows the run
+//! timeouts times `--timeout-scale`. The upgrade tests run upstream's upgrade tests (a
+//! LoadBalancer Service, a Deployment, a ReplicaSet) while the upgrade happens
+//! ([`upgrades`]) and write their results to `junit_upgrades.xml` in `--report-dir`
+//! ([`UPGRADES_JUNIT`]). On a terminal one status line follows the run
 //! ([`display`]); elsewhere the output is plain lines, one per finished test.
 //! The exit code is 0 when nothing failed, 1 otherwise (2 for usage errors).
 
