@@ -363,7 +363,15 @@ pub async fn run(ctx: &Ctx, upgrade: &Upgrade) -> anyhow::Result<()> {
         } else {
             Outcome::Skipped("not checked after the upgrade: the upgrade failed".to_owned())
         });
-        ctx.step(format!("upgrade test {}: {outcome:?}", test.name()));
+        ctx.step(format!(
+            "upgrade test {}: {}",
+            test.name(),
+            match &outcome {
+                Outcome::Passed => "passed",
+                Outcome::Skipped(_) => "skipped",
+                _ => "failed",
+            }
+        ));
         results.push(TestResult {
             name: test.name(),
             outcome,
