@@ -1,8 +1,10 @@
-//! What a test works with ([`Ctx`]): its namespace, the cluster's API, the provider, scaled
-//! timeouts, waiting for conditions, agnhost workloads and probes from outside the cluster.
+//! What a test works with ([`Ctx`]): its namespace (and more of its own, [`Ctx::child`]), the
+//! cluster's API, the provider, scaled timeouts, waiting for conditions, agnhost workloads
+//! and probes from outside the cluster.
 //! The helpers are named after upstream's e2e framework (`WaitForLoadBalancer`,
 //! `TestReachableHTTP`, ...) whose steps they take.
 
+use std::collections::BTreeSet;
 use std::future::Future;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -12,8 +14,9 @@ use genplane_cloudprovider::{
     Capabilities, Capability, NodeRef, Probe, ProbeAnswer, ProbeKind, Provider, ServiceRef,
 };
 use k8s_openapi::api::apps::v1::Deployment;
+use k8s_openapi::api::core::v1::Namespace;
 use k8s_openapi::api::core::v1::{Node, Pod, Service};
-use kube::api::{Api, ListParams, Patch, PatchParams, PostParams};
+use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
 use kube::{Client, ResourceExt as _};
 use serde_json::{Value, json};
 
@@ -64,8 +67,27 @@ pub struct Ctx {
     pub upgrade_target: Option<String>,
     /// The address the external-IP test uses (`--external-ip`).
     pub external_ip: String,
+    /// The run's namespaces not cleaned up yet (the suite's, so that an interrupted run
+    /// cleans up those of [`Ctx::child`] too).
+    pub live: Arc<Mutex<BTreeSet<String>>>,
+    /// Where the upgrade tests put their results (the run's report).
+    pub upgrade_reports: Arc<Mutex<Vec<crate::suite::UpgradeReport>>>,
+    children: Mutex<Vec<String>>,
     steps: Mutex<Vec<String>>,
     started: Instant,
+}
+
+/// Creates the namespace `name`, labelled as a test's ([`crate::suite::NAMESPACE_LABEL`]) so
+/// that `--clean-start` finds it if the run is interrupted.
+pub async fn create_namespace(client: &Client, name: &str) -> anyhow::Result<()> {
+    let (key, value) = crate::suite::NAMESPACE_LABEL;
+    let namespace: Namespace =
+        serde_json::from_value(json!({"metadata": {"name": name, "labels": {key: value}}}))?;
+    Api::<Namespace>::all(client.clone())
+        .create(&PostParams::default(), &namespace)
+        .await
+        .with_context(|| format!("creating namespace {name}"))?;
+    Ok(())
 }
 
 impl std::fmt::Debug for Ctx {
@@ -79,7 +101,7 @@ impl std::fmt::Debug for Ctx {
 /// The least any scaled wait gets.
 const MIN_WAIT: Duration = Duration::from_secs(2);
 /// How often conditions are looked at again.
-const POLL: Duration = Duration::from_millis(200);
+pub const POLL: Duration = Duration::from_millis(200);
 
 impl Ctx {
     /// A context for a test in `namespace`.
@@ -98,9 +120,39 @@ impl Ctx {
             scale,
             upgrade_target: None,
             external_ip: String::new(),
+            live: Arc::default(),
+            upgrade_reports: Arc::default(),
+            children: Mutex::default(),
             steps: Mutex::default(),
             started: Instant::now(),
         }
+    }
+
+    /// A context in a namespace of its own, `<this namespace>-<suffix>`, sharing this one's
+    /// cluster, provider and settings (upstream gives each upgrade test its own framework).
+    /// The suite cleans it up with this test's namespace ([`Ctx::children`]).
+    pub async fn child(&self, suffix: &str) -> anyhow::Result<Ctx> {
+        let namespace = format!("{}-{suffix}", self.namespace);
+        create_namespace(&self.client, &namespace).await?;
+        lock(&self.live).insert(namespace.clone());
+        lock(&self.children).push(namespace.clone());
+        let mut child = Ctx::new(
+            self.client.clone(),
+            namespace,
+            self.provider.clone(),
+            self.capabilities.clone(),
+            self.scale,
+        );
+        child.upgrade_target = self.upgrade_target.clone();
+        child.external_ip = self.external_ip.clone();
+        child.live = self.live.clone();
+        child.upgrade_reports = self.upgrade_reports.clone();
+        Ok(child)
+    }
+
+    /// The namespaces [`Ctx::child`] made.
+    pub fn children(&self) -> Vec<String> {
+        lock(&self.children).clone()
     }
 
     /// Records a step (`STEP:` lines of the report).
@@ -110,18 +162,17 @@ impl Ctx {
             self.started.elapsed().as_secs_f64(),
             text.into()
         );
-        self.steps
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .push(line);
+        lock(&self.steps).push(line);
     }
 
     /// The steps so far.
     pub fn steps(&self) -> Vec<String> {
-        self.steps
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .clone()
+        lock(&self.steps).clone()
+    }
+
+    /// Since the context was made.
+    pub fn elapsed(&self) -> Duration {
+        self.started.elapsed()
     }
 
     /// Upstream's `timeout`, scaled.
@@ -341,6 +392,69 @@ impl Ctx {
         self.wait_ready_pods(name, replicas).await.map(|_| ())
     }
 
+    /// Waits until the load-balancer cleanup finalizer is on Service `name` (`present`) or
+    /// gone from it (upstream's `WaitForServiceUpdatedWithFinalizer`).
+    pub async fn wait_finalizer(&self, name: &str, present: bool) -> anyhow::Result<()> {
+        use crate::specs::CLEANUP_FINALIZER;
+        let services = self.services();
+        let what = if present {
+            format!(
+                "the {CLEANUP_FINALIZER} finalizer on Service {name} (the CCM must add it before it makes a load balancer)"
+            )
+        } else {
+            format!("the {CLEANUP_FINALIZER} finalizer to be removed from Service {name}")
+        };
+        self.step(format!("waiting for {what}"));
+        self.wait_for(&what, timeouts::LOAD_BALANCER_LAG, || async {
+            let held = services
+                .get(name)
+                .await?
+                .finalizers()
+                .iter()
+                .any(|f| f == CLEANUP_FINALIZER);
+            Ok((held == present).then_some(()))
+        })
+        .await
+    }
+
+    /// Deletes Service `name` and waits until it is gone, its load balancer's finalizer
+    /// removed (upstream's `WaitForServiceDeletedWithFinalizer`).
+    pub async fn delete_service_with_finalizer(&self, name: &str) -> anyhow::Result<()> {
+        self.step(format!("deleting Service {name}"));
+        let services = self.services();
+        services
+            .delete(name, &DeleteParams::default())
+            .await
+            .with_context(|| format!("deleting Service {name}"))?;
+        self.wait_for(
+            &format!("Service {name} to be deleted (its load balancer first)"),
+            timeouts::LOAD_BALANCER_LAG,
+            || async { Ok(services.get_opt(name).await?.is_none().then_some(())) },
+        )
+        .await
+    }
+
+    /// Waits until Deployment `name` has rolled out: every one of its `replicas` pods
+    /// updated and available, and no old one left (upstream's `WaitForDeploymentComplete`).
+    pub async fn wait_rolled_out(&self, name: &str, replicas: i32) -> anyhow::Result<()> {
+        let deployments = self.deployments();
+        self.wait_for(
+            &format!("Deployment {name} to roll out"),
+            timeouts::LOAD_BALANCER_PROPAGATION,
+            || async {
+                let deployment = deployments.get(name).await?;
+                let generation = deployment.metadata.generation.unwrap_or(0);
+                let status = deployment.status.unwrap_or_default();
+                Ok((status.observed_generation.unwrap_or(0) >= generation
+                    && status.updated_replicas == Some(replicas)
+                    && status.available_replicas == Some(replicas)
+                    && status.replicas == Some(replicas))
+                .then_some(()))
+            },
+        )
+        .await
+    }
+
     /// Creates the Service `spec` describes (named `name`).
     pub async fn create_service(&self, name: &str, spec: Value) -> anyhow::Result<Service> {
         let service: Service =
@@ -426,7 +540,8 @@ impl Ctx {
         Ok(genplane_cloudprovider::probe::send(probe).await)
     }
 
-    fn http(&self, address: &str, port: u16, path: &str) -> Probe {
+    /// An HTTP probe of `path` on `address:port`.
+    pub fn http(&self, address: &str, port: u16, path: &str) -> Probe {
         Probe {
             kind: ProbeKind::Http {
                 path: path.to_owned(),
@@ -615,4 +730,11 @@ pub fn internal_ip(node: &Node) -> Option<String> {
         .iter()
         .find(|a| a.type_ == "InternalIP")
         .map(|a| a.address.clone())
+}
+
+/// `mutex` locked, also when a holder panicked.
+pub fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
 }

@@ -15,7 +15,10 @@
 //! after it with its Services (so the cloud's load balancers go too); Ctrl-C and
 //! `--timeout` clean up the same way, and `--clean-start` deletes what an interrupted run
 //! left (namespaces labelled `e2e-framework=ccm-e2e`) before the tests. Waits are upstream's
-//! timeouts times `--timeout-scale`. On a terminal one status line follows the run
+//! timeouts times `--timeout-scale`. The upgrade tests run upstream's upgrade tests (a
+//! LoadBalancer Service, a Deployment, a ReplicaSet) while the upgrade happens
+//! ([`upgrades`]) and write their results to `junit_upgrades.xml` in `--report-dir`
+//! ([`UPGRADES_JUNIT`]). On a terminal one status line follows the run
 //! ([`display`]); elsewhere the output is plain lines, one per finished test.
 //! The exit code is 0 when nothing failed, 1 otherwise (2 for usage errors).
 
@@ -25,6 +28,7 @@ pub mod display;
 pub mod framework;
 pub mod specs;
 pub mod suite;
+pub mod upgrades;
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -39,6 +43,10 @@ use regex::Regex;
 
 use crate::specs::{SPECS, Spec};
 use crate::suite::{LabelFilter, Progress, Report, Selection, Settings, StatusHook};
+
+/// The file in `--report-dir` the upgrade tests' results go to when upgrade tests ran
+/// (upstream's `junit_<prefix>upgrades.xml`, with no prefix).
+pub const UPGRADES_JUNIT: &str = "junit_upgrades.xml";
 
 /// The built-in provider names (`--provider NAME`).
 pub const BUILT_IN_PROVIDERS: &[&str] = &["skeleton"];
@@ -80,7 +88,8 @@ pub struct Cli {
     /// Write a JUnit report here.
     #[arg(long)]
     pub junit_report: Option<PathBuf>,
-    /// Write `junit_01.xml` and failure dumps here.
+    /// Write `junit_01.xml` (and `junit_upgrades.xml` when upgrade tests ran) and failure
+    /// dumps here.
     #[arg(long)]
     pub report_dir: Option<PathBuf>,
     /// Run up to N tests at once (tests labelled Serial run alone, after the others).
@@ -284,6 +293,10 @@ pub async fn run_suite_with(
     for path in targets {
         std::fs::write(&path, report.junit())
             .with_context(|| format!("writing {}", path.display()))?;
+    }
+    if let (Some(dir), Some(xml)) = (&cli.report_dir, report.upgrades_junit()) {
+        let path = dir.join(UPGRADES_JUNIT);
+        std::fs::write(&path, xml).with_context(|| format!("writing {}", path.display()))?;
     }
     Ok(report)
 }

@@ -20,6 +20,7 @@ use serde_json::json;
 
 use crate::framework::{Ctx, NETEXEC_PORT, Skip, netexec_pod_spec, timeouts};
 use crate::framework::{ingress, internal_ip, is_ready, node_port, node_ref, pod_ready, port16};
+use crate::upgrades;
 
 /// The cleanup finalizer of load-balancer Services.
 pub const CLEANUP_FINALIZER: &str = "service.kubernetes.io/load-balancer-cleanup";
@@ -509,28 +510,6 @@ async fn session_affinity(ctx: &Ctx, transition: bool) -> anyhow::Result<()> {
     Ok(())
 }
 
-async fn wait_finalizer(ctx: &Ctx, name: &str, present: bool) -> anyhow::Result<()> {
-    let services = ctx.services();
-    let what = if present {
-        format!(
-            "the {CLEANUP_FINALIZER} finalizer on Service {name} (the CCM must add it before it makes a load balancer)"
-        )
-    } else {
-        format!("the {CLEANUP_FINALIZER} finalizer to be removed from Service {name}")
-    };
-    ctx.step(format!("waiting for {what}"));
-    ctx.wait_for(&what, timeouts::LOAD_BALANCER_LAG, || async {
-        let held = services
-            .get(name)
-            .await?
-            .finalizers()
-            .iter()
-            .any(|f| f == CLEANUP_FINALIZER);
-        Ok((held == present).then_some(()))
-    })
-    .await
-}
-
 /// "should handle load balancer cleanup finalizer for service".
 async fn cleanup_finalizer(ctx: &Ctx) -> anyhow::Result<()> {
     let name = "lb-finalizer";
@@ -542,15 +521,15 @@ async fn cleanup_finalizer(ctx: &Ctx) -> anyhow::Result<()> {
     .await?;
     ctx.wait_for_ingress(name, timeouts::LOAD_BALANCER_CREATE)
         .await?;
-    wait_finalizer(ctx, name, true).await?;
+    ctx.wait_finalizer(name, true).await?;
     ctx.step("changing the Service to type=ClusterIP");
     ctx.update_service(name, json!({"type": "ClusterIP"}))
         .await?;
-    wait_finalizer(ctx, name, false).await?;
+    ctx.wait_finalizer(name, false).await?;
     ctx.step("changing the Service back to type=LoadBalancer");
     ctx.update_service(name, json!({"type": "LoadBalancer"}))
         .await?;
-    wait_finalizer(ctx, name, true).await?;
+    ctx.wait_finalizer(name, true).await?;
     let reference = ctx.service_ref(name).await?;
     ctx.step("deleting the Service");
     ctx.services()
@@ -721,116 +700,23 @@ async fn delete_collection(ctx: &Ctx) -> anyhow::Result<()> {
     .await
 }
 
-/// The version the upgrade and downgrade tests go to: `--upgrade-target` (upstream's flag, used
-/// by its downgrade jobs too, with an older version).
-fn upgrade_target(ctx: &Ctx) -> anyhow::Result<String> {
-    ctx.upgrade_target
-        .clone()
-        .context("the upgrade and downgrade tests need --upgrade-target VERSION")
-}
-
-/// Whether `reported` is version `want`, as upstream's checks compare: without their leading
-/// `v`, `reported` begins with `want` (so `v1.34` accepts `v1.34.2`).
-fn is_version(reported: &str, want: &str) -> bool {
-    let want = want.strip_prefix('v').unwrap_or(want);
-    let reported = reported.strip_prefix('v').unwrap_or(reported);
-    !want.is_empty() && reported.starts_with(want)
-}
-
-/// Upstream's `controlPlaneUpgrade` then `checkControlPlaneVersion`: the provider upgrades the
-/// control plane to `target`, then the API server must report it on `/version`.
-async fn control_plane_upgrade(ctx: &Ctx, target: &str) -> anyhow::Result<()> {
-    ctx.step(format!("upgrading the control plane to {target}"));
-    ctx.provider
-        .upgrade_control_plane(target)
-        .await
-        .context("upgrading the control plane")?;
-    ctx.wait_for(
-        &format!("the API server to report {target}"),
-        timeouts::NODE_READY_AGAIN,
-        || async {
-            // The API server may be restarting: not answering is not an answer yet.
-            let reported = ctx.client.apiserver_version().await.ok();
-            Ok(reported
-                .filter(|v| is_version(&v.git_version, target))
-                .map(|_| ()))
-        },
-    )
-    .await
-}
-
-/// Upstream's `nodeUpgrade` then `waitForNodesReadyAfterUpgrade` and `checkNodesVersions`: the
-/// provider moves the nodes to `target`; every node registered before is Ready again within
-/// `RestartNodeReadyAgainTimeout`, each reporting `target` as its kubelet version.
-async fn node_upgrade(ctx: &Ctx, target: &str) -> anyhow::Result<()> {
-    let nodes: Api<Node> = Api::all(ctx.client.clone());
-    let registered = nodes
-        .list(&ListParams::default())
-        .await
-        .context("listing nodes")?
-        .items
-        .len();
-    ctx.step(format!("moving the {registered} nodes to {target}"));
-    ctx.provider
-        .upgrade_nodes(target)
-        .await
-        .context("upgrading the nodes")?;
-    ctx.wait_for(
-        &format!("{registered} Ready nodes reporting kubelet {target}"),
-        timeouts::NODE_READY_AGAIN,
-        || async {
-            let list = nodes.list(&ListParams::default()).await?.items;
-            let done = list.len() >= registered
-                && list.iter().filter(|n| is_ready(n)).count() >= registered
-                && list.iter().all(|n| is_version(&kubelet_version(n), target));
-            Ok(done.then_some(()))
-        },
-    )
-    .await
-}
-
-/// The kubelet version `node` reports (empty when it reports none).
-fn kubelet_version(node: &Node) -> String {
-    node.status
-        .as_ref()
-        .and_then(|s| s.node_info.as_ref())
-        .map(|i| i.kubelet_version.clone())
-        .unwrap_or_default()
-}
-
-/// "master upgrade should maintain a functioning cluster": the control plane is upgraded to
-/// `--upgrade-target`; nodes and a workload stay up.
+/// "master upgrade should maintain a functioning cluster": the upgrade tests
+/// ([`upgrades`](crate::upgrades)) run while the control plane goes to `--upgrade-target`.
 async fn master_upgrade(ctx: &Ctx) -> anyhow::Result<()> {
-    let target = upgrade_target(ctx)?;
-    ctx.agnhost("upgrade-workload", 2, None).await?;
-    control_plane_upgrade(ctx, &target).await?;
-    let ready = ctx.ready_nodes().await?.len();
-    ensure!(ready > 0, "no Ready node after the upgrade");
-    ctx.wait_ready_pods("upgrade-workload", 2).await?;
-    Ok(())
+    upgrades::run(ctx, &upgrades::MASTER_UPGRADE).await
 }
 
-/// "cluster upgrade should maintain a functioning cluster": the control plane, then the
-/// nodes go to `--upgrade-target`; a workload runs again on the upgraded nodes.
+/// "cluster upgrade should maintain a functioning cluster": the upgrade tests run while the
+/// control plane, then the nodes go to `--upgrade-target`.
 async fn cluster_upgrade(ctx: &Ctx) -> anyhow::Result<()> {
-    let target = upgrade_target(ctx)?;
-    ctx.agnhost("upgrade-workload", 2, None).await?;
-    control_plane_upgrade(ctx, &target).await?;
-    node_upgrade(ctx, &target).await?;
-    ctx.wait_ready_pods("upgrade-workload", 2).await?;
-    Ok(())
+    upgrades::run(ctx, &upgrades::CLUSTER_UPGRADE).await
 }
 
-/// "cluster downgrade should maintain a functioning cluster": the nodes go first ("nodes must
-/// downgrade first", upstream says: a kubelet may not be newer than its API server), then
-/// the control plane, to `--upgrade-target` (an older version); a workload runs again.
+/// "cluster downgrade should maintain a functioning cluster": the upgrade tests run while the
+/// nodes, then the control plane go to `--upgrade-target` (an older version; "nodes must
+/// downgrade first", upstream says: a kubelet may not be newer than its API server).
 async fn cluster_downgrade(ctx: &Ctx) -> anyhow::Result<()> {
-    let target = upgrade_target(ctx)?;
-    ctx.agnhost("downgrade-workload", 2, None).await?;
-    node_upgrade(ctx, &target).await?;
-    control_plane_upgrade(ctx, &target).await?;
-    ctx.wait_ready_pods("downgrade-workload", 2).await?;
-    Ok(())
+    upgrades::run(ctx, &upgrades::CLUSTER_DOWNGRADE).await
 }
 
 /// The start time of `pod`'s first container, as reported.
@@ -1452,7 +1338,7 @@ async fn rolling_update_without_disruption(ctx: &Ctx, policy: &str) -> anyhow::R
                             "containers": [{"name": "agnhost", "env": env}]}}}})),
                     )
                     .await?;
-                wait_rolled_out(ctx, name, replicas).await?;
+                ctx.wait_rolled_out(name, replicas).await?;
                 let (total, good) = (sent.load(Ordering::Relaxed), answered.load(Ordering::Relaxed));
                 let rate = if total == 0 { 0.0 } else { good as f64 / total as f64 };
                 ctx.step(format!("{good} of {total} requests answered during update {version}"));
@@ -1471,27 +1357,6 @@ async fn rolling_update_without_disruption(ctx: &Ctx, policy: &str) -> anyhow::R
     let ((), outcome) = tokio::join!(traffic, updates);
     outcome?;
     ctx.wait_reachable_http(&address, 80).await.map(|_| ())
-}
-
-/// Waits until Deployment `name` has rolled out: every one of its `replicas` pods updated
-/// and available, and no old one left.
-async fn wait_rolled_out(ctx: &Ctx, name: &str, replicas: i32) -> anyhow::Result<()> {
-    let deployments = ctx.deployments();
-    ctx.wait_for(
-        &format!("Deployment {name} to roll out"),
-        timeouts::LOAD_BALANCER_PROPAGATION,
-        || async {
-            let deployment = deployments.get(name).await?;
-            let generation = deployment.metadata.generation.unwrap_or(0);
-            let status = deployment.status.unwrap_or_default();
-            Ok((status.observed_generation.unwrap_or(0) >= generation
-                && status.updated_replicas == Some(replicas)
-                && status.available_replicas == Some(replicas)
-                && status.replicas == Some(replicas))
-            .then_some(()))
-        },
-    )
-    .await
 }
 
 /// "should be possible to connect to a service via ExternalIP when the external IP is not
@@ -1614,13 +1479,5 @@ mod tests {
                 );
             }
         }
-    }
-
-    #[test]
-    fn versions_compare_as_upstream_checks_them() {
-        assert!(is_version("v1.34.2", "v1.34"));
-        assert!(is_version("v1.34.0+genplane.0.1.0", "1.34.0"));
-        assert!(!is_version("v1.33.0", "v1.34.0"));
-        assert!(!is_version("v1.33.0", ""));
     }
 }

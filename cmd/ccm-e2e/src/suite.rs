@@ -12,12 +12,12 @@ use std::time::{Duration, Instant};
 use anyhow::Context as _;
 use genplane_cloudprovider::{Capabilities, Capability, Provider};
 use k8s_openapi::api::core::v1::{Event, Namespace, Service};
-use kube::api::{Api, DeleteParams, ListParams, PostParams};
+use kube::api::{Api, DeleteParams, ListParams};
 use kube::{Client, ResourceExt as _};
 use regex::Regex;
 use serde_json::json;
 
-use crate::framework::{Ctx, timeouts};
+use crate::framework::{Ctx, create_namespace, lock, timeouts};
 use crate::specs::Spec;
 
 /// Which tests to run.
@@ -256,6 +256,18 @@ pub struct TestResult {
     pub steps: Vec<String>,
 }
 
+/// What the upgrade tests of one upgrade found (upstream's `junit_upgrades.xml` suite): the
+/// upgrade itself, then each upgrade test.
+#[derive(Debug, Clone)]
+pub struct UpgradeReport {
+    /// The suite's name, upstream's (`Master upgrade`).
+    pub name: &'static str,
+    /// The upgrade's result, then each upgrade test's.
+    pub results: Vec<TestResult>,
+    /// How long it took.
+    pub duration: Duration,
+}
+
 /// The results of a run.
 #[derive(Debug, Clone)]
 pub struct Report {
@@ -267,6 +279,8 @@ pub struct Report {
     pub duration: Duration,
     /// Why the run stopped early, if it did.
     pub stopped: Option<String>,
+    /// What the upgrade tests found, one per upgrade run, in the order they ran.
+    pub upgrades: Vec<UpgradeReport>,
 }
 
 fn count(results: &[TestResult], test: impl Fn(&Outcome) -> bool) -> usize {
@@ -334,25 +348,87 @@ impl Report {
 
     /// The JUnit XML CI systems read.
     pub fn junit(&self) -> String {
-        let failures = count(&self.results, |o| {
-            matches!(o, Outcome::Failed(_) | Outcome::Stopped(_))
-        });
-        let skipped = count(&self.results, |o| {
-            matches!(o, Outcome::Skipped(_) | Outcome::DryRun)
-        });
-        let header = format!(
-            "tests=\"{}\" failures=\"{failures}\" errors=\"0\" skipped=\"{skipped}\" time=\"{:.3}\"",
-            self.results.len(),
-            self.duration.as_secs_f64()
+        junit(
+            "genplane ccm-e2e",
+            &[JunitSuite {
+                name: "ccm-e2e",
+                classname: "ccm-e2e",
+                results: &self.results,
+                duration: self.duration,
+            }],
+        )
+    }
+
+    /// The JUnit XML of the upgrade tests (upstream's `junit_upgrades.xml`): a test suite per
+    /// upgrade run, with a test case for the upgrade and one per upgrade test; `None` when
+    /// no upgrade ran.
+    pub fn upgrades_junit(&self) -> Option<String> {
+        if self.upgrades.is_empty() {
+            return None;
+        }
+        let suites: Vec<JunitSuite<'_>> = self
+            .upgrades
+            .iter()
+            .map(|u| JunitSuite {
+                name: u.name,
+                classname: "upgrade_tests",
+                results: &u.results,
+                duration: u.duration,
+            })
+            .collect();
+        Some(junit("genplane ccm-e2e upgrades", &suites))
+    }
+}
+
+/// One `<testsuite>` of a JUnit file.
+struct JunitSuite<'a> {
+    name: &'a str,
+    classname: &'a str,
+    results: &'a [TestResult],
+    duration: Duration,
+}
+
+/// The `tests`, `failures`, `errors`, `skipped` and `time` attributes of `results`.
+fn junit_counts<'a>(
+    results: impl Iterator<Item = &'a TestResult> + Clone,
+    time: Duration,
+) -> String {
+    let failures = results
+        .clone()
+        .filter(|r| matches!(r.outcome, Outcome::Failed(_) | Outcome::Stopped(_)))
+        .count();
+    let skipped = results
+        .clone()
+        .filter(|r| matches!(r.outcome, Outcome::Skipped(_) | Outcome::DryRun))
+        .count();
+    format!(
+        "tests=\"{}\" failures=\"{failures}\" errors=\"0\" skipped=\"{skipped}\" time=\"{:.3}\"",
+        results.count(),
+        time.as_secs_f64()
+    )
+}
+
+/// A JUnit file named `title` of `suites`.
+fn junit(title: &str, suites: &[JunitSuite<'_>]) -> String {
+    let total: Duration = suites.iter().map(|s| s.duration).sum();
+    let mut xml = format!(
+        "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites name=\"{}\" {}>\n",
+        escape(title),
+        junit_counts(suites.iter().flat_map(|s| s.results.iter()), total)
+    );
+    for suite in suites {
+        let _ = writeln!(
+            xml,
+            "  <testsuite name=\"{}\" {}>",
+            escape(suite.name),
+            junit_counts(suite.results.iter(), suite.duration)
         );
-        let mut xml = format!(
-            "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites name=\"genplane ccm-e2e\" {header}>\n  <testsuite name=\"ccm-e2e\" {header}>\n"
-        );
-        for result in &self.results {
+        for result in suite.results {
             let _ = write!(
                 xml,
-                "    <testcase name=\"{}\" classname=\"ccm-e2e\" time=\"{:.3}\">",
+                "    <testcase name=\"{}\" classname=\"{}\" time=\"{:.3}\">",
                 escape(result.name),
+                escape(suite.classname),
                 result.duration.as_secs_f64()
             );
             match &result.outcome {
@@ -382,9 +458,10 @@ impl Report {
             }
             xml.push_str("</testcase>\n");
         }
-        xml.push_str("  </testsuite>\n</testsuites>\n");
-        xml
+        xml.push_str("  </testsuite>\n");
     }
+    xml.push_str("</testsuites>\n");
+    xml
 }
 
 /// `text` escaped for XML attributes and text.
@@ -406,7 +483,12 @@ fn escape(text: &str) -> String {
 
 /// Why a test is skipped by `capabilities`, if it is.
 pub fn skip_reason(spec: &Spec, capabilities: &Capabilities) -> Option<String> {
-    let missing = capabilities.missing(spec.needs);
+    missing_reason(capabilities, spec.needs)
+}
+
+/// Why something needing `needs` cannot run with `capabilities`, if it cannot.
+pub fn missing_reason(capabilities: &Capabilities, needs: &[Capability]) -> Option<String> {
+    let missing = capabilities.missing(needs);
     (!missing.is_empty()).then(|| {
         let names: Vec<&str> = missing.iter().map(|c| c.name()).collect();
         format!(
@@ -429,7 +511,9 @@ struct Shared {
     progress: Progress,
     results: Mutex<BTreeMap<usize, TestResult>>,
     /// Namespaces made and not yet cleaned up.
-    live: Mutex<BTreeSet<String>>,
+    live: Arc<Mutex<BTreeSet<String>>>,
+    /// What the upgrade tests found.
+    upgrades: Arc<Mutex<Vec<UpgradeReport>>>,
     started: Mutex<BTreeMap<usize, Instant>>,
     /// How the run stands (`Tally::elapsed` is filled in when told).
     tally: Mutex<Tally>,
@@ -450,12 +534,6 @@ impl Shared {
             hook(&now);
         }
     }
-}
-
-fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    mutex
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 /// Runs `specs` (the selected tests, `total` in the suite) against the cluster of `client`
@@ -492,7 +570,8 @@ pub async fn run(
         settings: settings.clone(),
         progress: progress.clone(),
         results: Mutex::default(),
-        live: Mutex::default(),
+        live: Arc::default(),
+        upgrades: Arc::default(),
         started: Mutex::default(),
         tally: Mutex::new(Tally {
             selected: specs.len(),
@@ -571,11 +650,13 @@ pub async fn run(
         }
     }
     let results = lock(&shared.results).values().cloned().collect();
+    let upgrades = lock(&shared.upgrades).clone();
     Ok(Report {
         results,
         total,
         duration: started.elapsed(),
         stopped,
+        upgrades,
     })
 }
 
@@ -647,18 +728,8 @@ async fn run_one(shared: Arc<Shared>, index: usize, spec: &'static Spec) {
         .take(5)
         .collect();
     let namespace = format!("ccm-e2e-{index}-{suffix}");
-    let namespaces: Api<Namespace> = Api::all(shared.client.clone());
-    let made: Result<Namespace, _> = serde_json::from_value(json!({"metadata": {"name": namespace,
-        "labels": {NAMESPACE_LABEL.0: NAMESPACE_LABEL.1}}}));
-    let created = match made {
-        Ok(object) => namespaces
-            .create(&PostParams::default(), &object)
-            .await
-            .map_err(anyhow::Error::from),
-        Err(error) => Err(error.into()),
-    };
-    if let Err(error) = created {
-        let outcome = Outcome::Failed(format!("creating namespace {namespace}: {error:#}"));
+    if let Err(error) = create_namespace(&shared.client, &namespace).await {
+        let outcome = Outcome::Failed(format!("{error:#}"));
         record(&shared, index, spec, outcome, started.elapsed(), Vec::new());
         return;
     }
@@ -672,6 +743,8 @@ async fn run_one(shared: Arc<Shared>, index: usize, spec: &'static Spec) {
     );
     ctx.upgrade_target = shared.settings.upgrade_target.clone();
     ctx.external_ip = shared.settings.external_ip.clone();
+    ctx.live = shared.live.clone();
+    ctx.upgrade_reports = shared.upgrades.clone();
     let limit = spec.timeout.mul_f64(shared.settings.scale);
     let outcome = match tokio::time::timeout(limit, (spec.body)(&ctx)).await {
         Ok(Ok(())) => Outcome::Passed,
@@ -687,14 +760,29 @@ async fn run_one(shared: Arc<Shared>, index: usize, spec: &'static Spec) {
         && shared.settings.dump_on_failure
         && let Some(dir) = &shared.settings.report_dir
     {
-        let target = dir.join(&namespace);
-        match dump(&ctx, &target).await {
-            Ok(()) => steps.push(format!("dumped to {}", target.display())),
-            Err(error) => steps.push(format!("dumping failed: {error:#}")),
+        // The test's namespace, and those of its upgrade tests.
+        let children = ctx.children().into_iter().map(|child| {
+            Ctx::new(
+                shared.client.clone(),
+                child,
+                shared.provider.clone(),
+                shared.capabilities.clone(),
+                shared.settings.scale,
+            )
+        });
+        for one in std::iter::once(&ctx).chain(children.collect::<Vec<_>>().iter()) {
+            let target = dir.join(&one.namespace);
+            match dump(one, &target).await {
+                Ok(()) => steps.push(format!("dumped to {}", target.display())),
+                Err(error) => steps.push(format!("dumping failed: {error:#}")),
+            }
         }
     }
     let delete = shared.settings.delete_namespace
         && (!failed || shared.settings.delete_namespace_on_failure);
+    for child in ctx.children() {
+        steps.extend(clean_up(&shared, &child, delete).await);
+    }
     steps.extend(clean_up(&shared, &namespace, delete).await);
     record(&shared, index, spec, outcome, started.elapsed(), steps);
 }
@@ -905,6 +993,7 @@ mod tests {
             total: 4,
             duration: Duration::from_secs(3),
             stopped: None,
+            upgrades: Vec::new(),
         };
         let xml = report.junit();
         assert!(
@@ -927,6 +1016,51 @@ mod tests {
                 .ends_with("Ran 2 of 4 tests in 3.0s: 1 passed, 1 failed, 1 skipped; FAIL"),
             "{}",
             report.summary()
+        );
+        assert_eq!(report.upgrades_junit(), None, "no upgrade ran");
+    }
+
+    #[test]
+    fn the_upgrades_junit_has_a_suite_per_upgrade() {
+        let result = |name, outcome| TestResult {
+            name,
+            outcome,
+            duration: Duration::from_millis(500),
+            steps: Vec::new(),
+        };
+        let report = Report {
+            results: Vec::new(),
+            total: 27,
+            duration: Duration::from_secs(3),
+            stopped: None,
+            upgrades: vec![
+                UpgradeReport {
+                    name: "Master upgrade",
+                    results: vec![
+                        result("[sig-cloud-provider-gcp] master-upgrade", Outcome::Passed),
+                        result("service-upgrade", Outcome::Failed("gone".into())),
+                    ],
+                    duration: Duration::from_secs(1),
+                },
+                UpgradeReport {
+                    name: "Cluster upgrade",
+                    results: vec![result("service-upgrade", Outcome::Skipped("no LB".into()))],
+                    duration: Duration::from_secs(2),
+                },
+            ],
+        };
+        let xml = report.upgrades_junit().unwrap_or_default();
+        assert!(
+            xml.contains("<testsuites name=\"genplane ccm-e2e upgrades\" tests=\"3\" failures=\"1\" errors=\"0\" skipped=\"1\" time=\"3.000\">"),
+            "{xml}"
+        );
+        assert!(
+            xml.contains("<testsuite name=\"Master upgrade\" tests=\"2\" failures=\"1\" errors=\"0\" skipped=\"0\" time=\"1.000\">\n    <testcase name=\"[sig-cloud-provider-gcp] master-upgrade\" classname=\"upgrade_tests\" time=\"0.500\"></testcase>\n    <testcase name=\"service-upgrade\" classname=\"upgrade_tests\" time=\"0.500\">\n      <failure message=\"gone\""),
+            "{xml}"
+        );
+        assert!(
+            xml.contains("<testsuite name=\"Cluster upgrade\" tests=\"1\" failures=\"0\" errors=\"0\" skipped=\"1\""),
+            "{xml}"
         );
     }
 }

@@ -75,11 +75,17 @@ pub enum Capability {
     /// Load balancers reach a Service's pods without node ports
     /// (`allocateLoadBalancerNodePorts: false`), as those that address pods directly do.
     LoadBalancerToPods,
+    /// A control-plane upgrade ([`Provider::upgrade_control_plane`]) leaves the data plane
+    /// serving: nodes, pods and load balancers carry on while the control plane restarts,
+    /// so a LoadBalancer Service answers every request throughout, as upstream's
+    /// `ServiceUpgradeTest` checks during a master upgrade. Without it the upgrade tests
+    /// check the Service before and after a control-plane upgrade only.
+    DataPlaneSurvivesControlPlaneUpgrade,
 }
 
 impl Capability {
     /// Every capability, in order.
-    pub const ALL: [Capability; 15] = [
+    pub const ALL: [Capability; 16] = [
         Capability::NodeDeletion,
         Capability::NodeStop,
         Capability::NodeReboot,
@@ -95,6 +101,7 @@ impl Capability {
         Capability::NodeUpgrade,
         Capability::PodNetwork,
         Capability::LoadBalancerToPods,
+        Capability::DataPlaneSurvivesControlPlaneUpgrade,
     ];
 
     /// Its name, as the protocol and `--list` spell it.
@@ -115,6 +122,9 @@ impl Capability {
             Capability::NodeUpgrade => "NodeUpgrade",
             Capability::PodNetwork => "PodNetwork",
             Capability::LoadBalancerToPods => "LoadBalancerToPods",
+            Capability::DataPlaneSurvivesControlPlaneUpgrade => {
+                "DataPlaneSurvivesControlPlaneUpgrade"
+            }
         }
     }
 }

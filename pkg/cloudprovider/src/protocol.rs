@@ -27,6 +27,11 @@
 //! `config` is the content of `--provider-config` (JSON or YAML, given as JSON), or absent.
 //! An operation the plugin does not know is answered with `unsupported: true`. The schema of
 //! all of this is `pkg/cloudprovider/protocol.schema.json` ([`schema`] makes it).
+//!
+//! Within v1 the protocol only grows: new capabilities (`PodNetwork`, `LoadBalancerToPods`,
+//! `DataPlaneSurvivesControlPlaneUpgrade`) are names a plugin may declare, and a plugin that
+//! declares none of them speaks to every runner of v1. A change that would make an older
+//! plugin's answers wrong takes a new `apiVersion`.
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};

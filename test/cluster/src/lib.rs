@@ -33,6 +33,7 @@
 //!      server (same storage, certificates and port) as genplane version `X`, which its
 //!      `/version` then reports; the cloud's HTTP API
 //!      ([`cloud::api`]) is printed as `genplane testcluster cloud: http://...`;
+//!    - the fake cloud's `--cloud-fault` switches ([`cloud::Fault`]);
 //!    - the fake cloud controller manager ([`ccm`], with `--ccm-fault` switches) and the node
 //!      lifecycle marker it relies on ([`node_lifecycle`]);
 //!    - (outside the process) the fake cloud as a `genplane ccm-e2e` provider, in-process or
@@ -101,6 +102,9 @@ pub struct Cli {
     /// instead of running them in the cluster's process.
     #[arg(long)]
     pub external_controller_manager: bool,
+    /// Faults to give the fake cloud (repeatable or comma-separated).
+    #[arg(long, value_enum, value_delimiter = ',')]
+    pub cloud_fault: Vec<cloud::Fault>,
     /// Every option of `genplane apiserver`.
     #[command(flatten)]
     pub options: Options,
@@ -113,6 +117,9 @@ fn go_duration(text: &str) -> Result<std::time::Duration, String> {
 /// How long a machine's init waits before restarting a kubelet that stopped (systemd's
 /// default `RestartSec`).
 const KUBELET_RESTART_DELAY: std::time::Duration = std::time::Duration::from_millis(100);
+
+/// How long a machine shutting down gives its kubelet to report the node not Ready.
+const SHUTDOWN_REPORT_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(5);
 
 /// The machines behind the cloud's instances: node N's kubelet and kube-proxy, run while
 /// its instance runs.
@@ -153,6 +160,31 @@ impl cloud::Machines for NodeMachines {
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
         running.insert(instance.to_owned(), machine);
+    }
+
+    fn shut_down(&self, instance: &str) -> futures::future::BoxFuture<'static, ()> {
+        // The machine's tasks stop first, so that no heartbeat of its kubelet follows the
+        // shutdown report.
+        let stopped = self
+            .running
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .remove(instance);
+        let kubelet = instance
+            .strip_prefix("node-")
+            .and_then(|n| n.parse().ok())
+            .map(|number| kubelet::Kubelet::new(self.client.clone(), self.plan, number));
+        Box::pin(async move {
+            drop(stopped);
+            let Some(kubelet) = kubelet else { return };
+            match tokio::time::timeout(SHUTDOWN_REPORT_TIMEOUT, kubelet.report_shutdown()).await {
+                Ok(Ok(())) => {}
+                Ok(Err(error)) => {
+                    tracing::warn!(%error, "a shutting-down kubelet could not say so")
+                }
+                Err(_) => tracing::warn!("a shutting-down kubelet could not say so in time"),
+            }
+        })
     }
 
     fn power_off(&self, instance: &str) {
@@ -429,11 +461,11 @@ pub async fn run(cli: Cli, rust_log: Option<&str>) -> anyhow::Result<()> {
             heartbeat: cli.node_status_update_frequency,
             running: Default::default(),
         });
-        let cloud = cloud::Cloud::new(plan, machines.clone()).with_control_plane(
-            std::sync::Arc::new(ServedControlPlane {
+        let cloud = cloud::Cloud::new(plan, machines.clone())
+            .with_control_plane(std::sync::Arc::new(ServedControlPlane {
                 upgrades: upgrades_tx,
-            }),
-        );
+            }))
+            .with_faults(&cli.cloud_fault);
         let (listener, cloud_address) =
             cloud::api::listen(std::net::SocketAddr::from(([127, 0, 0, 1], 0))).await?;
         components.spawn(cloud::api::serve(cloud.clone(), listener));

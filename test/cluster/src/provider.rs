@@ -11,7 +11,8 @@
 //! which is the cluster's); node upgrades and downgrades (the cloud re-images its instances
 //! with the new kubelet version) and control-plane upgrades and downgrades (the cluster
 //! restarts its API server as another genplane version: `v1.33.0+genplane.<version>`, the
-//! only versions it can report).
+//! only versions it can report), during which its nodes and load balancers keep serving
+//! (unless `--cloud-fault` says otherwise).
 
 use std::net::SocketAddr;
 
@@ -26,7 +27,7 @@ use crate::ccm::load_balancer_name;
 use crate::cloud::LoadBalancer;
 
 /// What the fake cloud declares.
-pub const CAPABILITIES: [Capability; 15] = [
+pub const CAPABILITIES: [Capability; 16] = [
     Capability::NodeDeletion,
     Capability::NodeStop,
     Capability::NodeReboot,
@@ -42,6 +43,7 @@ pub const CAPABILITIES: [Capability; 15] = [
     Capability::PodNetwork,
     Capability::NodeUpgrade,
     Capability::ControlPlaneUpgrade,
+    Capability::DataPlaneSurvivesControlPlaneUpgrade,
 ];
 
 /// The fake cloud's provider.

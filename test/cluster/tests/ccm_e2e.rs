@@ -1,7 +1,9 @@
 //! `genplane ccm-e2e` against the hermetic cluster: with a well-behaved fake CCM every test
 //! whose capabilities the fake cloud declares passes and the rest skip with their reason
 //! (and the JUnit report says so), through the exec plugin as through the Rust provider;
-//! each fault switch of the fake CCM fails exactly the tests that should catch it.
+//! each fault switch of the fake CCM fails exactly the tests that should catch it, and the
+//! fake cloud's load-balancer outage during a control-plane upgrade fails exactly the
+//! upgrade test that watches a Service through it (`junit_upgrades.xml` says which).
 
 #![allow(clippy::unwrap_used)]
 
@@ -81,11 +83,42 @@ async fn ccm_e2e_with(
         .unwrap()
 }
 
+/// The cases of a JUnit file, in order: each name with `passed`, `failed` or `skipped`.
+fn junit_cases(xml: &str) -> Vec<(String, &'static str)> {
+    xml.split("<testcase name=\"")
+        .skip(1)
+        .map(|case| {
+            let (name, rest) = case.split_once('"').unwrap();
+            let body = rest.split("</testcase>").next().unwrap();
+            let status = if body.contains("<failure") {
+                "failed"
+            } else if body.contains("<skipped") {
+                "skipped"
+            } else {
+                "passed"
+            };
+            (name.replace("&apos;", "'"), status)
+        })
+        .collect()
+}
+
+/// The cases `junit_upgrades.xml` has for one upgrade: the upgrade's, then each upgrade
+/// test's, with `service` the status of `service-upgrade`.
+fn upgrade_cases(upgrade: &str, service: &'static str) -> Vec<(String, &'static str)> {
+    vec![
+        (format!("[sig-cloud-provider-gcp] {upgrade}"), "passed"),
+        ("service-upgrade".to_owned(), service),
+        ("[sig-apps] deployment-upgrade".to_owned(), "passed"),
+        ("[sig-apps] replicaset-upgrade".to_owned(), "passed"),
+    ]
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_well_behaved_ccm_passes_every_test_the_cloud_can_run() {
     let cluster = Cluster::start_with(3, FAST_NODES);
     let dir = tempfile::tempdir().unwrap();
     let junit = dir.path().join("junit.xml");
+    let reports = dir.path().join("reports");
     let started = Instant::now();
     let report = ccm_e2e(
         &cluster,
@@ -93,6 +126,7 @@ async fn a_well_behaved_ccm_passes_every_test_the_cloud_can_run() {
         &[
             "--parallel=3",
             &format!("--junit-report={}", junit.display()),
+            &format!("--report-dir={}", reports.display()),
             &format!("--upgrade-target={NEWER}"),
         ],
     )
@@ -115,7 +149,78 @@ async fn a_well_behaved_ccm_passes_every_test_the_cloud_can_run() {
         )),
         "{xml}"
     );
+    assert_eq!(
+        std::fs::read_to_string(reports.join("junit_01.xml")).unwrap(),
+        xml
+    );
+    // The upgrade tests of the three upgrades, each upgrade a suite of its own: every one
+    // passed, the Service checked during the control-plane upgrades too (the fake cloud
+    // declares its data plane survives them).
+    let upgrades = std::fs::read_to_string(reports.join("junit_upgrades.xml")).unwrap();
+    let mut expected = upgrade_cases("master-upgrade", "passed");
+    expected.extend(upgrade_cases("cluster-upgrade", "passed"));
+    expected.extend(upgrade_cases("cluster-downgrade", "passed"));
+    assert_eq!(junit_cases(&upgrades), expected, "{upgrades}");
+    for suite in ["Master upgrade", "Cluster upgrade", "Cluster downgrade"] {
+        assert!(
+            upgrades.contains(&format!(
+                "<testsuite name=\"{suite}\" tests=\"4\" failures=\"0\""
+            )),
+            "{upgrades}"
+        );
+    }
+    assert!(
+        upgrades.contains("continuously hitting the pod through the service&apos;s LoadBalancer"),
+        "{upgrades}"
+    );
     // The upgrade tests left the cluster at the target version.
+    let client = cluster.client().await;
+    assert_eq!(client.apiserver_version().await.unwrap().git_version, NEWER);
+}
+
+/// The fake cloud's `--cloud-fault=lb-outage-during-control-plane-upgrade` (its load
+/// balancers lose their backends while the control plane restarts, which the cloud declares
+/// its data plane survives) fails the master upgrade through exactly its `service-upgrade`
+/// part, which says when and for how long the Service did not answer; the upgrade itself and
+/// the Deployment and ReplicaSet parts pass.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_load_balancer_outage_during_a_control_plane_upgrade_fails_the_service_upgrade_test() {
+    let mut flags = FAST_NODES.to_vec();
+    flags.push("--cloud-fault=lb-outage-during-control-plane-upgrade");
+    let cluster = Cluster::start_with(3, &flags);
+    let dir = tempfile::tempdir().unwrap();
+    let reports = dir.path().join("reports");
+    let master = named("master upgrade");
+    let report = ccm_e2e(
+        &cluster,
+        dir.path(),
+        &[
+            "--focus=master upgrade",
+            &format!("--report-dir={}", reports.display()),
+            &format!("--upgrade-target={NEWER}"),
+        ],
+    )
+    .await;
+    eprintln!("{}", report.summary());
+    let Some(Outcome::Failed(why)) = report.outcome(master) else {
+        panic!("{master}: {}", report.summary());
+    };
+    for part in [
+        "1 of 3 upgrade tests failed",
+        "service-upgrade: during the upgrade: Service service-test did not answer through its load balancer",
+        "during the control-plane upgrade, which the provider declares leaves Services reachable (DataPlaneSurvivesControlPlaneUpgrade)",
+        "after the control-plane upgrade began",
+    ] {
+        assert!(why.contains(part), "{part:?} not in: {why}");
+    }
+    assert!(!why.contains("deployment-upgrade"), "{why}");
+    let upgrades = std::fs::read_to_string(reports.join("junit_upgrades.xml")).unwrap();
+    assert_eq!(
+        junit_cases(&upgrades),
+        upgrade_cases("master-upgrade", "failed"),
+        "{upgrades}"
+    );
+    // The control plane was upgraded all the same.
     let client = cluster.client().await;
     assert_eq!(client.apiserver_version().await.unwrap().git_version, NEWER);
 }
@@ -171,6 +276,7 @@ async fn the_rust_provider_gives_the_same_results_serially() {
 }
 
 /// Each fault switch of the fake CCM, and the tests that must catch it (all others pass).
+/// The fake cloud's one switch has a test of its own (above): only an upgrade shows it.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn each_ccm_fault_fails_exactly_the_tests_that_catch_it() {
     let table: &[(&str, &[&str])] = &[

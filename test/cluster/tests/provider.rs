@@ -1,7 +1,8 @@
 //! The fake cloud as a `genplane ccm-e2e` provider: the in-process Rust provider and the exec
 //! plugin (a process per call, speaking the protocol for real) answer alike, and act on the
-//! cloud; a node upgrade (and downgrade) through either re-images every node, which comes
-//! back Ready at the new version with its pods running again; a control-plane upgrade (and
+//! cloud; a node upgrade (and downgrade) through either re-images every node, which is
+//! reported not Ready while it shuts down ("node is shutting down") and comes back Ready at
+//! the new version with its pods running again; a control-plane upgrade (and
 //! downgrade) restarts the API server, which then reports the version and still has every
 //! object.
 
@@ -15,7 +16,7 @@ use genplane_test_cluster::provider::FakeCloudProvider;
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::{Node, Pod, Service};
 use kube::ResourceExt as _;
-use kube::api::{Api, DeleteParams, ListParams, PostParams};
+use kube::api::{Api, DeleteParams, ListParams, PostParams, WatchEvent, WatchParams};
 use serde_json::json;
 use support::{Cluster, cloud_request, eventually, http_get};
 
@@ -159,6 +160,60 @@ async fn heartbeats_since(nodes: &Api<Node>, since: i64) -> Option<()> {
         .then_some(())
 }
 
+/// What a watch of the nodes saw of each node's `Ready` condition, in order: `shutting down`
+/// for `Ready=False` because the node is shutting down, else `Ready <kubelet version>` or
+/// `not Ready`.
+type Readiness = std::sync::Arc<std::sync::Mutex<std::collections::BTreeMap<String, Vec<String>>>>;
+
+/// Watches the nodes from now on, recording each change of their readiness in the returned
+/// map until the task is aborted.
+async fn watch_readiness(nodes: &Api<Node>) -> (Readiness, tokio::task::JoinHandle<()>) {
+    use futures::StreamExt as _;
+    let listed = nodes.list(&ListParams::default()).await.unwrap();
+    let version = listed.metadata.resource_version.unwrap();
+    let stream = nodes
+        .watch(&WatchParams::default(), &version)
+        .await
+        .unwrap();
+    let seen = Readiness::default();
+    let record = seen.clone();
+    let task = tokio::spawn(async move {
+        let mut stream = std::pin::pin!(stream);
+        while let Some(Ok(event)) = stream.next().await {
+            let (WatchEvent::Added(node) | WatchEvent::Modified(node)) = event else {
+                continue;
+            };
+            let ready = node
+                .status
+                .as_ref()
+                .and_then(|s| s.conditions.as_ref())
+                .and_then(|c| c.iter().find(|c| c.type_ == "Ready").cloned());
+            let state = match ready {
+                Some(c) if c.status == "True" => format!(
+                    "Ready {}",
+                    node.status
+                        .as_ref()
+                        .unwrap()
+                        .node_info
+                        .as_ref()
+                        .unwrap()
+                        .kubelet_version
+                ),
+                Some(c) if c.message.as_deref() == Some("node is shutting down") => {
+                    "shutting down".to_owned()
+                }
+                _ => "not Ready".to_owned(),
+            };
+            let mut seen = record.lock().unwrap();
+            let states = seen.entry(node.name_any()).or_default();
+            if states.last() != Some(&state) {
+                states.push(state);
+            }
+        }
+    });
+    (seen, task)
+}
+
 /// The second `pod`'s container started in, when it runs.
 fn started_second(pod: &Pod) -> Option<i64> {
     let status = pod.status.as_ref()?.container_statuses.as_ref()?.first()?;
@@ -248,6 +303,7 @@ async fn a_node_upgrade_reimages_every_node_and_its_pods_run_again() {
         })
         .await;
         let upgraded_at = k8s_openapi::jiff::Timestamp::now().as_second();
+        let (readiness, watching) = watch_readiness(&nodes).await;
         provider.upgrade_nodes(version).await.unwrap();
         let (_, instances) = cloud_request(&cluster.cloud, "GET", "/instances");
         for instance in instances.as_array().unwrap() {
@@ -261,6 +317,24 @@ async fn a_node_upgrade_reimages_every_node_and_its_pods_run_again() {
         })
         .await;
         assert_eq!(versions.len(), 3);
+        // Each node was seen not Ready while its machine shut down, then Ready at the
+        // version.
+        let ready_again = format!("Ready {version}");
+        eventually(
+            "each node seen shutting down, then Ready at the version",
+            || async {
+                let seen = readiness.lock().unwrap().clone();
+                let reimaged = seen.values().filter(|states| {
+                    states
+                        .iter()
+                        .position(|s| s == "shutting down")
+                        .is_some_and(|at| states[at..].contains(&ready_again))
+                });
+                (reimaged.count() == 3).then_some(())
+            },
+        )
+        .await;
+        watching.abort();
         let again = eventually("the web pods running again", || {
             web_pods_started_since(&pods, 3, upgraded_at)
         })

@@ -67,7 +67,8 @@ pub async fn answer(cloud: &Cloud, method: &Method, path: &str) -> Response<Full
                 Err(e) => error(StatusCode::BAD_REQUEST, &e.to_string()),
             }
         }
-        (&Method::POST, ["upgrades", "nodes", version]) => match cloud.upgrade_nodes(version) {
+        (&Method::POST, ["upgrades", "nodes", version]) => match cloud.upgrade_nodes(version).await
+        {
             Ok(()) => json(StatusCode::NO_CONTENT, &()),
             Err(e) => error(StatusCode::BAD_REQUEST, &e.to_string()),
         },

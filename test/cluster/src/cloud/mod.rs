@@ -5,14 +5,17 @@
 //! answering), started, rebooted (stopped and started: the kubelet registers again and runs
 //! its pods again) and deleted (stopped for good, gone from every listing). A **node upgrade**
 //! ([`Cloud::upgrade_nodes`], also a downgrade) re-images the instances one after the other,
-//! as a cloud's node-pool upgrade does: each machine is shut down and booted again with the
+//! as a cloud's node-pool upgrade does: each machine is shut down (gracefully: its kubelet
+//! reports the node not Ready first) and booted again with the
 //! new node software, so its kubelet registers again reporting the new `kubeletVersion` and
 //! runs its pods again (restarted). Unlike a real cloud it does not wait for a node to be
 //! Ready before re-imaging the next: the machines boot in a moment here.
 //!
 //! A **control-plane upgrade** ([`Cloud::upgrade_control_plane`]) asks the cluster's
 //! [`ControlPlane`] to restart its API server running another version, as a managed
-//! cloud's control-plane upgrade does; the cloud answers once the new one serves.
+//! cloud's control-plane upgrade does; the cloud answers once the new one serves. Nodes and
+//! load balancers serve on meanwhile, unless the [`Fault`] `--cloud-fault
+//! lb-outage-during-control-plane-upgrade` takes the load balancers' backends away for it.
 //!
 //! **Load balancers** are made and changed with [`Cloud::ensure_load_balancer`] (what a
 //! cloud controller manager calls for a `type: LoadBalancer` Service): each gets an address
@@ -83,6 +86,20 @@ pub trait Machines: Send + Sync + 'static {
     fn power_on(&self, instance: &str, kubelet_version: &str);
     /// Stops the machine of `instance` (its node stops heartbeating, its pods stop).
     fn power_off(&self, instance: &str);
+    /// Shuts the machine of `instance` down gracefully, as a re-image does: its kubelet
+    /// reports the node not Ready, then the machine stops as [`power_off`](Self::power_off)
+    /// stops it. Resolves once the machine is off.
+    fn shut_down(&self, instance: &str) -> futures::future::BoxFuture<'static, ()>;
+}
+
+/// Ways the fake cloud can be told to misbehave (`--cloud-fault`), each a real cloud's bug.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum Fault {
+    /// The load balancers lose their backends while the control plane is upgraded, as those
+    /// of a cloud whose load-balancer health state lives with the control plane: from the
+    /// upgrade's start, a load balancer forwards nowhere until its first health check after
+    /// the control plane serves again.
+    LbOutageDuringControlPlaneUpgrade,
 }
 
 /// The state of an instance.
@@ -182,6 +199,9 @@ struct State {
     instances: BTreeMap<String, Instance>,
     load_balancers: BTreeMap<String, LoadBalancer>,
     next_address: usize,
+    /// [`Fault::LbOutageDuringControlPlaneUpgrade`] in effect: the load balancers have no
+    /// backends.
+    backends_lost: bool,
 }
 
 /// The fake cloud (cheap to clone: one shared state).
@@ -191,6 +211,7 @@ pub struct Cloud {
     state: Arc<Mutex<State>>,
     machines: Arc<dyn Machines>,
     control_plane: Option<Arc<dyn ControlPlane>>,
+    faults: Vec<Fault>,
     forwarder: Arc<tokio::sync::Mutex<Forwarder>>,
     _health_checks: Arc<AbortOnDrop>,
 }
@@ -215,6 +236,7 @@ impl Cloud {
             state,
             machines,
             control_plane: None,
+            faults: Vec::new(),
             forwarder,
             _health_checks: Arc::new(AbortOnDrop(health_checks)),
         }
@@ -227,6 +249,13 @@ impl Cloud {
         self
     }
 
+    /// The same cloud, misbehaving as `faults` say.
+    #[must_use]
+    pub fn with_faults(mut self, faults: &[Fault]) -> Self {
+        self.faults = faults.to_vec();
+        self
+    }
+
     /// Whether it manages a control plane it can upgrade.
     pub fn has_control_plane(&self) -> bool {
         self.control_plane.is_some()
@@ -235,10 +264,29 @@ impl Cloud {
     /// Upgrades (or downgrades) the control plane to `version`; done once it serves again.
     pub async fn upgrade_control_plane(&self, version: &str) -> Result<(), Error> {
         let control_plane = self.control_plane.clone().ok_or(Error::NoControlPlane)?;
-        control_plane
+        let outage = self
+            .faults
+            .contains(&Fault::LbOutageDuringControlPlaneUpgrade);
+        if outage {
+            {
+                let mut cloud = self.lock();
+                cloud.backends_lost = true;
+                for balancer in cloud.load_balancers.values_mut() {
+                    balancer.healthy_nodes.clear();
+                }
+            }
+            self.forward().await;
+        }
+        let upgraded = control_plane
             .upgrade(version)
             .await
-            .map_err(Error::ControlPlane)
+            .map_err(Error::ControlPlane);
+        if outage {
+            // The health checks find the backends again.
+            self.lock().backends_lost = false;
+            self.forward().await;
+        }
+        upgraded
     }
 
     fn lock(&self) -> MutexGuard<'_, State> {
@@ -323,9 +371,10 @@ impl Cloud {
 
     /// Upgrades (or downgrades) the node software of every instance to `version` (a
     /// Kubernetes version, `v1.34.0`), one instance at a time: each running one is shut
-    /// down, re-imaged and booted again (its node comes back reporting `version`, its pods
+    /// down gracefully (its kubelet reports the node not Ready, "node is shutting down"),
+    /// re-imaged and booted again (its node comes back reporting `version`, its pods
     /// restarted); a stopped one boots with `version` when it is started.
-    pub fn upgrade_nodes(&self, version: &str) -> Result<(), Error> {
+    pub async fn upgrade_nodes(&self, version: &str) -> Result<(), Error> {
         if !is_kubernetes_version(version) {
             return Err(Error::Version(version.to_owned()));
         }
@@ -340,7 +389,9 @@ impl Cloud {
                 instance.state
             };
             if was == InstanceState::Running {
-                self.reboot_instance(&name)?;
+                self.set_state(&name, InstanceState::Stopped)?;
+                self.machines.shut_down(&name).await;
+                self.start_instance(&name)?;
             }
         }
         Ok(())
@@ -503,7 +554,9 @@ fn table(cloud: &State) -> BTreeMap<Key, Served> {
                         terminating: false,
                     }
                 });
-            let backends = if port.node_port == 0 {
+            let backends = if cloud.backends_lost {
+                Vec::new()
+            } else if port.node_port == 0 {
                 pods.collect()
             } else {
                 nodes.collect()
@@ -597,8 +650,10 @@ async fn check_health(state: Arc<Mutex<State>>, forwarder: Arc<tokio::sync::Mute
                 .lock()
                 .unwrap_or_else(std::sync::PoisonError::into_inner);
             let mut changed = false;
+            let lost = cloud.backends_lost;
             for balancer in cloud.load_balancers.values_mut() {
                 let now = results.remove(&balancer.name).unwrap_or_default();
+                let now = if lost { Vec::new() } else { now };
                 if balancer.healthy_nodes != now {
                     balancer.healthy_nodes = now;
                     changed = true;

@@ -7,6 +7,8 @@
 //!   heartbeat every [`HEARTBEAT`] (or the period it is given). With an external cloud it
 //!   registers with the `node.cloudprovider.kubernetes.io/uninitialized` taint, which the
 //!   cloud controller manager removes once it has initialized the node.
+//! - **Shutdown**: a machine shut down gracefully (a re-image) has its kubelet report the node
+//!   `Ready=False` ("node is shutting down") before it stops.
 //! - **Pods**: watches the pods bound to it. A new one gets an address from the node's pod
 //!   CIDR; each of its containers that runs agnhost `netexec` is served in-process on that
 //!   address ([`netexec`]), other containers run nothing; the pod is then `Running` and
@@ -84,6 +86,10 @@ pub struct Kubelet {
     external_cloud: bool,
     version: String,
 }
+
+/// The message of a node's `Ready=False` condition while its machine shuts down
+/// ([`Kubelet::report_shutdown`]).
+pub const SHUTTING_DOWN: &str = "node is shutting down";
 
 /// The taint of a node the cloud controller manager has not initialized yet.
 pub const UNINITIALIZED_TAINT: &str = "node.cloudprovider.kubernetes.io/uninitialized";
@@ -223,6 +229,17 @@ impl Kubelet {
         Ok(())
     }
 
+    /// Reports the node not Ready because it is shutting down (upstream's graceful node
+    /// shutdown: `Ready=False`, reason `KubeletNotReady`, "node is shutting down"), the last
+    /// status a machine's kubelet writes before the machine goes off. The next
+    /// [`register`](Self::register) reports it Ready again.
+    pub async fn report_shutdown(&self) -> Result<(), Error> {
+        let now = rfc3339_now();
+        let not_ready = json!({"type": "Ready", "status": "False", "reason": "KubeletNotReady",
+            "message": SHUTTING_DOWN, "lastHeartbeatTime": now, "lastTransitionTime": now});
+        self.report_ready(|condition| *condition = not_ready).await
+    }
+
     /// Renews the node's Lease and its Ready condition's heartbeat.
     pub async fn heartbeat(&self) -> Result<(), Error> {
         let leases: Api<Lease> = Api::namespaced(self.client.clone(), LEASE_NAMESPACE);
@@ -238,6 +255,20 @@ impl Kubelet {
             )
             .await
             .map_err(api_error(format!("renewing the lease of {}", self.name)))?;
+        let ready = self.ready_condition();
+        self.report_ready(|condition| {
+            if condition["status"] == "True" {
+                condition["lastHeartbeatTime"] = ready["lastHeartbeatTime"].clone();
+            } else {
+                *condition = ready;
+            }
+        })
+        .await
+    }
+
+    /// Writes the node's conditions with its `Ready` condition as `change` makes it (from
+    /// `null` when it has none), the others as they are.
+    async fn report_ready(&self, change: impl FnOnce(&mut Value)) -> Result<(), Error> {
         let nodes: Api<Node> = Api::all(self.client.clone());
         let node = nodes
             .get_status(&self.name)
@@ -250,13 +281,13 @@ impl Kubelet {
             .into_iter()
             .filter_map(|c| serde_json::to_value(c).ok())
             .collect();
-        let ready = self.ready_condition();
         match conditions.iter_mut().find(|c| c["type"] == "Ready") {
-            Some(condition) if condition["status"] == "True" => {
-                condition["lastHeartbeatTime"] = ready["lastHeartbeatTime"].clone();
+            Some(condition) => change(condition),
+            None => {
+                let mut condition = Value::Null;
+                change(&mut condition);
+                conditions.push(condition);
             }
-            Some(condition) => *condition = ready,
-            None => conditions.push(ready),
         }
         nodes
             .patch_status(
