@@ -77,13 +77,55 @@ pub fn set_finalizers(object: &mut Value, finalizers: &[String]) {
     }
 }
 
-/// The stored form: the object without `metadata.resourceVersion`.
+/// The stored form: the object without `metadata.resourceVersion`, in an allocation of its
+/// exact size (the watch cache keeps these bytes for as long as the object lives).
 pub fn encode(object: &Value) -> Result<bytes::Bytes, ApiError> {
-    let mut stored = object.clone();
-    metadata_mut(&mut stored).remove("resourceVersion");
-    serde_json::to_vec(&stored)
-        .map(bytes::Bytes::from)
-        .map_err(|e| Status::internal_error(format!("encoding the object: {e}")).into())
+    let mut stored = Vec::with_capacity(STORED_CAPACITY_HINT);
+    serde_json::to_writer(&mut stored, &Stored(object))
+        .map_err(|e| Status::internal_error(format!("encoding the object: {e}")))?;
+    stored.shrink_to_fit();
+    Ok(bytes::Bytes::from(stored))
+}
+
+/// Where [`encode`] starts its buffer: most objects fit, so it grows rarely.
+const STORED_CAPACITY_HINT: usize = 4096;
+
+/// An object serialized as stored: as it is, but for `metadata.resourceVersion`, which is
+/// left out (no copy of the object is made to remove it).
+struct Stored<'a>(&'a Value);
+
+impl serde::Serialize for Stored<'_> {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+        let Value::Object(fields) = self.0 else {
+            return self.0.serialize(serializer);
+        };
+        let mut map = serializer.serialize_map(Some(fields.len()))?;
+        for (name, value) in fields {
+            match value {
+                Value::Object(metadata) if name == "metadata" => {
+                    map.serialize_entry(name, &WithoutResourceVersion(metadata))?;
+                }
+                _ => map.serialize_entry(name, value)?,
+            }
+        }
+        map.end()
+    }
+}
+
+/// A metadata object serialized without its `resourceVersion`.
+struct WithoutResourceVersion<'a>(&'a Map<String, Value>);
+
+impl serde::Serialize for WithoutResourceVersion<'_> {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+        let kept = self.0.iter().filter(|(name, _)| *name != "resourceVersion");
+        let mut map = serializer.serialize_map(Some(kept.clone().count()))?;
+        for (name, value) in kept {
+            map.serialize_entry(name, value)?;
+        }
+        map.end()
+    }
 }
 
 /// The served form of a stored value at `revision`.
@@ -262,5 +304,24 @@ mod tests {
         set_finalizers(&mut object, &[]);
         assert!(object["metadata"].get("finalizers").is_none());
         assert!(object_meta(&json!({"metadata": {"labels": 5}})).is_err());
+    }
+
+    #[test]
+    fn the_stored_form_is_the_object_serialized_without_its_resource_version() {
+        let objects = [
+            json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "a", "resourceVersion": "7", "uid": "u"}, "data": {"k": "v"}}),
+            json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"annotations": {"resourceVersion": "kept"}}}),
+            json!({"kind": "X", "metadata": "not an object", "resourceVersion": "kept"}),
+            json!({"kind": "X"}),
+            json!([1, 2]),
+        ];
+        for object in objects {
+            let mut expected = object.clone();
+            if let Some(metadata) = expected.get_mut("metadata").and_then(Value::as_object_mut) {
+                metadata.remove("resourceVersion");
+            }
+            let stored = encode(&object).unwrap();
+            assert_eq!(stored, serde_json::to_vec(&expected).unwrap(), "{object}");
+        }
     }
 }

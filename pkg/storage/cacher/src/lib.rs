@@ -43,7 +43,7 @@
 mod reflector;
 mod watchers;
 
-use std::collections::BTreeMap;
+use std::collections::BTreeSet;
 use std::ops::Bound;
 use std::sync::{Arc, PoisonError, RwLock};
 use std::time::Duration;
@@ -107,6 +107,37 @@ impl Default for CacherConfig {
 /// [`EventKind::Create`]: genplane_storage::EventKind::Create
 pub(crate) type Entry = Arc<Event>;
 
+/// A cached key in the snapshot's ordered set: its [`Entry`], ordered and found by the
+/// storage key the entry holds (so the key is held once, not again as a map key).
+#[derive(Clone, Debug)]
+pub(crate) struct Keyed(pub(crate) Entry);
+
+impl std::borrow::Borrow<str> for Keyed {
+    fn borrow(&self) -> &str {
+        &self.0.kv.key
+    }
+}
+
+impl PartialEq for Keyed {
+    fn eq(&self, other: &Self) -> bool {
+        self.0.kv.key == other.0.kv.key
+    }
+}
+
+impl Eq for Keyed {}
+
+impl PartialOrd for Keyed {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for Keyed {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        self.0.kv.key.cmp(&other.0.kv.key)
+    }
+}
+
 /// The state of one key as a create event.
 pub(crate) fn entry(kv: KeyValue) -> Entry {
     Arc::new(Event {
@@ -120,7 +151,8 @@ pub(crate) fn entry(kv: KeyValue) -> Entry {
 /// The cached state of the prefix.
 #[derive(Debug, Default)]
 pub(crate) struct Snapshot {
-    pub(crate) objects: BTreeMap<String, Entry>,
+    /// The cached keys, in key order ([`BTreeSet::replace`] updates one).
+    pub(crate) objects: BTreeSet<Keyed>,
     /// The revision the objects are at; 0 until the first list completed.
     pub(crate) revision: Revision,
 }
@@ -225,7 +257,7 @@ impl<S: Storage> Cacher<S> {
             .snapshot
             .read()
             .unwrap_or_else(PoisonError::into_inner);
-        snapshot.objects.get(key).map(|e| e.kv.clone())
+        snapshot.objects.get(key).map(|e| e.0.kv.clone())
     }
 
     fn covers(&self, key: &str) -> bool {
@@ -301,12 +333,12 @@ impl<S: Storage> Cacher<S> {
         let in_range = snapshot
             .objects
             .range::<str, _>((Bound::Included(start), Bound::Unbounded))
-            .take_while(|(k, _)| k.starts_with(&request.prefix));
+            .take_while(|Keyed(e)| e.kv.key.starts_with(&request.prefix));
         let limit = request.limit.filter(|l| *l > 0).unwrap_or(usize::MAX);
         let mut items = Vec::new();
         let mut more = false;
         let mut count = 0i64;
-        for (_, entry) in in_range {
+        for Keyed(entry) in in_range {
             if items.len() < limit {
                 items.push(entry.kv.clone());
             } else {
@@ -345,7 +377,7 @@ impl<S: Storage> Storage for Cacher<S> {
                 .read()
                 .unwrap_or_else(PoisonError::into_inner);
             if snapshot.revision == r && r > 0 && r >= self.store.compacted_revision() {
-                return Ok(snapshot.objects.get(key).map(|e| e.kv.clone()));
+                return Ok(snapshot.objects.get(key).map(|e| e.0.kv.clone()));
             }
         }
         // A consistent get costs one read of the store either way; read it there.
@@ -451,8 +483,8 @@ impl<S: Storage> Storage for Cacher<S> {
             let state: Vec<Entry> = snapshot
                 .objects
                 .range::<str, _>((Bound::Included(prefix), Bound::Unbounded))
-                .take_while(|(k, _)| k.starts_with(prefix))
-                .map(|(_, entry)| entry.clone())
+                .take_while(|Keyed(e)| e.kv.key.starts_with(prefix))
+                .map(|Keyed(entry)| entry.clone())
                 .collect();
             (state, snapshot.revision)
         };
@@ -482,7 +514,7 @@ impl<S: Storage> Storage for Cacher<S> {
             .snapshot
             .read()
             .unwrap_or_else(PoisonError::into_inner);
-        Ok(snapshot.objects.get(key).map(|e| e.kv.clone()))
+        Ok(snapshot.objects.get(key).map(|e| e.0.kv.clone()))
     }
 
     async fn current_revision(&self) -> Result<Revision> {

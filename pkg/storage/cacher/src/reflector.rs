@@ -1,7 +1,7 @@
 //! The reflector: lists the prefix, then follows one watch of the store, applying every event
 //! to the cached keys and the window. When the watch fails it lists again.
 
-use std::collections::BTreeMap;
+use std::collections::BTreeSet;
 use std::sync::{Arc, PoisonError, Weak};
 use std::time::Duration;
 
@@ -9,7 +9,7 @@ use genplane_storage::{
     Error, Event, EventKind, ListRequest, Result, Revision, Storage, WatchEvent,
 };
 
-use crate::{Entry, Shared, Snapshot, entry};
+use crate::{Keyed, Shared, Snapshot, entry};
 
 /// Keeps the cache in sync with `store` until the store is gone.
 pub(crate) async fn run<S: Storage>(
@@ -113,9 +113,9 @@ async fn list<S: Storage>(
     store: &S,
     prefix: &str,
     page: usize,
-) -> Result<(BTreeMap<String, Entry>, Revision)> {
+) -> Result<(BTreeSet<Keyed>, Revision)> {
     let revision = store.current_revision().await?;
-    let mut objects = BTreeMap::new();
+    let mut objects = BTreeSet::new();
     let mut start = None;
     loop {
         let request = ListRequest {
@@ -128,7 +128,7 @@ async fn list<S: Storage>(
         let response = store.list(request).await?;
         let next = response.items.last().map(|kv| format!("{}\0", kv.key));
         for kv in response.items {
-            objects.insert(kv.key.clone(), entry(kv));
+            objects.replace(Keyed(entry(kv)));
         }
         match next {
             Some(next) if response.more => start = Some(next),
@@ -162,10 +162,10 @@ fn apply(shared: &Shared, events: Vec<Arc<Event>>) {
                     } else {
                         entry(event.kv.clone())
                     };
-                    snapshot.objects.insert(event.kv.key.clone(), state);
+                    snapshot.objects.replace(Keyed(state));
                 }
                 EventKind::Delete => {
-                    snapshot.objects.remove(&event.kv.key);
+                    snapshot.objects.remove::<str>(&event.kv.key);
                 }
             }
             snapshot.revision = revision;
