@@ -25,6 +25,12 @@ pub const AGNHOST: &str = "registry.k8s.io/e2e-test-images/agnhost:2.53";
 /// The port agnhost `netexec` serves HTTP and UDP on in these tests.
 pub const NETEXEC_PORT: i32 = 8080;
 
+/// The label every test namespace carries, so that `--clean-start` finds an earlier run's.
+pub const NAMESPACE_LABEL: (&str, &str) = ("e2e-framework", "ccm-e2e");
+
+/// The cleanup finalizer of load-balancer Services.
+pub const CLEANUP_FINALIZER: &str = "service.kubernetes.io/load-balancer-cleanup";
+
 /// Upstream's timeouts (`test/e2e/framework/service/const.go`), before scaling.
 pub mod timeouts {
     use std::time::Duration;
@@ -71,16 +77,16 @@ pub struct Ctx {
     /// cleans up those of [`Ctx::child`] too).
     pub live: Arc<Mutex<BTreeSet<String>>>,
     /// Where the upgrade tests put their results (the run's report).
-    pub upgrade_reports: Arc<Mutex<Vec<crate::suite::UpgradeReport>>>,
+    pub upgrade_reports: Arc<Mutex<Vec<crate::results::UpgradeReport>>>,
     children: Mutex<Vec<String>>,
     steps: Mutex<Vec<String>>,
     started: Instant,
 }
 
-/// Creates the namespace `name`, labelled as a test's ([`crate::suite::NAMESPACE_LABEL`]) so
+/// Creates the namespace `name`, labelled as a test's ([`NAMESPACE_LABEL`]) so
 /// that `--clean-start` finds it if the run is interrupted.
 pub async fn create_namespace(client: &Client, name: &str) -> anyhow::Result<()> {
-    let (key, value) = crate::suite::NAMESPACE_LABEL;
+    let (key, value) = NAMESPACE_LABEL;
     let namespace: Namespace =
         serde_json::from_value(json!({"metadata": {"name": name, "labels": {key: value}}}))?;
     Api::<Namespace>::all(client.clone())
@@ -395,7 +401,6 @@ impl Ctx {
     /// Waits until the load-balancer cleanup finalizer is on Service `name` (`present`) or
     /// gone from it (upstream's `WaitForServiceUpdatedWithFinalizer`).
     pub async fn wait_finalizer(&self, name: &str, present: bool) -> anyhow::Result<()> {
-        use crate::specs::CLEANUP_FINALIZER;
         let services = self.services();
         let what = if present {
             format!(

@@ -26,6 +26,7 @@
 
 pub mod display;
 pub mod framework;
+pub mod results;
 pub mod specs;
 pub mod suite;
 pub mod upgrades;

@@ -22,8 +22,7 @@ use crate::framework::{Ctx, NETEXEC_PORT, Skip, netexec_pod_spec, timeouts};
 use crate::framework::{ingress, internal_ip, is_ready, node_port, node_ref, pod_ready, port16};
 use crate::upgrades;
 
-/// The cleanup finalizer of load-balancer Services.
-pub const CLEANUP_FINALIZER: &str = "service.kubernetes.io/load-balancer-cleanup";
+pub use crate::framework::CLEANUP_FINALIZER;
 
 /// A test's body.
 pub type Body = for<'a> fn(&'a Ctx) -> BoxFuture<'a, anyhow::Result<()>>;

@@ -18,6 +18,7 @@ use regex::Regex;
 use serde_json::json;
 
 use crate::framework::{Ctx, create_namespace, lock, timeouts};
+pub use crate::results::{Outcome, TestResult, UpgradeReport, missing_reason};
 use crate::specs::Spec;
 
 /// Which tests to run.
@@ -179,8 +180,7 @@ pub struct Settings {
     pub status: Option<StatusHook>,
 }
 
-/// The label every test namespace carries, so that `--clean-start` finds an earlier run's.
-pub const NAMESPACE_LABEL: (&str, &str) = ("e2e-framework", "ccm-e2e");
+pub use crate::framework::NAMESPACE_LABEL;
 
 /// How a run stands.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -226,46 +226,6 @@ impl Default for Settings {
             status: None,
         }
     }
-}
-
-/// How a test ended.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Outcome {
-    /// It passed.
-    Passed,
-    /// It failed; why.
-    Failed(String),
-    /// It was skipped; why.
-    Skipped(String),
-    /// `--dry-run`: it would have run.
-    DryRun,
-    /// It did not finish: the run was interrupted or ran out of time.
-    Stopped(String),
-}
-
-/// One test's result.
-#[derive(Debug, Clone)]
-pub struct TestResult {
-    /// Its full name.
-    pub name: &'static str,
-    /// How it ended.
-    pub outcome: Outcome,
-    /// How long it took.
-    pub duration: Duration,
-    /// Its steps (and clean-up notes).
-    pub steps: Vec<String>,
-}
-
-/// What the upgrade tests of one upgrade found (upstream's `junit_upgrades.xml` suite): the
-/// upgrade itself, then each upgrade test.
-#[derive(Debug, Clone)]
-pub struct UpgradeReport {
-    /// The suite's name, upstream's (`Master upgrade`).
-    pub name: &'static str,
-    /// The upgrade's result, then each upgrade test's.
-    pub results: Vec<TestResult>,
-    /// How long it took.
-    pub duration: Duration,
 }
 
 /// The results of a run.
@@ -484,19 +444,6 @@ fn escape(text: &str) -> String {
 /// Why a test is skipped by `capabilities`, if it is.
 pub fn skip_reason(spec: &Spec, capabilities: &Capabilities) -> Option<String> {
     missing_reason(capabilities, spec.needs)
-}
-
-/// Why something needing `needs` cannot run with `capabilities`, if it cannot.
-pub fn missing_reason(capabilities: &Capabilities, needs: &[Capability]) -> Option<String> {
-    let missing = capabilities.missing(needs);
-    (!missing.is_empty()).then(|| {
-        let names: Vec<&str> = missing.iter().map(|c| c.name()).collect();
-        format!(
-            "the provider does not declare the capabilit{} {}",
-            if names.len() == 1 { "y" } else { "ies" },
-            names.join(", ")
-        )
-    })
 }
 
 /// Where progress lines go.

@@ -25,7 +25,7 @@ use serde_json::json;
 use tokio::sync::watch;
 
 use crate::framework::{Ctx, NETEXEC_PORT, POLL, is_ready, lock, netexec_pod_spec, timeouts};
-use crate::suite::{Outcome, TestResult, UpgradeReport, missing_reason};
+use crate::results::{Outcome, TestResult, UpgradeReport, missing_reason};
 
 /// One step of an upgrade.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
