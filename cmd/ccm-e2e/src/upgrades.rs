@@ -92,9 +92,20 @@ pub enum Phase {
 #[derive(Clone, Debug)]
 pub struct Upgrading {
     phases: watch::Receiver<Phase>,
+    steps: &'static [Step],
 }
 
 impl Upgrading {
+    /// Whether the upgrade moves the nodes before `step` (a downgrade's control plane goes
+    /// after its nodes): the workloads were just disrupted and may still be settling when
+    /// `step` begins.
+    pub fn nodes_before(&self, step: Step) -> bool {
+        self.steps
+            .iter()
+            .take_while(|s| **s != step)
+            .any(|s| *s == Step::Nodes)
+    }
+
     /// Where the upgrade is now.
     pub fn phase(&self) -> Phase {
         if self.phases.has_changed().is_err() {
@@ -314,6 +325,7 @@ pub async fn run(ctx: &Ctx, upgrade: &Upgrade) -> anyhow::Result<()> {
         |((test, child), outcome)| {
             let upgrading = Upgrading {
                 phases: watching.clone(),
+                steps: upgrade.steps,
             };
             async move {
                 match (child, outcome) {
@@ -414,7 +426,8 @@ const SERVICE: &str = "service-test";
 const SERVICE_PORT: u16 = 80;
 
 /// Upstream's `ServiceUpgradeTest`: a LoadBalancer Service with a pod behind it answers
-/// before the upgrade; during a control-plane upgrade it must answer every request, when the
+/// before the upgrade; during a control-plane upgrade that does not follow the nodes' it must
+/// answer every request, when the
 /// provider declares the data plane survives one
 /// ([`Capability::DataPlaneSurvivesControlPlaneUpgrade`]); after the upgrade it answers again,
 /// still carries the load balancer's cleanup finalizer and can be deleted with it. Upstream
@@ -580,9 +593,13 @@ impl UpgradeTest for ServiceUpgrade {
         mut upgrading: Upgrading,
     ) -> BoxFuture<'a, anyhow::Result<()>> {
         Box::pin(async move {
+            // As upstream, the Service is hit throughout a control-plane upgrade only while
+            // the data plane is undisturbed: not when the nodes were just moved (a
+            // downgrade), whose pods and load-balancer health checks may still be settling.
             let survives = ctx
                 .capabilities
-                .has(Capability::DataPlaneSurvivesControlPlaneUpgrade);
+                .has(Capability::DataPlaneSurvivesControlPlaneUpgrade)
+                && !upgrading.nodes_before(Step::ControlPlane);
             loop {
                 match upgrading.phase() {
                     Phase::Done => return Ok(()),
@@ -885,6 +902,18 @@ impl UpgradeTest for ReplicaSetUpgrade {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn only_a_downgrades_control_plane_follows_its_nodes() {
+        let upgrading = |upgrade: &Upgrade| Upgrading {
+            phases: watch::channel(Phase::Done).1,
+            steps: upgrade.steps,
+        };
+        assert!(!upgrading(&MASTER_UPGRADE).nodes_before(Step::ControlPlane));
+        assert!(!upgrading(&CLUSTER_UPGRADE).nodes_before(Step::ControlPlane));
+        assert!(upgrading(&CLUSTER_DOWNGRADE).nodes_before(Step::ControlPlane));
+        assert!(!upgrading(&CLUSTER_DOWNGRADE).nodes_before(Step::Nodes));
+    }
 
     #[test]
     fn versions_compare_as_upstream_checks_them() {

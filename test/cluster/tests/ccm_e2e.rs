@@ -275,7 +275,21 @@ async fn the_rust_provider_gives_the_same_results_serially() {
     }
 }
 
-/// Each fault switch of the fake CCM, and the tests that must catch it (all others pass).
+/// `text` with the characters a regular expression gives a meaning to escaped.
+fn regex_escaped(text: &str) -> String {
+    let mut escaped = String::with_capacity(text.len());
+    for c in text.chars() {
+        if "\\.+*?()|[]{}^$#&-~".contains(c) {
+            escaped.push('\\');
+        }
+        escaped.push(c);
+    }
+    escaped
+}
+
+/// Each fault switch of the fake CCM, and the tests that must catch it (all others pass; a
+/// test that fails where it should not is run again on its own, and must fail again to
+/// count).
 /// The fake cloud's one switch has a test of its own (above): only an upgrade shows it.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn each_ccm_fault_fails_exactly_the_tests_that_catch_it() {
@@ -314,7 +328,7 @@ async fn each_ccm_fault_fails_exactly_the_tests_that_catch_it() {
             ],
         )
         .await;
-        let failed: Vec<&str> = report
+        let mut failed: Vec<&str> = report
             .results
             .iter()
             .filter(|r| matches!(r.outcome, Outcome::Failed(_)))
@@ -325,6 +339,31 @@ async fn each_ccm_fault_fails_exactly_the_tests_that_catch_it() {
             .map(|s| s.name)
             .filter(|n| catchers.iter().any(|c| n.contains(c)))
             .collect();
+        // A test the fault breaks fails every time; one that failed only because a loaded
+        // machine made a scaled-down wait too short passes when run again on its own.
+        let unexpected: Vec<&str> = failed
+            .iter()
+            .copied()
+            .filter(|n| !expected.contains(n))
+            .collect();
+        if !unexpected.is_empty() {
+            eprintln!(
+                "--ccm-fault={fault}: running again, alone: {unexpected:?}\n{}",
+                report.summary()
+            );
+            let names: Vec<String> = unexpected.iter().map(|n| regex_escaped(n)).collect();
+            let again_dir = tempfile::tempdir().unwrap();
+            let again = ccm_e2e(
+                &cluster,
+                again_dir.path(),
+                &[&format!("--focus=^({})$", names.join("|"))],
+            )
+            .await;
+            failed.retain(|name| {
+                expected.contains(name)
+                    || matches!(again.outcome(name), Some(Outcome::Failed(_)) | None)
+            });
+        }
         assert_eq!(
             failed,
             expected,
