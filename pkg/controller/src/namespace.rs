@@ -306,8 +306,8 @@ fn is_status(e: &kube::Error, codes: &[u16]) -> bool {
     matches!(e, kube::Error::Api(s) if codes.contains(&s.code))
 }
 
-/// One pass over the namespace `name` (upstream's `namespacedResourcesDeleter.Delete`).
-/// One pass over the namespace `name`; `pods_first`: whether its pods go first.
+/// One pass over the namespace `name` (upstream's `namespacedResourcesDeleter.Delete`), its
+/// pods first when `pods_first`.
 async fn sync(client: &Client, name: &str, pods_first: bool) -> Result<(), Error> {
     let namespaces: Api<Namespace> = Api::all(client.clone());
     let Some(mut ns) = namespaces.get_opt(name).await? else {
@@ -345,16 +345,17 @@ async fn sync(client: &Client, name: &str, pods_first: bool) -> Result<(), Error
         let (first, rest): (Vec<&Resource>, Vec<&Resource>) = deletable
             .into_iter()
             .partition(|r| pods_first && is_pods(r));
-        for (i, batch) in [first, rest].into_iter().enumerate() {
+        for resource in first.into_iter().chain(rest) {
             // Nothing else goes while a pod remains (or could not be deleted).
-            if i == 1 && (!remaining.by_resource.is_empty() || !content_errors.is_empty()) {
+            if pods_first
+                && !is_pods(resource)
+                && (!remaining.by_resource.is_empty() || !content_errors.is_empty())
+            {
                 break;
             }
-            for resource in batch {
-                match delete_content(client, resource, name, deleted_at, &mut remaining).await {
-                    Ok(e) => estimate = estimate.max(e),
-                    Err(e) => content_errors.push(e),
-                }
+            match delete_content(client, resource, name, deleted_at, &mut remaining).await {
+                Ok(e) => estimate = estimate.max(e),
+                Err(e) => content_errors.push(e),
             }
         }
     }

@@ -119,9 +119,9 @@ struct WithoutResourceVersion<'a>(&'a Map<String, Value>);
 impl serde::Serialize for WithoutResourceVersion<'_> {
     fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         use serde::ser::SerializeMap as _;
-        let kept = self.0.iter().filter(|(name, _)| *name != "resourceVersion");
-        let mut map = serializer.serialize_map(Some(kept.clone().count()))?;
-        for (name, value) in kept {
+        let kept = self.0.len() - usize::from(self.0.contains_key("resourceVersion"));
+        let mut map = serializer.serialize_map(Some(kept))?;
+        for (name, value) in self.0.iter().filter(|(name, _)| *name != "resourceVersion") {
             map.serialize_entry(name, value)?;
         }
         map.end()
