@@ -6,8 +6,9 @@
 //!   "/openapi/v3/api/v1?hash=<H>"}, ...}}`, one entry per document.
 //! - `GET /openapi/v3/<path>`: one document (built by [`genplane_api::openapi`]).
 //!
-//! Every document is serialized and hashed once, when the server is built: `<H>` is the
-//! upper-case hex SHA-512 of its bytes, which is also its `ETag`. A request whose `hash` matches
+//! Every document is serialized and hashed once, when what is served changes, and only its
+//! bytes are kept (a parsed document takes several times their size): `<H>` is the upper-case
+//! hex SHA-512 of its bytes, which is also its `ETag`. A request whose `hash` matches
 //! may be cached for good (`Cache-Control: public, immutable`); one with a stale hash is
 //! redirected (301) to the current URL; other answers are `no-cache, private`, like every
 //! other API answer upstream. `If-None-Match` with the current `ETag` gets a 304. Only JSON is
@@ -16,10 +17,12 @@
 //! OpenAPI v2, at `/openapi/v2` ([`OpenApiV2`]): one Swagger 2.0 document of every served group
 //! version, derived from the v3 documents ([`genplane_api::openapi::v2`]), as JSON or as
 //! gnostic's protobuf `Document` ([`genplane_api::openapi::gnostic`]), which is the only form
-//! kubectl before 1.29 asks for. Both are built at start; their `ETag` is the SHA-512 of the
-//! JSON, as upstream's, and there is no hash query.
+//! kubectl before 1.29 asks for. Both are built from the v3 documents' bytes at the first request
+//! for either (most clients never ask), and kept until what is served changes; their `ETag` is
+//! the SHA-512 of the JSON, as upstream's, and there is no hash query.
 
 use std::fmt::Write as _;
+use std::sync::OnceLock;
 use std::time::Instant;
 
 use bytes::Bytes;
@@ -35,7 +38,7 @@ use serde_json::{Map, json};
 use crate::body::ResponseBody;
 
 /// One serialized document.
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 struct Served {
     /// The path below `/openapi/v3/`.
     path: String,
@@ -55,8 +58,9 @@ impl Served {
     }
 }
 
-/// The OpenAPI v3 documents of a server, serialized and hashed.
-#[derive(Debug)]
+/// The OpenAPI v3 documents of a server, serialized and hashed. A clone shares the documents'
+/// bytes.
+#[derive(Clone, Debug)]
 pub struct OpenApiV3 {
     index: Served,
     documents: Vec<Served>,
@@ -70,6 +74,36 @@ fn hash(bytes: &[u8]) -> String {
         let _ = write!(out, "{b:02X}");
     }
     out
+}
+
+/// Serializes and hashes `documents`.
+fn serialized(documents: Vec<Document>) -> Vec<Served> {
+    let started = Instant::now();
+    let documents: Vec<Served> = documents
+        .into_iter()
+        .map(|d| {
+            let bytes = serde_json::to_vec(&d.document)
+                .expect("invariant: a serde_json::Value always serializes");
+            Served::new(d.path, bytes)
+        })
+        .collect();
+    tracing::debug!(
+        documents = documents.len(),
+        bytes = documents.iter().map(|d| d.bytes.len()).sum::<usize>(),
+        elapsed_ms = started.elapsed().as_millis() as u64,
+        "serialized OpenAPI v3 documents"
+    );
+    documents
+}
+
+/// A served document parsed back (`None` only if its bytes were not JSON, which
+/// [`serialized`] never writes).
+fn parsed(served: &Served) -> Option<Document> {
+    let document = serde_json::from_slice(&served.bytes).ok()?;
+    Some(Document {
+        path: served.path.clone(),
+        document,
+    })
 }
 
 /// How an `Accept` header is answered.
@@ -118,15 +152,19 @@ impl OpenApiV3 {
 
     /// Serializes and hashes `documents` (as [`openapi::documents`] builds them).
     pub fn from_documents(documents: Vec<Document>) -> Self {
-        let started = Instant::now();
-        let documents: Vec<Served> = documents
-            .into_iter()
-            .map(|d| {
-                let bytes = serde_json::to_vec(&d.document)
-                    .expect("invariant: a serde_json::Value always serializes");
-                Served::new(d.path, bytes)
-            })
-            .collect();
+        Self::indexed(serialized(documents))
+    }
+
+    /// These documents followed by `more` (serialized and hashed), under a new index: the
+    /// documents already served are shared, not serialized again.
+    pub fn extended(&self, more: Vec<Document>) -> Self {
+        let mut documents = self.documents.clone();
+        documents.extend(serialized(more));
+        Self::indexed(documents)
+    }
+
+    /// The index of `documents`.
+    fn indexed(documents: Vec<Served>) -> Self {
         let mut paths = Map::new();
         for d in &documents {
             paths.insert(
@@ -137,13 +175,20 @@ impl OpenApiV3 {
         let index = serde_json::to_vec(&json!({"paths": paths}))
             .expect("invariant: a serde_json::Value always serializes");
         let index = Served::new(String::new(), index);
-        tracing::debug!(
-            documents = documents.len(),
-            bytes = documents.iter().map(|d| d.bytes.len()).sum::<usize>(),
-            elapsed_ms = started.elapsed().as_millis() as u64,
-            "built the OpenAPI v3 documents"
-        );
         Self { index, documents }
+    }
+
+    /// The document below `/openapi/v3/<path>`, parsed back from its bytes.
+    pub fn document(&self, path: &str) -> Option<Document> {
+        self.documents
+            .iter()
+            .find(|d| d.path == path)
+            .and_then(parsed)
+    }
+
+    /// Every document, parsed back from its bytes, in the index's order.
+    pub fn documents(&self) -> Vec<Document> {
+        self.documents.iter().filter_map(parsed).collect()
     }
 
     /// The paths below `/openapi/v3/` with a document, and each document's size in bytes.
@@ -275,29 +320,35 @@ fn accepted_v2(accept: Option<&str>) -> AcceptedV2 {
     AcceptedV2::NotAcceptable
 }
 
-/// The OpenAPI v2 document of a server, as JSON and as protobuf.
+/// The OpenAPI v2 document of a server, as JSON and as protobuf, built from the v3
+/// documents at the first request for it.
 #[derive(Debug)]
 pub struct OpenApiV2 {
+    /// The v3 documents it is derived from (their bytes are shared).
+    source: OpenApiV3,
+    /// The server's `gitVersion`, the document's `info.version`.
+    version: String,
+    /// When what it describes was last changed, as an HTTP date (its `Last-Modified`).
+    built: String,
+    encoded: OnceLock<EncodedV2>,
+}
+
+/// The two encodings of the v2 document.
+#[derive(Debug)]
+struct EncodedV2 {
     json: Bytes,
     protobuf: Bytes,
     /// Upper-case hex SHA-512 of the JSON.
     hash: String,
-    /// When the document was built, as an HTTP date.
-    built: String,
 }
 
-impl OpenApiV2 {
-    /// Builds the document of `documents` (the server's v3 documents) for a server of
-    /// `version`, and both of its encodings.
-    pub fn new(documents: &[Document], version: &str) -> Self {
+impl EncodedV2 {
+    fn new(documents: &[Document], version: &str) -> Self {
         let started = Instant::now();
         let swagger = openapi::v2::swagger(documents, version);
         let json =
             serde_json::to_vec(&swagger).expect("invariant: a serde_json::Value always serializes");
         let protobuf = openapi::gnostic::encode(&swagger);
-        let now = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| d.as_secs());
         tracing::debug!(
             json_bytes = json.len(),
             protobuf_bytes = protobuf.len(),
@@ -308,13 +359,29 @@ impl OpenApiV2 {
             hash: hash(&json),
             json: Bytes::from(json),
             protobuf: Bytes::from(protobuf),
+        }
+    }
+}
+
+impl OpenApiV2 {
+    /// The document of `source` (the server's v3 documents) for a server of `version`,
+    /// dated now; it is built when first asked for.
+    pub fn new(source: &OpenApiV3, version: &str) -> Self {
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs());
+        Self {
+            source: source.clone(),
+            version: version.to_owned(),
             built: http_date(now),
+            encoded: OnceLock::new(),
         }
     }
 
-    /// The sizes in bytes of the JSON and protobuf forms.
-    pub fn sizes(&self) -> (usize, usize) {
-        (self.json.len(), self.protobuf.len())
+    /// Both encodings, built at the first call.
+    fn encoded(&self) -> &EncodedV2 {
+        self.encoded
+            .get_or_init(|| EncodedV2::new(&self.source.documents(), &self.version))
     }
 
     /// Answers `GET /openapi/v2` (or `HEAD` when `head`).
@@ -325,15 +392,15 @@ impl OpenApiV2 {
     ) -> Result<Response<ResponseBody>, ApiError> {
         let accept = headers.get(ACCEPT).and_then(|v| v.to_str().ok());
         let (content_type, bytes) = match accepted_v2(accept) {
-            AcceptedV2::Json => ("application/json", &self.json),
-            AcceptedV2::Protobuf => (PROTOBUF_V2_ANSWER, &self.protobuf),
+            AcceptedV2::Json => ("application/json", &self.encoded().json),
+            AcceptedV2::Protobuf => (PROTOBUF_V2_ANSWER, &self.encoded().protobuf),
             AcceptedV2::NotAcceptable => {
                 return Err(
                     Status::not_acceptable(&["application/json", PROTOBUF_V2_ANSWER]).into(),
                 );
             }
         };
-        let etag = format!("\"{}\"", self.hash);
+        let etag = format!("\"{}\"", self.encoded().hash);
         let mut response = Response::new(ResponseBody::full(Bytes::new()));
         let h = response.headers_mut();
         h.insert(CONTENT_TYPE, HeaderValue::from_static(content_type));
@@ -439,5 +506,52 @@ mod tests {
             accepted_v2(Some("application/yaml")),
             AcceptedV2::NotAcceptable
         );
+    }
+
+    #[test]
+    fn documents_are_kept_as_bytes_and_read_back_whole() {
+        let builtin = openapi::documents(&openapi::all_served());
+        let core = builtin.iter().find(|d| d.path == "api/v1").cloned();
+        let served = OpenApiV3::from_documents(builtin.clone());
+        assert_eq!(
+            served.document("api/v1").map(|d| d.document),
+            core.map(|d| d.document)
+        );
+        assert_eq!(served.documents().len(), builtin.len());
+
+        // Extending shares the built-in bytes and indexes every document.
+        let custom = Document {
+            path: "apis/example.com/v1".to_owned(),
+            document: json!({"openapi": "3.0.0", "paths": {}}),
+        };
+        let extended = served.extended(vec![custom.clone()]);
+        assert_eq!(extended.documents.len(), builtin.len() + 1);
+        assert!(
+            extended.documents[0]
+                .bytes
+                .as_ptr()
+                .eq(&served.documents[0].bytes.as_ptr())
+        );
+        let index: serde_json::Value = serde_json::from_slice(&extended.index.bytes).unwrap();
+        assert!(index["paths"]["apis/example.com/v1"]["serverRelativeURL"].is_string());
+        assert_eq!(
+            extended.document("apis/example.com/v1").map(|d| d.document),
+            Some(custom.document)
+        );
+        assert!(served.document("apis/example.com/v1").is_none());
+    }
+
+    #[test]
+    fn the_v2_document_is_built_at_its_first_request() {
+        let v3 = OpenApiV3::new(&openapi::all_served());
+        let v2 = OpenApiV2::new(&v3, "v1.33.0");
+        assert!(v2.encoded.get().is_none());
+        let answer = v2.handle(&HeaderMap::new(), false).unwrap();
+        assert_eq!(answer.status(), StatusCode::OK);
+        let built = v2.encoded.get().expect("built by the request");
+        let swagger: serde_json::Value = serde_json::from_slice(&built.json).unwrap();
+        assert_eq!(swagger["swagger"], "2.0");
+        assert_eq!(swagger["info"]["version"], "v1.33.0");
+        assert!(swagger["definitions"]["io.k8s.api.core.v1.ConfigMap"].is_object());
     }
 }

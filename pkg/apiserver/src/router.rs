@@ -216,9 +216,14 @@ impl<S: Storage> ApiServer<S> {
         body: RequestBody,
         user: &UserInfo,
     ) -> Result<Response<ResponseBody>, ApiError> {
-        let served = self.served();
-        let Some(resource) = served.find(info) else {
-            return Err(not_found());
+        // The request keeps its resource and the type model, not the whole snapshot: a watch
+        // that outlives a change of what is served must not keep the old snapshot's documents.
+        let (resource, types) = {
+            let served = self.served();
+            let Some(resource) = served.find(info) else {
+                return Err(not_found());
+            };
+            (resource.clone(), served.types.clone())
         };
         if !in_scope(resource.info.namespaced, info) || info.parts.len() > 3 {
             return Err(not_found());
@@ -279,7 +284,7 @@ impl<S: Storage> ApiServer<S> {
             now: now(),
             shutdown: self.shutdown.as_ref(),
             metrics: self.metrics.as_ref(),
-            types: &served.types,
+            types: &types,
             user,
             security: self.security.as_ref(),
             objects: self,

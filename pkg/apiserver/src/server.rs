@@ -206,10 +206,9 @@ pub(crate) struct Served<S: Storage> {
     /// The type model of the served kinds (list/map semantics, patch strategies), read from
     /// the OpenAPI documents, for strategic merge patch and server-side apply.
     pub(crate) types: Arc<genplane_structured::Schema>,
+    /// The OpenAPI v3 documents, as served (the schemas of kinds are read back from them).
     pub(crate) openapi: OpenApiV3,
     pub(crate) openapi_v2: OpenApiV2,
-    /// The OpenAPI v3 documents `openapi` serves (for the schemas of kinds).
-    pub(crate) documents: Vec<genplane_api::openapi::Document>,
 }
 
 impl<S: Storage> Served<S> {
@@ -228,8 +227,10 @@ impl<S: Storage> Served<S> {
 pub struct ApiServer<S: Storage> {
     /// The built-in resources, always served first.
     pub(crate) builtin: Vec<Arc<Resource<S>>>,
-    /// The OpenAPI documents of the built-in resources.
-    builtin_documents: Vec<genplane_api::openapi::Document>,
+    /// The OpenAPI documents of the built-in resources, serialized (a snapshot shares them).
+    builtin_openapi: OpenApiV3,
+    /// The type model of the built-in resources' documents.
+    builtin_types: genplane_structured::Schema,
     served: Arc<std::sync::RwLock<Arc<Served<S>>>>,
     pub(crate) version: Value,
     pub(crate) server_address: String,
@@ -411,10 +412,20 @@ impl<S: Storage> ApiServer<S> {
             &builtin.iter().map(|r| r.served()).collect::<Vec<_>>(),
             &entries,
         );
+        // The documents are built from the same tables as the model, so their extensions
+        // always read; should one not, patches of that kind degrade to untyped merging.
+        let builtin_types =
+            genplane_api::openapi::type_model(&builtin_documents).unwrap_or_else(|error| {
+                tracing::error!(%error, "reading the type model");
+                genplane_structured::Schema::default()
+            });
+        // Only the documents' bytes are kept: parsed, they take several times more.
+        let builtin_openapi = OpenApiV3::from_documents(builtin_documents);
         let version = version_info(build);
         let served = Arc::new(std::sync::RwLock::new(Arc::new(Self::snapshot(
             &builtin,
-            &builtin_documents,
+            &builtin_openapi,
+            &builtin_types,
             Vec::new(),
             Vec::new(),
             &version,
@@ -439,7 +450,8 @@ impl<S: Storage> ApiServer<S> {
         );
         Self {
             builtin,
-            builtin_documents,
+            builtin_openapi,
+            builtin_types,
             served,
             version,
             server_address: server_address.to_owned(),
@@ -455,11 +467,12 @@ impl<S: Storage> ApiServer<S> {
         }
     }
 
-    /// What is served: the built-in resources followed by `custom` ones, whose OpenAPI
-    /// documents are `custom_documents`.
+    /// What is served: the built-in resources (their documents and type model built once)
+    /// followed by `custom` ones, whose OpenAPI documents are `custom_documents`.
     fn snapshot(
         builtin: &[Arc<Resource<S>>],
-        builtin_documents: &[genplane_api::openapi::Document],
+        builtin_openapi: &OpenApiV3,
+        builtin_types: &genplane_structured::Schema,
         custom: Vec<Arc<Resource<S>>>,
         custom_documents: Vec<genplane_api::openapi::Document>,
         version: &Value,
@@ -471,29 +484,23 @@ impl<S: Storage> ApiServer<S> {
                 .map(|r| r.info.description().clone())
                 .collect(),
         );
-        let documents: Vec<_> = builtin_documents
-            .iter()
-            .cloned()
-            .chain(custom_documents)
-            .collect();
+        let mut types = builtin_types.clone();
+        if let Err(error) = genplane_api::openapi::extend_type_model(&mut types, &custom_documents)
+        {
+            tracing::error!(%error, "reading the type model of the custom resources");
+            types = builtin_types.clone();
+        }
+        let openapi = builtin_openapi.extended(custom_documents);
         let openapi_v2 = OpenApiV2::new(
-            &documents,
+            &openapi,
             version["gitVersion"].as_str().unwrap_or_default(),
         );
-        // The documents are built from the same tables as the model, so their extensions
-        // always read; should one not, patches of that kind degrade to untyped merging.
-        let types = genplane_api::openapi::type_model(&documents).unwrap_or_else(|error| {
-            tracing::error!(%error, "reading the type model");
-            genplane_structured::Schema::default()
-        });
-        let openapi = OpenApiV3::from_documents(documents.clone());
         Served {
             resources,
             discovery,
             types: Arc::new(types),
             openapi,
             openapi_v2,
-            documents,
         }
     }
 
@@ -527,7 +534,8 @@ impl<S: Storage> ApiServer<S> {
             .collect();
         let served = Self::snapshot(
             &self.builtin,
-            &self.builtin_documents,
+            &self.builtin_openapi,
+            &self.builtin_types,
             custom,
             documents,
             &self.version,
@@ -580,7 +588,16 @@ impl<S: Storage> ApiServer<S> {
     /// (see [`genplane_api::openapi::resolved_schema`]); `None` when it is not served.
     pub fn kind_schema(&self, api_version: &str, kind: &str) -> Option<Value> {
         let (group, version) = api_version.split_once('/').unwrap_or(("", api_version));
-        genplane_api::openapi::resolved_schema(&self.served().documents, group, version, kind)
+        let openapi = &self.served().openapi;
+        // The kind's own group-version document has it; any other that does is read as
+        // the server's documents are ordered.
+        let own = genplane_api::openapi::group_version_path(group, version);
+        openapi
+            .document(&own)
+            .and_then(|d| genplane_api::openapi::resolved_schema(&[d], group, version, kind))
+            .or_else(|| {
+                genplane_api::openapi::resolved_schema(&openapi.documents(), group, version, kind)
+            })
     }
 
     /// What admission plugins need of this server, to build a chain with (`None` when it does

@@ -71,12 +71,22 @@ pub fn type_model(
     documents: &[Document],
 ) -> Result<genplane_structured::Schema, genplane_structured::SchemaError> {
     let mut schema = genplane_structured::Schema::default();
+    extend_type_model(&mut schema, documents)?;
+    Ok(schema)
+}
+
+/// Adds the component schemas of `documents` to `schema`, as [`type_model`] reads them: the
+/// model of some documents followed by others is the model of them all.
+pub fn extend_type_model(
+    schema: &mut genplane_structured::Schema,
+    documents: &[Document],
+) -> Result<(), genplane_structured::SchemaError> {
     for document in documents {
         if document.document.pointer("/components/schemas").is_some() {
             schema.add_openapi_v3(&document.document)?;
         }
     }
-    Ok(schema)
+    Ok(())
 }
 
 /// The group-version path of a group and version: `api/v1` for core, else `apis/<g>/<v>`.
