@@ -14,7 +14,7 @@
 
 use std::path::Path;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use anyhow::Context as _;
 use bytes::Bytes;
@@ -23,7 +23,7 @@ use hyper::{Method, Request, Response, StatusCode};
 use hyper_util::rt::TokioIo;
 
 use crate::client::Client;
-use crate::process::{Server, memory};
+use crate::process::{Server, memory, settled};
 use crate::{Args, configmap, configmaps, create_namespace, mib, registered_watchers};
 
 /// The namespace that holds the collection.
@@ -130,22 +130,6 @@ async fn open(
         );
     }
     Ok(open)
-}
-
-/// The process's VmRSS in KiB once it has stopped moving: sampled every 250 ms until it
-/// moved less than 1 MiB over the last 2 s, at most `limit`.
-pub(crate) async fn settled(pid: u32, limit: Duration) -> anyhow::Result<u64> {
-    let deadline = Instant::now() + limit;
-    let mut samples: Vec<u64> = Vec::new();
-    loop {
-        samples.push(memory(pid)?.0);
-        let recent = &samples[samples.len().saturating_sub(9)..];
-        let spread = recent.iter().max().unwrap_or(&0) - recent.iter().min().unwrap_or(&0);
-        if (recent.len() == 9 && spread < 1024) || Instant::now() >= deadline {
-            return Ok(*samples.last().unwrap_or(&0));
-        }
-        tokio::time::sleep(Duration::from_millis(250)).await;
-    }
 }
 
 /// Creates `count` ConfigMaps named `cm-NNNNNN` with `size` bytes of data in `namespace`, from

@@ -12,8 +12,8 @@ use anyhow::Context as _;
 use http_body_util::BodyExt as _;
 use hyper::{Method, StatusCode};
 
-use crate::idle::{fill, settled};
-use crate::process::{Server, memory};
+use crate::idle::fill;
+use crate::process::{Server, memory, settled};
 use crate::{Args, configmaps, create_namespace};
 
 /// The namespace that holds the objects.

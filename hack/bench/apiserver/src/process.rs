@@ -210,13 +210,41 @@ pub(crate) fn memory(pid: u32) -> anyhow::Result<(u64, u64)> {
     Ok((field("VmRSS:")?, field("VmHWM:")?))
 }
 
+/// The process's VmRSS in KiB once it has stopped moving: sampled every 250 ms until it
+/// moved less than 1 MiB over the last 2 s, at most `limit`.
+pub(crate) async fn settled(pid: u32, limit: Duration) -> anyhow::Result<u64> {
+    let deadline = Instant::now() + limit;
+    let mut samples: Vec<u64> = Vec::new();
+    loop {
+        samples.push(memory(pid)?.0);
+        let recent = &samples[samples.len().saturating_sub(9)..];
+        let spread = recent.iter().max().unwrap_or(&0) - recent.iter().min().unwrap_or(&0);
+        if (recent.len() == 9 && spread < 1024) || Instant::now() >= deadline {
+            return Ok(*samples.last().unwrap_or(&0));
+        }
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+}
+
+/// What one start measured.
+pub(crate) struct Started {
+    /// From the spawn until `/readyz` first answered 200.
+    pub(crate) took: Duration,
+    /// VmRSS at readiness, in KiB.
+    pub(crate) rss: u64,
+    /// VmRSS once it stopped moving after readiness (when asked for), in KiB.
+    pub(crate) settled: Option<u64>,
+}
+
 /// Spawns `genplane apiserver` on `data_dir` and measures the time from the spawn until
 /// `/readyz` first answers 200 (polled every millisecond, anonymously, as a load balancer
-/// would); then stops it. Returns the time and the memory at readiness.
+/// would), the memory then and, with `settle`, once it has settled (up to that long); then
+/// stops it.
 pub(crate) async fn time_to_ready(
     bin: &Path,
     data_dir: &Path,
-) -> anyhow::Result<(Duration, (u64, u64))> {
+    settle: Option<Duration>,
+) -> anyhow::Result<Started> {
     let port = free_port()?;
     let log = data_dir.with_extension("log");
     let base = format!("https://127.0.0.1:{port}");
@@ -248,10 +276,15 @@ pub(crate) async fn time_to_ready(
         }
         tokio::time::sleep(Duration::from_millis(1)).await;
     };
-    let memory = memory(child.id().context("the apiserver exited")?)?;
+    let pid = child.id().context("the apiserver exited")?;
+    let rss = memory(pid)?.0;
     drop(client);
+    let settled = match settle {
+        Some(limit) => Some(settled(pid, limit).await?),
+        None => None,
+    };
     terminate(&mut child).await?;
-    Ok((took, memory))
+    Ok(Started { took, rss, settled })
 }
 
 /// Clock ticks per second of `/proc/<pid>/stat` (`USER_HZ`, 100 on Linux).
