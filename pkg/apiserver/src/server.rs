@@ -491,10 +491,8 @@ impl<S: Storage> ApiServer<S> {
             types = builtin_types.clone();
         }
         let openapi = builtin_openapi.extended(custom_documents);
-        let openapi_v2 = OpenApiV2::new(
-            &openapi,
-            version["gitVersion"].as_str().unwrap_or_default(),
-        );
+        let openapi_v2 =
+            OpenApiV2::new(&openapi, version["gitVersion"].as_str().unwrap_or_default());
         Served {
             resources,
             discovery,

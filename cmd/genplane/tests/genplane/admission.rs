@@ -1013,14 +1013,7 @@ fn validating_admission_policies_read_custom_resource_params() {
                 "schema": {"openAPIV3Schema": {"type": "object", "properties": {
                     "spec": {"type": "object", "properties": {"maxKeys": {"type": "integer"}}}}}}}]}});
     ok(kubectl_stdin(&server, &["create", "-f", "-"], &crd));
-    ok(server.kubectl(
-        "kubectl",
-        &[
-            "wait",
-            "--for=condition=Established",
-            "crd/limits.genplane.test",
-        ],
-    ));
+    server.wait_established("limits.genplane.test");
     let limit = json!({"apiVersion": "genplane.test/v1", "kind": "Limit",
         "metadata": {"name": "strict"}, "spec": {"maxKeys": 1}});
     eventually("the Limit kind to be served", || {

@@ -40,15 +40,7 @@ fn install_crontabs(server: &Apiserver) {
         ),
         "{out}"
     );
-    kubectl(
-        server,
-        &[
-            "wait",
-            "--for=condition=Established",
-            "--timeout=20s",
-            "crd/crontabs.stable.example.com",
-        ],
-    );
+    server.wait_established("crontabs.stable.example.com");
 }
 
 #[test]

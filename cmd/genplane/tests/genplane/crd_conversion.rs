@@ -119,15 +119,7 @@ fn a_conversion_webhook_converts_between_versions_both_ways() {
     let file = server.dir.path().join("crd.json");
     std::fs::write(&file, crd(&webhook)).unwrap();
     ok(server.kubectl("kubectl", &["apply", "-f", file.to_str().unwrap()]));
-    ok(server.kubectl(
-        "kubectl",
-        &[
-            "wait",
-            "--for=condition=Established",
-            "--timeout=20s",
-            "crd/crontabs.stable.example.com",
-        ],
-    ));
+    server.wait_established("crontabs.stable.example.com");
 
     // Written in v1 (the storage version), read in v2.
     let v1 = server.dir.path().join("v1.yaml");

@@ -54,15 +54,7 @@ fn setup() -> Apiserver {
         &crate::support::fixture("crds/crontabs-scale.yaml"),
     );
     kubectl(&server, &["apply", "-f", &crd]);
-    kubectl(
-        &server,
-        &[
-            "wait",
-            "--for=condition=Established",
-            "--timeout=20s",
-            "crd/crontabs.stable.example.com",
-        ],
-    );
+    server.wait_established("crontabs.stable.example.com");
     let object = write(
         &server,
         "x.yaml",

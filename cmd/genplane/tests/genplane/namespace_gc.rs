@@ -607,15 +607,7 @@ fn install_widgets(server: &Apiserver) {
             },
         }),
     );
-    ok(kubectl(
-        server,
-        &[
-            "wait",
-            "--for=condition=Established",
-            "--timeout=20s",
-            "crd/widgets.example.com",
-        ],
-    ));
+    server.wait_established("widgets.example.com");
 }
 
 fn widget(namespace: &str, name: &str, extra: Value) -> Value {

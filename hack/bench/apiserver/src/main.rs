@@ -550,7 +550,10 @@ async fn startup(args: &Args, dir: &Path) -> anyhow::Result<()> {
     for (b, (label, _)) in bins.iter().enumerate() {
         println!("  {label}:");
         for (kind, times) in [
-            ("fresh data directory (generates certificates)", &mut fresh[b]),
+            (
+                "fresh data directory (generates certificates)",
+                &mut fresh[b],
+            ),
             ("existing data directory", &mut again[b]),
         ] {
             times.sort();

@@ -780,6 +780,23 @@ async fn controllers(args: &Args, dir: &Path) -> anyhow::Result<()> {
         mib(api_after),
         mib(api_peak)
     );
+    // How the memory comes back once nothing happens: the watch cache's event window forgets
+    // events older than 75 s beyond the newest 100, and freed pages go back to the system
+    // over the allocator's decay time.
+    if !args.quick {
+        let mut waited = Duration::ZERO;
+        for at in [30, 90] {
+            let at = Duration::from_secs(at);
+            tokio::time::sleep(at - waited).await;
+            waited = at;
+            println!(
+                "  {:>3} s later: controller-manager {:.1} MiB, apiserver {:.1} MiB",
+                at.as_secs(),
+                mib(memory(cm.pid()?)?.0),
+                mib(memory(apiserver.pid()?)?.0)
+            );
+        }
+    }
     cm.stop().await?;
     apiserver.stop().await?;
     Ok(())

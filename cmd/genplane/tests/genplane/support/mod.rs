@@ -94,6 +94,31 @@ impl Apiserver {
             .unwrap()
     }
 
+    /// Waits, with `kubectl wait` as a user would, until the CRD `name` is Established.
+    /// kubectl fails at once rather than waiting on a CRD whose `status.conditions` is still
+    /// `null` (as upstream, and genplane, write it until the establishing controller's first
+    /// update): only that answer is asked again.
+    pub fn wait_established(&self, name: &str) {
+        let crd = format!("crd/{name}");
+        let deadline = Instant::now() + Duration::from_secs(60);
+        loop {
+            let out = self.kubectl(
+                "kubectl",
+                &["wait", "--for=condition=Established", "--timeout=30s", &crd],
+            );
+            if out.status.success() {
+                return;
+            }
+            let answer = text(&out);
+            assert!(
+                answer.contains(".status.conditions accessor error: <nil> is of the type <nil>")
+                    && Instant::now() < deadline,
+                "{answer}"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
     /// Raw HTTPS requests as the admin.
     pub fn raw(&self) -> Raw {
         Raw::from_kubeconfig(&self.kubeconfig())
