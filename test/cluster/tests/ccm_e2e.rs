@@ -83,6 +83,19 @@ async fn ccm_e2e_with(
         .unwrap()
 }
 
+/// The tests `names` run again on their own (one that failed only because a loaded machine
+/// made a scaled-down wait too short passes then; a real failure fails again).
+async fn run_alone(cluster: &Cluster, names: &[&str]) -> Report {
+    let patterns: Vec<String> = names.iter().map(|n| regex_escaped(n)).collect();
+    let dir = tempfile::tempdir().unwrap();
+    ccm_e2e(
+        cluster,
+        dir.path(),
+        &[&format!("--focus=^({})$", patterns.join("|"))],
+    )
+    .await
+}
+
 /// The cases of a JUnit file, in order: each name with `passed`, `failed` or `skipped`.
 fn junit_cases(xml: &str) -> Vec<(String, &'static str)> {
     xml.split("<testcase name=\"")
@@ -151,14 +164,7 @@ async fn a_well_behaved_ccm_passes_every_test_the_cloud_can_run() {
         for name in &failed {
             assert!(!name.contains("[Disruptive]"), "{name} failed");
         }
-        let names: Vec<String> = failed.iter().map(|n| regex_escaped(n)).collect();
-        let again_dir = tempfile::tempdir().unwrap();
-        let again = ccm_e2e(
-            &cluster,
-            again_dir.path(),
-            &[&format!("--focus=^({})$", names.join("|"))],
-        )
-        .await;
+        let again = run_alone(&cluster, &failed).await;
         for name in &failed {
             assert_eq!(
                 again.outcome(name),
@@ -381,14 +387,7 @@ async fn each_ccm_fault_fails_exactly_the_tests_that_catch_it() {
                 "--ccm-fault={fault}: running again, alone: {unexpected:?}\n{}",
                 report.summary()
             );
-            let names: Vec<String> = unexpected.iter().map(|n| regex_escaped(n)).collect();
-            let again_dir = tempfile::tempdir().unwrap();
-            let again = ccm_e2e(
-                &cluster,
-                again_dir.path(),
-                &[&format!("--focus=^({})$", names.join("|"))],
-            )
-            .await;
+            let again = run_alone(&cluster, &unexpected).await;
             failed.retain(|name| {
                 expected.contains(name)
                     || matches!(again.outcome(name), Some(Outcome::Failed(_)) | None)
