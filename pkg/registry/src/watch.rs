@@ -275,7 +275,7 @@ impl<S: Storage> Store<S> {
                         if !in_state {
                             reached = event.revision();
                         }
-                        match self.translate(&selection, &event) {
+                        match self.translate(&selection, &event, !in_state) {
                             Ok(Some(item)) => {
                                 if items.send(item).await.is_err() {
                                     return;
@@ -343,16 +343,21 @@ impl<S: Storage> Store<S> {
         Ok(WatchObject::new(object))
     }
 
-    /// The watch event a storage event becomes for this selection, if any. The objects are
-    /// decoded once per event and resource (in the event's memo) and shared by every watcher.
+    /// The watch event a storage event becomes for this selection, if any. The objects of a
+    /// change (`live`) are decoded once per event and resource (in the event's memo) and shared
+    /// by every watcher. Those of a watch's initial state are a cache's objects themselves,
+    /// which live as long as the objects do: what one watch derives from them is not kept
+    /// (it would double each cached object's memory for its whole life to save the next such
+    /// watch a copy), though what the change's watchers kept is used.
     fn translate(
         &self,
         selection: &crate::selection::Selection<'_>,
         event: &Event,
+        live: bool,
     ) -> Result<Option<WatchItem>, ApiError> {
         let revision = event.revision();
         let owner = Arc::as_ptr(self.strategy_arc()).cast::<()>() as usize;
-        let decoded = event.memo.get_or_insert_with(owner, || Decoded {
+        let derive = || Decoded {
             // The previous state, at the event's resourceVersion (as upstream sends it).
             old: event.prev.as_ref().map(|prev| {
                 self.watch_object(&prev.value, revision, false)
@@ -362,7 +367,15 @@ impl<S: Storage> Store<S> {
                 self.watch_object(&event.kv.value, revision, true)
                     .map(Arc::new)
             }),
-        });
+        };
+        let decoded = if live {
+            event.memo.get_or_insert_with(owner, derive)
+        } else {
+            event
+                .memo
+                .get::<Decoded>(owner)
+                .unwrap_or_else(|| Arc::new(derive()))
+        };
         let selects = |object: &WatchObject| {
             selection.is_everything() || self.selects(selection, object.value())
         };

@@ -151,6 +151,63 @@ fn json_of(object: &serde_json::Value) -> Vec<u8> {
     serde_json::to_vec(object).unwrap()
 }
 
+/// A watch's initial state is the cache's objects themselves: each such watch writes them
+/// anew and keeps nothing on them (kept, the served bytes would double every cached object's
+/// memory for its whole life), while a change is written once for all its watchers.
+#[tokio::test]
+async fn initial_states_are_written_per_watch_and_changes_once_for_all() {
+    use genplane_storage_cacher::{Cacher, CacherConfig};
+
+    let dir = tempfile::tempdir().unwrap();
+    let cache = Arc::new(
+        Cacher::new(sqlite(&dir), "/registry/configmaps/", CacherConfig::default()).unwrap(),
+    );
+    let strategy = CatalogStrategy::find("", "v1", "configmaps").unwrap();
+    let configmaps = Store::new(cache, Arc::new(strategy));
+    let create = |name: &str| {
+        let object = json!({"apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": name}, "data": {"k": "v"}});
+        let configmaps = &configmaps;
+        async move {
+            configmaps
+                .create("default", object, &WriteOptions::default())
+                .await
+                .unwrap()
+        }
+    };
+    for name in ["a", "b", "c"] {
+        create(name).await;
+    }
+    async fn next(watch: &mut genplane_registry::WatchStream) -> EventType {
+        match tokio::time::timeout(std::time::Duration::from_secs(10), watch.next())
+            .await
+            .unwrap()
+            .unwrap()
+        {
+            WatchItem::Event(kind, _) => kind,
+            other => panic!("expected an event, got {other:?}"),
+        }
+    }
+    let before = configmaps.served_counts().verbatim;
+    let mut watches = Vec::new();
+    for round in 1..=2 {
+        let mut watch = configmaps
+            .watch("default", &ListOptions::default())
+            .await
+            .unwrap();
+        for _ in 0..3 {
+            assert_eq!(next(&mut watch).await, EventType::Added);
+        }
+        assert_eq!(configmaps.served_counts().verbatim, before + 3 * round);
+        watches.push(watch);
+    }
+    create("d").await;
+    for watch in &mut watches {
+        assert_eq!(next(watch).await, EventType::Added);
+    }
+    assert_eq!(configmaps.served_counts().verbatim, before + 3 * 2 + 1);
+}
+
 #[tokio::test]
 async fn cached_reads_answer_with_the_stored_bytes_without_decoding() {
     use genplane_registry::ServedCounts;

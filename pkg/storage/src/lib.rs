@@ -198,46 +198,31 @@ pub struct Event {
 /// Work derived from an [`Event`], computed by the first watcher that needs it and shared with
 /// the others. Each entry belongs to an owner (an address identifying the layer, e.g. one
 /// resource's strategy), since two resources over the same keys may derive different things.
-/// A memo is not part of an event's value: clones start empty (and keep what they are told
-/// to keep as the original does), and every memo equals every other.
+/// A memo is not part of an event's value: clones start empty and every memo equals every
+/// other.
+#[derive(Default)]
 pub struct Memo {
     entries: std::sync::Mutex<Vec<(usize, Arc<dyn std::any::Any + Send + Sync>)>>,
-    /// Whether what is derived is kept; see [`Memo::transient`].
-    keeps: bool,
-}
-
-impl Default for Memo {
-    fn default() -> Self {
-        Self {
-            entries: std::sync::Mutex::default(),
-            keeps: true,
-        }
-    }
 }
 
 impl Memo {
-    /// A memo that keeps nothing: every call derives anew. For events that stand for a
-    /// key's current state in a cache, which live as long as the key does: keeping what every
-    /// watcher that started with the state derived (the object's served bytes, say) would
-    /// double the memory of each cached object for its whole life, to save the watchers a copy.
-    pub fn transient() -> Self {
-        Self {
-            entries: std::sync::Mutex::default(),
-            keeps: false,
-        }
+    /// The value `owner` derived from the event, if some watcher derived and kept it.
+    pub fn get<T: std::any::Any + Send + Sync>(&self, owner: usize) -> Option<Arc<T>> {
+        self.entries
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .iter()
+            .find(|(o, _)| *o == owner)
+            .and_then(|(_, value)| value.clone().downcast::<T>().ok())
     }
 
     /// The value `owner` derived from the event, computed by `init` the first time. Other
-    /// watchers asking meanwhile wait for it rather than compute it again. A
-    /// [transient](Memo::transient) memo computes it at every call.
+    /// watchers asking meanwhile wait for it rather than compute it again.
     pub fn get_or_insert_with<T: std::any::Any + Send + Sync>(
         &self,
         owner: usize,
         init: impl FnOnce() -> T,
     ) -> Arc<T> {
-        if !self.keeps {
-            return Arc::new(init());
-        }
         let mut entries = self
             .entries
             .lock()
@@ -258,10 +243,7 @@ impl Memo {
 
 impl Clone for Memo {
     fn clone(&self) -> Self {
-        Self {
-            entries: std::sync::Mutex::default(),
-            keeps: self.keeps,
-        }
+        Self::default()
     }
 }
 

@@ -101,10 +101,8 @@ impl Default for CacherConfig {
 }
 
 /// One cached key, as the event that creates it as it is now ([`EventKind::Create`], no
-/// previous value): watches that start with the current state hand it out, shared. Its memo
-/// is [transient](genplane_storage::Memo::transient): what each such watch derives from it
-/// (the served bytes) is not kept for the key's lifetime, so a cached object costs its stored
-/// bytes whether or not watchers started since. The map key is the storage key.
+/// previous value): watches that start with the current state hand it out, shared, and its
+/// memo keeps what the layers above derived from it. The map key is the storage key.
 ///
 /// [`EventKind::Create`]: genplane_storage::EventKind::Create
 pub(crate) type Entry = Arc<Event>;
@@ -146,7 +144,7 @@ pub(crate) fn entry(kv: KeyValue) -> Entry {
         kind: genplane_storage::EventKind::Create,
         kv,
         prev: None,
-        memo: genplane_storage::Memo::transient(),
+        memo: genplane_storage::Memo::default(),
     })
 }
 

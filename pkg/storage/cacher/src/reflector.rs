@@ -158,9 +158,14 @@ fn apply(shared: &Shared, events: Vec<Arc<Event>>) {
             }
             match event.kind {
                 EventKind::Create | EventKind::Update => {
-                    // The key's state is an entry of its own, not the event: the event's memo
-                    // (what the live watchers derived) leaves with the event's window.
-                    snapshot.objects.replace(Keyed(entry(event.kv.clone())));
+                    // A create is already the key's state as a create event: share it (and
+                    // its memo); an update's state is a new one, without the previous value.
+                    let state = if event.prev.is_none() && event.kind == EventKind::Create {
+                        event.clone()
+                    } else {
+                        entry(event.kv.clone())
+                    };
+                    snapshot.objects.replace(Keyed(state));
                 }
                 EventKind::Delete => {
                     snapshot.objects.remove::<str>(&event.kv.key);

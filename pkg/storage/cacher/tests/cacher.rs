@@ -340,35 +340,6 @@ async fn work_derived_from_an_event_is_done_once_for_all_watchers() {
 }
 
 #[tokio::test]
-async fn work_derived_from_a_cached_state_is_not_kept_with_it() {
-    let dir = tempfile::tempdir().unwrap();
-    let cache = Cacher::new(store(&dir), "/registry/leases/", CacherConfig::default()).unwrap();
-    let now = cache.current_revision().await.unwrap();
-    let mut live = cache.watch("/registry/leases/", now).await.unwrap();
-    cache
-        .create("/registry/leases/default/a", Bytes::from_static(b"{}"))
-        .await
-        .unwrap();
-    // A live watcher derives its work from the create event, which keeps it.
-    let created = next_event(&mut live).await;
-    assert_eq!(*created.memo.get_or_insert_with(1, || "live"), "live");
-    assert_eq!(*created.memo.get_or_insert_with(1, || "again"), "live");
-    // Watches that start with the state get the cached object: it carries neither the live
-    // watcher's work nor what each of them derives.
-    let mut derived = Vec::new();
-    for i in 0..2 {
-        let mut watch = cache
-            .watch_state("/registry/leases/", StateRead::Current)
-            .await
-            .unwrap();
-        let state = next_event(&mut watch).await;
-        assert_eq!(state.kv, created.kv);
-        derived.push(*state.memo.get_or_insert_with(1, || i));
-    }
-    assert_eq!(derived, [0, 1]);
-}
-
-#[tokio::test]
 async fn a_read_of_any_revision_is_answered_from_memory() {
     let dir = tempfile::tempdir().unwrap();
     let cache = Cacher::new(store(&dir), "/registry/leases/", CacherConfig::default()).unwrap();
