@@ -160,7 +160,12 @@ async fn initial_states_are_written_per_watch_and_changes_once_for_all() {
 
     let dir = tempfile::tempdir().unwrap();
     let cache = Arc::new(
-        Cacher::new(sqlite(&dir), "/registry/configmaps/", CacherConfig::default()).unwrap(),
+        Cacher::new(
+            sqlite(&dir),
+            "/registry/configmaps/",
+            CacherConfig::default(),
+        )
+        .unwrap(),
     );
     let strategy = CatalogStrategy::find("", "v1", "configmaps").unwrap();
     let configmaps = Store::new(cache, Arc::new(strategy));
