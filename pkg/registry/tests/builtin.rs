@@ -151,24 +151,29 @@ fn json_of(object: &serde_json::Value) -> Vec<u8> {
     serde_json::to_vec(object).unwrap()
 }
 
+/// The ConfigMaps store over a watch cache on SQLite in `dir`, as the API server builds it.
+fn cached_configmaps(
+    dir: &tempfile::TempDir,
+) -> Store<genplane_storage_cacher::Cacher<Arc<SqliteStore>>> {
+    use genplane_storage_cacher::{Cacher, CacherConfig};
+
+    let cache = Cacher::new(
+        sqlite(dir),
+        "/registry/configmaps/",
+        CacherConfig::default(),
+    )
+    .unwrap();
+    let strategy = CatalogStrategy::find("", "v1", "configmaps").unwrap();
+    Store::new(Arc::new(cache), Arc::new(strategy))
+}
+
 /// A watch's initial state is the cache's objects themselves: each such watch writes them
 /// anew and keeps nothing on them (kept, the served bytes would double every cached object's
 /// memory for its whole life), while a change is written once for all its watchers.
 #[tokio::test]
 async fn initial_states_are_written_per_watch_and_changes_once_for_all() {
-    use genplane_storage_cacher::{Cacher, CacherConfig};
-
     let dir = tempfile::tempdir().unwrap();
-    let cache = Arc::new(
-        Cacher::new(
-            sqlite(&dir),
-            "/registry/configmaps/",
-            CacherConfig::default(),
-        )
-        .unwrap(),
-    );
-    let strategy = CatalogStrategy::find("", "v1", "configmaps").unwrap();
-    let configmaps = Store::new(cache, Arc::new(strategy));
+    let configmaps = cached_configmaps(&dir);
     let create = |name: &str| {
         let object = json!({"apiVersion": "v1", "kind": "ConfigMap",
             "metadata": {"name": name}, "data": {"k": "v"}});
@@ -216,14 +221,9 @@ async fn initial_states_are_written_per_watch_and_changes_once_for_all() {
 #[tokio::test]
 async fn cached_reads_answer_with_the_stored_bytes_without_decoding() {
     use genplane_registry::ServedCounts;
-    use genplane_storage_cacher::{Cacher, CacherConfig};
 
     let dir = tempfile::tempdir().unwrap();
-    let backend = sqlite(&dir);
-    let cache =
-        Arc::new(Cacher::new(backend, "/registry/configmaps/", CacherConfig::default()).unwrap());
-    let strategy = CatalogStrategy::find("", "v1", "configmaps").unwrap();
-    let configmaps = Store::new(cache, Arc::new(strategy));
+    let configmaps = cached_configmaps(&dir);
     for name in ["a", "b", "c"] {
         let object = json!({"apiVersion": "v1", "kind": "ConfigMap",
             "metadata": {"name": name, "labels": {"app": name}, "annotations": {"x": "y\"z"}},
