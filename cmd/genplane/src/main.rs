@@ -18,7 +18,7 @@ static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 /// been unused for the decay time (10 s), also while the process is idle. Without it jemalloc
 /// purges only when the program allocates again, so a server that went quiet after a burst
 /// keeps the burst's memory: an API server after 20,000 objects came and went held 459 MiB
-/// 90 s later, and 61 MiB with the thread (`hack/bench/controllers.sh --objects 20000`). A
+/// 90 s later, and 61–124 MiB with it in two runs (`hack/bench/controllers.sh --objects 20000`). A
 /// failure only costs that, so it is reported and the process goes on.
 fn return_freed_memory_when_idle() {
     let started = tikv_jemalloc_ctl::max_background_threads::write(1)
