@@ -254,11 +254,10 @@ impl ApiEnablement {
 
 /// A boolean as Go's `strconv.ParseBool` reads it; an empty value is `true` (a bare key).
 fn parse_bool(value: &str) -> Option<bool> {
-    match value {
-        "" | "1" | "t" | "T" | "TRUE" | "true" | "True" => Some(true),
-        "0" | "f" | "F" | "FALSE" | "false" | "False" => Some(false),
-        _ => None,
+    if value.is_empty() {
+        return Some(true);
     }
+    genplane_component_base::config::parse_go_bool(value)
 }
 
 #[cfg(test)]

@@ -63,8 +63,9 @@ fn verb_for_method(method: &str) -> String {
 
 /// Whether the query asks for a watch (`watch=true` or `watch=1`, as Go's ParseBool reads it).
 fn query_watch(query: &str) -> bool {
-    form_urlencoded::parse(query.as_bytes())
-        .any(|(k, v)| k == "watch" && matches!(&*v, "1" | "t" | "T" | "true" | "TRUE" | "True"))
+    form_urlencoded::parse(query.as_bytes()).any(|(k, v)| {
+        k == "watch" && genplane_component_base::config::parse_go_bool(&v) == Some(true)
+    })
 }
 
 /// The name a `metadata.name=<name>` field selector pins, if it does.

@@ -848,7 +848,7 @@ impl FeatureGateSettings {
                 });
                 continue;
             }
-            match parse_bool(value) {
+            match crate::config::parse_go_bool(value) {
                 Some(b) => {
                     map.insert(key.to_owned(), b);
                 }
@@ -868,14 +868,6 @@ impl FeatureGateSettings {
     /// Whether no feature is set.
     pub fn is_empty(&self) -> bool {
         self.0.is_empty()
-    }
-}
-
-fn parse_bool(value: &str) -> Option<bool> {
-    match value {
-        "1" | "t" | "T" | "TRUE" | "true" | "True" => Some(true),
-        "0" | "f" | "F" | "FALSE" | "false" | "False" => Some(false),
-        _ => None,
     }
 }
 
@@ -927,12 +919,13 @@ impl<'de> Deserialize<'de> for FeatureGateSettings {
                 while let Some((key, value)) = map.next_entry::<String, BoolOrString>()? {
                     let value = match value {
                         BoolOrString::Bool(b) => b,
-                        BoolOrString::String(s) => parse_bool(s.trim()).ok_or_else(|| {
-                            de::Error::custom(Error::InvalidValue {
-                                key: key.clone(),
-                                value: s.clone(),
-                            })
-                        })?,
+                        BoolOrString::String(s) => crate::config::parse_go_bool(s.trim())
+                            .ok_or_else(|| {
+                                de::Error::custom(Error::InvalidValue {
+                                    key: key.clone(),
+                                    value: s.clone(),
+                                })
+                            })?,
                     };
                     out.insert(key, value);
                 }

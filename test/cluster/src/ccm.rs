@@ -10,8 +10,11 @@
 //! - **service** (load balancers): each `type: LoadBalancer` Service gets the
 //!   `service.kubernetes.io/load-balancer-cleanup` finalizer, then a load balancer (named as
 //!   upstream's `GetLoadBalancerName`: `a` and the uid without dashes, 32 characters) with
-//!   its ports, the Ready nodes (less those labelled
-//!   `node.kubernetes.io/exclude-from-external-load-balancers`), its session affinity, source
+//!   its ports, the nodes of upstream's stable node set (KEP-3458, the only behaviour since
+//!   1.32: every node not being deleted, not labelled
+//!   `node.kubernetes.io/exclude-from-external-load-balancers` and not tainted
+//!   `ToBeDeletedByClusterAutoscaler`; a node's readiness does not change the set, the load
+//!   balancer's health checks decide where traffic goes), its session affinity, source
 //!   ranges and health-check node port, and its address in `status.loadBalancer.ingress`. A
 //!   Service being deleted, or no longer of that type, has its load balancer deleted first,
 //!   then the finalizer removed (and the ingress cleared). Load balancers of Services that
@@ -100,6 +103,24 @@ fn is_ready(node: &Node) -> bool {
         .as_ref()
         .and_then(|s| s.conditions.as_ref())
         .is_some_and(|c| c.iter().any(|c| c.type_ == "Ready" && c.status == "True"))
+}
+
+/// The taint the cluster autoscaler puts on a node it is about to delete.
+pub const TO_BE_DELETED_TAINT: &str = "ToBeDeletedByClusterAutoscaler";
+
+/// Whether `node` is in load balancers' node set, as upstream's service controller decides
+/// since `StableLoadBalancerNodeSet`: not being deleted, not excluded by its label (a value
+/// that is no boolean excludes it) and not about to be deleted by the cluster autoscaler.
+/// Readiness is left out on purpose: a node that misses a heartbeat (say while the control
+/// plane restarts) keeps its connections, and the health checks take a dead one out.
+fn in_load_balancers(node: &Node) -> bool {
+    let excluded = node
+        .labels()
+        .get(EXCLUDE_LABEL)
+        .is_some_and(|value| genplane_component_base::config::parse_go_bool(value) != Some(false));
+    node.metadata.deletion_timestamp.is_none()
+        && !excluded
+        && !taints(node).iter().any(|t| t.key == TO_BE_DELETED_TAINT)
 }
 
 fn taints(node: &Node) -> Vec<k8s_openapi::api::core::v1::Taint> {
@@ -269,7 +290,7 @@ fn desired(
     pods.sort();
     let mut names: Vec<String> = nodes
         .iter()
-        .filter(|n| is_ready(n) && !n.labels().contains_key(EXCLUDE_LABEL))
+        .filter(|n| in_load_balancers(n))
         .map(|n| n.name_any())
         .collect();
     names.sort();
@@ -409,5 +430,76 @@ async fn reconcile_load_balancers(
         .filter(|b| !wanted.contains(&b.name))
     {
         cloud.delete_load_balancer(&orphan.name).await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use super::*;
+
+    /// A node named `name`, Ready as `ready` says, with `labels` and `taints`.
+    fn node(name: &str, ready: &str, labels: &[(&str, &str)], taints: &[&str]) -> Arc<Node> {
+        let labels: serde_json::Map<String, serde_json::Value> = labels
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), json!(v)))
+            .collect();
+        let taints: Vec<serde_json::Value> = taints
+            .iter()
+            .map(|key| json!({"key": key, "effect": "NoSchedule"}))
+            .collect();
+        Arc::new(
+            serde_json::from_value(json!({
+                "metadata": {"name": name, "labels": labels},
+                "spec": {"taints": taints},
+                "status": {"conditions": [{"type": "Ready", "status": ready}]},
+            }))
+            .unwrap(),
+        )
+    }
+
+    fn load_balancer_nodes(nodes: &[Arc<Node>]) -> Vec<String> {
+        let service: Service = serde_json::from_value(json!({
+            "metadata": {"name": "web", "namespace": "default", "uid": "u"},
+            "spec": {"type": "LoadBalancer", "ports": [{"port": 80, "nodePort": 30080}]},
+        }))
+        .unwrap();
+        desired(&service, nodes, &[], Faults::default()).nodes
+    }
+
+    #[test]
+    fn a_node_that_is_not_ready_stays_in_the_load_balancer() {
+        let nodes = [
+            node("ready", "True", &[], &[]),
+            node("unknown", "Unknown", &[], &[]),
+            node("not-ready", "False", &[], &[]),
+        ];
+        assert_eq!(
+            load_balancer_nodes(&nodes),
+            ["not-ready", "ready", "unknown"]
+        );
+    }
+
+    #[test]
+    fn excluded_tainted_and_deleted_nodes_leave_the_load_balancer() {
+        let mut deleted = (*node("deleted", "True", &[], &[])).clone();
+        deleted.metadata.deletion_timestamp =
+            Some(k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(
+                k8s_openapi::jiff::Timestamp::now(),
+            ));
+        let nodes = [
+            node("excluded", "True", &[(EXCLUDE_LABEL, "")], &[]),
+            node("excluded-true", "True", &[(EXCLUDE_LABEL, "true")], &[]),
+            node("excluded-garbage", "True", &[(EXCLUDE_LABEL, "maybe")], &[]),
+            node("included-false", "True", &[(EXCLUDE_LABEL, "false")], &[]),
+            node("scaled-down", "True", &[], &[TO_BE_DELETED_TAINT]),
+            node("other-taint", "True", &[], &["example.com/other"]),
+            Arc::new(deleted),
+        ];
+        assert_eq!(
+            load_balancer_nodes(&nodes),
+            ["included-false", "other-taint"]
+        );
     }
 }
