@@ -1,11 +1,13 @@
 //! Request bodies (as received, or already read for the audit log) and response bodies: whole,
-//! or streamed from a channel, or from a queue bounded in bytes (watches).
+//! a JSON list written as it is sent, or streamed from a channel, or from a queue bounded in
+//! bytes (watches).
 
 use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
 
 use bytes::Bytes;
+use genplane_registry::JsonItem;
 use hyper::body::{Body, Frame, SizeHint};
 use prometheus_client::metrics::gauge::Gauge;
 use tokio::sync::{Semaphore, mpsc};
@@ -105,9 +107,8 @@ impl std::fmt::Debug for RequestBody {
 pub enum ResponseBody {
     /// The whole body.
     Full(Option<Bytes>),
-    /// The whole body, in parts sent one after the other (a list: its head, its items as they
-    /// were encoded, its tail), so that it is never copied into one buffer.
-    Parts(std::collections::VecDeque<Bytes>),
+    /// A JSON list, written as it is sent.
+    List(ListBody),
     /// Chunks as they are sent; the body ends when the sender is dropped.
     Stream(mpsc::Receiver<Bytes>),
     /// Chunks as they are sent through a [`QueueSender`], at most so many bytes at a time; the
@@ -151,16 +152,11 @@ impl ResponseBody {
         (sender, ResponseBody::Queue(receiver))
     }
 
-    /// A body of `parts`, one after the other.
-    pub fn parts(parts: impl IntoIterator<Item = Bytes>) -> Self {
-        ResponseBody::Parts(parts.into_iter().filter(|p| !p.is_empty()).collect())
-    }
-
-    /// The parts of the whole body, when it is held in memory in parts.
-    pub fn held_parts(&self) -> Option<&std::collections::VecDeque<Bytes>> {
+    /// The JSON list body, when this is one.
+    pub fn held_list(&self) -> Option<&ListBody> {
         match self {
-            ResponseBody::Parts(parts) => Some(parts),
-            ResponseBody::Guarded(inner, _) => inner.held_parts(),
+            ResponseBody::List(list) => Some(list),
+            ResponseBody::Guarded(inner, _) => inner.held_list(),
             _ => None,
         }
     }
@@ -169,7 +165,7 @@ impl ResponseBody {
     pub fn bytes(&self) -> Option<&Bytes> {
         match self {
             ResponseBody::Full(bytes) => bytes.as_ref(),
-            ResponseBody::Stream(_) | ResponseBody::Queue(_) | ResponseBody::Parts(_) => None,
+            ResponseBody::Stream(_) | ResponseBody::Queue(_) | ResponseBody::List(_) => None,
             ResponseBody::Guarded(inner, _) => inner.bytes(),
         }
     }
@@ -190,9 +186,7 @@ impl Body for ResponseBody {
     ) -> Poll<Option<Result<Frame<Bytes>, Self::Error>>> {
         match self.get_mut() {
             ResponseBody::Full(bytes) => Poll::Ready(bytes.take().map(|b| Ok(Frame::data(b)))),
-            ResponseBody::Parts(parts) => {
-                Poll::Ready(parts.pop_front().map(|b| Ok(Frame::data(b))))
-            }
+            ResponseBody::List(list) => Poll::Ready(list.next().map(|b| Ok(Frame::data(b)))),
             ResponseBody::Stream(rx) => rx
                 .poll_recv(cx)
                 .map(|chunk| chunk.map(|b| Ok(Frame::data(b)))),
@@ -206,7 +200,7 @@ impl Body for ResponseBody {
     fn is_end_stream(&self) -> bool {
         match self {
             ResponseBody::Full(bytes) => bytes.is_none(),
-            ResponseBody::Parts(parts) => parts.is_empty(),
+            ResponseBody::List(list) => list.is_empty(),
             ResponseBody::Stream(_) | ResponseBody::Queue(_) => false,
             ResponseBody::Guarded(inner, _) => inner.is_end_stream(),
         }
@@ -216,12 +210,90 @@ impl Body for ResponseBody {
         match self {
             ResponseBody::Full(Some(bytes)) => SizeHint::with_exact(bytes.len() as u64),
             ResponseBody::Full(None) => SizeHint::with_exact(0),
-            ResponseBody::Parts(parts) => {
-                SizeHint::with_exact(parts.iter().map(|p| p.len() as u64).sum())
-            }
+            ResponseBody::List(list) => SizeHint::with_exact(list.len() as u64),
             ResponseBody::Stream(_) | ResponseBody::Queue(_) => SizeHint::default(),
             ResponseBody::Guarded(inner, _) => inner.size_hint(),
         }
+    }
+}
+
+/// How many bytes a [`ListBody`] writes at a time (or one larger object).
+pub const LIST_CHUNK_BYTES: usize = 64 * 1024;
+
+/// A JSON list written as it is sent, in chunks of about [`LIST_CHUNK_BYTES`]: the list up to
+/// its items (`head`), the items separated by commas, and the rest (`tail`). The items are
+/// the store's (a served-as-stored object is its stored bytes, shared with the cache), so a
+/// list held for a client that reads slowly, or not at all, costs a reference per object and
+/// one chunk, not a copy of the answer.
+#[derive(Clone, Debug, Default)]
+pub struct ListBody {
+    head: Bytes,
+    items: std::collections::VecDeque<JsonItem>,
+    tail: Bytes,
+    /// Whether an item was written (the next one follows a comma).
+    wrote_item: bool,
+    /// How many bytes are still to be written.
+    remaining: usize,
+}
+
+impl ListBody {
+    /// The list `head`, `items`, `tail`.
+    pub fn new(head: Bytes, items: Vec<JsonItem>, tail: Bytes) -> Self {
+        let commas = items.len().saturating_sub(1);
+        let remaining =
+            head.len() + tail.len() + commas + items.iter().map(JsonItem::len).sum::<usize>();
+        Self {
+            head,
+            items: items.into(),
+            tail,
+            wrote_item: false,
+            remaining,
+        }
+    }
+
+    /// How many bytes are still to be sent.
+    pub fn len(&self) -> usize {
+        self.remaining
+    }
+
+    /// Whether all was sent.
+    pub fn is_empty(&self) -> bool {
+        self.remaining == 0
+    }
+
+    /// What is still to be sent, whole (the audit log records it).
+    pub fn to_vec(&self) -> Vec<u8> {
+        let mut whole = Vec::with_capacity(self.remaining);
+        for chunk in self.clone() {
+            whole.extend_from_slice(&chunk);
+        }
+        whole
+    }
+}
+
+impl Iterator for ListBody {
+    type Item = Bytes;
+
+    /// The next chunk.
+    fn next(&mut self) -> Option<Bytes> {
+        if self.remaining == 0 {
+            return None;
+        }
+        let mut chunk = Vec::with_capacity(self.remaining.min(LIST_CHUNK_BYTES + 4096));
+        chunk.extend_from_slice(&std::mem::take(&mut self.head));
+        while chunk.len() < LIST_CHUNK_BYTES {
+            let Some(item) = self.items.pop_front() else {
+                chunk.extend_from_slice(&std::mem::take(&mut self.tail));
+                break;
+            };
+            if self.wrote_item {
+                chunk.push(b',');
+            }
+            item.write_into(&mut chunk);
+            self.wrote_item = true;
+        }
+        self.remaining = self.remaining.saturating_sub(chunk.len());
+        Some(Bytes::from(chunk))
     }
 }
 
@@ -316,6 +388,81 @@ impl Drop for QueueReceiver {
 mod tests {
     use super::*;
     use http_body_util::BodyExt as _;
+
+    /// A list of `count` stored ConfigMaps of `size` bytes of data each, and its whole JSON.
+    fn stored_list(count: usize, size: usize) -> (ListBody, Vec<u8>) {
+        let mut items = Vec::new();
+        let mut whole = b"{\"items\":[".to_vec();
+        for i in 0..count {
+            let stored = Bytes::from(format!(
+                r#"{{"apiVersion":"v1","data":{{"k":"{}"}},"kind":"ConfigMap","metadata":{{"name":"c{i}","namespace":"n"}}}}"#,
+                "x".repeat(size)
+            ));
+            let revision = 7 + i64::try_from(i).unwrap() * 1000;
+            let served =
+                genplane_registry::object::ServedJson::of(&stored, revision, "v1", "ConfigMap")
+                    .unwrap();
+            if i > 0 {
+                whole.push(b',');
+            }
+            whole.extend_from_slice(
+                format!(
+                    r#"{{"apiVersion":"v1","data":{{"k":"{}"}},"kind":"ConfigMap","metadata":{{"name":"c{i}","namespace":"n","resourceVersion":"{revision}"}}}}"#,
+                    "x".repeat(size)
+                )
+                .as_bytes(),
+            );
+            items.push(JsonItem::Stored(served));
+        }
+        whole.extend_from_slice(b"]}");
+        let list = ListBody::new(
+            Bytes::from_static(b"{\"items\":["),
+            items,
+            Bytes::from_static(b"]}"),
+        );
+        (list, whole)
+    }
+
+    #[tokio::test]
+    async fn a_list_is_written_in_chunks_as_it_is_sent_and_announces_its_length() {
+        for (count, size) in [(0, 0), (1, 10), (3, 100), (500, 1000), (2, 200_000)] {
+            let (list, whole) = stored_list(count, size);
+            assert_eq!(list.len(), whole.len(), "{count} x {size}");
+            assert_eq!(list.to_vec(), whole, "{count} x {size}");
+            let body = ResponseBody::List(list);
+            assert_eq!(body.size_hint().exact(), Some(whole.len() as u64));
+            let mut body = body;
+            let mut sent = Vec::new();
+            let mut chunks = 0;
+            while let Some(frame) = body.frame().await {
+                let chunk = frame.unwrap().into_data().unwrap();
+                assert!(
+                    chunk.len() < LIST_CHUNK_BYTES + size + 200,
+                    "a chunk holds about {LIST_CHUNK_BYTES} bytes, or one larger object"
+                );
+                sent.extend_from_slice(&chunk);
+                chunks += 1;
+            }
+            assert!(body.is_end_stream());
+            assert_eq!(sent, whole, "{count} x {size}");
+            assert_eq!(
+                chunks,
+                whole.len().div_ceil(LIST_CHUNK_BYTES).max(1).min(chunks)
+            );
+        }
+    }
+
+    #[test]
+    fn a_list_that_is_not_read_holds_its_items_not_its_answer() {
+        let (mut list, whole) = stored_list(2000, 1000);
+        let first = list.next().unwrap();
+        assert!(first.len() >= LIST_CHUNK_BYTES && first.len() < LIST_CHUNK_BYTES + 1200);
+        assert_eq!(list.len(), whole.len() - first.len());
+        assert!(
+            list.items.iter().all(|i| matches!(i, JsonItem::Stored(_))),
+            "what is not sent yet is still the stored bytes"
+        );
+    }
 
     #[tokio::test]
     async fn a_queue_holds_at_most_its_limit_and_counts_what_waits() {

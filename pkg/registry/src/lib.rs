@@ -32,7 +32,7 @@ pub use scale::CustomScaleStrategy;
 pub use scale_paths::ScalePaths;
 pub use selection::check_fields;
 pub use store::{
-    Admission, CheckEscalation, DeleteOptions, Deletion, EscalationCheck, FieldTracker,
+    Admission, CheckEscalation, DeleteOptions, Deletion, EscalationCheck, FieldTracker, JsonItem,
     ListOptions, ListResult, Propagation, ServedCounts, Store, TrackFields, WriteOptions, Written,
 };
 pub use strategy::Strategy;

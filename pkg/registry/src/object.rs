@@ -150,6 +150,111 @@ pub fn served_json_into(
     kind: &str,
     out: &mut Vec<u8>,
 ) -> bool {
+    match splice_point(stored, api_version, kind) {
+        Some(point) => {
+            let served = Splice { point, revision };
+            out.reserve(stored.len() + served.inserted_len());
+            served.write(stored, out);
+            true
+        }
+        None => false,
+    }
+}
+
+/// An object's served JSON kept as its stored bytes and where its resourceVersion goes, so
+/// that a list can hold its objects without a copy of each and write them as it sends them.
+/// Made by [`ServedJson::of`] when [`served_json_into`] would write the object.
+#[derive(Clone, Debug)]
+pub struct ServedJson {
+    /// The stored bytes (shared with the store's cache, not copied).
+    stored: bytes::Bytes,
+    /// What goes into them.
+    splice: Splice,
+}
+
+impl ServedJson {
+    /// The served JSON of `stored` at `revision`, when it can be written from the stored
+    /// bytes (as [`served_json_into`] says); `None` when the caller must decode.
+    pub fn of(stored: &bytes::Bytes, revision: i64, api_version: &str, kind: &str) -> Option<Self> {
+        let point = splice_point(stored, api_version, kind)?;
+        Some(Self {
+            stored: stored.clone(),
+            splice: Splice { point, revision },
+        })
+    }
+
+    /// The length of the served JSON.
+    pub fn len(&self) -> usize {
+        self.stored.len() + self.splice.inserted_len()
+    }
+
+    /// Whether the served JSON is empty (never: it is an object).
+    pub fn is_empty(&self) -> bool {
+        false
+    }
+
+    /// Appends the served JSON to `out`: the bytes [`served_json_into`] writes.
+    pub fn write_into(&self, out: &mut Vec<u8>) {
+        self.splice.write(&self.stored, out);
+    }
+}
+
+/// Where in the stored bytes the resourceVersion goes, and what separates it from its
+/// neighbours.
+#[derive(Clone, Copy, Debug)]
+struct SplicePoint {
+    /// The offset it is written at.
+    at: usize,
+    /// Whether a comma goes before it (it follows another field of metadata).
+    comma_before: bool,
+    /// Whether a comma goes after it (it is metadata's first field, and others follow).
+    comma_after: bool,
+}
+
+/// A resourceVersion and where it goes.
+#[derive(Clone, Copy, Debug)]
+struct Splice {
+    point: SplicePoint,
+    revision: i64,
+}
+
+/// The characters `"resourceVersion":""` take, less the revision's digits.
+const RESOURCE_VERSION_FIELD: usize = b"\"resourceVersion\":\"\"".len();
+
+impl Splice {
+    /// How many bytes the splice adds.
+    fn inserted_len(&self) -> usize {
+        let digits = match u64::try_from(self.revision) {
+            Ok(positive) if positive > 0 => positive.ilog10() as usize + 1,
+            _ => self.revision.to_string().len(),
+        };
+        RESOURCE_VERSION_FIELD
+            + digits
+            + usize::from(self.point.comma_before)
+            + usize::from(self.point.comma_after)
+    }
+
+    /// Appends `stored` with the resourceVersion written in.
+    fn write(&self, stored: &[u8], out: &mut Vec<u8>) {
+        use std::io::Write as _;
+        let at = self.point.at;
+        out.extend_from_slice(&stored[..at]);
+        if self.point.comma_before {
+            out.push(b',');
+        }
+        // Writing into a Vec cannot fail.
+        let _ = write!(out, "\"resourceVersion\":\"{}\"", self.revision);
+        if self.point.comma_after {
+            out.push(b',');
+        }
+        out.extend_from_slice(&stored[at..]);
+    }
+}
+
+/// Where the resourceVersion goes into `stored` (its keys in order), if `stored` is an object
+/// of `api_version` and `kind` with a `metadata` object without one; found by reading the
+/// top level and metadata only.
+fn splice_point(stored: &[u8], api_version: &str, kind: &str) -> Option<SplicePoint> {
     use serde_json::value::RawValue;
     use std::collections::BTreeMap;
 
@@ -165,42 +270,31 @@ pub fn served_json_into(
     }
 
     // Keys with escapes do not borrow and end up here as errors: the caller decodes.
-    let Ok(top) = serde_json::from_slice::<BTreeMap<&str, &RawValue>>(stored) else {
-        return false;
-    };
+    let top = serde_json::from_slice::<BTreeMap<&str, &RawValue>>(stored).ok()?;
     if !is_string(top.get("apiVersion"), api_version) || !is_string(top.get("kind"), kind) {
-        return false;
+        return None;
     }
-    let Some(metadata) = top.get("metadata").map(|raw| raw.get()) else {
-        return false;
-    };
+    let metadata = top.get("metadata").map(|raw| raw.get())?;
     if !metadata.starts_with('{') {
-        return false;
+        return None;
     }
-    let Ok(fields) = serde_json::from_str::<BTreeMap<&str, &RawValue>>(metadata) else {
-        return false;
-    };
+    let fields = serde_json::from_str::<BTreeMap<&str, &RawValue>>(metadata).ok()?;
     if fields.contains_key("resourceVersion") {
-        return false;
+        return None;
     }
-    let revision = revision.to_string();
     // After the value of the last key before resourceVersion, else first in metadata.
-    let (at, lead, trail) = match fields.range(.."resourceVersion").next_back() {
-        Some((_, before)) => (offset(stored, before.get()) + before.get().len(), ",", ""),
-        None => {
-            let trail = if fields.is_empty() { "" } else { "," };
-            (offset(stored, metadata) + 1, "", trail)
-        }
-    };
-    out.reserve(stored.len() + revision.len() + 22);
-    out.extend_from_slice(&stored[..at]);
-    out.extend_from_slice(lead.as_bytes());
-    out.extend_from_slice(b"\"resourceVersion\":\"");
-    out.extend_from_slice(revision.as_bytes());
-    out.extend_from_slice(b"\"");
-    out.extend_from_slice(trail.as_bytes());
-    out.extend_from_slice(&stored[at..]);
-    true
+    Some(match fields.range(.."resourceVersion").next_back() {
+        Some((_, before)) => SplicePoint {
+            at: offset(stored, before.get()) + before.get().len(),
+            comma_before: true,
+            comma_after: false,
+        },
+        None => SplicePoint {
+            at: offset(stored, metadata) + 1,
+            comma_before: false,
+            comma_after: !fields.is_empty(),
+        },
+    })
 }
 
 #[cfg(test)]
@@ -246,6 +340,18 @@ mod tests {
                 String::from_utf8_lossy(&expected)
             );
             assert_eq!(&served[..6], b"prefix");
+            for revision in [1, 9, 10, 42, 999_999_999_999] {
+                let stored = stored.clone();
+                let kept = ServedJson::of(&stored, revision, api_version, kind).unwrap();
+                let mut written = Vec::new();
+                kept.write_into(&mut written);
+                let expected = serde_json::to_vec(&decode(&stored, revision).unwrap()).unwrap();
+                assert_eq!(
+                    String::from_utf8_lossy(&written),
+                    String::from_utf8_lossy(&expected)
+                );
+                assert_eq!(kept.len(), written.len(), "{object} at {revision}");
+            }
         }
     }
 

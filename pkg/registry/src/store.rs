@@ -199,6 +199,38 @@ pub struct ListResult {
     pub remaining_item_count: Option<i64>,
 }
 
+/// One object of a JSON list ([`Store::list_json`]).
+#[derive(Clone, Debug)]
+pub enum JsonItem {
+    /// Written from its stored bytes when it is sent.
+    Stored(object::ServedJson),
+    /// Encoded already (decoded first: a selector or a served form other than the stored).
+    Encoded(bytes::Bytes),
+}
+
+impl JsonItem {
+    /// The length of the object's JSON.
+    pub fn len(&self) -> usize {
+        match self {
+            JsonItem::Stored(served) => served.len(),
+            JsonItem::Encoded(json) => json.len(),
+        }
+    }
+
+    /// Whether the object's JSON is empty (never: it is an object).
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Appends the object's JSON to `out`.
+    pub fn write_into(&self, out: &mut Vec<u8>) {
+        match self {
+            JsonItem::Stored(served) => served.write_into(out),
+            JsonItem::Encoded(json) => out.extend_from_slice(json),
+        }
+    }
+}
+
 /// The answer to a create or update.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Written {
@@ -602,6 +634,19 @@ impl<S: Storage> Store<S> {
         written
     }
 
+    /// The served JSON of `stored` at `revision` as its stored bytes, for a resource served as
+    /// stored (see [`object::ServedJson`]).
+    fn served_verbatim(
+        &self,
+        stored: &bytes::Bytes,
+        revision: Revision,
+    ) -> Option<object::ServedJson> {
+        let (api_version, kind) = &**self.verbatim.as_ref()?;
+        let served = object::ServedJson::of(stored, revision, api_version, kind)?;
+        self.served.verbatim.fetch_add(1, Ordering::Relaxed);
+        Some(served)
+    }
+
     /// Appends `object`, decoded for a read, as JSON to `out`.
     fn write_json(&self, object: &Value, out: &mut Vec<u8>) -> Result<(), ApiError> {
         self.served.decoded.fetch_add(1, Ordering::Relaxed);
@@ -916,34 +961,30 @@ impl<S: Storage> Store<S> {
         .await
     }
 
-    /// Lists like [`Store::list`], appending the selected objects' JSON to `items`, separated
-    /// by commas; the answer's `items` is empty. Without a selector, a resource served as
-    /// stored writes each object from its stored bytes, not decoding it.
+    /// Lists like [`Store::list`], handing out the selected objects' JSON in `items`; the
+    /// answer's `items` is empty. Without a selector, a resource served as stored hands out
+    /// each object as its stored bytes (shared with the cache) and where its resourceVersion
+    /// goes, neither decoding nor copying it: the answer is written as it is sent.
     pub async fn list_json(
         &self,
         namespace: &str,
         options: &ListOptions,
-        items: &mut Vec<u8>,
+        items: &mut Vec<JsonItem>,
     ) -> Result<ListResult, ApiError> {
         let selection = self.selection(options)?;
         let filtering = !selection.is_everything();
-        let mut wrote = false;
         self.list_stored(namespace, options, filtering, |kv| {
-            let at = items.len();
-            if wrote {
-                items.push(b',');
-            }
-            if !filtering && self.write_verbatim(&kv.value, kv.mod_revision, items) {
-                wrote = true;
+            if !filtering && let Some(served) = self.served_verbatim(&kv.value, kv.mod_revision) {
+                items.push(JsonItem::Stored(served));
                 return Ok(true);
             }
             let object = self.served(kv)?;
             if !self.selects(&selection, &object) {
-                items.truncate(at);
                 return Ok(false);
             }
-            self.write_json(&object, items)?;
-            wrote = true;
+            let mut json = Vec::new();
+            self.write_json(&object, &mut json)?;
+            items.push(JsonItem::Encoded(json.into()));
             Ok(true)
         })
         .await

@@ -208,16 +208,15 @@ pub(crate) fn finish(
         return response;
     };
     record.response_started(response.status().as_u16());
-    if let Some(parts) = response.body().held_parts() {
+    if let Some(list) = response.body().held_list() {
         if record.records_response_body() {
             let content_type = response
                 .headers()
                 .get(CONTENT_TYPE)
                 .and_then(|v| v.to_str().ok())
                 .unwrap_or("");
-            // Only for the audit log: the answer itself is sent in its parts.
-            let whole: Vec<u8> = parts.iter().flat_map(|p| p.iter().copied()).collect();
-            record_response_body(&record, info, content_type, &whole);
+            // Only for the audit log: the answer itself is written as it is sent.
+            record_response_body(&record, info, content_type, &list.to_vec());
         }
         record.finish();
         return response;

@@ -78,9 +78,9 @@ pub fn compress(
         ResponseBody::Guarded(inner, guard) => (*inner, Some(guard)),
         other => (other, None),
     };
-    let chunks: Vec<Bytes> = match body {
-        ResponseBody::Full(bytes) => bytes.into_iter().collect(),
-        ResponseBody::Parts(parts) => parts.into(),
+    let chunks: Box<dyn Iterator<Item = Bytes> + Send> = match body {
+        ResponseBody::Full(bytes) => Box::new(bytes.into_iter()),
+        ResponseBody::List(list) => Box::new(list),
         // `held_size` said it is held in memory.
         other => return Response::from_parts(parts, other),
     };
@@ -123,8 +123,7 @@ fn held_size(body: &ResponseBody) -> Option<usize> {
     if let Some(bytes) = body.bytes() {
         return Some(bytes.len());
     }
-    body.held_parts()
-        .map(|parts| parts.iter().map(Bytes::len).sum())
+    body.held_list().map(crate::body::ListBody::len)
 }
 
 #[cfg(test)]
@@ -172,14 +171,16 @@ mod tests {
 
     fn list_of(size: usize) -> Response<ResponseBody> {
         let item = Bytes::from(format!(
-            "{{\"kind\":\"ConfigMap\",\"data\":\"{}\"}},",
+            "{{\"kind\":\"ConfigMap\",\"data\":\"{}\"}}",
             "x".repeat(1000)
         ));
         let count = size.div_ceil(item.len());
-        let mut parts = vec![Bytes::from_static(b"{\"items\":[")];
-        parts.extend(std::iter::repeat_n(item, count));
-        parts.push(Bytes::from_static(b"]}"));
-        Response::new(ResponseBody::parts(parts))
+        let items = std::iter::repeat_n(genplane_registry::JsonItem::Encoded(item), count);
+        Response::new(ResponseBody::List(crate::body::ListBody::new(
+            Bytes::from_static(b"{\"items\":["),
+            items.collect(),
+            Bytes::from_static(b"]}"),
+        )))
     }
 
     async fn read(response: Response<ResponseBody>) -> Vec<u8> {

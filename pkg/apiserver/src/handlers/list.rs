@@ -1,10 +1,10 @@
 //! GET of a collection.
 //!
-//! A JSON list is written object by object as the store reads them: each object's JSON (its
-//! stored bytes, or for resources served in another form than stored the object decoded and
-//! serialized) goes into the items' buffer, and the answer is sent as that buffer between
-//! the list's head and tail, so that a list held for a client that does not read costs one
-//! encoded copy and nothing else.
+//! A JSON list is written as it is sent ([`ListBody`]): the store hands out each object as its
+//! stored bytes (for resources served as stored, without a selector) or as its JSON encoded
+//! already (decoded first), and the body writes them between the list's head and tail chunk
+//! by chunk, so that a list held for a client that reads slowly costs a reference per object,
+//! not a copy of the answer.
 
 use bytes::Bytes;
 use genplane_apimachinery::errors::{ApiError, Status};
@@ -12,7 +12,7 @@ use genplane_storage::Storage;
 use hyper::{Response, StatusCode};
 
 use super::{Ctx, respond, respond_json};
-use crate::body::ResponseBody;
+use crate::body::{ListBody, ResponseBody};
 use crate::encode;
 use crate::negotiation::{Format, Target};
 
@@ -36,7 +36,7 @@ pub(crate) async fn list<S: Storage>(ctx: &Ctx<'_, S>) -> Result<Response<Respon
             + ITEMS.len()
             - 1;
         let empty = Bytes::from(empty);
-        let body = ResponseBody::parts([empty.slice(..at), Bytes::from(items), empty.slice(at..)]);
+        let body = ResponseBody::List(ListBody::new(empty.slice(..at), items, empty.slice(at..)));
         return Ok(respond_json(StatusCode::OK, body, &negotiated));
     }
     let listed = ctx.store()?.list(&ctx.request.namespace, &options).await?;
