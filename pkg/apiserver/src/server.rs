@@ -586,16 +586,11 @@ impl<S: Storage> ApiServer<S> {
     /// (see [`genplane_api::openapi::resolved_schema`]); `None` when it is not served.
     pub fn kind_schema(&self, api_version: &str, kind: &str) -> Option<Value> {
         let (group, version) = api_version.split_once('/').unwrap_or(("", api_version));
-        let openapi = &self.served().openapi;
-        // The kind's own group-version document has it; any other that does is read as
-        // the server's documents are ordered.
+        // A served kind is in its own group-version document, which holds every schema it
+        // refers to: only that document is parsed.
         let own = genplane_api::openapi::group_version_path(group, version);
-        openapi
-            .document(&own)
-            .and_then(|d| genplane_api::openapi::resolved_schema(&[d], group, version, kind))
-            .or_else(|| {
-                genplane_api::openapi::resolved_schema(&openapi.documents(), group, version, kind)
-            })
+        let document = self.served().openapi.document(&own)?;
+        genplane_api::openapi::resolved_schema(&[document], group, version, kind)
     }
 
     /// What admission plugins need of this server, to build a chain with (`None` when it does

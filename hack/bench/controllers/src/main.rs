@@ -785,7 +785,7 @@ async fn controllers(args: &Args, dir: &Path) -> anyhow::Result<()> {
     // over the allocator's decay time.
     if !args.quick {
         let mut waited = Duration::ZERO;
-        for at in [30, 90] {
+        for at in [30, 90, 120, 180] {
             let at = Duration::from_secs(at);
             tokio::time::sleep(at - waited).await;
             waited = at;
