@@ -465,15 +465,23 @@ impl Set {
     /// The paths in either set.
     pub fn union(&self, other: &Set) -> Set {
         let mut out = self.clone();
-        out.members.extend(other.members.iter().cloned());
-        for (element, child) in &other.children {
-            let merged = match out.children.get(element) {
-                Some(mine) => mine.union(child),
-                None => child.clone(),
-            };
-            out.children.insert(element.clone(), merged);
-        }
+        out.extend(other.clone());
         out
+    }
+
+    /// Adds the paths of `other`, taking its elements rather than cloning them.
+    pub fn extend(&mut self, other: Set) {
+        self.members.extend(other.members);
+        for (element, theirs) in other.children {
+            match self.children.entry(element) {
+                std::collections::btree_map::Entry::Occupied(mut mine) => {
+                    mine.get_mut().extend(theirs);
+                }
+                std::collections::btree_map::Entry::Vacant(slot) => {
+                    slot.insert(theirs);
+                }
+            }
+        }
     }
 
     /// The paths in both sets.
@@ -492,37 +500,67 @@ impl Set {
 
     /// The paths of this set that are not in `other`.
     pub fn difference(&self, other: &Set) -> Set {
-        let members = self.members.difference(&other.members).cloned().collect();
-        let children = self
-            .children
-            .iter()
-            .filter_map(|(element, child)| {
-                let rest = match other.children.get(element) {
-                    Some(theirs) => child.difference(theirs),
-                    None => child.clone(),
-                };
-                (!rest.is_empty()).then(|| (element.clone(), rest))
-            })
-            .collect();
-        Set { members, children }
+        let mut out = self.clone();
+        out.subtract(other);
+        out
+    }
+
+    /// Removes the paths of `other` (only those: what lies below them stays). Takes time in
+    /// the size of `other`, not of this set.
+    pub fn subtract(&mut self, other: &Set) {
+        self.remove_below(other, false);
     }
 
     /// The paths of this set that are neither in `other` nor below one of its members.
     pub fn recursive_difference(&self, other: &Set) -> Set {
-        let members = self.members.difference(&other.members).cloned().collect();
-        let children = self
-            .children
-            .iter()
-            .filter(|(element, _)| !other.members.contains(element))
-            .filter_map(|(element, child)| {
-                let rest = match other.children.get(element) {
-                    Some(theirs) => child.recursive_difference(theirs),
-                    None => child.clone(),
-                };
-                (!rest.is_empty()).then(|| (element.clone(), rest))
-            })
-            .collect();
-        Set { members, children }
+        let mut out = self.clone();
+        out.subtract_recursive(other);
+        out
+    }
+
+    /// Removes the paths of `other` and every path below one of its members. Takes time in
+    /// the size of `other`, not of this set.
+    pub fn subtract_recursive(&mut self, other: &Set) {
+        self.remove_below(other, true);
+    }
+
+    fn remove_below(&mut self, other: &Set, recursive: bool) {
+        for member in &other.members {
+            self.members.remove(member);
+            if recursive {
+                self.children.remove(member);
+            }
+        }
+        for (element, theirs) in &other.children {
+            if let Some(mine) = self.children.get_mut(element) {
+                mine.remove_below(theirs, recursive);
+                if mine.is_empty() {
+                    self.children.remove(element);
+                }
+            }
+        }
+    }
+
+    /// Removes one path (what lies below it stays).
+    pub fn remove(&mut self, path: &Path) {
+        self.remove_elements(&path.0);
+    }
+
+    fn remove_elements(&mut self, elements: &[PathElement]) {
+        match elements {
+            [] => {}
+            [last] => {
+                self.members.remove(last);
+            }
+            [first, rest @ ..] => {
+                if let Some(child) = self.children.get_mut(first) {
+                    child.remove_elements(rest);
+                    if child.is_empty() {
+                        self.children.remove(first);
+                    }
+                }
+            }
+        }
     }
 
     /// Every member path, in order.
@@ -737,6 +775,59 @@ mod tests {
             vec![Path::fields(&["spec"])]
         );
         assert!(a.difference(&a).is_empty());
+    }
+
+    /// The set operations agree with the same operations on plain lists of paths, over
+    /// every pair of sets drawn from a small universe, and leave no empty node behind (an
+    /// emptied branch compares equal to one never made).
+    #[test]
+    fn set_operations_agree_with_lists_of_paths() {
+        let universe = [
+            Path::fields(&["a"]),
+            Path::fields(&["a", "x"]),
+            Path::fields(&["a", "x", "deep"]),
+            Path::fields(&["a", "y"]),
+            Path::fields(&["b"]),
+            Path::fields(&["b", "z"]),
+        ];
+        let draw = |bits: u32| -> Vec<Path> {
+            universe
+                .iter()
+                .enumerate()
+                .filter(|(i, _)| bits & (1 << i) != 0)
+                .map(|(_, p)| p.clone())
+                .collect()
+        };
+        let below = |path: &Path, of: &Path| path.0.len() > of.0.len() && path.0.starts_with(&of.0);
+        for x in 0..64 {
+            for y in 0..64 {
+                let (xs, ys) = (draw(x), draw(y));
+                let (a, b) = (Set::from_paths(&xs), Set::from_paths(&ys));
+                let expect = |paths: Vec<Path>| Set::from_paths(&paths);
+                let union: Vec<Path> = xs.iter().chain(&ys).cloned().collect();
+                let difference: Vec<Path> =
+                    xs.iter().filter(|p| !ys.contains(p)).cloned().collect();
+                let recursive: Vec<Path> = difference
+                    .iter()
+                    .filter(|p| !ys.iter().any(|q| below(p, q)))
+                    .cloned()
+                    .collect();
+                assert_eq!(a.union(&b), expect(union.clone()), "{x} | {y}");
+                let mut extended = a.clone();
+                extended.extend(b.clone());
+                assert_eq!(extended, expect(union), "{x} extend {y}");
+                assert_eq!(a.difference(&b), expect(difference.clone()), "{x} - {y}");
+                let mut subtracted = a.clone();
+                subtracted.subtract(&b);
+                assert_eq!(subtracted, expect(difference), "{x} subtract {y}");
+                assert_eq!(a.recursive_difference(&b), expect(recursive), "{x} -r {y}");
+                let mut removed = a.clone();
+                for path in &ys {
+                    removed.remove(path);
+                }
+                assert_eq!(removed, a.difference(&b), "{x} remove each of {y}");
+            }
+        }
     }
 
     #[test]

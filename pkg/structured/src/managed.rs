@@ -20,7 +20,7 @@ use std::fmt;
 
 use serde_json::{Map, Value, json};
 
-use crate::fieldpath::{Path, Set};
+use crate::fieldpath::{Path, PathElement, Set};
 use crate::schema::{Schema, TypeRef};
 use crate::typed::{TypeError, compare_without_managed, field_set};
 
@@ -331,27 +331,40 @@ pub fn remove(object: &mut Value) {
     }
 }
 
-/// The fields no one owns.
-fn unowned() -> Set {
-    let mut set = Set::from_paths(&[
-        Path::fields(&["apiVersion"]),
-        Path::fields(&["kind"]),
-        Path::fields(&["metadata"]),
-    ]);
-    for field in [
-        "name",
-        "namespace",
-        "creationTimestamp",
-        "selfLink",
-        "uid",
-        "clusterName",
-        "generation",
-        "managedFields",
-        "resourceVersion",
-    ] {
-        set.insert(&Path::fields(&["metadata", field]));
+/// The top-level fields no one owns.
+const UNOWNED_FIELDS: [&str; 3] = ["apiVersion", "kind", "metadata"];
+/// The fields of `metadata` no one owns.
+const UNOWNED_METADATA: [&str; 9] = [
+    "name",
+    "namespace",
+    "creationTimestamp",
+    "selfLink",
+    "uid",
+    "clusterName",
+    "generation",
+    "managedFields",
+    "resourceVersion",
+];
+
+/// Removes the fields no one owns from `fields` (those themselves, not what lies below them).
+fn remove_unowned(fields: &mut Set) {
+    for field in UNOWNED_FIELDS {
+        fields.remove(&Path::fields(&[field]));
     }
-    set
+    if fields
+        .child(&PathElement::Field("metadata".to_owned()))
+        .is_some()
+    {
+        for field in UNOWNED_METADATA {
+            fields.remove(&Path::fields(&["metadata", field]));
+        }
+    }
+}
+
+/// `fields` without the fields no one owns.
+fn without_unowned(mut fields: Set) -> Set {
+    remove_unowned(&mut fields);
+    fields
 }
 
 /// The manager that owns the fields of an object without managed fields when it is first
@@ -426,29 +439,26 @@ pub fn update(writer: &Writer<'_>, old: Option<&Value>, new: &mut Value) -> Resu
     let mut comparison =
         compare_without_managed(writer.schema, &writer.ty, old.unwrap_or(&nothing), new)?;
     comparison.exclude(&writer.ignored);
-    let taken = comparison.modified.union(&comparison.added);
+    let mut taken = std::mem::take(&mut comparison.added);
+    taken.extend(std::mem::take(&mut comparison.modified));
     for entry in &mut entries {
         if !entry.belongs_to(writer, Operation::Update) {
-            entry.fields = entry
-                .fields
-                .difference(&taken)
-                .difference(&comparison.removed);
+            entry.fields.subtract(&taken);
+            entry.fields.subtract(&comparison.removed);
         }
     }
-    let unowned = unowned();
-    let mine = taken.difference(&unowned);
+    let mine = without_unowned(taken);
     let index = entries
         .iter()
         .position(|e| e.belongs_to(writer, Operation::Update));
     match index {
         Some(i) => {
             let entry = &mut entries[i];
-            entry.fields = entry
-                .fields
-                .difference(&comparison.removed)
-                .union(&mine)
-                .difference(&unowned);
-            if !mine.is_empty() {
+            let changed = !mine.is_empty();
+            entry.fields.subtract(&comparison.removed);
+            entry.fields.extend(mine);
+            remove_unowned(&mut entry.fields);
+            if changed {
                 entry.time = Some(writer.time.clone());
             }
         }
@@ -704,7 +714,7 @@ fn apply_once(
         // An object no one is known to manage (written before ownership was tracked, or
         // cleared) is owned as a whole by a stand-in updater, so that a first apply that
         // changes its values conflicts rather than silently overwrites them.
-        let fields = field_set(schema, ty, &without_managed(live_value))?.difference(&unowned());
+        let fields = without_unowned(field_set(schema, ty, &without_managed(live_value))?);
         entries.push(Entry {
             manager: BEFORE_FIRST_APPLY.to_owned(),
             operation: Operation::Update,
@@ -775,14 +785,12 @@ fn apply_once(
     }
     for (i, entry) in entries.iter_mut().enumerate() {
         if Some(i) != index {
-            entry.fields = entry
-                .fields
-                .difference(&taken)
-                .difference(&comparison.removed);
+            entry.fields.subtract(&taken);
+            entry.fields.subtract(&comparison.removed);
         }
     }
     let changed = !comparison.is_same();
-    let mine = applied.difference(&unowned());
+    let mine = without_unowned(applied);
     match index {
         Some(i) => {
             let entry = &mut entries[i];

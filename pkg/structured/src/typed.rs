@@ -227,9 +227,9 @@ pub struct Comparison {
 impl Comparison {
     /// Leaves out the paths in or below the members of `ignored`.
     pub fn exclude(&mut self, ignored: &Set) {
-        self.added = self.added.recursive_difference(ignored);
-        self.modified = self.modified.recursive_difference(ignored);
-        self.removed = self.removed.recursive_difference(ignored);
+        self.added.subtract_recursive(ignored);
+        self.modified.subtract_recursive(ignored);
+        self.removed.subtract_recursive(ignored);
     }
 
     /// Whether the versions are the same.
