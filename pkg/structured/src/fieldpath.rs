@@ -52,7 +52,12 @@ impl PathElement {
     /// U+2028 and U+2029 escaped; floats in Go's notation).
     pub fn encode(&self) -> String {
         match self {
-            PathElement::Field(name) => format!("f:{name}"),
+            PathElement::Field(name) => {
+                let mut out = String::with_capacity(name.len() + 2);
+                out.push_str("f:");
+                out.push_str(name);
+                out
+            }
             PathElement::Key(fields) => {
                 let mut out = String::from("k:{");
                 for (i, (name, value)) in fields.iter().enumerate() {
