@@ -612,8 +612,8 @@ async fn healthy(address: Ipv4Addr, spec: &LoadBalancerSpec) -> bool {
         .unwrap_or(false)
 }
 
-/// Checks every load balancer's nodes every [`HEALTH_CHECK_PERIOD`] and forwards to the
-/// healthy ones.
+/// Checks every load balancer's nodes every [`HEALTH_CHECK_PERIOD`] (all at once, each
+/// probe bounded by its own timeout) and forwards to the healthy ones.
 async fn check_health(state: Arc<Mutex<State>>, forwarder: Arc<tokio::sync::Mutex<Forwarder>>) {
     let mut ticks = tokio::time::interval(HEALTH_CHECK_PERIOD);
     loop {
@@ -638,10 +638,19 @@ async fn check_health(state: Arc<Mutex<State>>, forwarder: Arc<tokio::sync::Mute
                 })
                 .collect()
         };
+        // Each node of each load balancer is probed at once, as a cloud's health checker
+        // probes its backends independently: one slow answer does not delay the others.
+        let checked = futures::future::join_all(probes.into_iter().map(
+            |(balancer, node, address, spec)| async move {
+                let healthy = healthy(address, &spec).await;
+                (balancer, node, healthy)
+            },
+        ))
+        .await;
         let mut results: BTreeMap<String, Vec<String>> = BTreeMap::new();
-        for (balancer, node, address, spec) in probes {
+        for (balancer, node, healthy) in checked {
             let entry = results.entry(balancer).or_default();
-            if healthy(address, &spec).await {
+            if healthy {
                 entry.push(node);
             }
         }
