@@ -257,7 +257,7 @@ fn parse_bool(value: &str) -> Option<bool> {
     if value.is_empty() {
         return Some(true);
     }
-    genplane_component_base::config::parse_go_bool(value)
+    genplane_component_base::strconv::parse_bool(value)
 }
 
 #[cfg(test)]

@@ -64,7 +64,7 @@ fn verb_for_method(method: &str) -> String {
 /// Whether the query asks for a watch (`watch=true` or `watch=1`, as Go's ParseBool reads it).
 fn query_watch(query: &str) -> bool {
     form_urlencoded::parse(query.as_bytes()).any(|(k, v)| {
-        k == "watch" && genplane_component_base::config::parse_go_bool(&v) == Some(true)
+        k == "watch" && genplane_component_base::strconv::parse_bool(&v) == Some(true)
     })
 }
 

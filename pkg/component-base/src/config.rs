@@ -482,17 +482,6 @@ where
     Ok(layer)
 }
 
-/// A boolean as Go's `strconv.ParseBool` reads it (`1 t T TRUE true True`, `0 f F FALSE false
-/// False`); anything else is no boolean. Kubernetes reads flags, feature gates, runtime-config
-/// values and labels such as `node.kubernetes.io/exclude-from-external-load-balancers` this way.
-pub fn parse_go_bool(value: &str) -> Option<bool> {
-    match value {
-        "1" | "t" | "T" | "TRUE" | "true" | "True" => Some(true),
-        "0" | "f" | "F" | "FALSE" | "false" | "False" => Some(false),
-        _ => None,
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -848,7 +848,7 @@ impl FeatureGateSettings {
                 });
                 continue;
             }
-            match crate::config::parse_go_bool(value) {
+            match crate::strconv::parse_bool(value) {
                 Some(b) => {
                     map.insert(key.to_owned(), b);
                 }
@@ -919,7 +919,7 @@ impl<'de> Deserialize<'de> for FeatureGateSettings {
                 while let Some((key, value)) = map.next_entry::<String, BoolOrString>()? {
                     let value = match value {
                         BoolOrString::Bool(b) => b,
-                        BoolOrString::String(s) => crate::config::parse_go_bool(s.trim())
+                        BoolOrString::String(s) => crate::strconv::parse_bool(s.trim())
                             .ok_or_else(|| {
                                 de::Error::custom(Error::InvalidValue {
                                     key: key.clone(),

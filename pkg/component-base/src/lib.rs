@@ -16,6 +16,8 @@
 //!   `--emulated-version`, the `kubernetes_feature_enabled` gauge, and a use log (KEP-3920's client
 //!   flow) that records every check so that a later component can report it to the API.
 //! - [`http`]: a small HTTP server for the endpoints above, with graceful shutdown.
+//! - [`strconv`]: values read by Go's rules (`strconv.ParseBool`), as flags, labels and query
+//!   parameters are.
 //! - [`version`]: genplane's version, git commit, and the Kubernetes version it emulates.
 //! - [`process`]: the process context (arguments, environment) handed to a role, so that
 //!   libraries never read process-global state themselves.
@@ -34,4 +36,5 @@ pub mod logging;
 pub mod metrics;
 pub mod process;
 pub mod shutdown;
+pub mod strconv;
 pub mod version;

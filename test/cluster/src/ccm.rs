@@ -117,7 +117,7 @@ fn in_load_balancers(node: &Node) -> bool {
     let excluded = node
         .labels()
         .get(EXCLUDE_LABEL)
-        .is_some_and(|value| genplane_component_base::config::parse_go_bool(value) != Some(false));
+        .is_some_and(|value| genplane_component_base::strconv::parse_bool(value) != Some(false));
     node.metadata.deletion_timestamp.is_none()
         && !excluded
         && !taints(node).iter().any(|t| t.key == TO_BE_DELETED_TAINT)
