@@ -16,10 +16,14 @@
 //! counted too). As upstream's, the controller replenishes: deleting an object requeues the
 //! quotas of its namespace that count its resource, while creates are charged by the
 //! `ResourceQuota` admission plugin before they are stored (recounting on creates would race
-//! with it: a count taken before an admitted object is stored would give its charge back). A
-//! quota is synced when it appears and when its `spec` changes, not when only its `status`
-//! does (the admission plugin's charges); every quota is also recalculated in full every
-//! resync period (upstream's `--resource-quota-sync-period`, 5 minutes by default).
+//! with it: a count taken before an admitted object is stored would give its charge back).
+//! For the same reason a sync for deletes recounts only the resources whose objects were
+//! deleted: upstream recounts every resource of the quota then, so a delete of a ConfigMap
+//! could give back the charge of a Lease created at the same moment, until the next full
+//! resync. A quota is synced in full when it appears and when its `spec` changes, not when
+//! only its `status` does (the admission plugin's charges); every quota is also recalculated
+//! in full every resync period (upstream's `--resource-quota-sync-period`, 5 minutes by
+//! default).
 //!
 //! As upstream: `status.hard` is set to `spec.hard`; `status.used` keeps earlier observations
 //! for resources it cannot count now, is limited to the resources of `spec.hard`, and the
@@ -115,6 +119,9 @@ struct Monitors {
     informers: SharedInformers,
     quotas: Store<ResourceQuota>,
     requeue: mpsc::UnboundedSender<ObjectRef<ResourceQuota>>,
+    /// The resources whose objects were deleted since each requeued quota's last sync, by the
+    /// quota's namespace and name: its next sync recounts only those.
+    replenish: Mutex<HashMap<(String, String), HashSet<GroupResource>>>,
     inner: Mutex<MonitorsInner>,
 }
 
@@ -132,6 +139,21 @@ impl Monitors {
         self.inner
             .lock()
             .expect("invariant: the lock is never poisoned")
+    }
+
+    fn replenish(
+        &self,
+    ) -> std::sync::MutexGuard<'_, HashMap<(String, String), HashSet<GroupResource>>> {
+        self.replenish
+            .lock()
+            .expect("invariant: the lock is never poisoned")
+    }
+
+    /// The resources a sync of the quota `namespace`/`name` must recount because objects of
+    /// them were deleted; `None` when no delete asked for the sync (it recounts everything).
+    fn take_replenished(&self, namespace: &str, name: &str) -> Option<HashSet<GroupResource>> {
+        self.replenish()
+            .remove(&(namespace.to_owned(), name.to_owned()))
     }
 
     /// The API resource of `gr` if it is served, namespaced and listable; runs discovery when
@@ -275,6 +297,10 @@ impl Monitors {
                         .any(|k| counted_resource(k).as_ref() == Some(gr))
                 });
             if counts {
+                self.replenish()
+                    .entry((namespace.to_owned(), quota.name_any()))
+                    .or_default()
+                    .insert(gr.clone());
                 let _ = self.requeue.unbounded_send(ObjectRef::from_obj(&*quota));
             }
         }
@@ -309,6 +335,7 @@ pub async fn run(
             informers,
             quotas: controller.store(),
             requeue,
+            replenish: Mutex::default(),
             inner: Mutex::default(),
         }),
         client,
@@ -371,6 +398,33 @@ async fn reconcile(quota: Arc<ResourceQuota>, context: Arc<Context>) -> Result<A
     let (Some(namespace), name) = (quota.namespace(), quota.name_any()) else {
         return Ok(Action::await_change());
     };
+    // A sync for deletes recounts what was deleted, and what has no count yet; a quota that
+    // appeared, changed its spec or is due for its resync recounts everything. A sync that
+    // fails leaves what it took for its retry.
+    let replenished = context.monitors.take_replenished(&namespace, &name);
+    let synced = sync(&quota, &context, &namespace, &name, replenished.as_ref()).await;
+    if synced.is_err()
+        && let Some(deleted) = replenished
+    {
+        context
+            .monitors
+            .replenish()
+            .entry((namespace, name))
+            .or_default()
+            .extend(deleted);
+    }
+    synced
+}
+
+/// Writes the status of `quota`, recounting everything or, for a sync for deletes, the
+/// `replenished` resources (and those without a count yet).
+async fn sync(
+    quota: &ResourceQuota,
+    context: &Context,
+    namespace: &str,
+    name: &str,
+    replenished: Option<&HashSet<GroupResource>>,
+) -> Result<Action, Error> {
     let hard = quota
         .spec
         .as_ref()
@@ -383,25 +437,36 @@ async fn reconcile(quota: Arc<ResourceQuota>, context: Arc<Context>) -> Result<A
                 .and_then(|s| s.match_expressions.as_ref())
                 .is_some_and(|v| !v.is_empty())
     });
+    let in_step = quota.status.as_ref().and_then(|s| s.hard.as_ref()) == Some(&hard);
+    let used = quota.status.as_ref().and_then(|s| s.used.as_ref());
     let mut counts = BTreeMap::new();
     for key in hard.keys() {
         if let Some(gr) = counted_resource(key) {
+            let recount = match replenished {
+                Some(deleted) if in_step => {
+                    deleted.contains(&gr) || used.is_none_or(|u| !u.contains_key(key))
+                }
+                _ => true,
+            };
+            if !recount {
+                continue;
+            }
             let count = if scoped {
                 Some(0)
             } else {
-                context.monitors.count(&gr, &namespace).await?
+                context.monitors.count(&gr, namespace).await?
             };
             counts.insert(key.clone(), count);
         }
     }
-    let want = desired_status(&quota, &counts);
+    let want = desired_status(quota, &counts);
     let status = quota.status.clone().unwrap_or_default();
     let dirty = status.hard.is_none() || status.used.is_none() || status != want;
     if dirty {
-        let mut updated = (*quota).clone();
+        let mut updated = quota.clone();
         updated.status = Some(want);
-        match Api::<ResourceQuota>::namespaced(context.client.clone(), &namespace)
-            .replace_status(&name, &PostParams::default(), &updated)
+        match Api::<ResourceQuota>::namespaced(context.client.clone(), namespace)
+            .replace_status(name, &PostParams::default(), &updated)
             .await
         {
             Ok(_) => tracing::debug!(%namespace, quota = %name, "updated quota status"),
