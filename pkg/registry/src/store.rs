@@ -614,29 +614,10 @@ impl<S: Storage> Store<S> {
         Ok(served)
     }
 
-    /// Appends the served JSON of a stored object to `out` from its stored bytes, with the
-    /// resourceVersion put in, when the strategy serves objects as stored and the bytes are
-    /// the resource's; false when the object has to be decoded instead.
-    pub(crate) fn write_verbatim(
-        &self,
-        stored: &[u8],
-        revision: Revision,
-        out: &mut Vec<u8>,
-    ) -> bool {
-        let Some(served_as) = &self.verbatim else {
-            return false;
-        };
-        let (api_version, kind) = &**served_as;
-        let written = object::served_json_into(stored, revision, api_version, kind, out);
-        if written {
-            self.served.verbatim.fetch_add(1, Ordering::Relaxed);
-        }
-        written
-    }
-
-    /// The served JSON of `stored` at `revision` as its stored bytes, for a resource served as
-    /// stored (see [`object::ServedJson`]).
-    fn served_verbatim(
+    /// The served JSON of `stored` at `revision` as its stored bytes, with the resourceVersion
+    /// put in when written (see [`object::ServedJson`]), when the strategy serves objects as
+    /// stored and the bytes are the resource's; `None` when the object has to be decoded.
+    pub(crate) fn served_verbatim(
         &self,
         stored: &bytes::Bytes,
         revision: Revision,
@@ -833,7 +814,9 @@ impl<S: Storage> Store<S> {
     ) -> Result<Vec<u8>, ApiError> {
         let kv = self.read(namespace, name, resource_version).await?;
         let mut out = Vec::new();
-        if !self.write_verbatim(&kv.value, kv.mod_revision, &mut out) {
+        if let Some(served) = self.served_verbatim(&kv.value, kv.mod_revision) {
+            served.write_into(&mut out);
+        } else {
             self.write_json(&self.strategy.view(self.served(&kv)?)?, &mut out)?;
         }
         Ok(out)

@@ -325,12 +325,13 @@ impl<S: Storage> Store<S> {
     /// perhaps only consulted (a previous state).
     fn watch_object(
         &self,
-        stored: &[u8],
+        stored: &bytes::Bytes,
         revision: Revision,
         deliver: bool,
     ) -> Result<WatchObject, ApiError> {
-        let mut json = Vec::new();
-        if self.write_verbatim(stored, revision, &mut json) {
+        if let Some(served) = self.served_verbatim(stored, revision) {
+            let mut json = Vec::with_capacity(served.len());
+            served.write_into(&mut json);
             return Ok(WatchObject::encoded(json.into()));
         }
         let object = self.served_bytes(stored, revision)?;
