@@ -62,6 +62,10 @@ impl Sample {
         let mut child = Command::new("kubectl")
             .arg("--kubeconfig")
             .arg(self.kubeconfig())
+            // Discovery cached for this server alone: kubectl's default cache is shared by
+            // every server that ever had this port.
+            .arg("--cache-dir")
+            .arg(self.dir.path().join("kubectl-cache"))
             .args(args)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())

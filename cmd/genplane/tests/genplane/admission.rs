@@ -329,9 +329,7 @@ fn calls(seen: &Seen, path: &str) -> usize {
 /// Runs kubectl with `manifest` on its standard input (`-f -`).
 pub(crate) fn kubectl_stdin(server: &Apiserver, args: &[&str], manifest: &Value) -> Output {
     use std::io::Write as _;
-    let mut child = Command::new("kubectl")
-        .arg("--kubeconfig")
-        .arg(server.kubeconfig())
+    let mut child = crate::support::kubectl_command("kubectl", server.kubeconfig())
         .args(args)
         .stdin(std::process::Stdio::piped())
         .stdout(std::process::Stdio::piped())

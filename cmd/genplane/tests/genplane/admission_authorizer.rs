@@ -4,7 +4,7 @@
 
 #![allow(clippy::unwrap_used)]
 
-use std::process::{Command, Output};
+use std::process::Output;
 
 use serde_json::json;
 
@@ -20,8 +20,7 @@ fn policies_ask_the_servers_authorizer_about_the_requesting_user() {
     let server = start_with(&[&format!("--token-auth-file={}", file.display())]);
     let kubeconfig = viewer_kubeconfig(&server, tokens.path());
     let as_user = |token: &str, args: &[&str]| -> Output {
-        Command::new("kubectl")
-            .arg(format!("--kubeconfig={}", kubeconfig.display()))
+        crate::support::kubectl_command("kubectl", &kubeconfig)
             .arg(format!("--token={token}"))
             .args(args)
             .output()

@@ -22,8 +22,7 @@ fn all_in_one_serves_the_api_and_runs_the_controllers() {
             .find_map(|line| line.strip_prefix("export KUBECONFIG=").map(str::to_owned))
     });
     let kubectl = |args: &[&str]| {
-        Command::new("kubectl")
-            .env("KUBECONFIG", &kubeconfig)
+        crate::support::kubectl_command("kubectl", &kubeconfig)
             .args(args)
             .output()
             .unwrap()

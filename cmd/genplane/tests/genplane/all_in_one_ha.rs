@@ -59,8 +59,7 @@ impl Member {
     }
 
     fn kubectl(&self, args: &[&str]) -> Output {
-        Command::new("kubectl")
-            .env("KUBECONFIG", &self.kubeconfig)
+        crate::support::kubectl_command("kubectl", &self.kubeconfig)
             .args(args)
             .output()
             .unwrap()
@@ -119,8 +118,7 @@ fn wait_populated(member: &mut Member, namespace: &str) {
         &format!("the service account and CA bundle of {namespace}"),
         |_| {
             let get = |args: &[&str]| {
-                Command::new("kubectl")
-                    .env("KUBECONFIG", &kubeconfig)
+                crate::support::kubectl_command("kubectl", &kubeconfig)
                     .args(args)
                     .output()
                     .unwrap()

@@ -428,12 +428,12 @@ fn kubectl_create_generators_store_what_they_send() {
     let recorder = Recorder::start(&server, files.path());
     for (suffix, kubectl) in &kubectls {
         let name = format!("wire-{suffix}");
-        ok(Command::new(kubectl)
-            .arg("--kubeconfig")
-            .arg(&recorder.kubeconfig)
-            .args(["create", "configmap", &name, "--from-literal=a=b"])
-            .output()
-            .unwrap());
+        ok(
+            crate::support::kubectl_command(kubectl, &recorder.kubeconfig)
+                .args(["create", "configmap", &name, "--from-literal=a=b"])
+                .output()
+                .unwrap(),
+        );
         let post = recorder
             .exchanges()
             .into_iter()

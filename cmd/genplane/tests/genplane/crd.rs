@@ -5,7 +5,6 @@
 
 #![allow(clippy::unwrap_used)]
 
-use std::process::Command;
 
 use crate::support::{self, Apiserver, ok, start, text};
 use serde_json::{Value, json};
@@ -203,9 +202,7 @@ fn kubectl_works_on_custom_resources() {
         serde_json::from_str::<Value>(&out).unwrap()["spec"]["replicas"].clone()
     };
     assert_eq!(replicas(), 2);
-    let edit = Command::new("kubectl")
-        .arg("--kubeconfig")
-        .arg(server.kubeconfig())
+    let edit = crate::support::kubectl_command("kubectl", server.kubeconfig())
         .args(["edit", "ct/my-cron", "-n", "default"])
         .env("KUBE_EDITOR", "sed -i s/replicas:\\ 2/replicas:\\ 3/")
         .output()

@@ -15,9 +15,7 @@ use crate::support::{self, Apiserver, BIN, Process, Raw, eventually, ok, text};
 const CLE: &str = "coordinated-leader-election";
 
 fn kubectl(kubeconfig: &Path, args: &[&str]) -> Output {
-    Command::new("kubectl")
-        .arg("--kubeconfig")
-        .arg(kubeconfig)
+    crate::support::kubectl_command("kubectl", kubeconfig)
         .args(args)
         .output()
         .unwrap()
@@ -52,9 +50,7 @@ spec: {holderIdentity: me, strategy: OldestEmulationVersion, preferredHolder: yo
 
 fn apply_stdin(kubeconfig: &Path, args: &[&str], input: &str) -> Output {
     use std::io::Write as _;
-    let mut child = Command::new("kubectl")
-        .arg("--kubeconfig")
-        .arg(kubeconfig)
+    let mut child = crate::support::kubectl_command("kubectl", kubeconfig)
         .args(args)
         .stdin(std::process::Stdio::piped())
         .stdout(std::process::Stdio::piped())

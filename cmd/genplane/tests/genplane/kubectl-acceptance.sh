@@ -13,7 +13,9 @@ set -euo pipefail
 export KUBECONFIG
 
 NS=acceptance
-k() { "$KUBECTL" "$@"; }
+# Discovery cached for this server alone: kubectl's default cache is shared by every server
+# that ever had this port.
+k() { "$KUBECTL" --cache-dir "$WORK/kubectl-cache" "$@"; }
 step() { echo "--- $*"; }
 fail() {
 	echo "FAIL ($KUBECTL): $*" >&2

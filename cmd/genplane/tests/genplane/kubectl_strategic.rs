@@ -5,7 +5,7 @@
 #![allow(clippy::unwrap_used)]
 
 use std::path::Path;
-use std::process::{Command, Output};
+use std::process::Output;
 
 use crate::support::{Apiserver, kubectl_path, ok, start, text};
 use serde_json::Value;
@@ -31,11 +31,8 @@ fn get(server: &Apiserver, kubectl: &Path) -> Value {
 }
 
 fn with_env(server: &Apiserver, kubectl: &Path, env: &[(&str, &str)], args: &[&str]) -> Output {
-    let mut command = Command::new(kubectl);
-    command
-        .arg("--kubeconfig")
-        .arg(server.kubeconfig())
-        .args(args);
+    let mut command = crate::support::kubectl_command(kubectl, server.kubeconfig());
+    command.args(args);
     for (k, v) in env {
         command.env(k, v);
     }

@@ -191,8 +191,7 @@ fn alive(pid: u32) -> bool {
 }
 
 fn kubectl(kubeconfig: &Path, args: &[&str]) -> std::process::Output {
-    Command::new("kubectl")
-        .arg(format!("--kubeconfig={}", kubeconfig.display()))
+    crate::support::kubectl_command("kubectl", kubeconfig)
         .args(args)
         .output()
         .unwrap()

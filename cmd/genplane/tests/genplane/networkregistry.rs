@@ -413,11 +413,7 @@ async fn well_known_claims_come_from_flags_and_only_their_roles_write_them() {
     let as_vera = |args: &[&str]| {
         let mut all = vec!["--token=tok-vera"];
         all.extend_from_slice(args);
-        Command::new("kubectl")
-            .arg(format!(
-                "--kubeconfig={}",
-                viewer_kubeconfig(&server, tokens.path()).display()
-            ))
+        crate::support::kubectl_command("kubectl", viewer_kubeconfig(&server, tokens.path()))
             .args(&all)
             .output()
             .unwrap()

@@ -103,6 +103,9 @@ impl Cluster {
     /// kubectl as `who`.
     fn kubectl(&self, who: &Who, args: &[&str]) -> Output {
         let mut command = Command::new("kubectl");
+        command
+            .arg("--cache-dir")
+            .arg(crate::support::kubectl_cache(self.server.dir.path()));
         match who {
             Who::Token(token) => {
                 command

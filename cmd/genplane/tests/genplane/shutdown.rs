@@ -3,10 +3,9 @@
 
 #![allow(clippy::unwrap_used)]
 
-use std::process::Command;
 use std::time::Duration;
 
-use crate::support::{Process, kubectl_path, start};
+use crate::support::{Process, kubectl_command, kubectl_path, start};
 
 #[test]
 fn sigterm_with_open_watches_exits_cleanly() {
@@ -15,11 +14,8 @@ fn sigterm_with_open_watches_exits_cleanly() {
     let _watchers: Vec<Process> = ["configmaps", "namespaces"]
         .iter()
         .map(|resource| {
-            let mut command = Command::new(&kubectl);
-            command
-                .arg("--kubeconfig")
-                .arg(server.kubeconfig())
-                .args(["get", resource, "-A", "--watch"]);
+            let mut command = kubectl_command(&kubectl, server.kubeconfig());
+            command.args(["get", resource, "-A", "--watch"]);
             Process::spawn(
                 "kubectl --watch",
                 command,

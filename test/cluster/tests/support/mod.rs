@@ -102,6 +102,10 @@ impl Cluster {
         let mut child = Command::new(kubectl_1_33())
             .arg("--kubeconfig")
             .arg(self.kubeconfig())
+            // Discovery cached for this cluster alone: kubectl's default cache is shared by
+            // every server that ever had this port.
+            .arg("--cache-dir")
+            .arg(self.dir.path().join("kubectl-cache"))
             .args(args)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())

@@ -86,9 +86,7 @@ impl Apiserver {
 
     /// Runs `kubectl` (a path or a name on `PATH`) with the admin's kubeconfig.
     pub fn kubectl(&self, kubectl: impl AsRef<std::ffi::OsStr>, args: &[&str]) -> Output {
-        Command::new(kubectl)
-            .arg("--kubeconfig")
-            .arg(self.kubeconfig())
+        kubectl_command(kubectl, self.kubeconfig())
             .args(args)
             .output()
             .unwrap()
@@ -301,6 +299,30 @@ pub fn kubectl_path(name: &str) -> PathBuf {
     let path = real.parent().unwrap().join(name);
     assert!(path.exists(), "{} is missing", path.display());
     path
+}
+
+/// kubectl (`program`: a path or a name on `PATH`) with `kubeconfig`, its discovery cache in
+/// the kubeconfig's directory. By default kubectl keeps discovery for six hours in one cache
+/// per user, a directory per `host_port`; the tests start hundreds of servers on ports the
+/// system hands out again, so a shared cache answers for another test's server (a resource
+/// this one does not serve, a CRD without the subresource this one has).
+pub fn kubectl_command(
+    program: impl AsRef<std::ffi::OsStr>,
+    kubeconfig: impl AsRef<Path>,
+) -> Command {
+    let kubeconfig = kubeconfig.as_ref();
+    let mut command = Command::new(program);
+    command
+        .arg("--kubeconfig")
+        .arg(kubeconfig)
+        .arg("--cache-dir")
+        .arg(kubectl_cache(kubeconfig.parent().unwrap_or(Path::new("."))));
+    command
+}
+
+/// The kubectl cache directory of the tests whose files are in `dir`.
+pub fn kubectl_cache(dir: &Path) -> PathBuf {
+    dir.join("kubectl-cache")
 }
 
 /// kubectl (whatever version is installed), 1.33 and 1.27.
