@@ -10,7 +10,9 @@ use genplane_component_base::version::BuildInfo;
 /// per-thread arenas keep the freed buffers scattered between the cached objects, so memory
 /// stays taken after the requests are gone. Measured side by side on 20,000 cached 1 KiB
 /// ConfigMaps (`genplane-bench-apiserver --only memory`): 2,633 B per object with glibc,
-/// 1,531 B with jemalloc (their JSON is 1,416 B).
+/// 1,531 B with jemalloc (their JSON is 1,416 B). Without the `jemalloc` feature the C library's
+/// allocator serves, for heap profilers that follow only it.
+#[cfg(feature = "jemalloc")]
 #[global_allocator]
 static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 
@@ -20,6 +22,7 @@ static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 /// keeps the burst's memory: an API server after 20,000 objects came and went held 459 MiB
 /// 90 s later, and 61–124 MiB with it in two runs (`hack/bench/controllers.sh --objects 20000`). A
 /// failure only costs that, so it is reported and the process goes on.
+#[cfg(feature = "jemalloc")]
 fn return_freed_memory_when_idle() {
     let started = tikv_jemalloc_ctl::max_background_threads::write(1)
         .and_then(|()| tikv_jemalloc_ctl::background_thread::write(true));
@@ -27,6 +30,10 @@ fn return_freed_memory_when_idle() {
         eprintln!("genplane: jemalloc's background thread did not start: {error}");
     }
 }
+
+/// The C library's allocator returns what it can by itself.
+#[cfg(not(feature = "jemalloc"))]
+fn return_freed_memory_when_idle() {}
 
 #[allow(clippy::disallowed_methods)] // the one place that reads the process's own context
 fn main() -> ExitCode {

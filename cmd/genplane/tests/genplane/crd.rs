@@ -5,7 +5,6 @@
 
 #![allow(clippy::unwrap_used)]
 
-
 use crate::support::{self, Apiserver, ok, start, text};
 use serde_json::{Value, json};
 
