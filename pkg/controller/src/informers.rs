@@ -44,6 +44,8 @@ use kube::runtime::watcher::{self, Event};
 use kube::runtime::{WatchStreamExt as _, watcher as watch};
 use serde::de::DeserializeOwned;
 
+use crate::spare;
+
 /// An object reduced to its metadata, as metadata-only watches return it.
 pub type Meta = PartialObjectMeta<DynamicObject>;
 
@@ -175,6 +177,7 @@ impl SharedInformers {
                 writer,
                 listing: None,
                 synced: false,
+                room: 0,
                 subscribers: Vec::new(),
             }),
             task: Mutex::new(None),
@@ -229,6 +232,8 @@ where
     listing: Option<Vec<K>>,
     /// Whether a list has completed.
     synced: bool,
+    /// The most objects the store held since its table was last built: its table's room.
+    room: usize,
     subscribers: Vec<mpsc::UnboundedSender<Event<K>>>,
 }
 
@@ -257,8 +262,25 @@ where
             Event::InitDone => {
                 state.listing = None;
                 state.synced = true;
+                state.room = self.reader.len();
             }
-            Event::Apply(_) | Event::Delete(_) => {}
+            Event::Apply(_) => state.room = state.room.max(self.reader.len()),
+            Event::Delete(_) => {
+                let len = self.reader.len();
+                if state.listing.is_none() && spare::worth_shrinking(len, state.room) {
+                    // kube's store keeps its table's room, and a relist builds a new table:
+                    // replaying the objects as one gives the room of the deleted ones back.
+                    let objects = self.reader.state();
+                    state.writer.apply_watcher_event(&Event::Init);
+                    for object in objects {
+                        state
+                            .writer
+                            .apply_watcher_event(&Event::InitApply((*object).clone()));
+                    }
+                    state.writer.apply_watcher_event(&Event::InitDone);
+                    state.room = len;
+                }
+            }
         }
         state
             .subscribers
@@ -403,6 +425,7 @@ mod tests {
                 writer,
                 listing: None,
                 synced: false,
+                room: 0,
                 subscribers: Vec::new(),
             }),
             task: Mutex::new(None),
@@ -460,6 +483,36 @@ mod tests {
             ["init", "list a", "list b", "list c", "done", "delete a"]
         );
         assert_eq!(informer.reader.state().len(), 2);
+    }
+
+    #[tokio::test]
+    async fn a_store_that_emptied_gives_back_its_room_and_keeps_its_objects() {
+        let informer = informer();
+        let mut subscriber = informer.clone().subscribe();
+        informer.dispatch(Event::Init);
+        informer.dispatch(Event::InitDone);
+        for i in 0..4_000 {
+            informer.dispatch(Event::Apply(namespace(&format!("ns-{i}"))));
+        }
+        assert_eq!(informer.lock().room, 4_000);
+        for i in 10..4_000 {
+            informer.dispatch(Event::Delete(namespace(&format!("ns-{i}"))));
+        }
+        // The table was rebuilt when a quarter was left, and again below that.
+        assert!(informer.lock().room < 1_000, "{}", informer.lock().room);
+        let mut left: Vec<String> = informer
+            .reader
+            .state()
+            .iter()
+            .map(|o| o.metadata.name.clone().unwrap())
+            .collect();
+        left.sort();
+        assert_eq!(left, (0..10).map(|i| format!("ns-{i}")).collect::<Vec<_>>());
+        // Subscribers saw only the watch's events, not the rebuilding.
+        assert_eq!(drain(&mut subscriber).await.len(), 2 + 4_000 + 3_990);
+        // A later subscriber gets the objects left.
+        let mut late = informer.clone().subscribe();
+        assert_eq!(drain(&mut late).await.len(), 12);
     }
 
     #[tokio::test]

@@ -30,4 +30,5 @@ pub mod registry;
 pub mod resourcequota;
 pub mod rootcacertpublisher;
 pub mod serviceaccount;
+mod spare;
 pub mod workqueue;

@@ -46,6 +46,7 @@ use kube::runtime::{PredicateConfig, WatchStreamExt as _};
 
 use crate::discovery::discover;
 use crate::informers::SharedInformers;
+use crate::spare::ReleaseSpare as _;
 
 /// Upstream's default `--resource-quota-sync-period`.
 pub const DEFAULT_SYNC_PERIOD: Duration = Duration::from_secs(300);
@@ -268,10 +269,19 @@ impl Monitors {
                     }
                     Event::Delete(object) => {
                         let ns = object.namespace().unwrap_or_default();
-                        let removed = task_monitor
-                            .names()
-                            .get_mut(&ns)
-                            .is_some_and(|names| names.remove(&object.name_any()));
+                        let removed = {
+                            let mut all = task_monitor.names();
+                            let removed = all
+                                .get_mut(&ns)
+                                .is_some_and(|names| names.remove(&object.name_any()));
+                            if all.get(&ns).is_some_and(HashSet::is_empty) {
+                                all.remove(&ns);
+                                all.release_spare();
+                            } else if let Some(names) = all.get_mut(&ns) {
+                                names.release_spare();
+                            }
+                            removed
+                        };
                         if removed {
                             monitors.requeue_namespace(&ns, &gr);
                         }

@@ -14,6 +14,8 @@ use std::time::Duration;
 
 use tokio::sync::Notify;
 
+use crate::spare::ReleaseSpare as _;
+
 /// The first delay of a key that failed; doubled on each further failure.
 const BASE_DELAY: Duration = Duration::from_millis(5);
 /// The longest delay of a key that keeps failing.
@@ -111,7 +113,9 @@ impl<T: Hash + Eq + Clone + Send + Sync + 'static> Queue<T> {
 
     /// Clears the failure count of `key`.
     pub fn forget(&self, key: &T) {
-        self.lock().failures.remove(key);
+        let mut state = self.lock();
+        state.failures.remove(key);
+        state.failures.release_spare();
     }
 
     /// Waits for the next key; the caller must call [`Queue::done`] with it.
@@ -120,7 +124,9 @@ impl<T: Hash + Eq + Clone + Send + Sync + 'static> Queue<T> {
             {
                 let mut state = self.lock();
                 if let Some(key) = state.queue.pop_front() {
+                    state.queue.release_spare();
                     state.dirty.remove(&key);
+                    state.dirty.release_spare();
                     state.processing.insert(key.clone());
                     return key;
                 }
@@ -133,6 +139,7 @@ impl<T: Hash + Eq + Clone + Send + Sync + 'static> Queue<T> {
     pub fn done(&self, key: &T) {
         let mut state = self.lock();
         state.processing.remove(key);
+        state.processing.release_spare();
         if state.dirty.contains(key) {
             state.queue.push_back(key.clone());
             drop(state);

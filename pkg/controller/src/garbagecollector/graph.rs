@@ -7,6 +7,8 @@ use std::collections::{HashMap, HashSet};
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
 
+use crate::spare::ReleaseSpare as _;
+
 /// The finalizer of an owner deleted in the foreground.
 pub(crate) const FOREGROUND: &str = "foregroundDeletion";
 /// The finalizer of an owner whose dependents are orphaned.
@@ -334,6 +336,7 @@ impl Graph {
         let mut fx = Effects::default();
         let uid = &node.identity.uid;
         self.nodes.remove(uid);
+        self.nodes.release_spare();
         for o in &node.owners {
             if let Some(owner) = self.nodes.get_mut(&o.uid) {
                 owner.dependents.remove(uid);

@@ -44,6 +44,7 @@ use graph::{FOREGROUND, Graph, Identity, ORPHAN};
 
 use crate::discovery::{Discovered, Resource, discover};
 use crate::informers::{Meta, SharedInformers, Subscription};
+use crate::spare::ReleaseSpare as _;
 use crate::workqueue::Queue;
 
 /// How often discovery runs again (upstream's 30 s resync of the resource monitors).
@@ -274,6 +275,7 @@ async fn monitor(
             watcher::Event::Delete(o) => {
                 let uid = o.metadata.uid.clone().unwrap_or_default();
                 known.remove(&uid);
+                known.release_spare();
                 changes.send(Change::Deleted { uid })
             }
             watcher::Event::Init => {
