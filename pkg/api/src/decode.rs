@@ -266,8 +266,30 @@ struct Walker {
     unknown: Vec<String>,
 }
 
+/// Where the walker is. A field path is built from it only for an error or an unknown field:
+/// building one for every field, key and item walked cost an allocation and a copy each.
+#[derive(Clone, Copy)]
+enum At<'a> {
+    Root,
+    Field(&'a At<'a>, &'a str),
+    Key(&'a At<'a>, &'a str),
+    Index(&'a At<'a>, usize),
+}
+
+impl At<'_> {
+    fn path(&self) -> Path {
+        match self {
+            At::Root => Path::default(),
+            At::Field(parent, name) => parent.path().child(name),
+            At::Key(parent, key) => parent.path().key(key),
+            At::Index(parent, index) => parent.path().index(*index),
+        }
+    }
+}
+
 impl Walker {
-    fn field(&self, path: &Path) -> String {
+    fn field(&self, at: &At<'_>) -> String {
+        let path = at.path();
         if path.as_str().is_empty() {
             self.root.to_owned()
         } else {
@@ -275,7 +297,7 @@ impl Walker {
         }
     }
 
-    fn wrong(&self, path: &Path, value: &Value, ty: Type) -> DecodeError {
+    fn wrong(&self, path: &At<'_>, value: &Value, ty: Type) -> DecodeError {
         DecodeError::WrongType {
             field: self.field(path),
             found: json_type(value),
@@ -283,14 +305,14 @@ impl Walker {
         }
     }
 
-    fn bad(&self, path: &Path, message: impl Into<String>) -> DecodeError {
+    fn bad(&self, path: &At<'_>, message: impl Into<String>) -> DecodeError {
         DecodeError::BadValue {
             field: self.field(path),
             message: message.into(),
         }
     }
 
-    fn walk(&mut self, value: &Value, ty: Type, path: &Path) -> Result<Value, DecodeError> {
+    fn walk(&mut self, value: &Value, ty: Type, path: &At<'_>) -> Result<Value, DecodeError> {
         match (ty, value) {
             (Type::Any, v) => Ok(v.clone()),
             (Type::String, Value::String(_)) | (Type::Bool, Value::Bool(_)) => Ok(value.clone()),
@@ -341,7 +363,7 @@ impl Walker {
             (Type::Struct(schema), Value::Object(fields)) => {
                 let mut out = Map::new();
                 for (name, item) in fields {
-                    let child = path.child(name);
+                    let child = At::Field(path, name);
                     match schema.field(name) {
                         Some(_) if item.is_null() => {}
                         Some(field) => {
@@ -357,7 +379,7 @@ impl Walker {
                                 out.insert(name.clone(), decoded);
                             }
                         }
-                        None => self.unknown.push(child.to_string()),
+                        None => self.unknown.push(child.path().to_string()),
                     }
                 }
                 Ok(Value::Object(out))
@@ -368,7 +390,7 @@ impl Walker {
                     let decoded = if item.is_null() {
                         item_ty.zero()
                     } else {
-                        self.walk(item, *item_ty, &path.key(key))?
+                        self.walk(item, *item_ty, &At::Key(path, key))?
                     };
                     out.insert(key.clone(), decoded);
                 }
@@ -380,7 +402,7 @@ impl Walker {
                     out.push(if item.is_null() {
                         item_ty.zero()
                     } else {
-                        self.walk(item, *item_ty, &path.index(i))?
+                        self.walk(item, *item_ty, &At::Index(path, i))?
                     });
                 }
                 Ok(Value::Array(out))
@@ -416,7 +438,7 @@ pub fn decode(object: &Value, schema: &'static Struct) -> Result<Decoded, Decode
         root: schema.name,
         unknown: Vec::new(),
     };
-    let decoded = walker.walk(object, Type::Struct(schema), &Path::default())?;
+    let decoded = walker.walk(object, Type::Struct(schema), &At::Root)?;
     Ok(Decoded {
         object: decoded,
         unknown_fields: walker.unknown,
@@ -692,10 +714,10 @@ mod tests {
     #[test]
     fn normalizes_like_a_go_round_trip() {
         let input = json!({
-            "kind": "Thing", "metadata": {"name": "a", "labels": null, "creationTimestamp": "2026-11-22T04:40:00.5+01:00"},
+            "kind": "Thing", "metadata": {"name": "a", "labels": null, "creationTimestamp": "2026-11-22T04:40:00.5+01:00", "bogus": {}},
             "data": {"k": null, "v": "x"}, "flag": null, "count": 3,
             "at": "2026-11-22T03:40:00.123456+00:00", "size": 1.5, "bytes": {"k": "aGk=\n"},
-            "items": [null, {"name": "s"}], "extra": 1, "spec": {"x": 1}
+            "items": [null, {"name": "s", "extra": 2}], "extra": 1, "spec": {"x": 1}
         });
         let decoded = decode(&input, &THING).unwrap();
         assert_eq!(
@@ -707,6 +729,11 @@ mod tests {
                 "items": [{}, {"name": "s"}]
             })
         );
-        assert_eq!(decoded.unknown_fields, ["extra", "spec"]);
+        let mut unknown = decoded.unknown_fields;
+        unknown.sort();
+        assert_eq!(
+            unknown,
+            ["extra", "items[1].extra", "metadata.bogus", "spec"]
+        );
     }
 }
