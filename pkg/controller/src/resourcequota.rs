@@ -271,16 +271,19 @@ impl Monitors {
                         let ns = object.namespace().unwrap_or_default();
                         let removed = {
                             let mut all = task_monitor.names();
-                            let removed = all
-                                .get_mut(&ns)
-                                .is_some_and(|names| names.remove(&object.name_any()));
-                            if all.get(&ns).is_some_and(HashSet::is_empty) {
-                                all.remove(&ns);
-                                all.release_spare();
-                            } else if let Some(names) = all.get_mut(&ns) {
-                                names.release_spare();
+                            match all.get_mut(&ns) {
+                                Some(names) => {
+                                    let removed = names.remove(&object.name_any());
+                                    if names.is_empty() {
+                                        all.remove(&ns);
+                                        all.release_spare();
+                                    } else {
+                                        names.release_spare();
+                                    }
+                                    removed
+                                }
+                                None => false,
                             }
-                            removed
                         };
                         if removed {
                             monitors.requeue_namespace(&ns, &gr);
