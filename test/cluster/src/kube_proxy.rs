@@ -433,8 +433,12 @@ async fn serve_tcp(shared: Arc<Shared>, key: Key, listener: TcpListener) {
 async fn serve_udp(shared: Arc<Shared>, key: Key, socket: UdpSocket) {
     let socket = Arc::new(socket);
     let flows: Arc<Mutex<HashMap<SocketAddr, Arc<UdpSocket>>>> = Arc::default();
+    // The flows' reply tasks hold the socket too: they end with this task, so that the
+    // address is free once it is given up.
+    let mut replies = tokio::task::JoinSet::new();
     let mut buffer = vec![0u8; 65536];
     loop {
+        while replies.try_join_next().is_some() {}
         let Ok((length, client)) = socket.recv_from(&mut buffer).await else {
             continue;
         };
@@ -469,7 +473,7 @@ async fn serve_udp(shared: Arc<Shared>, key: Key, socket: UdpSocket) {
                     .lock()
                     .unwrap_or_else(std::sync::PoisonError::into_inner)
                     .insert(client, upstream.clone());
-                tokio::spawn(reply_udp(
+                replies.spawn(reply_udp(
                     socket.clone(),
                     upstream.clone(),
                     client,
@@ -597,7 +601,22 @@ impl Forwarder {
     /// Serves `wanted` from now on: new addresses are listened on, gone ones closed, and
     /// every connection from now on follows the new routes.
     pub async fn set(&mut self, wanted: BTreeMap<Key, Served>) {
-        self.listeners.retain(|key, _| wanted.contains_key(key));
+        // A listener closes when its aborted task is dropped, which the runtime does later:
+        // wait for that, so that an address given up here can be listened on again at once
+        // (a deleted Service's ClusterIP handed to the next Service). Otherwise the new bind
+        // failed and nothing tried again until some other Service or EndpointSlice changed.
+        let gone: Vec<Key> = self
+            .listeners
+            .keys()
+            .filter(|key| !wanted.contains_key(*key))
+            .copied()
+            .collect();
+        for key in gone {
+            if let Some(mut task) = self.listeners.remove(&key) {
+                task.0.abort();
+                let _ = (&mut task.0).await;
+            }
+        }
         for (key, served) in &wanted {
             if !self.listeners.contains_key(key)
                 && let Some(task) = listen(&self.shared, *key, served).await
@@ -730,5 +749,50 @@ mod tests {
             health_answer(&("default".into(), "web".into()), 0)
                 .starts_with("HTTP/1.1 503 Service Unavailable")
         );
+    }
+
+    #[tokio::test]
+    async fn an_address_given_up_and_wanted_again_at_once_is_listened_on() {
+        // Free ports on loopback (TCP and UDP), for the keys.
+        let tcp = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap();
+        let udp = std::net::UdpSocket::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap();
+        let route = || Route {
+            service: ("ns".into(), "svc".into()),
+            backends: Vec::new(),
+            local_to: None,
+            masquerade: None,
+            affinity: None,
+            sources: Vec::new(),
+            client_local: None,
+        };
+        let wanted = || {
+            BTreeMap::from([
+                ((tcp, Protocol::Tcp), Served::Forward(route())),
+                ((udp, Protocol::Udp), Served::Forward(route())),
+            ])
+        };
+        let mut forwarder = Forwarder::default();
+        for _ in 0..3 {
+            forwarder.set(wanted()).await;
+            assert_eq!(forwarder.listeners.len(), 2, "{forwarder:?}");
+            forwarder.set(BTreeMap::new()).await;
+            assert!(forwarder.listeners.is_empty());
+        }
+        // A health-check port too.
+        let health = (tcp, Protocol::Tcp);
+        let served = || Served::Health {
+            service: ("ns".into(), "svc".into()),
+            local_endpoints: 1,
+        };
+        forwarder.set(BTreeMap::from([(health, served())])).await;
+        forwarder.set(BTreeMap::new()).await;
+        forwarder.set(BTreeMap::from([(health, served())])).await;
+        assert!(forwarder.listeners.contains_key(&health), "{forwarder:?}");
     }
 }
