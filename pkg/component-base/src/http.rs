@@ -467,6 +467,12 @@ where
             },
             () = shutdown.triggered() => break,
         };
+        // Answers go out as soon as they are written, as Go's servers do by default: with
+        // Nagle's algorithm a small frame waits for the client's acknowledgement of the previous
+        // one, which costs a round trip per answer on a busy HTTP/2 connection.
+        if let Err(error) = stream.set_nodelay(true) {
+            tracing::debug!(%peer, %error, "setting TCP_NODELAY failed");
+        }
         let (handler, builder, tls, closing) = (
             handler.clone(),
             builder.clone(),
