@@ -153,6 +153,13 @@ impl Storage for Backend {
             Backend::Etcd(s) => s.watch_proves_progress(),
         }
     }
+
+    fn knows_current_revision(&self) -> bool {
+        match self {
+            Backend::Sqlite(s) => s.knows_current_revision(),
+            Backend::Etcd(s) => s.knows_current_revision(),
+        }
+    }
 }
 
 /// The storage of a served resource: its own watch cache over the shared backend, with the

@@ -599,6 +599,15 @@ pub trait Storage: Send + Sync + 'static {
     fn watch_proves_progress(&self) -> bool {
         true
     }
+
+    /// Whether [`Storage::current_revision`] is known here, without a round trip to another
+    /// process (an embedded store that is the only writer of its database). A cache over such
+    /// a store answers consistent reads of single objects from memory too; over a remote store
+    /// a consistent get reads the object there, which costs the same one round trip as learning
+    /// the current revision would.
+    fn knows_current_revision(&self) -> bool {
+        false
+    }
 }
 
 /// The longest key accepted, in bytes.
@@ -713,6 +722,10 @@ impl<S: Storage> Storage for Arc<S> {
 
     fn watch_proves_progress(&self) -> bool {
         (**self).watch_proves_progress()
+    }
+
+    fn knows_current_revision(&self) -> bool {
+        (**self).knows_current_revision()
     }
 }
 

@@ -380,7 +380,25 @@ impl<S: Storage> Storage for Cacher<S> {
                 return Ok(snapshot.objects.get(key).map(|e| e.0.kv.clone()));
             }
         }
-        // A consistent get costs one read of the store either way; read it there.
+        if revision.is_none() && self.covers(key) && self.store.knows_current_revision() {
+            // The store knows its current revision without a round trip: once the cache has
+            // caught up with it, memory answers as the store would.
+            let current = self.store.current_revision().await?;
+            match self.wait_for(Some(current)).await {
+                Ok(()) => {
+                    let snapshot = self
+                        .shared
+                        .snapshot
+                        .read()
+                        .unwrap_or_else(PoisonError::into_inner);
+                    return Ok(snapshot.objects.get(key).map(|e| e.0.kv.clone()));
+                }
+                Err(Error::Timeout) => {}
+                Err(other) => return Err(other),
+            }
+        }
+        // Over a remote store a consistent get costs one round trip either way (the current
+        // revision or the object): the store answers it.
         self.store.get(key, revision).await
     }
 
@@ -533,5 +551,9 @@ impl<S: Storage> Storage for Cacher<S> {
 
     fn watch_proves_progress(&self) -> bool {
         self.store.watch_proves_progress()
+    }
+
+    fn knows_current_revision(&self) -> bool {
+        self.store.knows_current_revision()
     }
 }

@@ -92,6 +92,44 @@ async fn consistent_reads_see_writes_made_behind_the_caches_back() {
 }
 
 #[tokio::test]
+async fn consistent_gets_over_an_embedded_store_see_writes_and_come_from_memory() {
+    let dir = tempfile::tempdir().unwrap();
+    let cache = Cacher::new(store(&dir), "/a/", CacherConfig::default()).unwrap();
+    assert!(cache.knows_current_revision());
+    for i in 0..50 {
+        // Straight to the store: the cache learns of each write only through its watch.
+        let written = cache
+            .store()
+            .create("/a/x", Bytes::from(format!("v{i}")))
+            .await
+            .unwrap();
+        assert_eq!(
+            cache.get("/a/x", None).await.unwrap(),
+            Some(written.clone()),
+            "a consistent get returns the write just acknowledged"
+        );
+        cache.store().delete("/a/x", None).await.unwrap();
+        assert_eq!(cache.get("/a/x", None).await.unwrap(), None, "and its deletion");
+    }
+    let written = cache
+        .store()
+        .create("/a/y", Bytes::from_static(b"kept"))
+        .await
+        .unwrap();
+    let first = cache.get("/a/y", None).await.unwrap().unwrap();
+    let second = cache.get("/a/y", None).await.unwrap().unwrap();
+    assert_eq!(first, written);
+    // Each read of the store decodes a value of its own; the cache hands out its one copy.
+    assert_eq!(
+        first.value.as_ptr(),
+        second.value.as_ptr(),
+        "both gets were answered from the cache's entry"
+    );
+    let stored = cache.store().get("/a/y", None).await.unwrap().unwrap();
+    assert_ne!(stored.value.as_ptr(), first.value.as_ptr());
+}
+
+#[tokio::test]
 async fn a_quiet_prefix_still_answers_consistent_reads_promptly() {
     let dir = tempfile::tempdir().unwrap();
     let cache = Cacher::new(store(&dir), "/quiet/", CacherConfig::default()).unwrap();

@@ -468,6 +468,12 @@ impl Storage for SqliteStore {
     fn compacted_revision(&self) -> Revision {
         self.committed().compacted
     }
+
+    /// The writer publishes every commit here, and no other process writes the database (the
+    /// lock file): the committed revision is the current one.
+    fn knows_current_revision(&self) -> bool {
+        true
+    }
 }
 
 /// The writer answered a write with the outcome of another kind of write: a bug.

@@ -266,6 +266,10 @@ impl<S: Storage> Storage for Transformed<S> {
     fn watch_proves_progress(&self) -> bool {
         self.store.watch_proves_progress()
     }
+
+    fn knows_current_revision(&self) -> bool {
+        self.store.knows_current_revision()
+    }
 }
 
 #[cfg(test)]
