@@ -11,7 +11,9 @@
 //! - `genplane_etcd_member_preferred{endpoint}`: 1 for the member requests go to;
 //! - `genplane_etcd_compactions_total`: the compactions this apiserver made (the coordinated
 //!   compactor lets one apiserver compact per interval);
-//! - `genplane_etcd_compacted_revision`: the latest compaction known, whoever made it.
+//! - `genplane_etcd_compacted_revision`: the latest compaction known, whoever made it;
+//! - `genplane_etcd_revision_reads_total`: the reads of etcd's current revision this apiserver
+//!   sent for consistent reads (concurrent ones share a read).
 
 use std::fmt;
 use std::sync::Arc;
@@ -119,6 +121,12 @@ impl Collector for EtcdMetrics {
             "The latest compaction of etcd's history known to this apiserver, whoever made it",
             None,
             MetricType::Gauge,
+        )?)?;
+        ConstCounter::new(status.revision_reads).encode(encoder.encode_descriptor(
+            "genplane_etcd_revision_reads",
+            "Reads of etcd's current revision sent for consistent reads (concurrent ones share one)",
+            None,
+            MetricType::Counter,
         )?)?;
         Ok(())
     }

@@ -109,7 +109,11 @@ async fn consistent_gets_over_an_embedded_store_see_writes_and_come_from_memory(
             "a consistent get returns the write just acknowledged"
         );
         cache.store().delete("/a/x", None).await.unwrap();
-        assert_eq!(cache.get("/a/x", None).await.unwrap(), None, "and its deletion");
+        assert_eq!(
+            cache.get("/a/x", None).await.unwrap(),
+            None,
+            "and its deletion"
+        );
     }
     let written = cache
         .store()

@@ -234,6 +234,11 @@ struct Inner {
     compactions: AtomicU64,
     /// The compactor [`EtcdConfig::compaction_interval`] asked for.
     compactor: OnceLock<Compactor>,
+    /// How many reads of the current revision were sent.
+    revision_reads: AtomicU64,
+    /// One read of the current revision at a time, and the latest one's answer: its number in
+    /// `revision_reads` and the revision. Callers queue here (see [`Storage::current_revision`]).
+    revision_turn: tokio::sync::Mutex<Option<(u64, Revision)>>,
 }
 
 impl Inner {
@@ -251,6 +256,9 @@ pub struct EtcdStatus {
     pub compactions: u64,
     /// The latest compaction known (see [`Storage::compacted_revision`]).
     pub compacted_revision: Revision,
+    /// How many reads of the current revision this store sent (concurrent consistent reads
+    /// share one).
+    pub revision_reads: u64,
 }
 
 impl fmt::Debug for EtcdStore {
@@ -300,6 +308,8 @@ impl EtcdStore {
                 compacted: AtomicI64::new(0),
                 compactions: AtomicU64::new(0),
                 compactor: OnceLock::new(),
+                revision_reads: AtomicU64::new(0),
+                revision_turn: tokio::sync::Mutex::new(None),
             }),
         };
         for index in 0..store.inner.members.len() {
@@ -325,6 +335,7 @@ impl EtcdStore {
             members: self.inner.members.status(),
             compactions: self.inner.compactions.load(Ordering::Relaxed),
             compacted_revision: self.inner.compacted.load(Ordering::Relaxed),
+            revision_reads: self.inner.revision_reads.load(Ordering::Relaxed),
         }
     }
 
@@ -433,6 +444,21 @@ impl EtcdStore {
             Ok(_) | Err(Failure::FutureRevision) => Ok(()),
             Err(failure) => Err(self.explain(failure, after).await),
         }
+    }
+
+    /// One quorum read of etcd's current revision (a count-only range).
+    async fn read_current_revision(&self) -> Result<Revision> {
+        let key = self.etcd_key("/");
+        let response = self
+            .inner
+            .members
+            .kv(Retry::Idempotent, |mut kv| {
+                let key = key.clone();
+                async move { kv.get(key, Some(GetOptions::new().with_count_only())).await }
+            })
+            .await
+            .map_err(Failure::into_error)?;
+        Self::header_revision(response.header())
     }
 
     fn header_revision(header: Option<&etcd_client::ResponseHeader>) -> Result<Revision> {
@@ -683,18 +709,25 @@ impl Storage for EtcdStore {
         watch::start(self.clone(), prefix, after).await
     }
 
+    /// Concurrent callers share reads, as etcd batches its read index: a read answers every
+    /// caller that arrived before it was sent, so each still gets a revision at least as new as
+    /// every write acknowledged before it asked. One read is in flight at a time; the callers
+    /// that arrive meanwhile share the next. Under load that is one round trip per batch, not
+    /// per consistent list.
     async fn current_revision(&self) -> Result<Revision> {
-        let key = self.etcd_key("/");
-        let response = self
-            .inner
-            .members
-            .kv(Retry::Idempotent, |mut kv| {
-                let key = key.clone();
-                async move { kv.get(key, Some(GetOptions::new().with_count_only())).await }
-            })
-            .await
-            .map_err(Failure::into_error)?;
-        Self::header_revision(response.header())
+        let inner = &self.inner;
+        let arrived = inner.revision_reads.load(Ordering::SeqCst);
+        let mut latest = inner.revision_turn.lock().await;
+        if let Some((read, revision)) = *latest
+            && read > arrived
+        {
+            // Sent after this caller arrived.
+            return Ok(revision);
+        }
+        let read = inner.revision_reads.fetch_add(1, Ordering::SeqCst) + 1;
+        let revision = self.read_current_revision().await?;
+        *latest = Some((read, revision));
+        Ok(revision)
     }
 
     async fn compact(&self, revision: Revision) -> Result<()> {

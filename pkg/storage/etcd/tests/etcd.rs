@@ -190,6 +190,38 @@ async fn no_endpoint_answering_is_unavailable() {
 }
 
 #[tokio::test]
+async fn concurrent_reads_of_the_current_revision_share_round_trips_and_miss_no_write() {
+    let server = EtcdServer::start().await.unwrap();
+    let store = EtcdStore::connect(&server.config()).await.unwrap();
+    // Another client writes: this store learns of the writes only from etcd.
+    let other = EtcdStore::connect(&server.config()).await.unwrap();
+    for round in 0..5 {
+        let written = other
+            .create(&format!("/t/{round}"), bytes("x"))
+            .await
+            .unwrap();
+        let before = store.status().revision_reads;
+        let revisions = futures::future::join_all((0..64).map(|_| store.current_revision())).await;
+        let sent = store.status().revision_reads - before;
+        for revision in revisions {
+            assert!(
+                revision.unwrap() >= written.mod_revision,
+                "every caller sees the write acknowledged before it asked"
+            );
+        }
+        // The first caller's read, and one for the callers that arrived while it was out.
+        assert!(
+            (1..=2).contains(&sent),
+            "64 concurrent callers sent {sent} reads"
+        );
+    }
+    // A caller that gives up while its read is out leaves the turn to the others.
+    let _ = tokio::time::timeout(Duration::ZERO, store.current_revision()).await;
+    let written = other.create("/t/last", bytes("x")).await.unwrap();
+    assert!(store.current_revision().await.unwrap() >= written.mod_revision);
+}
+
+#[tokio::test]
 async fn prefixes_keep_clusters_apart() {
     let server = EtcdServer::start().await.unwrap();
     let open = |prefix: &str| {
