@@ -2,114 +2,132 @@
 //!
 //! A JSON object may repeat a key; parsing keeps the last value. Upstream's strict decoding
 //! reports every repeat (`duplicate field "metadata.name"`) under `fieldValidation=Strict` and
-//! `Warn`, so the raw text is walked once more to find them.
+//! `Warn`. [`parse`] finds them while it parses, in the same pass.
 
-use std::collections::HashSet;
 use std::fmt;
 
-use serde::de::{self, DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
+use serde::de::{self, DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
+use serde_json::{Map, Number, Value};
 
-/// How deep the walk goes; deeper text is not inspected further (serde_json itself refuses
-/// nesting beyond 128 levels).
-const MAX_DEPTH: usize = 128;
-
-/// The paths of repeated object keys in the JSON `text`, in document order, written as
-/// upstream writes them: `metadata.name`, `spec.containers[0].image`. Text that is not valid
-/// JSON yields what was found before the error (the parse itself reports the error).
-pub fn duplicate_fields(text: &[u8]) -> Vec<String> {
+/// Parses the JSON `text` as `serde_json::from_slice` does (the same errors, the last of
+/// repeated keys kept), and also answers the paths of repeated object keys, in document order,
+/// written as upstream writes them: `metadata.name`, `spec.containers[0].image`. A path is
+/// written only for a repeat, so clean text costs no more than the parse.
+pub fn parse(text: &[u8]) -> Result<(Value, Vec<String>), serde_json::Error> {
     let mut found = Vec::new();
     let mut deserializer = serde_json::Deserializer::from_slice(text);
-    let _ = Walk {
-        path: String::new(),
-        depth: 0,
+    let value = Parse {
+        at: At::Root,
         found: &mut found,
     }
-    .deserialize(&mut deserializer);
-    found
+    .deserialize(&mut deserializer)?;
+    deserializer.end()?;
+    Ok((value, found))
 }
 
-struct Walk<'a> {
-    path: String,
-    depth: usize,
-    found: &'a mut Vec<String>,
+/// Where the parse is: a path written out only when a repeat is found.
+#[derive(Clone, Copy)]
+enum At<'a> {
+    Root,
+    Key(&'a At<'a>, &'a str),
+    Index(&'a At<'a>, usize),
 }
 
-impl<'de> DeserializeSeed<'de> for Walk<'_> {
-    type Value = ();
-
-    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<(), D::Error> {
-        if self.depth >= MAX_DEPTH {
-            return deserializer.deserialize_ignored_any(IgnoredAny).map(drop);
+impl fmt::Display for At<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            At::Root => Ok(()),
+            At::Key(At::Root, key) => f.write_str(key),
+            At::Key(parent, key) => write!(f, "{parent}.{key}"),
+            At::Index(parent, index) => write!(f, "{parent}[{index}]"),
         }
+    }
+}
+
+struct Parse<'a, 'f> {
+    at: At<'a>,
+    found: &'f mut Vec<String>,
+}
+
+impl<'de> DeserializeSeed<'de> for Parse<'_, '_> {
+    type Value = Value;
+
+    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<Value, D::Error> {
+        // serde_json refuses nesting beyond 128 levels here, as it does for `from_slice`.
         deserializer.deserialize_any(self)
     }
 }
 
-impl<'de> Visitor<'de> for Walk<'_> {
-    type Value = ();
+impl<'de> Visitor<'de> for Parse<'_, '_> {
+    type Value = Value;
 
     fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("any JSON value")
+        f.write_str("any valid JSON value")
     }
 
-    fn visit_bool<E: de::Error>(self, _: bool) -> Result<(), E> {
-        Ok(())
+    fn visit_bool<E: de::Error>(self, value: bool) -> Result<Value, E> {
+        Ok(Value::Bool(value))
     }
-    fn visit_i64<E: de::Error>(self, _: i64) -> Result<(), E> {
-        Ok(())
+    fn visit_i64<E: de::Error>(self, value: i64) -> Result<Value, E> {
+        Ok(Value::Number(value.into()))
     }
-    fn visit_u64<E: de::Error>(self, _: u64) -> Result<(), E> {
-        Ok(())
+    fn visit_u64<E: de::Error>(self, value: u64) -> Result<Value, E> {
+        Ok(Value::Number(value.into()))
     }
-    fn visit_f64<E: de::Error>(self, _: f64) -> Result<(), E> {
-        Ok(())
+    fn visit_f64<E: de::Error>(self, value: f64) -> Result<Value, E> {
+        Ok(Number::from_f64(value).map_or(Value::Null, Value::Number))
     }
-    fn visit_str<E: de::Error>(self, _: &str) -> Result<(), E> {
-        Ok(())
+    fn visit_str<E: de::Error>(self, value: &str) -> Result<Value, E> {
+        Ok(Value::String(value.to_owned()))
     }
-    fn visit_unit<E: de::Error>(self) -> Result<(), E> {
-        Ok(())
+    fn visit_string<E: de::Error>(self, value: String) -> Result<Value, E> {
+        Ok(Value::String(value))
+    }
+    fn visit_unit<E: de::Error>(self) -> Result<Value, E> {
+        Ok(Value::Null)
+    }
+    fn visit_none<E: de::Error>(self) -> Result<Value, E> {
+        Ok(Value::Null)
     }
 
-    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
-        let mut index = 0usize;
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Value, A::Error> {
+        let mut items = Vec::with_capacity(seq.size_hint().unwrap_or(0).min(4096));
         loop {
-            let item = Walk {
-                path: format!("{}[{index}]", self.path),
-                depth: self.depth + 1,
+            let item = Parse {
+                at: At::Index(&self.at, items.len()),
                 found: &mut *self.found,
             };
-            if seq.next_element_seed(item)?.is_none() {
-                return Ok(());
+            match seq.next_element_seed(item)? {
+                Some(value) => items.push(value),
+                None => return Ok(Value::Array(items)),
             }
-            index += 1;
         }
     }
 
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
-        let mut seen = HashSet::new();
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Value, A::Error> {
+        let mut object = Map::new();
         while let Some(key) = map.next_key::<String>()? {
-            let path = if self.path.is_empty() {
-                key.clone()
-            } else {
-                format!("{}.{key}", self.path)
-            };
-            if !seen.insert(key) {
-                self.found.push(path.clone());
+            let at = At::Key(&self.at, &key);
+            if object.contains_key(&key) {
+                self.found.push(at.to_string());
             }
-            map.next_value_seed(Walk {
-                path,
-                depth: self.depth + 1,
+            let value = map.next_value_seed(Parse {
+                at,
                 found: &mut *self.found,
             })?;
+            object.insert(key, value);
         }
-        Ok(())
+        Ok(Value::Object(object))
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn duplicate_fields(text: &[u8]) -> Vec<String> {
+        parse(text).unwrap().1
+    }
 
     #[test]
     fn repeated_keys_are_found_with_upstreams_paths_in_document_order() {
@@ -119,18 +137,51 @@ mod tests {
             duplicate_fields(text),
             ["metadata.name", "items[1].x", "data", "data.k"]
         );
+        // The last of the repeats is kept, as serde_json keeps it.
+        assert_eq!(
+            parse(text).unwrap().0,
+            serde_json::from_slice::<Value>(text).unwrap()
+        );
     }
 
     #[test]
-    fn clean_or_broken_text_has_none() {
-        assert!(duplicate_fields(br#"{"a":{"b":[1,{"c":2}]},"d":null}"#).is_empty());
-        assert!(duplicate_fields(b"not json").is_empty());
-        assert_eq!(duplicate_fields(br#"{"a":1,"a":2,"#), ["a"]);
+    fn values_and_errors_are_serde_jsons() {
+        for text in [
+            &br#"{"a":{"b":[1,{"c":2}]},"d":null,"e":-1.5e3,"f":18446744073709551615,"g":"\u00e9\n","h":[],"i":{},"j":true}"#[..],
+            b"[1, 2.0, -3]",
+            b"\"s\"",
+            b"  42  ",
+        ] {
+            let (value, duplicates) = parse(text).unwrap();
+            assert_eq!(value, serde_json::from_slice::<Value>(text).unwrap());
+            assert!(duplicates.is_empty());
+        }
+        for broken in [
+            &b"not json"[..],
+            br#"{"a":1,"a":2,"#,
+            br#"{"a":1} trailing"#,
+            b"",
+            br#"{"a":01}"#,
+        ] {
+            assert_eq!(
+                parse(broken).unwrap_err().to_string(),
+                serde_json::from_slice::<Value>(broken)
+                    .unwrap_err()
+                    .to_string()
+            );
+        }
     }
 
     #[test]
-    fn deep_nesting_is_not_a_stack_overflow() {
+    fn deep_nesting_is_refused_as_serde_json_refuses_it() {
         let deep = format!("{}{}", "[".repeat(100_000), "]".repeat(100_000));
-        assert!(duplicate_fields(deep.as_bytes()).is_empty());
+        assert_eq!(
+            parse(deep.as_bytes()).unwrap_err().to_string(),
+            serde_json::from_slice::<Value>(deep.as_bytes())
+                .unwrap_err()
+                .to_string()
+        );
+        let fine = format!("{}{}", "[".repeat(100), "]".repeat(100));
+        assert!(parse(fine.as_bytes()).is_ok());
     }
 }

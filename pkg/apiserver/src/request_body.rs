@@ -22,14 +22,11 @@ pub fn decode_object(
     bytes: &[u8],
 ) -> Result<(Value, Vec<String>), ApiError> {
     let format = negotiation::body_format(content_type)?;
-    let mut object = match format {
-        BodyFormat::Protobuf => protobuf_body(info, bytes)?,
-        other => decode_body(bytes, other)?,
-    };
     // YAML with a repeated key is refused by the parser; protobuf cannot repeat one.
-    let duplicates = match format {
-        BodyFormat::Json => genplane_apimachinery::json::duplicate_fields(bytes),
-        BodyFormat::Yaml | BodyFormat::Protobuf => Vec::new(),
+    let (mut object, duplicates) = match format {
+        BodyFormat::Protobuf => (protobuf_body(info, bytes)?, Vec::new()),
+        BodyFormat::Json => genplane_apimachinery::json::parse(bytes).map_err(not_json)?,
+        BodyFormat::Yaml => (decode_body(bytes, format)?, Vec::new()),
     };
     let map = object
         .as_object_mut()
@@ -43,9 +40,7 @@ pub fn decode_object(
 /// `Ctx::object_body` in the handlers).
 pub(crate) fn decode_body(bytes: &[u8], format: BodyFormat) -> Result<Value, ApiError> {
     match format {
-        BodyFormat::Json => serde_json::from_slice(bytes).map_err(|e| {
-            Status::bad_request(format!("the request body is not valid JSON: {e}")).into()
-        }),
+        BodyFormat::Json => serde_json::from_slice(bytes).map_err(not_json),
         BodyFormat::Yaml => {
             let text = std::str::from_utf8(bytes).map_err(|e| {
                 ApiError::from(Status::bad_request(format!(
@@ -62,6 +57,11 @@ pub(crate) fn decode_body(bytes: &[u8], format: BodyFormat) -> Result<Value, Api
         )
         .into()),
     }
+}
+
+/// The answer to a body that is not JSON.
+fn not_json(error: serde_json::Error) -> ApiError {
+    Status::bad_request(format!("the request body is not valid JSON: {error}")).into()
 }
 
 /// Reads a protobuf body: the envelope, its `typeMeta` (checked as a JSON body's

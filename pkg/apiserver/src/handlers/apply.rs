@@ -49,8 +49,8 @@ fn conflict_status(conflicts: &[managed::Conflict]) -> Status {
 /// Reads the applied configuration: JSON when it parses as JSON (its repeated keys are
 /// reported to `fieldValidation`), else YAML.
 fn read_config(bytes: &[u8]) -> Result<(Value, Vec<String>), ApiError> {
-    let (config, duplicates) = match serde_json::from_slice::<Value>(bytes) {
-        Ok(value) => (value, genplane_apimachinery::json::duplicate_fields(bytes)),
+    let (config, duplicates) = match genplane_apimachinery::json::parse(bytes) {
+        Ok(parsed) => parsed,
         Err(_) => (decode_body(bytes, BodyFormat::Yaml)?, Vec::new()),
     };
     if !config.is_object() {

@@ -102,7 +102,7 @@ pub(crate) async fn patch<S: Storage>(
         .into());
     }
     let bytes = read_bytes(body).await?;
-    let patch: Value = serde_json::from_slice(&bytes).map_err(|e| {
+    let (patch, repeated) = genplane_apimachinery::json::parse(&bytes).map_err(|e| {
         ApiError::from(Status::bad_request(format!(
             "the patch is not valid JSON: {e}"
         )))
@@ -125,9 +125,7 @@ pub(crate) async fn patch<S: Storage>(
     // A key repeated in a merge patch is reported as in a body (a JSON patch's repeats are
     // within its operations, which upstream reads leniently).
     let duplicates = match patch_type {
-        PatchType::Merge | PatchType::StrategicMerge => {
-            genplane_apimachinery::json::duplicate_fields(&bytes)
-        }
+        PatchType::Merge | PatchType::StrategicMerge => repeated,
         _ => Vec::new(),
     };
     let options = ctx.write_options("PatchOptions")?;
