@@ -152,6 +152,8 @@ pub(crate) struct Shared {
     pub(crate) committed: watch::Sender<Committed>,
     /// How many write transactions the writer has committed.
     pub(crate) commits: std::sync::atomic::AtomicU64,
+    /// The watches, woken by the writer for the commits that touch their prefixes.
+    pub(crate) wakers: watcher::Wakers,
 }
 
 /// The newest published state of the store.
@@ -208,6 +210,7 @@ impl SqliteStore {
             ),
             committed,
             commits: Default::default(),
+            wakers: watcher::Wakers::default(),
         });
         let (requests, queue) = mpsc::channel(config.max_batch.max(1) * 8);
         let writer = writer::spawn(
@@ -335,6 +338,7 @@ impl Drop for SqliteStore {
             tracing::error!(path = %self.path.display(), "the SQLite writer thread panicked");
         }
         self.shared.committed.send_modify(|c| c.closed = true);
+        self.shared.wakers.wake_all();
     }
 }
 

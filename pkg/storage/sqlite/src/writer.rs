@@ -212,11 +212,20 @@ impl Writer {
         }
         // Publish before acknowledging: a client that hears its write succeeded and then
         // watches from its revision must find the event.
-        self.shared.log.push(events, revision);
+        self.shared.log.push(events.iter().cloned(), revision);
         self.shared.committed.send_modify(|c| {
             c.revision = revision;
             c.compacted = compacted;
         });
+        // Looked up after the publication: a watch that registers later reads the new revision
+        // itself.
+        let following = self
+            .shared
+            .wakers
+            .following(events.iter().map(|e| e.kv.key.as_str()));
+        for watch in following {
+            watch.wake();
+        }
         for p in pending {
             let _ = p.reply.send(p.result);
         }

@@ -66,6 +66,61 @@ async fn a_watch_far_behind_catches_up_from_history_then_follows_live_writes() {
     assert_eq!(&event.prev.as_ref().unwrap().value[..], b"0");
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn watches_started_during_writes_miss_nothing_and_quiet_ones_report_the_current_revision() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = std::sync::Arc::new(SqliteStore::open(&config(&dir)).unwrap());
+    let quiet = store.watch("/quiet/", 1).await.unwrap();
+    let writer = {
+        let store = store.clone();
+        tokio::spawn(async move {
+            let mut written = Vec::new();
+            for i in 0..300 {
+                let w = store
+                    .create(&format!("/w/{i:03}"), Bytes::from_static(b"x"))
+                    .await
+                    .unwrap();
+                written.push((w.mod_revision, w.key));
+                store
+                    .create(&format!("/other/{i:03}"), Bytes::from_static(b"x"))
+                    .await
+                    .unwrap();
+            }
+            written
+        })
+    };
+    // Watches of the busy prefix, each started at the revision current then.
+    let mut watches = Vec::new();
+    while !writer.is_finished() && watches.len() < 40 {
+        let from = store.current_revision().await.unwrap();
+        watches.push((from, store.watch("/w/", from).await.unwrap()));
+        tokio::task::yield_now().await;
+    }
+    let written = writer.await.unwrap();
+    assert!(watches.len() > 5, "the watches started during the writes");
+    for (from, mut watch) in watches {
+        let expected: Vec<&String> = written
+            .iter()
+            .filter(|(revision, _)| *revision > from)
+            .map(|(_, key)| key)
+            .collect();
+        for key in expected {
+            match tokio::time::timeout(Duration::from_secs(10), watch.next()).await {
+                Ok(Some(WatchEvent::Event(event))) => assert_eq!(&event.kv.key, key),
+                other => panic!("watch from {from} wanted {key}, got {other:?}"),
+            }
+        }
+    }
+    // A watch that no commit woke still reports progress at the current revision.
+    let current = store.current_revision().await.unwrap();
+    let mut quiet = quiet;
+    quiet.request_progress();
+    match tokio::time::timeout(Duration::from_secs(10), quiet.next()).await {
+        Ok(Some(WatchEvent::Progress(at))) => assert_eq!(at, current),
+        other => panic!("wanted progress at {current}, got {other:?}"),
+    }
+}
+
 #[tokio::test]
 async fn dropping_the_store_ends_its_watches() {
     let dir = tempfile::tempdir().unwrap();
