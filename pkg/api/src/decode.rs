@@ -17,6 +17,8 @@
 //! The same schemas carry each field's protobuf number ([`Field`]), so that [`crate::protobuf`]
 //! reads and writes Kubernetes protobuf with them and produces exactly this JSON.
 
+use std::borrow::Cow;
+
 use base64::Engine as _;
 use genplane_apimachinery::errors::{ApiError, Status};
 use genplane_apimachinery::meta::rfc3339;
@@ -312,37 +314,55 @@ impl Walker {
         }
     }
 
-    fn walk(&mut self, value: &Value, ty: Type, path: &At<'_>) -> Result<Value, DecodeError> {
+    /// Decodes `value` as `ty`: the value itself when it is already in the decoded form (what
+    /// every object a write decoded before is), a new value only where something changes.
+    fn walk<'v>(
+        &mut self,
+        value: &'v Value,
+        ty: Type,
+        path: &At<'_>,
+    ) -> Result<Cow<'v, Value>, DecodeError> {
+        let same = Cow::Borrowed(value);
+        // A normalized string: the value itself when it already reads so.
+        let text = |s: &str, normal: String| {
+            if s == normal {
+                Cow::Borrowed(value)
+            } else {
+                Cow::Owned(Value::from(normal))
+            }
+        };
         match (ty, value) {
-            (Type::Any, v) => Ok(v.clone()),
-            (Type::String, Value::String(_)) | (Type::Bool, Value::Bool(_)) => Ok(value.clone()),
-            (Type::IntOrString, Value::String(_)) => Ok(value.clone()),
+            (Type::Any, _)
+            | (Type::String, Value::String(_))
+            | (Type::Bool, Value::Bool(_))
+            | (Type::IntOrString, Value::String(_)) => Ok(same),
             (Type::Int32 | Type::IntOrString, Value::Number(n)) => match n.as_i64() {
-                Some(i) if i32::try_from(i).is_ok() => Ok(value.clone()),
+                Some(i) if i32::try_from(i).is_ok() => Ok(same),
                 _ => Err(self.wrong(path, value, ty)),
             },
             (Type::Int64, Value::Number(n)) => match n.as_i64() {
-                Some(_) => Ok(value.clone()),
+                Some(_) => Ok(same),
                 None => Err(self.wrong(path, value, ty)),
             },
             (Type::Bytes, Value::String(s)) => {
                 let compact: String = s.chars().filter(|c| !matches!(c, '\r' | '\n')).collect();
                 match base64::engine::general_purpose::STANDARD.decode(compact) {
-                    Ok(bytes) => Ok(Value::from(
+                    Ok(bytes) => Ok(text(
+                        s,
                         base64::engine::general_purpose::STANDARD.encode(bytes),
                     )),
                     Err(e) => Err(self.bad(path, base64_message(&e))),
                 }
             }
             (Type::Time, Value::String(s)) => match parse_time(s) {
-                Some(t) => Ok(Value::from(rfc3339(t.seconds))),
+                Some(t) => Ok(text(s, rfc3339(t.seconds))),
                 None => Err(self.bad(
                     path,
                     format!("cannot parse {} as an RFC 3339 time (2006-01-02T15:04:05Z07:00)", genplane_apimachinery::gofmt::Quoted(s)),
                 )),
             },
             (Type::MicroTime, Value::String(s)) => match parse_micro_time(s) {
-                Some(t) => Ok(Value::from(micro_time(t.seconds, t.nanos))),
+                Some(t) => Ok(text(s, micro_time(t.seconds, t.nanos))),
                 None => Err(self.bad(
                     path,
                     format!(
@@ -351,63 +371,120 @@ impl Walker {
                 )),
             },
             (Type::Quantity, Value::String(_) | Value::Number(_)) => {
-                let text = match value {
+                let given = match value {
                     Value::String(s) => s.trim().to_owned(),
                     other => other.to_string(),
                 };
-                match Quantity::parse(&text) {
-                    Ok(q) => Ok(Value::from(q.to_string())),
+                match Quantity::parse(&given) {
+                    Ok(q) => {
+                        let normal = q.to_string();
+                        Ok(match value {
+                            Value::String(s) => text(s, normal),
+                            _ => Cow::Owned(Value::from(normal)),
+                        })
+                    }
                     Err(e) => Err(self.bad(path, e.to_string())),
                 }
             }
             (Type::Struct(schema), Value::Object(fields)) => {
-                let mut out = Map::new();
-                for (name, item) in fields {
+                let mut out = Changed::new(fields);
+                for (index, (name, item)) in fields.iter().enumerate() {
                     let child = At::Field(path, name);
-                    match schema.field(name) {
-                        Some(_) if item.is_null() => {}
+                    let kept = match schema.field(name) {
+                        Some(_) if item.is_null() => None,
                         Some(field) => {
                             let decoded = self.walk(item, field.ty, &child)?;
-                            let empty = match (&field.ty, &decoded) {
+                            let empty = match (&field.ty, &*decoded) {
                                 (Type::Map(_), Value::Object(map)) => map.is_empty(),
                                 (Type::List(_) | Type::Items(_), Value::Array(list)) => {
                                     list.is_empty()
                                 }
                                 _ => false,
                             };
-                            if !empty || field.keep_empty {
-                                out.insert(name.clone(), decoded);
-                            }
+                            (!empty || field.keep_empty).then_some(decoded)
                         }
-                        None => self.unknown.push(child.path().to_string()),
-                    }
+                        None => {
+                            self.unknown.push(child.path().to_string());
+                            None
+                        }
+                    };
+                    out.put(index, name, kept);
                 }
-                Ok(Value::Object(out))
+                Ok(out.finish(value))
             }
             (Type::Map(item_ty), Value::Object(entries)) => {
-                let mut out = Map::new();
-                for (key, item) in entries {
+                let mut out = Changed::new(entries);
+                for (index, (key, item)) in entries.iter().enumerate() {
                     let decoded = if item.is_null() {
-                        item_ty.zero()
+                        Cow::Owned(item_ty.zero())
                     } else {
                         self.walk(item, *item_ty, &At::Key(path, key))?
                     };
-                    out.insert(key.clone(), decoded);
+                    out.put(index, key, Some(decoded));
                 }
-                Ok(Value::Object(out))
+                Ok(out.finish(value))
             }
             (Type::List(item_ty) | Type::Items(item_ty), Value::Array(items)) => {
-                let mut out = Vec::with_capacity(items.len());
+                // Items as they are until one changes; then a new list from there on.
+                let mut out: Option<Vec<Value>> = None;
                 for (i, item) in items.iter().enumerate() {
-                    out.push(if item.is_null() {
-                        item_ty.zero()
+                    let decoded = if item.is_null() {
+                        Cow::Owned(item_ty.zero())
                     } else {
                         self.walk(item, *item_ty, &At::Index(path, i))?
-                    });
+                    };
+                    match (decoded, &mut out) {
+                        (Cow::Borrowed(_), None) => {}
+                        (decoded, out) => out
+                            .get_or_insert_with(|| {
+                                let mut list = Vec::with_capacity(items.len());
+                                list.extend(items[..i].iter().cloned());
+                                list
+                            })
+                            .push(decoded.into_owned()),
+                    }
                 }
-                Ok(Value::Array(out))
+                Ok(out.map_or(same, |list| Cow::Owned(Value::Array(list))))
             }
             _ => Err(self.wrong(path, value, ty)),
+        }
+    }
+}
+
+/// An object being decoded entry by entry: nothing is copied until an entry changes or is
+/// dropped; from then on the entries go into a new object.
+struct Changed<'v> {
+    given: &'v Map<String, Value>,
+    out: Option<Map<String, Value>>,
+}
+
+impl<'v> Changed<'v> {
+    fn new(given: &'v Map<String, Value>) -> Self {
+        Self { given, out: None }
+    }
+
+    /// Entry `index` of the given object, `key`, decoded as `kept` (`None`: dropped).
+    fn put(&mut self, index: usize, key: &str, kept: Option<Cow<'v, Value>>) {
+        if self.out.is_none() && matches!(kept, Some(Cow::Borrowed(_))) {
+            return;
+        }
+        let given = self.given;
+        let out = self.out.get_or_insert_with(|| {
+            given
+                .iter()
+                .take(index)
+                .map(|(k, v)| (k.clone(), v.clone()))
+                .collect()
+        });
+        if let Some(kept) = kept {
+            out.insert(key.to_owned(), kept.into_owned());
+        }
+    }
+
+    fn finish(self, value: &'v Value) -> Cow<'v, Value> {
+        match self.out {
+            None => Cow::Borrowed(value),
+            Some(out) => Cow::Owned(Value::Object(out)),
         }
     }
 }
@@ -440,9 +517,22 @@ pub fn decode(object: &Value, schema: &'static Struct) -> Result<Decoded, Decode
     };
     let decoded = walker.walk(object, Type::Struct(schema), &At::Root)?;
     Ok(Decoded {
-        object: decoded,
+        object: decoded.into_owned(),
         unknown_fields: walker.unknown,
     })
+}
+
+/// Decodes `object` as a `schema` like [`decode`], borrowing it when it is already in the
+/// decoded form (an object a write decoded before), so that nothing is copied.
+pub fn decode_borrowed<'v>(
+    object: &'v Value,
+    schema: &'static Struct,
+) -> Result<Cow<'v, Value>, DecodeError> {
+    let mut walker = Walker {
+        root: schema.name,
+        unknown: Vec::new(),
+    };
+    walker.walk(object, Type::Struct(schema), &At::Root)
 }
 
 /// Reads an already decoded value into a typed struct (used only for validation).
@@ -734,6 +824,39 @@ mod tests {
         assert_eq!(
             unknown,
             ["extra", "items[1].extra", "metadata.bogus", "spec"]
+        );
+    }
+
+    #[test]
+    fn a_decoded_object_is_decoded_again_without_a_copy() {
+        let input = json!({
+            "kind": "Thing", "metadata": {"name": "a", "labels": null, "creationTimestamp": "2026-11-22T04:40:00.5+01:00"},
+            "data": {"k": null, "v": "x"}, "count": 3, "size": 1.5, "bytes": {"k": "aGk=\n"},
+            "items": [{"name": "s"}, null, {"name": "t", "extra": 2}], "extra": 1
+        });
+        let once = decode(&input, &THING).unwrap().object;
+        // The first decode changed things: borrowed decoding gives the same new object.
+        let changed = decode_borrowed(&input, &THING).unwrap();
+        assert!(matches!(changed, Cow::Owned(_)));
+        assert_eq!(*changed, once);
+        // Decoding the result again changes nothing, and borrows it whole.
+        let again = decode_borrowed(&once, &THING).unwrap();
+        assert!(matches!(again, Cow::Borrowed(_)), "{again:?}");
+        assert_eq!(decode(&once, &THING).unwrap().object, once);
+        // A change deep inside copies the object around it, and keeps the rest as it was.
+        let mut late = once.clone();
+        late["items"][1]["name"] = Value::Null;
+        late["metadata"]["annotations"] = json!({});
+        let decoded = decode_borrowed(&late, &THING).unwrap();
+        let mut expected = once.clone();
+        expected["items"][1] = json!({});
+        assert_eq!(*decoded, expected);
+        // Errors are found in borrowed decoding as in the other.
+        let mut wrong = once;
+        wrong["data"]["v"] = json!(1);
+        assert_eq!(
+            decode_borrowed(&wrong, &THING).unwrap_err().to_string(),
+            decode(&wrong, &THING).unwrap_err().to_string()
         );
     }
 }

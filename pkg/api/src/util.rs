@@ -41,12 +41,15 @@ pub fn decode_typed<T: DeserializeOwned>(
     kind: &str,
     version: &str,
 ) -> Result<(ObjectMeta, T), ApiError> {
-    let decoded = decode::decode(object, schema).map_err(|e| e.to_api_error(kind, version))?;
-    let meta = match decoded.object.get("metadata") {
+    // Objects reaching validation were decoded when their write began: decoding them again
+    // only checks, and copies nothing.
+    let decoded =
+        decode::decode_borrowed(object, schema).map_err(|e| e.to_api_error(kind, version))?;
+    let meta = match decoded.get("metadata") {
         Some(m) => decode::typed(m, "metadata"),
         None => Ok(ObjectMeta::default()),
     };
-    let body = decode::typed(&decoded.object, schema.name);
+    let body = decode::typed(&decoded, schema.name);
     match (meta, body) {
         (Ok(meta), Ok(body)) => Ok((meta, body)),
         (Err(e), _) | (_, Err(e)) => Err(e.to_api_error(kind, version)),
