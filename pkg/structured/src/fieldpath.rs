@@ -551,6 +551,28 @@ impl Set {
         self.remove_elements(&path.0);
     }
 
+    /// Removes the fields `names` below the field path `at` (`["metadata"]`; empty: the root)
+    /// as [`Set::remove`] removes each, without building their paths.
+    pub fn remove_fields(&mut self, at: &[&str], names: &[&str]) {
+        let named = |element: &PathElement, wanted: &str| matches!(element, PathElement::Field(name) if name == wanted);
+        match at {
+            [] => self
+                .members
+                .retain(|m| !names.iter().any(|name| named(m, name))),
+            [first, rest @ ..] => {
+                let Some((key, child)) = self.children.iter_mut().find(|(k, _)| named(k, first))
+                else {
+                    return;
+                };
+                child.remove_fields(rest, names);
+                if child.is_empty() {
+                    let key = key.clone();
+                    self.children.remove(&key);
+                }
+            }
+        }
+    }
+
     fn remove_elements(&mut self, elements: &[PathElement]) {
         match elements {
             [] => {}
@@ -719,6 +741,44 @@ mod tests {
 
     fn f(name: &str) -> PathElement {
         PathElement::Field(name.to_owned())
+    }
+
+    #[test]
+    fn removing_named_fields_removes_what_removing_each_path_removes() {
+        let paths: Vec<Path> = [
+            &["kind"][..],
+            &["metadata"],
+            &["metadata", "name"],
+            &["metadata", "labels", "name"],
+            &["data", "name"],
+            &["spec", "kind"],
+        ]
+        .iter()
+        .map(|p| Path::fields(p))
+        .collect();
+        let given = Set::from_paths(&paths);
+        let (mut named, mut each) = (given.clone(), given);
+        named.remove_fields(&[], &["kind", "metadata", "apiVersion"]);
+        named.remove_fields(&["metadata"], &["name", "uid"]);
+        named.remove_fields(&["status"], &["name"]);
+        for p in [&["kind"][..], &["metadata"], &["apiVersion"]] {
+            each.remove(&Path::fields(p));
+        }
+        for p in [
+            &["metadata", "name"][..],
+            &["metadata", "uid"],
+            &["status", "name"],
+        ] {
+            each.remove(&Path::fields(p));
+        }
+        assert_eq!(named, each);
+        assert!(named.has(&Path::fields(&["metadata", "labels", "name"])));
+        assert!(named.has(&Path::fields(&["spec", "kind"])));
+        assert!(!named.has(&Path::fields(&["metadata", "name"])));
+        // A node left empty goes: nothing below `metadata` but its name.
+        let mut only_name = Set::from_paths(&[Path::fields(&["metadata", "name"])]);
+        only_name.remove_fields(&["metadata"], &["name"]);
+        assert!(only_name.is_empty());
     }
 
     #[test]

@@ -20,7 +20,7 @@ use std::fmt;
 
 use serde_json::{Map, Value, json};
 
-use crate::fieldpath::{Path, PathElement, Set};
+use crate::fieldpath::{Path, Set};
 use crate::schema::{Schema, TypeRef};
 use crate::typed::{TypeError, compare_without_managed, field_set};
 
@@ -348,17 +348,8 @@ const UNOWNED_METADATA: [&str; 9] = [
 
 /// Removes the fields no one owns from `fields` (those themselves, not what lies below them).
 fn remove_unowned(fields: &mut Set) {
-    for field in UNOWNED_FIELDS {
-        fields.remove(&Path::fields(&[field]));
-    }
-    if fields
-        .child(&PathElement::Field("metadata".to_owned()))
-        .is_some()
-    {
-        for field in UNOWNED_METADATA {
-            fields.remove(&Path::fields(&["metadata", field]));
-        }
-    }
+    fields.remove_fields(&[], &UNOWNED_FIELDS);
+    fields.remove_fields(&["metadata"], &UNOWNED_METADATA);
 }
 
 /// `fields` without the fields no one owns.

@@ -236,13 +236,14 @@ pub(crate) struct Started {
     pub(crate) settled: Option<u64>,
 }
 
-/// Spawns `genplane apiserver` on `data_dir` and measures the time from the spawn until
-/// `/readyz` first answers 200 (polled every millisecond, anonymously, as a load balancer
-/// would), the memory then and, with `settle`, once it has settled (up to that long); then
-/// stops it.
+/// Spawns `genplane apiserver` on `data_dir` with the `extra` flags and measures the time from
+/// the spawn until `/readyz` first answers 200 (polled every millisecond, anonymously, as a
+/// load balancer would), the memory then and, with `settle`, once it has settled (up to that
+/// long); then stops it.
 pub(crate) async fn time_to_ready(
     bin: &Path,
     data_dir: &Path,
+    extra: &[String],
     settle: Option<Duration>,
 ) -> anyhow::Result<Started> {
     let port = free_port()?;
@@ -250,7 +251,7 @@ pub(crate) async fn time_to_ready(
     let base = format!("https://127.0.0.1:{port}");
     let tls = crate::tls::insecure()?;
     let started = Instant::now();
-    let mut child = spawn_apiserver(bin, "apiserver", data_dir, port, &[], &log)?;
+    let mut child = spawn_apiserver(bin, "apiserver", data_dir, port, extra, &log)?;
     let deadline = started + START_TIMEOUT;
     let mut client = None;
     let took = loop {
