@@ -249,7 +249,7 @@ pub static INFO: ResourceInfo = ResourceInfo {
         prepare_for_update,
         validate,
         validate_update,
-        to_storage: catalog::identity,
+        to_storage: None,
         from_storage: None,
         field_selectors: FIELD_SELECTORS,
         field_values,

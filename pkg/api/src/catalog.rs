@@ -6,7 +6,7 @@
 
 pub use crate::resource::{
     ALL_VERBS, Context, FeatureGates, GatesOff, Hooks, ResourceDescription, ResourceInfo,
-    STATUS_VERBS, Subresource, SubresourceDescription, SubresourceRules, identity, no_default,
+    STATUS_VERBS, Subresource, SubresourceDescription, SubresourceRules, no_default,
     no_field_values, no_prepare, no_prepare_update, no_row, no_update, no_validation, not_graceful,
     nothing_pending,
 };

@@ -199,7 +199,7 @@ pub const INFO: crate::catalog::ResourceInfo = crate::catalog::ResourceInfo {
         prepare_for_update: crate::catalog::no_prepare_update,
         validate,
         validate_update,
-        to_storage: to_core,
+        to_storage: Some(to_core),
         from_storage: Some(from_core),
         field_selectors: FIELD_SELECTORS,
         field_values,

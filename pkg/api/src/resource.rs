@@ -104,8 +104,9 @@ pub struct Hooks {
     pub validate: fn(&Value) -> Result<ErrorList, ApiError>,
     /// Validation on update (new, old).
     pub validate_update: fn(&Value, &Value) -> Result<ErrorList, ApiError>,
-    /// Converts a served object to the stored form (identity except events.k8s.io).
-    pub to_storage: fn(Value) -> Value,
+    /// Converts a served object to the stored form; `None` when objects are stored as they are
+    /// served (all but events.k8s.io Events: writes then encode the object without a copy).
+    pub to_storage: Option<fn(Value) -> Value>,
     /// Converts a stored object to the served form; `None` when objects are served as they
     /// are stored (reads then answer with the stored bytes, not decoding them).
     pub from_storage: Option<fn(Value) -> Value>,
@@ -332,11 +333,6 @@ impl ResourceInfo {
     }
 }
 
-/// A hook that leaves an object as it is (`to_storage`/`from_storage` of most kinds).
-pub fn identity(object: Value) -> Value {
-    object
-}
-
 /// A hook that changes nothing (`default`, `mark_deleting`).
 pub fn no_default(_: &mut Value) {}
 
@@ -388,7 +384,7 @@ impl Hooks {
             prepare_for_update: no_prepare_update,
             validate,
             validate_update: no_update,
-            to_storage: identity,
+            to_storage: None,
             from_storage: None,
             field_selectors: &[],
             field_values: no_field_values,

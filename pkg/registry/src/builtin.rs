@@ -127,6 +127,10 @@ impl Strategy for SubresourceStrategy {
         self.base.serves_stored_form()
     }
 
+    fn stores_served_form(&self) -> bool {
+        self.base.stores_served_form()
+    }
+
     /// The resource's defaulting runs on every write path, subresources included (a
     /// Namespace keeps its `kubernetes.io/metadata.name` label through `finalize`).
     fn default(&self, object: &mut Value) {
@@ -188,7 +192,14 @@ impl Strategy for CatalogStrategy {
     }
 
     fn stored_form(&self, object: Value) -> Result<Value, ApiError> {
-        Ok((self.info.hooks.to_storage)(object))
+        Ok(match self.info.hooks.to_storage {
+            Some(convert) => convert(object),
+            None => object,
+        })
+    }
+
+    fn stores_served_form(&self) -> bool {
+        self.info.hooks.to_storage.is_none()
     }
 
     fn served_form(&self, object: Value) -> Result<Value, ApiError> {

@@ -637,6 +637,9 @@ impl<S: Storage> Store<S> {
 
     /// The stored bytes of a served object.
     fn stored(&self, object: &Value) -> Result<bytes::Bytes, ApiError> {
+        if self.strategy.stores_served_form() {
+            return object::encode(object);
+        }
         object::encode(&self.strategy.stored_form(object.clone())?)
     }
 

@@ -54,6 +54,12 @@ pub trait Strategy: Send + Sync + 'static {
         false
     }
 
+    /// Whether objects are stored exactly as they are served: [`Strategy::stored_form`]
+    /// changes nothing, so writes encode the object without copying it first. Default: false.
+    fn stores_served_form(&self) -> bool {
+        false
+    }
+
     /// The form clients read and write of a served object, when it is another kind (a custom
     /// resource's `scale` subresource reads and writes an `autoscaling/v1` Scale): gets answer
     /// with it, and so do updates. An update's body is then in this form: `decode` reads it,

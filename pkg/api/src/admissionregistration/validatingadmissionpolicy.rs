@@ -629,7 +629,7 @@ pub const INFO: crate::catalog::ResourceInfo = crate::catalog::ResourceInfo {
         prepare_for_update: util::prepare_spec_update,
         validate,
         validate_update,
-        to_storage: crate::catalog::identity,
+        to_storage: None,
         from_storage: None,
         field_selectors: crate::rbac::FIELD_SELECTORS,
         field_values,

@@ -109,7 +109,7 @@ pub const INFO: crate::catalog::ResourceInfo = crate::catalog::ResourceInfo {
         prepare_for_update,
         validate,
         validate_update,
-        to_storage: crate::catalog::identity,
+        to_storage: None,
         from_storage: None,
         field_selectors: FIELD_SELECTORS,
         field_values,

@@ -152,7 +152,7 @@ pub static INFO: ResourceInfo = ResourceInfo {
         prepare_for_update: catalog::no_prepare_update,
         validate,
         validate_update,
-        to_storage: catalog::identity,
+        to_storage: None,
         from_storage: None,
         field_selectors: &["metadata.name", "metadata.namespace"],
         field_values: |object| util::meta_fields(object, true),

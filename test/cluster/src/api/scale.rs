@@ -51,7 +51,7 @@ pub static INFO: ResourceInfo = ResourceInfo {
         prepare_for_update: catalog::no_prepare_update,
         validate: |_| Ok(ErrorList::new()),
         validate_update: |_, _| Ok(ErrorList::new()),
-        to_storage: catalog::identity,
+        to_storage: None,
         from_storage: None,
         field_selectors: &[],
         field_values: |_| BTreeMap::new(),
