@@ -337,13 +337,18 @@ pub(crate) fn respond(
     if let Ok(content_type) = HeaderValue::from_str(&content_type) {
         response.headers_mut().insert(CONTENT_TYPE, content_type);
     }
+    add_warnings(&mut response, warnings);
+    response
+}
+
+/// Adds `warnings` to `response` as `Warning: 299 - "..."` headers.
+pub(crate) fn add_warnings(response: &mut Response<ResponseBody>, warnings: &[String]) {
     for warning in warnings {
         let escaped = warning.replace('\\', "\\\\").replace('"', "\\\"");
         if let Ok(value) = HeaderValue::from_str(&format!("299 - \"{escaped}\"")) {
             response.headers_mut().append("warning", value);
         }
     }
-    response
 }
 
 /// An answer whose JSON body is already written, with the negotiated content type.

@@ -69,6 +69,7 @@ impl Answer for Review {
                 object: answer(self.info, security, creating.user, object)?,
                 created: true,
                 warnings: Vec::new(),
+                stored: None,
             })
         })
     }
@@ -127,6 +128,7 @@ impl Answer for TokenRequests {
                 object,
                 created: true,
                 warnings,
+                stored: None,
             })
         })
     }

@@ -240,6 +240,9 @@ pub struct Written {
     pub created: bool,
     /// Warnings for the client.
     pub warnings: Vec<String>,
+    /// The bytes the write stored and their revision, when it stored the object (not on a dry
+    /// run, a no-op or a deletion): [`Store::written_json`] answers with them.
+    pub stored: Option<(bytes::Bytes, Revision)>,
 }
 
 /// The answer to a delete.
@@ -628,6 +631,19 @@ impl<S: Storage> Store<S> {
         Some(served)
     }
 
+    /// The JSON answer to a write (`written`) as the bytes it stored, with the resourceVersion
+    /// put in and a final newline, as [`Store::get_json`] answers: `None` when the write stored
+    /// nothing or the resource does not serve its objects as stored, and the object has to be
+    /// serialized.
+    pub fn written_json(&self, written: &Written) -> Option<Vec<u8>> {
+        let (stored, revision) = written.stored.as_ref()?;
+        let served = self.served_verbatim(stored, *revision)?;
+        let mut out = Vec::new();
+        served.write_into(&mut out);
+        out.push(b'\n');
+        Some(out)
+    }
+
     /// Appends `object`, decoded for a read, as JSON to `out`.
     fn write_json(&self, object: &Value, out: &mut Vec<u8>) -> Result<(), ApiError> {
         self.served.decoded.fetch_add(1, Ordering::Relaxed);
@@ -742,11 +758,12 @@ impl<S: Storage> Store<S> {
                         object,
                         created: true,
                         warnings,
+                        stored: None,
                     }),
                     Err(e) => Err(self.storage_error(e, "create", &name)),
                 };
             }
-            match self.storage.create(&key, bytes).await {
+            match self.storage.create(&key, bytes.clone()).await {
                 Ok(kv) => {
                     if let Some(allocated) = allocated {
                         allocated.commit();
@@ -756,6 +773,7 @@ impl<S: Storage> Store<S> {
                         object,
                         created: true,
                         warnings,
+                        stored: Some((bytes, kv.mod_revision)),
                     });
                 }
                 Err(StorageError::AlreadyExists { .. }) if generate && attempt < attempts => {
@@ -1174,6 +1192,7 @@ impl<S: Storage> Store<S> {
                     object: self.strategy.view(old)?,
                     created: false,
                     warnings,
+                    stored: None,
                 });
             }
             if let Some(admission) = &options.admission {
@@ -1195,6 +1214,7 @@ impl<S: Storage> Store<S> {
                         object: self.strategy.view(new)?,
                         created: false,
                         warnings,
+                        stored: None,
                     });
                 }
                 return match self.storage.delete(&key, Some(current.mod_revision)).await {
@@ -1204,6 +1224,7 @@ impl<S: Storage> Store<S> {
                             object: self.strategy.view(new)?,
                             created: false,
                             warnings,
+                            stored: None,
                         })
                     }
                     Err(StorageError::Conflict { .. }) if expected.is_none() => continue,
@@ -1220,9 +1241,14 @@ impl<S: Storage> Store<S> {
                     object: self.strategy.view(new)?,
                     created: false,
                     warnings,
+                    stored: None,
                 });
             }
-            match self.storage.update(&key, bytes, current.mod_revision).await {
+            match self
+                .storage
+                .update(&key, bytes.clone(), current.mod_revision)
+                .await
+            {
                 Ok(kv) => {
                     if let Some(allocated) = allocated {
                         allocated.commit();
@@ -1232,6 +1258,7 @@ impl<S: Storage> Store<S> {
                         object: self.strategy.view(new)?,
                         created: false,
                         warnings,
+                        stored: Some((bytes, kv.mod_revision)),
                     });
                 }
                 // Someone wrote in between: an unconditional update tries again.

@@ -307,6 +307,70 @@ async fn cached_reads_answer_with_the_stored_bytes_without_decoding() {
 }
 
 #[tokio::test]
+async fn writes_answer_with_the_bytes_they_stored_when_served_as_stored() {
+    let dir = tempfile::tempdir().unwrap();
+    let storage = sqlite(&dir);
+    let configmaps = store(&storage, "", "configmaps");
+    let cm = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "w"}, "data": {"k": "v\u{e9}\"q<>&"}});
+    let created = configmaps
+        .create("default", cm, &WriteOptions::default())
+        .await
+        .unwrap();
+    let before = configmaps.served_counts();
+    let answer = configmaps.written_json(&created).unwrap();
+    // As every JSON answer, it ends with a newline.
+    let line = |object: &serde_json::Value| [json_of(object), b"\n".to_vec()].concat();
+    assert_eq!(
+        answer,
+        line(&created.object),
+        "the object the write returned"
+    );
+    assert_eq!(
+        configmaps.served_counts().verbatim,
+        before.verbatim + 1,
+        "from the stored bytes, not serialized again"
+    );
+    let mut changed = created.object.clone();
+    changed["data"]["k"] = json!("w");
+    let updated = configmaps
+        .update("default", "w", changed, &WriteOptions::default())
+        .await
+        .unwrap();
+    assert_eq!(
+        configmaps.written_json(&updated).unwrap(),
+        line(&updated.object)
+    );
+    // A dry run stored nothing: its object is serialized.
+    let dry = WriteOptions {
+        dry_run: true,
+        ..WriteOptions::default()
+    };
+    let mut again = updated.object.clone();
+    again["data"]["k"] = json!("x");
+    let dry_run = configmaps
+        .update("default", "w", again, &dry)
+        .await
+        .unwrap();
+    assert!(configmaps.written_json(&dry_run).is_none());
+    // Events of events.k8s.io are stored as core Events: never answered with those bytes.
+    let new_events = store(&storage, "events.k8s.io", "events");
+    let event = json!({
+        "apiVersion": "events.k8s.io/v1", "kind": "Event",
+        "metadata": {"name": "e1", "namespace": "default"},
+        "eventTime": "2026-11-22T03:00:00.000000Z", "reportingController": "example.com/c",
+        "reportingInstance": "c-1", "action": "Reconcile", "reason": "Synced", "type": "Normal",
+        "regarding": {"kind": "ConfigMap", "namespace": "default", "name": "cm", "apiVersion": "v1"},
+        "note": "n1"
+    });
+    let written = new_events
+        .create("default", event, &WriteOptions::default())
+        .await
+        .unwrap();
+    assert!(written.stored.is_some());
+    assert!(new_events.written_json(&written).is_none());
+}
+
+#[tokio::test]
 async fn resources_served_in_another_form_than_stored_are_decoded() {
     let dir = tempfile::tempdir().unwrap();
     let storage = sqlite(&dir);

@@ -5,7 +5,7 @@ use genplane_apimachinery::errors::ApiError;
 use genplane_storage::Storage;
 use hyper::{Response, StatusCode};
 
-use super::{Ctx, respond};
+use super::{Ctx, add_warnings, respond, respond_json};
 use crate::answer::Creating;
 use crate::backing::Backing;
 use crate::body::ResponseBody;
@@ -21,7 +21,7 @@ pub(crate) async fn create<S: Storage>(
     let negotiated = ctx.negotiate(false)?;
     let (object, mut warnings) = ctx.object_body(body).await?;
     let options = ctx.write_options("CreateOptions")?;
-    let written = match ctx.backing {
+    let mut written = match ctx.backing {
         Backing::Stored(store) => {
             store
                 .create(&ctx.request.namespace, object, &options)
@@ -43,8 +43,17 @@ pub(crate) async fn create<S: Storage>(
             answer.answer(&creating, object).await?
         }
     };
-    warnings.extend(written.warnings);
+    warnings.extend(std::mem::take(&mut written.warnings));
     warnings.extend(ctx.admission_warnings());
+    if negotiated.is_json_objects()
+        && let Backing::Stored(store) = ctx.backing
+        && let Some(json) = store.written_json(&written)
+    {
+        // The stored bytes, as a GET answers them: no second serialization.
+        let mut response = respond_json(StatusCode::CREATED, ResponseBody::full(json), &negotiated);
+        add_warnings(&mut response, &warnings);
+        return Ok(response);
+    }
     let body = encode::object(ctx.body, written.object, &negotiated, ctx.now);
     Ok(respond(
         StatusCode::CREATED,

@@ -5,7 +5,7 @@ use genplane_apimachinery::errors::ApiError;
 use genplane_storage::Storage;
 use hyper::{Response, StatusCode};
 
-use super::{Ctx, respond};
+use super::{Ctx, add_warnings, respond, respond_json};
 use crate::body::ResponseBody;
 use crate::encode;
 
@@ -17,17 +17,25 @@ pub(crate) async fn update<S: Storage>(
     let negotiated = ctx.negotiate(false)?;
     let (object, mut warnings) = ctx.object_body(body).await?;
     let options = ctx.write_options("UpdateOptions")?;
-    let written = ctx
+    let mut written = ctx
         .store()?
         .update(&ctx.request.namespace, &ctx.request.name, object, &options)
         .await?;
-    warnings.extend(written.warnings);
+    warnings.extend(std::mem::take(&mut written.warnings));
     warnings.extend(ctx.admission_warnings());
     let code = if written.created {
         StatusCode::CREATED
     } else {
         StatusCode::OK
     };
+    if negotiated.is_json_objects()
+        && let Some(json) = ctx.store()?.written_json(&written)
+    {
+        // The stored bytes, as a GET answers them: no second serialization.
+        let mut response = respond_json(code, ResponseBody::full(json), &negotiated);
+        add_warnings(&mut response, &warnings);
+        return Ok(response);
+    }
     let body = encode::object(ctx.body, written.object, &negotiated, ctx.now);
     Ok(respond(code, &body, &negotiated, Some(ctx.body), &warnings))
 }

@@ -129,6 +129,7 @@ impl<S: Storage> Answer for Binder<S> {
                 object,
                 created: true,
                 warnings: Vec::new(),
+                stored: None,
             })
         })
     }
