@@ -246,7 +246,11 @@ pub fn body_format(content_type: Option<&str>) -> Result<BodyFormat, ApiError> {
 
 /// Whether `c` may be part of a token (RFC 2045: any visible ASCII but the tspecials).
 fn is_token_char(c: char) -> bool {
-    c.is_ascii_graphic() && !"()<>@,;:\\\"/[]?=".contains(c)
+    c.is_ascii_graphic()
+        && !matches!(
+            c,
+            '(' | ')' | '<' | '>' | '@' | ',' | ';' | ':' | '\\' | '"' | '/' | '[' | ']' | '?' | '='
+        )
 }
 
 /// The media type of a `Content-Type` (`type/subtype`, lower-cased), if the header is well formed as Go's `mime.ParseMediaType` reads it: a
