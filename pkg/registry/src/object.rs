@@ -255,52 +255,280 @@ impl Splice {
 /// of `api_version` and `kind` with a `metadata` object without one; found by reading the
 /// top level and metadata only.
 fn splice_point(stored: &[u8], api_version: &str, kind: &str) -> Option<SplicePoint> {
-    use serde_json::value::RawValue;
-    use std::collections::BTreeMap;
-
-    /// Whether `raw` is the JSON string `expected` (which has nothing JSON escapes: an API
-    /// version or a kind).
-    fn is_string(raw: Option<&&RawValue>, expected: &str) -> bool {
-        raw.and_then(|raw| raw.get().strip_prefix('"')?.strip_suffix('"'))
-            .is_some_and(|inner| inner == expected)
-    }
-    /// Where `inner` starts in `outer` (a sub-slice of it).
-    fn offset(outer: &[u8], inner: &str) -> usize {
-        inner.as_ptr() as usize - outer.as_ptr() as usize
-    }
-
-    // Keys with escapes do not borrow and end up here as errors: the caller decodes.
-    let top = serde_json::from_slice::<BTreeMap<&str, &RawValue>>(stored).ok()?;
-    if !is_string(top.get("apiVersion"), api_version) || !is_string(top.get("kind"), kind) {
+    let top = members(stored, 0)?;
+    if top.end != stored.len() {
+        // Something after the object: not bytes this module wrote.
         return None;
     }
-    let metadata = top.get("metadata").map(|raw| raw.get())?;
-    if !metadata.starts_with('{') {
+    let value_of = |key: &[u8]| {
+        top.fields
+            .iter()
+            .find(|f| &stored[f.key.clone()] == key)
+            .map(|f| &stored[f.value.clone()])
+    };
+    let quoted = |value: Option<&[u8]>, expected: &str| {
+        value
+            .and_then(|v| v.strip_prefix(b"\"")?.strip_suffix(b"\""))
+            .is_some_and(|inner| inner == expected.as_bytes())
+    };
+    if !quoted(value_of(b"apiVersion"), api_version) || !quoted(value_of(b"kind"), kind) {
         return None;
     }
-    let fields = serde_json::from_str::<BTreeMap<&str, &RawValue>>(metadata).ok()?;
-    if fields.contains_key("resourceVersion") {
+    let metadata_at = top
+        .fields
+        .iter()
+        .find(|f| &stored[f.key.clone()] == b"metadata")?
+        .value
+        .start;
+    let metadata = members(stored, metadata_at)?;
+    let key = |f: &Member| &stored[f.key.clone()];
+    if metadata.fields.iter().any(|f| key(f) == b"resourceVersion") {
         return None;
     }
-    // After the value of the last key before resourceVersion, else first in metadata.
-    Some(match fields.range(.."resourceVersion").next_back() {
-        Some((_, before)) => SplicePoint {
-            at: offset(stored, before.get()) + before.get().len(),
+    // After the value of the last key before resourceVersion, else first in metadata. Keys
+    // compare as their bytes: none holds an escape (`members` refuses those).
+    let before = metadata
+        .fields
+        .iter()
+        .filter(|f| key(f) < b"resourceVersion".as_slice())
+        .max_by(|a, b| key(a).cmp(key(b)));
+    Some(match before {
+        Some(field) => SplicePoint {
+            at: field.value.end,
             comma_before: true,
             comma_after: false,
         },
         None => SplicePoint {
-            at: offset(stored, metadata) + 1,
+            at: metadata_at + 1,
             comma_before: false,
-            comma_after: !fields.is_empty(),
+            comma_after: !metadata.fields.is_empty(),
         },
     })
+}
+
+/// One member of a JSON object: where its key's characters and its value lie.
+struct Member {
+    key: std::ops::Range<usize>,
+    value: std::ops::Range<usize>,
+}
+
+/// The members of the JSON object that starts at `at` in `text`, and where it ends.
+struct Members {
+    fields: Vec<Member>,
+    end: usize,
+}
+
+/// Reads the object at `at` member by member, stepping over the values without reading them:
+/// the splice point needs the top level and metadata only, and reading every value (as a
+/// parse does) cost more than serializing the object. The structure is checked (strings
+/// close, brackets balance, members are `"key":value` separated by commas), not the values'
+/// contents, which are served as stored. `None` for anything else, and for keys that hold
+/// escapes (then the caller decodes).
+fn members(text: &[u8], at: usize) -> Option<Members> {
+    let mut i = skip_space(text, at);
+    if text.get(i) != Some(&b'{') {
+        return None;
+    }
+    i = skip_space(text, i + 1);
+    let mut fields = Vec::new();
+    if text.get(i) == Some(&b'}') {
+        return Some(Members {
+            fields,
+            end: skip_space(text, i + 1),
+        });
+    }
+    loop {
+        if text.get(i) != Some(&b'"') {
+            return None;
+        }
+        let key_end = string_end(text, i)?;
+        let key = i + 1..key_end - 1;
+        if text[key.clone()].contains(&b'\\') {
+            return None;
+        }
+        i = skip_space(text, key_end);
+        if text.get(i) != Some(&b':') {
+            return None;
+        }
+        let start = skip_space(text, i + 1);
+        let end = value_end(text, start)?;
+        fields.push(Member {
+            key,
+            value: start..end,
+        });
+        i = skip_space(text, end);
+        match text.get(i) {
+            Some(b',') => i = skip_space(text, i + 1),
+            Some(b'}') => {
+                return Some(Members {
+                    fields,
+                    end: skip_space(text, i + 1),
+                });
+            }
+            _ => return None,
+        }
+    }
+}
+
+fn skip_space(text: &[u8], mut i: usize) -> usize {
+    while matches!(text.get(i), Some(b' ' | b'\t' | b'\n' | b'\r')) {
+        i += 1;
+    }
+    i
+}
+
+/// Where the string that opens at `at` (its `"`) ends, past its closing quote.
+fn string_end(text: &[u8], at: usize) -> Option<usize> {
+    let mut i = at + 1;
+    loop {
+        i += text
+            .get(i..)?
+            .iter()
+            .position(|&c| c == b'"' || c == b'\\')?;
+        if text[i] == b'"' {
+            return Some(i + 1);
+        }
+        // An escape: the character after the backslash is never the end (a `\u` escape's
+        // hex digits are plain characters after it).
+        i += 2;
+    }
+}
+
+/// Where the value that starts at `at` ends.
+fn value_end(text: &[u8], at: usize) -> Option<usize> {
+    match text.get(at)? {
+        b'"' => string_end(text, at),
+        b'{' | b'[' => {
+            let mut depth = 0usize;
+            let mut i = at;
+            loop {
+                match text.get(i)? {
+                    b'"' => {
+                        i = string_end(text, i)?;
+                        continue;
+                    }
+                    b'{' | b'[' => depth += 1,
+                    b'}' | b']' => {
+                        depth -= 1;
+                        if depth == 0 {
+                            return Some(i + 1);
+                        }
+                    }
+                    _ => {}
+                }
+                i += 1;
+            }
+        }
+        _ => {
+            // A number, true, false or null: up to the next delimiter.
+            let len = text[at..]
+                .iter()
+                .position(|c| matches!(c, b',' | b'}' | b']' | b' ' | b'\t' | b'\n' | b'\r'))
+                .unwrap_or(text.len() - at);
+            (len > 0).then_some(at + len)
+        }
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use serde_json::json;
+
+    /// The splice point as a full parse finds it: the reference the scanner must agree with.
+    fn splice_point_by_parsing(
+        stored: &[u8],
+        api_version: &str,
+        kind: &str,
+    ) -> Option<SplicePoint> {
+        use serde_json::value::RawValue;
+        use std::collections::BTreeMap;
+        let is_string = |raw: Option<&&RawValue>, expected: &str| {
+            raw.and_then(|raw| raw.get().strip_prefix('"')?.strip_suffix('"'))
+                .is_some_and(|inner| inner == expected)
+        };
+        let offset = |inner: &str| inner.as_ptr() as usize - stored.as_ptr() as usize;
+        let top = serde_json::from_slice::<BTreeMap<&str, &RawValue>>(stored).ok()?;
+        if !is_string(top.get("apiVersion"), api_version) || !is_string(top.get("kind"), kind) {
+            return None;
+        }
+        let metadata = top.get("metadata").map(|raw| raw.get())?;
+        if !metadata.starts_with('{') {
+            return None;
+        }
+        let fields = serde_json::from_str::<BTreeMap<&str, &RawValue>>(metadata).ok()?;
+        if fields.contains_key("resourceVersion") {
+            return None;
+        }
+        Some(match fields.range(.."resourceVersion").next_back() {
+            Some((_, before)) => SplicePoint {
+                at: offset(before.get()) + before.get().len(),
+                comma_before: true,
+                comma_after: false,
+            },
+            None => SplicePoint {
+                at: offset(metadata) + 1,
+                comma_before: false,
+                comma_after: !fields.is_empty(),
+            },
+        })
+    }
+
+    #[test]
+    fn the_scanner_finds_the_splice_point_a_parse_finds() {
+        let tricky = "q\"}]{[,:\\\u{e9}\u{22} \\u0022";
+        let objects = [
+            json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "a"}, "data": {"k": tricky}}),
+            json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {}, "data": {"k": [1, {"x": tricky}, [], null, true, -1.5e3]}}),
+            json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"annotations": {"a": tricky}, "uid": "u", "labels": {"x": "y"}}}),
+            json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"uid": "u", "selfLink": "s"}}),
+            json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"resourceVersion": "3"}}),
+            json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "a", "resourceVersion": "3", "uid": "u"}}),
+            json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "a"}}),
+            json!({"apiVersion": "v2", "kind": "ConfigMap", "metadata": {"name": "a"}}),
+            json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": "nope"}),
+            json!({"apiVersion": "v1", "kind": "ConfigMap"}),
+            json!({"apiVersion": 1, "kind": "ConfigMap", "metadata": {}}),
+            json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"na\"me": "a"}}),
+            json!({"a\"b": 1, "apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "a"}}),
+            json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "a", "ownerReferences": [{"uid": "}"}], "zz": 1}}),
+        ];
+        let mut texts: Vec<Vec<u8>> = Vec::new();
+        for object in &objects {
+            texts.push(serde_json::to_vec(object).unwrap());
+            texts.push(serde_json::to_vec_pretty(object).unwrap());
+        }
+        texts.push(br#"{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"a"}} x"#.to_vec());
+        texts.push(br#"{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"a"}"#.to_vec());
+        texts.push(br#"{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"a}}"#.to_vec());
+        texts.push(br#"{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name" "a"}}"#.to_vec());
+        texts.push(br#"{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"a",}}"#.to_vec());
+        texts.push(b"[]".to_vec());
+        texts.push(b"".to_vec());
+        let mut found = 0;
+        for text in &texts {
+            let scanned = splice_point(text, "v1", "ConfigMap");
+            let parsed = splice_point_by_parsing(text, "v1", "ConfigMap");
+            assert_eq!(
+                scanned.map(|p| (p.at, p.comma_before, p.comma_after)),
+                parsed.map(|p| (p.at, p.comma_before, p.comma_after)),
+                "{}",
+                String::from_utf8_lossy(text)
+            );
+            found += usize::from(scanned.is_some());
+        }
+        assert_eq!(
+            found, 10,
+            "the well-formed ConfigMaps with metadata objects, both layouts"
+        );
+        // And what is served is the object with its resourceVersion.
+        let stored = encode(&objects[0]).unwrap();
+        let mut out = Vec::new();
+        assert!(served_json_into(&stored, 7, "v1", "ConfigMap", &mut out));
+        let mut expected = objects[0].clone();
+        expected["metadata"]["resourceVersion"] = json!("7");
+        assert_eq!(out, serde_json::to_vec(&expected).unwrap());
+    }
 
     #[test]
     fn stored_objects_carry_no_resource_version_and_get_it_back_on_read() {
