@@ -6,6 +6,10 @@
 # machine: compare two builds with --genplane.
 #
 #   hack/bench/callgrind.sh [--creates N] [--policy] [--genplane BIN] [--out DIR]
+#                           [--reads N]
+#
+# --reads N counts, after the creates, N consistent LISTs of the namespace (JSON, as kubectl
+# and client-go ask for them) and N GETs of one of its ConfigMaps, each kind on its own.
 #
 # --policy adds the admission benchmark's ValidatingAdmissionPolicy (a ConfigMap param, a
 # variable, two validations) matching every create. The callgrind file stays in DIR (default:
@@ -16,12 +20,14 @@ cd "$(dirname "${BASH_SOURCE[0]}")/../.."
 ensure_apt_packages "${GENPLANE_APT_PACKAGES[@]}" valgrind curl
 
 creates=200
+reads=0
 policy=false
 genplane=""
 out=""
 while [ $# -gt 0 ]; do
   case "$1" in
     --creates) creates=$2; shift 2 ;;
+    --reads) reads=$2; shift 2 ;;
     --policy) policy=true; shift ;;
     --genplane) genplane=$2; shift 2 ;;
     --out) out=$2; shift 2 ;;
@@ -114,16 +120,46 @@ if $policy; then
   done
   $refused || { echo "the policy never refused a 5-key ConfigMap" >&2; exit 1; }
 fi
+get() {
+  local urls=()
+  for _ in $(seq "$1"); do urls+=("https://127.0.0.1:$port$2"); done
+  curl -sf --http2 --cert "$out/client.crt" --key "$out/client.key" --cacert "$out/ca.crt" \
+    "${urls[@]}" >/dev/null
+}
+# Counts what `$2...` does between a zeroing and a dump of the counters, as `$1` (its name).
+count() {
+  local name=$1
+  shift
+  callgrind_control -z $server >/dev/null 2>&1
+  "$@"
+  callgrind_control -d "$name" $server >/dev/null 2>&1
+}
 post 20
-callgrind_control -z $server >/dev/null 2>&1
-post "$creates"
-callgrind_control -d $server >/dev/null 2>&1
+count creates post "$creates"
+if [ "$reads" -gt 0 ]; then
+  item=$(kubectl get configmaps -n bench -o 'jsonpath={.items[0].metadata.name}')
+  get 20 "/api/v1/namespaces/bench/configmaps"
+  count lists get "$reads" "/api/v1/namespaces/bench/configmaps"
+  count gets get "$reads" "/api/v1/namespaces/bench/configmaps/$item"
+fi
 kill $server
 wait $server 2>/dev/null || true
 trap - EXIT
-profile=$(ls "$out"/callgrind.out.* | head -1)
-total=$(callgrind_annotate "$profile" | awk '/PROGRAM TOTALS/ {gsub(",", "", $1); print $1}')
-echo "instructions per create: $((total / creates)) ($creates creates, policy: $policy)"
-echo "profile: $profile"
-callgrind_annotate --inclusive=yes "$profile" 2>/dev/null |
-  grep -E '/(pkg|cmd)/' | grep -v 'future.rs' | head -25
+# One file per dump, numbered in order: creates, then lists and gets.
+report() {
+  local profile=$1 what=$2 n=$3
+  local total
+  total=$(callgrind_annotate "$profile" | awk '/PROGRAM TOTALS/ {gsub(",", "", $1); print $1}')
+  echo "instructions per $what: $((total / n)) ($n ${what}s, policy: $policy)"
+  echo "profile: $profile"
+  callgrind_annotate --inclusive=yes "$profile" 2>/dev/null |
+    grep -E '/(pkg|cmd)/' | grep -v 'future.rs' | sed -n '1,25p'
+}
+mapfile -t profiles < <(ls -v "$out"/callgrind.out.*)
+report "${profiles[0]}" create "$creates"
+if [ "$reads" -gt 0 ]; then
+  echo
+  report "${profiles[1]}" "LIST (the namespace's $((20 + creates)) ConfigMaps)" "$reads"
+  echo
+  report "${profiles[2]}" GET "$reads"
+fi

@@ -255,8 +255,8 @@ impl Splice {
 /// of `api_version` and `kind` with a `metadata` object without one; found by reading the
 /// top level and metadata only.
 fn splice_point(stored: &[u8], api_version: &str, kind: &str) -> Option<SplicePoint> {
-    let top = members(stored, 0)?;
-    if top.end != stored.len() {
+    let (top, metadata) = members(stored, 0, Some(b"metadata"))?;
+    if skip_space(stored, top.end) != stored.len() {
         // Something after the object: not bytes this module wrote.
         return None;
     }
@@ -274,13 +274,8 @@ fn splice_point(stored: &[u8], api_version: &str, kind: &str) -> Option<SplicePo
     if !quoted(value_of(b"apiVersion"), api_version) || !quoted(value_of(b"kind"), kind) {
         return None;
     }
-    let metadata_at = top
-        .fields
-        .iter()
-        .find(|f| &stored[f.key.clone()] == b"metadata")?
-        .value
-        .start;
-    let metadata = members(stored, metadata_at)?;
+    // The first `metadata` member, read as an object in the same pass.
+    let (metadata_at, metadata) = metadata?;
     let key = |f: &Member| &stored[f.key.clone()];
     if metadata.fields.iter().any(|f| key(f) == b"resourceVersion") {
         return None;
@@ -312,7 +307,7 @@ struct Member {
     value: std::ops::Range<usize>,
 }
 
-/// The members of the JSON object that starts at `at` in `text`, and where it ends.
+/// The members of a JSON object, and where it ends (past its closing brace).
 struct Members {
     fields: Vec<Member>,
     end: usize,
@@ -324,18 +319,23 @@ struct Members {
 /// close, brackets balance, members are `"key":value` separated by commas), not the values'
 /// contents, which are served as stored. `None` for anything else, and for keys that hold
 /// escapes (then the caller decodes).
-fn members(text: &[u8], at: usize) -> Option<Members> {
+///
+/// The object starts at `at` in `text`. The first member named `inner` (if asked for and an
+/// object) is read the same way, once: where it starts, and its members.
+fn members(
+    text: &[u8],
+    at: usize,
+    inner: Option<&[u8]>,
+) -> Option<(Members, Option<(usize, Members)>)> {
     let mut i = skip_space(text, at);
     if text.get(i) != Some(&b'{') {
         return None;
     }
     i = skip_space(text, i + 1);
     let mut fields = Vec::new();
+    let mut found = None;
     if text.get(i) == Some(&b'}') {
-        return Some(Members {
-            fields,
-            end: skip_space(text, i + 1),
-        });
+        return Some((Members { fields, end: i + 1 }, None));
     }
     loop {
         if text.get(i) != Some(&b'"') {
@@ -351,7 +351,17 @@ fn members(text: &[u8], at: usize) -> Option<Members> {
             return None;
         }
         let start = skip_space(text, i + 1);
-        let end = value_end(text, start)?;
+        let end = if found.is_none()
+            && text.get(start) == Some(&b'{')
+            && inner.is_some_and(|name| text[key.clone()] == *name)
+        {
+            let (object, _) = members(text, start, None)?;
+            let end = object.end;
+            found = Some((start, object));
+            end
+        } else {
+            value_end(text, start)?
+        };
         fields.push(Member {
             key,
             value: start..end,
@@ -359,12 +369,7 @@ fn members(text: &[u8], at: usize) -> Option<Members> {
         i = skip_space(text, end);
         match text.get(i) {
             Some(b',') => i = skip_space(text, i + 1),
-            Some(b'}') => {
-                return Some(Members {
-                    fields,
-                    end: skip_space(text, i + 1),
-                });
-            }
+            Some(b'}') => return Some((Members { fields, end: i + 1 }, found)),
             _ => return None,
         }
     }
@@ -377,14 +382,31 @@ fn skip_space(text: &[u8], mut i: usize) -> usize {
     i
 }
 
+/// Where the first `"` or `\` in `bytes` is: eight bytes at a time until a word holds one
+/// (the strings of an object are most of its bytes).
+fn quote_or_backslash(bytes: &[u8]) -> Option<usize> {
+    const ONES: u64 = u64::from_ne_bytes([1; 8]);
+    const HIGH: u64 = u64::from_ne_bytes([0x80; 8]);
+    const QUOTES: u64 = u64::from_ne_bytes([b'"'; 8]);
+    const BACKSLASHES: u64 = u64::from_ne_bytes([b'\\'; 8]);
+    let has_zero = |word: u64| word.wrapping_sub(ONES) & !word & HIGH != 0;
+    let mut i = 0;
+    for chunk in bytes.chunks_exact(8) {
+        let word = u64::from_ne_bytes(chunk.try_into().ok()?);
+        if has_zero(word ^ QUOTES) || has_zero(word ^ BACKSLASHES) {
+            break;
+        }
+        i += 8;
+    }
+    let rest = bytes[i..].iter().position(|&c| c == b'"' || c == b'\\')?;
+    Some(i + rest)
+}
+
 /// Where the string that opens at `at` (its `"`) ends, past its closing quote.
 fn string_end(text: &[u8], at: usize) -> Option<usize> {
     let mut i = at + 1;
     loop {
-        i += text
-            .get(i..)?
-            .iter()
-            .position(|&c| c == b'"' || c == b'\\')?;
+        i += quote_or_backslash(text.get(i..)?)?;
         if text[i] == b'"' {
             return Some(i + 1);
         }
@@ -503,6 +525,14 @@ mod tests {
         texts.push(br#"{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"a}}"#.to_vec());
         texts.push(br#"{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name" "a"}}"#.to_vec());
         texts.push(br#"{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"a",}}"#.to_vec());
+        // Quotes and backslashes at every place within and across eight-byte words.
+        for n in 0..20 {
+            for special in ["\"", "\\", "\\\"", "\u{e9}"] {
+                let value = format!("{}{special}{}", "a".repeat(n), "b".repeat(20 - n));
+                let object = json!({"apiVersion": "v1", "data": {"k": value}, "kind": "ConfigMap", "metadata": {"name": value, "uid": "u"}});
+                texts.push(serde_json::to_vec(&object).unwrap());
+            }
+        }
         texts.push(b"[]".to_vec());
         texts.push(b"".to_vec());
         let mut found = 0;
@@ -518,8 +548,9 @@ mod tests {
             found += usize::from(scanned.is_some());
         }
         assert_eq!(
-            found, 10,
-            "the well-formed ConfigMaps with metadata objects, both layouts"
+            found,
+            10 + 20 * 4,
+            "the well-formed ConfigMaps with metadata objects"
         );
         // And what is served is the object with its resourceVersion.
         let stored = encode(&objects[0]).unwrap();
