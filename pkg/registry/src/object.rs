@@ -255,121 +255,135 @@ impl Splice {
 /// of `api_version` and `kind` with a `metadata` object without one; found by reading the
 /// top level and metadata only.
 fn splice_point(stored: &[u8], api_version: &str, kind: &str) -> Option<SplicePoint> {
-    let (top, metadata) = members(stored, 0, Some(b"metadata"))?;
-    if skip_space(stored, top.end) != stored.len() {
+    let quoted = |value: &[u8], expected: &str| {
+        value
+            .strip_prefix(b"\"")
+            .and_then(|v| v.strip_suffix(b"\""))
+            .is_some_and(|inner| inner == expected.as_bytes())
+    };
+    let (mut api_version_matches, mut kind_matches) = (false, false);
+    let mut metadata: Option<Metadata> = None;
+    let end = each_member(stored, 0, |key, start| {
+        Some(match key {
+            b"apiVersion" | b"kind" => {
+                let end = value_end(stored, start)?;
+                let value = &stored[start..end];
+                if key == b"kind" {
+                    kind_matches = quoted(value, kind);
+                } else {
+                    api_version_matches = quoted(value, api_version);
+                }
+                end
+            }
+            b"metadata" if metadata.is_none() && stored.get(start) == Some(&b'{') => {
+                let mut found = Metadata {
+                    at: start,
+                    ..Metadata::default()
+                };
+                let end = each_member(stored, start, |key, start| {
+                    let end = value_end(stored, start)?;
+                    found.members += 1;
+                    if key == b"resourceVersion" {
+                        found.has_resource_version = true;
+                    } else if key < b"resourceVersion".as_slice()
+                        && found
+                            .before
+                            .as_ref()
+                            .is_none_or(|(k, _)| key > &stored[k.clone()])
+                    {
+                        found.before = Some((key_range(stored, key), end));
+                    }
+                    Some(end)
+                })?;
+                metadata = Some(found);
+                end
+            }
+            _ => value_end(stored, start)?,
+        })
+    })?;
+    if skip_space(stored, end) != stored.len() {
         // Something after the object: not bytes this module wrote.
         return None;
     }
-    let value_of = |key: &[u8]| {
-        top.fields
-            .iter()
-            .find(|f| &stored[f.key.clone()] == key)
-            .map(|f| &stored[f.value.clone()])
-    };
-    let quoted = |value: Option<&[u8]>, expected: &str| {
-        value
-            .and_then(|v| v.strip_prefix(b"\"")?.strip_suffix(b"\""))
-            .is_some_and(|inner| inner == expected.as_bytes())
-    };
-    if !quoted(value_of(b"apiVersion"), api_version) || !quoted(value_of(b"kind"), kind) {
-        return None;
-    }
-    // The first `metadata` member, read as an object in the same pass.
-    let (metadata_at, metadata) = metadata?;
-    let key = |f: &Member| &stored[f.key.clone()];
-    if metadata.fields.iter().any(|f| key(f) == b"resourceVersion") {
+    let metadata = metadata?;
+    if !api_version_matches || !kind_matches || metadata.has_resource_version {
         return None;
     }
     // After the value of the last key before resourceVersion, else first in metadata. Keys
-    // compare as their bytes: none holds an escape (`members` refuses those).
-    let before = metadata
-        .fields
-        .iter()
-        .filter(|f| key(f) < b"resourceVersion".as_slice())
-        .max_by(|a, b| key(a).cmp(key(b)));
-    Some(match before {
-        Some(field) => SplicePoint {
-            at: field.value.end,
+    // compare as their bytes: none holds an escape (`each_member` refuses those).
+    Some(match metadata.before {
+        Some((_, end)) => SplicePoint {
+            at: end,
             comma_before: true,
             comma_after: false,
         },
         None => SplicePoint {
-            at: metadata_at + 1,
+            at: metadata.at + 1,
             comma_before: false,
-            comma_after: !metadata.fields.is_empty(),
+            comma_after: metadata.members > 0,
         },
     })
 }
 
-/// One member of a JSON object: where its key's characters and its value lie.
-struct Member {
-    key: std::ops::Range<usize>,
-    value: std::ops::Range<usize>,
+/// What [`splice_point`] learns of `metadata`.
+#[derive(Default)]
+struct Metadata {
+    /// Where the object starts (its brace).
+    at: usize,
+    /// How many members it has.
+    members: usize,
+    /// Whether one is `resourceVersion`.
+    has_resource_version: bool,
+    /// The greatest key before `resourceVersion` (where it lies) and where its value ends.
+    before: Option<(std::ops::Range<usize>, usize)>,
 }
 
-/// The members of a JSON object, and where it ends (past its closing brace).
-struct Members {
-    fields: Vec<Member>,
-    end: usize,
+/// Where `key`, a sub-slice of `text`, lies in it.
+fn key_range(text: &[u8], key: &[u8]) -> std::ops::Range<usize> {
+    let start = key.as_ptr() as usize - text.as_ptr() as usize;
+    start..start + key.len()
 }
 
-/// Reads the object at `at` member by member, stepping over the values without reading them:
-/// the splice point needs the top level and metadata only, and reading every value (as a
+/// Steps through the JSON object at `at` in `text` member by member: `member` gets each key
+/// (its characters) and where its value starts, and answers where the value ends (stepping
+/// over it with [`value_end`], or reading it). Answers where the object ends, past its brace.
+///
+/// The splice point needs the top level and metadata only, and reading every value (as a
 /// parse does) cost more than serializing the object. The structure is checked (strings
 /// close, brackets balance, members are `"key":value` separated by commas), not the values'
 /// contents, which are served as stored. `None` for anything else, and for keys that hold
 /// escapes (then the caller decodes).
-///
-/// The object starts at `at` in `text`. The first member named `inner` (if asked for and an
-/// object) is read the same way, once: where it starts, and its members.
-fn members(
+fn each_member(
     text: &[u8],
     at: usize,
-    inner: Option<&[u8]>,
-) -> Option<(Members, Option<(usize, Members)>)> {
+    mut member: impl FnMut(&[u8], usize) -> Option<usize>,
+) -> Option<usize> {
     let mut i = skip_space(text, at);
     if text.get(i) != Some(&b'{') {
         return None;
     }
     i = skip_space(text, i + 1);
-    let mut fields = Vec::new();
-    let mut found = None;
     if text.get(i) == Some(&b'}') {
-        return Some((Members { fields, end: i + 1 }, None));
+        return Some(i + 1);
     }
     loop {
         if text.get(i) != Some(&b'"') {
             return None;
         }
         let key_end = string_end(text, i)?;
-        let key = i + 1..key_end - 1;
-        if text[key.clone()].contains(&b'\\') {
+        let key = &text[i + 1..key_end - 1];
+        if key.contains(&b'\\') {
             return None;
         }
         i = skip_space(text, key_end);
         if text.get(i) != Some(&b':') {
             return None;
         }
-        let start = skip_space(text, i + 1);
-        let end = if found.is_none()
-            && text.get(start) == Some(&b'{')
-            && inner.is_some_and(|name| text[key.clone()] == *name)
-        {
-            let (object, _) = members(text, start, None)?;
-            let end = object.end;
-            found = Some((start, object));
-            end
-        } else {
-            value_end(text, start)?
-        };
-        fields.push(Member {
-            key,
-            value: start..end,
-        });
+        let end = member(key, skip_space(text, i + 1))?;
         i = skip_space(text, end);
         match text.get(i) {
             Some(b',') => i = skip_space(text, i + 1),
-            Some(b'}') => return Some((Members { fields, end: i + 1 }, found)),
+            Some(b'}') => return Some(i + 1),
             _ => return None,
         }
     }
