@@ -122,14 +122,7 @@ async fn events_k8s_io_events_are_core_events_underneath() {
     let storage = sqlite(&dir);
     let new_events = store(&storage, "events.k8s.io", "events");
     let core_events = store(&storage, "", "events");
-    let event = json!({
-        "apiVersion": "events.k8s.io/v1", "kind": "Event",
-        "metadata": {"name": "e1", "namespace": "default"},
-        "eventTime": "2026-11-22T03:00:00.000000Z", "reportingController": "example.com/controller",
-        "reportingInstance": "controller-1", "action": "Reconcile", "reason": "Synced", "type": "Normal",
-        "regarding": {"kind": "ConfigMap", "namespace": "default", "name": "cm", "apiVersion": "v1"},
-        "note": "all good"
-    });
+    let event = new_event("all good");
     let created = new_events
         .create("default", event, &WriteOptions::default())
         .await
@@ -147,6 +140,18 @@ async fn events_k8s_io_events_are_core_events_underneath() {
 
 /// The JSON a client reads is the decoded object serialized, byte for byte, whether the store
 /// wrote it from the stored bytes or decoded it.
+/// An events.k8s.io/v1 Event `e1` in `default` with the note `note`.
+fn new_event(note: &str) -> serde_json::Value {
+    json!({
+        "apiVersion": "events.k8s.io/v1", "kind": "Event",
+        "metadata": {"name": "e1", "namespace": "default"},
+        "eventTime": "2026-11-22T03:00:00.000000Z", "reportingController": "example.com/controller",
+        "reportingInstance": "controller-1", "action": "Reconcile", "reason": "Synced", "type": "Normal",
+        "regarding": {"kind": "ConfigMap", "namespace": "default", "name": "cm", "apiVersion": "v1"},
+        "note": note
+    })
+}
+
 fn json_of(object: &serde_json::Value) -> Vec<u8> {
     serde_json::to_vec(object).unwrap()
 }
@@ -354,14 +359,7 @@ async fn writes_answer_with_the_bytes_they_stored_when_served_as_stored() {
     assert!(configmaps.written_json(&dry_run).is_none());
     // Events of events.k8s.io are stored as core Events: never answered with those bytes.
     let new_events = store(&storage, "events.k8s.io", "events");
-    let event = json!({
-        "apiVersion": "events.k8s.io/v1", "kind": "Event",
-        "metadata": {"name": "e1", "namespace": "default"},
-        "eventTime": "2026-11-22T03:00:00.000000Z", "reportingController": "example.com/c",
-        "reportingInstance": "c-1", "action": "Reconcile", "reason": "Synced", "type": "Normal",
-        "regarding": {"kind": "ConfigMap", "namespace": "default", "name": "cm", "apiVersion": "v1"},
-        "note": "n1"
-    });
+    let event = new_event("n1");
     let written = new_events
         .create("default", event, &WriteOptions::default())
         .await
@@ -375,14 +373,7 @@ async fn resources_served_in_another_form_than_stored_are_decoded() {
     let dir = tempfile::tempdir().unwrap();
     let storage = sqlite(&dir);
     let new_events = store(&storage, "events.k8s.io", "events");
-    let event = json!({
-        "apiVersion": "events.k8s.io/v1", "kind": "Event",
-        "metadata": {"name": "e1", "namespace": "default"},
-        "eventTime": "2026-11-22T03:00:00.000000Z", "reportingController": "example.com/c",
-        "reportingInstance": "c-1", "action": "Reconcile", "reason": "Synced", "type": "Normal",
-        "regarding": {"kind": "ConfigMap", "namespace": "default", "name": "cm", "apiVersion": "v1"},
-        "note": "n1"
-    });
+    let event = new_event("n1");
     new_events
         .create("default", event, &WriteOptions::default())
         .await
