@@ -389,6 +389,7 @@ fn each_member(
     }
 }
 
+#[inline]
 fn skip_space(text: &[u8], mut i: usize) -> usize {
     while matches!(text.get(i), Some(b' ' | b'\t' | b'\n' | b'\r')) {
         i += 1;
@@ -398,6 +399,7 @@ fn skip_space(text: &[u8], mut i: usize) -> usize {
 
 /// Where the first `"` or `\` in `bytes` is: eight bytes at a time until a word holds one
 /// (the strings of an object are most of its bytes).
+#[inline]
 fn quote_or_backslash(bytes: &[u8]) -> Option<usize> {
     const ONES: u64 = u64::from_ne_bytes([1; 8]);
     const HIGH: u64 = u64::from_ne_bytes([0x80; 8]);
@@ -417,6 +419,7 @@ fn quote_or_backslash(bytes: &[u8]) -> Option<usize> {
 }
 
 /// Where the string that opens at `at` (its `"`) ends, past its closing quote.
+#[inline]
 fn string_end(text: &[u8], at: usize) -> Option<usize> {
     let mut i = at + 1;
     loop {
