@@ -237,8 +237,9 @@ struct Inner {
     /// How many reads of the current revision were sent.
     revision_reads: AtomicU64,
     /// One read of the current revision at a time, and the latest one's answer: its number in
-    /// `revision_reads` and the revision. Callers queue here (see [`Storage::current_revision`]).
-    revision_turn: tokio::sync::Mutex<Option<(u64, Revision)>>,
+    /// `revision_reads` and the revision, or why it failed. Callers queue here (see
+    /// [`Storage::current_revision`]).
+    revision_turn: tokio::sync::Mutex<Option<(u64, Result<Revision>)>>,
 }
 
 impl Inner {
@@ -713,21 +714,22 @@ impl Storage for EtcdStore {
     /// caller that arrived before it was sent, so each still gets a revision at least as new as
     /// every write acknowledged before it asked. One read is in flight at a time; the callers
     /// that arrive meanwhile share the next. Under load that is one round trip per batch, not
-    /// per consistent list.
+    /// per consistent list. A failed read fails its whole batch, so that while etcd does not
+    /// answer the callers do not wait for one failed read after another.
     async fn current_revision(&self) -> Result<Revision> {
         let inner = &self.inner;
         let arrived = inner.revision_reads.load(Ordering::SeqCst);
         let mut latest = inner.revision_turn.lock().await;
-        if let Some((read, revision)) = *latest
-            && read > arrived
+        if let Some((read, answer)) = &*latest
+            && *read > arrived
         {
             // Sent after this caller arrived.
-            return Ok(revision);
+            return answer.clone();
         }
         let read = inner.revision_reads.fetch_add(1, Ordering::SeqCst) + 1;
-        let revision = self.read_current_revision().await?;
-        *latest = Some((read, revision));
-        Ok(revision)
+        let answer = self.read_current_revision().await;
+        *latest = Some((read, answer.clone()));
+        answer
     }
 
     async fn compact(&self, revision: Revision) -> Result<()> {

@@ -219,6 +219,22 @@ async fn concurrent_reads_of_the_current_revision_share_round_trips_and_miss_no_
     let _ = tokio::time::timeout(Duration::ZERO, store.current_revision()).await;
     let written = other.create("/t/last", bytes("x")).await.unwrap();
     assert!(store.current_revision().await.unwrap() >= written.mod_revision);
+
+    // While etcd does not answer, a failed read fails its whole batch: the callers do not
+    // queue for one failed read after another.
+    let mut server = server;
+    server.freeze();
+    let before = store.status().revision_reads;
+    let answers = futures::future::join_all((0..16).map(|_| store.current_revision())).await;
+    assert!(answers.iter().all(Result::is_err), "{answers:?}");
+    let sent = store.status().revision_reads - before;
+    assert!((1..=2).contains(&sent), "16 callers sent {sent} reads");
+    server.thaw();
+    let deadline = tokio::time::Instant::now() + WAIT;
+    while store.current_revision().await.is_err() {
+        assert!(tokio::time::Instant::now() < deadline, "etcd answers again");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
 }
 
 #[tokio::test]
