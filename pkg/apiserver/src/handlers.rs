@@ -342,13 +342,32 @@ pub(crate) fn respond(
 }
 
 /// Adds `warnings` to `response` as `Warning: 299 - "..."` headers.
-pub(crate) fn add_warnings(response: &mut Response<ResponseBody>, warnings: &[String]) {
+fn add_warnings(response: &mut Response<ResponseBody>, warnings: &[String]) {
     for warning in warnings {
         let escaped = warning.replace('\\', "\\\\").replace('"', "\\\"");
         if let Ok(value) = HeaderValue::from_str(&format!("299 - \"{escaped}\"")) {
             response.headers_mut().append("warning", value);
         }
     }
+}
+
+/// The answer to a write (`code`, with `warnings`) as the bytes it stored, as a GET answers
+/// with them (see [`Store::written_json`]), when the client asked for a plain JSON object and
+/// the resource serves its objects as stored; `None` when the object has to be encoded.
+pub(crate) fn respond_stored<S: Storage>(
+    store: &Store<S>,
+    written: &genplane_registry::Written,
+    code: StatusCode,
+    negotiated: &Negotiated,
+    warnings: &[String],
+) -> Option<Response<ResponseBody>> {
+    if !negotiated.is_json_objects() {
+        return None;
+    }
+    let json = store.written_json(written)?;
+    let mut response = respond_json(code, ResponseBody::full(json), negotiated);
+    add_warnings(&mut response, warnings);
+    Some(response)
 }
 
 /// An answer whose JSON body is already written, with the negotiated content type.

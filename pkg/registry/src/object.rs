@@ -262,7 +262,7 @@ fn splice_point(stored: &[u8], api_version: &str, kind: &str) -> Option<SplicePo
             .is_some_and(|inner| inner == expected.as_bytes())
     };
     let (mut api_version_matches, mut kind_matches) = (false, false);
-    let mut metadata: Option<Metadata> = None;
+    let mut metadata: Option<Metadata<'_>> = None;
     let end = each_member(stored, 0, |key, start| {
         Some(match key {
             b"apiVersion" | b"kind" => {
@@ -286,12 +286,9 @@ fn splice_point(stored: &[u8], api_version: &str, kind: &str) -> Option<SplicePo
                     if key == b"resourceVersion" {
                         found.has_resource_version = true;
                     } else if key < b"resourceVersion".as_slice()
-                        && found
-                            .before
-                            .as_ref()
-                            .is_none_or(|(k, _)| key > &stored[k.clone()])
+                        && found.before.is_none_or(|(before, _)| key > before)
                     {
-                        found.before = Some((key_range(stored, key), end));
+                        found.before = Some((key, end));
                     }
                     Some(end)
                 })?;
@@ -325,23 +322,17 @@ fn splice_point(stored: &[u8], api_version: &str, kind: &str) -> Option<SplicePo
     })
 }
 
-/// What [`splice_point`] learns of `metadata`.
+/// What [`splice_point`] learns of `metadata` (in `'t`, the stored bytes).
 #[derive(Default)]
-struct Metadata {
+struct Metadata<'t> {
     /// Where the object starts (its brace).
     at: usize,
     /// How many members it has.
     members: usize,
     /// Whether one is `resourceVersion`.
     has_resource_version: bool,
-    /// The greatest key before `resourceVersion` (where it lies) and where its value ends.
-    before: Option<(std::ops::Range<usize>, usize)>,
-}
-
-/// Where `key`, a sub-slice of `text`, lies in it.
-fn key_range(text: &[u8], key: &[u8]) -> std::ops::Range<usize> {
-    let start = key.as_ptr() as usize - text.as_ptr() as usize;
-    start..start + key.len()
+    /// The greatest key before `resourceVersion` and where its value ends.
+    before: Option<(&'t [u8], usize)>,
 }
 
 /// Steps through the JSON object at `at` in `text` member by member: `member` gets each key
@@ -350,13 +341,13 @@ fn key_range(text: &[u8], key: &[u8]) -> std::ops::Range<usize> {
 ///
 /// The splice point needs the top level and metadata only, and reading every value (as a
 /// parse does) cost more than serializing the object. The structure is checked (strings
-/// close, brackets balance, members are `"key":value` separated by commas), not the values'
-/// contents, which are served as stored. `None` for anything else, and for keys that hold
+/// close, brackets open and close in equal number, members are `"key":value` separated by
+/// commas), not the values' contents, which are served as stored. `None` for anything else, and for keys that hold
 /// escapes (then the caller decodes).
-fn each_member(
-    text: &[u8],
+fn each_member<'t>(
+    text: &'t [u8],
     at: usize,
-    mut member: impl FnMut(&[u8], usize) -> Option<usize>,
+    mut member: impl FnMut(&'t [u8], usize) -> Option<usize>,
 ) -> Option<usize> {
     let mut i = skip_space(text, at);
     if text.get(i) != Some(&b'{') {

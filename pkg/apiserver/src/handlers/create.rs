@@ -5,7 +5,7 @@ use genplane_apimachinery::errors::ApiError;
 use genplane_storage::Storage;
 use hyper::{Response, StatusCode};
 
-use super::{Ctx, add_warnings, respond, respond_json};
+use super::{Ctx, respond, respond_stored};
 use crate::answer::Creating;
 use crate::backing::Backing;
 use crate::body::ResponseBody;
@@ -45,13 +45,10 @@ pub(crate) async fn create<S: Storage>(
     };
     warnings.extend(std::mem::take(&mut written.warnings));
     warnings.extend(ctx.admission_warnings());
-    if negotiated.is_json_objects()
-        && let Backing::Stored(store) = ctx.backing
-        && let Some(json) = store.written_json(&written)
+    if let Backing::Stored(store) = ctx.backing
+        && let Some(response) =
+            respond_stored(store, &written, StatusCode::CREATED, &negotiated, &warnings)
     {
-        // The stored bytes, as a GET answers them: no second serialization.
-        let mut response = respond_json(StatusCode::CREATED, ResponseBody::full(json), &negotiated);
-        add_warnings(&mut response, &warnings);
         return Ok(response);
     }
     let body = encode::object(ctx.body, written.object, &negotiated, ctx.now);

@@ -5,7 +5,7 @@ use genplane_apimachinery::errors::ApiError;
 use genplane_storage::Storage;
 use hyper::{Response, StatusCode};
 
-use super::{Ctx, add_warnings, respond, respond_json};
+use super::{Ctx, respond, respond_stored};
 use crate::body::ResponseBody;
 use crate::encode;
 
@@ -28,12 +28,7 @@ pub(crate) async fn update<S: Storage>(
     } else {
         StatusCode::OK
     };
-    if negotiated.is_json_objects()
-        && let Some(json) = ctx.store()?.written_json(&written)
-    {
-        // The stored bytes, as a GET answers them: no second serialization.
-        let mut response = respond_json(code, ResponseBody::full(json), &negotiated);
-        add_warnings(&mut response, &warnings);
+    if let Some(response) = respond_stored(ctx.store()?, &written, code, &negotiated, &warnings) {
         return Ok(response);
     }
     let body = encode::object(ctx.body, written.object, &negotiated, ctx.now);

@@ -317,6 +317,16 @@ impl<S: Storage> Cacher<S> {
         Ok(self.list_snapshot(&request))
     }
 
+    /// The cache's state of `key`, at whatever revision the cache has reached.
+    fn cached(&self, key: &str) -> Option<KeyValue> {
+        let snapshot = self
+            .shared
+            .snapshot
+            .read()
+            .unwrap_or_else(PoisonError::into_inner);
+        snapshot.objects.get(key).map(|e| e.0.kv.clone())
+    }
+
     fn list_snapshot(&self, request: &ListRequest) -> ListResponse {
         let snapshot = self
             .shared
@@ -385,14 +395,7 @@ impl<S: Storage> Storage for Cacher<S> {
             // caught up with it, memory answers as the store would.
             let current = self.store.current_revision().await?;
             match self.wait_for(Some(current)).await {
-                Ok(()) => {
-                    let snapshot = self
-                        .shared
-                        .snapshot
-                        .read()
-                        .unwrap_or_else(PoisonError::into_inner);
-                    return Ok(snapshot.objects.get(key).map(|e| e.0.kv.clone()));
-                }
+                Ok(()) => return Ok(self.cached(key)),
                 Err(Error::Timeout) => {}
                 Err(other) => return Err(other),
             }
@@ -527,12 +530,7 @@ impl<S: Storage> Storage for Cacher<S> {
         }
         // Only the first complete list is waited for, as for cached lists.
         self.wait_for(None).await?;
-        let snapshot = self
-            .shared
-            .snapshot
-            .read()
-            .unwrap_or_else(PoisonError::into_inner);
-        Ok(snapshot.objects.get(key).map(|e| e.0.kv.clone()))
+        Ok(self.cached(key))
     }
 
     async fn current_revision(&self) -> Result<Revision> {

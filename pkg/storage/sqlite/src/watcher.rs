@@ -59,7 +59,7 @@ impl Wakers {
     /// Wakes every watch (the store closed).
     pub(crate) fn wake_all(&self) {
         for waker in self.lock().iter() {
-            waker.notify.notify_one();
+            waker.wake();
         }
     }
 
