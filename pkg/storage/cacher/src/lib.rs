@@ -252,12 +252,7 @@ impl<S: Storage> Cacher<S> {
         if !self.covers(key) || !self.shared.head.borrow().ready {
             return None;
         }
-        let snapshot = self
-            .shared
-            .snapshot
-            .read()
-            .unwrap_or_else(PoisonError::into_inner);
-        snapshot.objects.get(key).map(|e| e.0.kv.clone())
+        self.cached(key)
     }
 
     fn covers(&self, key: &str) -> bool {
