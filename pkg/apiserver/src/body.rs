@@ -400,7 +400,7 @@ mod tests {
             ));
             let revision = 7 + i64::try_from(i).unwrap() * 1000;
             let served =
-                genplane_registry::object::ServedJson::of(&stored, revision, "v1", "ConfigMap")
+                genplane_registry::object::ServedJson::of(&stored, revision, "v1", "ConfigMap", 0)
                     .unwrap();
             if i > 0 {
                 whole.push(b',');

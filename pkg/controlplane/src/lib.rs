@@ -318,7 +318,7 @@ pub fn resources_with(
                 let cache = Arc::new(Cacher::new(
                     Transformed::new(backend.clone(), transformer),
                     &prefix,
-                    options.cache.clone(),
+                    registry_cache(&options.cache),
                 )?);
                 caches.push((prefix, cache.clone()));
                 cache
@@ -347,9 +347,19 @@ pub fn custom_storage(
         Ok(Arc::new(Cacher::new(
             Transformed::new(backend.clone(), transformer),
             prefix,
-            CacherConfig::default(),
+            registry_cache(&CacherConfig::default()),
         )?))
     })
+}
+
+/// `config` for a cache the registry reads through: each cached object keeps where its
+/// resourceVersion goes ([`genplane_registry::object::layout_hint`]), found at its first read,
+/// so that GETs and LISTs write it from the stored bytes without reading them again.
+fn registry_cache(config: &CacherConfig) -> CacherConfig {
+    CacherConfig {
+        value_hint: Some(genplane_registry::object::layout_hint),
+        ..config.clone()
+    }
 }
 
 /// The namespaces every cluster has.

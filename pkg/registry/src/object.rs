@@ -150,7 +150,7 @@ pub fn served_json_into(
     kind: &str,
     out: &mut Vec<u8>,
 ) -> bool {
-    match splice_point(stored, api_version, kind) {
+    match splice_point(stored, api_version, kind, 0) {
         Some(point) => {
             let served = Splice { point, revision };
             out.reserve(stored.len() + served.inserted_len());
@@ -174,9 +174,17 @@ pub struct ServedJson {
 
 impl ServedJson {
     /// The served JSON of `stored` at `revision`, when it can be written from the stored
-    /// bytes (as [`served_json_into`] says); `None` when the caller must decode.
-    pub fn of(stored: &bytes::Bytes, revision: i64, api_version: &str, kind: &str) -> Option<Self> {
-        let point = splice_point(stored, api_version, kind)?;
+    /// bytes (as [`served_json_into`] says); `None` when the caller must decode. `hint` is
+    /// what [`layout_hint`] derived from `stored` before (as a cache hands it out with the
+    /// value), or 0: with it, the stored bytes are not read again.
+    pub fn of(
+        stored: &bytes::Bytes,
+        revision: i64,
+        api_version: &str,
+        kind: &str,
+        hint: u64,
+    ) -> Option<Self> {
+        let point = splice_point(stored, api_version, kind, hint)?;
         Some(Self {
             stored: stored.clone(),
             splice: Splice { point, revision },
@@ -201,7 +209,7 @@ impl ServedJson {
 
 /// Where in the stored bytes the resourceVersion goes, and what separates it from its
 /// neighbours.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 struct SplicePoint {
     /// The offset it is written at.
     at: usize,
@@ -252,26 +260,105 @@ impl Splice {
 }
 
 /// Where the resourceVersion goes into `stored` (its keys in order), if `stored` is an object
-/// of `api_version` and `kind` with a `metadata` object without one; found by reading the
-/// top level and metadata only.
-fn splice_point(stored: &[u8], api_version: &str, kind: &str) -> Option<SplicePoint> {
-    let quoted = |value: &[u8], expected: &str| {
-        value
-            .strip_prefix(b"\"")
-            .and_then(|v| v.strip_suffix(b"\""))
-            .is_some_and(|inner| inner == expected.as_bytes())
+/// of `api_version` and `kind` with a `metadata` object without one: read from `hint` when it
+/// holds the layout ([`layout_hint`] of these bytes), else found by reading the top level and
+/// metadata.
+fn splice_point(stored: &[u8], api_version: &str, kind: &str, hint: u64) -> Option<SplicePoint> {
+    let layout = match hint & (HINT_LAID_OUT | HINT_NO_LAYOUT) {
+        HINT_LAID_OUT => Layout::from_hint(hint),
+        HINT_NO_LAYOUT => return None,
+        _ => layout(stored)?,
     };
-    let (mut api_version_matches, mut kind_matches) = (false, false);
+    let quoted = |at: usize, expected: &str| {
+        let value = stored.get(at..at + expected.len() + 2);
+        value.is_some_and(|v| {
+            v[0] == b'"' && v[v.len() - 1] == b'"' && &v[1..v.len() - 1] == expected.as_bytes()
+        })
+    };
+    (quoted(layout.api_version, api_version) && quoted(layout.kind, kind)).then_some(layout.point)
+}
+
+/// Where an object's `apiVersion` and `kind` values are and where its resourceVersion goes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Layout {
+    /// The offset of `apiVersion`'s value (a string, from its opening quote).
+    api_version: usize,
+    /// The offset of `kind`'s value (a string, from its opening quote).
+    kind: usize,
+    /// Where the resourceVersion goes.
+    point: SplicePoint,
+}
+
+/// A hint (see [`layout_hint`]) that holds a layout.
+const HINT_LAID_OUT: u64 = 1 << 62;
+/// A hint for bytes without a layout: they are decoded.
+const HINT_NO_LAYOUT: u64 = 1 << 63;
+/// A hint for a layout whose offsets do not fit the word (objects beyond 4 MiB): found again
+/// at each read.
+const HINT_TOO_FAR: u64 = HINT_LAID_OUT | HINT_NO_LAYOUT;
+/// The bits of the splice offset and of `kind`'s (22 each), and of `apiVersion`'s (16: it is
+/// at the start of a stored object, its keys sorted).
+const AT_BITS: u32 = 22;
+const API_VERSION_BITS: u32 = 16;
+
+impl Layout {
+    /// The layout a hint of [`HINT_LAID_OUT`] holds.
+    fn from_hint(hint: u64) -> Self {
+        let field = |shift: u32, bits: u32| ((hint >> shift) & ((1 << bits) - 1)) as usize;
+        Layout {
+            point: SplicePoint {
+                at: field(0, AT_BITS),
+                comma_before: hint & (1 << 60) != 0,
+                comma_after: hint & (1 << 61) != 0,
+            },
+            kind: field(AT_BITS, AT_BITS),
+            api_version: field(2 * AT_BITS, API_VERSION_BITS),
+        }
+    }
+
+    /// The hint that holds this layout, if its offsets fit.
+    fn to_hint(self) -> Option<u64> {
+        let fits = |value: usize, bits: u32| value < (1 << bits);
+        (fits(self.point.at, AT_BITS)
+            && fits(self.kind, AT_BITS)
+            && fits(self.api_version, API_VERSION_BITS))
+        .then(|| {
+            HINT_LAID_OUT
+                | u64::from(self.point.comma_after) << 61
+                | u64::from(self.point.comma_before) << 60
+                | (self.api_version as u64) << (2 * AT_BITS)
+                | (self.kind as u64) << AT_BITS
+                | self.point.at as u64
+        })
+    }
+}
+
+/// What a watch cache keeps with each stored object for [`ServedJson::of`]: where its
+/// `apiVersion` and `kind` are and where its resourceVersion goes, packed in a word (the
+/// registry's `value_hint` for the caches it reads through), so that a cached object is read
+/// once for all the reads that serve it. Never 0.
+pub fn layout_hint(stored: &[u8]) -> u64 {
+    match layout(stored) {
+        Some(layout) => layout.to_hint().unwrap_or(HINT_TOO_FAR),
+        None => HINT_NO_LAYOUT,
+    }
+}
+
+/// The layout of `stored`, if it is an object with string `apiVersion` and `kind` and a
+/// `metadata` object without a resourceVersion; found by reading the top level and metadata
+/// only.
+fn layout(stored: &[u8]) -> Option<Layout> {
+    let (mut api_version, mut kind) = (None, None);
     let mut metadata: Option<Metadata<'_>> = None;
     let end = each_member(stored, 0, |key, start| {
         Some(match key {
             b"apiVersion" | b"kind" => {
                 let end = value_end(stored, start)?;
-                let value = &stored[start..end];
+                let string = (stored[start] == b'"').then_some(start);
                 if key == b"kind" {
-                    kind_matches = quoted(value, kind);
+                    kind = string;
                 } else {
-                    api_version_matches = quoted(value, api_version);
+                    api_version = string;
                 }
                 end
             }
@@ -303,12 +390,12 @@ fn splice_point(stored: &[u8], api_version: &str, kind: &str) -> Option<SplicePo
         return None;
     }
     let metadata = metadata?;
-    if !api_version_matches || !kind_matches || metadata.has_resource_version {
+    if metadata.has_resource_version {
         return None;
     }
     // After the value of the last key before resourceVersion, else first in metadata. Keys
     // compare as their bytes: none holds an escape (`each_member` refuses those).
-    Some(match metadata.before {
+    let point = match metadata.before {
         Some((_, end)) => SplicePoint {
             at: end,
             comma_before: true,
@@ -319,6 +406,11 @@ fn splice_point(stored: &[u8], api_version: &str, kind: &str) -> Option<SplicePo
             comma_before: false,
             comma_after: metadata.members > 0,
         },
+    };
+    Some(Layout {
+        api_version: api_version?,
+        kind: kind?,
+        point,
     })
 }
 
@@ -545,15 +637,26 @@ mod tests {
         texts.push(b"".to_vec());
         let mut found = 0;
         for text in &texts {
-            let scanned = splice_point(text, "v1", "ConfigMap");
-            let parsed = splice_point_by_parsing(text, "v1", "ConfigMap");
-            assert_eq!(
-                scanned.map(|p| (p.at, p.comma_before, p.comma_after)),
-                parsed.map(|p| (p.at, p.comma_before, p.comma_after)),
-                "{}",
-                String::from_utf8_lossy(text)
-            );
-            found += usize::from(scanned.is_some());
+            let hint = layout_hint(text);
+            assert_ne!(hint, 0);
+            for (api_version, kind) in [("v1", "ConfigMap"), ("v1", "Secret"), ("v2", "ConfigMap")]
+            {
+                let scanned = splice_point(text, api_version, kind, 0);
+                let parsed = splice_point_by_parsing(text, api_version, kind);
+                let shown = String::from_utf8_lossy(text);
+                assert_eq!(scanned, parsed, "{shown} as {api_version} {kind}");
+                // The layout a cache kept with the bytes says the same.
+                let hinted = splice_point(text, api_version, kind, hint);
+                assert_eq!(hinted, scanned, "{shown} as {api_version} {kind}, hinted");
+                if hint == HINT_NO_LAYOUT {
+                    // Bytes without a layout are not read again.
+                    assert_eq!(scanned, None, "{shown}");
+                    assert_eq!(splice_point(b"", api_version, kind, hint), None);
+                }
+                if (api_version, kind) == ("v1", "ConfigMap") {
+                    found += usize::from(scanned.is_some());
+                }
+            }
         }
         assert_eq!(
             found,
@@ -609,7 +712,7 @@ mod tests {
             assert_eq!(&served[..6], b"prefix");
             for revision in [1, 9, 10, 42, 999_999_999_999] {
                 let stored = stored.clone();
-                let kept = ServedJson::of(&stored, revision, api_version, kind).unwrap();
+                let kept = ServedJson::of(&stored, revision, api_version, kind, 0).unwrap();
                 let mut written = Vec::new();
                 kept.write_into(&mut written);
                 let expected = serde_json::to_vec(&decode(&stored, revision).unwrap()).unwrap();
@@ -620,6 +723,51 @@ mod tests {
                 assert_eq!(kept.len(), written.len(), "{object} at {revision}");
             }
         }
+    }
+
+    #[test]
+    fn layout_hints_hold_every_offset_that_fits_and_no_other() {
+        for (api_version, kind, at) in [(0, 0, 0), (14, 40, 90), (65_535, 4_194_303, 4_194_303)] {
+            for (comma_before, comma_after) in [(false, false), (true, false), (false, true)] {
+                let layout = Layout {
+                    api_version,
+                    kind,
+                    point: SplicePoint {
+                        at,
+                        comma_before,
+                        comma_after,
+                    },
+                };
+                let hint = layout.to_hint().unwrap();
+                assert_eq!(hint & (HINT_LAID_OUT | HINT_NO_LAYOUT), HINT_LAID_OUT);
+                assert_eq!(Layout::from_hint(hint), layout);
+            }
+        }
+        let far = |api_version, kind, at| Layout {
+            api_version,
+            kind,
+            point: SplicePoint {
+                at,
+                comma_before: true,
+                comma_after: false,
+            },
+        };
+        assert_eq!(far(65_536, 0, 0).to_hint(), None);
+        assert_eq!(far(0, 4_194_304, 0).to_hint(), None);
+        assert_eq!(far(0, 0, 4_194_304).to_hint(), None);
+        // An object too big for the word is laid out again at each read, and served as stored.
+        let big = json!({"apiVersion": "v1", "data": {"k": "x".repeat(4_200_000)}, "kind": "ConfigMap", "metadata": {"name": "a"}});
+        let stored = encode(&big).unwrap();
+        let hint = layout_hint(&stored);
+        assert_eq!(hint, HINT_TOO_FAR);
+        let served = ServedJson::of(&stored, 5, "v1", "ConfigMap", hint).unwrap();
+        let mut written = Vec::new();
+        served.write_into(&mut written);
+        assert_eq!(
+            written,
+            serde_json::to_vec(&decode(&stored, 5).unwrap()).unwrap()
+        );
+        assert!(ServedJson::of(&stored, 5, "v1", "Secret", hint).is_none());
     }
 
     #[test]

@@ -620,13 +620,15 @@ impl<S: Storage> Store<S> {
     /// The served JSON of `stored` at `revision` as its stored bytes, with the resourceVersion
     /// put in when written (see [`object::ServedJson`]), when the strategy serves objects as
     /// stored and the bytes are the resource's; `None` when the object has to be decoded.
+    /// `hint` is the [`object::layout_hint`] a cache handed out with the bytes, or 0.
     pub(crate) fn served_verbatim(
         &self,
         stored: &bytes::Bytes,
         revision: Revision,
+        hint: u64,
     ) -> Option<object::ServedJson> {
         let (api_version, kind) = &**self.verbatim.as_ref()?;
-        let served = object::ServedJson::of(stored, revision, api_version, kind)?;
+        let served = object::ServedJson::of(stored, revision, api_version, kind, hint)?;
         self.served.verbatim.fetch_add(1, Ordering::Relaxed);
         Some(served)
     }
@@ -637,7 +639,7 @@ impl<S: Storage> Store<S> {
     /// serialized.
     pub fn written_json(&self, written: &Written) -> Option<Vec<u8>> {
         let (stored, revision) = written.stored.as_ref()?;
-        let served = self.served_verbatim(stored, *revision)?;
+        let served = self.served_verbatim(stored, *revision, 0)?;
         let mut out = Vec::new();
         served.write_into(&mut out);
         out.push(b'\n');
@@ -835,7 +837,7 @@ impl<S: Storage> Store<S> {
     ) -> Result<Vec<u8>, ApiError> {
         let kv = self.read(namespace, name, resource_version).await?;
         let mut out = Vec::new();
-        if let Some(served) = self.served_verbatim(&kv.value, kv.mod_revision) {
+        if let Some(served) = self.served_verbatim(&kv.value, kv.mod_revision, kv.hint) {
             served.write_into(&mut out);
         } else {
             self.write_json(&self.strategy.view(self.served(&kv)?)?, &mut out)?;
@@ -978,7 +980,9 @@ impl<S: Storage> Store<S> {
         let selection = self.selection(options)?;
         let filtering = !selection.is_everything();
         self.list_stored(namespace, options, filtering, |kv| {
-            if !filtering && let Some(served) = self.served_verbatim(&kv.value, kv.mod_revision) {
+            if !filtering
+                && let Some(served) = self.served_verbatim(&kv.value, kv.mod_revision, kv.hint)
+            {
                 items.push(JsonItem::Stored(served));
                 return Ok(true);
             }

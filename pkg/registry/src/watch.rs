@@ -322,14 +322,16 @@ impl<S: Storage> Store<S> {
     /// The served object of an event from its stored bytes at `revision`: written from them
     /// for a resource served as stored (decoded later only if a selector needs it), else
     /// decoded, and encoded now when `deliver` says it will be sent (a new state) rather than
-    /// perhaps only consulted (a previous state).
+    /// perhaps only consulted (a previous state). `hint` is the layout a cache kept with the
+    /// bytes (a watch's initial state is the cache's objects), or 0.
     fn watch_object(
         &self,
         stored: &bytes::Bytes,
         revision: Revision,
         deliver: bool,
+        hint: u64,
     ) -> Result<WatchObject, ApiError> {
-        if let Some(served) = self.served_verbatim(stored, revision) {
+        if let Some(served) = self.served_verbatim(stored, revision, hint) {
             let mut json = Vec::with_capacity(served.len());
             served.write_into(&mut json);
             return Ok(WatchObject::encoded(json.into()));
@@ -361,11 +363,11 @@ impl<S: Storage> Store<S> {
         let derive = || Decoded {
             // The previous state, at the event's resourceVersion (as upstream sends it).
             old: event.prev.as_ref().map(|prev| {
-                self.watch_object(&prev.value, revision, false)
+                self.watch_object(&prev.value, revision, false, 0)
                     .map(Arc::new)
             }),
             new: (event.kind != EventKind::Delete).then(|| {
-                self.watch_object(&event.kv.value, revision, true)
+                self.watch_object(&event.kv.value, revision, true, event.memo.hint())
                     .map(Arc::new)
             }),
         };

@@ -146,7 +146,7 @@ impl Error {
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
 /// A key with its value and revisions.
-#[derive(Clone, PartialEq, Eq)]
+#[derive(Clone)]
 pub struct KeyValue {
     /// The key.
     pub key: String,
@@ -156,7 +156,23 @@ pub struct KeyValue {
     pub create_revision: Revision,
     /// The revision of the write that last changed the key.
     pub mod_revision: Revision,
+    /// What the layer above derived from `value` once, kept with the cached value and handed
+    /// out with it (a cache's `value_hint`, e.g. where in the bytes the resourceVersion goes):
+    /// 0 when nothing was derived (values straight from a store). Not part of the key's state:
+    /// equality ignores it.
+    pub hint: u64,
 }
+
+impl PartialEq for KeyValue {
+    fn eq(&self, other: &Self) -> bool {
+        self.key == other.key
+            && self.value == other.value
+            && self.create_revision == other.create_revision
+            && self.mod_revision == other.mod_revision
+    }
+}
+
+impl Eq for KeyValue {}
 
 impl fmt::Debug for KeyValue {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -203,9 +219,30 @@ pub struct Event {
 #[derive(Default)]
 pub struct Memo {
     entries: std::sync::Mutex<Vec<(usize, Arc<dyn std::any::Any + Send + Sync>)>>,
+    /// The value's [`KeyValue::hint`] once derived (0 before): a cache keeps it for the value's
+    /// life, so it is a word, not an entry.
+    hint: std::sync::atomic::AtomicU64,
 }
 
 impl Memo {
+    /// The hint derived from the event's value, 0 until [`Memo::hint_or_derive`] ran.
+    pub fn hint(&self) -> u64 {
+        self.hint.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    /// The hint derived from the event's value, derived by `derive` the first time (two
+    /// readers at once may both derive it: it is a function of the value, so they agree).
+    pub fn hint_or_derive(&self, derive: impl FnOnce() -> u64) -> u64 {
+        match self.hint() {
+            0 => {
+                let hint = derive();
+                self.hint.store(hint, std::sync::atomic::Ordering::Relaxed);
+                hint
+            }
+            known => known,
+        }
+    }
+
     /// The value `owner` derived from the event, if some watcher derived and kept it.
     pub fn get<T: std::any::Any + Send + Sync>(&self, owner: usize) -> Option<Arc<T>> {
         self.entries

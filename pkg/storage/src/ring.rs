@@ -193,6 +193,7 @@ mod tests {
                 value: Bytes::from(vec![0; bytes]),
                 create_revision: revision,
                 mod_revision: revision,
+                hint: 0,
             },
             prev: None,
             memo: Memo::default(),

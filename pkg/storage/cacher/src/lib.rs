@@ -85,6 +85,10 @@ pub struct CacherConfig {
     /// How many events each watcher buffers for its reader (shared events: references, not
     /// copies).
     pub watch_buffer: usize,
+    /// What the layer above derives from a cached value's bytes once (the registry: where the
+    /// resourceVersion goes in a stored object), kept with the cached value, derived at its
+    /// first read, and handed out with it as [`KeyValue::hint`]. `None` hands out 0.
+    pub value_hint: Option<fn(&[u8]) -> u64>,
 }
 
 impl Default for CacherConfig {
@@ -96,6 +100,7 @@ impl Default for CacherConfig {
             consistency_timeout: Duration::from_secs(3),
             list_page: 10_000,
             watch_buffer: 64,
+            value_hint: None,
         }
     }
 }
@@ -146,6 +151,16 @@ pub(crate) fn entry(kv: KeyValue) -> Entry {
         prev: None,
         memo: genplane_storage::Memo::default(),
     })
+}
+
+/// A cached key as a read hands it out: its key-value with the hint `value_hint` derives from
+/// the value, derived at the first read and kept with the entry.
+fn handed(entry: &Event, value_hint: Option<fn(&[u8]) -> u64>) -> KeyValue {
+    let mut kv = entry.kv.clone();
+    if let Some(derive) = value_hint {
+        kv.hint = entry.memo.hint_or_derive(|| derive(&entry.kv.value));
+    }
+    kv
 }
 
 /// The cached state of the prefix.
@@ -319,7 +334,10 @@ impl<S: Storage> Cacher<S> {
             .snapshot
             .read()
             .unwrap_or_else(PoisonError::into_inner);
-        snapshot.objects.get(key).map(|e| e.0.kv.clone())
+        snapshot
+            .objects
+            .get(key)
+            .map(|e| handed(&e.0, self.config.value_hint))
     }
 
     fn list_snapshot(&self, request: &ListRequest) -> ListResponse {
@@ -328,12 +346,16 @@ impl<S: Storage> Cacher<S> {
             .snapshot
             .read()
             .unwrap_or_else(PoisonError::into_inner);
-        Self::list_from(&snapshot, request)
+        Self::list_from(&snapshot, request, self.config.value_hint)
     }
 
     /// Answers `request` from `snapshot`, which the caller holds locked, so that the answer is
-    /// exactly at `snapshot.revision`.
-    fn list_from(snapshot: &Snapshot, request: &ListRequest) -> ListResponse {
+    /// exactly at `snapshot.revision`; each value with its hint by `value_hint`.
+    fn list_from(
+        snapshot: &Snapshot,
+        request: &ListRequest,
+        value_hint: Option<fn(&[u8]) -> u64>,
+    ) -> ListResponse {
         let start = request.start.as_deref().unwrap_or(&request.prefix);
         let in_range = snapshot
             .objects
@@ -345,7 +367,7 @@ impl<S: Storage> Cacher<S> {
         let mut count = 0i64;
         for Keyed(entry) in in_range {
             if items.len() < limit {
-                items.push(entry.kv.clone());
+                items.push(handed(entry, value_hint));
             } else {
                 more = true;
                 if !request.count {
@@ -382,7 +404,10 @@ impl<S: Storage> Storage for Cacher<S> {
                 .read()
                 .unwrap_or_else(PoisonError::into_inner);
             if snapshot.revision == r && r > 0 && r >= self.store.compacted_revision() {
-                return Ok(snapshot.objects.get(key).map(|e| e.0.kv.clone()));
+                return Ok(snapshot
+                    .objects
+                    .get(key)
+                    .map(|e| handed(&e.0, self.config.value_hint)));
             }
         }
         if revision.is_none() && self.covers(key) && self.store.knows_current_revision() {
@@ -425,7 +450,7 @@ impl<S: Storage> Storage for Cacher<S> {
                         .read()
                         .unwrap_or_else(PoisonError::into_inner);
                     (snapshot.revision == r && r > 0 && r >= self.store.compacted_revision())
-                        .then(|| Self::list_from(&snapshot, &request))
+                        .then(|| Self::list_from(&snapshot, &request, self.config.value_hint))
                 };
                 match answered {
                     Some(response) => Ok(response),

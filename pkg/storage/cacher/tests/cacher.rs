@@ -409,3 +409,68 @@ async fn a_read_of_any_revision_is_answered_from_memory() {
     );
     assert_eq!(cache.get_any("/registry/other/x").await.unwrap(), None);
 }
+
+/// How many times [`counted_hint`] ran (one test uses it).
+static HINTS_DERIVED: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
+/// A value hint that counts its runs: the value's length, plus one so that it is never 0.
+fn counted_hint(value: &[u8]) -> u64 {
+    HINTS_DERIVED.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+    value.len() as u64 + 1
+}
+
+#[tokio::test]
+async fn a_value_hint_is_derived_once_per_cached_value_and_handed_out_with_every_read() {
+    use std::sync::atomic::Ordering::SeqCst;
+    let dir = tempfile::tempdir().unwrap();
+    let config = CacherConfig {
+        value_hint: Some(counted_hint),
+        ..CacherConfig::default()
+    };
+    let cache = Cacher::new(store(&dir), "/h/", config).unwrap();
+    let written = cache
+        .create("/h/a", Bytes::from_static(b"abc"))
+        .await
+        .unwrap();
+    cache
+        .create("/h/b", Bytes::from_static(b"abcdef"))
+        .await
+        .unwrap();
+    assert_eq!(written.hint, 0, "a store's answer carries no hint");
+    for _ in 0..3 {
+        let got = cache.get("/h/a", None).await.unwrap().unwrap();
+        assert_eq!((got.hint, &got), (4, &written));
+        let listed = cache.list(list("/h/")).await.unwrap();
+        let hints: Vec<u64> = listed.items.iter().map(|kv| kv.hint).collect();
+        assert_eq!(hints, [4, 7]);
+        let any = cache.get_any("/h/b").await.unwrap().unwrap();
+        assert_eq!(any.hint, 7);
+    }
+    assert_eq!(HINTS_DERIVED.load(SeqCst), 2, "once per cached value");
+    // A new value gets its own hint; the other key's stays.
+    let changed = cache
+        .update(
+            "/h/a",
+            Bytes::from_static(b"abcdefghij"),
+            written.mod_revision,
+        )
+        .await
+        .unwrap();
+    let got = cache.get("/h/a", None).await.unwrap().unwrap();
+    assert_eq!((got.hint, &got), (11, &changed));
+    cache.get("/h/a", None).await.unwrap();
+    cache.get("/h/b", None).await.unwrap();
+    assert_eq!(HINTS_DERIVED.load(SeqCst), 3);
+    // A watch of the current state hands out the cached entries, their hints with them.
+    let mut state = cache.watch_state("/h/", StateRead::Current).await.unwrap();
+    let first = next_event(&mut state).await;
+    assert_eq!((first.kv.key.as_str(), first.memo.hint()), ("/h/a", 11));
+    // A cache without a hint hands out 0.
+    let other = tempfile::tempdir().unwrap();
+    let plain = Cacher::new(store(&other), "/h/", CacherConfig::default()).unwrap();
+    plain
+        .create("/h/a", Bytes::from_static(b"abc"))
+        .await
+        .unwrap();
+    assert_eq!(plain.get("/h/a", None).await.unwrap().unwrap().hint, 0);
+}

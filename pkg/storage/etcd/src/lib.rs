@@ -364,6 +364,7 @@ impl EtcdStore {
             value: Bytes::from(value),
             create_revision,
             mod_revision,
+            hint: 0,
         })
     }
 
@@ -606,6 +607,7 @@ impl Storage for EtcdStore {
             value,
             create_revision: revision,
             mod_revision: revision,
+            hint: 0,
         })
     }
 
@@ -648,6 +650,7 @@ impl Storage for EtcdStore {
             value,
             create_revision: written.create_revision(),
             mod_revision: revision,
+            hint: 0,
         })
     }
 

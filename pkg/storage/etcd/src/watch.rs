@@ -402,6 +402,7 @@ impl Forwarder {
                     value: Bytes::new(),
                     create_revision: prev.as_ref().map_or(0, |p| p.create_revision),
                     mod_revision: kv.mod_revision(),
+                    hint: 0,
                 },
                 prev,
                 memo: Memo::default(),
@@ -415,6 +416,7 @@ impl Forwarder {
             value: Bytes::copy_from_slice(kv.value()),
             create_revision: kv.create_revision(),
             mod_revision: kv.mod_revision(),
+            hint: 0,
         })
     }
 }

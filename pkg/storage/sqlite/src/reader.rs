@@ -68,6 +68,7 @@ fn key_value(row: &Row<'_>) -> rusqlite::Result<KeyValue> {
         mod_revision: row.get(1)?,
         create_revision: row.get(2)?,
         value: Bytes::from(row.get::<_, Vec<u8>>(3)?),
+        hint: 0,
     })
 }
 
@@ -229,6 +230,7 @@ impl ReadPool {
                             Some(prev_revision) => Some(KeyValue {
                                 key: kv.key.clone(),
                                 mod_revision: prev_revision,
+                                hint: 0,
                                 create_revision: row.get(6)?,
                                 value: Bytes::from(row.get::<_, Vec<u8>>(7)?),
                             }),

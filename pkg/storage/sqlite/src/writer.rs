@@ -325,6 +325,7 @@ fn apply(
                 value: Bytes::from(l.value),
                 create_revision: l.created,
                 mod_revision: l.revision,
+                hint: 0,
             },
         )
     };
@@ -340,6 +341,7 @@ fn apply(
                 value,
                 create_revision: next,
                 mod_revision: next,
+                hint: 0,
             };
             events.push(Arc::new(Event {
                 kind: EventKind::Create,
@@ -369,6 +371,7 @@ fn apply(
                 value,
                 create_revision: created,
                 mod_revision: next,
+                hint: 0,
             };
             events.push(Arc::new(Event {
                 kind: EventKind::Update,
@@ -398,6 +401,7 @@ fn apply(
                     value: Bytes::new(),
                     create_revision: created,
                     mod_revision: next,
+                    hint: 0,
                 },
                 prev: Some(prev.clone()),
                 memo: Memo::default(),
