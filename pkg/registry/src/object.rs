@@ -55,8 +55,7 @@ pub fn object_meta(object: &Value) -> Result<ObjectMeta, ApiError> {
 
 /// The finalizers in `metadata.finalizers`.
 pub fn finalizers(object: &Value) -> Vec<String> {
-    object
-        .pointer("/metadata/finalizers")
+    genplane_apimachinery::meta::field(object, "finalizers")
         .and_then(Value::as_array)
         .map(|a| {
             a.iter()

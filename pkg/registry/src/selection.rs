@@ -44,15 +44,15 @@ impl Selection<'_> {
         field_values: impl FnOnce() -> BTreeMap<String, String>,
     ) -> bool {
         if !self.labels.is_empty() {
-            let labels: BTreeMap<String, String> = object
-                .pointer("/metadata/labels")
-                .and_then(Value::as_object)
-                .map(|m| {
-                    m.iter()
-                        .filter_map(|(k, v)| Some((k.clone(), v.as_str()?.to_owned())))
-                        .collect()
-                })
-                .unwrap_or_default();
+            let labels: BTreeMap<String, String> =
+                genplane_apimachinery::meta::field(object, "labels")
+                    .and_then(Value::as_object)
+                    .map(|m| {
+                        m.iter()
+                            .filter_map(|(k, v)| Some((k.clone(), v.as_str()?.to_owned())))
+                            .collect()
+                    })
+                    .unwrap_or_default();
             if !self.labels.matches(&labels) {
                 return false;
             }

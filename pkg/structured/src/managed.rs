@@ -176,7 +176,7 @@ impl ManagedError {
 
 /// The entries of an object's `metadata.managedFields` (`None` when it has none).
 pub fn decode(object: &Value) -> Result<Option<Vec<Entry>>, ManagedError> {
-    match object.pointer("/metadata/managedFields") {
+    match genplane_apimachinery::meta::field(object, "managedFields") {
         None | Some(Value::Null) => Ok(None),
         Some(Value::Array(items)) => items
             .iter()
@@ -194,7 +194,7 @@ pub fn decode(object: &Value) -> Result<Option<Vec<Entry>>, ManagedError> {
 /// Whether a write asks to clear the managed fields: an empty list, or a list holding one empty
 /// entry (upstream resets on both; a client unaware of the field omits it instead).
 pub fn is_reset(object: &Value) -> bool {
-    matches!(object.pointer("/metadata/managedFields"),
+    matches!(genplane_apimachinery::meta::field(object, "managedFields"),
         Some(Value::Array(items)) if items.is_empty()
             || (items.len() == 1 && items[0].as_object().is_some_and(Map::is_empty)))
 }
@@ -656,8 +656,7 @@ pub fn apply(
 /// still the live ones: what client-side apply set and nobody changed since. `None` when
 /// there is no usable annotation (absent, unreadable, another API version, not of the type).
 fn allowed_by_last_applied(writer: &Writer<'_>, live: &Value) -> Option<Set> {
-    let text = live
-        .pointer("/metadata/annotations")?
+    let text = genplane_apimachinery::meta::field(live, "annotations")?
         .get(LAST_APPLIED)?
         .as_str()
         .filter(|t| !t.is_empty())?;
@@ -681,10 +680,7 @@ fn apply_once(
     config: &Value,
     force: bool,
 ) -> Result<(Value, bool), ApplyError> {
-    if config
-        .pointer("/metadata/managedFields")
-        .is_some_and(|v| !v.is_null())
-    {
+    if genplane_apimachinery::meta::field(config, "managedFields").is_some_and(|v| !v.is_null()) {
         return Err(ApplyError::BadRequest(
             "metadata.managedFields must be nil".to_owned(),
         ));
@@ -819,8 +815,7 @@ pub const LAST_APPLIED: &str = "kubectl.kubernetes.io/last-applied-configuration
 /// becomes the applied configuration (without the annotation itself) as Go's JSON encoder
 /// writes it (keys sorted, a newline at the end). Other managers opt out.
 fn sync_last_applied(object: &mut Value, config: &Value) {
-    let present = object
-        .pointer("/metadata/annotations")
+    let present = genplane_apimachinery::meta::field(object, "annotations")
         .and_then(|a| a.get(LAST_APPLIED))
         .and_then(Value::as_str)
         .is_some_and(|v| !v.is_empty());

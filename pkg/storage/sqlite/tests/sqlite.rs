@@ -281,3 +281,53 @@ async fn a_list_at_a_compacted_revision_fails() {
         Err(genplane_storage::Error::Compacted { .. })
     ));
 }
+
+#[tokio::test]
+async fn a_batch_that_fails_in_sqlite_leaves_nothing_and_the_next_batch_commits() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = config(&dir);
+    let store = SqliteStore::open(&config).unwrap();
+    store
+        .create("/f/before", Bytes::from_static(b"v"))
+        .await
+        .unwrap();
+    let before = store.current_revision().await.unwrap();
+    // Another connection makes SQLite refuse one key, as a full disk or a broken file would
+    // refuse a write: the writer's transaction fails midway.
+    let other = rusqlite::Connection::open(&config.path).unwrap();
+    other
+        .execute_batch(
+            "CREATE TRIGGER refuse BEFORE INSERT ON kv WHEN NEW.key = CAST('/f/refused' AS BLOB)
+             BEGIN SELECT RAISE(ABORT, 'refused by the test'); END;",
+        )
+        .unwrap();
+    for _ in 0..3 {
+        let refused = store.create("/f/refused", Bytes::from_static(b"v")).await;
+        assert!(refused.is_err(), "{refused:?}");
+        assert_eq!(store.current_revision().await.unwrap(), before);
+        assert_eq!(store.get("/f/refused", None).await.unwrap(), None);
+    }
+    // The failed transaction was rolled back: the writer goes on committing.
+    let written = store
+        .create("/f/after", Bytes::from_static(b"w"))
+        .await
+        .unwrap();
+    assert_eq!(written.mod_revision, before + 1);
+    let listed = store.list(ListRequest {
+        prefix: "/f/".into(),
+        ..Default::default()
+    });
+    let keys: Vec<String> = listed
+        .await
+        .unwrap()
+        .items
+        .into_iter()
+        .map(|kv| kv.key)
+        .collect();
+    assert_eq!(keys, ["/f/after", "/f/before"]);
+    drop(other);
+    drop(store);
+    // And what it committed is there after a restart.
+    let reopened = SqliteStore::open(&config).unwrap();
+    assert_eq!(reopened.current_revision().await.unwrap(), before + 1);
+}
