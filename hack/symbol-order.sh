@@ -17,9 +17,11 @@
 # namespace deleted), `genplane feature-controller` against it (start-up) and `genplane
 # all-in-one` (start-up). Functions every run used come first, then those fewer runs used.
 #
-# The symbol names carry hashes that depend on the compiler version and the dependencies'
-# versions, not on the code: regenerate after upgrading either (a stale file costs memory at
-# start-up, never correctness; --check says how much of it still matches).
+# The names drift as the code changes (the hashes of mangled names follow the compiler's and
+# the dependencies' versions and the functions' types; LLVM's `.llvm.N` suffixes of local
+# functions follow their module's code): regenerate after changing code on the start-up or
+# request path and after upgrading the compiler or dependencies. A stale file costs memory at
+# start-up, never correctness; --check says how much of it a build still has.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 . hack/lib/ensure.sh

@@ -88,7 +88,7 @@ fn symbol_order_args() -> Vec<String> {
     let args = vec![
         format!("-Wl,--symbol-ordering-file={path}"),
         // Symbols the file names that this build does not define (another compiler version,
-        // or functions renamed since the file was written) are skipped without a word.
+        // or functions changed since the file was written) are skipped without a word.
         "-Wl,--no-warn-symbol-ordering".to_owned(),
     ];
     if links_with(&args, "ordered", false) {

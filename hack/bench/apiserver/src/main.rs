@@ -592,6 +592,15 @@ async fn startup(args: &Args, dir: &Path) -> anyhow::Result<()> {
             mib(median(&mut at_ready[b])),
             mib(median(&mut settled[b])),
         );
+        match process::symbol_order_coverage(&bins[b].1) {
+            Ok((found, listed)) => println!(
+                "    code layout: {found} of the {listed} functions cmd/genplane/symbol-order.txt \
+                 lists are in this build ({:.1}%; when it falls, hack/symbol-order.sh \
+                 regenerates the list)",
+                100.0 * found as f64 / listed.max(1) as f64
+            ),
+            Err(error) => println!("    code layout: not known ({error:#})"),
+        }
     }
     Ok(())
 }

@@ -336,3 +336,26 @@ pub(crate) fn child_named(name: &str) -> anyhow::Result<u32> {
     }
     anyhow::bail!("no child process named {name}")
 }
+
+/// How many of the functions `cmd/genplane/symbol-order.txt` lists the executable `bin`
+/// defines, and how many it lists: the share of the start-up code laid out together (names of
+/// functions the code changed, and LLVM's suffixes of local ones, drift from the list).
+pub(crate) fn symbol_order_coverage(bin: &Path) -> anyhow::Result<(usize, usize)> {
+    let order =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../cmd/genplane/symbol-order.txt");
+    let listed =
+        std::fs::read_to_string(&order).with_context(|| format!("reading {}", order.display()))?;
+    let out = std::process::Command::new("nm")
+        .arg("--defined-only")
+        .arg(bin)
+        .output()
+        .context("running nm")?;
+    anyhow::ensure!(out.status.success(), "nm {} failed", bin.display());
+    let defined: std::collections::HashSet<&str> = std::str::from_utf8(&out.stdout)?
+        .lines()
+        .filter_map(|line| line.split_whitespace().nth(2))
+        .collect();
+    let names: Vec<&str> = listed.lines().filter(|l| !l.is_empty()).collect();
+    let found = names.iter().filter(|n| defined.contains(*n)).count();
+    Ok((found, names.len()))
+}
