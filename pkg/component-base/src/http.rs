@@ -588,6 +588,10 @@ where
     }
 }
 
+/// A request's future at the connection's service (boxed: see [`service`]).
+type ServiceFuture<B> =
+    std::pin::Pin<Box<dyn Future<Output = Result<Response<Tracked<B>>, Infallible>> + Send>>;
+
 /// The per-connection service: the handler, with the peer's certificates and address in each
 /// request.
 fn service<H, F, B>(
@@ -599,9 +603,7 @@ fn service<H, F, B>(
     Request<Incoming>,
     Response = Response<Tracked<B>>,
     Error = Infallible,
-    Future = std::pin::Pin<
-        Box<dyn Future<Output = Result<Response<Tracked<B>>, Infallible>> + Send>,
-    >,
+    Future = ServiceFuture<B>,
 > + Clone
 where
     H: Fn(Request<Incoming>) -> F + Clone + Send + Sync + 'static,
@@ -625,7 +627,7 @@ where
                 inner,
                 guard: Some(guard),
             }))
-        }) as std::pin::Pin<Box<dyn Future<Output = _> + Send>>
+        }) as ServiceFuture<B>
     })
 }
 
