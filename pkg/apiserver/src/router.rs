@@ -254,15 +254,17 @@ impl<S: Storage> ApiServer<S> {
                 _ => return Err(not_found()),
             }
         };
-        let namespace = if resource.info.namespaced {
-            info.namespace.clone()
+        // A cluster-scoped resource's request has no namespace (a copy only when the path
+        // gave one).
+        let request = if resource.info.namespaced || info.namespace.is_empty() {
+            std::borrow::Cow::Borrowed(info)
         } else {
-            String::new()
+            std::borrow::Cow::Owned(RequestInfo {
+                namespace: String::new(),
+                ..info.clone()
+            })
         };
-        let request = RequestInfo {
-            namespace,
-            ..info.clone()
-        };
+        let request: &RequestInfo = &request;
         let verb = request.verb.as_str();
         // A POST names its object in the body: only collections (and subresources) take it.
         if verb == "create" && !request.name.is_empty() && request.subresource.is_empty() {
@@ -278,7 +280,7 @@ impl<S: Storage> ApiServer<S> {
             info: &resource.info,
             body: subresource_kind.as_ref().unwrap_or(&resource.info),
             backing,
-            request: &request,
+            request,
             query: Query::parse(parts.uri.query()),
             headers: &parts.headers,
             now: now(),

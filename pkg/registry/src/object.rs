@@ -3,6 +3,8 @@
 //! Objects are stored as JSON without `metadata.resourceVersion`; the store's revision is put
 //! back on every read, as kube-apiserver does with etcd's `mod_revision`.
 
+use std::cell::Cell;
+
 use genplane_apimachinery::errors::{ApiError, Status};
 use genplane_apimachinery::meta::ObjectMeta;
 use serde_json::{Map, Value};
@@ -79,31 +81,159 @@ pub fn set_finalizers(object: &mut Value, finalizers: &[String]) {
 /// The stored form: the object without `metadata.resourceVersion`, in an allocation of its
 /// exact size (the watch cache keeps these bytes for as long as the object lives).
 pub fn encode(object: &Value) -> Result<bytes::Bytes, ApiError> {
-    let mut stored = Vec::with_capacity(STORED_CAPACITY_HINT);
-    serde_json::to_writer(&mut stored, &Stored(object))
-        .map_err(|e| Status::internal_error(format!("encoding the object: {e}")))?;
+    encode_with_layout(object).map(|(stored, _)| stored)
+}
+
+/// [`encode`], with the [`layout_hint`] of the bytes, noted while they were written (0 when
+/// the object is not laid out as a served object is, or has keys written with escapes: a
+/// reader then looks): a write answers from its stored bytes without reading them again.
+pub fn encode_with_layout(object: &Value) -> Result<(bytes::Bytes, u64), ApiError> {
+    let written = Cell::new(0);
+    let probe = Probe::new(&written);
+    let mut stored = Counted {
+        out: Vec::with_capacity(STORED_CAPACITY_HINT),
+        written: &written,
+    };
+    serde_json::to_writer(
+        &mut stored,
+        &Stored {
+            object,
+            probe: &probe,
+        },
+    )
+    .map_err(|e| Status::internal_error(format!("encoding the object: {e}")))?;
+    let mut stored = stored.out;
     stored.shrink_to_fit();
-    Ok(bytes::Bytes::from(stored))
+    Ok((bytes::Bytes::from(stored), probe.hint()))
 }
 
 /// Where [`encode`] starts its buffer: most objects fit, so it grows rarely.
 const STORED_CAPACITY_HINT: usize = 4096;
 
+/// A buffer that tells how much was written into it, as it is written (for [`Probe`]).
+struct Counted<'c> {
+    out: Vec<u8>,
+    written: &'c Cell<usize>,
+}
+
+impl std::io::Write for Counted<'_> {
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        self.out.extend_from_slice(bytes);
+        self.written.set(self.out.len());
+        Ok(bytes.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+/// What [`encode_with_layout`] notes of the object's layout as serde_json writes it (compact:
+/// a key's value starts one byte, the colon, after the key).
+struct Probe<'a> {
+    /// How much has been written.
+    written: &'a Cell<usize>,
+    api_version: Cell<Option<usize>>,
+    kind: Cell<Option<usize>>,
+    /// Where metadata's brace is.
+    metadata: Cell<Option<usize>>,
+    /// Metadata's members written, and its greatest key before `resourceVersion` with where
+    /// its value ends.
+    members: Cell<usize>,
+    before: Cell<Option<(&'a str, usize)>>,
+    /// Whether every key of the top level and of metadata is written without escapes (the
+    /// scanner refuses keys with escapes).
+    plain: Cell<bool>,
+}
+
+impl<'a> Probe<'a> {
+    fn new(written: &'a Cell<usize>) -> Self {
+        Probe {
+            written,
+            api_version: Cell::new(None),
+            kind: Cell::new(None),
+            metadata: Cell::new(None),
+            members: Cell::new(0),
+            before: Cell::new(None),
+            plain: Cell::new(true),
+        }
+    }
+
+    /// Notes a key of the top level or of metadata.
+    fn key(&self, key: &str) {
+        if key.bytes().any(|b| b < 0x20 || b == b'"' || b == b'\\') {
+            self.plain.set(false);
+        }
+    }
+
+    /// Where the value of the key just written starts.
+    fn value_start(&self) -> usize {
+        self.written.get() + 1
+    }
+
+    /// The hint of what was noted: the layout, or 0 when there is none to give.
+    fn hint(&self) -> u64 {
+        let (Some(api_version), Some(kind), Some(metadata), true) = (
+            self.api_version.get(),
+            self.kind.get(),
+            self.metadata.get(),
+            self.plain.get(),
+        ) else {
+            return 0;
+        };
+        let point = match self.before.get() {
+            Some((_, end)) => SplicePoint {
+                at: end,
+                comma_before: true,
+                comma_after: false,
+            },
+            None => SplicePoint {
+                at: metadata + 1,
+                comma_before: false,
+                comma_after: self.members.get() > 0,
+            },
+        };
+        let layout = Layout {
+            api_version,
+            kind,
+            point,
+        };
+        layout.to_hint().unwrap_or(HINT_TOO_FAR)
+    }
+}
+
 /// An object serialized as stored: as it is, but for `metadata.resourceVersion`, which is
-/// left out (no copy of the object is made to remove it).
-struct Stored<'a>(&'a Value);
+/// left out (no copy of the object is made to remove it); its layout noted in `probe`.
+struct Stored<'a> {
+    object: &'a Value,
+    probe: &'a Probe<'a>,
+}
 
 impl serde::Serialize for Stored<'_> {
     fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         use serde::ser::SerializeMap as _;
-        let Value::Object(fields) = self.0 else {
-            return self.0.serialize(serializer);
+        let Value::Object(fields) = self.object else {
+            return self.object.serialize(serializer);
         };
+        let probe = self.probe;
         let mut map = serializer.serialize_map(Some(fields.len()))?;
         for (name, value) in fields {
+            probe.key(name);
             match value {
                 Value::Object(metadata) if name == "metadata" => {
-                    map.serialize_entry(name, &WithoutResourceVersion(metadata))?;
+                    map.serialize_key(name)?;
+                    probe.metadata.set(Some(probe.value_start()));
+                    map.serialize_value(&WithoutResourceVersion { metadata, probe })?;
+                }
+                Value::String(_) if name == "apiVersion" || name == "kind" => {
+                    map.serialize_key(name)?;
+                    let start = Some(probe.value_start());
+                    if name == "kind" {
+                        probe.kind.set(start);
+                    } else {
+                        probe.api_version.set(start);
+                    }
+                    map.serialize_value(value)?;
                 }
                 _ => map.serialize_entry(name, value)?,
             }
@@ -113,15 +243,30 @@ impl serde::Serialize for Stored<'_> {
 }
 
 /// A metadata object serialized without its `resourceVersion`.
-struct WithoutResourceVersion<'a>(&'a Map<String, Value>);
+struct WithoutResourceVersion<'a> {
+    metadata: &'a Map<String, Value>,
+    probe: &'a Probe<'a>,
+}
 
 impl serde::Serialize for WithoutResourceVersion<'_> {
     fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         use serde::ser::SerializeMap as _;
-        let kept = self.0.len() - usize::from(self.0.contains_key("resourceVersion"));
+        let fields = self.metadata;
+        let kept = fields.len() - usize::from(fields.contains_key("resourceVersion"));
         let mut map = serializer.serialize_map(Some(kept))?;
-        for (name, value) in self.0.iter().filter(|(name, _)| *name != "resourceVersion") {
+        let probe = self.probe;
+        for (name, value) in fields.iter().filter(|(name, _)| *name != "resourceVersion") {
             map.serialize_entry(name, value)?;
+            probe.key(name);
+            probe.members.set(probe.members.get() + 1);
+            if name.as_str() < "resourceVersion"
+                && probe
+                    .before
+                    .get()
+                    .is_none_or(|(before, _)| name.as_str() > before)
+            {
+                probe.before.set(Some((name, probe.written.get())));
+            }
         }
         map.end()
     }
@@ -722,6 +867,45 @@ mod tests {
                 assert_eq!(kept.len(), written.len(), "{object} at {revision}");
             }
         }
+    }
+
+    #[test]
+    fn the_layout_noted_while_encoding_is_the_layout_of_the_bytes() {
+        let tricky = "q\"}]{[,:\\\u{e9}";
+        let objects = [
+            json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "a", "namespace": "n", "resourceVersion": "4", "uid": "u"}, "data": {"k": tricky}}),
+            json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {}}),
+            json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"resourceVersion": "4"}}),
+            json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"uid": "u", "selfLink": "x"}}),
+            json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"annotations": {"resourceVersion": "no", "a\"b": "c"}, "name": "a"}, "zz": [1, {"metadata": {}}]}),
+            json!({"Zeta": 1, "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role", "metadata": {"name": "ünï"}, "rules": []}),
+            json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "a"}, "data": {"k": "x".repeat(70_000)}}),
+        ];
+        for object in &objects {
+            let (stored, hint) = encode_with_layout(object).unwrap();
+            assert_eq!(stored, encode(object).unwrap());
+            assert_ne!(hint, 0, "{object}");
+            assert_eq!(hint, layout_hint(&stored), "{object}");
+        }
+        // What has no layout, or keys the scanner does not read, leaves the looking to readers.
+        let without = [
+            json!({"kind": "ConfigMap", "metadata": {}}),
+            json!({"apiVersion": 1, "kind": "ConfigMap", "metadata": {}}),
+            json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": "m"}),
+            json!({"apiVersion": "v1", "kind": "ConfigMap"}),
+            json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"na\"me": "a"}}),
+            json!({"a\\b": 1, "apiVersion": "v1", "kind": "ConfigMap", "metadata": {}}),
+            json!({"a\nb": 1, "apiVersion": "v1", "kind": "ConfigMap", "metadata": {}}),
+            json!([1, 2]),
+        ];
+        for object in &without {
+            let (stored, hint) = encode_with_layout(object).unwrap();
+            assert_eq!(hint, 0, "{object}");
+            assert_eq!(layout_hint(&stored), HINT_NO_LAYOUT, "{object}");
+        }
+        // An object beyond the word's offsets is laid out again when read.
+        let big = json!({"apiVersion": "v1", "data": {"k": "x".repeat(4_200_000)}, "kind": "ConfigMap", "metadata": {"name": "a"}});
+        assert_eq!(encode_with_layout(&big).unwrap().1, HINT_TOO_FAR);
     }
 
     #[test]

@@ -240,9 +240,10 @@ pub struct Written {
     pub created: bool,
     /// Warnings for the client.
     pub warnings: Vec<String>,
-    /// The bytes the write stored and their revision, when it stored the object (not on a dry
-    /// run, a no-op or a deletion): [`Store::written_json`] answers with them.
-    pub stored: Option<(bytes::Bytes, Revision)>,
+    /// The bytes the write stored, their revision and their layout hint
+    /// ([`object::encode_with_layout`]), when it stored the object (not on a dry run, a no-op
+    /// or a deletion): [`Store::written_json`] answers with them.
+    pub stored: Option<(bytes::Bytes, Revision, u64)>,
 }
 
 /// The answer to a delete.
@@ -638,8 +639,8 @@ impl<S: Storage> Store<S> {
     /// nothing or the resource does not serve its objects as stored, and the object has to be
     /// serialized.
     pub fn written_json(&self, written: &Written) -> Option<Vec<u8>> {
-        let (stored, revision) = written.stored.as_ref()?;
-        let served = self.served_verbatim(stored, *revision, 0)?;
+        let (stored, revision, hint) = written.stored.as_ref()?;
+        let served = self.served_verbatim(stored, *revision, *hint)?;
         let mut out = Vec::new();
         served.write_into(&mut out);
         out.push(b'\n');
@@ -653,12 +654,12 @@ impl<S: Storage> Store<S> {
             .map_err(|e| Status::internal_error(format!("encoding an object: {e}")).into())
     }
 
-    /// The stored bytes of a served object.
-    fn stored(&self, object: &Value) -> Result<bytes::Bytes, ApiError> {
+    /// The stored bytes of a served object, with their layout hint.
+    fn stored(&self, object: &Value) -> Result<(bytes::Bytes, u64), ApiError> {
         if self.strategy.stores_served_form() {
-            return object::encode(object);
+            return object::encode_with_layout(object);
         }
-        object::encode(&self.strategy.stored_form(object.clone())?)
+        object::encode_with_layout(&self.strategy.stored_form(object.clone())?)
     }
 
     /// Creates `object` in `namespace`.
@@ -746,7 +747,7 @@ impl<S: Storage> Store<S> {
             let allocated = self.allocate(&mut object, None, options.dry_run)?;
             self.strategy.canonicalize(&mut object);
             let warnings = self.strategy.warnings(&object, None);
-            let bytes = self.stored(&object)?;
+            let (bytes, hint) = self.stored(&object)?;
             if bytes.len() > MAX_OBJECT_BYTES {
                 return Err(Status::request_entity_too_large(MAX_OBJECT_BYTES).into());
             }
@@ -775,7 +776,7 @@ impl<S: Storage> Store<S> {
                         object,
                         created: true,
                         warnings,
-                        stored: Some((bytes, kv.mod_revision)),
+                        stored: Some((bytes, kv.mod_revision, hint)),
                     });
                 }
                 Err(StorageError::AlreadyExists { .. }) if generate && attempt < attempts => {
@@ -1236,7 +1237,7 @@ impl<S: Storage> Store<S> {
                 };
             }
             let allocated = self.allocate(&mut new, Some(&old), options.dry_run)?;
-            let bytes = self.stored(&new)?;
+            let (bytes, hint) = self.stored(&new)?;
             if bytes.len() > MAX_OBJECT_BYTES {
                 return Err(Status::request_entity_too_large(MAX_OBJECT_BYTES).into());
             }
@@ -1262,7 +1263,7 @@ impl<S: Storage> Store<S> {
                         object: self.strategy.view(new)?,
                         created: false,
                         warnings,
-                        stored: Some((bytes, kv.mod_revision)),
+                        stored: Some((bytes, kv.mod_revision, hint)),
                     });
                 }
                 // Someone wrote in between: an unconditional update tries again.
