@@ -76,9 +76,13 @@ impl Reinvocation {
         !plugin.reinvoke.is_empty()
     }
 
-    /// Called by `plugin` after it ran: the object as it left it.
+    /// Called by `plugin` after it ran: the object as it left it. It is kept only while the
+    /// plugin ran something `IfNeeded`, the only case its next [`Reinvocation::begin`] reads it
+    /// for (most writes meet no webhook or policy: they copy no object).
     pub fn end(&self, plugin: &'static str, object: &Value) {
-        self.state().plugins.entry(plugin).or_default().last_output = Some(object.clone());
+        let mut state = self.state();
+        let plugin = state.plugins.entry(plugin).or_default();
+        plugin.last_output = (!plugin.previously_invoked.is_empty()).then(|| object.clone());
     }
 
     /// Whether `plugin` runs its webhook or binding `key` in this pass.
