@@ -592,12 +592,18 @@ async fn startup(args: &Args, dir: &Path) -> anyhow::Result<()> {
             mib(median(&mut at_ready[b])),
             mib(median(&mut settled[b])),
         );
-        match process::symbol_order_coverage(&bins[b].1) {
-            Ok((found, listed)) => println!(
-                "    code layout: {found} of the {listed} functions cmd/genplane/symbol-order.txt \
-                 lists are in this build ({:.1}%; when it falls, hack/symbol-order.sh \
+        match process::symbol_order(&bins[b].1) {
+            Ok(order) if order.laid_out => println!(
+                "    code layout: by cmd/genplane/symbol-order.txt, which has {} of its {} \
+                 functions in this build ({:.1}%; when it falls, hack/symbol-order.sh \
                  regenerates the list)",
-                100.0 * found as f64 / listed.max(1) as f64
+                order.found,
+                order.listed,
+                100.0 * order.found as f64 / order.listed.max(1) as f64
+            ),
+            Ok(_) => println!(
+                "    code layout: the compiler's (this build was not linked by \
+                 cmd/genplane/symbol-order.txt)"
             ),
             Err(error) => println!("    code layout: not known ({error:#})"),
         }

@@ -337,10 +337,19 @@ pub(crate) fn child_named(name: &str) -> anyhow::Result<u32> {
     anyhow::bail!("no child process named {name}")
 }
 
-/// How many of the functions `cmd/genplane/symbol-order.txt` lists the executable `bin`
-/// defines, and how many it lists: the share of the start-up code laid out together (names of
-/// functions the code changed, and LLVM's suffixes of local ones, drift from the list).
-pub(crate) fn symbol_order_coverage(bin: &Path) -> anyhow::Result<(usize, usize)> {
+/// What a build has of `cmd/genplane/symbol-order.txt`: how many of the functions it lists
+/// the executable `bin` defines, how many it lists, and whether the build laid them out in the
+/// list's order (most listed neighbours at rising addresses; a build linked without the list
+/// has them in the compiler's order).
+pub(crate) struct SymbolOrder {
+    pub(crate) found: usize,
+    pub(crate) listed: usize,
+    pub(crate) laid_out: bool,
+}
+
+/// [`SymbolOrder`] of the executable `bin` (names of functions the code changed, and LLVM's
+/// suffixes of local ones, drift from the list).
+pub(crate) fn symbol_order(bin: &Path) -> anyhow::Result<SymbolOrder> {
     let order =
         Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../cmd/genplane/symbol-order.txt");
     let listed =
@@ -351,11 +360,23 @@ pub(crate) fn symbol_order_coverage(bin: &Path) -> anyhow::Result<(usize, usize)
         .output()
         .context("running nm")?;
     anyhow::ensure!(out.status.success(), "nm {} failed", bin.display());
-    let defined: std::collections::HashSet<&str> = std::str::from_utf8(&out.stdout)?
+    let defined: std::collections::HashMap<&str, u64> = std::str::from_utf8(&out.stdout)?
         .lines()
-        .filter_map(|line| line.split_whitespace().nth(2))
+        .filter_map(|line| {
+            let mut fields = line.split_whitespace();
+            let address = u64::from_str_radix(fields.next()?, 16).ok()?;
+            Some((fields.nth(1)?, address))
+        })
         .collect();
     let names: Vec<&str> = listed.lines().filter(|l| !l.is_empty()).collect();
-    let found = names.iter().filter(|n| defined.contains(*n)).count();
-    Ok((found, names.len()))
+    let addresses: Vec<u64> = names
+        .iter()
+        .filter_map(|n| defined.get(n).copied())
+        .collect();
+    let rising = addresses.windows(2).filter(|w| w[1] > w[0]).count();
+    Ok(SymbolOrder {
+        found: addresses.len(),
+        listed: names.len(),
+        laid_out: rising * 10 > addresses.len().saturating_sub(1) * 9,
+    })
 }
