@@ -347,7 +347,8 @@ pub fn custom_storage(
         Ok(Arc::new(Cacher::new(
             Transformed::new(backend.clone(), transformer),
             prefix,
-            registry_cache(&CacherConfig::default()),
+            // Custom resources are decoded for every read: their objects keep no layout.
+            CacherConfig::default(),
         )?))
     })
 }
