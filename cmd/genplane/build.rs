@@ -7,14 +7,17 @@
 //! Two link options of release builds keep the memory a process needs to start small:
 //! - `symbol-order.txt` (written by `hack/symbol-order.sh`) lists the functions the
 //!   long-running roles run to start and serve; the linker puts them first, together, so that
-//!   a start-up makes half as much code resident (the kernel maps code in 64 KiB windows around
-//!   each page first run). `GENPLANE_SYMBOL_ORDER=off` turns it off.
-//! - Relative relocations packed (`-z pack-relative-relocs`): the 2 MiB table the loader reads
-//!   at every start shrinks to a few KiB. The C library must know the packed form (glibc 2.36
-//!   and later), so it is used only when a probe program linked so runs here.
+//!   a start-up makes about a third as much code resident (the kernel maps code in 64 KiB
+//!   windows around each page first run). The list's names are those of the compiler it was
+//!   made with (see the script). `GENPLANE_SYMBOL_ORDER=off` turns it off.
+//! - Relative relocations packed (`-z pack-relative-relocs`): the 2.1 MiB table the loader
+//!   reads at every start shrinks to 28 KiB. The C library must know the packed form (glibc
+//!   2.36 and later): it is used only when a probe program linked so runs here, and
+//!   `GENPLANE_PACK_RELOCATIONS=off` turns it off for a binary meant for older systems.
 //!
-//! Each is used when the linker takes it (LLD, the default on x86-64 Linux, does; a link of an
-//! empty program with cargo's flags for this build tells); other builds keep the defaults.
+//! Each is used when the linker takes it (LLD, the default on x86-64 Linux since Rust 1.90,
+//! does; a link of an empty program with cargo's flags for this build tells); other builds keep
+//! the defaults, and a release build says so in a warning.
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
@@ -56,16 +59,31 @@ fn main() {
     );
     let release = std::env::var("PROFILE").is_ok_and(|p| p == "release");
     if release {
-        let packed = ["-Wl,-z,pack-relative-relocs".to_owned()];
-        let native = std::env::var("HOST").ok() == std::env::var("TARGET").ok();
-        let packed = if native && links_with(&packed, "packed", true) {
-            &packed[..]
-        } else {
-            &[]
-        };
-        for arg in symbol_order_args().iter().chain(packed) {
+        for arg in symbol_order_args().iter().chain(&packed_relocation_args()) {
             println!("cargo:rustc-link-arg-bins={arg}");
         }
+    }
+}
+
+/// The linker argument that packs relative relocations, or none (turned off, cross-compiled,
+/// or a linker or C library without them).
+#[allow(clippy::disallowed_methods)] // build scripts talk to cargo through the environment
+fn packed_relocation_args() -> Vec<String> {
+    println!("cargo:rerun-if-env-changed=GENPLANE_PACK_RELOCATIONS");
+    if std::env::var("GENPLANE_PACK_RELOCATIONS").is_ok_and(|v| v == "off") {
+        return Vec::new();
+    }
+    let args = vec!["-Wl,-z,pack-relative-relocs".to_owned()];
+    // Only a program that runs here shows the C library takes them.
+    let native = std::env::var("HOST").ok() == std::env::var("TARGET").ok();
+    if native && links_with(&args, "packed", true) {
+        args
+    } else {
+        println!(
+            "cargo:warning=relative relocations are not packed (the linker or the C library \
+             does not take them): each start reads the full relocation table"
+        );
+        Vec::new()
     }
 }
 
@@ -78,13 +96,16 @@ fn symbol_order_args() -> Vec<String> {
     let order = manifest.join("symbol-order.txt");
     println!("cargo:rerun-if-changed={}", order.display());
     let off = std::env::var("GENPLANE_SYMBOL_ORDER").is_ok_and(|v| v == "off");
-    // `-Wl,` splits its argument at commas.
-    let Some(path) = order.to_str().filter(|p| !p.contains(',')) else {
-        return Vec::new();
-    };
     if off || !order.is_file() {
         return Vec::new();
     }
+    // `-Wl,` splits its argument at commas.
+    let Some(path) = order.to_str().filter(|p| !p.contains(',')) else {
+        println!(
+            "cargo:warning=the code is not laid out by symbol-order.txt: its path holds a comma"
+        );
+        return Vec::new();
+    };
     let args = vec![
         format!("-Wl,--symbol-ordering-file={path}"),
         // Symbols the file names that this build does not define (another compiler version,
@@ -94,6 +115,10 @@ fn symbol_order_args() -> Vec<String> {
     if links_with(&args, "ordered", false) {
         args
     } else {
+        println!(
+            "cargo:warning=the code is not laid out by symbol-order.txt (the linker does not \
+             take --symbol-ordering-file; LLD does): processes start with more code resident"
+        );
         Vec::new()
     }
 }

@@ -1,7 +1,8 @@
 """The symbol order of genplane's code (hack/symbol-order.sh).
 
   symbol_order.py write BIN OUT PROFILE...   writes OUT from callgrind profiles of BIN
-  symbol_order.py check BIN ORDER            says how many of ORDER's symbols BIN defines
+  symbol_order.py check BIN ORDER            says whether BIN was laid out by ORDER and how
+                                             many of its functions BIN defines
 
 `write` keeps the functions the profiles ran that BIN defines (by their mangled names, which
 is what the linker's --symbol-ordering-file matches), those every profile ran first, then
@@ -18,15 +19,15 @@ FN = re.compile(r"^(c?)fn=\((\d+)\)(?: (.*))?$")
 
 
 def code_symbols(binary):
-    """The names of the functions BIN defines (text symbols)."""
+    """The functions BIN defines (text symbols), by name, with their addresses."""
     out = subprocess.run(
         ["nm", "--defined-only", binary], capture_output=True, text=True, check=True
     ).stdout
-    names = set()
+    names = {}
     for line in out.splitlines():
         parts = line.split()
         if len(parts) == 3 and parts[1] in "tTwW":
-            names.add(parts[2])
+            names[parts[2]] = int(parts[0], 16)
     return names
 
 
@@ -70,12 +71,18 @@ def write(binary, out, profiles):
 
 
 def check(binary, order):
+    """Says how much of ORDER BIN has, and whether BIN was laid out by it: most listed
+    neighbours at rising addresses (a build linked without it has the compiler's order)."""
     defined = code_symbols(binary)
     with open(order) as f:
         wanted = [line.strip() for line in f if line.strip()]
-    found = sum(1 for n in wanted if n in defined)
+    addresses = [defined[n] for n in wanted if n in defined]
+    found = len(addresses)
     share = 100.0 * found / len(wanted) if wanted else 0.0
-    print(f"{found} of the {len(wanted)} symbols of {order} are in {binary} ({share:.1f}%)")
+    rising = sum(1 for a, b in zip(addresses, addresses[1:]) if b > a)
+    laid_out = rising * 10 > max(found - 1, 0) * 9
+    print(f"{binary}: {'laid out' if laid_out else 'not laid out'} by {order}, "
+          f"{found} of whose {len(wanted)} functions it has ({share:.1f}%)")
 
 
 def main(argv):

@@ -77,8 +77,9 @@ impl Reinvocation {
     }
 
     /// Called by `plugin` after it ran: the object as it left it. It is kept only while the
-    /// plugin ran something `IfNeeded`, the only case its next [`Reinvocation::begin`] reads it
-    /// for (most writes meet no webhook or policy: they copy no object).
+    /// plugin has `IfNeeded` runs not yet queued to run again, the only case its next
+    /// [`Reinvocation::begin`] reads it for (most writes meet no webhook or policy: they copy
+    /// no object).
     pub fn end(&self, plugin: &'static str, object: &Value) {
         let mut state = self.state();
         let plugin = state.plugins.entry(plugin).or_default();
@@ -111,5 +112,56 @@ impl Reinvocation {
         if if_needed {
             plugin.previously_invoked.insert(key.to_owned());
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn a_plugin_runs_again_when_the_object_changed_after_its_if_needed_run() {
+        let (before, after) = (json!({"v": 1}), json!({"v": 2}));
+        let state = Reinvocation::default();
+        // First pass: `a` runs its IfNeeded webhook, `b` runs nothing IfNeeded, `c` changes
+        // the object.
+        assert!(state.begin("a", &before));
+        assert!(state.should_run("a", "hook"));
+        state.invoked("a", "hook", false, true);
+        state.end("a", &before);
+        assert!(state.begin("b", &before));
+        state.end("b", &before);
+        assert!(state.begin("c", &before));
+        state.invoked("c", "mutator", true, false);
+        state.end("c", &after);
+        assert!(state.should_reinvoke());
+        // Second pass: `a` saw the object before `c` changed it, so its webhook runs again;
+        // `b` has nothing to run; `c` ran nothing IfNeeded.
+        state.start_second_pass();
+        assert!(state.is_reinvoke());
+        assert!(state.begin("a", &after));
+        assert!(state.should_run("a", "hook"));
+        assert!(!state.begin("b", &after));
+        assert!(!state.begin("c", &after));
+    }
+
+    #[test]
+    fn a_plugin_that_saw_the_final_object_does_not_run_again() {
+        let (before, after) = (json!({"v": 1}), json!({"v": 2}));
+        let state = Reinvocation::default();
+        // `a` changes the object, then runs an IfNeeded webhook on the changed one; nothing
+        // changes it afterwards.
+        assert!(state.begin("a", &before));
+        state.invoked("a", "mutator", true, false);
+        state.invoked("a", "hook", false, true);
+        state.end("a", &after);
+        assert!(state.should_reinvoke());
+        state.start_second_pass();
+        assert!(!state.begin("a", &after), "it saw this object last");
+        assert!(!state.should_run("a", "hook"));
+        // Had another plugin changed it meanwhile, the webhook would run again.
+        assert!(state.begin("a", &before));
+        assert!(state.should_run("a", "hook"));
     }
 }

@@ -30,9 +30,9 @@ pub fn metadata_mut(object: &mut Value) -> &mut Map<String, Value> {
 
 /// A string field of `metadata`, or "".
 pub fn meta_str<'a>(object: &'a Value, field: &str) -> &'a str {
-    // not `Value::pointer`: it allocates for every step of the path, and this runs several
-    // times per write
-    genplane_api::util::str_at(object, &["metadata", field])
+    genplane_apimachinery::meta::field(object, field)
+        .and_then(Value::as_str)
+        .unwrap_or("")
 }
 
 /// Sets a string field of `metadata`; an empty value removes it.
@@ -409,7 +409,11 @@ impl Splice {
 /// metadata.
 fn splice_point(stored: &[u8], api_version: &str, kind: &str, hint: u64) -> Option<SplicePoint> {
     let layout = match hint & (HINT_LAID_OUT | HINT_NO_LAYOUT) {
-        HINT_LAID_OUT => Layout::from_hint(hint),
+        // A hint is derived from these very bytes; one that does not fit them is not theirs,
+        // and they are read instead.
+        HINT_LAID_OUT if Layout::from_hint(hint).point.at <= stored.len() => {
+            Layout::from_hint(hint)
+        }
         HINT_NO_LAYOUT => return None,
         _ => layout(stored)?,
     };
@@ -437,8 +441,8 @@ struct Layout {
 const HINT_LAID_OUT: u64 = 1 << 62;
 /// A hint for bytes without a layout: they are decoded.
 const HINT_NO_LAYOUT: u64 = 1 << 63;
-/// A hint for a layout whose offsets do not fit the word (objects beyond 4 MiB): found again
-/// at each read.
+/// A hint for a layout whose offsets do not fit the word (objects beyond 4 MiB, or with more
+/// than 64 KiB before `apiVersion`): found again at each read.
 const HINT_TOO_FAR: u64 = HINT_LAID_OUT | HINT_NO_LAYOUT;
 /// The bits of the splice offset and of `kind`'s (22 each), and of `apiVersion`'s (16: it is
 /// at the start of a stored object, its keys sorted).
@@ -935,6 +939,16 @@ mod tests {
                 comma_after: false,
             },
         };
+        // A hint that does not fit the bytes handed with it is not theirs: they are read.
+        let stored =
+            encode(&json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "a"}}))
+                .unwrap();
+        let foreign = far(14, 33, stored.len() + 1).to_hint().unwrap();
+        assert_eq!(
+            splice_point(&stored, "v1", "ConfigMap", foreign),
+            splice_point(&stored, "v1", "ConfigMap", 0)
+        );
+        assert!(splice_point(&stored, "v1", "ConfigMap", 0).is_some());
         assert_eq!(far(65_536, 0, 0).to_hint(), None);
         assert_eq!(far(0, 4_194_304, 0).to_hint(), None);
         assert_eq!(far(0, 0, 4_194_304).to_hint(), None);

@@ -593,18 +593,7 @@ async fn startup(args: &Args, dir: &Path) -> anyhow::Result<()> {
             mib(median(&mut settled[b])),
         );
         match process::symbol_order(&bins[b].1) {
-            Ok(order) if order.laid_out => println!(
-                "    code layout: by cmd/genplane/symbol-order.txt, which has {} of its {} \
-                 functions in this build ({:.1}%; when it falls, hack/symbol-order.sh \
-                 regenerates the list)",
-                order.found,
-                order.listed,
-                100.0 * order.found as f64 / order.listed.max(1) as f64
-            ),
-            Ok(_) => println!(
-                "    code layout: the compiler's (this build was not linked by \
-                 cmd/genplane/symbol-order.txt)"
-            ),
+            Ok(said) => println!("    code layout: {said}"),
             Err(error) => println!("    code layout: not known ({error:#})"),
         }
     }

@@ -337,46 +337,20 @@ pub(crate) fn child_named(name: &str) -> anyhow::Result<u32> {
     anyhow::bail!("no child process named {name}")
 }
 
-/// What a build has of `cmd/genplane/symbol-order.txt`: how many of the functions it lists
-/// the executable `bin` defines, how many it lists, and whether the build laid them out in the
-/// list's order (most listed neighbours at rising addresses; a build linked without the list
-/// has them in the compiler's order).
-pub(crate) struct SymbolOrder {
-    pub(crate) found: usize,
-    pub(crate) listed: usize,
-    pub(crate) laid_out: bool,
-}
-
-/// [`SymbolOrder`] of the executable `bin` (names of functions the code changed, and LLVM's
-/// suffixes of local ones, drift from the list).
-pub(crate) fn symbol_order(bin: &Path) -> anyhow::Result<SymbolOrder> {
-    let order =
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../cmd/genplane/symbol-order.txt");
-    let listed =
-        std::fs::read_to_string(&order).with_context(|| format!("reading {}", order.display()))?;
-    let out = std::process::Command::new("nm")
-        .arg("--defined-only")
+/// What `hack/symbol-order.sh --check` says of the executable `bin`: whether it was laid out
+/// by `cmd/genplane/symbol-order.txt` and how many of the listed functions it has.
+pub(crate) fn symbol_order(bin: &Path) -> anyhow::Result<String> {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../symbol-order.sh");
+    let out = std::process::Command::new(&script)
+        .arg("--check")
         .arg(bin)
         .output()
-        .context("running nm")?;
-    anyhow::ensure!(out.status.success(), "nm {} failed", bin.display());
-    let defined: std::collections::HashMap<&str, u64> = std::str::from_utf8(&out.stdout)?
-        .lines()
-        .filter_map(|line| {
-            let mut fields = line.split_whitespace();
-            let address = u64::from_str_radix(fields.next()?, 16).ok()?;
-            Some((fields.nth(1)?, address))
-        })
-        .collect();
-    let names: Vec<&str> = listed.lines().filter(|l| !l.is_empty()).collect();
-    let addresses: Vec<u64> = names
-        .iter()
-        .filter_map(|n| defined.get(n).copied())
-        .collect();
-    let rising = addresses.windows(2).filter(|w| w[1] > w[0]).count();
-    Ok(SymbolOrder {
-        found: addresses.len(),
-        listed: names.len(),
-        laid_out: rising * 10 > addresses.len().saturating_sub(1) * 9,
-    })
+        .with_context(|| format!("running {}", script.display()))?;
+    anyhow::ensure!(
+        out.status.success(),
+        "{} failed: {}",
+        script.display(),
+        String::from_utf8_lossy(&out.stderr).trim()
+    );
+    Ok(String::from_utf8_lossy(&out.stdout).trim().to_owned())
 }

@@ -329,45 +329,46 @@ impl<S: Storage> Cacher<S> {
 
     /// The cache's state of `key`, at whatever revision the cache has reached.
     fn cached(&self, key: &str) -> Option<KeyValue> {
-        let snapshot = self
+        let entry = self
             .shared
             .snapshot
             .read()
-            .unwrap_or_else(PoisonError::into_inner);
-        snapshot
+            .unwrap_or_else(PoisonError::into_inner)
             .objects
             .get(key)
-            .map(|e| handed(&e.0, self.config.value_hint))
+            .map(|e| e.0.clone());
+        // Out of the lock: a first read derives the value's hint.
+        entry.map(|e| handed(&e, self.config.value_hint))
     }
 
     fn list_snapshot(&self, request: &ListRequest) -> ListResponse {
-        let snapshot = self
-            .shared
-            .snapshot
-            .read()
-            .unwrap_or_else(PoisonError::into_inner);
-        Self::list_from(&snapshot, request, self.config.value_hint)
+        let listed = {
+            let snapshot = self
+                .shared
+                .snapshot
+                .read()
+                .unwrap_or_else(PoisonError::into_inner);
+            Self::list_from(&snapshot, request)
+        };
+        listed.handed(self.config.value_hint)
     }
 
     /// Answers `request` from `snapshot`, which the caller holds locked, so that the answer is
-    /// exactly at `snapshot.revision`; each value with its hint by `value_hint`.
-    fn list_from(
-        snapshot: &Snapshot,
-        request: &ListRequest,
-        value_hint: Option<fn(&[u8]) -> u64>,
-    ) -> ListResponse {
+    /// exactly at `snapshot.revision`: the entries, handed out ([`Listed::handed`]) once the
+    /// lock is released.
+    fn list_from(snapshot: &Snapshot, request: &ListRequest) -> Listed {
         let start = request.start.as_deref().unwrap_or(&request.prefix);
         let in_range = snapshot
             .objects
             .range::<str, _>((Bound::Included(start), Bound::Unbounded))
             .take_while(|Keyed(e)| e.kv.key.starts_with(&request.prefix));
         let limit = request.limit.filter(|l| *l > 0).unwrap_or(usize::MAX);
-        let mut items = Vec::new();
+        let mut entries = Vec::new();
         let mut more = false;
         let mut count = 0i64;
         for Keyed(entry) in in_range {
-            if items.len() < limit {
-                items.push(handed(entry, value_hint));
+            if entries.len() < limit {
+                entries.push(entry.clone());
             } else {
                 more = true;
                 if !request.count {
@@ -376,11 +377,36 @@ impl<S: Storage> Cacher<S> {
             }
             count += 1;
         }
-        ListResponse {
-            items,
+        Listed {
+            entries,
             revision: snapshot.revision,
             more,
             count: request.count.then_some(count),
+        }
+    }
+}
+
+/// A list answered from a snapshot: its entries, shared, to be handed out once the snapshot's
+/// lock is released (a first read of an entry derives its hint, which reads the whole value).
+struct Listed {
+    entries: Vec<Entry>,
+    revision: Revision,
+    more: bool,
+    count: Option<i64>,
+}
+
+impl Listed {
+    /// The answer: each entry as a read hands it out, with its hint by `value_hint`.
+    fn handed(self, value_hint: Option<fn(&[u8]) -> u64>) -> ListResponse {
+        ListResponse {
+            items: self
+                .entries
+                .iter()
+                .map(|entry| handed(entry, value_hint))
+                .collect(),
+            revision: self.revision,
+            more: self.more,
+            count: self.count,
         }
     }
 }
@@ -404,10 +430,9 @@ impl<S: Storage> Storage for Cacher<S> {
                 .read()
                 .unwrap_or_else(PoisonError::into_inner);
             if snapshot.revision == r && r > 0 && r >= self.store.compacted_revision() {
-                return Ok(snapshot
-                    .objects
-                    .get(key)
-                    .map(|e| handed(&e.0, self.config.value_hint)));
+                let entry = snapshot.objects.get(key).map(|e| e.0.clone());
+                drop(snapshot);
+                return Ok(entry.map(|e| handed(&e, self.config.value_hint)));
             }
         }
         if revision.is_none() && self.covers(key) && self.store.knows_current_revision() {
@@ -450,10 +475,10 @@ impl<S: Storage> Storage for Cacher<S> {
                         .read()
                         .unwrap_or_else(PoisonError::into_inner);
                     (snapshot.revision == r && r > 0 && r >= self.store.compacted_revision())
-                        .then(|| Self::list_from(&snapshot, &request, self.config.value_hint))
+                        .then(|| Self::list_from(&snapshot, &request))
                 };
                 match answered {
-                    Some(response) => Ok(response),
+                    Some(listed) => Ok(listed.handed(self.config.value_hint)),
                     None => self.store.list(request).await,
                 }
             }

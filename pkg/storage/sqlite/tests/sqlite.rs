@@ -295,17 +295,21 @@ async fn a_batch_that_fails_in_sqlite_leaves_nothing_and_the_next_batch_commits(
     // Another connection makes SQLite refuse one key, as a full disk or a broken file would
     // refuse a write: the writer's transaction fails midway.
     let other = rusqlite::Connection::open(&config.path).unwrap();
+    // ABORT undoes the statement and leaves the transaction to the writer; ROLLBACK undoes
+    // the transaction in SQLite itself.
     other
         .execute_batch(
             "CREATE TRIGGER refuse BEFORE INSERT ON kv WHEN NEW.key = CAST('/f/refused' AS BLOB)
-             BEGIN SELECT RAISE(ABORT, 'refused by the test'); END;",
+             BEGIN SELECT RAISE(ABORT, 'refused by the test'); END;
+             CREATE TRIGGER undo BEFORE INSERT ON kv WHEN NEW.key = CAST('/f/undone' AS BLOB)
+             BEGIN SELECT RAISE(ROLLBACK, 'rolled back by the test'); END;",
         )
         .unwrap();
-    for _ in 0..3 {
-        let refused = store.create("/f/refused", Bytes::from_static(b"v")).await;
-        assert!(refused.is_err(), "{refused:?}");
+    for key in ["/f/refused", "/f/undone", "/f/refused", "/f/undone"] {
+        let refused = store.create(key, Bytes::from_static(b"v")).await;
+        assert!(refused.is_err(), "{key}: {refused:?}");
         assert_eq!(store.current_revision().await.unwrap(), before);
-        assert_eq!(store.get("/f/refused", None).await.unwrap(), None);
+        assert_eq!(store.get(key, None).await.unwrap(), None);
     }
     // The failed transaction was rolled back: the writer goes on committing.
     let written = store

@@ -71,11 +71,13 @@ fn corrupt(key: &str, revision: Revision, source: TransformError) -> Error {
     })
 }
 
-/// `kv` with its value read back through `t`.
+/// `kv` with its value read back through `t` (a hint of the stored form is not the new
+/// value's).
 fn read(t: &Transformer, mut kv: KeyValue) -> Result<KeyValue> {
     kv.value = t
         .from_storage(&kv.value, &kv.key)
         .map_err(|e| corrupt(&kv.key, 0, e))?;
+    kv.hint = 0;
     Ok(kv)
 }
 
