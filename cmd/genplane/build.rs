@@ -69,8 +69,7 @@ fn main() {
 /// or a linker or C library without them).
 #[allow(clippy::disallowed_methods)] // build scripts talk to cargo through the environment
 fn packed_relocation_args() -> Vec<String> {
-    println!("cargo:rerun-if-env-changed=GENPLANE_PACK_RELOCATIONS");
-    if std::env::var("GENPLANE_PACK_RELOCATIONS").is_ok_and(|v| v == "off") {
+    if turned_off("GENPLANE_PACK_RELOCATIONS") {
         return Vec::new();
     }
     let args = vec!["-Wl,-z,pack-relative-relocs".to_owned()];
@@ -80,23 +79,29 @@ fn packed_relocation_args() -> Vec<String> {
         args
     } else {
         println!(
-            "cargo:warning=relative relocations are not packed (the linker or the C library \
-             does not take them): each start reads the full relocation table"
+            "cargo:warning=relative relocations are not packed (a cross build, or a linker or \
+             C library without them): each start reads the full relocation table"
         );
         Vec::new()
     }
+}
+
+/// Whether the environment variable `name` turns an option off (`off`); a change of it
+/// reruns this script.
+#[allow(clippy::disallowed_methods)] // build scripts talk to cargo through the environment
+fn turned_off(name: &str) -> bool {
+    println!("cargo:rerun-if-env-changed={name}");
+    std::env::var(name).is_ok_and(|v| v == "off")
 }
 
 /// The linker arguments that order the executable's functions by `symbol-order.txt`, or none
 /// (turned off, or a linker that does not take them).
 #[allow(clippy::disallowed_methods)] // build scripts talk to cargo through the environment
 fn symbol_order_args() -> Vec<String> {
-    println!("cargo:rerun-if-env-changed=GENPLANE_SYMBOL_ORDER");
     let manifest = PathBuf::from(std::env::var_os("CARGO_MANIFEST_DIR").unwrap_or_default());
     let order = manifest.join("symbol-order.txt");
     println!("cargo:rerun-if-changed={}", order.display());
-    let off = std::env::var("GENPLANE_SYMBOL_ORDER").is_ok_and(|v| v == "off");
-    if off || !order.is_file() {
+    if turned_off("GENPLANE_SYMBOL_ORDER") || !order.is_file() {
         return Vec::new();
     }
     // `-Wl,` splits its argument at commas.

@@ -140,7 +140,7 @@ struct Probe<'a> {
     /// Metadata's members written, and its greatest key before `resourceVersion` with where
     /// its value ends.
     members: Cell<usize>,
-    before: Cell<Option<(&'a str, usize)>>,
+    before: Cell<Option<(&'a [u8], usize)>>,
     /// Whether every key of the top level and of metadata is written without escapes (the
     /// scanner refuses keys with escapes).
     plain: Cell<bool>,
@@ -181,22 +181,10 @@ impl<'a> Probe<'a> {
         ) else {
             return 0;
         };
-        let point = match self.before.get() {
-            Some((_, end)) => SplicePoint {
-                at: end,
-                comma_before: true,
-                comma_after: false,
-            },
-            None => SplicePoint {
-                at: metadata + 1,
-                comma_before: false,
-                comma_after: self.members.get() > 0,
-            },
-        };
         let layout = Layout {
             api_version,
             kind,
-            point,
+            point: SplicePoint::in_metadata(metadata, self.members.get(), self.before.get()),
         };
         layout.to_hint().unwrap_or(HINT_TOO_FAR)
     }
@@ -259,13 +247,10 @@ impl serde::Serialize for WithoutResourceVersion<'_> {
             map.serialize_entry(name, value)?;
             probe.key(name);
             probe.members.set(probe.members.get() + 1);
-            if name.as_str() < "resourceVersion"
-                && probe
+            if is_later_before(name.as_bytes(), probe.before.get()) {
+                probe
                     .before
-                    .get()
-                    .is_none_or(|(before, _)| name.as_str() > before)
-            {
-                probe.before.set(Some((name, probe.written.get())));
+                    .set(Some((name.as_bytes(), probe.written.get())));
             }
         }
         map.end()
@@ -408,12 +393,11 @@ impl Splice {
 /// holds the layout ([`layout_hint`] of these bytes), else found by reading the top level and
 /// metadata.
 fn splice_point(stored: &[u8], api_version: &str, kind: &str, hint: u64) -> Option<SplicePoint> {
+    let hinted = Layout::from_hint(hint);
     let layout = match hint & (HINT_LAID_OUT | HINT_NO_LAYOUT) {
         // A hint is derived from these very bytes; one that does not fit them is not theirs,
         // and they are read instead.
-        HINT_LAID_OUT if Layout::from_hint(hint).point.at <= stored.len() => {
-            Layout::from_hint(hint)
-        }
+        HINT_LAID_OUT if hinted.point.at <= stored.len() => hinted,
         HINT_NO_LAYOUT => return None,
         _ => layout(stored)?,
     };
@@ -520,9 +504,7 @@ fn layout(stored: &[u8]) -> Option<Layout> {
                     found.members += 1;
                     if key == b"resourceVersion" {
                         found.has_resource_version = true;
-                    } else if key < b"resourceVersion".as_slice()
-                        && found.before.is_none_or(|(before, _)| key > before)
-                    {
+                    } else if is_later_before(key, found.before) {
                         found.before = Some((key, end));
                     }
                     Some(end)
@@ -541,28 +523,41 @@ fn layout(stored: &[u8]) -> Option<Layout> {
     if metadata.has_resource_version {
         return None;
     }
-    // After the value of the last key before resourceVersion, else first in metadata. Keys
-    // compare as their bytes: none holds an escape (`each_member` refuses those).
-    let point = match metadata.before {
-        Some((_, end)) => SplicePoint {
-            at: end,
-            comma_before: true,
-            comma_after: false,
-        },
-        None => SplicePoint {
-            at: metadata.at + 1,
-            comma_before: false,
-            comma_after: metadata.members > 0,
-        },
-    };
     Some(Layout {
         api_version: api_version?,
         kind: kind?,
-        point,
+        point: SplicePoint::in_metadata(metadata.at, metadata.members, metadata.before),
     })
 }
 
-/// What [`splice_point`] learns of `metadata` (in `'t`, the stored bytes).
+/// Whether `key`, a key of metadata, sorts before `resourceVersion` and after `before` (the
+/// greatest such key so far, with where its value ends). Keys compare as their bytes: neither
+/// the scanner nor the encoder's probe lays out keys with escapes.
+fn is_later_before(key: &[u8], before: Option<(&[u8], usize)>) -> bool {
+    key < b"resourceVersion".as_slice() && before.is_none_or(|(before, _)| key > before)
+}
+
+impl SplicePoint {
+    /// Where the resourceVersion goes in a metadata object whose brace is at `brace`, with
+    /// `members` members and `before` its greatest key before `resourceVersion` with where
+    /// that key's value ends: after that value, else first in metadata.
+    fn in_metadata(brace: usize, members: usize, before: Option<(&[u8], usize)>) -> Self {
+        match before {
+            Some((_, end)) => SplicePoint {
+                at: end,
+                comma_before: true,
+                comma_after: false,
+            },
+            None => SplicePoint {
+                at: brace + 1,
+                comma_before: false,
+                comma_after: members > 0,
+            },
+        }
+    }
+}
+
+/// What [`layout`] learns of `metadata` (in `'t`, the stored bytes).
 #[derive(Default)]
 struct Metadata<'t> {
     /// Where the object starts (its brace).

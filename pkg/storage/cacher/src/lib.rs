@@ -194,6 +194,13 @@ pub(crate) struct Shared {
     pub(crate) progress_wanted: Notify,
 }
 
+impl Shared {
+    /// The snapshot, for reading (poisoned or not, as every lock of this crate is taken).
+    pub(crate) fn read_snapshot(&self) -> std::sync::RwLockReadGuard<'_, Snapshot> {
+        self.snapshot.read().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
 /// The watch cache of one prefix over a store `S`. See the crate documentation.
 #[derive(Debug)]
 pub struct Cacher<S: Storage> {
@@ -251,11 +258,7 @@ impl<S: Storage> Cacher<S> {
         if !self.shared.head.borrow().ready {
             return None;
         }
-        let snapshot = self
-            .shared
-            .snapshot
-            .read()
-            .unwrap_or_else(PoisonError::into_inner);
+        let snapshot = self.shared.read_snapshot();
         Some(snapshot.objects.len())
     }
 
@@ -331,9 +334,7 @@ impl<S: Storage> Cacher<S> {
     fn cached(&self, key: &str) -> Option<KeyValue> {
         let entry = self
             .shared
-            .snapshot
-            .read()
-            .unwrap_or_else(PoisonError::into_inner)
+            .read_snapshot()
             .objects
             .get(key)
             .map(|e| e.0.clone());
@@ -343,11 +344,7 @@ impl<S: Storage> Cacher<S> {
 
     fn list_snapshot(&self, request: &ListRequest) -> ListResponse {
         let listed = {
-            let snapshot = self
-                .shared
-                .snapshot
-                .read()
-                .unwrap_or_else(PoisonError::into_inner);
+            let snapshot = self.shared.read_snapshot();
             Self::list_from(&snapshot, request)
         };
         listed.handed(self.config.value_hint)
@@ -424,11 +421,7 @@ impl<S: Storage> Storage for Cacher<S> {
         if let Some(r) = revision
             && self.covers(key)
         {
-            let snapshot = self
-                .shared
-                .snapshot
-                .read()
-                .unwrap_or_else(PoisonError::into_inner);
+            let snapshot = self.shared.read_snapshot();
             if snapshot.revision == r && r > 0 && r >= self.store.compacted_revision() {
                 let entry = snapshot.objects.get(key).map(|e| e.0.clone());
                 drop(snapshot);
@@ -469,11 +462,7 @@ impl<S: Storage> Storage for Cacher<S> {
             }
             Some(r) => {
                 let answered = {
-                    let snapshot = self
-                        .shared
-                        .snapshot
-                        .read()
-                        .unwrap_or_else(PoisonError::into_inner);
+                    let snapshot = self.shared.read_snapshot();
                     (snapshot.revision == r && r > 0 && r >= self.store.compacted_revision())
                         .then(|| Self::list_from(&snapshot, &request))
                 };
@@ -541,11 +530,7 @@ impl<S: Storage> Storage for Cacher<S> {
             Err(other) => return Err(other),
         }
         let (state, revision) = {
-            let snapshot = self
-                .shared
-                .snapshot
-                .read()
-                .unwrap_or_else(PoisonError::into_inner);
+            let snapshot = self.shared.read_snapshot();
             let state: Vec<Entry> = snapshot
                 .objects
                 .range::<str, _>((Bound::Included(prefix), Bound::Unbounded))

@@ -117,16 +117,12 @@ impl ReadPool {
         let (conn, result) = tokio::task::spawn_blocking(move || {
             // Cached statements: the transaction's two statements are parsed once per
             // connection, not on every read.
-            let result = conn
-                .prepare_cached("BEGIN DEFERRED")
-                .and_then(|mut begin| begin.execute([]))
+            let result = schema::execute_cached(&conn, "BEGIN DEFERRED")
                 .map_err(Error::backend)
-                .and_then(|_| read(&conn));
+                .and_then(|()| read(&conn));
             // Ending a read transaction cannot lose anything; a failure would leave it open,
             // and the next BEGIN would report that.
-            let _ = conn
-                .prepare_cached("COMMIT")
-                .and_then(|mut commit| commit.execute([]));
+            let _ = schema::execute_cached(&conn, "COMMIT");
             (conn, result)
         })
         .await

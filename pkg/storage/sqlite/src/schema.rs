@@ -27,6 +27,12 @@ CREATE TABLE IF NOT EXISTS meta (
 ) WITHOUT ROWID;
 ";
 
+/// Runs a statement without parameters or rows (`BEGIN`, `COMMIT`, `ROLLBACK`) from the
+/// connection's statement cache: parsed once per connection, not at every transaction.
+pub(crate) fn execute_cached(conn: &Connection, sql: &str) -> rusqlite::Result<()> {
+    conn.prepare_cached(sql)?.execute([]).map(drop)
+}
+
 /// What the writer needs to know when it starts.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct State {
