@@ -466,9 +466,78 @@ fn no_answer(answer: &ProbeAnswer) -> String {
     }
 }
 
+/// What the requests sent during one upgrade step saw.
+#[derive(Debug, Default)]
+struct Hits {
+    /// Requests counted: sent and answered within the step.
+    sent: usize,
+    /// Those that got a non-empty 2xx answer.
+    answered: usize,
+    /// The stretches in which none did.
+    outages: Vec<Outage>,
+}
+
+impl Hits {
+    /// Counts the answer to a request sent `at` after the step began.
+    fn record(&mut self, at: Duration, answer: &ProbeAnswer) {
+        self.sent += 1;
+        let ongoing = self.outages.last_mut().filter(|o| o.until.is_none());
+        match (answer.ok_body().is_some_and(|b| !b.is_empty()), ongoing) {
+            (true, ongoing) => {
+                self.answered += 1;
+                if let Some(outage) = ongoing {
+                    outage.until = Some(at);
+                }
+            }
+            (false, Some(outage)) => outage.failed += 1,
+            (false, None) => self.outages.push(Outage {
+                from: at,
+                until: None,
+                failed: 1,
+                first: no_answer(answer),
+            }),
+        }
+    }
+}
+
+/// Sends a request with `send` every `poll` while `upgrading` is at `step`; what they saw,
+/// and how long the step lasted from the first request.
+///
+/// Only a request answered while the step still runs is counted. One still on its way when
+/// the step ends may have met the next step (a cluster upgrade moves the nodes right after
+/// the control plane, shutting their proxies down), so its answer says nothing about this
+/// step and is left out.
+async fn hit_during<F, Fut>(
+    upgrading: &mut Upgrading,
+    step: Step,
+    poll: Duration,
+    mut send: F,
+) -> anyhow::Result<(Hits, Duration)>
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = anyhow::Result<ProbeAnswer>>,
+{
+    let began = Instant::now();
+    let mut hits = Hits::default();
+    while upgrading.phase() == Phase::Doing(step) {
+        let at = began.elapsed();
+        let answer = send().await?;
+        if upgrading.phase() != Phase::Doing(step) {
+            break;
+        }
+        hits.record(at, &answer);
+        tokio::select! {
+            () = tokio::time::sleep(poll) => {}
+            () = upgrading.changed() => {}
+        }
+    }
+    Ok((hits, began.elapsed()))
+}
+
 impl ServiceUpgrade {
     /// Sends `/hostname` through the load balancer every [`POLL`] while the upgrade is at
-    /// `step`; fails naming each outage (when, how long, how many requests, why).
+    /// `step` ([`hit_during`]); fails naming each outage (when, how long, how many requests,
+    /// why).
     async fn hit_continuously(
         &self,
         ctx: &Ctx,
@@ -481,35 +550,12 @@ impl ServiceUpgrade {
             step.what()
         ));
         let probe = ctx.http(&self.address, SERVICE_PORT, "/hostname");
-        let began = Instant::now();
-        let mut outages: Vec<Outage> = Vec::new();
-        let (mut sent, mut answered) = (0usize, 0usize);
-        while upgrading.phase() == Phase::Doing(step) {
-            let at = began.elapsed();
-            let answer = ctx.probe(&probe).await?;
-            sent += 1;
-            let ongoing = outages.last_mut().filter(|o| o.until.is_none());
-            match (answer.ok_body().is_some_and(|b| !b.is_empty()), ongoing) {
-                (true, ongoing) => {
-                    answered += 1;
-                    if let Some(outage) = ongoing {
-                        outage.until = Some(at);
-                    }
-                }
-                (false, Some(outage)) => outage.failed += 1,
-                (false, None) => outages.push(Outage {
-                    from: at,
-                    until: None,
-                    failed: 1,
-                    first: no_answer(&answer),
-                }),
-            }
-            tokio::select! {
-                () = tokio::time::sleep(POLL) => {}
-                () = upgrading.changed() => {}
-            }
-        }
-        let took = began.elapsed();
+        let (hits, took) = hit_during(upgrading, step, POLL, || ctx.probe(&probe)).await?;
+        let Hits {
+            sent,
+            answered,
+            outages,
+        } = hits;
         ctx.step(format!(
             "{answered} of {sent} requests answered during the {} the {} upgrade took",
             seconds(took),
@@ -913,6 +959,73 @@ mod tests {
         assert!(!upgrading(&CLUSTER_UPGRADE).nodes_before(Step::ControlPlane));
         assert!(upgrading(&CLUSTER_DOWNGRADE).nodes_before(Step::ControlPlane));
         assert!(!upgrading(&CLUSTER_DOWNGRADE).nodes_before(Step::Nodes));
+    }
+
+    /// An answer through the load balancer: the pod's name, or the connection closed.
+    fn answer(served: bool) -> ProbeAnswer {
+        if served {
+            ProbeAnswer {
+                status: Some(200),
+                body: Some("service-test-x7k2p".into()),
+                error: None,
+            }
+        } else {
+            ProbeAnswer {
+                status: None,
+                body: None,
+                error: Some("the connection was closed without an answer".into()),
+            }
+        }
+    }
+
+    /// Runs [`hit_during`] over the control-plane step of a cluster upgrade; `served` says
+    /// how each request (1, 2, ...) is answered, and the nodes' step begins while request
+    /// `last` is on its way.
+    async fn hits(served: impl Fn(usize) -> bool, last: usize) -> Hits {
+        let (phases, watching) = watch::channel(Phase::Doing(Step::ControlPlane));
+        let mut upgrading = Upgrading {
+            phases: watching,
+            steps: CLUSTER_UPGRADE.steps,
+        };
+        let mut calls = 0;
+        let (hits, _) = hit_during(
+            &mut upgrading,
+            Step::ControlPlane,
+            Duration::from_millis(1),
+            || {
+                calls += 1;
+                if calls == last {
+                    phases.send_replace(Phase::Doing(Step::Nodes));
+                }
+                let answer = answer(served(calls));
+                async move { Ok(answer) }
+            },
+        )
+        .await
+        .unwrap();
+        assert_eq!(calls, last, "no request is sent once the step has ended");
+        hits
+    }
+
+    #[tokio::test]
+    async fn a_request_answered_after_the_step_ended_is_not_counted() {
+        // The third request meets the nodes' move (a node's proxy shutting down).
+        let hits = hits(|call| call != 3, 3).await;
+        assert_eq!((hits.sent, hits.answered), (2, 2));
+        assert!(hits.outages.is_empty(), "{:?}", hits.outages);
+    }
+
+    #[tokio::test]
+    async fn requests_failed_within_the_step_are_outages() {
+        let hits = hits(|call| matches!(call, 1 | 4), 6).await;
+        assert_eq!((hits.sent, hits.answered), (5, 2));
+        let outages: Vec<(usize, bool, &str)> = hits
+            .outages
+            .iter()
+            .map(|o| (o.failed, o.until.is_some(), o.first.as_str()))
+            .collect();
+        let closed = "the connection was closed without an answer";
+        assert_eq!(outages, [(2, true, closed), (1, false, closed)]);
     }
 
     #[test]

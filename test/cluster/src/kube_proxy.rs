@@ -405,6 +405,7 @@ fn bind_source(socket: &TcpSocket, source: IpAddr) {
 
 async fn forward_tcp(shared: Arc<Shared>, key: Key, mut client: TcpStream, peer: SocketAddr) {
     let Some((backend, masquerade)) = shared.choose(&key, peer.ip()) else {
+        tracing::debug!(address = %key.0, %peer, "no endpoint to forward to: closing the connection");
         return; // no endpoint: the connection is closed
     };
     let Ok(socket) = TcpSocket::new_v4() else {

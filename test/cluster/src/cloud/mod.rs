@@ -642,7 +642,11 @@ async fn check_health(state: Arc<Mutex<State>>, forwarder: Arc<tokio::sync::Mute
         // probes its backends independently: one slow answer does not delay the others.
         let checked = futures::future::join_all(probes.into_iter().map(
             |(balancer, node, address, spec)| async move {
+                let began = std::time::Instant::now();
                 let healthy = healthy(address, &spec).await;
+                if !healthy {
+                    tracing::debug!(%balancer, %node, took = ?began.elapsed(), "a node failed the health check");
+                }
                 (balancer, node, healthy)
             },
         ))

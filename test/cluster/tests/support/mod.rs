@@ -44,10 +44,40 @@ fn lock_block() -> (u8, std::fs::File) {
     }
 }
 
+/// The cluster's log filter: its own components at debug (what they did to the data plane),
+/// the rest at info; `GENPLANE_TESTCLUSTER_LOG` replaces it.
+fn log_filter() -> String {
+    std::env::var("GENPLANE_TESTCLUSTER_LOG")
+        .unwrap_or_else(|_| "info,genplane_test_cluster=debug,kube_client=off".to_owned())
+}
+
+/// How many of the log's last lines a failed test prints.
+const LOG_TAIL: usize = 150;
+
 impl Drop for Cluster {
     fn drop(&mut self) {
         self.child.kill().ok();
         self.child.wait().ok();
+        if std::thread::panicking() {
+            // The test failed: keep the cluster's log and show its end.
+            let log = self.dir.path().join("cluster.log");
+            let kept = std::env::temp_dir().join(format!(
+                "genplane-testcluster-{}-block-{}.log",
+                std::process::id(),
+                self.block
+            ));
+            if std::fs::copy(&log, &kept).is_ok() {
+                let text = std::fs::read_to_string(&kept).unwrap_or_default();
+                let lines: Vec<&str> = text.lines().collect();
+                let tail = &lines[lines.len().saturating_sub(LOG_TAIL)..];
+                eprintln!(
+                    "the test cluster's log is kept in {}; its last {} lines:\n{}",
+                    kept.display(),
+                    tail.len(),
+                    tail.join("\n")
+                );
+            }
+        }
     }
 }
 
@@ -62,8 +92,9 @@ impl Cluster {
             .arg(format!("--address-block={block}"))
             .arg(format!("--data-dir={}", dir.path().join("data").display()))
             .args(extra)
+            .env("RUST_LOG", log_filter())
             .stdout(Stdio::piped())
-            .stderr(Stdio::null())
+            .stderr(std::fs::File::create(dir.path().join("cluster.log")).unwrap())
             .spawn()
             .unwrap();
         let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
