@@ -45,11 +45,8 @@ fn lock_block() -> (u8, std::fs::File) {
 }
 
 /// The cluster's log filter: its own components at debug (what they did to the data plane),
-/// the rest at info; `GENPLANE_TESTCLUSTER_LOG` replaces it.
-fn log_filter() -> String {
-    std::env::var("GENPLANE_TESTCLUSTER_LOG")
-        .unwrap_or_else(|_| "info,genplane_test_cluster=debug,kube_client=off".to_owned())
-}
+/// the rest at info.
+const LOG_FILTER: &str = "info,genplane_test_cluster=debug,kube_client=off";
 
 /// How many of the log's last lines a failed test prints.
 const LOG_TAIL: usize = 150;
@@ -92,7 +89,7 @@ impl Cluster {
             .arg(format!("--address-block={block}"))
             .arg(format!("--data-dir={}", dir.path().join("data").display()))
             .args(extra)
-            .env("RUST_LOG", log_filter())
+            .env("RUST_LOG", LOG_FILTER)
             .stdout(Stdio::piped())
             .stderr(std::fs::File::create(dir.path().join("cluster.log")).unwrap())
             .spawn()
