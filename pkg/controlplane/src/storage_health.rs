@@ -14,6 +14,12 @@
 //! - `genplane_etcd_compacted_revision`: the latest compaction known, whoever made it;
 //! - `genplane_etcd_revision_reads_total`: the reads of etcd's current revision this apiserver
 //!   sent for consistent reads (concurrent ones share a read).
+//!
+//! Metrics, on SQLite (since the store was opened, that is since the apiserver started):
+//! - `genplane_sqlite_commits_total`: the write transactions committed, each with one fsync;
+//! - `genplane_sqlite_writes_total`: the writes (creates, updates, deletes) those transactions
+//!   carried. Writes per commit is the batching: the writer commits what is queued together,
+//!   and a batch of deletes (a `deletecollection`, a namespace's deletion) is one transaction.
 
 use std::fmt;
 use std::sync::Arc;
@@ -53,12 +59,47 @@ pub fn add_checks(health: &mut Health, backend: &Arc<Backend>) {
     }
 }
 
-/// Registers the backend's metrics (etcd's; SQLite has none yet) in `registry`.
+/// Registers the backend's metrics (etcd's or SQLite's, as listed above) in `registry`.
 pub fn register_metrics(registry: &Registry, backend: &Arc<Backend>) {
-    if let Backend::Etcd(_) = &**backend {
-        registry.register_collector(Box::new(EtcdMetrics {
+    match &**backend {
+        Backend::Etcd(_) => registry.register_collector(Box::new(EtcdMetrics {
             backend: backend.clone(),
-        }));
+        })),
+        Backend::Sqlite(_) => registry.register_collector(Box::new(SqliteMetrics {
+            backend: backend.clone(),
+        })),
+    }
+}
+
+/// The SQLite metrics, read from the store at scrape time.
+struct SqliteMetrics {
+    backend: Arc<Backend>,
+}
+
+impl fmt::Debug for SqliteMetrics {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("SqliteMetrics").finish_non_exhaustive()
+    }
+}
+
+impl Collector for SqliteMetrics {
+    fn encode(&self, mut encoder: DescriptorEncoder<'_>) -> Result<(), fmt::Error> {
+        let Backend::Sqlite(store) = &*self.backend else {
+            return Ok(());
+        };
+        ConstCounter::new(store.commits()).encode(encoder.encode_descriptor(
+            "genplane_sqlite_commits",
+            "Write transactions committed to the SQLite database, each with one fsync",
+            None,
+            MetricType::Counter,
+        )?)?;
+        ConstCounter::new(store.writes()).encode(encoder.encode_descriptor(
+            "genplane_sqlite_writes",
+            "Writes (creates, updates, deletes) committed to the SQLite database; writes per commit (genplane_sqlite_commits_total) is how well they are batched",
+            None,
+            MetricType::Counter,
+        )?)?;
+        Ok(())
     }
 }
 
@@ -129,5 +170,49 @@ impl Collector for EtcdMetrics {
             MetricType::Counter,
         )?)?;
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{StorageConfig, open_storage};
+    use genplane_storage::{Bytes, DeleteRequest};
+
+    #[tokio::test]
+    async fn sqlite_metrics_count_commits_and_the_writes_they_carried() {
+        let dir = tempfile::tempdir().unwrap();
+        let backend = open_storage(&StorageConfig::Sqlite {
+            path: dir.path().join("db"),
+        })
+        .await
+        .unwrap();
+        let registry = Registry::new();
+        register_metrics(&registry, &backend);
+        for key in ["/m/a", "/m/b", "/m/c"] {
+            backend.create(key, Bytes::from_static(b"v")).await.unwrap();
+        }
+        let deletes = ["/m/a", "/m/b", "/m/c"]
+            .map(|key| DeleteRequest {
+                key: key.to_owned(),
+                expected: None,
+            })
+            .to_vec();
+        assert!(
+            backend
+                .delete_batch(deletes)
+                .await
+                .iter()
+                .all(Result::is_ok)
+        );
+        let text = registry.encode(None).body;
+        for line in [
+            "# TYPE genplane_sqlite_commits_total counter",
+            "genplane_sqlite_commits_total 4\n",
+            "# TYPE genplane_sqlite_writes_total counter",
+            "genplane_sqlite_writes_total 6\n",
+        ] {
+            assert!(text.contains(line), "missing {line:?} in:\n{text}");
+        }
     }
 }

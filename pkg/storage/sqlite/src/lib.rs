@@ -13,7 +13,8 @@
 //! [`SqliteConfig::max_batch`] writes), checks each write's precondition against the current
 //! state, gives each successful write the next revision, and commits the batch in one
 //! transaction with one fsync (WAL, `synchronous=FULL`). Only then are the writes acknowledged,
-//! so an acknowledged write survives `kill -9` and power loss.
+//! so an acknowledged write survives `kill -9` and power loss. [`SqliteStore::commits`] counts
+//! the transactions and [`SqliteStore::writes`] the writes they carried.
 //!
 //! # Watches: published in process, no polling
 //!
@@ -152,6 +153,8 @@ pub(crate) struct Shared {
     pub(crate) committed: watch::Sender<Committed>,
     /// How many write transactions the writer has committed.
     pub(crate) commits: std::sync::atomic::AtomicU64,
+    /// How many writes (creates, updates, deletes) those transactions carried.
+    pub(crate) writes: std::sync::atomic::AtomicU64,
     /// The watches, woken by the writer for the commits that touch their prefixes.
     pub(crate) wakers: watcher::Wakers,
 }
@@ -210,6 +213,7 @@ impl SqliteStore {
             ),
             committed,
             commits: Default::default(),
+            writes: Default::default(),
             wakers: watcher::Wakers::default(),
         });
         let (requests, queue) = mpsc::channel(config.max_batch.max(1) * 8);
@@ -249,6 +253,16 @@ impl SqliteStore {
     pub fn commits(&self) -> u64 {
         self.shared
             .commits
+            .load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    /// How many writes (creates, updates and deletes, each of a [`Storage::delete_batch`]
+    /// included) the store has committed since it was opened: the writes of a batch that failed
+    /// as a whole, and those refused by their precondition, do not count. Against
+    /// [`SqliteStore::commits`] it tells how well writes are batched: writes per commit.
+    pub fn writes(&self) -> u64 {
+        self.shared
+            .writes
             .load(std::sync::atomic::Ordering::Relaxed)
     }
 

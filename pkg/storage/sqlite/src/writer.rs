@@ -208,10 +208,16 @@ impl Writer {
             }
             return;
         }
+        // Each successful write took the next revision: what the batch moved the revision by
+        // is how many writes it committed (a failed precondition or a compaction takes none).
+        let writes = u64::try_from(revision - self.revision).unwrap_or_default();
         self.revision = revision;
         self.shared
             .commits
             .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        self.shared
+            .writes
+            .fetch_add(writes, std::sync::atomic::Ordering::Relaxed);
         if compacted > self.compacted {
             self.compacted = compacted;
             self.compaction = Some(Compaction {

@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use genplane_storage::{Bytes, EventKind, ListRequest, Storage, WatchEvent};
+use genplane_storage::{Bytes, DeleteRequest, EventKind, ListRequest, Storage, WatchEvent};
 use genplane_storage_sqlite::{OpenError, SqliteConfig, SqliteStore};
 
 fn config(dir: &tempfile::TempDir) -> SqliteConfig {
@@ -334,4 +334,79 @@ async fn a_batch_that_fails_in_sqlite_leaves_nothing_and_the_next_batch_commits(
     // And what it committed is there after a restart.
     let reopened = SqliteStore::open(&config).unwrap();
     assert_eq!(reopened.current_revision().await.unwrap(), before + 1);
+}
+
+/// The store's counters: (transactions committed, writes they carried).
+fn counters(store: &SqliteStore) -> (u64, u64) {
+    (store.commits(), store.writes())
+}
+
+#[tokio::test]
+async fn writes_count_what_was_committed_and_a_batch_that_fails_counts_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = config(&dir);
+    let store = SqliteStore::open(&config).unwrap();
+    assert_eq!(counters(&store), (0, 0));
+    let value = || Bytes::from_static(b"v");
+    // Each write awaited before the next: a commit each.
+    let a = store.create("/c/a", value()).await.unwrap();
+    for key in ["/c/b", "/c/c"] {
+        store.create(key, value()).await.unwrap();
+    }
+    store.update("/c/a", value(), a.mod_revision).await.unwrap();
+    store.delete("/c/c", None).await.unwrap();
+    assert_eq!(counters(&store), (5, 5));
+
+    // Writes refused by their precondition and a compaction's mark write nothing.
+    assert!(store.create("/c/b", value()).await.is_err());
+    assert!(store.update("/c/b", value(), a.mod_revision).await.is_err());
+    assert!(store.delete("/c/missing", None).await.is_err());
+    store
+        .compact(store.current_revision().await.unwrap())
+        .await
+        .unwrap();
+    assert_eq!(store.writes(), 5);
+
+    // A batch of deletes is one commit, and counts the keys it deleted.
+    let commits = store.commits();
+    let delete = |key: &str| DeleteRequest {
+        key: key.to_owned(),
+        expected: None,
+    };
+    let answers = store
+        .delete_batch(vec![delete("/c/a"), delete("/c/missing"), delete("/c/b")])
+        .await;
+    let deleted: Vec<bool> = answers.iter().map(Result::is_ok).collect();
+    assert_eq!(deleted, [true, false, true]);
+    assert_eq!(counters(&store), (commits + 1, 7));
+
+    // A batch SQLite refuses midway (see
+    // `a_batch_that_fails_in_sqlite_leaves_nothing_and_the_next_batch_commits`) counts nothing,
+    // not even the deletes applied before the refused one.
+    for key in ["/c/d", "/c/refused", "/c/e"] {
+        store.create(key, value()).await.unwrap();
+    }
+    let before = counters(&store);
+    let other = rusqlite::Connection::open(&config.path).unwrap();
+    other
+        .execute_batch(
+            "CREATE TRIGGER refuse BEFORE INSERT ON kv
+             WHEN NEW.key = CAST('/c/refused' AS BLOB) AND NEW.deleted = 1
+             BEGIN SELECT RAISE(ABORT, 'refused by the test'); END;",
+        )
+        .unwrap();
+    let answers = store
+        .delete_batch(vec![delete("/c/d"), delete("/c/refused"), delete("/c/e")])
+        .await;
+    assert!(answers.iter().all(Result::is_err), "{answers:?}");
+    assert_eq!(counters(&store), before);
+    for key in ["/c/d", "/c/e"] {
+        assert!(store.get(key, None).await.unwrap().is_some(), "{key}");
+    }
+    // The next batch counts as usual.
+    let answers = store
+        .delete_batch(vec![delete("/c/d"), delete("/c/e")])
+        .await;
+    assert!(answers.iter().all(Result::is_ok), "{answers:?}");
+    assert_eq!(counters(&store), (before.0 + 1, before.1 + 2));
 }

@@ -126,6 +126,21 @@ impl Apiserver {
     pub async fn client(&self) -> kube::Client {
         kube_client(&self.kubeconfig()).await
     }
+
+    /// One scrape of the server's `/metrics` (read values with [`sample`]).
+    pub fn metrics(&self) -> String {
+        let answer = self.raw().get("/metrics");
+        assert_eq!(answer.status, 200, "{}", answer.text());
+        answer.text()
+    }
+}
+
+/// The value of `series` (a metric's name, with its labels if it has any, as a sample line
+/// starts) in the scrape `text`, if the scrape has it.
+pub fn sample<T: std::str::FromStr>(text: &str, series: &str) -> Option<T> {
+    text.lines()
+        .find_map(|line| line.strip_prefix(series)?.strip_prefix(' '))
+        .and_then(|value| value.trim().parse().ok())
 }
 
 /// Starts `genplane apiserver` on SQLite.
