@@ -701,7 +701,7 @@ fn sqlite_counters(server: &Apiserver) -> (u64, u64) {
     )
 }
 
-/// The check, as an operator would make it: a namespace of 5,000 ConfigMaps, deleted
+/// Batched deletes, checked as an operator would check them: a namespace of 5,000 ConfigMaps, deleted
 /// by the real controller-manager, costs the API server's SQLite store one commit (one fsync)
 /// per batch of deletes (`DELETE_BATCH`), not one per object, as its `/metrics` counters show.
 #[test]
