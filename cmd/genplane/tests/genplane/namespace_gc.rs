@@ -701,9 +701,10 @@ fn sqlite_counters(server: &Apiserver) -> (u64, u64) {
     )
 }
 
-/// Batched deletes, checked as an operator would check them: a namespace of 5,000 ConfigMaps, deleted
-/// by the real controller-manager, costs the API server's SQLite store one commit (one fsync)
-/// per batch of deletes (`DELETE_BATCH`), not one per object, as its `/metrics` counters show.
+/// Batched deletes, checked as an operator would check them: a namespace of 5,000
+/// ConfigMaps, deleted by the real controller-manager, costs the API server's SQLite store one
+/// commit (one fsync) per batch of deletes (`DELETE_BATCH`), not one per object, as its
+/// `/metrics` counters show.
 #[test]
 fn deleting_a_namespace_of_thousands_commits_its_deletes_in_batches() {
     let server = support::start();
