@@ -94,6 +94,16 @@ pub(crate) fn open_writer(path: &Path) -> Result<Connection, OpenError> {
     Ok(conn)
 }
 
+/// The page cache of each reader connection, in KiB (SQLite's default is 2,000 KiB).
+///
+/// The readers feed the watches (each commit's events are read back) and serve the caches'
+/// lists; the pages they read are the newest ones, which the operating system's page cache
+/// keeps anyway. A full cache is memory the process keeps for good: after 20,000 objects came
+/// and went, the four readers held about 2 MiB each (their threads' `malloc` arenas, measured
+/// in `/proc/PID/smaps`), a third of what the API server kept above idle. The writer keeps
+/// SQLite's default: its cache serves the precondition reads of every write.
+pub(crate) const READER_CACHE_KIB: i64 = 256;
+
 /// Opens a connection for reads.
 pub(crate) fn open_reader(path: &Path) -> Result<Connection, OpenError> {
     let err = sqlite_error(path);
@@ -103,6 +113,9 @@ pub(crate) fn open_reader(path: &Path) -> Result<Connection, OpenError> {
     let conn = Connection::open_with_flags(path, flags).map_err(&err)?;
     conn.busy_timeout(Duration::from_secs(30)).map_err(&err)?;
     conn.pragma_update(None, "query_only", "ON").map_err(&err)?;
+    // A negative size is in KiB.
+    conn.pragma_update(None, "cache_size", -READER_CACHE_KIB)
+        .map_err(&err)?;
     // A stable query plan: without it, binding new values to a cached statement can make
     // SQLite prepare it again on every read (seen in profiles as sqlite3Reprepare).
     conn.set_db_config(
@@ -154,5 +167,18 @@ mod tests {
             reader.execute("DELETE FROM kv", []).is_err(),
             "readers cannot write"
         );
+    }
+
+    #[test]
+    fn readers_keep_a_small_page_cache_and_the_writer_the_default() {
+        let dir = tempfile::tempdir().unwrap();
+        let cache = |conn: &Connection| -> i64 {
+            conn.query_row("PRAGMA cache_size", [], |row| row.get(0))
+                .unwrap()
+        };
+        let writer = open_writer(&dir.path().join("db")).unwrap();
+        let reader = open_reader(&dir.path().join("db")).unwrap();
+        assert_eq!(cache(&reader), -READER_CACHE_KIB);
+        assert_eq!(cache(&writer), -2000);
     }
 }
