@@ -96,12 +96,14 @@ pub(crate) fn open_writer(path: &Path) -> Result<Connection, OpenError> {
 
 /// The page cache of each reader connection, in KiB (SQLite's default is 2,000 KiB).
 ///
-/// The readers feed the watches (each commit's events are read back) and serve the caches'
-/// lists; the pages they read are the newest ones, which the operating system's page cache
-/// keeps anyway. A full cache is memory the process keeps for good: after 20,000 objects came
-/// and went, the four readers held about 2 MiB each (their threads' `malloc` arenas, measured
-/// in `/proc/PID/smaps`), a third of what the API server kept above idle. The writer keeps
-/// SQLite's default: its cache serves the precondition reads of every write.
+/// A reader's cache serves little: in WAL mode a connection drops its whole cache when it
+/// begins a read after another connection committed, which the writer does all the time, and
+/// the pages readers read (the newest, for the watches; all of them in order, for a cache's
+/// list) are in the operating system's page cache anyway. But a full cache is memory the
+/// process keeps for good: after 20,000 objects came and went, the four readers held about
+/// 2 MiB each (their threads' `malloc` arenas, measured in `/proc/PID/smaps`), a third of what
+/// the API server kept above idle. The writer keeps SQLite's default: its cache stays valid
+/// between its own commits and serves the precondition reads of every write.
 pub(crate) const READER_CACHE_KIB: i64 = 256;
 
 /// Opens a connection for reads.
