@@ -88,12 +88,7 @@ async fn in_use(raw: &mut etcd_client::Client) -> i64 {
 async fn metric(client: &kube::Client, name: &str) -> i64 {
     let request = hyper::Request::get("/metrics").body(Vec::new()).unwrap();
     let text = client.request_text(request).await.unwrap();
-    text.lines()
-        .find_map(|line| line.strip_prefix(name)?.strip_prefix(' '))
-        .unwrap_or_else(|| panic!("no {name} in the metrics"))
-        .trim()
-        .parse()
-        .unwrap()
+    crate::support::sample(&text, name).unwrap_or_else(|| panic!("no {name} in the metrics"))
 }
 
 #[tokio::test(flavor = "multi_thread")]

@@ -1181,13 +1181,11 @@ impl FeatureController {
             .output()
             .unwrap();
         let body = String::from_utf8(out.stdout).unwrap();
-        body.lines()
-            .find(|l| l.starts_with(series))
-            .and_then(|l| l.rsplit_once(' ')?.1.parse().ok())
+        support::sample(&body, series)
     }
 
     fn leads(&self) -> bool {
-        self.metric("feature_controller_leader ") == Some(1.0)
+        self.metric("feature_controller_leader") == Some(1.0)
     }
 }
 
@@ -1229,7 +1227,7 @@ fn three_feature_controllers_one_acts_and_another_finishes_after_sigkill() {
     let leader = eventually("exactly one acting feature-controller", || {
         let leading: Vec<usize> = (0..3).filter(|&i| controllers[i].leads()).collect();
         let standing_by = (0..3)
-            .filter(|&i| controllers[i].metric("feature_controller_leader ") == Some(0.0))
+            .filter(|&i| controllers[i].metric("feature_controller_leader") == Some(0.0))
             .count();
         (leading.len() == 1 && standing_by == 2).then(|| leading[0])
     });
