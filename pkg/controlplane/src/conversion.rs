@@ -41,27 +41,20 @@
 //! the list (or, for one object, an empty `/, Kind=`) in the inner part of a failed call and
 //! prefixes it with `conversion for <object> failed: `; genplane names the object once instead.
 //!
-//! # Synchronous callers
+//! # No blocking
 //!
-//! [`ConversionWebhook::convert_blocking`] serves code that cannot `await` (the registry's
-//! strategy hooks). On a multi-thread Tokio runtime it parks the calling worker with
-//! [`tokio::task::block_in_place`] (the runtime moves that worker's other tasks to a new thread)
-//! and drives the call on the runtime. On a current-thread runtime, or with no runtime, it hands
-//! the call to a small current-thread runtime on a thread of its own, started by the first such
-//! call and stopped when the [`ConversionWebhook`] is dropped, with a second HTTP client whose
-//! pooled connections live on that runtime (a connection of the first client may be driven by
-//! the very runtime the caller is blocking). The caller's thread waits on a channel; if it is a
-//! current-thread runtime's thread, that runtime runs nothing else meanwhile. Costs: one idle
-//! thread per webhook once used this way, a channel hop per call, and one extra TLS connection.
+//! A call is only ever awaited ([`ConversionWebhook::convert`]): the registry's store awaits
+//! conversions before it asks a strategy for an object's served or stored form
+//! (`genplane_registry::Conversion`), and watches share one call per event through an
+//! asynchronous cell. No thread is parked and no lock is held while a webhook answers, so a
+//! slow or hanging webhook holds up only the requests that need it.
 
-use std::sync::OnceLock;
 use std::time::Duration;
 
 use genplane_admission::webhook::client;
 use genplane_apimachinery::validation::field::Path;
 use genplane_apimachinery::validation::{validate_annotations, validate_labels};
 use serde_json::{Map, Value, json};
-use tokio::runtime::{Handle, RuntimeFlavor};
 
 /// How long one conversion call may take, as upstream's webhook client allows.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
@@ -161,9 +154,6 @@ pub enum ConversionError {
         /// What is wrong.
         reason: String,
     },
-    /// [`ConversionWebhook::convert_blocking`] could not start its thread or runtime.
-    #[error("running the conversion webhook call: {0}")]
-    Runtime(String),
 }
 
 /// The `ConversionReview` version the webhook speaks.
@@ -185,15 +175,10 @@ impl ReviewVersion {
 /// The conversion webhook of one CRD. Share it behind an `Arc`; calls may run concurrently.
 #[derive(Debug)]
 pub struct ConversionWebhook {
-    /// Where and how calls from async code and multi-thread runtimes go.
+    /// Where and how calls go.
     endpoint: Endpoint,
-    /// The client of calls made on the background runtime: its pooled connections live there.
-    background_client: reqwest::Client,
     /// The webhook URL without query, as configured.
     base_url: reqwest::Url,
-    /// The runtime of [`ConversionWebhook::convert_blocking`] calls made outside a
-    /// multi-thread runtime, started by the first of them.
-    background: OnceLock<Result<Background, String>>,
 }
 
 /// Everything one call needs; cheap to clone (the client is shared).
@@ -204,47 +189,6 @@ struct Endpoint {
     url: reqwest::Url,
     review_version: ReviewVersion,
     timeout: Duration,
-}
-
-/// A current-thread runtime on a thread of its own, stopped when this is dropped.
-#[derive(Debug)]
-struct Background {
-    handle: Handle,
-    _stop: tokio::sync::oneshot::Sender<()>,
-}
-
-impl Background {
-    fn start() -> Result<Background, String> {
-        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-        let (ready, started) = std::sync::mpsc::channel();
-        std::thread::Builder::new()
-            .name("conversion-webhook".to_owned())
-            .spawn(move || {
-                match tokio::runtime::Builder::new_current_thread()
-                    .enable_all()
-                    .build()
-                {
-                    Ok(runtime) => {
-                        let _ = ready.send(Ok(runtime.handle().clone()));
-                        // Runs the spawned calls until the sender is dropped.
-                        runtime.block_on(async {
-                            let _ = stopped.await;
-                        });
-                    }
-                    Err(error) => {
-                        let _ = ready.send(Err(error.to_string()));
-                    }
-                }
-            })
-            .map_err(|error| error.to_string())?;
-        let handle = started
-            .recv()
-            .map_err(|_| "the conversion webhook thread ended at start".to_owned())??;
-        Ok(Background {
-            handle,
-            _stop: stop,
-        })
-    }
 }
 
 impl ConversionWebhook {
@@ -314,8 +258,6 @@ impl ConversionWebhook {
             .ok_or(Error::NoSupportedReviewVersion)?;
 
         let client = client::build_client(roots.as_deref(), None).map_err(Error::Client)?;
-        let background_client =
-            client::build_client(roots.as_deref(), None).map_err(Error::Client)?;
         Ok(ConversionWebhook {
             endpoint: Endpoint {
                 client,
@@ -323,9 +265,7 @@ impl ConversionWebhook {
                 review_version,
                 timeout: DEFAULT_TIMEOUT,
             },
-            background_client,
             base_url,
-            background: OnceLock::new(),
         })
     }
 
@@ -362,41 +302,6 @@ impl ConversionWebhook {
         desired_api_version: &str,
     ) -> Result<Vec<Value>, ConversionError> {
         self.endpoint.convert(objects, desired_api_version).await
-    }
-
-    /// [`convert`](Self::convert) for synchronous code, inside a Tokio runtime or outside one.
-    /// See the module documentation for what it costs in each case.
-    pub fn convert_blocking(
-        &self,
-        objects: Vec<Value>,
-        desired_api_version: &str,
-    ) -> Result<Vec<Value>, ConversionError> {
-        if let Ok(handle) = Handle::try_current()
-            && handle.runtime_flavor() == RuntimeFlavor::MultiThread
-        {
-            return tokio::task::block_in_place(|| {
-                handle.block_on(self.endpoint.convert(objects, desired_api_version))
-            });
-        }
-        let background = self
-            .background
-            .get_or_init(Background::start)
-            .as_ref()
-            .map_err(|error| ConversionError::Runtime(error.clone()))?;
-        let endpoint = Endpoint {
-            client: self.background_client.clone(),
-            ..self.endpoint.clone()
-        };
-        let desired = desired_api_version.to_owned();
-        let (answer, answered) = std::sync::mpsc::sync_channel(1);
-        background.handle.spawn(async move {
-            let _ = answer.send(endpoint.convert(objects, &desired).await);
-        });
-        answered.recv().unwrap_or_else(|_| {
-            Err(ConversionError::Runtime(
-                "the conversion webhook call ended without an answer".to_owned(),
-            ))
-        })
     }
 }
 

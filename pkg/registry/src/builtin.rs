@@ -123,6 +123,10 @@ impl Strategy for SubresourceStrategy {
         self.base.served_form(object)
     }
 
+    fn conversion(&self) -> Option<&crate::custom::Conversion> {
+        self.base.conversion()
+    }
+
     fn serves_stored_form(&self) -> bool {
         self.base.serves_stored_form()
     }

@@ -68,6 +68,8 @@ impl Computed {
                 None,
             );
             admission.chain.mutate(attributes, &mut object).await?;
+            // The request's namespace is what was authorized: admission moves nothing.
+            settle_namespace(strategy, &mut object, &namespace)?;
         }
         strategy.prepare_for_create(&mut object);
         check_type_meta(strategy, &mut object, &name)?;

@@ -9,6 +9,8 @@
 //! `status`, and a CRD being deleted accepts no new objects.
 
 use std::collections::BTreeMap;
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::Arc;
 
 use genplane_apimachinery::errors::{ApiError, Status, StatusReason};
@@ -37,10 +39,62 @@ pub trait CustomSchema: Send + Sync + std::fmt::Debug {
     fn validate(&self, object: &Value, old: Option<&Value>) -> ErrorList;
 }
 
-/// Converts custom resources between versions (a CRD's conversion webhook).
+/// What a [`Converter`] answers: the objects converted, in order, or the request's error.
+pub type ConvertFuture<'a> =
+    Pin<Box<dyn Future<Output = Result<Vec<Value>, ApiError>> + Send + 'a>>;
+
+/// Converts custom resources between versions by calling out (a CRD's conversion webhook).
+/// The store awaits it, so a call on its way holds no thread and no lock.
 pub trait Converter: Send + Sync + std::fmt::Debug {
-    /// `object` converted to `api_version` (`group/version`); errors are the answer's.
-    fn convert(&self, object: Value, api_version: &str) -> Result<Value, ApiError>;
+    /// `objects` converted to `api_version` (`group/version`), in the same order; errors are
+    /// the answer's.
+    fn convert<'a>(&'a self, objects: Vec<Value>, api_version: &'a str) -> ConvertFuture<'a>;
+}
+
+/// A conversion that calls out ([`Converter`]), with the versions it converts between: the
+/// store converts what it reads to the served version before [`Strategy::served_form`] and
+/// what it writes to the storage version before [`Strategy::stored_form`]
+/// ([`Strategy::conversion`]).
+#[derive(Clone, Debug)]
+pub struct Conversion {
+    converter: Arc<dyn Converter>,
+    /// The served `apiVersion` (`group/version`).
+    served: String,
+    /// The stored `apiVersion`.
+    stored: String,
+}
+
+impl Conversion {
+    /// `objects` (as stored) in the served version, in the same order.
+    pub async fn to_served(&self, objects: Vec<Value>) -> Result<Vec<Value>, ApiError> {
+        self.to(objects, &self.served).await
+    }
+
+    /// `objects` (as served) in the storage version, in the same order.
+    pub async fn to_stored(&self, objects: Vec<Value>) -> Result<Vec<Value>, ApiError> {
+        self.to(objects, &self.stored).await
+    }
+
+    /// `objects` in `api_version`: the converter is called once for them all, and not at all
+    /// when every object is in that version already.
+    async fn to(&self, objects: Vec<Value>, api_version: &str) -> Result<Vec<Value>, ApiError> {
+        if objects
+            .iter()
+            .all(|o| o.get("apiVersion").and_then(Value::as_str) == Some(api_version))
+        {
+            return Ok(objects);
+        }
+        let count = objects.len();
+        let converted = self.converter.convert(objects, api_version).await?;
+        if converted.len() != count {
+            return Err(Status::internal_error(format!(
+                "conversion to {api_version} returned {} objects for {count}",
+                converted.len()
+            ))
+            .into());
+        }
+        Ok(converted)
+    }
 }
 
 /// The strategy of one served version of a custom resource.
@@ -58,7 +112,7 @@ pub struct CustomResourceStrategy {
     /// The storage version's schema, which stored objects are pruned to (the same as
     /// `schema` when this is the storage version).
     storage_schema: Arc<dyn CustomSchema>,
-    converter: Option<Arc<dyn Converter>>,
+    conversion: Option<Conversion>,
     /// The selectable fields: (field selector name, e.g. `spec.color`, its path segments).
     selectable: Vec<(String, Vec<String>)>,
     /// The scale subresource's paths, if the version has it.
@@ -89,7 +143,7 @@ impl CustomResourceStrategy {
             terminating: false,
             storage_schema: schema.clone(),
             schema,
-            converter: None,
+            conversion: None,
             selectable: Vec::new(),
             scale: None,
         }
@@ -113,7 +167,11 @@ impl CustomResourceStrategy {
 
     /// With conversion by `converter` instead of conversion `None`.
     pub fn with_converter(mut self, converter: Option<Arc<dyn Converter>>) -> Self {
-        self.converter = converter;
+        self.conversion = converter.map(|converter| Conversion {
+            converter,
+            served: self.api_version(&self.version),
+            stored: self.api_version(&self.storage_version),
+        });
         self
     }
 
@@ -147,14 +205,18 @@ impl CustomResourceStrategy {
     }
 
     /// `object` in `version`: with conversion `None` only `apiVersion` changes; with a
-    /// converter (a conversion webhook), the converter is asked unless it is there already.
+    /// converter (a conversion webhook) the store has converted it already
+    /// ([`Strategy::conversion`]), and an object in another version is a 500.
     fn convert(&self, mut object: Value, version: &str) -> Result<Value, ApiError> {
         let wanted = self.api_version(version);
         if object.get("apiVersion").and_then(Value::as_str) == Some(wanted.as_str()) {
             return Ok(object);
         }
-        if let Some(converter) = &self.converter {
-            return converter.convert(object, &wanted);
+        if self.conversion.is_some() {
+            return Err(Status::internal_error(format!(
+                "the object was not converted to {wanted} by the conversion webhook"
+            ))
+            .into());
         }
         if let Some(map) = object.as_object_mut() {
             map.insert("apiVersion".into(), Value::from(wanted));
@@ -254,6 +316,10 @@ impl Strategy for CustomResourceStrategy {
             })?;
         }
         Ok(stored)
+    }
+
+    fn conversion(&self) -> Option<&Conversion> {
+        self.conversion.as_ref()
     }
 
     fn served_form(&self, object: Value) -> Result<Value, ApiError> {
@@ -388,6 +454,10 @@ impl Strategy for CustomStatusStrategy {
 
     fn served_form(&self, object: Value) -> Result<Value, ApiError> {
         self.base.served_form(object)
+    }
+
+    fn conversion(&self) -> Option<&Conversion> {
+        self.base.conversion()
     }
 
     fn serves_stored_form(&self) -> bool {

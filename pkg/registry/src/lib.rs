@@ -26,7 +26,10 @@ pub mod watch;
 pub use allocation::{Allocated, Allocations};
 pub use builtin::{CatalogStrategy, SubresourceStrategy};
 pub use computed::Computed;
-pub use custom::{Converter, CustomResourceStrategy, CustomSchema, CustomStatusStrategy};
+pub use custom::{
+    Conversion, ConvertFuture, Converter, CustomResourceStrategy, CustomSchema,
+    CustomStatusStrategy,
+};
 pub use mirror::{Mirror, Snapshot};
 pub use scale::CustomScaleStrategy;
 pub use scale_paths::ScalePaths;

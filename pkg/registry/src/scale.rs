@@ -147,6 +147,10 @@ impl Strategy for CustomScaleStrategy {
         self.base.served_form(object)
     }
 
+    fn conversion(&self) -> Option<&crate::custom::Conversion> {
+        self.base.conversion()
+    }
+
     fn view(&self, object: Value) -> Result<Value, ApiError> {
         self.scale(&object, None)
     }

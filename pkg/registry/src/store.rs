@@ -443,6 +443,57 @@ pub(crate) fn settle_namespace(
     Ok(())
 }
 
+/// Fails with upstream's 400 when `object` does not have the name the request's URL gives.
+pub(crate) fn check_name(object: &Value, name: &str) -> Result<(), ApiError> {
+    let given = meta_str(object, "name");
+    if given == name {
+        return Ok(());
+    }
+    Err(Status::bad_request(format!(
+        "the name of the object ({given}) does not match the name on the URL ({name})"
+    ))
+    .into())
+}
+
+/// Gives an updated object the stored object's metadata that only the server sets (upstream's
+/// `BeforeUpdate`: uid, creationTimestamp and the deletion marks stay as stored) and the
+/// revision it is written over.
+fn keep_server_fields(new: &mut Value, old: &Value, revision: Revision) {
+    let metadata = object::metadata_mut(new);
+    for preserved in [
+        "uid",
+        "creationTimestamp",
+        "deletionTimestamp",
+        "deletionGracePeriodSeconds",
+    ] {
+        match old.pointer(&format!("/metadata/{preserved}")) {
+            Some(value) => metadata.insert(preserved.to_owned(), value.clone()),
+            None => metadata.remove(preserved),
+        };
+    }
+    metadata.insert(
+        "resourceVersion".to_owned(),
+        Value::String(revision.to_string()),
+    );
+}
+
+/// Removes from a new object the metadata only the server sets (upstream's
+/// `FillObjectMetaSystemFields` and `BeforeCreate`): set by a client or an admission plugin,
+/// they are not kept.
+fn clear_server_fields(object: &mut Value) {
+    let metadata = object::metadata_mut(object);
+    for server_set in [
+        "uid",
+        "resourceVersion",
+        "creationTimestamp",
+        "deletionTimestamp",
+        "deletionGracePeriodSeconds",
+        "selfLink",
+    ] {
+        metadata.remove(server_set);
+    }
+}
+
 impl<S: Storage> Store<S> {
     /// A store of the resource `strategy` describes, over `storage`.
     pub fn new(storage: Arc<S>, strategy: Arc<dyn Strategy>) -> Self {
@@ -595,15 +646,63 @@ impl<S: Storage> Store<S> {
         }
     }
 
-    pub(crate) fn served(&self, kv: &KeyValue) -> Result<Value, ApiError> {
-        self.served_bytes(&kv.value, kv.mod_revision)
+    pub(crate) async fn served(&self, kv: &KeyValue) -> Result<Value, ApiError> {
+        self.served_bytes(&kv.value, kv.mod_revision).await
     }
 
-    /// The served form of stored bytes at `revision`. Its `apiVersion` and `kind` are the
-    /// resource's, whatever the stored bytes say (as upstream's decoding into the resource's
-    /// type sets them): data written before writes were checked reads as its resource.
-    pub(crate) fn served_bytes(&self, value: &[u8], revision: Revision) -> Result<Value, ApiError> {
+    /// The served form of stored bytes at `revision` (see [`Store::served_decoded`]), converted
+    /// by the resource's conversion webhook first when it has one.
+    pub(crate) async fn served_bytes(
+        &self,
+        value: &[u8],
+        revision: Revision,
+    ) -> Result<Value, ApiError> {
         let stored = object::decode(value, revision)?;
+        let stored = match self.strategy.conversion() {
+            Some(conversion) => conversion
+                .to_served(vec![stored])
+                .await?
+                .pop()
+                .expect("invariant: a conversion answers as many objects as it was given"),
+            None => stored,
+        };
+        self.served_decoded(stored)
+    }
+
+    /// The served form of the objects of a page read from storage, converted by the
+    /// resource's conversion webhook in one call: `None` when the resource has none (each
+    /// object is then read with [`Store::served_sync`] when it is taken).
+    async fn served_page(&self, page: &[KeyValue]) -> Result<Option<Vec<Value>>, ApiError> {
+        let Some(conversion) = self.strategy.conversion() else {
+            return Ok(None);
+        };
+        let stored = page
+            .iter()
+            .map(|kv| object::decode(&kv.value, kv.mod_revision))
+            .collect::<Result<Vec<_>, _>>()?;
+        conversion
+            .to_served(stored)
+            .await?
+            .into_iter()
+            .map(|object| self.served_decoded(object))
+            .collect::<Result<Vec<_>, _>>()
+            .map(Some)
+    }
+
+    /// The served form of `kv` for a resource without a conversion webhook (or `served`, the
+    /// object [`Store::served_page`] converted already).
+    fn served_sync(&self, kv: &KeyValue, served: Option<Value>) -> Result<Value, ApiError> {
+        match served {
+            Some(served) => Ok(served),
+            None => self.served_decoded(object::decode(&kv.value, kv.mod_revision)?),
+        }
+    }
+
+    /// The served form of a stored object, decoded (and converted by a webhook where the
+    /// resource has one). Its `apiVersion` and `kind` are the resource's, whatever the stored
+    /// bytes say (as upstream's decoding into the resource's type sets them): data written
+    /// before writes were checked reads as its resource.
+    fn served_decoded(&self, stored: Value) -> Result<Value, ApiError> {
         let mut served = self.strategy.served_form(stored)?;
         if let Some(fields) = served.as_object_mut() {
             let kind = self.strategy.kind();
@@ -654,18 +753,57 @@ impl<S: Storage> Store<S> {
             .map_err(|e| Status::internal_error(format!("encoding an object: {e}")).into())
     }
 
-    /// The stored bytes of a served object, with their layout hint.
-    fn stored(&self, object: &Value) -> Result<(bytes::Bytes, u64), ApiError> {
+    /// The stored bytes of a served object, with their layout hint; converted to the storage
+    /// version by the resource's conversion webhook first when it has one.
+    async fn stored(&self, object: &Value) -> Result<(bytes::Bytes, u64), ApiError> {
         if self.strategy.stores_served_form() {
             return object::encode_with_layout(object);
         }
-        object::encode_with_layout(&self.strategy.stored_form(object.clone())?)
+        let object = match self.strategy.conversion() {
+            Some(conversion) => conversion
+                .to_stored(vec![object.clone()])
+                .await?
+                .pop()
+                .expect("invariant: a conversion answers as many objects as it was given"),
+            None => object.clone(),
+        };
+        object::encode_with_layout(&self.strategy.stored_form(object)?)
     }
 
     /// Creates `object` in `namespace`.
     pub async fn create(
         &self,
         namespace: &str,
+        object: Value,
+        options: &WriteOptions,
+    ) -> Result<Written, ApiError> {
+        self.create_in(namespace, None, object, options).await
+    }
+
+    /// Creates `object` as `name` in `namespace`, for a request whose URL names the object (a
+    /// server-side apply or an update that creates): the object keeps that name whatever
+    /// mutating admission answers, as it keeps the request's namespace.
+    pub async fn create_named(
+        &self,
+        namespace: &str,
+        name: &str,
+        object: Value,
+        options: &WriteOptions,
+    ) -> Result<Written, ApiError> {
+        self.create_in(namespace, Some(name), object, options).await
+    }
+
+    /// Creates `object` in `namespace` (as `named`, when the request's URL names it).
+    ///
+    /// What was authorized is the request's namespace (and name, for a named request): after
+    /// mutating admission the object must still be there, or the create is a 400, as
+    /// upstream's check after admission answers it. The fields only the server sets (uid,
+    /// creationTimestamp, resourceVersion, deletion marks) are set after admission, so no
+    /// plugin or webhook can choose them.
+    async fn create_in(
+        &self,
+        namespace: &str,
+        named: Option<&str>,
         object: Value,
         options: &WriteOptions,
     ) -> Result<Written, ApiError> {
@@ -685,33 +823,30 @@ impl<S: Storage> Store<S> {
             )
             .into());
         }
-        let metadata = object::metadata_mut(&mut object);
-        for server_set in [
-            "uid",
-            "resourceVersion",
-            "creationTimestamp",
-            "deletionTimestamp",
-            "deletionGracePeriodSeconds",
-            "selfLink",
-        ] {
-            metadata.remove(server_set);
-        }
-        set_meta_str(&mut object, "uid", &uuid::Uuid::new_v4().to_string());
-        set_meta_str(&mut object, "creationTimestamp", &now());
+        clear_server_fields(&mut object);
         self.strategy.default(&mut object);
         if let Some(admission) = &options.admission {
-            let (namespace, name) = (
-                meta_str(&object, "namespace").to_owned(),
-                meta_str(&object, "name").to_owned(),
-            );
+            let name = meta_str(&object, "name").to_owned();
+            let namespace = if self.strategy.namespaced() {
+                namespace
+            } else {
+                ""
+            };
             let attributes = admission.attributes(
                 genplane_admission::Operation::Create,
-                &namespace,
+                namespace,
                 &name,
                 None,
             );
             admission.chain.mutate(attributes, &mut object).await?;
+            settle_namespace(&*self.strategy, &mut object, namespace)?;
+            if let Some(name) = named {
+                check_name(&object, name)?;
+            }
+            clear_server_fields(&mut object);
         }
+        set_meta_str(&mut object, "uid", &uuid::Uuid::new_v4().to_string());
+        set_meta_str(&mut object, "creationTimestamp", &now());
         self.strategy.prepare_for_create(&mut object);
         if let Some(tracker) = &options.fields {
             tracker.0.track(None, &mut object);
@@ -747,7 +882,7 @@ impl<S: Storage> Store<S> {
             let allocated = self.allocate(&mut object, None, options.dry_run)?;
             self.strategy.canonicalize(&mut object);
             let warnings = self.strategy.warnings(&object, None);
-            let (bytes, hint) = self.stored(&object)?;
+            let (bytes, hint) = self.stored(&object).await?;
             if bytes.len() > MAX_OBJECT_BYTES {
                 return Err(Status::request_entity_too_large(MAX_OBJECT_BYTES).into());
             }
@@ -800,7 +935,7 @@ impl<S: Storage> Store<S> {
         resource_version: Option<&str>,
     ) -> Result<Value, ApiError> {
         let kv = self.read(namespace, name, resource_version).await?;
-        self.strategy.view(self.served(&kv)?)
+        self.strategy.view(self.served(&kv).await?)
     }
 
     /// Reads one object as [`Store::get`] with `resourceVersion=0` does (from the watch cache),
@@ -818,7 +953,7 @@ impl<S: Storage> Store<S> {
         {
             return Ok(object.clone());
         }
-        let object = Arc::new(self.strategy.view(self.served(&kv)?)?);
+        let object = Arc::new(self.strategy.view(self.served(&kv).await?)?);
         let mut shared = shared();
         if shared.len() >= SHARED_READS {
             shared.clear();
@@ -841,7 +976,7 @@ impl<S: Storage> Store<S> {
         if let Some(served) = self.served_verbatim(&kv.value, kv.mod_revision, kv.hint) {
             served.write_into(&mut out);
         } else {
-            self.write_json(&self.strategy.view(self.served(&kv)?)?, &mut out)?;
+            self.write_json(&self.strategy.view(self.served(&kv).await?)?, &mut out)?;
         }
         Ok(out)
     }
@@ -875,7 +1010,7 @@ impl<S: Storage> Store<S> {
     pub async fn get_for_patch(&self, namespace: &str, name: &str) -> Result<Value, ApiError> {
         let key = self.key(namespace, name);
         match self.storage.get(&key, None).await {
-            Ok(Some(kv)) => self.strategy.patch_view(self.served(&kv)?),
+            Ok(Some(kv)) => self.strategy.patch_view(self.served(&kv).await?),
             Ok(None) => Err(Status::not_found(&self.strategy.group_resource(), name).into()),
             Err(e) => Err(self.storage_error(e, "get", name)),
         }
@@ -957,8 +1092,8 @@ impl<S: Storage> Store<S> {
     ) -> Result<ListResult, ApiError> {
         let selection = self.selection(options)?;
         let filtering = !selection.is_everything();
-        self.list_stored(namespace, options, filtering, |kv| {
-            let object = self.served(kv)?;
+        self.list_stored(namespace, options, filtering, |kv, served| {
+            let object = self.served_sync(kv, served)?;
             if !self.selects(&selection, &object) {
                 return Ok(false);
             }
@@ -980,14 +1115,15 @@ impl<S: Storage> Store<S> {
     ) -> Result<ListResult, ApiError> {
         let selection = self.selection(options)?;
         let filtering = !selection.is_everything();
-        self.list_stored(namespace, options, filtering, |kv| {
+        self.list_stored(namespace, options, filtering, |kv, served| {
             if !filtering
+                && served.is_none()
                 && let Some(served) = self.served_verbatim(&kv.value, kv.mod_revision, kv.hint)
             {
                 items.push(JsonItem::Stored(served));
                 return Ok(true);
             }
-            let object = self.served(kv)?;
+            let object = self.served_sync(kv, served)?;
             if !self.selects(&selection, &object) {
                 return Ok(false);
             }
@@ -1000,13 +1136,15 @@ impl<S: Storage> Store<S> {
     }
 
     /// Reads a list's objects page by page and hands each to `take`, which answers whether it
-    /// was selected; `filtering` says whether some may not be (no remaining count then).
+    /// was selected; `filtering` says whether some may not be (no remaining count then). A
+    /// resource with a conversion webhook has each page converted in one call, and `take`
+    /// gets each object's served form with it ([`Store::served_page`]); others get `None`.
     async fn list_stored(
         &self,
         namespace: &str,
         options: &ListOptions,
         filtering: bool,
-        mut take: impl FnMut(&KeyValue) -> Result<bool, ApiError> + Send,
+        mut take: impl FnMut(&KeyValue, Option<Value>) -> Result<bool, ApiError> + Send,
     ) -> Result<ListResult, ApiError> {
         let semantics = resource_version::read_semantics(&ReadOptions {
             watch: false,
@@ -1062,9 +1200,10 @@ impl<S: Storage> Store<S> {
             any = false;
             revision = Some(page.revision);
             let mut last_key = None;
+            let mut served = self.served_page(&page.items).await?.map(Vec::into_iter);
             for kv in &page.items {
                 last_key = Some(kv.key.clone());
-                if take(kv)? {
+                if take(kv, served.as_mut().and_then(Iterator::next))? {
                     taken += 1;
                 }
             }
@@ -1106,16 +1245,10 @@ impl<S: Storage> Store<S> {
     ) -> Result<Written, ApiError> {
         let mut object = self.strategy.decode(object)?;
         settle_namespace(&*self.strategy, &mut object, namespace)?;
-        match meta_str(&object, "name") {
-            "" => set_meta_str(&mut object, "name", name),
-            given if given != name => {
-                return Err(Status::bad_request(format!(
-                    "the name of the object ({given}) does not match the name on the URL ({name})"
-                ))
-                .into());
-            }
-            _ => {}
+        if meta_str(&object, "name").is_empty() {
+            set_meta_str(&mut object, "name", name);
         }
+        check_name(&object, name)?;
         let expected = match meta_str(&object, "resourceVersion") {
             "" => None,
             rv => Some(resource_version::parse(rv)?),
@@ -1131,14 +1264,14 @@ impl<S: Storage> Store<S> {
                 if self.strategy.allow_create_on_update() {
                     let mut fresh = object.clone();
                     set_meta_str(&mut fresh, "resourceVersion", "");
-                    return self.create(namespace, fresh, options).await;
+                    return self.create_named(namespace, name, fresh, options).await;
                 }
                 return Err(Status::not_found(&self.strategy.group_resource(), name).into());
             };
             if expected.is_some_and(|e| e != current.mod_revision) {
                 return Err(Status::modified(&self.strategy.group_resource(), name).into());
             }
-            let old = self.served(&current)?;
+            let old = self.served(&current).await?;
             let uid = meta_str(&object, "uid").to_owned();
             if !uid.is_empty() && uid != meta_str(&old, "uid") {
                 return Err(Status::conflict(
@@ -1152,24 +1285,7 @@ impl<S: Storage> Store<S> {
                 .into());
             }
             let mut new = object.clone();
-            // What only the server sets stays as stored.
-            for preserved in [
-                "uid",
-                "creationTimestamp",
-                "deletionTimestamp",
-                "deletionGracePeriodSeconds",
-            ] {
-                let metadata = object::metadata_mut(&mut new);
-                match old.pointer(&format!("/metadata/{preserved}")) {
-                    Some(value) => metadata.insert(preserved.to_owned(), value.clone()),
-                    None => metadata.remove(preserved),
-                };
-            }
-            set_meta_str(
-                &mut new,
-                "resourceVersion",
-                &current.mod_revision.to_string(),
-            );
+            keep_server_fields(&mut new, &old, current.mod_revision);
             self.strategy.default(&mut new);
             if let Some(admission) = &options.admission {
                 let attributes = admission.attributes(
@@ -1179,6 +1295,10 @@ impl<S: Storage> Store<S> {
                     Some(&old),
                 );
                 admission.chain.mutate(attributes, &mut new).await?;
+                // What was authorized is the stored object: admission moves it nowhere
+                // (a renamed one is refused by validation) and sets no server field.
+                settle_namespace(&*self.strategy, &mut new, namespace)?;
+                keep_server_fields(&mut new, &old, current.mod_revision);
             }
             self.strategy.prepare_for_update(&mut new, &old);
             check_type_meta(&*self.strategy, &mut new, name)?;
@@ -1237,7 +1357,7 @@ impl<S: Storage> Store<S> {
                 };
             }
             let allocated = self.allocate(&mut new, Some(&old), options.dry_run)?;
-            let (bytes, hint) = self.stored(&new)?;
+            let (bytes, hint) = self.stored(&new).await?;
             if bytes.len() > MAX_OBJECT_BYTES {
                 return Err(Status::request_entity_too_large(MAX_OBJECT_BYTES).into());
             }
@@ -1307,7 +1427,7 @@ impl<S: Storage> Store<S> {
             let Some(current) = current else {
                 return Err(Status::not_found(&self.strategy.group_resource(), name).into());
             };
-            let old = self.served(&current)?;
+            let old = self.served(&current).await?;
             match self.plan_delete(name, old, options).await? {
                 DeleteStep::Answer(deletion) => return Ok(deletion),
                 DeleteStep::Remove(old) => {
@@ -1327,7 +1447,7 @@ impl<S: Storage> Store<S> {
                 DeleteStep::Mark(mut marked) => {
                     match self
                         .storage
-                        .update(&key, object::encode(&marked)?, current.mod_revision)
+                        .update(&key, self.stored(&marked).await?.0, current.mod_revision)
                         .await
                     {
                         Ok(kv) => {
@@ -1521,7 +1641,7 @@ impl<S: Storage> Store<S> {
                         let key = self.key(&namespace, &name);
                         match self
                             .storage
-                            .update(&key, object::encode(&marked)?, revision)
+                            .update(&key, self.stored(&marked).await?.0, revision)
                             .await
                         {
                             Ok(kv) => {

@@ -14,6 +14,8 @@ use genplane_apimachinery::schema::{GroupResource, GroupVersionKind};
 use genplane_apimachinery::validation::field::ErrorList;
 use serde_json::Value;
 
+use crate::custom::Conversion;
+
 /// The behaviour of one resource. Objects are raw JSON; see [`crate::object`] for helpers.
 pub trait Strategy: Send + Sync + 'static {
     /// The resource, as errors name it (`configmaps`, `leases.coordination.k8s.io`).
@@ -44,6 +46,15 @@ pub trait Strategy: Send + Sync + 'static {
     /// The served form of a stored object; fails when a conversion does.
     fn served_form(&self, object: Value) -> Result<Value, ApiError> {
         Ok(object)
+    }
+
+    /// The conversion that calls out (a CRD's conversion webhook), if the resource has one:
+    /// the store awaits it to bring what it reads into the served version before
+    /// [`Strategy::served_form`], and what it writes into the storage version before
+    /// [`Strategy::stored_form`], so that those two never call out themselves. A strategy
+    /// that wraps another hands out the other's. Default: none.
+    fn conversion(&self) -> Option<&Conversion> {
+        None
     }
 
     /// Whether objects are served exactly as they are stored, with their resourceVersion put

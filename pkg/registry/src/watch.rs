@@ -275,7 +275,7 @@ impl<S: Storage> Store<S> {
                         if !in_state {
                             reached = event.revision();
                         }
-                        match self.translate(&selection, &event, !in_state) {
+                        match self.translate(&selection, &event, !in_state).await {
                             Ok(Some(item)) => {
                                 if items.send(item).await.is_err() {
                                     return;
@@ -324,7 +324,7 @@ impl<S: Storage> Store<S> {
     /// decoded, and encoded now when `deliver` says it will be sent (a new state) rather than
     /// perhaps only consulted (a previous state). `hint` is the layout a cache kept with the
     /// bytes (a watch's initial state is the cache's objects), or 0.
-    fn watch_object(
+    async fn watch_object(
         &self,
         stored: &bytes::Bytes,
         revision: Revision,
@@ -336,7 +336,7 @@ impl<S: Storage> Store<S> {
             served.write_into(&mut json);
             return Ok(WatchObject::encoded(json.into()));
         }
-        let object = self.served_bytes(stored, revision)?;
+        let object = self.served_bytes(stored, revision).await?;
         if !deliver {
             return Ok(WatchObject::unencoded(object));
         }
@@ -352,32 +352,33 @@ impl<S: Storage> Store<S> {
     /// which live as long as the objects do: what one watch derives from them is not kept
     /// (it would double each cached object's memory for its whole life to save the next such
     /// watch a copy), though what the change's watchers kept is used.
-    fn translate(
+    ///
+    /// Deriving may call out (a custom resource's conversion webhook): the memo holds an
+    /// asynchronous cell, which the first watcher fills while the others wait for it without
+    /// holding a thread or a lock.
+    async fn translate(
         &self,
         selection: &crate::selection::Selection<'_>,
         event: &Event,
         live: bool,
     ) -> Result<Option<WatchItem>, ApiError> {
-        let revision = event.revision();
         let owner = Arc::as_ptr(self.strategy_arc()).cast::<()>() as usize;
-        let derive = || Decoded {
-            // The previous state, at the event's resourceVersion (as upstream sends it).
-            old: event.prev.as_ref().map(|prev| {
-                self.watch_object(&prev.value, revision, false, 0)
-                    .map(Arc::new)
-            }),
-            new: (event.kind != EventKind::Delete).then(|| {
-                self.watch_object(&event.kv.value, revision, true, event.memo.hint())
-                    .map(Arc::new)
-            }),
-        };
         let decoded = if live {
-            event.memo.get_or_insert_with(owner, derive)
-        } else {
-            event
+            let cell = event
                 .memo
-                .get::<Decoded>(owner)
-                .unwrap_or_else(|| Arc::new(derive()))
+                .get_or_insert_with(owner, tokio::sync::OnceCell::<Arc<Decoded>>::new);
+            cell.get_or_init(|| async { Arc::new(self.derive(event).await) })
+                .await
+                .clone()
+        } else {
+            match event
+                .memo
+                .get::<tokio::sync::OnceCell<Arc<Decoded>>>(owner)
+                .and_then(|cell| cell.get().cloned())
+            {
+                Some(decoded) => decoded,
+                None => Arc::new(self.derive(event).await),
+            }
         };
         let selects = |object: &WatchObject| {
             selection.is_everything() || self.selects(selection, object.value())
@@ -405,6 +406,32 @@ impl<S: Storage> Store<S> {
                 }
             }
         })
+    }
+}
+
+impl<S: Storage> Store<S> {
+    /// The objects of `event` decoded for this resource: the previous state (at the event's
+    /// resourceVersion, as upstream sends it) and the new one.
+    async fn derive(&self, event: &Event) -> Decoded {
+        let revision = event.revision();
+        let old = match &event.prev {
+            Some(prev) => Some(
+                self.watch_object(&prev.value, revision, false, 0)
+                    .await
+                    .map(Arc::new),
+            ),
+            None => None,
+        };
+        let new = if event.kind == EventKind::Delete {
+            None
+        } else {
+            Some(
+                self.watch_object(&event.kv.value, revision, true, event.memo.hint())
+                    .await
+                    .map(Arc::new),
+            )
+        };
+        Decoded { old, new }
     }
 }
 

@@ -254,7 +254,10 @@ impl Memo {
     }
 
     /// The value `owner` derived from the event, computed by `init` the first time. Other
-    /// watchers asking meanwhile wait for it rather than compute it again.
+    /// watchers asking meanwhile wait for it rather than compute it again: `init` runs under
+    /// the memo's lock, so it must only compute, never wait or call out (a value that needs a
+    /// call, such as a conversion webhook's answer, goes in an asynchronous cell that `init`
+    /// only creates, filled outside the lock).
     pub fn get_or_insert_with<T: std::any::Any + Send + Sync>(
         &self,
         owner: usize,

@@ -145,6 +145,7 @@ fn a_conversion_webhook_converts_between_versions_both_ways() {
     );
     let read = get(&server, "crontabs.v1.stable.example.com", "new-style");
     assert_eq!(read["spec"], json!({"cronSpec": "0 * * * *"}), "{read}");
+    let calls_before_list = webhook.calls.load(Ordering::SeqCst);
     let listed = ok(server.kubectl(
         "kubectl",
         &[
@@ -168,7 +169,12 @@ fn a_conversion_webhook_converts_between_versions_both_ways() {
         [&json!("0 * * * *"), &json!("*/5 * * * *")],
         "{listed}"
     );
-    assert!(webhook.calls.load(Ordering::SeqCst) >= 4);
+    // The list's page is converted in one call, as upstream converts a list.
+    assert_eq!(
+        webhook.calls.load(Ordering::SeqCst) - calls_before_list,
+        1,
+        "calls for a list of two objects"
+    );
 
     // A webhook that fails makes reads in the other version fail, with its message.
     webhook.fail.store(true, Ordering::SeqCst);
@@ -195,4 +201,126 @@ fn a_conversion_webhook_converts_between_versions_both_ways() {
     // Reads in the stored version need no conversion.
     let read = get(&server, "crontabs.v1.stable.example.com", "old-style");
     assert_eq!(read["spec"], json!({"cronSpec": "*/5 * * * *"}));
+}
+
+/// Many watches of both versions of a CRD converted by a webhook, while objects are created:
+/// every watch sees every object in its own version, and the server answers `/readyz`
+/// throughout. A watch event of the version that is not stored is converted by a call to the
+/// webhook; no watch may hold up the others (or the server) while that call is on its way.
+#[test]
+fn many_watches_of_a_converted_crd_do_not_hold_up_the_server() {
+    use futures::StreamExt;
+    use kube::api::{Api, ApiResource, DynamicObject, GroupVersionKind, WatchEvent, WatchParams};
+
+    let webhook = start_webhook();
+    let server = start();
+    let file = server.dir.path().join("crd.json");
+    std::fs::write(&file, crd(&webhook)).unwrap();
+    ok(server.kubectl("kubectl", &["apply", "-f", file.to_str().unwrap()]));
+    server.wait_established("crontabs.stable.example.com");
+
+    // Four watches per worker thread of the server's runtime (one per core), of each version.
+    let per_version = 4 * std::thread::available_parallelism().map_or(2, usize::from);
+    const OBJECTS: usize = 3;
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    let client = runtime.block_on(server.client());
+    let (seen_tx, seen) = std::sync::mpsc::channel::<(String, String, String)>();
+    let mut started = Vec::new();
+    for version in ["v1", "v2"] {
+        let resource = ApiResource::from_gvk_with_plural(
+            &GroupVersionKind::gvk("stable.example.com", version, "CronTab"),
+            "crontabs",
+        );
+        for _ in 0..per_version {
+            let api: Api<DynamicObject> =
+                Api::namespaced_with(client.clone(), "default", &resource);
+            let seen_tx = seen_tx.clone();
+            let (ready_tx, ready) = std::sync::mpsc::channel();
+            runtime.spawn(async move {
+                let mut stream = api
+                    .watch(&WatchParams::default().timeout(120), "0")
+                    .await
+                    .unwrap()
+                    .boxed();
+                ready_tx.send(()).unwrap();
+                while let Some(event) = stream.next().await {
+                    if let Ok(WatchEvent::Added(object)) = event {
+                        let api_version = object.types.map(|t| t.api_version).unwrap_or_default();
+                        let spec = object.data["spec"].to_string();
+                        let name = object.metadata.name.unwrap_or_default();
+                        let _ = seen_tx.send((api_version, name, spec));
+                    }
+                }
+            });
+            started.push(ready);
+        }
+    }
+    for ready in started {
+        ready
+            .recv_timeout(std::time::Duration::from_secs(60))
+            .unwrap();
+    }
+
+    // /readyz, asked over new connections the whole time.
+    let stop = Arc::new(AtomicBool::new(false));
+    let prober = {
+        let (raw, stop) = (server.raw(), stop.clone());
+        std::thread::spawn(move || {
+            let mut answered = 0;
+            while !stop.load(Ordering::SeqCst) {
+                let answer = raw
+                    .try_request("GET", "/readyz", &[], None)
+                    .unwrap_or_else(|e| panic!("/readyz after {answered} answers: {e}"));
+                assert_eq!(answer.status, 200, "{}", answer.text());
+                answered += 1;
+                std::thread::sleep(std::time::Duration::from_millis(50));
+            }
+            answered
+        })
+    };
+
+    for i in 0..OBJECTS {
+        let (version, body) = if i % 2 == 0 {
+            ("v1", "spec:\n  cronSpec: '* * * * *'\n")
+        } else {
+            ("v2", "spec:\n  schedule: '* * * * *'\n")
+        };
+        let path = server.dir.path().join(format!("object-{i}.yaml"));
+        std::fs::write(
+            &path,
+            format!("apiVersion: stable.example.com/{version}\nkind: CronTab\nmetadata:\n  name: tab-{i}\n  namespace: default\n{body}"),
+        )
+        .unwrap();
+        ok(server.kubectl("kubectl", &["create", "-f", path.to_str().unwrap()]));
+    }
+
+    // Every watch sees every object, in its version's shape.
+    let mut events = Vec::new();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while events.len() < 2 * per_version * OBJECTS {
+        let left = deadline.saturating_duration_since(std::time::Instant::now());
+        match seen.recv_timeout(left) {
+            Ok(event) => events.push(event),
+            Err(_) => panic!(
+                "{} of {} watch events arrived: {events:?}",
+                events.len(),
+                2 * per_version * OBJECTS
+            ),
+        }
+    }
+    for (api_version, name, spec) in &events {
+        let field = match api_version.as_str() {
+            "stable.example.com/v1" => "cronSpec",
+            "stable.example.com/v2" => "schedule",
+            other => panic!("{name} arrived as {other}"),
+        };
+        assert!(spec.contains(field), "{name} in {api_version}: {spec}");
+    }
+    stop.store(true, Ordering::SeqCst);
+    assert!(prober.join().unwrap() > 0);
+    runtime.shutdown_background();
 }

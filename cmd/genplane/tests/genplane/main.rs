@@ -19,6 +19,7 @@ mod encryption;
 mod etcd_compaction;
 mod features;
 mod ha_chaos;
+mod hostile_admission;
 mod kubectl_acceptance;
 mod kubectl_apply;
 mod kubectl_strategic;

@@ -161,7 +161,9 @@ pub(crate) async fn apply<S: Storage>(
                 if !ctx.request.subresource.is_empty() {
                     return Err(Status::not_found(&info.group_resource(), name).into());
                 }
-                ctx.store()?.create(namespace, applied, &options).await
+                ctx.store()?
+                    .create_named(namespace, name, applied, &options)
+                    .await
             }
             Some(current) => {
                 // The apply was computed from this version: write exactly over it.

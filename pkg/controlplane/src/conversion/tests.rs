@@ -774,54 +774,6 @@ async fn a_wrong_ca_bundle_fails_the_tls_handshake() {
     assert!(webhook.seen().is_empty());
 }
 
-#[tokio::test]
-async fn convert_blocking_works_on_a_current_thread_runtime() {
-    let webhook = TestWebhook::start(|review| Reply::Json(convert_crontabs(review)));
-    let client = webhook.client();
-    // An async call first, so the pooled client holds a connection driven by this runtime;
-    // the blocking calls must not wait on it while this runtime is blocked.
-    let v2 = client
-        .convert(vec![crontab_v1("a", "* * * * *")], V2)
-        .await
-        .unwrap();
-    for _ in 0..2 {
-        let v1 = client.convert_blocking(v2.clone(), V1).unwrap();
-        assert_eq!(v1, vec![crontab_v1("a", "* * * * *")]);
-    }
-    assert_eq!(webhook.seen().len(), 3);
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn convert_blocking_works_on_a_multi_thread_runtime() {
-    let webhook = TestWebhook::start(|review| Reply::Json(convert_crontabs(review)));
-    let client = webhook.client();
-    for _ in 0..2 {
-        let v2 = client
-            .convert_blocking(vec![crontab_v1("a", "* * * * *")], V2)
-            .unwrap();
-        assert_eq!(v2, vec![crontab_v2("a", "* * * * *")]);
-    }
-}
-
-#[test]
-fn convert_blocking_works_without_a_runtime() {
-    let webhook = TestWebhook::start(|review| Reply::Json(convert_crontabs(review)));
-    let client = webhook.client();
-    for _ in 0..2 {
-        let v2 = client
-            .convert_blocking(vec![crontab_v1("a", "* * * * *")], V2)
-            .unwrap();
-        assert_eq!(v2, vec![crontab_v2("a", "* * * * *")]);
-    }
-    let error = client
-        .convert_blocking(vec![json!({"kind": "CronTab"})], V2)
-        .unwrap_err();
-    assert_eq!(
-        message(error),
-        "object at index 0 to convert has no apiVersion or kind"
-    );
-}
-
 #[test]
 fn the_webhook_configuration_is_checked() {
     let pki = pki();
@@ -933,25 +885,4 @@ async fn measure_conversion_calls() {
             started.elapsed() / rounds
         );
     }
-    let started = Instant::now();
-    for _ in 0..rounds {
-        client.convert_blocking(objects[..1].to_vec(), V2).unwrap();
-    }
-    println!(
-        "convert_blocking (block_in_place), 1 object: {:?} per call",
-        started.elapsed() / rounds
-    );
-    let client = Arc::new(client);
-    let blocking = client.clone();
-    let per_call = std::thread::spawn(move || {
-        let objects = vec![crontab_v1("c", "* * * * *")];
-        let started = Instant::now();
-        for _ in 0..100 {
-            blocking.convert_blocking(objects.clone(), V2).unwrap();
-        }
-        started.elapsed() / 100
-    })
-    .join()
-    .unwrap();
-    println!("convert_blocking (own thread, no runtime), 1 object: {per_call:?} per call");
 }

@@ -26,8 +26,8 @@ use genplane_apimachinery::errors::{ApiError, Status};
 use genplane_apiserver::kind::ServedKind;
 use genplane_apiserver::server::{ApiServer, Resource};
 use genplane_registry::{
-    Converter, CustomResourceStrategy, CustomScaleStrategy, CustomStatusStrategy, DeleteOptions,
-    ListOptions, ScalePaths, Store, WriteOptions,
+    ConvertFuture, Converter, CustomResourceStrategy, CustomScaleStrategy, CustomStatusStrategy,
+    DeleteOptions, ListOptions, ScalePaths, Store, WriteOptions,
 };
 use genplane_storage::Storage;
 use serde_json::{Value, json};
@@ -42,14 +42,13 @@ use crate::conversion::ConversionWebhook;
 struct WebhookConverter(ConversionWebhook);
 
 impl Converter for WebhookConverter {
-    fn convert(&self, object: Value, api_version: &str) -> Result<Value, ApiError> {
-        let mut converted = self
-            .0
-            .convert_blocking(vec![object], api_version)
-            .map_err(|error| ApiError::from(Status::internal_error(error.to_string())))?;
-        converted
-            .pop()
-            .ok_or_else(|| Status::internal_error("the conversion webhook returned nothing").into())
+    fn convert<'a>(&'a self, objects: Vec<Value>, api_version: &'a str) -> ConvertFuture<'a> {
+        Box::pin(async move {
+            self.0
+                .convert(objects, api_version)
+                .await
+                .map_err(|error| ApiError::from(Status::internal_error(error.to_string())))
+        })
     }
 }
 
@@ -59,12 +58,12 @@ impl Converter for WebhookConverter {
 struct Unconvertible(String);
 
 impl Converter for Unconvertible {
-    fn convert(&self, _object: Value, api_version: &str) -> Result<Value, ApiError> {
-        Err(Status::internal_error(format!(
+    fn convert<'a>(&'a self, _objects: Vec<Value>, api_version: &'a str) -> ConvertFuture<'a> {
+        let error = Status::internal_error(format!(
             "conversion webhook to {api_version} cannot be called: {}",
             self.0
-        ))
-        .into())
+        ));
+        Box::pin(std::future::ready(Err(error.into())))
     }
 }
 

@@ -316,6 +316,10 @@ impl Strategy for CrdStrategy {
         self.base.served_form(object)
     }
 
+    fn conversion(&self) -> Option<&genplane_registry::Conversion> {
+        self.base.conversion()
+    }
+
     fn serves_stored_form(&self) -> bool {
         self.base.serves_stored_form()
     }

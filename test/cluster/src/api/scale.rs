@@ -179,6 +179,10 @@ impl Strategy for ScaleStrategy {
         self.base.served_form(object)
     }
 
+    fn conversion(&self) -> Option<&genplane_registry::Conversion> {
+        self.base.conversion()
+    }
+
     fn view(&self, object: Value) -> Result<Value, ApiError> {
         Ok(Self::scale(&object))
     }
