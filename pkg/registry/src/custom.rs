@@ -322,6 +322,11 @@ impl Strategy for CustomResourceStrategy {
         self.conversion.as_ref()
     }
 
+    fn stores_served_form(&self) -> bool {
+        // The storage version's objects are stored as they are served.
+        self.version == self.storage_version
+    }
+
     fn served_form(&self, object: Value) -> Result<Value, ApiError> {
         let mut object = self.convert(object, &self.version)?;
         // Fields the schema dropped since are pruned, defaults added since are filled in.
@@ -458,6 +463,10 @@ impl Strategy for CustomStatusStrategy {
 
     fn conversion(&self) -> Option<&Conversion> {
         self.base.conversion()
+    }
+
+    fn stores_served_form(&self) -> bool {
+        self.base.stores_served_form()
     }
 
     fn serves_stored_form(&self) -> bool {

@@ -151,6 +151,10 @@ impl Strategy for CustomScaleStrategy {
         self.base.conversion()
     }
 
+    fn stores_served_form(&self) -> bool {
+        self.base.stores_served_form()
+    }
+
     fn view(&self, object: Value) -> Result<Value, ApiError> {
         self.scale(&object, None)
     }

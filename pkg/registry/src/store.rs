@@ -255,6 +255,16 @@ pub enum Deletion {
     Pending(Value),
 }
 
+/// A served object encoded for storage ([`Store::stored`]).
+struct Encoded {
+    /// The stored bytes.
+    bytes: bytes::Bytes,
+    /// Their layout hint ([`object::encode_with_layout`]).
+    hint: u64,
+    /// The stored object, when it is not the served one.
+    stored: Option<Value>,
+}
+
 /// What deleting one object comes to ([`Store::plan_delete`]).
 enum DeleteStep {
     /// Nothing to write (a dry run, or already marked): the answer.
@@ -753,11 +763,17 @@ impl<S: Storage> Store<S> {
             .map_err(|e| Status::internal_error(format!("encoding an object: {e}")).into())
     }
 
-    /// The stored bytes of a served object, with their layout hint; converted to the storage
-    /// version by the resource's conversion webhook first when it has one.
-    async fn stored(&self, object: &Value) -> Result<(bytes::Bytes, u64), ApiError> {
+    /// The stored form of a served object: its bytes, with their layout hint, and the stored
+    /// object when it is not the served one (converted to the storage version by the
+    /// resource's conversion webhook first when it has one).
+    async fn stored(&self, object: &Value) -> Result<Encoded, ApiError> {
         if self.strategy.stores_served_form() {
-            return object::encode_with_layout(object);
+            let (bytes, hint) = object::encode_with_layout(object)?;
+            return Ok(Encoded {
+                bytes,
+                hint,
+                stored: None,
+            });
         }
         let object = match self.strategy.conversion() {
             Some(conversion) => conversion
@@ -767,7 +783,32 @@ impl<S: Storage> Store<S> {
                 .expect("invariant: a conversion answers as many objects as it was given"),
             None => object.clone(),
         };
-        object::encode_with_layout(&self.strategy.stored_form(object)?)
+        let stored = self.strategy.stored_form(object)?;
+        let (bytes, hint) = object::encode_with_layout(&stored)?;
+        Ok(Encoded {
+            bytes,
+            hint,
+            stored: Some(stored),
+        })
+    }
+
+    /// The answer to a write of `object`, stored as `stored` (see [`Store::stored`]): the
+    /// object itself when it is stored as served, else the stored object read back as a read
+    /// serves it, so that fields the storage version does not keep are not answered (as
+    /// upstream answers a write through another version than the storage version).
+    async fn answer_of(&self, object: Value, stored: Option<Value>) -> Result<Value, ApiError> {
+        let Some(stored) = stored else {
+            return Ok(object);
+        };
+        let stored = match self.strategy.conversion() {
+            Some(conversion) => conversion
+                .to_served(vec![stored])
+                .await?
+                .pop()
+                .expect("invariant: a conversion answers as many objects as it was given"),
+            None => stored,
+        };
+        self.served_decoded(stored)
     }
 
     /// Creates `object` in `namespace`.
@@ -882,7 +923,11 @@ impl<S: Storage> Store<S> {
             let allocated = self.allocate(&mut object, None, options.dry_run)?;
             self.strategy.canonicalize(&mut object);
             let warnings = self.strategy.warnings(&object, None);
-            let (bytes, hint) = self.stored(&object).await?;
+            let Encoded {
+                bytes,
+                hint,
+                stored,
+            } = self.stored(&object).await?;
             if bytes.len() > MAX_OBJECT_BYTES {
                 return Err(Status::request_entity_too_large(MAX_OBJECT_BYTES).into());
             }
@@ -893,7 +938,7 @@ impl<S: Storage> Store<S> {
                         Err(Status::already_exists(&self.strategy.group_resource(), &name).into())
                     }
                     Ok(None) => Ok(Written {
-                        object,
+                        object: self.answer_of(object, stored).await?,
                         created: true,
                         warnings,
                         stored: None,
@@ -906,6 +951,7 @@ impl<S: Storage> Store<S> {
                     if let Some(allocated) = allocated {
                         allocated.commit();
                     }
+                    let mut object = self.answer_of(object, stored).await?;
                     set_meta_str(&mut object, "resourceVersion", &kv.mod_revision.to_string());
                     return Ok(Written {
                         object,
@@ -1357,13 +1403,17 @@ impl<S: Storage> Store<S> {
                 };
             }
             let allocated = self.allocate(&mut new, Some(&old), options.dry_run)?;
-            let (bytes, hint) = self.stored(&new).await?;
+            let Encoded {
+                bytes,
+                hint,
+                stored,
+            } = self.stored(&new).await?;
             if bytes.len() > MAX_OBJECT_BYTES {
                 return Err(Status::request_entity_too_large(MAX_OBJECT_BYTES).into());
             }
             if options.dry_run {
                 return Ok(Written {
-                    object: self.strategy.view(new)?,
+                    object: self.strategy.view(self.answer_of(new, stored).await?)?,
                     created: false,
                     warnings,
                     stored: None,
@@ -1378,6 +1428,7 @@ impl<S: Storage> Store<S> {
                     if let Some(allocated) = allocated {
                         allocated.commit();
                     }
+                    let mut new = self.answer_of(new, stored).await?;
                     set_meta_str(&mut new, "resourceVersion", &kv.mod_revision.to_string());
                     return Ok(Written {
                         object: self.strategy.view(new)?,
@@ -1447,7 +1498,11 @@ impl<S: Storage> Store<S> {
                 DeleteStep::Mark(mut marked) => {
                     match self
                         .storage
-                        .update(&key, self.stored(&marked).await?.0, current.mod_revision)
+                        .update(
+                            &key,
+                            self.stored(&marked).await?.bytes,
+                            current.mod_revision,
+                        )
                         .await
                     {
                         Ok(kv) => {
@@ -1641,7 +1696,7 @@ impl<S: Storage> Store<S> {
                         let key = self.key(&namespace, &name);
                         match self
                             .storage
-                            .update(&key, self.stored(&marked).await?.0, revision)
+                            .update(&key, self.stored(&marked).await?.bytes, revision)
                             .await
                         {
                             Ok(kv) => {

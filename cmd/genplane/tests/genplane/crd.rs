@@ -671,3 +671,143 @@ fn custom_resources_are_stored_as_the_storage_version_allows() {
         (Some("Widget"), Some("example.com/v1"))
     );
 }
+
+/// Two versions that share only `spec.name` (kube-rs's `crd_derive_multi` example's shape).
+fn many_derive_crd(storage: &str) -> Value {
+    let version = |name: &str, field: &str, ty: &str| {
+        json!({"name": name, "served": true, "storage": name == storage,
+            "schema": {"openAPIV3Schema": {"type": "object", "properties": {"spec": {
+                "type": "object",
+                "properties": {"name": {"type": "string"}, field: {"type": ty}}}}}}})
+    };
+    json!({"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+        "metadata": {"name": "manyderives.kube.rs"},
+        "spec": {"group": "kube.rs", "scope": "Namespaced",
+            "names": {"plural": "manyderives", "singular": "manyderive", "kind": "ManyDerive"},
+            "versions": [version("v1", "oldprop", "integer"), version("v2", "extra", "string")]}})
+}
+
+/// A server-side apply of `spec` as `name` through `version`: the answer.
+fn apply_many_derive(server: &Apiserver, version: &str, name: &str, spec: Value) -> Value {
+    let body = json!({"apiVersion": format!("kube.rs/{version}"), "kind": "ManyDerive",
+        "metadata": {"name": name}, "spec": spec});
+    let answer = server.raw().request(
+        "PATCH",
+        &format!(
+            "/apis/kube.rs/{version}/namespaces/default/manyderives/{name}?fieldManager=multi&force=true"
+        ),
+        &[("Content-Type", "application/apply-patch+yaml")],
+        Some(body.to_string().as_bytes()),
+    );
+    assert!(answer.status < 300, "{}", answer.text());
+    answer.json()
+}
+
+/// A write through a version that is not the storage version answers what was stored, read
+/// in that version (as upstream): a field the storage version does not keep is not in the
+/// answer, on every write path and in watch events, before and after the storage version
+/// moves (kube-rs's `crd_derive_multi` sequence).
+#[test]
+fn writes_through_another_version_answer_what_was_stored() {
+    let server = start();
+    let apply_crd = |storage: &str| {
+        let file = write(&server, "many.json", &many_derive_crd(storage).to_string());
+        kubectl(&server, &["apply", "--server-side", "-f", &file]);
+    };
+    apply_crd("v1");
+    server.wait_established("manyderives.kube.rs");
+    eventually("both versions to be served", || {
+        ["v1", "v2"].iter().all(|v| {
+            server
+                .raw()
+                .get(&format!("/apis/kube.rs/{v}/namespaces/default/manyderives"))
+                .status
+                == 200
+        })
+    });
+
+    let old = apply_many_derive(&server, "v1", "old", json!({"name": "old", "oldprop": 5}));
+    assert_eq!(old["spec"], json!({"name": "old", "oldprop": 5}), "{old}");
+    // Through v2: `extra` is not stored in v1, so not answered.
+    let new = apply_many_derive(&server, "v2", "new", json!({"name": "new", "extra": "hi"}));
+    assert_eq!(new["apiVersion"], "kube.rs/v2", "{new}");
+    assert_eq!(new["spec"], json!({"name": "new"}), "{new}");
+    // The same for a create, an update and a merge patch through v2.
+    let raw = server.raw();
+    let created = raw.request(
+        "POST",
+        "/apis/kube.rs/v2/namespaces/default/manyderives",
+        &[],
+        Some(
+            json!({"apiVersion": "kube.rs/v2", "kind": "ManyDerive", "metadata": {"name": "posted"},
+                "spec": {"name": "posted", "extra": "hi"}})
+            .to_string()
+            .as_bytes(),
+        ),
+    );
+    assert_eq!(created.status, 201, "{}", created.text());
+    assert_eq!(created.json()["spec"], json!({"name": "posted"}));
+    let mut replaced = created.json();
+    replaced["spec"]["extra"] = json!("again");
+    let updated = raw.request(
+        "PUT",
+        "/apis/kube.rs/v2/namespaces/default/manyderives/posted",
+        &[],
+        Some(replaced.to_string().as_bytes()),
+    );
+    assert_eq!(updated.status, 200, "{}", updated.text());
+    assert_eq!(updated.json()["spec"], json!({"name": "posted"}));
+    let patched = raw.request(
+        "PATCH",
+        "/apis/kube.rs/v2/namespaces/default/manyderives/posted?dryRun=All",
+        &[("Content-Type", "application/merge-patch+json")],
+        Some(br#"{"spec":{"extra":"patched"}}"#),
+    );
+    assert_eq!(patched.status, 200, "{}", patched.text());
+    assert_eq!(patched.json()["spec"], json!({"name": "posted"}));
+
+    // The storage version moves to v2: an apply through v1 stores no `oldprop`.
+    apply_crd("v2");
+    eventually("v2 to be the storage version", || {
+        let crd: Value = serde_json::from_str(&kubectl(
+            &server,
+            &["get", "crd", "manyderives.kube.rs", "-o", "json"],
+        ))
+        .unwrap();
+        crd["status"]["storedVersions"]
+            .as_array()
+            .is_some_and(|v| v.contains(&json!("v2")))
+    });
+    eventually("an apply through v1 to lose oldprop", || {
+        let answer = apply_many_derive(
+            &server,
+            "v1",
+            "moved",
+            json!({"name": "moved", "oldprop": 7}),
+        );
+        answer["spec"] == json!({"name": "moved"})
+    });
+
+    // A watch through v1 sees the deletion of an object stored in v1 in v1's form.
+    let watcher = std::thread::spawn({
+        let raw = server.raw();
+        move || {
+            raw.get("/apis/kube.rs/v1/namespaces/default/manyderives?watch=true&timeoutSeconds=3&resourceVersion=0")
+                .text()
+        }
+    });
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    kubectl(&server, &["delete", "manyderives.v2.kube.rs", "new"]);
+    let events = watcher.join().unwrap();
+    let deleted: Value = events
+        .lines()
+        .filter_map(|line| serde_json::from_str::<Value>(line).ok())
+        .find(|event| event["type"] == "DELETED")
+        .unwrap_or_else(|| panic!("no DELETED event: {events}"));
+    assert_eq!(deleted["object"]["apiVersion"], "kube.rs/v1", "{deleted}");
+    assert_eq!(
+        deleted["object"]["spec"],
+        json!({"name": "new"}),
+        "{deleted}"
+    );
+}
