@@ -183,6 +183,7 @@ impl<S: Storage> Ctx<'_, S> {
             accept,
             Capabilities {
                 transforms: true,
+                tables: self.backing.store().is_some(),
                 list,
                 aggregated_discovery: false,
                 protobuf: self.body.protobuf().is_some(),

@@ -99,8 +99,12 @@ impl Negotiated {
 /// What an endpoint can produce besides plain objects.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Capabilities {
-    /// Tables and partial object metadata (resource endpoints).
+    /// Partial object metadata (resource endpoints).
     pub transforms: bool,
+    /// Tables (resource endpoints of a kind with a table convertor: every stored kind; a kind
+    /// that is never stored, a review or a TokenRequest, has none and answers a Table with
+    /// 406, as upstream).
+    pub tables: bool,
     /// Whether the endpoint answers with a list (lists and watches).
     pub list: bool,
     /// Aggregated discovery (`/api`, `/apis`).
@@ -164,7 +168,7 @@ fn resolve(clause: &Clause<'_>, capabilities: Capabilities) -> Option<Negotiated
     };
     let target = match (param("as"), param("g"), param("v")) {
         (None, _, _) => Target::Object,
-        (Some("Table"), Some("meta.k8s.io"), Some(v)) if capabilities.transforms => {
+        (Some("Table"), Some("meta.k8s.io"), Some(v)) if capabilities.tables => {
             Target::Table(version(v, &["v1", "v1beta1"])?)
         }
         (Some("PartialObjectMetadata"), Some("meta.k8s.io"), Some(v))
@@ -372,18 +376,21 @@ mod tests {
 
     const RESOURCE: Capabilities = Capabilities {
         transforms: true,
+        tables: true,
         list: false,
         aggregated_discovery: false,
         protobuf: true,
     };
     const LIST: Capabilities = Capabilities {
         transforms: true,
+        tables: true,
         list: true,
         aggregated_discovery: false,
         protobuf: true,
     };
     const DISCOVERY: Capabilities = Capabilities {
         transforms: false,
+        tables: false,
         list: false,
         aggregated_discovery: true,
         protobuf: false,

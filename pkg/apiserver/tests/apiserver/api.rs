@@ -419,6 +419,46 @@ async fn lists_tables_and_metadata(server: Server) {
     assert_eq!(list["kind"], "ConfigMapList");
     assert_eq!(list["items"][0]["metadata"]["name"], "a");
     assert_eq!(list["items"][0]["data"], json!({"k": "v"}));
+
+    // A kind that is never stored has no table convertor: asked for a Table, a 406 (upstream's
+    // conformance case "should return a 406 for a backend which does not implement
+    // metadata"), as for a TokenRequest.
+    let table = "application/json;as=Table;v=v1;g=meta.k8s.io";
+    assert_eq!(
+        post(
+            &server,
+            "/api/v1/namespaces/default/serviceaccounts",
+            json!({"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "robot"}})
+        )
+        .await
+        .status,
+        201
+    );
+    for (path, body) in [
+        (
+            "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews",
+            json!({"apiVersion": "authorization.k8s.io/v1", "kind": "SelfSubjectAccessReview",
+                "spec": {"nonResourceAttributes": {"path": "/", "verb": "get"}}}),
+        ),
+        (
+            "/api/v1/namespaces/default/serviceaccounts/robot/token",
+            json!({"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest", "spec": {}}),
+        ),
+    ] {
+        let answer = call(
+            &server,
+            Method::POST,
+            path,
+            &[("content-type", "application/json"), ("accept", table)],
+            Some(serde_json::to_vec(&body).unwrap()),
+        )
+        .await;
+        assert_eq!(answer.status, 406, "{path}: {}", answer.json());
+        assert_eq!(answer.json()["reason"], "NotAcceptable", "{path}");
+        // JSON is still answered.
+        let answer = post(&server, path, body).await;
+        assert_eq!(answer.status, 201, "{path}: {}", answer.json());
+    }
 }
 
 async fn bad_input_gets_a_precise_status(server: Server) {
