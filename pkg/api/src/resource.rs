@@ -174,6 +174,9 @@ pub struct ResourceDescription {
     pub categories: Vec<String>,
     /// Its subresources.
     pub subresources: Vec<SubresourceDescription>,
+    /// The `apiVersion` its objects are stored in (`None` for a kind that is never stored):
+    /// discovery publishes its `storageVersionHash`.
+    pub storage_api_version: Option<String>,
 }
 
 impl ResourceDescription {
@@ -309,6 +312,7 @@ impl ResourceInfo {
                     verbs: strings(s.verbs),
                 })
                 .collect(),
+            storage_api_version: self.stored().then(|| self.storage_api_version.to_owned()),
         }
     }
 

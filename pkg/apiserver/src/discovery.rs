@@ -24,6 +24,19 @@ fn group_version(group: &str, version: &str) -> String {
     }
 }
 
+/// Upstream's `storageVersionHash` of a resource stored as `kind` in `api_version`: the
+/// first 8 bytes of the SHA-256 of `group/version/kind` (the core group empty), in base64.
+/// Clients compare it to notice that a resource's storage version changed.
+fn storage_version_hash(api_version: &str, kind: &str) -> String {
+    use base64::Engine as _;
+    let (group, version) = api_version.split_once('/').unwrap_or(("", api_version));
+    let digest = aws_lc_rs::digest::digest(
+        &aws_lc_rs::digest::SHA256,
+        format!("{group}/{version}/{kind}").as_bytes(),
+    );
+    base64::engine::general_purpose::STANDARD.encode(&digest.as_ref()[..8])
+}
+
 impl Discovery {
     /// Discovery of `resources`; their order is the order clients see.
     pub fn new(resources: Vec<ResourceDescription>) -> Self {
@@ -108,6 +121,9 @@ impl Discovery {
             }
             if !r.categories.is_empty() {
                 entry["categories"] = json!(r.categories);
+            }
+            if let Some(storage) = &r.storage_api_version {
+                entry["storageVersionHash"] = json!(storage_version_hash(storage, &r.kind));
             }
             resources.push(entry);
             for sub in &r.subresources {
@@ -235,6 +251,7 @@ mod tests {
                         verbs: verbs(&["update"]),
                     },
                 ],
+                storage_api_version: Some("v1".into()),
             },
             ResourceDescription {
                 group: String::new(),
@@ -248,6 +265,7 @@ mod tests {
                 verbs: all.clone(),
                 categories: vec![],
                 subresources: vec![],
+                storage_api_version: Some("v1".into()),
             },
             ResourceDescription {
                 group: "example.com".into(),
@@ -267,6 +285,7 @@ mod tests {
                     version: Some("v1".into()),
                     verbs: verbs(&["get", "patch", "update"]),
                 }],
+                storage_api_version: None,
             },
             ResourceDescription {
                 group: "coordination.k8s.io".into(),
@@ -280,6 +299,7 @@ mod tests {
                 verbs: all,
                 categories: vec![],
                 subresources: vec![],
+                storage_api_version: Some("coordination.k8s.io/v1".into()),
             },
         ])
     }
@@ -324,6 +344,15 @@ mod tests {
             ]
         );
         assert_eq!(core["resources"][3]["shortNames"], json!(["cm"]));
+        // Upstream's hashes of the storage versions (as kube-apiserver publishes them); none
+        // for a subresource or a kind that is never stored.
+        assert_eq!(core["resources"][0]["storageVersionHash"], "Q3oi5N2YM8M=");
+        assert!(core["resources"][1].get("storageVersionHash").is_none());
+        assert_eq!(core["resources"][3]["storageVersionHash"], "qFsyl6wFWjQ=");
+        let leases = d.api_resource_list("coordination.k8s.io", "v1").unwrap();
+        assert_eq!(leases["resources"][0]["storageVersionHash"], "gqkMMb/YqFM=");
+        let widgets = d.api_resource_list("example.com", "v1").unwrap();
+        assert!(widgets["resources"][0].get("storageVersionHash").is_none());
         assert_eq!(core["groupVersion"], "v1");
         assert!(d.api_resource_list("", "v2").is_none());
     }

@@ -80,6 +80,7 @@ impl ServedKind {
                 verbs: Vec::new(),
                 categories: Vec::new(),
                 subresources: Vec::new(),
+                storage_api_version: None,
             },
             behaviour: Behaviour::Scale,
         }
@@ -210,6 +211,7 @@ mod tests {
                     verbs: vec![],
                 },
             ],
+            storage_api_version: None,
         }
     }
 

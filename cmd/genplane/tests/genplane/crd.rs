@@ -726,6 +726,16 @@ fn writes_through_another_version_answer_what_was_stored() {
         })
     });
 
+    // Both versions publish the hash of the storage version (upstream's value for
+    // kube.rs/v1, ManyDerive).
+    let hash = |version: &str| {
+        let list = server.raw().get(&format!("/apis/kube.rs/{version}")).json();
+        list["resources"][0]["storageVersionHash"].clone()
+    };
+    assert_eq!(
+        (hash("v1"), hash("v2")),
+        (json!("OjAiV2mMBG8="), json!("OjAiV2mMBG8="))
+    );
     let old = apply_many_derive(&server, "v1", "old", json!({"name": "old", "oldprop": 5}));
     assert_eq!(old["spec"], json!({"name": "old", "oldprop": 5}), "{old}");
     // Through v2: `extra` is not stored in v1, so not answered.
@@ -777,6 +787,9 @@ fn writes_through_another_version_answer_what_was_stored() {
         crd["status"]["storedVersions"]
             .as_array()
             .is_some_and(|v| v.contains(&json!("v2")))
+    });
+    eventually("the hash of v2 to be published", || {
+        hash("v1") == json!("pvdIysmEK00=")
     });
     eventually("an apply through v1 to lose oldprop", || {
         let answer = apply_many_derive(

@@ -624,6 +624,7 @@ fn a_custom_resource_with_scale_publishes_the_scale_paths() {
             version: Some("v1".into()),
             verbs: verbs(&["get", "patch", "update"]),
         }],
+        storage_api_version: None,
     };
     let component = "com.example.stable.v1.CronTab";
     let kind = CustomKind {

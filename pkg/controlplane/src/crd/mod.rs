@@ -406,6 +406,7 @@ impl<S: Storage> CustomResources<S> {
                     .collect(),
                 categories: strings(names.get("categories")),
                 subresources: described,
+                storage_api_version: Some(format!("{group}/{storage_version}")),
             };
             let printer = Printer::new(
                 version.get("additionalPrinterColumns"),
