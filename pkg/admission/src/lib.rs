@@ -130,6 +130,16 @@ pub struct Request {
     pub authorizer: Option<Arc<dyn genplane_authorization::Authorizer>>,
 }
 
+/// What the mutating plugins did to an object ([`Chain::mutate`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[must_use = "a changed object is decoded again"]
+pub enum Mutated {
+    /// A webhook or policy changed it.
+    Changed,
+    /// No webhook or policy changed it.
+    Unchanged,
+}
+
 /// Annotations for the request's audit event, added by plugins while a request runs and
 /// taken by the server, which records them. Clones share the same list.
 #[derive(Clone, Debug, Default)]
@@ -306,12 +316,14 @@ impl Chain {
 
     /// Runs the mutating plugins on a create or update of `object`; the first refusal wins.
     /// When a webhook or policy changed the object after an `IfNeeded` one ran, the plugins
-    /// run a second time ([`reinvocation`]).
+    /// run a second time ([`reinvocation`]). Answers whether a webhook or policy changed the
+    /// object: the caller then decodes it again (unknown fields pruned, types checked), as
+    /// upstream decodes what mutating admission returns.
     pub async fn mutate(
         &self,
         attributes: Attributes<'_>,
         object: &mut Value,
-    ) -> Result<(), ApiError> {
+    ) -> Result<Mutated, ApiError> {
         let reinvocation = reinvocation::Reinvocation::default();
         for plugin in &self.mutating {
             plugin.admit_in(attributes, object, &reinvocation).await?;
@@ -322,7 +334,11 @@ impl Chain {
                 plugin.admit_in(attributes, object, &reinvocation).await?;
             }
         }
-        Ok(())
+        Ok(if reinvocation.changed() {
+            Mutated::Changed
+        } else {
+            Mutated::Unchanged
+        })
     }
 
     /// Runs the mutating plugins' checks of a delete.

@@ -56,6 +56,11 @@ impl Reinvocation {
         self.state().should_reinvoke
     }
 
+    /// Whether a webhook or policy changed the object (what makes a second pass needed).
+    pub(crate) fn changed(&self) -> bool {
+        self.state().should_reinvoke
+    }
+
     /// Starts the second pass.
     pub(crate) fn start_second_pass(&self) {
         self.state().second_pass = true;

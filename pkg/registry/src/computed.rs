@@ -67,7 +67,11 @@ impl Computed {
                 &name,
                 None,
             );
-            admission.chain.mutate(attributes, &mut object).await?;
+            if admission.chain.mutate(attributes, &mut object).await?
+                == genplane_admission::Mutated::Changed
+            {
+                object = strategy.decode(object)?;
+            }
             // The request's namespace is what was authorized: admission moves nothing.
             settle_namespace(strategy, &mut object, &namespace)?;
         }

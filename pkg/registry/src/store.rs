@@ -879,7 +879,13 @@ impl<S: Storage> Store<S> {
                 &name,
                 None,
             );
-            admission.chain.mutate(attributes, &mut object).await?;
+            if admission.chain.mutate(attributes, &mut object).await?
+                == genplane_admission::Mutated::Changed
+            {
+                // What a webhook or policy returned is decoded as a body is: fields the
+                // kind does not have are dropped (a custom resource's pruned).
+                object = self.strategy.decode(object)?;
+            }
             settle_namespace(&*self.strategy, &mut object, namespace)?;
             if let Some(name) = named {
                 check_name(&object, name)?;
@@ -1340,7 +1346,11 @@ impl<S: Storage> Store<S> {
                     name,
                     Some(&old),
                 );
-                admission.chain.mutate(attributes, &mut new).await?;
+                if admission.chain.mutate(attributes, &mut new).await?
+                    == genplane_admission::Mutated::Changed
+                {
+                    new = self.strategy.decode(new)?;
+                }
                 // What was authorized is the stored object: admission moves it nowhere
                 // (a renamed one is refused by validation) and sets no server field.
                 settle_namespace(&*self.strategy, &mut new, namespace)?;

@@ -824,3 +824,111 @@ fn writes_through_another_version_answer_what_was_stored() {
         "{deleted}"
     );
 }
+
+/// What a mutating webhook adds is decoded as a body is: a custom resource is pruned to its
+/// schema afterwards and a built-in kind keeps only its fields (upstream's webhook e2e case
+/// "should mutate custom resource with pruning").
+#[test]
+fn fields_a_mutating_webhook_adds_outside_the_schema_are_pruned() {
+    use base64::Engine as _;
+    let hook = crate::support::webhook::Webhook::start(|call| {
+        let review: Value = serde_json::from_slice(&call.body).unwrap();
+        let request = &review["request"];
+        let patch = if request["kind"]["kind"] == "ConfigMap" {
+            json!([{"op": "add", "path": "/bogus", "value": "top"},
+                   {"op": "add", "path": "/data/mutated", "value": "yes"}])
+        } else {
+            json!([{"op": "add", "path": "/spec/mutated", "value": "yes"},
+                   {"op": "add", "path": "/spec/unknown", "value": "dropped"},
+                   {"op": "add", "path": "/extra", "value": "dropped"}])
+        };
+        let patch = base64::engine::general_purpose::STANDARD.encode(patch.to_string());
+        json!({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
+            "response": {"uid": request["uid"], "allowed": true, "patchType": "JSONPatch", "patch": patch}})
+    });
+    let server = start();
+    let crd = json!({"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+        "metadata": {"name": "gizmos.example.com"},
+        "spec": {"group": "example.com", "scope": "Namespaced",
+            "names": {"plural": "gizmos", "singular": "gizmo", "kind": "Gizmo"},
+            "versions": [{"name": "v1", "served": true, "storage": true,
+                "schema": {"openAPIV3Schema": {"type": "object", "properties": {"spec": {
+                    "type": "object", "properties": {"size": {"type": "integer"}, "mutated": {"type": "string"}}}}}}}]}});
+    let file = write(&server, "gizmos.json", &crd.to_string());
+    kubectl(&server, &["create", "-f", &file]);
+    server.wait_established("gizmos.example.com");
+    let ca = base64::engine::general_purpose::STANDARD.encode(&hook.ca_pem);
+    let config = json!({"apiVersion": "admissionregistration.k8s.io/v1", "kind": "MutatingWebhookConfiguration",
+        "metadata": {"name": "adds-fields"},
+        "webhooks": [{"name": "adds.genplane.test", "sideEffects": "None", "admissionReviewVersions": ["v1"],
+            "clientConfig": {"url": format!("{}/mutate", hook.base), "caBundle": ca},
+            "rules": [{"operations": ["CREATE", "UPDATE"], "apiGroups": ["", "example.com"], "apiVersions": ["v1"],
+                "resources": ["gizmos", "configmaps"]}]}]});
+    let file = write(&server, "hook.json", &config.to_string());
+    kubectl(&server, &["create", "-f", &file]);
+
+    let raw = server.raw();
+    let mut n = 0;
+    let created = support::eventually("the webhook to mutate gizmos", || {
+        n += 1;
+        let answer = raw.request(
+            "POST",
+            "/apis/example.com/v1/namespaces/default/gizmos",
+            &[],
+            Some(
+                json!({"apiVersion": "example.com/v1", "kind": "Gizmo",
+                    "metadata": {"name": format!("g{n}")}, "spec": {"size": 1}})
+                .to_string()
+                .as_bytes(),
+            ),
+        );
+        assert_eq!(answer.status, 201, "{}", answer.text());
+        let created = answer.json();
+        (created["spec"]["mutated"] == "yes").then_some(created)
+    });
+    assert_eq!(
+        created["spec"],
+        json!({"size": 1, "mutated": "yes"}),
+        "{created}"
+    );
+    assert!(created.get("extra").is_none(), "{created}");
+    let name = created["metadata"]["name"].as_str().unwrap();
+    let stored = raw
+        .get(&format!(
+            "/apis/example.com/v1/namespaces/default/gizmos/{name}"
+        ))
+        .json();
+    assert_eq!(
+        stored["spec"],
+        json!({"size": 1, "mutated": "yes"}),
+        "{stored}"
+    );
+    assert!(stored.get("extra").is_none(), "{stored}");
+    // An update is pruned the same way.
+    let mut changed = stored.clone();
+    changed["spec"]["size"] = json!(2);
+    let updated = raw.request(
+        "PUT",
+        &format!("/apis/example.com/v1/namespaces/default/gizmos/{name}"),
+        &[],
+        Some(changed.to_string().as_bytes()),
+    );
+    assert_eq!(updated.status, 200, "{}", updated.text());
+    assert_eq!(updated.json()["spec"], json!({"size": 2, "mutated": "yes"}));
+
+    // A built-in kind keeps only its own fields.
+    let cm = raw.request(
+        "POST",
+        "/api/v1/namespaces/default/configmaps",
+        &[],
+        Some(br#"{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"c"},"data":{"k":"v"}}"#),
+    );
+    assert_eq!(cm.status, 201, "{}", cm.text());
+    let stored = raw.get("/api/v1/namespaces/default/configmaps/c").json();
+    assert_eq!(
+        stored["data"],
+        json!({"k": "v", "mutated": "yes"}),
+        "{stored}"
+    );
+    assert!(stored.get("bogus").is_none(), "{stored}");
+}

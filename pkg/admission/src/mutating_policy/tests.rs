@@ -331,7 +331,8 @@ async fn an_if_needed_binding_runs_again_after_a_later_one_changed_the_object() 
             old_object: None,
         };
         let mut object = config_map("a");
-        chain.mutate(attributes, &mut object).await.unwrap();
+        let mutated = chain.mutate(attributes, &mut object).await.unwrap();
+        assert_eq!(mutated, crate::Mutated::Changed);
         assert_eq!(
             object["metadata"]["labels"],
             json!({"b": "set", "copy": copied}),
