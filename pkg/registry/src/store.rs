@@ -621,6 +621,11 @@ impl<S: Storage> Store<S> {
                 "the name or namespace of the request cannot be used in a storage key ({reason})"
             )),
             StorageError::Timeout => Status::server_timeout(&resource, operation, 2),
+            // Not a timeout: the write may have been applied, which a retry would find.
+            StorageError::Interrupted(reason) => Status::internal_error(format!(
+                "the connection to the storage was lost during the {operation} of {resource} {}, which may or may not have been applied: {reason}",
+                genplane_apimachinery::gofmt::quote(name)
+            )),
             StorageError::Unavailable(message) => {
                 let mut status =
                     Status::service_unavailable(format!("storage is unavailable: {message}"));

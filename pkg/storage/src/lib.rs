@@ -117,6 +117,11 @@ pub enum Error {
     /// The operation did not finish in time; it may or may not have taken effect.
     #[error("storage operation timed out")]
     Timeout,
+    /// The connection to the store was lost while a write was on its way (the store's member
+    /// was killed, or stopped answering): whether it took effect is unknown. Not a timeout:
+    /// it ends as soon as the loss is seen, and retrying the same write may find it done.
+    #[error("the connection to the store was lost while the write was on its way: {0}")]
+    Interrupted(String),
     /// A watch's reader fell too far behind the events kept for it, and the watch ended;
     /// watching again after `revision`, the last revision it delivered, continues where it
     /// stopped (kube-apiserver ends such watchers too, and clients watch again).

@@ -496,7 +496,9 @@ impl Members {
                         continue;
                     }
                     // A write that may still take effect when the member answers again.
-                    return Err(Failure::Other(Error::Timeout));
+                    return Err(Failure::Other(Error::Interrupted(format!(
+                        "etcd member {} stopped answering", member.endpoint
+                    ))));
                 }
                 () = tokio::time::sleep_until(deadline) => return Err(Failure::Other(Error::Timeout)),
             };
@@ -515,7 +517,16 @@ impl Members {
                 Failure::Compacted | Failure::FutureRevision => false,
             };
             if !may_retry {
-                return Err(failure);
+                return Err(match failure {
+                    // A write whose connection broke: its outcome is unknown.
+                    Failure::Broken(error) if retry != Retry::Idempotent => {
+                        Failure::Other(Error::Interrupted(match error {
+                            Error::Unavailable(message) => message,
+                            other => other.to_string(),
+                        }))
+                    }
+                    failure => failure,
+                });
             }
             tracing::debug!(member = %member.endpoint, error = %failure.describe(), "an etcd request failed; trying another member");
             last = Some(failure);

@@ -385,7 +385,7 @@ async fn create_retrying(store: &EtcdStore, key: &str) -> (genplane_storage::Key
             Ok(kv) => return (kv, started.elapsed()),
             // A write abandoned on a member that stopped answering may still have taken
             // effect: it is there, then.
-            Err(Error::Timeout) => {
+            Err(Error::Timeout | Error::Interrupted(_)) => {
                 if let Some(kv) = store.get(key, None).await.ok().flatten() {
                     return (kv, started.elapsed());
                 }
@@ -399,6 +399,65 @@ async fn create_retrying(store: &EtcdStore, key: &str) -> (genplane_storage::Key
         );
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
+}
+
+/// Writes on their way to a member that is killed end at once, as interrupted (their outcome
+/// unknown), never as timeouts; each either took effect or did not, and the store goes on
+/// with the other members.
+#[tokio::test]
+async fn writes_cut_off_by_a_killed_member_are_interrupted_not_timed_out() {
+    let mut cluster = genplane_storage_etcd::testing::EtcdCluster::start(3)
+        .await
+        .unwrap();
+    let store = std::sync::Arc::new(EtcdStore::connect(&cluster.config()).await.unwrap());
+    create_retrying(&store, "/t/warm").await;
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let writers: Vec<_> = (0..8)
+        .map(|w| {
+            let (store, stop) = (store.clone(), stop.clone());
+            tokio::spawn(async move {
+                let mut outcomes = Vec::new();
+                let mut i = 0;
+                while !stop.load(std::sync::atomic::Ordering::SeqCst) {
+                    let key = format!("/t/w{w}-{i}");
+                    let started = tokio::time::Instant::now();
+                    let outcome = store.create(&key, bytes("x")).await;
+                    outcomes.push((key, outcome.map(drop), started.elapsed()));
+                    i += 1;
+                }
+                outcomes
+            })
+        })
+        .collect();
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    cluster.kill(0);
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    stop.store(true, std::sync::atomic::Ordering::SeqCst);
+    let mut interrupted = 0;
+    for writer in writers {
+        for (key, outcome, took) in writer.await.unwrap() {
+            match outcome {
+                Ok(()) => {}
+                Err(Error::Interrupted(reason)) => {
+                    interrupted += 1;
+                    assert!(
+                        took < Duration::from_secs(5),
+                        "{key}: interrupted after {took:?}"
+                    );
+                    assert!(reason.contains("etcd"), "{key}: {reason}");
+                }
+                // Sent nowhere: no member was available for a moment.
+                Err(Error::Unavailable(_)) => {}
+                Err(other) => panic!("{key}: {other:?} after {took:?}"),
+            }
+        }
+    }
+    assert!(
+        interrupted > 0,
+        "some write was on its way to the killed member"
+    );
+    // The store goes on with the other two.
+    create_retrying(&store, "/t/after").await;
 }
 
 #[tokio::test]
