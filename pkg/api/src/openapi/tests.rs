@@ -680,6 +680,52 @@ fn a_custom_resource_with_scale_publishes_the_scale_paths() {
 }
 
 #[test]
+fn schemas_that_keep_unknown_fields_are_published_in_v2_without_their_fields() {
+    use crate::catalog::ResourceDescription;
+    let description = ResourceDescription {
+        group: "example.com".into(),
+        version: "v1".into(),
+        kind: "Blob".into(),
+        list_kind: "BlobList".into(),
+        resource: "blobs".into(),
+        singular: "blob".into(),
+        short_names: vec![],
+        namespaced: true,
+        verbs: catalog::ALL_VERBS.iter().map(|v| (*v).to_owned()).collect(),
+        categories: vec![],
+        subresources: vec![],
+        storage_api_version: Some("example.com/v1".into()),
+    };
+    let meta =
+        json!({"$ref": "#/components/schemas/io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta"});
+    let kind = CustomKind {
+        description,
+        component: "com.example.v1.Blob".into(),
+        // A CRD whose schema keeps every field (upstream's "CRD without validation schema"),
+        // with a nested object and array that keep theirs.
+        schema: json!({"type": "object", "x-kubernetes-preserve-unknown-fields": true,
+            "x-kubernetes-group-version-kind": [{"group": "example.com", "version": "v1", "kind": "Blob"}],
+            "properties": {"apiVersion": {"type": "string"}, "kind": {"type": "string"}, "metadata": meta,
+                "spec": {"type": "object", "x-kubernetes-preserve-unknown-fields": true,
+                    "properties": {"a": {"type": "string"}}},
+                "list": {"type": "array", "x-kubernetes-preserve-unknown-fields": true,
+                    "items": {"type": "string"}}}}),
+        list_schema: json!({"type": "object"}),
+    };
+    let doc = custom_group_version_document("example.com", "v1", &[kind]);
+    let v2 = v2::swagger(&[doc], "v1.33.0");
+    let blob = &v2["definitions"]["com.example.v1.Blob"];
+    let mut root = blob.clone();
+    let properties = root.as_object_mut().unwrap().remove("properties").unwrap();
+    root.as_object_mut()
+        .unwrap()
+        .remove("x-kubernetes-group-version-kind");
+    assert_eq!(root, json!({"type": "object"}), "{blob}");
+    let names: Vec<&String> = properties.as_object().unwrap().keys().collect();
+    assert_eq!(names, ["apiVersion", "kind", "metadata"], "{blob}");
+}
+
+#[test]
 fn network_claims_declare_list_maps_keyed_by_prefix() {
     let doc = document("apis/networkregistry.genplane.io/v1alpha1");
     let schemas = &doc["components"]["schemas"];

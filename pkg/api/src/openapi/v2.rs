@@ -23,6 +23,11 @@
 //!   operation's `consumes`.
 //! - Each response's schema (the same for every media type) becomes the response's `schema`,
 //!   and the media types of all responses the operation's `produces`.
+//! - A schema that keeps unknown fields (`x-kubernetes-preserve-unknown-fields: true`) loses
+//!   the extension and its `properties` and `items` (but for a kind's `apiVersion`, `kind` and
+//!   `metadata`), and an array left without items its type, as upstream writes v2 for custom
+//!   resources: kubectl's v2 parser then reads it as any value, and a CRD whose schema keeps
+//!   every field is published as `type: object`.
 //! - Everything else (descriptions, operation ids, tags, the `x-kubernetes-*` extensions on
 //!   schemas and operations) is kept as it is.
 
@@ -92,13 +97,38 @@ fn merge_kinds(earlier: &mut Value, schema: &Value) {
     }
 }
 
-/// A v3 schema as a v2 schema: references rewritten, single-reference `allOf`s flattened.
+/// The extension of a schema that keeps unknown fields.
+const PRESERVE: &str = "x-kubernetes-preserve-unknown-fields";
+
+/// A v3 schema as a v2 schema: references rewritten, single-reference `allOf`s flattened,
+/// schemas that keep unknown fields left without their fields.
 fn schema_v2(schema: &Value) -> Value {
     match schema {
         Value::Object(map) => {
             let mut out = Map::new();
+            let preserves = map.get(PRESERVE) == Some(&Value::Bool(true));
+            let kind_root = map.contains_key(GVK);
             for (key, value) in map {
                 match key.as_str() {
+                    PRESERVE if preserves => {}
+                    "items" if preserves => {}
+                    "properties" if preserves => {
+                        // A kind keeps what every object has.
+                        let kept: Map<String, Value> = value
+                            .as_object()
+                            .into_iter()
+                            .flatten()
+                            .filter(|(name, _)| {
+                                kind_root
+                                    && matches!(name.as_str(), "apiVersion" | "kind" | "metadata")
+                            })
+                            .map(|(name, v)| (name.clone(), schema_v2(v)))
+                            .collect();
+                        if !kept.is_empty() {
+                            out.insert(key.clone(), Value::Object(kept));
+                        }
+                    }
+                    "type" if preserves && value == "array" => {}
                     "$ref" => {
                         let reference = value.as_str().unwrap_or_default();
                         let name = reference.strip_prefix(V3_PREFIX).unwrap_or(reference);
