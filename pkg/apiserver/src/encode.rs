@@ -106,7 +106,16 @@ pub fn table(
         .map(|object| json!({"cells": info.row(object, now), "object": partial_metadata(object, "v1")}))
         .collect();
     let columns = if headers { info.columns() } else { json!([]) };
-    let metadata = list.map_or_else(|| json!({}), list_meta);
+    // A table of one object carries the object's resourceVersion, as upstream's (a watch of
+    // Tables resumes from it).
+    let metadata = match (list, objects) {
+        (Some(list), _) => list_meta(list),
+        (None, [object]) => match object.pointer("/metadata/resourceVersion") {
+            Some(resource_version) => json!({"resourceVersion": resource_version}),
+            None => json!({}),
+        },
+        (None, _) => json!({}),
+    };
     json!({"kind": "Table", "apiVersion": format!("meta.k8s.io/{version}"), "metadata": metadata, "columnDefinitions": columns, "rows": rows})
 }
 

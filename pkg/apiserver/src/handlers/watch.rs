@@ -137,7 +137,20 @@ pub(crate) async fn watch<S: Storage>(
                         if !bookmarks {
                             continue;
                         }
-                        vec![encode::watch_event("BOOKMARK", encode::bookmark(info, &resource_version, initial_events_end), format, info).into()]
+                        // In the form the watch asked for: a Table of one row, or partial
+                        // metadata, whose metadata carries the revision (and the end of the
+                        // initial events), as upstream.
+                        let bookmark = encode::bookmark(info, &resource_version, initial_events_end);
+                        let bookmark = match (table, metadata_only) {
+                            (Some(version), _) => {
+                                let t = encode::table(info, std::slice::from_ref(&bookmark), None, version, headers, now);
+                                headers = false;
+                                t
+                            }
+                            (None, Some(version)) => encode::partial_metadata(&bookmark, version),
+                            (None, None) => bookmark,
+                        };
+                        vec![encode::watch_event("BOOKMARK", bookmark, format, info).into()]
                     }
                     Some(WatchItem::Error(error)) => {
                         let line = encode::watch_event("ERROR", encode::status(&error), format, info);

@@ -957,6 +957,50 @@ async fn watches_stream_events_bookmarks_and_expiry(server: Server) {
         lines[1]["object"]["metadata"]["annotations"]["k8s.io/initial-events-end"],
         "true"
     );
+    // Asked as Tables (a reflector of kubectl's): every event a Table carrying its object's
+    // resourceVersion, and the bookmark a Table of one row whose object's metadata carries
+    // the annotation; asked as partial metadata, the bookmark is partial metadata.
+    let lines = watch_lines_accepting(
+        &server,
+        streaming,
+        "application/json;as=Table;v=v1;g=meta.k8s.io",
+        2,
+        async {},
+    )
+    .await;
+    let (added, bookmark) = (&lines[0]["object"], &lines[1]["object"]);
+    assert_eq!(added["kind"], "Table", "{added}");
+    assert_eq!(
+        added["metadata"]["resourceVersion"],
+        added["rows"][0]["object"]["metadata"]["resourceVersion"],
+        "{added}"
+    );
+    assert_eq!(lines[1]["type"], "BOOKMARK");
+    assert_eq!(bookmark["kind"], "Table", "{bookmark}");
+    assert_eq!(bookmark["apiVersion"], "meta.k8s.io/v1", "{bookmark}");
+    let row = &bookmark["rows"][0]["object"];
+    assert_eq!(row["kind"], "PartialObjectMetadata", "{bookmark}");
+    assert_eq!(
+        row["metadata"]["annotations"]["k8s.io/initial-events-end"], "true",
+        "{bookmark}"
+    );
+    assert_eq!(
+        bookmark["metadata"]["resourceVersion"], row["metadata"]["resourceVersion"],
+        "{bookmark}"
+    );
+    let lines = watch_lines_accepting(
+        &server,
+        streaming,
+        "application/json;as=PartialObjectMetadata;v=v1;g=meta.k8s.io",
+        2,
+        async {},
+    )
+    .await;
+    assert_eq!(lines[1]["object"]["kind"], "PartialObjectMetadata");
+    assert_eq!(
+        lines[1]["object"]["metadata"]["annotations"]["k8s.io/initial-events-end"],
+        "true"
+    );
 
     // A watch from a compacted revision older than the watch cache (which, as upstream's,
     // serves whatever its window holds): 200, then an ERROR event with a 410 Expired Status.
