@@ -14,11 +14,23 @@ use serde_json::{Map, Number, Value};
 /// written as upstream writes them: `metadata.name`, `spec.containers[0].image`. A path is
 /// written only for a repeat, so clean text costs no more than the parse.
 pub fn parse(text: &[u8]) -> Result<(Value, Vec<String>), serde_json::Error> {
+    parse_recording(text, false)
+}
+
+/// The path of every object key of the JSON `text`, in document order, a repeated key once
+/// for each time it appears (written as [`parse`] writes them). What strict decoding reports
+/// is ordered by it: upstream's decoder reports problems as it meets them.
+pub fn key_paths(text: &[u8]) -> Result<Vec<String>, serde_json::Error> {
+    parse_recording(text, true).map(|(_, paths)| paths)
+}
+
+fn parse_recording(text: &[u8], every: bool) -> Result<(Value, Vec<String>), serde_json::Error> {
     let mut found = Vec::new();
     let mut deserializer = serde_json::Deserializer::from_slice(text);
     let value = Parse {
         at: At::Root,
         found: &mut found,
+        every,
     }
     .deserialize(&mut deserializer)?;
     deserializer.end()?;
@@ -47,6 +59,8 @@ impl fmt::Display for At<'_> {
 struct Parse<'a, 'f> {
     at: At<'a>,
     found: &'f mut Vec<String>,
+    /// Every key's path goes to `found`, not only repeats'.
+    every: bool,
 }
 
 impl<'de> DeserializeSeed<'de> for Parse<'_, '_> {
@@ -96,6 +110,7 @@ impl<'de> Visitor<'de> for Parse<'_, '_> {
             let item = Parse {
                 at: At::Index(&self.at, items.len()),
                 found: &mut *self.found,
+                every: self.every,
             };
             match seq.next_element_seed(item)? {
                 Some(value) => items.push(value),
@@ -108,12 +123,13 @@ impl<'de> Visitor<'de> for Parse<'_, '_> {
         let mut object = Map::new();
         while let Some(key) = map.next_key::<String>()? {
             let at = At::Key(&self.at, &key);
-            if object.contains_key(&key) {
+            if self.every || object.contains_key(&key) {
                 self.found.push(at.to_string());
             }
             let value = map.next_value_seed(Parse {
                 at,
                 found: &mut *self.found,
+                every: self.every,
             })?;
             object.insert(key, value);
         }
@@ -141,6 +157,23 @@ mod tests {
         assert_eq!(
             parse(text).unwrap().0,
             serde_json::from_slice::<Value>(text).unwrap()
+        );
+    }
+
+    #[test]
+    fn every_key_path_is_listed_in_document_order() {
+        let text = br#"{"spec":{"b":1,"a":[{"x":1}],"b":2},"metadata":{"name":"n"}}"#;
+        assert_eq!(
+            key_paths(text).unwrap(),
+            [
+                "spec",
+                "spec.b",
+                "spec.a",
+                "spec.a[0].x",
+                "spec.b",
+                "metadata",
+                "metadata.name"
+            ]
         );
     }
 

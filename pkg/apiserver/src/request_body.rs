@@ -32,7 +32,9 @@ pub fn decode_object(
         .as_object_mut()
         .ok_or_else(|| ApiError::from(Status::bad_request("the body must be a JSON object")))?;
     check_type_meta(info, map)?;
-    let warnings = field_validation(info, field_validation_mode, &object, &duplicates)?;
+    let text = (format == BodyFormat::Json).then_some(bytes);
+    let warnings =
+        field_validation_in_order(info, field_validation_mode, &object, &duplicates, text)?;
     Ok((object, warnings))
 }
 
@@ -130,6 +132,19 @@ pub fn field_validation(
     object: &Value,
     duplicates: &[String],
 ) -> Result<Vec<String>, ApiError> {
+    field_validation_in_order(info, mode, object, duplicates, None)
+}
+
+/// [`field_validation`] of a body whose JSON `text` is given: the problems are listed in the
+/// order they appear in it (a repeat where it repeats), as upstream's strict decoding lists
+/// them; without the text, repeats first, then unknown fields.
+fn field_validation_in_order(
+    info: &ServedKind,
+    mode: Option<&str>,
+    object: &Value,
+    duplicates: &[String],
+    text: Option<&[u8]>,
+) -> Result<Vec<String>, ApiError> {
     let mode = mode.unwrap_or("");
     let strict = match mode {
         "Strict" => true,
@@ -144,19 +159,34 @@ pub fn field_validation(
         }
     };
     let unknown = info.unknown_fields(object)?;
-    let messages: Vec<String> = duplicates
+    let mut problems: Vec<(&str, &String)> = duplicates
         .iter()
-        .map(|f| {
+        .map(|f| ("duplicate", f))
+        .chain(unknown.iter().map(|f| ("unknown", f)))
+        .collect();
+    if problems.len() > 1
+        && let Some(paths) = text.and_then(|t| genplane_apimachinery::json::key_paths(t).ok())
+    {
+        // A field's place: where it first appears, a repeat where it appears again.
+        let place = |(what, path): &(&str, &String)| {
+            let mut at = paths.iter().enumerate().filter(|(_, p)| p == path);
+            let first = at.next().map(|(i, _)| i);
+            match *what {
+                "duplicate" => at.next().map(|(i, _)| i).or(first),
+                _ => first,
+            }
+            .unwrap_or(usize::MAX)
+        };
+        problems.sort_by_key(place);
+    }
+    let messages: Vec<String> = problems
+        .iter()
+        .map(|(what, path)| {
             format!(
-                "duplicate field {}",
-                genplane_apimachinery::gofmt::Quoted(f)
+                "{what} field {}",
+                genplane_apimachinery::gofmt::Quoted(path)
             )
         })
-        .chain(
-            unknown
-                .iter()
-                .map(|f| format!("unknown field {}", genplane_apimachinery::gofmt::Quoted(f))),
-        )
         .collect();
     if strict && !messages.is_empty() {
         return Err(

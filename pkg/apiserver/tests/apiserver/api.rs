@@ -598,6 +598,27 @@ async fn bad_input_gets_a_precise_status(server: Server) {
         "{}",
         strict.json()
     );
+    // Problems are listed in document order, as upstream's strict decoder meets them.
+    let unknown_first = call(
+        &server,
+        Method::POST,
+        &format!("{path}?fieldValidation=Strict"),
+        &[("content-type", "application/json")],
+        Some(
+            br#"{"extra":1,"data":{"k":"1","other":"x","k":"2"},"metadata":{"name":"dup2"}}"#
+                .to_vec(),
+        ),
+    )
+    .await;
+    assert_eq!(unknown_first.status, 400);
+    assert!(
+        unknown_first.json()["message"]
+            .as_str()
+            .unwrap()
+            .ends_with(r#"strict decoding error: unknown field "extra", duplicate field "data.k""#),
+        "{}",
+        unknown_first.json()
+    );
     let warned = call(
         &server,
         Method::POST,
