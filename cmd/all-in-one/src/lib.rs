@@ -13,12 +13,12 @@
 //! one process runs them, the others serve the API and stand by, and one takes over within the
 //! lease duration (15 s) when the leader dies.
 //!
-//! A leader that cannot renew its Lease stops its controllers at once (before another process
-//! may take over) and then stops the whole process, API server included: the API server first
-//! stops taking requests and finishes the open ones, then the process exits 1 with
-//! `leaderelection lost`, as upstream's controller-manager (and k3s) do, so that the service
-//! manager restarts it and it stands again as a candidate. Not serving the API for the moment
-//! of a restart was preferred over a process that silently keeps serving without controllers.
+//! A leader that cannot renew its Lease (an etcd outage longer than the renew deadline, say)
+//! stops its controllers at once, before another process may take over, says so in its log
+//! (`leaderelection lost ... campaigning again`) and stands again as a candidate, while its API
+//! server serves on (answering 503 itself while etcd is unavailable): losing the Lease does
+//! not take the API down with it. `genplane controller-manager`, which has no API to serve,
+//! exits 1 instead, as upstream's does, for its service manager to restart it.
 //!
 //! SIGTERM stops both (a leader releases the Lease, so another process takes over at once); a
 //! controller-manager that fails ends the process with its error, the API server drained first;
@@ -180,9 +180,14 @@ pub fn run(matches: &ArgMatches, process: &Process) -> anyhow::Result<()> {
                 false,
                 &mut invalid,
             );
-            let config = invalid
+            let mut config = invalid
                 .finish(validated)
                 .context("configuring the controller-manager")?;
+            // The API server serves on when the Lease is lost: the controllers stop and
+            // campaign again.
+            if let Some(election) = &mut config.leader_election {
+                election.campaign_again = true;
+            }
             tracing::info!(
                 server = ready.server_url,
                 leader_elect,

@@ -246,38 +246,55 @@ pub async fn serve(
         )))
     };
 
-    // The shared watches start when the controllers first run: after the Lease is taken.
-    let mut context = ControllerContext::new(client, root_ca, config.resource_quota_sync_period);
-    context.network_claim_release_grace = config.network_claim_release_grace;
-    // The well-known claim of --cluster-cidr is kept only while the feature is on (a draining
-    // registry controller runs without it).
-    context.cluster_cidr = config.cluster_cidr.clone();
-    // Dynamic: the follower may change it while the controllers run; each sync asks.
-    let gate = config.common.feature_gate.clone();
-    context.pods_first = std::sync::Arc::new(move || {
-        gate.enabled(genplane_controller::features::ORDERED_NAMESPACE_DELETION)
-    });
+    // The shared watches start when the controllers first run: after the Lease is taken (each
+    // time it is, for a candidate that campaigns again).
+    let context = || {
+        let mut context = ControllerContext::new(
+            client.clone(),
+            root_ca.clone(),
+            config.resource_quota_sync_period,
+        );
+        context.network_claim_release_grace = config.network_claim_release_grace;
+        // The well-known claim of --cluster-cidr is kept only while the feature is on (a
+        // draining registry controller runs without it).
+        context.cluster_cidr = config.cluster_cidr.clone();
+        // Dynamic: the follower may change it while the controllers run; each sync asks.
+        let gate = config.common.feature_gate.clone();
+        context.pods_first = std::sync::Arc::new(move || {
+            gate.enabled(genplane_controller::features::ORDERED_NAMESPACE_DELETION)
+        });
+        context
+    };
     let stop = shutdown.clone();
-    let result = match &elector {
-        Some(elector) => {
+    let result = match (&elector, &config.leader_election) {
+        (Some(elector), Some(election)) => loop {
             tracing::info!(%identity, "starting leader election");
             let work = run_controllers(
                 &config.controllers,
                 CONTROLLERS,
-                context,
-                gate_states,
+                context(),
+                gate_states.clone(),
                 std::future::pending(),
             );
             match elector.run(work, stop.triggered()).await {
-                Ok(Some(outcome)) => outcome.map_err(anyhow::Error::from),
-                Ok(None) => Ok(()),
-                Err(error) => Err(error.into()),
+                Ok(Some(outcome)) => break outcome.map_err(anyhow::Error::from),
+                Ok(None) => break Ok(()),
+                Err(error @ genplane_controller::leaderelection::Error::LeadershipLost { .. })
+                    if election.campaign_again =>
+                {
+                    // The controllers stopped before anyone else may take over; the process
+                    // (an API server) serves on, and this candidate stands again.
+                    tracing::warn!(
+                        "{error}: the controllers stopped; campaigning again for the lease"
+                    );
+                }
+                Err(error) => break Err(error.into()),
             }
-        }
-        None => run_controllers(
+        },
+        _ => run_controllers(
             &config.controllers,
             CONTROLLERS,
-            context,
+            context(),
             gate_states,
             stop.triggered(),
         )

@@ -123,6 +123,10 @@ pub struct LeaderElection {
     pub namespace: String,
     /// `--leader-elect-resource-name`.
     pub name: String,
+    /// What losing the Lease does: `false` (the controller-manager, as upstream's) ends the
+    /// process; `true` (all-in-one, whose API server serves on) stops the controllers and
+    /// campaigns again.
+    pub campaign_again: bool,
 }
 
 /// The validated options.
@@ -194,6 +198,7 @@ impl ControllerManagerOptions {
                     retry_period,
                     namespace: self.leader_elect_resource_namespace.clone(),
                     name: self.leader_elect_resource_name.clone(),
+                    campaign_again: false,
                 };
                 if self.leader_elect {
                     let check = genplane_controller::leaderelection::LeaderElectionConfig {
