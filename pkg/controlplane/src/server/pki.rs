@@ -135,7 +135,8 @@ fn ca_params() -> Result<CertificateParams, PkiError> {
 
 /// The certificates in `dir`, made when missing (a certificate whose file is present is
 /// kept). The serving certificate is valid for localhost, the loopback addresses and
-/// `extra_hosts`.
+/// `extra_hosts`; one that is not (another server's, copied with the CA) or that the CA did
+/// not sign is made again, so that servers sharing a CA each serve a certificate of their own.
 pub fn ensure(dir: &Path, extra_hosts: &[String]) -> Result<Pki, PkiError> {
     let clients: Vec<Client> = CLIENTS
         .iter()
@@ -179,28 +180,40 @@ pub fn ensure(dir: &Path, extra_hosts: &[String]) -> Result<Pki, PkiError> {
     };
     let issuer = Issuer::new(ca_params()?, ca_key);
 
-    if !(pki.serving_cert.exists() && pki.serving_key.exists()) {
-        let serving_key = KeyPair::generate()?;
-        let mut names: Vec<String> = vec![
-            "localhost".into(),
-            "kubernetes".into(),
-            "kubernetes.default".into(),
-        ];
-        names.extend(
-            extra_hosts
-                .iter()
-                .filter(|h| h.parse::<std::net::IpAddr>().is_err())
-                .cloned(),
-        );
-        let mut serving = CertificateParams::new(names)?;
-        for ip in ["127.0.0.1", "::1"]
+    let mut names: Vec<String> = vec![
+        "localhost".into(),
+        "kubernetes".into(),
+        "kubernetes.default".into(),
+    ];
+    names.extend(
+        extra_hosts
             .iter()
-            .map(|s| (*s).to_owned())
-            .chain(extra_hosts.iter().cloned())
-        {
-            if let Ok(ip) = ip.parse() {
-                serving.subject_alt_names.push(SanType::IpAddress(ip));
+            .filter(|h| h.parse::<std::net::IpAddr>().is_err())
+            .cloned(),
+    );
+    let ips: Vec<std::net::IpAddr> = ["127.0.0.1", "::1"]
+        .iter()
+        .map(|s| (*s).to_owned())
+        .chain(extra_hosts.iter().cloned())
+        .filter_map(|ip| ip.parse().ok())
+        .collect();
+    let usable = pki.serving_cert.exists()
+        && pki.serving_key.exists()
+        && match serving_fits(&pki.serving_cert, &pki.ca, &names, &ips) {
+            Ok(()) => true,
+            Err(why) => {
+                tracing::warn!(
+                    certificate = %pki.serving_cert.display(),
+                    "the serving certificate {why}: making one for this server"
+                );
+                false
             }
+        };
+    if !usable {
+        let serving_key = KeyPair::generate()?;
+        let mut serving = CertificateParams::new(names)?;
+        for ip in ips {
+            serving.subject_alt_names.push(SanType::IpAddress(ip));
         }
         serving
             .distinguished_name
@@ -231,6 +244,59 @@ pub fn ensure(dir: &Path, extra_hosts: &[String]) -> Result<Pki, PkiError> {
         write(&client.key, &key.serialize_pem(), true)?;
     }
     Ok(pki)
+}
+
+/// Whether the serving certificate at `cert` was signed by the CA at `ca` and names every one
+/// of `names` and `ips`; else why not.
+fn serving_fits(
+    cert: &Path,
+    ca: &Path,
+    names: &[String],
+    ips: &[std::net::IpAddr],
+) -> Result<(), String> {
+    use rustls::pki_types::CertificateDer;
+    use rustls::pki_types::pem::PemObject as _;
+    let der = |path: &Path| {
+        CertificateDer::from_pem_file(path).map_err(|e| format!("cannot be read ({e})"))
+    };
+    let (cert_der, ca_der) = (der(cert)?, der(ca)?);
+    fn parse<'a>(
+        der: &'a CertificateDer<'_>,
+    ) -> Result<x509_parser::certificate::X509Certificate<'a>, String> {
+        x509_parser::parse_x509_certificate(der)
+            .map(|(_, cert)| cert)
+            .map_err(|e| format!("cannot be parsed ({e})"))
+    }
+    let (cert, ca) = (parse(&cert_der)?, parse(&ca_der)?);
+    cert.verify_signature(Some(ca.public_key()))
+        .map_err(|_| "was not signed by this server's CA".to_owned())?;
+    let sans: Vec<&x509_parser::extensions::GeneralName<'_>> = cert
+        .subject_alternative_name()
+        .ok()
+        .flatten()
+        .map(|ext| ext.value.general_names.iter().collect())
+        .unwrap_or_default();
+    let has_name = |name: &str| {
+        sans.iter().any(|san| {
+            matches!(san, x509_parser::extensions::GeneralName::DNSName(n) if n.eq_ignore_ascii_case(name))
+        })
+    };
+    let has_ip = |ip: &std::net::IpAddr| {
+        let octets = match ip {
+            std::net::IpAddr::V4(v4) => v4.octets().to_vec(),
+            std::net::IpAddr::V6(v6) => v6.octets().to_vec(),
+        };
+        sans.iter().any(|san| {
+            matches!(san, x509_parser::extensions::GeneralName::IPAddress(a) if *a == octets.as_slice())
+        })
+    };
+    if let Some(missing) = names.iter().find(|n| !has_name(n)) {
+        return Err(format!("does not name {missing}"));
+    }
+    if let Some(missing) = ips.iter().find(|ip| !has_ip(ip)) {
+        return Err(format!("does not name {missing}"));
+    }
+    Ok(())
 }
 
 /// Writes a kubeconfig for `server` that trusts `ca` and authenticates with a client
@@ -299,6 +365,53 @@ mod tests {
                 & 0o777,
             0o600
         );
+    }
+
+    /// Two servers sharing a CA (the first's `pki/` copied to the second): the second serves a
+    /// certificate for its own address, signed by the shared CA; the first's is kept.
+    #[test]
+    fn a_serving_certificate_for_another_address_is_made_again() {
+        let first = tempfile::tempdir().unwrap();
+        let a = ensure(first.path(), &["127.0.0.3".into()]).unwrap();
+        let second = tempfile::tempdir().unwrap();
+        for entry in std::fs::read_dir(first.path()).unwrap() {
+            let entry = entry.unwrap();
+            std::fs::copy(entry.path(), second.path().join(entry.file_name())).unwrap();
+        }
+        let b = ensure(second.path(), &["127.0.0.2".into()]).unwrap();
+        assert_eq!(
+            std::fs::read(&b.ca).unwrap(),
+            std::fs::read(&a.ca).unwrap(),
+            "the CA is shared"
+        );
+        assert_ne!(
+            std::fs::read(&b.serving_cert).unwrap(),
+            std::fs::read(&a.serving_cert).unwrap()
+        );
+        let ips = |extra: &str| {
+            vec![
+                "127.0.0.1".parse().unwrap(),
+                "::1".parse().unwrap(),
+                extra.parse().unwrap(),
+            ]
+        };
+        let names = ["localhost".to_owned()];
+        serving_fits(&b.serving_cert, &b.ca, &names, &ips("127.0.0.2")).unwrap();
+        assert_eq!(
+            serving_fits(&a.serving_cert, &a.ca, &names, &ips("127.0.0.2")),
+            Err("does not name 127.0.0.2".to_owned())
+        );
+        // The first keeps its own.
+        let kept = std::fs::read(&a.serving_cert).unwrap();
+        ensure(first.path(), &["127.0.0.3".into()]).unwrap();
+        assert_eq!(std::fs::read(&a.serving_cert).unwrap(), kept);
+        // A certificate of another CA is made again too.
+        let other = tempfile::tempdir().unwrap();
+        let c = ensure(other.path(), &[]).unwrap();
+        std::fs::copy(&c.serving_cert, &a.serving_cert).unwrap();
+        std::fs::copy(&c.serving_key, &a.serving_key).unwrap();
+        ensure(first.path(), &["127.0.0.3".into()]).unwrap();
+        serving_fits(&a.serving_cert, &a.ca, &names, &ips("127.0.0.3")).unwrap();
     }
 
     #[test]
