@@ -135,6 +135,16 @@ pub async fn serve_until_ready(
         }
         match genplane_controller::client::connect(Some(&kubeconfig)).await {
             Ok((client, _)) => {
+                // The server's own clients reach it as any client would: say so at once when
+                // they cannot (a serving certificate that does not name the address, say).
+                if let Err(error) = client.apiserver_version().await {
+                    tracing::error!(
+                        %error,
+                        kubeconfig = %kubeconfig.display(),
+                        "the API server cannot reach itself through its loopback kubeconfig: \
+                         feature reports and well-known claims will fail"
+                    );
+                }
                 if gate.enabled(genplane_controlplane::features::NETWORK_REGISTRY) {
                     let stop = stop.clone();
                     tokio::spawn(genplane_networkregistry::well_known::keep(
