@@ -932,3 +932,53 @@ fn fields_a_mutating_webhook_adds_outside_the_schema_are_pruned() {
     );
     assert!(stored.get("bogus").is_none(), "{stored}");
 }
+
+/// A server-side apply must fit the kind's type whatever `fieldValidation` says: fields the
+/// schema does not declare are refused in structured-merge-diff's words, for a custom
+/// resource (root and nested metadata included) and a built-in kind alike, and nothing of
+/// them is stored or owned.
+#[test]
+fn an_apply_with_undeclared_fields_is_refused_whatever_field_validation_says() {
+    let server = start();
+    install_crontabs(&server);
+    let raw = server.raw();
+    let apply = |path: &str, body: &str, validation: &str| {
+        raw.request(
+            "PATCH",
+            &format!("{path}?fieldManager=tester&fieldValidation={validation}"),
+            &[("Content-Type", "application/apply-patch+yaml")],
+            Some(body.as_bytes()),
+        )
+    };
+    let cron = "apiVersion: stable.example.com/v1\nkind: CronTab\nmetadata:\n  name: a\n  unknownMeta: x\nspec:\n  cronSpec: '* * * * *'\n  unknownField: u\n";
+    for validation in ["Strict", "Warn", "Ignore"] {
+        let answer = apply(
+            "/apis/stable.example.com/v1/namespaces/default/crontabs/a",
+            cron,
+            validation,
+        );
+        assert_eq!(answer.status, 400, "{validation}: {}", answer.text());
+        let message = answer.json()["message"].as_str().unwrap().to_owned();
+        assert!(
+            message.starts_with(
+                "failed to create typed patch object (default/a; stable.example.com/v1, Kind=CronTab): errors:"
+            ),
+            "{validation}: {message}"
+        );
+        for field in [".metadata.unknownMeta", ".spec.unknownField"] {
+            assert!(
+                message.contains(&format!("{field}: field not declared in schema")),
+                "{validation}: {message}"
+            );
+        }
+    }
+    let missing = raw.get("/apis/stable.example.com/v1/namespaces/default/crontabs/a");
+    assert_eq!(missing.status, 404, "{}", missing.text());
+    let cm = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: c\nbogus: 1\n";
+    let answer = apply("/api/v1/namespaces/default/configmaps/c", cm, "Ignore");
+    assert_eq!(answer.status, 400, "{}", answer.text());
+    assert_eq!(
+        answer.json()["message"],
+        "failed to create typed patch object (default/c; v1, Kind=ConfigMap): .bogus: field not declared in schema"
+    );
+}

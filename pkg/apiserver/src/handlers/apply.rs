@@ -46,6 +46,21 @@ fn conflict_status(conflicts: &[managed::Conflict]) -> Status {
     })
 }
 
+/// The answer to a configuration that does not fit the kind's type, in upstream's words.
+/// Upstream answers it with a 500; it is the client's mistake, so genplane answers 400.
+fn untyped(
+    namespace: &str,
+    name: &str,
+    api_version: &str,
+    kind: &str,
+    errors: impl std::fmt::Display,
+) -> ApiError {
+    Status::bad_request(format!(
+        "failed to create typed patch object ({namespace}/{name}; {api_version}, Kind={kind}): {errors}"
+    ))
+    .into()
+}
+
 /// Reads the applied configuration: JSON when it parses as JSON (its repeated keys are
 /// reported to `fieldValidation`), else YAML.
 fn read_config(bytes: &[u8]) -> Result<(Value, Vec<String>), ApiError> {
@@ -103,6 +118,20 @@ pub(crate) async fn apply<S: Storage>(
         }
         _ => {}
     }
+    // Unknown fields are not a matter of fieldValidation for an apply: the configuration must
+    // fit the kind's type, as upstream's typed patch must (repeated keys are).
+    let unknown = info.unknown_fields(&config)?;
+    if !unknown.is_empty() {
+        let errors: Vec<String> = unknown
+            .iter()
+            .map(|path| format!(".{path}: field not declared in schema"))
+            .collect();
+        let errors = match errors.as_slice() {
+            [one] => one.clone(),
+            many => format!("errors:\n  {}", many.join("\n  ")),
+        };
+        return Err(untyped(namespace, name, &expected, &info.kind, &errors));
+    }
     let warnings = ctx.field_validation(&config, &duplicates)?;
 
     let writer = Writer {
@@ -143,19 +172,10 @@ pub(crate) async fn apply<S: Storage>(
             continue;
         }
         let (mut applied, _) = computed.map_err(|e| match e {
-                ApplyError::Conflicts(conflicts) => ApiError::from(conflict_status(&conflicts)),
-                ApplyError::BadRequest(message) => Status::bad_request(message).into(),
-                ApplyError::Type(e) => {
-                    // Upstream answers a configuration that does not fit the schema with a
-                    // 500; it is the client's mistake, so genplane answers 400 with the same
-                    // words.
-                    Status::bad_request(format!(
-                        "failed to create typed patch object ({namespace}/{name}; {expected}, Kind={}): {e}",
-                        info.kind
-                    ))
-                    .into()
-                }
-            })?;
+            ApplyError::Conflicts(conflicts) => ApiError::from(conflict_status(&conflicts)),
+            ApplyError::BadRequest(message) => Status::bad_request(message).into(),
+            ApplyError::Type(e) => untyped(namespace, name, &expected, &info.kind, e),
+        })?;
         let result = match &current {
             None => {
                 if !ctx.request.subresource.is_empty() {
