@@ -25,21 +25,68 @@ pub fn key_paths(text: &[u8]) -> Result<Vec<String>, serde_json::Error> {
 }
 
 fn parse_recording(text: &[u8], every: bool) -> Result<(Value, Vec<String>), serde_json::Error> {
-    let mut found = Vec::new();
+    let mut record = Paths {
+        found: Vec::new(),
+        every,
+    };
     let mut deserializer = serde_json::Deserializer::from_slice(text);
     let value = Parse {
         at: At::Root,
-        found: &mut found,
-        every,
+        record: &mut record,
     }
     .deserialize(&mut deserializer)?;
     deserializer.end()?;
-    Ok((value, found))
+    Ok((value, record.found))
+}
+
+/// Records the paths of repeated keys (or of every key).
+struct Paths {
+    found: Vec<String>,
+    /// Every key's path, not only repeats'.
+    every: bool,
+}
+
+impl Record for Paths {
+    type Key = String;
+
+    fn name(key: &String) -> &str {
+        key
+    }
+
+    fn key(&mut self, at: &At<'_>, _: &String, repeated: bool) {
+        if self.every || repeated {
+            self.found.push(at.to_string());
+        }
+    }
+}
+
+/// What a parse notes of the keys it meets, and how it reads them (a YAML key with its
+/// line, say).
+pub(crate) trait Record {
+    /// A key as read.
+    type Key: for<'de> serde::Deserialize<'de>;
+    /// The key's name in the value.
+    fn name(key: &Self::Key) -> &str;
+    /// Called for each key at `at`; `repeated` when its mapping had it already.
+    fn key(&mut self, at: &At<'_>, key: &Self::Key, repeated: bool);
+}
+
+/// Parses any self-describing text (JSON, YAML) into a JSON value, as `serde_json::Value`'s
+/// own deserializer does (the last of repeated keys kept), telling `record` of every key.
+pub(crate) fn parse_with<'de, D: Deserializer<'de>, R: Record>(
+    deserializer: D,
+    record: &mut R,
+) -> Result<Value, D::Error> {
+    Parse {
+        at: At::Root,
+        record,
+    }
+    .deserialize(deserializer)
 }
 
 /// Where the parse is: a path written out only when a repeat is found.
 #[derive(Clone, Copy)]
-enum At<'a> {
+pub(crate) enum At<'a> {
     Root,
     Key(&'a At<'a>, &'a str),
     Index(&'a At<'a>, usize),
@@ -56,14 +103,12 @@ impl fmt::Display for At<'_> {
     }
 }
 
-struct Parse<'a, 'f> {
+struct Parse<'a, 'f, R> {
     at: At<'a>,
-    found: &'f mut Vec<String>,
-    /// Every key's path goes to `found`, not only repeats'.
-    every: bool,
+    record: &'f mut R,
 }
 
-impl<'de> DeserializeSeed<'de> for Parse<'_, '_> {
+impl<'de, R: Record> DeserializeSeed<'de> for Parse<'_, '_, R> {
     type Value = Value;
 
     fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<Value, D::Error> {
@@ -72,7 +117,7 @@ impl<'de> DeserializeSeed<'de> for Parse<'_, '_> {
     }
 }
 
-impl<'de> Visitor<'de> for Parse<'_, '_> {
+impl<'de, R: Record> Visitor<'de> for Parse<'_, '_, R> {
     type Value = Value;
 
     fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -109,8 +154,7 @@ impl<'de> Visitor<'de> for Parse<'_, '_> {
         loop {
             let item = Parse {
                 at: At::Index(&self.at, items.len()),
-                found: &mut *self.found,
-                every: self.every,
+                record: &mut *self.record,
             };
             match seq.next_element_seed(item)? {
                 Some(value) => items.push(value),
@@ -121,17 +165,15 @@ impl<'de> Visitor<'de> for Parse<'_, '_> {
 
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Value, A::Error> {
         let mut object = Map::new();
-        while let Some(key) = map.next_key::<String>()? {
-            let at = At::Key(&self.at, &key);
-            if self.every || object.contains_key(&key) {
-                self.found.push(at.to_string());
-            }
+        while let Some(key) = map.next_key::<R::Key>()? {
+            let name = R::name(&key);
+            let at = At::Key(&self.at, name);
+            self.record.key(&at, &key, object.contains_key(name));
             let value = map.next_value_seed(Parse {
                 at,
-                found: &mut *self.found,
-                every: self.every,
+                record: &mut *self.record,
             })?;
-            object.insert(key, value);
+            object.insert(name.to_owned(), value);
         }
         Ok(Value::Object(object))
     }

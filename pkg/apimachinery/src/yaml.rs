@@ -15,8 +15,91 @@ pub fn from_str(text: &str) -> Result<Value, String> {
     })
 }
 
+/// A key a YAML mapping repeats: where it repeats (its 1-based line) and its name.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Repeated {
+    /// The line of the repeat.
+    pub line: u64,
+    /// The key.
+    pub key: String,
+}
+
+impl std::fmt::Display for Repeated {
+    /// Upstream's YAML decoder's words: `line 5: key "name" already set in map`.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "line {}: key {} already set in map",
+            self.line,
+            crate::gofmt::Quoted(&self.key)
+        )
+    }
+}
+
+/// Reads one YAML document like [`from_str`], except that a key a mapping repeats is no
+/// error: its last value is kept (as upstream's non-strict YAML decoding keeps it), and the
+/// repeats are answered in document order (what strict decoding reports).
+pub fn from_str_repeating(text: &str) -> Result<(Value, Vec<Repeated>), String> {
+    stacker::maybe_grow(PARSER_STACK / 2, PARSER_STACK, || {
+        let options = serde_saphyr::options! {
+            duplicate_keys: serde_saphyr::options::DuplicateKeyPolicy::PassThrough,
+        };
+        let mut record = Repeats(Vec::new());
+        let value = serde_saphyr::with_deserializer_from_str_with_options(text, options, |d| {
+            crate::json::parse_with(d, &mut record)
+        })
+        .map_err(|e| e.to_string())?;
+        Ok((value, record.0))
+    })
+}
+
+/// Records repeated keys with their lines.
+struct Repeats(Vec<Repeated>);
+
+impl crate::json::Record for Repeats {
+    type Key = serde_saphyr::Spanned<String>;
+
+    fn name(key: &Self::Key) -> &str {
+        &key.value
+    }
+
+    fn key(&mut self, _: &crate::json::At<'_>, key: &Self::Key, repeated: bool) {
+        if repeated {
+            self.0.push(Repeated {
+                line: key.referenced.line(),
+                key: key.value.clone(),
+            });
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn repeated_keys_are_found_with_their_lines_and_the_last_value_kept() {
+        let text = "a: 1\nmetadata:\n  name: first\n  name: second\nlist:\n- k: 1\n  k: 2\na: 3\n";
+        let (value, repeated) = super::from_str_repeating(text).unwrap();
+        assert_eq!(
+            value,
+            serde_json::json!({"a": 3, "metadata": {"name": "second"}, "list": [{"k": 2}]})
+        );
+        let said: Vec<String> = repeated.iter().map(ToString::to_string).collect();
+        assert_eq!(
+            said,
+            [
+                "line 4: key \"name\" already set in map",
+                "line 7: key \"k\" already set in map",
+                "line 8: key \"a\" already set in map",
+            ]
+        );
+        // Without repeats, the same value as `from_str`.
+        let clean = "a: [1, {b: c}]\nd: ~\ne: 'x'\n";
+        assert_eq!(
+            super::from_str_repeating(clean).unwrap(),
+            (super::from_str(clean).unwrap(), Vec::new())
+        );
+    }
+
     #[test]
     fn any_depth_is_an_error_or_a_value_on_a_small_stack() {
         for depth in [10usize, 1_000, 100_000] {

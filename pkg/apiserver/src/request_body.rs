@@ -123,6 +123,33 @@ fn check_type_meta(info: &ServedKind, map: &mut Map<String, Value>) -> Result<()
     Ok(())
 }
 
+/// What the `fieldValidation` parameter asks for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FieldValidation {
+    /// Problems refuse the write (400).
+    Strict,
+    /// Problems are warnings (the default).
+    Warn,
+    /// Problems are ignored.
+    Ignore,
+}
+
+impl FieldValidation {
+    /// The parameter's value (`None` when not given: Warn), or upstream's 400.
+    pub fn parse(mode: Option<&str>) -> Result<FieldValidation, ApiError> {
+        match mode.unwrap_or("") {
+            "Strict" => Ok(FieldValidation::Strict),
+            "" | "Warn" => Ok(FieldValidation::Warn),
+            "Ignore" => Ok(FieldValidation::Ignore),
+            other => Err(Status::bad_request(format!(
+                "fieldValidation parameter unsupported: {} (supported: Strict, Warn, Ignore)",
+                genplane_apimachinery::gofmt::Quoted(other)
+            ))
+            .into()),
+        }
+    }
+}
+
 /// Applies `fieldValidation` to the unknown fields of `object` and the repeated keys of
 /// its text (`duplicates`): Strict refuses them (400), Warn (the default) returns them as
 /// warnings, Ignore ignores them.
@@ -145,18 +172,10 @@ fn field_validation_in_order(
     duplicates: &[String],
     text: Option<&[u8]>,
 ) -> Result<Vec<String>, ApiError> {
-    let mode = mode.unwrap_or("");
-    let strict = match mode {
-        "Strict" => true,
-        "" | "Warn" => false,
-        "Ignore" => return Ok(Vec::new()),
-        other => {
-            return Err(Status::bad_request(format!(
-                "fieldValidation parameter unsupported: {} (supported: Strict, Warn, Ignore)",
-                genplane_apimachinery::gofmt::Quoted(other)
-            ))
-            .into());
-        }
+    let strict = match FieldValidation::parse(mode)? {
+        FieldValidation::Strict => true,
+        FieldValidation::Warn => false,
+        FieldValidation::Ignore => return Ok(Vec::new()),
     };
     let unknown = info.unknown_fields(object)?;
     let mut problems: Vec<(&str, &String)> = duplicates

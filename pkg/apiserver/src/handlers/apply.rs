@@ -20,8 +20,9 @@ use serde_json::Value;
 use super::{Ctx, read_bytes, respond};
 use crate::body::ResponseBody;
 use crate::encode;
-use crate::negotiation::{BodyFormat, Negotiated};
-use crate::request_body::decode_body;
+use crate::negotiation::Negotiated;
+use crate::request_body::FieldValidation;
+use genplane_apimachinery::yaml::Repeated;
 
 /// How often an apply is computed again after losing a race with another write.
 const ATTEMPTS: usize = 5;
@@ -61,17 +62,44 @@ fn untyped(
     .into()
 }
 
-/// Reads the applied configuration: JSON when it parses as JSON (its repeated keys are
-/// reported to `fieldValidation`), else YAML.
-fn read_config(bytes: &[u8]) -> Result<(Value, Vec<String>), ApiError> {
-    let (config, duplicates) = match genplane_apimachinery::json::parse(bytes) {
-        Ok(parsed) => parsed,
-        Err(_) => (decode_body(bytes, BodyFormat::Yaml)?, Vec::new()),
+/// Reads the applied configuration (YAML, of which JSON is a form: JSON without repeated keys
+/// is read as JSON, faster), and the keys it repeats (the last value kept), as upstream's YAML
+/// decoding reads it.
+fn read_config(bytes: &[u8]) -> Result<(Value, Vec<Repeated>), ApiError> {
+    let (config, repeated) = match genplane_apimachinery::json::parse(bytes) {
+        Ok((config, repeated)) if repeated.is_empty() => (config, Vec::new()),
+        _ => {
+            let text = std::str::from_utf8(bytes).map_err(|e| {
+                ApiError::from(Status::bad_request(format!(
+                    "the request body is not UTF-8: {e}"
+                )))
+            })?;
+            genplane_apimachinery::yaml::from_str_repeating(text).map_err(|e| {
+                ApiError::from(Status::bad_request(format!("error decoding YAML: {e}")))
+            })?
+        }
     };
     if !config.is_object() {
         return Err(Status::bad_request("the applied configuration must be an object").into());
     }
-    Ok((config, duplicates))
+    Ok((config, repeated))
+}
+
+/// What `fieldValidation` makes of the keys an applied configuration repeats, in upstream's
+/// words: Strict refuses them (400), Warn warns of each, Ignore keeps the last values.
+fn repeated_keys(mode: FieldValidation, repeated: &[Repeated]) -> Result<Vec<String>, ApiError> {
+    if repeated.is_empty() || mode == FieldValidation::Ignore {
+        return Ok(Vec::new());
+    }
+    let lines: Vec<String> = repeated.iter().map(ToString::to_string).collect();
+    if mode == FieldValidation::Strict {
+        return Err(Status::bad_request(format!(
+            "error strict decoding YAML: error converting YAML to JSON: yaml: unmarshal errors:\n  {}",
+            lines.join("\n  ")
+        ))
+        .into());
+    }
+    Ok(lines)
 }
 
 /// Answers an apply patch: 200 with the object, 201 when it was created.
@@ -85,7 +113,8 @@ pub(crate) async fn apply<S: Storage>(
     let force = ctx.query.flag("force");
     let dry_run = ctx.query.dry_run()?;
     let bytes = read_bytes(body).await?;
-    let (mut config, duplicates) = read_config(&bytes)?;
+    let mode = FieldValidation::parse(ctx.query.get("fieldValidation"))?;
+    let (mut config, repeated) = read_config(&bytes)?;
 
     let info = ctx.info;
     let expected = info.api_version();
@@ -132,7 +161,7 @@ pub(crate) async fn apply<S: Storage>(
         };
         return Err(untyped(namespace, name, &expected, &info.kind, &errors));
     }
-    let warnings = ctx.field_validation(&config, &duplicates)?;
+    let warnings = repeated_keys(mode, &repeated)?;
 
     let writer = Writer {
         schema: ctx.types,

@@ -820,3 +820,70 @@ async fn update_managers_are_capped_at_ten() {
     let m03 = raw.iter().find(|e| e["manager"] == "m03").unwrap();
     assert!(ancient["time"].as_str().unwrap() <= m03["time"].as_str().unwrap());
 }
+
+/// An applied configuration's repeated keys, in upstream's YAML decoder's words: Strict
+/// refuses them (naming each line), Warn warns of each, Ignore keeps the last values; a JSON
+/// body is YAML too.
+#[tokio::test]
+async fn repeated_keys_of_an_apply_are_named_by_line() {
+    let server = support::start().await;
+    let yaml = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: dup\n  name: dup\ndata:\n  k: a\n  other: x\n  k: b\n";
+    let url = |mode: &str| format!("{CM}/dup?fieldManager=m&fieldValidation={mode}");
+    let strict = send(
+        &server,
+        Method::PATCH,
+        &url("Strict"),
+        APPLY,
+        &Value::String(yaml.into()),
+    )
+    .await;
+    assert_eq!(strict.status, 400, "{}", strict.json());
+    assert_eq!(
+        strict.json()["message"],
+        "error strict decoding YAML: error converting YAML to JSON: yaml: unmarshal errors:\n  line 5: key \"name\" already set in map\n  line 9: key \"k\" already set in map"
+    );
+    let warned = send(
+        &server,
+        Method::PATCH,
+        &url("Warn"),
+        APPLY,
+        &Value::String(yaml.into()),
+    )
+    .await;
+    assert_eq!(warned.status, 201, "{}", warned.json());
+    assert_eq!(warned.json()["data"], json!({"k": "b", "other": "x"}));
+    let warnings = warned.warnings();
+    assert!(
+        warnings
+            .iter()
+            .any(|w| w.contains(r#"line 9: key \"k\" already set in map"#)),
+        "{warnings:?}"
+    );
+    let json_body = r#"{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"dup"},"data":{"k":"c","k":"d"}}"#;
+    let ignored = send(
+        &server,
+        Method::PATCH,
+        &url("Ignore"),
+        APPLY,
+        &Value::String(json_body.into()),
+    )
+    .await;
+    assert_eq!(ignored.status, 200, "{}", ignored.json());
+    assert_eq!(ignored.json()["data"]["k"], "d");
+    let strict = send(
+        &server,
+        Method::PATCH,
+        &url("Strict"),
+        APPLY,
+        &Value::String(json_body.into()),
+    )
+    .await;
+    assert!(
+        strict.json()["message"]
+            .as_str()
+            .unwrap()
+            .ends_with("line 1: key \"k\" already set in map"),
+        "{}",
+        strict.json()
+    );
+}
