@@ -70,9 +70,21 @@ impl Conversion {
         self.to(objects, &self.served).await
     }
 
-    /// `objects` (as served) in the storage version, in the same order.
-    pub async fn to_stored(&self, objects: Vec<Value>) -> Result<Vec<Value>, ApiError> {
-        self.to(objects, &self.stored).await
+    /// One object (as stored) in the served version.
+    pub async fn one_to_served(&self, object: Value) -> Result<Value, ApiError> {
+        self.one(object, &self.served).await
+    }
+
+    /// One object (as served) in the storage version.
+    pub async fn one_to_stored(&self, object: Value) -> Result<Value, ApiError> {
+        self.one(object, &self.stored).await
+    }
+
+    async fn one(&self, object: Value, api_version: &str) -> Result<Value, ApiError> {
+        let mut converted = self.to(vec![object], api_version).await?;
+        Ok(converted
+            .pop()
+            .expect("invariant: a conversion answers as many objects as it was given"))
     }
 
     /// `objects` in `api_version`: the converter is called once for them all, and not at all

@@ -672,13 +672,14 @@ impl<S: Storage> Store<S> {
         value: &[u8],
         revision: Revision,
     ) -> Result<Value, ApiError> {
-        let stored = object::decode(value, revision)?;
+        self.served_from(object::decode(value, revision)?).await
+    }
+
+    /// The served form of one stored object, converted by the resource's conversion webhook
+    /// first when it has one.
+    async fn served_from(&self, stored: Value) -> Result<Value, ApiError> {
         let stored = match self.strategy.conversion() {
-            Some(conversion) => conversion
-                .to_served(vec![stored])
-                .await?
-                .pop()
-                .expect("invariant: a conversion answers as many objects as it was given"),
+            Some(conversion) => conversion.one_to_served(stored).await?,
             None => stored,
         };
         self.served_decoded(stored)
@@ -781,11 +782,7 @@ impl<S: Storage> Store<S> {
             });
         }
         let object = match self.strategy.conversion() {
-            Some(conversion) => conversion
-                .to_stored(vec![object.clone()])
-                .await?
-                .pop()
-                .expect("invariant: a conversion answers as many objects as it was given"),
+            Some(conversion) => conversion.one_to_stored(object.clone()).await?,
             None => object.clone(),
         };
         let stored = self.strategy.stored_form(object)?;
@@ -802,18 +799,10 @@ impl<S: Storage> Store<S> {
     /// serves it, so that fields the storage version does not keep are not answered (as
     /// upstream answers a write through another version than the storage version).
     async fn answer_of(&self, object: Value, stored: Option<Value>) -> Result<Value, ApiError> {
-        let Some(stored) = stored else {
-            return Ok(object);
-        };
-        let stored = match self.strategy.conversion() {
-            Some(conversion) => conversion
-                .to_served(vec![stored])
-                .await?
-                .pop()
-                .expect("invariant: a conversion answers as many objects as it was given"),
-            None => stored,
-        };
-        self.served_decoded(stored)
+        match stored {
+            Some(stored) => self.served_from(stored).await,
+            None => Ok(object),
+        }
     }
 
     /// Creates `object` in `namespace`.

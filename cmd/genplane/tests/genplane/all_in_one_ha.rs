@@ -65,6 +65,20 @@ impl Member {
             .unwrap()
     }
 
+    /// Merge-patches the Lease through this member's API server.
+    fn patch_lease(&self, patch: &str) {
+        ok(self.kubectl(&[
+            "patch",
+            "lease",
+            "-n",
+            "kube-system",
+            LEASE,
+            "--type=merge",
+            "-p",
+            patch,
+        ]));
+    }
+
     /// The Lease's holder, as this member's API server reads it.
     fn holder(&self) -> Option<String> {
         let out = self.kubectl(&[
@@ -231,21 +245,12 @@ fn an_all_in_one_that_loses_the_lease_serves_on_and_campaigns_again() {
     let holder = eventually("a holder of the Lease", || {
         a.holder().filter(|h| *h == a.identity || *h == b.identity)
     });
-    let (mut leader, mut follower) = if holder == a.identity { (a, b) } else { (b, a) };
+    let (mut leader, follower) = if holder == a.identity { (a, b) } else { (b, a) };
     leader.process.wait_for("its controllers starting", |p| {
         p.output().contains("starting controller").then_some(())
     });
 
-    ok(follower.kubectl(&[
-        "patch",
-        "lease",
-        "-n",
-        "kube-system",
-        LEASE,
-        "--type=merge",
-        "-p",
-        r#"{"spec":{"holderIdentity":"intruder","leaseDurationSeconds":3600}}"#,
-    ]));
+    follower.patch_lease(r#"{"spec":{"holderIdentity":"intruder","leaseDurationSeconds":3600}}"#);
     // It gives up after the renew deadline (10 s), says so, and stands again.
     leader.process.wait_for("its log of losing the Lease", |p| {
         p.output()
@@ -270,16 +275,7 @@ fn an_all_in_one_that_loses_the_lease_serves_on_and_campaigns_again() {
     );
 
     // The Lease freed: one of them takes it and the controllers run again.
-    ok(follower.kubectl(&[
-        "patch",
-        "lease",
-        "-n",
-        "kube-system",
-        LEASE,
-        "--type=merge",
-        "-p",
-        r#"{"spec":{"holderIdentity":null}}"#,
-    ]));
+    follower.patch_lease(r#"{"spec":{"holderIdentity":null}}"#);
     eventually("a member to hold the Lease again", || {
         follower
             .holder()

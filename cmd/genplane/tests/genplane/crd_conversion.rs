@@ -104,6 +104,17 @@ fn crd(webhook: &Webhook) -> String {
     .to_string()
 }
 
+/// The test's webhook and a server with the CronTab CRD it converts, established.
+fn start_with_crd() -> (Webhook, Apiserver) {
+    let webhook = start_webhook();
+    let server = start();
+    let file = server.dir.path().join("crd.json");
+    std::fs::write(&file, crd(&webhook)).unwrap();
+    ok(server.kubectl("kubectl", &["apply", "-f", file.to_str().unwrap()]));
+    server.wait_established("crontabs.stable.example.com");
+    (webhook, server)
+}
+
 fn get(server: &Apiserver, resource: &str, name: &str) -> Value {
     let out = ok(server.kubectl(
         "kubectl",
@@ -114,12 +125,7 @@ fn get(server: &Apiserver, resource: &str, name: &str) -> Value {
 
 #[test]
 fn a_conversion_webhook_converts_between_versions_both_ways() {
-    let webhook = start_webhook();
-    let server = start();
-    let file = server.dir.path().join("crd.json");
-    std::fs::write(&file, crd(&webhook)).unwrap();
-    ok(server.kubectl("kubectl", &["apply", "-f", file.to_str().unwrap()]));
-    server.wait_established("crontabs.stable.example.com");
+    let (webhook, server) = start_with_crd();
 
     // Written in v1 (the storage version), read in v2.
     let v1 = server.dir.path().join("v1.yaml");
@@ -212,12 +218,7 @@ fn many_watches_of_a_converted_crd_do_not_hold_up_the_server() {
     use futures::StreamExt;
     use kube::api::{Api, ApiResource, DynamicObject, GroupVersionKind, WatchEvent, WatchParams};
 
-    let webhook = start_webhook();
-    let server = start();
-    let file = server.dir.path().join("crd.json");
-    std::fs::write(&file, crd(&webhook)).unwrap();
-    ok(server.kubectl("kubectl", &["apply", "-f", file.to_str().unwrap()]));
-    server.wait_established("crontabs.stable.example.com");
+    let (webhook, server) = start_with_crd();
 
     // Four watches per worker thread of the server's runtime (one per core), of each version.
     let per_version = 4 * std::thread::available_parallelism().map_or(2, usize::from);

@@ -284,30 +284,16 @@ fn attack_every_path(server: &Apiserver, arm: &dyn Fn(&str)) {
         .iter()
         .flat_map(|r| everywhere(server, r))
         .collect();
-    let existing_uid = ok(server.kubectl(
+    let existing: Value = serde_json::from_str(&ok(server.kubectl(
         "kubectl",
-        &[
-            "get",
-            "configmap",
-            "existing",
-            "-n",
-            "tenant",
-            "-o",
-            "jsonpath={.metadata.uid}",
-        ],
-    ));
-    let existing_created = ok(server.kubectl(
-        "kubectl",
-        &[
-            "get",
-            "configmap",
-            "existing",
-            "-n",
-            "tenant",
-            "-o",
-            "jsonpath={.metadata.creationTimestamp}",
-        ],
-    ));
+        &["get", "configmap", "existing", "-n", "tenant", "-o", "json"],
+    )))
+    .unwrap();
+    let existing_uid = existing["metadata"]["uid"].as_str().unwrap().to_owned();
+    let existing_created = existing["metadata"]["creationTimestamp"]
+        .as_str()
+        .unwrap()
+        .to_owned();
     for (round, attack) in ATTACKS.iter().enumerate() {
         arm(attack);
         for (what, method, path, content_type, body) in paths(round) {
