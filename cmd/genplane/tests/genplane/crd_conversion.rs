@@ -218,7 +218,7 @@ fn many_watches_of_a_converted_crd_do_not_hold_up_the_server() {
     use futures::StreamExt;
     use kube::api::{Api, ApiResource, DynamicObject, GroupVersionKind, WatchEvent, WatchParams};
 
-    let (webhook, server) = start_with_crd();
+    let (_webhook, server) = start_with_crd();
 
     // Four watches per worker thread of the server's runtime (one per core), of each version.
     let per_version = 4 * std::thread::available_parallelism().map_or(2, usize::from);
