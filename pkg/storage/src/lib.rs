@@ -136,9 +136,13 @@ pub enum Error {
 }
 
 impl Error {
-    /// Whether retrying the same operation later may succeed.
+    /// Whether retrying the same operation later may succeed (after a timeout or an
+    /// interruption, a write may also find that it took effect).
     pub fn is_retryable(&self) -> bool {
-        matches!(self, Error::Unavailable(_) | Error::Timeout)
+        matches!(
+            self,
+            Error::Unavailable(_) | Error::Timeout | Error::Interrupted(_)
+        )
     }
 
     /// Wraps a backend-specific error.
@@ -799,6 +803,7 @@ mod tests {
     #[test]
     fn only_transient_errors_are_retryable() {
         assert!(Error::Timeout.is_retryable());
+        assert!(Error::Interrupted("etcd: connection reset".into()).is_retryable());
         assert!(Error::Unavailable("down".into()).is_retryable());
         assert!(!Error::NotFound { key: "/a".into() }.is_retryable());
     }
