@@ -90,6 +90,7 @@
 mod analyze;
 pub mod authz;
 mod compiler;
+pub mod cost;
 mod direct;
 pub mod fuzzing;
 mod optional;
@@ -107,6 +108,7 @@ pub use compiler::{
     Activation, CelValue, Environment, Error, ObjectType, Prepared, Program, VarType, map_value,
     to_json,
 };
+pub use cost::Budget;
 pub use direct::{Direct, DirectVars};
 pub use parse::MAX_TREE_DEPTH;
 pub use projection::Reach;
@@ -261,20 +263,45 @@ impl Rules {
         new: &Value,
         old: Option<&Value>,
     ) -> (ErrorList, Vec<String>) {
+        self.run(new, old, None)
+            .expect("invariant: rules without inline allowance never yield")
+    }
+
+    /// [`Rules::validate_with_warnings`] for a caller on an async runtime's worker thread:
+    /// `None` once the rules have spent `allowance` cost units (counted as [`cost`] counts
+    /// them), for the caller to validate again where a long evaluation holds no worker (what
+    /// ran is at most the allowance).
+    pub fn validate_inline(
+        &self,
+        new: &Value,
+        old: Option<&Value>,
+        allowance: u64,
+    ) -> Option<(ErrorList, Vec<String>)> {
+        self.run(new, old, Some(allowance))
+    }
+
+    fn run(
+        &self,
+        new: &Value,
+        old: Option<&Value>,
+        inline: Option<u64>,
+    ) -> Option<(ErrorList, Vec<String>)> {
         let mut errs = ErrorList::new();
         let mut warnings = Vec::new();
         let Some((root, tree)) = &self.root else {
-            return (errs, warnings);
+            return Some((errs, warnings));
         };
         let mut run = Run {
             ctx: &self.context,
             errs: &mut errs,
             warnings: &mut warnings,
             budget: RUNTIME_CEL_COST_BUDGET,
+            inline,
+            yielded: false,
         };
         let anchor = old.map(|o| (new, o));
         run.walk(root, tree, new, old, &Path::default(), anchor, true);
-        (errs, warnings)
+        (!run.yielded).then_some((errs, warnings))
     }
 }
 
@@ -451,6 +478,20 @@ struct Run<'r> {
     /// Failures that ratcheting turned into warnings.
     warnings: &'r mut Vec<String>,
     budget: i64,
+    /// What is left of the inline allowance, if there is one.
+    inline: Option<u64>,
+    /// Whether the validation stopped at the end of the inline allowance.
+    yielded: bool,
+}
+
+/// How one run of a rule's program ended.
+enum Ran {
+    /// It ran to its end, at this cost (the larger of its estimate and its count).
+    Done(Result<Cel, ExecutionError>, u64),
+    /// Its meter cancelled it past the per-call limit.
+    Cancelled,
+    /// The inline allowance ran out.
+    Yielded,
 }
 
 /// The nearest correlated (new, old) pair above or at a node, for ratcheting.
@@ -543,6 +584,76 @@ impl Run<'_> {
         true
     }
 
+    /// Runs `program` in `scope`, its estimate `estimate` already charged: counted by a meter,
+    /// which also holds it to the inline allowance.
+    fn run_program(&mut self, program: &Program, scope: &Context<'_>, estimate: u64) -> Ran {
+        let meter = std::sync::Arc::new(cost::Meter::new(
+            program.outside_loops,
+            PER_CALL_LIMIT,
+            self.inline.unwrap_or(u64::MAX),
+        ));
+        let result = program.run_metered(scope, &meter);
+        match meter.stopped() {
+            Some(cost::Stop::Cancelled) => Ran::Cancelled,
+            Some(cost::Stop::Yield) => {
+                self.yielded = true;
+                Ran::Yielded
+            }
+            None => {
+                let spent = meter.spent().max(estimate);
+                if let Some(allowance) = &mut self.inline {
+                    *allowance = allowance.saturating_sub(spent);
+                }
+                Ran::Done(result, spent)
+            }
+        }
+    }
+
+    /// Whether a program estimated at `cost` must yield before it runs.
+    fn must_yield(&mut self, cost: u64) -> bool {
+        if self.inline.is_some_and(|allowance| cost > allowance) {
+            self.yielded = true;
+        }
+        self.yielded
+    }
+
+    /// The error of a rule its meter cancelled; the budget is spent.
+    fn cancelled(&mut self, path: &Path, node: &Node, rule: &CompiledRule) {
+        self.invalid(
+            path,
+            node,
+            &format!(
+                "'{}': no further validation rules will be run due to call cost exceeds limit for rule: {}",
+                cost::CANCELLED,
+                rule.error_string()
+            ),
+        );
+        self.budget = -1;
+    }
+
+    /// Charges the part of a run's cost its estimate did not; false (and the error) once
+    /// that is more than the budget left.
+    fn charge_beyond_estimate(
+        &mut self,
+        path: &Path,
+        node: &Node,
+        estimate: u64,
+        spent: u64,
+    ) -> bool {
+        let beyond = i64::try_from(spent.saturating_sub(estimate)).unwrap_or(i64::MAX);
+        if beyond > self.budget {
+            self.invalid(
+                path,
+                node,
+                "validation failed due to running out of cost budget, no further validation rules will be run",
+            );
+            self.budget = -1;
+            return false;
+        }
+        self.budget -= beyond;
+        true
+    }
+
     /// Runs the rules of one node. Returns false once the budget is spent.
     fn rules(
         &mut self,
@@ -584,15 +695,10 @@ impl Run<'_> {
                 None => runtime_cost(&rule.program, node, new, old),
             };
             if cost > PER_CALL_LIMIT {
-                self.invalid(
-                    path,
-                    node,
-                    &format!(
-                        "'operation cancelled: actual cost limit exceeded': no further validation rules will be run due to call cost exceeds limit for rule: {}",
-                        rule.error_string()
-                    ),
-                );
-                self.budget = -1;
+                self.cancelled(path, node, rule);
+                return false;
+            }
+            if self.must_yield(cost) {
                 return false;
             }
             if cost as i64 > self.budget {
@@ -633,7 +739,20 @@ impl Run<'_> {
             } else {
                 base
             };
-            match rule.program.run(scope) {
+            let result = match self.run_program(&rule.program, scope, cost) {
+                Ran::Done(result, spent) => {
+                    if !self.charge_beyond_estimate(path, node, cost, spent) {
+                        return false;
+                    }
+                    result
+                }
+                Ran::Cancelled => {
+                    self.cancelled(path, node, rule);
+                    return false;
+                }
+                Ran::Yielded => return false,
+            };
+            match result {
                 Ok(Cel::Bool(true)) => {}
                 Ok(Cel::Bool(false)) => {
                     if !self.fail(rule, node, new, old, path, scope, ratcheted) {
@@ -703,8 +822,24 @@ impl Run<'_> {
                 self.budget = -1;
                 return false;
             }
+            if self.must_yield(cost) {
+                return false;
+            }
             self.budget -= cost as i64;
-            if let Ok(Cel::String(s)) = program.run(scope) {
+            let result = match self.run_program(program, scope, cost) {
+                Ran::Done(result, spent) => {
+                    if !self.charge_beyond_estimate(&at, node, cost, spent) {
+                        return false;
+                    }
+                    result
+                }
+                Ran::Cancelled => {
+                    self.cancelled(path, node, rule);
+                    return false;
+                }
+                Ran::Yielded => return false,
+            };
+            if let Ok(Cel::String(s)) = result {
                 let trimmed = s.trim();
                 if !trimmed.is_empty()
                     && trimmed.len() <= MAX_EVALUATED_MESSAGE_EXPRESSION_SIZE_BYTES
