@@ -47,6 +47,7 @@
 //! Not yet: `matchPolicy: Equivalent` sees the object in the version it was written in
 //! (upstream converts it to the version the rule names).
 
+use std::cell::RefCell;
 use std::sync::Arc;
 
 use genplane_api::admissionregistration::types::{
@@ -56,7 +57,7 @@ use genplane_apimachinery::errors::{ApiError, Status, StatusCause};
 use genplane_apimachinery::schema::GroupResource;
 use genplane_apimachinery::validation::field::Path;
 use genplane_cel::{
-    Activation, CelValue, Direct, DirectVars, Environment, Program, Reach, VarType,
+    Activation, Budget, CelValue, Direct, DirectVars, Environment, Program, Reach, VarType,
 };
 use serde_json::{Value, json};
 
@@ -436,9 +437,47 @@ pub(crate) fn evaluation_error(expression: &str, error: &genplane_cel::Error) ->
     format!("expression '{expression}' resulted in error: {error}")
 }
 
+/// Why an evaluation of a policy stopped before its end.
+enum Halt {
+    /// An evaluation yielded: the policy runs again off the runtime's workers.
+    Yield,
+    /// The budget is spent: the policy's evaluation fails with this message.
+    OutOfBudget(String),
+}
+
 impl CompiledPolicy {
-    /// Runs the policy for one param (`Value::Null`: none).
-    fn evaluate(&self, inputs: &Inputs<'_>, params: &Value) -> Outcome {
+    /// Runs the policy for one param (`Value::Null`: none), its budgets with the inline
+    /// allowance `inline` ([`crate::evaluation`]); `None` when an evaluation yielded.
+    fn evaluate(
+        &self,
+        inputs: &Inputs<'_>,
+        params: &Value,
+        inline: Option<genplane_cel::Inline>,
+    ) -> Option<Outcome> {
+        match self.evaluate_within(inputs, params, inline) {
+            Ok(outcome) => Some(outcome),
+            Err(Halt::Yield) => None,
+            Err(Halt::OutOfBudget(message)) => {
+                let mut outcome = Outcome::default();
+                if !self.ignores_failures() {
+                    outcome.decisions.push(Decision {
+                        index: 0,
+                        message,
+                        reason: None,
+                        error: true,
+                    });
+                }
+                Some(outcome)
+            }
+        }
+    }
+
+    fn evaluate_within(
+        &self,
+        inputs: &Inputs<'_>,
+        params: &Value,
+        inline: Option<genplane_cel::Inline>,
+    ) -> Result<Outcome, Halt> {
         let mut outcome = Outcome::default();
         let fail = |outcome: &mut Outcome, index: usize, message: String| {
             if !self.ignores_failures() {
@@ -449,6 +488,18 @@ impl CompiledPolicy {
                     error: true,
                 });
             }
+        };
+        // upstream's budgets: one for the match conditions, one for everything else
+        let budget = RefCell::new(Budget::new(crate::evaluation::POLICY_BUDGET).inline(inline));
+        let conditions_budget =
+            RefCell::new(Budget::new(crate::evaluation::MATCH_CONDITIONS_BUDGET).inline(inline));
+        // an evaluation that stops the policy's evaluation, or its answer
+        let halt = |result: &Result<CelValue, genplane_cel::Error>| match result {
+            Err(genplane_cel::Error::Yielded) => Some(Halt::Yield),
+            Err(error @ genplane_cel::Error::OutOfBudget) => {
+                Some(Halt::OutOfBudget(error.to_string()))
+            }
+            _ => None,
         };
         // Each expression is evaluated directly on the inputs when it can be (see
         // genplane_cel::Direct), else by the interpreter, on the inputs converted once, at the
@@ -484,22 +535,39 @@ impl CompiledPolicy {
         // variables, in order, each seeing the ones before it
         let mut failed: Vec<(String, String)> = Vec::new();
         for (variable, program) in self.spec.variables.iter().zip(&self.variables) {
-            let value = match program {
-                Ok(program) => match program.evaluate_direct(&direct) {
-                    Some(value) => Ok(value),
+            let program = match program {
+                Ok(program) => program,
+                Err(e) => {
+                    failed.push((variable.name.clone(), e.clone()));
+                    continue;
+                }
+            };
+            let result = {
+                let mut budget = budget.borrow_mut();
+                match program.evaluate_direct(&direct, &mut budget) {
+                    Some(value) => value,
                     None => {
                         let known = [("variables", as_cel(direct.variables()))];
                         program
-                            .evaluate_prepared(base.get_or_init(prepare), &known)
+                            .evaluate_prepared_within(
+                                base.get_or_init(prepare),
+                                &known,
+                                &mut budget,
+                            )
                             .map(Direct::Cel)
-                            .map_err(|e| evaluation_error(&variable.expression, &e))
                     }
-                },
-                Err(e) => Err(e.clone()),
+                }
             };
-            match value {
+            match result {
                 Ok(value) => direct.push_variable(variable.name.clone(), value),
-                Err(e) => failed.push((variable.name.clone(), e)),
+                Err(genplane_cel::Error::Yielded) => return Err(Halt::Yield),
+                Err(error @ genplane_cel::Error::OutOfBudget) => {
+                    return Err(Halt::OutOfBudget(error.to_string()));
+                }
+                Err(error) => failed.push((
+                    variable.name.clone(),
+                    evaluation_error(&variable.expression, &error),
+                )),
             }
         }
         // the variables converted once for every expression below that the interpreter runs
@@ -520,26 +588,51 @@ impl CompiledPolicy {
             }
             evaluation_error(expression, error)
         };
-        // an expression's value, directly or by the interpreter
-        let value = |program: &genplane_cel::Program| match program.evaluate_direct(&direct) {
-            Some(value) => Ok(value.to_cel()),
-            None => program.evaluate_prepared(prepared(), &[]),
+        // an expression's value, directly or by the interpreter, charged to `budget`
+        let value = |program: &genplane_cel::Program, budget: &RefCell<Budget>| {
+            let mut budget = budget.borrow_mut();
+            match program.evaluate_direct(&direct, &mut budget) {
+                Some(value) => value.map(|v| v.to_cel()),
+                None => program.evaluate_prepared_within(prepared(), &[], &mut budget),
+            }
         };
-        // an expression's value, or why it has none
-        let run = |program: &Compiled, expression: &str| match program {
-            Ok(program) => value(program).map_err(|e| explain(&e, expression)),
-            Err(e) => Err(e.clone()),
-        };
+        // an expression's value, or why it has none (or why the policy stops)
+        let run =
+            |program: &Compiled, expression: &str| -> Result<Result<CelValue, String>, Halt> {
+                match program {
+                    Ok(program) => {
+                        let result = value(program, &budget);
+                        match halt(&result) {
+                            Some(stop) => Err(stop),
+                            None => Ok(result.map_err(|e| explain(&e, expression))),
+                        }
+                    }
+                    Err(e) => Ok(Err(e.clone())),
+                }
+            };
         // match conditions: any false skips the policy, an error is a failure
         let conditions = &self.spec.match_conditions;
-        match conditions_hold(conditions, &self.conditions, |i, program| {
-            value(program).map_err(|e| explain(&e, &conditions[i].expression))
-        }) {
+        let stopped: RefCell<Option<Halt>> = RefCell::new(None);
+        let held = conditions_hold(conditions, &self.conditions, |i, program| {
+            if stopped.borrow().is_some() {
+                return Err(String::new());
+            }
+            let result = value(program, &conditions_budget);
+            if let Some(stop) = halt(&result) {
+                *stopped.borrow_mut() = Some(stop);
+                return Err(String::new());
+            }
+            result.map_err(|e| explain(&e, &conditions[i].expression))
+        });
+        if let Some(stop) = stopped.into_inner() {
+            return Err(stop);
+        }
+        match held {
             Ok(true) => {}
-            Ok(false) => return outcome,
+            Ok(false) => return Ok(outcome),
             Err(message) => {
                 fail(&mut outcome, 0, message);
-                return outcome;
+                return Ok(outcome);
             }
         }
         for (index, (validation, (program, message_program))) in self
@@ -549,14 +642,21 @@ impl CompiledPolicy {
             .zip(&self.validations)
             .enumerate()
         {
-            let verdict = run(program, &validation.expression);
+            let verdict = run(program, &validation.expression)?;
             match verdict {
                 Ok(CelValue::Bool(true)) => {}
                 Ok(_) => {
-                    let message = message_program
-                        .as_ref()
-                        .and_then(|p| p.as_ref().ok())
-                        .and_then(|p| value(p).ok())
+                    let computed = match message_program.as_ref().and_then(|p| p.as_ref().ok()) {
+                        Some(program) => {
+                            let result = value(program, &budget);
+                            if let Some(stop) = halt(&result) {
+                                return Err(stop);
+                            }
+                            result.ok()
+                        }
+                        None => None,
+                    };
+                    let message = computed
                         .and_then(|v| match v {
                             CelValue::String(s) => Some(s.trim().to_owned()),
                             _ => None,
@@ -584,7 +684,7 @@ impl CompiledPolicy {
             }
         }
         for (annotation, program) in self.spec.audit_annotations.iter().zip(&self.annotations) {
-            let value = run(program, &annotation.value_expression);
+            let value = run(program, &annotation.value_expression)?;
             match value {
                 Ok(CelValue::String(s)) => {
                     let mut value = s.trim().to_owned();
@@ -613,7 +713,7 @@ impl CompiledPolicy {
                 Err(e) => fail(&mut outcome, 0, e),
             }
         }
-        outcome
+        Ok(outcome)
     }
 }
 
@@ -799,7 +899,8 @@ impl ValidatingAdmissionPolicy {
                     continue;
                 };
                 for param in &params {
-                    let outcome = policy.evaluate(inputs, param);
+                    let outcome =
+                        crate::evaluation::run(|inline| policy.evaluate(inputs, param, inline));
                     for (key, value) in outcome.annotations {
                         match annotations.iter_mut().find(|(k, _)| *k == key) {
                             Some((_, values)) if !values.contains(&value) => values.push(value),

@@ -405,16 +405,30 @@ impl Webhook {
                 .bind("request", review_request)
                 .bind_value("authorizer", crate::authorizer::value(attributes)),
         );
-        conditions_hold(
-            &self.match_conditions,
-            &conditions.programs,
-            |_, program| {
-                program
-                    .evaluate_prepared(&prepared, &[])
-                    .map_err(|e| e.to_string())
-            },
-        )
-        .map_err(Error::MatchCondition)
+        // upstream's budget for one webhook's conditions; cheap ones run inline
+        crate::evaluation::run(|inline| {
+            let budget = std::cell::RefCell::new(
+                genplane_cel::Budget::new(crate::evaluation::MATCH_CONDITIONS_BUDGET)
+                    .inline(inline),
+            );
+            let yielded = std::cell::Cell::new(false);
+            let held = conditions_hold(
+                &self.match_conditions,
+                &conditions.programs,
+                |_, program| {
+                    if yielded.get() {
+                        return Err(String::new());
+                    }
+                    program
+                        .evaluate_prepared_within(&prepared, &[], &mut budget.borrow_mut())
+                        .map_err(|e| {
+                            yielded.set(e == genplane_cel::Error::Yielded);
+                            e.to_string()
+                        })
+                },
+            );
+            (!yielded.get()).then(|| held.map_err(Error::MatchCondition))
+        })
     }
 }
 

@@ -108,7 +108,7 @@ pub use compiler::{
     Activation, CelValue, Environment, Error, ObjectType, Prepared, Program, VarType, map_value,
     to_json,
 };
-pub use cost::Budget;
+pub use cost::{Budget, Inline};
 pub use direct::{Direct, DirectVars};
 pub use parse::MAX_TREE_DEPTH;
 pub use projection::Reach;
@@ -275,7 +275,7 @@ impl Rules {
         &self,
         new: &Value,
         old: Option<&Value>,
-        allowance: u64,
+        allowance: cost::Inline,
     ) -> Option<(ErrorList, Vec<String>)> {
         self.run(new, old, Some(allowance))
     }
@@ -284,8 +284,9 @@ impl Rules {
         &self,
         new: &Value,
         old: Option<&Value>,
-        inline: Option<u64>,
+        inline: Option<cost::Inline>,
     ) -> Option<(ErrorList, Vec<String>)> {
+        let inline = inline.map(|i| (i.units, std::time::Instant::now() + i.time));
         let mut errs = ErrorList::new();
         let mut warnings = Vec::new();
         let Some((root, tree)) = &self.root else {
@@ -478,8 +479,8 @@ struct Run<'r> {
     /// Failures that ratcheting turned into warnings.
     warnings: &'r mut Vec<String>,
     budget: i64,
-    /// What is left of the inline allowance, if there is one.
-    inline: Option<u64>,
+    /// What is left of the inline allowance, if there is one: units, until when.
+    inline: Option<(u64, std::time::Instant)>,
     /// Whether the validation stopped at the end of the inline allowance.
     yielded: bool,
 }
@@ -587,11 +588,12 @@ impl Run<'_> {
     /// Runs `program` in `scope`, its estimate `estimate` already charged: counted by a meter,
     /// which also holds it to the inline allowance.
     fn run_program(&mut self, program: &Program, scope: &Context<'_>, estimate: u64) -> Ran {
-        let meter = std::sync::Arc::new(cost::Meter::new(
-            program.outside_loops,
-            PER_CALL_LIMIT,
-            self.inline.unwrap_or(u64::MAX),
-        ));
+        let meter = std::sync::Arc::new(match self.inline {
+            Some((units, until)) => {
+                cost::Meter::new(program.outside_loops, PER_CALL_LIMIT, units, Some(until))
+            }
+            None => cost::Meter::new(program.outside_loops, PER_CALL_LIMIT, u64::MAX, None),
+        });
         let result = program.run_metered(scope, &meter);
         match meter.stopped() {
             Some(cost::Stop::Cancelled) => Ran::Cancelled,
@@ -601,8 +603,8 @@ impl Run<'_> {
             }
             None => {
                 let spent = meter.spent().max(estimate);
-                if let Some(allowance) = &mut self.inline {
-                    *allowance = allowance.saturating_sub(spent);
+                if let Some((units, _)) = &mut self.inline {
+                    *units = units.saturating_sub(spent);
                 }
                 Ran::Done(result, spent)
             }
@@ -611,7 +613,10 @@ impl Run<'_> {
 
     /// Whether a program estimated at `cost` must yield before it runs.
     fn must_yield(&mut self, cost: u64) -> bool {
-        if self.inline.is_some_and(|allowance| cost > allowance) {
+        if self
+            .inline
+            .is_some_and(|(units, until)| cost > units || std::time::Instant::now() > until)
+        {
             self.yielded = true;
         }
         self.yielded

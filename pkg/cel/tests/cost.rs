@@ -146,3 +146,63 @@ fn crd_rules_past_the_limit_are_cancelled_when_they_run() {
     );
     assert!(took < SOON, "took {took:?}");
 }
+
+/// How long a cost unit takes, for the inline allowance of the admission plugins (how much an
+/// evaluation may spend on a runtime worker before it moves off). Run in a release build:
+/// `cargo test --release -p genplane-cel --test cost -- --ignored --nocapture`.
+#[test]
+#[ignore = "a measurement, not a test: run by hand in a release build"]
+fn measure_time_per_cost_unit() {
+    let environment = environment();
+    let items: Vec<i64> = (0..2000).collect();
+    let names: serde_json::Map<String, serde_json::Value> = (0..2000)
+        .map(|i| (format!("key-{i}"), json!(format!("value-{i}"))))
+        .collect();
+    let small: Vec<i64> = (0..100).collect();
+    let object = json!({"items": items, "small": small, "data": names, "name": "x".repeat(100)});
+    for source in [
+        nested_literal_comprehensions(3),
+        nested_literal_comprehensions(4),
+        "object.items.all(i, i >= 0)".to_owned(),
+        "object.small.exists(i, object.small.exists(j, i + j > 5000))".to_owned(),
+        "object.data.all(k, object.data[k].startsWith('value-'))".to_owned(),
+        "object.items.map(i, i * 2).size() > 0".to_owned(),
+        "object.items.filter(i, i % 2 == 0).size() > 0".to_owned(),
+        "lists.range(300).all(a, lists.range(300).all(b, a + b >= 0))".to_owned(),
+        "object.name.matches('^x+$') && object.name.size() > 10".to_owned(),
+    ] {
+        let program = environment
+            .compile(&source, &Path::new("expression"))
+            .unwrap();
+        let activation = Activation::new().bind("object", &object);
+        let prepared = environment.prepare(activation.clone());
+        // direct evaluation where it answers, else the interpreter over prepared values
+        let mut runs = 0u32;
+        let mut spent = 0u64;
+        let started = Instant::now();
+        while started.elapsed() < Duration::from_millis(500) {
+            let mut budget = genplane_cel::Budget::unlimited();
+            let vars = genplane_cel::DirectVars::new().bind("object", &object);
+            match program.evaluate_direct(&vars, &mut budget) {
+                Some(answer) => {
+                    answer.unwrap();
+                }
+                None => {
+                    program
+                        .evaluate_prepared_within(&prepared, &[], &mut budget)
+                        .unwrap();
+                }
+            }
+            spent += u64::MAX - budget.remaining();
+            runs += 1;
+        }
+        let took = started.elapsed();
+        eprintln!(
+            "{:>8.1} ns/unit  {:>9} units/run  {:>9.1} us/run  {}",
+            took.as_nanos() as f64 / spent.max(1) as f64,
+            spent / u64::from(runs),
+            took.as_micros() as f64 / f64::from(runs),
+            source.chars().take(70).collect::<String>(),
+        );
+    }
+}
