@@ -28,8 +28,8 @@
 //!
 //! Every expression of a policy is compiled once per generation of the policy, and the bound
 //! set is kept while the lists of policies and bindings keep their generation, as the
-//! ValidatingAdmissionPolicy plugin does (`crate::bound`). Writes of the
-//! admission configuration kinds themselves are never changed. A binding of a policy with
+//! ValidatingAdmissionPolicy plugin does (`crate::bound`). The writes that plugin leaves alone
+//! (`crate::policy::is_exempt`: the policy kinds, the reviews) are never changed. A binding of a policy with
 //! `reinvocationPolicy: IfNeeded` runs again when a later webhook or policy changed the object
 //! ([`crate::reinvocation`]).
 
@@ -48,7 +48,7 @@ use serde_json::Value;
 use crate::namespace::Namespaces;
 use crate::params::Params;
 use crate::policy::{
-    Compiled, EXEMPT, Inputs, WriteNamespace, compile, environment, evaluation_error, inputs_of,
+    Compiled, Inputs, WriteNamespace, compile, environment, evaluation_error, inputs_of, is_exempt,
     resources_match,
 };
 use crate::reinvocation::Reinvocation;
@@ -380,9 +380,7 @@ impl MutatingAdmissionPolicy {
         reinvocation: Option<&Reinvocation>,
     ) -> Result<(), ApiError> {
         let request = attributes.request;
-        if request.resource.group == "admissionregistration.k8s.io"
-            && EXEMPT.contains(&request.resource.resource.as_str())
-        {
+        if is_exempt(&request.resource) {
             return Ok(());
         }
         let plugin = self.name();

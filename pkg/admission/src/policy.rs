@@ -37,8 +37,10 @@
 //! programs are kept while the policy is stored), and the set of bound policies is kept while
 //! the lists of policies and bindings keep their generation ([`Listed`]). Of the inputs, only
 //! what the policy's expressions reach is converted to CEL ([`genplane_cel::Reach`]):
-//! `request` and `namespaceObject` are not even built when no expression names them. Writes of the admission configuration kinds
-//! themselves are never checked (a broken policy cannot lock out its own repair).
+//! `request` and `namespaceObject` are not even built when no expression names them. Writes of
+//! the policy kinds themselves and of the reviews nothing stores are never checked
+//! ([`is_exempt`], upstream's list: a broken policy cannot lock out its own repair); webhook
+//! configurations are, so a policy can guard them.
 //!
 //! Expressions may use `authorizer` ([`crate::authorizer`]: the server's authorizer asked about
 //! the request's user, `authorizer.group(g).resource(r).namespace(ns).name(n).check(verb)`,
@@ -69,15 +71,40 @@ use crate::{Attributes, BoxFuture, Listed, ValidatingPlugin};
 /// Upstream's limit on the length of one audit annotation value.
 const MAX_AUDIT_ANNOTATION_VALUE_LENGTH: usize = 10 * 1024;
 
-/// The resources of `admissionregistration.k8s.io` whose writes no policy checks.
-pub(crate) const EXEMPT: &[&str] = &[
-    "validatingwebhookconfigurations",
-    "mutatingwebhookconfigurations",
-    "validatingadmissionpolicies",
-    "validatingadmissionpolicybindings",
-    "mutatingadmissionpolicies",
-    "mutatingadmissionpolicybindings",
+/// The resources (group, resource) whose writes no admission policy sees, validating or
+/// mutating, as upstream 1.33's policy plugins exclude them (by resource, in any version,
+/// through any subresource): the policy kinds themselves, so that a broken policy cannot lock
+/// out its own repair (webhook configurations are not among them: a policy may guard them),
+/// and the reviews nothing stores, whose interception could break the cluster
+/// (kube-apiserver's excluded resources).
+const EXEMPT: &[(&str, &str)] = &[
+    (
+        "admissionregistration.k8s.io",
+        "validatingadmissionpolicies",
+    ),
+    (
+        "admissionregistration.k8s.io",
+        "validatingadmissionpolicybindings",
+    ),
+    ("admissionregistration.k8s.io", "mutatingadmissionpolicies"),
+    (
+        "admissionregistration.k8s.io",
+        "mutatingadmissionpolicybindings",
+    ),
+    ("authentication.k8s.io", "selfsubjectreviews"),
+    ("authentication.k8s.io", "tokenreviews"),
+    ("authorization.k8s.io", "localsubjectaccessreviews"),
+    ("authorization.k8s.io", "selfsubjectaccessreviews"),
+    ("authorization.k8s.io", "selfsubjectrulesreviews"),
+    ("authorization.k8s.io", "subjectaccessreviews"),
 ];
+
+/// Whether no admission policy sees writes of `resource` ([`EXEMPT`]).
+pub fn is_exempt(resource: &genplane_apimachinery::schema::GroupVersionResource) -> bool {
+    EXEMPT
+        .iter()
+        .any(|(group, name)| resource.group == *group && resource.resource == *name)
+}
 
 /// The stored policies, bindings and param objects, as the plugin reads them on every write
 /// (from memory: a write should not cost storage reads).
@@ -835,9 +862,7 @@ impl ValidatingAdmissionPolicy {
         object: Option<&Value>,
     ) -> Result<(), ApiError> {
         let request = attributes.request;
-        if request.resource.group == "admissionregistration.k8s.io"
-            && EXEMPT.contains(&request.resource.resource.as_str())
-        {
+        if is_exempt(&request.resource) {
             return Ok(());
         }
         let Some(bound) = self.bound().await? else {

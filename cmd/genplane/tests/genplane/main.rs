@@ -5,6 +5,8 @@ mod support;
 
 mod admission;
 mod admission_authorizer;
+mod admission_cost;
+mod admission_exemptions;
 mod admission_reinvocation;
 mod all_in_one;
 mod all_in_one_ha;

@@ -1,0 +1,136 @@
+//! What the API server accepts from the webhooks it calls (issue #37, items 9 and 11): answers
+//! no larger than a real one can be (a 96 MiB answer is refused as a failed call, without the
+//! server's memory growing by it), and a self-signed CA certificate as the webhook's own serving
+//! certificate, as Go's client accepts it.
+
+#![allow(clippy::unwrap_used)]
+
+use base64::Engine as _;
+use serde_json::{Value, json};
+
+use crate::admission::kubectl_stdin;
+use crate::support::webhook::{Serving, Webhook};
+use crate::support::{Apiserver, eventually, ok, start, text};
+
+/// The peak resident memory of the server's process so far, in KiB (`VmHWM`).
+fn peak_rss_kib(server: &Apiserver) -> u64 {
+    let status =
+        std::fs::read_to_string(format!("/proc/{}/status", server.process.child.id())).unwrap();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .unwrap()
+}
+
+/// A validating webhook configuration for ConfigMaps labelled `webhook: <name>`.
+fn configuration(name: &str, webhook: &Webhook, failure_policy: &str) -> Value {
+    json!({"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingWebhookConfiguration",
+        "metadata": {"name": name},
+        "webhooks": [{"name": format!("{name}.genplane.test"), "sideEffects": "None",
+            "admissionReviewVersions": ["v1"], "failurePolicy": failure_policy,
+            "clientConfig": {"url": format!("{}/validate", webhook.base),
+                "caBundle": base64::engine::general_purpose::STANDARD.encode(&webhook.ca_pem)},
+            "rules": [{"apiGroups": [""], "apiVersions": ["v1"], "operations": ["CREATE"],
+                "resources": ["configmaps"]}],
+            "objectSelector": {"matchLabels": {"webhook": name}}}]})
+}
+
+/// Creates a ConfigMap labelled `webhook: <label>` with kubectl.
+fn create(server: &Apiserver, name: &str, label: &str) -> std::process::Output {
+    kubectl_stdin(
+        server,
+        &["create", "-f", "-"],
+        &json!({"apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": name, "namespace": "default", "labels": {"webhook": label}}}),
+    )
+}
+
+#[test]
+fn webhook_answers_larger_than_any_real_one_are_refused_unread() {
+    let server = start();
+    // allowed, with 96 MiB of padding no real answer has
+    let padding = "x".repeat(96 * 1024 * 1024);
+    let webhook = Webhook::start(move |call| {
+        let review: Value = serde_json::from_slice(&call.body).unwrap();
+        json!({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
+            "response": {"uid": review["request"]["uid"], "allowed": true},
+            "padding": padding})
+    });
+    ok(kubectl_stdin(
+        &server,
+        &["create", "-f", "-"],
+        &configuration("huge", &webhook, "Fail"),
+    ));
+    ok(kubectl_stdin(
+        &server,
+        &["create", "-f", "-"],
+        &configuration("huge-ignored", &webhook, "Ignore"),
+    ));
+    let before = peak_rss_kib(&server);
+    let mut n = 0;
+    let refused = eventually("the webhook to be called", || {
+        n += 1;
+        let out = create(&server, &format!("huge-{n}"), "huge");
+        (!out.status.success()).then(|| text(&out))
+    });
+    assert!(
+        refused.contains("failed calling webhook \"huge.genplane.test\"")
+            && refused.contains("larger than"),
+        "{refused}"
+    );
+    // Ignore: admitted
+    ok(create(&server, "ignored", "huge-ignored"));
+    let grown = peak_rss_kib(&server).saturating_sub(before);
+    assert!(
+        grown < 48 * 1024,
+        "the server's peak memory grew by {grown} KiB for a 96 MiB answer"
+    );
+}
+
+#[test]
+fn a_self_signed_ca_certificate_may_serve_a_webhook() {
+    let server = start();
+    let webhook = Webhook::start_serving(Serving::ItsCa, |call| {
+        let review: Value = serde_json::from_slice(&call.body).unwrap();
+        json!({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
+            "response": {"uid": review["request"]["uid"], "allowed": false,
+                "status": {"code": 403, "message": "seen by the self-signed webhook"}}})
+    });
+    ok(kubectl_stdin(
+        &server,
+        &["create", "-f", "-"],
+        &configuration("self-signed", &webhook, "Fail"),
+    ));
+    let mut n = 0;
+    let refused = eventually("the webhook to be called", || {
+        n += 1;
+        let out = create(&server, &format!("self-signed-{n}"), "self-signed");
+        (!out.status.success()).then(|| text(&out))
+    });
+    assert!(
+        refused.contains("admission webhook \"self-signed.genplane.test\" denied the request: seen by the self-signed webhook"),
+        "{refused}"
+    );
+    // the host name is still checked: the certificate is for 127.0.0.1, not localhost
+    let port = webhook.base.rsplit_once(':').unwrap().1;
+    let elsewhere = Webhook {
+        base: format!("https://localhost:{port}"),
+        ca_pem: webhook.ca_pem.clone(),
+    };
+    ok(kubectl_stdin(
+        &server,
+        &["create", "-f", "-"],
+        &configuration("wrong-name", &elsewhere, "Fail"),
+    ));
+    let refused = eventually("the misnamed webhook to be called", || {
+        n += 1;
+        let out = create(&server, &format!("wrong-name-{n}"), "wrong-name");
+        (!out.status.success()).then(|| text(&out))
+    });
+    assert!(
+        refused.contains("failed calling webhook \"wrong-name.genplane.test\"")
+            && !refused.contains("seen by the self-signed webhook"),
+        "{refused}"
+    );
+}
