@@ -49,6 +49,24 @@ pub fn run<T>(mut evaluate: impl FnMut(Option<Inline>) -> Option<T>) -> T {
         .expect("invariant: evaluations without inline allowance never yield")
 }
 
+/// Why a series of evaluations stopped before its end.
+pub(crate) enum Halt {
+    /// An evaluation yielded: the series runs again off the runtime's workers.
+    Yield,
+    /// The budget is spent: the series fails with this message (upstream's).
+    OutOfBudget(String),
+}
+
+/// `Err` for an evaluation error that stops its series (a yield, a spent budget); `Ok` for
+/// the others, which are the expression's own.
+pub(crate) fn halt(error: &genplane_cel::Error) -> Result<(), Halt> {
+    match error {
+        genplane_cel::Error::Yielded => Err(Halt::Yield),
+        genplane_cel::Error::OutOfBudget => Err(Halt::OutOfBudget(error.to_string())),
+        _ => Ok(()),
+    }
+}
+
 /// Runs `work` where a long computation holds no worker of the runtime: in
 /// [`tokio::task::block_in_place`] on a multi-threaded runtime's worker (its other tasks move
 /// to a new worker meanwhile), else on this thread (a current-thread runtime, which has no

@@ -45,6 +45,7 @@ use genplane_apimachinery::validation::field::Path;
 use genplane_cel::{Activation, Budget, CelValue, Environment};
 use serde_json::Value;
 
+use crate::evaluation::{Halt, halt};
 use crate::namespace::Namespaces;
 use crate::params::Params;
 use crate::policy::{
@@ -308,23 +309,6 @@ impl crate::bound::CompiledPolicy for CompiledPolicy {
 
     fn generation(&self) -> i64 {
         self.generation
-    }
-}
-
-/// Why a policy's evaluation stopped before its end.
-enum Halt {
-    /// An evaluation yielded: the binding runs again off the runtime's workers.
-    Yield,
-    /// The budget is spent: the binding fails with this message.
-    OutOfBudget(String),
-}
-
-/// `Err` for an evaluation error that stops the policy's evaluation.
-fn halt(error: &genplane_cel::Error) -> Result<(), Halt> {
-    match error {
-        genplane_cel::Error::Yielded => Err(Halt::Yield),
-        genplane_cel::Error::OutOfBudget => Err(Halt::OutOfBudget(error.to_string())),
-        _ => Ok(()),
     }
 }
 

@@ -63,6 +63,7 @@ use genplane_cel::{
 };
 use serde_json::{Value, json};
 
+use crate::evaluation::{Halt, halt};
 use crate::namespace::Namespaces;
 pub use crate::params::{ParamSelection, Params};
 use crate::webhook::{RuleMatching as _, conditions_hold, review_request, selectors_match};
@@ -464,14 +465,6 @@ pub(crate) fn evaluation_error(expression: &str, error: &genplane_cel::Error) ->
     format!("expression '{expression}' resulted in error: {error}")
 }
 
-/// Why an evaluation of a policy stopped before its end.
-enum Halt {
-    /// An evaluation yielded: the policy runs again off the runtime's workers.
-    Yield,
-    /// The budget is spent: the policy's evaluation fails with this message.
-    OutOfBudget(String),
-}
-
 impl CompiledPolicy {
     /// Runs the policy for one param (`Value::Null`: none), its budgets with the inline
     /// allowance `inline` ([`crate::evaluation`]); `None` when an evaluation yielded.
@@ -520,13 +513,10 @@ impl CompiledPolicy {
         let budget = RefCell::new(Budget::new(crate::evaluation::POLICY_BUDGET).inline(inline));
         let conditions_budget =
             RefCell::new(Budget::new(crate::evaluation::MATCH_CONDITIONS_BUDGET).inline(inline));
-        // an evaluation that stops the policy's evaluation, or its answer
-        let halt = |result: &Result<CelValue, genplane_cel::Error>| match result {
-            Err(genplane_cel::Error::Yielded) => Some(Halt::Yield),
-            Err(error @ genplane_cel::Error::OutOfBudget) => {
-                Some(Halt::OutOfBudget(error.to_string()))
-            }
-            _ => None,
+        // why an evaluation's result stops the policy's evaluation, if it does
+        let stops = |result: &Result<CelValue, genplane_cel::Error>| match result {
+            Err(error) => halt(error).err(),
+            Ok(_) => None,
         };
         // Each expression is evaluated directly on the inputs when it can be (see
         // genplane_cel::Direct), else by the interpreter, on the inputs converted once, at the
@@ -587,14 +577,13 @@ impl CompiledPolicy {
             };
             match result {
                 Ok(value) => direct.push_variable(variable.name.clone(), value),
-                Err(genplane_cel::Error::Yielded) => return Err(Halt::Yield),
-                Err(error @ genplane_cel::Error::OutOfBudget) => {
-                    return Err(Halt::OutOfBudget(error.to_string()));
+                Err(error) => {
+                    halt(&error)?;
+                    failed.push((
+                        variable.name.clone(),
+                        evaluation_error(&variable.expression, &error),
+                    ));
                 }
-                Err(error) => failed.push((
-                    variable.name.clone(),
-                    evaluation_error(&variable.expression, &error),
-                )),
             }
         }
         // the variables converted once for every expression below that the interpreter runs
@@ -629,7 +618,7 @@ impl CompiledPolicy {
                 match program {
                     Ok(program) => {
                         let result = value(program, &budget);
-                        match halt(&result) {
+                        match stops(&result) {
                             Some(stop) => Err(stop),
                             None => Ok(result.map_err(|e| explain(&e, expression))),
                         }
@@ -645,7 +634,7 @@ impl CompiledPolicy {
                 return Err(String::new());
             }
             let result = value(program, &conditions_budget);
-            if let Some(stop) = halt(&result) {
+            if let Some(stop) = stops(&result) {
                 *stopped.borrow_mut() = Some(stop);
                 return Err(String::new());
             }
@@ -676,7 +665,7 @@ impl CompiledPolicy {
                     let computed = match message_program.as_ref().and_then(|p| p.as_ref().ok()) {
                         Some(program) => {
                             let result = value(program, &budget);
-                            if let Some(stop) = halt(&result) {
+                            if let Some(stop) = stops(&result) {
                                 return Err(stop);
                             }
                             result.ok()

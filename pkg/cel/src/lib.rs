@@ -485,16 +485,6 @@ struct Run<'r> {
     yielded: bool,
 }
 
-/// How one run of a rule's program ended.
-enum Ran {
-    /// It ran to its end, at this cost (the larger of its estimate and its count).
-    Done(Result<Cel, ExecutionError>, u64),
-    /// Its meter cancelled it past the per-call limit.
-    Cancelled,
-    /// The inline allowance ran out.
-    Yielded,
-}
-
 /// The nearest correlated (new, old) pair above or at a node, for ratcheting.
 type Anchor<'v> = Option<(&'v Value, &'v Value)>;
 
@@ -585,9 +575,17 @@ impl Run<'_> {
         true
     }
 
-    /// Runs `program` in `scope`, its estimate `estimate` already charged: counted by a meter,
-    /// which also holds it to the inline allowance.
-    fn run_program(&mut self, program: &Program, scope: &Context<'_>, estimate: u64) -> Ran {
+    /// Runs `program` (of `rule`) in `scope`, its estimate `estimate` already charged, counted
+    /// by a meter that also holds it to the inline allowance: its result, or `None` once the
+    /// validation stops (cancelled past the per-call limit, or what it counted beyond its
+    /// estimate more than the budget left: the error is reported at `path`; or yielded).
+    fn run_program(
+        &mut self,
+        program: &Program,
+        scope: &Context<'_>,
+        estimate: u64,
+        (path, node, rule): (&Path, &Node, &CompiledRule),
+    ) -> Option<Result<Cel, ExecutionError>> {
         let meter = std::sync::Arc::new(match self.inline {
             Some((units, until)) => {
                 cost::Meter::new(program.outside_loops, PER_CALL_LIMIT, units, Some(until))
@@ -596,17 +594,21 @@ impl Run<'_> {
         });
         let result = program.run_metered(scope, &meter);
         match meter.stopped() {
-            Some(cost::Stop::Cancelled) => Ran::Cancelled,
+            Some(cost::Stop::Cancelled) => {
+                self.cancelled(path, node, rule);
+                None
+            }
             Some(cost::Stop::Yield) => {
                 self.yielded = true;
-                Ran::Yielded
+                None
             }
             None => {
                 let spent = meter.spent().max(estimate);
                 if let Some((units, _)) = &mut self.inline {
                     *units = units.saturating_sub(spent);
                 }
-                Ran::Done(result, spent)
+                self.charge_beyond_estimate(path, node, estimate, spent)
+                    .then_some(result)
             }
         }
     }
@@ -636,6 +638,17 @@ impl Run<'_> {
         self.budget = -1;
     }
 
+    /// Reports that the budget is spent (no further rule runs); false.
+    fn out_of_budget(&mut self, path: &Path, node: &Node) -> bool {
+        self.invalid(
+            path,
+            node,
+            "validation failed due to running out of cost budget, no further validation rules will be run",
+        );
+        self.budget = -1;
+        false
+    }
+
     /// Charges the part of a run's cost its estimate did not; false (and the error) once
     /// that is more than the budget left.
     fn charge_beyond_estimate(
@@ -647,13 +660,7 @@ impl Run<'_> {
     ) -> bool {
         let beyond = i64::try_from(spent.saturating_sub(estimate)).unwrap_or(i64::MAX);
         if beyond > self.budget {
-            self.invalid(
-                path,
-                node,
-                "validation failed due to running out of cost budget, no further validation rules will be run",
-            );
-            self.budget = -1;
-            return false;
+            return self.out_of_budget(path, node);
         }
         self.budget -= beyond;
         true
@@ -670,13 +677,7 @@ impl Run<'_> {
         anchor: Anchor<'_>,
     ) -> bool {
         if self.budget <= 0 {
-            self.invalid(
-                path,
-                node,
-                "validation failed due to running out of cost budget, no further validation rules will be run",
-            );
-            self.budget = -1;
-            return false;
+            return self.out_of_budget(path, node);
         }
         // ratcheting: on an unchanged value, failures of rules that do not look at oldSelf are
         // warnings
@@ -744,18 +745,9 @@ impl Run<'_> {
             } else {
                 base
             };
-            let result = match self.run_program(&rule.program, scope, cost) {
-                Ran::Done(result, spent) => {
-                    if !self.charge_beyond_estimate(path, node, cost, spent) {
-                        return false;
-                    }
-                    result
-                }
-                Ran::Cancelled => {
-                    self.cancelled(path, node, rule);
-                    return false;
-                }
-                Ran::Yielded => return false,
+            let Some(result) = self.run_program(&rule.program, scope, cost, (path, node, rule))
+            else {
+                return false;
             };
             match result {
                 Ok(Cel::Bool(true)) => {}
@@ -831,18 +823,8 @@ impl Run<'_> {
                 return false;
             }
             self.budget -= cost as i64;
-            let result = match self.run_program(program, scope, cost) {
-                Ran::Done(result, spent) => {
-                    if !self.charge_beyond_estimate(&at, node, cost, spent) {
-                        return false;
-                    }
-                    result
-                }
-                Ran::Cancelled => {
-                    self.cancelled(path, node, rule);
-                    return false;
-                }
-                Ran::Yielded => return false,
+            let Some(result) = self.run_program(program, scope, cost, (&at, node, rule)) else {
+                return false;
             };
             if let Ok(Cel::String(s)) = result {
                 let trimmed = s.trim();
