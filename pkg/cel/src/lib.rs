@@ -708,13 +708,7 @@ impl Run<'_> {
                 return false;
             }
             if cost as i64 > self.budget {
-                self.invalid(
-                    path,
-                    node,
-                    "validation failed due to running out of cost budget, no further validation rules will be run",
-                );
-                self.budget = -1;
-                return false;
+                return self.out_of_budget(path, node);
             }
             self.budget -= cost as i64;
 
