@@ -58,9 +58,10 @@
 //!   fields of `self`, message constructions (`Foo{a: 1}`: no message types are declared),
 //!   and results that surely are not booleans (rules) or strings (messageExpressions) are
 //!   compile errors; other type errors surface when the rule runs.
-//! - Costs follow cel-go's estimator in shape and factors, not to the unit; the runtime cost
-//!   is the same estimate computed on the actual sizes of the values, charged before the rule
-//!   runs (the interpreter cannot be interrupted).
+//! - Costs follow cel-go's estimator in shape and factors, not to the unit. At run time the
+//!   same estimate on the actual sizes of the values is charged before the rule runs, and the
+//!   evaluation is counted while it runs ([`cost`]: every iteration, and what large builders
+//!   build) and cancelled past the limit, or after a second (the interpreter's copies).
 //! - The bad value of a compile error is the rule as JSON (upstream prints a Go struct).
 //! - Missing from the `cel` crate 0.13: `cel.bind`, `sortBy`, two-variable comprehensions;
 //!   such rules fail when they run.
