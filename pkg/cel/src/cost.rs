@@ -19,7 +19,7 @@
 //!   condition and the step evaluate in one iteration (a nested comprehension's range, start
 //!   and result; its own iterations tick by themselves). The condition runs once before every
 //!   iteration, in both evaluators, so every iteration is counted, whatever the range is.
-//! - Each evaluation gets a [`Meter`], which starts at the number of nodes outside any
+//! - Each evaluation gets a meter, which starts at the number of nodes outside any
 //!   comprehension's loop and adds `n` at every tick. The interpreter finds it as the variable
 //!   `@k8s_meter` (not a name an expression can write) through the tick function, the direct
 //!   evaluator ([`crate::Direct`]) holds it. Past the limit the tick fails, which ends the
