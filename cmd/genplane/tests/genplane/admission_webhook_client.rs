@@ -1,7 +1,8 @@
 //! What the API server accepts from the webhooks it calls (issue #37, items 9 and 11): answers
-//! no larger than a real one can be (a 96 MiB answer is refused as a failed call, without the
-//! server's memory growing by it), and a self-signed CA certificate as the webhook's own serving
-//! certificate, as Go's client accepts it.
+//! no larger than a real one can be, from admission and conversion webhooks alike (a 96 MiB
+//! answer is refused as a failed call, without the server's memory growing by it), and a
+//! self-signed CA certificate as the webhook's own serving certificate, as Go's client accepts
+//! it.
 
 #![allow(clippy::unwrap_used)]
 
@@ -132,5 +133,70 @@ fn a_self_signed_ca_certificate_may_serve_a_webhook() {
         refused.contains("failed calling webhook \"wrong-name.genplane.test\"")
             && !refused.contains("seen by the self-signed webhook"),
         "{refused}"
+    );
+}
+
+#[test]
+fn conversion_webhook_answers_larger_than_any_real_one_are_refused_unread() {
+    let server = start();
+    // converts, with 96 MiB of padding no real answer has
+    let padding = "x".repeat(96 * 1024 * 1024);
+    let webhook = Webhook::start(move |call| {
+        let review: Value = serde_json::from_slice(&call.body).unwrap();
+        let request = &review["request"];
+        let desired = request["desiredAPIVersion"].clone();
+        let converted: Vec<Value> = request["objects"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|o| {
+                let mut o = o.clone();
+                o["apiVersion"] = desired.clone();
+                o
+            })
+            .collect();
+        json!({"apiVersion": "apiextensions.k8s.io/v1", "kind": "ConversionReview",
+            "response": {"uid": request["uid"], "result": {"status": "Success"},
+                "convertedObjects": converted},
+            "padding": padding})
+    });
+    let version = |name: &str, storage: bool| {
+        json!({"name": name, "served": true, "storage": storage,
+            "schema": {"openAPIV3Schema": {"type": "object",
+                "x-kubernetes-preserve-unknown-fields": true}}})
+    };
+    ok(kubectl_stdin(
+        &server,
+        &["create", "-f", "-"],
+        &json!({"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+            "metadata": {"name": "paddeds.genplane.test"},
+            "spec": {"group": "genplane.test", "scope": "Namespaced",
+                "names": {"plural": "paddeds", "singular": "padded", "kind": "Padded"},
+                "versions": [version("v1", true), version("v2", false)],
+                "conversion": {"strategy": "Webhook", "webhook": {
+                    "conversionReviewVersions": ["v1"],
+                    "clientConfig": {"url": format!("{}/convert", webhook.base),
+                        "caBundle": base64::engine::general_purpose::STANDARD.encode(&webhook.ca_pem)}}}}}),
+    ));
+    server.wait_established("paddeds.genplane.test");
+    let before = peak_rss_kib(&server);
+    // written in v2, converted to v1 (the storage version) by the webhook
+    let object = json!({"apiVersion": "genplane.test/v2", "kind": "Padded",
+        "metadata": {"name": "p", "namespace": "default"}, "spec": {"a": 1}});
+    let refused = eventually("the conversion webhook to be called", || {
+        let answer = server.raw().request(
+            "POST",
+            "/apis/genplane.test/v2/namespaces/default/paddeds",
+            &[],
+            Some(object.to_string().as_bytes()),
+        );
+        (answer.status != 404).then(|| (answer.status, answer.text()))
+    });
+    assert_eq!(refused.0, 500, "{}", refused.1);
+    assert!(refused.1.contains("larger than"), "{}", refused.1);
+    let grown = peak_rss_kib(&server).saturating_sub(before);
+    assert!(
+        grown < 48 * 1024,
+        "the server's peak memory grew by {grown} KiB for a 96 MiB answer"
     );
 }
