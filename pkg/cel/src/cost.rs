@@ -48,8 +48,9 @@
 //! 16-60 ns per unit for loops over literals and over JSON values, 1.5-4.5 µs for `filter`
 //! and `map` over 2,000 items, 27 µs for a loop over a 2,000-key map that selects from the
 //! map at each key). So the meter also reads the clock (every 64 charges): an evaluation
-//! that has run for [`PER_CALL_TIME_LIMIT`] is cancelled as if past its limit, and one past
-//! its inline allowance's time yields. The ticks and builders are where the clock is read, so
+//! that has run for [`PER_CALL_TIME_LIMIT`] is cancelled as if past its limit, as are the
+//! evaluations of a series that has run for the time its budget stands for at that rate (10 s
+//! for a policy binding), and one past its inline allowance's time yields. The ticks and builders are where the clock is read, so
 //! an evaluation overruns these times by at most one iteration's work.
 
 use std::sync::Arc;
@@ -79,6 +80,14 @@ pub(crate) enum Stop {
 /// (see the module docs), which can make a unit cost a thousand times more than usual; this
 /// is what bounds them.
 pub const PER_CALL_TIME_LIMIT: Duration = Duration::from_secs(1);
+
+/// How long a series of evaluations may run for each unit of its budget, at the rate of
+/// [`PER_CALL_TIME_LIMIT`] for the per-call limit (a policy binding's 10,000,000: 10 s).
+pub(crate) fn time_for(units: u64) -> Option<Instant> {
+    let per_unit = PER_CALL_TIME_LIMIT.as_nanos() / u128::from(crate::PER_CALL_LIMIT);
+    let nanos = u64::try_from(u128::from(units).saturating_mul(per_unit)).ok()?;
+    Instant::now().checked_add(Duration::from_nanos(nanos))
+}
 
 /// The clock is read at every this many charges (a read costs about as much as a charge).
 const CLOCK_EVERY: u64 = 64;
@@ -116,14 +125,21 @@ impl Opaque for Meter {
 
 impl Meter {
     /// A meter that has counted `start`, cancelling above `limit` (or past
-    /// [`PER_CALL_TIME_LIMIT`]) and yielding above `yield_above` (or after `yield_at`).
-    pub(crate) fn new(start: u64, limit: u64, yield_above: u64, yield_at: Option<Instant>) -> Self {
+    /// [`PER_CALL_TIME_LIMIT`], or `deadline`: its series' time) and yielding above
+    /// `yield_above` (or after `yield_at`).
+    pub(crate) fn new(
+        start: u64,
+        limit: u64,
+        (yield_above, yield_at): (u64, Option<Instant>),
+        deadline: Option<Instant>,
+    ) -> Self {
+        let own = Instant::now() + PER_CALL_TIME_LIMIT;
         Meter {
             spent: AtomicU64::new(start),
             charges: AtomicU64::new(0),
             stop: AtomicU8::new(0),
             limit,
-            cancel_at: Instant::now() + PER_CALL_TIME_LIMIT,
+            cancel_at: deadline.map_or(own, |d| d.min(own)),
             yield_above,
             yield_at,
         }
@@ -208,14 +224,20 @@ pub struct Budget {
     remaining: u64,
     /// The inline allowance: the units left, until when.
     inline: Option<(u64, Instant)>,
+    /// When the series' time is up (its total at the rate of [`PER_CALL_TIME_LIMIT`]): its
+    /// evaluations are cancelled then.
+    deadline: Option<Instant>,
 }
 
 impl Budget {
-    /// A budget of `total` cost units, without inline allowance.
+    /// A budget of `total` cost units, without inline allowance; its evaluations are cancelled
+    /// once the series has run for the time `total` stands for (1 µs a unit: 10 s for a
+    /// policy binding's 10,000,000).
     pub fn new(total: u64) -> Self {
         Budget {
             remaining: total,
             inline: None,
+            deadline: time_for(total),
         }
     }
 
@@ -239,10 +261,7 @@ impl Budget {
     /// A meter for one evaluation of a program whose per-call limit is `limit` and whose nodes
     /// outside loops are `start`.
     pub(crate) fn meter(&self, start: u64, limit: u64) -> Meter {
-        match self.inline {
-            Some((units, until)) => Meter::new(start, limit, units, Some(until)),
-            None => Meter::new(start, limit, u64::MAX, None),
-        }
+        Meter::new(start, limit, yield_at(self.inline), self.deadline)
     }
 
     /// Whether an evaluation estimated at `cost` must yield before it starts.
@@ -267,6 +286,15 @@ impl Budget {
                 false
             }
         }
+    }
+}
+
+/// Where an evaluation yields, for an inline allowance (units left, until when): never
+/// without one.
+pub(crate) fn yield_at(inline: Option<(u64, Instant)>) -> (u64, Option<Instant>) {
+    match inline {
+        Some((units, until)) => (units, Some(until)),
+        None => (u64::MAX, None),
     }
 }
 

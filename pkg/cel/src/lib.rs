@@ -300,6 +300,7 @@ impl Rules {
             budget: RUNTIME_CEL_COST_BUDGET,
             inline,
             yielded: false,
+            deadline: cost::time_for(RUNTIME_CEL_COST_BUDGET as u64),
         };
         let anchor = old.map(|o| (new, o));
         run.walk(root, tree, new, old, &Path::default(), anchor, true);
@@ -484,6 +485,8 @@ struct Run<'r> {
     inline: Option<(u64, std::time::Instant)>,
     /// Whether the validation stopped at the end of the inline allowance.
     yielded: bool,
+    /// When the time the budget stands for is up ([`cost::Budget::new`]).
+    deadline: Option<std::time::Instant>,
 }
 
 /// The nearest correlated (new, old) pair above or at a node, for ratcheting.
@@ -587,12 +590,12 @@ impl Run<'_> {
         estimate: u64,
         (path, node, rule): (&Path, &Node, &CompiledRule),
     ) -> Option<Result<Cel, ExecutionError>> {
-        let meter = std::sync::Arc::new(match self.inline {
-            Some((units, until)) => {
-                cost::Meter::new(program.outside_loops, PER_CALL_LIMIT, units, Some(until))
-            }
-            None => cost::Meter::new(program.outside_loops, PER_CALL_LIMIT, u64::MAX, None),
-        });
+        let meter = std::sync::Arc::new(cost::Meter::new(
+            program.outside_loops,
+            PER_CALL_LIMIT,
+            cost::yield_at(self.inline),
+            self.deadline,
+        ));
         let result = program.run_metered(scope, &meter);
         match meter.stopped() {
             Some(cost::Stop::Cancelled) => {

@@ -108,6 +108,28 @@ fn functions_that_build_large_values_count_what_they_build() {
 }
 
 #[test]
+fn evaluations_the_count_underrates_are_cancelled_after_a_second() {
+    // the interpreter copies the whole map at every key: quadratic work that neither the
+    // estimate nor the count sees (a few thousand units), minutes in a debug build
+    let data: serde_json::Map<String, serde_json::Value> = (0..8000)
+        .map(|i| (format!("key-{i}"), json!(format!("value-{i}"))))
+        .collect();
+    let object = json!({"data": data});
+    let environment = environment();
+    let program = environment
+        .compile(
+            "object.data.all(k, object.data[k].startsWith('value-'))",
+            &Path::new("expression"),
+        )
+        .unwrap();
+    let started = Instant::now();
+    let answer = program.evaluate(&Activation::new().bind("object", &object));
+    let took = started.elapsed();
+    assert_eq!(answer.map_err(|e| e.to_string()), Err(CANCELLED.to_owned()));
+    assert!(took < SOON, "took {took:?}");
+}
+
+#[test]
 fn crd_rules_past_the_limit_are_cancelled_when_they_run() {
     // the estimate cannot size a generated range, so the CRD is accepted; the rule is
     // cancelled when it runs
