@@ -360,7 +360,7 @@ fn credentials(user: &Value, dir: &Path) -> Result<Credentials, String> {
     let identity = match (certificate, key) {
         (Some(certificate), Some(key)) => {
             let pem = format!("{}\n{key}", certificate.trim_end());
-            reqwest::Identity::from_pem(pem.as_bytes())
+            crate::webhook::client::Identity::from_pem(&pem)
                 .map_err(|e| format!("client certificate and key: {e}"))?;
             Some(pem)
         }

@@ -33,6 +33,8 @@
 //!   request's user.
 //! - [`config`]: `--admission-control-config-file`, the plugins' configuration (credentials
 //!   for webhooks, resources limited by default for ResourceQuota).
+//! - [`evaluation`]: where the CEL of admission runs: inline while cheap, off the runtime's
+//!   workers once not, within upstream's cost budgets.
 //! - [`reinvocation`]: `reinvocationPolicy: IfNeeded` of mutating webhooks and policies (a
 //!   second pass of the mutating plugins when a later one changed the object).
 //! - [`Warnings`]: what plugins tell the client besides admitting or refusing (`Warning`
@@ -43,6 +45,7 @@
 pub mod authorizer;
 mod bound;
 pub mod config;
+pub mod evaluation;
 pub mod mutating_policy;
 pub mod namespace;
 pub mod params;

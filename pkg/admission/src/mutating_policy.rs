@@ -28,11 +28,12 @@
 //!
 //! Every expression of a policy is compiled once per generation of the policy, and the bound
 //! set is kept while the lists of policies and bindings keep their generation, as the
-//! ValidatingAdmissionPolicy plugin does (`crate::bound`). Writes of the
-//! admission configuration kinds themselves are never changed. A binding of a policy with
+//! ValidatingAdmissionPolicy plugin does (`crate::bound`). The writes that plugin leaves alone
+//! (`crate::policy::is_exempt`: the policy kinds, the reviews) are never changed. A binding of a policy with
 //! `reinvocationPolicy: IfNeeded` runs again when a later webhook or policy changed the object
 //! ([`crate::reinvocation`]).
 
+use std::cell::RefCell;
 use std::sync::Arc;
 
 use genplane_api::admissionregistration::types::{
@@ -41,13 +42,14 @@ use genplane_api::admissionregistration::types::{
 use genplane_apimachinery::errors::{ApiError, Status};
 use genplane_apimachinery::schema::{GroupResource, GroupVersionKind};
 use genplane_apimachinery::validation::field::Path;
-use genplane_cel::{Activation, CelValue, Environment};
+use genplane_cel::{Activation, Budget, CelValue, Environment};
 use serde_json::Value;
 
+use crate::evaluation::{Halt, halt};
 use crate::namespace::Namespaces;
 use crate::params::Params;
 use crate::policy::{
-    Compiled, EXEMPT, Inputs, WriteNamespace, compile, environment, evaluation_error, inputs_of,
+    Compiled, Inputs, WriteNamespace, compile, environment, evaluation_error, inputs_of, is_exempt,
     resources_match,
 };
 use crate::reinvocation::Reinvocation;
@@ -146,38 +148,63 @@ impl CompiledPolicy {
     }
 
     /// The activation of one evaluation, with `variables` computed over it in order (a failed
-    /// one is left out, its error kept for the expressions that use it).
+    /// one is left out, its error kept for the expressions that use it); the budget's errors
+    /// stop it.
     fn variables(
         &self,
         prepared: &genplane_cel::Prepared<'_, '_>,
-    ) -> (CelValue, Vec<(String, String)>) {
+        budget: &mut Budget,
+    ) -> Result<(CelValue, Vec<(String, String)>), Halt> {
         let mut values: Vec<(String, CelValue)> = Vec::new();
         let mut failed: Vec<(String, String)> = Vec::new();
         for (variable, program) in self.spec.variables.iter().zip(&self.variables) {
             let known = [("variables", genplane_cel::map_value(values.clone()))];
             match program {
-                Ok(program) => match program.evaluate_prepared(prepared, &known) {
+                Ok(program) => match program.evaluate_prepared_within(prepared, &known, budget) {
                     Ok(value) => values.push((variable.name.clone(), value)),
-                    Err(e) => failed.push((
-                        variable.name.clone(),
-                        evaluation_error(&variable.expression, &e),
-                    )),
+                    Err(e) => {
+                        halt(&e)?;
+                        failed.push((
+                            variable.name.clone(),
+                            evaluation_error(&variable.expression, &e),
+                        ));
+                    }
                 },
                 Err(e) => failed.push((variable.name.clone(), e.clone())),
             }
         }
-        (genplane_cel::map_value(values), failed)
+        Ok((genplane_cel::map_value(values), failed))
     }
 
-    /// Runs the policy's mutations on `object` for one param: `Ok(None)` when a match
-    /// condition is false, the changed object, or why the binding failed.
+    /// Runs the policy's mutations on `object` for one param, its budgets with the inline
+    /// allowance `inline` ([`crate::evaluation`]): `Ok(None)` when a match condition is false,
+    /// the changed object, or why the binding failed; `None` when an evaluation yielded.
     fn mutate(
         &self,
         policies: &dyn MutatingPolicies,
         kind: &GroupVersionKind,
         inputs: &Inputs<'_>,
         params: &Value,
-    ) -> Result<Option<Value>, String> {
+        inline: Option<genplane_cel::Inline>,
+    ) -> Option<Result<Option<Value>, String>> {
+        match self.mutate_within(policies, kind, inputs, params, inline) {
+            Ok(outcome) => Some(outcome),
+            Err(Halt::Yield) => None,
+            Err(Halt::OutOfBudget(message)) => Some(Err(message)),
+        }
+    }
+
+    fn mutate_within(
+        &self,
+        policies: &dyn MutatingPolicies,
+        kind: &GroupVersionKind,
+        inputs: &Inputs<'_>,
+        params: &Value,
+        inline: Option<genplane_cel::Inline>,
+    ) -> Result<Result<Option<Value>, String>, Halt> {
+        let mut budget = Budget::new(crate::evaluation::POLICY_BUDGET).inline(inline);
+        let mut conditions_budget =
+            Budget::new(crate::evaluation::MATCH_CONDITIONS_BUDGET).inline(inline);
         let mut current = inputs.object.clone();
         for (index, program) in self.mutations.iter().enumerate() {
             let prepared = self.environment.prepare(
@@ -189,7 +216,7 @@ impl CompiledPolicy {
                     .bind("namespaceObject", &inputs.namespace_object)
                     .bind_value("authorizer", inputs.authorizer.clone()),
             );
-            let (variables, failed) = self.variables(&prepared);
+            let (variables, failed) = self.variables(&prepared, &mut budget)?;
             let variables = [("variables", variables)];
             let explain = |error: &genplane_cel::Error, expression: &str| -> String {
                 if let genplane_cel::Error::Evaluation(message) = error
@@ -202,13 +229,28 @@ impl CompiledPolicy {
             };
             if index == 0 {
                 let conditions = &self.spec.match_conditions;
+                let budget = RefCell::new(&mut conditions_budget);
+                let stopped: RefCell<Option<Halt>> = RefCell::new(None);
                 let hold = conditions_hold(conditions, &self.conditions, |i, program| {
+                    if stopped.borrow().is_some() {
+                        return Err(String::new());
+                    }
                     program
-                        .evaluate_prepared(&prepared, &variables)
-                        .map_err(|e| explain(&e, &conditions[i].expression))
-                })?;
-                if !hold {
-                    return Ok(None);
+                        .evaluate_prepared_within(&prepared, &variables, &mut budget.borrow_mut())
+                        .map_err(|e| {
+                            if let Err(stop) = halt(&e) {
+                                *stopped.borrow_mut() = Some(stop);
+                            }
+                            explain(&e, &conditions[i].expression)
+                        })
+                });
+                if let Some(stop) = stopped.into_inner() {
+                    return Err(stop);
+                }
+                match hold {
+                    Ok(true) => {}
+                    Ok(false) => return Ok(Ok(None)),
+                    Err(message) => return Ok(Err(message)),
                 }
             }
             let mutation = &self.spec.mutations[index];
@@ -218,28 +260,39 @@ impl CompiledPolicy {
             }
             .map(|e| e.expression.as_str())
             .unwrap_or("");
-            let program = program.as_ref().map_err(Clone::clone)?;
-            let value = program
-                .evaluate_prepared(&prepared, &variables)
-                .map_err(|e| explain(&e, expression))?;
-            let value =
-                genplane_cel::to_json(&value).map_err(|e| evaluation_error(expression, &e))?;
-            current = match mutation.patch_type.as_str() {
-                "JSONPatch" => json_patch_of(current, &value)?,
-                _ => {
-                    if !value.is_object() {
-                        return Err(format!(
-                            "apply configuration expression '{expression}' must evaluate to an Object, not {}",
-                            json_type(&value)
-                        ));
-                    }
-                    policies
-                        .apply_configuration(kind, current, &value)
-                        .map_err(|e| format!("error applying patch: {e}"))?
+            let program = match program {
+                Ok(program) => program,
+                Err(e) => return Ok(Err(e.clone())),
+            };
+            let value = match program.evaluate_prepared_within(&prepared, &variables, &mut budget) {
+                Ok(value) => value,
+                Err(e) => {
+                    halt(&e)?;
+                    return Ok(Err(explain(&e, expression)));
                 }
             };
+            let applied = genplane_cel::to_json(&value)
+                .map_err(|e| evaluation_error(expression, &e))
+                .and_then(|value| match mutation.patch_type.as_str() {
+                    "JSONPatch" => json_patch_of(current, &value),
+                    _ => {
+                        if !value.is_object() {
+                            return Err(format!(
+                                "apply configuration expression '{expression}' must evaluate to an Object, not {}",
+                                json_type(&value)
+                            ));
+                        }
+                        policies
+                            .apply_configuration(kind, current, &value)
+                            .map_err(|e| format!("error applying patch: {e}"))
+                    }
+                });
+            current = match applied {
+                Ok(changed) => changed,
+                Err(message) => return Ok(Err(message)),
+            };
         }
-        Ok(Some(current))
+        Ok(Ok(Some(current)))
     }
 }
 
@@ -311,9 +364,7 @@ impl MutatingAdmissionPolicy {
         reinvocation: Option<&Reinvocation>,
     ) -> Result<(), ApiError> {
         let request = attributes.request;
-        if request.resource.group == "admissionregistration.k8s.io"
-            && EXEMPT.contains(&request.resource.resource.as_str())
-        {
+        if is_exempt(&request.resource) {
             return Ok(());
         }
         let plugin = self.name();
@@ -376,8 +427,15 @@ impl MutatingAdmissionPolicy {
                 for param in &params {
                     let inputs =
                         inputs_of(&attributes, Some(object), &namespace, (true, true)).await?;
-                    let outcome =
-                        policy.mutate(self.policies.as_ref(), &request.kind, &inputs, param);
+                    let outcome = crate::evaluation::run(|inline| {
+                        policy.mutate(
+                            self.policies.as_ref(),
+                            &request.kind,
+                            &inputs,
+                            param,
+                            inline,
+                        )
+                    });
                     match outcome {
                         Ok(Some(new)) => {
                             changed |= new != *object;

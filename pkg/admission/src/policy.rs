@@ -37,8 +37,10 @@
 //! programs are kept while the policy is stored), and the set of bound policies is kept while
 //! the lists of policies and bindings keep their generation ([`Listed`]). Of the inputs, only
 //! what the policy's expressions reach is converted to CEL ([`genplane_cel::Reach`]):
-//! `request` and `namespaceObject` are not even built when no expression names them. Writes of the admission configuration kinds
-//! themselves are never checked (a broken policy cannot lock out its own repair).
+//! `request` and `namespaceObject` are not even built when no expression names them. Writes of
+//! the policy kinds themselves and of the reviews nothing stores are never checked
+//! ([`is_exempt`], upstream's list: a broken policy cannot lock out its own repair); webhook
+//! configurations are, so a policy can guard them.
 //!
 //! Expressions may use `authorizer` ([`crate::authorizer`]: the server's authorizer asked about
 //! the request's user, `authorizer.group(g).resource(r).namespace(ns).name(n).check(verb)`,
@@ -47,6 +49,7 @@
 //! Not yet: `matchPolicy: Equivalent` sees the object in the version it was written in
 //! (upstream converts it to the version the rule names).
 
+use std::cell::RefCell;
 use std::sync::Arc;
 
 use genplane_api::admissionregistration::types::{
@@ -56,10 +59,11 @@ use genplane_apimachinery::errors::{ApiError, Status, StatusCause};
 use genplane_apimachinery::schema::GroupResource;
 use genplane_apimachinery::validation::field::Path;
 use genplane_cel::{
-    Activation, CelValue, Direct, DirectVars, Environment, Program, Reach, VarType,
+    Activation, Budget, CelValue, Direct, DirectVars, Environment, Program, Reach, VarType,
 };
 use serde_json::{Value, json};
 
+use crate::evaluation::{Halt, halt};
 use crate::namespace::Namespaces;
 pub use crate::params::{ParamSelection, Params};
 use crate::webhook::{RuleMatching as _, conditions_hold, review_request, selectors_match};
@@ -68,15 +72,41 @@ use crate::{Attributes, BoxFuture, Listed, ValidatingPlugin};
 /// Upstream's limit on the length of one audit annotation value.
 const MAX_AUDIT_ANNOTATION_VALUE_LENGTH: usize = 10 * 1024;
 
-/// The resources of `admissionregistration.k8s.io` whose writes no policy checks.
-pub(crate) const EXEMPT: &[&str] = &[
-    "validatingwebhookconfigurations",
-    "mutatingwebhookconfigurations",
-    "validatingadmissionpolicies",
-    "validatingadmissionpolicybindings",
-    "mutatingadmissionpolicies",
-    "mutatingadmissionpolicybindings",
+/// The resources (group, resource) whose writes no admission policy sees, validating or
+/// mutating, as upstream 1.33's policy plugins exclude them (by resource, in any version,
+/// through any subresource): the policy kinds themselves, so that a broken policy cannot lock
+/// out its own repair (webhook configurations are not among them: a policy may guard them),
+/// and the reviews nothing stores, whose interception could break the cluster
+/// (kube-apiserver's excluded resources).
+const EXEMPT: &[(&str, &str)] = &[
+    (
+        "admissionregistration.k8s.io",
+        "validatingadmissionpolicies",
+    ),
+    (
+        "admissionregistration.k8s.io",
+        "validatingadmissionpolicybindings",
+    ),
+    ("admissionregistration.k8s.io", "mutatingadmissionpolicies"),
+    (
+        "admissionregistration.k8s.io",
+        "mutatingadmissionpolicybindings",
+    ),
+    ("authentication.k8s.io", "selfsubjectreviews"),
+    ("authentication.k8s.io", "tokenreviews"),
+    ("authorization.k8s.io", "localsubjectaccessreviews"),
+    ("authorization.k8s.io", "selfsubjectaccessreviews"),
+    ("authorization.k8s.io", "selfsubjectrulesreviews"),
+    ("authorization.k8s.io", "subjectaccessreviews"),
 ];
+
+/// Whether no admission policy sees writes of `resource`: the policy kinds themselves and the
+/// reviews nothing stores, in any version, through any subresource (upstream 1.33's list).
+pub fn is_exempt(resource: &genplane_apimachinery::schema::GroupVersionResource) -> bool {
+    EXEMPT
+        .iter()
+        .any(|(group, name)| resource.group == *group && resource.resource == *name)
+}
 
 /// The stored policies, bindings and param objects, as the plugin reads them on every write
 /// (from memory: a write should not cost storage reads).
@@ -437,8 +467,38 @@ pub(crate) fn evaluation_error(expression: &str, error: &genplane_cel::Error) ->
 }
 
 impl CompiledPolicy {
-    /// Runs the policy for one param (`Value::Null`: none).
-    fn evaluate(&self, inputs: &Inputs<'_>, params: &Value) -> Outcome {
+    /// Runs the policy for one param (`Value::Null`: none), its budgets with the inline
+    /// allowance `inline` ([`crate::evaluation`]); `None` when an evaluation yielded.
+    fn evaluate(
+        &self,
+        inputs: &Inputs<'_>,
+        params: &Value,
+        inline: Option<genplane_cel::Inline>,
+    ) -> Option<Outcome> {
+        match self.evaluate_within(inputs, params, inline) {
+            Ok(outcome) => Some(outcome),
+            Err(Halt::Yield) => None,
+            Err(Halt::OutOfBudget(message)) => {
+                let mut outcome = Outcome::default();
+                if !self.ignores_failures() {
+                    outcome.decisions.push(Decision {
+                        index: 0,
+                        message,
+                        reason: None,
+                        error: true,
+                    });
+                }
+                Some(outcome)
+            }
+        }
+    }
+
+    fn evaluate_within(
+        &self,
+        inputs: &Inputs<'_>,
+        params: &Value,
+        inline: Option<genplane_cel::Inline>,
+    ) -> Result<Outcome, Halt> {
         let mut outcome = Outcome::default();
         let fail = |outcome: &mut Outcome, index: usize, message: String| {
             if !self.ignores_failures() {
@@ -449,6 +509,15 @@ impl CompiledPolicy {
                     error: true,
                 });
             }
+        };
+        // upstream's budgets: one for the match conditions, one for everything else
+        let budget = RefCell::new(Budget::new(crate::evaluation::POLICY_BUDGET).inline(inline));
+        let conditions_budget =
+            RefCell::new(Budget::new(crate::evaluation::MATCH_CONDITIONS_BUDGET).inline(inline));
+        // why an evaluation's result stops the policy's evaluation, if it does
+        let stops = |result: &Result<CelValue, genplane_cel::Error>| match result {
+            Err(error) => halt(error).err(),
+            Ok(_) => None,
         };
         // Each expression is evaluated directly on the inputs when it can be (see
         // genplane_cel::Direct), else by the interpreter, on the inputs converted once, at the
@@ -484,22 +553,38 @@ impl CompiledPolicy {
         // variables, in order, each seeing the ones before it
         let mut failed: Vec<(String, String)> = Vec::new();
         for (variable, program) in self.spec.variables.iter().zip(&self.variables) {
-            let value = match program {
-                Ok(program) => match program.evaluate_direct(&direct) {
-                    Some(value) => Ok(value),
+            let program = match program {
+                Ok(program) => program,
+                Err(e) => {
+                    failed.push((variable.name.clone(), e.clone()));
+                    continue;
+                }
+            };
+            let result = {
+                let mut budget = budget.borrow_mut();
+                match program.evaluate_direct(&direct, &mut budget) {
+                    Some(value) => value,
                     None => {
                         let known = [("variables", as_cel(direct.variables()))];
                         program
-                            .evaluate_prepared(base.get_or_init(prepare), &known)
+                            .evaluate_prepared_within(
+                                base.get_or_init(prepare),
+                                &known,
+                                &mut budget,
+                            )
                             .map(Direct::Cel)
-                            .map_err(|e| evaluation_error(&variable.expression, &e))
                     }
-                },
-                Err(e) => Err(e.clone()),
+                }
             };
-            match value {
+            match result {
                 Ok(value) => direct.push_variable(variable.name.clone(), value),
-                Err(e) => failed.push((variable.name.clone(), e)),
+                Err(error) => {
+                    halt(&error)?;
+                    failed.push((
+                        variable.name.clone(),
+                        evaluation_error(&variable.expression, &error),
+                    ));
+                }
             }
         }
         // the variables converted once for every expression below that the interpreter runs
@@ -520,26 +605,51 @@ impl CompiledPolicy {
             }
             evaluation_error(expression, error)
         };
-        // an expression's value, directly or by the interpreter
-        let value = |program: &genplane_cel::Program| match program.evaluate_direct(&direct) {
-            Some(value) => Ok(value.to_cel()),
-            None => program.evaluate_prepared(prepared(), &[]),
+        // an expression's value, directly or by the interpreter, charged to `budget`
+        let value = |program: &genplane_cel::Program, budget: &RefCell<Budget>| {
+            let mut budget = budget.borrow_mut();
+            match program.evaluate_direct(&direct, &mut budget) {
+                Some(value) => value.map(|v| v.to_cel()),
+                None => program.evaluate_prepared_within(prepared(), &[], &mut budget),
+            }
         };
-        // an expression's value, or why it has none
-        let run = |program: &Compiled, expression: &str| match program {
-            Ok(program) => value(program).map_err(|e| explain(&e, expression)),
-            Err(e) => Err(e.clone()),
-        };
+        // an expression's value, or why it has none (or why the policy stops)
+        let run =
+            |program: &Compiled, expression: &str| -> Result<Result<CelValue, String>, Halt> {
+                match program {
+                    Ok(program) => {
+                        let result = value(program, &budget);
+                        match stops(&result) {
+                            Some(stop) => Err(stop),
+                            None => Ok(result.map_err(|e| explain(&e, expression))),
+                        }
+                    }
+                    Err(e) => Ok(Err(e.clone())),
+                }
+            };
         // match conditions: any false skips the policy, an error is a failure
         let conditions = &self.spec.match_conditions;
-        match conditions_hold(conditions, &self.conditions, |i, program| {
-            value(program).map_err(|e| explain(&e, &conditions[i].expression))
-        }) {
+        let stopped: RefCell<Option<Halt>> = RefCell::new(None);
+        let held = conditions_hold(conditions, &self.conditions, |i, program| {
+            if stopped.borrow().is_some() {
+                return Err(String::new());
+            }
+            let result = value(program, &conditions_budget);
+            if let Some(stop) = stops(&result) {
+                *stopped.borrow_mut() = Some(stop);
+                return Err(String::new());
+            }
+            result.map_err(|e| explain(&e, &conditions[i].expression))
+        });
+        if let Some(stop) = stopped.into_inner() {
+            return Err(stop);
+        }
+        match held {
             Ok(true) => {}
-            Ok(false) => return outcome,
+            Ok(false) => return Ok(outcome),
             Err(message) => {
                 fail(&mut outcome, 0, message);
-                return outcome;
+                return Ok(outcome);
             }
         }
         for (index, (validation, (program, message_program))) in self
@@ -549,14 +659,21 @@ impl CompiledPolicy {
             .zip(&self.validations)
             .enumerate()
         {
-            let verdict = run(program, &validation.expression);
+            let verdict = run(program, &validation.expression)?;
             match verdict {
                 Ok(CelValue::Bool(true)) => {}
                 Ok(_) => {
-                    let message = message_program
-                        .as_ref()
-                        .and_then(|p| p.as_ref().ok())
-                        .and_then(|p| value(p).ok())
+                    let computed = match message_program.as_ref().and_then(|p| p.as_ref().ok()) {
+                        Some(program) => {
+                            let result = value(program, &budget);
+                            if let Some(stop) = stops(&result) {
+                                return Err(stop);
+                            }
+                            result.ok()
+                        }
+                        None => None,
+                    };
+                    let message = computed
                         .and_then(|v| match v {
                             CelValue::String(s) => Some(s.trim().to_owned()),
                             _ => None,
@@ -584,7 +701,7 @@ impl CompiledPolicy {
             }
         }
         for (annotation, program) in self.spec.audit_annotations.iter().zip(&self.annotations) {
-            let value = run(program, &annotation.value_expression);
+            let value = run(program, &annotation.value_expression)?;
             match value {
                 Ok(CelValue::String(s)) => {
                     let mut value = s.trim().to_owned();
@@ -613,7 +730,7 @@ impl CompiledPolicy {
                 Err(e) => fail(&mut outcome, 0, e),
             }
         }
-        outcome
+        Ok(outcome)
     }
 }
 
@@ -735,9 +852,7 @@ impl ValidatingAdmissionPolicy {
         object: Option<&Value>,
     ) -> Result<(), ApiError> {
         let request = attributes.request;
-        if request.resource.group == "admissionregistration.k8s.io"
-            && EXEMPT.contains(&request.resource.resource.as_str())
-        {
+        if is_exempt(&request.resource) {
             return Ok(());
         }
         let Some(bound) = self.bound().await? else {
@@ -799,7 +914,8 @@ impl ValidatingAdmissionPolicy {
                     continue;
                 };
                 for param in &params {
-                    let outcome = policy.evaluate(inputs, param);
+                    let outcome =
+                        crate::evaluation::run(|inline| policy.evaluate(inputs, param, inline));
                     for (key, value) in outcome.annotations {
                         match annotations.iter_mut().find(|(k, _)| *k == key) {
                             Some((_, values)) if !values.contains(&value) => values.push(value),

@@ -8,8 +8,10 @@
 //!
 //! Which webhooks are called ([`Webhook::matches`]):
 //!
-//! - never for writes of webhook configurations themselves (so that a broken webhook cannot lock
-//!   out its own repair);
+//! - never for writes of the admission configuration kinds ([`is_admission_configuration`]:
+//!   webhook configurations, validating and mutating admission policies and their bindings, in
+//!   any version, through any subresource, deletes included), so that a broken webhook cannot
+//!   lock out its own repair or the policies' (upstream's list);
 //! - a rule must match: the operation (or `*`), the group, the version and the resource
 //!   (`*`, `*/*`, `resource/subresource`, `resource/*`, `*/subresource`), and the scope
 //!   (`Cluster`: cluster-scoped resources and namespaces; `Namespaced`: the others);
@@ -87,6 +89,22 @@ impl Flavor {
             Flavor::Validating => "validatingwebhookconfigurations",
         }
     }
+}
+
+/// Whether a write is of an admission configuration kind, which no webhook is called for
+/// (upstream's `IsExemptAdmissionConfigurationResource`): by the kind written, in any version,
+/// through any subresource.
+pub fn is_admission_configuration(kind: &genplane_apimachinery::schema::GroupVersionKind) -> bool {
+    kind.group == GROUP
+        && matches!(
+            kind.kind.as_str(),
+            "ValidatingWebhookConfiguration"
+                | "MutatingWebhookConfiguration"
+                | "ValidatingAdmissionPolicy"
+                | "ValidatingAdmissionPolicyBinding"
+                | "MutatingAdmissionPolicy"
+                | "MutatingAdmissionPolicyBinding"
+        )
 }
 
 /// The stored webhook configurations, as the plugins read them on every write.
@@ -405,16 +423,30 @@ impl Webhook {
                 .bind("request", review_request)
                 .bind_value("authorizer", crate::authorizer::value(attributes)),
         );
-        conditions_hold(
-            &self.match_conditions,
-            &conditions.programs,
-            |_, program| {
-                program
-                    .evaluate_prepared(&prepared, &[])
-                    .map_err(|e| e.to_string())
-            },
-        )
-        .map_err(Error::MatchCondition)
+        // upstream's budget for one webhook's conditions; cheap ones run inline
+        crate::evaluation::run(|inline| {
+            let budget = std::cell::RefCell::new(
+                genplane_cel::Budget::new(crate::evaluation::MATCH_CONDITIONS_BUDGET)
+                    .inline(inline),
+            );
+            let yielded = std::cell::Cell::new(false);
+            let held = conditions_hold(
+                &self.match_conditions,
+                &conditions.programs,
+                |_, program| {
+                    if yielded.get() {
+                        return Err(String::new());
+                    }
+                    program
+                        .evaluate_prepared_within(&prepared, &[], &mut budget.borrow_mut())
+                        .map_err(|e| {
+                            yielded.set(e == genplane_cel::Error::Yielded);
+                            e.to_string()
+                        })
+                },
+            );
+            (!yielded.get()).then(|| held.map_err(Error::MatchCondition))
+        })
     }
 }
 
@@ -463,9 +495,9 @@ impl Clients {
             Some(client::parse_ca_bundle(ca_bundle).map_err(Error::Configuration)?)
         };
         let identity = identity
-            .map(|pem| reqwest::Identity::from_pem(pem.as_bytes()))
+            .map(client::Identity::from_pem)
             .transpose()
-            .map_err(|e| Error::Configuration(client::error_chain(&e)))?;
+            .map_err(Error::Configuration)?;
         let built = client::build_client(roots.as_deref(), identity)
             .map_err(|e| Error::Configuration(client::error_chain(&e)))?;
         clients.insert(key, built.clone());
@@ -537,13 +569,7 @@ impl Dispatcher {
         attributes: &Attributes<'_>,
         object: Option<&Value>,
     ) -> Result<Vec<(usize, Webhook)>, ApiError> {
-        let request = attributes.request;
-        if request.resource.group == GROUP
-            && matches!(
-                request.resource.resource.as_str(),
-                "validatingwebhookconfigurations" | "mutatingwebhookconfigurations"
-            )
-        {
+        if is_admission_configuration(&attributes.request.kind) {
             return Ok(Vec::new());
         }
         let mut matching = Vec::new();

@@ -269,11 +269,12 @@ pub(crate) fn worst_cost<'a>(
     )
 }
 
-/// The largest total size of a program's values (as [`worst_cost`] counts it) up to which no
+/// The total size of a program's values (as [`worst_cost`] counts it) below which no
 /// evaluation can cost more than `limit`: `u64::MAX` when even [`UNBOUNDED_SIZE`] cannot,
-/// else a power of two (0 when nothing is small enough). The cost model grows with the sizes,
-/// so a binary search over the exponents finds it in a few analyses.
-pub(crate) fn free_up_to<'a>(
+/// else one more than a power of two, 1 when only empty values cannot, 0 when even they can
+/// (a program over literals, whose cost does not depend on its values at all). The cost model
+/// grows with the sizes, so a binary search over the exponents finds it in a few analyses.
+pub(crate) fn free_below<'a>(
     expr: &IdedExpr,
     names: impl Iterator<Item = &'a str> + Clone,
     limit: u64,
@@ -283,7 +284,7 @@ pub(crate) fn free_up_to<'a>(
         return u64::MAX;
     }
     if !within(1) {
-        return 0;
+        return u64::from(within(0));
     }
     // within at 2^low, not at 2^high
     let (mut low, mut high) = (0u32, UNBOUNDED_SIZE.ilog2());
@@ -295,7 +296,7 @@ pub(crate) fn free_up_to<'a>(
             high = middle;
         }
     }
-    1 << low
+    (1 << low) + 1
 }
 
 pub(crate) fn runtime_cost<'a>(expr: &IdedExpr, bindings: Vec<(String, Ty<'a>)>) -> u64 {
@@ -363,12 +364,16 @@ impl<'a> Analyzer<'_, 'a> {
             }
             Expr::List(list) => {
                 let mut cost = LIST_CREATE;
-                let mut elem = Ty::Dyn;
+                let mut elem: Option<Ty<'a>> = None;
                 for el in &list.elements {
                     let (c, t) = self.expr(el);
                     cost = cost.saturating_add(c);
-                    elem = t;
+                    // the elements' type is the largest element's
+                    if elem.as_ref().is_none_or(|e| t.size() > e.size()) {
+                        elem = Some(t);
+                    }
                 }
+                let elem = elem.unwrap_or(Ty::Dyn);
                 (cost, Ty::List(list.elements.len() as u64, Box::new(elem)))
             }
             Expr::Map(map) => {
@@ -486,6 +491,18 @@ impl<'a> Analyzer<'_, 'a> {
     }
 
     fn call(&mut self, id: u64, call: &CallExpr) -> (u64, Ty<'a>) {
+        if call.func_name == crate::cost::TICK
+            && let [_, condition] = call.args.as_slice()
+        {
+            // the count of an iteration (crate::cost) costs nothing of its own
+            return self.expr(condition);
+        }
+        if call.func_name == crate::cost::FORMAT_GUARD
+            && let [format] = call.args.as_slice()
+        {
+            // nor does the count of what a format string asks for
+            return self.expr(format);
+        }
         if let Some((var, body)) =
             crate::optional::macro_parts(&call.func_name, call.target.as_deref(), &call.args)
         {

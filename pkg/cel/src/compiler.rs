@@ -19,7 +19,8 @@
 //! ([`crate::stack`]); a panic of the interpreter is an evaluation error. Before it runs, an
 //! expression is charged its cost on the actual values (the static estimate's model with the
 //! values' real sizes); over the environment's limit ([`crate::PER_CALL_LIMIT`] unless set) it
-//! does not run.
+//! does not run. While it runs, every iteration of every comprehension is counted
+//! ([`crate::cost`]), and the evaluation is cancelled past the same limit.
 //!
 //! The CRD rules (`x-kubernetes-validations`, [`crate::Rules`]) compile through the same
 //! environment, with `self` and `oldSelf` typed by the node the rule is declared on.
@@ -40,6 +41,7 @@ use kube_cel::cel::{Context, ExecutionError};
 use serde_json::Value;
 
 use crate::analyze::{self, Analysis, Ty};
+use crate::cost::{self, Budget, Meter, Stop};
 use crate::direct::{self, Direct, DirectVars};
 use crate::projection::{ALL, Reach};
 use crate::schema::Node;
@@ -86,6 +88,17 @@ pub enum Error {
     /// `no such overload`, `division by zero`).
     #[error("{0}")]
     Evaluation(String),
+    /// The evaluation cost more than what was left of its series' [`crate::Budget`]
+    /// (upstream's words for a policy's or an object's rules).
+    #[error(
+        "validation failed due to running out of cost budget, no further validation rules will be run"
+    )]
+    OutOfBudget,
+    /// The evaluation stopped when its series had spent the budget's inline allowance
+    /// ([`crate::Budget::inline`]): the caller runs the series again off the async runtime.
+    /// Never an answer to show.
+    #[error("evaluation interrupted: it needs more than the inline allowance")]
+    Yielded,
 }
 
 impl Error {
@@ -258,6 +271,10 @@ impl<'s> Environment<'s> {
         let mut expr = parsed.expr;
         stack::for_tree(parsed.depth, move || {
             let errors = rewrite::rewrite(&mut expr, self.objects);
+            if errors.is_empty() {
+                let mut next_id = rewrite::max_id(&expr) + 1;
+                cost::insert_ticks(&mut expr, &mut next_id);
+            }
             let depth = parse::depth(&expr);
             if !errors.is_empty() || depth > parse::MAX_TREE_DEPTH {
                 parse::dismantle(expr);
@@ -282,17 +299,19 @@ impl<'s> Environment<'s> {
                 .collect();
             let analysis = analyze::analyze(source, &expr, scopes);
             unordered_equality(&mut expr, &analysis.unordered_eq);
-            let free_up_to = analyze::free_up_to(
+            let free_below = analyze::free_below(
                 &expr,
                 self.vars.iter().map(|(n, _)| n.as_str()),
                 self.cost_limit,
             );
+            let outside_loops = cost::nodes_outside_loops(&expr);
             let program = Program {
                 expr,
                 depth,
                 cost: analysis.cost,
                 cost_limit: self.cost_limit,
-                free_up_to,
+                free_below,
+                outside_loops,
                 context: Arc::clone(&self.context),
             };
             Ok((program, analysis))
@@ -312,6 +331,7 @@ fn base_context() -> Context<'static> {
     optional::register(&mut context);
     rewrite::register(&mut context);
     crate::authz::register(&mut context);
+    cost::register(&mut context);
     context
 }
 
@@ -454,10 +474,14 @@ pub struct Program {
     pub(crate) depth: usize,
     cost: u64,
     cost_limit: u64,
-    /// Up to which total size of its values ([`value::total_size`]) no evaluation can cost
-    /// more than the limit: evaluations on values no larger are not charged. `u64::MAX` when
-    /// no values can (its cost does not grow with its inputs, or not far enough).
-    pub(crate) free_up_to: u64,
+    /// Below which total size of its values ([`value::total_size`]) no evaluation can be
+    /// estimated to cost more than the limit: evaluations on smaller values are not charged
+    /// their estimate (they are still counted as they run). `u64::MAX` when no values can
+    /// (its cost does not grow with its inputs, or not far enough); 0 when even no values
+    /// cost more.
+    pub(crate) free_below: u64,
+    /// The nodes an evaluation visits outside comprehension loops: where its meter starts.
+    pub(crate) outside_loops: u64,
     context: Arc<Context<'static>>,
 }
 
@@ -479,11 +503,11 @@ impl Drop for Program {
 }
 
 impl Program {
-    /// Whether evaluations are charged their cost on the actual values (else no values can
-    /// make it exceed the limit).
+    /// Whether evaluations are charged their estimate on the actual values (else no values
+    /// can make it exceed the limit).
     #[cfg(test)]
     pub(crate) fn charged(&self) -> bool {
-        self.free_up_to != u64::MAX
+        self.free_below != u64::MAX
     }
 
     /// The estimated cost of one evaluation in the worst case the declared types allow (a
@@ -493,13 +517,24 @@ impl Program {
     }
 
     /// Evaluates the expression with the variables of `activation`, first charging its cost on
-    /// these values against the environment's limit. A declared variable left unbound is an
-    /// evaluation error when the expression reaches it.
+    /// these values against the environment's limit, and cancelling it past the limit while it
+    /// runs. A declared variable left unbound is an evaluation error when the expression
+    /// reaches it.
     pub fn evaluate(&self, activation: &Activation<'_>) -> Result<CelValue, Error> {
+        self.evaluate_within(activation, &mut Budget::unlimited())
+    }
+
+    /// [`Program::evaluate`], charging what the evaluation cost to `budget`
+    /// ([`Error::OutOfBudget`] when it cost more than was left, [`Error::Yielded`] past its
+    /// inline allowance).
+    pub fn evaluate_within(
+        &self,
+        activation: &Activation<'_>,
+        budget: &mut Budget,
+    ) -> Result<CelValue, Error> {
         let (scope, size) = activation.scope(&self.context, |_| Some(&ALL));
-        self.charge(size, activation, &[])?;
-        self.run(&scope)
-            .map_err(|e| Error::Evaluation(go_error(&e)))
+        let estimate = self.charge(size, activation, &[], budget)?;
+        self.run_within(&scope, estimate, budget)
     }
 
     /// Evaluates the expression with the variables `prepared` holds (converted once for every
@@ -510,12 +545,23 @@ impl Program {
         prepared: &Prepared<'_, '_>,
         extra: &[(&str, CelValue)],
     ) -> Result<CelValue, Error> {
+        self.evaluate_prepared_within(prepared, extra, &mut Budget::unlimited())
+    }
+
+    /// [`Program::evaluate_prepared`], charging what the evaluation cost to `budget`, as
+    /// [`Program::evaluate_within`] does.
+    pub fn evaluate_prepared_within(
+        &self,
+        prepared: &Prepared<'_, '_>,
+        extra: &[(&str, CelValue)],
+        budget: &mut Budget,
+    ) -> Result<CelValue, Error> {
         if !Arc::ptr_eq(&self.context, prepared.context) {
             let mut activation = prepared.activation.clone();
             for (name, v) in extra {
                 activation = activation.bind_value(*name, v.clone());
             }
-            return self.evaluate(&activation);
+            return self.evaluate_within(&activation, budget);
         }
         let mut scope = prepared.scope.new_inner_scope();
         let mut size = prepared.size;
@@ -523,33 +569,47 @@ impl Program {
             size = size.saturating_add(value::total_size(v));
             scope.add_variable_from_value(*name, v.clone());
         }
-        self.charge(size, &prepared.activation, extra)?;
-        self.run(&scope)
-            .map_err(|e| Error::Evaluation(go_error(&e)))
+        let estimate = self.charge(size, &prepared.activation, extra, budget)?;
+        self.run_within(&scope, estimate, budget)
     }
 
     /// Evaluates the expression with the direct evaluator ([`Direct`]), on the inputs where
-    /// they are, when it can give the interpreter's answer; `None` when the interpreter must
-    /// evaluate it ([`Program::evaluate_prepared`]), also when the values are too large to
-    /// skip the cost charge.
-    pub fn evaluate_direct<'v>(&'v self, vars: &DirectVars<'v>) -> Option<Direct<'v>> {
-        if self.free_up_to != u64::MAX && vars.total_size() > self.free_up_to {
+    /// they are, when it can give the interpreter's answer, counting its iterations and
+    /// charging `budget` as [`Program::evaluate_within`] does; `None` when the interpreter
+    /// must evaluate it ([`Program::evaluate_prepared_within`]), also when the values are too
+    /// large to skip the estimate's charge. A cancellation past the cost limit and the
+    /// budget's errors are answers (`Some(Err(..))`).
+    pub fn evaluate_direct<'v>(
+        &'v self,
+        vars: &DirectVars<'v>,
+        budget: &mut Budget,
+    ) -> Option<Result<Direct<'v>, Error>> {
+        if vars.total_size() >= self.free_below {
             return None;
         }
-        stack::for_tree(self.depth, || direct::evaluate(&self.expr, vars))
+        let meter = budget.meter(self.outside_loops, self.cost_limit);
+        let answer = stack::for_tree(self.depth, || direct::evaluate(&self.expr, vars, &meter));
+        match meter.stopped() {
+            Some(stop) => Some(Err(self.stopped(stop, meter.spent(), budget))),
+            None => {
+                let value = answer?;
+                Some(self.settle(meter.spent(), budget).map(|()| value))
+            }
+        }
     }
 
-    /// Charges the cost of an evaluation on these values against the limit (the CEL values
-    /// count as size 1), unless their total size (`size`) is too small for any evaluation to
-    /// exceed it.
+    /// Charges the estimated cost of an evaluation on these values against the limit (the
+    /// CEL values count as size 1), unless their total size (`size`) is too small for any
+    /// evaluation to exceed it; the estimate, when it was made.
     fn charge(
         &self,
         size: u64,
         activation: &Activation<'_>,
         extra: &[(&str, CelValue)],
-    ) -> Result<(), Error> {
-        if size <= self.free_up_to {
-            return Ok(());
+        budget: &Budget,
+    ) -> Result<Option<u64>, Error> {
+        if size < self.free_below {
+            return Ok(None);
         }
         let bindings = activation
             .vars
@@ -570,15 +630,65 @@ impl Program {
                 limit: self.cost_limit,
             });
         }
-        Ok(())
+        if budget.must_yield(cost) {
+            return Err(Error::Yielded);
+        }
+        Ok(Some(cost))
     }
 
-    /// Evaluates the expression in `scope` on a stack deep enough for it. A panic of the
-    /// interpreter (a last resort: compilation refuses what is known to make it panic) is an
-    /// error.
-    pub(crate) fn run(&self, scope: &Context<'_>) -> Result<Cel, ExecutionError> {
+    /// Runs the expression in `scope` with a meter, and charges `budget` the larger of
+    /// `estimate` and what it counted.
+    fn run_within(
+        &self,
+        scope: &Context<'_>,
+        estimate: Option<u64>,
+        budget: &mut Budget,
+    ) -> Result<CelValue, Error> {
+        let meter = Arc::new(budget.meter(self.outside_loops, self.cost_limit));
+        let result = self.run_metered(scope, &meter);
+        if let Some(stop) = meter.stopped() {
+            return Err(self.stopped(stop, meter.spent(), budget));
+        }
+        let spent = meter.spent().max(estimate.unwrap_or(0));
+        let value = result.map_err(|e| Error::Evaluation(go_error(&e)))?;
+        self.settle(spent, budget).map(|()| value)
+    }
+
+    /// The error of an evaluation its meter stopped (charged to the budget as it stands).
+    fn stopped(&self, stop: Stop, spent: u64, budget: &mut Budget) -> Error {
+        match stop {
+            Stop::Yield => Error::Yielded,
+            Stop::Cancelled => {
+                budget.settle(spent);
+                Error::CostLimitExceeded {
+                    cost: spent,
+                    limit: self.cost_limit,
+                }
+            }
+        }
+    }
+
+    /// Charges `budget` what an evaluation cost.
+    fn settle(&self, cost: u64, budget: &mut Budget) -> Result<(), Error> {
+        if budget.settle(cost) {
+            Ok(())
+        } else {
+            Err(Error::OutOfBudget)
+        }
+    }
+
+    /// Evaluates the expression in `scope`, counting on `meter`, on a stack deep enough for
+    /// it. A panic of the interpreter (a last resort: compilation refuses what is known to
+    /// make it panic) is an error. Check `meter` after: past its limit, the result is not the
+    /// expression's.
+    pub(crate) fn run_metered(
+        &self,
+        scope: &Context<'_>,
+        meter: &Arc<Meter>,
+    ) -> Result<Cel, ExecutionError> {
+        let scope = cost::metered(scope, meter);
         stack::for_tree(self.depth, || {
-            catch_unwind(AssertUnwindSafe(|| Cel::resolve(&self.expr, scope))).unwrap_or_else(
+            catch_unwind(AssertUnwindSafe(|| Cel::resolve(&self.expr, &scope))).unwrap_or_else(
                 |_| {
                     Err(ExecutionError::function_error(
                         "rule",

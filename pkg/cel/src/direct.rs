@@ -7,6 +7,9 @@
 //! function, type combination or error makes it give up ([`None`]), and the caller evaluates
 //! the program with the interpreter, which has the full semantics and upstream's error
 //! messages. CEL has no side effects, so evaluating twice is harmless.
+//!
+//! Every iteration is counted as the interpreter counts it ([`crate::cost`]): a comprehension's
+//! condition carries the tick, which this evaluator charges to the evaluation's meter.
 
 use std::borrow::Cow;
 use std::collections::HashMap;
@@ -16,6 +19,7 @@ use kube_cel::cel::common::ast::{CallExpr, ComprehensionExpr, Expr, IdedExpr, Li
 use kube_cel::cel::objects::{Map, Value as Cel};
 use serde_json::Value;
 
+use crate::cost::{Meter, TICK};
 use crate::projection::ALL;
 
 /// A value of a direct evaluation, borrowed from the inputs where it can be.
@@ -144,11 +148,17 @@ impl<'v> DirectVars<'v> {
     }
 }
 
-/// Evaluates `expr`, or gives up.
-pub(crate) fn evaluate<'v>(expr: &'v IdedExpr, vars: &DirectVars<'v>) -> Option<Direct<'v>> {
+/// Evaluates `expr`, counting its iterations on `meter` ([`crate::cost`]), or gives up (also
+/// when the meter stops it: the caller asks the meter why).
+pub(crate) fn evaluate<'v>(
+    expr: &'v IdedExpr,
+    vars: &DirectVars<'v>,
+    meter: &Meter,
+) -> Option<Direct<'v>> {
     Evaluator {
         vars,
         locals: Vec::new(),
+        meter,
     }
     .expr(expr)
 }
@@ -157,6 +167,8 @@ struct Evaluator<'a, 'v> {
     vars: &'a DirectVars<'v>,
     /// Comprehension variables, innermost last.
     locals: Vec<(&'v str, Direct<'v>)>,
+    /// Where iterations are counted.
+    meter: &'a Meter,
 }
 
 impl<'v> Evaluator<'_, 'v> {
@@ -237,6 +249,18 @@ impl<'v> Evaluator<'_, 'v> {
             return None;
         }
         match call.func_name.as_str() {
+            TICK => {
+                let [cost, condition] = args.as_slice() else {
+                    return None;
+                };
+                let Expr::Literal(LiteralValue::Int(cost)) = &cost.expr else {
+                    return None;
+                };
+                self.meter
+                    .charge(u64::try_from(*cost.inner()).unwrap_or(0))
+                    .ok()?;
+                self.expr(condition)
+            }
             "_&&_" | "_||_" => {
                 let [left, right] = args.as_slice() else {
                     return None;

@@ -58,9 +58,10 @@
 //!   fields of `self`, message constructions (`Foo{a: 1}`: no message types are declared),
 //!   and results that surely are not booleans (rules) or strings (messageExpressions) are
 //!   compile errors; other type errors surface when the rule runs.
-//! - Costs follow cel-go's estimator in shape and factors, not to the unit; the runtime cost
-//!   is the same estimate computed on the actual sizes of the values, charged before the rule
-//!   runs (the interpreter cannot be interrupted).
+//! - Costs follow cel-go's estimator in shape and factors, not to the unit. At run time the
+//!   same estimate on the actual sizes of the values is charged before the rule runs, and the
+//!   evaluation is counted while it runs ([`cost`]: every iteration, and what large builders
+//!   build) and cancelled past the limit, or after a second (the interpreter's copies).
 //! - The bad value of a compile error is the rule as JSON (upstream prints a Go struct).
 //! - Missing from the `cel` crate 0.13: `cel.bind`, `sortBy`, two-variable comprehensions;
 //!   such rules fail when they run.
@@ -90,6 +91,7 @@
 mod analyze;
 pub mod authz;
 mod compiler;
+pub mod cost;
 mod direct;
 pub mod fuzzing;
 mod optional;
@@ -107,6 +109,7 @@ pub use compiler::{
     Activation, CelValue, Environment, Error, ObjectType, Prepared, Program, VarType, map_value,
     to_json,
 };
+pub use cost::{Budget, Inline};
 pub use direct::{Direct, DirectVars};
 pub use parse::MAX_TREE_DEPTH;
 pub use projection::Reach;
@@ -261,20 +264,47 @@ impl Rules {
         new: &Value,
         old: Option<&Value>,
     ) -> (ErrorList, Vec<String>) {
+        self.run(new, old, None)
+            .expect("invariant: rules without inline allowance never yield")
+    }
+
+    /// [`Rules::validate_with_warnings`] for a caller on an async runtime's worker thread:
+    /// `None` once the rules have spent `allowance` cost units (counted as [`cost`] counts
+    /// them), for the caller to validate again where a long evaluation holds no worker (what
+    /// ran is at most the allowance).
+    pub fn validate_inline(
+        &self,
+        new: &Value,
+        old: Option<&Value>,
+        allowance: cost::Inline,
+    ) -> Option<(ErrorList, Vec<String>)> {
+        self.run(new, old, Some(allowance))
+    }
+
+    fn run(
+        &self,
+        new: &Value,
+        old: Option<&Value>,
+        inline: Option<cost::Inline>,
+    ) -> Option<(ErrorList, Vec<String>)> {
+        let inline = inline.map(|i| (i.units, std::time::Instant::now() + i.time));
         let mut errs = ErrorList::new();
         let mut warnings = Vec::new();
         let Some((root, tree)) = &self.root else {
-            return (errs, warnings);
+            return Some((errs, warnings));
         };
         let mut run = Run {
             ctx: &self.context,
             errs: &mut errs,
             warnings: &mut warnings,
             budget: RUNTIME_CEL_COST_BUDGET,
+            inline,
+            yielded: false,
+            deadline: cost::time_for(RUNTIME_CEL_COST_BUDGET as u64),
         };
         let anchor = old.map(|o| (new, o));
         run.walk(root, tree, new, old, &Path::default(), anchor, true);
-        (errs, warnings)
+        (!run.yielded).then_some((errs, warnings))
     }
 }
 
@@ -451,6 +481,12 @@ struct Run<'r> {
     /// Failures that ratcheting turned into warnings.
     warnings: &'r mut Vec<String>,
     budget: i64,
+    /// What is left of the inline allowance, if there is one: units, until when.
+    inline: Option<(u64, std::time::Instant)>,
+    /// Whether the validation stopped at the end of the inline allowance.
+    yielded: bool,
+    /// When the time the budget stands for is up ([`cost::Budget::new`]).
+    deadline: Option<std::time::Instant>,
 }
 
 /// The nearest correlated (new, old) pair above or at a node, for ratcheting.
@@ -543,6 +579,97 @@ impl Run<'_> {
         true
     }
 
+    /// Runs `program` (of `rule`) in `scope`, its estimate `estimate` already charged, counted
+    /// by a meter that also holds it to the inline allowance: its result, or `None` once the
+    /// validation stops (cancelled past the per-call limit, or what it counted beyond its
+    /// estimate more than the budget left: the error is reported at `path`; or yielded).
+    fn run_program(
+        &mut self,
+        program: &Program,
+        scope: &Context<'_>,
+        estimate: u64,
+        (path, node, rule): (&Path, &Node, &CompiledRule),
+    ) -> Option<Result<Cel, ExecutionError>> {
+        let meter = std::sync::Arc::new(cost::Meter::new(
+            program.outside_loops,
+            PER_CALL_LIMIT,
+            cost::yield_at(self.inline),
+            self.deadline,
+        ));
+        let result = program.run_metered(scope, &meter);
+        match meter.stopped() {
+            Some(cost::Stop::Cancelled) => {
+                self.cancelled(path, node, rule);
+                None
+            }
+            Some(cost::Stop::Yield) => {
+                self.yielded = true;
+                None
+            }
+            None => {
+                let spent = meter.spent().max(estimate);
+                if let Some((units, _)) = &mut self.inline {
+                    *units = units.saturating_sub(spent);
+                }
+                self.charge_beyond_estimate(path, node, estimate, spent)
+                    .then_some(result)
+            }
+        }
+    }
+
+    /// Whether a program estimated at `cost` must yield before it runs.
+    fn must_yield(&mut self, cost: u64) -> bool {
+        if self
+            .inline
+            .is_some_and(|(units, until)| cost > units || std::time::Instant::now() > until)
+        {
+            self.yielded = true;
+        }
+        self.yielded
+    }
+
+    /// The error of a rule its meter cancelled; the budget is spent.
+    fn cancelled(&mut self, path: &Path, node: &Node, rule: &CompiledRule) {
+        self.invalid(
+            path,
+            node,
+            &format!(
+                "'{}': no further validation rules will be run due to call cost exceeds limit for rule: {}",
+                cost::CANCELLED,
+                rule.error_string()
+            ),
+        );
+        self.budget = -1;
+    }
+
+    /// Reports that the budget is spent (no further rule runs); false.
+    fn out_of_budget(&mut self, path: &Path, node: &Node) -> bool {
+        self.invalid(
+            path,
+            node,
+            "validation failed due to running out of cost budget, no further validation rules will be run",
+        );
+        self.budget = -1;
+        false
+    }
+
+    /// Charges the part of a run's cost its estimate did not; false (and the error) once
+    /// that is more than the budget left.
+    fn charge_beyond_estimate(
+        &mut self,
+        path: &Path,
+        node: &Node,
+        estimate: u64,
+        spent: u64,
+    ) -> bool {
+        let beyond = i64::try_from(spent.saturating_sub(estimate)).unwrap_or(i64::MAX);
+        if beyond > self.budget {
+            return self.out_of_budget(path, node);
+        }
+        self.budget -= beyond;
+        true
+    }
+
     /// Runs the rules of one node. Returns false once the budget is spent.
     fn rules(
         &mut self,
@@ -554,13 +681,7 @@ impl Run<'_> {
         anchor: Anchor<'_>,
     ) -> bool {
         if self.budget <= 0 {
-            self.invalid(
-                path,
-                node,
-                "validation failed due to running out of cost budget, no further validation rules will be run",
-            );
-            self.budget = -1;
-            return false;
+            return self.out_of_budget(path, node);
         }
         // ratcheting: on an unchanged value, failures of rules that do not look at oldSelf are
         // warnings
@@ -584,25 +705,14 @@ impl Run<'_> {
                 None => runtime_cost(&rule.program, node, new, old),
             };
             if cost > PER_CALL_LIMIT {
-                self.invalid(
-                    path,
-                    node,
-                    &format!(
-                        "'operation cancelled: actual cost limit exceeded': no further validation rules will be run due to call cost exceeds limit for rule: {}",
-                        rule.error_string()
-                    ),
-                );
-                self.budget = -1;
+                self.cancelled(path, node, rule);
+                return false;
+            }
+            if self.must_yield(cost) {
                 return false;
             }
             if cost as i64 > self.budget {
-                self.invalid(
-                    path,
-                    node,
-                    "validation failed due to running out of cost budget, no further validation rules will be run",
-                );
-                self.budget = -1;
-                return false;
+                return self.out_of_budget(path, node);
             }
             self.budget -= cost as i64;
 
@@ -633,7 +743,11 @@ impl Run<'_> {
             } else {
                 base
             };
-            match rule.program.run(scope) {
+            let Some(result) = self.run_program(&rule.program, scope, cost, (path, node, rule))
+            else {
+                return false;
+            };
+            match result {
                 Ok(Cel::Bool(true)) => {}
                 Ok(Cel::Bool(false)) => {
                     if !self.fail(rule, node, new, old, path, scope, ratcheted) {
@@ -703,8 +817,14 @@ impl Run<'_> {
                 self.budget = -1;
                 return false;
             }
+            if self.must_yield(cost) {
+                return false;
+            }
             self.budget -= cost as i64;
-            if let Ok(Cel::String(s)) = program.run(scope) {
+            let Some(result) = self.run_program(program, scope, cost, (&at, node, rule)) else {
+                return false;
+            };
+            if let Ok(Cel::String(s)) = result {
                 let trimmed = s.trim();
                 if !trimmed.is_empty()
                     && trimmed.len() <= MAX_EVALUATED_MESSAGE_EXPRESSION_SIZE_BYTES

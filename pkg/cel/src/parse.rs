@@ -75,7 +75,7 @@ pub(crate) fn parse(source: &str) -> Result<Parsed, ParseError> {
 }
 
 /// The direct children of a node.
-fn children(e: &IdedExpr) -> Vec<&IdedExpr> {
+pub(crate) fn children(e: &IdedExpr) -> Vec<&IdedExpr> {
     match &e.expr {
         Expr::Call(c) => c.target.as_deref().into_iter().chain(&c.args).collect(),
         Expr::Comprehension(c) => vec![
@@ -89,6 +89,39 @@ fn children(e: &IdedExpr) -> Vec<&IdedExpr> {
         Expr::Map(m) => entries(&m.entries),
         Expr::Struct(s) => entries(&s.entries),
         Expr::Select(s) => vec![&s.operand],
+        Expr::Ident(_) | Expr::Literal(_) | Expr::Unspecified => Vec::new(),
+    }
+}
+
+/// The direct children of a node, to change them.
+pub(crate) fn children_mut(e: &mut IdedExpr) -> Vec<&mut IdedExpr> {
+    fn entries(entries: &mut [kube_cel::cel::common::ast::IdedEntryExpr]) -> Vec<&mut IdedExpr> {
+        entries
+            .iter_mut()
+            .flat_map(|e| match &mut e.expr {
+                EntryExpr::MapEntry(me) => vec![&mut me.key, &mut me.value],
+                EntryExpr::StructField(f) => vec![&mut f.value],
+            })
+            .collect()
+    }
+    match &mut e.expr {
+        Expr::Call(c) => c
+            .target
+            .as_deref_mut()
+            .into_iter()
+            .chain(c.args.iter_mut())
+            .collect(),
+        Expr::Comprehension(c) => vec![
+            &mut c.iter_range,
+            &mut c.accu_init,
+            &mut c.loop_cond,
+            &mut c.loop_step,
+            &mut c.result,
+        ],
+        Expr::List(l) => l.elements.iter_mut().collect(),
+        Expr::Map(m) => entries(&mut m.entries),
+        Expr::Struct(s) => entries(&mut s.entries),
+        Expr::Select(s) => vec![&mut s.operand],
         Expr::Ident(_) | Expr::Literal(_) | Expr::Unspecified => Vec::new(),
     }
 }

@@ -64,7 +64,7 @@ pub(crate) fn rewrite(expr: &mut IdedExpr, objects: bool) -> Vec<String> {
 }
 
 /// The largest node id of `expr` (new nodes get ids above it).
-fn max_id(expr: &IdedExpr) -> u64 {
+pub(crate) fn max_id(expr: &IdedExpr) -> u64 {
     let entries = |entries: &[IdedEntryExpr]| {
         entries
             .iter()

@@ -197,6 +197,20 @@ pub struct RemoteAddr(pub std::net::SocketAddr);
 /// process on one connection, so the default of 200 is far too low.
 const MAX_CONCURRENT_STREAMS: u32 = 1000;
 
+/// The most of a request's head read, as Go's servers read (`http.DefaultMaxHeaderBytes`):
+/// long label selectors and header values are real. (hyper reads 400 KiB over HTTP/1.1 and
+/// 16 KiB over HTTP/2 unless told; the request target itself stays within what the `http`
+/// crate holds, 64 KiB, whatever this says.)
+pub const MAX_HEADER_BYTES: usize = 1024 * 1024;
+
+/// HTTP/1.1: what Go reads past [`MAX_HEADER_BYTES`] before it refuses a head (its
+/// `initialReadLimitSize` slack).
+const HEAD_SLACK: usize = 4096;
+
+/// HTTP/2: what Go adds to [`MAX_HEADER_BYTES`] for the header list's size (32 bytes of
+/// overhead for each of ten typical fields).
+const HEADER_LIST_SLACK: usize = 10 * 32;
+
 /// How long a connection may stay without a request, so that clients that connect and never
 /// ask (or never finish asking) cannot hold file descriptors forever. The defaults are
 /// kube-apiserver's: 32 s to finish the TLS handshake and each request's header, 90 s for an
@@ -446,10 +460,15 @@ where
     builder
         .http1()
         .timer(hyper_util::rt::TokioTimer::new())
-        .header_read_timeout(timeouts.read_header);
+        .header_read_timeout(timeouts.read_header)
+        .max_buf_size(MAX_HEADER_BYTES + HEAD_SLACK);
     builder
         .http2()
-        .max_concurrent_streams(MAX_CONCURRENT_STREAMS);
+        .max_concurrent_streams(MAX_CONCURRENT_STREAMS)
+        .max_header_list_size(
+            u32::try_from(MAX_HEADER_BYTES + HEADER_LIST_SLACK)
+                .expect("invariant: the header list limit fits in 32 bits"),
+        );
     // Every connection, in its own task; they are aborted when this set is dropped, so that
     // nothing keeps serving after `serve` returns (watches that outlive the drain deadline).
     let mut connections = tokio::task::JoinSet::new();

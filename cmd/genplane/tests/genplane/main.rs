@@ -5,7 +5,10 @@ mod support;
 
 mod admission;
 mod admission_authorizer;
+mod admission_cost;
+mod admission_exemptions;
 mod admission_reinvocation;
+mod admission_webhook_client;
 mod all_in_one;
 mod all_in_one_ha;
 mod apiserver;

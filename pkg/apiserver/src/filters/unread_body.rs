@@ -1,12 +1,16 @@
 //! The request body's transport: every client reads the answer, even one given before its body
 //! was read (a refusal, a body too large), and HEAD answers carry no body.
 //!
-//! The body travels down the chain as [`Unread`]; what a handler leaves unread comes back here.
-//! On HTTP/1.1 it is read and dropped before the answer (up to [`DRAIN_BYTES`] within
-//! [`DRAIN_TIME`], while the client keeps sending; the connection closes after a larger one, and
-//! a request past its deadline is answered at once), because a client still sending would
-//! otherwise see its connection reset before it reads. On HTTP/2 the answer is sent first and the
-//! stream ended after it (`RST_STREAM(NO_ERROR)`, as HTTP/2 allows for an unread body).
+//! The body travels down the chain as [`Unread`]; what a handler leaves unread comes back here,
+//! and is read and dropped before the answer (up to [`DRAIN_BYTES`] within [`DRAIN_TIME`],
+//! while the client keeps sending; a request past its deadline is answered at once), because a
+//! client still sending would otherwise not read the answer. On HTTP/1.1 the connection would
+//! be reset under it (and closes after a larger body). On HTTP/2 the stream would end while the
+//! client uploads: `RST_STREAM(NO_ERROR)` after the answer is what HTTP/2 allows and what Go
+//! sends, and Go's client reads the answer, but curl 7.88 (nghttp2 1.52) fails its upload with
+//! "Stream error in the HTTP/2 framing layer" (exit 92) and shows nothing; with the body read to
+//! its end the stream closes cleanly and curl shows the answer. What is left past the bounds is
+//! kept until the answer is sent, and the stream then ends with `RST_STREAM(NO_ERROR)`.
 
 use std::time::Duration;
 
@@ -54,13 +58,17 @@ impl Transport {
         if let Ok(unread) = self.returned.try_recv() {
             // A request past its deadline may be one whose body stalled: its answer is not held
             // up further.
-            if self.version == hyper::Version::HTTP_2
-                || response.status() == StatusCode::GATEWAY_TIMEOUT
+            let left = if response.status() == StatusCode::GATEWAY_TIMEOUT {
+                Some(unread)
+            } else {
+                drain(unread).await
+            };
+            // On HTTP/2, dropping what is left ends the stream: after the answer.
+            if let Some(left) = left
+                && self.version == hyper::Version::HTTP_2
             {
                 let (parts, body) = response.into_parts();
-                response = Response::from_parts(parts, body.guarded(Holding { _body: unread }));
-            } else {
-                drain(unread).await;
+                response = Response::from_parts(parts, body.guarded(Holding { _body: left }));
             }
         }
         if self.head {
@@ -77,8 +85,9 @@ impl Transport {
 }
 
 /// Reads and drops what is left of a request body, within [`DRAIN_BYTES`] and [`DRAIN_TIME`],
-/// as long as the client keeps sending (a pause of [`DRAIN_PAUSE`] ends it).
-async fn drain(mut body: Incoming) {
+/// as long as the client keeps sending (a pause of [`DRAIN_PAUSE`] ends it); the body when it
+/// did not end (or failed) meanwhile.
+async fn drain(mut body: Incoming) -> Option<Incoming> {
     let read = async {
         let mut total = 0usize;
         while total <= DRAIN_BYTES {
@@ -87,11 +96,16 @@ async fn drain(mut body: Incoming) {
                 Ok(Some(Ok(frame))) => {
                     total += frame.data_ref().map_or(0, bytes::Bytes::len);
                 }
-                _ => return,
+                Ok(None) => return true,
+                _ => return false,
             }
         }
+        false
     };
-    let _ = tokio::time::timeout(DRAIN_TIME, read).await;
+    let ended = tokio::time::timeout(DRAIN_TIME, read)
+        .await
+        .unwrap_or(false);
+    (!ended).then_some(body)
 }
 
 /// An unread request body kept until the answer has been sent (HTTP/2: dropping it ends the

@@ -261,6 +261,38 @@ impl Server {
         self.place.data_dir()
     }
 
+    /// Runs the real `curl` as the admin (the generated CA trusted, the admin's client
+    /// certificate presented) with `args`: its exit code and standard output (standard error
+    /// appended).
+    pub async fn curl(&self, args: &[&str]) -> (Option<i32>, String) {
+        let pki = self.data_dir().join("pki");
+        let args: Vec<String> = args.iter().map(|a| (*a).to_owned()).collect();
+        // (on a blocking thread: curl talks to this process's server)
+        let output = tokio::task::spawn_blocking(move || {
+            std::process::Command::new("curl")
+                .arg("--cacert")
+                .arg(pki.join("ca.crt"))
+                .arg("--cert")
+                .arg(pki.join("admin.crt"))
+                .arg("--key")
+                .arg(pki.join("admin.key"))
+                .args(["-sS", "--max-time", "60"])
+                .args(args)
+                .output()
+                .expect("curl runs")
+        })
+        .await
+        .unwrap();
+        (
+            output.status.code(),
+            format!(
+                "{}{}",
+                String::from_utf8_lossy(&output.stdout),
+                String::from_utf8_lossy(&output.stderr)
+            ),
+        )
+    }
+
     /// `https://<addr><path>`.
     pub fn url(&self, path: &str) -> String {
         format!("https://{}{path}", self.addr)

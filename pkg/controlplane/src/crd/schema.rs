@@ -92,7 +92,12 @@ impl CustomSchema for VersionSchema {
             if validation::blocks_cel(&errors) {
                 errors.push(validation::cel_skipped());
             } else {
-                errors.extend(rules.validate(object, old));
+                // cheap rules run inline, others where they hold no runtime worker
+                let (found, _) = genplane_admission::evaluation::run(|inline| match inline {
+                    Some(inline) => rules.validate_inline(object, old, inline),
+                    None => Some(rules.validate_with_warnings(object, old)),
+                });
+                errors.extend(found);
             }
         }
         errors

@@ -21,6 +21,16 @@ pub struct Call {
     pub authorization: Option<String>,
 }
 
+/// The certificate the server presents.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Serving {
+    /// A certificate for 127.0.0.1 signed by its CA (the usual set-up).
+    SignedByItsCa,
+    /// Its self-signed CA certificate itself, for 127.0.0.1 (what many guides set up, and Go
+    /// accepts).
+    ItsCa,
+}
+
 /// A running server; it stops with the test process.
 pub struct Webhook {
     /// `https://127.0.0.1:<port>`.
@@ -33,17 +43,36 @@ impl Webhook {
     /// Serves HTTP/1.1 over TLS on its own thread and runtime; `answer` turns each request
     /// into a JSON body (status 200).
     pub fn start(answer: impl Fn(Call) -> serde_json::Value + Send + Sync + 'static) -> Webhook {
+        Webhook::start_serving(Serving::SignedByItsCa, answer)
+    }
+
+    /// [`Webhook::start`], presenting the certificate `serving` says.
+    pub fn start_serving(
+        serving: Serving,
+        answer: impl Fn(Call) -> serde_json::Value + Send + Sync + 'static,
+    ) -> Webhook {
         use rcgen::{BasicConstraints, CertificateParams, IsCa, Issuer, KeyPair};
         let ca_key = KeyPair::generate().unwrap();
-        let mut ca_params = CertificateParams::new(Vec::<String>::new()).unwrap();
+        let names = match serving {
+            Serving::SignedByItsCa => Vec::new(),
+            Serving::ItsCa => vec!["127.0.0.1".to_owned()],
+        };
+        let mut ca_params = CertificateParams::new(names).unwrap();
         ca_params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
-        let ca_pem = ca_params.self_signed(&ca_key).unwrap().pem();
-        let issuer = Issuer::new(ca_params, ca_key);
-        let key = KeyPair::generate().unwrap();
-        let cert = CertificateParams::new(vec!["127.0.0.1".to_owned()])
-            .unwrap()
-            .signed_by(&key, &issuer)
-            .unwrap();
+        let ca = ca_params.self_signed(&ca_key).unwrap();
+        let ca_pem = ca.pem();
+        let (cert, key) = match serving {
+            Serving::ItsCa => (ca, ca_key),
+            Serving::SignedByItsCa => {
+                let issuer = Issuer::new(ca_params, ca_key);
+                let key = KeyPair::generate().unwrap();
+                let cert = CertificateParams::new(vec!["127.0.0.1".to_owned()])
+                    .unwrap()
+                    .signed_by(&key, &issuer)
+                    .unwrap();
+                (cert, key)
+            }
+        };
         let mut config = rustls::ServerConfig::builder_with_provider(Arc::new(
             rustls::crypto::aws_lc_rs::default_provider(),
         ))
