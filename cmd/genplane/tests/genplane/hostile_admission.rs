@@ -266,8 +266,10 @@ fn check_nothing_escaped(server: &Apiserver, before: &[Value], what: &str) {
 }
 
 /// Runs every attack on every path, `arm` arming the attacker for one attack and returning
-/// once it acts; then checks that the answers are upstream's and nothing escaped.
-fn attack_every_path(server: &Apiserver, arm: &dyn Fn(&str)) {
+/// once it acts; then checks that the answers are upstream's and nothing escaped. Access
+/// reviews are not admitted by policies (upstream's exclusion of the review kinds), so
+/// `reviews_attacked` says whether the attacker sees them.
+fn attack_every_path(server: &Apiserver, arm: &dyn Fn(&str), reviews_attacked: bool) {
     arm("none");
     ok(server.kubectl(
         "kubectl",
@@ -299,6 +301,10 @@ fn attack_every_path(server: &Apiserver, arm: &dyn Fn(&str)) {
         for (what, method, path, content_type, body) in paths(round) {
             let label = format!("{attack} on {what}");
             let (status, answer) = write(server, method, &path, content_type, &body);
+            if what == "local subject access review" && !reviews_attacked {
+                assert_eq!(status, 201, "{label}: {answer}");
+                continue;
+            }
             match *attack {
                 "namespace" | "missing-namespace" => {
                     // Upstream's check after admission (a review's or TokenRequest's too).
@@ -420,7 +426,7 @@ fn a_hostile_mutating_webhook_changes_nothing_that_was_authorized() {
     // The webhook reads the attack at each call.
     let arm = |name: &str| *attack.lock().unwrap() = name.to_owned();
     wait_armed(&server, &arm);
-    attack_every_path(&server, &arm);
+    attack_every_path(&server, &arm, true);
 }
 
 #[test]
@@ -508,5 +514,5 @@ fn a_hostile_mutating_admission_policy_changes_nothing_that_was_authorized() {
         });
     };
     wait_armed(&server, &arm);
-    attack_every_path(&server, &arm);
+    attack_every_path(&server, &arm, false);
 }
