@@ -295,7 +295,7 @@ pub fn type_check(
             }
             let mut issues = Vec::new();
             for (name, object_type) in &typed {
-                let mut environment = environment(Some(object_type));
+                let mut environment = environment(Some(object_type)).type_checking();
                 if let Some(param_type) = &param_type {
                     environment = environment.variable("params", VarType::Object(param_type));
                 }

@@ -41,8 +41,21 @@ pub(crate) enum Ty<'a> {
     /// everything in it, [`crate::value::total_size`]) is at most this, as are its fields and
     /// elements: the worst case of any actual value of that size ([`worst_cost`]).
     Bounded(u64),
+    /// A number of this kind (a literal, `size()`, a conversion), sized 1.
+    Num(Num),
     /// Anything else, sized 1.
     Dyn,
+}
+
+/// The kinds of CEL numbers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Num {
+    /// `int`.
+    Int,
+    /// `uint`.
+    Uint,
+    /// `double`.
+    Double,
 }
 
 /// The size that stands for any value ([`Ty::Bounded`]): above any string, list or map a
@@ -62,7 +75,7 @@ impl<'a> Ty<'a> {
             Ty::Json(values) => values.iter().map(|v| json_size(v)).max().unwrap_or(0),
             Ty::Str(n) | Ty::List(n, _) => *n,
             Ty::Bounded(n) => *n,
-            Ty::Bool | Ty::Dyn => 1,
+            Ty::Bool | Ty::Num(_) | Ty::Dyn => 1,
         }
     }
 
@@ -121,7 +134,7 @@ impl<'a> Ty<'a> {
             }
             Ty::List(_, elem) => (**elem).clone(),
             Ty::Bounded(n) => Ty::Bounded(*n),
-            Ty::Str(_) | Ty::Bool | Ty::Dyn => Ty::Dyn,
+            Ty::Str(_) | Ty::Bool | Ty::Num(_) | Ty::Dyn => Ty::Dyn,
         }
     }
 
@@ -134,7 +147,7 @@ impl<'a> Ty<'a> {
                     && !node.int_or_string
                     && !node.preserve_unknown
             }
-            Ty::Bool | Ty::List(..) => true,
+            Ty::Bool | Ty::List(..) | Ty::Num(_) => true,
             Ty::Str(_) | Ty::Json(_) | Ty::Bounded(_) | Ty::Dyn => false,
         }
     }
@@ -145,10 +158,42 @@ impl<'a> Ty<'a> {
             Ty::Schema(node, _) => {
                 !node.ty.is_empty() && node.ty != "boolean" && !node.preserve_unknown
             }
-            Ty::Str(_) | Ty::List(..) => true,
+            Ty::Str(_) | Ty::List(..) | Ty::Num(_) => true,
             Ty::Bool | Ty::Json(_) | Ty::Bounded(_) | Ty::Dyn => false,
         }
     }
+}
+
+impl Ty<'_> {
+    /// The CEL type name of a scalar whose type is certain (`int`, `double`, `string`,
+    /// `bool`), as cel-go's checker names it; `None` when it may be of another type at run
+    /// time (dynamic values, int-or-string, formats read as other types, strings that may be
+    /// bytes).
+    fn scalar(&self) -> Option<&'static str> {
+        match self {
+            Ty::Num(Num::Int) => Some("int"),
+            Ty::Num(Num::Uint) => Some("uint"),
+            Ty::Num(Num::Double) => Some("double"),
+            Ty::Bool => Some("bool"),
+            Ty::Schema(node, _) if node.int_or_string || node.preserve_unknown => None,
+            Ty::Schema(node, _) => match node.ty.as_str() {
+                "integer" => Some("int"),
+                "number" => Some("double"),
+                "boolean" => Some("bool"),
+                "string" if node.format == Format::None => Some("string"),
+                _ => None,
+            },
+            _ => None,
+        }
+    }
+}
+
+/// Whether cel-go's checker has an overload of a comparison for operands of these scalar
+/// types: the same type, or numbers of any kinds (Kubernetes enables cross-type numeric
+/// comparisons).
+fn comparable(a: &str, b: &str) -> bool {
+    let number = |t: &str| matches!(t, "int" | "uint" | "double");
+    a == b || (number(a) && number(b))
 }
 
 /// The size of one actual value: characters of a string, items of a list, entries of a map.
@@ -203,6 +248,8 @@ struct Analyzer<'s, 'a> {
     unordered_eq: Vec<u64>,
     /// Costing an evaluation on actual values (not estimating the worst case).
     runtime: bool,
+    /// Reporting operands of comparisons whose types have no overload (type checking).
+    type_check: bool,
 }
 
 /// Names that may appear as identifiers: type names and function namespaces.
@@ -234,6 +281,7 @@ pub(crate) fn analyze<'a>(
     source: &str,
     expr: &IdedExpr,
     scopes: Vec<(String, Ty<'a>)>,
+    type_check: bool,
 ) -> Analysis {
     let mut a = Analyzer {
         source,
@@ -241,6 +289,7 @@ pub(crate) fn analyze<'a>(
         issues: Vec::new(),
         unordered_eq: Vec::new(),
         runtime: false,
+        type_check,
     };
     let (cost, ty) = a.expr(expr);
     Analysis {
@@ -306,6 +355,7 @@ pub(crate) fn runtime_cost<'a>(expr: &IdedExpr, bindings: Vec<(String, Ty<'a>)>)
         issues: Vec::new(),
         unordered_eq: Vec::new(),
         runtime: true,
+        type_check: false,
     };
     a.expr(expr).0
 }
@@ -336,6 +386,9 @@ impl<'a> Analyzer<'_, 'a> {
                 match lit {
                     LiteralValue::String(s) => Ty::Str(s.inner().chars().count() as u64),
                     LiteralValue::Boolean(_) => Ty::Bool,
+                    LiteralValue::Int(_) => Ty::Num(Num::Int),
+                    LiteralValue::UInt(_) => Ty::Num(Num::Uint),
+                    LiteralValue::Double(_) => Ty::Num(Num::Double),
                     LiteralValue::Bytes(b) => Ty::Str(b.inner().len() as u64),
                     _ => Ty::Dyn,
                 },
@@ -578,6 +631,24 @@ impl<'a> Analyzer<'_, 'a> {
                 return (cost, arg_tys[1].clone());
             }
             "_==_" | "_!=_" | "_<_" | "_<=_" | "_>_" | "_>=_" => {
+                if self.type_check {
+                    // A string literal is a string; other strings may be bytes.
+                    let scalar = |i: usize| match call.args.get(i).map(|a| &a.expr) {
+                        Some(Expr::Literal(LiteralValue::String(_))) => Some("string"),
+                        _ => arg_tys.get(i).and_then(Ty::scalar),
+                    };
+                    if let (Some(a), Some(b)) = (scalar(0), scalar(1))
+                        && !comparable(a, b)
+                    {
+                        let operator = name.trim_matches('_');
+                        let col = self.column(operator);
+                        self.issues.push(Issue {
+                            message: format!(
+                                "ERROR: <input>:1:{col}: found no matching overload for '{name}' applied to '({a}, {b})'"
+                            ),
+                        });
+                    }
+                }
                 if matches!(name, "_==_" | "_!=_")
                     && matches!(arg_tys.first(), Some(Ty::Schema(n, _))
                         if n.ty == "array" && n.list_type != crate::schema::ListType::Atomic)
@@ -621,8 +692,11 @@ impl<'a> Analyzer<'_, 'a> {
                 };
                 (own, ty)
             }
-            "size" | "int" | "uint" | "double" | "bool" | "type" | "has" | "duration"
-            | "timestamp" | "getSeconds" | "getMinutes" | "getHours" => (1, Ty::Dyn),
+            "size" | "int" => (1, Ty::Num(Num::Int)),
+            "uint" => (1, Ty::Num(Num::Uint)),
+            "double" => (1, Ty::Num(Num::Double)),
+            "bool" | "type" | "has" | "duration" | "timestamp" | "getSeconds" | "getMinutes"
+            | "getHours" => (1, Ty::Dyn),
             // cel-go has no size for a converted string: its estimate is unbounded, which is
             // why upstream rejects e.g. `'x' + string(self.n)` as a messageExpression
             // when it runs, the converted value is at hand: at most its size, or the 20

@@ -169,6 +169,9 @@ pub struct Environment<'s> {
     /// Whether `Object{...}`, `Object.<field>...{...}` and `JSONPatch{...}` constructions and
     /// `jsonpatch.escapeKey` are declared (mutating admission policies' expressions).
     objects: bool,
+    /// Whether compiling reports comparisons of operands whose types have no overload
+    /// ([`Environment::type_checking`]).
+    type_check: bool,
 }
 
 impl fmt::Debug for Environment<'_> {
@@ -177,6 +180,7 @@ impl fmt::Debug for Environment<'_> {
             .field("vars", &self.vars)
             .field("cost_limit", &self.cost_limit)
             .field("objects", &self.objects)
+            .field("type_check", &self.type_check)
             .finish_non_exhaustive()
     }
 }
@@ -196,6 +200,7 @@ impl<'s> Environment<'s> {
             context: Arc::new(base_context()),
             cost_limit: crate::PER_CALL_LIMIT,
             objects: false,
+            type_check: false,
         }
     }
 
@@ -206,6 +211,16 @@ impl<'s> Environment<'s> {
     /// of its fields ([`to_json`] makes it JSON).
     pub fn with_object_types(mut self) -> Self {
         self.objects = true;
+        self
+    }
+
+    /// Compiling reports, besides undeclared references and undefined fields, comparisons
+    /// (`==`, `!=`, `<`, `<=`, `>`, `>=`) of operands whose types are certain and have no
+    /// overload (`found no matching overload for '_<=_' applied to '(int, string)'`), as
+    /// cel-go's checker does: what an admission policy's type checking warns of. Without it
+    /// such an expression compiles and fails when it runs, as an unchecked one does upstream.
+    pub fn type_checking(mut self) -> Self {
+        self.type_check = true;
         self
     }
 
@@ -232,6 +247,7 @@ impl<'s> Environment<'s> {
             context: Arc::clone(&self.context),
             cost_limit: self.cost_limit,
             objects: false,
+            type_check: false,
         }
     }
 
@@ -297,7 +313,7 @@ impl<'s> Environment<'s> {
                     (name.clone(), ty)
                 })
                 .collect();
-            let analysis = analyze::analyze(source, &expr, scopes);
+            let analysis = analyze::analyze(source, &expr, scopes, self.type_check);
             unordered_equality(&mut expr, &analysis.unordered_eq);
             let free_below = analyze::free_below(
                 &expr,

@@ -998,6 +998,22 @@ fn validating_admission_policy_status_reports_type_errors() {
         (policy["status"]["observedGeneration"] == 2).then_some(policy)
     });
     assert_eq!(fixed["status"]["typeChecking"], json!({}), "{fixed}");
+    // Ill-typed: a number compared with a string (cel-go's checker's words).
+    ok(kubectl_stdin(
+        &server,
+        &["apply", "-f", "-"],
+        &policy("object.data.size() <= 'three'"),
+    ));
+    let ill_typed = eventually("the type check of generation 3", || {
+        let policy = status(&server);
+        (policy["status"]["observedGeneration"] == 3).then_some(policy)
+    });
+    assert_eq!(
+        ill_typed["status"]["typeChecking"]["expressionWarnings"],
+        json!([{"fieldRef": "spec.validations[0].expression",
+            "warning": "/v1, Kind=ConfigMap: ERROR: <input>:1:20: found no matching overload for '_<=_' applied to '(int, string)'\n"}]),
+        "{ill_typed}"
+    );
 }
 
 #[test]

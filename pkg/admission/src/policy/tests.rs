@@ -518,6 +518,72 @@ async fn writes_of_policies_are_exempt() {
     );
 }
 
+/// Comparisons of operands whose types are certain and have no overload are warned of, as
+/// cel-go's checker reports them; numbers of any kinds compare, and dynamic values are not
+/// judged.
+#[test]
+fn the_type_check_warns_of_comparisons_without_an_overload() {
+    let config_map = json!({"type": "object", "properties": {
+        "metadata": {"type": "object", "properties": {"name": {"type": "string"},
+            "generation": {"type": "integer"}}},
+        "data": {"type": "object", "additionalProperties": {"type": "string"}}}});
+    let expressions = [
+        (
+            "object.data.size() <= 'three'",
+            Some("1:20: found no matching overload for '_<=_' applied to '(int, string)'"),
+        ),
+        (
+            "object.metadata.name == 1",
+            Some("1:22: found no matching overload for '_==_' applied to '(string, int)'"),
+        ),
+        (
+            "object.metadata.generation > true",
+            Some("1:28: found no matching overload for '_>_' applied to '(int, bool)'"),
+        ),
+        (
+            "object.data.size() <= 3.5 && object.metadata.generation != 2u",
+            None,
+        ),
+        ("object.metadata.name == 'a' && size(object.data) < 3", None),
+        // a map of strings' values are strings
+        (
+            "object.data.a == 1 || params.data.max == 'x'",
+            Some("1:15: found no matching overload for '_==_' applied to '(string, int)'"),
+        ),
+        // the request is not typed: judged when it runs
+        ("request.name == 1", None),
+        ("int(object.metadata.name) < 3", None),
+    ];
+    let validations: Vec<Value> = expressions
+        .iter()
+        .map(|(e, _)| json!({"expression": e}))
+        .collect();
+    let spec: PolicySpec = serde_json::from_value(json!({
+        "paramKind": {"apiVersion": "v1", "kind": "ConfigMap"},
+        "matchConstraints": {"resourceRules": [
+            {"apiGroups": [""], "apiVersions": ["v1"], "operations": ["*"], "resources": ["configmaps"]}]},
+        "validations": validations}))
+    .unwrap();
+    let kinds = [CheckedKind {
+        name: "/v1, Kind=ConfigMap".to_owned(),
+        schema: config_map.clone(),
+    }];
+    let warnings = type_check(&spec, &kinds, Some(&config_map));
+    let expected: Vec<(String, String)> = expressions
+        .iter()
+        .enumerate()
+        .filter_map(|(i, (_, warning))| {
+            warning.map(|w| {
+                (
+                    format!("spec.validations[{i}].expression"),
+                    format!("/v1, Kind=ConfigMap: ERROR: <input>:{w}\n"),
+                )
+            })
+        })
+        .collect();
+    assert_eq!(warnings, expected);
+}
+
 #[test]
 fn the_type_check_warns_of_fields_the_kind_does_not_have() {
     let config_map = json!({"type": "object", "properties": {
