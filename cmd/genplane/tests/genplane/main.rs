@@ -26,6 +26,7 @@ mod local_up;
 mod mutating_admission;
 mod namespace_gc;
 mod networkregistry;
+mod roles;
 mod runtime_config;
 mod security;
 mod shutdown;
