@@ -1366,7 +1366,9 @@ fn a_leader_that_does_not_act_is_passed_over() {
         let object = feature(&admin, FEATURE)?;
         (object["status"]["dynamic"] == true && object["status"]["state"] == "On").then_some(())
     });
-    eventually("the feature-controller acting", || controller.leads().then_some(()));
+    eventually("the feature-controller acting", || {
+        controller.leads().then_some(())
+    });
 
     // A silent "instance" heavier than any real one, valid for five minutes.
     let name = (0..)

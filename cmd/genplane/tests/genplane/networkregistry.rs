@@ -369,7 +369,7 @@ async fn well_known_claims_come_from_flags_and_only_their_roles_write_them() {
     let message = text(&out);
     assert!(!out.status.success());
     assert!(
-        message.contains("spec.addressSpace[0].prefix: Invalid value: \"10.1.2.3/16\": must be in canonical form (\"10.1.0.0/16\")"),
+        message.contains("spec.addressSpace[0].prefix: Invalid value: \"10.1.2.3/16\": must not have bits set beyond the prefix length"),
         "{message}"
     );
     assert!(
@@ -512,7 +512,12 @@ async fn well_known_claims_come_from_flags_and_only_their_roles_write_them() {
 
 /// A kubeconfig for the server with no user of its own (the token comes on the command line).
 pub(crate) fn viewer_kubeconfig(server: &Apiserver, dir: &Path) -> std::path::PathBuf {
-    token_kubeconfig(server.port, &server.ca(), &dir.join("viewer.kubeconfig"), None)
+    token_kubeconfig(
+        server.port,
+        &server.ca(),
+        &dir.join("viewer.kubeconfig"),
+        None,
+    )
 }
 
 /// Writes at `path` a kubeconfig for the server on `port` (trusting `ca`) whose user is
@@ -716,10 +721,14 @@ fn the_registry_command_shows_a_refusal_at_once() {
         assert_eq!(out.status.code(), Some(1), "{}", text(&out));
         let said = text(&out);
         assert!(
-            said.contains("forbidden") && said.contains("User \"nina\" cannot list resource \"networkclaims\""),
+            said.contains("forbidden")
+                && said.contains("User \"nina\" cannot list resource \"networkclaims\""),
             "{said}"
         );
-        assert!(took < Duration::from_secs(10), "{args:?} took {took:?}: {said}");
+        assert!(
+            took < Duration::from_secs(10),
+            "{args:?} took {took:?}: {said}"
+        );
     }
     // Nothing listens on the port of a stopped server.
     let port = server.port;

@@ -35,12 +35,9 @@ impl Caller {
             headers.push(("Authorization", auth.as_str()));
         }
         let body = (method != "GET" && method != "DELETE").then(|| body.to_string());
-        let answer = self.raw.request(
-            method,
-            path,
-            &headers,
-            body.as_deref().map(str::as_bytes),
-        );
+        let answer = self
+            .raw
+            .request(method, path, &headers, body.as_deref().map(str::as_bytes));
         let json = serde_json::from_slice(&answer.body).unwrap_or(Value::Null);
         (answer.status, json)
     }
@@ -178,14 +175,21 @@ const OPERATIONS: &[Operation] = &[
             &lease("feature-controller-forged", Some("feature-controller"), 15),
         )
     }),
-    ("create a feature-controller identity Lease lasting a day", |c| {
-        c.request(
-            "POST",
-            &format!("{LEASES}?dryRun=All"),
-            JSON,
-            &lease("feature-controller-long", Some("feature-controller"), 86_400),
-        )
-    }),
+    (
+        "create a feature-controller identity Lease lasting a day",
+        |c| {
+            c.request(
+                "POST",
+                &format!("{LEASES}?dryRun=All"),
+                JSON,
+                &lease(
+                    "feature-controller-long",
+                    Some("feature-controller"),
+                    86_400,
+                ),
+            )
+        },
+    ),
     ("create another component's identity Lease", |c| {
         c.request(
             "POST",
@@ -270,9 +274,11 @@ const OPERATIONS: &[Operation] = &[
             "PATCH",
             &format!("{CLAIMS}/kube-apiserver/status?dryRun=All"),
             MERGE,
-            &status_patch(json!({"conditions": [{"type": "FromFlags", "status": "False",
+            &status_patch(
+                json!({"conditions": [{"type": "FromFlags", "status": "False",
                 "reason": "DiffersFromFlags", "message": "probe",
-                "lastTransitionTime": "2030-01-01T00:00:00Z"}]})),
+                "lastTransitionTime": "2030-01-01T00:00:00Z"}]}),
+            ),
         )
     }),
     ("write kube-apiserver's allocation", |c| {
@@ -280,7 +286,9 @@ const OPERATIONS: &[Operation] = &[
             "PATCH",
             &format!("{CLAIMS}/kube-apiserver/status?dryRun=All"),
             MERGE,
-            &status_patch(json!({"addressSpace": [{"prefix": "0.0.0.0/0", "status": "Allocated"}]})),
+            &status_patch(
+                json!({"addressSpace": [{"prefix": "0.0.0.0/0", "status": "Allocated"}]}),
+            ),
         )
     }),
     ("change another claim's spec", |c| {
