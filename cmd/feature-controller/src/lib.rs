@@ -162,7 +162,16 @@ impl FeatureControllerOptions {
         }
         let identity_lease_duration = invalid.check(
             "identity-lease-duration",
-            positive(&self.identity_lease_duration),
+            positive(&self.identity_lease_duration).and_then(|d| {
+                let max = genplane_api::featuregates::MAX_CONTROLLER_LEASE_SECONDS;
+                if d > Duration::from_secs(u64::try_from(max).unwrap_or(u64::MAX)) {
+                    Err(format!(
+                        "must be at most {max}s: the API server accepts no longer                          feature-controller identity Lease"
+                    ))
+                } else {
+                    Ok(d)
+                }
+            }),
         );
         let sync_period = invalid.check("sync-period", positive(&self.sync_period));
         let registry = binary_features();
@@ -401,6 +410,7 @@ mod tests {
         );
         let bad = FeatureControllerOptions {
             sync_period: "0s".into(),
+            identity_lease_duration: "1h".into(),
             dynamic_features: vec!["NoSuchFeature".into()],
             ..FeatureControllerOptions::default()
         };
@@ -408,6 +418,7 @@ mod tests {
         for part in [
             "kubeconfig",
             "sync-period",
+            "identity-lease-duration: must be at most 300s",
             "unrecognized feature gate: NoSuchFeature",
         ] {
             assert!(error.contains(part), "{part}: {error}");

@@ -16,7 +16,11 @@ use k8s_openapi::jiff::{SignedDuration, Timestamp};
 use kube::api::{Api, DeleteParams, ListParams, PostParams, Preconditions};
 
 /// The label of every identity Lease; its value is the component.
-pub const IDENTITY_LABEL: &str = "featuregates.genplane.io/identity";
+pub const IDENTITY_LABEL: &str = genplane_api::featuregates::IDENTITY_LABEL;
+/// How far in the future a Lease's renew time may be and still count (clock skew).
+pub const MAX_RENEW_AHEAD: SignedDuration = SignedDuration::from_secs(60);
+
+use genplane_api::featuregates::{FEATURE_CONTROLLER, MAX_CONTROLLER_LEASE_SECONDS};
 /// The namespace of identity Leases.
 pub const NAMESPACE: &str = "kube-system";
 
@@ -112,14 +116,29 @@ impl Identity {
     }
 }
 
-/// When a Lease stops being valid: its renew time plus its duration.
+/// When a Lease stops being valid: its renew time plus its duration. A feature-controller's
+/// counts for at most [`MAX_CONTROLLER_LEASE_SECONDS`] (what the API server accepts), so that
+/// no Lease, however it was written, keeps a dead or silent instance the acting one for long.
 pub fn expiry(lease: &Lease) -> Option<Timestamp> {
     let spec = lease.spec.as_ref()?;
     let renewed = spec.renew_time.as_ref()?.0;
-    let seconds = spec.lease_duration_seconds?;
+    let mut seconds = spec.lease_duration_seconds?;
+    if component_of(lease) == Some(FEATURE_CONTROLLER) {
+        seconds = seconds.min(MAX_CONTROLLER_LEASE_SECONDS);
+    }
     renewed
         .checked_add(SignedDuration::from_secs(i64::from(seconds)))
         .ok()
+}
+
+/// The component of an identity Lease (its label's value).
+fn component_of(lease: &Lease) -> Option<&str> {
+    lease
+        .metadata
+        .labels
+        .as_ref()?
+        .get(IDENTITY_LABEL)
+        .map(String::as_str)
 }
 
 /// A live instance: its Lease's name and component.
@@ -161,14 +180,15 @@ pub fn sort(leases: Vec<Lease>, now: Timestamp, grace: Duration) -> Identities {
         let Some(name) = lease.metadata.name.clone() else {
             continue;
         };
-        let component = lease
-            .metadata
-            .labels
+        let component = component_of(&lease).unwrap_or_default().to_owned();
+        // Renewed in the future (beyond clock skew): not a live instance's.
+        let ahead = lease
+            .spec
             .as_ref()
-            .and_then(|l| l.get(IDENTITY_LABEL))
-            .cloned()
-            .unwrap_or_default();
+            .and_then(|s| s.renew_time.as_ref())
+            .is_some_and(|t| t.0.duration_since(now) > MAX_RENEW_AHEAD);
         match expiry(&lease) {
+            Some(_) if ahead => identities.stale.push(lease),
             Some(until) if until > now => {
                 identities
                     .live
@@ -241,6 +261,50 @@ mod tests {
         assert_eq!(
             identities.stale[0].metadata.name.as_deref(),
             Some("long-gone")
+        );
+    }
+
+    #[test]
+    fn a_feature_controller_lease_counts_for_at_most_the_cap_and_never_from_the_future() {
+        let now = Timestamp::from_second(1_000_000).unwrap();
+        let at = |s: i64| now.checked_add(SignedDuration::from_secs(s)).unwrap();
+        let identities = sort(
+            vec![
+                lease(
+                    "feature-controller-long",
+                    "feature-controller",
+                    at(-400),
+                    86_400,
+                ),
+                lease(
+                    "feature-controller-ahead",
+                    "feature-controller",
+                    at(3_600),
+                    15,
+                ),
+                lease("apiserver-long", "apiserver", at(-400), 86_400),
+                lease(
+                    "feature-controller-ok",
+                    "feature-controller",
+                    at(-100),
+                    86_400,
+                ),
+            ],
+            now,
+            Duration::from_secs(15),
+        );
+        assert_eq!(
+            identities.live.keys().collect::<Vec<_>>(),
+            ["apiserver-long", "feature-controller-ok"]
+        );
+        let stale: Vec<_> = identities
+            .stale
+            .iter()
+            .map(|l| l.metadata.name.as_deref().unwrap())
+            .collect();
+        assert_eq!(
+            stale,
+            ["feature-controller-long", "feature-controller-ahead"]
         );
     }
 

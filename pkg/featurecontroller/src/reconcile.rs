@@ -188,7 +188,7 @@ fn central_desired(status: &Map<String, Value>, configured: bool) -> bool {
 }
 
 /// The component name the API servers report their uses as.
-pub const API_SERVER: &str = "apiserver";
+pub const API_SERVER: &str = genplane_api::featuregates::API_SERVER;
 
 /// Decides what to do with the Feature `object` at `now`, given what the binary knows of it,
 /// the `live` instances and how long [`WAIT_FOR_USES`] waits after clearing the uses.
@@ -357,6 +357,60 @@ pub fn plan(
         transitions,
         run,
     }
+}
+
+/// What the acting instance owes the Feature `object` at `now`, whatever its configuration
+/// or version: a write it makes at its next sync, which an instance standing by can expect to
+/// see (see [`crate::controller`]): `None` when nothing is owed. Only what the object itself
+/// says counts (a dynamic feature's `spec.desired`, the stored tasks, the uses of instances
+/// that are gone), so that instances of different versions or flags never judge each other
+/// by their own.
+pub fn owed(
+    object: &Value,
+    live: &BTreeMap<String, Instance>,
+    now: Timestamp,
+    wait: Duration,
+) -> Option<String> {
+    let status = object.get("status").and_then(Value::as_object)?;
+    let state = status.get("state").and_then(Value::as_str).unwrap_or("");
+    let dynamic = status.get("dynamic").and_then(Value::as_bool) == Some(true);
+    if let Some(desired) = object.pointer("/spec/desired").and_then(Value::as_str)
+        && dynamic
+        && !state.is_empty()
+        && expected(state) != desired
+    {
+        return Some(format!(
+            "spec.desired is {desired} and the state {state}: no transition started"
+        ));
+    }
+    let gone: Vec<&Value> = list(status, "uses")
+        .iter()
+        .filter(|u| u["instance"].as_str().is_none_or(|i| !live.contains_key(i)))
+        .collect();
+    if !gone.is_empty() {
+        return Some(format!(
+            "the uses of instances that are gone are kept: {}",
+            describe(&gone)
+        ));
+    }
+    if !state.starts_with("Turning") {
+        return None;
+    }
+    let Some(first) = list(status, "tasks").first() else {
+        return Some(format!("{state} with no task left, not completed"));
+    };
+    let task = first["type"].as_str().unwrap_or_default();
+    if task != WAIT_FOR_USES {
+        return Some(format!("{state}: task {task} is not run"));
+    }
+    let Some(started) = first.get("startTime").and_then(parse_time) else {
+        return Some(format!("{state}: task {WAIT_FOR_USES} is not started"));
+    };
+    let old = if state == "TurningOff" { "On" } else { "Off" };
+    let waited = now.duration_since(started);
+    let done = waited >= SignedDuration::try_from(wait).unwrap_or(SignedDuration::MAX)
+        && !list(status, "uses").iter().any(|u| u["value"] == old);
+    done.then(|| format!("{state}: task {WAIT_FOR_USES} is done, not completed"))
 }
 
 /// Sets [`UPGRADE_SAFE`] in `status` (a Feature's status) from its state: called again once a

@@ -235,7 +235,7 @@ const OPERATIONS: &[Operation] = &[
             "PATCH",
             &format!("{LEASES}/some-app?dryRun=All"),
             MERGE,
-            &json!({"spec": {"preferredHolder": null}}),
+            &json!({"spec": {"leaseDurationSeconds": null}}),
         )
     }),
     ("take an ordinary Lease", |c| {
@@ -362,10 +362,7 @@ fn each_role_identity_may_do_exactly_what_its_role_needs() {
         );
     }
     created(LEASES, lease("genplane-controller-manager", None, 15));
-    let mut app = lease("some-app", None, 15);
-    app["spec"]["preferredHolder"] = json!("someone");
-    app["spec"]["strategy"] = json!("OldestEmulationVersion");
-    created(LEASES, app);
+    created(LEASES, lease("some-app", None, 15));
     created(
         CLAIMS,
         json!({"apiVersion": "networkregistry.genplane.io/v1alpha1", "kind": "NetworkClaim",

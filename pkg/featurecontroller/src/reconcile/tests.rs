@@ -332,3 +332,100 @@ fn a_feature_absent_at_a_lower_emulated_version_is_turned_off_through_its_tasks(
             .all(|c| c["type"] != "UpgradeSafe")
     );
 }
+
+#[test]
+fn what_the_acting_instance_owes_comes_from_the_object_alone() {
+    let now = at(0);
+    let wait = Duration::from_secs(10);
+    let live = live(&["apiserver-a"]);
+    let on = |extra: Value| {
+        let mut object = object(json!({"state": "On", "dynamic": true,
+                                       "uses": [used("apiserver-a", "On")]}));
+        merge(&mut object, extra);
+        object
+    };
+    // Settled: nothing owed.
+    assert_eq!(owed(&on(json!({})), &live, now, wait), None);
+    assert_eq!(
+        owed(&on(json!({"spec": {"desired": "On"}})), &live, now, wait),
+        None
+    );
+    // Asked Off, and nobody started the transition.
+    assert!(
+        owed(&on(json!({"spec": {"desired": "Off"}})), &live, now, wait)
+            .unwrap()
+            .contains("no transition started")
+    );
+    // Not dynamic: spec.desired means nothing (the acting instance's flags decide).
+    assert_eq!(
+        owed(
+            &on(json!({"spec": {"desired": "Off"}, "status": {"dynamic": false}})),
+            &live,
+            now,
+            wait
+        ),
+        None
+    );
+    // The uses of an instance that is gone.
+    assert!(
+        owed(&on(json!({})), &BTreeMap::new(), now, wait)
+            .unwrap()
+            .contains("apiserver/apiserver-a")
+    );
+    // A transition: a task to run, WaitForUses to start, or done waiting.
+    let turning = |tasks: Value, uses: Value| {
+        object(json!({"state": "TurningOff", "tasks": tasks, "uses": uses}))
+    };
+    assert!(
+        owed(
+            &turning(json!([{"type": "ClearField"}]), json!([])),
+            &live,
+            now,
+            wait
+        )
+        .unwrap()
+        .contains("ClearField is not run")
+    );
+    assert!(
+        owed(
+            &turning(json!([{"type": "WaitForUses"}]), json!([])),
+            &live,
+            now,
+            wait
+        )
+        .unwrap()
+        .contains("not started")
+    );
+    let started = |ago: i64| {
+        json!([{"type": "WaitForUses",
+                "startTime": genplane_apimachinery::meta::rfc3339(at(-ago).as_second())}])
+    };
+    let reporting_on = json!([used("apiserver-a", "On")]);
+    assert_eq!(
+        owed(&turning(started(5), json!([])), &live, now, wait),
+        None,
+        "still waiting"
+    );
+    assert_eq!(
+        owed(&turning(started(60), reporting_on), &live, now, wait),
+        None,
+        "an instance still reports the old value"
+    );
+    assert!(
+        owed(&turning(started(60), json!([])), &live, now, wait)
+            .unwrap()
+            .contains("is done, not completed")
+    );
+}
+
+/// Merges `extra` into `object` (objects key by key, anything else replaced).
+fn merge(object: &mut Value, extra: Value) {
+    match (object, extra) {
+        (Value::Object(object), Value::Object(extra)) => {
+            for (key, value) in extra {
+                merge(object.entry(key).or_insert(Value::Null), value);
+            }
+        }
+        (object, extra) => *object = extra,
+    }
+}
