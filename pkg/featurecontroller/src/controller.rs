@@ -69,7 +69,8 @@ pub struct Config {
     pub identity_lease_duration: Duration,
     /// How often the leader reconciles every Feature (`--sync-period`).
     pub sync_period: Duration,
-    /// The features clients may set `spec.desired` of (`--dynamic-features`).
+    /// The features clients may set `spec.desired` of whatever the API servers say (the
+    /// feature-controller's deprecated `--dynamic-features`).
     pub dynamic: BTreeSet<String>,
     /// The binary's Kubernetes version, MAJOR.MINOR.
     pub binary_version: String,
@@ -148,6 +149,9 @@ pub fn known_features(
                 locked: f.spec.lock_to_default,
                 configured: f.enabled && exists,
                 dynamic: exists && dynamic.contains(f.name),
+                may_be_dynamic: exists
+                    && registry.is_dynamic_capable(f.name)
+                    && !registry.is_central(f.name),
                 central: exists && registry.is_central(f.name),
                 turn_off_tasks: registry.turn_off_tasks(f.name).to_vec(),
                 exists,

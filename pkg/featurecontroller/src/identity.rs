@@ -7,7 +7,7 @@
 //! in the future; the feature-controller leader deletes Leases that expired a whole duration
 //! ago, and the uses of instances without a live Lease.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
 use k8s_openapi::api::coordination::v1::{Lease, LeaseSpec};
@@ -20,7 +20,9 @@ pub const IDENTITY_LABEL: &str = genplane_api::featuregates::IDENTITY_LABEL;
 /// How far in the future a Lease's renew time may be and still count (clock skew).
 pub const MAX_RENEW_AHEAD: SignedDuration = SignedDuration::from_secs(60);
 
-use genplane_api::featuregates::{FEATURE_CONTROLLER, MAX_CONTROLLER_LEASE_SECONDS};
+use genplane_api::featuregates::{
+    DYNAMIC_FEATURES_ANNOTATION, FEATURE_CONTROLLER, MAX_CONTROLLER_LEASE_SECONDS,
+};
 /// The namespace of identity Leases.
 pub const NAMESPACE: &str = "kube-system";
 
@@ -31,6 +33,7 @@ pub struct Identity {
     name: String,
     holder: String,
     duration: Duration,
+    annotations: BTreeMap<String, String>,
 }
 
 impl Identity {
@@ -42,7 +45,14 @@ impl Identity {
             name: format!("{component}-{}", &id[..10]),
             holder: format!("{holder_host}_{id}"),
             duration,
+            annotations: BTreeMap::new(),
         }
+    }
+
+    /// The same identity, its Lease annotated `key: value` (kept at every renewal).
+    pub fn with_annotation(mut self, key: &str, value: String) -> Self {
+        self.annotations.insert(key.to_owned(), value);
+        self
     }
 
     /// The component.
@@ -66,6 +76,13 @@ impl Identity {
         let seconds = i32::try_from(self.duration.as_secs().max(1)).unwrap_or(i32::MAX);
         match leases.get_opt(&self.name).await? {
             Some(mut lease) => {
+                if !self.annotations.is_empty() {
+                    lease
+                        .metadata
+                        .annotations
+                        .get_or_insert_with(BTreeMap::new)
+                        .extend(self.annotations.clone());
+                }
                 let spec = lease.spec.get_or_insert_with(LeaseSpec::default);
                 spec.holder_identity = Some(self.holder.clone());
                 spec.lease_duration_seconds = Some(seconds);
@@ -85,6 +102,8 @@ impl Identity {
                             IDENTITY_LABEL.to_owned(),
                             self.component.clone(),
                         )])),
+                        annotations: (!self.annotations.is_empty())
+                            .then(|| self.annotations.clone()),
                         ..ObjectMeta::default()
                     },
                     spec: Some(LeaseSpec {
@@ -142,12 +161,15 @@ fn component_of(lease: &Lease) -> Option<&str> {
 }
 
 /// A live instance: its Lease's name and component.
-#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, PartialOrd, Ord)]
 pub struct Instance {
     /// The Lease's name.
     pub name: String,
     /// The component (the label's value).
     pub component: String,
+    /// The features it lets clients set, for an API server (its Lease's
+    /// [`DYNAMIC_FEATURES_ANNOTATION`]).
+    pub dynamic: BTreeSet<String>,
 }
 
 /// Every identity Lease, split into the live instances at `now` and the Leases that expired
@@ -190,9 +212,26 @@ pub fn sort(leases: Vec<Lease>, now: Timestamp, grace: Duration) -> Identities {
         match expiry(&lease) {
             Some(_) if ahead => identities.stale.push(lease),
             Some(until) if until > now => {
-                identities
-                    .live
-                    .insert(name.clone(), Instance { name, component });
+                let dynamic = lease
+                    .metadata
+                    .annotations
+                    .as_ref()
+                    .and_then(|a| a.get(DYNAMIC_FEATURES_ANNOTATION))
+                    .map(|list| {
+                        list.split(',')
+                            .filter(|f| !f.is_empty())
+                            .map(str::to_owned)
+                            .collect()
+                    })
+                    .unwrap_or_default();
+                identities.live.insert(
+                    name.clone(),
+                    Instance {
+                        name,
+                        component,
+                        dynamic,
+                    },
+                );
             }
             Some(until) if until.checked_add(grace).is_ok_and(|t| t > now) => {}
             _ => identities.stale.push(lease),

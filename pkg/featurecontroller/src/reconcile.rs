@@ -33,8 +33,12 @@ pub struct Known {
     pub locked: bool,
     /// The value configured (the feature-controller's `--feature-gates`).
     pub configured: bool,
-    /// Whether clients may set `spec.desired` (`--dynamic-features`).
+    /// Whether clients may set `spec.desired` whatever the API servers say: the
+    /// feature-controller's own `--dynamic-features` (deprecated; the API servers' decide).
     pub dynamic: bool,
+    /// Whether the feature can be dynamic at all: the binary consults it at every use
+    /// (`Registry::allow_dynamic`), and it is neither central nor absent.
+    pub may_be_dynamic: bool,
     /// Whether the API servers' flags decide the value (on only when every live API server
     /// reports it on), rather than the feature-controller's own.
     pub central: bool,
@@ -187,6 +191,27 @@ fn central_desired(status: &Map<String, Value>, configured: bool) -> bool {
     values.iter().all(|v| *v == "On")
 }
 
+/// Whether clients may set the feature's `spec.desired`: named in the feature-controller's own
+/// (deprecated) `--dynamic-features`, or by every live API server (its `--dynamic-features`, on
+/// its identity Lease). With no live API server (all restarting at once), `status` keeps what
+/// it says: a transition asked for is not dropped in between.
+fn dynamic(known: &Known, status: &Map<String, Value>, live: &BTreeMap<String, Instance>) -> bool {
+    if !known.may_be_dynamic {
+        return false;
+    }
+    if known.dynamic {
+        return true;
+    }
+    let mut servers = live
+        .values()
+        .filter(|i| i.component == API_SERVER)
+        .peekable();
+    if servers.peek().is_none() {
+        return status.get("dynamic").and_then(Value::as_bool) == Some(true);
+    }
+    servers.all(|server| server.dynamic.contains(known.name))
+}
+
 /// The component name the API servers report their uses as.
 pub const API_SERVER: &str = genplane_api::featuregates::API_SERVER;
 
@@ -219,7 +244,8 @@ pub fn plan(
         "versions".into(),
         json!({"binary": versions.binary, "emulated": versions.emulated}),
     );
-    status.insert("dynamic".into(), json!(known.dynamic));
+    let dynamic = dynamic(known, &status, live);
+    status.insert("dynamic".into(), json!(dynamic));
 
     // Forget the uses of instances that are gone.
     let uses: Vec<Value> = list(&status, "uses")
@@ -236,7 +262,7 @@ pub fn plan(
     let asked = object
         .pointer("/spec/desired")
         .and_then(Value::as_str)
-        .filter(|_| known.dynamic);
+        .filter(|_| dynamic);
     let desired = match asked {
         Some(value) => value == "On",
         None if known.central => central_desired(&status, known.configured),

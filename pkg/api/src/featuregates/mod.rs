@@ -32,6 +32,10 @@ pub const IDENTITY_LABEL: &str = "featuregates.genplane.io/identity";
 pub const FEATURE_CONTROLLER: &str = "feature-controller";
 /// The component name the API servers report their uses as.
 pub const API_SERVER: &str = "apiserver";
+/// The annotation of an API server's identity Lease naming, comma-separated, the features it
+/// lets clients set (its `--dynamic-features`): a feature is dynamic while every live API server
+/// names it.
+pub const DYNAMIC_FEATURES_ANNOTATION: &str = "featuregates.genplane.io/dynamic-features";
 /// The resource of the `report` permission: `components/<component>` of this group (it has no
 /// objects; RBAC rules name components in `resourceNames`). Taking part as a component (its
 /// identity Leases, its entries of a Feature's `status.uses`, and for the feature-controller

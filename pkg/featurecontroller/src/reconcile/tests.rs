@@ -16,6 +16,7 @@ fn known(configured: bool) -> Known {
         locked: false,
         configured,
         dynamic: false,
+        may_be_dynamic: false,
         central: false,
         turn_off_tasks: vec![CLEAR],
         exists: true,
@@ -42,6 +43,7 @@ fn live(names: &[&str]) -> BTreeMap<String, Instance> {
                 Instance {
                     name: (*n).to_owned(),
                     component: "apiserver".into(),
+                    ..Instance::default()
                 },
             )
         })
@@ -180,6 +182,7 @@ fn desired_counts_only_for_dynamic_features_and_a_reversal_restarts_the_tasks() 
     assert_eq!(ignored.status["state"], "Off");
     let dynamic = Known {
         dynamic: true,
+        may_be_dynamic: true,
         ..known(false)
     };
     let on = plan(&off, &dynamic, &versions(), &live(&[]), at(0), WAIT);
@@ -428,4 +431,63 @@ fn merge(object: &mut Value, extra: Value) {
         }
         (object, extra) => *object = extra,
     }
+}
+
+#[test]
+fn a_feature_is_dynamic_while_every_live_api_server_names_it() {
+    let feature = Known {
+        may_be_dynamic: true,
+        ..known(true)
+    };
+    let server = |name: &str, dynamic: &[&str]| {
+        (
+            name.to_owned(),
+            Instance {
+                name: name.to_owned(),
+                component: "apiserver".into(),
+                dynamic: dynamic.iter().map(|d| (*d).to_owned()).collect(),
+            },
+        )
+    };
+    let mut on = object(json!({"state": "On"}));
+    on["spec"]["desired"] = json!("Off");
+    let plan_with = |live: BTreeMap<String, Instance>, object: &Value| {
+        plan(object, &feature, &versions(), &live, at(0), WAIT)
+    };
+    let both = plan_with(
+        [
+            server("apiserver-a", &["CoordinatedLeaderElection"]),
+            server("apiserver-b", &["CoordinatedLeaderElection", "Other"]),
+        ]
+        .into(),
+        &on,
+    );
+    assert_eq!(both.status["dynamic"], true);
+    assert_eq!(both.transitions, ["TurningOff"]);
+    // One server does not name it: not dynamic, spec.desired does not count.
+    let one = plan_with(
+        [
+            server("apiserver-a", &["CoordinatedLeaderElection"]),
+            server("apiserver-b", &[]),
+        ]
+        .into(),
+        &on,
+    );
+    assert_eq!(one.status["dynamic"], false);
+    assert!(one.transitions.is_empty());
+    // No live API server: what the status says holds.
+    let mut kept = on.clone();
+    kept["status"]["dynamic"] = json!(true);
+    assert_eq!(plan_with(BTreeMap::new(), &kept).status["dynamic"], true);
+    assert_eq!(plan_with(BTreeMap::new(), &on).status["dynamic"], false);
+    // A feature that cannot be dynamic never is.
+    let fixed = plan(
+        &kept,
+        &known(true),
+        &versions(),
+        &[server("apiserver-a", &["CoordinatedLeaderElection"])].into(),
+        at(0),
+        WAIT,
+    );
+    assert_eq!(fixed.status["dynamic"], false);
 }
