@@ -88,7 +88,7 @@ pub struct NetworkClaimSpec {
 }
 
 /// One range claimed, and what it is for.
-#[derive(Clone, Debug, Default, Deserialize, JsonSchema)]
+#[derive(Clone, Debug, Default, Deserialize, JsonSchema, PartialEq, Eq)]
 #[schemars(rename = "io.genplane.networkregistry.v1alpha1.AddressRecord")]
 #[serde(rename_all = "camelCase", default)]
 pub struct AddressRecord {
