@@ -153,7 +153,8 @@ impl FeatureControllerOptions {
                 let max = genplane_api::featuregates::MAX_CONTROLLER_LEASE_SECONDS;
                 if d > Duration::from_secs(u64::try_from(max).unwrap_or(u64::MAX)) {
                     Err(format!(
-                        "must be at most {max}s: the API server accepts no longer                          feature-controller identity Lease"
+                        "must be at most {max}s: the API server accepts no longer \
+                         feature-controller identity Lease"
                     ))
                 } else {
                     Ok(d)

@@ -305,7 +305,8 @@ impl FeatureController {
                     instance = acting,
                     feature,
                     owed,
-                    "passing over the acting feature-controller: a Feature waits for it longer                      than {:?}",
+                    "passing over the acting feature-controller: a Feature waits for it longer \
+                     than {:?}",
                     self.stall_bound()
                 );
                 standby.passed_over.insert(acting);
