@@ -75,16 +75,6 @@ pub fn command() -> clap::Command {
                      controller foo, `-foo` to disable it",
                 ),
         )
-        .arg(
-            Arg::new("dynamic-features")
-                .long("dynamic-features")
-                .value_delimiter(',')
-                .help(
-                    "Features whose spec.desired clients may set in the Feature API, as \
-                     `genplane feature-controller --dynamic-features` reads them; every role \
-                     then runs with the value of the Feature's state, without a restart",
-                ),
-        )
 }
 
 /// Runs `genplane all-in-one` until SIGTERM or SIGINT.
@@ -95,17 +85,6 @@ pub fn run(matches: &ArgMatches, process: &Process) -> anyhow::Result<()> {
         .unwrap_or_else(|| vec!["*".to_owned()]);
     // An unknown controller is a configuration error before anything starts.
     genplane_cmd_controller_manager::options::check_controllers(&controllers)?;
-    let dynamic_features: Vec<String> = matches
-        .get_many::<String>("dynamic-features")
-        .map(|values| values.cloned().collect())
-        .unwrap_or_default();
-    let problems = genplane_cmd_feature_controller::dynamic_feature_problems(
-        &genplane_cmd_feature_controller::binary_features(),
-        &dynamic_features,
-    );
-    if !problems.is_empty() {
-        anyhow::bail!("invalid --dynamic-features: {}", problems.join("; "));
-    }
     let Some(config) = genplane_cmd_apiserver::configure(matches, process)? else {
         return Ok(());
     };
@@ -137,7 +116,6 @@ pub fn run(matches: &ArgMatches, process: &Process) -> anyhow::Result<()> {
             let options = FeatureControllerOptions {
                 kubeconfig: Some(ready.data_dir.join("feature-controller.kubeconfig")),
                 secure_port: 0,
-                dynamic_features,
                 common: common.clone(),
                 ..FeatureControllerOptions::default()
             };

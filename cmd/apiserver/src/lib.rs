@@ -121,6 +121,7 @@ pub async fn serve_until_ready(
 ) -> anyhow::Result<()> {
     let gate = config.common.feature_gate.clone();
     let period = config.common.feature_use_report_period;
+    let dynamic = config.dynamic_features.clone();
     let service_cluster_ip_range = config.service_cluster_ip_range.clone();
     let (ready_tx, ready_rx) = tokio::sync::oneshot::channel::<Ready>();
     let stop = shutdown.clone();
@@ -160,7 +161,8 @@ pub async fn serve_until_ready(
                     follower.run(client.clone(), async move { following.triggered().await }),
                 );
                 let reporter =
-                    genplane_featurecontroller::Reporter::new(gate, "kube-system", period);
+                    genplane_featurecontroller::Reporter::new(gate, "kube-system", period)
+                        .allowing_dynamic(&dynamic);
                 reporter
                     .run(client, async move { stop.triggered().await })
                     .await;

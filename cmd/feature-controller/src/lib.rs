@@ -11,7 +11,10 @@
 //! `--identity-lease-duration` of its death. `genplane all-in-one` runs [`serve`] too.
 //!
 //! The desired value of each feature is the one this role's `--feature-gates` give it, unless
-//! the feature is in `--dynamic-features`, whose `spec.desired` clients may then set.
+//! the feature is dynamic: named in every live API server's `--dynamic-features` (which each
+//! API server's identity Lease carries), whose `spec.desired` clients may then set. This role's
+//! own `--dynamic-features` is deprecated: it still makes the features it names dynamic,
+//! whatever the API servers say, and says so in a warning at start.
 
 #![warn(missing_docs)]
 
@@ -59,8 +62,9 @@ pub struct FeatureControllerOptions {
     /// How often the acting instance reconciles every Feature.
     #[arg(long, default_value = "5s")]
     pub sync_period: String,
-    /// Features whose spec.desired clients may set (comma-separated names); every other
-    /// feature takes its value from --feature-gates.
+    /// Deprecated: name dynamic features in the API servers' --dynamic-features. Features
+    /// whose spec.desired clients may set whatever the API servers say (comma-separated
+    /// names).
     #[arg(long, value_delimiter = ',')]
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub dynamic_features: Vec<String>,
@@ -116,26 +120,9 @@ pub fn binary_features() -> featuregate::Registry {
     genplane_controlplane::features::registry()
 }
 
-/// What is wrong with `--dynamic-features` (`names`) for `registry`: features it does not
-/// know, and features its binary reads only at start (not declared with
-/// `Registry::allow_dynamic`), whose value set at run time would not take effect.
-pub fn dynamic_feature_problems(registry: &featuregate::Registry, names: &[String]) -> Vec<String> {
-    names
-        .iter()
-        .filter_map(|name| {
-            if registry.spec_at(name, KUBERNETES_VERSION).is_none() {
-                Some(format!("unrecognized feature gate: {name}"))
-            } else if !registry.is_dynamic_capable(name) {
-                Some(format!(
-                    "{name} cannot be dynamic: genplane reads it only at start, so a value set \
-                     at run time would not take effect"
-                ))
-            } else {
-                None
-            }
-        })
-        .collect()
-}
+/// What is wrong with `--dynamic-features` (`names`) for `registry`
+/// ([`genplane_controlplane::features::dynamic_feature_problems`]).
+pub use genplane_controlplane::features::dynamic_feature_problems;
 
 fn positive(text: &str) -> Result<Duration, String> {
     let d = duration::parse(text).map_err(|e| e.to_string())?;
@@ -162,7 +149,17 @@ impl FeatureControllerOptions {
         }
         let identity_lease_duration = invalid.check(
             "identity-lease-duration",
-            positive(&self.identity_lease_duration),
+            positive(&self.identity_lease_duration).and_then(|d| {
+                let max = genplane_api::featuregates::MAX_CONTROLLER_LEASE_SECONDS;
+                if d > Duration::from_secs(u64::try_from(max).unwrap_or(u64::MAX)) {
+                    Err(format!(
+                        "must be at most {max}s: the API server accepts no longer \
+                         feature-controller identity Lease"
+                    ))
+                } else {
+                    Ok(d)
+                }
+            }),
         );
         let sync_period = invalid.check("sync-period", positive(&self.sync_period));
         let registry = binary_features();
@@ -294,6 +291,14 @@ pub fn run(matches: &ArgMatches, process: &Process) -> anyhow::Result<()> {
     for warning in config.common.feature_gate.warnings() {
         tracing::warn!("{warning}");
     }
+    if !config.dynamic.is_empty() {
+        tracing::warn!(
+            features = ?config.dynamic,
+            "--dynamic-features of the feature-controller is deprecated: the API servers decide \
+             which features are dynamic (genplane apiserver --dynamic-features, and \
+             all-in-one's); these are still marked dynamic whatever the API servers say"
+        );
+    }
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -401,6 +406,7 @@ mod tests {
         );
         let bad = FeatureControllerOptions {
             sync_period: "0s".into(),
+            identity_lease_duration: "1h".into(),
             dynamic_features: vec!["NoSuchFeature".into()],
             ..FeatureControllerOptions::default()
         };
@@ -408,6 +414,7 @@ mod tests {
         for part in [
             "kubeconfig",
             "sync-period",
+            "identity-lease-duration: must be at most 300s",
             "unrecognized feature gate: NoSuchFeature",
         ] {
             assert!(error.contains(part), "{part}: {error}");

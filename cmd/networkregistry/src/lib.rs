@@ -57,9 +57,15 @@ fn query(text: &str) -> anyhow::Result<Query> {
         let prefix = Prefix::parse_cidr(text).map_err(|e| anyhow::anyhow!("{text:?}: {e}"))?;
         return Ok(Query::Prefix(prefix));
     }
-    text.parse()
-        .map(Query::Address)
-        .map_err(|_| anyhow::anyhow!("{text:?} is neither an IP address nor a CIDR prefix"))
+    let addr: IpAddr = text
+        .parse()
+        .map_err(|_| anyhow::anyhow!("{text:?} is neither an IP address nor a CIDR prefix"))?;
+    if let IpAddr::V6(v6) = addr
+        && let Some(v4) = v6.to_ipv4_mapped()
+    {
+        anyhow::bail!("{text:?} is an IPv4-mapped IPv6 address: look up {v4}");
+    }
+    Ok(Query::Address(addr))
 }
 
 fn kubeconfig(matches: &ArgMatches, process: &Process) -> anyhow::Result<PathBuf> {
@@ -163,10 +169,15 @@ pub fn run(matches: &ArgMatches, process: &Process) -> anyhow::Result<()> {
         .context("starting the runtime")?;
     let text = runtime.block_on(async {
         let (client, _) = genplane_controller::client::connect(Some(&path)).await?;
+        // A refusal or an unreachable server is told at once; a server that never answers,
+        // after 30 s.
         let registry =
-            tokio::time::timeout(std::time::Duration::from_secs(30), Registry::start(client))
+            match tokio::time::timeout(std::time::Duration::from_secs(30), Registry::start(client))
                 .await
-                .context("listing the NetworkClaims: no answer within 30s")??;
+            {
+                Ok(started) => started?,
+                Err(_) => anyhow::bail!("listing the NetworkClaims: no answer within 30s"),
+            };
         match matches.subcommand() {
             Some(("lookup", sub)) => {
                 let what = sub
@@ -197,6 +208,8 @@ mod tests {
             Query::Prefix(Prefix::parse_canonical("10.0.0.0/8").unwrap())
         );
         assert!(query("nope").is_err());
+        assert!(query("::ffff:10.0.0.1").is_err());
+        assert!(query("::ffff:10.0.0.0/104").is_err());
     }
 
     #[test]

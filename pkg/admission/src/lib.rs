@@ -26,6 +26,9 @@
 //!   mutations (apply configurations and JSON patches) of the stored policies through their
 //!   bindings, over a [`mutating_policy::MutatingPolicies`] view; [`params`]: the params both
 //!   policy plugins read.
+//! - [`component`]: ComponentRestriction, genplane's NodeRestriction: what each component's
+//!   identity may write of Features, identity Leases and NetworkClaims, beyond what RBAC can
+//!   say (its own uses, its own identity Leases, only the feature-controller moving states).
 //! - [`quota`]: ResourceQuota, charging creates to the object-count quotas of their namespace
 //!   over a [`quota::Quotas`] view of the stored quotas.
 //! - [`authorizer`]: the `authorizer` variable of admission expressions (policies, webhook
@@ -44,6 +47,7 @@
 
 pub mod authorizer;
 mod bound;
+pub mod component;
 pub mod config;
 pub mod evaluation;
 pub mod mutating_policy;

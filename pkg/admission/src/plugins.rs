@@ -4,6 +4,8 @@
 //! - implemented: `AlwaysAdmit`, `NamespaceAutoProvision`, `NamespaceLifecycle`,
 //!   `NamespaceExists`, `MutatingAdmissionPolicy`, `MutatingAdmissionWebhook`, `ValidatingAdmissionPolicy`,
 //!   `ValidatingAdmissionWebhook`, `ResourceQuota`, `AlwaysDeny`;
+//! - genplane's own: `ComponentRestriction` ([`crate::component`]), next to upstream's
+//!   `NodeRestriction`, whose role it plays for genplane's components; on by default;
 //! - not applicable: plugins that act only on kinds a generic control plane does not serve
 //!   (pods, nodes, services, storage, ingresses, certificates); accepted, and they admit
 //!   everything here, as upstream's would;
@@ -12,7 +14,7 @@
 //!
 //! Enabled by default: what upstream's generic control plane enables that genplane has
 //! (`NamespaceLifecycle`, the two webhook plugins, the two policy plugins, `ResourceQuota`,
-//! and the not-applicable ones it lists). The webhook plugins run only when
+//! and the not-applicable ones it lists), and `ComponentRestriction`. The webhook plugins run only when
 //! the server gives them its webhook configurations ([`Context::webhooks`]),
 //! `ValidatingAdmissionPolicy` only when it gives it its policies ([`Context::policies`]),
 //! `ResourceQuota` only when it gives it its quotas ([`Context::quotas`]),
@@ -74,6 +76,7 @@ pub const ALL: &[Plugin] = &[
     plugin("LimitRanger", NotApplicable, false),
     plugin("ServiceAccount", NotApplicable, true),
     plugin("NodeRestriction", NotApplicable, false),
+    plugin(crate::component::NAME, Implemented, true),
     plugin("TaintNodesByCondition", NotApplicable, false),
     plugin("AlwaysPullImages", NotApplicable, false),
     plugin("ImagePolicyWebhook", NotApplicable, false),
@@ -253,6 +256,9 @@ pub fn chain_of(names: &[&str], context: &Context) -> Chain {
                 }
             }
             "AlwaysDeny" => validating.push(Arc::new(AlwaysDeny)),
+            crate::component::NAME => validating.push(Arc::new(
+                crate::component::ComponentRestriction::new(namespaces),
+            )),
             // AlwaysAdmit and the plugins for kinds not served admit everything.
             _ => {}
         }
@@ -309,6 +315,7 @@ mod tests {
             [
                 "NamespaceLifecycle",
                 "ServiceAccount",
+                "ComponentRestriction",
                 "DefaultTolerationSeconds",
                 "CertificateApproval",
                 "CertificateSigning",
@@ -329,6 +336,7 @@ mod tests {
             .unwrap(),
             [
                 "NamespaceExists",
+                "ComponentRestriction",
                 "DefaultTolerationSeconds",
                 "CertificateApproval",
                 "CertificateSigning",

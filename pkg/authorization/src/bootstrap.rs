@@ -19,9 +19,12 @@
 //! genplane's own: ClusterRoles, ClusterRoleBindings, and kube-system Roles and RoleBindings
 //! for the users [`CONTROLLER_MANAGER_USER`] and [`FEATURE_CONTROLLER_USER`], and
 //! [`FEATURE_USE_REPORTER`] for every role that reports feature uses ([`FEATURE_USE_REPORTERS`]:
-//! read Features, patch `features/status`, keep an identity Lease in kube-system). `view` reads
-//! Features; `admin` may update them (the strategy lets only dynamic features' `spec.desired`
-//! change). [`NETWORK_CLAIM_READER`] reads NetworkClaims and is aggregated into `view`; the
+//! read Features, patch `features/status`, keep an identity Lease in kube-system). Each role's
+//! user may `report` as its own component (`featuregates.genplane.io` `components/<name>`),
+//! which admission (ComponentRestriction) asks of every write of an identity Lease and of a
+//! Feature's status: so each writes only its own uses and Leases, and only the
+//! feature-controller a Feature's state. `view` reads Features; `admin` may update them (the
+//! strategy lets only dynamic features' `spec.desired` change). [`NETWORK_CLAIM_READER`] reads NetworkClaims and is aggregated into `view`; the
 //! `networkclaim-controller` role (the network registry) writes them and their status; no
 //! other bootstrap role writes NetworkClaims but `system:genplane:apiserver` (bound to the API
 //! server's own client), which creates claims and updates only `kube-apiserver`, its
@@ -94,6 +97,10 @@ const COORDINATION: &str = "coordination.k8s.io";
 const EVENTS: &str = "events.k8s.io";
 const RBAC: &str = "rbac.authorization.k8s.io";
 const FEATURES: &str = "featuregates.genplane.io";
+// The components each role's user reports as (`genplane_api::featuregates` names them).
+const APISERVER_COMPONENT: &str = "apiserver";
+const CONTROLLER_MANAGER_COMPONENT: &str = "controller-manager";
+const FEATURE_CONTROLLER_COMPONENT: &str = "feature-controller";
 const NETWORK_REGISTRY: &str = "networkregistry.genplane.io";
 /// The ClusterRole that reads NetworkClaims (aggregated into `view`).
 pub const NETWORK_CLAIM_READER: &str = "networkclaim-reader";
@@ -119,6 +126,18 @@ fn sorted(mut r: PolicyRule) -> PolicyRule {
         list.sort();
     }
     r
+}
+
+/// Taking part as `component` (its identity Leases and its uses of Features; for the
+/// feature-controller, a Feature's state): verb `report` on `components/<component>`, which
+/// genplane's admission (ComponentRestriction) asks for.
+fn report_rule(component: &str) -> PolicyRule {
+    sorted(
+        PolicyRule::new(&["report"])
+            .groups(&[FEATURES])
+            .resources(&["components"])
+            .names(&[component]),
+    )
 }
 
 fn events_rule() -> PolicyRule {
@@ -292,6 +311,7 @@ fn controller_manager_rules() -> Vec<PolicyRule> {
         &[AUTHORIZATION],
         &["subjectaccessreviews"],
     ));
+    rules.push(report_rule(CONTROLLER_MANAGER_COMPONENT));
     rules
 }
 
@@ -475,12 +495,14 @@ pub fn cluster_roles() -> Vec<Value> {
         FEATURE_CONTROLLER_USER,
         &[],
         vec![
+            // It announces Features; it never writes their spec (spec.desired is the admins').
             rule(
-                &["get", "list", "watch", "create", "update", "patch"],
+                &["get", "list", "watch", "create"],
                 &[FEATURES],
                 &["features"],
             ),
             rule(&["update", "patch"], &[FEATURES], &["features/status"]),
+            report_rule(FEATURE_CONTROLLER_COMPONENT),
             // The tasks of the features it knows over Leases: ClearField (CoordinatedLeaderElection's
             // Lease fields) patches; DeleteObjects (APIServerIdentity's identity Leases) deletes
             // the Leases the API servers made, picked by their label.
@@ -508,7 +530,8 @@ pub fn cluster_roles() -> Vec<Value> {
         ],
     ));
     // The API server's own client: its well-known claim (kube-apiserver) and its status
-    // condition, by name; creating cannot be limited by name (the name is in the body).
+    // condition, by name; creating cannot be limited by name (the name is in the body), which
+    // admission (ComponentRestriction) does, as it keeps the status write to the condition.
     roles.push(cluster_role(
         APISERVER_USER,
         &[],
@@ -521,10 +544,11 @@ pub fn cluster_roles() -> Vec<Value> {
             sorted(
                 PolicyRule::new(&["update", "patch"])
                     .groups(&[NETWORK_REGISTRY])
-                    .resources(&["networkclaims", "networkclaims/status"])
+                    .resources(&["networkclaims/status"])
                     .names(&["kube-apiserver"]),
             ),
             events_rule(),
+            report_rule(APISERVER_COMPONENT),
         ],
     ));
     roles.push(cluster_role(
@@ -652,13 +676,14 @@ pub fn roles() -> Vec<Value> {
                 &["leases"],
             )],
         ),
-        // Identity Leases of feature-use reporters: each creates and renews its own (their
-        // names are chosen at start, so they cannot be listed here).
+        // Identity Leases of feature-use reporters: each creates, renews and at a clean stop
+        // deletes its own (their names are chosen at start, so they cannot be listed here;
+        // admission keeps each to its own component's).
         role(
             KUBE_SYSTEM,
             FEATURE_USE_REPORTER,
             vec![rule(
-                &["create", "get", "update", "patch"],
+                &["create", "get", "update", "patch", "delete"],
                 &[COORDINATION],
                 &["leases"],
             )],

@@ -21,16 +21,14 @@ use std::time::Duration;
 
 use futures::StreamExt as _;
 use genplane_api::networkregistry::networkclaim::{
-    ALLOCATED, CONFLICT, FINALIZER, NetworkClaim, READY, RecordStatus, UNAVAILABLE,
+    ALLOCATED, AddressRecord, CONFLICT, FINALIZER, NetworkClaim, READY, RecordStatus, UNAVAILABLE,
 };
-use genplane_networkregistry::{Candidate, Verdict, allocate, network_claim_resource, read_claim};
+use genplane_networkregistry::{Allocation, Candidate, Verdict, allocate};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
 use k8s_openapi::jiff::{SignedDuration, Timestamp};
-use kube::api::{Api, DynamicObject, Patch, PatchParams};
+use kube::api::{Api, Patch, PatchParams};
 use kube::runtime::events::{Event, EventType, Recorder, Reporter};
-use kube::runtime::reflector::store::Writer;
 use kube::runtime::{WatchStreamExt as _, watcher};
-use kube::{Resource as _, ResourceExt as _};
 use serde_json::json;
 use tokio::sync::Notify;
 
@@ -241,124 +239,386 @@ fn event_note(newly: &[String]) -> String {
     note
 }
 
+/// A NetworkClaim as the controller reads it: decoded from the watch into its type as it
+/// arrives, never kept as JSON (a claim's JSON takes many times the memory of its type). One
+/// that does not read as a NetworkClaim (stored by other means) is kept with its metadata only
+/// and decided on not at all, as before.
+#[derive(Clone, Debug, Default)]
+struct Claim {
+    claim: NetworkClaim,
+    readable: bool,
+}
+
+impl<'de> serde::Deserialize<'de> for Claim {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let mut value = serde_json::Value::deserialize(deserializer)?;
+        if let Some(meta) = value.get_mut("metadata").and_then(|m| m.as_object_mut()) {
+            meta.remove("managedFields");
+        }
+        Ok(
+            match genplane_api::networkregistry::networkclaim::read(&value) {
+                Ok(claim) => Claim {
+                    claim,
+                    readable: true,
+                },
+                Err(_) => Claim {
+                    claim: NetworkClaim {
+                        metadata: serde_json::from_value(value["metadata"].take())
+                            .unwrap_or_default(),
+                        ..NetworkClaim::default()
+                    },
+                    readable: false,
+                },
+            },
+        )
+    }
+}
+
+impl kube::Resource for Claim {
+    type DynamicType = ();
+    type Scope = kube::core::ClusterResourceScope;
+
+    fn kind(_: &()) -> std::borrow::Cow<'_, str> {
+        genplane_api::networkregistry::networkclaim::KIND.into()
+    }
+    fn group(_: &()) -> std::borrow::Cow<'_, str> {
+        genplane_api::networkregistry::GROUP.into()
+    }
+    fn version(_: &()) -> std::borrow::Cow<'_, str> {
+        genplane_api::networkregistry::VERSION.into()
+    }
+    fn plural(_: &()) -> std::borrow::Cow<'_, str> {
+        genplane_api::networkregistry::RESOURCE.into()
+    }
+    fn meta(&self) -> &k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta {
+        &self.claim.metadata
+    }
+    fn meta_mut(&mut self) -> &mut k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta {
+        &mut self.claim.metadata
+    }
+}
+
+/// One claim as last watched: the claim without its records (metadata and status), and its
+/// records, shared with the decision (one copy of each record).
+#[derive(Clone, Debug)]
+struct Entry {
+    claim: Arc<NetworkClaim>,
+    records: Arc<[AddressRecord]>,
+    readable: bool,
+}
+
+impl Entry {
+    fn of(claim: Claim) -> Self {
+        let Claim {
+            mut claim,
+            readable,
+        } = claim;
+        let records: Arc<[AddressRecord]> = std::mem::take(&mut claim.spec.address_space).into();
+        Self {
+            claim: Arc::new(claim),
+            records,
+            readable,
+        }
+    }
+
+    fn name(&self) -> &str {
+        self.claim.metadata.name.as_deref().unwrap_or_default()
+    }
+
+    fn version(&self) -> &str {
+        self.claim
+            .metadata
+            .resource_version
+            .as_deref()
+            .unwrap_or_default()
+    }
+
+    fn ours(&self) -> bool {
+        self.claim
+            .metadata
+            .finalizers
+            .iter()
+            .flatten()
+            .any(|f| f == FINALIZER)
+    }
+}
+
+/// The claims as the watch delivers them, and which changed since the last pass.
+#[derive(Debug, Default)]
+struct Watched {
+    claims: HashMap<Arc<str>, Entry>,
+    /// Added, changed or removed since the last pass took them.
+    changed: HashSet<Arc<str>>,
+    /// The claims of a list in progress (the watch's start, or a relist).
+    listing: Option<HashMap<Arc<str>, Entry>>,
+    /// Whether a first list is in.
+    ready: bool,
+}
+
+impl Watched {
+    fn apply(&mut self, event: watcher::Event<Claim>) {
+        match event {
+            watcher::Event::Init => self.listing = Some(HashMap::new()),
+            watcher::Event::InitApply(claim) => {
+                let entry = Entry::of(claim);
+                if let Some(listing) = &mut self.listing {
+                    listing.insert(entry.name().into(), entry);
+                }
+            }
+            watcher::Event::InitDone => {
+                let Some(listed) = self.listing.take() else {
+                    return;
+                };
+                for (name, entry) in &listed {
+                    if self
+                        .claims
+                        .get(name)
+                        .is_none_or(|had| had.version() != entry.version())
+                    {
+                        self.changed.insert(name.clone());
+                    }
+                }
+                for name in self.claims.keys() {
+                    if !listed.contains_key(name) {
+                        self.changed.insert(name.clone());
+                    }
+                }
+                self.claims = listed;
+                self.ready = true;
+            }
+            watcher::Event::Apply(claim) => {
+                let entry = Entry::of(claim);
+                let name: Arc<str> = entry.name().into();
+                self.changed.insert(name.clone());
+                self.claims.insert(name, entry);
+            }
+            watcher::Event::Delete(claim) => {
+                let name: Arc<str> = claim
+                    .claim
+                    .metadata
+                    .name
+                    .as_deref()
+                    .unwrap_or_default()
+                    .into();
+                self.claims.remove(&name);
+                self.changed.insert(name);
+            }
+        }
+    }
+}
+
+/// What a claim counts as in the allocation: creation time and records (its candidate), or
+/// nothing (deleted without the finalizer, or released).
+fn candidate(name: &Arc<str>, entry: &Entry) -> Candidate {
+    Candidate {
+        name: name.clone(),
+        created: entry.claim.metadata.creation_timestamp.clone(),
+        records: entry.records.clone(),
+    }
+}
+
+fn same_candidate(a: &Candidate, b: &Candidate) -> bool {
+    a.created == b.created && (Arc::ptr_eq(&a.records, &b.records) || a.records == b.records)
+}
+
+/// What the controller decided, kept from one pass to the next.
+#[derive(Debug, Default)]
+struct Decisions {
+    /// The claims in the allocation, as decided.
+    candidates: HashMap<Arc<str>, Candidate>,
+    allocation: Allocation,
+    /// Deleted claims still holding their ranges, and when they are released.
+    releasing: HashMap<Arc<str>, Timestamp>,
+}
+
 struct Controller {
-    /// The claims as last read, by name, with the resourceVersion read: a pass decodes only
-    /// what changed since the last one.
-    decoded: std::sync::Mutex<HashMap<String, (String, Arc<NetworkClaim>)>>,
-    api: Api<DynamicObject>,
+    api: Api<Claim>,
     recorder: Recorder,
     grace: SignedDuration,
+    watched: Arc<std::sync::Mutex<Watched>>,
+    decisions: Decisions,
+}
+
+/// The writes one pass makes.
+#[derive(Debug, Default)]
+struct Writes {
+    /// Claims to get the finalizer.
+    finalize: Vec<Entry>,
+    /// Deleted claims past their grace: the finalizer goes.
+    release: Vec<Entry>,
+    /// Claims whose status may differ from their verdicts.
+    statuses: Vec<Entry>,
 }
 
 impl Controller {
-    /// One pass: releases what is past its grace, decides on every claim, writes the statuses
-    /// that change and the missing finalizers. Returns when the next grace period ends.
-    async fn sync(&self, objects: Vec<Arc<DynamicObject>>) -> Result<Option<Timestamp>, Error> {
+    fn watched(&self) -> std::sync::MutexGuard<'_, Watched> {
+        self.watched
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// One pass: decides again only what the changes since the last one (and the grace periods
+    /// that ended) can change, then writes the finalizers and the statuses that differ.
+    /// Returns when the next grace period ends.
+    async fn sync(&mut self) -> Result<Option<Timestamp>, Error> {
         let now = now();
-        let mut next: Option<Timestamp> = None;
-        let mut candidates = Vec::new();
-        let mut claims = Vec::new();
-        let mut releases = Vec::new();
-        let mut finalize = Vec::new();
-        for (object, claim) in self.decode(objects) {
-            let name = object.name_any();
-            let ours = object.finalizers().iter().any(|f| f == FINALIZER);
-            if let Some(deleted) = &claim.metadata.deletion_timestamp {
-                if !ours {
-                    continue;
+        let (changed, entries) = {
+            let mut watched = self.watched();
+            let mut changed = std::mem::take(&mut watched.changed);
+            changed.extend(
+                self.decisions
+                    .releasing
+                    .iter()
+                    .filter(|(_, at)| now >= **at)
+                    .map(|(name, _)| name.clone()),
+            );
+            let entries: Vec<(Arc<str>, Option<Entry>)> = changed
+                .iter()
+                .map(|name| (name.clone(), watched.claims.get(name).cloned()))
+                .collect();
+            (changed, entries)
+        };
+        if changed.is_empty() {
+            return Ok(self.next_release());
+        }
+        let mut writes = Writes::default();
+        let mut added = Vec::new();
+        let mut whole_pass = false;
+        for (name, entry) in entries {
+            let wanted = entry.as_ref().filter(|e| e.readable).and_then(|entry| {
+                let deleted = entry.claim.metadata.deletion_timestamp.as_ref();
+                match deleted {
+                    Some(_) if !entry.ours() => None,
+                    Some(deleted) => {
+                        let release = deleted.0 + self.grace;
+                        if now >= release {
+                            writes.release.push(entry.clone());
+                            None
+                        } else {
+                            self.decisions.releasing.insert(name.clone(), release);
+                            Some(candidate(&name, entry))
+                        }
+                    }
+                    None => {
+                        if !entry.ours() {
+                            writes.finalize.push(entry.clone());
+                        }
+                        Some(candidate(&name, entry))
+                    }
                 }
-                let release = deleted.0 + self.grace;
-                if now >= release {
-                    releases.push(object);
-                    continue;
-                }
-                next = Some(next.map_or(release, |n: Timestamp| n.min(release)));
-            } else if !ours {
-                finalize.push(object.clone());
-            }
-            candidates.push(Candidate {
-                name: name.as_str().into(),
-                created: claim.metadata.creation_timestamp.clone(),
-                records: claim.spec.address_space.clone(),
             });
+            if wanted.is_none() {
+                self.decisions.releasing.remove(&name);
+            }
             // A claim that gets the finalizer now changes version: its status is written in
             // the pass its watch event brings.
-            if ours {
-                claims.push((object, claim));
+            if let Some(entry) = &entry
+                && entry.ours()
+                && wanted.is_some()
+            {
+                writes.statuses.push(entry.clone());
             }
-        }
-        let finalizer_writes: Vec<_> = releases
-            .iter()
-            .map(|object| (object, false))
-            .chain(finalize.iter().map(|object| (object, true)))
-            .map(|(object, hold)| self.hold(object, hold))
-            .collect();
-        concurrently(finalizer_writes).await?;
-        let allocation = allocate(candidates);
-        let mut status_writes = Vec::new();
-        for (object, claim) in &claims {
-            let Some(verdicts) = allocation.verdicts.get(object.name_any().as_str()) else {
-                continue;
-            };
-            let desired = desired_status(claim, verdicts);
-            if status_changed(claim, &desired) {
-                status_writes.push(self.write_status(object, claim, verdicts, desired));
-            }
-        }
-        concurrently(status_writes).await?;
-        Ok(next)
-    }
-
-    /// The claims of `objects`, decoded (again only when their version changed).
-    fn decode(
-        &self,
-        objects: Vec<Arc<DynamicObject>>,
-    ) -> Vec<(Arc<DynamicObject>, Arc<NetworkClaim>)> {
-        let mut cache = self
-            .decoded
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        let mut seen = HashSet::with_capacity(objects.len());
-        let mut out = Vec::with_capacity(objects.len());
-        for object in objects {
-            let name = object.name_any();
-            let version = object.resource_version().unwrap_or_default();
-            let claim = match cache.get(&name) {
-                Some((read, claim)) if *read == version => claim.clone(),
-                _ => {
-                    let Some(claim) = read_claim(&object) else {
-                        continue;
-                    };
-                    let claim = Arc::new(claim);
-                    cache.insert(name.clone(), (version, claim.clone()));
-                    claim
+            let had = self.decisions.candidates.get(&name);
+            match (had, wanted) {
+                (Some(had), Some(wanted)) if same_candidate(had, &wanted) => {}
+                (None, None) => {}
+                (None, Some(wanted)) => {
+                    self.decisions.candidates.insert(name, wanted.clone());
+                    added.push(wanted);
                 }
-            };
-            seen.insert(name);
-            out.push((object, claim));
+                (_, wanted) => {
+                    whole_pass = true;
+                    match wanted {
+                        Some(wanted) => self.decisions.candidates.insert(name, wanted),
+                        None => self.decisions.candidates.remove(&name),
+                    };
+                }
+            }
         }
-        cache.retain(|name, _| seen.contains(name));
-        out
+        let finalizer_writes: Vec<_> = writes
+            .release
+            .iter()
+            .map(|entry| (entry, false))
+            .chain(writes.finalize.iter().map(|entry| (entry, true)))
+            .map(|(entry, hold)| self.hold(entry, hold))
+            .collect();
+        let finalized = concurrently(finalizer_writes).await;
+        // Decide: on top of what was decided when only claims later than all others came,
+        // else everything again; and every claim whose verdicts changed gets its status
+        // checked.
+        let mut verdicts_changed: Vec<Arc<str>> = Vec::new();
+        if whole_pass || !self.decisions.allocation.follows(&added) {
+            let before = std::mem::take(&mut self.decisions.allocation);
+            self.decisions.allocation =
+                allocate(self.decisions.candidates.values().cloned().collect());
+            for (name, verdicts) in &self.decisions.allocation.verdicts {
+                if before.verdicts.get(name) != Some(verdicts) {
+                    verdicts_changed.push(name.clone());
+                }
+            }
+        } else if !added.is_empty() {
+            verdicts_changed.extend(added.iter().map(|c| c.name.clone()));
+            self.decisions.allocation.extend(added);
+        }
+        if !verdicts_changed.is_empty() {
+            let watched = self.watched();
+            for name in verdicts_changed {
+                if changed.contains(&name) {
+                    continue;
+                }
+                if let Some(entry) = watched.claims.get(&name)
+                    && entry.ours()
+                {
+                    writes.statuses.push(entry.clone());
+                }
+            }
+        }
+        let allocation = &self.decisions.allocation;
+        let status_writes = writes
+            .statuses
+            .iter()
+            .filter_map(|entry| {
+                let verdicts = allocation.verdicts.get(entry.name())?;
+                Some(self.write_status(entry, verdicts))
+            })
+            .collect::<Vec<_>>();
+        let written = concurrently(status_writes).await;
+        if finalized.is_err() || written.is_err() {
+            // Checked again at the next pass.
+            self.watched().changed.extend(changed);
+        }
+        finalized?;
+        written?;
+        Ok(self.next_release())
     }
 
-    /// Writes `claim`'s status, over exactly the version read (so that a condition another
-    /// writer added meanwhile, a well-known claim's FromFlags, is not lost), and an event
-    /// naming the records that became unavailable.
+    /// When the next deleted claim's grace period ends.
+    fn next_release(&self) -> Option<Timestamp> {
+        self.decisions.releasing.values().min().copied()
+    }
+
+    /// Writes `entry`'s status when its verdicts change it, over exactly the version read (so
+    /// that a condition another writer added meanwhile, a well-known claim's FromFlags, is not
+    /// lost), and an event naming the records that became unavailable. The status is built
+    /// only here: a pass holds at most [`WRITES_IN_FLIGHT`] of them.
     async fn write_status(
         &self,
-        object: &DynamicObject,
-        claim: &NetworkClaim,
+        entry: &Entry,
         verdicts: &[(String, Verdict)],
-        desired: serde_json::Value,
     ) -> Result<(), Error> {
-        let name = object.name_any();
+        let claim = &entry.claim;
+        let desired = desired_status(claim, verdicts);
+        if !status_changed(claim, &desired) {
+            return Ok(());
+        }
+        let name = entry.name();
         let patch = json!({
-            "metadata": {"resourceVersion": object.resource_version()},
+            "metadata": {"resourceVersion": entry.version()},
             "status": desired,
         });
         match self
             .api
-            .patch_status(&name, &PatchParams::default(), &Patch::Merge(&patch))
+            .patch_status(name, &PatchParams::default(), &Patch::Merge(&patch))
             .await
         {
             Ok(_) => {}
@@ -391,13 +651,20 @@ impl Controller {
                 unavailable = newly.len(),
                 "network ranges unavailable"
             );
-            self.event(object, "Overlaps", event_note(&newly)).await;
+            self.event(entry, "Overlaps", event_note(&newly)).await;
         }
         Ok(())
     }
 
-    async fn event(&self, object: &DynamicObject, reason: &str, note: String) {
-        let reference = object.object_ref(&network_claim_resource());
+    async fn event(&self, entry: &Entry, reason: &str, note: String) {
+        let meta = &entry.claim.metadata;
+        let reference = k8s_openapi::api::core::v1::ObjectReference {
+            api_version: Some(genplane_api::networkregistry::API_VERSION.to_owned()),
+            kind: Some(genplane_api::networkregistry::networkclaim::KIND.to_owned()),
+            name: meta.name.clone(),
+            uid: meta.uid.clone(),
+            ..Default::default()
+        };
         let event = Event {
             type_: EventType::Warning,
             reason: reason.to_owned(),
@@ -411,10 +678,13 @@ impl Controller {
     }
 
     /// Adds the finalizer (`hold`), or removes it: a deleted claim's ranges are released.
-    async fn hold(&self, object: &DynamicObject, hold: bool) -> Result<(), Error> {
-        let mut finalizers: Vec<String> = object
-            .finalizers()
+    async fn hold(&self, entry: &Entry, hold: bool) -> Result<(), Error> {
+        let mut finalizers: Vec<String> = entry
+            .claim
+            .metadata
+            .finalizers
             .iter()
+            .flatten()
             .filter(|f| *f != FINALIZER)
             .cloned()
             .collect();
@@ -422,31 +692,19 @@ impl Controller {
             finalizers.push(FINALIZER.to_owned());
         } else {
             tracing::info!(
-                claim = object.name_any(),
+                claim = entry.name(),
                 "releasing the ranges of a deleted network claim"
             );
         }
-        self.patch_finalizers(object, finalizers).await
-    }
-
-    /// Writes the finalizers over exactly the version read (a conflict or a missing object is
-    /// left to the next pass, which the watch brings).
-    async fn patch_finalizers(
-        &self,
-        object: &DynamicObject,
-        finalizers: Vec<String>,
-    ) -> Result<(), Error> {
+        // Over exactly the version read (a conflict or a missing object is left to the next
+        // pass, which the watch brings).
         let patch = json!({"metadata": {
             "finalizers": finalizers,
-            "resourceVersion": object.resource_version(),
+            "resourceVersion": entry.version(),
         }});
         match self
             .api
-            .patch(
-                &object.name_any(),
-                &PatchParams::default(),
-                &Patch::Merge(&patch),
-            )
+            .patch(entry.name(), &PatchParams::default(), &Patch::Merge(&patch))
             .await
         {
             Ok(_) => Ok(()),
@@ -495,26 +753,27 @@ pub async fn run(
 
 /// The registry controller alone.
 async fn registry(client: kube::Client, grace: Duration) -> Result<(), Error> {
-    let resource = network_claim_resource();
-    let api: Api<DynamicObject> = Api::all_with(client.clone(), &resource);
-    let writer = Writer::<DynamicObject>::new(resource.clone());
-    let store = writer.as_reader();
+    let api: Api<Claim> = Api::all(client.clone());
+    let watched = Arc::new(std::sync::Mutex::new(Watched::default()));
     let changed = Arc::new(Notify::new());
     let notify = changed.clone();
-    // The watch runs in a task of its own (stopped with this future), filling the store and
-    // waking the loop below on every event.
+    let shared = watched.clone();
+    // The watch runs in a task of its own (stopped with this future), keeping the claims as
+    // their types and waking the loop below on every event.
     let watch = watcher(api.clone(), watcher::Config::default())
         .default_backoff()
-        // The managed fields are most of a claim's bytes, and nothing here reads them.
-        .modify(|object: &mut DynamicObject| object.metadata.managed_fields = None)
-        .reflect(writer)
-        .for_each(move |_| {
-            notify.notify_one();
+        .for_each(move |event| {
+            if let Ok(event) = event {
+                shared
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner)
+                    .apply(event);
+                notify.notify_one();
+            }
             async {}
         });
     let watch = AbortOnDrop(tokio::spawn(watch));
-    let controller = Controller {
-        decoded: std::sync::Mutex::default(),
+    let mut controller = Controller {
         api,
         recorder: Recorder::new(
             client,
@@ -524,6 +783,8 @@ async fn registry(client: kube::Client, grace: Duration) -> Result<(), Error> {
             },
         ),
         grace: SignedDuration::try_from(grace).unwrap_or(SignedDuration::from_secs(10)),
+        watched,
+        decisions: Decisions::default(),
     };
     let mut next: Option<Timestamp> = None;
     loop {
@@ -537,10 +798,13 @@ async fn registry(client: kube::Client, grace: Duration) -> Result<(), Error> {
         if watch.0.is_finished() {
             return Ok(());
         }
-        if store.wait_until_ready().await.is_err() {
-            return Ok(());
+        if !controller.watched().ready {
+            continue;
         }
-        match controller.sync(store.state()).await {
+        // Let a burst of changes (a client creating many claims, this pass's own writes
+        // coming back) settle into one pass.
+        tokio::time::sleep(SETTLE).await;
+        match controller.sync().await {
             Ok(at) => next = at,
             Err(error) => {
                 tracing::warn!(%error, "network claim sync failed; retrying");
@@ -549,6 +813,9 @@ async fn registry(client: kube::Client, grace: Duration) -> Result<(), Error> {
         }
     }
 }
+
+/// How long a pass waits for more changes before it runs.
+const SETTLE: Duration = Duration::from_millis(20);
 
 #[cfg(test)]
 mod tests {

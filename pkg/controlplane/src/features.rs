@@ -138,6 +138,30 @@ pub fn registry() -> Registry {
     registry
 }
 
+/// What is wrong with `--dynamic-features` (`names`) for `registry`: features it does not
+/// know, and features its binary reads only at start (not declared with
+/// `Registry::allow_dynamic`), whose value set at run time would not take effect.
+pub fn dynamic_feature_problems(registry: &Registry, names: &[String]) -> Vec<String> {
+    names
+        .iter()
+        .filter_map(|name| {
+            if registry
+                .spec_at(name, genplane_component_base::version::KUBERNETES_VERSION)
+                .is_none()
+            {
+                Some(format!("unrecognized feature gate: {name}"))
+            } else if !registry.is_dynamic_capable(name) {
+                Some(format!(
+                    "{name} cannot be dynamic: genplane reads it only at start, so a value set \
+                     at run time would not take effect"
+                ))
+            } else {
+                None
+            }
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -10,7 +10,7 @@ use genplane_api::featuregates::{API_VERSION, object_name};
 use genplane_component_base::featuregate::{FeatureGate, Registry, Stage, Task};
 use genplane_component_base::metrics;
 use k8s_openapi::api::coordination::v1::Lease;
-use k8s_openapi::jiff::Timestamp;
+use k8s_openapi::jiff::{SignedDuration, Timestamp};
 use kube::api::{Api, ApiResource, DynamicObject, ListParams, Patch, PatchParams, PostParams};
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
@@ -28,7 +28,7 @@ use crate::uses::feature_resource;
 const WRITE_ATTEMPTS: usize = 5;
 
 /// The component name of the feature-controller (its identity Leases' label value).
-pub const COMPONENT: &str = "feature-controller";
+pub const COMPONENT: &str = genplane_api::featuregates::FEATURE_CONTROLLER;
 
 /// Errors of the server flow; each is logged and the work retried at the next sync.
 #[derive(Debug, thiserror::Error)]
@@ -69,7 +69,8 @@ pub struct Config {
     pub identity_lease_duration: Duration,
     /// How often the leader reconciles every Feature (`--sync-period`).
     pub sync_period: Duration,
-    /// The features clients may set `spec.desired` of (`--dynamic-features`).
+    /// The features clients may set `spec.desired` of whatever the API servers say (the
+    /// feature-controller's deprecated `--dynamic-features`).
     pub dynamic: BTreeSet<String>,
     /// The binary's Kubernetes version, MAJOR.MINOR.
     pub binary_version: String,
@@ -148,6 +149,9 @@ pub fn known_features(
                 locked: f.spec.lock_to_default,
                 configured: f.enabled && exists,
                 dynamic: exists && dynamic.contains(f.name),
+                may_be_dynamic: exists
+                    && registry.is_dynamic_capable(f.name)
+                    && !registry.is_central(f.name),
                 central: exists && registry.is_central(f.name),
                 turn_off_tasks: registry.turn_off_tasks(f.name).to_vec(),
                 exists,
@@ -210,6 +214,13 @@ impl FeatureController {
         self.identity.name()
     }
 
+    /// How long a Feature may go without a write it is owed ([`reconcile::owed`]) before an
+    /// instance standing by passes over the acting one: two identity Lease durations (the
+    /// acting one may just have died) and three sync periods (it may be in the middle of one).
+    pub fn stall_bound(&self) -> Duration {
+        self.config.identity_lease_duration * 2 + self.config.sync_period * 3
+    }
+
     /// Runs until `stop` resolves: renews the identity Lease, and when this instance leads,
     /// reconciles every sync period. Errors are logged and retried.
     pub async fn run(self, stop: impl Future<Output = ()>) {
@@ -224,6 +235,7 @@ impl FeatureController {
         let mut renewed: Option<tokio::time::Instant> = None;
         let mut synced: Option<tokio::time::Instant> = None;
         let mut leading = None;
+        let mut standby = Standby::default();
         tokio::pin!(stop);
         loop {
             tokio::select! {
@@ -250,26 +262,63 @@ impl FeatureController {
                 continue;
             }
             synced = Some(tokio::time::Instant::now());
-            match self.sync(&leases, &mut leading).await {
+            match self.sync(&leases, &mut leading, &mut standby).await {
                 Ok(()) => {}
                 Err(error) => tracing::warn!(%error, "feature-controller sync; retrying"),
             }
         }
     }
 
-    /// One pass: find the leader and, when it is this instance, reconcile.
-    async fn sync(&self, leases: &Api<Lease>, leading: &mut Option<bool>) -> Result<(), Error> {
+    /// One pass: find the leader and, when it is this instance, reconcile. Standing by, watch
+    /// that the acting instance does what the Features ask of it, and pass it over when it
+    /// does not ([`Standby`]).
+    async fn sync(
+        &self,
+        leases: &Api<Lease>,
+        leading: &mut Option<bool>,
+        standby: &mut Standby,
+    ) -> Result<(), Error> {
         let now = Timestamp::now();
         let identities = identity::list(leases, now, self.config.identity_lease_duration)
             .await
             .map_err(api("listing identity leases"))?;
-        let candidates = identities
-            .live
-            .values()
-            .filter(|i| i.component == COMPONENT)
-            .map(|i| i.name.as_str());
-        let leader = crate::leader::leader(candidates).map(str::to_owned);
+        standby
+            .passed_over
+            .retain(|name| identities.live.contains_key(name));
+        let features: Api<DynamicObject> = Api::namespaced_with(
+            self.client.clone(),
+            &self.config.namespace,
+            &feature_resource(),
+        );
+        let mut leader = self.leader_among(&identities, standby);
+        let mut listed = None;
+        if let Some(acting) = leader.clone()
+            && acting != self.identity.name()
+        {
+            let objects = self.list_features(&features).await?;
+            let wait = self.config.report_period * 2;
+            let bound = SignedDuration::try_from(self.stall_bound()).unwrap_or(SignedDuration::MAX);
+            if let Some((feature, owed)) =
+                standby.stalled(&objects, &identities.live, now, wait, bound)
+            {
+                tracing::warn!(
+                    instance = acting,
+                    feature,
+                    owed,
+                    "passing over the acting feature-controller: a Feature waits for it longer \
+                     than {:?}",
+                    self.stall_bound()
+                );
+                standby.passed_over.insert(acting);
+                standby.stalls.clear();
+                leader = self.leader_among(&identities, standby);
+            }
+            listed = Some(objects);
+        }
         let me = leader.as_deref() == Some(self.identity.name());
+        if me {
+            standby.stalls.clear();
+        }
         if *leading != Some(me) {
             *leading = Some(me);
             if me {
@@ -300,20 +349,14 @@ impl FeatureController {
                 );
             }
         }
-        let features: Api<DynamicObject> = Api::namespaced_with(
-            self.client.clone(),
-            &self.config.namespace,
-            &feature_resource(),
-        );
-        let listed = features
-            .list(&ListParams::default())
-            .await
-            .map_err(api("listing features"))?;
+        let objects = match listed {
+            Some(objects) => objects,
+            None => self.list_features(&features).await?,
+        };
         let mut by_name: BTreeMap<String, Value> = BTreeMap::new();
-        for object in listed.items {
-            let value = serde_json::to_value(&object).unwrap_or_default();
-            if let Some(name) = object.metadata.name {
-                by_name.insert(name, value);
+        for value in objects {
+            if let Some(name) = value.pointer("/metadata/name").and_then(Value::as_str) {
+                by_name.insert(name.to_owned(), value);
             }
         }
         for known in &self.known {
@@ -338,6 +381,29 @@ impl FeatureController {
             }
         }
         Ok(())
+    }
+
+    /// The acting instance: the heaviest live feature-controller not passed over.
+    fn leader_among(&self, identities: &identity::Identities, standby: &Standby) -> Option<String> {
+        let candidates = identities
+            .live
+            .values()
+            .filter(|i| i.component == COMPONENT && !standby.passed_over.contains(&i.name))
+            .map(|i| i.name.as_str());
+        crate::leader::leader(candidates).map(str::to_owned)
+    }
+
+    /// The Features of the namespace, as JSON.
+    async fn list_features(&self, features: &Api<DynamicObject>) -> Result<Vec<Value>, Error> {
+        let listed = features
+            .list(&ListParams::default())
+            .await
+            .map_err(api("listing features"))?;
+        Ok(listed
+            .items
+            .into_iter()
+            .map(|object| serde_json::to_value(&object).unwrap_or_default())
+            .collect())
     }
 
     /// Creates the Feature of `known`.
@@ -622,6 +688,59 @@ impl FeatureController {
                 task: task.type_name().to_owned(),
             }),
         }
+    }
+}
+
+/// What an instance standing by keeps between syncs to notice an acting instance that does not
+/// act: since when each Feature has owed it a write ([`reconcile::owed`]) at the same
+/// resourceVersion, and the instances it passed over (a silent one's Lease may be renewed, or
+/// last long: it is live but never acts). An instance passed over is left out of the choice of
+/// the acting one until its Lease is gone; while its Lease lives, several instances may act at
+/// once, which the resourceVersion preconditions of every write make safe.
+#[derive(Debug, Default)]
+struct Standby {
+    stalls: BTreeMap<String, (String, Timestamp)>,
+    passed_over: BTreeSet<String>,
+}
+
+impl Standby {
+    /// Records what `features` owe at `now`; the first Feature (name, what it is owed) that
+    /// has owed it at the same version for `bound` or longer.
+    fn stalled(
+        &mut self,
+        features: &[Value],
+        live: &BTreeMap<String, identity::Instance>,
+        now: Timestamp,
+        wait: Duration,
+        bound: SignedDuration,
+    ) -> Option<(String, String)> {
+        let mut stalls = BTreeMap::new();
+        let mut found = None;
+        for object in features {
+            let Some(owed) = reconcile::owed(object, live, now, wait) else {
+                continue;
+            };
+            let name = object
+                .pointer("/metadata/name")
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_owned();
+            let version = object
+                .pointer("/metadata/resourceVersion")
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_owned();
+            let since = match self.stalls.get(&name) {
+                Some((seen, since)) if *seen == version => *since,
+                _ => now,
+            };
+            if found.is_none() && now.duration_since(since) >= bound {
+                found = Some((name.clone(), owed));
+            }
+            stalls.insert(name, (version, since));
+        }
+        self.stalls = stalls;
+        found
     }
 }
 

@@ -6,8 +6,8 @@
 //! A feature is dynamic in a cluster when two things hold: its author declared that the binary
 //! consults it at run time and needs nothing else to act on it
 //! ([`genplane_component_base::featuregate::Registry::allow_dynamic`]), and the admin listed it
-//! in the feature-controller's `--dynamic-features`, which the feature-controller announces as
-//! the Feature's `status.dynamic`. Clients may then set `spec.desired`; the feature-controller
+//! in every API server's `--dynamic-features` (each announces its list on its identity Lease),
+//! which the feature-controller announces as the Feature's `status.dynamic`. Clients may then set `spec.desired`; the feature-controller
 //! moves `status.state` to `TurningOn` or `TurningOff`, and every role's [`Follower`] sets its
 //! gate to the value the state stands for (`On` and `TurningOn` mean on, `Off` and
 //! `TurningOff` off). The roles' use reports then show the new value, which is what the

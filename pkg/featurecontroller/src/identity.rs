@@ -7,7 +7,7 @@
 //! in the future; the feature-controller leader deletes Leases that expired a whole duration
 //! ago, and the uses of instances without a live Lease.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
 use k8s_openapi::api::coordination::v1::{Lease, LeaseSpec};
@@ -16,7 +16,13 @@ use k8s_openapi::jiff::{SignedDuration, Timestamp};
 use kube::api::{Api, DeleteParams, ListParams, PostParams, Preconditions};
 
 /// The label of every identity Lease; its value is the component.
-pub const IDENTITY_LABEL: &str = "featuregates.genplane.io/identity";
+pub const IDENTITY_LABEL: &str = genplane_api::featuregates::IDENTITY_LABEL;
+/// How far in the future a Lease's renew time may be and still count (clock skew).
+pub const MAX_RENEW_AHEAD: SignedDuration = SignedDuration::from_secs(60);
+
+use genplane_api::featuregates::{
+    DYNAMIC_FEATURES_ANNOTATION, FEATURE_CONTROLLER, MAX_CONTROLLER_LEASE_SECONDS,
+};
 /// The namespace of identity Leases.
 pub const NAMESPACE: &str = "kube-system";
 
@@ -27,6 +33,7 @@ pub struct Identity {
     name: String,
     holder: String,
     duration: Duration,
+    annotations: BTreeMap<String, String>,
 }
 
 impl Identity {
@@ -38,7 +45,14 @@ impl Identity {
             name: format!("{component}-{}", &id[..10]),
             holder: format!("{holder_host}_{id}"),
             duration,
+            annotations: BTreeMap::new(),
         }
+    }
+
+    /// The same identity, its Lease annotated `key: value` (kept at every renewal).
+    pub fn with_annotation(mut self, key: &str, value: String) -> Self {
+        self.annotations.insert(key.to_owned(), value);
+        self
     }
 
     /// The component.
@@ -62,6 +76,13 @@ impl Identity {
         let seconds = i32::try_from(self.duration.as_secs().max(1)).unwrap_or(i32::MAX);
         match leases.get_opt(&self.name).await? {
             Some(mut lease) => {
+                if !self.annotations.is_empty() {
+                    lease
+                        .metadata
+                        .annotations
+                        .get_or_insert_with(BTreeMap::new)
+                        .extend(self.annotations.clone());
+                }
                 let spec = lease.spec.get_or_insert_with(LeaseSpec::default);
                 spec.holder_identity = Some(self.holder.clone());
                 spec.lease_duration_seconds = Some(seconds);
@@ -81,6 +102,8 @@ impl Identity {
                             IDENTITY_LABEL.to_owned(),
                             self.component.clone(),
                         )])),
+                        annotations: (!self.annotations.is_empty())
+                            .then(|| self.annotations.clone()),
                         ..ObjectMeta::default()
                     },
                     spec: Some(LeaseSpec {
@@ -112,23 +135,41 @@ impl Identity {
     }
 }
 
-/// When a Lease stops being valid: its renew time plus its duration.
+/// When a Lease stops being valid: its renew time plus its duration. A feature-controller's
+/// counts for at most [`MAX_CONTROLLER_LEASE_SECONDS`] (what the API server accepts), so that
+/// no Lease, however it was written, keeps a dead or silent instance the acting one for long.
 pub fn expiry(lease: &Lease) -> Option<Timestamp> {
     let spec = lease.spec.as_ref()?;
     let renewed = spec.renew_time.as_ref()?.0;
-    let seconds = spec.lease_duration_seconds?;
+    let mut seconds = spec.lease_duration_seconds?;
+    if component_of(lease) == Some(FEATURE_CONTROLLER) {
+        seconds = seconds.min(MAX_CONTROLLER_LEASE_SECONDS);
+    }
     renewed
         .checked_add(SignedDuration::from_secs(i64::from(seconds)))
         .ok()
 }
 
+/// The component of an identity Lease (its label's value).
+fn component_of(lease: &Lease) -> Option<&str> {
+    lease
+        .metadata
+        .labels
+        .as_ref()?
+        .get(IDENTITY_LABEL)
+        .map(String::as_str)
+}
+
 /// A live instance: its Lease's name and component.
-#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, PartialOrd, Ord)]
 pub struct Instance {
     /// The Lease's name.
     pub name: String,
     /// The component (the label's value).
     pub component: String,
+    /// The features it lets clients set, for an API server (its Lease's
+    /// [`DYNAMIC_FEATURES_ANNOTATION`]).
+    pub dynamic: BTreeSet<String>,
 }
 
 /// Every identity Lease, split into the live instances at `now` and the Leases that expired
@@ -161,18 +202,36 @@ pub fn sort(leases: Vec<Lease>, now: Timestamp, grace: Duration) -> Identities {
         let Some(name) = lease.metadata.name.clone() else {
             continue;
         };
-        let component = lease
-            .metadata
-            .labels
+        let component = component_of(&lease).unwrap_or_default().to_owned();
+        // Renewed in the future (beyond clock skew): not a live instance's.
+        let ahead = lease
+            .spec
             .as_ref()
-            .and_then(|l| l.get(IDENTITY_LABEL))
-            .cloned()
-            .unwrap_or_default();
+            .and_then(|s| s.renew_time.as_ref())
+            .is_some_and(|t| t.0.duration_since(now) > MAX_RENEW_AHEAD);
         match expiry(&lease) {
+            Some(_) if ahead => identities.stale.push(lease),
             Some(until) if until > now => {
-                identities
-                    .live
-                    .insert(name.clone(), Instance { name, component });
+                let dynamic = lease
+                    .metadata
+                    .annotations
+                    .as_ref()
+                    .and_then(|a| a.get(DYNAMIC_FEATURES_ANNOTATION))
+                    .map(|list| {
+                        list.split(',')
+                            .filter(|f| !f.is_empty())
+                            .map(str::to_owned)
+                            .collect()
+                    })
+                    .unwrap_or_default();
+                identities.live.insert(
+                    name.clone(),
+                    Instance {
+                        name,
+                        component,
+                        dynamic,
+                    },
+                );
             }
             Some(until) if until.checked_add(grace).is_ok_and(|t| t > now) => {}
             _ => identities.stale.push(lease),
@@ -241,6 +300,50 @@ mod tests {
         assert_eq!(
             identities.stale[0].metadata.name.as_deref(),
             Some("long-gone")
+        );
+    }
+
+    #[test]
+    fn a_feature_controller_lease_counts_for_at_most_the_cap_and_never_from_the_future() {
+        let now = Timestamp::from_second(1_000_000).unwrap();
+        let at = |s: i64| now.checked_add(SignedDuration::from_secs(s)).unwrap();
+        let identities = sort(
+            vec![
+                lease(
+                    "feature-controller-long",
+                    "feature-controller",
+                    at(-400),
+                    86_400,
+                ),
+                lease(
+                    "feature-controller-ahead",
+                    "feature-controller",
+                    at(3_600),
+                    15,
+                ),
+                lease("apiserver-long", "apiserver", at(-400), 86_400),
+                lease(
+                    "feature-controller-ok",
+                    "feature-controller",
+                    at(-100),
+                    86_400,
+                ),
+            ],
+            now,
+            Duration::from_secs(15),
+        );
+        assert_eq!(
+            identities.live.keys().collect::<Vec<_>>(),
+            ["apiserver-long", "feature-controller-ok"]
+        );
+        let stale: Vec<_> = identities
+            .stale
+            .iter()
+            .map(|l| l.metadata.name.as_deref().unwrap())
+            .collect();
+        assert_eq!(
+            stale,
+            ["feature-controller-long", "feature-controller-ahead"]
         );
     }
 

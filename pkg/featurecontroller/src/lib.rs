@@ -16,8 +16,9 @@
 //!
 //! # Dynamic features ([`follow`])
 //!
-//! A feature its binary consults at every use can be made dynamic with the feature-controller's
-//! `--dynamic-features`; clients then set its `spec.desired`. Every role runs a
+//! A feature its binary consults at every use can be made dynamic with the API servers'
+//! `--dynamic-features` (every live one must name it; the feature-controller's own flag is
+//! deprecated); clients then set its `spec.desired`. Every role runs a
 //! [`follow::Follower`] beside its reporter: it watches the Features and sets the gate to the
 //! value the Feature's state stands for, so a transition completes without restarting anyone.
 //!
@@ -37,7 +38,11 @@
 //! default 15 s, renewed every third of it). The instance that acts is chosen by rendezvous
 //! hashing over the live feature-controller Leases ([`leader`]): no election traffic, the
 //! same answer everywhere, and a new leader within one lease duration of the leader's death.
-//! `feature_controller_leader` is 1 on the acting instance. The leader, every
+//! `feature_controller_leader` is 1 on the acting instance. A feature-controller Lease counts
+//! for at most [`genplane_api::featuregates::MAX_CONTROLLER_LEASE_SECONDS`] after its renewal,
+//! and the instances standing by pass over an acting one that leaves a Feature owing it a
+//! write for too long ([`reconcile::owed`]): a live Lease whose holder does not act cannot
+//! silence the others. The leader, every
 //! `--sync-period` (default 5 s):
 //!
 //! 1. deletes identity Leases expired for a whole lease duration;

@@ -33,8 +33,12 @@ pub struct Known {
     pub locked: bool,
     /// The value configured (the feature-controller's `--feature-gates`).
     pub configured: bool,
-    /// Whether clients may set `spec.desired` (`--dynamic-features`).
+    /// Whether clients may set `spec.desired` whatever the API servers say: the
+    /// feature-controller's own `--dynamic-features` (deprecated; the API servers' decide).
     pub dynamic: bool,
+    /// Whether the feature can be dynamic at all: the binary consults it at every use
+    /// (`Registry::allow_dynamic`), and it is neither central nor absent.
+    pub may_be_dynamic: bool,
     /// Whether the API servers' flags decide the value (on only when every live API server
     /// reports it on), rather than the feature-controller's own.
     pub central: bool,
@@ -187,8 +191,29 @@ fn central_desired(status: &Map<String, Value>, configured: bool) -> bool {
     values.iter().all(|v| *v == "On")
 }
 
+/// Whether clients may set the feature's `spec.desired`: named in the feature-controller's own
+/// (deprecated) `--dynamic-features`, or by every live API server (its `--dynamic-features`, on
+/// its identity Lease). With no live API server (all restarting at once), `status` keeps what
+/// it says: a transition asked for is not dropped in between.
+fn dynamic(known: &Known, status: &Map<String, Value>, live: &BTreeMap<String, Instance>) -> bool {
+    if !known.may_be_dynamic {
+        return false;
+    }
+    if known.dynamic {
+        return true;
+    }
+    let mut servers = live
+        .values()
+        .filter(|i| i.component == API_SERVER)
+        .peekable();
+    if servers.peek().is_none() {
+        return status.get("dynamic").and_then(Value::as_bool) == Some(true);
+    }
+    servers.all(|server| server.dynamic.contains(known.name))
+}
+
 /// The component name the API servers report their uses as.
-pub const API_SERVER: &str = "apiserver";
+pub const API_SERVER: &str = genplane_api::featuregates::API_SERVER;
 
 /// Decides what to do with the Feature `object` at `now`, given what the binary knows of it,
 /// the `live` instances and how long [`WAIT_FOR_USES`] waits after clearing the uses.
@@ -219,7 +244,8 @@ pub fn plan(
         "versions".into(),
         json!({"binary": versions.binary, "emulated": versions.emulated}),
     );
-    status.insert("dynamic".into(), json!(known.dynamic));
+    let dynamic = dynamic(known, &status, live);
+    status.insert("dynamic".into(), json!(dynamic));
 
     // Forget the uses of instances that are gone.
     let uses: Vec<Value> = list(&status, "uses")
@@ -236,7 +262,7 @@ pub fn plan(
     let asked = object
         .pointer("/spec/desired")
         .and_then(Value::as_str)
-        .filter(|_| known.dynamic);
+        .filter(|_| dynamic);
     let desired = match asked {
         Some(value) => value == "On",
         None if known.central => central_desired(&status, known.configured),
@@ -357,6 +383,60 @@ pub fn plan(
         transitions,
         run,
     }
+}
+
+/// What the acting instance owes the Feature `object` at `now`, whatever its configuration
+/// or version: a write it makes at its next sync, which an instance standing by can expect to
+/// see (see [`crate::controller`]): `None` when nothing is owed. Only what the object itself
+/// says counts (a dynamic feature's `spec.desired`, the stored tasks, the uses of instances
+/// that are gone), so that instances of different versions or flags never judge each other
+/// by their own.
+pub fn owed(
+    object: &Value,
+    live: &BTreeMap<String, Instance>,
+    now: Timestamp,
+    wait: Duration,
+) -> Option<String> {
+    let status = object.get("status").and_then(Value::as_object)?;
+    let state = status.get("state").and_then(Value::as_str).unwrap_or("");
+    let dynamic = status.get("dynamic").and_then(Value::as_bool) == Some(true);
+    if let Some(desired) = object.pointer("/spec/desired").and_then(Value::as_str)
+        && dynamic
+        && !state.is_empty()
+        && expected(state) != desired
+    {
+        return Some(format!(
+            "spec.desired is {desired} and the state {state}: no transition started"
+        ));
+    }
+    let gone: Vec<&Value> = list(status, "uses")
+        .iter()
+        .filter(|u| u["instance"].as_str().is_none_or(|i| !live.contains_key(i)))
+        .collect();
+    if !gone.is_empty() {
+        return Some(format!(
+            "the uses of instances that are gone are kept: {}",
+            describe(&gone)
+        ));
+    }
+    if !state.starts_with("Turning") {
+        return None;
+    }
+    let Some(first) = list(status, "tasks").first() else {
+        return Some(format!("{state} with no task left, not completed"));
+    };
+    let task = first["type"].as_str().unwrap_or_default();
+    if task != WAIT_FOR_USES {
+        return Some(format!("{state}: task {task} is not run"));
+    }
+    let Some(started) = first.get("startTime").and_then(parse_time) else {
+        return Some(format!("{state}: task {WAIT_FOR_USES} is not started"));
+    };
+    let old = if state == "TurningOff" { "On" } else { "Off" };
+    let waited = now.duration_since(started);
+    let done = waited >= SignedDuration::try_from(wait).unwrap_or(SignedDuration::MAX)
+        && !list(status, "uses").iter().any(|u| u["value"] == old);
+    done.then(|| format!("{state}: task {WAIT_FOR_USES} is done, not completed"))
 }
 
 /// Sets [`UPGRADE_SAFE`] in `status` (a Feature's status) from its state: called again once a

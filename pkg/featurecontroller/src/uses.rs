@@ -17,7 +17,7 @@
 //! Feature not announced yet) is logged and tried again at the next period with everything
 //! remembered, and nothing else waits for it.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::future::Future;
 use std::time::Duration;
 
@@ -62,6 +62,8 @@ pub struct Reporter {
     namespace: String,
     period: Duration,
     seen: BTreeMap<String, Seen>,
+    /// Keep the identity Lease even with no use to report (it says something of its own).
+    announce: bool,
 }
 
 impl Reporter {
@@ -81,7 +83,25 @@ impl Reporter {
             namespace: namespace.to_owned(),
             period,
             seen: BTreeMap::new(),
+            announce: false,
         }
+    }
+
+    /// The same reporter for an API server that lets clients set `dynamic` features (its
+    /// `--dynamic-features`): its identity Lease names them
+    /// ([`genplane_api::featuregates::DYNAMIC_FEATURES_ANNOTATION`]), and the feature-controller
+    /// marks a feature dynamic while every live API server names it.
+    pub fn allowing_dynamic(mut self, dynamic: &BTreeSet<String>) -> Self {
+        if dynamic.is_empty() {
+            return self;
+        }
+        let list: Vec<&str> = dynamic.iter().map(String::as_str).collect();
+        self.identity = self.identity.with_annotation(
+            genplane_api::featuregates::DYNAMIC_FEATURES_ANNOTATION,
+            list.join(","),
+        );
+        self.announce = true;
+        self
     }
 
     /// The instance name this reporter reports as (its identity Lease).
@@ -150,7 +170,7 @@ impl Reporter {
     pub async fn report(&mut self, client: &kube::Client) -> Result<usize, kube::Error> {
         let now = Timestamp::now();
         self.collect(now);
-        if self.seen.is_empty() {
+        if self.seen.is_empty() && !self.announce {
             return Ok(0);
         }
         let leases: Api<Lease> = Api::namespaced(client.clone(), identity::NAMESPACE);
@@ -189,7 +209,7 @@ impl Reporter {
         loop {
             tokio::select! {
                 () = &mut stop => {
-                    if !self.seen.is_empty() {
+                    if !self.seen.is_empty() || self.announce {
                         let leases: Api<Lease> = Api::namespaced(client.clone(), identity::NAMESPACE);
                         if let Err(error) = self.identity.release(&leases).await {
                             tracing::debug!(%error, "releasing the identity lease");

@@ -7,7 +7,10 @@
 //! naming the claim that holds the overlapping range. A record that is not allocated holds
 //! nothing, so it blocks no later claim.
 //!
-//! The whole allocation is one pass with the [`PrefixIndex`]: O(n · W) for n records.
+//! The whole allocation is one pass with the [`PrefixIndex`]: O(n · W) for n records. Claims
+//! that come after every claim decided so far (the usual new claim: created last) are decided
+//! on top of an allocation without deciding the others again ([`Allocation::extend`]): no
+//! verdict given before can change, since a claim only ever yields to earlier ones.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -25,8 +28,17 @@ pub struct Candidate {
     pub name: Arc<str>,
     /// Its `metadata.creationTimestamp`.
     pub created: Option<Time>,
-    /// Its address records, in spec order.
-    pub records: Vec<AddressRecord>,
+    /// Its address records, in spec order (shared: a pass copies none).
+    pub records: Arc<[AddressRecord]>,
+}
+
+/// Where a claim comes in the order: creation time, then name.
+type OrderKey = (Option<Time>, Arc<str>);
+
+impl Candidate {
+    fn key(&self) -> OrderKey {
+        (self.created.clone(), self.name.clone())
+    }
 }
 
 /// The verdict on one record.
@@ -53,6 +65,51 @@ pub struct Allocation {
     pub index: PrefixIndex,
     /// Per claim, the verdict on each record (prefix as written, verdict), in spec order.
     pub verdicts: HashMap<Arc<str>, Vec<(String, Verdict)>>,
+    /// The last claim decided, in the order.
+    last: Option<OrderKey>,
+}
+
+impl Allocation {
+    /// Whether every one of `candidates` comes after every claim decided so far (and none was
+    /// decided already): then [`Allocation::extend`] gives the verdicts [`allocate`] would.
+    pub fn follows(&self, candidates: &[Candidate]) -> bool {
+        candidates.iter().all(|c| {
+            !self.verdicts.contains_key(&c.name)
+                && self.last.as_ref().is_none_or(|last| c.key() > *last)
+        })
+    }
+
+    /// Decides on `candidates` after the claims decided so far, in their order (see
+    /// [`Allocation::follows`]).
+    pub fn extend(&mut self, mut candidates: Vec<Candidate>) {
+        candidates.sort_by(order);
+        for candidate in candidates {
+            let mut verdicts = Vec::with_capacity(candidate.records.len());
+            for record in candidate.records.iter() {
+                let verdict = match Prefix::parse_canonical(&record.prefix) {
+                    Err(_) => Verdict::Invalid,
+                    Ok(prefix) => match self.index.insert(Holding {
+                        claim: candidate.name.clone(),
+                        prefix,
+                        reference: record.reference.clone(),
+                        description: record.description.clone(),
+                    }) {
+                        Ok(()) => Verdict::Allocated,
+                        Err(holder) => Verdict::Unavailable {
+                            holder: holder.claim.clone(),
+                            held: holder.prefix,
+                        },
+                    },
+                };
+                verdicts.push((record.prefix.clone(), verdict));
+            }
+            let key = candidate.key();
+            if self.last.as_ref().is_none_or(|last| key > *last) {
+                self.last = Some(key);
+            }
+            self.verdicts.insert(candidate.name, verdicts);
+        }
+    }
 }
 
 /// The order of claims: creation time, then name.
@@ -61,31 +118,9 @@ pub fn order(a: &Candidate, b: &Candidate) -> std::cmp::Ordering {
 }
 
 /// Allocates `candidates` first come, first served (see the module documentation).
-pub fn allocate(mut candidates: Vec<Candidate>) -> Allocation {
-    candidates.sort_by(order);
+pub fn allocate(candidates: Vec<Candidate>) -> Allocation {
     let mut allocation = Allocation::default();
-    for candidate in candidates {
-        let mut verdicts = Vec::with_capacity(candidate.records.len());
-        for record in candidate.records {
-            let verdict = match Prefix::parse_canonical(&record.prefix) {
-                Err(_) => Verdict::Invalid,
-                Ok(prefix) => match allocation.index.insert(Holding {
-                    claim: candidate.name.clone(),
-                    prefix,
-                    reference: record.reference,
-                    description: record.description,
-                }) {
-                    Ok(()) => Verdict::Allocated,
-                    Err(holder) => Verdict::Unavailable {
-                        holder: holder.claim.clone(),
-                        held: holder.prefix,
-                    },
-                },
-            };
-            verdicts.push((record.prefix, verdict));
-        }
-        allocation.verdicts.insert(candidate.name, verdicts);
-    }
+    allocation.extend(candidates);
     allocation
 }
 
@@ -166,5 +201,28 @@ mod tests {
         for name in ["a", "b", "late", "later"] {
             assert_eq!(statuses(&again, name), statuses(&allocation, name));
         }
+    }
+
+    #[test]
+    fn later_claims_extend_an_allocation_as_a_whole_pass_would() {
+        let early = vec![
+            candidate("b", 10, &["10.1.0.0/16"]),
+            candidate("a", 10, &["10.1.2.0/24", "fd00::/8"]),
+        ];
+        let late = vec![
+            candidate("later", 30, &["10.0.0.0/8", "192.168.0.0/16"]),
+            candidate("late", 20, &["10.0.0.0/8", "fd00::/64"]),
+        ];
+        let mut extended = allocate(early.clone());
+        assert!(extended.follows(&late));
+        extended.extend(late.clone());
+        let whole = allocate(early.iter().chain(&late).cloned().collect());
+        for name in ["a", "b", "late", "later"] {
+            assert_eq!(statuses(&extended, name), statuses(&whole, name));
+        }
+        // Not after every claim decided, or decided already: a whole pass is needed.
+        assert!(!extended.follows(&[candidate("early", 5, &["11.0.0.0/8"])]));
+        assert!(!extended.follows(&[candidate("a", 40, &["11.0.0.0/8"])]));
+        assert!(extended.follows(&[candidate("z", 40, &["11.0.0.0/8"])]));
     }
 }

@@ -34,6 +34,10 @@ pub enum Error {
     /// The watch of NetworkClaims ended before its first list.
     #[error("the NetworkClaim watch ended before it listed the claims")]
     WatchEnded,
+    /// The first list of NetworkClaims failed: the API server refused it (403, ...) or could
+    /// not be reached.
+    #[error("listing NetworkClaims: {}", describe(.0))]
+    List(kube::Error),
     /// A record of the claim is unavailable: another claim holds an overlapping range.
     #[error("{prefix} of NetworkClaim {claim} is unavailable: {message}")]
     Unavailable {
@@ -146,6 +150,36 @@ impl Drop for Registry {
     }
 }
 
+/// What went wrong, in words: the API server's message when it answered, else the error and
+/// each of its causes (`tcp connect error: Connection refused`).
+fn describe(error: &kube::Error) -> String {
+    if let kube::Error::Api(status) = error {
+        return status.message.clone();
+    }
+    let mut words = error.to_string();
+    let mut cause = std::error::Error::source(error);
+    while let Some(error) = cause {
+        let said = error.to_string();
+        if !words.contains(&said) {
+            words.push_str(": ");
+            words.push_str(&said);
+        }
+        cause = error.source();
+    }
+    words
+}
+
+/// The client's error inside a watch failure.
+fn watch_failure(error: watcher::Error) -> kube::Error {
+    match error {
+        watcher::Error::InitialListFailed(error)
+        | watcher::Error::WatchStartFailed(error)
+        | watcher::Error::WatchFailed(error) => error,
+        watcher::Error::WatchError(status) => kube::Error::Api(status),
+        other => kube::Error::Service(Box::new(other)),
+    }
+}
+
 fn read_state(state: &RwLock<State>) -> std::sync::RwLockReadGuard<'_, State> {
     state
         .read()
@@ -154,10 +188,13 @@ fn read_state(state: &RwLock<State>) -> std::sync::RwLockReadGuard<'_, State> {
 
 impl Registry {
     /// Lists and watches NetworkClaims with `client`; returns once the first list is in the
-    /// index.
+    /// index, or with the first list's error ([`Error::List`]: refused, or the API server not
+    /// reached) at once. Once listed, the watch retries failures on its own.
     pub async fn start(client: kube::Client) -> Result<Self, Error> {
         let state = Arc::new(RwLock::new(State::default()));
         let (notify, mut changes) = watch::channel(0u64);
+        let (failed, first_failure) = tokio::sync::oneshot::channel::<kube::Error>();
+        let mut failed = Some(failed);
         let api: Api<DynamicObject> = Api::all_with(client.clone(), &network_claim_resource());
         let shared = state.clone();
         let task = tokio::spawn(async move {
@@ -169,6 +206,13 @@ impl Registry {
             while let Some(event) = events.next().await {
                 let event = match event {
                     Ok(event) => event,
+                    // Before the first list, the caller hears why there is none.
+                    Err(error) if version == 0 && failed.is_some() => {
+                        if let Some(failed) = failed.take() {
+                            let _ = failed.send(watch_failure(error));
+                        }
+                        return;
+                    }
                     Err(error) => {
                         tracing::debug!(%error, "NetworkClaim watch");
                         tokio::time::sleep(Duration::from_millis(500)).await;
@@ -210,7 +254,17 @@ impl Registry {
             }
         });
         // The first list is in once the version moves.
-        changes.changed().await.map_err(|_| Error::WatchEnded)?;
+        let mut first_failure = first_failure;
+        tokio::select! {
+            biased;
+            Ok(error) = &mut first_failure => return Err(Error::List(error)),
+            changed = changes.changed() => {
+                if changed.is_err() {
+                    // The watch task ended: with the first list's error, if that is why.
+                    return Err(first_failure.try_recv().map_or(Error::WatchEnded, Error::List));
+                }
+            }
+        }
         Ok(Self {
             client,
             state,

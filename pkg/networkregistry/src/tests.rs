@@ -63,7 +63,7 @@ fn brute_force(claims: &[Candidate]) -> Vec<(String, Prefix, String)> {
     sorted.sort_by(allocate::order);
     let mut kept: Vec<(String, Prefix, String)> = Vec::new();
     for claim in &sorted {
-        for record in &claim.records {
+        for record in claim.records.iter() {
             let prefix = Prefix::parse_canonical(&record.prefix).expect("canonical");
             if !kept.iter().any(|(_, other, _)| other.overlaps(&prefix)) {
                 kept.push((

@@ -1341,3 +1341,155 @@ fn three_feature_controllers_one_acts_and_another_finishes_after_sigkill() {
         controllers[next].process.tail()
     );
 }
+
+/// A feature-controller identity Lease that outweighs the acting instance but whose holder never
+/// acts (made with the feature-controller's own credentials: no one else may make one) does not
+/// silence the feature-controller: the instance standing by notices a dynamic Feature asked Off
+/// whose transition nobody starts, and acts in the silent one's place.
+#[test]
+fn a_leader_that_does_not_act_is_passed_over() {
+    const FEATURE: &str = "api-response-compression";
+    let server = support::start_with(&["--feature-use-report-period=1s"]);
+    let admin = server.kubeconfig();
+    let controller = FeatureController::start(
+        &server,
+        "feature-controller.log",
+        &[
+            "--feature-use-report-period=1s",
+            "--identity-lease-duration=3s",
+            "--sync-period=1s",
+            "--dynamic-features=APIResponseCompression",
+            "-v=2",
+        ],
+    );
+    eventually("the dynamic feature announced On", || {
+        let object = feature(&admin, FEATURE)?;
+        (object["status"]["dynamic"] == true && object["status"]["state"] == "On").then_some(())
+    });
+    eventually("the feature-controller acting", || {
+        controller.leads().then_some(())
+    });
+
+    // A silent "instance" heavier than any real one, valid for five minutes.
+    let name = (0..)
+        .map(|i| format!("feature-controller-silent{i}"))
+        .find(|n| genplane_featurecontroller::leader::weight(n) > u64::MAX - (u64::MAX >> 12))
+        .unwrap();
+    let now = k8s_openapi::jiff::Timestamp::now();
+    let lease = serde_json::json!({
+        "apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
+        "metadata": {"name": name, "namespace": "kube-system",
+                     "labels": {"featuregates.genplane.io/identity": "feature-controller"}},
+        "spec": {"holderIdentity": name, "leaseDurationSeconds": 300,
+                 "renewTime": format!("{}", now.strftime("%Y-%m-%dT%H:%M:%S.%6fZ"))},
+    });
+    let as_controller = Raw::from_kubeconfig(&server.data().join("feature-controller.kubeconfig"));
+    let created = as_controller.request(
+        "POST",
+        "/apis/coordination.k8s.io/v1/namespaces/kube-system/leases",
+        &[],
+        Some(lease.to_string().as_bytes()),
+    );
+    assert_eq!(created.status, 201, "{}", created.text());
+    eventually("the real instance standing by", || {
+        (controller.metric("feature_controller_leader") == Some(0.0)).then_some(())
+    });
+
+    ok(kubectl(
+        &admin,
+        &[
+            "patch",
+            "feature",
+            FEATURE,
+            "-n",
+            "kube-system",
+            "--type=merge",
+            "-p",
+            "{\"spec\":{\"desired\":\"Off\"}}",
+        ],
+    ));
+    let asked = std::time::Instant::now();
+    eventually("the feature turned off by the instance standing by", || {
+        let object = feature(&admin, FEATURE)?;
+        (object["status"]["state"] == "Off").then_some(())
+    });
+    assert!(
+        asked.elapsed() < std::time::Duration::from_secs(40),
+        "took {:?}",
+        asked.elapsed()
+    );
+    assert!(controller.leads());
+    let log = controller.process.output();
+    assert!(
+        log.contains("passing over") && log.contains(&name),
+        "{}",
+        controller.process.tail()
+    );
+}
+
+/// The API servers decide which features are dynamic (`--dynamic-features` of `genplane
+/// apiserver`): the feature-controller, started without the flag, announces the feature
+/// dynamic, and its `spec.desired` turns it off; the feature-controller's own flag still works
+/// but says it is deprecated.
+#[test]
+fn the_api_servers_decide_which_features_are_dynamic() {
+    const FEATURE: &str = "api-response-compression";
+    let server = support::start_with(&[
+        "--feature-use-report-period=1s",
+        "--dynamic-features=APIResponseCompression",
+    ]);
+    let admin = server.kubeconfig();
+    let mut controller = FeatureController::start(
+        &server,
+        "feature-controller.log",
+        &["--feature-use-report-period=1s", "--sync-period=1s"],
+    );
+    eventually("the feature announced dynamic", || {
+        let object = feature(&admin, FEATURE)?;
+        (object["status"]["dynamic"] == true && object["status"]["state"] == "On").then_some(())
+    });
+    ok(kubectl(
+        &admin,
+        &[
+            "patch",
+            "feature",
+            FEATURE,
+            "-n",
+            "kube-system",
+            "--type=merge",
+            "-p",
+            "{\"spec\":{\"desired\":\"Off\"}}",
+        ],
+    ));
+    controller.process.wait_for("the feature off", |_| {
+        let object = feature(&admin, FEATURE)?;
+        (object["status"]["state"] == "Off").then_some(())
+    });
+    // Another feature stays fixed: only the API servers' list is dynamic.
+    let out = kubectl(
+        &admin,
+        &[
+            "patch",
+            "feature",
+            CLE,
+            "-n",
+            "kube-system",
+            "--type=merge",
+            "-p",
+            "{\"spec\":{\"desired\":\"On\"}}",
+        ],
+    );
+    assert!(text(&out).contains("is not dynamic"), "{}", text(&out));
+
+    // The feature-controller's own flag, as before, with a warning.
+    let mut old = FeatureController::start(
+        &server,
+        "feature-controller-old.log",
+        &["--dynamic-features=CoordinatedLeaderElection"],
+    );
+    old.process.wait_for("the deprecation warning", |p| {
+        p.output()
+            .contains("--dynamic-features of the feature-controller is deprecated")
+            .then_some(())
+    });
+}

@@ -30,6 +30,7 @@ mod local_up;
 mod mutating_admission;
 mod namespace_gc;
 mod networkregistry;
+mod roles;
 mod runtime_config;
 mod security;
 mod shutdown;

@@ -12,9 +12,12 @@
 //! Growth from 1k to 100k shows the index's O(W) queries: lookups stay flat.
 //!
 //! With `--kubeconfig` (a running API server and controller-manager with the NetworkRegistry
-//! gate), it creates claims of `--records-per-claim` records up to the largest size instead,
-//! and times the creates and then the controller until every claim is decided; with
-//! `--controller-manager-pid` it reports that process's resident memory at the end.
+//! gate; `hack/bench/networkregistry.sh --api` starts both), it creates claims of
+//! `--records-per-claim` records up to the largest size instead, and times the creates and then
+//! the controller until every claim is decided; with `--controller-manager-pid` it reports that
+//! process's resident memory: its peak (`VmHWM`: the decision passes included), when every
+//! claim is decided, and after `--settle` seconds more, with the CPU it used meanwhile (no API
+//! traffic then: what the controller still does after its last verdict).
 
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 use std::time::{Duration, Instant};
@@ -45,6 +48,9 @@ struct Args {
     /// The controller-manager's process id, for its resident memory.
     #[arg(long)]
     controller_manager_pid: Option<u32>,
+    /// Seconds to watch the controller-manager after every claim is decided.
+    #[arg(long, default_value_t = 20)]
+    settle: u64,
 }
 
 fn addr(rng: &mut Rng, v4: bool) -> IpAddr {
@@ -97,20 +103,42 @@ fn claims(rng: &mut Rng, records: usize) -> Vec<Candidate> {
     out
 }
 
-/// The resident set size of `process` (`self` or a pid), in KiB.
-fn rss_kib_of(process: &str) -> u64 {
+/// A `/proc/<process>/status` figure in KiB (`VmRSS`, `VmHWM`) of `process` (`self` or a pid).
+fn status_kib(process: &str, key: &str) -> u64 {
     std::fs::read_to_string(format!("/proc/{process}/status"))
         .ok()
         .and_then(|s| {
             s.lines()
-                .find_map(|l| l.strip_prefix("VmRSS:"))
+                .find_map(|l| l.strip_prefix(key)?.strip_prefix(':'))
                 .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
         })
         .unwrap_or(0)
 }
 
+/// The resident set size of `process` (`self` or a pid), in KiB.
+fn rss_kib_of(process: &str) -> u64 {
+    status_kib(process, "VmRSS")
+}
+
 fn rss_kib() -> u64 {
     rss_kib_of("self")
+}
+
+/// The CPU time `pid` used so far (user and system), in seconds.
+fn cpu_seconds(pid: u32) -> f64 {
+    let ticks = std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .ok()
+        .and_then(|stat| {
+            // The fields after the command (which may hold spaces), from the 3rd on.
+            let rest = stat.rsplit_once(')')?.1;
+            let fields: Vec<&str> = rest.split_whitespace().collect();
+            let user: u64 = fields.get(11)?.parse().ok()?;
+            let system: u64 = fields.get(12)?.parse().ok()?;
+            Some(user + system)
+        })
+        .unwrap_or(0);
+    // USER_HZ is 100 on Linux.
+    ticks as f64 / 100.0
 }
 
 /// `count` claims of `per_claim` records each, no two records of a claim overlapping.
@@ -190,9 +218,21 @@ fn against_api(args: &Args, kubeconfig: &std::path::Path) -> anyhow::Result<()> 
             all
         );
         if let Some(pid) = args.controller_manager_pid {
+            let process = pid.to_string();
+            let decided_rss = rss_kib_of(&process);
+            let cpu_before = cpu_seconds(pid);
+            tokio::time::sleep(Duration::from_secs(args.settle)).await;
+            let cpu = cpu_seconds(pid) - cpu_before;
             println!(
-                "controller-manager resident memory: {} KiB",
-                rss_kib_of(&pid.to_string())
+                "controller-manager resident memory: peak {} MiB, {} MiB when all were decided, \
+                 {} MiB {}s later; CPU in those {}s: {:.1}s ({:.0}%)",
+                status_kib(&process, "VmHWM") / 1024,
+                decided_rss / 1024,
+                rss_kib_of(&process) / 1024,
+                args.settle,
+                args.settle,
+                cpu,
+                cpu * 100.0 / args.settle.max(1) as f64
             );
         }
         anyhow::Ok(())

@@ -24,6 +24,30 @@ pub const API_VERSION: &str = "featuregates.genplane.io/v1alpha1";
 /// The namespace of the features genplane's own components know.
 pub const SYSTEM_NAMESPACE: &str = "kube-system";
 
+/// The label of the identity Lease (in `kube-system`) of every component instance that reports
+/// feature uses or runs the feature-controller; its value is the component.
+pub const IDENTITY_LABEL: &str = "featuregates.genplane.io/identity";
+/// The component name of the feature-controller: its identity Leases' label value, and the one
+/// component that writes a Feature's state.
+pub const FEATURE_CONTROLLER: &str = "feature-controller";
+/// The component name the API servers report their uses as.
+pub const API_SERVER: &str = "apiserver";
+/// The annotation of an API server's identity Lease naming, comma-separated, the features it
+/// lets clients set (its `--dynamic-features`): a feature is dynamic while every live API server
+/// names it.
+pub const DYNAMIC_FEATURES_ANNOTATION: &str = "featuregates.genplane.io/dynamic-features";
+/// The resource of the `report` permission: `components/<component>` of this group (it has no
+/// objects; RBAC rules name components in `resourceNames`). Taking part as a component (its
+/// identity Leases, its entries of a Feature's `status.uses`, and for the feature-controller
+/// the rest of the status) needs verb [`REPORT`] on it.
+pub const COMPONENTS: &str = "components";
+/// The verb of taking part as a component (see [`COMPONENTS`]).
+pub const REPORT: &str = "report";
+/// The longest a feature-controller identity Lease may last (`spec.leaseDurationSeconds`), and
+/// the longest the feature-controllers count one as live after its renewal: a Lease lasting
+/// longer would keep a dead (or silent) instance the acting one for that long.
+pub const MAX_CONTROLLER_LEASE_SECONDS: i32 = 300;
+
 /// Whether a feature in the Feature state `state` (`status.state`) may have objects of its kinds
 /// stored: it is on, or turning on or off. A role whose gate is off still serves or runs what
 /// removes those objects until the state is `Off` (or the Feature does not exist).

@@ -1,12 +1,21 @@
 //! IP prefixes in canonical form, as NetworkClaims write them.
 //!
-//! A prefix is canonical when it reads exactly as [`Prefix`]'s `Display` writes it: the address
-//! as four decimal numbers without leading zeros (IPv4) or in RFC 5952's form (IPv6: lower
-//! case, the longest run of two or more zero groups as `::`, no leading zeros in a group), no
-//! bits set beyond the prefix length, and the length in decimal without leading zeros. Anything
-//! else that still reads as a prefix (`10.0.0.1/8`, `010.0.0.0/8`, `2001:DB8::/32`,
-//! `2001:db8:0:0::/64`, `10.0.0.0/08`) is refused with its canonical form, so a client can
-//! correct it; what does not read as a prefix at all is refused as malformed.
+//! A claim's prefix is checked as upstream's strict CIDR validation checks a ServiceCIDR's
+//! (Kubernetes 1.33, `IsValidCIDR`), and must be canonical besides (as an IPAddress's name
+//! must be), so that two texts never name the same range:
+//!
+//! - it must read as a CIDR at all (`must be a valid CIDR value, ...`): an address, `/`, a
+//!   length within the address's width; no zone (`fe80::%eth0/64`), no spaces;
+//! - no leading zeros in an IPv4 number or in the length (`010.0.0.0/8`, `10.0.0.0/08`):
+//!   other software reads `010` as octal;
+//! - not an IPv4-mapped IPv6 prefix (`::ffff:10.0.0.0/104` is `10.0.0.0/8` written as IPv6):
+//!   the same IPv4 addresses would otherwise be claimable twice;
+//! - the address as [`Prefix`]'s `Display` writes it: IPv6 as RFC 5952 asks (lower case, the
+//!   longest run of two or more zero groups as `::`, no leading zeros in a group);
+//! - no bits set beyond the prefix length (`10.1.2.3/16`).
+//!
+//! Each problem found is reported ([`Prefix::problems`]), with upstream's wording; a prefix
+//! not in canonical form is told its canonical form, so a client can correct it.
 
 use std::fmt;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
@@ -19,18 +28,27 @@ pub struct Prefix {
     len: u8,
 }
 
-/// Why a string is not a canonical prefix.
+/// Why a string is not a canonical prefix (upstream's messages, where upstream has one).
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum PrefixError {
     /// It does not read as a prefix at all.
-    #[error("must be a CIDR prefix, such as 10.96.0.0/12 or fd00:10:96::/112")]
+    #[error("must be a valid CIDR value, (e.g. 10.9.8.0/24 or 2001:db8::/64)")]
     Malformed,
-    /// It reads as a prefix, but is not written in canonical form.
+    /// An IPv4 number or the length has leading zeros.
+    #[error("must not have leading 0s in IP or prefix length")]
+    LeadingZeros,
+    /// An IPv6 prefix of IPv4-mapped addresses (`::ffff:a.b.c.d`).
+    #[error("must not have an IPv4-mapped IPv6 address")]
+    Ipv4Mapped,
+    /// It reads as a prefix, but the address is not written in canonical form.
     #[error("must be in canonical form ({canonical:?})")]
     NotCanonical {
-        /// The canonical form of the prefix it reads as.
+        /// The canonical form of what was written (host bits kept, as written).
         canonical: String,
     },
+    /// Bits are set beyond the prefix length.
+    #[error("must not have bits set beyond the prefix length")]
+    HostBits,
 }
 
 impl Prefix {
@@ -55,30 +73,71 @@ impl Prefix {
         }
     }
 
-    /// Reads a prefix that must be in canonical form (see the module documentation).
+    /// Reads a prefix that must be in canonical form (see the module documentation); the first
+    /// problem when it is not ([`Prefix::problems`] gives them all).
     pub fn parse_canonical(text: &str) -> Result<Self, PrefixError> {
-        let prefix = Self::parse_lenient(text).ok_or(PrefixError::Malformed)?;
-        let canonical = prefix.to_string();
-        if canonical == text {
-            Ok(prefix)
-        } else {
-            Err(PrefixError::NotCanonical { canonical })
+        let (addr, len) = Self::parse_lenient(text).ok_or(PrefixError::Malformed)?;
+        match Self::problems_of(text, addr, len).into_iter().next() {
+            Some(problem) => Err(problem),
+            None => Ok(Self { addr, len }),
         }
     }
 
+    /// Every problem of `text` as a claim's prefix, in upstream's order; none when it is a
+    /// canonical prefix.
+    pub fn problems(text: &str) -> Vec<PrefixError> {
+        match Self::parse_lenient(text) {
+            None => vec![PrefixError::Malformed],
+            Some((addr, len)) => Self::problems_of(text, addr, len),
+        }
+    }
+
+    /// The problems of `text`, which reads as `addr`/`len`.
+    fn problems_of(text: &str, addr: IpAddr, len: u8) -> Vec<PrefixError> {
+        let mut problems = Vec::new();
+        let (addr_text, len_text) = text.split_once('/').unwrap_or((text, ""));
+        if IpAddr::from_str(addr_text).is_err() || len_text != len.to_string() {
+            problems.push(PrefixError::LeadingZeros);
+        }
+        if let IpAddr::V6(v6) = addr
+            && v6.to_ipv4_mapped().is_some()
+        {
+            problems.push(PrefixError::Ipv4Mapped);
+        }
+        // As upstream, the form is judged only when the address read strictly.
+        if problems.is_empty() && format!("{addr}/{len}") != text {
+            problems.push(PrefixError::NotCanonical {
+                canonical: format!("{addr}/{len}"),
+            });
+        }
+        if mask(addr, len) != addr {
+            problems.push(PrefixError::HostBits);
+        }
+        problems
+    }
+
     /// Reads a CIDR as a flag gives it (Go's `net.ParseCIDR`): any textual form of the
-    /// address but leading zeros in IPv4, host bits cleared (`10.0.0.1/24` is `10.0.0.0/24`).
+    /// address but leading zeros in IPv4, host bits cleared (`10.0.0.1/24` is `10.0.0.0/24`);
+    /// an IPv4-mapped IPv6 prefix is refused, as in a claim.
     pub fn parse_cidr(text: &str) -> Result<Self, PrefixError> {
         let (addr, len) = text.split_once('/').ok_or(PrefixError::Malformed)?;
         if IpAddr::from_str(addr).is_err() {
             return Err(PrefixError::Malformed);
         }
-        Self::parse_lenient(&format!("{addr}/{len}")).ok_or(PrefixError::Malformed)
+        let (addr, len) =
+            Self::parse_lenient(&format!("{addr}/{len}")).ok_or(PrefixError::Malformed)?;
+        if let IpAddr::V6(v6) = addr
+            && v6.to_ipv4_mapped().is_some()
+        {
+            return Err(PrefixError::Ipv4Mapped);
+        }
+        Self::new(addr, len).ok_or(PrefixError::Malformed)
     }
 
-    /// Reads anything that reads as a prefix: IPv4 numbers with leading zeros (as decimal),
-    /// IPv6 in any of its textual forms, host bits (cleared), a length with leading zeros.
-    fn parse_lenient(text: &str) -> Option<Self> {
+    /// Reads anything that reads as a prefix, as Go's sloppy CIDR parser does: IPv4 numbers
+    /// with leading zeros (as decimal), IPv6 in any of its textual forms, a length with leading
+    /// zeros; the address as written (host bits kept) and the length.
+    fn parse_lenient(text: &str) -> Option<(IpAddr, u8)> {
         let (addr, len) = text.split_once('/')?;
         if len.is_empty() || len.len() > 3 || !len.bytes().all(|b| b.is_ascii_digit()) {
             return None;
@@ -88,7 +147,7 @@ impl Prefix {
             Ok(addr) => addr,
             Err(_) => IpAddr::V4(ipv4_with_leading_zeros(addr)?),
         };
-        Self::new(addr, len)
+        (len <= width(addr)).then_some((addr, len))
     }
 
     /// The first address.
@@ -212,12 +271,6 @@ mod tests {
         Prefix::parse_canonical(text).map(|p| p.to_string())
     }
 
-    fn not_canonical(canonical: &str) -> Result<String, PrefixError> {
-        Err(PrefixError::NotCanonical {
-            canonical: canonical.to_owned(),
-        })
-    }
-
     #[test]
     fn canonical_prefixes_read_back_as_written() {
         for text in [
@@ -229,27 +282,44 @@ mod tests {
             "::/0",
             "::1/128",
             "2001:db8:0:1::/64",
-            "::ffff:10.0.0.0/104",
+            "::a00:0/104",
         ] {
             assert_eq!(canonical(text), Ok(text.to_owned()), "{text}");
         }
     }
 
     #[test]
-    fn other_forms_are_refused_with_the_canonical_one() {
+    fn other_forms_are_refused_with_upstreams_reasons() {
+        use PrefixError::{HostBits, Ipv4Mapped, LeadingZeros};
+        let not_canonical = |c: &str| PrefixError::NotCanonical {
+            canonical: c.to_owned(),
+        };
         for (text, want) in [
-            ("10.0.0.1/8", "10.0.0.0/8"),
-            ("010.0.0.0/8", "10.0.0.0/8"),
-            ("10.0.0.0/08", "10.0.0.0/8"),
-            ("2001:DB8::/32", "2001:db8::/32"),
-            ("2001:db8:0:0::/64", "2001:db8::/64"),
-            ("2001:0db8::/32", "2001:db8::/32"),
-            ("2001:db8::1/64", "2001:db8::/64"),
-            ("0:0:0:0:0:0:0:0/0", "::/0"),
-            ("2001:db8:0:1:0:0:0:0/64", "2001:db8:0:1::/64"),
+            ("10.0.0.1/8", vec![HostBits]),
+            ("010.0.0.0/8", vec![LeadingZeros]),
+            ("10.0.0.0/08", vec![LeadingZeros]),
+            ("010.0.0.1/8", vec![LeadingZeros, HostBits]),
+            ("2001:DB8::/32", vec![not_canonical("2001:db8::/32")]),
+            ("2001:db8:0:0::/64", vec![not_canonical("2001:db8::/64")]),
+            ("2001:0db8::/32", vec![not_canonical("2001:db8::/32")]),
+            ("2001:db8::1/64", vec![HostBits]),
+            (
+                "2001:DB8::1/32",
+                vec![not_canonical("2001:db8::1/32"), HostBits],
+            ),
+            ("0:0:0:0:0:0:0:0/0", vec![not_canonical("::/0")]),
+            ("::ffff:10.0.0.0/104", vec![Ipv4Mapped]),
+            ("::ffff:0.0.0.0/96", vec![Ipv4Mapped]),
+            ("::FFFF:10.0.0.0/104", vec![Ipv4Mapped]),
+            ("::ffff:10.0.0.1/104", vec![Ipv4Mapped, HostBits]),
         ] {
-            assert_eq!(canonical(text), not_canonical(want), "{text}");
+            assert_eq!(Prefix::problems(text), want, "{text}");
+            assert_eq!(canonical(text), Err(want[0].clone()), "{text}");
         }
+        assert_eq!(
+            not_canonical("2001:db8::/32").to_string(),
+            "must be in canonical form (\"2001:db8::/32\")"
+        );
     }
 
     #[test]
@@ -295,6 +365,11 @@ mod tests {
                 .contains("not a valid CIDR")
         );
         assert!(read("10.0.0.0/8,::/0,fd00::/8").is_err());
+        assert!(read("::ffff:10.0.0.0/104").is_err());
+        assert_eq!(
+            Prefix::parse_cidr("::ffff:10.0.0.0/104"),
+            Err(PrefixError::Ipv4Mapped)
+        );
     }
 
     #[test]

@@ -315,6 +315,47 @@ fn the_matrix_of_users_verbs_and_resources() {
             "update networkregistry.genplane.io:networkclaims - kube-controller-manager",
             false,
         ),
+        (
+            "system:genplane:apiserver",
+            "patch networkregistry.genplane.io:networkclaims - kube-apiserver",
+            false,
+        ),
+        // Each role takes part as its own component only.
+        (
+            "system:genplane:apiserver",
+            "report featuregates.genplane.io:components - apiserver",
+            true,
+        ),
+        (
+            "system:genplane:apiserver",
+            "report featuregates.genplane.io:components - feature-controller",
+            false,
+        ),
+        (
+            "cm",
+            "report featuregates.genplane.io:components - controller-manager",
+            true,
+        ),
+        (
+            "cm",
+            "report featuregates.genplane.io:components - feature-controller",
+            false,
+        ),
+        (
+            "fc",
+            "report featuregates.genplane.io:components - feature-controller",
+            true,
+        ),
+        (
+            "fc",
+            "report featuregates.genplane.io:components - apiserver",
+            false,
+        ),
+        (
+            "eddie",
+            "report featuregates.genplane.io:components - feature-controller",
+            false,
+        ),
         // Nobody else writes NetworkClaims, the well-known ones included.
         (
             "alice",
@@ -395,6 +436,11 @@ fn the_matrix_of_users_verbs_and_resources() {
         (
             "fc",
             "delete featuregates.genplane.io:features kube-system f",
+            false,
+        ),
+        (
+            "fc",
+            "patch featuregates.genplane.io:features kube-system f",
             false,
         ),
         ("fc", "list coordination.k8s.io:leases kube-system", true),

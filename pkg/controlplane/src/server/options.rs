@@ -58,6 +58,10 @@ pub struct Options {
     #[command(flatten, next_help_heading = "Network")]
     #[serde(flatten)]
     pub network: NetworkOptions,
+    /// The features clients may set in the Feature API.
+    #[command(flatten, next_help_heading = "Feature gates")]
+    #[serde(flatten)]
+    pub features: FeatureOptions,
     /// Logging and feature gates.
     #[command(flatten)]
     #[serde(flatten)]
@@ -331,6 +335,20 @@ pub struct NetworkOptions {
     pub service_cluster_ip_range: String,
 }
 
+/// The features clients may set in the Feature API (KEP-3920's stage 3, which it puts on the
+/// API servers' command line).
+#[derive(Args, Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case", default)]
+pub struct FeatureOptions {
+    /// Features whose `spec.desired` clients allowed to update Features may set
+    /// (comma-separated names); every role then runs them with the value of the Feature's
+    /// state, without a restart. A feature is dynamic while every live API server names it.
+    /// Only features genplane consults at each use can be named.
+    #[arg(long, value_delimiter = ',')]
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub dynamic_features: Vec<String>,
+}
+
 /// kube-apiserver's default `--service-cluster-ip-range`.
 pub const DEFAULT_SERVICE_CLUSTER_IP_RANGE: &str = "10.0.0.0/24";
 
@@ -375,6 +393,7 @@ impl Default for Options {
             admission: AdmissionOptions::default(),
             apis: ApiEnablementOptions::default(),
             network: NetworkOptions::default(),
+            features: FeatureOptions::default(),
             common: CommonOptions::default(),
         }
     }
@@ -420,6 +439,8 @@ pub struct Config {
     pub api_enablement: ApiEnablement,
     /// `--service-cluster-ip-range`.
     pub service_cluster_ip_range: Vec<Prefix>,
+    /// `--dynamic-features`.
+    pub dynamic_features: std::collections::BTreeSet<String>,
     /// Logging and feature gates.
     pub common: CommonConfig,
 }
@@ -635,6 +656,12 @@ impl Options {
                 &self.network.service_cluster_ip_range,
             ),
         );
+        for problem in features::dynamic_feature_problems(
+            &features::registry(),
+            &self.features.dynamic_features,
+        ) {
+            invalid.push("dynamic-features", problem);
+        }
         if authorization_modes.is_empty() && self.authorization.authorization_mode.is_empty() {
             invalid.push(
                 "authorization-mode",
@@ -647,6 +674,7 @@ impl Options {
             admission_configuration: admission_configuration?,
             api_enablement: api_enablement?,
             service_cluster_ip_range: service_cluster_ip_range?,
+            dynamic_features: self.features.dynamic_features.iter().cloned().collect(),
             audit: AuditOptions {
                 policy_file: self.audit.audit_policy_file.clone(),
                 log_path: self.audit.audit_log_path.clone(),

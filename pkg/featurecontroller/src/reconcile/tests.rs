@@ -16,6 +16,7 @@ fn known(configured: bool) -> Known {
         locked: false,
         configured,
         dynamic: false,
+        may_be_dynamic: false,
         central: false,
         turn_off_tasks: vec![CLEAR],
         exists: true,
@@ -42,6 +43,7 @@ fn live(names: &[&str]) -> BTreeMap<String, Instance> {
                 Instance {
                     name: (*n).to_owned(),
                     component: "apiserver".into(),
+                    ..Instance::default()
                 },
             )
         })
@@ -180,6 +182,7 @@ fn desired_counts_only_for_dynamic_features_and_a_reversal_restarts_the_tasks() 
     assert_eq!(ignored.status["state"], "Off");
     let dynamic = Known {
         dynamic: true,
+        may_be_dynamic: true,
         ..known(false)
     };
     let on = plan(&off, &dynamic, &versions(), &live(&[]), at(0), WAIT);
@@ -331,4 +334,160 @@ fn a_feature_absent_at_a_lower_emulated_version_is_turned_off_through_its_tasks(
             .iter()
             .all(|c| c["type"] != "UpgradeSafe")
     );
+}
+
+#[test]
+fn what_the_acting_instance_owes_comes_from_the_object_alone() {
+    let now = at(0);
+    let wait = Duration::from_secs(10);
+    let live = live(&["apiserver-a"]);
+    let on = |extra: Value| {
+        let mut object = object(json!({"state": "On", "dynamic": true,
+                                       "uses": [used("apiserver-a", "On")]}));
+        merge(&mut object, extra);
+        object
+    };
+    // Settled: nothing owed.
+    assert_eq!(owed(&on(json!({})), &live, now, wait), None);
+    assert_eq!(
+        owed(&on(json!({"spec": {"desired": "On"}})), &live, now, wait),
+        None
+    );
+    // Asked Off, and nobody started the transition.
+    assert!(
+        owed(&on(json!({"spec": {"desired": "Off"}})), &live, now, wait)
+            .unwrap()
+            .contains("no transition started")
+    );
+    // Not dynamic: spec.desired means nothing (the acting instance's flags decide).
+    assert_eq!(
+        owed(
+            &on(json!({"spec": {"desired": "Off"}, "status": {"dynamic": false}})),
+            &live,
+            now,
+            wait
+        ),
+        None
+    );
+    // The uses of an instance that is gone.
+    assert!(
+        owed(&on(json!({})), &BTreeMap::new(), now, wait)
+            .unwrap()
+            .contains("apiserver/apiserver-a")
+    );
+    // A transition: a task to run, WaitForUses to start, or done waiting.
+    let turning = |tasks: Value, uses: Value| {
+        object(json!({"state": "TurningOff", "tasks": tasks, "uses": uses}))
+    };
+    assert!(
+        owed(
+            &turning(json!([{"type": "ClearField"}]), json!([])),
+            &live,
+            now,
+            wait
+        )
+        .unwrap()
+        .contains("ClearField is not run")
+    );
+    assert!(
+        owed(
+            &turning(json!([{"type": "WaitForUses"}]), json!([])),
+            &live,
+            now,
+            wait
+        )
+        .unwrap()
+        .contains("not started")
+    );
+    let started = |ago: i64| {
+        json!([{"type": "WaitForUses",
+                "startTime": genplane_apimachinery::meta::rfc3339(at(-ago).as_second())}])
+    };
+    let reporting_on = json!([used("apiserver-a", "On")]);
+    assert_eq!(
+        owed(&turning(started(5), json!([])), &live, now, wait),
+        None,
+        "still waiting"
+    );
+    assert_eq!(
+        owed(&turning(started(60), reporting_on), &live, now, wait),
+        None,
+        "an instance still reports the old value"
+    );
+    assert!(
+        owed(&turning(started(60), json!([])), &live, now, wait)
+            .unwrap()
+            .contains("is done, not completed")
+    );
+}
+
+/// Merges `extra` into `object` (objects key by key, anything else replaced).
+fn merge(object: &mut Value, extra: Value) {
+    match (object, extra) {
+        (Value::Object(object), Value::Object(extra)) => {
+            for (key, value) in extra {
+                merge(object.entry(key).or_insert(Value::Null), value);
+            }
+        }
+        (object, extra) => *object = extra,
+    }
+}
+
+#[test]
+fn a_feature_is_dynamic_while_every_live_api_server_names_it() {
+    let feature = Known {
+        may_be_dynamic: true,
+        ..known(true)
+    };
+    let server = |name: &str, dynamic: &[&str]| {
+        (
+            name.to_owned(),
+            Instance {
+                name: name.to_owned(),
+                component: "apiserver".into(),
+                dynamic: dynamic.iter().map(|d| (*d).to_owned()).collect(),
+            },
+        )
+    };
+    let mut on = object(json!({"state": "On"}));
+    on["spec"]["desired"] = json!("Off");
+    let plan_with = |live: BTreeMap<String, Instance>, object: &Value| {
+        plan(object, &feature, &versions(), &live, at(0), WAIT)
+    };
+    let both = plan_with(
+        [
+            server("apiserver-a", &["CoordinatedLeaderElection"]),
+            server("apiserver-b", &["CoordinatedLeaderElection", "Other"]),
+        ]
+        .into(),
+        &on,
+    );
+    assert_eq!(both.status["dynamic"], true);
+    assert_eq!(both.transitions, ["TurningOff"]);
+    // One server does not name it: not dynamic, spec.desired does not count.
+    let one = plan_with(
+        [
+            server("apiserver-a", &["CoordinatedLeaderElection"]),
+            server("apiserver-b", &[]),
+        ]
+        .into(),
+        &on,
+    );
+    assert_eq!(one.status["dynamic"], false);
+    assert!(one.transitions.is_empty());
+    // No live API server: what the status says holds.
+    let mut kept = on.clone();
+    kept["status"]["dynamic"] = json!(true);
+    assert_eq!(plan_with(BTreeMap::new(), &kept).status["dynamic"], true);
+    assert_eq!(plan_with(BTreeMap::new(), &on).status["dynamic"], false);
+    // A feature that cannot be dynamic never is.
+    let fixed = plan(
+        &kept,
+        &known(true),
+        &versions(),
+        &[server("apiserver-a", &["CoordinatedLeaderElection"])].into(),
+        at(0),
+        WAIT,
+    );
+    assert_eq!(fixed.status["dynamic"], false);
 }

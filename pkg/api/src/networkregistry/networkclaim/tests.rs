@@ -31,27 +31,33 @@ fn ipv4_and_ipv6_records_nested_in_no_one_claim_are_accepted() {
 }
 
 #[test]
-fn non_canonical_prefixes_are_refused_with_the_canonical_form() {
+fn prefixes_are_refused_with_upstreams_reasons() {
     assert_eq!(
         errors_of(json!([
             record("10.244.0.1/16"),
             record("2001:DB8:0:0::/64")
         ])),
         [
-            "spec.addressSpace[0].prefix: Invalid value: \"10.244.0.1/16\": must be in canonical form (\"10.244.0.0/16\")",
+            "spec.addressSpace[0].prefix: Invalid value: \"10.244.0.1/16\": must not have bits set beyond the prefix length",
             "spec.addressSpace[1].prefix: Invalid value: \"2001:DB8:0:0::/64\": must be in canonical form (\"2001:db8::/64\")",
         ]
     );
     assert_eq!(
         errors_of(json!([record("010.0.0.0/8")])),
         [
-            "spec.addressSpace[0].prefix: Invalid value: \"010.0.0.0/8\": must be in canonical form (\"10.0.0.0/8\")"
+            "spec.addressSpace[0].prefix: Invalid value: \"010.0.0.0/8\": must not have leading 0s in IP or prefix length"
+        ]
+    );
+    assert_eq!(
+        errors_of(json!([record("::ffff:10.0.0.0/104"), record("10.0.0.0/8")])),
+        [
+            "spec.addressSpace[0].prefix: Invalid value: \"::ffff:10.0.0.0/104\": must not have an IPv4-mapped IPv6 address"
         ]
     );
     assert_eq!(
         errors_of(json!([record("10.0.0.0")])),
         [
-            "spec.addressSpace[0].prefix: Invalid value: \"10.0.0.0\": must be a CIDR prefix, such as 10.96.0.0/12 or fd00:10:96::/112"
+            "spec.addressSpace[0].prefix: Invalid value: \"10.0.0.0\": must be a valid CIDR value, (e.g. 10.9.8.0/24 or 2001:db8::/64)"
         ]
     );
 }
@@ -126,7 +132,7 @@ fn the_status_is_checked_and_kept_apart_from_the_spec() {
     assert_eq!(
         messages(&validate_status_update(&written, &stored).unwrap()),
         [
-            "status.addressSpace[0].prefix: Invalid value: \"10.0.0.1/8\": must be in canonical form (\"10.0.0.0/8\")",
+            "status.addressSpace[0].prefix: Invalid value: \"10.0.0.1/8\": must not have bits set beyond the prefix length",
             "status.addressSpace[0].status: Unsupported value: \"Maybe\": supported values: \"Allocated\", \"Unavailable\"",
         ]
     );
