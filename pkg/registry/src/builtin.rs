@@ -123,7 +123,7 @@ impl Strategy for SubresourceStrategy {
         self.base.served_form(object)
     }
 
-    fn conversion(&self) -> Option<&crate::custom::Conversion> {
+    fn conversion(&self) -> Option<&crate::conversion::Conversion> {
         self.base.conversion()
     }
 

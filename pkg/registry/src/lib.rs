@@ -13,6 +13,7 @@
 pub mod allocation;
 pub mod builtin;
 pub mod computed;
+pub mod conversion;
 pub mod custom;
 pub mod mirror;
 pub mod object;
@@ -26,10 +27,8 @@ pub mod watch;
 pub use allocation::{Allocated, Allocations};
 pub use builtin::{CatalogStrategy, SubresourceStrategy};
 pub use computed::Computed;
-pub use custom::{
-    Conversion, ConvertFuture, Converter, CustomResourceStrategy, CustomSchema,
-    CustomStatusStrategy,
-};
+pub use conversion::{Conversion, ConvertFuture, Converter};
+pub use custom::{CustomResourceStrategy, CustomSchema, CustomStatusStrategy};
 pub use mirror::{Mirror, Snapshot};
 pub use scale::CustomScaleStrategy;
 pub use scale_paths::ScalePaths;

@@ -147,7 +147,7 @@ impl Strategy for CustomScaleStrategy {
         self.base.served_form(object)
     }
 
-    fn conversion(&self) -> Option<&crate::custom::Conversion> {
+    fn conversion(&self) -> Option<&crate::conversion::Conversion> {
         self.base.conversion()
     }
 

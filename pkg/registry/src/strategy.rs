@@ -14,7 +14,7 @@ use genplane_apimachinery::schema::{GroupResource, GroupVersionKind};
 use genplane_apimachinery::validation::field::ErrorList;
 use serde_json::Value;
 
-use crate::custom::Conversion;
+use crate::conversion::Conversion;
 
 /// The behaviour of one resource. Objects are raw JSON; see [`crate::object`] for helpers.
 pub trait Strategy: Send + Sync + 'static {
