@@ -110,6 +110,51 @@ pub struct Cli {
     pub options: Options,
 }
 
+/// The node timings under which the suite's waits, scaled down to what a hermetic cluster
+/// needs ([`FAST_TIMEOUT_SCALE`]), are long enough: the node tests wait for a node to be marked
+/// not Ready and its instance's loss to be noticed.
+pub const FAST_NODE_FLAGS: [&str; 3] = [
+    "--node-status-update-frequency=500ms",
+    "--node-monitor-grace-period=2s",
+    "--node-monitor-period=500ms",
+];
+
+/// The `--timeout-scale` of `genplane ccm-e2e` against a cluster with [`FAST_NODE_FLAGS`]:
+/// upstream's timeouts are minutes, the cluster reacts in seconds.
+pub const FAST_TIMEOUT_SCALE: &str = "0.05";
+
+/// The `genplane ccm-e2e` command line that runs the suite against this cluster: its fake
+/// cloud as the provider (the exec plugin `genplane-testcluster-provider`, built beside this
+/// program, with the cloud's address in `provider_config`), an external IP of the cluster's
+/// block, and timeouts scaled down when the cluster's node timings allow it (upstream's
+/// otherwise, so that the node tests pass either way).
+pub fn ccm_e2e_command(
+    cli: &Cli,
+    plan: net::Plan,
+    data_dir: &std::path::Path,
+    provider_config: &std::path::Path,
+) -> String {
+    let fast = cli.node_status_update_frequency <= std::time::Duration::from_millis(500)
+        && cli.node_monitor_grace_period <= std::time::Duration::from_secs(2)
+        && cli.node_monitor_period <= std::time::Duration::from_millis(500);
+    let external = plan.external_ip_cidr().0.octets();
+    let mut command = format!(
+        "genplane ccm-e2e --kubeconfig {} --provider=exec:genplane-testcluster-provider --provider-config={} --external-ip=127.{}.0.1",
+        data_dir.join("admin.kubeconfig").display(),
+        provider_config.display(),
+        external[1]
+    );
+    if fast {
+        command.push_str(&format!(" --timeout-scale={FAST_TIMEOUT_SCALE}"));
+    } else {
+        command.push_str(&format!(
+            "\n  (upstream's timeouts; a cluster started with {} runs it in seconds with --timeout-scale={FAST_TIMEOUT_SCALE})",
+            FAST_NODE_FLAGS.join(" ")
+        ));
+    }
+    command
+}
+
 fn go_duration(text: &str) -> Result<std::time::Duration, String> {
     genplane_apimachinery::duration::parse(text).map_err(|e| e.to_string())
 }
@@ -517,6 +562,16 @@ pub async fn run(cli: Cli, rust_log: Option<&str>) -> anyhow::Result<()> {
         nodes_initialized(&client, usize::from(cli.nodes)).await?;
         println!("genplane testcluster cloud: http://{cloud_address}");
         println!("genplane testcluster: {} nodes registered", cli.nodes);
+        let provider_config = ready.data_dir.join("ccm-e2e-provider.json");
+        std::fs::write(
+            &provider_config,
+            format!("{{\"cloud\": \"http://{cloud_address}\"}}\n"),
+        )
+        .with_context(|| format!("writing {}", provider_config.display()))?;
+        println!(
+            "genplane testcluster: test its cloud controller manager with\n  {}",
+            ccm_e2e_command(&cli, plan, &ready.data_dir, &provider_config)
+        );
         shutdown.triggered().await;
         components.shutdown().await;
         machines

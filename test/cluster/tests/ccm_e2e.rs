@@ -21,14 +21,7 @@ use support::{Cluster, cloud_request, eventually};
 const PLUGIN: &str = env!("CARGO_BIN_EXE_genplane-testcluster-provider");
 
 /// Fast node heartbeats and monitoring, so that node loss shows within seconds.
-const FAST_NODES: &[&str] = &[
-    "--node-status-update-frequency=500ms",
-    "--node-monitor-grace-period=2s",
-    "--node-monitor-period=500ms",
-];
-
-/// Upstream's timeouts are minutes; the hermetic cluster reacts in seconds.
-const SCALE: &str = "--timeout-scale=0.05";
+const FAST_NODES: &[&str] = &genplane_test_cluster::FAST_NODE_FLAGS;
 
 /// A version above the test cluster's build: its control plane can run any genplane version
 /// of its Kubernetes version (`v1.33.0+genplane.X`), and its nodes any version.
@@ -51,29 +44,27 @@ async fn ccm_e2e(cluster: &Cluster, dir: &std::path::Path, args: &[&str]) -> Rep
 }
 
 /// Runs the suite against `cluster` with the exec plugin `plugin` and `args`, interrupted
-/// when `interrupt` resolves.
+/// when `interrupt` resolves: the command line the cluster printed for itself (its provider
+/// plugin, config, external IP and timeout scale), with `plugin` for its provider.
 async fn ccm_e2e_with(
     cluster: &Cluster,
-    dir: &std::path::Path,
+    _dir: &std::path::Path,
     plugin: &str,
     args: &[&str],
     interrupt: impl std::future::Future<Output = ()>,
 ) -> Report {
-    let config = dir.join("provider.json");
-    std::fs::write(
-        &config,
-        format!("{{\"cloud\": \"http://{}\"}}", cluster.cloud),
-    )
-    .unwrap();
-    let plan = genplane_test_cluster::net::Plan::new(cluster.block);
-    let external = plan.external_ip_cidr().0.octets();
-    let mut argv = vec![
-        "ccm-e2e".to_owned(),
-        format!("--provider=exec:{plugin}"),
-        format!("--provider-config={}", config.display()),
-        SCALE.to_owned(),
-        format!("--external-ip=127.{}.0.1", external[1]),
-    ];
+    let mut argv = vec!["ccm-e2e".to_owned()];
+    argv.extend(cluster.ccm_e2e.split_whitespace().map(|arg| {
+        if arg == "--provider=exec:genplane-testcluster-provider" {
+            format!("--provider=exec:{plugin}")
+        } else {
+            arg.to_owned()
+        }
+    }));
+    assert!(
+        argv.iter().any(|a| a.starts_with("--timeout-scale=")),
+        "a fast cluster's command scales the timeouts: {argv:?}"
+    );
     argv.extend(args.iter().map(|a| (*a).to_owned()));
     let matches = command().try_get_matches_from(argv).unwrap();
     let cli = Cli::from_arg_matches(&matches).unwrap();

@@ -18,11 +18,7 @@ use serde_json::json;
 use support::{Cluster, cloud_request, eventually, http_answer, http_get};
 
 /// Fast node heartbeats and monitoring, so that node loss shows within seconds.
-const FAST_NODES: &[&str] = &[
-    "--node-status-update-frequency=500ms",
-    "--node-monitor-grace-period=2s",
-    "--node-monitor-period=500ms",
-];
+const FAST_NODES: &[&str] = &genplane_test_cluster::FAST_NODE_FLAGS;
 
 fn web(replicas: i32) -> Deployment {
     serde_json::from_value(json!({

@@ -249,14 +249,7 @@ async fn web_pods_started_since(pods: &Api<Pod>, count: usize, since: i64) -> Op
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_node_upgrade_reimages_every_node_and_its_pods_run_again() {
-    let cluster = Cluster::start_with(
-        3,
-        &[
-            "--node-status-update-frequency=500ms",
-            "--node-monitor-grace-period=2s",
-            "--node-monitor-period=500ms",
-        ],
-    );
+    let cluster = Cluster::start_with(3, &genplane_test_cluster::FAST_NODE_FLAGS);
     let config = json!({"cloud": format!("http://{}", cluster.cloud)});
     let rust = FakeCloudProvider::from_config(Some(&config)).unwrap();
     let exec = ExecProvider::new(PLUGIN, Some(config));
@@ -366,14 +359,7 @@ async fn a_node_upgrade_reimages_every_node_and_its_pods_run_again() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_control_plane_upgrade_restarts_the_api_server_at_the_version() {
-    let cluster = Cluster::start_with(
-        2,
-        &[
-            "--node-status-update-frequency=500ms",
-            "--node-monitor-grace-period=2s",
-            "--node-monitor-period=500ms",
-        ],
-    );
+    let cluster = Cluster::start_with(2, &genplane_test_cluster::FAST_NODE_FLAGS);
     let config = json!({"cloud": format!("http://{}", cluster.cloud)});
     let rust = FakeCloudProvider::from_config(Some(&config)).unwrap();
     let exec = ExecProvider::new(PLUGIN, Some(config));

@@ -21,6 +21,9 @@ pub(crate) struct Cluster {
     pub(crate) block: u8,
     /// The fake cloud's HTTP API (`127.0.0.1:port`).
     pub(crate) cloud: String,
+    /// The arguments of the `genplane ccm-e2e` command line the cluster printed for itself.
+    #[allow(dead_code)] // read by the ccm-e2e tests only
+    pub(crate) ccm_e2e: String,
     dir: tempfile::TempDir,
     /// Held while the cluster runs: no other test's cluster takes the same block.
     _block_lock: std::fs::File,
@@ -96,20 +99,22 @@ impl Cluster {
             .unwrap();
         let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
         let mut cloud = String::new();
-        loop {
+        // The banner ends with the ccm-e2e command line the cluster prints for itself.
+        let ccm_e2e = loop {
             let line = lines.next().expect("the cluster's banner").unwrap();
             if let Some(url) = line.strip_prefix("genplane testcluster cloud: http://") {
                 cloud = url.to_owned();
             }
-            if line.ends_with("nodes registered") {
-                break;
+            if let Some(command) = line.trim_start().strip_prefix("genplane ccm-e2e ") {
+                break command.to_owned();
             }
-        }
+        };
         std::thread::spawn(move || for _ in lines {});
         Cluster {
             child,
             block,
             cloud,
+            ccm_e2e,
             dir,
             _block_lock: lock,
         }
