@@ -32,6 +32,7 @@ use genplane_cmd_controller_manager::options::ControllerManagerOptions;
 use genplane_cmd_feature_controller::FeatureControllerOptions;
 use genplane_component_base::config::{CommonOptions, Invalid};
 use genplane_component_base::featuregate::UseIdentity;
+use genplane_component_base::notify::Notifier;
 use genplane_component_base::process::Process;
 use genplane_component_base::shutdown::{Shutdown, Signals};
 
@@ -107,11 +108,18 @@ pub fn run(matches: &ArgMatches, process: &Process) -> anyhow::Result<()> {
             shutdown.clone(),
             Some(ready_tx),
         );
+        // The service manager (a unit of Type=notify) hears of the process as one: ready once
+        // the API server takes requests; the controllers inside do not speak to it.
+        let notifier = Notifier::of(process);
+        notifier.watch(&shutdown);
+        let mut quiet = process.clone();
+        quiet.env.remove("NOTIFY_SOCKET");
         let controller_manager = async {
             let Ok(ready) = ready_rx.await else {
                 // The API server stopped before it was ready; its error tells why.
                 return Ok(());
             };
+            notifier.ready(&format!("serving on {}", ready.server_url));
             // The feature-controller, connected as its own user; no ops port of its own.
             let options = FeatureControllerOptions {
                 kubeconfig: Some(ready.data_dir.join("feature-controller.kubeconfig")),
@@ -132,8 +140,12 @@ pub fn run(matches: &ArgMatches, process: &Process) -> anyhow::Result<()> {
                 .context("configuring the feature-controller")?;
             let stop = shutdown.clone();
             tokio::spawn(async move {
-                if let Err(error) =
-                    genplane_cmd_feature_controller::serve(feature_controller, stop).await
+                if let Err(error) = genplane_cmd_feature_controller::serve(
+                    feature_controller,
+                    stop,
+                    &Notifier::default(),
+                )
+                .await
                 {
                     tracing::error!("the feature-controller stopped: {error:#}");
                 }
@@ -171,7 +183,7 @@ pub fn run(matches: &ArgMatches, process: &Process) -> anyhow::Result<()> {
                 leader_elect,
                 "starting the controller-manager"
             );
-            genplane_cmd_controller_manager::serve(config, process, shutdown.clone())
+            genplane_cmd_controller_manager::serve(config, &quiet, shutdown.clone())
                 .await
                 .context("the controllers stopped, and the API server with them")
         };

@@ -14,6 +14,7 @@ use clap::{ArgMatches, CommandFactory, Parser};
 use genplane_component_base::component::{self, Startup};
 use genplane_component_base::config::ConfigFlags;
 use genplane_component_base::featuregate::UseIdentity;
+use genplane_component_base::notify::Notifier;
 use genplane_component_base::process::Process;
 use genplane_component_base::shutdown::{Shutdown, Signals};
 pub use genplane_controlplane::server::options;
@@ -78,7 +79,16 @@ pub fn run(matches: &ArgMatches, process: &Process) -> anyhow::Result<()> {
     runtime.block_on(async {
         let shutdown = Shutdown::new();
         tokio::spawn(shutdown.clone().trigger_on(Signals::install()?));
-        serve(config, process, shutdown).await
+        // A unit of Type=notify is active once the server takes requests.
+        let notifier = Notifier::of(process);
+        notifier.watch(&shutdown);
+        let (ready, started) = tokio::sync::oneshot::channel::<Ready>();
+        tokio::spawn(async move {
+            if let Ok(started) = started.await {
+                notifier.ready(&format!("serving on {}", started.server_url));
+            }
+        });
+        serve_until_ready("apiserver", config, process, shutdown, Some(ready)).await
     })
 }
 

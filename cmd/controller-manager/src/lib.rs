@@ -136,9 +136,13 @@ fn hostname() -> String {
 /// same runtime; until the API server answers, leader election and the watches retry.
 pub async fn serve(
     config: ControllerManagerConfig,
-    _process: &Process,
+    process: &Process,
     shutdown: Shutdown,
 ) -> anyhow::Result<()> {
+    // A unit of Type=notify is active once the controller-manager is connected and its ops
+    // endpoints serve (its readiness then follows leader election).
+    let notifier = genplane_component_base::notify::Notifier::of(process);
+    notifier.watch(&shutdown);
     let (client, kubeconfig_ca) =
         genplane_controller::client::connect(config.options.kubeconfig.as_deref()).await?;
     let root_ca = match &config.options.root_ca_file {
@@ -246,6 +250,11 @@ pub async fn serve(
         )))
     };
 
+    notifier.ready(if config.leader_election.is_some() {
+        "running: standing for the lease"
+    } else {
+        "running the controllers"
+    });
     // The shared watches start when the controllers first run: after the Lease is taken (each
     // time it is, for a candidate that campaigns again).
     let context = || {

@@ -306,7 +306,9 @@ pub fn run(matches: &ArgMatches, process: &Process) -> anyhow::Result<()> {
     runtime.block_on(async {
         let shutdown = Shutdown::new();
         tokio::spawn(shutdown.clone().trigger_on(Signals::install()?));
-        serve(config, shutdown).await
+        let notifier = genplane_component_base::notify::Notifier::of(process);
+        notifier.watch(&shutdown);
+        serve(config, shutdown, &notifier).await
     })
 }
 
@@ -322,8 +324,13 @@ fn hostname() -> String {
 /// Runs the feature-controller with `config` until `shutdown` is triggered. It installs no
 /// signal handler or subscriber, so it can run next to other roles in one process (all-in-one
 /// validates [`FeatureControllerOptions`] itself, with the API server's
-/// `feature-controller.kubeconfig` and `secure_port` 0).
-pub async fn serve(config: FeatureControllerConfig, shutdown: Shutdown) -> anyhow::Result<()> {
+/// `feature-controller.kubeconfig` and `secure_port` 0). It tells `notifier` (the service
+/// manager, when it listens) once it is connected and serves its ops endpoints.
+pub async fn serve(
+    config: FeatureControllerConfig,
+    shutdown: Shutdown,
+    notifier: &genplane_component_base::notify::Notifier,
+) -> anyhow::Result<()> {
     let (client, _) =
         genplane_controller::client::connect(config.options.kubeconfig.as_deref()).await?;
     let registry = metrics::Registry::new();
@@ -363,6 +370,7 @@ pub async fn serve(config: FeatureControllerConfig, shutdown: Shutdown) -> anyho
             DRAIN,
         )))
     };
+    notifier.ready("running");
     let stop = shutdown.clone();
     controller.run(async move { stop.triggered().await }).await;
     if let Some(ops) = ops {

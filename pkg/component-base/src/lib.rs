@@ -12,6 +12,8 @@
 //! - [`health`]: `/healthz`, `/livez` and `/readyz` with named checks, `?verbose`, `?exclude=` and
 //!   `/readyz/<check>`, as kube-apiserver serves them.
 //! - [`shutdown`]: SIGTERM/SIGINT start a graceful shutdown that has a deadline.
+//! - [`notify`]: systemd's notification protocol (`READY=1`, `STOPPING=1`, the watchdog) for
+//!   units of `Type=notify`.
 //! - [`featuregate`]: Kubernetes-style feature gates with versioned specs, `--feature-gates`,
 //!   `--emulated-version`, the `kubernetes_feature_enabled` gauge, and a use log (KEP-3920's client
 //!   flow) that records every check so that a later component can report it to the API.
@@ -34,6 +36,7 @@ pub mod health;
 pub mod http;
 pub mod logging;
 pub mod metrics;
+pub mod notify;
 pub mod process;
 pub mod shutdown;
 pub mod strconv;

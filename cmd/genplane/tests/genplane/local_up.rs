@@ -353,8 +353,10 @@ fn systemd_units_run_known_applets_with_flags_they_accept() {
                 .map(|(_, v)| v.as_str())
                 .collect()
         };
-        // genplane does not speak sd_notify.
-        assert_eq!(get("Type"), ["exec"], "{name}");
+        // Every role speaks sd_notify (tests/genplane/notify.rs) and pings the watchdog.
+        assert_eq!(get("Type"), ["notify"], "{name}");
+        assert_eq!(get("NotifyAccess"), ["main"], "{name}");
+        assert_eq!(get("WatchdogSec").len(), 1, "{name}");
         assert_eq!(get("NoNewPrivileges"), ["yes"], "{name}");
         assert_eq!(get("ProtectSystem"), ["strict"], "{name}");
         let user = get("User");

@@ -30,6 +30,7 @@ mod local_up;
 mod mutating_admission;
 mod namespace_gc;
 mod networkregistry;
+mod notify;
 mod roles;
 mod runtime_config;
 mod security;
