@@ -114,14 +114,16 @@ fn service_claim(
 }
 
 /// Serves until `shutdown` is triggered, sending [`Ready`] on `ready` once requests are
-/// taken (the kubeconfigs are written by then); `role` names the applet in the banner.
+/// taken and every post-start hook has finished (the kubeconfigs are written by then); `role`
+/// names the applet in the banner.
 ///
-/// Once it takes requests, the server reports its feature uses to the Feature API like every
-/// role (`genplane_featurecontroller::Reporter`), as `system:genplane:apiserver` through the
-/// `apiserver-loopback.kubeconfig` it wrote, in a task of its own that never holds the server up,
-/// and its dynamic features follow their Feature objects (`genplane_featurecontroller::Follower`).
-/// With the NetworkRegistry feature gate on it keeps, through the same client, the well-known
-/// NetworkClaim `kube-apiserver` of its `--service-cluster-ip-range`.
+/// Besides the library's own post-start hooks, the server has two of `genplane apiserver`'s:
+/// `start-feature-reporting` reports its feature uses to the Feature API like every role
+/// (`genplane_featurecontroller::Reporter`), as `system:genplane:apiserver` through the
+/// `apiserver-loopback.kubeconfig` it wrote, and has its dynamic features follow their Feature
+/// objects (`genplane_featurecontroller::Follower`); with the NetworkRegistry feature gate on,
+/// `start-network-registry-claim` keeps the well-known NetworkClaim `kube-apiserver` of its
+/// `--service-cluster-ip-range`. Each starts its tasks and returns.
 pub async fn serve_until_ready(
     role: &str,
     config: Config,
@@ -133,57 +135,52 @@ pub async fn serve_until_ready(
     let period = config.common.feature_use_report_period;
     let dynamic = config.dynamic_features.clone();
     let service_cluster_ip_range = config.service_cluster_ip_range.clone();
-    let (ready_tx, ready_rx) = tokio::sync::oneshot::channel::<Ready>();
-    let stop = shutdown.clone();
-    tokio::spawn(async move {
-        let Ok(started) = ready_rx.await else {
-            return;
-        };
-        let kubeconfig = started.data_dir.join("apiserver-loopback.kubeconfig");
-        if let Some(ready) = ready {
-            // Whoever waited may have stopped waiting; serving goes on.
-            let _ = ready.send(started);
+    let mut completed = config.complete().await?;
+    let hooks = &mut completed.post_start_hooks;
+    let reporting = gate.clone();
+    hooks.add("start-feature-reporting", move |context| async move {
+        let kubeconfig = context.loopback_kubeconfig();
+        let (client, _) = genplane_controller::client::connect(Some(&kubeconfig))
+            .await
+            .map_err(|e| format!("connecting through {}: {e}", kubeconfig.display()))?;
+        // The server's own clients reach it as any client would: say so at once when they
+        // cannot (a serving certificate that does not name the address, say).
+        if let Err(error) = client.apiserver_version().await {
+            tracing::error!(
+                %error,
+                kubeconfig = %kubeconfig.display(),
+                "the API server cannot reach itself through its loopback kubeconfig: feature \
+                 reports and well-known claims will fail"
+            );
         }
-        match genplane_controller::client::connect(Some(&kubeconfig)).await {
-            Ok((client, _)) => {
-                // The server's own clients reach it as any client would: say so at once when
-                // they cannot (a serving certificate that does not name the address, say).
-                if let Err(error) = client.apiserver_version().await {
-                    tracing::error!(
-                        %error,
-                        kubeconfig = %kubeconfig.display(),
-                        "the API server cannot reach itself through its loopback kubeconfig: \
-                         feature reports and well-known claims will fail"
-                    );
-                }
-                if gate.enabled(genplane_controlplane::features::NETWORK_REGISTRY) {
-                    let stop = stop.clone();
-                    tokio::spawn(genplane_networkregistry::well_known::keep(
-                        client.clone(),
-                        service_claim(service_cluster_ip_range),
-                        async move { stop.triggered().await },
-                    ));
-                }
-                let follower =
-                    genplane_featurecontroller::Follower::new(gate.clone(), "kube-system");
-                let following = stop.clone();
-                tokio::spawn(
-                    follower.run(client.clone(), async move { following.triggered().await }),
-                );
-                let reporter =
-                    genplane_featurecontroller::Reporter::new(gate, "kube-system", period)
-                        .allowing_dynamic(&dynamic);
-                reporter
-                    .run(client, async move { stop.triggered().await })
-                    .await;
-            }
-            Err(error) => tracing::warn!(%error, "not reporting feature uses"),
-        }
-    });
-    config
-        .complete()
-        .await?
-        .run(role, &process.build, shutdown, Some(ready_tx))
-        .await?;
+        let follower = genplane_featurecontroller::Follower::new(reporting.clone(), "kube-system");
+        let following = context.shutdown.clone();
+        tokio::spawn(follower.run(client.clone(), async move { following.triggered().await }));
+        let reporter = genplane_featurecontroller::Reporter::new(reporting, "kube-system", period)
+            .allowing_dynamic(&dynamic);
+        let stop = context.shutdown.clone();
+        tokio::spawn(async move {
+            reporter
+                .run(client, async move { stop.triggered().await })
+                .await;
+        });
+        Ok(())
+    })?;
+    if gate.enabled(genplane_controlplane::features::NETWORK_REGISTRY) {
+        hooks.add("start-network-registry-claim", move |context| async move {
+            let kubeconfig = context.loopback_kubeconfig();
+            let (client, _) = genplane_controller::client::connect(Some(&kubeconfig))
+                .await
+                .map_err(|e| format!("connecting through {}: {e}", kubeconfig.display()))?;
+            let stop = context.shutdown.clone();
+            tokio::spawn(genplane_networkregistry::well_known::keep(
+                client,
+                service_claim(service_cluster_ip_range),
+                async move { stop.triggered().await },
+            ));
+            Ok(())
+        })?;
+    }
+    completed.run(role, &process.build, shutdown, ready).await?;
     Ok(())
 }

@@ -105,9 +105,14 @@ impl<S: Storage> IdentityLease<S> {
 
     /// The Lease of the server on `hostname`, written through the `coordination.k8s.io/v1`
     /// leases among `resources`; `None` when leases are not served.
-    pub fn among(resources: &[Resource<S>], hostname: &str, timing: Timing) -> Option<Self> {
+    pub fn among<R: std::borrow::Borrow<Resource<S>>>(
+        resources: &[R],
+        hostname: &str,
+        timing: Timing,
+    ) -> Option<Self> {
         let leases = resources
             .iter()
+            .map(std::borrow::Borrow::borrow)
             .find(|r| r.info.group == "coordination.k8s.io" && r.info.resource == "leases")?;
         Some(Self::new(leases.store()?.clone(), hostname, timing))
     }

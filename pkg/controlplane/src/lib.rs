@@ -368,9 +368,12 @@ pub const SYSTEM_NAMESPACES: &[&str] =
     &["default", "kube-system", "kube-public", "kube-node-lease"];
 
 /// Creates what must exist at start-up (the system namespaces) when it is missing.
-pub async fn bootstrap<S: Storage>(resources: &[Resource<S>]) -> Result<(), Error> {
+pub async fn bootstrap<S: Storage, R: std::borrow::Borrow<Resource<S>>>(
+    resources: &[R],
+) -> Result<(), Error> {
     let Some(namespaces) = resources
         .iter()
+        .map(std::borrow::Borrow::borrow)
         .find(|r| r.info.group.is_empty() && r.info.resource == "namespaces")
         .and_then(|r| r.store())
     else {

@@ -2,6 +2,7 @@
 //! post-start hook), the authorizer kept current from the watch caches of the four RBAC
 //! resources, and escalation prevention on writes of roles and bindings.
 
+use std::borrow::Borrow;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -33,9 +34,10 @@ const KINDS: [Kind; 4] = [
 ];
 
 /// The store of `kind`, when it is served.
-fn served<S: Storage>(resources: &[Resource<S>], kind: Kind) -> Option<&Store<S>> {
+fn served<S: Storage, R: Borrow<Resource<S>>>(resources: &[R], kind: Kind) -> Option<&Store<S>> {
     resources
         .iter()
+        .map(Borrow::borrow)
         .find(|r| r.info.group == GROUP && r.info.resource == kind.resource())?
         .store()
 }
@@ -55,7 +57,9 @@ const BOOTSTRAP_ATTEMPTS: usize = 5;
 /// alone, then fills in the aggregated cluster roles (admin, edit, view) from the roles that
 /// aggregate into them. Several apiservers may start at once: a write that meets another's
 /// (409) is reconciled again from what is stored.
-pub async fn bootstrap_policy<S: Storage>(resources: &[Resource<S>]) -> Result<(), Error> {
+pub async fn bootstrap_policy<S: Storage, R: Borrow<Resource<S>>>(
+    resources: &[R],
+) -> Result<(), Error> {
     for (kind, expected) in bootstrap::objects() {
         let Some(resource) = served(resources, kind) else {
             continue;
@@ -123,7 +127,7 @@ async fn reconcile_one<S: Storage>(
 
 /// Fills in the rules of aggregated cluster roles from the cluster roles their selectors
 /// pick (what the clusterrole-aggregation controller keeps doing).
-async fn aggregate<S: Storage>(resources: &[Resource<S>]) -> Result<(), ApiError> {
+async fn aggregate<S: Storage, R: Borrow<Resource<S>>>(resources: &[R]) -> Result<(), ApiError> {
     let Some(cluster_roles) = served(resources, Kind::ClusterRole) else {
         return Ok(());
     };
@@ -267,8 +271,8 @@ async fn follow<S: Storage + 'static>(
 /// Loads the stored policy into `authorizer`, then keeps it current from the watch caches
 /// until `stop` completes (re-reading everything when a watch fails). Returns once the first
 /// load is done, so that no request is decided on an empty policy.
-pub async fn feed_policy<S: Storage + 'static>(
-    resources: &[Resource<S>],
+pub async fn feed_policy<S: Storage + 'static, R: Borrow<Resource<S>>>(
+    resources: &[R],
     authorizer: Arc<RbacAuthorizer>,
     stop: impl std::future::Future<Output = ()> + Send + 'static,
 ) -> Result<(), genplane_storage::Error> {

@@ -655,3 +655,36 @@ fn kubectl_validates_applies_replaces_and_explains_through_openapi_v2_and_v3() {
         }
     }
 }
+
+/// The server's start-up steps are post-start hooks, each a health check of upstream's form
+/// once the server is ready: the library's own, in order, then `genplane apiserver`'s.
+#[test]
+fn readyz_lists_every_post_start_hook() {
+    let server = crate::support::start_with(&["--feature-gates=NetworkRegistry=true"]);
+    let raw = server.raw();
+    for endpoint in ["/readyz?verbose", "/livez?verbose", "/healthz?verbose"] {
+        let answer = raw.get(endpoint);
+        assert_eq!(answer.status, 200, "{endpoint}: {}", answer.text());
+        let hooks: Vec<String> = answer
+            .text()
+            .lines()
+            .filter_map(|l| l.strip_prefix("[+]poststarthook/"))
+            .map(|l| l.trim_end_matches(" ok").to_owned())
+            .collect();
+        assert_eq!(
+            hooks,
+            [
+                "start-system-namespaces-controller",
+                "rbac/bootstrap-roles",
+                "start-apiextensions-controllers",
+                "start-validating-admission-policy-status-controller",
+                "start-kube-apiserver-identity-lease-controller",
+                "start-feature-reporting",
+                "start-network-registry-claim",
+            ],
+            "{endpoint}"
+        );
+    }
+    let one = raw.get("/readyz/poststarthook/rbac/bootstrap-roles");
+    assert_eq!((one.status, one.text()), (200, "ok".to_owned()));
+}

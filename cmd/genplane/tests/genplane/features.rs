@@ -872,6 +872,10 @@ fn a_dynamic_feature_flipped_with_kubectl_changes_the_running_server() {
         160
     );
 
+    // Dynamic once the feature-controller has seen every API server name it so.
+    process.wait_for("the feature to be dynamic", |_| {
+        (feature(&kubeconfig, FEATURE)?["status"]["dynamic"] == true).then_some(())
+    });
     for (desired, compressed) in [("Off", false), ("On", true)] {
         ok(kubectl(
             &kubeconfig,

@@ -1,10 +1,13 @@
 //! An API server assembled in code: [`Options`] (by concern, as flags or in a program) →
 //! [`Config`] (validated) → [`CompletedConfig`] (certificates made, storage opened, the
-//! resources and their watch caches set up) → [`CompletedConfig::run`] (the system namespaces
-//! and the bootstrap RBAC policy written, security, audit and admission assembled, HTTPS served
-//! until the shutdown signal). `genplane apiserver` and `genplane all-in-one` are this and
-//! nothing more; a program of its own can serve resources of its own the same way, by adding
-//! them to [`CompletedConfig::resources`] before it runs.
+//! resources and their watch caches set up) → [`CompletedConfig::run`] (security, audit and
+//! admission assembled, HTTPS served, then the post-start hooks run, [`hooks`]: the system
+//! namespaces, the bootstrap RBAC policy, the CRDs served, the identity Lease, and the
+//! program's own, each a `poststarthook/<name>` health check until it has finished; served
+//! until the shutdown signal). `genplane apiserver` and `genplane all-in-one` are this and a
+//! few hooks of their own; a program of its own can serve resources of its own the same way, by
+//! adding them to [`CompletedConfig::resources`], and steps of its own to
+//! [`CompletedConfig::post_start_hooks`], before it runs.
 //!
 //! Security is not optional here: every server authenticates (client certificates against the
 //! client CA, bearer tokens, anonymous only when allowed) and authorizes (RBAC by default) each
@@ -30,6 +33,7 @@
 //! # }
 //! ```
 
+pub mod hooks;
 pub mod options;
 pub mod pki;
 mod security;
@@ -96,12 +100,17 @@ pub enum Error {
     /// The audit log could not be started.
     #[error("starting the audit log: {0}")]
     Audit(String),
-    /// The CustomResourceDefinitions could not be served.
-    #[error("serving the CustomResourceDefinitions: {0}")]
-    CustomResources(String),
-    /// The status of the ValidatingAdmissionPolicies could not be followed.
-    #[error("following the ValidatingAdmissionPolicies: {0}")]
-    AdmissionPolicies(String),
+    /// The program's post-start hooks do not fit the server's (a name taken twice).
+    #[error("{0}")]
+    Hooks(#[from] hooks::HookError),
+    /// A post-start hook failed: the server stops.
+    #[error("post-start hook {name:?} failed: {error}")]
+    PostStartHook {
+        /// The hook.
+        name: String,
+        /// Why.
+        error: String,
+    },
     /// The listener could not be bound or failed.
     #[error("serving")]
     Serve(#[from] http::Error),
@@ -169,6 +178,7 @@ impl Config {
             tls: tokio_rustls::TlsAcceptor::from(Arc::new(tls)),
             backend,
             resources,
+            post_start_hooks: hooks::PostStartHooks::default(),
         })
     }
 }
@@ -184,6 +194,9 @@ pub struct CompletedConfig {
     /// The resources to serve, each with its store and watch cache; a program adds its own
     /// with [`CompletedConfig::add_resource`].
     pub resources: Vec<Resource<ResourceStorage>>,
+    /// The steps the server takes once it listens, besides its own (see [`hooks`]): a program
+    /// adds its own, or drops one of the server's by name.
+    pub post_start_hooks: hooks::PostStartHooks,
 }
 
 impl std::fmt::Debug for CompletedConfig {
@@ -269,14 +282,9 @@ impl CompletedConfig {
             tls,
             backend,
             resources: served,
+            post_start_hooks: program_hooks,
         } = self;
         let options = &config.options;
-        bootstrap(&served)
-            .await
-            .map_err(|source| Error::ControlPlane {
-                what: "creating the system namespaces",
-                source,
-            })?;
 
         let listener = http::bind(SocketAddr::new(
             config.bind_address,
@@ -314,32 +322,22 @@ impl CompletedConfig {
             .enabled(features::API_SERVER_IDENTITY)
             .then(|| IdentityLease::among(&served, &hostname(), Timing::default()))
             .flatten();
+        // Empty until the RBAC hook has read the policy: until then only `system:masters`
+        // and what else the authorizer allows get through.
         let rbac = Arc::new(RbacAuthorizer::new());
-        if config
-            .authorization_modes
-            .contains(&AuthorizationMode::Rbac)
-        {
-            crate::rbac::bootstrap_policy(&served)
-                .await
-                .map_err(|source| Error::ControlPlane {
-                    what: "writing the bootstrap RBAC policy",
-                    source,
-                })?;
-            let stop = shutdown.clone();
-            crate::rbac::feed_policy(&served, rbac.clone(), async move {
-                stop.triggered().await;
-            })
-            .await
-            .map_err(|source| Error::ControlPlane {
-                what: "reading the RBAC policy",
-                source: crate::Error::Storage(source),
-            })?;
-        }
         let security = security::security(&config, &served, &host.to_string(), &rbac)?;
         let audit = config
             .audit
             .build()
             .map_err(|e| Error::Audit(e.to_string()))?;
+
+        // The server's own steps once it listens, then the program's; each is a health check
+        // until it has finished. They reach the server through `serving`, set below.
+        let serving: Arc<std::sync::OnceLock<Arc<ApiServer<ResourceStorage>>>> = Arc::default();
+        let mut hooks = own_hooks(&config, &serving, &backend, &rbac, identity);
+        hooks.append(program_hooks).map_err(Error::Hooks)?;
+        let hooks = hooks.checked(&mut health);
+
         let api_metrics = ApiMetrics::new(&registry);
         let mut api = ApiServer::serving(
             served,
@@ -366,35 +364,30 @@ impl CompletedConfig {
             ));
         }
         let api = Arc::new(api);
-        if let Some(crds) = crate::crd::CustomResources::new(
-            api.clone(),
-            crate::custom_storage(backend.clone(), config.encryption.clone()),
-        ) {
-            let stop = shutdown.clone();
-            crds.run(async move { stop.triggered().await })
-                .await
-                .map_err(|e| Error::CustomResources(e.to_string()))?;
-        }
-        if let Some(policies) = crate::policy_status::PolicyStatus::new(api.clone()) {
-            let stop = shutdown.clone();
-            policies
-                .run(async move { stop.triggered().await })
-                .await
-                .map_err(|e| Error::AdmissionPolicies(e.to_string()))?;
-        }
-        if let Some(identity) = identity {
-            tracing::info!(
-                lease = identity.name(),
-                holder = identity.holder(),
-                "apiserver identity"
-            );
-            let stop = shutdown.clone();
-            tokio::spawn(async move { identity.run(stop.triggered()).await });
-        }
+        let _ = serving.set(api.clone());
         let handler = move |request: hyper::Request<hyper::body::Incoming>| {
             let api = api.clone();
             async move { api.handle(request).await }
         };
+        let served = tokio::spawn(http::serve_tls(
+            listener,
+            tls,
+            handler,
+            shutdown.clone(),
+            DRAIN,
+        ));
+
+        let context = hooks::HookContext {
+            server_url: server_url.clone(),
+            data_dir: options.data_dir.clone(),
+            shutdown: shutdown.clone(),
+        };
+        if let Err((name, error)) = hooks.run(context).await {
+            tracing::error!(hook = %name, %error, "a post-start hook failed: stopping");
+            shutdown.trigger();
+            let _ = served.await;
+            return Err(Error::PostStartHook { name, error });
+        }
         let kubeconfig = std::fs::canonicalize(&kubeconfig).unwrap_or(kubeconfig);
         tracing::info!(%server_url, kubeconfig = %kubeconfig.display(), "serving");
         println!("genplane {role} serving on {server_url}");
@@ -406,13 +399,132 @@ impl CompletedConfig {
                 data_dir: options.data_dir.clone(),
             });
         }
-        http::serve_tls(listener, tls, handler, shutdown, DRAIN).await?;
+        match served.await {
+            Ok(outcome) => outcome?,
+            Err(error) => tracing::error!(%error, "the serving task failed"),
+        }
         if let Some(audit) = audit {
             audit.backend.shutdown();
         }
         tracing::info!("stopped");
         Ok(())
     }
+}
+
+/// The server's own post-start hooks, in the order they run, named as upstream names its own:
+/// the system namespaces, the bootstrap RBAC policy and the authorizer's feed of it (with RBAC
+/// authorization), the CustomResourceDefinitions served, the ValidatingAdmissionPolicies'
+/// status followed, and the identity Lease kept. `serving` is the server, set before they run.
+fn own_hooks(
+    config: &Config,
+    serving: &Arc<std::sync::OnceLock<Arc<ApiServer<ResourceStorage>>>>,
+    backend: &Arc<StorageBackend>,
+    rbac: &Arc<RbacAuthorizer>,
+    identity: Option<IdentityLease<ResourceStorage>>,
+) -> hooks::PostStartHooks {
+    let server = |serving: &Arc<std::sync::OnceLock<Arc<ApiServer<ResourceStorage>>>>| {
+        serving
+            .get()
+            .cloned()
+            .expect("invariant: the server is set before its hooks run")
+    };
+    let mut hooks = hooks::PostStartHooks::default();
+    let add = |hooks: &mut hooks::PostStartHooks, name, hook: hooks::Hook| {
+        hooks
+            .add_boxed(name, hook)
+            .expect("invariant: the server's own hooks have distinct names");
+    };
+    let api = serving.clone();
+    add(
+        &mut hooks,
+        "start-system-namespaces-controller",
+        Box::new(move |_| {
+            Box::pin(async move {
+                bootstrap(&server(&api).resources())
+                    .await
+                    .map_err(|e| format!("creating the system namespaces: {e}"))
+            })
+        }),
+    );
+    if config
+        .authorization_modes
+        .contains(&AuthorizationMode::Rbac)
+    {
+        let (api, rbac) = (serving.clone(), rbac.clone());
+        add(
+            &mut hooks,
+            "rbac/bootstrap-roles",
+            Box::new(move |context| {
+                Box::pin(async move {
+                    let resources = server(&api).resources();
+                    crate::rbac::bootstrap_policy(&resources)
+                        .await
+                        .map_err(|e| format!("writing the bootstrap RBAC policy: {e}"))?;
+                    let stop = context.shutdown.clone();
+                    crate::rbac::feed_policy(&resources, rbac, async move {
+                        stop.triggered().await;
+                    })
+                    .await
+                    .map_err(|e| format!("reading the RBAC policy: {e}"))
+                })
+            }),
+        );
+    }
+    let (api, storage, encryption) = (serving.clone(), backend.clone(), config.encryption.clone());
+    add(
+        &mut hooks,
+        "start-apiextensions-controllers",
+        Box::new(move |context| {
+            Box::pin(async move {
+                let Some(crds) = crate::crd::CustomResources::new(
+                    server(&api),
+                    crate::custom_storage(storage, encryption),
+                ) else {
+                    return Ok(());
+                };
+                let stop = context.shutdown.clone();
+                crds.run(async move { stop.triggered().await })
+                    .await
+                    .map_err(|e| format!("serving the CustomResourceDefinitions: {e}"))
+            })
+        }),
+    );
+    let api = serving.clone();
+    add(
+        &mut hooks,
+        "start-validating-admission-policy-status-controller",
+        Box::new(move |context| {
+            Box::pin(async move {
+                let Some(policies) = crate::policy_status::PolicyStatus::new(server(&api)) else {
+                    return Ok(());
+                };
+                let stop = context.shutdown.clone();
+                policies
+                    .run(async move { stop.triggered().await })
+                    .await
+                    .map_err(|e| format!("following the ValidatingAdmissionPolicies: {e}"))
+            })
+        }),
+    );
+    if let Some(identity) = identity {
+        add(
+            &mut hooks,
+            "start-kube-apiserver-identity-lease-controller",
+            Box::new(move |context| {
+                Box::pin(async move {
+                    tracing::info!(
+                        lease = identity.name(),
+                        holder = identity.holder(),
+                        "apiserver identity"
+                    );
+                    let stop = context.shutdown.clone();
+                    tokio::spawn(async move { identity.run(stop.triggered()).await });
+                    Ok(())
+                })
+            }),
+        );
+    }
+    hooks
 }
 
 /// The TLS configuration: the serving certificate, and client certificates verified against
