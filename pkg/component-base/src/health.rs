@@ -1,9 +1,11 @@
 //! Health endpoints: `/healthz`, `/livez` and `/readyz`, as Kubernetes components serve them.
 //!
 //! A [`Health`] holds named checks. Liveness checks run on `/livez`, `/readyz` and `/healthz`;
-//! readiness checks run on `/readyz` and `/healthz`. Two checks are always there: `ping` (always
-//! passes) and, on `/readyz` only, `shutdown`, which fails once a graceful shutdown has begun so
-//! that load balancers stop sending new requests while in-flight ones finish.
+//! readiness checks run on `/readyz` and `/healthz`. Three checks are always there, as on every
+//! kube-apiserver: `ping` (always passes), `log` (fails once log lines have not got out for two
+//! minutes: see [`LOG_BLOCKED_AFTER`]) and, on `/readyz` only and listed last, `shutdown`,
+//! which fails once a graceful shutdown has begun so that load balancers stop sending new
+//! requests while in-flight ones finish. Checks are listed in the order they were added.
 //!
 //! The answers follow kube-apiserver:
 //! - `200 ok` when every check passes; with `?verbose`, one line per check (`[+]name ok`) and a
@@ -17,10 +19,15 @@
 
 use std::fmt::Write as _;
 use std::future::Future;
+use std::io::Write as _;
 use std::pin::Pin;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, Once, PoisonError, Weak};
+use std::time::{Duration, Instant};
 
 use crate::shutdown::Shutdown;
+
+/// The name of the built-in check that fails once shutdown has begun, always listed last.
+const SHUTDOWN: &str = "shutdown";
 
 /// What a check returns: `Ok(())`, or why it failed.
 pub type CheckResult = Result<(), String>;
@@ -98,13 +105,98 @@ impl Endpoint {
     }
 }
 
+/// How often the `log` check's thread flushes standard error.
+pub const LOG_FLUSH_EVERY: Duration = Duration::from_secs(60);
+
+/// How old the last flush of standard error may be before the `log` check fails ("logging
+/// blocked"): twice [`LOG_FLUSH_EVERY`], as kube-apiserver's `log` check allows its log's
+/// flushes.
+pub const LOG_BLOCKED_AFTER: Duration = Duration::from_secs(120);
+
+/// The `log` check's state: when the log's writer was last flushed. A thread started at the
+/// first check flushes it every `every` (taking the writer's lock, so a writer stuck on a full
+/// pipe or a stalled journal holds the flush up too) and records when it got through; the
+/// thread ends at its next turn once the check is gone.
+struct LogFlush {
+    flush: Box<dyn Fn() + Send + Sync>,
+    every: Duration,
+    blocked_after: Duration,
+    last: Mutex<Instant>,
+    started: Once,
+}
+
+impl LogFlush {
+    fn new(
+        flush: Box<dyn Fn() + Send + Sync>,
+        every: Duration,
+        blocked_after: Duration,
+    ) -> Arc<Self> {
+        Arc::new(Self {
+            flush,
+            every,
+            blocked_after,
+            last: Mutex::new(Instant::now()),
+            started: Once::new(),
+        })
+    }
+
+    /// Standard error, where the log goes ([`crate::logging`]).
+    fn stderr() -> Arc<Self> {
+        Self::new(
+            Box::new(|| {
+                let _ = std::io::stderr().lock().flush();
+            }),
+            LOG_FLUSH_EVERY,
+            LOG_BLOCKED_AFTER,
+        )
+    }
+
+    fn check(self: &Arc<Self>) -> CheckResult {
+        self.started.call_once(|| {
+            *self.last.lock().unwrap_or_else(PoisonError::into_inner) = Instant::now();
+            let weak = Arc::downgrade(self);
+            let spawned = std::thread::Builder::new()
+                .name("log-flush".to_owned())
+                .spawn(move || Self::keep_flushing(&weak));
+            if let Err(error) = spawned {
+                tracing::warn!(%error, "the log check cannot start its thread");
+            }
+        });
+        let last = *self.last.lock().unwrap_or_else(PoisonError::into_inner);
+        if last.elapsed() < self.blocked_after {
+            Ok(())
+        } else {
+            Err("logging blocked".to_owned())
+        }
+    }
+
+    fn keep_flushing(weak: &Weak<Self>) {
+        loop {
+            let Some(state) = weak.upgrade() else { return };
+            (state.flush)();
+            *state.last.lock().unwrap_or_else(PoisonError::into_inner) = Instant::now();
+            let every = state.every;
+            drop(state);
+            std::thread::sleep(every);
+        }
+    }
+}
+
 impl Health {
-    /// The endpoints with the built-in `ping` and `shutdown` checks.
+    /// The endpoints with the built-in `ping`, `log` and `shutdown` checks.
     pub fn new(shutdown: &Shutdown) -> Self {
+        Self::with_log(shutdown, LogFlush::stderr())
+    }
+
+    fn with_log(shutdown: &Shutdown, log: Arc<LogFlush>) -> Self {
         let mut health = Self { checks: Vec::new() };
         health.add("ping", Kind::Liveness, || async { Ok(()) });
+        health.add("log", Kind::Liveness, move || {
+            let answer = log.check();
+            async move { answer }
+        });
         let shutdown = shutdown.clone();
-        health.add("shutdown", Kind::ReadinessOnly, move || {
+        health.add(SHUTDOWN, Kind::ReadinessOnly, move || {
             let triggered = shutdown.is_triggered();
             async move {
                 if triggered {
@@ -117,18 +209,27 @@ impl Health {
         health
     }
 
-    /// Adds a named check. A later check with the same name replaces the earlier one.
+    /// Adds a named check, listed after the others but before `shutdown`. A later check with
+    /// the same name replaces the earlier one.
     pub fn add<F, Fut>(&mut self, name: &str, kind: Kind, check: F)
     where
         F: Fn() -> Fut + Send + Sync + 'static,
         Fut: Future<Output = CheckResult> + Send + 'static,
     {
         self.checks.retain(|c| c.name != name);
-        self.checks.push(Check {
-            name: name.to_owned(),
-            kind,
-            run: Arc::new(move || Box::pin(check())),
-        });
+        let at = self
+            .checks
+            .iter()
+            .position(|c| c.name == SHUTDOWN)
+            .unwrap_or(self.checks.len());
+        self.checks.insert(
+            at,
+            Check {
+                name: name.to_owned(),
+                kind,
+                run: Arc::new(move || Box::pin(check())),
+            },
+        );
     }
 
     /// Answers a request for `path` (e.g. `/readyz` or `/readyz/ping`) with the raw query string,
@@ -268,15 +369,18 @@ mod tests {
         let verbose = health.answer("/readyz", Some("verbose")).await.unwrap();
         assert_eq!(
             verbose.body,
-            "[+]ping ok\n[+]shutdown ok\n[+]db ok\nreadyz check passed\n"
+            "[+]ping ok\n[+]log ok\n[+]db ok\n[+]shutdown ok\nreadyz check passed\n"
         );
         let live = health.answer("/livez", Some("verbose=1")).await.unwrap();
         assert_eq!(
-            live.body, "[+]ping ok\nlivez check passed\n",
+            live.body, "[+]ping ok\n[+]log ok\nlivez check passed\n",
             "readiness checks are not liveness checks"
         );
         let healthz = health.answer("/healthz", Some("verbose")).await.unwrap();
-        assert_eq!(healthz.body, "[+]ping ok\n[+]db ok\nhealthz check passed\n");
+        assert_eq!(
+            healthz.body,
+            "[+]ping ok\n[+]log ok\n[+]db ok\nhealthz check passed\n"
+        );
         assert!(health.answer("/metrics", None).await.is_none());
     }
 
@@ -288,7 +392,7 @@ mod tests {
         assert_eq!(failed.status, 500);
         assert_eq!(
             failed.body,
-            "[+]ping ok\n[+]shutdown ok\n[-]db failed: reason withheld\nreadyz check failed\n"
+            "[+]ping ok\n[+]log ok\n[-]db failed: reason withheld\n[+]shutdown ok\nreadyz check failed\n"
         );
         let excluded = health
             .answer("/readyz", Some("verbose&exclude=db&exclude=nope"))
@@ -297,7 +401,7 @@ mod tests {
         assert_eq!(excluded.status, 200);
         assert_eq!(
             excluded.body,
-            "[+]ping ok\n[+]shutdown ok\n[+]db excluded: ok\nwarn: some health checks cannot be excluded: no matches for \"nope\"\nreadyz check passed\n"
+            "[+]ping ok\n[+]log ok\n[+]db excluded: ok\n[+]shutdown ok\nwarn: some health checks cannot be excluded: no matches for \"nope\"\nreadyz check passed\n"
         );
         assert_eq!(health.answer("/livez", None).await.unwrap().status, 200);
     }
@@ -341,5 +445,50 @@ mod tests {
         assert!(ready.body.contains("[-]shutdown failed: reason withheld"));
         assert_eq!(health.answer("/livez", None).await.unwrap().status, 200);
         assert_eq!(health.answer("/healthz", None).await.unwrap().status, 200);
+    }
+
+    #[tokio::test]
+    async fn the_log_check_fails_while_the_log_writer_is_held_up() {
+        // The writer's lock, held by the test as a writer stuck on a full pipe would hold it.
+        let writer = Arc::new(Mutex::new(()));
+        let held = writer.clone();
+        let log = LogFlush::new(
+            Box::new(move || drop(held.lock().unwrap_or_else(PoisonError::into_inner))),
+            Duration::from_millis(20),
+            Duration::from_millis(300),
+        );
+        let health = Health::with_log(&Shutdown::new(), log.clone());
+        assert_eq!(health.answer("/livez/log", None).await.unwrap().status, 200);
+        let stuck = writer.lock().unwrap();
+        let deadline = Instant::now() + Duration::from_secs(10);
+        let failed = loop {
+            let answer = health.answer("/livez/log", None).await.unwrap();
+            if answer.status != 200 || Instant::now() > deadline {
+                break answer;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        };
+        assert_eq!(
+            failed,
+            Answer {
+                status: 500,
+                body: "internal server error: logging blocked\n".into()
+            }
+        );
+        assert_eq!(health.answer("/livez", None).await.unwrap().status, 500);
+        drop(stuck);
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while health.answer("/livez/log", None).await.unwrap().status != 200 {
+            assert!(Instant::now() < deadline, "the log check never passed again");
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        // The flushing thread lets go of the state (and ends) once the check is gone.
+        let weak = Arc::downgrade(&log);
+        drop((health, log));
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while weak.strong_count() > 0 {
+            assert!(Instant::now() < deadline, "the flushing thread kept the state");
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
     }
 }

@@ -146,7 +146,7 @@ async fn health_endpoints_answer_over_http() {
     );
     assert_eq!(
         body,
-        "[+]ping ok\n[+]shutdown ok\n[-]storage failed: reason withheld\nreadyz check failed\n"
+        "[+]ping ok\n[+]log ok\n[-]storage failed: reason withheld\n[+]shutdown ok\nreadyz check failed\n"
     );
     let (status, _, body) = get(addr, "/readyz?exclude=storage", None).await;
     assert_eq!((status, body.as_str()), (200, "ok"));

@@ -1,10 +1,15 @@
-//! What the backend tells operators: a readiness check and metrics.
+//! What the storage tells operators: health checks and metrics.
 //!
-//! On etcd the readiness check is named `etcd`, as kube-apiserver's, and answers from the
-//! store's health probes (every member is probed every second; see `genplane-storage-etcd`),
-//! so `/readyz` fails at once with `[-]etcd` while no member is healthy instead of waiting for
-//! an etcd that does not answer. On SQLite it is named `storage` and reads the current
+//! On etcd the checks are kube-apiserver's: `etcd` (on `/livez`, `/readyz` and `/healthz`) and
+//! `etcd-readiness` (on `/readyz` only). Both answer from the store's health probes (every
+//! member is probed every second; see `genplane-storage-etcd`), so they fail at once with
+//! `[-]etcd` while no member is healthy instead of waiting for an etcd that does not answer.
+//! On SQLite the one check is named `storage` (on all three endpoints) and reads the current
 //! revision.
+//!
+//! `informer-sync` (on `/readyz` only, as upstream's) fails until every built-in resource's
+//! watch cache has completed its first list, naming those that have not: until then reads wait
+//! for the cache, and a load balancer should send requests elsewhere.
 //!
 //! Metrics, on etcd:
 //! - `genplane_etcd_member_healthy{endpoint}`: 1 while the member passes its probes, else 0;
@@ -33,30 +38,64 @@ use prometheus_client::metrics::MetricType;
 use prometheus_client::metrics::counter::ConstCounter;
 use prometheus_client::metrics::gauge::ConstGauge;
 
-use crate::Backend;
+use crate::{Backend, ResourceStorage};
 
-/// Adds the backend's readiness check to `health`: `etcd` or `storage`.
+/// Adds the backend's checks to `health`: `etcd` and `etcd-readiness`, or `storage`.
 pub fn add_checks(health: &mut Health, backend: &Arc<Backend>) {
-    let probe = backend.clone();
     match &**backend {
-        Backend::Etcd(_) => health.add("etcd", Kind::Readiness, move || {
-            let answer = match &*probe {
-                Backend::Etcd(store) => store.available(),
-                Backend::Sqlite(_) => Ok(()),
-            };
-            async move { answer.map_err(|members| format!("etcd is unavailable: {members}")) }
-        }),
-        Backend::Sqlite(_) => health.add("storage", Kind::Readiness, move || {
-            let probe = probe.clone();
-            async move {
-                probe
-                    .current_revision()
-                    .await
-                    .map(drop)
-                    .map_err(|e| e.to_string())
+        Backend::Etcd(_) => {
+            for (name, kind) in [
+                ("etcd", Kind::Liveness),
+                ("etcd-readiness", Kind::ReadinessOnly),
+            ] {
+                let probe = backend.clone();
+                health.add(name, kind, move || {
+                    let answer = match &*probe {
+                        Backend::Etcd(store) => store.available(),
+                        Backend::Sqlite(_) => Ok(()),
+                    };
+                    async move {
+                        answer.map_err(|members| format!("etcd is unavailable: {members}"))
+                    }
+                });
             }
-        }),
+        }
+        Backend::Sqlite(_) => {
+            let probe = backend.clone();
+            health.add("storage", Kind::Liveness, move || {
+                let probe = probe.clone();
+                async move {
+                    probe
+                        .current_revision()
+                        .await
+                        .map(drop)
+                        .map_err(|e| e.to_string())
+                }
+            });
+        }
     }
+}
+
+/// Adds `informer-sync` to `health`: it fails while any of `caches` (a name and a watch cache
+/// each) has not completed its first list, naming them.
+pub fn add_informer_sync(health: &mut Health, caches: Vec<(String, Arc<ResourceStorage>)>) {
+    health.add("informer-sync", Kind::ReadinessOnly, move || {
+        let waiting: Vec<&str> = caches
+            .iter()
+            .filter(|(_, cache)| !cache.synced())
+            .map(|(name, _)| name.as_str())
+            .collect();
+        let answer = if waiting.is_empty() {
+            Ok(())
+        } else {
+            Err(format!(
+                "{} caches not synced yet: [{}]",
+                waiting.len(),
+                waiting.join(" ")
+            ))
+        };
+        async move { answer }
+    });
 }
 
 /// Registers the backend's metrics (etcd's or SQLite's, as listed above) in `registry`.
@@ -178,6 +217,78 @@ mod tests {
     use super::*;
     use crate::{StorageConfig, open_storage};
     use genplane_storage::{Bytes, DeleteRequest};
+
+    #[tokio::test]
+    async fn informer_sync_names_the_caches_until_their_first_list() {
+        let mut etcd = genplane_storage_etcd::testing::EtcdServer::start()
+            .await
+            .unwrap();
+        let backend = open_storage(&StorageConfig::Etcd(etcd.config()))
+            .await
+            .unwrap();
+        let mut health = Health::new(&genplane_component_base::shutdown::Shutdown::new());
+        add_checks(&mut health, &backend);
+        // etcd stops answering before the caches are made: their first lists wait for it.
+        etcd.freeze();
+        let cache = |prefix: &str| {
+            Arc::new(
+                genplane_storage_cacher::Cacher::new(
+                    genplane_storage_value::Transformed::new(backend.clone(), None),
+                    prefix,
+                    genplane_storage_cacher::CacherConfig::default(),
+                )
+                .unwrap(),
+            )
+        };
+        add_informer_sync(
+            &mut health,
+            vec![
+                ("configmaps".to_owned(), cache("/registry/configmaps/")),
+                ("secrets".to_owned(), cache("/registry/secrets/")),
+            ],
+        );
+        let waiting = health.answer("/readyz/informer-sync", None).await.unwrap();
+        assert_eq!(
+            (waiting.status, waiting.body.as_str()),
+            (
+                500,
+                "internal server error: 2 caches not synced yet: [configmaps secrets]\n"
+            )
+        );
+        assert_eq!(
+            health
+                .answer("/livez/informer-sync", None)
+                .await
+                .unwrap()
+                .status,
+            404,
+            "informer-sync is a readiness check only"
+        );
+        etcd.thaw();
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+        loop {
+            let answer = health.answer("/readyz", Some("verbose")).await.unwrap();
+            if answer.status == 200 {
+                assert!(
+                    answer.body.contains("[+]informer-sync ok\n"),
+                    "{}",
+                    answer.body
+                );
+                assert!(
+                    answer.body.contains("[+]etcd-readiness ok\n"),
+                    "{}",
+                    answer.body
+                );
+                break;
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the caches never synced: {}",
+                answer.body
+            );
+            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        }
+    }
 
     #[tokio::test]
     async fn sqlite_metrics_count_commits_and_the_writes_they_carried() {

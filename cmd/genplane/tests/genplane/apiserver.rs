@@ -685,6 +685,33 @@ fn readyz_lists_every_post_start_hook() {
             "{endpoint}"
         );
     }
+    // Upstream's default checks around the hooks, in upstream's order: ping, log, the storage's
+    // check, informer-sync (readiness only), the hooks, and shutdown last (readiness only).
+    let names = |endpoint: &str| -> Vec<String> {
+        raw.get(endpoint)
+            .text()
+            .lines()
+            .filter_map(|l| l.strip_prefix("[+]"))
+            .map(|l| l.trim_end_matches(" ok").to_owned())
+            .filter(|l| !l.starts_with("poststarthook/"))
+            .collect()
+    };
+    assert_eq!(
+        names("/readyz?verbose"),
+        ["ping", "log", "storage", "informer-sync", "shutdown"]
+    );
+    assert_eq!(names("/livez?verbose"), ["ping", "log", "storage"]);
+    assert_eq!(names("/healthz?verbose"), ["ping", "log", "storage"]);
+    let ready = raw.get("/readyz?verbose").text();
+    assert!(
+        ready.ends_with("[+]shutdown ok\nreadyz check passed\n")
+            && ready.starts_with("[+]ping ok\n[+]log ok\n"),
+        "{ready}"
+    );
+    for check in ["log", "informer-sync", "storage"] {
+        let one = raw.get(&format!("/readyz/{check}"));
+        assert_eq!((one.status, one.text()), (200, "ok".to_owned()), "{check}");
+    }
     let one = raw.get("/readyz/poststarthook/rbac/bootstrap-roles");
     assert_eq!((one.status, one.text()), (200, "ok".to_owned()));
 }

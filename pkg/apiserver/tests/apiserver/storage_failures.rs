@@ -79,6 +79,13 @@ async fn a_stalled_storage_answers_with_the_operation_and_retry_after() {
     let text = String::from_utf8_lossy(&ready.body).into_owned();
     assert_eq!(ready.status, 500, "{text}");
     assert!(text.contains("[-]etcd failed"), "{text}");
+    assert!(text.contains("[-]etcd-readiness failed"), "{text}");
+    // As on kube-apiserver, the etcd check is a liveness check too; etcd-readiness is not.
+    let live = call(&server, Method::GET, "/livez?verbose", &[], None).await;
+    let text = String::from_utf8_lossy(&live.body).into_owned();
+    assert_eq!(live.status, 500, "{text}");
+    assert!(text.contains("[-]etcd failed"), "{text}");
+    assert!(!text.contains("etcd-readiness"), "{text}");
 
     server.etcd().thaw();
     for attempt in 0.. {

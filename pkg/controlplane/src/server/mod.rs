@@ -316,6 +316,17 @@ impl CompletedConfig {
         crate::storage_health::register_metrics(&registry, &backend);
         let mut health = Health::new(&shutdown);
         crate::storage_health::add_checks(&mut health, &backend);
+        let mut caches: Vec<(String, Arc<ResourceStorage>)> = Vec::new();
+        for resource in &served {
+            let Some(store) = resource.store() else {
+                continue;
+            };
+            let cache = store.shared_storage();
+            if !caches.iter().any(|(_, c)| Arc::ptr_eq(c, &cache)) {
+                caches.push((resource.info.group_resource().to_string(), cache));
+            }
+        }
+        crate::storage_health::add_informer_sync(&mut health, caches);
         let identity = config
             .common
             .feature_gate

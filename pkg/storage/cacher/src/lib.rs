@@ -253,6 +253,12 @@ impl<S: Storage> Cacher<S> {
         self.shared.head.borrow().revision
     }
 
+    /// Whether the cache's first list has completed (upstream's informers' `HasSynced`): from
+    /// then on it answers from memory.
+    pub fn synced(&self) -> bool {
+        self.shared.head.borrow().ready
+    }
+
     /// How many objects the cache holds, or `None` before its first list completed.
     pub fn object_count(&self) -> Option<usize> {
         if !self.shared.head.borrow().ready {
