@@ -34,7 +34,7 @@ use genplane_component_base::config::{CommonOptions, Invalid};
 use genplane_component_base::featuregate::UseIdentity;
 use genplane_component_base::notify::Notifier;
 use genplane_component_base::process::Process;
-use genplane_component_base::shutdown::{Shutdown, Signals};
+use genplane_component_base::shutdown::run_role;
 
 /// The part of the API server's `--feature-gates` that the controller-manager knows.
 fn controller_manager_gates(
@@ -92,114 +92,110 @@ pub fn run(matches: &ArgMatches, process: &Process) -> anyhow::Result<()> {
     let common = config.options.common.clone();
     // Shared storage, possibly shared with other all-in-one processes: elect a leader.
     let leader_elect = config.backend == genplane_cmd_apiserver::options::Backend::Etcd;
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .thread_stack_size(genplane_apiserver::THREAD_STACK_BYTES)
-        .build()
-        .context("starting the runtime")?;
-    runtime.block_on(async {
-        let shutdown = Shutdown::new();
-        tokio::spawn(shutdown.clone().trigger_on(Signals::install()?));
-        let (ready_tx, ready_rx) = tokio::sync::oneshot::channel();
-        let apiserver = genplane_cmd_apiserver::serve_until_ready(
-            "all-in-one",
-            config,
-            process,
-            shutdown.clone(),
-            Some(ready_tx),
-        );
-        // The service manager (a unit of Type=notify) hears of the process as one: ready once
-        // the API server takes requests; the controllers inside do not speak to it.
-        let notifier = Notifier::of(process);
-        notifier.watch(&shutdown);
-        let mut quiet = process.clone();
-        quiet.env.remove("NOTIFY_SOCKET");
-        let controller_manager = async {
-            let Ok(ready) = ready_rx.await else {
-                // The API server stopped before it was ready; its error tells why.
-                return Ok(());
-            };
-            notifier.ready(&format!("serving on {}", ready.server_url));
-            // The feature-controller, connected as its own user; no ops port of its own.
-            let options = FeatureControllerOptions {
-                kubeconfig: Some(ready.data_dir.join("feature-controller.kubeconfig")),
-                secure_port: 0,
-                common: common.clone(),
-                ..FeatureControllerOptions::default()
-            };
-            let mut invalid = Invalid::new();
-            let instance = process.var("HOSTNAME").unwrap_or("localhost").to_owned();
-            let validated = options.validate(
-                UseIdentity::new("feature-controller", instance.clone()),
-                None,
-                false,
-                &mut invalid,
+    run_role(
+        Some(genplane_apiserver::THREAD_STACK_BYTES),
+        |shutdown| async move {
+            let (ready_tx, ready_rx) = tokio::sync::oneshot::channel();
+            let apiserver = genplane_cmd_apiserver::serve_until_ready(
+                "all-in-one",
+                config,
+                process,
+                shutdown.clone(),
+                Some(ready_tx),
             );
-            let feature_controller = invalid
-                .finish(validated)
-                .context("configuring the feature-controller")?;
-            let stop = shutdown.clone();
-            tokio::spawn(async move {
-                if let Err(error) = genplane_cmd_feature_controller::serve(
-                    feature_controller,
-                    stop,
-                    &Notifier::default(),
-                )
-                .await
-                {
-                    tracing::error!("the feature-controller stopped: {error:#}");
+            // The service manager (a unit of Type=notify) hears of the process as one: ready once
+            // the API server takes requests; the controllers inside do not speak to it.
+            let notifier = Notifier::of(process);
+            notifier.watch(&shutdown);
+            let mut quiet = process.clone();
+            quiet.env.remove("NOTIFY_SOCKET");
+            let controller_manager = async {
+                let Ok(ready) = ready_rx.await else {
+                    // The API server stopped before it was ready; its error tells why.
+                    return Ok(());
+                };
+                notifier.ready(&format!("serving on {}", ready.server_url));
+                // The feature-controller, connected as its own user; no ops port of its own.
+                let options = FeatureControllerOptions {
+                    kubeconfig: Some(ready.data_dir.join("feature-controller.kubeconfig")),
+                    secure_port: 0,
+                    common: common.clone(),
+                    ..FeatureControllerOptions::default()
+                };
+                let mut invalid = Invalid::new();
+                let instance = process.var("HOSTNAME").unwrap_or("localhost").to_owned();
+                let validated = options.validate(
+                    UseIdentity::new("feature-controller", instance.clone()),
+                    None,
+                    false,
+                    &mut invalid,
+                );
+                let feature_controller = invalid
+                    .finish(validated)
+                    .context("configuring the feature-controller")?;
+                let stop = shutdown.clone();
+                tokio::spawn(async move {
+                    if let Err(error) = genplane_cmd_feature_controller::serve(
+                        feature_controller,
+                        stop,
+                        &Notifier::default(),
+                    )
+                    .await
+                    {
+                        tracing::error!("the feature-controller stopped: {error:#}");
+                    }
+                });
+                let options = ControllerManagerOptions {
+                    kubeconfig: Some(ready.data_dir.join("controller-manager.kubeconfig")),
+                    controllers,
+                    leader_elect,
+                    secure_port: 0,
+                    // The API server's --feature-gates (validated by the API server), those the
+                    // controller-manager knows (NetworkRegistry) and the AllAlpha/AllBeta switches.
+                    common: CommonOptions {
+                        feature_gates: controller_manager_gates(common.feature_gates.as_ref()),
+                        ..common
+                    },
+                    ..ControllerManagerOptions::default()
+                };
+                let mut invalid = Invalid::new();
+                let validated = options.validate(
+                    UseIdentity::new("controller-manager", instance),
+                    None,
+                    false,
+                    &mut invalid,
+                );
+                let mut config = invalid
+                    .finish(validated)
+                    .context("configuring the controller-manager")?;
+                // The API server serves on when the Lease is lost: the controllers stop and
+                // campaign again.
+                if let Some(election) = &mut config.leader_election {
+                    election.campaign_again = true;
                 }
-            });
-            let options = ControllerManagerOptions {
-                kubeconfig: Some(ready.data_dir.join("controller-manager.kubeconfig")),
-                controllers,
-                leader_elect,
-                secure_port: 0,
-                // The API server's --feature-gates (validated by the API server), those the
-                // controller-manager knows (NetworkRegistry) and the AllAlpha/AllBeta switches.
-                common: CommonOptions {
-                    feature_gates: controller_manager_gates(common.feature_gates.as_ref()),
-                    ..common
-                },
-                ..ControllerManagerOptions::default()
+                tracing::info!(
+                    server = ready.server_url,
+                    leader_elect,
+                    "starting the controller-manager"
+                );
+                genplane_cmd_controller_manager::serve(config, &quiet, shutdown.clone())
+                    .await
+                    .context("the controllers stopped, and the API server with them")
             };
-            let mut invalid = Invalid::new();
-            let validated = options.validate(
-                UseIdentity::new("controller-manager", instance),
-                None,
-                false,
-                &mut invalid,
-            );
-            let mut config = invalid
-                .finish(validated)
-                .context("configuring the controller-manager")?;
-            // The API server serves on when the Lease is lost: the controllers stop and
-            // campaign again.
-            if let Some(election) = &mut config.leader_election {
-                election.campaign_again = true;
+            // The controller-manager triggers `shutdown` when it stops (lost leadership included),
+            // so the API server drains before the process exits with the controllers' error.
+            tokio::pin!(apiserver, controller_manager);
+            tokio::select! {
+                // Failed: stop the controllers at once. Stopped on shutdown: so do they.
+                result = &mut apiserver => match result {
+                    Ok(()) => controller_manager.await,
+                    Err(error) => Err(error),
+                },
+                result = &mut controller_manager => {
+                    let served = apiserver.await;
+                    result.and(served)
+                }
             }
-            tracing::info!(
-                server = ready.server_url,
-                leader_elect,
-                "starting the controller-manager"
-            );
-            genplane_cmd_controller_manager::serve(config, &quiet, shutdown.clone())
-                .await
-                .context("the controllers stopped, and the API server with them")
-        };
-        // The controller-manager triggers `shutdown` when it stops (lost leadership included),
-        // so the API server drains before the process exits with the controllers' error.
-        tokio::pin!(apiserver, controller_manager);
-        tokio::select! {
-            // Failed: stop the controllers at once. Stopped on shutdown: so do they.
-            result = &mut apiserver => match result {
-                Ok(()) => controller_manager.await,
-                Err(error) => Err(error),
-            },
-            result = &mut controller_manager => {
-                let served = apiserver.await;
-                result.and(served)
-            }
-        }
-    })
+        },
+    )
 }

@@ -9,14 +9,13 @@
 
 #![warn(missing_docs)]
 
-use anyhow::Context as _;
 use clap::{ArgMatches, CommandFactory, Parser};
 use genplane_component_base::component::{self, Startup};
 use genplane_component_base::config::ConfigFlags;
 use genplane_component_base::featuregate::UseIdentity;
 use genplane_component_base::notify::Notifier;
 use genplane_component_base::process::Process;
-use genplane_component_base::shutdown::{Shutdown, Signals};
+use genplane_component_base::shutdown::{Shutdown, run_role};
 pub use genplane_controlplane::server::options;
 pub use genplane_controlplane::server::{Config, Options, Ready};
 
@@ -71,14 +70,8 @@ pub fn run(matches: &ArgMatches, process: &Process) -> anyhow::Result<()> {
     let Some(config) = configure(matches, process)? else {
         return Ok(());
     };
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .thread_stack_size(genplane_controlplane::server::THREAD_STACK_BYTES)
-        .build()
-        .context("starting the runtime")?;
-    runtime.block_on(async {
-        let shutdown = Shutdown::new();
-        tokio::spawn(shutdown.clone().trigger_on(Signals::install()?));
+    let stack = Some(genplane_controlplane::server::THREAD_STACK_BYTES);
+    run_role(stack, |shutdown| async move {
         // A unit of Type=notify is active once the server takes requests.
         let notifier = Notifier::of(process);
         notifier.watch(&shutdown);

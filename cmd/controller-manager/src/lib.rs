@@ -32,7 +32,7 @@ use genplane_component_base::health::{Health, Kind};
 use genplane_component_base::http::{self, OpsHandler};
 use genplane_component_base::metrics;
 use genplane_component_base::process::Process;
-use genplane_component_base::shutdown::{Shutdown, Signals};
+use genplane_component_base::shutdown::{Shutdown, run_role};
 use genplane_controller::leaderelection::{LeaderElectionConfig, LeaderElector};
 use genplane_controller::registry::{
     CONTROLLERS, ControllerContext, GateState, GateStates, run_controllers,
@@ -105,24 +105,7 @@ pub fn run(matches: &ArgMatches, process: &Process) -> anyhow::Result<()> {
     for warning in config.common.feature_gate.warnings() {
         tracing::warn!("{warning}");
     }
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-        .context("starting the runtime")?;
-    runtime.block_on(async {
-        let shutdown = Shutdown::new();
-        tokio::spawn(shutdown.clone().trigger_on(Signals::install()?));
-        serve(config, process, shutdown).await
-    })
-}
-
-/// The host name, as the operating system reports it.
-fn hostname() -> String {
-    hostname::get()
-        .ok()
-        .and_then(|h| h.into_string().ok())
-        .filter(|h| !h.is_empty())
-        .unwrap_or_else(|| "localhost".to_owned())
+    run_role(None, |shutdown| serve(config, process, shutdown))
 }
 
 /// Runs the controller-manager with `config` until `shutdown` is triggered (then `Ok`), a
@@ -184,7 +167,11 @@ pub async fn serve(
             .run(reporting, async move { stop.triggered().await })
             .await;
     });
-    let identity = format!("{}_{}", hostname(), uuid::Uuid::new_v4());
+    let identity = format!(
+        "{}_{}",
+        genplane_component_base::process::hostname(),
+        uuid::Uuid::new_v4()
+    );
     let elector = match &config.leader_election {
         Some(election) => Some(LeaderElector::new(
             client.clone(),

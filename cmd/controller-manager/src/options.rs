@@ -150,12 +150,9 @@ pub struct ControllerManagerConfig {
     pub common: CommonConfig,
 }
 
+/// A duration option that must be positive (and, here, any length).
 fn positive(text: &str) -> Result<Duration, String> {
-    let d = duration::parse(text).map_err(|e| e.to_string())?;
-    if d.is_zero() {
-        return Err("must be greater than zero".to_owned());
-    }
-    Ok(d)
+    duration::parse_at_least(text, Duration::from_nanos(1))
 }
 
 impl ControllerManagerOptions {

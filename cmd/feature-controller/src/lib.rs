@@ -33,7 +33,7 @@ use genplane_component_base::health::Health;
 use genplane_component_base::http::{self, OpsHandler};
 use genplane_component_base::metrics;
 use genplane_component_base::process::Process;
-use genplane_component_base::shutdown::{Shutdown, Signals};
+use genplane_component_base::shutdown::{Shutdown, run_role};
 use genplane_component_base::version::KUBERNETES_VERSION;
 use genplane_featurecontroller::{Config, FeatureController, known_features};
 use serde::{Deserialize, Serialize};
@@ -124,12 +124,9 @@ pub fn binary_features() -> featuregate::Registry {
 /// ([`genplane_controlplane::features::dynamic_feature_problems`]).
 pub use genplane_controlplane::features::dynamic_feature_problems;
 
+/// A duration option that must be positive (and, here, at least a second).
 fn positive(text: &str) -> Result<Duration, String> {
-    let d = duration::parse(text).map_err(|e| e.to_string())?;
-    if d < Duration::from_secs(1) {
-        return Err("must be at least 1s".to_owned());
-    }
-    Ok(d)
+    duration::parse_at_least(text, Duration::from_secs(1))
 }
 
 impl FeatureControllerOptions {
@@ -299,26 +296,11 @@ pub fn run(matches: &ArgMatches, process: &Process) -> anyhow::Result<()> {
              all-in-one's); these are still marked dynamic whatever the API servers say"
         );
     }
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-        .context("starting the runtime")?;
-    runtime.block_on(async {
-        let shutdown = Shutdown::new();
-        tokio::spawn(shutdown.clone().trigger_on(Signals::install()?));
+    run_role(None, |shutdown| async move {
         let notifier = genplane_component_base::notify::Notifier::of(process);
         notifier.watch(&shutdown);
         serve(config, shutdown, &notifier).await
     })
-}
-
-/// The host name, as the operating system reports it.
-fn hostname() -> String {
-    hostname::get()
-        .ok()
-        .and_then(|h| h.into_string().ok())
-        .filter(|h| !h.is_empty())
-        .unwrap_or_else(|| "localhost".to_owned())
 }
 
 /// Runs the feature-controller with `config` until `shutdown` is triggered. It installs no
@@ -349,7 +331,7 @@ pub async fn serve(
         },
         known,
         gate.emulated_version().to_string(),
-        &hostname(),
+        &genplane_component_base::process::hostname(),
         &registry,
     );
     let ops = if config.options.secure_port == 0 {

@@ -36,6 +36,21 @@ pub fn parse(input: &str) -> Result<Duration, ParseError> {
     parse_signed(input).map(|signed| signed.magnitude)
 }
 
+/// Parses a duration option that must be greater than zero, and at least `min` (periods, lease
+/// durations): why not, as a validation message ("must be greater than zero", "must be at least
+/// 1s"), when it is not.
+pub fn parse_at_least(input: &str, min: Duration) -> Result<Duration, String> {
+    let duration = parse(input).map_err(|e| e.to_string())?;
+    if duration.is_zero() || duration < min {
+        return Err(if min <= Duration::from_nanos(1) {
+            "must be greater than zero".to_owned()
+        } else {
+            format!("must be at least {}", format(min))
+        });
+    }
+    Ok(duration)
+}
+
 /// Parses a Go duration as `time.ParseDuration` does, sign included: the one parser of Go
 /// durations (flags, `timeout` parameters, the `duration` format of CRD schemas, CEL). Its
 /// length is at most that of an `int64` of nanoseconds (`-9223372036854775808ns` to
@@ -193,6 +208,28 @@ mod tests {
         assert!(signed("9223372036854775808ns").is_err());
         assert!(signed("-9223372036854775809ns").is_err());
         assert!(signed("-").is_err() && signed("--1s").is_err() && signed("1 s").is_err());
+    }
+
+    #[test]
+    fn options_that_must_be_positive_say_so() {
+        let any = Duration::from_nanos(1);
+        assert_eq!(parse_at_least("15s", any), Ok(Duration::from_secs(15)));
+        assert_eq!(
+            parse_at_least("0s", any),
+            Err("must be greater than zero".to_owned())
+        );
+        assert_eq!(
+            parse_at_least("500ms", Duration::from_secs(1)),
+            Err("must be at least 1s".to_owned())
+        );
+        assert_eq!(
+            parse_at_least("1s", Duration::from_secs(1)),
+            Ok(Duration::from_secs(1))
+        );
+        assert_eq!(
+            parse_at_least("soon", any),
+            Err(parse("soon").unwrap_err().to_string())
+        );
     }
 
     #[test]

@@ -483,7 +483,10 @@ mod tests {
         drop(stuck);
         let deadline = Instant::now() + Duration::from_secs(10);
         while health.answer("/livez/log", None).await.unwrap().status != 200 {
-            assert!(Instant::now() < deadline, "the log check never passed again");
+            assert!(
+                Instant::now() < deadline,
+                "the log check never passed again"
+            );
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
         // The flushing thread lets go of the state (and ends) once the check is gone.
@@ -491,7 +494,10 @@ mod tests {
         drop((health, log));
         let deadline = Instant::now() + Duration::from_secs(10);
         while weak.strong_count() > 0 {
-            assert!(Instant::now() < deadline, "the flushing thread kept the state");
+            assert!(
+                Instant::now() < deadline,
+                "the flushing thread kept the state"
+            );
             tokio::time::sleep(Duration::from_millis(10)).await;
         }
     }

@@ -48,3 +48,13 @@ impl Process {
         self.env.get(name).map(String::as_str)
     }
 }
+
+/// The host name, as the operating system reports it, or `localhost` when it has none (the
+/// default identity of leader-election and identity Leases, as upstream names them).
+pub fn hostname() -> String {
+    hostname::get()
+        .ok()
+        .and_then(|h| h.into_string().ok())
+        .filter(|h| !h.is_empty())
+        .unwrap_or_else(|| "localhost".to_owned())
+}

@@ -6,7 +6,8 @@
 //! and [`Shutdown::drain`] bounds the time left for what is already running.
 //!
 //! Signal handlers are process-wide, so this module never installs them by itself: the binary
-//! calls [`Signals::install`] once and hands the result to [`Shutdown::trigger_on`].
+//! calls [`Signals::install`] once and hands the result to [`Shutdown::trigger_on`], or runs a
+//! role with [`run_role`], which does both on the role's runtime.
 
 use std::future::Future;
 use std::sync::Arc;
@@ -28,6 +29,33 @@ pub enum Error {
     /// A second signal asked to stop at once.
     #[error("graceful shutdown cut short by a second signal")]
     Forced,
+    /// The role's runtime could not be built.
+    #[error("starting the runtime")]
+    Runtime(#[source] std::io::Error),
+}
+
+/// Runs a long-running role as the binary runs each: on a multi-threaded Tokio runtime (with
+/// `thread_stack` bytes per worker thread when given), with the signal handlers installed so
+/// that the first SIGTERM or SIGINT triggers the [`Shutdown`] handed to `role` and a second
+/// stops at once, until `role`'s future returns. Only the binary's roles call it: it installs
+/// process-wide handlers.
+pub fn run_role<F, Fut, E>(thread_stack: Option<usize>, role: F) -> Result<(), E>
+where
+    F: FnOnce(Shutdown) -> Fut,
+    Fut: Future<Output = Result<(), E>>,
+    E: From<Error>,
+{
+    let mut builder = tokio::runtime::Builder::new_multi_thread();
+    builder.enable_all();
+    if let Some(bytes) = thread_stack {
+        builder.thread_stack_size(bytes);
+    }
+    let runtime = builder.build().map_err(Error::Runtime)?;
+    runtime.block_on(async {
+        let shutdown = Shutdown::new();
+        tokio::spawn(shutdown.clone().trigger_on(Signals::install()?));
+        role(shutdown).await
+    })
 }
 
 /// Where a component is in its life.

@@ -331,7 +331,13 @@ impl CompletedConfig {
             .common
             .feature_gate
             .enabled(features::API_SERVER_IDENTITY)
-            .then(|| IdentityLease::among(&served, &hostname(), Timing::default()))
+            .then(|| {
+                IdentityLease::among(
+                    &served,
+                    &genplane_component_base::process::hostname(),
+                    Timing::default(),
+                )
+            })
             .flatten();
         // Empty until the RBAC hook has read the policy: until then only `system:masters`
         // and what else the authorizer allows get through.
@@ -572,16 +578,6 @@ fn server_tls(cert: &Path, key: &Path, client_ca: &Path) -> Result<rustls::Serve
         .map_err(|e| format!("loading the serving certificate: {e}"))?;
     config.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
     Ok(config)
-}
-
-/// The host name, as the operating system reports it (upstream's identity Lease is named
-/// after it).
-fn hostname() -> String {
-    hostname::get()
-        .ok()
-        .and_then(|h| h.into_string().ok())
-        .filter(|h| !h.is_empty())
-        .unwrap_or_else(|| "localhost".to_owned())
 }
 
 fn storage_config(config: &Config) -> StorageConfig {
