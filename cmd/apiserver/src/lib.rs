@@ -90,33 +90,10 @@ pub async fn serve(config: Config, process: &Process, shutdown: Shutdown) -> any
     serve_until_ready("apiserver", config, process, shutdown, None).await
 }
 
-/// The well-known claim of the Service IP ranges (`kube-apiserver`).
-fn service_claim(
-    ranges: Vec<genplane_api::networkregistry::Prefix>,
-) -> genplane_networkregistry::WellKnown {
-    genplane_networkregistry::WellKnown {
-        name: genplane_api::networkregistry::KUBE_APISERVER_CLAIM,
-        reference: genplane_api::networkregistry::networkclaim::ResourceReference {
-            group: String::new(),
-            resource: "services".to_owned(),
-        },
-        prefixes: ranges,
-        flag: "--service-cluster-ip-range",
-        component: "kube-apiserver",
-    }
-}
-
 /// Serves until `shutdown` is triggered, sending [`Ready`] on `ready` once requests are
 /// taken and every post-start hook has finished (the kubeconfigs are written by then); `role`
-/// names the applet in the banner.
-///
-/// Besides the library's own post-start hooks, the server has two of `genplane apiserver`'s:
-/// `start-feature-reporting` reports its feature uses to the Feature API like every role
-/// (`genplane_featurecontroller::Reporter`), as `system:genplane:apiserver` through the
-/// `apiserver-loopback.kubeconfig` it wrote, and has its dynamic features follow their Feature
-/// objects (`genplane_featurecontroller::Follower`); with the NetworkRegistry feature gate on,
-/// `start-network-registry-claim` keeps the well-known NetworkClaim `kube-apiserver` of its
-/// `--service-cluster-ip-range`. Each starts its tasks and returns.
+/// names the applet in the banner. The hooks are the library's (`genplane_controlplane::server`),
+/// feature reporting and the well-known NetworkClaim of `--service-cluster-ip-range` among them.
 pub async fn serve_until_ready(
     role: &str,
     config: Config,
@@ -124,56 +101,10 @@ pub async fn serve_until_ready(
     shutdown: Shutdown,
     ready: Option<tokio::sync::oneshot::Sender<Ready>>,
 ) -> anyhow::Result<()> {
-    let gate = config.common.feature_gate.clone();
-    let period = config.common.feature_use_report_period;
-    let dynamic = config.dynamic_features.clone();
-    let service_cluster_ip_range = config.service_cluster_ip_range.clone();
-    let mut completed = config.complete().await?;
-    let hooks = &mut completed.post_start_hooks;
-    let reporting = gate.clone();
-    hooks.add("start-feature-reporting", move |context| async move {
-        let kubeconfig = context.loopback_kubeconfig();
-        let (client, _) = genplane_controller::client::connect(Some(&kubeconfig))
-            .await
-            .map_err(|e| format!("connecting through {}: {e}", kubeconfig.display()))?;
-        // The server's own clients reach it as any client would: say so at once when they
-        // cannot (a serving certificate that does not name the address, say).
-        if let Err(error) = client.apiserver_version().await {
-            tracing::error!(
-                %error,
-                kubeconfig = %kubeconfig.display(),
-                "the API server cannot reach itself through its loopback kubeconfig: feature \
-                 reports and well-known claims will fail"
-            );
-        }
-        let follower = genplane_featurecontroller::Follower::new(reporting.clone(), "kube-system");
-        let following = context.shutdown.clone();
-        tokio::spawn(follower.run(client.clone(), async move { following.triggered().await }));
-        let reporter = genplane_featurecontroller::Reporter::new(reporting, "kube-system", period)
-            .allowing_dynamic(&dynamic);
-        let stop = context.shutdown.clone();
-        tokio::spawn(async move {
-            reporter
-                .run(client, async move { stop.triggered().await })
-                .await;
-        });
-        Ok(())
-    })?;
-    if gate.enabled(genplane_controlplane::features::NETWORK_REGISTRY) {
-        hooks.add("start-network-registry-claim", move |context| async move {
-            let kubeconfig = context.loopback_kubeconfig();
-            let (client, _) = genplane_controller::client::connect(Some(&kubeconfig))
-                .await
-                .map_err(|e| format!("connecting through {}: {e}", kubeconfig.display()))?;
-            let stop = context.shutdown.clone();
-            tokio::spawn(genplane_networkregistry::well_known::keep(
-                client,
-                service_claim(service_cluster_ip_range),
-                async move { stop.triggered().await },
-            ));
-            Ok(())
-        })?;
-    }
-    completed.run(role, &process.build, shutdown, ready).await?;
+    config
+        .complete()
+        .await?
+        .run(role, &process.build, shutdown, ready)
+        .await?;
     Ok(())
 }

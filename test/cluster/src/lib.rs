@@ -332,7 +332,8 @@ impl cloud::ControlPlane for ServedControlPlane {
 fn config(options: &Options, rust_log: Option<&str>) -> anyhow::Result<Config> {
     let mut invalid = Invalid::new();
     let validated = options.validate(
-        UseIdentity::new("genplane-testcluster", "localhost"),
+        // Its API server is the cluster's: it reports its feature uses as one.
+        UseIdentity::new(genplane_api::featuregates::API_SERVER, "localhost"),
         rust_log,
         &mut invalid,
     );

@@ -153,6 +153,41 @@ async fn a_dynamic_feature_changes_the_running_controller_manager() {
         (feature_state() == "On").then_some(())
     })
     .await;
+    // The library-built API server reports its own uses and keeps its identity Lease with no
+    // code of the cluster's for either: the library's post-start hooks do.
+    eventually(
+        "the cluster's API server reporting APIServerIdentity",
+        || async {
+            let out = cluster.kubectl_output(
+                &[
+                    "get",
+                    "feature",
+                    "api-server-identity",
+                    "-n",
+                    "kube-system",
+                    "-o",
+                    "jsonpath={.status.uses[?(@.component==\"apiserver\")].value}",
+                ],
+                "",
+            );
+            (String::from_utf8_lossy(&out.stdout) == "On").then_some(())
+        },
+    )
+    .await;
+    let leases = cluster.kubectl(&[
+        "get",
+        "leases",
+        "-n",
+        "kube-system",
+        "-l",
+        "apiserver.kubernetes.io/identity=kube-apiserver",
+        "-o",
+        "name",
+    ]);
+    assert!(
+        leases.starts_with("lease.coordination.k8s.io/apiserver-"),
+        "{leases}"
+    );
 
     // On: the pod goes first; the ConfigMap stays while the pod remains.
     cluster.kubectl_with(&["apply", "-f", "-"], &namespace_with_content("ordered"));

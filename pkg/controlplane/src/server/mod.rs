@@ -2,10 +2,10 @@
 //! [`Config`] (validated) → [`CompletedConfig`] (certificates made, storage opened, the
 //! resources and their watch caches set up) → [`CompletedConfig::run`] (security, audit and
 //! admission assembled, HTTPS served, then the post-start hooks run, [`hooks`]: the system
-//! namespaces, the bootstrap RBAC policy, the CRDs served, the identity Lease, and the
-//! program's own, each a `poststarthook/<name>` health check until it has finished; served
-//! until the shutdown signal). `genplane apiserver` and `genplane all-in-one` are this and a
-//! few hooks of their own; a program of its own can serve resources of its own the same way, by
+//! namespaces, the bootstrap RBAC policy, the CRDs served, the identity Lease, feature
+//! reporting, the well-known NetworkClaim, and the program's own, each a
+//! `poststarthook/<name>` health check until it has finished; served until the shutdown
+//! signal). `genplane apiserver` and `genplane all-in-one` are this and nothing more; a program of its own can serve resources of its own the same way, by
 //! adding them to [`CompletedConfig::resources`], and steps of its own to
 //! [`CompletedConfig::post_start_hooks`], before it runs.
 //!
@@ -351,7 +351,28 @@ impl CompletedConfig {
         // The server's own steps once it listens, then the program's; each is a health check
         // until it has finished. They reach the server through `serving`, set below.
         let serving: Arc<std::sync::OnceLock<Arc<ApiServer<ResourceStorage>>>> = Arc::default();
-        let mut hooks = own_hooks(&config, &serving, &backend, &rbac, identity);
+        let serves = |group: &str, resource: &str| {
+            served
+                .iter()
+                .any(|r| r.info.group == group && r.info.resource == resource)
+        };
+        // The loopback identity reports as the component `apiserver` only (the bootstrap
+        // policy's `report` on `components/apiserver`).
+        let component = &config.common.feature_gate.identity().component;
+        let features = serves(genplane_api::featuregates::GROUP, "features");
+        if features && component != genplane_api::featuregates::API_SERVER {
+            tracing::warn!(
+                %component,
+                "feature uses are not reported: the server's loopback identity reports as \
+                 component {:?} only; name the API server's component so to report them",
+                genplane_api::featuregates::API_SERVER
+            );
+        }
+        let clients = LoopbackClients {
+            features: features && component == genplane_api::featuregates::API_SERVER,
+            claims: serves(genplane_api::networkregistry::GROUP, "networkclaims"),
+        };
+        let mut hooks = own_hooks(&config, &serving, &backend, &rbac, identity, clients);
         hooks.append(program_hooks).map_err(Error::Hooks)?;
         let hooks = hooks.checked(&mut health);
 
@@ -431,13 +452,21 @@ impl CompletedConfig {
 /// The server's own post-start hooks, in the order they run, named as upstream names its own:
 /// the system namespaces, the bootstrap RBAC policy and the authorizer's feed of it (with RBAC
 /// authorization), the CustomResourceDefinitions served, the ValidatingAdmissionPolicies'
-/// status followed, and the identity Lease kept. `serving` is the server, set before they run.
+/// status followed, the identity Lease kept (where Leases are served); then genplane's own:
+/// `start-feature-reporting` (where the Feature API is served) reports the server's feature
+/// uses like every role's (`genplane_featurecontroller::Reporter`), as
+/// `system:genplane:apiserver` through the loopback kubeconfig, and has its dynamic features
+/// follow their Feature objects (`genplane_featurecontroller::Follower`);
+/// `start-network-registry-claim` (NetworkRegistry on and NetworkClaims served) keeps the
+/// well-known NetworkClaim `kube-apiserver` of `--service-cluster-ip-range`. `serving` is the
+/// server, set before they run.
 fn own_hooks(
     config: &Config,
     serving: &Arc<std::sync::OnceLock<Arc<ApiServer<ResourceStorage>>>>,
     backend: &Arc<StorageBackend>,
     rbac: &Arc<RbacAuthorizer>,
     identity: Option<IdentityLease<ResourceStorage>>,
+    clients: LoopbackClients,
 ) -> hooks::PostStartHooks {
     let server = |serving: &Arc<std::sync::OnceLock<Arc<ApiServer<ResourceStorage>>>>| {
         serving
@@ -541,7 +570,106 @@ fn own_hooks(
             }),
         );
     }
+    let gate = config.common.feature_gate.clone();
+    let period = config.common.feature_use_report_period;
+    let dynamic = config.dynamic_features.clone();
+    if clients.features {
+        add(
+            &mut hooks,
+            "start-feature-reporting",
+            Box::new(move |context| {
+                Box::pin(async move {
+                    let client = loopback_client(&context).await?;
+                    let follower =
+                        genplane_featurecontroller::Follower::new(gate.clone(), "kube-system");
+                    let following = context.shutdown.clone();
+                    tokio::spawn(follower.run(client.clone(), async move {
+                        following.triggered().await;
+                    }));
+                    let reporter =
+                        genplane_featurecontroller::Reporter::new(gate, "kube-system", period)
+                            .allowing_dynamic(&dynamic);
+                    let stop = context.shutdown.clone();
+                    tokio::spawn(async move {
+                        reporter
+                            .run(client, async move { stop.triggered().await })
+                            .await;
+                    });
+                    Ok(())
+                })
+            }),
+        );
+    }
+    if clients.claims
+        && config
+            .common
+            .feature_gate
+            .enabled(crate::features::NETWORK_REGISTRY)
+    {
+        let ranges = config.service_cluster_ip_range.clone();
+        add(
+            &mut hooks,
+            "start-network-registry-claim",
+            Box::new(move |context| {
+                Box::pin(async move {
+                    let client = loopback_client(&context).await?;
+                    let stop = context.shutdown.clone();
+                    tokio::spawn(genplane_networkregistry::well_known::keep(
+                        client,
+                        service_claim(ranges),
+                        async move { stop.triggered().await },
+                    ));
+                    Ok(())
+                })
+            }),
+        );
+    }
     hooks
+}
+
+/// Which of the server's own hooks that act as a client of it have what they need served: the
+/// Feature API (feature reporting) and NetworkClaims (the well-known claim).
+#[derive(Clone, Copy, Debug)]
+struct LoopbackClients {
+    features: bool,
+    claims: bool,
+}
+
+/// A client of the server through the loopback kubeconfig it wrote (as its own role identity,
+/// `system:genplane:apiserver`). The server's own clients reach it as any client would, so it
+/// says at once, in the log, when they cannot (a serving certificate that does not name the
+/// address, say); readiness then fails on the hooks that need it.
+async fn loopback_client(context: &hooks::HookContext) -> Result<kube::Client, String> {
+    let kubeconfig = context.loopback_kubeconfig();
+    let (client, _) = genplane_controller::client::connect(Some(&kubeconfig))
+        .await
+        .map_err(|e| format!("connecting through {}: {e}", kubeconfig.display()))?;
+    if let Err(error) = client.apiserver_version().await {
+        tracing::error!(
+            %error,
+            kubeconfig = %kubeconfig.display(),
+            "the API server cannot reach itself through its loopback kubeconfig: feature \
+             reports and well-known claims will fail"
+        );
+    }
+    Ok(client)
+}
+
+/// The well-known claim of the Service IP ranges (`kube-apiserver`, for
+/// `--service-cluster-ip-range`).
+fn service_claim(
+    ranges: Vec<genplane_api::networkregistry::Prefix>,
+) -> genplane_networkregistry::WellKnown {
+    genplane_networkregistry::WellKnown {
+        name: genplane_api::networkregistry::KUBE_APISERVER_CLAIM,
+        reference: genplane_api::networkregistry::networkclaim::ResourceReference {
+            group: String::new(),
+            resource: "services".to_owned(),
+        },
+        prefixes: ranges,
+        flag: "--service-cluster-ip-range",
+        component: "kube-apiserver",
+    }
 }
 
 /// The TLS configuration: the serving certificate, and client certificates verified against
