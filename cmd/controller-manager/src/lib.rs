@@ -257,7 +257,7 @@ pub async fn serve(
         // Dynamic: the follower may change it while the controllers run; each sync asks.
         let gate = config.common.feature_gate.clone();
         context.pods_first = std::sync::Arc::new(move || {
-            gate.enabled(genplane_controller::features::ORDERED_NAMESPACE_DELETION)
+            gate.enabled(genplane_features::controllers::ORDERED_NAMESPACE_DELETION)
         });
         context
     };

@@ -274,16 +274,16 @@ impl ControllerManagerOptions {
 
 /// `NetworkRegistry`: the `networkclaim` controller runs only while it is on (the API
 /// server serves the NetworkClaim API under the same gate; both register it with
-/// [`genplane_networkregistry::feature::register`]).
-pub const NETWORK_REGISTRY: featuregate::Feature = genplane_networkregistry::feature::FEATURE;
+/// [`genplane_features::network_registry::register`]).
+pub const NETWORK_REGISTRY: featuregate::Feature = genplane_features::NETWORK_REGISTRY;
 
 /// The features the controller-manager knows.
 pub fn feature_registry() -> featuregate::Registry {
     let mut registry = featuregate::Registry::new();
-    let added = genplane_networkregistry::feature::register(&mut registry);
+    let added = genplane_features::network_registry::register(&mut registry);
     // Static, valid registrations; their crates' tests prove them.
     debug_assert!(added.is_ok(), "{added:?}");
-    let added = genplane_controller::features::register(&mut registry);
+    let added = genplane_features::controllers::register(&mut registry);
     debug_assert!(added.is_ok(), "{added:?}");
     registry
 }

@@ -114,15 +114,15 @@ pub struct FeatureControllerConfig {
 
 /// Every feature the `genplane` binary knows: the API server's, which include those the
 /// controller-manager knows (NetworkRegistry and OrderedNamespaceDeletion, registered for
-/// both by `genplane_networkregistry::feature::register` and
-/// `genplane_controller::features::register`), with their declared transition tasks.
+/// both by `genplane_features::network_registry::register` and
+/// `genplane_features::controllers::register`), with their declared transition tasks.
 pub fn binary_features() -> featuregate::Registry {
-    genplane_controlplane::features::registry()
+    genplane_features::registry()
 }
 
 /// What is wrong with `--dynamic-features` (`names`) for `registry`
-/// ([`genplane_controlplane::features::dynamic_feature_problems`]).
-pub use genplane_controlplane::features::dynamic_feature_problems;
+/// ([`genplane_features::dynamic_feature_problems`]).
+pub use genplane_features::dynamic_feature_problems;
 
 /// A duration option that must be positive (and, here, at least a second).
 fn positive(text: &str) -> Result<Duration, String> {

@@ -20,7 +20,6 @@
 pub mod client;
 pub mod clusterroleaggregation;
 pub mod discovery;
-pub mod features;
 pub mod garbagecollector;
 pub mod informers;
 pub mod leaderelection;

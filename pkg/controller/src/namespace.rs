@@ -18,7 +18,7 @@
 //!
 //! # Pods first
 //!
-//! While `OrderedNamespaceDeletion` is on ([`crate::features`]; asked at every sync through
+//! While `OrderedNamespaceDeletion` is on ([`genplane_features::controllers`]; asked at every sync through
 //! [`PodsFirst`]), and the API serves core `pods`, a sync deletes the namespace's pods first
 //! and touches nothing else while any remains: the namespace's other content outlives its
 //! last pod. Pods that are terminating gracefully count, as upstream, toward the estimate of

@@ -72,7 +72,6 @@
 
 pub mod allocate;
 pub mod client;
-pub mod feature;
 pub mod index;
 pub mod well_known;
 

@@ -474,7 +474,7 @@ pub async fn run(cli: Cli, rust_log: Option<&str>) -> anyhow::Result<()> {
     // keeps on the cluster's value of dynamic features) at every sync.
     let gate = config.common.feature_gate.clone();
     let pods_first: genplane_controller::namespace::PodsFirst = std::sync::Arc::new(move || {
-        gate.enabled(genplane_controller::features::ORDERED_NAMESPACE_DELETION)
+        gate.enabled(genplane_features::controllers::ORDERED_NAMESPACE_DELETION)
     });
 
     // 2. CompletedConfig, with the cluster's kinds.

@@ -30,7 +30,7 @@ pub const THRESHOLD_BYTES: usize = 128 * 1024;
 
 /// The feature that turns compression on (beta and on by default since 1.16, as upstream); the
 /// server's feature registry must know it.
-pub const FEATURE: Feature = Feature::new("APIResponseCompression");
+pub const FEATURE: Feature = genplane_features::API_RESPONSE_COMPRESSION;
 
 /// How many compressed bytes are handed to the connection at a time.
 const CHUNK_BYTES: usize = 64 * 1024;
