@@ -8,7 +8,8 @@ Rules (normal and build dependencies; dev-dependencies are free):
   4. genplane-apimachinery and genplane-api do no async or I/O.
   5. Storage backends are chosen in exactly one place: genplane-controlplane (tests and
      benchmarks excepted).
-  6. Only the multi-call binary (and all-in-one, which composes roles) depends on applet crates.
+  6. Only the multi-call binary depends on applet crates: a role that composes others (all-in-one)
+     does so through the library crates that assemble them.
 
 Reads the metadata JSON on stdin; exits 1 listing every violation. `--self-test` checks that
 each rule catches a violation.
@@ -21,7 +22,7 @@ ASYNC_OR_IO = {"tokio", "hyper", "hyper-util", "futures", "async-trait", "reqwes
                "etcd-client", "tower", "tokio-rustls", "kube", "kube-runtime"}
 BACKENDS = {"genplane-storage-sqlite", "genplane-storage-etcd"}
 BACKEND_CHOOSERS = {"genplane-controlplane"}
-APPLET_USERS = {"genplane", "genplane-cmd-all-in-one"}
+APPLET_USERS = {"genplane"}
 
 
 def expected_name(rel):

@@ -27,55 +27,51 @@
 #![warn(missing_docs)]
 
 use anyhow::Context as _;
-use clap::{Arg, ArgMatches};
-use genplane_cmd_controller_manager::options::ControllerManagerOptions;
-use genplane_cmd_feature_controller::FeatureControllerOptions;
-use genplane_component_base::config::{CommonOptions, Invalid};
-use genplane_component_base::featuregate::UseIdentity;
+use clap::{ArgMatches, CommandFactory, Parser};
+use genplane_component_base::component::{self, Environment};
+use genplane_component_base::config::{CommonOptions, ConfigFlags, Invalid};
+use genplane_component_base::featuregate::{FeatureGateSettings, Version};
 use genplane_component_base::notify::Notifier;
 use genplane_component_base::process::Process;
 use genplane_component_base::shutdown::run_role;
+use genplane_controller::roles::controller_manager::{self, ControllerManagerOptions};
+use genplane_controller::roles::feature_controller::{self, FeatureControllerOptions};
+use genplane_controlplane::server::{Backend, Options};
+
+#[derive(Parser)]
+#[command(
+    name = "all-in-one",
+    about = "Run the API server and the controllers in one process on embedded storage"
+)]
+struct Cli {
+    #[command(flatten)]
+    config: ConfigFlags,
+    #[command(flatten)]
+    options: Options,
+    /// The controllers to run, as `genplane controller-manager --controllers` reads them: `*`
+    /// for every controller on by default, `foo` to enable controller foo, `-foo` to disable it
+    #[arg(long, value_delimiter = ',', default_value = "*")]
+    controllers: Vec<String>,
+}
 
 /// The part of the API server's `--feature-gates` that the controller-manager knows.
-fn controller_manager_gates(
-    gates: Option<&genplane_component_base::featuregate::FeatureGateSettings>,
-) -> Option<genplane_component_base::featuregate::FeatureGateSettings> {
-    let known = genplane_cmd_controller_manager::options::feature_registry();
+fn controller_manager_gates(gates: Option<&FeatureGateSettings>) -> Option<FeatureGateSettings> {
+    let known = controller_manager::feature_registry();
     let kept: std::collections::BTreeMap<String, bool> = gates?
         .0
         .iter()
         .filter(|(name, _)| {
             matches!(name.as_str(), "AllAlpha" | "AllBeta")
-                || known
-                    .spec_at(
-                        name,
-                        genplane_component_base::featuregate::Version::new(0, 0),
-                    )
-                    .is_some()
+                || known.spec_at(name, Version::new(0, 0)).is_some()
         })
         .map(|(name, on)| (name.clone(), *on))
         .collect();
-    Some(genplane_component_base::featuregate::FeatureGateSettings(
-        kept,
-    ))
+    Some(FeatureGateSettings(kept))
 }
 
 /// The command line of `genplane all-in-one`: the API server's, plus `--controllers`.
 pub fn command() -> clap::Command {
-    genplane_cmd_apiserver::command()
-        .name("all-in-one")
-        .about("Run the API server and the controllers in one process on embedded storage")
-        .arg(
-            Arg::new("controllers")
-                .long("controllers")
-                .value_delimiter(',')
-                .default_value("*")
-                .help(
-                    "The controllers to run, as `genplane controller-manager --controllers` \
-                     reads them: `*` for every controller on by default, `foo` to enable \
-                     controller foo, `-foo` to disable it",
-                ),
-        )
+    Cli::command()
 }
 
 /// Runs `genplane all-in-one` until SIGTERM or SIGINT.
@@ -85,30 +81,38 @@ pub fn run(matches: &ArgMatches, process: &Process) -> anyhow::Result<()> {
         .map(|values| values.cloned().collect())
         .unwrap_or_else(|| vec!["*".to_owned()]);
     // An unknown controller is a configuration error before anything starts.
-    genplane_cmd_controller_manager::options::check_controllers(&controllers)?;
-    let Some(config) = genplane_cmd_apiserver::configure(matches, process)? else {
+    controller_manager::check_controllers(&controllers)?;
+    let Some(config) =
+        genplane_controlplane::server::configure(matches, process, &mut std::io::stdout())?
+    else {
         return Ok(());
     };
+    component::install_logging(&config.common);
+    let environment = Environment::of(process);
     let common = config.options.common.clone();
     // Shared storage, possibly shared with other all-in-one processes: elect a leader.
-    let leader_elect = config.backend == genplane_cmd_apiserver::options::Backend::Etcd;
+    let leader_elect = config.backend == Backend::Etcd;
     run_role(
-        Some(genplane_apiserver::THREAD_STACK_BYTES),
+        Some(genplane_controlplane::server::THREAD_STACK_BYTES),
         |shutdown| async move {
             let (ready_tx, ready_rx) = tokio::sync::oneshot::channel();
-            let apiserver = genplane_cmd_apiserver::serve_until_ready(
-                "all-in-one",
-                config,
-                process,
-                shutdown.clone(),
-                Some(ready_tx),
-            );
+            let apiserver = async {
+                config
+                    .complete()
+                    .await?
+                    .run(
+                        "all-in-one",
+                        &process.build,
+                        shutdown.clone(),
+                        Some(ready_tx),
+                    )
+                    .await?;
+                anyhow::Ok(())
+            };
             // The service manager (a unit of Type=notify) hears of the process as one: ready once
             // the API server takes requests; the controllers inside do not speak to it.
             let notifier = Notifier::of(process);
             notifier.watch(&shutdown);
-            let mut quiet = process.clone();
-            quiet.env.remove("NOTIFY_SOCKET");
             let controller_manager = async {
                 let Ok(ready) = ready_rx.await else {
                     // The API server stopped before it was ready; its error tells why.
@@ -123,9 +127,8 @@ pub fn run(matches: &ArgMatches, process: &Process) -> anyhow::Result<()> {
                     ..FeatureControllerOptions::default()
                 };
                 let mut invalid = Invalid::new();
-                let instance = process.var("HOSTNAME").unwrap_or("localhost").to_owned();
                 let validated = options.validate(
-                    UseIdentity::new("feature-controller", instance.clone()),
+                    environment.identity("feature-controller"),
                     None,
                     false,
                     &mut invalid,
@@ -135,12 +138,9 @@ pub fn run(matches: &ArgMatches, process: &Process) -> anyhow::Result<()> {
                     .context("configuring the feature-controller")?;
                 let stop = shutdown.clone();
                 tokio::spawn(async move {
-                    if let Err(error) = genplane_cmd_feature_controller::serve(
-                        feature_controller,
-                        stop,
-                        &Notifier::default(),
-                    )
-                    .await
+                    if let Err(error) =
+                        feature_controller::serve(feature_controller, stop, &Notifier::default())
+                            .await
                     {
                         tracing::error!("the feature-controller stopped: {error:#}");
                     }
@@ -160,7 +160,7 @@ pub fn run(matches: &ArgMatches, process: &Process) -> anyhow::Result<()> {
                 };
                 let mut invalid = Invalid::new();
                 let validated = options.validate(
-                    UseIdentity::new("controller-manager", instance),
+                    environment.identity("controller-manager"),
                     None,
                     false,
                     &mut invalid,
@@ -178,7 +178,8 @@ pub fn run(matches: &ArgMatches, process: &Process) -> anyhow::Result<()> {
                     leader_elect,
                     "starting the controller-manager"
                 );
-                genplane_cmd_controller_manager::serve(config, &quiet, shutdown.clone())
+                // The service manager heard of the process from the API server's side.
+                controller_manager::serve(config, &Notifier::default(), shutdown.clone())
                     .await
                     .context("the controllers stopped, and the API server with them")
             };

@@ -10,9 +10,8 @@
 #![warn(missing_docs)]
 
 use clap::{ArgMatches, CommandFactory, Parser};
-use genplane_component_base::component::{self, Startup};
+use genplane_component_base::component;
 use genplane_component_base::config::ConfigFlags;
-use genplane_component_base::featuregate::UseIdentity;
 use genplane_component_base::notify::Notifier;
 use genplane_component_base::process::Process;
 use genplane_component_base::shutdown::{Shutdown, run_role};
@@ -36,33 +35,16 @@ pub fn command() -> clap::Command {
     Cli::command()
 }
 
-/// Validates the options of `matches` as `genplane apiserver` does; `None` when the command
-/// only printed something (`--print-default-config`, `--config-check`). For a caller that
-/// starts the API server itself, such as all-in-one: see [`serve_until_ready`].
+/// Validates the options of `matches` as `genplane apiserver` does
+/// ([`genplane_controlplane::server::configure`]) and installs the log subscriber; `None` when
+/// the command only printed something (`--print-default-config`, `--config-check`).
 pub fn configure(matches: &ArgMatches, process: &Process) -> anyhow::Result<Option<Config>> {
-    let instance = process.var("HOSTNAME").unwrap_or("localhost").to_owned();
-    let rust_log = process.var("RUST_LOG").map(str::to_owned);
-    let startup = component::configure::<Options, _>(
-        matches,
-        process,
-        &mut std::io::stdout(),
-        |options, invalid| {
-            options.validate(
-                UseIdentity::new("apiserver", instance.clone()),
-                rust_log.as_deref(),
-                invalid,
-            )
-        },
-    )?;
-    let Startup::Run(config) = startup else {
-        return Ok(None);
-    };
-    // The binary's one subscriber; a second role in the same process keeps the first.
-    let _ = tracing::subscriber::set_global_default(config.common.logging.subscriber());
-    for warning in config.common.feature_gate.warnings() {
-        tracing::warn!("{warning}");
+    let config =
+        genplane_controlplane::server::configure(matches, process, &mut std::io::stdout())?;
+    if let Some(config) = &config {
+        component::install_logging(&config.common);
     }
-    Ok(Some(config))
+    Ok(config)
 }
 
 /// Runs `genplane apiserver` until SIGTERM or SIGINT.

@@ -46,8 +46,50 @@ use clap::{ArgMatches, Args, FromArgMatches};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
-use crate::config::{self, ConfigFlags, Invalid};
+use crate::config::{self, CommonConfig, ConfigFlags, Invalid};
+use crate::featuregate::UseIdentity;
 use crate::process::Process;
+
+/// The environment variables that say the process runs in a pod (kube-rs and client-go read
+/// the same ones): with them, a role may do without `--kubeconfig`.
+pub const IN_CLUSTER_ENV: [&str; 2] = ["KUBERNETES_SERVICE_HOST", "KUBERNETES_SERVICE_PORT"];
+
+/// What a role reads of its process at start, besides its options.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Environment {
+    /// The instance name its feature uses are reported under: `HOSTNAME`, else `localhost`.
+    pub instance: String,
+    /// `RUST_LOG`, the log filter used when `--log-filter` is not given.
+    pub rust_log: Option<String>,
+    /// Whether it runs in a pod ([`IN_CLUSTER_ENV`] set).
+    pub in_cluster: bool,
+}
+
+impl Environment {
+    /// The environment of `process`.
+    pub fn of(process: &Process) -> Self {
+        Self {
+            instance: process.var("HOSTNAME").unwrap_or("localhost").to_owned(),
+            rust_log: process.var("RUST_LOG").map(str::to_owned),
+            in_cluster: IN_CLUSTER_ENV.iter().all(|v| process.var(v).is_some()),
+        }
+    }
+
+    /// The identity of the role `component` of this process, as its feature uses name it.
+    pub fn identity(&self, component: &str) -> UseIdentity {
+        UseIdentity::new(component, self.instance.clone())
+    }
+}
+
+/// Installs the log subscriber of `common` as the process's, and logs the warnings its feature
+/// gates gave (a GA feature set, say). Only the binary's roles call it, once; a second role in
+/// the same process keeps the first's subscriber.
+pub fn install_logging(common: &CommonConfig) {
+    let _ = tracing::subscriber::set_global_default(common.logging.subscriber());
+    for warning in common.feature_gate.warnings() {
+        tracing::warn!("{warning}");
+    }
+}
 
 /// What to do after [`configure`].
 #[derive(Debug)]

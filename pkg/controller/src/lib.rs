@@ -27,6 +27,7 @@ pub mod namespace;
 pub mod networkclaim;
 pub mod registry;
 pub mod resourcequota;
+pub mod roles;
 pub mod rootcacertpublisher;
 pub mod serviceaccount;
 mod spare;

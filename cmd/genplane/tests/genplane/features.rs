@@ -698,7 +698,7 @@ fn delete_namespace_with_content(cluster: &Cluster<'_>, name: &str) {
 /// an exercise fails the test.
 #[test]
 fn every_registered_feature_goes_on_is_used_goes_off_and_leaves_nothing() {
-    let registry = genplane_cmd_feature_controller::binary_features();
+    let registry = genplane_features::registry();
     let features: Vec<&str> = registry.names().collect();
     for feature in &features {
         assert!(

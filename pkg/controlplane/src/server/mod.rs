@@ -64,6 +64,31 @@ use crate::{
 /// The stack each thread of a runtime that serves requests should have.
 pub use genplane_apiserver::THREAD_STACK_BYTES;
 
+/// Reads the options of a command line that flattens `ConfigFlags` and [`Options`] (as
+/// `genplane apiserver`'s and all-in-one's do) from every layer (flags, `--config` file,
+/// `GENPLANE_*` variables of `process`) and validates them as the API server's, its feature
+/// uses named `apiserver` with the instance `HOSTNAME`. `None` when the command line only asked
+/// for something printed to `out` (`--print-default-config`, `--config-check`).
+pub fn configure(
+    matches: &clap::ArgMatches,
+    process: &genplane_component_base::process::Process,
+    out: &mut dyn std::io::Write,
+) -> Result<Option<Config>, genplane_component_base::config::Error> {
+    use genplane_component_base::component::{self, Environment, Startup};
+    let environment = Environment::of(process);
+    let startup = component::configure::<Options, _>(matches, process, out, |options, invalid| {
+        options.validate(
+            environment.identity(genplane_api::featuregates::API_SERVER),
+            environment.rust_log.as_deref(),
+            invalid,
+        )
+    })?;
+    Ok(match startup {
+        Startup::Run(config) => Some(config),
+        Startup::Done => None,
+    })
+}
+
 /// How long open requests may finish after a shutdown signal.
 const DRAIN: Duration = Duration::from_secs(10);
 

@@ -1,20 +1,17 @@
-//! `genplane controller-manager` options: flags, config file keys and `GENPLANE_*` variables.
+//! The controller-manager's options (`genplane controller-manager`'s flags, config file keys and
+//! `GENPLANE_*` variables), validated into a [`ControllerManagerConfig`].
 
 use std::net::IpAddr;
 use std::path::PathBuf;
 use std::time::Duration;
 
+use crate::registry::{CONTROLLERS, Selection};
 use clap::Args;
 use genplane_apimachinery::duration;
 use genplane_authorization::bootstrap::CONTROLLER_MANAGER_LEASE;
 use genplane_component_base::config::{CommonConfig, CommonOptions, Invalid};
 use genplane_component_base::featuregate::{self, UseIdentity};
-use genplane_controller::registry::{CONTROLLERS, Selection};
 use serde::{Deserialize, Serialize};
-
-/// The environment variables that say the process runs in a pod (kube-rs and client-go read
-/// the same ones).
-pub const IN_CLUSTER_ENV: [&str; 2] = ["KUBERNETES_SERVICE_HOST", "KUBERNETES_SERVICE_PORT"];
 
 /// The raw options.
 #[derive(Args, Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -198,7 +195,7 @@ impl ControllerManagerOptions {
                     campaign_again: false,
                 };
                 if self.leader_elect {
-                    let check = genplane_controller::leaderelection::LeaderElectionConfig {
+                    let check = crate::leaderelection::LeaderElectionConfig {
                         namespace: election.namespace.clone(),
                         name: election.name.clone(),
                         identity: "check".to_owned(),
