@@ -8,8 +8,11 @@
 //! revision.
 //!
 //! `informer-sync` (on `/readyz` only, as upstream's) fails until every built-in resource's
-//! watch cache has completed its first list, naming those that have not: until then reads wait
-//! for the cache, and a load balancer should send requests elsewhere.
+//! watch cache has ended its first list, naming those that have not: until then reads wait for
+//! the cache, and a load balancer should send requests elsewhere. A first list that failed
+//! counts as ended (an object that cannot be decrypted, say: the cache's reflector logs it and
+//! lists again, and reads go to storage meanwhile), so one bad object does not take the server
+//! out of rotation.
 //!
 //! Metrics, on etcd:
 //! - `genplane_etcd_member_healthy{endpoint}`: 1 while the member passes its probes, else 0;
@@ -77,12 +80,12 @@ pub fn add_checks(health: &mut Health, backend: &Arc<Backend>) {
 }
 
 /// Adds `informer-sync` to `health`: it fails while any of `caches` (a name and a watch cache
-/// each) has not completed its first list, naming them.
+/// each) has not ended its first list, naming them.
 pub fn add_informer_sync(health: &mut Health, caches: Vec<(String, Arc<ResourceStorage>)>) {
     health.add("informer-sync", Kind::ReadinessOnly, move || {
         let waiting: Vec<&str> = caches
             .iter()
-            .filter(|(_, cache)| !cache.synced())
+            .filter(|(_, cache)| !cache.listed_once())
             .map(|(name, _)| name.as_str())
             .collect();
         let answer = if waiting.is_empty() {

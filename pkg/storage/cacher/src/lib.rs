@@ -179,6 +179,8 @@ pub(crate) struct Head {
     pub(crate) revision: Revision,
     /// Whether the cache holds a complete list.
     pub(crate) ready: bool,
+    /// Whether the first list has ended, done or failed.
+    pub(crate) listed_once: bool,
     /// Whether the cache was dropped.
     pub(crate) closed: bool,
 }
@@ -253,10 +255,11 @@ impl<S: Storage> Cacher<S> {
         self.shared.head.borrow().revision
     }
 
-    /// Whether the cache's first list has completed (upstream's informers' `HasSynced`): from
-    /// then on it answers from memory.
-    pub fn synced(&self) -> bool {
-        self.shared.head.borrow().ready
+    /// Whether the cache's first list has ended: it completed, and the cache answers from
+    /// memory, or it failed (an object that cannot be read, say: the reflector says so in the
+    /// log and tries again) and reads wait for it no longer than the consistency timeout.
+    pub fn listed_once(&self) -> bool {
+        self.shared.head.borrow().listed_once
     }
 
     /// How many objects the cache holds, or `None` before its first list completed.

@@ -23,6 +23,7 @@ pub(crate) async fn run<S: Storage>(
         match sync(&store, &shared, page, window_age).await {
             Ok(()) => return,
             Err(error) => {
+                shared.head.send_if_modified(|h| !std::mem::replace(&mut h.listed_once, true));
                 tracing::warn!(prefix = %shared.prefix, %error, ?backoff, "the watch cache lost its watch; listing again");
                 tokio::time::sleep(backoff).await;
                 backoff = (backoff * 2).min(Duration::from_secs(5));
@@ -54,6 +55,7 @@ async fn sync<S: Storage>(
     shared.head.send_modify(|h| {
         h.revision = revision;
         h.ready = true;
+        h.listed_once = true;
     });
     let mut watch = {
         let Some(store) = store.upgrade() else {
