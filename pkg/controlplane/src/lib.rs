@@ -11,6 +11,7 @@
 
 #![warn(missing_docs)]
 
+pub mod all_in_one;
 pub mod auth;
 pub mod conversion;
 pub mod crd;

@@ -23,7 +23,9 @@ pub(crate) async fn run<S: Storage>(
         match sync(&store, &shared, page, window_age).await {
             Ok(()) => return,
             Err(error) => {
-                shared.head.send_if_modified(|h| !std::mem::replace(&mut h.listed_once, true));
+                shared
+                    .head
+                    .send_if_modified(|h| !std::mem::replace(&mut h.listed_once, true));
                 tracing::warn!(prefix = %shared.prefix, %error, ?backoff, "the watch cache lost its watch; listing again");
                 tokio::time::sleep(backoff).await;
                 backoff = (backoff * 2).min(Duration::from_secs(5));
