@@ -12,8 +12,11 @@
 //! - the controllers: [`serviceaccount`], [`rootcacertpublisher`], [`clusterroleaggregation`],
 //!   [`resourcequota`], [`namespace`], [`garbagecollector`] and [`networkclaim`] (the network
 //!   registry, while the `NetworkRegistry` feature gate is on);
-//! - [`features`]: the feature gates the controllers consult (`OrderedNamespaceDeletion`),
-//!   registered once for every role.
+//! - [`roles`]: the controller-manager and the feature-controller assembled (options, ops
+//!   endpoints, leader election, `serve`), as the `genplane` binary and all-in-one run them.
+//!
+//! The feature gates the controllers consult (`OrderedNamespaceDeletion`) are declared with
+//! every other in `genplane_features`.
 
 #![warn(missing_docs)]
 
