@@ -8,6 +8,11 @@ use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
 
 use crate::{Probe, ProbeAnswer, ProbeKind};
 
+/// The most of an HTTP probe's answer that is read: far more than any test's backend sends (a
+/// host name, a short page), so that a backend streaming without end costs the runner at most
+/// this much before the probe fails, not memory until the probe's timeout.
+pub const MAX_HTTP_ANSWER_BYTES: u64 = 1 << 20;
+
 fn failed(error: impl std::fmt::Display) -> ProbeAnswer {
     ProbeAnswer {
         status: None,
@@ -46,7 +51,15 @@ async fn http_get(address: &str, port: u16, path: &str) -> std::io::Result<Probe
     );
     stream.write_all(request.as_bytes()).await?;
     let mut answer = Vec::new();
-    stream.read_to_end(&mut answer).await?;
+    (&mut stream)
+        .take(MAX_HTTP_ANSWER_BYTES + 1)
+        .read_to_end(&mut answer)
+        .await?;
+    if answer.len() as u64 > MAX_HTTP_ANSWER_BYTES {
+        return Ok(failed(format!(
+            "the answer is larger than {MAX_HTTP_ANSWER_BYTES} bytes"
+        )));
+    }
     let text = String::from_utf8_lossy(&answer);
     let Some((head, body)) = text.split_once("\r\n\r\n") else {
         return Ok(failed(if text.is_empty() {
@@ -175,5 +188,36 @@ mod tests {
             answer.error.is_some() && answer.ok_body().is_none(),
             "{answer:?}"
         );
+    }
+
+    #[tokio::test]
+    async fn an_endless_http_answer_fails_the_probe_at_the_size_limit() {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .unwrap_or_else(|e| panic!("{e}"));
+        let port = listener.local_addr().map(|a| a.port()).unwrap_or_default();
+        tokio::spawn(async move {
+            while let Ok((mut stream, _)) = listener.accept().await {
+                let mut buffer = [0u8; 1024];
+                let _ = stream.read(&mut buffer).await;
+                let _ = stream.write_all(b"HTTP/1.1 200 OK\r\n\r\n").await;
+                let chunk = vec![b'x'; 64 * 1024];
+                // Without end, until the reader goes away.
+                while stream.write_all(&chunk).await.is_ok() {}
+            }
+        });
+        let answer = send(&Probe {
+            kind: ProbeKind::Http { path: "/".into() },
+            address: "127.0.0.1".into(),
+            port,
+            timeout_ms: 20_000,
+        })
+        .await;
+        assert_eq!(
+            answer.error.as_deref(),
+            Some("the answer is larger than 1048576 bytes"),
+            "{answer:?}"
+        );
+        assert!(answer.ok_body().is_none());
     }
 }
