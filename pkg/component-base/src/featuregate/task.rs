@@ -1,0 +1,190 @@
+//! What a feature's transition runs besides waiting for agreement, and what each task leaves
+//! in storage.
+
+/// A task a transition of a feature must run besides waiting for every component to agree
+/// (KEP-3920's server flow), declared next to the feature's registration with
+/// [`Registry::add_turn_off_task`]. The feature-controller runs them in order.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Task {
+    /// Remove fields from every stored object of a resource, so that nothing the feature wrote
+    /// is left when it is off. Each field is a dotted path (`spec.strategy`); the objects are
+    /// patched with a JSON merge patch that sets each present field to `null`, which the
+    /// strategy of a disabled field accepts (it only keeps a field the update still carries).
+    ClearField {
+        /// The API group of the resource (`""` for core).
+        group: &'static str,
+        /// Its version.
+        version: &'static str,
+        /// Its plural name.
+        resource: &'static str,
+        /// Its kind.
+        kind: &'static str,
+        /// The dotted paths of the fields to clear.
+        fields: &'static [&'static str],
+    },
+    /// Wait until no object of a resource served only while the feature is on is stored. The
+    /// objects stay readable and deletable while the cluster turns the feature off (roles whose
+    /// gate is off keep serving them and running what removes them); the feature-controller
+    /// deletes them itself only when an admin annotated the Feature
+    /// `featuregates.genplane.io/delete-objects: "true"`.
+    WaitForObjectsRemoved {
+        /// The API group of the resource.
+        group: &'static str,
+        /// Its version.
+        version: &'static str,
+        /// Its plural name.
+        resource: &'static str,
+        /// Its kind.
+        kind: &'static str,
+    },
+    /// Delete the objects of a resource that the feature's own code made (picked by a label),
+    /// once every instance runs with the feature off: nothing renews or removes them any more.
+    /// Never for objects users make.
+    DeleteObjects {
+        /// The API group of the resource (`""` for core).
+        group: &'static str,
+        /// Its version.
+        version: &'static str,
+        /// Its plural name.
+        resource: &'static str,
+        /// Its kind.
+        kind: &'static str,
+        /// The label selector (`key=value`) picking the feature's objects.
+        selector: &'static str,
+    },
+}
+
+impl Task {
+    /// The task's type, as the Feature's `status.tasks[].type` names it.
+    pub fn type_name(&self) -> &'static str {
+        match self {
+            Task::ClearField { .. } => "ClearField",
+            Task::WaitForObjectsRemoved { .. } => "WaitForObjectsRemoved",
+            Task::DeleteObjects { .. } => "DeleteObjects",
+        }
+    }
+
+    /// What the task works on, in words.
+    pub fn target(&self) -> String {
+        self.stored().describe()
+    }
+
+    /// What the task removes from storage.
+    pub fn stored(&self) -> Stored {
+        match *self {
+            Task::ClearField {
+                group,
+                version,
+                resource,
+                kind,
+                fields,
+            } => Stored::Fields {
+                group,
+                version,
+                resource,
+                kind,
+                fields,
+            },
+            Task::WaitForObjectsRemoved {
+                group,
+                version,
+                resource,
+                kind,
+            } => Stored::Objects {
+                group,
+                version,
+                resource,
+                kind,
+                selector: "",
+            },
+            Task::DeleteObjects {
+                group,
+                version,
+                resource,
+                kind,
+                selector,
+            } => Stored::Objects {
+                group,
+                version,
+                resource,
+                kind,
+                selector,
+            },
+        }
+    }
+}
+
+/// What a feature leaves in storage while it is on: what must be gone before a version of the
+/// binary without the feature runs (`genplane feature-controller check --to-version`), and what
+/// "no dangling state" means once it is off. The turn-off tasks declare it
+/// ([`Task::stored`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Stored {
+    /// Fields of the objects of a resource.
+    Fields {
+        /// The API group of the resource (`""` for core).
+        group: &'static str,
+        /// Its version.
+        version: &'static str,
+        /// Its plural name.
+        resource: &'static str,
+        /// Its kind.
+        kind: &'static str,
+        /// The dotted paths of the fields.
+        fields: &'static [&'static str],
+    },
+    /// Objects of a resource: every one (a resource served only while the feature is on), or
+    /// those a label selector picks (objects the feature's code made).
+    Objects {
+        /// The API group of the resource (`""` for core).
+        group: &'static str,
+        /// Its version.
+        version: &'static str,
+        /// Its plural name.
+        resource: &'static str,
+        /// Its kind.
+        kind: &'static str,
+        /// A label selector (`key=value`); empty for every object.
+        selector: &'static str,
+    },
+}
+
+impl Stored {
+    /// The resource the state is in: `(group, version, resource, kind)`.
+    pub fn resource(&self) -> (&'static str, &'static str, &'static str, &'static str) {
+        match *self {
+            Stored::Fields {
+                group,
+                version,
+                resource,
+                kind,
+                ..
+            }
+            | Stored::Objects {
+                group,
+                version,
+                resource,
+                kind,
+                ..
+            } => (group, version, resource, kind),
+        }
+    }
+
+    /// The state in words: `leases.coordination.k8s.io spec.strategy,spec.preferredHolder`, or
+    /// `networkclaims.networkregistry.genplane.io`.
+    pub fn describe(&self) -> String {
+        let (group, _, resource, _) = self.resource();
+        let resource = if group.is_empty() {
+            resource.to_owned()
+        } else {
+            format!("{resource}.{group}")
+        };
+        match self {
+            Stored::Fields { fields, .. } => format!("{resource} {}", fields.join(",")),
+            Stored::Objects { selector: "", .. } => resource,
+            Stored::Objects { selector, .. } => format!("{resource} labelled {selector}"),
+        }
+    }
+}
