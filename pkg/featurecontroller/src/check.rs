@@ -271,7 +271,12 @@ pub(crate) async fn list_stored(
     client: &kube::Client,
     stored: &Stored,
 ) -> Result<(ApiResource, Vec<DynamicObject>), kube::Error> {
-    let (group, version, resource, kind) = stored.resource();
+    let genplane_component_base::featuregate::ResourceRef {
+        group,
+        version,
+        resource,
+        kind,
+    } = stored.resource();
     let resource_type =
         ApiResource::from_gvk_with_plural(&GroupVersionKind::gvk(group, version, kind), resource);
     let objects: Api<DynamicObject> = Api::all_with(client.clone(), &resource_type);

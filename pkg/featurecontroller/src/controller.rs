@@ -594,9 +594,8 @@ impl FeatureController {
     /// Runs one declared task of the Feature `feature`; returns what it did.
     async fn run_task(&self, task: &Task, feature: &Value) -> Result<Outcome, Error> {
         match *task {
-            Task::ClearField {
-                resource, fields, ..
-            } => {
+            Task::ClearField { target, fields } => {
+                let resource = target.resource;
                 let (resource_type, items) = self.list_stored(task).await?;
                 let mut cleared = 0;
                 for object in items {
@@ -637,7 +636,8 @@ impl FeatureController {
                     fields.join(",")
                 )))
             }
-            Task::WaitForObjectsRemoved { resource, .. } => {
+            Task::WaitForObjectsRemoved { target } => {
+                let resource = target.resource;
                 let (resource_type, items) = self.list_stored(task).await?;
                 if items.is_empty() {
                     return Ok(Outcome::Done(format!("no {resource} left")));
@@ -670,9 +670,8 @@ impl FeatureController {
                      them to go ({shown}{more})"
                 )))
             }
-            Task::DeleteObjects {
-                resource, selector, ..
-            } => {
+            Task::DeleteObjects { target, selector } => {
+                let resource = target.resource;
                 let (resource_type, items) = self.list_stored(task).await?;
                 if items.is_empty() {
                     return Ok(Outcome::Done(format!(

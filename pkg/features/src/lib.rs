@@ -15,7 +15,9 @@
 pub mod controllers;
 pub mod network_registry;
 
-use genplane_component_base::featuregate::{Feature, FeatureSpec, Registry, Stage, Task, Version};
+use genplane_component_base::featuregate::{
+    Feature, FeatureSpec, Registry, ResourceRef, Stage, Task, Version,
+};
 
 /// `APIServerIdentity` (KEP-1965): each API server publishes an identity Lease in
 /// `kube-system`. Alpha in 1.20, beta and on by default since 1.26.
@@ -49,16 +51,20 @@ pub const MUTATING_ADMISSION_POLICY: Feature =
 /// off: the bindings, then the policies, served only while it is on, must be gone.
 pub const REMOVE_MUTATING_ADMISSION_POLICIES: [Task; 2] = [
     Task::WaitForObjectsRemoved {
-        group: "admissionregistration.k8s.io",
-        version: "v1alpha1",
-        resource: "mutatingadmissionpolicybindings",
-        kind: "MutatingAdmissionPolicyBinding",
+        target: ResourceRef::new(
+            "admissionregistration.k8s.io",
+            "v1alpha1",
+            "mutatingadmissionpolicybindings",
+            "MutatingAdmissionPolicyBinding",
+        ),
     },
     Task::WaitForObjectsRemoved {
-        group: "admissionregistration.k8s.io",
-        version: "v1alpha1",
-        resource: "mutatingadmissionpolicies",
-        kind: "MutatingAdmissionPolicy",
+        target: ResourceRef::new(
+            "admissionregistration.k8s.io",
+            "v1alpha1",
+            "mutatingadmissionpolicies",
+            "MutatingAdmissionPolicy",
+        ),
     },
 ];
 
@@ -66,19 +72,13 @@ pub const REMOVE_MUTATING_ADMISSION_POLICIES: [Task; 2] = [
 /// the identity Leases the servers kept are deleted (with the feature off, nothing renews or
 /// collects them).
 pub const DELETE_IDENTITY_LEASES: Task = Task::DeleteObjects {
-    group: "coordination.k8s.io",
-    version: "v1",
-    resource: "leases",
-    kind: "Lease",
+    target: ResourceRef::new("coordination.k8s.io", "v1", "leases", "Lease"),
     selector: "apiserver.kubernetes.io/identity=kube-apiserver",
 };
 
 /// The task that turning CoordinatedLeaderElection off runs once every component agrees.
 pub const CLEAR_LEASE_STRATEGY: Task = Task::ClearField {
-    group: "coordination.k8s.io",
-    version: "v1",
-    resource: "leases",
-    kind: "Lease",
+    target: ResourceRef::new("coordination.k8s.io", "v1", "leases", "Lease"),
     fields: &["spec.strategy", "spec.preferredHolder"],
 };
 

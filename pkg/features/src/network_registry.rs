@@ -8,7 +8,9 @@
 //! servers' `--feature-gates` decide it (they serve the API), and the other roles follow the
 //! Feature object's state rather than their own flag.
 
-use genplane_component_base::featuregate::{self, Feature, FeatureSpec, Registry, Stage, Task};
+use genplane_component_base::featuregate::{
+    self, Feature, FeatureSpec, Registry, ResourceRef, Stage, Task,
+};
 
 /// `NetworkRegistry` (genplane's own, the draft KANA proposal).
 pub const FEATURE: Feature = Feature::new(genplane_api::features::NETWORK_REGISTRY);
@@ -23,10 +25,12 @@ pub const SPECS: &[FeatureSpec] = &[FeatureSpec::new(
 /// The task that turning NetworkRegistry off runs once every component runs with it off: the
 /// NetworkClaims, served only while it is on (or while it is turned off), must be gone.
 pub const REMOVE_NETWORK_CLAIMS: Task = Task::WaitForObjectsRemoved {
-    group: genplane_api::networkregistry::GROUP,
-    version: genplane_api::networkregistry::VERSION,
-    resource: "networkclaims",
-    kind: "NetworkClaim",
+    target: ResourceRef::new(
+        genplane_api::networkregistry::GROUP,
+        genplane_api::networkregistry::VERSION,
+        "networkclaims",
+        "NetworkClaim",
+    ),
 };
 
 /// Registers NetworkRegistry in `registry`: its specs, its turn-off task, and central.

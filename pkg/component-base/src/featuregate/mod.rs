@@ -55,7 +55,7 @@ pub use gate::{FeatureGate, FeatureStatus};
 pub use registry::Registry;
 pub use settings::FeatureGateSettings;
 pub use spec::{Feature, FeatureSpec, Stage};
-pub use task::{Stored, Task};
+pub use task::{ResourceRef, Stored, Task};
 pub use uses::{FeatureUse, UseIdentity};
 pub use version::Version;
 

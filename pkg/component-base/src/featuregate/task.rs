@@ -1,6 +1,45 @@
 //! What a feature's transition runs besides waiting for agreement, and what each task leaves
 //! in storage.
 
+/// A resource by group, version, plural name and kind: what a [`Task`] works on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ResourceRef {
+    /// The API group (`""` for core).
+    pub group: &'static str,
+    /// The version.
+    pub version: &'static str,
+    /// The plural name.
+    pub resource: &'static str,
+    /// The kind.
+    pub kind: &'static str,
+}
+
+impl ResourceRef {
+    /// The resource `resource` (kind `kind`) of `group`/`version`.
+    pub const fn new(
+        group: &'static str,
+        version: &'static str,
+        resource: &'static str,
+        kind: &'static str,
+    ) -> Self {
+        Self {
+            group,
+            version,
+            resource,
+            kind,
+        }
+    }
+
+    /// `resource.group`, or `resource` for the core group, as kubectl names it.
+    pub fn group_resource(&self) -> String {
+        if self.group.is_empty() {
+            self.resource.to_owned()
+        } else {
+            format!("{}.{}", self.resource, self.group)
+        }
+    }
+}
+
 /// A task a transition of a feature must run besides waiting for every component to agree
 /// (KEP-3920's server flow), declared next to the feature's registration with
 /// [`Registry::add_turn_off_task`]. The feature-controller runs them in order.
@@ -12,14 +51,8 @@ pub enum Task {
     /// patched with a JSON merge patch that sets each present field to `null`, which the
     /// strategy of a disabled field accepts (it only keeps a field the update still carries).
     ClearField {
-        /// The API group of the resource (`""` for core).
-        group: &'static str,
-        /// Its version.
-        version: &'static str,
-        /// Its plural name.
-        resource: &'static str,
-        /// Its kind.
-        kind: &'static str,
+        /// The resource.
+        target: ResourceRef,
         /// The dotted paths of the fields to clear.
         fields: &'static [&'static str],
     },
@@ -29,27 +62,15 @@ pub enum Task {
     /// deletes them itself only when an admin annotated the Feature
     /// `featuregates.genplane.io/delete-objects: "true"`.
     WaitForObjectsRemoved {
-        /// The API group of the resource.
-        group: &'static str,
-        /// Its version.
-        version: &'static str,
-        /// Its plural name.
-        resource: &'static str,
-        /// Its kind.
-        kind: &'static str,
+        /// The resource.
+        target: ResourceRef,
     },
     /// Delete the objects of a resource that the feature's own code made (picked by a label),
     /// once every instance runs with the feature off: nothing renews or removes them any more.
     /// Never for objects users make.
     DeleteObjects {
-        /// The API group of the resource (`""` for core).
-        group: &'static str,
-        /// Its version.
-        version: &'static str,
-        /// Its plural name.
-        resource: &'static str,
-        /// Its kind.
-        kind: &'static str,
+        /// The resource.
+        target: ResourceRef,
         /// The label selector (`key=value`) picking the feature's objects.
         selector: &'static str,
     },
@@ -73,44 +94,12 @@ impl Task {
     /// What the task removes from storage.
     pub fn stored(&self) -> Stored {
         match *self {
-            Task::ClearField {
-                group,
-                version,
-                resource,
-                kind,
-                fields,
-            } => Stored::Fields {
-                group,
-                version,
-                resource,
-                kind,
-                fields,
-            },
-            Task::WaitForObjectsRemoved {
-                group,
-                version,
-                resource,
-                kind,
-            } => Stored::Objects {
-                group,
-                version,
-                resource,
-                kind,
+            Task::ClearField { target, fields } => Stored::Fields { target, fields },
+            Task::WaitForObjectsRemoved { target } => Stored::Objects {
+                target,
                 selector: "",
             },
-            Task::DeleteObjects {
-                group,
-                version,
-                resource,
-                kind,
-                selector,
-            } => Stored::Objects {
-                group,
-                version,
-                resource,
-                kind,
-                selector,
-            },
+            Task::DeleteObjects { target, selector } => Stored::Objects { target, selector },
         }
     }
 }
@@ -124,63 +113,33 @@ impl Task {
 pub enum Stored {
     /// Fields of the objects of a resource.
     Fields {
-        /// The API group of the resource (`""` for core).
-        group: &'static str,
-        /// Its version.
-        version: &'static str,
-        /// Its plural name.
-        resource: &'static str,
-        /// Its kind.
-        kind: &'static str,
+        /// The resource.
+        target: ResourceRef,
         /// The dotted paths of the fields.
         fields: &'static [&'static str],
     },
     /// Objects of a resource: every one (a resource served only while the feature is on), or
     /// those a label selector picks (objects the feature's code made).
     Objects {
-        /// The API group of the resource (`""` for core).
-        group: &'static str,
-        /// Its version.
-        version: &'static str,
-        /// Its plural name.
-        resource: &'static str,
-        /// Its kind.
-        kind: &'static str,
+        /// The resource.
+        target: ResourceRef,
         /// A label selector (`key=value`); empty for every object.
         selector: &'static str,
     },
 }
 
 impl Stored {
-    /// The resource the state is in: `(group, version, resource, kind)`.
-    pub fn resource(&self) -> (&'static str, &'static str, &'static str, &'static str) {
+    /// The resource the state is in.
+    pub fn resource(&self) -> ResourceRef {
         match *self {
-            Stored::Fields {
-                group,
-                version,
-                resource,
-                kind,
-                ..
-            }
-            | Stored::Objects {
-                group,
-                version,
-                resource,
-                kind,
-                ..
-            } => (group, version, resource, kind),
+            Stored::Fields { target, .. } | Stored::Objects { target, .. } => target,
         }
     }
 
     /// The state in words: `leases.coordination.k8s.io spec.strategy,spec.preferredHolder`, or
     /// `networkclaims.networkregistry.genplane.io`.
     pub fn describe(&self) -> String {
-        let (group, _, resource, _) = self.resource();
-        let resource = if group.is_empty() {
-            resource.to_owned()
-        } else {
-            format!("{resource}.{group}")
-        };
+        let resource = self.resource().group_resource();
         match self {
             Stored::Fields { fields, .. } => format!("{resource} {}", fields.join(",")),
             Stored::Objects { selector: "", .. } => resource,

@@ -1,10 +1,8 @@
 use super::*;
+use genplane_component_base::featuregate::ResourceRef;
 
 const CLEAR: Task = Task::ClearField {
-    group: "coordination.k8s.io",
-    version: "v1",
-    resource: "leases",
-    kind: "Lease",
+    target: ResourceRef::new("coordination.k8s.io", "v1", "leases", "Lease"),
     fields: &["spec.strategy"],
 };
 
