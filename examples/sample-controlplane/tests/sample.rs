@@ -7,7 +7,7 @@
 use std::io::{BufRead as _, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use futures::StreamExt as _;
 use kube::api::{
@@ -17,7 +17,7 @@ use kube::api::{
 use serde_json::json;
 
 const BIN: &str = env!("CARGO_BIN_EXE_sample-controlplane");
-const DEADLINE: Duration = Duration::from_secs(60);
+use genplane_test_support::DEADLINE;
 
 /// The running sample, killed when dropped.
 struct Sample {

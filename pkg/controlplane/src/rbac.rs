@@ -425,13 +425,7 @@ mod tests {
     }
 
     async fn eventually(what: &str, check: impl Fn() -> bool) {
-        for _ in 0..200 {
-            if check() {
-                return;
-            }
-            tokio::time::sleep(Duration::from_millis(10)).await;
-        }
-        panic!("{what} did not happen");
+        genplane_test_support::eventually_async(what, || async { check().then_some(()) }).await;
     }
 
     #[tokio::test]

@@ -9,9 +9,9 @@ use std::path::PathBuf;
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
+pub(crate) use genplane_test_support::{DEADLINE, eventually_async as eventually};
+
 const BIN: &str = env!("CARGO_BIN_EXE_genplane-testcluster");
-/// How long any one wait of a test may take.
-pub(crate) const DEADLINE: Duration = Duration::from_secs(60);
 
 /// The running cluster, killed when dropped.
 pub(crate) struct Cluster {
@@ -182,30 +182,7 @@ impl Cluster {
 
 /// kubectl 1.33, next to the `kubectl` on PATH.
 pub(crate) fn kubectl_1_33() -> PathBuf {
-    let output = Command::new("sh")
-        .args(["-c", "command -v kubectl"])
-        .output()
-        .unwrap();
-    let found = std::fs::canonicalize(String::from_utf8(output.stdout).unwrap().trim()).unwrap();
-    let path = found.parent().unwrap().join("kubectl.1.33");
-    assert!(path.exists(), "{} is missing", path.display());
-    path
-}
-
-/// Waits until `check` answers `Some`, asking again while it does not.
-pub(crate) async fn eventually<T, F, Fut>(what: &str, mut check: F) -> T
-where
-    F: FnMut() -> Fut,
-    Fut: std::future::Future<Output = Option<T>>,
-{
-    let start = Instant::now();
-    loop {
-        if let Some(found) = check().await {
-            return found;
-        }
-        assert!(start.elapsed() < DEADLINE, "timed out waiting for {what}");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    genplane_test_support::kubectl_path("kubectl.1.33")
 }
 
 /// The body of `GET path` from `address` (`ip:port`).

@@ -16,50 +16,13 @@ use std::process::{Command, Output};
 use std::time::{Duration, Instant};
 
 pub use clients::{Raw, https, kube_client};
+pub use genplane_test_support::{
+    DEADLINE, eventually, eventually_async, fixture, kubectl_cache, kubectl_command, kubectl_path,
+};
 pub use process::Process;
 
 /// The executable under test.
 pub const BIN: &str = env!("CARGO_BIN_EXE_genplane");
-
-/// How long a test waits for something that should happen: generous, since the machine may
-/// be busy with other builds and tests; a wait ends as soon as its condition holds.
-pub const DEADLINE: Duration = Duration::from_secs(60);
-
-/// A fixture under `test/fixtures` of the repository.
-pub fn fixture(path: &str) -> String {
-    let full = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../test/fixtures")
-        .join(path);
-    std::fs::read_to_string(&full).unwrap_or_else(|e| panic!("{}: {e}", full.display()))
-}
-
-/// Polls `check` until it answers, failing the test after [`DEADLINE`].
-pub fn eventually<T>(what: &str, mut check: impl FnMut() -> Option<T>) -> T {
-    let deadline = Instant::now() + DEADLINE;
-    loop {
-        if let Some(value) = check() {
-            return value;
-        }
-        assert!(Instant::now() < deadline, "timed out waiting for {what}");
-        std::thread::sleep(Duration::from_millis(100));
-    }
-}
-
-/// Polls the future `check` makes until it answers, failing the test after [`DEADLINE`].
-pub async fn eventually_async<T, F, Fut>(what: &str, mut check: F) -> T
-where
-    F: FnMut() -> Fut,
-    Fut: std::future::Future<Output = Option<T>>,
-{
-    let deadline = Instant::now() + DEADLINE;
-    loop {
-        if let Some(value) = check().await {
-            return value;
-        }
-        assert!(Instant::now() < deadline, "timed out waiting for {what}");
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-}
 
 /// A `genplane apiserver` on loopback with its own data directory.
 pub struct Apiserver {
@@ -298,46 +261,6 @@ pub fn text(output: &Output) -> String {
 pub fn ok(output: Output) -> String {
     assert!(output.status.success(), "{}", text(&output));
     String::from_utf8(output.stdout).unwrap()
-}
-
-/// The kubectl named `name` (`kubectl`, `kubectl.1.33`, ...). The versioned ones live beside
-/// the real `kubectl`, which may be a symbolic link from a directory on `PATH`. A missing one
-/// fails the test: a test that skips what it cannot find proves nothing.
-pub fn kubectl_path(name: &str) -> PathBuf {
-    let output = Command::new("sh")
-        .args(["-c", "command -v kubectl"])
-        .output()
-        .unwrap();
-    let found = String::from_utf8(output.stdout).unwrap();
-    assert!(!found.trim().is_empty(), "no kubectl on PATH");
-    let real = std::fs::canonicalize(found.trim()).unwrap();
-    let path = real.parent().unwrap().join(name);
-    assert!(path.exists(), "{} is missing", path.display());
-    path
-}
-
-/// kubectl (`program`: a path or a name on `PATH`) with `kubeconfig`, its discovery cache in
-/// the kubeconfig's directory. By default kubectl keeps discovery for six hours in one cache
-/// per user, a directory per `host_port`; the tests start hundreds of servers on ports the
-/// system hands out again, so a shared cache answers for another test's server (a resource
-/// this one does not serve, a CRD without the subresource this one has).
-pub fn kubectl_command(
-    program: impl AsRef<std::ffi::OsStr>,
-    kubeconfig: impl AsRef<Path>,
-) -> Command {
-    let kubeconfig = kubeconfig.as_ref();
-    let mut command = Command::new(program);
-    command
-        .arg("--kubeconfig")
-        .arg(kubeconfig)
-        .arg("--cache-dir")
-        .arg(kubectl_cache(kubeconfig.parent().unwrap_or(Path::new("."))));
-    command
-}
-
-/// The kubectl cache directory of the tests whose files are in `dir`.
-pub fn kubectl_cache(dir: &Path) -> PathBuf {
-    dir.join("kubectl-cache")
 }
 
 /// kubectl (whatever version is installed), 1.33 and 1.27.
