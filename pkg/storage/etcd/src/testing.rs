@@ -222,6 +222,9 @@ impl EtcdServer {
     pub fn freeze(&mut self) {
         if let Some(child) = &self.child {
             signal(child.id(), "-STOP");
+            // `kill` returns once the signal is sent; on a busy machine etcd may still answer a
+            // request or two before every thread has stopped. Frozen means stopped.
+            wait_stopped(child.id());
         }
     }
 
@@ -702,6 +705,33 @@ fn signal(pid: u32, signal: &str) {
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .status();
+}
+
+/// Waits (up to 5 s) until every thread of process `pid` is stopped (`T` in
+/// `/proc/<pid>/task/<tid>/stat`), or the process is gone.
+fn wait_stopped(pid: u32) {
+    let stopped = || {
+        let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+            return true;
+        };
+        tasks.flatten().all(|task| {
+            std::fs::read_to_string(task.path().join("stat"))
+                .ok()
+                .and_then(|stat| {
+                    // The state follows the command name, which is in parentheses.
+                    let after = stat.rsplit_once(')')?.1;
+                    after
+                        .split_whitespace()
+                        .next()
+                        .map(|state| state == "T" || state == "t")
+                })
+                .unwrap_or(true)
+        })
+    };
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    while !stopped() && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
 }
 
 /// The last lines of a log file.
