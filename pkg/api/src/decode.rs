@@ -652,8 +652,8 @@ pub static LIST_META: Struct = Struct {
 pub static STATUS: Struct = Struct {
     name: "Status",
     fields: &[
-        Field::type_meta("apiVersion"),
         Field::type_meta("kind"),
+        Field::type_meta("apiVersion"),
         Field::new("metadata", 1, Type::Struct(&LIST_META)),
         Field::new("status", 2, Type::String),
         Field::new("message", 3, Type::String),
@@ -690,8 +690,8 @@ pub static STATUS_CAUSE: Struct = Struct {
 pub static DELETE_OPTIONS: Struct = Struct {
     name: "DeleteOptions",
     fields: &[
-        Field::type_meta("apiVersion"),
         Field::type_meta("kind"),
+        Field::type_meta("apiVersion"),
         Field::pointer("gracePeriodSeconds", 1, Type::Int64),
         Field::pointer("preconditions", 2, Type::Struct(&PRECONDITIONS)),
         Field::pointer("orphanDependents", 3, Type::Bool),
@@ -717,8 +717,8 @@ mod tests {
     static THING: Struct = Struct {
         name: "Thing",
         fields: &[
-            Field::type_meta("apiVersion"),
             Field::type_meta("kind"),
+            Field::type_meta("apiVersion"),
             Field::new("metadata", 1, Type::Struct(&OBJECT_META)),
             Field::new("data", 2, Type::Map(&Type::String)),
             Field::new("bytes", 3, Type::Map(&Type::Bytes)),
