@@ -387,6 +387,25 @@ mod tests {
     }
 
     #[test]
+    fn every_kind_starts_with_its_type_meta_and_metadata() {
+        let subresources = [
+            &crate::autoscaling::SCHEMA,
+            &crate::authentication::TOKEN_REQUEST,
+        ];
+        let kinds = crate::catalog::all().iter().map(|r| r.schema);
+        for schema in kinds.chain(subresources).chain([&STATUS]) {
+            let names: Vec<&str> = schema.fields.iter().take(3).map(|f| f.name).collect();
+            assert_eq!(names, ["kind", "apiVersion", "metadata"], "{}", schema.name);
+        }
+        for r in crate::catalog::all() {
+            assert_eq!(
+                schema_of(&r.api_version(), r.kind).map(|s| s.name),
+                Some(r.schema.name)
+            );
+        }
+    }
+
+    #[test]
     fn custom_resources_keep_sorted_keys() {
         let widget = json!({"apiVersion": "example.com/v1", "kind": "Widget",
             "spec": {"b": 1, "a": 2}, "metadata": {"uid": "u", "name": "n"}});
