@@ -107,7 +107,10 @@ impl Type {
 pub struct Struct {
     /// The type's name, e.g. `ConfigMap`.
     pub name: &'static str,
-    /// The fields.
+    /// The fields, in the Go struct's declaration order (`kind` before `apiVersion`, a
+    /// ConfigMap's `immutable` before its `data`): the order kube-apiserver writes them in JSON,
+    /// which [`crate::order`] follows. It is not always the protobuf numbers' order; the
+    /// protobuf writer sorts by number itself.
     pub fields: &'static [Field],
 }
 
