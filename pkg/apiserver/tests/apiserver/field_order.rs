@@ -11,6 +11,7 @@
 
 use crate::support;
 
+use genplane_storage::Storage;
 use hyper::Method;
 use serde_json::{Value, json};
 use support::{Server, call};
@@ -486,9 +487,9 @@ async fn built_in_kinds_lists_and_statuses_are_written_in_upstreams_field_order(
         Method::POST,
         "/apis/authorization.k8s.io/v1/subjectaccessreviews",
         Some(json!({"apiVersion": "authorization.k8s.io/v1", "kind": "SubjectAccessReview",
-            "spec": {"groups": ["g"], "user": "u", "nonResourceAttributes": {"verb": "get", "path": "/x"}}})),
+            "spec": {"groups": ["g"], "user": "someone", "nonResourceAttributes": {"verb": "get", "path": "/x"}}})),
         201,
-        r#"{"kind":"SubjectAccessReview","apiVersion":"authorization.k8s.io/v1","metadata":{},"spec":{"nonResourceAttributes":{"path":"/x","verb":"get"},"user":"u","groups":["g"]},"status":{"allowed":false,"reason":"RBAC: clusterrole.rbac.authorization.k8s.io \"r\" not found"}}"#,
+        r#"{"kind":"SubjectAccessReview","apiVersion":"authorization.k8s.io/v1","metadata":{},"spec":{"nonResourceAttributes":{"path":"/x","verb":"get"},"user":"someone","groups":["g"]},"status":{"allowed":false}}"#,
     )
     .await;
     check(
@@ -522,6 +523,16 @@ async fn built_in_kinds_lists_and_statuses_are_written_in_upstreams_field_order(
     .await;
 
     // A custom resource keeps sorted keys (upstream's unstructured objects), its Scale does not.
+    // (Once the CRD is served: it is established a moment after it is created.)
+    let widgets = "/apis/example.com/v1/namespaces/fo/widgets";
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while send(&server, Method::GET, widgets, None).await.0 != 200 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the CRD is never served"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
     check(
         "custom resource",
         Method::POST,
@@ -611,5 +622,65 @@ async fn built_in_kinds_lists_and_statuses_are_written_in_upstreams_field_order(
         r#"{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","message":"configmaps is forbidden: User \"nobody\" cannot list resource \"configmaps\" in API group \"\" in the namespace \"fo\"","reason":"Forbidden","details":{"kind":"configmaps"},"code":403}"#,
     );
     differences.assert_none();
+    server.stop().await;
+}
+
+/// Built-in objects are stored in upstream's order, without their resourceVersion; one stored
+/// with sorted keys by an earlier version is still read, and answered in upstream's order.
+#[tokio::test]
+async fn objects_are_stored_in_upstreams_order_and_sorted_ones_still_read() {
+    let server = support::start().await;
+    let (status, _) = send(
+        &server,
+        Method::POST,
+        "/api/v1/namespaces/default/configmaps",
+        Some(&json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "new"}, "data": {"k": "v"}})),
+    )
+    .await;
+    assert_eq!(status, 201);
+    let stored = server
+        .storage
+        .get("/registry/configmaps/default/new", None)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        normalized(&stored.value),
+        fixture(
+            r#"{"kind":"ConfigMap","apiVersion":"v1","metadata":{"name":"new","namespace":"default","uid":"UID","creationTimestamp":"CREATIONTIMESTAMP",@MF(v1)},"data":{"k":"v"}}"#
+        )
+    );
+
+    let sorted = json!({"apiVersion": "v1", "data": {"k": "v"}, "immutable": false, "kind": "ConfigMap",
+        "metadata": {"creationTimestamp": "2026-01-01T00:00:00Z", "labels": {"a": "b"}, "name": "old",
+            "namespace": "default", "uid": "u1"}});
+    server
+        .storage
+        .create(
+            "/registry/configmaps/default/old",
+            serde_json::to_vec(&sorted).unwrap().into(),
+        )
+        .await
+        .unwrap();
+    let old = r#"{"kind":"ConfigMap","apiVersion":"v1","metadata":{"name":"old","namespace":"default","uid":"UID","resourceVersion":"RESOURCEVERSION","creationTimestamp":"CREATIONTIMESTAMP","labels":{"a":"b"}},"immutable":false,"data":{"k":"v"}}"#;
+    for read in ["", "?resourceVersion=0"] {
+        let (status, body) = send(
+            &server,
+            Method::GET,
+            &format!("/api/v1/namespaces/default/configmaps/old{read}"),
+            None,
+        )
+        .await;
+        assert_eq!((status, body.as_str()), (200, old), "GET{read}");
+        let (status, body) = send(
+            &server,
+            Method::GET,
+            &format!("/api/v1/namespaces/default/configmaps{read}"),
+            None,
+        )
+        .await;
+        assert_eq!(status, 200);
+        assert!(body.contains(old), "LIST{read}: {body}");
+    }
     server.stop().await;
 }
