@@ -376,8 +376,11 @@ impl ServedJson {
         false
     }
 
-    /// Appends the served JSON to `out`: the bytes [`served_json_into`] writes.
+    /// Appends the served JSON to `out`: the bytes [`served_json_into`] writes (room for all
+    /// of it made first: the resourceVersion goes early into the bytes, after the uid, and
+    /// growing the buffer piece by piece cost a copy of what was written before it).
     pub fn write_into(&self, out: &mut Vec<u8>) {
+        out.reserve(self.len());
         self.splice.write(&self.stored, out);
     }
 }
