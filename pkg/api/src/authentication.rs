@@ -50,8 +50,8 @@ static TOKEN_REVIEW_STATUS: Struct = Struct {
 pub static TOKEN_REVIEW: Struct = Struct {
     name: "TokenReview",
     fields: &[
-        Field::type_meta("apiVersion"),
         Field::type_meta("kind"),
+        Field::type_meta("apiVersion"),
         Field::new("metadata", 1, Type::Struct(&OBJECT_META)),
         Field::new("spec", 2, Type::Struct(&TOKEN_REVIEW_SPEC)),
         Field::new("status", 3, Type::Struct(&TOKEN_REVIEW_STATUS)),
@@ -67,8 +67,8 @@ static SELF_SUBJECT_REVIEW_STATUS: Struct = Struct {
 pub static SELF_SUBJECT_REVIEW: Struct = Struct {
     name: "SelfSubjectReview",
     fields: &[
-        Field::type_meta("apiVersion"),
         Field::type_meta("kind"),
+        Field::type_meta("apiVersion"),
         Field::new("metadata", 1, Type::Struct(&OBJECT_META)),
         Field::new("status", 2, Type::Struct(&SELF_SUBJECT_REVIEW_STATUS)),
     ],
@@ -105,8 +105,8 @@ static TOKEN_REQUEST_STATUS: Struct = Struct {
 pub static TOKEN_REQUEST: Struct = Struct {
     name: "TokenRequest",
     fields: &[
-        Field::type_meta("apiVersion"),
         Field::type_meta("kind"),
+        Field::type_meta("apiVersion"),
         Field::new("metadata", 1, Type::Struct(&OBJECT_META)),
         Field::new("spec", 2, Type::Struct(&TOKEN_REQUEST_SPEC)),
         Field::new("status", 3, Type::Struct(&TOKEN_REQUEST_STATUS)),

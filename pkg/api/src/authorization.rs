@@ -169,8 +169,8 @@ static SELF_SUBJECT_RULES_REVIEW_SPEC: Struct = Struct {
 pub static SUBJECT_ACCESS_REVIEW: Struct = Struct {
     name: "SubjectAccessReview",
     fields: &[
-        Field::type_meta("apiVersion"),
         Field::type_meta("kind"),
+        Field::type_meta("apiVersion"),
         Field::new("metadata", 1, Type::Struct(&OBJECT_META)),
         Field::new("spec", 2, Type::Struct(&SUBJECT_ACCESS_REVIEW_SPEC)),
         Field::new("status", 3, Type::Struct(&SUBJECT_ACCESS_REVIEW_STATUS)),
@@ -187,8 +187,8 @@ pub static LOCAL_SUBJECT_ACCESS_REVIEW: Struct = Struct {
 pub static SELF_SUBJECT_ACCESS_REVIEW: Struct = Struct {
     name: "SelfSubjectAccessReview",
     fields: &[
-        Field::type_meta("apiVersion"),
         Field::type_meta("kind"),
+        Field::type_meta("apiVersion"),
         Field::new("metadata", 1, Type::Struct(&OBJECT_META)),
         Field::new("spec", 2, Type::Struct(&SELF_SUBJECT_ACCESS_REVIEW_SPEC)),
         Field::new("status", 3, Type::Struct(&SUBJECT_ACCESS_REVIEW_STATUS)),
@@ -199,8 +199,8 @@ pub static SELF_SUBJECT_ACCESS_REVIEW: Struct = Struct {
 pub static SELF_SUBJECT_RULES_REVIEW: Struct = Struct {
     name: "SelfSubjectRulesReview",
     fields: &[
-        Field::type_meta("apiVersion"),
         Field::type_meta("kind"),
+        Field::type_meta("apiVersion"),
         Field::new("metadata", 1, Type::Struct(&OBJECT_META)),
         Field::new("spec", 2, Type::Struct(&SELF_SUBJECT_RULES_REVIEW_SPEC)),
         Field::new("status", 3, Type::Struct(&SUBJECT_RULES_REVIEW_STATUS)),

@@ -35,8 +35,8 @@ static SCALE_STATUS: Struct = Struct {
 pub static SCHEMA: Struct = Struct {
     name: "Scale",
     fields: &[
-        Field::type_meta("apiVersion"),
         Field::type_meta("kind"),
+        Field::type_meta("apiVersion"),
         Field::new("metadata", 1, Type::Struct(&OBJECT_META)),
         Field::new("spec", 2, Type::Struct(&SCALE_SPEC)),
         Field::new("status", 3, Type::Struct(&SCALE_STATUS)),

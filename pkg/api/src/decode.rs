@@ -107,7 +107,10 @@ impl Type {
 pub struct Struct {
     /// The type's name, e.g. `ConfigMap`.
     pub name: &'static str,
-    /// The fields.
+    /// The fields, in the Go struct's declaration order (`kind` before `apiVersion`, a
+    /// ConfigMap's `immutable` before its `data`): the order kube-apiserver writes them in JSON,
+    /// which [`crate::order`] follows. It is not always the protobuf numbers' order; the
+    /// protobuf writer sorts by number itself.
     pub fields: &'static [Field],
 }
 
@@ -652,8 +655,8 @@ pub static LIST_META: Struct = Struct {
 pub static STATUS: Struct = Struct {
     name: "Status",
     fields: &[
-        Field::type_meta("apiVersion"),
         Field::type_meta("kind"),
+        Field::type_meta("apiVersion"),
         Field::new("metadata", 1, Type::Struct(&LIST_META)),
         Field::new("status", 2, Type::String),
         Field::new("message", 3, Type::String),
@@ -690,8 +693,8 @@ pub static STATUS_CAUSE: Struct = Struct {
 pub static DELETE_OPTIONS: Struct = Struct {
     name: "DeleteOptions",
     fields: &[
-        Field::type_meta("apiVersion"),
         Field::type_meta("kind"),
+        Field::type_meta("apiVersion"),
         Field::pointer("gracePeriodSeconds", 1, Type::Int64),
         Field::pointer("preconditions", 2, Type::Struct(&PRECONDITIONS)),
         Field::pointer("orphanDependents", 3, Type::Bool),
@@ -717,8 +720,8 @@ mod tests {
     static THING: Struct = Struct {
         name: "Thing",
         fields: &[
-            Field::type_meta("apiVersion"),
             Field::type_meta("kind"),
+            Field::type_meta("apiVersion"),
             Field::new("metadata", 1, Type::Struct(&OBJECT_META)),
             Field::new("data", 2, Type::Map(&Type::String)),
             Field::new("bytes", 3, Type::Map(&Type::Bytes)),

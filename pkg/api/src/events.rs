@@ -34,8 +34,8 @@ pub const API_VERSION: &str = "events.k8s.io/v1";
 pub static SCHEMA: Struct = Struct {
     name: "Event",
     fields: &[
-        Field::type_meta("apiVersion"),
         Field::type_meta("kind"),
+        Field::type_meta("apiVersion"),
         Field::new("metadata", 1, Type::Struct(&OBJECT_META)),
         Field::new("eventTime", 2, Type::MicroTime),
         Field::new("series", 3, Type::Struct(&EVENT_SERIES)),

@@ -46,6 +46,12 @@
 //! [`protobuf`] transcodes Kubernetes protobuf bodies (the `k8s\0` envelope, lists, watch
 //! frames) to and from the same JSON, so there is one model of every type and no generated code.
 //!
+//! ## Field order
+//!
+//! A schema lists its fields in the Go struct's declaration order, and [`order`] writes JSON
+//! in it (kube-apiserver's order: `kind`, `apiVersion`, `metadata`, then the kind's fields),
+//! which clients compare as strings.
+//!
 //! ## Calling convention
 //!
 //! `validate(obj)` and `validate_update(new, old)` return `Err(ApiError)` (400 BadRequest) when
@@ -73,6 +79,7 @@ pub mod featuregates;
 pub mod features;
 pub mod networkregistry;
 pub mod openapi;
+pub mod order;
 pub mod protobuf;
 pub mod quantity;
 pub mod rbac;

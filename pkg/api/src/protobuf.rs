@@ -1468,8 +1468,8 @@ mod tests {
         static PORT: Struct = Struct {
             name: "Port",
             fields: &[
-                Field::type_meta("apiVersion"),
                 Field::type_meta("kind"),
+                Field::type_meta("apiVersion"),
                 Field::new("targetPort", 4, Type::IntOrString),
             ],
         };

@@ -395,19 +395,25 @@ mod tests {
         let mut whole = b"{\"items\":[".to_vec();
         for i in 0..count {
             let stored = Bytes::from(format!(
-                r#"{{"apiVersion":"v1","data":{{"k":"{}"}},"kind":"ConfigMap","metadata":{{"name":"c{i}","namespace":"n"}}}}"#,
+                r#"{{"kind":"ConfigMap","apiVersion":"v1","metadata":{{"name":"c{i}","namespace":"n"}},"data":{{"k":"{}"}}}}"#,
                 "x".repeat(size)
             ));
             let revision = 7 + i64::try_from(i).unwrap() * 1000;
-            let served =
-                genplane_registry::object::ServedJson::of(&stored, revision, "v1", "ConfigMap", 0)
-                    .unwrap();
+            let served = genplane_registry::object::ServedJson::of(
+                &stored,
+                revision,
+                "v1",
+                "ConfigMap",
+                true,
+                0,
+            )
+            .unwrap();
             if i > 0 {
                 whole.push(b',');
             }
             whole.extend_from_slice(
                 format!(
-                    r#"{{"apiVersion":"v1","data":{{"k":"{}"}},"kind":"ConfigMap","metadata":{{"name":"c{i}","namespace":"n","resourceVersion":"{revision}"}}}}"#,
+                    r#"{{"kind":"ConfigMap","apiVersion":"v1","metadata":{{"name":"c{i}","namespace":"n","resourceVersion":"{revision}"}},"data":{{"k":"{}"}}}}"#,
                     "x".repeat(size)
                 )
                 .as_bytes(),

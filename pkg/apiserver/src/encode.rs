@@ -1,5 +1,8 @@
 //! The shapes of answers: lists, Tables, partial object metadata, watch events and Status
-//! objects, and their serialization.
+//! objects, and their serialization. JSON is written in kube-apiserver's field order
+//! (`genplane_api::order`: built-in kinds, their lists, Status, Tables and partial object
+//! metadata as their Go types are declared; custom resources with sorted keys, as upstream's
+//! unstructured objects).
 
 use genplane_api::decode::STATUS;
 use genplane_api::protobuf;
@@ -11,7 +14,7 @@ use crate::kind::ServedKind;
 use crate::negotiation::{Format, Negotiated};
 
 /// Serializes `value` in `format`, with a trailing newline for JSON (as kube-apiserver ends
-/// its bodies). Protobuf needs the schema: a `Status` has its own, a list of `info`'s list kind
+/// its bodies), in upstream's field order. Protobuf needs the schema: a `Status` has its own, a list of `info`'s list kind
 /// is a list of `info`'s objects, anything else is one of `info`'s objects.
 pub fn serialize(
     value: &Value,
@@ -20,7 +23,7 @@ pub fn serialize(
 ) -> Result<Vec<u8>, ApiError> {
     match format {
         Format::Json => {
-            let mut bytes = serde_json::to_vec(value).unwrap_or_default();
+            let mut bytes = genplane_api::order::to_vec(value);
             bytes.push(b'\n');
             Ok(bytes)
         }
@@ -151,9 +154,7 @@ pub fn watch_event(kind: &str, object: Value, format: Format, info: &ServedKind)
             }
         };
     }
-    let mut line = serde_json::to_vec(&json!({"type": kind, "object": object})).unwrap_or_default();
-    line.push(b'\n');
-    line
+    watch_line(kind, &genplane_api::order::to_vec(&object))
 }
 
 /// A JSON watch event line from the object's JSON: `{"type":...,"object":...}` and a newline.

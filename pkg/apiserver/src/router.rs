@@ -7,7 +7,7 @@
 
 use genplane_admission::BoxFuture;
 use genplane_api::catalog::ResourceDescription;
-use genplane_apimachinery::errors::{ApiError, Status, StatusReason};
+use genplane_apimachinery::errors::{ApiError, Status, StatusDetails, StatusReason};
 use genplane_authentication::UserInfo;
 use std::sync::Arc;
 
@@ -54,6 +54,16 @@ fn not_found() -> ApiError {
     .into()
 }
 
+/// The 404 of a path nothing serves below `/api` or a served group's `/apis/<group>`: there
+/// upstream's go-restful web services own the path, and their service error
+/// (`NewGenericServerResponse`) carries empty details, `"details":{}`. Elsewhere upstream's
+/// not-found handler answers [`not_found`], without details.
+fn not_found_in_web_service() -> ApiError {
+    let mut error = not_found();
+    error.0.details = Some(StatusDetails::default());
+    error
+}
+
 fn now() -> i64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
@@ -61,6 +71,24 @@ fn now() -> i64 {
 }
 
 impl<S: Storage> ApiServer<S> {
+    /// The 404 of `path`, which nothing serves: [`not_found_in_web_service`] below `/api` and
+    /// below a served group's `/apis/<group>`, else [`not_found`].
+    fn not_found_at(&self, path: &str) -> ApiError {
+        let mut segments = path.trim_matches('/').split('/');
+        let in_web_service = match (segments.next(), segments.next()) {
+            (Some("api"), Some(_)) => true,
+            (Some("apis"), Some(group)) if !group.is_empty() => {
+                self.served().discovery.api_group(group).is_some()
+            }
+            _ => false,
+        };
+        if in_web_service {
+            not_found_in_web_service()
+        } else {
+            not_found()
+        }
+    }
+
     /// Routes an admitted request made by `user`: the ops endpoints, then the other paths
     /// that are not resources (discovery, OpenAPI, `/version`, OIDC discovery), then resources.
     pub(crate) async fn route(
@@ -110,6 +138,7 @@ impl<S: Storage> ApiServer<S> {
         info: &RequestInfo,
         parts: &hyper::http::request::Parts,
     ) -> Result<Response<ResponseBody>, ApiError> {
+        let not_found = || self.not_found_at(&info.path);
         if info.verb != "get" && info.verb != "head" {
             return Err(not_found());
         }
@@ -221,17 +250,17 @@ impl<S: Storage> ApiServer<S> {
         let (resource, types) = {
             let served = self.served();
             let Some(resource) = served.find(info) else {
-                return Err(not_found());
+                return Err(self.not_found_at(&info.path));
             };
             (resource.clone(), served.types.clone())
         };
         if !in_scope(resource.info.namespaced, info) || info.parts.len() > 3 {
-            return Err(not_found());
+            return Err(not_found_in_web_service());
         }
         // A resource that is only created (a review) has no path of its objects, as upstream
         // registers none.
         if info.parts.len() > 1 && !has_item_path(&resource.info) {
-            return Err(not_found());
+            return Err(not_found_in_web_service());
         }
         // Subresources with rules of their own are served by their own store, answered ones
         // (`serviceaccounts/token`) by their answer; others are not found as any unknown one.
@@ -251,7 +280,7 @@ impl<S: Storage> ApiServer<S> {
                 .map(|s| &s.verbs);
             match (backing, verbs) {
                 (Some(backing), Some(verbs)) if info.parts.len() == 3 => (backing, verbs),
-                _ => return Err(not_found()),
+                _ => return Err(not_found_in_web_service()),
             }
         };
         // A cluster-scoped resource's request has no namespace (a copy only when the path

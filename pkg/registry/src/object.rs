@@ -1,10 +1,16 @@
 //! Helpers on raw JSON objects: metadata access and the stored form.
 //!
 //! Objects are stored as JSON without `metadata.resourceVersion`; the store's revision is put
-//! back on every read, as kube-apiserver does with etcd's `mod_revision`.
+//! back on every read, as kube-apiserver does with etcd's `mod_revision`. A built-in kind is
+//! stored in kube-apiserver's field order (`genplane_api::order`: `kind`, `apiVersion`,
+//! `metadata` with its fields in `ObjectMeta`'s order, then the kind's fields), so that its
+//! stored bytes are what a read serves; any other object (a custom resource, a kind of a
+//! program's own) with sorted keys, as Go writes unstructured objects.
 
 use std::cell::Cell;
 
+use genplane_api::decode::{OBJECT_META, Type};
+use genplane_api::order::{Typed, for_each_field};
 use genplane_apimachinery::errors::{ApiError, Status};
 use genplane_apimachinery::meta::ObjectMeta;
 use serde_json::{Map, Value};
@@ -79,7 +85,8 @@ pub fn set_finalizers(object: &mut Value, finalizers: &[String]) {
 }
 
 /// The stored form: the object without `metadata.resourceVersion`, in an allocation of its
-/// exact size (the watch cache keeps these bytes for as long as the object lives).
+/// exact size (the watch cache keeps these bytes for as long as the object lives), in
+/// upstream's field order for a built-in kind, else with sorted keys (see the module docs).
 pub fn encode(object: &Value) -> Result<bytes::Bytes, ApiError> {
     encode_with_layout(object).map(|(stored, _)| stored)
 }
@@ -89,7 +96,8 @@ pub fn encode(object: &Value) -> Result<bytes::Bytes, ApiError> {
 /// reader then looks): a write answers from its stored bytes without reading them again.
 pub fn encode_with_layout(object: &Value) -> Result<(bytes::Bytes, u64), ApiError> {
     let written = Cell::new(0);
-    let probe = Probe::new(&written);
+    let schema = genplane_api::order::object_schema(object);
+    let probe = Probe::new(&written, schema.is_some());
     let mut stored = Counted {
         out: Vec::with_capacity(STORED_CAPACITY_HINT),
         written: &written,
@@ -98,6 +106,7 @@ pub fn encode_with_layout(object: &Value) -> Result<(bytes::Bytes, u64), ApiErro
         &mut stored,
         &Stored {
             object,
+            schema,
             probe: &probe,
         },
     )
@@ -137,8 +146,10 @@ struct Probe<'a> {
     kind: Cell<Option<usize>>,
     /// Where metadata's brace is.
     metadata: Cell<Option<usize>>,
-    /// Metadata's members written, and its greatest key before `resourceVersion` with where
-    /// its value ends.
+    /// Whether the object is written in upstream's field order (else its keys are sorted).
+    ordered: bool,
+    /// Metadata's members written, and its last key before `resourceVersion` (in the
+    /// object's order) with where its value ends.
     members: Cell<usize>,
     before: Cell<Option<(&'a [u8], usize)>>,
     /// Whether every key of the top level and of metadata is written without escapes (the
@@ -147,9 +158,10 @@ struct Probe<'a> {
 }
 
 impl<'a> Probe<'a> {
-    fn new(written: &'a Cell<usize>) -> Self {
+    fn new(written: &'a Cell<usize>, ordered: bool) -> Self {
         Probe {
             written,
+            ordered,
             api_version: Cell::new(None),
             kind: Cell::new(None),
             metadata: Cell::new(None),
@@ -191,13 +203,15 @@ impl<'a> Probe<'a> {
 }
 
 /// An object serialized as stored: as it is, but for `metadata.resourceVersion`, which is
-/// left out (no copy of the object is made to remove it); its layout noted in `probe`.
+/// left out (no copy of the object is made to remove it), its fields in the order of
+/// `schema` when it is a built-in kind (else sorted); its layout noted in `probe`.
 struct Stored<'a> {
     object: &'a Value,
+    schema: Option<&'static genplane_api::decode::Struct>,
     probe: &'a Probe<'a>,
 }
 
-impl serde::Serialize for Stored<'_> {
+impl<'a> serde::Serialize for Stored<'a> {
     fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         use serde::ser::SerializeMap as _;
         let Value::Object(fields) = self.object else {
@@ -205,13 +219,13 @@ impl serde::Serialize for Stored<'_> {
         };
         let probe = self.probe;
         let mut map = serializer.serialize_map(Some(fields.len()))?;
-        for (name, value) in fields {
+        let mut entry = |name: &'a String, value: &'a Value, ty: Type| -> Result<(), S::Error> {
             probe.key(name);
             match value {
                 Value::Object(metadata) if name == "metadata" => {
                     map.serialize_key(name)?;
                     probe.metadata.set(Some(probe.value_start()));
-                    map.serialize_value(&WithoutResourceVersion { metadata, probe })?;
+                    map.serialize_value(&WithoutResourceVersion { metadata, probe })
                 }
                 Value::String(_) if name == "apiVersion" || name == "kind" => {
                     map.serialize_key(name)?;
@@ -221,36 +235,61 @@ impl serde::Serialize for Stored<'_> {
                     } else {
                         probe.api_version.set(start);
                     }
-                    map.serialize_value(value)?;
+                    map.serialize_value(value)
                 }
-                _ => map.serialize_entry(name, value)?,
+                _ if probe.ordered => map.serialize_entry(name, &Typed::new(value, ty)),
+                _ => map.serialize_entry(name, value),
+            }
+        };
+        match self.schema {
+            Some(schema) => for_each_field(fields, schema, &mut entry)?,
+            None => {
+                for (name, value) in fields {
+                    entry(name, value, Type::Any)?;
+                }
             }
         }
         map.end()
     }
 }
 
-/// A metadata object serialized without its `resourceVersion`.
+/// A metadata object serialized without its `resourceVersion` (in `ObjectMeta`'s order when
+/// the object is written in upstream's order).
 struct WithoutResourceVersion<'a> {
     metadata: &'a Map<String, Value>,
     probe: &'a Probe<'a>,
 }
 
-impl serde::Serialize for WithoutResourceVersion<'_> {
+impl<'a> serde::Serialize for WithoutResourceVersion<'a> {
     fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         use serde::ser::SerializeMap as _;
         let fields = self.metadata;
         let kept = fields.len() - usize::from(fields.contains_key("resourceVersion"));
         let mut map = serializer.serialize_map(Some(kept))?;
         let probe = self.probe;
-        for (name, value) in fields.iter().filter(|(name, _)| *name != "resourceVersion") {
-            map.serialize_entry(name, value)?;
+        let mut entry = |name: &'a String, value: &'a Value, ty: Type| -> Result<(), S::Error> {
+            if name == "resourceVersion" {
+                return Ok(());
+            }
+            if probe.ordered {
+                map.serialize_entry(name, &Typed::new(value, ty))?;
+            } else {
+                map.serialize_entry(name, value)?;
+            }
             probe.key(name);
             probe.members.set(probe.members.get() + 1);
-            if is_later_before(name.as_bytes(), probe.before.get()) {
+            if goes_before(name.as_bytes(), probe.before.get(), probe.ordered) {
                 probe
                     .before
                     .set(Some((name.as_bytes(), probe.written.get())));
+            }
+            Ok(())
+        };
+        if probe.ordered {
+            for_each_field(fields, &OBJECT_META, &mut entry)?;
+        } else {
+            for (name, value) in fields {
+                entry(name, value, Type::Any)?;
             }
         }
         map.end()
@@ -267,19 +306,25 @@ pub fn decode(value: &[u8], revision: i64) -> Result<Value, ApiError> {
 
 /// The served JSON of stored bytes at `revision`, written into `out` without decoding the
 /// object: the stored bytes with `"resourceVersion":"<revision>"` put into `metadata` where its
-/// key sorts. These are the bytes that [`decode`] and serializing give (stored objects are
-/// compact JSON with sorted keys), found by reading the object's top level and its metadata
-/// only. Answers false, leaving `out` as it was, when the stored bytes are not an object whose
-/// `apiVersion` and `kind` are `api_version` and `kind` with a `metadata` object without a
-/// resourceVersion: the caller then decodes.
+/// key goes (after `uid` and the fields before it in upstream's order; where it sorts in an
+/// object with sorted keys). These are the bytes that [`decode`] and serializing give (stored
+/// objects are compact JSON, in upstream's order for a built-in kind, sorted for any other),
+/// found by reading the object's top level and its metadata only. `ordered` says whether the
+/// objects of `kind` are served in upstream's order (`genplane_api::order::schema_of` knows
+/// the kind): stored bytes in the other order (a built-in object stored with sorted keys by an
+/// earlier version) are not served as they are. Answers false, leaving `out` as it was, when
+/// the stored bytes are not an object whose `apiVersion` and `kind` are `api_version` and
+/// `kind` in that order with a `metadata` object without a resourceVersion: the caller then
+/// decodes.
 pub fn served_json_into(
     stored: &[u8],
     revision: i64,
     api_version: &str,
     kind: &str,
+    ordered: bool,
     out: &mut Vec<u8>,
 ) -> bool {
-    match splice_point(stored, api_version, kind, 0) {
+    match splice_point(stored, api_version, kind, ordered, 0) {
         Some(point) => {
             let served = Splice { point, revision };
             out.reserve(stored.len() + served.inserted_len());
@@ -311,9 +356,10 @@ impl ServedJson {
         revision: i64,
         api_version: &str,
         kind: &str,
+        ordered: bool,
         hint: u64,
     ) -> Option<Self> {
-        let point = splice_point(stored, api_version, kind, hint)?;
+        let point = splice_point(stored, api_version, kind, ordered, hint)?;
         Some(Self {
             stored: stored.clone(),
             splice: Splice { point, revision },
@@ -330,8 +376,11 @@ impl ServedJson {
         false
     }
 
-    /// Appends the served JSON to `out`: the bytes [`served_json_into`] writes.
+    /// Appends the served JSON to `out`: the bytes [`served_json_into`] writes (room for all
+    /// of it made first: the resourceVersion goes early into the bytes, after the uid, and
+    /// growing the buffer piece by piece cost a copy of what was written before it).
     pub fn write_into(&self, out: &mut Vec<u8>) {
+        out.reserve(self.len());
         self.splice.write(&self.stored, out);
     }
 }
@@ -388,11 +437,17 @@ impl Splice {
     }
 }
 
-/// Where the resourceVersion goes into `stored` (its keys in order), if `stored` is an object
-/// of `api_version` and `kind` with a `metadata` object without one: read from `hint` when it
-/// holds the layout ([`layout_hint`] of these bytes), else found by reading the top level and
-/// metadata.
-fn splice_point(stored: &[u8], api_version: &str, kind: &str, hint: u64) -> Option<SplicePoint> {
+/// Where the resourceVersion goes into `stored`, if `stored` is an object of `api_version` and
+/// `kind` in upstream's field order (`ordered`; else with sorted keys) with a `metadata` object
+/// without one: read from `hint` when it holds the layout ([`layout_hint`] of these bytes),
+/// else found by reading the top level and metadata.
+fn splice_point(
+    stored: &[u8],
+    api_version: &str,
+    kind: &str,
+    ordered: bool,
+    hint: u64,
+) -> Option<SplicePoint> {
     let hinted = Layout::from_hint(hint);
     let layout = match hint & (HINT_LAID_OUT | HINT_NO_LAYOUT) {
         // A hint is derived from these very bytes; one that does not fit them is not theirs,
@@ -407,7 +462,10 @@ fn splice_point(stored: &[u8], api_version: &str, kind: &str, hint: u64) -> Opti
             v[0] == b'"' && v[v.len() - 1] == b'"' && &v[1..v.len() - 1] == expected.as_bytes()
         })
     };
-    (quoted(layout.api_version, api_version) && quoted(layout.kind, kind)).then_some(layout.point)
+    (layout.is_ordered() == ordered
+        && quoted(layout.api_version, api_version)
+        && quoted(layout.kind, kind))
+    .then_some(layout.point)
 }
 
 /// Where an object's `apiVersion` and `kind` values are and where its resourceVersion goes.
@@ -429,11 +487,17 @@ const HINT_NO_LAYOUT: u64 = 1 << 63;
 /// than 64 KiB before `apiVersion`): found again at each read.
 const HINT_TOO_FAR: u64 = HINT_LAID_OUT | HINT_NO_LAYOUT;
 /// The bits of the splice offset and of `kind`'s (22 each), and of `apiVersion`'s (16: it is
-/// at the start of a stored object, its keys sorted).
+/// at the start of a stored object, first with sorted keys, after `kind` in upstream's order).
 const AT_BITS: u32 = 22;
 const API_VERSION_BITS: u32 = 16;
 
 impl Layout {
+    /// Whether the object is in upstream's field order (`kind` before `apiVersion`), else its
+    /// keys are sorted.
+    fn is_ordered(&self) -> bool {
+        self.kind < self.api_version
+    }
+
     /// The layout a hint of [`HINT_LAID_OUT`] holds.
     fn from_hint(hint: u64) -> Self {
         let field = |shift: u32, bits: u32| ((hint >> shift) & ((1 << bits) - 1)) as usize;
@@ -504,8 +568,13 @@ fn layout(stored: &[u8]) -> Option<Layout> {
                     found.members += 1;
                     if key == b"resourceVersion" {
                         found.has_resource_version = true;
-                    } else if is_later_before(key, found.before) {
-                        found.before = Some((key, end));
+                    } else {
+                        if goes_before(key, found.before_sorted, false) {
+                            found.before_sorted = Some((key, end));
+                        }
+                        if goes_before(key, found.before_ordered, true) {
+                            found.before_ordered = Some((key, end));
+                        }
                     }
                     Some(end)
                 })?;
@@ -523,18 +592,34 @@ fn layout(stored: &[u8]) -> Option<Layout> {
     if metadata.has_resource_version {
         return None;
     }
+    let (api_version, kind) = (api_version?, kind?);
+    let before = if kind < api_version {
+        metadata.before_ordered
+    } else {
+        metadata.before_sorted
+    };
     Some(Layout {
-        api_version: api_version?,
-        kind: kind?,
-        point: SplicePoint::in_metadata(metadata.at, metadata.members, metadata.before),
+        api_version,
+        kind,
+        point: SplicePoint::in_metadata(metadata.at, metadata.members, before),
     })
 }
 
-/// Whether `key`, a key of metadata, sorts before `resourceVersion` and after `before` (the
-/// greatest such key so far, with where its value ends). Keys compare as their bytes: neither
-/// the scanner nor the encoder's probe lays out keys with escapes.
-fn is_later_before(key: &[u8], before: Option<(&[u8], usize)>) -> bool {
-    key < b"resourceVersion".as_slice() && before.is_none_or(|(before, _)| key > before)
+/// The fields of `ObjectMeta` before `resourceVersion`, in upstream's order.
+const BEFORE_RESOURCE_VERSION: [&[u8]; 5] =
+    [b"name", b"generateName", b"namespace", b"selfLink", b"uid"];
+
+/// Whether the resourceVersion goes after `key`, a key of metadata, rather than after
+/// `before` (the key it went after so far, with where its value ends). In upstream's order
+/// (`ordered`) it goes after the last of [`BEFORE_RESOURCE_VERSION`] present (they come first);
+/// with sorted keys, after the greatest key that sorts before it. Keys compare as their bytes:
+/// neither the scanner nor the encoder's probe lays out keys with escapes.
+fn goes_before(key: &[u8], before: Option<(&[u8], usize)>, ordered: bool) -> bool {
+    if ordered {
+        BEFORE_RESOURCE_VERSION.contains(&key)
+    } else {
+        key < b"resourceVersion".as_slice() && before.is_none_or(|(before, _)| key > before)
+    }
 }
 
 impl SplicePoint {
@@ -566,8 +651,10 @@ struct Metadata<'t> {
     members: usize,
     /// Whether one is `resourceVersion`.
     has_resource_version: bool,
-    /// The greatest key before `resourceVersion` and where its value ends.
-    before: Option<(&'t [u8], usize)>,
+    /// The key the resourceVersion goes after and where its value ends, were metadata's keys
+    /// sorted (the greatest before it) or in upstream's order.
+    before_sorted: Option<(&'t [u8], usize)>,
+    before_ordered: Option<(&'t [u8], usize)>,
 }
 
 /// Steps through the JSON object at `at` in `text` member by member: `member` gets each key
@@ -705,6 +792,7 @@ mod tests {
         stored: &[u8],
         api_version: &str,
         kind: &str,
+        ordered: bool,
     ) -> Option<SplicePoint> {
         use serde_json::value::RawValue;
         use std::collections::BTreeMap;
@@ -717,6 +805,9 @@ mod tests {
         if !is_string(top.get("apiVersion"), api_version) || !is_string(top.get("kind"), kind) {
             return None;
         }
+        if (offset(top["kind"].get()) < offset(top["apiVersion"].get())) != ordered {
+            return None;
+        }
         let metadata = top.get("metadata").map(|raw| raw.get())?;
         if !metadata.starts_with('{') {
             return None;
@@ -725,7 +816,15 @@ mod tests {
         if fields.contains_key("resourceVersion") {
             return None;
         }
-        Some(match fields.range(.."resourceVersion").next_back() {
+        let before = if ordered {
+            fields
+                .iter()
+                .filter(|(key, _)| BEFORE_RESOURCE_VERSION.contains(&key.as_bytes()))
+                .max_by_key(|(_, value)| offset(value.get()))
+        } else {
+            fields.range(.."resourceVersion").next_back()
+        };
+        Some(match before {
             Some((_, before)) => SplicePoint {
                 at: offset(before.get()) + before.get().len(),
                 comma_before: true,
@@ -762,6 +861,8 @@ mod tests {
         for object in &objects {
             texts.push(serde_json::to_vec(object).unwrap());
             texts.push(serde_json::to_vec_pretty(object).unwrap());
+            texts.push(genplane_api::order::to_vec(object));
+            texts.push(serde_json::to_vec_pretty(&genplane_api::order::Ordered(object)).unwrap());
         }
         texts.push(br#"{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"a"}} x"#.to_vec());
         texts.push(br#"{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"a"}"#.to_vec());
@@ -774,45 +875,65 @@ mod tests {
                 let value = format!("{}{special}{}", "a".repeat(n), "b".repeat(20 - n));
                 let object = json!({"apiVersion": "v1", "data": {"k": value}, "kind": "ConfigMap", "metadata": {"name": value, "uid": "u"}});
                 texts.push(serde_json::to_vec(&object).unwrap());
+                texts.push(genplane_api::order::to_vec(&object));
             }
         }
         texts.push(b"[]".to_vec());
         texts.push(b"".to_vec());
-        let mut found = 0;
+        let mut found = [0, 0];
         for text in &texts {
             let hint = layout_hint(text);
             assert_ne!(hint, 0);
             for (api_version, kind) in [("v1", "ConfigMap"), ("v1", "Secret"), ("v2", "ConfigMap")]
             {
-                let scanned = splice_point(text, api_version, kind, 0);
-                let parsed = splice_point_by_parsing(text, api_version, kind);
-                let shown = String::from_utf8_lossy(text);
-                assert_eq!(scanned, parsed, "{shown} as {api_version} {kind}");
-                // The layout a cache kept with the bytes says the same.
-                let hinted = splice_point(text, api_version, kind, hint);
-                assert_eq!(hinted, scanned, "{shown} as {api_version} {kind}, hinted");
-                if hint == HINT_NO_LAYOUT {
-                    // Bytes without a layout are not read again.
-                    assert_eq!(scanned, None, "{shown}");
-                    assert_eq!(splice_point(b"", api_version, kind, hint), None);
-                }
-                if (api_version, kind) == ("v1", "ConfigMap") {
-                    found += usize::from(scanned.is_some());
+                for ordered in [false, true] {
+                    let scanned = splice_point(text, api_version, kind, ordered, 0);
+                    let parsed = splice_point_by_parsing(text, api_version, kind, ordered);
+                    let shown = String::from_utf8_lossy(text);
+                    let case = format!("{shown} as {api_version} {kind}, ordered: {ordered}");
+                    assert_eq!(scanned, parsed, "{case}");
+                    // The layout a cache kept with the bytes says the same.
+                    let hinted = splice_point(text, api_version, kind, ordered, hint);
+                    assert_eq!(hinted, scanned, "{case}, hinted");
+                    if hint == HINT_NO_LAYOUT {
+                        // Bytes without a layout are not read again.
+                        assert_eq!(scanned, None, "{case}");
+                        assert_eq!(splice_point(b"", api_version, kind, ordered, hint), None);
+                    }
+                    if (api_version, kind) == ("v1", "ConfigMap") {
+                        found[usize::from(ordered)] += usize::from(scanned.is_some());
+                    }
                 }
             }
         }
         assert_eq!(
             found,
-            10 + 20 * 4,
-            "the well-formed ConfigMaps with metadata objects"
+            [10 + 20 * 4; 2],
+            "the well-formed ConfigMaps with metadata objects, sorted and ordered"
         );
-        // And what is served is the object with its resourceVersion.
+        // And what is served is the object with its resourceVersion, in upstream's order.
         let stored = encode(&objects[0]).unwrap();
         let mut out = Vec::new();
-        assert!(served_json_into(&stored, 7, "v1", "ConfigMap", &mut out));
+        assert!(served_json_into(
+            &stored,
+            7,
+            "v1",
+            "ConfigMap",
+            true,
+            &mut out
+        ));
+        assert!(!served_json_into(
+            &stored,
+            7,
+            "v1",
+            "ConfigMap",
+            false,
+            &mut out
+        ));
         let mut expected = objects[0].clone();
         expected["metadata"]["resourceVersion"] = json!("7");
-        assert_eq!(out, serde_json::to_vec(&expected).unwrap());
+        assert_eq!(out, genplane_api::order::to_vec(&expected));
+        assert!(out.starts_with(br#"{"kind":"ConfigMap","apiVersion":"v1","metadata":{"name":"a","resourceVersion":"7"},"data""#));
     }
 
     #[test]
@@ -837,17 +958,20 @@ mod tests {
             json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"uid": "u", "selfLink": "x"}}),
             json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"annotations": {"resourceVersion": "no"}, "name": "a"}, "zz": [1, 2.5, null, {"a": {}}]}),
             json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role", "metadata": {"name": "ünï", "labels": {"a\"b": "c"}}, "rules": []}),
+            json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"uid": "u", "namespace": "n", "creationTimestamp": "2026-01-01T00:00:00Z", "generateName": "g", "annotations": {"a": "b"}}}),
+            json!({"apiVersion": "example.com/v1", "kind": "Widget", "metadata": {"uid": "u", "name": "a", "labels": {"x": "y"}}, "spec": {"b": 1, "a": 2}}),
         ];
         for object in objects {
             let stored = encode(&object).unwrap();
             let api_version = object["apiVersion"].as_str().unwrap();
             let kind = object["kind"].as_str().unwrap();
+            let ordered = genplane_api::order::schema_of(api_version, kind).is_some();
             let mut served = b"prefix".to_vec();
             assert!(
-                served_json_into(&stored, 42, api_version, kind, &mut served),
+                served_json_into(&stored, 42, api_version, kind, ordered, &mut served),
                 "{object}"
             );
-            let expected = serde_json::to_vec(&decode(&stored, 42).unwrap()).unwrap();
+            let expected = genplane_api::order::to_vec(&decode(&stored, 42).unwrap());
             assert_eq!(
                 String::from_utf8_lossy(&served[6..]),
                 String::from_utf8_lossy(&expected)
@@ -855,10 +979,11 @@ mod tests {
             assert_eq!(&served[..6], b"prefix");
             for revision in [1, 9, 10, 42, 999_999_999_999] {
                 let stored = stored.clone();
-                let kept = ServedJson::of(&stored, revision, api_version, kind, 0).unwrap();
+                let kept =
+                    ServedJson::of(&stored, revision, api_version, kind, ordered, 0).unwrap();
                 let mut written = Vec::new();
                 kept.write_into(&mut written);
-                let expected = serde_json::to_vec(&decode(&stored, revision).unwrap()).unwrap();
+                let expected = genplane_api::order::to_vec(&decode(&stored, revision).unwrap());
                 assert_eq!(
                     String::from_utf8_lossy(&written),
                     String::from_utf8_lossy(&expected)
@@ -902,8 +1027,11 @@ mod tests {
             assert_eq!(hint, 0, "{object}");
             assert_eq!(layout_hint(&stored), HINT_NO_LAYOUT, "{object}");
         }
-        // An object beyond the word's offsets is laid out again when read.
+        // An object beyond the word's offsets is laid out again when read (in upstream's order
+        // the resourceVersion goes before the data, so only a long name puts it that far).
         let big = json!({"apiVersion": "v1", "data": {"k": "x".repeat(4_200_000)}, "kind": "ConfigMap", "metadata": {"name": "a"}});
+        assert_ne!(encode_with_layout(&big).unwrap().1, HINT_TOO_FAR);
+        let big = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "x".repeat(4_200_000)}});
         assert_eq!(encode_with_layout(&big).unwrap().1, HINT_TOO_FAR);
     }
 
@@ -940,68 +1068,82 @@ mod tests {
                 .unwrap();
         let foreign = far(14, 33, stored.len() + 1).to_hint().unwrap();
         assert_eq!(
-            splice_point(&stored, "v1", "ConfigMap", foreign),
-            splice_point(&stored, "v1", "ConfigMap", 0)
+            splice_point(&stored, "v1", "ConfigMap", true, foreign),
+            splice_point(&stored, "v1", "ConfigMap", true, 0)
         );
-        assert!(splice_point(&stored, "v1", "ConfigMap", 0).is_some());
+        assert!(splice_point(&stored, "v1", "ConfigMap", true, 0).is_some());
         assert_eq!(far(65_536, 0, 0).to_hint(), None);
         assert_eq!(far(0, 4_194_304, 0).to_hint(), None);
         assert_eq!(far(0, 0, 4_194_304).to_hint(), None);
         // An object too big for the word is laid out again at each read, and served as stored.
-        let big = json!({"apiVersion": "v1", "data": {"k": "x".repeat(4_200_000)}, "kind": "ConfigMap", "metadata": {"name": "a"}});
+        let big = json!({"apiVersion": "v1", "data": {"k": "x"}, "kind": "ConfigMap", "metadata": {"name": "x".repeat(4_200_000)}});
         let stored = encode(&big).unwrap();
         let hint = layout_hint(&stored);
         assert_eq!(hint, HINT_TOO_FAR);
-        let served = ServedJson::of(&stored, 5, "v1", "ConfigMap", hint).unwrap();
+        let served = ServedJson::of(&stored, 5, "v1", "ConfigMap", true, hint).unwrap();
         let mut written = Vec::new();
         served.write_into(&mut written);
         assert_eq!(
             written,
-            serde_json::to_vec(&decode(&stored, 5).unwrap()).unwrap()
+            genplane_api::order::to_vec(&decode(&stored, 5).unwrap())
         );
-        assert!(ServedJson::of(&stored, 5, "v1", "Secret", hint).is_none());
+        assert!(ServedJson::of(&stored, 5, "v1", "Secret", true, hint).is_none());
     }
 
     #[test]
     fn served_json_leaves_what_it_cannot_serve_verbatim_to_decoding() {
-        let cases: [(&[u8], &str); 7] = [
+        let cases: [(&[u8], &str); 8] = [
             (
-                br#"{"apiVersion":"v1","kind":"Secret","metadata":{}}"#,
+                br#"{"kind":"Secret","apiVersion":"v1","metadata":{}}"#,
                 "other kind",
             ),
             (
-                br#"{"apiVersion":"v2","kind":"ConfigMap","metadata":{}}"#,
+                br#"{"kind":"ConfigMap","apiVersion":"v2","metadata":{}}"#,
                 "other version",
             ),
             (br#"{"kind":"ConfigMap","metadata":{}}"#, "no apiVersion"),
-            (br#"{"apiVersion":"v1","kind":"ConfigMap"}"#, "no metadata"),
+            (br#"{"kind":"ConfigMap","apiVersion":"v1"}"#, "no metadata"),
             (
-                br#"{"apiVersion":"v1","kind":"ConfigMap","metadata":[]}"#,
+                br#"{"kind":"ConfigMap","apiVersion":"v1","metadata":[]}"#,
                 "metadata not an object",
             ),
             (
-                br#"{"apiVersion":"v1","kind":"ConfigMap","metadata":{"resourceVersion":"3"}}"#,
+                br#"{"kind":"ConfigMap","apiVersion":"v1","metadata":{"resourceVersion":"3"}}"#,
                 "stored resourceVersion",
             ),
             (
-                br#"{"apiVersion":"v1","kind":"ConfigMap","metadata":{},"a\u0062":1}"#,
+                br#"{"kind":"ConfigMap","apiVersion":"v1","metadata":{},"a\u0062":1}"#,
                 "escaped key",
+            ),
+            (
+                br#"{"apiVersion":"v1","kind":"ConfigMap","metadata":{}}"#,
+                "sorted keys (stored before objects were written in upstream's order)",
             ),
         ];
         for (stored, case) in cases {
             let mut out = Vec::new();
             assert!(
-                !served_json_into(stored, 7, "v1", "ConfigMap", &mut out),
+                !served_json_into(stored, 7, "v1", "ConfigMap", true, &mut out),
                 "{case}"
             );
             assert!(out.is_empty(), "{case}");
         }
+        let mut out = Vec::new();
+        assert!(served_json_into(
+            br#"{"kind":"ConfigMap","apiVersion":"v1","metadata":{}}"#,
+            7,
+            "v1",
+            "ConfigMap",
+            true,
+            &mut out
+        ));
         let mut out = Vec::new();
         assert!(!served_json_into(
             b"{not json",
             7,
             "v1",
             "ConfigMap",
+            true,
             &mut out
         ));
     }
@@ -1034,7 +1176,7 @@ mod tests {
                 metadata.remove("resourceVersion");
             }
             let stored = encode(&object).unwrap();
-            assert_eq!(stored, serde_json::to_vec(&expected).unwrap(), "{object}");
+            assert_eq!(stored, genplane_api::order::to_vec(&expected), "{object}");
         }
     }
 }

@@ -300,9 +300,10 @@ pub struct Store<S: Storage> {
     /// What writes allocate outside the objects ([`Store::with_allocations`]).
     allocations: Option<Arc<dyn Allocations>>,
     /// The `apiVersion` and `kind` of the served objects when the strategy serves them as
-    /// stored ([`Strategy::serves_stored_form`]): their JSON is then written from the stored
-    /// bytes.
-    verbatim: Option<Arc<(String, String)>>,
+    /// stored ([`Strategy::serves_stored_form`]), and whether they are written in upstream's
+    /// field order (a built-in kind, `genplane_api::order`): their JSON is then written from
+    /// the stored bytes.
+    verbatim: Option<Arc<(String, String, bool)>>,
     /// How reads and watch events were written, shared by the store's clones.
     pub(crate) served: Arc<ServedCounters>,
     /// The objects [`Store::get_shared`] decoded last, shared by the store's clones.
@@ -509,7 +510,9 @@ impl<S: Storage> Store<S> {
     pub fn new(storage: Arc<S>, strategy: Arc<dyn Strategy>) -> Self {
         let verbatim = strategy.serves_stored_form().then(|| {
             let kind = strategy.kind();
-            Arc::new((kind.group_version().api_version(), kind.kind))
+            let api_version = kind.group_version().api_version();
+            let ordered = genplane_api::order::schema_of(&api_version, &kind.kind).is_some();
+            Arc::new((api_version, kind.kind, ordered))
         });
         Self {
             storage,
@@ -743,8 +746,8 @@ impl<S: Storage> Store<S> {
         revision: Revision,
         hint: u64,
     ) -> Option<object::ServedJson> {
-        let (api_version, kind) = &**self.verbatim.as_ref()?;
-        let served = object::ServedJson::of(stored, revision, api_version, kind, hint)?;
+        let (api_version, kind, ordered) = &**self.verbatim.as_ref()?;
+        let served = object::ServedJson::of(stored, revision, api_version, kind, *ordered, hint)?;
         self.served.verbatim.fetch_add(1, Ordering::Relaxed);
         Some(served)
     }
@@ -762,11 +765,12 @@ impl<S: Storage> Store<S> {
         Some(out)
     }
 
-    /// Appends `object`, decoded for a read, as JSON to `out`.
+    /// Appends `object`, decoded for a read, as JSON to `out` (in upstream's field order for a
+    /// built-in kind, `genplane_api::order`).
     fn write_json(&self, object: &Value, out: &mut Vec<u8>) -> Result<(), ApiError> {
         self.served.decoded.fetch_add(1, Ordering::Relaxed);
-        serde_json::to_writer(out, object)
-            .map_err(|e| Status::internal_error(format!("encoding an object: {e}")).into())
+        genplane_api::order::write_into(out, object);
+        Ok(())
     }
 
     /// The stored form of a served object: its bytes, with their layout hint, and the stored

@@ -66,9 +66,7 @@ impl WatchObject {
     /// An object to deliver, encoded now.
     pub fn new(value: Value) -> Self {
         Self {
-            json: OnceLock::from(bytes::Bytes::from(
-                serde_json::to_vec(&value).unwrap_or_default(),
-            )),
+            json: OnceLock::from(bytes::Bytes::from(genplane_api::order::to_vec(&value))),
             value: OnceLock::new(),
             derived: Memo::default(),
         }
@@ -106,9 +104,7 @@ impl WatchObject {
     /// The object as JSON.
     pub fn json(&self) -> &[u8] {
         self.json.get_or_init(|| {
-            serde_json::to_vec(self.value.get().unwrap_or(&Value::Null))
-                .unwrap_or_default()
-                .into()
+            genplane_api::order::to_vec(self.value.get().unwrap_or(&Value::Null)).into()
         })
     }
 
@@ -463,7 +459,7 @@ mod tests {
         assert_eq!(unencoded.value(), &value);
         assert_eq!(
             &encoded.json_bytes()[..],
-            serde_json::to_vec(&value).unwrap()
+            genplane_api::order::to_vec(&value)
         );
         assert!(encoded == unencoded);
         let first = encoded.derived(1, || 7);

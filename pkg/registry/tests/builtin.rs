@@ -153,7 +153,7 @@ fn new_event(note: &str) -> serde_json::Value {
 }
 
 fn json_of(object: &serde_json::Value) -> Vec<u8> {
-    serde_json::to_vec(object).unwrap()
+    genplane_api::order::to_vec(object)
 }
 
 /// Each item's JSON as written when a list is sent.

@@ -120,8 +120,8 @@ static SPEC: Struct = Struct {
 pub static SCHEMA: Struct = Struct {
     name: "MutatingAdmissionPolicy",
     fields: &[
-        Field::type_meta("apiVersion"),
         Field::type_meta("kind"),
+        Field::type_meta("apiVersion"),
         Field::new("metadata", 1, Type::Struct(&OBJECT_META)),
         Field::new("spec", 2, Type::Struct(&SPEC)),
     ],

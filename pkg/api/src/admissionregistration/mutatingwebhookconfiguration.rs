@@ -19,8 +19,8 @@ pub const KIND: &str = "MutatingWebhookConfiguration";
 pub static SCHEMA: Struct = Struct {
     name: "MutatingWebhookConfiguration",
     fields: &[
-        Field::type_meta("apiVersion"),
         Field::type_meta("kind"),
+        Field::type_meta("apiVersion"),
         Field::new("metadata", 1, Type::Struct(&OBJECT_META)),
         Field::new("webhooks", 2, Type::List(&Type::Struct(&MUTATING_WEBHOOK))),
     ],

@@ -19,8 +19,8 @@ pub const KIND: &str = "ValidatingWebhookConfiguration";
 pub static SCHEMA: Struct = Struct {
     name: "ValidatingWebhookConfiguration",
     fields: &[
-        Field::type_meta("apiVersion"),
         Field::type_meta("kind"),
+        Field::type_meta("apiVersion"),
         Field::new("metadata", 1, Type::Struct(&OBJECT_META)),
         Field::new(
             "webhooks",

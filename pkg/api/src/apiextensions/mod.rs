@@ -288,6 +288,8 @@ static VERSION: Struct = Struct {
         Field::pointer("name", 1, Type::String),
         Field::pointer("served", 2, Type::Bool),
         Field::pointer("storage", 3, Type::Bool),
+        Field::new("deprecated", 7, Type::Bool),
+        Field::pointer("deprecationWarning", 8, Type::String),
         Field::pointer("schema", 4, Type::Struct(&CUSTOM_RESOURCE_VALIDATION)),
         Field::pointer("subresources", 5, Type::Struct(&SUBRESOURCES)),
         Field::new(
@@ -295,8 +297,6 @@ static VERSION: Struct = Struct {
             6,
             Type::List(&Type::Struct(&COLUMN_DEFINITION)),
         ),
-        Field::new("deprecated", 7, Type::Bool),
-        Field::pointer("deprecationWarning", 8, Type::String),
         Field::new(
             "selectableFields",
             9,
@@ -388,8 +388,8 @@ static STATUS: Struct = Struct {
 pub static SCHEMA: Struct = Struct {
     name: "CustomResourceDefinition",
     fields: &[
-        Field::type_meta("apiVersion"),
         Field::type_meta("kind"),
+        Field::type_meta("apiVersion"),
         Field::new("metadata", 1, Type::Struct(&OBJECT_META)),
         Field::new("spec", 2, Type::Struct(&SPEC)),
         Field::new("status", 3, Type::Struct(&STATUS)),

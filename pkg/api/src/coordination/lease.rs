@@ -45,8 +45,8 @@ static LEASE_SPEC: Struct = Struct {
 pub static SCHEMA: Struct = Struct {
     name: "Lease",
     fields: &[
-        Field::type_meta("apiVersion"),
         Field::type_meta("kind"),
+        Field::type_meta("apiVersion"),
         Field::new("metadata", 1, Type::Struct(&OBJECT_META)),
         Field::new("spec", 2, Type::Struct(&LEASE_SPEC)),
     ],

@@ -28,12 +28,12 @@ pub const IMMUTABLE_SET: &str = "field is immutable when `immutable` is set";
 pub static SCHEMA: Struct = Struct {
     name: "ConfigMap",
     fields: &[
-        Field::type_meta("apiVersion"),
         Field::type_meta("kind"),
+        Field::type_meta("apiVersion"),
         Field::new("metadata", 1, Type::Struct(&OBJECT_META)),
+        Field::pointer("immutable", 4, Type::Bool),
         Field::new("data", 2, Type::Map(&Type::String)),
         Field::new("binaryData", 3, Type::Map(&Type::Bytes)),
-        Field::pointer("immutable", 4, Type::Bool),
     ],
 };
 

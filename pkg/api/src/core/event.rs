@@ -83,8 +83,8 @@ pub static EVENT_SERIES: Struct = Struct {
 pub static SCHEMA: Struct = Struct {
     name: "Event",
     fields: &[
-        Field::type_meta("apiVersion"),
         Field::type_meta("kind"),
+        Field::type_meta("apiVersion"),
         Field::new("metadata", 1, Type::Struct(&OBJECT_META)),
         Field::new("involvedObject", 2, Type::Struct(&OBJECT_REFERENCE)),
         Field::new("reason", 3, Type::String),

@@ -69,8 +69,8 @@ static NAMESPACE_STATUS: Struct = Struct {
 pub static SCHEMA: Struct = Struct {
     name: "Namespace",
     fields: &[
-        Field::type_meta("apiVersion"),
         Field::type_meta("kind"),
+        Field::type_meta("apiVersion"),
         Field::new("metadata", 1, Type::Struct(&OBJECT_META)),
         Field::new("spec", 2, Type::Struct(&NAMESPACE_SPEC)),
         Field::new("status", 3, Type::Struct(&NAMESPACE_STATUS)),

@@ -154,8 +154,8 @@ static RESOURCE_QUOTA_STATUS: Struct = Struct {
 pub static SCHEMA: Struct = Struct {
     name: "ResourceQuota",
     fields: &[
-        Field::type_meta("apiVersion"),
         Field::type_meta("kind"),
+        Field::type_meta("apiVersion"),
         Field::new("metadata", 1, Type::Struct(&OBJECT_META)),
         Field::new("spec", 2, Type::Struct(&RESOURCE_QUOTA_SPEC)),
         Field::new("status", 3, Type::Struct(&RESOURCE_QUOTA_STATUS)),

@@ -46,13 +46,13 @@ pub const TYPE_TLS: &str = "kubernetes.io/tls";
 pub static SCHEMA: Struct = Struct {
     name: "Secret",
     fields: &[
-        Field::type_meta("apiVersion"),
         Field::type_meta("kind"),
+        Field::type_meta("apiVersion"),
         Field::new("metadata", 1, Type::Struct(&OBJECT_META)),
+        Field::pointer("immutable", 5, Type::Bool),
         Field::new("data", 2, Type::Map(&Type::Bytes)),
         Field::new("stringData", 4, Type::Map(&Type::String)),
         Field::new("type", 3, Type::String),
-        Field::pointer("immutable", 5, Type::Bool),
     ],
 };
 

@@ -26,8 +26,8 @@ pub const KIND: &str = "ServiceAccount";
 pub static SCHEMA: Struct = Struct {
     name: "ServiceAccount",
     fields: &[
-        Field::type_meta("apiVersion"),
         Field::type_meta("kind"),
+        Field::type_meta("apiVersion"),
         Field::new("metadata", 1, Type::Struct(&OBJECT_META)),
         Field::new("secrets", 2, Type::List(&Type::Struct(&OBJECT_REFERENCE))),
         Field::new(

@@ -244,8 +244,8 @@ static STATUS: Struct = Struct {
 pub static SCHEMA: Struct = Struct {
     name: "Feature",
     fields: &[
-        Field::type_meta("apiVersion"),
         Field::type_meta("kind"),
+        Field::type_meta("apiVersion"),
         Field::new("metadata", 1, Type::Struct(&OBJECT_META)),
         Field::new("spec", 2, Type::Struct(&SPEC)),
         Field::new("status", 3, Type::Struct(&STATUS)),

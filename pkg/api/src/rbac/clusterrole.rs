@@ -30,8 +30,8 @@ pub const KIND: &str = "ClusterRole";
 pub static SCHEMA: Struct = Struct {
     name: "ClusterRole",
     fields: &[
-        Field::type_meta("apiVersion"),
         Field::type_meta("kind"),
+        Field::type_meta("apiVersion"),
         Field::new("metadata", 1, Type::Struct(&OBJECT_META)),
         Field::new("rules", 2, Type::List(&Type::Struct(&POLICY_RULE))).keep_empty(),
         Field::new("aggregationRule", 3, Type::Struct(&AGGREGATION_RULE)),

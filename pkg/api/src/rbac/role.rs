@@ -24,8 +24,8 @@ pub const KIND: &str = "Role";
 pub static SCHEMA: Struct = Struct {
     name: "Role",
     fields: &[
-        Field::type_meta("apiVersion"),
         Field::type_meta("kind"),
+        Field::type_meta("apiVersion"),
         Field::new("metadata", 1, Type::Struct(&OBJECT_META)),
         Field::new("rules", 2, Type::List(&Type::Struct(&POLICY_RULE))).keep_empty(),
     ],

@@ -30,8 +30,8 @@ pub const ROLE_REF_KINDS: &[&str] = &["Role", "ClusterRole"];
 pub static SCHEMA: Struct = Struct {
     name: "RoleBinding",
     fields: &[
-        Field::type_meta("apiVersion"),
         Field::type_meta("kind"),
+        Field::type_meta("apiVersion"),
         Field::new("metadata", 1, Type::Struct(&OBJECT_META)),
         Field::new("subjects", 2, Type::List(&Type::Struct(&SUBJECT))),
         Field::new("roleRef", 3, Type::Struct(&ROLE_REF)),

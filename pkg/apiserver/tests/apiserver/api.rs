@@ -314,8 +314,9 @@ async fn lists_tables_and_metadata(server: Server) {
     )
     .await;
     let list = answer.json();
-    // Encoded item by item, the answer is still the list's compact JSON and a newline.
-    let mut whole = serde_json::to_vec(&list).unwrap();
+    // Encoded item by item, the answer is still the list's compact JSON (in upstream's field
+    // order) and a newline.
+    let mut whole = genplane_api::order::to_vec(&list);
     whole.push(b'\n');
     assert_eq!(
         String::from_utf8_lossy(&answer.body),

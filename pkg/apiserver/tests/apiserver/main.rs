@@ -9,6 +9,7 @@
 mod support;
 
 mod api;
+mod field_order;
 mod filters;
 mod hardening;
 mod kube_rs;

@@ -28,8 +28,8 @@ use genplane_api::decode::{Field, OBJECT_META, OBJECT_REFERENCE, Struct, Type};
 pub static POD: Struct = Struct {
     name: "Pod",
     fields: &[
-        Field::type_meta("apiVersion"),
         Field::type_meta("kind"),
+        Field::type_meta("apiVersion"),
         Field::new("metadata", 1, Type::Struct(&OBJECT_META)),
         Field::new("spec", 2, Type::Struct(&POD_SPEC)),
         Field::new("status", 3, Type::Struct(&POD_STATUS)),
@@ -39,8 +39,8 @@ pub static POD: Struct = Struct {
 pub static BINDING: Struct = Struct {
     name: "Binding",
     fields: &[
-        Field::type_meta("apiVersion"),
         Field::type_meta("kind"),
+        Field::type_meta("apiVersion"),
         Field::new("metadata", 1, Type::Struct(&OBJECT_META)),
         Field::new("target", 2, Type::Struct(&OBJECT_REFERENCE)),
     ],
@@ -49,8 +49,8 @@ pub static BINDING: Struct = Struct {
 pub static NODE: Struct = Struct {
     name: "Node",
     fields: &[
-        Field::type_meta("apiVersion"),
         Field::type_meta("kind"),
+        Field::type_meta("apiVersion"),
         Field::new("metadata", 1, Type::Struct(&OBJECT_META)),
         Field::new("spec", 2, Type::Struct(&NODE_SPEC)),
         Field::new("status", 3, Type::Struct(&NODE_STATUS)),
@@ -60,8 +60,8 @@ pub static NODE: Struct = Struct {
 pub static SERVICE: Struct = Struct {
     name: "Service",
     fields: &[
-        Field::type_meta("apiVersion"),
         Field::type_meta("kind"),
+        Field::type_meta("apiVersion"),
         Field::new("metadata", 1, Type::Struct(&OBJECT_META)),
         Field::new("spec", 2, Type::Struct(&SERVICE_SPEC)),
         Field::new("status", 3, Type::Struct(&SERVICE_STATUS)),
@@ -71,8 +71,8 @@ pub static SERVICE: Struct = Struct {
 pub static ENDPOINTS: Struct = Struct {
     name: "Endpoints",
     fields: &[
-        Field::type_meta("apiVersion"),
         Field::type_meta("kind"),
+        Field::type_meta("apiVersion"),
         Field::new("metadata", 1, Type::Struct(&OBJECT_META)),
         Field::new("subsets", 2, Type::List(&Type::Struct(&ENDPOINT_SUBSET))),
     ],
@@ -81,8 +81,8 @@ pub static ENDPOINTS: Struct = Struct {
 pub static ENDPOINT_SLICE: Struct = Struct {
     name: "EndpointSlice",
     fields: &[
-        Field::type_meta("apiVersion"),
         Field::type_meta("kind"),
+        Field::type_meta("apiVersion"),
         Field::new("metadata", 1, Type::Struct(&OBJECT_META)),
         Field::pointer("addressType", 4, Type::String),
         Field::new(
@@ -101,8 +101,8 @@ pub static ENDPOINT_SLICE: Struct = Struct {
 pub static DEPLOYMENT: Struct = Struct {
     name: "Deployment",
     fields: &[
-        Field::type_meta("apiVersion"),
         Field::type_meta("kind"),
+        Field::type_meta("apiVersion"),
         Field::new("metadata", 1, Type::Struct(&OBJECT_META)),
         Field::new("spec", 2, Type::Struct(&DEPLOYMENT_SPEC)),
         Field::new("status", 3, Type::Struct(&DEPLOYMENT_STATUS)),
@@ -112,8 +112,8 @@ pub static DEPLOYMENT: Struct = Struct {
 pub static REPLICA_SET: Struct = Struct {
     name: "ReplicaSet",
     fields: &[
-        Field::type_meta("apiVersion"),
         Field::type_meta("kind"),
+        Field::type_meta("apiVersion"),
         Field::new("metadata", 1, Type::Struct(&OBJECT_META)),
         Field::new("spec", 2, Type::Struct(&REPLICA_SET_SPEC)),
         Field::new("status", 3, Type::Struct(&REPLICA_SET_STATUS)),

@@ -28,8 +28,8 @@ use serde_json::{Map, Value};
 pub static TOP: Struct = Struct {
     name: "Object",
     fields: &[
-        Field::type_meta("apiVersion"),
         Field::type_meta("kind"),
+        Field::type_meta("apiVersion"),
         Field::new("metadata", 1, Type::Struct(&OBJECT_META)),
     ],
 };
