@@ -52,10 +52,10 @@ pub(super) struct Entry {
     pub(super) spec: FeatureSpec,
     /// The value the settings gave (`--feature-gates` and the defaults).
     pub(super) configured: bool,
-    /// Whether the value may change at run time ([`Registry::allow_dynamic`], not locked,
+    /// Whether the value may change at run time ([`Registry::allow_dynamic`](super::Registry::allow_dynamic), not locked,
     /// existing at the emulated version).
     pub(super) dynamic: bool,
-    /// Whether the cluster decides the value ([`Registry::make_central`], not locked, existing
+    /// Whether the cluster decides the value ([`Registry::make_central`](super::Registry::make_central), not locked, existing
     /// at the emulated version), so a role other than the API server may adopt it at run time.
     pub(super) central: bool,
     pub(super) enabled: AtomicBool,
@@ -211,7 +211,7 @@ impl FeatureGate {
     }
 
     /// Whether the feature `name` may change value while the binary runs: its author declared
-    /// it with [`Registry::allow_dynamic`] and it is not locked to its default.
+    /// it with [`Registry::allow_dynamic`](super::Registry::allow_dynamic) and it is not locked to its default.
     pub fn is_dynamic(&self, name: &str) -> bool {
         self.entry(name).is_some_and(|e| e.dynamic)
     }
@@ -222,7 +222,7 @@ impl FeatureGate {
         self.entry(name).map(|e| e.configured)
     }
 
-    /// Whether the feature `name` is central ([`Registry::make_central`]) and not locked: the
+    /// Whether the feature `name` is central ([`Registry::make_central`](super::Registry::make_central)) and not locked: the
     /// API servers' flags decide the cluster's value, which other roles adopt
     /// ([`FeatureGate::adopt_central`]).
     pub fn is_central(&self, name: &str) -> bool {

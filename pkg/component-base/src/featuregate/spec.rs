@@ -77,7 +77,7 @@ impl FeatureSpec {
 }
 
 /// A handle on a feature by name; declare one `const` per feature and check it with
-/// [`FeatureGate::enabled`].
+/// [`FeatureGate::enabled`](super::FeatureGate::enabled).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct Feature(&'static str);
 

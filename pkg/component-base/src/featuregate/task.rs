@@ -42,7 +42,7 @@ impl ResourceRef {
 
 /// A task a transition of a feature must run besides waiting for every component to agree
 /// (KEP-3920's server flow), declared next to the feature's registration with
-/// [`Registry::add_turn_off_task`]. The feature-controller runs them in order.
+/// [`Registry::add_turn_off_task`](super::Registry::add_turn_off_task). The feature-controller runs them in order.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum Task {
