@@ -185,6 +185,13 @@ impl ResourceDescription {
         GroupVersionKind::new(&self.group, &self.version, &self.kind)
     }
 
+    /// Whether this is the resource `other` declares (the same group and plural name, whatever
+    /// the version): how code finds a kind it needs among those served, by the kind's own
+    /// declaration rather than by spelling its group.
+    pub fn is(&self, other: &ResourceInfo) -> bool {
+        self.group == other.group && self.resource == other.resource
+    }
+
     /// The group and resource, as errors name it.
     pub fn group_resource(&self) -> GroupResource {
         GroupResource::new(&self.group, &self.resource)
@@ -280,6 +287,13 @@ impl ResourceInfo {
     /// The served group, version and resource.
     pub fn gvr(&self) -> GroupVersionResource {
         GroupVersionResource::new(self.group, self.version, self.resource)
+    }
+
+    /// Whether this is the resource `other` declares (the same group and plural name, whatever
+    /// the version): how code finds a kind it needs among those served, by the kind's own
+    /// declaration rather than by spelling its group.
+    pub fn is(&self, other: &ResourceInfo) -> bool {
+        self.group == other.group && self.resource == other.resource
     }
 
     /// The group and resource, as errors name it.

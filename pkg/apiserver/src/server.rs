@@ -4,6 +4,7 @@
 
 use std::sync::Arc;
 
+use genplane_api::admissionregistration;
 use genplane_api::catalog::{FeatureGates, GatesOff, ResourceInfo};
 use genplane_api::openapi::ServedResource;
 use genplane_audit::Auditor;
@@ -255,16 +256,19 @@ pub struct ApiServer<S: Storage> {
 fn webhook_configurations<S: Storage>(
     builtin: &[Arc<Resource<S>>],
 ) -> Option<Arc<dyn genplane_admission::webhook::Configurations>> {
-    let store = |resource: &str| {
-        builtin
-            .iter()
-            .find(|r| r.info.group == "admissionregistration.k8s.io" && r.info.resource == resource)
-            .and_then(|r| r.store().cloned())
+    use genplane_api::admissionregistration::{
+        mutatingwebhookconfiguration, validatingwebhookconfiguration,
     };
     Some(Arc::new(
         crate::webhook_configurations::StoredWebhookConfigurations {
-            validating: MirroredList::new(store("validatingwebhookconfigurations")?),
-            mutating: MirroredList::new(store("mutatingwebhookconfigurations")?),
+            validating: MirroredList::new(admission_store(
+                builtin,
+                &validatingwebhookconfiguration::INFO,
+            )?),
+            mutating: MirroredList::new(admission_store(
+                builtin,
+                &mutatingwebhookconfiguration::INFO,
+            )?),
         },
     ))
 }
@@ -289,11 +293,14 @@ fn served_params<S: Storage>(
     crate::admission_policies::ServedParams { kinds }
 }
 
-/// The store of the built-in `admissionregistration.k8s.io` resource `resource`, when served.
-fn admission_store<S: Storage>(builtin: &[Arc<Resource<S>>], resource: &str) -> Option<Store<S>> {
+/// The store of the built-in admission configuration resource `kind`, when served.
+fn admission_store<S: Storage>(
+    builtin: &[Arc<Resource<S>>],
+    kind: &ResourceInfo,
+) -> Option<Store<S>> {
     builtin
         .iter()
-        .find(|r| r.info.group == "admissionregistration.k8s.io" && r.info.resource == resource)
+        .find(|r| r.info.is(kind))
         .and_then(|r| r.store().cloned())
 }
 
@@ -303,10 +310,13 @@ fn admission_policies<S: Storage>(
     served: &Arc<std::sync::RwLock<Arc<Served<S>>>>,
 ) -> Option<Arc<dyn genplane_admission::policy::Policies>> {
     Some(Arc::new(crate::admission_policies::StoredPolicies {
-        policies: MirroredList::new(admission_store(builtin, "validatingadmissionpolicies")?),
+        policies: MirroredList::new(admission_store(
+            builtin,
+            &admissionregistration::validatingadmissionpolicy::INFO,
+        )?),
         bindings: MirroredList::new(admission_store(
             builtin,
-            "validatingadmissionpolicybindings",
+            &admissionregistration::validatingadmissionpolicybinding::INFO,
         )?),
         params: served_params(served),
     }))
@@ -328,10 +338,13 @@ fn mutating_admission_policies<S: Storage>(
     });
     Some(Arc::new(
         crate::admission_policies::StoredMutatingPolicies {
-            policies: MirroredList::new(admission_store(builtin, "mutatingadmissionpolicies")?),
+            policies: MirroredList::new(admission_store(
+                builtin,
+                &admissionregistration::mutatingadmissionpolicy::INFO,
+            )?),
             bindings: MirroredList::new(admission_store(
                 builtin,
-                "mutatingadmissionpolicybindings",
+                &admissionregistration::mutatingadmissionpolicybinding::INFO,
             )?),
             params: served_params(served),
             types,

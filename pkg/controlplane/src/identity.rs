@@ -113,7 +113,7 @@ impl<S: Storage> IdentityLease<S> {
         let leases = resources
             .iter()
             .map(std::borrow::Borrow::borrow)
-            .find(|r| r.info.group == "coordination.k8s.io" && r.info.resource == "leases")?;
+            .find(|r| r.info.is(&genplane_api::coordination::lease::INFO))?;
         Some(Self::new(leases.store()?.clone(), hostname, timing))
     }
 

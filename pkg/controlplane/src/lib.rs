@@ -239,7 +239,7 @@ pub async fn turning_off(
     let mut features = std::collections::BTreeSet::new();
     let Some(info) = genplane_api::catalog::all()
         .iter()
-        .find(|i| i.group == genplane_api::featuregates::GROUP && i.resource == "features")
+        .find(|i| i.is(&genplane_api::featuregates::feature::INFO))
     else {
         return Ok(features);
     };
@@ -326,7 +326,7 @@ pub fn resources_with(
             }
         };
         let mut resource = Resource::builtin_with_gates(info, cache.clone(), options.gates.clone());
-        if info.group == "apiextensions.k8s.io" && info.resource == "customresourcedefinitions" {
+        if info.is(&genplane_api::apiextensions::INFO) {
             resource.backing = Backing::Stored(genplane_registry::Store::new(
                 cache,
                 Arc::new(crd::schema::CrdStrategy::with_gates(options.gates.clone())),

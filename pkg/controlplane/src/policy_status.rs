@@ -39,8 +39,8 @@ impl<S: Storage> PolicyStatus<S> {
     /// The controller of `api`'s policies, when it serves them with their `status`.
     pub fn new(api: Arc<ApiServer<S>>) -> Option<Arc<Self>> {
         let resource = api.resources().into_iter().find(|r| {
-            r.info.group == "admissionregistration.k8s.io"
-                && r.info.resource == "validatingadmissionpolicies"
+            r.info
+                .is(&genplane_api::admissionregistration::validatingadmissionpolicy::INFO)
         })?;
         let policies = resource.store()?.clone();
         let status = resource.subresource_store("status")?.clone();

@@ -148,9 +148,10 @@ impl<S: Storage> CustomResources<S> {
     /// The CRD machinery of `api`, which must serve `apiextensions.k8s.io/v1`
     /// customresourcedefinitions; `storage` makes the storage of each CRD's objects.
     pub fn new(api: Arc<ApiServer<S>>, storage: StorageFactory<S>) -> Option<Arc<Self>> {
-        let resource = api.resources().into_iter().find(|r| {
-            r.info.group == "apiextensions.k8s.io" && r.info.resource == "customresourcedefinitions"
-        })?;
+        let resource = api
+            .resources()
+            .into_iter()
+            .find(|r| r.info.is(&genplane_api::apiextensions::INFO))?;
         let crds = resource.store()?.clone();
         let crd_status = resource.subresource_store("status")?.clone();
         Some(Arc::new(Self {

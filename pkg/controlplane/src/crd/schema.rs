@@ -407,7 +407,7 @@ pub(crate) fn example(schema: Value) -> Value {
 /// When the input makes the decoding answer a server error.
 pub fn exercise_bodies(data: &[u8]) {
     genplane_apiserver::request_body::exercise_with(data, &|info| {
-        if info.group == "apiextensions.k8s.io" && info.resource == "customresourcedefinitions" {
+        if info.is(&genplane_api::apiextensions::INFO) {
             Box::new(CrdStrategy::new())
         } else {
             Box::new(CatalogStrategy::new(info))

@@ -376,15 +376,11 @@ impl CompletedConfig {
         // The server's own steps once it listens, then the program's; each is a health check
         // until it has finished. They reach the server through `serving`, set below.
         let serving: Arc<std::sync::OnceLock<Arc<ApiServer<ResourceStorage>>>> = Arc::default();
-        let serves = |group: &str, resource: &str| {
-            served
-                .iter()
-                .any(|r| r.info.group == group && r.info.resource == resource)
-        };
+        let serves = |kind: &ResourceInfo| served.iter().any(|r| r.info.is(kind));
         // The loopback identity reports as the component `apiserver` only (the bootstrap
         // policy's `report` on `components/apiserver`).
         let component = &config.common.feature_gate.identity().component;
-        let features = serves(genplane_api::featuregates::GROUP, "features");
+        let features = serves(&genplane_api::featuregates::feature::INFO);
         if features && component != genplane_api::featuregates::API_SERVER {
             tracing::warn!(
                 %component,
@@ -395,7 +391,7 @@ impl CompletedConfig {
         }
         let clients = LoopbackClients {
             features: features && component == genplane_api::featuregates::API_SERVER,
-            claims: serves(genplane_api::networkregistry::GROUP, "networkclaims"),
+            claims: serves(&genplane_api::networkregistry::networkclaim::INFO),
         };
         let mut hooks = own_hooks(&config, &serving, &backend, &rbac, identity, clients);
         hooks.append(program_hooks).map_err(Error::Hooks)?;

@@ -639,7 +639,7 @@ impl Options {
             })
             .filter(|enablement| {
                 let rbac_off = ApiEnablement::builtin_apis()
-                    .filter(|api| api.group == "rbac.authorization.k8s.io")
+                    .filter(|api| api.group == genplane_api::rbac::GROUP_NAME)
                     .any(|api| !enablement.serves(api));
                 if rbac_off && authorization_modes.contains(&AuthorizationMode::Rbac) {
                     invalid.push(
