@@ -1,7 +1,5 @@
-//! The control plane's view of the binary's feature gates ([`genplane_features`], re-exported
-//! here): and the gates its kinds' strategies consult.
-
-pub use genplane_features::*;
+//! The gates the built-in kinds' strategies consult, over the server's resolved feature gate
+//! (the binary's features are declared in [`genplane_features`]).
 
 use genplane_component_base::featuregate::{Feature, FeatureGate};
 
@@ -23,7 +21,7 @@ mod tests {
     #[test]
     fn every_feature_a_strategy_consults_is_known_and_off_by_default() {
         use genplane_api::catalog::FeatureGates as _;
-        let gate = registry()
+        let gate = genplane_features::registry()
             .resolve(
                 &FeatureGateSettings::default(),
                 Version::new(1, 33),
@@ -34,7 +32,7 @@ mod tests {
         for feature in genplane_api::features::GATED_FEATURES {
             assert!(!gates.enabled(feature), "{feature}");
         }
-        let on = registry()
+        let on = genplane_features::registry()
             .resolve(
                 &FeatureGateSettings([("CoordinatedLeaderElection".to_owned(), true)].into()),
                 Version::new(1, 33),

@@ -18,7 +18,7 @@
 //! whatever the API servers say.
 
 use std::collections::BTreeSet;
-use std::net::{IpAddr, SocketAddr};
+use std::net::IpAddr;
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -27,7 +27,7 @@ use genplane_apimachinery::duration;
 use genplane_component_base::config::{CommonConfig, CommonOptions, Invalid};
 use genplane_component_base::featuregate::UseIdentity;
 use genplane_component_base::health::Health;
-use genplane_component_base::http::{self, OpsHandler};
+use genplane_component_base::http::OpsHandler;
 use genplane_component_base::metrics;
 use genplane_component_base::notify::Notifier;
 use genplane_component_base::shutdown::Shutdown;
@@ -129,12 +129,7 @@ impl FeatureControllerOptions {
         in_cluster: bool,
         invalid: &mut Invalid,
     ) -> Option<FeatureControllerConfig> {
-        if self.kubeconfig.is_none() && !in_cluster {
-            invalid.push(
-                "kubeconfig",
-                "required unless running in a pod (KUBERNETES_SERVICE_HOST and KUBERNETES_SERVICE_PORT set)",
-            );
-        }
+        crate::roles::check_kubeconfig(self.kubeconfig.as_deref(), in_cluster, invalid);
         let identity_lease_duration = invalid.check(
             "identity-lease-duration",
             positive(&self.identity_lease_duration).and_then(|d| {
@@ -158,9 +153,7 @@ impl FeatureControllerOptions {
         }
         let bind_address = invalid.check(
             "bind-address",
-            self.bind_address
-                .parse::<IpAddr>()
-                .map_err(|e| format!("{:?} is not an IP address: {e}", self.bind_address)),
+            crate::roles::bind_address(&self.bind_address),
         );
         let common = self.common.validate(&registry, identity, rust_log, invalid);
         Some(FeatureControllerConfig {
@@ -204,37 +197,18 @@ pub async fn serve(
         &genplane_component_base::process::hostname(),
         &registry,
     );
-    let ops = if config.options.secure_port == 0 {
-        None
-    } else {
-        let tls = http::self_signed_tls().map_err(Error::Ops)?;
-        let listener = http::bind(SocketAddr::new(
-            config.bind_address,
-            config.options.secure_port,
-        ))
-        .await
-        .map_err(Error::Ops)?;
-        if let Ok(address) = listener.local_addr() {
-            tracing::info!(%address, "serving the ops endpoints over HTTPS");
-        }
-        Some(tokio::spawn(http::serve_ops_tls(
-            listener,
-            tls,
-            OpsHandler::new(Health::new(&shutdown), registry),
-            shutdown.clone(),
-            crate::roles::OPS_DRAIN,
-        )))
-    };
+    let ops = crate::roles::Ops::start(
+        config.bind_address,
+        config.options.secure_port,
+        OpsHandler::new(Health::new(&shutdown), registry),
+        &shutdown,
+    )
+    .await
+    .map_err(Error::Ops)?;
     notifier.ready("running");
     let stop = shutdown.clone();
     controller.run(async move { stop.triggered().await }).await;
-    if let Some(ops) = ops {
-        match ops.await {
-            Ok(Err(error)) => tracing::warn!(%error, "closing the ops endpoints"),
-            Err(error) => tracing::warn!(%error, "the ops server task failed"),
-            Ok(Ok(())) => {}
-        }
-    }
+    ops.finish().await;
     tracing::info!("stopped");
     Ok(())
 }

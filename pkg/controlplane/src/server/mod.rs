@@ -355,7 +355,7 @@ impl CompletedConfig {
         let identity = config
             .common
             .feature_gate
-            .enabled(features::API_SERVER_IDENTITY)
+            .enabled(genplane_features::API_SERVER_IDENTITY)
             .then(|| {
                 IdentityLease::among(
                     &served,
@@ -625,7 +625,7 @@ fn own_hooks(
         && config
             .common
             .feature_gate
-            .enabled(crate::features::NETWORK_REGISTRY)
+            .enabled(genplane_features::NETWORK_REGISTRY)
     {
         let ranges = config.service_cluster_ip_range.clone();
         add(

@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::{EncryptionConfig, features};
+use crate::EncryptionConfig;
 use clap::Args;
 use genplane_api::networkregistry::Prefix;
 use genplane_apimachinery::duration;
@@ -514,7 +514,7 @@ impl Options {
         };
         let common = self
             .common
-            .validate(&features::registry(), identity, rust_log, invalid);
+            .validate(&genplane_features::registry(), identity, rust_log, invalid);
         let token_file = match &self.authentication.token_auth_file {
             None => Some(None),
             Some(path) => invalid
@@ -656,8 +656,8 @@ impl Options {
                 &self.network.service_cluster_ip_range,
             ),
         );
-        for problem in features::dynamic_feature_problems(
-            &features::registry(),
+        for problem in genplane_features::dynamic_feature_problems(
+            &genplane_features::registry(),
             &self.features.dynamic_features,
         ) {
             invalid.push("dynamic-features", problem);

@@ -18,13 +18,12 @@
 
 pub mod options;
 
-use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
 
 use genplane_component_base::featuregate::{Feature, FeatureGate};
 use genplane_component_base::health::{Health, Kind};
-use genplane_component_base::http::{self, OpsHandler};
+use genplane_component_base::http::OpsHandler;
 use genplane_component_base::metrics;
 use genplane_component_base::notify::Notifier;
 use genplane_component_base::shutdown::Shutdown;
@@ -181,27 +180,14 @@ pub async fn serve(
             }
         });
     }
-    let ops = if config.options.secure_port == 0 {
-        None
-    } else {
-        let tls = http::self_signed_tls().map_err(Error::Ops)?;
-        let listener = http::bind(SocketAddr::new(
-            config.bind_address,
-            config.options.secure_port,
-        ))
-        .await
-        .map_err(Error::Ops)?;
-        if let Ok(address) = listener.local_addr() {
-            tracing::info!(%address, "serving the ops endpoints over HTTPS");
-        }
-        Some(tokio::spawn(http::serve_ops_tls(
-            listener,
-            tls,
-            OpsHandler::new(health, registry),
-            shutdown.clone(),
-            crate::roles::OPS_DRAIN,
-        )))
-    };
+    let ops = crate::roles::Ops::start(
+        config.bind_address,
+        config.options.secure_port,
+        OpsHandler::new(health, registry),
+        &shutdown,
+    )
+    .await
+    .map_err(Error::Ops)?;
 
     notifier.ready(if config.leader_election.is_some() {
         "running: standing for the lease"
@@ -264,13 +250,7 @@ pub async fn serve(
         .map_err(Error::from),
     };
     shutdown.trigger();
-    if let Some(ops) = ops {
-        match ops.await {
-            Ok(Err(error)) => tracing::warn!(%error, "closing the ops endpoints"),
-            Err(error) => tracing::warn!(%error, "the ops server task failed"),
-            Ok(Ok(())) => {}
-        }
-    }
+    ops.finish().await;
     match &result {
         Ok(()) => tracing::info!("stopped"),
         Err(error) => tracing::error!(%error, "the controller-manager stopped"),

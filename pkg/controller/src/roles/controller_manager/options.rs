@@ -162,12 +162,7 @@ impl ControllerManagerOptions {
         in_cluster: bool,
         invalid: &mut Invalid,
     ) -> Option<ControllerManagerConfig> {
-        if self.kubeconfig.is_none() && !in_cluster {
-            invalid.push(
-                "kubeconfig",
-                "required unless running in a pod (KUBERNETES_SERVICE_HOST and KUBERNETES_SERVICE_PORT set)",
-            );
-        }
+        crate::roles::check_kubeconfig(self.kubeconfig.as_deref(), in_cluster, invalid);
         let controllers = invalid.check(
             "controllers",
             Selection::parse(&self.controllers, CONTROLLERS).map_err(|e| e.to_string()),
@@ -244,9 +239,7 @@ impl ControllerManagerOptions {
         };
         let bind_address = invalid.check(
             "bind-address",
-            self.bind_address
-                .parse::<IpAddr>()
-                .map_err(|e| format!("{:?} is not an IP address: {e}", self.bind_address)),
+            crate::roles::bind_address(&self.bind_address),
         );
         if let Some(path) = &self.root_ca_file
             && let Err(error) = std::fs::read_to_string(path)
