@@ -512,9 +512,9 @@ impl Options {
                 EncryptionConfig::load(path).map_err(|e| format!("error while parsing file: {e}")),
             ),
         };
-        let common = self
-            .common
-            .validate(&genplane_features::registry(), identity, rust_log, invalid);
+        let common =
+            self.common
+                .validate(&genplane_features::registry(), identity, rust_log, invalid);
         let token_file = match &self.authentication.token_auth_file {
             None => Some(None),
             Some(path) => invalid
