@@ -35,19 +35,11 @@ fn return_freed_memory_when_idle() {
 #[cfg(not(feature = "jemalloc"))]
 fn return_freed_memory_when_idle() {}
 
-#[allow(clippy::disallowed_methods)] // the one place that reads the process's own context
 fn main() -> ExitCode {
     return_freed_memory_when_idle();
-    let process = Process {
-        args: std::env::args_os().collect(),
-        env: std::env::vars_os()
-            .filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?)))
-            .collect(),
-        current_exe: std::env::current_exe().ok(),
-        build: BuildInfo::new(
-            env!("CARGO_PKG_VERSION"),
-            Some(env!("GENPLANE_BUILD_GIT_COMMIT")),
-        ),
-    };
+    let process = Process::current(BuildInfo::new(
+        env!("CARGO_PKG_VERSION"),
+        Some(env!("GENPLANE_BUILD_GIT_COMMIT")),
+    ));
     ExitCode::from(genplane::run(&process))
 }

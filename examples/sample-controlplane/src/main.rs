@@ -1,25 +1,15 @@
 //! `sample-controlplane`: see the crate docs of `genplane_example_sample_controlplane`.
 
-use clap::Parser as _;
+use clap::CommandFactory as _;
+use genplane_component_base::component;
+use genplane_component_base::process::Process;
+use genplane_component_base::version::BuildInfo;
+use genplane_example_sample_controlplane::{Cli, SampleRole};
 
-use genplane_example_sample_controlplane::{Cli, run};
-
-#[allow(clippy::disallowed_methods)] // the one place that reads the process's environment
 fn main() -> std::process::ExitCode {
-    let cli = Cli::parse();
-    let rust_log = std::env::var("RUST_LOG").ok();
-    let runtime = match tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .thread_stack_size(genplane_controlplane::server::THREAD_STACK_BYTES)
-        .build()
-    {
-        Ok(runtime) => runtime,
-        Err(error) => {
-            eprintln!("Error: starting the runtime: {error}");
-            return std::process::ExitCode::FAILURE;
-        }
-    };
-    match runtime.block_on(run(cli, rust_log.as_deref())) {
+    let process = Process::current(BuildInfo::new(env!("CARGO_PKG_VERSION"), None));
+    let matches = Cli::command().get_matches_from(&process.args);
+    match component::run::<SampleRole, anyhow::Error>(&matches, &process) {
         Ok(()) => std::process::ExitCode::SUCCESS,
         Err(error) => {
             eprintln!("Error: {error:#}");

@@ -17,7 +17,12 @@ use kube::api::{
 use serde_json::json;
 
 const BIN: &str = env!("CARGO_BIN_EXE_sample-controlplane");
-use genplane_test_support::DEADLINE;
+use genplane_component_base::config::Invalid;
+use genplane_component_base::featuregate::UseIdentity;
+use genplane_component_base::notify::Notifier;
+use genplane_component_base::shutdown::Shutdown;
+use genplane_controller::roles::feature_controller::{self, FeatureControllerOptions};
+use genplane_test_support::{DEADLINE, eventually_async};
 
 /// The running sample, killed when dropped.
 struct Sample {
@@ -34,9 +39,14 @@ impl Drop for Sample {
 
 impl Sample {
     fn start() -> Sample {
+        Sample::start_with(&[])
+    }
+
+    fn start_with(extra: &[&str]) -> Sample {
         let dir = tempfile::tempdir().unwrap();
         let mut child = Command::new(BIN)
             .args(["--bind-address=127.0.0.1", "--secure-port=0"])
+            .args(extra)
             .arg(format!("--data-dir={}", dir.path().join("data").display()))
             .stdout(Stdio::piped())
             .stderr(Stdio::null())
@@ -133,7 +143,21 @@ fn kubectl_sees_exactly_what_the_sample_serves() {
         .lines()
         .filter_map(|l| l.split_whitespace().next())
         .collect();
-    assert_eq!(names, ["configmaps", "namespaces", "widgets"], "{listing}");
+    assert_eq!(
+        names,
+        [
+            "configmaps",
+            "namespaces",
+            "leases",
+            "features",
+            "clusterrolebindings",
+            "clusterroles",
+            "rolebindings",
+            "roles",
+            "widgets"
+        ],
+        "{listing}"
+    );
     assert!(
         listing
             .lines()
@@ -203,6 +227,89 @@ fn kubectl_sees_exactly_what_the_sample_serves() {
         "{}",
         text(&secrets)
     );
+}
+
+/// The library's post-start hooks run in the sample with no code of its own for them: each is
+/// a `/readyz` check, the API server's identity Lease is held, and the feature gates it uses
+/// are reported to the Feature API once a feature-controller (run here as a platform would run
+/// it beside the sample, from genplane's library) announces the features.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_sample_holds_its_identity_lease_and_reports_its_feature_uses() {
+    let sample = Sample::start_with(&["--feature-use-report-period=1s"]);
+    let hooks = [
+        "start-system-namespaces-controller",
+        "rbac/bootstrap-roles",
+        "start-apiextensions-controllers",
+        "start-kube-apiserver-identity-lease-controller",
+        "start-feature-reporting",
+    ];
+    eventually_async("every post-start hook ready", || async {
+        let readyz = text(&sample.kubectl(&["get", "--raw", "/readyz?verbose"], None));
+        hooks
+            .iter()
+            .all(|hook| readyz.contains(&format!("[+]poststarthook/{hook} ok")))
+            .then_some(())
+    })
+    .await;
+    let leases = ok(sample.kubectl(
+        &[
+            "get",
+            "leases",
+            "-n",
+            "kube-system",
+            "-l",
+            "apiserver.kubernetes.io/identity=kube-apiserver",
+            "-o",
+            "name",
+        ],
+        None,
+    ));
+    assert!(
+        leases.starts_with("lease.coordination.k8s.io/apiserver-"),
+        "{leases}"
+    );
+
+    let options = FeatureControllerOptions {
+        kubeconfig: Some(sample.dir.path().join("data/feature-controller.kubeconfig")),
+        secure_port: 0,
+        bind_address: "127.0.0.1".to_owned(),
+        sync_period: "1s".to_owned(),
+        identity_lease_duration: "3s".to_owned(),
+        ..FeatureControllerOptions::default()
+    };
+    let mut invalid = Invalid::new();
+    let validated = options.validate(
+        UseIdentity::new("feature-controller", "sample-test"),
+        None,
+        false,
+        &mut invalid,
+    );
+    let config = invalid.finish(validated).unwrap();
+    let shutdown = Shutdown::new();
+    let stop = shutdown.clone();
+    let controller =
+        tokio::spawn(
+            async move { feature_controller::serve(config, stop, &Notifier::default()).await },
+        );
+    eventually_async("the sample reporting APIServerIdentity", || async {
+        let uses = ok(sample.kubectl(
+            &[
+                "get",
+                "feature",
+                "api-server-identity",
+                "-n",
+                "kube-system",
+                "--ignore-not-found",
+                "-o",
+                "jsonpath={.status.uses[?(@.component==\"apiserver\")].value}",
+            ],
+            None,
+        ));
+        (uses == "On").then_some(())
+    })
+    .await;
+    shutdown.trigger();
+    controller.await.unwrap().unwrap();
 }
 
 #[tokio::test]

@@ -6,6 +6,11 @@
 //! 4. `--config-check`: report that the configuration is valid and stop;
 //! 5. otherwise hand the configuration to the role.
 //!
+//! [`run`] is the whole life of a long-running role as every applet lives it: that sequence,
+//! then the log subscriber, a runtime with the signal handlers (see [`shutdown::run_role`]),
+//! systemd's notifications, and the role's own [`Role::serve`]. An applet's main is its command
+//! line and one call of [`run`].
+//!
 //! A role's command line flattens [`ConfigFlags`] and its own options struct:
 //!
 //! ```
@@ -40,6 +45,7 @@
 //! assert_eq!(String::from_utf8(out).unwrap(), "configuration is valid\n");
 //! ```
 
+use std::future::Future;
 use std::io::Write;
 
 use clap::{ArgMatches, Args, FromArgMatches};
@@ -48,7 +54,9 @@ use serde::de::DeserializeOwned;
 
 use crate::config::{self, CommonConfig, ConfigFlags, Invalid};
 use crate::featuregate::UseIdentity;
+use crate::notify::Notifier;
 use crate::process::Process;
+use crate::shutdown::{self, Shutdown};
 
 /// The environment variables that say the process runs in a pod (kube-rs and client-go read
 /// the same ones): with them, a role may do without `--kubeconfig`.
@@ -133,4 +141,83 @@ where
         return Ok(Startup::Done);
     }
     Ok(Startup::Run(config))
+}
+
+/// A long-running role of the binary (the API server, the controller-manager, ...): its options,
+/// how they are validated, and how it serves. [`run`] runs it.
+pub trait Role {
+    /// The options: the role's flags, config-file keys and `GENPLANE_*` variables.
+    type Options: Args + FromArgMatches + Serialize + DeserializeOwned + Default;
+    /// The options validated.
+    type Config;
+    /// Why serving stopped with an error.
+    type Error;
+
+    /// Bytes of stack per worker thread, when the role needs more than Tokio's default.
+    const THREAD_STACK: Option<usize> = None;
+
+    /// Validates `options` into the configuration, reporting every problem to `invalid`.
+    fn validate(
+        options: &Self::Options,
+        environment: &Environment,
+        invalid: &mut Invalid,
+    ) -> Option<Self::Config>;
+
+    /// The part of the configuration every role has (logging, feature gates).
+    fn common(config: &Self::Config) -> &CommonConfig;
+
+    /// Serves until `context.shutdown` is triggered, or until the role fails.
+    fn serve(
+        config: Self::Config,
+        context: Context<'_>,
+    ) -> impl Future<Output = Result<(), Self::Error>>;
+}
+
+/// What a running [`Role`] gets from its process besides its configuration.
+#[derive(Debug)]
+pub struct Context<'a> {
+    /// The process: its build information, environment and arguments.
+    pub process: &'a Process,
+    /// What the role reads of the environment.
+    pub environment: Environment,
+    /// Triggered by the first SIGTERM or SIGINT.
+    pub shutdown: Shutdown,
+    /// systemd's notification socket (a no-op outside a unit of `Type=notify`), already
+    /// following the shutdown and the watchdog; the role says [`Notifier::ready`] itself.
+    pub notifier: Notifier,
+}
+
+/// Runs role `R` with the arguments in `matches` as every applet does: the start-up sequence
+/// ([`configure`], printing to standard output), the log subscriber ([`install_logging`]), a
+/// runtime with the signal handlers ([`shutdown::run_role`]), systemd's notifications, then
+/// [`Role::serve`] until it returns. Only the binary's applets call it: it installs process-wide
+/// state. An invalid configuration is a [`config::Error`] in `E`, so the caller can tell it
+/// from a failure while running.
+pub fn run<R, E>(matches: &ArgMatches, process: &Process) -> Result<(), E>
+where
+    R: Role,
+    E: From<config::Error> + From<shutdown::Error> + From<R::Error>,
+{
+    let environment = Environment::of(process);
+    let startup = configure::<R::Options, _>(
+        matches,
+        process,
+        &mut std::io::stdout(),
+        |options, invalid| R::validate(options, &environment, invalid),
+    )?;
+    let Startup::Run(config) = startup else {
+        return Ok(());
+    };
+    install_logging(R::common(&config));
+    shutdown::run_role(R::THREAD_STACK, |shutdown| async move {
+        let notifier = Notifier::of(process);
+        notifier.watch(&shutdown);
+        let context = Context {
+            process,
+            environment,
+            shutdown,
+            notifier,
+        };
+        R::serve(config, context).await.map_err(E::from)
+    })
 }

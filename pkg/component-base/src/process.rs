@@ -24,6 +24,21 @@ pub struct Process {
 }
 
 impl Process {
+    /// The context of the running process: its arguments, its environment (the variables
+    /// whose names and values are valid UTF-8) and its executable's path. Only a program's
+    /// `main` calls it, once: libraries take the context they are handed.
+    #[allow(clippy::disallowed_methods)] // the one place that reads the process's own context
+    pub fn current(build: BuildInfo) -> Self {
+        Self {
+            args: std::env::args_os().collect(),
+            env: std::env::vars_os()
+                .filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?)))
+                .collect(),
+            current_exe: std::env::current_exe().ok(),
+            build,
+        }
+    }
+
     /// A process context with the given arguments and nothing else; for tests and embedding.
     pub fn with_args<I, S>(args: I) -> Self
     where

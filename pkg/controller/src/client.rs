@@ -1,7 +1,10 @@
 //! A role's client of the API server: from `--kubeconfig`, or in a pod from its service
 //! account, with the CA bundle the configuration trusts (for the root CA publisher).
 
+use std::future::Future;
 use std::path::{Path, PathBuf};
+
+use genplane_component_base::process::Process;
 
 use base64::Engine as _;
 
@@ -26,6 +29,12 @@ pub enum Error {
     /// The client could not be built.
     #[error("building the API client: {0}")]
     Build(String),
+    /// A command-line tool was given no kubeconfig and found none.
+    #[error("no --kubeconfig, KUBECONFIG or HOME")]
+    NoKubeconfig,
+    /// A one-shot command's runtime could not be started.
+    #[error("starting the runtime")]
+    Runtime(#[source] std::io::Error),
 }
 
 /// The CA bundle (PEM) of the kubeconfig's current cluster, if it names one.
@@ -68,6 +77,27 @@ fn kubeconfig_ca(
             .map_err(|e| format!("reading {}: {e}", file.display()));
     }
     Ok(None)
+}
+
+/// Runs a one-shot command-line tool's `work` with a client of the kubeconfig it uses
+/// ([`kubeconfig_path`]: `explicit`, else `KUBECONFIG` or `HOME` of `process`), on a runtime
+/// of its own (one thread), and returns what `work` returns.
+pub fn run_once<T, E, F, Fut>(explicit: Option<&Path>, process: &Process, work: F) -> Result<T, E>
+where
+    F: FnOnce(kube::Client) -> Fut,
+    Fut: Future<Output = Result<T, E>>,
+    E: From<Error>,
+{
+    let kubeconfig = kubeconfig_path(explicit, process.var("KUBECONFIG"), process.var("HOME"))
+        .ok_or(Error::NoKubeconfig)?;
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(Error::Runtime)?;
+    runtime.block_on(async {
+        let (client, _) = connect(Some(&kubeconfig)).await?;
+        work(client).await
+    })
 }
 
 /// The kubeconfig a command-line tool uses, as kubectl picks it: `explicit` (`--kubeconfig`),

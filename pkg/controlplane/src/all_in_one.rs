@@ -33,8 +33,9 @@ use genplane_component_base::shutdown::Shutdown;
 use genplane_component_base::version::BuildInfo;
 use genplane_controller::roles::controller_manager::{self, ControllerManagerOptions};
 use genplane_controller::roles::feature_controller::{self, FeatureControllerOptions};
+use serde::{Deserialize, Serialize};
 
-use crate::server::{Backend, Config};
+use crate::server::{Backend, Config, Options};
 
 /// Why the control plane stopped with an error.
 #[derive(Debug, thiserror::Error)]
@@ -57,6 +58,93 @@ pub enum Error {
     Controllers(#[source] controller_manager::Error),
 }
 
+/// The options of `genplane all-in-one`: every option of `genplane apiserver`, and the
+/// controllers to run.
+#[derive(clap::Args, Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case", default)]
+pub struct AllInOneOptions {
+    /// The API server's options.
+    #[command(flatten)]
+    #[serde(flatten)]
+    pub server: Options,
+    /// The controllers to run, as `genplane controller-manager --controllers` reads them: `*`
+    /// for every controller on by default, `foo` to enable controller foo, `-foo` to disable it
+    #[arg(long, value_delimiter = ',', default_value = "*")]
+    pub controllers: Vec<String>,
+}
+
+impl Default for AllInOneOptions {
+    fn default() -> Self {
+        Self {
+            server: Options::default(),
+            controllers: vec!["*".to_owned()],
+        }
+    }
+}
+
+/// [`AllInOneOptions`] validated.
+#[derive(Debug)]
+pub struct AllInOneConfig {
+    /// The API server's configuration.
+    pub server: Config,
+    /// The controllers to run, as given (checked).
+    pub controllers: Vec<String>,
+}
+
+/// `genplane all-in-one` as a [`Role`](genplane_component_base::component::Role): the API
+/// server's options validated as `genplane apiserver` validates them, `--controllers` as the
+/// controller-manager checks it, then [`serve`]; a unit of `Type=notify` hears of the process
+/// as one, ready once the API server is.
+#[derive(Debug)]
+pub struct AllInOneRole;
+
+impl genplane_component_base::component::Role for AllInOneRole {
+    type Options = AllInOneOptions;
+    type Config = AllInOneConfig;
+    type Error = Error;
+
+    const THREAD_STACK: Option<usize> = Some(crate::server::THREAD_STACK_BYTES);
+
+    fn validate(
+        options: &AllInOneOptions,
+        environment: &Environment,
+        invalid: &mut Invalid,
+    ) -> Option<AllInOneConfig> {
+        let server =
+            <crate::server::ApiServerRole as genplane_component_base::component::Role>::validate(
+                &options.server,
+                environment,
+                invalid,
+            );
+        let controllers = controller_manager::check_controllers(&options.controllers, invalid);
+        controllers?;
+        Some(AllInOneConfig {
+            server: server?,
+            controllers: options.controllers.clone(),
+        })
+    }
+
+    fn common(config: &AllInOneConfig) -> &genplane_component_base::config::CommonConfig {
+        &config.server.common
+    }
+
+    async fn serve(
+        config: AllInOneConfig,
+        context: genplane_component_base::component::Context<'_>,
+    ) -> Result<(), Error> {
+        serve(
+            "all-in-one",
+            config.server,
+            config.controllers,
+            &context.environment,
+            &context.process.build,
+            context.shutdown,
+            &context.notifier,
+        )
+        .await
+    }
+}
+
 /// The part of the API server's `--feature-gates` that the controller-manager knows.
 fn controller_manager_gates(gates: Option<&FeatureGateSettings>) -> Option<FeatureGateSettings> {
     let known = controller_manager::feature_registry();
@@ -74,7 +162,7 @@ fn controller_manager_gates(gates: Option<&FeatureGateSettings>) -> Option<Featu
 
 /// Serves the API server of `config` and, once it takes requests, the feature-controller and
 /// the controller-manager with `controllers` (as `--controllers` reads them; checked with
-/// [`controller_manager::check_controllers`] first), until `shutdown` is triggered or the API
+/// [`controller_manager::check_controllers`]), until `shutdown` is triggered or the API
 /// server or the controllers fail. `environment` names the roles' instances; `notifier` hears
 /// of the process as one (ready once the API server takes requests). `role` names the process
 /// in the banner. Installs no signal handler or log subscriber.

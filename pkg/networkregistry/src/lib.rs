@@ -11,7 +11,8 @@
 //!
 //! [`Registry`] is the client side: a watch-backed index of what the registry allocated, and
 //! [`Registry::claim`] to claim ranges and wait for the verdict. [`well_known`] keeps the
-//! claims components make from their flags (`kube-apiserver`, `kube-controller-manager`).
+//! claims components make from their flags (`kube-apiserver`, `kube-controller-manager`);
+//! [`report`] is what `genplane networkregistry` prints.
 //!
 //! # A CNI plugin checks its pod range against the service ranges
 //!
@@ -73,6 +74,7 @@
 pub mod allocate;
 pub mod client;
 pub mod index;
+pub mod report;
 pub mod well_known;
 
 pub use allocate::{Allocation, Candidate, Verdict, allocate};

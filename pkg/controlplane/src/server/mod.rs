@@ -47,6 +47,7 @@ use genplane_api::catalog::ResourceInfo;
 use genplane_apiserver::metrics::ApiMetrics;
 use genplane_apiserver::{ApiServer, Resource};
 use genplane_authorization::rbac::RbacAuthorizer;
+use genplane_component_base::config::Invalid;
 use genplane_component_base::health::Health;
 use genplane_component_base::http::{self, OpsHandler};
 use genplane_component_base::metrics;
@@ -64,29 +65,58 @@ use crate::{
 /// The stack each thread of a runtime that serves requests should have.
 pub use genplane_apiserver::THREAD_STACK_BYTES;
 
-/// Reads the options of a command line that flattens `ConfigFlags` and [`Options`] (as
-/// `genplane apiserver`'s and all-in-one's do) from every layer (flags, `--config` file,
-/// `GENPLANE_*` variables of `process`) and validates them as the API server's, its feature
-/// uses named `apiserver` with the instance `HOSTNAME`. `None` when the command line only asked
-/// for something printed to `out` (`--print-default-config`, `--config-check`).
-pub fn configure(
-    matches: &clap::ArgMatches,
-    process: &genplane_component_base::process::Process,
-    out: &mut dyn std::io::Write,
-) -> Result<Option<Config>, genplane_component_base::config::Error> {
-    use genplane_component_base::component::{self, Environment, Startup};
-    let environment = Environment::of(process);
-    let startup = component::configure::<Options, _>(matches, process, out, |options, invalid| {
+/// `genplane apiserver` as a [`Role`](genplane_component_base::component::Role): [`Options`]
+/// validated with the feature uses named `apiserver` and the instance `HOSTNAME`, completed and
+/// run until shutdown; a unit of `Type=notify` hears it is ready once the server takes
+/// requests and every post-start hook has finished.
+#[derive(Debug)]
+pub struct ApiServerRole;
+
+impl genplane_component_base::component::Role for ApiServerRole {
+    type Options = Options;
+    type Config = Config;
+    type Error = Error;
+
+    const THREAD_STACK: Option<usize> = Some(THREAD_STACK_BYTES);
+
+    fn validate(
+        options: &Options,
+        environment: &genplane_component_base::component::Environment,
+        invalid: &mut Invalid,
+    ) -> Option<Config> {
         options.validate(
             environment.identity(genplane_api::featuregates::API_SERVER),
             environment.rust_log.as_deref(),
             invalid,
         )
-    })?;
-    Ok(match startup {
-        Startup::Run(config) => Some(config),
-        Startup::Done => None,
-    })
+    }
+
+    fn common(config: &Config) -> &genplane_component_base::config::CommonConfig {
+        &config.common
+    }
+
+    async fn serve(
+        config: Config,
+        context: genplane_component_base::component::Context<'_>,
+    ) -> Result<(), Error> {
+        let (ready, started) = tokio::sync::oneshot::channel::<Ready>();
+        let notifier = context.notifier;
+        tokio::spawn(async move {
+            if let Ok(started) = started.await {
+                notifier.ready(&format!("serving on {}", started.server_url));
+            }
+        });
+        config
+            .complete()
+            .await?
+            .run(
+                genplane_api::featuregates::API_SERVER,
+                &context.process.build,
+                context.shutdown,
+                Some(ready),
+            )
+            .await
+    }
 }
 
 /// How long open requests may finish after a shutdown signal.

@@ -66,6 +66,42 @@ pub enum Error {
     Controllers(#[from] crate::registry::Error),
 }
 
+/// `genplane controller-manager` as a [`Role`](genplane_component_base::component::Role):
+/// [`ControllerManagerOptions`] validated with the feature uses named `controller-manager` and
+/// the instance `HOSTNAME`, then [`serve`].
+#[derive(Debug)]
+pub struct ControllerManagerRole;
+
+impl genplane_component_base::component::Role for ControllerManagerRole {
+    type Options = ControllerManagerOptions;
+    type Config = ControllerManagerConfig;
+    type Error = Error;
+
+    fn validate(
+        options: &ControllerManagerOptions,
+        environment: &genplane_component_base::component::Environment,
+        invalid: &mut genplane_component_base::config::Invalid,
+    ) -> Option<ControllerManagerConfig> {
+        options.validate(
+            environment.identity("controller-manager"),
+            environment.rust_log.as_deref(),
+            environment.in_cluster,
+            invalid,
+        )
+    }
+
+    fn common(config: &ControllerManagerConfig) -> &genplane_component_base::config::CommonConfig {
+        &config.common
+    }
+
+    async fn serve(
+        config: ControllerManagerConfig,
+        context: genplane_component_base::component::Context<'_>,
+    ) -> Result<(), Error> {
+        serve(config, &context.notifier, context.shutdown).await
+    }
+}
+
 /// How long the gated controllers wait, at start, for the Features' states; then they follow
 /// this role's own gates until the Features can be read.
 const GATES_PATIENCE: Duration = Duration::from_secs(30);

@@ -279,11 +279,11 @@ pub fn feature_registry() -> featuregate::Registry {
 }
 
 /// Checks `--controllers` alone, as [`ControllerManagerOptions::validate`] does, for a role that
-/// runs the controllers next to others (all-in-one) and checks it before starting anything.
-pub fn check_controllers(entries: &[String]) -> Result<(), genplane_component_base::config::Error> {
-    let mut invalid = Invalid::new();
-    let checked = invalid.check("controllers", Selection::parse(entries, CONTROLLERS));
-    invalid.finish(checked).map(drop)
+/// runs the controllers next to others (all-in-one): a problem goes to `invalid`.
+pub fn check_controllers(entries: &[String], invalid: &mut Invalid) -> Option<()> {
+    invalid
+        .check("controllers", Selection::parse(entries, CONTROLLERS))
+        .map(drop)
 }
 
 #[cfg(test)]

@@ -16,6 +16,11 @@
 //! API server's identity Lease carries), whose `spec.desired` clients may then set. This role's
 //! own `--dynamic-features` is deprecated: it still makes the features it names dynamic,
 //! whatever the API servers say.
+//!
+//! [`check`] is `genplane feature-controller check`: whether moving the cluster to another
+//! version is safe.
+
+pub mod check;
 
 use std::collections::BTreeSet;
 use std::net::IpAddr;
@@ -164,6 +169,50 @@ impl FeatureControllerOptions {
             bind_address: bind_address?,
             common: common?,
         })
+    }
+}
+
+/// `genplane feature-controller` as a [`Role`](genplane_component_base::component::Role):
+/// [`FeatureControllerOptions`] validated with the feature uses named `feature-controller` and
+/// the instance `HOSTNAME`, then [`serve`].
+#[derive(Debug)]
+pub struct FeatureControllerRole;
+
+impl genplane_component_base::component::Role for FeatureControllerRole {
+    type Options = FeatureControllerOptions;
+    type Config = FeatureControllerConfig;
+    type Error = Error;
+
+    fn validate(
+        options: &FeatureControllerOptions,
+        environment: &genplane_component_base::component::Environment,
+        invalid: &mut Invalid,
+    ) -> Option<FeatureControllerConfig> {
+        options.validate(
+            environment.identity("feature-controller"),
+            environment.rust_log.as_deref(),
+            environment.in_cluster,
+            invalid,
+        )
+    }
+
+    fn common(config: &FeatureControllerConfig) -> &CommonConfig {
+        &config.common
+    }
+
+    async fn serve(
+        config: FeatureControllerConfig,
+        context: genplane_component_base::component::Context<'_>,
+    ) -> Result<(), Error> {
+        if !config.dynamic.is_empty() {
+            tracing::warn!(
+                features = ?config.dynamic,
+                "--dynamic-features of the feature-controller is deprecated: the API servers \
+                 decide which features are dynamic (genplane apiserver --dynamic-features, and \
+                 all-in-one's); these are still marked dynamic whatever the API servers say"
+            );
+        }
+        serve(config, context.shutdown, &context.notifier).await
     }
 }
 
