@@ -4,8 +4,11 @@ A file *uses* another when it names one of that file's items through a path insi
 `use crate::a::B`, `use super::B`, `self::b::C`, a path starting with a child module's name, or
 such a path written inline (`crate::a::f(..)`). Two files are in a cycle when each uses the
 other, directly or through other files: every strongly connected component of more than one file
-is reported. Re-exports (`pub use`, `pub(crate) use`, ...) are a crate's front door, not a use:
-they make no edge, but a path through a re-export is followed to the file that defines the item.
+is reported. Re-exports (`pub use`, `pub(crate) use`, ...) of a crate root (`lib.rs`, `main.rs`)
+are the crate's front door, not a use: they make no edge, and a path through one is followed to
+the file that defines the item. A re-export anywhere else is the edge a reader sees: the
+re-exporting file uses what it re-exports, and a path through it uses the re-exporting file
+(so a catalog that imports every kind, whose kinds import its re-exports, is a cycle).
 `#[cfg(test)]` modules count like any other code; a file's own inline modules are the file.
 
 A module's own submodules are no edge: a module may use what it is made of.
@@ -83,6 +86,8 @@ class Module:
         self.items = set()        # names defined here
         self.imports = {}         # name -> absolute path (tuple), for `use` (pub or not)
         self.globs = []           # absolute module paths glob-imported
+        self.reexports = set()    # names this module re-exports (`pub use`)
+        self.reexported_globs = []  # module paths this module re-exports whole (`pub use m::*`)
 
 
 def parse_use_tree(tokens, i):
@@ -124,6 +129,7 @@ class Crate:
         self.modules = {}         # path tuple -> Module
         self.uses = []            # (file, module path, segments, is_glob, is_reexport)
         self.files = set()
+        self.roots = set()        # the crate root files: their re-exports are the front door
 
     def load(self):
         for root_file in ("lib.rs", "main.rs"):
@@ -145,6 +151,8 @@ class Crate:
 
     def load_file(self, path, modpath, root=False):
         self.files.add(path)
+        if root:
+            self.roots.add(path)
         with open(path, encoding="utf-8") as f:
             text = strip(f.read())
         name = os.path.basename(path)
@@ -229,8 +237,12 @@ class Crate:
                         continue
                     if glob:
                         module.globs.append(absolute)
+                        if reexport:
+                            module.reexported_globs.append(absolute)
                     else:
                         module.imports[alias or segs[-1]] = absolute
+                        if reexport:
+                            module.reexports.add(alias or segs[-1])
                     self.uses.append((path, module.path, absolute, glob, reexport))
                 continue
             at_item_start = t in ("pub", "(", ")", "crate", "in", "super", "self") or t == "#" or t == "]" or t == "["
@@ -289,20 +301,23 @@ class Crate:
         name = rest[0]
         if name in module.items or name in module.children:
             return module.file
+        front_door = module.file in self.roots
         if name in module.imports:
+            if name in module.reexports and not front_door:
+                return module.file
             target = module.imports[name] + tuple(rest[1:])
             return self.resolve(target, seen) or module.file
         for g in module.globs:
             got = self.resolve(g + tuple(rest), seen)
             if got is not None:
-                return got
+                return module.file if g in module.reexported_globs and not front_door else got
         return module.file
 
     def edges(self):
         """file -> {file it uses: the first path that uses it}."""
         out = {}
         for file, here, absolute, glob, reexport in self.uses:
-            if reexport:
+            if reexport and file in self.roots:
                 continue
             target = self.resolve(absolute)
             if not target or target == file:
@@ -403,11 +418,13 @@ def self_test():
         ("use tree", {"a.rs": "use crate::{b::{B, C as D}};\npub struct A;", "b.rs": "pub struct B; pub struct C;\nfn f() -> crate::A { todo!() }"}, 1),
         ("through a re-export", {"a.rs": "pub struct A;\nfn f(_: crate::b::B) {}", "b.rs": "use crate::A;\npub struct B;"}, 1),
         ("re-export is no use", {"a.rs": "use crate::Error;\npub struct A;", "b.rs": "pub struct B;"}, 0),
+        ("a module's re-export is the edge a reader sees", {"a.rs": "pub use crate::b::B;\npub struct A;", "b.rs": "use crate::a::A;\npub struct B;"}, 1),
+        ("a path through a module's re-export uses that module", {"a.rs": "pub struct A;\nfn f(_: crate::c::B) {}", "b.rs": "pub struct B;", "c.rs": "pub use crate::b::B;\nfn g(_: crate::a::A) {}", "lib.rs": "mod a;\nmod b;\nmod c;\n"}, 1),
         ("strings and comments", {"a.rs": "// use crate::b::B;\nconst S: &str = \"crate::b::B\";\npub struct A;", "b.rs": "use crate::a::A;"}, 0),
         ("tests module uses its parent", {"a.rs": "pub struct A;\n#[cfg(test)]\nmod tests { use super::*; }", "b.rs": "pub struct B;"}, 0),
         ("child file tests uses parent", {"a.rs": "pub struct A;\n#[cfg(test)]\nmod tests;", "a/tests.rs": "use super::*;\nuse crate::b::B;", "b.rs": "pub struct B;"}, 0),
         ("lib uses a child that uses lib", {"a.rs": "use crate::Error;\npub struct A;\npub fn f() {}", "b.rs": "pub struct B;", "lib.rs": base["lib.rs"] + "fn g() { a::f() }\n"}, 0),
-        ("a 'static lifetime names no item", {"a.rs": "pub struct A;\nfn f(_: crate::b::C) {}", "b.rs": "pub use crate::c::C;\nfn g(_: &'static C) {}\nfn k(_: crate::a::A) {}", "c.rs": "pub struct C;", "lib.rs": "mod a;\nmod b;\nmod c;\n"}, 0),
+        ("a 'static lifetime names no item", {"a.rs": "pub struct A;\nfn f(_: crate::c::C) {}", "b.rs": "use crate::c::C;\nfn g(_: &'static C) {}\nfn k(_: crate::a::A) {}", "c.rs": "pub struct C;", "lib.rs": "mod a;\nmod b;\nmod c;\n"}, 0),
         ("siblings through the root", {"a.rs": "use crate::Error;\npub struct A;", "b.rs": "pub struct B;", "lib.rs": "mod a;\nmod b;\npub struct Error;\nfn g(_: crate::a::A) {}\n"}, 0),
     ]
     bad = []

@@ -241,7 +241,7 @@ pub static INFO: ResourceInfo = ResourceInfo {
     protobuf: false,
     feature_gate: None,
     extensions: &[],
-    openapi_schema: genplane_api::openapi::schema_of::<Widget>,
+    openapi_schema: genplane_api::schema::schema_of::<Widget>,
     hooks: Hooks {
         decode,
         default,

@@ -159,7 +159,7 @@ pub const SELF_SUBJECT_REVIEW_INFO: ResourceInfo = answered(
     "selfsubjectreviews",
     "selfsubjectreview",
     &SELF_SUBJECT_REVIEW,
-    crate::openapi::schema_of::<k8s_openapi::api::authentication::v1::SelfSubjectReview>,
+    crate::schema::schema_of::<k8s_openapi::api::authentication::v1::SelfSubjectReview>,
     Hooks::create_only(decode_self_subject_review, validate_self_subject_review),
 );
 
@@ -171,7 +171,7 @@ pub const TOKEN_REVIEW_INFO: ResourceInfo = answered(
     "tokenreviews",
     "tokenreview",
     &TOKEN_REVIEW,
-    crate::openapi::schema_of::<k8s_openapi::api::authentication::v1::TokenReview>,
+    crate::schema::schema_of::<k8s_openapi::api::authentication::v1::TokenReview>,
     Hooks::create_only(decode_token_review, validate_token_review),
 );
 
@@ -187,7 +187,7 @@ pub const TOKEN_REQUEST_INFO: ResourceInfo = ResourceInfo {
         "tokenrequests",
         "tokenrequest",
         &TOKEN_REQUEST,
-        crate::openapi::schema_of::<k8s_openapi::api::authentication::v1::TokenRequest>,
+        crate::schema::schema_of::<k8s_openapi::api::authentication::v1::TokenRequest>,
         Hooks::create_only(decode_token_request, no_validation),
     )
 };

@@ -12,7 +12,7 @@ use genplane_apimachinery::errors::ApiError;
 use genplane_apimachinery::validation::field::{Error, ErrorList, Path};
 use serde_json::Value;
 
-use crate::decode::{self, Decoded, Field, OBJECT_META, Struct, Type};
+use crate::decode::{self, Decoded, Field, LABEL_SELECTOR_REQUIREMENT, OBJECT_META, Struct, Type};
 use crate::resource::{Hooks, ResourceInfo, answered};
 
 /// The API version.
@@ -38,16 +38,6 @@ static FIELD_SELECTOR_ATTRIBUTES: Struct = Struct {
             2,
             Type::List(&Type::Struct(&FIELD_SELECTOR_REQUIREMENT)),
         ),
-    ],
-};
-
-/// metav1.LabelSelectorRequirement.
-static LABEL_SELECTOR_REQUIREMENT: Struct = Struct {
-    name: "LabelSelectorRequirement",
-    fields: &[
-        Field::new("key", 1, Type::String),
-        Field::new("operator", 2, Type::String),
-        Field::new("values", 3, Type::List(&Type::String)),
     ],
 };
 
@@ -356,7 +346,7 @@ pub const SUBJECT_ACCESS_REVIEW_INFO: ResourceInfo = answered(
     "subjectaccessreviews",
     "subjectaccessreview",
     &SUBJECT_ACCESS_REVIEW,
-    crate::openapi::schema_of::<k8s_openapi::api::authorization::v1::SubjectAccessReview>,
+    crate::schema::schema_of::<k8s_openapi::api::authorization::v1::SubjectAccessReview>,
     Hooks::create_only(decode_subject_access_review, validate_subject_access_review),
 );
 
@@ -371,7 +361,7 @@ pub const LOCAL_SUBJECT_ACCESS_REVIEW_INFO: ResourceInfo = ResourceInfo {
         "localsubjectaccessreviews",
         "localsubjectaccessreview",
         &LOCAL_SUBJECT_ACCESS_REVIEW,
-        crate::openapi::schema_of::<k8s_openapi::api::authorization::v1::LocalSubjectAccessReview>,
+        crate::schema::schema_of::<k8s_openapi::api::authorization::v1::LocalSubjectAccessReview>,
         Hooks::create_only(
             decode_local_subject_access_review,
             validate_local_subject_access_review,
@@ -388,7 +378,7 @@ pub const SELF_SUBJECT_ACCESS_REVIEW_INFO: ResourceInfo = answered(
     "selfsubjectaccessreviews",
     "selfsubjectaccessreview",
     &SELF_SUBJECT_ACCESS_REVIEW,
-    crate::openapi::schema_of::<k8s_openapi::api::authorization::v1::SelfSubjectAccessReview>,
+    crate::schema::schema_of::<k8s_openapi::api::authorization::v1::SelfSubjectAccessReview>,
     Hooks::create_only(
         decode_self_subject_access_review,
         validate_self_subject_access_review,
@@ -404,7 +394,7 @@ pub const SELF_SUBJECT_RULES_REVIEW_INFO: ResourceInfo = answered(
     "selfsubjectrulesreviews",
     "selfsubjectrulesreview",
     &SELF_SUBJECT_RULES_REVIEW,
-    crate::openapi::schema_of::<k8s_openapi::api::authorization::v1::SelfSubjectRulesReview>,
+    crate::schema::schema_of::<k8s_openapi::api::authorization::v1::SelfSubjectRulesReview>,
     Hooks::create_only(
         decode_self_subject_rules_review,
         validate_self_subject_rules_review,

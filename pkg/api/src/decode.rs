@@ -547,6 +547,30 @@ pub(crate) fn typed<T: DeserializeOwned>(decoded: &Value, root: &str) -> Result<
     })
 }
 
+/// `metav1.LabelSelectorRequirement`. Go writes `key` and `operator` even when empty (no
+/// `omitempty`), so a value read from protobuf is kept, zero or not.
+pub static LABEL_SELECTOR_REQUIREMENT: Struct = Struct {
+    name: "LabelSelectorRequirement",
+    fields: &[
+        Field::pointer("key", 1, Type::String),
+        Field::pointer("operator", 2, Type::String),
+        Field::new("values", 3, Type::List(&Type::String)),
+    ],
+};
+
+/// `metav1.LabelSelector`.
+pub static LABEL_SELECTOR: Struct = Struct {
+    name: "LabelSelector",
+    fields: &[
+        Field::new("matchLabels", 1, Type::Map(&Type::String)),
+        Field::new(
+            "matchExpressions",
+            2,
+            Type::List(&Type::Struct(&LABEL_SELECTOR_REQUIREMENT)),
+        ),
+    ],
+};
+
 /// `metav1.ObjectMeta`.
 pub static OBJECT_META: Struct = Struct {
     name: "ObjectMeta",

@@ -1,5 +1,5 @@
 //! The feature gates the built-in kinds' strategies consult (through
-//! [`crate::catalog::Context`]) or are served under ([`crate::catalog::ResourceInfo::feature_gate`]):
+//! [`crate::resource::Context`]) or are served under ([`crate::resource::ResourceInfo::feature_gate`]):
 //! a server's gates must know each of [`GATED_FEATURES`].
 
 /// `CoordinatedLeaderElection` (KEP-4444): a Lease's `spec.strategy` and

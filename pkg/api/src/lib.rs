@@ -23,11 +23,11 @@
 //!   ([`authorization`]: the access reviews).
 //!
 //! [`catalog`] lists them all with what discovery, the router and storage need to know, and
-//! the hooks the generic registry runs ([`catalog::Hooks`]); what an entry is made of is
+//! the hooks the generic registry runs ([`resource::Hooks`]); what an entry is made of is
 //! defined in [`resource`], below the kinds and the catalog. [`openapi`] builds the OpenAPI v3
 //! documents of served resources (and from them the v2 document, as JSON and protobuf) from
 //! k8s-openapi's schemas (the only use of k8s-openapi here) and one table of list, map and
-//! patch semantics ([`openapi::extensions`]). [`webhook`] holds what the webhook client
+//! patch semantics ([`schema`], walked by [`openapi::extensions`]). [`webhook`] holds what the webhook client
 //! configurations of CRD conversion and admission share (the URL rules).
 //!
 //! ## Raw JSON, typed checks
@@ -84,6 +84,7 @@ pub mod protobuf;
 pub mod quantity;
 pub mod rbac;
 pub mod resource;
+pub mod schema;
 pub mod table;
 pub mod time;
 

@@ -269,8 +269,8 @@ pub struct ResourceInfo {
     pub feature_gate: Option<&'static str>,
     /// The list, map and patch semantics of the kind's own types (`x-kubernetes-*`), for
     /// OpenAPI, strategic merge patch and server-side apply (the shared types' are in
-    /// [`crate::openapi::extensions::SHARED`]).
-    pub extensions: &'static [crate::openapi::extensions::Extensions],
+    /// [`crate::schema::SHARED`]).
+    pub extensions: &'static [crate::schema::Extensions],
     /// Adds the kind's OpenAPI schema (from k8s-openapi's types, with its dependencies) to a
     /// generator and returns its component name.
     pub openapi_schema: fn(&mut schemars::generate::SchemaGenerator) -> String,

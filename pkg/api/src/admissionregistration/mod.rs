@@ -51,9 +51,9 @@ use genplane_apimachinery::validation::{
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use crate::decode::{Field, Struct, Type};
-use crate::openapi::extensions::{Extensions, atomic_list, keyed_list};
-use crate::rbac::{LABEL_SELECTOR, LabelSelector, validate_label_selector};
+use crate::decode::{Field, LABEL_SELECTOR, Struct, Type};
+use crate::rbac::{LabelSelector, validate_label_selector};
+use crate::schema::{Extensions, atomic_list, keyed_list};
 use crate::table::{self, ColumnDefinition};
 use crate::util;
 
@@ -648,12 +648,12 @@ fn set_generation(object: &mut Value, generation: i64) {
 }
 
 /// The strategy on create: the generation is 1.
-pub fn prepare_for_create(object: &mut Value, _context: &crate::catalog::Context<'_>) {
+pub fn prepare_for_create(object: &mut Value, _context: &crate::resource::Context<'_>) {
     set_generation(object, 1);
 }
 
 /// The strategy on update: the generation goes up by one when `webhooks` changed.
-pub fn prepare_for_update(new: &mut Value, old: &Value, _context: &crate::catalog::Context<'_>) {
+pub fn prepare_for_update(new: &mut Value, old: &Value, _context: &crate::resource::Context<'_>) {
     let generation = old
         .pointer("/metadata/generation")
         .and_then(Value::as_i64)

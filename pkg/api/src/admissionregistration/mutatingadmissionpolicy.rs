@@ -42,9 +42,8 @@ use super::validatingadmissionpolicy::{
 use super::{
     MATCH_CONDITION, REINVOCATION_POLICIES, RULE_WITH_OPERATIONS, validate_match_conditions,
 };
-use crate::decode::{self, Decoded, Field, OBJECT_META, Struct, Type};
-use crate::openapi::extensions::{Extensions, atomic_list, atomic_struct, keyed_list};
-use crate::rbac::LABEL_SELECTOR;
+use crate::decode::{self, Decoded, Field, LABEL_SELECTOR, OBJECT_META, Struct, Type};
+use crate::schema::{Extensions, atomic_list, atomic_struct, keyed_list};
 use crate::table::{self, ColumnDefinition};
 use crate::util;
 
@@ -376,7 +375,7 @@ pub static EXTENSIONS: &[Extensions] = &[
 ];
 
 /// This resource in the catalog: everything the server needs to serve it.
-pub const INFO: crate::catalog::ResourceInfo = crate::catalog::ResourceInfo {
+pub const INFO: crate::resource::ResourceInfo = crate::resource::ResourceInfo {
     group: super::GROUP_NAME,
     version: "v1alpha1",
     kind: KIND,
@@ -386,7 +385,7 @@ pub const INFO: crate::catalog::ResourceInfo = crate::catalog::ResourceInfo {
     short_names: &[],
     namespaced: false,
     create_on_update: false,
-    verbs: crate::catalog::ALL_VERBS,
+    verbs: crate::resource::ALL_VERBS,
     subresources: &[],
     categories: &["api-extensions"],
     storage_prefix: "mutatingadmissionpolicies",
@@ -395,10 +394,10 @@ pub const INFO: crate::catalog::ResourceInfo = crate::catalog::ResourceInfo {
     protobuf: true,
     feature_gate: Some(crate::features::MUTATING_ADMISSION_POLICY),
     extensions: EXTENSIONS,
-    openapi_schema: crate::openapi::schema_of::<
+    openapi_schema: crate::schema::schema_of::<
         k8s_openapi::api::admissionregistration::v1alpha1::MutatingAdmissionPolicy,
     >,
-    hooks: crate::catalog::Hooks {
+    hooks: crate::resource::Hooks {
         decode,
         default,
         prepare_for_create: super::prepare_for_create,
@@ -411,8 +410,8 @@ pub const INFO: crate::catalog::ResourceInfo = crate::catalog::ResourceInfo {
         field_values,
         columns: COLUMNS,
         row,
-        pending_finalization: crate::catalog::nothing_pending,
-        mark_deleting: crate::catalog::no_default,
-        grace_period: crate::catalog::not_graceful,
+        pending_finalization: crate::resource::nothing_pending,
+        mark_deleting: crate::resource::no_default,
+        grace_period: crate::resource::not_graceful,
     },
 };

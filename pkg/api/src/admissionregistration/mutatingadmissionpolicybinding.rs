@@ -29,7 +29,7 @@ use super::types::MutatingBindingSpec as Spec;
 use super::validatingadmissionpolicy::default_match_resources;
 use super::validatingadmissionpolicybinding::{PARAM_REF, validate_param_ref};
 use crate::decode::{self, Decoded, Field, OBJECT_META, Struct, Type};
-use crate::openapi::extensions::{Extensions, atomic_struct};
+use crate::schema::{Extensions, atomic_struct};
 use crate::table::ColumnDefinition;
 use crate::util;
 
@@ -148,7 +148,7 @@ pub static EXTENSIONS: &[Extensions] = &[
 ];
 
 /// This resource in the catalog: everything the server needs to serve it.
-pub const INFO: crate::catalog::ResourceInfo = crate::catalog::ResourceInfo {
+pub const INFO: crate::resource::ResourceInfo = crate::resource::ResourceInfo {
     group: super::GROUP_NAME,
     version: "v1alpha1",
     kind: KIND,
@@ -158,7 +158,7 @@ pub const INFO: crate::catalog::ResourceInfo = crate::catalog::ResourceInfo {
     short_names: &[],
     namespaced: false,
     create_on_update: false,
-    verbs: crate::catalog::ALL_VERBS,
+    verbs: crate::resource::ALL_VERBS,
     subresources: &[],
     categories: &["api-extensions"],
     storage_prefix: "mutatingadmissionpolicybindings",
@@ -167,10 +167,10 @@ pub const INFO: crate::catalog::ResourceInfo = crate::catalog::ResourceInfo {
     protobuf: true,
     feature_gate: Some(crate::features::MUTATING_ADMISSION_POLICY),
     extensions: EXTENSIONS,
-    openapi_schema: crate::openapi::schema_of::<
+    openapi_schema: crate::schema::schema_of::<
         k8s_openapi::api::admissionregistration::v1alpha1::MutatingAdmissionPolicyBinding,
     >,
-    hooks: crate::catalog::Hooks {
+    hooks: crate::resource::Hooks {
         decode,
         default,
         prepare_for_create: super::prepare_for_create,
@@ -183,8 +183,8 @@ pub const INFO: crate::catalog::ResourceInfo = crate::catalog::ResourceInfo {
         field_values,
         columns: COLUMNS,
         row,
-        pending_finalization: crate::catalog::nothing_pending,
-        mark_deleting: crate::catalog::no_default,
-        grace_period: crate::catalog::not_graceful,
+        pending_finalization: crate::resource::nothing_pending,
+        mark_deleting: crate::resource::no_default,
+        grace_period: crate::resource::not_graceful,
     },
 };

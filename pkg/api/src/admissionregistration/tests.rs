@@ -251,16 +251,16 @@ fn updates_keep_what_was_stored_before_a_rule() {
     );
 
     let mut created = clean.clone();
-    super::prepare_for_create(&mut created, &crate::catalog::Context::gates_off());
+    super::prepare_for_create(&mut created, &crate::resource::Context::gates_off());
     assert_eq!(created["metadata"]["generation"], 1);
     let mut same = created.clone();
-    super::prepare_for_update(&mut same, &created, &crate::catalog::Context::gates_off());
+    super::prepare_for_update(&mut same, &created, &crate::resource::Context::gates_off());
     assert_eq!(same["metadata"]["generation"], 1);
     let mut changed = configuration(validating::KIND, vec![hook(json!({"timeoutSeconds": 5}))]);
     super::prepare_for_update(
         &mut changed,
         &created,
-        &crate::catalog::Context::gates_off(),
+        &crate::resource::Context::gates_off(),
     );
     assert_eq!(changed["metadata"]["generation"], 2);
 }

@@ -43,9 +43,9 @@ use super::{
     API_VERSION, FAILURE_POLICIES, MATCH_CONDITION, MATCH_POLICIES, RULE_WITH_OPERATIONS,
     validate_match_conditions, validate_rule,
 };
-use crate::decode::{self, CONDITION, Decoded, Field, OBJECT_META, Struct, Type};
-use crate::openapi::extensions::{Extensions, atomic_list, atomic_struct, keyed_list};
-use crate::rbac::{LABEL_SELECTOR, validate_label_selector};
+use crate::decode::{self, CONDITION, Decoded, Field, LABEL_SELECTOR, OBJECT_META, Struct, Type};
+use crate::rbac::validate_label_selector;
+use crate::schema::{Extensions, atomic_list, atomic_struct, keyed_list};
 use crate::table::{self, ColumnDefinition};
 use crate::util;
 
@@ -591,7 +591,7 @@ pub static EXTENSIONS: &[Extensions] = &[
 ];
 
 /// This resource in the catalog: everything the server needs to serve it.
-pub const INFO: crate::catalog::ResourceInfo = crate::catalog::ResourceInfo {
+pub const INFO: crate::resource::ResourceInfo = crate::resource::ResourceInfo {
     group: super::GROUP_NAME,
     version: "v1",
     kind: KIND,
@@ -601,12 +601,12 @@ pub const INFO: crate::catalog::ResourceInfo = crate::catalog::ResourceInfo {
     short_names: &[],
     namespaced: false,
     create_on_update: false,
-    verbs: crate::catalog::ALL_VERBS,
-    subresources: &[crate::catalog::Subresource {
+    verbs: crate::resource::ALL_VERBS,
+    subresources: &[crate::resource::Subresource {
         name: "status",
         kind: KIND,
-        verbs: crate::catalog::STATUS_VERBS,
-        rules: Some(crate::catalog::SubresourceRules {
+        verbs: crate::resource::STATUS_VERBS,
+        rules: Some(crate::resource::SubresourceRules {
             prepare_for_update: util::prepare_status_update,
             validate_update: validate_status_update,
         }),
@@ -619,10 +619,10 @@ pub const INFO: crate::catalog::ResourceInfo = crate::catalog::ResourceInfo {
     protobuf: true,
     feature_gate: None,
     extensions: EXTENSIONS,
-    openapi_schema: crate::openapi::schema_of::<
+    openapi_schema: crate::schema::schema_of::<
         k8s_openapi::api::admissionregistration::v1::ValidatingAdmissionPolicy,
     >,
-    hooks: crate::catalog::Hooks {
+    hooks: crate::resource::Hooks {
         decode,
         default,
         prepare_for_create: util::prepare_spec_create,
@@ -635,8 +635,8 @@ pub const INFO: crate::catalog::ResourceInfo = crate::catalog::ResourceInfo {
         field_values,
         columns: COLUMNS,
         row,
-        pending_finalization: crate::catalog::nothing_pending,
-        mark_deleting: crate::catalog::no_default,
-        grace_period: crate::catalog::not_graceful,
+        pending_finalization: crate::resource::nothing_pending,
+        mark_deleting: crate::resource::no_default,
+        grace_period: crate::resource::not_graceful,
     },
 };

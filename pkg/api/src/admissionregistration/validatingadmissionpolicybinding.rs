@@ -31,9 +31,9 @@ use super::API_VERSION;
 use super::validatingadmissionpolicy::{
     MATCH_RESOURCES, MATCH_RESOURCES_EXTENSIONS, default_match_resources, validate_match_resources,
 };
-use crate::decode::{self, Decoded, Field, OBJECT_META, Struct, Type};
-use crate::openapi::extensions::{Extensions, ListType, NONE, atomic_struct};
-use crate::rbac::{LABEL_SELECTOR, validate_label_selector};
+use crate::decode::{self, Decoded, Field, LABEL_SELECTOR, OBJECT_META, Struct, Type};
+use crate::rbac::validate_label_selector;
+use crate::schema::{Extensions, ListType, NONE, atomic_struct};
 use crate::table::{self, ColumnDefinition};
 use crate::util;
 
@@ -303,7 +303,7 @@ pub static EXTENSIONS: &[Extensions] = &[
 ];
 
 /// This resource in the catalog: everything the server needs to serve it.
-pub const INFO: crate::catalog::ResourceInfo = crate::catalog::ResourceInfo {
+pub const INFO: crate::resource::ResourceInfo = crate::resource::ResourceInfo {
     group: super::GROUP_NAME,
     version: "v1",
     kind: KIND,
@@ -313,7 +313,7 @@ pub const INFO: crate::catalog::ResourceInfo = crate::catalog::ResourceInfo {
     short_names: &[],
     namespaced: false,
     create_on_update: false,
-    verbs: crate::catalog::ALL_VERBS,
+    verbs: crate::resource::ALL_VERBS,
     subresources: &[],
     categories: &["api-extensions"],
     storage_prefix: "validatingadmissionpolicybindings",
@@ -322,10 +322,10 @@ pub const INFO: crate::catalog::ResourceInfo = crate::catalog::ResourceInfo {
     protobuf: true,
     feature_gate: None,
     extensions: EXTENSIONS,
-    openapi_schema: crate::openapi::schema_of::<
+    openapi_schema: crate::schema::schema_of::<
         k8s_openapi::api::admissionregistration::v1::ValidatingAdmissionPolicyBinding,
     >,
-    hooks: crate::catalog::Hooks {
+    hooks: crate::resource::Hooks {
         decode,
         default,
         prepare_for_create: super::prepare_for_create,
@@ -338,8 +338,8 @@ pub const INFO: crate::catalog::ResourceInfo = crate::catalog::ResourceInfo {
         field_values,
         columns: COLUMNS,
         row,
-        pending_finalization: crate::catalog::nothing_pending,
-        mark_deleting: crate::catalog::no_default,
-        grace_period: crate::catalog::not_graceful,
+        pending_finalization: crate::resource::nothing_pending,
+        mark_deleting: crate::resource::no_default,
+        grace_period: crate::resource::not_graceful,
     },
 };

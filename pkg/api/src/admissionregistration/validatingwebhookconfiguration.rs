@@ -10,7 +10,7 @@ use serde_json::Value;
 
 use super::{API_VERSION, Flavor, VALIDATING_WEBHOOK};
 use crate::decode::{self, Decoded, Field, OBJECT_META, Struct, Type};
-use crate::openapi::extensions::{Extensions, keyed_list};
+use crate::schema::{Extensions, keyed_list};
 
 /// The kind.
 pub const KIND: &str = "ValidatingWebhookConfiguration";
@@ -75,7 +75,7 @@ pub static EXTENSIONS: &[Extensions] = &[
 ];
 
 /// This resource in the catalog: everything the server needs to serve it.
-pub const INFO: crate::catalog::ResourceInfo = crate::catalog::ResourceInfo {
+pub const INFO: crate::resource::ResourceInfo = crate::resource::ResourceInfo {
     group: super::GROUP_NAME,
     version: "v1",
     kind: KIND,
@@ -85,7 +85,7 @@ pub const INFO: crate::catalog::ResourceInfo = crate::catalog::ResourceInfo {
     short_names: &[],
     namespaced: false,
     create_on_update: false,
-    verbs: crate::catalog::ALL_VERBS,
+    verbs: crate::resource::ALL_VERBS,
     subresources: &[],
     categories: &["api-extensions"],
     storage_prefix: "validatingwebhookconfigurations",
@@ -94,10 +94,10 @@ pub const INFO: crate::catalog::ResourceInfo = crate::catalog::ResourceInfo {
     protobuf: true,
     feature_gate: None,
     extensions: EXTENSIONS,
-    openapi_schema: crate::openapi::schema_of::<
+    openapi_schema: crate::schema::schema_of::<
         k8s_openapi::api::admissionregistration::v1::ValidatingWebhookConfiguration,
     >,
-    hooks: crate::catalog::Hooks {
+    hooks: crate::resource::Hooks {
         decode,
         default,
         prepare_for_create: super::prepare_for_create,
@@ -110,8 +110,8 @@ pub const INFO: crate::catalog::ResourceInfo = crate::catalog::ResourceInfo {
         field_values,
         columns: super::COLUMNS,
         row: super::row,
-        pending_finalization: crate::catalog::nothing_pending,
-        mark_deleting: crate::catalog::no_default,
-        grace_period: crate::catalog::not_graceful,
+        pending_finalization: crate::resource::nothing_pending,
+        mark_deleting: crate::resource::no_default,
+        grace_period: crate::resource::not_graceful,
     },
 };

@@ -47,25 +47,25 @@ const STATUS_SCHEMA: &str =
     "io.k8s.apiextensions-apiserver.pkg.apis.apiextensions.v1.CustomResourceDefinitionStatus";
 
 /// The list and patch semantics of the CustomResourceDefinition's own types.
-pub static EXTENSIONS: &[crate::openapi::extensions::Extensions] = &[
-    crate::openapi::extensions::atomic_list(SPEC_SCHEMA, "versions"),
-    crate::openapi::extensions::atomic_list(NAMES_SCHEMA, "shortNames"),
-    crate::openapi::extensions::atomic_list(NAMES_SCHEMA, "categories"),
-    crate::openapi::extensions::atomic_list(VERSION_SCHEMA, "additionalPrinterColumns"),
-    crate::openapi::extensions::atomic_list(VERSION_SCHEMA, "selectableFields"),
-    crate::openapi::extensions::atomic_list(
+pub static EXTENSIONS: &[crate::schema::Extensions] = &[
+    crate::schema::atomic_list(SPEC_SCHEMA, "versions"),
+    crate::schema::atomic_list(NAMES_SCHEMA, "shortNames"),
+    crate::schema::atomic_list(NAMES_SCHEMA, "categories"),
+    crate::schema::atomic_list(VERSION_SCHEMA, "additionalPrinterColumns"),
+    crate::schema::atomic_list(VERSION_SCHEMA, "selectableFields"),
+    crate::schema::atomic_list(
         "io.k8s.apiextensions-apiserver.pkg.apis.apiextensions.v1.WebhookConversion",
         "conversionReviewVersions",
     ),
-    crate::openapi::extensions::atomic_list(STATUS_SCHEMA, "storedVersions"),
-    crate::openapi::extensions::Extensions {
+    crate::schema::atomic_list(STATUS_SCHEMA, "storedVersions"),
+    crate::schema::Extensions {
         schema: STATUS_SCHEMA,
         property: "conditions",
-        list_type: Some(crate::openapi::extensions::ListType::Map),
+        list_type: Some(crate::schema::ListType::Map),
         list_map_keys: &["type"],
-        ..crate::openapi::extensions::NONE
+        ..crate::schema::NONE
     },
-    crate::openapi::extensions::keyed_list(
+    crate::schema::keyed_list(
         "io.k8s.apiextensions-apiserver.pkg.apis.apiextensions.v1.JSONSchemaProps",
         "x-kubernetes-validations",
         &["rule"],
@@ -73,7 +73,7 @@ pub static EXTENSIONS: &[crate::openapi::extensions::Extensions] = &[
 ];
 
 /// This resource in the catalog: everything the server needs to serve it.
-pub const INFO: crate::catalog::ResourceInfo = crate::catalog::ResourceInfo {
+pub const INFO: crate::resource::ResourceInfo = crate::resource::ResourceInfo {
     group: "apiextensions.k8s.io",
     version: "v1",
     kind: "CustomResourceDefinition",
@@ -83,12 +83,12 @@ pub const INFO: crate::catalog::ResourceInfo = crate::catalog::ResourceInfo {
     short_names: &["crd", "crds"],
     namespaced: false,
     create_on_update: false,
-    verbs: crate::catalog::ALL_VERBS,
-    subresources: &[crate::catalog::Subresource {
+    verbs: crate::resource::ALL_VERBS,
+    subresources: &[crate::resource::Subresource {
         name: "status",
         kind: "CustomResourceDefinition",
-        verbs: crate::catalog::STATUS_VERBS,
-        rules: Some(crate::catalog::SubresourceRules {
+        verbs: crate::resource::STATUS_VERBS,
+        rules: Some(crate::resource::SubresourceRules {
             prepare_for_update: prepare_for_status_update,
             validate_update: validate_status_update,
         }),
@@ -101,8 +101,8 @@ pub const INFO: crate::catalog::ResourceInfo = crate::catalog::ResourceInfo {
     protobuf: true,
     feature_gate: None,
     extensions: EXTENSIONS,
-    openapi_schema: crate::openapi::schema_of::<k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition>,
-    hooks: crate::catalog::Hooks {
+    openapi_schema: crate::schema::schema_of::<k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition>,
+    hooks: crate::resource::Hooks {
         decode,
         default,
         prepare_for_create,
@@ -117,7 +117,7 @@ pub const INFO: crate::catalog::ResourceInfo = crate::catalog::ResourceInfo {
         row,
         pending_finalization,
         mark_deleting,
-        grace_period: crate::catalog::not_graceful,
+        grace_period: crate::resource::not_graceful,
     },
 };
 
@@ -730,7 +730,7 @@ fn set_generation(object: &mut Value, generation: i64) {
 
 /// The strategy on create: the status is cleared (only the storage version is recorded in
 /// `storedVersions`) and the generation is 1.
-pub fn prepare_for_create(object: &mut Value, _context: &crate::catalog::Context<'_>) {
+pub fn prepare_for_create(object: &mut Value, _context: &crate::resource::Context<'_>) {
     if let Some(map) = object.as_object_mut() {
         map.insert("status".into(), json!({}));
     }
@@ -742,7 +742,7 @@ pub fn prepare_for_create(object: &mut Value, _context: &crate::catalog::Context
 /// The strategy on update: the status keeps its stored value (only the status subresource
 /// writes it), the generation goes up by one when the spec changed, and a new storage version
 /// is appended to `status.storedVersions`.
-pub fn prepare_for_update(new: &mut Value, old: &Value, _context: &crate::catalog::Context<'_>) {
+pub fn prepare_for_update(new: &mut Value, old: &Value, _context: &crate::resource::Context<'_>) {
     let Some(map) = new.as_object_mut() else {
         return;
     };
@@ -767,7 +767,7 @@ pub fn prepare_for_update(new: &mut Value, old: &Value, _context: &crate::catalo
 pub fn prepare_for_status_update(
     new: &mut Value,
     old: &Value,
-    _context: &crate::catalog::Context<'_>,
+    _context: &crate::resource::Context<'_>,
 ) {
     if let Some(map) = new.as_object_mut() {
         match old.get("spec") {

@@ -845,7 +845,7 @@ fn status_updates_check_accepted_names() {
     prepare_for_status_update(
         &mut status_write,
         &old,
-        &crate::catalog::Context::gates_off(),
+        &crate::resource::Context::gates_off(),
     );
     assert_eq!(status_write["spec"], old["spec"]);
     assert_eq!(status_write["status"]["acceptedNames"]["plural"], "widgets");
@@ -895,7 +895,7 @@ fn create_and_update_strategies() {
     let mut object = crd();
     object["status"] = json!({"storedVersions": ["v0"], "conditions": [status::established()], "acceptedNames": {"plural": "x", "kind": "X"}});
     object["metadata"]["generation"] = json!(7);
-    prepare_for_create(&mut object, &crate::catalog::Context::gates_off());
+    prepare_for_create(&mut object, &crate::resource::Context::gates_off());
     assert_eq!(
         object["status"],
         json!({"conditions": null, "acceptedNames": {"plural": "", "kind": ""}, "storedVersions": ["v1"]})
@@ -907,7 +907,7 @@ fn create_and_update_strategies() {
     let mut same_spec = old.clone();
     same_spec["status"] = json!({});
     same_spec["metadata"]["labels"] = json!({"a": "b"});
-    prepare_for_update(&mut same_spec, &old, &crate::catalog::Context::gates_off());
+    prepare_for_update(&mut same_spec, &old, &crate::resource::Context::gates_off());
     assert_eq!(same_spec["status"], old["status"]);
     assert_eq!(same_spec["metadata"]["generation"], 1);
 
@@ -922,7 +922,7 @@ fn create_and_update_strategies() {
     prepare_for_update(
         &mut new_storage,
         &old,
-        &crate::catalog::Context::gates_off(),
+        &crate::resource::Context::gates_off(),
     );
     assert_eq!(new_storage["metadata"]["generation"], 2);
     assert_eq!(new_storage["status"]["storedVersions"], json!(["v1", "v2"]));

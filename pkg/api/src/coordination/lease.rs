@@ -96,7 +96,7 @@ pub fn drop_disabled_fields(new: &mut Value, old: Option<&Value>, enabled: bool)
 }
 
 /// The strategy on create: the CoordinatedLeaderElection fields only with the feature on.
-pub fn prepare_for_create(object: &mut Value, context: &crate::catalog::Context<'_>) {
+pub fn prepare_for_create(object: &mut Value, context: &crate::resource::Context<'_>) {
     drop_disabled_fields(
         object,
         None,
@@ -108,7 +108,7 @@ pub fn prepare_for_create(object: &mut Value, context: &crate::catalog::Context<
 
 /// The strategy on update: the CoordinatedLeaderElection fields only with the feature on or
 /// already in use.
-pub fn prepare_for_update(new: &mut Value, old: &Value, context: &crate::catalog::Context<'_>) {
+pub fn prepare_for_update(new: &mut Value, old: &Value, context: &crate::resource::Context<'_>) {
     drop_disabled_fields(
         new,
         Some(old),
@@ -210,7 +210,7 @@ pub fn row(object: &Value, now: i64) -> Vec<Value> {
 }
 
 /// This resource in the catalog: everything the server needs to serve it.
-pub const INFO: crate::catalog::ResourceInfo = crate::catalog::ResourceInfo {
+pub const INFO: crate::resource::ResourceInfo = crate::resource::ResourceInfo {
     group: "coordination.k8s.io",
     version: "v1",
     kind: "Lease",
@@ -220,7 +220,7 @@ pub const INFO: crate::catalog::ResourceInfo = crate::catalog::ResourceInfo {
     short_names: &[],
     namespaced: true,
     create_on_update: true,
-    verbs: crate::catalog::ALL_VERBS,
+    verbs: crate::resource::ALL_VERBS,
     subresources: &[],
     categories: &[],
     storage_prefix: "leases",
@@ -229,10 +229,10 @@ pub const INFO: crate::catalog::ResourceInfo = crate::catalog::ResourceInfo {
     protobuf: true,
     feature_gate: None,
     extensions: &[],
-    openapi_schema: crate::openapi::schema_of::<k8s_openapi::api::coordination::v1::Lease>,
-    hooks: crate::catalog::Hooks {
+    openapi_schema: crate::schema::schema_of::<k8s_openapi::api::coordination::v1::Lease>,
+    hooks: crate::resource::Hooks {
         decode,
-        default: crate::catalog::no_default,
+        default: crate::resource::no_default,
         prepare_for_create,
         prepare_for_update,
         validate,
@@ -243,9 +243,9 @@ pub const INFO: crate::catalog::ResourceInfo = crate::catalog::ResourceInfo {
         field_values,
         columns: COLUMNS,
         row,
-        pending_finalization: crate::catalog::nothing_pending,
-        mark_deleting: crate::catalog::no_default,
-        grace_period: crate::catalog::not_graceful,
+        pending_finalization: crate::resource::nothing_pending,
+        mark_deleting: crate::resource::no_default,
+        grace_period: crate::resource::not_graceful,
     },
 };
 
@@ -361,12 +361,12 @@ mod tests {
         let mut new = lease(
             json!({"holderIdentity": "a", "strategy": "OldestEmulationVersion", "preferredHolder": "b"}),
         );
-        prepare_for_create(&mut new, &crate::catalog::Context::gates_off());
+        prepare_for_create(&mut new, &crate::resource::Context::gates_off());
         assert_eq!(new["spec"], json!({"holderIdentity": "a"}));
         let in_use = lease(json!({"strategy": "OldestEmulationVersion"}));
         let mut update =
             lease(json!({"strategy": "OldestEmulationVersion", "preferredHolder": "b"}));
-        prepare_for_update(&mut update, &in_use, &crate::catalog::Context::gates_off());
+        prepare_for_update(&mut update, &in_use, &crate::resource::Context::gates_off());
         assert_eq!(
             update["spec"],
             json!({"strategy": "OldestEmulationVersion"})
@@ -374,14 +374,14 @@ mod tests {
         // With the server's gate on, the strategy keeps them.
         #[derive(Debug)]
         struct On;
-        impl crate::catalog::FeatureGates for On {
+        impl crate::resource::FeatureGates for On {
             fn enabled(&self, feature: &'static str) -> bool {
                 feature == crate::features::COORDINATED_LEADER_ELECTION
             }
         }
         let mut enabled =
             lease(json!({"strategy": "OldestEmulationVersion", "preferredHolder": "b"}));
-        prepare_for_create(&mut enabled, &crate::catalog::Context { gates: &On });
+        prepare_for_create(&mut enabled, &crate::resource::Context { gates: &On });
         assert_eq!(enabled["spec"]["preferredHolder"], "b");
         assert_eq!(enabled["spec"]["strategy"], "OldestEmulationVersion");
     }

@@ -558,7 +558,7 @@ pub fn row(object: &Value, now: i64) -> Vec<Value> {
 }
 
 /// This resource in the catalog: everything the server needs to serve it.
-pub const INFO: crate::catalog::ResourceInfo = crate::catalog::ResourceInfo {
+pub const INFO: crate::resource::ResourceInfo = crate::resource::ResourceInfo {
     group: "",
     version: "v1",
     kind: "Event",
@@ -568,7 +568,7 @@ pub const INFO: crate::catalog::ResourceInfo = crate::catalog::ResourceInfo {
     short_names: &["ev"],
     namespaced: true,
     create_on_update: true,
-    verbs: crate::catalog::ALL_VERBS,
+    verbs: crate::resource::ALL_VERBS,
     subresources: &[],
     categories: &[],
     storage_prefix: "events",
@@ -577,12 +577,12 @@ pub const INFO: crate::catalog::ResourceInfo = crate::catalog::ResourceInfo {
     protobuf: true,
     feature_gate: None,
     extensions: &[],
-    openapi_schema: crate::openapi::schema_of::<k8s_openapi::api::core::v1::Event>,
-    hooks: crate::catalog::Hooks {
+    openapi_schema: crate::schema::schema_of::<k8s_openapi::api::core::v1::Event>,
+    hooks: crate::resource::Hooks {
         decode,
-        default: crate::catalog::no_default,
-        prepare_for_create: crate::catalog::no_prepare,
-        prepare_for_update: crate::catalog::no_prepare_update,
+        default: crate::resource::no_default,
+        prepare_for_create: crate::resource::no_prepare,
+        prepare_for_update: crate::resource::no_prepare_update,
         validate,
         validate_update,
         to_storage: None,
@@ -591,9 +591,9 @@ pub const INFO: crate::catalog::ResourceInfo = crate::catalog::ResourceInfo {
         field_values,
         columns: COLUMNS,
         row,
-        pending_finalization: crate::catalog::nothing_pending,
-        mark_deleting: crate::catalog::no_default,
-        grace_period: crate::catalog::not_graceful,
+        pending_finalization: crate::resource::nothing_pending,
+        mark_deleting: crate::resource::no_default,
+        grace_period: crate::resource::not_graceful,
     },
 };
 

@@ -138,7 +138,7 @@ pub fn default(object: &mut Value) {
 
 /// The strategy on create: `status` is `{phase: Active}`, and `spec.finalizers` gets
 /// `kubernetes` if it does not have it.
-pub fn prepare_for_create(object: &mut Value, _context: &crate::catalog::Context<'_>) {
+pub fn prepare_for_create(object: &mut Value, _context: &crate::resource::Context<'_>) {
     if let Some(fields) = object.as_object_mut() {
         fields.insert("status".to_owned(), json!({"phase": PHASE_ACTIVE}));
     }
@@ -158,7 +158,7 @@ pub fn prepare_for_create(object: &mut Value, _context: &crate::catalog::Context
 }
 
 /// The strategy on update: `spec.finalizers` and `status` keep their old values.
-pub fn prepare_for_update(new: &mut Value, old: &Value, _context: &crate::catalog::Context<'_>) {
+pub fn prepare_for_update(new: &mut Value, old: &Value, _context: &crate::resource::Context<'_>) {
     match old.get("spec").and_then(|s| s.get("finalizers")) {
         Some(finalizers) => {
             if let Some(spec) = object_mut(new, "spec") {
@@ -178,7 +178,7 @@ pub fn prepare_for_update(new: &mut Value, old: &Value, _context: &crate::catalo
 pub fn prepare_for_status_update(
     new: &mut Value,
     old: &Value,
-    _context: &crate::catalog::Context<'_>,
+    _context: &crate::resource::Context<'_>,
 ) {
     crate::util::keep_field(new, old, "spec");
 }
@@ -187,7 +187,7 @@ pub fn prepare_for_status_update(
 pub fn prepare_for_finalize_update(
     new: &mut Value,
     old: &Value,
-    _context: &crate::catalog::Context<'_>,
+    _context: &crate::resource::Context<'_>,
 ) {
     crate::util::keep_field(new, old, "status");
 }
@@ -315,9 +315,9 @@ pub fn mark_deleting(object: &mut Value) {
 }
 
 /// The list and patch semantics of the Namespace's own types.
-pub static EXTENSIONS: &[crate::openapi::extensions::Extensions] = &[
-    crate::openapi::extensions::atomic_list("io.k8s.api.core.v1.NamespaceSpec", "finalizers"),
-    crate::openapi::extensions::keyed_list(
+pub static EXTENSIONS: &[crate::schema::Extensions] = &[
+    crate::schema::atomic_list("io.k8s.api.core.v1.NamespaceSpec", "finalizers"),
+    crate::schema::keyed_list(
         "io.k8s.api.core.v1.NamespaceStatus",
         "conditions",
         &["type"],
@@ -325,7 +325,7 @@ pub static EXTENSIONS: &[crate::openapi::extensions::Extensions] = &[
 ];
 
 /// This resource in the catalog: everything the server needs to serve it.
-pub const INFO: crate::catalog::ResourceInfo = crate::catalog::ResourceInfo {
+pub const INFO: crate::resource::ResourceInfo = crate::resource::ResourceInfo {
     group: "",
     version: "v1",
     kind: "Namespace",
@@ -339,21 +339,21 @@ pub const INFO: crate::catalog::ResourceInfo = crate::catalog::ResourceInfo {
         "create", "delete", "get", "list", "patch", "update", "watch",
     ],
     subresources: &[
-        crate::catalog::Subresource {
+        crate::resource::Subresource {
             name: "status",
             kind: "Namespace",
-            verbs: crate::catalog::STATUS_VERBS,
-            rules: Some(crate::catalog::SubresourceRules {
+            verbs: crate::resource::STATUS_VERBS,
+            rules: Some(crate::resource::SubresourceRules {
                 prepare_for_update: prepare_for_status_update,
                 validate_update: validate_status_update,
             }),
             body: None,
         },
-        crate::catalog::Subresource {
+        crate::resource::Subresource {
             name: "finalize",
             kind: "Namespace",
             verbs: &["update"],
-            rules: Some(crate::catalog::SubresourceRules {
+            rules: Some(crate::resource::SubresourceRules {
                 prepare_for_update: prepare_for_finalize_update,
                 validate_update: validate_finalize_update,
             }),
@@ -367,8 +367,8 @@ pub const INFO: crate::catalog::ResourceInfo = crate::catalog::ResourceInfo {
     protobuf: true,
     feature_gate: None,
     extensions: EXTENSIONS,
-    openapi_schema: crate::openapi::schema_of::<k8s_openapi::api::core::v1::Namespace>,
-    hooks: crate::catalog::Hooks {
+    openapi_schema: crate::schema::schema_of::<k8s_openapi::api::core::v1::Namespace>,
+    hooks: crate::resource::Hooks {
         decode,
         default,
         prepare_for_create,
@@ -383,7 +383,7 @@ pub const INFO: crate::catalog::ResourceInfo = crate::catalog::ResourceInfo {
         row,
         pending_finalization,
         mark_deleting,
-        grace_period: crate::catalog::not_graceful,
+        grace_period: crate::resource::not_graceful,
     },
 };
 
@@ -399,7 +399,7 @@ mod tests {
     fn defaulting_and_create_strategy() {
         let mut object = json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "team-a", "labels": {"x": "y"}}});
         default(&mut object);
-        prepare_for_create(&mut object, &crate::catalog::Context::gates_off());
+        prepare_for_create(&mut object, &crate::resource::Context::gates_off());
         assert_eq!(
             object,
             json!({"apiVersion": "v1", "kind": "Namespace",
@@ -407,7 +407,7 @@ mod tests {
                 "status": {"phase": "Active"}, "spec": {"finalizers": ["kubernetes"]}})
         );
         let mut own = json!({"metadata": {"name": "b"}, "spec": {"finalizers": ["example.com/x"]}, "status": {"phase": "Terminating"}});
-        prepare_for_create(&mut own, &crate::catalog::Context::gates_off());
+        prepare_for_create(&mut own, &crate::resource::Context::gates_off());
         assert_eq!(
             own["spec"]["finalizers"],
             json!(["example.com/x", "kubernetes"])
@@ -429,15 +429,15 @@ mod tests {
     fn update_strategies_keep_spec_and_status() {
         let old = json!({"metadata": {"name": "a"}, "spec": {"finalizers": ["kubernetes"]}, "status": {"phase": "Active"}});
         let mut new = json!({"metadata": {"name": "a"}, "spec": {"finalizers": []}, "status": {"phase": "Terminating"}});
-        prepare_for_update(&mut new, &old, &crate::catalog::Context::gates_off());
+        prepare_for_update(&mut new, &old, &crate::resource::Context::gates_off());
         assert_eq!(new, old);
         let mut status =
             json!({"metadata": {"name": "a"}, "spec": {}, "status": {"phase": "Terminating"}});
-        prepare_for_status_update(&mut status, &old, &crate::catalog::Context::gates_off());
+        prepare_for_status_update(&mut status, &old, &crate::resource::Context::gates_off());
         assert_eq!(status["spec"], old["spec"]);
         assert_eq!(status["status"]["phase"], "Terminating");
         let mut finalize = json!({"metadata": {"name": "a"}, "spec": {"finalizers": []}, "status": {"phase": "Terminating"}});
-        prepare_for_finalize_update(&mut finalize, &old, &crate::catalog::Context::gates_off());
+        prepare_for_finalize_update(&mut finalize, &old, &crate::resource::Context::gates_off());
         assert_eq!(finalize["spec"]["finalizers"], json!([]));
         assert_eq!(finalize["status"], old["status"]);
     }

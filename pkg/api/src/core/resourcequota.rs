@@ -204,14 +204,14 @@ pub fn decode(object: &Value) -> Result<Decoded, ApiError> {
 }
 
 /// The strategy on create: `status` is cleared.
-pub fn prepare_for_create(object: &mut Value, _context: &crate::catalog::Context<'_>) {
+pub fn prepare_for_create(object: &mut Value, _context: &crate::resource::Context<'_>) {
     if let Some(fields) = object.as_object_mut() {
         fields.remove("status");
     }
 }
 
 /// The strategy on update: `status` keeps its old value.
-pub fn prepare_for_update(new: &mut Value, old: &Value, _context: &crate::catalog::Context<'_>) {
+pub fn prepare_for_update(new: &mut Value, old: &Value, _context: &crate::resource::Context<'_>) {
     crate::util::keep_field(new, old, "status");
 }
 
@@ -219,7 +219,7 @@ pub fn prepare_for_update(new: &mut Value, old: &Value, _context: &crate::catalo
 pub fn prepare_for_status_update(
     new: &mut Value,
     old: &Value,
-    _context: &crate::catalog::Context<'_>,
+    _context: &crate::resource::Context<'_>,
 ) {
     crate::util::keep_field(new, old, "spec");
 }
@@ -586,18 +586,18 @@ pub fn row(object: &Value, now: i64) -> Vec<Value> {
 }
 
 /// The list and patch semantics of the ResourceQuota's own types.
-pub static EXTENSIONS: &[crate::openapi::extensions::Extensions] = &[
-    crate::openapi::extensions::atomic_list("io.k8s.api.core.v1.ResourceQuotaSpec", "scopes"),
-    crate::openapi::extensions::atomic_struct("io.k8s.api.core.v1.ScopeSelector"),
-    crate::openapi::extensions::atomic_list("io.k8s.api.core.v1.ScopeSelector", "matchExpressions"),
-    crate::openapi::extensions::atomic_list(
+pub static EXTENSIONS: &[crate::schema::Extensions] = &[
+    crate::schema::atomic_list("io.k8s.api.core.v1.ResourceQuotaSpec", "scopes"),
+    crate::schema::atomic_struct("io.k8s.api.core.v1.ScopeSelector"),
+    crate::schema::atomic_list("io.k8s.api.core.v1.ScopeSelector", "matchExpressions"),
+    crate::schema::atomic_list(
         "io.k8s.api.core.v1.ScopedResourceSelectorRequirement",
         "values",
     ),
 ];
 
 /// This resource in the catalog: everything the server needs to serve it.
-pub const INFO: crate::catalog::ResourceInfo = crate::catalog::ResourceInfo {
+pub const INFO: crate::resource::ResourceInfo = crate::resource::ResourceInfo {
     group: "",
     version: "v1",
     kind: "ResourceQuota",
@@ -607,12 +607,12 @@ pub const INFO: crate::catalog::ResourceInfo = crate::catalog::ResourceInfo {
     short_names: &["quota"],
     namespaced: true,
     create_on_update: false,
-    verbs: crate::catalog::ALL_VERBS,
-    subresources: &[crate::catalog::Subresource {
+    verbs: crate::resource::ALL_VERBS,
+    subresources: &[crate::resource::Subresource {
         name: "status",
         kind: "ResourceQuota",
-        verbs: crate::catalog::STATUS_VERBS,
-        rules: Some(crate::catalog::SubresourceRules {
+        verbs: crate::resource::STATUS_VERBS,
+        rules: Some(crate::resource::SubresourceRules {
             prepare_for_update: prepare_for_status_update,
             validate_update: validate_status_update,
         }),
@@ -625,10 +625,10 @@ pub const INFO: crate::catalog::ResourceInfo = crate::catalog::ResourceInfo {
     protobuf: true,
     feature_gate: None,
     extensions: EXTENSIONS,
-    openapi_schema: crate::openapi::schema_of::<k8s_openapi::api::core::v1::ResourceQuota>,
-    hooks: crate::catalog::Hooks {
+    openapi_schema: crate::schema::schema_of::<k8s_openapi::api::core::v1::ResourceQuota>,
+    hooks: crate::resource::Hooks {
         decode,
-        default: crate::catalog::no_default,
+        default: crate::resource::no_default,
         prepare_for_create,
         prepare_for_update,
         validate,
@@ -639,9 +639,9 @@ pub const INFO: crate::catalog::ResourceInfo = crate::catalog::ResourceInfo {
         field_values,
         columns: COLUMNS,
         row,
-        pending_finalization: crate::catalog::nothing_pending,
-        mark_deleting: crate::catalog::no_default,
-        grace_period: crate::catalog::not_graceful,
+        pending_finalization: crate::resource::nothing_pending,
+        mark_deleting: crate::resource::no_default,
+        grace_period: crate::resource::not_graceful,
     },
 };
 
@@ -880,21 +880,21 @@ mod tests {
         );
         let mut created = quota(json!({"hard": {"pods": "5"}}));
         created["status"] = json!({"used": {"pods": "9"}});
-        prepare_for_create(&mut created, &crate::catalog::Context::gates_off());
+        prepare_for_create(&mut created, &crate::resource::Context::gates_off());
         assert!(created.get("status").is_none());
         let mut spec_write = more.clone();
         let stored = json!({"metadata": {}, "spec": {}, "status": {"used": {"pods": "1"}}});
         prepare_for_update(
             &mut spec_write,
             &stored,
-            &crate::catalog::Context::gates_off(),
+            &crate::resource::Context::gates_off(),
         );
         assert_eq!(spec_write["status"], stored["status"]);
         let mut status_write = json!({"spec": {"hard": {"pods": "99"}}, "status": {}});
         prepare_for_status_update(
             &mut status_write,
             &old,
-            &crate::catalog::Context::gates_off(),
+            &crate::resource::Context::gates_off(),
         );
         assert_eq!(status_write["spec"], old["spec"]);
     }

@@ -99,22 +99,19 @@ pub fn row(object: &Value, now: i64) -> Vec<Value> {
 }
 
 /// The list and patch semantics of the ServiceAccount's own types.
-pub static EXTENSIONS: &[crate::openapi::extensions::Extensions] = &[
-    crate::openapi::extensions::Extensions {
+pub static EXTENSIONS: &[crate::schema::Extensions] = &[
+    crate::schema::Extensions {
         schema: "io.k8s.api.core.v1.ServiceAccount",
         property: "secrets",
         patch_strategy: Some("merge"),
         patch_merge_key: Some("name"),
-        ..crate::openapi::extensions::NONE
+        ..crate::schema::NONE
     },
-    crate::openapi::extensions::atomic_list(
-        "io.k8s.api.core.v1.ServiceAccount",
-        "imagePullSecrets",
-    ),
+    crate::schema::atomic_list("io.k8s.api.core.v1.ServiceAccount", "imagePullSecrets"),
 ];
 
 /// This resource in the catalog: everything the server needs to serve it.
-pub const INFO: crate::catalog::ResourceInfo = crate::catalog::ResourceInfo {
+pub const INFO: crate::resource::ResourceInfo = crate::resource::ResourceInfo {
     group: "",
     version: "v1",
     kind: "ServiceAccount",
@@ -124,8 +121,8 @@ pub const INFO: crate::catalog::ResourceInfo = crate::catalog::ResourceInfo {
     short_names: &["sa"],
     namespaced: true,
     create_on_update: false,
-    verbs: crate::catalog::ALL_VERBS,
-    subresources: &[crate::catalog::Subresource {
+    verbs: crate::resource::ALL_VERBS,
+    subresources: &[crate::resource::Subresource {
         name: "token",
         kind: "TokenRequest",
         verbs: &["create"],
@@ -139,12 +136,12 @@ pub const INFO: crate::catalog::ResourceInfo = crate::catalog::ResourceInfo {
     protobuf: true,
     feature_gate: None,
     extensions: EXTENSIONS,
-    openapi_schema: crate::openapi::schema_of::<k8s_openapi::api::core::v1::ServiceAccount>,
-    hooks: crate::catalog::Hooks {
+    openapi_schema: crate::schema::schema_of::<k8s_openapi::api::core::v1::ServiceAccount>,
+    hooks: crate::resource::Hooks {
         decode,
-        default: crate::catalog::no_default,
-        prepare_for_create: crate::catalog::no_prepare,
-        prepare_for_update: crate::catalog::no_prepare_update,
+        default: crate::resource::no_default,
+        prepare_for_create: crate::resource::no_prepare,
+        prepare_for_update: crate::resource::no_prepare_update,
         validate,
         validate_update,
         to_storage: None,
@@ -153,9 +150,9 @@ pub const INFO: crate::catalog::ResourceInfo = crate::catalog::ResourceInfo {
         field_values,
         columns: COLUMNS,
         row,
-        pending_finalization: crate::catalog::nothing_pending,
-        mark_deleting: crate::catalog::no_default,
-        grace_period: crate::catalog::not_graceful,
+        pending_finalization: crate::resource::nothing_pending,
+        mark_deleting: crate::resource::no_default,
+        grace_period: crate::resource::not_graceful,
     },
 };
 

@@ -29,9 +29,10 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use crate::catalog::{self, Hooks, ResourceInfo, Subresource, SubresourceRules};
 use crate::decode::{self, Decoded, Field, OBJECT_META, Struct, Type};
-use crate::openapi::extensions::{Extensions, keyed_list};
+use crate::resource;
+use crate::resource::{Hooks, ResourceInfo, Subresource, SubresourceRules};
+use crate::schema::{Extensions, keyed_list};
 use crate::table::{self, ColumnDefinition};
 use crate::util;
 
@@ -444,11 +445,11 @@ pub static INFO: ResourceInfo = ResourceInfo {
     short_names: &["nc"],
     namespaced: false,
     create_on_update: false,
-    verbs: catalog::ALL_VERBS,
+    verbs: resource::ALL_VERBS,
     subresources: &[Subresource {
         name: "status",
         kind: KIND,
-        verbs: catalog::STATUS_VERBS,
+        verbs: resource::STATUS_VERBS,
         rules: Some(SubresourceRules {
             prepare_for_update: util::prepare_status_update,
             validate_update: validate_status_update,
@@ -462,10 +463,10 @@ pub static INFO: ResourceInfo = ResourceInfo {
     protobuf: false,
     feature_gate: Some(crate::features::NETWORK_REGISTRY),
     extensions: EXTENSIONS,
-    openapi_schema: crate::openapi::schema_of::<NetworkClaim>,
+    openapi_schema: crate::schema::schema_of::<NetworkClaim>,
     hooks: Hooks {
         decode,
-        default: catalog::no_default,
+        default: resource::no_default,
         prepare_for_create: util::prepare_spec_create,
         prepare_for_update: util::prepare_spec_update,
         validate,
@@ -476,9 +477,9 @@ pub static INFO: ResourceInfo = ResourceInfo {
         field_values,
         columns: COLUMNS,
         row,
-        pending_finalization: catalog::nothing_pending,
-        mark_deleting: catalog::no_default,
-        grace_period: catalog::not_graceful,
+        pending_finalization: resource::nothing_pending,
+        mark_deleting: resource::no_default,
+        grace_period: resource::not_graceful,
     },
 };
 

@@ -28,7 +28,6 @@
 //! these v3 documents, so both versions have one source; [`gnostic::encode`] writes it as the
 //! protobuf message kubectl 1.27 and 1.28 ask for.
 
-mod component;
 pub mod extensions;
 pub mod gnostic;
 mod paths;
@@ -37,9 +36,8 @@ pub mod v2;
 use schemars::generate::{SchemaGenerator, SchemaSettings};
 use serde_json::{Map, Value, json};
 
-pub use component::schema_of;
-
-use crate::catalog::{ResourceDescription, ResourceInfo};
+use crate::resource::{ResourceDescription, ResourceInfo};
+use crate::schema::schema_of;
 use k8s_openapi::api::{autoscaling as autoscaling_api, core as core_api};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1 as meta;
 
@@ -252,7 +250,7 @@ fn list_schema(kind: &str, kind_schema: &str, item: &Value) -> Value {
             "apiVersion": property("apiVersion"),
             "kind": property("kind"),
             "metadata": {
-                "allOf": [{"$ref": format!("#/components/schemas/{}", extensions::meta("ListMeta"))}],
+                "allOf": [{"$ref": format!("#/components/schemas/{}", crate::schema::meta("ListMeta"))}],
                 "description": "The list's metadata: its resourceVersion and continue token.",
             },
             "items": {

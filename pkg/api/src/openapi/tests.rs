@@ -2,6 +2,7 @@ use serde_json::{Value, json};
 
 use super::*;
 use crate::catalog;
+use crate::resource;
 
 pub(super) fn served() -> Vec<ServedResource> {
     catalog::all()
@@ -604,7 +605,7 @@ fn custom_resource_definitions_are_described_as_upstream_describes_them() {
 
 #[test]
 fn a_custom_resource_with_scale_publishes_the_scale_paths() {
-    use crate::catalog::{ResourceDescription, SubresourceDescription};
+    use crate::resource::{ResourceDescription, SubresourceDescription};
     let verbs = |v: &[&str]| v.iter().map(|s| (*s).to_owned()).collect::<Vec<_>>();
     let description = ResourceDescription {
         group: "stable.example.com".into(),
@@ -615,7 +616,7 @@ fn a_custom_resource_with_scale_publishes_the_scale_paths() {
         singular: "crontab".into(),
         short_names: vec![],
         namespaced: true,
-        verbs: verbs(catalog::ALL_VERBS),
+        verbs: verbs(resource::ALL_VERBS),
         categories: vec![],
         subresources: vec![SubresourceDescription {
             name: "scale".into(),
@@ -681,7 +682,7 @@ fn a_custom_resource_with_scale_publishes_the_scale_paths() {
 
 #[test]
 fn schemas_that_keep_unknown_fields_are_published_in_v2_without_their_fields() {
-    use crate::catalog::ResourceDescription;
+    use crate::resource::ResourceDescription;
     let description = ResourceDescription {
         group: "example.com".into(),
         version: "v1".into(),
@@ -691,7 +692,10 @@ fn schemas_that_keep_unknown_fields_are_published_in_v2_without_their_fields() {
         singular: "blob".into(),
         short_names: vec![],
         namespaced: true,
-        verbs: catalog::ALL_VERBS.iter().map(|v| (*v).to_owned()).collect(),
+        verbs: resource::ALL_VERBS
+            .iter()
+            .map(|v| (*v).to_owned())
+            .collect(),
         categories: vec![],
         subresources: vec![],
         storage_api_version: Some("example.com/v1".into()),

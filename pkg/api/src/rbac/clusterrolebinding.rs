@@ -94,7 +94,7 @@ pub fn row(object: &Value, now: i64) -> Vec<Value> {
 }
 
 /// This resource in the catalog: everything the server needs to serve it.
-pub const INFO: crate::catalog::ResourceInfo = crate::catalog::ResourceInfo {
+pub const INFO: crate::resource::ResourceInfo = crate::resource::ResourceInfo {
     group: "rbac.authorization.k8s.io",
     version: "v1",
     kind: "ClusterRoleBinding",
@@ -104,7 +104,7 @@ pub const INFO: crate::catalog::ResourceInfo = crate::catalog::ResourceInfo {
     short_names: &[],
     namespaced: false,
     create_on_update: true,
-    verbs: crate::catalog::ALL_VERBS,
+    verbs: crate::resource::ALL_VERBS,
     subresources: &[],
     categories: &[],
     storage_prefix: "clusterrolebindings",
@@ -113,12 +113,12 @@ pub const INFO: crate::catalog::ResourceInfo = crate::catalog::ResourceInfo {
     protobuf: true,
     feature_gate: None,
     extensions: crate::rbac::CLUSTER_ROLE_BINDING_EXTENSIONS,
-    openapi_schema: crate::openapi::schema_of::<k8s_openapi::api::rbac::v1::ClusterRoleBinding>,
-    hooks: crate::catalog::Hooks {
+    openapi_schema: crate::schema::schema_of::<k8s_openapi::api::rbac::v1::ClusterRoleBinding>,
+    hooks: crate::resource::Hooks {
         decode,
         default,
-        prepare_for_create: crate::catalog::no_prepare,
-        prepare_for_update: crate::catalog::no_prepare_update,
+        prepare_for_create: crate::resource::no_prepare,
+        prepare_for_update: crate::resource::no_prepare_update,
         validate,
         validate_update,
         to_storage: None,
@@ -127,8 +127,8 @@ pub const INFO: crate::catalog::ResourceInfo = crate::catalog::ResourceInfo {
         field_values,
         columns: COLUMNS,
         row,
-        pending_finalization: crate::catalog::nothing_pending,
-        mark_deleting: crate::catalog::no_default,
-        grace_period: crate::catalog::not_graceful,
+        pending_finalization: crate::resource::nothing_pending,
+        mark_deleting: crate::resource::no_default,
+        grace_period: crate::resource::not_graceful,
     },
 };

@@ -42,7 +42,7 @@ use genplane_apimachinery::validation::{
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
-use crate::decode::{Field, Struct, Type};
+use crate::decode::{Field, LABEL_SELECTOR, Struct, Type};
 use crate::table::{self, ColumnDefinition};
 use crate::util;
 
@@ -87,29 +87,6 @@ pub static ROLE_REF: Struct = Struct {
         Field::new("apiGroup", 1, Type::String),
         Field::new("kind", 2, Type::String),
         Field::new("name", 3, Type::String),
-    ],
-};
-
-/// `metav1.LabelSelectorRequirement`.
-pub static LABEL_SELECTOR_REQUIREMENT: Struct = Struct {
-    name: "LabelSelectorRequirement",
-    fields: &[
-        Field::new("key", 1, Type::String),
-        Field::new("operator", 2, Type::String),
-        Field::new("values", 3, Type::List(&Type::String)),
-    ],
-};
-
-/// `metav1.LabelSelector`.
-pub static LABEL_SELECTOR: Struct = Struct {
-    name: "LabelSelector",
-    fields: &[
-        Field::new("matchLabels", 1, Type::Map(&Type::String)),
-        Field::new(
-            "matchExpressions",
-            2,
-            Type::List(&Type::Struct(&LABEL_SELECTOR_REQUIREMENT)),
-        ),
     ],
 };
 
@@ -567,50 +544,47 @@ pub fn cluster_field_values(object: &Value) -> BTreeMap<&'static str, String> {
 }
 
 /// What the rbac kinds share: every list of a `PolicyRule` is atomic, references are atomic.
-const POLICY_RULE_EXTENSIONS: [crate::openapi::extensions::Extensions; 5] = [
-    crate::openapi::extensions::atomic_list("io.k8s.api.rbac.v1.PolicyRule", "verbs"),
-    crate::openapi::extensions::atomic_list("io.k8s.api.rbac.v1.PolicyRule", "apiGroups"),
-    crate::openapi::extensions::atomic_list("io.k8s.api.rbac.v1.PolicyRule", "resources"),
-    crate::openapi::extensions::atomic_list("io.k8s.api.rbac.v1.PolicyRule", "resourceNames"),
-    crate::openapi::extensions::atomic_list("io.k8s.api.rbac.v1.PolicyRule", "nonResourceURLs"),
+const POLICY_RULE_EXTENSIONS: [crate::schema::Extensions; 5] = [
+    crate::schema::atomic_list("io.k8s.api.rbac.v1.PolicyRule", "verbs"),
+    crate::schema::atomic_list("io.k8s.api.rbac.v1.PolicyRule", "apiGroups"),
+    crate::schema::atomic_list("io.k8s.api.rbac.v1.PolicyRule", "resources"),
+    crate::schema::atomic_list("io.k8s.api.rbac.v1.PolicyRule", "resourceNames"),
+    crate::schema::atomic_list("io.k8s.api.rbac.v1.PolicyRule", "nonResourceURLs"),
 ];
 
 /// The list semantics of Roles.
-pub static ROLE_EXTENSIONS: &[crate::openapi::extensions::Extensions] = &[
+pub static ROLE_EXTENSIONS: &[crate::schema::Extensions] = &[
     POLICY_RULE_EXTENSIONS[0],
     POLICY_RULE_EXTENSIONS[1],
     POLICY_RULE_EXTENSIONS[2],
     POLICY_RULE_EXTENSIONS[3],
     POLICY_RULE_EXTENSIONS[4],
-    crate::openapi::extensions::atomic_list("io.k8s.api.rbac.v1.Role", "rules"),
+    crate::schema::atomic_list("io.k8s.api.rbac.v1.Role", "rules"),
 ];
 
 /// The list semantics of ClusterRoles.
-pub static CLUSTER_ROLE_EXTENSIONS: &[crate::openapi::extensions::Extensions] = &[
+pub static CLUSTER_ROLE_EXTENSIONS: &[crate::schema::Extensions] = &[
     POLICY_RULE_EXTENSIONS[0],
     POLICY_RULE_EXTENSIONS[1],
     POLICY_RULE_EXTENSIONS[2],
     POLICY_RULE_EXTENSIONS[3],
     POLICY_RULE_EXTENSIONS[4],
-    crate::openapi::extensions::atomic_list("io.k8s.api.rbac.v1.ClusterRole", "rules"),
-    crate::openapi::extensions::atomic_list(
-        "io.k8s.api.rbac.v1.AggregationRule",
-        "clusterRoleSelectors",
-    ),
+    crate::schema::atomic_list("io.k8s.api.rbac.v1.ClusterRole", "rules"),
+    crate::schema::atomic_list("io.k8s.api.rbac.v1.AggregationRule", "clusterRoleSelectors"),
 ];
 
 /// The list semantics of RoleBindings.
-pub static ROLE_BINDING_EXTENSIONS: &[crate::openapi::extensions::Extensions] = &[
-    crate::openapi::extensions::atomic_list("io.k8s.api.rbac.v1.RoleBinding", "subjects"),
-    crate::openapi::extensions::atomic_struct("io.k8s.api.rbac.v1.RoleRef"),
-    crate::openapi::extensions::atomic_struct("io.k8s.api.rbac.v1.Subject"),
+pub static ROLE_BINDING_EXTENSIONS: &[crate::schema::Extensions] = &[
+    crate::schema::atomic_list("io.k8s.api.rbac.v1.RoleBinding", "subjects"),
+    crate::schema::atomic_struct("io.k8s.api.rbac.v1.RoleRef"),
+    crate::schema::atomic_struct("io.k8s.api.rbac.v1.Subject"),
 ];
 
 /// The list semantics of ClusterRoleBindings.
-pub static CLUSTER_ROLE_BINDING_EXTENSIONS: &[crate::openapi::extensions::Extensions] = &[
-    crate::openapi::extensions::atomic_list("io.k8s.api.rbac.v1.ClusterRoleBinding", "subjects"),
-    crate::openapi::extensions::atomic_struct("io.k8s.api.rbac.v1.RoleRef"),
-    crate::openapi::extensions::atomic_struct("io.k8s.api.rbac.v1.Subject"),
+pub static CLUSTER_ROLE_BINDING_EXTENSIONS: &[crate::schema::Extensions] = &[
+    crate::schema::atomic_list("io.k8s.api.rbac.v1.ClusterRoleBinding", "subjects"),
+    crate::schema::atomic_struct("io.k8s.api.rbac.v1.RoleRef"),
+    crate::schema::atomic_struct("io.k8s.api.rbac.v1.Subject"),
 ];
 
 #[cfg(test)]

@@ -273,8 +273,7 @@ impl CrdStrategy {
     /// The strategy of the catalog's CustomResourceDefinitions.
     pub fn new() -> Self {
         Self {
-            base: CatalogStrategy::find("apiextensions.k8s.io", "v1", "customresourcedefinitions")
-                .expect("invariant: the catalog has CustomResourceDefinitions"),
+            base: CatalogStrategy::new(&genplane_api::apiextensions::INFO),
         }
     }
 

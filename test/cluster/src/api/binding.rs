@@ -48,6 +48,6 @@ pub static INFO: ResourceInfo = ResourceInfo {
     protobuf: true,
     feature_gate: None,
     extensions: &[],
-    openapi_schema: genplane_api::openapi::schema_of::<Binding>,
+    openapi_schema: genplane_api::schema::schema_of::<Binding>,
     hooks: Hooks::create_only(decode, validate),
 };

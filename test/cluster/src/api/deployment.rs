@@ -304,7 +304,7 @@ pub static INFO: ResourceInfo = ResourceInfo {
     protobuf: true,
     feature_gate: None,
     extensions: &[],
-    openapi_schema: genplane_api::openapi::schema_of::<Deployment>,
+    openapi_schema: genplane_api::schema::schema_of::<Deployment>,
     hooks: Hooks {
         decode,
         default,

@@ -116,7 +116,7 @@ pub static INFO: ResourceInfo = ResourceInfo {
     protobuf: true,
     feature_gate: None,
     extensions: &[],
-    openapi_schema: genplane_api::openapi::schema_of::<Endpoints>,
+    openapi_schema: genplane_api::schema::schema_of::<Endpoints>,
     hooks: Hooks {
         decode,
         default: catalog::no_default,

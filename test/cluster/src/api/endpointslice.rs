@@ -144,7 +144,7 @@ pub static INFO: ResourceInfo = ResourceInfo {
     protobuf: true,
     feature_gate: None,
     extensions: &[],
-    openapi_schema: genplane_api::openapi::schema_of::<EndpointSlice>,
+    openapi_schema: genplane_api::schema::schema_of::<EndpointSlice>,
     hooks: Hooks {
         decode,
         default: catalog::no_default,

@@ -12,7 +12,7 @@ use std::collections::BTreeMap;
 
 use genplane_api::catalog::{self, Context, Hooks, ResourceInfo, Subresource, SubresourceRules};
 use genplane_api::decode::Decoded;
-use genplane_api::openapi::extensions::{Extensions, keyed_list};
+use genplane_api::schema::{Extensions, keyed_list};
 use genplane_api::table::{self, ColumnDefinition};
 use genplane_api::util;
 use genplane_apimachinery::errors::ApiError;
@@ -282,7 +282,7 @@ pub static INFO: ResourceInfo = ResourceInfo {
     protobuf: true,
     feature_gate: None,
     extensions: EXTENSIONS,
-    openapi_schema: genplane_api::openapi::schema_of::<Node>,
+    openapi_schema: genplane_api::schema::schema_of::<Node>,
     hooks: Hooks {
         decode,
         default: catalog::no_default,

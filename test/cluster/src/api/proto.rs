@@ -23,7 +23,7 @@
 //! here, nothing else, and the zero values they write are kept), and that a JSON fixture of
 //! each kind (`testdata/protobuf/`) comes back unchanged from protobuf.
 
-use genplane_api::decode::{Field, OBJECT_META, OBJECT_REFERENCE, Struct, Type};
+use genplane_api::decode::{Field, LABEL_SELECTOR, OBJECT_META, OBJECT_REFERENCE, Struct, Type};
 
 pub static POD: Struct = Struct {
     name: "Pod",
@@ -813,18 +813,6 @@ static ENDPOINT_HINTS: Struct = Struct {
     ],
 };
 
-static LABEL_SELECTOR: Struct = Struct {
-    name: "LabelSelector",
-    fields: &[
-        Field::new("matchLabels", 1, Type::Map(&Type::String)),
-        Field::new(
-            "matchExpressions",
-            2,
-            Type::List(&Type::Struct(&LABEL_SELECTOR_REQUIREMENT)),
-        ),
-    ],
-};
-
 static POD_TEMPLATE_SPEC: Struct = Struct {
     name: "PodTemplateSpec",
     fields: &[
@@ -1214,15 +1202,6 @@ static FOR_ZONE: Struct = Struct {
 static FOR_NODE: Struct = Struct {
     name: "ForNode",
     fields: &[Field::pointer("name", 1, Type::String)],
-};
-
-static LABEL_SELECTOR_REQUIREMENT: Struct = Struct {
-    name: "LabelSelectorRequirement",
-    fields: &[
-        Field::pointer("key", 1, Type::String),
-        Field::pointer("operator", 2, Type::String),
-        Field::new("values", 3, Type::List(&Type::String)),
-    ],
 };
 
 static ROLLING_UPDATE_DEPLOYMENT: Struct = Struct {

@@ -22,7 +22,7 @@ type Kind = (
 );
 
 fn kinds() -> Vec<Kind> {
-    use genplane_api::openapi::schema_of;
+    use genplane_api::schema::schema_of;
     use k8s_openapi::api::{apps, core, discovery};
     vec![
         (

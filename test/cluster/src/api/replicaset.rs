@@ -102,7 +102,7 @@ pub static INFO: ResourceInfo = ResourceInfo {
     protobuf: true,
     feature_gate: None,
     extensions: &[],
-    openapi_schema: genplane_api::openapi::schema_of::<ReplicaSet>,
+    openapi_schema: genplane_api::schema::schema_of::<ReplicaSet>,
     hooks: Hooks {
         decode,
         default: workload::default,

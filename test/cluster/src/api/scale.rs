@@ -43,7 +43,7 @@ pub static INFO: ResourceInfo = ResourceInfo {
     protobuf: true,
     feature_gate: None,
     extensions: &[],
-    openapi_schema: genplane_api::openapi::schema_of::<k8s_openapi::api::autoscaling::v1::Scale>,
+    openapi_schema: genplane_api::schema::schema_of::<k8s_openapi::api::autoscaling::v1::Scale>,
     hooks: Hooks {
         decode: autoscaling::decode,
         default: catalog::no_default,

@@ -24,7 +24,7 @@ use std::net::Ipv4Addr;
 
 use genplane_api::catalog::{self, Context, Hooks, ResourceInfo, Subresource, SubresourceRules};
 use genplane_api::decode::Decoded;
-use genplane_api::openapi::extensions::{Extensions, ListType, NONE};
+use genplane_api::schema::{Extensions, ListType, NONE};
 use genplane_api::table::{self, ColumnDefinition};
 use genplane_api::util;
 use genplane_apimachinery::errors::ApiError;
@@ -636,8 +636,8 @@ static EXTENSIONS: &[Extensions] = &[
         patch_merge_key: Some("port"),
         ..NONE
     },
-    genplane_api::openapi::extensions::atomic_list(SERVICE_SPEC, "externalIPs"),
-    genplane_api::openapi::extensions::atomic_list(SERVICE_SPEC, "clusterIPs"),
+    genplane_api::schema::atomic_list(SERVICE_SPEC, "externalIPs"),
+    genplane_api::schema::atomic_list(SERVICE_SPEC, "clusterIPs"),
 ];
 
 /// `services` and `services/status`.
@@ -669,7 +669,7 @@ pub static INFO: ResourceInfo = ResourceInfo {
     protobuf: true,
     feature_gate: None,
     extensions: EXTENSIONS,
-    openapi_schema: genplane_api::openapi::schema_of::<Service>,
+    openapi_schema: genplane_api::schema::schema_of::<Service>,
     hooks: Hooks {
         decode,
         default,

@@ -86,7 +86,7 @@ fn desired_is_settable_only_on_dynamic_features_and_the_name_is_immutable() {
 fn status_is_the_servers_and_generation_follows_the_spec() {
     let mut created = feature("watch-list", json!({"featureName": "WatchList"}));
     created["status"] = json!({"state": "On"});
-    util::prepare_spec_create(&mut created, &catalog::Context::gates_off());
+    util::prepare_spec_create(&mut created, &resource::Context::gates_off());
     assert_eq!(created.get("status"), None);
     assert_eq!(created["metadata"]["generation"], 1);
 
@@ -95,14 +95,14 @@ fn status_is_the_servers_and_generation_follows_the_spec() {
     let mut update = stored.clone();
     update["status"] = json!({"state": "On"});
     update["spec"]["desired"] = json!("On");
-    util::prepare_spec_update(&mut update, &stored, &catalog::Context::gates_off());
+    util::prepare_spec_update(&mut update, &stored, &resource::Context::gates_off());
     assert_eq!(update["status"]["state"], "Off");
     assert_eq!(update["metadata"]["generation"], 2);
 
     let mut status_write = stored.clone();
     status_write["spec"]["featureName"] = json!("Other");
     status_write["status"] = json!({"state": "TurningOn"});
-    util::prepare_status_update(&mut status_write, &stored, &catalog::Context::gates_off());
+    util::prepare_status_update(&mut status_write, &stored, &resource::Context::gates_off());
     assert_eq!(status_write["spec"]["featureName"], "WatchList");
     assert_eq!(status_write["status"]["state"], "TurningOn");
 }

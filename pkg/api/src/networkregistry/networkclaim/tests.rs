@@ -140,7 +140,7 @@ fn the_status_is_checked_and_kept_apart_from_the_spec() {
     let mut spec_write = stored.clone();
     spec_write["spec"]["addressSpace"] = json!([record("11.0.0.0/8")]);
     spec_write["status"] = json!({});
-    util::prepare_spec_update(&mut spec_write, &stored, &catalog::Context::gates_off());
+    util::prepare_spec_update(&mut spec_write, &stored, &resource::Context::gates_off());
     assert_eq!(spec_write["status"], stored["status"]);
     assert_eq!(spec_write["metadata"]["generation"], 2);
 }

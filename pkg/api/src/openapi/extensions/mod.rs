@@ -18,12 +18,9 @@
 //! granular. An entry whose `property` is empty describes the schema itself (a struct that is
 //! atomic as a whole, like `ObjectReference`).
 
-mod table;
-
 use serde_json::{Map, Value};
 
-pub use table::{Extensions, ListType, MapType, NONE, SHARED, atomic_list, keyed_list};
-pub(crate) use table::{atomic_struct, meta};
+use crate::schema::{Extensions, SHARED};
 
 /// Every entry: the shared ones, then each catalog entry's (an entry several kinds list, such
 /// as those of rbac's `PolicyRule`, once).
@@ -33,7 +30,7 @@ pub fn all() -> impl Iterator<Item = &'static Extensions> {
 
 /// The shared entries, then those of `kinds`, each (schema, property) once.
 fn entries_of(
-    kinds: impl Iterator<Item = &'static crate::catalog::ResourceInfo>,
+    kinds: impl Iterator<Item = &'static crate::resource::ResourceInfo>,
 ) -> impl Iterator<Item = &'static Extensions> {
     let mut seen: Vec<(&'static str, &'static str)> = Vec::new();
     SHARED
@@ -60,7 +57,10 @@ pub fn apply(schemas: &mut Map<String, Value>) {
 
 /// As [`apply`], with the shared entries and those of `kinds` (the catalog's, or a program's
 /// own kinds).
-pub fn apply_of(schemas: &mut Map<String, Value>, kinds: &[&'static crate::catalog::ResourceInfo]) {
+pub fn apply_of(
+    schemas: &mut Map<String, Value>,
+    kinds: &[&'static crate::resource::ResourceInfo],
+) {
     apply_entries(schemas, entries_of(kinds.iter().copied()));
 }
 
@@ -91,6 +91,7 @@ mod tests {
     use serde_json::json;
 
     use super::*;
+    use crate::schema::{ListType, meta};
 
     #[test]
     fn one_entry_per_schema_and_property() {

@@ -1,8 +1,20 @@
-//! The entries of the table and their types: the semantics of the types every kind shares
-//! ([`SHARED`]) and the constructors the kinds' own entries are written with. Below the
-//! catalog: the kinds' modules and the catalog's entries use these; [`super`] walks them.
+//! What a kind's catalog entry says of its OpenAPI schema, below the kinds and the catalog:
+//! its component ([`schema_of`], from k8s-openapi's types or the kind's own Rust type) and the
+//! semantics of its lists, maps and structs ([`Extensions`]: `x-kubernetes-list-type`,
+//! `x-kubernetes-map-type`, merge keys), with the semantics of the types every kind shares
+//! ([`SHARED`]) and the constructors the kinds' own entries are written with. The OpenAPI
+//! document builder ([`crate::openapi`]) walks them.
 
+use schemars::JsonSchema;
+use schemars::generate::SchemaGenerator;
 use serde_json::{Map, Value, json};
+
+/// Adds the schema of `T` (and what it refers to) and returns its component name: a kind's
+/// [`crate::resource::ResourceInfo::openapi_schema`].
+pub fn schema_of<T: JsonSchema>(generator: &mut SchemaGenerator) -> String {
+    generator.subschema_for::<T>();
+    T::schema_name().into_owned()
+}
 
 /// `x-kubernetes-list-type`: how a list is owned and merged by server-side apply.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -116,7 +128,7 @@ pub const fn keyed_list(
 }
 
 /// The extensions of the types every kind shares (metav1, and core/v1 references). Each kind's
-/// own are in its catalog entry ([`crate::catalog::ResourceInfo::extensions`]), next to the rest
+/// own are in its catalog entry ([`crate::resource::ResourceInfo::extensions`]), next to the rest
 /// of what describes it; [`super::all`] is the whole table.
 pub static SHARED: &[Extensions] = &[
     // metav1
