@@ -19,8 +19,8 @@
 //! - [`webhook`]: MutatingAdmissionWebhook and ValidatingAdmissionWebhook, over a
 //!   [`webhook::Configurations`] view of the stored webhook configurations, and the HTTPS
 //!   client of webhooks ([`webhook::client`], also used by CRD conversion webhooks).
-//! - [`policy`]: ValidatingAdmissionPolicy, evaluating the CEL validations of the stored
-//!   policies through their bindings, over a [`policy::Policies`] view of the stored policies,
+//! - [`validating_policy`]: ValidatingAdmissionPolicy, evaluating the CEL validations of the stored
+//!   policies through their bindings, over a [`validating_policy::Policies`] view of the stored policies,
 //!   bindings and parameter objects.
 //! - [`mutating_policy`]: MutatingAdmissionPolicy (alpha), changing objects by the CEL
 //!   mutations (apply configurations and JSON patches) of the stored policies through their
@@ -54,9 +54,9 @@ pub mod mutating_policy;
 pub mod namespace;
 pub mod params;
 pub mod plugins;
-pub mod policy;
 pub mod quota;
 pub mod reinvocation;
+pub mod validating_policy;
 pub mod webhook;
 
 use std::future::Future;

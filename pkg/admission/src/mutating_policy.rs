@@ -6,7 +6,7 @@
 //! through validation and the validating plugins as any other.
 //!
 //! For each policy (by name) and each of its bindings (by name), as ValidatingAdmissionPolicy
-//! matches them ([`crate::policy`]): `matchConstraints`, the binding's `matchResources`, the
+//! matches them ([`crate::validating_policy`]): `matchConstraints`, the binding's `matchResources`, the
 //! params (`paramKind`, `paramRef`: [`crate::params`]), then per param the `matchConditions`
 //! and, for each mutation in order, the `variables` and the mutation's expression over
 //! `object` (the object as the mutations before changed it), `oldObject`, `request`,
@@ -29,7 +29,7 @@
 //! Every expression of a policy is compiled once per generation of the policy, and the bound
 //! set is kept while the lists of policies and bindings keep their generation, as the
 //! ValidatingAdmissionPolicy plugin does (`crate::bound`). The writes that plugin leaves alone
-//! (`crate::policy::is_exempt`: the policy kinds, the reviews) are never changed. A binding of a policy with
+//! (`crate::validating_policy::is_exempt`: the policy kinds, the reviews) are never changed. A binding of a policy with
 //! `reinvocationPolicy: IfNeeded` runs again when a later webhook or policy changed the object
 //! ([`crate::reinvocation`]).
 
@@ -48,11 +48,11 @@ use serde_json::Value;
 use crate::evaluation::{Halt, halt};
 use crate::namespace::Namespaces;
 use crate::params::Params;
-use crate::policy::{
+use crate::reinvocation::Reinvocation;
+use crate::validating_policy::{
     Compiled, Inputs, WriteNamespace, compile, environment, evaluation_error, inputs_of, is_exempt,
     resources_match,
 };
-use crate::reinvocation::Reinvocation;
 use crate::webhook::conditions_hold;
 use crate::{Attributes, BoxFuture, Listed, MutatingPlugin};
 

@@ -28,8 +28,8 @@ use serde_json::Value;
 
 use crate::mutating_policy::MutatingAdmissionPolicy;
 use crate::namespace::{NamespaceAutoProvision, NamespaceExists, NamespaceLifecycle, Namespaces};
-use crate::policy::ValidatingAdmissionPolicy;
 use crate::quota::ResourceQuota;
+use crate::validating_policy::ValidatingAdmissionPolicy;
 use crate::webhook::{Dispatcher, MutatingAdmissionWebhook, ValidatingAdmissionWebhook};
 use crate::{Attributes, BoxFuture, Chain, MutatingPlugin, ValidatingPlugin};
 
@@ -120,7 +120,7 @@ pub struct Context {
     pub quotas: Option<Arc<dyn crate::quota::Quotas>>,
     /// The stored ValidatingAdmissionPolicies, their bindings and params, when the server
     /// serves them (`ValidatingAdmissionPolicy` is left out of the chain without them).
-    pub policies: Option<Arc<dyn crate::policy::Policies>>,
+    pub policies: Option<Arc<dyn crate::validating_policy::Policies>>,
     /// The stored MutatingAdmissionPolicies, their bindings and params, when the server serves
     /// them (`MutatingAdmissionPolicy` is left out of the chain without them).
     pub mutating_policies: Option<Arc<dyn crate::mutating_policy::MutatingPolicies>>,

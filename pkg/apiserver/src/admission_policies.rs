@@ -11,7 +11,7 @@ use std::sync::Arc;
 
 use genplane_admission::mutating_policy::MutatingPolicies;
 use genplane_admission::params::{ParamSelection, Params};
-use genplane_admission::policy::Policies;
+use genplane_admission::validating_policy::Policies;
 use genplane_admission::{BoxFuture, Listed};
 use genplane_apimachinery::errors::ApiError;
 use genplane_apimachinery::resource_version::ReadOptions;

@@ -308,7 +308,7 @@ fn admission_store<S: Storage>(
 fn admission_policies<S: Storage>(
     builtin: &[Arc<Resource<S>>],
     served: &Arc<std::sync::RwLock<Arc<Served<S>>>>,
-) -> Option<Arc<dyn genplane_admission::policy::Policies>> {
+) -> Option<Arc<dyn genplane_admission::validating_policy::Policies>> {
     Some(Arc::new(crate::admission_policies::StoredPolicies {
         policies: MirroredList::new(admission_store(
             builtin,

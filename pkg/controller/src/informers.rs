@@ -1,7 +1,7 @@
 //! Shared watches: one watch per resource against the API server, however many controllers
 //! follow that resource (client-go's shared informer factory).
 //!
-//! [`SharedInformers`] lives in the [`ControllerContext`](crate::registry::ControllerContext)
+//! [`SharedInformers`] lives in the [`ControllerContext`](crate::descriptors::ControllerContext)
 //! every controller is given. A controller asks it for a resource:
 //!
 //! - [`SharedInformers::typed`] for a kind of `k8s-openapi` (namespaces, cluster roles,

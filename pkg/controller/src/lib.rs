@@ -1,8 +1,8 @@
 //! The generic controllers of `genplane controller-manager`, built on kube-runtime against the
 //! API server over HTTPS, as any third-party controller would be.
 //!
-//! - [`registry`]: the table of controllers by name ([`registry::CONTROLLERS`]), the
-//!   `--controllers` selection ([`registry::Selection`]) and [`registry::run_controllers`], which
+//! - [`descriptors`]: the table of controllers by name ([`descriptors::CONTROLLERS`]), the
+//!   `--controllers` selection ([`descriptors::Selection`]) and [`descriptors::run_controllers`], which
 //!   runs the selected ones side by side;
 //! - [`leaderelection`]: leader election on a `coordination.k8s.io/v1` Lease, with client-go's
 //!   semantics, so that only one controller-manager runs the controllers at a time;
@@ -22,13 +22,13 @@
 
 pub mod client;
 pub mod clusterroleaggregation;
+pub mod descriptors;
 pub mod discovery;
 pub mod garbagecollector;
 pub mod informers;
 pub mod leaderelection;
 pub mod namespace;
 pub mod networkclaim;
-pub mod registry;
 pub mod resourcequota;
 pub mod roles;
 pub mod rootcacertpublisher;

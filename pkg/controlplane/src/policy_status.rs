@@ -6,14 +6,14 @@
 //! `status.observedGeneration` is not its `metadata.generation`, it type-checks the
 //! validations' `expression` and `messageExpression` against the schemas of the kinds the
 //! policy's `matchConstraints` name (no wildcards, at most ten: upstream's choice) and of its
-//! `paramKind` ([`genplane_admission::policy::type_check`]), and writes
+//! `paramKind` ([`genplane_admission::validating_policy::type_check`]), and writes
 //! `status.typeChecking.expressionWarnings` (a reference to a field the kind does not have,
 //! say) with `status.observedGeneration`. Kinds whose schema is unknown are not checked. The
 //! check never changes what the policy does at admission.
 
 use std::sync::Arc;
 
-use genplane_admission::policy::{CheckedKind, resources_to_check, type_check};
+use genplane_admission::validating_policy::{CheckedKind, resources_to_check, type_check};
 use genplane_api::admissionregistration::types::PolicySpec;
 use genplane_apimachinery::errors::ApiError;
 use genplane_apiserver::server::ApiServer;

@@ -7,7 +7,7 @@
 //! over HTTPS with a self-signed certificate → leader election on the
 //! `kube-system/genplane-controller-manager` Lease → the controllers of `--controllers`, sharing
 //! one watch per resource; the gated ones start, drain and stop as their feature gates and the
-//! Features' states change ([`crate::registry`]). Central features take the cluster's value from
+//! Features' states change ([`crate::descriptors`]). Central features take the cluster's value from
 //! their Feature objects, not `--feature-gates`.
 //!
 //! A leader that cannot renew its Lease within the renew deadline stops every controller and
@@ -31,8 +31,8 @@ use genplane_featurecontroller::follow::States;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 
+use crate::descriptors::{CONTROLLERS, ControllerContext, GateState, GateStates, run_controllers};
 use crate::leaderelection::{LeaderElectionConfig, LeaderElector};
-use crate::registry::{CONTROLLERS, ControllerContext, GateState, GateStates, run_controllers};
 
 pub use options::{
     ControllerManagerConfig, ControllerManagerOptions, LeaderElection, check_controllers,
@@ -63,7 +63,7 @@ pub enum Error {
     LeaderElection(#[from] crate::leaderelection::Error),
     /// A controller failed.
     #[error(transparent)]
-    Controllers(#[from] crate::registry::Error),
+    Controllers(#[from] crate::descriptors::Error),
 }
 
 /// `genplane controller-manager` as a [`Role`](genplane_component_base::component::Role):

@@ -5,7 +5,7 @@ use std::net::IpAddr;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use crate::registry::{CONTROLLERS, Selection};
+use crate::descriptors::{CONTROLLERS, Selection};
 use clap::Args;
 use genplane_apimachinery::duration;
 use genplane_authorization::bootstrap::CONTROLLER_MANAGER_LEASE;
