@@ -59,7 +59,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use base64::Engine as _;
-use genplane_apimachinery::errors::{ApiError, Status, StatusReason};
+use genplane_apimachinery::errors::{self, ApiError, Status, StatusReason};
 use genplane_apimachinery::labels::{LabelSelector, Selector};
 use genplane_apimachinery::validation::field::Path;
 use serde::Deserialize;
@@ -499,7 +499,7 @@ impl Clients {
             .transpose()
             .map_err(Error::Configuration)?;
         let built = client::build_client(roots.as_deref(), identity)
-            .map_err(|e| Error::Configuration(client::error_chain(&e)))?;
+            .map_err(|e| Error::Configuration(errors::chain(&e)))?;
         clients.insert(key, built.clone());
         Ok(built)
     }

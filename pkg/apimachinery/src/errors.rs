@@ -1,4 +1,5 @@
-//! The `Status` object every failed request answers with, and its constructors.
+//! The `Status` object every failed request answers with, and its constructors; and how an
+//! error reads in a message with its sources ([`chain`]).
 //!
 //! Clients branch on `reason` (kube-rs 5 looks at nothing else), so each constructor sets the
 //! exact upstream reason and code, and a message in the upstream form, e.g.
@@ -482,6 +483,20 @@ impl Status {
     }
 }
 
+/// An error and its sources, joined by `: `: how a wrapped error reads in a message
+/// (`creating Service lb: <the API server's message>`), as Go prints a wrapped error and
+/// anyhow's `{:#}` prints a chain.
+pub fn chain(error: &dyn std::error::Error) -> String {
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(inner) = source {
+        text.push_str(": ");
+        text.push_str(&inner.to_string());
+        source = inner.source();
+    }
+    text
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -623,5 +638,32 @@ mod tests {
         );
         let back: Status = serde_json::from_value(value).unwrap();
         assert_eq!(back, Status::success(None));
+    }
+
+    /// An error with a message and, maybe, a source.
+    #[derive(Debug, thiserror::Error)]
+    #[error("{message}")]
+    struct Layer {
+        message: &'static str,
+        #[source]
+        source: Option<Box<Layer>>,
+    }
+
+    #[test]
+    fn a_chain_reads_each_source_after_the_error() {
+        let layer = |message, source: Option<Layer>| Layer {
+            message,
+            source: source.map(Box::new),
+        };
+        let refused = layer(
+            "the API server refused",
+            Some(layer("already exists", None)),
+        );
+        let error = layer("creating Service lb", Some(refused));
+        assert_eq!(
+            chain(&error),
+            "creating Service lb: the API server refused: already exists"
+        );
+        assert_eq!(chain(&layer("alone", None)), "alone");
     }
 }

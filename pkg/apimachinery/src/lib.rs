@@ -1,7 +1,8 @@
 //! Kubernetes API machinery for genplane: the pure parts every layer above storage shares.
 //!
 //! - [`errors`]: the `Status` object every failed request answers with, and constructors with the
-//!   exact upstream `reason`s and codes (clients branch on `reason`, not on the code).
+//!   exact upstream `reason`s and codes (clients branch on `reason`, not on the code); an
+//!   error with its sources as one message ([`errors::chain`]).
 //! - [`validation`]: name, label, annotation and key validation, and [`validation::field`]'s
 //!   field-error lists, which collect every problem of an object at once.
 //! - [`labels`] and [`fields`]: label selectors (the full syntax) and field selectors.

@@ -13,9 +13,10 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use clap::FromArgMatches as _;
-use genplane_cmd_ccm_e2e::specs::SPECS;
-use genplane_cmd_ccm_e2e::suite::{Outcome, Progress, Report};
-use genplane_cmd_ccm_e2e::{Cli, command, run_suite};
+use genplane_ccm_e2e::specs::SPECS;
+use genplane_ccm_e2e::suite::{Outcome, Progress, Report};
+use genplane_ccm_e2e::{Options, run_suite};
+use genplane_cmd_ccm_e2e::command;
 use support::{Cluster, cloud_request, eventually};
 
 const PLUGIN: &str = env!("CARGO_BIN_EXE_genplane-testcluster-provider");
@@ -67,9 +68,9 @@ async fn ccm_e2e_with(
     );
     argv.extend(args.iter().map(|a| (*a).to_owned()));
     let matches = command().try_get_matches_from(argv).unwrap();
-    let cli = Cli::from_arg_matches(&matches).unwrap();
+    let options = Options::from_arg_matches(&matches).unwrap();
     let progress: Progress = Arc::new(|line: &str| eprintln!("{line}"));
-    run_suite(&cli, &cluster.kubeconfig(), progress, interrupt)
+    run_suite(&options, &cluster.kubeconfig(), progress, interrupt)
         .await
         .unwrap()
 }
@@ -265,7 +266,7 @@ async fn the_rust_provider_gives_the_same_results_serially() {
         .external_ip_cidr()
         .0
         .octets();
-    let settings = genplane_cmd_ccm_e2e::suite::Settings {
+    let settings = genplane_ccm_e2e::suite::Settings {
         scale: 0.05,
         upgrade_target: Some(OLDER.to_owned()),
         external_ip: format!("127.{}.0.1", external[1]),
@@ -274,7 +275,7 @@ async fn the_rust_provider_gives_the_same_results_serially() {
     let progress: Progress = Arc::new(|line: &str| eprintln!("{line}"));
     let client = cluster.client().await;
     let started = Instant::now();
-    let report = genplane_cmd_ccm_e2e::suite::run(
+    let report = genplane_ccm_e2e::suite::run(
         client,
         Arc::new(provider),
         SPECS.iter().collect(),

@@ -378,18 +378,6 @@ fn describe_transport_error(url: &reqwest::Url, error: &reqwest::Error) -> Strin
     format!("Post {:?}: {cause}", url.as_str())
 }
 
-/// An error and its sources, joined by `: `.
-pub fn error_chain(error: &dyn std::error::Error) -> String {
-    let mut text = error.to_string();
-    let mut source = error.source();
-    while let Some(inner) = source {
-        text.push_str(": ");
-        text.push_str(&inner.to_string());
-        source = inner.source();
-    }
-    text
-}
-
 /// The message client-go gives a non-2xx answer: a `Status` body's message, else a phrase per
 /// status code.
 fn status_error_message(code: u16, body: &[u8], text_plain: bool) -> String {

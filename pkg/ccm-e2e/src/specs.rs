@@ -8,8 +8,8 @@
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::Duration;
 
-use anyhow::{Context as _, bail, ensure};
 use futures::future::BoxFuture;
+use genplane_apimachinery::errors::chain;
 use genplane_cloudprovider::Capability;
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::{Node, Pod, Service};
@@ -18,14 +18,15 @@ use kube::ResourceExt as _;
 use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
 use serde_json::json;
 
-use crate::framework::{Ctx, NETEXEC_PORT, Skip, netexec_pod_spec, timeouts};
+use crate::framework::{Context as _, Ctx, Error, NETEXEC_PORT, bail, ensure};
 use crate::framework::{ingress, internal_ip, is_ready, node_port, node_ref, pod_ready, port16};
+use crate::framework::{netexec_pod_spec, timeouts};
 use crate::upgrades;
 
 pub use crate::framework::CLEANUP_FINALIZER;
 
 /// A test's body.
-pub type Body = for<'a> fn(&'a Ctx) -> BoxFuture<'a, anyhow::Result<()>>;
+pub type Body = for<'a> fn(&'a Ctx) -> BoxFuture<'a, Result<(), Error>>;
 
 /// One test.
 #[derive(Debug)]
@@ -282,7 +283,7 @@ fn probe_reachable<'a>(
     protocol: &'a str,
     address: &'a str,
     port: u16,
-) -> BoxFuture<'a, anyhow::Result<String>> {
+) -> BoxFuture<'a, Result<String, Error>> {
     Box::pin(async move {
         if protocol == "UDP" {
             ctx.wait_reachable_udp(address, port).await
@@ -297,7 +298,7 @@ fn probe_unreachable<'a>(
     protocol: &'a str,
     address: &'a str,
     port: u16,
-) -> BoxFuture<'a, anyhow::Result<()>> {
+) -> BoxFuture<'a, Result<(), Error>> {
     Box::pin(async move {
         if protocol == "UDP" {
             ctx.wait_not_reachable_udp(address, port).await
@@ -308,7 +309,7 @@ fn probe_unreachable<'a>(
 }
 
 /// "should be able to change the type and ports of a TCP/UDP service".
-async fn type_and_ports(ctx: &Ctx, protocol: &str) -> anyhow::Result<()> {
+async fn type_and_ports(ctx: &Ctx, protocol: &str) -> Result<(), Error> {
     let name = if protocol == "UDP" {
         "mutability-test-udp"
     } else {
@@ -362,7 +363,7 @@ async fn type_and_ports(ctx: &Ctx, protocol: &str) -> anyhow::Result<()> {
             .await
         {
             Ok(service) => break (service, candidate),
-            Err(error) if attempt < 100 && format!("{error:#}").contains("already allocated") => {}
+            Err(error) if attempt < 100 && chain(&error).contains("already allocated") => {}
             Err(error) => return Err(error),
         }
     };
@@ -429,7 +430,7 @@ async fn type_and_ports(ctx: &Ctx, protocol: &str) -> anyhow::Result<()> {
     }
 }
 
-async fn ensure_same_ingress(ctx: &Ctx, name: &str, address: &str) -> anyhow::Result<()> {
+async fn ensure_same_ingress(ctx: &Ctx, name: &str, address: &str) -> Result<(), Error> {
     let now = ingress(&ctx.services().get(name).await?);
     ensure!(
         now.as_deref() == Some(address),
@@ -443,7 +444,7 @@ const AFFINITY_CONFIRM_COUNT: usize = 15;
 
 /// Waits until `AFFINITY_CONFIRM_COUNT` requests in a row reach one pod (`sticky`), or until
 /// requests reach more than one (`!sticky`): upstream's `checkAffinity`.
-async fn check_affinity(ctx: &Ctx, address: &str, port: u16, sticky: bool) -> anyhow::Result<()> {
+async fn check_affinity(ctx: &Ctx, address: &str, port: u16, sticky: bool) -> Result<(), Error> {
     ctx.step(if sticky {
         "checking one client always reaches one pod"
     } else {
@@ -476,7 +477,7 @@ async fn check_affinity(ctx: &Ctx, address: &str, port: u16, sticky: bool) -> an
 
 /// "should have session affinity work / be able to switch session affinity for LoadBalancer
 /// service with Local traffic policy" (`execAffinityTestForLBService(WithTransition)`).
-async fn session_affinity(ctx: &Ctx, transition: bool) -> anyhow::Result<()> {
+async fn session_affinity(ctx: &Ctx, transition: bool) -> Result<(), Error> {
     let name = if transition {
         "affinity-lb-esipp-transition"
     } else {
@@ -510,7 +511,7 @@ async fn session_affinity(ctx: &Ctx, transition: bool) -> anyhow::Result<()> {
 }
 
 /// "should handle load balancer cleanup finalizer for service".
-async fn cleanup_finalizer(ctx: &Ctx) -> anyhow::Result<()> {
+async fn cleanup_finalizer(ctx: &Ctx) -> Result<(), Error> {
     let name = "lb-finalizer";
     ctx.create_service(
         name,
@@ -549,7 +550,7 @@ async fn cleanup_finalizer(ctx: &Ctx) -> anyhow::Result<()> {
 }
 
 /// "should only target nodes with endpoints" (ExternalTrafficPolicy: Local).
-async fn only_target_nodes_with_endpoints(ctx: &Ctx) -> anyhow::Result<()> {
+async fn only_target_nodes_with_endpoints(ctx: &Ctx) -> Result<(), Error> {
     let name = "external-local-nodes";
     let nodes: Vec<Node> = ctx.ready_nodes().await?.into_iter().take(3).collect();
     ensure!(!nodes.is_empty(), "no Ready node");
@@ -627,7 +628,7 @@ async fn only_target_nodes_with_endpoints(ctx: &Ctx) -> anyhow::Result<()> {
 }
 
 /// "should release NodePorts on delete": a deleted Service's node port can be taken again.
-async fn release_node_ports(ctx: &Ctx) -> anyhow::Result<()> {
+async fn release_node_ports(ctx: &Ctx) -> Result<(), Error> {
     let name = "nodeport-reuse";
     let spec = |node_port: Option<i32>| {
         let mut port = json!({"port": 80, "targetPort": NETEXEC_PORT, "protocol": "TCP"});
@@ -665,7 +666,7 @@ async fn release_node_ports(ctx: &Ctx) -> anyhow::Result<()> {
 }
 
 /// "should delete a collection of services".
-async fn delete_collection(ctx: &Ctx) -> anyhow::Result<()> {
+async fn delete_collection(ctx: &Ctx) -> Result<(), Error> {
     let selector = "e2e-test-service=delete-collection";
     for (index, labelled) in [true, true, true, false].iter().enumerate() {
         let name = format!("e2e-svc-{index}");
@@ -701,20 +702,20 @@ async fn delete_collection(ctx: &Ctx) -> anyhow::Result<()> {
 
 /// "master upgrade should maintain a functioning cluster": the upgrade tests
 /// ([`upgrades`](crate::upgrades)) run while the control plane goes to `--upgrade-target`.
-async fn master_upgrade(ctx: &Ctx) -> anyhow::Result<()> {
+async fn master_upgrade(ctx: &Ctx) -> Result<(), Error> {
     upgrades::run(ctx, &upgrades::MASTER_UPGRADE).await
 }
 
 /// "cluster upgrade should maintain a functioning cluster": the upgrade tests run while the
 /// control plane, then the nodes go to `--upgrade-target`.
-async fn cluster_upgrade(ctx: &Ctx) -> anyhow::Result<()> {
+async fn cluster_upgrade(ctx: &Ctx) -> Result<(), Error> {
     upgrades::run(ctx, &upgrades::CLUSTER_UPGRADE).await
 }
 
 /// "cluster downgrade should maintain a functioning cluster": the upgrade tests run while the
 /// nodes, then the control plane go to `--upgrade-target` (an older version; "nodes must
 /// downgrade first", upstream says: a kubelet may not be newer than its API server).
-async fn cluster_downgrade(ctx: &Ctx) -> anyhow::Result<()> {
+async fn cluster_downgrade(ctx: &Ctx) -> Result<(), Error> {
     upgrades::run(ctx, &upgrades::CLUSTER_DOWNGRADE).await
 }
 
@@ -737,7 +738,7 @@ fn started_at(pod: &Pod) -> Option<k8s_openapi::jiff::Timestamp> {
 /// "each node by ordering clean reboot and ensure they function upon restart": each node is
 /// rebooted in turn; it is Ready again and its pods run again (restarted: their containers'
 /// start time is after the reboot) and are Ready.
-async fn reboot_each_node(ctx: &Ctx) -> anyhow::Result<()> {
+async fn reboot_each_node(ctx: &Ctx) -> Result<(), Error> {
     let nodes = ctx.ready_nodes().await?;
     let replicas = i32::try_from(nodes.len())?;
     ctx.agnhost("reboot", replicas, None).await?;
@@ -750,7 +751,7 @@ async fn reboot_each_node(ctx: &Ctx) -> anyhow::Result<()> {
                 .list(&ListParams::default().labels("app=reboot"))
                 .await?
                 .items;
-            anyhow::Ok(
+            Ok::<_, Error>(
                 list.into_iter()
                     .filter(|p| {
                         p.spec.as_ref().and_then(|s| s.node_name.as_deref())
@@ -809,7 +810,7 @@ async fn reboot_each_node(ctx: &Ctx) -> anyhow::Result<()> {
 }
 
 /// "Nodes should be deleted on API server if it doesn't exist in the cloud provider".
-async fn nodes_deleted(ctx: &Ctx) -> anyhow::Result<()> {
+async fn nodes_deleted(ctx: &Ctx) -> Result<(), Error> {
     let nodes = ctx.ready_nodes().await?;
     let victim = nodes.last().context("no Ready schedulable node")?;
     let victim_name = victim.name_any();
@@ -847,7 +848,7 @@ async fn nodes_deleted(ctx: &Ctx) -> anyhow::Result<()> {
 }
 
 /// A Service's ClusterIP.
-fn cluster_ip(service: &Service) -> anyhow::Result<String> {
+fn cluster_ip(service: &Service) -> Result<String, Error> {
     service
         .spec
         .as_ref()
@@ -867,7 +868,7 @@ fn node_ports(service: &Service) -> Vec<i32> {
 }
 
 /// The address of the first Ready node, and its name.
-async fn first_node(ctx: &Ctx) -> anyhow::Result<(String, String)> {
+async fn first_node(ctx: &Ctx) -> Result<(String, String), Error> {
     let node = ctx
         .ready_nodes()
         .await?
@@ -881,7 +882,7 @@ async fn first_node(ctx: &Ctx) -> anyhow::Result<(String, String)> {
 /// The load balancer's address of `name`, skipping the test as upstream does when traffic to
 /// it is not delivered to the nodes with that address kept (`ipMode: Proxy`, or a host
 /// name).
-async fn vip_ingress(ctx: &Ctx, name: &str) -> anyhow::Result<String> {
+async fn vip_ingress(ctx: &Ctx, name: &str) -> Result<String, Error> {
     let address = ctx
         .wait_for_ingress(name, timeouts::LOAD_BALANCER_CREATE)
         .await?;
@@ -893,10 +894,9 @@ async fn vip_ingress(ctx: &Ctx, name: &str) -> anyhow::Result<String> {
         .and_then(|i| i.into_iter().next());
     let proxy = first.as_ref().and_then(|i| i.ip_mode.as_deref()) == Some("Proxy");
     if first.and_then(|i| i.ip).is_none() || proxy {
-        return Err(Skip(format!(
+        return Err(Error::Skip(format!(
             "the load balancer of {name} has no IP, or its ipMode is Proxy: the client's address cannot be kept (upstream issue 123714)"
-        ))
-        .into());
+        )));
     }
     Ok(address)
 }
@@ -904,7 +904,7 @@ async fn vip_ingress(ctx: &Ctx, name: &str) -> anyhow::Result<String> {
 /// "ExternalTrafficPolicy: Local should work for type=LoadBalancer": the pods see the
 /// client's own address, not a node's; when the Service is no longer a load balancer its
 /// health-check node port stops answering.
-async fn local_keeps_client_ip(ctx: &Ctx) -> anyhow::Result<()> {
+async fn local_keeps_client_ip(ctx: &Ctx) -> Result<(), Error> {
     let name = "external-local-lb";
     ctx.agnhost(name, 1, None).await?;
     let service = ctx
@@ -963,7 +963,7 @@ async fn local_keeps_client_ip(ctx: &Ctx) -> anyhow::Result<()> {
 
 /// "ExternalTrafficPolicy: Local should work from pods": a pod asking the load balancer is
 /// seen with its own address.
-async fn local_from_pods(ctx: &Ctx) -> anyhow::Result<()> {
+async fn local_from_pods(ctx: &Ctx) -> Result<(), Error> {
     let name = "external-local-pods";
     ctx.agnhost(name, 1, None).await?;
     ctx.create_service(
@@ -995,7 +995,7 @@ async fn local_from_pods(ctx: &Ctx) -> anyhow::Result<()> {
 
 /// "should only allow access from service loadbalancer source ranges": only pods within
 /// `loadBalancerSourceRanges` reach the load balancer, as the ranges change.
-async fn source_ranges(ctx: &Ctx) -> anyhow::Result<()> {
+async fn source_ranges(ctx: &Ctx) -> Result<(), Error> {
     let name = "lb-sourcerange";
     ctx.agnhost(name, 1, None).await?;
     let (node, _) = first_node(ctx).await?;
@@ -1061,7 +1061,7 @@ async fn source_ranges(ctx: &Ctx) -> anyhow::Result<()> {
 /// "should be able to update service type to NodePort listening on same port number but
 /// different protocols": a NodePort Service gets 80/UDP beside 80/TCP, a node port for
 /// each, and both answer.
-async fn same_port_other_protocol(ctx: &Ctx) -> anyhow::Result<()> {
+async fn same_port_other_protocol(ctx: &Ctx) -> Result<(), Error> {
     let name = "nodeport-update-service";
     ctx.agnhost(name, 2, None).await?;
     let tcp =
@@ -1106,7 +1106,7 @@ async fn same_port_other_protocol(ctx: &Ctx) -> anyhow::Result<()> {
 
 /// "should be able to change the type from ExternalName to ClusterIP/NodePort": the
 /// Service gets a ClusterIP (and node port) and answers.
-async fn from_external_name(ctx: &Ctx, target: &str) -> anyhow::Result<()> {
+async fn from_external_name(ctx: &Ctx, target: &str) -> Result<(), Error> {
     let name = "externalname-service";
     ctx.create_service(
         name,
@@ -1139,7 +1139,7 @@ async fn from_external_name(ctx: &Ctx, target: &str) -> anyhow::Result<()> {
 /// "should be able to change the type from ClusterIP/NodePort to ExternalName": the
 /// Service gives up its ClusterIP and node ports. (Upstream then resolves the name through
 /// the cluster's DNS; the runner has no DNS to ask, so it checks the API's side only.)
-async fn to_external_name(ctx: &Ctx, from: &str) -> anyhow::Result<()> {
+async fn to_external_name(ctx: &Ctx, from: &str) -> Result<(), Error> {
     let name = if from == "NodePort" {
         "nodeport-service"
     } else {
@@ -1185,10 +1185,12 @@ async fn to_external_name(ctx: &Ctx, from: &str) -> anyhow::Result<()> {
 /// "should fallback to (local) terminating endpoints when there are no ready endpoints with
 /// internalTrafficPolicy=Cluster/Local": a Service whose only endpoint is terminating
 /// still forwards to it, from every node (Cluster) or from its node only (Local).
-async fn terminating_fallback(ctx: &Ctx, local: bool) -> anyhow::Result<()> {
+async fn terminating_fallback(ctx: &Ctx, local: bool) -> Result<(), Error> {
     let nodes = ctx.ready_nodes().await?;
     if nodes.len() < 2 {
-        return Err(Skip("the test needs at least 2 Ready schedulable nodes".into()).into());
+        return Err(Error::Skip(
+            "the test needs at least 2 Ready schedulable nodes".into(),
+        ));
     }
     let (node0, node1) = (nodes[0].name_any(), nodes[1].name_any());
     let name = "svc-terminating";
@@ -1274,13 +1276,12 @@ const MIN_SUCCESS_RATE: f64 = 0.95;
 /// pod per node rolls instead (`maxUnavailable: 10%`), its pods serving on for the scaled
 /// `--delay-shutdown=60` after they are told to stop, while requests go through the load
 /// balancer without keep-alive. At least 95% of them succeed during each of five updates.
-async fn rolling_update_without_disruption(ctx: &Ctx, policy: &str) -> anyhow::Result<()> {
+async fn rolling_update_without_disruption(ctx: &Ctx, policy: &str) -> Result<(), Error> {
     let nodes = ctx.ready_nodes().await?.len();
     if !(2..=25).contains(&nodes) {
-        return Err(Skip(format!(
+        return Err(Error::Skip(format!(
             "the test needs 2 to 25 Ready schedulable nodes, not {nodes}"
-        ))
-        .into());
+        )));
     }
     let name = "lb-rolling-update";
     let shutdown = ctx.timeout(Duration::from_secs(60)).as_secs().max(1);
@@ -1347,7 +1348,7 @@ async fn rolling_update_without_disruption(ctx: &Ctx, policy: &str) -> anyhow::R
                     MIN_SUCCESS_RATE * 100.0
                 );
             }
-            anyhow::Ok(())
+            Ok::<_, Error>(())
         }
         .await;
         done.store(true, Ordering::Relaxed);
@@ -1361,7 +1362,7 @@ async fn rolling_update_without_disruption(ctx: &Ctx, policy: &str) -> anyhow::R
 /// "should be possible to connect to a service via ExternalIP when the external IP is not
 /// assigned to a node": a ClusterIP Service with `externalIPs: [--external-ip]` answers
 /// there, from inside the cluster.
-async fn external_ip(ctx: &Ctx) -> anyhow::Result<()> {
+async fn external_ip(ctx: &Ctx) -> Result<(), Error> {
     let name = "externalip-test";
     let address = ctx.external_ip.clone();
     let created = ctx
@@ -1372,9 +1373,11 @@ async fn external_ip(ctx: &Ctx) -> anyhow::Result<()> {
         )
         .await;
     if let Err(error) = &created
-        && format!("{error:#}").contains("Use of external IPs is denied by admission control")
+        && chain(&error).contains("Use of external IPs is denied by admission control")
     {
-        return Err(Skip("the cluster's admission control denies external IPs".into()).into());
+        return Err(Error::Skip(
+            "the cluster's admission control denies external IPs".into(),
+        ));
     }
     let service = created?;
     ctx.agnhost(name, 2, None).await?;
@@ -1392,7 +1395,7 @@ async fn external_ip(ctx: &Ctx) -> anyhow::Result<()> {
 /// "should be able to create LoadBalancer Service without NodePort and change it": a
 /// load balancer with `allocateLoadBalancerNodePorts: false` has no node port and answers;
 /// allowed node ports again, it gets one and keeps its address.
-async fn without_node_ports(ctx: &Ctx) -> anyhow::Result<()> {
+async fn without_node_ports(ctx: &Ctx) -> Result<(), Error> {
     let name = "lb-without-nodeport";
     ctx.agnhost(name, 1, None).await?;
     ctx.create_service(

@@ -1,6 +1,6 @@
 //! What a test works with ([`Ctx`]): its namespace (and more of its own, [`Ctx::child`]), the
 //! cluster's API, the provider, scaled timeouts, waiting for conditions, agnhost workloads
-//! and probes from outside the cluster.
+//! and probes from outside the cluster; and why a test does not pass ([`Error`]).
 //! The helpers are named after upstream's e2e framework (`WaitForLoadBalancer`,
 //! `TestReachableHTTP`, ...) whose steps they take.
 
@@ -9,7 +9,6 @@ use std::future::Future;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use anyhow::{Context as _, bail};
 use genplane_cloudprovider::{
     Capabilities, Capability, NodeRef, Probe, ProbeAnswer, ProbeKind, Provider, ServiceRef,
 };
@@ -51,11 +50,103 @@ pub mod timeouts {
     pub const NAMESPACE_DELETE: Duration = Duration::from_secs(5 * 60);
 }
 
-/// A test that finds, once running, that the cluster cannot run it (upstream's `e2eskipper`):
-/// returned as its error, it is reported skipped with this reason.
+/// Why a test, or a step of one, did not pass. The report shows it with its causes
+/// ([`chain`](genplane_apimachinery::errors::chain)): `creating Service lb: <the API server's
+/// message>`.
 #[derive(Debug, thiserror::Error)]
-#[error("skipped: {0}")]
-pub struct Skip(pub String);
+#[non_exhaustive]
+pub enum Error {
+    /// The test finds, once running, that the cluster cannot run it (upstream's
+    /// `e2eskipper`): it is reported skipped, with this reason.
+    #[error("skipped: {0}")]
+    Skip(String),
+    /// A check found what it should not; what.
+    #[error("{0}")]
+    Failed(String),
+    /// A step failed: what it was doing, and why.
+    #[error("{what}")]
+    Step {
+        /// What the step was doing.
+        what: String,
+        /// Why it failed.
+        #[source]
+        source: Box<Error>,
+    },
+    /// A request to the cluster's API failed.
+    #[error(transparent)]
+    Api(#[from] kube::Error),
+    /// A call of the provider failed.
+    #[error(transparent)]
+    Provider(#[from] genplane_cloudprovider::Error),
+    /// An object could not be made from JSON, or an answer read as JSON.
+    #[error(transparent)]
+    Json(#[from] serde_json::Error),
+    /// A number did not fit where it goes (a count of nodes as replicas).
+    #[error(transparent)]
+    OutOfRange(#[from] std::num::TryFromIntError),
+}
+
+impl Error {
+    /// The reason the test is skipped, if it is (an [`Error::Skip`], maybe within steps).
+    pub fn skipped(&self) -> Option<&str> {
+        match self {
+            Error::Skip(reason) => Some(reason),
+            Error::Step { source, .. } => source.skipped(),
+            _ => None,
+        }
+    }
+}
+
+/// Says what a failing step was doing ([`Error::Step`]), or makes a missing value a failure
+/// ([`Error::Failed`]).
+pub(crate) trait Context<T> {
+    /// With `what` as the step.
+    fn context(self, what: impl Into<String>) -> Result<T, Error>;
+
+    /// With `what()` as the step, made only when it failed.
+    fn with_context(self, what: impl FnOnce() -> String) -> Result<T, Error>;
+}
+
+impl<T, E: Into<Error>> Context<T> for Result<T, E> {
+    fn context(self, what: impl Into<String>) -> Result<T, Error> {
+        self.with_context(|| what.into())
+    }
+
+    fn with_context(self, what: impl FnOnce() -> String) -> Result<T, Error> {
+        self.map_err(|error| Error::Step {
+            what: what(),
+            source: Box::new(error.into()),
+        })
+    }
+}
+
+impl<T> Context<T> for Option<T> {
+    fn context(self, what: impl Into<String>) -> Result<T, Error> {
+        self.ok_or_else(|| Error::Failed(what.into()))
+    }
+
+    fn with_context(self, what: impl FnOnce() -> String) -> Result<T, Error> {
+        self.ok_or_else(|| Error::Failed(what()))
+    }
+}
+
+/// Fails with [`Error::Failed`] and the message `format!` makes of the arguments.
+macro_rules! bail {
+    ($($message:tt)+) => {
+        return Err($crate::framework::Error::Failed(format!($($message)+)))
+    };
+}
+pub(crate) use bail;
+
+/// Fails with [`Error::Failed`] and the message unless the condition holds.
+macro_rules! ensure {
+    ($condition:expr, $($message:tt)+) => {
+        if !$condition {
+            $crate::framework::bail!($($message)+);
+        }
+    };
+}
+pub(crate) use ensure;
 
 /// The context of one running test.
 pub struct Ctx {
@@ -85,7 +176,7 @@ pub struct Ctx {
 
 /// Creates the namespace `name`, labelled as a test's ([`NAMESPACE_LABEL`]) so
 /// that `--clean-start` finds it if the run is interrupted.
-pub async fn create_namespace(client: &Client, name: &str) -> anyhow::Result<()> {
+pub async fn create_namespace(client: &Client, name: &str) -> Result<(), Error> {
     let (key, value) = NAMESPACE_LABEL;
     let namespace: Namespace =
         serde_json::from_value(json!({"metadata": {"name": name, "labels": {key: value}}}))?;
@@ -137,7 +228,7 @@ impl Ctx {
     /// A context in a namespace of its own, `<this namespace>-<suffix>`, sharing this one's
     /// cluster, provider and settings (upstream gives each upgrade test its own framework).
     /// The suite cleans it up with this test's namespace ([`Ctx::children`]).
-    pub async fn child(&self, suffix: &str) -> anyhow::Result<Ctx> {
+    pub async fn child(&self, suffix: &str) -> Result<Ctx, Error> {
         let namespace = format!("{}-{suffix}", self.namespace);
         create_namespace(&self.client, &namespace).await?;
         lock(&self.live).insert(namespace.clone());
@@ -193,10 +284,10 @@ impl Ctx {
         what: &str,
         timeout: Duration,
         mut check: F,
-    ) -> anyhow::Result<T>
+    ) -> Result<T, Error>
     where
         F: FnMut() -> Fut,
-        Fut: Future<Output = anyhow::Result<Option<T>>>,
+        Fut: Future<Output = Result<Option<T>, Error>>,
     {
         let timeout = self.timeout(timeout);
         let deadline = Instant::now() + timeout;
@@ -227,7 +318,7 @@ impl Ctx {
     }
 
     /// The Ready, schedulable nodes, by name.
-    pub async fn ready_nodes(&self) -> anyhow::Result<Vec<Node>> {
+    pub async fn ready_nodes(&self) -> Result<Vec<Node>, Error> {
         let nodes: Api<Node> = Api::all(self.client.clone());
         let mut ready: Vec<Node> = nodes
             .list(&ListParams::default())
@@ -255,7 +346,7 @@ impl Ctx {
         name: &str,
         replicas: i32,
         node: Option<&str>,
-    ) -> anyhow::Result<()> {
+    ) -> Result<(), Error> {
         self.step(format!(
             "creating a Deployment {name} of {replicas} agnhost netexec pods"
         ));
@@ -283,7 +374,7 @@ impl Ctx {
         node: &str,
         extra: &[&str],
         grace: i64,
-    ) -> anyhow::Result<Pod> {
+    ) -> Result<Pod, Error> {
         self.step(format!("creating agnhost netexec pod {name} on {node}"));
         let mut spec = netexec_pod_spec(extra);
         spec["nodeSelector"] = json!({"kubernetes.io/hostname": node});
@@ -313,7 +404,7 @@ impl Ctx {
         port: u16,
         protocol: &str,
         request: &str,
-    ) -> anyhow::Result<Option<String>> {
+    ) -> Result<Option<String>, Error> {
         let ip = pod
             .status
             .as_ref()
@@ -352,7 +443,7 @@ impl Ctx {
         port: u16,
         protocol: &str,
         expect: impl Fn(&str) -> bool,
-    ) -> anyhow::Result<String> {
+    ) -> Result<String, Error> {
         let what = format!("Pod {} to reach {protocol}://{host}:{port}", pod.name_any());
         self.step(format!("waiting for {what}"));
         self.wait_for(&what, timeouts::KUBE_PROXY_LAG, || async {
@@ -363,7 +454,7 @@ impl Ctx {
     }
 
     /// Waits until `count` pods labelled `app=name` are Ready (and no others exist); them.
-    pub async fn wait_ready_pods(&self, name: &str, count: i32) -> anyhow::Result<Vec<Pod>> {
+    pub async fn wait_ready_pods(&self, name: &str, count: i32) -> Result<Vec<Pod>, Error> {
         let pods = self.pods();
         self.wait_for(
             &format!("{count} Ready pods of {name}"),
@@ -385,7 +476,7 @@ impl Ctx {
     }
 
     /// Scales Deployment `name` to `replicas` and waits for that many Ready pods.
-    pub async fn scale(&self, name: &str, replicas: i32) -> anyhow::Result<()> {
+    pub async fn scale(&self, name: &str, replicas: i32) -> Result<(), Error> {
         self.step(format!("scaling {name} to {replicas}"));
         self.deployments()
             .patch(
@@ -400,7 +491,7 @@ impl Ctx {
 
     /// Waits until the load-balancer cleanup finalizer is on Service `name` (`present`) or
     /// gone from it (upstream's `WaitForServiceUpdatedWithFinalizer`).
-    pub async fn wait_finalizer(&self, name: &str, present: bool) -> anyhow::Result<()> {
+    pub async fn wait_finalizer(&self, name: &str, present: bool) -> Result<(), Error> {
         let services = self.services();
         let what = if present {
             format!(
@@ -424,7 +515,7 @@ impl Ctx {
 
     /// Deletes Service `name` and waits until it is gone, its load balancer's finalizer
     /// removed (upstream's `WaitForServiceDeletedWithFinalizer`).
-    pub async fn delete_service_with_finalizer(&self, name: &str) -> anyhow::Result<()> {
+    pub async fn delete_service_with_finalizer(&self, name: &str) -> Result<(), Error> {
         self.step(format!("deleting Service {name}"));
         let services = self.services();
         services
@@ -441,7 +532,7 @@ impl Ctx {
 
     /// Waits until Deployment `name` has rolled out: every one of its `replicas` pods
     /// updated and available, and no old one left (upstream's `WaitForDeploymentComplete`).
-    pub async fn wait_rolled_out(&self, name: &str, replicas: i32) -> anyhow::Result<()> {
+    pub async fn wait_rolled_out(&self, name: &str, replicas: i32) -> Result<(), Error> {
         let deployments = self.deployments();
         self.wait_for(
             &format!("Deployment {name} to roll out"),
@@ -461,7 +552,7 @@ impl Ctx {
     }
 
     /// Creates the Service `spec` describes (named `name`).
-    pub async fn create_service(&self, name: &str, spec: Value) -> anyhow::Result<Service> {
+    pub async fn create_service(&self, name: &str, spec: Value) -> Result<Service, Error> {
         let service: Service =
             serde_json::from_value(json!({"metadata": {"name": name}, "spec": spec}))?;
         self.services()
@@ -471,7 +562,7 @@ impl Ctx {
     }
 
     /// Merge-patches the Service `name`'s spec; the Service after.
-    pub async fn update_service(&self, name: &str, spec: Value) -> anyhow::Result<Service> {
+    pub async fn update_service(&self, name: &str, spec: Value) -> Result<Service, Error> {
         self.services()
             .patch(
                 name,
@@ -483,7 +574,7 @@ impl Ctx {
     }
 
     /// upstream's `WaitForLoadBalancer`: the first ingress address of Service `name`.
-    pub async fn wait_for_ingress(&self, name: &str, timeout: Duration) -> anyhow::Result<String> {
+    pub async fn wait_for_ingress(&self, name: &str, timeout: Duration) -> Result<String, Error> {
         self.step(format!("waiting for Service {name}'s load balancer"));
         let services = self.services();
         self.wait_for(
@@ -498,7 +589,7 @@ impl Ctx {
     }
 
     /// The reference the provider takes for Service `name`.
-    pub async fn service_ref(&self, name: &str) -> anyhow::Result<ServiceRef> {
+    pub async fn service_ref(&self, name: &str) -> Result<ServiceRef, Error> {
         let service = self.services().get(name).await?;
         Ok(ServiceRef {
             namespace: self.namespace.clone(),
@@ -515,7 +606,7 @@ impl Ctx {
         service: &ServiceRef,
         address: &str,
         port: u16,
-    ) -> anyhow::Result<()> {
+    ) -> Result<(), Error> {
         if self.capabilities.has(Capability::DescribeLoadBalancer) {
             self.step(format!(
                 "waiting for the cloud to delete the load balancer of {}",
@@ -538,7 +629,7 @@ impl Ctx {
     }
 
     /// Sends `probe`: through the provider when it can, else from here.
-    pub async fn probe(&self, probe: &Probe) -> anyhow::Result<ProbeAnswer> {
+    pub async fn probe(&self, probe: &Probe) -> Result<ProbeAnswer, Error> {
         if self.capabilities.has(Capability::TrafficProbe) {
             return Ok(self.provider.probe(probe).await?);
         }
@@ -563,14 +654,14 @@ impl Ctx {
         address: &str,
         port: u16,
         path: &str,
-    ) -> anyhow::Result<Option<String>> {
+    ) -> Result<Option<String>, Error> {
         let answer = self.probe(&self.http(address, port, path)).await?;
         Ok(answer.ok_body().map(str::to_owned))
     }
 
     /// upstream's `TestReachableHTTP`: waits until `/hostname` on `address:port` answers;
     /// the pod that answered.
-    pub async fn wait_reachable_http(&self, address: &str, port: u16) -> anyhow::Result<String> {
+    pub async fn wait_reachable_http(&self, address: &str, port: u16) -> Result<String, Error> {
         self.step(format!("checking http://{address}:{port}/hostname answers"));
         self.wait_for(
             &format!("http://{address}:{port}/hostname to answer"),
@@ -586,7 +677,7 @@ impl Ctx {
     }
 
     /// upstream's `testNotReachableHTTP`: waits until `address:port` gives no answer.
-    pub async fn wait_not_reachable_http(&self, address: &str, port: u16) -> anyhow::Result<()> {
+    pub async fn wait_not_reachable_http(&self, address: &str, port: u16) -> Result<(), Error> {
         self.step(format!(
             "checking http://{address}:{port}/hostname no longer answers"
         ));
@@ -606,7 +697,7 @@ impl Ctx {
 
     /// upstream's `testReachableUDP`: waits until `hostname` sent to `address:port` is
     /// answered.
-    pub async fn wait_reachable_udp(&self, address: &str, port: u16) -> anyhow::Result<String> {
+    pub async fn wait_reachable_udp(&self, address: &str, port: u16) -> Result<String, Error> {
         self.step(format!("checking udp://{address}:{port} answers"));
         self.wait_for(
             &format!("udp://{address}:{port} to answer"),
@@ -623,7 +714,7 @@ impl Ctx {
     }
 
     /// upstream's `testNotReachableUDP`: waits until `address:port` gives no UDP answer.
-    pub async fn wait_not_reachable_udp(&self, address: &str, port: u16) -> anyhow::Result<()> {
+    pub async fn wait_not_reachable_udp(&self, address: &str, port: u16) -> Result<(), Error> {
         self.step(format!("checking udp://{address}:{port} no longer answers"));
         self.wait_for(
             &format!("udp://{address}:{port} to stop answering"),
@@ -653,7 +744,7 @@ impl Ctx {
         address: &str,
         port: u16,
         tries: usize,
-    ) -> anyhow::Result<Vec<String>> {
+    ) -> Result<Vec<String>, Error> {
         let mut seen = Vec::new();
         for _ in 0..tries {
             if let Some(body) = self.http_get(address, port, "/hostname").await? {
@@ -722,7 +813,7 @@ pub fn node_ref(node: &Node) -> NodeRef {
 }
 
 /// `port` as a `u16`, or why not.
-pub fn port16(port: i32) -> anyhow::Result<u16> {
+pub fn port16(port: i32) -> Result<u16, Error> {
     u16::try_from(port).with_context(|| format!("port {port} is out of range"))
 }
 

@@ -5,14 +5,16 @@
 
 use std::sync::{Arc, Mutex};
 
-use clap::FromArgMatches as _;
-use genplane_cmd_ccm_e2e::specs::SPECS;
-use genplane_cmd_ccm_e2e::suite::{Outcome, Progress};
-use genplane_cmd_ccm_e2e::{Cli, command, list, run_suite, selected};
+use clap::{Args as _, Command, FromArgMatches as _};
+use genplane_ccm_e2e::specs::SPECS;
+use genplane_ccm_e2e::suite::{Outcome, Progress};
+use genplane_ccm_e2e::{Options, list, run_suite, selected};
 
-fn cli(args: &[&str]) -> Cli {
+/// The options of the command line `ccm-e2e <args>`.
+fn cli(args: &[&str]) -> Options {
     let argv = std::iter::once("ccm-e2e").chain(args.iter().copied());
-    Cli::from_arg_matches(&command().try_get_matches_from(argv).unwrap()).unwrap()
+    let command = Options::augment_args(Command::new("ccm-e2e"));
+    Options::from_arg_matches(&command.try_get_matches_from(argv).unwrap()).unwrap()
 }
 
 fn names(args: &[&str]) -> Vec<&'static str> {

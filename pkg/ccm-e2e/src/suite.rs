@@ -5,11 +5,11 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
 use std::future::Future;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use anyhow::Context as _;
+use genplane_apimachinery::errors::chain;
 use genplane_cloudprovider::{Capabilities, Capability, Provider};
 use k8s_openapi::api::core::v1::{Event, Namespace, Service};
 use kube::api::{Api, DeleteParams, ListParams};
@@ -20,6 +20,53 @@ use serde_json::json;
 use crate::framework::{Ctx, create_namespace, lock, timeouts};
 pub use crate::results::{Outcome, TestResult, UpgradeReport, missing_reason};
 use crate::specs::Spec;
+
+/// Why a run could not be made, or its reports (and a failed test's dump) not written.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// A label filter is not Ginkgo's syntax; where it is wrong.
+    #[error("{0}")]
+    LabelFilter(String),
+    /// The provider did not say what it can do.
+    #[error("asking the provider for its capabilities")]
+    Capabilities(#[source] genplane_cloudprovider::Error),
+    /// `--clean-start` could not list the namespaces an earlier run left.
+    #[error("--clean-start: listing the namespaces of earlier runs")]
+    ListLeftovers(#[source] kube::Error),
+    /// `--clean-start` deleted namespaces an earlier run left, and they did not go in time.
+    #[error("--clean-start: namespaces {namespaces:?} still exist after {waited:?}")]
+    LeftoversStay {
+        /// The namespaces still there.
+        namespaces: Vec<String>,
+        /// How long they were waited for.
+        waited: Duration,
+    },
+    /// A request to the cluster's API failed.
+    #[error(transparent)]
+    Api(#[from] kube::Error),
+    /// A folder for reports or a failure dump could not be made.
+    #[error("creating {}", path.display())]
+    CreateDir {
+        /// The folder.
+        path: PathBuf,
+        /// Why.
+        #[source]
+        source: std::io::Error,
+    },
+    /// A report, or a file of a failure dump, could not be written.
+    #[error("writing {}", path.display())]
+    Write {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        #[source]
+        source: std::io::Error,
+    },
+    /// What was listed could not be written as JSON.
+    #[error(transparent)]
+    Json(#[from] serde_json::Error),
+}
 
 /// Which tests to run.
 #[derive(Debug, Default, Clone)]
@@ -57,15 +104,15 @@ pub enum LabelFilter {
 
 impl LabelFilter {
     /// Parses `text`; the error says where it is wrong.
-    pub fn parse(text: &str) -> Result<Self, String> {
+    pub fn parse(text: &str) -> Result<Self, Error> {
         let tokens = tokenize(text);
         let mut at = 0;
-        let filter = parse_or(&tokens, &mut at)?;
+        let filter = parse_or(&tokens, &mut at).map_err(Error::LabelFilter)?;
         if at != tokens.len() {
-            return Err(format!(
+            return Err(Error::LabelFilter(format!(
                 "unexpected {:?} in label filter {text:?}",
                 tokens[at]
-            ));
+            )));
         }
         Ok(filter)
     }
@@ -338,7 +385,46 @@ impl Report {
             .collect();
         Some(junit("genplane ccm-e2e upgrades", &suites))
     }
+
+    /// Writes the JUnit XML to `junit_report`, and to `junit_01.xml` in `report_dir` (made
+    /// when missing) with the upgrade tests' in [`UPGRADES_JUNIT`] there, when upgrade tests
+    /// ran.
+    pub fn write_junit(
+        &self,
+        junit_report: Option<&Path>,
+        report_dir: Option<&Path>,
+    ) -> Result<(), Error> {
+        let mut targets: Vec<PathBuf> = junit_report.into_iter().map(Path::to_owned).collect();
+        if let Some(dir) = report_dir {
+            create_dir(dir)?;
+            targets.push(dir.join("junit_01.xml"));
+        }
+        for path in targets {
+            write_file(path, self.junit())?;
+        }
+        if let (Some(dir), Some(xml)) = (report_dir, self.upgrades_junit()) {
+            write_file(dir.join(UPGRADES_JUNIT), xml)?;
+        }
+        Ok(())
+    }
 }
+
+/// Makes the folder `dir` (and those above it) unless it exists.
+fn create_dir(dir: &Path) -> Result<(), Error> {
+    std::fs::create_dir_all(dir).map_err(|source| Error::CreateDir {
+        path: dir.to_owned(),
+        source,
+    })
+}
+
+/// Writes `contents` to the file `path`.
+fn write_file(path: PathBuf, contents: impl AsRef<[u8]>) -> Result<(), Error> {
+    std::fs::write(&path, contents).map_err(|source| Error::Write { path, source })
+}
+
+/// The file in `--report-dir` the upgrade tests' results go to when upgrade tests ran
+/// (upstream's `junit_<prefix>upgrades.xml`, with no prefix).
+pub const UPGRADES_JUNIT: &str = "junit_upgrades.xml";
 
 /// One `<testsuite>` of a JUnit file.
 struct JunitSuite<'a> {
@@ -494,12 +580,9 @@ pub async fn run(
     settings: Settings,
     progress: Progress,
     interrupt: impl Future<Output = ()>,
-) -> anyhow::Result<Report> {
+) -> Result<Report, Error> {
     let started = Instant::now();
-    let capabilities = provider
-        .capabilities()
-        .await
-        .context("asking the provider for its capabilities")?;
+    let capabilities = provider.capabilities().await.map_err(Error::Capabilities)?;
     let declared: Vec<&str> = capabilities.capabilities.iter().map(|c| c.name()).collect();
     progress(&format!(
         "ccm-e2e: {} of {total} tests selected; the provider declares: {}",
@@ -676,7 +759,7 @@ async fn run_one(shared: Arc<Shared>, index: usize, spec: &'static Spec) {
         .collect();
     let namespace = format!("ccm-e2e-{index}-{suffix}");
     if let Err(error) = create_namespace(&shared.client, &namespace).await {
-        let outcome = Outcome::Failed(format!("{error:#}"));
+        let outcome = Outcome::Failed(chain(&error));
         record(&shared, index, spec, outcome, started.elapsed(), Vec::new());
         return;
     }
@@ -695,9 +778,9 @@ async fn run_one(shared: Arc<Shared>, index: usize, spec: &'static Spec) {
     let limit = spec.timeout.mul_f64(shared.settings.scale);
     let outcome = match tokio::time::timeout(limit, (spec.body)(&ctx)).await {
         Ok(Ok(())) => Outcome::Passed,
-        Ok(Err(error)) => match error.downcast_ref::<crate::framework::Skip>() {
-            Some(skip) => Outcome::Skipped(skip.0.clone()),
-            None => Outcome::Failed(format!("{error:#}")),
+        Ok(Err(error)) => match error.skipped() {
+            Some(reason) => Outcome::Skipped(reason.to_owned()),
+            None => Outcome::Failed(chain(&error)),
         },
         Err(_) => Outcome::Failed(format!("the test timed out after {limit:.1?}")),
     };
@@ -721,7 +804,7 @@ async fn run_one(shared: Arc<Shared>, index: usize, spec: &'static Spec) {
             let target = dir.join(&one.namespace);
             match dump(one, &target).await {
                 Ok(()) => steps.push(format!("dumped to {}", target.display())),
-                Err(error) => steps.push(format!("dumping failed: {error:#}")),
+                Err(error) => steps.push(format!("dumping failed: {}", chain(&error))),
             }
         }
     }
@@ -740,14 +823,14 @@ async fn run_one(shared: Arc<Shared>, index: usize, spec: &'static Spec) {
 /// `--clean-start`: deletes the namespaces an earlier run left (labelled
 /// [`NAMESPACE_LABEL`]) as a test's are cleaned up, Services first so that their load
 /// balancers go, and waits until they are gone.
-async fn clean_start(shared: &Shared) -> anyhow::Result<()> {
+async fn clean_start(shared: &Shared) -> Result<(), Error> {
     let namespaces: Api<Namespace> = Api::all(shared.client.clone());
     let selector = format!("{}={}", NAMESPACE_LABEL.0, NAMESPACE_LABEL.1);
     let listed = ListParams::default().labels(&selector);
     let left: Vec<String> = namespaces
         .list(&listed)
         .await
-        .context("--clean-start: listing the namespaces of earlier runs")?
+        .map_err(Error::ListLeftovers)?
         .items
         .iter()
         .map(|n| n.name_any())
@@ -782,10 +865,12 @@ async fn clean_start(shared: &Shared) -> anyhow::Result<()> {
         if still.is_empty() {
             return Ok(());
         }
-        anyhow::ensure!(
-            Instant::now() < deadline,
-            "--clean-start: namespaces {still:?} still exist after {wait:?}"
-        );
+        if Instant::now() >= deadline {
+            return Err(Error::LeftoversStay {
+                namespaces: still,
+                waited: wait,
+            });
+        }
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
 }
@@ -845,12 +930,10 @@ async fn clean_up(shared: &Shared, namespace: &str, delete: bool) -> Vec<String>
 
 /// Writes the namespace's objects and events, and the provider's description of the load
 /// balancers of its Services, into `dir`.
-async fn dump(ctx: &Ctx, dir: &std::path::Path) -> anyhow::Result<()> {
-    std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
-    let write = |name: &str, value: serde_json::Value| -> anyhow::Result<()> {
-        let path = dir.join(name);
-        std::fs::write(&path, serde_json::to_vec_pretty(&value)?)
-            .with_context(|| format!("writing {}", path.display()))
+async fn dump(ctx: &Ctx, dir: &Path) -> Result<(), Error> {
+    create_dir(dir)?;
+    let write = |name: &str, value: serde_json::Value| -> Result<(), Error> {
+        write_file(dir.join(name), serde_json::to_vec_pretty(&value)?)
     };
     let list = ListParams::default();
     let as_json = |r: Result<serde_json::Value, &kube::Error>| {

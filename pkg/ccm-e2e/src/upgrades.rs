@@ -14,8 +14,8 @@
 
 use std::time::{Duration, Instant};
 
-use anyhow::{Context as _, bail, ensure};
 use futures::future::{BoxFuture, join_all};
+use genplane_apimachinery::errors::chain;
 use genplane_cloudprovider::{Capability, ProbeAnswer};
 use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet};
 use k8s_openapi::api::core::v1::Node;
@@ -24,7 +24,8 @@ use kube::api::{Api, ListParams, Patch, PatchParams, PostParams};
 use serde_json::json;
 use tokio::sync::watch;
 
-use crate::framework::{Ctx, NETEXEC_PORT, POLL, is_ready, lock, netexec_pod_spec, timeouts};
+use crate::framework::{Context as _, Ctx, Error, NETEXEC_PORT, POLL, bail, ensure};
+use crate::framework::{is_ready, lock, netexec_pod_spec, timeouts};
 use crate::results::{Outcome, TestResult, UpgradeReport, missing_reason};
 
 /// One step of an upgrade.
@@ -134,7 +135,7 @@ pub trait UpgradeTest: Send + Sync {
     }
 
     /// Creates the workload in `ctx`'s namespace and checks it works, before the upgrade.
-    fn setup<'a>(&'a mut self, ctx: &'a Ctx) -> BoxFuture<'a, anyhow::Result<()>>;
+    fn setup<'a>(&'a mut self, ctx: &'a Ctx) -> BoxFuture<'a, Result<(), Error>>;
 
     /// Runs while the upgrade does; returns once `upgrading` says [`Phase::Done`] (or at
     /// once, when there is nothing to watch). An error fails the test.
@@ -142,13 +143,13 @@ pub trait UpgradeTest: Send + Sync {
         &'a self,
         ctx: &'a Ctx,
         upgrading: Upgrading,
-    ) -> BoxFuture<'a, anyhow::Result<()>> {
+    ) -> BoxFuture<'a, Result<(), Error>> {
         let _ = (ctx, upgrading);
         Box::pin(async { Ok(()) })
     }
 
     /// Checks the workload once the upgrade is done.
-    fn after<'a>(&'a self, ctx: &'a Ctx) -> BoxFuture<'a, anyhow::Result<()>>;
+    fn after<'a>(&'a self, ctx: &'a Ctx) -> BoxFuture<'a, Result<(), Error>>;
 }
 
 /// The upgrade tests, new (each run sets up its own).
@@ -176,7 +177,7 @@ fn namespace_suffix(name: &str) -> String {
 
 /// The version the upgrade and downgrade tests go to: `--upgrade-target` (upstream's flag, used
 /// by its downgrade jobs too, with an older version).
-fn upgrade_target(ctx: &Ctx) -> anyhow::Result<String> {
+fn upgrade_target(ctx: &Ctx) -> Result<String, Error> {
     ctx.upgrade_target
         .clone()
         .context("the upgrade and downgrade tests need --upgrade-target VERSION")
@@ -192,7 +193,7 @@ fn is_version(reported: &str, want: &str) -> bool {
 
 /// Upstream's `controlPlaneUpgrade` then `checkControlPlaneVersion`: the provider upgrades the
 /// control plane to `target`, then the API server must report it on `/version`.
-async fn control_plane_upgrade(ctx: &Ctx, target: &str) -> anyhow::Result<()> {
+async fn control_plane_upgrade(ctx: &Ctx, target: &str) -> Result<(), Error> {
     ctx.step(format!("upgrading the control plane to {target}"));
     ctx.provider
         .upgrade_control_plane(target)
@@ -215,7 +216,7 @@ async fn control_plane_upgrade(ctx: &Ctx, target: &str) -> anyhow::Result<()> {
 /// Upstream's `nodeUpgrade` then `waitForNodesReadyAfterUpgrade` and `checkNodesVersions`: the
 /// provider moves the nodes to `target`; every node registered before is Ready again within
 /// `RestartNodeReadyAgainTimeout`, each reporting `target` as its kubelet version.
-async fn node_upgrade(ctx: &Ctx, target: &str) -> anyhow::Result<()> {
+async fn node_upgrade(ctx: &Ctx, target: &str) -> Result<(), Error> {
     let nodes: Api<Node> = Api::all(ctx.client.clone());
     let registered = nodes
         .list(&ListParams::default())
@@ -255,7 +256,7 @@ fn kubelet_version(node: &Node) -> String {
 /// `RunUpgradeSuite`): each set up in its own namespace, all watching while the upgrade
 /// runs, all checked after it. The upgrade's and each test's result go to the run's report
 /// ([`Ctx::upgrade_reports`]); the error names the upgrade's failure and each failed test.
-pub async fn run(ctx: &Ctx, upgrade: &Upgrade) -> anyhow::Result<()> {
+pub async fn run(ctx: &Ctx, upgrade: &Upgrade) -> Result<(), Error> {
     let target = upgrade_target(ctx)?;
     let started = Instant::now();
     let mut tests = tests();
@@ -274,7 +275,7 @@ pub async fn run(ctx: &Ctx, upgrade: &Upgrade) -> anyhow::Result<()> {
             }
             Err(error) => {
                 contexts.push(None);
-                outcomes.push(Some(Outcome::Failed(format!("{error:#}"))));
+                outcomes.push(Some(Outcome::Failed(chain(&error))));
             }
         }
     }
@@ -294,7 +295,7 @@ pub async fn run(ctx: &Ctx, upgrade: &Upgrade) -> anyhow::Result<()> {
     .await;
     for (outcome, setup) in outcomes.iter_mut().zip(setups) {
         if let Some(Err(error)) = setup {
-            *outcome = Some(Outcome::Failed(format!("setting up: {error:#}")));
+            *outcome = Some(Outcome::Failed(format!("setting up: {}", chain(&error))));
         }
     }
 
@@ -339,7 +340,10 @@ pub async fn run(ctx: &Ctx, upgrade: &Upgrade) -> anyhow::Result<()> {
     let upgrade_took = upgrade_began.elapsed();
     for (outcome, during) in outcomes.iter_mut().zip(watched) {
         if let Some(Err(error)) = during {
-            *outcome = Some(Outcome::Failed(format!("during the upgrade: {error:#}")));
+            *outcome = Some(Outcome::Failed(format!(
+                "during the upgrade: {}",
+                chain(&error)
+            )));
         }
     }
 
@@ -355,7 +359,10 @@ pub async fn run(ctx: &Ctx, upgrade: &Upgrade) -> anyhow::Result<()> {
         .await;
         for (outcome, after) in outcomes.iter_mut().zip(checks) {
             if let Some(Err(error)) = after {
-                *outcome = Some(Outcome::Failed(format!("after the upgrade: {error:#}")));
+                *outcome = Some(Outcome::Failed(format!(
+                    "after the upgrade: {}",
+                    chain(&error)
+                )));
             }
         }
     }
@@ -364,7 +371,7 @@ pub async fn run(ctx: &Ctx, upgrade: &Upgrade) -> anyhow::Result<()> {
         name: upgrade.case,
         outcome: match &upgraded {
             Ok(()) => Outcome::Passed,
-            Err(error) => Outcome::Failed(format!("{error:#}")),
+            Err(error) => Outcome::Failed(chain(error)),
         },
         duration: upgrade_took,
         steps: ctx.steps(),
@@ -414,7 +421,7 @@ pub async fn run(ctx: &Ctx, upgrade: &Upgrade) -> anyhow::Result<()> {
         )
     };
     match upgraded {
-        Err(error) => bail!("{error:#}{failures}"),
+        Err(error) => bail!("{}{failures}", chain(&error)),
         Ok(()) if !failed.is_empty() => bail!("the upgrade went through, but{failures}"),
         Ok(()) => Ok(()),
     }
@@ -512,10 +519,10 @@ async fn hit_during<F, Fut>(
     step: Step,
     poll: Duration,
     mut send: F,
-) -> anyhow::Result<(Hits, Duration)>
+) -> Result<(Hits, Duration), Error>
 where
     F: FnMut() -> Fut,
-    Fut: std::future::Future<Output = anyhow::Result<ProbeAnswer>>,
+    Fut: std::future::Future<Output = Result<ProbeAnswer, Error>>,
 {
     let began = Instant::now();
     let mut hits = Hits::default();
@@ -543,7 +550,7 @@ impl ServiceUpgrade {
         ctx: &Ctx,
         upgrading: &mut Upgrading,
         step: Step,
-    ) -> anyhow::Result<()> {
+    ) -> Result<(), Error> {
         let url = format!("http://{}:{SERVICE_PORT}/hostname", self.address);
         ctx.step(format!(
             "continuously hitting the pod through the service's LoadBalancer ({url}) during the {} upgrade",
@@ -611,7 +618,7 @@ impl UpgradeTest for ServiceUpgrade {
         &[Capability::LoadBalancer]
     }
 
-    fn setup<'a>(&'a mut self, ctx: &'a Ctx) -> BoxFuture<'a, anyhow::Result<()>> {
+    fn setup<'a>(&'a mut self, ctx: &'a Ctx) -> BoxFuture<'a, Result<(), Error>> {
         Box::pin(async move {
             ctx.step(format!(
                 "creating a TCP service {SERVICE} with type=LoadBalancer in namespace {}",
@@ -637,7 +644,7 @@ impl UpgradeTest for ServiceUpgrade {
         &'a self,
         ctx: &'a Ctx,
         mut upgrading: Upgrading,
-    ) -> BoxFuture<'a, anyhow::Result<()>> {
+    ) -> BoxFuture<'a, Result<(), Error>> {
         Box::pin(async move {
             // As upstream, the Service is hit throughout a control-plane upgrade only while
             // the data plane is undisturbed: not when the nodes were just moved (a
@@ -665,7 +672,7 @@ impl UpgradeTest for ServiceUpgrade {
         })
     }
 
-    fn after<'a>(&'a self, ctx: &'a Ctx) -> BoxFuture<'a, anyhow::Result<()>> {
+    fn after<'a>(&'a self, ctx: &'a Ctx) -> BoxFuture<'a, Result<(), Error>> {
         Box::pin(async move {
             ctx.wait_reachable_http(&self.address, SERVICE_PORT).await?;
             ctx.wait_finalizer(SERVICE, true).await?;
@@ -689,7 +696,7 @@ fn app_template(container: &str) -> serde_json::Value {
 }
 
 /// The ReplicaSets labelled [`APP_LABEL`] in `ctx`'s namespace.
-async fn replica_sets(ctx: &Ctx) -> anyhow::Result<Vec<ReplicaSet>> {
+async fn replica_sets(ctx: &Ctx) -> Result<Vec<ReplicaSet>, Error> {
     let api: Api<ReplicaSet> = Api::namespaced(ctx.client.clone(), &ctx.namespace);
     let selector = format!("{}={}", APP_LABEL.0, APP_LABEL.1);
     Ok(api
@@ -709,7 +716,7 @@ struct DeploymentUpgrade {
 }
 
 /// Waits until Deployment [`DEPLOYMENT`] is at `revision`.
-async fn wait_revision(ctx: &Ctx, revision: &str) -> anyhow::Result<()> {
+async fn wait_revision(ctx: &Ctx, revision: &str) -> Result<(), Error> {
     ctx.step(format!(
         "waiting for revision of the deployment {DEPLOYMENT} to become {revision}"
     ));
@@ -733,7 +740,7 @@ impl UpgradeTest for DeploymentUpgrade {
         "[sig-apps] deployment-upgrade"
     }
 
-    fn setup<'a>(&'a mut self, ctx: &'a Ctx) -> BoxFuture<'a, anyhow::Result<()>> {
+    fn setup<'a>(&'a mut self, ctx: &'a Ctx) -> BoxFuture<'a, Result<(), Error>> {
         Box::pin(async move {
             ctx.step(format!(
                 "creating a deployment {DEPLOYMENT} with 1 replica in namespace {}",
@@ -803,7 +810,7 @@ impl UpgradeTest for DeploymentUpgrade {
         })
     }
 
-    fn after<'a>(&'a self, ctx: &'a Ctx) -> BoxFuture<'a, anyhow::Result<()>> {
+    fn after<'a>(&'a self, ctx: &'a Ctx) -> BoxFuture<'a, Result<(), Error>> {
         Box::pin(async move {
             let deployment = ctx.deployments().get(DEPLOYMENT).await?;
             ctx.step(format!(
@@ -871,7 +878,7 @@ struct ReplicaSetUpgrade {
 }
 
 /// Upstream's `WaitForReadyReplicaSet`: every replica of ReplicaSet [`REPLICA_SET`] ready.
-async fn wait_ready_replica_set(ctx: &Ctx, when: &str) -> anyhow::Result<()> {
+async fn wait_ready_replica_set(ctx: &Ctx, when: &str) -> Result<(), Error> {
     ctx.step(format!(
         "waiting for replicaset {REPLICA_SET} to have all of its replicas ready{when}"
     ));
@@ -898,7 +905,7 @@ impl UpgradeTest for ReplicaSetUpgrade {
         "[sig-apps] replicaset-upgrade"
     }
 
-    fn setup<'a>(&'a mut self, ctx: &'a Ctx) -> BoxFuture<'a, anyhow::Result<()>> {
+    fn setup<'a>(&'a mut self, ctx: &'a Ctx) -> BoxFuture<'a, Result<(), Error>> {
         Box::pin(async move {
             ctx.step(format!(
                 "creating replicaset {REPLICA_SET} in namespace {}",
@@ -919,7 +926,7 @@ impl UpgradeTest for ReplicaSetUpgrade {
         })
     }
 
-    fn after<'a>(&'a self, ctx: &'a Ctx) -> BoxFuture<'a, anyhow::Result<()>> {
+    fn after<'a>(&'a self, ctx: &'a Ctx) -> BoxFuture<'a, Result<(), Error>> {
         Box::pin(async move {
             ctx.step(format!(
                 "checking UID to verify replicaset {REPLICA_SET} survives upgrade"
