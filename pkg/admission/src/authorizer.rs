@@ -10,7 +10,7 @@ use std::sync::Arc;
 use genplane_authentication::UserInfo;
 use genplane_authorization::Authorizer;
 use genplane_cel::CelValue;
-use genplane_cel::authz::{Check, Decision, Target};
+use genplane_cel::authz::{Answer, Check, Target};
 
 use crate::Attributes;
 
@@ -34,10 +34,10 @@ fn service_account(namespace: &str, name: &str) -> UserInfo {
     }
 }
 
-impl genplane_cel::authz::Authorizer for RequestAuthorizer {
-    fn check(&self, check: &Check) -> Decision {
+impl genplane_cel::authz::Checker for RequestAuthorizer {
+    fn check(&self, check: &Check) -> Answer {
         let Some(authorizer) = &self.authorizer else {
-            return Decision {
+            return Answer {
                 allowed: false,
                 reason: String::new(),
                 error: Some("no authorizer is configured".to_owned()),
@@ -70,7 +70,7 @@ impl genplane_cel::authz::Authorizer for RequestAuthorizer {
             },
         };
         let (decision, reason) = authorizer.authorize(&attributes);
-        Decision {
+        Answer {
             allowed: decision == genplane_authorization::Decision::Allow,
             reason,
             error: None,

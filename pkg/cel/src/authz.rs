@@ -1,5 +1,5 @@
 //! The `authorizer` variable of admission expressions, as Kubernetes' CEL authorization
-//! library has it: an [`Authorizer`] bound to the request's user becomes a CEL value
+//! library has it: a [`Checker`] (the server's authorizer) bound to the request's user becomes a CEL value
 //! ([`value`]) whose checks ask it:
 //!
 //! ```text
@@ -55,7 +55,7 @@ pub struct Check {
 
 /// The answer to a check.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct Decision {
+pub struct Answer {
     /// Whether the principal may.
     pub allowed: bool,
     /// Why (may be empty).
@@ -65,14 +65,14 @@ pub struct Decision {
 }
 
 /// What answers the checks: the server's authorizer for the request's user.
-pub trait Authorizer: Send + Sync + fmt::Debug {
+pub trait Checker: Send + Sync + fmt::Debug {
     /// Answers `check`.
-    fn check(&self, check: &Check) -> Decision;
+    fn check(&self, check: &Check) -> Answer;
 }
 
 /// The authorizer, with pointer equality (CEL values must compare).
 #[derive(Clone, Debug)]
-struct Shared(Arc<dyn Authorizer>);
+struct Shared(Arc<dyn Checker>);
 
 impl PartialEq for Shared {
     fn eq(&self, other: &Self) -> bool {
@@ -119,7 +119,7 @@ struct ResourceCheck {
 
 /// The result of `.check(verb)`.
 #[derive(Clone, Debug, PartialEq, Eq)]
-struct DecisionValue(Decision);
+struct DecisionValue(Answer);
 
 macro_rules! opaque {
     ($($ty:ident => $name:literal),* $(,)?) => {
@@ -141,7 +141,7 @@ opaque!(
 
 /// The CEL value of `authorizer` answering with `authorizer`; `request_resource` (a
 /// [`Target::Resource`]) is what `authorizer.requestResource` checks.
-pub fn value(authorizer: Arc<dyn Authorizer>, request_resource: Option<Target>) -> Value {
+pub fn value(authorizer: Arc<dyn Checker>, request_resource: Option<Target>) -> Value {
     Value::Opaque(Arc::new(AuthorizerValue {
         authorizer: Shared(authorizer),
         service_account: None,
@@ -296,7 +296,7 @@ fn check(ftx: &FunctionContext<'_, '_>) -> Result<Value, ExecutionError> {
     Ok(Value::Opaque(Arc::new(DecisionValue(decision))))
 }
 
-fn decision(ftx: &FunctionContext<'_, '_>) -> Result<Decision, ExecutionError> {
+fn decision(ftx: &FunctionContext<'_, '_>) -> Result<Answer, ExecutionError> {
     this::<DecisionValue>(ftx).map(|d| d.0)
 }
 

@@ -12,16 +12,16 @@
 #![warn(missing_docs)]
 
 pub mod all_in_one;
+pub mod apiserver_identity;
 pub mod auth;
 pub mod conversion;
 pub mod crd;
 pub mod features;
-pub mod follow;
-pub mod identity;
 pub mod policy_status;
 pub mod rbac;
 pub mod server;
 pub mod storage_health;
+pub mod store_follower;
 
 use std::path::PathBuf;
 use std::sync::Arc;

@@ -57,7 +57,7 @@ impl<S: Storage> PolicyStatus<S> {
         stop: impl std::future::Future<Output = ()> + Send + 'static,
     ) -> Result<(), ApiError> {
         let policies = self.policies.clone();
-        crate::follow::follow(
+        crate::store_follower::follow(
             policies,
             "ValidatingAdmissionPolicies",
             move || {

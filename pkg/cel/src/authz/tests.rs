@@ -7,13 +7,13 @@ use std::sync::Mutex;
 #[derive(Debug, Default)]
 struct Recording(Mutex<Vec<Check>>);
 
-impl Authorizer for Recording {
-    fn check(&self, check: &Check) -> Decision {
+impl Checker for Recording {
+    fn check(&self, check: &Check) -> Answer {
         self.0.lock().unwrap().push(check.clone());
         let allowed = check.verb == "delete"
             && matches!(&check.target, Target::Resource { resource, namespace, .. }
                 if resource == "configmaps" && namespace == "team");
-        Decision {
+        Answer {
             allowed,
             reason: if allowed {
                 "RBAC: allowed".into()

@@ -173,7 +173,7 @@ impl<S: Storage> CustomResources<S> {
         stop: impl std::future::Future<Output = ()> + Send + 'static,
     ) -> Result<(), ApiError> {
         let crds = self.crds.clone();
-        crate::follow::follow(
+        crate::store_follower::follow(
             crds,
             "CustomResourceDefinitions",
             move || {

@@ -57,7 +57,7 @@ use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer};
 
 pub use self::options::{AuthorizationMode, Backend, Config, Options};
-use crate::identity::{IdentityLease, Timing};
+use crate::apiserver_identity::{IdentityLease, Timing};
 use crate::{
     Backend as StorageBackend, EtcdConfig, EtcdTls, ResourceOptions, ResourceStorage,
     StorageConfig, bootstrap, features, open_storage, resources_with,
