@@ -33,7 +33,9 @@ pub mod rolebinding;
 
 use std::collections::BTreeMap;
 
+use genplane_apimachinery::errors::ApiError;
 use genplane_apimachinery::labels;
+use genplane_apimachinery::meta::{ObjectMeta, validate_object_meta, validate_object_meta_update};
 use genplane_apimachinery::validation::field::{Error, ErrorList, Path};
 use genplane_apimachinery::validation::{
     is_qualified_name, is_valid_label_value, is_valid_path_segment_name, name_is_dns_subdomain,
@@ -42,7 +44,7 @@ use genplane_apimachinery::validation::{
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
-use crate::decode::{Field, LABEL_SELECTOR, Struct, Type};
+use crate::decode::{self, Field, LABEL_SELECTOR, Struct, Type};
 use crate::table::{self, ColumnDefinition};
 use crate::util;
 
@@ -382,7 +384,7 @@ pub(crate) struct Binding {
 }
 
 /// The body of a binding's validation: `roleRef` (naming one of `kinds`) and the subjects.
-pub(crate) fn validate_binding(binding: &Binding, kinds: &[&str], namespaced: bool) -> ErrorList {
+fn validate_binding(binding: &Binding, kinds: &[&str], namespaced: bool) -> ErrorList {
     let mut errors = validate_role_ref(&binding.role_ref, kinds);
     for (i, subject) in binding.subjects.iter().enumerate() {
         errors.extend(validate_subject(
@@ -394,8 +396,71 @@ pub(crate) fn validate_binding(binding: &Binding, kinds: &[&str], namespaced: bo
     errors
 }
 
+/// What tells a RoleBinding from a ClusterRoleBinding: their kind, shape, scope and the kinds
+/// their `roleRef` may name. Both kinds' hooks are this one's methods.
+#[derive(Debug)]
+pub(crate) struct BindingKind {
+    /// `RoleBinding` or `ClusterRoleBinding`.
+    pub(crate) kind: &'static str,
+    /// Its shape.
+    pub(crate) schema: &'static Struct,
+    /// Whether it is namespaced.
+    pub(crate) namespaced: bool,
+    /// The kinds its `roleRef` may name.
+    pub(crate) role_ref_kinds: &'static [&'static str],
+}
+
+impl BindingKind {
+    /// Type-checks and normalizes a binding of this kind.
+    pub(crate) fn decode(&self, object: &Value) -> Result<decode::Decoded, ApiError> {
+        decode::decode(object, self.schema).map_err(|e| e.to_api_error(self.kind, API_VERSION))
+    }
+
+    fn read(&self, object: &Value) -> Result<(ObjectMeta, Binding), ApiError> {
+        util::decode_typed::<Binding>(object, self.schema, self.kind, API_VERSION)
+    }
+
+    fn validate_read(&self, meta: &ObjectMeta, binding: &Binding) -> ErrorList {
+        let mut errors = validate_object_meta(
+            meta,
+            self.namespaced,
+            validate_rbac_name,
+            &Path::new("metadata"),
+        );
+        errors.extend(validate_binding(
+            binding,
+            self.role_ref_kinds,
+            self.namespaced,
+        ));
+        errors
+    }
+
+    /// Validates a new binding of this kind.
+    pub(crate) fn validate(&self, object: &Value) -> Result<ErrorList, ApiError> {
+        let (meta, binding) = self.read(object)?;
+        Ok(self.validate_read(&meta, &binding))
+    }
+
+    /// Validates an update: the create rules (twice, as upstream's strategy runs them before
+    /// `ValidateRoleBindingUpdate`/`ValidateClusterRoleBindingUpdate`, which run them again),
+    /// the metadata update rules and `cannot change roleRef`.
+    pub(crate) fn validate_update(&self, new: &Value, old: &Value) -> Result<ErrorList, ApiError> {
+        let (new_meta, binding) = self.read(new)?;
+        let (old_meta, old_binding) = self.read(old)?;
+        let mut errors = self.validate_read(&new_meta, &binding);
+        errors.extend(self.validate_read(&new_meta, &binding));
+        errors.extend(validate_object_meta_update(
+            &new_meta,
+            &old_meta,
+            &Path::new("metadata"),
+        ));
+        errors.extend(validate_role_ref_unchanged(&binding, &old_binding));
+        Ok(errors)
+    }
+}
+
 /// `cannot change roleRef` when the new binding names another role than the old one.
-pub(crate) fn validate_role_ref_unchanged(new: &Binding, old: &Binding) -> ErrorList {
+fn validate_role_ref_unchanged(new: &Binding, old: &Binding) -> ErrorList {
     let mut errors = ErrorList::new();
     if new.role_ref != old.role_ref {
         errors.push(Error::invalid(

@@ -9,17 +9,12 @@
 use std::collections::BTreeMap;
 
 use genplane_apimachinery::errors::ApiError;
-use genplane_apimachinery::meta::{ObjectMeta, validate_object_meta, validate_object_meta_update};
-use genplane_apimachinery::validation::field::{ErrorList, Path};
+use genplane_apimachinery::validation::field::ErrorList;
 use serde_json::Value;
 
-use super::{
-    API_VERSION, Binding, ROLE_REF, SUBJECT, validate_binding, validate_rbac_name,
-    validate_role_ref_unchanged,
-};
-use crate::decode::{self, Decoded, Field, OBJECT_META, Struct, Type};
+use super::{BindingKind, ROLE_REF, SUBJECT};
+use crate::decode::{Decoded, Field, OBJECT_META, Struct, Type};
 use crate::table::ColumnDefinition;
-use crate::util;
 
 /// The kind.
 pub const KIND: &str = "RoleBinding";
@@ -38,9 +33,17 @@ pub static SCHEMA: Struct = Struct {
     ],
 };
 
+/// What this kind is among the bindings.
+static BINDING: BindingKind = BindingKind {
+    kind: KIND,
+    schema: &SCHEMA,
+    namespaced: true,
+    role_ref_kinds: ROLE_REF_KINDS,
+};
+
 /// Type-checks and normalizes a RoleBinding.
 pub fn decode(object: &Value) -> Result<Decoded, ApiError> {
-    decode::decode(object, &SCHEMA).map_err(|e| e.to_api_error(KIND, API_VERSION))
+    BINDING.decode(object)
 }
 
 /// Upstream's defaulting: see [`super::default_binding`].
@@ -48,33 +51,14 @@ pub fn default(object: &mut Value) {
     super::default_binding(object);
 }
 
-fn validate_decoded(meta: &ObjectMeta, binding: &Binding) -> ErrorList {
-    let mut errors = validate_object_meta(meta, true, validate_rbac_name, &Path::new("metadata"));
-    errors.extend(validate_binding(binding, ROLE_REF_KINDS, true));
-    errors
-}
-
 /// Validates a new RoleBinding.
 pub fn validate(object: &Value) -> Result<ErrorList, ApiError> {
-    let (meta, binding) = util::decode_typed::<Binding>(object, &SCHEMA, KIND, API_VERSION)?;
-    Ok(validate_decoded(&meta, &binding))
+    BINDING.validate(object)
 }
 
-/// Validates an update of a RoleBinding: the create rules (twice, as upstream's strategy runs
-/// them before `ValidateRoleBindingUpdate`, which runs them again), the metadata update rules
-/// and `cannot change roleRef`.
+/// Validates an update of a RoleBinding: see [`BindingKind::validate_update`].
 pub fn validate_update(new: &Value, old: &Value) -> Result<ErrorList, ApiError> {
-    let (new_meta, binding) = util::decode_typed::<Binding>(new, &SCHEMA, KIND, API_VERSION)?;
-    let (old_meta, old_binding) = util::decode_typed::<Binding>(old, &SCHEMA, KIND, API_VERSION)?;
-    let mut errors = validate_decoded(&new_meta, &binding);
-    errors.extend(validate_decoded(&new_meta, &binding));
-    errors.extend(validate_object_meta_update(
-        &new_meta,
-        &old_meta,
-        &Path::new("metadata"),
-    ));
-    errors.extend(validate_role_ref_unchanged(&binding, &old_binding));
-    Ok(errors)
+    BINDING.validate_update(new, old)
 }
 
 /// Field-selector labels: only the metadata ones.
