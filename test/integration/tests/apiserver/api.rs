@@ -28,6 +28,7 @@ use genplane_api::core::configmap;
 use genplane_api::decode::STATUS;
 use genplane_api::protobuf;
 use genplane_storage::Storage;
+use genplane_test_support::eventually_async;
 use http_body_util::{BodyExt, Full};
 use hyper::{Method, Request};
 use serde_json::{Value, json};
@@ -834,8 +835,7 @@ async fn pages_expire_with_compaction_and_go_on_with_the_answers_token(server: S
             .unwrap();
     // The cache has seen the changes (what resourceVersion=0 reads is its memory), so no layer
     // still holds the snapshot.
-    let deadline = std::time::Instant::now() + Duration::from_secs(30);
-    loop {
+    eventually_async(&format!("the cache to reach {latest}"), || async {
         let cached = get(
             &server,
             &format!("{PATH}?resourceVersion=0"),
@@ -848,15 +848,9 @@ async fn pages_expire_with_compaction_and_go_on_with_the_answers_token(server: S
             .unwrap()
             .parse()
             .unwrap();
-        if at >= latest {
-            break;
-        }
-        assert!(
-            std::time::Instant::now() < deadline,
-            "the cache stays at {at}"
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+        (at >= latest).then_some(())
+    })
+    .await;
     let current = server.storage.current_revision().await.unwrap();
     server.storage.compact(current).await.unwrap();
 

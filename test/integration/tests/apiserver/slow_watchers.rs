@@ -14,6 +14,7 @@ use std::time::Duration;
 use bytes::Bytes;
 use genplane_apiserver::WATCH_BUFFER_BYTES;
 use genplane_storage_cacher::CacherConfig;
+use genplane_test_support::metrics::sample;
 use http_body_util::{BodyExt, Empty, Full};
 use hyper::Request;
 use hyper_util::rt::TokioExecutor;
@@ -27,12 +28,6 @@ const EVENTS: usize = 500;
 const VALUE_BYTES: usize = 16 << 10;
 /// The watch cache's window of events in this test.
 const WINDOW: usize = 32;
-
-/// The value of the sample `line` (a metric name with its labels) in `text`.
-fn sample(text: &str, line: &str) -> Option<f64> {
-    text.lines()
-        .find_map(|l| l.strip_prefix(line)?.trim().parse().ok())
-}
 
 /// Watches `path` over HTTP/1.1 and reads until `count` events arrived.
 async fn read_events(server: &Server, path: String, count: usize) -> Vec<Value> {
@@ -136,7 +131,7 @@ async fn a_watcher_that_stops_reading_is_ended_while_a_reading_one_gets_every_ev
 
     // What the server holds for its watchers is bounded, the stalled one included.
     let text = server.metrics().await;
-    let buffered = sample(
+    let buffered: f64 = sample(
         &text,
         "apiserver_watch_buffered_bytes{group=\"\",resource=\"configmaps\"}",
     )
