@@ -195,6 +195,21 @@ mod tests {
     }
 
     #[test]
+    fn eventually_ok_returns_the_first_success() {
+        let mut asked = 0;
+        let found = eventually_ok("the second ask", || {
+            asked += 1;
+            if asked == 2 {
+                Ok(asked)
+            } else {
+                Err(format!("ask {asked}"))
+            }
+        });
+        assert_eq!(found, 2);
+        eventually_holds("a condition that holds", || true);
+    }
+
+    #[test]
     fn fixtures_are_read_from_the_repository() {
         assert!(fixture("crds/crontabs.yaml").contains("CustomResourceDefinition"));
     }

@@ -22,7 +22,8 @@ pub fn has_all(text: &str, wanted: &[&str]) -> bool {
 mod tests {
     use super::*;
 
-    const SCRAPE: &str = "# TYPE foo_total counter\nfoo_total 3\nfoo_total_bytes 7\nbar{a=\"b\"} 1.5\n";
+    const SCRAPE: &str =
+        "# TYPE foo_total counter\nfoo_total 3\nfoo_total_bytes 7\nbar{a=\"b\"} 1.5\n";
 
     #[test]
     fn samples_are_read_by_their_whole_series() {

@@ -235,3 +235,45 @@ pub fn ok(output: Output) -> String {
     assert!(output.status.success(), "{}", text(&output));
     String::from_utf8(output.stdout).unwrap()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn shell(script: &str, dir: &tempfile::TempDir) -> Process {
+        let mut command = Command::new("sh");
+        command.args(["-c", script]);
+        Process::spawn("the script", command, &next_log(dir.path(), "script"))
+    }
+
+    #[test]
+    fn a_banner_line_is_read_from_the_log() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut process = shell(
+            "echo starting >&2; echo '  serving on 127.0.0.1:1234'; sleep 60",
+            &dir,
+        );
+        assert_eq!(process.wait_for_line("serving on "), "127.0.0.1:1234");
+        assert!(process.output().starts_with("starting\n"));
+        process.stop();
+        assert!(process.exited().is_some());
+    }
+
+    #[test]
+    #[should_panic(expected = "the script exited (exit status: 3) while waiting for")]
+    fn an_early_exit_fails_the_wait_at_once() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut process = shell("echo giving up; exit 3", &dir);
+        process.wait_for_line("serving on ");
+    }
+
+    #[test]
+    fn the_outputs_of_a_command_are_read_as_text() {
+        let output = Command::new("sh")
+            .args(["-c", "echo out; echo err >&2"])
+            .output()
+            .unwrap();
+        assert_eq!(text(&output), "out\nerr\n");
+        assert_eq!(ok(output), "out\n");
+    }
+}

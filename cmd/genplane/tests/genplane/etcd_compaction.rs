@@ -5,7 +5,6 @@
 
 #![allow(clippy::unwrap_used)]
 
-
 use futures::StreamExt;
 use genplane_storage_etcd::testing::EtcdServer;
 use k8s_openapi::api::core::v1::ConfigMap;

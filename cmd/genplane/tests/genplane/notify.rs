@@ -98,7 +98,7 @@ fn ready_watched_and_stopped(
     }
     process.terminate();
     manager.until(process, "STOPPING=1");
-    let exit = process.wait_exit(Duration::from_secs(30));
+    let exit = process.wait_exit(crate::support::DEADLINE);
     assert!(exit.success(), "{exit}: {}", process.tail());
     status
 }
@@ -140,7 +140,7 @@ fn the_api_server_is_ready_for_its_service_manager_when_readyz_passes() {
     assert!(started.elapsed() < watchdog * 2);
     process.terminate();
     manager.until(&mut process, "STOPPING=1");
-    assert!(process.wait_exit(Duration::from_secs(30)).success());
+    assert!(process.wait_exit(crate::support::DEADLINE).success());
 }
 
 #[test]

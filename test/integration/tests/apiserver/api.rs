@@ -21,8 +21,6 @@ on_both_backends!(
 
 use support::{Answer, Server, call};
 
-use std::time::Duration;
-
 use bytes::Bytes;
 use genplane_api::core::configmap;
 use genplane_api::decode::STATUS;
@@ -718,7 +716,7 @@ async fn watch_lines_accepting(
     let mut buffer = Vec::new();
     let mut lines = Vec::new();
     while lines.len() < count {
-        let frame = tokio::time::timeout(Duration::from_secs(10), body.frame())
+        let frame = tokio::time::timeout(genplane_test_support::DEADLINE, body.frame())
             .await
             .expect("a watch line in time")
             .unwrap()
@@ -1538,7 +1536,7 @@ async fn protobuf_watch_frames(server: Server) {
     let mut events = Vec::new();
     let mut stream = Vec::new();
     while events.len() < 2 {
-        let frame = tokio::time::timeout(Duration::from_secs(30), body.frame())
+        let frame = tokio::time::timeout(genplane_test_support::DEADLINE, body.frame())
             .await
             .expect("a watch frame in time")
             .unwrap()

@@ -5,7 +5,6 @@
 use crate::support;
 
 use std::collections::BTreeMap;
-use std::time::Duration;
 
 use futures::StreamExt;
 use genplane_storage::Storage;
@@ -193,10 +192,13 @@ async fn reflector_follows_writes(config: watcher::Config) {
         BTreeMap::from([(Op::Create, 155), (Op::Patch, 625), (Op::Delete, 125)]),
         "every write the workload meant to succeed did"
     );
-    tokio::time::timeout(Duration::from_secs(20), gone_rx.wait_for(|gone| *gone))
-        .await
-        .expect("the watcher never saw a 410 after the compaction")
-        .unwrap();
+    tokio::time::timeout(
+        genplane_test_support::DEADLINE,
+        gone_rx.wait_for(|gone| *gone),
+    )
+    .await
+    .expect("the watcher never saw a 410 after the compaction")
+    .unwrap();
     let truth: BTreeMap<String, Option<String>> = api
         .list(&ListParams::default())
         .await

@@ -9,7 +9,6 @@
 use crate::support;
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use bytes::Bytes;
 use genplane_apiserver::WATCH_BUFFER_BYTES;
@@ -117,7 +116,7 @@ async fn a_watcher_that_stops_reading_is_ended_while_a_reading_one_gets_every_ev
     }
     writers.join_all().await;
 
-    let fast = tokio::time::timeout(Duration::from_secs(60), fast)
+    let fast = tokio::time::timeout(genplane_test_support::DEADLINE, fast)
         .await
         .expect("the reading client got every event")
         .unwrap();
@@ -143,7 +142,7 @@ async fn a_watcher_that_stops_reading_is_ended_while_a_reading_one_gets_every_ev
 
     // Now the slow client reads: what it gets is a prefix of the events without a gap, then
     // the end of the stream, without an error.
-    let body = tokio::time::timeout(Duration::from_secs(60), slow.into_body().collect())
+    let body = tokio::time::timeout(genplane_test_support::DEADLINE, slow.into_body().collect())
         .await
         .expect("the stalled watch was ended")
         .unwrap()
@@ -178,7 +177,7 @@ async fn a_watcher_that_stops_reading_is_ended_while_a_reading_one_gets_every_ev
     // The ended client watches again from the last resourceVersion it received and gets the
     // rest, from the store's history, without listing again.
     let rest = tokio::time::timeout(
-        Duration::from_secs(60),
+        genplane_test_support::DEADLINE,
         read_events(
             &server,
             format!("{collection}?watch=1&resourceVersion={last}"),

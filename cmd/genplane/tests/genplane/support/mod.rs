@@ -20,8 +20,7 @@ pub use genplane_test_support::metrics::sample;
 pub use genplane_test_support::process::{Process, free_port, next_log, ok, text};
 pub use genplane_test_support::{
     DEADLINE, eventually, eventually_async, eventually_holds, eventually_ok, eventually_ok_async,
-    fixture,
-    kubectl_cache, kubectl_command, kubectl_path,
+    fixture, kubectl_cache, kubectl_command, kubectl_path,
 };
 
 /// The executable under test.
