@@ -4,9 +4,8 @@
 
 #![allow(clippy::unwrap_used)]
 
-use std::io::{BufRead as _, BufReader};
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
+use std::path::PathBuf;
+use std::process::{Command, Output, Stdio};
 use std::time::Instant;
 
 use futures::StreamExt as _;
@@ -22,19 +21,14 @@ use genplane_component_base::featuregate::UseIdentity;
 use genplane_component_base::notify::Notifier;
 use genplane_component_base::shutdown::Shutdown;
 use genplane_controller::roles::feature_controller::{self, FeatureControllerOptions};
+use genplane_test_support::clients::kube_client;
+use genplane_test_support::process::{Process, ok, text};
 use genplane_test_support::{DEADLINE, eventually_async};
 
 /// The running sample, killed when dropped.
 struct Sample {
-    child: Child,
+    _process: Process,
     dir: tempfile::TempDir,
-}
-
-impl Drop for Sample {
-    fn drop(&mut self) {
-        self.child.kill().ok();
-        self.child.wait().ok();
-    }
 }
 
 impl Sample {
@@ -44,38 +38,27 @@ impl Sample {
 
     fn start_with(extra: &[&str]) -> Sample {
         let dir = tempfile::tempdir().unwrap();
-        let mut child = Command::new(BIN)
+        let mut command = Command::new(BIN);
+        command
             .args(["--bind-address=127.0.0.1", "--secure-port=0"])
             .args(extra)
-            .arg(format!("--data-dir={}", dir.path().join("data").display()))
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
+            .arg(format!("--data-dir={}", dir.path().join("data").display()));
+        let mut process = Process::spawn("the sample", command, &dir.path().join("sample.log"));
         // The banner comes once the server takes requests and the kubeconfig is written.
-        let stdout = child.stdout.take().unwrap();
-        let mut lines = BufReader::new(stdout).lines();
-        let banner = lines.next().expect("a banner").expect("a readable banner");
-        assert!(
-            banner.starts_with("genplane sample-controlplane serving on https://127.0.0.1:"),
-            "{banner}"
-        );
-        std::thread::spawn(move || for _ in lines {});
-        Sample { child, dir }
+        process.wait_for_line("genplane sample-controlplane serving on https://127.0.0.1:");
+        Sample {
+            _process: process,
+            dir,
+        }
     }
 
     fn kubeconfig(&self) -> PathBuf {
         self.dir.path().join("data/admin.kubeconfig")
     }
 
+    /// kubectl with the admin's kubeconfig, its discovery cached for this server alone.
     fn kubectl(&self, args: &[&str], stdin: Option<&str>) -> Output {
-        let mut child = Command::new("kubectl")
-            .arg("--kubeconfig")
-            .arg(self.kubeconfig())
-            // Discovery cached for this server alone: kubectl's default cache is shared by
-            // every server that ever had this port.
-            .arg("--cache-dir")
-            .arg(self.dir.path().join("kubectl-cache"))
+        let mut child = genplane_test_support::kubectl_command("kubectl", self.kubeconfig())
             .args(args)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
@@ -95,29 +78,8 @@ impl Sample {
     }
 
     async fn client(&self) -> kube::Client {
-        client_of(&self.kubeconfig()).await
+        kube_client(&self.kubeconfig()).await
     }
-}
-
-async fn client_of(path: &Path) -> kube::Client {
-    let kubeconfig = kube::config::Kubeconfig::read_from(path).unwrap();
-    let config = kube::Config::from_custom_kubeconfig(kubeconfig, &Default::default())
-        .await
-        .unwrap();
-    kube::Client::try_from(config).unwrap()
-}
-
-fn text(output: &Output) -> String {
-    format!(
-        "{}{}",
-        String::from_utf8_lossy(&output.stdout),
-        String::from_utf8_lossy(&output.stderr)
-    )
-}
-
-fn ok(output: Output) -> String {
-    assert!(output.status.success(), "{}", text(&output));
-    String::from_utf8(output.stdout).unwrap()
 }
 
 fn widgets() -> ApiResource {

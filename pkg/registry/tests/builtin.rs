@@ -207,7 +207,7 @@ async fn initial_states_are_written_per_watch_and_changes_once_for_all() {
         create(name).await;
     }
     async fn next(watch: &mut genplane_registry::WatchStream) -> EventType {
-        match tokio::time::timeout(std::time::Duration::from_secs(10), watch.next())
+        match tokio::time::timeout(genplane_test_support::DEADLINE, watch.next())
             .await
             .unwrap()
             .unwrap()
@@ -404,7 +404,7 @@ async fn resources_served_in_another_form_than_stored_are_decoded() {
         .await
         .unwrap();
     for expected in [EventType::Modified, EventType::Deleted] {
-        let item = tokio::time::timeout(std::time::Duration::from_secs(10), watch.next())
+        let item = tokio::time::timeout(genplane_test_support::DEADLINE, watch.next())
             .await
             .unwrap()
             .unwrap();

@@ -4,7 +4,6 @@
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
-use std::time::Duration;
 
 use genplane_apimachinery::errors::ApiError;
 use genplane_apimachinery::meta::validate_object_meta;
@@ -777,7 +776,7 @@ async fn an_expired_continue_token_is_410() {
 }
 
 async fn next(watch: &mut WatchStream) -> WatchItem {
-    tokio::time::timeout(Duration::from_secs(10), watch.next())
+    tokio::time::timeout(genplane_test_support::DEADLINE, watch.next())
         .await
         .unwrap()
         .unwrap()
@@ -1142,19 +1141,15 @@ async fn mirrored(
     mirror: &genplane_registry::Mirror,
     done: impl Fn(&genplane_registry::Snapshot) -> bool,
 ) -> Arc<genplane_registry::Snapshot> {
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
-    loop {
+    genplane_test_support::eventually_ok_async("the mirror to get there", || async {
         let snapshot = mirror.snapshot().await;
         if done(&snapshot) {
-            return snapshot;
+            Ok(snapshot)
+        } else {
+            Err(format!("{:?}", snapshot.objects().collect::<Vec<_>>()))
         }
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "the mirror never got there: {:?}",
-            snapshot.objects().collect::<Vec<_>>()
-        );
-        tokio::time::sleep(Duration::from_millis(5)).await;
-    }
+    })
+    .await
 }
 
 #[tokio::test]

@@ -230,7 +230,7 @@ async fn a_small_cluster_on_loopback() {
     );
 
     // Nothing listens outside 127.0.0.0/8.
-    let listening = listening_addresses(cluster.child.id());
+    let listening = listening_addresses(cluster.process.child.id());
     assert!(!listening.is_empty());
     let outside: Vec<&String> = listening.iter().filter(|a| !is_loopback(a)).collect();
     assert!(

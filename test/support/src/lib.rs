@@ -4,16 +4,33 @@
 //! - [`DEADLINE`]: how long any wait may take, generous because the machine may be busy with
 //!   other builds and tests; a wait ends as soon as its condition holds;
 //! - [`eventually`] (blocking) and [`eventually_async`] (on a Tokio runtime): poll a condition
-//!   until it answers, failing the test with what it waited for;
+//!   until it answers, failing the test with what it waited for ([`eventually_holds`] for a
+//!   plain condition, [`eventually_ok`] and [`eventually_ok_async`] for an attempt that fails
+//!   until it works, failing with its last error);
 //! - [`kubectl_path`]: an installed kubectl version (`kubectl.1.33`, `kubectl.1.27`, ...), which
 //!   lives beside the `kubectl` on `PATH`; [`kubectl_command`]: kubectl with a kubeconfig and a
 //!   discovery cache of its own;
-//! - [`fixture`]: a file under `test/fixtures`.
+//! - [`fixture`]: a file under `test/fixtures`;
+//! - [`process`]: child processes (a role of the `genplane` executable, a test cluster, a
+//!   script) started with a log of their own and waited on until ready, failing at once with
+//!   the log when they exit early;
+//! - [`metrics`]: samples read from a scrape of `/metrics`;
+//! - `clients` (feature `clients`): raw HTTPS requests and kube-rs clients from a kubeconfig;
+//! - `server` (feature `server`, which builds the whole control plane): an API server in the
+//!   test's own process, assembled as `genplane apiserver` is, on SQLite or a real etcd, with
+//!   its admin clients.
 //!
 //! Test-only code: it panics with a message where a test should fail.
 
 #![warn(missing_docs)]
 #![allow(clippy::unwrap_used, clippy::panic, clippy::expect_used)]
+
+#[cfg(feature = "clients")]
+pub mod clients;
+pub mod metrics;
+pub mod process;
+#[cfg(feature = "server")]
+pub mod server;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -28,6 +45,12 @@ const POLL: Duration = Duration::from_millis(100);
 /// Polls `check` until it answers `Some`, failing the test after [`DEADLINE`].
 pub fn eventually<T>(what: &str, check: impl FnMut() -> Option<T>) -> T {
     eventually_within(what, DEADLINE, check)
+}
+
+/// Polls `check` until it holds, failing the test after [`DEADLINE`]: [`eventually`] for a
+/// condition with nothing to hand back.
+pub fn eventually_holds(what: &str, mut check: impl FnMut() -> bool) {
+    eventually(what, || check().then_some(()));
 }
 
 /// Polls `check` until it answers `Some`, failing the test after `limit`.
@@ -59,6 +82,47 @@ where
             return value;
         }
         assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        tokio::time::sleep(POLL).await;
+    }
+}
+
+/// Calls `attempt` until it succeeds, failing the test after [`DEADLINE`] with the last
+/// error: for what fails until it works (a store still locked by a stopped server, a client
+/// reconnecting, a command asked until its answer is the one wanted).
+pub fn eventually_ok<T, E: std::fmt::Display>(
+    what: &str,
+    mut attempt: impl FnMut() -> Result<T, E>,
+) -> T {
+    let deadline = Instant::now() + DEADLINE;
+    loop {
+        match attempt() {
+            Ok(value) => return value,
+            Err(e) => assert!(
+                Instant::now() < deadline,
+                "timed out waiting for {what}; the last attempt: {e}"
+            ),
+        }
+        std::thread::sleep(POLL);
+    }
+}
+
+/// Awaits the future `attempt` makes until it succeeds, failing the test after [`DEADLINE`]
+/// with the last error.
+pub async fn eventually_ok_async<T, E, F, Fut>(what: &str, mut attempt: F) -> T
+where
+    E: std::fmt::Display,
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Result<T, E>>,
+{
+    let deadline = Instant::now() + DEADLINE;
+    loop {
+        match attempt().await {
+            Ok(value) => return value,
+            Err(e) => assert!(
+                Instant::now() < deadline,
+                "timed out waiting for {what}; the last attempt: {e}"
+            ),
+        }
         tokio::time::sleep(POLL).await;
     }
 }
@@ -128,6 +192,21 @@ mod tests {
     #[should_panic(expected = "timed out waiting for nothing")]
     fn a_condition_that_never_holds_fails_the_test_at_the_deadline() {
         eventually_within("nothing", Duration::from_millis(300), || None::<()>);
+    }
+
+    #[test]
+    fn eventually_ok_returns_the_first_success() {
+        let mut asked = 0;
+        let found = eventually_ok("the second ask", || {
+            asked += 1;
+            if asked == 2 {
+                Ok(asked)
+            } else {
+                Err(format!("ask {asked}"))
+            }
+        });
+        assert_eq!(found, 2);
+        eventually_holds("a condition that holds", || true);
     }
 
     #[test]

@@ -171,10 +171,7 @@ fn metrics_until(server: &Apiserver, wanted: &[&str]) -> String {
     let raw = server.raw();
     eventually(&format!("{wanted:?} in /metrics"), || {
         let metrics = raw.get("/metrics").text();
-        wanted
-            .iter()
-            .all(|line| metrics.contains(line))
-            .then_some(metrics)
+        genplane_test_support::metrics::has_all(&metrics, wanted).then_some(metrics)
     })
 }
 

@@ -193,17 +193,16 @@ async fn resource_quota_status_follows_creates_and_deletes() {
     let wait_used = |want: BTreeMap<String, String>| {
         let quotas = quotas.clone();
         async move {
-            let mut last = BTreeMap::new();
-            let deadline = Instant::now() + support::DEADLINE;
-            while Instant::now() < deadline {
+            support::eventually_ok_async("the quota's status.used", || async {
                 let q = quotas.get("objects").await.unwrap();
-                last = quota_used(&q);
-                if last == want {
-                    return q;
+                let used = quota_used(&q);
+                if used == want {
+                    Ok(q)
+                } else {
+                    Err(format!("status.used is {used:?}, want {want:?}"))
                 }
-                tokio::time::sleep(Duration::from_millis(100)).await;
-            }
-            panic!("status.used is {last:?}, want {want:?}");
+            })
+            .await
         }
     };
     let q = wait_used(pairs(&[

@@ -5,7 +5,7 @@
 
 #![allow(clippy::unwrap_used)]
 
-use crate::support::{self, Apiserver, ok, start, text};
+use crate::support::{self, Apiserver, eventually_holds, ok, start, text};
 use serde_json::{Value, json};
 
 fn write(server: &Apiserver, name: &str, content: &str) -> String {
@@ -22,11 +22,6 @@ fn refused(server: &Apiserver, args: &[&str]) -> String {
     let out = server.kubectl("kubectl", args);
     assert!(!out.status.success(), "expected a failure: {}", text(&out));
     text(&out)
-}
-
-/// Waits until `check` holds.
-fn eventually(what: &str, mut check: impl FnMut() -> bool) {
-    support::eventually(what, || check().then_some(()));
 }
 
 fn install_crontabs(server: &Apiserver) {
@@ -300,7 +295,7 @@ fn deleting_a_crd_deletes_its_objects() {
         ],
     );
     assert!(out.contains("deleted"), "{out}");
-    eventually("the resource to leave discovery", || {
+    eventually_holds("the resource to leave discovery", || {
         !text(&server.kubectl(
             "kubectl",
             &["api-resources", "--api-group=stable.example.com"],
@@ -570,7 +565,7 @@ fn custom_resources_are_stored_as_the_storage_version_allows() {
     let server = start();
     let crd = write(&server, "widgets.yaml", WIDGET_CRD);
     kubectl(&server, &["apply", "-f", &crd]);
-    eventually("the widget versions to be served", || {
+    eventually_holds("the widget versions to be served", || {
         ["v1", "v2"].iter().all(|v| {
             server
                 .kubectl(
@@ -586,7 +581,7 @@ fn custom_resources_are_stored_as_the_storage_version_allows() {
         "w.yaml",
         "apiVersion: example.com/v2\nkind: Widget\nmetadata: {name: w}\nspec: {oldprop: kept, extra: dropped}\n",
     );
-    eventually("a widget to be created through v2", || {
+    eventually_holds("a widget to be created through v2", || {
         server
             .kubectl("kubectl", &["create", "-f", &widget])
             .status
@@ -716,7 +711,7 @@ fn writes_through_another_version_answer_what_was_stored() {
     };
     apply_crd("v1");
     server.wait_established("manyderives.kube.rs");
-    eventually("both versions to be served", || {
+    eventually_holds("both versions to be served", || {
         ["v1", "v2"].iter().all(|v| {
             server
                 .raw()
@@ -778,7 +773,7 @@ fn writes_through_another_version_answer_what_was_stored() {
 
     // The storage version moves to v2: an apply through v1 stores no `oldprop`.
     apply_crd("v2");
-    eventually("v2 to be the storage version", || {
+    eventually_holds("v2 to be the storage version", || {
         let crd: Value = serde_json::from_str(&kubectl(
             &server,
             &["get", "crd", "manyderives.kube.rs", "-o", "json"],
@@ -788,10 +783,10 @@ fn writes_through_another_version_answer_what_was_stored() {
             .as_array()
             .is_some_and(|v| v.contains(&json!("v2")))
     });
-    eventually("the hash of v2 to be published", || {
+    eventually_holds("the hash of v2 to be published", || {
         hash("v1") == json!("pvdIysmEK00=")
     });
-    eventually("an apply through v1 to lose oldprop", || {
+    eventually_holds("an apply through v1 to lose oldprop", || {
         let answer = apply_many_derive(
             &server,
             "v1",

@@ -261,9 +261,7 @@ fn many_watches_of_a_converted_crd_do_not_hold_up_the_server() {
         }
     }
     for ready in started {
-        ready
-            .recv_timeout(std::time::Duration::from_secs(60))
-            .unwrap();
+        ready.recv_timeout(crate::support::DEADLINE).unwrap();
     }
 
     // /readyz, asked over new connections the whole time.
@@ -301,7 +299,7 @@ fn many_watches_of_a_converted_crd_do_not_hold_up_the_server() {
 
     // Every watch sees every object, in its version's shape.
     let mut events = Vec::new();
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    let deadline = std::time::Instant::now() + crate::support::DEADLINE;
     while events.len() < 2 * per_version * OBJECTS {
         let left = deadline.saturating_duration_since(std::time::Instant::now());
         match seen.recv_timeout(left) {

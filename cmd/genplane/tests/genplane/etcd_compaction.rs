@@ -5,8 +5,6 @@
 
 #![allow(clippy::unwrap_used)]
 
-use std::time::Duration;
-
 use futures::StreamExt;
 use genplane_storage_etcd::testing::EtcdServer;
 use k8s_openapi::api::core::v1::ConfigMap;
@@ -21,11 +19,7 @@ const VALUE_BYTES: usize = 16 * 1024;
 const WRITES_PER_ROUND: usize = 120;
 
 async fn admin(server: &crate::support::Apiserver) -> kube::Client {
-    let kubeconfig = kube::config::Kubeconfig::read_from(server.kubeconfig()).unwrap();
-    let config = kube::Config::from_custom_kubeconfig(kubeconfig, &Default::default())
-        .await
-        .unwrap();
-    kube::Client::try_from(config).unwrap()
+    server.client().await
 }
 
 fn resource_version(cm: &ConfigMap) -> i64 {
@@ -66,17 +60,18 @@ async fn compacted(raw: &mut etcd_client::Client) -> i64 {
         .map_or(0, |kv| kv.value_str().unwrap().parse().unwrap())
 }
 
-/// Waits (a bounded number of intervals) until etcd is compacted to `revision` or later:
-/// the compaction key says so, and a read before it fails.
+/// Waits until etcd is compacted to `revision` or later: the compaction key says so, and a
+/// read before it fails.
 async fn wait_compacted_past(raw: &mut etcd_client::Client, revision: i64) {
-    for _ in 0..100 {
-        let before = etcd_client::GetOptions::new().with_revision(revision - 1);
-        if compacted(raw).await >= revision && raw.get("/", Some(before)).await.is_err() {
-            return;
+    crate::support::eventually_async(&format!("etcd compacted past {revision}"), || {
+        let mut raw = raw.clone();
+        async move {
+            let before = etcd_client::GetOptions::new().with_revision(revision - 1);
+            (compacted(&mut raw).await >= revision && raw.get("/", Some(before)).await.is_err())
+                .then_some(())
         }
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    }
-    panic!("etcd was not compacted past {revision}");
+    })
+    .await;
 }
 
 /// The space etcd's database uses (`dbSizeInUse`).

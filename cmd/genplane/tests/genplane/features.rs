@@ -1179,12 +1179,7 @@ impl FeatureController {
 
     /// The value of the metric line starting with `series`, if any.
     fn metric(&self, series: &str) -> Option<f64> {
-        let out = Command::new("curl")
-            .args(["-sk"])
-            .arg(format!("https://127.0.0.1:{}/metrics", self.port))
-            .output()
-            .unwrap();
-        let body = String::from_utf8(out.stdout).unwrap();
+        let (_, body) = support::ops_get(self.port, "/metrics");
         support::sample(&body, series)
     }
 

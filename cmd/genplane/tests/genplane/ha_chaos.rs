@@ -86,10 +86,7 @@ fn resource_version(meta: &k8s_openapi::apimachinery::pkg::apis::meta::v1::Objec
 /// A client of `server` that reports every answer as it comes (no retries of its own: kube's
 /// default retries 503s, which would hide them).
 async fn client_of(server: &crate::support::Apiserver) -> kube::Client {
-    let kubeconfig = kube::config::Kubeconfig::read_from(server.kubeconfig()).unwrap();
-    let mut config = kube::Config::from_custom_kubeconfig(kubeconfig, &Default::default())
-        .await
-        .unwrap();
+    let mut config = crate::support::kube_config(&server.kubeconfig()).await;
     config.default_retry = false;
     kube::Client::try_from(config).unwrap()
 }

@@ -6,13 +6,10 @@
 #![allow(clippy::unwrap_used)]
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
-use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::process::Command;
 
-use crate::support::{BIN, ok, text};
+use crate::support::{BIN, DEADLINE, Process, eventually_ok, ok, text};
 
 fn repo() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
@@ -59,10 +56,9 @@ fn defaults_of(applet: &str) -> BTreeMap<String, String> {
 
 // --- hack/local-up.sh
 
-/// A running `hack/local-up.sh` with its standard output collected line by line.
+/// A running `hack/local-up.sh`, its output in a log of its own.
 struct LocalUp {
-    child: Child,
-    lines: Arc<Mutex<Vec<String>>>,
+    process: Process,
     run_dir: PathBuf,
     _dir: tempfile::TempDir,
 }
@@ -70,8 +66,7 @@ struct LocalUp {
 impl Drop for LocalUp {
     /// Leaves nothing behind when a test fails half-way: the script, and every role it started.
     fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+        self.process.stop();
         for pid in self.pids().values() {
             let _ = Command::new("kill")
                 .args(["-KILL", &pid.to_string()])
@@ -84,63 +79,34 @@ impl LocalUp {
     fn start(extra: &[&str]) -> Self {
         let dir = tempfile::tempdir().unwrap();
         let run_dir = dir.path().join("run");
-        let mut child = Command::new("bash")
+        let mut command = Command::new("bash");
+        command
             .arg(repo().join("hack/local-up.sh"))
             .arg(format!("--genplane={BIN}"))
             .arg(format!("--dir={}", run_dir.display()))
             .arg("--port=0")
-            .args(extra)
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .unwrap();
-        let lines = Arc::new(Mutex::new(Vec::new()));
-        let stdout = child.stdout.take().unwrap();
-        let sink = lines.clone();
-        std::thread::spawn(move || {
-            for line in BufReader::new(stdout).lines().map_while(Result::ok) {
-                sink.lock().unwrap().push(line);
-            }
-        });
+            .args(extra);
+        let process = Process::spawn("local-up", command, &dir.path().join("local-up.log"));
         LocalUp {
-            child,
-            lines,
+            process,
             run_dir,
             _dir: dir,
         }
     }
 
     fn output(&self) -> String {
-        self.lines.lock().unwrap().join("\n")
+        self.process.output()
     }
 
-    /// Waits for the `export KUBECONFIG=...` line, printed once every role is ready.
+    /// Waits for the `export KUBECONFIG=...` line, printed once every role is ready (each
+    /// role in turn: twice the one deadline).
     fn kubeconfig(&mut self) -> PathBuf {
-        let deadline = Instant::now() + Duration::from_secs(120);
-        loop {
-            let found = self
-                .lines
-                .lock()
-                .unwrap()
-                .iter()
-                .find_map(|l| l.strip_prefix("export KUBECONFIG=").map(PathBuf::from));
-            if let Some(path) = found {
-                return path;
-            }
-            if let Some(status) = self.child.try_wait().unwrap() {
-                panic!(
-                    "local-up exited ({status}) before it was ready:\n{}",
-                    self.output()
-                );
-            }
-            assert!(
-                Instant::now() < deadline,
-                "no KUBECONFIG line:\n{}",
-                self.output()
-            );
-            std::thread::sleep(Duration::from_millis(100));
-        }
+        self.process
+            .wait_for_within("its KUBECONFIG line", 2 * DEADLINE, |p| {
+                p.output()
+                    .lines()
+                    .find_map(|l| l.strip_prefix("export KUBECONFIG=").map(PathBuf::from))
+            })
     }
 
     /// The roles' process ids, from the pid files in the run directory.
@@ -166,23 +132,8 @@ impl LocalUp {
     /// Sends `signal` to the script alone (as Ctrl-C or `kill` would reach it) and waits for it
     /// to exit.
     fn stop(&mut self, signal: &str) -> std::process::ExitStatus {
-        let sent = Command::new("kill")
-            .args([&format!("-{signal}"), &self.child.id().to_string()])
-            .status()
-            .unwrap();
-        assert!(sent.success());
-        let deadline = Instant::now() + Duration::from_secs(60);
-        loop {
-            if let Some(status) = self.child.try_wait().unwrap() {
-                return status;
-            }
-            assert!(
-                Instant::now() < deadline,
-                "local-up did not stop:\n{}",
-                self.output()
-            );
-            std::thread::sleep(Duration::from_millis(100));
-        }
+        self.process.signal(signal);
+        self.process.wait_exit(DEADLINE)
     }
 }
 
@@ -229,23 +180,20 @@ fn up_use_and_stop(extra: &[&str], roles: &[&str], signal: &str) {
     assert!(namespaces.contains("namespace/kube-system"), "{namespaces}");
     ok(kubectl(&kubeconfig, &["create", "ns", "local-up"]));
     // The serviceaccount controller of the separate controller-manager process.
-    let deadline = Instant::now() + Duration::from_secs(60);
-    loop {
+    eventually_ok("a default ServiceAccount in a new namespace", || {
         let out = kubectl(
             &kubeconfig,
             &["-n", "local-up", "get", "serviceaccount", "default"],
         );
         if out.status.success() {
-            break;
+            return Ok(());
         }
-        assert!(
-            Instant::now() < deadline,
-            "no default ServiceAccount in a new namespace: {}\ncontroller-manager log:\n{}",
+        Err(format!(
+            "{}\ncontroller-manager log:\n{}",
             text(&out),
             std::fs::read_to_string(up.run_dir.join("controller-manager.log")).unwrap_or_default()
-        );
-        std::thread::sleep(Duration::from_millis(200));
-    }
+        ))
+    });
 
     let status = up.stop(signal);
     assert!(status.success(), "local-up: {status}\n{}", up.output());

@@ -7,7 +7,7 @@
 #![allow(clippy::unwrap_used)]
 
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 static FILES: AtomicUsize = AtomicUsize::new(0);
 
@@ -40,12 +40,10 @@ impl Controllers {
     /// Polls `check` until it holds, failing the test when a controller stopped first or
     /// after the harness's deadline.
     fn eventually(&mut self, what: &str, mut check: impl FnMut() -> bool) {
-        let deadline = Instant::now() + support::DEADLINE;
-        while !check() {
+        support::eventually_holds(what, || {
             self.check();
-            assert!(Instant::now() < deadline, "timed out waiting: {what}");
-            std::thread::sleep(Duration::from_millis(200));
-        }
+            check()
+        });
         self.check();
     }
 

@@ -218,7 +218,7 @@ async fn racing_claims_get_one_verdict_that_survives_restarts_and_deletion_frees
     };
     let before = versions(&won_claim, &lost_claim);
     cm.process.terminate();
-    cm.process.wait_exit(Duration::from_secs(30));
+    cm.process.wait_exit(crate::support::DEADLINE);
     let _cm = start_cm(&server, "cm-2.log");
     // A claim made after the restart is decided in a pass that decides every claim.
     a.create(
@@ -288,7 +288,7 @@ async fn racing_claims_get_one_verdict_that_survives_restarts_and_deletion_frees
             "cni",
             "cni",
             &[record("10.100.5.128/25")],
-            Duration::from_secs(30),
+            crate::support::DEADLINE,
         )
         .await
         .unwrap_err();
@@ -304,7 +304,7 @@ async fn racing_claims_get_one_verdict_that_survives_restarts_and_deletion_frees
             "cni",
             "cni",
             &[record("10.200.0.0/16")],
-            Duration::from_secs(30),
+            crate::support::DEADLINE,
         )
         .await
         .unwrap();

@@ -11,7 +11,7 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use crate::support::clients::Raw;
-use crate::support::{BIN, DEADLINE, Process, start};
+use crate::support::{BIN, Process, eventually, start};
 
 /// The test's end of the notification socket.
 struct Manager {
@@ -48,28 +48,25 @@ impl Manager {
     /// The next notification that has `key` (`READY=1`), with every one received on the way;
     /// fails when `process` exits or nothing comes before the deadline.
     fn until(&self, process: &mut Process, key: &str) -> (String, Vec<String>) {
-        let deadline = Instant::now() + DEADLINE;
         let mut seen = Vec::new();
         let mut buffer = [0u8; 4096];
-        loop {
+        let message = eventually(&format!("{key} from the process"), || {
+            // (each ask waits up to the socket's read timeout)
             if let Ok(n) = self.socket.recv(&mut buffer) {
                 let message = String::from_utf8_lossy(&buffer[..n]).into_owned();
                 if message.lines().any(|l| l == key) {
-                    return (message, seen);
+                    return Some(message);
                 }
                 seen.push(message);
             }
             assert!(
                 process.exited().is_none() || key == "STOPPING=1",
-                "it exited before {key}; its log ends with:\n{}",
+                "it exited before {key} (saw {seen:?}); its log ends with:\n{}",
                 process.tail()
             );
-            assert!(
-                Instant::now() < deadline,
-                "no {key} within {DEADLINE:?} (saw {seen:?}); its log ends with:\n{}",
-                process.tail()
-            );
-        }
+            None
+        });
+        (message, seen)
     }
 }
 
@@ -101,7 +98,7 @@ fn ready_watched_and_stopped(
     }
     process.terminate();
     manager.until(process, "STOPPING=1");
-    let exit = process.wait_exit(Duration::from_secs(30));
+    let exit = process.wait_exit(crate::support::DEADLINE);
     assert!(exit.success(), "{exit}: {}", process.tail());
     status
 }
@@ -143,7 +140,7 @@ fn the_api_server_is_ready_for_its_service_manager_when_readyz_passes() {
     assert!(started.elapsed() < watchdog * 2);
     process.terminate();
     manager.until(&mut process, "STOPPING=1");
-    assert!(process.wait_exit(Duration::from_secs(30)).success());
+    assert!(process.wait_exit(crate::support::DEADLINE).success());
 }
 
 #[test]

@@ -429,13 +429,7 @@ async fn client_with_token(cluster: &Cluster, dir: &Path, token: &str) -> kube::
         ),
     )
     .unwrap();
-    let config = kube::Config::from_custom_kubeconfig(
-        kube::config::Kubeconfig::read_from(&kubeconfig).unwrap(),
-        &kube::config::KubeConfigOptions::default(),
-    )
-    .await
-    .unwrap();
-    kube::Client::try_from(config).unwrap()
+    crate::support::kube_client(&kubeconfig).await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -460,15 +454,7 @@ async fn service_account_tokens_carry_exactly_the_accounts_rights_until_they_exp
     ]));
 
     // The admin asks for a token through the TokenRequest API.
-    let admin = kube::Client::try_from(
-        kube::Config::from_custom_kubeconfig(
-            kube::config::Kubeconfig::read_from(cluster.server.kubeconfig()).unwrap(),
-            &kube::config::KubeConfigOptions::default(),
-        )
-        .await
-        .unwrap(),
-    )
-    .unwrap();
+    let admin = cluster.server.client().await;
     let accounts: Api<ServiceAccount> = Api::namespaced(admin, "a");
     let request = TokenRequest {
         spec: TokenRequestSpec {

@@ -3,8 +3,6 @@
 
 #![allow(clippy::unwrap_used)]
 
-use std::time::Duration;
-
 use crate::support::{Process, kubectl_command, kubectl_path, start};
 
 #[test]
@@ -37,6 +35,6 @@ fn sigterm_with_open_watches_exits_cleanly() {
 
     server.process.terminate();
     // The drain deadline is 10 s; a server still waiting on watches would hit it and fail.
-    let exited = server.process.wait_exit(Duration::from_secs(60));
+    let exited = server.process.wait_exit(crate::support::DEADLINE);
     assert!(exited.success(), "the apiserver exited with {exited}");
 }

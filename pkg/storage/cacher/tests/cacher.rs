@@ -19,7 +19,7 @@ fn store(dir: &tempfile::TempDir) -> SqliteStore {
 
 async fn next_event(watch: &mut Watch) -> Arc<Event> {
     loop {
-        match tokio::time::timeout(Duration::from_secs(10), watch.next())
+        match tokio::time::timeout(genplane_test_support::DEADLINE, watch.next())
             .await
             .unwrap()
         {
@@ -194,7 +194,7 @@ async fn a_watcher_that_falls_behind_the_window_is_ended_and_resumes_without_a_g
     // What the watcher buffered arrives in order, then the end.
     let mut received = 0;
     let resume = loop {
-        match tokio::time::timeout(Duration::from_secs(10), slow.next())
+        match tokio::time::timeout(genplane_test_support::DEADLINE, slow.next())
             .await
             .unwrap()
         {
@@ -394,15 +394,11 @@ async fn a_read_of_any_revision_is_answered_from_memory() {
         .unwrap();
     // Once the cache has seen the write, get_any returns it; a key it does not cover is read
     // from the store.
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
-    loop {
-        if let Some(kv) = cache.get_any("/registry/leases/default/a").await.unwrap() {
-            assert_eq!(kv, written);
-            break;
-        }
-        assert!(tokio::time::Instant::now() < deadline);
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
+    let kv = genplane_test_support::eventually_async("the cache to see the write", || async {
+        cache.get_any("/registry/leases/default/a").await.unwrap()
+    })
+    .await;
+    assert_eq!(kv, written);
     assert_eq!(
         cache.get_any("/registry/leases/default/b").await.unwrap(),
         None

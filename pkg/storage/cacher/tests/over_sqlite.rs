@@ -19,18 +19,14 @@ impl Backend for CachedSqlite {
         config.history = None;
         // A dropped cache's tasks end asynchronously: the one that held the store at that moment
         // may keep the file locked a little longer, as a restarting process would find it.
-        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
-        let store = loop {
+        let store = genplane_test_support::eventually_ok_async("the store to open", || async {
             match SqliteStore::open(&config) {
-                Ok(store) => break store,
-                Err(genplane_storage_sqlite::OpenError::Locked { .. })
-                    if std::time::Instant::now() < deadline =>
-                {
-                    tokio::time::sleep(std::time::Duration::from_millis(20)).await;
-                }
+                Ok(store) => Ok(store),
+                Err(e @ genplane_storage_sqlite::OpenError::Locked { .. }) => Err(e),
                 Err(e) => panic!("opening the store: {e}"),
             }
-        };
+        })
+        .await;
         Cacher::new(store, "/", CacherConfig::default()).unwrap()
     }
 }

@@ -9,8 +9,7 @@ use std::time::Duration;
 use genplane_storage::{Bytes, Error, EventKind, Revision, Storage, Watch, WatchEvent};
 use genplane_storage_etcd::testing::EtcdServer;
 use genplane_storage_etcd::{COMPACT_REV_KEY, EtcdConfig, EtcdStore, EtcdTls};
-
-const WAIT: Duration = Duration::from_secs(20);
+use genplane_test_support::{DEADLINE, eventually_async, eventually_ok_async};
 
 fn bytes(value: &str) -> Bytes {
     Bytes::copy_from_slice(value.as_bytes())
@@ -19,8 +18,8 @@ fn bytes(value: &str) -> Bytes {
 /// The next change on `watch`, skipping progress reports.
 async fn next_event(watch: &mut Watch) -> std::sync::Arc<genplane_storage::Event> {
     loop {
-        match tokio::time::timeout(WAIT, watch.next()).await {
-            Err(_) => panic!("no event within {WAIT:?}"),
+        match tokio::time::timeout(DEADLINE, watch.next()).await {
+            Err(_) => panic!("no event within {DEADLINE:?}"),
             Ok(None) => panic!("the watch ended"),
             Ok(Some(WatchEvent::Progress(_))) => continue,
             Ok(Some(WatchEvent::Error(e))) => panic!("the watch failed: {e}"),
@@ -230,11 +229,7 @@ async fn concurrent_reads_of_the_current_revision_share_round_trips_and_miss_no_
     let sent = store.status().revision_reads - before;
     assert!((1..=2).contains(&sent), "16 callers sent {sent} reads");
     server.thaw();
-    let deadline = tokio::time::Instant::now() + WAIT;
-    while store.current_revision().await.is_err() {
-        assert!(tokio::time::Instant::now() < deadline, "etcd answers again");
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    eventually_ok_async("etcd to answer again", || store.current_revision()).await;
 }
 
 #[tokio::test]
@@ -279,16 +274,14 @@ async fn a_watch_survives_an_etcd_restart() {
     server.restart().await.unwrap();
 
     // The client reconnects by itself; writes may fail until it has.
-    let deadline = tokio::time::Instant::now() + WAIT;
-    let after = loop {
+    let after = eventually_ok_async("a write after the restart", || async {
         match store.create("/t/after", bytes("2")).await {
-            Ok(kv) => break kv,
-            Err(e) if e.is_retryable() && tokio::time::Instant::now() < deadline => {
-                tokio::time::sleep(Duration::from_millis(100)).await;
-            }
+            Ok(kv) => Ok(kv),
+            Err(e) if e.is_retryable() => Err(e),
             Err(e) => panic!("writing after the restart: {e}"),
         }
-    };
+    })
+    .await;
     assert_eq!(after.mod_revision, before.mod_revision + 1);
     let event = next_event(&mut watch).await;
     assert_eq!(
@@ -380,25 +373,23 @@ async fn coordinated_compactors_compact_once_per_interval() {
 /// from the first attempt.
 async fn create_retrying(store: &EtcdStore, key: &str) -> (genplane_storage::KeyValue, Duration) {
     let started = tokio::time::Instant::now();
-    loop {
+    let kv = eventually_ok_async(&format!("{key} written"), || async {
         match store.create(key, bytes("x")).await {
-            Ok(kv) => return (kv, started.elapsed()),
+            Ok(kv) => Ok(kv),
             // A write abandoned on a member that stopped answering may still have taken
             // effect: it is there, then.
-            Err(Error::Timeout | Error::Interrupted(_)) => {
-                if let Some(kv) = store.get(key, None).await.ok().flatten() {
-                    return (kv, started.elapsed());
+            Err(e @ (Error::Timeout | Error::Interrupted(_))) => {
+                match store.get(key, None).await.ok().flatten() {
+                    Some(kv) => Ok(kv),
+                    None => Err(e),
                 }
             }
-            Err(e) if e.is_retryable() => {}
+            Err(e) if e.is_retryable() => Err(e),
             Err(e) => panic!("writing {key}: {e}"),
         }
-        assert!(
-            started.elapsed() < WAIT,
-            "{key} not written within {WAIT:?}"
-        );
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    })
+    .await;
+    (kv, started.elapsed())
 }
 
 /// Writes on their way to a member that is killed end at once, as interrupted (their outcome
@@ -524,12 +515,10 @@ async fn losing_quorum_fails_requests_and_readiness_and_recovery_needs_no_reconn
             Ok(kv) => panic!("a write succeeded without quorum: {kv:?}"),
         }
     }
-    let unavailable = loop {
-        match store.available() {
-            Err(reason) => break reason,
-            Ok(()) => tokio::time::sleep(Duration::from_millis(100)).await,
-        }
-    };
+    let unavailable = eventually_async("the store to say it is unavailable", || async {
+        store.available().err()
+    })
+    .await;
     for endpoint in cluster.endpoints() {
         assert!(unavailable.contains(&endpoint), "{unavailable}");
     }

@@ -105,7 +105,7 @@ async fn watches_started_during_writes_miss_nothing_and_quiet_ones_report_the_cu
             .map(|(_, key)| key)
             .collect();
         for key in expected {
-            match tokio::time::timeout(Duration::from_secs(10), watch.next()).await {
+            match tokio::time::timeout(genplane_test_support::DEADLINE, watch.next()).await {
                 Ok(Some(WatchEvent::Event(event))) => assert_eq!(&event.kv.key, key),
                 other => panic!("watch from {from} wanted {key}, got {other:?}"),
             }
@@ -115,7 +115,7 @@ async fn watches_started_during_writes_miss_nothing_and_quiet_ones_report_the_cu
     let current = store.current_revision().await.unwrap();
     let mut quiet = quiet;
     quiet.request_progress();
-    match tokio::time::timeout(Duration::from_secs(10), quiet.next()).await {
+    match tokio::time::timeout(genplane_test_support::DEADLINE, quiet.next()).await {
         Ok(Some(WatchEvent::Progress(at))) => assert_eq!(at, current),
         other => panic!("wanted progress at {current}, got {other:?}"),
     }
@@ -127,7 +127,7 @@ async fn dropping_the_store_ends_its_watches() {
     let store = SqliteStore::open(&config(&dir)).unwrap();
     let mut watch = store.watch("/w/", 1).await.unwrap();
     drop(store);
-    let ended = tokio::time::timeout(Duration::from_secs(5), async {
+    let ended = tokio::time::timeout(genplane_test_support::DEADLINE, async {
         loop {
             match watch.next().await {
                 None | Some(WatchEvent::Error(_)) => return,
@@ -162,15 +162,13 @@ async fn compaction_removes_superseded_rows_from_the_file() {
     // Physical removal runs between writes; give it a moment, then count the rows.
     let path = store.path().to_owned();
     let rows = || count_rows(&path);
-    let deadline = std::time::Instant::now() + Duration::from_secs(10);
-    while rows() != 1 {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "{} rows remain",
-            rows()
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    genplane_test_support::eventually_ok_async("one row left", || async {
+        match rows() {
+            1 => Ok(()),
+            n => Err(format!("{n} rows remain")),
+        }
+    })
+    .await;
     let listed = store
         .list(ListRequest {
             prefix: "/c/".into(),

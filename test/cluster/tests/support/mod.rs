@@ -1,22 +1,25 @@
-//! What the test cluster's tests share: the cluster started as a process, kubectl 1.33 and a
-//! kube-rs client against it, waiting for conditions, and plain HTTP on loopback.
+//! What the test cluster's tests share: the cluster started as a process
+//! (`genplane_test_support::process`), kubectl 1.33 and a kube-rs client against it, waiting
+//! for conditions, and plain HTTP on loopback.
 
 #![allow(clippy::unwrap_used, dead_code)]
 
-use std::io::{BufRead as _, BufReader, Read as _, Write as _};
+use std::io::{Read as _, Write as _};
 use std::net::TcpStream;
 use std::path::PathBuf;
-use std::process::{Child, Command, Output, Stdio};
-use std::time::{Duration, Instant};
+use std::process::{Command, Output, Stdio};
+use std::time::Duration;
 
-pub(crate) use genplane_test_support::{DEADLINE, eventually_async as eventually};
+pub(crate) use genplane_test_support::eventually_async as eventually;
+use genplane_test_support::process::Process;
 
 const BIN: &str = env!("CARGO_BIN_EXE_genplane-testcluster");
 
 /// The running cluster, killed when dropped.
 pub(crate) struct Cluster {
-    /// The cluster's process.
-    pub(crate) child: Child,
+    /// The cluster's process; its standard output (the banner) and error go to
+    /// `cluster.log` in its directory.
+    pub(crate) process: Process,
     /// Its loopback address block (see `genplane_test_cluster::net`).
     pub(crate) block: u8,
     /// The fake cloud's HTTP API (`127.0.0.1:port`).
@@ -31,20 +34,15 @@ pub(crate) struct Cluster {
 
 /// A free address block, locked for this process (tests run in processes of their own).
 fn lock_block() -> (u8, std::fs::File) {
-    let start = Instant::now();
-    loop {
+    genplane_test_support::eventually("a free address block", || {
         // Block 0 is the default of a cluster started by hand: tried last.
-        for block in (1..16).chain([0]) {
+        (1..16).chain([0]).find_map(|block| {
             let path =
                 std::env::temp_dir().join(format!("genplane-testcluster-block-{block}.lock"));
             let file = std::fs::File::create(&path).unwrap();
-            if file.try_lock().is_ok() {
-                return (block, file);
-            }
-        }
-        assert!(start.elapsed() < DEADLINE, "no free address block");
-        std::thread::sleep(Duration::from_millis(100));
-    }
+            file.try_lock().is_ok().then_some((block, file))
+        })
+    })
 }
 
 /// The cluster's log filter: its own components at debug (what they did to the data plane),
@@ -56,25 +54,19 @@ const LOG_TAIL: usize = 150;
 
 impl Drop for Cluster {
     fn drop(&mut self) {
-        self.child.kill().ok();
-        self.child.wait().ok();
+        self.process.stop();
         if std::thread::panicking() {
             // The test failed: keep the cluster's log and show its end.
-            let log = self.dir.path().join("cluster.log");
             let kept = std::env::temp_dir().join(format!(
                 "genplane-testcluster-{}-block-{}.log",
                 std::process::id(),
                 self.block
             ));
-            if std::fs::copy(&log, &kept).is_ok() {
-                let text = std::fs::read_to_string(&kept).unwrap_or_default();
-                let lines: Vec<&str> = text.lines().collect();
-                let tail = &lines[lines.len().saturating_sub(LOG_TAIL)..];
+            if std::fs::copy(&self.process.log, &kept).is_ok() {
                 eprintln!(
-                    "the test cluster's log is kept in {}; its last {} lines:\n{}",
+                    "the test cluster's log is kept in {}; its last {LOG_TAIL} lines:\n{}",
                     kept.display(),
-                    tail.len(),
-                    tail.join("\n")
+                    self.process.last_lines(LOG_TAIL)
                 );
             }
         }
@@ -86,32 +78,22 @@ impl Cluster {
     pub(crate) fn start_with(nodes: u8, extra: &[&str]) -> Cluster {
         let dir = tempfile::tempdir().unwrap();
         let (block, lock) = lock_block();
-        let mut child = Command::new(BIN)
+        let mut command = Command::new(BIN);
+        command
             .args(["--bind-address=127.0.0.1", "--secure-port=0"])
             .arg(format!("--nodes={nodes}"))
             .arg(format!("--address-block={block}"))
             .arg(format!("--data-dir={}", dir.path().join("data").display()))
             .args(extra)
-            .env("RUST_LOG", LOG_FILTER)
-            .stdout(Stdio::piped())
-            .stderr(std::fs::File::create(dir.path().join("cluster.log")).unwrap())
-            .spawn()
-            .unwrap();
-        let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
-        let mut cloud = String::new();
-        // The banner ends with the ccm-e2e command line the cluster prints for itself.
-        let ccm_e2e = loop {
-            let line = lines.next().expect("the cluster's banner").unwrap();
-            if let Some(url) = line.strip_prefix("genplane testcluster cloud: http://") {
-                cloud = url.to_owned();
-            }
-            if let Some(command) = line.trim_start().strip_prefix("genplane ccm-e2e ") {
-                break command.to_owned();
-            }
-        };
-        std::thread::spawn(move || for _ in lines {});
+            .env("RUST_LOG", LOG_FILTER);
+        let mut process =
+            Process::spawn("the test cluster", command, &dir.path().join("cluster.log"));
+        // The banner, once the nodes are registered, ends with the ccm-e2e command line the
+        // cluster prints for itself, after its cloud's address.
+        let ccm_e2e = process.wait_for_line("genplane ccm-e2e ");
+        let cloud = process.wait_for_line("genplane testcluster cloud: http://");
         Cluster {
-            child,
+            process,
             block,
             cloud,
             ccm_e2e,
@@ -130,15 +112,9 @@ impl Cluster {
         self.dir.path().join("data/admin.kubeconfig")
     }
 
-    /// Runs kubectl 1.33 with `args` and `stdin`.
+    /// Runs kubectl 1.33 with `args` and `stdin` (its discovery cached for this cluster alone).
     pub(crate) fn kubectl_output(&self, args: &[&str], stdin: &str) -> Output {
-        let mut child = Command::new(kubectl_1_33())
-            .arg("--kubeconfig")
-            .arg(self.kubeconfig())
-            // Discovery cached for this cluster alone: kubectl's default cache is shared by
-            // every server that ever had this port.
-            .arg("--cache-dir")
-            .arg(self.dir.path().join("kubectl-cache"))
+        let mut child = genplane_test_support::kubectl_command(kubectl_1_33(), self.kubeconfig())
             .args(args)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
@@ -172,11 +148,7 @@ impl Cluster {
 
     /// A client with the admin's identity.
     pub(crate) async fn client(&self) -> kube::Client {
-        let kubeconfig = kube::config::Kubeconfig::read_from(self.kubeconfig()).unwrap();
-        let config = kube::Config::from_custom_kubeconfig(kubeconfig, &Default::default())
-            .await
-            .unwrap();
-        kube::Client::try_from(config).unwrap()
+        genplane_test_support::clients::kube_client(&self.kubeconfig()).await
     }
 }
 

@@ -1,25 +1,27 @@
-//! What the tests of the real binary share, the one way they start and wait on processes:
-//! a role binds port 0 itself and reports its address (or, where it cannot, is started again
-//! on another port when it lost its port to another process), every wait is on a condition
-//! with [`DEADLINE`], and a process that exits while a test waits on it fails the test at once
-//! with its log. Clients (raw HTTPS, kube-rs, kubectl) are built from the kubeconfig.
+//! What the tests of the real binary share: the roles of `genplane` started as processes
+//! through `genplane_test_support::process` (the one way every test binary starts and waits on
+//! processes: a role binds port 0 itself and reports its address, or, where it cannot, is
+//! started again on another port when it lost its port to another process; every wait is on a
+//! condition with [`DEADLINE`], and a process that exits while a test waits on it fails the
+//! test at once with its log), and clients built from the kubeconfig
+//! (`genplane_test_support::clients`, kubectl). What only these tests need stays here: the
+//! recording proxy and the test's own webhook server.
 
 #![allow(clippy::unwrap_used, dead_code, unreachable_pub)]
 
-pub mod clients;
-pub mod process;
 pub mod recorder;
 pub mod webhook;
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::{Command, Output};
-use std::time::{Duration, Instant};
 
-pub use clients::{Raw, https, kube_client};
+pub use genplane_test_support::clients::{self, Raw, https, kube_client, kube_config};
+pub use genplane_test_support::metrics::sample;
+pub use genplane_test_support::process::{Process, free_port, next_log, ok, text};
 pub use genplane_test_support::{
-    DEADLINE, eventually, eventually_async, fixture, kubectl_cache, kubectl_command, kubectl_path,
+    DEADLINE, eventually, eventually_async, eventually_holds, eventually_ok, eventually_ok_async,
+    fixture, kubectl_cache, kubectl_command, kubectl_path,
 };
-pub use process::Process;
 
 /// The executable under test.
 pub const BIN: &str = env!("CARGO_BIN_EXE_genplane");
@@ -61,23 +63,21 @@ impl Apiserver {
     /// update): only that answer is asked again.
     pub fn wait_established(&self, name: &str) {
         let crd = format!("crd/{name}");
-        let deadline = Instant::now() + Duration::from_secs(60);
-        loop {
+        eventually(&format!("{crd} to be Established"), || {
             let out = self.kubectl(
                 "kubectl",
                 &["wait", "--for=condition=Established", "--timeout=30s", &crd],
             );
             if out.status.success() {
-                return;
+                return Some(());
             }
             let answer = text(&out);
             assert!(
-                answer.contains(".status.conditions accessor error: <nil> is of the type <nil>")
-                    && Instant::now() < deadline,
+                answer.contains(".status.conditions accessor error: <nil> is of the type <nil>"),
                 "{answer}"
             );
-            std::thread::sleep(Duration::from_millis(50));
-        }
+            None
+        });
     }
 
     /// Raw HTTPS requests as the admin.
@@ -96,14 +96,6 @@ impl Apiserver {
         assert_eq!(answer.status, 200, "{}", answer.text());
         answer.text()
     }
-}
-
-/// The value of `series` (a metric's name, with its labels if it has any, as a sample line
-/// starts) in the scrape `text`, if the scrape has it.
-pub fn sample<T: std::str::FromStr>(text: &str, series: &str) -> Option<T> {
-    text.lines()
-        .find_map(|line| line.strip_prefix(series)?.strip_prefix(' '))
-        .and_then(|value| value.trim().parse().ok())
 }
 
 /// Starts `genplane apiserver` on SQLite.
@@ -151,25 +143,6 @@ pub fn stop(mut server: Apiserver) -> tempfile::TempDir {
     server.process.kill();
     // Swap the kept directory out of the server before it is dropped.
     std::mem::replace(&mut server.dir, tempfile::tempdir().unwrap())
-}
-
-/// A new log file `<name>-<n>.log` in `dir`: one per start, so that what an earlier run of
-/// the same data directory printed is never read as this one's.
-pub fn next_log(dir: &Path, name: &str) -> PathBuf {
-    (1..)
-        .map(|n| dir.join(format!("{name}-{n}.log")))
-        .find(|path| !path.exists())
-        .unwrap()
-}
-
-/// A port nobody listens on right now, for a role that cannot bind port 0 itself; whoever
-/// uses it must start again on another one when it lost the port to another process.
-pub fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
 }
 
 /// A `genplane controller-manager` with its ops endpoints on loopback.
@@ -226,18 +199,23 @@ impl ControllerManager {
         ControllerManager { process, port }
     }
 
-    /// `GET path` on the ops port (a self-signed certificate), as (status, body); status 0
-    /// when nothing answered.
+    /// `GET path` on the ops port, as [`ops_get`] asks it.
     pub fn get(&self, path: &str) -> (u16, String) {
-        let out = Command::new("curl")
-            .args(["-sk", "-w", "\n%{http_code}"])
-            .arg(format!("https://127.0.0.1:{}{path}", self.port))
-            .output()
-            .unwrap();
-        let text = String::from_utf8(out.stdout).unwrap();
-        let (body, code) = text.rsplit_once('\n').unwrap();
-        (code.parse().unwrap_or(0), body.to_owned())
+        ops_get(self.port, path)
     }
+}
+
+/// `GET path` on the ops endpoints of a role on `port` (a self-signed certificate), as
+/// (status, body); status 0 when nothing answered.
+pub fn ops_get(port: u16, path: &str) -> (u16, String) {
+    let out = Command::new("curl")
+        .args(["-sk", "-w", "\n%{http_code}"])
+        .arg(format!("https://127.0.0.1:{port}{path}"))
+        .output()
+        .unwrap();
+    let text = String::from_utf8(out.stdout).unwrap();
+    let (body, code) = text.rsplit_once('\n').unwrap();
+    (code.parse().unwrap_or(0), body.to_owned())
 }
 
 /// An etcd of its own for a test, on free loopback ports (started again on others when it
@@ -246,21 +224,6 @@ pub fn etcd(runtime: &tokio::runtime::Runtime) -> genplane_storage_etcd::testing
     runtime
         .block_on(genplane_storage_etcd::testing::EtcdServer::start())
         .unwrap()
-}
-
-/// Standard output and error of a finished command, as text.
-pub fn text(output: &Output) -> String {
-    format!(
-        "{}{}",
-        String::from_utf8_lossy(&output.stdout),
-        String::from_utf8_lossy(&output.stderr)
-    )
-}
-
-/// The standard output of a command that must have succeeded.
-pub fn ok(output: Output) -> String {
-    assert!(output.status.success(), "{}", text(&output));
-    String::from_utf8(output.stdout).unwrap()
 }
 
 /// kubectl (whatever version is installed), 1.33 and 1.27.

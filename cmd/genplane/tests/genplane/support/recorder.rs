@@ -115,7 +115,7 @@ async fn relay(
         .await
         .map_err(|e| e.to_string())?;
     let name = rustls::pki_types::ServerName::try_from("localhost").unwrap();
-    let tls = tokio_rustls::TlsConnector::from(upstream.config.clone())
+    let tls = tokio_rustls::TlsConnector::from(upstream.tls_config())
         .connect(name, tcp)
         .await
         .map_err(|e| e.to_string())?;

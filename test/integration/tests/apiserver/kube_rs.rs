@@ -5,10 +5,10 @@
 use crate::support;
 
 use std::collections::BTreeMap;
-use std::time::Duration;
 
 use futures::StreamExt;
 use genplane_storage::Storage;
+use genplane_test_support::eventually_async;
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
 use kube::runtime::{WatchStreamExt, reflector, watcher};
@@ -192,10 +192,13 @@ async fn reflector_follows_writes(config: watcher::Config) {
         BTreeMap::from([(Op::Create, 155), (Op::Patch, 625), (Op::Delete, 125)]),
         "every write the workload meant to succeed did"
     );
-    tokio::time::timeout(Duration::from_secs(20), gone_rx.wait_for(|gone| *gone))
-        .await
-        .expect("the watcher never saw a 410 after the compaction")
-        .unwrap();
+    tokio::time::timeout(
+        genplane_test_support::DEADLINE,
+        gone_rx.wait_for(|gone| *gone),
+    )
+    .await
+    .expect("the watcher never saw a 410 after the compaction")
+    .unwrap();
     let truth: BTreeMap<String, Option<String>> = api
         .list(&ListParams::default())
         .await
@@ -204,29 +207,26 @@ async fn reflector_follows_writes(config: watcher::Config) {
         .into_iter()
         .map(|cm| (cm.metadata.name.unwrap(), cm.metadata.resource_version))
         .collect();
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
-    loop {
-        let cached: BTreeMap<String, Option<String>> = reader
-            .state()
-            .iter()
-            .map(|cm| {
-                (
-                    cm.metadata.name.clone().unwrap(),
-                    cm.metadata.resource_version.clone(),
-                )
-            })
-            .collect();
-        if cached == truth {
-            break;
-        }
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "the reflector differs from a fresh list:\ncached {} objects, listed {}",
-            cached.len(),
+    eventually_async(
+        &format!(
+            "the reflector to equal a fresh list of {} objects",
             truth.len()
-        );
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+        ),
+        || async {
+            let cached: BTreeMap<String, Option<String>> = reader
+                .state()
+                .iter()
+                .map(|cm| {
+                    (
+                        cm.metadata.name.clone().unwrap(),
+                        cm.metadata.resource_version.clone(),
+                    )
+                })
+                .collect();
+            (cached == truth).then_some(())
+        },
+    )
+    .await;
     driver.abort();
 }
 

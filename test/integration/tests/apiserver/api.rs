@@ -21,13 +21,12 @@ on_both_backends!(
 
 use support::{Answer, Server, call};
 
-use std::time::Duration;
-
 use bytes::Bytes;
 use genplane_api::core::configmap;
 use genplane_api::decode::STATUS;
 use genplane_api::protobuf;
 use genplane_storage::Storage;
+use genplane_test_support::eventually_async;
 use http_body_util::{BodyExt, Full};
 use hyper::{Method, Request};
 use serde_json::{Value, json};
@@ -717,7 +716,7 @@ async fn watch_lines_accepting(
     let mut buffer = Vec::new();
     let mut lines = Vec::new();
     while lines.len() < count {
-        let frame = tokio::time::timeout(Duration::from_secs(10), body.frame())
+        let frame = tokio::time::timeout(genplane_test_support::DEADLINE, body.frame())
             .await
             .expect("a watch line in time")
             .unwrap()
@@ -834,8 +833,7 @@ async fn pages_expire_with_compaction_and_go_on_with_the_answers_token(server: S
             .unwrap();
     // The cache has seen the changes (what resourceVersion=0 reads is its memory), so no layer
     // still holds the snapshot.
-    let deadline = std::time::Instant::now() + Duration::from_secs(30);
-    loop {
+    eventually_async(&format!("the cache to reach {latest}"), || async {
         let cached = get(
             &server,
             &format!("{PATH}?resourceVersion=0"),
@@ -848,15 +846,9 @@ async fn pages_expire_with_compaction_and_go_on_with_the_answers_token(server: S
             .unwrap()
             .parse()
             .unwrap();
-        if at >= latest {
-            break;
-        }
-        assert!(
-            std::time::Instant::now() < deadline,
-            "the cache stays at {at}"
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+        (at >= latest).then_some(())
+    })
+    .await;
     let current = server.storage.current_revision().await.unwrap();
     server.storage.compact(current).await.unwrap();
 
@@ -1544,7 +1536,7 @@ async fn protobuf_watch_frames(server: Server) {
     let mut events = Vec::new();
     let mut stream = Vec::new();
     while events.len() < 2 {
-        let frame = tokio::time::timeout(Duration::from_secs(30), body.frame())
+        let frame = tokio::time::timeout(genplane_test_support::DEADLINE, body.frame())
             .await
             .expect("a watch frame in time")
             .unwrap()

@@ -13,6 +13,7 @@ use genplane_apimachinery::schema::{GroupResource, GroupVersionKind};
 use genplane_apimachinery::validation::field::ErrorList;
 use genplane_apiserver::{Limits, Resource};
 use genplane_registry::{CatalogStrategy, Strategy};
+use genplane_test_support::eventually_async;
 use hyper::Method;
 use serde_json::{Value, json};
 use support::{call, post_json, start_configured};
@@ -186,12 +187,10 @@ async fn the_limits_and_the_timeout_cover_paths_that_are_not_resources() {
         .await
         .unwrap();
     // A POST to a path that is not a resource is mutating, as upstream counts it: 429.
-    let mut refused = None;
-    for _ in 0..200 {
+    let refused = eventually_async("a POST to /version over the limit refused", || async {
         let answer = call(&server, Method::POST, "/version", &[], Some(b"{}".to_vec())).await;
         if answer.status == 429 {
-            refused = Some(answer);
-            break;
+            return Some(answer);
         }
         // The held create has not reached the limit yet.
         assert_eq!(
@@ -200,9 +199,9 @@ async fn the_limits_and_the_timeout_cover_paths_that_are_not_resources() {
             "{}",
             String::from_utf8_lossy(&answer.body)
         );
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
-    let refused = refused.expect("a POST to /version over the limit was never refused");
+        None
+    })
+    .await;
     assert_eq!(refused.header("retry-after"), "1");
     assert_eq!(refused.json()["reason"], "TooManyRequests");
     // Reads are not limited here (0), and the timeout parameter is checked on them too.

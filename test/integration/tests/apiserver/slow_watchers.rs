@@ -9,11 +9,11 @@
 use crate::support;
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use bytes::Bytes;
 use genplane_apiserver::WATCH_BUFFER_BYTES;
 use genplane_storage_cacher::CacherConfig;
+use genplane_test_support::metrics::sample;
 use http_body_util::{BodyExt, Empty, Full};
 use hyper::Request;
 use hyper_util::rt::TokioExecutor;
@@ -27,12 +27,6 @@ const EVENTS: usize = 500;
 const VALUE_BYTES: usize = 16 << 10;
 /// The watch cache's window of events in this test.
 const WINDOW: usize = 32;
-
-/// The value of the sample `line` (a metric name with its labels) in `text`.
-fn sample(text: &str, line: &str) -> Option<f64> {
-    text.lines()
-        .find_map(|l| l.strip_prefix(line)?.trim().parse().ok())
-}
 
 /// Watches `path` over HTTP/1.1 and reads until `count` events arrived.
 async fn read_events(server: &Server, path: String, count: usize) -> Vec<Value> {
@@ -122,7 +116,7 @@ async fn a_watcher_that_stops_reading_is_ended_while_a_reading_one_gets_every_ev
     }
     writers.join_all().await;
 
-    let fast = tokio::time::timeout(Duration::from_secs(60), fast)
+    let fast = tokio::time::timeout(genplane_test_support::DEADLINE, fast)
         .await
         .expect("the reading client got every event")
         .unwrap();
@@ -136,7 +130,7 @@ async fn a_watcher_that_stops_reading_is_ended_while_a_reading_one_gets_every_ev
 
     // What the server holds for its watchers is bounded, the stalled one included.
     let text = server.metrics().await;
-    let buffered = sample(
+    let buffered: f64 = sample(
         &text,
         "apiserver_watch_buffered_bytes{group=\"\",resource=\"configmaps\"}",
     )
@@ -148,7 +142,7 @@ async fn a_watcher_that_stops_reading_is_ended_while_a_reading_one_gets_every_ev
 
     // Now the slow client reads: what it gets is a prefix of the events without a gap, then
     // the end of the stream, without an error.
-    let body = tokio::time::timeout(Duration::from_secs(60), slow.into_body().collect())
+    let body = tokio::time::timeout(genplane_test_support::DEADLINE, slow.into_body().collect())
         .await
         .expect("the stalled watch was ended")
         .unwrap()
@@ -183,7 +177,7 @@ async fn a_watcher_that_stops_reading_is_ended_while_a_reading_one_gets_every_ev
     // The ended client watches again from the last resourceVersion it received and gets the
     // rest, from the store's history, without listing again.
     let rest = tokio::time::timeout(
-        Duration::from_secs(60),
+        genplane_test_support::DEADLINE,
         read_events(
             &server,
             format!("{collection}?watch=1&resourceVersion={last}"),

@@ -12,6 +12,7 @@
 use crate::support;
 
 use genplane_storage::Storage;
+use genplane_test_support::eventually_async;
 use hyper::Method;
 use serde_json::{Value, json};
 use support::{Server, call};
@@ -525,14 +526,10 @@ async fn built_in_kinds_lists_and_statuses_are_written_in_upstreams_field_order(
     // A custom resource keeps sorted keys (upstream's unstructured objects), its Scale does not.
     // (Once the CRD is served: it is established a moment after it is created.)
     let widgets = "/apis/example.com/v1/namespaces/fo/widgets";
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
-    while send(&server, Method::GET, widgets, None).await.0 != 200 {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "the CRD is never served"
-        );
-        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
-    }
+    eventually_async("the CRD to be served", || async {
+        (send(&server, Method::GET, widgets, None).await.0 == 200).then_some(())
+    })
+    .await;
     check(
         "custom resource",
         Method::POST,

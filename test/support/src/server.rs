@@ -1,21 +1,18 @@
-//! An API server in-process on loopback, assembled by the code that assembles
+//! An API server in the test's own process on loopback, assembled by the code that assembles
 //! `genplane apiserver` (`genplane_controlplane::server`: options validated into a `Config`,
 //! completed, run): HTTPS with a serving certificate generated in a temporary data directory,
-//! client certificates checked against the generated CA, RBAC over the bootstrap policy,
-//! the default admission plugins, and an audit log at Metadata level in the temporary
-//! directory. Every resource is behind its watch cache, over SQLite or over a real etcd
-//! process.
+//! client certificates checked against the generated CA, RBAC over the bootstrap policy, the
+//! default admission plugins, and an audit log at Metadata level in the temporary directory.
+//! Every resource is behind its watch cache, over SQLite or over a real etcd process. There is
+//! no plain-HTTP variant: every client, raw sockets included, speaks TLS.
 //!
-//! The clients here (raw TLS streams, HTTP/1.1 and HTTP/2 connections, kube-rs) trust the
-//! generated CA and present the admin's client certificate (user `genplane-admin`, group
-//! `system:masters`), as `admin.kubeconfig` does.
-
-#![allow(dead_code, unreachable_pub)]
+//! The clients of a [`Server`] (raw TLS streams, HTTP/1.1 and HTTP/2 connections, kube-rs,
+//! the real `curl`) trust the generated CA and present the admin's client certificate (user
+//! `genplane-admin`, group `system:masters`), as `admin.kubeconfig` does.
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use genplane_component_base::config::Invalid;
@@ -25,9 +22,9 @@ use genplane_component_base::version::BuildInfo;
 use genplane_controlplane::Backend;
 use genplane_controlplane::server::{CompletedConfig, Config, Error, Options, Ready};
 use genplane_storage_etcd::testing::EtcdServer;
-use http_body_util::{BodyExt, Full};
+use http_body_util::{BodyExt as _, Full};
 use hyper::client::conn::{http1, http2};
-use hyper::{Method, Request, Response};
+use hyper::{Request, Response};
 use hyper_util::rt::{TokioExecutor, TokioIo};
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName};
@@ -36,11 +33,10 @@ use tokio::net::TcpStream;
 use tokio::task::JoinHandle;
 use tokio_rustls::client::TlsStream;
 
+use crate::{eventually_async, eventually_ok_async};
+
 /// The audit policy every test server runs with: every request at Metadata level.
 const AUDIT_POLICY: &str = "apiVersion: audit.k8s.io/v1\nkind: Policy\nrules:\n- level: Metadata\n";
-
-/// How long a server may take to start (a restart waits for the previous one's storage).
-const START: Duration = Duration::from_secs(30);
 
 /// Which storage the server runs on.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -51,7 +47,7 @@ pub enum Flavour {
     Etcd,
 }
 
-/// A running server and what its clients need.
+/// A running server and what its clients need; dropping it stops the server.
 pub struct Server {
     /// The address it serves HTTPS on.
     pub addr: SocketAddr,
@@ -65,6 +61,15 @@ pub struct Server {
     shutdown: StopOnDrop,
     serving: JoinHandle<Result<(), Error>>,
     place: Place,
+}
+
+impl std::fmt::Debug for Server {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Server")
+            .field("addr", &self.addr)
+            .field("data_dir", &self.place.data_dir())
+            .finish_non_exhaustive()
+    }
 }
 
 /// What outlives one server: the temporary directory (data directory, audit log) and the etcd.
@@ -283,14 +288,7 @@ impl Server {
         })
         .await
         .unwrap();
-        (
-            output.status.code(),
-            format!(
-                "{}{}",
-                String::from_utf8_lossy(&output.stdout),
-                String::from_utf8_lossy(&output.stderr)
-            ),
-        )
+        (output.status.code(), crate::process::text(&output))
     }
 
     /// `https://<addr><path>`.
@@ -359,33 +357,29 @@ impl Server {
 
     /// A kube-rs client from the `admin.kubeconfig` the server wrote.
     pub async fn kube_client(&self) -> kube::Client {
-        let path = self.data_dir().join("admin.kubeconfig");
-        let kubeconfig = kube::config::Kubeconfig::read_from(&path).unwrap();
-        let config = kube::Config::from_custom_kubeconfig(kubeconfig, &Default::default())
-            .await
-            .unwrap();
-        kube::Client::try_from(config).unwrap()
+        crate::clients::kube_client(&self.data_dir().join("admin.kubeconfig")).await
     }
 
-    /// The server's `/metrics`, as a Prometheus scrape reads them.
+    /// The server's `/metrics`, as a Prometheus scrape reads them (read values with
+    /// [`crate::metrics::sample`]).
     pub async fn metrics(&self) -> String {
-        let answer = call(self, Method::GET, "/metrics", &[], None)
-            .await
-            .expect(200);
-        String::from_utf8(answer.body).unwrap()
+        let request = Request::get("/metrics").body(Full::default()).unwrap();
+        let response = self.send(request).await;
+        let status = response.status();
+        let body = response.into_body().collect().await.unwrap().to_bytes();
+        let text = String::from_utf8(body.to_vec()).unwrap();
+        assert_eq!(status, 200, "{text}");
+        text
     }
 
-    /// Waits until a scrape of the server's metrics contains `line`; the scrape.
+    /// Waits until a scrape of the server's metrics has the sample line `line` (value
+    /// included); the scrape.
     pub async fn metrics_until(&self, line: &str) -> String {
-        let deadline = Instant::now() + Duration::from_secs(30);
-        loop {
+        eventually_async(&format!("{line:?} in /metrics"), || async {
             let text = self.metrics().await;
-            if text.contains(line) {
-                return text;
-            }
-            assert!(Instant::now() < deadline, "never saw {line:?} in:\n{text}");
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
+            crate::metrics::has_all(&text, &[line]).then_some(text)
+        })
+        .await
     }
 
     /// The audit events written so far (audit.k8s.io/v1 Events, one JSON object a line).
@@ -395,18 +389,11 @@ impl Server {
 
     /// Waits until the audit log has the events `wanted` accepts; they, in the log's order.
     pub async fn audit_until(&self, wanted: impl Fn(&[Value]) -> bool) -> Vec<Value> {
-        let deadline = Instant::now() + Duration::from_secs(30);
-        loop {
+        eventually_async("the events wanted in the audit log", || async {
             let events = self.audit_events();
-            if wanted(&events) {
-                return events;
-            }
-            assert!(
-                Instant::now() < deadline,
-                "the audit log never had the events wanted: {events:#?}"
-            );
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
+            wanted(&events).then_some(events)
+        })
+        .await
     }
 }
 
@@ -440,6 +427,15 @@ pub struct Stopped {
     addr: SocketAddr,
 }
 
+impl std::fmt::Debug for Stopped {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Stopped")
+            .field("addr", &self.addr)
+            .field("data_dir", &self.place.data_dir())
+            .finish_non_exhaustive()
+    }
+}
+
 impl Stopped {
     /// Serves the data again on the same address, with the same certificates.
     pub async fn start(self) -> Server {
@@ -450,143 +446,11 @@ impl Stopped {
         } = self;
         drop(storage);
         // The stopped server's tasks may hold the SQLite store a moment longer.
-        let deadline = Instant::now() + START;
-        let completed = loop {
-            match place.config(addr.port()).complete().await {
-                Ok(completed) => break completed,
-                Err(e) if Instant::now() < deadline => {
-                    drop(e);
-                    tokio::time::sleep(Duration::from_millis(50)).await;
-                }
-                Err(e) => panic!("starting again: {e:?}"),
-            }
-        };
+        let completed = eventually_ok_async("the data to open again", || {
+            let config = place.config(addr.port());
+            async move { config.complete().await.map_err(|e| format!("{e:?}")) }
+        })
+        .await;
         serve(place, completed).await
-    }
-}
-
-/// Runs each named `async fn(Server)` test twice: `sqlite::<name>` and `etcd::<name>`.
-macro_rules! on_both_backends {
-    ($($name:ident),* $(,)?) => {
-        mod sqlite {
-            $(
-                #[tokio::test]
-                async fn $name() {
-                    super::$name(
-                        $crate::support::start_on($crate::support::Flavour::Sqlite).await,
-                    )
-                    .await;
-                }
-            )*
-        }
-        mod etcd {
-            $(
-                #[tokio::test]
-                async fn $name() {
-                    super::$name(
-                        $crate::support::start_on($crate::support::Flavour::Etcd).await,
-                    )
-                    .await;
-                }
-            )*
-        }
-    };
-}
-
-/// A whole answer: status, headers, body.
-pub struct Answer {
-    pub status: u16,
-    pub headers: hyper::HeaderMap,
-    pub body: Vec<u8>,
-}
-
-impl Answer {
-    /// The body as JSON (the test fails when it is not).
-    pub fn json(&self) -> Value {
-        serde_json::from_slice(&self.body)
-            .unwrap_or_else(|e| panic!("not JSON ({e}): {}", String::from_utf8_lossy(&self.body)))
-    }
-
-    /// A header's value, empty when absent.
-    pub fn header(&self, name: &str) -> &str {
-        self.headers.get(name).map_or("", |v| v.to_str().unwrap())
-    }
-
-    /// Fails the test unless the status is `status` (saying what the body says); the answer.
-    #[track_caller]
-    pub fn expect(self, status: u16) -> Answer {
-        assert_eq!(
-            self.status,
-            status,
-            "{}",
-            String::from_utf8_lossy(&self.body)
-        );
-        self
-    }
-
-    /// Every `Warning` header.
-    pub fn warnings(&self) -> Vec<String> {
-        self.headers
-            .get_all("warning")
-            .iter()
-            .map(|v| v.to_str().unwrap().to_owned())
-            .collect()
-    }
-}
-
-/// Sends one request as the admin over HTTPS and reads the whole answer.
-pub async fn call(
-    server: &Server,
-    method: Method,
-    path: &str,
-    headers: &[(&str, &str)],
-    body: Option<Vec<u8>>,
-) -> Answer {
-    let mut request = Request::builder().method(method).uri(path);
-    for (k, v) in headers {
-        request = request.header(*k, *v);
-    }
-    let request = request
-        .body(Full::new(Bytes::from(body.unwrap_or_default())))
-        .unwrap();
-    let response = server.send(request).await;
-    let status = response.status().as_u16();
-    let headers = response.headers().clone();
-    let body = response
-        .into_body()
-        .collect()
-        .await
-        .unwrap()
-        .to_bytes()
-        .to_vec();
-    Answer {
-        status,
-        headers,
-        body,
-    }
-}
-
-/// `POST`s `object` as JSON to `path`.
-pub async fn post_json(server: &Server, path: &str, object: &Value) -> Answer {
-    let body = serde_json::to_vec(object).unwrap();
-    call(
-        server,
-        Method::POST,
-        path,
-        &[("content-type", "application/json")],
-        Some(body),
-    )
-    .await
-}
-
-/// Reads `stream` to its end: a server may close a connection without TLS's close_notify once
-/// its answer is complete.
-pub async fn read_to_end(stream: &mut TlsStream<TcpStream>) -> std::io::Result<Vec<u8>> {
-    use tokio::io::AsyncReadExt as _;
-    let mut raw = Vec::new();
-    match stream.read_to_end(&mut raw).await {
-        Ok(_) => Ok(raw),
-        Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof && !raw.is_empty() => Ok(raw),
-        Err(e) => Err(e),
     }
 }

@@ -1,5 +1,6 @@
 //! Clients built from a kubeconfig: raw HTTPS requests (one connection each, from the test's
-//! own thread), kube-rs clients, and kubectl.
+//! own thread, no async runtime needed) and kube-rs clients. kubectl is
+//! [`crate::kubectl_command`].
 
 use std::io::{Read, Write};
 use std::net::TcpStream;
@@ -46,11 +47,11 @@ impl Answer {
 
 /// An HTTPS client for one server: its address, the CA it trusts, and an optional client
 /// certificate.
-#[derive(Clone)]
+#[derive(Clone, Debug)]
 pub struct Raw {
     /// `host:port`.
     pub address: String,
-    pub(crate) config: Arc<rustls::ClientConfig>,
+    config: Arc<rustls::ClientConfig>,
 }
 
 /// A client certificate and its key, PEM.
@@ -185,6 +186,12 @@ impl Raw {
     pub fn get(&self, path: &str) -> Answer {
         self.request("GET", path, &[], None)
     }
+
+    /// The TLS configuration of its connections (the CA trusted, the client certificate if
+    /// any), for a client of the test's own (a proxy's upstream side, say).
+    pub fn tls_config(&self) -> Arc<rustls::ClientConfig> {
+        self.config.clone()
+    }
 }
 
 /// Splits a raw HTTP/1.1 answer into status, headers and (de-chunked) body.
@@ -254,9 +261,15 @@ pub fn https(
 
 /// A kube-rs client for the server and user of `kubeconfig`.
 pub async fn kube_client(kubeconfig: &Path) -> kube::Client {
-    let kubeconfig = kube::config::Kubeconfig::read_from(kubeconfig).unwrap();
-    let config = kube::Config::from_custom_kubeconfig(kubeconfig, &Default::default())
+    kube::Client::try_from(kube_config(kubeconfig).await).unwrap()
+}
+
+/// The kube-rs configuration of `kubeconfig`'s current context, for a client that changes it
+/// first (no retries of its own, say).
+pub async fn kube_config(kubeconfig: &Path) -> kube::Config {
+    let read = kube::config::Kubeconfig::read_from(kubeconfig)
+        .unwrap_or_else(|e| panic!("reading {}: {e}", kubeconfig.display()));
+    kube::Config::from_custom_kubeconfig(read, &Default::default())
         .await
-        .unwrap();
-    kube::Client::try_from(config).unwrap()
+        .unwrap()
 }
