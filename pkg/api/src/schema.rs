@@ -129,7 +129,7 @@ pub const fn keyed_list(
 
 /// The extensions of the types every kind shares (metav1, and core/v1 references). Each kind's
 /// own are in its catalog entry ([`crate::resource::ResourceInfo::extensions`]), next to the rest
-/// of what describes it; [`super::all`] is the whole table.
+/// of what describes it; [`crate::openapi::extensions::all`] is the whole table.
 pub static SHARED: &[Extensions] = &[
     // metav1
     Extensions {

@@ -56,7 +56,9 @@ pub fn validate(object: &Value) -> Result<ErrorList, ApiError> {
     BINDING.validate(object)
 }
 
-/// Validates an update of a ClusterRoleBinding: see [`BindingKind::validate_update`].
+/// Validates an update of a ClusterRoleBinding: the create rules (twice, as upstream's strategy runs them
+/// before its update validation, which runs them again), the metadata update rules and
+/// `cannot change roleRef`.
 pub fn validate_update(new: &Value, old: &Value) -> Result<ErrorList, ApiError> {
     BINDING.validate_update(new, old)
 }
