@@ -6,6 +6,7 @@ use serde_json::Value;
 use super::parse::{Items, Node, SchemaOrBool};
 
 /// Why upstream's `NewStructural` cannot read the schema at all, checked in its order.
+/// The schemas of value validations (`allOf`, `anyOf`, `oneOf`, `not`) are read alike.
 pub(super) fn convertible(node: &Node<'_>) -> Result<(), String> {
     unsupported_fields(node)?;
     convertible_value_validation(node)?;
@@ -33,35 +34,10 @@ pub(super) fn convertible(node: &Node<'_>) -> Result<(), String> {
 
 fn convertible_value_validation(node: &Node<'_>) -> Result<(), String> {
     if let Some(not) = &node.not {
-        convertible_nested(not)?;
+        convertible(not)?;
     }
     for n in node.all_of.iter().chain(&node.any_of).chain(&node.one_of) {
-        convertible_nested(n)?;
-    }
-    Ok(())
-}
-
-fn convertible_nested(node: &Node<'_>) -> Result<(), String> {
-    unsupported_fields(node)?;
-    convertible_value_validation(node)?;
-    if node.get("x-kubernetes-preserve-unknown-fields") == Some(&Value::Bool(false)) {
-        return Err(
-            "internal error: 'x-kubernetes-preserve-unknown-fields' must be true or undefined"
-                .to_owned(),
-        );
-    }
-    match &node.items {
-        Some(Items::Many(list)) if !list.is_empty() => {
-            return Err("OpenAPIV3Schema 'items' must be a schema, but is an array".to_owned());
-        }
-        Some(Items::One(item)) => convertible_nested(item)?,
-        _ => {}
-    }
-    for (_, property) in &node.properties {
-        convertible_nested(property)?;
-    }
-    if let Some(SchemaOrBool::Schema(values)) = &node.additional_properties {
-        convertible_nested(values)?;
+        convertible(n)?;
     }
     Ok(())
 }
