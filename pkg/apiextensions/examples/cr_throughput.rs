@@ -9,9 +9,9 @@
 use std::time::Instant;
 
 use genplane_apiextensions::defaulting::default;
+use genplane_apiextensions::object_validation::{validate, validate_update};
 use genplane_apiextensions::pruning::{Source, normalize};
 use genplane_apiextensions::schema::Structural;
-use genplane_apiextensions::validation::{validate, validate_update};
 use serde_json::{Value, json};
 
 const BATCHES: u32 = 15;

@@ -5,7 +5,7 @@
 //!   structural schema within upstream's limits; [`openapi`] turns it into the schema
 //!   published in the OpenAPI documents; [`typed`] into the type model server-side apply uses.
 //! - When a custom resource is written or read: [`schema`] is the compiled schema;
-//!   [`validation`] checks an object against it, [`defaulting`] fills in `default`s and
+//!   [`object_validation`] checks an object against it, [`defaulting`] fills in `default`s and
 //!   [`pruning`] drops fields the schema does not know.
 //!
 //! CEL rules (`x-kubernetes-validations`) live in `genplane-cel`.
@@ -15,10 +15,10 @@
 mod compile;
 pub mod defaulting;
 mod formats;
+pub mod object_validation;
 mod objectmeta;
 pub mod openapi;
 pub mod pruning;
 pub mod schema;
 pub mod structural;
 pub mod typed;
-pub mod validation;

@@ -1,5 +1,5 @@
 //! The compiled schema of one CRD version: built once from its `openAPIV3Schema` and walked by
-//! [`validation`](crate::validation), [`defaulting`](crate::defaulting) and
+//! [`object_validation`](crate::object_validation), [`defaulting`](crate::defaulting) and
 //! [`pruning`](crate::pruning) for every custom resource read or written.
 //!
 //! [`Structural::new`] (in the private module `compile`, which reads the JSON and prunes the

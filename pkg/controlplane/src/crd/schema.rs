@@ -12,7 +12,7 @@ use genplane_api::apiextensions::{self as crds, status};
 use genplane_apiextensions::pruning::{self, Source};
 use genplane_apiextensions::schema::Structural;
 use genplane_apiextensions::structural::{self, Options};
-use genplane_apiextensions::{defaulting, openapi, validation};
+use genplane_apiextensions::{defaulting, object_validation, openapi};
 use genplane_apimachinery::errors::{ApiError, Status};
 use genplane_apimachinery::schema::{GroupResource, GroupVersionKind};
 use genplane_apimachinery::validation::field::{Error, ErrorList, Path};
@@ -84,13 +84,13 @@ impl CustomSchema for VersionSchema {
 
     fn validate(&self, object: &Value, old: Option<&Value>) -> ErrorList {
         let mut errors = match (&self.structural, old) {
-            (Some(schema), None) => validation::validate(schema, object),
-            (Some(schema), Some(old)) => validation::validate_update(schema, object, old),
+            (Some(schema), None) => object_validation::validate(schema, object),
+            (Some(schema), Some(old)) => object_validation::validate_update(schema, object, old),
             (None, _) => ErrorList::new(),
         };
         if let Some(rules) = &self.rules {
-            if validation::blocks_cel(&errors) {
-                errors.push(validation::cel_skipped());
+            if object_validation::blocks_cel(&errors) {
+                errors.push(object_validation::cel_skipped());
             } else {
                 // cheap rules run inline, others where they hold no runtime worker
                 let (found, _) = genplane_admission::evaluation::run(|inline| match inline {
@@ -252,7 +252,7 @@ fn check_defaults(schema: &Value, path: &Path) -> ErrorList {
             ));
             continue;
         }
-        for error in validation::schema_errors(&compiled, &site.value, None).0 {
+        for error in object_validation::schema_errors(&compiled, &site.value, None).0 {
             errors.push(Error {
                 field: site.path.clone(),
                 ..error
