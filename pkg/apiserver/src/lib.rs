@@ -4,7 +4,8 @@
 //! - [`openapi`]: the OpenAPI v3 documents below `/openapi/v3` and the v2 document at
 //!   `/openapi/v2` (JSON or protobuf), built and hashed once.
 //! - [`negotiation`]: which form a response takes, how a body is read.
-//! - [`namespaces`]: the stored namespaces as admission plugins read them.
+//! - [`admission`]: what the admission plugins read of the server's storage (namespaces,
+//!   policies, quotas, webhook configurations), kept in memory by watches.
 //! - [`authn`]: who made a request (client certificates, bearer tokens, anonymous);
 //!   [`impersonation`]: acting as someone else; [`authz`]: may they ([`Security`] holds both).
 //! - [`server`]: [`ApiServer`], what it serves (a snapshot replaced when custom resources come
@@ -21,7 +22,7 @@
 
 #![warn(missing_docs)]
 
-pub mod admission_policies;
+pub mod admission;
 pub mod answer;
 pub mod authn;
 pub mod authz;
@@ -36,17 +37,13 @@ mod handlers;
 pub mod impersonation;
 pub mod kind;
 pub mod metrics;
-pub mod mirrored;
-pub mod namespaces;
 pub mod negotiation;
 pub mod openapi;
-pub mod quotas;
 pub mod request_body;
 pub mod request_info;
 mod reviews;
 mod router;
 pub mod server;
-pub mod webhook_configurations;
 
 pub use authz::Security;
 pub use enablement::ApiEnablement;

@@ -15,6 +15,7 @@ use genplane_registry::{CatalogStrategy, Store};
 use genplane_storage::Storage;
 use serde_json::{Value, json};
 
+use crate::admission::mirrored::MirroredList;
 use crate::answer::Answer;
 use crate::authz::Security;
 use crate::backing::Backing;
@@ -23,7 +24,6 @@ use crate::enablement::{Api, ApiEnablement};
 use crate::filters::max_in_flight::{InFlight, Limits};
 use crate::kind::ServedKind;
 use crate::metrics::ApiMetrics;
-use crate::mirrored::MirroredList;
 use crate::openapi::{OpenApiV2, OpenApiV3};
 use crate::request_info::RequestInfo;
 
@@ -260,7 +260,7 @@ fn webhook_configurations<S: Storage>(
         mutatingwebhookconfiguration, validatingwebhookconfiguration,
     };
     Some(Arc::new(
-        crate::webhook_configurations::StoredWebhookConfigurations {
+        crate::admission::webhook_configurations::StoredWebhookConfigurations {
             validating: MirroredList::new(admission_store(
                 builtin,
                 &validatingwebhookconfiguration::INFO,
@@ -276,9 +276,9 @@ fn webhook_configurations<S: Storage>(
 /// The params of admission policies: objects of any kind served at the time of the write.
 fn served_params<S: Storage>(
     served: &Arc<std::sync::RwLock<Arc<Served<S>>>>,
-) -> crate::admission_policies::ServedParams<S> {
+) -> crate::admission::policies::ServedParams<S> {
     let served = served.clone();
-    let kinds: crate::admission_policies::KindStores<S> =
+    let kinds: crate::admission::policies::KindStores<S> =
         Arc::new(move |group: &str, version: &str, kind: &str| {
             let served = served
                 .read()
@@ -290,7 +290,7 @@ fn served_params<S: Storage>(
                     .flatten()
             })
         });
-    crate::admission_policies::ServedParams { kinds }
+    crate::admission::policies::ServedParams { kinds }
 }
 
 /// The store of the built-in admission configuration resource `kind`, when served.
@@ -309,7 +309,7 @@ fn admission_policies<S: Storage>(
     builtin: &[Arc<Resource<S>>],
     served: &Arc<std::sync::RwLock<Arc<Served<S>>>>,
 ) -> Option<Arc<dyn genplane_admission::validating_policy::Policies>> {
-    Some(Arc::new(crate::admission_policies::StoredPolicies {
+    Some(Arc::new(crate::admission::policies::StoredPolicies {
         policies: MirroredList::new(admission_store(
             builtin,
             &admissionregistration::validatingadmissionpolicy::INFO,
@@ -329,7 +329,7 @@ fn mutating_admission_policies<S: Storage>(
     served: &Arc<std::sync::RwLock<Arc<Served<S>>>>,
 ) -> Option<Arc<dyn genplane_admission::mutating_policy::MutatingPolicies>> {
     let snapshot = served.clone();
-    let types: crate::admission_policies::ServedTypes = Arc::new(move || {
+    let types: crate::admission::policies::ServedTypes = Arc::new(move || {
         snapshot
             .read()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
@@ -337,7 +337,7 @@ fn mutating_admission_policies<S: Storage>(
             .clone()
     });
     Some(Arc::new(
-        crate::admission_policies::StoredMutatingPolicies {
+        crate::admission::policies::StoredMutatingPolicies {
             policies: MirroredList::new(admission_store(
                 builtin,
                 &admissionregistration::mutatingadmissionpolicy::INFO,
@@ -360,7 +360,7 @@ fn resource_quotas<S: Storage>(
         .iter()
         .find(|r| r.info.group.is_empty() && r.info.resource == "resourcequotas")?;
     let status = resource.subresource_store("status")?;
-    Some(Arc::new(crate::quotas::StoredQuotas {
+    Some(Arc::new(crate::admission::quotas::StoredQuotas {
         quotas: resource.store()?.clone(),
         status: status.clone(),
     }))
@@ -448,7 +448,9 @@ impl<S: Storage> ApiServer<S> {
             .find(|r| r.info.group.is_empty() && r.info.resource == "namespaces")
             .and_then(|namespaces| namespaces.store())
             .map(|namespaces| genplane_admission::plugins::Context {
-                namespaces: Arc::new(crate::namespaces::StoredNamespaces::new(namespaces.clone())),
+                namespaces: Arc::new(crate::admission::namespaces::StoredNamespaces::new(
+                    namespaces.clone(),
+                )),
                 webhooks: webhook_configurations(&builtin),
                 quotas: resource_quotas(&builtin),
                 policies: admission_policies(&builtin, &served),

@@ -18,6 +18,13 @@
 //! 12. [`compression`], on the way out: a large answer gzip-compressed for clients that accept
 //!     it.
 //!
+//! The request timeout (10) also sits elsewhere than upstream's: kube-apiserver's
+//! `WithRequestDeadline` and `WithTimeoutForNonLongRunningRequests` wrap authentication, audit,
+//! impersonation, the in-flight limits and authorization, so their deadline counts the time
+//! those take; here it wraps the router alone. Every step before it answers from memory (the
+//! certificate and token authenticators, RBAC, the audit policy), so what the deadline cuts
+//! short is the same: storage reads and writes, admission webhooks, conversion.
+//!
 //! The chain is a plain async function rather than a stack of tower layers: each filter is a
 //! call in order, so reading `chain` top to bottom is reading the order, a refusal is an early
 //! return, and the hot path has no boxing or cloning of services. What a filter does after the

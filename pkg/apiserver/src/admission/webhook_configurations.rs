@@ -8,7 +8,7 @@ use genplane_admission::{BoxFuture, Listed};
 use genplane_apimachinery::errors::ApiError;
 use genplane_storage::Storage;
 
-use crate::mirrored::MirroredList;
+use crate::admission::mirrored::MirroredList;
 
 /// The mirrored lists of a server's validating and mutating webhook configurations.
 pub struct StoredWebhookConfigurations<S: Storage> {

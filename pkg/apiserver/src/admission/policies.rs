@@ -20,7 +20,7 @@ use genplane_registry::{ListOptions, Store};
 use genplane_storage::Storage;
 use serde_json::{Value, json};
 
-use crate::mirrored::MirroredList;
+use crate::admission::mirrored::MirroredList;
 
 /// Finds the store of a kind served at the time of the call: given `group`, `version` and
 /// `kind`, whether it is namespaced and its store.
