@@ -14,7 +14,7 @@ use genplane_component_base::process::Process;
 pub enum Error {
     /// `--to-version` is not `MAJOR.MINOR`.
     #[error("--to-version: {0}")]
-    Version(#[source] featuregate::Error),
+    Version(featuregate::Error),
     /// No client of the API server could be made from the kubeconfig.
     #[error(transparent)]
     Connect(#[from] crate::client::Error),
