@@ -15,7 +15,7 @@ use genplane_authentication::UserInfo;
 use genplane_registry::Written;
 use serde_json::Value;
 
-use crate::authz::Security;
+use crate::security::Security;
 
 /// Reads the server's stored objects, for answers that depend on them (a TokenRequest reads
 /// its ServiceAccount).

@@ -159,7 +159,7 @@ pub(crate) struct Ctx<'a, S: Storage> {
     /// Who asks.
     pub(crate) user: &'a genplane_authentication::UserInfo,
     /// The server's authentication and authorization, if it has them (answers use them).
-    pub(crate) security: Option<&'a crate::authz::Security>,
+    pub(crate) security: Option<&'a crate::security::Security>,
     /// The server's stored objects (answers read them).
     pub(crate) objects: &'a dyn crate::answer::StoredObjects,
 }

@@ -6,8 +6,11 @@
 //! - [`negotiation`]: which form a response takes, how a body is read.
 //! - [`admission`]: what the admission plugins read of the server's storage (namespaces,
 //!   policies, quotas, webhook configurations), kept in memory by watches.
-//! - [`authn`]: who made a request (client certificates, bearer tokens, anonymous);
-//!   [`impersonation`]: acting as someone else; [`authz`]: may they ([`Security`] holds both).
+//! - [`security`]: what the server is given to decide who makes a request (the request
+//!   authenticator of `genplane-authentication`) and what they may do (the authorizer), and
+//!   the issuers behind the authentication APIs; the filters that use it are
+//!   [`filters`]' authentication, impersonation and authorization.
+//! - [`metrics`]: the API server's metrics, and the per-request observation the chain makes.
 //! - [`server`]: [`ApiServer`], what it serves (a snapshot replaced when custom resources come
 //!   and go); [`filters`]: the chain every request goes through, in one function; the router
 //!   then answers: the ops endpoints, `/version`, discovery, OpenAPI and every verb on every
@@ -24,8 +27,6 @@
 
 pub mod admission;
 pub mod answer;
-pub mod authn;
-pub mod authz;
 pub mod backing;
 pub mod body;
 pub mod discovery;
@@ -34,7 +35,6 @@ pub mod encode;
 mod fieldmanager;
 pub mod filters;
 mod handlers;
-pub mod impersonation;
 pub mod kind;
 pub mod metrics;
 pub mod negotiation;
@@ -43,10 +43,12 @@ pub mod request_body;
 pub mod request_info;
 mod reviews;
 mod router;
+pub mod security;
 pub mod server;
 
-pub use authz::Security;
 pub use enablement::ApiEnablement;
+pub use metrics::ApiMetrics;
+pub use security::Security;
 
 /// The stack each thread that answers requests should have. Request handling recurses over
 /// bodies and objects (decoders, schemas, patches, field sets) as deep as the decoders allow

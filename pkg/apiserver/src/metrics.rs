@@ -8,6 +8,10 @@
 //! (`GET`, `POST`, `PUT`, `PATCH`, `DELETE`), `LIST` and `WATCH` for collections, `APPLY` for
 //! server-side apply. The scope is `resource` (one named object), `namespace` or `cluster`.
 //! A watch's duration is observed when its stream ends.
+//!
+//! The filter chain measures each resource request with an [`Observation`] ([`begin`] once the
+//! request is known, [`Observation::finish`] with its answer). Requests refused by
+//! authentication or authorization are not counted, as upstream counts them at the route.
 
 use std::collections::HashMap;
 use std::fmt;
@@ -15,12 +19,18 @@ use std::sync::{Arc, Mutex, PoisonError, RwLock};
 use std::time::Instant;
 
 use genplane_component_base::metrics::Registry;
+use hyper::header::CONTENT_TYPE;
+use hyper::{Response, StatusCode};
 use prometheus_client::collector::Collector;
 use prometheus_client::encoding::{DescriptorEncoder, EncodeLabelSet, EncodeMetric};
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::{ConstGauge, Gauge};
 use prometheus_client::metrics::histogram::Histogram;
+
+use crate::body::ResponseBody;
+use crate::kind::ServedKind;
+use crate::request_info::RequestInfo;
 
 /// The component label of every request metric.
 const COMPONENT: &str = "apiserver";
@@ -420,6 +430,122 @@ impl Drop for GaugeGuard {
     fn drop(&mut self) {
         self.0.dec();
     }
+}
+
+/// One request being measured.
+pub(crate) struct Observation {
+    metrics: ApiMetrics,
+    kind: RequestKind,
+    started: Instant,
+    watch: bool,
+    _in_flight: Option<GaugeGuard>,
+}
+
+/// Starts measuring a resource request (`None` for others, or without metrics).
+pub(crate) fn begin<B>(
+    metrics: Option<&ApiMetrics>,
+    info: &RequestInfo,
+    request: &hyper::Request<B>,
+) -> Option<Observation> {
+    let metrics = metrics?;
+    if !info.is_resource_request {
+        return None;
+    }
+    Some(Observation {
+        metrics: metrics.clone(),
+        kind: request_kind(info, request),
+        started: Instant::now(),
+        watch: info.verb == "watch",
+        _in_flight: None,
+    })
+}
+
+/// Observes the answer of a request measured since [`begin`] (see [`Observation::finish`]).
+pub(crate) fn finish(
+    observation: Option<Observation>,
+    response: Response<ResponseBody>,
+    terminated: bool,
+    watched: impl FnOnce() -> Option<Arc<ServedKind>>,
+) -> Response<ResponseBody> {
+    match observation {
+        Some(observation) => observation.finish(response, terminated, watched),
+        None => response,
+    }
+}
+
+impl Observation {
+    /// Counts the request in `apiserver_current_inflight_requests` until it is answered.
+    pub(crate) fn in_flight(&mut self, mutating: bool) {
+        self._in_flight = Some(self.metrics.in_flight(mutating));
+    }
+
+    /// Observes the answer; `terminated` for one the server cut short (429, 504). A watch
+    /// answered 200 (of the kind `watched` finds) is observed and counted as registered until
+    /// its stream ends.
+    pub(crate) fn finish(
+        self,
+        response: Response<ResponseBody>,
+        terminated: bool,
+        watched: impl FnOnce() -> Option<Arc<ServedKind>>,
+    ) -> Response<ResponseBody> {
+        let code = response.status().as_u16();
+        if terminated {
+            self.metrics.terminated(&self.kind, code);
+        }
+        if self.watch
+            && response.status() == StatusCode::OK
+            && let Some(kind) = watched()
+        {
+            let guard = WatchGuard {
+                _watcher: self.metrics.watcher(&kind.group, &kind.version, &kind.kind),
+                metrics: self.metrics,
+                kind: self.kind,
+                started: self.started,
+            };
+            let (parts, body) = response.into_parts();
+            return Response::from_parts(parts, body.guarded(guard));
+        }
+        self.metrics.observe(&self.kind, code, self.started);
+        response
+    }
+}
+
+/// Observes a watch's duration when its stream ends and holds its watcher registration.
+struct WatchGuard {
+    metrics: ApiMetrics,
+    kind: RequestKind,
+    started: Instant,
+    _watcher: GaugeGuard,
+}
+
+impl Drop for WatchGuard {
+    fn drop(&mut self) {
+        self.metrics.observe(&self.kind, 200, self.started);
+    }
+}
+
+/// The metric labels of a resource request.
+fn request_kind<B>(info: &RequestInfo, request: &hyper::Request<B>) -> RequestKind {
+    let apply = request
+        .headers()
+        .get(CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|c| c.starts_with("application/apply-patch"));
+    let dry_run = request.uri().query().is_some_and(|q| {
+        form_urlencoded::parse(q.as_bytes()).any(|(k, v)| k == "dryRun" && v == "All")
+    });
+    RequestKind::new(
+        &info.verb,
+        request.method().as_str(),
+        apply,
+        dry_run,
+        &info.api_group,
+        &info.api_version,
+        &info.resource,
+        &info.subresource,
+        &info.namespace,
+        &info.name,
+    )
 }
 
 #[cfg(test)]

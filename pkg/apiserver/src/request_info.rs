@@ -78,6 +78,15 @@ fn field_selector_name(query: &str) -> Option<String> {
         .map(str::to_owned)
 }
 
+/// What `request` asks for (see [`parse`]).
+pub fn of<B>(request: &hyper::Request<B>) -> RequestInfo {
+    parse(
+        request.method().as_str(),
+        request.uri().path(),
+        request.uri().query(),
+    )
+}
+
 /// Parses a request.
 pub fn parse(method: &str, path: &str, query: Option<&str>) -> RequestInfo {
     let query = query.unwrap_or("");

@@ -17,7 +17,7 @@ use genplane_registry::Written;
 use serde_json::{Value, json};
 
 use crate::answer::{Answer, Creating, Unanswered};
-use crate::authz::{self, Security};
+use crate::security::Security;
 
 /// The built-in answer of the catalog kind `info` (a review, TokenRequest); a kind without
 /// one refuses every create.
@@ -102,7 +102,7 @@ impl Answer for TokenRequests {
             // The account (and a bound Secret) are read from the store, not the watch caches,
             // so that an account created just before is found; a missing one is the store's
             // 404.
-            let mut read = crate::authn::ReadObjects::default();
+            let mut read = crate::security::ReadObjects::default();
             if let Some(account) = creating
                 .objects
                 .get("", "serviceaccounts", namespace, name)
@@ -154,7 +154,7 @@ fn review_attributes(spec: &Value, user: UserInfo) -> Result<Attributes, ApiErro
 
 /// The `status` of an access review: the authorizer's decision on `attributes`.
 fn access_status(security: &Security, attributes: &Attributes) -> Value {
-    let (decision, reason) = authz::decide(security.authorizer.as_ref(), attributes);
+    let (decision, reason) = security.authorizer.authorize(attributes);
     genplane_authorization::review::access_review_status(decision, &reason)
 }
 
@@ -224,7 +224,7 @@ mod tests {
     use genplane_authorization::{Authorizer, Decision};
 
     use super::*;
-    use crate::authn::Authentication;
+    use genplane_authentication::request::Authentication;
 
     #[derive(Debug)]
     struct OnlyConfigMaps;

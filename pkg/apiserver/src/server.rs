@@ -17,7 +17,6 @@ use serde_json::{Value, json};
 
 use crate::admission::mirrored::MirroredList;
 use crate::answer::Answer;
-use crate::authz::Security;
 use crate::backing::Backing;
 use crate::discovery::Discovery;
 use crate::enablement::{Api, ApiEnablement};
@@ -26,6 +25,7 @@ use crate::kind::ServedKind;
 use crate::metrics::ApiMetrics;
 use crate::openapi::{OpenApiV2, OpenApiV3};
 use crate::request_info::RequestInfo;
+use crate::security::Security;
 
 /// A served resource: its kind, where its requests go, and where those of its subresources
 /// go.

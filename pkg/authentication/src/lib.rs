@@ -12,6 +12,7 @@
 //! - [`serviceaccount`]: service-account tokens (JWTs): issuing and verifying.
 //! - [`token_request`]: the TokenRequest API (`serviceaccounts/<name>/token`).
 //! - [`oidc`]: the OIDC discovery documents of the service-account issuer.
+//! - [`request`]: the authenticator of a request: certificate, tokens in order, anonymous.
 //!
 //! # Flags
 //!
@@ -33,6 +34,7 @@
 pub mod bearer;
 pub mod keys;
 pub mod oidc;
+pub mod request;
 pub mod serviceaccount;
 pub mod token_file;
 pub mod token_request;

@@ -5,8 +5,9 @@
 use std::sync::Arc;
 
 use genplane_apimachinery::errors::ApiError;
-use genplane_apiserver::authn::{TokenAuthenticator, TokenRequests};
+use genplane_apiserver::security::TokenRequests;
 use genplane_authentication::UserInfo;
+use genplane_authentication::request::TokenAuthenticator;
 use genplane_authentication::serviceaccount::{
     self, LiveObject, ServiceAccountLookup, TokenIssuer,
 };
@@ -50,7 +51,7 @@ impl CacheLookup {
     fn live(cache: &ResourceStorage, key: &str) -> Option<LiveObject> {
         let found = cache.peek(key)?;
         let object: Value = serde_json::from_slice(&found.value).ok()?;
-        genplane_apiserver::authn::live_object(&object)
+        genplane_apiserver::security::live_object(&object)
     }
 }
 

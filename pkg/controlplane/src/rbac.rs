@@ -388,7 +388,7 @@ pub struct EscalationChecks {
     pub resolver: Arc<RbacAuthorizer>,
 }
 
-impl genplane_apiserver::authz::EscalationChecks for EscalationChecks {
+impl genplane_apiserver::security::EscalationChecks for EscalationChecks {
     fn check_for(
         &self,
         group: &str,

@@ -15,6 +15,7 @@ use genplane_component_base::http::RemoteAddr;
 use hyper::header::CONTENT_TYPE;
 use hyper::{Request, Response};
 
+use super::panic_recovery::Slot;
 use crate::body::{RequestBody, ResponseBody, Unread};
 use crate::kind::ServedKind;
 use crate::request_info::RequestInfo;
@@ -24,6 +25,16 @@ use crate::request_info::RequestInfo;
 pub(crate) struct Arrival<'a> {
     pub(crate) audit_id: &'a str,
     pub(crate) received_at: SystemTime,
+}
+
+impl<'a> Arrival<'a> {
+    /// A request arriving now under `audit_id`.
+    pub(crate) fn now(audit_id: &'a str) -> Self {
+        Self {
+            audit_id,
+            received_at: SystemTime::now(),
+        }
+    }
 }
 
 /// The audit attributes of a request.
@@ -60,15 +71,29 @@ fn attributes<'a, B>(
     }
 }
 
-/// The record of a request made by `user`, if the policy records it.
-pub(crate) fn begin<B>(
+/// The record of a request made by `user`, if the policy records it, kept in `slot` for a
+/// panic to complete; and the request with the record attached for the router (admission
+/// plugins annotate it) and a write's body recorded as the handler reads it.
+pub(crate) fn begin(
     auditor: Option<&Auditor>,
     info: &RequestInfo,
-    request: &Request<B>,
+    request: Request<Unread>,
     user: &UserInfo,
     arrival: Arrival<'_>,
-) -> Option<AuditRecord> {
-    auditor?.begin(&attributes(info, request, user, arrival))
+    slot: &Slot,
+) -> (Request<RequestBody>, Option<AuditRecord>) {
+    let record =
+        auditor.and_then(|auditor| auditor.begin(&attributes(info, &request, user, arrival)));
+    let (mut parts, body) = request.into_parts();
+    let body = match &record {
+        Some(record) => {
+            slot.keep(record);
+            parts.extensions.insert(record.clone());
+            self::body(record, info, &parts, body)
+        }
+        None => RequestBody::Incoming(body),
+    };
+    (Request::from_parts(parts, body), record)
 }
 
 /// The event of a request whose credentials were refused (`code`): which kinds of credentials
@@ -103,30 +128,28 @@ pub(crate) fn failed_authentication<B>(
 }
 
 /// The body as handlers read it: a write's body is recorded when the handler reads it.
-pub(crate) fn body(
-    record: Option<&AuditRecord>,
+fn body(
+    record: &AuditRecord,
     info: &RequestInfo,
     parts: &hyper::http::request::Parts,
     body: Unread,
 ) -> RequestBody {
-    match record {
-        Some(record) if matches!(info.verb.as_str(), "create" | "update" | "patch") => {
-            let content_type = parts
-                .headers
-                .get(CONTENT_TYPE)
-                .and_then(|v| v.to_str().ok())
-                .unwrap_or("application/json")
-                .to_owned();
-            let (record, info) = (record.clone(), info.clone());
-            RequestBody::Recorded(
-                body,
-                Box::new(move |bytes: &[u8]| {
-                    record_request_body(&record, &info, &content_type, bytes);
-                }),
-            )
-        }
-        _ => RequestBody::Incoming(body),
+    if !matches!(info.verb.as_str(), "create" | "update" | "patch") {
+        return RequestBody::Incoming(body);
     }
+    let content_type = parts
+        .headers
+        .get(CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("application/json")
+        .to_owned();
+    let (record, info) = (record.clone(), info.clone());
+    RequestBody::Recorded(
+        body,
+        Box::new(move |bytes: &[u8]| {
+            record_request_body(&record, &info, &content_type, bytes);
+        }),
+    )
 }
 
 /// Records a request's body in its audit record: the object (JSON, YAML or protobuf as the

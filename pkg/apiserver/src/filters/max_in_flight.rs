@@ -12,8 +12,10 @@ use hyper::Response;
 use hyper::header::RETRY_AFTER;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
+use super::Refusal;
 use crate::body::ResponseBody;
 use crate::handlers::error_response;
+use crate::metrics::Observation;
 use crate::request_info::RequestInfo;
 
 /// Self-protection limits: `--max-requests-inflight`, `--max-mutating-requests-inflight` and
@@ -99,8 +101,32 @@ pub(crate) fn is_mutating(verb: &str) -> bool {
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct OverLimit;
 
+/// The permit `info` needs under `in_flight`'s limits (none for a long-running request, which
+/// is also not counted in flight by `observation`), or the 429 answer over them, observed as
+/// terminated.
+pub(crate) fn admit(
+    in_flight: &InFlight,
+    info: &RequestInfo,
+    observation: &mut Option<Observation>,
+) -> Result<Option<OwnedSemaphorePermit>, Refusal> {
+    match in_flight.admit(info) {
+        Ok(permit) => {
+            if !is_long_running(info)
+                && let Some(observation) = observation
+            {
+                observation.in_flight(is_mutating(&info.verb));
+            }
+            Ok(permit)
+        }
+        Err(OverLimit) => Err(Box::new(match observation.take() {
+            Some(observation) => observation.finish(too_many_requests(), true, || None),
+            None => too_many_requests(),
+        })),
+    }
+}
+
 /// The answer over the in-flight limit, as upstream gives it.
-pub(crate) fn too_many_requests() -> Response<ResponseBody> {
+fn too_many_requests() -> Response<ResponseBody> {
     let mut response = error_response(
         &Status::too_many_requests("Too many requests, please try again later.", 1).into(),
     );

@@ -1,7 +1,8 @@
 //! Panic recovery: a panic anywhere in the chain below answers 500 with a `Status` (the server
-//! keeps serving, the connection keeps working), is logged with the request, and completes the
-//! request's audit record with a `Panic` event, as upstream's `WithPanicRecovery` and
-//! `finish_panicked` do.
+//! keeps serving, the connection keeps working), is logged with the request, carries the
+//! request's audit ID, and completes the request's audit record with a `Panic` event, as
+//! upstream's `WithPanicRecovery` and `finish_panicked` do. Every filter runs inside it,
+//! compression on the way out included; only the transport ([`super::unread_body`]) is outside.
 
 use std::future::Future;
 use std::panic::AssertUnwindSafe;
@@ -11,22 +12,41 @@ use futures::FutureExt as _;
 use genplane_apimachinery::errors::Status;
 use genplane_audit::AuditRecord;
 use hyper::Response;
+use hyper::header::HeaderValue;
 
+use super::audit_id;
 use crate::body::ResponseBody;
 use crate::handlers::error_response;
 
-/// Where the audit filter leaves the request's record, so that a panic can complete it.
+/// What the answer to a panic needs from the filters that ran before it: the audit ID to send
+/// back and the audit record to complete. The filters leave them here as they learn them.
 #[derive(Clone, Debug, Default)]
-pub(crate) struct Slot(Arc<Mutex<Option<AuditRecord>>>);
+pub(crate) struct Slot(Arc<Mutex<Kept>>);
+
+#[derive(Debug, Default)]
+struct Kept {
+    audit_id: Option<HeaderValue>,
+    record: Option<AuditRecord>,
+}
 
 impl Slot {
-    /// Keeps `record` for a panic to complete.
-    pub(crate) fn keep(&self, record: &AuditRecord) {
-        *self.0.lock().unwrap_or_else(PoisonError::into_inner) = Some(record.clone());
+    fn kept(&self) -> std::sync::MutexGuard<'_, Kept> {
+        self.0.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    fn take(&self) -> Option<AuditRecord> {
-        self.0.lock().unwrap_or_else(PoisonError::into_inner).take()
+    /// Keeps the request's audit ID (as its header value) for every answer, a panic's too.
+    pub(crate) fn keep_audit_id(&self, value: HeaderValue) {
+        self.kept().audit_id = Some(value);
+    }
+
+    /// The request's audit ID as its header value, once known.
+    pub(crate) fn audit_id(&self) -> Option<HeaderValue> {
+        self.kept().audit_id.clone()
+    }
+
+    /// Keeps `record` for a panic to complete.
+    pub(crate) fn keep(&self, record: &AuditRecord) {
+        self.kept().record = Some(record.clone());
     }
 }
 
@@ -42,15 +62,17 @@ pub(crate) async fn recover(
         Err(payload) => {
             let message = genplane_audit::panic_message(payload.as_ref()).to_owned();
             tracing::error!(%method, %uri, panic = %message, "a request caused a panic");
-            if let Some(record) = slot.take() {
+            let record = slot.kept().record.take();
+            if let Some(record) = record {
                 record.finish_panicked(&message);
             }
-            error_response(
+            let response = error_response(
                 &Status::internal_error(
                     "This request caused apiserver to panic. Look in the logs for details.",
                 )
                 .into(),
-            )
+            );
+            audit_id::stamp(response, slot)
         }
     }
 }

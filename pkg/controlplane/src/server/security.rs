@@ -3,8 +3,9 @@
 
 use std::sync::Arc;
 
-use genplane_apiserver::authn::{Authentication, OidcDocuments, TokenAuthenticator};
+use genplane_apiserver::security::OidcDocuments;
 use genplane_apiserver::{Resource, Security};
+use genplane_authentication::request::{Authentication, TokenAuthenticator};
 use genplane_authorization::rbac::RbacAuthorizer;
 use genplane_authorization::{AlwaysAllow, AlwaysDeny, Authorizer, PrivilegedGroups, Union};
 

@@ -218,3 +218,98 @@ async fn the_limits_and_the_timeout_cover_paths_that_are_not_resources() {
     );
     drop(held);
 }
+
+/// Compression runs inside panic recovery: a panic while an answer is compressed is a 500
+/// with the request's audit ID, and the server keeps serving. The panic is a real one: a
+/// server whose feature registry lacks `APIResponseCompression` (a program that assembles its
+/// own registry and forgets it) asserts on the unknown feature in a debug build, when the first
+/// answer large enough to compress goes to a client that accepts gzip. A release build treats
+/// the unknown feature as off and answers uncompressed.
+#[tokio::test]
+async fn a_panic_while_compressing_is_answered_500_with_the_audit_id() {
+    use genplane_component_base::featuregate::{
+        FeatureGateSettings, Registry as FeatureRegistry, UseIdentity, Version,
+    };
+    use genplane_component_base::health::Health;
+    use genplane_component_base::http::OpsHandler;
+    use genplane_component_base::metrics::Registry as MetricsRegistry;
+    use genplane_component_base::shutdown::Shutdown;
+    use genplane_component_base::version::BuildInfo;
+    use http_body_util::{BodyExt as _, Empty};
+    use hyper_util::rt::TokioIo;
+
+    // /metrics answers 200 KiB: past the compression threshold.
+    let metrics = MetricsRegistry::new();
+    metrics.register(
+        "large_help",
+        &"x".repeat(200 * 1024),
+        prometheus_client::metrics::counter::Counter::<u64>::default(),
+    );
+    let shutdown = Shutdown::new();
+    let gate = FeatureRegistry::new()
+        .resolve(
+            &FeatureGateSettings::default(),
+            Version::new(1, 33),
+            UseIdentity::new("apiserver", "test"),
+        )
+        .unwrap();
+    let server = Arc::new(
+        genplane_apiserver::ApiServer::<genplane_storage_sqlite::SqliteStore>::new(
+            Vec::new(),
+            &BuildInfo::new("0.0.0", None),
+            "127.0.0.1",
+            Some(OpsHandler::new(Health::new(&shutdown), metrics)),
+        )
+        .with_feature_gate(gate),
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let serving = tokio::spawn(genplane_component_base::http::serve(
+        listener,
+        move |request| {
+            let server = server.clone();
+            async move { server.handle(request).await }
+        },
+        shutdown.clone(),
+        Duration::from_secs(1),
+    ));
+    let get = |gzip: bool| async move {
+        let tcp = tokio::net::TcpStream::connect(addr).await.unwrap();
+        let (mut send, connection) = hyper::client::conn::http1::handshake(TokioIo::new(tcp))
+            .await
+            .unwrap();
+        tokio::spawn(connection);
+        let mut request = hyper::Request::get("/metrics")
+            .header("host", addr.to_string())
+            .header("audit-id", "compressed-answer");
+        if gzip {
+            request = request.header("accept-encoding", "gzip");
+        }
+        let response = send
+            .send_request(request.body(Empty::<bytes::Bytes>::new()).unwrap())
+            .await
+            .unwrap();
+        let (parts, body) = response.into_parts();
+        (parts, body.collect().await.unwrap().to_bytes())
+    };
+
+    let (parts, body) = get(true).await;
+    assert_eq!(parts.headers["audit-id"], "compressed-answer");
+    if cfg!(debug_assertions) {
+        assert_eq!(parts.status, 500, "{}", String::from_utf8_lossy(&body));
+        let status: Value = serde_json::from_slice(&body).unwrap();
+        assert_eq!(
+            (status["kind"].as_str(), status["reason"].as_str()),
+            (Some("Status"), Some("InternalError"))
+        );
+    } else {
+        assert_eq!(parts.status, 200);
+        assert!(!parts.headers.contains_key("content-encoding"));
+    }
+    // The server keeps serving: an answer that is not compressed is whole.
+    let (parts, body) = get(false).await;
+    assert_eq!(parts.status, 200);
+    assert!(body.len() > 200 * 1024);
+    shutdown.trigger();
+    serving.await.unwrap().unwrap();
+}

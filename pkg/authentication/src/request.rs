@@ -1,17 +1,19 @@
-//! Authentication at the HTTP boundary, as kube-apiserver's chain runs it: a verified client
-//! certificate names the user; else a bearer token must be recognized by one of the token
-//! authenticators (a token nobody recognizes is refused, 401, even when anonymous requests are
-//! allowed); a request with no credentials at all is `system:anonymous` when `--anonymous-auth`
-//! is on, and refused otherwise.
+//! The authenticator of a request, as kube-apiserver's chain of request authenticators
+//! (upstream's `union`): a verified client certificate names the user; else a bearer token must
+//! be recognized by one of the token authenticators, asked in order (a token nobody recognizes
+//! is refused, 401, even when anonymous requests are allowed); a request with no credentials at
+//! all is `system:anonymous` when `--anonymous-auth` is on, and refused otherwise.
+//!
+//! The certificate chain is verified by the TLS layer and its user derived once per connection
+//! ([`crate::x509::user_of_chain`]); [`Authentication::authenticate`] is given that user.
 
 use std::fmt::Debug;
 use std::sync::Arc;
 
 use genplane_apimachinery::errors::{ApiError, Status};
-use genplane_authentication::UserInfo;
-use genplane_authentication::serviceaccount::{LiveObject, ServiceAccountLookup};
-use genplane_component_base::http::PeerCertificates;
-use hyper::header::{AUTHORIZATION, HeaderMap};
+use http::header::{AUTHORIZATION, HeaderMap};
+
+use crate::UserInfo;
 
 /// A bearer-token authenticator (static token file, service-account tokens).
 pub trait TokenAuthenticator: Send + Sync + Debug {
@@ -23,79 +25,6 @@ pub trait TokenAuthenticator: Send + Sync + Debug {
         token: &str,
         audiences: Option<&[String]>,
     ) -> Result<Option<(UserInfo, Vec<String>)>, String>;
-}
-
-/// Issues service-account tokens: the `serviceaccounts/<name>/token` subresource.
-pub trait TokenRequests: Send + Sync + Debug {
-    /// Answers the TokenRequest `body` for the service account `namespace`/`name` at `now`
-    /// (Unix seconds), finding the account and a bound Secret with `lookup`: the request with
-    /// its `status` (token, expiration), and warnings.
-    fn create(
-        &self,
-        namespace: &str,
-        name: &str,
-        body: &serde_json::Value,
-        now: i64,
-        lookup: &dyn ServiceAccountLookup,
-    ) -> Result<(serde_json::Value, Vec<String>), ApiError>;
-}
-
-/// The objects a TokenRequest refers to, read from the store when the request came (so an
-/// account created just before is found, whatever the watch caches have seen).
-#[derive(Debug, Default)]
-pub struct ReadObjects {
-    /// The service account, when it exists.
-    pub service_account: Option<serde_json::Value>,
-    /// The Secret the token is to be bound to, when asked for and it exists.
-    pub secret: Option<serde_json::Value>,
-}
-
-/// What token checks need of a stored object: its uid and deletion timestamp.
-pub fn live_object(object: &serde_json::Value) -> Option<LiveObject> {
-    let meta = |field: &str| {
-        object
-            .pointer(&format!("/metadata/{field}"))
-            .and_then(serde_json::Value::as_str)
-    };
-    Some(LiveObject {
-        uid: meta("uid")?.to_owned(),
-        deletion_timestamp: meta("deletionTimestamp")
-            .and_then(genplane_api::time::parse_time)
-            .map(|t| t.seconds),
-    })
-}
-
-fn live(object: Option<&serde_json::Value>, namespace: &str, name: &str) -> Option<LiveObject> {
-    let object = object?;
-    let meta = |field: &str| {
-        object
-            .pointer(&format!("/metadata/{field}"))
-            .and_then(serde_json::Value::as_str)
-    };
-    if meta("namespace") != Some(namespace) || meta("name") != Some(name) {
-        return None;
-    }
-    live_object(object)
-}
-
-impl ServiceAccountLookup for ReadObjects {
-    fn service_account(&self, namespace: &str, name: &str) -> Option<LiveObject> {
-        live(self.service_account.as_ref(), namespace, name)
-    }
-
-    fn secret(&self, namespace: &str, name: &str) -> Option<LiveObject> {
-        live(self.secret.as_ref(), namespace, name)
-    }
-}
-
-/// The service-account issuer's OpenID discovery documents, served at
-/// `/.well-known/openid-configuration` and `/openid/v1/jwks`.
-#[derive(Clone, Debug)]
-pub struct OidcDocuments {
-    /// The configuration document (JSON).
-    pub configuration: bytes::Bytes,
-    /// The key set (JWK set JSON).
-    pub keys: bytes::Bytes,
 }
 
 /// The authentication chain of a server.
@@ -113,16 +42,14 @@ pub fn unauthorized() -> ApiError {
 }
 
 /// The bearer token of an `Authorization` header, as upstream reads it
-/// ([`genplane_authentication::bearer::token_from_authorization`]); `Err` for a header that
+/// ([`crate::bearer::token_from_authorization`]); `Err` for a header that
 /// is not text (refused, 401, as upstream refuses it).
 pub fn bearer_token(headers: &HeaderMap) -> Result<Option<&str>, ApiError> {
     let Some(value) = headers.get(AUTHORIZATION) else {
         return Ok(None);
     };
     let value = value.to_str().map_err(|_| unauthorized())?;
-    Ok(genplane_authentication::bearer::token_from_authorization(
-        value,
-    ))
+    Ok(crate::bearer::token_from_authorization(value))
 }
 
 impl Authentication {
@@ -147,13 +74,14 @@ impl Authentication {
         }
     }
 
-    /// Who made a request with `headers` over a connection that presented `peer`.
+    /// Who made a request with `headers` over a connection whose verified client certificate
+    /// names `certificate_user` (`None`: no certificate, or one that names no user).
     pub fn authenticate(
         &self,
         headers: &HeaderMap,
-        peer: Option<&PeerCertificates>,
+        certificate_user: Option<UserInfo>,
     ) -> Result<UserInfo, ApiError> {
-        if let Some(user) = from_certificates(peer) {
+        if let Some(user) = certificate_user {
             return Ok(user);
         }
         if let Some(token) = bearer_token(headers)? {
@@ -173,16 +101,9 @@ impl Authentication {
     }
 }
 
-/// The user a verified client certificate names, or `None` when there is none.
-pub fn from_certificates(peer: Option<&PeerCertificates>) -> Option<UserInfo> {
-    // Parsed once per connection: every request of it presents the same chain.
-    let user = peer?.derived(genplane_authentication::x509::user_of_chain)?;
-    (*user).clone()
-}
-
 #[cfg(test)]
 mod tests {
-    use hyper::header::HeaderValue;
+    use http::header::HeaderValue;
 
     use super::*;
 
@@ -230,6 +151,14 @@ mod tests {
                 401
             );
         }
+        // A client certificate's user comes first, whatever the token.
+        let carol = UserInfo::authenticated("carol", vec![]);
+        assert_eq!(
+            chain
+                .authenticate(&headers("Bearer other"), Some(carol.clone()))
+                .unwrap(),
+            carol
+        );
         let anonymous = chain.authenticate(&HeaderMap::new(), None).unwrap();
         assert!(anonymous.is_anonymous());
         // A header that is not a bearer token is no credential.
