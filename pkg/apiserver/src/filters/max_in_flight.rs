@@ -12,7 +12,6 @@ use hyper::Response;
 use hyper::header::RETRY_AFTER;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
-use super::Refusal;
 use crate::body::ResponseBody;
 use crate::handlers::error_response;
 use crate::metrics::Observation;
@@ -103,12 +102,12 @@ pub(crate) struct OverLimit;
 
 /// The permit `info` needs under `in_flight`'s limits (none for a long-running request, which
 /// is also not counted in flight by `observation`), or the 429 answer over them, observed as
-/// terminated.
+/// terminated (a [`Refusal`](super::Refusal)).
 pub(crate) fn admit(
     in_flight: &InFlight,
     info: &RequestInfo,
     observation: &mut Option<Observation>,
-) -> Result<Option<OwnedSemaphorePermit>, Refusal> {
+) -> Result<Option<OwnedSemaphorePermit>, Box<Response<ResponseBody>>> {
     match in_flight.admit(info) {
         Ok(permit) => {
             if !is_long_running(info)

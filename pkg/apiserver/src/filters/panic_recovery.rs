@@ -34,14 +34,9 @@ impl Slot {
         self.0.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// Keeps the request's audit ID (as its header value) for every answer, a panic's too.
-    pub(crate) fn keep_audit_id(&self, value: HeaderValue) {
-        self.kept().audit_id = Some(value);
-    }
-
-    /// The request's audit ID as its header value, once known.
-    pub(crate) fn audit_id(&self) -> Option<HeaderValue> {
-        self.kept().audit_id.clone()
+    /// Keeps the header value of the request's audit ID for a panic's answer.
+    pub(crate) fn keep_audit_id(&self, header: Option<HeaderValue>) {
+        self.kept().audit_id = header;
     }
 
     /// Keeps `record` for a panic to complete.
@@ -62,7 +57,10 @@ pub(crate) async fn recover(
         Err(payload) => {
             let message = genplane_audit::panic_message(payload.as_ref()).to_owned();
             tracing::error!(%method, %uri, panic = %message, "a request caused a panic");
-            let record = slot.kept().record.take();
+            let (record, audit_id) = {
+                let mut kept = slot.kept();
+                (kept.record.take(), kept.audit_id.take())
+            };
             if let Some(record) = record {
                 record.finish_panicked(&message);
             }
@@ -72,7 +70,7 @@ pub(crate) async fn recover(
                 )
                 .into(),
             );
-            audit_id::stamp(response, slot)
+            audit_id::stamp(response, audit_id)
         }
     }
 }
