@@ -11,7 +11,7 @@ const PARSERS: &[Entry] = &[
     genplane_apimachinery::fuzzing::durations,
     genplane_storage::continue_token::exercise,
     genplane_apiserver::request_info::exercise,
-    genplane_api::protobuf::exercise_watch_stream,
+    genplane_api::core::configmap::exercise_watch_stream,
     genplane_controlplane::conversion::exercise,
     genplane_audit::policy::exercise,
     genplane_storage_value::config::exercise,

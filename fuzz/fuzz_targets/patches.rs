@@ -5,7 +5,7 @@
 
 use std::sync::OnceLock;
 
-use genplane_api::openapi::{all_served, documents, type_model};
+use genplane_apiserver::openapi::builder::{all_served, documents, type_model};
 use genplane_structured::{Schema, TypeRef};
 
 fn builtin() -> &'static (Schema, Vec<TypeRef>) {

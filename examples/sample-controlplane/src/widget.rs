@@ -19,13 +19,15 @@
 use std::collections::BTreeMap;
 
 use genplane_api::catalog::{self, Hooks, ResourceInfo, Subresource, SubresourceRules};
-use genplane_api::decode::{self, Decoded, Field, OBJECT_META, Struct, Type};
 use genplane_api::table::{self, ColumnDefinition};
 use genplane_api::util::{
     self, prepare_spec_create as prepare_for_create, prepare_spec_update as prepare_for_update,
     prepare_status_update as prepare_for_status_update,
 };
+use genplane_apimachinery::codec::decode::{self, Decoded};
+use genplane_apimachinery::codec::schema::{Field, Struct, Type};
 use genplane_apimachinery::errors::ApiError;
+use genplane_apimachinery::meta::schemas::OBJECT_META;
 use genplane_apimachinery::meta::{validate_object_meta, validate_object_meta_update};
 use genplane_apimachinery::validation::field::{Error, ErrorList, Path};
 use genplane_apimachinery::validation::name_is_dns_subdomain;

@@ -377,7 +377,7 @@ fn check_identity_lease(write: &Write<'_>, component: &str) -> Result<(), ApiErr
     let renewed = spec
         .and_then(|s| s.get("renewTime"))
         .and_then(Value::as_str)
-        .and_then(genplane_api::time::parse_micro_time);
+        .and_then(genplane_apimachinery::time::parse_micro_time);
     let now = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| i64::try_from(d.as_secs()).unwrap_or(i64::MAX));

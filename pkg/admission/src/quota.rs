@@ -29,8 +29,8 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use genplane_api::core::resourcequota::{is_scoped, object_count_names};
-use genplane_api::quantity::Quantity;
 use genplane_apimachinery::errors::{ApiError, Status, StatusReason};
+use genplane_apimachinery::quantity::Quantity;
 use genplane_apimachinery::schema::GroupResource;
 use serde_json::Value;
 use tokio::sync::oneshot;

@@ -5,11 +5,13 @@
 //! Upstream rules (Kubernetes 1.33): a TokenReview needs `spec.token` ("token is required for
 //! TokenReview in authentication", 400); neither review takes a namespace.
 
+use genplane_apimachinery::codec::decode::{self, Decoded};
+use genplane_apimachinery::codec::schema::{Field, Struct, Type};
 use genplane_apimachinery::errors::{ApiError, Status};
+use genplane_apimachinery::meta::schemas::OBJECT_META;
 use genplane_apimachinery::validation::field::ErrorList;
 use serde_json::Value;
 
-use crate::decode::{self, Decoded, Field, OBJECT_META, Struct, Type};
 use crate::resource::{Hooks, ResourceInfo, answered, no_validation};
 
 /// The API version.

@@ -8,11 +8,13 @@
 //! aside); a LocalSubjectAccessReview's `spec.resourceAttributes.namespace` is its own
 //! namespace and it takes no non-resource attributes.
 
+use genplane_apimachinery::codec::decode::{self, Decoded};
+use genplane_apimachinery::codec::schema::{Field, Struct, Type};
 use genplane_apimachinery::errors::ApiError;
+use genplane_apimachinery::meta::schemas::{LABEL_SELECTOR_REQUIREMENT, OBJECT_META};
 use genplane_apimachinery::validation::field::{Error, ErrorList, Path};
 use serde_json::Value;
 
-use crate::decode::{self, Decoded, Field, LABEL_SELECTOR_REQUIREMENT, OBJECT_META, Struct, Type};
 use crate::resource::{Hooks, ResourceInfo, answered};
 
 /// The API version.

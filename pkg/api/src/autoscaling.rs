@@ -7,7 +7,9 @@
 use genplane_apimachinery::errors::ApiError;
 use serde_json::Value;
 
-use crate::decode::{self, Decoded, Field, OBJECT_META, Struct, Type};
+use genplane_apimachinery::codec::decode::{self, Decoded};
+use genplane_apimachinery::codec::schema::{Field, Struct, Type};
+use genplane_apimachinery::meta::schemas::OBJECT_META;
 
 /// The kind.
 pub const KIND: &str = "Scale";

@@ -17,12 +17,15 @@
 
 use std::collections::BTreeMap;
 
+use genplane_apimachinery::codec::decode::{self, Decoded};
+use genplane_apimachinery::codec::schema::{Field, Struct, Type};
 use genplane_apimachinery::errors::ApiError;
+use genplane_apimachinery::meta::schemas::OBJECT_META;
 use genplane_apimachinery::validation::field::ErrorList;
 use serde_json::{Map, Value};
 
+use crate::core::OBJECT_REFERENCE;
 use crate::core::event::{self, EVENT_SERIES, EVENT_SOURCE, RequestVersion};
-use crate::decode::{self, Decoded, Field, OBJECT_META, OBJECT_REFERENCE, Struct, Type};
 use crate::util;
 
 /// The group.

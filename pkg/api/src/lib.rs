@@ -24,34 +24,34 @@
 //!
 //! [`catalog`] lists them all with what discovery, the router and storage need to know, and
 //! the hooks the generic registry runs ([`resource::Hooks`]); what an entry is made of is
-//! defined in [`resource`], below the kinds and the catalog. [`openapi`] builds the OpenAPI v3
-//! documents of served resources (and from them the v2 document, as JSON and protobuf) from
-//! k8s-openapi's schemas (the only use of k8s-openapi here) and one table of list, map and
-//! patch semantics ([`schema`], walked by [`openapi::extensions`]). [`webhook`] holds what the webhook client
-//! configurations of CRD conversion and admission share (the URL rules).
+//! defined in [`resource`], below the kinds and the catalog. What an entry says of its OpenAPI
+//! schema is in [`schema`]: its component from k8s-openapi's types (or the kind's own Rust
+//! type) and the table of list, map and patch semantics ([`schema::Extensions`], the shared
+//! entries in [`schema::SHARED`], each kind's in its entry). The OpenAPI documents are built
+//! from them by the API server (`genplane_apiserver::openapi::builder`). [`webhook`] holds what
+//! the webhook client configurations of CRD conversion and admission share (the URL rules).
 //!
 //! ## Raw JSON, typed checks
 //!
-//! Objects are `serde_json::Value`s everywhere in genplane. This crate checks a Value against a
-//! schema of its type ([`decode`]) so that a field of the wrong JSON type becomes a 400
-//! BadRequest naming the field, then reads it into small serde structs of its own for the
+//! Objects are `serde_json::Value`s everywhere in genplane. Each kind here has a schema of its
+//! type (its module's `SCHEMA`, a [`genplane_apimachinery::codec::schema::Struct`] built on the
+//! shared meta/v1 ones of [`genplane_apimachinery::meta::schemas`] and the core/v1 references
+//! of [`core`]): the kind's `decode` checks a Value against it
+//! ([`genplane_apimachinery::codec::decode`]) so that a field of the wrong JSON type becomes a
+//! 400 BadRequest naming the field, then reads it into small serde structs of its own for the
 //! validation rules. It does not use k8s-openapi for that: its structs check `apiVersion` and
 //! `kind` on deserialization, report no field path on a type error, and cost a long compile for
 //! the seven types needed here; the schemas here also give unknown-field detection and the
 //! normalized form upstream stores.
 //!
-//! ## Protobuf
-//!
-//! The schemas also hold each field's protobuf number, from upstream's `generated.proto`:
-//! [`protobuf`] transcodes Kubernetes protobuf bodies (the `k8s\0` envelope, lists, watch
-//! frames) to and from the same JSON, so there is one model of every type and no generated code.
-//!
-//! ## Field order
-//!
-//! A schema lists its fields in the Go struct's declaration order, and [`order`] writes JSON
-//! in it (kube-apiserver's order: `kind`, `apiVersion`, `metadata`, then the kind's fields),
-//! which clients compare as strings.
-//!
+//! The same schemas hold each field's protobuf number, from upstream's `generated.proto`, for
+//! the transcoder ([`genplane_apimachinery::codec::protobuf`]), and list the fields in the Go
+//! struct's declaration order, in which [`order`] writes the built-in answers (with
+//! [`genplane_apimachinery::codec::order`], given the table of built-in kinds
+//! [`order::schema_of`]): kube-apiserver's order, `kind`, `apiVersion`, `metadata`, then the
+//! kind's fields, which clients compare as strings. The machinery itself is generic and lives in
+//! genplane-apimachinery; this crate holds the kinds and the catalog.
+
 //! ## Calling convention
 //!
 //! `validate(obj)` and `validate_update(new, old)` return `Err(ApiError)` (400 BadRequest) when
@@ -73,20 +73,17 @@ pub mod autoscaling;
 pub mod catalog;
 pub mod coordination;
 pub mod core;
-pub mod decode;
 pub mod events;
 pub mod featuregates;
 pub mod features;
 pub mod networkregistry;
-pub mod openapi;
 pub mod order;
-pub mod protobuf;
-pub mod quantity;
+#[cfg(test)]
+mod protobuf_tests;
 pub mod rbac;
 pub mod resource;
 pub mod schema;
 pub mod table;
-pub mod time;
 
 pub mod util;
 pub mod webhook;

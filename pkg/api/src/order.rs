@@ -1,213 +1,28 @@
-//! JSON in kube-apiserver's field order.
+//! The built-in kinds' JSON in kube-apiserver's field order.
 //!
-//! Objects are `serde_json::Value`s, whose maps keep their keys sorted; kube-apiserver writes a
-//! built-in kind from its Go struct, field by field in declaration order
-//! (`{"kind":"ConfigMap","apiVersion":"v1","metadata":{"name":…,"namespace":…,"uid":…,
-//! "resourceVersion":…,"creationTimestamp":…},"data":…}`), and clients and golden files compare
-//! those bytes. The [`Struct`] schemas list their fields in that order (the Go declaration
-//! order, which is not always the protobuf numbers' order: `immutable` comes before a
-//! ConfigMap's `data`, `kind` before `apiVersion`), so [`Typed`] writes a value of a schema's
-//! type with its known fields in the schema's order, an inlined struct's fields where the
-//! struct is, then any key the schema does not know, sorted. Maps are written with sorted keys,
-//! as Go writes them.
-//!
-//! [`Ordered`] finds the type of a whole answer from its `apiVersion` and `kind`: a built-in
-//! kind of the [`catalog`](crate::catalog) (and the subresource kinds `Scale` and
-//! `TokenRequest`), a `Status`, a list of a built-in kind (`kind`, `apiVersion`, `metadata`,
-//! `items`), `PartialObjectMetadata(List)` and `Table`. Anything else, custom resources and
-//! their lists included, is written with sorted keys, as upstream writes unstructured objects
-//! (Go's encoder sorts a map's keys).
+//! The writer is [`genplane_apimachinery::codec::order`]: a value of a schema's type with its
+//! fields in the Go struct's order, an answer typed by its `apiVersion` and `kind` through a
+//! table of kinds. [`schema_of`] is that table for the built-in kinds: the
+//! [`catalog`](crate::catalog)'s, the subresource kinds `Scale` and `TokenRequest`, and the
+//! meta/v1 kinds (`Status`, `PartialObjectMetadata`, `Table`); [`ordered`], [`typed`],
+//! [`to_vec`] and [`write_into`] write with it. A list of a built-in kind is written in order
+//! too; anything else, custom resources and their lists included, with sorted keys, as
+//! upstream writes unstructured objects.
 
-use serde::ser::{Serialize, SerializeMap, SerializeSeq, Serializer};
-use serde_json::{Map, Value};
-
-use crate::decode::{Field, LIST_META, OBJECT_META, STATUS, Struct, Type};
-
-/// A value written as a `ty`: see the module docs.
-#[derive(Clone, Copy, Debug)]
-pub struct Typed<'a> {
-    /// The value.
-    pub value: &'a Value,
-    /// Its type.
-    pub ty: Type,
-}
-
-impl<'a> Typed<'a> {
-    /// `value` as a `ty`.
-    pub fn new(value: &'a Value, ty: Type) -> Self {
-        Self { value, ty }
-    }
-}
-
-/// Whether a value of `ty` has a struct somewhere inside (else it is written as it is).
-fn has_struct(ty: Type) -> bool {
-    match ty {
-        Type::Struct(_) | Type::Any => true,
-        Type::Map(item) | Type::List(item) | Type::Items(item) => has_struct(*item),
-        _ => false,
-    }
-}
-
-impl Serialize for Typed<'_> {
-    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        match (self.ty, self.value) {
-            (Type::Struct(schema), Value::Object(map)) => {
-                let mut out = serializer.serialize_map(Some(map.len()))?;
-                for_each_field(map, schema, &mut |key, value, ty| {
-                    out.serialize_entry(key, &Typed::new(value, ty))
-                })?;
-                out.end()
-            }
-            // A raw object (a Table row's object, an embedded resource) that is itself a
-            // built-in object is written as its kind.
-            (Type::Any, Value::Object(_)) => Ordered(self.value).serialize(serializer),
-            (Type::Map(item), Value::Object(map)) if has_struct(*item) => {
-                let mut out = serializer.serialize_map(Some(map.len()))?;
-                for (key, value) in map {
-                    out.serialize_entry(key, &Typed::new(value, *item))?;
-                }
-                out.end()
-            }
-            (Type::List(item) | Type::Items(item), Value::Array(items)) if has_struct(*item) => {
-                let mut out = serializer.serialize_seq(Some(items.len()))?;
-                for value in items {
-                    out.serialize_element(&Typed::new(value, *item))?;
-                }
-                out.end()
-            }
-            _ => self.value.serialize(serializer),
-        }
-    }
-}
-
-/// Calls `each` with every entry of `map`, an object of type `schema`, in the order upstream
-/// writes them: the schema's fields in its order (an inlined struct's fields where it is),
-/// then the keys the schema does not know, sorted (as [`Type::Any`]).
-pub fn for_each_field<'v, E>(
-    map: &'v Map<String, Value>,
-    schema: &'static Struct,
-    each: &mut impl FnMut(&'v String, &'v Value, Type) -> Result<(), E>,
-) -> Result<(), E> {
-    let known = known_fields(map, schema.fields, each)?;
-    if known < map.len() {
-        for (key, value) in map {
-            if schema.field(key).is_none() {
-                each(key, value, Type::Any)?;
-            }
-        }
-    }
-    Ok(())
-}
-
-/// The entries of `map` that are `fields`, in their order; answers how many there were.
-fn known_fields<'v, E>(
-    map: &'v Map<String, Value>,
-    fields: &'static [Field],
-    each: &mut impl FnMut(&'v String, &'v Value, Type) -> Result<(), E>,
-) -> Result<usize, E> {
-    let mut found = 0;
-    for field in fields {
-        match field.ty {
-            Type::Struct(inner) if field.inline => found += known_fields(map, inner.fields, each)?,
-            ty => {
-                if let Some((key, value)) = map.get_key_value(field.name) {
-                    each(key, value, ty)?;
-                    found += 1;
-                }
-            }
-        }
-    }
-    Ok(found)
-}
-
-/// An answer written in upstream's field order, its type found from its `apiVersion` and
-/// `kind` (see the module docs).
-#[derive(Clone, Copy, Debug)]
-pub struct Ordered<'a>(pub &'a Value);
-
-impl Serialize for Ordered<'_> {
-    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        match shape(self.0) {
-            Some(Shape::Object(schema)) => {
-                Typed::new(self.0, Type::Struct(schema)).serialize(serializer)
-            }
-            Some(Shape::List(map, item)) => {
-                let mut out = serializer.serialize_map(Some(map.len()))?;
-                for_each_field(
-                    map,
-                    &LIST,
-                    &mut |key, value, ty| match (key.as_str(), value) {
-                        ("items", Value::Array(items)) => {
-                            out.serialize_entry(key, &Items { items, item })
-                        }
-                        _ => out.serialize_entry(key, &Typed::new(value, ty)),
-                    },
-                )?;
-                out.end()
-            }
-            None => self.0.serialize(serializer),
-        }
-    }
-}
-
-/// A list's items, each of the item type (or of its own kind, when it says another).
-struct Items<'a> {
-    items: &'a [Value],
-    item: &'static Struct,
-}
-
-impl Serialize for Items<'_> {
-    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        let mut out = serializer.serialize_seq(Some(self.items.len()))?;
-        for value in self.items {
-            let schema = object_schema(value).unwrap_or(self.item);
-            out.serialize_element(&Typed::new(value, Type::Struct(schema)))?;
-        }
-        out.end()
-    }
-}
-
-/// What an answer is.
-enum Shape<'a> {
-    /// An object of a known type.
-    Object(&'static Struct),
-    /// A list (its map) of objects of a known type.
-    List(&'a Map<String, Value>, &'static Struct),
-}
-
-fn shape(value: &Value) -> Option<Shape<'_>> {
-    let map = value.as_object()?;
-    let kind = map.get("kind")?.as_str()?;
-    let api_version = map.get("apiVersion")?.as_str()?;
-    if let Some(schema) = schema_of(api_version, kind) {
-        return Some(Shape::Object(schema));
-    }
-    let item = kind.strip_suffix("List")?;
-    if !map.get("items").is_some_and(Value::is_array) {
-        return None;
-    }
-    schema_of(api_version, item).map(|schema| Shape::List(map, schema))
-}
-
-/// The type of a built-in object, from its `apiVersion` and `kind`.
-pub fn object_schema(value: &Value) -> Option<&'static Struct> {
-    let map = value.as_object()?;
-    let kind = map.get("kind")?.as_str()?;
-    let api_version = map.get("apiVersion")?.as_str()?;
-    schema_of(api_version, kind)
-}
+use genplane_apimachinery::codec::order::{self, Ordered, Typed};
+use genplane_apimachinery::codec::schema::{Struct, Type};
+use serde_json::Value;
 
 /// The type of the built-in kind `kind` of `api_version`: a resource's of the catalog, a
 /// subresource's (`Scale`, `TokenRequest`), `Status` and the `meta.k8s.io` answers
-/// (`PartialObjectMetadata`, `Table`). Lists are not kinds of their own here.
+/// (`PartialObjectMetadata`, `Table`). Lists are not kinds of their own here. The table of
+/// kinds ([`order::Kinds`]) of the built-in answers.
 pub fn schema_of(api_version: &str, kind: &str) -> Option<&'static Struct> {
+    if let Some(schema) = genplane_apimachinery::meta::schemas::schema_of(api_version, kind) {
+        return Some(schema);
+    }
     let (group, version) = api_version.split_once('/').unwrap_or(("", api_version));
     match (group, version, kind) {
-        ("", "v1", "Status") => return Some(&STATUS),
-        ("meta.k8s.io", "v1" | "v1beta1", "PartialObjectMetadata") => {
-            return Some(&PARTIAL_OBJECT_METADATA);
-        }
-        ("meta.k8s.io", "v1" | "v1beta1", "Table") => return Some(&TABLE),
         ("autoscaling", "v1", "Scale") => return Some(&crate::autoscaling::SCHEMA),
         ("authentication.k8s.io", "v1", "TokenRequest") => {
             return Some(&crate::authentication::TOKEN_REQUEST);
@@ -220,86 +35,26 @@ pub fn schema_of(api_version: &str, kind: &str) -> Option<&'static Struct> {
         .map(|r| r.schema)
 }
 
-/// `metav1.List`'s fields, the shape of every list: the items are each of the list's item
-/// type.
-static LIST: Struct = Struct {
-    name: "List",
-    fields: &[
-        Field::type_meta("kind"),
-        Field::type_meta("apiVersion"),
-        Field::new("metadata", 1, Type::Struct(&LIST_META)),
-        Field::new("items", 2, Type::List(&Type::Any)),
-    ],
-};
+/// The type of a built-in object, from its `apiVersion` and `kind`.
+pub fn object_schema(value: &Value) -> Option<&'static Struct> {
+    order::object_schema(value, schema_of)
+}
 
-/// `metav1.PartialObjectMetadata`.
-static PARTIAL_OBJECT_METADATA: Struct = Struct {
-    name: "PartialObjectMetadata",
-    fields: &[
-        Field::type_meta("kind"),
-        Field::type_meta("apiVersion"),
-        Field::new("metadata", 1, Type::Struct(&OBJECT_META)),
-    ],
-};
+/// `value`, an answer, to be written in upstream's field order (its type found by
+/// [`schema_of`]).
+pub fn ordered(value: &Value) -> Ordered<'_> {
+    Ordered::new(value, schema_of)
+}
 
-/// `metav1.Table`.
-static TABLE: Struct = Struct {
-    name: "Table",
-    fields: &[
-        Field::type_meta("kind"),
-        Field::type_meta("apiVersion"),
-        Field::new("metadata", 1, Type::Struct(&LIST_META)),
-        Field::new(
-            "columnDefinitions",
-            2,
-            Type::List(&Type::Struct(&TABLE_COLUMN_DEFINITION)),
-        )
-        .keep_empty(),
-        Field::new("rows", 3, Type::List(&Type::Struct(&TABLE_ROW))).keep_empty(),
-    ],
-};
-
-/// `metav1.TableColumnDefinition`.
-static TABLE_COLUMN_DEFINITION: Struct = Struct {
-    name: "TableColumnDefinition",
-    fields: &[
-        Field::new("name", 1, Type::String),
-        Field::new("type", 2, Type::String),
-        Field::new("format", 3, Type::String),
-        Field::new("description", 4, Type::String),
-        Field::new("priority", 5, Type::Int32),
-    ],
-};
-
-/// `metav1.TableRow`: its `object` is a raw object (written as its own kind).
-static TABLE_ROW: Struct = Struct {
-    name: "TableRow",
-    fields: &[
-        Field::new("cells", 1, Type::List(&Type::Any)),
-        Field::new(
-            "conditions",
-            2,
-            Type::List(&Type::Struct(&TABLE_ROW_CONDITION)),
-        ),
-        Field::new("object", 3, Type::Any),
-    ],
-};
-
-/// `metav1.TableRowCondition`.
-static TABLE_ROW_CONDITION: Struct = Struct {
-    name: "TableRowCondition",
-    fields: &[
-        Field::new("type", 1, Type::String),
-        Field::new("status", 2, Type::String),
-        Field::new("reason", 3, Type::String),
-        Field::new("message", 4, Type::String),
-    ],
-};
+/// `value` to be written as a `ty`, built-in objects inside as their kinds.
+pub fn typed(value: &Value, ty: Type) -> Typed<'_> {
+    Typed::new(value, ty, schema_of)
+}
 
 /// Appends `value`, an answer, to `out` as compact JSON in upstream's field order.
 pub fn write_into(out: &mut Vec<u8>, value: &Value) {
     // Writing a Value into a Vec cannot fail.
-    let _ = serde_json::to_writer(out, &Ordered(value));
+    let _ = serde_json::to_writer(out, &ordered(value));
 }
 
 /// `value`, an answer, as compact JSON in upstream's field order.
@@ -312,6 +67,7 @@ pub fn to_vec(value: &Value) -> Vec<u8> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use genplane_apimachinery::meta::schemas::STATUS;
     use serde_json::json;
 
     fn text(value: &Value) -> String {
@@ -330,32 +86,6 @@ mod tests {
         assert_eq!(
             text(&config_map),
             r#"{"kind":"ConfigMap","apiVersion":"v1","metadata":{"name":"n","namespace":"d","uid":"u","resourceVersion":"5","creationTimestamp":"2026-01-01T00:00:00Z","labels":{"x":"2","y":"1"},"ownerReferences":[{"apiVersion":"v1","kind":"K","name":"p","uid":"o"}]},"immutable":true,"data":{"a":"1","b":"2"},"aa":2,"zz":1}"#
-        );
-    }
-
-    static INNER: Struct = Struct {
-        name: "Inner",
-        fields: &[
-            Field::new("b", 1, Type::String),
-            Field::new("a", 2, Type::String),
-        ],
-    };
-    static OUTER: Struct = Struct {
-        name: "Outer",
-        fields: &[
-            Field::new("z", 1, Type::String),
-            Field::inline(2, &INNER),
-            Field::new("y", 3, Type::List(&Type::Struct(&INNER))),
-        ],
-    };
-
-    #[test]
-    fn inlined_structs_are_written_where_they_are() {
-        let value =
-            json!({"y": [{"a": "1", "b": "2", "c": 3}], "a": "a", "b": "b", "z": "z", "c": 1});
-        assert_eq!(
-            serde_json::to_string(&Typed::new(&value, Type::Struct(&OUTER))).unwrap(),
-            r#"{"z":"z","b":"b","a":"a","y":[{"b":"2","a":"1","c":3}],"c":1}"#
         );
     }
 

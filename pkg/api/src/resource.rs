@@ -6,12 +6,13 @@
 
 use std::collections::BTreeMap;
 
+use genplane_apimachinery::codec::decode::Decoded;
+use genplane_apimachinery::codec::schema::Struct;
 use genplane_apimachinery::errors::ApiError;
 use genplane_apimachinery::schema::{GroupResource, GroupVersionKind, GroupVersionResource};
 use genplane_apimachinery::validation::field::ErrorList;
 use serde_json::Value;
 
-use crate::decode::{Decoded, Struct};
 use crate::table::ColumnDefinition;
 
 /// The verbs of a resource that can be listed, watched and deleted in bulk.

@@ -3,7 +3,7 @@
 //! semantics of its lists, maps and structs ([`Extensions`]: `x-kubernetes-list-type`,
 //! `x-kubernetes-map-type`, merge keys), with the semantics of the types every kind shares
 //! ([`SHARED`]) and the constructors the kinds' own entries are written with. The OpenAPI
-//! document builder ([`crate::openapi`]) walks them.
+//! document builder (`genplane_apiserver::openapi::builder`, above this crate) walks them.
 
 use schemars::JsonSchema;
 use schemars::generate::SchemaGenerator;
@@ -129,7 +129,8 @@ pub const fn keyed_list(
 
 /// The extensions of the types every kind shares (metav1, and core/v1 references). Each kind's
 /// own are in its catalog entry ([`crate::resource::ResourceInfo::extensions`]), next to the rest
-/// of what describes it; [`crate::openapi::extensions::all`] is the whole table.
+/// of what describes it; the OpenAPI builder's `extensions::all` (genplane-apiserver) is the
+/// whole table.
 pub static SHARED: &[Extensions] = &[
     // metav1
     Extensions {
@@ -197,7 +198,8 @@ impl Extensions {
     }
 }
 
-/// The prefix of the metav1 schema names.
-pub(crate) fn meta(name: &str) -> String {
+/// The component name of the metav1 schema `name`
+/// (`io.k8s.apimachinery.pkg.apis.meta.v1.<name>`).
+pub fn meta(name: &str) -> String {
     format!("{META}{name}")
 }

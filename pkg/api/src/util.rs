@@ -3,12 +3,13 @@
 
 use std::collections::BTreeMap;
 
+use genplane_apimachinery::codec::decode;
+use genplane_apimachinery::codec::schema::Struct;
 use genplane_apimachinery::errors::ApiError;
 use genplane_apimachinery::meta::ObjectMeta;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
-use crate::decode::{self, Struct};
 use crate::resource::Context;
 use genplane_apimachinery::validation::field::{Error, ErrorList, Path};
 
@@ -100,7 +101,7 @@ pub fn age(object: &Value, now: i64) -> Value {
         .get("metadata")
         .and_then(|m| m.get("creationTimestamp"))
         .and_then(Value::as_str);
-    Value::from(crate::time::age(created, now))
+    Value::from(genplane_apimachinery::time::age(created, now))
 }
 
 fn generation(object: &Value) -> i64 {

@@ -2,7 +2,11 @@
 //!
 //! [`ObjectMeta`] reads what clients send, including `null` for absent values, and writes only
 //! what is set. [`validate_object_meta`] checks a new object's metadata,
-//! [`validate_object_meta_update`] what an update may change.
+//! [`validate_object_meta_update`] what an update may change. [`schemas`] holds the wire
+//! schemas of the meta/v1 types (`ObjectMeta`, `ListMeta`, `Status`, `LabelSelector`, ...) that
+//! the codecs of [`crate::codec`] read and write them with.
+
+pub mod schemas;
 
 use std::collections::BTreeMap;
 

@@ -4,9 +4,9 @@
 //! metadata as their Go types are declared; custom resources with sorted keys, as upstream's
 //! unstructured objects).
 
-use genplane_api::decode::STATUS;
-use genplane_api::protobuf;
+use genplane_apimachinery::codec::protobuf;
 use genplane_apimachinery::errors::{ApiError, Status};
+use genplane_apimachinery::meta::schemas::STATUS;
 use genplane_registry::ListResult;
 use serde_json::{Map, Value, json};
 

@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use genplane_api::catalog::{ResourceDescription, ResourceInfo};
-use genplane_api::decode::Struct;
+use genplane_apimachinery::codec::schema::Struct;
 use genplane_apimachinery::errors::ApiError;
 use serde_json::Value;
 

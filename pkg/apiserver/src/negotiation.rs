@@ -33,7 +33,7 @@ impl Format {
         match self {
             Format::Json => "application/json",
             Format::Yaml => "application/yaml",
-            Format::Protobuf => genplane_api::protobuf::CONTENT_TYPE,
+            Format::Protobuf => genplane_apimachinery::codec::protobuf::CONTENT_TYPE,
         }
     }
 }
@@ -209,7 +209,7 @@ pub fn negotiate(accept: Option<&str>, capabilities: Capabilities) -> Result<Neg
         .ok_or_else(|| {
             let mut accepted = vec!["application/json", "application/yaml"];
             if capabilities.protobuf {
-                accepted.push(genplane_api::protobuf::CONTENT_TYPE);
+                accepted.push(genplane_apimachinery::codec::protobuf::CONTENT_TYPE);
             }
             Status::not_acceptable(&accepted).into()
         })

@@ -3,7 +3,7 @@
 //! `fieldValidation` (unknown and repeated fields). Everything a client can send passes through
 //! here before the registry sees it, which makes it the target of the decoding fuzzer.
 
-use genplane_api::protobuf;
+use genplane_apimachinery::codec::protobuf;
 use genplane_apimachinery::errors::{ApiError, Status};
 use serde_json::{Map, Value};
 

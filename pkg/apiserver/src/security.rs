@@ -89,7 +89,7 @@ pub fn live_object(object: &serde_json::Value) -> Option<LiveObject> {
     Some(LiveObject {
         uid: meta("uid")?.to_owned(),
         deletion_timestamp: meta("deletionTimestamp")
-            .and_then(genplane_api::time::parse_time)
+            .and_then(genplane_apimachinery::time::parse_time)
             .map(|t| t.seconds),
     })
 }

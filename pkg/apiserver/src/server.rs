@@ -6,7 +6,6 @@ use std::sync::Arc;
 
 use genplane_api::admissionregistration;
 use genplane_api::catalog::{FeatureGates, GatesOff, ResourceInfo};
-use genplane_api::openapi::ServedResource;
 use genplane_audit::Auditor;
 use genplane_component_base::http::OpsHandler;
 use genplane_component_base::shutdown::Shutdown;
@@ -23,6 +22,7 @@ use crate::enablement::{Api, ApiEnablement};
 use crate::filters::max_in_flight::{InFlight, Limits};
 use crate::kind::ServedKind;
 use crate::metrics::ApiMetrics;
+use crate::openapi::builder::{self, ServedResource};
 use crate::openapi::{OpenApiV2, OpenApiV3};
 use crate::request_info::RequestInfo;
 use crate::security::Security;
@@ -421,17 +421,16 @@ impl<S: Storage> ApiServer<S> {
             .iter()
             .filter_map(|r| r.info.builtin_info())
             .collect();
-        let builtin_documents = genplane_api::openapi::documents_of(
+        let builtin_documents = builder::documents_of(
             &builtin.iter().map(|r| r.served()).collect::<Vec<_>>(),
             &entries,
         );
         // The documents are built from the same tables as the model, so their extensions
         // always read; should one not, patches of that kind degrade to untyped merging.
-        let builtin_types =
-            genplane_api::openapi::type_model(&builtin_documents).unwrap_or_else(|error| {
-                tracing::error!(%error, "reading the type model");
-                genplane_structured::Schema::default()
-            });
+        let builtin_types = builder::type_model(&builtin_documents).unwrap_or_else(|error| {
+            tracing::error!(%error, "reading the type model");
+            genplane_structured::Schema::default()
+        });
         // Only the documents' bytes are kept: parsed, they take several times more.
         let builtin_openapi = OpenApiV3::from_documents(builtin_documents);
         let version = version_info(build);
@@ -489,7 +488,7 @@ impl<S: Storage> ApiServer<S> {
         builtin_openapi: &OpenApiV3,
         builtin_types: &genplane_structured::Schema,
         custom: Vec<Arc<Resource<S>>>,
-        custom_documents: Vec<genplane_api::openapi::Document>,
+        custom_documents: Vec<builder::Document>,
         version: &Value,
     ) -> Served<S> {
         let resources: Vec<Arc<Resource<S>>> = builtin.iter().cloned().chain(custom).collect();
@@ -500,8 +499,7 @@ impl<S: Storage> ApiServer<S> {
                 .collect(),
         );
         let mut types = builtin_types.clone();
-        if let Err(error) = genplane_api::openapi::extend_type_model(&mut types, &custom_documents)
-        {
+        if let Err(error) = builder::extend_type_model(&mut types, &custom_documents) {
             tracing::error!(%error, "reading the type model of the custom resources");
             types = builtin_types.clone();
         }
@@ -529,11 +527,7 @@ impl<S: Storage> ApiServer<S> {
     /// before) beside the built-in ones, with `documents` as their OpenAPI documents
     /// (group-version documents below `/openapi/v3/`). A custom resource that names a built-in
     /// one is ignored: built-in resources always win.
-    pub fn set_custom(
-        &self,
-        custom: Vec<Resource<S>>,
-        documents: Vec<genplane_api::openapi::Document>,
-    ) {
+    pub fn set_custom(&self, custom: Vec<Resource<S>>, documents: Vec<builder::Document>) {
         let custom = custom
             .into_iter()
             .filter(|c| {
@@ -598,14 +592,14 @@ impl<S: Storage> ApiServer<S> {
     }
 
     /// The OpenAPI v3 schema of the served kind `api_version`/`kind`, references resolved
-    /// (see [`genplane_api::openapi::resolved_schema`]); `None` when it is not served.
+    /// (see [`builder::resolved_schema`]); `None` when it is not served.
     pub fn kind_schema(&self, api_version: &str, kind: &str) -> Option<Value> {
         let (group, version) = api_version.split_once('/').unwrap_or(("", api_version));
         // A served kind is in its own group-version document, which holds every schema it
         // refers to: only that document is parsed.
-        let own = genplane_api::openapi::group_version_path(group, version);
+        let own = builder::group_version_path(group, version);
         let document = self.served().openapi.document(&own)?;
-        genplane_api::openapi::resolved_schema(&[document], group, version, kind)
+        builder::resolved_schema(&[document], group, version, kind)
     }
 
     /// What admission plugins need of this server, to build a chain with (`None` when it does

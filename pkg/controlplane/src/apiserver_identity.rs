@@ -13,10 +13,10 @@
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use genplane_api::decode::micro_time;
-use genplane_api::time::parse_micro_time;
 use genplane_apimachinery::errors::{ApiError, Status};
 use genplane_apimachinery::labels::Selector;
+use genplane_apimachinery::time::micro_time;
+use genplane_apimachinery::time::parse_micro_time;
 use genplane_apiserver::Resource;
 use genplane_registry::{DeleteOptions, ListOptions, Store, WriteOptions};
 use genplane_storage::Storage;

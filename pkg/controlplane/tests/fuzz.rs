@@ -13,7 +13,7 @@
 use std::path::PathBuf;
 
 use genplane_api::catalog;
-use genplane_api::protobuf;
+use genplane_apimachinery::codec::protobuf;
 use genplane_apimachinery::fuzzing::drive;
 use genplane_registry::{CatalogStrategy, Strategy};
 use serde_json::{Value, json};
@@ -454,7 +454,7 @@ fn protobuf_watch_streams() {
     let status = protobuf::encode(
         &json!({"apiVersion": "v1", "kind": "Status", "metadata": {}, "status": "Failure",
             "message": "too old resource version: 1 (5)", "reason": "Expired", "code": 410}),
-        &genplane_api::decode::STATUS,
+        &genplane_apimachinery::meta::schemas::STATUS,
     )
     .unwrap();
     let mut stream = Vec::new();
@@ -471,7 +471,7 @@ fn protobuf_watch_streams() {
     drive(
         &seeds,
         PARSER_MUTATIONS,
-        genplane_api::protobuf::exercise_watch_stream,
+        genplane_api::core::configmap::exercise_watch_stream,
     );
 }
 

@@ -138,7 +138,7 @@ fn describe(uses: &[&Value]) -> String {
 }
 
 fn parse_time(value: &Value) -> Option<Timestamp> {
-    let parsed = genplane_api::time::parse_time(value.as_str()?)?;
+    let parsed = genplane_apimachinery::time::parse_time(value.as_str()?)?;
     Timestamp::from_second(parsed.seconds).ok()
 }
 

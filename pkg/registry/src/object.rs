@@ -9,10 +9,12 @@
 
 use std::cell::Cell;
 
-use genplane_api::decode::{OBJECT_META, Type};
-use genplane_api::order::{Typed, for_each_field};
+use genplane_api::order::typed;
+use genplane_apimachinery::codec::order::for_each_field;
+use genplane_apimachinery::codec::schema::{Struct, Type};
 use genplane_apimachinery::errors::{ApiError, Status};
 use genplane_apimachinery::meta::ObjectMeta;
+use genplane_apimachinery::meta::schemas::OBJECT_META;
 use serde_json::{Map, Value};
 
 /// The `metadata` map of an object, created when missing.
@@ -207,7 +209,7 @@ impl<'a> Probe<'a> {
 /// `schema` when it is a built-in kind (else sorted); its layout noted in `probe`.
 struct Stored<'a> {
     object: &'a Value,
-    schema: Option<&'static genplane_api::decode::Struct>,
+    schema: Option<&'static Struct>,
     probe: &'a Probe<'a>,
 }
 
@@ -237,7 +239,7 @@ impl<'a> serde::Serialize for Stored<'a> {
                     }
                     map.serialize_value(value)
                 }
-                _ if probe.ordered => map.serialize_entry(name, &Typed::new(value, ty)),
+                _ if probe.ordered => map.serialize_entry(name, &typed(value, ty)),
                 _ => map.serialize_entry(name, value),
             }
         };
@@ -272,7 +274,7 @@ impl<'a> serde::Serialize for WithoutResourceVersion<'a> {
                 return Ok(());
             }
             if probe.ordered {
-                map.serialize_entry(name, &Typed::new(value, ty))?;
+                map.serialize_entry(name, &typed(value, ty))?;
             } else {
                 map.serialize_entry(name, value)?;
             }
@@ -862,7 +864,7 @@ mod tests {
             texts.push(serde_json::to_vec(object).unwrap());
             texts.push(serde_json::to_vec_pretty(object).unwrap());
             texts.push(genplane_api::order::to_vec(object));
-            texts.push(serde_json::to_vec_pretty(&genplane_api::order::Ordered(object)).unwrap());
+            texts.push(serde_json::to_vec_pretty(&genplane_api::order::ordered(object)).unwrap());
         }
         texts.push(br#"{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"a"}} x"#.to_vec());
         texts.push(br#"{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"a"}"#.to_vec());

@@ -371,7 +371,7 @@ fn now() -> String {
 
 /// A `metav1.Time` as Unix seconds.
 fn parse_time(time: &str) -> Option<i64> {
-    genplane_api::time::parse_time(time).map(|t| t.seconds)
+    genplane_apimachinery::time::parse_time(time).map(|t| t.seconds)
 }
 
 /// Five characters from upstream's alphabet for generated names (no vowels, no look-alikes).

@@ -8,7 +8,7 @@
 
 #![allow(clippy::unwrap_used, clippy::too_many_lines)]
 
-use genplane_api::openapi::{all_served, documents, type_model};
+use genplane_apiserver::openapi::builder::{all_served, documents, type_model};
 use genplane_structured::managed::{self, ApplyError, Writer};
 use genplane_structured::{Schema, TypeRef};
 use serde_json::{Value, json};

@@ -8,7 +8,7 @@
 
 use std::time::Instant;
 
-use genplane_api::openapi::{all_served, documents, type_model};
+use genplane_apiserver::openapi::builder::{all_served, documents, type_model};
 use genplane_structured::fieldpath::Set;
 use genplane_structured::managed::{self, Writer};
 use serde_json::{Map, Value, json};

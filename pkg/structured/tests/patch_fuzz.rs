@@ -5,7 +5,7 @@
 
 #![allow(clippy::unwrap_used)]
 
-use genplane_api::openapi::{all_served, documents, type_model};
+use genplane_apiserver::openapi::builder::{all_served, documents, type_model};
 use genplane_structured::Schema;
 use serde_json::{Map, Value, json};
 

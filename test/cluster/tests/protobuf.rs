@@ -7,8 +7,8 @@
 
 mod support;
 
-use genplane_api::decode::Struct;
-use genplane_api::protobuf;
+use genplane_apimachinery::codec::protobuf;
+use genplane_apimachinery::codec::schema::Struct;
 use genplane_test_cluster::api::proto;
 use serde_json::Value;
 use support::{Cluster, eventually, http_get};

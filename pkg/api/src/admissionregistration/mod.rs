@@ -43,6 +43,8 @@ pub mod validatingwebhookconfiguration;
 
 use std::collections::BTreeSet;
 
+use genplane_apimachinery::codec::schema::{Field, Struct, Type};
+use genplane_apimachinery::meta::schemas::LABEL_SELECTOR;
 use genplane_apimachinery::meta::{ObjectMeta, validate_object_meta, validate_object_meta_update};
 use genplane_apimachinery::validation::field::{Error, ErrorList, Path};
 use genplane_apimachinery::validation::{
@@ -51,7 +53,6 @@ use genplane_apimachinery::validation::{
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use crate::decode::{Field, LABEL_SELECTOR, Struct, Type};
 use crate::rbac::{LabelSelector, validate_label_selector};
 use crate::schema::{Extensions, atomic_list, keyed_list};
 use crate::table::{self, ColumnDefinition};

@@ -27,7 +27,10 @@
 
 use std::collections::BTreeMap;
 
+use genplane_apimachinery::codec::decode::{self, Decoded};
+use genplane_apimachinery::codec::schema::{Field, Struct, Type};
 use genplane_apimachinery::errors::ApiError;
+use genplane_apimachinery::meta::schemas::{LABEL_SELECTOR, OBJECT_META};
 use genplane_apimachinery::meta::{ObjectMeta, validate_object_meta, validate_object_meta_update};
 use genplane_apimachinery::validation::field::{Error, ErrorList, Path};
 use genplane_apimachinery::validation::name_is_dns_subdomain;
@@ -42,7 +45,6 @@ use super::validatingadmissionpolicy::{
 use super::{
     MATCH_CONDITION, REINVOCATION_POLICIES, RULE_WITH_OPERATIONS, validate_match_conditions,
 };
-use crate::decode::{self, Decoded, Field, LABEL_SELECTOR, OBJECT_META, Struct, Type};
 use crate::schema::{Extensions, atomic_list, atomic_struct, keyed_list};
 use crate::table::{self, ColumnDefinition};
 use crate::util;

@@ -15,7 +15,10 @@
 
 use std::collections::BTreeMap;
 
+use genplane_apimachinery::codec::decode::{self, Decoded};
+use genplane_apimachinery::codec::schema::{Field, Struct, Type};
 use genplane_apimachinery::errors::ApiError;
+use genplane_apimachinery::meta::schemas::OBJECT_META;
 use genplane_apimachinery::meta::{ObjectMeta, validate_object_meta, validate_object_meta_update};
 use genplane_apimachinery::validation::field::{Error, ErrorList, Path};
 use genplane_apimachinery::validation::{is_dns1123_subdomain, name_is_dns_subdomain};
@@ -28,7 +31,6 @@ use super::mutatingadmissionpolicy::{
 use super::types::MutatingBindingSpec as Spec;
 use super::validatingadmissionpolicy::default_match_resources;
 use super::validatingadmissionpolicybinding::{PARAM_REF, validate_param_ref};
-use crate::decode::{self, Decoded, Field, OBJECT_META, Struct, Type};
 use crate::schema::{Extensions, atomic_struct};
 use crate::table::ColumnDefinition;
 use crate::util;

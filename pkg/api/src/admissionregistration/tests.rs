@@ -279,9 +279,10 @@ fn table_and_protobuf() {
     let mut object = configuration(validating::KIND, vec![hook(json!({}))]);
     validating::default(&mut object);
     let object = validating::decode(&object).unwrap().object;
-    let bytes = crate::protobuf::encode(&object, &validating::SCHEMA).unwrap();
+    let bytes =
+        genplane_apimachinery::codec::protobuf::encode(&object, &validating::SCHEMA).unwrap();
     assert_eq!(
-        crate::protobuf::decode(&bytes, &validating::SCHEMA).unwrap(),
+        genplane_apimachinery::codec::protobuf::decode(&bytes, &validating::SCHEMA).unwrap(),
         object
     );
     let rule = k8s_openapi_rule(&bytes);
@@ -291,7 +292,8 @@ fn table_and_protobuf() {
 /// The first resource of the first rule, read with a schema where the embedded `Rule` is an
 /// ordinary message field `rule` (as generated protobuf code sees it).
 fn k8s_openapi_rule(bytes: &[u8]) -> String {
-    use crate::decode::{Field, OBJECT_META, Struct, Type};
+    use genplane_apimachinery::codec::schema::{Field, Struct, Type};
+    use genplane_apimachinery::meta::schemas::OBJECT_META;
     static NESTED_RULE: Struct = Struct {
         name: "RuleWithOperations",
         fields: &[
@@ -314,7 +316,7 @@ fn k8s_openapi_rule(bytes: &[u8]) -> String {
             Field::new("webhooks", 2, Type::List(&Type::Struct(&NESTED_HOOK))),
         ],
     };
-    let object = crate::protobuf::decode(bytes, &NESTED).unwrap();
+    let object = genplane_apimachinery::codec::protobuf::decode(bytes, &NESTED).unwrap();
     object["webhooks"][0]["rules"][0]["rule"]["resources"][0]
         .as_str()
         .unwrap()
@@ -491,9 +493,10 @@ mod mutating_admission_policies {
         );
         let mut plain = decoded.clone();
         plain["metadata"] = json!({"name": "p"});
-        let bytes = crate::protobuf::encode(&plain, &policy::SCHEMA).unwrap();
+        let bytes =
+            genplane_apimachinery::codec::protobuf::encode(&plain, &policy::SCHEMA).unwrap();
         assert_eq!(
-            crate::protobuf::decode(&bytes, &policy::SCHEMA).unwrap(),
+            genplane_apimachinery::codec::protobuf::decode(&bytes, &policy::SCHEMA).unwrap(),
             plain
         );
 

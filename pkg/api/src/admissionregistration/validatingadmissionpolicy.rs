@@ -32,7 +32,10 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use genplane_apimachinery::codec::decode::{self, Decoded};
+use genplane_apimachinery::codec::schema::{Field, Struct, Type};
 use genplane_apimachinery::errors::ApiError;
+use genplane_apimachinery::meta::schemas::{CONDITION, LABEL_SELECTOR, OBJECT_META};
 use genplane_apimachinery::meta::{ObjectMeta, validate_object_meta, validate_object_meta_update};
 use genplane_apimachinery::validation::field::{Error, ErrorList, Path};
 use genplane_apimachinery::validation::{is_qualified_name, name_is_dns_subdomain};
@@ -43,7 +46,6 @@ use super::{
     API_VERSION, FAILURE_POLICIES, MATCH_CONDITION, MATCH_POLICIES, RULE_WITH_OPERATIONS,
     validate_match_conditions, validate_rule,
 };
-use crate::decode::{self, CONDITION, Decoded, Field, LABEL_SELECTOR, OBJECT_META, Struct, Type};
 use crate::rbac::validate_label_selector;
 use crate::schema::{Extensions, atomic_list, atomic_struct, keyed_list};
 use crate::table::{self, ColumnDefinition};

@@ -18,7 +18,10 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use genplane_apimachinery::codec::decode::{self, Decoded};
+use genplane_apimachinery::codec::schema::{Field, Struct, Type};
 use genplane_apimachinery::errors::ApiError;
+use genplane_apimachinery::meta::schemas::{LABEL_SELECTOR, OBJECT_META};
 use genplane_apimachinery::meta::{ObjectMeta, validate_object_meta, validate_object_meta_update};
 use genplane_apimachinery::validation::field::{Error, ErrorList, Path};
 use genplane_apimachinery::validation::{
@@ -31,7 +34,6 @@ use super::API_VERSION;
 use super::validatingadmissionpolicy::{
     MATCH_RESOURCES, MATCH_RESOURCES_EXTENSIONS, default_match_resources, validate_match_resources,
 };
-use crate::decode::{self, Decoded, Field, LABEL_SELECTOR, OBJECT_META, Struct, Type};
 use crate::rbac::validate_label_selector;
 use crate::schema::{Extensions, ListType, NONE, atomic_struct};
 use crate::table::{self, ColumnDefinition};

@@ -4,12 +4,14 @@
 
 use std::collections::BTreeMap;
 
+use genplane_apimachinery::codec::decode::{self, Decoded};
+use genplane_apimachinery::codec::schema::{Field, Struct, Type};
 use genplane_apimachinery::errors::ApiError;
+use genplane_apimachinery::meta::schemas::OBJECT_META;
 use genplane_apimachinery::validation::field::ErrorList;
 use serde_json::Value;
 
 use super::{API_VERSION, Flavor, VALIDATING_WEBHOOK};
-use crate::decode::{self, Decoded, Field, OBJECT_META, Struct, Type};
 use crate::schema::{Extensions, keyed_list};
 
 /// The kind.

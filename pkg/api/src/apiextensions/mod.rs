@@ -28,7 +28,7 @@
 //!
 //! Upstream's protobuf messages of the JSONSchemaProps unions (`JSONSchemaPropsOrArray`,
 //! `...OrBool`, `...OrStringArray`) and its `double` fields have no counterpart in
-//! [`crate::decode::Type`]: [`SCHEMA`] holds them as [`Type::Any`] (a message of raw JSON). A
+//! [`Type`]: [`SCHEMA`] holds them as [`Type::Any`] (a message of raw JSON). A
 //! CRD survives a protobuf round trip through genplane, but a Go client reading it as protobuf
 //! would not understand those fields. Clients send and read CRDs as JSON (kubectl, client-go's
 //! apiextensions clientset, kube-rs), so this is a documented gap, not a practical one.
@@ -126,11 +126,13 @@ mod tests;
 
 use std::collections::BTreeMap;
 
+use genplane_apimachinery::codec::decode::{self, DecodeError, Decoded};
+use genplane_apimachinery::codec::schema::{Field, Struct, Type};
 use genplane_apimachinery::errors::ApiError;
+use genplane_apimachinery::meta::schemas::OBJECT_META;
 use genplane_apimachinery::validation::field::{ErrorList, Path};
 use serde_json::{Map, Value, json};
 
-use crate::decode::{self, DecodeError, Decoded, Field, OBJECT_META, Struct, Type};
 use crate::table::{self, ColumnDefinition};
 use crate::util;
 

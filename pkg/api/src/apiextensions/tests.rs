@@ -1197,14 +1197,17 @@ fn protobuf_round_trip() {
     object["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]["properties"]
         ["list"] = json!({"type": "array", "items": {"type": "string"}, "maxItems": 3, "x-kubernetes-validations": [{"rule": "self.size() > 0"}]});
     let normalized = decode(&object).unwrap().object;
-    let body = crate::protobuf::encode(&normalized, &SCHEMA).unwrap();
-    let back = crate::protobuf::decode(&body, &SCHEMA).unwrap();
+    let body = genplane_apimachinery::codec::protobuf::encode(&normalized, &SCHEMA).unwrap();
+    let back = genplane_apimachinery::codec::protobuf::decode(&body, &SCHEMA).unwrap();
     assert_eq!(back, normalized);
     // A fresh CRD: protobuf has no nulls, so what Go writes as null comes back absent; the
     // strings Go always writes come back even when empty.
     let fresh = crd();
-    let back = crate::protobuf::decode(&crate::protobuf::encode(&fresh, &SCHEMA).unwrap(), &SCHEMA)
-        .unwrap();
+    let back = genplane_apimachinery::codec::protobuf::decode(
+        &genplane_apimachinery::codec::protobuf::encode(&fresh, &SCHEMA).unwrap(),
+        &SCHEMA,
+    )
+    .unwrap();
     assert_eq!(
         back["status"],
         json!({"acceptedNames": {"plural": "", "kind": ""}, "storedVersions": ["v1"]})

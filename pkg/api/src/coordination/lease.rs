@@ -10,14 +10,16 @@
 
 use std::collections::BTreeMap;
 
+use genplane_apimachinery::codec::decode::{self, Decoded};
+use genplane_apimachinery::codec::schema::{Field, Struct, Type};
 use genplane_apimachinery::errors::ApiError;
+use genplane_apimachinery::meta::schemas::OBJECT_META;
 use genplane_apimachinery::meta::{validate_object_meta, validate_object_meta_update};
 use genplane_apimachinery::validation::field::{Error, ErrorList, Path};
 use genplane_apimachinery::validation::{is_qualified_name, name_is_dns_subdomain};
 use serde::Deserialize;
 use serde_json::Value;
 
-use crate::decode::{self, Decoded, Field, OBJECT_META, Struct, Type};
 use crate::table::{self, ColumnDefinition};
 use crate::util;
 

@@ -7,7 +7,11 @@
 
 use std::collections::BTreeMap;
 
+use genplane_apimachinery::codec::decode::{self, Decoded};
+use genplane_apimachinery::codec::protobuf;
+use genplane_apimachinery::codec::schema::{Field, Struct, Type};
 use genplane_apimachinery::errors::ApiError;
+use genplane_apimachinery::meta::schemas::OBJECT_META;
 use genplane_apimachinery::meta::{validate_object_meta, validate_object_meta_update};
 use genplane_apimachinery::validation::field::{Error, ErrorList, Path};
 use genplane_apimachinery::validation::{is_config_map_key, name_is_dns_subdomain};
@@ -15,7 +19,6 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use super::MAX_DATA_SIZE;
-use crate::decode::{self, Decoded, Field, OBJECT_META, Struct, Type};
 use crate::table::{self, ColumnDefinition};
 use crate::util;
 
@@ -190,6 +193,16 @@ pub const INFO: crate::resource::ResourceInfo = crate::resource::ResourceInfo {
         grace_period: crate::resource::not_graceful,
     },
 };
+
+/// The fuzz entry point of the protobuf watch stream reader: the input as a protobuf watch
+/// stream of ConfigMaps ([`protobuf::exercise_watch_stream`], which says what it checks).
+///
+/// # Panics
+///
+/// When reading or decoding panics, or a decoded object does not encode.
+pub fn exercise_watch_stream(data: &[u8]) {
+    protobuf::exercise_watch_stream(data, &SCHEMA);
+}
 
 #[cfg(test)]
 mod tests {

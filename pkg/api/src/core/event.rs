@@ -21,8 +21,12 @@
 
 use std::collections::BTreeMap;
 
+use genplane_apimachinery::codec::decode::{self, Decoded};
+use genplane_apimachinery::codec::schema::{Field, Struct, Type};
 use genplane_apimachinery::errors::ApiError;
+use genplane_apimachinery::meta::schemas::OBJECT_META;
 use genplane_apimachinery::meta::{ObjectMeta, validate_object_meta, validate_object_meta_update};
+use genplane_apimachinery::time::{human_duration, parse_time};
 use genplane_apimachinery::validation::field::{Error, ErrorList, Path};
 use genplane_apimachinery::validation::{
     NameValidator, is_dns1123_subdomain, is_qualified_name, name_is_dns_subdomain,
@@ -32,9 +36,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::FIELD_IMMUTABLE;
-use crate::decode::{self, Decoded, Field, OBJECT_META, OBJECT_REFERENCE, Struct, Type};
+use crate::core::OBJECT_REFERENCE;
 use crate::table::{self, ColumnDefinition};
-use crate::time::{human_duration, parse_time};
 use crate::util;
 
 /// The kind.

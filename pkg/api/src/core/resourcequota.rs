@@ -19,16 +19,18 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use genplane_apimachinery::codec::decode::{self, Decoded};
+use genplane_apimachinery::codec::schema::{Field, Struct, Type};
 use genplane_apimachinery::errors::ApiError;
+use genplane_apimachinery::meta::schemas::OBJECT_META;
 use genplane_apimachinery::meta::{validate_object_meta, validate_object_meta_update};
+use genplane_apimachinery::quantity::Quantity;
 use genplane_apimachinery::validation::field::{Error, ErrorList, Path};
 use genplane_apimachinery::validation::{is_qualified_name, name_is_dns_subdomain};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::FIELD_IMMUTABLE;
-use crate::decode::{self, Decoded, Field, OBJECT_META, Struct, Type};
-use crate::quantity::Quantity;
 use crate::table::{self, ColumnDefinition};
 use crate::util;
 

@@ -10,7 +10,10 @@
 use std::collections::BTreeMap;
 
 use base64::Engine as _;
+use genplane_apimachinery::codec::decode::{self, Decoded};
+use genplane_apimachinery::codec::schema::{Field, Struct, Type};
 use genplane_apimachinery::errors::ApiError;
+use genplane_apimachinery::meta::schemas::OBJECT_META;
 use genplane_apimachinery::meta::{ObjectMeta, validate_object_meta, validate_object_meta_update};
 use genplane_apimachinery::validation::field::{Error, ErrorList, Path};
 use genplane_apimachinery::validation::{is_config_map_key, name_is_dns_subdomain};
@@ -19,7 +22,6 @@ use serde_json::{Map, Value};
 
 use super::configmap::IMMUTABLE_SET;
 use super::{FIELD_IMMUTABLE, MAX_DATA_SIZE};
-use crate::decode::{self, Decoded, Field, OBJECT_META, Struct, Type};
 use crate::table::{self, ColumnDefinition};
 use crate::util;
 

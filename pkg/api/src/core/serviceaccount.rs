@@ -6,16 +6,17 @@
 
 use std::collections::BTreeMap;
 
+use genplane_apimachinery::codec::decode::{self, Decoded};
+use genplane_apimachinery::codec::schema::{Field, Struct, Type};
 use genplane_apimachinery::errors::ApiError;
+use genplane_apimachinery::meta::schemas::OBJECT_META;
 use genplane_apimachinery::meta::{validate_object_meta, validate_object_meta_update};
 use genplane_apimachinery::validation::field::{ErrorList, Path};
 use genplane_apimachinery::validation::name_is_dns_subdomain;
 use serde::Deserialize;
 use serde_json::Value;
 
-use crate::decode::{
-    self, Decoded, Field, LOCAL_OBJECT_REFERENCE, OBJECT_META, OBJECT_REFERENCE, Struct, Type,
-};
+use crate::core::{LOCAL_OBJECT_REFERENCE, OBJECT_REFERENCE};
 use crate::table::{self, ColumnDefinition};
 use crate::util;
 

@@ -22,7 +22,10 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use genplane_apimachinery::codec::decode::{self, Decoded};
+use genplane_apimachinery::codec::schema::{Field, Struct, Type};
 use genplane_apimachinery::errors::ApiError;
+use genplane_apimachinery::meta::schemas::{CONDITION, OBJECT_META};
 use genplane_apimachinery::meta::{validate_object_meta, validate_object_meta_update};
 use genplane_apimachinery::validation::field::{Error, ErrorList, Path};
 use genplane_apimachinery::validation::name_is_dns_subdomain;
@@ -31,7 +34,6 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use crate::decode::{self, Decoded, Field, OBJECT_META, Struct, Type};
 use crate::resource;
 use crate::resource::{Hooks, ResourceInfo, Subresource, SubresourceRules};
 use crate::schema::{Extensions, ListType, NONE, atomic_list, keyed_list};
@@ -232,11 +234,7 @@ static STATUS: Struct = Struct {
         Field::pointer("dynamic", 6, Type::Bool),
         Field::new("uses", 7, Type::List(&Type::Struct(&USE))),
         Field::new("tasks", 8, Type::List(&Type::Struct(&TASK))),
-        Field::new(
-            "conditions",
-            9,
-            Type::List(&Type::Struct(&decode::CONDITION)),
-        ),
+        Field::new("conditions", 9, Type::List(&Type::Struct(&CONDITION))),
     ],
 };
 

@@ -18,7 +18,10 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use genplane_apimachinery::codec::decode::{self, Decoded};
+use genplane_apimachinery::codec::schema::{Field, Struct, Type};
 use genplane_apimachinery::errors::ApiError;
+use genplane_apimachinery::meta::schemas::{CONDITION, OBJECT_META};
 use genplane_apimachinery::meta::{validate_object_meta, validate_object_meta_update};
 use genplane_apimachinery::validation::field::{Error, ErrorList, Path};
 use genplane_apimachinery::validation::{
@@ -29,7 +32,6 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use crate::decode::{self, Decoded, Field, OBJECT_META, Struct, Type};
 use crate::resource;
 use crate::resource::{Hooks, ResourceInfo, Subresource, SubresourceRules};
 use crate::schema::{Extensions, keyed_list};
@@ -187,11 +189,7 @@ static STATUS: Struct = Struct {
     name: "NetworkClaimStatus",
     fields: &[
         Field::new("addressSpace", 1, Type::List(&Type::Struct(&RECORD_STATUS))),
-        Field::new(
-            "conditions",
-            2,
-            Type::List(&Type::Struct(&decode::CONDITION)),
-        ),
+        Field::new("conditions", 2, Type::List(&Type::Struct(&CONDITION))),
     ],
 };
 

@@ -9,7 +9,10 @@
 
 use std::collections::BTreeMap;
 
+use genplane_apimachinery::codec::decode::{self, Decoded};
+use genplane_apimachinery::codec::schema::{Field, Struct, Type};
 use genplane_apimachinery::errors::ApiError;
+use genplane_apimachinery::meta::schemas::OBJECT_META;
 use genplane_apimachinery::meta::{ObjectMeta, validate_object_meta, validate_object_meta_update};
 use genplane_apimachinery::validation::field::{Error, ErrorList, Path};
 use serde::Deserialize;
@@ -19,7 +22,6 @@ use super::{
     AGGREGATION_RULE, API_VERSION, LabelSelector, POLICY_RULE, PolicyRule, validate_label_selector,
     validate_rbac_name, validate_rules,
 };
-use crate::decode::{self, Decoded, Field, OBJECT_META, Struct, Type};
 use crate::table::ColumnDefinition;
 use crate::util;
 

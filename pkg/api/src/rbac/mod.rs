@@ -33,8 +33,11 @@ pub mod rolebinding;
 
 use std::collections::BTreeMap;
 
+use genplane_apimachinery::codec::decode;
+use genplane_apimachinery::codec::schema::{Field, Struct, Type};
 use genplane_apimachinery::errors::ApiError;
 use genplane_apimachinery::labels;
+use genplane_apimachinery::meta::schemas::LABEL_SELECTOR;
 use genplane_apimachinery::meta::{ObjectMeta, validate_object_meta, validate_object_meta_update};
 use genplane_apimachinery::validation::field::{Error, ErrorList, Path};
 use genplane_apimachinery::validation::{
@@ -44,7 +47,6 @@ use genplane_apimachinery::validation::{
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
-use crate::decode::{self, Field, LABEL_SELECTOR, Struct, Type};
 use crate::table::{self, ColumnDefinition};
 use crate::util;
 
@@ -530,7 +532,7 @@ pub const ROLE_COLUMNS: &[ColumnDefinition] = &[
 /// The cells of a role: name and creation time (RFC 3339, UTC; Go's zero time when unset).
 pub fn role_row(object: &Value, _now: i64) -> Vec<Value> {
     let created = util::str_at(object, &["metadata", "creationTimestamp"]);
-    let created = match crate::time::parse_time(created) {
+    let created = match genplane_apimachinery::time::parse_time(created) {
         Some(t) => genplane_apimachinery::meta::rfc3339(t.seconds),
         None => "0001-01-01T00:00:00Z".to_owned(),
     };

@@ -6,14 +6,16 @@
 
 use std::collections::BTreeMap;
 
+use genplane_apimachinery::codec::decode::{self, Decoded};
+use genplane_apimachinery::codec::schema::{Field, Struct, Type};
 use genplane_apimachinery::errors::ApiError;
+use genplane_apimachinery::meta::schemas::OBJECT_META;
 use genplane_apimachinery::meta::{validate_object_meta, validate_object_meta_update};
 use genplane_apimachinery::validation::field::{ErrorList, Path};
 use serde::Deserialize;
 use serde_json::Value;
 
 use super::{API_VERSION, POLICY_RULE, PolicyRule, validate_rbac_name, validate_rules};
-use crate::decode::{self, Decoded, Field, OBJECT_META, Struct, Type};
 use crate::table::ColumnDefinition;
 use crate::util;
 

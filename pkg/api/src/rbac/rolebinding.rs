@@ -8,12 +8,14 @@
 
 use std::collections::BTreeMap;
 
+use genplane_apimachinery::codec::decode::Decoded;
+use genplane_apimachinery::codec::schema::{Field, Struct, Type};
 use genplane_apimachinery::errors::ApiError;
+use genplane_apimachinery::meta::schemas::OBJECT_META;
 use genplane_apimachinery::validation::field::ErrorList;
 use serde_json::Value;
 
 use super::{BindingKind, ROLE_REF, SUBJECT};
-use crate::decode::{Decoded, Field, OBJECT_META, Struct, Type};
 use crate::table::ColumnDefinition;
 
 /// The kind.

@@ -1,7 +1,7 @@
+use genplane_apimachinery::codec::protobuf;
 use serde_json::{Value, json};
 
 use super::*;
-use crate::protobuf;
 
 const SUBDOMAIN: &str = "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')";
 

@@ -196,7 +196,7 @@ fn record_response_body(
     content_type: &str,
     bytes: &[u8],
 ) {
-    use genplane_api::protobuf;
+    use genplane_apimachinery::codec::protobuf;
     if content_type.starts_with("application/json") {
         record.set_response_object_json(bytes);
         return;
@@ -208,7 +208,7 @@ fn record_response_body(
         return;
     };
     let decoded = if envelope.kind == "Status" {
-        protobuf::decode_object(&envelope, &genplane_api::decode::STATUS).ok()
+        protobuf::decode_object(&envelope, &genplane_apimachinery::meta::schemas::STATUS).ok()
     } else if info.verb == "list" {
         body_kind(info).and_then(|kind| protobuf::decode_list(bytes, kind.schema).ok())
     } else {

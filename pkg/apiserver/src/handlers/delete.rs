@@ -1,9 +1,9 @@
 //! DELETE of one object or of a collection.
 
 use crate::body::RequestBody;
-use genplane_api::decode::DELETE_OPTIONS;
-use genplane_api::protobuf;
+use genplane_apimachinery::codec::protobuf;
 use genplane_apimachinery::errors::{ApiError, Status};
+use genplane_apimachinery::meta::schemas::DELETE_OPTIONS;
 use genplane_apimachinery::schema::GroupKind;
 use genplane_apimachinery::validation::field::{Error, ErrorList, Path};
 use genplane_registry::{DeleteOptions, Deletion, Propagation};

@@ -38,7 +38,7 @@ use crate::body::{QueueSender, ResponseBody};
 use crate::encode;
 use crate::kind::ServedKind;
 use crate::negotiation::{Format, Target};
-use genplane_api::protobuf;
+use genplane_apimachinery::codec::protobuf;
 
 /// The most bytes of events that wait for one watch client (beyond that, the watch waits for
 /// the client; a single larger event waits alone).
@@ -187,7 +187,7 @@ pub(crate) async fn watch<S: Storage>(
     let content_type = if table.is_some() || metadata_only.is_some() {
         negotiated.content_type()
     } else if format == Format::Protobuf {
-        genplane_api::protobuf::WATCH_CONTENT_TYPE.to_owned()
+        genplane_apimachinery::codec::protobuf::WATCH_CONTENT_TYPE.to_owned()
     } else {
         "application/json".to_owned()
     };

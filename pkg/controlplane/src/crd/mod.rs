@@ -21,9 +21,9 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use genplane_api::catalog::{ResourceDescription, SubresourceDescription};
-use genplane_api::openapi::{CustomKind, Document};
 use genplane_apimachinery::errors::{ApiError, Status};
 use genplane_apiserver::kind::ServedKind;
+use genplane_apiserver::openapi::builder::{CustomKind, Document};
 use genplane_apiserver::server::{ApiServer, Resource};
 use genplane_registry::{
     ConvertFuture, Converter, CustomResourceStrategy, CustomScaleStrategy, CustomStatusStrategy,
@@ -242,7 +242,9 @@ impl<S: Storage> CustomResources<S> {
         let documents: Vec<Document> = documents
             .into_iter()
             .map(|((group, version), kinds)| {
-                genplane_api::openapi::custom_group_version_document(&group, &version, &kinds)
+                genplane_apiserver::openapi::builder::custom_group_version_document(
+                    &group, &version, &kinds,
+                )
             })
             .collect();
         self.api.set_custom(resources, documents);

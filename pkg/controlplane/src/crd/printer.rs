@@ -4,8 +4,8 @@
 //! ago its timestamp was.
 
 use genplane_api::table::{AGE_DESCRIPTION, NAME_DESCRIPTION};
-use genplane_api::time::{age, human_duration, parse_time};
 use genplane_apimachinery::errors::ApiError;
+use genplane_apimachinery::time::{age, human_duration, parse_time};
 use genplane_apiserver::kind::CustomBehaviour;
 use genplane_registry::CustomSchema;
 use serde_json::{Value, json};

@@ -3,7 +3,7 @@
 //! [`super::binder::Binder`].
 
 use genplane_api::catalog::{Hooks, ResourceInfo};
-use genplane_api::decode::Decoded;
+use genplane_apimachinery::codec::decode::Decoded;
 use genplane_apimachinery::errors::ApiError;
 use genplane_apimachinery::validation::field::{Error, ErrorList, Path};
 use k8s_openapi::api::core::v1::Binding;

@@ -3,9 +3,9 @@
 //! (`kubectl get endpointslices`: `NAME ADDRESSTYPE PORTS ENDPOINTS AGE`).
 
 use genplane_api::catalog::{self, Hooks, ResourceInfo};
-use genplane_api::decode::Decoded;
 use genplane_api::table::{self, ColumnDefinition};
 use genplane_api::util;
+use genplane_apimachinery::codec::decode::Decoded;
 use genplane_apimachinery::errors::ApiError;
 use genplane_apimachinery::validation::field::{Error, ErrorList, Path};
 use genplane_apimachinery::validation::name_is_dns_subdomain;

@@ -19,10 +19,10 @@
 use std::collections::BTreeMap;
 
 use genplane_api::catalog::{self, Context, Hooks, ResourceInfo, Subresource, SubresourceRules};
-use genplane_api::decode::Decoded;
 use genplane_api::schema::{Extensions, keyed_list};
 use genplane_api::table::{self, ColumnDefinition};
 use genplane_api::util;
+use genplane_apimachinery::codec::decode::Decoded;
 use genplane_apimachinery::errors::ApiError;
 use genplane_apimachinery::validation::field::{Error, ErrorList, Path};
 use genplane_apimachinery::validation::{is_dns1123_label, name_is_dns_subdomain};

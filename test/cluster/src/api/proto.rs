@@ -1,7 +1,7 @@
 //! The protobuf shapes of the cluster's kinds: one [`Struct`] per upstream message, each
 //! field with its JSON name, its number in upstream's `generated.proto` (core/v1, apps/v1,
 //! discovery/v1) and its type. With them genplane's transcoder
-//! ([`genplane_api::protobuf`]) reads and writes Kubernetes protobuf for these kinds, which
+//! ([`genplane_apimachinery::codec::protobuf`]) reads and writes Kubernetes protobuf for these kinds, which
 //! is what kubectl and client-go send and ask for by default for built-in kinds.
 //!
 //! The JSON path does not use these schemas: a protobuf body is read into JSON here, and that
@@ -23,7 +23,9 @@
 //! here, nothing else, and the zero values they write are kept), and that a JSON fixture of
 //! each kind (`testdata/protobuf/`) comes back unchanged from protobuf.
 
-use genplane_api::decode::{Field, LABEL_SELECTOR, OBJECT_META, OBJECT_REFERENCE, Struct, Type};
+use genplane_api::core::OBJECT_REFERENCE;
+use genplane_apimachinery::codec::schema::{Field, Struct, Type};
+use genplane_apimachinery::meta::schemas::{LABEL_SELECTOR, OBJECT_META};
 
 pub static POD: Struct = Struct {
     name: "Pod",

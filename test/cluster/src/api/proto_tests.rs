@@ -6,10 +6,11 @@
 
 use std::collections::BTreeSet;
 
-use genplane_api::protobuf;
+use genplane_apimachinery::codec::protobuf;
 use serde_json::{Map, Value, json};
 
-use genplane_api::decode::{Field, OBJECT_META, Struct, Type};
+use genplane_apimachinery::codec::schema::{Field, Struct, Type};
+use genplane_apimachinery::meta::schemas::OBJECT_META;
 
 use super::proto::*;
 
@@ -17,7 +18,12 @@ use super::proto::*;
 type Kind = (
     &'static Struct,
     fn(&mut schemars::SchemaGenerator) -> String,
-    fn(&Value) -> Result<genplane_api::decode::Decoded, genplane_apimachinery::errors::ApiError>,
+    fn(
+        &Value,
+    ) -> Result<
+        genplane_apimachinery::codec::decode::Decoded,
+        genplane_apimachinery::errors::ApiError,
+    >,
     &'static str,
 );
 

@@ -10,9 +10,9 @@
 //!   IMAGES SELECTOR`.
 
 use genplane_api::catalog::{self, Hooks, ResourceInfo, Subresource};
-use genplane_api::decode::Decoded;
 use genplane_api::table::{self, ColumnDefinition};
 use genplane_api::util;
+use genplane_apimachinery::codec::decode::Decoded;
 use genplane_apimachinery::errors::ApiError;
 use genplane_apimachinery::validation::field::ErrorList;
 use k8s_openapi::api::apps::v1::ReplicaSet;

@@ -23,10 +23,10 @@ use std::collections::BTreeMap;
 use std::net::Ipv4Addr;
 
 use genplane_api::catalog::{self, Context, Hooks, ResourceInfo, Subresource, SubresourceRules};
-use genplane_api::decode::Decoded;
 use genplane_api::schema::{Extensions, ListType, NONE};
 use genplane_api::table::{self, ColumnDefinition};
 use genplane_api::util;
+use genplane_apimachinery::codec::decode::Decoded;
 use genplane_apimachinery::errors::ApiError;
 use genplane_apimachinery::validation::field::{Error, ErrorList, Path};
 use genplane_apimachinery::validation::{is_dns1035_label, is_dns1123_label, is_dns1123_subdomain};

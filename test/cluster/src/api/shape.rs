@@ -1,6 +1,6 @@
 //! Decoding a body into the upstream shape of a kind through its k8s-openapi type.
 //!
-//! genplane's built-in kinds describe their JSON shape field by field (`genplane_api::decode`).
+//! genplane's built-in kinds describe their JSON shape field by field (`genplane_apimachinery::codec::decode`).
 //! The kinds of this cluster are large (a `PodSpec` has some forty fields, each with its own
 //! types), so for JSON and YAML they borrow their shape from k8s-openapi instead (their
 //! protobuf messages are a table of their own, [`super::proto`], which reads a protobuf body
@@ -16,9 +16,11 @@
 //!
 //! Resource quantities are read as Go reads them, from a string or a number.
 
-use genplane_api::decode::{self, Decoded, Field, OBJECT_META, Struct, Type};
+use genplane_apimachinery::codec::decode::{self, Decoded};
+use genplane_apimachinery::codec::schema::{Field, Struct, Type};
 use genplane_apimachinery::errors::{ApiError, Status};
 use genplane_apimachinery::gofmt::Quoted;
+use genplane_apimachinery::meta::schemas::OBJECT_META;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::{Map, Value};

@@ -539,7 +539,7 @@ fn chrono_like_micro_now() -> String {
     let now = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .unwrap_or_default();
-    genplane_api::decode::micro_time(
+    genplane_apimachinery::time::micro_time(
         i64::try_from(now.as_secs()).unwrap_or(i64::MAX),
         now.subsec_nanos(),
     )

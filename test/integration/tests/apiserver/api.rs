@@ -23,8 +23,8 @@ use support::{Answer, Server, call};
 
 use bytes::Bytes;
 use genplane_api::core::configmap;
-use genplane_api::decode::STATUS;
-use genplane_api::protobuf;
+use genplane_apimachinery::codec::protobuf;
+use genplane_apimachinery::meta::schemas::STATUS;
 use genplane_storage::Storage;
 use genplane_test_support::eventually_async;
 use http_body_util::{BodyExt, Full};
@@ -1593,7 +1593,7 @@ async fn protobuf_delete_options(server: Server) {
     let options = |uid: &str| {
         protobuf::encode(
             &json!({"apiVersion": "v1", "kind": "DeleteOptions", "preconditions": {"uid": uid}, "propagationPolicy": "Background"}),
-            &genplane_api::decode::DELETE_OPTIONS,
+            &genplane_apimachinery::meta::schemas::DELETE_OPTIONS,
         )
         .unwrap()
     };

@@ -7,8 +7,8 @@ use crate::support;
 
 use support::{Answer, Server, call, start};
 
-use genplane_api::protobuf;
 use genplane_api::rbac::{clusterrole, rolebinding};
+use genplane_apimachinery::codec::protobuf;
 use genplane_storage::Storage;
 use hyper::Method;
 use serde_json::{Value, json};

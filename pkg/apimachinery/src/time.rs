@@ -4,7 +4,10 @@
 //! `acquireTime` is a MicroTime) are RFC 3339 with optional fractional seconds;
 //! `metav1.MicroTime` fields (`eventTime`, `series.lastObservedTime`, lease times) carry exactly
 //! six fractional digits, as Go's `time.Parse` with the layout
-//! `2006-01-02T15:04:05.000000Z07:00` demands. No clock is read here: ages take `now`.
+//! `2006-01-02T15:04:05.000000Z07:00` demands, and [`micro_time`] writes them so (a Time is
+//! written by [`crate::meta::rfc3339`]). No clock is read here: ages take `now`.
+
+use crate::meta::rfc3339;
 
 /// A point in time: seconds since the Unix epoch and nanoseconds into that second.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -125,6 +128,13 @@ pub fn parse_time(s: &str) -> Option<Timestamp> {
 /// Parses a `metav1.MicroTime`: RFC 3339 with exactly six fractional digits.
 pub fn parse_micro_time(s: &str) -> Option<Timestamp> {
     parse(s, Fraction::Micro)
+}
+
+/// A MicroTime as Go writes it: UTC, six fractional digits.
+pub fn micro_time(seconds: i64, nanos: u32) -> String {
+    let whole = rfc3339(seconds);
+    let stem = whole.trim_end_matches('Z');
+    format!("{stem}.{:06}Z", nanos / 1000)
 }
 
 /// Formats a duration in seconds as kubectl's `duration.HumanDuration` does: `"45s"`, `"3m20s"`,

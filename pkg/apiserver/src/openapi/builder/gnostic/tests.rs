@@ -1,7 +1,7 @@
 use serde_json::{Value, json};
 
 use super::encode;
-use crate::openapi::{documents, tests::served, v2};
+use crate::openapi::builder::{documents, tests::served, v2};
 
 /// One decoded field: its number and its value (a varint, or the bytes of a length-delimited
 /// field; no other wire type occurs in these tests).

@@ -4,7 +4,7 @@
 //!
 //! - `GET /openapi/v3`: the index, `{"paths": {"api/v1": {"serverRelativeURL":
 //!   "/openapi/v3/api/v1?hash=<H>"}, ...}}`, one entry per document.
-//! - `GET /openapi/v3/<path>`: one document (built by [`genplane_api::openapi`]).
+//! - `GET /openapi/v3/<path>`: one document (built by [`builder`]).
 //!
 //! Every document is serialized and hashed once, when what is served changes, and only its
 //! bytes are kept (a parsed document takes several times their size): `<H>` is the upper-case
@@ -15,18 +15,19 @@
 //! served: an `Accept` that admits only the protobuf form gets 406.
 //!
 //! OpenAPI v2, at `/openapi/v2` ([`OpenApiV2`]): one Swagger 2.0 document of every served group
-//! version, derived from the v3 documents ([`genplane_api::openapi::v2`]), as JSON or as
-//! gnostic's protobuf `Document` ([`genplane_api::openapi::gnostic`]), which is the only form
+//! version, derived from the v3 documents ([`builder::v2`]), as JSON or as
+//! gnostic's protobuf `Document` ([`builder::gnostic`]), which is the only form
 //! kubectl before 1.29 asks for. Both are built from the v3 documents' bytes at the first request
 //! for either (most clients never ask), and kept until what is served changes; their `ETag` is
 //! the SHA-512 of the JSON, as upstream's, and there is no hash query.
+
+pub mod builder;
 
 use std::fmt::Write as _;
 use std::sync::OnceLock;
 use std::time::Instant;
 
 use bytes::Bytes;
-use genplane_api::openapi::{self, Document, ServedResource};
 use genplane_apimachinery::errors::{ApiError, Status, StatusReason};
 use hyper::header::{
     ACCEPT, CACHE_CONTROL, CONTENT_TYPE, ETAG, EXPIRES, HeaderMap, HeaderValue, IF_NONE_MATCH,
@@ -36,6 +37,7 @@ use hyper::{Response, StatusCode};
 use serde_json::{Map, json};
 
 use crate::body::ResponseBody;
+use builder::{Document, ServedResource};
 
 /// One serialized document.
 #[derive(Clone, Debug)]
@@ -147,10 +149,10 @@ fn header(value: &str) -> HeaderValue {
 impl OpenApiV3 {
     /// Builds, serializes and hashes the documents of `resources`.
     pub fn new(resources: &[ServedResource]) -> Self {
-        Self::from_documents(openapi::documents(resources))
+        Self::from_documents(builder::documents(resources))
     }
 
-    /// Serializes and hashes `documents` (as [`openapi::documents`] builds them).
+    /// Serializes and hashes `documents` (as [`builder::documents`] builds them).
     pub fn from_documents(documents: Vec<Document>) -> Self {
         Self::indexed(serialized(documents))
     }
@@ -345,10 +347,10 @@ struct EncodedV2 {
 impl EncodedV2 {
     fn new(documents: &[Document], version: &str) -> Self {
         let started = Instant::now();
-        let swagger = openapi::v2::swagger(documents, version);
+        let swagger = builder::v2::swagger(documents, version);
         let json =
             serde_json::to_vec(&swagger).expect("invariant: a serde_json::Value always serializes");
-        let protobuf = openapi::gnostic::encode(&swagger);
+        let protobuf = builder::gnostic::encode(&swagger);
         tracing::debug!(
             json_bytes = json.len(),
             protobuf_bytes = protobuf.len(),
@@ -510,7 +512,7 @@ mod tests {
 
     #[test]
     fn documents_are_kept_as_bytes_and_read_back_whole() {
-        let builtin = openapi::documents(&openapi::all_served());
+        let builtin = builder::documents(&builder::all_served());
         let core = builtin.iter().find(|d| d.path == "api/v1").cloned();
         let served = OpenApiV3::from_documents(builtin.clone());
         assert_eq!(
@@ -543,7 +545,7 @@ mod tests {
 
     #[test]
     fn the_v2_document_is_built_at_its_first_request() {
-        let v3 = OpenApiV3::new(&openapi::all_served());
+        let v3 = OpenApiV3::new(&builder::all_served());
         let v2 = OpenApiV2::new(&v3, "v1.33.0");
         assert!(v2.encoded.get().is_none());
         let answer = v2.handle(&HeaderMap::new(), false).unwrap();

@@ -1,8 +1,8 @@
 use serde_json::{Value, json};
 
 use super::*;
-use crate::catalog;
-use crate::resource;
+use genplane_api::catalog;
+use genplane_api::resource;
 
 pub(super) fn served() -> Vec<ServedResource> {
     catalog::all()
@@ -605,7 +605,7 @@ fn custom_resource_definitions_are_described_as_upstream_describes_them() {
 
 #[test]
 fn a_custom_resource_with_scale_publishes_the_scale_paths() {
-    use crate::resource::{ResourceDescription, SubresourceDescription};
+    use genplane_api::resource::{ResourceDescription, SubresourceDescription};
     let verbs = |v: &[&str]| v.iter().map(|s| (*s).to_owned()).collect::<Vec<_>>();
     let description = ResourceDescription {
         group: "stable.example.com".into(),
@@ -682,7 +682,7 @@ fn a_custom_resource_with_scale_publishes_the_scale_paths() {
 
 #[test]
 fn schemas_that_keep_unknown_fields_are_published_in_v2_without_their_fields() {
-    use crate::resource::ResourceDescription;
+    use genplane_api::resource::ResourceDescription;
     let description = ResourceDescription {
         group: "example.com".into(),
         version: "v1".into(),

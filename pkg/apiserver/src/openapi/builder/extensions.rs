@@ -20,17 +20,17 @@
 
 use serde_json::{Map, Value};
 
-use crate::schema::{Extensions, SHARED};
+use genplane_api::schema::{Extensions, SHARED};
 
 /// Every entry: the shared ones, then each catalog entry's (an entry several kinds list, such
 /// as those of rbac's `PolicyRule`, once).
 pub fn all() -> impl Iterator<Item = &'static Extensions> {
-    entries_of(crate::catalog::all().iter())
+    entries_of(genplane_api::catalog::all().iter())
 }
 
 /// The shared entries, then those of `kinds`, each (schema, property) once.
 fn entries_of(
-    kinds: impl Iterator<Item = &'static crate::resource::ResourceInfo>,
+    kinds: impl Iterator<Item = &'static genplane_api::resource::ResourceInfo>,
 ) -> impl Iterator<Item = &'static Extensions> {
     let mut seen: Vec<(&'static str, &'static str)> = Vec::new();
     SHARED
@@ -59,7 +59,7 @@ pub fn apply(schemas: &mut Map<String, Value>) {
 /// own kinds).
 pub fn apply_of(
     schemas: &mut Map<String, Value>,
-    kinds: &[&'static crate::resource::ResourceInfo],
+    kinds: &[&'static genplane_api::resource::ResourceInfo],
 ) {
     apply_entries(schemas, entries_of(kinds.iter().copied()));
 }
@@ -91,14 +91,14 @@ mod tests {
     use serde_json::json;
 
     use super::*;
-    use crate::schema::{ListType, meta};
+    use genplane_api::schema::{ListType, meta};
 
     #[test]
     fn one_entry_per_schema_and_property() {
         let table: Vec<&Extensions> = SHARED
             .iter()
             .chain(
-                crate::catalog::all()
+                genplane_api::catalog::all()
                     .iter()
                     .flat_map(|r| r.extensions.iter()),
             )

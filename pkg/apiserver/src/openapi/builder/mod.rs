@@ -36,8 +36,8 @@ pub mod v2;
 use schemars::generate::{SchemaGenerator, SchemaSettings};
 use serde_json::{Map, Value, json};
 
-use crate::resource::{ResourceDescription, ResourceInfo};
-use crate::schema::schema_of;
+use genplane_api::resource::{ResourceDescription, ResourceInfo};
+use genplane_api::schema::schema_of;
 use k8s_openapi::api::{autoscaling as autoscaling_api, core as core_api};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1 as meta;
 
@@ -56,7 +56,7 @@ pub struct Document {
 
 /// Every catalog resource with all of its subresources: what the API server serves by default.
 pub fn all_served() -> Vec<ServedResource> {
-    crate::catalog::all()
+    genplane_api::catalog::all()
         .iter()
         .map(|info| info.describe())
         .collect()
@@ -100,7 +100,7 @@ pub fn group_version_path(group: &str, version: &str) -> String {
 /// `api/v1`, `apis`, then each group (`apis/<group>`, then its versions) in the order the
 /// resources list them.
 pub fn documents(resources: &[ServedResource]) -> Vec<Document> {
-    let kinds: Vec<&'static ResourceInfo> = crate::catalog::all().iter().collect();
+    let kinds: Vec<&'static ResourceInfo> = genplane_api::catalog::all().iter().collect();
     documents_of(resources, &kinds)
 }
 
@@ -220,9 +220,9 @@ fn add_kind(
 
 /// Whether a subresource's body is an autoscaling/v1 Scale.
 fn is_scale(gvk: &genplane_apimachinery::schema::GroupVersionKind) -> bool {
-    gvk.group == crate::autoscaling::GROUP
-        && gvk.version == crate::autoscaling::VERSION
-        && gvk.kind == crate::autoscaling::KIND
+    gvk.group == genplane_api::autoscaling::GROUP
+        && gvk.version == genplane_api::autoscaling::VERSION
+        && gvk.kind == genplane_api::autoscaling::KIND
 }
 
 fn gvk(group: &str, version: &str, kind: &str) -> Value {
@@ -250,7 +250,7 @@ fn list_schema(kind: &str, kind_schema: &str, item: &Value) -> Value {
             "apiVersion": property("apiVersion"),
             "kind": property("kind"),
             "metadata": {
-                "allOf": [{"$ref": format!("#/components/schemas/{}", crate::schema::meta("ListMeta"))}],
+                "allOf": [{"$ref": format!("#/components/schemas/{}", genplane_api::schema::meta("ListMeta"))}],
                 "description": "The list's metadata: its resourceVersion and continue token.",
             },
             "items": {
@@ -338,9 +338,9 @@ fn group_version_document(
         }
         if scale.as_ref() == Some(name) {
             let (g, v, k) = (
-                crate::autoscaling::GROUP,
-                crate::autoscaling::VERSION,
-                crate::autoscaling::KIND,
+                genplane_api::autoscaling::GROUP,
+                genplane_api::autoscaling::VERSION,
+                genplane_api::autoscaling::KIND,
             );
             set_gvks(&mut schemas, name, vec![gvk(g, v, k)]);
             continue;
@@ -437,14 +437,16 @@ pub fn custom_group_version_document(group: &str, version: &str, kinds: &[Custom
             &mut schemas,
             &name,
             vec![gvk(
-                crate::autoscaling::GROUP,
-                crate::autoscaling::VERSION,
-                crate::autoscaling::KIND,
+                genplane_api::autoscaling::GROUP,
+                genplane_api::autoscaling::VERSION,
+                genplane_api::autoscaling::KIND,
             )],
         );
-        known
-            .names
-            .push((crate::autoscaling::KIND.to_owned(), name, String::new()));
+        known.names.push((
+            genplane_api::autoscaling::KIND.to_owned(),
+            name,
+            String::new(),
+        ));
     }
     for kind in kinds {
         let list = format!("{}List", kind.component);

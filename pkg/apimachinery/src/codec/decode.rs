@@ -7,208 +7,29 @@
 //! Decoding also produces what upstream would store after a round trip through its Go types:
 //! - a `null` struct field is dropped (Go leaves the field unset); a `null` map or list item
 //!   becomes the item type's zero value; an empty map or list is dropped unless its Go field
-//!   lacks `omitempty` ([`Field::keep_empty`]);
+//!   lacks `omitempty` ([`Field::keep_empty`](crate::codec::schema::Field::keep_empty));
 //! - fields the type does not have are dropped, and reported in [`Decoded::unknown_fields`]
 //!   (for `fieldValidation=Strict|Warn`);
 //! - times are rewritten as Go writes them (`metav1.Time` in whole seconds UTC,
 //!   `metav1.MicroTime` with six digits), quantities in their canonical form, bytes re-encoded
 //!   in standard base64.
 //!
-//! The same schemas carry each field's protobuf number ([`Field`]), so that [`crate::protobuf`]
+//! The same schemas carry each field's protobuf number ([`Field`](crate::codec::schema::Field)), so that [`super::protobuf`]
 //! reads and writes Kubernetes protobuf with them and produces exactly this JSON.
 
 use std::borrow::Cow;
 
 use base64::Engine as _;
-use genplane_apimachinery::errors::{ApiError, Status};
-use genplane_apimachinery::meta::rfc3339;
-use genplane_apimachinery::validation::field::Path;
 use serde::de::DeserializeOwned;
 use serde_json::{Map, Value};
 
+use crate::codec::schema::{Struct, Type};
+use crate::errors::{ApiError, Status};
+use crate::gofmt::Quoted;
+use crate::meta::rfc3339;
 use crate::quantity::Quantity;
-use crate::time::{parse_micro_time, parse_time};
-
-/// The JSON shape of a field.
-#[derive(Clone, Copy, Debug)]
-pub enum Type {
-    /// A string.
-    String,
-    /// `true` or `false`.
-    Bool,
-    /// An integer that fits in 32 bits.
-    Int32,
-    /// An integer that fits in 64 bits.
-    Int64,
-    /// Bytes, as a standard base64 string.
-    Bytes,
-    /// A `metav1.Time`: an RFC 3339 string.
-    Time,
-    /// A `metav1.MicroTime`: an RFC 3339 string with six fractional digits.
-    MicroTime,
-    /// A `resource.Quantity`: a string or a number.
-    Quantity,
-    /// An `intstr.IntOrString`: a 32-bit integer or a string (a port number or name, a
-    /// count or a percentage).
-    IntOrString,
-    /// Anything (kept as it is).
-    Any,
-    /// An object with known fields.
-    Struct(&'static Struct),
-    /// An object with arbitrary keys, every value of one type.
-    Map(&'static Type),
-    /// A list of items of one type.
-    List(&'static Type),
-    /// A list that protobuf wraps in a message of its own, `repeated T items = 1` (Go's named
-    /// slice types such as `ExtraValue`); in JSON a plain list.
-    Items(&'static Type),
-}
-
-impl Type {
-    /// The type's name in messages, e.g. `map[string]string`.
-    pub fn name(self) -> String {
-        match self {
-            Type::String => "string".to_owned(),
-            Type::Bool => "bool".to_owned(),
-            Type::Int32 => "int32".to_owned(),
-            Type::Int64 => "int64".to_owned(),
-            Type::Bytes => "[]byte (base64 string)".to_owned(),
-            Type::Time => "Time (RFC 3339 string)".to_owned(),
-            Type::MicroTime => "MicroTime (RFC 3339 string with microseconds)".to_owned(),
-            Type::Quantity => "Quantity".to_owned(),
-            Type::IntOrString => "IntOrString".to_owned(),
-            Type::Any => "any".to_owned(),
-            Type::Struct(s) => s.name.to_owned(),
-            Type::Map(t) => format!("map[string]{}", t.name()),
-            Type::List(t) | Type::Items(t) => format!("[]{}", t.name()),
-        }
-    }
-
-    /// The value a `null` map or list item decodes to.
-    pub fn zero(self) -> Value {
-        match self {
-            Type::String | Type::Bytes => Value::from(""),
-            Type::Bool => Value::Bool(false),
-            Type::Int32 | Type::Int64 | Type::IntOrString => Value::from(0),
-            Type::Quantity => Value::from("0"),
-            Type::Struct(_) => Value::Object(Map::new()),
-            Type::Time
-            | Type::MicroTime
-            | Type::Any
-            | Type::Map(_)
-            | Type::List(_)
-            | Type::Items(_) => Value::Null,
-        }
-    }
-}
-
-/// An object type: its Go name (for messages) and its fields.
-#[derive(Debug)]
-pub struct Struct {
-    /// The type's name, e.g. `ConfigMap`.
-    pub name: &'static str,
-    /// The fields, in the Go struct's declaration order (`kind` before `apiVersion`, a
-    /// ConfigMap's `immutable` before its `data`): the order kube-apiserver writes them in JSON,
-    /// which [`crate::order`] follows. It is not always the protobuf numbers' order; the
-    /// protobuf writer sorts by number itself.
-    pub fields: &'static [Field],
-}
-
-impl Struct {
-    /// The field of JSON name `name`, also among the fields of an [inlined](Field::inline)
-    /// struct.
-    pub fn field(&self, name: &str) -> Option<&Field> {
-        self.fields.iter().find_map(|f| match f.ty {
-            Type::Struct(inner) if f.inline => inner.field(name),
-            _ => (f.name == name).then_some(f),
-        })
-    }
-}
-
-/// One field of a [`Struct`]: its JSON name, its protobuf field number (from upstream's
-/// `generated.proto`) and its shape, which drive JSON decoding and the protobuf transcoder
-/// ([`crate::protobuf`]) alike.
-#[derive(Clone, Copy, Debug)]
-pub struct Field {
-    /// The JSON name, e.g. `binaryData`.
-    pub name: &'static str,
-    /// The protobuf field number; 0 for `apiVersion` and `kind`, which protobuf carries in the
-    /// envelope's `typeMeta` rather than in the message.
-    pub number: u32,
-    /// The shape.
-    pub ty: Type,
-    /// Whether the Go field is a pointer (`*bool`, `*int64`, `*string`): a zero value sent on
-    /// the wire is then kept in JSON (`immutable: false`), where for a plain Go field it is
-    /// left out, as `omitempty` leaves it out.
-    pub pointer: bool,
-    /// Whether the Go field lacks `omitempty` (`rules`, `verbs`, `versions`): an empty map or
-    /// list is then kept. Every other empty map or list is left out, as a round trip through
-    /// the Go type leaves it out (`labels: {}`, `finalizers: []`, `data: {}`).
-    pub keep_empty: bool,
-    /// Whether the Go field is an embedded struct (`json:",inline"`, e.g. `Rule` in
-    /// `RuleWithOperations`): its fields are the parent's in JSON, and a message of its own
-    /// (field `number`) in protobuf. Its `name` is empty.
-    pub inline: bool,
-}
-
-impl Field {
-    /// A plain field: zero values read from protobuf are left out of the JSON.
-    pub const fn new(name: &'static str, number: u32, ty: Type) -> Self {
-        Field {
-            name,
-            number,
-            ty,
-            pointer: false,
-            keep_empty: false,
-            inline: false,
-        }
-    }
-
-    /// An embedded struct (`json:",inline"`): its fields appear in the parent's JSON, and in
-    /// protobuf as message field `number`.
-    pub const fn inline(number: u32, schema: &'static Struct) -> Self {
-        Field {
-            name: "",
-            number,
-            ty: Type::Struct(schema),
-            pointer: false,
-            keep_empty: false,
-            inline: true,
-        }
-    }
-
-    /// The same field, whose Go tag has no `omitempty`: an empty map or list is kept.
-    pub const fn keep_empty(self) -> Self {
-        Field {
-            keep_empty: true,
-            ..self
-        }
-    }
-
-    /// A Go pointer field: any value read from protobuf, zero or not, is kept.
-    pub const fn pointer(name: &'static str, number: u32, ty: Type) -> Self {
-        Field {
-            name,
-            number,
-            ty,
-            pointer: true,
-            keep_empty: true,
-            inline: false,
-        }
-    }
-
-    /// `apiVersion` or `kind`: a JSON string that protobuf carries in the envelope.
-    pub const fn type_meta(name: &'static str) -> Self {
-        Field {
-            name,
-            number: 0,
-            ty: Type::String,
-            pointer: false,
-            keep_empty: false,
-            inline: false,
-        }
-    }
-}
+use crate::time::{micro_time, parse_micro_time, parse_time};
+use crate::validation::field::Path;
 
 /// Why a raw object does not decode into its type. The API answers 400 BadRequest.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
@@ -239,7 +60,7 @@ impl DecodeError {
     pub fn to_api_error(&self, kind: &str, version: &str) -> ApiError {
         Status::bad_request(format!(
             "{kind} in version {} cannot be handled as a {kind}: {self}",
-            genplane_apimachinery::gofmt::Quoted(version)
+            Quoted(version)
         ))
         .into()
     }
@@ -361,7 +182,7 @@ impl Walker {
                 Some(t) => Ok(text(s, rfc3339(t.seconds))),
                 None => Err(self.bad(
                     path,
-                    format!("cannot parse {} as an RFC 3339 time (2006-01-02T15:04:05Z07:00)", genplane_apimachinery::gofmt::Quoted(s)),
+                    format!("cannot parse {} as an RFC 3339 time (2006-01-02T15:04:05Z07:00)", Quoted(s)),
                 )),
             },
             (Type::MicroTime, Value::String(s)) => match parse_micro_time(s) {
@@ -369,7 +190,7 @@ impl Walker {
                 None => Err(self.bad(
                     path,
                     format!(
-                        "cannot parse {} as a time with microseconds (2006-01-02T15:04:05.000000Z07:00)", genplane_apimachinery::gofmt::Quoted(s)
+                        "cannot parse {} as a time with microseconds (2006-01-02T15:04:05.000000Z07:00)", Quoted(s)
                     ),
                 )),
             },
@@ -504,13 +325,6 @@ fn base64_message(error: &base64::DecodeError) -> String {
     format!("illegal base64 data at input byte {at}")
 }
 
-/// A MicroTime as Go writes it: UTC, six fractional digits.
-pub fn micro_time(seconds: i64, nanos: u32) -> String {
-    let whole = rfc3339(seconds);
-    let stem = whole.trim_end_matches('Z');
-    format!("{stem}.{:06}Z", nanos / 1000)
-}
-
 /// Decodes `object` as a `schema`: checks every known field's type and normalizes the object
 /// (see the module docs).
 pub fn decode(object: &Value, schema: &'static Struct) -> Result<Decoded, DecodeError> {
@@ -538,8 +352,9 @@ pub fn decode_borrowed<'v>(
     walker.walk(object, Type::Struct(schema), &At::Root)
 }
 
-/// Reads an already decoded value into a typed struct (used only for validation).
-pub(crate) fn typed<T: DeserializeOwned>(decoded: &Value, root: &str) -> Result<T, DecodeError> {
+/// Reads an already decoded value into a typed struct (the kinds' validation reads its fields
+/// this way); `root` names it in the error.
+pub fn typed<T: DeserializeOwned>(decoded: &Value, root: &str) -> Result<T, DecodeError> {
     // read from the value where it is: fields the type does not have are skipped, not copied
     T::deserialize(decoded).map_err(|e| DecodeError::BadValue {
         field: root.to_owned(),
@@ -547,199 +362,18 @@ pub(crate) fn typed<T: DeserializeOwned>(decoded: &Value, root: &str) -> Result<
     })
 }
 
-/// `metav1.LabelSelectorRequirement`. Go writes `key` and `operator` even when empty (no
-/// `omitempty`), so a value read from protobuf is kept, zero or not.
-pub static LABEL_SELECTOR_REQUIREMENT: Struct = Struct {
-    name: "LabelSelectorRequirement",
-    fields: &[
-        Field::pointer("key", 1, Type::String),
-        Field::pointer("operator", 2, Type::String),
-        Field::new("values", 3, Type::List(&Type::String)),
-    ],
-};
-
-/// `metav1.LabelSelector`.
-pub static LABEL_SELECTOR: Struct = Struct {
-    name: "LabelSelector",
-    fields: &[
-        Field::new("matchLabels", 1, Type::Map(&Type::String)),
-        Field::new(
-            "matchExpressions",
-            2,
-            Type::List(&Type::Struct(&LABEL_SELECTOR_REQUIREMENT)),
-        ),
-    ],
-};
-
-/// `metav1.ObjectMeta`.
-pub static OBJECT_META: Struct = Struct {
-    name: "ObjectMeta",
-    fields: &[
-        Field::new("name", 1, Type::String),
-        Field::new("generateName", 2, Type::String),
-        Field::new("namespace", 3, Type::String),
-        Field::new("selfLink", 4, Type::String),
-        Field::new("uid", 5, Type::String),
-        Field::new("resourceVersion", 6, Type::String),
-        Field::new("generation", 7, Type::Int64),
-        Field::new("creationTimestamp", 8, Type::Time),
-        Field::new("deletionTimestamp", 9, Type::Time),
-        Field::pointer("deletionGracePeriodSeconds", 10, Type::Int64),
-        Field::new("labels", 11, Type::Map(&Type::String)),
-        Field::new("annotations", 12, Type::Map(&Type::String)),
-        Field::new(
-            "ownerReferences",
-            13,
-            Type::List(&Type::Struct(&OWNER_REFERENCE)),
-        ),
-        Field::new("finalizers", 14, Type::List(&Type::String)),
-        // An empty list is kept for the field manager to read: it resets the managed fields
-        // (upstream's `isResetManagedFields`), which are then left out.
-        Field::new(
-            "managedFields",
-            17,
-            Type::List(&Type::Struct(&MANAGED_FIELDS_ENTRY)),
-        )
-        .keep_empty(),
-    ],
-};
-
-/// `metav1.Condition`.
-pub static CONDITION: Struct = Struct {
-    name: "Condition",
-    fields: &[
-        Field::new("type", 1, Type::String),
-        Field::new("status", 2, Type::String),
-        Field::new("observedGeneration", 3, Type::Int64),
-        Field::new("lastTransitionTime", 4, Type::Time),
-        Field::new("reason", 5, Type::String),
-        Field::new("message", 6, Type::String),
-    ],
-};
-
-/// `metav1.OwnerReference`.
-pub static OWNER_REFERENCE: Struct = Struct {
-    name: "OwnerReference",
-    fields: &[
-        Field::new("apiVersion", 5, Type::String),
-        Field::new("kind", 1, Type::String),
-        Field::new("name", 3, Type::String),
-        Field::new("uid", 4, Type::String),
-        Field::pointer("controller", 6, Type::Bool),
-        Field::pointer("blockOwnerDeletion", 7, Type::Bool),
-    ],
-};
-
-/// `metav1.ManagedFieldsEntry`.
-pub static MANAGED_FIELDS_ENTRY: Struct = Struct {
-    name: "ManagedFieldsEntry",
-    fields: &[
-        Field::new("manager", 1, Type::String),
-        Field::new("operation", 2, Type::String),
-        Field::new("apiVersion", 3, Type::String),
-        Field::new("time", 4, Type::Time),
-        Field::new("fieldsType", 6, Type::String),
-        Field::new("fieldsV1", 7, Type::Any),
-        Field::new("subresource", 8, Type::String),
-    ],
-};
-
-/// `core/v1.ObjectReference`.
-pub static OBJECT_REFERENCE: Struct = Struct {
-    name: "ObjectReference",
-    fields: &[
-        Field::new("kind", 1, Type::String),
-        Field::new("namespace", 2, Type::String),
-        Field::new("name", 3, Type::String),
-        Field::new("uid", 4, Type::String),
-        Field::new("apiVersion", 5, Type::String),
-        Field::new("resourceVersion", 6, Type::String),
-        Field::new("fieldPath", 7, Type::String),
-    ],
-};
-
-/// `core/v1.LocalObjectReference`.
-pub static LOCAL_OBJECT_REFERENCE: Struct = Struct {
-    name: "LocalObjectReference",
-    fields: &[Field::new("name", 1, Type::String)],
-};
-
-/// `metav1.ListMeta`, the `metadata` of lists and of a Status.
-pub static LIST_META: Struct = Struct {
-    name: "ListMeta",
-    fields: &[
-        Field::new("selfLink", 1, Type::String),
-        Field::new("resourceVersion", 2, Type::String),
-        Field::new("continue", 3, Type::String),
-        Field::pointer("remainingItemCount", 4, Type::Int64),
-    ],
-};
-
-/// `metav1.Status`, the body of every error answer.
-pub static STATUS: Struct = Struct {
-    name: "Status",
-    fields: &[
-        Field::type_meta("kind"),
-        Field::type_meta("apiVersion"),
-        Field::new("metadata", 1, Type::Struct(&LIST_META)),
-        Field::new("status", 2, Type::String),
-        Field::new("message", 3, Type::String),
-        Field::new("reason", 4, Type::String),
-        Field::pointer("details", 5, Type::Struct(&STATUS_DETAILS)),
-        Field::new("code", 6, Type::Int32),
-    ],
-};
-
-/// `metav1.StatusDetails`.
-pub static STATUS_DETAILS: Struct = Struct {
-    name: "StatusDetails",
-    fields: &[
-        Field::new("name", 1, Type::String),
-        Field::new("group", 2, Type::String),
-        Field::new("kind", 3, Type::String),
-        Field::new("uid", 6, Type::String),
-        Field::new("causes", 4, Type::List(&Type::Struct(&STATUS_CAUSE))),
-        Field::new("retryAfterSeconds", 5, Type::Int32),
-    ],
-};
-
-/// `metav1.StatusCause` (its Go field `Type` is `reason` in JSON and protobuf).
-pub static STATUS_CAUSE: Struct = Struct {
-    name: "StatusCause",
-    fields: &[
-        Field::new("reason", 1, Type::String),
-        Field::new("message", 2, Type::String),
-        Field::new("field", 3, Type::String),
-    ],
-};
-
-/// `metav1.DeleteOptions`, the optional body of a DELETE.
-pub static DELETE_OPTIONS: Struct = Struct {
-    name: "DeleteOptions",
-    fields: &[
-        Field::type_meta("kind"),
-        Field::type_meta("apiVersion"),
-        Field::pointer("gracePeriodSeconds", 1, Type::Int64),
-        Field::pointer("preconditions", 2, Type::Struct(&PRECONDITIONS)),
-        Field::pointer("orphanDependents", 3, Type::Bool),
-        Field::pointer("propagationPolicy", 4, Type::String),
-        Field::new("dryRun", 5, Type::List(&Type::String)),
-    ],
-};
-
-/// `metav1.Preconditions`.
-pub static PRECONDITIONS: Struct = Struct {
-    name: "Preconditions",
-    fields: &[
-        Field::pointer("uid", 1, Type::String),
-        Field::pointer("resourceVersion", 2, Type::String),
-    ],
-};
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::codec::schema::Field;
+    use crate::meta::schemas::OBJECT_META;
     use serde_json::json;
+
+    /// An item of a list (core/v1's `LocalObjectReference` is one such).
+    static ITEM: Struct = Struct {
+        name: "Item",
+        fields: &[Field::new("name", 1, Type::String)],
+    };
 
     static THING: Struct = Struct {
         name: "Thing",
@@ -754,11 +388,7 @@ mod tests {
             Field::new("when", 6, Type::Time),
             Field::new("at", 7, Type::MicroTime),
             Field::new("size", 8, Type::Quantity),
-            Field::new(
-                "items",
-                9,
-                Type::List(&Type::Struct(&LOCAL_OBJECT_REFERENCE)),
-            ),
+            Field::new("items", 9, Type::List(&Type::Struct(&ITEM))),
         ],
     };
 
