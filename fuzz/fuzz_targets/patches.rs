@@ -1,12 +1,12 @@
 //! Both patch engines: arbitrary bytes as a live object, a strategic merge patch and an
-//! applied configuration of a built-in kind. See `genplane_structured::fuzzing::exercise`.
+//! applied configuration of a built-in kind. See `genplane_merge::fuzzing::exercise`.
 
 #![no_main]
 
 use std::sync::OnceLock;
 
 use genplane_apiserver::openapi::builder::{all_served, documents, type_model};
-use genplane_structured::{Schema, TypeRef};
+use genplane_merge::{Schema, TypeRef};
 
 fn builtin() -> &'static (Schema, Vec<TypeRef>) {
     static BUILTIN: OnceLock<(Schema, Vec<TypeRef>)> = OnceLock::new();
@@ -27,5 +27,5 @@ libfuzzer_sys::fuzz_target!(|data: &[u8]| {
         return;
     };
     let ty = &kinds[usize::from(which) % kinds.len()];
-    genplane_structured::fuzzing::exercise(schema, ty, rest);
+    genplane_merge::fuzzing::exercise(schema, ty, rest);
 });

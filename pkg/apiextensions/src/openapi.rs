@@ -519,11 +519,10 @@ mod tests {
             name.clone(): kind_schema(&schema, "example.com", "v1", "Foo"),
             component_name("example.com", "v1", "FooList"): list_schema("example.com", "v1", "Foo", "FooList", "foos"),
         }}});
-        let model =
-            genplane_structured::Schema::from_openapi_v3(&document).expect("the model builds");
+        let model = genplane_merge::Schema::from_openapi_v3(&document).expect("the model builds");
         assert_eq!(
             model.kind("example.com", "v1", "FooList"),
-            Some(genplane_structured::TypeRef::Named(component_name(
+            Some(genplane_merge::TypeRef::Named(component_name(
                 "example.com",
                 "v1",
                 "FooList"

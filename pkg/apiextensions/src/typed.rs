@@ -1,6 +1,6 @@
 //! The type model server-side apply uses for a custom resource kind.
 //!
-//! `genplane_structured::Schema::add_openapi_v3` already reads everything a structural schema
+//! `genplane_merge::Schema::add_openapi_v3` already reads everything a structural schema
 //! says about merging (`x-kubernetes-list-type`, `x-kubernetes-list-map-keys`,
 //! `x-kubernetes-map-type`, `x-kubernetes-preserve-unknown-fields`,
 //! `x-kubernetes-int-or-string`, embedded resources, which [`openapi::kind_schema`] gives
@@ -8,7 +8,7 @@
 //! Custom resources are unstructured (upstream compares them as plain JSON), so the model is
 //! marked so, and it is a model of its own rather than part of the built-in one.
 
-use genplane_structured::{Schema, SchemaError, TypeRef};
+use genplane_merge::{Schema, SchemaError, TypeRef};
 use serde_json::{Value, json};
 
 use crate::openapi;
@@ -39,9 +39,9 @@ pub fn type_model(
 
 #[cfg(test)]
 mod tests {
-    use genplane_structured::fieldpath::Set;
-    use genplane_structured::managed::{ApplyError, Writer, apply};
-    use genplane_structured::{ListType, MapType, Type};
+    use genplane_merge::fieldpath::Set;
+    use genplane_merge::managed::{ApplyError, Writer, apply};
+    use genplane_merge::{ListType, MapType, Type};
 
     use super::*;
 

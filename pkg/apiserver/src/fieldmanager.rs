@@ -10,10 +10,10 @@ use genplane_api::catalog::ResourceDescription;
 use genplane_apimachinery::errors::{ApiError, Status};
 use genplane_apimachinery::schema::GroupKind;
 use genplane_apimachinery::validation::field;
+use genplane_merge::fieldpath::{Path, Set};
+use genplane_merge::managed::{self, Writer};
+use genplane_merge::{Schema, Type, TypeRef};
 use genplane_registry::{FieldTracker, TrackFields};
-use genplane_structured::fieldpath::{Path, Set};
-use genplane_structured::managed::{self, Writer};
-use genplane_structured::{Schema, Type, TypeRef};
 use serde_json::Value;
 
 /// The longest field manager name upstream accepts.

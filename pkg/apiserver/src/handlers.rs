@@ -148,8 +148,8 @@ pub(crate) struct Ctx<'a, S: Storage> {
     pub(crate) now: i64,
     /// The server's shutdown, which ends watches.
     pub(crate) shutdown: Option<&'a genplane_component_base::shutdown::Shutdown>,
-    /// The type model of the served kinds (see [`genplane_structured::Schema`]).
-    pub(crate) types: &'a std::sync::Arc<genplane_structured::Schema>,
+    /// The type model of the served kinds (see [`genplane_merge::Schema`]).
+    pub(crate) types: &'a std::sync::Arc<genplane_merge::Schema>,
     /// The check of this request's writes against its user (escalation prevention), if any.
     pub(crate) escalation: Option<genplane_registry::EscalationCheck>,
     /// Admission of this request's writes, if it writes.

@@ -206,7 +206,7 @@ pub(crate) struct Served<S: Storage> {
     pub(crate) discovery: Discovery,
     /// The type model of the served kinds (list/map semantics, patch strategies), read from
     /// the OpenAPI documents, for strategic merge patch and server-side apply.
-    pub(crate) types: Arc<genplane_structured::Schema>,
+    pub(crate) types: Arc<genplane_merge::Schema>,
     /// The OpenAPI v3 documents, as served (the schemas of kinds are read back from them).
     pub(crate) openapi: OpenApiV3,
     pub(crate) openapi_v2: OpenApiV2,
@@ -231,7 +231,7 @@ pub struct ApiServer<S: Storage> {
     /// The OpenAPI documents of the built-in resources, serialized (a snapshot shares them).
     builtin_openapi: OpenApiV3,
     /// The type model of the built-in resources' documents.
-    builtin_types: genplane_structured::Schema,
+    builtin_types: genplane_merge::Schema,
     served: Arc<std::sync::RwLock<Arc<Served<S>>>>,
     pub(crate) version: Value,
     pub(crate) server_address: String,
@@ -429,7 +429,7 @@ impl<S: Storage> ApiServer<S> {
         // always read; should one not, patches of that kind degrade to untyped merging.
         let builtin_types = builder::type_model(&builtin_documents).unwrap_or_else(|error| {
             tracing::error!(%error, "reading the type model");
-            genplane_structured::Schema::default()
+            genplane_merge::Schema::default()
         });
         // Only the documents' bytes are kept: parsed, they take several times more.
         let builtin_openapi = OpenApiV3::from_documents(builtin_documents);
@@ -486,7 +486,7 @@ impl<S: Storage> ApiServer<S> {
     fn snapshot(
         builtin: &[Arc<Resource<S>>],
         builtin_openapi: &OpenApiV3,
-        builtin_types: &genplane_structured::Schema,
+        builtin_types: &genplane_merge::Schema,
         custom: Vec<Arc<Resource<S>>>,
         custom_documents: Vec<builder::Document>,
         version: &Value,

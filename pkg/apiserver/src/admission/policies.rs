@@ -27,7 +27,7 @@ use crate::admission::mirrored::MirroredList;
 pub type KindStores<S> = Arc<dyn Fn(&str, &str, &str) -> Option<(bool, Store<S>)> + Send + Sync>;
 
 /// The served type model at the time of the call (server-side apply's).
-pub type ServedTypes = Arc<dyn Fn() -> Arc<genplane_structured::Schema> + Send + Sync>;
+pub type ServedTypes = Arc<dyn Fn() -> Arc<genplane_merge::Schema> + Send + Sync>;
 
 /// The params of the policies: objects of any served kind.
 pub struct ServedParams<S: Storage> {
@@ -152,13 +152,12 @@ impl<S: Storage> MutatingPolicies for StoredMutatingPolicies<S> {
                 kind.group, kind.version, kind.kind
             ));
         };
-        if let Some(path) = genplane_structured::apply::atomic_composite(&types, &ty, configuration)
-        {
+        if let Some(path) = genplane_merge::apply::atomic_composite(&types, &ty, configuration) {
             return Err(format!(
                 "invalid ApplyConfiguration: may not mutate atomic arrays, maps or structs: {path}"
             ));
         }
-        genplane_structured::apply::merge_into(&types, &ty, object, configuration)
+        genplane_merge::apply::merge_into(&types, &ty, object, configuration)
             .map_err(|e| format!("{}: {}", e.path, e.message))
     }
 }

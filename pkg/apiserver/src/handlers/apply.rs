@@ -3,17 +3,17 @@
 //! The body is an applied configuration (YAML, or JSON, which is YAML too) of the URL's kind
 //! and API version. It is merged into the live object by the type model and recorded in
 //! `metadata.managedFields` under the `fieldManager` (required) with operation `Apply`
-//! ([`genplane_structured::managed::apply`]). Fields other managers own with other values are
+//! ([`genplane_merge::managed::apply`]). Fields other managers own with other values are
 //! conflicts (409 `Conflict`, one `FieldManagerConflict` cause per field) unless `force=true`,
 //! which takes them over. A missing object is created from the configuration (201), with the
 //! name and namespace of the URL.
 
 use crate::body::RequestBody;
 use genplane_apimachinery::errors::{ApiError, Status, StatusCause, StatusDetails, StatusReason};
+use genplane_merge::managed::{self, ApplyError, Writer};
 use genplane_registry::WriteOptions;
 use genplane_registry::object::{meta_str, set_meta_str};
 use genplane_storage::Storage;
-use genplane_structured::managed::{self, ApplyError, Writer};
 use hyper::{Response, StatusCode};
 use serde_json::Value;
 

@@ -1,5 +1,5 @@
 //! PATCH of one object: JSON merge patch, JSON patch (RFC 6902, `test` included) and strategic
-//! merge patch (for kinds the type model knows: see [`genplane_structured::strategic`]).
+//! merge patch (for kinds the type model knows: see [`genplane_merge::strategic`]).
 //!
 //! Server-side apply is answered by `apply.rs`. A patch that sets `metadata.resourceVersion` is
 //! a precondition (409 on a mismatch); otherwise the patch is applied to the current object and
@@ -137,7 +137,7 @@ pub(crate) async fn patch<S: Storage>(
         match (&operations, &strategic) {
             (Some(operations), _) => apply_json_patch(&mut patched, operations)?,
             (None, Some(ty)) => {
-                patched = genplane_structured::strategic::apply(&current, &patch, ctx.types, ty)
+                patched = genplane_merge::strategic::apply(&current, &patch, ctx.types, ty)
                     .map_err(strategic_error)?;
             }
             (None, None) => json_patch::merge(&mut patched, &patch),
@@ -177,7 +177,7 @@ pub(crate) async fn patch<S: Storage>(
 
 /// The Status of a strategic merge patch that cannot be applied: 400, or 422 where upstream
 /// answers so.
-fn strategic_error(e: genplane_structured::strategic::StrategicError) -> ApiError {
+fn strategic_error(e: genplane_merge::strategic::StrategicError) -> ApiError {
     if e.is_unprocessable() {
         Status::failure(StatusReason::Invalid, e.to_string()).into()
     } else {

@@ -67,8 +67,8 @@ pub fn all_served() -> Vec<ServedResource> {
 /// (the discovery ones) add nothing.
 pub fn type_model(
     documents: &[Document],
-) -> Result<genplane_structured::Schema, genplane_structured::SchemaError> {
-    let mut schema = genplane_structured::Schema::default();
+) -> Result<genplane_merge::Schema, genplane_merge::SchemaError> {
+    let mut schema = genplane_merge::Schema::default();
     extend_type_model(&mut schema, documents)?;
     Ok(schema)
 }
@@ -76,9 +76,9 @@ pub fn type_model(
 /// Adds the component schemas of `documents` to `schema`, as [`type_model`] reads them: the
 /// model of some documents followed by others is the model of them all.
 pub fn extend_type_model(
-    schema: &mut genplane_structured::Schema,
+    schema: &mut genplane_merge::Schema,
     documents: &[Document],
-) -> Result<(), genplane_structured::SchemaError> {
+) -> Result<(), genplane_merge::SchemaError> {
     for document in documents {
         if document.document.pointer("/components/schemas").is_some() {
             schema.add_openapi_v3(&document.document)?;

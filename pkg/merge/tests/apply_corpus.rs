@@ -9,8 +9,8 @@
 #![allow(clippy::unwrap_used, clippy::too_many_lines)]
 
 use genplane_apiserver::openapi::builder::{all_served, documents, type_model};
-use genplane_structured::managed::{self, ApplyError, Writer};
-use genplane_structured::{Schema, TypeRef};
+use genplane_merge::managed::{self, ApplyError, Writer};
+use genplane_merge::{Schema, TypeRef};
 use serde_json::{Value, json};
 
 fn test_schema() -> Schema {
@@ -1890,7 +1890,7 @@ fn run(case: &Case, test: &Schema, builtin: &Schema) -> Result<Value, ApplyError
             api_version: api_version.clone(),
             subresource: String::new(),
             time: TIME.to_owned(),
-            ignored: genplane_structured::fieldpath::Set::new(),
+            ignored: genplane_merge::fieldpath::Set::new(),
         };
         live = Some(match step.op {
             Op::Apply | Op::Force => {
@@ -1985,8 +1985,8 @@ fn corpus() {
 
 #[test]
 fn conflict_messages_as_upstream() {
-    use genplane_structured::fieldpath::Path;
-    use genplane_structured::managed::{Conflict, conflicts_message};
+    use genplane_merge::fieldpath::Path;
+    use genplane_merge::managed::{Conflict, conflicts_message};
     let one = vec![Conflict {
         manager: "\"a\"".into(),
         path: Path::fields(&["data", "k"]),
@@ -2021,7 +2021,7 @@ fn reset_and_fallback() {
         api_version: "example.com/v1".into(),
         subresource: String::new(),
         time: TIME.into(),
-        ignored: genplane_structured::fieldpath::Set::new(),
+        ignored: genplane_merge::fieldpath::Set::new(),
     };
     let mut first = w(json!({"replicas": 1}));
     managed::update(&writer, None, &mut first).unwrap();
@@ -2073,7 +2073,7 @@ fn reset_and_fallback() {
 fn atomic_composites_are_found_where_an_apply_configuration_sets_them() {
     let schema = test_schema();
     let ty = schema.kind("example.com", "v1", "Widget").unwrap();
-    let found = |config: Value| genplane_structured::apply::atomic_composite(&schema, &ty, &config);
+    let found = |config: Value| genplane_merge::apply::atomic_composite(&schema, &ty, &config);
     assert_eq!(
         found(
             json!({"metadata": {"labels": {"a": "b"}}, "spec": {"replicas": 1,

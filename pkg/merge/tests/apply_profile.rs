@@ -1,7 +1,7 @@
 //! A driver for profiling server-side apply against an update of the same object, in process:
 //! the 50-field ConfigMap of `hack/bench/apply.sh`, applied again and again by one manager with
 //! `force` (one value changing each time), and replaced by an update. Ignored by default; run
-//! with `cargo test --release -p genplane-structured --test apply_profile -- --ignored
+//! with `cargo test --release -p genplane-merge --test apply_profile -- --ignored
 //! --nocapture` (or under `valgrind --tool=callgrind`).
 
 #![allow(clippy::unwrap_used)]
@@ -9,8 +9,8 @@
 use std::time::Instant;
 
 use genplane_apiserver::openapi::builder::{all_served, documents, type_model};
-use genplane_structured::fieldpath::Set;
-use genplane_structured::managed::{self, Writer};
+use genplane_merge::fieldpath::Set;
+use genplane_merge::managed::{self, Writer};
 use serde_json::{Map, Value, json};
 
 fn configmap(n: usize) -> Value {

@@ -1,12 +1,12 @@
 //! Both patch engines fuzzed on stable Rust: random but shape-aware objects, strategic merge
 //! patches (with directives) and applied configurations for every built-in kind, generated
-//! deterministically and fed to `genplane_structured::fuzzing::exercise` (the entry the
+//! deterministically and fed to `genplane_merge::fuzzing::exercise` (the entry the
 //! cargo-fuzz target uses too). Any panic fails.
 
 #![allow(clippy::unwrap_used)]
 
 use genplane_apiserver::openapi::builder::{all_served, documents, type_model};
-use genplane_structured::Schema;
+use genplane_merge::Schema;
 use serde_json::{Map, Value, json};
 
 /// How many generated inputs one run tries.
@@ -129,7 +129,7 @@ fn live(rng: &mut Rng) -> Value {
     object
 }
 
-fn builtin() -> (Schema, Vec<genplane_structured::TypeRef>) {
+fn builtin() -> (Schema, Vec<genplane_merge::TypeRef>) {
     let schema = type_model(&documents(&all_served())).unwrap();
     let kinds = genplane_api::catalog::all()
         .iter()
@@ -159,6 +159,6 @@ fn generated_objects_patches_and_configurations_never_panic() {
             }
             input.extend_from_slice(&serde_json::to_vec(document).unwrap());
         }
-        genplane_structured::fuzzing::exercise(&schema, &ty, &input);
+        genplane_merge::fuzzing::exercise(&schema, &ty, &input);
     }
 }

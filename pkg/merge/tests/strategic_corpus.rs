@@ -8,8 +8,8 @@
 use std::collections::BTreeMap;
 
 use genplane_apiserver::openapi::builder::{all_served, documents, type_model};
-use genplane_structured::strategic::{StrategicError, apply};
-use genplane_structured::{Field, ListOf, ListType, MapOf, MapType, Schema, Struct, Type, TypeRef};
+use genplane_merge::strategic::{StrategicError, apply};
+use genplane_merge::{Field, ListOf, ListType, MapOf, MapType, Schema, Struct, Type, TypeRef};
 use serde_json::{Value, json};
 
 fn builtin() -> Schema {

@@ -3,13 +3,13 @@
 #![allow(clippy::unwrap_used)]
 
 use genplane_apiserver::openapi::builder::{all_served, documents, type_model};
-use genplane_structured::{ListType, MapType, Schema, Type, TypeRef};
+use genplane_merge::{ListType, MapType, Schema, Type, TypeRef};
 
 fn builtin() -> Schema {
     type_model(&documents(&all_served())).unwrap()
 }
 
-fn field<'a>(schema: &'a Schema, ty: &str, name: &str) -> &'a genplane_structured::Field {
+fn field<'a>(schema: &'a Schema, ty: &str, name: &str) -> &'a genplane_merge::Field {
     let Some(Type::Struct(s)) = schema.get(ty) else {
         panic!("{ty} is not a struct");
     };
