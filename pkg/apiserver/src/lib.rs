@@ -2,7 +2,8 @@
 //!
 //! - [`discovery`]: the legacy and aggregated discovery documents.
 //! - [`openapi`]: the OpenAPI v3 documents below `/openapi/v3` and the v2 document at
-//!   `/openapi/v2` (JSON or protobuf), built and hashed once.
+//!   `/openapi/v2` (JSON or protobuf), hashed once; [`openapi::builder`] builds them from the
+//!   served catalog entries (their schemas and extension tables are genplane-api's).
 //! - [`negotiation`]: which form a response takes, how a body is read.
 //! - [`admission`]: what the admission plugins read of the server's storage (namespaces,
 //!   policies, quotas, webhook configurations), kept in memory by watches.

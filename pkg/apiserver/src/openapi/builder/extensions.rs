@@ -1,4 +1,7 @@
-//! The one table of list, map and patch semantics of the built-in types.
+//! The one table of list, map and patch semantics of the built-in types, walked: its entries
+//! are genplane-api's ([`genplane_api::schema::SHARED`] and each catalog entry's
+//! `extensions`, beside the rest of what describes a kind); this module gathers them and
+//! writes them into the documents.
 //!
 //! k8s-openapi's schemas carry types and descriptions but none of the `x-kubernetes-*`
 //! extensions upstream declares with markers on its Go types (`+listType`, `+listMapKey`,

@@ -9,18 +9,21 @@
 //!
 //! ## Where the parts come from
 //!
-//! - Component schemas: k8s-openapi's `schemars` implementations (upstream names such as
+//! - Component schemas: each catalog entry's `openapi_schema` (genplane-api's
+//!   [`schema_of`]: k8s-openapi's `schemars` implementations, upstream names such as
 //!   `io.k8s.api.core.v1.ConfigMap`, upstream descriptions), generated with schemars' OpenAPI 3
 //!   settings so references read `#/components/schemas/<name>` and a reference with a
 //!   description becomes `allOf: [{$ref}]`. List kinds (`ConfigMapList`) are written here, as
 //!   k8s-openapi has one generic list type. Each kind and list gets its
 //!   `x-kubernetes-group-version-kind`; list, map and patch semantics come from
-//!   [`extensions::all`].
+//!   [`extensions::all`] (genplane-api's table: [`genplane_api::schema::SHARED`] and each
+//!   entry's own).
 //! - Paths and operations: written here from the catalog entries, with
 //!   upstream's operation ids, actions and query parameters.
 //!
 //! Documents are plain [`serde_json::Value`]s so that custom resources can add their own
-//! schemas and paths later. Nothing here hashes or serves them: that is the API server's job.
+//! schemas and paths later. Nothing here hashes or serves them: that is the handler's job
+//! ([`super`]).
 //!
 //! ## OpenAPI v2
 //!
