@@ -9,8 +9,8 @@
 //! server-side apply. The scope is `resource` (one named object), `namespace` or `cluster`.
 //! A watch's duration is observed when its stream ends.
 //!
-//! The filter chain measures each resource request with an [`Observation`] ([`begin`] once the
-//! request is known, [`Observation::finish`] with its answer). Requests refused by
+//! The filter chain measures each resource request with an `Observation` (`begin` once the
+//! request is known, `Observation::finish` with its answer). Requests refused by
 //! authentication or authorization are not counted, as upstream counts them at the route.
 
 use std::collections::HashMap;

@@ -2,8 +2,7 @@
 //! authenticator ([`genplane_authentication::request::Authentication`]), the authorizer, the
 //! issuers behind the authentication APIs (TokenRequest, the OIDC discovery documents), and
 //! RBAC's escalation checks of writes. The filters that use them are
-//! [`crate::filters::authentication`], [`crate::filters::impersonation`] and
-//! [`crate::filters::authorization`].
+//! `filters::authentication`, `filters::impersonation` and `filters::authorization`.
 
 use std::sync::Arc;
 

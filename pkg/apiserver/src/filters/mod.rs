@@ -5,22 +5,22 @@
 //! except that the in-flight limits come before authentication (they only count requests, so a
 //! flood is turned away before it costs a signature check):
 //!
-//! 1. [`panic_recovery`]: a panic anywhere below is a 500 `Status`, logged and audited.
-//! 2. [`audit_id`]: the request's audit ID, on every answer.
+//! 1. `panic_recovery`: a panic anywhere below is a 500 `Status`, logged and audited.
+//! 2. `audit_id`: the request's audit ID, on every answer.
 //! 3. [`compression`], on the way out: a large answer gzip-compressed for clients that accept
 //!    it (audit and metrics see it plain).
 //! 4. request info ([`crate::request_info`]): what the request asks for.
 //! 5. metrics ([`crate::metrics`]): resource requests are measured from here.
 //! 6. [`max_in_flight`]: 429 over the limits (long-running requests exempt).
-//! 7. [`authentication`]: who asks (401 for credentials nobody recognizes).
-//! 8. [`audit`]: the record, at the level the policy gives the user and request.
-//! 9. [`impersonation`]: acting as another user, if allowed.
-//! 10. [`authorization`]: may they (403).
-//! 11. [`timeout`]: 504 past the request timeout (long-running requests exempt), around
+//! 7. `authentication`: who asks (401 for credentials nobody recognizes).
+//! 8. `audit`: the record, at the level the policy gives the user and request.
+//! 9. `impersonation`: acting as another user, if allowed.
+//! 10. `authorization`: may they (403).
+//! 11. `timeout`: 504 past the request timeout (long-running requests exempt), around
 //! 12. the router (`crate::router`): ops endpoints, discovery, OpenAPI, resources.
 //!
 //! Only the transport is outside them all: [`unread_body`] hands the body down as
-//! [`Unread`](crate::body::Unread) and, once the answer is known, deals with what the handlers
+//! [`Unread`] and, once the answer is known, deals with what the handlers
 //! left of it (as upstream's HTTP server does below its handler chain).
 //!
 //! The request timeout (11) sits elsewhere than upstream's: kube-apiserver's
