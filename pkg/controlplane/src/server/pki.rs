@@ -1,6 +1,7 @@
 //! Certificates for a local control plane: when none are given, a CA, a serving certificate and
 //! an admin client certificate (group `system:masters`) are made in the data directory once and
-//! reused after; and the admin kubeconfig that uses them.
+//! reused after; and the admin kubeconfig that uses them. `genplane pki` makes the same ahead of
+//! time, for API servers that share them.
 
 use std::path::{Path, PathBuf};
 
@@ -96,6 +97,13 @@ const CLIENTS: &[(&str, &str, &[&str])] = &[
     // The API server's own client, for reporting its feature uses.
     ("apiserver-loopback", "system:genplane:apiserver", &[]),
 ];
+
+/// The file stems of the client identities [`ensure`] makes (`admin`, `controller-manager`,
+/// ...): `<stem>.crt`, `<stem>.key` in the certificate directory and `<stem>.kubeconfig` beside
+/// it.
+pub fn identities() -> Vec<&'static str> {
+    CLIENTS.iter().map(|(stem, _, _)| *stem).collect()
+}
 
 /// Writes `contents` to `path`; a `private` file (a key, a kubeconfig holding one) is
 /// created readable by its owner only, never readable by others even for a moment.
@@ -309,18 +317,48 @@ pub fn write_kubeconfig(
     key: &Path,
     user: &str,
 ) -> Result<(), PkiError> {
+    let yaml = kubeconfig(&[server], ca, cert, key, user)?;
+    write(path, &yaml, true)
+}
+
+/// The name of the cluster and context of the `index`th server of a kubeconfig: `genplane`,
+/// then `genplane-2`, `genplane-3`, ...
+pub fn context_name(index: usize) -> String {
+    match index {
+        0 => "genplane".to_owned(),
+        n => format!("genplane-{}", n + 1),
+    }
+}
+
+/// A kubeconfig that trusts `ca` and authenticates with a client certificate, with a cluster
+/// and a context per server in `servers` (named by [`context_name`]), the first one current:
+/// `kubectl --context genplane-2` asks the second server.
+pub fn kubeconfig(
+    servers: &[&str],
+    ca: &Path,
+    cert: &Path,
+    key: &Path,
+    user: &str,
+) -> Result<String, PkiError> {
     let read = |p: &Path| std::fs::read(p).map_err(file_error("reading", p));
     let b64 = |bytes: Vec<u8>| base64::engine::general_purpose::STANDARD.encode(bytes);
+    let ca = b64(read(ca)?);
+    let names: Vec<String> = (0..servers.len()).map(context_name).collect();
     let config = json!({
         "apiVersion": "v1",
         "kind": "Config",
-        "clusters": [{"name": "genplane", "cluster": {"server": server, "certificate-authority-data": b64(read(ca)?)}}],
+        "clusters": servers.iter().zip(&names).map(|(server, name)| json!({
+            "name": name,
+            "cluster": {"server": server, "certificate-authority-data": ca},
+        })).collect::<Vec<_>>(),
         "users": [{"name": user, "user": {"client-certificate-data": b64(read(cert)?), "client-key-data": b64(read(key)?)}}],
-        "contexts": [{"name": "genplane", "context": {"cluster": "genplane", "user": user}}],
-        "current-context": "genplane",
+        "contexts": names.iter().map(|name| json!({
+            "name": name,
+            "context": {"cluster": name, "user": user},
+        })).collect::<Vec<_>>(),
+        "current-context": context_name(0),
     });
-    let yaml = serde_saphyr::to_string(&config).map_err(|e| PkiError::Encode(e.to_string()))?;
-    write(path, &yaml, true)
+    serde_saphyr::to_string(&config).map_err(|e| PkiError::Encode(e.to_string()))
 }
 
 #[cfg(test)]
@@ -448,5 +486,51 @@ mod tests {
             genplane_authentication::x509::user_of_chain(&[pem(&again.admin_cert).to_vec()])
                 .unwrap();
         assert_eq!(admin.groups, ["system:masters", "system:authenticated"]);
+    }
+
+    /// A kubeconfig of several servers: a cluster and a context each, the first current, one
+    /// user; the same CA and credentials for every one.
+    #[test]
+    fn a_kubeconfig_names_a_context_per_server_the_first_current() {
+        let dir = tempfile::tempdir().unwrap();
+        let pki = ensure(dir.path(), &[]).unwrap();
+        let yaml = kubeconfig(
+            &["https://127.0.0.1:6443", "https://127.0.0.1:6444"],
+            &pki.ca,
+            &pki.admin_cert,
+            &pki.admin_key,
+            ADMIN_USER,
+        )
+        .unwrap();
+        let config: serde_json::Value = serde_saphyr::from_str(&yaml).unwrap();
+        assert_eq!(config["current-context"], "genplane");
+        let servers: Vec<(&str, &str)> = config["clusters"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| {
+                (
+                    c["name"].as_str().unwrap(),
+                    c["cluster"]["server"].as_str().unwrap(),
+                )
+            })
+            .collect();
+        assert_eq!(
+            servers,
+            [
+                ("genplane", "https://127.0.0.1:6443"),
+                ("genplane-2", "https://127.0.0.1:6444")
+            ]
+        );
+        for (context, cluster) in config["contexts"].as_array().unwrap().iter().zip(&servers) {
+            assert_eq!(context["name"], cluster.0);
+            assert_eq!(context["context"]["cluster"], cluster.0);
+            assert_eq!(context["context"]["user"], ADMIN_USER);
+        }
+        assert_eq!(config["users"].as_array().unwrap().len(), 1);
+        assert_eq!(
+            config["clusters"][0]["cluster"]["certificate-authority-data"],
+            config["clusters"][1]["cluster"]["certificate-authority-data"]
+        );
     }
 }
