@@ -75,6 +75,8 @@ fn run_version(matches: &ArgMatches, process: &Process) -> anyhow::Result<()> {
 fn run_healthcheck(matches: &ArgMatches, _process: &Process) -> anyhow::Result<()> {
     let healthy = probe::run(matches)?;
     println!("{}", healthy.status);
-    print!("{}", healthy.body);
+    if !healthy.body.is_empty() {
+        println!("{}", healthy.body.trim_end());
+    }
     Ok(())
 }

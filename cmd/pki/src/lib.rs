@@ -44,8 +44,8 @@ struct Cli {
     /// Which kubeconfigs to write, comma-separated (default: every identity)
     #[arg(long, value_name = "IDENTITIES", value_delimiter = ',', value_parser = clap::builder::PossibleValuesParser::new(pki::identities()), conflicts_with = "print_kubeconfig")]
     kubeconfigs: Vec<String>,
-    /// Write no kubeconfig; print this identity's to standard output (the report goes to
-    /// standard error)
+    /// Write no kubeconfig; print this identity's to standard output (what had to be made is
+    /// reported on standard error)
     #[arg(long, value_name = "IDENTITY", value_parser = clap::builder::PossibleValuesParser::new(pki::identities()))]
     print_kubeconfig: Option<String>,
 }
@@ -89,7 +89,12 @@ pub fn run(matches: &ArgMatches, _process: &Process) -> anyhow::Result<()> {
     } else {
         Box::new(std::io::stdout())
     };
-    for line in &report.lines {
+    // Printing, what was kept goes unsaid: only what this run made is reported.
+    for line in report
+        .lines
+        .iter()
+        .filter(|line| !(printing && line.starts_with("kept ")))
+    {
         writeln!(out, "{line}")?;
     }
     if let Some(kubeconfig) = report.printed {
