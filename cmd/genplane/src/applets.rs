@@ -2,7 +2,7 @@
 
 use clap::ArgMatches;
 use genplane_component_base::process::Process;
-use genplane_component_base::version;
+use genplane_component_base::{probe, version};
 
 use crate::Applet;
 
@@ -39,10 +39,22 @@ pub static APPLETS: &[Applet] = &[
         run: genplane_cmd_feature_controller::run,
     },
     Applet {
+        name: "healthcheck",
+        aliases: &[],
+        command: probe::command,
+        run: run_healthcheck,
+    },
+    Applet {
         name: "networkregistry",
         aliases: &[],
         command: genplane_cmd_networkregistry::command,
         run: genplane_cmd_networkregistry::run,
+    },
+    Applet {
+        name: "pki",
+        aliases: &[],
+        command: genplane_cmd_pki::command,
+        run: genplane_cmd_pki::run,
     },
     Applet {
         name: "version",
@@ -55,5 +67,16 @@ pub static APPLETS: &[Applet] = &[
 fn run_version(matches: &ArgMatches, process: &Process) -> anyhow::Result<()> {
     let text = version::render(&process.build, matches)?;
     print!("{text}");
+    Ok(())
+}
+
+/// Prints a healthy answer's status and body; an unhealthy one is the error (exit 1), its body
+/// included, which is what `docker inspect` shows of a failing health check.
+fn run_healthcheck(matches: &ArgMatches, _process: &Process) -> anyhow::Result<()> {
+    let healthy = probe::run(matches)?;
+    println!("{}", healthy.status);
+    if !healthy.body.is_empty() {
+        println!("{}", healthy.body.trim_end());
+    }
     Ok(())
 }

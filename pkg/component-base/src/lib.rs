@@ -18,6 +18,8 @@
 //!   `--emulated-version`, the `kubernetes_feature_enabled` gauge, and a use log (KEP-3920's client
 //!   flow) that records every check so that a later component can report it to the API.
 //! - [`http`]: a small HTTP server for the endpoints above, with graceful shutdown.
+//! - [`probe`]: the client side of those endpoints, as the kubelet probes them (`genplane
+//!   healthcheck URL`, the container images' `HEALTHCHECK`).
 //! - [`strconv`]: values read by Go's rules (`strconv.ParseBool`), as flags, labels and query
 //!   parameters are.
 //! - [`version`]: genplane's version, git commit, and the Kubernetes version it emulates.
@@ -37,6 +39,7 @@ pub mod http;
 pub mod logging;
 pub mod metrics;
 pub mod notify;
+pub mod probe;
 pub mod process;
 pub mod shutdown;
 pub mod strconv;

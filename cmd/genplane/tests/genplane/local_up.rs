@@ -482,91 +482,448 @@ fn exec_form(line: &str) -> Vec<String> {
     serde_json::from_str(line).unwrap_or_else(|e| panic!("{line}: {e}"))
 }
 
+/// The Containerfile's stages by name, each its instructions (continuation lines joined,
+/// comments left out) as (instruction, arguments).
+fn stages() -> BTreeMap<String, Vec<(String, String)>> {
+    let file = std::fs::read_to_string(repo().join("manifests/container/Containerfile")).unwrap();
+    let joined = file
+        .lines()
+        .filter(|l| !l.trim_start().starts_with('#'))
+        .collect::<Vec<_>>()
+        .join("\n")
+        .replace("\\\n", " ");
+    let mut stages: BTreeMap<String, Vec<(String, String)>> = BTreeMap::new();
+    let mut current = None;
+    for line in joined.lines().map(str::trim).filter(|l| !l.is_empty()) {
+        let (instruction, args) = line.split_once(' ').unwrap_or((line, ""));
+        let args = args.split_whitespace().collect::<Vec<_>>().join(" ");
+        if instruction == "FROM" {
+            let (base, name) = args
+                .split_once(" AS ")
+                .unwrap_or_else(|| panic!("{line}: unnamed stage"));
+            current = Some(name.to_owned());
+            stages
+                .entry(name.to_owned())
+                .or_default()
+                .push(("FROM".to_owned(), base.to_owned()));
+        } else if let Some(stage) = &current {
+            stages
+                .get_mut(stage)
+                .unwrap()
+                .push((instruction.to_owned(), args));
+        }
+    }
+    stages
+}
+
+/// The roles that keep running, with their image's health-check port.
+const LONG_RUNNING: &[&str] = &[
+    "apiserver",
+    "controller-manager",
+    "feature-controller",
+    "all-in-one",
+];
+
 #[test]
-fn container_image_roles_ports_and_user_match_genplane() {
-    let dir = repo().join("manifests/container");
-    let file = std::fs::read_to_string(dir.join("Containerfile")).unwrap();
-    let readme = std::fs::read_to_string(dir.join("README.md")).unwrap();
+fn container_images_run_each_role_as_a_user_with_a_health_check_on_its_port() {
+    let stages = stages();
     let applets = applets();
-    // Instructions of the last stage (the runtime image).
-    let runtime = file.rsplit_once("\nFROM ").unwrap().1;
-    let instruction = |name: &str| -> Vec<&str> {
-        runtime
-            .lines()
-            .filter_map(|l| l.strip_prefix(name)?.strip_prefix(' '))
+    assert!(applets.contains("healthcheck"), "{applets:?}");
+    let get = |stage: &str, name: &str| -> Vec<String> {
+        stages[stage]
+            .iter()
+            .filter(|(i, _)| i == name)
+            .map(|(_, a)| a.clone())
             .collect()
     };
-    assert_eq!(instruction("ENTRYPOINT").len(), 1);
-    assert_eq!(exec_form(instruction("ENTRYPOINT")[0]), ["genplane"]);
-    let cmd = exec_form(instruction("CMD")[0]);
-    assert!(applets.contains(&cmd[0]), "CMD {cmd:?}");
-    assert!(runtime.contains("genplane --make-symlinks /usr/local/bin"));
 
-    // A non-root user.
-    let user = instruction("USER");
+    // Nothing is pulled: every stage starts from scratch or from another stage.
+    for (name, instructions) in &stages {
+        let base = &instructions[0].1;
+        assert!(
+            base == "scratch" || stages.contains_key(base),
+            "stage {name} starts FROM {base}: only scratch and stages of this file build offline"
+        );
+    }
+
+    // The shared stage: a non-root user, the data directory as a volume named to the roles
+    // through their variable, the OCI labels.
+    let user = get("genplane", "USER");
     assert_eq!(user.len(), 1);
     assert!(
         !["0", "root"].contains(&user[0].split(':').next().unwrap()),
         "{user:?}"
     );
-
-    // The exposed ports are the roles' default ports.
-    let exposed: BTreeSet<String> = instruction("EXPOSE")
-        .iter()
-        .flat_map(|l| l.split_whitespace().map(str::to_owned))
-        .collect();
-    let defaults: BTreeSet<String> = ["apiserver", "controller-manager", "feature-controller"]
-        .iter()
-        .map(|applet| defaults_of(applet)["secure-port"].clone())
-        .collect();
-    assert_eq!(exposed, defaults);
-
-    // The data directory: a volume, named to the roles through their variable.
     let apiserver_flags = flags_of("apiserver");
-    let mut data_dir = None;
-    for env in instruction("ENV") {
-        let (key, value) = env.split_once('=').unwrap();
-        let flag = key
-            .strip_prefix("GENPLANE_")
-            .unwrap()
-            .to_ascii_lowercase()
-            .replace('_', "-");
-        assert!(apiserver_flags.contains(&flag), "ENV {key}");
-        if flag == "data-dir" {
-            data_dir = Some(value.to_owned());
+    let env = get("genplane", "ENV").join(" ");
+    let data_dir = env
+        .split_whitespace()
+        .find_map(|kv| kv.strip_prefix("GENPLANE_DATA_DIR="))
+        .expect("GENPLANE_DATA_DIR is set");
+    assert!(apiserver_flags.contains("data-dir"));
+    assert_eq!(exec_form(&get("genplane", "VOLUME")[0]), [data_dir]);
+    for stage in ["genplane", "etcd"] {
+        let labels = get(stage, "LABEL").join(" ");
+        for label in ["version", "revision", "source"] {
+            assert!(
+                labels.contains(&format!("org.opencontainers.image.{label}=")),
+                "{stage}: no {label} label in {labels}"
+            );
         }
     }
-    let data_dir = data_dir.expect("GENPLANE_DATA_DIR is set");
-    assert_eq!(exec_form(instruction("VOLUME")[0]), [data_dir]);
 
-    // Every role the README runs exists: `--entrypoint genplane-<applet>` and
-    // `genplane <applet>` after the image name.
-    let mut documented = BTreeSet::new();
-    for word in readme.split_whitespace() {
-        if let Some(applet) = word.strip_prefix("genplane-")
-            && readme.contains(&format!("--entrypoint genplane-{applet}"))
+    // A stage per role, named after it, whose entrypoint runs it; the long-running ones check
+    // their /readyz on their default port, which they expose.
+    for role in LONG_RUNNING.iter().chain(&["ccm-e2e"]) {
+        assert!(applets.contains(*role), "{role}");
+        assert_eq!(get(role, "FROM"), ["genplane"], "{role}");
+        assert_eq!(
+            exec_form(&get(role, "ENTRYPOINT")[0]),
+            ["/usr/local/bin/genplane", role],
+            "{role}"
+        );
+        let health = get(role, "HEALTHCHECK");
+        if !LONG_RUNNING.contains(role) {
+            assert!(health.is_empty(), "{role} runs to completion: {health:?}");
+            continue;
+        }
+        let port = defaults_of(role)["secure-port"].clone();
+        assert_eq!(get(role, "EXPOSE"), std::slice::from_ref(&port), "{role}");
+        assert_eq!(health.len(), 1, "{role}");
+        let command = health[0].split_once("CMD ").unwrap().1;
+        assert_eq!(
+            exec_form(command),
+            [
+                "/usr/local/bin/genplane".to_owned(),
+                "healthcheck".to_owned(),
+                format!("https://127.0.0.1:{port}/readyz")
+            ],
+            "{role}"
+        );
+    }
+}
+
+#[test]
+fn the_container_readme_runs_images_and_roles_that_exist() {
+    let readme = std::fs::read_to_string(repo().join("manifests/container/README.md")).unwrap();
+    let stages = stages();
+    let applets = applets();
+    let mut images = BTreeSet::new();
+    for word in readme.split(|c: char| c.is_whitespace() || c == '`' || c == '|') {
+        if let Some(image) = word.strip_prefix("genplane-")
+            && !word.contains(['/', '.', ':', '<'])
+            && !word.ends_with(".kubeconfig")
         {
-            documented.insert(applet.to_owned());
+            images.insert(image.to_owned());
         }
     }
-    for line in readme.lines().filter(|l| l.contains("docker run")) {
-        let words: Vec<&str> = line.split_whitespace().collect();
-        for pair in words.windows(2) {
-            if pair[0] == "genplane" && !pair[1].starts_with('-') {
-                documented.insert(pair[1].to_owned());
+    for image in ["apiserver", "controller-manager", "all-in-one", "etcd"] {
+        assert!(
+            images.contains(image),
+            "the README does not name genplane-{image}: {images:?}"
+        );
+    }
+    for image in &images {
+        // genplane-<image> is an image (a stage) or an applet's link.
+        assert!(
+            stages.contains_key(image) || applets.contains(image),
+            "the README names genplane-{image}: no such image or applet"
+        );
+    }
+}
+
+// --- manifests/compose
+
+/// `${VAR:-default}` replaced by its default, as Compose does with the variable unset.
+fn defaults(text: &str) -> String {
+    let mut out = String::new();
+    let mut rest = text;
+    while let Some(start) = rest.find("${") {
+        out.push_str(&rest[..start]);
+        let end = rest[start..].find('}').unwrap() + start;
+        let (_, default) = rest[start + 2..end]
+            .split_once(":-")
+            .unwrap_or_else(|| panic!("{}: a variable without a default", &rest[start..=end]));
+        out.push_str(default);
+        rest = &rest[end + 1..];
+    }
+    out + rest
+}
+
+fn compose() -> serde_json::Value {
+    let text = std::fs::read_to_string(repo().join("manifests/compose/compose.yaml")).unwrap();
+    serde_saphyr::from_str(&defaults(&text)).unwrap()
+}
+
+fn strings(value: &serde_json::Value) -> Vec<String> {
+    value
+        .as_array()
+        .unwrap_or_else(|| panic!("not a list: {value}"))
+        .iter()
+        .map(|v| v.as_str().unwrap().to_owned())
+        .collect()
+}
+
+/// The services, their applet and their arguments (the entrypoint's applet, or the image's).
+fn compose_roles(compose: &serde_json::Value) -> Vec<(String, String, Vec<String>)> {
+    compose["services"]
+        .as_object()
+        .unwrap()
+        .iter()
+        .filter_map(|(name, service)| {
+            let image = service["image"].as_str()?;
+            let role = image.strip_prefix("genplane-")?.split(':').next()?;
+            if role == "etcd" {
+                return None;
             }
+            let applet = match service.get("entrypoint") {
+                Some(entrypoint) => {
+                    let entrypoint = strings(entrypoint);
+                    assert_eq!(entrypoint[0], "/usr/local/bin/genplane", "{name}");
+                    entrypoint[1].clone()
+                }
+                None => role.to_owned(),
+            };
+            let args = service.get("command").map(strings).unwrap_or_default();
+            Some((name.clone(), applet, args))
+        })
+        .collect()
+}
+
+#[test]
+fn compose_services_run_known_applets_with_flags_they_accept() {
+    let compose = compose();
+    let applets = applets();
+    let roles = compose_roles(&compose);
+    let names: BTreeSet<&str> = roles.iter().map(|(n, _, _)| n.as_str()).collect();
+    for service in [
+        "pki",
+        "apiserver-1",
+        "apiserver-2",
+        "controller-manager-1",
+        "controller-manager-2",
+        "feature-controller",
+        "kubeconfig",
+    ] {
+        assert!(names.contains(service), "{service}: {names:?}");
+    }
+    for (name, applet, args) in &roles {
+        assert!(applets.contains(applet), "{name}: {applet}");
+        let service = &compose["services"][name];
+        assert_eq!(
+            service["read_only"], true,
+            "{name}: a read-only root file system"
+        );
+        if applet == "pki" {
+            continue; // run for real below
+        }
+        let check = Command::new(BIN)
+            .arg(applet)
+            .args(args)
+            .arg("--config-check")
+            .env_clear()
+            .output()
+            .unwrap();
+        assert!(check.status.success(), "{name}: {}", text(&check));
+    }
+    let etcd = ["etcd-1", "etcd-2", "etcd-3"];
+    for member in etcd {
+        assert!(
+            compose["services"][member]["image"]
+                .as_str()
+                .unwrap()
+                .starts_with("genplane-etcd:")
+        );
+    }
+    // Every API server names every member.
+    for server in ["apiserver-1", "apiserver-2"] {
+        let args = strings(&compose["services"][server]["command"]);
+        let endpoints = args
+            .iter()
+            .find_map(|a| a.strip_prefix("--etcd-servers="))
+            .unwrap();
+        let expected: Vec<String> = etcd.iter().map(|m| format!("http://{m}:2379")).collect();
+        assert_eq!(endpoints, expected.join(","), "{server}");
+    }
+}
+
+/// The `pki` service's command run for real, then what the API servers, the controllers and
+/// the `kubeconfig` service expect of it: the files where they mount them, the name the
+/// controllers reach the API servers by, the host ports the admin's kubeconfig names.
+#[test]
+fn the_compose_pki_is_what_the_services_mount_and_name() {
+    let compose = compose();
+    let roles = compose_roles(&compose);
+    let service = |name: &str| &compose["services"][name];
+    let args_of = |name: &str| roles.iter().find(|(n, _, _)| n == name).unwrap().2.clone();
+    let volumes = |name: &str| {
+        service(name)["volumes"]
+            .as_array()
+            .map(|v| {
+                v.iter()
+                    .map(|m| m.as_str().unwrap().to_owned())
+                    .collect::<Vec<_>>()
+            })
+            .unwrap_or_default()
+    };
+
+    // The pki service writes certificates to the `pki` volume and kubeconfigs to
+    // `kubeconfigs`, at the data directory it is given.
+    let pki_args = args_of("pki");
+    let data_dir = pki_args
+        .iter()
+        .find_map(|a| a.strip_prefix("--data-dir="))
+        .unwrap()
+        .to_owned();
+    assert_eq!(
+        volumes("pki"),
+        [
+            format!("kubeconfigs:{data_dir}"),
+            format!("pki:{data_dir}/pki")
+        ]
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let here = |args: Vec<String>| -> Vec<String> {
+        args.into_iter()
+            .map(|a| match a.strip_prefix("--data-dir=") {
+                Some(_) => format!("--data-dir={}", dir.path().display()),
+                None => a,
+            })
+            .collect()
+    };
+    ok(Command::new(BIN)
+        .arg("pki")
+        .args(here(pki_args))
+        .output()
+        .unwrap());
+
+    // The controllers read their kubeconfig from that volume, read-only, and it names the
+    // name both API servers answer to on the private network.
+    for (controller, file) in [
+        ("controller-manager-1", "controller-manager"),
+        ("controller-manager-2", "controller-manager"),
+        ("feature-controller", "feature-controller"),
+    ] {
+        assert_eq!(
+            volumes(controller),
+            [format!("kubeconfigs:{data_dir}:ro")],
+            "{controller}"
+        );
+        let kubeconfig = format!("--kubeconfig={data_dir}/{file}.kubeconfig");
+        assert_eq!(args_of(controller), [kubeconfig], "{controller}");
+        let written =
+            std::fs::read_to_string(dir.path().join(format!("{file}.kubeconfig"))).unwrap();
+        let written: serde_json::Value = serde_saphyr::from_str(&written).unwrap();
+        assert_eq!(
+            written["clusters"][0]["cluster"]["server"],
+            "https://kubernetes:6443"
+        );
+    }
+    for (server, port) in [("apiserver-1", "6443"), ("apiserver-2", "6444")] {
+        assert_eq!(
+            volumes(server),
+            [format!("pki:{data_dir}/pki:ro")],
+            "{server}"
+        );
+        let aliases = strings(&service(server)["networks"]["control-plane"]["aliases"]);
+        assert_eq!(aliases, ["kubernetes"], "{server}");
+        assert_eq!(
+            strings(&service(server)["ports"]),
+            [format!("127.0.0.1:{port}:6443")]
+        );
+    }
+
+    // An API server finds every file there: run again without the extra names (as a server
+    // checks its certificate), nothing is made.
+    let again = ok(Command::new(BIN)
+        .args(["pki", &format!("--data-dir={}", dir.path().display())])
+        .output()
+        .unwrap());
+    assert!(
+        again
+            .lines()
+            .filter(|l| l.contains("/pki/"))
+            .all(|l| l.starts_with("kept ")),
+        "{again}"
+    );
+
+    // The kubeconfig service prints the admin's, a context per published port, in order.
+    let printed = Command::new(BIN)
+        .arg("pki")
+        .args(here(args_of("kubeconfig")))
+        .output()
+        .unwrap();
+    let printed: serde_json::Value = serde_saphyr::from_str(&ok(printed)).unwrap();
+    let servers: Vec<&str> = printed["clusters"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["cluster"]["server"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        servers,
+        ["https://127.0.0.1:6443", "https://127.0.0.1:6444"]
+    );
+    assert_eq!(printed["users"][0]["name"], "genplane-admin");
+}
+
+#[test]
+fn image_and_compose_check_scripts_refuse_unknown_arguments_and_document_their_options() {
+    for (script, options) in [
+        (
+            "hack/image.sh",
+            &[
+                "--genplane",
+                "--tag",
+                "--strip-all",
+                "--no-etcd",
+                "--context",
+            ][..],
+        ),
+        (
+            "hack/compose-check.sh",
+            &["--genplane", "--no-build", "--tag", "--project", "--keep"],
+        ),
+    ] {
+        let path = repo().join(script);
+        let out = Command::new("bash")
+            .arg(&path)
+            .arg("--bogus")
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(2), "{script}: {}", text(&out));
+        assert!(
+            text(&out).contains("unknown argument: --bogus"),
+            "{script}: {}",
+            text(&out)
+        );
+        let help = ok(Command::new("bash")
+            .arg(&path)
+            .arg("--help")
+            .output()
+            .unwrap());
+        for option in options {
+            assert!(
+                help.contains(option),
+                "{script} --help does not mention {option}:\n{help}"
+            );
         }
     }
-    for role in ["apiserver", "controller-manager", "all-in-one"] {
-        assert!(
-            documented.contains(role) || (role == cmd[0] && readme.contains("default role")),
-            "the README does not run {role}: {documented:?}"
-        );
-    }
-    for applet in &documented {
-        assert!(
-            applets.contains(applet),
-            "the README runs {applet}: no such applet"
-        );
-    }
+    let bad_tag = Command::new("bash")
+        .arg(repo().join("hack/image.sh"))
+        .arg("--tag=-x")
+        .output()
+        .unwrap();
+    assert_eq!(bad_tag.status.code(), Some(2), "{}", text(&bad_tag));
+    let contradiction = Command::new("bash")
+        .arg(repo().join("hack/compose-check.sh"))
+        .args(["--no-build", "--genplane=/bin/true"])
+        .output()
+        .unwrap();
+    assert_eq!(
+        contradiction.status.code(),
+        Some(2),
+        "{}",
+        text(&contradiction)
+    );
 }

@@ -31,6 +31,7 @@ mod mutating_admission;
 mod namespace_gc;
 mod networkregistry;
 mod notify;
+mod pki_healthcheck;
 mod roles;
 mod runtime_config;
 mod security;

@@ -1,7 +1,9 @@
 //! Certificates for a local control plane: when none are given, a CA, a serving certificate and
 //! an admin client certificate (group `system:masters`) are made in the data directory once and
-//! reused after; and the admin kubeconfig that uses them.
+//! reused after; and the admin kubeconfig that uses them. `genplane pki` makes the same ahead of
+//! time, for API servers that share them.
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use base64::Engine as _;
@@ -39,6 +41,19 @@ pub enum PkiError {
     /// The kubeconfig could not be encoded.
     #[error("encoding the kubeconfig: {0}")]
     Encode(String),
+    /// The service-account signing key could not be read or made.
+    #[error("making the service-account signing key {path}")]
+    ServiceAccountKey {
+        /// The key file.
+        path: PathBuf,
+        /// Why.
+        source: genplane_authentication::keys::KeyError,
+    },
+    /// No client identity has this name.
+    #[error(
+        "no identity {0} (known: admin, controller-manager, feature-controller, apiserver-loopback)"
+    )]
+    UnknownIdentity(String),
 }
 
 fn file_error(what: &'static str, path: &Path) -> impl FnOnce(std::io::Error) -> PkiError {
@@ -96,6 +111,13 @@ const CLIENTS: &[(&str, &str, &[&str])] = &[
     // The API server's own client, for reporting its feature uses.
     ("apiserver-loopback", "system:genplane:apiserver", &[]),
 ];
+
+/// The file stems of the client identities [`ensure`] makes (`admin`, `controller-manager`,
+/// ...): `<stem>.crt`, `<stem>.key` in the certificate directory and `<stem>.kubeconfig` beside
+/// it.
+pub fn identities() -> Vec<&'static str> {
+    CLIENTS.iter().map(|(stem, _, _)| *stem).collect()
+}
 
 /// Writes `contents` to `path`; a `private` file (a key, a kubeconfig holding one) is
 /// created readable by its owner only, never readable by others even for a moment.
@@ -309,18 +331,212 @@ pub fn write_kubeconfig(
     key: &Path,
     user: &str,
 ) -> Result<(), PkiError> {
+    let yaml = kubeconfig(&[server], ca, cert, key, user)?;
+    write(path, &yaml, true)
+}
+
+/// The name of the cluster and context of the `index`th server of a kubeconfig: `genplane`,
+/// then `genplane-2`, `genplane-3`, ...
+pub fn context_name(index: usize) -> String {
+    match index {
+        0 => "genplane".to_owned(),
+        n => format!("genplane-{}", n + 1),
+    }
+}
+
+/// A kubeconfig that trusts `ca` and authenticates with a client certificate, with a cluster
+/// and a context per server in `servers` (named by [`context_name`]), the first one current:
+/// `kubectl --context genplane-2` asks the second server.
+pub fn kubeconfig(
+    servers: &[&str],
+    ca: &Path,
+    cert: &Path,
+    key: &Path,
+    user: &str,
+) -> Result<String, PkiError> {
     let read = |p: &Path| std::fs::read(p).map_err(file_error("reading", p));
     let b64 = |bytes: Vec<u8>| base64::engine::general_purpose::STANDARD.encode(bytes);
+    let ca = b64(read(ca)?);
+    let names: Vec<String> = (0..servers.len()).map(context_name).collect();
     let config = json!({
         "apiVersion": "v1",
         "kind": "Config",
-        "clusters": [{"name": "genplane", "cluster": {"server": server, "certificate-authority-data": b64(read(ca)?)}}],
+        "clusters": servers.iter().zip(&names).map(|(server, name)| json!({
+            "name": name,
+            "cluster": {"server": server, "certificate-authority-data": ca},
+        })).collect::<Vec<_>>(),
         "users": [{"name": user, "user": {"client-certificate-data": b64(read(cert)?), "client-key-data": b64(read(key)?)}}],
-        "contexts": [{"name": "genplane", "context": {"cluster": "genplane", "user": user}}],
-        "current-context": "genplane",
+        "contexts": names.iter().map(|name| json!({
+            "name": name,
+            "context": {"cluster": name, "user": user},
+        })).collect::<Vec<_>>(),
+        "current-context": context_name(0),
     });
-    let yaml = serde_saphyr::to_string(&config).map_err(|e| PkiError::Encode(e.to_string()))?;
-    write(path, &yaml, true)
+    serde_saphyr::to_string(&config).map_err(|e| PkiError::Encode(e.to_string()))
+}
+
+/// The options of `genplane pki` (see [`prepare`]).
+#[derive(clap::Args, Clone, Debug)]
+pub struct PkiOptions {
+    /// The directory: certificates and keys go to DIR/pki, kubeconfigs to DIR (the layout of
+    /// `genplane apiserver --data-dir DIR`)
+    #[arg(long, value_name = "DIR", default_value = ".genplane")]
+    pub data_dir: PathBuf,
+    /// More names and IP addresses for the serving certificate, comma-separated, besides
+    /// localhost, kubernetes, kubernetes.default, 127.0.0.1 and ::1
+    #[arg(long, value_name = "NAMES", value_delimiter = ',')]
+    pub apiserver_cert_extra_sans: Vec<String>,
+    /// The API server URL the kubeconfigs name (repeatable: a context per server, the first
+    /// current, `genplane-2` the second)
+    #[arg(long, value_name = "URL", default_value = "https://127.0.0.1:6443", value_parser = check_server_url)]
+    pub server: Vec<String>,
+    /// Which kubeconfigs to write, comma-separated (default: every identity)
+    #[arg(long, value_name = "IDENTITIES", value_delimiter = ',', value_parser = clap::builder::PossibleValuesParser::new(identities()), conflicts_with = "print_kubeconfig")]
+    pub kubeconfigs: Vec<String>,
+    /// Write no kubeconfig; print this identity's to standard output (what had to be made is
+    /// reported on standard error)
+    #[arg(long, value_name = "IDENTITY", value_parser = clap::builder::PossibleValuesParser::new(identities()))]
+    pub print_kubeconfig: Option<String>,
+}
+
+impl PkiOptions {
+    /// Makes what the options ask for ([`prepare`]).
+    pub fn prepare(&self) -> Result<Prepared, PkiError> {
+        let kubeconfigs = match &self.print_kubeconfig {
+            Some(stem) => Kubeconfigs::Print(stem),
+            None => Kubeconfigs::Write(&self.kubeconfigs),
+        };
+        prepare(
+            &self.data_dir,
+            &self.apiserver_cert_extra_sans,
+            &self.server,
+            kubeconfigs,
+        )
+    }
+}
+
+/// What [`prepare`] does with kubeconfigs.
+#[derive(Clone, Copy, Debug)]
+pub enum Kubeconfigs<'a> {
+    /// Writes `<stem>.kubeconfig` beside the certificate directory for each of these
+    /// identities ([`identities`]; empty: every one).
+    Write(&'a [String]),
+    /// Writes none and returns this identity's.
+    Print(&'a str),
+}
+
+/// What [`prepare`] did: a line per file (`made`, `made again`, `kept`, `wrote`), and the
+/// kubeconfig asked for with [`Kubeconfigs::Print`].
+#[derive(Debug)]
+pub struct Prepared {
+    /// A line per file.
+    pub lines: Vec<String>,
+    /// The kubeconfig to print, if asked for.
+    pub printed: Option<String>,
+}
+
+/// Makes ahead of time what `genplane apiserver --data-dir DATA_DIR` makes at its first start,
+/// reusing what is there (`genplane pki`): the certificates of [`ensure`] (the serving one
+/// naming `extra_sans` too) and the service-account signing key under `DATA_DIR/pki/`, and
+/// kubeconfigs naming `servers` (a context each, see [`kubeconfig`]).
+pub fn prepare(
+    data_dir: &Path,
+    extra_sans: &[String],
+    servers: &[String],
+    kubeconfigs: Kubeconfigs<'_>,
+) -> Result<Prepared, PkiError> {
+    let dir = data_dir.join("pki");
+    let before = snapshot(&dir)?;
+    let made = ensure(&dir, extra_sans)?;
+    let sa_key = dir.join(genplane_authentication::keys::GENERATED_KEY_FILE);
+    genplane_authentication::keys::SigningKey::load_or_generate(&sa_key, Default::default())
+        .map_err(|source| PkiError::ServiceAccountKey {
+            path: sa_key.clone(),
+            source,
+        })?;
+    let mut lines = Vec::new();
+    for (path, bytes) in snapshot(&dir)? {
+        let what = match before.get(&path) {
+            None => "made",
+            Some(old) if *old != bytes => "made again",
+            Some(_) => "kept",
+        };
+        lines.push(format!("{what} {}", path.display()));
+    }
+    let servers: Vec<&str> = servers.iter().map(String::as_str).collect();
+    let kubeconfig_of = |stem: &str| -> Result<String, PkiError> {
+        let client = made
+            .clients
+            .iter()
+            .find(|c| c.stem == stem)
+            .ok_or_else(|| PkiError::UnknownIdentity(stem.to_owned()))?;
+        kubeconfig(&servers, &made.ca, &client.cert, &client.key, client.user)
+    };
+    let wanted = match kubeconfigs {
+        Kubeconfigs::Print(stem) => {
+            return Ok(Prepared {
+                lines,
+                printed: Some(kubeconfig_of(stem)?),
+            });
+        }
+        Kubeconfigs::Write([]) => identities(),
+        Kubeconfigs::Write(stems) => stems.iter().map(String::as_str).collect(),
+    };
+    for stem in wanted {
+        let path = data_dir.join(format!("{stem}.kubeconfig"));
+        write(&path, &kubeconfig_of(stem)?, true)?;
+        lines.push(format!(
+            "wrote {} for {}",
+            path.display(),
+            servers.join(" ")
+        ));
+    }
+    Ok(Prepared {
+        lines,
+        printed: None,
+    })
+}
+
+/// The regular files of `dir` and their contents (none when it does not exist yet).
+fn snapshot(dir: &Path) -> Result<BTreeMap<PathBuf, Vec<u8>>, PkiError> {
+    let mut files = BTreeMap::new();
+    let entries = match std::fs::read_dir(dir) {
+        Ok(entries) => entries,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(files),
+        Err(e) => return Err(file_error("reading", dir)(e)),
+    };
+    for entry in entries {
+        let path = entry.map_err(file_error("reading", dir))?.path();
+        if path.is_file() {
+            let bytes = std::fs::read(&path).map_err(file_error("reading", &path))?;
+            files.insert(path, bytes);
+        }
+    }
+    Ok(files)
+}
+
+/// Checks that `text` is an `https://HOST[:PORT][/PATH]` URL, as a kubeconfig's `server`.
+pub fn check_server_url(text: &str) -> Result<String, String> {
+    let rest = text
+        .strip_prefix("https://")
+        .ok_or_else(|| format!("{text:?} is not an https:// URL"))?;
+    let authority = rest.split('/').next().unwrap_or_default();
+    let (host, port) = match authority.rsplit_once(':') {
+        // An IPv6 address in brackets has colons of its own.
+        Some((host, port)) if !port.contains(']') => (host, Some(port)),
+        _ => (authority, None),
+    };
+    if host.is_empty() || host.contains(char::is_whitespace) {
+        return Err(format!("{text:?} names no host"));
+    }
+    if let Some(port) = port
+        && port.parse::<u16>().is_err()
+    {
+        return Err(format!(
+            "{text:?}: the port {port:?} is not a number up to 65535"
+        ));
+    }
+    Ok(text.to_owned())
 }
 
 #[cfg(test)]
@@ -448,5 +664,216 @@ mod tests {
             genplane_authentication::x509::user_of_chain(&[pem(&again.admin_cert).to_vec()])
                 .unwrap();
         assert_eq!(admin.groups, ["system:masters", "system:authenticated"]);
+    }
+
+    /// A kubeconfig of several servers: a cluster and a context each, the first current, one
+    /// user; the same CA and credentials for every one.
+    #[test]
+    fn a_kubeconfig_names_a_context_per_server_the_first_current() {
+        let dir = tempfile::tempdir().unwrap();
+        let pki = ensure(dir.path(), &[]).unwrap();
+        let yaml = kubeconfig(
+            &["https://127.0.0.1:6443", "https://127.0.0.1:6444"],
+            &pki.ca,
+            &pki.admin_cert,
+            &pki.admin_key,
+            ADMIN_USER,
+        )
+        .unwrap();
+        let config: serde_json::Value = serde_saphyr::from_str(&yaml).unwrap();
+        assert_eq!(config["current-context"], "genplane");
+        let servers: Vec<(&str, &str)> = config["clusters"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| {
+                (
+                    c["name"].as_str().unwrap(),
+                    c["cluster"]["server"].as_str().unwrap(),
+                )
+            })
+            .collect();
+        assert_eq!(
+            servers,
+            [
+                ("genplane", "https://127.0.0.1:6443"),
+                ("genplane-2", "https://127.0.0.1:6444")
+            ]
+        );
+        for (context, cluster) in config["contexts"].as_array().unwrap().iter().zip(&servers) {
+            assert_eq!(context["name"], cluster.0);
+            assert_eq!(context["context"]["cluster"], cluster.0);
+            assert_eq!(context["context"]["user"], ADMIN_USER);
+        }
+        assert_eq!(config["users"].as_array().unwrap().len(), 1);
+        assert_eq!(
+            config["clusters"][0]["cluster"]["certificate-authority-data"],
+            config["clusters"][1]["cluster"]["certificate-authority-data"]
+        );
+    }
+
+    fn strings(items: &[&str]) -> Vec<String> {
+        items.iter().map(|s| (*s).to_owned()).collect()
+    }
+
+    fn yaml(text: &str) -> serde_json::Value {
+        serde_saphyr::from_str(text).unwrap()
+    }
+
+    #[test]
+    fn makes_what_an_api_server_needs_then_keeps_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let data = dir.path().join("data");
+        let sans = strings(&["apiserver-1", "10.0.0.7"]);
+        let first = prepare(
+            &data,
+            &sans,
+            &strings(&["https://kubernetes:6443"]),
+            Kubeconfigs::Write(&strings(&["controller-manager", "feature-controller"])),
+        )
+        .unwrap();
+        let pki = data.join("pki");
+        for file in [
+            "ca.crt",
+            "ca.key",
+            "sa.key",
+            "apiserver.crt",
+            "apiserver.key",
+            "admin.crt",
+            "controller-manager.key",
+        ] {
+            let line = format!("made {}", pki.join(file).display());
+            assert!(first.lines.contains(&line), "{line}: {:?}", first.lines);
+        }
+        // Only the kubeconfigs asked for, naming the server given.
+        let cm = std::fs::read_to_string(data.join("controller-manager.kubeconfig")).unwrap();
+        assert_eq!(
+            yaml(&cm)["clusters"][0]["cluster"]["server"],
+            "https://kubernetes:6443"
+        );
+        assert!(data.join("feature-controller.kubeconfig").exists());
+        assert!(!data.join("admin.kubeconfig").exists());
+        use std::os::unix::fs::PermissionsExt as _;
+        let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode(&data.join("controller-manager.kubeconfig")), 0o600);
+        assert_eq!(mode(&pki.join("ca.key")), 0o600);
+        assert_eq!(mode(&pki.join("sa.key")), 0o600);
+
+        // Again with the same names: everything kept, byte for byte.
+        let ca = std::fs::read(pki.join("ca.crt")).unwrap();
+        let server = strings(&["https://127.0.0.1:6443"]);
+        let again = prepare(&data, &sans, &server, Kubeconfigs::Write(&[])).unwrap();
+        assert!(
+            again
+                .lines
+                .iter()
+                .filter(|l| l.contains("/pki/"))
+                .all(|l| l.starts_with("kept ")),
+            "{:?}",
+            again.lines
+        );
+        assert_eq!(std::fs::read(pki.join("ca.crt")).unwrap(), ca);
+        // With no identity named, every identity's.
+        for stem in identities() {
+            assert!(data.join(format!("{stem}.kubeconfig")).exists(), "{stem}");
+        }
+
+        // A name the serving certificate lacks: it alone is made again, by the same CA.
+        let more = prepare(
+            &data,
+            &strings(&["apiserver-2"]),
+            &server,
+            Kubeconfigs::Write(&[]),
+        )
+        .unwrap();
+        let remade: Vec<&String> = more
+            .lines
+            .iter()
+            .filter(|l| l.starts_with("made again "))
+            .collect();
+        assert_eq!(
+            remade,
+            [
+                &format!("made again {}", pki.join("apiserver.crt").display()),
+                &format!("made again {}", pki.join("apiserver.key").display()),
+            ]
+        );
+        assert_eq!(std::fs::read(pki.join("ca.crt")).unwrap(), ca);
+    }
+
+    #[test]
+    fn prints_one_kubeconfig_with_a_context_per_server_and_writes_none() {
+        let dir = tempfile::tempdir().unwrap();
+        let report = prepare(
+            dir.path(),
+            &[],
+            &strings(&["https://127.0.0.1:6443", "https://127.0.0.1:6444"]),
+            Kubeconfigs::Print("admin"),
+        )
+        .unwrap();
+        let config = yaml(report.printed.as_deref().unwrap());
+        assert_eq!(config["current-context"], "genplane");
+        assert_eq!(
+            config["clusters"][1]["cluster"]["server"],
+            "https://127.0.0.1:6444"
+        );
+        assert_eq!(config["contexts"][1]["name"], "genplane-2");
+        assert_eq!(config["users"][0]["name"], ADMIN_USER);
+        let kubeconfigs = std::fs::read_dir(dir.path())
+            .unwrap()
+            .filter(|e| {
+                e.as_ref()
+                    .unwrap()
+                    .path()
+                    .extension()
+                    .is_some_and(|x| x == "kubeconfig")
+            })
+            .count();
+        assert_eq!(kubeconfigs, 0);
+    }
+
+    #[test]
+    fn a_directory_that_cannot_be_written_is_an_error_naming_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("file");
+        std::fs::write(&file, "").unwrap();
+        let error = prepare(&file, &[], &[], Kubeconfigs::Write(&[])).unwrap_err();
+        let error = genplane_apimachinery::errors::chain(&error);
+        assert!(error.contains(&file.display().to_string()), "{error}");
+        let unknown = prepare(dir.path(), &[], &[], Kubeconfigs::Print("root")).unwrap_err();
+        assert!(
+            unknown.to_string().contains("no identity root"),
+            "{unknown}"
+        );
+    }
+
+    /// `genplane pki`'s command line, as the options' users parse it.
+    #[derive(clap::Parser, Debug)]
+    struct Cli {
+        #[command(flatten)]
+        options: PkiOptions,
+    }
+
+    #[test]
+    fn bad_input_is_refused_with_its_reason() {
+        let refused = |args: &[&str]| {
+            <Cli as clap::Parser>::try_parse_from(
+                std::iter::once("pki").chain(args.iter().copied()),
+            )
+            .unwrap_err()
+            .to_string()
+        };
+        assert!(refused(&["--server=http://x:6443"]).contains("is not an https:// URL"));
+        assert!(refused(&["--server=https://"]).contains("names no host"));
+        assert!(refused(&["--server=https://:6443"]).contains("names no host"));
+        assert!(refused(&["--server=https://x:70000"]).contains("is not a number up to 65535"));
+        <Cli as clap::Parser>::try_parse_from(["pki", "--server=https://[::1]:6443/prefix"])
+            .unwrap();
+        assert!(refused(&["--kubeconfigs=kubelet"]).contains("invalid value 'kubelet'"));
+        assert!(refused(&["--print-kubeconfig=root"]).contains("invalid value 'root'"));
+        assert!(
+            refused(&["--print-kubeconfig=admin", "--kubeconfigs=admin"])
+                .contains("cannot be used with")
+        );
     }
 }
