@@ -15,14 +15,8 @@ pub(crate) const AUDIT_ID: &str = "audit-id";
 pub(crate) struct AuditId {
     /// The ID, as the audit log writes it.
     pub(crate) id: String,
-    header: Option<HeaderValue>,
-}
-
-impl AuditId {
     /// The header value of the answer (none for an ID that is not a valid header value).
-    pub(crate) fn header(&self) -> Option<HeaderValue> {
-        self.header.clone()
-    }
+    pub(crate) header: Option<HeaderValue>,
 }
 
 /// The request's audit ID: the one it carries, or a new one.

@@ -77,8 +77,8 @@ pub(crate) async fn chain<S: Storage>(
     // 1. Panic recovery, around every filter.
     let response = panic_recovery::recover(&slot, &method, &uri, async {
         // 2. The audit ID, on every answer (a panic's too).
-        let audit_id = audit_id::assign(request.headers());
-        slot.keep_audit_id(audit_id.header());
+        let mut audit_id = audit_id::assign(request.headers());
+        slot.keep_audit_id(audit_id.header.take());
         let accepts_gzip = compression::accepts_gzip(request.headers());
         let response = match checked(server, request, &audit_id.id, &slot).await {
             Ok(answer) => answer,
@@ -86,7 +86,7 @@ pub(crate) async fn chain<S: Storage>(
         };
         // 3. Compression of a large answer, on the way out.
         let response = compression::compress(response, accepts_gzip, server.feature_gate.as_ref());
-        audit_id::stamp(response, audit_id.header())
+        audit_id::stamp(response, slot.take_audit_id())
     });
     transport.finish(response.await).await
 }

@@ -34,9 +34,14 @@ impl Slot {
         self.0.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// Keeps the header value of the request's audit ID for a panic's answer.
+    /// Keeps the header value of the request's audit ID for the answer, a panic's too.
     pub(crate) fn keep_audit_id(&self, header: Option<HeaderValue>) {
         self.kept().audit_id = header;
+    }
+
+    /// The header value of the request's audit ID, taken for the answer.
+    pub(crate) fn take_audit_id(&self) -> Option<HeaderValue> {
+        self.kept().audit_id.take()
     }
 
     /// Keeps `record` for a panic to complete.
