@@ -147,6 +147,22 @@ async fn new_namespaces_get_the_default_service_account_and_the_root_ca() {
         .then_some(())
     })
     .await;
+    // Its help reads as upstream's, and no help text ends twice.
+    let (_, body) = cm.get("/metrics");
+    assert!(
+        body.contains(
+            "# HELP leader_election_master_status Gauge of if the reporting system is master of \
+             the relevant lease, 0 indicates backup, 1 indicates master. 'name' is the string \
+             used to identify the lease.\n"
+        ),
+        "{body}"
+    );
+    assert!(
+        !body
+            .lines()
+            .any(|l| l.starts_with("# HELP") && l.ends_with("..")),
+        "{body}"
+    );
 }
 
 fn quota_used(quota: &ResourceQuota) -> BTreeMap<String, String> {

@@ -198,7 +198,7 @@ pub async fn serve(
         let gauge = Family::<Vec<(String, String)>, Gauge>::default();
         registry.register(
             "leader_election_master_status",
-            "Gauge of if the reporting system is master of the relevant lease, 0 indicates backup, 1 indicates master. 'name' is the string used to identify the lease.",
+            "Gauge of if the reporting system is master of the relevant lease, 0 indicates backup, 1 indicates master. 'name' is the string used to identify the lease",
             gauge.clone(),
         );
         let labels = vec![("name".to_owned(), election.name.clone())];
