@@ -117,10 +117,12 @@ pub(crate) fn admit(
             }
             Ok(permit)
         }
-        Err(OverLimit) => Err(Box::new(match observation.take() {
-            Some(observation) => observation.finish(too_many_requests(), true, || None),
-            None => too_many_requests(),
-        })),
+        Err(OverLimit) => Err(Box::new(crate::metrics::finish(
+            observation.take(),
+            too_many_requests(),
+            true,
+            || None,
+        ))),
     }
 }
 

@@ -51,7 +51,7 @@ pub enum PkiError {
     },
     /// No client identity has this name.
     #[error(
-        "no identity {0} (known: admin, controller-manager, feature-controller, apiserver-loopback)"
+        "no identity {0} (known: {known})", known = identities().join(", ")
     )]
     UnknownIdentity(String),
 }
