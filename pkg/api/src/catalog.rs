@@ -11,8 +11,8 @@ pub use crate::resource::{
     nothing_pending,
 };
 use crate::{
-    admissionregistration, apiextensions, authentication, authorization, coordination, core,
-    events, featuregates, networkregistry, rbac,
+    admissionregistration, apiextensions, apiregistration, authentication, authorization,
+    coordination, core, events, featuregates, networkregistry, rbac,
 };
 
 static RESOURCES: &[ResourceInfo] = &[
@@ -35,6 +35,7 @@ static RESOURCES: &[ResourceInfo] = &[
     admissionregistration::mutatingadmissionpolicybinding::INFO,
     coordination::lease::INFO,
     apiextensions::INFO,
+    apiregistration::apiservice::INFO,
     featuregates::feature::INFO,
     networkregistry::networkclaim::INFO,
     // Never stored: created and answered.
@@ -189,6 +190,13 @@ mod tests {
                     vec!["crd", "crds"]
                 ),
                 (
+                    "apiregistration.k8s.io/v1".into(),
+                    "apiservices",
+                    "APIService",
+                    false,
+                    vec![]
+                ),
+                (
                     "featuregates.genplane.io/v1alpha1".into(),
                     "features",
                     "Feature",
@@ -254,6 +262,7 @@ mod tests {
             };
             assert_eq!(plural, r.resource);
             let categories: &[&str] = if r.kind == "CustomResourceDefinition"
+                || r.kind == "APIService"
                 || r.group == "admissionregistration.k8s.io"
             {
                 &["api-extensions"]

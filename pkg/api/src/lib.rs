@@ -12,6 +12,8 @@
 //!   webhook configurations;
 //! - apiextensions.k8s.io/v1 ([`apiextensions`]): CustomResourceDefinitions, with the pure
 //!   helpers of their status ([`apiextensions::status`]);
+//! - apiregistration.k8s.io/v1 ([`apiregistration`]): APIServices
+//!   ([`apiregistration::apiservice`]), which say which server answers each group-version;
 //! - featuregates.genplane.io/v1alpha1 ([`featuregates`]): genplane's Feature API
 //!   ([`featuregates::feature`]), JSON and YAML only;
 //! - networkregistry.genplane.io/v1alpha1 ([`networkregistry`]): genplane's NetworkClaim API
@@ -67,6 +69,7 @@
 
 pub mod admissionregistration;
 pub mod apiextensions;
+pub mod apiregistration;
 pub mod authentication;
 pub mod authorization;
 pub mod autoscaling;

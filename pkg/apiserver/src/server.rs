@@ -233,6 +233,8 @@ pub struct ApiServer<S: Storage> {
     /// The type model of the built-in resources' documents.
     builtin_types: genplane_merge::Schema,
     served: Arc<std::sync::RwLock<Arc<Served<S>>>>,
+    /// Counts the changes of what is served ([`ApiServer::served_changes`]).
+    changes: tokio::sync::watch::Sender<u64>,
     pub(crate) version: Value,
     pub(crate) server_address: String,
     pub(crate) ops: Option<OpsHandler>,
@@ -467,6 +469,7 @@ impl<S: Storage> ApiServer<S> {
             builtin_openapi,
             builtin_types,
             served,
+            changes: tokio::sync::watch::Sender::new(0),
             version,
             server_address: server_address.to_owned(),
             ops,
@@ -551,6 +554,13 @@ impl<S: Storage> ApiServer<S> {
             .served
             .write()
             .unwrap_or_else(std::sync::PoisonError::into_inner) = Arc::new(served);
+        self.changes.send_modify(|count| *count += 1);
+    }
+
+    /// A receiver that is told each time what is served changes (custom resources come or go):
+    /// controllers that follow the served group-versions wait on it.
+    pub fn served_changes(&self) -> tokio::sync::watch::Receiver<u64> {
+        self.changes.subscribe()
     }
 
     /// The same server, ending its watch streams when `shutdown` is triggered (clients then

@@ -11,6 +11,7 @@
 
 #![warn(missing_docs)]
 
+pub mod aggregator;
 pub mod all_in_one;
 pub mod apiserver_identity;
 pub mod auth;

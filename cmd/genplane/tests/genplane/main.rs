@@ -12,6 +12,7 @@ mod admission_webhook_client;
 mod all_in_one;
 mod all_in_one_ha;
 mod apiserver;
+mod apiservices;
 mod audit;
 mod controller_manager;
 mod crd;

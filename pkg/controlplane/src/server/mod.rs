@@ -502,7 +502,8 @@ impl CompletedConfig {
 
 /// The server's own post-start hooks, in the order they run, named as upstream names its own:
 /// the system namespaces, the bootstrap RBAC policy and the authorizer's feed of it (with RBAC
-/// authorization), the CustomResourceDefinitions served, the ValidatingAdmissionPolicies'
+/// authorization), the CustomResourceDefinitions served, a Local APIService for every served
+/// group-version (`kube-apiserver-autoregistration`), the ValidatingAdmissionPolicies'
 /// status followed, the identity Lease kept (where Leases are served); then genplane's own:
 /// `start-feature-reporting` (where the Feature API is served) reports the server's feature
 /// uses like every role's (`genplane_featurecontroller::Reporter`), as
@@ -583,6 +584,25 @@ fn own_hooks(
                 crds.run(async move { stop.triggered().await })
                     .await
                     .map_err(|e| format!("serving the CustomResourceDefinitions: {e}"))
+            })
+        }),
+    );
+    let api = serving.clone();
+    add(
+        &mut hooks,
+        "kube-apiserver-autoregistration",
+        Box::new(move |context| {
+            Box::pin(async move {
+                let Some(registration) =
+                    crate::aggregator::autoregister::AutoRegister::new(server(&api))
+                else {
+                    return Ok(());
+                };
+                let stop = context.shutdown.clone();
+                registration
+                    .run(async move { stop.triggered().await })
+                    .await
+                    .map_err(|e| format!("registering the served APIServices: {e}"))
             })
         }),
     );
