@@ -126,6 +126,8 @@ pub struct Context {
     pub mutating_policies: Option<Arc<dyn crate::mutating_policy::MutatingPolicies>>,
     /// The plugins' configuration (`--admission-control-config-file`).
     pub configuration: Arc<crate::config::Configuration>,
+    /// Where webhooks given by `service` are reached.
+    pub resolver: crate::webhook::resolver::ServiceResolver,
 }
 
 /// Errors of resolving the plugin flags.
@@ -204,10 +206,10 @@ pub fn resolve(enable: &[String], disable: &[String], context: &Context) -> Resu
 pub fn chain_of(names: &[&str], context: &Context) -> Chain {
     let mut mutating: Vec<Arc<dyn MutatingPlugin>> = Vec::new();
     let mut validating: Vec<Arc<dyn ValidatingPlugin>> = Vec::new();
-    let dispatcher = context
-        .webhooks
-        .clone()
-        .map(|webhooks| Dispatcher::new(webhooks, context.namespaces.clone()));
+    let dispatcher = context.webhooks.clone().map(|webhooks| {
+        Dispatcher::new(webhooks, context.namespaces.clone())
+            .with_resolver(context.resolver.clone())
+    });
     for &name in names {
         let namespaces = context.namespaces.clone();
         match name {

@@ -52,6 +52,7 @@
 //! not converted to the rule's).
 
 pub mod client;
+pub mod resolver;
 
 use std::collections::BTreeMap;
 use std::collections::HashMap;
@@ -241,6 +242,8 @@ pub(crate) fn conditions_hold(
 pub struct ClientConfig {
     /// The `https://` URL.
     pub url: Option<String>,
+    /// The Service called when there is no `url` ([`resolver`]).
+    pub service: Option<resolver::ServiceReference>,
     /// Base64 of PEM CA certificates; the system roots without it.
     pub ca_bundle: Option<String>,
 }
@@ -475,17 +478,36 @@ fn webhooks_of(configuration: &mut Value) -> Vec<Webhook> {
 /// plugins.
 #[derive(Debug, Default)]
 pub struct Clients {
-    by_bundle: Mutex<HashMap<(String, Option<String>), reqwest::Client>>,
+    by_bundle: Mutex<HashMap<ClientKey, reqwest::Client>>,
 }
 
+/// What tells clients apart: the CA bundle, the identity presented, and the address a
+/// Service's name is overridden to.
+type ClientKey = (
+    String,
+    Option<String>,
+    Option<(String, std::net::SocketAddr)>,
+);
+
 impl Clients {
-    /// The client trusting `ca_bundle` and presenting `identity` (PEM certificate and key).
-    fn client(&self, ca_bundle: &str, identity: Option<&str>) -> Result<reqwest::Client, Error> {
+    /// The client trusting `ca_bundle` and presenting `identity` (PEM certificate and key),
+    /// connecting to `address` for the name `server_name` when a Service's address is
+    /// overridden.
+    fn client(
+        &self,
+        ca_bundle: &str,
+        identity: Option<&str>,
+        overridden: Option<(&str, std::net::SocketAddr)>,
+    ) -> Result<reqwest::Client, Error> {
         let mut clients = self
             .by_bundle
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
-        let key = (ca_bundle.to_owned(), identity.map(str::to_owned));
+        let key = (
+            ca_bundle.to_owned(),
+            identity.map(str::to_owned),
+            overridden.map(|(name, address)| (name.to_owned(), address)),
+        );
         if let Some(client) = clients.get(&key) {
             return Ok(client.clone());
         }
@@ -498,7 +520,7 @@ impl Clients {
             .map(client::Identity::from_pem)
             .transpose()
             .map_err(Error::Configuration)?;
-        let built = client::build_client(roots.as_deref(), identity)
+        let built = client::build_client(roots.as_deref(), identity, overridden)
             .map_err(|e| Error::Configuration(errors::chain(&e)))?;
         clients.insert(key, built.clone());
         Ok(built)
@@ -518,6 +540,8 @@ pub struct Dispatcher {
     configurations: Arc<dyn Configurations>,
     namespaces: Arc<dyn Namespaces>,
     clients: Arc<Clients>,
+    /// Where webhooks given by `service` are reached.
+    resolver: resolver::ServiceResolver,
     /// What this plugin presents to webhooks (`--admission-control-config-file`).
     credentials: Option<Arc<crate::config::WebhookCredentials>>,
     /// The webhooks of each stored configuration (by uid), read and compiled once per
@@ -544,10 +568,16 @@ impl Dispatcher {
             configurations,
             namespaces,
             clients: Arc::new(Clients::default()),
+            resolver: resolver::ServiceResolver::default(),
             credentials: None,
             read: Arc::new(Mutex::new(HashMap::new())),
             lists: Arc::new(Mutex::new(HashMap::new())),
         }
+    }
+
+    /// The same dispatcher, reaching webhooks given by `service` through `resolver`.
+    pub fn with_resolver(self, resolver: resolver::ServiceResolver) -> Self {
+        Self { resolver, ..self }
     }
 
     /// The same dispatcher (sharing its caches and clients), presenting `credentials` to the
@@ -702,15 +732,28 @@ impl Dispatcher {
         review_request: &Value,
         version: &str,
     ) -> Result<Vec<u8>, Error> {
-        let url =
-            webhook.client_config.url.as_deref().ok_or_else(|| {
-                Error::Configuration("webhook has no clientConfig.url".to_owned())
-            })?;
+        let endpoint = match (&webhook.client_config.url, &webhook.client_config.service) {
+            (Some(url), _) => Ok((url.clone(), None)),
+            (None, Some(service)) => self
+                .resolver
+                .resolve(service)
+                .map(|endpoint| {
+                    let overridden = endpoint
+                        .address
+                        .map(|address| (endpoint.server_name.clone(), address));
+                    (endpoint.url, overridden)
+                })
+                .map_err(|e| Error::Configuration(e.to_string())),
+            (None, None) => Err(Error::Configuration(
+                "webhook configuration must have either service or URL".to_owned(),
+            )),
+        };
+        let (url, overridden) = endpoint?;
         let credentials = self
             .credentials
             .as_ref()
-            .and_then(|c| c.for_host(url_host(url)));
-        let url = reqwest::Url::parse(url)
+            .and_then(|c| c.for_host(url_host(&url)));
+        let url = reqwest::Url::parse(&url)
             .map_err(|e| Error::Configuration(format!("Unparsable URL: {e}")))?;
         let client = self.clients.client(
             webhook
@@ -719,6 +762,9 @@ impl Dispatcher {
                 .as_deref()
                 .unwrap_or_default(),
             credentials.and_then(|c| c.identity.as_deref()),
+            overridden
+                .as_ref()
+                .map(|(name, address)| (name.as_str(), *address)),
         )?;
         let timeout = webhook.timeout();
         let review = json!({

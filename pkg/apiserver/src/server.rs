@@ -457,6 +457,7 @@ impl<S: Storage> ApiServer<S> {
                 policies: admission_policies(&builtin, &served),
                 mutating_policies: mutating_admission_policies(&builtin, &served),
                 configuration: Arc::default(),
+                resolver: Default::default(),
             });
         let admission = Arc::new(
             admission_context

@@ -52,6 +52,7 @@
 use std::time::Duration;
 
 use genplane_admission::webhook::client;
+use genplane_admission::webhook::resolver::{ServiceReference, ServiceResolver};
 use genplane_apimachinery::validation::field::Path;
 use genplane_apimachinery::validation::{validate_annotations, validate_labels};
 use serde_json::{Map, Value, json};
@@ -72,16 +73,9 @@ pub enum Error {
     /// `spec.conversion.webhook` is missing.
     #[error("spec.conversion.webhook is required when spec.conversion.strategy is \"Webhook\"")]
     MissingWebhook,
-    /// The webhook is given as a Service, which genplane does not serve.
-    #[error(
-        "conversion webhook service {namespace}/{name}: genplane serves no Services, so a conversion webhook must be given by spec.conversion.webhook.clientConfig.url"
-    )]
-    ServiceReference {
-        /// The Service's namespace.
-        namespace: String,
-        /// The Service's name.
-        name: String,
-    },
+    /// The webhook's `service` reference cannot be resolved.
+    #[error("conversion webhook service: {0}")]
+    ServiceReference(String),
     /// Neither `url` nor `service` is set.
     #[error("webhook configuration must have either service or URL")]
     MissingUrl,
@@ -192,12 +186,21 @@ struct Endpoint {
 }
 
 impl ConversionWebhook {
+    /// Reads a CRD's `spec.conversion` (with `strategy: Webhook`), a `service` reference
+    /// resolved through DNS (see [`ConversionWebhook::resolved`]).
+    pub fn new(crd_conversion: &Value) -> Result<ConversionWebhook, Error> {
+        Self::resolved(crd_conversion, &ServiceResolver::default())
+    }
+
     /// Reads a CRD's `spec.conversion` (with `strategy: Webhook`): `webhook.clientConfig.url`
-    /// (https only; a `service` reference is refused, as genplane serves no Services),
+    /// (https only) or its `service` reference, reached through `resolver`;
     /// `webhook.clientConfig.caBundle` (base64 of PEM certificates; the system roots without
     /// it), and `webhook.conversionReviewVersions` (the first of `v1` / `v1beta1` listed, as
     /// upstream picks).
-    pub fn new(crd_conversion: &Value) -> Result<ConversionWebhook, Error> {
+    pub fn resolved(
+        crd_conversion: &Value,
+        resolver: &ServiceResolver,
+    ) -> Result<ConversionWebhook, Error> {
         let strategy = crd_conversion
             .get("strategy")
             .and_then(Value::as_str)
@@ -211,24 +214,27 @@ impl ConversionWebhook {
             .ok_or(Error::MissingWebhook)?;
         let client_config = webhook.get("clientConfig").unwrap_or(&Value::Null);
 
-        if let Some(service) = client_config.get("service").filter(|s| !s.is_null()) {
-            let field = |name: &str| {
-                service
-                    .get(name)
-                    .and_then(Value::as_str)
-                    .unwrap_or_default()
-                    .to_owned()
-            };
-            return Err(Error::ServiceReference {
-                namespace: field("namespace"),
-                name: field("name"),
-            });
-        }
         let url = client_config
             .get("url")
             .and_then(Value::as_str)
-            .filter(|url| !url.is_empty())
-            .ok_or(Error::MissingUrl)?;
+            .filter(|url| !url.is_empty());
+        let service = client_config
+            .get("service")
+            .filter(|s| !s.is_null())
+            .map(|s| serde_json::from_value::<ServiceReference>(s.clone()));
+        let (url, overridden) = match (url, service) {
+            (Some(url), _) => (url.to_owned(), None),
+            (None, Some(Ok(service))) => {
+                let endpoint = resolver
+                    .resolve(&service)
+                    .map_err(|e| Error::ServiceReference(e.to_string()))?;
+                let overridden = endpoint.address.map(|a| (endpoint.server_name, a));
+                (endpoint.url, overridden)
+            }
+            (None, Some(Err(error))) => return Err(Error::ServiceReference(error.to_string())),
+            (None, None) => return Err(Error::MissingUrl),
+        };
+        let url = url.as_str();
         let mut base_url =
             reqwest::Url::parse(url).map_err(|error| Error::InvalidUrl(error.to_string()))?;
         if base_url.scheme() != "https" {
@@ -257,7 +263,14 @@ impl ConversionWebhook {
             })
             .ok_or(Error::NoSupportedReviewVersion)?;
 
-        let client = client::build_client(roots.as_deref(), None).map_err(Error::Client)?;
+        let client = client::build_client(
+            roots.as_deref(),
+            None,
+            overridden
+                .as_ref()
+                .map(|(name, address)| (name.as_str(), *address)),
+        )
+        .map_err(Error::Client)?;
         Ok(ConversionWebhook {
             endpoint: Endpoint {
                 client,

@@ -2,7 +2,7 @@
 //! no larger than a real one can be, from admission and conversion webhooks alike (a 32 MiB
 //! answer is refused as a failed call, without the server's memory growing by it), and a
 //! self-signed CA certificate as the webhook's own serving certificate, as Go's client accepts
-//! it.
+//! it; and a webhook given by a `service` reference, reached through the service resolver.
 
 #![allow(clippy::unwrap_used)]
 
@@ -11,7 +11,7 @@ use serde_json::{Value, json};
 
 use crate::admission::kubectl_stdin;
 use crate::support::webhook::{Serving, Webhook};
-use crate::support::{Apiserver, eventually, ok, start, text};
+use crate::support::{Apiserver, eventually, ok, start, start_with, text};
 
 /// The peak resident memory of the server's process so far, in KiB (`VmHWM`).
 fn peak_rss_kib(server: &Apiserver) -> u64 {
@@ -201,5 +201,67 @@ fn conversion_webhook_answers_larger_than_any_real_one_are_refused_unread() {
     assert!(
         grown < 16 * 1024,
         "the server's peak memory grew by {grown} KiB for a 32 MiB answer"
+    );
+}
+
+#[test]
+fn a_webhook_given_by_service_is_reached_through_the_override() {
+    let webhook = Webhook::start(|call| {
+        let review: Value = serde_json::from_slice(&call.body).unwrap();
+        assert_eq!(call.path.split('?').next(), Some("/validate"));
+        json!({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
+            "response": {"uid": review["request"]["uid"], "allowed": false,
+                "status": {"code": 403, "message": "seen by the webhook behind webhooks/policy"}}})
+    });
+    let address = webhook.base.strip_prefix("https://").unwrap();
+    let server = start_with(&[&format!(
+        "--service-address-override=webhooks/policy:443={address}"
+    )]);
+    let mut configuration = configuration("by-service", &webhook, "Fail");
+    configuration["webhooks"][0]["clientConfig"] = json!({
+        "service": {"namespace": "webhooks", "name": "policy", "path": "/validate"},
+        "caBundle": base64::engine::general_purpose::STANDARD.encode(&webhook.ca_pem)});
+    ok(kubectl_stdin(
+        &server,
+        &["create", "-f", "-"],
+        &configuration,
+    ));
+    let mut n = 0;
+    let refused = eventually("the webhook to be called", || {
+        n += 1;
+        let out = create(&server, &format!("by-service-{n}"), "by-service");
+        (!out.status.success()).then(|| text(&out))
+    });
+    assert!(
+        refused.contains("admission webhook \"by-service.genplane.test\" denied the request: seen by the webhook behind webhooks/policy"),
+        "{refused}"
+    );
+    // Without an override, the Service's name goes to DNS, which does not know it here.
+    let elsewhere = start();
+    ok(kubectl_stdin(
+        &elsewhere,
+        &["create", "-f", "-"],
+        &configuration,
+    ));
+    let refused = eventually("the unresolvable webhook to be called", || {
+        n += 1;
+        let out = create(&elsewhere, &format!("by-service-{n}"), "by-service");
+        (!out.status.success()).then(|| text(&out))
+    });
+    assert!(
+        refused.contains("failed calling webhook \"by-service.genplane.test\"")
+            && refused.contains("policy.webhooks.svc"),
+        "{refused}"
+    );
+    // A malformed override stops the server at start with the flag named.
+    let out = std::process::Command::new(crate::support::BIN)
+        .args(["apiserver", "--service-address-override=policy=127.0.0.1:1"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(64), "{}", text(&out));
+    assert!(
+        text(&out).contains("is not <namespace>/<name>:<port>=<ip>:<port>"),
+        "{}",
+        text(&out)
     );
 }

@@ -114,14 +114,20 @@ fn provider() -> Arc<rustls::crypto::CryptoProvider> {
 
 /// One client: HTTP/1.1 only, rustls with aws-lc-rs, the system's roots or, with a `caBundle`
 /// ([`parse_ca_bundle`]), its certificates through [`CaBundleVerifier`], presenting
-/// `identity` (a client certificate) when one is given.
+/// `identity` (a client certificate) when one is given, and connecting to the address of
+/// `overridden` for its name (a Service whose address is overridden: see
+/// [`super::resolver`]), whose certificate is still checked against that name.
 pub fn build_client(
     roots: Option<&[CertificateDer<'static>]>,
     identity: Option<Identity>,
+    overridden: Option<(&str, std::net::SocketAddr)>,
 ) -> reqwest::Result<reqwest::Client> {
-    let builder = reqwest::Client::builder()
+    let mut builder = reqwest::Client::builder()
         .http1_only()
         .user_agent(concat!("genplane/", env!("CARGO_PKG_VERSION")));
+    if let Some((name, address)) = overridden {
+        builder = builder.resolve(name, address);
+    }
     let builder = match (roots, identity) {
         (Some(roots), identity) => builder.tls_backend_preconfigured(tls_config(roots, identity)),
         (None, Some(identity)) => {

@@ -25,8 +25,8 @@
 //!   duplicates, including `v1` or `v1beta1`;
 //! - `namespaceSelector` and `objectSelector` are valid label selectors;
 //! - `clientConfig` has exactly one of `url` and `service`; the URL is `https://` with a host
-//!   and no user, query or fragment. A `service` is refused: genplane serves no Services, so
-//!   no request could reach one;
+//!   and no user, query or fragment; a service has a name, a namespace, a port in 1..=65535
+//!   and a path of DNS-1123 segments (it is reached through the server's service resolver);
 //! - `matchConditions`: at most 64, each with a unique qualified name and an expression.
 //!   Upstream also compiles the expression; genplane checks that it is not empty and reports
 //!   a CEL error when the webhook is called.
@@ -193,7 +193,7 @@ struct Webhook {
 #[serde(default)]
 struct ClientConfig {
     url: Option<String>,
-    service: Option<Value>,
+    service: Option<crate::webhook::ServiceReference>,
 }
 
 use types::{MatchCondition, Rule};
@@ -561,9 +561,9 @@ fn validate_webhook(hook: &Webhook, flavor: Flavor, options: Options, path: &Pat
             "exactly one of url or service is required",
         )),
         (Some(url), None) => errors.extend(crate::webhook::validate_url(&at.child("url"), url)),
-        (None, Some(_)) => errors.push(Error::forbidden(
+        (None, Some(service)) => errors.extend(crate::webhook::validate_service(
             &at.child("service"),
-            "genplane serves no Services: give the webhook's address in clientConfig.url",
+            service,
         )),
     }
     errors.extend(validate_review_versions(

@@ -159,8 +159,16 @@ fn webhook_rules_and_messages() {
         (
             "service",
             json!({"clientConfig": {"service": {"namespace": "default", "name": "hook"}}}),
+            vec![],
+        ),
+        (
+            "bad service",
+            json!({"clientConfig": {"service": {"namespace": "", "name": "hook", "port": 0, "path": "/Validate//x"}}}),
             vec![
-                "webhooks[0].clientConfig.service: Forbidden: genplane serves no Services: give the webhook's address in clientConfig.url",
+                "webhooks[0].clientConfig.service.namespace: Required value",
+                "webhooks[0].clientConfig.service.port: Invalid value: 0: port is not valid: must be between 1 and 65535, inclusive",
+                "webhooks[0].clientConfig.service.path: Invalid value: \"/Validate//x\": segment[0]: a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')",
+                "webhooks[0].clientConfig.service.path: Invalid value: \"/Validate//x\": segment[1] may not be empty",
             ],
         ),
         (

@@ -225,17 +225,8 @@ struct Webhook {
 #[serde(rename_all = "camelCase", default)]
 struct ClientConfig {
     url: Option<String>,
-    service: Option<Service>,
+    service: Option<crate::webhook::ServiceReference>,
     ca_bundle: String,
-}
-
-#[derive(Debug, Default, Deserialize)]
-#[serde(rename_all = "camelCase", default)]
-struct Service {
-    namespace: String,
-    name: String,
-    path: Option<String>,
-    port: Option<i64>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -1221,7 +1212,7 @@ fn validate_conversion(conversion: &Conversion, options: &Options, path: &Path) 
                         errors.extend(crate::webhook::validate_url(&config_path.child("url"), url));
                     }
                     (None, Some(service)) => {
-                        errors.extend(validate_webhook_service(
+                        errors.extend(crate::webhook::validate_service(
                             &config_path.child("service"),
                             service,
                         ));
@@ -1316,59 +1307,6 @@ fn ca_bundle_error(ca_bundle: &str) -> Option<String> {
         text.contains("-----BEGIN CERTIFICATE-----") && text.contains("-----END CERTIFICATE-----");
     (!has_certificate)
         .then(|| "unable to load root certificates: unable to parse bytes as PEM block".to_owned())
-}
-
-/// Upstream's `ValidateWebhookService`.
-fn validate_webhook_service(path: &Path, service: &Service) -> ErrorList {
-    let mut errors = ErrorList::new();
-    if service.name.is_empty() {
-        errors.push(Error::required(&path.child("name"), ""));
-    }
-    if service.namespace.is_empty() {
-        errors.push(Error::required(&path.child("namespace"), ""));
-    }
-    let port = service.port.unwrap_or(443);
-    if !(1..=65535).contains(&port) {
-        errors.push(Error::invalid(
-            &path.child("port"),
-            port,
-            "port is not valid: must be between 1 and 65535, inclusive",
-        ));
-    }
-    let Some(url_path) = service.path.as_deref() else {
-        return errors;
-    };
-    if url_path.is_empty() || url_path == "/" {
-        return errors;
-    }
-    let at = path.child("path");
-    if url_path == "//" {
-        errors.push(Error::invalid(&at, url_path, "segment[0] may not be empty"));
-        return errors;
-    }
-    if !url_path.starts_with('/') {
-        errors.push(Error::invalid(&at, url_path, "must start with a '/'"));
-    }
-    let mut to_check = url_path.get(1..).unwrap_or("");
-    to_check = to_check.strip_suffix('/').unwrap_or(to_check);
-    for (i, step) in to_check.split('/').enumerate() {
-        if step.is_empty() {
-            errors.push(Error::invalid(
-                &at,
-                url_path,
-                format!("segment[{i}] may not be empty"),
-            ));
-            continue;
-        }
-        for failure in is_dns1123_subdomain(step) {
-            errors.push(Error::invalid(
-                &at,
-                url_path,
-                format!("segment[{i}]: {failure}"),
-            ));
-        }
-    }
-    errors
 }
 
 fn validate_stored_versions(stored: &[String], versions: &[Value], path: &Path) -> ErrorList {

@@ -15,6 +15,7 @@ use serde_json::{Value, json};
 use tokio_rustls::rustls;
 
 use super::*;
+use genplane_admission::webhook::resolver::ServiceResolver;
 
 const V1: &str = "stable.example.com/v1";
 const V2: &str = "stable.example.com/v2";
@@ -49,7 +50,11 @@ fn pki() -> Pki {
     let ca_cert = ca_params.self_signed(&ca_key).unwrap();
     let issuer = Issuer::new(ca_params, ca_key);
     let key = KeyPair::generate().unwrap();
-    let params = CertificateParams::new(vec!["127.0.0.1".to_owned()]).unwrap();
+    let params = CertificateParams::new(vec![
+        "127.0.0.1".to_owned(),
+        "converter.crons.svc".to_owned(),
+    ])
+    .unwrap();
     let cert = params.signed_by(&key, &issuer).unwrap();
     Pki {
         ca_pem: ca_cert.pem(),
@@ -265,6 +270,57 @@ fn crontab_v2(name: &str, schedule: &str) -> Value {
 
 fn message(error: ConversionError) -> String {
     error.to_string()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_service_reference_reaches_its_server_through_the_resolver() {
+    let webhook = TestWebhook::start(|review| Reply::Json(convert_crontabs(review)));
+    let address = webhook.url.strip_prefix("https://").unwrap();
+    let address = address.strip_suffix("/convert").unwrap();
+    let conversion = json!({"strategy": "Webhook", "webhook": {
+        "clientConfig": {
+            "service": {"namespace": "crons", "name": "converter", "port": 8443, "path": "/convert"},
+            "caBundle": data_encoding::BASE64.encode(webhook.ca_pem.as_bytes()),
+        },
+        "conversionReviewVersions": ["v1"],
+    }});
+    // Through DNS, the name the certificate must carry.
+    let dns = ConversionWebhook::new(&conversion).unwrap();
+    assert_eq!(
+        dns.url(),
+        "https://converter.crons.svc:8443/convert?timeout=30s"
+    );
+    // Overridden to the test's server, whose certificate names converter.crons.svc.
+    let resolver =
+        ServiceResolver::with_overrides([format!("crons/converter:8443={address}")]).unwrap();
+    let client = ConversionWebhook::resolved(&conversion, &resolver).unwrap();
+    let v2 = client
+        .convert(vec![crontab_v1("a", "*/5 * * * *")], V2)
+        .await
+        .unwrap();
+    assert_eq!(v2, vec![crontab_v2("a", "*/5 * * * *")]);
+    assert_eq!(webhook.seen()[0].0, "/convert?timeout=30s");
+    // Another Service name is not what the certificate names: refused.
+    let other = json!({"strategy": "Webhook", "webhook": {
+        "clientConfig": {
+            "service": {"namespace": "crons", "name": "other", "port": 8443, "path": "/convert"},
+            "caBundle": data_encoding::BASE64.encode(webhook.ca_pem.as_bytes()),
+        },
+        "conversionReviewVersions": ["v1"],
+    }});
+    let resolver =
+        ServiceResolver::with_overrides([format!("crons/other:8443={address}")]).unwrap();
+    let error = message(
+        ConversionWebhook::resolved(&other, &resolver)
+            .unwrap()
+            .convert(vec![crontab_v1("a", "x")], V2)
+            .await
+            .unwrap_err(),
+    );
+    assert!(
+        error.contains("certificate not valid for name \"other.crons.svc\""),
+        "{error}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -790,9 +846,17 @@ fn the_webhook_configuration_is_checked() {
     assert_eq!(
         error(json!({"strategy": "Webhook", "webhook": {
             "clientConfig": {"service": {"namespace": "crons", "name": "converter", "port": 443}},
+            "conversionReviewVersions": ["v9"],
+        }})),
+        "no supported conversion review versions",
+        "a service reference passes, to be resolved"
+    );
+    assert_eq!(
+        error(json!({"strategy": "Webhook", "webhook": {
+            "clientConfig": {"service": {"namespace": "crons", "name": "converter", "port": 0}},
             "conversionReviewVersions": ["v1"],
         }})),
-        "conversion webhook service crons/converter: genplane serves no Services, so a conversion webhook must be given by spec.conversion.webhook.clientConfig.url"
+        "conversion webhook service: service reference port 0 is not in 1..65535"
     );
     assert_eq!(
         error(json!({"strategy": "Webhook", "webhook": {

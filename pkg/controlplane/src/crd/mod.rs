@@ -36,6 +36,7 @@ use genplane_api::apiextensions::status;
 use printer::Printer;
 
 use crate::conversion::ConversionWebhook;
+use genplane_admission::webhook::resolver::ServiceResolver;
 
 /// Conversion by a CRD's webhook; a failure is the request's 500, as upstream answers it.
 #[derive(Debug)]
@@ -89,6 +90,8 @@ pub struct CustomResources<S: Storage> {
     /// The conversion webhook of each CRD converting by webhook, by name, with the CRD
     /// generation it was made for.
     webhooks: Mutex<HashMap<String, Webhook>>,
+    /// Where conversion webhooks given by `service` are reached.
+    resolver: ServiceResolver,
 }
 
 impl<S: Storage> std::fmt::Debug for CustomResources<S> {
@@ -147,7 +150,11 @@ pub fn version_priority(a: &str, b: &str) -> std::cmp::Ordering {
 impl<S: Storage> CustomResources<S> {
     /// The CRD machinery of `api`, which must serve `apiextensions.k8s.io/v1`
     /// customresourcedefinitions; `storage` makes the storage of each CRD's objects.
-    pub fn new(api: Arc<ApiServer<S>>, storage: StorageFactory<S>) -> Option<Arc<Self>> {
+    pub fn new(
+        api: Arc<ApiServer<S>>,
+        storage: StorageFactory<S>,
+        resolver: ServiceResolver,
+    ) -> Option<Arc<Self>> {
         let resource = api
             .resources()
             .into_iter()
@@ -162,6 +169,7 @@ impl<S: Storage> CustomResources<S> {
             caches: Mutex::new(HashMap::new()),
             cleaning: Mutex::new(Vec::new()),
             webhooks: Mutex::new(HashMap::new()),
+            resolver,
         }))
     }
 
@@ -451,7 +459,10 @@ impl<S: Storage> CustomResources<S> {
         {
             return Some(converter.clone());
         }
-        let converter: Arc<dyn Converter> = match ConversionWebhook::new(conversion) {
+        let converter: Arc<dyn Converter> = match ConversionWebhook::resolved(
+            conversion,
+            &self.resolver,
+        ) {
             Ok(webhook) => Arc::new(WebhookConverter(webhook)),
             Err(error) => {
                 tracing::warn!(crd = name, %error, "the CRD's conversion webhook cannot be used");

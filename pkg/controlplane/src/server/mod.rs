@@ -447,6 +447,7 @@ impl CompletedConfig {
         }
         if let Some(mut context) = api.admission_context() {
             context.configuration = config.admission_configuration.clone();
+            context.resolver = config.service_resolver.clone();
             api = api.with_admission(genplane_admission::plugins::chain_of(
                 &config.admission_plugins,
                 &context,
@@ -568,7 +569,12 @@ fn own_hooks(
             }),
         );
     }
-    let (api, storage, encryption) = (serving.clone(), backend.clone(), config.encryption.clone());
+    let (api, storage, encryption, resolver) = (
+        serving.clone(),
+        backend.clone(),
+        config.encryption.clone(),
+        config.service_resolver.clone(),
+    );
     add(
         &mut hooks,
         "start-apiextensions-controllers",
@@ -577,6 +583,7 @@ fn own_hooks(
                 let Some(crds) = crate::crd::CustomResources::new(
                     server(&api),
                     crate::custom_storage(storage, encryption),
+                    resolver,
                 ) else {
                     return Ok(());
                 };

@@ -333,6 +333,13 @@ pub struct NetworkOptions {
     /// registry as the NetworkClaim `kube-apiserver` (reference `{"", services}`).
     #[arg(long, default_value = DEFAULT_SERVICE_CLUSTER_IP_RANGE)]
     pub service_cluster_ip_range: String,
+    /// Where Services named by webhooks' `service` references are reached, for hosts where no
+    /// DNS resolves `<name>.<namespace>.svc` (a single machine): comma-separated
+    /// `<namespace>/<name>:<port>=<ip>:<port>` entries. The serving certificate is still checked
+    /// against `<name>.<namespace>.svc`. Other references resolve through DNS.
+    #[arg(long, value_delimiter = ',')]
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub service_address_override: Vec<String>,
 }
 
 /// The features clients may set in the Feature API (KEP-3920's stage 3, which it puts on the
@@ -356,6 +363,7 @@ impl Default for NetworkOptions {
     fn default() -> Self {
         Self {
             service_cluster_ip_range: DEFAULT_SERVICE_CLUSTER_IP_RANGE.to_owned(),
+            service_address_override: Vec::new(),
         }
     }
 }
@@ -439,6 +447,8 @@ pub struct Config {
     pub api_enablement: ApiEnablement,
     /// `--service-cluster-ip-range`.
     pub service_cluster_ip_range: Vec<Prefix>,
+    /// Where `service` references are reached (`--service-address-override`, else DNS).
+    pub service_resolver: genplane_admission::webhook::resolver::ServiceResolver,
     /// `--dynamic-features`.
     pub dynamic_features: std::collections::BTreeSet<String>,
     /// Logging and feature gates.
@@ -656,6 +666,13 @@ impl Options {
                 &self.network.service_cluster_ip_range,
             ),
         );
+        let service_resolver = invalid.check(
+            "service-address-override",
+            genplane_admission::webhook::resolver::ServiceResolver::with_overrides(
+                &self.network.service_address_override,
+            )
+            .map_err(|e| e.to_string()),
+        );
         for problem in genplane_features::dynamic_feature_problems(
             &genplane_features::registry(),
             &self.features.dynamic_features,
@@ -674,6 +691,7 @@ impl Options {
             admission_configuration: admission_configuration?,
             api_enablement: api_enablement?,
             service_cluster_ip_range: service_cluster_ip_range?,
+            service_resolver: service_resolver?,
             dynamic_features: self.features.dynamic_features.iter().cloned().collect(),
             audit: AuditOptions {
                 policy_file: self.audit.audit_policy_file.clone(),

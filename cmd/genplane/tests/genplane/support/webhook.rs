@@ -66,10 +66,14 @@ impl Webhook {
             Serving::SignedByItsCa => {
                 let issuer = Issuer::new(ca_params, ca_key);
                 let key = KeyPair::generate().unwrap();
-                let cert = CertificateParams::new(vec!["127.0.0.1".to_owned()])
-                    .unwrap()
-                    .signed_by(&key, &issuer)
-                    .unwrap();
+                // Also the name of the Service `webhooks/policy`, for calls by reference.
+                let cert = CertificateParams::new(vec![
+                    "127.0.0.1".to_owned(),
+                    "policy.webhooks.svc".to_owned(),
+                ])
+                .unwrap()
+                .signed_by(&key, &issuer)
+                .unwrap();
                 (cert, key)
             }
         };
