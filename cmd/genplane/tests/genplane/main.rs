@@ -37,3 +37,4 @@ mod runtime_config;
 mod security;
 mod shutdown;
 mod strategy_gates;
+mod systemd;
