@@ -317,6 +317,11 @@ fn the_units_run_under_a_real_systemd() {
             "enabled"
         );
     }
+    // The one candidate takes the Lease, and its status line says so.
+    eventually("the controller-manager to say it leads", || {
+        let status = &host.show("genplane-controller-manager.service")["StatusText"];
+        (status == "running: leading, the controllers running").then_some(())
+    });
     let namespaces = host.ok(&guide.check);
     for name in ["default", "kube-system"] {
         assert!(namespaces.contains(name), "{namespaces}");
