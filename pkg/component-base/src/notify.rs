@@ -96,6 +96,12 @@ impl Notifier {
         self.send_logged(&format!("READY=1\nSTATUS={status}"));
     }
 
+    /// Tells the service manager the role's state as it changes (`systemctl status` shows
+    /// the last one).
+    pub fn status(&self, status: &str) {
+        self.send_logged(&format!("STATUS={status}"));
+    }
+
     /// Follows the role's life: `STOPPING=1` once `shutdown` triggers, and the watchdog's
     /// pings every half period until then, from the role's runtime. Call it from the runtime;
     /// it returns at once.
@@ -156,6 +162,9 @@ mod tests {
         let mut buffer = [0u8; 256];
         let n = listener.recv(&mut buffer).expect("a datagram");
         assert_eq!(&buffer[..n], b"READY=1\nSTATUS=serving");
+        notifier.status("leading");
+        let n = listener.recv(&mut buffer).expect("a datagram");
+        assert_eq!(&buffer[..n], b"STATUS=leading");
 
         // A watchdog meant for another process is not ours to ping.
         let other = Notifier::of(&process.clone().with_env("WATCHDOG_PID", "1"));

@@ -38,3 +38,4 @@ mod runtime_config;
 mod security;
 mod shutdown;
 mod strategy_gates;
+mod systemd;

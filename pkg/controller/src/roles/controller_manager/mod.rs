@@ -102,6 +102,10 @@ impl genplane_component_base::component::Role for ControllerManagerRole {
     }
 }
 
+/// The service manager's status line of a candidate for the Lease, and of the leader.
+const STANDING: &str = "running: standing for the lease";
+const LEADING: &str = "running: leading, the controllers running";
+
 /// How long the gated controllers wait, at start, for the Features' states; then they follow
 /// this role's own gates until the Features can be read.
 const GATES_PATIENCE: Duration = Duration::from_secs(30);
@@ -226,7 +230,7 @@ pub async fn serve(
     .map_err(Error::Ops)?;
 
     notifier.ready(if config.leader_election.is_some() {
-        "running: standing for the lease"
+        STANDING
     } else {
         "running the controllers"
     });
@@ -253,13 +257,18 @@ pub async fn serve(
     let result = match (&elector, &config.leader_election) {
         (Some(elector), Some(election)) => loop {
             tracing::info!(%identity, "starting leader election");
-            let work = run_controllers(
+            let controllers = run_controllers(
                 &config.controllers,
                 CONTROLLERS,
                 context(),
                 gate_states.clone(),
                 std::future::pending(),
             );
+            // Run only while leading: the status line says so from the moment it leads.
+            let work = async {
+                notifier.status(LEADING);
+                controllers.await
+            };
             match elector.run(work, stop.triggered()).await {
                 Ok(Some(outcome)) => break outcome.map_err(Error::from),
                 Ok(None) => break Ok(()),
@@ -271,6 +280,7 @@ pub async fn serve(
                     tracing::warn!(
                         "{error}: the controllers stopped; campaigning again for the lease"
                     );
+                    notifier.status(STANDING);
                 }
                 Err(error) => break Err(error.into()),
             }
