@@ -57,6 +57,13 @@ impl Unread {
         )
     }
 
+    /// The body as received, to be passed on whole (the aggregator's proxy streams it to
+    /// the extension server): nothing goes back when it is dropped.
+    pub fn into_incoming(mut self) -> Option<hyper::body::Incoming> {
+        self.back = None;
+        self.body.take()
+    }
+
     /// The next chunk of data, `None` at the end (trailers are skipped).
     pub async fn data(&mut self) -> Option<Result<Bytes, hyper::Error>> {
         use http_body_util::BodyExt as _;
@@ -117,6 +124,9 @@ pub enum ResponseBody {
     /// Another body, with something that lives as long as the body is being sent (a metric
     /// guard, say): it is dropped when the response ends or the client goes away.
     Guarded(Box<ResponseBody>, Box<dyn std::any::Any + Send + Sync>),
+    /// An extension API server's answer, passed on as it arrives (the aggregator's proxy); a
+    /// failure of its connection ends it, trailers are not passed on.
+    Proxied(hyper::body::Incoming),
 }
 
 impl ResponseBody {
@@ -165,7 +175,10 @@ impl ResponseBody {
     pub fn bytes(&self) -> Option<&Bytes> {
         match self {
             ResponseBody::Full(bytes) => bytes.as_ref(),
-            ResponseBody::Stream(_) | ResponseBody::Queue(_) | ResponseBody::List(_) => None,
+            ResponseBody::Stream(_)
+            | ResponseBody::Queue(_)
+            | ResponseBody::List(_)
+            | ResponseBody::Proxied(_) => None,
             ResponseBody::Guarded(inner, _) => inner.bytes(),
         }
     }
@@ -194,6 +207,20 @@ impl Body for ResponseBody {
                 .poll_recv(cx)
                 .map(|chunk| chunk.map(|b| Ok(Frame::data(b)))),
             ResponseBody::Guarded(inner, _) => std::pin::Pin::new(inner.as_mut()).poll_frame(cx),
+            ResponseBody::Proxied(incoming) => loop {
+                match std::pin::Pin::new(&mut *incoming).poll_frame(cx) {
+                    Poll::Ready(Some(Ok(frame))) => match frame.into_data() {
+                        Ok(data) => return Poll::Ready(Some(Ok(Frame::data(data)))),
+                        Err(_trailers) => {}
+                    },
+                    Poll::Ready(Some(Err(error))) => {
+                        tracing::debug!(%error, "the proxied answer ended");
+                        return Poll::Ready(None);
+                    }
+                    Poll::Ready(None) => return Poll::Ready(None),
+                    Poll::Pending => return Poll::Pending,
+                }
+            },
         }
     }
 
@@ -203,6 +230,7 @@ impl Body for ResponseBody {
             ResponseBody::List(list) => list.is_empty(),
             ResponseBody::Stream(_) | ResponseBody::Queue(_) => false,
             ResponseBody::Guarded(inner, _) => inner.is_end_stream(),
+            ResponseBody::Proxied(incoming) => incoming.is_end_stream(),
         }
     }
 
@@ -213,6 +241,7 @@ impl Body for ResponseBody {
             ResponseBody::List(list) => SizeHint::with_exact(list.len() as u64),
             ResponseBody::Stream(_) | ResponseBody::Queue(_) => SizeHint::default(),
             ResponseBody::Guarded(inner, _) => inner.size_hint(),
+            ResponseBody::Proxied(incoming) => incoming.size_hint(),
         }
     }
 }

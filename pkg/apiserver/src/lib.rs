@@ -1,6 +1,8 @@
 //! HTTP serving of the Kubernetes API.
 //!
 //! - [`discovery`]: the legacy and aggregated discovery documents.
+//! - [`aggregation`]: the aggregator's proxy to extension API servers, for the group-versions
+//!   APIServices hand to them.
 //! - [`openapi`]: the OpenAPI v3 documents below `/openapi/v3` and the v2 document at
 //!   `/openapi/v2` (JSON or protobuf), hashed once; [`openapi::builder`] builds them from the
 //!   served catalog entries (their schemas and extension tables are genplane-api's).
@@ -27,6 +29,7 @@
 #![warn(missing_docs)]
 
 pub mod admission;
+pub mod aggregation;
 pub mod answer;
 pub mod backing;
 pub mod body;

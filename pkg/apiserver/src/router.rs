@@ -121,6 +121,11 @@ impl<S: Storage> ApiServer<S> {
         body: RequestBody,
         user: &UserInfo,
     ) -> Response<ResponseBody> {
+        // A group-version an APIService hands to another server is that server's.
+        let aggregated = self.aggregated();
+        if let Some(target) = aggregated.targets.of_path(parts.uri.path()) {
+            return crate::aggregation::proxy(target, parts, body, user).await;
+        }
         if !info.is_resource_request {
             return self
                 .non_resource(info, &parts)

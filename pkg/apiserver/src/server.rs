@@ -17,7 +17,7 @@ use serde_json::{Value, json};
 use crate::admission::mirrored::MirroredList;
 use crate::answer::Answer;
 use crate::backing::Backing;
-use crate::discovery::Discovery;
+use crate::discovery::{Discovery, ResourceDescription};
 use crate::enablement::{Api, ApiEnablement};
 use crate::filters::max_in_flight::{InFlight, Limits};
 use crate::kind::ServedKind;
@@ -209,7 +209,7 @@ pub(crate) struct Served<S: Storage> {
     pub(crate) types: Arc<genplane_merge::Schema>,
     /// The OpenAPI v3 documents, as served (the schemas of kinds are read back from them).
     pub(crate) openapi: OpenApiV3,
-    pub(crate) openapi_v2: OpenApiV2,
+    pub(crate) openapi_v2: Arc<OpenApiV2>,
 }
 
 impl<S: Storage> Served<S> {
@@ -220,6 +220,42 @@ impl<S: Storage> Served<S> {
                 && r.info.version == info.api_version
                 && r.info.resource == info.resource
         })
+    }
+}
+
+/// What other servers serve, as the aggregator's controller last found it: where each
+/// group-version an APIService hands elsewhere is proxied
+/// ([`crate::aggregation::Targets`]), and the resources of those group-versions, which
+/// discovery lists beside this server's own.
+#[derive(Debug, Default)]
+pub struct Aggregated {
+    pub(crate) targets: crate::aggregation::Targets,
+    resources: Vec<ResourceDescription>,
+}
+
+impl Aggregated {
+    /// Each group-version served elsewhere: its group, version, target, and the resources
+    /// its server said it serves.
+    pub fn new(
+        served: impl IntoIterator<
+            Item = (
+                String,
+                String,
+                Arc<crate::aggregation::Target>,
+                Vec<ResourceDescription>,
+            ),
+        >,
+    ) -> Self {
+        let mut targets = Vec::new();
+        let mut resources = Vec::new();
+        for (group, version, target, described) in served {
+            targets.push((group, version, target));
+            resources.extend(described);
+        }
+        Self {
+            targets: crate::aggregation::Targets::new(targets),
+            resources,
+        }
     }
 }
 
@@ -235,6 +271,8 @@ pub struct ApiServer<S: Storage> {
     served: Arc<std::sync::RwLock<Arc<Served<S>>>>,
     /// Counts the changes of what is served ([`ApiServer::served_changes`]).
     changes: tokio::sync::watch::Sender<u64>,
+    /// What other servers serve ([`ApiServer::set_aggregated`]).
+    aggregated: std::sync::RwLock<Arc<Aggregated>>,
     pub(crate) version: Value,
     pub(crate) server_address: String,
     pub(crate) ops: Option<OpsHandler>,
@@ -442,6 +480,7 @@ impl<S: Storage> ApiServer<S> {
             &builtin_types,
             Vec::new(),
             Vec::new(),
+            &[],
             &version,
         ))));
         let admission_context = builtin
@@ -471,6 +510,7 @@ impl<S: Storage> ApiServer<S> {
             builtin_types,
             served,
             changes: tokio::sync::watch::Sender::new(0),
+            aggregated: std::sync::RwLock::default(),
             version,
             server_address: server_address.to_owned(),
             ops,
@@ -486,30 +526,29 @@ impl<S: Storage> ApiServer<S> {
     }
 
     /// What is served: the built-in resources (their documents and type model built once)
-    /// followed by `custom` ones, whose OpenAPI documents are `custom_documents`.
+    /// followed by `custom` ones, whose OpenAPI documents are `custom_documents`; discovery
+    /// also lists `aggregated`, the resources other servers serve.
     fn snapshot(
         builtin: &[Arc<Resource<S>>],
         builtin_openapi: &OpenApiV3,
         builtin_types: &genplane_merge::Schema,
         custom: Vec<Arc<Resource<S>>>,
         custom_documents: Vec<builder::Document>,
+        aggregated: &[ResourceDescription],
         version: &Value,
     ) -> Served<S> {
         let resources: Vec<Arc<Resource<S>>> = builtin.iter().cloned().chain(custom).collect();
-        let discovery = Discovery::new(
-            resources
-                .iter()
-                .map(|r| r.info.description().clone())
-                .collect(),
-        );
+        let discovery = Self::discovery_of(&resources, aggregated);
         let mut types = builtin_types.clone();
         if let Err(error) = builder::extend_type_model(&mut types, &custom_documents) {
             tracing::error!(%error, "reading the type model of the custom resources");
             types = builtin_types.clone();
         }
         let openapi = builtin_openapi.extended(custom_documents);
-        let openapi_v2 =
-            OpenApiV2::new(&openapi, version["gitVersion"].as_str().unwrap_or_default());
+        let openapi_v2 = Arc::new(OpenApiV2::new(
+            &openapi,
+            version["gitVersion"].as_str().unwrap_or_default(),
+        ));
         Served {
             resources,
             discovery,
@@ -517,6 +556,60 @@ impl<S: Storage> ApiServer<S> {
             openapi,
             openapi_v2,
         }
+    }
+
+    /// Discovery of `resources`, and of `aggregated` (what other servers serve) in the
+    /// group-versions none of them is in.
+    fn discovery_of(
+        resources: &[Arc<Resource<S>>],
+        aggregated: &[ResourceDescription],
+    ) -> Discovery {
+        let mut described: Vec<ResourceDescription> = resources
+            .iter()
+            .map(|r| r.info.description().clone())
+            .collect();
+        for remote in aggregated {
+            if !resources
+                .iter()
+                .any(|r| r.info.group == remote.group && r.info.version == remote.version)
+            {
+                described.push(remote.clone());
+            }
+        }
+        Discovery::new(described)
+    }
+
+    /// What other servers serve now.
+    pub(crate) fn aggregated(&self) -> Arc<Aggregated> {
+        self.aggregated
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone()
+    }
+
+    /// Hands the group-versions of `aggregated` to other servers (the aggregator's
+    /// controller calls it after each pass): requests below their `/apis/<group>/<version>`
+    /// are proxied, and discovery lists the resources their servers serve.
+    pub fn set_aggregated(&self, aggregated: Aggregated) {
+        let aggregated = Arc::new(aggregated);
+        // The snapshot is replaced under the write lock of what is served, so that a
+        // concurrent `set_custom` cannot put back discovery without these resources.
+        let mut served = self
+            .served
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        *self
+            .aggregated
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = aggregated.clone();
+        let current = served.clone();
+        *served = Arc::new(Served {
+            resources: current.resources.clone(),
+            discovery: Self::discovery_of(&current.resources, &aggregated.resources),
+            types: current.types.clone(),
+            openapi: current.openapi.clone(),
+            openapi_v2: current.openapi_v2.clone(),
+        });
     }
 
     /// The current snapshot of what is served.
@@ -543,18 +636,32 @@ impl<S: Storage> ApiServer<S> {
             })
             .map(Arc::new)
             .collect();
+        let aggregated = self.aggregated();
         let served = Self::snapshot(
             &self.builtin,
             &self.builtin_openapi,
             &self.builtin_types,
             custom,
             documents,
+            &aggregated.resources,
             &self.version,
         );
-        *self
+        let mut current = self
             .served
             .write()
-            .unwrap_or_else(std::sync::PoisonError::into_inner) = Arc::new(served);
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        // What other servers serve may have changed while this snapshot was built.
+        let now = self.aggregated();
+        let served = if Arc::ptr_eq(&now, &aggregated) {
+            served
+        } else {
+            Served {
+                discovery: Self::discovery_of(&served.resources, &now.resources),
+                ..served
+            }
+        };
+        *current = Arc::new(served);
+        drop(current);
         self.changes.send_modify(|count| *count += 1);
     }
 

@@ -22,6 +22,7 @@
 //!   healthcheck URL`, the container images' `HEALTHCHECK`).
 //! - [`strconv`]: values read by Go's rules (`strconv.ParseBool`), as flags, labels and query
 //!   parameters are.
+//! - [`tls`]: TLS pieces the roles share (a verifier accepting any server certificate).
 //! - [`version`]: genplane's version, git commit, and the Kubernetes version it emulates.
 //! - [`process`]: the process context (arguments, environment) handed to a role, so that
 //!   libraries never read process-global state themselves.
@@ -43,4 +44,5 @@ pub mod probe;
 pub mod process;
 pub mod shutdown;
 pub mod strconv;
+pub mod tls;
 pub mod version;

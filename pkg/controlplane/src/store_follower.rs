@@ -4,6 +4,7 @@
 //! of admission policies) are built on it.
 
 use std::future::Future;
+use std::sync::Arc;
 use std::time::Duration;
 
 use genplane_apimachinery::errors::ApiError;
@@ -80,4 +81,45 @@ where
         }
     });
     Ok(())
+}
+
+/// As [`follow`], and also runs `pass` again each time `wake` completes with `true` (what is
+/// served changed, a period passed), until it completes with `false` or `stop` completes.
+pub async fn follow_waking<S, P, F, W, WF>(
+    store: Store<S>,
+    what: &'static str,
+    pass: P,
+    mut wake: W,
+    stop: impl Future<Output = ()> + Send + 'static,
+) -> Result<(), ApiError>
+where
+    S: Storage,
+    P: Fn() -> F + Send + Sync + 'static,
+    F: Future<Output = Result<String, ApiError>> + Send,
+    W: FnMut() -> WF + Send + 'static,
+    WF: Future<Output = bool> + Send,
+{
+    let pass = Arc::new(pass);
+    let (stopped, mut stop_waking) = tokio::sync::watch::channel(false);
+    let woken = pass.clone();
+    tokio::spawn(async move {
+        loop {
+            tokio::select! {
+                _ = stop_waking.changed() => return,
+                more = wake() => {
+                    if !more {
+                        return;
+                    }
+                    if let Err(error) = woken().await {
+                        tracing::warn!(%error, "following {what}");
+                    }
+                }
+            }
+        }
+    });
+    follow(store, what, move || pass(), async move {
+        stop.await;
+        let _ = stopped.send(true);
+    })
+    .await
 }

@@ -176,6 +176,14 @@ fn sample(resource: &catalog::ResourceInfo) -> Value {
              "description": "Service IPs"},
             {"reference": {"group": "", "resource": "pods"}, "prefix": "fd00:10:244::/56"},
         ]}}),
+        // The name is the group-version's.
+        ("apiregistration.k8s.io", "apiservices") => {
+            object["metadata"]["name"] = json!("v1alpha1.wardle.example.com");
+            json!({"spec": {"group": "wardle.example.com", "version": "v1alpha1",
+                "groupPriorityMinimum": 2000, "versionPriority": 200,
+                "service": {"namespace": "wardle", "name": "api", "port": 8443},
+                "caBundle": "LS0tLS1CRUdJTiBDRVJUSUZJQ0FURS0tLS0tCg=="}})
+        }
         ("apiextensions.k8s.io", "customresourcedefinitions") => {
             let mut crd = crds().swap_remove(0);
             crd["metadata"]["labels"] = json!({"app": "web"});

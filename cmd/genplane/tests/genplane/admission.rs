@@ -371,18 +371,20 @@ fn admission_webhooks_act_on_writes_as_upstreams() {
         ));
     }
 
-    // A Service reference is refused at validation: genplane serves no Services.
+    // A Service reference is checked as upstream checks it (its call goes through the service
+    // resolver: see admission_webhook_client).
     let service = kubectl_stdin(
         &server,
         &["create", "-f", "-"],
         &json!({"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingWebhookConfiguration",
             "metadata": {"name": "by-service"},
             "webhooks": [{"name": "svc.genplane.test", "sideEffects": "None", "admissionReviewVersions": ["v1"],
-                "clientConfig": {"service": {"namespace": "default", "name": "hook"}}, "rules": rules()}]}),
+                "clientConfig": {"service": {"namespace": "default", "name": "hook", "port": 0}}, "rules": rules()}]}),
     );
     assert!(
-        text(&service)
-            .contains("webhooks[0].clientConfig.service: Forbidden: genplane serves no Services"),
+        text(&service).contains(
+            "webhooks[0].clientConfig.service.port: Invalid value: 0: port is not valid: must be between 1 and 65535, inclusive"
+        ),
         "{}",
         text(&service)
     );

@@ -674,6 +674,8 @@ fn readyz_lists_every_post_start_hook() {
                 "start-system-namespaces-controller",
                 "rbac/bootstrap-roles",
                 "start-apiextensions-controllers",
+                "kube-apiserver-autoregistration",
+                "apiservice-status-remote-available-controller",
                 "start-validating-admission-policy-status-controller",
                 "start-kube-apiserver-identity-lease-controller",
                 "start-feature-reporting",

@@ -9,6 +9,7 @@ mod admission_cost;
 mod admission_exemptions;
 mod admission_reinvocation;
 mod admission_webhook_client;
+mod aggregation;
 mod all_in_one;
 mod all_in_one_ha;
 mod apiserver;

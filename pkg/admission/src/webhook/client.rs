@@ -160,6 +160,47 @@ fn tls_config(
     }
 }
 
+/// What a client trusts in a server's certificate.
+#[derive(Clone, Copy, Debug)]
+pub enum Trust<'a> {
+    /// The certificates of a `caBundle` ([`parse_ca_bundle`]), through [`CaBundleVerifier`].
+    Bundle(&'a [CertificateDer<'static>]),
+    /// The system's roots (the platform's verifier).
+    System,
+    /// Any certificate (`insecureSkipTLSVerify`): the handshake's signatures are still
+    /// checked, the certificate's issuer and name are not.
+    Anything,
+}
+
+/// The TLS configuration of a client of a server trusted as `trust`, presenting `identity`
+/// when one is given (the aggregator's proxy to extension API servers).
+pub fn server_tls(
+    trust: Trust<'_>,
+    identity: Option<Identity>,
+) -> Result<rustls::ClientConfig, String> {
+    let provider = provider();
+    let verifier: Arc<dyn ServerCertVerifier> = match trust {
+        Trust::Bundle(roots) => Arc::new(CaBundleVerifier::new(roots, provider.clone())?),
+        Trust::System => Arc::new(
+            rustls_platform_verifier::Verifier::new(provider.clone()).map_err(|e| e.to_string())?,
+        ),
+        Trust::Anything => Arc::new(genplane_component_base::tls::AnyCertificate::new(
+            provider.clone(),
+        )),
+    };
+    let builder = rustls::ClientConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .map_err(|e| e.to_string())?
+        .dangerous()
+        .with_custom_certificate_verifier(verifier);
+    Ok(match identity {
+        Some(identity) => builder
+            .with_client_auth_cert(identity.certificates, identity.key)
+            .map_err(|e| e.to_string())?,
+        None => builder.with_no_client_auth(),
+    })
+}
+
 /// The verifier of a webhook's serving certificate against its `caBundle`: webpki's, which
 /// also accepts, as Go's does, a self-signed CA certificate of the bundle as the server's own
 /// certificate, when it is valid now, names the server and allows server authentication.

@@ -198,10 +198,14 @@ pub fn prepare_for_create(object: &mut Value, _: &Context<'_>) {
     if let Some(map) = object.as_object_mut() {
         map.remove("status");
         if local {
-            map.insert(
-                "status".into(),
-                json!({"conditions": [local_available_condition(&now)]}),
-            );
+            let mut condition = local_available_condition(&now);
+            // Without a creation time (a strategy run outside the registry), no time.
+            if now.is_empty()
+                && let Some(condition) = condition.as_object_mut()
+            {
+                condition.remove("lastTransitionTime");
+            }
+            map.insert("status".into(), json!({"conditions": [condition]}));
         }
     }
 }

@@ -161,37 +161,20 @@ impl<S: Storage> AutoRegister<S> {
         self: Arc<Self>,
         stop: impl std::future::Future<Output = ()> + Send + 'static,
     ) -> Result<(), ApiError> {
-        let (stopped, stop_served) = tokio::sync::watch::channel(false);
-        let mut served = self.api.served_changes();
-        let this = self.clone();
-        let mut stop_served = stop_served;
-        tokio::spawn(async move {
-            loop {
-                tokio::select! {
-                    _ = stop_served.changed() => return,
-                    changed = served.changed() => {
-                        if changed.is_err() {
-                            return;
-                        }
-                        if let Err(error) = this.sync().await {
-                            tracing::warn!(%error, "registering the served APIServices");
-                        }
-                    }
-                }
-            }
-        });
+        let served = Arc::new(tokio::sync::Mutex::new(self.api.served_changes()));
         let api_services = self.api_services.clone();
-        crate::store_follower::follow(
+        crate::store_follower::follow_waking(
             api_services,
             "APIServices",
             move || {
                 let this = self.clone();
                 async move { this.sync().await }
             },
-            async move {
-                stop.await;
-                let _ = stopped.send(true);
+            move || {
+                let served = served.clone();
+                async move { served.lock().await.changed().await.is_ok() }
             },
+            stop,
         )
         .await
     }

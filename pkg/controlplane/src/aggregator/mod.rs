@@ -4,5 +4,9 @@
 //! - [`autoregister`]: a Local APIService for every group-version this server serves, built-in
 //!   and custom, kept as what is served changes, and the `Available` condition of every Local
 //!   APIService.
+//! - [`remote`]: the APIServices served by other servers: resolved, probed, their
+//!   `Available` condition written, and handed to the API server's proxy with the resources
+//!   they serve.
 
 pub mod autoregister;
+pub mod remote;

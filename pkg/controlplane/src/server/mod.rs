@@ -423,7 +423,16 @@ impl CompletedConfig {
             features: features && component == genplane_api::featuregates::API_SERVER,
             claims: serves(&genplane_api::networkregistry::networkclaim::INFO),
         };
-        let mut hooks = own_hooks(&config, &serving, &backend, &rbac, identity, clients);
+        let proxy_identity = proxy_identity(&config, &pki)?;
+        let mut hooks = own_hooks(
+            &config,
+            &serving,
+            &backend,
+            &rbac,
+            identity,
+            clients,
+            proxy_identity,
+        );
         hooks.append(program_hooks).map_err(Error::Hooks)?;
         let hooks = hooks.checked(&mut health);
 
@@ -520,6 +529,7 @@ fn own_hooks(
     rbac: &Arc<RbacAuthorizer>,
     identity: Option<IdentityLease<ResourceStorage>>,
     clients: LoopbackClients,
+    proxy_identity: String,
 ) -> hooks::PostStartHooks {
     let server = |serving: &Arc<std::sync::OnceLock<Arc<ApiServer<ResourceStorage>>>>| {
         serving
@@ -613,6 +623,27 @@ fn own_hooks(
             })
         }),
     );
+    let (api, resolver) = (serving.clone(), config.service_resolver.clone());
+    add(
+        &mut hooks,
+        "apiservice-status-remote-available-controller",
+        Box::new(move |context| {
+            Box::pin(async move {
+                let Some(remote) = crate::aggregator::remote::Remote::new(
+                    server(&api),
+                    resolver,
+                    Some(proxy_identity),
+                ) else {
+                    return Ok(());
+                };
+                let stop = context.shutdown.clone();
+                remote
+                    .run(async move { stop.triggered().await })
+                    .await
+                    .map_err(|e| format!("following the remote APIServices: {e}"))
+            })
+        }),
+    );
     let api = serving.clone();
     add(
         &mut hooks,
@@ -703,6 +734,38 @@ fn own_hooks(
         );
     }
     hooks
+}
+
+/// The aggregator's client certificate and key (PEM, one after the other): the
+/// `--proxy-client-cert-file` and `--proxy-client-key-file` given, else the generated ones.
+fn proxy_identity(config: &Config, pki: &pki::Pki) -> Result<String, Error> {
+    let serving = &config.options.serving;
+    let (cert, key) = match (
+        &serving.proxy_client_cert_file,
+        &serving.proxy_client_key_file,
+    ) {
+        (Some(cert), Some(key)) => (cert.clone(), key.clone()),
+        _ => (pki.proxy_client_cert.clone(), pki.proxy_client_key.clone()),
+    };
+    let mut pem = String::new();
+    for path in [&cert, &key] {
+        let text = std::fs::read_to_string(path).map_err(|source| {
+            Error::Pki(pki::PkiError::File {
+                what: "reading",
+                path: path.clone(),
+                source,
+            })
+        })?;
+        pem.push_str(&text);
+        pem.push('\n');
+    }
+    genplane_admission::webhook::client::Identity::from_pem(&pem).map_err(|why| {
+        Error::Pki(pki::PkiError::Unusable {
+            path: cert.clone(),
+            why,
+        })
+    })?;
+    Ok(pem)
 }
 
 /// Which of the server's own hooks that act as a client of it have what they need served: the

@@ -90,6 +90,16 @@ pub struct ServingOptions {
     #[arg(long)]
     #[serde(skip_serializing_if = "Option::is_none")]
     pub client_ca_file: Option<PathBuf>,
+    /// The client certificate (PEM) the aggregator presents to extension API servers, which
+    /// trust it for the front-proxy headers; generated in the data directory (signed by a
+    /// front-proxy CA of its own) when unset.
+    #[arg(long)]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub proxy_client_cert_file: Option<PathBuf>,
+    /// Its key (PEM).
+    #[arg(long)]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub proxy_client_key_file: Option<PathBuf>,
     /// The most read-only requests answered at once; more are refused with 429 until others
     /// finish. Watches do not count. 0: no limit.
     #[arg(long, default_value_t = 400)]
@@ -112,6 +122,8 @@ impl Default for ServingOptions {
             tls_cert_file: None,
             tls_private_key_file: None,
             client_ca_file: None,
+            proxy_client_cert_file: None,
+            proxy_client_key_file: None,
             max_requests_inflight: 400,
             max_mutating_requests_inflight: 200,
             request_timeout: "1m0s".into(),
@@ -491,6 +503,14 @@ impl Options {
             invalid.push(
                 "etcd-certfile",
                 "--etcd-certfile and --etcd-keyfile go together",
+            );
+        }
+        if self.serving.proxy_client_cert_file.is_some()
+            != self.serving.proxy_client_key_file.is_some()
+        {
+            invalid.push(
+                "proxy-client-cert-file",
+                "--proxy-client-cert-file and --proxy-client-key-file go together",
             );
         }
         if self.serving.tls_cert_file.is_some() != self.serving.tls_private_key_file.is_some() {

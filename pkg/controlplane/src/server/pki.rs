@@ -49,6 +49,14 @@ pub enum PkiError {
         /// Why.
         source: genplane_authentication::keys::KeyError,
     },
+    /// A certificate and key given cannot be used.
+    #[error("{path}: {why}")]
+    Unusable {
+        /// The certificate.
+        path: PathBuf,
+        /// Why.
+        why: String,
+    },
     /// No client identity has this name.
     #[error(
         "no identity {0} (known: {known})", known = identities().join(", ")
@@ -89,7 +97,20 @@ pub struct Pki {
     pub admin_key: PathBuf,
     /// Every client identity: the admin's and one per other role, each with its own user.
     pub clients: Vec<Client>,
+    /// The CA of the front proxy's client certificate, of its own (a certificate of the main
+    /// CA cannot pass for the aggregator): extension API servers trust it for the
+    /// front-proxy headers (`--requestheader-client-ca-file`).
+    pub front_proxy_ca: PathBuf,
+    /// The aggregator's client certificate to extension API servers (user
+    /// [`PROXY_CLIENT_USER`]), signed by `front_proxy_ca`.
+    pub proxy_client_cert: PathBuf,
+    /// Its key.
+    pub proxy_client_key: PathBuf,
 }
+
+/// The user of the aggregator's client certificate, which extension API servers allow
+/// (`--requestheader-allowed-names`), as kubeadm names it.
+pub const PROXY_CLIENT_USER: &str = "front-proxy-client";
 
 /// The admin user's name in generated certificates.
 pub const ADMIN_USER: &str = "genplane-admin";
@@ -142,10 +163,14 @@ fn write(path: &Path, contents: &str, private: bool) -> Result<(), PkiError> {
 /// The CA's parameters: the same each time, so that a saved CA key signs as the saved CA
 /// certificate's subject.
 fn ca_params() -> Result<CertificateParams, PkiError> {
+    named_ca_params("genplane-ca")
+}
+
+/// The parameters of the CA named `name`.
+fn named_ca_params(name: &str) -> Result<CertificateParams, PkiError> {
     let mut ca = CertificateParams::new(Vec::<String>::new())?;
     ca.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
-    ca.distinguished_name
-        .push(DnType::CommonName, "genplane-ca");
+    ca.distinguished_name.push(DnType::CommonName, name);
     ca.key_usages = vec![
         KeyUsagePurpose::KeyCertSign,
         KeyUsagePurpose::CrlSign,
@@ -176,6 +201,9 @@ pub fn ensure(dir: &Path, extra_hosts: &[String]) -> Result<Pki, PkiError> {
         admin_cert: clients[0].cert.clone(),
         admin_key: clients[0].key.clone(),
         clients,
+        front_proxy_ca: dir.join("front-proxy-ca.crt"),
+        proxy_client_cert: dir.join("front-proxy-client.crt"),
+        proxy_client_key: dir.join("front-proxy-client.key"),
     };
     let ca_key_path = dir.join("ca.key");
     std::fs::create_dir_all(dir).map_err(file_error("creating", dir))?;
@@ -265,7 +293,43 @@ pub fn ensure(dir: &Path, extra_hosts: &[String]) -> Result<Pki, PkiError> {
         write(&client.cert, &cert.pem(), false)?;
         write(&client.key, &key.serialize_pem(), true)?;
     }
+    ensure_front_proxy(dir, &pki)?;
     Ok(pki)
+}
+
+/// The front proxy's CA and client certificate, made when missing (with a new CA, the client
+/// certificate is made again).
+fn ensure_front_proxy(dir: &Path, pki: &Pki) -> Result<(), PkiError> {
+    const NAME: &str = "genplane-front-proxy-ca";
+    let key_path = dir.join("front-proxy-ca.key");
+    let ca_key = if pki.front_proxy_ca.exists() && key_path.exists() {
+        let pem = std::fs::read_to_string(&key_path).map_err(file_error("reading", &key_path))?;
+        KeyPair::from_pem(&pem).map_err(|source| PkiError::Parse {
+            path: key_path.clone(),
+            source,
+        })?
+    } else {
+        let _ = std::fs::remove_file(&pki.proxy_client_cert);
+        let key = KeyPair::generate()?;
+        let cert = named_ca_params(NAME)?.self_signed(&key)?;
+        write(&pki.front_proxy_ca, &cert.pem(), false)?;
+        write(&key_path, &key.serialize_pem(), true)?;
+        key
+    };
+    if pki.proxy_client_cert.exists() && pki.proxy_client_key.exists() {
+        return Ok(());
+    }
+    let issuer = Issuer::new(named_ca_params(NAME)?, ca_key);
+    let key = KeyPair::generate()?;
+    let mut params = CertificateParams::new(Vec::<String>::new())?;
+    params
+        .distinguished_name
+        .push(DnType::CommonName, PROXY_CLIENT_USER);
+    params.extended_key_usages = vec![ExtendedKeyUsagePurpose::ClientAuth];
+    params.not_after = rcgen::date_time_ymd(2036, 1, 1);
+    let cert = params.signed_by(&key, &issuer)?;
+    write(&pki.proxy_client_cert, &cert.pem(), false)?;
+    write(&pki.proxy_client_key, &key.serialize_pem(), true)
 }
 
 /// Whether the serving certificate at `cert` was signed by the CA at `ca` and names every one

@@ -1,0 +1,491 @@
+//! The aggregator's proxy: requests below `/apis/<group>/<version>` of a group-version an
+//! APIService hands to another server go to that server, as kube-aggregator sends them.
+//!
+//! The request reaches the proxy after genplane's own filters: it is authenticated, audited,
+//! authorized (and impersonation applied) here, then sent on with the user it was authorized
+//! as in the front-proxy headers (`X-Remote-User`, `X-Remote-Group`, `X-Remote-Extra-<key>`),
+//! over TLS with the proxy's client certificate (`--proxy-client-cert-file`), which the
+//! extension server trusts through `--requestheader-client-ca-file`. The client's own
+//! credentials (`Authorization`, its client certificate) and any `Impersonate-*` or
+//! `X-Remote-*` headers it sent never reach the extension server. Bodies stream both ways
+//! without being held (a watch's events pass as the extension server writes them); HTTP/2 is
+//! used when the extension server offers it, one connection per target shared by its
+//! requests. A group-version whose APIService is not available is answered 503, as upstream.
+//!
+//! What is served where is a [`Targets`] snapshot the aggregator's controller replaces
+//! ([`crate::ApiServer::set_aggregated`]); each [`Target`] holds its connection.
+
+use std::collections::HashMap;
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use bytes::Bytes;
+use genplane_apimachinery::errors::{Status, StatusReason};
+use genplane_authentication::UserInfo;
+use http_body_util::BodyExt as _;
+use hyper::header::{HeaderName, HeaderValue};
+use hyper::{Request, Response};
+use hyper_util::rt::{TokioExecutor, TokioIo};
+
+use crate::body::{RequestBody, ResponseBody};
+use crate::handlers::error_response;
+
+/// The body of a proxied request.
+type ProxyBody = http_body_util::combinators::BoxBody<Bytes, hyper::Error>;
+
+/// The headers that belong to one connection (RFC 9110 §7.6.1), never passed on.
+const HOP_BY_HOP: &[&str] = &[
+    "connection",
+    "keep-alive",
+    "proxy-authenticate",
+    "proxy-authorization",
+    "proxy-connection",
+    "te",
+    "trailer",
+    "transfer-encoding",
+    "upgrade",
+];
+
+/// Why an APIService's server cannot be called.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// The connection failed.
+    #[error("dial {address}: {source}")]
+    Connect {
+        /// The address dialled.
+        address: SocketAddr,
+        /// Why.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The TLS handshake failed (the serving certificate, say).
+    #[error("tls handshake with {server_name}: {source}")]
+    Handshake {
+        /// The name the certificate is checked against.
+        server_name: String,
+        /// Why.
+        #[source]
+        source: std::io::Error,
+    },
+    /// HTTP failed on the connection.
+    #[error("{0}")]
+    Http(#[from] hyper::Error),
+    /// The server's name cannot be a TLS server name.
+    #[error("invalid server name {0:?}")]
+    ServerName(String),
+    /// No answer within the time given.
+    #[error("no answer within {0:?}")]
+    TimedOut(std::time::Duration),
+}
+
+/// One extension API server: where it is, how it is trusted, and its shared connection.
+pub struct Target {
+    /// The APIService's name (`<version>.<group>`).
+    pub api_service: String,
+    /// The address connected to.
+    pub address: SocketAddr,
+    /// The name its certificate is checked against (`<service>.<namespace>.svc`).
+    pub server_name: String,
+    /// Why it is not available, when it is not: its requests are answered 503.
+    pub unavailable: Option<String>,
+    tls: tokio_rustls::TlsConnector,
+    /// The HTTP/2 connection, when the server speaks it and it is open.
+    h2: tokio::sync::Mutex<Option<hyper::client::conn::http2::SendRequest<ProxyBody>>>,
+}
+
+impl std::fmt::Debug for Target {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Target")
+            .field("api_service", &self.api_service)
+            .field("address", &self.address)
+            .field("server_name", &self.server_name)
+            .field("unavailable", &self.unavailable)
+            .finish_non_exhaustive()
+    }
+}
+
+/// A connection's request sender, by protocol.
+enum Sender {
+    H2(hyper::client::conn::http2::SendRequest<ProxyBody>),
+    H1(hyper::client::conn::http1::SendRequest<ProxyBody>),
+}
+
+impl Target {
+    /// The server of `api_service` at `address`, its certificate checked against
+    /// `server_name` by `tls` (which presents the proxy's client certificate).
+    pub fn new(
+        api_service: String,
+        address: SocketAddr,
+        server_name: String,
+        mut tls: rustls::ClientConfig,
+    ) -> Self {
+        tls.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
+        Self {
+            api_service,
+            address,
+            server_name,
+            unavailable: None,
+            tls: tokio_rustls::TlsConnector::from(Arc::new(tls)),
+            h2: tokio::sync::Mutex::new(None),
+        }
+    }
+
+    /// The same target, answered 503 for `reason` (its connection kept).
+    pub fn with_unavailable(mut self, reason: Option<String>) -> Self {
+        self.unavailable = reason;
+        self
+    }
+
+    /// A new connection: HTTP/2 when the server offers it, else HTTP/1.1.
+    async fn connect(&self) -> Result<Sender, Error> {
+        let stream = tokio::net::TcpStream::connect(self.address)
+            .await
+            .map_err(|source| Error::Connect {
+                address: self.address,
+                source,
+            })?;
+        let _ = stream.set_nodelay(true);
+        let name = rustls::pki_types::ServerName::try_from(self.server_name.clone())
+            .map_err(|_| Error::ServerName(self.server_name.clone()))?;
+        let tls = self
+            .tls
+            .connect(name, stream)
+            .await
+            .map_err(|source| Error::Handshake {
+                server_name: self.server_name.clone(),
+                source,
+            })?;
+        let h2 = tls.get_ref().1.alpn_protocol() == Some(b"h2");
+        let io = TokioIo::new(tls);
+        if h2 {
+            let (sender, connection) =
+                hyper::client::conn::http2::handshake(TokioExecutor::new(), io).await?;
+            tokio::spawn(async move {
+                if let Err(error) = connection.await {
+                    tracing::debug!(%error, "aggregated API server connection ended");
+                }
+            });
+            Ok(Sender::H2(sender))
+        } else {
+            let (sender, connection) = hyper::client::conn::http1::handshake(io).await?;
+            tokio::spawn(async move {
+                if let Err(error) = connection.await {
+                    tracing::debug!(%error, "aggregated API server connection ended");
+                }
+            });
+            Ok(Sender::H1(sender))
+        }
+    }
+
+    /// Sends `request` (its URI a path and query) on the shared HTTP/2 connection, or a new
+    /// one.
+    pub async fn send(
+        &self,
+        mut request: Request<ProxyBody>,
+    ) -> Result<Response<hyper::body::Incoming>, Error> {
+        let authority = format!("{}:{}", self.server_name, self.address.port());
+        let path = request
+            .uri()
+            .path_and_query()
+            .map_or("/", |p| p.as_str())
+            .to_owned();
+        // The shared connection is held only while a request is put on it: the answers are
+        // awaited without the lock, so that a slow one does not hold up the others.
+        let mut shared = self.h2.lock().await;
+        let open = match shared.as_ref() {
+            Some(sender) if !sender.is_closed() => Some(sender.clone()),
+            _ => None,
+        };
+        let sender = match open {
+            Some(sender) => Sender::H2(sender),
+            None => {
+                *shared = None;
+                let sender = self.connect().await?;
+                if let Sender::H2(sender) = &sender {
+                    *shared = Some(sender.clone());
+                }
+                sender
+            }
+        };
+        drop(shared);
+        match sender {
+            Sender::H2(mut sender) => {
+                *request.uri_mut() = absolute(&authority, &path);
+                sender.ready().await?;
+                Ok(sender.send_request(request).await?)
+            }
+            Sender::H1(mut sender) => {
+                if let Ok(host) = HeaderValue::from_str(&authority) {
+                    request.headers_mut().insert(hyper::header::HOST, host);
+                }
+                *request.uri_mut() = path.parse().unwrap_or_default();
+                sender.ready().await?;
+                Ok(sender.send_request(request).await?)
+            }
+        }
+    }
+}
+
+/// `https://<authority><path>`, as an HTTP/2 request names its target.
+fn absolute(authority: &str, path: &str) -> hyper::Uri {
+    format!("https://{authority}{path}")
+        .parse()
+        .unwrap_or_default()
+}
+
+/// The group-versions served by other servers, by group and version.
+#[derive(Debug, Default)]
+pub struct Targets {
+    by_group_version: HashMap<(String, String), Arc<Target>>,
+}
+
+impl Targets {
+    /// The targets of `served`: each with its group and version.
+    pub fn new(served: impl IntoIterator<Item = (String, String, Arc<Target>)>) -> Self {
+        Self {
+            by_group_version: served
+                .into_iter()
+                .map(|(group, version, target)| ((group, version), target))
+                .collect(),
+        }
+    }
+
+    /// Whether no group-version is served elsewhere.
+    pub fn is_empty(&self) -> bool {
+        self.by_group_version.is_empty()
+    }
+
+    /// The target of a request's path, when it is below `/apis/<group>/<version>` of a
+    /// group-version served elsewhere.
+    pub fn of_path(&self, path: &str) -> Option<&Arc<Target>> {
+        if self.by_group_version.is_empty() {
+            return None;
+        }
+        let rest = path.strip_prefix("/apis/")?;
+        let mut parts = rest.splitn(3, '/');
+        let group = parts.next()?;
+        let version = parts.next().filter(|v| !v.is_empty())?;
+        self.by_group_version
+            .get(&(group.to_owned(), version.to_owned()))
+    }
+}
+
+/// `X-Remote-Extra-<key>`: the key escaped as a URL path segment, as upstream writes it.
+fn extra_header(key: &str) -> Option<HeaderName> {
+    let mut escaped = String::with_capacity(key.len());
+    for byte in key.bytes() {
+        if byte.is_ascii_alphanumeric() || matches!(byte, b'-' | b'.' | b'_' | b'~') {
+            escaped.push(char::from(byte));
+        } else {
+            escaped.push_str(&format!("%{byte:02X}"));
+        }
+    }
+    HeaderName::from_bytes(format!("x-remote-extra-{escaped}").as_bytes()).ok()
+}
+
+/// Whether a request header stays out of the proxied request: one connection's, the client's
+/// credentials, and the identity headers only the proxy may set.
+fn withheld(name: &HeaderName) -> bool {
+    let name = name.as_str();
+    HOP_BY_HOP.contains(&name)
+        || name == "authorization"
+        || name == "host"
+        || name.starts_with("impersonate-")
+        || name.starts_with("x-remote-")
+}
+
+/// The proxied request's body: streamed as received, or what was read already.
+async fn outgoing_body(body: RequestBody) -> Result<ProxyBody, hyper::Error> {
+    Ok(match body {
+        RequestBody::Read(bytes) => http_body_util::Full::new(bytes)
+            .map_err(|never| match never {})
+            .boxed(),
+        RequestBody::Incoming(unread) => match unread.into_incoming() {
+            Some(incoming) => incoming.boxed(),
+            None => http_body_util::Empty::new()
+                .map_err(|never| match never {})
+                .boxed(),
+        },
+        RequestBody::Recorded(mut unread, on_read) => {
+            // The audit log records the body: read it whole first.
+            let mut read = Vec::new();
+            while let Some(chunk) = unread.data().await {
+                read.extend_from_slice(&chunk?);
+            }
+            on_read(&read);
+            http_body_util::Full::new(Bytes::from(read))
+                .map_err(|never| match never {})
+                .boxed()
+        }
+    })
+}
+
+/// Answers a request for `target`'s group-version by sending it there as `user`.
+pub(crate) async fn proxy(
+    target: &Target,
+    parts: hyper::http::request::Parts,
+    body: RequestBody,
+    user: &UserInfo,
+) -> Response<ResponseBody> {
+    if let Some(reason) = &target.unavailable {
+        tracing::debug!(api_service = %target.api_service, %reason, "unavailable");
+        return error_response(
+            &Status::failure(StatusReason::ServiceUnavailable, "service unavailable").into(),
+        );
+    }
+    let body = match outgoing_body(body).await {
+        Ok(body) => body,
+        Err(error) => {
+            return error_response(
+                &Status::bad_request(format!("reading the body: {error}")).into(),
+            );
+        }
+    };
+    let mut request = Request::new(body);
+    *request.method_mut() = parts.method;
+    *request.uri_mut() = parts
+        .uri
+        .path_and_query()
+        .map_or("/", |p| p.as_str())
+        .parse()
+        .unwrap_or_default();
+    let headers = request.headers_mut();
+    for (name, value) in &parts.headers {
+        if !withheld(name) {
+            headers.append(name.clone(), value.clone());
+        }
+    }
+    if let Ok(value) = HeaderValue::from_str(&user.username) {
+        headers.insert("x-remote-user", value);
+    }
+    for group in &user.groups {
+        if let Ok(value) = HeaderValue::from_str(group) {
+            headers.append("x-remote-group", value);
+        }
+    }
+    for (key, values) in &user.extra {
+        let Some(name) = extra_header(key) else {
+            continue;
+        };
+        for value in values {
+            if let Ok(value) = HeaderValue::from_str(value) {
+                headers.append(name.clone(), value);
+            }
+        }
+    }
+    match target.send(request).await {
+        Ok(answer) => {
+            let (mut parts, incoming) = answer.into_parts();
+            for name in HOP_BY_HOP {
+                parts.headers.remove(*name);
+            }
+            Response::from_parts(parts, ResponseBody::Proxied(incoming))
+        }
+        Err(error) => {
+            tracing::warn!(api_service = %target.api_service, %error, "proxying");
+            error_response(
+                &Status::failure(
+                    StatusReason::ServiceUnavailable,
+                    format!("error trying to reach service: {error}"),
+                )
+                .into(),
+            )
+        }
+    }
+}
+
+/// Reads the whole answer of `target` to a GET of `path` within `timeout`: the status and
+/// the body (what the availability check and discovery read).
+pub async fn get(
+    target: &Target,
+    path: &str,
+    timeout: std::time::Duration,
+) -> Result<(hyper::StatusCode, Bytes), Error> {
+    let fetch = async {
+        let mut request = Request::new(
+            http_body_util::Empty::new()
+                .map_err(|never| match never {})
+                .boxed(),
+        );
+        *request.uri_mut() = path.parse().unwrap_or_default();
+        request.headers_mut().insert(
+            hyper::header::ACCEPT,
+            HeaderValue::from_static("application/json"),
+        );
+        let answer = target.send(request).await?;
+        let status = answer.status();
+        let body = answer.into_body().collect().await?.to_bytes();
+        Ok((status, body))
+    };
+    tokio::time::timeout(timeout, fetch)
+        .await
+        .map_err(|_| Error::TimedOut(timeout))?
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn identity_headers_are_the_proxys_alone() {
+        for name in [
+            "authorization",
+            "impersonate-user",
+            "impersonate-extra-scopes",
+            "x-remote-user",
+            "x-remote-group",
+            "x-remote-extra-scopes",
+            "connection",
+            "host",
+        ] {
+            assert!(withheld(&HeaderName::from_static(name)), "{name}");
+        }
+        for name in ["accept", "content-type", "user-agent", "audit-id"] {
+            assert!(!withheld(&HeaderName::from_static(name)), "{name}");
+        }
+        assert_eq!(
+            extra_header("authentication.kubernetes.io/pod-name")
+                .unwrap()
+                .as_str(),
+            "x-remote-extra-authentication.kubernetes.io%2fpod-name"
+        );
+    }
+
+    #[test]
+    fn paths_below_a_group_version_are_its() {
+        let tls = rustls::ClientConfig::builder_with_provider(Arc::new(
+            rustls::crypto::aws_lc_rs::default_provider(),
+        ))
+        .with_safe_default_protocol_versions()
+        .unwrap()
+        .with_root_certificates(rustls::RootCertStore::empty())
+        .with_no_client_auth();
+        let target = Arc::new(Target::new(
+            "v1alpha1.wardle.example.com".into(),
+            "127.0.0.1:1".parse().unwrap(),
+            "api.wardle.svc".into(),
+            tls,
+        ));
+        let targets = Targets::new([(
+            "wardle.example.com".to_owned(),
+            "v1alpha1".to_owned(),
+            target,
+        )]);
+        for (path, theirs) in [
+            ("/apis/wardle.example.com/v1alpha1", true),
+            ("/apis/wardle.example.com/v1alpha1/", true),
+            (
+                "/apis/wardle.example.com/v1alpha1/namespaces/a/flunders",
+                true,
+            ),
+            ("/apis/wardle.example.com", false),
+            ("/apis/wardle.example.com/v1", false),
+            ("/apis/wardle.example.com/", false),
+            ("/api/v1", false),
+            ("/apis", false),
+        ] {
+            assert_eq!(targets.of_path(path).is_some(), theirs, "{path}");
+        }
+    }
+}
