@@ -174,14 +174,7 @@ impl ValidatingPlugin for CertificateSubjectRestriction {
                 return Ok(());
             }
             let pem = object
-                .and_then(|o| o.pointer("/spec/request"))
-                .and_then(Value::as_str)
-                .map(|encoded| {
-                    use base64::Engine as _;
-                    base64::engine::general_purpose::STANDARD
-                        .decode(encoded)
-                        .unwrap_or_default()
-                })
+                .map(|o| certificates::bytes_at(o, "/spec/request"))
                 .unwrap_or_default();
             let request = parse_request(&pem)
                 .map_err(|e| forbidden(&attributes, &format!("failed to parse CSR: {e}")))?;

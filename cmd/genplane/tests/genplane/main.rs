@@ -13,6 +13,7 @@ mod all_in_one;
 mod all_in_one_ha;
 mod apiserver;
 mod audit;
+mod certificates;
 mod controller_manager;
 mod crd;
 mod crd_conversion;

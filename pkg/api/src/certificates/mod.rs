@@ -130,6 +130,21 @@ pub fn pem_blocks(data: &[u8]) -> Vec<PemBlock> {
     blocks
 }
 
+/// The bytes of the base64 field at `pointer` of a request (`/spec/request`,
+/// `/status/certificate`); none when absent or not base64 (decoding checked it on write).
+pub fn bytes_at(object: &serde_json::Value, pointer: &str) -> Vec<u8> {
+    use base64::Engine as _;
+    object
+        .pointer(pointer)
+        .and_then(serde_json::Value::as_str)
+        .and_then(|encoded| {
+            base64::engine::general_purpose::STANDARD
+                .decode(encoded)
+                .ok()
+        })
+        .unwrap_or_default()
+}
+
 /// What a request asks for, read from its PKCS#10 content.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Request {

@@ -190,7 +190,10 @@ impl Authority {
         let mut bits = vec![0u8];
         bits.extend_from_slice(&signature);
         let certificate = sequence(&[tbs, algorithm, tlv(0x03, &bits)]);
-        Ok(pem("CERTIFICATE", &certificate))
+        Ok(genplane_authentication::keys::pem_encode(
+            "CERTIFICATE",
+            &certificate,
+        ))
     }
 }
 
@@ -346,19 +349,6 @@ fn time(unix_seconds: i64) -> Vec<u8> {
 fn ecdsa_der(fixed: &[u8]) -> Vec<u8> {
     let (r, s) = fixed.split_at(fixed.len() / 2);
     sequence(&[integer(r), integer(s)])
-}
-
-/// PEM text of `der`.
-pub fn pem(label: &str, der: &[u8]) -> String {
-    use base64::Engine as _;
-    let body = base64::engine::general_purpose::STANDARD.encode(der);
-    let mut out = format!("-----BEGIN {label}-----\n");
-    for line in body.as_bytes().chunks(64) {
-        out.push_str(&String::from_utf8_lossy(line));
-        out.push('\n');
-    }
-    out.push_str(&format!("-----END {label}-----\n"));
-    out
 }
 
 #[cfg(test)]

@@ -6,7 +6,7 @@
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use genplane_api::certificates::{conditions, pem_blocks};
+use genplane_api::certificates::{bytes_at, conditions, pem_blocks};
 use kube::api::{Api, DeleteParams, DynamicObject, ListParams};
 use serde_json::Value;
 
@@ -34,16 +34,7 @@ pub fn expired(csr: &Value, now: i64) -> Option<&'static str> {
         .and_then(Value::as_array)
         .cloned()
         .unwrap_or_default();
-    let certificate = csr
-        .pointer("/status/certificate")
-        .and_then(Value::as_str)
-        .map(|encoded| {
-            use base64::Engine as _;
-            base64::engine::general_purpose::STANDARD
-                .decode(encoded)
-                .unwrap_or_default()
-        })
-        .unwrap_or_default();
+    let certificate = bytes_at(csr, "/status/certificate");
     let condition_older = |type_: &str, age: i64| {
         list.iter()
             .any(|c| c["type"] == type_ && older_than(c.get("lastUpdateTime"), age, now))

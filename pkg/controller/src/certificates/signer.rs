@@ -18,7 +18,8 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use futures::StreamExt as _;
 use genplane_api::certificates::{
-    KUBE_APISERVER_CLIENT_SIGNER, LEGACY_UNKNOWN_SIGNER, SYSTEM_MASTERS, conditions, parse_request,
+    KUBE_APISERVER_CLIENT_SIGNER, LEGACY_UNKNOWN_SIGNER, SYSTEM_MASTERS, bytes_at, conditions,
+    parse_request,
 };
 use kube::api::{Api, DynamicObject, PostParams};
 use kube::runtime::{WatchStreamExt as _, watcher};
@@ -115,16 +116,7 @@ pub fn decide(csr: &Value, signer: &str, max_seconds: i64) -> Decision {
                 .collect()
         })
         .unwrap_or_default();
-    let pem = spec["request"]
-        .as_str()
-        .map(|encoded| {
-            use base64::Engine as _;
-            base64::engine::general_purpose::STANDARD
-                .decode(encoded)
-                .unwrap_or_default()
-        })
-        .unwrap_or_default();
-    let request = match parse_request(&pem) {
+    let request = match parse_request(&bytes_at(csr, "/spec/request")) {
         Ok(request) => request,
         Err(problem) => return Decision::Fail(format!("unable to parse csr: {problem}")),
     };
@@ -251,16 +243,7 @@ async fn handle(
             usages,
             ttl_seconds,
         } => {
-            let request = updated["spec"]["request"]
-                .as_str()
-                .map(|encoded| {
-                    use base64::Engine as _;
-                    base64::engine::general_purpose::STANDARD
-                        .decode(encoded)
-                        .unwrap_or_default()
-                })
-                .unwrap_or_default();
-            let Ok(request) = parse_request(&request) else {
+            let Ok(request) = parse_request(&bytes_at(csr, "/spec/request")) else {
                 return Ok(());
             };
             let pem = match signer.authority.sign(&request, &usages, ttl_seconds, now()) {

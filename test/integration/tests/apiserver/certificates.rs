@@ -191,12 +191,7 @@ async fn should_support_csr_api_operations() {
         .push(json!({"type": "Approved", "status": "True", "reason": "E2E", "message": "Set from an e2e test"}));
     let approved: Value = serde_json::to_value(
         dynamic
-            .replace_subresource(
-                "approval",
-                &name,
-                &post,
-                &approve,
-            )
+            .replace_subresource("approval", &name, &post, &approve)
             .await
             .unwrap(),
     )
@@ -239,12 +234,7 @@ async fn should_support_csr_api_operations() {
         .push(json!({"type": "StatusUpdate", "status": "True", "reason": "E2E", "message": "Set from an e2e test"}));
     let updated_status: Value = serde_json::to_value(
         dynamic
-            .replace_subresource(
-                "status",
-                &name,
-                &post,
-                &with_condition,
-            )
+            .replace_subresource("status", &name, &post, &with_condition)
             .await
             .unwrap(),
     )
