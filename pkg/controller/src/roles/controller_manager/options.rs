@@ -428,6 +428,67 @@ mod tests {
     }
 
     #[test]
+    fn signing_flags_are_checked_as_upstreams() {
+        let base = ControllerManagerOptions {
+            kubeconfig: Some("k".into()),
+            ..ControllerManagerOptions::default()
+        };
+        let config = validate(&base, false).unwrap();
+        assert_eq!(
+            config.csr_signing,
+            crate::certificates::SigningConfig::default()
+        );
+        assert_eq!(
+            config.csr_signing.duration,
+            Duration::from_secs(365 * 24 * 3600)
+        );
+        let common = ControllerManagerOptions {
+            cluster_signing_cert_file: Some("ca.crt".into()),
+            cluster_signing_key_file: Some("ca.key".into()),
+            cluster_signing_duration: "1h".into(),
+            ..base.clone()
+        };
+        let config = validate(&common, false).unwrap();
+        let ca = crate::certificates::CaFiles {
+            cert: "ca.crt".into(),
+            key: "ca.key".into(),
+        };
+        assert_eq!(config.csr_signing.kube_apiserver_client, Some(ca.clone()));
+        assert_eq!(config.csr_signing.legacy_unknown, Some(ca));
+        assert_eq!(config.csr_signing.duration, Duration::from_secs(3600));
+        let own = ControllerManagerOptions {
+            cluster_signing_legacy_unknown_cert_file: Some("l.crt".into()),
+            cluster_signing_legacy_unknown_key_file: Some("l.key".into()),
+            ..base.clone()
+        };
+        let config = validate(&own, false).unwrap();
+        assert_eq!(config.csr_signing.kube_apiserver_client, None);
+        assert_eq!(
+            config.csr_signing.legacy_unknown.unwrap().cert,
+            std::path::PathBuf::from("l.crt")
+        );
+        let both = ControllerManagerOptions {
+            cluster_signing_legacy_unknown_cert_file: Some("l.crt".into()),
+            cluster_signing_legacy_unknown_key_file: Some("l.key".into()),
+            ..common.clone()
+        };
+        let error = validate(&both, false).unwrap_err();
+        assert!(
+            error.contains("cannot specify --cluster-signing-{cert,key}-file and other --cluster-signing-*-file flags at the same time"),
+            "{error}"
+        );
+        let half = ControllerManagerOptions {
+            cluster_signing_key_file: None,
+            ..common
+        };
+        let error = validate(&half, false).unwrap_err();
+        assert!(
+            error.contains("the --cluster-signing-cert-file and --cluster-signing-key-file flags must be set together"),
+            "{error}"
+        );
+    }
+
+    #[test]
     fn kubeconfig_is_required_outside_a_pod() {
         let options = ControllerManagerOptions::default();
         let error = validate(&options, false).unwrap_err();
