@@ -47,6 +47,7 @@
 
 pub mod authorizer;
 mod bound;
+pub mod certificates;
 pub mod component;
 pub mod config;
 pub mod evaluation;

@@ -3,11 +3,13 @@
 //!
 //! - implemented: `AlwaysAdmit`, `NamespaceAutoProvision`, `NamespaceLifecycle`,
 //!   `NamespaceExists`, `MutatingAdmissionPolicy`, `MutatingAdmissionWebhook`, `ValidatingAdmissionPolicy`,
-//!   `ValidatingAdmissionWebhook`, `ResourceQuota`, `AlwaysDeny`;
+//!   `ValidatingAdmissionWebhook`, `ResourceQuota`, `AlwaysDeny`, and the CertificateSigningRequest
+//!   plugins `CertificateApproval`, `CertificateSigning`, `CertificateSubjectRestriction`
+//!   ([`crate::certificates`]);
 //! - genplane's own: `ComponentRestriction` ([`crate::component`]), next to upstream's
 //!   `NodeRestriction`, whose role it plays for genplane's components; on by default;
 //! - not applicable: plugins that act only on kinds a generic control plane does not serve
-//!   (pods, nodes, services, storage, ingresses, certificates); accepted, and they admit
+//!   (pods, nodes, services, storage, ingresses, cluster trust bundles); accepted, and they admit
 //!   everything here, as upstream's would;
 //! - not available yet: the policy, owner-reference and rate-limit plugins;
 //!   naming one in `--enable-admission-plugins` is a configuration error that says so.
@@ -92,10 +94,10 @@ pub const ALL: &[Plugin] = &[
     plugin("OwnerReferencesPermissionEnforcement", NotAvailable, false),
     plugin("PersistentVolumeClaimResize", NotApplicable, false),
     plugin("RuntimeClass", NotApplicable, false),
-    plugin("CertificateApproval", NotApplicable, true),
-    plugin("CertificateSigning", NotApplicable, true),
+    plugin(crate::certificates::APPROVAL, Implemented, true),
+    plugin(crate::certificates::SIGNING, Implemented, true),
     plugin("ClusterTrustBundleAttest", NotApplicable, true),
-    plugin("CertificateSubjectRestriction", NotApplicable, true),
+    plugin(crate::certificates::SUBJECT_RESTRICTION, Implemented, true),
     plugin("DefaultIngressClass", NotApplicable, false),
     plugin("DenyServiceExternalIPs", NotApplicable, false),
     plugin("PodTopologyLabels", NotApplicable, false),
@@ -258,6 +260,15 @@ pub fn chain_of(names: &[&str], context: &Context) -> Chain {
                 }
             }
             "AlwaysDeny" => validating.push(Arc::new(AlwaysDeny)),
+            crate::certificates::APPROVAL => {
+                validating.push(Arc::new(crate::certificates::CertificateApproval));
+            }
+            crate::certificates::SIGNING => {
+                validating.push(Arc::new(crate::certificates::CertificateSigning));
+            }
+            crate::certificates::SUBJECT_RESTRICTION => {
+                validating.push(Arc::new(crate::certificates::CertificateSubjectRestriction));
+            }
             crate::component::NAME => validating.push(Arc::new(
                 crate::component::ComponentRestriction::new(namespaces),
             )),

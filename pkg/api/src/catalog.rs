@@ -12,7 +12,7 @@ pub use crate::resource::{
 };
 use crate::{
     admissionregistration, apiextensions, apiregistration, authentication, authorization,
-    coordination, core, events, featuregates, networkregistry, rbac,
+    certificates, coordination, core, events, featuregates, networkregistry, rbac,
 };
 
 static RESOURCES: &[ResourceInfo] = &[
@@ -23,6 +23,7 @@ static RESOURCES: &[ResourceInfo] = &[
     core::event::INFO,
     core::resourcequota::INFO,
     events::INFO,
+    certificates::certificatesigningrequest::INFO,
     rbac::clusterrolebinding::INFO,
     rbac::clusterrole::INFO,
     rbac::rolebinding::INFO,
@@ -104,6 +105,13 @@ mod tests {
                     "Event",
                     true,
                     vec!["ev"]
+                ),
+                (
+                    "certificates.k8s.io/v1".into(),
+                    "certificatesigningrequests",
+                    "CertificateSigningRequest",
+                    false,
+                    vec!["csr"]
                 ),
                 (
                     "rbac.authorization.k8s.io/v1".into(),

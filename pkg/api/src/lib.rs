@@ -5,6 +5,8 @@
 //! - core/v1 ([`core`]): [`core::namespace`], [`core::configmap`], [`core::secret`],
 //!   [`core::serviceaccount`], [`core::event`], [`core::resourcequota`];
 //! - events.k8s.io/v1 ([`events`]): events, stored as core/v1 events and converted both ways;
+//! - certificates.k8s.io/v1 ([`certificates`]): CertificateSigningRequests, with their
+//!   `status` and `approval` subresources;
 //! - coordination.k8s.io/v1 ([`coordination`]): leases;
 //! - rbac.authorization.k8s.io/v1 ([`rbac`]): [`rbac::role`], [`rbac::clusterrole`],
 //!   [`rbac::rolebinding`], [`rbac::clusterrolebinding`];
@@ -74,6 +76,7 @@ pub mod authentication;
 pub mod authorization;
 pub mod autoscaling;
 pub mod catalog;
+pub mod certificates;
 pub mod coordination;
 pub mod core;
 pub mod events;

@@ -63,17 +63,42 @@ impl FeatureGates for GatesOff {
     }
 }
 
-/// What a strategy's hooks are told about the server they run in.
+/// Who makes a write, as the hooks of a kind that records its requestor see them (a
+/// CertificateSigningRequest's `spec.username`, `uid`, `groups` and `extra`): the
+/// authenticated user, whatever the body says.
+#[derive(Clone, Copy, Debug)]
+pub struct Requestor<'a> {
+    /// The user name.
+    pub username: &'a str,
+    /// The user's uid, when the authenticator knows one.
+    pub uid: &'a str,
+    /// The user's groups.
+    pub groups: &'a [String],
+    /// The authenticator's extra attributes, by key.
+    pub extra: &'a BTreeMap<String, Vec<String>>,
+}
+
+/// What a strategy's hooks are told about the server they run in and the write they prepare.
 #[derive(Clone, Copy, Debug)]
 pub struct Context<'a> {
     /// The server's feature gates.
     pub gates: &'a dyn FeatureGates,
+    /// Who writes, when the server knows (an API request); `None` for a write the server makes
+    /// on no one's behalf, and in tools and tests.
+    pub requestor: Option<Requestor<'a>>,
+    /// The time of the write (Unix seconds), for the timestamps a strategy sets (a condition's
+    /// `lastUpdateTime`); 0 where no clock was read (tools, unit tests).
+    pub now: i64,
 }
 
 impl Context<'static> {
-    /// A context with every gated feature off ([`GatesOff`]).
+    /// A context with every gated feature off ([`GatesOff`]), no requestor and no time.
     pub fn gates_off() -> Self {
-        Context { gates: &GatesOff }
+        Context {
+            gates: &GatesOff,
+            requestor: None,
+            now: 0,
+        }
     }
 }
 

@@ -947,6 +947,7 @@ impl Engine {
                     kind: ErrorType::TooLong,
                     field,
                     bad_value: value,
+                    shown: None,
                     detail: format!(
                         "may not be more than {max} {}",
                         if *max == 1 { "byte" } else { "bytes" }
@@ -956,6 +957,7 @@ impl Engine {
                     kind: ErrorType::TooMany,
                     field,
                     bad_value: Value::from(*actual),
+                    shown: None,
                     detail: format!(
                         "must have at most {max} {}",
                         if *max == 1 { "item" } else { "items" }

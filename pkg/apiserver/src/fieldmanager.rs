@@ -91,14 +91,15 @@ pub(crate) fn object_type(types: &Schema, info: &ResourceDescription) -> TypeRef
 
 /// The fields a write through `subresource` cannot change, because the strategy resets them:
 /// `status` through the main resource of a resource with a status subresource, `spec` through
-/// `status`.
+/// `status`, `spec` and `status.certificate` through a CertificateSigningRequest's `approval`.
 pub(crate) fn ignored(info: &ResourceDescription, subresource: &str) -> Set {
-    let path = match subresource {
-        "" if info.subresources.iter().any(|s| s.name == "status") => "status",
-        "status" => "spec",
+    let paths: &[&[&str]] = match subresource {
+        "" if info.subresources.iter().any(|s| s.name == "status") => &[&["status"]],
+        "status" => &[&["spec"]],
+        "approval" => &[&["spec"], &["status", "certificate"]],
         _ => return Set::new(),
     };
-    Set::from_paths(&[Path::fields(&[path])])
+    Set::from_paths(&paths.iter().map(|p| Path::fields(p)).collect::<Vec<_>>())
 }
 
 /// Records `Update` operations of one manager.

@@ -261,6 +261,7 @@ impl<S: Storage> Ctx<'_, S> {
         Ok(WriteOptions {
             escalation: self.escalation.clone(),
             admission: self.admission.clone(),
+            user: Some(std::sync::Arc::new(self.user.clone())),
             dry_run: self.query.dry_run()?,
             fields: Some(crate::fieldmanager::tracker(
                 self.types,

@@ -618,7 +618,8 @@ fn pem_blocks(data: &[u8]) -> Result<Vec<x509_parser::pem::Pem>, KeyError> {
         .collect()
 }
 
-fn pem_encode(label: &str, der: &[u8]) -> String {
+/// `der` as a PEM block labelled `label` (64 base64 characters a line).
+pub fn pem_encode(label: &str, der: &[u8]) -> String {
     let body = STANDARD.encode(der);
     let mut out = format!("-----BEGIN {label}-----\n");
     for line in body.as_bytes().chunks(64) {

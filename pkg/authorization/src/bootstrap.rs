@@ -6,15 +6,20 @@
 //! `system:service-account-issuer-discovery`, `system:kube-controller-manager`, the aggregated
 //! `admin`, `edit`, `view`, and the per-controller `system:controller:*` roles of the generic
 //! controllers (namespace, garbage collector, service account, root CA publisher, clusterrole
-//! aggregation, resource quota), each bound as upstream binds them; in `kube-system` the
-//! `extension-apiserver-authentication-reader` Role and its binding.
+//! aggregation, resource quota, the certificate controller of `csrsigning` and `csrcleaner`),
+//! each bound as upstream binds them; `system:node-bootstrapper` and the
+//! `system:certificates.k8s.io:*` roles (requesting node client certificates, approving for
+//! each of Kubernetes' signers: verb `approve` on `signers/<signer>`); in `kube-system` the
+//! `extension-apiserver-authentication-reader` Role and its binding. As upstream's, `admin`,
+//! `edit` and `view` hold nothing of CertificateSigningRequests (cluster-scoped: a namespace's
+//! admin does not request the cluster's certificates).
 //!
 //! Kept from upstream with their rules cut to what genplane serves: `system:aggregate-to-admin`
 //! (unchanged: local subject access reviews, roles and rolebindings),
 //! `system:aggregate-to-edit` (configmaps, secrets, serviceaccounts and their tokens, events,
 //! leases, impersonating service accounts) and `system:aggregate-to-view` (configmaps,
 //! serviceaccounts, events, resourcequotas, namespaces). Dropped: everything about nodes, pods,
-//! services, volumes, workloads, certificates signing and the scheduler.
+//! services, volumes, workloads and the scheduler.
 //!
 //! genplane's own: ClusterRoles, ClusterRoleBindings, and kube-system Roles and RoleBindings
 //! for the users [`CONTROLLER_MANAGER_USER`] and [`FEATURE_CONTROLLER_USER`], and
@@ -97,6 +102,12 @@ const COORDINATION: &str = "coordination.k8s.io";
 const EVENTS: &str = "events.k8s.io";
 const RBAC: &str = "rbac.authorization.k8s.io";
 const FEATURES: &str = "featuregates.genplane.io";
+const CERTIFICATES: &str = "certificates.k8s.io";
+// Kubernetes' signers (genplane_api::certificates names them for the rest of genplane).
+const KUBE_APISERVER_CLIENT_SIGNER: &str = "kubernetes.io/kube-apiserver-client";
+const KUBE_APISERVER_CLIENT_KUBELET_SIGNER: &str = "kubernetes.io/kube-apiserver-client-kubelet";
+const KUBELET_SERVING_SIGNER: &str = "kubernetes.io/kubelet-serving";
+const LEGACY_UNKNOWN_SIGNER: &str = "kubernetes.io/legacy-unknown";
 // The components each role's user reports as (`genplane_api::featuregates` names them).
 const APISERVER_COMPONENT: &str = "apiserver";
 const CONTROLLER_MANAGER_COMPONENT: &str = "controller-manager";
@@ -208,10 +219,51 @@ fn role_binding(namespace: &str, name: &str, role_ref: RoleRef, subjects: Vec<Su
     })
 }
 
+/// `verb` on the `signers` named `names` (what the certificate admission plugins ask for).
+fn signer_rule(verb: &str, names: &[&str]) -> PolicyRule {
+    sorted(
+        PolicyRule::new(&[verb])
+            .groups(&[CERTIFICATES])
+            .resources(&["signers"])
+            .names(names),
+    )
+}
+
 /// Upstream's per-controller roles for the controllers genplane runs (name without the
 /// `system:controller:` prefix, rules).
 fn controller_roles() -> Vec<(&'static str, Vec<PolicyRule>)> {
     vec![
+        (
+            // csrsigning and csrcleaner (upstream's approver runs under it too).
+            "certificate-controller",
+            vec![
+                rule(
+                    &["get", "list", "watch", "delete"],
+                    &[CERTIFICATES],
+                    &["certificatesigningrequests"],
+                ),
+                rule(
+                    &["update"],
+                    &[CERTIFICATES],
+                    &[
+                        "certificatesigningrequests/status",
+                        "certificatesigningrequests/approval",
+                    ],
+                ),
+                signer_rule("approve", &[KUBE_APISERVER_CLIENT_KUBELET_SIGNER]),
+                signer_rule(
+                    "sign",
+                    &[
+                        LEGACY_UNKNOWN_SIGNER,
+                        KUBE_APISERVER_CLIENT_SIGNER,
+                        KUBE_APISERVER_CLIENT_KUBELET_SIGNER,
+                        KUBELET_SERVING_SIGNER,
+                    ],
+                ),
+                rule(&["create"], &[AUTHORIZATION], &["subjectaccessreviews"]),
+                events_rule(),
+            ],
+        ),
         (
             "clusterrole-aggregation-controller",
             vec![rule(
@@ -464,6 +516,58 @@ pub fn cluster_roles() -> Vec<Value> {
                 rule(&["list", "watch"], &["*"], &["*"]),
                 rule(&["create"], &[CORE], &["serviceaccounts/token"]),
             ],
+        ),
+        // Requesting node client certificates (kubelets' TLS bootstrap), as upstream.
+        cluster_role(
+            "system:node-bootstrapper",
+            &[],
+            vec![rule(
+                &["create", "get", "list", "watch"],
+                &[CERTIFICATES],
+                &["certificatesigningrequests"],
+            )],
+        ),
+        cluster_role(
+            "system:certificates.k8s.io:certificatesigningrequests:nodeclient",
+            &[],
+            vec![rule(
+                &["create"],
+                &[CERTIFICATES],
+                &["certificatesigningrequests/nodeclient"],
+            )],
+        ),
+        cluster_role(
+            "system:certificates.k8s.io:certificatesigningrequests:selfnodeclient",
+            &[],
+            vec![rule(
+                &["create"],
+                &[CERTIFICATES],
+                &["certificatesigningrequests/selfnodeclient"],
+            )],
+        ),
+        // Approving for each of Kubernetes' signers, to bind to whoever approves.
+        cluster_role(
+            "system:certificates.k8s.io:kube-apiserver-client-approver",
+            &[],
+            vec![signer_rule("approve", &[KUBE_APISERVER_CLIENT_SIGNER])],
+        ),
+        cluster_role(
+            "system:certificates.k8s.io:kube-apiserver-client-kubelet-approver",
+            &[],
+            vec![signer_rule(
+                "approve",
+                &[KUBE_APISERVER_CLIENT_KUBELET_SIGNER],
+            )],
+        ),
+        cluster_role(
+            "system:certificates.k8s.io:kubelet-serving-approver",
+            &[],
+            vec![signer_rule("approve", &[KUBELET_SERVING_SIGNER])],
+        ),
+        cluster_role(
+            "system:certificates.k8s.io:legacy-unknown-approver",
+            &[],
+            vec![signer_rule("approve", &[LEGACY_UNKNOWN_SIGNER])],
         ),
         cluster_role(
             "system:service-account-issuer-discovery",

@@ -101,6 +101,8 @@ pub struct ControllerContext {
     /// Whether the controller runs only to remove what its feature left, its gate being off
     /// while the cluster turns the feature off ([`GateState::Draining`]): it makes nothing new.
     pub removal_only: bool,
+    /// What `csrsigning` signs with (`--cluster-signing-*`); no CA: it issues nothing.
+    pub csr_signing: crate::certificates::SigningConfig,
     /// Whether the namespace controller deletes a namespace's pods before the rest
     /// (`OrderedNamespaceDeletion`, asked at every sync): the controller-manager's feature
     /// gate; on unless set, the feature's default at this Kubernetes version.
@@ -122,6 +124,7 @@ impl ControllerContext {
             resource_quota_sync_period,
             network_claim_release_grace: crate::networkclaim::DEFAULT_RELEASE_GRACE,
             cluster_cidr: Vec::new(),
+            csr_signing: crate::certificates::SigningConfig::default(),
             removal_only: false,
             pods_first: std::sync::Arc::new(|| true),
         }
@@ -142,6 +145,7 @@ impl std::fmt::Debug for ControllerContext {
                 &self.network_claim_release_grace,
             )
             .field("cluster_cidr", &self.cluster_cidr)
+            .field("csr_signing", &self.csr_signing)
             .field("removal_only", &self.removal_only)
             .finish_non_exhaustive()
     }
@@ -242,6 +246,26 @@ pub static CONTROLLERS: &[ControllerDescriptor] = &[
                 )
                 .await?)
             })
+        },
+    },
+    ControllerDescriptor {
+        name: "csrsigning",
+        aliases: &["certificatesigningrequest-signing-controller"],
+        disabled_by_default: false,
+        required_feature_gates: &[],
+        constructor: |ctx| {
+            Box::pin(async move {
+                Ok(crate::certificates::signer::run(ctx.client, ctx.csr_signing).await?)
+            })
+        },
+    },
+    ControllerDescriptor {
+        name: "csrcleaner",
+        aliases: &["certificatesigningrequest-cleaner-controller"],
+        disabled_by_default: false,
+        required_feature_gates: &[],
+        constructor: |ctx| {
+            Box::pin(async move { Ok(crate::certificates::cleaner::run(ctx.client).await?) })
         },
     },
     ControllerDescriptor {

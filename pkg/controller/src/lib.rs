@@ -20,6 +20,7 @@
 
 #![warn(missing_docs)]
 
+pub mod certificates;
 pub mod client;
 pub mod clusterroleaggregation;
 pub mod descriptors;

@@ -176,6 +176,10 @@ pub async fn serve(
     notifier: &Notifier,
 ) -> Result<(), Error> {
     let common = config.options.common.clone();
+    // The API server trusts its generated CA for client certificates unless given another
+    // (whose key it has not): csrsigning signs with that CA, so an issued client certificate
+    // logs in at once.
+    let signs_with_generated_ca = config.options.serving.client_ca_file.is_none();
     // Shared storage, possibly shared with other all-in-one processes: elect a leader.
     let leader_elect = config.backend == Backend::Etcd;
     let (ready_tx, ready_rx) = tokio::sync::oneshot::channel();
@@ -226,6 +230,10 @@ pub async fn serve(
             controllers,
             leader_elect,
             secure_port: 0,
+            cluster_signing_cert_file: signs_with_generated_ca
+                .then(|| ready.data_dir.join("pki").join("ca.crt")),
+            cluster_signing_key_file: signs_with_generated_ca
+                .then(|| ready.data_dir.join("pki").join("ca.key")),
             // The API server's --feature-gates (validated by the API server), those the
             // controller-manager knows (NetworkRegistry) and the AllAlpha/AllBeta switches.
             common: CommonOptions {

@@ -153,6 +153,20 @@ fn sample(resource: &catalog::ResourceInfo) -> Value {
             "paramRef": {"selector": {"matchLabels": {"team": "a"}}, "parameterNotFoundAction": "Allow"},
             "matchResources": {"namespaceSelector": {"matchLabels": {"env": "prod"}}},
         }}),
+        ("certificates.k8s.io", "certificatesigningrequests") => {
+            use base64::Engine as _;
+            let key = rcgen::KeyPair::generate().unwrap();
+            let mut params = rcgen::CertificateParams::new(vec!["a.example".to_owned()]).unwrap();
+            params
+                .distinguished_name
+                .push(rcgen::DnType::CommonName, "sample");
+            let pem = params.serialize_request(&key).unwrap().pem().unwrap();
+            json!({"spec": {
+                "request": base64::engine::general_purpose::STANDARD.encode(pem),
+                "signerName": "example.com/sample", "expirationSeconds": 3600,
+                "usages": ["client auth", "digital signature"],
+            }})
+        }
         ("coordination.k8s.io", "leases") => json!({"spec": {
             "holderIdentity": "a", "leaseDurationSeconds": 15,
             "renewTime": "2026-01-01T00:00:00.000000Z", "leaseTransitions": 1,

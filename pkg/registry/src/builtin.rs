@@ -5,9 +5,11 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use genplane_api::catalog::{self, Context, FeatureGates, GatesOff, ResourceInfo};
+use genplane_api::resource::Requestor;
 use genplane_apimachinery::errors::ApiError;
 use genplane_apimachinery::schema::{GroupResource, GroupVersionKind};
 use genplane_apimachinery::validation::field::ErrorList;
+use genplane_authentication::UserInfo;
 use serde_json::Value;
 
 use crate::strategy::Strategy;
@@ -32,8 +34,22 @@ impl CatalogStrategy {
     }
 
     fn context(&self) -> Context<'_> {
+        self.context_of(None)
+    }
+
+    /// The hooks' context for a write by `requestor`, at the current time.
+    fn context_of<'a>(&'a self, requestor: Option<&'a UserInfo>) -> Context<'a> {
         Context {
             gates: self.gates.as_ref(),
+            requestor: requestor.map(|user| Requestor {
+                username: &user.username,
+                uid: &user.uid,
+                groups: &user.groups,
+                extra: &user.extra,
+            }),
+            now: std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| i64::try_from(d.as_secs()).unwrap_or(i64::MAX)),
         }
     }
 
@@ -223,6 +239,10 @@ impl Strategy for CatalogStrategy {
 
     fn prepare_for_create(&self, object: &mut Value) {
         (self.info.hooks.prepare_for_create)(object, &self.context());
+    }
+
+    fn prepare_for_create_by(&self, object: &mut Value, requestor: Option<&UserInfo>) {
+        (self.info.hooks.prepare_for_create)(object, &self.context_of(requestor));
     }
 
     fn prepare_for_update(&self, new: &mut Value, old: &Value) {

@@ -57,6 +57,9 @@ pub struct WriteOptions {
     /// Checks the request's right to write this object, after validation and admission and
     /// before storage (RBAC's escalation prevention), if anything does.
     pub escalation: Option<EscalationCheck>,
+    /// Who writes (the request's authenticated user), for the kinds that record it on create
+    /// ([`crate::Strategy::prepare_for_create_by`]); `None` for a write on no one's behalf.
+    pub user: Option<Arc<genplane_authentication::UserInfo>>,
 }
 
 /// The admission chain and the request it admits the writes of (shared, compared by identity).
@@ -892,7 +895,8 @@ impl<S: Storage> Store<S> {
         }
         set_meta_str(&mut object, "uid", &uuid::Uuid::new_v4().to_string());
         set_meta_str(&mut object, "creationTimestamp", &now());
-        self.strategy.prepare_for_create(&mut object);
+        self.strategy
+            .prepare_for_create_by(&mut object, options.user.as_deref());
         if let Some(tracker) = &options.fields {
             tracker.0.track(None, &mut object);
         }

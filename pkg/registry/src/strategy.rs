@@ -12,6 +12,7 @@ use std::collections::BTreeMap;
 use genplane_apimachinery::errors::ApiError;
 use genplane_apimachinery::schema::{GroupResource, GroupVersionKind};
 use genplane_apimachinery::validation::field::ErrorList;
+use genplane_authentication::UserInfo;
 use serde_json::Value;
 
 use crate::conversion::Conversion;
@@ -93,6 +94,14 @@ pub trait Strategy: Send + Sync + 'static {
     /// Adjusts a new object before validation (e.g. clears a status set on create, sets the
     /// first generation).
     fn prepare_for_create(&self, _object: &mut Value) {}
+
+    /// [`Strategy::prepare_for_create`] for a write by `requestor` (the authenticated user of
+    /// an API request; `None` for a write on no one's behalf): what the store calls. A kind
+    /// that records who asked (a CertificateSigningRequest's `spec.username`) overrides it;
+    /// the default ignores the requestor.
+    fn prepare_for_create_by(&self, object: &mut Value, _requestor: Option<&UserInfo>) {
+        self.prepare_for_create(object);
+    }
 
     /// Adjusts an updated object before validation, given the stored one (e.g. keeps the status
     /// on a spec update, bumps the generation when the spec changed).

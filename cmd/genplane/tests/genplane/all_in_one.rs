@@ -92,7 +92,8 @@ fn an_unknown_controller_is_a_configuration_error_listing_the_known_ones() {
         assert!(
             said.contains(
                 "\"nope\" is not in the list of known controllers: clusterrole-aggregation, \
-                 garbage-collector, namespace, networkclaim, resourcequota, root-ca-cert-publisher, serviceaccount"
+                 csrcleaner, csrsigning, garbage-collector, namespace, networkclaim, resourcequota, \
+                 root-ca-cert-publisher, serviceaccount"
             ),
             "{args:?}: {said}"
         );

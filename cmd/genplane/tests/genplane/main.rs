@@ -15,6 +15,7 @@ mod all_in_one_ha;
 mod apiserver;
 mod apiservices;
 mod audit;
+mod certificates;
 mod controller_manager;
 mod crd;
 mod crd_conversion;

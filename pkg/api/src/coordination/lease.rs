@@ -383,7 +383,14 @@ mod tests {
         }
         let mut enabled =
             lease(json!({"strategy": "OldestEmulationVersion", "preferredHolder": "b"}));
-        prepare_for_create(&mut enabled, &crate::resource::Context { gates: &On });
+        prepare_for_create(
+            &mut enabled,
+            &crate::resource::Context {
+                gates: &On,
+                requestor: None,
+                now: 0,
+            },
+        );
         assert_eq!(enabled["spec"]["preferredHolder"], "b");
         assert_eq!(enabled["spec"]["strategy"], "OldestEmulationVersion");
     }

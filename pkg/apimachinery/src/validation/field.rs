@@ -138,6 +138,9 @@ pub struct Error {
     pub field: Path,
     /// The offending value, when it helps to show it.
     pub bad_value: Value,
+    /// How the message shows the value when it is no JSON value (Go's rendering of a byte
+    /// slice, `[]byte{0x2d, ...}`); `None`: `bad_value` as [`Error::body`] renders it.
+    pub shown: Option<String>,
     /// What is wrong, in words.
     pub detail: String,
 }
@@ -156,6 +159,7 @@ impl Error {
             kind,
             field: field.clone(),
             bad_value,
+            shown: None,
             detail: detail.into(),
         }
     }
@@ -168,6 +172,21 @@ impl Error {
     /// A value is malformed or out of range.
     pub fn invalid(field: &Path, value: impl Into<Value>, detail: impl Into<String>) -> Self {
         Self::new(ErrorType::Invalid, field, value.into(), detail)
+    }
+
+    /// A byte slice is malformed: shown as Go's `%#v` shows it (`[]byte{0x2d, 0x2d}`, or
+    /// `[]byte(nil)` for none), as upstream's messages show a `[]byte` field's value.
+    pub fn invalid_bytes(field: &Path, value: Option<&[u8]>, detail: impl Into<String>) -> Self {
+        let shown = match value {
+            None => "[]byte(nil)".to_owned(),
+            Some(bytes) => {
+                let items: Vec<String> = bytes.iter().map(|b| format!("{b:#x}")).collect();
+                format!("[]byte{{{}}}", items.join(", "))
+            }
+        };
+        let mut error = Self::new(ErrorType::Invalid, field, Value::Null, detail);
+        error.shown = Some(shown);
+        error
     }
 
     /// A value is not one of `supported`.
@@ -231,7 +250,10 @@ impl Error {
         let mut body = self.kind.description().to_owned();
         if self.kind.shows_value() {
             body.push_str(": ");
-            body.push_str(&render(&self.bad_value));
+            match &self.shown {
+                Some(shown) => body.push_str(shown),
+                None => body.push_str(&render(&self.bad_value)),
+            }
         }
         if !self.detail.is_empty() {
             body.push_str(": ");
@@ -352,6 +374,15 @@ mod tests {
         assert_eq!(
             Error::duplicate(&Path::new("keys").index(1), "a").to_string(),
             "keys[1]: Duplicate value: \"a\""
+        );
+        let request = Path::new("spec").child("request");
+        assert_eq!(
+            Error::invalid_bytes(&request, Some(b"-\n"), "bad").to_string(),
+            "spec.request: Invalid value: []byte{0x2d, 0xa}: bad"
+        );
+        assert_eq!(
+            Error::invalid_bytes(&request, None, "bad").body(),
+            "Invalid value: []byte(nil): bad"
         );
     }
 

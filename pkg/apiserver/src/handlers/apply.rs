@@ -177,6 +177,7 @@ pub(crate) async fn apply<S: Storage>(
         fields: None,
         escalation: ctx.escalation.clone(),
         admission: ctx.admission.clone(),
+        user: Some(std::sync::Arc::new(ctx.user.clone())),
     };
     let mut last = None;
     for attempt in 0..ATTEMPTS {

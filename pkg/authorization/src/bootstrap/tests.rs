@@ -138,6 +138,42 @@ fn the_matrix_of_users_verbs_and_resources() {
         ("alice", "post /api", false),
         ("alice", "get /metrics", false),
         ("alice", "get /livez/etcd", false),
+        // Certificates: nobody but admins and the certificate controller approves or signs.
+        (
+            "alice",
+            "create certificates.k8s.io:certificatesigningrequests - csr",
+            false,
+        ),
+        (
+            "alice",
+            "approve certificates.k8s.io:signers - kubernetes.io/kube-apiserver-client",
+            false,
+        ),
+        (
+            "system:serviceaccount:kube-system:certificate-controller",
+            "sign certificates.k8s.io:signers - kubernetes.io/kube-apiserver-client",
+            true,
+        ),
+        (
+            "system:serviceaccount:kube-system:certificate-controller",
+            "sign certificates.k8s.io:signers - example.com/other",
+            false,
+        ),
+        (
+            "system:serviceaccount:kube-system:certificate-controller",
+            "update certificates.k8s.io:certificatesigningrequests/status - csr",
+            true,
+        ),
+        (
+            "system:genplane:controller-manager",
+            "delete certificates.k8s.io:certificatesigningrequests - csr",
+            true,
+        ),
+        (
+            "system:genplane:controller-manager",
+            "sign certificates.k8s.io:signers - kubernetes.io/legacy-unknown",
+            true,
+        ),
         (
             "alice",
             "create authorization.k8s.io:selfsubjectaccessreviews -",

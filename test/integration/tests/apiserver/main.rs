@@ -9,6 +9,7 @@
 mod support;
 
 mod api;
+mod certificates;
 mod field_order;
 mod filters;
 mod hardening;

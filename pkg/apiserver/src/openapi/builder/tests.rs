@@ -53,6 +53,8 @@ fn documents_are_listed_as_upstream_lists_them() {
             "apis",
             "apis/events.k8s.io",
             "apis/events.k8s.io/v1",
+            "apis/certificates.k8s.io",
+            "apis/certificates.k8s.io/v1",
             "apis/rbac.authorization.k8s.io",
             "apis/rbac.authorization.k8s.io/v1",
             "apis/admissionregistration.k8s.io",
@@ -379,7 +381,7 @@ fn the_v2_document_holds_every_group_version() {
         // Every group version's, featuregates.genplane.io/v1alpha1's,
         // networkregistry.genplane.io/v1alpha1's and admissionregistration.k8s.io/v1alpha1's
         // included.
-        12
+        13
     );
     assert_eq!(
         doc["definitions"]["io.k8s.apimachinery.pkg.apis.meta.v1.APIGroup"]["x-kubernetes-group-version-kind"],

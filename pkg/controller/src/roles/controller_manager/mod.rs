@@ -246,6 +246,7 @@ pub async fn serve(
         // The well-known claim of --cluster-cidr is kept only while the feature is on (a
         // draining registry controller runs without it).
         context.cluster_cidr = config.cluster_cidr.clone();
+        context.csr_signing = config.csr_signing.clone();
         // Dynamic: the follower may change it while the controllers run; each sync asks.
         let gate = config.common.feature_gate.clone();
         context.pods_first = std::sync::Arc::new(move || {

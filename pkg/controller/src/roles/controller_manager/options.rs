@@ -24,7 +24,8 @@ pub struct ControllerManagerOptions {
     /// The controllers to run, comma-separated: `*` for every controller on by default, `foo`
     /// to enable controller foo, `-foo` to disable it; the first entry naming a controller
     /// decides. Controllers: namespace, garbage-collector, serviceaccount,
-    /// root-ca-cert-publisher, clusterrole-aggregation, resourcequota, networkclaim (with the
+    /// root-ca-cert-publisher, clusterrole-aggregation, resourcequota, csrsigning, csrcleaner,
+    /// networkclaim (with the
     /// NetworkRegistry feature gate); upstream's names
     /// (namespace-controller, garbage-collector-controller, ...) are accepted too.
     #[arg(long, value_delimiter = ',', default_value = "*")]
@@ -72,6 +73,37 @@ pub struct ControllerManagerOptions {
     /// feature gate on).
     #[arg(long, default_value = "10s")]
     pub network_claim_release_grace_period: String,
+    /// The PEM CA certificate `csrsigning` issues certificates with, for every signer that
+    /// has no file of its own (with --cluster-signing-key-file).
+    #[arg(long)]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cluster_signing_cert_file: Option<PathBuf>,
+    /// The PEM key of --cluster-signing-cert-file.
+    #[arg(long)]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cluster_signing_key_file: Option<PathBuf>,
+    /// The CA certificate of the `kubernetes.io/kube-apiserver-client` signer (with
+    /// --cluster-signing-kube-apiserver-client-key-file).
+    #[arg(long)]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cluster_signing_kube_apiserver_client_cert_file: Option<PathBuf>,
+    /// The key of --cluster-signing-kube-apiserver-client-cert-file.
+    #[arg(long)]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cluster_signing_kube_apiserver_client_key_file: Option<PathBuf>,
+    /// The CA certificate of the `kubernetes.io/legacy-unknown` signer (with
+    /// --cluster-signing-legacy-unknown-key-file).
+    #[arg(long)]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cluster_signing_legacy_unknown_cert_file: Option<PathBuf>,
+    /// The key of --cluster-signing-legacy-unknown-cert-file.
+    #[arg(long)]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cluster_signing_legacy_unknown_key_file: Option<PathBuf>,
+    /// The longest lifetime of the certificates `csrsigning` issues; a request's
+    /// `spec.expirationSeconds` may ask for less.
+    #[arg(long, default_value = "8760h0m0s")]
+    pub cluster_signing_duration: String,
     /// The port serving /healthz, /livez, /readyz and /metrics over HTTPS; 0 serves nothing.
     #[arg(long, default_value_t = 10257)]
     pub secure_port: u16,
@@ -100,6 +132,13 @@ impl Default for ControllerManagerOptions {
             resource_quota_sync_period: "5m0s".to_owned(),
             network_claim_release_grace_period: "10s".to_owned(),
             cluster_cidr: String::new(),
+            cluster_signing_cert_file: None,
+            cluster_signing_key_file: None,
+            cluster_signing_kube_apiserver_client_cert_file: None,
+            cluster_signing_kube_apiserver_client_key_file: None,
+            cluster_signing_legacy_unknown_cert_file: None,
+            cluster_signing_legacy_unknown_key_file: None,
+            cluster_signing_duration: "8760h0m0s".to_owned(),
             secure_port: 10257,
             bind_address: "0.0.0.0".to_owned(),
             common: CommonOptions::default(),
@@ -141,6 +180,8 @@ pub struct ControllerManagerConfig {
     pub network_claim_release_grace: Duration,
     /// `--cluster-cidr` (empty when not given).
     pub cluster_cidr: Vec<genplane_api::networkregistry::Prefix>,
+    /// `--cluster-signing-*`: what `csrsigning` signs with.
+    pub csr_signing: crate::certificates::SigningConfig,
     /// The listening address of the ops endpoints.
     pub bind_address: IpAddr,
     /// Logging and feature gates.
@@ -237,6 +278,7 @@ impl ControllerManagerOptions {
                 genplane_api::networkregistry::prefix::parse_dual_stack(&self.cluster_cidr),
             )
         };
+        let csr_signing = self.csr_signing(invalid);
         let bind_address = invalid.check(
             "bind-address",
             crate::roles::bind_address(&self.bind_address),
@@ -256,9 +298,70 @@ impl ControllerManagerOptions {
             resource_quota_sync_period: resource_quota_sync_period?,
             network_claim_release_grace: network_claim_release_grace?,
             cluster_cidr: cluster_cidr?,
+            csr_signing: csr_signing?,
             bind_address: bind_address?,
             common: common?,
         })
+    }
+}
+
+impl ControllerManagerOptions {
+    /// The signing configuration of the `--cluster-signing-*` flags, checked as upstream
+    /// checks them: each certificate with its key, and the common pair not together with a
+    /// signer's own.
+    fn csr_signing(&self, invalid: &mut Invalid) -> Option<crate::certificates::SigningConfig> {
+        use crate::certificates::CaFiles;
+        let mut ok = true;
+        let mut pair = |flag: &str, cert: &Option<PathBuf>, key: &Option<PathBuf>| match (cert, key)
+        {
+            (Some(cert), Some(key)) => Some(CaFiles {
+                cert: cert.clone(),
+                key: key.clone(),
+            }),
+            (None, None) => None,
+            _ => {
+                invalid.push(
+                    flag,
+                    format!(
+                        "the --{flag}-cert-file and --{flag}-key-file flags must be set together"
+                    ),
+                );
+                ok = false;
+                None
+            }
+        };
+        let common = pair(
+            "cluster-signing",
+            &self.cluster_signing_cert_file,
+            &self.cluster_signing_key_file,
+        );
+        let client = pair(
+            "cluster-signing-kube-apiserver-client",
+            &self.cluster_signing_kube_apiserver_client_cert_file,
+            &self.cluster_signing_kube_apiserver_client_key_file,
+        );
+        let legacy = pair(
+            "cluster-signing-legacy-unknown",
+            &self.cluster_signing_legacy_unknown_cert_file,
+            &self.cluster_signing_legacy_unknown_key_file,
+        );
+        if common.is_some() && (client.is_some() || legacy.is_some()) {
+            invalid.push(
+                "cluster-signing-cert-file",
+                "cannot specify --cluster-signing-{cert,key}-file and other --cluster-signing-*-file flags at the same time",
+            );
+            ok = false;
+        }
+        let duration = invalid.check(
+            "cluster-signing-duration",
+            positive(&self.cluster_signing_duration),
+        );
+        Some(crate::certificates::SigningConfig {
+            kube_apiserver_client: client.or_else(|| common.clone()),
+            legacy_unknown: legacy.or(common),
+            duration: duration?,
+        })
+        .filter(|_| ok)
     }
 }
 
@@ -321,6 +424,67 @@ mod tests {
         assert_eq!(
             config.controllers.enabled(CONTROLLERS).len(),
             CONTROLLERS.len()
+        );
+    }
+
+    #[test]
+    fn signing_flags_are_checked_as_upstreams() {
+        let base = ControllerManagerOptions {
+            kubeconfig: Some("k".into()),
+            ..ControllerManagerOptions::default()
+        };
+        let config = validate(&base, false).unwrap();
+        assert_eq!(
+            config.csr_signing,
+            crate::certificates::SigningConfig::default()
+        );
+        assert_eq!(
+            config.csr_signing.duration,
+            Duration::from_secs(365 * 24 * 3600)
+        );
+        let common = ControllerManagerOptions {
+            cluster_signing_cert_file: Some("ca.crt".into()),
+            cluster_signing_key_file: Some("ca.key".into()),
+            cluster_signing_duration: "1h".into(),
+            ..base.clone()
+        };
+        let config = validate(&common, false).unwrap();
+        let ca = crate::certificates::CaFiles {
+            cert: "ca.crt".into(),
+            key: "ca.key".into(),
+        };
+        assert_eq!(config.csr_signing.kube_apiserver_client, Some(ca.clone()));
+        assert_eq!(config.csr_signing.legacy_unknown, Some(ca));
+        assert_eq!(config.csr_signing.duration, Duration::from_secs(3600));
+        let own = ControllerManagerOptions {
+            cluster_signing_legacy_unknown_cert_file: Some("l.crt".into()),
+            cluster_signing_legacy_unknown_key_file: Some("l.key".into()),
+            ..base.clone()
+        };
+        let config = validate(&own, false).unwrap();
+        assert_eq!(config.csr_signing.kube_apiserver_client, None);
+        assert_eq!(
+            config.csr_signing.legacy_unknown.unwrap().cert,
+            std::path::PathBuf::from("l.crt")
+        );
+        let both = ControllerManagerOptions {
+            cluster_signing_legacy_unknown_cert_file: Some("l.crt".into()),
+            cluster_signing_legacy_unknown_key_file: Some("l.key".into()),
+            ..common.clone()
+        };
+        let error = validate(&both, false).unwrap_err();
+        assert!(
+            error.contains("cannot specify --cluster-signing-{cert,key}-file and other --cluster-signing-*-file flags at the same time"),
+            "{error}"
+        );
+        let half = ControllerManagerOptions {
+            cluster_signing_key_file: None,
+            ..common
+        };
+        let error = validate(&half, false).unwrap_err();
+        assert!(
+            error.contains("the --cluster-signing-cert-file and --cluster-signing-key-file flags must be set together"),
+            "{error}"
         );
     }
 
