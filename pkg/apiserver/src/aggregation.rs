@@ -395,8 +395,13 @@ pub(crate) async fn proxy(
     }
 }
 
-/// Reads the whole answer of `target` to a GET of `path` within `timeout`: the status and
-/// the body (what the availability check and discovery read).
+/// The user the aggregator's own requests (availability checks, discovery) are made as, in
+/// `system:masters` so that an extension server always lets them read, as upstream's.
+pub const AGGREGATOR_USER: &str = "system:kube-aggregator";
+
+/// Reads the whole answer of `target` to a GET of `path` within `timeout`, made as
+/// [`AGGREGATOR_USER`]: the status and the body (what the availability check and discovery
+/// read).
 pub async fn get(
     target: &Target,
     path: &str,
@@ -409,10 +414,13 @@ pub async fn get(
                 .boxed(),
         );
         *request.uri_mut() = path.parse().unwrap_or_default();
-        request.headers_mut().insert(
+        let headers = request.headers_mut();
+        headers.insert(
             hyper::header::ACCEPT,
             HeaderValue::from_static("application/json"),
         );
+        headers.insert("x-remote-user", HeaderValue::from_static(AGGREGATOR_USER));
+        headers.insert("x-remote-group", HeaderValue::from_static("system:masters"));
         let answer = target.send(request).await?;
         let status = answer.status();
         let body = answer.into_body().collect().await?.to_bytes();

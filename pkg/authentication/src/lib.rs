@@ -12,7 +12,10 @@
 //! - [`serviceaccount`]: service-account tokens (JWTs): issuing and verifying.
 //! - [`token_request`]: the TokenRequest API (`serviceaccounts/<name>/token`).
 //! - [`oidc`]: the OIDC discovery documents of the service-account issuer.
-//! - [`request`]: the authenticator of a request: certificate, tokens in order, anonymous.
+//! - [`requestheader`]: users named in headers by a front proxy (an aggregating API server)
+//!   whose client certificate its CA issued.
+//! - [`request`]: the authenticator of a request: front proxy's headers, certificate, tokens in
+//!   order, anonymous.
 //!
 //! # Flags
 //!
@@ -35,6 +38,7 @@ pub mod bearer;
 pub mod keys;
 pub mod oidc;
 pub mod request;
+pub mod requestheader;
 pub mod serviceaccount;
 pub mod token_file;
 pub mod token_request;

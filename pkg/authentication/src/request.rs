@@ -4,8 +4,12 @@
 //! is refused, 401, even when anonymous requests are allowed); a request with no credentials at
 //! all is `system:anonymous` when `--anonymous-auth` is on, and refused otherwise.
 //!
-//! The certificate chain is verified by the TLS layer and its user derived once per connection
-//! ([`crate::x509::user_of_chain`]); [`Authentication::authenticate`] is given that user.
+//! The certificate chain is verified by the TLS layer (against the client CA and, with
+//! request-header authentication, the front proxy's CA) and what it proves is derived once per
+//! connection ([`Authentication::identify`]): the user it names when the client CA issued it
+//! ([`crate::x509::user_of_chain`]), and whether it is a believed front proxy's, whose requests
+//! name their user in headers ([`crate::requestheader`]). Those come first, as upstream's
+//! request-header authenticator comes first.
 
 use std::fmt::Debug;
 use std::sync::Arc;
@@ -14,6 +18,7 @@ use genplane_apimachinery::errors::{ApiError, Status};
 use http::header::{AUTHORIZATION, HeaderMap};
 
 use crate::UserInfo;
+use crate::requestheader::{ClientCertificates, RequestHeader};
 
 /// A bearer-token authenticator (static token file, service-account tokens).
 pub trait TokenAuthenticator: Send + Sync + Debug {
@@ -34,6 +39,20 @@ pub struct Authentication {
     pub tokens: Vec<Arc<dyn TokenAuthenticator>>,
     /// Whether requests without credentials proceed as `system:anonymous` (`--anonymous-auth`).
     pub anonymous: bool,
+    /// The client CA a certificate must be issued by to name a user, when the TLS layer also
+    /// accepts other CAs' (the front proxy's); `None`: every certificate the TLS layer verified.
+    pub client_certificates: Option<ClientCertificates>,
+    /// The front proxies believed and their headers (`--requestheader-*`), if any.
+    pub request_header: Option<Arc<RequestHeader>>,
+}
+
+/// What a connection's verified client certificate chain proves ([`Authentication::identify`]).
+#[derive(Clone, Debug, Default)]
+pub struct CertificateIdentity {
+    /// The user it names, when the client CA issued it.
+    pub user: Option<UserInfo>,
+    /// Whether it is a believed front proxy's.
+    pub front_proxy: bool,
 }
 
 /// The answer to a request whose credentials are refused.
@@ -74,15 +93,39 @@ impl Authentication {
         }
     }
 
-    /// Who made a request with `headers` over a connection whose verified client certificate
-    /// names `certificate_user` (`None`: no certificate, or one that names no user).
+    /// What the verified client certificate `chain` (DER, leaf first) proves.
+    pub fn identify(&self, chain: &[Vec<u8>]) -> CertificateIdentity {
+        let front_proxy = self
+            .request_header
+            .as_ref()
+            .is_some_and(|proxies| proxies.is_proxy(chain));
+        let user = match &self.client_certificates {
+            Some(clients) if !clients.verifies(chain) => None,
+            _ => crate::x509::user_of_chain(chain),
+        };
+        CertificateIdentity { user, front_proxy }
+    }
+
+    /// Who made a request with `headers` over a connection whose client certificate proves
+    /// `certificate` (`None`: no certificate): the user a front proxy names in the headers,
+    /// the certificate's user, a bearer token's, or the anonymous user.
     pub fn authenticate(
         &self,
         headers: &HeaderMap,
-        certificate_user: Option<UserInfo>,
+        certificate: Option<&CertificateIdentity>,
     ) -> Result<UserInfo, ApiError> {
-        if let Some(user) = certificate_user {
-            return Ok(user);
+        if let Some(certificate) = certificate {
+            if certificate.front_proxy
+                && let Some(user) = self
+                    .request_header
+                    .as_ref()
+                    .and_then(|proxies| proxies.user(headers))
+            {
+                return Ok(user);
+            }
+            if let Some(user) = &certificate.user {
+                return Ok(user.clone());
+            }
         }
         if let Some(token) = bearer_token(headers)? {
             return match self.authenticate_token(token, None) {
@@ -135,6 +178,7 @@ mod tests {
         let chain = Authentication {
             tokens: vec![Arc::new(Fixed)],
             anonymous: true,
+            ..Authentication::default()
         };
         let user = chain.authenticate(&headers("Bearer good"), None).unwrap();
         assert_eq!(user.username, "alice");
@@ -155,7 +199,13 @@ mod tests {
         let carol = UserInfo::authenticated("carol", vec![]);
         assert_eq!(
             chain
-                .authenticate(&headers("Bearer other"), Some(carol.clone()))
+                .authenticate(
+                    &headers("Bearer other"),
+                    Some(&CertificateIdentity {
+                        user: Some(carol.clone()),
+                        front_proxy: false,
+                    })
+                )
                 .unwrap(),
             carol
         );
@@ -198,6 +248,7 @@ mod tests {
         let chain = Authentication {
             tokens: Vec::new(),
             anonymous: true,
+            ..Authentication::default()
         };
         assert_eq!(chain.authenticate(&binary, None).unwrap_err().code, 401);
     }

@@ -15,6 +15,7 @@ pub mod aggregator;
 pub mod all_in_one;
 pub mod apiserver_identity;
 pub mod auth;
+pub mod cluster_authentication;
 pub mod conversion;
 pub mod crd;
 pub mod features;

@@ -230,3 +230,212 @@ fn base64_of(text: &str) -> String {
     use base64::Engine as _;
     base64::engine::general_purpose::STANDARD.encode(text)
 }
+
+/// Runs `genplane pki` for the data directory `data` (the serving certificate also for the
+/// names in `sans`).
+fn make_pki(data: &std::path::Path, sans: &str) {
+    let out = std::process::Command::new(crate::support::BIN)
+        .args(["pki", &format!("--data-dir={}", data.display())])
+        .arg(format!("--apiserver-cert-extra-sans={sans}"))
+        .arg("--server=https://127.0.0.1:6443")
+        .output()
+        .unwrap();
+    ok(out);
+}
+
+#[test]
+fn a_genplane_api_server_serves_behind_another_as_an_extension() {
+    // The aggregator's certificates first: the extension trusts its front-proxy CA.
+    let aggregator_dir = tempfile::tempdir().unwrap();
+    make_pki(&aggregator_dir.path().join("data"), "kubernetes");
+    let front_proxy_ca = aggregator_dir.path().join("data/pki/front-proxy-ca.crt");
+    // The extension: a genplane apiserver whose serving certificate names the Service
+    // `wardle/api`, believing the aggregator's proxy for the user in its headers.
+    let extension_dir = tempfile::tempdir().unwrap();
+    make_pki(&extension_dir.path().join("data"), "api.wardle.svc");
+    let extension = crate::support::start_in(
+        extension_dir,
+        &[
+            &format!(
+                "--requestheader-client-ca-file={}",
+                front_proxy_ca.display()
+            ),
+            "--requestheader-allowed-names=front-proxy-client",
+        ],
+    );
+    let aggregator = crate::support::start_in(
+        aggregator_dir,
+        &[&format!(
+            "--service-address-override=wardle/api:443=127.0.0.1:{}",
+            extension.port
+        )],
+    );
+
+    // The extension serves CronTabs (a CRD of its own); the aggregator hands their group to it.
+    let crd = crate::support::fixture("crds/crontabs.yaml");
+    let path = extension.dir.path().join("crd.yaml");
+    std::fs::write(&path, crd).unwrap();
+    ok(extension.kubectl("kubectl", &["apply", "-f", &path.display().to_string()]));
+    extension.wait_established("crontabs.stable.example.com");
+    let ca = std::fs::read_to_string(extension.data().join("pki/ca.crt")).unwrap();
+    ok(kubectl_stdin(
+        &aggregator,
+        &["apply", "-f", "-"],
+        &json!({"apiVersion": "apiregistration.k8s.io/v1", "kind": "APIService",
+            "metadata": {"name": "v1.stable.example.com"},
+            "spec": {"group": "stable.example.com", "version": "v1", "groupPriorityMinimum": 1000,
+                "versionPriority": 100, "service": {"namespace": "wardle", "name": "api"},
+                "caBundle": base64_of(&ca)}}),
+    ));
+    eventually_holds("the extension to be available", || {
+        let object: Value = serde_json::from_str(&ok(aggregator.kubectl(
+            "kubectl",
+            &["get", "apiservice", "v1.stable.example.com", "-o", "json"],
+        )))
+        .unwrap();
+        object["status"]["conditions"].as_array().is_some_and(|c| {
+            c.iter()
+                .any(|c| c["type"] == "Available" && c["status"] == "True")
+        })
+    });
+
+    // Written through the aggregator, stored by the extension.
+    eventually("crontabs in the aggregator's discovery", || {
+        let out = aggregator.kubectl(
+            "kubectl",
+            &["api-resources", "--api-group=stable.example.com"],
+        );
+        (out.status.success() && text(&out).contains("crontabs")).then_some(())
+    });
+    ok(kubectl_stdin(
+        &aggregator,
+        &["create", "-f", "-"],
+        &json!({"apiVersion": "stable.example.com/v1", "kind": "CronTab",
+            "metadata": {"name": "through-the-aggregator", "namespace": "default"},
+            "spec": {"cronSpec": "* * * * */5", "image": "web"}}),
+    ));
+    let stored = ok(extension.kubectl(
+        "kubectl",
+        &[
+            "get",
+            "crontab",
+            "through-the-aggregator",
+            "-n",
+            "default",
+            "-o",
+            "name",
+        ],
+    ));
+    assert_eq!(
+        stored.trim(),
+        "crontab.stable.example.com/through-the-aggregator"
+    );
+
+    // The extension sees the user the aggregator authenticated and authorizes it itself: alice,
+    // allowed by the aggregator's RBAC but not yet by the extension's, is refused by the
+    // extension, then allowed once the extension grants her too.
+    let grant = |server: &Apiserver| {
+        ok(server.kubectl(
+            "kubectl",
+            &[
+                "create",
+                "clusterrole",
+                "crontab-reader",
+                "--verb=get,list",
+                "--resource=crontabs.stable.example.com",
+            ],
+        ));
+        ok(server.kubectl(
+            "kubectl",
+            &[
+                "create",
+                "clusterrolebinding",
+                "alice-reads-crontabs",
+                "--clusterrole=crontab-reader",
+                "--user=alice",
+            ],
+        ));
+    };
+    grant(&aggregator);
+    eventually("the aggregator to allow alice", || {
+        let out = aggregator.kubectl(
+            "kubectl",
+            &[
+                "auth",
+                "can-i",
+                "list",
+                "crontabs.stable.example.com",
+                "-n",
+                "default",
+                "--as=alice",
+            ],
+        );
+        (text(&out).trim() == "yes").then_some(())
+    });
+    let out = aggregator.kubectl(
+        "kubectl",
+        &["get", "crontabs", "-n", "default", "--as=alice"],
+    );
+    assert!(!out.status.success());
+    assert!(
+        text(&out).contains("User \"alice\" cannot list resource \"crontabs\""),
+        "{}",
+        text(&out)
+    );
+    grant(&extension);
+    eventually("alice to read crontabs through the aggregator", || {
+        let out = aggregator.kubectl(
+            "kubectl",
+            &[
+                "get",
+                "crontabs",
+                "-n",
+                "default",
+                "--as=alice",
+                "-o",
+                "name",
+            ],
+        );
+        (out.status.success() && text(&out).contains("through-the-aggregator")).then_some(())
+    });
+
+    // Headers from anyone but the front proxy mean nothing to the extension.
+    let answer = extension.raw().request(
+        "POST",
+        "/apis/authentication.k8s.io/v1/selfsubjectreviews",
+        &[
+            ("X-Remote-User", "mallory"),
+            ("X-Remote-Group", "system:masters"),
+        ],
+        Some(br#"{"apiVersion":"authentication.k8s.io/v1","kind":"SelfSubjectReview"}"#),
+    );
+    assert_eq!(answer.status, 201, "{}", answer.text());
+    assert_eq!(
+        answer.json()["status"]["userInfo"]["username"],
+        "genplane-admin",
+        "{}",
+        answer.text()
+    );
+    // What an extension needs to know of the aggregator is published where upstream's is.
+    let published: Value = serde_json::from_str(&ok(aggregator.kubectl(
+        "kubectl",
+        &[
+            "get",
+            "configmap",
+            "-n",
+            "kube-system",
+            "extension-apiserver-authentication",
+            "-o",
+            "json",
+        ],
+    )))
+    .unwrap();
+    assert_eq!(
+        published["data"]["requestheader-allowed-names"], "[\"front-proxy-client\"]",
+        "{published}"
+    );
+    assert_eq!(
+        published["data"]["requestheader-client-ca-file"],
+        std::fs::read_to_string(aggregator.data().join("pki/front-proxy-ca.crt")).unwrap()
+    );
+}

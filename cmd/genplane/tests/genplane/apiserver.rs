@@ -672,6 +672,7 @@ fn readyz_lists_every_post_start_hook() {
             hooks,
             [
                 "start-system-namespaces-controller",
+                "start-cluster-authentication-info-controller",
                 "rbac/bootstrap-roles",
                 "start-apiextensions-controllers",
                 "kube-apiserver-autoregistration",

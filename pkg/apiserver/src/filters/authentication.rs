@@ -26,14 +26,13 @@ pub(crate) fn authenticate<B>(
         return Ok(UserInfo::default());
     };
     // Derived once per connection: every request of it presents the same chain.
-    let certificate_user = request
+    let certificate = request
         .extensions()
         .get::<PeerCertificates>()
-        .and_then(|peer| peer.derived(genplane_authentication::x509::user_of_chain))
-        .and_then(|user| (*user).clone());
+        .and_then(|peer| peer.derived(|chain| security.authentication.identify(chain)));
     security
         .authentication
-        .authenticate(request.headers(), certificate_user)
+        .authenticate(request.headers(), certificate.as_deref())
         .map_err(|error| {
             audit::failed_authentication(auditor, info, request, arrival, error.code);
             refused(&error, request.headers())

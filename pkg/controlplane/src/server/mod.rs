@@ -195,11 +195,13 @@ impl Config {
             (Some(cert), Some(key)) => (cert.clone(), key.clone()),
             _ => (pki.serving_cert.clone(), pki.serving_key.clone()),
         };
-        let client_ca = serving
-            .client_ca_file
-            .clone()
-            .unwrap_or_else(|| pki.ca.clone());
-        let tls = server_tls(&cert, &key, &client_ca).map_err(Error::Tls)?;
+        // Client certificates of the client CA name users; those of the front-proxy CA make
+        // a front proxy's headers believed (security.rs tells them apart per connection).
+        let client_cas = [
+            security::client_ca_path(&self),
+            security::requestheader_ca_path(&self),
+        ];
+        let tls = server_tls(&cert, &key, &client_cas).map_err(Error::Tls)?;
         let backend = open_storage(&storage_config(&self))
             .await
             .map_err(|source| Error::ControlPlane {
@@ -423,7 +425,10 @@ impl CompletedConfig {
             features: features && component == genplane_api::featuregates::API_SERVER,
             claims: serves(&genplane_api::networkregistry::networkclaim::INFO),
         };
-        let proxy_identity = proxy_identity(&config, &pki)?;
+        let aggregation = Aggregation {
+            proxy_identity: proxy_identity(&config, &pki)?,
+            published: security::published_authentication(&config)?,
+        };
         let mut hooks = own_hooks(
             &config,
             &serving,
@@ -431,7 +436,7 @@ impl CompletedConfig {
             &rbac,
             identity,
             clients,
-            proxy_identity,
+            aggregation,
         );
         hooks.append(program_hooks).map_err(Error::Hooks)?;
         let hooks = hooks.checked(&mut health);
@@ -529,8 +534,12 @@ fn own_hooks(
     rbac: &Arc<RbacAuthorizer>,
     identity: Option<IdentityLease<ResourceStorage>>,
     clients: LoopbackClients,
-    proxy_identity: String,
+    aggregation: Aggregation,
 ) -> hooks::PostStartHooks {
+    let Aggregation {
+        proxy_identity,
+        published,
+    } = aggregation;
     let server = |serving: &Arc<std::sync::OnceLock<Arc<ApiServer<ResourceStorage>>>>| {
         serving
             .get()
@@ -552,6 +561,23 @@ fn own_hooks(
                 bootstrap(&server(&api).resources())
                     .await
                     .map_err(|e| format!("creating the system namespaces: {e}"))
+            })
+        }),
+    );
+    let api = serving.clone();
+    add(
+        &mut hooks,
+        "start-cluster-authentication-info-controller",
+        Box::new(move |context| {
+            Box::pin(async move {
+                let stop = context.shutdown.clone();
+                crate::cluster_authentication::publish(
+                    &server(&api).resources(),
+                    published,
+                    async move { stop.triggered().await },
+                )
+                .await
+                .map_err(|e| format!("publishing the cluster's authentication: {e}"))
             })
         }),
     );
@@ -736,6 +762,13 @@ fn own_hooks(
     hooks
 }
 
+/// What the hooks of aggregation are given: the proxy's client certificate and key (PEM), and
+/// what `kube-system/extension-apiserver-authentication` publishes for extension servers.
+struct Aggregation {
+    proxy_identity: String,
+    published: crate::cluster_authentication::Published,
+}
+
 /// The aggregator's client certificate and key (PEM, one after the other): the
 /// `--proxy-client-cert-file` and `--proxy-client-key-file` given, else the generated ones.
 fn proxy_identity(config: &Config, pki: &pki::Pki) -> Result<String, Error> {
@@ -814,8 +847,13 @@ fn service_claim(
 }
 
 /// The TLS configuration: the serving certificate, and client certificates verified against
-/// `client_ca` but not required (anonymous requests may reach the health endpoints).
-fn server_tls(cert: &Path, key: &Path, client_ca: &Path) -> Result<rustls::ServerConfig, String> {
+/// `client_cas` (the client CA and the front proxies' CA) but not required (anonymous
+/// requests may reach the health endpoints).
+fn server_tls(
+    cert: &Path,
+    key: &Path,
+    client_cas: &[PathBuf],
+) -> Result<rustls::ServerConfig, String> {
     let provider = Arc::new(rustls::crypto::aws_lc_rs::default_provider());
     let chain = CertificateDer::pem_file_iter(cert)
         .map_err(|e| format!("reading {}: {e}", cert.display()))?
@@ -824,13 +862,12 @@ fn server_tls(cert: &Path, key: &Path, client_ca: &Path) -> Result<rustls::Serve
     let key =
         PrivateKeyDer::from_pem_file(key).map_err(|e| format!("reading {}: {e}", key.display()))?;
     let mut roots = rustls::RootCertStore::empty();
-    for ca in CertificateDer::pem_file_iter(client_ca)
-        .map_err(|e| format!("reading {}: {e}", client_ca.display()))?
-    {
-        let ca = ca.map_err(|e| format!("parsing {}: {e}", client_ca.display()))?;
-        roots
-            .add(ca)
-            .map_err(|e| format!("adding {}: {e}", client_ca.display()))?;
+    for client_ca in client_cas {
+        for ca in security::certificates_of(client_ca)? {
+            roots
+                .add(ca)
+                .map_err(|e| format!("adding {}: {e}", client_ca.display()))?;
+        }
     }
     let verifier = rustls::server::WebPkiClientVerifier::builder_with_provider(
         Arc::new(roots),

@@ -224,6 +224,28 @@ pub struct AuthenticationOptions {
     #[arg(long)]
     #[serde(skip_serializing_if = "Option::is_none")]
     pub service_account_jwks_uri: Option<String>,
+    /// The CA (PEM) of front proxies (aggregating API servers) whose requests name their user
+    /// in headers; the generated front-proxy CA (`pki/front-proxy-ca.crt`) when unset. A
+    /// certificate of this CA never names a user by itself.
+    #[arg(long)]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub requestheader_client_ca_file: Option<PathBuf>,
+    /// The common names a front proxy's certificate may have, comma-separated (`front-proxy-
+    /// client` when the CA is the generated one; any name of the CA when a CA is given and this
+    /// is not).
+    #[arg(long, value_delimiter = ',')]
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub requestheader_allowed_names: Vec<String>,
+    /// The headers a front proxy names the user in, comma-separated; the first set wins.
+    #[arg(long, value_delimiter = ',', default_value = "X-Remote-User")]
+    pub requestheader_username_headers: Vec<String>,
+    /// The headers a front proxy names the user's groups in, comma-separated.
+    #[arg(long, value_delimiter = ',', default_value = "X-Remote-Group")]
+    pub requestheader_group_headers: Vec<String>,
+    /// The prefixes of the headers a front proxy names the user's extra attributes in
+    /// (`<prefix><key>`), comma-separated.
+    #[arg(long, value_delimiter = ',', default_value = "X-Remote-Extra-")]
+    pub requestheader_extra_headers_prefix: Vec<String>,
 }
 
 impl Default for AuthenticationOptions {
@@ -237,6 +259,11 @@ impl Default for AuthenticationOptions {
             api_audiences: Vec::new(),
             service_account_max_token_expiration: None,
             service_account_jwks_uri: None,
+            requestheader_client_ca_file: None,
+            requestheader_allowed_names: Vec::new(),
+            requestheader_username_headers: vec!["X-Remote-User".to_owned()],
+            requestheader_group_headers: vec!["X-Remote-Group".to_owned()],
+            requestheader_extra_headers_prefix: vec!["X-Remote-Extra-".to_owned()],
         }
     }
 }
@@ -504,6 +531,29 @@ impl Options {
                 "etcd-certfile",
                 "--etcd-certfile and --etcd-keyfile go together",
             );
+        }
+        let auth = &self.authentication;
+        for (flag, names) in [
+            (
+                "requestheader-username-headers",
+                &auth.requestheader_username_headers,
+            ),
+            (
+                "requestheader-group-headers",
+                &auth.requestheader_group_headers,
+            ),
+            (
+                "requestheader-extra-headers-prefix",
+                &auth.requestheader_extra_headers_prefix,
+            ),
+        ] {
+            for name in names {
+                if hyper::header::HeaderName::from_bytes(name.to_ascii_lowercase().as_bytes())
+                    .is_err()
+                {
+                    invalid.push(flag, format!("{name:?} is not an HTTP header name"));
+                }
+            }
         }
         if self.serving.proxy_client_cert_file.is_some()
             != self.serving.proxy_client_key_file.is_some()

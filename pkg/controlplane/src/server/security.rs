@@ -6,6 +6,7 @@ use std::sync::Arc;
 use genplane_apiserver::security::OidcDocuments;
 use genplane_apiserver::{Resource, Security};
 use genplane_authentication::request::{Authentication, TokenAuthenticator};
+use genplane_authentication::requestheader::{ClientCertificates, RequestHeader};
 use genplane_authorization::rbac::RbacAuthorizer;
 use genplane_authorization::{AlwaysAllow, AlwaysDeny, Authorizer, PrivilegedGroups, Union};
 
@@ -131,7 +132,16 @@ pub(super) fn security(
         );
         anonymous = false;
     }
-    let mut security = Security::new(Authentication { tokens, anonymous }, authorizer.clone());
+    let (client_certificates, request_header) = request_header(config)?;
+    let mut security = Security::new(
+        Authentication {
+            tokens,
+            anonymous,
+            client_certificates: Some(client_certificates),
+            request_header: Some(Arc::new(request_header)),
+        },
+        authorizer.clone(),
+    );
     if config
         .authorization_modes
         .contains(&AuthorizationMode::Rbac)
@@ -146,4 +156,101 @@ pub(super) fn security(
     }
     security.oidc = oidc;
     Ok(security)
+}
+
+/// The client CA (certificates naming users) and the CA of front proxies whose headers are
+/// believed ([`RequestHeader`]), with the names and headers of `--requestheader-*`; the
+/// generated front-proxy CA (names `front-proxy-client`) by default.
+fn request_header(config: &Config) -> Result<(ClientCertificates, RequestHeader), Error> {
+    let options = &config.options;
+    let read = |path: &std::path::Path| -> Result<ClientCertificates, Error> {
+        let roots = certificates_of(path).map_err(Error::Security)?;
+        ClientCertificates::new(&roots)
+            .map_err(|e| Error::Security(format!("{}: {e}", path.display())))
+    };
+    let clients = read(&client_ca_path(config))?;
+    let proxies = read(&requestheader_ca_path(config))?;
+    let lower = |names: &[String]| -> Vec<String> {
+        names.iter().map(|n| n.to_ascii_lowercase()).collect()
+    };
+    let allowed_names = allowed_names(config);
+    Ok((
+        clients,
+        RequestHeader {
+            proxies,
+            allowed_names,
+            username_headers: lower(&options.authentication.requestheader_username_headers),
+            group_headers: lower(&options.authentication.requestheader_group_headers),
+            extra_prefixes: lower(&options.authentication.requestheader_extra_headers_prefix),
+        },
+    ))
+}
+
+/// The names a front proxy's certificate may have: `--requestheader-allowed-names`, or, with
+/// the generated front-proxy CA, the generated proxy client's.
+fn allowed_names(config: &Config) -> Vec<String> {
+    let authentication = &config.options.authentication;
+    if authentication.requestheader_client_ca_file.is_none()
+        && authentication.requestheader_allowed_names.is_empty()
+    {
+        vec![super::pki::PROXY_CLIENT_USER.to_owned()]
+    } else {
+        authentication.requestheader_allowed_names.clone()
+    }
+}
+
+/// What `kube-system/extension-apiserver-authentication` publishes of this configuration.
+pub(super) fn published_authentication(
+    config: &Config,
+) -> Result<crate::cluster_authentication::Published, Error> {
+    let read = |path: std::path::PathBuf| {
+        std::fs::read_to_string(&path)
+            .map_err(|e| Error::Security(format!("reading {}: {e}", path.display())))
+    };
+    let authentication = &config.options.authentication;
+    Ok(crate::cluster_authentication::Published {
+        client_ca: read(client_ca_path(config))?,
+        requestheader_client_ca: read(requestheader_ca_path(config))?,
+        allowed_names: allowed_names(config),
+        username_headers: authentication.requestheader_username_headers.clone(),
+        group_headers: authentication.requestheader_group_headers.clone(),
+        extra_headers_prefix: authentication.requestheader_extra_headers_prefix.clone(),
+    })
+}
+
+/// The CA of client certificates: `--client-ca-file`, or the generated one.
+pub(super) fn client_ca_path(config: &Config) -> std::path::PathBuf {
+    config
+        .options
+        .serving
+        .client_ca_file
+        .clone()
+        .unwrap_or_else(|| config.options.data_dir.join("pki").join("ca.crt"))
+}
+
+/// The CA of front proxies: `--requestheader-client-ca-file`, or the generated one.
+pub(super) fn requestheader_ca_path(config: &Config) -> std::path::PathBuf {
+    config
+        .options
+        .authentication
+        .requestheader_client_ca_file
+        .clone()
+        .unwrap_or_else(|| {
+            config
+                .options
+                .data_dir
+                .join("pki")
+                .join("front-proxy-ca.crt")
+        })
+}
+
+/// The certificates (DER) of the PEM file at `path`.
+pub(super) fn certificates_of(
+    path: &std::path::Path,
+) -> Result<Vec<rustls::pki_types::CertificateDer<'static>>, String> {
+    use rustls::pki_types::pem::PemObject as _;
+    rustls::pki_types::CertificateDer::pem_file_iter(path)
+        .map_err(|e| format!("reading {}: {e}", path.display()))?
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| format!("parsing {}: {e}", path.display()))
 }
