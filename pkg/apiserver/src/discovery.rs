@@ -14,6 +14,9 @@ pub use genplane_api::catalog::{ResourceDescription, SubresourceDescription};
 #[derive(Clone, Debug, Default)]
 pub struct Discovery {
     resources: Vec<ResourceDescription>,
+    /// The group-versions whose server cannot be reached now (an unavailable APIService's):
+    /// the aggregated document marks them `Stale`, listing what they served last.
+    stale: Vec<(String, String)>,
 }
 
 fn group_version(group: &str, version: &str) -> String {
@@ -40,7 +43,16 @@ fn storage_version_hash(api_version: &str, kind: &str) -> String {
 impl Discovery {
     /// Discovery of `resources`; their order is the order clients see.
     pub fn new(resources: Vec<ResourceDescription>) -> Self {
-        Self { resources }
+        Self {
+            resources,
+            stale: Vec::new(),
+        }
+    }
+
+    /// The same documents, `stale` (group, version) marked `Stale` in the aggregated form.
+    pub fn with_stale(mut self, stale: Vec<(String, String)>) -> Self {
+        self.stale = stale;
+        self
     }
 
     /// The groups, in order of first appearance, each with its versions in order (the first is
@@ -192,7 +204,9 @@ impl Discovery {
                                 entry
                             })
                             .collect();
-                        json!({"version": v, "resources": resources, "freshness": "Current"})
+                        let stale = self.stale.iter().any(|(g, sv)| g == group && sv == v);
+                        let freshness = if stale { "Stale" } else { "Current" };
+                        json!({"version": v, "resources": resources, "freshness": freshness})
                     })
                     .collect();
                 json!({"metadata": {"name": group}, "versions": versions})

@@ -231,6 +231,8 @@ impl<S: Storage> Served<S> {
 pub struct Aggregated {
     pub(crate) targets: crate::aggregation::Targets,
     resources: Vec<ResourceDescription>,
+    /// The group-versions whose server is unavailable (discovery marks them stale).
+    stale: Vec<(String, String)>,
 }
 
 impl Aggregated {
@@ -248,13 +250,18 @@ impl Aggregated {
     ) -> Self {
         let mut targets = Vec::new();
         let mut resources = Vec::new();
+        let mut stale = Vec::new();
         for (group, version, target, described) in served {
+            if target.unavailable.is_some() {
+                stale.push((group.clone(), version.clone()));
+            }
             targets.push((group, version, target));
             resources.extend(described);
         }
         Self {
             targets: crate::aggregation::Targets::new(targets),
             resources,
+            stale,
         }
     }
 }
@@ -480,7 +487,7 @@ impl<S: Storage> ApiServer<S> {
             &builtin_types,
             Vec::new(),
             Vec::new(),
-            &[],
+            &Aggregated::default(),
             &version,
         ))));
         let admission_context = builtin
@@ -534,7 +541,7 @@ impl<S: Storage> ApiServer<S> {
         builtin_types: &genplane_merge::Schema,
         custom: Vec<Arc<Resource<S>>>,
         custom_documents: Vec<builder::Document>,
-        aggregated: &[ResourceDescription],
+        aggregated: &Aggregated,
         version: &Value,
     ) -> Served<S> {
         let resources: Vec<Arc<Resource<S>>> = builtin.iter().cloned().chain(custom).collect();
@@ -560,15 +567,12 @@ impl<S: Storage> ApiServer<S> {
 
     /// Discovery of `resources`, and of `aggregated` (what other servers serve) in the
     /// group-versions none of them is in.
-    fn discovery_of(
-        resources: &[Arc<Resource<S>>],
-        aggregated: &[ResourceDescription],
-    ) -> Discovery {
+    fn discovery_of(resources: &[Arc<Resource<S>>], aggregated: &Aggregated) -> Discovery {
         let mut described: Vec<ResourceDescription> = resources
             .iter()
             .map(|r| r.info.description().clone())
             .collect();
-        for remote in aggregated {
+        for remote in &aggregated.resources {
             if !resources
                 .iter()
                 .any(|r| r.info.group == remote.group && r.info.version == remote.version)
@@ -576,7 +580,7 @@ impl<S: Storage> ApiServer<S> {
                 described.push(remote.clone());
             }
         }
-        Discovery::new(described)
+        Discovery::new(described).with_stale(aggregated.stale.clone())
     }
 
     /// What other servers serve now.
@@ -605,7 +609,7 @@ impl<S: Storage> ApiServer<S> {
         let current = served.clone();
         *served = Arc::new(Served {
             resources: current.resources.clone(),
-            discovery: Self::discovery_of(&current.resources, &aggregated.resources),
+            discovery: Self::discovery_of(&current.resources, &aggregated),
             types: current.types.clone(),
             openapi: current.openapi.clone(),
             openapi_v2: current.openapi_v2.clone(),
@@ -643,7 +647,7 @@ impl<S: Storage> ApiServer<S> {
             &self.builtin_types,
             custom,
             documents,
-            &aggregated.resources,
+            &aggregated,
             &self.version,
         );
         let mut current = self
@@ -656,7 +660,7 @@ impl<S: Storage> ApiServer<S> {
             served
         } else {
             Served {
-                discovery: Self::discovery_of(&served.resources, &now.resources),
+                discovery: Self::discovery_of(&served.resources, &now),
                 ..served
             }
         };

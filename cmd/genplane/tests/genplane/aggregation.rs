@@ -222,6 +222,28 @@ fn an_extension_api_server_is_served_through_the_aggregator() {
         &["get", "apiservice", "v1alpha1.wardle.example.com"],
     ));
     assert!(table.contains("False (FailedDiscoveryCheck)"), "{table}");
+    // Discovery still lists what it served, marked stale.
+    let discovery = server.raw().request(
+        "GET",
+        "/apis",
+        &[(
+            "Accept",
+            "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList",
+        )],
+        None,
+    );
+    let wardle = discovery.json()["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|g| g["metadata"]["name"] == GROUP)
+        .cloned()
+        .unwrap_or_else(|| panic!("{}", discovery.text()));
+    assert_eq!(wardle["versions"][0]["freshness"], "Stale", "{wardle}");
+    assert_eq!(
+        wardle["versions"][0]["resources"][0]["resource"], "flunders",
+        "{wardle}"
+    );
     // Everything else is served as before.
     ok(server.kubectl("kubectl", &["get", "namespaces"]));
 }
