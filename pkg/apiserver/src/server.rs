@@ -233,11 +233,14 @@ pub struct Aggregated {
     resources: Vec<ResourceDescription>,
     /// The group-versions whose server is unavailable (discovery marks them stale).
     stale: Vec<(String, String)>,
+    /// The priorities of each group-version served elsewhere (its APIService's group priority
+    /// minimum and version priority), which order discovery.
+    priorities: Vec<((String, String), (i32, i32))>,
 }
 
 impl Aggregated {
-    /// Each group-version served elsewhere: its group, version, target, and the resources
-    /// its server said it serves.
+    /// Each group-version served elsewhere: its group, version, target, the resources its
+    /// server said it serves, and its APIService's priorities (group, version).
     pub fn new(
         served: impl IntoIterator<
             Item = (
@@ -245,16 +248,19 @@ impl Aggregated {
                 String,
                 Arc<crate::aggregation::Target>,
                 Vec<ResourceDescription>,
+                (i32, i32),
             ),
         >,
     ) -> Self {
         let mut targets = Vec::new();
         let mut resources = Vec::new();
         let mut stale = Vec::new();
-        for (group, version, target, described) in served {
+        let mut priorities = Vec::new();
+        for (group, version, target, described, priority) in served {
             if target.unavailable.is_some() {
                 stale.push((group.clone(), version.clone()));
             }
+            priorities.push(((group.clone(), version.clone()), priority));
             targets.push((group, version, target));
             resources.extend(described);
         }
@@ -262,8 +268,45 @@ impl Aggregated {
             targets: crate::aggregation::Targets::new(targets),
             resources,
             stale,
+            priorities,
         }
     }
+}
+
+/// `described` in the order discovery lists it, as upstream's aggregator orders APIServices:
+/// groups by their highest group priority minimum (`apiregistration.k8s.io` first, as
+/// upstream lists it), then by name; versions in a group by version priority; otherwise in the
+/// order given (the catalog's, a CRD's by Kubernetes version).
+fn in_priority_order(
+    described: Vec<(ResourceDescription, (i32, i32))>,
+) -> Vec<ResourceDescription> {
+    /// Upstream's discovery priority of its own group, above every other.
+    const APIREGISTRATION_PRIORITY: i32 = 20001;
+    let mut group_priority: std::collections::HashMap<&str, i32> = std::collections::HashMap::new();
+    for (description, (group, _)) in &described {
+        let group = if description.group == genplane_api::apiregistration::apiservice::GROUP {
+            APIREGISTRATION_PRIORITY
+        } else {
+            *group
+        };
+        let entry = group_priority
+            .entry(description.group.as_str())
+            .or_insert(group);
+        *entry = (*entry).max(group);
+    }
+    let group_priority: std::collections::HashMap<String, i32> = group_priority
+        .into_iter()
+        .map(|(g, p)| (g.to_owned(), p))
+        .collect();
+    let mut ordered = described;
+    // A stable sort: equal keys keep the order given.
+    ordered.sort_by(|(a, (_, va)), (b, (_, vb))| {
+        let (pa, pb) = (group_priority[&a.group], group_priority[&b.group]);
+        pb.cmp(&pa)
+            .then_with(|| a.group.cmp(&b.group))
+            .then_with(|| vb.cmp(va))
+    });
+    ordered.into_iter().map(|(d, _)| d).collect()
 }
 
 /// Answers API requests.
@@ -568,19 +611,33 @@ impl<S: Storage> ApiServer<S> {
     /// Discovery of `resources`, and of `aggregated` (what other servers serve) in the
     /// group-versions none of them is in.
     fn discovery_of(resources: &[Arc<Resource<S>>], aggregated: &Aggregated) -> Discovery {
-        let mut described: Vec<ResourceDescription> = resources
+        use genplane_api::apiregistration::apiservice;
+        let mut described: Vec<(ResourceDescription, (i32, i32))> = resources
             .iter()
-            .map(|r| r.info.description().clone())
+            .map(|r| {
+                let priority = if r.info.builtin_info().is_some() {
+                    apiservice::builtin_priority(&r.info.group, &r.info.version)
+                        .unwrap_or(apiservice::OWN_PRIORITY)
+                } else {
+                    apiservice::CUSTOM_PRIORITY
+                };
+                (r.info.description().clone(), priority)
+            })
             .collect();
         for remote in &aggregated.resources {
             if !resources
                 .iter()
                 .any(|r| r.info.group == remote.group && r.info.version == remote.version)
             {
-                described.push(remote.clone());
+                let priority = aggregated
+                    .priorities
+                    .iter()
+                    .find(|((g, v), _)| *g == remote.group && *v == remote.version)
+                    .map_or(apiservice::CUSTOM_PRIORITY, |(_, p)| *p);
+                described.push((remote.clone(), priority));
             }
         }
-        Discovery::new(described).with_stale(aggregated.stale.clone())
+        Discovery::new(in_priority_order(described)).with_stale(aggregated.stale.clone())
     }
 
     /// What other servers serve now.

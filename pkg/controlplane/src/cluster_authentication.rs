@@ -96,17 +96,21 @@ pub async fn write<S: Storage>(store: &Store<S>, published: &Published) -> Resul
     }
 }
 
-/// Publishes `published` now (its error is returned), then every [`REPUBLISH`] until `stop`
-/// completes; nothing when ConfigMaps are not served.
+/// Publishes `published` now, then every [`REPUBLISH`] until `stop` completes; nothing when
+/// ConfigMaps are not served. A write that fails (the stored ConfigMap cannot be read, say,
+/// encrypted with a key the server no longer has) is logged and tried again later: the
+/// server serves without it, as upstream's.
 pub async fn publish<S: Storage>(
     resources: &[std::sync::Arc<Resource<S>>],
     published: Published,
     stop: impl std::future::Future<Output = ()> + Send + 'static,
-) -> Result<(), ApiError> {
+) {
     let Some(store) = config_maps(resources) else {
-        return Ok(());
+        return;
     };
-    write(&store, &published).await?;
+    if let Err(error) = write(&store, &published).await {
+        tracing::warn!(%error, "publishing {NAMESPACE}/{NAME}");
+    }
     tokio::spawn(async move {
         tokio::pin!(stop);
         loop {
@@ -119,7 +123,6 @@ pub async fn publish<S: Storage>(
             }
         }
     });
-    Ok(())
 }
 
 #[cfg(test)]

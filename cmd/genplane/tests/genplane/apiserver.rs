@@ -238,7 +238,8 @@ fn the_identity_lease_and_request_metrics_are_published() {
     metrics_until(
         &server,
         &[
-            "apiserver_storage_objects{resource=\"configmaps\"} 2",
+            // The two, and kube-system/extension-apiserver-authentication.
+            "apiserver_storage_objects{resource=\"configmaps\"} 3",
             "apiserver_storage_objects{resource=\"namespaces\"} 4",
             // The identity Lease, and the Lease of its feature-use reporter.
             "apiserver_storage_objects{resource=\"leases.coordination.k8s.io\"} 2",

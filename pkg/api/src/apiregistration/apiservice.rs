@@ -56,6 +56,43 @@ pub const AUTOMANAGED_LABEL: &str = "kube-aggregator.kubernetes.io/automanaged";
 /// The port of a service reference without one.
 pub const DEFAULT_PORT: i32 = 443;
 
+/// Upstream's priorities of the built-in group-versions (group priority minimum, version
+/// priority), from kube-apiserver 1.33's tables; `None` for a group-version it has none for.
+pub fn builtin_priority(group: &str, version: &str) -> Option<(i32, i32)> {
+    let priority = match (group, version) {
+        ("", "v1") => (18000, 1),
+        ("apiregistration.k8s.io", "v1") => (18000, 1),
+        ("events.k8s.io", "v1") => (17750, 15),
+        ("authentication.k8s.io", "v1") => (17700, 15),
+        ("authentication.k8s.io", "v1beta1") => (17700, 9),
+        ("authentication.k8s.io", "v1alpha1") => (17700, 1),
+        ("authorization.k8s.io", "v1") => (17600, 15),
+        ("autoscaling", "v1") => (17500, 15),
+        ("certificates.k8s.io", "v1") => (17300, 15),
+        ("certificates.k8s.io", "v1beta1") => (17300, 9),
+        ("certificates.k8s.io", "v1alpha1") => (17300, 1),
+        ("rbac.authorization.k8s.io", "v1") => (17000, 15),
+        ("apiextensions.k8s.io", "v1") => (16700, 15),
+        ("admissionregistration.k8s.io", "v1") => (16700, 15),
+        ("admissionregistration.k8s.io", "v1beta1") => (16700, 12),
+        ("admissionregistration.k8s.io", "v1alpha1") => (16700, 9),
+        ("coordination.k8s.io", "v1") => (16500, 15),
+        ("coordination.k8s.io", "v1beta1") => (16500, 13),
+        ("coordination.k8s.io", "v1alpha2") => (16500, 12),
+        ("flowcontrol.apiserver.k8s.io", "v1") => (16100, 21),
+        ("flowcontrol.apiserver.k8s.io", "v1beta3") => (16100, 18),
+        _ => return None,
+    };
+    Some(priority)
+}
+
+/// The priorities of a built-in group-version upstream has none for (genplane's own groups, a
+/// program's own kinds): below every upstream group, above the custom resources.
+pub const OWN_PRIORITY: (i32, i32) = (15000, 9);
+
+/// The priorities of a custom resources' group-version, as upstream's CRD registration gives.
+pub const CUSTOM_PRIORITY: (i32, i32) = (1000, 100);
+
 static SERVICE_REFERENCE: Struct = Struct {
     name: "ServiceReference",
     fields: &[

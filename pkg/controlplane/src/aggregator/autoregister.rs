@@ -7,7 +7,7 @@
 //! does), then another after every change of the APIServices or of what is served:
 //! - every served group-version has an APIService `<version>.<group>` (`v1.` for the core
 //!   group) without a service, labelled [`AUTOMANAGED_LABEL`]: `onstart` for the built-in
-//!   group-versions, with upstream's priorities ([`priority`]), and `true` for the custom
+//!   group-versions, with upstream's priorities ([`builtin_priority`]), and `true` for the custom
 //!   resources' group-versions (group priority 1000, version priority 100, as upstream);
 //! - an APIService the server made whose group-version is no longer served goes: one made for
 //!   custom resources at once, one made at start only in the first pass (servers of one cluster
@@ -23,7 +23,8 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
 use genplane_api::apiregistration::apiservice::{
-    self, AUTOMANAGED_LABEL, AVAILABLE, LOCAL_MESSAGE, LOCAL_REASON,
+    self, AUTOMANAGED_LABEL, AVAILABLE, CUSTOM_PRIORITY, LOCAL_MESSAGE, LOCAL_REASON, OWN_PRIORITY,
+    builtin_priority,
 };
 use genplane_apimachinery::errors::ApiError;
 use genplane_apiserver::server::ApiServer;
@@ -35,43 +36,6 @@ use serde_json::{Value, json};
 pub const ON_START: &str = "onstart";
 /// The label value of the APIServices of custom resources' group-versions.
 pub const FOLLOWED: &str = "true";
-
-/// Upstream's priorities of the built-in group-versions (group priority minimum, version
-/// priority), from kube-apiserver 1.33's tables; `None` for a group-version it has none for.
-pub fn priority(group: &str, version: &str) -> Option<(i32, i32)> {
-    let priority = match (group, version) {
-        ("", "v1") => (18000, 1),
-        ("apiregistration.k8s.io", "v1") => (18000, 1),
-        ("events.k8s.io", "v1") => (17750, 15),
-        ("authentication.k8s.io", "v1") => (17700, 15),
-        ("authentication.k8s.io", "v1beta1") => (17700, 9),
-        ("authentication.k8s.io", "v1alpha1") => (17700, 1),
-        ("authorization.k8s.io", "v1") => (17600, 15),
-        ("autoscaling", "v1") => (17500, 15),
-        ("certificates.k8s.io", "v1") => (17300, 15),
-        ("certificates.k8s.io", "v1beta1") => (17300, 9),
-        ("certificates.k8s.io", "v1alpha1") => (17300, 1),
-        ("rbac.authorization.k8s.io", "v1") => (17000, 15),
-        ("apiextensions.k8s.io", "v1") => (16700, 15),
-        ("admissionregistration.k8s.io", "v1") => (16700, 15),
-        ("admissionregistration.k8s.io", "v1beta1") => (16700, 12),
-        ("admissionregistration.k8s.io", "v1alpha1") => (16700, 9),
-        ("coordination.k8s.io", "v1") => (16500, 15),
-        ("coordination.k8s.io", "v1beta1") => (16500, 13),
-        ("coordination.k8s.io", "v1alpha2") => (16500, 12),
-        ("flowcontrol.apiserver.k8s.io", "v1") => (16100, 21),
-        ("flowcontrol.apiserver.k8s.io", "v1beta3") => (16100, 18),
-        _ => return None,
-    };
-    Some(priority)
-}
-
-/// The priorities of a built-in group-version upstream has none for (genplane's own groups, a
-/// program's own kinds): below every upstream group, above the custom resources.
-pub const OWN_PRIORITY: (i32, i32) = (15000, 9);
-
-/// The priorities of a custom resources' group-version, as upstream's CRD registration gives.
-pub const CUSTOM_PRIORITY: (i32, i32) = (1000, 100);
 
 /// An APIService the server wants: its group-version, priorities and label value.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -185,7 +149,10 @@ impl<S: Storage> AutoRegister<S> {
         for resource in self.api.resources() {
             let (group, version) = (&resource.info.group, &resource.info.version);
             let (priority, label) = if resource.info.builtin_info().is_some() {
-                (priority(group, version).unwrap_or(OWN_PRIORITY), ON_START)
+                (
+                    builtin_priority(group, version).unwrap_or(OWN_PRIORITY),
+                    ON_START,
+                )
             } else {
                 (CUSTOM_PRIORITY, FOLLOWED)
             };
@@ -326,12 +293,15 @@ mod tests {
 
     #[test]
     fn upstream_priorities_and_names() {
-        assert_eq!(priority("", "v1"), Some((18000, 1)));
+        assert_eq!(builtin_priority("", "v1"), Some((18000, 1)));
         assert_eq!(
-            priority("rbac.authorization.k8s.io", "v1"),
+            builtin_priority("rbac.authorization.k8s.io", "v1"),
             Some((17000, 15))
         );
-        assert_eq!(priority("featuregates.genplane.io", "v1alpha1"), None);
+        assert_eq!(
+            builtin_priority("featuregates.genplane.io", "v1alpha1"),
+            None
+        );
         let core = Wanted {
             group: String::new(),
             version: "v1".into(),

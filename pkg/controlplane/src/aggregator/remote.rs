@@ -155,6 +155,10 @@ impl<S: Storage> Remote<S> {
                 text(&probed.spec, "/version").to_owned(),
                 probed.target.clone(),
                 probed.resources.clone(),
+                (
+                    probed.spec["groupPriorityMinimum"].as_i64().unwrap_or(0) as i32,
+                    probed.spec["versionPriority"].as_i64().unwrap_or(0) as i32,
+                ),
             )
         }));
         self.api.set_aggregated(aggregated);

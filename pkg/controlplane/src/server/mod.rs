@@ -576,8 +576,8 @@ fn own_hooks(
                     published,
                     async move { stop.triggered().await },
                 )
-                .await
-                .map_err(|e| format!("publishing the cluster's authentication: {e}"))
+                .await;
+                Ok(())
             })
         }),
     );
