@@ -18,6 +18,7 @@ pub mod auth;
 pub mod conversion;
 pub mod crd;
 pub mod features;
+pub mod flowcontrol;
 pub mod policy_status;
 pub mod rbac;
 pub mod server;
