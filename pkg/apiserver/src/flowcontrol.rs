@@ -180,7 +180,7 @@ fn subject_matches(subject: &Subject, user: &UserInfo) -> bool {
         "Group" => subject
             .group
             .as_ref()
-            .is_some_and(|g| g.name == ALL || user.groups.iter().any(|name| *name == g.name)),
+            .is_some_and(|g| g.name == ALL || user.groups.contains(&g.name)),
         "ServiceAccount" => {
             let Some(account) = &subject.service_account else {
                 return false;
