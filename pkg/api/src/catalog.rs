@@ -12,7 +12,7 @@ pub use crate::resource::{
 };
 use crate::{
     admissionregistration, apiextensions, apiregistration, authentication, authorization,
-    certificates, coordination, core, events, featuregates, networkregistry, rbac,
+    certificates, coordination, core, events, featuregates, flowcontrol, networkregistry, rbac,
 };
 
 static RESOURCES: &[ResourceInfo] = &[
@@ -35,6 +35,8 @@ static RESOURCES: &[ResourceInfo] = &[
     admissionregistration::mutatingadmissionpolicy::INFO,
     admissionregistration::mutatingadmissionpolicybinding::INFO,
     coordination::lease::INFO,
+    flowcontrol::flowschema::INFO,
+    flowcontrol::prioritylevelconfiguration::INFO,
     apiextensions::INFO,
     apiregistration::apiservice::INFO,
     featuregates::feature::INFO,
@@ -188,6 +190,20 @@ mod tests {
                     "leases",
                     "Lease",
                     true,
+                    vec![]
+                ),
+                (
+                    "flowcontrol.apiserver.k8s.io/v1".into(),
+                    "flowschemas",
+                    "FlowSchema",
+                    false,
+                    vec![]
+                ),
+                (
+                    "flowcontrol.apiserver.k8s.io/v1".into(),
+                    "prioritylevelconfigurations",
+                    "PriorityLevelConfiguration",
+                    false,
                     vec![]
                 ),
                 (

@@ -8,6 +8,9 @@
 //! - certificates.k8s.io/v1 ([`certificates`]): CertificateSigningRequests, with their
 //!   `status` and `approval` subresources;
 //! - coordination.k8s.io/v1 ([`coordination`]): leases;
+//! - flowcontrol.apiserver.k8s.io/v1 ([`flowcontrol`]): FlowSchemas and
+//!   PriorityLevelConfigurations, with the configuration every server keeps
+//!   ([`flowcontrol::bootstrap`]);
 //! - rbac.authorization.k8s.io/v1 ([`rbac`]): [`rbac::role`], [`rbac::clusterrole`],
 //!   [`rbac::rolebinding`], [`rbac::clusterrolebinding`];
 //! - admissionregistration.k8s.io/v1 ([`admissionregistration`]): validating and mutating
@@ -82,6 +85,7 @@ pub mod core;
 pub mod events;
 pub mod featuregates;
 pub mod features;
+pub mod flowcontrol;
 pub mod networkregistry;
 pub mod order;
 #[cfg(test)]

@@ -38,6 +38,7 @@ pub mod enablement;
 pub mod encode;
 mod fieldmanager;
 pub mod filters;
+pub mod flowcontrol;
 mod handlers;
 pub mod kind;
 pub mod metrics;

@@ -19,6 +19,7 @@ pub mod cluster_authentication;
 pub mod conversion;
 pub mod crd;
 pub mod features;
+pub mod flowcontrol;
 pub mod policy_status;
 pub mod rbac;
 pub mod server;

@@ -198,6 +198,20 @@ fn sample(resource: &catalog::ResourceInfo) -> Value {
                 "service": {"namespace": "wardle", "name": "api", "port": 8443},
                 "caBundle": "LS0tLS1CRUdJTiBDRVJUSUZJQ0FURS0tLS0tCg=="}})
         }
+        ("flowcontrol.apiserver.k8s.io", "flowschemas") => json!({"spec": {
+            "priorityLevelConfiguration": {"name": "workload-low"}, "matchingPrecedence": 500,
+            "distinguisherMethod": {"type": "ByNamespace"},
+            "rules": [{
+                "subjects": [{"kind": "ServiceAccount", "serviceAccount": {"namespace": "web", "name": "*"}}],
+                "resourceRules": [{"verbs": ["list", "watch"], "apiGroups": [""], "resources": ["configmaps"], "namespaces": ["web"]}],
+                "nonResourceRules": [{"verbs": ["get"], "nonResourceURLs": ["/version"]}],
+            }],
+        }}),
+        ("flowcontrol.apiserver.k8s.io", "prioritylevelconfigurations") => json!({"spec": {
+            "type": "Limited", "limited": {"nominalConcurrencyShares": 7, "lendablePercent": 20,
+                "borrowingLimitPercent": 100,
+                "limitResponse": {"type": "Queue", "queuing": {"queues": 16, "handSize": 4, "queueLengthLimit": 10}}},
+        }}),
         ("apiextensions.k8s.io", "customresourcedefinitions") => {
             let mut crd = crds().swap_remove(0);
             crd["metadata"]["labels"] = json!({"app": "web"});

@@ -24,6 +24,7 @@ mod dispatch;
 mod encryption;
 mod etcd_compaction;
 mod features;
+mod flowcontrol;
 mod ha_chaos;
 mod hostile_admission;
 mod kubectl_acceptance;

@@ -518,7 +518,8 @@ impl CompletedConfig {
 /// The server's own post-start hooks, in the order they run, named as upstream names its own:
 /// the system namespaces, the bootstrap RBAC policy and the authorizer's feed of it (with RBAC
 /// authorization), the CustomResourceDefinitions served, a Local APIService for every served
-/// group-version (`kube-apiserver-autoregistration`), the ValidatingAdmissionPolicies'
+/// group-version (`kube-apiserver-autoregistration`), the priority and fairness configuration
+/// kept (`priority-and-fairness-config-producer`, where FlowSchemas and levels are served), the ValidatingAdmissionPolicies'
 /// status followed, the identity Lease kept (where Leases are served); then genplane's own:
 /// `start-feature-reporting` (where the Feature API is served) reports the server's feature
 /// uses like every role's (`genplane_featurecontroller::Reporter`), as
@@ -646,6 +647,27 @@ fn own_hooks(
                     .run(async move { stop.triggered().await })
                     .await
                     .map_err(|e| format!("registering the served APIServices: {e}"))
+            })
+        }),
+    );
+    let api = serving.clone();
+    add(
+        &mut hooks,
+        "priority-and-fairness-config-producer",
+        Box::new(move |context| {
+            Box::pin(async move {
+                let Some(configuration) = crate::flowcontrol::Configuration::new(&server(&api))
+                else {
+                    return Ok(());
+                };
+                let stop = context.shutdown.clone();
+                configuration
+                    .run(move || {
+                        let stop = stop.clone();
+                        async move { stop.triggered().await }
+                    })
+                    .await
+                    .map_err(|e| format!("keeping the priority and fairness configuration: {e}"))
             })
         }),
     );

@@ -62,6 +62,8 @@ fn documents_are_listed_as_upstream_lists_them() {
             "apis/admissionregistration.k8s.io/v1alpha1",
             "apis/coordination.k8s.io",
             "apis/coordination.k8s.io/v1",
+            "apis/flowcontrol.apiserver.k8s.io",
+            "apis/flowcontrol.apiserver.k8s.io/v1",
             "apis/apiextensions.k8s.io",
             "apis/apiextensions.k8s.io/v1",
             "apis/apiregistration.k8s.io",
@@ -381,7 +383,7 @@ fn the_v2_document_holds_every_group_version() {
         // Every group version's, featuregates.genplane.io/v1alpha1's,
         // networkregistry.genplane.io/v1alpha1's and admissionregistration.k8s.io/v1alpha1's
         // included.
-        13
+        14
     );
     assert_eq!(
         doc["definitions"]["io.k8s.apimachinery.pkg.apis.meta.v1.APIGroup"]["x-kubernetes-group-version-kind"],
