@@ -20,7 +20,7 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 
 use bytes::Bytes;
-use genplane_apimachinery::errors::{Status, StatusReason};
+use genplane_apimachinery::errors::{ApiError, Status, StatusReason};
 use genplane_authentication::UserInfo;
 use http_body_util::BodyExt as _;
 use hyper::header::{HeaderName, HeaderValue};
@@ -295,29 +295,21 @@ fn withheld(name: &HeaderName) -> bool {
         || name.starts_with("x-remote-")
 }
 
-/// The proxied request's body: streamed as received, or what was read already.
-async fn outgoing_body(body: RequestBody) -> Result<ProxyBody, hyper::Error> {
-    Ok(match body {
-        RequestBody::Read(bytes) => http_body_util::Full::new(bytes)
+/// The proxied request's body: streamed as received, or, when the audit log records it,
+/// read first (within the limit of every request body, [`crate::MAX_BODY_BYTES`]).
+async fn outgoing_body(body: RequestBody) -> Result<ProxyBody, ApiError> {
+    let full = |bytes: Bytes| {
+        http_body_util::Full::new(bytes)
             .map_err(|never| match never {})
-            .boxed(),
+            .boxed()
+    };
+    Ok(match body {
+        RequestBody::Read(bytes) => full(bytes),
         RequestBody::Incoming(unread) => match unread.into_incoming() {
             Some(incoming) => incoming.boxed(),
-            None => http_body_util::Empty::new()
-                .map_err(|never| match never {})
-                .boxed(),
+            None => full(Bytes::new()),
         },
-        RequestBody::Recorded(mut unread, on_read) => {
-            // The audit log records the body: read it whole first.
-            let mut read = Vec::new();
-            while let Some(chunk) = unread.data().await {
-                read.extend_from_slice(&chunk?);
-            }
-            on_read(&read);
-            http_body_util::Full::new(Bytes::from(read))
-                .map_err(|never| match never {})
-                .boxed()
-        }
+        recorded @ RequestBody::Recorded(..) => full(crate::handlers::read_bytes(recorded).await?),
     })
 }
 
@@ -336,11 +328,7 @@ pub(crate) async fn proxy(
     }
     let body = match outgoing_body(body).await {
         Ok(body) => body,
-        Err(error) => {
-            return error_response(
-                &Status::bad_request(format!("reading the body: {error}")).into(),
-            );
-        }
+        Err(error) => return error_response(&error),
     };
     let mut request = Request::new(body);
     *request.method_mut() = parts.method;

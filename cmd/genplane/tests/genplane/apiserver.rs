@@ -678,6 +678,7 @@ fn readyz_lists_every_post_start_hook() {
                 "start-apiextensions-controllers",
                 "kube-apiserver-autoregistration",
                 "apiservice-status-remote-available-controller",
+                "priority-and-fairness-config-producer",
                 "start-validating-admission-policy-status-controller",
                 "start-kube-apiserver-identity-lease-controller",
                 "start-feature-reporting",

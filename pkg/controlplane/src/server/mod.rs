@@ -650,27 +650,6 @@ fn own_hooks(
             })
         }),
     );
-    let api = serving.clone();
-    add(
-        &mut hooks,
-        "priority-and-fairness-config-producer",
-        Box::new(move |context| {
-            Box::pin(async move {
-                let Some(configuration) = crate::flowcontrol::Configuration::new(&server(&api))
-                else {
-                    return Ok(());
-                };
-                let stop = context.shutdown.clone();
-                configuration
-                    .run(move || {
-                        let stop = stop.clone();
-                        async move { stop.triggered().await }
-                    })
-                    .await
-                    .map_err(|e| format!("keeping the priority and fairness configuration: {e}"))
-            })
-        }),
-    );
     let (api, resolver) = (serving.clone(), config.service_resolver.clone());
     add(
         &mut hooks,
@@ -689,6 +668,27 @@ fn own_hooks(
                     .run(async move { stop.triggered().await })
                     .await
                     .map_err(|e| format!("following the remote APIServices: {e}"))
+            })
+        }),
+    );
+    let api = serving.clone();
+    add(
+        &mut hooks,
+        "priority-and-fairness-config-producer",
+        Box::new(move |context| {
+            Box::pin(async move {
+                let Some(configuration) = crate::flowcontrol::Configuration::new(&server(&api))
+                else {
+                    return Ok(());
+                };
+                let stop = context.shutdown.clone();
+                configuration
+                    .run(move || {
+                        let stop = stop.clone();
+                        async move { stop.triggered().await }
+                    })
+                    .await
+                    .map_err(|e| format!("keeping the priority and fairness configuration: {e}"))
             })
         }),
     );
