@@ -257,12 +257,15 @@ impl Targets {
     }
 
     /// The target of a request's path, when it is below `/apis/<group>/<version>` of a
-    /// group-version served elsewhere.
+    /// group-version served elsewhere, or its OpenAPI v3 document
+    /// (`/openapi/v3/apis/<group>/<version>`).
     pub fn of_path(&self, path: &str) -> Option<&Arc<Target>> {
         if self.by_group_version.is_empty() {
             return None;
         }
-        let rest = path.strip_prefix("/apis/")?;
+        let rest = path
+            .strip_prefix("/apis/")
+            .or_else(|| path.strip_prefix("/openapi/v3/apis/"))?;
         let mut parts = rest.splitn(3, '/');
         let group = parts.next()?;
         let version = parts.next().filter(|v| !v.is_empty())?;
@@ -480,6 +483,8 @@ mod tests {
             ("/apis/wardle.example.com/", false),
             ("/api/v1", false),
             ("/apis", false),
+            ("/openapi/v3/apis/wardle.example.com/v1alpha1", true),
+            ("/openapi/v3/apis/wardle.example.com", false),
         ] {
             assert_eq!(targets.of_path(path).is_some(), theirs, "{path}");
         }

@@ -236,11 +236,15 @@ pub struct Aggregated {
     /// The priorities of each group-version served elsewhere (its APIService's group priority
     /// minimum and version priority), which order discovery.
     priorities: Vec<((String, String), (i32, i32))>,
+    /// The OpenAPI v3 index entries of the group-versions served elsewhere (path below
+    /// `/openapi/v3/`, the document's URL on its server), when their servers have them.
+    openapi: Vec<(String, String)>,
 }
 
 impl Aggregated {
     /// Each group-version served elsewhere: its group, version, target, the resources its
-    /// server said it serves, and its APIService's priorities (group, version).
+    /// server said it serves, its APIService's priorities (group, version), and the URL of its
+    /// OpenAPI v3 document on its server, when it has one.
     pub fn new(
         served: impl IntoIterator<
             Item = (
@@ -249,6 +253,7 @@ impl Aggregated {
                 Arc<crate::aggregation::Target>,
                 Vec<ResourceDescription>,
                 (i32, i32),
+                Option<String>,
             ),
         >,
     ) -> Self {
@@ -256,7 +261,11 @@ impl Aggregated {
         let mut resources = Vec::new();
         let mut stale = Vec::new();
         let mut priorities = Vec::new();
-        for (group, version, target, described, priority) in served {
+        let mut openapi = Vec::new();
+        for (group, version, target, described, priority, document) in served {
+            if let Some(url) = document {
+                openapi.push((format!("apis/{group}/{version}"), url));
+            }
             if target.unavailable.is_some() {
                 stale.push((group.clone(), version.clone()));
             }
@@ -269,6 +278,7 @@ impl Aggregated {
             resources,
             stale,
             priorities,
+            openapi,
         }
     }
 }
@@ -594,7 +604,9 @@ impl<S: Storage> ApiServer<S> {
             tracing::error!(%error, "reading the type model of the custom resources");
             types = builtin_types.clone();
         }
-        let openapi = builtin_openapi.extended(custom_documents);
+        let openapi = builtin_openapi
+            .extended(custom_documents)
+            .with_remote(aggregated.openapi.clone());
         let openapi_v2 = Arc::new(OpenApiV2::new(
             &openapi,
             version["gitVersion"].as_str().unwrap_or_default(),
@@ -668,7 +680,7 @@ impl<S: Storage> ApiServer<S> {
             resources: current.resources.clone(),
             discovery: Self::discovery_of(&current.resources, &aggregated),
             types: current.types.clone(),
-            openapi: current.openapi.clone(),
+            openapi: current.openapi.with_remote(aggregated.openapi.clone()),
             openapi_v2: current.openapi_v2.clone(),
         });
     }
@@ -718,6 +730,7 @@ impl<S: Storage> ApiServer<S> {
         } else {
             Served {
                 discovery: Self::discovery_of(&served.resources, &now),
+                openapi: served.openapi.with_remote(now.openapi.clone()),
                 ..served
             }
         };

@@ -353,6 +353,16 @@ fn a_genplane_api_server_serves_behind_another_as_an_extension() {
         "crontab.stable.example.com/through-the-aggregator"
     );
 
+    // kubectl explain reads the extension's OpenAPI document through the aggregator.
+    let explained = eventually("the extension's OpenAPI document", || {
+        let out = aggregator.kubectl("kubectl", &["explain", "crontabs.spec"]);
+        (out.status.success() && text(&out).contains("cronSpec")).then(|| text(&out))
+    });
+    assert!(
+        explained.contains("GROUP:      stable.example.com"),
+        "{explained}"
+    );
+
     // The extension sees the user the aggregator authenticated and authorizes it itself: alice,
     // allowed by the aggregator's RBAC but not yet by the extension's, is refused by the
     // extension, then allowed once the extension grants her too.

@@ -66,6 +66,10 @@ impl Served {
 pub struct OpenApiV3 {
     index: Served,
     documents: Vec<Served>,
+    /// The index entries of group-versions other servers serve (path below `/openapi/v3/`,
+    /// and the URL of their document, their server's hash in it), whose documents are
+    /// proxied.
+    remote: Vec<(String, String)>,
 }
 
 /// Upper-case hex SHA-512, as upstream computes its OpenAPI ETags.
@@ -167,6 +171,11 @@ impl OpenApiV3 {
 
     /// The index of `documents`.
     fn indexed(documents: Vec<Served>) -> Self {
+        Self::indexed_with(documents, Vec::new())
+    }
+
+    /// The index of `documents` and of the `remote` entries (path, URL) not among them.
+    fn indexed_with(documents: Vec<Served>, remote: Vec<(String, String)>) -> Self {
         let mut paths = Map::new();
         for d in &documents {
             paths.insert(
@@ -174,10 +183,30 @@ impl OpenApiV3 {
                 json!({"serverRelativeURL": format!("/openapi/v3/{}?hash={}", d.path, d.hash)}),
             );
         }
+        let remote: Vec<(String, String)> = remote
+            .into_iter()
+            .filter(|(path, _)| !paths.contains_key(path))
+            .collect();
+        for (path, url) in &remote {
+            paths.insert(path.clone(), json!({ "serverRelativeURL": url }));
+        }
         let index = serde_json::to_vec(&json!({"paths": paths}))
             .expect("invariant: a serde_json::Value always serializes");
         let index = Served::new(String::new(), index);
-        Self { index, documents }
+        Self {
+            index,
+            documents,
+            remote,
+        }
+    }
+
+    /// These documents, with `remote` index entries (path below `/openapi/v3/`, URL) for the
+    /// group-versions other servers serve, in place of those it had.
+    pub fn with_remote(&self, remote: Vec<(String, String)>) -> Self {
+        if remote.is_empty() && self.remote.is_empty() {
+            return self.clone();
+        }
+        Self::indexed_with(self.documents.clone(), remote)
     }
 
     /// The document below `/openapi/v3/<path>`, parsed back from its bytes.
@@ -541,6 +570,33 @@ mod tests {
             Some(custom.document)
         );
         assert!(served.document("apis/example.com/v1").is_none());
+
+        // Other servers' group-versions are indexed with their URLs; a local one wins.
+        let remote = extended.with_remote(vec![
+            (
+                "apis/wardle.example.com/v1alpha1".to_owned(),
+                "/openapi/v3/apis/wardle.example.com/v1alpha1?hash=AB".to_owned(),
+            ),
+            (
+                "apis/example.com/v1".to_owned(),
+                "/openapi/v3/apis/example.com/v1?hash=CD".to_owned(),
+            ),
+        ]);
+        let index: serde_json::Value = serde_json::from_slice(&remote.index.bytes).unwrap();
+        assert_eq!(
+            index["paths"]["apis/wardle.example.com/v1alpha1"]["serverRelativeURL"],
+            "/openapi/v3/apis/wardle.example.com/v1alpha1?hash=AB"
+        );
+        assert_ne!(
+            index["paths"]["apis/example.com/v1"]["serverRelativeURL"],
+            "/openapi/v3/apis/example.com/v1?hash=CD"
+        );
+        assert_ne!(remote.index.hash, extended.index.hash);
+        // Without them again, the index is the local one.
+        assert_eq!(
+            remote.with_remote(Vec::new()).index.hash,
+            extended.index.hash
+        );
     }
 
     #[test]

@@ -37,11 +37,13 @@ pub const PROBE_INTERVAL: Duration = Duration::from_secs(10);
 /// How long a probe waits for its answer (upstream's discovery check waits 5 s).
 pub const PROBE_TIMEOUT: Duration = Duration::from_secs(5);
 
-/// A probed APIService: its target, what it serves, and the spec it was made for.
+/// A probed APIService: its target, what it serves, the URL of its OpenAPI v3 document, and
+/// the spec it was made for.
 struct Probed {
     spec: Value,
     target: Arc<Target>,
     resources: Vec<ResourceDescription>,
+    openapi: Option<String>,
 }
 
 /// The remote APIServices of one API server.
@@ -143,7 +145,10 @@ impl<S: Storage> Remote<S> {
             .unwrap_or_else(std::sync::PoisonError::into_inner);
         let unchanged = probed.len() == next.len()
             && probed.iter().zip(&next).all(|((a, was), (b, now))| {
-                a == b && Arc::ptr_eq(&was.target, &now.target) && was.resources == now.resources
+                a == b
+                    && Arc::ptr_eq(&was.target, &now.target)
+                    && was.resources == now.resources
+                    && was.openapi == now.openapi
             });
         if unchanged {
             *probed = next;
@@ -159,6 +164,7 @@ impl<S: Storage> Remote<S> {
                     probed.spec["groupPriorityMinimum"].as_i64().unwrap_or(0) as i32,
                     probed.spec["versionPriority"].as_i64().unwrap_or(0) as i32,
                 ),
+                probed.openapi.clone(),
             )
         }));
         self.api.set_aggregated(aggregated);
@@ -179,11 +185,11 @@ impl<S: Storage> Remote<S> {
             .unwrap_or_else(std::sync::PoisonError::into_inner)
             .get(name)
             .filter(|p| p.spec == *spec)
-            .map(|p| (p.target.clone(), p.resources.clone()));
-        let (target, resources) = match earlier {
+            .map(|p| (p.target.clone(), p.resources.clone(), p.openapi.clone()));
+        let (target, resources, openapi) = match earlier {
             Some(earlier) => earlier,
             None => match self.target(name, spec, &reference).await {
-                Ok(target) => (Arc::new(target), Vec::new()),
+                Ok(target) => (Arc::new(target), Vec::new(), None),
                 Err(availability) => return (None, availability),
             },
         };
@@ -214,6 +220,13 @@ impl<S: Storage> Remote<S> {
         };
         let available = found.is_some();
         let resources = found.unwrap_or(resources);
+        // Where its OpenAPI v3 document is (kubectl explain reads it through this server);
+        // kept from before when its server cannot say now.
+        let openapi = if available {
+            openapi_url(&target, group, version).await.or(openapi)
+        } else {
+            openapi
+        };
         let target = if available == target.unavailable.is_none() {
             target
         } else {
@@ -230,6 +243,7 @@ impl<S: Storage> Remote<S> {
                 spec: spec.clone(),
                 target,
                 resources,
+                openapi,
             }),
             availability,
         )
@@ -348,6 +362,21 @@ impl<S: Storage> Remote<S> {
             Err(error) => Err(error),
         }
     }
+}
+
+/// The URL of the OpenAPI v3 document of `group`/`version` in `target`'s index, when it
+/// serves one below `/openapi/v3/`.
+async fn openapi_url(target: &Target, group: &str, version: &str) -> Option<String> {
+    let (status, body) = aggregation::get(target, "/openapi/v3", PROBE_TIMEOUT)
+        .await
+        .ok()?;
+    if !status.is_success() {
+        return None;
+    }
+    let index: Value = serde_json::from_slice(&body).ok()?;
+    let url = index["paths"][format!("apis/{group}/{version}")]["serverRelativeURL"].as_str()?;
+    url.starts_with(&format!("/openapi/v3/apis/{group}/{version}"))
+        .then(|| url.to_owned())
 }
 
 /// The resources of an `APIResourceList` an extension server answered for
