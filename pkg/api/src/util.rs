@@ -8,7 +8,7 @@ use genplane_apimachinery::codec::schema::Struct;
 use genplane_apimachinery::errors::ApiError;
 use genplane_apimachinery::meta::ObjectMeta;
 use serde::de::DeserializeOwned;
-use serde_json::Value;
+use serde_json::{Map, Value};
 
 use crate::resource::Context;
 use genplane_apimachinery::validation::field::{Error, ErrorList, Path};
@@ -214,6 +214,90 @@ pub fn validate_conditions<'a>(
                 status,
                 CONDITION_STATUSES,
             ));
+        }
+    }
+}
+
+/// The string field `key` of `value`, or `""`.
+fn str_of<'a>(value: &'a Value, key: &str) -> &'a str {
+    value.get(key).and_then(Value::as_str).unwrap_or("")
+}
+
+/// `object` with `condition` set ([`set_condition`]), or `None` when its condition of that type
+/// already says the same ([`condition_equivalent`]): what a controller writes through `status`.
+pub fn with_condition(object: &Value, condition: Value, now: &str) -> Option<Value> {
+    let kind = str_of(&condition, "type");
+    let current = object
+        .pointer("/status/conditions")
+        .and_then(Value::as_array)
+        .and_then(|conditions| conditions.iter().find(|c| str_of(c, "type") == kind));
+    if condition_equivalent(current, Some(&condition)) {
+        return None;
+    }
+    let mut updated = object.clone();
+    set_condition(&mut updated, condition, now);
+    Some(updated)
+}
+
+/// Whether two conditions say the same: type, status, reason and message (not the time).
+pub fn condition_equivalent(a: Option<&Value>, b: Option<&Value>) -> bool {
+    match (a, b) {
+        (None, None) => true,
+        (Some(a), Some(b)) => ["type", "status", "reason", "message"]
+            .iter()
+            .all(|k| str_of(a, k) == str_of(b, k)),
+        _ => false,
+    }
+}
+
+/// Writes `condition` into `object.status.conditions` as upstream's `Set*Condition` helpers
+/// do (CRDs, APIServices, FlowSchemas): a new condition is appended with
+/// `lastTransitionTime: now`; an existing one takes the new reason and message, and the new
+/// status with `now` only when the status changes (or it had no time).
+pub fn set_condition(object: &mut Value, condition: Value, now: &str) {
+    let Some(root) = object.as_object_mut() else {
+        return;
+    };
+    let status = root
+        .entry("status")
+        .or_insert_with(|| Value::Object(Map::new()));
+    if !status.is_object() {
+        *status = Value::Object(Map::new());
+    }
+    let conditions = &mut status["conditions"];
+    if !conditions.is_array() {
+        *conditions = Value::Array(Vec::new());
+    }
+    let Some(list) = conditions.as_array_mut() else {
+        return;
+    };
+    let kind = str_of(&condition, "type").to_owned();
+    let field = |c: &Value, k: &str| c.get(k).cloned().unwrap_or(Value::from(""));
+    match list.iter_mut().find(|c| str_of(c, "type") == kind) {
+        None => {
+            let mut new = condition.clone();
+            new["lastTransitionTime"] = Value::from(now);
+            list.push(new);
+        }
+        Some(existing) => {
+            let status_changed = str_of(existing, "status") != str_of(&condition, "status");
+            let no_time = str_of(existing, "lastTransitionTime").is_empty();
+            if status_changed || no_time {
+                existing["status"] = field(&condition, "status");
+                existing["lastTransitionTime"] = Value::from(now);
+            }
+            for key in ["reason", "message"] {
+                let value = field(&condition, key);
+                match existing.as_object_mut() {
+                    Some(map) if value == "" => {
+                        map.remove(key);
+                    }
+                    Some(map) => {
+                        map.insert(key.to_owned(), value);
+                    }
+                    None => {}
+                }
+            }
         }
     }
 }

@@ -251,11 +251,6 @@ impl Targets {
         }
     }
 
-    /// Whether no group-version is served elsewhere.
-    pub fn is_empty(&self) -> bool {
-        self.by_group_version.is_empty()
-    }
-
     /// The target of a request's path, when it is below `/apis/<group>/<version>` of a
     /// group-version served elsewhere, or its OpenAPI v3 document
     /// (`/openapi/v3/apis/<group>/<version>`).

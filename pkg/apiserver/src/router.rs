@@ -122,9 +122,15 @@ impl<S: Storage> ApiServer<S> {
         user: &UserInfo,
     ) -> Response<ResponseBody> {
         // A group-version an APIService hands to another server is that server's.
-        let aggregated = self.aggregated();
-        if let Some(target) = aggregated.targets.of_path(parts.uri.path()) {
-            return crate::aggregation::proxy(target, parts, body, user).await;
+        // Only the target is held, not the snapshot (a proxied watch may last long).
+        let target = self
+            .served()
+            .aggregated
+            .targets
+            .of_path(parts.uri.path())
+            .cloned();
+        if let Some(target) = target {
+            return crate::aggregation::proxy(&target, parts, body, user).await;
         }
         if !info.is_resource_request {
             return self

@@ -210,6 +210,9 @@ pub(crate) struct Served<S: Storage> {
     /// The OpenAPI v3 documents, as served (the schemas of kinds are read back from them).
     pub(crate) openapi: OpenApiV3,
     pub(crate) openapi_v2: Arc<OpenApiV2>,
+    /// What other servers serve ([`ApiServer::set_aggregated`]): proxied, and in discovery
+    /// and the OpenAPI index.
+    pub(crate) aggregated: Arc<Aggregated>,
 }
 
 impl<S: Storage> Served<S> {
@@ -331,8 +334,6 @@ pub struct ApiServer<S: Storage> {
     served: Arc<std::sync::RwLock<Arc<Served<S>>>>,
     /// Counts the changes of what is served ([`ApiServer::served_changes`]).
     changes: tokio::sync::watch::Sender<u64>,
-    /// What other servers serve ([`ApiServer::set_aggregated`]).
-    aggregated: std::sync::RwLock<Arc<Aggregated>>,
     pub(crate) version: Value,
     pub(crate) server_address: String,
     pub(crate) ops: Option<OpsHandler>,
@@ -540,7 +541,7 @@ impl<S: Storage> ApiServer<S> {
             &builtin_types,
             Vec::new(),
             Vec::new(),
-            &Aggregated::default(),
+            Arc::default(),
             &version,
         ))));
         let admission_context = builtin
@@ -570,7 +571,6 @@ impl<S: Storage> ApiServer<S> {
             builtin_types,
             served,
             changes: tokio::sync::watch::Sender::new(0),
-            aggregated: std::sync::RwLock::default(),
             version,
             server_address: server_address.to_owned(),
             ops,
@@ -594,11 +594,11 @@ impl<S: Storage> ApiServer<S> {
         builtin_types: &genplane_merge::Schema,
         custom: Vec<Arc<Resource<S>>>,
         custom_documents: Vec<builder::Document>,
-        aggregated: &Aggregated,
+        aggregated: Arc<Aggregated>,
         version: &Value,
     ) -> Served<S> {
         let resources: Vec<Arc<Resource<S>>> = builtin.iter().cloned().chain(custom).collect();
-        let discovery = Self::discovery_of(&resources, aggregated);
+        let discovery = Self::discovery_of(&resources, &aggregated);
         let mut types = builtin_types.clone();
         if let Err(error) = builder::extend_type_model(&mut types, &custom_documents) {
             tracing::error!(%error, "reading the type model of the custom resources");
@@ -617,6 +617,7 @@ impl<S: Storage> ApiServer<S> {
             types: Arc::new(types),
             openapi,
             openapi_v2,
+            aggregated,
         }
     }
 
@@ -652,29 +653,17 @@ impl<S: Storage> ApiServer<S> {
         Discovery::new(in_priority_order(described)).with_stale(aggregated.stale.clone())
     }
 
-    /// What other servers serve now.
-    pub(crate) fn aggregated(&self) -> Arc<Aggregated> {
-        self.aggregated
-            .read()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .clone()
-    }
-
     /// Hands the group-versions of `aggregated` to other servers (the aggregator's
     /// controller calls it after each pass): requests below their `/apis/<group>/<version>`
     /// are proxied, and discovery lists the resources their servers serve.
     pub fn set_aggregated(&self, aggregated: Aggregated) {
         let aggregated = Arc::new(aggregated);
-        // The snapshot is replaced under the write lock of what is served, so that a
-        // concurrent `set_custom` cannot put back discovery without these resources.
+        // Replaced under the snapshot's write lock, so that a concurrent `set_custom` sees it
+        // (it builds its snapshot outside the lock, then checks).
         let mut served = self
             .served
             .write()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
-        *self
-            .aggregated
-            .write()
-            .unwrap_or_else(std::sync::PoisonError::into_inner) = aggregated.clone();
         let current = served.clone();
         *served = Arc::new(Served {
             resources: current.resources.clone(),
@@ -682,6 +671,7 @@ impl<S: Storage> ApiServer<S> {
             types: current.types.clone(),
             openapi: current.openapi.with_remote(aggregated.openapi.clone()),
             openapi_v2: current.openapi_v2.clone(),
+            aggregated,
         });
     }
 
@@ -709,14 +699,14 @@ impl<S: Storage> ApiServer<S> {
             })
             .map(Arc::new)
             .collect();
-        let aggregated = self.aggregated();
+        let aggregated = self.served().aggregated.clone();
         let served = Self::snapshot(
             &self.builtin,
             &self.builtin_openapi,
             &self.builtin_types,
             custom,
             documents,
-            &aggregated,
+            aggregated.clone(),
             &self.version,
         );
         let mut current = self
@@ -724,13 +714,14 @@ impl<S: Storage> ApiServer<S> {
             .write()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
         // What other servers serve may have changed while this snapshot was built.
-        let now = self.aggregated();
+        let now = current.aggregated.clone();
         let served = if Arc::ptr_eq(&now, &aggregated) {
             served
         } else {
             Served {
                 discovery: Self::discovery_of(&served.resources, &now),
                 openapi: served.openapi.with_remote(now.openapi.clone()),
+                aggregated: now,
                 ..served
             }
         };

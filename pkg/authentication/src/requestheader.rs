@@ -99,21 +99,22 @@ pub const GROUP_HEADER: &str = "x-remote-group";
 /// See [`USERNAME_HEADER`].
 pub const EXTRA_PREFIX: &str = "x-remote-extra-";
 
-/// `%XX` escapes decoded, as Go's `url.PathUnescape` decodes an extra key; the key as it is
-/// when an escape is malformed.
-fn unescape(key: &str) -> String {
+/// An extra attribute's key from a header name (`X-Remote-Extra-<key>`,
+/// `Impersonate-Extra-<key>`): percent-decoded, as Go's `url.PathUnescape`; a key that does not
+/// decode is kept as it is, as upstream keeps it.
+pub fn unescape_extra_key(key: &str) -> String {
     let bytes = key.as_bytes();
     let mut out = Vec::with_capacity(bytes.len());
     let mut i = 0;
     while i < bytes.len() {
         if bytes[i] == b'%' {
-            let hex = key
+            let Some(hex) = key
                 .get(i + 1..i + 3)
-                .and_then(|h| u8::from_str_radix(h, 16).ok());
-            let Some(byte) = hex else {
+                .and_then(|h| u8::from_str_radix(h, 16).ok())
+            else {
                 return key.to_owned();
             };
-            out.push(byte);
+            out.push(hex);
             i += 3;
         } else {
             out.push(bytes[i]);
@@ -174,7 +175,7 @@ impl RequestHeader {
             };
             if let Ok(value) = value.to_str() {
                 extra
-                    .entry(unescape(key).to_lowercase())
+                    .entry(unescape_extra_key(key).to_lowercase())
                     .or_default()
                     .push(value.to_owned());
             }

@@ -67,11 +67,6 @@ fn name(object: &Value) -> &str {
         .unwrap_or_default()
 }
 
-/// Whether a write lost a race with another writer, which the next pass sees.
-fn raced(error: &ApiError) -> bool {
-    matches!(error.code, 404 | 409)
-}
-
 /// Whether two specs of `kind` are the same, as typed values (so a list the store dropped
 /// when empty equals an empty one).
 fn same_spec(kind: Kind, a: Option<&Value>, b: Option<&Value>) -> bool {
@@ -100,21 +95,14 @@ fn auto_update(object: &Value) -> Option<bool> {
         .and_then(genplane_component_base::strconv::parse_bool)
 }
 
-fn now() -> String {
-    genplane_apimachinery::meta::rfc3339(
-        std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| i64::try_from(d.as_secs()).unwrap_or(i64::MAX)),
-    )
-}
-
-/// The `Dangling` condition of a FlowSchema naming `level`, which exists or not.
-pub fn dangling_condition(level: &str, exists: bool, since: &str) -> Value {
+/// The `Dangling` condition of a FlowSchema naming `level`, which exists or not (its time is
+/// set when it is written).
+pub fn dangling_condition(level: &str, exists: bool) -> Value {
     if exists {
-        json!({"type": DANGLING, "status": "False", "lastTransitionTime": since, "reason": "Found",
+        json!({"type": DANGLING, "status": "False", "reason": "Found",
             "message": format!("This FlowSchema references the PriorityLevelConfiguration object named {level:?} and it exists")})
     } else {
-        json!({"type": DANGLING, "status": "True", "lastTransitionTime": since, "reason": "NotFound",
+        json!({"type": DANGLING, "status": "True", "reason": "NotFound",
             "message": format!("This FlowSchema references the PriorityLevelConfiguration object named {level:?} but there is no such object")})
     }
 }
@@ -310,7 +298,7 @@ impl<S: Storage> Configuration<S> {
 
     fn tolerate(&self, result: Result<(), ApiError>) -> Result<(), ApiError> {
         match result {
-            Err(error) if !raced(&error) => Err(error),
+            Err(error) if !crate::store_follower::raced(&error) => Err(error),
             _ => Ok(()),
         }
     }
@@ -322,34 +310,7 @@ impl<S: Storage> Configuration<S> {
             .and_then(Value::as_str)
             .unwrap_or_default();
         let exists = levels.iter().any(|l| l == level);
-        let conditions: Vec<Value> = schema
-            .pointer("/status/conditions")
-            .and_then(Value::as_array)
-            .cloned()
-            .unwrap_or_default();
-        let current = conditions.iter().find(|c| c["type"] == DANGLING);
-        let want_status = if exists { "False" } else { "True" };
-        let since = match current {
-            Some(c) if c["status"] == want_status => c["lastTransitionTime"]
-                .as_str()
-                .map_or_else(now, str::to_owned),
-            _ => now(),
-        };
-        let condition = dangling_condition(level, exists, &since);
-        if current == Some(&condition) {
-            return Ok(());
-        }
-        let mut conditions: Vec<Value> = conditions
-            .into_iter()
-            .filter(|c| c["type"] != DANGLING)
-            .collect();
-        conditions.push(condition);
-        let mut updated = schema.clone();
-        updated["status"]["conditions"] = Value::Array(conditions);
-        let written = self
-            .flow_schema_status
-            .update("", name(schema), updated, &WriteOptions::default())
-            .await;
-        self.tolerate(written.map(drop))
+        let condition = dangling_condition(level, exists);
+        crate::store_follower::write_condition(&self.flow_schema_status, schema, condition).await
     }
 }

@@ -371,6 +371,16 @@ fn registry_cache(config: &CacherConfig) -> CacherConfig {
 pub const SYSTEM_NAMESPACES: &[&str] =
     &["default", "kube-system", "kube-public", "kube-node-lease"];
 
+/// The time now as Kubernetes writes it (`2026-11-22T03:40:00Z`): a condition's
+/// `lastTransitionTime`.
+pub(crate) fn now_rfc3339() -> String {
+    genplane_apimachinery::meta::rfc3339(
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| i64::try_from(d.as_secs()).unwrap_or(i64::MAX)),
+    )
+}
+
 /// Creates what must exist at start-up (the system namespaces) when it is missing.
 pub async fn bootstrap<S: Storage, R: std::borrow::Borrow<Resource<S>>>(
     resources: &[R],

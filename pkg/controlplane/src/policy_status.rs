@@ -107,7 +107,7 @@ impl<S: Storage> PolicyStatus<S> {
             {
                 Ok(_) => {}
                 // A newer write comes back through the watch.
-                Err(error) if error.code == 409 || error.code == 404 => {}
+                Err(error) if crate::store_follower::raced(&error) => {}
                 Err(error) => return Err(error),
             }
         }

@@ -1,7 +1,9 @@
 //! Following a store from inside the API server: a pass over what is stored at start, then
 //! another after every change (a burst of changes settles into one pass), re-watching from
 //! the last pass's revision when a watch ends. The in-process controllers (CRDs, the status
-//! of admission policies) are built on it.
+//! of admission policies, APIServices, the priority-and-fairness configuration) are built on
+//! it, and share how they write a condition ([`write_condition`]) and tell a lost race
+//! ([`raced`]).
 
 use std::future::Future;
 use std::sync::Arc;
@@ -122,4 +124,45 @@ where
         let _ = stopped.send(true);
     })
     .await
+}
+
+/// Whether a controller's write lost a race with another writer (the object went, 404, or
+/// changed, 409): the next pass sees the winner's write.
+pub fn raced(error: &ApiError) -> bool {
+    matches!(error.code, 404 | 409)
+}
+
+/// Writes `condition` into `object`'s `status.conditions` through `status` (the `status`
+/// subresource's store) when its condition of that type says something else
+/// ([`genplane_api::util::with_condition`]: the transition time moves only with the status);
+/// a lost race is left to the next pass.
+pub async fn write_condition<S: Storage>(
+    status: &Store<S>,
+    object: &serde_json::Value,
+    condition: serde_json::Value,
+) -> Result<(), ApiError> {
+    let Some(updated) =
+        genplane_api::util::with_condition(object, condition, &crate::now_rfc3339())
+    else {
+        return Ok(());
+    };
+    let text = |pointer: &str| {
+        object
+            .pointer(pointer)
+            .and_then(serde_json::Value::as_str)
+            .unwrap_or_default()
+    };
+    match status
+        .update(
+            text("/metadata/namespace"),
+            text("/metadata/name"),
+            updated,
+            &genplane_registry::WriteOptions::default(),
+        )
+        .await
+    {
+        Ok(_) => Ok(()),
+        Err(error) if raced(&error) => Ok(()),
+        Err(error) => Err(error),
+    }
 }

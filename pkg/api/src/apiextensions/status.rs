@@ -32,6 +32,8 @@ pub const TERMINATING: &str = "Terminating";
 /// The condition type of CRDs in protected groups (`*.k8s.io`, `*.kubernetes.io`).
 pub const API_APPROVAL_POLICY_CONFORMANT: &str = "KubernetesAPIApprovalPolicyConformant";
 
+pub use crate::util::{condition_equivalent, set_condition};
+
 fn condition(kind: &str, status: &str, reason: &str, message: &str) -> Value {
     json!({"type": kind, "status": status, "reason": reason, "message": message})
 }
@@ -365,69 +367,6 @@ pub fn find_condition<'a>(crd: &'a Value, kind: &str) -> Option<&'a Value> {
 /// Whether the condition `kind` is `True`.
 pub fn is_condition_true(crd: &Value, kind: &str) -> bool {
     find_condition(crd, kind).is_some_and(|c| text(c, "status") == "True")
-}
-
-/// Whether two conditions say the same: type, status, reason and message (not the time).
-pub fn condition_equivalent(a: Option<&Value>, b: Option<&Value>) -> bool {
-    match (a, b) {
-        (None, None) => true,
-        (Some(a), Some(b)) => ["type", "status", "reason", "message"]
-            .iter()
-            .all(|k| text(a, k) == text(b, k)),
-        _ => false,
-    }
-}
-
-/// Writes `condition` into `crd.status.conditions` as upstream's `SetCRDCondition` does: a new
-/// condition is appended with `lastTransitionTime: now`; an existing one takes the new reason
-/// and message, and the new status with `now` only when the status changes (or it had no
-/// time).
-pub fn set_condition(crd: &mut Value, condition: Value, now: &str) {
-    let Some(root) = crd.as_object_mut() else {
-        return;
-    };
-    let status = root
-        .entry("status")
-        .or_insert_with(|| Value::Object(Map::new()));
-    if !status.is_object() {
-        *status = Value::Object(Map::new());
-    }
-    let conditions = &mut status["conditions"];
-    if !conditions.is_array() {
-        *conditions = Value::Array(Vec::new());
-    }
-    let Some(list) = conditions.as_array_mut() else {
-        return;
-    };
-    let kind = text(&condition, "type").to_owned();
-    let field = |c: &Value, k: &str| c.get(k).cloned().unwrap_or(Value::from(""));
-    match list.iter_mut().find(|c| text(c, "type") == kind) {
-        None => {
-            let mut new = condition.clone();
-            new["lastTransitionTime"] = Value::from(now);
-            list.push(new);
-        }
-        Some(existing) => {
-            let status_changed = text(existing, "status") != text(&condition, "status");
-            let no_time = text(existing, "lastTransitionTime").is_empty();
-            if status_changed || no_time {
-                existing["status"] = field(&condition, "status");
-                existing["lastTransitionTime"] = Value::from(now);
-            }
-            for key in ["reason", "message"] {
-                let value = field(&condition, key);
-                match existing.as_object_mut() {
-                    Some(map) if value == "" => {
-                        map.remove(key);
-                    }
-                    Some(map) => {
-                        map.insert(key.to_owned(), value);
-                    }
-                    None => {}
-                }
-            }
-        }
-    }
 }
 
 /// Removes the condition `kind`.

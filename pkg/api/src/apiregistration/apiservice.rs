@@ -211,15 +211,17 @@ pub fn default(object: &mut Value) {
     }
 }
 
+/// The `Available` condition with `status`, `reason` and `message`, without a time (the one
+/// who sets it gives the time: [`crate::util::set_condition`]).
+pub fn available_condition(status: &str, reason: &str, message: &str) -> Value {
+    json!({"type": AVAILABLE, "status": status, "reason": reason, "message": message})
+}
+
 /// The condition a Local APIService carries: available, reason `Local`, since `now` (RFC 3339).
 pub fn local_available_condition(now: &str) -> Value {
-    json!({
-        "type": AVAILABLE,
-        "status": "True",
-        "lastTransitionTime": now,
-        "reason": LOCAL_REASON,
-        "message": LOCAL_MESSAGE,
-    })
+    let mut condition = available_condition("True", LOCAL_REASON, LOCAL_MESSAGE);
+    condition["lastTransitionTime"] = Value::from(now);
+    condition
 }
 
 /// Whether the APIService names no service: this server serves its group-version.

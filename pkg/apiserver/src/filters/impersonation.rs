@@ -11,6 +11,7 @@
 //! One difference: groups, a uid or extras without a user are a 400 BadRequest here, where
 //! kube-apiserver answers 500.
 
+use genplane_authentication::requestheader::unescape_extra_key;
 use std::collections::BTreeMap;
 
 use genplane_apimachinery::errors::{ApiError, Status};
@@ -57,30 +58,6 @@ fn values<'a>(headers: &'a HeaderMap, name: &str) -> Result<Vec<&'a str>, ApiErr
         .collect()
 }
 
-/// Percent-decodes an extra key, as Go's `url.PathUnescape`; a key that does not decode is
-/// kept as it is, as upstream keeps it.
-fn unescape(key: &str) -> String {
-    let bytes = key.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        if bytes[i] == b'%' {
-            let Some(hex) = key
-                .get(i + 1..i + 3)
-                .and_then(|h| u8::from_str_radix(h, 16).ok())
-            else {
-                return key.to_owned();
-            };
-            out.push(hex);
-            i += 3;
-        } else {
-            out.push(bytes[i]);
-            i += 1;
-        }
-    }
-    String::from_utf8(out).unwrap_or_else(|_| key.to_owned())
-}
-
 /// The namespace and name of a service account's user name
 /// (`system:serviceaccount:<namespace>:<name>`, both non-empty, no further colon), as
 /// upstream's `SplitUsername`.
@@ -113,7 +90,7 @@ pub(crate) fn impersonate(
                 )))
             })?;
             extra
-                .entry(unescape(key))
+                .entry(unescape_extra_key(key))
                 .or_default()
                 .push(value.to_owned());
         }
@@ -334,7 +311,7 @@ mod tests {
         assert_eq!(alice.username, "alice");
         assert_eq!(alice.groups, ["system:unauthenticated"]);
         // A key that does not unescape is kept as it is.
-        assert_eq!(unescape("a%zz"), "a%zz");
-        assert_eq!(unescape("a%2fb"), "a/b");
+        assert_eq!(unescape_extra_key("a%zz"), "a%zz");
+        assert_eq!(unescape_extra_key("a%2fb"), "a/b");
     }
 }

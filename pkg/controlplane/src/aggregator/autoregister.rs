@@ -23,7 +23,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
 use genplane_api::apiregistration::apiservice::{
-    self, AUTOMANAGED_LABEL, AVAILABLE, CUSTOM_PRIORITY, LOCAL_MESSAGE, LOCAL_REASON, OWN_PRIORITY,
+    self, AUTOMANAGED_LABEL, CUSTOM_PRIORITY, LOCAL_MESSAGE, LOCAL_REASON, OWN_PRIORITY,
     builtin_priority,
 };
 use genplane_apimachinery::errors::ApiError;
@@ -31,6 +31,8 @@ use genplane_apiserver::server::ApiServer;
 use genplane_registry::{DeleteOptions, ListOptions, Store, WriteOptions};
 use genplane_storage::Storage;
 use serde_json::{Value, json};
+
+use crate::store_follower::raced;
 
 /// The label value of the APIServices of built-in group-versions.
 pub const ON_START: &str = "onstart";
@@ -95,11 +97,6 @@ fn name(object: &Value) -> &str {
         .pointer("/metadata/name")
         .and_then(Value::as_str)
         .unwrap_or_default()
-}
-
-/// Whether a write lost a race with another writer, which the next pass sees.
-fn raced(error: &ApiError) -> bool {
-    matches!(error.code, 404 | 409)
 }
 
 impl<S: Storage> AutoRegister<S> {
@@ -236,42 +233,8 @@ impl<S: Storage> AutoRegister<S> {
         if !apiservice::is_local(object) {
             return Ok(());
         }
-        let conditions = object
-            .pointer("/status/conditions")
-            .and_then(Value::as_array)
-            .cloned()
-            .unwrap_or_default();
-        let current = conditions.iter().find(|c| c["type"] == AVAILABLE);
-        if current.is_some_and(|c| {
-            c["status"] == "True" && c["reason"] == LOCAL_REASON && c["message"] == LOCAL_MESSAGE
-        }) {
-            return Ok(());
-        }
-        let now = genplane_apimachinery::meta::rfc3339(
-            std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .map_or(0, |d| d.as_secs() as i64),
-        );
-        let mut condition = apiservice::local_available_condition(&now);
-        // The transition time moves only when the status does.
-        if let Some(current) = current
-            && current["status"] == "True"
-            && let Some(since) = current.get("lastTransitionTime")
-        {
-            condition["lastTransitionTime"] = since.clone();
-        }
-        let mut conditions: Vec<Value> = conditions
-            .into_iter()
-            .filter(|c| c["type"] != AVAILABLE)
-            .collect();
-        conditions.push(condition);
-        let mut updated = object.clone();
-        updated["status"] = json!({"conditions": conditions});
-        self.write(
-            self.status
-                .update("", name(object), updated, &WriteOptions::default()),
-        )
-        .await
+        let condition = apiservice::available_condition("True", LOCAL_REASON, LOCAL_MESSAGE);
+        crate::store_follower::write_condition(&self.status, object, condition).await
     }
 
     /// Awaits a write, leaving a lost race to the next pass.

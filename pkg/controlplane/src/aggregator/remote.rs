@@ -22,12 +22,12 @@ use std::time::Duration;
 
 use genplane_admission::webhook::client::{self, Identity, Trust};
 use genplane_admission::webhook::resolver::{ServiceReference, ServiceResolver};
-use genplane_api::apiregistration::apiservice::{self, AVAILABLE};
+use genplane_api::apiregistration::apiservice;
 use genplane_apimachinery::errors::ApiError;
 use genplane_apiserver::aggregation::{self, Target};
 use genplane_apiserver::discovery::{ResourceDescription, SubresourceDescription};
 use genplane_apiserver::server::{Aggregated, ApiServer};
-use genplane_registry::{ListOptions, Store, WriteOptions};
+use genplane_registry::{ListOptions, Store};
 use genplane_storage::Storage;
 use serde_json::{Value, json};
 
@@ -321,46 +321,8 @@ impl<S: Storage> Remote<S> {
         object: &Value,
         (status, reason, message): &Availability,
     ) -> Result<(), ApiError> {
-        let conditions = object
-            .pointer("/status/conditions")
-            .and_then(Value::as_array)
-            .cloned()
-            .unwrap_or_default();
-        let current = conditions.iter().find(|c| c["type"] == AVAILABLE);
-        if current.is_some_and(|c| {
-            c["status"] == *status && c["reason"] == *reason && c["message"] == *message
-        }) {
-            return Ok(());
-        }
-        let since = match current {
-            Some(c) if c["status"] == *status => c["lastTransitionTime"].clone(),
-            _ => json!(genplane_apimachinery::meta::rfc3339(
-                std::time::SystemTime::now()
-                    .duration_since(std::time::UNIX_EPOCH)
-                    .map_or(0, |d| d.as_secs() as i64)
-            )),
-        };
-        let mut conditions: Vec<Value> = conditions
-            .into_iter()
-            .filter(|c| c["type"] != AVAILABLE)
-            .collect();
-        conditions.push(json!({
-            "type": AVAILABLE, "status": status, "lastTransitionTime": since,
-            "reason": reason, "message": message,
-        }));
-        let mut updated = object.clone();
-        updated["status"] = json!({"conditions": conditions});
-        let name = text(object, "/metadata/name").to_owned();
-        match self
-            .status
-            .update("", &name, updated, &WriteOptions::default())
-            .await
-        {
-            Ok(_) => Ok(()),
-            // Another writer won: the next pass sees its write.
-            Err(error) if matches!(error.code, 404 | 409) => Ok(()),
-            Err(error) => Err(error),
-        }
+        let condition = apiservice::available_condition(status, reason, message);
+        crate::store_follower::write_condition(&self.status, object, condition).await
     }
 }
 

@@ -166,19 +166,12 @@ pub fn compile_storage(crd: &Value) -> CustomResourceStrategy {
     )
 }
 
-fn now() -> String {
-    let seconds = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| i64::try_from(d.as_secs()).unwrap_or(i64::MAX));
-    genplane_apimachinery::meta::rfc3339(seconds)
-}
-
 /// The status the CRD controllers would write for `crd`, given the other stored CRDs: the
 /// naming controller's accepted names and `NamesAccepted`/`Established`, the establishing
 /// controller's `Established`, the API approval condition, and `Terminating` while it is
 /// deleted. Conditions keep their transition time when they do not change.
 pub fn status(crd: &Value, others: &[Value]) -> Value {
-    let now = now();
+    let now = crate::now_rfc3339();
     let mut next = crd.clone();
     if let Some((names, names_accepted, established)) = status::naming_update(crd, others) {
         next["status"]["acceptedNames"] = names;
