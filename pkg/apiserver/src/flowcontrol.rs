@@ -14,8 +14,18 @@
 //! and path (`*`, the path itself, or a prefix given as `/prefix/*`). The flow distinguisher
 //! is the user name (`ByUser`), the namespace (`ByNamespace`) or empty.
 //!
-//! Classification is not yet wired into the request path: the in-flight limit filter still
-//! protects the server until dispatching by these classes exists.
+//! What follows classification lives in the submodules: [`width`] estimates a request's
+//! seats, [`dispatch`] shares the server's concurrency among the levels and admits, queues or
+//! rejects each request by its level's [`queueset`], and [`allocation`] lends and borrows
+//! seats between levels from their demand.
+
+pub(crate) mod allocation;
+mod debug;
+pub mod dispatch;
+pub mod queueset;
+pub mod width;
+
+pub use dispatch::FlowControl;
 
 use std::sync::Arc;
 
@@ -75,11 +85,13 @@ pub struct Snapshot {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Classification<'a> {
     /// The FlowSchema's name.
-    pub flow_schema: &'a str,
+    pub flow_schema: &'a Arc<str>,
     /// The FlowSchema's `metadata.uid` (the `X-Kubernetes-PF-FlowSchema-UID` answer header).
-    pub flow_schema_uid: &'a str,
+    pub flow_schema_uid: &'a Arc<str>,
     /// The priority level.
     pub level: &'a Level,
+    /// The level's index in [`Snapshot::levels`].
+    pub level_index: usize,
     /// The flow within the FlowSchema: the user name, the namespace, or empty.
     pub distinguisher: &'a str,
 }
@@ -162,6 +174,7 @@ impl Snapshot {
             flow_schema: &schema.name,
             flow_schema_uid: &schema.uid,
             level: &self.levels[schema.level],
+            level_index: schema.level,
             distinguisher,
         })
     }

@@ -166,6 +166,19 @@ impl<S: Storage> ApiServer<S> {
             .filter(|s| !s.is_empty())
             .collect();
         let (document, negotiated) = match segments.as_slice() {
+            ["debug", "api_priority_and_fairness", what] => {
+                let dump = self
+                    .flow_control
+                    .as_ref()
+                    .and_then(|f| f.dump(what, parts.uri.query()))
+                    .ok_or_else(not_found)?;
+                let mut response = Response::new(ResponseBody::full(dump));
+                response.headers_mut().insert(
+                    hyper::header::CONTENT_TYPE,
+                    hyper::header::HeaderValue::from_static("text/plain; charset=utf-8"),
+                );
+                return Ok(response);
+            }
             ["openapi", "v3", rest @ ..] => {
                 return served.openapi.handle(
                     &rest.join("/"),

@@ -20,6 +20,7 @@ use crate::backing::Backing;
 use crate::discovery::{Discovery, ResourceDescription};
 use crate::enablement::{Api, ApiEnablement};
 use crate::filters::max_in_flight::{InFlight, Limits};
+use crate::flowcontrol::FlowControl;
 use crate::kind::ServedKind;
 use crate::metrics::ApiMetrics;
 use crate::openapi::builder::{self, ServedResource};
@@ -339,6 +340,8 @@ pub struct ApiServer<S: Storage> {
     pub(crate) ops: Option<OpsHandler>,
     /// The in-flight limits and the request timeout.
     pub(crate) in_flight: InFlight,
+    /// API Priority and Fairness, unless the server runs with the in-flight limits alone.
+    pub(crate) flow_control: Option<Arc<FlowControl>>,
     pub(crate) metrics: Option<ApiMetrics>,
     pub(crate) shutdown: Option<Shutdown>,
     pub(crate) security: Option<Security>,
@@ -351,6 +354,17 @@ pub struct ApiServer<S: Storage> {
     /// The server's feature gates, for what the request path consults at run time (response
     /// compression); `None` serves as if every such feature were off.
     pub(crate) feature_gate: Option<genplane_component_base::featuregate::FeatureGate>,
+}
+
+/// Priority and fairness under `limits`, unless they switch it off (or set no limit).
+fn flow_control_for(limits: &Limits) -> Option<Arc<FlowControl>> {
+    let seats = limits.max_read_only.saturating_add(limits.max_mutating);
+    (limits.priority_and_fairness && seats > 0).then(|| {
+        Arc::new(FlowControl::new(
+            u32::try_from(seats).unwrap_or(u32::MAX),
+            limits.request_timeout / 4,
+        ))
+    })
 }
 
 /// The stored webhook configurations, when both kinds are served.
@@ -575,6 +589,7 @@ impl<S: Storage> ApiServer<S> {
             server_address: server_address.to_owned(),
             ops,
             in_flight: InFlight::new(Limits::default()),
+            flow_control: flow_control_for(&Limits::default()),
             metrics: None,
             shutdown: None,
             security: None,
@@ -794,16 +809,20 @@ impl<S: Storage> ApiServer<S> {
     /// The same server, enforcing `limits` instead of the defaults.
     pub fn with_limits(mut self, limits: Limits) -> Self {
         self.in_flight = InFlight::new(limits);
+        self.flow_control = flow_control_for(&limits);
         self
     }
 
+    /// API Priority and Fairness, unless the server runs with the in-flight limits alone:
+    /// its configuration is replaced as the stored FlowSchemas and levels change
+    /// ([`FlowControl::configure`]).
+    pub fn flow_control(&self) -> Option<&Arc<FlowControl>> {
+        self.flow_control.as_ref()
+    }
+
     /// The same server, recording request metrics in `metrics` and reporting the number of
-    /// stored objects of each resource from `count` (given the resource's storage).
-    pub fn with_metrics(
-        mut self,
-        metrics: ApiMetrics,
-        count: impl Fn(&Arc<S>) -> Option<usize> + Clone + Send + Sync + 'static,
-    ) -> Self {
+    /// stored objects of each resource (as its storage counts them).
+    pub fn with_metrics(mut self, metrics: ApiMetrics) -> Self {
         let mut seen = Vec::new();
         for resource in &self.builtin {
             let name = resource.info.group_resource().to_string();
@@ -814,8 +833,7 @@ impl<S: Storage> ApiServer<S> {
                 continue;
             };
             let storage = store.shared_storage();
-            let count = count.clone();
-            metrics.count_objects(name.clone(), move || count(&storage));
+            metrics.count_objects(name.clone(), move || storage.object_count());
             seen.push(name);
         }
         self.metrics = Some(metrics);

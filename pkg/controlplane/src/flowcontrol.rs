@@ -16,6 +16,9 @@
 //!   (`True`, reason `NotFound`; `False`, reason `Found`), its transition time moving only when
 //!   its status does.
 //!
+//! Each pass also hands what it read to the server's dispatching ([`FlowControl::configure`]),
+//! so that requests are classified and limited by the stored configuration.
+//!
 //! A write that loses a race with another writer (404, 409) is left to the next pass, which
 //! the other write's event brings.
 
@@ -28,16 +31,19 @@ use genplane_api::flowcontrol::{
     flowschema, prioritylevelconfiguration,
 };
 use genplane_apimachinery::errors::ApiError;
+use genplane_apiserver::flowcontrol::FlowControl;
 use genplane_apiserver::server::ApiServer;
 use genplane_registry::{DeleteOptions, ListOptions, Store, WriteOptions};
 use genplane_storage::Storage;
 use serde_json::{Value, json};
 
-/// The stores of the flowcontrol objects, and one lock so that passes do not overlap.
+/// The stores of the flowcontrol objects, the server's dispatching they configure, and one
+/// lock so that passes do not overlap.
 pub struct Configuration<S: Storage> {
     flow_schemas: Store<S>,
     flow_schema_status: Store<S>,
     levels: Store<S>,
+    dispatching: Option<Arc<FlowControl>>,
     pass: tokio::sync::Mutex<()>,
 }
 
@@ -120,6 +126,7 @@ impl<S: Storage> Configuration<S> {
             flow_schemas: flow_schemas.store()?.clone(),
             flow_schema_status: flow_schemas.subresource_store("status")?.clone(),
             levels: levels.store()?.clone(),
+            dispatching: api.flow_control().cloned(),
             pass: tokio::sync::Mutex::new(()),
         }))
     }
@@ -204,6 +211,10 @@ impl<S: Storage> Configuration<S> {
             &wanted,
         )
         .await?;
+        // Dispatching follows what is stored now (what this pass wrote comes with its event).
+        if let Some(dispatching) = &self.dispatching {
+            dispatching.configure(&schemas.items, &levels.items);
+        }
         // The conditions of what is stored now (a created FlowSchema's come with its event).
         for schema in &schemas.items {
             self.mark_dangling(schema, &level_names).await?;

@@ -523,6 +523,12 @@ pub trait Storage: Send + Sync + 'static {
     /// Lists a range of keys at a revision.
     fn list(&self, request: ListRequest) -> impl Future<Output = Result<ListResponse>> + Send;
 
+    /// How many objects the storage holds, when it knows without reading them (a watch cache
+    /// once filled); `None` otherwise.
+    fn object_count(&self) -> Option<usize> {
+        None
+    }
+
     /// Lists a range of keys at whatever revision is at hand, possibly older than the current
     /// one (kube's `resourceVersion="0"`); `request.revision` is ignored. A store reads its
     /// current revision; a cache answers from memory without waiting.
@@ -711,6 +717,10 @@ impl<S: Storage> Storage for Arc<S> {
 
     fn list_any(&self, request: ListRequest) -> impl Future<Output = Result<ListResponse>> + Send {
         (**self).list_any(request)
+    }
+
+    fn object_count(&self) -> Option<usize> {
+        (**self).object_count()
     }
 
     fn get_any(&self, key: &str) -> impl Future<Output = Result<Option<KeyValue>>> + Send {

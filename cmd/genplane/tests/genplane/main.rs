@@ -36,6 +36,7 @@ mod namespace_gc;
 mod networkregistry;
 mod notify;
 mod pki_healthcheck;
+mod priority_and_fairness;
 mod roles;
 mod runtime_config;
 mod security;

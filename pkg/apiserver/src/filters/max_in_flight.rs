@@ -1,5 +1,6 @@
-//! In-flight limits: `--max-requests-inflight` and `--max-mutating-requests-inflight`. A request
-//! over the limit of its kind is answered 429 with `Retry-After: 1`, as upstream's
+//! In-flight limits: `--max-requests-inflight` and `--max-mutating-requests-inflight`, when API
+//! Priority and Fairness is off (when it is on, [`super::priority_and_fairness`] shares their
+//! sum among priority levels instead). A request over the limit of its kind is answered 429 with `Retry-After: 1`, as upstream's
 //! `WithMaxInFlightLimit`; long-running requests (watches) are not counted, since what each
 //! costs is bounded instead. Every other request is: resource requests, discovery, OpenAPI,
 //! health and metrics alike.
@@ -28,15 +29,20 @@ pub struct Limits {
     /// How long a request may take before it is answered 504 (a client's shorter `timeout`
     /// query parameter wins).
     pub request_timeout: Duration,
+    /// Whether API Priority and Fairness shares the sum of the two limits among priority
+    /// levels (`--enable-priority-and-fairness`), instead of the two limits applying as they
+    /// are. Queued requests wait at most a quarter of the request timeout.
+    pub priority_and_fairness: bool,
 }
 
 impl Default for Limits {
-    /// Upstream's defaults: 400 read-only, 200 mutating, one minute.
+    /// Upstream's defaults: 400 read-only, 200 mutating, one minute, priority and fairness.
     fn default() -> Self {
         Self {
             max_read_only: 400,
             max_mutating: 200,
             request_timeout: Duration::from_secs(60),
+            priority_and_fairness: true,
         }
     }
 }
@@ -119,20 +125,22 @@ pub(crate) fn admit(
         }
         Err(OverLimit) => Err(Box::new(crate::metrics::finish(
             observation.take(),
-            too_many_requests(),
+            too_many_requests(1),
             true,
             || None,
         ))),
     }
 }
 
-/// The answer over the in-flight limit, as upstream gives it.
-fn too_many_requests() -> Response<ResponseBody> {
+/// The answer over the limits (in flight, or of a priority level), as upstream gives it:
+/// 429 `TooManyRequests`, suggesting a retry after `retry_after` seconds.
+pub(crate) fn too_many_requests(retry_after: u32) -> Response<ResponseBody> {
     let mut response = error_response(
-        &Status::too_many_requests("Too many requests, please try again later.", 1).into(),
+        &Status::too_many_requests("Too many requests, please try again later.", retry_after)
+            .into(),
     );
     response
         .headers_mut()
-        .insert(RETRY_AFTER, hyper::header::HeaderValue::from_static("1"));
+        .insert(RETRY_AFTER, hyper::header::HeaderValue::from(retry_after));
     response
 }

@@ -11,19 +11,22 @@
 //!    it (audit and metrics see it plain).
 //! 4. request info ([`crate::request_info`]): what the request asks for.
 //! 5. metrics ([`crate::metrics`]): resource requests are measured from here.
-//! 6. [`max_in_flight`]: 429 over the limits (long-running requests exempt).
+//! 6. [`max_in_flight`]: 429 over the limits (long-running requests exempt), only when API
+//!    Priority and Fairness is off.
 //! 7. `authentication`: who asks (401 for credentials nobody recognizes).
 //! 8. `audit`: the record, at the level the policy gives the user and request.
 //! 9. `impersonation`: acting as another user, if allowed.
-//! 10. `authorization`: may they (403).
-//! 11. `timeout`: 504 past the request timeout (long-running requests exempt), around
-//! 12. the router (`crate::router`): ops endpoints, discovery, OpenAPI, resources.
+//! 10. [`priority_and_fairness`]: the request's priority level lets it run, queues it, or
+//!     answers 429; its answer carries the classification's headers.
+//! 11. `authorization`: may they (403).
+//! 12. `timeout`: 504 past the request timeout (long-running requests exempt), around
+//! 13. the router (`crate::router`): ops endpoints, discovery, OpenAPI, resources.
 //!
 //! Only the transport is outside them all: [`unread_body`] hands the body down as
 //! [`Unread`] and, once the answer is known, deals with what the handlers
 //! left of it (as upstream's HTTP server does below its handler chain).
 //!
-//! The request timeout (11) sits elsewhere than upstream's: kube-apiserver's
+//! The request timeout (12) sits elsewhere than upstream's: kube-apiserver's
 //! `WithRequestDeadline` and `WithTimeoutForNonLongRunningRequests` wrap authentication, audit,
 //! impersonation, the in-flight limits and authorization, so their deadline counts the time
 //! those take; here it wraps the router alone. Every step before it answers from memory (the
@@ -44,6 +47,7 @@ pub mod compression;
 pub(crate) mod impersonation;
 pub mod max_in_flight;
 pub(crate) mod panic_recovery;
+pub mod priority_and_fairness;
 pub(crate) mod timeout;
 pub mod unread_body;
 
@@ -91,7 +95,7 @@ pub(crate) async fn chain<S: Storage>(
     transport.finish(response.await).await
 }
 
-/// Filters 4 to 12: the answer, or a filter's refusal.
+/// Filters 4 to 13: the answer, or a filter's refusal.
 async fn checked<S: Storage>(
     server: &ApiServer<S>,
     request: Request<Unread>,
@@ -104,8 +108,12 @@ async fn checked<S: Storage>(
     let info = request_info::of(&request);
     // 5. Metrics: a resource request is measured from here to its answer.
     let mut observation = metrics::begin(server.metrics.as_ref(), &info, &request);
-    // 6. In-flight limits: 429 over them (observed as terminated).
-    let _permit = max_in_flight::admit(&server.in_flight, &info, &mut observation)?;
+    // 6. In-flight limits, when priority and fairness is off: 429 over them (observed as
+    //    terminated).
+    let _permit = match server.flow_control {
+        None => max_in_flight::admit(&server.in_flight, &info, &mut observation)?,
+        Some(_) => None,
+    };
     // 7. Authentication: who asks (401, audited, when nobody recognizes the credentials).
     let user =
         authentication::authenticate(security, server.audit.as_ref(), &info, &request, arrival)?;
@@ -114,15 +122,29 @@ async fn checked<S: Storage>(
         audit::begin(server.audit.as_ref(), &info, request, &user, arrival, slot);
     // 9. Impersonation: the user the request acts as (403 when not allowed).
     let user = impersonation::act_as(security, &info, &request, user, record.as_ref())?;
-    // 10. Authorization: may they (403).
+    // 10. Priority and fairness: classified, then run, queued or refused (429) by its level.
+    let admitted = priority_and_fairness::admit(
+        server,
+        &info,
+        request.uri().query(),
+        &user,
+        record.as_ref(),
+        &mut observation,
+    )
+    .await?;
+    // 11. Authorization: may they (403).
     authorization::allow(security, &info, &request, &user, record.as_ref())?;
-    // 11. The request timeout, around 12. the router.
+    // 12. The request timeout, around 13. the router.
     let (response, terminated) = timeout::route(server, &info, request, &user).await;
     // 5 and 8 on the way out: the answer's metrics (a watch's when it ends), the record's end.
     let response = metrics::finish(observation, response, terminated, || {
         server.served_resource(&info).map(|r| r.info.clone())
     });
-    Ok(audit::finish(record, &info, response))
+    let response = audit::finish(record, &info, response);
+    // 10 on the way out: the classification's headers; the seats given back once it is sent.
+    Ok(priority_and_fairness::finish(
+        server, &info, admitted, response,
+    ))
 }
 
 /// A filter's refusal: the answer it gives instead of passing the request on (boxed: refusals

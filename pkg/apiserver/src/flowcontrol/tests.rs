@@ -269,11 +269,15 @@ fn requests_are_classified_by_upstreams_precedence_rules() {
             .classify(&info, user)
             .unwrap_or_else(|| panic!("{what}: no class"));
         assert_eq!(
-            (class.flow_schema, &*class.level.name, class.distinguisher),
+            (
+                &**class.flow_schema,
+                &*class.level.name,
+                class.distinguisher
+            ),
             (schema, level, flow),
             "{what}"
         );
-        assert_eq!(class.flow_schema_uid, format!("uid-{schema}"), "{what}");
+        assert_eq!(&**class.flow_schema_uid, format!("uid-{schema}"), "{what}");
         assert_eq!(&*class.level.uid, format!("uid-{level}"), "{what}");
     }
 }
@@ -287,7 +291,7 @@ fn without_global_default_catch_all_takes_the_rest_and_without_it_nothing_matche
     let version = non_resource("get", "/version");
     let class = snapshot.classify(&version, &alice).unwrap();
     assert_eq!(
-        (class.flow_schema, &*class.level.name),
+        (&**class.flow_schema, &*class.level.name),
         ("catch-all", "catch-all")
     );
     // Prefix patterns: `/metrics/*` covers what is below, not the path itself.
@@ -300,14 +304,16 @@ fn without_global_default_catch_all_takes_the_rest_and_without_it_nothing_matche
         snapshot
             .classify(&non_resource("get", "/metrics/slis"), &alice)
             .unwrap()
-            .flow_schema,
+            .flow_schema
+            .as_ref(),
         "metrics"
     );
     assert_eq!(
         snapshot
             .classify(&non_resource("get", "/metrics"), &alice)
             .unwrap()
-            .flow_schema,
+            .flow_schema
+            .as_ref(),
         "catch-all"
     );
     let empty = Snapshot::new(&[], &levels);

@@ -453,9 +453,7 @@ impl CompletedConfig {
         .with_feature_gate(config.common.feature_gate.clone())
         .with_limits(config.limits)
         .with_shutdown(shutdown.clone())
-        .with_metrics(api_metrics, |cache: &Arc<ResourceStorage>| {
-            cache.object_count()
-        });
+        .with_metrics(api_metrics);
         if let Some(audit) = &audit {
             api = api.with_audit(audit.auditor.clone());
         }

@@ -112,6 +112,11 @@ pub struct ServingOptions {
     /// `1m0s` or `30s`). Watches are not cut by it; a client's shorter `timeout` parameter wins.
     #[arg(long, default_value = "1m0s")]
     pub request_timeout: String,
+    /// API Priority and Fairness: the sum of the two in-flight limits is shared among the
+    /// priority levels the FlowSchemas classify requests into, each queuing fairly what it
+    /// cannot run at once. `false`: the two limits apply as they are.
+    #[arg(long, default_value_t = true, action = clap::ArgAction::Set, num_args = 0..=1, default_missing_value = "true")]
+    pub enable_priority_and_fairness: bool,
 }
 
 impl Default for ServingOptions {
@@ -127,6 +132,7 @@ impl Default for ServingOptions {
             max_requests_inflight: 400,
             max_mutating_requests_inflight: 200,
             request_timeout: "1m0s".into(),
+            enable_priority_and_fairness: true,
         }
     }
 }
@@ -781,6 +787,7 @@ impl Options {
                 max_read_only: self.serving.max_requests_inflight,
                 max_mutating: self.serving.max_mutating_requests_inflight,
                 request_timeout: request_timeout?,
+                priority_and_fairness: self.serving.enable_priority_and_fairness,
             },
             encryption: encryption?,
             common: common?,

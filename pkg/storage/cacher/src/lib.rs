@@ -262,15 +262,6 @@ impl<S: Storage> Cacher<S> {
         self.shared.head.borrow().listed_once
     }
 
-    /// How many objects the cache holds, or `None` before its first list completed.
-    pub fn object_count(&self) -> Option<usize> {
-        if !self.shared.head.borrow().ready {
-            return None;
-        }
-        let snapshot = self.shared.read_snapshot();
-        Some(snapshot.objects.len())
-    }
-
     /// The cached value of `key` right now, without waiting: `None` when the key is absent,
     /// outside the prefix, or the cache has not completed its first list. For synchronous
     /// lookups that may be a moment behind the store (e.g. whether a service account still
@@ -425,6 +416,15 @@ impl<S: Storage> Drop for Cacher<S> {
 }
 
 impl<S: Storage> Storage for Cacher<S> {
+    /// How many objects the cache holds, or `None` before its first list completed.
+    fn object_count(&self) -> Option<usize> {
+        if !self.shared.head.borrow().ready {
+            return None;
+        }
+        let snapshot = self.shared.read_snapshot();
+        Some(snapshot.objects.len())
+    }
+
     async fn get(&self, key: &str, revision: Option<Revision>) -> Result<Option<KeyValue>> {
         validate_key(key)?;
         if let Some(r) = revision

@@ -178,6 +178,7 @@ async fn the_limits_and_the_timeout_cover_paths_that_are_not_resources() {
             max_read_only: 0,
             max_mutating: 1,
             request_timeout: Duration::from_secs(60),
+            priority_and_fairness: false,
         };
     })
     .await;

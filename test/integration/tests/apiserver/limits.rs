@@ -71,6 +71,7 @@ async fn over_the_in_flight_limit_requests_get_429_and_watches_are_exempt() {
             max_read_only: 1,
             max_mutating: 1,
             request_timeout: Duration::from_secs(60),
+            priority_and_fairness: false,
         };
     })
     .await;

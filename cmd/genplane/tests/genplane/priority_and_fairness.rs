@@ -1,0 +1,172 @@
+//! API Priority and Fairness dispatching against the real binary: every answer names the
+//! FlowSchema and priority level (by UID) its request was classified into, a level configured
+//! with kubectl takes effect, a saturated `Reject` level answers 429 with `Retry-After` while
+//! exempt requests still run, the debug dump shows it, and `--enable-priority-and-fairness=false`
+//! goes back to the in-flight limits.
+
+#![allow(clippy::unwrap_used)]
+
+use std::io::Write;
+use std::net::TcpStream;
+
+use crate::admission::kubectl_stdin;
+use crate::support::{Apiserver, eventually, ok, start_with};
+use genplane_test_support::clients::Raw;
+use serde_json::{Value, json};
+
+const FLOW_SCHEMA_UID: &str = "x-kubernetes-pf-flowschema-uid";
+const PRIORITY_LEVEL_UID: &str = "x-kubernetes-pf-prioritylevel-uid";
+
+fn uid(server: &Apiserver, kind: &str, name: &str) -> String {
+    ok(server.kubectl(
+        "kubectl",
+        &["get", kind, name, "-o", "jsonpath={.metadata.uid}"],
+    ))
+}
+
+/// One level of one seat that rejects the rest, and the FlowSchema sending alice to it.
+fn tight() -> Value {
+    json!({"apiVersion": "v1", "kind": "List", "items": [
+        {"apiVersion": "flowcontrol.apiserver.k8s.io/v1", "kind": "PriorityLevelConfiguration",
+            "metadata": {"name": "tight"},
+            "spec": {"type": "Limited", "limited": {"nominalConcurrencyShares": 1,
+                "borrowingLimitPercent": 0, "limitResponse": {"type": "Reject"}}}},
+        {"apiVersion": "flowcontrol.apiserver.k8s.io/v1", "kind": "FlowSchema",
+            "metadata": {"name": "alice"},
+            "spec": {"priorityLevelConfiguration": {"name": "tight"}, "matchingPrecedence": 500,
+                "distinguisherMethod": {"type": "ByUser"},
+                "rules": [{"subjects": [{"kind": "User", "user": {"name": "alice"}}],
+                    "resourceRules": [{"verbs": ["*"], "apiGroups": ["*"], "resources": ["*"],
+                        "namespaces": ["*"]}]}]}},
+    ]})
+}
+
+/// A create of alice's whose body is never finished: it holds its seat while it is open.
+fn held_create(raw: &Raw) -> rustls::StreamOwned<rustls::ClientConnection, TcpStream> {
+    let name = rustls::pki_types::ServerName::try_from("localhost").unwrap();
+    let connection = rustls::ClientConnection::new(raw.tls_config(), name).unwrap();
+    let socket = TcpStream::connect(&raw.address).unwrap();
+    let mut tls = rustls::StreamOwned::new(connection, socket);
+    tls.write_all(
+        b"POST /api/v1/namespaces/default/configmaps HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer tok-alice\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{",
+    )
+    .unwrap();
+    tls.flush().unwrap();
+    tls
+}
+
+fn level_row(server: &Apiserver, level: &str) -> Vec<String> {
+    let dump = server
+        .raw()
+        .get("/debug/api_priority_and_fairness/dump_priority_levels")
+        .text();
+    dump.lines()
+        .find(|l| l.starts_with(&format!("{level},")))
+        .unwrap_or_else(|| panic!("no {level}: {dump}"))
+        .split(',')
+        .map(|c| c.trim().to_owned())
+        .collect()
+}
+
+#[test]
+fn requests_are_classified_limited_by_their_level_and_refused_with_429() {
+    let tokens = tempfile::tempdir().unwrap();
+    let file = tokens.path().join("tokens.csv");
+    std::fs::write(&file, "tok-alice,alice,u-alice\n").unwrap();
+    // 3 seats in all.
+    let server = start_with(&[
+        &format!("--token-auth-file={}", file.display()),
+        "--max-requests-inflight=2",
+        "--max-mutating-requests-inflight=1",
+    ]);
+    ok(server.kubectl(
+        "kubectl",
+        &[
+            "create",
+            "clusterrolebinding",
+            "alice-edit",
+            "--clusterrole=edit",
+            "--user=alice",
+        ],
+    ));
+    let admin = server.raw();
+    let alice = Raw::without_certificate(&server.kubeconfig());
+    let as_alice =
+        |path: &str| alice.request("GET", path, &[("Authorization", "Bearer tok-alice")], None);
+
+    // The admin (system:masters) is exempt; alice falls to global-default.
+    let answer = admin.get("/api/v1/namespaces/default/configmaps");
+    assert_eq!(answer.status, 200);
+    assert_eq!(
+        answer.header(FLOW_SCHEMA_UID),
+        uid(&server, "flowschema", "exempt")
+    );
+    assert_eq!(
+        answer.header(PRIORITY_LEVEL_UID),
+        uid(&server, "prioritylevelconfiguration", "exempt")
+    );
+    let answer = as_alice("/api/v1/namespaces/default/configmaps");
+    assert_eq!(answer.status, 200, "{}", answer.text());
+    assert_eq!(
+        answer.header(FLOW_SCHEMA_UID),
+        uid(&server, "flowschema", "global-default")
+    );
+
+    // A level of her own, of one seat, rejecting the rest.
+    ok(kubectl_stdin(&server, &["apply", "-f", "-"], &tight()));
+    let tight = uid(&server, "prioritylevelconfiguration", "tight");
+    eventually("alice's requests to go to her level", || {
+        let answer = as_alice("/api/v1/namespaces/default/configmaps");
+        (answer.header(PRIORITY_LEVEL_UID) == tight).then_some(())
+    });
+    assert_eq!(
+        as_alice("/api/v1/namespaces/default/configmaps").header(FLOW_SCHEMA_UID),
+        uid(&server, "flowschema", "alice")
+    );
+
+    // Her one seat taken by a create whose body is still coming: the next request is refused.
+    let held = held_create(&alice);
+    eventually("the held create to run", || {
+        (level_row(&server, "tight")[5] == "1").then_some(())
+    });
+    let refused = as_alice("/api/v1/namespaces/default/configmaps");
+    assert_eq!(refused.status, 429, "{}", refused.text());
+    assert_eq!(refused.header("retry-after"), "1");
+    assert_eq!(refused.header(PRIORITY_LEVEL_UID), tight);
+    let status = refused.json();
+    assert_eq!(status["reason"], "TooManyRequests");
+    assert_eq!(status["details"]["retryAfterSeconds"], 1);
+    // Others are not held back by her level.
+    assert_eq!(
+        admin.get("/api/v1/namespaces/default/configmaps").status,
+        200
+    );
+    let row = level_row(&server, "tight");
+    assert_eq!(row[7], "1", "{row:?}");
+
+    // Once the held request ends, she is served again.
+    drop(held);
+    eventually("alice's seat to be free again", || {
+        (as_alice("/api/v1/namespaces/default/configmaps").status == 200).then_some(())
+    });
+    let text = server.metrics();
+    assert!(
+        text.contains("apiserver_request_terminations_total{code=\"429\""),
+        "{text}"
+    );
+}
+
+#[test]
+fn without_priority_and_fairness_answers_carry_no_classification() {
+    let server = start_with(&["--enable-priority-and-fairness=false"]);
+    let answer = server.raw().get("/api/v1/namespaces/default/configmaps");
+    assert_eq!(answer.status, 200);
+    assert_eq!(answer.header(FLOW_SCHEMA_UID), "");
+    assert_eq!(
+        server
+            .raw()
+            .get("/debug/api_priority_and_fairness/dump_priority_levels")
+            .status,
+        404
+    );
+}

@@ -1,0 +1,681 @@
+//! Dispatching: the server's concurrency shared among priority levels, and each request
+//! admitted, queued or rejected by its level.
+//!
+//! A [`FlowControl`] holds the configuration (the compiled FlowSchemas and the levels, replaced
+//! whole by [`FlowControl::configure`] each time the stored objects change) and each level's
+//! [`QueueSet`](super::queueset::QueueSet). The server's concurrency limit (the sum of
+//! `--max-requests-inflight` and `--max-mutating-requests-inflight`, as upstream) is divided
+//! among the levels by `nominalConcurrencyShares`: a level's nominal limit is
+//! `ceil(limit × shares / all shares)`, of which `lendablePercent` may be lent and beyond
+//! which `borrowingLimitPercent` may be borrowed. Every 10 seconds, on the first request after
+//! the period ends, the current limits are allocated again from each level's seat demand
+//! ([`super::allocation`]).
+//!
+//! A configuration without the mandatory `exempt` or `catch-all` objects is completed with
+//! them (as upstream imagines them until they are stored). A level that disappears lets its
+//! waiting requests run; those running finish on it.
+
+use std::collections::HashMap;
+use std::hash::{Hash, Hasher};
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, PoisonError, RwLock};
+use std::time::{Duration, Instant};
+
+use genplane_api::flowcontrol::{
+    CATCH_ALL, PriorityLevelSpec, RESPONSE_REJECT, TYPE_EXEMPT, bootstrap,
+};
+use genplane_authentication::UserInfo;
+use serde_json::Value;
+
+use super::allocation;
+use super::queueset::{Arrival, DemandStats, Limit, QueueSet, RejectReason, Slot};
+use super::width::{self, WorkEstimate};
+use super::{Classification, Snapshot};
+use crate::request_info::RequestInfo;
+
+/// How often the levels' current limits are allocated again.
+const ADJUSTMENT_PERIOD: Duration = Duration::from_secs(10);
+/// The longest `Retry-After` a rejection suggests.
+const MAX_RETRY_AFTER: u32 = 60;
+
+/// Upstream's defaults for what a stored spec may leave out.
+const DEFAULT_LIMITED_SHARES: i32 = 30;
+const DEFAULT_QUEUES: i32 = 64;
+const DEFAULT_HAND_SIZE: i32 = 8;
+const DEFAULT_QUEUE_LENGTH_LIMIT: i32 = 50;
+
+/// The `Retry-After` a level suggests to those it rejects: 1 second, doubled (up to a minute)
+/// for each window of that length in which it kept rejecting after rejecting in the one
+/// before, halved for each window without a rejection.
+#[derive(Debug)]
+struct RetryAfter {
+    seconds: u32,
+    window_start: Instant,
+    dropped_now: bool,
+    dropped_before: bool,
+}
+
+impl RetryAfter {
+    fn new(now: Instant) -> Self {
+        Self {
+            seconds: 1,
+            window_start: now,
+            dropped_now: false,
+            dropped_before: false,
+        }
+    }
+
+    /// Notes a rejection at `now`; answers the `Retry-After` to give it.
+    fn dropped(&mut self, now: Instant) -> u32 {
+        let mut windows = 0;
+        while now.saturating_duration_since(self.window_start)
+            >= Duration::from_secs(u64::from(self.seconds))
+        {
+            windows += 1;
+            if windows > 16 {
+                // Long quiet: start over.
+                *self = Self::new(now);
+                break;
+            }
+            self.window_start += Duration::from_secs(u64::from(self.seconds));
+            if self.dropped_now && self.dropped_before {
+                self.seconds = (self.seconds * 2).min(MAX_RETRY_AFTER);
+            } else if !self.dropped_now {
+                self.seconds = (self.seconds / 2).max(1);
+            }
+            self.dropped_before = self.dropped_now;
+            self.dropped_now = false;
+        }
+        self.dropped_now = true;
+        self.seconds
+    }
+}
+
+/// A level's configuration as dispatching reads it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Params {
+    shares: u32,
+    lendable_percent: u32,
+    borrowing_percent: Option<u32>,
+    limit: Limit,
+    hand_size: u32,
+}
+
+fn non_negative(value: Option<i32>, default: i32) -> u32 {
+    u32::try_from(value.unwrap_or(default)).unwrap_or(0)
+}
+
+impl Params {
+    fn of(spec: &PriorityLevelSpec) -> Self {
+        if spec.type_ == TYPE_EXEMPT {
+            let exempt = spec.exempt.clone().unwrap_or_default();
+            return Self {
+                shares: non_negative(exempt.nominal_concurrency_shares, 0),
+                lendable_percent: non_negative(exempt.lendable_percent, 0),
+                borrowing_percent: None,
+                limit: Limit::Exempt,
+                hand_size: 0,
+            };
+        }
+        let limited = spec.limited.clone().unwrap_or_default();
+        let (limit, hand_size) = if limited.limit_response.type_ == RESPONSE_REJECT {
+            (Limit::Reject, 0)
+        } else {
+            let queuing = limited.limit_response.queuing.clone();
+            let (queues, hand_size, length) = queuing.map_or(
+                (
+                    DEFAULT_QUEUES,
+                    DEFAULT_HAND_SIZE,
+                    DEFAULT_QUEUE_LENGTH_LIMIT,
+                ),
+                |q| (q.queues, q.hand_size, q.queue_length_limit),
+            );
+            let queues = usize::try_from(queues.max(1)).unwrap_or(1);
+            let hand_size = usize::try_from(hand_size.max(1)).unwrap_or(1).min(queues);
+            (
+                Limit::Queue {
+                    queues,
+                    hand_size,
+                    queue_length_limit: usize::try_from(length.max(1)).unwrap_or(1),
+                },
+                hand_size as u32,
+            )
+        };
+        Self {
+            shares: non_negative(limited.nominal_concurrency_shares, DEFAULT_LIMITED_SHARES),
+            lendable_percent: non_negative(limited.lendable_percent, 0),
+            borrowing_percent: limited
+                .borrowing_limit_percent
+                .map(|p| u32::try_from(p).unwrap_or(0)),
+            limit,
+            hand_size,
+        }
+    }
+}
+
+/// One level's mutable state.
+#[derive(Debug)]
+pub(crate) struct LevelState {
+    params: Params,
+    pub(crate) nominal: u32,
+    pub(crate) lendable: u32,
+    pub(crate) borrowing: Option<u32>,
+    pub(crate) set: QueueSet,
+    retry: RetryAfter,
+    /// Whether the level is still in the configuration.
+    pub(crate) configured: bool,
+}
+
+/// A priority level being dispatched.
+#[derive(Debug)]
+pub(crate) struct Level {
+    pub(crate) name: Arc<str>,
+    /// The most seats one of its requests takes (read without the lock).
+    max_seats: AtomicU32,
+    pub(crate) state: Mutex<LevelState>,
+}
+
+impl Level {
+    pub(crate) fn lock(&self) -> std::sync::MutexGuard<'_, LevelState> {
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+/// The configuration in force: the classification and the levels, in the same order.
+#[derive(Debug)]
+pub(crate) struct Config {
+    pub(crate) snapshot: Snapshot,
+    pub(crate) levels: Vec<Arc<Level>>,
+}
+
+/// API Priority and Fairness for one server (see the module's documentation).
+#[derive(Debug)]
+pub struct FlowControl {
+    server_limit: u32,
+    wait_limit: Duration,
+    config: RwLock<Arc<Config>>,
+    next_adjustment: Mutex<Instant>,
+    next_id: AtomicU64,
+    /// Open watches, by API group and resource.
+    watches: Arc<Mutex<HashMap<String, HashMap<String, usize>>>>,
+    /// What the debug dump shows of each waiting request, by its id.
+    pub(crate) waiting: Arc<Mutex<HashMap<u64, WaitingRequest>>>,
+}
+
+/// A waiting request as the debug dump shows it.
+#[derive(Clone, Debug)]
+pub(crate) struct WaitingRequest {
+    pub(crate) flow_schema: Arc<str>,
+    pub(crate) distinguisher: String,
+    pub(crate) user: String,
+    pub(crate) info: RequestInfo,
+}
+
+/// A request allowed to run: its seats are given back when this is dropped (after the
+/// estimate's additional latency).
+#[derive(Debug)]
+pub struct Seats {
+    level: Arc<Level>,
+    slot: Slot,
+    seats: u32,
+    started: Instant,
+    additional_latency: Duration,
+}
+
+impl Drop for Seats {
+    fn drop(&mut self) {
+        let level = self.level.clone();
+        let (slot, seats, started) = (self.slot, self.seats, self.started);
+        let complete = move || {
+            level
+                .lock()
+                .set
+                .complete(Instant::now(), slot, seats, started);
+        };
+        if !self.additional_latency.is_zero()
+            && let Ok(runtime) = tokio::runtime::Handle::try_current()
+        {
+            let latency = self.additional_latency;
+            runtime.spawn(async move {
+                tokio::time::sleep(latency).await;
+                complete();
+            });
+        } else {
+            complete();
+        }
+    }
+}
+
+/// Where a request was classified, as its answer's headers show it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Classified {
+    /// The FlowSchema's name.
+    pub flow_schema: Arc<str>,
+    /// Its `metadata.uid`.
+    pub flow_schema_uid: Arc<str>,
+    /// The priority level's name.
+    pub priority_level: Arc<str>,
+    /// Its `metadata.uid`.
+    pub priority_level_uid: Arc<str>,
+}
+
+/// A request that may run.
+#[derive(Debug)]
+pub struct Admitted {
+    /// Where it was classified.
+    pub classified: Classified,
+    /// Its seats (held until dropped).
+    pub seats: Seats,
+}
+
+/// A request turned away: answered 429.
+#[derive(Debug)]
+pub struct Rejected {
+    /// Where it was classified.
+    pub classified: Classified,
+    /// Why.
+    pub reason: RejectReason,
+    /// The `Retry-After` to suggest, in seconds.
+    pub retry_after: u32,
+}
+
+/// An open watch, counted against its resource until dropped.
+#[derive(Debug)]
+pub struct WatchRegistration {
+    watches: Arc<Mutex<HashMap<String, HashMap<String, usize>>>>,
+    group: String,
+    resource: String,
+}
+
+impl Drop for WatchRegistration {
+    fn drop(&mut self) {
+        let mut watches = self.watches.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(resources) = watches.get_mut(&self.group)
+            && let Some(count) = resources.get_mut(&self.resource)
+        {
+            *count = count.saturating_sub(1);
+        }
+    }
+}
+
+fn flow_hash(flow_schema: &str, distinguisher: &str) -> u64 {
+    let mut hasher = std::collections::hash_map::DefaultHasher::new();
+    flow_schema.hash(&mut hasher);
+    distinguisher.hash(&mut hasher);
+    hasher.finish()
+}
+
+fn classified(classification: &Classification<'_>) -> Classified {
+    Classified {
+        flow_schema: classification.flow_schema.clone(),
+        flow_schema_uid: classification.flow_schema_uid.clone(),
+        priority_level: classification.level.name.clone(),
+        priority_level_uid: classification.level.uid.clone(),
+    }
+}
+
+fn name_of(object: &Value) -> &str {
+    object
+        .pointer("/metadata/name")
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+}
+
+/// `stored` with the mandatory objects of `mandatory` it lacks added.
+fn with_mandatory(stored: &[Value], mandatory: Vec<Value>) -> Vec<Value> {
+    let mut objects = stored.to_vec();
+    for object in mandatory {
+        if !stored.iter().any(|s| name_of(s) == name_of(&object)) {
+            objects.push(object);
+        }
+    }
+    objects
+}
+
+impl FlowControl {
+    /// Priority and fairness over `server_limit` seats, with requests waiting in queues at
+    /// most `wait_limit`; configured with the mandatory objects alone until
+    /// [`FlowControl::configure`] is given the stored ones.
+    pub fn new(server_limit: u32, wait_limit: Duration) -> Self {
+        let now = Instant::now();
+        let flow_control = Self {
+            server_limit: server_limit.max(1),
+            wait_limit,
+            config: RwLock::new(Arc::new(Config {
+                snapshot: Snapshot::default(),
+                levels: Vec::new(),
+            })),
+            next_adjustment: Mutex::new(now + ADJUSTMENT_PERIOD),
+            next_id: AtomicU64::new(0),
+            watches: Arc::default(),
+            waiting: Arc::default(),
+        };
+        flow_control.configure(&[], &[]);
+        flow_control
+    }
+
+    /// The server's concurrency limit, in seats.
+    pub fn server_limit(&self) -> u32 {
+        self.server_limit
+    }
+
+    pub(crate) fn config(&self) -> Arc<Config> {
+        self.config
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+
+    /// Replaces the configuration with the stored FlowSchemas and PriorityLevelConfigurations
+    /// (their JSON), completed with the mandatory ones they lack. Levels kept by name keep
+    /// their queues and what runs on them.
+    pub fn configure(&self, flow_schemas: &[Value], levels: &[Value]) {
+        let flow_schemas = with_mandatory(flow_schemas, bootstrap::mandatory_flow_schemas());
+        let levels = with_mandatory(levels, bootstrap::mandatory_priority_levels());
+        let snapshot = Snapshot::new(&flow_schemas, &levels);
+        let now = Instant::now();
+        let mut current = self.config.write().unwrap_or_else(PoisonError::into_inner);
+        let params: Vec<Params> = snapshot
+            .levels()
+            .iter()
+            .map(|l| Params::of(&l.spec))
+            .collect();
+        let shares: u64 = params.iter().map(|p| u64::from(p.shares)).sum();
+        let mut kept = Vec::with_capacity(params.len());
+        for (level, params) in snapshot.levels().iter().zip(&params) {
+            let nominal = if shares == 0 {
+                self.server_limit
+            } else {
+                (u64::from(self.server_limit) * u64::from(params.shares)).div_ceil(shares) as u32
+            };
+            let percent = |p: u32| ((f64::from(nominal) * f64::from(p)) / 100.0).round() as u32;
+            let lendable = percent(params.lendable_percent.min(100));
+            let borrowing = params.borrowing_percent.map(percent);
+            let max_seats = width::level_max_seats(nominal, params.hand_size);
+            let existing = current
+                .levels
+                .iter()
+                .find(|l| l.name == level.name)
+                .cloned();
+            let state = match existing {
+                Some(existing) => {
+                    {
+                        let mut state = existing.lock();
+                        state.nominal = nominal;
+                        state.lendable = lendable;
+                        state.borrowing = borrowing;
+                        state.configured = true;
+                        let concurrency = if state.params == *params {
+                            state
+                                .set
+                                .concurrency
+                                .min(nominal.saturating_add(borrowing.unwrap_or(self.server_limit)))
+                        } else {
+                            nominal
+                        };
+                        state.params = *params;
+                        state.set.reconfigure(params.limit, concurrency, now);
+                    }
+                    existing.max_seats.store(max_seats, Ordering::Relaxed);
+                    existing
+                }
+                None => Arc::new(Level {
+                    name: level.name.clone(),
+                    max_seats: AtomicU32::new(max_seats),
+                    state: Mutex::new(LevelState {
+                        params: *params,
+                        nominal,
+                        lendable,
+                        borrowing,
+                        set: QueueSet::new(params.limit, nominal, now),
+                        retry: RetryAfter::new(now),
+                        configured: true,
+                    }),
+                }),
+            };
+            kept.push(state);
+        }
+        for old in &current.levels {
+            if !kept.iter().any(|k| Arc::ptr_eq(k, old)) {
+                let mut state = old.lock();
+                state.configured = false;
+                state.set.release_all(now);
+            }
+        }
+        *current = Arc::new(Config {
+            snapshot,
+            levels: kept,
+        });
+    }
+
+    /// Allocates the levels' current limits again when the period is over.
+    fn adjust_if_due(&self, now: Instant) {
+        let Ok(mut next) = self.next_adjustment.try_lock() else {
+            return;
+        };
+        if now < *next {
+            return;
+        }
+        *next = now + ADJUSTMENT_PERIOD;
+        drop(next);
+        self.adjust(now);
+    }
+
+    /// Allocates the levels' current limits from their seat demand since the last time.
+    pub(crate) fn adjust(&self, now: Instant) {
+        let config = self.config();
+        let mut items = Vec::new();
+        let mut limited = Vec::new();
+        let mut exempt_kept = 0.0;
+        for level in &config.levels {
+            let mut state = level.lock();
+            let stats: DemandStats = state.set.demand.take(now);
+            let target = stats.high_watermark.min(stats.average + stats.deviation);
+            state.set.demand.smoothed = allocation::smooth(state.set.demand.smoothed, target);
+            if state.params.limit == Limit::Exempt {
+                exempt_kept += f64::from(state.nominal.saturating_sub(state.lendable));
+                continue;
+            }
+            items.push(allocation::item(
+                state.nominal,
+                state.lendable,
+                state.borrowing,
+                self.server_limit,
+                stats.high_watermark,
+                state.set.demand.smoothed,
+            ));
+            limited.push(level.clone());
+        }
+        let sum = (f64::from(self.server_limit) - exempt_kept).max(0.0);
+        let allocations = allocation::allocate(sum, &items);
+        for (level, allocation) in limited.iter().zip(allocations) {
+            let mut state = level.lock();
+            let limit = state.params.limit;
+            let concurrency = (allocation.round() as u32).max(1);
+            state.set.reconfigure(limit, concurrency, now);
+        }
+    }
+
+    /// Registers an open watch of `info`'s resource (the mutating requests' estimate counts
+    /// them) until the registration is dropped.
+    pub fn register_watch(&self, info: &RequestInfo) -> WatchRegistration {
+        let mut watches = self.watches.lock().unwrap_or_else(PoisonError::into_inner);
+        *watches
+            .entry(info.api_group.clone())
+            .or_default()
+            .entry(info.resource.clone())
+            .or_default() += 1;
+        WatchRegistration {
+            watches: self.watches.clone(),
+            group: info.api_group.clone(),
+            resource: info.resource.clone(),
+        }
+    }
+
+    /// How many watches of `group`'s `resource` are open.
+    pub fn watchers(&self, group: &str, resource: &str) -> usize {
+        let watches = self.watches.lock().unwrap_or_else(PoisonError::into_inner);
+        watches
+            .get(group)
+            .and_then(|r| r.get(resource))
+            .copied()
+            .unwrap_or(0)
+    }
+
+    /// Classifies the request `info` (with its `query`) of `user`, estimates its work
+    /// (`stored` counts its resource's objects, see [`width`](super::width)), and waits
+    /// until its level lets it run, or answers why it may not.
+    pub async fn admit(
+        &self,
+        info: &RequestInfo,
+        query: Option<&str>,
+        user: &UserInfo,
+        stored: impl FnOnce() -> Result<usize, bool>,
+    ) -> Result<Admitted, Rejected> {
+        let now = Instant::now();
+        self.adjust_if_due(now);
+        let config = self.config();
+        let (classified, level, flow, distinguisher) = match config.snapshot.classify(info, user) {
+            Some(c) => (
+                classified(&c),
+                config.levels[c.level_index].clone(),
+                flow_hash(c.flow_schema, c.distinguisher),
+                c.distinguisher,
+            ),
+            None => {
+                // Unreachable with the mandatory catch-all; run it on the first level (exempt).
+                let level = config.levels[0].clone();
+                let name = level.name.clone();
+                (
+                    Classified {
+                        flow_schema: Arc::from(CATCH_ALL),
+                        flow_schema_uid: Arc::from(""),
+                        priority_level: name,
+                        priority_level_uid: Arc::from(""),
+                    },
+                    level,
+                    0,
+                    "",
+                )
+            }
+        };
+
+        let estimate: WorkEstimate = width::estimate(
+            info,
+            query,
+            level.max_seats.load(Ordering::Relaxed),
+            stored,
+            || self.watchers(&info.api_group, &info.resource),
+        );
+        let seats = estimate.max_seats();
+        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
+        let arrival = level.lock().set.arrive(now, seats, flow, id);
+        let admitted = |level: Arc<Level>, slot: Slot, classified: Classified| Admitted {
+            classified,
+            seats: Seats {
+                level,
+                slot,
+                seats,
+                started: Instant::now(),
+                additional_latency: estimate.additional_latency,
+            },
+        };
+        match arrival {
+            Arrival::Dispatched(slot) => Ok(admitted(level, slot, classified)),
+            Arrival::Rejected(reason) => {
+                let retry_after = level.lock().retry.dropped(now);
+                Err(Rejected {
+                    classified,
+                    reason,
+                    retry_after,
+                })
+            }
+            Arrival::Queued { slot, dispatched } => {
+                self.waiting
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .insert(
+                        id,
+                        WaitingRequest {
+                            flow_schema: classified.flow_schema.clone(),
+                            distinguisher: distinguisher.to_owned(),
+                            user: user.username.clone(),
+                            info: info.clone(),
+                        },
+                    );
+                let mut waiting = Waiting {
+                    level: level.clone(),
+                    id,
+                    slot,
+                    seats,
+                    dispatched,
+                    done: false,
+                    shown: self.waiting.clone(),
+                };
+                let dispatched = tokio::select! {
+                    dispatched = &mut waiting.dispatched => dispatched.ok(),
+                    () = tokio::time::sleep(self.wait_limit) => None,
+                };
+                waiting.done = true;
+                if let Some(slot) = dispatched {
+                    return Ok(admitted(level, slot, classified));
+                }
+                let mut state = level.lock();
+                if state.set.cancel(Instant::now(), id, slot) {
+                    state.set.count_rejection(RejectReason::TimeOut);
+                    let retry_after = state.retry.dropped(Instant::now());
+                    return Err(Rejected {
+                        classified,
+                        reason: RejectReason::TimeOut,
+                        retry_after,
+                    });
+                }
+                // Dispatched as the wait ended (under the lock, to a receiver still open).
+                drop(state);
+                let slot = waiting.dispatched.try_recv().unwrap_or(slot);
+                Ok(admitted(level, slot, classified))
+            }
+        }
+    }
+
+    /// The wait limit of queued requests.
+    pub fn wait_limit(&self) -> Duration {
+        self.wait_limit
+    }
+}
+
+/// A request waiting in a queue; if its future is dropped (the client went away), it leaves
+/// its queue, or gives back the seats it was dispatched with meanwhile.
+struct Waiting {
+    level: Arc<Level>,
+    id: u64,
+    slot: Slot,
+    seats: u32,
+    dispatched: tokio::sync::oneshot::Receiver<Slot>,
+    done: bool,
+    shown: Arc<Mutex<HashMap<u64, WaitingRequest>>>,
+}
+
+impl Drop for Waiting {
+    fn drop(&mut self) {
+        self.shown
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .remove(&self.id);
+        if self.done {
+            return;
+        }
+        let now = Instant::now();
+        let mut state = self.level.lock();
+        if state.set.cancel(now, self.id, self.slot) {
+            state.set.count_rejection(RejectReason::Cancelled);
+        } else {
+            // Dispatched meanwhile: the slot it was given is in the channel.
+            let slot = self.dispatched.try_recv().unwrap_or(self.slot);
+            state.set.complete(now, slot, self.seats, now);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;
