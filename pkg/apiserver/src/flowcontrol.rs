@@ -16,7 +16,7 @@
 //!
 //! What follows classification lives in the submodules: [`width`] estimates a request's
 //! seats, [`dispatch`] shares the server's concurrency among the levels and admits, queues or
-//! rejects each request by its level's [`queueset`], and [`allocation`] lends and borrows
+//! rejects each request by its level's [`queueset`], and `allocation` lends and borrows
 //! seats between levels from their demand.
 
 pub(crate) mod allocation;

@@ -3,6 +3,15 @@
 //! `apiserver_request_terminations_total`, `apiserver_current_inflight_requests`,
 //! `apiserver_registered_watchers`, `apiserver_storage_objects` and
 //! `apiserver_terminated_watchers_total`; and genplane's `apiserver_watch_buffered_bytes`.
+//! With API Priority and Fairness, read from its dispatching at scrape time:
+//! `apiserver_flowcontrol_dispatched_requests_total`,
+//! `apiserver_flowcontrol_rejected_requests_total` (by reason),
+//! `apiserver_flowcontrol_current_inqueue_requests`,
+//! `apiserver_flowcontrol_current_executing_requests` and
+//! `apiserver_flowcontrol_current_executing_seats` (by FlowSchema and priority level), and
+//! `apiserver_flowcontrol_nominal_limit_seats`, `apiserver_flowcontrol_current_limit_seats`,
+//! `apiserver_flowcontrol_lower_limit_seats` and `apiserver_flowcontrol_upper_limit_seats`
+//! (by priority level).
 //!
 //! Verbs are reported as upstream reports them: the HTTP method for single-object requests
 //! (`GET`, `POST`, `PUT`, `PATCH`, `DELETE`), `LIST` and `WATCH` for collections, `APPLY` for
@@ -29,6 +38,7 @@ use prometheus_client::metrics::gauge::{ConstGauge, Gauge};
 use prometheus_client::metrics::histogram::Histogram;
 
 use crate::body::ResponseBody;
+use crate::flowcontrol::FlowControl;
 use crate::kind::ServedKind;
 use crate::request_info::RequestInfo;
 
@@ -195,6 +205,140 @@ impl Collector for StorageObjects {
     }
 }
 
+/// The priority and fairness metrics, read from the server's dispatching at scrape time.
+#[derive(Debug, Default)]
+struct FlowControlMetrics {
+    source: RwLock<Option<Arc<FlowControl>>>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Hash, EncodeLabelSet)]
+struct FlowLabels {
+    flow_schema: String,
+    priority_level: String,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Hash, EncodeLabelSet)]
+struct RejectedLabels {
+    flow_schema: String,
+    priority_level: String,
+    reason: String,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Hash, EncodeLabelSet)]
+struct LevelLabels {
+    priority_level: String,
+}
+
+impl Collector for FlowControlMetrics {
+    fn encode(&self, mut encoder: DescriptorEncoder<'_>) -> Result<(), fmt::Error> {
+        use prometheus_client::metrics::MetricType;
+        use prometheus_client::metrics::counter::ConstCounter;
+        use std::sync::atomic::Ordering::Relaxed;
+        let source = self
+            .source
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone();
+        let Some(flow_control) = source else {
+            return Ok(());
+        };
+        let flows = flow_control.flow_counts();
+        let labels = |(schema, level): &(Arc<str>, Arc<str>)| FlowLabels {
+            flow_schema: schema.to_string(),
+            priority_level: level.to_string(),
+        };
+        let mut family = encoder.encode_descriptor(
+            "apiserver_flowcontrol_dispatched_requests",
+            "Requests priority and fairness let run, by FlowSchema and priority level",
+            None,
+            MetricType::Counter,
+        )?;
+        for (key, counts) in &flows {
+            ConstCounter::new(counts.dispatched.load(Relaxed))
+                .encode(family.encode_family(&labels(key))?)?;
+        }
+        let mut family = encoder.encode_descriptor(
+            "apiserver_flowcontrol_rejected_requests",
+            "Requests priority and fairness refused, by FlowSchema, priority level and reason",
+            None,
+            MetricType::Counter,
+        )?;
+        for (key, counts) in &flows {
+            for (index, reason) in ["queue-full", "concurrency-limit", "time-out", "cancelled"]
+                .into_iter()
+                .enumerate()
+            {
+                let count = counts.rejected[index].load(Relaxed);
+                if count == 0 {
+                    continue;
+                }
+                let labels = RejectedLabels {
+                    flow_schema: key.0.to_string(),
+                    priority_level: key.1.to_string(),
+                    reason: reason.to_owned(),
+                };
+                ConstCounter::new(count).encode(family.encode_family(&labels)?)?;
+            }
+        }
+        for (name, help, read) in [
+            (
+                "apiserver_flowcontrol_current_inqueue_requests",
+                "Requests waiting in queues now, by FlowSchema and priority level",
+                (|c: &crate::flowcontrol::dispatch::FlowCounts| c.waiting.load(Relaxed))
+                    as fn(&crate::flowcontrol::dispatch::FlowCounts) -> i64,
+            ),
+            (
+                "apiserver_flowcontrol_current_executing_requests",
+                "Requests executing now, by FlowSchema and priority level",
+                |c| c.executing.load(Relaxed),
+            ),
+            (
+                "apiserver_flowcontrol_current_executing_seats",
+                "Seats held by executing requests now, by FlowSchema and priority level",
+                |c| c.executing_seats.load(Relaxed),
+            ),
+        ] {
+            let mut family = encoder.encode_descriptor(name, help, None, MetricType::Gauge)?;
+            for (key, counts) in &flows {
+                ConstGauge::new(read(counts)).encode(family.encode_family(&labels(key))?)?;
+            }
+        }
+        let levels = flow_control.level_limits();
+        for (name, help, read) in [
+            (
+                "apiserver_flowcontrol_nominal_limit_seats",
+                "Each priority level's nominal share of the server's concurrency limit, in seats",
+                (|l: &crate::flowcontrol::dispatch::LevelLimits| l.nominal)
+                    as fn(&crate::flowcontrol::dispatch::LevelLimits) -> u32,
+            ),
+            (
+                "apiserver_flowcontrol_current_limit_seats",
+                "Each priority level's current concurrency limit, after lending and borrowing",
+                |l| l.current,
+            ),
+            (
+                "apiserver_flowcontrol_lower_limit_seats",
+                "The least concurrency limit each priority level may be given",
+                |l| l.lower,
+            ),
+            (
+                "apiserver_flowcontrol_upper_limit_seats",
+                "The most concurrency limit each priority level may be given",
+                |l| l.upper,
+            ),
+        ] {
+            let mut family = encoder.encode_descriptor(name, help, None, MetricType::Gauge)?;
+            for level in &levels {
+                let labels = LevelLabels {
+                    priority_level: level.name.to_string(),
+                };
+                ConstGauge::new(i64::from(read(level))).encode(family.encode_family(&labels)?)?;
+            }
+        }
+        Ok(())
+    }
+}
+
 /// The API server's metrics. Cheap to clone; clones share the metrics.
 #[derive(Clone, Debug)]
 pub struct ApiMetrics {
@@ -206,6 +350,7 @@ pub struct ApiMetrics {
     terminated_watchers: Family<ResourceLabels, Counter>,
     watch_buffered: Family<ResourceLabels, Gauge>,
     objects: Arc<StorageObjects>,
+    flow_control: Arc<FlowControlMetrics>,
     /// The request counter and duration histogram of each request kind and code met so far,
     /// found in the families once: building and hashing their two label sets (sixteen strings
     /// copied) cost about a tenth of a cached GET's own work.
@@ -238,6 +383,7 @@ impl ApiMetrics {
             terminated_watchers: Family::default(),
             watch_buffered: Family::default(),
             objects: Arc::default(),
+            flow_control: Arc::default(),
             observed: Arc::default(),
         };
         registry.register(
@@ -276,7 +422,17 @@ impl ApiMetrics {
             metrics.watch_buffered.clone(),
         );
         registry.register_collector(Box::new(metrics.objects.clone()));
+        registry.register_collector(Box::new(metrics.flow_control.clone()));
         metrics
+    }
+
+    /// Reports the priority and fairness metrics of `flow_control` (`None`: none).
+    pub fn report_flow_control(&self, flow_control: Option<Arc<FlowControl>>) {
+        *self
+            .flow_control
+            .source
+            .write()
+            .unwrap_or_else(PoisonError::into_inner) = flow_control;
     }
 
     /// Counts a watch of `group` `resource` ended because its client fell behind.

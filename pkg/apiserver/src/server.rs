@@ -810,6 +810,9 @@ impl<S: Storage> ApiServer<S> {
     pub fn with_limits(mut self, limits: Limits) -> Self {
         self.in_flight = InFlight::new(limits);
         self.flow_control = flow_control_for(&limits);
+        if let Some(metrics) = &self.metrics {
+            metrics.report_flow_control(self.flow_control.clone());
+        }
         self
     }
 
@@ -823,6 +826,7 @@ impl<S: Storage> ApiServer<S> {
     /// The same server, recording request metrics in `metrics` and reporting the number of
     /// stored objects of each resource (as its storage counts them).
     pub fn with_metrics(mut self, metrics: ApiMetrics) -> Self {
+        metrics.report_flow_control(self.flow_control.clone());
         let mut seen = Vec::new();
         for resource in &self.builtin {
             let name = resource.info.group_resource().to_string();

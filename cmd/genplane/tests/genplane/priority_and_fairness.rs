@@ -154,6 +154,21 @@ fn requests_are_classified_limited_by_their_level_and_refused_with_429() {
         text.contains("apiserver_request_terminations_total{code=\"429\""),
         "{text}"
     );
+    for line in [
+        "apiserver_flowcontrol_rejected_requests_total{flow_schema=\"alice\",priority_level=\"tight\",reason=\"concurrency-limit\"} 1",
+        "apiserver_flowcontrol_nominal_limit_seats{priority_level=\"tight\"} 1",
+        "apiserver_flowcontrol_upper_limit_seats{priority_level=\"tight\"} 1",
+        "apiserver_flowcontrol_current_executing_requests{flow_schema=\"alice\",priority_level=\"tight\"} 0",
+        "apiserver_flowcontrol_current_inqueue_requests{flow_schema=\"alice\",priority_level=\"tight\"} 0",
+    ] {
+        assert!(text.contains(line), "{line} in {text}");
+    }
+    let dispatched: f64 = crate::support::sample(
+        &text,
+        "apiserver_flowcontrol_dispatched_requests_total{flow_schema=\"alice\",priority_level=\"tight\"}",
+    )
+    .unwrap();
+    assert!(dispatched >= 3.0, "{dispatched}");
 }
 
 #[test]

@@ -3,13 +3,13 @@
 //!
 //! A [`FlowControl`] holds the configuration (the compiled FlowSchemas and the levels, replaced
 //! whole by [`FlowControl::configure`] each time the stored objects change) and each level's
-//! [`QueueSet`](super::queueset::QueueSet). The server's concurrency limit (the sum of
+//! `QueueSet` ([`super::queueset`]). The server's concurrency limit (the sum of
 //! `--max-requests-inflight` and `--max-mutating-requests-inflight`, as upstream) is divided
 //! among the levels by `nominalConcurrencyShares`: a level's nominal limit is
 //! `ceil(limit × shares / all shares)`, of which `lendablePercent` may be lent and beyond
 //! which `borrowingLimitPercent` may be borrowed. Every 10 seconds, on the first request after
 //! the period ends, the current limits are allocated again from each level's seat demand
-//! ([`super::allocation`]).
+//! (`allocation`).
 //!
 //! A configuration without the mandatory `exempt` or `catch-all` objects is completed with
 //! them (as upstream imagines them until they are stored). A level that disappears lets its
@@ -17,7 +17,7 @@
 
 use std::collections::HashMap;
 use std::hash::{Hash, Hasher};
-use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicI64, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError, RwLock};
 use std::time::{Duration, Instant};
 
@@ -200,6 +200,58 @@ pub struct FlowControl {
     watches: Arc<Mutex<HashMap<String, HashMap<String, usize>>>>,
     /// What the debug dump shows of each waiting request, by its id.
     pub(crate) waiting: Arc<Mutex<HashMap<u64, WaitingRequest>>>,
+    /// The metrics' counts of each flow schema and level met.
+    counts: Mutex<HashMap<(Arc<str>, Arc<str>), Arc<FlowCounts>>>,
+}
+
+/// What the metrics count of the requests of one FlowSchema and level.
+#[derive(Debug, Default)]
+pub struct FlowCounts {
+    /// Requests dispatched.
+    pub dispatched: AtomicU64,
+    /// Requests rejected, by reason (queue-full, concurrency-limit, time-out, cancelled).
+    pub rejected: [AtomicU64; 4],
+    /// Requests waiting in a queue now.
+    pub waiting: AtomicI64,
+    /// Requests executing now.
+    pub executing: AtomicI64,
+    /// Seats held by executing requests now.
+    pub executing_seats: AtomicI64,
+}
+
+impl FlowCounts {
+    fn reject(&self, reason: RejectReason) {
+        let index = match reason {
+            RejectReason::QueueFull => 0,
+            RejectReason::ConcurrencyLimit => 1,
+            RejectReason::TimeOut => 2,
+            RejectReason::Cancelled => 3,
+        };
+        self.rejected[index].fetch_add(1, Ordering::Relaxed);
+    }
+
+    fn start(&self, seats: u32) {
+        self.dispatched.fetch_add(1, Ordering::Relaxed);
+        self.executing.fetch_add(1, Ordering::Relaxed);
+        self.executing_seats
+            .fetch_add(i64::from(seats), Ordering::Relaxed);
+    }
+}
+
+/// A level's limits as the metrics show them.
+#[derive(Clone, Debug)]
+pub struct LevelLimits {
+    /// The level's name.
+    pub name: Arc<str>,
+    /// Its nominal concurrency limit, in seats.
+    pub nominal: u32,
+    /// Its current concurrency limit (after lending and borrowing), in seats.
+    pub current: u32,
+    /// The least it may be given (nominal less what it lends).
+    pub lower: u32,
+    /// The most it may be given (nominal plus what it may borrow; the server's limit when
+    /// unbounded).
+    pub upper: u32,
 }
 
 /// A waiting request as the debug dump shows it.
@@ -220,17 +272,23 @@ pub struct Seats {
     seats: u32,
     started: Instant,
     additional_latency: Duration,
+    counts: Arc<FlowCounts>,
 }
 
 impl Drop for Seats {
     fn drop(&mut self) {
         let level = self.level.clone();
+        let counts = self.counts.clone();
         let (slot, seats, started) = (self.slot, self.seats, self.started);
         let complete = move || {
             level
                 .lock()
                 .set
                 .complete(Instant::now(), slot, seats, started);
+            counts.executing.fetch_sub(1, Ordering::Relaxed);
+            counts
+                .executing_seats
+                .fetch_sub(i64::from(seats), Ordering::Relaxed);
         };
         if !self.additional_latency.is_zero()
             && let Ok(runtime) = tokio::runtime::Handle::try_current()
@@ -349,6 +407,7 @@ impl FlowControl {
             next_id: AtomicU64::new(0),
             watches: Arc::default(),
             waiting: Arc::default(),
+            counts: Mutex::default(),
         };
         flow_control.configure(&[], &[]);
         flow_control
@@ -448,6 +507,50 @@ impl FlowControl {
         });
     }
 
+    /// The counts of `classified`'s FlowSchema and level.
+    fn counts_of(&self, classified: &Classified) -> Arc<FlowCounts> {
+        let mut counts = self.counts.lock().unwrap_or_else(PoisonError::into_inner);
+        counts
+            .entry((
+                classified.flow_schema.clone(),
+                classified.priority_level.clone(),
+            ))
+            .or_default()
+            .clone()
+    }
+
+    /// The counts of every FlowSchema and level met, for the metrics.
+    pub fn flow_counts(&self) -> Vec<((Arc<str>, Arc<str>), Arc<FlowCounts>)> {
+        let counts = self.counts.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut all: Vec<_> = counts.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
+        all.sort_by(|a, b| a.0.cmp(&b.0));
+        all
+    }
+
+    /// Every configured level's limits, for the metrics.
+    pub fn level_limits(&self) -> Vec<LevelLimits> {
+        self.config()
+            .levels
+            .iter()
+            .map(|level| {
+                let state = level.lock();
+                LevelLimits {
+                    name: level.name.clone(),
+                    nominal: state.nominal,
+                    current: if state.params.limit == Limit::Exempt {
+                        state.nominal
+                    } else {
+                        state.set.concurrency
+                    },
+                    lower: state.nominal.saturating_sub(state.lendable),
+                    upper: state
+                        .borrowing
+                        .map_or(self.server_limit, |b| state.nominal.saturating_add(b)),
+                }
+            })
+            .collect()
+    }
+
     /// Allocates the levels' current limits again when the period is over.
     fn adjust_if_due(&self, now: Instant) {
         let Ok(mut next) = self.next_adjustment.try_lock() else {
@@ -523,7 +626,7 @@ impl FlowControl {
     }
 
     /// Classifies the request `info` (with its `query`) of `user`, estimates its work
-    /// (`stored` counts its resource's objects, see [`width`](super::width)), and waits
+    /// (`stored` counts its resource's objects, see [`width`]), and waits
     /// until its level lets it run, or answers why it may not.
     pub async fn admit(
         &self,
@@ -568,21 +671,27 @@ impl FlowControl {
             || self.watchers(&info.api_group, &info.resource),
         );
         let seats = estimate.max_seats();
+        let counts = self.counts_of(&classified);
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
         let arrival = level.lock().set.arrive(now, seats, flow, id);
-        let admitted = |level: Arc<Level>, slot: Slot, classified: Classified| Admitted {
-            classified,
-            seats: Seats {
-                level,
-                slot,
-                seats,
-                started: Instant::now(),
-                additional_latency: estimate.additional_latency,
-            },
+        let admitted = |level: Arc<Level>, slot: Slot, classified: Classified| {
+            counts.start(seats);
+            Admitted {
+                classified,
+                seats: Seats {
+                    level,
+                    slot,
+                    seats,
+                    started: Instant::now(),
+                    additional_latency: estimate.additional_latency,
+                    counts: counts.clone(),
+                },
+            }
         };
         match arrival {
             Arrival::Dispatched(slot) => Ok(admitted(level, slot, classified)),
             Arrival::Rejected(reason) => {
+                counts.reject(reason);
                 let retry_after = level.lock().retry.dropped(now);
                 Err(Rejected {
                     classified,
@@ -603,6 +712,7 @@ impl FlowControl {
                             info: info.clone(),
                         },
                     );
+                counts.waiting.fetch_add(1, Ordering::Relaxed);
                 let mut waiting = Waiting {
                     level: level.clone(),
                     id,
@@ -611,6 +721,7 @@ impl FlowControl {
                     dispatched,
                     done: false,
                     shown: self.waiting.clone(),
+                    counts: counts.clone(),
                 };
                 let dispatched = tokio::select! {
                     dispatched = &mut waiting.dispatched => dispatched.ok(),
@@ -623,6 +734,7 @@ impl FlowControl {
                 let mut state = level.lock();
                 if state.set.cancel(Instant::now(), id, slot) {
                     state.set.count_rejection(RejectReason::TimeOut);
+                    counts.reject(RejectReason::TimeOut);
                     let retry_after = state.retry.dropped(Instant::now());
                     return Err(Rejected {
                         classified,
@@ -654,6 +766,7 @@ struct Waiting {
     dispatched: tokio::sync::oneshot::Receiver<Slot>,
     done: bool,
     shown: Arc<Mutex<HashMap<u64, WaitingRequest>>>,
+    counts: Arc<FlowCounts>,
 }
 
 impl Drop for Waiting {
@@ -662,6 +775,7 @@ impl Drop for Waiting {
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .remove(&self.id);
+        self.counts.waiting.fetch_sub(1, Ordering::Relaxed);
         if self.done {
             return;
         }
@@ -669,6 +783,7 @@ impl Drop for Waiting {
         let mut state = self.level.lock();
         if state.set.cancel(now, self.id, self.slot) {
             state.set.count_rejection(RejectReason::Cancelled);
+            self.counts.reject(RejectReason::Cancelled);
         } else {
             // Dispatched meanwhile: the slot it was given is in the channel.
             let slot = self.dispatched.try_recv().unwrap_or(self.slot);

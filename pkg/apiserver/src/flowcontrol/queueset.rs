@@ -1,6 +1,6 @@
 //! One priority level's seats and queues: who runs now, who waits, who is turned away.
 //!
-//! A [`QueueSet`] is a plain state machine, driven under its level's lock with the current time
+//! A `QueueSet` is a plain state machine, driven under its level's lock with the current time
 //! passed in (so tests run it on a clock of their own):
 //! - An **exempt** level dispatches every request at once; its seats are only counted.
 //! - A **Reject** level dispatches a request when its seats fit under the level's current
@@ -12,7 +12,7 @@
 //!   in seat-seconds: each queue carries the virtual time its next request may start at; the
 //!   level's virtual clock advances, while queues are active, by the seats in use shared
 //!   among the active queues; the waiting request with the earliest virtual finish (its
-//!   queue's start plus its seats times [`ESTIMATED_SERVICE`]) goes next, when its seats fit;
+//!   queue's start plus its seats times 3 ms, upstream's estimate) goes next, when its seats fit;
 //!   when they do not, nothing is dispatched before it (a wide request is not starved by
 //!   narrower ones), and a request wider than the whole limit runs alone. What a request
 //!   really took is charged to its queue when it completes.
