@@ -185,3 +185,129 @@ fn without_priority_and_fairness_answers_carry_no_classification() {
         404
     );
 }
+
+/// A priority level of its own (one share, no borrowing) and the FlowSchema sending `user`
+/// to it; `queuing` as the level queues.
+fn level_of(user: &str, queuing: Value) -> Value {
+    json!({"apiVersion": "v1", "kind": "List", "items": [
+        {"apiVersion": "flowcontrol.apiserver.k8s.io/v1", "kind": "PriorityLevelConfiguration",
+            "metadata": {"name": user},
+            "spec": {"type": "Limited", "limited": {"nominalConcurrencyShares": 1,
+                "borrowingLimitPercent": 0,
+                "limitResponse": {"type": "Queue", "queuing": queuing}}}},
+        {"apiVersion": "flowcontrol.apiserver.k8s.io/v1", "kind": "FlowSchema",
+            "metadata": {"name": user},
+            "spec": {"priorityLevelConfiguration": {"name": user}, "matchingPrecedence": 999,
+                "distinguisherMethod": {"type": "ByUser"},
+                "rules": [{"subjects": [{"kind": "User", "user": {"name": user}}],
+                    "resourceRules": [{"verbs": ["*"], "apiGroups": ["*"], "resources": ["*"],
+                        "namespaces": ["*"]}]}]}},
+    ]})
+}
+
+/// Upstream's "should ensure that requests can't be drowned out (priority)", at this
+/// machine's scale: a client flooding its own priority level (more concurrent requests than
+/// it has seats and queue) is turned away with 429s, while a steady client at another level
+/// of the same share completes what it asks, none refused.
+#[test]
+fn requests_cannot_be_drowned_out_by_another_level() {
+    use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+    use std::time::{Duration, Instant};
+
+    // 3 seats in all: each test level's nominal share is one seat.
+    let server = start_with(&[
+        "--max-requests-inflight=2",
+        "--max-mutating-requests-inflight=1",
+    ]);
+    ok(kubectl_stdin(
+        &server,
+        &["apply", "-f", "-"],
+        &level_of(
+            "highqps",
+            json!({"queues": 1, "handSize": 1, "queueLengthLimit": 1}),
+        ),
+    ));
+    ok(kubectl_stdin(
+        &server,
+        &["apply", "-f", "-"],
+        &level_of(
+            "lowqps",
+            json!({"queues": 8, "handSize": 2, "queueLengthLimit": 50}),
+        ),
+    ));
+    let admin = server.raw();
+    let as_user = |user: &str| {
+        admin.request(
+            "GET",
+            "/api/v1/namespaces/default/configmaps",
+            &[("Impersonate-User", user)],
+            None,
+        )
+    };
+    for user in ["highqps", "lowqps"] {
+        let level = uid(&server, "prioritylevelconfiguration", user);
+        eventually("the test levels to take effect", || {
+            (as_user(user).header(PRIORITY_LEVEL_UID) == level).then_some(())
+        });
+    }
+    let nominal: f64 = crate::support::sample(
+        &server.metrics(),
+        "apiserver_flowcontrol_nominal_limit_seats{priority_level=\"lowqps\"}",
+    )
+    .unwrap();
+    assert_eq!(nominal, 1.0);
+
+    let load = Duration::from_secs(10);
+    let stop = AtomicBool::new(false);
+    let (high_done, high_refused) = (AtomicUsize::new(0), AtomicUsize::new(0));
+    let (low_done, low_refused, low_other) =
+        (AtomicUsize::new(0), AtomicUsize::new(0), AtomicUsize::new(0));
+    let low_qps = 4.0;
+    std::thread::scope(|scope| {
+        // The flood: four clients back to back, twice the seats and queue its level has.
+        for _ in 0..4 {
+            scope.spawn(|| {
+                while !stop.load(Ordering::Relaxed) {
+                    match as_user("highqps").status {
+                        200 => high_done.fetch_add(1, Ordering::Relaxed),
+                        _ => high_refused.fetch_add(1, Ordering::Relaxed),
+                    };
+                }
+            });
+        }
+        // The steady client: 4 requests a second.
+        scope.spawn(|| {
+            let started = Instant::now();
+            let mut sent = 0u32;
+            while started.elapsed() < load {
+                let due = started + Duration::from_secs_f64(f64::from(sent) / low_qps);
+                if let Some(wait) = due.checked_duration_since(Instant::now()) {
+                    std::thread::sleep(wait);
+                }
+                sent += 1;
+                match as_user("lowqps").status {
+                    200 => low_done.fetch_add(1, Ordering::Relaxed),
+                    429 => low_refused.fetch_add(1, Ordering::Relaxed),
+                    _ => low_other.fetch_add(1, Ordering::Relaxed),
+                };
+            }
+            stop.store(true, Ordering::Relaxed);
+        });
+    });
+    let (high_done, high_refused) = (high_done.into_inner(), high_refused.into_inner());
+    let (low_done, low_refused, low_other) = (
+        low_done.into_inner(),
+        low_refused.into_inner(),
+        low_other.into_inner(),
+    );
+    eprintln!(
+        "highqps: {high_done} served, {high_refused} refused; lowqps: {low_done} served, {low_refused} refused"
+    );
+    assert!(high_refused > 0, "the flood never filled its level");
+    assert_eq!((low_refused, low_other), (0, 0));
+    let wanted = low_qps * load.as_secs_f64();
+    assert!(
+        low_done as f64 >= 0.9 * wanted,
+        "lowqps completed {low_done} of {wanted}"
+    );
+}

@@ -27,7 +27,10 @@
 //!     (see `memory.rs`);
 //! 11. (`--only admission`, run by `hack/bench/admission.sh`) ConfigMap creates with one
 //!     matching ValidatingAdmissionPolicy against the plugin disabled, two SQLite servers,
-//!     interleaved (see `admission.rs`).
+//!     interleaved (see `admission.rs`);
+//! 12. (`--only fairness`, run by `hack/bench/fairness.sh`) a steady tenant's latency and a
+//!     controller's Lease renewals without and with a flooding tenant, with API Priority and
+//!     Fairness and with the in-flight limits alone (see `fairness.rs`).
 //!
 //! Beside each throughput, the CPU time (user + system) the serving processes spent per
 //! operation: on a shared machine it moves less than the rates do.
@@ -44,6 +47,7 @@ mod authz;
 mod bare;
 mod client;
 mod crd;
+mod fairness;
 mod idle;
 mod memory;
 mod process;
@@ -130,6 +134,18 @@ struct Args {
     /// ConfigMaps (of `--value-size` bytes of data) in the memory-per-object part.
     #[arg(long, default_value_t = 100_000)]
     memory_objects: usize,
+    /// ConfigMaps in the namespace the flooding tenant lists (`--only fairness`).
+    #[arg(long, default_value_t = 2000)]
+    fair_objects: usize,
+    /// Connections the flooding tenant sends from, each request after request.
+    #[arg(long, default_value_t = 50)]
+    fair_flood_connections: usize,
+    /// Requests a second of the steady tenant.
+    #[arg(long, default_value_t = 20.0)]
+    fair_steady_rate: f64,
+    /// Seconds of each phase (without, then with the flood).
+    #[arg(long, default_value_t = 20.0)]
+    fair_seconds: f64,
     /// Where data directories go (default: a temporary directory under /var/tmp, on disk).
     #[arg(long)]
     dir: Option<PathBuf>,
@@ -157,6 +173,7 @@ enum Part {
     Idle,
     Memory,
     Admission,
+    Fairness,
 }
 
 impl Args {
@@ -178,6 +195,9 @@ impl Args {
             self.idle_watchers = self.idle_watchers.min(4);
             self.collection_mib = self.collection_mib.min(4);
             self.memory_objects = self.memory_objects.min(2_000);
+            self.fair_objects = self.fair_objects.min(200);
+            self.fair_flood_connections = self.fair_flood_connections.min(8);
+            self.fair_seconds = self.fair_seconds.min(3.0);
         }
     }
 
@@ -1207,13 +1227,22 @@ async fn run(args: &Args) -> anyhow::Result<()> {
     if args.only.contains(&Part::Idle) {
         idle::idle(args, &dir).await?;
     }
+    if args.only.contains(&Part::Fairness) {
+        fairness::fairness(args, &dir).await?;
+    }
     if args.only.contains(&Part::Memory) {
         memory::memory_per_object(args, &dir).await?;
     }
     if !args.only.iter().any(|p| {
         !matches!(
             p,
-            Part::Startup | Part::Authz | Part::Crd | Part::Idle | Part::Memory | Part::Admission
+            Part::Startup
+                | Part::Authz
+                | Part::Crd
+                | Part::Idle
+                | Part::Memory
+                | Part::Admission
+                | Part::Fairness
         )
     }) {
         return Ok(());

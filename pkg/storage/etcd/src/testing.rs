@@ -171,10 +171,15 @@ impl EtcdServer {
                     if attempt < PORT_ATTEMPTS && log.contains("address already in use") =>
                 {
                     attempt += 1;
-                    // A fresh data directory: the failed start may have left a member there.
+                    // A fresh data directory: the failed start may have left a member there
+                    // (or have failed before making one).
                     let data = server.data_dir();
-                    std::fs::remove_dir_all(&data)
-                        .map_err(|source| LaunchError::Prepare { path: data, source })?;
+                    match std::fs::remove_dir_all(&data) {
+                        Err(source) if source.kind() != std::io::ErrorKind::NotFound => {
+                            return Err(LaunchError::Prepare { path: data, source });
+                        }
+                        _ => {}
+                    }
                 }
                 result => return result.map(|()| server),
             }
