@@ -361,7 +361,7 @@ mod tests {
     }
 
     #[test]
-    fn upstreams_alpha_admission_policies_are_served_only_when_enabled() {
+    fn upstreams_off_by_default_apis_are_served_only_when_enabled() {
         let map = Api {
             group: "admissionregistration.k8s.io",
             version: "v1alpha1",
