@@ -400,7 +400,9 @@ mod tests {
         };
         let serves = |entries: &[&str], api: Api<'static>| {
             let entries: Vec<String> = entries.iter().map(|e| (*e).to_owned()).collect();
-            ApiEnablement::parse(&entries, [ctb, csr]).unwrap().serves(api)
+            ApiEnablement::parse(&entries, [ctb, csr])
+                .unwrap()
+                .serves(api)
         };
         assert!(!ApiEnablement::all().serves(ctb));
         assert!(ApiEnablement::all().serves(csr));

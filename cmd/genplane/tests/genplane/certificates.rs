@@ -492,7 +492,12 @@ fn cluster_trust_bundles_are_off_by_default_and_attested_for_their_signer() {
         let cluster = Cluster::start_with(flags);
         let resources = cluster.admin(
             &latest,
-            &["api-resources", "--api-group=certificates.k8s.io", "-o", "name"],
+            &[
+                "api-resources",
+                "--api-group=certificates.k8s.io",
+                "-o",
+                "name",
+            ],
         );
         assert_eq!(
             resources.trim(),
@@ -510,7 +515,12 @@ fn cluster_trust_bundles_are_off_by_default_and_attested_for_their_signer() {
     let cluster = Cluster::start_with(&TRUST_BUNDLE_FLAGS);
     let resources = cluster.admin(
         &latest,
-        &["api-resources", "--api-group=certificates.k8s.io", "-o", "wide"],
+        &[
+            "api-resources",
+            "--api-group=certificates.k8s.io",
+            "-o",
+            "wide",
+        ],
     );
     let listed = resources
         .lines()
@@ -519,7 +529,12 @@ fn cluster_trust_bundles_are_off_by_default_and_attested_for_their_signer() {
     let columns: Vec<&str> = listed.split_whitespace().collect();
     assert_eq!(
         columns[..4],
-        ["clustertrustbundles", "certificates.k8s.io/v1beta1", "false", "ClusterTrustBundle"],
+        [
+            "clustertrustbundles",
+            "certificates.k8s.io/v1beta1",
+            "false",
+            "ClusterTrustBundle"
+        ],
         "{resources}"
     );
 
@@ -555,7 +570,11 @@ fn cluster_trust_bundles_are_off_by_default_and_attested_for_their_signer() {
         &trust_bundle_yaml("cluster-roots", None, &format!("{ca}{front_proxy_ca}")),
     ));
     // For a signer: refused without attest, with upstream's words.
-    let signed = trust_bundle_yaml("example.com:publisher:v1", Some("example.com/publisher"), &ca);
+    let signed = trust_bundle_yaml(
+        "example.com:publisher:v1",
+        Some("example.com/publisher"),
+        &ca,
+    );
     let refused = cluster.apply(&latest, &publisher, &signed);
     assert!(!refused.status.success(), "{}", text(&refused));
     assert!(
@@ -585,7 +604,11 @@ fn cluster_trust_bundles_are_off_by_default_and_attested_for_their_signer() {
     ok(cluster.apply(
         &latest,
         &publisher,
-        &trust_bundle_yaml("example.org:any:v1", Some("example.org/any"), &front_proxy_ca),
+        &trust_bundle_yaml(
+            "example.org:any:v1",
+            Some("example.org/any"),
+            &front_proxy_ca,
+        ),
     ));
     let other = cluster.apply(
         &latest,
@@ -622,7 +645,10 @@ fn cluster_trust_bundles_are_off_by_default_and_attested_for_their_signer() {
             &["get", "clustertrustbundle", "example.com:publisher:v1"],
         ));
         assert!(
-            one.lines().nth(1).unwrap().starts_with("example.com:publisher:v1"),
+            one.lines()
+                .nth(1)
+                .unwrap()
+                .starts_with("example.com:publisher:v1"),
             "{version}: {one}"
         );
     }
@@ -658,7 +684,12 @@ fn cluster_trust_bundles_are_off_by_default_and_attested_for_their_signer() {
     ok(cluster.kubectl(
         &latest,
         &publisher,
-        &["label", "clustertrustbundle", "example.com:publisher:v1", "tier=prod"],
+        &[
+            "label",
+            "clustertrustbundle",
+            "example.com:publisher:v1",
+            "tier=prod",
+        ],
     ));
     let moved = cluster.kubectl(
         &latest,
@@ -673,7 +704,8 @@ fn cluster_trust_bundles_are_off_by_default_and_attested_for_their_signer() {
         ],
     );
     assert!(
-        text(&moved).contains("spec.signerName: Invalid value: \"example.com/other\": field is immutable"),
+        text(&moved)
+            .contains("spec.signerName: Invalid value: \"example.com/other\": field is immutable"),
         "{}",
         text(&moved)
     );

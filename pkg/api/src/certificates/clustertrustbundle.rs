@@ -85,7 +85,9 @@ pub fn decode(object: &Value) -> Result<Decoded, ApiError> {
 pub fn name_problems(signer_name: &str, name: &str, prefix: bool) -> Vec<String> {
     if signer_name.is_empty() {
         if name.contains(':') {
-            return vec!["ClusterTrustBundle without signer name must not have \":\" in its name".to_owned()];
+            return vec![
+                "ClusterTrustBundle without signer name must not have \":\" in its name".to_owned(),
+            ];
         }
         return name_is_dns_subdomain(name, prefix);
     }
@@ -118,7 +120,8 @@ pub fn trust_bundle_problems(bundle: &str) -> Result<Vec<String>, usize> {
             continue;
         }
         let basic_constraints = match x509_parser::parse_x509_certificate(&block.contents) {
-            Ok((rest, certificate)) if rest.is_empty() => certificate
+            // Go refuses data after the certificate.
+            Ok(([], certificate)) => certificate
                 .basic_constraints()
                 .map(|e| e.map(|e| e.value.ca)),
             _ => Err(x509_parser::error::X509Error::InvalidCertificate),

@@ -63,7 +63,11 @@ fn names_follow_the_signer_name_with_upstreams_messages() {
         ]
     );
     assert_eq!(
-        create_messages(&bundle("example.com:foo:Bad_Suffix", "example.com/foo", &ca)),
+        create_messages(&bundle(
+            "example.com:foo:Bad_Suffix",
+            "example.com/foo",
+            &ca
+        )),
         [
             "metadata.name: Invalid value: \"example.com:foo:Bad_Suffix\": a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')"
         ]
@@ -117,7 +121,8 @@ fn signer_names_are_checked_as_a_csrs() {
 fn trust_bundles_hold_only_distinct_ca_certificates() {
     let ca = certificate("root", true);
     let invalid = |trust_bundle: &str| create_messages(&bundle("roots", "", trust_bundle));
-    let at = |detail: &str| format!("spec.trustBundle: Invalid value: \"<value omitted>\": {detail}");
+    let at =
+        |detail: &str| format!("spec.trustBundle: Invalid value: \"<value omitted>\": {detail}");
     assert_eq!(
         invalid(""),
         [at("at least one trust anchor must be provided")]
@@ -199,7 +204,9 @@ fn updates_keep_the_signer_and_parse_only_a_changed_bundle() {
     relabelled["spec"]["trustBundle"] = json!(format!("{}\n", certificate("leaf2", false)));
     assert_eq!(
         messages(&validate_update(&relabelled, &stored).unwrap()),
-        ["spec.trustBundle: Invalid value: \"<value omitted>\": entry 0 does not have the CA bit set"]
+        [
+            "spec.trustBundle: Invalid value: \"<value omitted>\": entry 0 does not have the CA bit set"
+        ]
     );
     let mut rotated = old.clone();
     rotated["spec"]["trustBundle"] = json!(format!("{ca}{}", certificate("next", true)));
