@@ -44,12 +44,12 @@ pub const TRUST_BUNDLE_ATTEST: &str = "ClusterTrustBundleAttest";
 
 const RESOURCE: &str = "certificatesigningrequests";
 
-/// Whether the write is of a CertificateSigningRequest through `subresource` ("" for the
+/// Whether the write is of a certificates.k8s.io `resource` through `subresource` ("" for the
 /// object itself).
-fn writes(attributes: &Attributes<'_>, subresource: &str) -> bool {
-    let resource = &attributes.request.resource;
-    resource.group == GROUP
-        && resource.resource == RESOURCE
+fn writes(attributes: &Attributes<'_>, resource: &str, subresource: &str) -> bool {
+    let written = &attributes.request.resource;
+    written.group == GROUP
+        && written.resource == resource
         && attributes.request.subresource == subresource
 }
 
@@ -104,7 +104,7 @@ impl ValidatingPlugin for CertificateApproval {
         object: Option<&'a Value>,
     ) -> BoxFuture<'a, Result<(), ApiError>> {
         Box::pin(async move {
-            if !writes(&attributes, "approval") || object.is_none() {
+            if !writes(&attributes, RESOURCE, "approval") || object.is_none() {
                 return Ok(());
             }
             let signer = signer_of(object);
@@ -137,7 +137,7 @@ impl ValidatingPlugin for CertificateSigning {
         object: Option<&'a Value>,
     ) -> BoxFuture<'a, Result<(), ApiError>> {
         Box::pin(async move {
-            if !writes(&attributes, "status") || object.is_none() {
+            if !writes(&attributes, RESOURCE, "status") || object.is_none() {
                 return Ok(());
             }
             let old = attributes.old_object;
@@ -182,7 +182,7 @@ impl ValidatingPlugin for CertificateSubjectRestriction {
         object: Option<&'a Value>,
     ) -> BoxFuture<'a, Result<(), ApiError>> {
         Box::pin(async move {
-            if !writes(&attributes, "") || attributes.operation != Operation::Create {
+            if !writes(&attributes, RESOURCE, "") || attributes.operation != Operation::Create {
                 return Ok(());
             }
             if signer_of(object) != KUBE_APISERVER_CLIENT_SIGNER {
@@ -221,9 +221,7 @@ impl ValidatingPlugin for ClusterTrustBundleAttest {
         object: Option<&'a Value>,
     ) -> BoxFuture<'a, Result<(), ApiError>> {
         Box::pin(async move {
-            let resource = &attributes.request.resource;
-            if resource.group != GROUP
-                || resource.resource != clustertrustbundle::RESOURCE
+            if !writes(&attributes, clustertrustbundle::RESOURCE, "")
                 || !matches!(attributes.operation, Operation::Create | Operation::Update)
             {
                 return Ok(());

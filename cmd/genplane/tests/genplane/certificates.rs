@@ -476,7 +476,8 @@ const TRUST_BUNDLE_FLAGS: [&str; 2] = [
     "--runtime-config=certificates.k8s.io/v1beta1=true",
 ];
 
-fn trust_bundle_yaml(name: &str, signer: Option<&str>, pem: &str) -> String {
+/// A ClusterTrustBundle `name` of `signer` (none: a bundle of no signer) holding `pem`, in YAML.
+pub(crate) fn trust_bundle_yaml(name: &str, signer: Option<&str>, pem: &str) -> String {
     let signer = signer.map_or_else(String::new, |s| format!("  signerName: {s}\n"));
     let indented: String = pem.lines().map(|line| format!("    {line}\n")).collect();
     format!(

@@ -493,10 +493,7 @@ const OFF_BY_DEFAULT_APIS: &[&str] = &[
 /// ClusterTrustBundle exercise).
 fn trust_bundle(cluster: &Cluster<'_>, name: &str, signer: &str) -> String {
     let ca = std::fs::read_to_string(cluster.data.join("pki/ca.crt")).unwrap();
-    let indented: String = ca.lines().map(|line| format!("    {line}\n")).collect();
-    format!(
-        "apiVersion: certificates.k8s.io/v1beta1\nkind: ClusterTrustBundle\nmetadata:\n  name: {name}\nspec:\n  signerName: {signer}\n  trustBundle: |\n{indented}"
-    )
+    crate::certificates::trust_bundle_yaml(name, Some(signer), &ca)
 }
 
 /// A MutatingAdmissionPolicy and its binding labelling the ConfigMaps labelled
