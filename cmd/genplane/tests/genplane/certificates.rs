@@ -681,6 +681,38 @@ fn cluster_trust_bundles_are_off_by_default_and_attested_for_their_signer() {
         "clustertrustbundle.certificates.k8s.io/example.org:any:v1"
     );
 
+    // Server-side apply, as for every built-in kind: created, then the anchors rotated.
+    let path = cluster.dir.path().join("applied.yaml");
+    for anchors in [ca.clone(), format!("{ca}{front_proxy_ca}")] {
+        let yaml = trust_bundle_yaml(
+            "example.com:publisher:v2",
+            Some("example.com/publisher"),
+            &anchors,
+        );
+        std::fs::write(&path, yaml).unwrap();
+        ok(cluster.kubectl(
+            &latest,
+            &publisher,
+            &["apply", "--server-side", "-f", &path.display().to_string()],
+        ));
+    }
+    let applied = ok(cluster.kubectl(
+        &latest,
+        &publisher,
+        &[
+            "get",
+            "clustertrustbundle",
+            "example.com:publisher:v2",
+            "-o",
+            "jsonpath={.metadata.managedFields[0].operation}/{.spec.trustBundle}",
+        ],
+    ));
+    assert_eq!(
+        applied.trim(),
+        format!("Apply/{ca}{front_proxy_ca}").trim(),
+        "{applied}"
+    );
+
     // Relabelling a signed bundle is a write attest covers; the signer never changes.
     ok(cluster.kubectl(
         &latest,
