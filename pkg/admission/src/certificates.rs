@@ -8,14 +8,23 @@
 //!   certificate or the conditions needs verb `sign` on the stored request's signer, likewise;
 //! - `CertificateSubjectRestriction`: no request to `kubernetes.io/kube-apiserver-client` may
 //!   name the group `system:masters` (an organization of its subject), so no client of that
-//!   signer becomes a cluster admin.
+//!   signer becomes a cluster admin;
+//! - `ClusterTrustBundleAttest`: creating or updating a ClusterTrustBundle with a
+//!   `spec.signerName` needs verb `attest` on that signer, likewise (a bundle's signer name
+//!   never changes, so the new object's is the one checked); an update that changes only
+//!   owner references, finalizers or managed fields is not checked (upstream's
+//!   `IsOnlyMutatingGCFields`, so the garbage collector and storage migration need no
+//!   `attest`). Upstream's plugin does nothing while the `ClusterTrustBundle` feature is off;
+//!   genplane serves no ClusterTrustBundle then, but while the cluster turns the feature off
+//!   it keeps checking the updates of those still stored.
 //!
 //! Refusals are upstream's 403 `Forbidden` with its words. The permissions are asked of the
 //! request's authorizer ([`crate::Request::authorizer`]); a server without one authorizes
 //! everything, and so do these plugins.
 
 use genplane_api::certificates::{
-    self, GROUP, KUBE_APISERVER_CLIENT_SIGNER, SIGNERS, SYSTEM_MASTERS, parse_request,
+    self, GROUP, KUBE_APISERVER_CLIENT_SIGNER, SIGNERS, SYSTEM_MASTERS, clustertrustbundle,
+    parse_request,
 };
 use genplane_apimachinery::errors::{ApiError, Status};
 use genplane_apimachinery::gofmt::quote;
@@ -30,15 +39,17 @@ pub const APPROVAL: &str = "CertificateApproval";
 pub const SIGNING: &str = "CertificateSigning";
 /// `CertificateSubjectRestriction`'s name.
 pub const SUBJECT_RESTRICTION: &str = "CertificateSubjectRestriction";
+/// `ClusterTrustBundleAttest`'s name.
+pub const TRUST_BUNDLE_ATTEST: &str = "ClusterTrustBundleAttest";
 
 const RESOURCE: &str = "certificatesigningrequests";
 
-/// Whether the write is of a CertificateSigningRequest through `subresource` ("" for the
+/// Whether the write is of a certificates.k8s.io `resource` through `subresource` ("" for the
 /// object itself).
-fn writes(attributes: &Attributes<'_>, subresource: &str) -> bool {
-    let resource = &attributes.request.resource;
-    resource.group == GROUP
-        && resource.resource == RESOURCE
+fn writes(attributes: &Attributes<'_>, resource: &str, subresource: &str) -> bool {
+    let written = &attributes.request.resource;
+    written.group == GROUP
+        && written.resource == resource
         && attributes.request.subresource == subresource
 }
 
@@ -50,7 +61,11 @@ fn signer_of(object: Option<&Value>) -> &str {
 }
 
 fn forbidden(attributes: &Attributes<'_>, why: &str) -> ApiError {
-    Status::forbidden(&GroupResource::new(GROUP, RESOURCE), attributes.name, why).into()
+    forbidden_in(RESOURCE, attributes, why)
+}
+
+fn forbidden_in(resource: &str, attributes: &Attributes<'_>, why: &str) -> ApiError {
+    Status::forbidden(&GroupResource::new(GROUP, resource), attributes.name, why).into()
 }
 
 /// Whether the requesting user may `verb` for `signer` (upstream's
@@ -89,7 +104,7 @@ impl ValidatingPlugin for CertificateApproval {
         object: Option<&'a Value>,
     ) -> BoxFuture<'a, Result<(), ApiError>> {
         Box::pin(async move {
-            if !writes(&attributes, "approval") || object.is_none() {
+            if !writes(&attributes, RESOURCE, "approval") || object.is_none() {
                 return Ok(());
             }
             let signer = signer_of(object);
@@ -122,7 +137,7 @@ impl ValidatingPlugin for CertificateSigning {
         object: Option<&'a Value>,
     ) -> BoxFuture<'a, Result<(), ApiError>> {
         Box::pin(async move {
-            if !writes(&attributes, "status") || object.is_none() {
+            if !writes(&attributes, RESOURCE, "status") || object.is_none() {
                 return Ok(());
             }
             let old = attributes.old_object;
@@ -167,7 +182,7 @@ impl ValidatingPlugin for CertificateSubjectRestriction {
         object: Option<&'a Value>,
     ) -> BoxFuture<'a, Result<(), ApiError>> {
         Box::pin(async move {
-            if !writes(&attributes, "") || attributes.operation != Operation::Create {
+            if !writes(&attributes, RESOURCE, "") || attributes.operation != Operation::Create {
                 return Ok(());
             }
             if signer_of(object) != KUBE_APISERVER_CLIENT_SIGNER {
@@ -190,3 +205,51 @@ impl ValidatingPlugin for CertificateSubjectRestriction {
         })
     }
 }
+
+/// See the module documentation.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct ClusterTrustBundleAttest;
+
+impl ValidatingPlugin for ClusterTrustBundleAttest {
+    fn name(&self) -> &'static str {
+        TRUST_BUNDLE_ATTEST
+    }
+
+    fn validate<'a>(
+        &'a self,
+        attributes: Attributes<'a>,
+        object: Option<&'a Value>,
+    ) -> BoxFuture<'a, Result<(), ApiError>> {
+        Box::pin(async move {
+            if !writes(&attributes, clustertrustbundle::RESOURCE, "")
+                || !matches!(attributes.operation, Operation::Create | Operation::Update)
+            {
+                return Ok(());
+            }
+            let signer = signer_of(object);
+            if signer.is_empty() {
+                return Ok(());
+            }
+            if attributes.operation == Operation::Update
+                && let (Some(old), Some(new)) = (attributes.old_object, object)
+                && genplane_authorization::escalation::is_only_mutating_gc_fields(old, new)
+            {
+                return Ok(());
+            }
+            if authorized_for_signer(&attributes, "attest", signer) {
+                return Ok(());
+            }
+            Err(forbidden_in(
+                clustertrustbundle::RESOURCE,
+                &attributes,
+                &format!(
+                    "user not permitted to attest for signerName {}",
+                    quote(signer)
+                ),
+            ))
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -3,13 +3,13 @@
 //!
 //! - implemented: `AlwaysAdmit`, `NamespaceAutoProvision`, `NamespaceLifecycle`,
 //!   `NamespaceExists`, `MutatingAdmissionPolicy`, `MutatingAdmissionWebhook`, `ValidatingAdmissionPolicy`,
-//!   `ValidatingAdmissionWebhook`, `ResourceQuota`, `AlwaysDeny`, and the CertificateSigningRequest
-//!   plugins `CertificateApproval`, `CertificateSigning`, `CertificateSubjectRestriction`
-//!   ([`crate::certificates`]);
+//!   `ValidatingAdmissionWebhook`, `ResourceQuota`, `AlwaysDeny`, the CertificateSigningRequest
+//!   plugins `CertificateApproval`, `CertificateSigning`, `CertificateSubjectRestriction` and the
+//!   ClusterTrustBundle plugin `ClusterTrustBundleAttest` ([`crate::certificates`]);
 //! - genplane's own: `ComponentRestriction` ([`crate::component`]), next to upstream's
 //!   `NodeRestriction`, whose role it plays for genplane's components; on by default;
 //! - not applicable: plugins that act only on kinds a generic control plane does not serve
-//!   (pods, nodes, services, storage, ingresses, cluster trust bundles); accepted, and they admit
+//!   (pods, nodes, services, storage, ingresses); accepted, and they admit
 //!   everything here, as upstream's would;
 //! - not available yet: the policy, owner-reference and rate-limit plugins;
 //!   naming one in `--enable-admission-plugins` is a configuration error that says so.
@@ -96,7 +96,7 @@ pub const ALL: &[Plugin] = &[
     plugin("RuntimeClass", NotApplicable, false),
     plugin(crate::certificates::APPROVAL, Implemented, true),
     plugin(crate::certificates::SIGNING, Implemented, true),
-    plugin("ClusterTrustBundleAttest", NotApplicable, true),
+    plugin(crate::certificates::TRUST_BUNDLE_ATTEST, Implemented, true),
     plugin(crate::certificates::SUBJECT_RESTRICTION, Implemented, true),
     plugin("DefaultIngressClass", NotApplicable, false),
     plugin("DenyServiceExternalIPs", NotApplicable, false),
@@ -268,6 +268,9 @@ pub fn chain_of(names: &[&str], context: &Context) -> Chain {
             }
             crate::certificates::SUBJECT_RESTRICTION => {
                 validating.push(Arc::new(crate::certificates::CertificateSubjectRestriction));
+            }
+            crate::certificates::TRUST_BUNDLE_ATTEST => {
+                validating.push(Arc::new(crate::certificates::ClusterTrustBundleAttest));
             }
             crate::component::NAME => validating.push(Arc::new(
                 crate::component::ComponentRestriction::new(namespaces),

@@ -24,6 +24,7 @@ static RESOURCES: &[ResourceInfo] = &[
     core::resourcequota::INFO,
     events::INFO,
     certificates::certificatesigningrequest::INFO,
+    certificates::clustertrustbundle::INFO,
     rbac::clusterrolebinding::INFO,
     rbac::clusterrole::INFO,
     rbac::rolebinding::INFO,
@@ -114,6 +115,13 @@ mod tests {
                     "CertificateSigningRequest",
                     false,
                     vec!["csr"]
+                ),
+                (
+                    "certificates.k8s.io/v1beta1".into(),
+                    "clustertrustbundles",
+                    "ClusterTrustBundle",
+                    false,
+                    vec![]
                 ),
                 (
                     "rbac.authorization.k8s.io/v1".into(),

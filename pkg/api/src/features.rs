@@ -18,9 +18,15 @@ pub const NETWORK_REGISTRY: &str = "NetworkRegistry";
 /// is on. Alpha since 1.30, off by default.
 pub const MUTATING_ADMISSION_POLICY: &str = "MutatingAdmissionPolicy";
 
+/// `ClusterTrustBundle` (KEP-3257): the `certificates.k8s.io/v1beta1` ClusterTrustBundles are
+/// served (with the group version enabled by `--runtime-config`) only while it is on. Alpha
+/// since 1.27, beta (still off by default) since 1.33.
+pub const CLUSTER_TRUST_BUNDLE: &str = "ClusterTrustBundle";
+
 /// Every feature gate a built-in kind's hooks consult or a built-in kind is served under.
 pub const GATED_FEATURES: &[&str] = &[
     COORDINATED_LEADER_ELECTION,
     NETWORK_REGISTRY,
     MUTATING_ADMISSION_POLICY,
+    CLUSTER_TRUST_BUNDLE,
 ];

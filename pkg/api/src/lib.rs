@@ -6,7 +6,9 @@
 //!   [`core::serviceaccount`], [`core::event`], [`core::resourcequota`];
 //! - events.k8s.io/v1 ([`events`]): events, stored as core/v1 events and converted both ways;
 //! - certificates.k8s.io/v1 ([`certificates`]): CertificateSigningRequests, with their
-//!   `status` and `approval` subresources;
+//!   `status` and `approval` subresources; certificates.k8s.io/v1beta1 ClusterTrustBundles
+//!   ([`certificates::clustertrustbundle`]), served while the `ClusterTrustBundle` feature gate
+//!   is on and `--runtime-config` enables the group version;
 //! - coordination.k8s.io/v1 ([`coordination`]): leases;
 //! - flowcontrol.apiserver.k8s.io/v1 ([`flowcontrol`]): FlowSchemas and
 //!   PriorityLevelConfigurations, with the configuration every server keeps

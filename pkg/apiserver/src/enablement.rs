@@ -13,8 +13,10 @@
 //! As upstream, a key naming a group the server does not have is ignored (it may belong to
 //! another server of the cluster, or to custom resources, which the flag never affects); a
 //! version the server does not have in a group it has is an error, as is a value that is not a
-//! boolean. By default every built-in group version is served but upstream's alpha ones,
-//! which need the flag as upstream ([`DEFAULT_OFF`]: `admissionregistration.k8s.io/v1alpha1`);
+//! boolean. By default every built-in group version is served but those upstream serves only
+//! on request, which need the flag as upstream ([`DEFAULT_OFF`]: the alpha
+//! `admissionregistration.k8s.io/v1alpha1`, and `certificates.k8s.io/v1beta1`, a beta API
+//! introduced after 1.24 and so off by default);
 //! genplane's own alpha groups (`featuregates.genplane.io`, `networkregistry.genplane.io`) are
 //! served by default.
 //! A disabled API is gone from discovery, the OpenAPI documents and routing (404).
@@ -82,9 +84,13 @@ pub struct ApiEnablement {
     resources: BTreeMap<(String, String, String), bool>,
 }
 
-/// The built-in group versions served only when `--runtime-config` enables them: upstream's
-/// alpha versions, off by default as in kube-apiserver.
-pub const DEFAULT_OFF: &[(&str, &str)] = &[("admissionregistration.k8s.io", "v1alpha1")];
+/// The built-in group versions served only when `--runtime-config` enables them, off by
+/// default as in kube-apiserver 1.33: its alpha versions, and its beta versions introduced
+/// since 1.24 (ClusterTrustBundle's).
+pub const DEFAULT_OFF: &[(&str, &str)] = &[
+    ("admissionregistration.k8s.io", "v1alpha1"),
+    ("certificates.k8s.io", "v1beta1"),
+];
 
 /// The selectors, in the order they are applied.
 const SELECTORS: &[&str] = &["api/all", "api/ga", "api/beta", "api/alpha"];
@@ -355,7 +361,7 @@ mod tests {
     }
 
     #[test]
-    fn upstreams_alpha_admission_policies_are_served_only_when_enabled() {
+    fn upstreams_off_by_default_apis_are_served_only_when_enabled() {
         let map = Api {
             group: "admissionregistration.k8s.io",
             version: "v1alpha1",
@@ -381,6 +387,28 @@ mod tests {
         assert!(with(&[
             "admissionregistration.k8s.io/v1alpha1/mutatingadmissionpolicies=true"
         ]));
+        // ClusterTrustBundles' beta version too, as upstream's beta APIs since 1.24.
+        let ctb = Api {
+            group: "certificates.k8s.io",
+            version: "v1beta1",
+            resource: "clustertrustbundles",
+        };
+        let csr = Api {
+            group: "certificates.k8s.io",
+            version: "v1",
+            resource: "certificatesigningrequests",
+        };
+        let serves = |entries: &[&str], api: Api<'static>| {
+            let entries: Vec<String> = entries.iter().map(|e| (*e).to_owned()).collect();
+            ApiEnablement::parse(&entries, [ctb, csr])
+                .unwrap()
+                .serves(api)
+        };
+        assert!(!ApiEnablement::all().serves(ctb));
+        assert!(ApiEnablement::all().serves(csr));
+        assert!(serves(&["certificates.k8s.io/v1beta1=true"], ctb));
+        assert!(serves(&["api/beta=true"], ctb));
+        assert!(!serves(&["certificates.k8s.io/v1=true"], ctb));
         // genplane's own alpha groups stay served by default
         assert!(ApiEnablement::all().serves(Api {
             group: "networkregistry.genplane.io",

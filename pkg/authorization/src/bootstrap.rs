@@ -14,6 +14,15 @@
 //! `edit` and `view` hold nothing of CertificateSigningRequests (cluster-scoped: a namespace's
 //! admin does not request the cluster's certificates).
 //!
+//! ClusterTrustBundles add nothing to the policy genplane reconciles, and nothing is left of
+//! upstream's that applies: upstream 1.33 grants them only to `system:node` (read, for the
+//! kubelet's `clusterTrustBundle` projected volumes; genplane has no nodes nor that role) and to
+//! `system:controller:kube-apiserver-serving-clustertrustbundle-publisher` (write, and
+//! `attest` on `kubernetes.io/kube-apiserver-serving`; the controller-manager's publisher of the
+//! API server's serving CA, which genplane does not run). `admin`, `edit` and `view` hold
+//! nothing of them, as upstream's (cluster-scoped). Only genplane's feature-controller reads
+//! and deletes them, for the `ClusterTrustBundle` feature's turn-off task.
+//!
 //! Kept from upstream with their rules cut to what genplane serves: `system:aggregate-to-admin`
 //! (unchanged: local subject access reviews, roles and rolebindings),
 //! `system:aggregate-to-edit` (configmaps, secrets, serviceaccounts and their tokens, events,
@@ -630,6 +639,12 @@ pub fn cluster_roles() -> Vec<Value> {
                     "mutatingadmissionpolicies",
                     "mutatingadmissionpolicybindings",
                 ],
+            ),
+            // ... and ClusterTrustBundle's bundles (deleting needs no `attest`).
+            rule(
+                &["get", "list", "delete"],
+                &[CERTIFICATES],
+                &["clustertrustbundles"],
             ),
         ],
     ));

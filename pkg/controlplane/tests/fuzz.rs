@@ -167,6 +167,15 @@ fn sample(resource: &catalog::ResourceInfo) -> Value {
                 "usages": ["client auth", "digital signature"],
             }})
         }
+        // The name carries the signer's; the bundle is a real CA certificate.
+        ("certificates.k8s.io", "clustertrustbundles") => {
+            object["metadata"]["name"] = json!("example.com:sample:v1");
+            let key = rcgen::KeyPair::generate().unwrap();
+            let mut params = rcgen::CertificateParams::new(Vec::<String>::new()).unwrap();
+            params.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
+            let pem = params.self_signed(&key).unwrap().pem();
+            json!({"spec": {"signerName": "example.com/sample", "trustBundle": pem}})
+        }
         ("coordination.k8s.io", "leases") => json!({"spec": {
             "holderIdentity": "a", "leaseDurationSeconds": 15,
             "renewTime": "2026-01-01T00:00:00.000000Z", "leaseTransitions": 1,

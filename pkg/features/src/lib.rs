@@ -47,6 +47,23 @@ pub const NETWORK_REGISTRY: Feature = network_registry::FEATURE;
 pub const MUTATING_ADMISSION_POLICY: Feature =
     Feature::new(genplane_api::features::MUTATING_ADMISSION_POLICY);
 
+/// `ClusterTrustBundle` (KEP-3257): the `certificates.k8s.io/v1beta1` ClusterTrustBundles are
+/// served (when `--runtime-config` enables the group version too) only while it is on. Alpha
+/// in 1.27, beta (still off by default) in 1.33.
+pub const CLUSTER_TRUST_BUNDLE: Feature =
+    Feature::new(genplane_api::features::CLUSTER_TRUST_BUNDLE);
+
+/// The task that turning ClusterTrustBundle off runs once every API server runs with it off:
+/// the ClusterTrustBundles, served only while it is on, must be gone.
+pub const REMOVE_CLUSTER_TRUST_BUNDLES: Task = Task::WaitForObjectsRemoved {
+    target: ResourceRef::new(
+        "certificates.k8s.io",
+        "v1beta1",
+        "clustertrustbundles",
+        "ClusterTrustBundle",
+    ),
+};
+
 /// The tasks that turning MutatingAdmissionPolicy off runs once every API server runs with it
 /// off: the bindings, then the policies, served only while it is on, must be gone.
 pub const REMOVE_MUTATING_ADMISSION_POLICIES: [Task; 2] = [
@@ -138,6 +155,16 @@ pub fn registry() -> Registry {
         let added = registry.add_turn_off_task(MUTATING_ADMISSION_POLICY, task);
         debug_assert!(added.is_ok(), "{added:?}");
     }
+    let added = registry.add(
+        CLUSTER_TRUST_BUNDLE,
+        &[
+            FeatureSpec::new(Version::new(1, 27), Stage::Alpha, false),
+            FeatureSpec::new(Version::new(1, 33), Stage::Beta, false),
+        ],
+    );
+    debug_assert!(added.is_ok(), "{added:?}");
+    let added = registry.add_turn_off_task(CLUSTER_TRUST_BUNDLE, REMOVE_CLUSTER_TRUST_BUNDLES);
+    debug_assert!(added.is_ok(), "{added:?}");
     registry
 }
 

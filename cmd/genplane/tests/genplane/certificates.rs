@@ -5,6 +5,11 @@
 //! `status.certificate` and used as a client certificate: the API server knows its subject
 //! and groups, RBAC applies to them, and it expires after the requested duration. The signer
 //! refuses what upstream refuses with a `Failed` condition.
+//!
+//! ClusterTrustBundles (`certificates.k8s.io/v1beta1`), as kube-apiserver 1.33 serves them:
+//! absent by default, served with the `ClusterTrustBundle` feature gate and the group version
+//! enabled, created, listed and read with kubectl's table, refused with upstream's messages
+//! when malformed, and created for a signer only by users allowed to `attest` for it.
 
 #![allow(clippy::unwrap_used)]
 
@@ -52,11 +57,17 @@ struct Cluster {
 
 impl Cluster {
     fn start() -> Self {
+        Self::start_with(&[])
+    }
+
+    /// `genplane all-in-one` with the flags `extra` besides its defaults.
+    fn start_with(extra: &[&str]) -> Self {
         let dir = tempfile::tempdir().unwrap();
         let mut command = Command::new(BIN);
         command
             .args(["all-in-one", "--bind-address=127.0.0.1", "--secure-port=0"])
-            .arg(format!("--data-dir={}", dir.path().join("data").display()));
+            .arg(format!("--data-dir={}", dir.path().join("data").display()))
+            .args(extra);
         let mut process = Process::spawn("all-in-one", command, &dir.path().join("all-in-one.log"));
         let admin = process.wait_for("the export KUBECONFIG line", |p| {
             p.output()
@@ -456,5 +467,314 @@ fn a_requested_client_certificate_logs_in_with_its_subject_and_groups() {
         ),
         "{}",
         text(&refused)
+    );
+}
+
+/// The flags that serve ClusterTrustBundles, as kube-apiserver 1.33 needs them.
+const TRUST_BUNDLE_FLAGS: [&str; 2] = [
+    "--feature-gates=ClusterTrustBundle=true",
+    "--runtime-config=certificates.k8s.io/v1beta1=true",
+];
+
+/// A ClusterTrustBundle `name` of `signer` (none: a bundle of no signer) holding `pem`, in YAML.
+pub(crate) fn trust_bundle_yaml(name: &str, signer: Option<&str>, pem: &str) -> String {
+    let signer = signer.map_or_else(String::new, |s| format!("  signerName: {s}\n"));
+    let indented: String = pem.lines().map(|line| format!("    {line}\n")).collect();
+    format!(
+        "apiVersion: certificates.k8s.io/v1beta1\nkind: ClusterTrustBundle\nmetadata:\n  name: {name}\nspec:\n{signer}  trustBundle: |\n{indented}"
+    )
+}
+
+#[test]
+fn cluster_trust_bundles_are_off_by_default_and_attested_for_their_signer() {
+    let latest = kubectl_path("kubectl.1.33");
+    // Absent by default, and with only one of the two switches.
+    for flags in [&[][..], &TRUST_BUNDLE_FLAGS[..1], &TRUST_BUNDLE_FLAGS[1..]] {
+        let cluster = Cluster::start_with(flags);
+        let resources = cluster.admin(
+            &latest,
+            &[
+                "api-resources",
+                "--api-group=certificates.k8s.io",
+                "-o",
+                "name",
+            ],
+        );
+        assert_eq!(
+            resources.trim(),
+            "certificatesigningrequests.certificates.k8s.io",
+            "{flags:?}"
+        );
+        let out = cluster.kubectl(&latest, &cluster.admin, &["get", "clustertrustbundles"]);
+        assert!(
+            text(&out).contains("the server doesn't have a resource type \"clustertrustbundles\""),
+            "{flags:?}: {}",
+            text(&out)
+        );
+    }
+
+    let cluster = Cluster::start_with(&TRUST_BUNDLE_FLAGS);
+    let resources = cluster.admin(
+        &latest,
+        &[
+            "api-resources",
+            "--api-group=certificates.k8s.io",
+            "-o",
+            "wide",
+        ],
+    );
+    let listed = resources
+        .lines()
+        .find(|line| line.starts_with("clustertrustbundles "))
+        .unwrap_or_else(|| panic!("{resources}"));
+    let columns: Vec<&str> = listed.split_whitespace().collect();
+    assert_eq!(
+        columns[..4],
+        [
+            "clustertrustbundles",
+            "certificates.k8s.io/v1beta1",
+            "false",
+            "ClusterTrustBundle"
+        ],
+        "{resources}"
+    );
+
+    // A publisher may write bundles (RBAC), but attest only for what it is granted.
+    let publisher = cluster.user("publisher", "trust-publishers");
+    cluster.admin(
+        &latest,
+        &[
+            "create",
+            "clusterrole",
+            "trust-bundle-writer",
+            "--verb=create,get,list,watch,update,patch",
+            "--resource=clustertrustbundles.certificates.k8s.io",
+        ],
+    );
+    cluster.admin(
+        &latest,
+        &[
+            "create",
+            "clusterrolebinding",
+            "trust-bundle-writer",
+            "--clusterrole=trust-bundle-writer",
+            "--group=trust-publishers",
+        ],
+    );
+    let ca = std::fs::read_to_string(cluster.pki("ca.crt")).unwrap();
+    let front_proxy_ca = std::fs::read_to_string(cluster.pki("front-proxy-ca.crt")).unwrap();
+
+    // Without a signer name, nothing to attest.
+    ok(cluster.apply(
+        &latest,
+        &publisher,
+        &trust_bundle_yaml("cluster-roots", None, &format!("{ca}{front_proxy_ca}")),
+    ));
+    // For a signer: refused without attest, with upstream's words.
+    let signed = trust_bundle_yaml(
+        "example.com:publisher:v1",
+        Some("example.com/publisher"),
+        &ca,
+    );
+    let refused = cluster.apply(&latest, &publisher, &signed);
+    assert!(!refused.status.success(), "{}", text(&refused));
+    assert!(
+        text(&refused).contains(
+            "clustertrustbundles.certificates.k8s.io \"example.com:publisher:v1\" is forbidden: user not permitted to attest for signerName \"example.com/publisher\""
+        ),
+        "{}",
+        text(&refused)
+    );
+    // Granted attest on that signer, and on another signer's domain: allowed.
+    ok(cluster.apply(
+        &latest,
+        &cluster.admin,
+        "apiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRole\nmetadata:\n  name: attester\nrules:\n- apiGroups: [certificates.k8s.io]\n  resources: [signers]\n  verbs: [attest]\n  resourceNames: [example.com/publisher, example.org/*]\n",
+    ));
+    cluster.admin(
+        &latest,
+        &[
+            "create",
+            "clusterrolebinding",
+            "attester",
+            "--clusterrole=attester",
+            "--group=trust-publishers",
+        ],
+    );
+    ok(cluster.apply(&latest, &publisher, &signed));
+    ok(cluster.apply(
+        &latest,
+        &publisher,
+        &trust_bundle_yaml(
+            "example.org:any:v1",
+            Some("example.org/any"),
+            &front_proxy_ca,
+        ),
+    ));
+    let other = cluster.apply(
+        &latest,
+        &publisher,
+        &trust_bundle_yaml("example.net:x:v1", Some("example.net/x"), &ca),
+    );
+    assert!(
+        text(&other).contains("user not permitted to attest for signerName \"example.net/x\""),
+        "{}",
+        text(&other)
+    );
+
+    // Listed and read with the table kube-apiserver prints, by kubectl 1.33 and 1.27.
+    for version in ["1.33", "1.27"] {
+        let kubectl = kubectl_path(&format!("kubectl.{version}"));
+        let table = ok(cluster.kubectl(&kubectl, &publisher, &["get", "clustertrustbundles"]));
+        let rows: Vec<Vec<&str>> = table
+            .lines()
+            .map(|line| line.split_whitespace().collect())
+            .collect();
+        assert_eq!(
+            rows,
+            [
+                vec!["NAME", "SIGNERNAME"],
+                vec!["cluster-roots", "<none>"],
+                vec!["example.com:publisher:v1", "example.com/publisher"],
+                vec!["example.org:any:v1", "example.org/any"],
+            ],
+            "{version}: {table}"
+        );
+        let one = ok(cluster.kubectl(
+            &kubectl,
+            &publisher,
+            &["get", "clustertrustbundle", "example.com:publisher:v1"],
+        ));
+        assert!(
+            one.lines()
+                .nth(1)
+                .unwrap()
+                .starts_with("example.com:publisher:v1"),
+            "{version}: {one}"
+        );
+    }
+    let stored = ok(cluster.kubectl(
+        &latest,
+        &publisher,
+        &[
+            "get",
+            "clustertrustbundle",
+            "example.com:publisher:v1",
+            "-o",
+            "jsonpath={.spec.trustBundle}",
+        ],
+    ));
+    assert_eq!(stored.trim(), ca.trim());
+    let selected = ok(cluster.kubectl(
+        &latest,
+        &publisher,
+        &[
+            "get",
+            "clustertrustbundles",
+            "--field-selector=spec.signerName=example.org/any",
+            "-o",
+            "name",
+        ],
+    ));
+    assert_eq!(
+        selected.trim(),
+        "clustertrustbundle.certificates.k8s.io/example.org:any:v1"
+    );
+
+    // Server-side apply, as for every built-in kind: created, then the anchors rotated.
+    let path = cluster.dir.path().join("applied.yaml");
+    for anchors in [ca.clone(), format!("{ca}{front_proxy_ca}")] {
+        let yaml = trust_bundle_yaml(
+            "example.com:publisher:v2",
+            Some("example.com/publisher"),
+            &anchors,
+        );
+        std::fs::write(&path, yaml).unwrap();
+        ok(cluster.kubectl(
+            &latest,
+            &publisher,
+            &["apply", "--server-side", "-f", &path.display().to_string()],
+        ));
+    }
+    let applied = ok(cluster.kubectl(
+        &latest,
+        &publisher,
+        &[
+            "get",
+            "clustertrustbundle",
+            "example.com:publisher:v2",
+            "-o",
+            "jsonpath={.metadata.managedFields[0].operation}/{.spec.trustBundle}",
+        ],
+    ));
+    assert_eq!(
+        applied.trim(),
+        format!("Apply/{ca}{front_proxy_ca}").trim(),
+        "{applied}"
+    );
+
+    // Relabelling a signed bundle is a write attest covers; the signer never changes.
+    ok(cluster.kubectl(
+        &latest,
+        &publisher,
+        &[
+            "label",
+            "clustertrustbundle",
+            "example.com:publisher:v1",
+            "tier=prod",
+        ],
+    ));
+    let moved = cluster.kubectl(
+        &latest,
+        &cluster.admin,
+        &[
+            "patch",
+            "clustertrustbundle",
+            "example.com:publisher:v1",
+            "--type=merge",
+            "-p",
+            r#"{"spec":{"signerName":"example.com/other"}}"#,
+        ],
+    );
+    assert!(
+        text(&moved)
+            .contains("spec.signerName: Invalid value: \"example.com/other\": field is immutable"),
+        "{}",
+        text(&moved)
+    );
+
+    // Malformed bundles are refused with upstream's causes.
+    let admin_certificate = std::fs::read_to_string(cluster.pki("admin.crt")).unwrap();
+    let invalid = cluster.apply(
+        &latest,
+        &cluster.admin,
+        &trust_bundle_yaml("example.com:leaf", None, &admin_certificate),
+    );
+    let message = text(&invalid);
+    assert!(
+        message.contains("\"example.com:leaf\" is invalid"),
+        "{message}"
+    );
+    assert!(
+        message.contains(
+            "metadata.name: Invalid value: \"example.com:leaf\": ClusterTrustBundle without signer name must not have \":\" in its name"
+        ),
+        "{message}"
+    );
+    assert!(
+        message.contains(
+            "spec.trustBundle: Invalid value: \"<value omitted>\": entry 0 does not have the CA bit set"
+        ),
+        "{message}"
+    );
+    let duplicated = cluster.apply(
+        &latest,
+        &cluster.admin,
+        &trust_bundle_yaml("twice", None, &format!("{ca}{ca}")),
+    );
+    assert!(
+        text(&duplicated).contains("duplicate trust anchor (indices [0 1])"),
+        "{}",
+        text(&duplicated)
     );
 }

@@ -483,9 +483,18 @@ struct Exercise {
     pristine: fn(&Cluster<'_>),
 }
 
-/// The upstream alpha APIs some features serve (MutatingAdmissionPolicy's), enabled in the
-/// every-feature test so that only the gates decide.
-const ALPHA_APIS: &[&str] = &["--runtime-config=admissionregistration.k8s.io/v1alpha1=true"];
+/// The upstream APIs off by default that some features serve (MutatingAdmissionPolicy's alpha,
+/// ClusterTrustBundle's beta), enabled in the every-feature test so that only the gates decide.
+const OFF_BY_DEFAULT_APIS: &[&str] = &[
+    "--runtime-config=admissionregistration.k8s.io/v1alpha1=true,certificates.k8s.io/v1beta1=true",
+];
+
+/// A ClusterTrustBundle of `signer` named `name` holding the cluster's CA (the
+/// ClusterTrustBundle exercise).
+fn trust_bundle(cluster: &Cluster<'_>, name: &str, signer: &str) -> String {
+    let ca = std::fs::read_to_string(cluster.data.join("pki/ca.crt")).unwrap();
+    crate::certificates::trust_bundle_yaml(name, Some(signer), &ca)
+}
 
 /// A MutatingAdmissionPolicy and its binding labelling the ConfigMaps labelled
 /// `exercise: map` (the MutatingAdmissionPolicy exercise).
@@ -671,6 +680,37 @@ const EXERCISES: &[Exercise] = &[
         },
     },
     Exercise {
+        feature: "ClusterTrustBundle",
+        use_it: |cluster| {
+            ok(apply_stdin(
+                cluster.kubeconfig,
+                &["apply", "-f", "-"],
+                &trust_bundle(cluster, "example.com:exercise:v1", "example.com/exercise"),
+            ));
+            let listed = ok(cluster.kubectl(&[
+                "get",
+                "clustertrustbundles",
+                "--field-selector=spec.signerName=example.com/exercise",
+                "-o",
+                "name",
+            ]));
+            assert_eq!(
+                listed.trim(),
+                "clustertrustbundle.certificates.k8s.io/example.com:exercise:v1"
+            );
+        },
+        pristine: |cluster| {
+            let out = cluster.kubectl(&["get", "clustertrustbundles"]);
+            assert!(
+                text(&out)
+                    .contains("the server doesn't have a resource type \"clustertrustbundles\""),
+                "{}",
+                text(&out)
+            );
+            assert_eq!(cluster.stored_under("/registry/clustertrustbundles/"), 0);
+        },
+    },
+    Exercise {
         feature: "OrderedNamespaceDeletion",
         // genplane serves no pods, so the order shows only where a control plane built with
         // the library serves them (the test cluster's `features` test); here the namespace
@@ -722,7 +762,7 @@ fn every_registered_feature_goes_on_is_used_goes_off_and_leaves_nothing() {
     let dir = tempfile::tempdir().unwrap();
     let data = dir.path().join("data");
 
-    let (mut process, kubeconfig) = all_in_one_with(dir.path(), &gates(true), ALPHA_APIS);
+    let (mut process, kubeconfig) = all_in_one_with(dir.path(), &gates(true), OFF_BY_DEFAULT_APIS);
     process.wait_for("every feature On", |_| {
         states(&kubeconfig, "On").then_some(())
     });
@@ -736,7 +776,7 @@ fn every_registered_feature_goes_on_is_used_goes_off_and_leaves_nothing() {
 
     process.terminate();
     process.wait_exit(support::DEADLINE);
-    let (mut process, kubeconfig) = all_in_one_with(dir.path(), &gates(false), ALPHA_APIS);
+    let (mut process, kubeconfig) = all_in_one_with(dir.path(), &gates(false), OFF_BY_DEFAULT_APIS);
     for feature in &features {
         let name = genplane_api::featuregates::object_name(feature);
         process.wait_for("the Feature", |_| feature_of(&kubeconfig, &name));
@@ -758,7 +798,7 @@ fn every_registered_feature_goes_on_is_used_goes_off_and_leaves_nothing() {
 
     process.terminate();
     process.wait_exit(support::DEADLINE);
-    let (_process, kubeconfig) = all_in_one_with(dir.path(), &gates(false), ALPHA_APIS);
+    let (_process, kubeconfig) = all_in_one_with(dir.path(), &gates(false), OFF_BY_DEFAULT_APIS);
     let cluster = Cluster {
         kubeconfig: &kubeconfig,
         data: &data,

@@ -1,4 +1,5 @@
-//! certificates.k8s.io: CertificateSigningRequests ([`certificatesigningrequest`]) and what
+//! certificates.k8s.io: CertificateSigningRequests ([`certificatesigningrequest`]),
+//! ClusterTrustBundles ([`clustertrustbundle`], v1beta1) and what
 //! the API server, its admission plugins and the signing controller share about them: the
 //! signer names Kubernetes defines, the key usages, reading PEM as Go's `encoding/pem` reads it
 //! ([`pem_blocks`]), a request's PKCS#10 content with its signature checked ([`parse_request`],
@@ -6,6 +7,7 @@
 //! ([`validate_signer_name`], upstream's `ValidateSignerName`).
 
 pub mod certificatesigningrequest;
+pub mod clustertrustbundle;
 
 use genplane_apimachinery::validation::field::{Error, ErrorList, Path};
 use genplane_apimachinery::validation::{
@@ -15,7 +17,8 @@ use x509_parser::prelude::FromDer as _;
 
 /// The API group.
 pub const GROUP: &str = "certificates.k8s.io";
-/// The resource whose names are signer names, on which `approve` and `sign` are authorized.
+/// The resource whose names are signer names, on which `approve`, `sign` and `attest` are
+/// authorized.
 pub const SIGNERS: &str = "signers";
 /// The signer of client certificates the API server trusts.
 pub const KUBE_APISERVER_CLIENT_SIGNER: &str = "kubernetes.io/kube-apiserver-client";

@@ -55,6 +55,7 @@ fn documents_are_listed_as_upstream_lists_them() {
             "apis/events.k8s.io/v1",
             "apis/certificates.k8s.io",
             "apis/certificates.k8s.io/v1",
+            "apis/certificates.k8s.io/v1beta1",
             "apis/rbac.authorization.k8s.io",
             "apis/rbac.authorization.k8s.io/v1",
             "apis/admissionregistration.k8s.io",
@@ -381,9 +382,9 @@ fn the_v2_document_holds_every_group_version() {
             .unwrap()
             .len(),
         // Every group version's, featuregates.genplane.io/v1alpha1's,
-        // networkregistry.genplane.io/v1alpha1's and admissionregistration.k8s.io/v1alpha1's
-        // included.
-        14
+        // networkregistry.genplane.io/v1alpha1's, admissionregistration.k8s.io/v1alpha1's and
+        // certificates.k8s.io/v1beta1's included.
+        15
     );
     assert_eq!(
         doc["definitions"]["io.k8s.apimachinery.pkg.apis.meta.v1.APIGroup"]["x-kubernetes-group-version-kind"],
