@@ -111,6 +111,13 @@ fn requests_are_classified_limited_by_their_level_and_refused_with_429() {
         answer.header(FLOW_SCHEMA_UID),
         uid(&server, "flowschema", "global-default")
     );
+    // A refusal after classification is classified too.
+    let refused = as_alice("/apis/rbac.authorization.k8s.io/v1/clusterroles");
+    assert_eq!(refused.status, 403, "{}", refused.text());
+    assert_eq!(
+        refused.header(FLOW_SCHEMA_UID),
+        uid(&server, "flowschema", "global-default")
+    );
 
     // A level of her own, of one seat, rejecting the rest.
     ok(kubectl_stdin(&server, &["apply", "-f", "-"], &tight()));
@@ -235,6 +242,18 @@ fn requests_cannot_be_drowned_out_by_another_level() {
             json!({"queues": 8, "handSize": 2, "queueLengthLimit": 50}),
         ),
     ));
+    for user in ["highqps", "lowqps"] {
+        ok(server.kubectl(
+            "kubectl",
+            &[
+                "create",
+                "clusterrolebinding",
+                user,
+                "--clusterrole=view",
+                &format!("--user={user}"),
+            ],
+        ));
+    }
     let admin = server.raw();
     let as_user = |user: &str| {
         admin.request(
@@ -260,8 +279,11 @@ fn requests_cannot_be_drowned_out_by_another_level() {
     let load = Duration::from_secs(10);
     let stop = AtomicBool::new(false);
     let (high_done, high_refused) = (AtomicUsize::new(0), AtomicUsize::new(0));
-    let (low_done, low_refused, low_other) =
-        (AtomicUsize::new(0), AtomicUsize::new(0), AtomicUsize::new(0));
+    let (low_done, low_refused, low_other) = (
+        AtomicUsize::new(0),
+        AtomicUsize::new(0),
+        AtomicUsize::new(0),
+    );
     let low_qps = 4.0;
     std::thread::scope(|scope| {
         // The flood: four clients back to back, twice the seats and queue its level has.

@@ -186,7 +186,10 @@ impl Side {
             .0
             != StatusCode::OK
         {
-            anyhow::ensure!(Instant::now() < deadline, "the steady tenant is never allowed");
+            anyhow::ensure!(
+                Instant::now() < deadline,
+                "the steady tenant is never allowed"
+            );
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
         Ok(side)

@@ -132,8 +132,12 @@ async fn checked<S: Storage>(
         &mut observation,
     )
     .await?;
-    // 11. Authorization: may they (403).
-    authorization::allow(security, &info, &request, &user, record.as_ref())?;
+    // 11. Authorization: may they (403, classified as every answer after 10 is).
+    if let Err(refusal) = authorization::allow(security, &info, &request, &user, record.as_ref()) {
+        return Err(Box::new(priority_and_fairness::finish(
+            server, &info, admitted, *refusal,
+        )));
+    }
     // 12. The request timeout, around 13. the router.
     let (response, terminated) = timeout::route(server, &info, request, &user).await;
     // 5 and 8 on the way out: the answer's metrics (a watch's when it ends), the record's end.
