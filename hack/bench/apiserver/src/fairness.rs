@@ -214,7 +214,7 @@ impl Side {
                     let mut n = 0usize;
                     while !stop.load(Ordering::Relaxed) {
                         n += 1;
-                        let result = if n % 4 == 0 {
+                        let result = if n.is_multiple_of(4) {
                             let name = format!("flood-{connection}-{n}");
                             client
                                 .call(
@@ -284,7 +284,7 @@ impl Side {
             }
             n += 1;
             let sent = Instant::now();
-            let result = if n % 2 == 0 {
+            let result = if n.is_multiple_of(2) {
                 self.steady
                     .call(
                         Method::POST,

@@ -201,8 +201,11 @@ pub struct FlowControl {
     /// What the debug dump shows of each waiting request, by its id.
     pub(crate) waiting: Arc<Mutex<HashMap<u64, WaitingRequest>>>,
     /// The metrics' counts of each flow schema and level met.
-    counts: Mutex<HashMap<(Arc<str>, Arc<str>), Arc<FlowCounts>>>,
+    counts: Mutex<HashMap<FlowKey, Arc<FlowCounts>>>,
 }
+
+/// A FlowSchema's name and its priority level's.
+pub type FlowKey = (Arc<str>, Arc<str>);
 
 /// What the metrics count of the requests of one FlowSchema and level.
 #[derive(Debug, Default)]
@@ -520,7 +523,7 @@ impl FlowControl {
     }
 
     /// The counts of every FlowSchema and level met, for the metrics.
-    pub fn flow_counts(&self) -> Vec<((Arc<str>, Arc<str>), Arc<FlowCounts>)> {
+    pub fn flow_counts(&self) -> Vec<(FlowKey, Arc<FlowCounts>)> {
         let counts = self.counts.lock().unwrap_or_else(PoisonError::into_inner);
         let mut all: Vec<_> = counts.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
         all.sort_by(|a, b| a.0.cmp(&b.0));
