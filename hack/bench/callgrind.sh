@@ -6,10 +6,13 @@
 # machine: compare two builds with --genplane.
 #
 #   hack/bench/callgrind.sh [--creates N] [--policy] [--genplane BIN] [--out DIR]
-#                           [--reads N]
+#                           [--reads N] [--flag FLAG]...
 #
 # --reads N counts, after the creates, N consistent LISTs of the namespace (JSON, as kubectl
 # and client-go ask for them) and N GETs of one of its ConfigMaps, each kind on its own.
+#
+# --flag passes FLAG to the apiserver (e.g. --flag=--enable-priority-and-fairness=false to
+# count what priority and fairness costs per request).
 #
 # --policy adds the admission benchmark's ValidatingAdmissionPolicy (a ConfigMap param, a
 # variable, two validations) matching every create. The callgrind file stays in DIR (default:
@@ -24,6 +27,7 @@ reads=0
 policy=false
 genplane=""
 out=""
+flags=()
 while [ $# -gt 0 ]; do
   case "$1" in
     --creates) creates=$2; shift 2 ;;
@@ -31,6 +35,8 @@ while [ $# -gt 0 ]; do
     --policy) policy=true; shift ;;
     --genplane) genplane=$2; shift 2 ;;
     --out) out=$2; shift 2 ;;
+    --flag) flags+=("$2"); shift 2 ;;
+    --flag=*) flags+=("${1#--flag=}"); shift ;;
     *) echo "unknown argument: $1" >&2; exit 2 ;;
   esac
 done
@@ -47,7 +53,7 @@ rm -rf "$data"
 port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 valgrind --tool=callgrind --callgrind-out-file="$out/callgrind.out" \
   "$genplane" apiserver --data-dir "$data" --secure-port "$port" --bind-address 127.0.0.1 \
-  >"$out/apiserver.log" 2>&1 &
+  ${flags[@]+"${flags[@]}"} >"$out/apiserver.log" 2>&1 &
 server=$!
 trap 'kill $server 2>/dev/null || true' EXIT
 kubeconfig="$data/admin.kubeconfig"
