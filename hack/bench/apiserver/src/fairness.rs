@@ -105,6 +105,13 @@ impl Side {
     ) -> anyhow::Result<Self> {
         let data_dir = dir.join(format!("fairness-{label}"));
         let mut flags = vec![format!("--token-auth-file={}", tokens.display())];
+        if let Some(limit) = args.fair_max_inflight {
+            flags.push(format!("--max-requests-inflight={limit}"));
+            flags.push(format!(
+                "--max-mutating-requests-inflight={}",
+                (limit / 2).max(1)
+            ));
+        }
         flags.extend_from_slice(extra);
         let server = Server::apiserver(&args.genplane(), &data_dir, &flags)
             .await
@@ -143,15 +150,27 @@ impl Side {
             }
             let (admin, size) = (admin.clone(), args.value_size);
             tasks.spawn(async move {
-                admin
-                    .expect(
-                        Method::POST,
-                        &configmaps(FLOOD_NAMESPACE),
-                        Some(configmap(&format!("listed-{i}"), size, None)),
-                        StatusCode::CREATED,
-                    )
-                    .await
-                    .map(drop)
+                // Retried while the server's in-flight limits (without priority and fairness,
+                // the admin is limited too) turn it away.
+                loop {
+                    let (status, body) = admin
+                        .call(
+                            Method::POST,
+                            &configmaps(FLOOD_NAMESPACE),
+                            Some(configmap(&format!("listed-{i}"), size, None)),
+                        )
+                        .await?;
+                    match status {
+                        StatusCode::CREATED => return anyhow::Ok(()),
+                        StatusCode::TOO_MANY_REQUESTS => {
+                            tokio::time::sleep(Duration::from_millis(20)).await;
+                        }
+                        _ => anyhow::bail!(
+                            "creating listed-{i}: {status}: {}",
+                            String::from_utf8_lossy(&body[..body.len().min(300)])
+                        ),
+                    }
+                }
             });
         }
         for done in tasks.join_all().await {
@@ -340,13 +359,20 @@ pub(crate) async fn fairness(args: &Args, dir: &Path) -> anyhow::Result<()> {
     println!(
         "\nFairness: a steady tenant ({:.0} requests/s, GETs and creates) and a Lease renewal every 2 s, \
          {:.0} s without and {:.0} s with a flood from {} connections (3 LISTs of {} ConfigMaps of {} B \
-         for 1 create, back to back), one SQLite apiserver per row",
+         for 1 create, back to back), one SQLite apiserver per row, {}",
         args.fair_steady_rate,
         args.fair_seconds,
         args.fair_seconds,
         args.fair_flood_connections,
         args.fair_objects,
-        args.value_size
+        args.value_size,
+        match args.fair_max_inflight {
+            Some(limit) => format!(
+                "--max-requests-inflight={limit} --max-mutating-requests-inflight={}",
+                (limit / 2).max(1)
+            ),
+            None => "default limits (400 and 200)".to_owned(),
+        }
     );
     println!(
         "  {:<34} {:>17} {:>17} {:>7} {:>7} {:>14} {:>22}",

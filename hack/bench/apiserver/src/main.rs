@@ -146,6 +146,10 @@ struct Args {
     /// Seconds of each phase (without, then with the flood).
     #[arg(long, default_value_t = 20.0)]
     fair_seconds: f64,
+    /// The servers' `--max-requests-inflight` in the fairness part (their
+    /// `--max-mutating-requests-inflight` is half of it); unset: the defaults (400 and 200).
+    #[arg(long)]
+    fair_max_inflight: Option<usize>,
     /// Where data directories go (default: a temporary directory under /var/tmp, on disk).
     #[arg(long)]
     dir: Option<PathBuf>,

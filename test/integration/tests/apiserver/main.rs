@@ -12,6 +12,7 @@ mod api;
 mod certificates;
 mod field_order;
 mod filters;
+mod flowcontrol;
 mod hardening;
 mod kube_rs;
 mod limits;
