@@ -212,12 +212,16 @@ where
     shutdown::run_role(R::THREAD_STACK, |shutdown| async move {
         let notifier = Notifier::of(process);
         notifier.watch(&shutdown);
+        let last_word = notifier.clone();
         let context = Context {
             process,
             environment,
             shutdown,
             notifier,
         };
-        R::serve(config, context).await.map_err(E::from)
+        let served = R::serve(config, context).await.map_err(E::from);
+        // The watching task may not have run before the role returned.
+        last_word.stopping();
+        served
     })
 }

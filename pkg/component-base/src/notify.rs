@@ -32,13 +32,16 @@ pub enum NotifyError {
     Send(#[from] std::io::Error),
 }
 
-/// Where notifications go, from the process's environment.
+/// Where notifications go, from the process's environment. Clones share whether `STOPPING=1`
+/// was sent.
 #[derive(Clone, Debug, Default)]
 pub struct Notifier {
     /// The socket, when the service manager gave one.
     socket: Option<String>,
     /// How often the watchdog must hear from the role, when it watches.
     watchdog: Option<Duration>,
+    /// Whether `STOPPING=1` was sent (it is sent once).
+    stopping: std::sync::Arc<std::sync::atomic::AtomicBool>,
 }
 
 impl Notifier {
@@ -57,7 +60,11 @@ impl Notifier {
             .and_then(|usec| usec.parse::<u64>().ok())
             .filter(|usec| *usec > 0 && for_us)
             .map(Duration::from_micros);
-        Notifier { socket, watchdog }
+        Notifier {
+            socket,
+            watchdog,
+            stopping: Default::default(),
+        }
     }
 
     /// Whether a service manager listens.
@@ -116,13 +123,25 @@ impl Notifier {
             loop {
                 tokio::select! {
                     () = stop.triggered() => {
-                        notifier.send_logged("STOPPING=1\nSTATUS=stopping");
+                        notifier.stopping();
                         return;
                     }
                     () = sleep_some(period) => notifier.send_logged("WATCHDOG=1"),
                 }
             }
         });
+    }
+
+    /// Says `STOPPING=1` (once, whoever asks first): the watching task does when the shutdown
+    /// triggers, and the role's runner does again when the role returns, since a role that
+    /// stops at once may end its runtime before that task ran.
+    pub fn stopping(&self) {
+        if !self
+            .stopping
+            .swap(true, std::sync::atomic::Ordering::SeqCst)
+        {
+            self.send_logged("STOPPING=1\nSTATUS=stopping");
+        }
     }
 
     fn send_logged(&self, state: &str) {
@@ -165,6 +184,14 @@ mod tests {
         notifier.status("leading");
         let n = listener.recv(&mut buffer).expect("a datagram");
         assert_eq!(&buffer[..n], b"STATUS=leading");
+        // STOPPING=1 goes once, whichever clone says it first.
+        notifier.clone().stopping();
+        notifier.stopping();
+        notifier.status("last");
+        let n = listener.recv(&mut buffer).expect("a datagram");
+        assert_eq!(&buffer[..n], b"STOPPING=1\nSTATUS=stopping");
+        let n = listener.recv(&mut buffer).expect("a datagram");
+        assert_eq!(&buffer[..n], b"STATUS=last");
 
         // A watchdog meant for another process is not ours to ping.
         let other = Notifier::of(&process.clone().with_env("WATCHDOG_PID", "1"));
