@@ -264,18 +264,15 @@ impl Collector for FlowControlMetrics {
             MetricType::Counter,
         )?;
         for (key, counts) in &flows {
-            for (index, reason) in ["queue-full", "concurrency-limit", "time-out", "cancelled"]
-                .into_iter()
-                .enumerate()
-            {
-                let count = counts.rejected[index].load(Relaxed);
+            for reason in crate::flowcontrol::queueset::RejectReason::ALL {
+                let count = counts.rejected[reason.index()].load(Relaxed);
                 if count == 0 {
                     continue;
                 }
                 let labels = RejectedLabels {
                     flow_schema: key.0.to_string(),
                     priority_level: key.1.to_string(),
-                    reason: reason.to_owned(),
+                    reason: reason.as_str().to_owned(),
                 };
                 ConstCounter::new(count).encode(family.encode_family(&labels)?)?;
             }

@@ -15,6 +15,7 @@ use std::fmt::Write as _;
 use std::time::{Instant, SystemTime};
 
 use super::FlowControl;
+use super::queueset::RejectReason;
 
 /// Rows of cells aligned in columns: each cell followed by `,`, padded to the widest cell of
 /// its column plus one space, at least 8 wide; the last column unpadded.
@@ -89,9 +90,11 @@ impl FlowControl {
                         set.waiting.to_string(),
                         set.executing.to_string(),
                         set.dispatched.to_string(),
-                        (set.rejected[0] + set.rejected[1]).to_string(),
-                        set.rejected[2].to_string(),
-                        set.rejected[3].to_string(),
+                        (set.rejected[RejectReason::QueueFull.index()]
+                            + set.rejected[RejectReason::ConcurrencyLimit.index()])
+                        .to_string(),
+                        set.rejected[RejectReason::TimeOut.index()].to_string(),
+                        set.rejected[RejectReason::Cancelled.index()].to_string(),
                     ]);
                 }
             }

@@ -212,7 +212,7 @@ pub type FlowKey = (Arc<str>, Arc<str>);
 pub struct FlowCounts {
     /// Requests dispatched.
     pub dispatched: AtomicU64,
-    /// Requests rejected, by reason (queue-full, concurrency-limit, time-out, cancelled).
+    /// Requests rejected, by reason (at [`RejectReason::index`]).
     pub rejected: [AtomicU64; 4],
     /// Requests waiting in a queue now.
     pub waiting: AtomicI64,
@@ -224,13 +224,7 @@ pub struct FlowCounts {
 
 impl FlowCounts {
     fn reject(&self, reason: RejectReason) {
-        let index = match reason {
-            RejectReason::QueueFull => 0,
-            RejectReason::ConcurrencyLimit => 1,
-            RejectReason::TimeOut => 2,
-            RejectReason::Cancelled => 3,
-        };
-        self.rejected[index].fetch_add(1, Ordering::Relaxed);
+        self.rejected[reason.index()].fetch_add(1, Ordering::Relaxed);
     }
 
     fn start(&self, seats: u32) {

@@ -43,6 +43,24 @@ pub enum RejectReason {
 }
 
 impl RejectReason {
+    /// Every reason, in the order of [`RejectReason::index`].
+    pub const ALL: [RejectReason; 4] = [
+        RejectReason::QueueFull,
+        RejectReason::ConcurrencyLimit,
+        RejectReason::TimeOut,
+        RejectReason::Cancelled,
+    ];
+
+    /// The reason's place in [`RejectReason::ALL`] (and in the counts kept by reason).
+    pub fn index(self) -> usize {
+        match self {
+            RejectReason::QueueFull => 0,
+            RejectReason::ConcurrencyLimit => 1,
+            RejectReason::TimeOut => 2,
+            RejectReason::Cancelled => 3,
+        }
+    }
+
     /// The name upstream's metrics give the reason.
     pub fn as_str(self) -> &'static str {
         match self {
@@ -434,13 +452,7 @@ impl QueueSet {
 
     /// Counts a rejection decided outside (a wait that ended).
     pub(crate) fn count_rejection(&mut self, reason: RejectReason) {
-        let index = match reason {
-            RejectReason::QueueFull => 0,
-            RejectReason::ConcurrencyLimit => 1,
-            RejectReason::TimeOut => 2,
-            RejectReason::Cancelled => 3,
-        };
-        self.rejected[index] += 1;
+        self.rejected[reason.index()] += 1;
     }
 
     /// Takes waiting request `id` out of its queue; `false` when it is no longer waiting
