@@ -92,6 +92,8 @@ pub struct Classification<'a> {
     pub level: &'a Level,
     /// The level's index in [`Snapshot::levels`].
     pub level_index: usize,
+    /// The FlowSchema's index in [`Snapshot::flow_schemas`].
+    pub schema_index: usize,
     /// The flow within the FlowSchema: the user name, the namespace, or empty.
     pub distinguisher: &'a str,
 }
@@ -154,6 +156,12 @@ impl Snapshot {
         &self.levels
     }
 
+    /// The FlowSchemas in matching order, each as its name, its `metadata.uid` and its
+    /// level's index in [`Snapshot::levels`].
+    pub fn flow_schemas(&self) -> impl ExactSizeIterator<Item = (&Arc<str>, &Arc<str>, usize)> {
+        self.schemas.iter().map(|s| (&s.name, &s.uid, s.level))
+    }
+
     /// Where the request `info` of `user` belongs; `None` when no FlowSchema matches (a
     /// configuration without the mandatory `catch-all`).
     pub fn classify<'a>(
@@ -161,10 +169,11 @@ impl Snapshot {
         info: &'a RequestInfo,
         user: &'a UserInfo,
     ) -> Option<Classification<'a>> {
-        let schema = self
+        let (schema_index, schema) = self
             .schemas
             .iter()
-            .find(|s| s.rules.iter().any(|r| rule_matches(r, info, user)))?;
+            .enumerate()
+            .find(|(_, s)| s.rules.iter().any(|r| rule_matches(r, info, user)))?;
         let distinguisher = match schema.distinguisher {
             Distinguisher::None => "",
             Distinguisher::ByUser => user.username.as_str(),
@@ -175,6 +184,7 @@ impl Snapshot {
             flow_schema_uid: &schema.uid,
             level: &self.levels[schema.level],
             level_index: schema.level,
+            schema_index,
             distinguisher,
         })
     }

@@ -8,7 +8,11 @@
 //! `apiserver_flowcontrol_rejected_requests_total` (by reason),
 //! `apiserver_flowcontrol_current_inqueue_requests`,
 //! `apiserver_flowcontrol_current_executing_requests` and
-//! `apiserver_flowcontrol_current_executing_seats` (by FlowSchema and priority level), and
+//! `apiserver_flowcontrol_current_executing_seats`, the histograms
+//! `apiserver_flowcontrol_request_wait_duration_seconds` (also by whether the request then
+//! ran), `apiserver_flowcontrol_request_execution_seconds` (also by type, `regular` or
+//! `watch`) and `apiserver_flowcontrol_work_estimated_seats` (by FlowSchema and priority
+//! level), and
 //! `apiserver_flowcontrol_nominal_limit_seats`, `apiserver_flowcontrol_current_limit_seats`,
 //! `apiserver_flowcontrol_lower_limit_seats` and `apiserver_flowcontrol_upper_limit_seats`
 //! (by priority level).
@@ -39,6 +43,7 @@ use prometheus_client::metrics::histogram::Histogram;
 
 use crate::body::ResponseBody;
 use crate::flowcontrol::FlowControl;
+use crate::flowcontrol::dispatch::FlowCounts;
 use crate::kind::ServedKind;
 use crate::request_info::RequestInfo;
 
@@ -277,12 +282,61 @@ impl Collector for FlowControlMetrics {
                 ConstCounter::new(count).encode(family.encode_family(&labels)?)?;
             }
         }
+        let mut family = encoder.encode_descriptor(
+            "apiserver_flowcontrol_request_wait_duration_seconds",
+            "How long requests waited in their queue, by FlowSchema, priority level and whether \
+             they then ran",
+            None,
+            MetricType::Histogram,
+        )?;
+        for ((schema, level), counts) in &flows {
+            for (histogram, execute) in counts.wait.iter().zip(FlowCounts::WAIT_EXECUTE) {
+                if let Some(histogram) = histogram.get() {
+                    let labels = [
+                        ("flow_schema", &**schema),
+                        ("priority_level", &**level),
+                        ("execute", execute),
+                    ];
+                    histogram.encode(family.encode_family(&labels)?)?;
+                }
+            }
+        }
+        let mut family = encoder.encode_descriptor(
+            "apiserver_flowcontrol_request_execution_seconds",
+            "How long requests ran (a watch until its stream started), by FlowSchema, priority \
+             level and type",
+            None,
+            MetricType::Histogram,
+        )?;
+        for ((schema, level), counts) in &flows {
+            for (histogram, kind) in counts.execution.iter().zip(FlowCounts::EXECUTION_TYPE) {
+                if let Some(histogram) = histogram.get() {
+                    let labels = [
+                        ("flow_schema", &**schema),
+                        ("priority_level", &**level),
+                        ("type", kind),
+                    ];
+                    histogram.encode(family.encode_family(&labels)?)?;
+                }
+            }
+        }
+        let mut family = encoder.encode_descriptor(
+            "apiserver_flowcontrol_work_estimated_seats",
+            "The seats requests were estimated to take, by FlowSchema and priority level",
+            None,
+            MetricType::Histogram,
+        )?;
+        for ((schema, level), counts) in &flows {
+            if let Some(histogram) = counts.estimated_seats.get() {
+                let labels = [("flow_schema", &**schema), ("priority_level", &**level)];
+                histogram.encode(family.encode_family(&labels)?)?;
+            }
+        }
         for (name, help, read) in [
             (
                 "apiserver_flowcontrol_current_inqueue_requests",
                 "Requests waiting in queues now, by FlowSchema and priority level",
-                (|c: &crate::flowcontrol::dispatch::FlowCounts| c.waiting.load(Relaxed))
-                    as fn(&crate::flowcontrol::dispatch::FlowCounts) -> i64,
+                (|c: &FlowCounts| c.waiting.load(Relaxed)) as fn(&FlowCounts) -> i64,
             ),
             (
                 "apiserver_flowcontrol_current_executing_requests",

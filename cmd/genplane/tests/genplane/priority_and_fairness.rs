@@ -176,6 +176,28 @@ fn requests_are_classified_limited_by_their_level_and_refused_with_429() {
     )
     .unwrap();
     assert!(dispatched >= 3.0, "{dispatched}");
+    // Every dispatched request observed its wait; those done, how long they ran.
+    let waited: f64 = crate::support::sample(
+        &text,
+        "apiserver_flowcontrol_request_wait_duration_seconds_count{flow_schema=\"alice\",priority_level=\"tight\",execute=\"true\"}",
+    )
+    .unwrap();
+    assert_eq!(waited, dispatched, "{text}");
+    let ran: f64 = crate::support::sample(
+        &text,
+        "apiserver_flowcontrol_request_execution_seconds_count{flow_schema=\"alice\",priority_level=\"tight\",type=\"regular\"}",
+    )
+    .unwrap();
+    assert!(ran >= dispatched - 1.0, "{ran} of {dispatched}");
+    let estimated: f64 = crate::support::sample(
+        &text,
+        "apiserver_flowcontrol_work_estimated_seats_count{flow_schema=\"alice\",priority_level=\"tight\"}",
+    )
+    .unwrap();
+    assert!(
+        estimated > dispatched,
+        "{estimated} for {dispatched} and a rejection"
+    );
 }
 
 #[test]

@@ -12,7 +12,7 @@
 use genplane_audit::AuditRecord;
 use genplane_authentication::UserInfo;
 use genplane_storage::Storage;
-use hyper::header::{HeaderName, HeaderValue};
+use hyper::header::HeaderName;
 use hyper::{Response, StatusCode};
 
 use super::{Refusal, audit, max_in_flight};
@@ -77,11 +77,11 @@ pub(crate) async fn admit<S: Storage>(
 fn stamp(response: &mut Response<ResponseBody>, classified: &Classified) {
     let headers = response.headers_mut();
     for (name, value) in [
-        (FLOW_SCHEMA_UID_HEADER, &classified.flow_schema_uid),
-        (PRIORITY_LEVEL_UID_HEADER, &classified.priority_level_uid),
+        (FLOW_SCHEMA_UID_HEADER, &classified.flow_schema_header),
+        (PRIORITY_LEVEL_UID_HEADER, &classified.priority_level_header),
     ] {
-        if let Ok(value) = HeaderValue::from_str(value) {
-            headers.insert(HeaderName::from_static(name), value);
+        if let Some(value) = value {
+            headers.insert(HeaderName::from_static(name), value.clone());
         }
     }
 }

@@ -18,25 +18,34 @@
 use std::collections::HashMap;
 use std::hash::{Hash, Hasher};
 use std::sync::atomic::{AtomicI64, AtomicU32, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, PoisonError, RwLock};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError, RwLock};
 use std::time::{Duration, Instant};
 
 use genplane_api::flowcontrol::{
     CATCH_ALL, PriorityLevelSpec, RESPONSE_REJECT, TYPE_EXEMPT, bootstrap,
 };
 use genplane_authentication::UserInfo;
+use hyper::header::HeaderValue;
+use prometheus_client::metrics::histogram::Histogram;
 use serde_json::Value;
 
+use super::Snapshot;
 use super::allocation;
 use super::queueset::{Arrival, DemandStats, Limit, QueueSet, RejectReason, Slot};
 use super::width::{self, WorkEstimate};
-use super::{Classification, Snapshot};
 use crate::request_info::RequestInfo;
 
 /// How often the levels' current limits are allocated again.
 const ADJUSTMENT_PERIOD: Duration = Duration::from_secs(10);
 /// The longest `Retry-After` a rejection suggests.
 const MAX_RETRY_AFTER: u32 = 60;
+
+/// Upstream's buckets of the wait and execution histograms, in seconds.
+const DURATION_BUCKETS: [f64; 12] = [
+    0.0, 0.005, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0, 2.0, 5.0, 10.0, 30.0,
+];
+/// Upstream's buckets of the estimated seats histogram.
+const SEATS_BUCKETS: [f64; 4] = [1.0, 2.0, 4.0, 10.0];
 
 /// Upstream's defaults for what a stored spec may leave out.
 const DEFAULT_LIMITED_SHARES: i32 = 30;
@@ -186,6 +195,16 @@ impl Level {
 pub(crate) struct Config {
     pub(crate) snapshot: Snapshot,
     pub(crate) levels: Vec<Arc<Level>>,
+    /// What each FlowSchema's requests carry, at its index in the snapshot's matching order:
+    /// made once per configuration, so that classifying a request builds nothing.
+    flows: Vec<Flow>,
+}
+
+/// A FlowSchema's classification and its metrics' counts.
+#[derive(Debug)]
+struct Flow {
+    classified: Arc<Classified>,
+    counts: Arc<FlowCounts>,
 }
 
 /// API Priority and Fairness for one server (see the module's documentation).
@@ -220,11 +239,39 @@ pub struct FlowCounts {
     pub executing: AtomicI64,
     /// Seats held by executing requests now.
     pub executing_seats: AtomicI64,
+    /// How long requests waited in a queue: those that then ran, those that did not (timed
+    /// out or cancelled). Made when first observed.
+    pub wait: [OnceLock<Histogram>; 2],
+    /// How long requests ran (a watch until its stream started): other requests, watches.
+    /// Made when first observed.
+    pub execution: [OnceLock<Histogram>; 2],
+    /// The seats each request was estimated to take. Made when first observed.
+    pub estimated_seats: OnceLock<Histogram>,
+}
+
+/// Observes `value` in the histogram of `cell` with `buckets`, made if it is not yet.
+fn observe(cell: &OnceLock<Histogram>, buckets: &[f64], value: f64) {
+    cell.get_or_init(|| Histogram::new(buckets.iter().copied()))
+        .observe(value);
 }
 
 impl FlowCounts {
+    /// The `execute` label of each of [`FlowCounts::wait`].
+    pub const WAIT_EXECUTE: [&'static str; 2] = ["true", "false"];
+    /// The `type` label of each of [`FlowCounts::execution`].
+    pub const EXECUTION_TYPE: [&'static str; 2] = ["regular", "watch"];
+
     fn reject(&self, reason: RejectReason) {
         self.rejected[reason.index()].fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Observes a wait in a queue of `waited`, after which the request ran or did not.
+    fn waited(&self, waited: Duration, ran: bool) {
+        observe(
+            &self.wait[usize::from(!ran)],
+            &DURATION_BUCKETS,
+            waited.as_secs_f64(),
+        );
     }
 
     fn start(&self, seats: u32) {
@@ -270,10 +317,16 @@ pub struct Seats {
     started: Instant,
     additional_latency: Duration,
     counts: Arc<FlowCounts>,
+    watch: bool,
 }
 
 impl Drop for Seats {
     fn drop(&mut self) {
+        observe(
+            &self.counts.execution[usize::from(self.watch)],
+            &DURATION_BUCKETS,
+            self.started.elapsed().as_secs_f64(),
+        );
         let level = self.level.clone();
         let counts = self.counts.clone();
         let (slot, seats, started) = (self.slot, self.seats, self.started);
@@ -312,13 +365,37 @@ pub struct Classified {
     pub priority_level: Arc<str>,
     /// Its `metadata.uid`.
     pub priority_level_uid: Arc<str>,
+    /// The FlowSchema's UID as an answer header's value (`None` if it cannot be one).
+    pub flow_schema_header: Option<HeaderValue>,
+    /// The priority level's UID as an answer header's value (`None` if it cannot be one).
+    pub priority_level_header: Option<HeaderValue>,
+}
+
+impl Classified {
+    /// The classification of requests of the FlowSchema `flow_schema` (with its `uid`) on
+    /// the level `level` (with its `level_uid`).
+    fn new(
+        flow_schema: Arc<str>,
+        uid: Arc<str>,
+        priority_level: Arc<str>,
+        level_uid: Arc<str>,
+    ) -> Self {
+        Self {
+            flow_schema_header: HeaderValue::from_str(&uid).ok(),
+            priority_level_header: HeaderValue::from_str(&level_uid).ok(),
+            flow_schema,
+            flow_schema_uid: uid,
+            priority_level,
+            priority_level_uid: level_uid,
+        }
+    }
 }
 
 /// A request that may run.
 #[derive(Debug)]
 pub struct Admitted {
     /// Where it was classified.
-    pub classified: Classified,
+    pub classified: Arc<Classified>,
     /// Its seats (held until dropped).
     pub seats: Seats,
 }
@@ -327,7 +404,7 @@ pub struct Admitted {
 #[derive(Debug)]
 pub struct Rejected {
     /// Where it was classified.
-    pub classified: Classified,
+    pub classified: Arc<Classified>,
     /// Why.
     pub reason: RejectReason,
     /// The `Retry-After` to suggest, in seconds.
@@ -360,15 +437,6 @@ fn flow_hash(flow_schema: &str, distinguisher: &str) -> u64 {
     hasher.finish()
 }
 
-fn classified(classification: &Classification<'_>) -> Classified {
-    Classified {
-        flow_schema: classification.flow_schema.clone(),
-        flow_schema_uid: classification.flow_schema_uid.clone(),
-        priority_level: classification.level.name.clone(),
-        priority_level_uid: classification.level.uid.clone(),
-    }
-}
-
 fn name_of(object: &Value) -> &str {
     object
         .pointer("/metadata/name")
@@ -399,6 +467,7 @@ impl FlowControl {
             config: RwLock::new(Arc::new(Config {
                 snapshot: Snapshot::default(),
                 levels: Vec::new(),
+                flows: Vec::new(),
             })),
             next_adjustment: Mutex::new(now + ADJUSTMENT_PERIOD),
             next_id: AtomicU64::new(0),
@@ -498,9 +567,27 @@ impl FlowControl {
                 state.set.release_all(now);
             }
         }
+        let flows = snapshot
+            .flow_schemas()
+            .map(|(name, uid, level)| {
+                let level = &snapshot.levels()[level];
+                let classified = Classified::new(
+                    name.clone(),
+                    uid.clone(),
+                    level.name.clone(),
+                    level.uid.clone(),
+                );
+                let counts = self.counts_of(&classified);
+                Flow {
+                    classified: Arc::new(classified),
+                    counts,
+                }
+            })
+            .collect();
         *current = Arc::new(Config {
             snapshot,
             levels: kept,
+            flows,
         });
     }
 
@@ -635,30 +722,32 @@ impl FlowControl {
         let now = Instant::now();
         self.adjust_if_due(now);
         let config = self.config();
-        let (classified, level, flow, distinguisher) = match config.snapshot.classify(info, user) {
-            Some(c) => (
-                classified(&c),
-                config.levels[c.level_index].clone(),
-                flow_hash(c.flow_schema, c.distinguisher),
-                c.distinguisher,
-            ),
-            None => {
-                // Unreachable with the mandatory catch-all; run it on the first level (exempt).
-                let level = config.levels[0].clone();
-                let name = level.name.clone();
-                (
-                    Classified {
-                        flow_schema: Arc::from(CATCH_ALL),
-                        flow_schema_uid: Arc::from(""),
-                        priority_level: name,
-                        priority_level_uid: Arc::from(""),
-                    },
-                    level,
-                    0,
-                    "",
-                )
-            }
-        };
+        let (classified, counts, level, flow, distinguisher) =
+            match config.snapshot.classify(info, user) {
+                Some(c) => {
+                    let flow = &config.flows[c.schema_index];
+                    (
+                        flow.classified.clone(),
+                        flow.counts.clone(),
+                        config.levels[c.level_index].clone(),
+                        flow_hash(c.flow_schema, c.distinguisher),
+                        c.distinguisher,
+                    )
+                }
+                None => {
+                    // Unreachable with the mandatory catch-all; run it on the first level
+                    // (exempt).
+                    let level = config.levels[0].clone();
+                    let classified = Classified::new(
+                        Arc::from(CATCH_ALL),
+                        Arc::from(""),
+                        level.name.clone(),
+                        Arc::from(""),
+                    );
+                    let counts = self.counts_of(&classified);
+                    (Arc::new(classified), counts, level, 0, "")
+                }
+            };
 
         let estimate: WorkEstimate = width::estimate(
             info,
@@ -668,10 +757,11 @@ impl FlowControl {
             || self.watchers(&info.api_group, &info.resource),
         );
         let seats = estimate.max_seats();
-        let counts = self.counts_of(&classified);
+        observe(&counts.estimated_seats, &SEATS_BUCKETS, f64::from(seats));
+        let watch = info.verb == "watch";
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
         let arrival = level.lock().set.arrive(now, seats, flow, id);
-        let admitted = |level: Arc<Level>, slot: Slot, classified: Classified| {
+        let admitted = |level: Arc<Level>, slot: Slot, classified: Arc<Classified>| {
             counts.start(seats);
             Admitted {
                 classified,
@@ -682,11 +772,15 @@ impl FlowControl {
                     started: Instant::now(),
                     additional_latency: estimate.additional_latency,
                     counts: counts.clone(),
+                    watch,
                 },
             }
         };
         match arrival {
-            Arrival::Dispatched(slot) => Ok(admitted(level, slot, classified)),
+            Arrival::Dispatched(slot) => {
+                counts.waited(Duration::ZERO, true);
+                Ok(admitted(level, slot, classified))
+            }
             Arrival::Rejected(reason) => {
                 counts.reject(reason);
                 let retry_after = level.lock().retry.dropped(now);
@@ -719,6 +813,7 @@ impl FlowControl {
                     done: false,
                     shown: self.waiting.clone(),
                     counts: counts.clone(),
+                    arrived: now,
                 };
                 let dispatched = tokio::select! {
                     dispatched = &mut waiting.dispatched => dispatched.ok(),
@@ -726,12 +821,14 @@ impl FlowControl {
                 };
                 waiting.done = true;
                 if let Some(slot) = dispatched {
+                    counts.waited(now.elapsed(), true);
                     return Ok(admitted(level, slot, classified));
                 }
                 let mut state = level.lock();
                 if state.set.cancel(Instant::now(), id, slot) {
                     state.set.count_rejection(RejectReason::TimeOut);
                     counts.reject(RejectReason::TimeOut);
+                    counts.waited(now.elapsed(), false);
                     let retry_after = state.retry.dropped(Instant::now());
                     return Err(Rejected {
                         classified,
@@ -742,6 +839,7 @@ impl FlowControl {
                 // Dispatched as the wait ended (under the lock, to a receiver still open).
                 drop(state);
                 let slot = waiting.dispatched.try_recv().unwrap_or(slot);
+                counts.waited(now.elapsed(), true);
                 Ok(admitted(level, slot, classified))
             }
         }
@@ -764,6 +862,7 @@ struct Waiting {
     done: bool,
     shown: Arc<Mutex<HashMap<u64, WaitingRequest>>>,
     counts: Arc<FlowCounts>,
+    arrived: Instant,
 }
 
 impl Drop for Waiting {
@@ -781,6 +880,7 @@ impl Drop for Waiting {
         if state.set.cancel(now, self.id, self.slot) {
             state.set.count_rejection(RejectReason::Cancelled);
             self.counts.reject(RejectReason::Cancelled);
+            self.counts.waited(now - self.arrived, false);
         } else {
             // Dispatched meanwhile: the slot it was given is in the channel.
             let slot = self.dispatched.try_recv().unwrap_or(self.slot);

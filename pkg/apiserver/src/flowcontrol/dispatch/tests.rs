@@ -42,6 +42,18 @@ fn get() -> RequestInfo {
     }
 }
 
+/// How many observations the histogram of `cell` holds, read from its text form; `None` when
+/// it was never made.
+fn observations(cell: &OnceLock<Histogram>) -> Option<u64> {
+    let mut registry = prometheus_client::registry::Registry::default();
+    registry.register("observed", "", cell.get()?.clone());
+    let mut text = String::new();
+    prometheus_client::encoding::text::encode(&mut text, &registry).unwrap();
+    text.lines()
+        .find_map(|line| line.strip_prefix("observed_count "))
+        .map(|count| count.parse().unwrap())
+}
+
 fn no_count() -> Result<usize, bool> {
     Err(false)
 }
@@ -130,7 +142,7 @@ async fn a_busy_level_borrows_what_idle_levels_lend_at_the_next_adjustment() {
             flow_control
                 .admit(&get(), None, &user("alice"), no_count)
                 .await
-                .map(|a| a.classified.priority_level)
+                .map(|a| a.classified.priority_level.clone())
         }));
     }
     let a = level_named(&flow_control, "a");
@@ -201,6 +213,31 @@ async fn a_request_waiting_past_the_limit_is_rejected_and_a_gone_one_leaves_its_
     assert_eq!(a.lock().set.rejected, [0, 0, 1, 1]);
     drop(running);
     assert_eq!(a.lock().set.seats_in_use, 0);
+
+    // The metrics' histograms: ten ran at once, two waited and did not run (one at least
+    // the wait limit), ten ran for a while, and each took one seat.
+    let counts = flow_control
+        .flow_counts()
+        .into_iter()
+        .find(|((schema, level), _)| (&**schema, &**level) == ("a", "a"))
+        .map(|(_, counts)| counts)
+        .unwrap();
+    let [ran, not_ran] = &counts.wait;
+    assert_eq!(observations(ran), Some(10));
+    assert_eq!(observations(not_ran), Some(2));
+    let [regular, watch] = &counts.execution;
+    assert_eq!(observations(regular), Some(10));
+    assert_eq!(observations(watch), None);
+    assert_eq!(observations(&counts.estimated_seats), Some(12));
+    // Its answers' headers, made once with the configuration.
+    assert_eq!(
+        rejected.classified.priority_level_header,
+        Some(HeaderValue::from_static("uid-a"))
+    );
+    assert_eq!(
+        rejected.classified.flow_schema_header,
+        Some(HeaderValue::from_static("uid-a"))
+    );
 }
 
 #[tokio::test]
