@@ -215,8 +215,8 @@ pub struct FlowControl {
     config: RwLock<Arc<Config>>,
     next_adjustment: Mutex<Instant>,
     next_id: AtomicU64,
-    /// Open watches, by API group and resource.
-    watches: Arc<Mutex<HashMap<String, HashMap<String, usize>>>>,
+    /// Open watches.
+    watches: Arc<Mutex<WatchCounts>>,
     /// What the debug dump shows of each waiting request, by its id.
     pub(crate) waiting: Arc<Mutex<HashMap<u64, WaitingRequest>>>,
     /// The metrics' counts of each flow schema and level met.
@@ -411,21 +411,47 @@ pub struct Rejected {
     pub retry_after: u32,
 }
 
-/// An open watch, counted against its resource until dropped.
+/// Open watches by API group, resource, namespace and name (empty for a watch of every
+/// namespace, of every name), as upstream's watch tracker counts them: watches differing
+/// only in their selectors are alike, since each event is matched against them anyway.
+type WatchCounts = HashMap<String, HashMap<String, HashMap<String, HashMap<String, usize>>>>;
+
+/// An open watch, counted until dropped.
 #[derive(Debug)]
 pub struct WatchRegistration {
-    watches: Arc<Mutex<HashMap<String, HashMap<String, usize>>>>,
+    watches: Arc<Mutex<WatchCounts>>,
     group: String,
     resource: String,
+    namespace: String,
+    name: String,
 }
 
 impl Drop for WatchRegistration {
     fn drop(&mut self) {
         let mut watches = self.watches.lock().unwrap_or_else(PoisonError::into_inner);
-        if let Some(resources) = watches.get_mut(&self.group)
-            && let Some(count) = resources.get_mut(&self.resource)
-        {
+        let Some(resources) = watches.get_mut(&self.group) else {
+            return;
+        };
+        let Some(namespaces) = resources.get_mut(&self.resource) else {
+            return;
+        };
+        let Some(names) = namespaces.get_mut(&self.namespace) else {
+            return;
+        };
+        if let Some(count) = names.get_mut(&self.name) {
             *count = count.saturating_sub(1);
+            if *count == 0 {
+                names.remove(&self.name);
+            }
+        }
+        if names.is_empty() {
+            namespaces.remove(&self.namespace);
+        }
+        if namespaces.is_empty() {
+            resources.remove(&self.resource);
+        }
+        if resources.is_empty() {
+            watches.remove(&self.group);
         }
     }
 }
@@ -683,30 +709,55 @@ impl FlowControl {
         }
     }
 
-    /// Registers an open watch of `info`'s resource (the mutating requests' estimate counts
-    /// them) until the registration is dropped.
+    /// Registers the open watch `info` describes (of its resource, in its namespace or all,
+    /// of its name or all; the mutating requests' estimate counts them) until the
+    /// registration is dropped.
     pub fn register_watch(&self, info: &RequestInfo) -> WatchRegistration {
         let mut watches = self.watches.lock().unwrap_or_else(PoisonError::into_inner);
         *watches
             .entry(info.api_group.clone())
             .or_default()
             .entry(info.resource.clone())
+            .or_default()
+            .entry(info.namespace.clone())
+            .or_default()
+            .entry(info.name.clone())
             .or_default() += 1;
         WatchRegistration {
             watches: self.watches.clone(),
             group: info.api_group.clone(),
             resource: info.resource.clone(),
+            namespace: info.namespace.clone(),
+            name: info.name.clone(),
         }
     }
 
-    /// How many watches of `group`'s `resource` are open.
-    pub fn watchers(&self, group: &str, resource: &str) -> usize {
+    /// How many open watches may be sent an event of the object `info` writes: those of its
+    /// resource in every namespace, in its namespace, and of its name, as upstream counts
+    /// them (a create's object has no name in its request, so only the first two count).
+    pub fn watchers(&self, info: &RequestInfo) -> usize {
         let watches = self.watches.lock().unwrap_or_else(PoisonError::into_inner);
-        watches
-            .get(group)
-            .and_then(|r| r.get(resource))
-            .copied()
-            .unwrap_or(0)
+        let Some(namespaces) = watches
+            .get(&info.api_group)
+            .and_then(|r| r.get(&info.resource))
+        else {
+            return 0;
+        };
+        let count = |namespace: &str, name: &str| {
+            namespaces
+                .get(namespace)
+                .and_then(|names| names.get(name))
+                .copied()
+                .unwrap_or(0)
+        };
+        let mut interested = count("", "");
+        if !info.namespace.is_empty() {
+            interested += count(&info.namespace, "");
+        }
+        if !info.name.is_empty() {
+            interested += count(&info.namespace, &info.name);
+        }
+        interested
     }
 
     /// Classifies the request `info` (with its `query`) of `user`, estimates its work
@@ -754,7 +805,7 @@ impl FlowControl {
             query,
             level.max_seats.load(Ordering::Relaxed),
             stored,
-            || self.watchers(&info.api_group, &info.resource),
+            || self.watchers(info),
         );
         let seats = estimate.max_seats();
         observe(&counts.estimated_seats, &SEATS_BUCKETS, f64::from(seats));

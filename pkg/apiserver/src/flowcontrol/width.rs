@@ -7,11 +7,11 @@
 //!   version), twice the page. A list naming one object (`metadata.name=`) takes one seat; a
 //!   resource whose count is not known yet takes the most; one not served here (an aggregated
 //!   API) the least.
-//! - A **mutating** request on a resource with at least 10 watchers takes, on top of its one
-//!   seat while it runs, a seat per 10 watchers for 5 ms per seat afterwards (the work of
-//!   sending its event), reshaped to at most the level's maximum seats held correspondingly
-//!   longer. Watchers are counted per resource (upstream also narrows them by namespace and
-//!   name).
+//! - A **mutating** request takes, on top of its one seat while it runs, a seat per 10 open
+//!   watches that may be sent its event (those of its resource in every namespace, in its
+//!   namespace, and of its name, as upstream's watch tracker counts them) for 5 ms per seat
+//!   afterwards (the work of sending the event), reshaped to at most the level's maximum
+//!   seats held correspondingly longer; fewer than 10 such watches add nothing.
 //! - Every other request takes one seat.
 //!
 //! No request takes more than its level's maximum: 15% of the level's nominal limit, no more
@@ -114,7 +114,7 @@ fn from_storage(options: &ListQuery) -> bool {
 
 /// The work of `info` (with its `query`) in a level whose requests take at most `max_seats`:
 /// `stored` answers how many objects its resource holds (`Err(true)`: not counted yet,
-/// `Err(false)`: not a resource stored here), `watchers` how many watch its resource.
+/// `Err(false)`: not a resource stored here), `watchers` how many watches may be sent its events.
 pub(crate) fn estimate(
     info: &RequestInfo,
     query: Option<&str>,

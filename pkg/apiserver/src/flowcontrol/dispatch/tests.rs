@@ -293,26 +293,51 @@ async fn lists_and_watched_writes_take_the_seats_their_estimate_gives() {
     assert_eq!(catch_all.lock().set.seats_in_use, 5);
     drop(admitted);
 
+    // 15 watches of the namespace, 5 of every namespace, 5 of one object of it, 7 of
+    // another namespace and 3 of another object.
     let mut watch = list.clone();
     watch.verb = "watch".into();
-    let registrations: Vec<_> = (0..25)
-        .map(|_| flow_control.register_watch(&watch))
-        .collect();
-    assert_eq!(flow_control.watchers("", "configmaps"), 25);
+    let watch_of = |namespace: &str, name: &str| {
+        let mut watch = watch.clone();
+        watch.namespace = namespace.into();
+        watch.name = name.into();
+        watch
+    };
+    let mut registrations = Vec::new();
+    for (count, namespace, name) in [
+        (15, "default", ""),
+        (5, "", ""),
+        (5, "default", "x"),
+        (7, "other", ""),
+        (3, "default", "y"),
+    ] {
+        let watch = watch_of(namespace, name);
+        registrations.extend((0..count).map(|_| flow_control.register_watch(&watch)));
+    }
     let mut create = list.clone();
     create.verb = "create".into();
+    let mut update = get();
+    update.verb = "update".into();
+    assert_eq!(flow_control.watchers(&create), 20);
+    assert_eq!(flow_control.watchers(&update), 25);
+    update.namespace = "other".into();
+    assert_eq!(flow_control.watchers(&update), 12);
+    update.namespace.clear();
+    assert_eq!(flow_control.watchers(&update), 5);
     let admitted = flow_control
         .admit(&create, None, &user("someone"), no_count)
         .await
         .unwrap();
-    assert_eq!(catch_all.lock().set.seats_in_use, 3);
+    // Twenty watchers: two seats.
+    assert_eq!(catch_all.lock().set.seats_in_use, 2);
     drop(admitted);
     // Held for the events' work after the write completes.
-    assert_eq!(catch_all.lock().set.seats_in_use, 3);
+    assert_eq!(catch_all.lock().set.seats_in_use, 2);
     tokio::time::sleep(Duration::from_millis(100)).await;
     assert_eq!(catch_all.lock().set.seats_in_use, 0);
     drop(registrations);
-    assert_eq!(flow_control.watchers("", "configmaps"), 0);
+    assert_eq!(flow_control.watchers(&create), 0);
+    assert!(flow_control.watches.lock().unwrap().is_empty());
 }
 
 #[test]
