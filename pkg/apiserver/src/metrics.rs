@@ -760,7 +760,7 @@ mod tests {
     use super::*;
 
     fn scrape(registry: &Registry) -> String {
-        registry.encode(None).body
+        registry.encode().body
     }
 
     #[test]

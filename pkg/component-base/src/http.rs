@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use http_body_util::Full;
 use hyper::body::{Bytes, Incoming};
-use hyper::header::{ACCEPT, CONTENT_TYPE, HeaderValue};
+use hyper::header::{CONTENT_TYPE, HeaderValue};
 use hyper::{Method, Request, Response, StatusCode};
 use hyper_util::rt::{TokioExecutor, TokioIo};
 use hyper_util::server::conn::auto;
@@ -107,8 +107,7 @@ impl OpsHandler {
                 text(status, answer.body)
             }
             None => {
-                let accept = req.headers().get(ACCEPT).and_then(|v| v.to_str().ok());
-                let encoded = self.metrics.encode(accept);
+                let encoded = self.metrics.encode();
                 let mut response = Response::new(Full::new(Bytes::from(encoded.body)));
                 response
                     .headers_mut()

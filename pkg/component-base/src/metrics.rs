@@ -1,8 +1,10 @@
 //! The metrics registry of a component, served on `/metrics`.
 //!
-//! A thin, cloneable wrapper around a [`prometheus_client`] registry. Scrapers that ask for
-//! OpenMetrics (`Accept: application/openmetrics-text`) get it; everyone else gets the Prometheus
-//! text format 0.0.4, which is what Kubernetes components serve.
+//! A thin, cloneable wrapper around a [`prometheus_client`] registry, encoded in the
+//! Prometheus text format 0.0.4 whatever the scraper asks for, as Kubernetes components serve
+//! their metrics. OpenMetrics is not offered: it names a counter's family without its
+//! `_total`, so Kubernetes' metric names, which set a gauge `x` beside a counter `x_total`
+//! (`aggregator_unavailable_apiservice`), cannot all be valid OpenMetrics families.
 
 use std::sync::{Arc, Mutex, PoisonError};
 
@@ -10,8 +12,6 @@ use prometheus_client::registry::Metric;
 
 /// The content type of the Prometheus text format.
 pub const PROMETHEUS_TEXT: &str = "text/plain; version=0.0.4; charset=utf-8";
-/// The content type of the OpenMetrics text format.
-pub const OPENMETRICS_TEXT: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
 
 /// A component's metrics. Cheap to clone; clones share the registry.
 #[derive(Clone, Debug, Default)]
@@ -34,8 +34,8 @@ impl Registry {
         Self::default()
     }
 
-    /// Registers a metric under its full name. Counters get `_total` appended to their samples,
-    /// as OpenMetrics requires.
+    /// Registers a metric under its full name. A counter's samples, and its family, are
+    /// named with `_total` appended.
     pub fn register(&self, name: &str, help: &str, metric: impl Metric) {
         self.inner
             .lock()
@@ -52,9 +52,8 @@ impl Registry {
             .register_collector(collector);
     }
 
-    /// Encodes every metric in the format the `Accept` header asks for.
-    pub fn encode(&self, accept: Option<&str>) -> Encoded {
-        let openmetrics = accept.is_some_and(|a| a.contains("application/openmetrics-text"));
+    /// Encodes every metric in the Prometheus text format.
+    pub fn encode(&self) -> Encoded {
         let mut body = String::new();
         {
             let registry = self.inner.lock().unwrap_or_else(PoisonError::into_inner);
@@ -62,45 +61,47 @@ impl Registry {
             // encoder, and then the partial output is still the best answer.
             let _ = prometheus_client::encoding::text::encode(&mut body, &registry);
         }
-        if openmetrics {
-            Encoded {
-                content_type: OPENMETRICS_TEXT,
-                body,
-            }
-        } else {
-            Encoded {
-                content_type: PROMETHEUS_TEXT,
-                body: to_prometheus_text(&body),
-            }
+        Encoded {
+            content_type: PROMETHEUS_TEXT,
+            body: to_prometheus_text(&body),
         }
     }
 }
 
-/// Rewrites OpenMetrics text as the Prometheus text format 0.0.4: no end marker, no `# UNIT`
-/// lines, and counter families named after their samples (`x_total`), as Kubernetes
-/// components write them.
+/// Rewrites OpenMetrics text (what the encoder writes) as the Prometheus text format 0.0.4: no
+/// end marker, no `# UNIT` lines, and each counter family named after its samples (`x_total`)
+/// in its `# HELP` and `# TYPE` lines, as Kubernetes components write them. Only the lines of
+/// the counter's own family are renamed: a gauge `x` may stand beside a counter `x_total`.
 fn to_prometheus_text(openmetrics: &str) -> String {
-    let counters: Vec<&str> = openmetrics
-        .lines()
-        .filter_map(|line| line.strip_prefix("# TYPE ")?.strip_suffix(" counter"))
-        .filter(|name| !name.ends_with("_total"))
-        .collect();
     let mut out = String::with_capacity(openmetrics.len());
-    for line in openmetrics.lines() {
+    let mut lines = openmetrics.lines().peekable();
+    while let Some(line) = lines.next() {
         if line == "# EOF" || line.starts_with("# UNIT ") {
             continue;
         }
-        let renamed = ["# HELP ", "# TYPE "].iter().find_map(|prefix| {
-            let rest = line.strip_prefix(prefix)?;
-            let (name, tail) = rest.split_once(' ')?;
-            counters
-                .contains(&name)
-                .then(|| format!("{prefix}{name}_total {tail}"))
-        });
-        match renamed {
-            Some(line) => out.push_str(&line),
-            None => out.push_str(line),
+        let family = line
+            .strip_prefix("# HELP ")
+            .map(|rest| ("# HELP ", rest))
+            .or_else(|| line.strip_prefix("# TYPE ").map(|rest| ("# TYPE ", rest)));
+        if let Some((prefix, rest)) = family {
+            let (name, tail) = rest.split_once(' ').unwrap_or((rest, ""));
+            // A family's HELP comes right before its TYPE.
+            let counter = if prefix == "# HELP " {
+                lines.peek().is_some_and(|next| {
+                    next.strip_prefix("# TYPE ")
+                        .and_then(|t| t.strip_prefix(name))
+                        == Some(" counter")
+                })
+            } else {
+                tail == "counter"
+            };
+            if counter && !name.ends_with("_total") {
+                out.push_str(&format!("{prefix}{name}_total {tail}"));
+                out.push('\n');
+                continue;
+            }
         }
+        out.push_str(line);
         out.push('\n');
     }
     out
@@ -112,12 +113,12 @@ mod tests {
     use prometheus_client::metrics::counter::Counter;
 
     #[test]
-    fn encodes_both_formats() {
+    fn counters_are_named_after_their_samples() {
         let registry = Registry::new();
         let counter = Counter::<u64>::default();
         registry.register("genplane_things", "Things seen", counter.clone());
         counter.inc();
-        let text = registry.encode(None);
+        let text = registry.encode();
         assert_eq!(text.content_type, PROMETHEUS_TEXT);
         assert!(
             text.body.contains("genplane_things_total 1\n"),
@@ -132,8 +133,24 @@ mod tests {
             "{}",
             text.body
         );
-        let om = registry.encode(Some("application/openmetrics-text;version=1.0.0"));
-        assert_eq!(om.content_type, OPENMETRICS_TEXT);
-        assert!(om.body.ends_with("# EOF\n"));
+    }
+
+    #[test]
+    fn a_gauge_beside_a_counter_of_its_name_and_total_keeps_its_own_name() {
+        let registry = Registry::new();
+        let gauge = prometheus_client::metrics::gauge::Gauge::<i64>::default();
+        let counter = Counter::<u64>::default();
+        registry.register("genplane_down", "Down now", gauge.clone());
+        registry.register("genplane_down", "Times gone down", counter.clone());
+        gauge.set(1);
+        counter.inc();
+        let text = registry.encode().body;
+        for line in [
+            "# HELP genplane_down Down now.\n# TYPE genplane_down gauge\ngenplane_down 1\n",
+            "# HELP genplane_down_total Times gone down.\n# TYPE genplane_down_total counter\n\
+             genplane_down_total 1\n",
+        ] {
+            assert!(text.contains(line), "{line} in {text}");
+        }
     }
 }

@@ -319,7 +319,7 @@ mod tests {
                 .iter()
                 .all(Result::is_ok)
         );
-        let text = registry.encode(None).body;
+        let text = registry.encode().body;
         for line in [
             "# TYPE genplane_sqlite_commits_total counter",
             "genplane_sqlite_commits_total 4\n",

@@ -222,6 +222,16 @@ fn an_extension_api_server_is_served_through_the_aggregator() {
         &["get", "apiservice", "v1alpha1.wardle.example.com"],
     ));
     assert!(table.contains("False (FailedDiscoveryCheck)"), "{table}");
+    // The metrics say so: unavailable now, and fallen once, for that reason; Local ones are
+    // available.
+    let metrics = server.metrics();
+    for line in [
+        "aggregator_unavailable_apiservice{name=\"v1alpha1.wardle.example.com\"} 1\n",
+        "aggregator_unavailable_apiservice_total{name=\"v1alpha1.wardle.example.com\",reason=\"FailedDiscoveryCheck\"} 1\n",
+        "aggregator_unavailable_apiservice{name=\"v1.\"} 0\n",
+    ] {
+        assert!(metrics.contains(line), "{line} in {metrics}");
+    }
     // Discovery still lists what it served, marked stale.
     let discovery = server.raw().request(
         "GET",

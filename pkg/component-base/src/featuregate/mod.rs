@@ -555,7 +555,7 @@ mod tests {
             .map(|u| u.value)
             .collect();
         assert_eq!(uses, [false, true]);
-        let text = metrics.encode(None).body;
+        let text = metrics.encode().body;
         assert!(
             text.contains("kubernetes_feature_enabled{name=\"BetaOn\",stage=\"BETA\"} 0"),
             "{text}"
@@ -565,7 +565,7 @@ mod tests {
         assert!(gate.enabled(BETA_ON));
         assert!(
             metrics
-                .encode(None)
+                .encode()
                 .body
                 .contains("kubernetes_feature_enabled{name=\"BetaOn\",stage=\"BETA\"} 1")
         );

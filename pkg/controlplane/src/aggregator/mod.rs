@@ -7,6 +7,9 @@
 //! - [`remote`]: the APIServices served by other servers: resolved, probed, their
 //!   `Available` condition written, and handed to the API server's proxy with the resources
 //!   they serve.
+//! - [`metrics`]: `aggregator_unavailable_apiservice` and its `_total` counter, kept by the
+//!   remote controller's passes.
 
 pub mod autoregister;
+pub mod metrics;
 pub mod remote;

@@ -12,6 +12,8 @@
 //!   other than a 2xx, is `FailedDiscoveryCheck`, an answer `Passed`;
 //! - the `Available` condition is written when it changes (its transition time only when its
 //!   status does), with upstream's reasons and messages;
+//! - the availability metrics ([`AvailabilityMetrics`]) are set for every APIService (a
+//!   Local one is available), and a fall from available counted;
 //! - the server's proxy targets ([`ApiServer::set_aggregated`]) and the discovery of what the
 //!   available ones serve are replaced as a whole; an unavailable APIService keeps its target
 //!   (answered 503) and the resources it served last (discovery marks them stale).
@@ -30,6 +32,8 @@ use genplane_apiserver::server::{Aggregated, ApiServer};
 use genplane_registry::{ListOptions, Store};
 use genplane_storage::Storage;
 use serde_json::{Value, json};
+
+use super::metrics::AvailabilityMetrics;
 
 /// How often every remote APIService is probed, besides after each change.
 pub const PROBE_INTERVAL: Duration = Duration::from_secs(10);
@@ -58,6 +62,7 @@ pub struct Remote<S: Storage> {
     probed: Mutex<BTreeMap<String, Probed>>,
     /// Held across a pass, so passes never overlap.
     pass: tokio::sync::Mutex<()>,
+    metrics: AvailabilityMetrics,
 }
 
 impl<S: Storage> std::fmt::Debug for Remote<S> {
@@ -73,13 +78,26 @@ fn text<'a>(value: &'a Value, pointer: &str) -> &'a str {
     value.pointer(pointer).and_then(Value::as_str).unwrap_or("")
 }
 
+/// The status of the stored APIService's `Available` condition, if it has one.
+fn stored_availability(object: &Value) -> Option<&str> {
+    object
+        .pointer("/status/conditions")?
+        .as_array()?
+        .iter()
+        .find(|c| c["type"] == "Available")?
+        .get("status")?
+        .as_str()
+}
+
 impl<S: Storage> Remote<S> {
     /// The controller of `api`'s remote APIServices, when it serves APIServices with their
-    /// `status`; `identity` is the proxy's client certificate and key (PEM).
+    /// `status`; `identity` is the proxy's client certificate and key (PEM); every pass sets
+    /// `metrics`.
     pub fn new(
         api: Arc<ApiServer<S>>,
         resolver: ServiceResolver,
         identity: Option<String>,
+        metrics: AvailabilityMetrics,
     ) -> Option<Arc<Self>> {
         let resource = api
             .resources()
@@ -95,6 +113,7 @@ impl<S: Storage> Remote<S> {
             identity,
             probed: Mutex::new(BTreeMap::new()),
             pass: tokio::sync::Mutex::new(()),
+            metrics,
         }))
     }
 
@@ -127,18 +146,25 @@ impl<S: Storage> Remote<S> {
         let _pass = self.pass.lock().await;
         let listed = self.api_services.list("", &ListOptions::default()).await?;
         let mut next = BTreeMap::new();
+        let mut available = BTreeMap::new();
         for object in &listed.items {
+            let name = text(object, "/metadata/name").to_owned();
             if apiservice::is_local(object) {
+                available.insert(name, true);
                 continue;
             }
-            let name = text(object, "/metadata/name").to_owned();
             let spec = object.get("spec").cloned().unwrap_or_default();
             let (probed, availability) = self.probe(&name, &spec).await;
             self.write_availability(object, &availability).await?;
+            let was = stored_availability(object) == Some("True");
+            let now = availability.0 == "True";
+            self.metrics.observe(&name, was, now, availability.1);
+            available.insert(name.clone(), now);
             if let Some(probed) = probed {
                 next.insert(name, probed);
             }
         }
+        self.metrics.set_all(available);
         let mut probed = self
             .probed
             .lock()

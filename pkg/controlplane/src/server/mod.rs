@@ -428,6 +428,7 @@ impl CompletedConfig {
         let aggregation = Aggregation {
             proxy_identity: proxy_identity(&config, &pki)?,
             published: security::published_authentication(&config)?,
+            metrics: crate::aggregator::metrics::AvailabilityMetrics::registered(&registry),
         };
         let mut hooks = own_hooks(
             &config,
@@ -538,6 +539,7 @@ fn own_hooks(
     let Aggregation {
         proxy_identity,
         published,
+        metrics: availability_metrics,
     } = aggregation;
     let server = |serving: &Arc<std::sync::OnceLock<Arc<ApiServer<ResourceStorage>>>>| {
         serving
@@ -658,6 +660,7 @@ fn own_hooks(
                     server(&api),
                     resolver,
                     Some(proxy_identity),
+                    availability_metrics,
                 ) else {
                     return Ok(());
                 };
@@ -782,11 +785,13 @@ fn own_hooks(
     hooks
 }
 
-/// What the hooks of aggregation are given: the proxy's client certificate and key (PEM), and
-/// what `kube-system/extension-apiserver-authentication` publishes for extension servers.
+/// What the hooks of aggregation are given: the proxy's client certificate and key (PEM),
+/// what `kube-system/extension-apiserver-authentication` publishes for extension servers, and
+/// the availability metrics.
 struct Aggregation {
     proxy_identity: String,
     published: crate::cluster_authentication::Published,
+    metrics: crate::aggregator::metrics::AvailabilityMetrics,
 }
 
 /// The aggregator's client certificate and key (PEM, one after the other): the
