@@ -4,6 +4,8 @@
 
 use std::sync::Arc;
 
+use bytes::Bytes;
+
 use genplane_api::admissionregistration;
 use genplane_api::catalog::{FeatureGates, GatesOff, ResourceInfo};
 use genplane_audit::Auditor;
@@ -243,32 +245,55 @@ pub struct Aggregated {
     /// The OpenAPI v3 index entries of the group-versions served elsewhere (path below
     /// `/openapi/v3/`, the document's URL on its server), when their servers have them.
     openapi: Vec<(String, String)>,
+    /// Their v3 documents (path below `/openapi/v3/`, bytes), which the v2 document
+    /// includes.
+    openapi_documents: Vec<(String, Bytes)>,
+}
+
+/// One group-version another server serves, as the aggregator's controller found it.
+#[derive(Debug)]
+pub struct ServedElsewhere {
+    /// The API group.
+    pub group: String,
+    /// The version.
+    pub version: String,
+    /// Where its requests are proxied.
+    pub target: Arc<crate::aggregation::Target>,
+    /// The resources its server said it serves.
+    pub resources: Vec<ResourceDescription>,
+    /// Its APIService's group priority minimum and version priority.
+    pub priority: (i32, i32),
+    /// The URL of its OpenAPI v3 document on its server, when it has one.
+    pub openapi_url: Option<String>,
+    /// That document as its server answered it, when it could be read.
+    pub openapi_document: Option<Bytes>,
 }
 
 impl Aggregated {
-    /// Each group-version served elsewhere: its group, version, target, the resources its
-    /// server said it serves, its APIService's priorities (group, version), and the URL of its
-    /// OpenAPI v3 document on its server, when it has one.
-    pub fn new(
-        served: impl IntoIterator<
-            Item = (
-                String,
-                String,
-                Arc<crate::aggregation::Target>,
-                Vec<ResourceDescription>,
-                (i32, i32),
-                Option<String>,
-            ),
-        >,
-    ) -> Self {
+    /// What other servers serve: each group-version of `served`.
+    pub fn new(served: impl IntoIterator<Item = ServedElsewhere>) -> Self {
         let mut targets = Vec::new();
         let mut resources = Vec::new();
         let mut stale = Vec::new();
         let mut priorities = Vec::new();
         let mut openapi = Vec::new();
-        for (group, version, target, described, priority, document) in served {
-            if let Some(url) = document {
-                openapi.push((format!("apis/{group}/{version}"), url));
+        let mut openapi_documents = Vec::new();
+        for ServedElsewhere {
+            group,
+            version,
+            target,
+            resources: described,
+            priority,
+            openapi_url,
+            openapi_document,
+        } in served
+        {
+            let path = format!("apis/{group}/{version}");
+            if let Some(document) = openapi_document {
+                openapi_documents.push((path.clone(), document));
+            }
+            if let Some(url) = openapi_url {
+                openapi.push((path, url));
             }
             if target.unavailable.is_some() {
                 stale.push((group.clone(), version.clone()));
@@ -283,6 +308,7 @@ impl Aggregated {
             stale,
             priorities,
             openapi,
+            openapi_documents,
         }
     }
 }
@@ -624,6 +650,7 @@ impl<S: Storage> ApiServer<S> {
             .with_remote(aggregated.openapi.clone());
         let openapi_v2 = Arc::new(OpenApiV2::new(
             &openapi,
+            aggregated.openapi_documents.clone(),
             version["gitVersion"].as_str().unwrap_or_default(),
         ));
         Served {
@@ -680,12 +707,22 @@ impl<S: Storage> ApiServer<S> {
             .write()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
         let current = served.clone();
+        let openapi = current.openapi.with_remote(aggregated.openapi.clone());
+        let openapi_v2 = if aggregated.openapi_documents == current.aggregated.openapi_documents {
+            current.openapi_v2.clone()
+        } else {
+            Arc::new(OpenApiV2::new(
+                &openapi,
+                aggregated.openapi_documents.clone(),
+                self.version["gitVersion"].as_str().unwrap_or_default(),
+            ))
+        };
         *served = Arc::new(Served {
             resources: current.resources.clone(),
             discovery: Self::discovery_of(&current.resources, &aggregated),
             types: current.types.clone(),
-            openapi: current.openapi.with_remote(aggregated.openapi.clone()),
-            openapi_v2: current.openapi_v2.clone(),
+            openapi,
+            openapi_v2,
             aggregated,
         });
     }
@@ -733,9 +770,20 @@ impl<S: Storage> ApiServer<S> {
         let served = if Arc::ptr_eq(&now, &aggregated) {
             served
         } else {
+            let openapi = served.openapi.with_remote(now.openapi.clone());
+            let openapi_v2 = if now.openapi_documents == aggregated.openapi_documents {
+                served.openapi_v2
+            } else {
+                Arc::new(OpenApiV2::new(
+                    &openapi,
+                    now.openapi_documents.clone(),
+                    self.version["gitVersion"].as_str().unwrap_or_default(),
+                ))
+            };
             Served {
                 discovery: Self::discovery_of(&served.resources, &now),
-                openapi: served.openapi.with_remote(now.openapi.clone()),
+                openapi,
+                openapi_v2,
                 aggregated: now,
                 ..served
             }

@@ -372,6 +372,18 @@ fn a_genplane_api_server_serves_behind_another_as_an_extension() {
         explained.contains("GROUP:      stable.example.com"),
         "{explained}"
     );
+    // The v2 document describes the extension's kind and paths too.
+    eventually_holds("the extension's kinds in the OpenAPI v2 document", || {
+        let v2 = aggregator.raw().get("/openapi/v2").json();
+        v2["definitions"]["com.example.stable.v1.CronTab"].is_object()
+            && v2["paths"]["/apis/stable.example.com/v1/namespaces/{namespace}/crontabs"]
+                .is_object()
+    });
+    // kubectl 1.27 explains from the v2 document.
+    let kubectl = crate::support::kubectl_path("kubectl.1.27");
+    let explained =
+        ok(aggregator.kubectl(kubectl.to_str().unwrap(), &["explain", "crontabs.spec"]));
+    assert!(explained.contains("cronSpec"), "{explained}");
 
     // The extension sees the user the aggregator authenticated and authorizes it itself: alice,
     // allowed by the aggregator's RBAC but not yet by the extension's, is refused by the

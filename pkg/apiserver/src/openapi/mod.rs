@@ -15,7 +15,9 @@
 //! served: an `Accept` that admits only the protobuf form gets 406.
 //!
 //! OpenAPI v2, at `/openapi/v2` ([`OpenApiV2`]): one Swagger 2.0 document of every served group
-//! version, derived from the v3 documents ([`builder::v2`]), as JSON or as
+//! version, derived from the v3 documents ([`builder::v2`]) and from those of the
+//! group-versions other servers serve (their paths below `/apis/<group>/<version>/` only; the
+//! definitions of this server win), as JSON or as
 //! gnostic's protobuf `Document` ([`builder::gnostic`]), which is the only form
 //! kubectl before 1.29 asks for. Both are built from the v3 documents' bytes at the first request
 //! for either (most clients never ask), and kept until what is served changes; their `ETag` is
@@ -104,6 +106,27 @@ fn serialized(documents: Vec<Document>) -> Vec<Served> {
 
 /// A served document parsed back (`None` only if its bytes were not JSON, which
 /// [`serialized`] never writes).
+/// The v3 document another server answered for the group-version at `path` (`apis/<g>/<v>`),
+/// with only its own paths (below `/<path>/`, or the path itself): it may not describe what
+/// this server or others serve. `None` if it is not a JSON object.
+fn remote_document(path: &str, bytes: &[u8]) -> Option<Document> {
+    let mut document: serde_json::Value = serde_json::from_slice(bytes).ok()?;
+    let own = format!("/{path}");
+    if let Some(paths) = document
+        .get_mut("paths")
+        .and_then(serde_json::Value::as_object_mut)
+    {
+        paths.retain(|p, _| {
+            p.strip_prefix(&own)
+                .is_some_and(|rest| rest.is_empty() || rest.starts_with('/'))
+        });
+    }
+    document.is_object().then(|| Document {
+        path: path.to_owned(),
+        document,
+    })
+}
+
 fn parsed(served: &Served) -> Option<Document> {
     let document = serde_json::from_slice(&served.bytes).ok()?;
     Some(Document {
@@ -357,6 +380,9 @@ fn accepted_v2(accept: Option<&str>) -> AcceptedV2 {
 pub struct OpenApiV2 {
     /// The v3 documents it is derived from (their bytes are shared).
     source: OpenApiV3,
+    /// The v3 documents of group-versions other servers serve: their path below
+    /// `/openapi/v3/` and their bytes as their servers answered them.
+    remote: Vec<(String, Bytes)>,
     /// The server's `gitVersion`, the document's `info.version`.
     version: String,
     /// When what it describes was last changed, as an HTTP date (its `Last-Modified`).
@@ -395,14 +421,16 @@ impl EncodedV2 {
 }
 
 impl OpenApiV2 {
-    /// The document of `source` (the server's v3 documents) for a server of `version`,
-    /// dated now; it is built when first asked for.
-    pub fn new(source: &OpenApiV3, version: &str) -> Self {
+    /// The document of `source` (the server's v3 documents) and of `remote` (the v3
+    /// documents of group-versions other servers serve, by path below `/openapi/v3/`) for a
+    /// server of `version`, dated now; it is built when first asked for.
+    pub fn new(source: &OpenApiV3, remote: Vec<(String, Bytes)>, version: &str) -> Self {
         let now = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |d| d.as_secs());
         Self {
             source: source.clone(),
+            remote,
             version: version.to_owned(),
             built: http_date(now),
             encoded: OnceLock::new(),
@@ -411,8 +439,15 @@ impl OpenApiV2 {
 
     /// Both encodings, built at the first call.
     fn encoded(&self) -> &EncodedV2 {
-        self.encoded
-            .get_or_init(|| EncodedV2::new(&self.source.documents(), &self.version))
+        self.encoded.get_or_init(|| {
+            let mut documents = self.source.documents();
+            documents.extend(
+                self.remote
+                    .iter()
+                    .filter_map(|(path, bytes)| remote_document(path, bytes)),
+            );
+            EncodedV2::new(&documents, &self.version)
+        })
     }
 
     /// Answers `GET /openapi/v2` (or `HEAD` when `head`).
@@ -602,7 +637,7 @@ mod tests {
     #[test]
     fn the_v2_document_is_built_at_its_first_request() {
         let v3 = OpenApiV3::new(&builder::all_served());
-        let v2 = OpenApiV2::new(&v3, "v1.33.0");
+        let v2 = OpenApiV2::new(&v3, Vec::new(), "v1.33.0");
         assert!(v2.encoded.get().is_none());
         let answer = v2.handle(&HeaderMap::new(), false).unwrap();
         assert_eq!(answer.status(), StatusCode::OK);
@@ -611,5 +646,51 @@ mod tests {
         assert_eq!(swagger["swagger"], "2.0");
         assert_eq!(swagger["info"]["version"], "v1.33.0");
         assert!(swagger["definitions"]["io.k8s.api.core.v1.ConfigMap"].is_object());
+    }
+
+    #[test]
+    fn the_v2_document_takes_other_servers_own_paths_and_their_kinds() {
+        let v3 = OpenApiV3::new(&builder::all_served());
+        let operation = json!({"get": {"operationId": "x", "responses": {"200": {
+            "description": "OK"}}}});
+        let remote = json!({"openapi": "3.0.0", "paths": {
+                "/apis/x.example.com/v1/": operation,
+                "/apis/x.example.com/v1/namespaces/{namespace}/things": operation,
+                "/api/v1/namespaces": operation,
+                "/apis/x.example.com/v10/others": operation},
+            "components": {"schemas": {
+                "com.example.x.v1.Thing": {"type": "object", "x-kubernetes-group-version-kind":
+                    [{"group": "x.example.com", "version": "v1", "kind": "Thing"}]},
+                "io.k8s.api.core.v1.ConfigMap": {"type": "string"}}}});
+        let v2 = OpenApiV2::new(
+            &v3,
+            vec![
+                (
+                    "apis/x.example.com/v1".to_owned(),
+                    Bytes::from(remote.to_string()),
+                ),
+                ("apis/broken.example.com/v1".to_owned(), Bytes::from("{")),
+            ],
+            "v1.33.0",
+        );
+        let answer = v2.handle(&HeaderMap::new(), false).unwrap();
+        assert_eq!(answer.status(), StatusCode::OK);
+        let swagger: serde_json::Value =
+            serde_json::from_slice(&v2.encoded.get().unwrap().json).unwrap();
+        let paths = swagger["paths"].as_object().unwrap();
+        assert!(paths.contains_key("/apis/x.example.com/v1/"));
+        assert!(paths.contains_key("/apis/x.example.com/v1/namespaces/{namespace}/things"));
+        assert!(!paths.contains_key("/apis/x.example.com/v10/others"));
+        // What this server serves is described by this server alone.
+        assert_ne!(
+            paths["/api/v1/namespaces"]["get"]["operationId"], "x",
+            "{}",
+            paths["/api/v1/namespaces"]
+        );
+        assert!(swagger["definitions"]["com.example.x.v1.Thing"].is_object());
+        assert_eq!(
+            swagger["definitions"]["io.k8s.api.core.v1.ConfigMap"]["type"],
+            "object"
+        );
     }
 }

@@ -22,13 +22,14 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use bytes::Bytes;
 use genplane_admission::webhook::client::{self, Identity, Trust};
 use genplane_admission::webhook::resolver::{ServiceReference, ServiceResolver};
 use genplane_api::apiregistration::apiservice;
 use genplane_apimachinery::errors::ApiError;
 use genplane_apiserver::aggregation::{self, Target};
 use genplane_apiserver::discovery::{ResourceDescription, SubresourceDescription};
-use genplane_apiserver::server::{Aggregated, ApiServer};
+use genplane_apiserver::server::{Aggregated, ApiServer, ServedElsewhere};
 use genplane_registry::{ListOptions, Store};
 use genplane_storage::Storage;
 use serde_json::{Value, json};
@@ -41,13 +42,14 @@ pub const PROBE_INTERVAL: Duration = Duration::from_secs(10);
 /// How long a probe waits for its answer (upstream's discovery check waits 5 s).
 pub const PROBE_TIMEOUT: Duration = Duration::from_secs(5);
 
-/// A probed APIService: its target, what it serves, the URL of its OpenAPI v3 document, and
-/// the spec it was made for.
+/// A probed APIService: its target, what it serves, the URL of its OpenAPI v3 document and
+/// the document, and the spec it was made for.
 struct Probed {
     spec: Value,
     target: Arc<Target>,
     resources: Vec<ResourceDescription>,
     openapi: Option<String>,
+    document: Option<Bytes>,
 }
 
 /// The remote APIServices of one API server.
@@ -175,23 +177,23 @@ impl<S: Storage> Remote<S> {
                     && Arc::ptr_eq(&was.target, &now.target)
                     && was.resources == now.resources
                     && was.openapi == now.openapi
+                    && was.document == now.document
             });
         if unchanged {
             *probed = next;
             return Ok(listed.resource_version);
         }
-        let aggregated = Aggregated::new(next.values().map(|probed| {
-            (
-                text(&probed.spec, "/group").to_owned(),
-                text(&probed.spec, "/version").to_owned(),
-                probed.target.clone(),
-                probed.resources.clone(),
-                (
-                    probed.spec["groupPriorityMinimum"].as_i64().unwrap_or(0) as i32,
-                    probed.spec["versionPriority"].as_i64().unwrap_or(0) as i32,
-                ),
-                probed.openapi.clone(),
-            )
+        let aggregated = Aggregated::new(next.values().map(|probed| ServedElsewhere {
+            group: text(&probed.spec, "/group").to_owned(),
+            version: text(&probed.spec, "/version").to_owned(),
+            target: probed.target.clone(),
+            resources: probed.resources.clone(),
+            priority: (
+                probed.spec["groupPriorityMinimum"].as_i64().unwrap_or(0) as i32,
+                probed.spec["versionPriority"].as_i64().unwrap_or(0) as i32,
+            ),
+            openapi_url: probed.openapi.clone(),
+            openapi_document: probed.document.clone(),
         }));
         self.api.set_aggregated(aggregated);
         *probed = next;
@@ -211,11 +213,18 @@ impl<S: Storage> Remote<S> {
             .unwrap_or_else(std::sync::PoisonError::into_inner)
             .get(name)
             .filter(|p| p.spec == *spec)
-            .map(|p| (p.target.clone(), p.resources.clone(), p.openapi.clone()));
-        let (target, resources, openapi) = match earlier {
+            .map(|p| {
+                (
+                    p.target.clone(),
+                    p.resources.clone(),
+                    p.openapi.clone(),
+                    p.document.clone(),
+                )
+            });
+        let (target, resources, openapi, document) = match earlier {
             Some(earlier) => earlier,
             None => match self.target(name, spec, &reference).await {
-                Ok(target) => (Arc::new(target), Vec::new(), None),
+                Ok(target) => (Arc::new(target), Vec::new(), None, None),
                 Err(availability) => return (None, availability),
             },
         };
@@ -248,10 +257,20 @@ impl<S: Storage> Remote<S> {
         let resources = found.unwrap_or(resources);
         // Where its OpenAPI v3 document is (kubectl explain reads it through this server);
         // kept from before when its server cannot say now.
-        let openapi = if available {
-            openapi_url(&target, group, version).await.or(openapi)
+        let (openapi, document) = if available {
+            match openapi_url(&target, group, version).await {
+                // The same document as before (its URL names its hash): kept.
+                Some(url) if Some(&url) == openapi.as_ref() && document.is_some() => {
+                    (Some(url), document)
+                }
+                Some(url) => {
+                    let fetched = openapi_document(&target, &url).await;
+                    (Some(url), fetched.or(document))
+                }
+                None => (openapi, document),
+            }
         } else {
-            openapi
+            (openapi, document)
         };
         let target = if available == target.unavailable.is_none() {
             target
@@ -270,6 +289,7 @@ impl<S: Storage> Remote<S> {
                 target,
                 resources,
                 openapi,
+                document,
             }),
             availability,
         )
@@ -365,6 +385,14 @@ async fn openapi_url(target: &Target, group: &str, version: &str) -> Option<Stri
     let url = index["paths"][format!("apis/{group}/{version}")]["serverRelativeURL"].as_str()?;
     url.starts_with(&format!("/openapi/v3/apis/{group}/{version}"))
         .then(|| url.to_owned())
+}
+
+/// The OpenAPI v3 document at `url` on `target`'s server (the v2 document includes it), when
+/// it answers one: a JSON object.
+async fn openapi_document(target: &Target, url: &str) -> Option<Bytes> {
+    let (status, body) = aggregation::get(target, url, PROBE_TIMEOUT).await.ok()?;
+    let is_object = serde_json::from_slice::<Value>(&body).is_ok_and(|d| d.is_object());
+    (status.is_success() && is_object).then_some(body)
 }
 
 /// The resources of an `APIResourceList` an extension server answered for
