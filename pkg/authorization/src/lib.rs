@@ -192,8 +192,17 @@ impl RulesInfo {
     }
 }
 
+/// A decision still being made (by another server, for a delegating authorizer).
+pub type Pending<'a> = std::pin::Pin<Box<dyn Future<Output = (Decision, String)> + Send + 'a>>;
+
 /// Decides requests, as upstream's `authorizer.Authorizer` together with
 /// `authorizer.RuleResolver`.
+///
+/// Most authorizers decide at once ([`Authorizer::authorize`]). One that asks another server
+/// (a SubjectAccessReview to the API server an extension server delegates to) says so with
+/// [`Authorizer::delegates`] and decides in [`Authorizer::authorize_delegated`]; its
+/// `authorize` answers what it knows without asking (a cached decision, else no opinion).
+/// Request filters ask `authorize_delegated` of an authorizer that delegates.
 pub trait Authorizer: Send + Sync + Debug {
     /// The decision for one request and its reason (may be empty). The reason of a
     /// [`Decision::NoOpinion`] explains what went wrong, when something did.
@@ -201,6 +210,17 @@ pub trait Authorizer: Send + Sync + Debug {
 
     /// What `user` may do in `namespace` (empty: cluster-wide rules only).
     fn rules_for(&self, user: &UserInfo, namespace: &str) -> RulesInfo;
+
+    /// Whether a decision may need another server ([`Authorizer::authorize_delegated`]).
+    fn delegates(&self) -> bool {
+        false
+    }
+
+    /// The decision for one request, asking another server when needed; by default
+    /// [`Authorizer::authorize`].
+    fn authorize_delegated<'a>(&'a self, attributes: &'a Attributes) -> Pending<'a> {
+        Box::pin(std::future::ready(self.authorize(attributes)))
+    }
 }
 
 impl<T: Authorizer + ?Sized> Authorizer for Arc<T> {
@@ -210,6 +230,24 @@ impl<T: Authorizer + ?Sized> Authorizer for Arc<T> {
 
     fn rules_for(&self, user: &UserInfo, namespace: &str) -> RulesInfo {
         (**self).rules_for(user, namespace)
+    }
+
+    fn delegates(&self) -> bool {
+        (**self).delegates()
+    }
+
+    fn authorize_delegated<'a>(&'a self, attributes: &'a Attributes) -> Pending<'a> {
+        (**self).authorize_delegated(attributes)
+    }
+}
+
+/// The decision of `authorizer` for `attributes`: asked of the other server it delegates to
+/// when it does, at once otherwise (no allocation).
+pub async fn decide(authorizer: &dyn Authorizer, attributes: &Attributes) -> (Decision, String) {
+    if authorizer.delegates() {
+        authorizer.authorize_delegated(attributes).await
+    } else {
+        authorizer.authorize(attributes)
     }
 }
 
@@ -301,12 +339,31 @@ impl Authorizer for PrivilegedGroups {
 #[derive(Debug, Default)]
 pub struct Union {
     members: Vec<Arc<dyn Authorizer>>,
+    /// Whether a member delegates.
+    delegates: bool,
 }
 
 impl Union {
     /// A chain asking `members` in order.
     pub fn new(members: Vec<Arc<dyn Authorizer>>) -> Self {
-        Self { members }
+        let delegates = members.iter().any(|m| m.delegates());
+        Self { members, delegates }
+    }
+}
+
+/// Adds one member's decision to a union's: `Some` when it decides.
+fn union_step(
+    (decision, reason): (Decision, String),
+    reasons: &mut Vec<String>,
+) -> Option<(Decision, String)> {
+    match decision {
+        Decision::Allow | Decision::Deny => Some((decision, reason)),
+        Decision::NoOpinion => {
+            if !reason.is_empty() {
+                reasons.push(reason);
+            }
+            None
+        }
     }
 }
 
@@ -314,17 +371,28 @@ impl Authorizer for Union {
     fn authorize(&self, attributes: &Attributes) -> (Decision, String) {
         let mut reasons: Vec<String> = Vec::new();
         for member in &self.members {
-            let (decision, reason) = member.authorize(attributes);
-            match decision {
-                Decision::Allow | Decision::Deny => return (decision, reason),
-                Decision::NoOpinion => {
-                    if !reason.is_empty() {
-                        reasons.push(reason);
-                    }
-                }
+            if let Some(decided) = union_step(member.authorize(attributes), &mut reasons) {
+                return decided;
             }
         }
         (Decision::NoOpinion, reasons.join("\n"))
+    }
+
+    fn delegates(&self) -> bool {
+        self.delegates
+    }
+
+    fn authorize_delegated<'a>(&'a self, attributes: &'a Attributes) -> Pending<'a> {
+        Box::pin(async move {
+            let mut reasons: Vec<String> = Vec::new();
+            for member in &self.members {
+                let decision = decide(member.as_ref(), attributes).await;
+                if let Some(decided) = union_step(decision, &mut reasons) {
+                    return decided;
+                }
+            }
+            (Decision::NoOpinion, reasons.join("\n"))
+        })
     }
 
     fn rules_for(&self, user: &UserInfo, namespace: &str) -> RulesInfo {

@@ -9,7 +9,7 @@ use genplane_audit::AuditRecord;
 use genplane_authentication::UserInfo;
 use genplane_authorization::{Attributes, Authorizer, Decision};
 
-use hyper::Request;
+use hyper::HeaderMap;
 
 use super::{Refusal, audit, refused};
 use crate::request_info::RequestInfo;
@@ -17,10 +17,10 @@ use crate::security::Security;
 
 /// Lets the request through, or answers 403 (the refusal completes the audit record). A
 /// server built without security lets every request through.
-pub(crate) fn allow<B>(
+pub(crate) async fn allow(
     security: Option<&Security>,
     info: &RequestInfo,
-    request: &Request<B>,
+    headers: &HeaderMap,
     user: &UserInfo,
     record: Option<&AuditRecord>,
 ) -> Result<(), Refusal> {
@@ -28,7 +28,8 @@ pub(crate) fn allow<B>(
         return Ok(());
     };
     let attributes = attributes(info, user);
-    let (decision, reason) = security.authorizer.authorize(&attributes);
+    let (decision, reason) =
+        genplane_authorization::decide(security.authorizer.as_ref(), &attributes).await;
     let allowed = decision == Decision::Allow;
     if let Some(record) = record {
         record.annotate(
@@ -46,7 +47,7 @@ pub(crate) fn allow<B>(
     if allowed {
         Ok(())
     } else {
-        let refusal = refused(&forbidden(&attributes, &reason), request.headers());
+        let refusal = refused(&forbidden(&attributes, &reason), headers);
         Err(Box::new(audit::finish(record.cloned(), info, *refusal)))
     }
 }
@@ -68,11 +69,11 @@ pub(crate) fn attributes(request: &RequestInfo, user: &UserInfo) -> Attributes {
 }
 
 /// Allows `attributes`, or answers 403 as upstream does.
-pub(crate) fn authorize(
+pub(crate) async fn authorize(
     authorizer: &dyn Authorizer,
     attributes: &Attributes,
 ) -> Result<(), ApiError> {
-    match authorizer.authorize(attributes) {
+    match genplane_authorization::decide(authorizer, attributes).await {
         (Decision::Allow, _) => Ok(()),
         (_, reason) => Err(forbidden(attributes, &reason)),
     }
@@ -112,8 +113,8 @@ mod tests {
         crate::request_info::parse(method, path, None)
     }
 
-    #[test]
-    fn forbidden_answers_read_as_upstream() {
+    #[tokio::test]
+    async fn forbidden_answers_read_as_upstream() {
         let bob = UserInfo::authenticated("bob", vec![]);
         let cases = [
             (
@@ -138,22 +139,33 @@ mod tests {
             ),
         ];
         for (info, message) in cases {
-            let error = authorize(&Nobody, &attributes(&info, &bob)).unwrap_err();
+            let error = authorize(&Nobody, &attributes(&info, &bob))
+                .await
+                .unwrap_err();
             assert_eq!(error.code, 403);
             assert_eq!(error.message, message);
         }
     }
 
-    #[test]
-    fn allowed_requests_pass() {
+    #[tokio::test]
+    async fn allowed_requests_pass() {
         let bob = UserInfo::authenticated("bob", vec![]);
         let info = request("DELETE", "/api/v1/namespaces/default");
-        assert!(authorize(&AlwaysAllow, &attributes(&info, &bob)).is_ok());
+        assert!(
+            authorize(&AlwaysAllow, &attributes(&info, &bob))
+                .await
+                .is_ok()
+        );
         let masters = genplane_authorization::PrivilegedGroups::new([SYSTEM_MASTERS]);
         let admin = UserInfo::authenticated("admin", vec![SYSTEM_MASTERS.into()]);
-        assert!(authorize(&masters, &attributes(&info, &admin)).is_ok());
+        assert!(
+            authorize(&masters, &attributes(&info, &admin))
+                .await
+                .is_ok()
+        );
         assert_eq!(
             authorize(&masters, &attributes(&info, &bob))
+                .await
                 .unwrap_err()
                 .code,
             403

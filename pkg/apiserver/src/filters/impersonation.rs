@@ -18,7 +18,6 @@ use genplane_apimachinery::errors::{ApiError, Status};
 use genplane_audit::AuditRecord;
 use genplane_authentication::{SYSTEM_AUTHENTICATED, SYSTEM_UNAUTHENTICATED, UserInfo};
 use genplane_authorization::{Attributes, Authorizer};
-use hyper::Request;
 use hyper::header::HeaderMap;
 
 use super::{Refusal, audit, authorization, refused};
@@ -69,7 +68,7 @@ fn service_account(username: &str) -> Option<(&str, &str)> {
 
 /// The user `requester` acts as, after checking its right to each impersonated attribute,
 /// or `None` when the request impersonates no one.
-pub(crate) fn impersonate(
+pub(crate) async fn impersonate(
     headers: &HeaderMap,
     requester: &UserInfo,
     authorizer: &dyn Authorizer,
@@ -101,8 +100,9 @@ pub(crate) fn impersonate(
         )
         .into());
     };
-    let check = |group: &str, resource: &str, subresource: &str, namespace: &str, name: &str| {
-        let attributes = Attributes {
+    // What the requester must be allowed to impersonate, in the order it is checked.
+    let check =
+        |group: &str, resource: &str, subresource: &str, namespace: &str, name: &str| Attributes {
             user: requester.clone(),
             verb: "impersonate".into(),
             namespace: namespace.into(),
@@ -113,30 +113,32 @@ pub(crate) fn impersonate(
             resource_request: true,
             ..Attributes::default()
         };
-        authorization::authorize(authorizer, &attributes)
-    };
+    let mut checks = Vec::new();
     let mut impersonated_groups: Vec<String> = Vec::new();
     match service_account(username) {
         Some((namespace, name)) => {
-            check("", "serviceaccounts", "", namespace, name)?;
+            checks.push(check("", "serviceaccounts", "", namespace, name));
             // A service account's groups, unless the request names the groups itself.
             if groups.is_empty() {
                 impersonated_groups.push("system:serviceaccounts".into());
                 impersonated_groups.push(format!("system:serviceaccounts:{namespace}"));
             }
         }
-        None => check("", "users", "", "", username)?,
+        None => checks.push(check("", "users", "", "", username)),
     }
     for group in &groups {
-        check("", "groups", "", "", group)?;
+        checks.push(check("", "groups", "", "", group));
     }
     if let Some(uid) = uid {
-        check("authentication.k8s.io", "uids", "", "", uid)?;
+        checks.push(check("authentication.k8s.io", "uids", "", "", uid));
     }
     for (key, values) in &extra {
         for value in values {
-            check("authentication.k8s.io", "userextras", key, "", value)?;
+            checks.push(check("authentication.k8s.io", "userextras", key, "", value));
         }
+    }
+    for attributes in &checks {
+        authorization::authorize(authorizer, attributes).await?;
     }
     for group in groups {
         if !impersonated_groups.iter().any(|g| g == group) {
@@ -164,17 +166,17 @@ pub(crate) fn impersonate(
 /// The user the request acts as: the impersonated one, or `user` itself; or the answer
 /// refusing it (the refusal completes the audit record). A server built without security
 /// lets no one impersonate anyone: the request proceeds as `user`.
-pub(crate) fn act_as<B>(
+pub(crate) async fn act_as(
     security: Option<&Security>,
     info: &RequestInfo,
-    request: &Request<B>,
+    headers: &HeaderMap,
     user: UserInfo,
     record: Option<&AuditRecord>,
 ) -> Result<UserInfo, Refusal> {
     let Some(security) = security else {
         return Ok(user);
     };
-    match impersonate(request.headers(), &user, security.authorizer.as_ref()) {
+    match impersonate(headers, &user, security.authorizer.as_ref()).await {
         Ok(Some(impersonated)) => {
             if let Some(record) = record {
                 record.set_impersonated_user(&impersonated);
@@ -183,7 +185,7 @@ pub(crate) fn act_as<B>(
         }
         Ok(None) => Ok(user),
         Err(error) => {
-            let refusal = refused(&error, request.headers());
+            let refusal = refused(&error, headers);
             Err(Box::new(audit::finish(record.cloned(), info, *refusal)))
         }
     }
@@ -226,8 +228,8 @@ mod tests {
         headers
     }
 
-    #[test]
-    fn impersonation_needs_the_right_to_each_attribute() {
+    #[tokio::test]
+    async fn impersonation_needs_the_right_to_each_attribute() {
         let bob = UserInfo::authenticated("bob", vec![]);
         let may = May(vec![
             "users///alice",
@@ -239,7 +241,7 @@ mod tests {
             ("impersonate-group", "devs"),
             ("impersonate-extra-scopes.example.com%2fx", "read"),
         ]);
-        let alice = impersonate(&asked, &bob, &may).unwrap().unwrap();
+        let alice = impersonate(&asked, &bob, &may).await.unwrap().unwrap();
         assert_eq!(alice.username, "alice");
         assert_eq!(alice.groups, ["devs", "system:authenticated"]);
         assert_eq!(alice.extra["scopes.example.com/x"], ["read"]);
@@ -248,7 +250,7 @@ mod tests {
             ("impersonate-user", "alice"),
             ("impersonate-group", "admins"),
         ]);
-        let error = impersonate(&refused, &bob, &may).unwrap_err();
+        let error = impersonate(&refused, &bob, &may).await.unwrap_err();
         assert_eq!(error.code, 403);
         assert_eq!(
             error.message,
@@ -256,19 +258,23 @@ mod tests {
         );
         assert!(
             impersonate(&HeaderMap::new(), &bob, &may)
+                .await
                 .unwrap()
                 .is_none()
         );
         let no_user = headers(&[("impersonate-group", "devs")]);
-        assert_eq!(impersonate(&no_user, &bob, &may).unwrap_err().code, 400);
+        assert_eq!(
+            impersonate(&no_user, &bob, &may).await.unwrap_err().code,
+            400
+        );
     }
 
-    #[test]
-    fn service_accounts_are_checked_in_their_namespace_and_get_their_groups() {
+    #[tokio::test]
+    async fn service_accounts_are_checked_in_their_namespace_and_get_their_groups() {
         let bob = UserInfo::authenticated("bob", vec![]);
         let may = May(vec!["serviceaccounts//ns1/builder"]);
         let asked = headers(&[("impersonate-user", "system:serviceaccount:ns1:builder")]);
-        let sa = impersonate(&asked, &bob, &may).unwrap().unwrap();
+        let sa = impersonate(&asked, &bob, &may).await.unwrap().unwrap();
         assert_eq!(
             sa.groups,
             [
@@ -278,28 +284,28 @@ mod tests {
             ]
         );
         let other = headers(&[("impersonate-user", "system:serviceaccount:ns2:builder")]);
-        assert_eq!(impersonate(&other, &bob, &may).unwrap_err().code, 403);
+        assert_eq!(impersonate(&other, &bob, &may).await.unwrap_err().code, 403);
         // Asked-for groups replace the account's groups (and need their own right).
         let may = May(vec!["serviceaccounts//ns1/builder", "groups///devs"]);
         let asked = headers(&[
             ("impersonate-user", "system:serviceaccount:ns1:builder"),
             ("impersonate-group", "devs"),
         ]);
-        let sa = impersonate(&asked, &bob, &may).unwrap().unwrap();
+        let sa = impersonate(&asked, &bob, &may).await.unwrap().unwrap();
         assert_eq!(sa.groups, ["devs", "system:authenticated"]);
         // A name with more parts is a user, not a service account.
         let may = May(vec!["users///system:serviceaccount:ns1:a:b"]);
         let asked = headers(&[("impersonate-user", "system:serviceaccount:ns1:a:b")]);
-        assert!(impersonate(&asked, &bob, &may).unwrap().is_some());
+        assert!(impersonate(&asked, &bob, &may).await.unwrap().is_some());
     }
 
-    #[test]
-    fn headers_are_read_as_upstream_reads_them() {
+    #[tokio::test]
+    async fn headers_are_read_as_upstream_reads_them() {
         let bob = UserInfo::authenticated("bob", vec![]);
         let may = May(vec!["users///alice", "groups///system:unauthenticated"]);
         // Unknown impersonate-* headers and an empty user header are no impersonation.
         let none = headers(&[("impersonate-other", "x"), ("impersonate-user", "")]);
-        assert!(impersonate(&none, &bob, &may).unwrap().is_none());
+        assert!(impersonate(&none, &bob, &may).await.unwrap().is_none());
         // The first user counts; system:unauthenticated asked for is not joined by
         // system:authenticated.
         let asked = headers(&[
@@ -307,7 +313,7 @@ mod tests {
             ("impersonate-user", "mallory"),
             ("impersonate-group", "system:unauthenticated"),
         ]);
-        let alice = impersonate(&asked, &bob, &may).unwrap().unwrap();
+        let alice = impersonate(&asked, &bob, &may).await.unwrap().unwrap();
         assert_eq!(alice.username, "alice");
         assert_eq!(alice.groups, ["system:unauthenticated"]);
         // A key that does not unescape is kept as it is.

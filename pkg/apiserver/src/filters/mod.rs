@@ -121,7 +121,8 @@ async fn checked<S: Storage>(
     let (request, record) =
         audit::begin(server.audit.as_ref(), &info, request, &user, arrival, slot);
     // 9. Impersonation: the user the request acts as (403 when not allowed).
-    let user = impersonation::act_as(security, &info, &request, user, record.as_ref())?;
+    let user =
+        impersonation::act_as(security, &info, request.headers(), user, record.as_ref()).await?;
     // 10. Priority and fairness: classified, then run, queued or refused (429) by its level.
     let admitted = priority_and_fairness::admit(
         server,
@@ -133,7 +134,9 @@ async fn checked<S: Storage>(
     )
     .await?;
     // 11. Authorization: may they (403, classified as every answer after 10 is).
-    if let Err(refusal) = authorization::allow(security, &info, &request, &user, record.as_ref()) {
+    if let Err(refusal) =
+        authorization::allow(security, &info, request.headers(), &user, record.as_ref()).await
+    {
         return Err(Box::new(priority_and_fairness::finish(
             server, &info, admitted, *refusal,
         )));
