@@ -66,7 +66,7 @@ impl Answer for Review {
                 .into());
             };
             Ok(Written {
-                object: answer(self.info, security, creating.user, object)?,
+                object: answer(self.info, security, creating.user, object).await?,
                 created: true,
                 warnings: Vec::new(),
                 stored: None,
@@ -152,9 +152,11 @@ fn review_attributes(spec: &Value, user: UserInfo) -> Result<Attributes, ApiErro
         .map_err(|e| Status::bad_request(e.to_string()).into())
 }
 
-/// The `status` of an access review: the authorizer's decision on `attributes`.
-fn access_status(security: &Security, attributes: &Attributes) -> Value {
-    let (decision, reason) = security.authorizer.authorize(attributes);
+/// The `status` of an access review: the authorizer's decision on `attributes` (asked of
+/// the server it delegates to, when it does).
+async fn access_status(security: &Security, attributes: &Attributes) -> Value {
+    let (decision, reason) =
+        genplane_authorization::decide(security.authorizer.as_ref(), attributes).await;
     genplane_authorization::review::access_review_status(decision, &reason)
 }
 
@@ -165,7 +167,7 @@ pub(crate) fn user_json(user: &UserInfo) -> Value {
 
 /// Answers the review `object` of kind `info` made by `user` (admitted and validated: a
 /// LocalSubjectAccessReview is in the request's namespace).
-fn answer(
+async fn answer(
     info: &'static ResourceInfo,
     security: &Security,
     user: &UserInfo,
@@ -178,7 +180,11 @@ fn answer(
             let token = spec.get("token").and_then(Value::as_str).unwrap_or("");
             let audiences = string_list(spec.get("audiences"));
             let asked = (!audiences.is_empty()).then_some(audiences.as_slice());
-            match security.authentication.authenticate_token(token, asked) {
+            let found = security
+                .authentication
+                .authenticate_token_delegated(token, asked)
+                .await;
+            match found {
                 Ok((user, audiences)) => {
                     let mut status = json!({"authenticated": true, "user": user_json(&user)});
                     if !audiences.is_empty() {
@@ -190,7 +196,7 @@ fn answer(
             }
         }
         "SelfSubjectAccessReview" => {
-            access_status(security, &review_attributes(&spec, user.clone())?)
+            access_status(security, &review_attributes(&spec, user.clone())?).await
         }
         "SelfSubjectRulesReview" => {
             let namespace = spec.get("namespace").and_then(Value::as_str).unwrap_or("");
@@ -203,7 +209,7 @@ fn answer(
         "SubjectAccessReview" | "LocalSubjectAccessReview" => {
             let asker = genplane_authorization::review::access_review_user(&spec)
                 .map_err(|e| ApiError::from(Status::bad_request(e.to_string())))?;
-            access_status(security, &review_attributes(&spec, asker)?)
+            access_status(security, &review_attributes(&spec, asker)?).await
         }
         other => {
             return Err(Status::method_not_supported(
@@ -254,31 +260,39 @@ mod tests {
         Security::new(Authentication::default(), Arc::new(OnlyConfigMaps))
     }
 
-    #[test]
-    fn access_reviews_ask_the_authorizer() {
+    #[tokio::test]
+    async fn access_reviews_ask_the_authorizer() {
         let alice = UserInfo::authenticated("alice", vec![]);
         let ssar =
             json!({"spec": {"resourceAttributes": {"verb": "list", "resource": "configmaps"}}});
-        let answered = answer(kind("SelfSubjectAccessReview"), &security(), &alice, ssar).unwrap();
+        let answered = answer(kind("SelfSubjectAccessReview"), &security(), &alice, ssar)
+            .await
+            .unwrap();
         assert_eq!(
             answered["status"],
             json!({"allowed": true, "reason": "bound"})
         );
         let sar = json!({"spec": {"user": "bob", "resourceAttributes": {"verb": "list", "resource": "configmaps"}}});
-        let answered = answer(kind("SubjectAccessReview"), &security(), &alice, sar).unwrap();
+        let answered = answer(kind("SubjectAccessReview"), &security(), &alice, sar)
+            .await
+            .unwrap();
         assert_eq!(answered["status"], json!({"allowed": false}));
         let lsar = json!({"metadata": {"namespace": "ns"}, "spec": {"user": "alice", "resourceAttributes": {"namespace": "ns", "verb": "list", "resource": "configmaps"}}});
-        let answered = answer(kind("LocalSubjectAccessReview"), &security(), &alice, lsar).unwrap();
+        let answered = answer(kind("LocalSubjectAccessReview"), &security(), &alice, lsar)
+            .await
+            .unwrap();
         assert_eq!(
             answered["status"],
             json!({"allowed": true, "reason": "bound"})
         );
     }
 
-    #[test]
-    fn self_subject_reviews_tell_who_asks() {
+    #[tokio::test]
+    async fn self_subject_reviews_tell_who_asks() {
         let alice = UserInfo::authenticated("alice", vec!["devs".into()]);
-        let answered = answer(kind("SelfSubjectReview"), &security(), &alice, json!({})).unwrap();
+        let answered = answer(kind("SelfSubjectReview"), &security(), &alice, json!({}))
+            .await
+            .unwrap();
         assert_eq!(
             answered["status"],
             json!({"userInfo": {"username": "alice", "groups": ["devs", "system:authenticated"]}})

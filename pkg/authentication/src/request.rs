@@ -20,16 +20,65 @@ use http::header::{AUTHORIZATION, HeaderMap};
 use crate::UserInfo;
 use crate::requestheader::{ClientCertificates, RequestHeader};
 
-/// A bearer-token authenticator (static token file, service-account tokens).
+/// What a token authenticator answers: the user a token names and the audiences it is good
+/// for, `Ok(None)` when the token is not of the authenticator's kind, `Err(reason)` when it is
+/// but must be refused.
+pub type TokenAnswer = Result<Option<(UserInfo, Vec<String>)>, String>;
+
+/// A token authenticator's answer still being made (by another server, for a delegating one).
+pub type PendingToken<'a> = std::pin::Pin<Box<dyn Future<Output = TokenAnswer> + Send + 'a>>;
+
+/// A bearer-token authenticator (static token file, service-account tokens, or another
+/// server asked with a TokenReview).
+///
+/// Most authenticators answer at once ([`TokenAuthenticator::authenticate`]). One that asks
+/// another server says so with [`TokenAuthenticator::delegates`] and answers in
+/// [`TokenAuthenticator::authenticate_delegated`]; its `authenticate` answers what it knows
+/// without asking (a cached answer, else `Ok(None)`).
 pub trait TokenAuthenticator: Send + Sync + Debug {
     /// The user `token` names and the audiences it is good for, `Ok(None)` when the token is
     /// not of this authenticator's kind, `Err(reason)` when it is but must be refused.
     /// `audiences` are the audiences the token must be meant for (`None`: the API server's).
-    fn authenticate(
-        &self,
-        token: &str,
-        audiences: Option<&[String]>,
-    ) -> Result<Option<(UserInfo, Vec<String>)>, String>;
+    fn authenticate(&self, token: &str, audiences: Option<&[String]>) -> TokenAnswer;
+
+    /// Whether an answer may need another server
+    /// ([`TokenAuthenticator::authenticate_delegated`]).
+    fn delegates(&self) -> bool {
+        false
+    }
+
+    /// [`TokenAuthenticator::authenticate`], asking another server when needed.
+    fn authenticate_delegated<'a>(
+        &'a self,
+        token: &'a str,
+        audiences: Option<&'a [String]>,
+    ) -> PendingToken<'a> {
+        Box::pin(std::future::ready(self.authenticate(token, audiences)))
+    }
+}
+
+/// The answer of `authenticator`: asked of the other server it delegates to when it does, at
+/// once otherwise.
+async fn token_answer(
+    authenticator: &dyn TokenAuthenticator,
+    token: &str,
+    audiences: Option<&[String]>,
+) -> TokenAnswer {
+    if authenticator.delegates() {
+        authenticator.authenticate_delegated(token, audiences).await
+    } else {
+        authenticator.authenticate(token, audiences)
+    }
+}
+
+/// What the credentials of a request come to before its token is checked.
+enum Credentials<'a> {
+    /// A user, from a front proxy's headers or the client certificate.
+    User(UserInfo),
+    /// A bearer token to check.
+    Token(&'a str),
+    /// None at all.
+    None,
 }
 
 /// The authentication chain of a server.
@@ -71,25 +120,122 @@ pub fn bearer_token(headers: &HeaderMap) -> Result<Option<&str>, ApiError> {
     Ok(crate::bearer::token_from_authorization(value))
 }
 
+/// The answer of a chain of token authenticators, from each one's in order: the first user
+/// found, else every reason given, else "invalid bearer token".
+fn chained(
+    answers: impl IntoIterator<Item = TokenAnswer>,
+) -> Result<(UserInfo, Vec<String>), String> {
+    let mut errors = Vec::new();
+    for answer in answers {
+        match answer {
+            Ok(Some(found)) => return Ok(found),
+            Ok(None) => {}
+            Err(e) => errors.push(e),
+        }
+    }
+    if errors.is_empty() {
+        Err("invalid bearer token".to_owned())
+    } else {
+        Err(errors.join(", "))
+    }
+}
+
 impl Authentication {
-    /// The user `token` names (for TokenReview), with the audiences it is good for.
+    /// The user `token` names (for TokenReview), with the audiences it is good for, from the
+    /// authenticators that answer at once (a delegating one answers only what it knows; see
+    /// [`Authentication::authenticate_token_delegated`]).
     pub fn authenticate_token(
         &self,
         token: &str,
         audiences: Option<&[String]>,
     ) -> Result<(UserInfo, Vec<String>), String> {
-        let mut errors = Vec::new();
+        chained(
+            self.tokens
+                .iter()
+                .map(|authenticator| authenticator.authenticate(token, audiences)),
+        )
+    }
+
+    /// Whether a token authenticator asks another server.
+    pub fn delegates(&self) -> bool {
+        self.tokens.iter().any(|t| t.delegates())
+    }
+
+    /// [`Authentication::authenticate_token`], asking the servers delegating authenticators
+    /// delegate to (stopping at the first user found).
+    pub async fn authenticate_token_delegated(
+        &self,
+        token: &str,
+        audiences: Option<&[String]>,
+    ) -> Result<(UserInfo, Vec<String>), String> {
+        let mut answers = Vec::new();
         for authenticator in &self.tokens {
-            match authenticator.authenticate(token, audiences) {
-                Ok(Some(found)) => return Ok(found),
-                Ok(None) => {}
-                Err(e) => errors.push(e),
+            let answer = token_answer(authenticator.as_ref(), token, audiences).await;
+            let found = matches!(answer, Ok(Some(_)));
+            answers.push(answer);
+            if found {
+                break;
             }
         }
-        if errors.is_empty() {
-            Err("invalid bearer token".to_owned())
-        } else {
-            Err(errors.join(", "))
+        chained(answers)
+    }
+
+    /// What the credentials of a request with `headers` over a connection proving
+    /// `certificate` come to before a token is checked.
+    fn credentials<'h>(
+        &self,
+        headers: &'h HeaderMap,
+        certificate: Option<&CertificateIdentity>,
+    ) -> Result<Credentials<'h>, ApiError> {
+        if let Some(certificate) = certificate {
+            if certificate.front_proxy
+                && let Some(user) = self
+                    .request_header
+                    .as_ref()
+                    .and_then(|proxies| proxies.user(headers))
+            {
+                return Ok(Credentials::User(user));
+            }
+            if let Some(user) = &certificate.user {
+                return Ok(Credentials::User(user.clone()));
+            }
+        }
+        Ok(match bearer_token(headers)? {
+            Some(token) => Credentials::Token(token),
+            None => Credentials::None,
+        })
+    }
+
+    /// The user of a request whose token was checked (`checked`), or of one without
+    /// credentials.
+    fn finish(
+        &self,
+        checked: Option<Result<(UserInfo, Vec<String>), String>>,
+    ) -> Result<UserInfo, ApiError> {
+        match checked {
+            Some(Ok((user, _))) => Ok(user),
+            Some(Err(reason)) => {
+                tracing::debug!(%reason, "bearer token refused");
+                Err(unauthorized())
+            }
+            None if self.anonymous => Ok(UserInfo::anonymous()),
+            None => Err(unauthorized()),
+        }
+    }
+
+    /// [`Authentication::authenticate`], asking the servers delegating token authenticators
+    /// delegate to.
+    pub async fn authenticate_delegated(
+        &self,
+        headers: &HeaderMap,
+        certificate: Option<&CertificateIdentity>,
+    ) -> Result<UserInfo, ApiError> {
+        match self.credentials(headers, certificate)? {
+            Credentials::User(user) => Ok(user),
+            Credentials::Token(token) => {
+                self.finish(Some(self.authenticate_token_delegated(token, None).await))
+            }
+            Credentials::None => self.finish(None),
         }
     }
 
@@ -114,32 +260,10 @@ impl Authentication {
         headers: &HeaderMap,
         certificate: Option<&CertificateIdentity>,
     ) -> Result<UserInfo, ApiError> {
-        if let Some(certificate) = certificate {
-            if certificate.front_proxy
-                && let Some(user) = self
-                    .request_header
-                    .as_ref()
-                    .and_then(|proxies| proxies.user(headers))
-            {
-                return Ok(user);
-            }
-            if let Some(user) = &certificate.user {
-                return Ok(user.clone());
-            }
-        }
-        if let Some(token) = bearer_token(headers)? {
-            return match self.authenticate_token(token, None) {
-                Ok((user, _)) => Ok(user),
-                Err(reason) => {
-                    tracing::debug!(%reason, "bearer token refused");
-                    Err(unauthorized())
-                }
-            };
-        }
-        if self.anonymous {
-            Ok(UserInfo::anonymous())
-        } else {
-            Err(unauthorized())
+        match self.credentials(headers, certificate)? {
+            Credentials::User(user) => Ok(user),
+            Credentials::Token(token) => self.finish(Some(self.authenticate_token(token, None))),
+            Credentials::None => self.finish(None),
         }
     }
 }

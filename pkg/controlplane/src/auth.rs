@@ -1,6 +1,9 @@
 //! The authentication pieces that read the served resources: service-account tokens checked
 //! against the live ServiceAccounts and Secrets in the watch caches, the static token file,
-//! and the TokenRequest issuer (`serviceaccounts/<name>/token`).
+//! and the TokenRequest issuer (`serviceaccounts/<name>/token`); and [`delegated`]
+//! authorization, asked of another API server.
+
+pub mod delegated;
 
 use std::sync::Arc;
 

@@ -281,8 +281,12 @@ fn a_genplane_api_server_serves_behind_another_as_an_extension() {
     let aggregator_dir = tempfile::tempdir().unwrap();
     make_pki(&aggregator_dir.path().join("data"), "kubernetes");
     let front_proxy_ca = aggregator_dir.path().join("data/pki/front-proxy-ca.crt");
+    // Written when the aggregator starts; the extension reads it at its first delegated
+    // decision.
+    let aggregator_kubeconfig = aggregator_dir.path().join("data/admin.kubeconfig");
     // The extension: a genplane apiserver whose serving certificate names the Service
-    // `wardle/api`, believing the aggregator's proxy for the user in its headers.
+    // `wardle/api`, believing the aggregator's proxy for the user in its headers, and asking
+    // the aggregator what its own RBAC does not allow.
     let extension_dir = tempfile::tempdir().unwrap();
     make_pki(&extension_dir.path().join("data"), "api.wardle.svc");
     let extension = crate::support::start_in(
@@ -293,6 +297,14 @@ fn a_genplane_api_server_serves_behind_another_as_an_extension() {
                 front_proxy_ca.display()
             ),
             "--requestheader-allowed-names=front-proxy-client",
+            &format!(
+                "--authorization-kubeconfig={}",
+                aggregator_kubeconfig.display()
+            ),
+            &format!(
+                "--authentication-kubeconfig={}",
+                aggregator_kubeconfig.display()
+            ),
         ],
     );
     let aggregator = crate::support::start_in(
@@ -385,9 +397,20 @@ fn a_genplane_api_server_serves_behind_another_as_an_extension() {
         ok(aggregator.kubectl(kubectl.to_str().unwrap(), &["explain", "crontabs.spec"]));
     assert!(explained.contains("cronSpec"), "{explained}");
 
-    // The extension sees the user the aggregator authenticated and authorizes it itself: alice,
-    // allowed by the aggregator's RBAC but not yet by the extension's, is refused by the
-    // extension, then allowed once the extension grants her too.
+    // The extension sees the user the aggregator authenticated, and what its own RBAC does
+    // not allow it asks the aggregator (a SubjectAccessReview): alice is refused by the
+    // aggregator until it grants her, then allowed by both, though the extension's RBAC
+    // knows nothing of her.
+    let out = aggregator.kubectl(
+        "kubectl",
+        &["get", "crontabs", "-n", "default", "--as=alice"],
+    );
+    assert!(!out.status.success());
+    assert!(
+        text(&out).contains("User \"alice\" cannot list resource \"crontabs\""),
+        "{}",
+        text(&out)
+    );
     let grant = |server: &Apiserver| {
         ok(server.kubectl(
             "kubectl",
@@ -426,17 +449,6 @@ fn a_genplane_api_server_serves_behind_another_as_an_extension() {
         );
         (text(&out).trim() == "yes").then_some(())
     });
-    let out = aggregator.kubectl(
-        "kubectl",
-        &["get", "crontabs", "-n", "default", "--as=alice"],
-    );
-    assert!(!out.status.success());
-    assert!(
-        text(&out).contains("User \"alice\" cannot list resource \"crontabs\""),
-        "{}",
-        text(&out)
-    );
-    grant(&extension);
     eventually("alice to read crontabs through the aggregator", || {
         let out = aggregator.kubectl(
             "kubectl",
@@ -470,6 +482,40 @@ fn a_genplane_api_server_serves_behind_another_as_an_extension() {
         "{}",
         answer.text()
     );
+    // A token the aggregator issued, shown to the extension itself: the extension asks the
+    // aggregator whom it names (a TokenReview); a token nobody issued is refused.
+    ok(aggregator.kubectl(
+        "kubectl",
+        &["create", "serviceaccount", "bot", "-n", "default"],
+    ));
+    let token = ok(aggregator.kubectl("kubectl", &["create", "token", "bot", "-n", "default"]));
+    let as_bot = crate::networkregistry::token_kubeconfig(
+        extension.port,
+        &extension.ca(),
+        &extension.dir.path().join("bot.kubeconfig"),
+        Some(token.trim()),
+    );
+    let whoami = ok(crate::support::kubectl_command("kubectl", &as_bot)
+        .args([
+            "auth",
+            "whoami",
+            "-o",
+            "jsonpath={.status.userInfo.username}",
+        ])
+        .output()
+        .unwrap());
+    assert_eq!(whoami.trim(), "system:serviceaccount:default:bot");
+    let refused = crate::support::kubectl_command("kubectl", &as_bot)
+        .args(["auth", "whoami", "--token=not-a-token"])
+        .output()
+        .unwrap();
+    assert!(!refused.status.success());
+    assert!(
+        text(&refused).contains("Unauthorized"),
+        "{}",
+        text(&refused)
+    );
+
     // What an extension needs to know of the aggregator is published where upstream's is.
     let published: Value = serde_json::from_str(&ok(aggregator.kubectl(
         "kubectl",

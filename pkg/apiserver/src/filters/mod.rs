@@ -115,8 +115,19 @@ async fn checked<S: Storage>(
         Some(_) => None,
     };
     // 7. Authentication: who asks (401, audited, when nobody recognizes the credentials).
-    let user =
-        authentication::authenticate(security, server.audit.as_ref(), &info, &request, arrival)?;
+    let user = match authentication::delegating(security) {
+        Some(security) => {
+            let certificate = authentication::certificate(security, &request);
+            let answer = security
+                .authentication
+                .authenticate_delegated(request.headers(), certificate.as_deref())
+                .await;
+            authentication::settle(answer, server.audit.as_ref(), &info, &request, arrival)?
+        }
+        None => {
+            authentication::authenticate(security, server.audit.as_ref(), &info, &request, arrival)?
+        }
+    };
     // 8. Audit: the record begins, and goes with the request (and its body) to the router.
     let (request, record) =
         audit::begin(server.audit.as_ref(), &info, request, &user, arrival, slot);

@@ -252,6 +252,13 @@ pub struct AuthenticationOptions {
     /// (`<prefix><key>`), comma-separated.
     #[arg(long, value_delimiter = ',', default_value = "X-Remote-Extra-")]
     pub requestheader_extra_headers_prefix: Vec<String>,
+    /// A kubeconfig of the API server to delegate bearer tokens to, as an extension API server
+    /// does: a token the authenticators above do not know is asked of that server with a
+    /// TokenReview (its credentials need `create` on `tokenreviews`, as
+    /// `system:auth-delegator` grants). Read at the first token it is asked for.
+    #[arg(long)]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub authentication_kubeconfig: Option<PathBuf>,
 }
 
 impl Default for AuthenticationOptions {
@@ -270,6 +277,7 @@ impl Default for AuthenticationOptions {
             requestheader_username_headers: vec!["X-Remote-User".to_owned()],
             requestheader_group_headers: vec!["X-Remote-Group".to_owned()],
             requestheader_extra_headers_prefix: vec!["X-Remote-Extra-".to_owned()],
+            authentication_kubeconfig: None,
         }
     }
 }
@@ -281,12 +289,20 @@ pub struct AuthorizationOptions {
     /// The authorizers, comma-separated, asked in order: RBAC, AlwaysAllow, AlwaysDeny.
     #[arg(long, value_delimiter = ',', default_value = "RBAC")]
     pub authorization_mode: Vec<String>,
+    /// A kubeconfig of the API server to delegate decisions to, as an extension API server
+    /// does: what the authorizers above leave open is asked of that server with a
+    /// SubjectAccessReview (its credentials need `create` on `subjectaccessreviews`, as
+    /// `system:auth-delegator` grants). Read at the first decision it is asked for.
+    #[arg(long)]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub authorization_kubeconfig: Option<PathBuf>,
 }
 
 impl Default for AuthorizationOptions {
     fn default() -> Self {
         Self {
             authorization_mode: vec!["RBAC".into()],
+            authorization_kubeconfig: None,
         }
     }
 }

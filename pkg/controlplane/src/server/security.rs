@@ -101,6 +101,12 @@ pub(super) fn security(
             lookup: lookup.clone(),
         }));
     }
+    // Tokens this server does not know, the server it delegates to reviews.
+    if let Some(kubeconfig) = &options.authentication_kubeconfig {
+        tokens.push(Arc::new(
+            crate::auth::delegated::DelegatedAuthenticator::new(kubeconfig.clone()),
+        ));
+    }
     let token_requests = TokenRequestIssuer {
         issuer: serviceaccount::TokenIssuer::new(issuers[0].clone(), signing_key),
         options: genplane_authentication::token_request::TokenRequestOptions::new(
@@ -118,6 +124,12 @@ pub(super) fn security(
             AuthorizationMode::AlwaysAllow => Arc::new(AlwaysAllow),
             AuthorizationMode::AlwaysDeny => Arc::new(AlwaysDeny),
         });
+    }
+    // What this server's own authorizers leave open, the server it delegates to decides.
+    if let Some(kubeconfig) = &config.options.authorization.authorization_kubeconfig {
+        chain.push(Arc::new(crate::auth::delegated::DelegatedAuthorizer::new(
+            kubeconfig.clone(),
+        )));
     }
     let authorizer: Arc<dyn Authorizer> = Arc::new(Union::new(chain));
     let mut anonymous = options.anonymous_auth;
