@@ -22,7 +22,7 @@
 //!
 //! For both: a failed review (the server unreachable, an error answer, no answer within
 //! [`REVIEW_TIMEOUT`]) decides nothing and is not cached; the kubeconfig is read at the first
-//! review (so either server may start first) and again after a failure to read it.
+//! review (so either server may start first) and again after a review fails.
 
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -54,39 +54,56 @@ const ACCESS_REVIEWS: &str = "/apis/authorization.k8s.io/v1/subjectaccessreviews
 const TOKEN_REVIEWS: &str = "/apis/authentication.k8s.io/v1/tokenreviews";
 
 /// The API server reviews are asked of: its kubeconfig, and the client made from it at the
-/// first review.
+/// first review, made again after a review fails (the kubeconfig may have changed: a server
+/// started after this one writes it).
 struct Delegate {
     kubeconfig: PathBuf,
-    client: tokio::sync::OnceCell<kube::Client>,
+    client: Mutex<Option<kube::Client>>,
 }
 
 impl Delegate {
     fn new(kubeconfig: PathBuf) -> Self {
         Self {
             kubeconfig,
-            client: tokio::sync::OnceCell::new(),
+            client: Mutex::new(None),
         }
+    }
+
+    /// The client, made from the kubeconfig if there is none.
+    async fn client(&self) -> Result<kube::Client, String> {
+        let made = self
+            .client
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone();
+        if let Some(client) = made {
+            return Ok(client);
+        }
+        let (client, _) = genplane_controller::client::connect(Some(&self.kubeconfig))
+            .await
+            .map_err(|e| e.to_string())?;
+        *self.client.lock().unwrap_or_else(PoisonError::into_inner) = Some(client.clone());
+        Ok(client)
     }
 
     /// Creates the review `body` at `path` and answers its `status`.
     async fn review(&self, path: &str, body: Value) -> Result<Value, String> {
-        let client = self
-            .client
-            .get_or_try_init(|| async {
-                genplane_controller::client::connect(Some(&self.kubeconfig))
-                    .await
-                    .map(|(client, _)| client)
-                    .map_err(|e| e.to_string())
-            })
-            .await?;
+        let client = self.client().await?;
         let request = hyper::Request::post(path)
             .header(hyper::header::CONTENT_TYPE, "application/json")
             .body(body.to_string().into_bytes())
             .map_err(|e| e.to_string())?;
-        let answer: Value = tokio::time::timeout(REVIEW_TIMEOUT, client.request(request))
-            .await
-            .map_err(|_| format!("no answer within {REVIEW_TIMEOUT:?}"))?
-            .map_err(|e| e.to_string())?;
+        let answer =
+            match tokio::time::timeout(REVIEW_TIMEOUT, client.request::<Value>(request)).await {
+                Ok(Ok(answer)) => answer,
+                failed => {
+                    *self.client.lock().unwrap_or_else(PoisonError::into_inner) = None;
+                    return Err(match failed {
+                        Ok(Err(error)) => error.to_string(),
+                        _ => format!("no answer within {REVIEW_TIMEOUT:?}"),
+                    });
+                }
+            };
         Ok(answer.get("status").cloned().unwrap_or_default())
     }
 }
