@@ -137,10 +137,7 @@ impl Report {
     }
 
     fn print(&self) {
-        println!(
-            "\n  {:<66} {:>24}   {:<16} {}",
-            "figure", "measured", "target", ""
-        );
+        println!("\n  {:<66} {:>24}   target", "figure", "measured");
         for row in &self.rows {
             let met = match row.met {
                 Some(true) => "met",
@@ -854,13 +851,13 @@ async fn discovery_warm(
         .collect();
     let started = Instant::now();
     let mut tasks = tokio::task::JoinSet::new();
-    for path in paths.iter().cloned() {
+    for path in &paths {
         while tasks.len() >= 8 {
             if let Some(done) = tasks.join_next().await {
                 done??;
             }
         }
-        let client = client.clone();
+        let (client, path) = (client.clone(), path.clone());
         tasks.spawn(async move { timed(&client, &path, "application/json").await.map(|_| ()) });
     }
     for done in tasks.join_all().await {

@@ -359,14 +359,13 @@ fn sentence(rng: &mut Rng, low: usize, high: usize) -> String {
     let mut text = String::with_capacity(words * 8);
     for i in 0..words {
         let word = rng.word(WORDS);
-        if i == 0 {
-            let mut chars = word.chars();
-            if let Some(first) = chars.next() {
-                text.extend(first.to_uppercase());
-                text.push_str(chars.as_str());
-            }
-        } else {
+        if i > 0 {
             text.push(' ');
+        }
+        // Sentences of twelve words.
+        if i % 12 == 0 {
+            text.push_str(&capitalized(word));
+        } else {
             text.push_str(word);
         }
         if i + 1 < words && i % 12 == 11 {
