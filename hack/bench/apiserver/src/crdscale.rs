@@ -39,7 +39,10 @@
 //!
 //! The end is a table of every figure with the issue's targets beside it, marked met or not.
 //! A server that is slow or fails is reported: every request has a timeout, and CRDs not
-//! `Established` (or not gone) by `--crd-scale-timeout` are counted and reported as such.
+//! `Established` (or not gone) by `--crd-scale-timeout` are counted and reported as such. A
+//! server whose RSS passes `--crd-scale-max-rss-mib` (by default half the memory available)
+//! is killed, and what the mode had reached (CRDs `Established`, RSS per CRD) is reported:
+//! at several MiB per CRD, a full set would otherwise exhaust a shared machine.
 
 mod generate;
 
@@ -76,6 +79,27 @@ const AGGREGATED: &str = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGrou
 const TABLE: &str = "application/json;as=Table;v=v1;g=meta.k8s.io,application/json";
 /// Warm latencies are the median of this many requests.
 const WARM: usize = 7;
+
+/// When the part started, for the progress notes.
+static STARTED: std::sync::OnceLock<Instant> = std::sync::OnceLock::new();
+
+/// A progress note on stderr, with the time since the part started.
+fn note(what: &str) {
+    let started = STARTED.get_or_init(Instant::now);
+    eprintln!(
+        "crd-scale [{:6.1} s] {what}",
+        started.elapsed().as_secs_f64()
+    );
+}
+
+/// How long memory may take to settle before it is read anyway.
+fn settle_limit(args: &Args) -> Duration {
+    if args.quick {
+        Duration::from_secs(4)
+    } else {
+        Duration::from_secs(30)
+    }
+}
 
 /// One row of the final table.
 #[derive(Debug)]
@@ -208,6 +232,65 @@ impl PeakMeter {
         let hwm = if self.reset { hwm } else { 0 };
         Ok(self.max.load(Ordering::Relaxed).max(rss).max(hwm))
     }
+}
+
+/// Kills the server once its VmRSS passes `--crd-scale-max-rss-mib`, so that a server that
+/// grows without bound is reported instead of exhausting a shared machine's memory.
+#[derive(Debug)]
+struct Guard {
+    /// The VmRSS (KiB) the server was killed at; 0 while it was not.
+    tripped: Arc<AtomicU64>,
+    /// KiB.
+    limit: u64,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl Drop for Guard {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+impl Guard {
+    fn start(pid: u32, limit: u64) -> Self {
+        let tripped = Arc::new(AtomicU64::new(0));
+        let task = {
+            let tripped = tripped.clone();
+            tokio::spawn(async move {
+                while let Ok((rss, _)) = memory(pid) {
+                    if rss > limit {
+                        tripped.store(rss, Ordering::Relaxed);
+                        let _ = std::process::Command::new("kill")
+                            .arg("-KILL")
+                            .arg(pid.to_string())
+                            .status();
+                        return;
+                    }
+                    tokio::time::sleep(SAMPLE_EVERY).await;
+                }
+            })
+        };
+        Self {
+            tripped,
+            limit,
+            task,
+        }
+    }
+
+    /// The VmRSS the server was killed at, if it was.
+    fn tripped(&self) -> Option<u64> {
+        Some(self.tripped.load(Ordering::Relaxed)).filter(|rss| *rss > 0)
+    }
+}
+
+/// The machine's `MemAvailable`, in KiB.
+fn available_kib() -> anyhow::Result<u64> {
+    let meminfo = std::fs::read_to_string("/proc/meminfo")?;
+    meminfo
+        .lines()
+        .find_map(|l| l.strip_prefix("MemAvailable:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .context("no MemAvailable in /proc/meminfo")
 }
 
 /// What the CRD watch has seen.
@@ -378,11 +461,11 @@ async fn wait_for(
             return Ok(false);
         }
         if Instant::now() >= report {
-            eprintln!(
-                "crd-scale: {what}: {count} of {total} after {:.0} s; RSS {:.0} MiB",
+            note(&format!(
+                "{what}: {count} of {total} after {:.0} s; RSS {:.0} MiB",
                 started.elapsed().as_secs_f64(),
                 mib(memory(server.pid()?)?.0)
-            );
+            ));
             report += Duration::from_secs(10);
         }
         tokio::time::sleep(Duration::from_millis(20)).await;
@@ -571,30 +654,100 @@ fn describe_set(crds: &[GeneratedCrd], took: Duration, report: &mut Report) {
     );
 }
 
-/// One mode's server and the watch of its CRDs.
+/// One mode's server, the watch of its CRDs and its memory guard.
 struct Run {
     server: Server,
     watch: CrdWatch,
+    guard: Guard,
     pid: u32,
     /// VmRSS settled before any CRD, KiB.
     idle: u64,
+    /// The mode's name.
+    mode: &'static str,
+    /// What the mode is doing, for a report of why it stopped.
+    phase: String,
 }
 
 impl Run {
-    async fn start(args: &Args, dir: &Path) -> anyhow::Result<Self> {
+    async fn start(args: &Args, dir: &Path, mode: &'static str) -> anyhow::Result<Self> {
         let server = Server::role(&args.genplane(), &args.crd_scale_role, dir, &[])
             .await
             .with_context(|| format!("starting genplane {} on SQLite", args.crd_scale_role))?;
         create_namespace(&server.client, NAMESPACE).await?;
         let watch = CrdWatch::start(&server).await?;
         let pid = server.pid()?;
-        let idle = settled(pid, args.settle(Duration::from_secs(30))).await?;
+        let idle = settled(pid, settle_limit(args)).await?;
+        let limit = match args.crd_scale_max_rss_mib {
+            Some(limit) => limit * 1024,
+            None => available_kib()? / 2,
+        };
         Ok(Self {
             server,
             watch,
+            guard: Guard::start(pid, limit),
             pid,
             idle,
+            mode,
+            phase: "starting".to_owned(),
         })
+    }
+
+    /// Notes that the mode enters `phase`.
+    fn enter(&mut self, phase: &str) {
+        note(&format!("{}: {phase}", self.mode));
+        phase.clone_into(&mut self.phase);
+    }
+
+    /// Ends the mode: stops the server, or when the guard killed it, reports what the mode
+    /// had reached and lets the run go on.
+    async fn finish(
+        self,
+        outcome: anyhow::Result<()>,
+        crds: &[GeneratedCrd],
+        report: &mut Report,
+    ) -> anyhow::Result<()> {
+        let Some(rss) = self.guard.tripped() else {
+            outcome?;
+            return self.stop().await;
+        };
+        note(&format!(
+            "the server's RSS reached {:.0} MiB: killed ({})",
+            mib(rss),
+            self.phase
+        ));
+        let established = self.watch.read(|seen| seen.established.len());
+        report.target(
+            format!("ABORTED while {}: the server's RSS reached", self.phase),
+            format!("{:.0} MiB", mib(rss)),
+            format!("<= {:.0} MiB", mib(self.guard.limit)),
+            false,
+        );
+        report.figure(
+            "CRDs Established when it was killed",
+            format!("{established} of {}", crds.len()),
+        );
+        if established > 0 {
+            let per_crd = mib(rss.saturating_sub(self.idle)) / established as f64;
+            report.target(
+                "RSS per Established CRD when it was killed",
+                format!("{per_crd:.3} MiB"),
+                "<= 0.5 MiB",
+                per_crd <= 0.5,
+            );
+        }
+        if let Err(error) = outcome {
+            let text = format!("{error:#}");
+            report.figure(
+                "what the benchmark saw",
+                text.lines()
+                    .next()
+                    .unwrap_or_default()
+                    .chars()
+                    .take(60)
+                    .collect::<String>(),
+            );
+        }
+        Ok(())
     }
 
     /// A fresh connection with client-go's flow-control windows.
@@ -681,7 +834,7 @@ impl Run {
                 false,
             );
         }
-        let after = settled(self.pid, args.settle(Duration::from_secs(30))).await?;
+        let after = settled(self.pid, settle_limit(args)).await?;
         report.target(
             "RSS settled after the deletion / idle before",
             format!(
@@ -929,13 +1082,19 @@ async fn openapi_v3_first(
         format!("{:.1} ms", ms(index_first)),
     );
     let slowest = firsts.iter().max().copied().unwrap_or_default();
-    report.latency(
+    report.figure(
         format!(
-            "GET /openapi/v3/apis/<group>/{VERSION}, first (slowest of {}; {} to {})",
-            firsts.len(),
-            kib_text(sizes.iter().min().copied().unwrap_or_default()),
-            kib_text(sizes.iter().max().copied().unwrap_or_default()),
+            "/openapi/v3/apis/<group>/{VERSION} of {} groups: sizes",
+            firsts.len()
         ),
+        format!(
+            "{} to {}",
+            kib_text(sizes.iter().min().copied().unwrap_or_default()),
+            kib_text(sizes.iter().max().copied().unwrap_or_default())
+        ),
+    );
+    report.latency(
+        format!("GET /openapi/v3/apis/<group>/{VERSION}, first (slowest)"),
         slowest,
         50.0,
     );
@@ -976,9 +1135,9 @@ async fn openapi_rest(
         .and_then(|v| v["definitions"].as_object().map(serde_json::Map::len))
         .unwrap_or(0);
     drop(body);
-    let peak = meter.finish().await?;
     let warm_v2 = warm(client, "/openapi/v2", "application/json").await?;
-    let after = settled(run.pid, args.settle(Duration::from_secs(30))).await?;
+    let peak = meter.finish().await?;
+    let after = settled(run.pid, settle_limit(args)).await?;
     report.figure(
         "GET /openapi/v2 (JSON): size / definitions",
         format!("{} / {definitions}", kib_text(size)),
@@ -989,7 +1148,10 @@ async fn openapi_rest(
     );
     let growth = peak.saturating_sub(before) * 1024;
     report.target(
-        "RSS growth while /openapi/v2 was first served (peak - before)",
+        format!(
+            "RSS growth while /openapi/v2 was served {} times (peak - before)",
+            WARM + 1
+        ),
         format!("{:.1} MiB", growth as f64 / f64::from(1 << 20)),
         format!("<= its size, {:.1} MiB", size as f64 / f64::from(1 << 20)),
         growth <= size as u64,
@@ -1136,73 +1298,89 @@ async fn at_once(
     crds: &[GeneratedCrd],
     report: &mut Report,
 ) -> anyhow::Result<()> {
-    eprintln!("crd-scale: all at once: starting the server");
-    let mut run = Run::start(args, dir).await?;
-    let client = run.connect().await?;
-    eprintln!(
-        "crd-scale: all at once: idle at {:.1} MiB; posting {} CRDs",
-        mib(run.idle),
-        crds.len()
-    );
-    let meter = PeakMeter::start(run.pid);
-    let start = Instant::now();
-    let mut latencies = post_all(&client, crds, args.crd_scale_in_flight).await?;
-    let posted = start.elapsed();
-    let deadline = start + Duration::from_secs_f64(args.crd_scale_timeout);
-    let established = run.established(crds, start, deadline).await?;
-    eprintln!("crd-scale: all at once: {established:?}; discovery and OpenAPI");
-
+    note("all at once: starting the server");
+    let mut run = Run::start(args, dir, "all at once").await?;
     report.section(format!(
         "all at once: {} CRDs POSTed with {} in flight, genplane {} on SQLite",
         crds.len(),
         args.crd_scale_in_flight,
         args.crd_scale_role
     ));
-    let established_row = match established {
-        Ok(took) => (
+    let outcome = measure_at_once(&mut run, args, crds, report).await;
+    run.finish(outcome, crds, report).await
+}
+
+async fn measure_at_once(
+    run: &mut Run,
+    args: &Args,
+    crds: &[GeneratedCrd],
+    report: &mut Report,
+) -> anyhow::Result<()> {
+    let client = run.connect().await?;
+    note(&format!("all at once: idle at {:.1} MiB", mib(run.idle)));
+    run.enter("posting");
+    let meter = PeakMeter::start(run.pid);
+    let start = Instant::now();
+    let mut latencies = post_all(&client, crds, args.crd_scale_in_flight).await?;
+    let posted = start.elapsed();
+    let deadline = start + Duration::from_secs_f64(args.crd_scale_timeout);
+    run.enter("waiting for Established");
+    let established = run.established(crds, start, deadline).await?;
+    note(&match established {
+        Ok(took) => format!(
+            "all at once: all Established after {:.1} s",
+            took.as_secs_f64()
+        ),
+        Err(count) => format!("all at once: {count} Established by the deadline"),
+    });
+    run.enter("first discovery and OpenAPI v3");
+    post_rows(report, &mut latencies, posted);
+    match established {
+        Ok(took) => report.target(
+            "all Established, from the first POST",
             format!("{:.1} s", took.as_secs_f64()),
+            "<= 60 s",
             took.as_secs_f64() <= 60.0,
         ),
-        Err(count) => (
+        Err(count) => report.target(
+            "all Established, from the first POST",
             format!(
                 "{count} of {} after {:.0} s",
                 crds.len(),
                 args.crd_scale_timeout
             ),
+            "<= 60 s",
             false,
         ),
-    };
-    // Discovery and OpenAPI v3 first, right after the last Established; the rows go after
-    // the memory figures.
-    let mut served = Report::default();
-    discovery(&client, crds, &mut served).await?;
-    let urls = openapi_v3_first(&client, crds, &mut served).await?;
-    let after = settled(run.pid, args.settle(Duration::from_secs(30))).await?;
-    let peak = meter.finish().await?;
+    }
 
-    post_rows(report, &mut latencies, posted);
-    report.target(
-        "all Established, from the first POST",
-        established_row.0,
-        "<= 60 s",
-        established_row.1,
-    );
+    // Discovery and OpenAPI v3 first, right after the last Established; their rows go after
+    // the memory figures.
+    let mut discovered = Report::default();
+    discovery(&client, crds, &mut discovered).await?;
+    let mut openapi = Report::default();
+    let urls = openapi_v3_first(&client, crds, &mut openapi).await?;
+    run.enter("settling");
+    let after = settled(run.pid, settle_limit(args)).await?;
+    let peak = meter.finish().await?;
     let (events, bytes) = run.watch.read(|seen| (seen.events, seen.bytes));
     report.figure(
         "the CRD watch received (events / MiB)",
         format!("{events} / {:.0}", bytes as f64 / f64::from(1 << 20)),
     );
     memory_rows(report, crds.len(), run.idle, peak, after);
-    report.rows.append(&mut served.rows);
 
-    eprintln!("crd-scale: all at once: warm discovery, OpenAPI v2, custom resources");
-    discovery_warm(&client, crds, report).await?;
-    openapi_rest(&mut run, args, &client, &urls, report).await?;
+    run.enter("warm discovery");
+    discovery_warm(&client, crds, &mut discovered).await?;
+    report.rows.append(&mut discovered.rows);
+    run.enter("OpenAPI");
+    openapi_rest(run, args, &client, &urls, &mut openapi).await?;
+    report.rows.append(&mut openapi.rows);
+    run.enter("custom resources");
     custom_resources(args, &client, crds, report).await?;
-    eprintln!("crd-scale: all at once: deleting the CRDs");
+    run.enter("deleting the CRDs");
     report.section("all at once: deletion");
-    run.delete(args, crds, report).await?;
-    run.stop().await
+    run.delete(args, crds, report).await
 }
 
 /// The CRDs in batches, each waited for until `Established`; then the deletion.
@@ -1213,9 +1391,28 @@ async fn in_batches(
     report: &mut Report,
 ) -> anyhow::Result<()> {
     let batch = args.crd_scale_batch;
-    eprintln!("crd-scale: in batches of {batch}: starting the server");
-    let mut run = Run::start(args, dir).await?;
+    note(&format!("in batches of {batch}: starting the server"));
+    let mut run = Run::start(args, dir, "in batches").await?;
+    report.section(format!(
+        "in batches: {} CRDs in batches of {batch} ({} in flight), each waited for until \
+         Established",
+        crds.len(),
+        args.crd_scale_in_flight
+    ));
+    let outcome = measure_in_batches(&mut run, args, crds, report).await;
+    run.finish(outcome, crds, report).await
+}
+
+async fn measure_in_batches(
+    run: &mut Run,
+    args: &Args,
+    crds: &[GeneratedCrd],
+    report: &mut Report,
+) -> anyhow::Result<()> {
+    let batch = args.crd_scale_batch;
     let client = run.connect().await?;
+    note(&format!("in batches: idle at {:.1} MiB", mib(run.idle)));
+    run.enter("posting and waiting for Established");
     let meter = PeakMeter::start(run.pid);
     let start = Instant::now();
     let deadline = start + Duration::from_secs_f64(args.crd_scale_timeout);
@@ -1238,14 +1435,9 @@ async fn in_batches(
     if outcome.is_ok() {
         outcome = Ok(start.elapsed());
     }
-    let after = settled(run.pid, args.settle(Duration::from_secs(30))).await?;
+    run.enter("settling");
+    let after = settled(run.pid, settle_limit(args)).await?;
     let peak = meter.finish().await?;
-    report.section(format!(
-        "in batches: {} CRDs in batches of {batch} ({} in flight), each waited for until \
-         Established",
-        crds.len(),
-        args.crd_scale_in_flight
-    ));
     post_rows(report, &mut latencies, posting);
     match outcome {
         Ok(took) => {
@@ -1272,9 +1464,8 @@ async fn in_batches(
         ),
     }
     memory_rows(report, crds.len(), run.idle, peak, after);
-    eprintln!("crd-scale: in batches: deleting the CRDs");
-    run.delete(args, crds, report).await?;
-    run.stop().await
+    run.enter("deleting the CRDs");
+    run.delete(args, crds, report).await
 }
 
 /// Generates the set, runs both modes and prints the table.
@@ -1283,6 +1474,10 @@ pub(crate) async fn crd_scale(args: &Args, dir: &Path) -> anyhow::Result<()> {
         args.crd_scale_count > 0,
         "--crd-scale-count must be positive"
     );
+    note(&format!(
+        "generating {} CRDs (seed {})",
+        args.crd_scale_count, args.crd_scale_seed
+    ));
     let started = Instant::now();
     let crds = generate::generate(SetOptions {
         count: args.crd_scale_count,

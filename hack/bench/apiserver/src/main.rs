@@ -183,6 +183,11 @@ struct Args {
     /// controllers, as issue #43 measured it) or `apiserver`.
     #[arg(long, default_value = "all-in-one")]
     crd_scale_role: String,
+    /// The CRD-scale part kills its server once the server's RSS passes this many MiB, and
+    /// reports how far it got (default: half the machine's available memory at the start of
+    /// each mode).
+    #[arg(long)]
+    crd_scale_max_rss_mib: Option<u64>,
     /// Where data directories go (default: a temporary directory under /var/tmp, on disk).
     #[arg(long)]
     dir: Option<PathBuf>,
