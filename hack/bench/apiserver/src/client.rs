@@ -120,10 +120,37 @@ impl Client {
         content_type: &str,
         body: Option<Bytes>,
     ) -> anyhow::Result<Response<hyper::body::Incoming>> {
+        self.send(method, path, "application/json", content_type, body)
+            .await
+    }
+
+    /// GETs `path` asking for `accept` (a discovery or Table form, say) and reads the whole
+    /// answer.
+    pub(crate) async fn get_as(
+        &self,
+        path: &str,
+        accept: &str,
+    ) -> anyhow::Result<(StatusCode, Bytes)> {
+        let response = self
+            .send(Method::GET, path, accept, "application/json", None)
+            .await?;
+        let status = response.status();
+        let body = response.into_body().collect().await?.to_bytes();
+        Ok((status, body))
+    }
+
+    async fn send(
+        &self,
+        method: Method,
+        path: &str,
+        accept: &str,
+        content_type: &str,
+        body: Option<Bytes>,
+    ) -> anyhow::Result<Response<hyper::body::Incoming>> {
         let mut request = Request::builder()
             .method(method)
             .uri(format!("{}{path}", self.base))
-            .header("accept", "application/json");
+            .header("accept", accept);
         if body.is_some() {
             request = request.header("content-type", content_type);
         }

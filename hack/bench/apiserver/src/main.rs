@@ -30,7 +30,12 @@
 //!     interleaved (see `admission.rs`);
 //! 12. (`--only fairness`, run by `hack/bench/fairness.sh`) a steady tenant's latency and a
 //!     controller's Lease renewals without and with a flooding tenant, with API Priority and
-//!     Fairness and with the in-flight limits alone (see `fairness.rs`).
+//!     Fairness and with the in-flight limits alone (see `fairness.rs`);
+//! 13. (`--only crd-scale`, run by `hack/bench/crdscale.sh`) thousands of CRDs shaped like a
+//!     cloud provider's (Crossplane's) posted at once and in batches to one SQLite server: time
+//!     to all `Established`, memory per CRD (settled and peak), discovery and OpenAPI latency
+//!     and size, custom resources of a sample of kinds, and memory after the CRDs are deleted,
+//!     against issue #43's targets (see `crdscale.rs`).
 //!
 //! Beside each throughput, the CPU time (user + system) the serving processes spent per
 //! operation: on a shared machine it moves less than the rates do.
@@ -47,6 +52,7 @@ mod authz;
 mod bare;
 mod client;
 mod crd;
+mod crdscale;
 mod fairness;
 mod idle;
 mod memory;
@@ -150,6 +156,38 @@ struct Args {
     /// `--max-mutating-requests-inflight` is half of it); unset: the defaults (400 and 200).
     #[arg(long)]
     fair_max_inflight: Option<usize>,
+    /// CRDs in the CRD-scale part's generated set (`--only crd-scale`).
+    #[arg(long, default_value_t = 2000)]
+    crd_scale_count: usize,
+    /// CRDs per batch in the CRD-scale part's batch mode, each batch waited for until
+    /// Established; 0 skips the mode.
+    #[arg(long, default_value_t = 100)]
+    crd_scale_batch: usize,
+    /// The fraction of the generated CRDs with `x-kubernetes-validations` CEL rules.
+    #[arg(long, default_value_t = 0.1)]
+    crd_scale_cel_fraction: f64,
+    /// The seed the CRD set is generated from (the same seed, the same set).
+    #[arg(long, default_value_t = 43)]
+    crd_scale_seed: u64,
+    /// CRD creates (and deletes) in flight at once in the CRD-scale part.
+    #[arg(long, default_value_t = 32)]
+    crd_scale_in_flight: usize,
+    /// Kinds whose custom resources are created, read and listed in the CRD-scale part.
+    #[arg(long, default_value_t = 20)]
+    crd_scale_samples: usize,
+    /// Seconds the CRD-scale part waits for the CRDs to be Established (and to be gone after
+    /// their deletion) before it reports how many were.
+    #[arg(long, default_value_t = 600.0)]
+    crd_scale_timeout: f64,
+    /// The role serving the CRDs in the CRD-scale part: `all-in-one` (API server and
+    /// controllers, as issue #43 measured it) or `apiserver`.
+    #[arg(long, default_value = "all-in-one")]
+    crd_scale_role: String,
+    /// The CRD-scale part kills its server once the server's RSS passes this many MiB, and
+    /// reports how far it got (default: half the machine's available memory at the start of
+    /// each mode).
+    #[arg(long)]
+    crd_scale_max_rss_mib: Option<u64>,
     /// Where data directories go (default: a temporary directory under /var/tmp, on disk).
     #[arg(long)]
     dir: Option<PathBuf>,
@@ -178,6 +216,7 @@ enum Part {
     Memory,
     Admission,
     Fairness,
+    CrdScale,
 }
 
 impl Args {
@@ -202,6 +241,10 @@ impl Args {
             self.fair_objects = self.fair_objects.min(200);
             self.fair_flood_connections = self.fair_flood_connections.min(8);
             self.fair_seconds = self.fair_seconds.min(3.0);
+            self.crd_scale_count = self.crd_scale_count.min(50);
+            self.crd_scale_batch = self.crd_scale_batch.min(20);
+            self.crd_scale_samples = self.crd_scale_samples.min(5);
+            self.crd_scale_timeout = self.crd_scale_timeout.min(120.0);
         }
     }
 
@@ -1237,6 +1280,9 @@ async fn run(args: &Args) -> anyhow::Result<()> {
     if args.only.contains(&Part::Memory) {
         memory::memory_per_object(args, &dir).await?;
     }
+    if args.only.contains(&Part::CrdScale) {
+        crdscale::crd_scale(args, &dir).await?;
+    }
     if !args.only.iter().any(|p| {
         !matches!(
             p,
@@ -1247,6 +1293,7 @@ async fn run(args: &Args) -> anyhow::Result<()> {
                 | Part::Memory
                 | Part::Admission
                 | Part::Fairness
+                | Part::CrdScale
         )
     }) {
         return Ok(());
