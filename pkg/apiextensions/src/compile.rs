@@ -8,7 +8,8 @@ use serde_json::{Map, Value};
 use crate::formats::Format;
 use crate::pruning::prune_value;
 use crate::schema::{
-    AdditionalProperties, ListType, Node, SchemaError, Structural, Types, compile_pattern,
+    AdditionalProperties, ListType, Node, Properties, SchemaError, Structural, Types,
+    compile_pattern,
 };
 
 impl Structural {
@@ -182,10 +183,11 @@ fn compile(schema: &Value, path: &Path) -> Result<Node, SchemaError> {
         None | Some(Value::Null) => {}
         Some(Value::Object(props)) => {
             let base = path.child("properties");
+            let mut entries = Vec::with_capacity(props.len());
             for (name, s) in props {
-                node.properties
-                    .insert(name.clone(), compile(s, &base.key(name))?);
+                entries.push((name.clone(), compile(s, &base.key(name))?));
             }
+            node.properties = Properties::new(entries);
         }
         Some(_) => return Err(wrong(path, "properties", "an object")),
     }

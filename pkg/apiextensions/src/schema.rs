@@ -13,7 +13,6 @@
 //! written (module `structural`); this module only needs the JSON to have the right shapes, and
 //! reports a [`SchemaError`] when it does not.
 
-use std::collections::BTreeMap;
 use std::fmt;
 
 use regex::Regex;
@@ -142,6 +141,86 @@ pub enum AdditionalProperties {
     Schema(Box<Node>),
 }
 
+/// The `properties` of a schema node, by name: sorted, in one allocation of exactly their
+/// size. (A `BTreeMap` allocates room for eleven entries in each of its nodes; with nodes of
+/// several hundred bytes and most objects having a few properties, that room was most of a
+/// compiled schema's memory.)
+#[derive(Clone, Debug, Default)]
+pub struct Properties(Vec<(String, Node)>);
+
+impl Properties {
+    /// The properties of `entries` (names unique, as in a JSON object), sorted by name.
+    pub fn new(mut entries: Vec<(String, Node)>) -> Self {
+        entries.sort_by(|a, b| a.0.cmp(&b.0));
+        entries.shrink_to_fit();
+        Self(entries)
+    }
+
+    /// The schema of the property `name`.
+    pub fn get(&self, name: &str) -> Option<&Node> {
+        self.0
+            .binary_search_by(|(k, _)| k.as_str().cmp(name))
+            .ok()
+            .map(|i| &self.0[i].1)
+    }
+
+    /// Whether there is a property `name`.
+    pub fn contains_key(&self, name: &str) -> bool {
+        self.get(name).is_some()
+    }
+
+    /// The properties in name order.
+    pub fn iter(&self) -> impl Iterator<Item = (&String, &Node)> {
+        self.0.iter().map(|(k, v)| (k, v))
+    }
+
+    /// The properties' schemas in name order.
+    pub fn values(&self) -> impl Iterator<Item = &Node> {
+        self.0.iter().map(|(_, v)| v)
+    }
+
+    /// The properties' schemas in name order, to change.
+    pub fn values_mut(&mut self) -> impl Iterator<Item = &mut Node> {
+        self.0.iter_mut().map(|(_, v)| v)
+    }
+
+    /// The properties' names in order.
+    pub fn keys(&self) -> impl Iterator<Item = &String> {
+        self.0.iter().map(|(k, _)| k)
+    }
+
+    /// How many there are.
+    pub fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    /// Whether there are none.
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+}
+
+impl<'a> IntoIterator for &'a Properties {
+    type Item = (&'a String, &'a Node);
+    type IntoIter = std::iter::Map<
+        std::slice::Iter<'a, (String, Node)>,
+        fn(&'a (String, Node)) -> (&'a String, &'a Node),
+    >;
+
+    fn into_iter(self) -> Self::IntoIter {
+        self.0.iter().map(|(k, v)| (k, v))
+    }
+}
+
+impl std::ops::Index<&str> for Properties {
+    type Output = Node;
+
+    fn index(&self, name: &str) -> &Node {
+        self.get(name)
+            .unwrap_or_else(|| panic!("no property {name:?}"))
+    }
+}
+
 /// One node of a compiled schema: a schema object with its keywords read.
 ///
 /// The same type serves the structural part (properties, items, additionalProperties) and the
@@ -195,7 +274,7 @@ pub struct Node {
     /// `not`.
     pub not: Option<Box<Node>>,
     /// `properties`.
-    pub properties: BTreeMap<String, Node>,
+    pub properties: Properties,
     /// `additionalProperties`.
     pub additional_properties: Option<AdditionalProperties>,
     /// `items`.

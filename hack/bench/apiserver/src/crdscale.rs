@@ -1486,6 +1486,17 @@ pub(crate) async fn crd_scale(args: &Args, dir: &Path) -> anyhow::Result<()> {
         cel_fraction: args.crd_scale_cel_fraction,
         namespaced_fraction: 0.3,
     });
+    if let Some(out) = &args.crd_scale_write {
+        // The set as files (one JSON CRD each, in the order posted), for other tools.
+        std::fs::create_dir_all(out).with_context(|| format!("creating {}", out.display()))?;
+        for (index, crd) in crds.iter().enumerate() {
+            let path = out.join(format!("{index:05}-{}.json", crd.name));
+            std::fs::write(&path, &crd.body)
+                .with_context(|| format!("writing {}", path.display()))?;
+        }
+        println!("wrote {} CRDs to {}", crds.len(), out.display());
+        return Ok(());
+    }
     let mut report = Report::default();
     describe_set(&crds, started.elapsed(), &mut report);
     println!(

@@ -188,6 +188,10 @@ struct Args {
     /// each mode).
     #[arg(long)]
     crd_scale_max_rss_mib: Option<u64>,
+    /// Writes the CRD-scale part's generated set to this directory (a JSON file per CRD) and
+    /// measures nothing.
+    #[arg(long)]
+    crd_scale_write: Option<PathBuf>,
     /// Where data directories go (default: a temporary directory under /var/tmp, on disk).
     #[arg(long)]
     dir: Option<PathBuf>,
