@@ -8,7 +8,7 @@ use serde_json::{Map, Value};
 use crate::formats::Format;
 use crate::pruning::prune_value;
 use crate::schema::{
-    AdditionalProperties, ListType, Node, Properties, SchemaError, Structural, Types,
+    AdditionalProperties, Limits, ListType, Node, Properties, SchemaError, Structural, Types,
     compile_pattern,
 };
 
@@ -145,13 +145,14 @@ fn compile(schema: &Value, path: &Path) -> Result<Node, SchemaError> {
     if let Some(f) = str_keyword(obj, "format", path)? {
         node.format = Format::supported(f).map(|format| (f.to_owned(), format));
     }
-    node.maximum = num_keyword(obj, "maximum", path)?;
-    node.exclusive_maximum = bool_keyword(obj, "exclusiveMaximum", path)?;
-    node.minimum = num_keyword(obj, "minimum", path)?;
-    node.exclusive_minimum = bool_keyword(obj, "exclusiveMinimum", path)?;
-    node.multiple_of = num_keyword(obj, "multipleOf", path)?;
-    node.max_length = int_keyword(obj, "maxLength", path)?;
-    node.min_length = int_keyword(obj, "minLength", path)?;
+    let mut limits = Limits::default();
+    limits.maximum = num_keyword(obj, "maximum", path)?;
+    limits.exclusive_maximum = bool_keyword(obj, "exclusiveMaximum", path)?;
+    limits.minimum = num_keyword(obj, "minimum", path)?;
+    limits.exclusive_minimum = bool_keyword(obj, "exclusiveMinimum", path)?;
+    limits.multiple_of = num_keyword(obj, "multipleOf", path)?;
+    limits.max_length = int_keyword(obj, "maxLength", path)?;
+    limits.min_length = int_keyword(obj, "minLength", path)?;
     if let Some(p) = str_keyword(obj, "pattern", path)?
         && !p.is_empty()
     {
@@ -162,23 +163,24 @@ fn compile(schema: &Value, path: &Path) -> Result<Node, SchemaError> {
         })?;
         node.pattern = Some((p.to_owned(), re));
     }
-    node.max_items = int_keyword(obj, "maxItems", path)?;
-    node.min_items = int_keyword(obj, "minItems", path)?;
-    node.unique_items = bool_keyword(obj, "uniqueItems", path)?;
-    node.max_properties = int_keyword(obj, "maxProperties", path)?;
-    node.min_properties = int_keyword(obj, "minProperties", path)?;
+    limits.max_items = int_keyword(obj, "maxItems", path)?;
+    limits.min_items = int_keyword(obj, "minItems", path)?;
+    limits.unique_items = bool_keyword(obj, "uniqueItems", path)?;
+    limits.max_properties = int_keyword(obj, "maxProperties", path)?;
+    limits.min_properties = int_keyword(obj, "minProperties", path)?;
     node.required = strings_keyword(obj, "required", path)?;
     node.enum_values = match obj.get("enum") {
         None | Some(Value::Null) => Vec::new(),
         Some(Value::Array(values)) => values.clone(),
         Some(_) => return Err(wrong(path, "enum", "a list")),
     };
-    node.all_of = schema_list(obj, "allOf", path)?;
-    node.any_of = schema_list(obj, "anyOf", path)?;
-    node.one_of = schema_list(obj, "oneOf", path)?;
+    limits.all_of = schema_list(obj, "allOf", path)?;
+    limits.any_of = schema_list(obj, "anyOf", path)?;
+    limits.one_of = schema_list(obj, "oneOf", path)?;
     if let Some(not) = obj.get("not").filter(|v| !v.is_null()) {
-        node.not = Some(Box::new(compile(not, &path.child("not"))?));
+        limits.not = Some(Box::new(compile(not, &path.child("not"))?));
     }
+    node.limits = (!limits.is_empty()).then(|| Box::new(limits));
     match obj.get("properties") {
         None | Some(Value::Null) => {}
         Some(Value::Object(props)) => {

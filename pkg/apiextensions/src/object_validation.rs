@@ -451,7 +451,7 @@ impl Engine {
     }
 
     fn check_string(&mut self, n: &Node, s: &str, path: &str) {
-        if let Some(max) = n.max_length
+        if let Some(max) = n.limits().max_length
             && (s.chars().count() as i64) > max
         {
             self.push(
@@ -462,7 +462,7 @@ impl Engine {
             );
             return;
         }
-        if let Some(min) = n.min_length
+        if let Some(min) = n.limits().min_length
             && (s.chars().count() as i64) < min
         {
             self.push(
@@ -486,7 +486,7 @@ impl Engine {
     }
 
     fn check_number(&mut self, n: &Node, x: Num, data: &Value, path: &str) {
-        if let Some(factor) = n.multiple_of {
+        if let Some(factor) = n.limits().multiple_of {
             let failed = match x {
                 Num::Int(i) if factor.trunc() as i64 != 0 => {
                     let f = factor.trunc() as i64;
@@ -529,8 +529,8 @@ impl Engine {
                 self.push(Code::Invalid, path, data.clone(), message);
             }
         }
-        if let Some(min) = n.minimum {
-            let excl = n.exclusive_minimum;
+        if let Some(min) = n.limits().minimum {
+            let excl = n.limits().exclusive_minimum;
             let (below, shown) = match x {
                 Num::Int(i) => {
                     let m = min as i64;
@@ -552,8 +552,8 @@ impl Engine {
                 );
             }
         }
-        if let Some(max) = n.maximum {
-            let excl = n.exclusive_maximum;
+        if let Some(max) = n.limits().maximum {
+            let excl = n.limits().exclusive_maximum;
             let (above, shown) = match x {
                 Num::Int(i) => {
                     let m = max as i64;
@@ -636,7 +636,7 @@ impl Engine {
             }
         }
         let size = items.len() as i64;
-        if let Some(min) = n.min_items
+        if let Some(min) = n.limits().min_items
             && size < min
         {
             self.push(
@@ -646,7 +646,7 @@ impl Engine {
                 format!("{path} in body should have at least {min} items"),
             );
         }
-        if let Some(max) = n.max_items
+        if let Some(max) = n.limits().max_items
             && size > max
         {
             self.push(
@@ -656,7 +656,7 @@ impl Engine {
                 format!("{path} in body should have at most {max} items"),
             );
         }
-        if n.unique_items {
+        if n.limits().unique_items {
             let duplicate = items
                 .iter()
                 .enumerate()
@@ -682,7 +682,7 @@ impl Engine {
         mut r: Option<&mut Ratchet<'_, '_>>,
     ) -> u32 {
         let size = map.len() as i64;
-        if let Some(min) = n.min_properties
+        if let Some(min) = n.limits().min_properties
             && size < min
         {
             self.push(
@@ -692,7 +692,7 @@ impl Engine {
                 format!("{path} in body should have at least {min} properties"),
             );
         }
-        if let Some(max) = n.max_properties
+        if let Some(max) = n.limits().max_properties
             && size > max
         {
             self.push(
@@ -798,10 +798,10 @@ impl Engine {
         mut r: Option<&mut Ratchet<'_, '_>>,
     ) -> u32 {
         let mut count = 0;
-        if !n.any_of.is_empty() {
+        if !n.limits().any_of.is_empty() {
             let mut best: Option<(Vec<Raw>, u32)> = None;
             let mut success: Option<u32> = None;
-            for alt in &n.any_of {
+            for alt in &n.limits().any_of {
                 let (errs, c) = self.alternative(alt, data, path, r.as_deref_mut());
                 if errs.is_empty() {
                     best = None;
@@ -830,11 +830,11 @@ impl Engine {
                 count += c;
             }
         }
-        if !n.one_of.is_empty() {
+        if !n.limits().one_of.is_empty() {
             let mut best: Option<(Vec<Raw>, u32)> = None;
             let mut first_success: Option<u32> = None;
             let mut valid = 0;
-            for alt in &n.one_of {
+            for alt in &n.limits().one_of {
                 let (errs, c) = self.alternative(alt, data, path, r.as_deref_mut());
                 if errs.is_empty() {
                     valid += 1;
@@ -869,10 +869,10 @@ impl Engine {
                 count += c;
             }
         }
-        if !n.all_of.is_empty() {
+        if !n.limits().all_of.is_empty() {
             let mut valid = 0;
             let mut merged = Vec::new();
-            for alt in &n.all_of {
+            for alt in &n.limits().all_of {
                 let (errs, c) = self.alternative(alt, data, path, r.as_deref_mut());
                 if errs.is_empty() {
                     valid += 1;
@@ -881,7 +881,7 @@ impl Engine {
                 count += c;
             }
             self.errors.extend(merged);
-            if valid != n.all_of.len() {
+            if valid != n.limits().all_of.len() {
                 let more = if valid == 0 { ". None validated" } else { "" };
                 self.push(
                     Code::Composite,
@@ -894,7 +894,7 @@ impl Engine {
                 );
             }
         }
-        if let Some(not) = &n.not {
+        if let Some(not) = &n.limits().not {
             let (errs, _) = self.alternative(not, data, path, r);
             if errs.is_empty() {
                 self.push(

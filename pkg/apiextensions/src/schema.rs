@@ -221,20 +221,9 @@ impl std::ops::Index<&str> for Properties {
     }
 }
 
-/// One node of a compiled schema: a schema object with its keywords read.
-///
-/// The same type serves the structural part (properties, items, additionalProperties) and the
-/// value validations nested under `allOf`, `anyOf`, `oneOf` and `not`.
+/// The bounds and combinators of a schema node.
 #[derive(Clone, Debug, Default)]
-pub struct Node {
-    /// `type` (both `integer` and `string` with `x-kubernetes-int-or-string`).
-    pub types: Types,
-    /// The types joined by `,` as upstream names them in messages (`integer,string`).
-    pub(crate) types_name: String,
-    /// `nullable`.
-    pub nullable: bool,
-    /// `format`, when it is one upstream validates.
-    pub(crate) format: Option<(String, Format)>,
+pub struct Limits {
     /// `maximum`.
     pub maximum: Option<f64>,
     /// `exclusiveMaximum`.
@@ -249,8 +238,6 @@ pub struct Node {
     pub max_length: Option<i64>,
     /// `minLength`, in characters.
     pub min_length: Option<i64>,
-    /// `pattern`, as written and compiled.
-    pub(crate) pattern: Option<(String, Regex)>,
     /// `maxItems`.
     pub max_items: Option<i64>,
     /// `minItems`.
@@ -261,10 +248,6 @@ pub struct Node {
     pub max_properties: Option<i64>,
     /// `minProperties`.
     pub min_properties: Option<i64>,
-    /// `required`.
-    pub required: Vec<String>,
-    /// `enum` (empty when absent).
-    pub enum_values: Vec<Value>,
     /// `allOf`.
     pub all_of: Vec<Node>,
     /// `anyOf`.
@@ -273,6 +256,91 @@ pub struct Node {
     pub one_of: Vec<Node>,
     /// `not`.
     pub not: Option<Box<Node>>,
+}
+
+/// The limits of a node that has none.
+static NO_LIMITS: Limits = Limits {
+    maximum: None,
+    exclusive_maximum: false,
+    minimum: None,
+    exclusive_minimum: false,
+    multiple_of: None,
+    max_length: None,
+    min_length: None,
+    max_items: None,
+    min_items: None,
+    unique_items: false,
+    max_properties: None,
+    min_properties: None,
+    all_of: Vec::new(),
+    any_of: Vec::new(),
+    one_of: Vec::new(),
+    not: None,
+};
+
+impl Limits {
+    /// Whether it limits nothing.
+    pub fn is_empty(&self) -> bool {
+        let Limits {
+            maximum,
+            exclusive_maximum,
+            minimum,
+            exclusive_minimum,
+            multiple_of,
+            max_length,
+            min_length,
+            max_items,
+            min_items,
+            unique_items,
+            max_properties,
+            min_properties,
+            all_of,
+            any_of,
+            one_of,
+            not,
+        } = self;
+        maximum.is_none()
+            && !exclusive_maximum
+            && minimum.is_none()
+            && !exclusive_minimum
+            && multiple_of.is_none()
+            && max_length.is_none()
+            && min_length.is_none()
+            && max_items.is_none()
+            && min_items.is_none()
+            && !unique_items
+            && max_properties.is_none()
+            && min_properties.is_none()
+            && all_of.is_empty()
+            && any_of.is_empty()
+            && one_of.is_empty()
+            && not.is_none()
+    }
+}
+
+/// One node of a compiled schema: a schema object with its keywords read.
+///
+/// The same type serves the structural part (properties, items, additionalProperties) and the
+/// value validations nested under `allOf`, `anyOf`, `oneOf` and `not`.
+#[derive(Clone, Debug, Default)]
+pub struct Node {
+    /// `type` (both `integer` and `string` with `x-kubernetes-int-or-string`).
+    pub types: Types,
+    /// The types joined by `,` as upstream names them in messages (`integer,string`).
+    pub(crate) types_name: String,
+    /// `nullable`.
+    pub nullable: bool,
+    /// `format`, when it is one upstream validates.
+    pub(crate) format: Option<(String, Format)>,
+    /// The bounds and combinators it has, if any (most nodes have none: kept out of line, so
+    /// that a node is small).
+    pub limits: Option<Box<Limits>>,
+    /// `pattern`, as written and compiled.
+    pub(crate) pattern: Option<(String, Regex)>,
+    /// `required`.
+    pub required: Vec<String>,
+    /// `enum` (empty when absent).
+    pub enum_values: Vec<Value>,
     /// `properties`.
     pub properties: Properties,
     /// `additionalProperties`.
@@ -300,6 +368,11 @@ pub struct Node {
 }
 
 impl Node {
+    /// Its bounds and combinators (none, for most nodes).
+    pub fn limits(&self) -> &Limits {
+        self.limits.as_deref().unwrap_or(&NO_LIMITS)
+    }
+
     /// The schema of `additionalProperties`, when it is a schema.
     pub fn additional_schema(&self) -> Option<&Node> {
         match &self.additional_properties {
@@ -446,7 +519,7 @@ mod tests {
         .expect("compiles");
         let spec = &s.root().properties["spec"];
         assert_eq!(spec.required, vec!["replicas".to_owned()]);
-        assert_eq!(spec.properties["replicas"].minimum, Some(0.0));
+        assert_eq!(spec.properties["replicas"].limits().minimum, Some(0.0));
         assert_eq!(spec.properties["replicas"].default, Some(json!(1)));
         assert!(spec.properties["name"].pattern.is_some());
         assert_eq!(
