@@ -145,14 +145,16 @@ fn compile(schema: &Value, path: &Path) -> Result<Node, SchemaError> {
     if let Some(f) = str_keyword(obj, "format", path)? {
         node.format = Format::supported(f).map(|format| (f.to_owned(), format));
     }
-    let mut limits = Limits::default();
-    limits.maximum = num_keyword(obj, "maximum", path)?;
-    limits.exclusive_maximum = bool_keyword(obj, "exclusiveMaximum", path)?;
-    limits.minimum = num_keyword(obj, "minimum", path)?;
-    limits.exclusive_minimum = bool_keyword(obj, "exclusiveMinimum", path)?;
-    limits.multiple_of = num_keyword(obj, "multipleOf", path)?;
-    limits.max_length = int_keyword(obj, "maxLength", path)?;
-    limits.min_length = int_keyword(obj, "minLength", path)?;
+    let mut limits = Limits {
+        maximum: num_keyword(obj, "maximum", path)?,
+        exclusive_maximum: bool_keyword(obj, "exclusiveMaximum", path)?,
+        minimum: num_keyword(obj, "minimum", path)?,
+        exclusive_minimum: bool_keyword(obj, "exclusiveMinimum", path)?,
+        multiple_of: num_keyword(obj, "multipleOf", path)?,
+        max_length: int_keyword(obj, "maxLength", path)?,
+        min_length: int_keyword(obj, "minLength", path)?,
+        ..Limits::default()
+    };
     if let Some(p) = str_keyword(obj, "pattern", path)?
         && !p.is_empty()
     {
