@@ -30,7 +30,11 @@
 //!     interleaved (see `admission.rs`);
 //! 12. (`--only fairness`, run by `hack/bench/fairness.sh`) a steady tenant's latency and a
 //!     controller's Lease renewals without and with a flooding tenant, with API Priority and
-//!     Fairness and with the in-flight limits alone (see `fairness.rs`).
+//!     Fairness and with the in-flight limits alone (see `fairness.rs`);
+//! 13. (`--only aggregation`, run by `hack/bench/aggregation.sh`) GET and LIST of a custom
+//!     resource and watch event latency directly from an extension API server and through an
+//!     aggregator proxying its APIService, two SQLite servers, interleaved (see
+//!     `aggregation.rs`).
 //!
 //! Beside each throughput, the CPU time (user + system) the serving processes spent per
 //! operation: on a shared machine it moves less than the rates do.
@@ -43,6 +47,7 @@
 //! Run it with `hack/bench/apiserver.sh` (release build); `--help` lists the knobs.
 
 mod admission;
+mod aggregation;
 mod authz;
 mod bare;
 mod client;
@@ -150,6 +155,13 @@ struct Args {
     /// `--max-mutating-requests-inflight` is half of it); unset: the defaults (400 and 200).
     #[arg(long)]
     fair_max_inflight: Option<usize>,
+    /// Custom resources created one at a time while a watch directly on the extension and one
+    /// through the aggregator are open (`--only aggregation`).
+    #[arg(long, default_value_t = 50)]
+    agg_events: usize,
+    /// Milliseconds between those creates.
+    #[arg(long, default_value_t = 50)]
+    agg_event_interval_ms: u64,
     /// Where data directories go (default: a temporary directory under /var/tmp, on disk).
     #[arg(long)]
     dir: Option<PathBuf>,
@@ -178,6 +190,7 @@ enum Part {
     Memory,
     Admission,
     Fairness,
+    Aggregation,
 }
 
 impl Args {
@@ -202,6 +215,7 @@ impl Args {
             self.fair_objects = self.fair_objects.min(200);
             self.fair_flood_connections = self.fair_flood_connections.min(8);
             self.fair_seconds = self.fair_seconds.min(3.0);
+            self.agg_events = self.agg_events.min(20);
         }
     }
 
@@ -1234,6 +1248,9 @@ async fn run(args: &Args) -> anyhow::Result<()> {
     if args.only.contains(&Part::Fairness) {
         fairness::fairness(args, &dir).await?;
     }
+    if args.only.contains(&Part::Aggregation) {
+        aggregation::aggregation(args, &dir).await?;
+    }
     if args.only.contains(&Part::Memory) {
         memory::memory_per_object(args, &dir).await?;
     }
@@ -1247,6 +1264,7 @@ async fn run(args: &Args) -> anyhow::Result<()> {
                 | Part::Memory
                 | Part::Admission
                 | Part::Fairness
+                | Part::Aggregation
         )
     }) {
         return Ok(());
