@@ -610,6 +610,8 @@ struct Seen {
 }
 
 impl Seen {
+    /// What a watch whose events arrived at `arrivals` saw of the creates sent at `sent`
+    /// (both in nanoseconds since the same instant).
     fn of(arrivals: &[Option<u64>], sent: &[u64]) -> Self {
         let latencies: Vec<Option<u64>> = arrivals
             .iter()
