@@ -35,7 +35,11 @@
 //!     cloud provider's (Crossplane's) posted at once and in batches to one SQLite server: time
 //!     to all `Established`, memory per CRD (settled and peak), discovery and OpenAPI latency
 //!     and size, custom resources of a sample of kinds, and memory after the CRDs are deleted,
-//!     against issue #43's targets (see `crdscale.rs`).
+//!     against issue #43's targets (see `crdscale.rs`);
+//! 14. (`--only aggregation`, run by `hack/bench/aggregation.sh`) GET and LIST of a custom
+//!     resource and watch event latency directly from an extension API server and through an
+//!     aggregator proxying its APIService, two SQLite servers, interleaved (see
+//!     `aggregation.rs`).
 //!
 //! Beside each throughput, the CPU time (user + system) the serving processes spent per
 //! operation: on a shared machine it moves less than the rates do.
@@ -48,6 +52,7 @@
 //! Run it with `hack/bench/apiserver.sh` (release build); `--help` lists the knobs.
 
 mod admission;
+mod aggregation;
 mod authz;
 mod bare;
 mod client;
@@ -192,6 +197,13 @@ struct Args {
     /// measures nothing.
     #[arg(long)]
     crd_scale_write: Option<PathBuf>,
+    /// Custom resources created one at a time while a watch directly on the extension and one
+    /// through the aggregator are open (`--only aggregation`).
+    #[arg(long, default_value_t = 50)]
+    agg_events: usize,
+    /// Milliseconds between those creates.
+    #[arg(long, default_value_t = 50)]
+    agg_event_interval_ms: u64,
     /// Where data directories go (default: a temporary directory under /var/tmp, on disk).
     #[arg(long)]
     dir: Option<PathBuf>,
@@ -221,6 +233,7 @@ enum Part {
     Admission,
     Fairness,
     CrdScale,
+    Aggregation,
 }
 
 impl Args {
@@ -249,6 +262,7 @@ impl Args {
             self.crd_scale_batch = self.crd_scale_batch.min(20);
             self.crd_scale_samples = self.crd_scale_samples.min(5);
             self.crd_scale_timeout = self.crd_scale_timeout.min(120.0);
+            self.agg_events = self.agg_events.min(20);
         }
     }
 
@@ -1281,6 +1295,9 @@ async fn run(args: &Args) -> anyhow::Result<()> {
     if args.only.contains(&Part::Fairness) {
         fairness::fairness(args, &dir).await?;
     }
+    if args.only.contains(&Part::Aggregation) {
+        aggregation::aggregation(args, &dir).await?;
+    }
     if args.only.contains(&Part::Memory) {
         memory::memory_per_object(args, &dir).await?;
     }
@@ -1298,6 +1315,7 @@ async fn run(args: &Args) -> anyhow::Result<()> {
                 | Part::Admission
                 | Part::Fairness
                 | Part::CrdScale
+                | Part::Aggregation
         )
     }) {
         return Ok(());
