@@ -17,7 +17,7 @@
 
 use std::collections::HashMap;
 use std::net::SocketAddr;
-use std::sync::Arc;
+use std::sync::{Arc, PoisonError};
 
 use bytes::Bytes;
 use genplane_apimachinery::errors::{ApiError, Status, StatusReason};
@@ -90,8 +90,14 @@ pub struct Target {
     /// Why it is not available, when it is not: its requests are answered 503.
     pub unavailable: Option<String>,
     tls: tokio_rustls::TlsConnector,
-    /// The HTTP/2 connection, when the server speaks it and it is open.
-    h2: tokio::sync::Mutex<Option<hyper::client::conn::http2::SendRequest<ProxyBody>>>,
+    /// `<server_name>:<port>`, what an HTTP/2 request names as its authority (made once).
+    authority: Option<hyper::http::uri::Authority>,
+    /// The HTTP/2 connection, when the server speaks it and it is open: taken for each request
+    /// without waiting.
+    h2: std::sync::Mutex<Option<hyper::client::conn::http2::SendRequest<ProxyBody>>>,
+    /// Held while a connection is made, so that requests arriving meanwhile wait for it
+    /// rather than each making one.
+    connecting: tokio::sync::Mutex<()>,
 }
 
 impl std::fmt::Debug for Target {
@@ -121,13 +127,16 @@ impl Target {
         mut tls: rustls::ClientConfig,
     ) -> Self {
         tls.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
+        let authority = format!("{server_name}:{}", address.port()).parse().ok();
         Self {
             api_service,
             address,
             server_name,
             unavailable: None,
             tls: tokio_rustls::TlsConnector::from(Arc::new(tls)),
-            h2: tokio::sync::Mutex::new(None),
+            authority,
+            h2: std::sync::Mutex::new(None),
+            connecting: tokio::sync::Mutex::new(()),
         }
     }
 
@@ -184,54 +193,61 @@ impl Target {
         &self,
         mut request: Request<ProxyBody>,
     ) -> Result<Response<hyper::body::Incoming>, Error> {
-        let authority = format!("{}:{}", self.server_name, self.address.port());
-        let path = request
-            .uri()
-            .path_and_query()
-            .map_or("/", |p| p.as_str())
-            .to_owned();
-        // The shared connection is held only while a request is put on it: the answers are
-        // awaited without the lock, so that a slow one does not hold up the others.
-        let mut shared = self.h2.lock().await;
-        let open = match shared.as_ref() {
-            Some(sender) if !sender.is_closed() => Some(sender.clone()),
-            _ => None,
-        };
-        let sender = match open {
+        let sender = match self.open_h2() {
             Some(sender) => Sender::H2(sender),
             None => {
-                *shared = None;
-                let sender = self.connect().await?;
-                if let Sender::H2(sender) = &sender {
-                    *shared = Some(sender.clone());
+                // One connection is made at a time; who waited for it takes it.
+                let _connecting = self.connecting.lock().await;
+                match self.open_h2() {
+                    Some(sender) => Sender::H2(sender),
+                    None => {
+                        let sender = self.connect().await?;
+                        if let Sender::H2(sender) = &sender {
+                            *self.h2.lock().unwrap_or_else(PoisonError::into_inner) =
+                                Some(sender.clone());
+                        }
+                        sender
+                    }
                 }
-                sender
             }
         };
-        drop(shared);
+        let path_and_query = request.uri().path_and_query().cloned();
         match sender {
             Sender::H2(mut sender) => {
-                *request.uri_mut() = absolute(&authority, &path);
+                // An HTTP/2 request names its target whole: `https://<authority><path>`.
+                let mut uri = hyper::http::uri::Parts::default();
+                uri.scheme = Some(hyper::http::uri::Scheme::HTTPS);
+                uri.authority = self.authority.clone();
+                uri.path_and_query = path_and_query;
+                *request.uri_mut() = hyper::Uri::from_parts(uri).unwrap_or_default();
                 sender.ready().await?;
                 Ok(sender.send_request(request).await?)
             }
             Sender::H1(mut sender) => {
-                if let Ok(host) = HeaderValue::from_str(&authority) {
+                if let Some(host) = self
+                    .authority
+                    .as_ref()
+                    .and_then(|a| HeaderValue::from_str(a.as_str()).ok())
+                {
                     request.headers_mut().insert(hyper::header::HOST, host);
                 }
-                *request.uri_mut() = path.parse().unwrap_or_default();
                 sender.ready().await?;
                 Ok(sender.send_request(request).await?)
             }
         }
     }
-}
 
-/// `https://<authority><path>`, as an HTTP/2 request names its target.
-fn absolute(authority: &str, path: &str) -> hyper::Uri {
-    format!("https://{authority}{path}")
-        .parse()
-        .unwrap_or_default()
+    /// The shared HTTP/2 connection's sender, when it is open.
+    fn open_h2(&self) -> Option<hyper::client::conn::http2::SendRequest<ProxyBody>> {
+        let mut shared = self.h2.lock().unwrap_or_else(PoisonError::into_inner);
+        match shared.as_ref() {
+            Some(sender) if !sender.is_closed() => Some(sender.clone()),
+            _ => {
+                *shared = None;
+                None
+            }
+        }
+    }
 }
 
 /// The group-versions served by other servers, by group and version.
@@ -330,12 +346,9 @@ pub(crate) async fn proxy(
     };
     let mut request = Request::new(body);
     *request.method_mut() = parts.method;
-    *request.uri_mut() = parts
-        .uri
-        .path_and_query()
-        .map_or("/", |p| p.as_str())
-        .parse()
-        .unwrap_or_default();
+    let mut uri = hyper::http::uri::Parts::default();
+    uri.path_and_query = parts.uri.path_and_query().cloned();
+    *request.uri_mut() = hyper::Uri::from_parts(uri).unwrap_or_default();
     let headers = request.headers_mut();
     for (name, value) in &parts.headers {
         if !withheld(name) {
