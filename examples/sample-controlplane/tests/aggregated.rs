@@ -9,7 +9,7 @@
 #![allow(clippy::unwrap_used)]
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::process::{Command, Output};
 use std::time::Duration;
 
 use futures::StreamExt as _;
@@ -17,7 +17,7 @@ use kube::api::{Api, ApiResource, DynamicObject, GroupVersionKind, WatchEvent, W
 use serde_json::{Value, json};
 
 use genplane_test_support::clients::kube_client;
-use genplane_test_support::process::{Process, ok, text};
+use genplane_test_support::process::{Process, ok, output_with_input, text};
 use genplane_test_support::{eventually, eventually_holds};
 
 const BIN: &str = env!("CARGO_BIN_EXE_sample-controlplane");
@@ -48,23 +48,9 @@ fn serving_port(process: &mut Process) -> u16 {
 
 /// kubectl with `kubeconfig`, its discovery cached beside it.
 fn kubectl(kubeconfig: &Path, args: &[&str], stdin: Option<&str>) -> Output {
-    let mut child = genplane_test_support::kubectl_command("kubectl", kubeconfig)
-        .args(args)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    if let Some(input) = stdin {
-        use std::io::Write as _;
-        child
-            .stdin
-            .take()
-            .unwrap()
-            .write_all(input.as_bytes())
-            .unwrap();
-    }
-    child.wait_with_output().unwrap()
+    let mut command = genplane_test_support::kubectl_command("kubectl", kubeconfig);
+    command.args(args);
+    output_with_input(command, stdin)
 }
 
 fn widgets() -> ApiResource {

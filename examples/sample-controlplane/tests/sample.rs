@@ -5,7 +5,7 @@
 #![allow(clippy::unwrap_used)]
 
 use std::path::PathBuf;
-use std::process::{Command, Output, Stdio};
+use std::process::{Command, Output};
 use std::time::Instant;
 
 use futures::StreamExt as _;
@@ -22,7 +22,7 @@ use genplane_component_base::notify::Notifier;
 use genplane_component_base::shutdown::Shutdown;
 use genplane_controller::roles::feature_controller::{self, FeatureControllerOptions};
 use genplane_test_support::clients::kube_client;
-use genplane_test_support::process::{Process, ok, text};
+use genplane_test_support::process::{Process, ok, output_with_input, text};
 use genplane_test_support::{DEADLINE, eventually_async};
 
 /// The running sample, killed when dropped.
@@ -58,23 +58,9 @@ impl Sample {
 
     /// kubectl with the admin's kubeconfig, its discovery cached for this server alone.
     fn kubectl(&self, args: &[&str], stdin: Option<&str>) -> Output {
-        let mut child = genplane_test_support::kubectl_command("kubectl", self.kubeconfig())
-            .args(args)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        if let Some(input) = stdin {
-            use std::io::Write as _;
-            child
-                .stdin
-                .take()
-                .unwrap()
-                .write_all(input.as_bytes())
-                .unwrap();
-        }
-        child.wait_with_output().unwrap()
+        let mut command = genplane_test_support::kubectl_command("kubectl", self.kubeconfig());
+        command.args(args);
+        output_with_input(command, stdin)
     }
 
     async fn client(&self) -> kube::Client {

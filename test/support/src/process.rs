@@ -229,6 +229,24 @@ pub fn text(output: &Output) -> String {
     )
 }
 
+/// Runs `command` with `input` on its standard input (none: an empty one) and collects both
+/// outputs.
+pub fn output_with_input(mut command: Command, input: Option<&str>) -> Output {
+    use std::io::Write as _;
+    let mut child = command
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    if let Some(input) = input {
+        stdin.write_all(input.as_bytes()).unwrap();
+    }
+    drop(stdin);
+    child.wait_with_output().unwrap()
+}
+
 /// The standard output of a command that must have succeeded (the test fails with both
 /// outputs otherwise).
 pub fn ok(output: Output) -> String {

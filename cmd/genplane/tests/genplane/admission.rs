@@ -328,21 +328,9 @@ fn calls(seen: &Seen, path: &str) -> usize {
 
 /// Runs kubectl with `manifest` on its standard input (`-f -`).
 pub(crate) fn kubectl_stdin(server: &Apiserver, args: &[&str], manifest: &Value) -> Output {
-    use std::io::Write as _;
-    let mut child = crate::support::kubectl_command("kubectl", server.kubeconfig())
-        .args(args)
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(manifest.to_string().as_bytes())
-        .unwrap();
-    child.wait_with_output().unwrap()
+    let mut command = crate::support::kubectl_command("kubectl", server.kubeconfig());
+    command.args(args);
+    genplane_test_support::process::output_with_input(command, Some(&manifest.to_string()))
 }
 
 fn configmap(name: &str, namespace: &str, labels: Value) -> Value {

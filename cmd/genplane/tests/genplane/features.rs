@@ -49,21 +49,9 @@ spec: {holderIdentity: me, strategy: OldestEmulationVersion, preferredHolder: yo
 ";
 
 fn apply_stdin(kubeconfig: &Path, args: &[&str], input: &str) -> Output {
-    use std::io::Write as _;
-    let mut child = crate::support::kubectl_command("kubectl", kubeconfig)
-        .args(args)
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(input.as_bytes())
-        .unwrap();
-    child.wait_with_output().unwrap()
+    let mut command = crate::support::kubectl_command("kubectl", kubeconfig);
+    command.args(args);
+    genplane_test_support::process::output_with_input(command, Some(input))
 }
 
 fn all_in_one(dir: &Path, gates: &str) -> (Process, PathBuf) {

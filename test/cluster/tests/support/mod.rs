@@ -7,7 +7,7 @@
 use std::io::{Read as _, Write as _};
 use std::net::TcpStream;
 use std::path::PathBuf;
-use std::process::{Command, Output, Stdio};
+use std::process::{Command, Output};
 use std::time::Duration;
 
 pub(crate) use genplane_test_support::eventually_async as eventually;
@@ -114,20 +114,9 @@ impl Cluster {
 
     /// Runs kubectl 1.33 with `args` and `stdin` (its discovery cached for this cluster alone).
     pub(crate) fn kubectl_output(&self, args: &[&str], stdin: &str) -> Output {
-        let mut child = genplane_test_support::kubectl_command(kubectl_1_33(), self.kubeconfig())
-            .args(args)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        child
-            .stdin
-            .take()
-            .unwrap()
-            .write_all(stdin.as_bytes())
-            .unwrap();
-        child.wait_with_output().unwrap()
+        let mut command = genplane_test_support::kubectl_command(kubectl_1_33(), self.kubeconfig());
+        command.args(args);
+        genplane_test_support::process::output_with_input(command, Some(stdin))
     }
 
     /// Runs kubectl 1.33 with `args`; its output, asserting it succeeded.
