@@ -282,41 +282,36 @@ impl Collector for FlowControlMetrics {
                 ConstCounter::new(count).encode(family.encode_family(&labels)?)?;
             }
         }
-        let mut family = encoder.encode_descriptor(
-            "apiserver_flowcontrol_request_wait_duration_seconds",
-            "How long requests waited in their queue, by FlowSchema, priority level and whether \
-             they then ran",
-            None,
-            MetricType::Histogram,
-        )?;
-        for ((schema, level), counts) in &flows {
-            for (histogram, execute) in counts.wait.iter().zip(FlowCounts::WAIT_EXECUTE) {
-                if let Some(histogram) = histogram.get() {
-                    let labels = [
-                        ("flow_schema", &**schema),
-                        ("priority_level", &**level),
-                        ("execute", execute),
-                    ];
-                    histogram.encode(family.encode_family(&labels)?)?;
-                }
-            }
-        }
-        let mut family = encoder.encode_descriptor(
-            "apiserver_flowcontrol_request_execution_seconds",
-            "How long requests ran (a watch until its stream started), by FlowSchema, priority \
-             level and type",
-            None,
-            MetricType::Histogram,
-        )?;
-        for ((schema, level), counts) in &flows {
-            for (histogram, kind) in counts.execution.iter().zip(FlowCounts::EXECUTION_TYPE) {
-                if let Some(histogram) = histogram.get() {
-                    let labels = [
-                        ("flow_schema", &**schema),
-                        ("priority_level", &**level),
-                        ("type", kind),
-                    ];
-                    histogram.encode(family.encode_family(&labels)?)?;
+        type Pair = [std::sync::OnceLock<Histogram>; 2];
+        for (name, help, label, values, pair) in [
+            (
+                "apiserver_flowcontrol_request_wait_duration_seconds",
+                "How long requests waited in their queue, by FlowSchema, priority level and \
+                 whether they then ran",
+                "execute",
+                FlowCounts::WAIT_EXECUTE,
+                (|c: &FlowCounts| &c.wait) as fn(&FlowCounts) -> &Pair,
+            ),
+            (
+                "apiserver_flowcontrol_request_execution_seconds",
+                "How long requests ran (a watch until its stream started), by FlowSchema, \
+                 priority level and type",
+                "type",
+                FlowCounts::EXECUTION_TYPE,
+                |c| &c.execution,
+            ),
+        ] {
+            let mut family = encoder.encode_descriptor(name, help, None, MetricType::Histogram)?;
+            for ((schema, level), counts) in &flows {
+                for (histogram, value) in pair(counts).iter().zip(values) {
+                    if let Some(histogram) = histogram.get() {
+                        let labels = [
+                            ("flow_schema", &**schema),
+                            ("priority_level", &**level),
+                            (label, value),
+                        ];
+                        histogram.encode(family.encode_family(&labels)?)?;
+                    }
                 }
             }
         }

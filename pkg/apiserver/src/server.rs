@@ -648,11 +648,7 @@ impl<S: Storage> ApiServer<S> {
         let openapi = builtin_openapi
             .extended(custom_documents)
             .with_remote(aggregated.openapi.clone());
-        let openapi_v2 = Arc::new(OpenApiV2::new(
-            &openapi,
-            aggregated.openapi_documents.clone(),
-            version["gitVersion"].as_str().unwrap_or_default(),
-        ));
+        let openapi_v2 = Self::openapi_v2(version, &openapi, &aggregated);
         Served {
             resources,
             discovery,
@@ -661,6 +657,16 @@ impl<S: Storage> ApiServer<S> {
             openapi_v2,
             aggregated,
         }
+    }
+
+    /// The OpenAPI v2 document (built at its first request) of `openapi` and of the
+    /// documents other servers serve (`aggregated`), for a server of `version`.
+    fn openapi_v2(version: &Value, openapi: &OpenApiV3, aggregated: &Aggregated) -> Arc<OpenApiV2> {
+        Arc::new(OpenApiV2::new(
+            openapi,
+            aggregated.openapi_documents.clone(),
+            version["gitVersion"].as_str().unwrap_or_default(),
+        ))
     }
 
     /// Discovery of `resources`, and of `aggregated` (what other servers serve) in the
@@ -711,11 +717,7 @@ impl<S: Storage> ApiServer<S> {
         let openapi_v2 = if aggregated.openapi_documents == current.aggregated.openapi_documents {
             current.openapi_v2.clone()
         } else {
-            Arc::new(OpenApiV2::new(
-                &openapi,
-                aggregated.openapi_documents.clone(),
-                self.version["gitVersion"].as_str().unwrap_or_default(),
-            ))
+            Self::openapi_v2(&self.version, &openapi, &aggregated)
         };
         *served = Arc::new(Served {
             resources: current.resources.clone(),
@@ -774,11 +776,7 @@ impl<S: Storage> ApiServer<S> {
             let openapi_v2 = if now.openapi_documents == aggregated.openapi_documents {
                 served.openapi_v2
             } else {
-                Arc::new(OpenApiV2::new(
-                    &openapi,
-                    now.openapi_documents.clone(),
-                    self.version["gitVersion"].as_str().unwrap_or_default(),
-                ))
+                Self::openapi_v2(&self.version, &openapi, &now)
             };
             Served {
                 discovery: Self::discovery_of(&served.resources, &now),
