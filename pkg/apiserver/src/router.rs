@@ -276,7 +276,7 @@ impl<S: Storage> ApiServer<S> {
             let Some(resource) = served.find(info) else {
                 return Err(self.not_found_at(&info.path));
             };
-            (resource.clone(), served.types.clone())
+            (resource.clone(), served.types.of_resource(resource))
         };
         if !in_scope(resource.info.namespaced, info) || info.parts.len() > 3 {
             return Err(not_found_in_web_service());

@@ -2,6 +2,7 @@
 //! as a whole when they come and go), its settings, and [`ApiServer::handle`], which passes
 //! every request through the filter chain ([`crate::filters`]) to the router.
 
+use std::collections::HashMap;
 use std::sync::Arc;
 
 use bytes::Bytes;
@@ -26,7 +27,7 @@ use crate::flowcontrol::FlowControl;
 use crate::kind::ServedKind;
 use crate::metrics::ApiMetrics;
 use crate::openapi::builder::{self, ServedResource};
-use crate::openapi::{OpenApiV2, OpenApiV3};
+use crate::openapi::{CustomDocument, OpenApiV2, OpenApiV3};
 use crate::request_info::RequestInfo;
 use crate::security::Security;
 
@@ -206,10 +207,12 @@ impl<S: Storage> Resource<S> {
 #[derive(Debug)]
 pub(crate) struct Served<S: Storage> {
     pub(crate) resources: Vec<Arc<Resource<S>>>,
+    /// The position in `resources` of each, by group, version and resource.
+    index: HashMap<(String, String, String), usize>,
     pub(crate) discovery: Discovery,
-    /// The type model of the served kinds (list/map semantics, patch strategies), read from
+    /// The type models of the served kinds (list/map semantics, patch strategies), read from
     /// the OpenAPI documents, for strategic merge patch and server-side apply.
-    pub(crate) types: Arc<genplane_merge::Schema>,
+    pub(crate) types: TypeModels,
     /// The OpenAPI v3 documents, as served (the schemas of kinds are read back from them).
     pub(crate) openapi: OpenApiV3,
     pub(crate) openapi_v2: Arc<OpenApiV2>,
@@ -221,11 +224,70 @@ pub(crate) struct Served<S: Storage> {
 impl<S: Storage> Served<S> {
     /// The resource a request names.
     pub(crate) fn find(&self, info: &RequestInfo) -> Option<&Arc<Resource<S>>> {
-        self.resources.iter().find(|r| {
-            r.info.group == info.api_group
-                && r.info.version == info.api_version
-                && r.info.resource == info.resource
-        })
+        // The key is made only to look it up; a request's names are short.
+        let key = (
+            info.api_group.clone(),
+            info.api_version.clone(),
+            info.resource.clone(),
+        );
+        self.index.get(&key).map(|at| &self.resources[*at])
+    }
+
+    /// The position of each of `resources` by group, version and resource (the first, should
+    /// two share them).
+    fn index_of(resources: &[Arc<Resource<S>>]) -> HashMap<(String, String, String), usize> {
+        let mut index = HashMap::with_capacity(resources.len());
+        for (at, r) in resources.iter().enumerate() {
+            index
+                .entry((
+                    r.info.group.clone(),
+                    r.info.version.clone(),
+                    r.info.resource.clone(),
+                ))
+                .or_insert(at);
+        }
+        index
+    }
+}
+
+/// The type models of what a server serves: the built-in kinds' one, made once, and one per
+/// group-version of custom resources, read from its OpenAPI document when first needed.
+#[derive(Clone, Debug)]
+pub(crate) struct TypeModels {
+    builtin: Arc<genplane_merge::Schema>,
+    /// By group and version.
+    custom: Arc<HashMap<(String, String), Arc<CustomDocument>>>,
+}
+
+impl TypeModels {
+    /// The model of a served resource's kinds.
+    pub(crate) fn of_resource<S: Storage>(
+        &self,
+        resource: &Resource<S>,
+    ) -> Arc<genplane_merge::Schema> {
+        if resource.info.builtin_info().is_some() {
+            return self.builtin.clone();
+        }
+        self.custom
+            .get(&(resource.info.group.clone(), resource.info.version.clone()))
+            .map_or_else(|| self.builtin.clone(), |d| d.types())
+    }
+
+    /// The model that describes the kind `group`/`version`, `kind`: its group-version's
+    /// custom resources' when they describe it, else the built-in one.
+    pub(crate) fn of_kind(
+        &self,
+        group: &str,
+        version: &str,
+        kind: &str,
+    ) -> Arc<genplane_merge::Schema> {
+        if let Some(document) = self.custom.get(&(group.to_owned(), version.to_owned())) {
+            let types = document.types();
+            if types.kind(group, version, kind).is_some() {
+                return types;
+            }
+        }
+        self.builtin.clone()
     }
 }
 
@@ -357,7 +419,7 @@ pub struct ApiServer<S: Storage> {
     /// The OpenAPI documents of the built-in resources, serialized (a snapshot shares them).
     builtin_openapi: OpenApiV3,
     /// The type model of the built-in resources' documents.
-    builtin_types: genplane_merge::Schema,
+    builtin_types: Arc<genplane_merge::Schema>,
     served: Arc<std::sync::RwLock<Arc<Served<S>>>>,
     /// Counts the changes of what is served ([`ApiServer::served_changes`]).
     changes: tokio::sync::watch::Sender<u64>,
@@ -470,12 +532,13 @@ fn mutating_admission_policies<S: Storage>(
     served: &Arc<std::sync::RwLock<Arc<Served<S>>>>,
 ) -> Option<Arc<dyn genplane_admission::mutating_policy::MutatingPolicies>> {
     let snapshot = served.clone();
-    let types: crate::admission::policies::ServedTypes = Arc::new(move || {
-        snapshot
+    let types: crate::admission::policies::ServedTypes = Arc::new(move |group, version, kind| {
+        let types = snapshot
             .read()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
             .types
-            .clone()
+            .clone();
+        types.of_kind(group, version, kind)
     });
     Some(Arc::new(
         crate::admission::policies::StoredMutatingPolicies {
@@ -568,10 +631,12 @@ impl<S: Storage> ApiServer<S> {
         );
         // The documents are built from the same tables as the model, so their extensions
         // always read; should one not, patches of that kind degrade to untyped merging.
-        let builtin_types = builder::type_model(&builtin_documents).unwrap_or_else(|error| {
-            tracing::error!(%error, "reading the type model");
-            genplane_merge::Schema::default()
-        });
+        let builtin_types = Arc::new(builder::type_model(&builtin_documents).unwrap_or_else(
+            |error| {
+                tracing::error!(%error, "reading the type model");
+                genplane_merge::Schema::default()
+            },
+        ));
         // Only the documents' bytes are kept: parsed, they take several times more.
         let builtin_openapi = OpenApiV3::from_documents(builtin_documents);
         let version = version_info(build);
@@ -580,7 +645,7 @@ impl<S: Storage> ApiServer<S> {
             &builtin_openapi,
             &builtin_types,
             Vec::new(),
-            Vec::new(),
+            &[],
             Arc::default(),
             &version,
         ))));
@@ -632,27 +697,35 @@ impl<S: Storage> ApiServer<S> {
     fn snapshot(
         builtin: &[Arc<Resource<S>>],
         builtin_openapi: &OpenApiV3,
-        builtin_types: &genplane_merge::Schema,
+        builtin_types: &Arc<genplane_merge::Schema>,
         custom: Vec<Arc<Resource<S>>>,
-        custom_documents: Vec<builder::Document>,
+        custom_documents: &[Arc<CustomDocument>],
         aggregated: Arc<Aggregated>,
         version: &Value,
     ) -> Served<S> {
         let resources: Vec<Arc<Resource<S>>> = builtin.iter().cloned().chain(custom).collect();
         let discovery = Self::discovery_of(&resources, &aggregated);
-        let mut types = builtin_types.clone();
-        if let Err(error) = builder::extend_type_model(&mut types, &custom_documents) {
-            tracing::error!(%error, "reading the type model of the custom resources");
-            types = builtin_types.clone();
-        }
+        let types = TypeModels {
+            builtin: builtin_types.clone(),
+            custom: Arc::new(
+                custom_documents
+                    .iter()
+                    .filter_map(|d| {
+                        let (group, version) = builder::group_version_of_path(d.path())?;
+                        Some(((group.to_owned(), version.to_owned()), d.clone()))
+                    })
+                    .collect(),
+            ),
+        };
         let openapi = builtin_openapi
             .extended(custom_documents)
             .with_remote(aggregated.openapi.clone());
         let openapi_v2 = Self::openapi_v2(version, &openapi, &aggregated);
         Served {
+            index: Served::index_of(&resources),
             resources,
             discovery,
-            types: Arc::new(types),
+            types,
             openapi,
             openapi_v2,
             aggregated,
@@ -721,6 +794,7 @@ impl<S: Storage> ApiServer<S> {
         };
         *served = Arc::new(Served {
             resources: current.resources.clone(),
+            index: current.index.clone(),
             discovery: Self::discovery_of(&current.resources, &aggregated),
             types: current.types.clone(),
             openapi,
@@ -740,18 +814,19 @@ impl<S: Storage> ApiServer<S> {
     /// Serves `custom` resources (from now on, in place of the custom resources served
     /// before) beside the built-in ones, with `documents` as their OpenAPI documents
     /// (group-version documents below `/openapi/v3/`). A custom resource that names a built-in
-    /// one is ignored: built-in resources always win.
-    pub fn set_custom(&self, custom: Vec<Resource<S>>, documents: Vec<builder::Document>) {
+    /// one is ignored: built-in resources always win. What was passed before and is passed
+    /// again (the same `Arc`s) is shared, not made again: only what changed costs anything.
+    pub fn set_custom(&self, custom: Vec<Arc<Resource<S>>>, documents: &[Arc<CustomDocument>]) {
+        let builtin = Served::index_of(&self.builtin);
         let custom = custom
             .into_iter()
             .filter(|c| {
-                !self.builtin.iter().any(|b| {
-                    b.info.group == c.info.group
-                        && b.info.version == c.info.version
-                        && b.info.resource == c.info.resource
-                })
+                !builtin.contains_key(&(
+                    c.info.group.clone(),
+                    c.info.version.clone(),
+                    c.info.resource.clone(),
+                ))
             })
-            .map(Arc::new)
             .collect();
         let aggregated = self.served().aggregated.clone();
         let served = Self::snapshot(

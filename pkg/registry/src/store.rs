@@ -1157,6 +1157,35 @@ impl<S: Storage> Store<S> {
         .await
     }
 
+    /// Lists like [`Store::list_each`], except the stored objects `known` answers `true` for
+    /// by their revision (their `metadata.resourceVersion`): those are neither decoded nor
+    /// handed to `each`. A follower that keeps what it made of each object at its revision
+    /// passes the unchanged ones by without reading them again. Selectors apply only to the
+    /// objects handed out; a resource converted by a webhook has its pages converted all the
+    /// same.
+    pub async fn list_each_unknown(
+        &self,
+        namespace: &str,
+        options: &ListOptions,
+        mut known: impl FnMut(Revision) -> bool + Send,
+        mut each: impl FnMut(Value) -> Result<(), ApiError> + Send,
+    ) -> Result<ListResult, ApiError> {
+        let selection = self.selection(options)?;
+        let filtering = !selection.is_everything();
+        self.list_stored(namespace, options, filtering, |kv, served| {
+            if known(kv.mod_revision) {
+                return Ok(true);
+            }
+            let object = self.served_sync(kv, served)?;
+            if !self.selects(&selection, &object) {
+                return Ok(false);
+            }
+            each(object)?;
+            Ok(true)
+        })
+        .await
+    }
+
     /// Lists like [`Store::list`], handing out the selected objects' JSON in `items`; the
     /// answer's `items` is empty. Without a selector, a resource served as stored hands out
     /// each object as its stored bytes (shared with the cache) and where its resourceVersion

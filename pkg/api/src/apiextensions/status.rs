@@ -19,7 +19,7 @@
 //! Conditions are JSON objects of `type`, `status`, `lastTransitionTime`, `reason` and
 //! `message`. No clock is read here: the caller passes `now` as an RFC 3339 string.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashMap, HashSet};
 
 use serde_json::{Map, Value, json};
 
@@ -70,6 +70,52 @@ fn equal_to_accepted_or_fresh(
     ))
 }
 
+/// The names every CRD of each group has accepted, read once: a pass over many CRDs asks
+/// [`accepted_names_among`] for each of them instead of reading all the others again for
+/// each ([`accepted_names`] does that for one).
+#[derive(Debug, Default)]
+pub struct NamesInUse {
+    /// By `spec.group`.
+    groups: HashMap<String, GroupNames>,
+    /// The `metadata.name` of every CRD read.
+    crds: HashSet<String>,
+}
+
+/// The names the CRDs of one group have accepted.
+#[derive(Clone, Debug, Default)]
+struct GroupNames {
+    /// Plurals, singulars and short names.
+    resources: BTreeSet<String>,
+    /// Kinds and list kinds.
+    kinds: BTreeSet<String>,
+}
+
+impl GroupNames {
+    fn add(&mut self, crd: &Value) {
+        let names = &crd["status"]["acceptedNames"];
+        self.resources.insert(text(names, "plural").to_owned());
+        self.resources.insert(text(names, "singular").to_owned());
+        self.resources.extend(strings(names, "shortNames"));
+        self.kinds.insert(text(names, "kind").to_owned());
+        self.kinds.insert(text(names, "listKind").to_owned());
+    }
+}
+
+impl NamesInUse {
+    /// The names `crds` have accepted.
+    pub fn of<'a>(crds: impl IntoIterator<Item = &'a Value>) -> Self {
+        let mut used = Self::default();
+        for crd in crds {
+            used.groups
+                .entry(text(&crd["spec"], "group").to_owned())
+                .or_default()
+                .add(crd);
+            used.crds.insert(text(&crd["metadata"], "name").to_owned());
+        }
+        used
+    }
+}
+
 /// The names a CRD may serve and its `NamesAccepted` condition (without
 /// `lastTransitionTime`), as upstream's naming controller computes them.
 ///
@@ -78,28 +124,26 @@ fn equal_to_accepted_or_fresh(
 /// `spec.group` matter. A name that conflicts keeps its previously accepted value in the
 /// answer, and the condition is `False` with the reason of the last conflict found.
 pub fn accepted_names(crd: &Value, others: &[Value]) -> (Value, Value) {
+    accepted_names_among(crd, &NamesInUse::of(others))
+}
+
+/// [`accepted_names`] with the names the other CRDs accepted read beforehand.
+pub fn accepted_names_among(crd: &Value, used: &NamesInUse) -> (Value, Value) {
     let group = text(&crd["spec"], "group");
-    let mut resources = BTreeSet::new();
-    let mut kinds = BTreeSet::new();
     let name = text(&crd["metadata"], "name");
-    let mut all: Vec<&Value> = others.iter().collect();
-    if !others
-        .iter()
-        .any(|o| !name.is_empty() && text(&o["metadata"], "name") == name)
-    {
-        all.push(crd);
-    }
-    for other in all {
-        if text(&other["spec"], "group") != group {
-            continue;
+    let known = used.groups.get(group);
+    // Its own accepted names count even when it was not among those read.
+    let with_own;
+    let in_use = match known {
+        Some(names) if !name.is_empty() && used.crds.contains(name) => names,
+        _ => {
+            let mut names = known.cloned().unwrap_or_default();
+            names.add(crd);
+            with_own = names;
+            &with_own
         }
-        let names = &other["status"]["acceptedNames"];
-        resources.insert(text(names, "plural").to_owned());
-        resources.insert(text(names, "singular").to_owned());
-        resources.extend(strings(names, "shortNames"));
-        kinds.insert(text(names, "kind").to_owned());
-        kinds.insert(text(names, "listKind").to_owned());
-    }
+    };
+    let (resources, kinds) = (&in_use.resources, &in_use.kinds);
 
     let requested = &crd["spec"]["names"];
     let accepted = &crd["status"]["acceptedNames"];
@@ -111,23 +155,23 @@ pub fn accepted_names(crd: &Value, others: &[Value]) -> (Value, Value) {
         }
     };
     record(
-        accept("plural", requested, accepted, &resources, &mut new_names),
+        accept("plural", requested, accepted, resources, &mut new_names),
         "PluralConflict",
     );
     record(
-        accept("singular", requested, accepted, &resources, &mut new_names),
+        accept("singular", requested, accepted, resources, &mut new_names),
         "SingularConflict",
     );
     record(
-        accept_short_names(requested, accepted, &resources, &mut new_names),
+        accept_short_names(requested, accepted, resources, &mut new_names),
         "ShortNamesConflict",
     );
     record(
-        accept("kind", requested, accepted, &kinds, &mut new_names),
+        accept("kind", requested, accepted, kinds, &mut new_names),
         "KindConflict",
     );
     record(
-        accept("listKind", requested, accepted, &kinds, &mut new_names),
+        accept("listKind", requested, accepted, kinds, &mut new_names),
         "ListKindConflict",
     );
     match requested.get("categories") {
@@ -199,9 +243,10 @@ fn accept_short_names(
 /// `NamesAccepted` condition are already right, else the new `status.acceptedNames`, the
 /// `NamesAccepted` condition and the `Established` condition (both without
 /// `lastTransitionTime`: write them with [`set_condition`]). After a write, upstream requeues
-/// the other CRDs of the group, whose names may have been freed.
-pub fn naming_update(crd: &Value, others: &[Value]) -> Option<(Value, Value, Value)> {
-    let (names, names_accepted) = accepted_names(crd, others);
+/// the other CRDs of the group, whose names may have been freed. `used` holds the names the
+/// CRDs the controller knows have accepted (see [`accepted_names`]).
+pub fn naming_update(crd: &Value, used: &NamesInUse) -> Option<(Value, Value, Value)> {
+    let (names, names_accepted) = accepted_names_among(crd, used);
     let current_names = &crd["status"]["acceptedNames"];
     let mut current = current_names.as_object().cloned().unwrap_or_default();
     ensure_names_shape(&mut current);

@@ -1252,12 +1252,13 @@ fn api_approval_conditions() {
 #[test]
 fn the_naming_controller_writes_only_changes() {
     let mut object = crd();
-    let (names, accepted, established) = status::naming_update(&object, &[]).unwrap();
+    let (names, accepted, established) =
+        status::naming_update(&object, &status::NamesInUse::default()).unwrap();
     object["status"]["acceptedNames"] = names;
     status::set_condition(&mut object, accepted, "2026-01-01T00:00:00Z");
     status::set_condition(&mut object, established, "2026-01-01T00:00:00Z");
     assert_eq!(
-        status::naming_update(&object, std::slice::from_ref(&object)),
+        status::naming_update(&object, &status::NamesInUse::of([&object])),
         None
     );
     assert!(status::should_establish(&object));
@@ -1268,7 +1269,8 @@ fn the_naming_controller_writes_only_changes() {
         "example.com",
         json!({"plural": "gadgets", "kind": "Gadget", "shortNames": ["g"]}),
     );
-    let (names, accepted, _) = status::naming_update(&object, &[gadgets]).unwrap();
+    let (names, accepted, _) =
+        status::naming_update(&object, &status::NamesInUse::of([&gadgets])).unwrap();
     assert_eq!(names["shortNames"], json!(["wd"]));
     assert_eq!(accepted["message"], "\"g\" is already in use");
 }

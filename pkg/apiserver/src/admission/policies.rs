@@ -26,8 +26,9 @@ use crate::admission::mirrored::MirroredList;
 /// `kind`, whether it is namespaced and its store.
 pub type KindStores<S> = Arc<dyn Fn(&str, &str, &str) -> Option<(bool, Store<S>)> + Send + Sync>;
 
-/// The served type model at the time of the call (server-side apply's).
-pub type ServedTypes = Arc<dyn Fn() -> Arc<genplane_merge::Schema> + Send + Sync>;
+/// The served type model that describes a kind (given `group`, `version` and `kind`) at the
+/// time of the call (server-side apply's).
+pub type ServedTypes = Arc<dyn Fn(&str, &str, &str) -> Arc<genplane_merge::Schema> + Send + Sync>;
 
 /// The params of the policies: objects of any served kind.
 pub struct ServedParams<S: Storage> {
@@ -145,7 +146,7 @@ impl<S: Storage> MutatingPolicies for StoredMutatingPolicies<S> {
         object: Value,
         configuration: &Value,
     ) -> Result<Value, String> {
-        let types = (self.types)();
+        let types = (self.types)(&kind.group, &kind.version, &kind.kind);
         let Some(ty) = types.kind(&kind.group, &kind.version, &kind.kind) else {
             return Err(format!(
                 "no type information for {}/{}, Kind={}",

@@ -26,7 +26,7 @@
 pub mod builder;
 
 use std::fmt::Write as _;
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock};
 use std::time::Instant;
 
 use bytes::Bytes;
@@ -59,6 +59,61 @@ impl Served {
             bytes: Bytes::from(bytes),
             hash,
         }
+    }
+}
+
+/// A group-version document of custom resources, serialized and hashed once, when it is made:
+/// a server serving many of them makes again only those whose resources changed. The type
+/// model of its kinds (for patches and apply) is read from its bytes at the first request
+/// that needs it, and kept with it.
+#[derive(Debug)]
+pub struct CustomDocument {
+    served: Served,
+    types: OnceLock<Arc<genplane_merge::Schema>>,
+}
+
+impl CustomDocument {
+    /// Serializes and hashes `document`.
+    pub fn new(document: Document) -> Self {
+        let bytes = serde_json::to_vec(&document.document)
+            .expect("invariant: a serde_json::Value always serializes");
+        Self {
+            served: Served::new(document.path, bytes),
+            types: OnceLock::new(),
+        }
+    }
+
+    /// The path below `/openapi/v3/` it is served at.
+    pub fn path(&self) -> &str {
+        &self.served.path
+    }
+
+    /// Its size in bytes, serialized.
+    pub fn len(&self) -> usize {
+        self.served.bytes.len()
+    }
+
+    /// Whether it serialized to nothing (never: a document is a JSON object).
+    pub fn is_empty(&self) -> bool {
+        self.served.bytes.is_empty()
+    }
+
+    /// The type model of its component schemas, read at the first call. A document whose
+    /// schemas do not read as a type model has an empty one (and says why in the log).
+    pub fn types(&self) -> Arc<genplane_merge::Schema> {
+        self.types
+            .get_or_init(|| {
+                let model = parsed(&self.served).map_or_else(
+                    || Ok(genplane_merge::Schema::default()),
+                    |document| builder::type_model(std::slice::from_ref(&document)),
+                );
+                Arc::new(model.unwrap_or_else(|error| {
+                    tracing::error!(path = self.served.path, %error,
+                        "reading the type model of a custom resources' OpenAPI document");
+                    genplane_merge::Schema::default()
+                }))
+            })
+            .clone()
     }
 }
 
@@ -184,11 +239,11 @@ impl OpenApiV3 {
         Self::indexed(serialized(documents))
     }
 
-    /// These documents followed by `more` (serialized and hashed), under a new index: the
-    /// documents already served are shared, not serialized again.
-    pub fn extended(&self, more: Vec<Document>) -> Self {
+    /// These documents followed by `more`, under a new index: every document's bytes are
+    /// shared, not serialized again.
+    pub fn extended(&self, more: &[Arc<CustomDocument>]) -> Self {
         let mut documents = self.documents.clone();
-        documents.extend(serialized(more));
+        documents.extend(more.iter().map(|d| d.served.clone()));
         Self::indexed(documents)
     }
 
@@ -590,7 +645,7 @@ mod tests {
             path: "apis/example.com/v1".to_owned(),
             document: json!({"openapi": "3.0.0", "paths": {}}),
         };
-        let extended = served.extended(vec![custom.clone()]);
+        let extended = served.extended(&[Arc::new(CustomDocument::new(custom.clone()))]);
         assert_eq!(extended.documents.len(), builtin.len() + 1);
         assert!(
             extended.documents[0]

@@ -16,20 +16,21 @@
 pub mod printer;
 pub mod schema;
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use genplane_api::catalog::{ResourceDescription, SubresourceDescription};
 use genplane_apimachinery::errors::{ApiError, Status};
 use genplane_apiserver::kind::ServedKind;
-use genplane_apiserver::openapi::builder::{CustomKind, Document};
+use genplane_apiserver::openapi::CustomDocument;
+use genplane_apiserver::openapi::builder::CustomKind;
 use genplane_apiserver::server::{ApiServer, Resource};
 use genplane_registry::{
-    ConvertFuture, Converter, CustomResourceStrategy, CustomScaleStrategy, CustomStatusStrategy,
-    DeleteOptions, ListOptions, ScalePaths, Store, WriteOptions,
+    ConvertFuture, Converter, CustomResourceStrategy, CustomScaleStrategy, CustomSchema,
+    CustomStatusStrategy, DeleteOptions, ListOptions, ScalePaths, Store, WriteOptions,
 };
-use genplane_storage::Storage;
+use genplane_storage::{Revision, Storage};
 use serde_json::{Value, json};
 
 use genplane_api::apiextensions::status;
@@ -92,6 +93,172 @@ pub struct CustomResources<S: Storage> {
     webhooks: Mutex<HashMap<String, Webhook>>,
     /// Where conversion webhooks given by `service` are reached.
     resolver: ServiceResolver,
+    /// What the passes know of the stored CRDs and serve for them, from pass to pass (held
+    /// through a pass, so that passes never overlap).
+    passes: tokio::sync::Mutex<Passes<S>>,
+}
+
+/// What the passes keep: each stored CRD as last read, what serves it, and the OpenAPI
+/// document of each group-version. A pass reads only the CRDs that changed, makes again only
+/// what serves them and the documents of their group-versions, and computes the status only
+/// of the CRDs of the groups they are in: nothing in proportion to all CRDs but passing
+/// their handles to the server.
+struct Passes<S: Storage> {
+    /// Each stored CRD, by name.
+    crds: BTreeMap<String, Tracked<S>>,
+    /// The name of each stored CRD, by the revision it was read at.
+    revisions: HashMap<Revision, String>,
+    /// Groups with a change since their CRDs' status was last computed and written.
+    dirty_groups: HashSet<String>,
+    /// Group-versions whose document is to be made again.
+    dirty_documents: BTreeSet<(String, String)>,
+    /// The document of each group-version of custom resources.
+    documents: BTreeMap<(String, String), Arc<CustomDocument>>,
+    /// Whether what the server serves is to be handed to it again.
+    changed: bool,
+}
+
+impl<S: Storage> Default for Passes<S> {
+    fn default() -> Self {
+        Self {
+            crds: BTreeMap::new(),
+            revisions: HashMap::new(),
+            dirty_groups: HashSet::new(),
+            dirty_documents: BTreeSet::new(),
+            documents: BTreeMap::new(),
+            changed: false,
+        }
+    }
+}
+
+/// One stored CRD as a pass knows it.
+struct Tracked<S: Storage> {
+    /// The revision it was read at.
+    revision: Revision,
+    /// What its status is computed from: the CRD without its versions, conversion and
+    /// managed fields, which are most of its size.
+    skeleton: Value,
+    /// A hash of its `spec`.
+    spec_hash: u64,
+    /// What serves it, while it is established.
+    served: Option<ServedCrd<S>>,
+}
+
+/// The served versions of one CRD, and what they were made from.
+struct ServedCrd<S: Storage> {
+    made_from: MadeFrom,
+    /// Its group.
+    group: String,
+    /// The served versions, newest first.
+    versions: Vec<String>,
+    resources: Vec<Arc<Resource<S>>>,
+}
+
+/// What the serving of a CRD is made from: the same CRD (its uid), the same spec, and
+/// whether it is being deleted.
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct MadeFrom {
+    uid: String,
+    spec_hash: u64,
+    terminating: bool,
+}
+
+impl<S: Storage> Tracked<S> {
+    /// `crd` as read: its name, and what a pass keeps of it.
+    fn read(crd: Value) -> (String, Self) {
+        let name = text(&crd, "/metadata/name").to_owned();
+        let revision = text(&crd, "/metadata/resourceVersion")
+            .parse()
+            .unwrap_or_default();
+        let spec_hash = {
+            use std::hash::{Hash, Hasher};
+            let mut hasher = std::collections::hash_map::DefaultHasher::new();
+            serde_json::to_vec(&crd["spec"])
+                .unwrap_or_default()
+                .hash(&mut hasher);
+            hasher.finish()
+        };
+        let mut skeleton = crd;
+        if let Some(spec) = skeleton.get_mut("spec").and_then(Value::as_object_mut) {
+            spec.remove("versions");
+            spec.remove("conversion");
+        }
+        if let Some(metadata) = skeleton.get_mut("metadata").and_then(Value::as_object_mut) {
+            metadata.remove("managedFields");
+        }
+        let tracked = Self {
+            revision,
+            skeleton,
+            spec_hash,
+            served: None,
+        };
+        (name, tracked)
+    }
+
+    fn group(&self) -> &str {
+        text(&self.skeleton, "/spec/group")
+    }
+
+    /// What serving it now would be made from.
+    fn made_from(&self) -> MadeFrom {
+        MadeFrom {
+            uid: text(&self.skeleton, "/metadata/uid").to_owned(),
+            spec_hash: self.spec_hash,
+            terminating: self
+                .skeleton
+                .pointer("/metadata/deletionTimestamp")
+                .is_some(),
+        }
+    }
+}
+
+impl<S: Storage> Passes<S> {
+    /// Takes in a CRD read anew.
+    fn update(&mut self, name: String, tracked: Tracked<S>) {
+        self.dirty_groups.insert(tracked.group().to_owned());
+        self.revisions.insert(tracked.revision, name.clone());
+        match self.crds.get_mut(&name) {
+            Some(known) => {
+                self.revisions.remove(&known.revision);
+                self.dirty_groups.insert(known.group().to_owned());
+                known.revision = tracked.revision;
+                known.skeleton = tracked.skeleton;
+                known.spec_hash = tracked.spec_hash;
+            }
+            None => {
+                self.crds.insert(name, tracked);
+            }
+        }
+    }
+
+    /// Forgets a CRD that is no longer stored.
+    fn remove(&mut self, name: &str) {
+        if let Some(gone) = self.crds.remove(name) {
+            self.revisions.remove(&gone.revision);
+            self.dirty_groups.insert(gone.group().to_owned());
+            self.stop_serving(gone.served);
+        }
+    }
+
+    /// Marks the documents of what `served` served to be made again.
+    fn stop_serving(&mut self, served: Option<ServedCrd<S>>) {
+        if let Some(served) = served {
+            for version in served.versions {
+                self.dirty_documents.insert((served.group.clone(), version));
+            }
+            self.changed = true;
+        }
+    }
+}
+
+/// Whether a CRD `status` says it is established.
+fn established(status: &Value) -> bool {
+    status
+        .get("conditions")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .any(|c| c["type"] == status::ESTABLISHED && c["status"] == "True")
 }
 
 impl<S: Storage> std::fmt::Debug for CustomResources<S> {
@@ -147,6 +314,101 @@ pub fn version_priority(a: &str, b: &str) -> std::cmp::Ordering {
     }
 }
 
+/// The served resource of one `version` of `crd`, as discovery and OpenAPI describe it.
+fn description(crd: &Value, version: &Value) -> ResourceDescription {
+    let spec = &crd["spec"];
+    let group = text(spec, "/group");
+    let names = &spec["names"];
+    let kind = text(names, "/kind");
+    let version_name = text(version, "/name");
+    let storage_version = spec["versions"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .find(|v| v["storage"] == true)
+        .map(|v| text(v, "/name"))
+        .unwrap_or_default();
+    let mut subresources = Vec::new();
+    if version.pointer("/subresources/status").is_some() {
+        subresources.push(SubresourceDescription {
+            name: "status".into(),
+            kind: kind.to_owned(),
+            group: None,
+            version: None,
+            verbs: ["get", "patch", "update"].map(str::to_owned).to_vec(),
+        });
+    }
+    if ScalePaths::of_version(version).is_some() {
+        subresources.push(SubresourceDescription {
+            name: "scale".into(),
+            kind: genplane_api::autoscaling::KIND.to_owned(),
+            group: Some(genplane_api::autoscaling::GROUP.to_owned()),
+            version: Some(genplane_api::autoscaling::VERSION.to_owned()),
+            verbs: ["get", "patch", "update"].map(str::to_owned).to_vec(),
+        });
+    }
+    ResourceDescription {
+        group: group.to_owned(),
+        version: version_name.to_owned(),
+        kind: kind.to_owned(),
+        list_kind: match text(names, "/listKind") {
+            "" => format!("{kind}List"),
+            list => list.to_owned(),
+        },
+        resource: text(names, "/plural").to_owned(),
+        singular: match text(names, "/singular") {
+            "" => kind.to_lowercase(),
+            singular => singular.to_owned(),
+        },
+        short_names: strings(names.get("shortNames")),
+        namespaced: text(spec, "/scope") != "Cluster",
+        verbs: genplane_api::catalog::ALL_VERBS
+            .iter()
+            .map(|v| (*v).to_owned())
+            .collect(),
+        categories: strings(names.get("categories")),
+        subresources,
+        storage_api_version: Some(format!("{group}/{storage_version}")),
+    }
+}
+
+/// The kind of `crd`'s version `version_name` as its group-version's OpenAPI document
+/// publishes it; `None` if the CRD has no such version.
+fn published_kind(crd: &Value, version_name: &str) -> Option<CustomKind> {
+    let version = crd
+        .pointer("/spec/versions")?
+        .as_array()?
+        .iter()
+        .find(|v| text(v, "/name") == version_name)?;
+    let published = schema::publish(crd, version);
+    Some(CustomKind {
+        description: description(crd, version),
+        component: published.component,
+        schema: published.schema,
+        list_schema: published.list_schema,
+    })
+}
+
+/// The compiled schemas of one CRD's versions: versions with equal schemas (the usual case)
+/// share one.
+#[derive(Default)]
+struct CompiledSchemas<'a> {
+    compiled: Vec<(Option<&'a Value>, Arc<dyn CustomSchema>)>,
+}
+
+impl<'a> CompiledSchemas<'a> {
+    /// The compiled schema of `version`.
+    fn of(&mut self, version: &'a Value) -> Arc<dyn CustomSchema> {
+        let schema = version.pointer("/schema/openAPIV3Schema");
+        if let Some((_, compiled)) = self.compiled.iter().find(|(s, _)| *s == schema) {
+            return compiled.clone();
+        }
+        let compiled = schema::version_schema(version);
+        self.compiled.push((schema, compiled.clone()));
+        compiled
+    }
+}
+
 impl<S: Storage> CustomResources<S> {
     /// The CRD machinery of `api`, which must serve `apiextensions.k8s.io/v1`
     /// customresourcedefinitions; `storage` makes the storage of each CRD's objects.
@@ -170,6 +432,7 @@ impl<S: Storage> CustomResources<S> {
             cleaning: Mutex::new(Vec::new()),
             webhooks: Mutex::new(HashMap::new()),
             resolver,
+            passes: tokio::sync::Mutex::new(Passes::default()),
         }))
     }
 
@@ -193,52 +456,119 @@ impl<S: Storage> CustomResources<S> {
         .await
     }
 
-    /// One pass over every stored CRD; returns the revision the list was read at.
+    /// One pass over the stored CRDs; returns the revision the list was read at.
     async fn sync(self: &Arc<Self>) -> Result<String, ApiError> {
-        let listed = self.crds.list("", &ListOptions::default()).await?;
-        let mut crds = listed.items;
-        // The status upstream's controllers would write: names accepted and established.
-        // What it says is served before it is written, so that a client that sees
-        // `Established` finds the resource.
-        let mut writes = Vec::new();
-        // The naming helpers take every known CRD, this one included (upstream's lister
-        // includes it), so the list is passed as it was read.
-        let statuses: Vec<Value> = crds.iter().map(|crd| schema::status(crd, &crds)).collect();
-        for (index, status) in statuses.into_iter().enumerate() {
-            if crds[index].get("status") != Some(&status) {
-                crds[index]["status"] = status;
-                writes.push(index);
-            }
+        let mut guard = self.passes.lock().await;
+        let passes = &mut *guard;
+
+        // What changed since the last pass: only the CRDs at a revision not seen before are
+        // read.
+        let mut seen: HashSet<String> = HashSet::new();
+        let mut fresh: Vec<(String, Tracked<S>)> = Vec::new();
+        let revisions = &passes.revisions;
+        let listed = self
+            .crds
+            .list_each_unknown(
+                "",
+                &ListOptions::default(),
+                |revision| match revisions.get(&revision) {
+                    Some(name) => {
+                        seen.insert(name.clone());
+                        true
+                    }
+                    None => false,
+                },
+                |crd| {
+                    fresh.push(Tracked::read(crd));
+                    Ok(())
+                },
+            )
+            .await?;
+        for (name, tracked) in fresh {
+            seen.insert(name.clone());
+            passes.update(name, tracked);
         }
-        let mut resources = Vec::new();
-        let mut documents: BTreeMap<(String, String), Vec<CustomKind>> = BTreeMap::new();
-        let mut live = Vec::new();
-        for crd in &crds {
-            if !status::is_condition_true(crd, status::ESTABLISHED) {
+        let gone: Vec<String> = passes
+            .crds
+            .keys()
+            .filter(|name| !seen.contains(*name))
+            .cloned()
+            .collect();
+        for name in gone {
+            passes.remove(&name);
+        }
+
+        // The status upstream's controllers would write (names accepted, established), for
+        // the CRDs of the groups that changed: the naming of one CRD depends only on the
+        // others of its group. What it says is served before it is written, so that a client
+        // that sees `Established` finds the resource.
+        let used = status::NamesInUse::of(passes.crds.values().map(|t| &t.skeleton));
+        let mut statuses: BTreeMap<String, Value> = BTreeMap::new();
+        for (name, tracked) in &passes.crds {
+            if !passes.dirty_groups.contains(tracked.group()) {
                 continue;
             }
-            let name = text(crd, "/metadata/name").to_owned();
-            let uid = text(crd, "/metadata/uid").to_owned();
-            let storage = match self.storage_of(&name, &uid, crd) {
+            let status = schema::status(&tracked.skeleton, &used);
+            if tracked.skeleton.get("status") != Some(&status) {
+                statuses.insert(name.clone(), status);
+            }
+        }
+
+        // Serve what is established and changed; stop serving what is no longer.
+        let mut remake = Vec::new();
+        for (name, tracked) in &passes.crds {
+            let status = statuses.get(name).unwrap_or(&tracked.skeleton["status"]);
+            let wanted = established(status).then(|| tracked.made_from());
+            let current = tracked.served.as_ref().map(|s| &s.made_from);
+            if current != wanted.as_ref() {
+                remake.push((name.clone(), wanted));
+            } else if wanted.is_some_and(|w| w.terminating) {
+                self.clean_up(name, &tracked.skeleton);
+            }
+        }
+        for (name, wanted) in remake {
+            let old = passes.crds.get_mut(&name).and_then(|t| t.served.take());
+            passes.stop_serving(old);
+            let Some(made_from) = wanted else { continue };
+            let crd = match self.crds.get("", &name, None).await {
+                Ok(crd) => crd,
+                // Gone since the list: the next pass forgets it.
+                Err(error) if error.code == 404 => continue,
+                Err(error) => return Err(error),
+            };
+            let storage = match self.storage_of(&name, &made_from.uid, &crd) {
                 Ok(storage) => storage,
                 Err(error) => {
                     tracing::error!(crd = name, %error, "creating the storage of a CRD");
                     continue;
                 }
             };
-            live.push(name.clone());
-            let terminating = crd.pointer("/metadata/deletionTimestamp").is_some();
-            for (resource, kind) in self.serve(crd, &storage, terminating) {
-                documents
-                    .entry((resource.info.group.clone(), resource.info.version.clone()))
-                    .or_default()
-                    .push(kind);
-                resources.push(resource);
+            let (versions, resources) = self.serve(&crd, &storage, made_from.terminating);
+            let group = text(&crd, "/spec/group").to_owned();
+            for version in &versions {
+                passes
+                    .dirty_documents
+                    .insert((group.clone(), version.clone()));
             }
-            if terminating {
-                self.clean_up(crd, storage);
+            if made_from.terminating {
+                self.clean_up(&name, &crd);
             }
+            if let Some(tracked) = passes.crds.get_mut(&name) {
+                tracked.served = Some(ServedCrd {
+                    made_from,
+                    group,
+                    versions,
+                    resources,
+                });
+            }
+            passes.changed = true;
         }
+        let live: HashSet<&String> = passes
+            .crds
+            .iter()
+            .filter(|(_, t)| t.served.is_some())
+            .map(|(name, _)| name)
+            .collect();
         self.caches
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
@@ -247,20 +577,89 @@ impl<S: Storage> CustomResources<S> {
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
             .retain(|name, _| live.contains(name));
-        let documents: Vec<Document> = documents
-            .into_iter()
-            .map(|((group, version), kinds)| {
-                genplane_apiserver::openapi::builder::custom_group_version_document(
-                    &group, &version, &kinds,
-                )
-            })
-            .collect();
-        self.api.set_custom(resources, documents);
-        for index in writes {
-            let name = text(&crds[index], "/metadata/name").to_owned();
+
+        // The documents of the group-versions whose resources changed, each CRD in them read
+        // once.
+        if !passes.dirty_documents.is_empty() {
+            let dirty = std::mem::take(&mut passes.dirty_documents);
+            let mut kinds: BTreeMap<(String, String), Vec<CustomKind>> = BTreeMap::new();
+            for (name, tracked) in &passes.crds {
+                let Some(served) = &tracked.served else {
+                    continue;
+                };
+                let wanted: Vec<&String> = served
+                    .versions
+                    .iter()
+                    .filter(|v| dirty.contains(&(served.group.clone(), (*v).clone())))
+                    .collect();
+                if wanted.is_empty() {
+                    continue;
+                }
+                let crd = match self.crds.get("", name, None).await {
+                    Ok(crd) => crd,
+                    Err(error) if error.code == 404 => continue,
+                    Err(error) => {
+                        passes.dirty_documents = dirty;
+                        return Err(error);
+                    }
+                };
+                for version in wanted {
+                    if let Some(kind) = published_kind(&crd, version) {
+                        kinds
+                            .entry((served.group.clone(), version.clone()))
+                            .or_default()
+                            .push(kind);
+                    }
+                }
+            }
+            for group_version in dirty {
+                match kinds.remove(&group_version) {
+                    Some(kinds) => {
+                        let (group, version) = &group_version;
+                        let document =
+                            genplane_apiserver::openapi::builder::custom_group_version_document(
+                                group, version, &kinds,
+                            );
+                        passes
+                            .documents
+                            .insert(group_version, Arc::new(CustomDocument::new(document)));
+                    }
+                    None => {
+                        passes.documents.remove(&group_version);
+                    }
+                }
+            }
+            passes.changed = true;
+        }
+        if std::mem::take(&mut passes.changed) {
+            let resources: Vec<Arc<Resource<S>>> = passes
+                .crds
+                .values()
+                .filter_map(|t| t.served.as_ref())
+                .flat_map(|s| s.resources.iter().cloned())
+                .collect();
+            let documents: Vec<Arc<CustomDocument>> = passes.documents.values().cloned().collect();
+            self.api.set_custom(resources, &documents);
+        }
+
+        for (name, status) in statuses {
+            let Some(revision) = passes.crds.get(&name).map(|t| t.revision) else {
+                continue;
+            };
+            let mut crd = match self.crds.get("", &name, None).await {
+                Ok(crd) => crd,
+                Err(error) if error.code == 404 => continue,
+                Err(error) => return Err(error),
+            };
+            // A newer CRD than the one the status was computed for comes back through the
+            // watch.
+            if text(&crd, "/metadata/resourceVersion") != revision.to_string() {
+                continue;
+            }
+            crd["status"] = status;
             match self
                 .crd_status
-                .update("", &name, crds[index].clone(), &WriteOptions::default())
+                .update("", &name, crd, &WriteOptions::default())
                 .await
             {
                 Ok(_) => {}
@@ -269,6 +668,7 @@ impl<S: Storage> CustomResources<S> {
                 Err(error) => return Err(error),
             }
         }
+        passes.dirty_groups.clear();
         Ok(listed.resource_version)
     }
 
@@ -296,34 +696,32 @@ impl<S: Storage> CustomResources<S> {
         Ok(storage)
     }
 
-    /// The served versions of `crd`: their resources and OpenAPI kinds, newest version first.
+    /// The served versions of `crd`, newest first, and their resources. Versions with the
+    /// same schema share one compiled form of it.
     fn serve(
         &self,
         crd: &Value,
         storage: &Arc<S>,
         terminating: bool,
-    ) -> Vec<(Resource<S>, CustomKind)> {
+    ) -> (Vec<String>, Vec<Arc<Resource<S>>>) {
         let spec = &crd["spec"];
         let group = text(spec, "/group");
         let names = &spec["names"];
         let plural = text(names, "/plural");
         let kind = text(names, "/kind");
-        let list_kind = match text(names, "/listKind") {
-            "" => format!("{kind}List"),
-            list => list.to_owned(),
-        };
         let namespaced = text(spec, "/scope") != "Cluster";
         let versions: Vec<&Value> = spec["versions"]
             .as_array()
             .map(|v| v.iter().collect())
             .unwrap_or_default();
+        let mut compiled = CompiledSchemas::default();
         let stored_version = versions.iter().find(|v| v["storage"] == true);
         let storage_version = stored_version.map(|v| text(v, "/name")).unwrap_or_default();
         // Objects written in another version are pruned to the storage version's schema when
         // they are stored.
         let storage_schema = stored_version
-            .filter(|_| spec["versions"].as_array().is_some_and(|v| v.len() > 1))
-            .map(|v| schema::version_schema(v));
+            .filter(|_| versions.len() > 1)
+            .map(|v| compiled.of(v));
         let converter = self.converter(crd);
         let mut served: Vec<&Value> = versions
             .into_iter()
@@ -331,9 +729,10 @@ impl<S: Storage> CustomResources<S> {
             .collect();
         served.sort_by(|a, b| version_priority(text(a, "/name"), text(b, "/name")));
         let mut out = Vec::new();
+        let mut names_out = Vec::new();
         for version in served {
             let version_name = text(version, "/name");
-            let compiled = schema::compile(crd, version);
+            let schema = compiled.of(version);
             let status = version.pointer("/subresources/status").is_some();
             let scale = ScalePaths::of_version(version);
             let selectable: Vec<String> = version
@@ -351,7 +750,7 @@ impl<S: Storage> CustomResources<S> {
                 version_name,
                 storage_version,
                 namespaced,
-                compiled.schema.clone(),
+                schema.clone(),
             )
             .with_status(status)
             .with_converter(converter.clone())
@@ -365,7 +764,6 @@ impl<S: Storage> CustomResources<S> {
                 _ => strategy,
             };
             let mut subresources = Vec::new();
-            let mut described = Vec::new();
             if status {
                 subresources.push((
                     "status".to_owned(),
@@ -374,13 +772,6 @@ impl<S: Storage> CustomResources<S> {
                         Arc::new(CustomStatusStrategy::new(strategy.clone())),
                     ),
                 ));
-                described.push(SubresourceDescription {
-                    name: "status".into(),
-                    kind: kind.to_owned(),
-                    group: None,
-                    version: None,
-                    verbs: ["get", "patch", "update"].map(str::to_owned).to_vec(),
-                });
             }
             if let Some(paths) = scale {
                 // The scale subresource reads and writes autoscaling/v1 Scales.
@@ -391,51 +782,15 @@ impl<S: Storage> CustomResources<S> {
                         Arc::new(CustomScaleStrategy::new(strategy.clone(), paths)),
                     ),
                 ));
-                described.push(SubresourceDescription {
-                    name: "scale".into(),
-                    kind: genplane_api::autoscaling::KIND.to_owned(),
-                    group: Some(genplane_api::autoscaling::GROUP.to_owned()),
-                    version: Some(genplane_api::autoscaling::VERSION.to_owned()),
-                    verbs: ["get", "patch", "update"].map(str::to_owned).to_vec(),
-                });
             }
-            let description = ResourceDescription {
-                group: group.to_owned(),
-                version: version_name.to_owned(),
-                kind: kind.to_owned(),
-                list_kind: list_kind.clone(),
-                resource: plural.to_owned(),
-                singular: match text(names, "/singular") {
-                    "" => kind.to_lowercase(),
-                    singular => singular.to_owned(),
-                },
-                short_names: strings(names.get("shortNames")),
-                namespaced,
-                verbs: genplane_api::catalog::ALL_VERBS
-                    .iter()
-                    .map(|v| (*v).to_owned())
-                    .collect(),
-                categories: strings(names.get("categories")),
-                subresources: described,
-                storage_api_version: Some(format!("{group}/{storage_version}")),
-            };
-            let printer = Printer::new(
-                version.get("additionalPrinterColumns"),
-                compiled.schema.clone(),
-            );
-            let served_kind = ServedKind::custom(description.clone(), Arc::new(printer));
+            let description = description(crd, version);
+            let printer = Printer::new(version.get("additionalPrinterColumns"), schema);
+            let served_kind = ServedKind::custom(description, Arc::new(printer));
             let store = Store::new(storage.clone(), Arc::new(strategy));
-            out.push((
-                Resource::custom(served_kind, store, subresources),
-                CustomKind {
-                    description,
-                    component: compiled.component,
-                    schema: compiled.published,
-                    list_schema: compiled.published_list,
-                },
-            ));
+            out.push(Arc::new(Resource::custom(served_kind, store, subresources)));
+            names_out.push(version_name.to_owned());
         }
-        out
+        (names_out, out)
     }
 
     /// The converter of a CRD whose conversion strategy is `Webhook` (made once per CRD
@@ -473,27 +828,34 @@ impl<S: Storage> CustomResources<S> {
         Some(converter)
     }
 
-    /// Deletes every object of a CRD being deleted, then removes its cleanup finalizer (once;
-    /// later passes find it running).
-    fn clean_up(self: &Arc<Self>, crd: &Value, storage: Arc<S>) {
-        let name = text(crd, "/metadata/name").to_owned();
+    /// Deletes every object of the CRD `name`, being deleted, then removes its cleanup
+    /// finalizer (once; later passes find it running). `crd` is the CRD as last read (its
+    /// finalizers are all that is read of it).
+    fn clean_up(self: &Arc<Self>, name: &str, crd: &Value) {
         if !strings(crd.pointer("/metadata/finalizers")).contains(&CLEANUP_FINALIZER.to_owned()) {
             return;
         }
+        let Some(storage) = self.cached_storage(name) else {
+            return;
+        };
         {
             let mut cleaning = self
                 .cleaning
                 .lock()
                 .unwrap_or_else(std::sync::PoisonError::into_inner);
-            if cleaning.contains(&name) {
+            if cleaning.iter().any(|n| n == name) {
                 return;
             }
-            cleaning.push(name.clone());
+            cleaning.push(name.to_owned());
         }
         let this = self.clone();
-        let crd = crd.clone();
+        let name = name.to_owned();
         tokio::spawn(async move {
-            let result = this.delete_instances(&crd, storage).await;
+            let result = match this.crds.get("", &name, None).await {
+                Ok(crd) => this.delete_instances(&crd, storage).await,
+                Err(error) if error.code == 404 => Ok(()),
+                Err(error) => Err(error),
+            };
             if let Err(error) = &result {
                 tracing::warn!(crd = name, %error, "deleting the objects of a CRD");
             }
@@ -504,11 +866,8 @@ impl<S: Storage> CustomResources<S> {
             if result.is_err() {
                 // Try again on a later pass.
                 tokio::time::sleep(Duration::from_secs(1)).await;
-                if let (Ok(current), Some(storage)) = (
-                    this.crds.get("", &name, None).await,
-                    this.cached_storage(&name),
-                ) {
-                    this.clean_up(&current, storage);
+                if let Ok(current) = this.crds.get("", &name, None).await {
+                    this.clean_up(&name, &current);
                 }
             }
         });

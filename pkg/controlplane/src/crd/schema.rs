@@ -22,17 +22,15 @@ use serde_json::Value;
 #[cfg(test)]
 use serde_json::json;
 
-/// A compiled CRD version.
+/// What a CRD version's group-version OpenAPI document publishes of its kind.
 #[derive(Debug)]
-pub struct Compiled {
-    /// What writes and reads of the version's objects run.
-    pub schema: Arc<dyn CustomSchema>,
+pub struct Published {
     /// The OpenAPI component name of the kind.
     pub component: String,
     /// The published schema of the kind.
-    pub published: Value,
+    pub schema: Value,
     /// The published schema of its list.
-    pub published_list: Value,
+    pub list_schema: Value,
 }
 
 /// The schema of one CRD version, compiled once: structural schema and CEL rules.
@@ -108,8 +106,8 @@ fn text<'a>(value: &'a Value, pointer: &str) -> &'a str {
     value.pointer(pointer).and_then(Value::as_str).unwrap_or("")
 }
 
-/// Compiles one served `version` of `crd`.
-pub fn compile(crd: &Value, version: &Value) -> Compiled {
+/// What the OpenAPI document of `version`'s group-version publishes of `crd`'s kind in it.
+pub fn publish(crd: &Value, version: &Value) -> Published {
     let spec = &crd["spec"];
     let group = text(spec, "/group");
     let kind = text(spec, "/names/kind");
@@ -129,11 +127,10 @@ pub fn compile(crd: &Value, version: &Value) -> Compiled {
         .filter_map(|f| f.get("jsonPath").and_then(Value::as_str))
         .collect();
     openapi::with_selectable_fields(&mut published, &selectable);
-    Compiled {
-        schema: Arc::new(VersionSchema::new(schema)),
+    Published {
         component: openapi::component_name(group, name, kind),
-        published,
-        published_list: openapi::list_schema(group, name, kind, &list_kind, plural),
+        schema: published,
+        list_schema: openapi::list_schema(group, name, kind, &list_kind, plural),
     }
 }
 
@@ -169,11 +166,12 @@ pub fn compile_storage(crd: &Value) -> CustomResourceStrategy {
 /// The status the CRD controllers would write for `crd`, given the other stored CRDs: the
 /// naming controller's accepted names and `NamesAccepted`/`Established`, the establishing
 /// controller's `Established`, the API approval condition, and `Terminating` while it is
-/// deleted. Conditions keep their transition time when they do not change.
-pub fn status(crd: &Value, others: &[Value]) -> Value {
+/// deleted. Conditions keep their transition time when they do not change. `used` holds the
+/// names the stored CRDs (this one among them) have accepted.
+pub fn status(crd: &Value, used: &status::NamesInUse) -> Value {
     let now = crate::now_rfc3339();
     let mut next = crd.clone();
-    if let Some((names, names_accepted, established)) = status::naming_update(crd, others) {
+    if let Some((names, names_accepted, established)) = status::naming_update(crd, used) {
         next["status"]["acceptedNames"] = names;
         status::set_condition(&mut next, names_accepted, &now);
         status::set_condition(&mut next, established, &now);

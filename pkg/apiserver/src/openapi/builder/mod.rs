@@ -99,6 +99,16 @@ pub fn group_version_path(group: &str, version: &str) -> String {
     }
 }
 
+/// The group and version of a group-version path ([`group_version_path`]); `None` for
+/// other paths.
+pub fn group_version_of_path(path: &str) -> Option<(&str, &str)> {
+    if let Some(version) = path.strip_prefix("api/") {
+        return (!version.is_empty() && !version.contains('/')).then_some(("", version));
+    }
+    let (group, version) = path.strip_prefix("apis/")?.split_once('/')?;
+    (!group.is_empty() && !version.is_empty() && !version.contains('/')).then_some((group, version))
+}
+
 /// Every document for `resources` of the built-in catalog, in a stable order: `api`,
 /// `api/v1`, `apis`, then each group (`apis/<group>`, then its versions) in the order the
 /// resources list them.
