@@ -269,14 +269,15 @@ impl<S: Storage> ApiServer<S> {
         body: RequestBody,
         user: &UserInfo,
     ) -> Result<Response<ResponseBody>, ApiError> {
-        // The request keeps its resource and the type model, not the whole snapshot: a watch
-        // that outlives a change of what is served must not keep the old snapshot's documents.
-        let (resource, types) = {
+        // The request keeps its resource and its kinds' type model, not the whole snapshot (nor
+        // every type model): a watch that outlives a change of what is served must not keep
+        // the old snapshot's documents.
+        let (resource, models) = {
             let served = self.served();
             let Some(resource) = served.find(info) else {
                 return Err(self.not_found_at(&info.path));
             };
-            (resource.clone(), served.types.of_resource(resource))
+            (resource.clone(), served.types.clone())
         };
         if !in_scope(resource.info.namespaced, info) || info.parts.len() > 3 {
             return Err(not_found_in_web_service());
@@ -329,6 +330,14 @@ impl<S: Storage> ApiServer<S> {
             return Err(Status::method_not_supported(&resource.info.group_resource(), verb).into());
         }
         let subresource_kind = resource.info.subresource_body(&request.subresource);
+        // Only writes read the type model (field ownership, patches, apply): a read does not
+        // make a custom resources' model that was not made yet.
+        let types = if matches!(verb, "get" | "list" | "watch") {
+            models.builtin()
+        } else {
+            models.of_resource(&resource)
+        };
+        drop(models);
         let ctx = Ctx {
             info: &resource.info,
             body: subresource_kind.as_ref().unwrap_or(&resource.info),

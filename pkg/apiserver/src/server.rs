@@ -260,6 +260,11 @@ pub(crate) struct TypeModels {
 }
 
 impl TypeModels {
+    /// The model of the built-in kinds.
+    pub(crate) fn builtin(&self) -> Arc<genplane_merge::Schema> {
+        self.builtin.clone()
+    }
+
     /// The model of a served resource's kinds.
     pub(crate) fn of_resource<S: Storage>(
         &self,

@@ -484,6 +484,10 @@ impl<S: Storage> CustomResources<S> {
                 },
             )
             .await?;
+        // The CRDs read again below are read at the list's revision or later, from the watch
+        // cache: a consistent read would wait for the cache to reach the newest revision,
+        // once per CRD, while CRDs are being written.
+        let at = listed.resource_version.as_str();
         for (name, tracked) in fresh {
             seen.insert(name.clone());
             passes.update(name, tracked);
@@ -530,7 +534,7 @@ impl<S: Storage> CustomResources<S> {
             let old = passes.crds.get_mut(&name).and_then(|t| t.served.take());
             passes.stop_serving(old);
             let Some(made_from) = wanted else { continue };
-            let crd = match self.crds.get("", &name, None).await {
+            let crd = match self.crds.get("", &name, Some(at)).await {
                 Ok(crd) => crd,
                 // Gone since the list: the next pass forgets it.
                 Err(error) if error.code == 404 => continue,
@@ -595,7 +599,7 @@ impl<S: Storage> CustomResources<S> {
                 if wanted.is_empty() {
                     continue;
                 }
-                let crd = match self.crds.get("", name, None).await {
+                let crd = match self.crds.get("", name, Some(at)).await {
                     Ok(crd) => crd,
                     Err(error) if error.code == 404 => continue,
                     Err(error) => {
@@ -646,7 +650,7 @@ impl<S: Storage> CustomResources<S> {
             let Some(revision) = passes.crds.get(&name).map(|t| t.revision) else {
                 continue;
             };
-            let mut crd = match self.crds.get("", &name, None).await {
+            let mut crd = match self.crds.get("", &name, Some(at)).await {
                 Ok(crd) => crd,
                 Err(error) if error.code == 404 => continue,
                 Err(error) => return Err(error),
