@@ -18,7 +18,8 @@
 //! - `clients` (feature `clients`): raw HTTPS requests and kube-rs clients from a kubeconfig;
 //! - `server` (feature `server`, which builds the whole control plane): an API server in the
 //!   test's own process, assembled as `genplane apiserver` is, on SQLite or a real etcd, with
-//!   its admin clients.
+//!   its admin clients;
+//! - `crd_set` (feature `crd-set`): a generated set of CRDs shaped like a cloud provider's.
 //!
 //! Test-only code: it panics with a message where a test should fail.
 
@@ -27,6 +28,8 @@
 
 #[cfg(feature = "clients")]
 pub mod clients;
+#[cfg(feature = "crd-set")]
+pub mod crd_set;
 pub mod metrics;
 pub mod process;
 #[cfg(feature = "server")]

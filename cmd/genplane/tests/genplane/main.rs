@@ -19,6 +19,7 @@ mod certificates;
 mod controller_manager;
 mod crd;
 mod crd_conversion;
+mod crd_many;
 mod crd_scale;
 mod dispatch;
 mod encryption;

@@ -44,8 +44,6 @@
 //! is killed, and what the mode had reached (CRDs `Established`, RSS per CRD) is reported:
 //! at several MiB per CRD, a full set would otherwise exhaust a shared machine.
 
-mod generate;
-
 use std::collections::{BTreeSet, HashMap, HashSet};
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -61,7 +59,9 @@ use serde_json::{Value, json};
 use crate::client::Client;
 use crate::process::{Server, memory, settled};
 use crate::{Args, create_namespace, mib, ms};
-use generate::{GeneratedCrd, OLD_VERSION, SetOptions, VERSION};
+use genplane_test_support::crd_set::{
+    self as generate, GeneratedCrd, OLD_VERSION, SetOptions, VERSION,
+};
 
 /// The CustomResourceDefinition collection.
 const CRDS: &str = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions";

@@ -1,4 +1,5 @@
-//! The generated CRD set of the CRD-scale part: CustomResourceDefinitions shaped like those of a
+//! A generated set of CustomResourceDefinitions (the CRD-scale benchmark's, and the test that
+//! serves a few hundred of them): CustomResourceDefinitions shaped like those of a
 //! cloud provider's Crossplane provider (or Azure Service Operator), deterministic from a seed.
 //!
 //! What makes real provider CRDs large, and what is reproduced here:
@@ -28,31 +29,33 @@ use bytes::Bytes;
 use serde_json::{Map, Value, json};
 
 /// The API group suffix every generated group ends with.
-pub(crate) const DOMAIN: &str = "bench.genplane.io";
+pub const DOMAIN: &str = "bench.genplane.io";
 /// The provider's name: the middle label of every group, and a category of every CRD.
-pub(crate) const PROVIDER: &str = "acme";
+pub const PROVIDER: &str = "acme";
 /// The served-only version.
-pub(crate) const OLD_VERSION: &str = "v1alpha1";
+pub const OLD_VERSION: &str = "v1alpha1";
 /// The served and stored version.
-pub(crate) const VERSION: &str = "v1beta1";
+pub const VERSION: &str = "v1beta1";
 
 /// The median CRD size (YAML bytes) of a real provider's set.
-pub(crate) const REAL_MEDIAN: usize = 27_000;
+pub const REAL_MEDIAN: usize = 27_000;
 /// The 90th percentile.
-pub(crate) const REAL_P90: usize = 94_000;
+pub const REAL_P90: usize = 94_000;
 /// The largest.
-pub(crate) const REAL_MAX: usize = 1_600_000;
+pub const REAL_MAX: usize = 1_600_000;
 
 /// splitmix64: a tiny, good-enough generator, so that the set depends on the seed alone.
 #[derive(Clone, Debug)]
-pub(crate) struct Rng(u64);
+pub struct Rng(u64);
 
 impl Rng {
-    pub(crate) fn new(seed: u64) -> Self {
+    /// A generator that follows from `seed`.
+    pub fn new(seed: u64) -> Self {
         Self(seed)
     }
 
-    pub(crate) fn next_u64(&mut self) -> u64 {
+    /// The next number.
+    pub fn next_u64(&mut self) -> u64 {
         self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
         let mut z = self.0;
         z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
@@ -412,33 +415,39 @@ fn plural(lower: &str) -> String {
 
 /// One generated CRD: its names, what a valid object of it needs, and its body.
 #[derive(Debug)]
-pub(crate) struct GeneratedCrd {
+pub struct GeneratedCrd {
     /// `<plural>.<group>`.
-    pub(crate) name: String,
-    pub(crate) group: String,
-    pub(crate) plural: String,
-    pub(crate) kind: String,
-    pub(crate) namespaced: bool,
+    pub name: String,
+    /// Its API group.
+    pub group: String,
+    /// Its resource.
+    pub plural: String,
+    /// Its kind.
+    pub kind: String,
+    /// Whether its objects are namespaced.
+    pub namespaced: bool,
     /// Whether it carries `x-kubernetes-validations` rules.
-    pub(crate) cel: bool,
+    pub cel: bool,
     /// A valid `spec.forProvider` of an object of this kind (its required parameters and a few
     /// others).
-    pub(crate) for_provider: Value,
+    pub for_provider: Value,
     /// The CRD as posted (JSON).
-    pub(crate) body: Bytes,
+    pub body: Bytes,
     /// Its size as YAML printed by kubectl (see [`yaml_len`]).
-    pub(crate) yaml_bytes: usize,
+    pub yaml_bytes: usize,
 }
 
 /// What the set is asked to be.
 #[derive(Clone, Copy, Debug)]
-pub(crate) struct SetOptions {
-    pub(crate) count: usize,
-    pub(crate) seed: u64,
+pub struct SetOptions {
+    /// How many CRDs.
+    pub count: usize,
+    /// The seed the whole set follows from.
+    pub seed: u64,
     /// The fraction of CRDs with CEL rules.
-    pub(crate) cel_fraction: f64,
+    pub cel_fraction: f64,
     /// The fraction of namespaced CRDs.
-    pub(crate) namespaced_fraction: f64,
+    pub namespaced_fraction: f64,
 }
 
 /// One CRD's identity before its schema is generated.
@@ -455,7 +464,7 @@ struct Plan {
 }
 
 /// Generates the set: groups of 20 to 40 kinds, sizes drawn from the real distribution.
-pub(crate) fn generate(options: SetOptions) -> Vec<GeneratedCrd> {
+pub fn generate(options: SetOptions) -> Vec<GeneratedCrd> {
     let mut rng = Rng::new(options.seed);
     let sigma = (REAL_P90 as f64 / REAL_MEDIAN as f64).ln() / 1.281_551_6;
     let mut plans = Vec::with_capacity(options.count);
@@ -1009,7 +1018,7 @@ fn definition(plan: &Plan, budget: usize) -> (Value, Value) {
 /// single quotes where a plain scalar would be misread, long plain scalars folded at spaces
 /// past column 80). An estimate of the size of the CRD's YAML file, which is what the
 /// published distributions of real CRD sets count.
-pub(crate) fn yaml_len(value: &Value) -> usize {
+pub fn yaml_len(value: &Value) -> usize {
     match value {
         Value::Object(map) => entries_len(map, 0, 0),
         other => scalar_len(other, 0, 0),
