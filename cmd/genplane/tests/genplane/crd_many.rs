@@ -250,12 +250,14 @@ fn generated_crds_are_discovered_and_published_in_proportion() {
     // Every CRD of the first group and half the others go: what described them goes with
     // them (the group itself, and its documents), and what describes the others stays.
     let first = crds[0].group.clone();
-    let (gone, kept): (Vec<(usize, &GeneratedCrd)>, Vec<(usize, &GeneratedCrd)>) = crds
-        .iter()
-        .enumerate()
-        .partition(|(i, c)| c.group == first || i % 2 == 0);
-    let gone: Vec<&GeneratedCrd> = gone.into_iter().map(|(_, c)| c).collect();
-    let kept: Vec<&GeneratedCrd> = kept.into_iter().map(|(_, c)| c).collect();
+    let (mut gone, mut kept) = (Vec::new(), Vec::new());
+    for (i, crd) in crds.iter().enumerate() {
+        if crd.group == first || i % 2 == 0 {
+            gone.push(crd);
+        } else {
+            kept.push(crd);
+        }
+    }
     for crd in &gone {
         let answer = raw.request("DELETE", &format!("{CRDS}/{}", crd.name), &[], None);
         assert_eq!(answer.status, 200, "{}: {}", crd.name, answer.text());
