@@ -29,8 +29,9 @@
 #                    packages) instead of downloading the packages: no package mirror is asked
 #   --no-latest      tag the images TAG only, not `latest` too (needs --tag): the images of a
 #                    test, say, which must not replace what `latest` names
-#   --context DIR    prepare the build context (the archives and the Containerfile) in DIR, a
-#                    new or empty directory, and leave it there (default: a temporary one)
+#   --context DIR    prepare the build contexts (the archives and the Containerfile; etcd's
+#                    in DIR/etcd-image) in DIR, a new or empty directory, and leave them
+#                    there (default: a temporary one)
 #   -h, --help       print this help
 set -euo pipefail
 
@@ -224,23 +225,33 @@ if $build_etcd; then
   fi
   base_root "$etcd_root" /var/lib/etcd
   copy_libraries "$etcd_root" "$etcd_root/usr/bin/etcd" "$etcd_root/usr/bin/etcdctl"
-  pack "$etcd_root" "$context/etcd.tar" /var/lib/etcd
+  # The etcd image has a context of its own, with its stage alone (the file's global ARGs
+  # and its last stage): Docker's legacy builder (an engine without buildx) runs every stage
+  # before the target, which would send and build the genplane stages again and leave those
+  # of the roles not asked for behind as untagged images.
+  mkdir -p "$context/etcd-image"
+  pack "$etcd_root" "$context/etcd-image/etcd.tar" /var/lib/etcd
+  grep -q '^FROM scratch AS etcd$' manifests/container/Containerfile
+  { sed '/^FROM /,$d' manifests/container/Containerfile
+    sed -n '/^FROM scratch AS etcd$/,$p' manifests/container/Containerfile
+  } >"$context/etcd-image/Containerfile"
 fi
 cp manifests/container/Containerfile "$context/Containerfile"
 # Only the archives are sent to the engine.
-printf '%s\n' '*' '!base.tar' '!genplane.tar' '!etcd.tar' '!Containerfile' >"$context/.dockerignore"
+printf '%s\n' '*' '!base.tar' '!genplane.tar' '!Containerfile' >"$context/.dockerignore"
 
+# build TARGET DIR ARGS...: the stage TARGET of DIR/Containerfile, DIR the context.
 build() {
-  local target=$1; shift
+  local target=$1 dir=$2; shift 2
   echo "--- building $target"
   # Quiet unless it fails: Docker's notice that its legacy builder (what an engine without
   # the buildx component uses) is deprecated would otherwise come once per image.
-  if ! docker build --quiet -f "$context/Containerfile" --target "$target" \
+  if ! docker build --quiet -f "$dir/Containerfile" --target "$target" \
     --build-arg GENPLANE_VERSION="$version" \
     --build-arg GENPLANE_REVISION="$revision" \
     --build-arg GENPLANE_SOURCE="$source_url" \
     --build-arg ETCD_VERSION="$etcd_version" \
-    "$@" "$context" >"$context/build.log" 2>&1; then
+    "$@" "$dir" >"$context/build.log" 2>&1; then
     cat "$context/build.log" >&2
     echo "image: building $target failed" >&2
     exit 1
@@ -249,19 +260,19 @@ build() {
 images=()
 for role in "${roles[@]}"; do
   if $latest; then
-    build "$role" -t "genplane-$role:$tag" -t "genplane-$role:latest"
+    build "$role" "$context" -t "genplane-$role:$tag" -t "genplane-$role:latest"
   else
-    build "$role" -t "genplane-$role:$tag"
+    build "$role" "$context" -t "genplane-$role:$tag"
   fi
   images+=("genplane-$role:$tag")
 done
 if $build_etcd; then
   if $latest; then
     etcd_tag="${etcd_version%%-*}"
-    build etcd -t "genplane-etcd:$etcd_tag" -t "genplane-etcd:latest"
+    build etcd "$context/etcd-image" -t "genplane-etcd:$etcd_tag" -t "genplane-etcd:latest"
   else
     etcd_tag=$tag
-    build etcd -t "genplane-etcd:$etcd_tag"
+    build etcd "$context/etcd-image" -t "genplane-etcd:$etcd_tag"
   fi
   images+=("genplane-etcd:$etcd_tag")
 fi

@@ -579,6 +579,20 @@ async fn controllers_act(client: &kube::Client, name: &str, since: Instant) -> D
     }
 }
 
+/// How many times Docker has started `service`'s container again (its restart policy).
+fn restart_count(cluster: &Cluster, service: &str) -> u32 {
+    let container = cluster.container(service);
+    let count = docker_ok(&["inspect", "-f", "{{.RestartCount}}", &container]);
+    count.trim().parse().unwrap()
+}
+
+/// What `service` logged since `since`.
+fn logs_since(cluster: &Cluster, service: &str, since: Instant) -> String {
+    let ago = format!("{}s", since.elapsed().as_secs() + 1);
+    let out = docker(&["logs", "--since", &ago, &cluster.container(service)]);
+    text(&out)
+}
+
 /// What happened during one fault: from its start to the next fault's.
 struct Phase {
     what: String,
@@ -808,6 +822,7 @@ async fn the_compose_cluster_under_faults_loses_no_acknowledged_write() {
         // The leading controller-manager: the other takes the Lease and the controllers act;
         // once repaired, the first stands by.
         let (leader, standby) = lease_leader(&clients).await;
+        let restarts_before = restart_count(&cluster, MANAGERS[leader]);
         let since = Instant::now();
         let inflicted = Inflicted::new(&cluster, fault, MANAGERS[leader]).await;
         let what = inflicted.describe("the leading controller-manager");
@@ -817,7 +832,8 @@ async fn the_compose_cluster_under_faults_loses_no_acknowledged_write() {
         let held = since.elapsed();
         inflicted.repair().await;
         let repaired = Instant::now();
-        // It answers again, as the one standing by.
+        // It answers again, as the one standing by (having exited when it found it had lost
+        // the Lease, and been started again by Docker, or not).
         let back = loop {
             let answered = samples
                 .lock()
@@ -835,12 +851,20 @@ async fn the_compose_cluster_under_faults_loses_no_acknowledged_write() {
             );
             tokio::time::sleep(Duration::from_millis(100)).await;
         };
+        let restarts = restart_count(&cluster, MANAGERS[leader]) - restarts_before;
+        let said = logs_since(&cluster, MANAGERS[leader], since);
+        let said: Vec<&str> = said
+            .lines()
+            .filter(|l| l.contains("lease") || l.contains("leader"))
+            .collect();
+        eprintln!("{} after {what}:\n{}", MANAGERS[leader], said.join("\n"));
         phases.push(Phase {
             what,
             started: since,
             held,
             recovery: vec![
                 format!("{} leads after {}", MANAGERS[standby], seconds(took_over)),
+                format!("{} restarted {restarts} times", MANAGERS[leader]),
                 format!("the controllers act after {}", seconds(acted)),
                 format!("during the fault {}", recovery_figure(&[0, 1], &during)),
                 format!(
