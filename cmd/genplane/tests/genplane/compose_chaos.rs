@@ -475,23 +475,27 @@ async fn lease_leader(clients: &[kube::Client; 2]) -> (usize, usize) {
     }
 }
 
+/// `etcdctl ARGS` in etcd `member`'s container, against it.
+async fn etcdctl(cluster: &Cluster, member: &str, args: &[&str]) -> Output {
+    let mut command = vec!["exec".to_owned(), cluster.container(member)];
+    command.extend(
+        [
+            "etcdctl",
+            "--endpoints=http://127.0.0.1:2379",
+            "--command-timeout=2s",
+        ]
+        .map(String::from),
+    );
+    command.extend(args.iter().map(|a| (*a).to_owned()));
+    docker_async(command).await
+}
+
 /// The etcd leader's service, asking each member in turn (`etcdctl endpoint status`).
 async fn etcd_leader(cluster: &Cluster) -> String {
     let since = Instant::now();
     loop {
         for member in ["etcd-1", "etcd-2", "etcd-3"] {
-            let out = docker_async(vec![
-                "exec".into(),
-                cluster.container(member),
-                "etcdctl".into(),
-                "--endpoints=http://127.0.0.1:2379".into(),
-                "--command-timeout=2s".into(),
-                "endpoint".into(),
-                "status".into(),
-                "-w".into(),
-                "json".into(),
-            ])
-            .await;
+            let out = etcdctl(cluster, member, &["endpoint", "status", "-w", "json"]).await;
             let Ok(status) = serde_json::from_slice::<serde_json::Value>(&out.stdout) else {
                 continue;
             };
@@ -511,16 +515,7 @@ async fn etcd_leader(cluster: &Cluster) -> String {
 async fn etcd_healthy(cluster: &Cluster, member: &str) {
     let since = Instant::now();
     loop {
-        let out = docker_async(vec![
-            "exec".into(),
-            cluster.container(member),
-            "etcdctl".into(),
-            "--endpoints=http://127.0.0.1:2379".into(),
-            "--command-timeout=2s".into(),
-            "endpoint".into(),
-            "health".into(),
-        ])
-        .await;
+        let out = etcdctl(cluster, member, &["endpoint", "health"]).await;
         if out.status.success() {
             return;
         }
@@ -533,25 +528,32 @@ async fn etcd_healthy(cluster: &Cluster, member: &str) {
     }
 }
 
-/// Waits until the samples taken after `since` show `manager` leading; when it first did.
-async fn leads(samples: &Mutex<Vec<Sample>>, manager: usize, since: Instant) -> Duration {
+/// Waits until a reading taken after `since` is `wanted`; how long after `since` it was taken.
+async fn reading(
+    samples: &Mutex<Vec<Sample>>,
+    since: Instant,
+    what: &str,
+    wanted: impl Fn(&Sample) -> bool,
+) -> Duration {
     loop {
         let first = samples
             .lock()
             .unwrap()
             .iter()
-            .find(|s| s.at >= since && s.leading[manager] == Some(true))
+            .find(|s| s.at >= since && wanted(s))
             .map(|s| s.at - since);
         if let Some(first) = first {
             return first;
         }
-        assert!(
-            since.elapsed() < RECOVERY_LIMIT,
-            "{} did not lead",
-            MANAGERS[manager]
-        );
+        assert!(since.elapsed() < RECOVERY_LIMIT, "{what} did not happen");
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
+}
+
+/// When, after `since`, a reading first showed `manager` leading.
+async fn leads(samples: &Mutex<Vec<Sample>>, manager: usize, since: Instant) -> Duration {
+    let what = format!("{} leading", MANAGERS[manager]);
+    reading(samples, since, &what, |s| s.leading[manager] == Some(true)).await
 }
 
 /// Creates namespace `name` and waits until the controllers have made its ServiceAccount
@@ -832,43 +834,34 @@ async fn the_compose_cluster_under_faults_loses_no_acknowledged_write() {
         let held = since.elapsed();
         inflicted.repair().await;
         let repaired = Instant::now();
-        // It answers again, as the one standing by (having exited when it found it had lost
-        // the Lease, and been started again by Docker, or not).
-        let back = loop {
-            let answered = samples
-                .lock()
-                .unwrap()
-                .iter()
-                .find(|s| s.at >= repaired && s.leading[leader].is_some())
-                .map(|s| s.at - repaired);
-            if let Some(back) = answered {
-                break back;
-            }
-            assert!(
-                repaired.elapsed() < RECOVERY_LIMIT,
-                "{} did not answer again",
-                MANAGERS[leader]
-            );
-            tokio::time::sleep(Duration::from_millis(100)).await;
-        };
+        // It answers again, standing by (having exited when it found it had lost the Lease,
+        // and been started again by Docker, or not).
+        let what = format!("{} standing by", MANAGERS[leader]);
+        let back = reading(&samples, repaired, &what, |s| {
+            s.leading[leader] == Some(false)
+        })
+        .await;
         let restarts = restart_count(&cluster, MANAGERS[leader]) - restarts_before;
-        let said = logs_since(&cluster, MANAGERS[leader], since);
-        let said: Vec<&str> = said
-            .lines()
-            .filter(|l| l.contains("lease") || l.contains("leader"))
-            .collect();
-        eprintln!("{} after {what}:\n{}", MANAGERS[leader], said.join("\n"));
+        let stopped =
+            if logs_since(&cluster, MANAGERS[leader], since).contains("leaderelection lost") {
+                "it logged leaderelection lost"
+            } else {
+                "it logged no leaderelection lost"
+            };
         phases.push(Phase {
             what,
             started: since,
             held,
             recovery: vec![
                 format!("{} leads after {}", MANAGERS[standby], seconds(took_over)),
-                format!("{} restarted {restarts} times", MANAGERS[leader]),
+                format!(
+                    "{} restarted {restarts} times by Docker ({stopped})",
+                    MANAGERS[leader]
+                ),
                 format!("the controllers act after {}", seconds(acted)),
                 format!("during the fault {}", recovery_figure(&[0, 1], &during)),
                 format!(
-                    "{} answers {} after the repair",
+                    "{} stands by {} after the repair",
                     MANAGERS[leader],
                     seconds(back)
                 ),

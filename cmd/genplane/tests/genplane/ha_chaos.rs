@@ -173,8 +173,8 @@ async fn chaos_on_a_three_member_etcd_loses_no_acknowledged_write() {
     let mut readyz_failed = [None, None];
     let mut slowest_readyz = Duration::ZERO;
     while readyz_failed.iter().any(Option::is_none) {
-        for index in 0..2 {
-            if readyz_failed[index].is_some() {
+        for (index, failed) in readyz_failed.iter_mut().enumerate() {
+            if failed.is_some() {
                 continue;
             }
             let asked = Instant::now();
@@ -183,7 +183,7 @@ async fn chaos_on_a_three_member_etcd_loses_no_acknowledged_write() {
             assert_ne!(code, 0, "/readyz must answer: {body}");
             if code != 200 {
                 assert!(body.contains("[-]etcd"), "{body}");
-                readyz_failed[index] = Some(quorum_lost.elapsed());
+                *failed = Some(quorum_lost.elapsed());
             }
         }
         assert!(

@@ -625,13 +625,10 @@ impl Verdict {
         if self.clean() {
             return;
         }
-        for index in 0..2 {
+        for (index, name) in SERVERS.iter().enumerate() {
             if !self.gaps[index].is_empty() || !self.disorder[index].is_empty() {
-                eprintln!(
-                    "watcher {}:\n{}",
-                    SERVERS[index],
-                    record.trace[index].lock().unwrap().join("\n")
-                );
+                let trace = record.trace[index].lock().unwrap().join("\n");
+                eprintln!("watcher {name}:\n{trace}");
             }
         }
         let show = |findings: &[Finding]| {
