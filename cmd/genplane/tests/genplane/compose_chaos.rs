@@ -836,8 +836,8 @@ async fn the_compose_cluster_under_faults_loses_no_acknowledged_write() {
         let repaired = Instant::now();
         // It answers again, standing by (having exited when it found it had lost the Lease,
         // and been started again by Docker, or not).
-        let what = format!("{} standing by", MANAGERS[leader]);
-        let back = reading(&samples, repaired, &what, |s| {
+        let standing = format!("{} standing by", MANAGERS[leader]);
+        let back = reading(&samples, repaired, &standing, |s| {
             s.leading[leader] == Some(false)
         })
         .await;
