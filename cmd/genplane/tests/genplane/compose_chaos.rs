@@ -880,7 +880,7 @@ async fn the_compose_cluster_under_faults_loses_no_acknowledged_write() {
     // The last readings: exactly one leads, the Lease's holder.
     let last = samples.last().unwrap();
     println!(
-        "compose-chaos: {} acknowledged writes, {} watch events a | b {} | {}, {} leadership readings; images built in {}, cluster up in {}, ready in {}, whole test {}",
+        "compose-chaos: {} acknowledged writes, {} failed or unknown, watch events a | b {} | {}, {} leadership readings; images built in {}, cluster up in {}, ready in {}, whole test {}",
         verdict.acked,
         record.failures.lock().unwrap().len(),
         record.events(0),
