@@ -45,7 +45,9 @@ use crate::support::{BIN, free_port, sample, text};
 const WRITE_PAUSE: Duration = Duration::from_millis(40);
 /// How many writes each writer gets acknowledged after each repair, before the next fault.
 const STEADY_WRITES: usize = 10;
-/// How long a fault of etcd or of an API server lasts at least.
+/// How long a fault of etcd or of an API server lasts at least: the fault's length, not a wait
+/// for something (a controller-manager's lasts until the other leads). Long enough for etcd to
+/// elect a leader (its election timeout is 1 s) and for requests in flight to time out.
 const HOLD: Duration = Duration::from_secs(5);
 /// How often the controller-managers' leadership is read.
 const LEADER_POLL: Duration = Duration::from_millis(500);
