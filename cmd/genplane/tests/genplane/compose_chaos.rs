@@ -279,6 +279,14 @@ impl Cluster {
 
 impl Drop for Cluster {
     fn drop(&mut self) {
+        if std::thread::panicking() {
+            // What the services said, to explain the failure.
+            eprintln!("{}", text(&self.compose(&["ps"])));
+            for (service, id) in &self.containers {
+                let logs = docker(&["logs", "--tail", "40", id]);
+                eprintln!("--- {service}, its last log lines:\n{}", text(&logs));
+            }
+        }
         // A frozen container cannot be stopped.
         for id in self.containers.values() {
             docker(&["unpause", id]);
@@ -547,7 +555,18 @@ async fn reading(
         if let Some(first) = first {
             return first;
         }
-        assert!(since.elapsed() < RECOVERY_LIMIT, "{what} did not happen");
+        if since.elapsed() >= RECOVERY_LIMIT {
+            let samples = samples.lock().unwrap();
+            let seen: Vec<String> = samples
+                .iter()
+                .filter(|s| s.at >= since)
+                .map(|s| {
+                    let at = seconds(s.at - since);
+                    format!("{at} Lease {:?} gauges {:?}", s.holder, s.leading)
+                })
+                .collect();
+            panic!("{what} did not happen; the readings:\n{}", seen.join("\n"));
+        }
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
 }
