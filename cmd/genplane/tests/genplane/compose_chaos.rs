@@ -432,16 +432,18 @@ async fn lease_holder(clients: &[kube::Client; 2]) -> Option<String> {
     None
 }
 
-/// Whether the controller-manager in `container` says it leads (its gauge), if it answers.
+/// Whether the controller-manager in `container` says it leads (its gauge), if it answers
+/// within [`LEADER_POLL`] times four. A reading caught by `docker pause` is frozen with the
+/// container until it is unpaused: the readings go on without it meanwhile.
 async fn leading(container: String) -> Option<bool> {
-    let out = docker_async(vec![
+    let exec = docker_async(vec![
         "exec".into(),
         container,
         "/usr/local/bin/genplane".into(),
         "healthcheck".into(),
         "https://127.0.0.1:10257/metrics".into(),
-    ])
-    .await;
+    ]);
+    let out = tokio::time::timeout(LEADER_POLL * 4, exec).await.ok()?;
     if !out.status.success() {
         return None;
     }
