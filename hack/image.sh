@@ -7,11 +7,13 @@
 # executable is genplane's release build with its debug information split off as
 # hack/release.sh does (kept beside it, target/release/dist/genplane.debug, not in the image).
 # The etcd image holds etcd and etcdctl from Debian's etcd-server and etcd-client packages
-# (downloaded with apt-get, never installed) on the same kind of base.
+# (downloaded with apt-get, never installed; or, with --installed-etcd, the installed ones) on
+# the same kind of base.
 #
 # Images (each tagged TAG and `latest`): genplane-apiserver, genplane-controller-manager,
 # genplane-feature-controller, genplane-all-in-one, genplane-ccm-e2e (entrypoint `genplane
-# <role>`), and genplane-etcd (tagged with etcd's version and `latest`). Prints their sizes.
+# <role>`), and genplane-etcd (tagged with etcd's version and `latest`; with --tag and
+# --no-latest, TAG only). Prints their sizes.
 #
 # Usage: hack/image.sh [OPTIONS]
 #   --genplane PATH  pack this genplane executable (its debug information is split off here)
@@ -20,9 +22,16 @@
 #                    from `genplane version`)
 #   --strip-all      also strip the executable's symbol table (objcopy --strip-all): about
 #                    14 MB smaller, but a backtrace (RUST_BACKTRACE=1) names no function
+#   --roles LIST     build only these role images (comma-separated, e.g.
+#                    apiserver,controller-manager,feature-controller; default: all five)
 #   --no-etcd        do not build the etcd image
-#   --context DIR    prepare the build context (the archives and the Containerfile) in DIR, a
-#                    new or empty directory, and leave it there (default: a temporary one)
+#   --installed-etcd pack the etcd and etcdctl installed here (the etcd-server and etcd-client
+#                    packages) instead of downloading the packages: no package mirror is asked
+#   --no-latest      tag the images TAG only, not `latest` too (needs --tag): the images of a
+#                    test, say, which must not replace what `latest` names
+#   --context DIR    prepare the build contexts (the archives and the Containerfile; etcd's
+#                    in DIR/etcd-image) in DIR, a new or empty directory, and leave them
+#                    there (default: a temporary one)
 #   -h, --help       print this help
 set -euo pipefail
 
@@ -32,6 +41,9 @@ repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 genplane="${GENPLANE_BIN:-}"
 tag=
 build_etcd=true
+installed_etcd=false
+latest=true
+roles=(apiserver controller-manager feature-controller all-in-one ccm-e2e)
 strip=--strip-debug
 context=
 while [ $# -gt 0 ]; do
@@ -41,7 +53,11 @@ while [ $# -gt 0 ]; do
     --tag) tag="${2:?--tag needs a tag}"; shift 2 ;;
     --tag=*) tag="${1#--tag=}"; shift ;;
     --strip-all) strip=--strip-all; shift ;;
+    --roles) IFS=, read -r -a roles <<<"${2:?--roles needs a list}"; shift 2 ;;
+    --roles=*) IFS=, read -r -a roles <<<"${1#--roles=}"; shift ;;
     --no-etcd) build_etcd=false; shift ;;
+    --installed-etcd) installed_etcd=true; shift ;;
+    --no-latest) latest=false; shift ;;
     --context) context="${2:?--context needs a directory}"; shift 2 ;;
     --context=*) context="${1#--context=}"; shift ;;
     -h|--help) usage; exit 0 ;;
@@ -53,6 +69,16 @@ if [ -n "$tag" ] && ! [[ "$tag" =~ ^[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}$ ]]; then
   echo "image: --tag $tag is not a valid image tag" >&2
   exit 2
 fi
+if ! $latest && [ -z "$tag" ]; then
+  echo "image: --no-latest needs --tag" >&2
+  exit 2
+fi
+for role in "${roles[@]}"; do
+  case "$role" in
+    apiserver|controller-manager|feature-controller|all-in-one|ccm-e2e) ;;
+    *) echo "image: --roles: no role $role" >&2; exit 2 ;;
+  esac
+done
 absolute() { case "$1" in /*) printf '%s\n' "$1" ;; *) printf '%s\n' "$PWD/$1" ;; esac; }
 [ -n "$genplane" ] && genplane="$(absolute "$genplane")"
 if [ -n "$context" ]; then
@@ -169,54 +195,85 @@ pack "$context/genplane" "$context/genplane.tar"
 
 etcd_version=
 if $build_etcd; then
-  echo "--- downloading Debian's etcd-server and etcd-client"
-  mkdir -p "$context/debs"
-  if ! (cd "$context/debs" && apt-get download etcd-server etcd-client >/dev/null 2>&1); then
-    # The package lists may be missing (a fresh container): fetch them once.
-    sudo=()
-    [ "$(id -u)" -ne 0 ] && sudo=(sudo)
-    "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get update -qq
-    (cd "$context/debs" && apt-get download etcd-server etcd-client)
-  fi
   etcd_root="$context/etcd"
-  for deb in "$context"/debs/*.deb; do
-    dpkg-deb -x "$deb" "$context/debs/x"
-  done
   mkdir -p "$etcd_root/usr/bin"
-  cp "$context/debs/x/usr/bin/etcd" "$context/debs/x/usr/bin/etcdctl" "$etcd_root/usr/bin/"
-  etcd_version="$(dpkg-deb -f "$(ls "$context"/debs/etcd-server_*.deb)" Version)"
+  if $installed_etcd; then
+    echo "--- packing the installed etcd-server and etcd-client"
+    for package in etcd-server etcd-client; do
+      dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q 'install ok installed' || {
+        echo "image: --installed-etcd: $package is not installed" >&2
+        exit 1
+      }
+    done
+    cp /usr/bin/etcd /usr/bin/etcdctl "$etcd_root/usr/bin/"
+    etcd_version="$(dpkg-query -W -f='${Version}' etcd-server)"
+  else
+    echo "--- downloading Debian's etcd-server and etcd-client"
+    mkdir -p "$context/debs"
+    if ! (cd "$context/debs" && apt-get download etcd-server etcd-client >/dev/null 2>&1); then
+      # The package lists may be missing (a fresh container): fetch them once.
+      sudo=()
+      [ "$(id -u)" -ne 0 ] && sudo=(sudo)
+      "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get update -qq
+      (cd "$context/debs" && apt-get download etcd-server etcd-client)
+    fi
+    for deb in "$context"/debs/*.deb; do
+      dpkg-deb -x "$deb" "$context/debs/x"
+    done
+    cp "$context/debs/x/usr/bin/etcd" "$context/debs/x/usr/bin/etcdctl" "$etcd_root/usr/bin/"
+    etcd_version="$(dpkg-deb -f "$(ls "$context"/debs/etcd-server_*.deb)" Version)"
+  fi
   base_root "$etcd_root" /var/lib/etcd
   copy_libraries "$etcd_root" "$etcd_root/usr/bin/etcd" "$etcd_root/usr/bin/etcdctl"
-  pack "$etcd_root" "$context/etcd.tar" /var/lib/etcd
+  # The etcd image has a context of its own, with its stage alone (the file's global ARGs
+  # and its last stage): Docker's legacy builder (an engine without buildx) runs every stage
+  # before the target, which would send and build the genplane stages again and leave those
+  # of the roles not asked for behind as untagged images.
+  mkdir -p "$context/etcd-image"
+  pack "$etcd_root" "$context/etcd-image/etcd.tar" /var/lib/etcd
+  grep -q '^FROM scratch AS etcd$' manifests/container/Containerfile
+  { sed '/^FROM /,$d' manifests/container/Containerfile
+    sed -n '/^FROM scratch AS etcd$/,$p' manifests/container/Containerfile
+  } >"$context/etcd-image/Containerfile"
 fi
 cp manifests/container/Containerfile "$context/Containerfile"
 # Only the archives are sent to the engine.
-printf '%s\n' '*' '!base.tar' '!genplane.tar' '!etcd.tar' '!Containerfile' >"$context/.dockerignore"
+printf '%s\n' '*' '!base.tar' '!genplane.tar' '!Containerfile' >"$context/.dockerignore"
 
+# build TARGET DIR ARGS...: the stage TARGET of DIR/Containerfile, DIR the context.
 build() {
-  local target=$1; shift
+  local target=$1 dir=$2; shift 2
   echo "--- building $target"
   # Quiet unless it fails: Docker's notice that its legacy builder (what an engine without
   # the buildx component uses) is deprecated would otherwise come once per image.
-  if ! docker build --quiet -f "$context/Containerfile" --target "$target" \
+  if ! docker build --quiet -f "$dir/Containerfile" --target "$target" \
     --build-arg GENPLANE_VERSION="$version" \
     --build-arg GENPLANE_REVISION="$revision" \
     --build-arg GENPLANE_SOURCE="$source_url" \
     --build-arg ETCD_VERSION="$etcd_version" \
-    "$@" "$context" >"$context/build.log" 2>&1; then
+    "$@" "$dir" >"$context/build.log" 2>&1; then
     cat "$context/build.log" >&2
     echo "image: building $target failed" >&2
     exit 1
   fi
 }
 images=()
-for role in apiserver controller-manager feature-controller all-in-one ccm-e2e; do
-  build "$role" -t "genplane-$role:$tag" -t "genplane-$role:latest"
+for role in "${roles[@]}"; do
+  if $latest; then
+    build "$role" "$context" -t "genplane-$role:$tag" -t "genplane-$role:latest"
+  else
+    build "$role" "$context" -t "genplane-$role:$tag"
+  fi
   images+=("genplane-$role:$tag")
 done
 if $build_etcd; then
-  etcd_tag="${etcd_version%%-*}"
-  build etcd -t "genplane-etcd:$etcd_tag" -t "genplane-etcd:latest"
+  if $latest; then
+    etcd_tag="${etcd_version%%-*}"
+    build etcd "$context/etcd-image" -t "genplane-etcd:$etcd_tag" -t "genplane-etcd:latest"
+  else
+    etcd_tag=$tag
+    build etcd "$context/etcd-image" -t "genplane-etcd:$etcd_tag"
+  fi
   images+=("genplane-etcd:$etcd_tag")
 fi
 

@@ -7,12 +7,16 @@
 //! `renewTime` and increments `leaseTransitions` when the holder changes. Writes carry the
 //! resourceVersion read, so two candidates never both win.
 //!
-//! The leader renews every retry period. If it cannot renew within the renew deadline (shorter
-//! than the lease duration), it stops leading at once: [`LeaderElector::run`] drops the work and
-//! returns [`Error::LeadershipLost`] (upstream's controller-manager then exits), before any
-//! other candidate may take the Lease, so the work never runs twice at once. When the work is
-//! stopped on purpose, the Lease is released (upstream's `ReleaseOnCancel`): the holder is
-//! cleared and the duration set to one second, so that another candidate takes over at once.
+//! The leader renews every retry period. If it has not renewed for the renew deadline (shorter
+//! than the lease duration), or finds another candidate holding the Lease, it stops leading at
+//! once: [`LeaderElector::run`] drops the work and returns [`Error::LeadershipLost`] (upstream's
+//! controller-manager then exits), before any other candidate may take the Lease, so the work
+//! never runs twice at once. The deadline runs from the last renewal (client-go's from the start
+//! of each round of tries), so that a process frozen past it (SIGSTOP, a paused container) wakes
+//! no longer leading and stops at once, rather than try again for a whole deadline while the
+//! candidate that took the Lease meanwhile leads too. When the work is stopped on purpose, the
+//! Lease is released (upstream's `ReleaseOnCancel`): the holder is cleared and the duration set
+//! to one second, so that another candidate takes over at once.
 
 use std::future::Future;
 use std::sync::{Arc, Mutex};
@@ -113,6 +117,17 @@ struct State {
     observed: Option<(Record, Instant)>,
 }
 
+impl State {
+    /// Whether this candidate leads: it took or renewed the Lease within `renew_deadline`. One
+    /// frozen past that wakes not leading, whatever it knew before.
+    fn leads(&self, renew_deadline: Duration) -> bool {
+        self.leading
+            && self
+                .last_renew
+                .is_some_and(|at| at.elapsed() < renew_deadline)
+    }
+}
+
 /// The parts of the Lease spec that make up the election record.
 #[derive(Clone, Debug, PartialEq, Eq)]
 struct Record {
@@ -150,6 +165,7 @@ impl Record {
 pub struct LeaderHealth {
     state: Arc<Mutex<State>>,
     lease_duration: Duration,
+    renew_deadline: Duration,
     lease: String,
 }
 
@@ -172,12 +188,13 @@ impl LeaderHealth {
         }
     }
 
-    /// Whether this candidate currently leads.
+    /// Whether this candidate currently leads: it took or renewed the Lease within the renew
+    /// deadline.
     pub fn is_leader(&self) -> bool {
         self.state
             .lock()
             .expect("invariant: the lock is never poisoned")
-            .leading
+            .leads(self.renew_deadline)
     }
 }
 
@@ -218,6 +235,7 @@ impl LeaderElector {
         LeaderHealth {
             state: self.state.clone(),
             lease_duration: self.config.lease_duration,
+            renew_deadline: self.config.renew_deadline,
             lease: self.lease_name(),
         }
     }
@@ -274,23 +292,28 @@ impl LeaderElector {
         outcome
     }
 
-    /// Renews every retry period; returns when a renewal did not succeed within the renew
-    /// deadline.
+    /// Renews every retry period; returns when there was no renewal for the renew deadline,
+    /// or another candidate holds the Lease.
     async fn renew_loop(&self) -> Error {
         loop {
             tokio::time::sleep(self.config.retry_period).await;
-            let started = Instant::now();
-            let deadline = started + self.config.renew_deadline;
+            // From the last renewal: a process frozen past the deadline stops as it wakes.
+            let last_renew = self.state().last_renew.unwrap_or_else(Instant::now);
+            let deadline = last_renew + self.config.renew_deadline;
             loop {
                 let left = deadline.saturating_duration_since(Instant::now());
-                let renewed = tokio::time::timeout(left, self.try_acquire_or_renew())
-                    .await
-                    .unwrap_or(false);
+                let renewed = !left.is_zero()
+                    && tokio::time::timeout(left, self.try_acquire_or_renew())
+                        .await
+                        .unwrap_or(false);
                 if renewed {
                     break;
                 }
-                if Instant::now() + self.config.retry_period >= deadline {
-                    // No time for another try: stop leading now.
+                let taken = self.state().observed.as_ref().is_some_and(|(record, _)| {
+                    !record.holder.is_empty() && record.holder != self.config.identity
+                });
+                if taken || Instant::now() + self.config.retry_period >= deadline {
+                    // Another candidate holds it, or no time for another try: stop leading now.
                     self.state().leading = false;
                     tracing::error!(lease = %self.lease_name(), "failed to renew lease: leaderelection lost");
                     return Error::LeadershipLost {
@@ -476,6 +499,23 @@ mod tests {
         );
         config = LeaderElectionConfig::new("kube-system", "x", "");
         assert!(config.validate().is_err());
+    }
+
+    #[test]
+    fn a_leader_leads_only_within_the_renew_deadline_of_its_last_renewal() {
+        let deadline = Duration::from_secs(10);
+        let mut state = State {
+            leading: true,
+            last_renew: Some(Instant::now()),
+            observed: None,
+        };
+        assert!(state.leads(deadline));
+        // Frozen past the deadline: what it knew before no longer counts.
+        state.last_renew = Instant::now().checked_sub(deadline);
+        assert!(!state.leads(deadline));
+        state.last_renew = Some(Instant::now());
+        state.leading = false;
+        assert!(!state.leads(deadline));
     }
 
     #[test]

@@ -15,6 +15,8 @@ use kube::api::{Api, DeleteParams, PostParams};
 use serde_json::json;
 
 const LEASE: &str = "genplane-controller-manager";
+/// The gauge that says whether a controller-manager leads.
+const LEADING: &str = "leader_election_master_status{name=\"genplane-controller-manager\"}";
 
 fn start_cm(server: &Apiserver, log: &str, extra: &[&str]) -> ControllerManager {
     ControllerManager::start(server, log, extra)
@@ -510,4 +512,49 @@ async fn a_leader_that_cannot_renew_stops() {
     assert_eq!(status.code(), Some(1), "{status}");
     let after = stopped.elapsed();
     assert!(after < lease, "stopped after {after:?}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_leader_frozen_until_another_took_over_wakes_no_longer_leading() {
+    let server = support::start();
+    let fast = fast();
+    let mut first = start_cm(&server, "cm-a.log", &flags(&fast));
+    let leads = |cm: &ControllerManager| {
+        let (_, metrics) = cm.get("/metrics");
+        support::sample::<u8>(&metrics, LEADING) == Some(1)
+    };
+    support::eventually_holds("the first to lead", || leads(&first));
+    let second = start_cm(&server, "cm-b.log", &flags(&fast));
+    // Frozen (as `docker pause` or SIGSTOP freeze a process) until the second leads.
+    first.process.signal("STOP");
+    support::eventually_holds("the second to lead", || leads(&second));
+    first.process.signal("CONT");
+    // From its first answer on, the first says it does not lead; it stops, as one that could
+    // not renew does, rather than lead beside the second until its renew deadline.
+    let woke = Instant::now();
+    let status = loop {
+        let (code, metrics) = first.get("/metrics");
+        if code == 200 {
+            assert_eq!(
+                support::sample::<u8>(&metrics, LEADING),
+                Some(0),
+                "the woken leader says it leads, beside the second"
+            );
+        }
+        if let Some(status) = first.process.exited() {
+            break status;
+        }
+        assert!(
+            woke.elapsed() < support::DEADLINE,
+            "the woken leader runs on"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    assert_eq!(status.code(), Some(1), "{status}");
+    assert!(
+        first.process.output().contains("leaderelection lost"),
+        "{}",
+        first.process.tail()
+    );
+    assert!(leads(&second), "the second stopped leading");
 }

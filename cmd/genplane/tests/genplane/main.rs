@@ -16,6 +16,7 @@ mod apiserver;
 mod apiservices;
 mod audit;
 mod certificates;
+mod compose_chaos;
 mod controller_manager;
 mod crd;
 mod crd_conversion;

@@ -9,6 +9,7 @@
 
 #![allow(clippy::unwrap_used, dead_code, unreachable_pub)]
 
+pub mod chaos;
 pub mod extension;
 pub mod recorder;
 pub mod webhook;
