@@ -1270,6 +1270,10 @@ async fn run(args: &Args) -> anyhow::Result<()> {
             temp.path().to_owned()
         }
     };
+    // Writing the CRD-scale set to files measures nothing and runs no server.
+    if args.crd_scale_write.is_some() && args.only == [Part::CrdScale] {
+        return crdscale::crd_scale(args, &dir).await;
+    }
     let bin = args.genplane();
     anyhow::ensure!(
         bin.exists(),
