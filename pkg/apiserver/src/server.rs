@@ -208,7 +208,7 @@ impl<S: Storage> Resource<S> {
 pub(crate) struct Served<S: Storage> {
     pub(crate) resources: Vec<Arc<Resource<S>>>,
     /// The position in `resources` of each, by group, version and resource.
-    index: HashMap<(String, String, String), usize>,
+    index: Arc<ResourceIndex>,
     pub(crate) discovery: Discovery,
     /// The type models of the served kinds (list/map semantics, patch strategies), read from
     /// the OpenAPI documents, for strategic merge patch and server-side apply.
@@ -224,29 +224,37 @@ pub(crate) struct Served<S: Storage> {
 impl<S: Storage> Served<S> {
     /// The resource a request names.
     pub(crate) fn find(&self, info: &RequestInfo) -> Option<&Arc<Resource<S>>> {
-        // The key is made only to look it up; a request's names are short.
-        let key = (
-            info.api_group.clone(),
-            info.api_version.clone(),
-            info.resource.clone(),
-        );
-        self.index.get(&key).map(|at| &self.resources[*at])
+        self.index
+            .get(&info.api_group, &info.api_version, &info.resource)
+            .map(|at| &self.resources[at])
     }
+}
 
-    /// The position of each of `resources` by group, version and resource (the first, should
-    /// two share them).
-    fn index_of(resources: &[Arc<Resource<S>>]) -> HashMap<(String, String, String), usize> {
-        let mut index = HashMap::with_capacity(resources.len());
+/// The position of each served resource in a snapshot's list, by group, version and resource:
+/// made once per snapshot, and looked up without allocating.
+#[derive(Debug, Default)]
+struct ResourceIndex(HashMap<String, HashMap<String, HashMap<String, usize>>>);
+
+impl ResourceIndex {
+    /// The positions of `resources` (the first, should two share a name).
+    fn of<S: Storage>(resources: &[Arc<Resource<S>>]) -> Self {
+        let mut index = Self::default();
         for (at, r) in resources.iter().enumerate() {
             index
-                .entry((
-                    r.info.group.clone(),
-                    r.info.version.clone(),
-                    r.info.resource.clone(),
-                ))
+                .0
+                .entry(r.info.group.clone())
+                .or_default()
+                .entry(r.info.version.clone())
+                .or_default()
+                .entry(r.info.resource.clone())
                 .or_insert(at);
         }
         index
+    }
+
+    /// The position of `group`/`version`, `resource`.
+    fn get(&self, group: &str, version: &str, resource: &str) -> Option<usize> {
+        self.0.get(group)?.get(version)?.get(resource).copied()
     }
 }
 
@@ -727,7 +735,7 @@ impl<S: Storage> ApiServer<S> {
             .with_remote(aggregated.openapi.clone());
         let openapi_v2 = Self::openapi_v2(version, &openapi, &aggregated);
         Served {
-            index: Served::index_of(&resources),
+            index: Arc::new(ResourceIndex::of(&resources)),
             resources,
             discovery,
             types,
@@ -822,15 +830,13 @@ impl<S: Storage> ApiServer<S> {
     /// one is ignored: built-in resources always win. What was passed before and is passed
     /// again (the same `Arc`s) is shared, not made again: only what changed costs anything.
     pub fn set_custom(&self, custom: Vec<Arc<Resource<S>>>, documents: &[Arc<CustomDocument>]) {
-        let builtin = Served::index_of(&self.builtin);
+        let builtin = ResourceIndex::of(&self.builtin);
         let custom = custom
             .into_iter()
             .filter(|c| {
-                !builtin.contains_key(&(
-                    c.info.group.clone(),
-                    c.info.version.clone(),
-                    c.info.resource.clone(),
-                ))
+                builtin
+                    .get(&c.info.group, &c.info.version, &c.info.resource)
+                    .is_none()
             })
             .collect();
         let aggregated = self.served().aggregated.clone();

@@ -1142,19 +1142,10 @@ impl<S: Storage> Store<S> {
         &self,
         namespace: &str,
         options: &ListOptions,
-        mut each: impl FnMut(Value) -> Result<(), ApiError> + Send,
+        each: impl FnMut(Value) -> Result<(), ApiError> + Send,
     ) -> Result<ListResult, ApiError> {
-        let selection = self.selection(options)?;
-        let filtering = !selection.is_everything();
-        self.list_stored(namespace, options, filtering, |kv, served| {
-            let object = self.served_sync(kv, served)?;
-            if !self.selects(&selection, &object) {
-                return Ok(false);
-            }
-            each(object)?;
-            Ok(true)
-        })
-        .await
+        self.list_each_unknown(namespace, options, |_| false, each)
+            .await
     }
 
     /// Lists like [`Store::list_each`], except the stored objects `known` answers `true` for

@@ -411,7 +411,17 @@ pub fn find_condition<'a>(crd: &'a Value, kind: &str) -> Option<&'a Value> {
 
 /// Whether the condition `kind` is `True`.
 pub fn is_condition_true(crd: &Value, kind: &str) -> bool {
-    find_condition(crd, kind).is_some_and(|c| text(c, "status") == "True")
+    is_status_condition_true(&crd["status"], kind)
+}
+
+/// Whether the condition `kind` of a CRD's `status` (not the whole CRD) is `True`.
+pub fn is_status_condition_true(status: &Value, kind: &str) -> bool {
+    status
+        .get("conditions")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .any(|c| text(c, "type") == kind && text(c, "status") == "True")
 }
 
 /// Removes the condition `kind`.

@@ -88,16 +88,6 @@ impl CustomDocument {
         &self.served.path
     }
 
-    /// Its size in bytes, serialized.
-    pub fn len(&self) -> usize {
-        self.served.bytes.len()
-    }
-
-    /// Whether it serialized to nothing (never: a document is a JSON object).
-    pub fn is_empty(&self) -> bool {
-        self.served.bytes.is_empty()
-    }
-
     /// The type model of its component schemas, read at the first call. A document whose
     /// schemas do not read as a type model has an empty one (and says why in the log).
     pub fn types(&self) -> Arc<genplane_merge::Schema> {

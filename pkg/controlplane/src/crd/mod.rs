@@ -251,16 +251,6 @@ impl<S: Storage> Passes<S> {
     }
 }
 
-/// Whether a CRD `status` says it is established.
-fn established(status: &Value) -> bool {
-    status
-        .get("conditions")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-        .any(|c| c["type"] == status::ESTABLISHED && c["status"] == "True")
-}
-
 impl<S: Storage> std::fmt::Debug for CustomResources<S> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("CustomResources").finish_non_exhaustive()
@@ -522,7 +512,8 @@ impl<S: Storage> CustomResources<S> {
         let mut remake = Vec::new();
         for (name, tracked) in &passes.crds {
             let status = statuses.get(name).unwrap_or(&tracked.skeleton["status"]);
-            let wanted = established(status).then(|| tracked.made_from());
+            let wanted = status::is_status_condition_true(status, status::ESTABLISHED)
+                .then(|| tracked.made_from());
             let current = tracked.served.as_ref().map(|s| &s.made_from);
             if current != wanted.as_ref() {
                 remake.push((name.clone(), wanted));
@@ -586,9 +577,14 @@ impl<S: Storage> CustomResources<S> {
         // once.
         if !passes.dirty_documents.is_empty() {
             let dirty = std::mem::take(&mut passes.dirty_documents);
+            let document_groups: HashSet<&str> = dirty.iter().map(|(g, _)| g.as_str()).collect();
             let mut kinds: BTreeMap<(String, String), Vec<CustomKind>> = BTreeMap::new();
             for (name, tracked) in &passes.crds {
-                let Some(served) = &tracked.served else {
+                let Some(served) = tracked
+                    .served
+                    .as_ref()
+                    .filter(|s| document_groups.contains(s.group.as_str()))
+                else {
                     continue;
                 };
                 let wanted: Vec<&String> = served
