@@ -116,6 +116,8 @@ pub enum ResponseBody {
     Full(Option<Bytes>),
     /// A JSON list, written as it is sent.
     List(ListBody),
+    /// Pieces held in memory, sent in order (a large document built in parts).
+    Pieces(std::collections::VecDeque<Bytes>),
     /// Chunks as they are sent; the body ends when the sender is dropped.
     Stream(mpsc::Receiver<Bytes>),
     /// Chunks as they are sent through a [`QueueSender`], at most so many bytes at a time; the
@@ -133,6 +135,23 @@ impl ResponseBody {
     /// A body of `bytes`.
     pub fn full(bytes: impl Into<Bytes>) -> Self {
         ResponseBody::Full(Some(bytes.into()))
+    }
+
+    /// A body of `pieces`, sent one after another.
+    pub fn pieces(pieces: impl IntoIterator<Item = Bytes>) -> Self {
+        ResponseBody::Pieces(pieces.into_iter().filter(|p| !p.is_empty()).collect())
+    }
+
+    /// The length of a body held in memory (whole, in pieces, or a JSON list); `None` for a
+    /// streamed one.
+    pub fn held_len(&self) -> Option<usize> {
+        match self {
+            ResponseBody::Full(bytes) => Some(bytes.as_ref().map_or(0, Bytes::len)),
+            ResponseBody::List(list) => Some(list.len()),
+            ResponseBody::Pieces(pieces) => Some(pieces.iter().map(Bytes::len).sum()),
+            ResponseBody::Guarded(inner, _) => inner.held_len(),
+            ResponseBody::Stream(_) | ResponseBody::Queue(_) | ResponseBody::Proxied(_) => None,
+        }
     }
 
     /// A streamed body and the sender that feeds it.
@@ -178,6 +197,7 @@ impl ResponseBody {
             ResponseBody::Stream(_)
             | ResponseBody::Queue(_)
             | ResponseBody::List(_)
+            | ResponseBody::Pieces(_)
             | ResponseBody::Proxied(_) => None,
             ResponseBody::Guarded(inner, _) => inner.bytes(),
         }
@@ -200,6 +220,9 @@ impl Body for ResponseBody {
         match self.get_mut() {
             ResponseBody::Full(bytes) => Poll::Ready(bytes.take().map(|b| Ok(Frame::data(b)))),
             ResponseBody::List(list) => Poll::Ready(list.next().map(|b| Ok(Frame::data(b)))),
+            ResponseBody::Pieces(pieces) => {
+                Poll::Ready(pieces.pop_front().map(|b| Ok(Frame::data(b))))
+            }
             ResponseBody::Stream(rx) => rx
                 .poll_recv(cx)
                 .map(|chunk| chunk.map(|b| Ok(Frame::data(b)))),
@@ -228,6 +251,7 @@ impl Body for ResponseBody {
         match self {
             ResponseBody::Full(bytes) => bytes.is_none(),
             ResponseBody::List(list) => list.is_empty(),
+            ResponseBody::Pieces(pieces) => pieces.is_empty(),
             ResponseBody::Stream(_) | ResponseBody::Queue(_) => false,
             ResponseBody::Guarded(inner, _) => inner.is_end_stream(),
             ResponseBody::Proxied(incoming) => incoming.is_end_stream(),
@@ -239,6 +263,9 @@ impl Body for ResponseBody {
             ResponseBody::Full(Some(bytes)) => SizeHint::with_exact(bytes.len() as u64),
             ResponseBody::Full(None) => SizeHint::with_exact(0),
             ResponseBody::List(list) => SizeHint::with_exact(list.len() as u64),
+            ResponseBody::Pieces(pieces) => {
+                SizeHint::with_exact(pieces.iter().map(|p| p.len() as u64).sum())
+            }
             ResponseBody::Stream(_) | ResponseBody::Queue(_) => SizeHint::default(),
             ResponseBody::Guarded(inner, _) => inner.size_hint(),
             ResponseBody::Proxied(incoming) => incoming.size_hint(),

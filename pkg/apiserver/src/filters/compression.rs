@@ -69,7 +69,7 @@ pub fn compress(
     let Some(gate) = gate else {
         return response;
     };
-    let size = held_size(response.body());
+    let size = response.body().held_len();
     if size.is_none_or(|size| size < THRESHOLD_BYTES) || !gate.enabled(FEATURE) {
         return response;
     }
@@ -81,7 +81,8 @@ pub fn compress(
     let chunks: Box<dyn Iterator<Item = Bytes> + Send> = match body {
         ResponseBody::Full(bytes) => Box::new(bytes.into_iter()),
         ResponseBody::List(list) => Box::new(list),
-        // `held_size` said it is held in memory.
+        ResponseBody::Pieces(pieces) => Box::new(pieces.into_iter()),
+        // `held_len` said it is held in memory.
         other => return Response::from_parts(parts, other),
     };
     let (tx, compressed) = ResponseBody::channel(2);
@@ -116,14 +117,6 @@ pub fn compress(
         None => compressed,
     };
     Response::from_parts(parts, body)
-}
-
-/// The size of a body held in memory; `None` for a streamed one.
-fn held_size(body: &ResponseBody) -> Option<usize> {
-    if let Some(bytes) = body.bytes() {
-        return Some(bytes.len());
-    }
-    body.held_list().map(crate::body::ListBody::len)
 }
 
 #[cfg(test)]
@@ -205,6 +198,24 @@ mod tests {
         let mut decoded = Vec::new();
         std::io::Read::read_to_end(
             &mut flate2::read::GzDecoder::new(compressed.as_slice()),
+            &mut decoded,
+        )
+        .unwrap();
+        assert_eq!(decoded, plain);
+    }
+
+    #[tokio::test]
+    async fn answers_held_in_pieces_are_compressed_whole() {
+        let piece = Bytes::from("{\"a\":\"".to_owned() + &"y".repeat(100 * 1024) + "\"}");
+        let pieces = || ResponseBody::pieces(std::iter::repeat_n(piece.clone(), 5));
+        let plain = read(Response::new(pieces())).await;
+        assert_eq!(plain.len(), 5 * piece.len());
+        let gate = gate(true);
+        let response = compress(Response::new(pieces()), true, Some(&gate));
+        assert_eq!(response.headers()[CONTENT_ENCODING], "gzip");
+        let mut decoded = Vec::new();
+        std::io::Read::read_to_end(
+            &mut flate2::read::GzDecoder::new(read(response).await.as_slice()),
             &mut decoded,
         )
         .unwrap();

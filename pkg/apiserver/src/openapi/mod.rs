@@ -121,9 +121,13 @@ pub struct OpenApiV3 {
 
 /// Upper-case hex SHA-512, as upstream computes its OpenAPI ETags.
 fn hash(bytes: &[u8]) -> String {
-    let digest = aws_lc_rs::digest::digest(&aws_lc_rs::digest::SHA512, bytes);
-    let mut out = String::with_capacity(128);
-    for b in digest.as_ref() {
+    hex_upper(aws_lc_rs::digest::digest(&aws_lc_rs::digest::SHA512, bytes).as_ref())
+}
+
+/// `bytes` in upper-case hex.
+fn hex_upper(bytes: &[u8]) -> String {
+    let mut out = String::with_capacity(bytes.len() * 2);
+    for b in bytes {
         let _ = write!(out, "{b:02X}");
     }
     out
@@ -151,27 +155,6 @@ fn serialized(documents: Vec<Document>) -> Vec<Served> {
 
 /// A served document parsed back (`None` only if its bytes were not JSON, which
 /// [`serialized`] never writes).
-/// The v3 document another server answered for the group-version at `path` (`apis/<g>/<v>`),
-/// with only its own paths (below `/<path>/`, or the path itself): it may not describe what
-/// this server or others serve. `None` if it is not a JSON object.
-fn remote_document(path: &str, bytes: &[u8]) -> Option<Document> {
-    let mut document: serde_json::Value = serde_json::from_slice(bytes).ok()?;
-    let own = format!("/{path}");
-    if let Some(paths) = document
-        .get_mut("paths")
-        .and_then(serde_json::Value::as_object_mut)
-    {
-        paths.retain(|p, _| {
-            p.strip_prefix(&own)
-                .is_some_and(|rest| rest.is_empty() || rest.starts_with('/'))
-        });
-    }
-    document.is_object().then(|| Document {
-        path: path.to_owned(),
-        document,
-    })
-}
-
 fn parsed(served: &Served) -> Option<Document> {
     let document = serde_json::from_slice(&served.bytes).ok()?;
     Some(Document {
@@ -425,42 +408,37 @@ fn accepted_v2(accept: Option<&str>) -> AcceptedV2 {
 pub struct OpenApiV2 {
     /// The v3 documents it is derived from (their bytes are shared).
     source: OpenApiV3,
-    /// The v3 documents of group-versions other servers serve: their path below
-    /// `/openapi/v3/` and their bytes as their servers answered them.
+    /// The v3 documents of group-versions other servers serve: the path they describe
+    /// (`/apis/<group>/<version>`) and their bytes as their servers answered them.
     remote: Vec<(String, Bytes)>,
     /// The server's `gitVersion`, the document's `info.version`.
     version: String,
     /// When what it describes was last changed, as an HTTP date (its `Last-Modified`).
     built: String,
-    encoded: OnceLock<EncodedV2>,
+    /// The document as JSON, built at the first request for it.
+    json: OnceLock<EncodedV2>,
+    /// The document as protobuf, built at the first request for it.
+    protobuf: OnceLock<EncodedV2>,
 }
 
-/// The two encodings of the v2 document.
+/// One encoding of the v2 document, in the pieces it was built in (a server with thousands of
+/// custom resource definitions has a v2 document of over 100 MB: it is never copied whole).
 #[derive(Debug)]
 struct EncodedV2 {
-    json: Bytes,
-    protobuf: Bytes,
-    /// Upper-case hex SHA-512 of the JSON.
+    pieces: Arc<[Bytes]>,
+    /// Upper-case hex SHA-512 of the pieces' concatenation.
     hash: String,
 }
 
 impl EncodedV2 {
-    fn new(documents: &[Document], version: &str) -> Self {
-        let started = Instant::now();
-        let swagger = builder::v2::swagger(documents, version);
-        let json =
-            serde_json::to_vec(&swagger).expect("invariant: a serde_json::Value always serializes");
-        let protobuf = builder::gnostic::encode(&swagger);
-        tracing::debug!(
-            json_bytes = json.len(),
-            protobuf_bytes = protobuf.len(),
-            elapsed_ms = started.elapsed().as_millis() as u64,
-            "built the OpenAPI v2 document"
-        );
+    fn new(pieces: Vec<Bytes>) -> Self {
+        let mut digest = aws_lc_rs::digest::Context::new(&aws_lc_rs::digest::SHA512);
+        for piece in &pieces {
+            digest.update(piece);
+        }
         Self {
-            hash: hash(&json),
-            json: Bytes::from(json),
-            protobuf: Bytes::from(protobuf),
+            hash: hex_upper(digest.finish().as_ref()),
+            pieces: pieces.into(),
         }
     }
 }
@@ -475,23 +453,58 @@ impl OpenApiV2 {
             .map_or(0, |d| d.as_secs());
         Self {
             source: source.clone(),
-            remote,
+            remote: remote
+                .into_iter()
+                .map(|(path, bytes)| (format!("/{path}"), bytes))
+                .collect(),
             version: version.to_owned(),
             built: http_date(now),
-            encoded: OnceLock::new(),
+            json: OnceLock::new(),
+            protobuf: OnceLock::new(),
         }
     }
 
-    /// Both encodings, built at the first call.
-    fn encoded(&self) -> &EncodedV2 {
-        self.encoded.get_or_init(|| {
-            let mut documents = self.source.documents();
-            documents.extend(
-                self.remote
-                    .iter()
-                    .filter_map(|(path, bytes)| remote_document(path, bytes)),
+    /// The v3 documents the v2 document is made from: the server's own, then the others'.
+    fn sources(&self) -> Vec<builder::v2::Source<'_>> {
+        let own = self.source.documents.iter().map(|d| builder::v2::Source {
+            bytes: &d.bytes,
+            own_paths: None,
+        });
+        let remote = self
+            .remote
+            .iter()
+            .map(|(path, bytes)| builder::v2::Source {
+                bytes,
+                own_paths: Some(path),
+            });
+        own.chain(remote).collect()
+    }
+
+    /// The JSON encoding, built at the first call.
+    fn json(&self) -> &EncodedV2 {
+        self.json.get_or_init(|| {
+            let started = Instant::now();
+            let encoded = EncodedV2::new(builder::v2::json(&self.sources(), &self.version));
+            tracing::debug!(
+                bytes = encoded.pieces.iter().map(Bytes::len).sum::<usize>(),
+                elapsed_ms = started.elapsed().as_millis() as u64,
+                "built the OpenAPI v2 document as JSON"
             );
-            EncodedV2::new(&documents, &self.version)
+            encoded
+        })
+    }
+
+    /// The protobuf encoding, built at the first call.
+    fn protobuf(&self) -> &EncodedV2 {
+        self.protobuf.get_or_init(|| {
+            let started = Instant::now();
+            let encoded = EncodedV2::new(builder::v2::protobuf(&self.sources(), &self.version));
+            tracing::debug!(
+                bytes = encoded.pieces.iter().map(Bytes::len).sum::<usize>(),
+                elapsed_ms = started.elapsed().as_millis() as u64,
+                "built the OpenAPI v2 document as protobuf"
+            );
+            encoded
         })
     }
 
@@ -502,16 +515,16 @@ impl OpenApiV2 {
         head: bool,
     ) -> Result<Response<ResponseBody>, ApiError> {
         let accept = headers.get(ACCEPT).and_then(|v| v.to_str().ok());
-        let (content_type, bytes) = match accepted_v2(accept) {
-            AcceptedV2::Json => ("application/json", &self.encoded().json),
-            AcceptedV2::Protobuf => (PROTOBUF_V2_ANSWER, &self.encoded().protobuf),
+        let (content_type, encoded) = match accepted_v2(accept) {
+            AcceptedV2::Json => ("application/json", self.json()),
+            AcceptedV2::Protobuf => (PROTOBUF_V2_ANSWER, self.protobuf()),
             AcceptedV2::NotAcceptable => {
                 return Err(
                     Status::not_acceptable(&["application/json", PROTOBUF_V2_ANSWER]).into(),
                 );
             }
         };
-        let etag = format!("\"{}\"", self.encoded().hash);
+        let etag = format!("\"{}\"", encoded.hash);
         let mut response = Response::new(ResponseBody::full(Bytes::new()));
         let h = response.headers_mut();
         h.insert(CONTENT_TYPE, HeaderValue::from_static(content_type));
@@ -524,7 +537,7 @@ impl OpenApiV2 {
             return Ok(response);
         }
         if !head {
-            *response.body_mut() = ResponseBody::full(bytes.clone());
+            *response.body_mut() = ResponseBody::pieces(encoded.pieces.iter().cloned());
         }
         Ok(response)
     }
@@ -683,14 +696,32 @@ mod tests {
     fn the_v2_document_is_built_at_its_first_request() {
         let v3 = OpenApiV3::new(&builder::all_served());
         let v2 = OpenApiV2::new(&v3, Vec::new(), "v1.33.0");
-        assert!(v2.encoded.get().is_none());
+        assert!(v2.json.get().is_none());
         let answer = v2.handle(&HeaderMap::new(), false).unwrap();
         assert_eq!(answer.status(), StatusCode::OK);
-        let built = v2.encoded.get().expect("built by the request");
-        let swagger: serde_json::Value = serde_json::from_slice(&built.json).unwrap();
+        let built = v2.json.get().expect("built by the request");
+        assert!(built.pieces.len() > 2, "sent in pieces");
+        let sent = match answer.into_body() {
+            ResponseBody::Pieces(pieces) => pieces.into_iter().collect::<Vec<_>>().concat(),
+            other => panic!("{other:?}"),
+        };
+        assert_eq!(sent, built.pieces.concat());
+        let swagger: serde_json::Value = serde_json::from_slice(&sent).unwrap();
         assert_eq!(swagger["swagger"], "2.0");
         assert_eq!(swagger["info"]["version"], "v1.33.0");
         assert!(swagger["definitions"]["io.k8s.api.core.v1.ConfigMap"].is_object());
+        // Each encoding is built when it is first asked for, with its own hash.
+        assert!(v2.protobuf.get().is_none());
+        let mut accept = HeaderMap::new();
+        accept.insert(ACCEPT, HeaderValue::from_static(PROTOBUF_V2));
+        let answer = v2.handle(&accept, false).unwrap();
+        assert_eq!(answer.headers()[CONTENT_TYPE], PROTOBUF_V2_ANSWER);
+        let protobuf = v2.protobuf.get().expect("built by the request");
+        assert_eq!(
+            answer.headers()[ETAG].to_str().unwrap(),
+            format!("\"{}\"", hash(&protobuf.pieces.concat()))
+        );
+        assert_ne!(protobuf.hash, built.hash);
     }
 
     #[test]
@@ -721,7 +752,7 @@ mod tests {
         let answer = v2.handle(&HeaderMap::new(), false).unwrap();
         assert_eq!(answer.status(), StatusCode::OK);
         let swagger: serde_json::Value =
-            serde_json::from_slice(&v2.encoded.get().unwrap().json).unwrap();
+            serde_json::from_slice(&v2.json.get().unwrap().pieces.concat()).unwrap();
         let paths = swagger["paths"].as_object().unwrap();
         assert!(paths.contains_key("/apis/x.example.com/v1/"));
         assert!(paths.contains_key("/apis/x.example.com/v1/namespaces/{namespace}/things"));

@@ -2,9 +2,12 @@
 //! kubectl asks `/openapi/v2` for (`Accept: application/com.github.proto-openapi.spec.v2@v1.0+protobuf`,
 //! with no JSON fallback) and reads with gnostic's Go bindings.
 //!
-//! [`encode`] writes a Swagger 2.0 document held as JSON (the output of [`super::v2::swagger`])
-//! as that message. It is a writer for the messages such a document needs, with gnostic's field
-//! numbers, and no general protobuf library:
+//! [`encode`] writes a Swagger 2.0 document held as JSON as that message; [`document_head`],
+//! [`path_entry`], [`definitions_head`] and [`definition_entry`] write it in parts, as
+//! [`super::v2::protobuf`] does without holding the whole document. A message may be written in
+//! parts because its length-delimited fields are written whole each, with the lengths of
+//! `Paths` and `Definitions` counted from their finished entries. It is a writer for the messages
+//! such a document needs, with gnostic's field numbers, and no general protobuf library:
 //!
 //! | message | fields written |
 //! |---|---|
@@ -208,13 +211,7 @@ pub fn encode(document: &Value) -> Vec<u8> {
 fn write_document(w: &mut Writer, d: &Map<String, Value>) {
     w.string_of(1, d, "swagger");
     if let Some(info) = object(d, "info") {
-        w.message(2, |w| {
-            w.string_of(1, info, "title");
-            w.string_of(2, info, "version");
-            w.string_of(3, info, "description");
-            w.string_of(4, info, "termsOfService");
-            w.vendor_extensions(7, info);
-        });
+        w.message(2, |w| write_info(w, info));
     }
     w.string_of(3, d, "host");
     w.string_of(4, d, "basePath");
@@ -223,34 +220,93 @@ fn write_document(w: &mut Writer, d: &Map<String, Value>) {
     w.strings_of(7, d, "produces");
     if let Some(paths) = object(d, "paths") {
         w.message(8, |w| {
-            w.vendor_extensions(1, paths);
-            for (path, item) in paths.iter().filter(|(k, _)| !k.starts_with("x-")) {
-                let Some(item) = item.as_object() else {
-                    continue;
-                };
-                w.message(2, |w| {
-                    w.string(1, path);
-                    w.message(2, |w| write_path_item(w, item));
-                });
+            for (path, item) in paths {
+                path_entry(&mut w.buf, path, item);
             }
         });
     }
     if let Some(definitions) = object(d, "definitions") {
-        w.message(9, |w| write_named_schemas(w, definitions));
+        w.message(9, |w| {
+            for (name, schema) in definitions {
+                definition_entry(&mut w.buf, name, schema);
+            }
+        });
     }
     w.vendor_extensions(16, d);
+}
+
+fn write_info(w: &mut Writer, info: &Map<String, Value>) {
+    w.string_of(1, info, "title");
+    w.string_of(2, info, "version");
+    w.string_of(3, info, "description");
+    w.string_of(4, info, "termsOfService");
+    w.vendor_extensions(7, info);
+}
+
+/// The start of a `Document` of Swagger `2.0` with `title` and `version` in its `Info`, up to
+/// and including the key and length of its `Paths`, whose entries (see [`path_entry`]) take
+/// `paths_len` bytes. [`definitions_head`] and the definitions' entries follow them.
+pub fn document_head(title: &str, version: &str, paths_len: usize) -> Vec<u8> {
+    let mut w = Writer::default();
+    w.string(1, "2.0");
+    w.message(2, |w| {
+        w.string(1, title);
+        w.string(2, version);
+    });
+    w.key(8, Wire::Len);
+    w.varint(paths_len as u64);
+    w.buf
+}
+
+/// The key and length of a `Document`'s `Definitions`, whose entries (see
+/// [`definition_entry`]) take `definitions_len` bytes.
+pub fn definitions_head(definitions_len: usize) -> Vec<u8> {
+    let mut w = Writer::default();
+    w.key(9, Wire::Len);
+    w.varint(definitions_len as u64);
+    w.buf
+}
+
+/// Appends to `out` the entry of `Paths` for the path `name` (a `NamedPathItem`, or for an
+/// `x-` key a vendor extension); an item that is not an object writes nothing.
+pub fn path_entry(out: &mut Vec<u8>, name: &str, item: &Value) {
+    let mut w = Writer {
+        buf: std::mem::take(out),
+    };
+    if name.starts_with("x-") {
+        w.message(1, |w| {
+            w.string(1, name);
+            w.any(2, item);
+        });
+    } else if let Some(item) = item.as_object() {
+        w.message(2, |w| {
+            w.string(1, name);
+            w.message(2, |w| write_path_item(w, item));
+        });
+    }
+    *out = w.buf;
+}
+
+/// Appends to `out` the entry of `Definitions` (or `Properties`) for the schema `name` (a
+/// `NamedSchema`); a schema that is not an object writes nothing.
+pub fn definition_entry(out: &mut Vec<u8>, name: &str, schema: &Value) {
+    let Some(schema) = schema.as_object() else {
+        return;
+    };
+    let mut w = Writer {
+        buf: std::mem::take(out),
+    };
+    w.message(1, |w| {
+        w.string(1, name);
+        w.message(2, |w| write_schema(w, schema));
+    });
+    *out = w.buf;
 }
 
 /// `Definitions` or `Properties`: repeated `NamedSchema` in field 1.
 fn write_named_schemas(w: &mut Writer, schemas: &Map<String, Value>) {
     for (name, schema) in schemas {
-        let Some(schema) = schema.as_object() else {
-            continue;
-        };
-        w.message(1, |w| {
-            w.string(1, name);
-            w.message(2, |w| write_schema(w, schema));
-        });
+        definition_entry(&mut w.buf, name, schema);
     }
 }
 

@@ -27,9 +27,10 @@
 //!
 //! ## OpenAPI v2
 //!
-//! [`v2::swagger`] derives the one Swagger 2.0 document upstream serves at `/openapi/v2` from
-//! these v3 documents, so both versions have one source; [`gnostic::encode`] writes it as the
-//! protobuf message kubectl 1.27 and 1.28 ask for.
+//! [`v2::json`] derives the one Swagger 2.0 document upstream serves at `/openapi/v2` from
+//! these v3 documents, so both versions have one source; [`v2::protobuf`] writes the same
+//! document as the gnostic protobuf message kubectl 1.27 and 1.28 ask for (see [`gnostic`]).
+//! Both read one v3 document at a time and write in pieces.
 
 pub mod extensions;
 pub mod gnostic;

@@ -340,8 +340,24 @@ fn operations_are_named_as_upstream_names_them() {
     );
 }
 
+/// The v2 document of `documents` as JSON, parsed.
+pub(super) fn swagger_of(documents: &[Document]) -> Value {
+    let texts: Vec<Vec<u8>> = documents
+        .iter()
+        .map(|d| serde_json::to_vec(&d.document).unwrap())
+        .collect();
+    let sources: Vec<v2::Source> = texts
+        .iter()
+        .map(|bytes| v2::Source {
+            bytes,
+            own_paths: None,
+        })
+        .collect();
+    serde_json::from_slice(&v2::json(&sources, "v1.33.0").concat()).unwrap()
+}
+
 fn swagger() -> Value {
-    v2::swagger(&documents(&served()), "v1.33.0")
+    swagger_of(&documents(&served()))
 }
 
 #[test]
@@ -724,7 +740,7 @@ fn schemas_that_keep_unknown_fields_are_published_in_v2_without_their_fields() {
         list_schema: json!({"type": "object"}),
     };
     let doc = custom_group_version_document("example.com", "v1", &[kind]);
-    let v2 = v2::swagger(&[doc], "v1.33.0");
+    let v2 = swagger_of(&[doc]);
     let blob = &v2["definitions"]["com.example.v1.Blob"];
     let mut root = blob.clone();
     let properties = root.as_object_mut().unwrap().remove("properties").unwrap();
@@ -755,4 +771,38 @@ fn network_claims_declare_list_maps_keyed_by_prefix() {
         status["conditions"]["x-kubernetes-list-map-keys"],
         serde_json::json!(["type"])
     );
+}
+
+#[test]
+fn documents_sharing_a_schema_give_it_once_with_every_kind() {
+    let kind = |version: &str| json!({"group": "g.example.com", "version": version, "kind": "Thing"});
+    let doc = |path: &str, schema: Value, operation: &str| Document {
+        path: path.to_owned(),
+        document: json!({"openapi": "3.0.0",
+            "paths": {"/shared": {"get": {"operationId": operation}}},
+            "components": {"schemas": {"com.example.Shared": schema}}}),
+    };
+    let swagger = swagger_of(&[
+        // Only references the schema: no kinds.
+        doc("a", json!({"type": "object", "description": "first"}), "first"),
+        doc(
+            "b",
+            json!({"type": "object", "description": "second",
+                "x-kubernetes-group-version-kind": [kind("v1")]}),
+            "second",
+        ),
+        doc(
+            "c",
+            json!({"type": "object", "x-kubernetes-group-version-kind": [kind("v2"), kind("v1")]}),
+            "third",
+        ),
+    ]);
+    let shared = &swagger["definitions"]["com.example.Shared"];
+    assert_eq!(shared["description"], "first", "the first document's schema");
+    assert_eq!(
+        shared["x-kubernetes-group-version-kind"],
+        json!([kind("v1"), kind("v2")]),
+        "the kinds of all, each once"
+    );
+    assert_eq!(swagger["paths"]["/shared"]["get"]["operationId"], "first");
 }

@@ -31,67 +31,210 @@
 //! - Everything else (descriptions, operation ids, tags, the `x-kubernetes-*` extensions on
 //!   schemas and operations) is kept as it is.
 
+use std::collections::{HashMap, HashSet};
+
+use bytes::Bytes;
+use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
-use super::Document;
+use super::gnostic;
 
 const V3_PREFIX: &str = "#/components/schemas/";
 const V2_PREFIX: &str = "#/definitions/";
 const GVK: &str = "x-kubernetes-group-version-kind";
 
-/// The Swagger 2.0 document of everything `documents` (the v3 documents of a server)
-/// describe; `version` is the server's version, reported in `info.version`.
-pub fn swagger(documents: &[Document], version: &str) -> Value {
-    let mut paths = Map::new();
-    let mut definitions = Map::new();
-    for document in documents {
-        if let Some(schemas) = document
-            .document
-            .pointer("/components/schemas")
-            .and_then(Value::as_object)
-        {
-            for (name, schema) in schemas {
-                match definitions.get_mut(name) {
-                    Some(earlier) => merge_kinds(earlier, schema),
-                    None => {
-                        definitions.insert(name.clone(), schema_v2(schema));
-                    }
-                }
-            }
+/// About how many bytes each piece of an encoded document holds (or one larger entry).
+const PIECE_BYTES: usize = 256 * 1024;
+
+/// A v3 document the v2 document is made from, as JSON text.
+#[derive(Clone, Copy, Debug)]
+pub struct Source<'a> {
+    /// The document.
+    pub bytes: &'a [u8],
+    /// For a document another server serves: the path it describes (`/apis/<group>/<version>`);
+    /// only that path and the paths below it are taken from it.
+    pub own_paths: Option<&'a str>,
+}
+
+/// The Swagger 2.0 document of everything `sources` (the v3 documents of a server, in order)
+/// describe, as JSON in pieces whose concatenation is the document; `version` is the server's
+/// version, reported in `info.version`.
+///
+/// Where two documents hold the same path or schema, the first one's is taken (with the
+/// group-version-kinds of all of them). Only one source is parsed at a time, so building the
+/// document takes about its own size in memory.
+pub fn json(sources: &[Source<'_>], version: &str) -> Vec<Bytes> {
+    let mut paths = Pieces::default();
+    let mut definitions = Pieces::default();
+    walk(
+        sources,
+        |name, item| {
+            paths.separate(b",");
+            json_entry(&mut paths.current, name, item);
+            paths.flush_if_full();
+        },
+        |name, schema| {
+            definitions.separate(b",");
+            json_entry(&mut definitions.current, name, schema);
+            definitions.flush_if_full();
+        },
+    );
+    let info = json!({"title": "Kubernetes", "version": version});
+    let head = format!("{{\"swagger\":\"2.0\",\"info\":{info},\"paths\":{{");
+    let mut out = vec![Bytes::from(head)];
+    out.extend(paths.finish());
+    out.push(Bytes::from_static(b"},\"definitions\":{"));
+    out.extend(definitions.finish());
+    out.push(Bytes::from_static(b"}}"));
+    out
+}
+
+/// The same document as [`json`], as gnostic's `openapi.v2.Document` message (see
+/// [`gnostic`]), in pieces whose concatenation is the message.
+pub fn protobuf(sources: &[Source<'_>], version: &str) -> Vec<Bytes> {
+    let mut paths = Pieces::default();
+    let mut definitions = Pieces::default();
+    walk(
+        sources,
+        |name, item| {
+            gnostic::path_entry(&mut paths.current, name, item);
+            paths.flush_if_full();
+        },
+        |name, schema| {
+            gnostic::definition_entry(&mut definitions.current, name, schema);
+            definitions.flush_if_full();
+        },
+    );
+    let paths = paths.finish();
+    let definitions = definitions.finish();
+    let mut out = vec![Bytes::from(gnostic::document_head(
+        "Kubernetes",
+        version,
+        paths.iter().map(Bytes::len).sum(),
+    ))];
+    out.extend(paths);
+    out.push(Bytes::from(gnostic::definitions_head(
+        definitions.iter().map(Bytes::len).sum(),
+    )));
+    out.extend(definitions);
+    out
+}
+
+/// Bytes written in pieces of about [`PIECE_BYTES`].
+#[derive(Default)]
+struct Pieces {
+    done: Vec<Bytes>,
+    current: Vec<u8>,
+    /// Whether an entry was written (the next one follows a separator).
+    wrote: bool,
+}
+
+impl Pieces {
+    fn separate(&mut self, separator: &[u8]) {
+        if self.wrote {
+            self.current.extend_from_slice(separator);
         }
-        if let Some(items) = document.document.get("paths").and_then(Value::as_object) {
-            for (path, item) in items {
-                if !paths.contains_key(path) {
-                    paths.insert(path.clone(), path_item_v2(item));
+        self.wrote = true;
+    }
+
+    fn flush_if_full(&mut self) {
+        if self.current.len() >= PIECE_BYTES {
+            self.done.push(Bytes::from(std::mem::take(&mut self.current)));
+        }
+    }
+
+    fn finish(mut self) -> Vec<Bytes> {
+        if !self.current.is_empty() {
+            self.done.push(Bytes::from(self.current));
+        }
+        self.done
+    }
+}
+
+/// `"name":value` as JSON.
+fn json_entry(out: &mut Vec<u8>, name: &str, value: &Value) {
+    // Writing a string or a `Value` into a Vec cannot fail.
+    let _ = serde_json::to_writer(&mut *out, name);
+    out.push(b':');
+    let _ = serde_json::to_writer(&mut *out, value);
+}
+
+/// What the first pass reads of a source: the group-version-kinds of its schemas.
+#[derive(Deserialize)]
+struct KindsOf {
+    #[serde(default)]
+    components: KindsOfComponents,
+}
+
+#[derive(Default, Deserialize)]
+struct KindsOfComponents {
+    #[serde(default)]
+    schemas: HashMap<String, KindsOfSchema>,
+}
+
+#[derive(Deserialize)]
+struct KindsOfSchema {
+    #[serde(rename = "x-kubernetes-group-version-kind")]
+    kinds: Option<Vec<Value>>,
+}
+
+/// Hands each path (as a v2 path item) and each schema (as a v2 definition) of `sources` to
+/// `path` and `definition`, in the sources' order, each name once: the first source's path or
+/// schema, a schema with the group-version-kinds of every source that has it (a document that
+/// only references a kind, as `apis` references APIGroup, does not name its kind).
+///
+/// Two passes: the first reads only the group-version-kinds, the second one source at a time.
+fn walk(
+    sources: &[Source<'_>],
+    mut path: impl FnMut(&str, &Value),
+    mut definition: impl FnMut(&str, &Value),
+) {
+    let mut kinds: HashMap<String, Vec<Value>> = HashMap::new();
+    for source in sources {
+        let Ok(of) = serde_json::from_slice::<KindsOf>(source.bytes) else {
+            continue;
+        };
+        for (name, schema) in of.components.schemas {
+            let Some(more) = schema.kinds else { continue };
+            let known = kinds.entry(name).or_default();
+            for kind in more {
+                if !known.contains(&kind) {
+                    known.push(kind);
                 }
             }
         }
     }
-    json!({
-        "swagger": "2.0",
-        "info": {"title": "Kubernetes", "version": version},
-        "paths": paths,
-        "definitions": definitions,
-    })
-}
-
-/// Adds the `x-kubernetes-group-version-kind` entries of `schema` that `earlier` (the same
-/// schema from another document) lacks: a document that only references a kind's schema (as
-/// `apis` references APIGroup) does not name its kind.
-fn merge_kinds(earlier: &mut Value, schema: &Value) {
-    let Some(kinds) = schema.get(GVK).and_then(Value::as_array) else {
-        return;
-    };
-    let Some(earlier) = earlier.as_object_mut() else {
-        return;
-    };
-    let known = earlier
-        .entry(GVK)
-        .or_insert_with(|| Value::Array(Vec::new()));
-    if let Value::Array(known) = known {
-        for kind in kinds {
-            if !known.contains(kind) {
-                known.push(kind.clone());
+    let mut paths_taken: HashSet<String> = HashSet::new();
+    let mut definitions_taken: HashSet<String> = HashSet::new();
+    for source in sources {
+        let Ok(mut document) = serde_json::from_slice::<Value>(source.bytes) else {
+            continue;
+        };
+        if !document.is_object() {
+            continue;
+        }
+        if let Some(Value::Object(schemas)) = document.pointer_mut("/components/schemas") {
+            for (name, schema) in schemas.iter_mut() {
+                if definitions_taken.contains(name) {
+                    continue;
+                }
+                definitions_taken.insert(name.clone());
+                if let (Some(all), Value::Object(schema)) = (kinds.get(name), &mut *schema) {
+                    schema.insert(GVK.to_owned(), Value::Array(all.clone()));
+                }
+                definition(name, &schema_v2(schema));
+            }
+        }
+        if let Some(Value::Object(items)) = document.get("paths") {
+            for (name, item) in items {
+                let own = source.own_paths.is_none_or(|own| {
+                    name.strip_prefix(own)
+                        .is_some_and(|rest| rest.is_empty() || rest.starts_with('/'))
+                });
+                if own && !paths_taken.contains(name) {
+                    paths_taken.insert(name.clone());
+                    path(name, &path_item_v2(item));
+                }
             }
         }
     }

@@ -1,7 +1,23 @@
 use serde_json::{Value, json};
 
 use super::encode;
-use crate::openapi::builder::{documents, tests::served, v2};
+use crate::openapi::builder::{Document, documents, tests::served, v2};
+
+/// The v2 document of `documents` as protobuf, built in pieces and joined.
+fn protobuf_of(documents: &[Document]) -> Vec<u8> {
+    let texts: Vec<Vec<u8>> = documents
+        .iter()
+        .map(|d| serde_json::to_vec(&d.document).unwrap())
+        .collect();
+    let sources: Vec<v2::Source> = texts
+        .iter()
+        .map(|bytes| v2::Source {
+            bytes,
+            own_paths: None,
+        })
+        .collect();
+    v2::protobuf(&sources, "v1.33.0").concat()
+}
 
 /// One decoded field: its number and its value (a varint, or the bytes of a length-delimited
 /// field; no other wire type occurs in these tests).
@@ -199,8 +215,7 @@ fn a_minimal_document_has_gnostics_field_numbers() {
 
 #[test]
 fn the_served_document_reads_as_kubectl_reads_it() {
-    let swagger = v2::swagger(&documents(&served()), "v1.33.0");
-    let bytes = encode(&swagger);
+    let bytes = protobuf_of(&documents(&served()));
     assert_eq!(text(&bytes, 1), "2.0");
     assert_eq!(text(one(&bytes, 2), 1), "Kubernetes");
 
@@ -249,4 +264,30 @@ fn the_served_document_reads_as_kubectl_reads_it() {
         "#/definitions/io.k8s.api.coordination.v1.LeaseSpec"
     );
     assert!(all(spec, 22).is_empty(), "a reference has no type");
+}
+
+#[test]
+fn the_document_built_in_pieces_is_the_document_encoded_whole() {
+    // One source: its paths and schemas come in the same (sorted) order either way.
+    let served = documents(&served());
+    let core = served.iter().find(|d| d.path == "api/v1").unwrap();
+    let json = crate::openapi::builder::tests::swagger_of(std::slice::from_ref(core));
+    assert_eq!(protobuf_of(std::slice::from_ref(core)), encode(&json));
+
+    // Every source: the same paths and definitions, each once, as the JSON holds.
+    let json = crate::openapi::builder::tests::swagger_of(&served);
+    let bytes = protobuf_of(&served);
+    let paths: Vec<&str> = all(one(&bytes, 8), 2)
+        .into_iter()
+        .map(|entry| text(entry, 1))
+        .collect();
+    let definitions: Vec<&str> = all(one(&bytes, 9), 1)
+        .into_iter()
+        .map(|entry| text(entry, 1))
+        .collect();
+    let unique = |names: &[&str]| names.iter().collect::<std::collections::BTreeSet<_>>().len();
+    assert_eq!(paths.len(), json["paths"].as_object().unwrap().len());
+    assert_eq!(unique(&paths), paths.len());
+    assert_eq!(definitions.len(), json["definitions"].as_object().unwrap().len());
+    assert_eq!(unique(&definitions), definitions.len());
 }
