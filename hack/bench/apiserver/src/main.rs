@@ -193,6 +193,12 @@ struct Args {
     /// each mode).
     #[arg(long)]
     crd_scale_max_rss_mib: Option<u64>,
+    /// Seconds after the last write of a phase (the last CRD `Established`, the last CRD
+    /// gone) before the CRD-scale part reads the steady RSS: the server's watch window keeps
+    /// the events of the last 75 seconds (as kube-apiserver's watch cache does) and trims it
+    /// every 15, so memory that only those events hold is back by then. 0 reads it at once.
+    #[arg(long, default_value_t = 95.0)]
+    crd_scale_window: f64,
     /// Writes the CRD-scale part's generated set to this directory (a JSON file per CRD) and
     /// measures nothing.
     #[arg(long)]
