@@ -118,6 +118,9 @@ pub enum ResponseBody {
     List(ListBody),
     /// Pieces held in memory, sent in order (a large document built in parts).
     Pieces(std::collections::VecDeque<Bytes>),
+    /// A body held gzip-compressed: uncompressed as it is sent, unless the compression filter
+    /// sends it as it is to a client that accepts gzip.
+    Gzipped(Gzipped),
     /// Chunks as they are sent; the body ends when the sender is dropped.
     Stream(mpsc::Receiver<Bytes>),
     /// Chunks as they are sent through a [`QueueSender`], at most so many bytes at a time; the
@@ -137,6 +140,36 @@ impl ResponseBody {
         ResponseBody::Full(Some(bytes.into()))
     }
 
+    /// A body held as `gzip` (made by `filters::compression::gzip`) of `len` bytes
+    /// uncompressed.
+    pub fn gzipped(gzip: Bytes, len: usize) -> Self {
+        ResponseBody::Gzipped(Gzipped {
+            gzip: Some(gzip),
+            len,
+        })
+    }
+
+    /// Whether this is a body held gzip-compressed (maybe guarded).
+    pub fn is_gzipped(&self) -> bool {
+        match self {
+            ResponseBody::Gzipped(_) => true,
+            ResponseBody::Guarded(inner, _) => inner.is_gzipped(),
+            _ => false,
+        }
+    }
+
+    /// A body held gzip-compressed as its compressed bytes, to be sent with
+    /// `Content-Encoding: gzip`; any other body as it is.
+    pub fn gzip_as_is(self) -> Self {
+        match self {
+            ResponseBody::Gzipped(Gzipped { gzip, .. }) => ResponseBody::Full(gzip),
+            ResponseBody::Guarded(inner, guard) => {
+                ResponseBody::Guarded(Box::new(inner.gzip_as_is()), guard)
+            }
+            other => other,
+        }
+    }
+
     /// A body of `pieces`, sent one after another.
     pub fn pieces(pieces: impl IntoIterator<Item = Bytes>) -> Self {
         ResponseBody::Pieces(pieces.into_iter().filter(|p| !p.is_empty()).collect())
@@ -149,6 +182,7 @@ impl ResponseBody {
             ResponseBody::Full(bytes) => Some(bytes.as_ref().map_or(0, Bytes::len)),
             ResponseBody::List(list) => Some(list.len()),
             ResponseBody::Pieces(pieces) => Some(pieces.iter().map(Bytes::len).sum()),
+            ResponseBody::Gzipped(gzipped) => Some(gzipped.len),
             ResponseBody::Guarded(inner, _) => inner.held_len(),
             ResponseBody::Stream(_) | ResponseBody::Queue(_) | ResponseBody::Proxied(_) => None,
         }
@@ -198,6 +232,7 @@ impl ResponseBody {
             | ResponseBody::Queue(_)
             | ResponseBody::List(_)
             | ResponseBody::Pieces(_)
+            | ResponseBody::Gzipped(_)
             | ResponseBody::Proxied(_) => None,
             ResponseBody::Guarded(inner, _) => inner.bytes(),
         }
@@ -222,6 +257,9 @@ impl Body for ResponseBody {
             ResponseBody::List(list) => Poll::Ready(list.next().map(|b| Ok(Frame::data(b)))),
             ResponseBody::Pieces(pieces) => {
                 Poll::Ready(pieces.pop_front().map(|b| Ok(Frame::data(b))))
+            }
+            ResponseBody::Gzipped(gzipped) => {
+                Poll::Ready(gzipped.uncompressed().map(|b| Ok(Frame::data(b))))
             }
             ResponseBody::Stream(rx) => rx
                 .poll_recv(cx)
@@ -252,6 +290,7 @@ impl Body for ResponseBody {
             ResponseBody::Full(bytes) => bytes.is_none(),
             ResponseBody::List(list) => list.is_empty(),
             ResponseBody::Pieces(pieces) => pieces.is_empty(),
+            ResponseBody::Gzipped(gzipped) => gzipped.gzip.is_none(),
             ResponseBody::Stream(_) | ResponseBody::Queue(_) => false,
             ResponseBody::Guarded(inner, _) => inner.is_end_stream(),
             ResponseBody::Proxied(incoming) => incoming.is_end_stream(),
@@ -266,9 +305,37 @@ impl Body for ResponseBody {
             ResponseBody::Pieces(pieces) => {
                 SizeHint::with_exact(pieces.iter().map(|p| p.len() as u64).sum())
             }
+            ResponseBody::Gzipped(gzipped) => match gzipped.gzip {
+                Some(_) => SizeHint::with_exact(gzipped.len as u64),
+                None => SizeHint::with_exact(0),
+            },
             ResponseBody::Stream(_) | ResponseBody::Queue(_) => SizeHint::default(),
             ResponseBody::Guarded(inner, _) => inner.size_hint(),
             ResponseBody::Proxied(incoming) => incoming.size_hint(),
+        }
+    }
+}
+
+/// A body held gzip-compressed ([`ResponseBody::gzipped`]).
+#[derive(Debug)]
+pub struct Gzipped {
+    /// The compressed bytes, until they are sent.
+    gzip: Option<Bytes>,
+    /// Their length uncompressed.
+    len: usize,
+}
+
+impl Gzipped {
+    /// The body uncompressed, the first time (`None` after). Bytes that do not uncompress
+    /// (never made by this server) end the body empty, and are logged.
+    fn uncompressed(&mut self) -> Option<Bytes> {
+        let gzip = self.gzip.take()?;
+        match crate::filters::compression::gunzip(&gzip, self.len) {
+            Ok(bytes) => Some(Bytes::from(bytes)),
+            Err(error) => {
+                tracing::error!(%error, "uncompressing a body held gzip-compressed");
+                None
+            }
         }
     }
 }

@@ -4,6 +4,9 @@
 //! Accept-Encoding`, compression level 1: the least CPU for a ratio close to the best).
 //!
 //! kubectl and client-go accept gzip; a large LIST is typically a tenth of its size on the wire.
+//! A body held compressed already ([`ResponseBody::gzipped`], as OpenAPI documents are kept)
+//! goes out as it is to a client that accepts gzip, whatever its size, and is uncompressed as
+//! it is sent to one that does not.
 //! Watches and other streamed answers are never compressed (their events must reach the client
 //! as they happen), and neither are small answers (compression would cost more than it saves).
 //!
@@ -34,6 +37,21 @@ pub const FEATURE: Feature = genplane_features::API_RESPONSE_COMPRESSION;
 
 /// How many compressed bytes are handed to the connection at a time.
 const CHUNK_BYTES: usize = 64 * 1024;
+
+/// `bytes` gzip-compressed at level 1, as answers are.
+pub fn gzip(bytes: &[u8]) -> Vec<u8> {
+    let mut encoder = GzEncoder::new(Vec::with_capacity(bytes.len() / 4), Compression::fast());
+    // Writing into a Vec cannot fail.
+    let _ = encoder.write_all(bytes);
+    encoder.finish().unwrap_or_default()
+}
+
+/// The bytes `gzip` (made by [`gzip`]) holds; `len` is their length, or a guess.
+pub fn gunzip(gzip: &[u8], len: usize) -> std::io::Result<Vec<u8>> {
+    let mut out = Vec::with_capacity(len);
+    std::io::Read::read_to_end(&mut flate2::read::GzDecoder::new(gzip), &mut out)?;
+    Ok(out)
+}
 
 /// Whether the request's `Accept-Encoding` accepts gzip (a `gzip` or `*` coding whose quality is
 /// not zero).
@@ -69,6 +87,21 @@ pub fn compress(
     let Some(gate) = gate else {
         return response;
     };
+    if response.body().is_gzipped() {
+        // Compressed already: sent as it is, whatever its size, or uncompressed when sent.
+        if !gate.enabled(FEATURE) {
+            return response;
+        }
+        let (mut parts, body) = response.into_parts();
+        parts.headers.remove(CONTENT_LENGTH);
+        parts
+            .headers
+            .insert(CONTENT_ENCODING, HeaderValue::from_static("gzip"));
+        parts
+            .headers
+            .append(VARY, HeaderValue::from_static("Accept-Encoding"));
+        return Response::from_parts(parts, body.gzip_as_is());
+    }
     let size = response.body().held_len();
     if size.is_none_or(|size| size < THRESHOLD_BYTES) || !gate.enabled(FEATURE) {
         return response;
@@ -220,6 +253,32 @@ mod tests {
         )
         .unwrap();
         assert_eq!(decoded, plain);
+    }
+
+    #[tokio::test]
+    async fn answers_held_compressed_go_as_they_are_or_uncompressed() {
+        let json = br#"{"openapi":"3.0.0","paths":{}}"#.repeat(10);
+        let held = || {
+            Response::new(ResponseBody::gzipped(
+                Bytes::from(gzip(&json)),
+                json.len(),
+            ))
+        };
+        // Accepted: the compressed bytes as they are, however small.
+        let on = gate(true);
+        let response = compress(held(), true, Some(&on));
+        assert_eq!(response.headers()[CONTENT_ENCODING], "gzip");
+        assert_eq!(response.headers()[VARY], "Accept-Encoding");
+        let sent = read(response).await;
+        assert_eq!(sent, gzip(&json));
+        assert_eq!(gunzip(&sent, 0).unwrap(), json);
+        // Refused, or the feature off: uncompressed as sent.
+        for (accepts, gate) in [(false, gate(true)), (true, gate(false))] {
+            let response = compress(held(), accepts, Some(&gate));
+            assert!(!response.headers().contains_key(CONTENT_ENCODING));
+            assert_eq!(read(response).await, json);
+        }
+        assert_eq!(read(compress(held(), true, None)).await, json);
     }
 
     #[tokio::test]

@@ -110,7 +110,9 @@ pub(crate) fn finish<S: Storage>(
         }
         return response;
     }
-    if let ResponseBody::Full(_) | ResponseBody::Pieces(_) = response.body() {
+    if let ResponseBody::Full(_) | ResponseBody::Pieces(_) | ResponseBody::Gzipped(_) =
+        response.body()
+    {
         // In memory already: sending it is the connection's work.
         drop(seats);
         return response;

@@ -346,10 +346,11 @@ pub(super) fn swagger_of(documents: &[Document]) -> Value {
         .iter()
         .map(|d| serde_json::to_vec(&d.document).unwrap())
         .collect();
-    let sources: Vec<v2::Source> = texts
+    let sources: Vec<v2::Source<'_>> = texts
         .iter()
         .map(|bytes| v2::Source {
             bytes,
+            gzip: None,
             own_paths: None,
         })
         .collect();
@@ -775,7 +776,8 @@ fn network_claims_declare_list_maps_keyed_by_prefix() {
 
 #[test]
 fn documents_sharing_a_schema_give_it_once_with_every_kind() {
-    let kind = |version: &str| json!({"group": "g.example.com", "version": version, "kind": "Thing"});
+    let kind =
+        |version: &str| json!({"group": "g.example.com", "version": version, "kind": "Thing"});
     let doc = |path: &str, schema: Value, operation: &str| Document {
         path: path.to_owned(),
         document: json!({"openapi": "3.0.0",
@@ -784,7 +786,11 @@ fn documents_sharing_a_schema_give_it_once_with_every_kind() {
     };
     let swagger = swagger_of(&[
         // Only references the schema: no kinds.
-        doc("a", json!({"type": "object", "description": "first"}), "first"),
+        doc(
+            "a",
+            json!({"type": "object", "description": "first"}),
+            "first",
+        ),
         doc(
             "b",
             json!({"type": "object", "description": "second",
@@ -798,7 +804,10 @@ fn documents_sharing_a_schema_give_it_once_with_every_kind() {
         ),
     ]);
     let shared = &swagger["definitions"]["com.example.Shared"];
-    assert_eq!(shared["description"], "first", "the first document's schema");
+    assert_eq!(
+        shared["description"], "first",
+        "the first document's schema"
+    );
     assert_eq!(
         shared["x-kubernetes-group-version-kind"],
         json!([kind("v1"), kind("v2")]),

@@ -49,8 +49,10 @@ const PIECE_BYTES: usize = 256 * 1024;
 /// A v3 document the v2 document is made from, as JSON text.
 #[derive(Clone, Copy, Debug)]
 pub struct Source<'a> {
-    /// The document.
+    /// The document, as JSON or gzip-compressed JSON.
     pub bytes: &'a [u8],
+    /// For compressed bytes, the JSON's length.
+    pub gzip: Option<usize>,
     /// For a document another server serves: the path it describes (`/apis/<group>/<version>`);
     /// only that path and the paths below it are taken from it.
     pub own_paths: Option<&'a str>,
@@ -139,7 +141,8 @@ impl Pieces {
 
     fn flush_if_full(&mut self) {
         if self.current.len() >= PIECE_BYTES {
-            self.done.push(Bytes::from(std::mem::take(&mut self.current)));
+            self.done
+                .push(Bytes::from(std::mem::take(&mut self.current)));
         }
     }
 
@@ -148,6 +151,18 @@ impl Pieces {
             self.done.push(Bytes::from(self.current));
         }
         self.done
+    }
+}
+
+impl Source<'_> {
+    /// The JSON (`None` if compressed bytes do not uncompress).
+    fn json(&self) -> Option<std::borrow::Cow<'_, [u8]>> {
+        match self.gzip {
+            None => Some(std::borrow::Cow::Borrowed(self.bytes)),
+            Some(len) => crate::filters::compression::gunzip(self.bytes, len)
+                .ok()
+                .map(std::borrow::Cow::Owned),
+        }
     }
 }
 
@@ -191,7 +206,10 @@ fn walk(
 ) {
     let mut kinds: HashMap<String, Vec<Value>> = HashMap::new();
     for source in sources {
-        let Ok(of) = serde_json::from_slice::<KindsOf>(source.bytes) else {
+        let Some(Ok(of)) = source
+            .json()
+            .map(|json| serde_json::from_slice::<KindsOf>(&json))
+        else {
             continue;
         };
         for (name, schema) in of.components.schemas {
@@ -207,7 +225,10 @@ fn walk(
     let mut paths_taken: HashSet<String> = HashSet::new();
     let mut definitions_taken: HashSet<String> = HashSet::new();
     for source in sources {
-        let Ok(mut document) = serde_json::from_slice::<Value>(source.bytes) else {
+        let Some(Ok(mut document)) = source
+            .json()
+            .map(|json| serde_json::from_slice::<Value>(&json))
+        else {
             continue;
         };
         if !document.is_object() {

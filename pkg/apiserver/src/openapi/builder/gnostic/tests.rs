@@ -9,10 +9,11 @@ fn protobuf_of(documents: &[Document]) -> Vec<u8> {
         .iter()
         .map(|d| serde_json::to_vec(&d.document).unwrap())
         .collect();
-    let sources: Vec<v2::Source> = texts
+    let sources: Vec<v2::Source<'_>> = texts
         .iter()
         .map(|bytes| v2::Source {
             bytes,
+            gzip: None,
             own_paths: None,
         })
         .collect();
@@ -285,9 +286,17 @@ fn the_document_built_in_pieces_is_the_document_encoded_whole() {
         .into_iter()
         .map(|entry| text(entry, 1))
         .collect();
-    let unique = |names: &[&str]| names.iter().collect::<std::collections::BTreeSet<_>>().len();
+    let unique = |names: &[&str]| {
+        names
+            .iter()
+            .collect::<std::collections::BTreeSet<_>>()
+            .len()
+    };
     assert_eq!(paths.len(), json["paths"].as_object().unwrap().len());
     assert_eq!(unique(&paths), paths.len());
-    assert_eq!(definitions.len(), json["definitions"].as_object().unwrap().len());
+    assert_eq!(
+        definitions.len(),
+        json["definitions"].as_object().unwrap().len()
+    );
     assert_eq!(unique(&definitions), definitions.len());
 }
