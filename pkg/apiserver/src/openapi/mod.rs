@@ -425,6 +425,10 @@ pub struct OpenApiV2 {
     version: String,
     /// When what it describes was last changed, as an HTTP date (its `Last-Modified`).
     built: String,
+    /// Upper-case hex SHA-512 of what the document is made of (the server's version, its v3
+    /// documents' hashes, the other servers' documents): the ETag of both encodings, as
+    /// upstream gives both one ETag, known without building either.
+    hash: String,
     /// The document as JSON, built at the first request for it.
     json: OnceLock<EncodedV2>,
     /// The document as protobuf, built at the first request for it.
@@ -436,21 +440,6 @@ pub struct OpenApiV2 {
 #[derive(Debug)]
 struct EncodedV2 {
     pieces: Arc<[Bytes]>,
-    /// Upper-case hex SHA-512 of the pieces' concatenation.
-    hash: String,
-}
-
-impl EncodedV2 {
-    fn new(pieces: Vec<Bytes>) -> Self {
-        let mut digest = aws_lc_rs::digest::Context::new(&aws_lc_rs::digest::SHA512);
-        for piece in &pieces {
-            digest.update(piece);
-        }
-        Self {
-            hash: hex_upper(digest.finish().as_ref()),
-            pieces: pieces.into(),
-        }
-    }
 }
 
 impl OpenApiV2 {
@@ -461,12 +450,23 @@ impl OpenApiV2 {
         let now = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |d| d.as_secs());
+        let remote: Vec<(String, Bytes)> = remote
+            .into_iter()
+            .map(|(path, bytes)| (format!("/{path}"), bytes))
+            .collect();
+        let mut digest = aws_lc_rs::digest::Context::new(&aws_lc_rs::digest::SHA512);
+        digest.update(version.as_bytes());
+        for document in &source.documents {
+            digest.update(document.hash.as_bytes());
+        }
+        for (path, bytes) in &remote {
+            digest.update(path.as_bytes());
+            digest.update(hash(bytes).as_bytes());
+        }
         Self {
             source: source.clone(),
-            remote: remote
-                .into_iter()
-                .map(|(path, bytes)| (format!("/{path}"), bytes))
-                .collect(),
+            remote,
+            hash: hex_upper(digest.finish().as_ref()),
             version: version.to_owned(),
             built: http_date(now),
             json: OnceLock::new(),
@@ -493,7 +493,9 @@ impl OpenApiV2 {
     fn json(&self) -> &EncodedV2 {
         self.json.get_or_init(|| {
             let started = Instant::now();
-            let encoded = EncodedV2::new(builder::v2::json(&self.sources(), &self.version));
+            let encoded = EncodedV2 {
+                pieces: builder::v2::json(&self.sources(), &self.version).into(),
+            };
             tracing::debug!(
                 bytes = encoded.pieces.iter().map(Bytes::len).sum::<usize>(),
                 elapsed_ms = started.elapsed().as_millis() as u64,
@@ -507,7 +509,9 @@ impl OpenApiV2 {
     fn protobuf(&self) -> &EncodedV2 {
         self.protobuf.get_or_init(|| {
             let started = Instant::now();
-            let encoded = EncodedV2::new(builder::v2::protobuf(&self.sources(), &self.version));
+            let encoded = EncodedV2 {
+                pieces: builder::v2::protobuf(&self.sources(), &self.version).into(),
+            };
             tracing::debug!(
                 bytes = encoded.pieces.iter().map(Bytes::len).sum::<usize>(),
                 elapsed_ms = started.elapsed().as_millis() as u64,
@@ -533,7 +537,7 @@ impl OpenApiV2 {
                 );
             }
         };
-        let etag = format!("\"{}\"", encoded.hash);
+        let etag = format!("\"{}\"", self.hash);
         let mut response = Response::new(ResponseBody::full(Bytes::new()));
         let h = response.headers_mut();
         h.insert(CONTENT_TYPE, HeaderValue::from_static(content_type));
@@ -719,18 +723,25 @@ mod tests {
         assert_eq!(swagger["swagger"], "2.0");
         assert_eq!(swagger["info"]["version"], "v1.33.0");
         assert!(swagger["definitions"]["io.k8s.api.core.v1.ConfigMap"].is_object());
-        // Each encoding is built when it is first asked for, with its own hash.
+        // Each encoding is built when it is first asked for; both have one ETag.
         assert!(v2.protobuf.get().is_none());
         let mut accept = HeaderMap::new();
         accept.insert(ACCEPT, HeaderValue::from_static(PROTOBUF_V2));
         let answer = v2.handle(&accept, false).unwrap();
         assert_eq!(answer.headers()[CONTENT_TYPE], PROTOBUF_V2_ANSWER);
-        let protobuf = v2.protobuf.get().expect("built by the request");
-        assert_eq!(
-            answer.headers()[ETAG].to_str().unwrap(),
-            format!("\"{}\"", hash(&protobuf.pieces.concat()))
-        );
-        assert_ne!(protobuf.hash, built.hash);
+        assert!(v2.protobuf.get().is_some(), "built by the request");
+        assert_eq!(answer.headers()[ETAG], format!("\"{}\"", v2.hash));
+        // The ETag follows what the document is made of.
+        let again = OpenApiV2::new(&v3, Vec::new(), "v1.33.0");
+        assert_eq!(again.hash, v2.hash);
+        let other = OpenApiV2::new(&v3, Vec::new(), "v1.34.0");
+        assert_ne!(other.hash, v2.hash);
+        let custom = Document {
+            path: "apis/example.com/v1".to_owned(),
+            document: json!({"openapi": "3.0.0", "paths": {}}),
+        };
+        let extended = v3.extended(&[Arc::new(CustomDocument::new(custom))]);
+        assert_ne!(OpenApiV2::new(&extended, Vec::new(), "v1.33.0").hash, v2.hash);
     }
 
     #[test]
