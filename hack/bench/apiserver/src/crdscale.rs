@@ -1427,6 +1427,8 @@ async fn measure_at_once(
         format!("{events} / {:.0}", bytes as f64 / f64::from(1 << 20)),
     );
     memory_rows(report, args, crds.len(), run.idle, peak, (after, steady));
+    // The server closes connections idle through the wait, as kube-apiserver does.
+    let client = run.connect().await?;
 
     run.enter("warm discovery");
     discovery_warm(&client, crds, &mut discovered).await?;
