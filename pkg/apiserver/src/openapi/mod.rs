@@ -741,7 +741,10 @@ mod tests {
             document: json!({"openapi": "3.0.0", "paths": {}}),
         };
         let extended = v3.extended(&[Arc::new(CustomDocument::new(custom))]);
-        assert_ne!(OpenApiV2::new(&extended, Vec::new(), "v1.33.0").hash, v2.hash);
+        assert_ne!(
+            OpenApiV2::new(&extended, Vec::new(), "v1.33.0").hash,
+            v2.hash
+        );
     }
 
     #[test]

@@ -612,21 +612,36 @@ impl<S: Storage> CustomResources<S> {
                     }
                 }
             }
-            for group_version in dirty {
-                match kinds.remove(&group_version) {
-                    Some(kinds) => {
-                        let (group, version) = &group_version;
+            for group_version in &dirty {
+                if !kinds.contains_key(group_version) {
+                    passes.documents.remove(group_version);
+                }
+            }
+            // Building, serializing and compressing the documents is CPU work of up to seconds
+            // for thousands of CRDs: it runs off the server's async workers, which keep
+            // answering requests meanwhile.
+            let built = tokio::task::spawn_blocking(move || {
+                kinds
+                    .into_iter()
+                    .map(|((group, version), kinds)| {
                         let document =
                             genplane_apiserver::openapi::builder::custom_group_version_document(
-                                group, version, &kinds,
+                                &group, &version, &kinds,
                             );
-                        passes
-                            .documents
-                            .insert(group_version, Arc::new(CustomDocument::new(document)));
-                    }
-                    None => {
-                        passes.documents.remove(&group_version);
-                    }
+                        ((group, version), Arc::new(CustomDocument::new(document)))
+                    })
+                    .collect::<Vec<_>>()
+            })
+            .await;
+            match built {
+                Ok(built) => passes.documents.extend(built),
+                Err(error) => {
+                    // Only a panic while building ends the task early: the next pass tries
+                    // these group-versions again.
+                    passes.dirty_documents = dirty;
+                    return Err(ApiError::from(Status::internal_error(format!(
+                        "building the OpenAPI documents of custom resources: {error}"
+                    ))));
                 }
             }
             passes.changed = true;
