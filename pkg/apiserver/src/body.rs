@@ -140,7 +140,7 @@ impl ResponseBody {
         ResponseBody::Full(Some(bytes.into()))
     }
 
-    /// A body held as `gzip` (made by `filters::compression::gzip`) of `len` bytes
+    /// A body held as `gzip` (made by [`gzip`]) of `len` bytes
     /// uncompressed.
     pub fn gzipped(gzip: Bytes, len: usize) -> Self {
         ResponseBody::Gzipped(Gzipped {
@@ -316,6 +316,24 @@ impl Body for ResponseBody {
     }
 }
 
+/// `bytes` gzip-compressed at level 1, as answers are.
+pub fn gzip(bytes: &[u8]) -> Vec<u8> {
+    let mut encoder = flate2::write::GzEncoder::new(
+        Vec::with_capacity(bytes.len() / 4),
+        flate2::Compression::fast(),
+    );
+    // Writing into a Vec cannot fail.
+    let _ = std::io::Write::write_all(&mut encoder, bytes);
+    encoder.finish().unwrap_or_default()
+}
+
+/// The bytes `gzip` (made by [`gzip`]) holds; `len` is their length, or a guess.
+pub fn gunzip(gzip: &[u8], len: usize) -> std::io::Result<Vec<u8>> {
+    let mut out = Vec::with_capacity(len);
+    std::io::Read::read_to_end(&mut flate2::read::GzDecoder::new(gzip), &mut out)?;
+    Ok(out)
+}
+
 /// A body held gzip-compressed ([`ResponseBody::gzipped`]).
 #[derive(Debug)]
 pub struct Gzipped {
@@ -330,7 +348,7 @@ impl Gzipped {
     /// (never made by this server) end the body empty, and are logged.
     fn uncompressed(&mut self) -> Option<Bytes> {
         let gzip = self.gzip.take()?;
-        match crate::filters::compression::gunzip(&gzip, self.len) {
+        match gunzip(&gzip, self.len) {
             Ok(bytes) => Some(Bytes::from(bytes)),
             Err(error) => {
                 tracing::error!(%error, "uncompressing a body held gzip-compressed");

@@ -920,7 +920,7 @@ fn memory_rows(
     );
     let per_crd = mib(steady.saturating_sub(idle)) / count as f64;
     report.target(
-        &format!(
+        format!(
             "RSS per CRD: (steady - idle) / count, {:.0} s after the last write",
             args.crd_scale_window
         ),

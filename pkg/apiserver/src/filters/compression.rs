@@ -38,21 +38,6 @@ pub const FEATURE: Feature = genplane_features::API_RESPONSE_COMPRESSION;
 /// How many compressed bytes are handed to the connection at a time.
 const CHUNK_BYTES: usize = 64 * 1024;
 
-/// `bytes` gzip-compressed at level 1, as answers are.
-pub fn gzip(bytes: &[u8]) -> Vec<u8> {
-    let mut encoder = GzEncoder::new(Vec::with_capacity(bytes.len() / 4), Compression::fast());
-    // Writing into a Vec cannot fail.
-    let _ = encoder.write_all(bytes);
-    encoder.finish().unwrap_or_default()
-}
-
-/// The bytes `gzip` (made by [`gzip`]) holds; `len` is their length, or a guess.
-pub fn gunzip(gzip: &[u8], len: usize) -> std::io::Result<Vec<u8>> {
-    let mut out = Vec::with_capacity(len);
-    std::io::Read::read_to_end(&mut flate2::read::GzDecoder::new(gzip), &mut out)?;
-    Ok(out)
-}
-
 /// Whether the request's `Accept-Encoding` accepts gzip (a `gzip` or `*` coding whose quality is
 /// not zero).
 pub fn accepts_gzip(headers: &HeaderMap) -> bool {
@@ -155,6 +140,7 @@ pub fn compress(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::body::{gunzip, gzip};
     use genplane_component_base::featuregate::{
         FeatureGateSettings, FeatureSpec, Registry, Stage, UseIdentity, Version,
     };

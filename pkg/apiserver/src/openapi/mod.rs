@@ -39,7 +39,6 @@ use hyper::{Response, StatusCode};
 use serde_json::{Map, json};
 
 use crate::body::ResponseBody;
-use crate::filters::compression;
 use builder::{Document, ServedResource};
 
 /// One serialized document, kept gzip-compressed: a document of custom resources' schemas
@@ -60,7 +59,7 @@ impl Served {
     fn new(path: String, json: Vec<u8>) -> Self {
         Self {
             path,
-            gzip: Bytes::from(compression::gzip(&json)),
+            gzip: Bytes::from(crate::body::gzip(&json)),
             len: json.len(),
             hash: hash(&json),
         }
@@ -68,7 +67,7 @@ impl Served {
 
     /// The JSON (empty if the compressed bytes were damaged, which they never are).
     fn json(&self) -> Vec<u8> {
-        compression::gunzip(&self.gzip, self.len).unwrap_or_default()
+        crate::body::gunzip(&self.gzip, self.len).unwrap_or_default()
     }
 }
 

@@ -91,7 +91,7 @@ pub fn json(sources: &[Source<'_>], version: &str) -> Vec<Bytes> {
     out
 }
 
-/// The same document as [`json`], as gnostic's `openapi.v2.Document` message (see
+/// The same document as [`json()`], as gnostic's `openapi.v2.Document` message (see
 /// [`gnostic`]), in pieces whose concatenation is the message.
 pub fn protobuf(sources: &[Source<'_>], version: &str) -> Vec<Bytes> {
     let mut paths = Pieces::default();
@@ -159,7 +159,7 @@ impl Source<'_> {
     fn json(&self) -> Option<std::borrow::Cow<'_, [u8]>> {
         match self.gzip {
             None => Some(std::borrow::Cow::Borrowed(self.bytes)),
-            Some(len) => crate::filters::compression::gunzip(self.bytes, len)
+            Some(len) => crate::body::gunzip(self.bytes, len)
                 .ok()
                 .map(std::borrow::Cow::Owned),
         }
