@@ -78,13 +78,7 @@ pub fn compress(
             return response;
         }
         let (mut parts, body) = response.into_parts();
-        parts.headers.remove(CONTENT_LENGTH);
-        parts
-            .headers
-            .insert(CONTENT_ENCODING, HeaderValue::from_static("gzip"));
-        parts
-            .headers
-            .append(VARY, HeaderValue::from_static("Accept-Encoding"));
+        gzip_headers(&mut parts.headers);
         return Response::from_parts(parts, body.gzip_as_is());
     }
     let size = response.body().held_len();
@@ -123,18 +117,20 @@ pub fn compress(
             let _ = tx.send(Bytes::from(rest)).await;
         }
     });
-    parts.headers.remove(CONTENT_LENGTH);
-    parts
-        .headers
-        .insert(CONTENT_ENCODING, HeaderValue::from_static("gzip"));
-    parts
-        .headers
-        .append(VARY, HeaderValue::from_static("Accept-Encoding"));
+    gzip_headers(&mut parts.headers);
     let body = match guard {
         Some(guard) => ResponseBody::Guarded(Box::new(compressed), guard),
         None => compressed,
     };
     Response::from_parts(parts, body)
+}
+
+/// The headers of an answer sent gzip-compressed: its encoding, no length (the compressed
+/// length is not known ahead), and that it varies with `Accept-Encoding`.
+fn gzip_headers(headers: &mut HeaderMap) {
+    headers.remove(CONTENT_LENGTH);
+    headers.insert(CONTENT_ENCODING, HeaderValue::from_static("gzip"));
+    headers.append(VARY, HeaderValue::from_static("Accept-Encoding"));
 }
 
 #[cfg(test)]

@@ -428,17 +428,12 @@ pub struct OpenApiV2 {
     /// documents' hashes, the other servers' documents): the ETag of both encodings, as
     /// upstream gives both one ETag, known without building either.
     hash: String,
-    /// The document as JSON, built at the first request for it.
-    json: OnceLock<EncodedV2>,
-    /// The document as protobuf, built at the first request for it.
-    protobuf: OnceLock<EncodedV2>,
-}
-
-/// One encoding of the v2 document, in the pieces it was built in (a server with thousands of
-/// custom resource definitions has a v2 document of over 100 MB: it is never copied whole).
-#[derive(Debug)]
-struct EncodedV2 {
-    pieces: Arc<[Bytes]>,
+    /// The document as JSON, built at the first request for it, in the pieces it was built
+    /// in (with thousands of custom resource definitions it is over 100 MB: never copied
+    /// whole).
+    json: OnceLock<Arc<[Bytes]>>,
+    /// The document as protobuf, likewise.
+    protobuf: OnceLock<Arc<[Bytes]>>,
 }
 
 impl OpenApiV2 {
@@ -488,35 +483,23 @@ impl OpenApiV2 {
         own.chain(remote).collect()
     }
 
-    /// The JSON encoding, built at the first call.
-    fn json(&self) -> &EncodedV2 {
-        self.json.get_or_init(|| {
+    /// The encoding kept in `cell`, written by `write` (`what` names it in the log) at the
+    /// first call.
+    fn encoded<'a>(
+        &self,
+        cell: &'a OnceLock<Arc<[Bytes]>>,
+        write: fn(&[builder::v2::Source<'_>], &str) -> Vec<Bytes>,
+        what: &str,
+    ) -> &'a Arc<[Bytes]> {
+        cell.get_or_init(|| {
             let started = Instant::now();
-            let encoded = EncodedV2 {
-                pieces: builder::v2::json(&self.sources(), &self.version).into(),
-            };
+            let pieces: Arc<[Bytes]> = write(&self.sources(), &self.version).into();
             tracing::debug!(
-                bytes = encoded.pieces.iter().map(Bytes::len).sum::<usize>(),
+                bytes = pieces.iter().map(Bytes::len).sum::<usize>(),
                 elapsed_ms = started.elapsed().as_millis() as u64,
-                "built the OpenAPI v2 document as JSON"
+                "built the OpenAPI v2 document as {what}"
             );
-            encoded
-        })
-    }
-
-    /// The protobuf encoding, built at the first call.
-    fn protobuf(&self) -> &EncodedV2 {
-        self.protobuf.get_or_init(|| {
-            let started = Instant::now();
-            let encoded = EncodedV2 {
-                pieces: builder::v2::protobuf(&self.sources(), &self.version).into(),
-            };
-            tracing::debug!(
-                bytes = encoded.pieces.iter().map(Bytes::len).sum::<usize>(),
-                elapsed_ms = started.elapsed().as_millis() as u64,
-                "built the OpenAPI v2 document as protobuf"
-            );
-            encoded
+            pieces
         })
     }
 
@@ -528,8 +511,14 @@ impl OpenApiV2 {
     ) -> Result<Response<ResponseBody>, ApiError> {
         let accept = headers.get(ACCEPT).and_then(|v| v.to_str().ok());
         let (content_type, encoded) = match accepted_v2(accept) {
-            AcceptedV2::Json => ("application/json", self.json()),
-            AcceptedV2::Protobuf => (PROTOBUF_V2_ANSWER, self.protobuf()),
+            AcceptedV2::Json => (
+                "application/json",
+                self.encoded(&self.json, builder::v2::json, "JSON"),
+            ),
+            AcceptedV2::Protobuf => (
+                PROTOBUF_V2_ANSWER,
+                self.encoded(&self.protobuf, builder::v2::protobuf, "protobuf"),
+            ),
             AcceptedV2::NotAcceptable => {
                 return Err(
                     Status::not_acceptable(&["application/json", PROTOBUF_V2_ANSWER]).into(),
@@ -549,7 +538,7 @@ impl OpenApiV2 {
             return Ok(response);
         }
         if !head {
-            *response.body_mut() = ResponseBody::pieces(encoded.pieces.iter().cloned());
+            *response.body_mut() = ResponseBody::pieces(encoded.iter().cloned());
         }
         Ok(response)
     }
@@ -712,12 +701,12 @@ mod tests {
         let answer = v2.handle(&HeaderMap::new(), false).unwrap();
         assert_eq!(answer.status(), StatusCode::OK);
         let built = v2.json.get().expect("built by the request");
-        assert!(built.pieces.len() > 2, "sent in pieces");
+        assert!(built.len() > 2, "sent in pieces");
         let sent = match answer.into_body() {
             ResponseBody::Pieces(pieces) => pieces.into_iter().collect::<Vec<_>>().concat(),
             other => panic!("{other:?}"),
         };
-        assert_eq!(sent, built.pieces.concat());
+        assert_eq!(sent, built.concat());
         let swagger: serde_json::Value = serde_json::from_slice(&sent).unwrap();
         assert_eq!(swagger["swagger"], "2.0");
         assert_eq!(swagger["info"]["version"], "v1.33.0");
@@ -774,7 +763,7 @@ mod tests {
         let answer = v2.handle(&HeaderMap::new(), false).unwrap();
         assert_eq!(answer.status(), StatusCode::OK);
         let swagger: serde_json::Value =
-            serde_json::from_slice(&v2.json.get().unwrap().pieces.concat()).unwrap();
+            serde_json::from_slice(&v2.json.get().unwrap().concat()).unwrap();
         let paths = swagger["paths"].as_object().unwrap();
         assert!(paths.contains_key("/apis/x.example.com/v1/"));
         assert!(paths.contains_key("/apis/x.example.com/v1/namespaces/{namespace}/things"));

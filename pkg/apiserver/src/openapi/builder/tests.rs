@@ -340,8 +340,12 @@ fn operations_are_named_as_upstream_names_them() {
     );
 }
 
-/// The v2 document of `documents` as JSON, parsed.
-pub(super) fn swagger_of(documents: &[Document]) -> Value {
+/// The v2 document of `documents`, written by `write` (`v2::json` or `v2::protobuf`) in
+/// pieces, and joined.
+pub(super) fn v2_of(
+    documents: &[Document],
+    write: fn(&[v2::Source<'_>], &str) -> Vec<bytes::Bytes>,
+) -> Vec<u8> {
     let texts: Vec<Vec<u8>> = documents
         .iter()
         .map(|d| serde_json::to_vec(&d.document).unwrap())
@@ -354,7 +358,12 @@ pub(super) fn swagger_of(documents: &[Document]) -> Value {
             own_paths: None,
         })
         .collect();
-    serde_json::from_slice(&v2::json(&sources, "v1.33.0").concat()).unwrap()
+    write(&sources, "v1.33.0").concat()
+}
+
+/// The v2 document of `documents` as JSON, parsed.
+pub(super) fn swagger_of(documents: &[Document]) -> Value {
+    serde_json::from_slice(&v2_of(documents, v2::json)).unwrap()
 }
 
 fn swagger() -> Value {

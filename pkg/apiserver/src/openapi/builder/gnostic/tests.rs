@@ -1,23 +1,12 @@
 use serde_json::{Value, json};
 
 use super::encode;
-use crate::openapi::builder::{Document, documents, tests::served, v2};
+use crate::openapi::builder::tests::{served, v2_of};
+use crate::openapi::builder::{Document, documents, v2};
 
 /// The v2 document of `documents` as protobuf, built in pieces and joined.
 fn protobuf_of(documents: &[Document]) -> Vec<u8> {
-    let texts: Vec<Vec<u8>> = documents
-        .iter()
-        .map(|d| serde_json::to_vec(&d.document).unwrap())
-        .collect();
-    let sources: Vec<v2::Source<'_>> = texts
-        .iter()
-        .map(|bytes| v2::Source {
-            bytes,
-            gzip: None,
-            own_paths: None,
-        })
-        .collect();
-    v2::protobuf(&sources, "v1.33.0").concat()
+    v2_of(documents, v2::protobuf)
 }
 
 /// One decoded field: its number and its value (a varint, or the bytes of a length-delimited
