@@ -4,7 +4,7 @@
 #![warn(missing_docs)]
 
 use clap::{ArgMatches, CommandFactory, Parser};
-use genplane_component_base::{component, config::ConfigFlags, process::Process};
+use genplane_component_base::{config::ConfigFlags, process::Process};
 use genplane_controlplane::all_in_one::{AllInOneOptions, AllInOneRole};
 
 #[derive(Parser)]
@@ -26,5 +26,5 @@ pub fn command() -> clap::Command {
 
 /// Runs `genplane all-in-one` until SIGTERM or SIGINT.
 pub fn run(matches: &ArgMatches, process: &Process) -> anyhow::Result<()> {
-    component::run::<AllInOneRole, _>(matches, process)
+    AllInOneRole::run(matches, process).map_err(anyhow::Error::from_boxed)
 }

@@ -8,7 +8,7 @@
 #![warn(missing_docs)]
 
 use clap::{ArgMatches, CommandFactory, Parser};
-use genplane_component_base::{component, config::ConfigFlags, process::Process};
+use genplane_component_base::{config::ConfigFlags, process::Process};
 use genplane_controlplane::server::{ApiServerRole, Options};
 
 #[derive(Parser)]
@@ -30,5 +30,5 @@ pub fn command() -> clap::Command {
 
 /// Runs `genplane apiserver` until SIGTERM or SIGINT.
 pub fn run(matches: &ArgMatches, process: &Process) -> anyhow::Result<()> {
-    component::run::<ApiServerRole, _>(matches, process)
+    ApiServerRole::run(matches, process).map_err(anyhow::Error::from_boxed)
 }

@@ -7,7 +7,7 @@
 
 use anyhow::Context as _;
 use clap::{ArgMatches, Args as _, Command, FromArgMatches as _};
-use genplane_ccm_e2e::{Options, list, run_printing, selected};
+use genplane_ccm_e2e::{Options, list, run_until_interrupted, selected};
 use genplane_component_base::process::Process;
 
 /// The command line of `genplane ccm-e2e`.
@@ -30,15 +30,7 @@ pub fn run(matches: &ArgMatches, process: &Process) -> anyhow::Result<()> {
         process.var("HOME"),
     )
     .context("no --kubeconfig, KUBECONFIG or HOME")?;
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-        .context("starting the runtime")?;
-    let report = runtime.block_on(run_printing(&options, &kubeconfig, async {
-        if tokio::signal::ctrl_c().await.is_err() {
-            std::future::pending::<()>().await;
-        }
-    }))?;
+    let report = run_until_interrupted(&options, &kubeconfig)?;
     println!("{}", report.summary());
     anyhow::ensure!(report.success(), "the suite did not pass");
     Ok(())

@@ -5,7 +5,7 @@
 #![warn(missing_docs)]
 
 use clap::{ArgMatches, CommandFactory, Parser};
-use genplane_component_base::{component, config::ConfigFlags, process::Process};
+use genplane_component_base::{config::ConfigFlags, process::Process};
 use genplane_controller::roles::controller_manager::{
     ControllerManagerOptions, ControllerManagerRole,
 };
@@ -29,5 +29,5 @@ pub fn command() -> clap::Command {
 
 /// Runs `genplane controller-manager` until SIGTERM or SIGINT, or until it loses its Lease.
 pub fn run(matches: &ArgMatches, process: &Process) -> anyhow::Result<()> {
-    component::run::<ControllerManagerRole, _>(matches, process)
+    ControllerManagerRole::run(matches, process).map_err(anyhow::Error::from_boxed)
 }

@@ -5,7 +5,7 @@
 #![warn(missing_docs)]
 
 use clap::{ArgMatches, CommandFactory, FromArgMatches as _, Parser};
-use genplane_component_base::{component, config::ConfigFlags, process::Process};
+use genplane_component_base::{config::ConfigFlags, process::Process};
 use genplane_controller::roles::feature_controller::check::{self, CheckArgs};
 use genplane_controller::roles::feature_controller::{
     FeatureControllerOptions, FeatureControllerRole,
@@ -42,5 +42,5 @@ pub fn run(matches: &ArgMatches, process: &Process) -> anyhow::Result<()> {
     if let Some(("check", sub)) = matches.subcommand() {
         return Ok(check::run(&CheckArgs::from_arg_matches(sub)?, process)?);
     }
-    component::run::<FeatureControllerRole, _>(matches, process)
+    FeatureControllerRole::run(matches, process).map_err(anyhow::Error::from_boxed)
 }

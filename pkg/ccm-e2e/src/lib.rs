@@ -26,7 +26,8 @@
 //! with [`framework`]; a test that does not pass says why in a [`framework::Error`], which
 //! the report shows with its causes (`creating Service lb: <the API server's message>`). The
 //! command, `genplane ccm-e2e` (`cmd/ccm-e2e`), finds the kubeconfig in the environment, runs
-//! [`run_printing`] until done or Ctrl-C and prints the summary.
+//! [`run_until_interrupted`] (which prints as [`run_printing`] does) until done or Ctrl-C, and
+//! prints the summary.
 
 #![warn(missing_docs)]
 
@@ -40,5 +41,7 @@ pub mod suite;
 pub mod upgrades;
 
 pub use options::{BUILT_IN_PROVIDERS, Options};
-pub use runner::{client, list, run_printing, run_suite, run_suite_with, selected};
+pub use runner::{
+    client, list, run_printing, run_suite, run_suite_with, run_until_interrupted, selected,
+};
 pub use suite::UPGRADES_JUNIT;

@@ -42,6 +42,9 @@ pub enum Error {
     /// The run could not be made, or its reports not written.
     #[error(transparent)]
     Suite(#[from] suite::Error),
+    /// The runtime of [`run_until_interrupted`] could not be started.
+    #[error("starting the runtime")]
+    Runtime(#[source] std::io::Error),
 }
 
 /// The tests `selection` picks, in suite order.
@@ -153,6 +156,24 @@ pub async fn run_printing(
         terminal.finish();
     }
     report
+}
+
+/// The `ccm-e2e` applet's run: [`run_printing`] on a runtime of its own, until the suite ends
+/// or the process gets SIGINT (the tests running then are stopped and reported as such).
+///
+/// It is not generic and not `async`, so the suite is compiled here once: an `async` function's
+/// body is compiled again in each crate that polls it, and optimized builds do not share that
+/// code between crates.
+pub fn run_until_interrupted(options: &Options, kubeconfig: &Path) -> Result<Report, Error> {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .map_err(Error::Runtime)?;
+    runtime.block_on(run_printing(options, kubeconfig, async {
+        if tokio::signal::ctrl_c().await.is_err() {
+            std::future::pending::<()>().await;
+        }
+    }))
 }
 
 #[cfg(test)]

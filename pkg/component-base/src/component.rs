@@ -173,6 +173,16 @@ pub trait Role {
     ) -> impl Future<Output = Result<(), Self::Error>>;
 }
 
+/// Why a role's [`run`] ended, for an applet that only reports it: the error with its causes.
+/// An invalid configuration is a [`config::Error`], found by downcasting.
+///
+/// A role's crate gives its applet a non-generic entry point that calls
+/// `run::<TheRole, Failure>`, so that the role is compiled once, in its own crate. A role's
+/// serving future is instantiated in the crate that polls it, and optimized builds do not
+/// share instantiations between crates: every applet crate that called `run::<R, _>` itself
+/// compiled the whole server again.
+pub type Failure = Box<dyn std::error::Error + Send + Sync>;
+
 /// What a running [`Role`] gets from its process besides its configuration.
 #[derive(Debug)]
 pub struct Context<'a> {

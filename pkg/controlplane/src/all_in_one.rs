@@ -98,6 +98,19 @@ pub struct AllInOneConfig {
 #[derive(Debug)]
 pub struct AllInOneRole;
 
+impl AllInOneRole {
+    /// Runs `genplane all-in-one` with the arguments in `matches` until SIGTERM or SIGINT:
+    /// [`component::run`](genplane_component_base::component::run) for this role. It is not
+    /// generic, so the role is compiled here once and not again in every crate that runs it
+    /// (see [`Failure`](genplane_component_base::component::Failure)).
+    pub fn run(
+        matches: &clap::ArgMatches,
+        process: &genplane_component_base::process::Process,
+    ) -> Result<(), genplane_component_base::component::Failure> {
+        genplane_component_base::component::run::<Self, _>(matches, process)
+    }
+}
+
 impl genplane_component_base::component::Role for AllInOneRole {
     type Options = AllInOneOptions;
     type Config = AllInOneConfig;

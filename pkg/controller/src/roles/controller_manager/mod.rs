@@ -72,6 +72,19 @@ pub enum Error {
 #[derive(Debug)]
 pub struct ControllerManagerRole;
 
+impl ControllerManagerRole {
+    /// Runs `genplane controller-manager` with the arguments in `matches` until SIGTERM or SIGINT:
+    /// [`component::run`](genplane_component_base::component::run) for this role. It is not
+    /// generic, so the role is compiled here once and not again in every crate that runs it
+    /// (see [`Failure`](genplane_component_base::component::Failure)).
+    pub fn run(
+        matches: &clap::ArgMatches,
+        process: &genplane_component_base::process::Process,
+    ) -> Result<(), genplane_component_base::component::Failure> {
+        genplane_component_base::component::run::<Self, _>(matches, process)
+    }
+}
+
 impl genplane_component_base::component::Role for ControllerManagerRole {
     type Options = ControllerManagerOptions;
     type Config = ControllerManagerConfig;
