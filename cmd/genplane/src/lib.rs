@@ -17,8 +17,8 @@ use std::path::Path;
 
 use anyhow::Context as _;
 use clap::{Arg, ArgAction, ArgMatches, Command};
-use genplane_component_base::config;
 use genplane_component_base::process::Process;
+use genplane_component_base::{component, config};
 
 mod applets;
 
@@ -185,7 +185,7 @@ fn finish(
     match run(matches, process) {
         Ok(()) => EXIT_OK,
         Err(error) => {
-            let invalid_config = error.chain().any(|e| e.is::<config::Error>());
+            let invalid_config = is_invalid_config(&error);
             eprintln!("Error: {error:#}");
             if invalid_config {
                 EXIT_CONFIG
@@ -194,6 +194,15 @@ fn finish(
             }
         }
     }
+}
+
+/// Whether `error` is, or was caused by, an invalid configuration. A role's entry point hands
+/// its error over boxed ([`component::Failure`]), whose own type only the box knows.
+fn is_invalid_config(error: &anyhow::Error) -> bool {
+    error.chain().any(|e| e.is::<config::Error>())
+        || error
+            .downcast_ref::<component::Failure>()
+            .is_some_and(|failure| failure.is::<config::Error>())
 }
 
 fn make_symlinks(dir: &Path, process: &Process) -> anyhow::Result<()> {
@@ -228,6 +237,23 @@ mod tests {
             command: || Command::new("x"),
             run: |_, _| Ok(()),
         }
+    }
+
+    #[test]
+    fn invalid_configurations_are_told_from_other_failures_boxed_or_not() {
+        let invalid = || config::Error::Parse {
+            path: "genplane.toml".into(),
+            message: "not a table".to_owned(),
+        };
+        assert!(is_invalid_config(&anyhow::Error::from(invalid())));
+        assert!(is_invalid_config(
+            &anyhow::Error::from(invalid()).context("starting")
+        ));
+        let boxed: component::Failure = Box::new(invalid());
+        assert!(is_invalid_config(&anyhow::Error::from_boxed(boxed)));
+        let other: component::Failure = Box::new(std::io::Error::other("disk full"));
+        assert!(!is_invalid_config(&anyhow::Error::from_boxed(other)));
+        assert!(!is_invalid_config(&anyhow::anyhow!("failed")));
     }
 
     #[test]

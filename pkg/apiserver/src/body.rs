@@ -140,11 +140,12 @@ impl ResponseBody {
         ResponseBody::Full(Some(bytes.into()))
     }
 
-    /// A body held as `gzip` (made by [`gzip`]) of `len` bytes
-    /// uncompressed.
-    pub fn gzipped(gzip: Bytes, len: usize) -> Self {
+    /// A body held as one gzip stream in `pieces` (made by [`gzip`] or [`GzipPart`]s), of
+    /// `len` bytes uncompressed.
+    pub fn gzipped(pieces: impl IntoIterator<Item = Bytes>, len: usize) -> Self {
         ResponseBody::Gzipped(Gzipped {
-            gzip: Some(gzip),
+            gzip: pieces.into_iter().filter(|p| !p.is_empty()).collect(),
+            decoder: Some(flate2::write::GzDecoder::new(Vec::new())),
             len,
         })
     }
@@ -162,7 +163,7 @@ impl ResponseBody {
     /// `Content-Encoding: gzip`; any other body as it is.
     pub fn gzip_as_is(self) -> Self {
         match self {
-            ResponseBody::Gzipped(Gzipped { gzip, .. }) => ResponseBody::Full(gzip),
+            ResponseBody::Gzipped(Gzipped { gzip, .. }) => ResponseBody::Pieces(gzip),
             ResponseBody::Guarded(inner, guard) => {
                 ResponseBody::Guarded(Box::new(inner.gzip_as_is()), guard)
             }
@@ -290,7 +291,7 @@ impl Body for ResponseBody {
             ResponseBody::Full(bytes) => bytes.is_none(),
             ResponseBody::List(list) => list.is_empty(),
             ResponseBody::Pieces(pieces) => pieces.is_empty(),
-            ResponseBody::Gzipped(gzipped) => gzipped.gzip.is_none(),
+            ResponseBody::Gzipped(gzipped) => gzipped.decoder.is_none(),
             ResponseBody::Stream(_) | ResponseBody::Queue(_) => false,
             ResponseBody::Guarded(inner, _) => inner.is_end_stream(),
             ResponseBody::Proxied(incoming) => incoming.is_end_stream(),
@@ -305,7 +306,7 @@ impl Body for ResponseBody {
             ResponseBody::Pieces(pieces) => {
                 SizeHint::with_exact(pieces.iter().map(|p| p.len() as u64).sum())
             }
-            ResponseBody::Gzipped(gzipped) => match gzipped.gzip {
+            ResponseBody::Gzipped(gzipped) => match gzipped.decoder {
                 Some(_) => SizeHint::with_exact(gzipped.len as u64),
                 None => SizeHint::with_exact(0),
             },
@@ -335,27 +336,141 @@ pub fn gunzip(gzip: &[u8], len: usize) -> std::io::Result<Vec<u8>> {
 }
 
 /// A body held gzip-compressed ([`ResponseBody::gzipped`]).
-#[derive(Debug)]
 pub struct Gzipped {
-    /// The compressed bytes, until they are sent.
-    gzip: Option<Bytes>,
-    /// Their length uncompressed.
+    /// The compressed pieces not uncompressed yet.
+    gzip: std::collections::VecDeque<Bytes>,
+    /// What uncompresses them, until the end of the stream.
+    decoder: Option<flate2::write::GzDecoder<Vec<u8>>>,
+    /// The body's length uncompressed.
     len: usize,
 }
 
+impl std::fmt::Debug for Gzipped {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Gzipped")
+            .field("pieces", &self.gzip.len())
+            .field("len", &self.len)
+            .finish_non_exhaustive()
+    }
+}
+
 impl Gzipped {
-    /// The body uncompressed, the first time (`None` after). Bytes that do not uncompress
-    /// (never made by this server) end the body empty, and are logged.
+    /// The next chunk of the body uncompressed: what the next compressed piece holds, so a
+    /// large body is never uncompressed whole. `None` at the end; bytes that do not
+    /// uncompress (never made by this server) end the body early, and are logged.
     fn uncompressed(&mut self) -> Option<Bytes> {
-        let gzip = self.gzip.take()?;
-        match gunzip(&gzip, self.len) {
-            Ok(bytes) => Some(Bytes::from(bytes)),
-            Err(error) => {
+        loop {
+            let decoder = self.decoder.as_mut()?;
+            let (fed, last) = match self.gzip.pop_front() {
+                Some(piece) => (std::io::Write::write_all(decoder, &piece), false),
+                None => (decoder.try_finish(), true),
+            };
+            let out = std::mem::take(decoder.get_mut());
+            if let Err(error) = &fed {
                 tracing::error!(%error, "uncompressing a body held gzip-compressed");
-                None
+            }
+            if fed.is_err() || last {
+                self.decoder = None;
+                self.gzip.clear();
+            }
+            if !out.is_empty() {
+                return Some(Bytes::from(out));
             }
         }
     }
+}
+
+/// One part of a gzip stream written in parts ([`gzip_parts`]), compressed as it is written:
+/// a large document's sections are written apart and joined in their order, without ever
+/// holding the document uncompressed.
+pub struct GzipPart {
+    encoder: flate2::write::DeflateEncoder<Vec<u8>>,
+    /// Compressed output taken from the encoder, in pieces of about [`GZIP_PIECE_BYTES`].
+    done: Vec<Bytes>,
+    crc: flate2::Crc,
+    len: usize,
+}
+
+impl std::fmt::Debug for GzipPart {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("GzipPart")
+            .field("len", &self.len)
+            .finish_non_exhaustive()
+    }
+}
+
+/// About how many compressed bytes each piece of a [`GzipPart`] holds.
+pub const GZIP_PIECE_BYTES: usize = 64 * 1024;
+
+impl Default for GzipPart {
+    fn default() -> Self {
+        Self {
+            encoder: flate2::write::DeflateEncoder::new(Vec::new(), flate2::Compression::fast()),
+            done: Vec::new(),
+            crc: flate2::Crc::new(),
+            len: 0,
+        }
+    }
+}
+
+impl GzipPart {
+    /// Compresses `bytes` onto the part.
+    pub fn write(&mut self, bytes: &[u8]) {
+        // Writing into a Vec cannot fail.
+        let _ = std::io::Write::write_all(&mut self.encoder, bytes);
+        self.crc.update(bytes);
+        self.len += bytes.len();
+        if self.encoder.get_ref().len() >= GZIP_PIECE_BYTES {
+            self.done
+                .push(Bytes::from(std::mem::take(self.encoder.get_mut())));
+        }
+    }
+
+    /// How many bytes were written (uncompressed).
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Whether nothing was written.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// The compressed pieces, ending on a byte boundary with no final block (a sync flush),
+    /// so that another part's deflate data can follow.
+    fn finish(mut self) -> (Vec<Bytes>, flate2::Crc, usize) {
+        // A sync flush into a Vec cannot fail.
+        let _ = std::io::Write::flush(&mut self.encoder);
+        let rest = std::mem::take(self.encoder.get_mut());
+        if !rest.is_empty() {
+            self.done.push(Bytes::from(rest));
+        }
+        (self.done, self.crc, self.len)
+    }
+}
+
+/// One gzip stream of `parts` in order, as pieces, and its length uncompressed.
+///
+/// Each part is deflate data of its own that ends on a byte boundary and refers to nothing
+/// before its start, so the parts follow one another as one deflate stream. The stream gets
+/// gzip's header, an empty final block, and the trailer with the CRC-32 of all the parts
+/// (combined from theirs) and their length.
+pub fn gzip_parts(parts: impl IntoIterator<Item = GzipPart>) -> (Vec<Bytes>, usize) {
+    // ID1 ID2 CM=deflate FLG=0 MTIME=0 XFL=0 OS=unknown.
+    let mut pieces = vec![Bytes::from_static(&[0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 0, 0xff])];
+    let (mut crc, mut len) = (flate2::Crc::new(), 0usize);
+    for part in parts {
+        let (done, part_crc, part_len) = part.finish();
+        pieces.extend(done);
+        crc.combine(&part_crc);
+        len += part_len;
+    }
+    let mut trailer = vec![0x03, 0x00];
+    trailer.extend_from_slice(&crc.sum().to_le_bytes());
+    // ISIZE is the length modulo 2^32.
+    trailer.extend_from_slice(&((len & 0xffff_ffff) as u32).to_le_bytes());
+    pieces.push(Bytes::from(trailer));
+    (pieces, len)
 }
 
 /// How many bytes a [`ListBody`] writes at a time (or one larger object).
@@ -609,6 +724,89 @@ mod tests {
             list.items.iter().all(|i| matches!(i, JsonItem::Stored(_))),
             "what is not sent yet is still the stored bytes"
         );
+    }
+
+    /// `len` bytes that compress about as JSON does, different for each `seed`.
+    fn text(len: usize, seed: u64) -> Vec<u8> {
+        let mut state = seed.wrapping_mul(6_364_136_223_846_793_005) | 1;
+        let words: [&[u8]; 6] = [
+            b"\"name\":",
+            b"\"type\":\"string\",",
+            b"{",
+            b"}",
+            b"42,",
+            b"x",
+        ];
+        let mut out = Vec::with_capacity(len + 32);
+        while out.len() < len {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            out.extend_from_slice(words[(state % 6) as usize]);
+            if state.is_multiple_of(5) {
+                out.extend_from_slice(format!("{state}").as_bytes());
+            }
+        }
+        out.truncate(len);
+        out
+    }
+
+    #[tokio::test]
+    async fn parts_compressed_apart_are_one_gzip_stream_uncompressed_piece_by_piece() {
+        let cases: [&[usize]; 4] = [&[], &[0, 0], &[5, 0, 300_000, 1, 2_000_000], &[70_000]];
+        for lens in cases {
+            let texts: Vec<Vec<u8>> = lens
+                .iter()
+                .enumerate()
+                .map(|(i, &len)| text(len, i as u64 + 1))
+                .collect();
+            let whole = texts.concat();
+            let (pieces, len) = gzip_parts(texts.iter().map(|t| {
+                let mut part = GzipPart::default();
+                // Written in uneven slices, as entries are.
+                for slice in t.chunks(7_777) {
+                    part.write(slice);
+                }
+                assert_eq!(part.len(), t.len());
+                part
+            }));
+            assert_eq!(len, whole.len(), "{lens:?}");
+            let compressed = pieces.concat();
+            assert!(
+                compressed.len() < whole.len() / 2 + 64,
+                "{lens:?}: compressed"
+            );
+            // One member: a decoder that stops after the first reads all of it.
+            assert_eq!(gunzip(&compressed, len).unwrap(), whole, "{lens:?}");
+            // Sent to a client that does not take gzip: a chunk per compressed piece.
+            let mut body = ResponseBody::gzipped(pieces.clone(), len);
+            assert_eq!(body.size_hint().exact(), Some(len as u64));
+            let mut sent = Vec::new();
+            let mut largest = 0;
+            while let Some(frame) = body.frame().await {
+                let chunk = frame.unwrap().into_data().unwrap();
+                largest = largest.max(chunk.len());
+                sent.extend_from_slice(&chunk);
+            }
+            assert!(body.is_end_stream());
+            assert_eq!(sent, whole, "{lens:?}");
+            if len > 1_000_000 {
+                assert!(largest < len / 2, "{lens:?}: never uncompressed whole");
+            }
+            // And to one that does: the pieces as they are.
+            let as_is = ResponseBody::gzipped(pieces, len).gzip_as_is();
+            assert!(as_is.bytes().is_none());
+            let sent = as_is.collect().await.unwrap().to_bytes();
+            assert_eq!(sent, compressed, "{lens:?}");
+        }
+    }
+
+    #[tokio::test]
+    async fn a_body_held_compressed_that_does_not_uncompress_ends_early() {
+        let garbage = Bytes::from(text(100_000, 3));
+        let body = ResponseBody::gzipped([garbage.slice(..50_000), garbage.slice(50_000..)], 1);
+        let sent = body.collect().await.unwrap().to_bytes();
+        assert!(sent.is_empty(), "{} bytes", sent.len());
     }
 
     #[tokio::test]

@@ -15,7 +15,9 @@
 //!   one create.
 //!
 //! Each server runs the steady tenant and the renewals for `--fair-seconds` without the
-//! flood, then as long with it. Reported per server: the steady tenant's p50 and p99 latency
+//! flood, then as long with it. The steady tenant and the renewals run on a thread and a
+//! runtime of their own, with connections of their own: their latency is the server's, not
+//! this program's time spent reading the flood's answers. Reported per server: the steady tenant's p50 and p99 latency
 //! in both phases and their ratio, its failures, the renewals that failed, and what the
 //! flood got (served, 429, other).
 
@@ -90,9 +92,8 @@ fn percentile(sorted: &[Duration], p: f64) -> Duration {
 struct Side {
     label: &'static str,
     server: Server,
-    steady: Client,
-    flood_base: (String, Arc<rustls::ClientConfig>),
-    lease: Client,
+    /// The server's URL and the TLS configuration of its token users' connections.
+    base: (String, Arc<rustls::ClientConfig>),
 }
 
 impl Side {
@@ -189,17 +190,10 @@ impl Side {
                 StatusCode::CREATED,
             )
             .await?;
-        let side = Self {
-            label,
-            steady: anonymous.with_bearer(STEADY_TOKEN)?,
-            lease: anonymous.with_bearer(LEASE_TOKEN)?,
-            flood_base: (server.base.clone(), tls),
-            server,
-        };
+        let steady = anonymous.with_bearer(STEADY_TOKEN)?;
         // RBAC follows the bindings a moment after they are written.
         let deadline = Instant::now() + Duration::from_secs(30);
-        while side
-            .steady
+        while steady
             .call(Method::GET, &configmaps(STEADY_NAMESPACE), None)
             .await?
             .0
@@ -211,10 +205,19 @@ impl Side {
             );
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
-        Ok(side)
+        Ok(Self {
+            label,
+            base: (server.base.clone(), tls),
+            server,
+        })
     }
 
     /// Runs the steady tenant and the renewals for `length`, with the flood when `flood`.
+    ///
+    /// The steady tenant and the renewals run on a thread and a runtime of their own, with
+    /// connections of their own, so that what they measure is the server: on the flood's
+    /// runtime their requests would also wait for this program's own work on the flood's
+    /// answers (megabytes of TLS per LIST), which is not the server's unfairness.
     async fn phase(&self, args: &Args, length: Duration, flood: bool) -> anyhow::Result<Phase> {
         let stop = Arc::new(AtomicBool::new(false));
         let counts = Arc::new([
@@ -225,7 +228,7 @@ impl Side {
         let mut flooders = tokio::task::JoinSet::new();
         if flood {
             for connection in 0..args.fair_flood_connections {
-                let client = Client::connect(&self.flood_base.0, self.flood_base.1.clone())
+                let client = Client::connect(&self.base.0, self.base.1.clone())
                     .await?
                     .with_bearer(FLOOD_TOKEN)?;
                 let (stop, counts, size) = (stop.clone(), counts.clone(), args.value_size);
@@ -257,93 +260,130 @@ impl Side {
                 });
             }
         }
-        let renewals = {
-            let (lease, stop) = (self.lease.clone(), stop.clone());
-            tokio::spawn(async move {
-                let (mut done, mut failed, mut slowest) = (0, 0, Duration::ZERO);
-                while !stop.load(Ordering::Relaxed) {
-                    // As leader election renews: a GET, then an update of renewTime.
-                    let started = Instant::now();
-                    let ok = match lease.call(Method::GET, LEASE, None).await {
-                        Ok((StatusCode::OK, body)) => {
-                            match serde_json::from_slice::<serde_json::Value>(&body) {
-                                Ok(mut object) => {
-                                    object["spec"]["renewTime"] = now_micro().into();
-                                    let body = Bytes::from(object.to_string());
-                                    matches!(
-                                        lease.call(Method::PUT, LEASE, Some(body)).await,
-                                        Ok((StatusCode::OK, _))
-                                    )
-                                }
-                                Err(_) => false,
-                            }
-                        }
-                        _ => false,
-                    };
-                    let took = started.elapsed();
-                    slowest = slowest.max(took);
-                    done += 1;
-                    // A renewal counts as failed past the 10 s renew deadline of leader election.
-                    if !ok || took > Duration::from_secs(10) {
-                        failed += 1;
-                    }
-                    tokio::time::sleep(Duration::from_secs(2).saturating_sub(took)).await;
-                }
-                (done, failed, slowest)
-            })
+        let measured = {
+            let (base, tls) = self.base.clone();
+            let (rate, size) = (args.fair_steady_rate, args.value_size);
+            let stop = stop.clone();
+            std::thread::Builder::new()
+                .name("bench-steady".to_owned())
+                .spawn(move || -> anyhow::Result<Phase> {
+                    let runtime = tokio::runtime::Builder::new_current_thread()
+                        .enable_all()
+                        .build()?;
+                    runtime.block_on(async move {
+                        let steady = Client::connect(&base, tls.clone())
+                            .await?
+                            .with_bearer(STEADY_TOKEN)?;
+                        let lease = Client::connect(&base, tls)
+                            .await?
+                            .with_bearer(LEASE_TOKEN)?;
+                        let renewals = tokio::spawn(renew(lease, stop.clone()));
+                        let mut phase = steady_tenant(&steady, rate, size, length, flood).await;
+                        stop.store(true, Ordering::Relaxed);
+                        let (done, failed, slowest) = renewals.await?;
+                        phase.renewals = done;
+                        phase.renewals_failed = failed;
+                        phase.renewal_slowest = slowest;
+                        Ok(phase)
+                    })
+                })?
         };
-        let mut phase = Phase::default();
-        let started = Instant::now();
-        let interval = Duration::from_secs_f64(1.0 / args.fair_steady_rate);
-        let mut n = 0u32;
-        while started.elapsed() < length {
-            let due = started + interval * n;
-            if let Some(wait) = due.checked_duration_since(Instant::now()) {
-                tokio::time::sleep(wait).await;
-            }
-            n += 1;
-            let sent = Instant::now();
-            let result = if n.is_multiple_of(2) {
-                self.steady
-                    .call(
-                        Method::POST,
-                        &configmaps(STEADY_NAMESPACE),
-                        Some(configmap(
-                            &format!("steady-{}-{n}", u8::from(flood)),
-                            args.value_size,
-                            None,
-                        )),
-                    )
-                    .await
-            } else {
-                self.steady
-                    .call(
-                        Method::GET,
-                        &format!("{}/listed", configmaps(STEADY_NAMESPACE)),
-                        None,
-                    )
-                    .await
-            };
-            match result.map(|(s, _)| s) {
-                // The GET is of a ConfigMap that is not there: 404 is its answer.
-                Ok(StatusCode::CREATED | StatusCode::NOT_FOUND) => {
-                    phase.steady.push(sent.elapsed())
-                }
-                _ => phase.steady_failed += 1,
-            }
-        }
+        let phase = tokio::task::spawn_blocking(move || measured.join()).await?;
+        // The flood ends with the steady tenant, also when its thread failed.
         stop.store(true, Ordering::Relaxed);
         flooders.join_all().await;
-        let (done, failed, slowest) = renewals.await?;
-        phase.renewals = done;
-        phase.renewals_failed = failed;
-        phase.renewal_slowest = slowest;
+        let mut phase =
+            phase.map_err(|_| anyhow::anyhow!("the steady tenant's thread panicked"))??;
         phase.flood_served = counts[0].load(Ordering::Relaxed);
         phase.flood_refused = counts[1].load(Ordering::Relaxed);
         phase.flood_other = counts[2].load(Ordering::Relaxed);
         phase.steady.sort();
         Ok(phase)
     }
+}
+
+/// Renews the Lease every 2 s as leader election renews it (a GET, then an update of
+/// `renewTime`) until `stop`: how many renewals, how many failed, the slowest.
+async fn renew(lease: Client, stop: Arc<AtomicBool>) -> (usize, usize, Duration) {
+    let (mut done, mut failed, mut slowest) = (0, 0, Duration::ZERO);
+    while !stop.load(Ordering::Relaxed) {
+        let started = Instant::now();
+        let ok = match lease.call(Method::GET, LEASE, None).await {
+            Ok((StatusCode::OK, body)) => {
+                match serde_json::from_slice::<serde_json::Value>(&body) {
+                    Ok(mut object) => {
+                        object["spec"]["renewTime"] = now_micro().into();
+                        let body = Bytes::from(object.to_string());
+                        matches!(
+                            lease.call(Method::PUT, LEASE, Some(body)).await,
+                            Ok((StatusCode::OK, _))
+                        )
+                    }
+                    Err(_) => false,
+                }
+            }
+            _ => false,
+        };
+        let took = started.elapsed();
+        slowest = slowest.max(took);
+        done += 1;
+        // A renewal counts as failed past the 10 s renew deadline of leader election.
+        if !ok || took > Duration::from_secs(10) {
+            failed += 1;
+        }
+        tokio::time::sleep(Duration::from_secs(2).saturating_sub(took)).await;
+    }
+    (done, failed, slowest)
+}
+
+/// The steady tenant for `length`: `rate` requests a second, alternately a GET (of a
+/// ConfigMap that is not there, so 404 is its answer) and a create of a ConfigMap of `size`
+/// bytes; each latency, and the failures.
+async fn steady_tenant(
+    steady: &Client,
+    rate: f64,
+    size: usize,
+    length: Duration,
+    flood: bool,
+) -> Phase {
+    let mut phase = Phase::default();
+    let started = Instant::now();
+    let interval = Duration::from_secs_f64(1.0 / rate);
+    let mut n = 0u32;
+    while started.elapsed() < length {
+        let due = started + interval * n;
+        if let Some(wait) = due.checked_duration_since(Instant::now()) {
+            tokio::time::sleep(wait).await;
+        }
+        n += 1;
+        let sent = Instant::now();
+        let result = if n.is_multiple_of(2) {
+            steady
+                .call(
+                    Method::POST,
+                    &configmaps(STEADY_NAMESPACE),
+                    Some(configmap(
+                        &format!("steady-{}-{n}", u8::from(flood)),
+                        size,
+                        None,
+                    )),
+                )
+                .await
+        } else {
+            steady
+                .call(
+                    Method::GET,
+                    &format!("{}/listed", configmaps(STEADY_NAMESPACE)),
+                    None,
+                )
+                .await
+        };
+        match result.map(|(s, _)| s) {
+            Ok(StatusCode::CREATED | StatusCode::NOT_FOUND) => phase.steady.push(sent.elapsed()),
+            _ => phase.steady_failed += 1,
+        }
+    }
+    phase
 }
 
 /// Starts both servers one after the other, runs both phases on each, and reports.

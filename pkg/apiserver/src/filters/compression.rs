@@ -240,7 +240,12 @@ mod tests {
     #[tokio::test]
     async fn answers_held_compressed_go_as_they_are_or_uncompressed() {
         let json = br#"{"openapi":"3.0.0","paths":{}}"#.repeat(10);
-        let held = || Response::new(ResponseBody::gzipped(Bytes::from(gzip(&json)), json.len()));
+        let held = || {
+            Response::new(ResponseBody::gzipped(
+                [Bytes::from(gzip(&json))],
+                json.len(),
+            ))
+        };
         // Accepted: the compressed bytes as they are, however small.
         let on = gate(true);
         let response = compress(held(), true, Some(&on));

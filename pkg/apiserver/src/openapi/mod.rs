@@ -350,7 +350,7 @@ impl OpenApiV3 {
             return Ok(response);
         }
         if !head {
-            *response.body_mut() = ResponseBody::gzipped(document.gzip.clone(), document.len);
+            *response.body_mut() = ResponseBody::gzipped([document.gzip.clone()], document.len);
         }
         Ok(response)
     }
@@ -428,12 +428,19 @@ pub struct OpenApiV2 {
     /// documents' hashes, the other servers' documents): the ETag of both encodings, as
     /// upstream gives both one ETag, known without building either.
     hash: String,
-    /// The document as JSON, built at the first request for it, in the pieces it was built
-    /// in (with thousands of custom resource definitions it is over 100 MB: never copied
-    /// whole).
-    json: OnceLock<Arc<[Bytes]>>,
+    /// The document as JSON, built at the first request for it, gzip-compressed as it was
+    /// built (with thousands of custom resource definitions it is over 100 MB, a tenth of
+    /// that compressed: never held uncompressed).
+    json: OnceLock<EncodedV2>,
     /// The document as protobuf, likewise.
-    protobuf: OnceLock<Arc<[Bytes]>>,
+    protobuf: OnceLock<EncodedV2>,
+}
+
+/// One encoding of the v2 document: one gzip stream in pieces, and its length uncompressed.
+#[derive(Debug)]
+struct EncodedV2 {
+    gzip: Arc<[Bytes]>,
+    len: usize,
 }
 
 impl OpenApiV2 {
@@ -487,19 +494,21 @@ impl OpenApiV2 {
     /// first call.
     fn encoded<'a>(
         &self,
-        cell: &'a OnceLock<Arc<[Bytes]>>,
-        write: fn(&[builder::v2::Source<'_>], &str) -> Vec<Bytes>,
+        cell: &'a OnceLock<EncodedV2>,
+        write: fn(&[builder::v2::Source<'_>], &str) -> (Vec<Bytes>, usize),
         what: &str,
-    ) -> &'a Arc<[Bytes]> {
+    ) -> &'a EncodedV2 {
         cell.get_or_init(|| {
             let started = Instant::now();
-            let pieces: Arc<[Bytes]> = write(&self.sources(), &self.version).into();
+            let (gzip, len) = write(&self.sources(), &self.version);
+            let gzip: Arc<[Bytes]> = gzip.into();
             tracing::debug!(
-                bytes = pieces.iter().map(Bytes::len).sum::<usize>(),
+                bytes = len,
+                compressed = gzip.iter().map(Bytes::len).sum::<usize>(),
                 elapsed_ms = started.elapsed().as_millis() as u64,
                 "built the OpenAPI v2 document as {what}"
             );
-            pieces
+            EncodedV2 { gzip, len }
         })
     }
 
@@ -538,7 +547,7 @@ impl OpenApiV2 {
             return Ok(response);
         }
         if !head {
-            *response.body_mut() = ResponseBody::pieces(encoded.iter().cloned());
+            *response.body_mut() = ResponseBody::gzipped(encoded.gzip.iter().cloned(), encoded.len);
         }
         Ok(response)
     }
@@ -693,6 +702,18 @@ mod tests {
         );
     }
 
+    /// The body of `answer`, as a client that does not ask for gzip reads it.
+    fn sent(answer: Response<ResponseBody>) -> Vec<u8> {
+        use http_body_util::BodyExt as _;
+        let collected = futures::executor::block_on(answer.into_body().collect());
+        collected.unwrap().to_bytes().to_vec()
+    }
+
+    /// An encoding of the v2 document, uncompressed.
+    fn whole(encoded: &EncodedV2) -> Vec<u8> {
+        crate::body::gunzip(&encoded.gzip.concat(), encoded.len).unwrap()
+    }
+
     #[test]
     fn the_v2_document_is_built_at_its_first_request() {
         let v3 = OpenApiV3::new(&builder::all_served());
@@ -701,12 +722,14 @@ mod tests {
         let answer = v2.handle(&HeaderMap::new(), false).unwrap();
         assert_eq!(answer.status(), StatusCode::OK);
         let built = v2.json.get().expect("built by the request");
-        assert!(built.len() > 2, "sent in pieces");
-        let sent = match answer.into_body() {
-            ResponseBody::Pieces(pieces) => pieces.into_iter().collect::<Vec<_>>().concat(),
-            other => panic!("{other:?}"),
-        };
-        assert_eq!(sent, built.concat());
+        assert!(built.gzip.len() > 2, "held in pieces");
+        assert!(
+            built.gzip.iter().map(Bytes::len).sum::<usize>() < built.len / 4,
+            "held compressed"
+        );
+        let sent = sent(answer);
+        assert_eq!(sent.len(), built.len);
+        assert_eq!(sent, whole(built));
         let swagger: serde_json::Value = serde_json::from_slice(&sent).unwrap();
         assert_eq!(swagger["swagger"], "2.0");
         assert_eq!(swagger["info"]["version"], "v1.33.0");
@@ -763,7 +786,7 @@ mod tests {
         let answer = v2.handle(&HeaderMap::new(), false).unwrap();
         assert_eq!(answer.status(), StatusCode::OK);
         let swagger: serde_json::Value =
-            serde_json::from_slice(&v2.json.get().unwrap().concat()).unwrap();
+            serde_json::from_slice(&whole(v2.json.get().unwrap())).unwrap();
         let paths = swagger["paths"].as_object().unwrap();
         assert!(paths.contains_key("/apis/x.example.com/v1/"));
         assert!(paths.contains_key("/apis/x.example.com/v1/namespaces/{namespace}/things"));

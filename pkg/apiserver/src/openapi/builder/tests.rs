@@ -340,11 +340,11 @@ fn operations_are_named_as_upstream_names_them() {
     );
 }
 
-/// The v2 document of `documents`, written by `write` (`v2::json` or `v2::protobuf`) in
-/// pieces, and joined.
+/// The v2 document of `documents`, written by `write` (`v2::json` or `v2::protobuf`) as one
+/// gzip stream in pieces, joined and uncompressed.
 pub(super) fn v2_of(
     documents: &[Document],
-    write: fn(&[v2::Source<'_>], &str) -> Vec<bytes::Bytes>,
+    write: fn(&[v2::Source<'_>], &str) -> (Vec<bytes::Bytes>, usize),
 ) -> Vec<u8> {
     let texts: Vec<Vec<u8>> = documents
         .iter()
@@ -358,7 +358,10 @@ pub(super) fn v2_of(
             own_paths: None,
         })
         .collect();
-    write(&sources, "v1.33.0").concat()
+    let (gzip, len) = write(&sources, "v1.33.0");
+    let whole = crate::body::gunzip(&gzip.concat(), len).unwrap();
+    assert_eq!(whole.len(), len);
+    whole
 }
 
 /// The v2 document of `documents` as JSON, parsed.
