@@ -6,9 +6,17 @@
 //! `auth can-i`, kube-rs `Discovery::run`, the Python dynamic client). Built once from the
 //! served resources; [`Discovery`] is rebuilt when they change.
 
+use std::sync::{Arc, Mutex};
+
+use bytes::Bytes;
+use hyper::header::{CONTENT_TYPE, ETAG, HeaderMap, HeaderValue, VARY};
+use hyper::{Response, StatusCode};
 use serde_json::{Value, json};
 
 pub use genplane_api::catalog::{ResourceDescription, SubresourceDescription};
+
+use crate::body::ResponseBody;
+use crate::negotiation::Negotiated;
 
 /// The discovery documents of a set of resources.
 #[derive(Clone, Debug, Default)]
@@ -17,6 +25,21 @@ pub struct Discovery {
     /// The group-versions whose server cannot be reached now (an unavailable APIService's):
     /// the aggregated document marks them `Stale`, listing what they served last.
     stale: Vec<(String, String)>,
+    /// The aggregated documents as answered, each built at its first request and kept while
+    /// what is served stays the same (a new set of resources is a new `Discovery`).
+    answers: Arc<Mutex<Vec<AggregatedAnswer>>>,
+}
+
+/// An aggregated document serialized for one form (`/api` or `/apis`, and the content type,
+/// which names the version and the encoding), kept gzip-compressed (sent as it is to clients
+/// that take gzip, as kubectl does), with its length and ETag.
+#[derive(Debug)]
+struct AggregatedAnswer {
+    core: bool,
+    content_type: String,
+    gzip: Bytes,
+    len: usize,
+    etag: String,
 }
 
 fn group_version(group: &str, version: &str) -> String {
@@ -46,13 +69,80 @@ impl Discovery {
         Self {
             resources,
             stale: Vec::new(),
+            answers: Arc::default(),
         }
     }
 
     /// The same documents, `stale` (group, version) marked `Stale` in the aggregated form.
     pub fn with_stale(mut self, stale: Vec<(String, String)>) -> Self {
         self.stale = stale;
+        self.answers = Arc::default();
         self
+    }
+
+    /// The answer to `GET /api` (`core`) or `/apis` for the aggregated document
+    /// ([`Discovery::aggregated`]) in `negotiated`'s form: serialized at the first request for
+    /// that form and kept, with upstream's ETag (the upper-case hex SHA-512 of the bytes), and
+    /// 304 Not Modified when `If-None-Match` in `headers` names it. With thousands of custom
+    /// resources the document is megabytes that every kubectl command asks for.
+    pub(crate) fn aggregated_answer(
+        &self,
+        core: bool,
+        version: &str,
+        negotiated: &Negotiated,
+        headers: &HeaderMap,
+    ) -> Response<ResponseBody> {
+        let content_type = negotiated.content_type();
+        let found = {
+            let answers = self.answers.lock().unwrap_or_else(|e| e.into_inner());
+            answers
+                .iter()
+                .find(|a| a.core == core && a.content_type == content_type)
+                .map(|a| (a.gzip.clone(), a.len, a.etag.clone()))
+        };
+        let (gzip, len, etag) = match found {
+            Some(found) => found,
+            None => {
+                let document = self.aggregated(core, version);
+                let Ok(bytes) = crate::encode::serialize(&document, negotiated.format, None) else {
+                    // Answered with the encoding's error, as any other document.
+                    return crate::handlers::respond(
+                        StatusCode::OK,
+                        &document,
+                        negotiated,
+                        None,
+                        &[],
+                    );
+                };
+                let etag = format!("\"{}\"", crate::openapi::hash(&bytes));
+                let (gzip, len) = (Bytes::from(crate::body::gzip(&bytes)), bytes.len());
+                let mut answers = self.answers.lock().unwrap_or_else(|e| e.into_inner());
+                answers.push(AggregatedAnswer {
+                    core,
+                    content_type: content_type.clone(),
+                    gzip: gzip.clone(),
+                    len,
+                    etag: etag.clone(),
+                });
+                (gzip, len, etag)
+            }
+        };
+        let mut response = if crate::openapi::not_modified(headers, &etag) {
+            let mut response = Response::new(ResponseBody::full(Bytes::new()));
+            *response.status_mut() = StatusCode::NOT_MODIFIED;
+            response
+        } else {
+            Response::new(ResponseBody::gzipped([gzip], len))
+        };
+        let h = response.headers_mut();
+        if let Ok(value) = HeaderValue::from_str(&content_type) {
+            h.insert(CONTENT_TYPE, value);
+        }
+        if let Ok(value) = HeaderValue::from_str(&etag) {
+            h.insert(ETAG, value);
+        }
+        h.insert(VARY, HeaderValue::from_static("Accept"));
+        response
     }
 
     /// The groups, in order of first appearance, each with its versions in order (the first is
@@ -392,6 +482,65 @@ mod tests {
             "Namespaced"
         );
         assert_eq!(apis["apiVersion"], "apidiscovery.k8s.io/v2beta1");
+    }
+
+    #[test]
+    fn aggregated_answers_are_serialized_once_per_form_and_carry_an_etag() {
+        use crate::negotiation::{Format, Target};
+        let d = catalog();
+        let form = |version| Negotiated {
+            format: Format::Json,
+            target: Target::GroupDiscoveryList(version),
+        };
+        let answer = |d: &Discovery, core, version, headers: &HeaderMap| {
+            let (parts, body) = d
+                .aggregated_answer(core, version, &form(version), headers)
+                .into_parts();
+            let bytes = futures::executor::block_on(http_body_util::BodyExt::collect(body))
+                .unwrap()
+                .to_bytes();
+            (Response::from_parts(parts, ()), bytes)
+        };
+        let (first, bytes) = answer(&d, false, "v2", &HeaderMap::new());
+        assert_eq!(first.status(), StatusCode::OK);
+        assert_eq!(
+            first.headers()[CONTENT_TYPE],
+            "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList"
+        );
+        let served: Value = serde_json::from_slice(&bytes).unwrap();
+        assert_eq!(served, d.aggregated(false, "v2"));
+        let etag = first.headers()[ETAG].clone();
+        assert_eq!(
+            etag.to_str().unwrap(),
+            format!("\"{}\"", crate::openapi::hash(&bytes))
+        );
+        // Kept compressed: the same bytes again, not a new serialization.
+        let kept = |d: &Discovery| {
+            let answers = d.answers.lock().unwrap();
+            answers.iter().map(|a| a.gzip.as_ptr()).collect::<Vec<_>>()
+        };
+        assert_eq!(kept(&d).len(), 1);
+        let (_, again) = answer(&d, false, "v2", &HeaderMap::new());
+        assert_eq!(again, bytes);
+        assert_eq!(kept(&d).len(), 1, "{:?}", kept(&d));
+        // Each form is its own: /api, and another version.
+        let (_, core) = answer(&d, true, "v2", &HeaderMap::new());
+        assert_ne!(core, bytes);
+        let (_, beta) = answer(&d, false, "v2beta1", &HeaderMap::new());
+        assert!(String::from_utf8_lossy(&beta).contains("apidiscovery.k8s.io/v2beta1"));
+        // A client that has it is told so.
+        let mut cached = HeaderMap::new();
+        cached.insert(hyper::header::IF_NONE_MATCH, etag.clone());
+        let (not_modified, empty) = answer(&d, false, "v2", &cached);
+        assert_eq!(not_modified.status(), StatusCode::NOT_MODIFIED);
+        assert!(empty.is_empty());
+        assert_eq!(not_modified.headers()[ETAG], etag);
+        // Marking a group-version stale changes the document and its ETag.
+        let stale = d.with_stale(vec![("example.com".to_owned(), "v1".to_owned())]);
+        let (changed, bytes) = answer(&stale, false, "v2", &cached);
+        assert_eq!(changed.status(), StatusCode::OK);
+        assert!(String::from_utf8_lossy(&bytes).contains("Stale"));
+        assert_ne!(changed.headers()[ETAG], etag);
     }
 
     #[test]

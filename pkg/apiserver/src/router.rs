@@ -226,7 +226,12 @@ impl<S: Storage> ApiServer<S> {
                 let core = *root == "api";
                 let document = match negotiated.target {
                     Target::GroupDiscoveryList(version) => {
-                        served.discovery.aggregated(core, version)
+                        return Ok(served.discovery.aggregated_answer(
+                            core,
+                            version,
+                            &negotiated,
+                            &parts.headers,
+                        ));
                     }
                     _ if core => served.discovery.api_versions(&self.server_address),
                     _ => served.discovery.api_group_list(),

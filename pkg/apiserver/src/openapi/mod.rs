@@ -128,8 +128,8 @@ pub struct OpenApiV3 {
     remote: Vec<(String, String)>,
 }
 
-/// Upper-case hex SHA-512, as upstream computes its OpenAPI ETags.
-fn hash(bytes: &[u8]) -> String {
+/// Upper-case hex SHA-512, as upstream computes its OpenAPI and aggregated discovery ETags.
+pub(crate) fn hash(bytes: &[u8]) -> String {
     hex_upper(aws_lc_rs::digest::digest(&aws_lc_rs::digest::SHA512, bytes).as_ref())
 }
 
@@ -196,7 +196,7 @@ fn accepted(accept: Option<&str>) -> Accepted {
 }
 
 /// Whether `If-None-Match` names `etag` (a quoted hash) or is `*`.
-fn not_modified(headers: &HeaderMap, etag: &str) -> bool {
+pub(crate) fn not_modified(headers: &HeaderMap, etag: &str) -> bool {
     headers
         .get_all(IF_NONE_MATCH)
         .iter()
