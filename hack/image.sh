@@ -91,6 +91,7 @@ fi
 
 cd "$repo"
 . hack/lib/ensure.sh
+. hack/lib/strip.sh
 # objcopy (binutils), ldd (libc-bin), the CA bundle.
 ensure_apt_packages binutils libc-bin ca-certificates
 command -v docker >/dev/null || { echo "image: docker is not installed" >&2; exit 1; }
@@ -180,7 +181,7 @@ echo "--- preparing the build context in $context"
 # that has none) and with --strip-all its symbol table too, and a link per applet.
 mkdir -p "$context/genplane/usr/local/bin"
 exe="$context/genplane/usr/local/bin/genplane"
-objcopy "$strip" "$genplane" "$exe"
+objcopy "$strip" "${GENPLANE_UNNAMED_SYMBOLS[@]}" "$genplane" "$exe"
 chmod 0755 "$exe"
 while read -r applet; do
   ln -s genplane "$context/genplane/usr/local/bin/genplane-$applet"

@@ -691,8 +691,8 @@ impl FeatureController {
 }
 
 /// What an instance standing by keeps between syncs to notice an acting instance that does not
-/// act: since when each Feature has owed it a write ([`reconcile::owed`]) at the same
-/// resourceVersion, and the instances it passed over (a silent one's Lease may be renewed, or
+/// act: since when each Feature has owed it a write ([`reconcile::owed`]) with nothing the
+/// acting instance writes changed ([`acted_on`]), and the instances it passed over (a silent one's Lease may be renewed, or
 /// last long: it is live but never acts). An instance passed over is left out of the choice of
 /// the acting one until its Lease is gone; while its Lease lives, several instances may act at
 /// once, which the resourceVersion preconditions of every write make safe.
@@ -704,7 +704,7 @@ struct Standby {
 
 impl Standby {
     /// Records what `features` owe at `now`; the first Feature (name, what it is owed) that
-    /// has owed it at the same version for `bound` or longer.
+    /// has owed it, with nothing the acting instance writes changed, for `bound` or longer.
     fn stalled(
         &mut self,
         features: &[Value],
@@ -724,11 +724,7 @@ impl Standby {
                 .and_then(Value::as_str)
                 .unwrap_or_default()
                 .to_owned();
-            let version = object
-                .pointer("/metadata/resourceVersion")
-                .and_then(Value::as_str)
-                .unwrap_or_default()
-                .to_owned();
+            let version = acted_on(object);
             let since = match self.stalls.get(&name) {
                 Some((seen, since)) if *seen == version => *since,
                 _ => now,
@@ -741,6 +737,23 @@ impl Standby {
         self.stalls = stalls;
         found
     }
+}
+
+/// What of a Feature shows whether the acting feature-controller acts on it: the generation
+/// (the admin's spec) and the status but for `status.uses`. The uses are the instances' own
+/// reports, which every API server rewrites each report period: keyed by the resourceVersion,
+/// a Feature in use changed every period, and an acting instance that never acted was never
+/// passed over.
+fn acted_on(object: &Value) -> String {
+    let generation = object
+        .pointer("/metadata/generation")
+        .map(Value::to_string)
+        .unwrap_or_default();
+    let mut status = object.get("status").cloned().unwrap_or(Value::Null);
+    if let Some(status) = status.as_object_mut() {
+        status.remove("uses");
+    }
+    format!("{generation} {status}")
 }
 
 /// The annotation of a Feature by which an admin lets the feature-controller delete the objects
@@ -786,6 +799,46 @@ fn set_null(patch: &mut Value, path: &str) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_feature_left_waiting_is_a_stall_though_the_api_servers_keep_reporting_its_use() {
+        let feature = |rv: u32, report: &str, state: &str| {
+            json!({
+                "metadata": {"name": "f", "resourceVersion": rv.to_string(), "generation": 2},
+                "spec": {"desired": "Off"},
+                "status": {"state": state, "dynamic": true, "uses": [{
+                    "instance": "apiserver-1", "value": "On", "lastReport": report}]},
+            })
+        };
+        let live: BTreeMap<String, identity::Instance> =
+            [("apiserver-1".to_owned(), identity::Instance::default())].into();
+        let bound = SignedDuration::from_secs(10);
+        let at = |s: i64| Timestamp::from_second(1_000 + s).unwrap();
+        let mut standby = Standby::default();
+        // Owed from 0 s; every second the API server's report changes the resourceVersion.
+        for s in 0..10 {
+            let objects = [feature(10 + s as u32, &format!("t{s}"), "On")];
+            let found = standby.stalled(&objects, &live, at(s), Duration::from_secs(2), bound);
+            assert_eq!(found, None, "at {s} s");
+        }
+        let objects = [feature(20, "t10", "On")];
+        let found = standby.stalled(&objects, &live, at(10), Duration::from_secs(2), bound);
+        assert_eq!(found.map(|(name, _)| name).as_deref(), Some("f"));
+        // What the acting instance writes (a condition, say) starts the wait again.
+        let mut standby = Standby::default();
+        standby.stalled(
+            &[feature(30, "t0", "On")],
+            &live,
+            at(0),
+            Duration::from_secs(2),
+            bound,
+        );
+        let mut acted = [feature(31, "t9", "On")];
+        acted[0]["status"]["conditions"] = json!([{"type": "Agreed", "status": "False"}]);
+        standby.stalled(&acted, &live, at(9), Duration::from_secs(2), bound);
+        let found = standby.stalled(&acted, &live, at(12), Duration::from_secs(2), bound);
+        assert_eq!(found, None, "waited 3 s since it acted");
+    }
 
     #[test]
     fn clear_field_patches_name_each_present_field() {

@@ -17,7 +17,9 @@
 //! Each server runs the steady tenant and the renewals for `--fair-seconds` without the
 //! flood, then as long with it. The steady tenant and the renewals run on a thread and a
 //! runtime of their own, with connections of their own: their latency is the server's, not
-//! this program's time spent reading the flood's answers. Reported per server: the steady tenant's p50 and p99 latency
+//! this program's time spent reading the flood's answers. With `--fair-pin` the server runs
+//! on CPU 0 alone and this program on the others, so that the flood's client work does not
+//! take the server's CPU either. Reported per server: the steady tenant's p50 and p99 latency
 //! in both phases and their ratio, its failures, the renewals that failed, and what the
 //! flood got (served, 429, other).
 
@@ -117,6 +119,12 @@ impl Side {
         let server = Server::apiserver(&args.genplane(), &data_dir, &flags)
             .await
             .with_context(|| format!("starting the {label} apiserver"))?;
+        if args.fair_pin {
+            let cpus = std::thread::available_parallelism().map_or(1, usize::from);
+            anyhow::ensure!(cpus >= 2, "--fair-pin needs at least 2 CPUs");
+            pin(server.pid()?, "0").await?;
+            pin(std::process::id(), &format!("1-{}", cpus - 1)).await?;
+        }
         let config = crate::tls::kubeconfig(&data_dir.join("admin.kubeconfig"))?;
         let tls = config.tls_without_certificate.clone();
         let anonymous = Client::connect(&server.base, tls.clone()).await?;
@@ -300,6 +308,22 @@ impl Side {
         phase.steady.sort();
         Ok(phase)
     }
+}
+
+/// Pins every thread of process `pid` to `cpus` (a `taskset` list); threads it starts later
+/// inherit it.
+async fn pin(pid: u32, cpus: &str) -> anyhow::Result<()> {
+    let out = tokio::process::Command::new("taskset")
+        .args(["--all-tasks", "--cpu-list", "--pid", cpus, &pid.to_string()])
+        .output()
+        .await
+        .context("running taskset (util-linux)")?;
+    anyhow::ensure!(
+        out.status.success(),
+        "taskset {cpus} {pid}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    Ok(())
 }
 
 /// Renews the Lease every 2 s as leader election renews it (a GET, then an update of

@@ -161,6 +161,11 @@ struct Args {
     /// `--max-mutating-requests-inflight` is half of it); unset: the defaults (400 and 200).
     #[arg(long)]
     fair_max_inflight: Option<usize>,
+    /// In the fairness part, the server runs on CPU 0 alone and this program on the others
+    /// (`taskset`; at least 2 CPUs): the server's fairness measured apart from the CPU this
+    /// program spends on the flood's answers.
+    #[arg(long)]
+    fair_pin: bool,
     /// CRDs in the CRD-scale part's generated set (`--only crd-scale`).
     #[arg(long, default_value_t = 2000)]
     crd_scale_count: usize,
