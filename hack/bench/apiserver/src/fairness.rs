@@ -120,10 +120,17 @@ impl Side {
             .await
             .with_context(|| format!("starting the {label} apiserver"))?;
         if args.fair_pin {
-            let cpus = std::thread::available_parallelism().map_or(1, usize::from);
-            anyhow::ensure!(cpus >= 2, "--fair-pin needs at least 2 CPUs");
+            // The machine's CPUs, not this process's: it may be pinned already.
+            let online = std::fs::read_to_string("/sys/devices/system/cpu/online")?;
+            let last: usize = online
+                .trim()
+                .rsplit(['-', ','])
+                .next()
+                .unwrap_or_default()
+                .parse()?;
+            anyhow::ensure!(last >= 1, "--fair-pin needs at least 2 CPUs");
             pin(server.pid()?, "0").await?;
-            pin(std::process::id(), &format!("1-{}", cpus - 1)).await?;
+            pin(std::process::id(), &format!("1-{last}")).await?;
         }
         let config = crate::tls::kubeconfig(&data_dir.join("admin.kubeconfig"))?;
         let tls = config.tls_without_certificate.clone();
