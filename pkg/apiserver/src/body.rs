@@ -400,7 +400,7 @@ impl std::fmt::Debug for GzipPart {
 }
 
 /// About how many compressed bytes each piece of a [`GzipPart`] holds.
-pub const GZIP_PIECE_BYTES: usize = 64 * 1024;
+const GZIP_PIECE_BYTES: usize = 64 * 1024;
 
 impl Default for GzipPart {
     fn default() -> Self {

@@ -692,8 +692,8 @@ impl FeatureController {
 
 /// What an instance standing by keeps between syncs to notice an acting instance that does not
 /// act: since when each Feature has owed it a write ([`reconcile::owed`]) with nothing the
-/// acting instance writes changed ([`acted_on`]), and the instances it passed over (a silent one's Lease may be renewed, or
-/// last long: it is live but never acts). An instance passed over is left out of the choice of
+/// acting instance writes changed ([`acted_on`]), and the instances it passed over (a silent
+/// one's Lease may be renewed, or last long: it is live but never acts). An instance passed over is left out of the choice of
 /// the acting one until its Lease is gone; while its Lease lives, several instances may act at
 /// once, which the resourceVersion preconditions of every write make safe.
 #[derive(Debug, Default)]
@@ -724,15 +724,15 @@ impl Standby {
                 .and_then(Value::as_str)
                 .unwrap_or_default()
                 .to_owned();
-            let version = acted_on(object);
+            let acted = acted_on(object);
             let since = match self.stalls.get(&name) {
-                Some((seen, since)) if *seen == version => *since,
+                Some((seen, since)) if *seen == acted => *since,
                 _ => now,
             };
             if found.is_none() && now.duration_since(since) >= bound {
                 found = Some((name.clone(), owed));
             }
-            stalls.insert(name, (version, since));
+            stalls.insert(name, (acted, since));
         }
         self.stalls = stalls;
         found
