@@ -251,6 +251,21 @@ async fn cached_reads_answer_with_the_stored_bytes_without_decoding() {
             .await
             .unwrap();
     }
+    // A read at "0" answers from the cache as far as it has come, which may be short of the
+    // creates: wait until it holds them all.
+    let created = {
+        use genplane_storage::Storage;
+        configmaps
+            .storage()
+            .store()
+            .current_revision()
+            .await
+            .unwrap()
+    };
+    genplane_test_support::eventually_async("the cache to reach the creates", || async {
+        (configmaps.storage().revision() >= created).then_some(())
+    })
+    .await;
     let before = configmaps.served_counts();
     // The first read finds each object's layout, the later ones read it from the cache.
     for resource_version in [Some("0"), None, Some("0"), None] {
