@@ -26,7 +26,7 @@ use crate::{Args, Op, configmap, configmaps, create_namespace, interleaved};
 /// The namespace every measured object is created in.
 const NAMESPACE: &str = "bench-crd";
 /// The API group of both CRDs.
-const GROUP: &str = "bench.genplane.io";
+pub(crate) const GROUP: &str = "bench.genplane.io";
 /// The path of the CustomResourceDefinition collection.
 const CRDS: &str = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions";
 /// How long a CRD may take to become Established and served.
@@ -35,11 +35,11 @@ const ESTABLISH_TIMEOUT: Duration = Duration::from_secs(30);
 const RULE: &str = "self.replicas <= self.maxReplicas";
 
 /// One of the two CRDs.
-struct Crd {
-    plural: &'static str,
-    kind: &'static str,
+pub(crate) struct Crd {
+    pub(crate) plural: &'static str,
+    pub(crate) kind: &'static str,
     /// Whether `spec` carries [`RULE`].
-    cel: bool,
+    pub(crate) cel: bool,
 }
 
 const WIDGETS: Crd = Crd {
@@ -60,7 +60,7 @@ impl Crd {
     }
 
     /// The collection of this CRD's resources in `namespace`.
-    fn path(&self, namespace: &str) -> String {
+    pub(crate) fn path(&self, namespace: &str) -> String {
         format!("/apis/{GROUP}/v1/namespaces/{namespace}/{}", self.plural)
     }
 
@@ -125,7 +125,7 @@ impl Crd {
 
     /// A custom resource `name` with `replicas` of `max_replicas`, mode `mode`, a payload of
     /// `value_size` bytes, no `tier` (defaulted) and the given `extra` spec fields.
-    fn object(
+    pub(crate) fn object(
         &self,
         name: &str,
         value_size: usize,
@@ -160,12 +160,13 @@ impl Crd {
     }
 }
 
-/// Creates `crd` and waits until its `Established` condition is `True` and its collection
-/// answers 200; returns how long each took from the POST.
-async fn establish(
+/// Creates `crd` and waits until its `Established` condition is `True` and its collection in
+/// `namespace` answers 200; returns how long each took from the POST.
+pub(crate) async fn establish(
     client: &Client,
     crd: &Crd,
     max_payload: usize,
+    namespace: &str,
 ) -> anyhow::Result<(Duration, Duration)> {
     let started = Instant::now();
     client
@@ -200,7 +201,7 @@ async fn establish(
         );
         tokio::time::sleep(Duration::from_millis(10)).await;
     };
-    let path = crd.path(NAMESPACE);
+    let path = crd.path(namespace);
     let served = loop {
         let (status, body) = client.call(Method::GET, &path, None).await?;
         if status == StatusCode::OK {
@@ -299,7 +300,7 @@ pub(crate) async fn crd(args: &Args, dir: &Path) -> anyhow::Result<()> {
     let max_payload = args.value_size.max(1) * 2;
     let mut timings = Vec::new();
     for crd in [&WIDGETS, &CEL_WIDGETS] {
-        timings.push(establish(&client, crd, max_payload).await?);
+        timings.push(establish(&client, crd, max_payload, NAMESPACE).await?);
     }
     check_validation(&client, args.value_size).await?;
 

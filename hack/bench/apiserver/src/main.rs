@@ -39,7 +39,12 @@
 //! 14. (`--only aggregation`, run by `hack/bench/aggregation.sh`) GET and LIST of a custom
 //!     resource and watch event latency directly from an extension API server and through an
 //!     aggregator proxying its APIService, two SQLite servers, interleaved (see
-//!     `aggregation.rs`).
+//!     `aggregation.rs`);
+//! 15. (`--only storage-scale`, run by `hack/bench/storagescale.sh`) a million small
+//!     ConfigMaps and custom resources in one all-in-one server on SQLite and on etcd: memory
+//!     against their JSON, cached and consistent GET, a paginated LIST of everything and a
+//!     watch from an old resourceVersion at 10,000 objects and at all, the time to ready after
+//!     a restart, and the deletion of a namespace of 100,000 (see `storagescale.rs`).
 //!
 //! Beside each throughput, the CPU time (user + system) the serving processes spent per
 //! operation: on a shared machine it moves less than the rates do.
@@ -62,6 +67,7 @@ mod fairness;
 mod idle;
 mod memory;
 mod process;
+mod storagescale;
 mod tls;
 
 use std::future::Future;
@@ -208,6 +214,32 @@ struct Args {
     /// measures nothing.
     #[arg(long)]
     crd_scale_write: Option<PathBuf>,
+    /// Objects in the storage-at-scale part (`--only storage-scale`).
+    #[arg(long, default_value_t = 1_000_000)]
+    scale_objects: usize,
+    /// Objects at the storage-at-scale part's first point of measurement, whose costs per
+    /// object the last point's are compared with.
+    #[arg(long, default_value_t = 10_000)]
+    scale_baseline: usize,
+    /// Objects per namespace in the storage-at-scale part; the first namespace is deleted at
+    /// its end.
+    #[arg(long, default_value_t = 100_000)]
+    scale_per_namespace: usize,
+    /// Bytes of data in each object of the storage-at-scale part.
+    #[arg(long, default_value_t = 64)]
+    scale_value_size: usize,
+    /// Creates in flight at once while the storage-at-scale part fills the store.
+    #[arg(long, default_value_t = 64)]
+    scale_in_flight: usize,
+    /// Seconds each GET measurement of the storage-at-scale part runs.
+    #[arg(long, default_value_t = 3.0)]
+    scale_slice: f64,
+    /// Creates between the old resourceVersion and the watch from it.
+    #[arg(long, default_value_t = 1000)]
+    scale_watch_events: usize,
+    /// The backends of the storage-at-scale part.
+    #[arg(long, value_delimiter = ',', default_value = "sqlite,etcd")]
+    scale_backends: Vec<storagescale::Backend>,
     /// Custom resources created one at a time while a watch directly on the extension and one
     /// through the aggregator are open (`--only aggregation`).
     #[arg(long, default_value_t = 50)]
@@ -245,6 +277,7 @@ enum Part {
     Fairness,
     CrdScale,
     Aggregation,
+    StorageScale,
 }
 
 impl Args {
@@ -274,6 +307,11 @@ impl Args {
             self.crd_scale_samples = self.crd_scale_samples.min(5);
             self.crd_scale_timeout = self.crd_scale_timeout.min(120.0);
             self.agg_events = self.agg_events.min(20);
+            self.scale_objects = self.scale_objects.min(2_000);
+            self.scale_baseline = self.scale_baseline.min(500);
+            self.scale_per_namespace = self.scale_per_namespace.min(500);
+            self.scale_slice = self.scale_slice.min(0.5);
+            self.scale_watch_events = self.scale_watch_events.min(50);
         }
     }
 
@@ -1319,6 +1357,9 @@ async fn run(args: &Args) -> anyhow::Result<()> {
     if args.only.contains(&Part::CrdScale) {
         crdscale::crd_scale(args, &dir).await?;
     }
+    if args.only.contains(&Part::StorageScale) {
+        storagescale::storage_scale(args, &dir).await?;
+    }
     if !args.only.iter().any(|p| {
         !matches!(
             p,
@@ -1331,6 +1372,7 @@ async fn run(args: &Args) -> anyhow::Result<()> {
                 | Part::Fairness
                 | Part::CrdScale
                 | Part::Aggregation
+                | Part::StorageScale
         )
     }) {
         return Ok(());

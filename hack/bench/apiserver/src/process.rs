@@ -85,11 +85,23 @@ impl Server {
         data_dir: &Path,
         extra: &[String],
     ) -> anyhow::Result<Server> {
+        Self::role_within(bin, role, data_dir, extra, START_TIMEOUT).await
+    }
+
+    /// Like [`Server::role`], giving the server `timeout` to become ready (one that starts
+    /// on a large store, say).
+    pub(crate) async fn role_within(
+        bin: &Path,
+        role: &str,
+        data_dir: &Path,
+        extra: &[String],
+        timeout: Duration,
+    ) -> anyhow::Result<Server> {
         let port = free_port()?;
         let log = data_dir.with_extension("log");
         let mut child = spawn_apiserver(bin, role, data_dir, port, extra, &log)?;
         let kubeconfig = data_dir.join("admin.kubeconfig");
-        let deadline = Instant::now() + START_TIMEOUT;
+        let deadline = Instant::now() + timeout;
         loop {
             if let Some(status) = child.try_wait()? {
                 anyhow::bail!("genplane {role} exited ({status}):\n{}", tail(&log));
