@@ -12,6 +12,9 @@
 //!   (see [`SharedInformers::metadata`]) is served from that informer's one watch, the objects
 //!   reduced to their metadata, as upstream's garbage collector reuses the typed informers.
 //!
+//! Objects are kept and handed out without their `managedFields`, which no controller here
+//! reads (see [`without_managed_fields`]).
+//!
 //! The first subscriber of a resource starts its watch (a `watcher` with the default backoff,
 //! so failures are retried, never returned); the watch stops once the last [`Subscription`] of
 //! it is dropped (a controller stopped, or the garbage collector dropping a resource that is no
@@ -194,7 +197,7 @@ impl SharedInformers {
                     return;
                 };
                 match event {
-                    Ok(event) => informer.dispatch(event),
+                    Ok(event) => informer.dispatch(event.modify(without_managed_fields)),
                     Err(error) => {
                         tracing::debug!(%version, %plural, %error, "shared watch");
                     }
@@ -211,6 +214,14 @@ impl SharedInformers {
         informers.insert(key, Arc::downgrade(&erased));
         informer
     }
+}
+
+/// Drops an object's managed fields as it arrives: no controller here reads them, and kept in
+/// the store and handed to every subscriber they were the largest part of each object's
+/// metadata (a map of maps per field manager). kube-controller-manager trims its informers'
+/// objects the same way.
+fn without_managed_fields<K: kube::Resource>(object: &mut K) {
+    object.meta_mut().managed_fields = None;
 }
 
 /// One resource's watch, its store and its subscribers.
