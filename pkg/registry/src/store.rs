@@ -1099,6 +1099,36 @@ impl<S: Storage> Store<S> {
         fields
     }
 
+    /// Whether the object stored under `key` is selected, when its key alone tells: the
+    /// selection is on `metadata.name` and `metadata.namespace` only (as a watch of one object
+    /// is), which the key holds. `None` when the object itself must be read.
+    pub(crate) fn selected_by_key(&self, selection: &Selection<'_>, key: &str) -> Option<bool> {
+        if !selection.labels.is_empty() || selection.fields.is_empty() {
+            return None;
+        }
+        let names_only = selection
+            .fields
+            .requirements()
+            .iter()
+            .all(|r| r.field == "metadata.name" || r.field == "metadata.namespace");
+        if !names_only {
+            return None;
+        }
+        let rest = key
+            .strip_prefix(self.strategy.key_prefix().as_str())?
+            .strip_prefix('/')?;
+        let (namespace, name) = if self.strategy.namespaced() {
+            rest.split_once('/')?
+        } else {
+            ("", rest)
+        };
+        let fields = BTreeMap::from([
+            ("metadata.name".to_owned(), name.to_owned()),
+            ("metadata.namespace".to_owned(), namespace.to_owned()),
+        ]);
+        Some(selection.fields.matches(&fields))
+    }
+
     /// The selection of a list or watch, with its field names checked against the resource.
     pub(crate) fn selection<'a>(
         &self,
@@ -1233,6 +1263,8 @@ impl<S: Storage> Store<S> {
         let (mut start, mut revision, mut any) = (None, None, false);
         // Where a continued list goes on from, for the token of its 410 once it expired.
         let mut continued_from = None;
+        // The keys from `start` on, when a continued list's token carries their count.
+        let mut counted = None;
         match semantics {
             Semantics::Consistent => {}
             Semantics::Any => any = true,
@@ -1244,6 +1276,7 @@ impl<S: Storage> Store<S> {
                 continued_from = Some(position.start.clone());
                 start = Some(position.start);
                 revision = position.revision;
+                counted = position.remaining;
             }
         }
         let mut taken = 0usize;
@@ -1254,7 +1287,9 @@ impl<S: Storage> Store<S> {
                 start: start.take(),
                 revision,
                 limit: wanted,
-                count: !filtering && limit.is_some(),
+                // Counted once per list, by its first page: the later pages read the same
+                // snapshot, and their tokens carry what is left.
+                count: !filtering && limit.is_some() && counted.is_none(),
             };
             let page = if any {
                 self.storage.list_any(request).await
@@ -1287,12 +1322,18 @@ impl<S: Storage> Store<S> {
                     let at = page.revision;
                     let remaining = page
                         .count
-                        .map(|count| count - i64::try_from(page.items.len()).unwrap_or(i64::MAX));
+                        .or(counted)
+                        .map(|count| count - i64::try_from(page.items.len()).unwrap_or(i64::MAX))
+                        .filter(|_| !filtering);
+                    let token = match remaining {
+                        Some(n) => continue_token::encode_counted(&last, &prefix, at, n),
+                        None => continue_token::encode_after(&last, &prefix, at),
+                    };
                     return Ok(ListResult {
                         items: Vec::new(),
                         resource_version: at.to_string(),
-                        continue_token: Some(continue_token::encode_after(&last, &prefix, at)),
-                        remaining_item_count: remaining.filter(|_| !filtering),
+                        continue_token: Some(token),
+                        remaining_item_count: remaining,
                     });
                 }
                 (true, Some(last)) => start = Some(format!("{last}\0")),

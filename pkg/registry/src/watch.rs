@@ -358,6 +358,12 @@ impl<S: Storage> Store<S> {
         event: &Event,
         live: bool,
     ) -> Result<Option<WatchItem>, ApiError> {
+        // A watch of named objects (one ConfigMap by `metadata.name`, say, among a million
+        // changing) decides from the event's key, without decoding the objects it skips.
+        let by_key = self.selected_by_key(selection, &event.kv.key);
+        if by_key == Some(false) {
+            return Ok(None);
+        }
         let owner = Arc::as_ptr(self.strategy_arc()).cast::<()>() as usize;
         let decoded = if live {
             let cell = event
@@ -377,7 +383,9 @@ impl<S: Storage> Store<S> {
             }
         };
         let selects = |object: &WatchObject| {
-            selection.is_everything() || self.selects(selection, object.value())
+            by_key.unwrap_or_else(|| {
+                selection.is_everything() || self.selects(selection, object.value())
+            })
         };
         let old = decoded.old.clone().transpose()?;
         let old_selected = old.as_deref().map(selects);

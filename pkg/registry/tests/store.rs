@@ -705,6 +705,23 @@ async fn lists_select_and_page_through_a_snapshot() {
     plain.read.limit = Some(10);
     let page = store.list("default", &plain).await.unwrap();
     assert_eq!(page.remaining_item_count, Some(20));
+    // Each later page tells what is left of the same snapshot, whatever was written since.
+    store
+        .create("default", cm("cm-99", json!({}), json!({})), &write())
+        .await
+        .unwrap();
+    plain.read.continue_token = page.continue_token.clone();
+    let page = store.list("default", &plain).await.unwrap();
+    assert_eq!(page.items.len(), 10);
+    assert_eq!(page.remaining_item_count, Some(10));
+    plain.read.continue_token = page.continue_token.clone();
+    let page = store.list("default", &plain).await.unwrap();
+    assert_eq!(
+        (page.items.len(), page.remaining_item_count),
+        (10, None),
+        "the last page of the snapshot"
+    );
+    assert!(page.continue_token.is_none());
     let mut bad = list_options("", "");
     bad.read.continue_token = Some("garbage".into());
     assert_eq!(store.list("default", &bad).await.unwrap_err().code, 400);
@@ -891,6 +908,106 @@ async fn watches_follow_selector_transitions() {
                 .unwrap()
                 .parse()
                 .unwrap()
+    );
+}
+
+/// A watch of one name (as a controller follows one ConfigMap in every namespace) and of one
+/// namespace by field: each gets every change of what it names, and of nothing else, from its
+/// initial state through updates and deletes.
+#[tokio::test]
+async fn watches_by_name_and_namespace_fields_see_only_what_they_name() {
+    let dir = tempfile::tempdir().unwrap();
+    let cache = Arc::new(
+        Cacher::new(
+            sqlite(&dir),
+            "/registry/configmaps/",
+            CacherConfig::default(),
+        )
+        .unwrap(),
+    );
+    let store = Store::new(cache, Arc::new(Things));
+    let create = |namespace: &'static str, name: &'static str| {
+        let store = &store;
+        async move {
+            store
+                .create(namespace, cm(name, json!({}), json!({})), &write())
+                .await
+                .unwrap()
+                .object
+        }
+    };
+    create("one", "wanted").await;
+    create("one", "other").await;
+    let mut by_name = store
+        .watch("", &list_options("", "metadata.name=wanted"))
+        .await
+        .unwrap();
+    let mut by_namespace = store
+        .watch(
+            "",
+            &list_options("", "metadata.namespace=two,metadata.name!=skip"),
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        event(next(&mut by_name).await),
+        (EventType::Added, "wanted".into()),
+        "the initial state"
+    );
+    create("two", "skip").await;
+    create("two", "other").await;
+    let mut wanted = create("two", "wanted").await;
+    wanted["data"] = json!({"k": "v"});
+    store
+        .update("two", "wanted", wanted, &write())
+        .await
+        .unwrap();
+    store
+        .delete("one", "other", &DeleteOptions::default())
+        .await
+        .unwrap();
+    store
+        .delete("one", "wanted", &DeleteOptions::default())
+        .await
+        .unwrap();
+
+    let mut seen = Vec::new();
+    for _ in 0..3 {
+        let WatchItem::Event(kind, object) = next(&mut by_name).await else {
+            panic!("expected an event")
+        };
+        seen.push((kind, meta_str(&object, "namespace").to_owned()));
+    }
+    assert_eq!(
+        seen,
+        [
+            (EventType::Added, "two".to_owned()),
+            (EventType::Modified, "two".to_owned()),
+            (EventType::Deleted, "one".to_owned()),
+        ]
+    );
+    let mut seen = Vec::new();
+    for _ in 0..3 {
+        seen.push(event(next(&mut by_namespace).await));
+    }
+    assert_eq!(
+        seen,
+        [
+            (EventType::Added, "other".to_owned()),
+            (EventType::Added, "wanted".to_owned()),
+            (EventType::Modified, "wanted".to_owned()),
+        ]
+    );
+    // Nothing else came: a later change each watch selects arrives next.
+    create("three", "wanted").await;
+    assert_eq!(
+        event(next(&mut by_name).await),
+        (EventType::Added, "wanted".into())
+    );
+    create("two", "last").await;
+    assert_eq!(
+        event(next(&mut by_namespace).await),
+        (EventType::Added, "last".into())
     );
 }
 

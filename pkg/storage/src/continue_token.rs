@@ -41,6 +41,12 @@ struct Token {
     v: String,
     rv: Revision,
     start: String,
+    /// The keys from `start` on at `rv`, when the first page counted them: every page reads
+    /// the same snapshot, so each later page's remaining count follows from it without
+    /// counting the rest of the range again (which, page after page, made a paginated list
+    /// of a large collection cost the square of its length).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    remaining: Option<i64>,
 }
 
 /// The position a token encodes.
@@ -50,10 +56,23 @@ pub struct Position {
     pub start: String,
     /// The revision to read at; `None` for the current one (a token from [`encode_latest`]).
     pub revision: Option<Revision>,
+    /// How many keys there are from `start` on at `revision`, when the token says (one from
+    /// [`encode_counted`]).
+    pub remaining: Option<i64>,
 }
 
 /// The token for the page after `last_key`, of a list of `prefix` read at `revision`.
 pub fn encode_after(last_key: &str, prefix: &str, revision: Revision) -> String {
+    after(last_key, prefix, revision, None)
+}
+
+/// Like [`encode_after`], for a list that knows `remaining` keys follow `last_key` at
+/// `revision`: the next page reads the count from the token ([`Position::remaining`]).
+pub fn encode_counted(last_key: &str, prefix: &str, revision: Revision, remaining: i64) -> String {
+    after(last_key, prefix, revision, Some(remaining))
+}
+
+fn after(last_key: &str, prefix: &str, revision: Revision, remaining: Option<i64>) -> String {
     // The smallest key greater than `last_key`.
     let next = format!("{last_key}\0");
     let start = next.strip_prefix(prefix).unwrap_or(&next).to_owned();
@@ -61,6 +80,7 @@ pub fn encode_after(last_key: &str, prefix: &str, revision: Revision) -> String 
         v: API_VERSION.to_owned(),
         rv: revision,
         start,
+        remaining,
     };
     encode(&token)
 }
@@ -74,6 +94,7 @@ pub fn encode_latest(start: &str, prefix: &str) -> String {
         v: API_VERSION.to_owned(),
         rv: -1,
         start: start.strip_prefix(prefix).unwrap_or(start).to_owned(),
+        remaining: None,
     })
 }
 
@@ -102,9 +123,12 @@ pub fn decode(token: &str, prefix: &str) -> Result<Position, Error> {
     if escapes {
         return Err(Error::BadKey);
     }
+    let revision = (token.rv > 0).then_some(token.rv);
     Ok(Position {
         start: format!("{prefix}{}", token.start),
-        revision: (token.rv > 0).then_some(token.rv),
+        revision,
+        // A count belongs to its snapshot, and is never negative.
+        remaining: token.remaining.filter(|n| *n >= 0 && revision.is_some()),
     })
 }
 
@@ -134,16 +158,18 @@ pub fn exercise(data: &[u8]) {
         latest,
         Ok(Position {
             start: position.start.clone(),
-            revision: None
+            revision: None,
+            remaining: None,
         })
     );
     if let Some(revision) = position.revision
         && let Some(before) = position.start.strip_suffix('\0')
     {
-        assert_eq!(
-            decode(&encode_after(before, PREFIX, revision), PREFIX),
-            Ok(position)
-        );
+        let again = match position.remaining {
+            Some(n) => encode_counted(before, PREFIX, revision, n),
+            None => encode_after(before, PREFIX, revision),
+        };
+        assert_eq!(decode(&again, PREFIX), Ok(position));
     }
 }
 
@@ -159,7 +185,8 @@ mod tests {
             position,
             Position {
                 start: "/registry/configmaps/ns/b\0".into(),
-                revision: Some(42)
+                revision: Some(42),
+                remaining: None,
             }
         );
         // The JSON inside is what kube-apiserver writes.
@@ -183,9 +210,32 @@ mod tests {
             decode(&token, "/registry/configmaps/").unwrap(),
             Position {
                 start: start.into(),
-                revision: None
+                revision: None,
+                remaining: None,
             }
         );
+    }
+
+    #[test]
+    fn a_counted_token_carries_the_remaining_keys_of_its_snapshot() {
+        let prefix = "/registry/configmaps/";
+        let token = encode_counted("/registry/configmaps/ns/b", prefix, 42, 7);
+        assert_eq!(
+            decode(&token, prefix).unwrap(),
+            Position {
+                start: "/registry/configmaps/ns/b\0".into(),
+                revision: Some(42),
+                remaining: Some(7),
+            }
+        );
+        // A count that is negative, or without a snapshot to belong to, is not believed.
+        let encode = |json: &str| URL_SAFE_NO_PAD.encode(json);
+        for json in [
+            r#"{"v":"meta.k8s.io/v1","rv":3,"start":"a","remaining":-1}"#,
+            r#"{"v":"meta.k8s.io/v1","rv":-1,"start":"a","remaining":5}"#,
+        ] {
+            assert_eq!(decode(&encode(json), prefix).unwrap().remaining, None);
+        }
     }
 
     #[test]
