@@ -337,12 +337,11 @@ async fn current_resource_version(client: &Client, path: &str) -> anyhow::Result
 /// every ConfigMap from the resourceVersion before them until their ADDED events arrived;
 /// the time from the watch's request to the last of them, or what ended the watch.
 async fn watch_from_old(
-    running: &Running,
+    client: &Client,
     label: &str,
     events: usize,
     size: usize,
 ) -> anyhow::Result<Result<Duration, String>> {
-    let client = running.client();
     let ns = format!("scale-watch-{label}");
     create_namespace(client, &ns).await?;
     let old = current_resource_version(client, "/api/v1/configmaps").await?;
@@ -424,7 +423,10 @@ async fn measure(
     let pid = running.server.pid()?;
     let busy = quiet(pid, args.settle(Duration::from_secs(300))).await?;
     let rss_kib = settled(pid, args.settle(Duration::from_secs(30))).await?;
-    let client = running.client();
+    // New connections: the server ends those idle for 90 s, as the fill's may have been while
+    // the server went quiet, and the first one all through a long fill.
+    let clients = connections(&running.server).await?;
+    let client = &clients[0];
     let collections = [
         "/api/v1/configmaps".to_owned(),
         format!("/apis/{}/v1/{}", crate::crd::GROUP, WIDGETS.plural),
@@ -444,7 +446,7 @@ async fn measure(
             (false, &mut consistent_get[kind]),
         ] {
             *rate = gets(
-                &running.clients,
+                &clients,
                 per_namespace,
                 objects,
                 kind,
@@ -456,7 +458,7 @@ async fn measure(
         }
     }
     let watch = watch_from_old(
-        running,
+        client,
         label,
         args.scale_watch_events,
         args.scale_value_size,
@@ -547,16 +549,10 @@ async fn run_backend(args: &Args, backend: Backend, dir: &Path) -> anyhow::Resul
     let mut filling = started.elapsed();
     let mut points = vec![measure(args, &running, baseline, "baseline").await?];
     if objects > baseline {
+        // New connections, the first ones having idled while the baseline was measured.
+        let clients = connections(&running.server).await?;
         let started = Instant::now();
-        fill(
-            &running.clients,
-            per_namespace,
-            baseline,
-            objects,
-            size,
-            in_flight,
-        )
-        .await?;
+        fill(&clients, per_namespace, baseline, objects, size, in_flight).await?;
         filling += started.elapsed();
         points.push(measure(args, &running, objects, "full").await?);
     }
