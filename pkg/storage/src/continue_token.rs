@@ -3,7 +3,8 @@
 //! A token carries the revision of the first page and the key to resume from, so every page of
 //! one list reads the same snapshot. It is `base64url(JSON {"v":"meta.k8s.io/v1","rv":N,
 //! "start":"<key after the prefix>"})`, as upstream encodes it, so tokens look the same to
-//! clients. Once the revision is compacted, reading the next page fails as
+//! clients; a token of [`encode_counted`] adds `"remaining":N`, the keys left in the snapshot,
+//! so that later pages need not count them. Once the revision is compacted, reading the next page fails as
 //! [`crate::Error::Compacted`] (HTTP 410 Expired); the answer then carries a token from
 //! [`encode_latest`], whose revision is `-1` as upstream writes it: it goes on from the same key
 //! at whatever the current revision is, so the list is no longer one snapshot.
