@@ -13,7 +13,7 @@
 //!   reduced to their metadata, as upstream's garbage collector reuses the typed informers.
 //!
 //! Objects are kept and handed out without their `managedFields`, which no controller here
-//! reads (see [`without_managed_fields`]).
+//! reads: kube-controller-manager trims its informers the same way.
 //!
 //! The first subscriber of a resource starts its watch (a `watcher` with the default backoff,
 //! so failures are retried, never returned); the watch stops once the last [`Subscription`] of

@@ -71,7 +71,7 @@ fn namespace(n: usize) -> String {
 
 /// The kind namespace `n` holds: ConfigMaps in the even ones, custom resources in the odd.
 fn holds_configmaps(n: usize) -> bool {
-    n % 2 == 0
+    n.is_multiple_of(2)
 }
 
 /// Where object `k` of the layout goes, `(namespace, index)`: the even objects are ConfigMaps
