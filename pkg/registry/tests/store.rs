@@ -149,6 +149,16 @@ fn sqlite(dir: &tempfile::TempDir) -> Arc<SqliteStore> {
     Arc::new(SqliteStore::open(&config).unwrap())
 }
 
+/// The `Things` store over a watch cache on SQLite in `dir`.
+fn cached_things(dir: &tempfile::TempDir) -> Store<Cacher<Arc<SqliteStore>>> {
+    let cache = Cacher::new(
+        sqlite(dir),
+        "/registry/configmaps/",
+        CacherConfig::default(),
+    );
+    Store::new(Arc::new(cache.unwrap()), Arc::new(Things))
+}
+
 fn cm(name: &str, labels: Value, data: Value) -> Value {
     json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name, "labels": labels}, "data": data})
 }
@@ -809,15 +819,7 @@ fn event(item: WatchItem) -> (EventType, String) {
 #[tokio::test]
 async fn watches_follow_selector_transitions() {
     let dir = tempfile::tempdir().unwrap();
-    let cache = Arc::new(
-        Cacher::new(
-            sqlite(&dir),
-            "/registry/configmaps/",
-            CacherConfig::default(),
-        )
-        .unwrap(),
-    );
-    let store = Store::new(cache, Arc::new(Things));
+    let store = cached_things(&dir);
     let a = store
         .create(
             "default",
@@ -917,15 +919,7 @@ async fn watches_follow_selector_transitions() {
 #[tokio::test]
 async fn watches_by_name_and_namespace_fields_see_only_what_they_name() {
     let dir = tempfile::tempdir().unwrap();
-    let cache = Arc::new(
-        Cacher::new(
-            sqlite(&dir),
-            "/registry/configmaps/",
-            CacherConfig::default(),
-        )
-        .unwrap(),
-    );
-    let store = Store::new(cache, Arc::new(Things));
+    let store = cached_things(&dir);
     let create = |namespace: &'static str, name: &'static str| {
         let store = &store;
         async move {
@@ -1272,15 +1266,7 @@ async fn mirrored(
 #[tokio::test]
 async fn a_mirror_starts_with_every_object_and_follows_each_change() {
     let dir = tempfile::tempdir().unwrap();
-    let cache = Arc::new(
-        Cacher::new(
-            sqlite(&dir),
-            "/registry/configmaps/",
-            CacherConfig::default(),
-        )
-        .unwrap(),
-    );
-    let store = Store::new(cache, Arc::new(Things));
+    let store = cached_things(&dir);
     for (namespace, name) in [("default", "a"), ("other", "b")] {
         store
             .create(namespace, cm(name, json!({}), json!({})), &write())

@@ -40,7 +40,7 @@ use hyper::{Method, StatusCode};
 use crate::client::Client;
 use crate::crd::{Crd, establish};
 use crate::process::{Server, TICKS_PER_SECOND, cpu_ticks, memory, settled};
-use crate::{Args, configmap, configmaps, create_namespace};
+use crate::{Args, configmap, configmaps, create_namespace, mib};
 
 /// The CRD whose custom resources fill the odd namespaces.
 const WIDGETS: Crd = Crd {
@@ -488,10 +488,6 @@ async fn measure(
         );
     }
     Ok(point)
-}
-
-fn mib(kib: u64) -> f64 {
-    kib as f64 / 1024.0
 }
 
 fn show_time(result: &Result<Duration, String>) -> String {
