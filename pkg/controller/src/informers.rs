@@ -45,9 +45,10 @@ use kube::core::TypeMeta;
 use kube::runtime::reflector::{Lookup, Store, store::Writer};
 use kube::runtime::watcher::{self, Event};
 use kube::runtime::{WatchStreamExt as _, watcher as watch};
+use serde::Serialize;
 use serde::de::DeserializeOwned;
 
-use crate::spare;
+use crate::spare::{self, ReleaseSpare as _};
 
 /// An object reduced to its metadata, as metadata-only watches return it.
 pub type Meta = PartialObjectMeta<DynamicObject>;
@@ -105,8 +106,13 @@ impl SharedInformers {
             false,
         );
         let api = Api::<K>::all(self.inner.client.clone());
-        let informer = self.informer(key, Writer::default, api);
-        let store = informer.reader.clone();
+        let informer = self.informer(key, Reflected::<K>::boxed, without_managed_fields, api);
+        let store = informer
+            .reader
+            .as_ref()
+            .and_then(|reader| reader.downcast_ref::<Store<K>>())
+            .expect("invariant: a typed informer keeps a reflector store")
+            .clone();
         (store, informer.subscribe())
     }
 
@@ -124,8 +130,7 @@ impl SharedInformers {
         }
         let key = (resource.api_version.clone(), resource.plural.clone(), true);
         let api = Api::<Meta>::all_with(self.inner.client.clone(), resource);
-        let writer_resource = resource.clone();
-        self.informer(key, move || Writer::new(writer_resource), api)
+        self.informer(key, ByName::<Meta>::boxed, trim_meta, api)
             .subscribe()
     }
 
@@ -152,16 +157,17 @@ impl SharedInformers {
         )
     }
 
-    /// The informer of `key`, started with `api` if none runs.
+    /// The informer of `key`, started with `api` if none runs: `kept` makes what it keeps of
+    /// the objects (and the reader typed callers get), `trim` trims each object as it arrives.
     fn informer<K>(
         &self,
         key: Key,
-        writer: impl FnOnce() -> Writer<K>,
+        kept: fn() -> Made<K>,
+        trim: fn(&mut K),
         api: Api<K>,
     ) -> Arc<Informer<K>>
     where
         K: kube::Resource + Clone + DeserializeOwned + Debug + Send + Sync + 'static,
-        <K as Lookup>::DynamicType: Clone + Eq + Hash + Send + Sync,
     {
         let mut informers = self
             .inner
@@ -173,18 +179,7 @@ impl SharedInformers {
         {
             return informer;
         }
-        let writer = writer();
-        let informer = Arc::new(Informer {
-            reader: writer.as_reader(),
-            state: Mutex::new(State {
-                writer,
-                listing: None,
-                synced: false,
-                room: 0,
-                subscribers: Vec::new(),
-            }),
-            task: Mutex::new(None),
-        });
+        let informer = Informer::new(kept());
         let weak = Arc::downgrade(&informer);
         let (version, plural, metadata) = key.clone();
         let task = tokio::spawn(async move {
@@ -197,7 +192,7 @@ impl SharedInformers {
                     return;
                 };
                 match event {
-                    Ok(event) => informer.dispatch(event.modify(without_managed_fields)),
+                    Ok(event) => informer.dispatch(event.modify(trim)),
                     Err(error) => {
                         tracing::debug!(%version, %plural, %error, "shared watch");
                     }
@@ -224,75 +219,257 @@ fn without_managed_fields<K: kube::Resource>(object: &mut K) {
     object.meta_mut().managed_fields = None;
 }
 
-/// One resource's watch, its store and its subscribers.
-struct Informer<K: Lookup + Clone + 'static>
-where
-    K::DynamicType: Eq + Hash + Clone,
-{
-    reader: Store<K>,
+/// Trims a metadata-only object: its managed fields, and its `apiVersion` and `kind` (those of
+/// the object, two strings each object would otherwise keep; subscribers know the resource
+/// they asked for).
+fn trim_meta(object: &mut Meta) {
+    without_managed_fields(object);
+    object.types = None;
+}
+
+/// One resource's watch, what it keeps of the objects, and its subscribers.
+struct Informer<K: 'static> {
+    /// The reflector store typed callers read (a `Store<K>`), for a typed informer.
+    reader: Option<Box<dyn Any + Send + Sync>>,
     state: Mutex<State<K>>,
     task: Mutex<Option<tokio::task::AbortHandle>>,
 }
 
-struct State<K: Lookup + Clone + 'static>
+struct State<K: 'static> {
+    kept: Box<dyn Kept<K>>,
+    subscribers: Vec<mpsc::UnboundedSender<Event<K>>>,
+}
+
+/// What an informer keeps, and the reader of it typed callers get (a `Store<K>`), if any.
+type Made<K> = (Box<dyn Kept<K>>, Option<Box<dyn Any + Send + Sync>>);
+
+/// What an informer keeps of its resource's objects: what a late subscriber is given.
+trait Kept<K>: Send {
+    /// Applies a watch event.
+    fn apply(&mut self, event: &Event<K>);
+    /// What a subscriber joining now is given first.
+    fn replay(&self) -> Replay<K>;
+}
+
+/// What a subscriber joining is given before the watch's next events.
+enum Replay<K> {
+    /// No list has started: nothing.
+    Nothing,
+    /// A list is in progress: `Init` and the objects it has shown so far.
+    Listing(Vec<K>),
+    /// The objects as of now, as one complete list.
+    Listed(Vec<K>),
+}
+
+/// A typed informer's objects, in the reflector store its callers read.
+struct Reflected<K: Lookup + Clone + 'static>
 where
     K::DynamicType: Eq + Hash + Clone,
 {
     writer: Writer<K>,
-    /// The objects of the list in progress, if one is.
+    reader: Store<K>,
+    /// The objects of the list in progress, if one is (kube's writer keeps its own buffer
+    /// private).
     listing: Option<Vec<K>>,
     /// Whether a list has completed.
     synced: bool,
     /// The most objects the store held since its table was last built: its table's room.
     room: usize,
-    subscribers: Vec<mpsc::UnboundedSender<Event<K>>>,
 }
 
-impl<K> Informer<K>
+impl<K> Reflected<K>
+where
+    K: Lookup + Clone + Send + Sync + 'static,
+    K::DynamicType: Eq + Hash + Clone + Default + Send + Sync,
+{
+    fn new() -> Self {
+        let writer = Writer::default();
+        Self {
+            reader: writer.as_reader(),
+            writer,
+            listing: None,
+            synced: false,
+            room: 0,
+        }
+    }
+
+    fn boxed() -> Made<K> {
+        let kept = Self::new();
+        let reader = kept.reader.clone();
+        (Box::new(kept), Some(Box::new(reader)))
+    }
+}
+
+impl<K> Kept<K> for Reflected<K>
 where
     K: Lookup + Clone + Send + Sync + 'static,
     K::DynamicType: Eq + Hash + Clone + Send + Sync,
 {
+    fn apply(&mut self, event: &Event<K>) {
+        self.writer.apply_watcher_event(event);
+        match event {
+            Event::Init => self.listing = Some(Vec::new()),
+            Event::InitApply(object) => {
+                if let Some(listing) = self.listing.as_mut() {
+                    listing.push(object.clone());
+                }
+            }
+            Event::InitDone => {
+                self.listing = None;
+                self.synced = true;
+                self.room = self.reader.len();
+            }
+            Event::Apply(_) => self.room = self.room.max(self.reader.len()),
+            Event::Delete(_) => {
+                let len = self.reader.len();
+                if self.listing.is_none() && spare::worth_shrinking(len, self.room) {
+                    // kube's store keeps its table's room, and a relist builds a new table:
+                    // replaying the objects as one gives the room of the deleted ones back.
+                    let objects = self.reader.state();
+                    self.writer.apply_watcher_event(&Event::Init);
+                    for object in objects {
+                        self.writer
+                            .apply_watcher_event(&Event::InitApply((*object).clone()));
+                    }
+                    self.writer.apply_watcher_event(&Event::InitDone);
+                    self.room = len;
+                }
+            }
+        }
+    }
+
+    fn replay(&self) -> Replay<K> {
+        match &self.listing {
+            Some(listing) => Replay::Listing(listing.clone()),
+            None if self.synced => {
+                Replay::Listed(self.reader.state().iter().map(|o| (**o).clone()).collect())
+            }
+            None => Replay::Nothing,
+        }
+    }
+}
+
+/// A metadata informer's objects, by namespace and name, each kept as its JSON.
+///
+/// Nothing reads these objects but a late subscriber, which is rare (a controller starting
+/// after the watch listed), so they are kept in their smallest form: an object's metadata as
+/// JSON is about a third of its decoded size, and kube's reflector store would add a key per
+/// object holding its own copy of the resource's five names, its resource version and uid.
+/// A replay decodes them again.
+struct ByName<K> {
+    objects: HashMap<Box<str>, Box<[u8]>>,
+    /// The objects of the list in progress, if one is; they replace `objects` once it ends.
+    listing: Option<HashMap<Box<str>, Box<[u8]>>>,
+    /// Whether a list has completed.
+    synced: bool,
+    _kind: std::marker::PhantomData<fn() -> K>,
+}
+
+impl<K> ByName<K>
+where
+    K: kube::Resource + Serialize + DeserializeOwned + Send + 'static,
+{
+    fn boxed() -> Made<K> {
+        let kept = Self {
+            objects: HashMap::new(),
+            listing: None,
+            synced: false,
+            _kind: std::marker::PhantomData,
+        };
+        (Box::new(kept), None)
+    }
+
+    /// `namespace/name`, or `name` alone for a cluster-scoped object.
+    fn key(object: &K) -> Box<str> {
+        let meta = object.meta();
+        let name = meta.name.as_deref().unwrap_or_default();
+        match meta.namespace.as_deref() {
+            Some(namespace) => format!("{namespace}/{name}").into(),
+            None => name.into(),
+        }
+    }
+
+    /// Keeps `object` in `objects` as its JSON.
+    fn keep(objects: &mut HashMap<Box<str>, Box<[u8]>>, object: &K) {
+        match serde_json::to_vec(object) {
+            Ok(json) => {
+                objects.insert(Self::key(object), json.into_boxed_slice());
+            }
+            // Not expected: the kinds kept here are plain structures with string keys.
+            Err(error) => tracing::warn!(%error, "informer: an object could not be kept"),
+        }
+    }
+
+    /// The objects of `objects`, decoded again.
+    fn decoded(objects: &HashMap<Box<str>, Box<[u8]>>) -> Vec<K> {
+        objects
+            .values()
+            .filter_map(|json| match serde_json::from_slice(json) {
+                Ok(object) => Some(object),
+                Err(error) => {
+                    tracing::warn!(%error, "informer: a kept object could not be read back");
+                    None
+                }
+            })
+            .collect()
+    }
+}
+
+impl<K> Kept<K> for ByName<K>
+where
+    K: kube::Resource + Serialize + DeserializeOwned + Send + 'static,
+{
+    fn apply(&mut self, event: &Event<K>) {
+        match event {
+            Event::Init => self.listing = Some(HashMap::new()),
+            Event::InitApply(object) => {
+                if let Some(listing) = self.listing.as_mut() {
+                    Self::keep(listing, object);
+                }
+            }
+            Event::InitDone => {
+                self.objects = self.listing.take().unwrap_or_default();
+                self.synced = true;
+            }
+            Event::Apply(object) => Self::keep(&mut self.objects, object),
+            Event::Delete(object) => {
+                self.objects.remove(&Self::key(object));
+                self.objects.release_spare();
+            }
+        }
+    }
+
+    fn replay(&self) -> Replay<K> {
+        match &self.listing {
+            Some(listing) => Replay::Listing(Self::decoded(listing)),
+            None if self.synced => Replay::Listed(Self::decoded(&self.objects)),
+            None => Replay::Nothing,
+        }
+    }
+}
+
+impl<K: Clone + Send + 'static> Informer<K> {
+    fn new((kept, reader): Made<K>) -> Arc<Self> {
+        Arc::new(Informer {
+            reader,
+            state: Mutex::new(State {
+                kept,
+                subscribers: Vec::new(),
+            }),
+            task: Mutex::new(None),
+        })
+    }
+
     fn lock(&self) -> std::sync::MutexGuard<'_, State<K>> {
         self.state
             .lock()
             .expect("invariant: the lock is never poisoned")
     }
 
-    /// Applies `event` to the store and hands it to every subscriber.
+    /// Applies `event` to what is kept and hands it to every subscriber.
     fn dispatch(&self, event: Event<K>) {
         let mut state = self.lock();
-        state.writer.apply_watcher_event(&event);
-        match &event {
-            Event::Init => state.listing = Some(Vec::new()),
-            Event::InitApply(object) => {
-                if let Some(listing) = state.listing.as_mut() {
-                    listing.push(object.clone());
-                }
-            }
-            Event::InitDone => {
-                state.listing = None;
-                state.synced = true;
-                state.room = self.reader.len();
-            }
-            Event::Apply(_) => state.room = state.room.max(self.reader.len()),
-            Event::Delete(_) => {
-                let len = self.reader.len();
-                if state.listing.is_none() && spare::worth_shrinking(len, state.room) {
-                    // kube's store keeps its table's room, and a relist builds a new table:
-                    // replaying the objects as one gives the room of the deleted ones back.
-                    let objects = self.reader.state();
-                    state.writer.apply_watcher_event(&Event::Init);
-                    for object in objects {
-                        state
-                            .writer
-                            .apply_watcher_event(&Event::InitApply((*object).clone()));
-                    }
-                    state.writer.apply_watcher_event(&Event::InitDone);
-                    state.room = len;
-                }
-            }
-        }
+        state.kept.apply(&event);
         state
             .subscribers
             .retain(|subscriber| subscriber.unbounded_send(event.clone()).is_ok());
@@ -303,19 +480,17 @@ where
         let (tx, rx) = mpsc::unbounded();
         {
             let mut state = self.lock();
-            let replay: Option<Vec<K>> = match &state.listing {
-                Some(listing) => Some(listing.clone()),
-                None if state.synced => {
-                    Some(self.reader.state().iter().map(|o| (**o).clone()).collect())
-                }
-                None => None,
+            let (objects, complete) = match state.kept.replay() {
+                Replay::Nothing => (None, false),
+                Replay::Listing(objects) => (Some(objects), false),
+                Replay::Listed(objects) => (Some(objects), true),
             };
-            if let Some(objects) = replay {
+            if let Some(objects) = objects {
                 let _ = tx.unbounded_send(Event::Init);
                 for object in objects {
                     let _ = tx.unbounded_send(Event::InitApply(object));
                 }
-                if state.listing.is_none() {
+                if complete {
                     let _ = tx.unbounded_send(Event::InitDone);
                 }
             }
@@ -328,10 +503,7 @@ where
     }
 }
 
-impl<K: Lookup + Clone + 'static> Drop for Informer<K>
-where
-    K::DynamicType: Eq + Hash + Clone,
-{
+impl<K: 'static> Drop for Informer<K> {
     fn drop(&mut self) {
         if let Ok(mut task) = self.task.lock()
             && let Some(task) = task.take()
@@ -429,18 +601,15 @@ mod tests {
     }
 
     fn informer() -> Arc<Informer<Namespace>> {
-        let writer = Writer::default();
-        Arc::new(Informer {
-            reader: writer.as_reader(),
-            state: Mutex::new(State {
-                writer,
-                listing: None,
-                synced: false,
-                room: 0,
-                subscribers: Vec::new(),
-            }),
-            task: Mutex::new(None),
-        })
+        Informer::new(Reflected::<Namespace>::boxed())
+    }
+
+    fn reader(informer: &Informer<Namespace>) -> &Store<Namespace> {
+        informer
+            .reader
+            .as_ref()
+            .and_then(|reader| reader.downcast_ref())
+            .expect("a typed informer's reader")
     }
 
     fn names(events: &[Event<Namespace>]) -> Vec<String> {
@@ -493,25 +662,24 @@ mod tests {
             late_events,
             ["init", "list a", "list b", "list c", "done", "delete a"]
         );
-        assert_eq!(informer.reader.state().len(), 2);
+        assert_eq!(reader(&informer).state().len(), 2);
     }
 
     #[tokio::test]
     async fn a_store_that_emptied_gives_back_its_room_and_keeps_its_objects() {
-        let informer = informer();
-        let mut subscriber = informer.clone().subscribe();
-        informer.dispatch(Event::Init);
-        informer.dispatch(Event::InitDone);
+        let mut kept = Reflected::<Namespace>::new();
+        kept.apply(&Event::Init);
+        kept.apply(&Event::InitDone);
         for i in 0..4_000 {
-            informer.dispatch(Event::Apply(namespace(&format!("ns-{i}"))));
+            kept.apply(&Event::Apply(namespace(&format!("ns-{i}"))));
         }
-        assert_eq!(informer.lock().room, 4_000);
+        assert_eq!(kept.room, 4_000);
         for i in 10..4_000 {
-            informer.dispatch(Event::Delete(namespace(&format!("ns-{i}"))));
+            kept.apply(&Event::Delete(namespace(&format!("ns-{i}"))));
         }
         // The table was rebuilt when a quarter was left, and again below that.
-        assert!(informer.lock().room < 1_000, "{}", informer.lock().room);
-        let mut left: Vec<String> = informer
+        assert!(kept.room < 1_000, "{}", kept.room);
+        let mut left: Vec<String> = kept
             .reader
             .state()
             .iter()
@@ -519,11 +687,99 @@ mod tests {
             .collect();
         left.sort();
         assert_eq!(left, (0..10).map(|i| format!("ns-{i}")).collect::<Vec<_>>());
-        // Subscribers saw only the watch's events, not the rebuilding.
+        // A later subscriber gets the objects left, as one list.
+        let Replay::Listed(objects) = kept.replay() else {
+            panic!("a listed store replays as a complete list");
+        };
+        assert_eq!(objects.len(), 10);
+    }
+
+    #[tokio::test]
+    async fn subscribers_see_only_the_watch_events_not_the_store_rebuilding() {
+        let informer = informer();
+        let mut subscriber = informer.clone().subscribe();
+        informer.dispatch(Event::Init);
+        informer.dispatch(Event::InitDone);
+        for i in 0..4_000 {
+            informer.dispatch(Event::Apply(namespace(&format!("ns-{i}"))));
+        }
+        for i in 10..4_000 {
+            informer.dispatch(Event::Delete(namespace(&format!("ns-{i}"))));
+        }
         assert_eq!(drain(&mut subscriber).await.len(), 2 + 4_000 + 3_990);
-        // A later subscriber gets the objects left.
         let mut late = informer.clone().subscribe();
         assert_eq!(drain(&mut late).await.len(), 12);
+    }
+
+    fn meta(namespace: &str, name: &str) -> Meta {
+        PartialObjectMeta {
+            types: None,
+            metadata: ObjectMeta {
+                name: Some(name.to_owned()),
+                namespace: Some(namespace.to_owned()),
+                ..ObjectMeta::default()
+            },
+            _phantom: std::marker::PhantomData,
+        }
+    }
+
+    fn replayed(kept: &dyn Kept<Meta>) -> (Vec<String>, &'static str) {
+        let (objects, what) = match kept.replay() {
+            Replay::Nothing => (Vec::new(), "nothing"),
+            Replay::Listing(objects) => (objects, "listing"),
+            Replay::Listed(objects) => (objects, "listed"),
+        };
+        let mut names: Vec<String> = objects
+            .iter()
+            .map(|o| {
+                format!(
+                    "{}/{}",
+                    o.metadata.namespace.as_deref().unwrap_or_default(),
+                    o.metadata.name.as_deref().unwrap_or_default()
+                )
+            })
+            .collect();
+        names.sort();
+        (names, what)
+    }
+
+    #[test]
+    fn metadata_kept_by_name_replays_what_a_watch_would_show() {
+        let (mut kept, reader) = ByName::<Meta>::boxed();
+        assert!(reader.is_none());
+        assert_eq!(replayed(&*kept), (vec![], "nothing"));
+        kept.apply(&Event::Init);
+        kept.apply(&Event::InitApply(meta("a", "x")));
+        assert_eq!(replayed(&*kept), (vec!["a/x".to_owned()], "listing"));
+        kept.apply(&Event::InitApply(meta("b", "x")));
+        kept.apply(&Event::InitDone);
+        // The same name in two namespaces is two objects.
+        kept.apply(&Event::Apply(meta("a", "y")));
+        kept.apply(&Event::Apply(meta("a", "y")));
+        kept.apply(&Event::Delete(meta("b", "x")));
+        let expected = vec!["a/x".to_owned(), "a/y".to_owned()];
+        assert_eq!(replayed(&*kept), (expected.clone(), "listed"));
+        // During a relist the objects as of the last list stay; what the new list lacks is
+        // gone once it ends.
+        kept.apply(&Event::Init);
+        kept.apply(&Event::InitApply(meta("a", "y")));
+        assert_eq!(replayed(&*kept), (vec!["a/y".to_owned()], "listing"));
+        kept.apply(&Event::InitDone);
+        assert_eq!(replayed(&*kept), (vec!["a/y".to_owned()], "listed"));
+    }
+
+    #[test]
+    fn metadata_objects_are_kept_without_their_types_and_managed_fields() {
+        let mut object = meta("a", "x");
+        object.types = Some(TypeMeta {
+            api_version: "v1".into(),
+            kind: "ConfigMap".into(),
+        });
+        object.metadata.managed_fields = Some(vec![Default::default()]);
+        trim_meta(&mut object);
+        assert!(object.types.is_none());
+        assert!(object.metadata.managed_fields.is_none());
+        assert_eq!(object.metadata.name.as_deref(), Some("x"));
     }
 
     #[tokio::test]

@@ -4,6 +4,7 @@
 //! collector must do next ([`Effects`]); the graph itself makes no API calls.
 
 use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
 
@@ -15,37 +16,40 @@ pub(crate) const FOREGROUND: &str = "foregroundDeletion";
 pub(crate) const ORPHAN: &str = "orphan";
 
 /// Where an object is: `apiVersion`, `kind`, namespace (empty when cluster-scoped), name, uid.
+///
+/// The graph holds one per object, so it is kept small: `apiVersion` and `kind` are shared by
+/// every object a watch reports, the rest are boxed strings (no spare capacity).
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Default)]
 pub(crate) struct Identity {
     /// `apiVersion`.
-    pub(crate) api_version: String,
+    pub(crate) api_version: Arc<str>,
     /// `kind`.
-    pub(crate) kind: String,
+    pub(crate) kind: Arc<str>,
     /// Namespace, empty for cluster-scoped objects.
-    pub(crate) namespace: String,
+    pub(crate) namespace: Box<str>,
     /// Name.
-    pub(crate) name: String,
+    pub(crate) name: Box<str>,
     /// uid.
-    pub(crate) uid: String,
+    pub(crate) uid: Box<str>,
 }
 
 impl Identity {
     /// The identity an owner reference names, assuming the dependent's namespace.
     pub(crate) fn of_owner(owner: &OwnerReference, namespace: &str) -> Self {
         Identity {
-            api_version: owner.api_version.clone(),
-            kind: owner.kind.clone(),
-            namespace: namespace.to_owned(),
-            name: owner.name.clone(),
-            uid: owner.uid.clone(),
+            api_version: owner.api_version.as_str().into(),
+            kind: owner.kind.as_str().into(),
+            namespace: namespace.into(),
+            name: owner.name.as_str().into(),
+            uid: owner.uid.as_str().into(),
         }
     }
 
     fn matches(&self, owner: &OwnerReference) -> bool {
-        self.uid == owner.uid
-            && self.name == owner.name
-            && self.kind == owner.kind
-            && self.api_version == owner.api_version
+        *self.uid == *owner.uid
+            && *self.name == *owner.name
+            && *self.kind == *owner.kind
+            && *self.api_version == *owner.api_version
     }
 }
 
@@ -67,13 +71,17 @@ pub(crate) struct Node {
     /// Its owner references, as last observed.
     pub(crate) owners: Vec<OwnerReference>,
     /// The uids of the objects that name it as an owner.
-    pub(crate) dependents: HashSet<String>,
+    pub(crate) dependents: HashSet<Box<str>>,
     /// It has a `deletionTimestamp`.
     pub(crate) being_deleted: bool,
     /// It has a `deletionTimestamp` and the `foregroundDeletion` finalizer.
     pub(crate) deleting_dependents: bool,
     /// A watch reported it (otherwise it is only named by an owner reference).
     pub(crate) observed: bool,
+    /// The last observation had a `deletionTimestamp` and the `orphan` finalizer.
+    seen_orphaning: bool,
+    /// The last observation had a `deletionTimestamp` and the `foregroundDeletion` finalizer.
+    seen_foreground: bool,
 }
 
 /// A dependent as the collector needs to see it while deciding about its owner.
@@ -117,18 +125,15 @@ fn blocks(owner: &OwnerReference) -> bool {
     owner.block_owner_deletion == Some(true)
 }
 
-/// Whether the object began being deleted with `finalizer` in this change.
-fn starts_deleting_with(old: Option<&ObjectMeta>, new: &ObjectMeta, finalizer: &str) -> bool {
-    if new.deletion_timestamp.is_none() || !has_finalizer(new, finalizer) {
-        return false;
-    }
-    old.is_none_or(|old| old.deletion_timestamp.is_none() || !has_finalizer(old, finalizer))
+/// Whether `meta` is being deleted with `finalizer`.
+fn deleting_with(meta: &ObjectMeta, finalizer: &str) -> bool {
+    meta.deletion_timestamp.is_some() && has_finalizer(meta, finalizer)
 }
 
 /// The graph, with upstream's cache of owners verified absent.
 #[derive(Debug, Default)]
 pub(crate) struct Graph {
-    nodes: HashMap<String, Node>,
+    nodes: HashMap<Box<str>, Node>,
     absent: HashSet<Identity>,
 }
 
@@ -166,7 +171,7 @@ impl Graph {
             .map(|d| Dependent {
                 identity: d.identity.clone(),
                 deleting_dependents: d.deleting_dependents,
-                blocks_owner: d.owners.iter().any(|o| o.uid == uid && blocks(o)),
+                blocks_owner: d.owners.iter().any(|o| *o.uid == *uid && blocks(o)),
             })
             .collect();
         Some(Snapshot {
@@ -175,25 +180,30 @@ impl Graph {
         })
     }
 
-    /// A watch reported `new` (added or updated; `old` is the previous state, when known)
-    /// as `identity`.
-    pub(crate) fn observe(
-        &mut self,
-        identity: Identity,
-        new: &ObjectMeta,
-        old: Option<&ObjectMeta>,
-    ) -> Effects {
+    /// A watch reported `new` (added or updated) as `identity`. What the previous observation
+    /// of the object showed (upstream compares with the informer's old object) is the node's:
+    /// the graph keeps it, so the watches need keep no copy of the metadata.
+    pub(crate) fn observe(&mut self, identity: Identity, new: &ObjectMeta) -> Effects {
         let mut fx = Effects::default();
         let uid = identity.uid.clone();
         let owners = new.owner_references.clone().unwrap_or_default();
         let being_deleted = new.deletion_timestamp.is_some();
+        let (was_orphaning, was_foreground) = self
+            .nodes
+            .get(&uid)
+            .filter(|node| node.observed)
+            .map_or((false, false), |node| {
+                (node.seen_orphaning, node.seen_foreground)
+            });
+        let orphaning = deleting_with(new, ORPHAN);
+        let foreground = deleting_with(new, FOREGROUND);
         if let Some(existing) = self.nodes.get_mut(&uid)
             && !existing.observed
         {
             existing.observed = true;
             if existing.identity != identity {
                 // Dependents that named this (then virtual) owner by other coordinates.
-                let dependents: Vec<String> = existing.dependents.iter().cloned().collect();
+                let dependents: Vec<Box<str>> = existing.dependents.iter().cloned().collect();
                 existing.identity = identity.clone();
                 for d in dependents {
                     let Some(dep) = self.nodes.get(&d) else {
@@ -205,13 +215,14 @@ impl Graph {
                         || dep
                             .owners
                             .iter()
-                            .any(|o| o.uid == uid && !identity.matches(o));
-                    if namespace_mismatch && let Some(o) = dep.owners.iter().find(|o| o.uid == uid)
+                            .any(|o| *o.uid == *uid && !identity.matches(o));
+                    if namespace_mismatch
+                        && let Some(o) = dep.owners.iter().find(|o| *o.uid == *uid)
                     {
                         fx.invalid.push((dep.identity.clone(), o.clone()));
                     }
                     if mismatch {
-                        fx.delete.push(d);
+                        fx.delete.push(d.into());
                     }
                 }
             }
@@ -227,7 +238,7 @@ impl Graph {
             for o in &old_owners {
                 let now = owners.iter().find(|n| n.uid == o.uid);
                 let unblocked = blocks(o) && now.is_none_or(|n| !blocks(n));
-                if unblocked && self.nodes.contains_key(&o.uid) {
+                if unblocked && self.nodes.contains_key(o.uid.as_str()) {
                     fx.delete.push(o.uid.clone());
                 }
             }
@@ -238,7 +249,7 @@ impl Graph {
                 .collect();
             for o in &old_owners {
                 if !owners.iter().any(|n| n.uid == o.uid)
-                    && let Some(owner) = self.nodes.get_mut(&o.uid)
+                    && let Some(owner) = self.nodes.get_mut(o.uid.as_str())
                 {
                     owner.dependents.remove(&uid);
                 }
@@ -252,21 +263,27 @@ impl Graph {
                     owners: owners.clone(),
                     dependents: HashSet::new(),
                     being_deleted,
-                    deleting_dependents: being_deleted && has_finalizer(new, FOREGROUND),
+                    deleting_dependents: foreground,
                     observed: true,
+                    seen_orphaning: false,
+                    seen_foreground: false,
                 },
             );
             self.add_dependent_to_owners(&uid, &identity, &owners, &mut fx);
         }
+        let Some(node) = self.nodes.get_mut(&uid) else {
+            return fx;
+        };
+        node.seen_orphaning = orphaning;
+        node.seen_foreground = foreground;
         // Transitions.
-        if starts_deleting_with(old, new, ORPHAN) {
-            fx.orphan.push(uid);
-        } else if starts_deleting_with(old, new, FOREGROUND)
-            && let Some(node) = self.nodes.get_mut(&uid)
-        {
+        if orphaning && !was_orphaning {
+            fx.orphan.push(uid.into());
+        } else if foreground && !was_foreground {
             node.deleting_dependents = true;
-            fx.delete.extend(node.dependents.iter().cloned());
-            fx.delete.push(uid);
+            fx.delete
+                .extend(node.dependents.iter().map(|d| d.to_string()));
+            fx.delete.push(uid.into());
         }
         fx
     }
@@ -280,12 +297,12 @@ impl Graph {
     ) {
         let mut potentially_invalid = false;
         for o in owners {
-            match self.nodes.get_mut(&o.uid) {
+            match self.nodes.get_mut(o.uid.as_str()) {
                 None => {
                     let mut dependents = HashSet::new();
-                    dependents.insert(uid.to_owned());
+                    dependents.insert(uid.into());
                     self.nodes.insert(
-                        o.uid.clone(),
+                        o.uid.as_str().into(),
                         Node {
                             identity: Identity::of_owner(o, &identity.namespace),
                             owners: Vec::new(),
@@ -293,13 +310,15 @@ impl Graph {
                             being_deleted: false,
                             deleting_dependents: false,
                             observed: false,
+                            seen_orphaning: false,
+                            seen_foreground: false,
                         },
                     );
                     // Find out whether the owner exists.
                     fx.delete.push(o.uid.clone());
                 }
                 Some(owner) => {
-                    owner.dependents.insert(uid.to_owned());
+                    owner.dependents.insert(uid.into());
                     if potentially_invalid {
                         continue;
                     }
@@ -338,7 +357,7 @@ impl Graph {
         self.nodes.remove(uid);
         self.nodes.release_spare();
         for o in &node.owners {
-            if let Some(owner) = self.nodes.get_mut(&o.uid) {
+            if let Some(owner) = self.nodes.get_mut(o.uid.as_str()) {
                 owner.dependents.remove(uid);
                 if owner.deleting_dependents {
                     fx.delete.push(o.uid.clone());
@@ -348,7 +367,8 @@ impl Graph {
         if add_absent && !node.dependents.is_empty() {
             self.add_absent(node.identity.clone());
         }
-        fx.delete.extend(node.dependents.iter().cloned());
+        fx.delete
+            .extend(node.dependents.iter().map(|d| d.to_string()));
         fx
     }
 
@@ -366,7 +386,8 @@ impl Graph {
         let mut fx = Effects::default();
         if node.identity != *identity {
             self.add_absent(identity.clone());
-            fx.delete.extend(node.dependents.iter().cloned());
+            fx.delete
+                .extend(node.dependents.iter().map(|d| d.to_string()));
         }
         fx
     }
@@ -389,10 +410,10 @@ mod tests {
 
     fn owner(of: &Identity, block: bool) -> OwnerReference {
         OwnerReference {
-            api_version: of.api_version.clone(),
-            kind: of.kind.clone(),
-            name: of.name.clone(),
-            uid: of.uid.clone(),
+            api_version: of.api_version.to_string(),
+            kind: of.kind.to_string(),
+            name: of.name.to_string(),
+            uid: of.uid.to_string(),
             block_owner_deletion: block.then_some(true),
             ..OwnerReference::default()
         }
@@ -418,13 +439,13 @@ mod tests {
         let mut g = Graph::default();
         let parent = id("ConfigMap", "a", "p", "u-p");
         let child = id("Secret", "a", "c", "u-c");
-        let fx = g.observe(child.clone(), &meta(vec![owner(&parent, false)]), None);
+        let fx = g.observe(child.clone(), &meta(vec![owner(&parent, false)]));
         assert_eq!(fx.delete, ["u-p"]);
         let s = g.snapshot("u-p").expect("virtual owner");
         assert!(!s.node.observed);
         assert_eq!(s.dependents.len(), 1);
         // Observing the owner with the same coordinates asks nothing more.
-        let fx = g.observe(parent, &meta(vec![]), None);
+        let fx = g.observe(parent, &meta(vec![]));
         assert_eq!(fx, Effects::default());
         assert!(g.snapshot("u-p").expect("owner").node.observed);
     }
@@ -433,11 +454,10 @@ mod tests {
     fn deleting_an_owner_queues_its_dependents_and_remembers_it_absent() {
         let mut g = Graph::default();
         let parent = id("ConfigMap", "a", "p", "u-p");
-        g.observe(parent.clone(), &meta(vec![]), None);
+        g.observe(parent.clone(), &meta(vec![]));
         g.observe(
             id("Secret", "a", "c", "u-c"),
             &meta(vec![owner(&parent, false)]),
-            None,
         );
         let fx = g.observe_deleted("u-p");
         assert_eq!(fx.delete, ["u-c"]);
@@ -449,19 +469,16 @@ mod tests {
     fn foreground_deletion_queues_dependents_and_blocking_ones_show() {
         let mut g = Graph::default();
         let parent = id("ConfigMap", "a", "p", "u-p");
-        g.observe(parent.clone(), &meta(vec![]), None);
+        g.observe(parent.clone(), &meta(vec![]));
         g.observe(
             id("Secret", "a", "b", "u-b"),
             &meta(vec![owner(&parent, true)]),
-            None,
         );
         g.observe(
             id("Secret", "a", "n", "u-n"),
             &meta(vec![owner(&parent, false)]),
-            None,
         );
-        let before = meta(vec![]);
-        let fx = g.observe(parent.clone(), &deleting(FOREGROUND), Some(&before));
+        let fx = g.observe(parent.clone(), &deleting(FOREGROUND));
         let mut queued = fx.delete.clone();
         queued.sort();
         assert_eq!(queued, ["u-b", "u-n", "u-p"]);
@@ -471,13 +488,13 @@ mod tests {
             .dependents
             .iter()
             .filter(|d| d.blocks_owner)
-            .map(|d| d.identity.name.as_str())
+            .map(|d| &*d.identity.name)
             .collect();
         assert_eq!(blocking, ["b"]);
         // The blocking dependent going away queues the owner again.
         assert_eq!(g.observe_deleted("u-b").delete, ["u-p"]);
         // An update that is not a transition does nothing.
-        let fx = g.observe(parent, &deleting(FOREGROUND), Some(&deleting(FOREGROUND)));
+        let fx = g.observe(parent, &deleting(FOREGROUND));
         assert_eq!(fx, Effects::default());
     }
 
@@ -485,19 +502,40 @@ mod tests {
     fn orphan_deletion_goes_to_the_orphan_queue() {
         let mut g = Graph::default();
         let parent = id("ConfigMap", "a", "p", "u-p");
-        let fx = g.observe(parent, &deleting(ORPHAN), None);
+        let fx = g.observe(parent, &deleting(ORPHAN));
         assert_eq!(fx.orphan, ["u-p"]);
         assert!(fx.delete.is_empty());
+    }
+
+    #[test]
+    fn transitions_are_decided_by_the_previous_observation() {
+        let mut g = Graph::default();
+        let parent = id("ConfigMap", "a", "p", "u-p");
+        // Named by a dependent but never observed: there is no previous observation.
+        g.observe(
+            id("Secret", "a", "c", "u-c"),
+            &meta(vec![owner(&parent, false)]),
+        );
+        assert_eq!(g.observe(parent.clone(), &deleting(ORPHAN)).orphan, ["u-p"]);
+        // Seen again as it was (a relist, or an unrelated update): nothing starts.
+        assert!(
+            g.observe(parent.clone(), &deleting(ORPHAN))
+                .orphan
+                .is_empty()
+        );
+        // Once a watch reported it deleted, seeing it again is a first observation.
+        g.observe_deleted("u-p");
+        assert_eq!(g.observe(parent, &deleting(ORPHAN)).orphan, ["u-p"]);
     }
 
     #[test]
     fn removing_a_blocking_reference_queues_the_owner() {
         let mut g = Graph::default();
         let parent = id("ConfigMap", "a", "p", "u-p");
-        g.observe(parent.clone(), &meta(vec![]), None);
+        g.observe(parent.clone(), &meta(vec![]));
         let child = id("Secret", "a", "c", "u-c");
-        g.observe(child.clone(), &meta(vec![owner(&parent, true)]), None);
-        let fx = g.observe(child, &meta(vec![]), None);
+        g.observe(child.clone(), &meta(vec![owner(&parent, true)]));
+        let fx = g.observe(child, &meta(vec![]));
         assert_eq!(fx.delete, ["u-p"]);
         assert!(g.snapshot("u-p").expect("owner").dependents.is_empty());
     }
@@ -507,16 +545,16 @@ mod tests {
         // Owner seen first.
         let mut g = Graph::default();
         let parent = id("ConfigMap", "a", "p", "u-p");
-        g.observe(parent.clone(), &meta(vec![]), None);
+        g.observe(parent.clone(), &meta(vec![]));
         let child = id("Secret", "b", "c", "u-c");
-        let fx = g.observe(child.clone(), &meta(vec![owner(&parent, false)]), None);
+        let fx = g.observe(child.clone(), &meta(vec![owner(&parent, false)]));
         assert_eq!(fx.delete, ["u-c"]);
         assert_eq!(fx.invalid.len(), 1);
         assert_eq!(fx.invalid[0].0, child);
         // Dependent seen first.
         let mut g = Graph::default();
-        g.observe(child.clone(), &meta(vec![owner(&parent, false)]), None);
-        let fx = g.observe(parent, &meta(vec![]), None);
+        g.observe(child.clone(), &meta(vec![owner(&parent, false)]));
+        let fx = g.observe(parent, &meta(vec![]));
         assert_eq!(fx.delete, ["u-c"]);
         assert_eq!(fx.invalid.len(), 1);
     }
@@ -525,11 +563,10 @@ mod tests {
     fn a_cluster_scoped_owner_of_namespaced_dependents_is_valid() {
         let mut g = Graph::default();
         let parent = id("Namespace", "", "p", "u-p");
-        g.observe(parent.clone(), &meta(vec![]), None);
+        g.observe(parent.clone(), &meta(vec![]));
         let fx = g.observe(
             id("Secret", "b", "c", "u-c"),
             &meta(vec![owner(&parent, false)]),
-            None,
         );
         assert_eq!(fx, Effects::default());
     }
@@ -541,7 +578,6 @@ mod tests {
         g.observe(
             id("Secret", "a", "c", "u-c"),
             &meta(vec![owner(&parent, false)]),
-            None,
         );
         let fx = g.virtual_deleted(&parent);
         assert_eq!(fx.delete, ["u-c"]);

@@ -25,7 +25,7 @@
 
 mod graph;
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
 
@@ -87,7 +87,6 @@ enum Change {
     Observed {
         identity: Identity,
         new: Box<ObjectMeta>,
-        old: Option<Box<ObjectMeta>>,
     },
     /// A watch reported an object deleted.
     Deleted { uid: String },
@@ -244,61 +243,61 @@ pub async fn run(client: Client, informers: SharedInformers) -> Result<(), Error
 
 /// Watches one resource's metadata and feeds the graph; a relist reports what disappeared
 /// meanwhile as deleted. `synced` fires after the first complete list.
+///
+/// The graph keeps what the collector needs of each object; the monitor keeps only the uids
+/// its watch has shown, to tell after a relist which objects went away meanwhile.
 async fn monitor(
     mut stream: Subscription<Meta>,
     resource: Resource,
     changes: mpsc::UnboundedSender<Change>,
     synced: tokio::sync::oneshot::Sender<()>,
 ) -> Result<(), Error> {
+    let api_version: Arc<str> = resource.api.api_version.as_str().into();
+    let kind: Arc<str> = resource.api.kind.as_str().into();
     let identity = |m: &ObjectMeta| Identity {
-        api_version: resource.api.api_version.clone(),
-        kind: resource.api.kind.clone(),
-        namespace: m.namespace.clone().unwrap_or_default(),
-        name: m.name.clone().unwrap_or_default(),
-        uid: m.uid.clone().unwrap_or_default(),
+        api_version: api_version.clone(),
+        kind: kind.clone(),
+        namespace: m.namespace.as_deref().unwrap_or_default().into(),
+        name: m.name.as_deref().unwrap_or_default().into(),
+        uid: uid_of(m),
     };
-    let mut known: HashMap<String, ObjectMeta> = HashMap::new();
-    let mut listing: HashMap<String, ObjectMeta> = HashMap::new();
+    let observed = |meta: ObjectMeta| {
+        let meta = slim(meta);
+        Change::Observed {
+            identity: identity(&meta),
+            new: Box::new(meta),
+        }
+    };
+    let mut known: HashSet<Box<str>> = HashSet::new();
+    let mut listing: HashSet<Box<str>> = HashSet::new();
     let mut synced = Some(synced);
     while let Some(event) = stream.next().await {
         let sent = match event {
             watcher::Event::Apply(o) => {
-                let meta = slim(o.metadata);
-                let uid = meta.uid.clone().unwrap_or_default();
-                let old = known.insert(uid, meta.clone());
-                changes.send(Change::Observed {
-                    identity: identity(&meta),
-                    new: Box::new(meta),
-                    old: old.map(Box::new),
-                })
+                known.insert(uid_of(&o.metadata));
+                changes.send(observed(o.metadata))
             }
             watcher::Event::Delete(o) => {
-                let uid = o.metadata.uid.clone().unwrap_or_default();
+                let uid = uid_of(&o.metadata);
                 known.remove(&uid);
                 known.release_spare();
-                changes.send(Change::Deleted { uid })
+                changes.send(Change::Deleted { uid: uid.into() })
             }
             watcher::Event::Init => {
                 listing.clear();
                 Ok(())
             }
             watcher::Event::InitApply(o) => {
-                listing.insert(o.metadata.uid.clone().unwrap_or_default(), slim(o.metadata));
-                Ok(())
+                // What a list shows is the object's latest state: the graph may have it now.
+                // Only what the list lacks waits for its end.
+                listing.insert(uid_of(&o.metadata));
+                changes.send(observed(o.metadata))
             }
             watcher::Event::InitDone => {
                 let mut result = Ok(());
-                for uid in known.keys() {
-                    if !listing.contains_key(uid) {
-                        result = result.and(changes.send(Change::Deleted { uid: uid.clone() }));
-                    }
-                }
-                for (uid, new) in &listing {
-                    let old = known.get(uid).cloned().map(Box::new);
-                    result = result.and(changes.send(Change::Observed {
-                        identity: identity(new),
-                        new: Box::new(new.clone()),
-                        old,
+                for uid in known.difference(&listing) {
+                    result = result.and(changes.send(Change::Deleted {
+                        uid: uid.to_string(),
                     }));
                 }
                 known = std::mem::take(&mut listing);
@@ -313,6 +312,11 @@ async fn monitor(
         }
     }
     Ok(())
+}
+
+/// An object's uid, as the monitors keep it.
+fn uid_of(meta: &ObjectMeta) -> Box<str> {
+    meta.uid.as_deref().unwrap_or_default().into()
 }
 
 /// The part of an object's metadata the graph needs (labels, annotations and managed fields
@@ -374,9 +378,7 @@ impl Collector {
         let fx = {
             let mut graph = self.graph();
             match change {
-                Change::Observed { identity, new, old } => {
-                    graph.observe(identity, &new, old.as_deref())
-                }
+                Change::Observed { identity, new } => graph.observe(identity, &new),
                 Change::Deleted { uid } => graph.observe_deleted(&uid),
                 Change::VirtualDeleted(identity) => graph.virtual_deleted(&identity),
             }
@@ -423,7 +425,7 @@ impl Collector {
             return Ok(None);
         }
         match api.get_metadata_opt(&identity.name).await? {
-            Some(o) if o.metadata.uid.as_deref() == Some(identity.uid.as_str()) => Ok(Some(o)),
+            Some(o) if o.metadata.uid.as_deref() == Some(&*identity.uid) => Ok(Some(o)),
             _ => Ok(None),
         }
     }
@@ -468,7 +470,7 @@ impl Collector {
             }
             for d in blocking {
                 if !d.deleting_dependents {
-                    self.attempt_to_delete.add(d.identity.uid.clone());
+                    self.attempt_to_delete.add(d.identity.uid.to_string());
                 }
             }
             return Ok(());
@@ -597,7 +599,7 @@ impl Collector {
         let params = DeleteParams {
             propagation_policy: Some(policy),
             preconditions: Some(Preconditions {
-                uid: Some(identity.uid.clone()),
+                uid: Some(identity.uid.to_string()),
                 resource_version: None,
             }),
             ..DeleteParams::default()
@@ -620,7 +622,7 @@ impl Collector {
             let Some(live) = api.get_metadata_opt(&identity.name).await? else {
                 return Ok(());
             };
-            if live.metadata.uid.as_deref() != Some(identity.uid.as_str()) {
+            if live.metadata.uid.as_deref() != Some(&*identity.uid) {
                 return Ok(());
             }
             let finalizers = live.metadata.finalizers.clone().unwrap_or_default();
@@ -716,7 +718,7 @@ async fn report_invalid_owner(client: &Client, dependent: &Identity, owner: &Own
     let namespace = if dependent.namespace.is_empty() {
         "default"
     } else {
-        dependent.namespace.as_str()
+        &*dependent.namespace
     };
     let now = k8s_openapi::jiff::Timestamp::now();
     let event = CoreEvent {
@@ -726,11 +728,11 @@ async fn report_invalid_owner(client: &Client, dependent: &Identity, owner: &Own
             ..ObjectMeta::default()
         },
         involved_object: ObjectReference {
-            api_version: Some(dependent.api_version.clone()),
-            kind: Some(dependent.kind.clone()),
-            name: Some(dependent.name.clone()),
-            namespace: (!dependent.namespace.is_empty()).then(|| dependent.namespace.clone()),
-            uid: Some(dependent.uid.clone()),
+            api_version: Some(dependent.api_version.to_string()),
+            kind: Some(dependent.kind.to_string()),
+            name: Some(dependent.name.to_string()),
+            namespace: (!dependent.namespace.is_empty()).then(|| dependent.namespace.to_string()),
+            uid: Some(dependent.uid.to_string()),
             ..ObjectReference::default()
         },
         reason: Some("OwnerRefInvalidNamespace".into()),
