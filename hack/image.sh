@@ -5,7 +5,7 @@
 # The base is `scratch` plus exactly the shared libraries the executable needs (ldd), CA
 # certificates, and /etc/passwd and /etc/group with the non-root user genplane (65532). The
 # executable is genplane's release build with its debug information split off as
-# hack/release.sh does (kept beside it, target/release/dist/genplane.debug, not in the image).
+# hack/release.sh does (kept beside it, target/dist/shipped/genplane.debug, not in the image).
 # The etcd image holds etcd and etcdctl from Debian's etcd-server and etcd-client packages
 # (downloaded with apt-get, never installed; or, with --installed-etcd, the installed ones) on
 # the same kind of base.
@@ -101,7 +101,7 @@ started=$SECONDS
 if [ -z "$genplane" ]; then
   echo "--- building genplane (hack/release.sh)"
   hack/release.sh
-  genplane="${CARGO_TARGET_DIR:-$repo/target}/release/dist/genplane"
+  genplane="${CARGO_TARGET_DIR:-$repo/target}/dist/shipped/genplane"
 fi
 [ -x "$genplane" ] || { echo "image: $genplane is not an executable" >&2; exit 1; }
 # The images' health checks and the Compose cluster's PKI step are applets of the executable.

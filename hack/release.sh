@@ -1,17 +1,23 @@
 #!/usr/bin/env bash
-# Builds the release binary (`cargo build --release --bin genplane`, line tables for
-# backtraces) and splits its debug information off: target/release/dist/genplane is the program
-# to ship (with its symbol table, less the compiler's labels no backtrace names: see
-# hack/lib/strip.sh), target/release/dist/genplane.debug its debug information, linked from the
-# binary (.gnu_debuglink) so that gdb and addr2line find it beside it.
+# Builds the binary to ship: the release build with line tables (`-C debuginfo=line-tables-only`
+# in RUSTFLAGS, in a target directory of its own, target/dist, so that the plain release build
+# is not rebuilt; flags, unlike profile settings, leave the symbols' names as the release
+# build's, which cmd/genplane/symbol-order.txt lists). Then splits its debug information off:
+# target/dist/shipped/genplane is the program to ship (with its symbol table, less the
+# compiler's labels no backtrace names: see hack/lib/strip.sh), target/dist/shipped/genplane.debug
+# its debug information, linked from the binary (.gnu_debuglink) so that gdb and addr2line find
+# it beside it.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 . hack/lib/strip.sh
-cargo build --locked --release --bin genplane
 target_dir="${CARGO_TARGET_DIR:-$PWD/target}"
-dist="$target_dir/release/dist"
-mkdir -p "$dist"
-objcopy --only-keep-debug "$target_dir/release/genplane" "$dist/genplane.debug"
-objcopy --strip-debug "${GENPLANE_UNNAMED_SYMBOLS[@]}" --add-gnu-debuglink="$dist/genplane.debug" \
-  "$target_dir/release/genplane" "$dist/genplane"
-ls -l "$target_dir/release/genplane" "$dist/genplane" "$dist/genplane.debug"
+CARGO_TARGET_DIR="$target_dir/dist" RUSTFLAGS="${RUSTFLAGS:-} -C debuginfo=line-tables-only" \
+  cargo build --locked --release --bin genplane
+built="$target_dir/dist/release/genplane"
+shipped="$target_dir/dist/shipped"
+mkdir -p "$shipped"
+objcopy --only-keep-debug "$built" "$shipped/genplane.debug"
+objcopy --strip-debug "${GENPLANE_UNNAMED_SYMBOLS[@]}" --add-gnu-debuglink="$shipped/genplane.debug" \
+  "$built" "$shipped/genplane"
+ls -l "$built" "$shipped/genplane" "$shipped/genplane.debug"
+

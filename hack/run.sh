@@ -7,7 +7,7 @@ set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 . hack/lib/ensure.sh
 
-ensure_apt_packages "${GENPLANE_APT_PACKAGES[@]}"
+ensure_apt_packages "${GENPLANE_BUILD_APT_PACKAGES[@]}"
 cargo build --locked --release --bin genplane
 if [ $# -eq 0 ]; then
   set -- all-in-one --bind-address=127.0.0.1 --data-dir=.genplane

@@ -36,8 +36,10 @@ ensure_python_module() {
 # The Python client version the tests run against.
 GENPLANE_PYTHON_KUBERNETES="kubernetes==37.0.2"
 
+# The Debian packages the build needs: protoc and its standard .proto files (libprotobuf-dev)
+# for etcd-client's generated code.
+GENPLANE_BUILD_APT_PACKAGES=(protobuf-compiler libprotobuf-dev)
 # The Debian packages the build and the tests need: etcd for the etcd backend's tests (and,
 # with etcdctl, for the etcd image the Compose chaos test builds with `hack/image.sh
-# --installed-etcd`), protoc and its standard .proto files (libprotobuf-dev) for etcd-client's
-# generated code.
-GENPLANE_APT_PACKAGES=(etcd-server etcd-client protobuf-compiler libprotobuf-dev)
+# --installed-etcd`).
+GENPLANE_APT_PACKAGES=(etcd-server etcd-client "${GENPLANE_BUILD_APT_PACKAGES[@]}")
