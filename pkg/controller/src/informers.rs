@@ -665,8 +665,8 @@ mod tests {
         assert_eq!(reader(&informer).state().len(), 2);
     }
 
-    #[tokio::test]
-    async fn a_store_that_emptied_gives_back_its_room_and_keeps_its_objects() {
+    #[test]
+    fn a_store_that_emptied_gives_back_its_room_and_keeps_its_objects() {
         let mut kept = Reflected::<Namespace>::new();
         kept.apply(&Event::Init);
         kept.apply(&Event::InitDone);

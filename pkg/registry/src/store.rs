@@ -1114,19 +1114,16 @@ impl<S: Storage> Store<S> {
         if !names_only {
             return None;
         }
-        let rest = key
-            .strip_prefix(self.strategy.key_prefix().as_str())?
-            .strip_prefix('/')?;
-        let (namespace, name) = if self.strategy.namespaced() {
-            rest.split_once('/')?
+        // The key is this resource's prefix, then `namespace/name` or `name`; neither holds a
+        // slash, so both are read from the end (no allocation per event).
+        let mut segments = key.rsplit('/');
+        let name = segments.next()?;
+        let namespace = if self.strategy.namespaced() {
+            segments.next()?
         } else {
-            ("", rest)
+            ""
         };
-        let fields = BTreeMap::from([
-            ("metadata.name".to_owned(), name.to_owned()),
-            ("metadata.namespace".to_owned(), namespace.to_owned()),
-        ]);
-        Some(selection.fields.matches(&fields))
+        Some(selection.fields.matches(&KeyFields { name, namespace }))
     }
 
     /// The selection of a list or watch, with its field names checked against the resource.
@@ -1867,6 +1864,22 @@ impl<S: Storage> Store<S> {
             kind: resource.resource,
             uid: meta_str(object, "uid").to_owned(),
             ..StatusDetails::default()
+        }
+    }
+}
+
+/// The fields an object's storage key tells: its name and namespace.
+struct KeyFields<'a> {
+    name: &'a str,
+    namespace: &'a str,
+}
+
+impl fields::Fields for KeyFields<'_> {
+    fn get(&self, field: &str) -> Option<&str> {
+        match field {
+            "metadata.name" => Some(self.name),
+            "metadata.namespace" => Some(self.namespace),
+            _ => None,
         }
     }
 }

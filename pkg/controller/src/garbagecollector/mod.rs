@@ -274,7 +274,10 @@ async fn monitor(
     while let Some(event) = stream.next().await {
         let sent = match event {
             watcher::Event::Apply(o) => {
-                known.insert(uid_of(&o.metadata));
+                let uid = o.metadata.uid.as_deref().unwrap_or_default();
+                if !known.contains(uid) {
+                    known.insert(uid.into());
+                }
                 changes.send(observed(o.metadata))
             }
             watcher::Event::Delete(o) => {
